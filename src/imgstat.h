@@ -1,0 +1,191 @@
+/*
+ * imgstat: per-channel image statistics on the CPU and the GPU.
+ *
+ * Public C API. The library never prints, exits or aborts: every function that
+ * can fail returns an imgstat_status and fills a caller-owned imgstat_error.
+ */
+#ifndef IMGSTAT_H
+#define IMGSTAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IMGSTAT_VERSION "0.1.0"
+
+/* ---- errors ------------------------------------------------------------ */
+
+typedef enum imgstat_status {
+  IMGSTAT_OK = 0,
+  IMGSTAT_ERR_IO,          /* cannot open / read / write a file */
+  IMGSTAT_ERR_FORMAT,      /* not an image, corrupt or truncated */
+  IMGSTAT_ERR_UNSUPPORTED, /* a valid file of a kind we do not handle */
+  IMGSTAT_ERR_LIMIT,       /* over --max-pixels or a size limit */
+  IMGSTAT_ERR_NOMEM,       /* host allocation failed */
+  IMGSTAT_ERR_ARG,         /* invalid argument from the caller */
+  IMGSTAT_ERR_NODEVICE,    /* no CUDA device or driver */
+  IMGSTAT_ERR_DEVICE       /* a device is present but a CUDA call failed */
+} imgstat_status;
+
+#define IMGSTAT_ERROR_MAX 512
+
+/* The reason for a failure, in words for the user (no file name: the caller
+ * adds it). */
+typedef struct imgstat_error {
+  imgstat_status status;
+  char message[IMGSTAT_ERROR_MAX];
+} imgstat_error;
+
+/* Fills err (if not NULL) with a printf-style message and returns status. */
+imgstat_status imgstat_error_set(imgstat_error *err, imgstat_status status,
+                                 const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- the image model --------------------------------------------------- */
+
+/* The enumerator's value is the size of one sample in bytes. */
+typedef enum imgstat_sample {
+  IMGSTAT_U8 = 1,
+  IMGSTAT_U16 = 2, /* native byte order */
+  IMGSTAT_F32 = 4
+} imgstat_sample;
+
+#define IMGSTAT_MAX_CHANNELS 4
+#define IMGSTAT_DEFAULT_MAX_PIXELS (UINT64_C(1) << 30)
+/* Integer sums of squares are exact in 64 bits up to 2^32 samples a plane. */
+#define IMGSTAT_MAX_PIXELS_LIMIT (UINT64_C(1) << 32)
+
+/*
+ * A decoded image: 1..4 channels, each one contiguous plane of width*height
+ * samples in raster order. All planes live in one allocation, `data`;
+ * planes[c] = data + c * plane_bytes. Channel order: Y; Y,A; R,G,B; R,G,B,A.
+ */
+typedef struct imgstat_image {
+  uint32_t width;
+  uint32_t height;
+  int channels;
+  imgstat_sample sample;
+  void *data;
+  void *planes[IMGSTAT_MAX_CHANNELS];
+  const char *format; /* static string: "PNG", "JPEG", "BMP", ... */
+} imgstat_image;
+
+/* Bytes of one plane; 0 for an empty image. */
+size_t imgstat_image_plane_bytes(const imgstat_image *img);
+
+/* Allocates the planes of a width x height image after overflow-checked size
+ * arithmetic; refuses more than max_pixels pixels (0 means the default) with
+ * IMGSTAT_ERR_LIMIT. On failure img is left empty. */
+imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
+                                   uint32_t height, int channels,
+                                   imgstat_sample sample, uint64_t max_pixels,
+                                   imgstat_error *err);
+
+/* Frees the planes; safe on a zeroed or already freed image. */
+void imgstat_image_free(imgstat_image *img);
+
+/* Channel name: "Y", "A", "R", "G" or "B". */
+const char *imgstat_channel_name(int channels, int c);
+/* Layout name: "Y", "YA", "RGB", "RGBA". */
+const char *imgstat_layout_name(int channels);
+/* 8, 16 or 32. */
+int imgstat_sample_depth(imgstat_sample s);
+
+/* ---- loading ----------------------------------------------------------- */
+
+typedef struct imgstat_load_options {
+  uint64_t max_pixels; /* 0: IMGSTAT_DEFAULT_MAX_PIXELS */
+} imgstat_load_options;
+
+/* Decodes the file at path (PNG through libpng; JPEG through TurboJPEG when
+ * built with it, else stb_image; BMP, TGA, GIF, PSD, HDR, PNM through
+ * stb_image). On success *img owns its planes (free with imgstat_image_free).
+ * opts may be NULL. */
+imgstat_status imgstat_image_load(const char *path,
+                                  const imgstat_load_options *opts,
+                                  imgstat_image *img, imgstat_error *err);
+
+/* The same from a buffer in memory (used by the fuzzer and tests). */
+imgstat_status imgstat_image_load_memory(const void *data, size_t size,
+                                         const imgstat_load_options *opts,
+                                         imgstat_image *img,
+                                         imgstat_error *err);
+
+/* ---- partial results ---------------------------------------------------- */
+
+/*
+ * The raw partial of one channel over some run of its samples. Both backends
+ * fill this same type; imgstat_figures_compute turns it into reported figures.
+ *  - u8/u16: sum and sumsq are exact 64-bit integers; mean and m2 unused (0).
+ *  - f32: NaN and +-Inf are only counted; count, min, max, mean and m2 cover
+ *    the finite samples, merged with Chan's formula; sum and sumsq unused (0).
+ * min_index / max_index are raster indices (y * width + x) of the first
+ * minimum / maximum; merging keeps the smaller index on ties, so the merge is
+ * order-independent for everything but float mean/m2 rounding.
+ */
+typedef struct imgstat_partial {
+  uint64_t count;
+  uint64_t nan_count;
+  uint64_t inf_count;
+  double min;
+  double max;
+  uint64_t min_index;
+  uint64_t max_index;
+  uint64_t sum;
+  uint64_t sumsq;
+  double mean;
+  double m2;
+} imgstat_partial;
+
+/* The empty partial (count 0, min +inf, max -inf, indices UINT64_MAX). */
+void imgstat_partial_init(imgstat_partial *p);
+
+/* Merges b into a. For f32, merge in a fixed order for reproducible bits. */
+void imgstat_partial_merge(imgstat_partial *a, const imgstat_partial *b,
+                           imgstat_sample sample);
+
+/* Scans n samples of one plane starting at sample index `first` and merges
+ * them into p (indices reported are first + offset). The CPU reference scan. */
+void imgstat_partial_scan(imgstat_partial *p, const void *plane,
+                          imgstat_sample sample, uint64_t first, uint64_t n);
+
+/* Reported figures for one channel. */
+typedef struct imgstat_figures {
+  uint64_t count; /* samples in min/max/mean/std (finite ones for f32) */
+  uint64_t nan_count;
+  uint64_t inf_count;
+  int has_values; /* count > 0: min/max/positions/mean are defined */
+  double min;
+  double max;
+  uint32_t min_x, min_y, max_x, max_y;
+  int sum_is_exact; /* u8/u16: exact_sum holds the sum */
+  uint64_t exact_sum;
+  double sum;
+  double mean;
+  int has_std; /* count > ddof */
+  double std;
+} imgstat_figures;
+
+/* Turns a partial into figures. ddof is 0 (population) or 1 (sample). */
+void imgstat_figures_compute(const imgstat_partial *p, imgstat_sample sample,
+                             uint32_t width, int ddof, imgstat_figures *out);
+
+/* ---- backends ----------------------------------------------------------- */
+
+/* CPU backend: one partial per channel, out[0..channels-1]. threads <= 0 means
+ * one per online core. Results do not depend on the number of threads. */
+imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
+                                 imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                 imgstat_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IMGSTAT_H */
