@@ -1,1 +1,546 @@
-/* placeholder: being written */
+/*
+ * Everything but PNG (and JPEG when TurboJPEG is built in) through stb_image:
+ * BMP, TGA, GIF (first frame), PSD, HDR (float RGB) and PNM (P5/P6).
+ *
+ * stb_image decodes to one interleaved buffer that we split into planes, so
+ * peak memory is about twice the decoded pixels. It reads through our
+ * callbacks, which stream a file (no whole-file copy) and tell a truncated
+ * input from a complete one.
+ *
+ * What stb_image (v2.27, Debian 12) does with PNM, checked in its source:
+ *  - maxval 1..255 gives 8-bit samples, maxval 256..65535 gives 16-bit ones;
+ *    values are NOT rescaled to the full range (a maxval-1000 file reads
+ *    0..1000), which is what "values are raw samples" asks for;
+ *  - 16-bit samples are left in the file's big-endian byte order (stb PR
+ *    #1710 would change that), so we test what this stb does once per load
+ *    and swap when needed;
+ *  - a short file is not detected (the unread tail is uninitialised memory)
+ *    and header numbers can overflow an int: we parse the header ourselves
+ *    first and refuse both.
+ *
+ * Other stb choices we keep: a GIF's fully transparent pixels come out as
+ * (0,0,0,0), pixels outside the first frame too; a PSD composite with
+ * partial alpha is un-matted from white; BMP palettes become RGB (except the
+ * gray ramp, below); stb's HDR is m * 2^(e - 136), not (m + 0.5) * ....
+ */
+#include "imgstat.h"
+#include "load_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* libpng decodes PNG and Softimage PIC is not a format we promise: keep stb
+ * away from both. The library must never abort, so stb's internal asserts
+ * (invariants, not input checks) are compiled out. stb allocates with
+ * malloc, so a one-channel result can become the image's plane as it is. */
+#define STBI_NO_PNG
+#define STBI_NO_PIC
+#define STBI_FAILURE_USERMSG
+#define STBI_ASSERT(x) ((void)0)
+#define STBI_MALLOC(sz) malloc(sz)
+#define STBI_REALLOC(p, newsz) realloc(p, newsz)
+#define STBI_FREE(p) free(p)
+#define STB_IMAGE_IMPLEMENTATION
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#endif
+#include <stb/stb_image.h>
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* stb refills its read buffer in pieces of this size (sizeof
+ * stbi__context.buffer_start); a shorter answer to such a refill is just the
+ * end of the input, any other short read means data is missing. */
+#define STB_REFILL_BYTES 128
+
+typedef struct stb_reader {
+  imgstat_source *src;
+  int past_end; /* the decoder wanted bytes the input does not have */
+} stb_reader;
+
+static int on_stb_read(void *user, char *data, int size) {
+  stb_reader *r = user;
+  if (size <= 0)
+    return 0;
+  size_t got = imgstat_source_read(r->src, data, (size_t)size);
+  if (got == 0 || (got < (size_t)size && size != STB_REFILL_BYTES))
+    r->past_end = 1;
+  return (int)got;
+}
+
+static void on_stb_skip(void *user, int n) {
+  stb_reader *r = user;
+  imgstat_source *src = r->src;
+  if (n <= 0)
+    return;
+  size_t left = src->pos < src->size ? src->size - src->pos : 0;
+  size_t step = (size_t)n < left ? (size_t)n : left;
+  if (src->file && step > 0 && fseek(src->file, (long)step, SEEK_CUR) != 0) {
+    src->read_errno = errno ? errno : EIO;
+    step = 0;
+  }
+  src->pos += step;
+  /* Skipping past the end is not an error by itself (some BMP writers drop
+   * the last row's padding); a later read there is. */
+  if ((size_t)n > step)
+    src->pos = src->size;
+}
+
+static int on_stb_eof(void *user) {
+  stb_reader *r = user;
+  return r->src->pos >= r->src->size;
+}
+
+static const stbi_io_callbacks stb_callbacks = {on_stb_read, on_stb_skip,
+                                                on_stb_eof};
+
+static const char *kind_format(imgstat_kind kind) {
+  switch (kind) {
+  case IMGSTAT_KIND_JPEG:
+    return "JPEG";
+  case IMGSTAT_KIND_BMP:
+    return "BMP";
+  case IMGSTAT_KIND_GIF:
+    return "GIF";
+  case IMGSTAT_KIND_PSD:
+    return "PSD";
+  case IMGSTAT_KIND_HDR:
+    return "HDR";
+  case IMGSTAT_KIND_PNM:
+    return "PNM";
+  default:
+    return "TGA"; /* the only format stb takes without a signature */
+  }
+}
+
+/* stb's reason for the last failure, copied at once (it is per thread). */
+static imgstat_status stb_failure(imgstat_kind kind, imgstat_error *err) {
+  const char *why = stbi_failure_reason();
+  if (why && strcmp(why, "Out of memory") == 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "%s", why);
+  if (kind == IMGSTAT_KIND_UNKNOWN &&
+      (!why || strcmp(why, "Image not of any known type, or corrupt") == 0))
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "not a recognised image format");
+  return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s",
+                           why && *why ? why : "cannot decode the image");
+}
+
+static imgstat_status rewind_or_fail(imgstat_source *src, imgstat_error *err) {
+  int e = imgstat_source_rewind(src);
+  return e ? imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e))
+           : IMGSTAT_OK;
+}
+
+/* ---- PNM header ---------------------------------------------------------- */
+
+typedef struct pnm_header {
+  uint32_t width, height, maxval;
+  int channels;
+  size_t data_offset; /* the first sample byte */
+} pnm_header;
+
+/* Same grammar as stb's reader: "P5"/"P6", then width, height and maxval,
+ * separated by whitespace and '#' comments, then one whitespace byte. */
+static int pnm_next_number(const unsigned char *h, size_t n, size_t *i,
+                           uint32_t *value) {
+  for (;;) {
+    while (*i < n && strchr(" \t\n\v\f\r", h[*i]) && h[*i])
+      (*i)++;
+    if (*i < n && h[*i] == '#') {
+      while (*i < n && h[*i] != '\n' && h[*i] != '\r')
+        (*i)++;
+      continue;
+    }
+    break;
+  }
+  uint64_t v = 0;
+  size_t digits = 0;
+  while (*i < n && h[*i] >= '0' && h[*i] <= '9') {
+    v = v * 10 + (uint64_t)(h[*i] - '0');
+    if (v > INT_MAX)
+      return 0;
+    (*i)++;
+    digits++;
+  }
+  *value = (uint32_t)v;
+  return digits > 0;
+}
+
+static imgstat_status pnm_read_header(imgstat_source *src, pnm_header *ph,
+                                      imgstat_error *err) {
+  unsigned char h[4096];
+  size_t n = imgstat_source_read(src, h, sizeof h);
+  if (src->read_errno)
+    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                             strerror(src->read_errno));
+  imgstat_status s = rewind_or_fail(src, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  size_t i = 2;
+  if (!pnm_next_number(h, n, &i, &ph->width) ||
+      !pnm_next_number(h, n, &i, &ph->height) ||
+      !pnm_next_number(h, n, &i, &ph->maxval) || i >= n)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "PNM header is malformed or truncated");
+  ph->data_offset = i + 1;
+  ph->channels = h[1] == '6' ? 3 : 1;
+  if (ph->width == 0 || ph->height == 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "PNM image is %" PRIu32 "x%" PRIu32, ph->width,
+                             ph->height);
+  if (ph->maxval == 0 || ph->maxval > 65535)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "PNM maxval %" PRIu32 " is not in 1..65535",
+                             ph->maxval);
+  return IMGSTAT_OK;
+}
+
+/* Whether this stb_image hands back 16-bit PNM samples in file (big-endian)
+ * order rather than native order: decode a 1x1 sample 0x1234 and look. */
+static int stb_pnm16_needs_swap(void) {
+  static const unsigned char probe[] = "P5 1 1 65535\n\x12\x34";
+  int w, h, comp;
+  stbi_us *v =
+      stbi_load_16_from_memory(probe, (int)sizeof probe - 1, &w, &h, &comp, 0);
+  int swap = v && v[0] != 0x1234;
+  stbi_image_free(v);
+  return swap;
+}
+
+/* ---- HDR run-length data --------------------------------------------------
+ */
+
+typedef struct byte_reader {
+  imgstat_source *src;
+  size_t len, at;
+  unsigned char buf[1 << 16];
+} byte_reader;
+
+static int next_byte(byte_reader *br) {
+  if (br->at == br->len) {
+    br->len = imgstat_source_read(br->src, br->buf, sizeof br->buf);
+    br->at = 0;
+    if (br->len == 0)
+      return -1;
+  }
+  return br->buf[br->at++];
+}
+
+/* stb's run-length loop reads a zero count again and again at the end of a
+ * truncated file (it sees zeros past the end) and never returns. So before
+ * stb runs, walk the scanlines exactly as stb will and refuse a file whose
+ * run-length data stops early. Anything stb itself rejects, or reads as flat
+ * pixels (a bounded loop), is left to stb. Returns 0 when truncated. */
+static int hdr_rle_complete(imgstat_source *src) {
+  byte_reader *br = malloc(sizeof *br);
+  if (!br)
+    return 1; /* stb will fail to allocate as well */
+  br->src = src;
+  br->len = br->at = 0;
+  char line[1024];
+  int complete = 1, lines = 0, width = 0, height = 0;
+  for (;;) { /* header lines up to the empty one, then the size line */
+    size_t n = 0;
+    int c;
+    while ((c = next_byte(br)) >= 0 && c != '\n')
+      if (n + 1 < sizeof line)
+        line[n++] = (char)c;
+    line[n] = 0;
+    if (c < 0) {
+      complete = 0;
+      goto done;
+    }
+    if (lines++ > 0 && n == 0) {
+      n = 0;
+      while ((c = next_byte(br)) >= 0 && c != '\n')
+        if (n + 1 < sizeof line)
+          line[n++] = (char)c;
+      line[n] = 0;
+      break;
+    }
+  }
+  if (sscanf(line, "-Y %d +X %d", &height, &width) != 2 || width < 8 ||
+      width >= 32768 || height <= 0 || height > (1 << 24))
+    goto done; /* stb refuses it, or reads flat pixels */
+  for (int y = 0; y < height; y++) {
+    int c1 = next_byte(br), c2 = next_byte(br), c3 = next_byte(br);
+    if (c3 < 0) {
+      complete = 0;
+      goto done;
+    }
+    if (c1 != 2 || c2 != 2 || (c3 & 0x80))
+      goto done; /* stb switches to flat pixels */
+    int c4 = next_byte(br);
+    if (c4 < 0) {
+      complete = 0;
+      goto done;
+    }
+    if ((c3 << 8 | c4) != width)
+      goto done; /* stb: "corrupt HDR" */
+    for (int k = 0; k < 4; k++) {
+      int x = 0;
+      while (x < width) {
+        int count = next_byte(br);
+        if (count < 0) {
+          complete = 0;
+          goto done;
+        }
+        if (count > 128) {
+          count -= 128;
+          if (count > width - x || next_byte(br) < 0) {
+            complete = count > width - x; /* stb: "bad RLE data" */
+            goto done;
+          }
+        } else {
+          if (count > width - x)
+            goto done;
+          for (int z = 0; z < count; z++)
+            if (next_byte(br) < 0) {
+              complete = 0;
+              goto done;
+            }
+        }
+        x += count;
+      }
+    }
+  }
+done:
+  free(br);
+  imgstat_source_rewind(src);
+  return complete;
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+/* PSD: stb always returns RGBA; the header says whether alpha is real.
+ * It also gives the depth, which stbi_is_16_bit misses for PSD in this stb
+ * (it reports 0 for a valid 16-bit file). */
+static void psd_header(imgstat_source *src, int *channels, int *depth) {
+  unsigned char h[26];
+  size_t n = imgstat_source_read(src, h, sizeof h);
+  imgstat_source_rewind(src);
+  *channels = n == sizeof h ? (h[12] << 8 | h[13]) : 4;
+  *depth = n == sizeof h ? (h[22] << 8 | h[23]) : 8;
+}
+
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* What stb's BMP output needs changed to read the file as Pillow and the
+ * format's documentation do. stb expands every palette to RGB: a palette of
+ * at most 8 bits whose entry i is gray level i (or black and white for 2
+ * colours) is how gray images are stored, and becomes one channel again.
+ * stb also treats the fourth byte of 32-bit BI_RGB pixels as alpha, but
+ * that byte is documented as unused: those files are RGB. */
+typedef struct bmp_fixes {
+  int gray_palette;
+  int drop_alpha;
+} bmp_fixes;
+
+static bmp_fixes bmp_inspect(imgstat_source *src) {
+  bmp_fixes fx = {0, 0};
+  unsigned char h[14 + 124 + 4 * 256];
+  size_t n = imgstat_source_read(src, h, sizeof h);
+  imgstat_source_rewind(src);
+  if (n < 54)
+    return fx;
+  uint32_t info_size = le32(h + 14);
+  unsigned bits = (unsigned)(h[28] | h[29] << 8);
+  uint32_t compression = le32(h + 30);
+  if (info_size < 40 || info_size > 124)
+    return fx;
+  fx.drop_alpha = bits == 32 && compression == 0;
+  if (bits == 0 || bits > 8)
+    return fx;
+  uint32_t colors = le32(h + 46);
+  if (colors == 0 || colors > (1u << bits))
+    colors = 1u << bits;
+  size_t at = 14 + info_size;
+  if (at + 4 * (size_t)colors > n)
+    return fx;
+  for (uint32_t i = 0; i < colors; i++) {
+    unsigned want = colors == 2 ? 255 * i : i;
+    const unsigned char *e = h + at + 4 * i; /* B, G, R, reserved */
+    if (e[0] != want || e[1] != want || e[2] != want)
+      return fx;
+  }
+  fx.gray_palette = 1;
+  return fx;
+}
+
+/* GIF: stb always returns RGBA; keep alpha only when some pixel of the first
+ * frame is not opaque (the palette-PNG rule: RGBA only with transparency). */
+static int rgba_is_opaque(const unsigned char *p, size_t pixels) {
+  for (size_t i = 0; i < pixels; i++)
+    if (p[4 * i + 3] != 255)
+      return 0;
+  return 1;
+}
+
+static void drop_alpha_u8(unsigned char *p, size_t pixels) {
+  for (size_t i = 0; i < pixels; i++) {
+    p[3 * i + 0] = p[4 * i + 0];
+    p[3 * i + 1] = p[4 * i + 1];
+    p[3 * i + 2] = p[4 * i + 2];
+  }
+}
+
+imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
+                                  uint64_t max_pixels, imgstat_image *img,
+                                  imgstat_error *err) {
+  memset(img, 0, sizeof *img);
+  imgstat_status s;
+  pnm_header pnm = {0};
+  if (kind == IMGSTAT_KIND_PNM) {
+    s = pnm_read_header(src, &pnm, err);
+    if (s != IMGSTAT_OK)
+      return s;
+    /* Checked before decoding: stb does not notice a short PNM. */
+    uint64_t bytes = (uint64_t)pnm.width * pnm.height * pnm.channels *
+                     (pnm.maxval > 255 ? 2u : 1u);
+    if (pnm.data_offset > src->size ||
+        bytes > (uint64_t)(src->size - pnm.data_offset)) {
+      s = imgstat_pixels_check(pnm.width, pnm.height, max_pixels, err);
+      if (s != IMGSTAT_OK)
+        return s;
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                               "PNM file is truncated (%" PRIu64
+                               " bytes of samples expected)",
+                               bytes);
+    }
+  }
+
+  if (kind == IMGSTAT_KIND_HDR && !hdr_rle_complete(src))
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "file is truncated (HDR run-length data ends "
+                             "early)");
+  stb_reader reader = {src, 0};
+  int w = 0, h = 0, comp = 0;
+  /* Dimensions first, so an oversized header is refused before decoding. */
+  if (!stbi_info_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp))
+    return stb_failure(kind, err);
+  if (w <= 0 || h <= 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "image is %dx%d", w, h);
+  s = imgstat_pixels_check((uint32_t)w, (uint32_t)h, max_pixels, err);
+  if (s != IMGSTAT_OK)
+    return s;
+
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  int is_hdr = stbi_is_hdr_from_callbacks(&stb_callbacks, &reader);
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  int is_16 = !is_hdr && stbi_is_16_bit_from_callbacks(&stb_callbacks, &reader);
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  int psd_channels = 4, psd_depth = 8;
+  if (kind == IMGSTAT_KIND_PSD) {
+    psd_header(src, &psd_channels, &psd_depth); /* rewinds */
+    is_16 = psd_depth == 16;
+  }
+  bmp_fixes bmp = {0, 0};
+  if (kind == IMGSTAT_KIND_BMP)
+    bmp = bmp_inspect(src); /* rewinds */
+
+  reader.past_end = 0;
+  void *pixels;
+  imgstat_sample sample;
+  if (is_hdr) {
+    pixels =
+        stbi_loadf_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
+    sample = IMGSTAT_F32;
+  } else if (is_16) {
+    pixels =
+        stbi_load_16_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
+    sample = IMGSTAT_U16;
+  } else {
+    pixels =
+        stbi_load_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
+    sample = IMGSTAT_U8;
+  }
+  if (!pixels)
+    return src->read_errno ? imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                                               strerror(src->read_errno))
+                           : stb_failure(kind, err);
+  if (src->read_errno || reader.past_end || w <= 0 || h <= 0 || comp < 1 ||
+      comp > IMGSTAT_MAX_CHANNELS) {
+    stbi_image_free(pixels);
+    if (src->read_errno)
+      return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                               strerror(src->read_errno));
+    if (reader.past_end && kind == IMGSTAT_KIND_HDR)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                               "file is truncated, or uses the pre-1991 "
+                               "run-length encoding that stb_image does not "
+                               "read");
+    if (reader.past_end)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "file is truncated");
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "decoder returned a %dx%d image of %d channels", w,
+                             h, comp);
+  }
+
+  /* The decoder's size could differ from the header's: check it again. */
+  s = imgstat_pixels_check((uint32_t)w, (uint32_t)h, max_pixels, err);
+  if (s != IMGSTAT_OK) {
+    stbi_image_free(pixels);
+    return s;
+  }
+  size_t count = (size_t)w * (size_t)h;
+  if (kind == IMGSTAT_KIND_PNM && sample == IMGSTAT_U16 &&
+      stb_pnm16_needs_swap()) {
+    uint16_t *v = pixels;
+    for (size_t i = 0; i < count * (size_t)comp; i++)
+      v[i] = (uint16_t)(v[i] >> 8 | v[i] << 8);
+  }
+  if (comp == 4 && sample == IMGSTAT_U8 &&
+      ((kind == IMGSTAT_KIND_PSD && psd_channels < 4) || bmp.drop_alpha ||
+       (kind == IMGSTAT_KIND_GIF && rgba_is_opaque(pixels, count)))) {
+    drop_alpha_u8(pixels, count);
+    comp = 3;
+  } else if (comp == 4 && sample == IMGSTAT_U16 && kind == IMGSTAT_KIND_PSD &&
+             psd_channels < 4) {
+    uint16_t *v = pixels;
+    for (size_t i = 0; i < count; i++)
+      for (int c = 0; c < 3; c++)
+        v[3 * i + c] = v[4 * i + c];
+    comp = 3;
+  }
+
+  if (bmp.gray_palette && comp == 3 && sample == IMGSTAT_U8) {
+    unsigned char *v = pixels;
+    for (size_t i = 0; i < count; i++)
+      v[i] = v[3 * i];
+    comp = 1;
+  }
+
+  if (comp == 1) {
+    /* Already a plane: adopt stb's buffer (allocated with malloc). */
+    img->width = (uint32_t)w;
+    img->height = (uint32_t)h;
+    img->channels = 1;
+    img->sample = sample;
+    img->data = pixels;
+    img->planes[0] = pixels;
+  } else {
+    s = imgstat_image_alloc(img, (uint32_t)w, (uint32_t)h, comp, sample,
+                            max_pixels, err);
+    if (s != IMGSTAT_OK) {
+      stbi_image_free(pixels);
+      return s;
+    }
+    imgstat_pixels_split(img, pixels, 0, count, 1);
+    stbi_image_free(pixels);
+  }
+  img->format = kind_format(kind);
+  return IMGSTAT_OK;
+}

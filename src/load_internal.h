@@ -1,0 +1,81 @@
+/*
+ * Private to the loaders (src/image.c, src/load*.c) and their tests and
+ * benchmark: the input abstraction and one decoder per library.
+ */
+#ifndef IMGSTAT_LOAD_INTERNAL_H
+#define IMGSTAT_LOAD_INTERNAL_H
+
+#include "imgstat.h"
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* *out = a * b; returns 0 (and leaves *out alone) when that overflows. */
+int imgstat_size_mul(size_t a, size_t b, size_t *out);
+
+/*
+ * The bytes of one input, from a regular file (streamed, so a decoder that
+ * reads rows as it goes never holds the whole file) or from memory.
+ */
+typedef struct imgstat_source {
+  FILE *file;                /* file input, or NULL for memory input */
+  const unsigned char *data; /* memory input */
+  size_t size;               /* bytes in the input */
+  size_t pos;                /* bytes consumed so far */
+  int short_read;            /* a read returned fewer bytes than asked */
+  int read_errno;            /* file: errno of a failed read, else 0 */
+} imgstat_source;
+
+/* Reads up to n bytes; returns how many were read (fewer at the end). */
+size_t imgstat_source_read(imgstat_source *src, void *buf, size_t n);
+
+/* Goes back to the first byte; returns 0 on success, else an errno. */
+int imgstat_source_rewind(imgstat_source *src);
+
+/* The whole input in memory: memory input is returned as it is (*owned 0);
+ * file input is read into a malloc'd buffer that the caller frees (*owned
+ * 1). */
+imgstat_status imgstat_source_slurp(imgstat_source *src,
+                                    const unsigned char **data, int *owned,
+                                    imgstat_error *err);
+
+/* The formats the first bytes of an input announce. */
+typedef enum imgstat_kind {
+  IMGSTAT_KIND_UNKNOWN = 0,
+  IMGSTAT_KIND_PNG,
+  IMGSTAT_KIND_JPEG,
+  IMGSTAT_KIND_BMP,
+  IMGSTAT_KIND_GIF,
+  IMGSTAT_KIND_PSD,
+  IMGSTAT_KIND_HDR,
+  IMGSTAT_KIND_PNM
+} imgstat_kind;
+
+/* Sniffs the signature in the first n bytes of an input. */
+imgstat_kind imgstat_kind_sniff(const unsigned char *head, size_t n);
+
+/* Each decoder starts at the first byte of src and, on failure, leaves *img
+ * zeroed with everything it allocated freed. max_pixels is never 0 here. */
+imgstat_status imgstat_png_decode(imgstat_source *src, uint64_t max_pixels,
+                                  imgstat_image *img, imgstat_error *err);
+imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
+                                  uint64_t max_pixels, imgstat_image *img,
+                                  imgstat_error *err);
+/* Returns IMGSTAT_ERR_UNSUPPORTED without touching src when built without
+ * TurboJPEG, or for a JPEG that TurboJPEG cannot turn into RGB (CMYK): the
+ * caller then falls back to stb_image. */
+imgstat_status imgstat_jpeg_decode(imgstat_source *src, uint64_t max_pixels,
+                                   imgstat_image *img, imgstat_error *err);
+
+/* Refuses a width x height image over max_pixels (0: the default) or over
+ * IMGSTAT_MAX_PIXELS_LIMIT with the same message as imgstat_image_alloc, so
+ * decoders can check a header before they allocate anything. */
+imgstat_status imgstat_pixels_check(uint32_t width, uint32_t height,
+                                    uint64_t max_pixels, imgstat_error *err);
+
+/* Copies n interleaved pixels (img->channels samples of img->sample type
+ * each) into img's planes: pixel i goes to raster index first + i * step. */
+void imgstat_pixels_split(imgstat_image *img, const void *interleaved,
+                          size_t first, size_t n, size_t step);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * Loader tests over the shared corpus (../shared/corpus or $IMGSTAT_CORPUS):
+ * photos and Radiance files against statistics computed in Python by
+ * tests/tools/make_reference.py (tests/data/corpus_reference.tsv). Reports
+ * a skip (exit 77) when the corpus is absent.
+ */
+#include "imgstat.h"
+#include "load_ref.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *corpus;
+
+static void test_corpus_reference(void) {
+  char path[4096];
+  ref_entry *refs;
+  snprintf(path, sizeof path, "%s/corpus_reference.tsv", test_data_dir());
+  long n = ref_read(path, &refs);
+  CU_ASSERT_FATAL(n > 0);
+  int valid = 0, rejected = 0;
+  for (long i = 0; i < n; i++) {
+    if (snprintf(path, sizeof path, "%s/%s", corpus, refs[i].name) >=
+        (int)sizeof path)
+      continue;
+    imgstat_image img;
+    imgstat_error err = {0};
+    imgstat_status s = imgstat_image_load(path, NULL, &img, &err);
+    char why[1024];
+    if (refs[i].ok) {
+      snprintf(why, sizeof why, "%s: %s", refs[i].name, err.message);
+      REF_ASSERT_MSG(s == IMGSTAT_OK, why);
+      if (s == IMGSTAT_OK) {
+        REF_ASSERT_MSG(ref_match(&refs[i], &img, why, sizeof why), why);
+        valid++;
+      }
+    } else {
+      snprintf(why, sizeof why, "%s must be rejected", refs[i].name);
+      REF_ASSERT_MSG(s != IMGSTAT_OK && err.message[0] && image_is_empty(&img),
+                     why);
+      rejected++;
+    }
+    imgstat_image_free(&img);
+  }
+  CU_ASSERT_EQUAL(valid, 17);
+  CU_ASSERT_EQUAL(rejected, 1); /* hdr/old-rle.hdr */
+  free(refs);
+}
+
+/* The contract's specifics: 16-bit stays 16-bit, HDR is float RGB, the
+ * old-style RLE Radiance file is refused with a reason. */
+static void test_corpus_specifics(void) {
+  char path[4096];
+  const char *sixteen[] = {"photos/monkey16.png", "photos/monkey16.pgm"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", corpus, sixteen[i]);
+    imgstat_image img;
+    imgstat_error err = {0};
+    CU_ASSERT_EQUAL(imgstat_image_load(path, NULL, &img, &err), IMGSTAT_OK);
+    CU_ASSERT_EQUAL(img.sample, IMGSTAT_U16);
+    imgstat_image_free(&img);
+  }
+  snprintf(path, sizeof path, "%s/hdr/image1.hdr", corpus);
+  imgstat_image img;
+  imgstat_error err = {0};
+  CU_ASSERT_EQUAL(imgstat_image_load(path, NULL, &img, &err), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(img.sample, IMGSTAT_F32);
+  CU_ASSERT_EQUAL(img.channels, 3);
+  CU_ASSERT_STRING_EQUAL(img.format, "HDR");
+  imgstat_image_free(&img);
+  snprintf(path, sizeof path, "%s/hdr/old-rle.hdr", corpus);
+  CU_ASSERT_EQUAL(imgstat_image_load(path, NULL, &img, &err),
+                  IMGSTAT_ERR_FORMAT);
+  CU_ASSERT(err.message[0] != 0);
+  printf("\n    old-rle.hdr: %s\n", err.message);
+}
+
+/* The licence texts beside the images are not images. */
+static void test_corpus_text_files_rejected(void) {
+  const char *dirs[] = {"photos", "hdr"};
+  for (int d = 0; d < 2; d++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", corpus, dirs[d]);
+    DIR *dh = opendir(dir);
+    CU_ASSERT_FATAL(dh != NULL);
+    struct dirent *de;
+    while ((de = readdir(dh))) {
+      size_t len = strlen(de->d_name);
+      if (len < 4 || strcmp(de->d_name + len - 4, ".txt") != 0)
+        continue;
+      char path[8192];
+      snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+      imgstat_image img;
+      imgstat_error err = {0};
+      CU_ASSERT_EQUAL(imgstat_image_load(path, NULL, &img, &err),
+                      IMGSTAT_ERR_FORMAT);
+      CU_ASSERT_STRING_EQUAL(err.message, "not a recognised image format");
+    }
+    closedir(dh);
+  }
+}
+
+int main(void) {
+  corpus = test_corpus_dir();
+  if (!corpus)
+    return test_skip("corpus not found (set IMGSTAT_CORPUS)");
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("corpus", NULL, NULL);
+  CU_add_test(s, "photos and HDR match Python", test_corpus_reference);
+  CU_add_test(s, "16-bit, float, old RLE", test_corpus_specifics);
+  CU_add_test(s, "text files rejected", test_corpus_text_files_rejected);
+  return test_run_all();
+}
