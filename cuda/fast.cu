@@ -1,1 +1,788 @@
-// placeholder: being written
+/*
+ * The default kernel ("fast"): the fused statistics of a plane at close to
+ * the memory bandwidth, and the fold that reduces its per-block partials.
+ *
+ * Each block walks tiles of FastPolicy::kBlock x kItems 16-byte vectors with
+ * a grid stride (the grid is sized to fill the device once); every thread
+ * issues kItems independent 16-byte loads before using any of them. Per
+ * thread, everything is kept in registers in the cheapest exact form:
+ *  - u8: sums through __dp4a into 32-bit accumulators flushed to 64 bits every
+ *    tile; min/max with Hopper's native 16x2 min/max on the even and odd
+ *    bytes of each word (the 4x8 forms, __vminu4, are emulated: several
+ *    instructions each);
+ *  - u16: 32-bit sums flushed every tile, 64-bit sums of squares (exact),
+ *    16x2 min/max;
+ *  - f32: NaN/Inf counted, finite samples summed as (x - shift) and
+ *    (x - shift)^2 in double, shift being the thread's first finite sample,
+ *    then turned into count / mean / M2, the mean relative to the plane's
+ *    shift K (imgstat_plane_shift; docs/gpu.md has the error bound).
+ * First positions cost almost nothing in the loop: a thread remembers only
+ * the vector in which its running min (max) last became strictly smaller
+ * (larger), from the min of each vector of the tile. Vectors are visited in
+ * increasing order, so that is the first vector holding the thread's final
+ * min; at the end the thread re-reads that one 16-byte vector to find the
+ * exact first position. (Searching the tile in registers whenever the running
+ * min improves was measured 15-40% slower: in the first tens of tiles some lane
+ * of every warp improves, so the whole warp runs the search.) The unaligned
+ * head and tail of the plane (< 16 bytes each) are handled sample by sample by
+ * block 0. u8/u16: once a thread's running min and max are the type's bounds,
+ * its later tiles only feed the sums (they cannot change either). Per-thread
+ * partials are then merged with warp shuffles, one shared slot per warp, into
+ * one imgstat_partial per block, in a fixed order.
+ */
+#include "reduce.cuh"
+
+namespace {
+
+/* Tuning as data: one place says how the fast kernels are shaped. */
+#ifndef IMGSTAT_FAST_ITEMS /* overridable to time variants (tests/gpu) */
+#define IMGSTAT_FAST_ITEMS 4
+#endif
+#ifndef IMGSTAT_FAST_BLOCKS_PER_SM
+#define IMGSTAT_FAST_BLOCKS_PER_SM 3
+#endif
+#ifndef IMGSTAT_FAST_PREFETCH
+#define IMGSTAT_FAST_PREFETCH 0
+#endif
+#ifndef IMGSTAT_FAST_SATURATED_SKIP
+#define IMGSTAT_FAST_SATURATED_SKIP 1
+#endif
+struct FastPolicy {
+  static constexpr int kBlock = 256;                /* threads per block */
+  static constexpr int kItems = IMGSTAT_FAST_ITEMS; /* 16-byte loads a tile */
+  static constexpr int kBlocksPerSm = IMGSTAT_FAST_BLOCKS_PER_SM;
+  /* Load the next tile before working on this one (twice the registers). */
+  static constexpr bool kPrefetch = IMGSTAT_FAST_PREFETCH;
+  /* u8/u16: once a thread's running min and max are the type's bounds, no
+   * later tile can change them, so its tiles only feed the sums. */
+  static constexpr bool kSaturatedSkip = IMGSTAT_FAST_SATURATED_SKIP;
+  static constexpr int kTile = kBlock * kItems; /* vectors per tile */
+};
+
+/* The int sum of the benchmark (no first positions: more loads a tile). */
+struct SumPolicy {
+  static constexpr int kBlock = FastPolicy::kBlock;
+  static constexpr int kItems = 4;
+  static constexpr int kTile = kBlock * kItems;
+};
+
+struct FoldPolicy {
+  static constexpr int kBlock = 256;
+  static constexpr int kItems = 8; /* partials per thread */
+};
+
+constexpr uint64_t kNone = UINT64_MAX;
+
+/* ---- block-wide merge of partials --------------------------------------- */
+
+template <typename T> __device__ T shfl_down(const T &v, int offset) {
+  static_assert(sizeof(T) % 4 == 0, "shuffled types are whole words");
+  union Words {
+    T t;
+    unsigned w[sizeof(T) / 4];
+  } src, dst;
+  src.t = v;
+#pragma unroll
+  for (int k = 0; k < (int)(sizeof(T) / 4); ++k)
+    dst.w[k] = __shfl_down_sync(0xffffffffu, src.w[k], offset);
+  return dst.t;
+}
+
+/* Lane l takes in lane l + off for off = 16..1, so lane 0 ends with the merge
+ * of lanes 0..31 in a fixed order. */
+template <bool IsFloat> __device__ void warp_merge(imgstat_partial &p) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    imgstat_partial q = shfl_down(p, off);
+    imgstat_partial_combine<IsFloat>(&p, &q);
+  }
+}
+
+/* Merges the block's partials; thread 0 returns the block's. */
+template <bool IsFloat, int Block>
+__device__ imgstat_partial block_merge(imgstat_partial p) {
+  __shared__ imgstat_partial warp_part[Block / 32];
+  warp_merge<IsFloat>(p);
+  unsigned tid = threadIdx.x;
+  if ((tid & 31) == 0)
+    warp_part[tid / 32] = p;
+  __syncthreads();
+  if (tid < 32) {
+    p = tid < Block / 32 ? warp_part[tid] : imgstat_partial_empty();
+    warp_merge<IsFloat>(p);
+  }
+  return p;
+}
+
+__device__ long long block_sum(long long v) {
+  __shared__ long long warp_sum[32];
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1)
+    v += __shfl_down_sync(0xffffffffu, v, off);
+  unsigned tid = threadIdx.x;
+  if ((tid & 31) == 0)
+    warp_sum[tid / 32] = v;
+  __syncthreads();
+  if (tid < 32) {
+    v = tid < blockDim.x / 32 ? warp_sum[tid] : 0;
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1)
+      v += __shfl_down_sync(0xffffffffu, v, off);
+  }
+  return v;
+}
+
+/* Per-lane min / max of two u16 lanes: one native instruction on sm_90. */
+__device__ __forceinline__ unsigned min_u16x2(unsigned a, unsigned b) {
+  unsigned r;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ unsigned max_u16x2(unsigned a, unsigned b) {
+  unsigned r;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
+/* ---- the plane's layout ------------------------------------------------- */
+
+/* A plane seen as head samples (up to the first 16-byte boundary), nvec
+ * aligned vectors, and tail samples. */
+template <typename Sample> struct Layout {
+  static constexpr int kPerVec = 16 / (int)sizeof(Sample);
+  const Sample *plane;
+  uint64_t head, nvec, tail;
+  const uint4 *vec;
+
+  __device__ Layout(const Sample *p, uint64_t n) : plane(p) {
+    uint64_t mis = (uintptr_t)p & 15;
+    head = mis ? (16 - mis) / sizeof(Sample) : 0;
+    if (head > n)
+      head = n;
+    nvec = (n - head) / kPerVec;
+    tail = n - head - nvec * kPerVec;
+    vec = reinterpret_cast<const uint4 *>(p + head);
+  }
+  /* Plane index of sample j of vector v. */
+  __device__ uint64_t index(uint64_t v, int j) const {
+    return head + v * kPerVec + j;
+  }
+  /* Vector k of thread t in tile `tile`. */
+  __device__ static uint64_t vec_of(uint64_t tile, int k, unsigned t) {
+    return tile * FastPolicy::kTile + (uint64_t)k * FastPolicy::kBlock + t;
+  }
+};
+
+/* A running (value, first index) candidate, for samples seen one by one. */
+template <typename V> struct Candidate {
+  V value;
+  uint64_t index;
+};
+
+/* Sample j of a 16-byte vector held as four words. */
+template <typename Sample>
+__device__ __forceinline__ Sample sample_of(const unsigned (&w)[4], int j) {
+  constexpr int kSize = (int)sizeof(Sample);
+  unsigned word = w[(j * kSize) / 4];
+  if constexpr (kSize == 4) {
+    return (Sample)__uint_as_float(word);
+  } else {
+    constexpr unsigned kMask = (1u << (8 * kSize)) - 1;
+    return (Sample)((word >> (((j * kSize) % 4) * 8)) & kMask);
+  }
+}
+
+template <typename Sample> struct Found {
+  int j; /* position in the vector, -1: none */
+  Sample value;
+};
+
+/* The first sample of a vector equal to `value` (as compared by ==, so the
+ * first of its equality class, as a sequential scan keeps). Walked backwards
+ * so that the last match written is the first in order, without branches. */
+template <typename Sample, typename V>
+__device__ Found<Sample> find_in_vector(const uint4 &v, V value) {
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+  Found<Sample> f{-1, (Sample)0};
+#pragma unroll
+  for (int j = 16 / (int)sizeof(Sample) - 1; j >= 0; --j) {
+    Sample x = sample_of<Sample>(w, j);
+    if ((V)x == value) {
+      f.j = j;
+      f.value = x;
+    }
+  }
+  return f;
+}
+
+/* The first of the tile's valid vectors whose extreme h[k] equals e. */
+template <typename H>
+__device__ __forceinline__ int first_vector(const H (&h)[FastPolicy::kItems],
+                                            int nvalid, H e) {
+  int first = 0;
+#pragma unroll
+  for (int k = FastPolicy::kItems - 1; k >= 0; --k)
+    if (k < nvalid && h[k] == e)
+      first = k;
+  return first;
+}
+
+/* ---- per-thread accumulators ------------------------------------------- */
+
+/* Each accumulator keeps, besides its sums, the running min / max of the
+ * vectors it has seen and the index of the vector in which each last became
+ * strictly better (kNone: none yet): per tile it computes the extreme of each
+ * vector, so only that one 16-byte vector needs re-reading at the end. */
+
+/* u8: four samples per 32-bit word. */
+struct AccU8 {
+  using Sample = uint8_t;
+  uint64_t count = 0, sum = 0, sumsq = 0;
+  unsigned vmin = 256; /* running min of the vectors (256: none) */
+  int vmax = -1;       /* running max (-1: none) */
+  uint64_t min_vec = kNone, max_vec = kNone;
+  Candidate<unsigned> smin{256, kNone};
+  Candidate<int> smax{-1, kNone};
+
+  __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
+                           uint64_t tile) {
+    unsigned s = 0, q = 0;
+    if (FastPolicy::kSaturatedSkip && vmin == 0 && vmax == 255) {
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        if (k < nvalid) {
+          s = __dp4a(v[k].x, 0x01010101u, s);
+          q = __dp4a(v[k].x, v[k].x, q);
+          s = __dp4a(v[k].y, 0x01010101u, s);
+          q = __dp4a(v[k].y, v[k].y, q);
+          s = __dp4a(v[k].z, 0x01010101u, s);
+          q = __dp4a(v[k].z, v[k].z, q);
+          s = __dp4a(v[k].w, 0x01010101u, s);
+          q = __dp4a(v[k].w, v[k].w, q);
+        }
+      }
+      count += (uint64_t)16 * nvalid;
+      sum += s;
+      sumsq += q;
+      return;
+    }
+    unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
+    unsigned tmin = 0xffffu, tmax = 0;
+#pragma unroll
+    for (int k = 0; k < FastPolicy::kItems; ++k) {
+      unsigned mn = 0xffffffffu, mx = 0;
+      if (k < nvalid) {
+        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          s = __dp4a(w[j], 0x01010101u, s);
+          q = __dp4a(w[j], w[j], q); /* <= 16 * 8 * 65025: no overflow */
+          unsigned even = w[j] & 0x00ff00ffu;          /* bytes 0, 2 */
+          unsigned odd = __byte_perm(w[j], 0, 0x4341); /* bytes 1, 3 */
+          mn = min_u16x2(mn, even);
+          mn = min_u16x2(mn, odd);
+          mx = max_u16x2(mx, even);
+          mx = max_u16x2(mx, odd);
+        }
+      }
+      hmin[k] = min(mn & 0xffffu, mn >> 16);
+      hmax[k] = max(mx & 0xffffu, mx >> 16);
+      tmin = min(tmin, hmin[k]);
+      tmax = max(tmax, hmax[k]);
+    }
+    count += (uint64_t)16 * nvalid;
+    sum += s;
+    sumsq += q;
+    if (tmin < vmin) {
+      vmin = tmin;
+      min_vec = Layout<Sample>::vec_of(tile, first_vector(hmin, nvalid, tmin),
+                                       threadIdx.x);
+    }
+    if ((int)tmax > vmax) {
+      vmax = (int)tmax;
+      max_vec = Layout<Sample>::vec_of(tile, first_vector(hmax, nvalid, tmax),
+                                       threadIdx.x);
+    }
+  }
+  __device__ void add_sample(Sample x, uint64_t index) {
+    count += 1;
+    sum += x;
+    sumsq += (unsigned)x * x;
+    if (x < smin.value) { /* samples come in increasing index order */
+      smin.value = x;
+      smin.index = index;
+    }
+    if ((int)x > smax.value) {
+      smax.value = x;
+      smax.index = index;
+    }
+  }
+};
+
+/* u16: two samples per 32-bit word. */
+struct AccU16 {
+  using Sample = uint16_t;
+  uint64_t count = 0, sum = 0, sumsq = 0;
+  unsigned vmin = 65536;
+  int vmax = -1;
+  uint64_t min_vec = kNone, max_vec = kNone;
+  Candidate<unsigned> smin{65536, kNone};
+  Candidate<int> smax{-1, kNone};
+
+  __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
+                           uint64_t tile) {
+    unsigned s = 0;
+    uint64_t q = 0;
+    if (FastPolicy::kSaturatedSkip && vmin == 0 && vmax == 65535) {
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        if (k < nvalid) {
+          const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            unsigned lo = w[j] & 0xffffu, hi = w[j] >> 16;
+            s += lo + hi;
+            q += (uint64_t)lo * lo;
+            q += (uint64_t)hi * hi;
+          }
+        }
+      }
+      count += (uint64_t)8 * nvalid;
+      sum += s;
+      sumsq += q;
+      return;
+    }
+    unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
+    unsigned tmin = 0xffffu, tmax = 0;
+#pragma unroll
+    for (int k = 0; k < FastPolicy::kItems; ++k) {
+      unsigned mn = 0xffffffffu, mx = 0;
+      if (k < nvalid) {
+        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          unsigned lo = w[j] & 0xffffu, hi = w[j] >> 16;
+          s += lo + hi; /* <= 8 * kItems * 65535: no overflow */
+          q += (uint64_t)lo * lo;
+          q += (uint64_t)hi * hi;
+          mn = min_u16x2(mn, w[j]);
+          mx = max_u16x2(mx, w[j]);
+        }
+      }
+      hmin[k] = min(mn & 0xffffu, mn >> 16);
+      hmax[k] = max(mx & 0xffffu, mx >> 16);
+      tmin = min(tmin, hmin[k]);
+      tmax = max(tmax, hmax[k]);
+    }
+    count += (uint64_t)8 * nvalid;
+    sum += s;
+    sumsq += q;
+    if (tmin < vmin) {
+      vmin = tmin;
+      min_vec = Layout<Sample>::vec_of(tile, first_vector(hmin, nvalid, tmin),
+                                       threadIdx.x);
+    }
+    if ((int)tmax > vmax) {
+      vmax = (int)tmax;
+      max_vec = Layout<Sample>::vec_of(tile, first_vector(hmax, nvalid, tmax),
+                                       threadIdx.x);
+    }
+  }
+  __device__ void add_sample(Sample x, uint64_t index) {
+    count += 1;
+    sum += x;
+    sumsq += (uint64_t)x * x;
+    if (x < smin.value) {
+      smin.value = x;
+      smin.index = index;
+    }
+    if ((int)x > smax.value) {
+      smax.value = x;
+      smax.index = index;
+    }
+  }
+};
+
+/* f32: NaN and Inf counted; finite samples in shifted double sums. */
+struct AccF32 {
+  using Sample = float;
+  uint64_t count = 0, nan_count = 0, inf_count = 0;
+  double shift = 0.0, s1 = 0.0, s2 = 0.0;
+  float vmin = __builtin_huge_valf();  /* +inf: none */
+  float vmax = -__builtin_huge_valf(); /* -inf: none */
+  uint64_t min_vec = kNone, max_vec = kNone;
+  Candidate<float> smin{__builtin_huge_valf(), kNone};
+  Candidate<float> smax{-__builtin_huge_valf(), kNone};
+
+  __device__ void add_finite(float x) {
+    if (count == 0)
+      shift = x;
+    double d = (double)x - shift;
+    s1 += d;
+    s2 = fma(d, d, s2);
+    count += 1;
+  }
+  /* Counts x; true when it is finite (and then added). */
+  __device__ bool classify(float x) {
+    if (x != x) {
+      nan_count += 1;
+      return false;
+    }
+    if (fabsf(x) == __int_as_float(0x7f800000)) {
+      inf_count += 1;
+      return false;
+    }
+    add_finite(x);
+    return true;
+  }
+  __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
+                           uint64_t tile) {
+    const float inf = __int_as_float(0x7f800000);
+    float hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
+    float tmin = inf, tmax = -inf;
+#pragma unroll
+    for (int k = 0; k < FastPolicy::kItems; ++k) {
+      float mn = inf, mx = -inf;
+      if (k < nvalid) {
+        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          float x = __uint_as_float(w[j]);
+          if (classify(x)) {
+            mn = fminf(mn, x);
+            mx = fmaxf(mx, x);
+          }
+        }
+      }
+      hmin[k] = mn;
+      hmax[k] = mx;
+      tmin = fminf(tmin, mn);
+      tmax = fmaxf(tmax, mx);
+    }
+    if (tmin < vmin) {
+      vmin = tmin;
+      min_vec = Layout<Sample>::vec_of(tile, first_vector(hmin, nvalid, tmin),
+                                       threadIdx.x);
+    }
+    if (tmax > vmax) {
+      vmax = tmax;
+      max_vec = Layout<Sample>::vec_of(tile, first_vector(hmax, nvalid, tmax),
+                                       threadIdx.x);
+    }
+  }
+  __device__ void add_sample(Sample x, uint64_t index) {
+    if (!classify(x))
+      return;
+    if (x < smin.value) {
+      smin.value = x;
+      smin.index = index;
+    }
+    if (x > smax.value) {
+      smax.value = x;
+      smax.index = index;
+    }
+  }
+};
+
+/* The thread's partial: the recorded vectors are re-read (one 16-byte load
+ * each, both in flight) to find the exact first positions; the values come
+ * from the samples found, so for f32 the partial holds the exact sample (-0.0
+ * and 0.0 compare equal but differ). */
+template <typename Acc>
+__device__ imgstat_partial thread_partial(const Acc &a,
+                                          const Layout<typename Acc::Sample> &L,
+                                          uint64_t first) {
+  using Sample = typename Acc::Sample;
+  constexpr int kPerVec = Layout<Sample>::kPerVec;
+  imgstat_partial p = imgstat_partial_empty();
+  p.count = a.count;
+  uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
+  if (a.min_vec != kNone)
+    vmin = __ldg(L.vec + a.min_vec);
+  if (a.max_vec != kNone)
+    vmax = __ldg(L.vec + a.max_vec);
+  if (a.min_vec != kNone) {
+    Found<Sample> f = find_in_vector<Sample>(vmin, a.vmin);
+    if (f.j >= 0) {
+      p.min = (double)f.value;
+      p.min_index = first + L.head + a.min_vec * kPerVec + f.j;
+    }
+  }
+  if (a.max_vec != kNone) {
+    Found<Sample> f = find_in_vector<Sample>(vmax, a.vmax);
+    if (f.j >= 0) {
+      p.max = (double)f.value;
+      p.max_index = first + L.head + a.max_vec * kPerVec + f.j;
+    }
+  }
+  /* Scalar candidates (head/tail) merge by value, then index. */
+  if (a.smin.index != kNone) {
+    double v = (double)(Sample)a.smin.value;
+    uint64_t idx = first + a.smin.index;
+    if (v < p.min || (v == p.min && idx < p.min_index)) {
+      p.min = v;
+      p.min_index = idx;
+    }
+  }
+  if (a.smax.index != kNone) {
+    double v = (double)(Sample)a.smax.value;
+    uint64_t idx = first + a.smax.index;
+    if (v > p.max || (v == p.max && idx < p.max_index)) {
+      p.max = v;
+      p.max_index = idx;
+    }
+  }
+  return p;
+}
+
+__device__ void finish_sums(const AccU8 &a, imgstat_partial &p, double) {
+  p.sum = a.sum;
+  p.sumsq = a.sumsq;
+}
+__device__ void finish_sums(const AccU16 &a, imgstat_partial &p, double) {
+  p.sum = a.sum;
+  p.sumsq = a.sumsq;
+}
+__device__ void finish_sums(const AccF32 &a, imgstat_partial &p, double k) {
+  p.nan_count = a.nan_count;
+  p.inf_count = a.inf_count;
+  if (a.count > 0) {
+    double n = (double)a.count;
+    double d = a.s1 / n;
+    p.mean = (a.shift - k) + d; /* shift - K: exact for floats near K */
+    double m2 = a.s2 - a.s1 * d;
+    p.m2 = m2 > 0.0 ? m2 : 0.0;
+  }
+}
+
+template <typename Acc>
+__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+    fast_stats_kernel(imgstat_pass pass) {
+  using Sample = typename Acc::Sample;
+  constexpr bool kFloat = sizeof(Sample) == 4;
+  const unsigned t = threadIdx.x;
+  const Sample *plane =
+      static_cast<const Sample *>(pass.in) + blockIdx.y * pass.in_stride;
+  Layout<Sample> L(plane, pass.n);
+  Acc acc;
+  /* f32: the plane's shift, loaded now so that its latency overlaps. */
+  const double shift_k =
+      kFloat
+          ? imgstat_plane_shift(reinterpret_cast<const float *>(plane), pass.n)
+          : 0.0;
+
+  const uint64_t full = L.nvec / FastPolicy::kTile;
+  uint64_t tile = blockIdx.x;
+  if constexpr (FastPolicy::kPrefetch) {
+    uint4 cur[FastPolicy::kItems];
+    if (tile < full) {
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k)
+        cur[k] = __ldg(L.vec + Layout<Sample>::vec_of(tile, k, t));
+    }
+    for (; tile < full; tile += gridDim.x) {
+      uint4 next[FastPolicy::kItems];
+      uint64_t nt = tile + gridDim.x;
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k)
+        next[k] = nt < full ? __ldg(L.vec + Layout<Sample>::vec_of(nt, k, t))
+                            : make_uint4(0, 0, 0, 0);
+      acc.add_tile(cur, FastPolicy::kItems, tile);
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k)
+        cur[k] = next[k];
+    }
+  } else {
+    for (; tile < full; tile += gridDim.x) {
+      uint4 v[FastPolicy::kItems];
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k)
+        v[k] = __ldg(L.vec + Layout<Sample>::vec_of(tile, k, t));
+      acc.add_tile(v, FastPolicy::kItems, tile);
+    }
+  }
+  /* The last, partial tile falls to the block whose turn it is, after all of
+   * its full tiles (increasing order is kept). Valid vectors of a thread are
+   * a prefix k < nvalid. */
+  if (tile == full && full * FastPolicy::kTile < L.nvec) {
+    uint4 v[FastPolicy::kItems];
+    int nvalid = 0;
+#pragma unroll
+    for (int k = 0; k < FastPolicy::kItems; ++k) {
+      uint64_t i = Layout<Sample>::vec_of(tile, k, t);
+      if (i < L.nvec) {
+        v[k] = __ldg(L.vec + i);
+        nvalid = k + 1;
+      } else {
+        v[k] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (nvalid > 0)
+      acc.add_tile(v, nvalid, tile);
+  }
+  if (blockIdx.x == 0) {
+    if (t < L.head)
+      acc.add_sample(plane[t], t);
+    uint64_t tail0 = L.head + L.nvec * Layout<Sample>::kPerVec;
+    if (t >= 32 && t - 32 < L.tail)
+      acc.add_sample(plane[tail0 + t - 32], tail0 + t - 32);
+  }
+
+  imgstat_partial p = thread_partial(acc, L, pass.first_index);
+  finish_sums(acc, p, shift_k);
+  p = block_merge<kFloat, FastPolicy::kBlock>(p);
+  if (kFloat && pass.last && p.count > 0)
+    p.mean += shift_k;
+  if (t == 0)
+    static_cast<imgstat_partial *>(
+        pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
+}
+
+/* Sum of ints with 16-byte loads (the benchmark's fast row). */
+__global__ void __launch_bounds__(FastPolicy::kBlock)
+    fast_sum_i32_kernel(imgstat_pass pass) {
+  const unsigned t = threadIdx.x;
+  const int *in =
+      static_cast<const int *>(pass.in) + blockIdx.y * pass.in_stride;
+  uint64_t mis = ((uintptr_t)in & 15) / 4;
+  uint64_t head = mis ? 4 - mis : 0;
+  if (head > pass.n)
+    head = pass.n;
+  uint64_t nvec = (pass.n - head) / 4;
+  const int4 *vec = reinterpret_cast<const int4 *>(in + head);
+  long long s = 0;
+  const uint64_t full = nvec / SumPolicy::kTile;
+  uint64_t tile = blockIdx.x;
+  for (; tile < full; tile += gridDim.x) {
+    int4 v[SumPolicy::kItems];
+#pragma unroll
+    for (int k = 0; k < SumPolicy::kItems; ++k)
+      v[k] = __ldg(vec + tile * SumPolicy::kTile + k * SumPolicy::kBlock + t);
+#pragma unroll
+    for (int k = 0; k < SumPolicy::kItems; ++k)
+      s += (long long)v[k].x + v[k].y + (long long)v[k].z + v[k].w;
+  }
+  if (tile == full) {
+    for (int k = 0; k < SumPolicy::kItems; ++k) {
+      uint64_t i = tile * SumPolicy::kTile + k * SumPolicy::kBlock + t;
+      if (i < nvec) {
+        int4 v = __ldg(vec + i);
+        s += (long long)v.x + v.y + (long long)v.z + v.w;
+      }
+    }
+  }
+  if (blockIdx.x == 0) {
+    if (t < head)
+      s += in[t];
+    uint64_t tail0 = head + nvec * 4;
+    if (t >= 32 && tail0 + (t - 32) < pass.n)
+      s += in[tail0 + t - 32];
+  }
+  s = block_sum(s);
+  if (t == 0)
+    static_cast<long long *>(
+        pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;
+}
+
+/* The fold: block b merges partials [b * chunk, (b + 1) * chunk), thread t
+ * the items t, t + Block, ... of that range in order, then the block tree. */
+template <bool IsFloat>
+__global__ void __launch_bounds__(FoldPolicy::kBlock)
+    fold_stats_kernel(imgstat_pass pass) {
+  const imgstat_partial *in = static_cast<const imgstat_partial *>(pass.in) +
+                              blockIdx.y * pass.in_stride;
+  constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
+  uint64_t base = (uint64_t)blockIdx.x * kChunk;
+  imgstat_partial p = imgstat_partial_empty();
+  for (int k = 0; k < FoldPolicy::kItems; ++k) {
+    uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + threadIdx.x;
+    if (i < pass.n) {
+      imgstat_partial q = in[i];
+      imgstat_partial_combine<IsFloat>(&p, &q);
+    }
+  }
+  p = block_merge<IsFloat, FoldPolicy::kBlock>(p);
+  if (IsFloat && pass.last && p.count > 0)
+    p.mean += imgstat_plane_shift(static_cast<const float *>(pass.planes) +
+                                      blockIdx.y * pass.plane_stride,
+                                  pass.plane_n);
+  if (threadIdx.x == 0)
+    static_cast<imgstat_partial *>(
+        pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
+}
+
+__global__ void __launch_bounds__(FoldPolicy::kBlock)
+    fold_sum_i64_kernel(imgstat_pass pass) {
+  const long long *in =
+      static_cast<const long long *>(pass.in) + blockIdx.y * pass.in_stride;
+  constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
+  uint64_t base = (uint64_t)blockIdx.x * kChunk;
+  long long s = 0;
+  for (int k = 0; k < FoldPolicy::kItems; ++k) {
+    uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + threadIdx.x;
+    if (i < pass.n)
+      s += in[i];
+  }
+  s = block_sum(s);
+  if (threadIdx.x == 0)
+    static_cast<long long *>(
+        pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;
+}
+
+template <typename K>
+cudaError_t launch(K kernel, int block, const imgstat_pass *p, cudaStream_t s) {
+  if (p->grid == 0 || p->channels == 0 || p->channels > 65535)
+    return cudaErrorInvalidValue;
+  kernel<<<dim3(p->grid, p->channels), block, 0, s>>>(*p);
+  return cudaGetLastError();
+}
+
+} // namespace
+
+int imgstat_fast_block_size(void) { return FastPolicy::kBlock; }
+int imgstat_fast_bytes_per_thread(void) { return 16 * FastPolicy::kItems; }
+
+unsigned imgstat_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+  uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
+  uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
+  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
+                  FastPolicy::kBlocksPerSm / (channels ? channels : 1);
+  uint64_t grid = tiles < wave ? tiles : wave;
+  return grid < 1 ? 1u : (unsigned)grid;
+}
+
+unsigned imgstat_fold_grid(uint64_t n) {
+  uint64_t chunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
+  uint64_t grid = (n + chunk - 1) / chunk;
+  if (grid > 0x7fffffffu)
+    return 0;
+  return grid < 1 ? 1u : (unsigned)grid;
+}
+
+cudaError_t imgstat_fast_stats(imgstat_sample sample, const imgstat_pass *p,
+                               cudaStream_t s) {
+  switch (sample) {
+  case IMGSTAT_U8:
+    return launch(fast_stats_kernel<AccU8>, FastPolicy::kBlock, p, s);
+  case IMGSTAT_U16:
+    return launch(fast_stats_kernel<AccU16>, FastPolicy::kBlock, p, s);
+  case IMGSTAT_F32:
+    return launch(fast_stats_kernel<AccF32>, FastPolicy::kBlock, p, s);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t imgstat_fast_sum_i32(const imgstat_pass *p, cudaStream_t s) {
+  return launch(fast_sum_i32_kernel, SumPolicy::kBlock, p, s);
+}
+
+cudaError_t imgstat_fold_stats(imgstat_sample sample, const imgstat_pass *p,
+                               cudaStream_t s) {
+  if (sample == IMGSTAT_F32)
+    return launch(fold_stats_kernel<true>, FoldPolicy::kBlock, p, s);
+  return launch(fold_stats_kernel<false>, FoldPolicy::kBlock, p, s);
+}
+
+cudaError_t imgstat_fold_sum_i64(const imgstat_pass *p, cudaStream_t s) {
+  return launch(fold_sum_i64_kernel, FoldPolicy::kBlock, p, s);
+}

@@ -1,1 +1,513 @@
-// placeholder: being written
+/*
+ * The classic reduction ladder, kernels 1..7, after Mark Harris's study
+ * "Optimizing Parallel Reduction in CUDA" (rewritten here, with its known
+ * bugs fixed: 64-bit indices and sums, bounds-checked loads, warp-synchronous
+ * steps ordered by __syncwarp or done with shuffles).
+ *
+ * Every kernel is a template over an Op: the reduced type T, its identity,
+ * how item i of channel c is loaded as a T, and the combine. The same kernels
+ * therefore sum ints for the benchmark, fold 64-bit partial sums, and compute
+ * the fused statistics partials (imgstat_partial) from samples or from the
+ * partials of an earlier pass. gridDim.y is the channel; each block writes one
+ * T. The combine order is fixed, so results are identical run to run.
+ */
+#include "reduce.cuh"
+
+#include <type_traits>
+
+namespace {
+
+/* ---- ops --------------------------------------------------------------- */
+
+struct SumI32Op {
+  using T = long long;
+  const int *in;
+  uint64_t stride;
+  __device__ T identity() const { return 0; }
+  __device__ T load(uint64_t i, uint32_t c) const { return in[c * stride + i]; }
+  __device__ static void combine(T &a, const T &b) { a += b; }
+  __device__ void begin(uint32_t) {}
+  __device__ void finish(T &) const {}
+};
+
+struct SumI64Op {
+  using T = long long;
+  const long long *in;
+  uint64_t stride;
+  __device__ T identity() const { return 0; }
+  __device__ T load(uint64_t i, uint32_t c) const { return in[c * stride + i]; }
+  __device__ static void combine(T &a, const T &b) { a += b; }
+  __device__ void begin(uint32_t) {}
+  __device__ void finish(T &) const {}
+};
+
+template <typename Sample> struct StatsOp {
+  using T = imgstat_partial;
+  static constexpr bool kFloat = std::is_same<Sample, float>::value;
+  const Sample *in;
+  uint64_t stride;
+  uint64_t first;
+  uint64_t n;
+  int last;
+  double shift; /* f32: K of this block's channel (set by begin) */
+  __device__ void begin(uint32_t c) {
+    shift = kFloat ? imgstat_plane_shift(
+                         reinterpret_cast<const float *>(in + c * stride), n)
+                   : 0.0;
+  }
+  /* Means are relative to K until the last pass adds it back. */
+  __device__ void finish(T &p) const {
+    if (kFloat && last && p.count > 0)
+      p.mean += shift;
+  }
+  __device__ T identity() const { return imgstat_partial_empty(); }
+  /* The partial of one sample. */
+  __device__ T load(uint64_t i, uint32_t c) const {
+    T p = imgstat_partial_empty();
+    Sample x = in[c * stride + i];
+    if (kFloat) {
+      float f = (float)x;
+      if (f != f) {
+        p.nan_count = 1;
+        return p;
+      }
+      if (fabsf(f) == __int_as_float(0x7f800000)) {
+        p.inf_count = 1;
+        return p;
+      }
+      p.mean = (double)f - shift;
+    } else {
+      uint64_t v = (uint64_t)x;
+      p.sum = v;
+      p.sumsq = v * v;
+    }
+    p.count = 1;
+    p.min = p.max = (double)x;
+    p.min_index = p.max_index = first + i;
+    return p;
+  }
+  __device__ static void combine(T &a, const T &b) {
+    imgstat_partial_combine<kFloat>(&a, &b);
+  }
+};
+
+template <bool IsFloat> struct PartialOp {
+  using T = imgstat_partial;
+  const imgstat_partial *in;
+  uint64_t stride;
+  const float *planes; /* f32: the original planes, for K */
+  uint64_t plane_stride, plane_n;
+  int last;
+  double shift;
+  __device__ void begin(uint32_t c) {
+    shift = IsFloat && last
+                ? imgstat_plane_shift(planes + c * plane_stride, plane_n)
+                : 0.0;
+  }
+  __device__ void finish(T &p) const {
+    if (IsFloat && last && p.count > 0)
+      p.mean += shift;
+  }
+  __device__ T identity() const { return imgstat_partial_empty(); }
+  __device__ T load(uint64_t i, uint32_t c) const { return in[c * stride + i]; }
+  __device__ static void combine(T &a, const T &b) {
+    imgstat_partial_combine<IsFloat>(&a, &b);
+  }
+};
+
+/* Shared memory for a block of T, aligned for any T used here. */
+template <typename T> __device__ T *ladder_shared() {
+  extern __shared__ __align__(16) unsigned char ladder_smem[];
+  return reinterpret_cast<T *>(ladder_smem);
+}
+
+/* A T moved down the warp as 32-bit words (T is a multiple of 4 bytes). */
+template <typename T> __device__ T shfl_down(const T &v, int offset) {
+  static_assert(sizeof(T) % 4 == 0, "shuffled types are whole words");
+  union Words {
+    T t;
+    unsigned w[sizeof(T) / 4];
+  } src, dst;
+  src.t = v;
+#pragma unroll
+  for (int k = 0; k < (int)(sizeof(T) / 4); ++k)
+    dst.w[k] = __shfl_down_sync(0xffffffffu, src.w[k], offset);
+  return dst.t;
+}
+
+/* Thread 0 writes the block's result, finished by the op (f32: K added
+ * back on the last pass). */
+template <typename Op>
+__device__ void store_result(const Op &op, const imgstat_pass &p,
+                             typename Op::T v) {
+  op.finish(v);
+  typename Op::T *out = static_cast<typename Op::T *>(p.out);
+  out[blockIdx.y * p.out_stride + blockIdx.x] = v;
+}
+
+/* ---- kernel 1 ------------------------------------------------------------
+ * Interleaved addressing: in step s, every thread whose id is a multiple of
+ * 2s adds its neighbour s away. The baseline: correct, but tid % (2s) makes
+ * the warps diverge (most threads idle inside every active warp) and the
+ * modulo is slow. */
+template <typename Op> __global__ void ladder1_kernel(Op op, imgstat_pass p) {
+  using T = typename Op::T;
+  op.begin(blockIdx.y);
+  T *sdata = ladder_shared<T>();
+  unsigned tid = threadIdx.x;
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + tid;
+  sdata[tid] = i < p.n ? op.load(i, blockIdx.y) : op.identity();
+  __syncthreads();
+  for (unsigned s = 1; s < blockDim.x; s *= 2) {
+    if (tid % (2 * s) == 0)
+      Op::combine(sdata[tid], sdata[tid + s]);
+    __syncthreads();
+  }
+  if (tid == 0)
+    store_result(op, p, sdata[0]);
+}
+
+/* ---- kernel 2 ------------------------------------------------------------
+ * Interleaved addressing with a strided index: thread t works on element
+ * 2*s*t, so the active threads are contiguous and whole warps retire (no
+ * divergence, no modulo). The strided accesses now hit the same
+ * shared-memory banks: bank conflicts are the new cost. */
+template <typename Op> __global__ void ladder2_kernel(Op op, imgstat_pass p) {
+  using T = typename Op::T;
+  op.begin(blockIdx.y);
+  T *sdata = ladder_shared<T>();
+  unsigned tid = threadIdx.x;
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + tid;
+  sdata[tid] = i < p.n ? op.load(i, blockIdx.y) : op.identity();
+  __syncthreads();
+  for (unsigned s = 1; s < blockDim.x; s *= 2) {
+    unsigned index = 2 * s * tid;
+    if (index < blockDim.x)
+      Op::combine(sdata[index], sdata[index + s]);
+    __syncthreads();
+  }
+  if (tid == 0)
+    store_result(op, p, sdata[0]);
+}
+
+/* ---- kernel 3 ------------------------------------------------------------
+ * Sequential addressing: the stride halves from blockDim/2 down to 1 and
+ * thread t combines t with t+s. Consecutive threads touch consecutive words:
+ * no bank conflicts. Half the threads are idle from the first step on. */
+template <typename Op> __global__ void ladder3_kernel(Op op, imgstat_pass p) {
+  using T = typename Op::T;
+  op.begin(blockIdx.y);
+  T *sdata = ladder_shared<T>();
+  unsigned tid = threadIdx.x;
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + tid;
+  sdata[tid] = i < p.n ? op.load(i, blockIdx.y) : op.identity();
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (tid < s)
+      Op::combine(sdata[tid], sdata[tid + s]);
+    __syncthreads();
+  }
+  if (tid == 0)
+    store_result(op, p, sdata[0]);
+}
+
+/* The load of kernels 4..6: two items, blockDim apart, each bounds-checked
+ * (the classic version reads past n when n is not a multiple of 2*block). */
+template <typename Op>
+__device__ typename Op::T load_two(const Op &op, const imgstat_pass &p,
+                                   unsigned block) {
+  using T = typename Op::T;
+  uint64_t i = (uint64_t)blockIdx.x * (2 * block) + threadIdx.x;
+  T v = i < p.n ? op.load(i, blockIdx.y) : op.identity();
+  if (i + block < p.n) {
+    T w = op.load(i + block, blockIdx.y);
+    Op::combine(v, w);
+  }
+  return v;
+}
+
+/* ---- kernel 4 ------------------------------------------------------------
+ * First add during the global load: each thread loads two items and
+ * combines them before the shared-memory tree, so half as many blocks do the
+ * same work and no thread idles in the first step. */
+template <typename Op> __global__ void ladder4_kernel(Op op, imgstat_pass p) {
+  using T = typename Op::T;
+  op.begin(blockIdx.y);
+  T *sdata = ladder_shared<T>();
+  unsigned tid = threadIdx.x;
+  sdata[tid] = load_two(op, p, blockDim.x);
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (tid < s)
+      Op::combine(sdata[tid], sdata[tid + s]);
+    __syncthreads();
+  }
+  if (tid == 0)
+    store_result(op, p, sdata[0]);
+}
+
+/* The last 64 -> 1 steps inside warp 0, ordered by __syncwarp: every read of
+ * a neighbour completes before anyone overwrites it (Volta and later no
+ * longer run a warp in lock step, so the classic volatile-only version is a
+ * race). */
+template <typename Op>
+__device__ void warp_tail(typename Op::T *sdata, unsigned tid) {
+  using T = typename Op::T;
+  T v = sdata[tid];
+#pragma unroll
+  for (unsigned s = 32; s > 0; s >>= 1) {
+    T w = sdata[tid + s];
+    Op::combine(v, w);
+    __syncwarp();
+    sdata[tid] = v;
+    __syncwarp();
+  }
+}
+
+/* ---- kernel 5 ------------------------------------------------------------
+ * Unrolls the last warp: once s <= 32 only warp 0 works, so it needs no
+ * __syncthreads and no loop test; the steps run unrolled with __syncwarp.
+ * Saves the block-wide barriers of the last six steps. */
+template <typename Op> __global__ void ladder5_kernel(Op op, imgstat_pass p) {
+  using T = typename Op::T;
+  op.begin(blockIdx.y);
+  T *sdata = ladder_shared<T>();
+  unsigned tid = threadIdx.x;
+  sdata[tid] = load_two(op, p, blockDim.x);
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
+    if (tid < s)
+      Op::combine(sdata[tid], sdata[tid + s]);
+    __syncthreads();
+  }
+  if (tid < 32)
+    warp_tail<Op>(sdata, tid);
+  if (tid == 0)
+    store_result(op, p, sdata[0]);
+}
+
+/* ---- kernel 6 ------------------------------------------------------------
+ * Completely unrolled: the block size is a template parameter, so every
+ * step's "if (Block >= ...)" is decided at compile time and the loop, its
+ * counter and its tests disappear. */
+template <unsigned Block, typename Op>
+__global__ void __launch_bounds__(Block) ladder6_kernel(Op op, imgstat_pass p) {
+  using T = typename Op::T;
+  op.begin(blockIdx.y);
+  T *sdata = ladder_shared<T>();
+  unsigned tid = threadIdx.x;
+  sdata[tid] = load_two(op, p, Block);
+  __syncthreads();
+  if (Block >= 1024 && tid < 512)
+    Op::combine(sdata[tid], sdata[tid + 512]);
+  if (Block >= 1024)
+    __syncthreads();
+  if (Block >= 512 && tid < 256)
+    Op::combine(sdata[tid], sdata[tid + 256]);
+  if (Block >= 512)
+    __syncthreads();
+  if (Block >= 256 && tid < 128)
+    Op::combine(sdata[tid], sdata[tid + 128]);
+  if (Block >= 256)
+    __syncthreads();
+  if (Block >= 128 && tid < 64)
+    Op::combine(sdata[tid], sdata[tid + 64]);
+  if (Block >= 128)
+    __syncthreads();
+  if (tid < 32)
+    warp_tail<Op>(sdata, tid);
+  if (tid == 0)
+    store_result(op, p, sdata[0]);
+}
+
+/* ---- kernel 7 ------------------------------------------------------------
+ * Several items per thread: a grid sized to fill the device once walks the
+ * input with a grid stride, so each thread combines many items in registers
+ * before any shared memory is touched (fewer blocks, less tree work per item,
+ * more loads in flight). The tree is done with warp shuffles and one shared
+ * slot per warp. */
+template <unsigned Block, typename Op>
+__global__ void __launch_bounds__(Block) ladder7_kernel(Op op, imgstat_pass p) {
+  using T = typename Op::T;
+  op.begin(blockIdx.y);
+  T *warp_part = ladder_shared<T>();
+  unsigned tid = threadIdx.x;
+  uint64_t step = (uint64_t)2 * Block * gridDim.x;
+  T v = op.identity();
+  for (uint64_t i = (uint64_t)blockIdx.x * (2 * Block) + tid; i < p.n;
+       i += step) {
+    T w = op.load(i, blockIdx.y);
+    Op::combine(v, w);
+    if (i + Block < p.n) {
+      w = op.load(i + Block, blockIdx.y);
+      Op::combine(v, w);
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    T w = shfl_down(v, off);
+    Op::combine(v, w);
+  }
+  if ((tid & 31) == 0)
+    warp_part[tid / 32] = v;
+  __syncthreads();
+  if (tid < 32) {
+    v = tid < Block / 32 ? warp_part[tid] : op.identity();
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      T w = shfl_down(v, off);
+      Op::combine(v, w);
+    }
+    if (tid == 0)
+      store_result(op, p, v);
+  }
+}
+
+/* ---- launch ------------------------------------------------------------- */
+
+bool block_ok(int block) {
+  return block >= IMGSTAT_LADDER_BLOCK_MIN &&
+         block <= IMGSTAT_LADDER_BLOCK_MAX && (block & (block - 1)) == 0;
+}
+
+/* Raises a kernel's dynamic shared-memory limit when it needs more than the
+ * default 48 KB (1024 threads of 88-byte partials). */
+template <typename K> cudaError_t allow_shared(K kernel, size_t bytes) {
+  if (bytes <= 48 * 1024)
+    return cudaSuccess;
+  return cudaFuncSetAttribute(
+      kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
+template <typename Op, typename K>
+cudaError_t launch(K kernel, unsigned block, size_t smem, const Op &op,
+                   const imgstat_pass &p, cudaStream_t s) {
+  cudaError_t e = allow_shared(kernel, smem);
+  if (e != cudaSuccess)
+    return e;
+  dim3 grid(p.grid, p.channels);
+  kernel<<<grid, block, smem, s>>>(op, p);
+  return cudaGetLastError();
+}
+
+template <unsigned Block, typename Op>
+cudaError_t run_fixed(int kernel, const Op &op, const imgstat_pass &p,
+                      cudaStream_t s) {
+  using T = typename Op::T;
+  if (kernel == 6)
+    return launch(ladder6_kernel<Block, Op>, Block, Block * sizeof(T), op, p,
+                  s);
+  return launch(ladder7_kernel<Block, Op>, Block, (Block / 32) * sizeof(T), op,
+                p, s);
+}
+
+template <typename Op>
+cudaError_t run(int kernel, int block, const Op &op, const imgstat_pass &p,
+                cudaStream_t s) {
+  using T = typename Op::T;
+  if (!block_ok(block) || p.grid == 0 || p.channels == 0 || p.channels > 65535)
+    return cudaErrorInvalidValue;
+  size_t smem = (size_t)block * sizeof(T);
+  switch (kernel) {
+  case 1:
+    return launch(ladder1_kernel<Op>, block, smem, op, p, s);
+  case 2:
+    return launch(ladder2_kernel<Op>, block, smem, op, p, s);
+  case 3:
+    return launch(ladder3_kernel<Op>, block, smem, op, p, s);
+  case 4:
+    return launch(ladder4_kernel<Op>, block, smem, op, p, s);
+  case 5:
+    return launch(ladder5_kernel<Op>, block, smem, op, p, s);
+  case 6:
+  case 7:
+    switch (block) {
+    case 64:
+      return run_fixed<64>(kernel, op, p, s);
+    case 128:
+      return run_fixed<128>(kernel, op, p, s);
+    case 256:
+      return run_fixed<256>(kernel, op, p, s);
+    case 512:
+      return run_fixed<512>(kernel, op, p, s);
+    default:
+      return run_fixed<1024>(kernel, op, p, s);
+    }
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+template <bool IsFloat>
+cudaError_t run_partials(int kernel, int block, const imgstat_pass *p,
+                         cudaStream_t s) {
+  PartialOp<IsFloat> op{static_cast<const imgstat_partial *>(p->in),
+                        p->in_stride,
+                        static_cast<const float *>(p->planes),
+                        p->plane_stride,
+                        p->plane_n,
+                        p->last,
+                        0.0};
+  return run(kernel, block, op, *p, s);
+}
+
+template <typename Sample>
+cudaError_t run_samples(int kernel, int block, const imgstat_pass *p,
+                        cudaStream_t s) {
+  StatsOp<Sample> op{static_cast<const Sample *>(p->in),
+                     p->in_stride,
+                     p->first_index,
+                     p->n,
+                     p->last,
+                     0.0};
+  return run(kernel, block, op, *p, s);
+}
+
+} // namespace
+
+unsigned imgstat_ladder_grid(int kernel, int block, uint64_t n, int sm_count) {
+  if (block <= 0)
+    return 0;
+  uint64_t per_block = kernel <= 3 ? (uint64_t)block : 2 * (uint64_t)block;
+  uint64_t grid = (n + per_block - 1) / per_block;
+  if (kernel == 7) {
+    /* One resident wave: 2048 threads per multiprocessor. */
+    uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * (2048 / block);
+    if (grid > wave)
+      grid = wave;
+  }
+  if (grid < 1)
+    grid = 1;
+  if (grid > 0x7fffffffu)
+    grid = 0; /* too large for one launch: the caller reports it */
+  return (unsigned)grid;
+}
+
+cudaError_t imgstat_ladder_sum_i32(int kernel, int block, const imgstat_pass *p,
+                                   cudaStream_t s) {
+  SumI32Op op{static_cast<const int *>(p->in), p->in_stride};
+  return run(kernel, block, op, *p, s);
+}
+
+cudaError_t imgstat_ladder_sum_i64(int kernel, int block, const imgstat_pass *p,
+                                   cudaStream_t s) {
+  SumI64Op op{static_cast<const long long *>(p->in), p->in_stride};
+  return run(kernel, block, op, *p, s);
+}
+
+cudaError_t imgstat_ladder_stats(int kernel, int block, imgstat_sample sample,
+                                 int partials, const imgstat_pass *p,
+                                 cudaStream_t s) {
+  switch (sample) {
+  case IMGSTAT_U8:
+    return partials ? run_partials<false>(kernel, block, p, s)
+                    : run_samples<uint8_t>(kernel, block, p, s);
+  case IMGSTAT_U16:
+    return partials ? run_partials<false>(kernel, block, p, s)
+                    : run_samples<uint16_t>(kernel, block, p, s);
+  case IMGSTAT_F32:
+    return partials ? run_partials<true>(kernel, block, p, s)
+                    : run_samples<float>(kernel, block, p, s);
+  }
+  return cudaErrorInvalidValue;
+}

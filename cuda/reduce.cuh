@@ -1,0 +1,188 @@
+/*
+ * imgstat's device reductions: the internal C++ interface of cuda/.
+ *
+ * Layers: kernels (ladder.cu: the classic ladder 1..7; fast.cu: the fused
+ * bandwidth kernel) know nothing of allocation; the multi-pass driver
+ * (driver.cu) sizes scratch and launches pass after pass until one block is
+ * left; gpu_backend.cu turns images into calls of the driver.
+ *
+ * Everything returns a cudaError_t (cudaSuccess, the error of a failed CUDA
+ * call or launch, or cudaErrorInvalidValue for bad arguments); nothing prints.
+ * Results are identical run to run: every reduction runs in a fixed order and
+ * no floating-point atomics are used.
+ *
+ * Scratch follows CUB's habit: call with d_scratch == nullptr and only
+ * *scratch_bytes is set (nothing is launched; the current device's
+ * multiprocessor count is read); call again, on the same device, with at
+ * least that many bytes of device memory (256-byte aligned, as cudaMalloc
+ * returns). The scratch may be reused once the stream has finished.
+ */
+#ifndef IMGSTAT_REDUCE_CUH
+#define IMGSTAT_REDUCE_CUH
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "imgstat.h"
+#include "imgstat_cuda.h"
+
+/* Ladder block sizes: a power of two in [64, 1024]; 0 picks the default. */
+#define IMGSTAT_LADDER_BLOCK_MIN 64
+#define IMGSTAT_LADDER_BLOCK_MAX 1024
+#define IMGSTAT_LADDER_BLOCK_DEFAULT 256
+
+/* ---- the interface the benchmark and the backend use --------------------- */
+
+/*
+ * Sum of n 32-bit ints into one 64-bit integer at d_out (device memory).
+ * kernel: IMGSTAT_KERNEL_FAST (0) or 1..7 (the ladder). block_size: threads
+ * per block for the ladder (0: default); the fast kernel uses its own policy
+ * and ignores it. n may be 0 (the sum is then 0).
+ */
+cudaError_t imgstat_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
+                                   int block_size, void *d_scratch,
+                                   size_t *scratch_bytes, long long *d_out,
+                                   cudaStream_t stream);
+
+/*
+ * Fused statistics of `channels` planes of n samples each, laid one after
+ * another from d_planes (plane c starts at d_planes + c * n * sample bytes;
+ * any alignment). Writes one imgstat_partial per channel to d_out (device
+ * memory), with the same meaning as imgstat_partial_scan's: indices reported
+ * are first_index + offset in the plane. kernel and block_size as above.
+ * n == 0 gives empty partials.
+ */
+cudaError_t imgstat_reduce_stats(int kernel, int block_size,
+                                 const void *d_planes, imgstat_sample sample,
+                                 uint64_t n, uint32_t channels,
+                                 uint64_t first_index, void *d_scratch,
+                                 size_t *scratch_bytes, imgstat_partial *d_out,
+                                 cudaStream_t stream);
+
+/* Bytes the fast kernel's policy keeps in flight per thread, and its block
+ * size (for reports). */
+int imgstat_fast_block_size(void);
+int imgstat_fast_bytes_per_thread(void);
+
+/* ---- partial merge, shared by host and device --------------------------- */
+
+/* The empty partial (the same as imgstat_partial_init). */
+__host__ __device__ inline imgstat_partial imgstat_partial_empty(void) {
+  imgstat_partial p;
+  p.count = 0;
+  p.nan_count = 0;
+  p.inf_count = 0;
+  p.min = __builtin_huge_val();
+  p.max = -__builtin_huge_val();
+  p.min_index = UINT64_MAX;
+  p.max_index = UINT64_MAX;
+  p.sum = 0;
+  p.sumsq = 0;
+  p.mean = 0.0;
+  p.m2 = 0.0;
+  return p;
+}
+
+/*
+ * Merges b into a. Min/max keep the smaller index on equal values, so they do
+ * not depend on the order of merging; integer sums are exact; float count /
+ * mean / M2 use Chan's formula, so their rounding depends on the order, which
+ * every caller fixes.
+ */
+template <bool IsFloat>
+__host__ __device__ inline void
+imgstat_partial_combine(imgstat_partial *a, const imgstat_partial *b) {
+  if (b->min < a->min || (b->min == a->min && b->min_index < a->min_index)) {
+    a->min = b->min;
+    a->min_index = b->min_index;
+  }
+  if (b->max > a->max || (b->max == a->max && b->max_index < a->max_index)) {
+    a->max = b->max;
+    a->max_index = b->max_index;
+  }
+  a->nan_count += b->nan_count;
+  a->inf_count += b->inf_count;
+  if (IsFloat) {
+    if (b->count == 0)
+      return;
+    if (a->count == 0) {
+      a->count = b->count;
+      a->mean = b->mean;
+      a->m2 = b->m2;
+      return;
+    }
+    double na = (double)a->count, nb = (double)b->count;
+    double n = na + nb;
+    double delta = b->mean - a->mean;
+    a->mean += delta * (nb / n);
+    a->m2 += b->m2 + delta * delta * (na * nb / n);
+    a->count += b->count;
+  } else {
+    a->count += b->count;
+    a->sum += b->sum;
+    a->sumsq += b->sumsq;
+  }
+}
+
+/* ---- internal: what the driver asks of the kernels --------------------- */
+
+/* A pass reads `n` items of each of `channels` channels (channel c at item
+ * offset c * in_stride) and writes `grid` results per channel (channel c at
+ * out + c * out_stride). Items are samples (pass 1) or partials (later). */
+struct imgstat_pass {
+  const void *in;
+  uint64_t n;
+  uint64_t in_stride; /* in items */
+  uint32_t channels;
+  uint64_t first_index; /* pass 1 only: index of the plane's first sample */
+  void *out;
+  uint64_t out_stride; /* in results */
+  unsigned grid;       /* blocks per channel */
+  /* f32: every pass keeps means relative to a per-channel shift K (see
+   * imgstat_plane_shift), read from the original planes; the last pass adds
+   * K back. */
+  const void *planes;    /* the original planes (pass 1's input) */
+  uint64_t plane_stride; /* samples from one plane to the next */
+  uint64_t plane_n;      /* samples per plane */
+  int last;              /* this pass writes the final results */
+};
+
+/* The shift of a float plane: its first finite sample among the first 16,
+ * else 0. Partials hold means relative to it, so the rounding of Chan's
+ * merges scales with |mean - K| rather than |mean| (docs/gpu.md). */
+__device__ inline double imgstat_plane_shift(const float *plane, uint64_t n) {
+  uint64_t m = n < 16 ? n : 16;
+  for (uint64_t i = 0; i < m; ++i) {
+    float x = plane[i];
+    if (fabsf(x) < __int_as_float(0x7f800000)) /* false for NaN too */
+      return x;
+  }
+  return 0.0;
+}
+
+/* Ladder (ladder.cu). Blocks per channel that kernel k with `block` threads
+ * uses for n items (sm_count sizes kernel 7's grid). */
+unsigned imgstat_ladder_grid(int kernel, int block, uint64_t n, int sm_count);
+/* Pass over ints (samples) or 64-bit partial sums. */
+cudaError_t imgstat_ladder_sum_i32(int kernel, int block, const imgstat_pass *p,
+                                   cudaStream_t s);
+cudaError_t imgstat_ladder_sum_i64(int kernel, int block, const imgstat_pass *p,
+                                   cudaStream_t s);
+/* Pass over samples (partials == 0) or imgstat_partial items (1). */
+cudaError_t imgstat_ladder_stats(int kernel, int block, imgstat_sample sample,
+                                 int partials, const imgstat_pass *p,
+                                 cudaStream_t s);
+
+/* Fast kernel (fast.cu): pass 1 over samples / ints, and the fold of partials
+ * that every later pass uses. */
+unsigned imgstat_fast_grid(uint64_t bytes, uint32_t channels, int sm_count);
+unsigned imgstat_fold_grid(uint64_t n);
+cudaError_t imgstat_fast_stats(imgstat_sample sample, const imgstat_pass *p,
+                               cudaStream_t s);
+cudaError_t imgstat_fast_sum_i32(const imgstat_pass *p, cudaStream_t s);
+cudaError_t imgstat_fold_stats(imgstat_sample sample, const imgstat_pass *p,
+                               cudaStream_t s);
+cudaError_t imgstat_fold_sum_i64(const imgstat_pass *p, cudaStream_t s);
+
+#endif /* IMGSTAT_REDUCE_CUH */
