@@ -1,1 +1,593 @@
-/* placeholder: being written */
+/*
+ * `imgstat bench`: the command line of the GPU benchmark. The library
+ * measures (imgstat_bench_run, cuda/bench.cu) and this file prints: a text
+ * table per measurement, or one JSON object with --json.
+ *
+ * `imgstat bench --startup FILE` instead times the steps of one image's
+ * whole run inside one process (decode, CUDA start-up, CPU and GPU
+ * statistics), to show where the time of `imgstat --backend gpu FILE` goes.
+ */
+#include "bench_cli.h"
+
+#include "imgstat.h"
+#include "imgstat_cuda.h"
+#include "output.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char bench_usage[] =
+    "usage: imgstat bench [--json] [--quick] [--runs N] [--warmup N]\n"
+    "                     [--copy-mib N] [--small N] [--large N] [--size "
+    "W[xH]]\n"
+    "                     [--block N] [--device N] [--no-npp]\n"
+    "       imgstat bench --startup FILE [--parallel] [--quick-exit] [--json]\n"
+    "                     [--device N]\n"
+    "\n"
+    "Measures the device reductions on this GPU: the device-to-device copy\n"
+    "bandwidth; the reduction ladder (kernels 1..7 and fast) on --small ints\n"
+    "(default 2^22, block 128 as the original study), --large ints (2^26)\n"
+    "and a u8 plane of the image size; the fused statistics of RGB8, RGBA8,\n"
+    "RGB16 and RGB float images (--size, default 8192x8192) against\n"
+    "cub::DeviceReduce::Sum over the same bytes; and NPP where it was built\n"
+    "in. Every result is checked against the host. N may be written 2^K.\n"
+    "--quick uses small sizes and 5 runs (a smoke test, not figures).\n"
+    "\n"
+    "--startup FILE times decode, CUDA start-up, CPU and GPU statistics of\n"
+    "one image in this process (--parallel: decode and start-up on two\n"
+    "threads at once, as the program does; --quick-exit: leave with _exit,\n"
+    "skipping the CUDA runtime's teardown at exit).\n"
+    "\n"
+    "Exit status: 0 when everything ran and every check passed, 1 when a\n"
+    "check failed or the benchmark could not run (no device, a CUDA build\n"
+    "is needed), 2 for a usage error.\n";
+
+static int bench_usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "imgstat bench: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n%s", bench_usage);
+  return 2;
+}
+
+/* A count: decimal, or 2^K. */
+static int parse_count(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (s[0] == '2' && s[1] == '^') {
+    unsigned long k = strtoul(s + 2, &end, 10);
+    if (end == s + 2 || *end || errno || k > 62)
+      return 0;
+    *out = UINT64_C(1) << k;
+    return 1;
+  }
+  if (s[0] < '0' || s[0] > '9')
+    return 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || *end || errno)
+    return 0;
+  *out = v;
+  return 1;
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+  uint64_t v;
+  if (!parse_count(s, &v) || v < (uint64_t)lo || v > (uint64_t)hi)
+    return 0;
+  *out = (int)v;
+  return 1;
+}
+
+/* W or WxH. */
+static int parse_size(const char *s, uint32_t *w, uint32_t *h) {
+  char buf[64];
+  if (strlen(s) >= sizeof buf)
+    return 0;
+  strcpy(buf, s);
+  char *x = strchr(buf, 'x');
+  uint64_t a, b;
+  if (x)
+    *x = '\0';
+  if (!parse_count(buf, &a) || a == 0 || a > UINT32_MAX)
+    return 0;
+  b = a;
+  if (x && (!parse_count(x + 1, &b) || b == 0 || b > UINT32_MAX))
+    return 0;
+  *w = (uint32_t)a;
+  *h = (uint32_t)b;
+  return 1;
+}
+
+/* ---- text output ----------------------------------------------------------
+ */
+
+static const char *group_name(imgstat_bench_group g) {
+  switch (g) {
+  case IMGSTAT_BENCH_COPY:
+    return "copy";
+  case IMGSTAT_BENCH_LADDER:
+    return "ladder";
+  case IMGSTAT_BENCH_FUSED:
+    return "fused";
+  case IMGSTAT_BENCH_CUB:
+    return "cub";
+  case IMGSTAT_BENCH_NPP:
+    return "npp";
+  }
+  return "other";
+}
+
+static void version_text(char *buf, size_t size, int v) {
+  snprintf(buf, size, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+/* A cell of the table: the value, or blank when it does not apply. */
+static void cell(char *buf, size_t size, const char *fmt, double v, int show) {
+  if (show)
+    snprintf(buf, size, fmt, v);
+  else
+    snprintf(buf, size, "%s", "");
+}
+
+static void print_row(FILE *out, const imgstat_bench_row *r) {
+  char median[24], gbps[24], pct[24], step[24], cum[24], ratio[24], first[24],
+      spread[32];
+  int ladder = r->group == IMGSTAT_BENCH_LADDER;
+  cell(median, sizeof median, "%.4f", r->median_ms, 1);
+  snprintf(spread, sizeof spread, "%.4f-%.4f", r->min_ms, r->max_ms);
+  cell(gbps, sizeof gbps, "%.1f", r->gbps, 1);
+  cell(pct, sizeof pct, "%.1f", 100.0 * r->copy_fraction, r->copy_fraction > 0);
+  cell(step, sizeof step, "%.2f", r->step_speedup, ladder);
+  cell(cum, sizeof cum, "%.1f", r->cum_speedup, ladder);
+  cell(ratio, sizeof ratio, "%.3f", r->ratio, r->ratio > 0);
+  cell(first, sizeof first, "%.3f", r->first_ms, 1);
+  fprintf(out, "  %-26s %9s %15s %7s %6s %6s %6s %6s %8s%s ", r->name, median,
+          spread, gbps, pct, step, cum, ratio, first,
+          r->host_bound ? "*" : " ");
+  if (!r->checked)
+    fprintf(out, "-\n");
+  else if (r->ok)
+    fprintf(out, "ok\n");
+  else
+    fprintf(out, "FAIL: %s\n", r->check);
+}
+
+static void print_text(FILE *out, const imgstat_bench_result *res) {
+  char rt[16], drv[16];
+  version_text(rt, sizeof rt, res->runtime_version);
+  version_text(drv, sizeof drv, res->driver_version);
+  fprintf(out,
+          "imgstat bench %s on %s: %d SMs, L2 %" PRIu64 " MiB, %.0f GiB; "
+          "CUDA runtime %s, driver %s\n",
+          IMGSTAT_VERSION, res->device, res->sm_count, res->l2_bytes >> 20,
+          (double)res->memory_bytes / (1024.0 * 1024.0 * 1024.0), rt, drv);
+  if (res->quick)
+    fprintf(out, "QUICK RUN: small sizes, few runs; not figures to quote\n");
+  fprintf(out, "CUDA start-up (first CUDA call: context creation): %.1f ms\n",
+          res->init_ms);
+  fprintf(out,
+          "method: CUDA events; each row's first run is timed alone (column "
+          "'first', kept out\nof the median), then %d untimed warm-up runs, "
+          "then the median of %d timed runs\n(min-max beside it). GB/s = "
+          "bytes the work must read (copy: read + written) /\nmedian; %% copy "
+          "= GB/s / the measured copy bandwidth (%.1f GB/s).\n",
+          res->warmup, res->runs, res->copy_gbps);
+
+  const char *table = NULL;
+  int any_host_bound = 0;
+  for (int i = 0; i < res->row_count; i++) {
+    const imgstat_bench_row *r = &res->rows[i];
+    if (!table || strcmp(table, r->table) != 0) {
+      table = r->table;
+      fprintf(out, "\n%s\n", table);
+      if (r->note[0])
+        fprintf(out, "  (%s)\n", r->note);
+      fprintf(out, "  %-26s %9s %15s %7s %6s %6s %6s %6s %8s  %s\n", "",
+              "median ms", "min-max ms", "GB/s", "%copy", "step", "cumul",
+              "ratio", "first ms", "check");
+    }
+    print_row(out, r);
+    any_host_bound |= r->host_bound;
+    /* A note that differs from the table's first row's says what a row
+     * measures (what CUB sums, what NPP calls). */
+    const imgstat_bench_row *head = r;
+    while (head > res->rows && strcmp((head - 1)->table, r->table) == 0)
+      head--;
+    if (head != r && r->note[0] && strcmp(r->note, head->note) != 0)
+      fprintf(out, "  %-26s  (%s)\n", "", r->note);
+  }
+  if (any_host_bound)
+    fprintf(out, "\n* the host could not queue these runs as fast as the "
+                 "device ran them: the\n  figures include launch gaps.\n");
+
+  fprintf(out, "\nratio: fused rows, the fused time / the faster CUB row's; "
+               "CUB rows, fused / that row;\nNPP, NPP's time / the fused "
+               "RGB8 time.\n");
+  fprintf(out, "\ngoals (issue 3):\n");
+  int goals = 0;
+  for (int i = 0; i < res->row_count; i++) {
+    const imgstat_bench_row *r = &res->rows[i];
+    if (r->goal_met < 0)
+      continue;
+    goals++;
+    double value =
+        r->group == IMGSTAT_BENCH_LADDER ? 100.0 * r->copy_fraction : r->ratio;
+    fprintf(out, "  %s\n    %s -- %s: %.3f%s  %s\n", r->table, r->name,
+            r->goal_text, value, r->group == IMGSTAT_BENCH_LADDER ? "%" : "",
+            r->goal_met ? "met" : "MISSED");
+  }
+  if (!goals)
+    fprintf(out, "  (none measured)\n");
+  int checked = 0;
+  for (int i = 0; i < res->row_count; i++)
+    checked += res->rows[i].checked;
+  fprintf(out, "\nchecks against the host: %d ok, %d FAIL\n",
+          checked - res->failures, res->failures);
+}
+
+/* ---- JSON -----------------------------------------------------------------
+ */
+
+static void json_number(FILE *out, double v) {
+  char buf[40];
+  if (!isfinite(v)) {
+    fputs("null", out);
+    return;
+  }
+  imgstat_output_format_double(buf, sizeof buf, v);
+  fputs(buf, out);
+}
+
+static void json_key_string(FILE *out, const char *key, const char *v) {
+  fprintf(out, "\"%s\":", key);
+  imgstat_output_json_string(out, v);
+}
+
+static void json_key_number(FILE *out, const char *key, double v) {
+  fprintf(out, "\"%s\":", key);
+  json_number(out, v);
+}
+
+static void print_json(FILE *out, const imgstat_bench_result *res) {
+  fputc('{', out);
+  json_key_string(out, "imgstat_bench", IMGSTAT_VERSION);
+  fputc(',', out);
+  json_key_string(out, "device", res->device);
+  fprintf(out,
+          ",\"sm_count\":%d,\"l2_bytes\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
+          ",\"cuda_runtime\":%d,\"cuda_driver\":%d,",
+          res->sm_count, res->l2_bytes, res->memory_bytes, res->runtime_version,
+          res->driver_version);
+  json_key_number(out, "init_ms", res->init_ms);
+  fputc(',', out);
+  json_key_number(out, "copy_gbps", res->copy_gbps);
+  fprintf(out,
+          ",\"runs\":%d,\"warmup\":%d,\"quick\":%s,\"npp\":%s,\"failures\":%d,"
+          "\"rows\":[",
+          res->runs, res->warmup, res->quick ? "true" : "false",
+          res->have_npp ? "true" : "false", res->failures);
+  for (int i = 0; i < res->row_count; i++) {
+    const imgstat_bench_row *r = &res->rows[i];
+    fprintf(out, "%s{", i ? "," : "");
+    json_key_string(out, "group", group_name(r->group));
+    fputc(',', out);
+    json_key_string(out, "table", r->table);
+    fputc(',', out);
+    json_key_string(out, "name", r->name);
+    fputc(',', out);
+    json_key_string(out, "note", r->note);
+    fprintf(out,
+            ",\"kernel\":%d,\"block_size\":%d,\"elements\":%" PRIu64
+            ",\"bytes\":%" PRIu64 ",\"buffers\":%d,\"runs\":%d,"
+            "\"host_bound\":%s,",
+            r->kernel, r->block_size, r->elements, r->bytes, r->buffers,
+            r->runs, r->host_bound ? "true" : "false");
+    json_key_number(out, "first_ms", r->first_ms);
+    fputc(',', out);
+    json_key_number(out, "median_ms", r->median_ms);
+    fputc(',', out);
+    json_key_number(out, "min_ms", r->min_ms);
+    fputc(',', out);
+    json_key_number(out, "max_ms", r->max_ms);
+    fputc(',', out);
+    json_key_number(out, "gbps", r->gbps);
+    fputc(',', out);
+    json_key_number(out, "copy_fraction", r->copy_fraction);
+    fputc(',', out);
+    json_key_number(out, "step_speedup", r->step_speedup);
+    fputc(',', out);
+    json_key_number(out, "cum_speedup", r->cum_speedup);
+    fputc(',', out);
+    json_key_number(out, "ratio", r->ratio);
+    fputc(',', out);
+    if (r->goal_met < 0) {
+      fputs("\"goal\":null,\"goal_met\":null,", out);
+    } else {
+      json_key_number(out, "goal", r->goal);
+      fprintf(out, ",\"goal_met\":%s,", r->goal_met ? "true" : "false");
+    }
+    json_key_string(out, "goal_text", r->goal_text);
+    fprintf(out, ",\"checked\":%s,\"ok\":%s,", r->checked ? "true" : "false",
+            r->ok ? "true" : "false");
+    json_key_string(out, "check", r->check);
+    fputc('}', out);
+  }
+  fputs("]}\n", out);
+}
+
+/* ---- --startup FILE ---------------------------------------------------------
+ */
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+struct startup_create {
+  int device;
+  imgstat_gpu *gpu;
+  imgstat_status status;
+  imgstat_error err;
+  double ms;
+};
+
+static void *startup_create_thread(void *arg) {
+  struct startup_create *c = arg;
+  double t0 = now_ms();
+  c->status = imgstat_gpu_create(c->device, &c->gpu, &c->err);
+  c->ms = now_ms() - t0;
+  return NULL;
+}
+
+static int partials_equal(const imgstat_partial *a, const imgstat_partial *b,
+                          imgstat_sample sample) {
+  if (a->count != b->count || a->nan_count != b->nan_count ||
+      a->inf_count != b->inf_count || a->min != b->min || a->max != b->max ||
+      a->min_index != b->min_index || a->max_index != b->max_index)
+    return 0;
+  if (sample != IMGSTAT_F32)
+    return a->sum == b->sum && a->sumsq == b->sumsq;
+  return fabs(a->mean - b->mean) <= 1e-12 * fabs(b->mean) &&
+         fabs(a->m2 - b->m2) <= 1e-12 * fabs(b->m2);
+}
+
+static int run_startup(const char *path, int device, int parallel, int json,
+                       int quick_exit) {
+  double t_start = now_ms();
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_image img;
+  memset(&img, 0, sizeof img);
+  struct startup_create create;
+  memset(&create, 0, sizeof create);
+  create.device = device;
+  double decode_ms = 0, both_ms = 0;
+  pthread_t thread;
+  int threaded = 0;
+
+  double t0 = now_ms();
+  if (parallel) {
+    if (pthread_create(&thread, NULL, startup_create_thread, &create) != 0) {
+      fprintf(stderr, "imgstat bench: cannot start a thread\n");
+      return 1;
+    }
+    threaded = 1;
+  }
+  imgstat_status st = imgstat_image_load(path, NULL, &img, &err);
+  decode_ms = now_ms() - t0;
+  if (threaded)
+    pthread_join(thread, NULL);
+  else if (st == IMGSTAT_OK)
+    startup_create_thread(&create);
+  both_ms = now_ms() - t0;
+  if (st != IMGSTAT_OK) {
+    fprintf(stderr, "imgstat: %s: %s\n", path, err.message);
+    imgstat_gpu_destroy(create.gpu);
+    return 1;
+  }
+  if (create.status != IMGSTAT_OK) {
+    fprintf(stderr, "imgstat bench: %s\n", create.err.message);
+    imgstat_image_free(&img);
+    return 1;
+  }
+
+  imgstat_partial cpu[IMGSTAT_MAX_CHANNELS], gpu1[IMGSTAT_MAX_CHANNELS],
+      gpu2[IMGSTAT_MAX_CHANNELS];
+  double c0 = now_ms();
+  st = imgstat_cpu_stats(&img, 0, cpu, &err);
+  double cpu_ms = now_ms() - c0;
+  double g0 = now_ms();
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_stats(create.gpu, &img, IMGSTAT_KERNEL_FAST, gpu1, &err);
+  double gpu1_ms = now_ms() - g0;
+  double g1 = now_ms();
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_stats(create.gpu, &img, IMGSTAT_KERNEL_FAST, gpu2, &err);
+  double gpu2_ms = now_ms() - g1;
+  double d0 = now_ms();
+  imgstat_gpu_destroy(create.gpu);
+  double destroy_ms = now_ms() - d0;
+  if (st != IMGSTAT_OK) {
+    fprintf(stderr, "imgstat: %s: %s\n", path, err.message);
+    imgstat_image_free(&img);
+    return 1;
+  }
+  int equal = 1;
+  for (int c = 0; c < img.channels; c++)
+    equal &= partials_equal(&gpu1[c], &cpu[c], img.sample) &&
+             partials_equal(&gpu2[c], &cpu[c], img.sample);
+  double total_ms = now_ms() - t_start;
+
+  if (json) {
+    fputc('{', stdout);
+    json_key_string(stdout, "startup", path);
+    printf(",\"width\":%u,\"height\":%u,\"channels\":%d,\"depth\":%d,"
+           "\"parallel\":%s,",
+           img.width, img.height, img.channels,
+           imgstat_sample_depth(img.sample), parallel ? "true" : "false");
+    json_key_number(stdout, "decode_ms", decode_ms);
+    fputc(',', stdout);
+    json_key_number(stdout, "gpu_create_ms", create.ms);
+    fputc(',', stdout);
+    json_key_number(stdout, "decode_and_create_ms", both_ms);
+    fputc(',', stdout);
+    json_key_number(stdout, "cpu_stats_ms", cpu_ms);
+    fputc(',', stdout);
+    json_key_number(stdout, "gpu_stats_first_ms", gpu1_ms);
+    fputc(',', stdout);
+    json_key_number(stdout, "gpu_stats_second_ms", gpu2_ms);
+    fputc(',', stdout);
+    json_key_number(stdout, "gpu_destroy_ms", destroy_ms);
+    fputc(',', stdout);
+    json_key_number(stdout, "total_ms", total_ms);
+    printf(",\"gpu_equals_cpu\":%s}\n", equal ? "true" : "false");
+  } else {
+    printf("start-up of %s: %ux%u %s, %d-bit\n", path, img.width, img.height,
+           imgstat_layout_name(img.channels), imgstat_sample_depth(img.sample));
+    printf("  decode (imgstat_image_load)            %9.1f ms\n", decode_ms);
+    printf("  CUDA start-up (imgstat_gpu_create)     %9.1f ms%s\n", create.ms,
+           parallel ? "  (on its own thread, during decode)" : "");
+    printf("  decode and start-up together           %9.1f ms\n", both_ms);
+    printf("  CPU statistics (imgstat_cpu_stats)     %9.1f ms\n", cpu_ms);
+    printf("  GPU statistics, first call             %9.1f ms\n", gpu1_ms);
+    printf("  GPU statistics, second call            %9.1f ms\n", gpu2_ms);
+    printf("  imgstat_gpu_destroy                    %9.1f ms\n", destroy_ms);
+    printf("  all of the above                       %9.1f ms\n", total_ms);
+    printf("  GPU partials %s the CPU's\n", equal ? "equal" : "DIFFER FROM");
+  }
+  imgstat_image_free(&img);
+  if (quick_exit) {
+    /* Leave without the atexit handlers (the CUDA runtime's teardown of the
+     * context): the script compares the whole process with and without. */
+    if (fflush(stdout) != 0)
+      _exit(1);
+    _exit(equal ? 0 : 1);
+  }
+  return equal ? 0 : 1;
+}
+
+/* ---- main -------------------------------------------------------------------
+ */
+
+int imgstat_bench_main(int argc, char **argv) {
+  imgstat_bench_options opts;
+  memset(&opts, 0, sizeof opts);
+  int json = 0, parallel = 0, quick_exit = 0;
+  const char *startup = NULL;
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int takes = 1;
+    if (strcmp(a, "--json") == 0) {
+      json = 1;
+      takes = 0;
+    } else if (strcmp(a, "--quick") == 0) {
+      opts.quick = 1;
+      takes = 0;
+    } else if (strcmp(a, "--no-npp") == 0) {
+      opts.skip_npp = 1;
+      takes = 0;
+    } else if (strcmp(a, "--parallel") == 0) {
+      parallel = 1;
+      takes = 0;
+    } else if (strcmp(a, "--quick-exit") == 0) {
+      quick_exit = 1;
+      takes = 0;
+    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      fputs(bench_usage, stdout);
+      return 0;
+    }
+    if (!takes)
+      continue;
+    static const char *const with_value[] = {
+        "--runs", "--warmup", "--copy-mib", "--small",  "--large",
+        "--size", "--block",  "--device",   "--startup"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+      known |= strcmp(a, with_value[k]) == 0;
+    if (!known)
+      return bench_usage_error("unknown option %s", a);
+    if (!v)
+      return bench_usage_error("%s needs a value", a);
+    uint64_t n;
+    if (strcmp(a, "--runs") == 0) {
+      if (!parse_int(v, 1, 100000, &opts.runs))
+        return bench_usage_error("--runs: not a count from 1 to 100000: %s", v);
+    } else if (strcmp(a, "--warmup") == 0) {
+      if (!parse_int(v, 1, 1000, &opts.warmup))
+        return bench_usage_error("--warmup: not a count from 1 to 1000: %s", v);
+    } else if (strcmp(a, "--copy-mib") == 0) {
+      if (!parse_count(v, &n) || n == 0 || n > (UINT64_C(1) << 20))
+        return bench_usage_error("--copy-mib: not a size in MiB: %s", v);
+      opts.copy_bytes = n << 20;
+    } else if (strcmp(a, "--small") == 0) {
+      if (!parse_count(v, &opts.small_ints) || opts.small_ints == 0 ||
+          opts.small_ints > (UINT64_C(1) << 34))
+        return bench_usage_error("--small: not a count from 1 to 2^34: %s", v);
+    } else if (strcmp(a, "--large") == 0) {
+      if (!parse_count(v, &opts.large_ints) || opts.large_ints == 0 ||
+          opts.large_ints > (UINT64_C(1) << 34))
+        return bench_usage_error("--large: not a count from 1 to 2^34: %s", v);
+    } else if (strcmp(a, "--size") == 0) {
+      if (!parse_size(v, &opts.image_width, &opts.image_height))
+        return bench_usage_error("--size: not W or WxH: %s", v);
+    } else if (strcmp(a, "--block") == 0) {
+      if (!parse_int(v, 64, 1024, &opts.small_block) ||
+          (opts.small_block & (opts.small_block - 1)))
+        return bench_usage_error("--block: not a power of two in 64..1024: %s",
+                                 v);
+    } else if (strcmp(a, "--device") == 0) {
+      if (!parse_int(v, 0, 1023, &opts.device))
+        return bench_usage_error("--device: not a device number: %s", v);
+    } else if (strcmp(a, "--startup") == 0) {
+      startup = v;
+    } else {
+      return bench_usage_error("unknown option %s", a);
+    }
+    i++;
+  }
+
+  if (!imgstat_gpu_compiled()) {
+    fprintf(stderr, "imgstat bench needs a CUDA build (this imgstat was built "
+                    "without CUDA support)\n");
+    return 1;
+  }
+  if (startup)
+    return run_startup(startup, opts.device, parallel, json, quick_exit);
+
+  imgstat_bench_result *res = calloc(1, sizeof *res);
+  if (!res) {
+    fprintf(stderr, "imgstat bench: out of memory\n");
+    return 1;
+  }
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_bench_run(&opts, res, &err);
+  if (st != IMGSTAT_OK) {
+    fprintf(stderr, "imgstat bench: %s\n", err.message);
+    /* Rows measured before the failure are still worth showing. */
+    if (res->row_count == 0) {
+      free(res);
+      return 1;
+    }
+  }
+  if (json)
+    print_json(stdout, res);
+  else
+    print_text(stdout, res);
+  int failed = st != IMGSTAT_OK || res->failures > 0;
+  free(res);
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    fprintf(stderr, "imgstat bench: cannot write the output\n");
+    return 1;
+  }
+  return failed ? 1 : 0;
+}

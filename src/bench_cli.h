@@ -1,0 +1,12 @@
+/*
+ * `imgstat bench`: the GPU benchmark's command line (src/bench_cli.c).
+ * main dispatches `imgstat bench ARGS...` here with argv[0] == "bench".
+ */
+#ifndef IMGSTAT_BENCH_CLI_H
+#define IMGSTAT_BENCH_CLI_H
+
+/* Runs the benchmark and returns the process exit status (0 ok, 1 failure,
+ * 2 usage error). */
+int imgstat_bench_main(int argc, char **argv);
+
+#endif /* IMGSTAT_BENCH_CLI_H */
