@@ -317,6 +317,74 @@ done:
   return complete;
 }
 
+/* stb tries JPEG first on a file we did not recognise, and its start-of-image
+ * test skips any number of 0xFF fill bytes before the SOI marker. */
+static int stb_sees_jpeg(imgstat_source *src) {
+  unsigned char h[256];
+  size_t n = imgstat_source_read(src, h, sizeof h), i = 1;
+  imgstat_source_rewind(src);
+  if (n == 0 || h[0] != 0xFF)
+    return 0;
+  while (i < n && h[i] == 0xFF)
+    i++;
+  return i == n || h[i] == 0xD8; /* a long run of fills: check to be safe */
+}
+
+/* stb_image 2.27 does not check that a JPEG Huffman table's 16 code counts
+ * add up to at most 256 and then writes past its 257-entry size table
+ * (stbi__build_huffman; found by our fuzzer). So before stb runs, walk the
+ * marker segments, the entropy-coded data between them included, and refuse
+ * such a table. Returns 0 for a bad table; anything else is left to stb. */
+static int jpeg_huffman_tables_valid(imgstat_source *src) {
+  byte_reader *br = malloc(sizeof *br);
+  if (!br)
+    return 1; /* stb will fail to allocate as well */
+  br->src = src;
+  br->len = br->at = 0;
+  int valid = 1, c;
+  while ((c = next_byte(br)) >= 0) {
+    if (c != 0xFF)
+      continue; /* entropy-coded data or garbage between segments */
+    int m;
+    while ((m = next_byte(br)) == 0xFF) {
+    }
+    if (m < 0 || m == 0xD9)
+      break;
+    if (m == 0x00 || m == 0x01 || m == 0xD8 || (m >= 0xD0 && m <= 0xD7))
+      continue; /* stuffed byte, or a marker without a length */
+    int hi = next_byte(br), lo = next_byte(br);
+    if (lo < 0)
+      break;
+    long left = (long)(hi << 8 | lo) - 2;
+    if (m != 0xC4) {
+      while (left-- > 0 && next_byte(br) >= 0) {
+      }
+      continue;
+    }
+    while (left >= 17) { /* one table: class/id, 16 counts, the symbols */
+      next_byte(br);
+      int total = 0;
+      for (int i = 0; i < 16; i++) {
+        int n = next_byte(br);
+        total += n < 0 ? 0 : n;
+      }
+      if (total > 256) {
+        valid = 0;
+        goto done;
+      }
+      left -= 17 + total;
+      for (int i = 0; i < total && next_byte(br) >= 0; i++) {
+      }
+    }
+    while (left-- > 0 && next_byte(br) >= 0) {
+    }
+  }
+done:
+  free(br);
+  imgstat_source_rewind(src);
+  return valid;
+}
+
 /* ---- decoding ------------------------------------------------------------ */
 
 /* PSD: stb always returns RGBA; the header says whether alpha is real.
@@ -419,6 +487,12 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     }
   }
 
+  if ((kind == IMGSTAT_KIND_JPEG ||
+       (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src))) &&
+      !jpeg_huffman_tables_valid(src))
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "Corrupt JPEG (a Huffman table has more than 256 "
+                             "codes)");
   if (kind == IMGSTAT_KIND_HDR && !hdr_rle_complete(src))
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "file is truncated (HDR run-length data ends "
