@@ -1,1 +1,355 @@
-/* placeholder: being written */
+/* The command line's output formats: text table, JSON Lines, CSV. */
+#include "output.h"
+
+#include "histogram_cli.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- numbers ------------------------------------------------------------- */
+
+void imgstat_output_format_double(char *buf, size_t size, double v) {
+  /* 17 significant digits always round-trip; fewer read better when they
+   * suffice, so take the first precision that strtod gives back exactly. */
+  for (int prec = 15; prec <= 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v)
+      return;
+  }
+}
+
+/* A figure of the machine-readable formats: an exact integer for u8/u16
+ * samples, the shortest round-trip double for f32. */
+static void format_value(char *buf, size_t size, double v,
+                         imgstat_sample sample) {
+  if (sample != IMGSTAT_F32 && v >= 0 && v <= (double)UINT64_MAX)
+    snprintf(buf, size, "%" PRIu64, (uint64_t)v);
+  else
+    imgstat_output_format_double(buf, size, v);
+}
+
+static void format_sum(char *buf, size_t size, const imgstat_figures *f) {
+  if (f->sum_is_exact)
+    snprintf(buf, size, "%" PRIu64, f->exact_sum);
+  else
+    imgstat_output_format_double(buf, size, f->sum);
+}
+
+/* ---- strings ------------------------------------------------------------- */
+
+/* Length of the well-formed UTF-8 sequence at s (at most n bytes), or 0 when
+ * it is not one: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static size_t utf8_sequence_length(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len;
+  uint32_t cp, lowest;
+  if (c < 0x80)
+    return 1;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2;
+    cp = c & 0x1F;
+    lowest = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3;
+    cp = c & 0x0F;
+    lowest = 0x800;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4;
+    cp = c & 0x07;
+    lowest = 0x10000;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xC0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[i] & 0x3F);
+  }
+  if (cp < lowest || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    return 0;
+  return len;
+}
+
+void imgstat_output_json_string(FILE *out, const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  putc('"', out);
+  while (n > 0) {
+    unsigned c = *p;
+    size_t len = utf8_sequence_length(p, n);
+    if (len == 0) {
+      /* File names are bytes; JSON text is Unicode. Replace what cannot
+       * be decoded rather than emit invalid JSON. */
+      fputs("\\ufffd", out);
+      len = 1;
+    } else if (len > 1) {
+      fwrite(p, 1, len, out);
+    } else if (c == '"' || c == '\\') {
+      putc('\\', out);
+      putc((int)c, out);
+    } else if (c == '\n') {
+      fputs("\\n", out);
+    } else if (c == '\r') {
+      fputs("\\r", out);
+    } else if (c == '\t') {
+      fputs("\\t", out);
+    } else if (c == '\b') {
+      fputs("\\b", out);
+    } else if (c == '\f') {
+      fputs("\\f", out);
+    } else if (c < 0x20 || c == 0x7F) {
+      fprintf(out, "\\u%04x", c);
+    } else {
+      putc((int)c, out);
+    }
+    p += len;
+    n -= len;
+  }
+  putc('"', out);
+}
+
+/* RFC 4180: a field holding a comma, quote or line break is quoted, with
+ * its quotes doubled. */
+static void csv_string(FILE *out, const char *s) {
+  if (strpbrk(s, ",\"\r\n") == NULL) {
+    fputs(s, out);
+    return;
+  }
+  putc('"', out);
+  for (; *s; s++) {
+    if (*s == '"')
+      putc('"', out);
+    putc(*s, out);
+  }
+  putc('"', out);
+}
+
+/* Whether the record carries histogram figures to print. */
+static int with_hist(const imgstat_record *rec) {
+  return rec->hist && rec->hist->fields && rec->hist_res;
+}
+
+/* ---- JSON Lines -------------------------------------------------------------
+ */
+
+static void json_number_or_null(FILE *out, const char *key, int defined,
+                                const char *text) {
+  fprintf(out, ",\"%s\":%s", key, defined ? text : "null");
+}
+
+static void json_record(FILE *out, const imgstat_record *rec) {
+  char buf[64];
+  fputs("{\"file\":", out);
+  imgstat_output_json_string(out, rec->file);
+  fprintf(out,
+          ",\"width\":%" PRIu32 ",\"height\":%" PRIu32
+          ",\"channels\":%d,\"depth\":%d,\"backend\":",
+          rec->width, rec->height, rec->channels,
+          imgstat_sample_depth(rec->sample));
+  imgstat_output_json_string(out, rec->backend);
+  fprintf(out, ",\"ddof\":%d,\"stats\":[", rec->ddof);
+  for (int c = 0; c < rec->channels; c++) {
+    const imgstat_figures *f = &rec->figures[c];
+    int v = f->has_values;
+    fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
+    imgstat_output_json_string(out, imgstat_channel_name(rec->channels, c));
+    fprintf(out, ",\"count\":%" PRIu64, f->count);
+    format_value(buf, sizeof buf, f->min, rec->sample);
+    json_number_or_null(out, "min", v, buf);
+    format_value(buf, sizeof buf, f->max, rec->sample);
+    json_number_or_null(out, "max", v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->min_x);
+    json_number_or_null(out, "min_x", v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->min_y);
+    json_number_or_null(out, "min_y", v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->max_x);
+    json_number_or_null(out, "max_x", v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->max_y);
+    json_number_or_null(out, "max_y", v, buf);
+    /* The sum of no values is 0, which is a number, not a missing one. */
+    format_sum(buf, sizeof buf, f);
+    json_number_or_null(out, "sum", isfinite(f->sum) || f->sum_is_exact, buf);
+    imgstat_output_format_double(buf, sizeof buf, f->mean);
+    json_number_or_null(out, "mean", v && isfinite(f->mean), buf);
+    imgstat_output_format_double(buf, sizeof buf, f->std);
+    json_number_or_null(out, "std", f->has_std && isfinite(f->std), buf);
+    if (rec->sample == IMGSTAT_F32)
+      fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
+              f->nan_count, f->inf_count);
+    if (with_hist(rec))
+      imgstat_hist_cli_print_json(out, rec->hist, rec->hist_res, c);
+    putc('}', out);
+  }
+  fputs("]}\n", out);
+}
+
+/* ---- CSV -------------------------------------------------------------------
+ */
+
+static const char csv_header[] =
+    "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
+    "min_x,min_y,max_x,max_y,sum,mean,std,nan_count,inf_count\n";
+
+static void csv_field(FILE *out, int defined, const char *text) {
+  putc(',', out);
+  if (defined)
+    fputs(text, out);
+}
+
+static void csv_record(FILE *out, const imgstat_record *rec) {
+  char buf[64];
+  for (int c = 0; c < rec->channels; c++) {
+    const imgstat_figures *f = &rec->figures[c];
+    int v = f->has_values;
+    csv_string(out, rec->file);
+    fprintf(out, ",%" PRIu32 ",%" PRIu32 ",%d,%d,%s,%d,%s,%" PRIu64, rec->width,
+            rec->height, rec->channels, imgstat_sample_depth(rec->sample),
+            rec->backend, rec->ddof, imgstat_channel_name(rec->channels, c),
+            f->count);
+    format_value(buf, sizeof buf, f->min, rec->sample);
+    csv_field(out, v, buf);
+    format_value(buf, sizeof buf, f->max, rec->sample);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->min_x);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->min_y);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->max_x);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, f->max_y);
+    csv_field(out, v, buf);
+    format_sum(buf, sizeof buf, f);
+    csv_field(out, isfinite(f->sum) || f->sum_is_exact, buf);
+    imgstat_output_format_double(buf, sizeof buf, f->mean);
+    csv_field(out, v && isfinite(f->mean), buf);
+    imgstat_output_format_double(buf, sizeof buf, f->std);
+    csv_field(out, f->has_std && isfinite(f->std), buf);
+    fprintf(out, ",%" PRIu64 ",%" PRIu64, f->nan_count, f->inf_count);
+    if (with_hist(rec))
+      imgstat_hist_cli_print_csv(out, rec->hist, rec->hist_res, c);
+    putc('\n', out);
+  }
+}
+
+/* ---- text -------------------------------------------------------------------
+ */
+
+enum { TEXT_COLUMNS = 7, TEXT_CELL = 48 };
+
+/* Mean and std of float images: at least four decimals and about six
+ * significant digits, switching to exponent form outside [1e-4, 1e9). */
+static void text_float_moment(char *buf, size_t size, double v) {
+  double a = fabs(v);
+  if (a == 0) {
+    snprintf(buf, size, "%.4f", v);
+  } else if (a >= 1e-4 && a < 1e9) {
+    int decimals = 5 - (int)floor(log10(a));
+    snprintf(buf, size, "%.*f", decimals < 4 ? 4 : decimals, v);
+  } else {
+    snprintf(buf, size, "%.6e", v);
+  }
+}
+
+static void text_record(FILE *out, const imgstat_record *rec,
+                        unsigned long index) {
+  static const char *const heads[TEXT_COLUMNS] = {
+      "channel", "min", "max", "mean", "std", "nan", "inf"};
+  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
+  int width[TEXT_COLUMNS];
+  int is_float = rec->sample == IMGSTAT_F32;
+  int columns = 5;
+
+  for (int c = 0; c < rec->channels; c++)
+    if (rec->figures[c].nan_count || rec->figures[c].inf_count)
+      columns = 7; /* show the counts only where there is something */
+
+  for (int c = 0; c < rec->channels; c++) {
+    const imgstat_figures *f = &rec->figures[c];
+    char(*cell)[TEXT_CELL] = cells[c];
+    snprintf(cell[0], TEXT_CELL, "%s", imgstat_channel_name(rec->channels, c));
+    if (!f->has_values) {
+      strcpy(cell[1], "-");
+      strcpy(cell[2], "-");
+      strcpy(cell[3], "-");
+    } else if (is_float) {
+      snprintf(cell[1], TEXT_CELL, "%.6g", f->min);
+      snprintf(cell[2], TEXT_CELL, "%.6g", f->max);
+      text_float_moment(cell[3], TEXT_CELL, f->mean);
+    } else {
+      snprintf(cell[1], TEXT_CELL, "%.0f", f->min);
+      snprintf(cell[2], TEXT_CELL, "%.0f", f->max);
+      snprintf(cell[3], TEXT_CELL, "%.4f", f->mean);
+    }
+    if (!f->has_std)
+      strcpy(cell[4], "-");
+    else if (is_float)
+      text_float_moment(cell[4], TEXT_CELL, f->std);
+    else
+      snprintf(cell[4], TEXT_CELL, "%.4f", f->std);
+    snprintf(cell[5], TEXT_CELL, "%" PRIu64, f->nan_count);
+    snprintf(cell[6], TEXT_CELL, "%" PRIu64, f->inf_count);
+  }
+
+  for (int k = 0; k < columns; k++) {
+    width[k] = (int)strlen(heads[k]);
+    for (int c = 0; c < rec->channels; c++) {
+      int len = (int)strlen(cells[c][k]);
+      if (len > width[k])
+        width[k] = len;
+    }
+  }
+
+  if (index > 0)
+    putc('\n', out);
+  fprintf(out, "%s  %" PRIu32 "x%" PRIu32 "  %s  %d-bit%s  backend=%s\n",
+          rec->file, rec->width, rec->height,
+          imgstat_layout_name(rec->channels), imgstat_sample_depth(rec->sample),
+          is_float ? " float" : "", rec->backend);
+  /* The channel name is left-aligned, numbers right-aligned, three spaces
+   * between columns. */
+  fprintf(out, "%-*s", width[0], heads[0]);
+  for (int k = 1; k < columns; k++)
+    fprintf(out, "   %*s", width[k], heads[k]);
+  putc('\n', out);
+  for (int c = 0; c < rec->channels; c++) {
+    fprintf(out, "%-*s", width[0], cells[c][0]);
+    for (int k = 1; k < columns; k++)
+      fprintf(out, "   %*s", width[k], cells[c][k]);
+    putc('\n', out);
+  }
+  if (with_hist(rec))
+    imgstat_hist_cli_print_text(out, rec->hist, rec->hist_res);
+}
+
+/* ---- entry points ---------------------------------------------------------
+ */
+
+void imgstat_output_begin(FILE *out, imgstat_output_format format,
+                          const struct imgstat_hist_cli *hist) {
+  if (format != IMGSTAT_OUTPUT_CSV)
+    return;
+  /* The header without its line end, so that histogram columns can follow. */
+  fwrite(csv_header, 1, sizeof csv_header - 2, out);
+  if (hist && hist->fields)
+    imgstat_hist_cli_print_csv_header(out, hist);
+  putc('\n', out);
+}
+
+void imgstat_output_record(FILE *out, imgstat_output_format format,
+                           const imgstat_record *rec, unsigned long index) {
+  switch (format) {
+  case IMGSTAT_OUTPUT_JSON:
+    json_record(out, rec);
+    break;
+  case IMGSTAT_OUTPUT_CSV:
+    csv_record(out, rec);
+    break;
+  case IMGSTAT_OUTPUT_TEXT:
+    text_record(out, rec, index);
+    break;
+  }
+}

@@ -1,0 +1,59 @@
+/*
+ * The command line's output formats: the text table, JSON Lines and CSV.
+ * Part of the program, not of the library: these functions write to a FILE
+ * and leave the detection of write errors to the caller (ferror after
+ * fflush), so that main has one place that turns them into an exit status.
+ */
+#ifndef IMGSTAT_OUTPUT_H
+#define IMGSTAT_OUTPUT_H
+
+#include "imgstat.h"
+
+#include <stdio.h>
+
+typedef enum imgstat_output_format {
+  IMGSTAT_OUTPUT_TEXT,
+  IMGSTAT_OUTPUT_JSON,
+  IMGSTAT_OUTPUT_CSV
+} imgstat_output_format;
+
+/* One image's statistics as the program reports them. */
+typedef struct imgstat_record {
+  const char *file; /* the path as given on the command line */
+  uint32_t width;
+  uint32_t height;
+  int channels;
+  imgstat_sample sample;
+  const char *backend; /* what computed the figures: "cpu" or "gpu" */
+  int ddof;
+  imgstat_figures figures[IMGSTAT_MAX_CHANNELS];
+  /* Histogram figures (--histogram, src/histogram_cli.h) added to each
+   * channel; NULL when not asked for. */
+  const struct imgstat_hist_cli *hist;
+  const struct imgstat_hist_result *hist_res;
+} imgstat_record;
+
+struct imgstat_hist_cli;
+struct imgstat_hist_result;
+
+/* Writes what comes before the first record: the CSV header line (with the
+ * histogram columns when hist asks for them; hist may be NULL); nothing for
+ * the other formats. */
+void imgstat_output_begin(FILE *out, imgstat_output_format format,
+                          const struct imgstat_hist_cli *hist);
+
+/* Writes one record. `index` counts the records written before this one (the
+ * text format separates images with a blank line). */
+void imgstat_output_record(FILE *out, imgstat_output_format format,
+                           const imgstat_record *rec, unsigned long index);
+
+/* Writes s as a JSON string with its quotes. Bytes that are not well-formed
+ * UTF-8 become U+FFFD; control characters, quotes and backslashes are
+ * escaped. */
+void imgstat_output_json_string(FILE *out, const char *s);
+
+/* Formats v with the fewest of 15, 16 or 17 significant digits that strtod
+ * reads back as the same double. v must be finite. buf holds >= 32 bytes. */
+void imgstat_output_format_double(char *buf, size_t size, double v);
+
+#endif /* IMGSTAT_OUTPUT_H */

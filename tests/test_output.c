@@ -1,0 +1,320 @@
+/*
+ * The program's output formats (src/output.c): JSON string escaping, the
+ * shortest round-trip doubles, null for figures that do not exist, CSV
+ * quoting, the text table, and the --verify comparison. Expected texts are
+ * written out by hand here.
+ */
+#include "output.h"
+#include "test_util.h"
+#include "verify.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Runs fn on a memory stream and returns what it wrote (static buffer). */
+static char written[8192];
+
+static FILE *mem_open(void) { return fmemopen(written, sizeof written, "w"); }
+
+static void mem_close(FILE *f) {
+  CU_ASSERT_FALSE(ferror(f));
+  fclose(f); /* fmemopen adds the terminating NUL */
+}
+
+static const char *json_of(const char *s) {
+  FILE *f = mem_open();
+  imgstat_output_json_string(f, s);
+  mem_close(f);
+  return written;
+}
+
+static void test_json_string(void) {
+  CU_ASSERT_STRING_EQUAL(json_of("plain.png"), "\"plain.png\"");
+  CU_ASSERT_STRING_EQUAL(json_of("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  CU_ASSERT_STRING_EQUAL(json_of("\n\t\r\b\f"), "\"\\n\\t\\r\\b\\f\"");
+  CU_ASSERT_STRING_EQUAL(json_of("\x01\x1f\x7f"), "\"\\u0001\\u001f\\u007f\"");
+  /* Well-formed UTF-8 passes unchanged: 2, 3 and 4 byte sequences. */
+  CU_ASSERT_STRING_EQUAL(json_of("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
+                         "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+  /* Each byte that is not part of a well-formed sequence: U+FFFD. */
+  CU_ASSERT_STRING_EQUAL(json_of("a\xff"
+                                 "b"),
+                         "\"a\\ufffdb\"");
+  CU_ASSERT_STRING_EQUAL(json_of("\xc0\xaf"),
+                         "\"\\ufffd\\ufffd\""); /* overlong */
+  CU_ASSERT_STRING_EQUAL(json_of("\xed\xa0\x80"),
+                         "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
+  CU_ASSERT_STRING_EQUAL(json_of("\xe2\x82"), "\"\\ufffd\\ufffd\""); /* cut */
+  CU_ASSERT_STRING_EQUAL(json_of("\xf4\x90\x80\x80"),
+                         "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
+}
+
+/* Significant digits of a %g-style number. */
+static int significant_digits(const char *s) {
+  int n = 0, leading = 1;
+  for (; *s && *s != 'e' && *s != 'E'; s++) {
+    if (*s < '0' || *s > '9')
+      continue;
+    if (*s == '0' && leading)
+      continue;
+    leading = 0;
+    n++;
+  }
+  return n;
+}
+
+static void test_shortest_double(void) {
+  char buf[64];
+  imgstat_output_format_double(buf, sizeof buf, 0.1);
+  CU_ASSERT_STRING_EQUAL(buf, "0.1");
+  imgstat_output_format_double(buf, sizeof buf, 129.0);
+  CU_ASSERT_STRING_EQUAL(buf, "129");
+  imgstat_output_format_double(buf, sizeof buf, 1.0 / 3.0);
+  CU_ASSERT_STRING_EQUAL(buf, "0.3333333333333333");
+  imgstat_output_format_double(buf, sizeof buf, (double)0.1f);
+  CU_ASSERT_STRING_EQUAL(buf, "0.10000000149011612");
+  imgstat_output_format_double(buf, sizeof buf, 5e-324);
+  CU_ASSERT_EQUAL(strtod(buf, NULL), 5e-324);
+
+  /* Random finite doubles read back exactly, with at most 17 digits. */
+  uint64_t state = 12345;
+  for (int i = 0; i < 100000; i++) {
+    uint64_t bits = test_rand(&state);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    if (!isfinite(v))
+      continue;
+    imgstat_output_format_double(buf, sizeof buf, v);
+    if (strtod(buf, NULL) != v || significant_digits(buf) > 17) {
+      CU_FAIL("round trip");
+      break;
+    }
+  }
+}
+
+static imgstat_record float_record(void) {
+  imgstat_record r;
+  memset(&r, 0, sizeof r);
+  r.file = "x,\"y\".hdr";
+  r.width = 2;
+  r.height = 1;
+  r.channels = 1;
+  r.sample = IMGSTAT_F32;
+  r.backend = "cpu";
+  r.ddof = 1;
+  /* An all-NaN channel: no values, no std. */
+  r.figures[0].count = 0;
+  r.figures[0].nan_count = 2;
+  r.figures[0].has_values = 0;
+  r.figures[0].min = INFINITY;
+  r.figures[0].max = -INFINITY;
+  r.figures[0].mean = NAN;
+  r.figures[0].std = NAN;
+  return r;
+}
+
+static void test_json_nulls(void) {
+  imgstat_record r = float_record();
+  FILE *f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(
+      written,
+      "{\"file\":\"x,\\\"y\\\".hdr\",\"width\":2,\"height\":1,\"channels\":1,"
+      "\"depth\":32,\"backend\":\"cpu\",\"ddof\":1,\"stats\":[{\"channel\":"
+      "\"Y\",\"count\":0,\"min\":null,\"max\":null,\"min_x\":null,\"min_y\":"
+      "null,\"max_x\":null,\"max_y\":null,\"sum\":0,\"mean\":null,\"std\":"
+      "null,\"nan_count\":2,\"inf_count\":0}]}\n");
+}
+
+static void test_json_integers(void) {
+  imgstat_record r;
+  memset(&r, 0, sizeof r);
+  r.file = "a.png";
+  r.width = 3;
+  r.height = 2;
+  r.channels = 3;
+  r.sample = IMGSTAT_U16;
+  r.backend = "gpu";
+  for (int c = 0; c < 3; c++) {
+    imgstat_figures *g = &r.figures[c];
+    g->count = 6;
+    g->has_values = 1;
+    g->min = 0;
+    g->max = 65535;
+    g->max_x = 2;
+    g->max_y = 1;
+    g->sum_is_exact = 1;
+    g->exact_sum = UINT64_C(18446744073709551615); /* exact, not rounded */
+    g->sum = 1.8446744073709552e19;
+    g->mean = 0.5;
+    g->has_std = 1;
+    g->std = 0.25;
+  }
+  FILE *f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
+  mem_close(f);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(written, "{\"channel\":\"G\",\"count\":6,\"min\":0,\"max\":65535,"
+                      "\"min_x\":0,\"min_y\":0,\"max_x\":2,\"max_y\":1,\"sum\":"
+                      "18446744073709551615,\"mean\":0.5,\"std\":0.25}"));
+  CU_ASSERT_PTR_NULL(strstr(written, "nan_count"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(written, "\"depth\":16,\"backend\":\"gpu\""));
+}
+
+static void test_csv(void) {
+  imgstat_record r = float_record();
+  FILE *f = mem_open();
+  imgstat_output_begin(f, IMGSTAT_OUTPUT_CSV, NULL);
+  imgstat_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(
+      written,
+      "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
+      "min_x,min_y,max_x,max_y,sum,mean,std,nan_count,inf_count\n"
+      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,2,0\n");
+}
+
+static void test_text(void) {
+  imgstat_record r = float_record();
+  r.file = "f.hdr";
+  FILE *f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(written,
+                         "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
+                         "channel   min   max   mean   std   nan   inf\n"
+                         "Y           -     -      -     -     2     0\n");
+
+  imgstat_record g;
+  memset(&g, 0, sizeof g);
+  g.file = "g.png";
+  g.width = 4000;
+  g.height = 3000;
+  g.channels = 1;
+  g.sample = IMGSTAT_U8;
+  g.backend = "cpu";
+  g.figures[0].has_values = 1;
+  g.figures[0].max = 254;
+  g.figures[0].mean = 83.99124;
+  g.figures[0].has_std = 1;
+  g.figures[0].std = 39.48336;
+  f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_TEXT, &g, 1);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(written, "\ng.png  4000x3000  Y  8-bit  backend=cpu\n"
+                                  "channel   min   max      mean       std\n"
+                                  "Y           0   254   83.9912   39.4834\n");
+}
+
+/* A plausible partial of a u8 channel. */
+static imgstat_partial u8_partial(void) {
+  imgstat_partial p;
+  memset(&p, 0, sizeof p);
+  p.count = 6;
+  p.min = 1;
+  p.max = 200;
+  p.min_index = 4;
+  p.max_index = 0;
+  p.sum = 321;
+  p.sumsq = 45000;
+  return p;
+}
+
+static const char *verify(imgstat_sample sample, const imgstat_partial *cpu,
+                          const imgstat_partial *gpu, int channels, int *ok) {
+  FILE *f = mem_open();
+  *ok = imgstat_verify_partials(f, "a.png", channels, sample, cpu, gpu);
+  mem_close(f);
+  return written;
+}
+
+static void test_verify_integer(void) {
+  imgstat_partial cpu[3], gpu[3];
+  int ok;
+  for (int c = 0; c < 3; c++)
+    cpu[c] = gpu[c] = u8_partial();
+  CU_ASSERT_STRING_EQUAL(verify(IMGSTAT_U8, cpu, gpu, 3, &ok),
+                         "a.png: verify ok\n");
+  CU_ASSERT_EQUAL(ok, 1);
+
+  /* One unit off in an exact sum, and a later first maximum. */
+  gpu[1].sum += 1;
+  gpu[2].max_index = 5;
+  CU_ASSERT_STRING_EQUAL(
+      verify(IMGSTAT_U8, cpu, gpu, 3, &ok),
+      "a.png: verify MISMATCH channel G field sum cpu=321 gpu=322\n"
+      "a.png: verify MISMATCH channel B field max_index cpu=0 gpu=5\n");
+  CU_ASSERT_EQUAL(ok, 0);
+
+  /* Integer images: even the unused float fields must match exactly. */
+  gpu[1] = cpu[1];
+  gpu[2] = cpu[2];
+  gpu[0].mean = 1e-300;
+  verify(IMGSTAT_U8, cpu, gpu, 3, &ok);
+  CU_ASSERT_EQUAL(ok, 0);
+}
+
+static void test_verify_float(void) {
+  imgstat_partial cpu, gpu;
+  int ok;
+  memset(&cpu, 0, sizeof cpu);
+  cpu.count = 1000;
+  cpu.nan_count = 2;
+  cpu.min = -3.5;
+  cpu.max = 7.25;
+  cpu.mean = 1.0;
+  cpu.m2 = 5000.0;
+  gpu = cpu;
+
+  /* Within 1e-9 relative: agreed. */
+  gpu.mean = 1.0 * (1 + 5e-10);
+  gpu.m2 = 5000.0 * (1 - 5e-10);
+  verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
+  CU_ASSERT_EQUAL(ok, 1);
+
+  /* The mean is judged against the largest |value| (7.25): 5e-9 apart is
+   * within 1e-9 * 7.25 only when the means are that close. */
+  gpu.mean = 1.0 + 5e-9;
+  verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
+  CU_ASSERT_EQUAL(ok, 1);
+  gpu.mean = 1.0 + 1e-8;
+  CU_ASSERT_STRING_EQUAL(verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok),
+                         "a.png: verify MISMATCH channel Y field mean cpu=1 "
+                         "gpu=1.00000001\n");
+  CU_ASSERT_EQUAL(ok, 0);
+
+  /* Counts, extremes and NaN as values: exactly. */
+  gpu = cpu;
+  gpu.nan_count = 3;
+  verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
+  CU_ASSERT_EQUAL(ok, 0);
+  gpu = cpu;
+  gpu.max = nextafter(7.25, 8);
+  verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
+  CU_ASSERT_EQUAL(ok, 0);
+  gpu = cpu;
+  gpu.m2 = NAN;
+  CU_ASSERT_STRING_EQUAL(
+      verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok),
+      "a.png: verify MISMATCH channel Y field m2 cpu=5000 gpu=nan\n");
+  CU_ASSERT_EQUAL(ok, 0);
+}
+
+int main(void) {
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("output", NULL, NULL);
+  CU_add_test(s, "JSON string escaping", test_json_string);
+  CU_add_test(s, "shortest round-trip doubles", test_shortest_double);
+  CU_add_test(s, "JSON nulls for missing figures", test_json_nulls);
+  CU_add_test(s, "JSON exact integers", test_json_integers);
+  CU_add_test(s, "CSV quoting and empty fields", test_csv);
+  CU_add_test(s, "text table", test_text);
+  CU_add_test(s, "--verify: integer fields exactly", test_verify_integer);
+  CU_add_test(s, "--verify: float tolerance", test_verify_float);
+  return test_run_all();
+}
