@@ -1,0 +1,405 @@
+/*
+ * Histograms and percentiles on the device.
+ *
+ * Counting is integer work, so any order of atomic additions gives the same
+ * counts: the GPU histogram equals the CPU's exactly, by construction.
+ *  - u8: each block keeps private bins in shared memory (one copy per warp,
+ *    so warps do not contend with each other), reads 16 bytes per load, and
+ *    adds its bins to the global 64-bit counters once at the end.
+ *  - u16 and f32: 65536 (or more) 32-bit bins do not fit a block's shared
+ *    memory, so samples go straight to the global counters, but a warp first
+ *    groups equal bins (__match_any_sync) and sends one atomic per distinct
+ *    bin: a flat region costs one atomic per warp, not 32.
+ * Percentiles: CUB's DeviceScan::InclusiveSum of the counts, then one thread
+ * per requested rank binary-searches the cumulative counts; the host turns
+ * (bin, count before, count in bin) into the value with the CPU's own
+ * imgstat_percentile_value.
+ */
+#include "norm_internal.cuh"
+#include "reduce.cuh"
+
+#include <cub/device/device_scan.cuh>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace imgstat_norm_gpu {
+
+namespace {
+
+constexpr int kHistBlock = 256;
+constexpr int kHistWarps = kHistBlock / 32;
+
+/* u8: per-warp shared bins, 16 samples per load. */
+__global__ void hist_u8_kernel(const uint8_t *__restrict__ in, uint64_t n,
+                               unsigned long long *__restrict__ bins) {
+  __shared__ unsigned int s_bins[kHistWarps][256];
+  for (int i = threadIdx.x; i < kHistWarps * 256; i += blockDim.x)
+    (&s_bins[0][0])[i] = 0;
+  __syncthreads();
+  unsigned int *mine = s_bins[threadIdx.x / 32];
+  const uint64_t nvec = n / 16;
+  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  const uint4 *vin = reinterpret_cast<const uint4 *>(in);
+  for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < nvec;
+       v += stride) {
+    uint4 q = __ldg(vin + v);
+    unsigned int w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      atomicAdd(&mine[w[k] & 0xff], 1u);
+      atomicAdd(&mine[(w[k] >> 8) & 0xff], 1u);
+      atomicAdd(&mine[(w[k] >> 16) & 0xff], 1u);
+      atomicAdd(&mine[w[k] >> 24], 1u);
+    }
+  }
+  for (uint64_t i = nvec * 16 + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+       i < n; i += stride)
+    atomicAdd(&mine[in[i]], 1u);
+  __syncthreads();
+  /* A block sees at most its share of n samples: 32-bit shared counters
+   * cannot overflow below 2^32 samples per block, which the grid size
+   * guarantees (hist_launch). */
+  for (int b = threadIdx.x; b < 256; b += blockDim.x) {
+    unsigned long long total = 0;
+#pragma unroll
+    for (int w = 0; w < kHistWarps; ++w)
+      total += s_bins[w][b];
+    if (total)
+      atomicAdd(&bins[b], total);
+  }
+}
+
+/* The bin of a float sample: the CPU's expression (histogram.c), evaluated
+ * in double; returns -1 for NaN, -2 for +-Inf. */
+__device__ __forceinline__ int float_bin(float x, double lo, double scale,
+                                         uint32_t last) {
+  if (isnan(x))
+    return -1;
+  if (isinf(x))
+    return -2;
+  double t = ((double)x - lo) * scale;
+  return (int)(t <= 0.0 ? 0u : (t >= (double)last ? last : (uint32_t)t));
+}
+
+/* u16 / f32: warp-aggregated global atomics. The loop bound is the same for
+ * every lane of a warp (it depends on the block only), so the whole warp
+ * reaches each __match_any_sync. */
+template <typename T>
+__global__ void hist_wide_kernel(const T *__restrict__ in, uint64_t n,
+                                 uint32_t bins, double lo, double scale,
+                                 unsigned long long *__restrict__ d_bins,
+                                 unsigned long long *__restrict__ special) {
+  __shared__ unsigned long long s_special[2];
+  if (threadIdx.x < 2)
+    s_special[threadIdx.x] = 0;
+  __syncthreads();
+  const unsigned lane = threadIdx.x & 31;
+  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t base = (uint64_t)blockIdx.x * blockDim.x; base < n;
+       base += stride) {
+    uint64_t i = base + threadIdx.x;
+    int key = -3; /* no sample */
+    if (i < n) {
+      if (sizeof(T) == 1)
+        key = (int)(uint32_t)__ldg(reinterpret_cast<const uint8_t *>(in) + i);
+      else if (sizeof(T) == 2)
+        key = (int)(uint32_t)__ldg(reinterpret_cast<const uint16_t *>(in) + i);
+      else
+        key = float_bin(__ldg(reinterpret_cast<const float *>(in) + i), lo,
+                        scale, bins - 1);
+    }
+    unsigned peers = __match_any_sync(0xffffffffu, key);
+    int leader = __ffs(peers) - 1;
+    if ((int)lane == leader) {
+      unsigned long long cnt = (unsigned long long)__popc(peers);
+      if (key >= 0)
+        atomicAdd(&d_bins[key], cnt);
+      else if (key == -1)
+        atomicAdd(&s_special[0], cnt);
+      else if (key == -2)
+        atomicAdd(&s_special[1], cnt);
+    }
+  }
+  __syncthreads();
+  if (special && threadIdx.x < 2 && s_special[threadIdx.x])
+    atomicAdd(&special[threadIdx.x], s_special[threadIdx.x]);
+}
+
+/* One thread per rank: the first bin whose cumulative count reaches it. */
+__global__ void find_ranks_kernel(const unsigned long long *__restrict__ cum,
+                                  uint32_t bins,
+                                  const unsigned long long *__restrict__ ranks,
+                                  int nr, RankHit *__restrict__ hits) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= nr)
+    return;
+  unsigned long long k = ranks[r];
+  uint32_t lo = 0, hi = bins - 1;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (cum[mid] >= k)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  RankHit h;
+  h.bin = lo;
+  h.pad = 0;
+  h.cum_before = lo ? cum[lo - 1] : 0ull;
+  h.count = cum[lo] - h.cum_before;
+  hits[r] = h;
+}
+
+} // namespace
+
+imgstat_status fail(imgstat_error *err, cudaError_t e, const char *what) {
+  (void)cudaGetLastError(); /* clear a non-sticky error for the next call */
+  return imgstat_error_set(err,
+                           e == cudaErrorNoDevice ||
+                                   e == cudaErrorInsufficientDriver
+                               ? IMGSTAT_ERR_NODEVICE
+                               : IMGSTAT_ERR_DEVICE,
+                           "CUDA error in %s: %s (%s)", what,
+                           cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+imgstat_status device_stats(const void *d_plane, imgstat_sample sample,
+                            uint64_t n, imgstat_partial *out,
+                            cudaStream_t stream, imgstat_error *err) {
+  size_t bytes = 0;
+  cudaError_t e =
+      imgstat_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, sample, n, 1, 0,
+                           nullptr, &bytes, nullptr, stream);
+  if (e != cudaSuccess)
+    return fail(err, e, "statistics (scratch size)");
+  DevBuf d_scratch, d_out;
+  if ((e = d_scratch.alloc(bytes)) != cudaSuccess ||
+      (e = d_out.alloc(sizeof(imgstat_partial))) != cudaSuccess)
+    return fail(err, e, "cudaMalloc (statistics)");
+  if ((e = imgstat_reduce_stats(
+           IMGSTAT_KERNEL_FAST, 0, d_plane, sample, n, 1, 0, d_scratch.p,
+           &bytes, d_out.as<imgstat_partial>(), stream)) != cudaSuccess ||
+      (e = cudaMemcpyAsync(out, d_out.p, sizeof *out, cudaMemcpyDeviceToHost,
+                           stream)) != cudaSuccess ||
+      (e = cudaStreamSynchronize(stream)) != cudaSuccess)
+    return fail(err, e, "statistics");
+  return IMGSTAT_OK;
+}
+
+int current_sm_count() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
+          cudaSuccess)
+    return 80;
+  return sms > 0 ? sms : 80;
+}
+
+cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
+                        uint32_t bins, double lo, double scale,
+                        unsigned long long *d_bins,
+                        unsigned long long *d_special, int sm_count,
+                        cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  /* Enough blocks to fill the device several times over, and enough that
+   * no block counts 2^32 samples into its 32-bit shared bins. */
+  uint64_t want = (n + kHistBlock * 16 - 1) / (kHistBlock * 16);
+  uint64_t cap = (uint64_t)sm_count * 8;
+  uint64_t min_blocks = n / (UINT64_C(1) << 31) + 1;
+  uint64_t grid = want < cap ? want : cap;
+  if (grid < min_blocks)
+    grid = min_blocks;
+  if (grid < 1)
+    grid = 1;
+  switch (sample) {
+  case IMGSTAT_U8:
+    hist_u8_kernel<<<(unsigned)grid, kHistBlock, 0, stream>>>(
+        static_cast<const uint8_t *>(d_plane), n, d_bins);
+    break;
+  case IMGSTAT_U16:
+    hist_wide_kernel<uint16_t><<<(unsigned)grid, kHistBlock, 0, stream>>>(
+        static_cast<const uint16_t *>(d_plane), n, bins, 0.0, 0.0, d_bins,
+        nullptr);
+    break;
+  case IMGSTAT_F32:
+    hist_wide_kernel<float><<<(unsigned)grid, kHistBlock, 0, stream>>>(
+        static_cast<const float *>(d_plane), n, bins, lo, scale, d_bins,
+        d_special);
+    break;
+  default:
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t hist_launch_u8_atomics(const uint8_t *d_plane, uint64_t n,
+                                   unsigned long long *d_bins, int sm_count,
+                                   cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  uint64_t want = (n + kHistBlock - 1) / kHistBlock;
+  uint64_t cap = (uint64_t)sm_count * 8;
+  unsigned grid = (unsigned)(want < cap ? want : cap);
+  hist_wide_kernel<uint8_t><<<grid, kHistBlock, 0, stream>>>(
+      d_plane, n, 256, 0.0, 0.0, d_bins, nullptr);
+  return cudaGetLastError();
+}
+
+static size_t cub_scan_bytes(uint32_t bins) {
+  size_t bytes = 0;
+  (void)cub::DeviceScan::InclusiveSum(
+      nullptr, bytes, static_cast<const unsigned long long *>(nullptr),
+      static_cast<unsigned long long *>(nullptr), (int)bins);
+  return bytes;
+}
+
+size_t hist_ranks_scratch(uint32_t bins) {
+  return plane_slot(cub_scan_bytes(bins)) +
+         plane_slot((size_t)bins * sizeof(unsigned long long));
+}
+
+cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
+                       const unsigned long long *d_ranks, int nr,
+                       RankHit *d_hits, void *d_scratch, cudaStream_t stream) {
+  size_t temp = cub_scan_bytes(bins);
+  unsigned char *base = static_cast<unsigned char *>(d_scratch);
+  unsigned long long *d_cum =
+      reinterpret_cast<unsigned long long *>(base + plane_slot(temp));
+  cudaError_t e = cub::DeviceScan::InclusiveSum(base, temp, d_bins, d_cum,
+                                                (int)bins, stream);
+  if (e != cudaSuccess)
+    return e;
+  if (nr > 0) {
+    find_ranks_kernel<<<(nr + 63) / 64, 64, 0, stream>>>(d_cum, bins, d_ranks,
+                                                         nr, d_hits);
+    e = cudaGetLastError();
+  }
+  return e;
+}
+
+imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
+                                uint64_t n, imgstat_histogram *h,
+                                int want_counts, const double *p, int np,
+                                double *values, int *has_values, int sm_count,
+                                cudaStream_t stream, imgstat_error *err) {
+  *has_values = 0;
+  if (np > IMGSTAT_MAX_PERCENTILES + 2)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "too many percentiles");
+  DevBuf d_bins, d_special, d_ranks, d_hits, d_scratch;
+  cudaError_t e;
+  size_t bin_bytes = (size_t)h->bins * sizeof(unsigned long long);
+  if ((e = d_bins.alloc(bin_bytes)) != cudaSuccess ||
+      (e = d_special.alloc(2 * sizeof(unsigned long long))) != cudaSuccess ||
+      (e = d_ranks.alloc(32 * sizeof(unsigned long long))) != cudaSuccess ||
+      (e = d_hits.alloc(32 * sizeof(RankHit))) != cudaSuccess ||
+      (e = d_scratch.alloc(hist_ranks_scratch(h->bins))) != cudaSuccess)
+    return fail(err, e, "cudaMalloc (histogram)");
+  if ((e = cudaMemsetAsync(d_bins.p, 0, bin_bytes, stream)) != cudaSuccess ||
+      (e = cudaMemsetAsync(d_special.p, 0, 2 * sizeof(unsigned long long),
+                           stream)) != cudaSuccess)
+    return fail(err, e, "cudaMemset (histogram)");
+  /* The CPU's scale, the CPU's expression (histogram.c, hist_f32). */
+  double scale = h->hi > h->lo ? (double)h->bins / (h->hi - h->lo) : 0.0;
+  for (int k = 0; k < nplanes; ++k) {
+    e = hist_launch(d_planes[k], h->sample, n, h->bins, h->lo, scale,
+                    d_bins.as<unsigned long long>(),
+                    d_special.as<unsigned long long>(), sm_count, stream);
+    if (e != cudaSuccess)
+      return fail(err, e, "histogram kernel");
+  }
+  unsigned long long special[2] = {0, 0};
+  if ((e = cudaMemcpyAsync(special, d_special.p, sizeof special,
+                           cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
+      (e = cudaStreamSynchronize(stream)) != cudaSuccess)
+    return fail(err, e, "histogram kernel");
+  uint64_t all = n * (uint64_t)nplanes;
+  h->nan_count = special[0];
+  h->inf_count = special[1];
+  h->total = all - special[0] - special[1];
+  if (want_counts) {
+    e = cudaMemcpy(h->counts, d_bins.p, bin_bytes, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess)
+      return fail(err, e, "cudaMemcpy (histogram)");
+  }
+  if (np <= 0 || h->total == 0)
+    return IMGSTAT_OK;
+  unsigned long long ranks[32];
+  for (int i = 0; i < np; ++i)
+    ranks[i] = imgstat_percentile_rank(h->total, p[i]);
+  RankHit hits[32];
+  if ((e = cudaMemcpyAsync(d_ranks.p, ranks, np * sizeof *ranks,
+                           cudaMemcpyHostToDevice, stream)) != cudaSuccess ||
+      (e = hist_ranks(d_bins.as<unsigned long long>(), h->bins,
+                      d_ranks.as<unsigned long long>(), np,
+                      d_hits.as<RankHit>(), d_scratch.p, stream)) !=
+          cudaSuccess ||
+      (e = cudaMemcpyAsync(hits, d_hits.p, np * sizeof *hits,
+                           cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
+      (e = cudaStreamSynchronize(stream)) != cudaSuccess)
+    return fail(err, e, "percentile scan");
+  for (int i = 0; i < np; ++i)
+    values[i] = imgstat_percentile_value(h, ranks[i], hits[i].bin,
+                                         hits[i].cum_before, hits[i].count);
+  *has_values = 1;
+  return IMGSTAT_OK;
+}
+
+} // namespace imgstat_norm_gpu
+
+using namespace imgstat_norm_gpu;
+
+extern "C" imgstat_status
+imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img, int c,
+                      const imgstat_hist_options *opts, const double *p, int np,
+                      double *values, imgstat_histogram *h,
+                      imgstat_error *err) {
+  if (h)
+    memset(h, 0, sizeof *h);
+  if (!gpu || !img || !h || c < 0 || c >= img->channels || !img->planes[c])
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image or channel");
+  if (np < 0 || np > IMGSTAT_MAX_PERCENTILES + 2 || (np && (!p || !values)))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "too many percentiles");
+  const uint64_t n = (uint64_t)img->width * img->height;
+  const size_t bytes = (size_t)n * img->sample;
+  DevBuf d_plane;
+  cudaError_t e;
+  if ((e = d_plane.alloc(plane_slot(bytes))) != cudaSuccess)
+    return fail(err, e, "cudaMalloc (image)");
+  if ((e = cudaMemcpy(d_plane.p, img->planes[c], bytes,
+                      cudaMemcpyHostToDevice)) != cudaSuccess)
+    return fail(err, e, "cudaMemcpy (image)");
+  double lo = 0, hi = 0;
+  uint32_t bins = opts ? opts->float_bins : 0;
+  if (img->sample == IMGSTAT_F32) {
+    if (opts && opts->have_range) {
+      lo = opts->lo;
+      hi = opts->hi;
+    } else {
+      /* the finite range by the statistics reduction, as exact as the
+       * CPU's scan (min and max are selections, not sums) */
+      imgstat_partial part;
+      imgstat_status st =
+          device_stats(d_plane.p, img->sample, n, &part, 0, err);
+      if (st != IMGSTAT_OK)
+        return st;
+      if (part.count > 0) {
+        lo = part.min;
+        hi = part.max;
+      }
+    }
+  }
+  imgstat_status st =
+      imgstat_histogram_alloc(h, img->sample, bins, lo, hi, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  const void *planes[1] = {d_plane.p};
+  int has = 0;
+  st = hist_percentiles(planes, 1, n, h, 1, p, np, values, &has,
+                        current_sm_count(), 0, err);
+  if (st != IMGSTAT_OK)
+    imgstat_histogram_free(h);
+  return st;
+}

@@ -1,0 +1,344 @@
+/*
+ * Histograms, percentiles by the rank rule, and the figures imgstat
+ * --histogram prints (median, percentiles, entropy, skewness, kurtosis).
+ * The CPU reference: the GPU's histograms must equal these counts exactly,
+ * and its percentiles come from imgstat_percentile_value below.
+ */
+#include "imgstat_norm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+imgstat_status imgstat_histogram_alloc(imgstat_histogram *h,
+                                       imgstat_sample sample, uint32_t bins,
+                                       double lo, double hi,
+                                       imgstat_error *err) {
+  memset(h, 0, sizeof *h);
+  if (sample == IMGSTAT_U8) {
+    bins = 256;
+    lo = 0;
+    hi = 255;
+  } else if (sample == IMGSTAT_U16) {
+    bins = 65536;
+    lo = 0;
+    hi = 65535;
+  } else if (sample == IMGSTAT_F32) {
+    if (bins == 0)
+      bins = IMGSTAT_FLOAT_BINS_DEFAULT;
+    if (bins > IMGSTAT_FLOAT_BINS_MAX)
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                               "at most %u histogram bins",
+                               IMGSTAT_FLOAT_BINS_MAX);
+    if (!isfinite(lo) || !isfinite(hi) || hi < lo)
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG, "invalid histogram range");
+  } else {
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "unknown sample type");
+  }
+  h->counts = calloc(bins, sizeof *h->counts);
+  if (!h->counts)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory for a histogram of %u bins", bins);
+  h->sample = sample;
+  h->bins = bins;
+  h->lo = lo;
+  h->hi = hi;
+  return IMGSTAT_OK;
+}
+
+void imgstat_histogram_free(imgstat_histogram *h) {
+  if (!h)
+    return;
+  free(h->counts);
+  memset(h, 0, sizeof *h);
+}
+
+int imgstat_plane_finite_range(const float *plane, uint64_t n, double *lo,
+                               double *hi) {
+  float mn = INFINITY, mx = -INFINITY;
+  int any = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    float x = plane[i];
+    if (!isfinite(x))
+      continue;
+    any = 1;
+    mn = x < mn ? x : mn;
+    mx = x > mx ? x : mx;
+  }
+  *lo = any ? mn : 0.0;
+  *hi = any ? mx : 0.0;
+  return any;
+}
+
+static void hist_u8(const uint8_t *p, uint64_t n, uint64_t *counts) {
+  /* Four sub-histograms break the store-to-load dependency when neighbouring
+   * samples are equal (flat regions), which otherwise serialises the loop. */
+  uint32_t sub[4][256];
+  memset(sub, 0, sizeof sub);
+  uint64_t i = 0;
+  while (i < n) {
+    /* flush before a 32-bit sub-count could overflow */
+    uint64_t end = n - i > (UINT64_C(1) << 31) ? i + (UINT64_C(1) << 31) : n;
+    for (; i + 4 <= end; i += 4) {
+      sub[0][p[i]]++;
+      sub[1][p[i + 1]]++;
+      sub[2][p[i + 2]]++;
+      sub[3][p[i + 3]]++;
+    }
+    for (; i < end; i++)
+      sub[0][p[i]]++;
+    for (int v = 0; v < 256; v++) {
+      counts[v] += (uint64_t)sub[0][v] + sub[1][v] + sub[2][v] + sub[3][v];
+      sub[0][v] = sub[1][v] = sub[2][v] = sub[3][v] = 0;
+    }
+  }
+}
+
+static void hist_u16(const uint16_t *p, uint64_t n, uint64_t *counts) {
+  for (uint64_t i = 0; i < n; i++)
+    counts[p[i]]++;
+}
+
+/* The bin rule of imgstat_histogram (see the header); the GPU kernel
+ * evaluates the same expression. */
+static void hist_f32(const float *p, uint64_t n, imgstat_histogram *h) {
+  double lo = h->lo;
+  double scale = h->hi > h->lo ? (double)h->bins / (h->hi - h->lo) : 0.0;
+  uint32_t last = h->bins - 1;
+  for (uint64_t i = 0; i < n; i++) {
+    float x = p[i];
+    if (isnan(x)) {
+      h->nan_count++;
+      continue;
+    }
+    if (isinf(x)) {
+      h->inf_count++;
+      continue;
+    }
+    double t = ((double)x - lo) * scale;
+    uint32_t b = t <= 0.0 ? 0 : (t >= (double)last ? last : (uint32_t)t);
+    h->counts[b]++;
+    h->total++;
+  }
+}
+
+imgstat_status imgstat_histogram_compute(const imgstat_image *img, int c,
+                                         const imgstat_hist_options *opts,
+                                         imgstat_histogram *h,
+                                         imgstat_error *err) {
+  memset(h, 0, sizeof *h);
+  if (!img || c < 0 || c >= img->channels)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
+  uint64_t n = (uint64_t)img->width * img->height;
+  const void *plane = img->planes[c];
+  double lo = 0, hi = 0;
+  uint32_t bins = opts ? opts->float_bins : 0;
+  if (img->sample == IMGSTAT_F32) {
+    if (opts && opts->have_range) {
+      lo = opts->lo;
+      hi = opts->hi;
+    } else {
+      imgstat_plane_finite_range(plane, n, &lo, &hi);
+    }
+  }
+  imgstat_status st =
+      imgstat_histogram_alloc(h, img->sample, bins, lo, hi, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  switch (img->sample) {
+  case IMGSTAT_U8:
+    hist_u8(plane, n, h->counts);
+    h->total = n;
+    break;
+  case IMGSTAT_U16:
+    hist_u16(plane, n, h->counts);
+    h->total = n;
+    break;
+  case IMGSTAT_F32:
+    hist_f32(plane, n, h);
+    break;
+  }
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_histogram_add(imgstat_histogram *a,
+                                     const imgstat_histogram *b,
+                                     imgstat_error *err) {
+  if (a->sample != b->sample || a->bins != b->bins || a->lo != b->lo ||
+      a->hi != b->hi)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "histograms of different bins cannot be added");
+  for (uint32_t i = 0; i < a->bins; i++)
+    a->counts[i] += b->counts[i];
+  a->total += b->total;
+  a->nan_count += b->nan_count;
+  a->inf_count += b->inf_count;
+  return IMGSTAT_OK;
+}
+
+uint64_t imgstat_percentile_rank(uint64_t total, double p) {
+  if (total == 0)
+    return 0;
+  if (!(p > 0.0)) /* also NaN */
+    return 1;
+  if (p >= 100.0)
+    return total;
+  /* p in millionths of a percent: k = ceil(pm * total / 1e8), exact in 128
+   * bits (pm <= 1e8, total < 2^64). */
+  uint64_t pm = (uint64_t)llround(p * 1e6);
+  unsigned __int128 num = (unsigned __int128)pm * total;
+  unsigned __int128 k = (num + 99999999u) / 100000000u;
+  if (k < 1)
+    k = 1;
+  if (k > total)
+    k = total;
+  return (uint64_t)k;
+}
+
+double imgstat_percentile_value(const imgstat_histogram *h, uint64_t k,
+                                uint32_t b, uint64_t cum_before,
+                                uint64_t count_b) {
+  if (h->sample != IMGSTAT_F32)
+    return (double)b; /* integer bins are values */
+  if (k <= 1)
+    return h->lo;
+  if (k >= h->total)
+    return h->hi;
+  double width = (h->hi - h->lo) / (double)h->bins;
+  double left = h->lo + (double)b * width;
+  double right = b + 1 == h->bins ? h->hi : h->lo + (double)(b + 1) * width;
+  double frac =
+      count_b ? ((double)(k - cum_before) - 0.5) / (double)count_b : 0.5;
+  double v = left + frac * (right - left);
+  if (v < left)
+    v = left;
+  if (v > right)
+    v = right;
+  if (v < h->lo)
+    v = h->lo;
+  if (v > h->hi)
+    v = h->hi;
+  return v;
+}
+
+int imgstat_histogram_percentile(const imgstat_histogram *h, double p,
+                                 double *value) {
+  if (!h->counts || h->total == 0)
+    return 0;
+  uint64_t k = imgstat_percentile_rank(h->total, p);
+  uint64_t cum = 0;
+  for (uint32_t b = 0; b < h->bins; b++) {
+    uint64_t next = cum + h->counts[b];
+    if (next >= k) {
+      *value = imgstat_percentile_value(h, k, b, cum, h->counts[b]);
+      return 1;
+    }
+    cum = next;
+  }
+  /* unreachable when total equals the sum of the counts */
+  *value = h->hi;
+  return 1;
+}
+
+void imgstat_moments_f32(const float *plane, uint64_t n, imgstat_moments *m) {
+  memset(m, 0, sizeof *m);
+  double sum = 0;
+  uint64_t count = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (isfinite(plane[i])) {
+      sum += plane[i];
+      count++;
+    }
+  }
+  if (count == 0)
+    return;
+  double mean = sum / (double)count;
+  double s2 = 0, s3 = 0, s4 = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (!isfinite(plane[i]))
+      continue;
+    double d = (double)plane[i] - mean;
+    double d2 = d * d;
+    s2 += d2;
+    s3 += d2 * d;
+    s4 += d2 * d2;
+  }
+  m->count = count;
+  m->mean = mean;
+  m->m2 = s2 / (double)count;
+  m->m3 = s3 / (double)count;
+  m->m4 = s4 / (double)count;
+}
+
+void imgstat_moments_from_histogram(const imgstat_histogram *h,
+                                    imgstat_moments *m) {
+  memset(m, 0, sizeof *m);
+  if (!h->counts || h->total == 0 || h->sample == IMGSTAT_F32)
+    return;
+  /* The exact integer sum (< 2^16 * 2^48 fits in 128 bits) gives the mean
+   * to the last bit of a double. */
+  unsigned __int128 sum = 0;
+  for (uint32_t v = 0; v < h->bins; v++)
+    sum += (unsigned __int128)h->counts[v] * v;
+  double mean = (double)sum / (double)h->total;
+  double s2 = 0, s3 = 0, s4 = 0;
+  for (uint32_t v = 0; v < h->bins; v++) {
+    if (!h->counts[v])
+      continue;
+    double d = (double)v - mean;
+    double d2 = d * d;
+    double c = (double)h->counts[v];
+    s2 += c * d2;
+    s3 += c * d2 * d;
+    s4 += c * d2 * d2;
+  }
+  m->count = h->total;
+  m->mean = mean;
+  m->m2 = s2 / (double)h->total;
+  m->m3 = s3 / (double)h->total;
+  m->m4 = s4 / (double)h->total;
+}
+
+void imgstat_hist_figures_compute(const imgstat_histogram *h,
+                                  const imgstat_moments *m, const double *p,
+                                  int np, imgstat_hist_figures *f) {
+  memset(f, 0, sizeof *f);
+  if (np > IMGSTAT_MAX_PERCENTILES)
+    np = IMGSTAT_MAX_PERCENTILES;
+  if (!h->counts || h->total == 0)
+    return;
+  f->has_values = 1;
+  imgstat_histogram_percentile(h, 50.0, &f->median);
+  f->npercentiles = np;
+  for (int i = 0; i < np; i++) {
+    f->percentile_p[i] = p[i];
+    imgstat_histogram_percentile(h, p[i], &f->percentile[i]);
+  }
+  double e = 0, n = (double)h->total;
+  for (uint32_t b = 0; b < h->bins; b++) {
+    if (h->counts[b]) {
+      double q = (double)h->counts[b] / n;
+      e -= q * log2(q);
+    }
+  }
+  f->entropy = e > 0 ? e : 0.0; /* no -0 */
+  /* A variance that is rounding noise relative to the mean is a constant
+   * channel: skewness and kurtosis are then undefined (null), not huge. */
+  if (m && m->count > 0 && m->m2 > 0 &&
+      m->m2 > 1e-24 * (m->mean * m->mean + 1e-300)) {
+    f->has_shape = 1;
+    f->skewness = m->m3 / (m->m2 * sqrt(m->m2));
+    f->kurtosis = m->m4 / (m->m2 * m->m2) - 3.0;
+  }
+}
+
+void imgstat_histogram_rebin(const imgstat_histogram *h, uint32_t bins,
+                             uint64_t *out) {
+  memset(out, 0, (size_t)bins * sizeof *out);
+  if (!h->counts || bins == 0)
+    return;
+  for (uint32_t b = 0; b < h->bins; b++) {
+    uint32_t j = (uint32_t)(((uint64_t)b * bins) / h->bins);
+    out[j] += h->counts[b];
+  }
+}

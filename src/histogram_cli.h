@@ -1,0 +1,100 @@
+/*
+ * The main command line's histogram options (src/histogram_cli.c):
+ *   --histogram            add median, percentiles, entropy, skewness and
+ *                          kurtosis to each channel (text, JSON, CSV); JSON
+ *                          also gets the counts ("histogram")
+ *   --percentiles LIST     which percentiles (default 1,99; implies
+ *                          --histogram), e.g. --percentiles 1,50,99
+ *   --bins N               bins shown in JSON and the PNG (default 256; for
+ *                          16-bit, 65536 shows every value)
+ *   --histogram-png OUT    draw the histograms as a PNG (several inputs:
+ *                          OUT-1.png, OUT-2.png, ...)
+ *   --histogram-log        logarithmic counts in the PNG
+ *
+ * How main.c uses it:
+ *   1. imgstat_hist_cli cfg; imgstat_hist_cli_init(&cfg);
+ *   2. for an option it does not know itself (name without "=value"):
+ *        int k = imgstat_hist_cli_takes_value(name);   -1: not ours
+ *      and if k >= 0, with the value (NULL for a flag):
+ *        if (imgstat_hist_cli_set(&cfg, name, value) != 0) return 2;
+ *      (the function printed the usage error).
+ *   3. after parsing: if (imgstat_hist_cli_check(&cfg, nfiles)) return 2;
+ *   4. per image, when imgstat_hist_cli_active(&cfg):
+ *        imgstat_hist_result res;
+ *        st = imgstat_hist_cli_compute(&cfg, &img, gpu_or_NULL, threads,
+ *                                      &res, &err);
+ *      (st != IMGSTAT_OK: "imgstat: PATH: reason", the input failed);
+ *   5. print, only when cfg.fields (--histogram / --percentiles):
+ *        text: after the record's table,
+ *              imgstat_hist_cli_print_text(out, &cfg, &res);
+ *        JSON: inside each channel object, after its last field and before
+ *              '}': imgstat_hist_cli_print_json(out, &cfg, &res, c);
+ *        CSV:  at the end of the header line (before '\n'):
+ *              imgstat_hist_cli_print_csv_header(out, &cfg);
+ *              at the end of each channel row (before '\n'):
+ *              imgstat_hist_cli_print_csv(out, &cfg, &res, c);
+ *   6. if cfg.png_path: imgstat_hist_cli_write_png(&cfg, &res, index,
+ *      nfiles, path_buf, sizeof path_buf, &err), an error being
+ *      "imgstat: PATH_BUF: reason" (the input failed);
+ *   7. imgstat_hist_result_free(&res).
+ */
+#ifndef IMGSTAT_HISTOGRAM_CLI_H
+#define IMGSTAT_HISTOGRAM_CLI_H
+
+#include "imgstat.h"
+#include "imgstat_cuda.h"
+#include "imgstat_norm.h"
+
+#include <stdio.h>
+
+typedef struct imgstat_hist_cli {
+  int fields; /* --histogram or --percentiles given */
+  int npercentiles;
+  double percentiles[IMGSTAT_MAX_PERCENTILES];
+  uint32_t bins;        /* display bins (JSON counts, PNG) */
+  const char *png_path; /* --histogram-png, or NULL */
+  int png_log;          /* --histogram-log */
+} imgstat_hist_cli;
+
+/* One image's histograms and figures. */
+typedef struct imgstat_hist_result {
+  int channels;
+  imgstat_sample sample;
+  const char *backend; /* "cpu" or "gpu": what computed the histograms */
+  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+  imgstat_hist_figures fig[IMGSTAT_MAX_CHANNELS];
+} imgstat_hist_result;
+
+void imgstat_hist_cli_init(imgstat_hist_cli *cfg);
+int imgstat_hist_cli_takes_value(const char *name);
+int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
+                         const char *value);
+int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, int nfiles);
+int imgstat_hist_cli_active(const imgstat_hist_cli *cfg);
+
+/* Histograms of every channel: on the GPU when gpu is not NULL (falling back
+ * to the CPU if the GPU fails), else on the CPU with `threads`. */
+imgstat_status imgstat_hist_cli_compute(const imgstat_hist_cli *cfg,
+                                        const imgstat_image *img,
+                                        imgstat_gpu *gpu, int threads,
+                                        imgstat_hist_result *res,
+                                        imgstat_error *err);
+void imgstat_hist_result_free(imgstat_hist_result *res);
+
+void imgstat_hist_cli_print_text(FILE *out, const imgstat_hist_cli *cfg,
+                                 const imgstat_hist_result *res);
+void imgstat_hist_cli_print_json(FILE *out, const imgstat_hist_cli *cfg,
+                                 const imgstat_hist_result *res, int c);
+void imgstat_hist_cli_print_csv_header(FILE *out, const imgstat_hist_cli *cfg);
+void imgstat_hist_cli_print_csv(FILE *out, const imgstat_hist_cli *cfg,
+                                const imgstat_hist_result *res, int c);
+
+/* Draws the histograms of res as a PNG at cfg->png_path (with "-INDEX"
+ * before the extension when nfiles > 1, index counting from 1); the path
+ * used goes to path_buf. */
+imgstat_status imgstat_hist_cli_write_png(const imgstat_hist_cli *cfg,
+                                          const imgstat_hist_result *res,
+                                          int index, int nfiles, char *path_buf,
+                                          size_t path_size, imgstat_error *err);
+
+#endif /* IMGSTAT_HISTOGRAM_CLI_H */

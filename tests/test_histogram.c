@@ -1,0 +1,344 @@
+/*
+ * Histograms and percentiles on the CPU, checked against independent
+ * computations: counts by a plain loop, percentiles by sorting the samples
+ * and taking the nearest rank computed with integer arithmetic, moments
+ * directly from the samples.
+ */
+#include "imgstat_norm.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t seed = 12345;
+
+static void fill_random(imgstat_image *img, int c, uint32_t modulo) {
+  uint64_t n = (uint64_t)img->width * img->height;
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t r = test_rand(&seed);
+    if (img->sample == IMGSTAT_U8)
+      ((uint8_t *)img->planes[c])[i] = (uint8_t)(r % modulo);
+    else if (img->sample == IMGSTAT_U16)
+      ((uint16_t *)img->planes[c])[i] = (uint16_t)(r % modulo);
+    else
+      ((float *)img->planes[c])[i] =
+          (float)((double)(r >> 11) / 9007199254740992.0 * 200.0 - 50.0);
+  }
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The nearest rank for an integer percentile pi over n samples, by integer
+ * arithmetic only: the smallest k >= 1 with 100 * k >= pi * n. */
+static uint64_t ref_rank(uint64_t n, uint64_t pi) {
+  uint64_t k = (pi * n + 99) / 100;
+  return k < 1 ? 1 : k;
+}
+
+static double *sorted_samples(const imgstat_image *img, int c, uint64_t *n) {
+  uint64_t total = (uint64_t)img->width * img->height, m = 0;
+  double *v = malloc(total * sizeof *v + 1);
+  for (uint64_t i = 0; i < total; i++) {
+    double x = img->sample == IMGSTAT_U8 ? ((const uint8_t *)img->planes[c])[i]
+               : img->sample == IMGSTAT_U16
+                   ? ((const uint16_t *)img->planes[c])[i]
+                   : ((const float *)img->planes[c])[i];
+    if (isfinite(x))
+      v[m++] = x;
+  }
+  qsort(v, m, sizeof *v, cmp_double);
+  *n = m;
+  return v;
+}
+
+static void check_int_image(uint32_t w, uint32_t h, imgstat_sample s,
+                            uint32_t modulo) {
+  imgstat_image img;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 1, s, 0, &err) == IMGSTAT_OK);
+  fill_random(&img, 0, modulo);
+  imgstat_histogram hist;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &hist, &err) ==
+                  IMGSTAT_OK);
+  uint64_t n = (uint64_t)w * h;
+  CU_ASSERT_EQUAL(hist.total, n);
+  CU_ASSERT_EQUAL(hist.bins, s == IMGSTAT_U8 ? 256u : 65536u);
+  /* counts by a plain loop */
+  uint64_t *ref = calloc(65536, sizeof *ref);
+  for (uint64_t i = 0; i < n; i++)
+    ref[s == IMGSTAT_U8 ? ((uint8_t *)img.planes[0])[i]
+                        : ((uint16_t *)img.planes[0])[i]]++;
+  CU_ASSERT(memcmp(ref, hist.counts, hist.bins * sizeof *ref) == 0);
+  /* percentiles: integer p by sorting */
+  uint64_t m;
+  double *v = sorted_samples(&img, 0, &m);
+  for (uint64_t pi = 0; pi <= 100; pi++) {
+    double got = -1;
+    CU_ASSERT(imgstat_histogram_percentile(&hist, (double)pi, &got));
+    CU_ASSERT_EQUAL(got, v[ref_rank(m, pi) - 1]);
+  }
+  /* fractional p: 99.9 -> the smallest k with 1000 k >= 999 n */
+  uint64_t k = (999 * m + 999) / 1000;
+  double got = -1;
+  imgstat_histogram_percentile(&hist, 99.9, &got);
+  CU_ASSERT_EQUAL(got, v[(k ? k : 1) - 1]);
+  /* moments straight from the samples */
+  double mean = 0;
+  for (uint64_t i = 0; i < m; i++)
+    mean += v[i];
+  mean /= (double)m;
+  double s2 = 0, s3 = 0, s4 = 0;
+  for (uint64_t i = 0; i < m; i++) {
+    double d = v[i] - mean;
+    s2 += d * d;
+    s3 += d * d * d;
+    s4 += d * d * d * d;
+  }
+  imgstat_moments mo;
+  imgstat_moments_from_histogram(&hist, &mo);
+  imgstat_hist_figures f;
+  double ps[2] = {5, 95};
+  imgstat_hist_figures_compute(&hist, &mo, ps, 2, &f);
+  CU_ASSERT(f.has_values);
+  CU_ASSERT_EQUAL(f.median, v[ref_rank(m, 50) - 1]);
+  CU_ASSERT_EQUAL(f.percentile[0], v[ref_rank(m, 5) - 1]);
+  CU_ASSERT_EQUAL(f.percentile[1], v[ref_rank(m, 95) - 1]);
+  if (s2 > 0) {
+    double m2 = s2 / m, skew = s3 / m / pow(m2, 1.5),
+           kurt = s4 / m / (m2 * m2) - 3;
+    CU_ASSERT(f.has_shape);
+    CU_ASSERT_DOUBLE_EQUAL(f.skewness, skew, 1e-9 * (1 + fabs(skew)));
+    CU_ASSERT_DOUBLE_EQUAL(f.kurtosis, kurt, 1e-9 * (1 + fabs(kurt)));
+  } else {
+    CU_ASSERT(!f.has_shape);
+  }
+  free(v);
+  free(ref);
+  imgstat_histogram_free(&hist);
+  imgstat_image_free(&img);
+}
+
+static void test_u8_odd_sizes(void) {
+  check_int_image(37, 23, IMGSTAT_U8, 256);
+  check_int_image(1, 1, IMGSTAT_U8, 256);
+  check_int_image(1, 1000, IMGSTAT_U8, 7);
+  check_int_image(4097, 3, IMGSTAT_U8, 256);
+  check_int_image(2, 2, IMGSTAT_U8, 1); /* constant 0 */
+}
+
+static void test_u16(void) {
+  check_int_image(129, 65, IMGSTAT_U16, 65536);
+  check_int_image(3, 5, IMGSTAT_U16, 65536);
+  check_int_image(1, 1, IMGSTAT_U16, 65536);
+}
+
+static void test_u16_extremes(void) {
+  imgstat_image img;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 3, 1, 1, IMGSTAT_U16, 0, &err) ==
+                  IMGSTAT_OK);
+  uint16_t *p = img.planes[0];
+  p[0] = 65535;
+  p[1] = 0;
+  p[2] = 65535;
+  imgstat_histogram h;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_EQUAL(h.counts[0], 1);
+  CU_ASSERT_EQUAL(h.counts[65535], 2);
+  double v;
+  imgstat_histogram_percentile(&h, 0, &v);
+  CU_ASSERT_EQUAL(v, 0);
+  imgstat_histogram_percentile(&h, 33.3, &v); /* k = ceil(0.999) = 1 */
+  CU_ASSERT_EQUAL(v, 0);
+  imgstat_histogram_percentile(&h, 33.34, &v); /* k = 2 */
+  CU_ASSERT_EQUAL(v, 65535);
+  imgstat_histogram_percentile(&h, 100, &v);
+  CU_ASSERT_EQUAL(v, 65535);
+  imgstat_hist_figures f;
+  imgstat_moments mo;
+  imgstat_moments_from_histogram(&h, &mo);
+  imgstat_hist_figures_compute(&h, &mo, NULL, 0, &f);
+  /* p = 1/3, 2/3: entropy by hand */
+  double e = -(1.0 / 3) * log2(1.0 / 3) - (2.0 / 3) * log2(2.0 / 3);
+  CU_ASSERT_DOUBLE_EQUAL(f.entropy, e, 1e-12);
+  imgstat_histogram_free(&h);
+  imgstat_image_free(&img);
+}
+
+static void test_rank_rule(void) {
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(0, 50), 0);
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(1, 0), 1);
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(1, 100), 1);
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(4, 50), 2); /* lower median */
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(5, 50), 3);
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(10, 10), 1); /* exact: no + 1 */
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(10, 10.000001), 2);
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(3, 100.0 / 3), 1); /* exactly 1 */
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(3, 33.34), 2);
+  CU_ASSERT_EQUAL(imgstat_percentile_rank(UINT64_C(1) << 40, 50), UINT64_C(1)
+                                                                      << 39);
+  for (uint64_t n = 1; n < 300; n += 7)
+    for (uint64_t p = 0; p <= 100; p++)
+      CU_ASSERT_EQUAL(imgstat_percentile_rank(n, (double)p), ref_rank(n, p));
+}
+
+static void test_float(void) {
+  imgstat_image img;
+  imgstat_error err;
+  uint32_t w = 101, h = 31;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 1, IMGSTAT_F32, 0, &err) ==
+                  IMGSTAT_OK);
+  fill_random(&img, 0, 0);
+  float *p = img.planes[0];
+  p[5] = NAN;
+  p[17] = INFINITY;
+  p[18] = -INFINITY;
+  p[40] = NAN;
+  uint32_t bins = 1000;
+  imgstat_hist_options o = {bins, 0, 0, 0};
+  imgstat_histogram hist;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, &o, &hist, &err) ==
+                  IMGSTAT_OK);
+  uint64_t m;
+  double *v = sorted_samples(&img, 0, &m);
+  CU_ASSERT_EQUAL(hist.total, m);
+  CU_ASSERT_EQUAL(hist.nan_count, 2);
+  CU_ASSERT_EQUAL(hist.inf_count, 2);
+  CU_ASSERT_EQUAL(hist.lo, v[0]);
+  CU_ASSERT_EQUAL(hist.hi, v[m - 1]);
+  /* counts below each bin edge, up to samples within rounding of it */
+  double width = (hist.hi - hist.lo) / bins;
+  uint64_t cum = 0, i = 0;
+  for (uint32_t b = 0; b < bins; b++) {
+    double edge = hist.lo + (b + 1) * width;
+    cum += hist.counts[b];
+    while (i < m && v[i] < edge - 1e-9 * width)
+      i++;
+    uint64_t j = i;
+    while (j < m && v[j] <= edge + 1e-9 * width)
+      j++;
+    if (b + 1 < bins)
+      CU_ASSERT(cum >= i && cum <= j);
+  }
+  CU_ASSERT_EQUAL(cum, m);
+  /* interpolated percentiles within one bin width of the nearest rank */
+  for (int pi = 0; pi <= 100; pi += 3) {
+    double got;
+    CU_ASSERT(imgstat_histogram_percentile(&hist, pi, &got));
+    double want = v[ref_rank(m, (uint64_t)pi) - 1];
+    CU_ASSERT(fabs(got - want) <= width * (1 + 1e-9));
+  }
+  double got;
+  imgstat_histogram_percentile(&hist, 0, &got);
+  CU_ASSERT_EQUAL(got, v[0]);
+  imgstat_histogram_percentile(&hist, 100, &got);
+  CU_ASSERT_EQUAL(got, v[m - 1]);
+  /* moments of the finite samples */
+  imgstat_moments mo;
+  imgstat_moments_f32(p, (uint64_t)w * h, &mo);
+  double mean = 0;
+  for (uint64_t k = 0; k < m; k++)
+    mean += v[k];
+  mean /= m;
+  CU_ASSERT_EQUAL(mo.count, m);
+  CU_ASSERT_DOUBLE_EQUAL(mo.mean, mean, 1e-9);
+  free(v);
+  imgstat_histogram_free(&hist);
+  imgstat_image_free(&img);
+}
+
+static void test_float_constant_and_empty(void) {
+  imgstat_image img;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 5, 3, 1, IMGSTAT_F32, 0, &err) ==
+                  IMGSTAT_OK);
+  float *p = img.planes[0];
+  for (int i = 0; i < 15; i++)
+    p[i] = 2.5f;
+  imgstat_histogram h;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_EQUAL(h.counts[0], 15);
+  double v;
+  CU_ASSERT(imgstat_histogram_percentile(&h, 37, &v));
+  CU_ASSERT_EQUAL(v, 2.5);
+  imgstat_moments mo;
+  imgstat_moments_f32(p, 15, &mo);
+  imgstat_hist_figures f;
+  imgstat_hist_figures_compute(&h, &mo, NULL, 0, &f);
+  CU_ASSERT(!f.has_shape);
+  CU_ASSERT_EQUAL(f.entropy, 0);
+  imgstat_histogram_free(&h);
+  for (int i = 0; i < 15; i++)
+    p[i] = NAN;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_EQUAL(h.total, 0);
+  CU_ASSERT_EQUAL(h.nan_count, 15);
+  CU_ASSERT(!imgstat_histogram_percentile(&h, 50, &v));
+  imgstat_histogram_free(&h);
+  imgstat_image_free(&img);
+}
+
+static void test_entropy_uniform_and_rebin(void) {
+  imgstat_image img;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 256, 256, 1, IMGSTAT_U16, 0,
+                                      &err) == IMGSTAT_OK);
+  uint16_t *p = img.planes[0];
+  for (uint32_t i = 0; i < 65536; i++)
+    p[i] = (uint16_t)(65535 - i);
+  imgstat_histogram h;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
+                  IMGSTAT_OK);
+  imgstat_hist_figures f;
+  imgstat_hist_figures_compute(&h, NULL, NULL, 0, &f);
+  CU_ASSERT_DOUBLE_EQUAL(f.entropy, 16.0, 1e-9);
+  uint64_t out[256];
+  imgstat_histogram_rebin(&h, 256, out);
+  for (int j = 0; j < 256; j++)
+    CU_ASSERT_EQUAL(out[j], 256);
+  uint64_t odd[7], sum = 0;
+  imgstat_histogram_rebin(&h, 7, odd);
+  for (int j = 0; j < 7; j++)
+    sum += odd[j];
+  CU_ASSERT_EQUAL(sum, 65536);
+  imgstat_histogram_free(&h);
+  imgstat_image_free(&img);
+}
+
+static void test_add_mismatch(void) {
+  imgstat_histogram a, b;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_histogram_alloc(&a, IMGSTAT_F32, 10, 0, 1, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_histogram_alloc(&b, IMGSTAT_F32, 10, 0, 2, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_EQUAL(imgstat_histogram_add(&a, &b, &err), IMGSTAT_ERR_ARG);
+  CU_ASSERT(err.message[0] != 0);
+  imgstat_histogram_free(&a);
+  imgstat_histogram_free(&b);
+  CU_ASSERT_EQUAL(imgstat_histogram_alloc(&a, IMGSTAT_F32, 10, 1, 0, &err),
+                  IMGSTAT_ERR_ARG);
+}
+
+int main(void) {
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("histogram", NULL, NULL);
+  CU_add_test(s, "rank rule", test_rank_rule);
+  CU_add_test(s, "u8 odd sizes, 1x1, constant", test_u8_odd_sizes);
+  CU_add_test(s, "u16 random", test_u16);
+  CU_add_test(s, "u16 extremes", test_u16_extremes);
+  CU_add_test(s, "f32 with NaN and Inf", test_float);
+  CU_add_test(s, "f32 constant and all-NaN", test_float_constant_and_empty);
+  CU_add_test(s, "entropy and rebinning", test_entropy_uniform_and_rebin);
+  CU_add_test(s, "mismatched histograms", test_add_mismatch);
+  return test_run_all();
+}

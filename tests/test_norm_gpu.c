@@ -1,0 +1,323 @@
+/*
+ * Histograms, percentiles and normalization on the GPU against the CPU
+ * reference: identical histogram counts and percentiles, identical
+ * measurements (float mean/std within 1e-12 relative), byte-identical output
+ * for 8/16-bit input, float output within 1 ulp. Random images of odd sizes,
+ * 1x1, constant channels, 16-bit extremes, NaN/Inf. Without a usable device
+ * it prints "skipped: ..." and returns 77.
+ */
+#include "imgstat_cuda.h"
+#include "imgstat_cuda_norm.h"
+#include "imgstat_norm.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static imgstat_gpu *gpu;
+static uint64_t seed = 4242;
+
+typedef enum pattern { RANDOM, CONSTANT, EXTREMES, FEW } pattern;
+
+static void make(imgstat_image *img, uint32_t w, uint32_t h, int ch,
+                 imgstat_sample s, pattern pat) {
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_image_alloc(img, w, h, ch, s, 0, &err) == IMGSTAT_OK);
+  uint64_t n = (uint64_t)w * h;
+  for (int c = 0; c < ch; c++)
+    for (uint64_t i = 0; i < n; i++) {
+      uint64_t r = test_rand(&seed);
+      /* channel 1 constant in the CONSTANT pattern; others vary */
+      int cst = pat == CONSTANT && c == 1;
+      uint32_t v;
+      if (pat == EXTREMES)
+        v = (r & 1) ? (s == IMGSTAT_U8 ? 255 : 65535) : 0;
+      else if (pat == FEW)
+        v = (uint32_t)(r % 5) * 3 + 40;
+      else
+        v = (uint32_t)r;
+      if (cst)
+        v = 200;
+      if (s == IMGSTAT_U8)
+        ((uint8_t *)img->planes[c])[i] = (uint8_t)v;
+      else if (s == IMGSTAT_U16)
+        ((uint16_t *)img->planes[c])[i] = (uint16_t)v;
+      else {
+        float f =
+            cst ? 0.75f
+                : (float)((double)(r >> 11) / 9007199254740992.0 * 10 - 3);
+        if (pat == EXTREMES)
+          f = (r & 3) == 0   ? NAN
+              : (r & 3) == 1 ? INFINITY
+              : (r & 3) == 2 ? -1e30f
+                             : 1e30f;
+        if (pat == FEW)
+          f = (float)v / 7.0f;
+        ((float *)img->planes[c])[i] = f;
+      }
+    }
+  if (s == IMGSTAT_F32 && pat == RANDOM && n > 8) {
+    ((float *)img->planes[0])[n / 2] = NAN;
+    ((float *)img->planes[0])[n / 3] = -INFINITY;
+  }
+}
+
+/* 0 when a and b are the same float or 1 ulp apart (NaN equals NaN). */
+static int float_ulps_ok(float a, float b) {
+  if (isnan(a) || isnan(b))
+    return isnan(a) && isnan(b);
+  if (a == b)
+    return 1;
+  int32_t ia, ib;
+  memcpy(&ia, &a, 4);
+  memcpy(&ib, &b, 4);
+  if ((ia < 0) != (ib < 0))
+    return 0;
+  int64_t d = (int64_t)ia - ib;
+  return d >= -1 && d <= 1;
+}
+
+/* Output images equal: bytes for integers, within 1 ulp for float. */
+static int images_match(const imgstat_image *a, const imgstat_image *b) {
+  if (a->channels != b->channels || a->sample != b->sample ||
+      a->width != b->width || a->height != b->height)
+    return 0;
+  size_t n = (size_t)a->width * a->height;
+  for (int c = 0; c < a->channels; c++) {
+    if (a->sample != IMGSTAT_F32) {
+      if (memcmp(a->planes[c], b->planes[c], n * a->sample) != 0)
+        return 0;
+      continue;
+    }
+    const float *x = a->planes[c], *y = b->planes[c];
+    for (size_t i = 0; i < n; i++)
+      if (!float_ulps_ok(x[i], y[i]))
+        return 0;
+  }
+  return 1;
+}
+
+static const struct shape {
+  uint32_t w, h;
+  int ch;
+} shapes[] = {{1, 1, 1},    {1, 1, 4},    {13, 7, 3},   {61, 37, 4},
+              {1025, 3, 1}, {3, 1029, 2}, {257, 255, 3}};
+
+/* IMGSTAT_TEST_QUICK (for compute-sanitizer runs, tens of times slower):
+ * three shapes (1x1, 13x7 RGB, 61x37 RGBA), two patterns, two output depths
+ * and two alpha modes. */
+static int quick(void) { return getenv("IMGSTAT_TEST_QUICK") != NULL; }
+static const size_t quick_shapes[] = {0, 2, 3};
+static size_t nshapes(void) {
+  return quick() ? 3 : sizeof shapes / sizeof *shapes;
+}
+static const struct shape *shape_at(size_t k) {
+  return quick() ? &shapes[quick_shapes[k]] : &shapes[k];
+}
+static int last_pattern(void) { return quick() ? CONSTANT : FEW; }
+
+static const double pcts[] = {0, 0.5, 1, 25, 50, 75, 99, 99.9, 100};
+#define NPCT ((int)(sizeof pcts / sizeof *pcts))
+
+static void test_histograms(void) {
+  imgstat_sample samples[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  int cases = 0, bad = 0;
+  for (size_t k = 0; k < nshapes(); k++)
+    for (int si = 0; si < 3; si++)
+      for (int pat = RANDOM; pat <= last_pattern(); pat++) {
+        imgstat_image img;
+        make(&img, shape_at(k)->w, shape_at(k)->h, shape_at(k)->ch, samples[si],
+             pat);
+        for (int c = 0; c < img.channels; c++) {
+          imgstat_error err;
+          imgstat_histogram hc, hg;
+          imgstat_hist_options o = {si == 2 && pat == FEW ? 1000 : 0, 0, 0, 0};
+          CU_ASSERT_FATAL(imgstat_histogram_compute(&img, c, &o, &hc, &err) ==
+                          IMGSTAT_OK);
+          double vg[NPCT];
+          imgstat_status st = imgstat_gpu_histogram(gpu, &img, c, &o, pcts,
+                                                    NPCT, vg, &hg, &err);
+          if (st != IMGSTAT_OK)
+            printf("\n  gpu histogram: %s\n", err.message);
+          CU_ASSERT_FATAL(st == IMGSTAT_OK);
+          cases++;
+          int same = hc.bins == hg.bins && hc.lo == hg.lo && hc.hi == hg.hi &&
+                     hc.total == hg.total && hc.nan_count == hg.nan_count &&
+                     hc.inf_count == hg.inf_count &&
+                     memcmp(hc.counts, hg.counts, hc.bins * 8) == 0;
+          for (int i = 0; same && hc.total && i < NPCT; i++) {
+            double vc;
+            imgstat_histogram_percentile(&hc, pcts[i], &vc);
+            same = vc == vg[i];
+          }
+          if (!same) {
+            bad++;
+            printf("\n  mismatch: %ux%u ch %d/%d sample %d pattern %d\n",
+                   img.width, img.height, c, img.channels, img.sample, pat);
+          }
+          imgstat_histogram_free(&hc);
+          imgstat_histogram_free(&hg);
+        }
+        imgstat_image_free(&img);
+      }
+  CU_ASSERT_EQUAL(bad, 0);
+  printf("\n  %d histograms compared\n", cases);
+}
+
+static void compare_normalize(const imgstat_image *img,
+                              const imgstat_norm_options *o, int *cases,
+                              int *bad) {
+  imgstat_error err;
+  imgstat_norm_measure mc, mg;
+  imgstat_norm_plan pc, pg;
+  imgstat_image oc, og, oa;
+  imgstat_status st = imgstat_norm_measure_cpu(img, o, 1, &mc, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_plan_make(img, o, &mc, &pc, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_apply_cpu(img, &pc, 1, &oc, &err);
+  if (st == IMGSTAT_ERR_ARG)
+    return; /* a combination the options refuse: the GPU must refuse too */
+  CU_ASSERT_FATAL(st == IMGSTAT_OK);
+  st = imgstat_gpu_normalize(gpu, img, o, &mg, &pg, &og, &err);
+  if (st != IMGSTAT_OK)
+    printf("\n  gpu normalize: %s\n", err.message);
+  CU_ASSERT_FATAL(st == IMGSTAT_OK);
+  /* the same plan applied by the GPU: identical bytes / 1 ulp */
+  st = imgstat_gpu_norm_apply(gpu, img, &pc, &oa, &err);
+  CU_ASSERT_FATAL(st == IMGSTAT_OK);
+  (*cases)++;
+  int ok = images_match(&oc, &oa);
+  /* measurements: exact, but float mean/std (reduction order) */
+  for (int c = 0; c < img->channels; c++) {
+    ok &= mc.has_values[c] == mg.has_values[c] && mc.lo[c] == mg.lo[c] &&
+          mc.hi[c] == mg.hi[c];
+    if (img->sample == IMGSTAT_F32) {
+      ok &= fabs(mc.mean[c] - mg.mean[c]) <=
+            1e-12 * (fabs(mc.mean[c]) + mc.std[c]) + 1e-300;
+      ok &= fabs(mc.std[c] - mg.std[c]) <= 1e-12 * mc.std[c] + 1e-300;
+    } else {
+      ok &= mc.mean[c] == mg.mean[c] && mc.std[c] == mg.std[c];
+    }
+  }
+  /* the GPU's own run: identical except float zscore, whose plan may carry
+   * a last-bit different mean/std */
+  if (o->mode == IMGSTAT_NORM_ZSCORE && img->sample == IMGSTAT_F32) {
+    size_t n = (size_t)img->width * img->height;
+    for (int c = 0; c < oc.channels; c++)
+      for (size_t i = 0; i < n; i++) {
+        float a = ((float *)oc.planes[c])[i], b = ((float *)og.planes[c])[i];
+        if (!(isnan(a) && isnan(b)) && a != b &&
+            !(fabs(a - b) <= 1e-9 * (1 + fabs(a))))
+          ok = 0;
+      }
+  } else {
+    ok &= images_match(&oc, &og);
+  }
+  if (!ok) {
+    (*bad)++;
+    printf("\n  mismatch: %ux%u x%d sample %d mode %d linked %d out %d "
+           "alpha %d\n",
+           img->width, img->height, img->channels, img->sample, o->mode,
+           o->linked, o->out_sample, o->alpha);
+  }
+  imgstat_image_free(&oc);
+  imgstat_image_free(&og);
+  imgstat_image_free(&oa);
+}
+
+static void test_normalize_modes(void) {
+  imgstat_sample samples[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  imgstat_sample outs[4] = {0, IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  int cases = 0, bad = 0;
+  for (size_t k = 0; k < nshapes(); k++)
+    for (int si = 0; si < 3; si++)
+      for (int pat = RANDOM; pat <= last_pattern(); pat++) {
+        imgstat_image img;
+        make(&img, shape_at(k)->w, shape_at(k)->h, shape_at(k)->ch, samples[si],
+             pat);
+        for (int mode = IMGSTAT_NORM_MINMAX; mode <= IMGSTAT_NORM_GIVEN; mode++)
+          for (int linked = 0; linked < 2; linked++)
+            for (int oi = 0; oi < 4; oi++)
+              for (int alpha = 0; alpha < 3; alpha++) {
+                if (quick() && (oi == 1 || oi == 2 || alpha == 2))
+                  continue;
+                if (linked && mode >= IMGSTAT_NORM_ZSCORE)
+                  continue;
+                if (alpha && img.channels != 2 && img.channels != 4)
+                  continue;
+                imgstat_norm_options o;
+                memset(&o, 0, sizeof o);
+                o.mode = (imgstat_norm_mode)mode;
+                o.linked = linked;
+                o.out_sample = outs[oi];
+                o.alpha = (imgstat_alpha_mode)alpha;
+                o.clip_low = linked ? 5 : 1;
+                o.clip_high = linked ? 95 : 99;
+                o.float_bins = pat == FEW ? 777 : 0;
+                o.nstats = 3;
+                for (int c = 0; c < 4; c++) {
+                  o.mean[c] = 100.5 + c;
+                  o.std[c] = 50.25 + c;
+                }
+                if (img.channels > 3)
+                  o.nstats = 4;
+                compare_normalize(&img, &o, &cases, &bad);
+              }
+        imgstat_image_free(&img);
+      }
+  CU_ASSERT_EQUAL(bad, 0);
+  printf("\n  %d normalizations compared\n", cases);
+}
+
+static void test_bench(void) {
+  imgstat_gpu_norm_timing t;
+  imgstat_error err;
+  /* 64 MP RGB8 (the row); 8192 x 8192 */
+  imgstat_status st = imgstat_gpu_norm_bench(gpu, 8192, 8192, 20, &t, &err);
+  if (st != IMGSTAT_OK)
+    printf("\n  bench: %s\n", err.message);
+  CU_ASSERT_FATAL(st == IMGSTAT_OK);
+  CU_ASSERT(t.checked_ok);
+  CU_ASSERT(t.histogram_ok);
+  CU_ASSERT(t.histogram_alt_ok);
+  double copy = t.copy_bytes / t.copy_ms / 1e6;
+  double norm = t.normalize_bytes / t.normalize_ms / 1e6;
+  double hist = t.histogram_bytes / t.histogram_ms / 1e6;
+  printf("\n  64 MP RGB8: copy %.4f ms (%.0f GB/s read+written); minmax "
+         "pass %.4f ms (%.0f GB/s, %.0f%% of copy); histogram %.4f ms (%.0f "
+         "GB/s read, %.0f%% of copy's read rate %.0f GB/s); scan+search of "
+         "65536 bins %.4f ms; output equal to the CPU's: %s\n",
+         t.copy_ms, copy, t.normalize_ms, norm, 100 * norm / copy,
+         t.histogram_ms, hist, 100 * hist / (copy / 2), copy / 2, t.scan_ms,
+         t.checked_ok ? "yes" : "NO");
+  printf("  8-bit histogram kernels: per-warp shared bins %.4f ms (%.0f GB/s, "
+         "counts %s), warp-aggregated global atomics %.4f ms (%.0f GB/s, "
+         "counts %s)\n",
+         t.histogram_ms, hist, t.histogram_ok ? "equal" : "DIFFER",
+         t.histogram_alt_ms, t.histogram_bytes / t.histogram_alt_ms / 1e6,
+         t.histogram_alt_ok ? "equal" : "DIFFER");
+}
+
+int main(void) {
+  imgstat_error err;
+  imgstat_status st = imgstat_gpu_create(-1, &gpu, &err);
+  if (st != IMGSTAT_OK) {
+    char why[600];
+    snprintf(why, sizeof why, "no usable CUDA device (%s)", err.message);
+    return test_skip(why);
+  }
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("normalize on the GPU", NULL, NULL);
+  CU_add_test(s, "histograms and percentiles equal the CPU's", test_histograms);
+  CU_add_test(s, "every mode equals the CPU's", test_normalize_modes);
+  if (!getenv("IMGSTAT_NO_BENCH"))
+    CU_add_test(s, "64 MP timing", test_bench);
+  int rc = test_run_all();
+  imgstat_gpu_destroy(gpu);
+  return rc;
+}
