@@ -1,0 +1,93 @@
+#!/bin/bash
+# The whole GPU check in one device call: build the CUDA configuration, run
+# every ctest test (the GPU ones included), the GPU test programs under each
+# compute-sanitizer tool, and the command line end to end on every image of
+# the corpus: --backend gpu must print the same records as --backend cpu
+# (integers exactly; float within the stated tolerance) and --verify must
+# agree for every kernel. A summary goes to $OUT/summary.txt.
+#
+# Expects .deps (CUnit, stb; ../shared/gpu-host/bundle-deps.sh) and the corpus
+# copied to .corpus, both carried to the GPU machine.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+OUT=${OUT:-/tmp/imgstat-gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$PATH:/usr/local/cuda/bin
+[ -d "$ROOT/.corpus" ] && export IMGSTAT_CORPUS=$ROOT/.corpus
+B=$ROOT/build-verify
+S=$OUT/summary.txt
+: >"$S"
+say() { echo "$*" | tee -a "$S"; }
+fail=0
+
+say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1) commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+cmake -S . -B "$B" -DIMGSTAT_ENABLE_CUDA=ON -DIMGSTAT_WERROR=ON \
+  -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >"$OUT/build.log" 2>&1 &&
+  cmake --build "$B" -j16 >>"$OUT/build.log" 2>&1
+rc=$?
+say "== build rc=$rc"
+[ $rc -eq 0 ] || { grep -E "error" "$OUT/build.log" | head -20 | tee -a "$S"; exit 1; }
+"$B/imgstat" --version | tee -a "$S"
+
+timeout 400 ctest --test-dir "$B" --output-on-failure >"$OUT/ctest.log" 2>&1
+rc=$?
+say "== ctest rc=$rc"
+grep -E "Test +#|tests passed|did not run|Skipped|Failed" "$OUT/ctest.log" | tee -a "$S"
+[ $rc -eq 0 ] || fail=1
+
+for t in test_gpu test_norm_gpu; do
+  for tool in memcheck racecheck synccheck initcheck; do
+    extra=""
+    [ $tool = memcheck ] && extra="--leak-check full"
+    IMGSTAT_TEST_QUICK=1 timeout 170 compute-sanitizer --tool $tool $extra \
+      --error-exitcode 99 "$B/tests/$t" >"$OUT/san-$t-$tool.log" 2>&1
+    rc=$?
+    say "== $t $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/san-$t-$tool.log" | tail -1)"
+    [ $rc -eq 0 ] || fail=1
+  done
+done
+
+# End to end over the corpus: the same records from both backends.
+imgs=()
+[ -d "$ROOT/.corpus" ] && imgs=("$ROOT"/.corpus/photos/*.{png,jpg,ppm,pgm,bmp} "$ROOT"/.corpus/hdr/*.hdr "$ROOT"/tests/data/pngsuite/*.png)
+imgs+=("$ROOT"/samples/*.{png,jpg,bmp,pgm,hdr})
+"$B/imgstat" --json --backend cpu "${imgs[@]}" >"$OUT/cpu.jsonl" 2>"$OUT/cpu.err"
+rc_cpu=$?
+"$B/imgstat" --json --backend gpu "${imgs[@]}" >"$OUT/gpu.jsonl" 2>"$OUT/gpu.err"
+rc_gpu=$?
+say "== corpus: ${#imgs[@]} inputs, cpu rc=$rc_cpu gpu rc=$rc_gpu, records cpu $(wc -l <"$OUT/cpu.jsonl") gpu $(wc -l <"$OUT/gpu.jsonl")"
+python3 - "$OUT/cpu.jsonl" "$OUT/gpu.jsonl" <<'PY' 2>&1 | tee -a "$S"
+import json, sys
+cpu = [json.loads(l) for l in open(sys.argv[1])]
+gpu = [json.loads(l) for l in open(sys.argv[2])]
+assert len(cpu) == len(gpu), "record counts differ"
+bad = 0
+for a, b in zip(cpu, gpu):
+    assert a["file"] == b["file"] and b["backend"] == "gpu", (a["file"], b["backend"])
+    for sa, sb in zip(a["stats"], b["stats"]):
+        for k in sa:
+            x, y = sa[k], sb[k]
+            if a["depth"] == 32 and k in ("mean", "std", "sum") and x is not None:
+                ok = y is not None and abs(x - y) <= 1e-9 * max(1.0, abs(x))
+            else:
+                ok = x == y
+            if not ok:
+                bad += 1
+                print("MISMATCH", a["file"], sa["channel"], k, x, y)
+print(f"compared {len(cpu)} records: {bad} mismatches")
+sys.exit(1 if bad else 0)
+PY
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail=1
+cmp -s "$OUT/cpu.err" "$OUT/gpu.err" && say "== the same inputs rejected with the same messages" ||
+  { say "== stderr differs"; fail=1; }
+for k in fast 1 2 3 4 5 6 7; do
+  "$B/imgstat" --verify --kernel $k -q --json "${imgs[@]}" >/dev/null 2>"$OUT/verify-$k.err"
+  rc=$?
+  say "== --verify --kernel $k rc=$rc: $(grep -c 'verify ok' "$OUT/verify-$k.err") ok, $(grep -c MISMATCH "$OUT/verify-$k.err") mismatches"
+  [ $rc -eq 1 ] || [ $rc -eq 0 ] || fail=1 # 1: the corrupt PngSuite files
+  grep -q MISMATCH "$OUT/verify-$k.err" && fail=1
+done
+say "== overall: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
+exit $fail
