@@ -11,6 +11,7 @@
 
 #include "imgstat.h"
 #include "imgstat_cuda.h"
+#include "imgstat_cuda_norm.h"
 #include "output.h"
 
 #include <errno.h>
@@ -254,7 +255,45 @@ static void json_key_number(FILE *out, const char *key, double v) {
   json_number(out, v);
 }
 
-static void print_json(FILE *out, const imgstat_bench_result *res) {
+/* Issue 4's rows: a 64 MP RGB8 -> RGB8 minmax stretch (one fused
+ * read-transform-write pass; bytes read + written against the copy's) and
+ * the per-channel 8-bit histograms (bytes read against the fastest read rate
+ * this run measured: the fused statistics' best row). */
+static void print_norm_text(FILE *out, const imgstat_bench_result *res,
+                            const imgstat_gpu_norm_timing *t, uint64_t pixels) {
+  double read_gbps = 0;
+  for (int i = 0; i < res->row_count; i++)
+    if (res->rows[i].gbps > read_gbps)
+      read_gbps = res->rows[i].gbps;
+  double copy_gbps = t->copy_bytes / (t->copy_ms * 1e6);
+  double norm_gbps = t->normalize_bytes / (t->normalize_ms * 1e6);
+  double hist_gbps = t->histogram_bytes / (t->histogram_ms * 1e6);
+  fprintf(out,
+          "\nnormalize and histogram, %.0f MP RGB8 (median of %d runs, "
+          "CUDA events, random data)\n",
+          pixels / 1e6, res->runs);
+  fprintf(out, "  copy of the image, device to device  %8.4f ms  %7.0f GB/s\n",
+          t->copy_ms, copy_gbps);
+  fprintf(out,
+          "  normalize minmax RGB8 -> RGB8       %8.4f ms  %7.0f GB/s  "
+          "%3.0f%% of copy (goal >= 80%%: %s)  output %s the CPU's\n",
+          t->normalize_ms, norm_gbps, 100 * norm_gbps / copy_gbps,
+          norm_gbps >= 0.8 * copy_gbps ? "met" : "MISSED",
+          t->checked_ok ? "equal to" : "DIFFERENT FROM");
+  fprintf(out,
+          "  histogram, 3 x 256 bins             %8.4f ms  %7.0f GB/s  "
+          "%3.0f%% of the best read rate above, %.0f GB/s (goal >= 50%%: "
+          "%s)  counts %s the CPU's\n",
+          t->histogram_ms, hist_gbps,
+          read_gbps > 0 ? 100 * hist_gbps / read_gbps : 0, read_gbps,
+          read_gbps > 0 && hist_gbps >= 0.5 * read_gbps ? "met" : "MISSED",
+          t->histogram_ok ? "equal to" : "DIFFERENT FROM");
+  fprintf(out, "  scan + percentile search, 65536 bins %7.4f ms\n", t->scan_ms);
+}
+
+static void print_json(FILE *out, const imgstat_bench_result *res,
+                       const imgstat_gpu_norm_timing *norm,
+                       uint64_t norm_pixels) {
   fputc('{', out);
   json_key_string(out, "imgstat_bench", IMGSTAT_VERSION);
   fputc(',', out);
@@ -318,7 +357,21 @@ static void print_json(FILE *out, const imgstat_bench_result *res) {
     json_key_string(out, "check", r->check);
     fputc('}', out);
   }
-  fputs("]}\n", out);
+  fputc(']', out);
+  if (norm) {
+    fprintf(out, ",\"normalize\":{\"pixels\":%" PRIu64 ",", norm_pixels);
+    json_key_number(out, "copy_ms", norm->copy_ms);
+    fputc(',', out);
+    json_key_number(out, "minmax_ms", norm->normalize_ms);
+    fprintf(out, ",\"minmax_bytes\":%" PRIu64 ",", norm->normalize_bytes);
+    json_key_number(out, "histogram_ms", norm->histogram_ms);
+    fprintf(out, ",\"histogram_bytes\":%" PRIu64 ",", norm->histogram_bytes);
+    json_key_number(out, "scan_ms", norm->scan_ms);
+    fprintf(out, ",\"output_equal_cpu\":%s,\"histogram_equal_cpu\":%s}",
+            norm->checked_ok ? "true" : "false",
+            norm->histogram_ok ? "true" : "false");
+  }
+  fputs("}\n", out);
 }
 
 /* ---- --startup FILE ---------------------------------------------------------
@@ -579,11 +632,29 @@ int imgstat_bench_main(int argc, char **argv) {
       return 1;
     }
   }
+  /* Issue 4's rows, on a context of their own. */
+  imgstat_gpu_norm_timing norm;
+  int have_norm = 0;
+  uint32_t side = opts.quick ? 2048 : 8192;
+  if (st == IMGSTAT_OK) {
+    imgstat_gpu *gpu = NULL;
+    st = imgstat_gpu_create(opts.device, &gpu, &err);
+    if (st == IMGSTAT_OK)
+      st = imgstat_gpu_norm_bench(gpu, side, side, res->runs, &norm, &err);
+    imgstat_gpu_destroy(gpu);
+    if (st != IMGSTAT_OK)
+      fprintf(stderr, "imgstat bench: normalize rows: %s\n", err.message);
+    have_norm = st == IMGSTAT_OK;
+  }
   if (json)
-    print_json(stdout, res);
-  else
+    print_json(stdout, res, have_norm ? &norm : NULL, (uint64_t)side * side);
+  else {
     print_text(stdout, res);
-  int failed = st != IMGSTAT_OK || res->failures > 0;
+    if (have_norm)
+      print_norm_text(stdout, res, &norm, (uint64_t)side * side);
+  }
+  int failed = st != IMGSTAT_OK || res->failures > 0 ||
+               (have_norm && (!norm.checked_ok || !norm.histogram_ok));
   free(res);
   if (fflush(stdout) != 0 || ferror(stdout)) {
     fprintf(stderr, "imgstat bench: cannot write the output\n");
