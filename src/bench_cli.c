@@ -269,9 +269,9 @@ static void print_norm_text(FILE *out, const imgstat_bench_result *res,
   double norm_gbps = t->normalize_bytes / (t->normalize_ms * 1e6);
   double hist_gbps = t->histogram_bytes / (t->histogram_ms * 1e6);
   fprintf(out,
-          "\nnormalize and histogram, %.0f MP RGB8 (median of %d runs, "
-          "CUDA events, random data)\n",
-          pixels / 1e6, res->runs);
+          "\nnormalize and histogram, RGB8, %" PRIu64 " Mi pixels (median of "
+          "%d runs, CUDA events, random data)\n",
+          pixels >> 20, res->runs);
   fprintf(out, "  copy of the image, device to device  %8.4f ms  %7.0f GB/s\n",
           t->copy_ms, copy_gbps);
   fprintf(out,
