@@ -23,6 +23,16 @@ if ! command -v python3 >/dev/null 2>&1; then
   exit 77
 fi
 
+# The checks below want numpy and pypng: take the first python3 that has them
+# (a python3 earlier on PATH may not see Debian's python3-numpy).
+PY=python3
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import numpy, png' 2>/dev/null; then
+    PY=$p
+    break
+  fi
+done
+
 T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-normtest.XXXXXX")
 trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
 fails=0
@@ -75,7 +85,7 @@ if [ -z "$(ls "$T/out")" ]; then pass "usage errors wrote nothing"; else fail "f
 # check_range FILE FULL: every channel with max > min reaches 0 and FULL.
 check_range() {
   "$IMGSTAT" --backend cpu --json "$1" >"$T/m.json" 2>"$T/stderr" || { fail "measure $1"; return; }
-  if python3 - "$T/m.json" "$2" <<'EOF'
+  if "$PY" - "$T/m.json" "$2" <<'EOF'
 import json, sys
 rec = json.loads(open(sys.argv[1]).readline())
 full = float(sys.argv[2])
@@ -98,7 +108,7 @@ check_range "$T/out/d.png" 65535
 # alpha copied unchanged
 expect 0 "minmax RGBA8" "$IMGSTAT" normalize --backend cpu "$RGBA8" -o "$T/out/e.png"
 "$IMGSTAT" --backend cpu --json "$RGBA8" "$T/out/e.png" >"$T/e.json"
-if python3 - "$T/e.json" <<'EOF'
+if "$PY" - "$T/e.json" <<'EOF'
 import json, sys
 a, b = [json.loads(l) for l in open(sys.argv[1])]
 assert a["stats"][3] == b["stats"][3] or \
@@ -113,8 +123,8 @@ expect 0 "clip 2,98 to npy (u8 values)" "$IMGSTAT" normalize --backend cpu clip 
 # Decode both with imgstat's own PNG reader into .npy through normalize
 # --depth keeping values (minmax of an image already 0..255 is identity only
 # when it spans 0..255), so read the PNGs with pypng when present, else skip.
-if python3 -c 'import png, numpy' 2>/dev/null; then
-  if python3 - "$RGB8" "$T/out/clip.png" <<'EOF'
+if "$PY" -c 'import png, numpy' 2>/dev/null; then
+  if "$PY" - "$RGB8" "$T/out/clip.png" <<'EOF'
 import sys, math, numpy as np, png
 def load(p):
     w, h, rows, info = png.Reader(filename=p).asDirect()
@@ -136,7 +146,7 @@ for c in range(3):
 EOF
   then pass "clip matches percentiles computed independently"; else fail "clip values"; fi
 else
-  echo "skipped: clip value check (python3 numpy/pypng absent)"
+  echo "skipped: clip value check ($PY has no numpy or pypng)"
 fi
 
 # ---- float outputs ---------------------------------------------------------
@@ -144,8 +154,8 @@ expect 0 "zscore to npy" "$IMGSTAT" normalize --backend cpu zscore "$RGB8" -o "$
 expect 0 "zscore to pfm" "$IMGSTAT" normalize --backend cpu zscore "$RGB8" -o "$T/out/z.pfm"
 expect 1 "zscore of RGBA to PFM (4 channels)" "$IMGSTAT" normalize zscore "$RGBA8" -o "$T/out/za.pfm"
 grep -q "PFM holds 1 or 3 channels" "$T/stderr" && pass "PFM refusal says why" || fail "PFM refusal message"
-if python3 -c 'import numpy' 2>/dev/null; then
-  if python3 - "$T/out/z.npy" "$T/out/z.pfm" <<'EOF'
+if "$PY" -c 'import numpy' 2>/dev/null; then
+  if "$PY" - "$T/out/z.npy" "$T/out/z.pfm" <<'EOF'
 import sys, numpy as np
 a = np.load(sys.argv[1])
 assert a.shape == (32, 32, 3) and a.dtype == np.float32, (a.shape, a.dtype)
@@ -189,7 +199,7 @@ else
 fi
 # a file size limit makes the write fail part-way (the disk-full case)
 mkdir "$T/full"
-python3 -c "import sys; w=h=600; sys.stdout.buffer.write(b'P6\n%d %d\n255\n' % (w, h) + bytes((i * 7919) % 251 for i in range(w * h * 3)))" >"$T/big.ppm"
+"$PY" -c "import sys; w=h=600; sys.stdout.buffer.write(b'P6\n%d %d\n255\n' % (w, h) + bytes((i * 7919) % 251 for i in range(w * h * 3)))" >"$T/big.ppm"
 (ulimit -f 40; trap '' XFSZ; exec "$IMGSTAT" normalize --backend cpu "$T/big.ppm" -o "$T/full/x.npy") >"$T/stdout" 2>"$T/stderr"
 rc=$?
 if [ "$rc" -eq 1 ] && [ -z "$(ls -A "$T/full")" ]; then pass "disk full: exit 1, no file"; else
@@ -197,7 +207,7 @@ if [ "$rc" -eq 1 ] && [ -z "$(ls -A "$T/full")" ]; then pass "disk full: exit 1,
 
 # ---- Ctrl-C during the work: exit 130 and no file, or done and complete ------
 mkdir "$T/int"
-python3 -c "import os, sys; w=h=3000; sys.stdout.buffer.write(b'P6\n%d %d\n255\n' % (w, h) + os.urandom(w * h * 3))" >"$T/huge.ppm"
+"$PY" -c "import os, sys; w=h=3000; sys.stdout.buffer.write(b'P6\n%d %d\n255\n' % (w, h) + os.urandom(w * h * 3))" >"$T/huge.ppm"
 "$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/x.png" >"$T/stdout" 2>"$T/stderr" &
 pid=$!
 sleep 0.4
@@ -224,7 +234,7 @@ if "$IMGSTAT" normalize --backend gpu "$RGB8" -o "$T/out/gpu-probe.png" >/dev/nu
       if ! cmp -s "$T/cpu/$i.$ext" "$T/gpu/$i.$ext"; then
         # zscore: the float mean/std may differ in the last bits (issue 3's
         # contract), so compare within a tight tolerance
-        if [ "$ext" = npy ] && python3 -c 'import numpy' 2>/dev/null && python3 -c "
+        if [ "$ext" = npy ] && "$PY" -c 'import numpy' 2>/dev/null && "$PY" -c "
 import numpy as np, sys
 a, b = np.load('$T/cpu/$i.$ext'), np.load('$T/gpu/$i.$ext')
 sys.exit(0 if a.shape == b.shape and np.allclose(a, b, rtol=1e-6, atol=1e-6) else 1)"; then :; else
