@@ -330,19 +330,36 @@ static int stb_sees_jpeg(imgstat_source *src) {
   return i == n || h[i] == 0xD8; /* a long run of fills: check to be safe */
 }
 
-/* stb_image 2.27 does not check that a JPEG Huffman table's 16 code counts
- * add up to at most 256 and then writes past its 257-entry size table
- * (stbi__build_huffman; found by our fuzzer). So before stb runs, walk the
- * marker segments, the entropy-coded data between them included, and refuse
- * such a table. Returns 0 for a bad table; anything else is left to stb. */
-static int jpeg_huffman_tables_valid(imgstat_source *src) {
+static int byte_or_zero(byte_reader *br) {
+  int c = next_byte(br);
+  return c < 0 ? 0 : c;
+}
+
+/* Two things in a JPEG make stb_image 2.27 read or write outside its tables,
+ * both found by our fuzzer:
+ *  - a Huffman table whose 16 code counts add up to more than 256: stb writes
+ *    past its 257-entry size table (stbi__build_huffman);
+ *  - a scan that selects a Huffman table no DHT segment defined: stb decodes
+ *    with the uninitialised table, and a missing end sentinel makes its code
+ *    search (stbi__jpeg_huff_decode) index past maxcode[17].
+ * So before stb runs, walk the marker segments in file order, the
+ * entropy-coded data between them included, remember which tables have been
+ * defined, and check each scan's selectors the way stb uses them: a
+ * sequential scan decodes with the DC and the AC table of each component, a
+ * progressive DC scan only its first pass with the DC table, a progressive
+ * AC scan with the AC table. Returns the reason for a refusal, or NULL;
+ * anything else wrong is left to stb, which rejects it. */
+static const char *jpeg_tables_problem(imgstat_source *src) {
   byte_reader *br = malloc(sizeof *br);
   if (!br)
-    return 1; /* stb will fail to allocate as well */
+    return NULL; /* stb will fail to allocate as well */
   br->src = src;
   br->len = br->at = 0;
-  int valid = 1, c;
-  while ((c = next_byte(br)) >= 0) {
+  const char *problem = NULL;
+  int defined[2][4] = {{0}}; /* [0 DC, 1 AC][table id] */
+  int frame = 0;             /* 0 none yet, 1 sequential, 2 progressive */
+  int c;
+  while (!problem && (c = next_byte(br)) >= 0) {
     if (c != 0xFF)
       continue; /* entropy-coded data or garbage between segments */
     int m;
@@ -356,33 +373,57 @@ static int jpeg_huffman_tables_valid(imgstat_source *src) {
     if (lo < 0)
       break;
     long left = (long)(hi << 8 | lo) - 2;
-    if (m != 0xC4) {
-      while (left-- > 0 && next_byte(br) >= 0) {
+    if (m == 0xC0 || m == 0xC1 || m == 0xC2) {
+      if (!frame)
+        frame = m == 0xC2 ? 2 : 1;
+    } else if (m == 0xC4) {
+      while (left >= 17) { /* one table: class/id, 16 counts, the symbols */
+        int q = next_byte(br), total = 0;
+        for (int i = 0; i < 16; i++) {
+          int n = next_byte(br);
+          total += n < 0 ? 0 : n;
+        }
+        if (total > 256) {
+          problem = "a Huffman table has more than 256 codes";
+          break;
+        }
+        if (q >= 0 && (q >> 4) <= 1 && (q & 15) <= 3)
+          defined[q >> 4][q & 15] = 1;
+        left -= 17 + total;
+        for (int i = 0; i < total && next_byte(br) >= 0; i++) {
+        }
       }
-      continue;
-    }
-    while (left >= 17) { /* one table: class/id, 16 counts, the symbols */
-      next_byte(br);
-      int total = 0;
-      for (int i = 0; i < 16; i++) {
-        int n = next_byte(br);
-        total += n < 0 ? 0 : n;
+    } else if (m == 0xDA && frame && left >= 1) {
+      /* Past the end of the input stb reads zeros, and so do we here. */
+      int n = byte_or_zero(br);
+      left--;
+      if (n < 1 || n > 4 || left != 2 * n + 3)
+        continue; /* stb refuses this header */
+      int sel[4];
+      for (int i = 0; i < n; i++) {
+        byte_or_zero(br); /* component id */
+        sel[i] = byte_or_zero(br);
       }
-      if (total > 256) {
-        valid = 0;
-        goto done;
-      }
-      left -= 17 + total;
-      for (int i = 0; i < total && next_byte(br) >= 0; i++) {
+      int ss = byte_or_zero(br);
+      byte_or_zero(br); /* spectral end */
+      int ah = byte_or_zero(br) >> 4;
+      left = 0;
+      int dc = frame == 1 || (ss == 0 && ah == 0);
+      int ac = frame == 1 || ss > 0;
+      for (int i = 0; i < n; i++) {
+        int hd = sel[i] >> 4, ha = sel[i] & 15;
+        if (hd > 3 || ha > 3)
+          continue; /* stb refuses these itself */
+        if ((dc && !defined[0][hd]) || (ac && !defined[1][ha]))
+          problem = "a scan uses a Huffman table that was never defined";
       }
     }
     while (left-- > 0 && next_byte(br) >= 0) {
     }
   }
-done:
   free(br);
   imgstat_source_rewind(src);
-  return valid;
+  return problem;
 }
 
 /* ---- decoding ------------------------------------------------------------ */
@@ -487,12 +528,13 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     }
   }
 
-  if ((kind == IMGSTAT_KIND_JPEG ||
-       (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src))) &&
-      !jpeg_huffman_tables_valid(src))
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "Corrupt JPEG (a Huffman table has more than 256 "
-                             "codes)");
+  if (kind == IMGSTAT_KIND_JPEG ||
+      (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src))) {
+    const char *problem = jpeg_tables_problem(src);
+    if (problem)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "Corrupt JPEG (%s)",
+                               problem);
+  }
   if (kind == IMGSTAT_KIND_HDR && !hdr_rle_complete(src))
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "file is truncated (HDR run-length data ends "

@@ -409,6 +409,95 @@ static void test_fuzz_regressions(void) {
   expect_reject_file(path, IMGSTAT_ERR_FORMAT, "truncated");
 }
 
+/* Offset of the k-th (from 0) start-of-scan segment of a JPEG, found by
+ * walking the segments and the entropy-coded data; 0 when there is none. */
+static size_t jpeg_sos_offset(const unsigned char *p, size_t n, int k) {
+  size_t i = 2;
+  while (i + 4 <= n) {
+    if (p[i] != 0xFF || p[i + 1] == 0x00 || p[i + 1] == 0xFF ||
+        (p[i + 1] >= 0xD0 && p[i + 1] <= 0xD7)) {
+      i++;
+      continue;
+    }
+    if (p[i + 1] == 0xD9)
+      return 0;
+    if (p[i + 1] == 0xDA && k-- == 0)
+      return i;
+    i += 2 + ((size_t)p[i + 2] << 8 | p[i + 3]);
+  }
+  return 0;
+}
+
+/* Loads the JPEG with one Huffman table selector byte of scan k replaced,
+ * behind a 0xFF fill byte (which sends it to stb_image, not TurboJPEG) or
+ * not, and returns the status; the message goes to msg. */
+static imgstat_status load_jpeg_selector(const unsigned char *jpeg, size_t n,
+                                         int scan, int component, int selector,
+                                         int fill, char *msg, size_t size) {
+  unsigned char *buf = malloc(n + 1);
+  CU_ASSERT_FATAL(buf != NULL);
+  buf[0] = 0xFF;
+  memcpy(buf + 1, jpeg, n);
+  size_t sos = jpeg_sos_offset(jpeg, n, scan);
+  CU_ASSERT_FATAL(sos != 0 && component < jpeg[sos + 4]);
+  if (selector >= 0)
+    buf[1 + sos + 6 + 2 * (size_t)component] = (unsigned char)selector;
+  imgstat_image img;
+  imgstat_error err = {0};
+  imgstat_status s = imgstat_image_load_memory(
+      fill ? buf : buf + 1, fill ? n + 1 : n, NULL, &img, &err);
+  snprintf(msg, size, "%s", err.message);
+  if (s == IMGSTAT_OK)
+    imgstat_image_free(&img);
+  free(buf);
+  return s;
+}
+
+/* stb_image decodes with whatever Huffman table a scan selects, defined or
+ * not (the second fuzzer finding): such scans are refused, through stb and
+ * through TurboJPEG, while a selector that the scan does not use (the DC
+ * table of a progressive AC scan or of a DC refinement scan) is accepted as
+ * stb accepts it. gray.jpg defines tables 0; progressive.jpg defines DC
+ * tables 0 and 1, its scan 0 is the first DC scan, scan 1 an AC scan of
+ * component 0 and scan 6 the DC refinement. */
+static void test_jpeg_undefined_huffman_table(void) {
+  static const char *never = "Huffman table that was never defined";
+  const struct {
+    const char *file;
+    int scan, component, selector, ok;
+  } cases[] = {
+      {"gray.jpg", 0, 0, -1, 1},          {"gray.jpg", 0, 0, 0x30, 0},
+      {"gray.jpg", 0, 0, 0x03, 0},        {"gray.jpg", 0, 0, 0x11, 0},
+      {"progressive.jpg", 0, 0, -1, 1},   {"progressive.jpg", 0, 0, 0x30, 0},
+      {"progressive.jpg", 0, 2, 0x20, 0}, {"progressive.jpg", 0, 1, 0x13, 1},
+      {"progressive.jpg", 1, 0, 0x03, 0}, {"progressive.jpg", 1, 0, 0x30, 1},
+      {"progressive.jpg", 6, 0, 0x33, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[4096], msg[1024], what[1200];
+    join(path, sizeof path, formats_dir, cases[i].file);
+    size_t n;
+    unsigned char *jpeg = read_all(path, &n);
+    CU_ASSERT_FATAL(jpeg != NULL && n > 4);
+    for (int fill = 1; fill >= 0; fill--) {
+      imgstat_status s =
+          load_jpeg_selector(jpeg, n, cases[i].scan, cases[i].component,
+                             cases[i].selector, fill, msg, sizeof msg);
+      snprintf(what, sizeof what, "%s scan %d component %d selector %#x %s: %s",
+               cases[i].file, cases[i].scan, cases[i].component,
+               (unsigned)cases[i].selector, fill ? "stb" : "TurboJPEG", msg);
+      if (cases[i].ok && fill) {
+        REF_ASSERT_MSG(s == IMGSTAT_OK, what);
+      } else if (!cases[i].ok) {
+        REF_ASSERT_MSG(s == IMGSTAT_ERR_FORMAT && msg[0] != 0, what);
+        /* The message is ours only where stb would have decoded it. */
+        REF_ASSERT_MSG(!fill || strstr(msg, never), what);
+      }
+    }
+    free(jpeg);
+  }
+}
+
 /* ---- other formats
  * ------------------------------------------------------------ */
 
@@ -559,6 +648,8 @@ int main(void) {
   CU_pSuite errs = CU_add_suite("errors", NULL, NULL);
   CU_add_test(errs, "messages", test_error_messages);
   CU_add_test(errs, "fuzzer findings rejected", test_fuzz_regressions);
+  CU_add_test(errs, "JPEG scans with undefined Huffman tables",
+              test_jpeg_undefined_huffman_table);
   CU_pSuite fmt = CU_add_suite("formats", NULL, NULL);
   CU_add_test(fmt, "formats match their source arrays", test_formats_reference);
   CU_add_test(fmt, "format names", test_format_names);
