@@ -12,6 +12,7 @@
  */
 #include "histogram_cli.h"
 
+#include "cli_util.h"
 #include "imgstat_cuda_norm.h"
 #include "output.h"
 
@@ -23,21 +24,7 @@
 
 #define DEFAULT_DISPLAY_BINS 256u
 
-static int usage_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  fputs("imgstat: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs("\nTry 'imgstat --help' for more information.\n", stderr);
-  return 2;
-}
+#define usage_error(...) imgstat_cli_usage_error("", "imgstat", __VA_ARGS__)
 
 void imgstat_hist_cli_init(imgstat_hist_cli *cfg) {
   memset(cfg, 0, sizeof *cfg);
@@ -67,11 +54,8 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
       return usage_error("--histogram-png needs a file name");
     cfg->png_path = value;
   } else if (strcmp(name, "--bins") == 0) {
-    char *end;
-    errno = 0;
-    unsigned long v = value ? strtoul(value, &end, 10) : 0;
-    if (!value || value[0] < '0' || value[0] > '9' || *end || errno || v < 1 ||
-        v > 65536)
+    uint64_t v;
+    if (!imgstat_cli_parse_uint(value, 1, 65536, &v))
       return usage_error("--bins: '%s' is not a number from 1 to 65536",
                          value ? value : "");
     cfg->bins = (uint32_t)v;

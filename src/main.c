@@ -4,6 +4,7 @@
  * and an exit status. It is the only part of imgstat that prints or exits.
  */
 #include "bench_cli.h"
+#include "cli_util.h"
 #include "histogram_cli.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
@@ -140,36 +141,7 @@ static const struct cli_option {
 /* What parse_args tells main to do next. */
 enum { PARSE_RUN = -1 };
 
-static int usage_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  fputs("imgstat: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs("\nTry 'imgstat --help' for more information.\n", stderr);
-  return EXIT_USAGE;
-}
-
-/* A decimal number in [lo, hi] with nothing around it (no sign, no spaces,
- * no suffix). */
-static int parse_number(const char *s, uint64_t lo, uint64_t hi,
-                        uint64_t *out) {
-  if (s[0] < '0' || s[0] > '9')
-    return 0;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi)
-    return 0;
-  *out = (uint64_t)v;
-  return 1;
-}
+#define usage_error(...) imgstat_cli_usage_error("", "imgstat", __VA_ARGS__)
 
 /* Writes text to stdout and reports whether it all got there. */
 static int print_and_flush(const char *text) {
@@ -208,8 +180,8 @@ static int apply_option(cli_options *o, const struct cli_option *def,
   case OPT_KERNEL:
     if (strcmp(value, "fast") == 0)
       o->kernel = IMGSTAT_KERNEL_FAST;
-    else if (parse_number(value, IMGSTAT_KERNEL_LADDER_MIN,
-                          IMGSTAT_KERNEL_LADDER_MAX, &n))
+    else if (imgstat_cli_parse_uint(value, IMGSTAT_KERNEL_LADDER_MIN,
+                                    IMGSTAT_KERNEL_LADDER_MAX, &n))
       o->kernel = (int)n;
     else
       return usage_error("--kernel: '%s' is not fast or 1..7", value);
@@ -218,13 +190,13 @@ static int apply_option(cli_options *o, const struct cli_option *def,
     o->verify = 1;
     break;
   case OPT_JOBS:
-    if (!parse_number(value, 0, 1024, &n))
+    if (!imgstat_cli_parse_uint(value, 0, 1024, &n))
       return usage_error("-j: '%s' is not a number of threads (0..1024)",
                          value);
     o->threads = (int)n;
     break;
   case OPT_MAX_PIXELS:
-    if (!parse_number(value, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
+    if (!imgstat_cli_parse_uint(value, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
       return usage_error("--max-pixels: '%s' is not a number from 1 to "
                          "4294967296",
                          value);

@@ -10,6 +10,7 @@
  */
 #include "normalize_cli.h"
 
+#include "cli_util.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_norm.h"
@@ -81,21 +82,8 @@ static void on_sigint(int sig) {
   interrupted = 1;
 }
 
-static int usage_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static int usage_error(const char *fmt, ...) {
-  va_list ap;
-  fputs("imgstat: normalize: ", stderr);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputs("\nTry 'imgstat normalize --help' for more information.\n", stderr);
-  return EXIT_USAGE;
-}
+#define usage_error(...)                                                       \
+  imgstat_cli_usage_error("normalize: ", "imgstat normalize", __VA_ARGS__)
 
 static void path_error(const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -134,18 +122,6 @@ static int parse_list(const char *s, double *out, int max) {
       return -1;
   }
   return n;
-}
-
-static int parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
-  if (*s < '0' || *s > '9')
-    return 0;
-  errno = 0;
-  char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *end || v < lo || v > hi)
-    return 0;
-  *out = v;
-  return 1;
 }
 
 /* ---- a tiny JSON reader for one `imgstat --json` record --------------------
@@ -535,7 +511,7 @@ static int parse(int argc, char **argv, norm_cli *c) {
     } else if (strcmp(name, "--stats-from") == 0) {
       c->stats_from = v;
     } else if (strcmp(name, "--bins") == 0) {
-      if (!parse_uint(v, 1, IMGSTAT_FLOAT_BINS_MAX, &n))
+      if (!imgstat_cli_parse_uint(v, 1, IMGSTAT_FLOAT_BINS_MAX, &n))
         return usage_error("--bins: '%s' is not a number from 1 to %u", v,
                            IMGSTAT_FLOAT_BINS_MAX);
       c->norm.float_bins = (uint32_t)n;
@@ -549,11 +525,11 @@ static int parse(int argc, char **argv, norm_cli *c) {
       else
         return usage_error("--backend: '%s' is not cpu, gpu or auto", v);
     } else if (strcmp(name, "-j") == 0 || strcmp(name, "--jobs") == 0) {
-      if (!parse_uint(v, 0, 1024, &n))
+      if (!imgstat_cli_parse_uint(v, 0, 1024, &n))
         return usage_error("-j: '%s' is not a number of threads (0..1024)", v);
       c->threads = (int)n;
     } else if (strcmp(name, "--max-pixels") == 0) {
-      if (!parse_uint(v, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
+      if (!imgstat_cli_parse_uint(v, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
         return usage_error("--max-pixels: '%s' is not a number from 1 to "
                            "4294967296",
                            v);
