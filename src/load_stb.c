@@ -377,17 +377,19 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
       if (!frame)
         frame = m == 0xC2 ? 2 : 1;
     } else if (m == 0xC4) {
-      while (left >= 17) { /* one table: class/id, 16 counts, the symbols */
-        int q = next_byte(br), total = 0;
-        for (int i = 0; i < 16; i++) {
-          int n = next_byte(br);
-          total += n < 0 ? 0 : n;
-        }
+      /* As stb does: another table while any length is left, even when
+       * less than a table's header is, reading on past the segment (and
+       * zeros past the end of the input); it checks the length after
+       * building the table. */
+      while (left > 0) { /* one table: class/id, 16 counts, the symbols */
+        int q = byte_or_zero(br), total = 0;
+        for (int i = 0; i < 16; i++)
+          total += byte_or_zero(br);
         if (total > 256) {
           problem = "a Huffman table has more than 256 codes";
           break;
         }
-        if (q >= 0 && (q >> 4) <= 1 && (q & 15) <= 3)
+        if ((q >> 4) <= 1 && (q & 15) <= 3)
           defined[q >> 4][q & 15] = 1;
         left -= 17 + total;
         for (int i = 0; i < total && next_byte(br) >= 0; i++) {

@@ -383,27 +383,30 @@ static void test_error_messages(void) {
 /* Fuzzer findings (tests/data/fuzz/README.md): each must be rejected with a
  * reason, from the file as found and from its JPEG part alone. */
 static void test_fuzz_regressions(void) {
+  static const char *jpegs[] = {"jpeg-huffman-overflow.bin",
+                                "jpeg-huffman-short-table.bin"};
   char path[4096];
-  snprintf(path, sizeof path, "%s/fuzz/jpeg-huffman-overflow.bin",
-           test_data_dir());
-  expect_reject_file(path, IMGSTAT_ERR_FORMAT, "Huffman table");
-  FILE *f = fopen(path, "rb");
-  CU_ASSERT_FATAL(f != NULL);
-  static unsigned char buf[1 << 16];
-  size_t n = fread(buf, 1, sizeof buf, f);
-  fclose(f);
-  size_t soi = 0;
-  while (soi + 2 < n && !(buf[soi] == 0xFF && buf[soi + 1] == 0xD8))
-    soi++;
-  while (soi + 2 < n && buf[soi + 1] == 0xFF)
-    soi++; /* the last fill byte before the SOI marker */
-  CU_ASSERT_FATAL(soi + 2 < n);
-  imgstat_image img;
-  imgstat_error err = {0};
-  CU_ASSERT_NOT_EQUAL(
-      imgstat_image_load_memory(buf + soi, n - soi, NULL, &img, &err),
-      IMGSTAT_OK);
-  CU_ASSERT(err.message[0] != '\0');
+  for (size_t i = 0; i < sizeof jpegs / sizeof jpegs[0]; i++) {
+    snprintf(path, sizeof path, "%s/fuzz/%s", test_data_dir(), jpegs[i]);
+    expect_reject_file(path, IMGSTAT_ERR_FORMAT, "Huffman table");
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_FATAL(f != NULL);
+    static unsigned char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    size_t soi = 0;
+    while (soi + 2 < n && !(buf[soi] == 0xFF && buf[soi + 1] == 0xD8))
+      soi++;
+    while (soi + 2 < n && buf[soi + 1] == 0xFF)
+      soi++; /* the last fill byte before the SOI marker */
+    CU_ASSERT_FATAL(soi + 2 < n);
+    imgstat_image img;
+    imgstat_error err = {0};
+    CU_ASSERT_NOT_EQUAL(
+        imgstat_image_load_memory(buf + soi, n - soi, NULL, &img, &err),
+        IMGSTAT_OK);
+    CU_ASSERT(err.message[0] != '\0');
+  }
 
   snprintf(path, sizeof path, "%s/fuzz/hdr-rle-endless.bin", test_data_dir());
   expect_reject_file(path, IMGSTAT_ERR_FORMAT, "truncated");
