@@ -6,8 +6,9 @@
  * Build: cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DIMGSTAT_FUZZ=ON
  *        -DIMGSTAT_ENABLE_CUDA=OFF && cmake --build build-fuzz --target
  *        fuzz_load
- * Run:   build-fuzz/tests/fuzz_load -max_total_time=60 NEW_DIR
- *        tests/data/pngsuite samples
+ * Run:   tests/fuzz_ci.sh build-fuzz SECONDS (as CI does, reproducibly), or
+ *        build-fuzz/tests/fuzz_load -max_total_time=600 NEW_DIR samples
+ *        tests/data/pngsuite tests/data/formats (a random seed)
  */
 #include "imgstat.h"
 
