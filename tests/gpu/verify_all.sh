@@ -7,7 +7,8 @@
 # agree for every kernel. A summary goes to $OUT/summary.txt.
 #
 # Expects .deps (CUnit, stb; ../shared/gpu-host/bundle-deps.sh) and the corpus
-# copied to .corpus, both carried to the GPU machine.
+# copied to .corpus, both carried to the GPU machine. The device tool sends no
+# .git: name the commit in IMGSTAT_COMMIT for the summary.
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -22,7 +23,7 @@ S=$OUT/summary.txt
 say() { echo "$*" | tee -a "$S"; }
 fail=0
 
-say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1) commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1) commit $(git rev-parse --short HEAD 2>/dev/null || echo "${IMGSTAT_COMMIT:-?}")"
 cmake -S . -B "$B" -DIMGSTAT_ENABLE_CUDA=ON -DIMGSTAT_WERROR=ON \
   -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >"$OUT/build.log" 2>&1 &&
   cmake --build "$B" -j16 >>"$OUT/build.log" 2>&1
