@@ -19,7 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EXIT_OK = 0, EXIT_INPUT_FAILED = 1, EXIT_USAGE = 2, EXIT_MISMATCH = 3 };
+enum {
+  EXIT_OK = 0,
+  EXIT_INPUT_FAILED = 1,
+  EXIT_USAGE = IMGSTAT_EXIT_USAGE,
+  EXIT_MISMATCH = 3
+};
 
 #ifdef IMGSTAT_HAVE_TURBOJPEG
 #define JPEG_DECODER "TurboJPEG"

@@ -26,7 +26,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+enum {
+  EXIT_OK = 0,
+  EXIT_FAILED = 1,
+  EXIT_USAGE = IMGSTAT_EXIT_USAGE,
+  EXIT_INTERRUPTED = 130
+};
 
 static const char help_text[] =
     "Usage: imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT\n"
