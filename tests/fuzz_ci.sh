@@ -9,12 +9,14 @@
 # to BUILD_DIR/crash-*.
 #
 # The run is reproducible: with a fixed seed, no corpus reloads, address-space
-# randomisation off and an empty environment, the same binary makes the same
-# inputs in the same order (without setarch -R, comparisons of addresses feed
-# the mutations and runs differ). So a CI failure can be replayed, and a run
-# of N seconds covers every shorter one on a machine of the same speed: run
-# it for several times CI's 60 seconds before a commit (docs/fuzzing.md).
-# Exploratory fuzzing with random seeds is done by hand.
+# randomisation off and an empty environment, the same source makes the same
+# inputs in the same order, wherever it is cloned. Comparison tracing is off
+# (-use_cmp=0): it feeds compared values, addresses among them, into the
+# mutations, and the addresses move with the clone's path, which ASan's
+# metadata holds. So a CI failure can be replayed, and a run of N seconds
+# covers every shorter one on a machine of the same speed: run it for several
+# times CI's 60 seconds before a commit (docs/fuzzing.md). Exploratory
+# fuzzing, with random seeds and comparison tracing, is done by hand.
 set -euo pipefail
 build=$1
 seconds=$2
@@ -24,7 +26,7 @@ for d in tests/data/pngsuite tests/data/formats tests/data/fuzz; do
 done
 rm -rf "$build/corpus"
 mkdir -p "$build/corpus"
-fuzz=("$build/tests/fuzz_load" -seed=20261122 -reload=0
+fuzz=("$build/tests/fuzz_load" -seed=20261122 -reload=0 -use_cmp=0
   -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=30
   -print_final_stats=1 -artifact_prefix="$build/" "$build/corpus" "${seeds[@]}")
 if setarch -R true 2>/dev/null; then
