@@ -18,8 +18,8 @@
 # times CI's 60 seconds before a commit (docs/fuzzing.md). Exploratory
 # fuzzing, with random seeds and comparison tracing, is done by hand.
 set -euo pipefail
-build=$1
-seconds=$2
+build=${1:?usage: tests/fuzz_ci.sh BUILD_DIR SECONDS}
+seconds=${2:?usage: tests/fuzz_ci.sh BUILD_DIR SECONDS}
 seeds=(samples)
 for d in tests/data/pngsuite tests/data/formats tests/data/fuzz; do
   if [ -d "$d" ]; then seeds+=("$d"); fi
