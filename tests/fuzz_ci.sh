@@ -24,6 +24,10 @@ seeds=(samples)
 for d in tests/data/pngsuite tests/data/formats tests/data/fuzz; do
   if [ -d "$d" ]; then seeds+=("$d"); fi
 done
+if [ ! -x "$build/tests/fuzz_load" ]; then
+  echo "fuzz_ci.sh: $build/tests/fuzz_load not found: configure $build with -DIMGSTAT_FUZZ=ON and build the fuzz_load target" >&2
+  exit 2
+fi
 rm -rf "$build/corpus"
 mkdir -p "$build/corpus"
 fuzz=("$build/tests/fuzz_load" -seed=20261122 -reload=0 -use_cmp=0
