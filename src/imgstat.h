@@ -58,6 +58,9 @@ typedef enum imgstat_sample {
 
 #define IMGSTAT_MAX_CHANNELS 4
 #define IMGSTAT_DEFAULT_MAX_PIXELS (UINT64_C(1) << 30)
+/* Decoded bytes one image may hold at once while it is read (its planes and
+ * any decoder buffer beside them): 4 GiB unless the caller says otherwise. */
+#define IMGSTAT_DEFAULT_MAX_MEMORY (UINT64_C(4) << 30)
 /* Integer sums of squares are exact in 64 bits up to 2^32 samples a plane. */
 #define IMGSTAT_MAX_PIXELS_LIMIT (UINT64_C(1) << 32)
 
@@ -101,6 +104,7 @@ int imgstat_sample_depth(imgstat_sample s);
 
 typedef struct imgstat_load_options {
   uint64_t max_pixels; /* 0: IMGSTAT_DEFAULT_MAX_PIXELS */
+  uint64_t max_memory; /* 0: IMGSTAT_DEFAULT_MAX_MEMORY */
 } imgstat_load_options;
 
 /* Decodes the file at path (PNG through libpng; JPEG through TurboJPEG when

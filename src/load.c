@@ -98,8 +98,11 @@ imgstat_kind imgstat_kind_sniff(const unsigned char *h, size_t n) {
 static imgstat_status decode(imgstat_source *src,
                              const imgstat_load_options *opts,
                              imgstat_image *img, imgstat_error *err) {
-  uint64_t max_pixels =
-      opts && opts->max_pixels ? opts->max_pixels : IMGSTAT_DEFAULT_MAX_PIXELS;
+  imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
+  if (opts && opts->max_pixels)
+    lim.max_pixels = opts->max_pixels;
+  if (opts && opts->max_memory)
+    lim.max_memory = opts->max_memory;
   unsigned char head[16];
   size_t n = imgstat_source_read(src, head, sizeof head);
   if (src->read_errno)
@@ -111,9 +114,9 @@ static imgstat_status decode(imgstat_source *src,
 
   imgstat_kind kind = imgstat_kind_sniff(head, n);
   if (kind == IMGSTAT_KIND_PNG)
-    return imgstat_png_decode(src, max_pixels, img, err);
+    return imgstat_png_decode(src, &lim, img, err);
   if (kind == IMGSTAT_KIND_JPEG) {
-    imgstat_status s = imgstat_jpeg_decode(src, max_pixels, img, err);
+    imgstat_status s = imgstat_jpeg_decode(src, &lim, img, err);
     if (s != IMGSTAT_ERR_UNSUPPORTED)
       return s;
     /* No TurboJPEG, or a JPEG it cannot turn into RGB: stb_image. */
@@ -121,7 +124,7 @@ static imgstat_status decode(imgstat_source *src,
     if (e)
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
   }
-  return imgstat_stb_decode(src, kind, max_pixels, img, err);
+  return imgstat_stb_decode(src, kind, &lim, img, err);
 }
 
 imgstat_status imgstat_image_load_memory(const void *data, size_t size,

@@ -54,17 +54,39 @@ typedef enum imgstat_kind {
 /* Sniffs the signature in the first n bytes of an input. */
 imgstat_kind imgstat_kind_sniff(const unsigned char *head, size_t n);
 
+/* What decoding one input may cost, checked from its header before anything
+ * is allocated (imgstat_decode_check). No field is 0 here. */
+typedef struct imgstat_limits {
+  uint64_t max_pixels; /* --max-pixels */
+  uint64_t max_memory; /* --max-memory: decoded bytes held at once */
+} imgstat_limits;
+
+/* The one check every decoder makes once it knows an image's size, before it
+ * allocates anything for the pixels. Refuses (IMGSTAT_ERR_LIMIT) a width x
+ * height image over lim->max_pixels or the largest supported size, or whose
+ * decoding would hold more than lim->max_memory bytes at once (peak_bytes:
+ * what this decoder allocates for it, planes and buffers together); and
+ * (IMGSTAT_ERR_FORMAT) one that the input cannot hold: min_input is the
+ * fewest bytes in which its format can encode such an image at its highest
+ * compression ratio (0: no bound known), input_size the input's size. */
+imgstat_status imgstat_decode_check(const imgstat_limits *lim, uint32_t width,
+                                    uint32_t height, uint64_t peak_bytes,
+                                    uint64_t min_input, uint64_t input_size,
+                                    const char *format, imgstat_error *err);
+
 /* Each decoder starts at the first byte of src and, on failure, leaves *img
- * zeroed with everything it allocated freed. max_pixels is never 0 here. */
-imgstat_status imgstat_png_decode(imgstat_source *src, uint64_t max_pixels,
-                                  imgstat_image *img, imgstat_error *err);
+ * zeroed with everything it allocated freed. */
+imgstat_status imgstat_png_decode(imgstat_source *src,
+                                  const imgstat_limits *lim, imgstat_image *img,
+                                  imgstat_error *err);
 imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
-                                  uint64_t max_pixels, imgstat_image *img,
+                                  const imgstat_limits *lim, imgstat_image *img,
                                   imgstat_error *err);
 /* Returns IMGSTAT_ERR_UNSUPPORTED without touching src when built without
  * TurboJPEG, or for a JPEG that TurboJPEG cannot turn into RGB (CMYK): the
  * caller then falls back to stb_image. */
-imgstat_status imgstat_jpeg_decode(imgstat_source *src, uint64_t max_pixels,
+imgstat_status imgstat_jpeg_decode(imgstat_source *src,
+                                   const imgstat_limits *lim,
                                    imgstat_image *img, imgstat_error *err);
 
 /* Refuses a width x height image over max_pixels (0: the default) or over

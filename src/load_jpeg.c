@@ -16,10 +16,11 @@
 
 #ifndef IMGSTAT_HAVE_TURBOJPEG
 
-imgstat_status imgstat_jpeg_decode(imgstat_source *src, uint64_t max_pixels,
+imgstat_status imgstat_jpeg_decode(imgstat_source *src,
+                                   const imgstat_limits *lim,
                                    imgstat_image *img, imgstat_error *err) {
   (void)src;
-  (void)max_pixels;
+  (void)lim;
   (void)img;
   return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
                            "built without TurboJPEG");
@@ -35,7 +36,8 @@ static imgstat_status tj_failure(tjhandle tj, imgstat_error *err) {
                            why && *why ? why : "TurboJPEG failed");
 }
 
-imgstat_status imgstat_jpeg_decode(imgstat_source *src, uint64_t max_pixels,
+imgstat_status imgstat_jpeg_decode(imgstat_source *src,
+                                   const imgstat_limits *lim,
                                    imgstat_image *img, imgstat_error *err) {
   const unsigned char *jpeg = NULL;
   int owned = 0;
@@ -72,15 +74,20 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src, uint64_t max_pixels,
                           height);
     goto done;
   }
-  /* The size check comes before anything is decoded or allocated. */
-  s = imgstat_pixels_check((uint32_t)width, (uint32_t)height, max_pixels, err);
+  /* The size check comes before anything is decoded or allocated: a gray
+   * image decodes into its plane, a colour one into an RGB buffer that is
+   * then split into planes beside it. */
+  uint64_t pixels = (uint64_t)width * (uint64_t)height;
+  s = imgstat_decode_check(lim, (uint32_t)width, (uint32_t)height,
+                           colorspace == TJCS_GRAY ? pixels : 6 * pixels, 0,
+                           src->size, "JPEG", err);
   if (s != IMGSTAT_OK)
     goto done;
 
   const int flags = TJFLAG_STOPONWARNING;
   if (colorspace == TJCS_GRAY) {
     s = imgstat_image_alloc(img, (uint32_t)width, (uint32_t)height, 1,
-                            IMGSTAT_U8, max_pixels, err);
+                            IMGSTAT_U8, lim->max_pixels, err);
     if (s != IMGSTAT_OK)
       goto done;
     if (tjDecompress2(tj, jpeg, jpeg_size, img->planes[0], width, width, height,
@@ -113,7 +120,7 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src, uint64_t max_pixels,
       jpeg = NULL;
     }
     s = imgstat_image_alloc(img, (uint32_t)width, (uint32_t)height, 3,
-                            IMGSTAT_U8, max_pixels, err);
+                            IMGSTAT_U8, lim->max_pixels, err);
     if (s != IMGSTAT_OK)
       goto done;
     imgstat_pixels_split(img, rgb, 0, (size_t)width * (size_t)height, 1);

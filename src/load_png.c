@@ -23,7 +23,7 @@
  * indeterminate (C11 7.13.2.1). */
 typedef struct png_state {
   imgstat_source *src;
-  uint64_t max_pixels;
+  const imgstat_limits *lim;
   imgstat_image *img;
   imgstat_error *err;
   png_structp png;
@@ -132,9 +132,23 @@ static imgstat_status png_decode_jmp(png_state *st) {
   imgstat_sample sample = bit_depth == 16 ? IMGSTAT_U16 : IMGSTAT_U8;
 
   /* The size check happens here, before libpng or we allocate any row: a
-   * header that claims 100000x100000 is refused, not allocated. */
-  imgstat_status s = imgstat_image_alloc(st->img, width, height, channels,
-                                         sample, st->max_pixels, st->err);
+   * header that claims 100000x100000 is refused, not allocated. Deflate
+   * makes at most 1032 bytes of 2 bits (a 258-byte match in two 1-bit
+   * codes), so the filtered rows (a filter byte and the stored row each)
+   * need at least 1/1032 of their size in IDAT data, besides the signature,
+   * IHDR, one IDAT and IEND chunk (8 + 25 + 12 + 12 bytes) and zlib's header
+   * and checksum (6). Before png_read_update_info, rowbytes is the file's. */
+  uint64_t file_row = (uint64_t)png_get_rowbytes(st->png, st->info);
+  uint64_t filtered = (uint64_t)height * (1 + file_row);
+  uint64_t plane = (uint64_t)width * height * (uint64_t)sample;
+  imgstat_status s = imgstat_decode_check(
+      st->lim, width, height, plane * (uint64_t)channels + plane / height,
+      8 + 25 + 12 + 12 + 6 + (filtered + 1031) / 1032, st->src->size, "PNG",
+      st->err);
+  if (s != IMGSTAT_OK)
+    return s;
+  s = imgstat_image_alloc(st->img, width, height, channels, sample,
+                          st->lim->max_pixels, st->err);
   if (s != IMGSTAT_OK)
     return s;
 
@@ -188,12 +202,13 @@ static imgstat_status png_decode_jmp(png_state *st) {
   return IMGSTAT_OK;
 }
 
-imgstat_status imgstat_png_decode(imgstat_source *src, uint64_t max_pixels,
-                                  imgstat_image *img, imgstat_error *err) {
+imgstat_status imgstat_png_decode(imgstat_source *src,
+                                  const imgstat_limits *lim, imgstat_image *img,
+                                  imgstat_error *err) {
   png_state st;
   memset(&st, 0, sizeof st);
   st.src = src;
-  st.max_pixels = max_pixels;
+  st.lim = lim;
   st.img = img;
   st.err = err;
   st.fail_status = IMGSTAT_ERR_FORMAT;

@@ -506,7 +506,7 @@ static void drop_alpha_u8(unsigned char *p, size_t pixels) {
 }
 
 imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
-                                  uint64_t max_pixels, imgstat_image *img,
+                                  const imgstat_limits *lim, imgstat_image *img,
                                   imgstat_error *err) {
   memset(img, 0, sizeof *img);
   imgstat_status s;
@@ -520,7 +520,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
                      (pnm.maxval > 255 ? 2u : 1u);
     if (pnm.data_offset > src->size ||
         bytes > (uint64_t)(src->size - pnm.data_offset)) {
-      s = imgstat_pixels_check(pnm.width, pnm.height, max_pixels, err);
+      s = imgstat_pixels_check(pnm.width, pnm.height, lim->max_pixels, err);
       if (s != IMGSTAT_OK)
         return s;
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
@@ -548,7 +548,16 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     return stb_failure(kind, err);
   if (w <= 0 || h <= 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "image is %dx%d", w, h);
-  s = imgstat_pixels_check((uint32_t)w, (uint32_t)h, max_pixels, err);
+  /* stb decodes into one interleaved buffer, which is then split into
+   * planes beside it: twice the decoded bytes at the peak. stbi_info's comp
+   * is what the file stores (an HDR decodes to 3 floats whatever it says). */
+  {
+    uint64_t sample_bytes = kind == IMGSTAT_KIND_HDR ? 4 : 2;
+    uint64_t ch = comp >= 1 && comp <= 4 ? (uint64_t)comp : 4;
+    s = imgstat_decode_check(lim, (uint32_t)w, (uint32_t)h,
+                             2 * (uint64_t)w * (uint64_t)h * ch * sample_bytes,
+                             0, src->size, kind_format(kind), err);
+  }
   if (s != IMGSTAT_OK)
     return s;
 
@@ -608,7 +617,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
   }
 
   /* The decoder's size could differ from the header's: check it again. */
-  s = imgstat_pixels_check((uint32_t)w, (uint32_t)h, max_pixels, err);
+  s = imgstat_pixels_check((uint32_t)w, (uint32_t)h, lim->max_pixels, err);
   if (s != IMGSTAT_OK) {
     stbi_image_free(pixels);
     return s;
@@ -651,7 +660,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     img->planes[0] = pixels;
   } else {
     s = imgstat_image_alloc(img, (uint32_t)w, (uint32_t)h, comp, sample,
-                            max_pixels, err);
+                            lim->max_pixels, err);
     if (s != IMGSTAT_OK) {
       stbi_image_free(pixels);
       return s;

@@ -526,7 +526,7 @@ static void process_file(run_state *st, const char *path, int index) {
     return;
   }
 
-  imgstat_load_options load = {o->max_pixels};
+  imgstat_load_options load = {o->max_pixels, 0};
   if (imgstat_image_load(path, &load, &img, &err) != IMGSTAT_OK) {
     if (err.status == IMGSTAT_ERR_LIMIT && !strstr(err.message, "max-pixels"))
       input_error(st, path, "%s (see --max-pixels)", reason(&err));

@@ -735,7 +735,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     imgstat_image img, out;
     memset(&out, 0, sizeof out);
     imgstat_error err = {0};
-    imgstat_load_options lo = {c.max_pixels};
+    imgstat_load_options lo = {c.max_pixels, 0};
     if (imgstat_image_load(in_path, &lo, &img, &err) != IMGSTAT_OK) {
       path_error(in_path, "%s", err.message);
       any_failed = 1;

@@ -56,7 +56,9 @@ static imgstat_status load_stb(const unsigned char *data, size_t size,
   src.data = data;
   src.size = size;
   imgstat_kind kind = imgstat_kind_sniff(data, size < 16 ? size : 16);
-  return imgstat_stb_decode(&src, kind, IMGSTAT_DEFAULT_MAX_PIXELS, img, err);
+  const imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS,
+                              IMGSTAT_DEFAULT_MAX_MEMORY};
+  return imgstat_stb_decode(&src, kind, &lim, img, err);
 }
 
 int main(int argc, char **argv) {
