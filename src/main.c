@@ -63,6 +63,10 @@ static const char help_text[] =
     "  --max-pixels N     refuse images of more than N pixels (default "
     "2^30,\n"
     "                     at most 2^32)\n"
+    "  --max-memory SIZE  refuse images whose decoding holds more than SIZE\n"
+    "                     bytes at once; read at most SIZE bytes of a pipe or\n"
+    "                     device (default 4G; SIZE: bytes, or with K, M, G or\n"
+    "                     T: binary units, 1K = 1024)\n"
     "  --ddof D           0: population std (default); 1: sample std (N-1)\n"
     "\n"
     "Histograms (docs/normalize.md):\n"
@@ -103,6 +107,7 @@ typedef struct cli_options {
   int verify;
   int threads;
   uint64_t max_pixels;
+  uint64_t max_memory;
   int ddof;
   int quiet;
   imgstat_hist_cli hist; /* --histogram and friends (histogram_cli.h) */
@@ -118,6 +123,7 @@ typedef enum cli_option_id {
   OPT_VERIFY,
   OPT_JOBS,
   OPT_MAX_PIXELS,
+  OPT_MAX_MEMORY,
   OPT_DDOF,
   OPT_QUIET,
   OPT_HELP,
@@ -137,6 +143,7 @@ static const struct cli_option {
     {"--verify", NULL, 0, OPT_VERIFY},
     {"--jobs", "-j", 1, OPT_JOBS},
     {"--max-pixels", NULL, 1, OPT_MAX_PIXELS},
+    {"--max-memory", NULL, 1, OPT_MAX_MEMORY},
     {"--ddof", NULL, 1, OPT_DDOF},
     {"--quiet", "-q", 0, OPT_QUIET},
     {"--help", "-h", 0, OPT_HELP},
@@ -206,6 +213,12 @@ static int apply_option(cli_options *o, const struct cli_option *def,
                          "4294967296",
                          value);
     o->max_pixels = n;
+    break;
+  case OPT_MAX_MEMORY:
+    if (!imgstat_cli_parse_size(value, 1, UINT64_MAX, &n))
+      return usage_error("--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED,
+                         value);
+    o->max_memory = n;
     break;
   case OPT_DDOF:
     if (strcmp(value, "0") == 0)
@@ -526,9 +539,10 @@ static void process_file(run_state *st, const char *path, int index) {
     return;
   }
 
-  imgstat_load_options load = {o->max_pixels, 0};
+  imgstat_load_options load = {o->max_pixels, o->max_memory};
   if (imgstat_image_load(path, &load, &img, &err) != IMGSTAT_OK) {
-    if (err.status == IMGSTAT_ERR_LIMIT && !strstr(err.message, "max-pixels"))
+    if (err.status == IMGSTAT_ERR_LIMIT && !strstr(err.message, "max-pixels") &&
+        !strstr(err.message, "max-memory"))
       input_error(st, path, "%s (see --max-pixels)", reason(&err));
     else
       input_error(st, path, "%s", reason(&err));
@@ -610,6 +624,7 @@ int main(int argc, char **argv) {
   opt.backend = CLI_BACKEND_AUTO;
   opt.kernel = IMGSTAT_KERNEL_FAST;
   opt.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
+  opt.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
   imgstat_hist_cli_init(&opt.hist);
   st.opt = &opt;
 

@@ -71,6 +71,10 @@ static const char help_text[] =
     "  --backend B        cpu, gpu or auto (default auto)\n"
     "  -j, --jobs N       CPU threads (default 0: one per core)\n"
     "  --max-pixels N     refuse inputs of more than N pixels (default 2^30)\n"
+    "  --max-memory SIZE  refuse inputs whose decoding holds more than SIZE\n"
+    "                     bytes at once; read at most SIZE bytes of a pipe or\n"
+    "                     device (default 4G; SIZE: bytes, or with K, M, G or\n"
+    "                     T: binary units, 1K = 1024)\n"
     "  -q, --quiet        no warnings\n"
     "  -h, --help         this help\n"
     "\n"
@@ -377,6 +381,7 @@ typedef struct norm_cli {
   backend backend;
   int threads;
   uint64_t max_pixels;
+  uint64_t max_memory;
   int quiet;
   char **inputs;
   int ninputs;
@@ -539,6 +544,11 @@ static int parse(int argc, char **argv, norm_cli *c) {
                            "4294967296",
                            v);
       c->max_pixels = n;
+    } else if (strcmp(name, "--max-memory") == 0) {
+      if (!imgstat_cli_parse_size(v, 1, UINT64_MAX, &n))
+        return usage_error(
+            "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, v);
+      c->max_memory = n;
     } else {
       return usage_error("unknown option '%s'", a);
     }
@@ -630,6 +640,7 @@ int imgstat_normalize_main(int argc, char **argv) {
   norm_cli c;
   memset(&c, 0, sizeof c);
   c.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
+  c.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
   int status = parse(argc, argv, &c);
   if (status >= 0) {
     free(c.inputs);
@@ -735,7 +746,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     imgstat_image img, out;
     memset(&out, 0, sizeof out);
     imgstat_error err = {0};
-    imgstat_load_options lo = {c.max_pixels, 0};
+    imgstat_load_options lo = {c.max_pixels, c.max_memory};
     if (imgstat_image_load(in_path, &lo, &img, &err) != IMGSTAT_OK) {
       path_error(in_path, "%s", err.message);
       any_failed = 1;
