@@ -110,7 +110,10 @@ typedef struct imgstat_load_options {
 /* Decodes the file at path (PNG through libpng; JPEG through TurboJPEG when
  * built with it, else stb_image; BMP, TGA, GIF, PSD, HDR, PNM through
  * stb_image). On success *img owns its planes (free with imgstat_image_free).
- * opts may be NULL. */
+ * opts may be NULL. An input that is not a regular file (a pipe, a FIFO, a
+ * device) is read into memory first: at most max_memory bytes (more is
+ * IMGSTAT_ERR_LIMIT), and no further than its first bytes when they start no
+ * image that a decoder takes. */
 imgstat_status imgstat_image_load(const char *path,
                                   const imgstat_load_options *opts,
                                   imgstat_image *img, imgstat_error *err);

@@ -6,6 +6,7 @@
 #include "load_internal.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -95,14 +96,20 @@ imgstat_kind imgstat_kind_sniff(const unsigned char *h, size_t n) {
   return IMGSTAT_KIND_UNKNOWN;
 }
 
-static imgstat_status decode(imgstat_source *src,
-                             const imgstat_load_options *opts,
-                             imgstat_image *img, imgstat_error *err) {
+/* The caller's limits, defaults where it gave none. */
+static imgstat_limits limits_of(const imgstat_load_options *opts) {
   imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
   if (opts && opts->max_pixels)
     lim.max_pixels = opts->max_pixels;
   if (opts && opts->max_memory)
     lim.max_memory = opts->max_memory;
+  return lim;
+}
+
+static imgstat_status decode(imgstat_source *src,
+                             const imgstat_load_options *opts,
+                             imgstat_image *img, imgstat_error *err) {
+  imgstat_limits lim = limits_of(opts);
   unsigned char head[16];
   size_t n = imgstat_source_read(src, head, sizeof head);
   if (src->read_errno)
@@ -145,30 +152,101 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
   return s;
 }
 
-/* A pipe or device has no size to stream against: read it all first. */
+/* Bytes of a non-regular input read before deciding whether to read on: at
+ * least the 256 that stb_image's JPEG test may look at (see
+ * imgstat_stb_may_take_unknown) and the 8 of a PNG signature. */
+#define IMGSTAT_UNSIZED_HEAD ((size_t)64 << 10)
+
+/* Whether an input whose first n bytes are head (and that goes on past them)
+ * starts the way an image that a decoder could take starts. When it does not,
+ * the decoder's refusal depends on these bytes only, so decoding them alone
+ * gives the same answer as decoding the whole input:
+ *  - a PNG sniff (a damaged signature included) goes to libpng, which reads
+ *    the 8-byte signature first and stops at once when it differs
+ *    (png_read_sig: "Not a PNG file" or "PNG file corrupted by ASCII
+ *    conversion");
+ *  - an unknown signature goes to stb_image, which can only take it as a
+ *    JPEG after fill bytes or as a TGA (its other formats have the
+ *    signatures imgstat_kind_sniff knows); both are decided by the head. */
+static int worth_reading_on(const unsigned char *head, size_t n) {
+  static const unsigned char png_signature[8] = {0x89, 'P',  'N',  'G',
+                                                 '\r', '\n', 0x1A, '\n'};
+  switch (imgstat_kind_sniff(head, n)) {
+  case IMGSTAT_KIND_PNG:
+    return n >= sizeof png_signature &&
+           memcmp(head, png_signature, sizeof png_signature) == 0;
+  case IMGSTAT_KIND_UNKNOWN:
+    return imgstat_stb_may_take_unknown(head, n);
+  default:
+    return 1;
+  }
+}
+
+/*
+ * A pipe, FIFO or device has no size to stream against: it is read into
+ * memory and decoded from there. Two rules keep that bounded (/dev/zero never
+ * ends):
+ *  - the first IMGSTAT_UNSIZED_HEAD bytes are sniffed before anything more is
+ *    read: when they are no image's start (worth_reading_on), they are decoded
+ *    alone, which gives the refusal a regular file with these bytes gets;
+ *  - at most max_memory bytes (--max-memory) are read: the input is held
+ *    whole while it is decoded, so it is memory the budget covers (the
+ *    decoded pixels are checked against the same budget on their own).
+ */
 static imgstat_status load_unsized(FILE *f, const imgstat_load_options *opts,
                                    imgstat_image *img, imgstat_error *err) {
-  size_t cap = 1u << 20, len = 0;
+  const uint64_t budget = limits_of(opts).max_memory;
+  /* One byte past the budget is enough to tell an input that is over it. */
+  const size_t stop = budget < SIZE_MAX ? (size_t)budget + 1 : SIZE_MAX;
+  size_t cap = IMGSTAT_UNSIZED_HEAD, len = 0;
+  int head_checked = 0;
+  imgstat_status s = IMGSTAT_OK;
   unsigned char *buf = malloc(cap);
+  if (!buf)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory reading the input");
   for (;;) {
-    if (!buf)
-      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
-                               "out of memory reading the input");
     len += fread(buf + len, 1, cap - len, f);
     if (ferror(f)) {
       int e = errno ? errno : EIO;
-      free(buf);
-      return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+      s = imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+      goto done;
     }
     if (len < cap)
+      break; /* the end of the input */
+    if (!head_checked) {
+      head_checked = 1;
+      if (!worth_reading_on(buf, len)) {
+        s = imgstat_image_load_memory(buf, len, opts, img, err);
+        if (s != IMGSTAT_OK)
+          goto done;
+        /* Not expected (the decoders refuse such a head): read on. */
+        imgstat_image_free(img);
+      }
+    }
+    if ((uint64_t)len > budget)
       break;
-    unsigned char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-    if (!bigger)
-      free(buf);
-    buf = bigger;
-    cap *= 2;
+    size_t bigger = cap <= SIZE_MAX / 2 ? cap * 2 : SIZE_MAX;
+    if (bigger > stop)
+      bigger = stop;
+    unsigned char *p = realloc(buf, bigger);
+    if (!p) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                            "out of memory reading the input");
+      goto done;
+    }
+    buf = p;
+    cap = bigger;
   }
-  imgstat_status s = imgstat_image_load_memory(buf, len, opts, img, err);
+  if ((uint64_t)len > budget)
+    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                          "input is larger than %" PRIu64
+                          " bytes without being a regular file "
+                          "(--max-memory)",
+                          budget);
+  else
+    s = imgstat_image_load_memory(buf, len, opts, img, err);
+done:
   free(buf);
   return s;
 }

@@ -82,6 +82,11 @@ imgstat_status imgstat_png_decode(imgstat_source *src,
 imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
                                   const imgstat_limits *lim, imgstat_image *img,
                                   imgstat_error *err);
+/* Whether stb_image could take an input that starts with head's n bytes
+ * although imgstat_kind_sniff finds no signature there: a JPEG whose start
+ * marker follows fill bytes, or a TGA (stb's own header test). Needs the
+ * input's first 256 bytes, or all of it when it is shorter. */
+int imgstat_stb_may_take_unknown(const unsigned char *head, size_t n);
 /* Returns IMGSTAT_ERR_UNSUPPORTED without touching src when built without
  * TurboJPEG, or for a JPEG that TurboJPEG cannot turn into RGB (CMYK): the
  * caller then falls back to stb_image. */

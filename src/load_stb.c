@@ -671,3 +671,21 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
   img->format = kind_format(kind);
   return IMGSTAT_OK;
 }
+
+/* ---- inputs without a known signature ------------------------------------ */
+
+/* What imgstat_stb_decode does with such an input before stb's own
+ * stbi_info, which tries every format it has: stb_sees_jpeg looks at the
+ * first 256 bytes; GIF, BMP, PSD, PNM and HDR need the signatures that
+ * imgstat_kind_sniff knows (PNG and PIC are compiled out); what is left is
+ * TGA, whose stbi__tga_info reads the 18-byte header and nothing else. */
+int imgstat_stb_may_take_unknown(const unsigned char *head, size_t n) {
+  imgstat_source src = {0};
+  src.data = head;
+  src.size = n;
+  if (stb_sees_jpeg(&src))
+    return 1;
+  stbi__context ctx;
+  stbi__start_mem(&ctx, head, n > INT_MAX ? INT_MAX : (int)n);
+  return stbi__tga_info(&ctx, NULL, NULL, NULL);
+}
