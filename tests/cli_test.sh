@@ -509,5 +509,110 @@ else
   pass
 fi
 
+# ---- input sources and --max-memory (issue 7) -------------------------------
+
+# run_bounded ARGS...: run, killed after 20 s and with its address space
+# capped where ulimit can: a loader that reads /dev/zero whole fails, it does
+# not hang CI or take the machine's memory. The CPU backend keeps CUDA's
+# address-space reservations out of it.
+run_bounded() {
+  (
+    ulimit -v 4194304 2>/dev/null
+    exec timeout 20 "$IMGSTAT" --backend cpu "$@"
+  ) >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+}
+head -c 100000 /dev/zero >"$tmp/zeros.bin"
+if command -v timeout >/dev/null 2>&1; then
+  run_bounded /dev/zero
+  expect_rc 1 "/dev/zero"
+  expect_grep "$tmp/err" "imgstat: /dev/zero: not a recognised image format" "/dev/zero refused"
+  # Random first bytes start no image nearly always and are refused at once;
+  # about once in 16000 runs they look like a signature (BM, P5, ...) and
+  # the input is read up to --max-memory, which the address-space cap turns
+  # into "out of memory": then one more try.
+  for try in 1 2; do
+    run_bounded /dev/urandom
+    if [ "$rc" -ne 1 ] || grep -F -e "out of memory" "$tmp/err" >/dev/null; then
+      continue
+    fi
+    break
+  done
+  expect_rc 1 "/dev/urandom"
+  expect_grep "$tmp/err" "imgstat: /dev/urandom: " "/dev/urandom refused"
+  if grep -F -e "out of memory" "$tmp/err" >/dev/null; then
+    fail "/dev/urandom read until memory ran out: $(cat "$tmp/err")"
+  else
+    pass
+  fi
+  # The same first bytes in a regular file get the same message.
+  run_bounded "$tmp/zeros.bin"
+  expect_rc 1 "regular file of zeros"
+  expect_grep "$tmp/err" "zeros.bin: not a recognised image format" "same message for a regular file"
+else
+  echo "skipped: /dev/zero and /dev/urandom checks (no timeout)"
+fi
+
+SAMPLES=${DATA:+$DATA/../../samples}
+REF=${DATA:+$DATA/corpus_reference.tsv}
+if [ -n "$DATA" ] && [ -f "$SAMPLES/camera.png" ] && [ -f "$SAMPLES/kodim23.png" ] && [ -f "$REF" ]; then
+  # camera.png's sum from the independent reference (tests/tools/make_reference.py).
+  cam_sum=$(awk -F '\t' '$1 == "photos/camera.png" { print $10 }' "$REF")
+  # Through a pipe (/dev/stdin is then not a regular file) and a FIFO.
+  cat "$SAMPLES/camera.png" | "$IMGSTAT" --backend cpu --json /dev/stdin >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  expect_rc 0 "PNG through a pipe"
+  expect_grep "$tmp/out" "\"width\":512,\"height\":512,\"channels\":1,\"depth\":8," "pipe: size"
+  expect_grep "$tmp/out" "\"sum\":$cam_sum," "pipe: sum matches the reference"
+  if mkfifo "$tmp/fifo" 2>/dev/null; then
+    cat "$SAMPLES/camera.png" >"$tmp/fifo" &
+    run --backend cpu --json "$tmp/fifo"
+    wait
+    expect_rc 0 "PNG through a FIFO"
+    expect_grep "$tmp/out" "\"sum\":$cam_sum," "FIFO: sum matches the reference"
+  else
+    echo "skipped: FIFO check (mkfifo failed)"
+  fi
+  # A pipe longer than --max-memory stops there.
+  cat "$SAMPLES/kodim23.png" | "$IMGSTAT" --backend cpu --max-memory 100K /dev/stdin >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  expect_rc 1 "pipe over --max-memory"
+  expect_grep "$tmp/err" "imgstat: /dev/stdin: input is larger than 102400 bytes without being a regular file (--max-memory)" "pipe over --max-memory: message"
+
+  # kodim23.png (768x512 RGB) decodes to 1.1 MiB.
+  run --backend cpu --max-memory 100K "$SAMPLES/kodim23.png"
+  expect_rc 1 "--max-memory 100K"
+  expect_grep "$tmp/err" "(--max-memory)" "--max-memory 100K: message names the option"
+  if grep -F -e "see --max-pixels" "$tmp/err" >/dev/null; then
+    fail "--max-memory refusal points at --max-pixels: $(cat "$tmp/err")"
+  else
+    pass
+  fi
+  for v in 10M 10m 10MiB 10485760 1G; do
+    run --backend cpu --max-memory "$v" "$SAMPLES/kodim23.png"
+    expect_rc 0 "--max-memory $v"
+    expect_grep "$tmp/out" "768x512  RGB  8-bit" "--max-memory $v: decoded"
+  done
+  run --backend cpu --max-memory=10M "$SAMPLES/kodim23.png"
+  expect_rc 0 "--max-memory=10M"
+  run normalize --backend cpu --max-memory 100K "$SAMPLES/kodim23.png" -o "$tmp/norm.png"
+  expect_rc 1 "normalize --max-memory 100K"
+  expect_grep "$tmp/err" "(--max-memory)" "normalize --max-memory 100K: message"
+  run normalize --backend cpu --max-memory 10M "$SAMPLES/kodim23.png" -o "$tmp/norm.png"
+  expect_rc 0 "normalize --max-memory 10M"
+  [ -s "$tmp/norm.png" ] && pass || fail "normalize --max-memory 10M: no output"
+else
+  echo "skipped: pipe, FIFO and --max-memory checks (no samples or reference)"
+fi
+for v in "" abc 0 0K -1 +5 1.5M 10MB "10 M" 10Mi K 1P 99999999999999999999 16777216T; do
+  run --max-memory "$v" "$tmp/zeros.bin"
+  expect_rc 2 "--max-memory '$v'"
+  expect_grep "$tmp/err" "imgstat: --max-memory: '$v' is not a number of bytes" "--max-memory '$v': message"
+  run normalize --max-memory "$v" "$tmp/zeros.bin" -o "$tmp/n.png"
+  expect_rc 2 "normalize --max-memory '$v'"
+done
+run --max-memory
+expect_rc 2 "--max-memory without a value"
+
 echo "cli_test: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,0 +1,545 @@
+/*
+ * Input sources (issue 7): a non-regular input (pipe, FIFO, device) is
+ * sniffed before it is read on and read at most --max-memory bytes; the
+ * --max-memory value parser (src/cli_util.c).
+ *
+ * The streams come from a child process writing into a FIFO. It counts what
+ * it could write: a loader that stops early makes its next write fail
+ * (EPIPE), one that reads everything lets it finish. That is how these tests
+ * see how much the loader read, whatever it answered.
+ */
+#include "cli_util.h"
+#include "imgstat.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The stream writer's exit statuses. */
+enum { FEED_ALL_WRITTEN = 0, FEED_READER_LEFT = 3, FEED_FAILED = 4 };
+
+#define MIB ((size_t)1 << 20)
+#define UNKNOWN_MESSAGE "not a recognised image format"
+
+/* ---- helpers --------------------------------------------------------------
+ */
+
+static unsigned char *read_all(const char *path, size_t *size) {
+  *size = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+  if (buf)
+    *size = fread(buf, 1, (size_t)n, f);
+  fclose(f);
+  return buf;
+}
+
+static const char *sample_path(const char *name) {
+  static char path[4096];
+  snprintf(path, sizeof path, "%s/../../samples/%s", test_data_dir(), name);
+  return path;
+}
+
+/* The bytes of a stream: data, then filler up to total bytes (0: zeros,
+ * else a xorshift stream from that seed). */
+typedef struct stream {
+  const unsigned char *data;
+  size_t size;
+  size_t total;
+  uint64_t filler_seed;
+} stream;
+
+static void stream_fill(const stream *s, size_t at, unsigned char *out,
+                        size_t n, uint64_t *state) {
+  for (size_t i = 0; i < n; i++, at++) {
+    if (at < s->size)
+      out[i] = s->data[at];
+    else if (s->filler_seed)
+      out[i] = (unsigned char)(test_rand(state) >> 56);
+    else
+      out[i] = 0;
+  }
+}
+
+/* The first n bytes of the stream, in a malloc'd buffer. */
+static unsigned char *stream_head(const stream *s, size_t n) {
+  unsigned char *buf = malloc(n ? n : 1);
+  uint64_t state = s->filler_seed;
+  if (buf)
+    stream_fill(s, 0, buf, n, &state);
+  return buf;
+}
+
+static void feed_child(const char *fifo, const stream *s) {
+  signal(SIGPIPE, SIG_IGN);
+  alarm(120); /* never outlive a loader that stopped reading */
+  int fd = open(fifo, O_WRONLY);
+  if (fd < 0)
+    _exit(FEED_FAILED);
+  unsigned char chunk[1 << 14];
+  uint64_t state = s->filler_seed;
+  size_t at = 0;
+  while (at < s->total) {
+    size_t n = s->total - at < sizeof chunk ? s->total - at : sizeof chunk;
+    stream_fill(s, at, chunk, n, &state);
+    size_t done = 0;
+    while (done < n) {
+      ssize_t w = write(fd, chunk + done, n - done);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0)
+        _exit(errno == EPIPE ? FEED_READER_LEFT : FEED_FAILED);
+      done += (size_t)w;
+    }
+    at += n;
+  }
+  close(fd);
+  _exit(FEED_ALL_WRITTEN);
+}
+
+/* Loads the stream through a FIFO; *fed gets the writer's exit status. */
+static imgstat_status load_fifo(const stream *s,
+                                const imgstat_load_options *opts,
+                                imgstat_image *img, imgstat_error *err,
+                                int *fed) {
+  char dir[] = "/tmp/imgstat_test_source_XXXXXX";
+  char fifo[64];
+  *fed = -1;
+  memset(err, 0, sizeof *err);
+  if (!mkdtemp(dir))
+    return imgstat_error_set(err, IMGSTAT_ERR_IO, "mkdtemp failed");
+  snprintf(fifo, sizeof fifo, "%s/in", dir);
+  if (mkfifo(fifo, 0600) != 0) {
+    rmdir(dir);
+    return imgstat_error_set(err, IMGSTAT_ERR_IO, "mkfifo failed");
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0)
+    feed_child(fifo, s);
+  imgstat_status st =
+      pid < 0 ? imgstat_error_set(err, IMGSTAT_ERR_IO, "fork failed")
+              : imgstat_image_load(fifo, opts, img, err);
+  int wstatus = 0;
+  if (pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus))
+    *fed = WEXITSTATUS(wstatus);
+  unlink(fifo);
+  rmdir(dir);
+  return st;
+}
+
+/* Writes data to a fresh regular temporary file; returns its path
+ * (static). */
+static const char *temp_file(const void *data, size_t size) {
+  static char path[64];
+  snprintf(path, sizeof path, "/tmp/imgstat_test_source_XXXXXX");
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return NULL;
+  if (write(fd, data, size) != (ssize_t)size) {
+    close(fd);
+    return NULL;
+  }
+  close(fd);
+  return path;
+}
+
+/* The same bytes through a FIFO, a regular file and memory give the same
+ * status and message. */
+static void check_same_everywhere(const stream *s, imgstat_status want,
+                                  const char *message) {
+  imgstat_image img;
+  imgstat_error fifo_err, file_err, mem_err;
+  int fed;
+  memset(&img, 0, sizeof img);
+  imgstat_status st = load_fifo(s, NULL, &img, &fifo_err, &fed);
+  CU_ASSERT_EQUAL(st, want);
+  CU_ASSERT_STRING_EQUAL(fifo_err.message, message);
+  imgstat_image_free(&img);
+
+  unsigned char *bytes = stream_head(s, s->total);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+  const char *path = temp_file(bytes, s->total);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+  memset(&file_err, 0, sizeof file_err);
+  CU_ASSERT_EQUAL(imgstat_image_load(path, NULL, &img, &file_err), want);
+  CU_ASSERT_STRING_EQUAL(file_err.message, message);
+  imgstat_image_free(&img);
+  unlink(path);
+  memset(&mem_err, 0, sizeof mem_err);
+  CU_ASSERT_EQUAL(
+      imgstat_image_load_memory(bytes, s->total, NULL, &img, &mem_err), want);
+  CU_ASSERT_STRING_EQUAL(mem_err.message, message);
+  imgstat_image_free(&img);
+  free(bytes);
+}
+
+/* ---- non-regular inputs ------------------------------------------------ */
+
+/* /dev/zero itself, in a child whose address space is capped: a loader that
+ * reads it whole fails there with "out of memory" instead of taking the
+ * machine's memory. */
+static void test_dev_zero(void) {
+  int pipefd[2];
+  CU_ASSERT_FATAL(pipe(pipefd) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    close(pipefd[0]);
+    struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30};
+    setrlimit(RLIMIT_AS, &rl);
+    alarm(60);
+    imgstat_image img;
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    imgstat_status st = imgstat_image_load("/dev/zero", NULL, &img, &err);
+    char line[IMGSTAT_ERROR_MAX + 8];
+    int n = snprintf(line, sizeof line, "%d %s", (int)st, err.message);
+    if (write(pipefd[1], line, (size_t)n) != n)
+      _exit(1);
+    _exit(0);
+  }
+  close(pipefd[1]);
+  char got[IMGSTAT_ERROR_MAX + 8];
+  size_t len = 0;
+  ssize_t r;
+  while (len < sizeof got - 1 &&
+         (r = read(pipefd[0], got + len, sizeof got - 1 - len)) > 0)
+    len += (size_t)r;
+  got[len] = '\0';
+  close(pipefd[0]);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  char want[64];
+  snprintf(want, sizeof want, "%d %s", (int)IMGSTAT_ERR_FORMAT,
+           UNKNOWN_MESSAGE);
+  CU_ASSERT_STRING_EQUAL(got, want);
+}
+
+/* An endless stream of zeros (what /dev/zero is): refused from its first
+ * bytes, long before its end. */
+static void test_zero_stream_refused_early(void) {
+  stream s = {NULL, 0, 256 * MIB, 0};
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
+  CU_ASSERT_STRING_EQUAL(err.message, UNKNOWN_MESSAGE);
+  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+}
+
+/* Random bytes (what /dev/urandom is), starting with no signature: the
+ * same. The seed is one whose first bytes sniff as nothing. */
+static void test_random_stream_refused_early(void) {
+  uint64_t seed = 12345;
+  stream s = {NULL, 0, 256 * MIB, seed};
+  unsigned char *head = stream_head(&s, 16);
+  CU_ASSERT_FATAL(head && head[0] != 0x89 && head[0] != 0xFF);
+  free(head);
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
+  CU_ASSERT_STRING_EQUAL(err.message, UNKNOWN_MESSAGE);
+  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+}
+
+/* A first byte 0x89 sends an input to libpng (for its message about a
+ * damaged signature); random bytes after it are refused from the signature
+ * alone, with libpng's message, the same as from a file. */
+static void test_damaged_png_signature_refused_early(void) {
+  static const unsigned char start[] = {0x89, 'X', 'Y', 'Z'};
+  stream s = {start, sizeof start, 256 * MIB, 777};
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
+  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+  CU_ASSERT_STRING_EQUAL(err.message, "Not a PNG file");
+  stream small = {start, sizeof start, 2 * MIB, 777};
+  check_same_everywhere(&small, IMGSTAT_ERR_FORMAT, "Not a PNG file");
+}
+
+/* The message for an unknown signature is the same for every kind of input,
+ * long or short. */
+static void test_unknown_message_same_everywhere(void) {
+  stream zeros = {NULL, 0, 2 * MIB, 0};
+  check_same_everywhere(&zeros, IMGSTAT_ERR_FORMAT, UNKNOWN_MESSAGE);
+  stream random = {NULL, 0, 2 * MIB, 12345};
+  check_same_everywhere(&random, IMGSTAT_ERR_FORMAT, UNKNOWN_MESSAGE);
+  stream short_random = {NULL, 0, 1000, 12345};
+  check_same_everywhere(&short_random, IMGSTAT_ERR_FORMAT, UNKNOWN_MESSAGE);
+  static const unsigned char text[] = "hello, world\n";
+  stream short_text = {text, sizeof text - 1, sizeof text - 1, 0};
+  check_same_everywhere(&short_text, IMGSTAT_ERR_FORMAT, UNKNOWN_MESSAGE);
+}
+
+/* An input over --max-memory that is not a regular file: refused once the
+ * budget is read, with a message that names the option. The image in it is
+ * within the budget (the same bytes from memory load). */
+static void test_stream_over_budget(void) {
+  size_t size;
+  unsigned char *png = read_all(sample_path("camera.png"), &size);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(png);
+  /* camera.png, then zeros after its IEND chunk, which decoders ignore. */
+  stream s = {png, size, 64 * MIB, 0};
+  imgstat_load_options opts = {0, MIB};
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL(load_fifo(&s, &opts, &img, &err, &fed), IMGSTAT_ERR_LIMIT);
+  CU_ASSERT_STRING_EQUAL(err.message,
+                         "input is larger than 1048576 bytes without being a "
+                         "regular file (--max-memory)");
+  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+
+  unsigned char *bytes = stream_head(&s, 3 * MIB);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+  memset(&err, 0, sizeof err);
+  CU_ASSERT_EQUAL(imgstat_image_load_memory(bytes, 3 * MIB, &opts, &img, &err),
+                  IMGSTAT_OK);
+  imgstat_image_free(&img);
+  free(bytes);
+
+  /* Exactly the budget is allowed. */
+  stream exact = {png, size, MIB, 0};
+  CU_ASSERT_EQUAL(load_fifo(&exact, &opts, &img, &err, &fed), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(fed, FEED_ALL_WRITTEN);
+  imgstat_image_free(&img);
+  stream one_more = {png, size, MIB + 1, 0};
+  CU_ASSERT_EQUAL(load_fifo(&one_more, &opts, &img, &err, &fed),
+                  IMGSTAT_ERR_LIMIT);
+  free(png);
+}
+
+/* A PNG through a FIFO decodes to the statistics of the reference
+ * (tests/data/corpus_reference.tsv, photos/camera.png: 512x512 gray, sum
+ * 33832495), in a stream longer than the first piece the loader sniffs. */
+static void test_png_through_fifo(void) {
+  size_t size;
+  unsigned char *png = read_all(sample_path("camera.png"), &size);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(png);
+  CU_ASSERT_FATAL(size > 65536);
+  stream s = {png, size, size, 0};
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL_FATAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(fed, FEED_ALL_WRITTEN);
+  CU_ASSERT_EQUAL(img.width, 512);
+  CU_ASSERT_EQUAL(img.height, 512);
+  CU_ASSERT_EQUAL(img.channels, 1);
+  CU_ASSERT_EQUAL(img.sample, IMGSTAT_U8);
+  uint64_t sum = 0;
+  const unsigned char *p = img.planes[0];
+  for (size_t i = 0; i < (size_t)512 * 512; i++)
+    sum += p[i];
+  CU_ASSERT_EQUAL(sum, 33832495);
+  imgstat_image_free(&img);
+  free(png);
+}
+
+/* TGA has no signature: a TGA header is still worth reading on, and the
+ * pixels come out as written. 200x150 RGB is longer than the first piece. */
+static void test_tga_through_fifo(void) {
+  const uint32_t w = 200, h = 150;
+  size_t size = 18 + (size_t)w * h * 3;
+  unsigned char *tga = calloc(size, 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(tga);
+  tga[2] = 2; /* uncompressed true colour */
+  tga[12] = (unsigned char)(w & 0xFF);
+  tga[13] = (unsigned char)(w >> 8);
+  tga[14] = (unsigned char)(h & 0xFF);
+  tga[15] = (unsigned char)(h >> 8);
+  tga[16] = 24;   /* bits per pixel */
+  tga[17] = 0x20; /* top-left origin */
+  for (size_t i = 0; i < (size_t)w * h; i++) {
+    tga[18 + 3 * i + 0] = (unsigned char)(i * 7);  /* B */
+    tga[18 + 3 * i + 1] = (unsigned char)(i / 3);  /* G */
+    tga[18 + 3 * i + 2] = (unsigned char)(i * 13); /* R */
+  }
+  stream s = {tga, size, size, 0};
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL_FATAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_OK);
+  CU_ASSERT_STRING_EQUAL(img.format, "TGA");
+  CU_ASSERT_EQUAL(img.width, w);
+  CU_ASSERT_EQUAL(img.height, h);
+  CU_ASSERT_EQUAL_FATAL(img.channels, 3);
+  const unsigned char *r = img.planes[0], *g = img.planes[1],
+                      *b = img.planes[2];
+  int same = 1;
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    same &= r[i] == (unsigned char)(i * 13) && g[i] == (unsigned char)(i / 3) &&
+            b[i] == (unsigned char)(i * 7);
+  CU_ASSERT(same);
+  imgstat_image_free(&img);
+  free(tga);
+}
+
+/* A JPEG whose start marker follows a fill byte (FF FF D8 ...) has no
+ * signature imgstat_kind_sniff knows, yet stb_image reads it: through a
+ * FIFO it decodes as from memory. Zeros after it make it longer than the
+ * first piece. */
+static void test_jpeg_after_fill_byte_through_fifo(void) {
+  size_t size;
+  unsigned char *jpeg = read_all(sample_path("testorig.jpg"), &size);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(jpeg);
+  unsigned char *filled = malloc(size + 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(filled);
+  filled[0] = 0xFF;
+  memcpy(filled + 1, jpeg, size);
+  stream s = {filled, size + 1, 200000, 0};
+  unsigned char *bytes = stream_head(&s, s.total);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+  imgstat_image a, b;
+  imgstat_error ea, eb;
+  int fed;
+  memset(&eb, 0, sizeof eb);
+  CU_ASSERT_EQUAL_FATAL(
+      imgstat_image_load_memory(bytes, s.total, NULL, &b, &eb), IMGSTAT_OK);
+  CU_ASSERT_EQUAL_FATAL(load_fifo(&s, NULL, &a, &ea, &fed), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(a.width, 227);
+  CU_ASSERT_EQUAL(a.height, 149);
+  CU_ASSERT_EQUAL(a.width, b.width);
+  CU_ASSERT_EQUAL(a.height, b.height);
+  CU_ASSERT_EQUAL_FATAL(a.channels, b.channels);
+  CU_ASSERT_EQUAL(a.sample, b.sample);
+  CU_ASSERT(memcmp(a.data, b.data,
+                   imgstat_image_plane_bytes(&a) * (size_t)a.channels) == 0);
+  imgstat_image_free(&a);
+  imgstat_image_free(&b);
+  free(bytes);
+  free(filled);
+  free(jpeg);
+}
+
+/* ---- the decoded-memory budget ------------------------------------------ */
+
+/* kodim23.png (768x512 RGB) decodes to 1.1 MiB: over 100 KiB, within
+ * 10 MiB. */
+static void test_max_memory_option(void) {
+  const char *path = sample_path("kodim23.png");
+  imgstat_image img;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_load_options small = {0, 100 << 10};
+  CU_ASSERT_EQUAL(imgstat_image_load(path, &small, &img, &err),
+                  IMGSTAT_ERR_LIMIT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--max-memory"));
+  imgstat_load_options enough = {0, 10 << 20};
+  CU_ASSERT_EQUAL(imgstat_image_load(path, &enough, &img, &err), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(img.width, 768);
+  CU_ASSERT_EQUAL(img.height, 512);
+  imgstat_image_free(&img);
+}
+
+/* ---- --max-memory values (imgstat_cli_parse_size) ----------------------- */
+
+static void test_parse_size(void) {
+  static const struct {
+    const char *text;
+    uint64_t value;
+  } good[] = {
+      {"1", 1},
+      {"102400", 102400},
+      {"1K", 1024},
+      {"1k", 1024},
+      {"100K", 102400},
+      {"10M", 10485760},
+      {"10m", 10485760},
+      {"3G", UINT64_C(3) << 30},
+      {"2T", UINT64_C(2) << 40},
+      {"5KiB", 5120},
+      {"5MiB", 5242880},
+      {"4GiB", UINT64_C(4) << 30},
+      {"16777215T", UINT64_C(16777215) << 40},
+      {"18446744073709551615", UINT64_MAX},
+      {"007K", 7168},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+    uint64_t v = 0;
+    CU_ASSERT_TRUE(imgstat_cli_parse_size(good[i].text, 1, UINT64_MAX, &v));
+    CU_ASSERT_EQUAL(v, good[i].value);
+  }
+  static const char *const bad[] = {
+      "",
+      "K",
+      "0",
+      "0K",
+      "-1",
+      "+1",
+      " 1",
+      "1 ",
+      "1 K",
+      "1.5M",
+      "1e6",
+      "0x10",
+      "10MB",
+      "10Mi",
+      "10mib",
+      "10KiBs",
+      "1KK",
+      "1P",
+      "1B",
+      "16777216T",
+      "18446744073709551616",
+      "99999999999999999999999K",
+      "17179869184G",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    uint64_t v = 42;
+    int ok = imgstat_cli_parse_size(bad[i], 1, UINT64_MAX, &v);
+    if (ok)
+      printf("\naccepted: '%s'\n", bad[i]);
+    CU_ASSERT_FALSE(ok);
+    CU_ASSERT_EQUAL(v, 42);
+  }
+  uint64_t v = 42;
+  CU_ASSERT_FALSE(imgstat_cli_parse_size(NULL, 1, UINT64_MAX, &v));
+  CU_ASSERT_FALSE(imgstat_cli_parse_size("2K", 1, 2047, &v));
+  CU_ASSERT_FALSE(imgstat_cli_parse_size("1K", 1025, UINT64_MAX, &v));
+  CU_ASSERT_EQUAL(v, 42);
+  CU_ASSERT_TRUE(imgstat_cli_parse_size("2K", 1, 2048, &v));
+  CU_ASSERT_EQUAL(v, 2048);
+}
+
+int main(void) {
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite src = CU_add_suite("non-regular inputs", NULL, NULL);
+  CU_add_test(src, "/dev/zero refused at once", test_dev_zero);
+  CU_add_test(src, "zero stream refused early", test_zero_stream_refused_early);
+  CU_add_test(src, "random stream refused early",
+              test_random_stream_refused_early);
+  CU_add_test(src, "damaged PNG signature refused early",
+              test_damaged_png_signature_refused_early);
+  CU_add_test(src, "unknown-format message the same everywhere",
+              test_unknown_message_same_everywhere);
+  CU_add_test(src, "stream over --max-memory refused", test_stream_over_budget);
+  CU_add_test(src, "PNG through a FIFO", test_png_through_fifo);
+  CU_add_test(src, "TGA through a FIFO", test_tga_through_fifo);
+  CU_add_test(src, "JPEG after a fill byte through a FIFO",
+              test_jpeg_after_fill_byte_through_fifo);
+  CU_pSuite mem = CU_add_suite("max-memory", NULL, NULL);
+  CU_add_test(mem, "decoded-memory budget", test_max_memory_option);
+  CU_add_test(mem, "--max-memory values", test_parse_size);
+  return test_run_all();
+}
