@@ -1,8 +1,9 @@
 /*
- * Hardening of the stb_image BMP path (issue 7, attack run): pixel
- * indices beyond the palette, unknown compression,
- * top-down rows, the least input and the peak memory of a BMP. Every BMP
- * is written here, from arrays the expected pixels are computed from.
+ * Hardening of the stb_image BMP path and of stb's JPEG path (issue 7,
+ * attack run): pixel indices beyond the palette, unknown compression,
+ * top-down rows, the least input and the peak memory of a BMP, and the scan
+ * limit of a progressive JPEG. Every BMP is written here, from arrays the
+ * expected pixels are computed from.
  */
 #include "imgstat.h"
 #include "load_internal.h"
@@ -392,6 +393,116 @@ static void test_bmp_peak_bytes(void) {
   }
 }
 
+/* ---- JPEG scans --------------------------------------------------------- */
+
+static unsigned char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  CU_ASSERT_FATAL(f != NULL);
+  unsigned char *buf = malloc(1 << 16);
+  CU_ASSERT_FATAL(buf != NULL);
+  *size = fread(buf, 1, 1 << 16, f);
+  fclose(f);
+  return buf;
+}
+
+/* progressive.jpg with `extra` more copies of its first DC refinement scan
+ * (SOS 0xFFDA with Ss = 0, Ah = 1) before the end marker. */
+static unsigned char *jpeg_with_scans(const unsigned char *jpeg, size_t n,
+                                      int extra, int *scans, size_t *size) {
+  size_t seg = 0, seg_len = 0, eoi = 0;
+  *scans = 0;
+  for (size_t i = 2; i + 1 < n;) {
+    if (jpeg[i] != 0xFF) {
+      i++;
+      continue;
+    }
+    unsigned m = jpeg[i + 1];
+    if (m == 0x00 || m == 0xFF || (m >= 0xD0 && m <= 0xD7)) {
+      i++;
+      continue;
+    }
+    if (m == 0xD9) {
+      eoi = i;
+      break;
+    }
+    size_t len = (size_t)jpeg[i + 2] << 8 | jpeg[i + 3];
+    if (m == 0xDA) {
+      ++*scans;
+      unsigned ncomp = jpeg[i + 4];
+      unsigned ss = jpeg[i + 5 + 2 * ncomp], ah = jpeg[i + 7 + 2 * ncomp] >> 4;
+      if (!seg && ss == 0 && ah == 1) {
+        seg = i; /* the segment and its entropy-coded data, to the next */
+        size_t j = i + 2 + len;
+        while (j + 1 < n && !(jpeg[j] == 0xFF && jpeg[j + 1] != 0 &&
+                              (jpeg[j + 1] < 0xD0 || jpeg[j + 1] > 0xD7)))
+          j++;
+        seg_len = j - i;
+      }
+    }
+    i += 2 + len;
+  }
+  CU_ASSERT_FATAL(seg != 0 && eoi != 0);
+  *size = n + (size_t)extra * seg_len;
+  unsigned char *out = malloc(*size);
+  CU_ASSERT_FATAL(out != NULL);
+  memcpy(out, jpeg, eoi);
+  for (int k = 0; k < extra; k++)
+    memcpy(out + eoi + (size_t)k * seg_len, jpeg + seg, seg_len);
+  memcpy(out + eoi + (size_t)extra * seg_len, jpeg + eoi, n - eoi);
+  *scans += extra;
+  return out;
+}
+
+static imgstat_status stb_jpeg(const unsigned char *data, size_t size,
+                               imgstat_error *err) {
+  imgstat_source src = {0};
+  src.data = data;
+  src.size = size;
+  imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
+  imgstat_image img;
+  memset(err, 0, sizeof *err);
+  imgstat_status s =
+      imgstat_stb_decode(&src, IMGSTAT_KIND_JPEG, &lim, &img, err);
+  if (s == IMGSTAT_OK) {
+    CU_ASSERT(img.width == 37 && img.height == 23);
+    imgstat_image_free(&img);
+  }
+  return s;
+}
+
+/* Each scan is a pass over the whole image for stb: thousands of them cost
+ * time without bound. Up to TurboJPEG's limit of 500 they decode, one more
+ * is refused, on stb's path (CMYK JPEGs, builds without TurboJPEG). */
+static void test_jpeg_scan_limit(void) {
+  size_t n;
+  unsigned char *jpeg =
+      read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
+  int base = 0;
+  size_t size;
+  free(jpeg_with_scans(jpeg, n, 0, &base, &size));
+  CU_ASSERT_FATAL(base > 1 && base < 500);
+  imgstat_error err;
+  int scans;
+  unsigned char *many = jpeg_with_scans(jpeg, n, 500 - base, &scans, &size);
+  CU_ASSERT_EQUAL(scans, 500);
+  imgstat_status s = stb_jpeg(many, size, &err);
+  if (s != IMGSTAT_OK)
+    printf("\n  500 scans: %s\n", err.message);
+  CU_ASSERT_EQUAL(s, IMGSTAT_OK);
+  free(many);
+
+  static const int over[] = {501, 5000};
+  for (int k = 0; k < 2; k++) {
+    many = jpeg_with_scans(jpeg, n, over[k] - base, &scans, &size);
+    CU_ASSERT_EQUAL(scans, over[k]);
+    s = stb_jpeg(many, size, &err);
+    CU_ASSERT_EQUAL(s, IMGSTAT_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "more than 500 scans"));
+    free(many);
+  }
+  free(jpeg);
+}
+
 int main(void) {
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
@@ -403,5 +514,7 @@ int main(void) {
   CU_add_test(bmp, "top-down rows", test_bmp_top_down);
   CU_add_test(bmp, "least input", test_bmp_min_input);
   CU_add_test(bmp, "peak bytes", test_bmp_peak_bytes);
+  CU_pSuite jpeg = CU_add_suite("jpeg", NULL, NULL);
+  CU_add_test(jpeg, "scan limit on stb's path", test_jpeg_scan_limit);
   return test_run_all();
 }
