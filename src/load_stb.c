@@ -347,8 +347,15 @@ static int byte_or_zero(byte_reader *br) {
  * defined, and check each scan's selectors the way stb uses them: a
  * sequential scan decodes with the DC and the AC table of each component, a
  * progressive DC scan only its first pass with the DC table, a progressive
- * AC scan with the AC table. Returns the reason for a refusal, or NULL;
- * anything else wrong is left to stb, which rejects it. */
+ * AC scan with the AC table.
+ * The same walk counts the scans: stb decodes every scan over the whole
+ * image, so a progressive JPEG of thousands of tiny scans costs time
+ * without bound (a 434 KB file took 25 s). We refuse more scans than
+ * TurboJPEG's TJFLAG_LIMITSCANS allows (500 in libjpeg-turbo 2.1; a
+ * sequential JPEG has one scan per component at most).
+ * Returns the message for a refusal, or NULL; anything else wrong is left
+ * to stb, which rejects it. */
+#define JPEG_MAX_SCANS 500
 static const char *jpeg_tables_problem(imgstat_source *src) {
   byte_reader *br = malloc(sizeof *br);
   if (!br)
@@ -358,6 +365,7 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
   const char *problem = NULL;
   int defined[2][4] = {{0}}; /* [0 DC, 1 AC][table id] */
   int frame = 0;             /* 0 none yet, 1 sequential, 2 progressive */
+  int scans = 0;
   int c;
   while (!problem && (c = next_byte(br)) >= 0) {
     if (c != 0xFF)
@@ -373,6 +381,11 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
     if (lo < 0)
       break;
     long left = (long)(hi << 8 | lo) - 2;
+    if (m == 0xDA && ++scans > JPEG_MAX_SCANS) {
+      problem = "JPEG has more than 500 scans (the limit TurboJPEG applies "
+                "too)";
+      break;
+    }
     if (m == 0xC0 || m == 0xC1 || m == 0xC2) {
       if (!frame)
         frame = m == 0xC2 ? 2 : 1;
@@ -386,7 +399,7 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
         for (int i = 0; i < 16; i++)
           total += byte_or_zero(br);
         if (total > 256) {
-          problem = "a Huffman table has more than 256 codes";
+          problem = "Corrupt JPEG (a Huffman table has more than 256 codes)";
           break;
         }
         if ((q >> 4) <= 1 && (q & 15) <= 3)
@@ -417,7 +430,8 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
         if (hd > 3 || ha > 3)
           continue; /* stb refuses these itself */
         if ((dc && !defined[0][hd]) || (ac && !defined[1][ha]))
-          problem = "a scan uses a Huffman table that was never defined";
+          problem = "Corrupt JPEG (a scan uses a Huffman table that was "
+                    "never defined)";
       }
     }
     while (left-- > 0 && next_byte(br) >= 0) {
@@ -446,46 +460,225 @@ static uint32_t le32(const unsigned char *p) {
          (uint32_t)p[3] << 24;
 }
 
-/* What stb's BMP output needs changed to read the file as Pillow and the
- * format's documentation do. stb expands every palette to RGB: a palette of
- * at most 8 bits whose entry i is gray level i (or black and white for 2
- * colours) is how gray images are stored, and becomes one channel again.
- * stb also treats the fourth byte of 32-bit BI_RGB pixels as alpha, but
- * that byte is documented as unused: those files are RGB. */
-typedef struct bmp_fixes {
+/* ---- BMP -----------------------------------------------------------------
+ *
+ * What stb_image 2.27's BMP loader (stbi__bmp_parse_header, stbi__bmp_load)
+ * does, read in its source, and what we do about it:
+ *  - compression: it decodes BI_RGB (0) and BI_BITFIELDS (3, 16 and 32 bits)
+ *    and refuses 1, 2 and 4..0x7fffffff, but it reads the field as an int:
+ *    0x80000000 and above pass as if 0. We refuse every value but 0 and 3.
+ *  - a negative height (rows stored top-down, as Windows tools and Pillow
+ *    may write them): stb decodes it, but stbi_info reports the height
+ *    negative, as stored.
+ *  - the palette: stb reads psize entries into an uninitialised
+ *    pal[256][4], psize being derived from the pixel-data offset, not from
+ *    the header's colour count; a 12-byte (OS/2) header is counted as 24
+ *    bytes there, so stb misses that palette's last 4 entries (stb PR
+ *    #1494), and a palette smaller than 5 entries is not read at all. A
+ *    pixel index past what stb read takes stack memory as its colour, which
+ *    changes from run to run. Such an index is outside the format (a pixel
+ *    indexes the colour table; browsers show it black): we refuse the file,
+ *    with the index and the palette's size, the palette being the entries
+ *    that the header declares and stb reads both.
+ *  - pixel data: rows of 1, 4, 8, 16, 24 or 32 bits per pixel padded to 4
+ *    bytes, from the header's offset on (stb starts reading there, or later
+ *    where the offset points into what it has read already).
+ *
+ * What stb's output needs changed to read the file as Pillow and the
+ * format's documentation do: stb expands every palette to RGB, and a palette
+ * of at most 8 bits whose entry i is gray level i (or black and white for 2
+ * colours) is how gray images are stored, so it becomes one channel again.
+ * stb also treats the fourth byte of 32-bit BI_RGB pixels as alpha, but that
+ * byte is documented as unused: those files are RGB. */
+typedef struct bmp_info {
+  uint32_t header_size; /* 12 (OS/2), 40, 56, 108 or 124 */
+  uint32_t offset;      /* of the pixel data */
+  unsigned bits;        /* per pixel */
+  uint32_t colors;      /* palette entries a pixel may use; 0: no check */
+  uint32_t os2_colors;  /* entries an OS/2 palette really has */
   int gray_palette;
   int drop_alpha;
-} bmp_fixes;
+} bmp_info;
 
-static bmp_fixes bmp_inspect(imgstat_source *src) {
-  bmp_fixes fx = {0, 0};
+static const char *bmp_compression_name(uint32_t c) {
+  switch (c) {
+  case 1:
+    return "RLE8";
+  case 2:
+    return "RLE4";
+  case 4:
+    return "JPEG";
+  case 5:
+    return "PNG";
+  case 6:
+    return "alpha bit fields";
+  default:
+    return "unknown";
+  }
+}
+
+/* Reads the header and the palette before stb runs; refuses a compression
+ * stb does not decode and a palette stb cannot read. Anything else wrong is
+ * left to stb, which refuses it. Rewinds. */
+static imgstat_status bmp_inspect(imgstat_source *src, bmp_info *bi,
+                                  imgstat_error *err) {
+  memset(bi, 0, sizeof *bi);
   unsigned char h[14 + 124 + 4 * 256];
   size_t n = imgstat_source_read(src, h, sizeof h);
-  imgstat_source_rewind(src);
-  if (n < 54)
-    return fx;
-  uint32_t info_size = le32(h + 14);
-  unsigned bits = (unsigned)(h[28] | h[29] << 8);
-  uint32_t compression = le32(h + 30);
-  if (info_size < 40 || info_size > 124)
-    return fx;
-  fx.drop_alpha = bits == 32 && compression == 0;
-  if (bits == 0 || bits > 8)
-    return fx;
-  uint32_t colors = le32(h + 46);
-  if (colors == 0 || colors > (1u << bits))
-    colors = 1u << bits;
-  size_t at = 14 + info_size;
-  if (at + 4 * (size_t)colors > n)
-    return fx;
-  for (uint32_t i = 0; i < colors; i++) {
-    unsigned want = colors == 2 ? 255 * i : i;
+  imgstat_status s = rewind_or_fail(src, err);
+  if (s != IMGSTAT_OK || n < 26)
+    return s;
+  bi->offset = le32(h + 10);
+  bi->header_size = le32(h + 14);
+  uint32_t hsz = bi->header_size, compression = 0;
+  if (hsz == 12) {
+    bi->bits = (unsigned)(h[24] | h[25] << 8);
+  } else if (hsz == 40 || hsz == 56 || hsz == 108 || hsz == 124) {
+    if (n < 54)
+      return IMGSTAT_OK;
+    bi->bits = (unsigned)(h[28] | h[29] << 8);
+    compression = le32(h + 30);
+  } else {
+    return IMGSTAT_OK;
+  }
+  if (compression != 0 && compression != 3)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "BMP compression %" PRIu32
+                             " (%s) is not supported: only uncompressed and "
+                             "bit-field BMPs are read",
+                             compression, bmp_compression_name(compression));
+  bi->drop_alpha = hsz >= 40 && bi->bits == 32 && compression == 0;
+  if (bi->bits != 1 && bi->bits != 4 && bi->bits != 8)
+    return IMGSTAT_OK;
+  if (bi->offset > INT_MAX)
+    return IMGSTAT_OK; /* stb: "bad BMP" */
+
+  /* stb's psize, in its arithmetic; below 1 or above 256 it refuses the
+   * file, except below 0, which it decodes with no palette at all. */
+  uint32_t all = 1u << bi->bits, declared = all;
+  int64_t psize;
+  if (hsz == 12) {
+    if (bi->offset >= 26 && bi->offset <= 40)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                               "an OS/2 BMP palette of fewer than 5 colours "
+                               "is not read by stb_image");
+    psize = ((int64_t)bi->offset - 38) / 3;
+    bi->os2_colors = (bi->offset - 26) / 3 < all ? (bi->offset - 26) / 3 : all;
+    declared = bi->os2_colors;
+  } else {
+    int64_t gap = (int64_t)bi->offset - 14 - hsz;
+    psize = gap < 0 ? -1 : gap / 4;
+    uint32_t used = le32(h + 46);
+    if (used != 0 && used < all)
+      declared = used;
+  }
+  if (psize < 0)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_FORMAT,
+        "BMP pixel data offset %" PRIu32 " lies inside its header", bi->offset);
+  if (psize == 0 || psize > 256)
+    return IMGSTAT_OK;
+  bi->colors = (uint64_t)psize < declared ? (uint32_t)psize : declared;
+
+  size_t at = 14 + hsz;
+  if (hsz < 40 || at + 4 * (size_t)bi->colors > n)
+    return IMGSTAT_OK;
+  for (uint32_t i = 0; i < bi->colors; i++) {
+    unsigned want = bi->colors == 2 ? 255 * i : i;
     const unsigned char *e = h + at + 4 * i; /* B, G, R, reserved */
     if (e[0] != want || e[1] != want || e[2] != want)
-      return fx;
+      return IMGSTAT_OK;
   }
-  fx.gray_palette = 1;
-  return fx;
+  bi->gray_palette = 1;
+  return IMGSTAT_OK;
+}
+
+/* The least input stb needs for a width x height BMP: the pixel data starts
+ * at the header's offset, or later (never inside the header), and holds
+ * every row padded to 4 bytes, but the last row's padding, which some
+ * writers drop (see on_stb_skip). stb refuses a shorter file as truncated
+ * once it has decoded what is there. 0 for a depth stb refuses. */
+static uint64_t bmp_min_input(const bmp_info *bi, uint32_t width,
+                              uint32_t height) {
+  unsigned b = bi->bits;
+  if (b != 1 && b != 4 && b != 8 && b != 16 && b != 24 && b != 32)
+    return 0;
+  uint64_t row = ((uint64_t)width * b + 7) / 8, stride = (row + 3) & ~3u;
+  uint64_t start = (uint64_t)bi->offset > 14 + (uint64_t)bi->header_size
+                       ? bi->offset
+                       : 14 + (uint64_t)bi->header_size;
+  uint64_t rows = height - 1;
+  if (rows > 0 && stride > (UINT64_MAX - start - row) / rows)
+    return UINT64_MAX;
+  return start + rows * stride + row;
+}
+
+/* The bytes held at once decoding a width x height BMP that stbi_info gives
+ * comp channels: stb's interleaved buffer of comp bytes a pixel (palettes
+ * expanded to RGB), then the planes, which a gray palette does not need
+ * (stb's buffer becomes the plane) and dropped alpha makes 3. */
+static uint64_t bmp_peak_bytes(const bmp_info *bi, uint32_t width,
+                               uint32_t height, int comp) {
+  uint64_t pixels = (uint64_t)width * height;
+  int planes = bi->gray_palette && comp == 3 ? 0
+               : bi->drop_alpha && comp == 4 ? 3
+                                             : comp;
+  if (pixels > UINT64_MAX / 8)
+    return UINT64_MAX;
+  return pixels * (uint64_t)(comp + planes);
+}
+
+/* Refuses a palette BMP with a pixel index beyond its palette (see above),
+ * reading the pixel data as stb will, in file order (either row order is
+ * the same check). A file that ends early is left to stb, which refuses it
+ * as truncated. */
+static imgstat_status bmp_indices_check(imgstat_source *src, const bmp_info *bi,
+                                        uint32_t width, uint32_t height,
+                                        imgstat_error *err) {
+  if (bi->colors == 0 || bi->colors >= 1u << bi->bits)
+    return IMGSTAT_OK; /* no palette, or every index has an entry */
+  byte_reader *br = malloc(sizeof *br);
+  if (!br)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "Out of memory");
+  br->src = src;
+  br->len = br->at = 0;
+  unsigned b = bi->bits, mask = (1u << b) - 1;
+  size_t row = ((size_t)width * b + 7) / 8, stride = (row + 3) & ~(size_t)3;
+  long bad = -1;
+  for (uint32_t i = 0; i < bi->offset; i++)
+    if (next_byte(br) < 0)
+      goto done;
+  for (uint32_t y = 0; y < height && bad < 0; y++) {
+    uint32_t x = 0;
+    for (size_t i = 0; i < stride; i++) {
+      int c = next_byte(br);
+      if (c < 0)
+        goto done;
+      /* Pixels from the high bits down; the bits past the last pixel of a
+       * row are padding, which stb does not look up. */
+      for (int shift = 8 - (int)b; shift >= 0 && x < width; shift -= (int)b) {
+        unsigned v = ((unsigned)c >> shift) & mask;
+        x++;
+        if (v >= bi->colors && bad < 0)
+          bad = (long)v;
+      }
+    }
+  }
+done:
+  free(br);
+  imgstat_status s = rewind_or_fail(src, err);
+  if (s != IMGSTAT_OK || bad < 0)
+    return s;
+  if (bi->header_size == 12 && (uint32_t)bad < bi->os2_colors)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "BMP pixel index %ld is one of the last 4 "
+                             "colours of an OS/2 palette, which stb_image "
+                             "does not read",
+                             bad);
+  return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                           "BMP pixel index %ld beyond its palette of %" PRIu32
+                           " colours",
+                           bad, bi->colors);
 }
 
 /* GIF: stb always returns RGBA; keep alpha only when some pixel of the first
@@ -534,24 +727,34 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
       (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src))) {
     const char *problem = jpeg_tables_problem(src);
     if (problem)
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "Corrupt JPEG (%s)",
-                               problem);
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", problem);
   }
   if (kind == IMGSTAT_KIND_HDR && !hdr_rle_complete(src))
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "file is truncated (HDR run-length data ends "
                              "early)");
+  bmp_info bmp = {0};
+  if (kind == IMGSTAT_KIND_BMP &&
+      (s = bmp_inspect(src, &bmp, err)) != IMGSTAT_OK)
+    return s;
   stb_reader reader = {src, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
   if (!stbi_info_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp))
     return stb_failure(kind, err);
+  if (kind == IMGSTAT_KIND_BMP && h < 0 && h != INT_MIN)
+    h = -h; /* rows stored top-down: stb reads them */
   if (w <= 0 || h <= 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "image is %dx%d", w, h);
   /* stb decodes into one interleaved buffer, which is then split into
    * planes beside it: twice the decoded bytes at the peak. stbi_info's comp
    * is what the file stores (an HDR decodes to 3 floats whatever it says). */
-  {
+  if (kind == IMGSTAT_KIND_BMP) { /* exact: bmp_peak_bytes, bmp_min_input */
+    s = imgstat_decode_check(
+        lim, (uint32_t)w, (uint32_t)h,
+        bmp_peak_bytes(&bmp, (uint32_t)w, (uint32_t)h, comp),
+        bmp_min_input(&bmp, (uint32_t)w, (uint32_t)h), src->size, "BMP", err);
+  } else {
     uint64_t sample_bytes = kind == IMGSTAT_KIND_HDR ? 4 : 2;
     uint64_t ch = comp >= 1 && comp <= 4 ? (uint64_t)comp : 4;
     s = imgstat_decode_check(lim, (uint32_t)w, (uint32_t)h,
@@ -574,9 +777,10 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     psd_header(src, &psd_channels, &psd_depth); /* rewinds */
     is_16 = psd_depth == 16;
   }
-  bmp_fixes bmp = {0, 0};
-  if (kind == IMGSTAT_KIND_BMP)
-    bmp = bmp_inspect(src); /* rewinds */
+  if (kind == IMGSTAT_KIND_BMP &&
+      (s = bmp_indices_check(src, &bmp, (uint32_t)w, (uint32_t)h, err)) !=
+          IMGSTAT_OK)
+    return s;
 
   reader.past_end = 0;
   void *pixels;
