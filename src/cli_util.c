@@ -2,6 +2,7 @@
 #include "cli_util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,4 +29,81 @@ int imgstat_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi,
     return 0;
   *out = (uint64_t)v;
   return 1;
+}
+
+static size_t digits(const char *s) {
+  size_t n = 0;
+  while (s[n] >= '0' && s[n] <= '9')
+    n++;
+  return n;
+}
+
+size_t imgstat_cli_number_length(const char *s) {
+  size_t i = 0;
+  if (s[i] == '+' || s[i] == '-')
+    i++;
+  size_t whole = digits(s + i);
+  i += whole;
+  size_t frac = 0;
+  if (s[i] == '.') {
+    frac = digits(s + i + 1);
+    if (whole == 0 && frac == 0)
+      return 0;
+    i += 1 + frac;
+  }
+  if (whole == 0 && frac == 0)
+    return 0;
+  if (s[i] == 'e' || s[i] == 'E') {
+    size_t j = i + 1;
+    if (s[j] == '+' || s[j] == '-')
+      j++;
+    size_t ex = digits(s + j);
+    if (ex > 0)
+      i = j + ex;
+  }
+  return i;
+}
+
+/* The number of len characters at s (imgstat_cli_number_length(s) == len,
+ * and what follows cannot continue a number for strtod: a comma or the
+ * end). */
+static int parse_number(const char *s, size_t len, double lo, double hi,
+                        double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  /* errno is ERANGE on underflow too (a subnormal, or 0): still a number,
+   * judged by its value; on overflow the value is infinite */
+  if (end != s + len)
+    return IMGSTAT_CLI_NUM_SYNTAX;
+  if (!isfinite(v) || v < lo || v > hi)
+    return IMGSTAT_CLI_NUM_RANGE;
+  *out = v;
+  return IMGSTAT_CLI_NUM_OK;
+}
+
+int imgstat_cli_parse_double(const char *s, double lo, double hi, double *out) {
+  size_t len = s ? imgstat_cli_number_length(s) : 0;
+  if (len == 0 || s[len] != '\0')
+    return IMGSTAT_CLI_NUM_SYNTAX;
+  return parse_number(s, len, lo, hi, out);
+}
+
+int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
+                                  double *out, int max) {
+  int n = 0;
+  if (!s)
+    return IMGSTAT_CLI_NUM_SYNTAX;
+  for (;;) {
+    size_t len = imgstat_cli_number_length(s);
+    if (len == 0 || (s[len] != ',' && s[len] != '\0') || n == max)
+      return IMGSTAT_CLI_NUM_SYNTAX;
+    int r = parse_number(s, len, lo, hi, &out[n]);
+    if (r != IMGSTAT_CLI_NUM_OK)
+      return r;
+    n++;
+    if (s[len] == '\0')
+      return n;
+    s += len + 1;
+  }
 }

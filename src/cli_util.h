@@ -6,6 +6,7 @@
 #ifndef IMGSTAT_CLI_UTIL_H
 #define IMGSTAT_CLI_UTIL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The exit status of a usage error. */
@@ -25,5 +26,34 @@ int imgstat_cli_usage_error(const char *prefix, const char *command,
  * no suffix). Returns 1 and sets *out, or 0 and leaves it. */
 int imgstat_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi,
                            uint64_t *out);
+
+/* The length of the decimal number at the start of s, 0 when there is none:
+ * an optional sign, digits with an optional point and fraction (or a point
+ * and digits), an optional exponent (e or E, an optional sign, digits). No
+ * spaces, no hexadecimal, no inf or nan. The one grammar of every number
+ * the program reads (options, and the numbers of --stats-from's JSON). */
+size_t imgstat_cli_number_length(const char *s);
+
+/* What imgstat_cli_parse_double found. */
+enum {
+  IMGSTAT_CLI_NUM_OK = 1,
+  IMGSTAT_CLI_NUM_SYNTAX = 0, /* not a number */
+  IMGSTAT_CLI_NUM_RANGE = -1  /* a number, but outside [lo, hi] (or beyond
+                                 the largest double) */
+};
+
+/* s as a finite double, all of s being one number of the grammar above, in
+ * [lo, hi]. Tiny values are numbers: 1e-308 (subnormal) is kept, 1e-400
+ * rounds to 0, and both are then judged against [lo, hi]. Returns
+ * IMGSTAT_CLI_NUM_OK and sets *out, or another IMGSTAT_CLI_NUM_ value and
+ * leaves it. */
+int imgstat_cli_parse_double(const char *s, double lo, double hi, double *out);
+
+/* Up to max numbers separated by single commas (e.g. "1,99"; no empty
+ * items, no spaces), each read by imgstat_cli_parse_double in [lo, hi].
+ * Returns the count (>= 1), or IMGSTAT_CLI_NUM_SYNTAX (also for an empty
+ * list or more than max items) or IMGSTAT_CLI_NUM_RANGE. */
+int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
+                                  double *out, int max);
 
 #endif

@@ -16,7 +16,6 @@
 #include "imgstat_cuda_norm.h"
 #include "output.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,24 +58,20 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
                          value ? value : "");
     cfg->bins = (uint32_t)v;
   } else if (strcmp(name, "--percentiles") == 0) {
-    int n = 0;
-    const char *s = value ? value : "";
-    while (*s) {
-      char *end;
-      errno = 0;
-      double p = strtod(s, &end);
-      if (end == s || errno || !(p >= 0 && p <= 100) ||
-          n == IMGSTAT_MAX_PERCENTILES || (*end && *end != ','))
-        return usage_error("--percentiles: '%s' is not up to %d numbers "
-                           "from 0 to 100 separated by commas",
-                           value, IMGSTAT_MAX_PERCENTILES);
-      cfg->percentiles[n++] = p;
-      s = *end ? end + 1 : end;
-      if (*end && !*s)
-        return usage_error("--percentiles: '%s' ends with a comma", value);
-    }
-    if (n == 0)
+    double p[IMGSTAT_MAX_PERCENTILES];
+    if (!value || !*value)
       return usage_error("--percentiles needs at least one value");
+    int n = imgstat_cli_parse_double_list(value, 0, 100, p,
+                                          IMGSTAT_MAX_PERCENTILES);
+    if (n == IMGSTAT_CLI_NUM_RANGE)
+      return usage_error("--percentiles: '%s': every value must be from 0 "
+                         "to 100",
+                         value);
+    if (n < 1)
+      return usage_error("--percentiles: '%s' is not up to %d numbers "
+                         "from 0 to 100 separated by commas",
+                         value, IMGSTAT_MAX_PERCENTILES);
+    memcpy(cfg->percentiles, p, sizeof(double) * (size_t)n);
     cfg->npercentiles = n;
     cfg->fields = 1;
   } else {

@@ -16,8 +16,8 @@
 #include "imgstat_cuda_norm.h"
 #include "imgstat_norm.h"
 
-#include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -105,30 +105,6 @@ static void path_error(const char *path, const char *fmt, ...) {
   putc('\n', stderr);
 }
 
-/* A comma-separated list of up to max finite numbers. Returns the count, or
- * -1 when malformed. */
-static int parse_list(const char *s, double *out, int max) {
-  int n = 0;
-  while (*s) {
-    if (n == max)
-      return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno != 0 || !isfinite(v) || isspace((unsigned char)*s))
-      return -1;
-    out[n++] = v;
-    if (*end == ',')
-      end++;
-    else if (*end != '\0')
-      return -1;
-    s = end;
-    if (*s == '\0' && end[-1] == ',')
-      return -1;
-  }
-  return n;
-}
-
 /* ---- a tiny JSON reader for one `imgstat --json` record --------------------
  * Enough JSON to walk that shape: objects, arrays, strings (escapes skipped,
  * not decoded), numbers, true/false/null. Reads "stats": [{"mean": M, "std":
@@ -175,9 +151,14 @@ static int json_number(json_in *j, double *v, int *is_null) {
     *is_null = 1;
     return 1;
   }
+  /* the program's one number grammar (JSON's, but for a leading '+' or
+   * zero, or a bare point, which are accepted) */
+  size_t len = imgstat_cli_number_length(j->p);
   char *end;
+  if (len == 0)
+    return 0;
   *v = strtod(j->p, &end);
-  if (end == j->p)
+  if (end != j->p + len || !isfinite(*v))
     return 0;
   j->p = end;
   return 1;
@@ -410,8 +391,9 @@ static int parse(int argc, char **argv, norm_cli *c) {
         c->norm.mode = IMGSTAT_NORM_ZSCORE;
       } else {
         double v[2];
-        if (i + 1 >= argc || parse_list(argv[i + 1], v, 2) != 2 || v[0] < 0 ||
-            v[1] > 100 || v[0] > v[1])
+        if (i + 1 >= argc ||
+            imgstat_cli_parse_double_list(argv[i + 1], 0, 100, v, 2) != 2 ||
+            v[0] > v[1])
           return usage_error("clip needs LOW,HIGH with 0 <= LOW <= HIGH <= "
                              "100 (e.g. clip 1,99)");
         c->norm.mode = IMGSTAT_NORM_CLIP;
@@ -497,14 +479,20 @@ static int parse(int argc, char **argv, norm_cli *c) {
       else
         return usage_error("--alpha: '%s' is not copy, normalize or drop", v);
     } else if (strcmp(name, "--mean") == 0) {
-      c->nmean = parse_list(v, c->mean, IMGSTAT_MAX_CHANNELS);
+      c->nmean = imgstat_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->mean,
+                                               IMGSTAT_MAX_CHANNELS);
+      if (c->nmean == IMGSTAT_CLI_NUM_RANGE)
+        return usage_error("--mean: '%s': a value is too large", v);
       if (c->nmean < 1)
         return usage_error("--mean: '%s' is not 1 to 4 numbers separated by "
                            "commas",
                            v);
       c->have_mean = 1;
     } else if (strcmp(name, "--std") == 0) {
-      c->nstd = parse_list(v, c->sd, IMGSTAT_MAX_CHANNELS);
+      c->nstd = imgstat_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->sd,
+                                              IMGSTAT_MAX_CHANNELS);
+      if (c->nstd == IMGSTAT_CLI_NUM_RANGE)
+        return usage_error("--std: '%s': a value is too large", v);
       if (c->nstd < 1)
         return usage_error("--std: '%s' is not 1 to 4 numbers separated by "
                            "commas",

@@ -393,6 +393,20 @@ for args in "--bogus $tmp/gray.pgm" "-x $tmp/gray.pgm" "--ddof 2 $tmp/gray.pgm" 
   [ -s "$tmp/out" ] && fail "usage error '$args' printed on stdout" || pass
 done
 
+# Numbers are strict everywhere (one parser): no spaces, no hex, no inf/nan;
+# tiny values are numbers, and a value out of range says so.
+for v in "0x10" " 5" "5 " "inf" "nan" "1e" "1,,2" "1,"; do
+  run --percentiles "$v" "$tmp/gray.pgm"
+  expect_rc 2 "--percentiles '$v'"
+  expect_grep "$tmp/err" "is not up to" "--percentiles '$v': not a number"
+done
+run --percentiles 101 "$tmp/gray.pgm"
+expect_rc 2 "--percentiles 101"
+expect_grep "$tmp/err" "every value must be from 0 to 100" "--percentiles 101: range"
+run --json --percentiles 1e-308,.5,99. "$tmp/gray.pgm"
+expect_rc 0 "--percentiles with a subnormal, .5 and 99."
+expect_grep "$tmp/out" '"percentiles":{"1e-308":' "--percentiles 1e-308 kept"
+
 run --help
 expect_rc 0 "--help"
 expect_grep "$tmp/out" "Usage: imgstat" "--help text"

@@ -1,9 +1,11 @@
 /*
  * The program's output formats (src/output.c): JSON string escaping, the
  * shortest round-trip doubles, null for figures that do not exist, CSV
- * quoting, the text table, and the --verify comparison. Expected texts are
+ * quoting, the text table, the --verify comparison, and the command line's
+ * number parser (src/cli_util.c). Expected texts are
  * written out by hand here.
  */
+#include "cli_util.h"
 #include "output.h"
 #include "test_util.h"
 #include "verify.h"
@@ -304,6 +306,84 @@ static void test_verify_float(void) {
   CU_ASSERT_EQUAL(ok, 0);
 }
 
+/* The one strict number parser: what is a number, what is in range. */
+static void test_parse_double(void) {
+  double v = -1;
+  const double big = 1.7976931348623157e308;
+  static const char *const numbers[] = {
+      "0", "5", "-2.5", "+7", ".5", "5.", "1e2", "1E-2", "1e+2", "99.9", "-0"};
+  for (size_t k = 0; k < sizeof numbers / sizeof *numbers; k++)
+    CU_ASSERT_EQUAL(imgstat_cli_parse_double(numbers[k], -big, big, &v),
+                    IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e2", -big, big, &v), 1);
+  CU_ASSERT_EQUAL(v, 100.0);
+  static const char *const not_numbers[] = {
+      "",     " 5",  "5 ",  "\t5", "0x10", "0X1p3", "inf",
+      "-inf", "nan", "NAN", "1e",  "1e+",  "e5",    ".",
+      "-",    "+",   "1,2", "5%",  "1..2", "--1",   "1e5x"};
+  for (size_t k = 0; k < sizeof not_numbers / sizeof *not_numbers; k++) {
+    v = -1;
+    CU_ASSERT_EQUAL(imgstat_cli_parse_double(not_numbers[k], -big, big, &v),
+                    IMGSTAT_CLI_NUM_SYNTAX);
+    CU_ASSERT_EQUAL(v, -1);
+  }
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double(NULL, 0, 1, &v),
+                  IMGSTAT_CLI_NUM_SYNTAX);
+  /* tiny values are numbers: a subnormal, and one that rounds to 0 */
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e-308", 0, big, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT(v > 0 && v < 2.3e-308);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("4.9e-324", 0, big, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT(v > 0);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e-400", 0, big, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT_EQUAL(v, 0.0);
+  /* outside the range, or beyond the largest double: a range error */
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("100.5", 0, 100, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("-1e-9", 0, 100, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e400", -big, big, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("-1e400", -big, big, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  /* the grammar's length inside longer text */
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("12.5e3,"), 6);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("1e}"), 1);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("0x10"), 1);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("nan"), 0);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length(" 1"), 0);
+  /* a long number is still a number */
+  char longnum[400];
+  memset(longnum, '0', sizeof longnum - 2);
+  longnum[sizeof longnum - 2] = '7';
+  longnum[sizeof longnum - 1] = '\0';
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double(longnum, 0, 10, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT_EQUAL(v, 7.0);
+}
+
+static void test_parse_double_list(void) {
+  double v[4];
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,99", 0, 100, v, 4), 2);
+  CU_ASSERT_EQUAL(v[0], 1.0);
+  CU_ASSERT_EQUAL(v[1], 99.0);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1e-308,.5,2.,3", 0, 100, v, 4),
+                  4);
+  CU_ASSERT(v[0] > 0 && v[0] < 1e-300);
+  static const char *const bad[] = {"",      ",",    "1,",       ",1",
+                                    "1,,2",  "1, 2", " 1",       "0x10",
+                                    "1,inf", "1;2",  "1,2,3,4,5"};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+    CU_ASSERT_EQUAL(imgstat_cli_parse_double_list(bad[k], 0, 100, v, 4),
+                    IMGSTAT_CLI_NUM_SYNTAX);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,101", 0, 100, v, 4),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,1e999", 0, 100, v, 4),
+                  IMGSTAT_CLI_NUM_RANGE);
+}
+
 int main(void) {
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
@@ -316,5 +396,7 @@ int main(void) {
   CU_add_test(s, "text table", test_text);
   CU_add_test(s, "--verify: integer fields exactly", test_verify_integer);
   CU_add_test(s, "--verify: float tolerance", test_verify_float);
+  CU_add_test(s, "strict numbers", test_parse_double);
+  CU_add_test(s, "strict number lists", test_parse_double_list);
   return test_run_all();
 }
