@@ -1,20 +1,82 @@
 /* The command-line files' shared helpers (cli_util.h). */
 #include "cli_util.h"
 
+#include "output.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Writes "imgstat: " + prefix + (path escaped + ": ", when path is not
+ * NULL) + the message escaped + after, to stderr in one write. prefix and
+ * after are the program's own text, written as they are. */
+static void message(const char *prefix, const char *path, const char *after,
+                    const char *fmt, va_list ap) {
+  char small[512];
+  char *text = small;
+  va_list copy;
+  va_copy(copy, ap);
+  int n = vsnprintf(small, sizeof small, fmt, copy);
+  va_end(copy);
+  if (n < 0) {
+    snprintf(small, sizeof small, "(unprintable message)");
+  } else if ((size_t)n >= sizeof small) {
+    char *big = malloc((size_t)n + 1);
+    if (big) {
+      vsnprintf(big, (size_t)n + 1, fmt, ap);
+      text = big;
+    } /* else the truncated text */
+  }
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *mem = open_memstream(&buf, &size);
+  FILE *out = mem ? mem : stderr; /* no memory: piece by piece */
+  fputs("imgstat: ", out);
+  fputs(prefix, out);
+  if (path) {
+    imgstat_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+    fputs(": ", out);
+  }
+  imgstat_output_escape(out, text, IMGSTAT_ESCAPE_TEXT);
+  fputs(after, out);
+  if (mem) {
+    if (fclose(mem) == 0)
+      fwrite(buf, 1, size, stderr);
+    free(buf);
+  }
+  if (text != small)
+    free(text);
+}
+
+void imgstat_cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message("", NULL, "\n", fmt, ap);
+  va_end(ap);
+}
+
+void imgstat_cli_path_verror(const char *path, const char *fmt, va_list ap) {
+  message("", path, "\n", fmt, ap);
+}
+
+void imgstat_cli_path_error(const char *path, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message("", path, "\n", fmt, ap);
+  va_end(ap);
+}
+
 int imgstat_cli_usage_error(const char *prefix, const char *command,
                             const char *fmt, ...) {
+  char after[160];
+  snprintf(after, sizeof after, "\nTry '%s --help' for more information.\n",
+           command);
   va_list ap;
-  fprintf(stderr, "imgstat: %s", prefix);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  message(prefix, NULL, after, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nTry '%s --help' for more information.\n", command);
   return IMGSTAT_EXIT_USAGE;
 }
 

@@ -6,11 +6,33 @@
 #ifndef IMGSTAT_CLI_UTIL_H
 #define IMGSTAT_CLI_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* The exit status of a usage error. */
 #define IMGSTAT_EXIT_USAGE 2
+
+/* Every message below goes to stderr in one write, with the formatted text
+ * escaped for a terminal (IMGSTAT_ESCAPE_TEXT, output.h): a file name or an
+ * option value holding control characters cannot reach the terminal raw. */
+
+/* Prints "imgstat: <message>" and a line end. */
+void imgstat_cli_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Prints "imgstat: PATH: <message>" and a line end: the message of an input
+ * or output file. */
+void imgstat_cli_path_error(const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+void imgstat_cli_path_verror(const char *path, const char *fmt, va_list ap);
 
 /* Prints "imgstat: <prefix><message>" and a line pointing at "<command>
  * --help" to stderr; returns IMGSTAT_EXIT_USAGE. prefix is "" for the main

@@ -379,11 +379,9 @@ static void input_error(run_state *st, const char *path, const char *fmt, ...)
 /* "imgstat: PATH: reason" for an input that produced no record. */
 static void input_error(run_state *st, const char *path, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "imgstat: %s: ", path);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  imgstat_cli_path_verror(path, fmt, ap);
   va_end(ap);
-  putc('\n', stderr);
   st->any_failed = 1;
 }
 
@@ -411,8 +409,8 @@ static void gpu_decide(run_state *st) {
   /* auto: no device means the CPU quietly; a broken one is worth a line. */
   if (!needs_gpu(st->opt) && st->starter.status != IMGSTAT_ERR_NODEVICE &&
       !st->opt->quiet)
-    fprintf(stderr, "imgstat: GPU unusable (%s); using the CPU\n",
-            reason(&st->starter.err));
+    imgstat_cli_error("GPU unusable (%s); using the CPU",
+                      reason(&st->starter.err));
 }
 
 static void gpu_unusable_error(run_state *st, const char *path) {
@@ -469,8 +467,8 @@ static int compute(run_state *st, const char *path, const imgstat_image *img,
       return 0;
     }
     if (!o->quiet)
-      fprintf(stderr, "imgstat: %s: GPU failed (%s); using the CPU\n", path,
-              reason(&err));
+      imgstat_cli_path_error(path, "GPU failed (%s); using the CPU",
+                             reason(&err));
     memset(&err, 0, sizeof err);
   }
 

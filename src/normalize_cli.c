@@ -20,7 +20,6 @@
 #include <float.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,21 +88,6 @@ static void on_sigint(int sig) {
 
 #define usage_error(...)                                                       \
   imgstat_cli_usage_error("normalize: ", "imgstat normalize", __VA_ARGS__)
-
-static void path_error(const char *path, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void path_error(const char *path, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "imgstat: %s: ", path);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  putc('\n', stderr);
-}
 
 /* ---- a tiny JSON reader for one `imgstat --json` record --------------------
  * Enough JSON to walk that shape: objects, arrays, strings (escapes skipped,
@@ -316,7 +300,7 @@ bad:
 static int load_stats_file(const char *path, imgstat_norm_options *o) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    path_error(path, "%s", strerror(errno));
+    imgstat_cli_path_error(path, "%s", strerror(errno));
     return EXIT_USAGE;
   }
   char *text = malloc(1 << 20);
@@ -334,7 +318,7 @@ static int load_stats_file(const char *path, imgstat_norm_options *o) {
   int k = json_read_stats(text, o->mean, o->std, why, sizeof why);
   free(text);
   if (k < 0) {
-    path_error(path, "%s", why);
+    imgstat_cli_path_error(path, "%s", why);
     return EXIT_USAGE;
   }
   o->nstats = k;
@@ -706,8 +690,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     if (gst != IMGSTAT_OK) {
       gpu = NULL;
       if (c.backend == BACKEND_AUTO && gst != IMGSTAT_ERR_NODEVICE && !c.quiet)
-        fprintf(stderr, "imgstat: GPU unusable (%s); using the CPU\n",
-                gerr.message);
+        imgstat_cli_error("GPU unusable (%s); using the CPU", gerr.message);
     }
   }
 
@@ -715,8 +698,8 @@ int imgstat_normalize_main(int argc, char **argv) {
   for (int k = 0; k < c.ninputs && !interrupted; k++) {
     const char *in_path = c.inputs[k];
     if (c.backend == BACKEND_GPU && !gpu) {
-      path_error(in_path, "--backend gpu needs a usable GPU: %s",
-                 gerr.message[0] ? gerr.message : "unknown error");
+      imgstat_cli_path_error(in_path, "--backend gpu needs a usable GPU: %s",
+                             gerr.message[0] ? gerr.message : "unknown error");
       any_failed = 1;
       continue;
     }
@@ -725,7 +708,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     imgstat_error err = {0};
     imgstat_load_options lo = {c.max_pixels};
     if (imgstat_image_load(in_path, &lo, &img, &err) != IMGSTAT_OK) {
-      path_error(in_path, "%s", err.message);
+      imgstat_cli_path_error(in_path, "%s", err.message);
       any_failed = 1;
       continue;
     }
@@ -736,8 +719,8 @@ int imgstat_normalize_main(int argc, char **argv) {
       if (st != IMGSTAT_OK && st != IMGSTAT_ERR_ARG &&
           c.backend == BACKEND_AUTO) {
         if (!c.quiet)
-          fprintf(stderr, "imgstat: %s: GPU failed (%s); using the CPU\n",
-                  in_path, err.message);
+          imgstat_cli_path_error(in_path, "GPU failed (%s); using the CPU",
+                                 err.message);
         use_cpu = 1;
       }
     }
@@ -752,7 +735,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     }
     imgstat_image_free(&img);
     if (st != IMGSTAT_OK) {
-      path_error(in_path, "%s", err.message);
+      imgstat_cli_path_error(in_path, "%s", err.message);
       any_failed = 1;
       imgstat_image_free(&out);
       continue;
@@ -765,7 +748,7 @@ int imgstat_normalize_main(int argc, char **argv) {
       any_failed = 1;
     } else if (imgstat_image_write(path, &out, &wo, &err) != IMGSTAT_OK) {
       if (!interrupted)
-        path_error(path, "%s", err.message);
+        imgstat_cli_path_error(path, "%s", err.message);
       any_failed = 1;
     }
     free(path);

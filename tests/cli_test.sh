@@ -523,5 +523,42 @@ else
   pass
 fi
 
+# ---- control characters in names never reach the terminal raw -----------------
+
+esc=$(printf '\033')
+bel=$(printf '\007')
+esc_name="$tmp/t$esc]0;pwned$bel.pgm"
+cp "$tmp/gray.pgm" "$esc_name"
+# no_raw FILE WHAT: FILE holds neither ESC nor BEL (nor the C1 CSI).
+no_raw() {
+  if grep -q -e "$esc" -e "$bel" -e "$(printf '\302\233')" "$1"; then
+    fail "$2: a control character reached the output raw: $(od -c "$1" | head -5)"
+  else
+    pass
+  fi
+}
+run "$esc_name" "$tmp/t$(printf '\302\233')2J.pgm"
+expect_rc 1 "text output of an escaped name, and a missing one"
+no_raw "$tmp/out" "text output"
+no_raw "$tmp/err" "message naming a missing file"
+expect_grep "$tmp/out" "$tmp/t\\x1b]0;pwned\\x07.pgm  7x5  Y  8-bit" "text: name escaped"
+expect_grep "$tmp/err" "imgstat: $tmp/t\\xc2\\x9b2J.pgm: " "stderr: name escaped"
+run --csv "$esc_name" "$nl_name"
+expect_rc 0 "CSV of escaped names"
+no_raw "$tmp/out" "CSV output"
+expect_grep "$tmp/out" "$tmp/t\\x1b]0;pwned\\x07.pgm,7,5,1,8," "CSV: name escaped"
+expect_grep "$tmp/out" "$tmp/new\\nline\\ttab.pgm,7,5,1,8," "CSV: line break escaped"
+[ "$(lines "$tmp/out")" -eq 3 ] && pass || fail "CSV of escaped names: $(lines "$tmp/out") lines, want 3"
+run --percentiles "1$esc" "$tmp/gray.pgm"
+expect_rc 2 "usage error with ESC in a value"
+no_raw "$tmp/err" "usage error message"
+expect_grep "$tmp/err" "'1\\x1b'" "usage error: value escaped"
+run "--bogus$bel" "$tmp/gray.pgm"
+expect_rc 2 "unknown option with BEL"
+no_raw "$tmp/err" "unknown option message"
+run "$tmp/a\\x1b.pgm"
+expect_rc 1 "a missing name with a backslash"
+expect_grep "$tmp/err" "a\\\\x1b.pgm" "a backslash in a name is doubled"
+
 echo "cli_test: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]

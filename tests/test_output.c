@@ -54,6 +54,45 @@ static void test_json_string(void) {
                          "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
 }
 
+static const char *escaped(const char *s, imgstat_escape style) {
+  FILE *f = mem_open();
+  imgstat_output_escape(f, s, style);
+  mem_close(f);
+  return written;
+}
+
+/* Names and messages for a terminal: control characters visible, never
+ * raw. */
+static void test_text_escape(void) {
+  const imgstat_escape T = IMGSTAT_ESCAPE_TEXT;
+  CU_ASSERT_STRING_EQUAL(escaped("plain name.png", T), "plain name.png");
+  /* ESC ] 0 ; ... BEL retitles a terminal */
+  CU_ASSERT_STRING_EQUAL(escaped("a\x1b]0;pwned\x07.png", T),
+                         "a\\x1b]0;pwned\\x07.png");
+  CU_ASSERT_STRING_EQUAL(escaped("\n\t\r\b\f\x01\x7f", T),
+                         "\\n\\t\\r\\x08\\x0c\\x01\\x7f");
+  /* a backslash is doubled: the name "\x1b" (4 characters) differs from
+   * ESC */
+  CU_ASSERT_STRING_EQUAL(escaped("\\x1b", T), "\\\\x1b");
+  CU_ASSERT_STRING_EQUAL(escaped("q\"uote'", T), "q\"uote'");
+  /* UTF-8 passes; C1 controls (CSI is U+009B) and bytes that are not UTF-8
+   * are shown as bytes */
+  CU_ASSERT_STRING_EQUAL(escaped("\xc3\xa9t\xc3\xa9", T), "\xc3\xa9t\xc3\xa9");
+  CU_ASSERT_STRING_EQUAL(escaped("\xc2\x9b"
+                                 "31m",
+                                 T),
+                         "\\xc2\\x9b31m");
+  CU_ASSERT_STRING_EQUAL(escaped("\x9b"
+                                 "31m\xff",
+                                 T),
+                         "\\x9b31m\\xff");
+  /* CSV: the same, and quotes doubled */
+  CU_ASSERT_STRING_EQUAL(escaped("a\"b\nc", IMGSTAT_ESCAPE_CSV), "a\"\"b\\nc");
+  /* JSON: C1 controls escaped too */
+  CU_ASSERT_STRING_EQUAL(json_of("\xc2\x9b\xc2\x80\xc2\xa0"),
+                         "\"\\u009b\\u0080\xc2\xa0\"");
+}
+
 /* Significant digits of a %g-style number. */
 static int significant_digits(const char *s) {
   int n = 0, leading = 1;
@@ -178,6 +217,29 @@ static void test_csv(void) {
       "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
       "min_x,min_y,max_x,max_y,sum,mean,std,nan_count,inf_count\n"
       "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,2,0\n");
+}
+
+/* A name with control characters in every format the records have. */
+static void test_names_escaped_in_records(void) {
+  imgstat_record r = float_record();
+  r.file = "a\x1b[2J\nb,c.hdr";
+  FILE *f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
+  mem_close(f);
+  CU_ASSERT_NSTRING_EQUAL(written, "a\\x1b[2J\\nb,c.hdr  2x1  Y", 24);
+  CU_ASSERT_PTR_NULL(strchr(written, '\x1b'));
+  f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(written,
+                         "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,"
+                         "2,0\n");
+  imgstat_partial p;
+  memset(&p, 0, sizeof p);
+  f = mem_open();
+  imgstat_verify_partials(f, "x\x07.png", 1, IMGSTAT_U8, &p, &p);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(written, "x\\x07.png: verify ok\n");
 }
 
 static void test_text(void) {
@@ -389,6 +451,8 @@ int main(void) {
     return 1;
   CU_pSuite s = CU_add_suite("output", NULL, NULL);
   CU_add_test(s, "JSON string escaping", test_json_string);
+  CU_add_test(s, "escaping for terminals and CSV", test_text_escape);
+  CU_add_test(s, "names escaped in records", test_names_escaped_in_records);
   CU_add_test(s, "shortest round-trip doubles", test_shortest_double);
   CU_add_test(s, "JSON nulls for missing figures", test_json_nulls);
   CU_add_test(s, "JSON exact integers", test_json_integers);
