@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 /* Writes "imgstat: " + prefix + (path escaped + ": ", when path is not
  * NULL) + the message escaped + after, to stderr in one write. prefix and
@@ -168,4 +170,183 @@ int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
       return n;
     s += len + 1;
   }
+}
+
+/* ---- the hash set -------------------------------------------------------- */
+
+typedef struct set_entry {
+  uint64_t hash;
+  unsigned char *key; /* NULL: a free slot */
+  size_t len;
+  long value;
+} set_entry;
+
+struct imgstat_cli_set {
+  set_entry *slot;
+  size_t capacity; /* a power of two */
+  size_t count;
+};
+
+static uint64_t hash_bytes(const void *key, size_t len) {
+  /* FNV-1a, then a final mix so that the low bits (the slot) depend on
+   * every byte */
+  const unsigned char *p = key;
+  uint64_t h = 1469598103934665603u;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 1099511628211u;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdu;
+  h ^= h >> 33;
+  return h;
+}
+
+imgstat_cli_set *imgstat_cli_set_new(void) {
+  imgstat_cli_set *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->capacity = 64;
+  s->slot = calloc(s->capacity, sizeof *s->slot);
+  if (!s->slot) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void imgstat_cli_set_free(imgstat_cli_set *s) {
+  if (!s)
+    return;
+  for (size_t i = 0; i < s->capacity; i++)
+    free(s->slot[i].key);
+  free(s->slot);
+  free(s);
+}
+
+/* The slot holding key, or the free slot where it would go. */
+static set_entry *set_slot(const imgstat_cli_set *s, uint64_t h,
+                           const void *key, size_t len) {
+  size_t mask = s->capacity - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    set_entry *e = &s->slot[i];
+    if (!e->key ||
+        (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0))
+      return e;
+  }
+}
+
+static int set_grow(imgstat_cli_set *s) {
+  size_t cap = s->capacity * 2;
+  set_entry *old = s->slot;
+  size_t old_cap = s->capacity;
+  set_entry *slot = calloc(cap, sizeof *slot);
+  if (!slot)
+    return 0;
+  s->slot = slot;
+  s->capacity = cap;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].key)
+      *set_slot(s, old[i].hash, old[i].key, old[i].len) = old[i];
+  free(old);
+  return 1;
+}
+
+long imgstat_cli_set_add(imgstat_cli_set *s, const void *key, size_t len,
+                         long value) {
+  uint64_t h = hash_bytes(key, len);
+  set_entry *e = set_slot(s, h, key, len);
+  if (e->key)
+    return e->value;
+  if ((s->count + 1) * 2 > s->capacity) { /* at most half full */
+    if (!set_grow(s))
+      return -2;
+    e = set_slot(s, h, key, len);
+  }
+  e->key = malloc(len ? len : 1);
+  if (!e->key)
+    return -2;
+  memcpy(e->key, key, len);
+  e->hash = h;
+  e->len = len;
+  e->value = value;
+  s->count++;
+  return -1;
+}
+
+long imgstat_cli_set_find(const imgstat_cli_set *s, const void *key,
+                          size_t len) {
+  const set_entry *e = set_slot(s, hash_bytes(key, len), key, len);
+  return e->key ? e->value : -1;
+}
+
+/* ---- an output never overwrites an input ----------------------------------
+ */
+
+/* A file's identity as a key: 'i', device, inode (no padding bytes). */
+static size_t identity_key(const struct stat *st, unsigned char *key) {
+  uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+  key[0] = 'i';
+  memcpy(key + 1, &dev, 8);
+  memcpy(key + 9, &ino, 8);
+  return 17;
+}
+
+/* A name as given as a key: 'n' and the name (written to *key, malloc'd). */
+static size_t name_key(const char *name, unsigned char **key) {
+  size_t len = strlen(name);
+  *key = malloc(len + 1);
+  if (*key) {
+    (*key)[0] = 'n';
+    memcpy(*key + 1, name, len);
+  }
+  return len + 1;
+}
+
+imgstat_cli_set *imgstat_cli_inputs_index(char *const *inputs, int n) {
+  imgstat_cli_set *s = imgstat_cli_set_new();
+  for (int k = 0; s && k < n; k++) {
+    struct stat st;
+    unsigned char id[17], *name;
+    if (stat(inputs[k], &st) == 0 &&
+        imgstat_cli_set_add(s, id, identity_key(&st, id), k) == -2)
+      goto nomem;
+    size_t len = name_key(inputs[k], &name);
+    long r = name ? imgstat_cli_set_add(s, name, len, k) : -2;
+    free(name);
+    if (r == -2)
+      goto nomem;
+  }
+  return s;
+nomem:
+  imgstat_cli_set_free(s);
+  return NULL;
+}
+
+int imgstat_cli_output_is_input(const imgstat_cli_set *index,
+                                const char *path) {
+  struct stat st;
+  unsigned char id[17], *name;
+  long k = -1;
+  if (stat(path, &st) == 0)
+    k = imgstat_cli_set_find(index, id, identity_key(&st, id));
+  if (k < 0) {
+    size_t len = name_key(path, &name);
+    if (name)
+      k = imgstat_cli_set_find(index, name, len);
+    free(name);
+  }
+  return (int)k;
+}
+
+int imgstat_cli_refuse_input_output(const imgstat_cli_set *index,
+                                    char *const *inputs, const char *path,
+                                    const char *prefix, const char *command) {
+  int k = imgstat_cli_output_is_input(index, path);
+  if (k < 0)
+    return -1;
+  return imgstat_cli_usage_error(prefix, command,
+                                 "the output '%s' is the input '%s': refusing "
+                                 "to overwrite an input",
+                                 path, inputs[k]);
 }

@@ -78,4 +78,42 @@ int imgstat_cli_parse_double(const char *s, double lo, double hi, double *out);
 int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
                                   double *out, int max);
 
+/* ---- a small hash set (keys of bytes, each with a value) ----------------- */
+
+typedef struct imgstat_cli_set imgstat_cli_set;
+
+/* An empty set, or NULL when out of memory. */
+imgstat_cli_set *imgstat_cli_set_new(void);
+void imgstat_cli_set_free(imgstat_cli_set *s);
+
+/* Adds the len bytes at key with value (>= 0). Returns -1 when added, the
+ * value of an equal key already there (and adds nothing), or -2 when out of
+ * memory. */
+long imgstat_cli_set_add(imgstat_cli_set *s, const void *key, size_t len,
+                         long value);
+
+/* The value of an equal key, or -1. */
+long imgstat_cli_set_find(const imgstat_cli_set *s, const void *key,
+                          size_t len);
+
+/* ---- an output never overwrites an input -----------------------------------
+ * The one home of that rule, for normalize's outputs and --histogram-png:
+ * index the inputs once, then ask for each output path, in O(1) each. */
+
+/* The inputs by identity (device and inode, for each that exists now) and
+ * by name as given; NULL when out of memory. */
+imgstat_cli_set *imgstat_cli_inputs_index(char *const *inputs, int n);
+
+/* The index of the input that path would overwrite or be read as: the same
+ * file (by any spelling, hard or symbolic link) or the same name as given;
+ * -1 for none. */
+int imgstat_cli_output_is_input(const imgstat_cli_set *index, const char *path);
+
+/* When path is an input (above): prints the usage error "the output 'PATH'
+ * is the input 'INPUT': refusing to overwrite an input" (prefix and command
+ * as imgstat_cli_usage_error) and returns IMGSTAT_EXIT_USAGE; else -1. */
+int imgstat_cli_refuse_input_output(const imgstat_cli_set *index,
+                                    char *const *inputs, const char *path,
+                                    const char *prefix, const char *command);
+
 #endif

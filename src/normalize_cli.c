@@ -594,10 +594,6 @@ static imgstat_file_format choose_format(const norm_cli *c, int is_dir,
   return out_sample == IMGSTAT_F32 ? IMGSTAT_FILE_NPY : IMGSTAT_FILE_PNG;
 }
 
-static int same_file(const struct stat *a, const struct stat *b) {
-  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
 int imgstat_normalize_main(int argc, char **argv) {
   norm_cli c;
   memset(&c, 0, sizeof c);
@@ -622,10 +618,14 @@ int imgstat_normalize_main(int argc, char **argv) {
                        "or .pfm, or give --format",
                        c.out);
   }
-  /* OUT must never name an input, whatever the spelling of either path;
-   * several inputs must not map to one output either. */
-  char **outs = calloc((size_t)c.ninputs, sizeof *outs);
-  if (!outs) {
+  /* OUT must never name an input, whatever the spelling of either path
+   * (cli_util.h's rule); several inputs must not map to one output either.
+   * Both in O(inputs): hash sets of the inputs and of the outputs. */
+  imgstat_cli_set *inputs = imgstat_cli_inputs_index(c.inputs, c.ninputs);
+  imgstat_cli_set *outs = is_dir ? imgstat_cli_set_new() : NULL;
+  if (!inputs || (is_dir && !outs)) {
+    imgstat_cli_set_free(inputs);
+    imgstat_cli_set_free(outs);
     free(c.inputs);
     fputs("imgstat: out of memory\n", stderr);
     return EXIT_FAILED;
@@ -637,39 +637,33 @@ int imgstat_normalize_main(int argc, char **argv) {
         IMGSTAT_FILE_PNG, IMGSTAT_FILE_NPY, IMGSTAT_FILE_PFM};
     for (int f = 0; f < 3 && status < 0; f++) {
       char *p = output_path(&c, is_dir, c.inputs[k], all[f]);
-      struct stat pst;
       if (!p) {
         status = EXIT_FAILED;
         break;
       }
-      if (stat(p, &pst) == 0)
-        for (int m = 0; m < c.ninputs; m++) {
-          struct stat ist;
-          if (stat(c.inputs[m], &ist) == 0 && same_file(&pst, &ist)) {
-            status = usage_error("the output '%s' is the input '%s': refusing "
-                                 "to overwrite an input",
-                                 p, c.inputs[m]);
-            break;
-          }
-        }
+      status = imgstat_cli_refuse_input_output(
+          inputs, c.inputs, p, "normalize: ", "imgstat normalize");
       free(p);
       if (!is_dir)
         break;
     }
     if (is_dir && status < 0) {
+      /* the same name with every extension: the PNG's stands for all */
       char *p = output_path(&c, 1, c.inputs[k], IMGSTAT_FILE_PNG);
-      for (int m = 0; p && m < k && status < 0; m++) {
-        char *q = output_path(&c, 1, c.inputs[m], IMGSTAT_FILE_PNG);
-        if (q && strcmp(p, q) == 0)
-          status = usage_error("inputs '%s' and '%s' would both be written "
-                               "to %s",
-                               c.inputs[m], c.inputs[k], p);
-        free(q);
-      }
+      long m = p ? imgstat_cli_set_add(outs, p, strlen(p), k) : -2;
+      if (m == -2)
+        status = EXIT_FAILED;
+      else if (m >= 0)
+        status = usage_error("inputs '%s' and '%s' would both be written "
+                             "to %s",
+                             c.inputs[m], c.inputs[k], p);
       free(p);
     }
   }
-  free(outs);
+  imgstat_cli_set_free(inputs);
+  imgstat_cli_set_free(outs);
+  if (status == EXIT_FAILED)
+    fputs("imgstat: out of memory\n", stderr);
   if (status >= 0) {
     free(c.inputs);
     return status;

@@ -89,6 +89,41 @@ expect 2 "OUT is a link to the input" "$IMGSTAT" normalize "$T/in.png" -o "$T/li
 if cmp -s "$T/in.png" "$T/in.orig"; then pass "input untouched"; else fail "input changed"; fi
 if [ -z "$(ls "$T/out")" ]; then pass "usage errors wrote nothing"; else fail "files after usage errors: $(ls "$T/out")"; fi
 
+# ---- the collision checks are O(n): 5000 inputs into a folder holding their
+# outputs, the last input's output colliding with the first's (so found only
+# after every other check). Quadratic, this took a minute here; now 0.1 s.
+mkdir "$T/n5k" "$T/n5k/in" "$T/n5k/in2" "$T/n5k/out"
+"$PY" -c '
+import os, sys
+d = sys.argv[1]
+names = []
+for k in range(5000):
+    for sub in ("in", "out"):
+        open(os.path.join(d, sub, "i%d.png" % k), "w").close()
+    names.append(os.path.join(d, "in", "i%d.png" % k))
+open(os.path.join(d, "in2", "i0.png"), "w").close()
+names.append(os.path.join(d, "in2", "i0.png"))
+open(os.path.join(d, "list"), "w").write("\n".join(names) + "\n")
+' "$T/n5k"
+t0=$(date +%s%N)
+(
+  IFS='
+'
+  set -f
+  # shellcheck disable=SC2046 # one name a line, no spaces in them
+  set -- $(cat "$T/n5k/list")
+  exec "$IMGSTAT" normalize "$@" -o "$T/n5k/out"
+) >"$T/stdout" 2>"$T/stderr"
+rc=$?
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+if [ "$rc" -eq 2 ] && grep -q "i0.png' would both be written" "$T/stderr"; then
+  pass "5000 inputs: the collision found"
+else fail "5000 inputs: exit $rc: $(cat "$T/stderr")"; fi
+if [ "$ms" -lt 3000 ]; then pass "5000 inputs checked in $ms ms"; else
+  fail "5000 inputs: the checks took $ms ms (quadratic?)"; fi
+rm -rf "$T/n5k"
+
 # ---- minmax re-measured: 0 and full range in every non-constant channel ---
 # check_range FILE FULL: every channel with max > min reaches 0 and FULL.
 check_range() {

@@ -446,6 +446,28 @@ static void test_parse_double_list(void) {
                   IMGSTAT_CLI_NUM_RANGE);
 }
 
+/* The hash set behind the collision checks: many keys, equal and unequal
+ * ones, keys that are prefixes of others. */
+static void test_hash_set(void) {
+  imgstat_cli_set *s = imgstat_cli_set_new();
+  CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+  char key[32];
+  for (long k = 0; k < 20000; k++) {
+    snprintf(key, sizeof key, "out/%ld.png", k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_add(s, key, strlen(key), k), -1);
+  }
+  for (long k = 0; k < 20000; k += 7) {
+    snprintf(key, sizeof key, "out/%ld.png", k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_add(s, key, strlen(key), 99999), k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_find(s, key, strlen(key)), k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_find(s, key, strlen(key) - 1), -1);
+  }
+  CU_ASSERT_EQUAL(imgstat_cli_set_find(s, "out/20000.png", 13), -1);
+  CU_ASSERT_EQUAL(imgstat_cli_set_add(s, "", 0, 5), -1);
+  CU_ASSERT_EQUAL(imgstat_cli_set_find(s, "", 0), 5);
+  imgstat_cli_set_free(s);
+}
+
 int main(void) {
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
@@ -462,5 +484,6 @@ int main(void) {
   CU_add_test(s, "--verify: float tolerance", test_verify_float);
   CU_add_test(s, "strict numbers", test_parse_double);
   CU_add_test(s, "strict number lists", test_parse_double_list);
+  CU_add_test(s, "hash set", test_hash_set);
   return test_run_all();
 }
