@@ -80,11 +80,45 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
   return 0;
 }
 
-int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, int nfiles) {
-  (void)nfiles;
+int imgstat_hist_cli_png_path(const imgstat_hist_cli *cfg, int index,
+                              int nfiles, char *buf, size_t size) {
+  const char *path = cfg->png_path;
+  int n;
+  if (nfiles > 1) {
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash))
+      dot = path + strlen(path);
+    n = snprintf(buf, size, "%.*s-%d%s", (int)(dot - path), path, index, dot);
+  } else {
+    n = snprintf(buf, size, "%s", path);
+  }
+  return n >= 0 && (size_t)n < size;
+}
+
+int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, char *const *files,
+                           int nfiles) {
   if (cfg->png_log && !cfg->png_path)
     return usage_error("--histogram-log needs --histogram-png");
-  return 0;
+  if (!cfg->png_path)
+    return 0;
+  /* no PNG may overwrite an input (normalize's rule, cli_util.h) */
+  imgstat_cli_set *inputs = imgstat_cli_inputs_index(files, nfiles);
+  if (!inputs) {
+    fputs("imgstat: out of memory\n", stderr);
+    return 1;
+  }
+  int status = -1;
+  char path[IMGSTAT_HIST_PNG_PATH_MAX];
+  for (int k = 1; k <= nfiles && status < 0; k++) {
+    if (!imgstat_hist_cli_png_path(cfg, k, nfiles, path, sizeof path))
+      status = usage_error("--histogram-png: the name is too long");
+    else
+      status =
+          imgstat_cli_refuse_input_output(inputs, files, path, "", "imgstat");
+  }
+  imgstat_cli_set_free(inputs);
+  return status < 0 ? 0 : status;
 }
 
 int imgstat_hist_cli_active(const imgstat_hist_cli *cfg) {
@@ -345,18 +379,8 @@ imgstat_status imgstat_hist_cli_write_png(const imgstat_hist_cli *cfg,
                                           int index, int nfiles, char *path_buf,
                                           size_t path_size,
                                           imgstat_error *err) {
-  /* the path: OUT, or OUT with -INDEX before its extension */
-  const char *path = cfg->png_path;
-  if (nfiles > 1) {
-    const char *dot = strrchr(path, '.');
-    const char *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash))
-      dot = path + strlen(path);
-    snprintf(path_buf, path_size, "%.*s-%d%s", (int)(dot - path), path, index,
-             dot);
-  } else {
-    snprintf(path_buf, path_size, "%s", path);
-  }
+  if (!imgstat_hist_cli_png_path(cfg, index, nfiles, path_buf, path_size))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "the name is too long");
   int panels = res->channels;
   canvas cv;
   cv.w = MARGIN_L + PLOT_W + MARGIN_R;

@@ -309,7 +309,7 @@ static int parse_args(int argc, char **argv, cli_options *o) {
   }
   if (o->nfiles == 0)
     return usage_error("no input files");
-  if (imgstat_hist_cli_check(&o->hist, o->nfiles) != 0)
+  if (imgstat_hist_cli_check(&o->hist, o->files, o->nfiles) != 0)
     return EXIT_USAGE;
   return PARSE_RUN;
 }
@@ -500,7 +500,7 @@ static int histograms(run_state *st, const char *path, const imgstat_image *img,
 static void histogram_png(run_state *st, const char *path, int index,
                           const imgstat_hist_result *res) {
   const cli_options *o = st->opt;
-  char png[4096] = "";
+  char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
   imgstat_error err;
   memset(&err, 0, sizeof err);
   if (imgstat_hist_cli_write_png(&o->hist, res, index + 1, o->nfiles, png,

@@ -523,6 +523,27 @@ else
   pass
 fi
 
+# ---- --histogram-png never overwrites an input -------------------------------
+
+"$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/h-1.png" 2>"$tmp/err" || fail "making h-1.png: $(cat "$tmp/err")"
+cp "$tmp/h-1.png" "$tmp/h-1.orig"
+run --histogram-png "$tmp/h.png" "$tmp/rgb.ppm" "$tmp/h-1.png"
+expect_rc 2 "--histogram-png OUT-1.png is the second input"
+expect_grep "$tmp/err" "the output '$tmp/h-1.png' is the input '$tmp/h-1.png'" "--histogram-png: message"
+cmp -s "$tmp/h-1.png" "$tmp/h-1.orig" && pass || fail "--histogram-png overwrote an input"
+[ -e "$tmp/h-2.png" ] && fail "--histogram-png wrote before refusing" || pass
+ln "$tmp/gray.pgm" "$tmp/hard.png"
+run --histogram-png "$tmp/hard.png" "$tmp/gray.pgm"
+expect_rc 2 "--histogram-png is a hard link to the input"
+run --histogram-png "$tmp/./gray.pgm" "$tmp/gray.pgm"
+expect_rc 2 "--histogram-png names the input by another spelling"
+cmp -s "$tmp/gray.pgm" "$tmp/hard.png" && pass || fail "an input changed"
+run --histogram-png "$tmp/h-2.png" "$tmp/gray.pgm"
+expect_rc 0 "--histogram-png to a new file"
+if [ "$(head -c 8 "$tmp/h-2.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
+  fail "--histogram-png: no PNG written"; fi
+rm -f "$tmp/h-1.png" "$tmp/h-1.orig" "$tmp/h-2.png" "$tmp/hard.png"
+
 # ---- control characters in names never reach the terminal raw -----------------
 
 esc=$(printf '\033')
