@@ -287,7 +287,9 @@ typedef struct imgstat_write_options {
  * Writes img to path: to a temporary file in the same folder, which is
  * renamed over path only when complete and flushed, so that a failure or a
  * cancel never leaves a partial file (the temporary is removed). opts may be
- * NULL. Refuses (IMGSTAT_ERR_ARG) a format that cannot hold the image.
+ * NULL. Refuses (IMGSTAT_ERR_ARG) a format that cannot hold the image, and
+ * a path that exists and is not a regular file (lstat: a symbolic link, a
+ * FIFO, a device, a folder), which renaming would replace.
  */
 imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                                    const imgstat_write_options *opts,

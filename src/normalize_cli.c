@@ -74,8 +74,9 @@ static const char help_text[] =
     "  -h, --help         this help\n"
     "\n"
     "Outputs are written to a temporary file beside OUT and renamed when\n"
-    "complete. OUT may not name an input. Rounding, percentiles and constant\n"
-    "channels: see docs/normalize.md.\n"
+    "complete. OUT may not name an input, and only a regular file is\n"
+    "replaced (not a link, FIFO or device). Rounding, percentiles and\n"
+    "constant channels: see docs/normalize.md.\n"
     "Exit status: 0 all written, 1 an input failed, 2 usage error, 130\n"
     "interrupted.\n";
 

@@ -3,7 +3,8 @@
  * 1.0) and PFM. Every format goes through the same safe path: a temporary
  * file beside the destination, written, flushed and synced, then renamed over
  * it. A failure or a cancel removes the temporary, so nobody ever sees a
- * half-written output under the real name.
+ * half-written output under the real name. Only a regular file (or nothing)
+ * is replaced: never a symbolic link, FIFO, device or folder.
  */
 #include "imgstat_norm.h"
 
@@ -314,6 +315,21 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
   case IMGSTAT_FILE_NPY:
     break;
   }
+
+  /* Only a regular file is replaced: rename would put a regular file in the
+   * place of a symbolic link (not its target), a FIFO or a device node
+   * (/dev/null, as root). */
+  struct stat old;
+  if (lstat(path, &old) == 0 && !S_ISREG(old.st_mode))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "exists and is not a regular file (%s): refusing "
+                             "to replace it",
+                             S_ISLNK(old.st_mode)    ? "a symbolic link"
+                             : S_ISDIR(old.st_mode)  ? "a folder"
+                             : S_ISFIFO(old.st_mode) ? "a FIFO"
+                             : S_ISCHR(old.st_mode) || S_ISBLK(old.st_mode)
+                                 ? "a device"
+                                 : "a socket or other special file");
 
   /* The temporary lives in the destination's folder so rename is atomic. */
   size_t plen = strlen(path);

@@ -233,6 +233,25 @@ grep -q "missing.png" "$T/stderr" && pass "the missing input is named" || fail "
 [ -f "$T/many/basn2c08.png" ] && [ -f "$T/many/basn2c16.png" ] && pass "the others were written" || fail "outputs missing: $(ls "$T/many")"
 no_leftovers many
 
+# ---- only a regular file is replaced: never a FIFO, a symbolic link, ... -----
+mkdir "$T/special"
+mkfifo "$T/special/fifo.png"
+echo "keep" >"$T/special/target.png"
+ln -s target.png "$T/special/link.png"
+ln -s nowhere.png "$T/special/dangling.png"
+for name in fifo.png link.png dangling.png; do
+  expect 1 "-o $name (not a regular file)" "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/special/$name"
+  grep -q "exists and is not a regular file" "$T/stderr" && pass "$name: says why" || fail "$name: message: $(cat "$T/stderr")"
+done
+[ -p "$T/special/fifo.png" ] && pass "FIFO still a FIFO" || fail "FIFO replaced"
+[ -L "$T/special/link.png" ] && [ -L "$T/special/dangling.png" ] && pass "links still links" || fail "a link replaced"
+[ "$(cat "$T/special/target.png")" = keep ] && pass "link target untouched" || fail "link target changed"
+expect 1 "--histogram-png to a FIFO" "$IMGSTAT" --backend cpu --histogram-png "$T/special/fifo.png" "$RGB8"
+[ -p "$T/special/fifo.png" ] && pass "--histogram-png: FIFO still a FIFO" || fail "--histogram-png replaced the FIFO"
+expect 1 "--histogram-png to a symbolic link" "$IMGSTAT" --backend cpu --histogram-png "$T/special/link.png" "$RGB8"
+[ -L "$T/special/link.png" ] && pass "--histogram-png: link still a link" || fail "--histogram-png replaced the link"
+[ -z "$(find "$T/special" -name '.*' -type f)" ] && pass "no temporary left in special" || fail "temporary left in special"
+
 # ---- failing writes leave no file ---------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then
   mkdir "$T/ro" && chmod 555 "$T/ro"
