@@ -9,6 +9,7 @@
 #include "imgstat_norm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 imgstat_file_format imgstat_file_format_from_path(const char *path) {
@@ -282,6 +284,48 @@ static imgstat_status write_pfm(FILE *f, const imgstat_image *img,
 /* ---- the safe path
  * ------------------------------------------------------------ */
 
+/* Six characters for a temporary name: from the time, the process and the
+ * buffer's address (different for concurrent calls), mixed (splitmix64). */
+static void random_suffix(char *out, const void *salt, unsigned attempt) {
+  static const char alphabet[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+               ((uint64_t)getpid() << 17) ^ (uint64_t)(uintptr_t)salt ^
+               ((uint64_t)attempt * 0x9e3779b97f4a7c15u);
+  x += 0x9e3779b97f4a7c15u;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  x ^= x >> 31;
+  for (int i = 0; i < 6; i++) {
+    out[i] = alphabet[x % 62];
+    x /= 62;
+  }
+}
+
+/* Creates the temporary file beside path, ".NAME.XXXXXX", with open(O_CREAT
+ * | O_EXCL) and mode (which the kernel reduces by the umask, as for any new
+ * file): what mkstemp does, without its fixed mode 0600. tmp holds strlen
+ * (path) + 32 bytes and receives the name. Returns the descriptor, or -1
+ * with errno. */
+static int create_temporary(const char *path, char *tmp, mode_t mode) {
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+  size_t plen = strlen(path);
+  memcpy(tmp, path, dir_len);
+  snprintf(tmp + dir_len, plen + 32 - dir_len, ".%s.XXXXXX", path + dir_len);
+  char *x = tmp + strlen(tmp) - 6;
+  for (unsigned attempt = 0; attempt < 1000; attempt++) {
+    random_suffix(x, tmp, attempt);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                                    const imgstat_write_options *opts,
                                    imgstat_error *err) {
@@ -320,7 +364,8 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
    * place of a symbolic link (not its target), a FIFO or a device node
    * (/dev/null, as root). */
   struct stat old;
-  if (lstat(path, &old) == 0 && !S_ISREG(old.st_mode))
+  int replacing = lstat(path, &old) == 0;
+  if (replacing && !S_ISREG(old.st_mode))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "exists and is not a regular file (%s): refusing "
                              "to replace it",
@@ -331,16 +376,16 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                                  ? "a device"
                                  : "a socket or other special file");
 
-  /* The temporary lives in the destination's folder so rename is atomic. */
+  /* The temporary lives in the destination's folder so rename is atomic. It
+   * gets the mode the file will have: the replaced file's permissions, or
+   * for a new file 0666 less the umask, as open() gives (so the umask is
+   * never read or changed here: umask() acts on the whole process). */
+  mode_t mode = replacing ? (old.st_mode & 0777) : 0666;
   size_t plen = strlen(path);
   char *tmp = malloc(plen + 32);
   if (!tmp)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  const char *slash = strrchr(path, '/');
-  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-  memcpy(tmp, path, dir_len);
-  snprintf(tmp + dir_len, plen + 32 - dir_len, ".%s.XXXXXX", path + dir_len);
-  int fd = mkstemp(tmp);
+  int fd = create_temporary(path, tmp, mode);
   if (fd < 0) {
     int e = errno;
     free(tmp);
@@ -348,10 +393,9 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                              "cannot create a file in its folder: %s",
                              strerror(e));
   }
-  /* mkstemp makes the file private; give it the mode open() would have */
-  mode_t mask = umask(0);
-  umask(mask);
-  (void)fchmod(fd, 0666 & ~mask);
+  /* open() took the umask off; a replaced file keeps exactly its bits */
+  if (replacing)
+    (void)fchmod(fd, mode);
   FILE *f = fdopen(fd, "wb");
   if (!f) {
     int e = errno;

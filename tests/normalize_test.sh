@@ -252,6 +252,27 @@ expect 1 "--histogram-png to a symbolic link" "$IMGSTAT" --backend cpu --histogr
 [ -L "$T/special/link.png" ] && pass "--histogram-png: link still a link" || fail "--histogram-png replaced the link"
 [ -z "$(find "$T/special" -name '.*' -type f)" ] && pass "no temporary left in special" || fail "temporary left in special"
 
+# ---- modes: a replaced file keeps its mode; a new one gets 0666 - umask ------
+mkdir "$T/mode"
+(umask 022; exec "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/mode/new.png") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/new.png")" = 644 ] && pass "new file, umask 022: 644" || fail "new file mode $(stat -c %a "$T/mode/new.png"), want 644"
+(umask 077; exec "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/mode/private.png") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/private.png")" = 600 ] && pass "new file, umask 077: 600" || fail "new file mode $(stat -c %a "$T/mode/private.png"), want 600"
+: >"$T/mode/secret.png"
+chmod 600 "$T/mode/secret.png"
+(umask 022; exec "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/mode/secret.png") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/secret.png")" = 600 ] && pass "replaced 0600 file stays 600" || fail "replaced 0600 file became $(stat -c %a "$T/mode/secret.png")"
+[ -s "$T/mode/secret.png" ] && pass "replaced 0600 file written" || fail "replaced 0600 file empty"
+: >"$T/mode/shared.npy"
+chmod 664 "$T/mode/shared.npy"
+(umask 077; exec "$IMGSTAT" normalize --backend cpu zscore "$RGB8" -o "$T/mode/shared.npy") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/shared.npy")" = 664 ] && pass "replaced 0664 file stays 664 under umask 077" || fail "replaced 0664 file became $(stat -c %a "$T/mode/shared.npy")"
+: >"$T/mode/hist.png"
+chmod 640 "$T/mode/hist.png"
+(umask 022; exec "$IMGSTAT" --backend cpu --histogram-png "$T/mode/hist.png" "$RGB8") >/dev/null 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/hist.png")" = 640 ] && pass "--histogram-png keeps 640" || fail "--histogram-png: mode $(stat -c %a "$T/mode/hist.png")"
+no_leftovers mode
+
 # ---- failing writes leave no file ---------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then
   mkdir "$T/ro" && chmod 555 "$T/ro"
