@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -19,6 +20,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
 
 imgstat_file_format imgstat_file_format_from_path(const char *path) {
   const char *dot = path ? strrchr(path, '.') : NULL;
@@ -304,7 +309,9 @@ static void random_suffix(char *out, const void *salt, unsigned attempt) {
   }
 }
 
-/* Creates the temporary file beside path, ".NAME.XXXXXX", with open(O_CREAT
+/* Creates the temporary file beside path, ".NAME.XXXXXX", or the shorter
+ * ".imgstat-XXXXXX.tmp" when that would be longer than a file name may be
+ * (NAME_MAX, or the file system's own limit: ENAMETOOLONG), with open(O_CREAT
  * | O_EXCL) and mode (which the kernel reduces by the umask, as for any new
  * file): what mkstemp does, without its fixed mode 0600. tmp holds strlen
  * (path) + 32 bytes and receives the name. Returns the descriptor, or -1
@@ -313,17 +320,30 @@ static int create_temporary(const char *path, char *tmp, mode_t mode) {
   const char *slash = strrchr(path, '/');
   size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
   size_t plen = strlen(path);
-  memcpy(tmp, path, dir_len);
-  snprintf(tmp + dir_len, plen + 32 - dir_len, ".%s.XXXXXX", path + dir_len);
-  char *x = tmp + strlen(tmp) - 6;
-  for (unsigned attempt = 0; attempt < 1000; attempt++) {
-    random_suffix(x, tmp, attempt);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-    if (fd >= 0 || errno != EEXIST)
-      return fd;
+  int fd = -1;
+  /* the long form (while it fits), then the short one */
+  for (int form = strlen(path + dir_len) + 8 <= NAME_MAX ? 0 : 1; form < 2;
+       form++) {
+    char *x;
+    memcpy(tmp, path, dir_len);
+    if (form == 0) {
+      snprintf(tmp + dir_len, plen + 32 - dir_len, ".%s.XXXXXX",
+               path + dir_len);
+      x = tmp + strlen(tmp) - 6;
+    } else {
+      snprintf(tmp + dir_len, plen + 32 - dir_len, ".imgstat-XXXXXX.tmp");
+      x = tmp + dir_len + 9;
+    }
+    for (unsigned attempt = 0; attempt < 1000; attempt++) {
+      random_suffix(x, tmp, attempt);
+      fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+      if (fd >= 0 || errno != EEXIST)
+        break;
+    }
+    if (fd >= 0 || errno != ENAMETOOLONG)
+      break;
   }
-  errno = EEXIST;
-  return -1;
+  return fd;
 }
 
 imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,

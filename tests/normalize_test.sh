@@ -273,6 +273,18 @@ chmod 640 "$T/mode/hist.png"
 [ "$(stat -c %a "$T/mode/hist.png")" = 640 ] && pass "--histogram-png keeps 640" || fail "--histogram-png: mode $(stat -c %a "$T/mode/hist.png")"
 no_leftovers mode
 
+# ---- long output names: the temporary's name must fit too (NAME_MAX 255) -----
+mkdir "$T/long"
+for n in 246 251; do
+  name=$("$PY" -c "print('a' * $n + '.png')")
+  expect 0 "an output name of $((n + 4)) bytes" "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/long/$name"
+  [ -s "$T/long/$name" ] && pass "$((n + 4)) bytes: written" || fail "$((n + 4)) bytes: no file"
+done
+name=$("$PY" -c "print('h' * 251 + '.png')")
+expect 0 "--histogram-png with a 255-byte name" "$IMGSTAT" --backend cpu --histogram-png "$T/long/$name" "$RGB8"
+[ -s "$T/long/$name" ] && pass "255-byte histogram PNG written" || fail "255-byte histogram PNG missing"
+no_leftovers long
+
 # ---- failing writes leave no file ---------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then
   mkdir "$T/ro" && chmod 555 "$T/ro"
