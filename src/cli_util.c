@@ -5,11 +5,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Writes "imgstat: " + prefix + (path escaped + ": ", when path is not
  * NULL) + the message escaped + after, to stderr in one write. prefix and
@@ -169,6 +171,59 @@ int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
     if (s[len] == '\0')
       return n;
     s += len + 1;
+  }
+}
+
+/* ---- temporary files and signals ------------------------------------------
+ */
+
+static const char *volatile temp_path;
+
+const char *volatile *imgstat_cli_temp_slot(void) { return &temp_path; }
+
+static void on_fatal_signal(int sig) {
+  const char *p = temp_path;
+  if (p)
+    unlink(p);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  /* pending until this handler returns, then the default action */
+  raise(sig);
+}
+
+void imgstat_cli_cleanup_on_signals(void) {
+  static const int fatal[] = {
+      SIGHUP,    SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2,
+#ifdef SIGXCPU
+      SIGXCPU,
+#endif
+#ifdef SIGXFSZ
+      SIGXFSZ,
+#endif
+#ifdef SIGVTALRM
+      SIGVTALRM,
+#endif
+#ifdef SIGPROF
+      SIGPROF,
+#endif
+  };
+  const size_t n = sizeof fatal / sizeof *fatal;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_fatal_signal;
+  sigemptyset(&sa.sa_mask);
+  /* one handler at a time: a second signal waits for the first to end the
+   * process */
+  for (size_t k = 0; k < n; k++)
+    sigaddset(&sa.sa_mask, fatal[k]);
+  for (size_t k = 0; k < n; k++) {
+    struct sigaction old;
+    if (sigaction(fatal[k], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+        old.sa_handler == SIG_DFL)
+      sigaction(fatal[k], &sa, NULL);
   }
 }
 

@@ -78,6 +78,24 @@ int imgstat_cli_parse_double(const char *s, double lo, double hi, double *out);
 int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
                                   double *out, int max);
 
+/* ---- temporary files and signals ------------------------------------------
+ * The writer (imgstat_image_write) keeps the path of its temporary file in
+ * imgstat_cli_temp_slot() when given it as imgstat_write_options.temp_path.
+ * imgstat_cli_cleanup_on_signals() makes every signal that would end the
+ * process remove that file first. */
+
+/* The slot for imgstat_write_options.temp_path. */
+const char *volatile *imgstat_cli_temp_slot(void);
+
+/* For HUP, INT, QUIT, PIPE, ALRM, TERM, USR1, USR2, XCPU, XFSZ, VTALRM and
+ * PROF, each left at its default action (which ends the process): a handler
+ * that unlinks the temporary named in the slot (async-signal-safe: unlink,
+ * sigaction, raise) and then re-raises the signal with its default action,
+ * so that the process dies of it and its exit status says which. Signals
+ * that are ignored (nohup, a script's background job) or have a handler
+ * already are left alone. */
+void imgstat_cli_cleanup_on_signals(void);
+
 /* ---- a small hash set (keys of bytes, each with a value) ----------------- */
 
 typedef struct imgstat_cli_set imgstat_cli_set;

@@ -462,7 +462,8 @@ imgstat_status imgstat_hist_cli_write_png(const imgstat_hist_cli *cfg,
     text(&cv, MARGIN_L - 4 - text_width("0"), bottom - 10, "0", black);
   }
   free(counts);
-  imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL};
+  /* the temporary in cli_util's slot, for imgstat_cli_cleanup_on_signals */
+  imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL, imgstat_cli_temp_slot()};
   st = imgstat_image_write(path_buf, &img, &wo, err);
   imgstat_image_free(&img);
   return st;

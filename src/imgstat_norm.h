@@ -281,6 +281,11 @@ typedef struct imgstat_write_options {
   /* When not NULL and set non-zero (by a signal handler, say) the write
    * stops, removes its temporary file and fails with IMGSTAT_ERR_IO. */
   const volatile sig_atomic_t *cancel;
+  /* When not NULL, *temp_path holds the path of the temporary file while it
+   * exists (NULL otherwise), so that a signal handler can unlink() it before
+   * the process dies. The writer blocks signals in its thread while it
+   * creates, renames or removes the file, so the name and the file agree. */
+  const char *volatile *temp_path;
 } imgstat_write_options;
 
 /*

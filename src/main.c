@@ -615,6 +615,8 @@ int main(int argc, char **argv) {
   if (status != PARSE_RUN)
     goto cleanup;
 
+  if (opt.hist.png_path) /* no partial PNG left by a signal */
+    imgstat_cli_cleanup_on_signals();
   if (opt.verify || opt.backend != CLI_BACKEND_CPU)
     gpu_starter_begin(&st.starter);
 

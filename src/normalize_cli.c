@@ -4,9 +4,10 @@
  * program: it prints and decides exit statuses; the work is the library's
  * (imgstat_norm.h on the CPU, imgstat_cuda_norm.h on the GPU).
  *
- * Ctrl-C sets a flag that the writer checks between rows: the file being
- * written is removed, nothing half-written is left, and the exit status is
- * 130.
+ * A signal that ends the process (Ctrl-C, HUP, TERM, PIPE, ALRM, ...)
+ * first removes the temporary file being written (cli_util.h), so nothing
+ * half-written is left, then ends it as the signal does (Ctrl-C: exit status
+ * 130 in the shell).
  */
 #include "normalize_cli.h"
 
@@ -19,18 +20,12 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-enum {
-  EXIT_OK = 0,
-  EXIT_FAILED = 1,
-  EXIT_USAGE = IMGSTAT_EXIT_USAGE,
-  EXIT_INTERRUPTED = 130
-};
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = IMGSTAT_EXIT_USAGE };
 
 static const char help_text[] =
     "Usage: imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT\n"
@@ -77,15 +72,8 @@ static const char help_text[] =
     "complete. OUT may not name an input, and only a regular file is\n"
     "replaced (not a link, FIFO or device). Rounding, percentiles and\n"
     "constant channels: see docs/normalize.md.\n"
-    "Exit status: 0 all written, 1 an input failed, 2 usage error, 130\n"
-    "interrupted.\n";
-
-static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig) {
-  (void)sig;
-  interrupted = 1;
-}
+    "Exit status: 0 all written, 1 an input failed, 2 usage error; ended\n"
+    "by a signal (Ctrl-C: 130 in the shell), no temporary file is left.\n";
 
 #define usage_error(...)                                                       \
   imgstat_cli_usage_error("normalize: ", "imgstat normalize", __VA_ARGS__)
@@ -670,12 +658,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     return status;
   }
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  imgstat_cli_cleanup_on_signals();
 
   imgstat_gpu *gpu = NULL;
   imgstat_error gerr = {0};
@@ -690,7 +673,7 @@ int imgstat_normalize_main(int argc, char **argv) {
   }
 
   int any_failed = 0;
-  for (int k = 0; k < c.ninputs && !interrupted; k++) {
+  for (int k = 0; k < c.ninputs; k++) {
     const char *in_path = c.inputs[k];
     if (c.backend == BACKEND_GPU && !gpu) {
       imgstat_cli_path_error(in_path, "--backend gpu needs a usable GPU: %s",
@@ -737,13 +720,12 @@ int imgstat_normalize_main(int argc, char **argv) {
     }
     imgstat_file_format fmt = choose_format(&c, is_dir, out.sample);
     char *path = output_path(&c, is_dir, in_path, fmt);
-    imgstat_write_options wo = {fmt, &interrupted};
+    imgstat_write_options wo = {fmt, NULL, imgstat_cli_temp_slot()};
     if (!path) {
       fputs("imgstat: out of memory\n", stderr);
       any_failed = 1;
     } else if (imgstat_image_write(path, &out, &wo, &err) != IMGSTAT_OK) {
-      if (!interrupted)
-        imgstat_cli_path_error(path, "%s", err.message);
+      imgstat_cli_path_error(path, "%s", err.message);
       any_failed = 1;
     }
     free(path);
@@ -752,9 +734,5 @@ int imgstat_normalize_main(int argc, char **argv) {
   if (gpu)
     imgstat_gpu_destroy(gpu);
   free(c.inputs);
-  if (interrupted) {
-    fputs("imgstat: interrupted; no partial output was left\n", stderr);
-    return EXIT_INTERRUPTED;
-  }
   return any_failed ? EXIT_FAILED : EXIT_OK;
 }

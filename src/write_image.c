@@ -12,7 +12,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <png.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +348,30 @@ static int create_temporary(const char *path, char *tmp, mode_t mode) {
   return fd;
 }
 
+/* Writes img in fmt to f, flushes, syncs and closes it. */
+static imgstat_status write_and_close(FILE *f, imgstat_file_format fmt,
+                                      const imgstat_image *img,
+                                      const imgstat_write_options *opts,
+                                      imgstat_error *err) {
+  imgstat_status st;
+  if (fmt == IMGSTAT_FILE_PNG)
+    st = write_png(f, img, opts, err);
+  else if (fmt == IMGSTAT_FILE_NPY)
+    st = write_npy(f, img, opts, err);
+  else
+    st = write_pfm(f, img, opts, err);
+  if (st == IMGSTAT_OK && fflush(f) != 0)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
+      errno != EROFS)
+    st = write_failed(err, errno);
+  if (fclose(f) != 0 && st == IMGSTAT_OK)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && cancelled(opts))
+    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
+  return st;
+}
+
 imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                                    const imgstat_write_options *opts,
                                    imgstat_error *err) {
@@ -405,42 +431,42 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
   char *tmp = malloc(plen + 32);
   if (!tmp)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  /* With opts->temp_path, the temporary's name is published for a signal
+   * handler; every signal is blocked in this thread while the file and its
+   * publication change together, so that the handler never misses a file
+   * nor unlinks a name that is not ours. */
+  const char *volatile *published = opts ? opts->temp_path : NULL;
+  sigset_t all, saved;
+  sigfillset(&all);
+  if (published)
+    pthread_sigmask(SIG_BLOCK, &all, &saved);
   int fd = create_temporary(path, tmp, mode);
+  int create_errno = errno;
+  if (published) {
+    if (fd >= 0)
+      *published = tmp;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  }
   if (fd < 0) {
-    int e = errno;
     free(tmp);
     return imgstat_error_set(err, IMGSTAT_ERR_IO,
                              "cannot create a file in its folder: %s",
-                             strerror(e));
+                             strerror(create_errno));
   }
   /* open() took the umask off; a replaced file keeps exactly its bits */
   if (replacing)
     (void)fchmod(fd, mode);
+  imgstat_status st = IMGSTAT_OK;
   FILE *f = fdopen(fd, "wb");
   if (!f) {
-    int e = errno;
+    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "cannot write: %s",
+                           strerror(errno));
     close(fd);
-    unlink(tmp);
-    free(tmp);
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "cannot write: %s",
-                             strerror(e));
+  } else {
+    st = write_and_close(f, fmt, img, opts, err);
   }
-  imgstat_status st;
-  if (fmt == IMGSTAT_FILE_PNG)
-    st = write_png(f, img, opts, err);
-  else if (fmt == IMGSTAT_FILE_NPY)
-    st = write_npy(f, img, opts, err);
-  else
-    st = write_pfm(f, img, opts, err);
-  if (st == IMGSTAT_OK && fflush(f) != 0)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
-      errno != EROFS)
-    st = write_failed(err, errno);
-  if (fclose(f) != 0 && st == IMGSTAT_OK)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && cancelled(opts))
-    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
+  if (published)
+    pthread_sigmask(SIG_BLOCK, &all, &saved);
   if (st == IMGSTAT_OK && rename(tmp, path) != 0) {
     int e = errno;
     st = imgstat_error_set(err, IMGSTAT_ERR_IO, "cannot rename into place: %s",
@@ -448,6 +474,10 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
   }
   if (st != IMGSTAT_OK)
     unlink(tmp);
+  if (published) {
+    *published = NULL;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  }
   free(tmp);
   return st;
 }

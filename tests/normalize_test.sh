@@ -301,18 +301,56 @@ rc=$?
 if [ "$rc" -eq 1 ] && [ -z "$(ls -A "$T/full")" ]; then pass "disk full: exit 1, no file"; else
   fail "disk full: exit $rc, files: $(ls -A "$T/full")"; sed 's/^/  | /' "$T/stderr"; fi
 
-# ---- Ctrl-C during the work: exit 130 and no file, or done and complete ------
+# ---- signals during the write: the temporary removed, death by the signal ----
+# Each signal is sent once the temporary file exists (polled), so that it
+# lands during the write; the exit status must name the signal and the
+# folder must be empty. imgstat leaves ignored signals alone (nohup), and a
+# script's background job has INT and QUIT ignored: the command starts
+# through python, which sets them all back to their default.
 mkdir "$T/int"
 "$PY" -c "import os, sys; w=h=3000; sys.stdout.buffer.write(b'P6\n%d %d\n255\n' % (w, h) + os.urandom(w * h * 3))" >"$T/huge.ppm"
-"$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/x.png" >"$T/stdout" 2>"$T/stderr" &
+cat >"$T/dfl.py" <<'EOF'
+import os, resource, signal, sys
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGQUIT: no core file
+for name in ("SIGHUP", "SIGINT", "SIGQUIT", "SIGPIPE", "SIGALRM", "SIGTERM",
+             "SIGUSR1", "SIGUSR2", "SIGXFSZ", "SIGXCPU"):
+    signal.signal(getattr(signal, name), signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])
+EOF
+for sig in INT HUP PIPE ALRM TERM USR1 QUIT XFSZ; do
+  "$PY" "$T/dfl.py" "$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/x.png" >"$T/stdout" 2>"$T/stderr" &
+  pid=$!
+  n=0
+  while [ $n -lt 3000 ] && [ -z "$(ls -A "$T/int")" ] && kill -0 $pid 2>/dev/null; do
+    sleep 0.005
+    n=$((n + 1))
+  done
+  seen=$(ls -A "$T/int")
+  kill -s "$sig" $pid 2>/dev/null
+  wait $pid
+  rc=$?
+  case $seen in
+  .x.png.*) ;;
+  *) fail "SIG$sig: no temporary seen before the signal (saw '$seen', exit $rc)"; rm -f "$T/int/x.png"; continue ;;
+  esac
+  got=none
+  [ "$rc" -gt 128 ] && got=$(kill -l $((rc - 128)))
+  if [ "$got" = "$sig" ] && [ -z "$(ls -A "$T/int")" ]; then pass "SIG$sig during the write: died of it, no file left"
+  else fail "SIG$sig during the write: exit $rc ($got), files: $(ls -A "$T/int")"; sed 's/^/  | /' "$T/stderr"; rm -f "$T/int/".x.png.* "$T/int/x.png"; fi
+done
+# an ignored signal stays ignored (nohup): the output is completed
+(trap '' HUP; exec "$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/y.png") >"$T/stdout" 2>"$T/stderr" &
 pid=$!
-sleep 0.4
-kill -INT $pid 2>/dev/null
+n=0
+while [ $n -lt 3000 ] && [ -z "$(ls -A "$T/int")" ] && kill -0 $pid 2>/dev/null; do
+  sleep 0.005
+  n=$((n + 1))
+done
+kill -s HUP $pid 2>/dev/null
 wait $pid
 rc=$?
-if [ "$rc" -eq 130 ] && [ -z "$(ls -A "$T/int")" ]; then pass "Ctrl-C: exit 130, no file"
-elif [ "$rc" -eq 0 ] && [ "$(ls -A "$T/int")" = "x.png" ]; then pass "Ctrl-C came after the end: complete file"
-else fail "Ctrl-C: exit $rc, files: $(ls -A "$T/int")"; fi
+[ "$rc" -eq 0 ] && [ "$(ls -A "$T/int")" = y.png ] && pass "ignored SIGHUP: output completed" || fail "ignored SIGHUP: exit $rc, files: $(ls -A "$T/int")"
+rm -f "$T/huge.ppm"
 
 # ---- CPU and GPU write identical files ------------------------------------------
 if "$IMGSTAT" normalize --backend gpu "$RGB8" -o "$T/out/gpu-probe.png" >/dev/null 2>&1; then
