@@ -1,20 +1,86 @@
 /* The command-line files' shared helpers (cli_util.h). */
 #include "cli_util.h"
 
+#include "output.h"
+
 #include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Writes "imgstat: " + prefix + (path escaped + ": ", when path is not
+ * NULL) + the message escaped + after, to stderr in one write. prefix and
+ * after are the program's own text, written as they are. */
+static void message(const char *prefix, const char *path, const char *after,
+                    const char *fmt, va_list ap) {
+  char small[512];
+  char *text = small;
+  va_list copy;
+  va_copy(copy, ap);
+  int n = vsnprintf(small, sizeof small, fmt, copy);
+  va_end(copy);
+  if (n < 0) {
+    snprintf(small, sizeof small, "(unprintable message)");
+  } else if ((size_t)n >= sizeof small) {
+    char *big = malloc((size_t)n + 1);
+    if (big) {
+      vsnprintf(big, (size_t)n + 1, fmt, ap);
+      text = big;
+    } /* else the truncated text */
+  }
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *mem = open_memstream(&buf, &size);
+  FILE *out = mem ? mem : stderr; /* no memory: piece by piece */
+  fputs("imgstat: ", out);
+  fputs(prefix, out);
+  if (path) {
+    imgstat_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+    fputs(": ", out);
+  }
+  imgstat_output_escape(out, text, IMGSTAT_ESCAPE_TEXT);
+  fputs(after, out);
+  if (mem) {
+    if (fclose(mem) == 0)
+      fwrite(buf, 1, size, stderr);
+    free(buf);
+  }
+  if (text != small)
+    free(text);
+}
+
+void imgstat_cli_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message("", NULL, "\n", fmt, ap);
+  va_end(ap);
+}
+
+void imgstat_cli_path_verror(const char *path, const char *fmt, va_list ap) {
+  message("", path, "\n", fmt, ap);
+}
+
+void imgstat_cli_path_error(const char *path, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message("", path, "\n", fmt, ap);
+  va_end(ap);
+}
 
 int imgstat_cli_usage_error(const char *prefix, const char *command,
                             const char *fmt, ...) {
+  char after[160];
+  snprintf(after, sizeof after, "\nTry '%s --help' for more information.\n",
+           command);
   va_list ap;
-  fprintf(stderr, "imgstat: %s", prefix);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  message(prefix, NULL, after, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nTry '%s --help' for more information.\n", command);
   return IMGSTAT_EXIT_USAGE;
 }
 
@@ -72,4 +138,312 @@ int imgstat_cli_parse_size(const char *s, uint64_t lo, uint64_t hi,
     return 0;
   *out = v;
   return 1;
+}
+static size_t digits(const char *s) {
+  size_t n = 0;
+  while (s[n] >= '0' && s[n] <= '9')
+    n++;
+  return n;
+}
+
+size_t imgstat_cli_number_length(const char *s) {
+  size_t i = 0;
+  if (s[i] == '+' || s[i] == '-')
+    i++;
+  size_t whole = digits(s + i);
+  i += whole;
+  size_t frac = 0;
+  if (s[i] == '.') {
+    frac = digits(s + i + 1);
+    if (whole == 0 && frac == 0)
+      return 0;
+    i += 1 + frac;
+  }
+  if (whole == 0 && frac == 0)
+    return 0;
+  if (s[i] == 'e' || s[i] == 'E') {
+    size_t j = i + 1;
+    if (s[j] == '+' || s[j] == '-')
+      j++;
+    size_t ex = digits(s + j);
+    if (ex > 0)
+      i = j + ex;
+  }
+  return i;
+}
+
+/* The number of len characters at s (imgstat_cli_number_length(s) == len,
+ * and what follows cannot continue a number for strtod: a comma or the
+ * end). */
+static int parse_number(const char *s, size_t len, double lo, double hi,
+                        double *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  /* errno is ERANGE on underflow too (a subnormal, or 0): still a number,
+   * judged by its value; on overflow the value is infinite */
+  if (end != s + len)
+    return IMGSTAT_CLI_NUM_SYNTAX;
+  if (!isfinite(v) || v < lo || v > hi)
+    return IMGSTAT_CLI_NUM_RANGE;
+  *out = v;
+  return IMGSTAT_CLI_NUM_OK;
+}
+
+int imgstat_cli_parse_double(const char *s, double lo, double hi, double *out) {
+  size_t len = s ? imgstat_cli_number_length(s) : 0;
+  if (len == 0 || s[len] != '\0')
+    return IMGSTAT_CLI_NUM_SYNTAX;
+  return parse_number(s, len, lo, hi, out);
+}
+
+int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
+                                  double *out, int max) {
+  int n = 0;
+  if (!s)
+    return IMGSTAT_CLI_NUM_SYNTAX;
+  for (;;) {
+    size_t len = imgstat_cli_number_length(s);
+    if (len == 0 || (s[len] != ',' && s[len] != '\0') || n == max)
+      return IMGSTAT_CLI_NUM_SYNTAX;
+    int r = parse_number(s, len, lo, hi, &out[n]);
+    if (r != IMGSTAT_CLI_NUM_OK)
+      return r;
+    n++;
+    if (s[len] == '\0')
+      return n;
+    s += len + 1;
+  }
+}
+
+/* ---- temporary files and signals ------------------------------------------
+ */
+
+static const char *volatile temp_path;
+
+const char *volatile *imgstat_cli_temp_slot(void) { return &temp_path; }
+
+static void on_fatal_signal(int sig) {
+  const char *p = temp_path;
+  if (p)
+    unlink(p);
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  /* pending until this handler returns, then the default action */
+  raise(sig);
+}
+
+void imgstat_cli_cleanup_on_signals(void) {
+  static const int fatal[] = {
+      SIGHUP,    SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2,
+#ifdef SIGXCPU
+      SIGXCPU,
+#endif
+#ifdef SIGXFSZ
+      SIGXFSZ,
+#endif
+#ifdef SIGVTALRM
+      SIGVTALRM,
+#endif
+#ifdef SIGPROF
+      SIGPROF,
+#endif
+  };
+  const size_t n = sizeof fatal / sizeof *fatal;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_fatal_signal;
+  sigemptyset(&sa.sa_mask);
+  /* one handler at a time: a second signal waits for the first to end the
+   * process */
+  for (size_t k = 0; k < n; k++)
+    sigaddset(&sa.sa_mask, fatal[k]);
+  for (size_t k = 0; k < n; k++) {
+    struct sigaction old;
+    if (sigaction(fatal[k], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+        old.sa_handler == SIG_DFL)
+      sigaction(fatal[k], &sa, NULL);
+  }
+}
+
+/* ---- the hash set -------------------------------------------------------- */
+
+typedef struct set_entry {
+  uint64_t hash;
+  unsigned char *key; /* NULL: a free slot */
+  size_t len;
+  long value;
+} set_entry;
+
+struct imgstat_cli_set {
+  set_entry *slot;
+  size_t capacity; /* a power of two */
+  size_t count;
+};
+
+static uint64_t hash_bytes(const void *key, size_t len) {
+  /* FNV-1a, then a final mix so that the low bits (the slot) depend on
+   * every byte */
+  const unsigned char *p = key;
+  uint64_t h = 1469598103934665603u;
+  for (size_t i = 0; i < len; i++) {
+    h ^= p[i];
+    h *= 1099511628211u;
+  }
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdu;
+  h ^= h >> 33;
+  return h;
+}
+
+imgstat_cli_set *imgstat_cli_set_new(void) {
+  imgstat_cli_set *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->capacity = 64;
+  s->slot = calloc(s->capacity, sizeof *s->slot);
+  if (!s->slot) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+void imgstat_cli_set_free(imgstat_cli_set *s) {
+  if (!s)
+    return;
+  for (size_t i = 0; i < s->capacity; i++)
+    free(s->slot[i].key);
+  free(s->slot);
+  free(s);
+}
+
+/* The slot holding key, or the free slot where it would go. */
+static set_entry *set_slot(const imgstat_cli_set *s, uint64_t h,
+                           const void *key, size_t len) {
+  size_t mask = s->capacity - 1;
+  for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+    set_entry *e = &s->slot[i];
+    if (!e->key ||
+        (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0))
+      return e;
+  }
+}
+
+static int set_grow(imgstat_cli_set *s) {
+  size_t cap = s->capacity * 2;
+  set_entry *old = s->slot;
+  size_t old_cap = s->capacity;
+  set_entry *slot = calloc(cap, sizeof *slot);
+  if (!slot)
+    return 0;
+  s->slot = slot;
+  s->capacity = cap;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].key)
+      *set_slot(s, old[i].hash, old[i].key, old[i].len) = old[i];
+  free(old);
+  return 1;
+}
+
+long imgstat_cli_set_add(imgstat_cli_set *s, const void *key, size_t len,
+                         long value) {
+  uint64_t h = hash_bytes(key, len);
+  set_entry *e = set_slot(s, h, key, len);
+  if (e->key)
+    return e->value;
+  if ((s->count + 1) * 2 > s->capacity) { /* at most half full */
+    if (!set_grow(s))
+      return -2;
+    e = set_slot(s, h, key, len);
+  }
+  e->key = malloc(len ? len : 1);
+  if (!e->key)
+    return -2;
+  memcpy(e->key, key, len);
+  e->hash = h;
+  e->len = len;
+  e->value = value;
+  s->count++;
+  return -1;
+}
+
+long imgstat_cli_set_find(const imgstat_cli_set *s, const void *key,
+                          size_t len) {
+  const set_entry *e = set_slot(s, hash_bytes(key, len), key, len);
+  return e->key ? e->value : -1;
+}
+
+/* ---- an output never overwrites an input ----------------------------------
+ */
+
+/* A file's identity as a key: 'i', device, inode (no padding bytes). */
+static size_t identity_key(const struct stat *st, unsigned char *key) {
+  uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
+  key[0] = 'i';
+  memcpy(key + 1, &dev, 8);
+  memcpy(key + 9, &ino, 8);
+  return 17;
+}
+
+/* A name as given as a key: 'n' and the name (written to *key, malloc'd). */
+static size_t name_key(const char *name, unsigned char **key) {
+  size_t len = strlen(name);
+  *key = malloc(len + 1);
+  if (*key) {
+    (*key)[0] = 'n';
+    memcpy(*key + 1, name, len);
+  }
+  return len + 1;
+}
+
+imgstat_cli_set *imgstat_cli_inputs_index(char *const *inputs, int n) {
+  imgstat_cli_set *s = imgstat_cli_set_new();
+  for (int k = 0; s && k < n; k++) {
+    struct stat st;
+    unsigned char id[17], *name;
+    if (stat(inputs[k], &st) == 0 &&
+        imgstat_cli_set_add(s, id, identity_key(&st, id), k) == -2)
+      goto nomem;
+    size_t len = name_key(inputs[k], &name);
+    long r = name ? imgstat_cli_set_add(s, name, len, k) : -2;
+    free(name);
+    if (r == -2)
+      goto nomem;
+  }
+  return s;
+nomem:
+  imgstat_cli_set_free(s);
+  return NULL;
+}
+
+int imgstat_cli_output_is_input(const imgstat_cli_set *index,
+                                const char *path) {
+  struct stat st;
+  unsigned char id[17], *name;
+  long k = -1;
+  if (stat(path, &st) == 0)
+    k = imgstat_cli_set_find(index, id, identity_key(&st, id));
+  if (k < 0) {
+    size_t len = name_key(path, &name);
+    if (name)
+      k = imgstat_cli_set_find(index, name, len);
+    free(name);
+  }
+  return (int)k;
+}
+
+int imgstat_cli_refuse_input_output(const imgstat_cli_set *index,
+                                    char *const *inputs, const char *path,
+                                    const char *prefix, const char *command) {
+  int k = imgstat_cli_output_is_input(index, path);
+  if (k < 0)
+    return -1;
+  return imgstat_cli_usage_error(prefix, command,
+                                 "the output '%s' is the input '%s': refusing "
+                                 "to overwrite an input",
+                                 path, inputs[k]);
 }

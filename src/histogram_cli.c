@@ -16,7 +16,6 @@
 #include "imgstat_cuda_norm.h"
 #include "output.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,24 +58,20 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
                          value ? value : "");
     cfg->bins = (uint32_t)v;
   } else if (strcmp(name, "--percentiles") == 0) {
-    int n = 0;
-    const char *s = value ? value : "";
-    while (*s) {
-      char *end;
-      errno = 0;
-      double p = strtod(s, &end);
-      if (end == s || errno || !(p >= 0 && p <= 100) ||
-          n == IMGSTAT_MAX_PERCENTILES || (*end && *end != ','))
-        return usage_error("--percentiles: '%s' is not up to %d numbers "
-                           "from 0 to 100 separated by commas",
-                           value, IMGSTAT_MAX_PERCENTILES);
-      cfg->percentiles[n++] = p;
-      s = *end ? end + 1 : end;
-      if (*end && !*s)
-        return usage_error("--percentiles: '%s' ends with a comma", value);
-    }
-    if (n == 0)
+    double p[IMGSTAT_MAX_PERCENTILES];
+    if (!value || !*value)
       return usage_error("--percentiles needs at least one value");
+    int n = imgstat_cli_parse_double_list(value, 0, 100, p,
+                                          IMGSTAT_MAX_PERCENTILES);
+    if (n == IMGSTAT_CLI_NUM_RANGE)
+      return usage_error("--percentiles: '%s': every value must be from 0 "
+                         "to 100",
+                         value);
+    if (n < 1)
+      return usage_error("--percentiles: '%s' is not up to %d numbers "
+                         "from 0 to 100 separated by commas",
+                         value, IMGSTAT_MAX_PERCENTILES);
+    memcpy(cfg->percentiles, p, sizeof(double) * (size_t)n);
     cfg->npercentiles = n;
     cfg->fields = 1;
   } else {
@@ -85,11 +80,45 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
   return 0;
 }
 
-int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, int nfiles) {
-  (void)nfiles;
+int imgstat_hist_cli_png_path(const imgstat_hist_cli *cfg, int index,
+                              int nfiles, char *buf, size_t size) {
+  const char *path = cfg->png_path;
+  int n;
+  if (nfiles > 1) {
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash))
+      dot = path + strlen(path);
+    n = snprintf(buf, size, "%.*s-%d%s", (int)(dot - path), path, index, dot);
+  } else {
+    n = snprintf(buf, size, "%s", path);
+  }
+  return n >= 0 && (size_t)n < size;
+}
+
+int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, char *const *files,
+                           int nfiles) {
   if (cfg->png_log && !cfg->png_path)
     return usage_error("--histogram-log needs --histogram-png");
-  return 0;
+  if (!cfg->png_path)
+    return 0;
+  /* no PNG may overwrite an input (normalize's rule, cli_util.h) */
+  imgstat_cli_set *inputs = imgstat_cli_inputs_index(files, nfiles);
+  if (!inputs) {
+    fputs("imgstat: out of memory\n", stderr);
+    return 1;
+  }
+  int status = -1;
+  char path[IMGSTAT_HIST_PNG_PATH_MAX];
+  for (int k = 1; k <= nfiles && status < 0; k++) {
+    if (!imgstat_hist_cli_png_path(cfg, k, nfiles, path, sizeof path))
+      status = usage_error("--histogram-png: the name is too long");
+    else
+      status =
+          imgstat_cli_refuse_input_output(inputs, files, path, "", "imgstat");
+  }
+  imgstat_cli_set_free(inputs);
+  return status < 0 ? 0 : status;
 }
 
 int imgstat_hist_cli_active(const imgstat_hist_cli *cfg) {
@@ -350,18 +379,8 @@ imgstat_status imgstat_hist_cli_write_png(const imgstat_hist_cli *cfg,
                                           int index, int nfiles, char *path_buf,
                                           size_t path_size,
                                           imgstat_error *err) {
-  /* the path: OUT, or OUT with -INDEX before its extension */
-  const char *path = cfg->png_path;
-  if (nfiles > 1) {
-    const char *dot = strrchr(path, '.');
-    const char *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash))
-      dot = path + strlen(path);
-    snprintf(path_buf, path_size, "%.*s-%d%s", (int)(dot - path), path, index,
-             dot);
-  } else {
-    snprintf(path_buf, path_size, "%s", path);
-  }
+  if (!imgstat_hist_cli_png_path(cfg, index, nfiles, path_buf, path_size))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "the name is too long");
   int panels = res->channels;
   canvas cv;
   cv.w = MARGIN_L + PLOT_W + MARGIN_R;
@@ -443,7 +462,8 @@ imgstat_status imgstat_hist_cli_write_png(const imgstat_hist_cli *cfg,
     text(&cv, MARGIN_L - 4 - text_width("0"), bottom - 10, "0", black);
   }
   free(counts);
-  imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL};
+  /* the temporary in cli_util's slot, for imgstat_cli_cleanup_on_signals */
+  imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL, imgstat_cli_temp_slot()};
   st = imgstat_image_write(path_buf, &img, &wo, err);
   imgstat_image_free(&img);
   return st;

@@ -18,7 +18,8 @@
  *      and if k >= 0, with the value (NULL for a flag):
  *        if (imgstat_hist_cli_set(&cfg, name, value) != 0) return 2;
  *      (the function printed the usage error).
- *   3. after parsing: if (imgstat_hist_cli_check(&cfg, nfiles)) return 2;
+ *   3. after parsing: if (imgstat_hist_cli_check(&cfg, files, nfiles))
+ *        return 2;
  *   4. per image, when imgstat_hist_cli_active(&cfg):
  *        imgstat_hist_result res;
  *        st = imgstat_hist_cli_compute(&cfg, &img, gpu_or_NULL, threads,
@@ -69,7 +70,11 @@ void imgstat_hist_cli_init(imgstat_hist_cli *cfg);
 int imgstat_hist_cli_takes_value(const char *name);
 int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
                          const char *value);
-int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, int nfiles);
+/* After parsing: the options fit together, and no PNG would overwrite one
+ * of the nfiles inputs (cli_util.h's rule). Returns 0, or the exit status
+ * of a usage error it printed. */
+int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, char *const *files,
+                           int nfiles);
 int imgstat_hist_cli_active(const imgstat_hist_cli *cfg);
 
 /* Histograms of every channel: on the GPU when gpu is not NULL (falling back
@@ -88,6 +93,15 @@ void imgstat_hist_cli_print_json(FILE *out, const imgstat_hist_cli *cfg,
 void imgstat_hist_cli_print_csv_header(FILE *out, const imgstat_hist_cli *cfg);
 void imgstat_hist_cli_print_csv(FILE *out, const imgstat_hist_cli *cfg,
                                 const imgstat_hist_result *res, int c);
+
+/* The size of a path buffer for the PNG's name. */
+#define IMGSTAT_HIST_PNG_PATH_MAX 4096
+
+/* The PNG's path for input index (from 1) of nfiles: cfg->png_path, with
+ * "-INDEX" before the extension when nfiles > 1. Returns 0 when it does not
+ * fit in size bytes. */
+int imgstat_hist_cli_png_path(const imgstat_hist_cli *cfg, int index,
+                              int nfiles, char *buf, size_t size);
 
 /* Draws the histograms of res as a PNG at cfg->png_path (with "-INDEX"
  * before the extension when nfiles > 1, index counting from 1); the path

@@ -281,13 +281,20 @@ typedef struct imgstat_write_options {
   /* When not NULL and set non-zero (by a signal handler, say) the write
    * stops, removes its temporary file and fails with IMGSTAT_ERR_IO. */
   const volatile sig_atomic_t *cancel;
+  /* When not NULL, *temp_path holds the path of the temporary file while it
+   * exists (NULL otherwise), so that a signal handler can unlink() it before
+   * the process dies. The writer blocks signals in its thread while it
+   * creates, renames or removes the file, so the name and the file agree. */
+  const char *volatile *temp_path;
 } imgstat_write_options;
 
 /*
  * Writes img to path: to a temporary file in the same folder, which is
  * renamed over path only when complete and flushed, so that a failure or a
  * cancel never leaves a partial file (the temporary is removed). opts may be
- * NULL. Refuses (IMGSTAT_ERR_ARG) a format that cannot hold the image.
+ * NULL. Refuses (IMGSTAT_ERR_ARG) a format that cannot hold the image, and
+ * a path that exists and is not a regular file (lstat: a symbolic link, a
+ * FIFO, a device, a folder), which renaming would replace.
  */
 imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                                    const imgstat_write_options *opts,

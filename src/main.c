@@ -322,7 +322,7 @@ static int parse_args(int argc, char **argv, cli_options *o) {
   }
   if (o->nfiles == 0)
     return usage_error("no input files");
-  if (imgstat_hist_cli_check(&o->hist, o->nfiles) != 0)
+  if (imgstat_hist_cli_check(&o->hist, o->files, o->nfiles) != 0)
     return EXIT_USAGE;
   return PARSE_RUN;
 }
@@ -392,11 +392,9 @@ static void input_error(run_state *st, const char *path, const char *fmt, ...)
 /* "imgstat: PATH: reason" for an input that produced no record. */
 static void input_error(run_state *st, const char *path, const char *fmt, ...) {
   va_list ap;
-  fprintf(stderr, "imgstat: %s: ", path);
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  imgstat_cli_path_verror(path, fmt, ap);
   va_end(ap);
-  putc('\n', stderr);
   st->any_failed = 1;
 }
 
@@ -424,8 +422,8 @@ static void gpu_decide(run_state *st) {
   /* auto: no device means the CPU quietly; a broken one is worth a line. */
   if (!needs_gpu(st->opt) && st->starter.status != IMGSTAT_ERR_NODEVICE &&
       !st->opt->quiet)
-    fprintf(stderr, "imgstat: GPU unusable (%s); using the CPU\n",
-            reason(&st->starter.err));
+    imgstat_cli_error("GPU unusable (%s); using the CPU",
+                      reason(&st->starter.err));
 }
 
 static void gpu_unusable_error(run_state *st, const char *path) {
@@ -482,8 +480,8 @@ static int compute(run_state *st, const char *path, const imgstat_image *img,
       return 0;
     }
     if (!o->quiet)
-      fprintf(stderr, "imgstat: %s: GPU failed (%s); using the CPU\n", path,
-              reason(&err));
+      imgstat_cli_path_error(path, "GPU failed (%s); using the CPU",
+                             reason(&err));
     memset(&err, 0, sizeof err);
   }
 
@@ -515,7 +513,7 @@ static int histograms(run_state *st, const char *path, const imgstat_image *img,
 static void histogram_png(run_state *st, const char *path, int index,
                           const imgstat_hist_result *res) {
   const cli_options *o = st->opt;
-  char png[4096] = "";
+  char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
   imgstat_error err;
   memset(&err, 0, sizeof err);
   if (imgstat_hist_cli_write_png(&o->hist, res, index + 1, o->nfiles, png,
@@ -632,6 +630,8 @@ int main(int argc, char **argv) {
   if (status != PARSE_RUN)
     goto cleanup;
 
+  if (opt.hist.png_path) /* no partial PNG left by a signal */
+    imgstat_cli_cleanup_on_signals();
   if (opt.verify || opt.backend != CLI_BACKEND_CPU)
     gpu_starter_begin(&st.starter);
 

@@ -4,9 +4,10 @@
  * program: it prints and decides exit statuses; the work is the library's
  * (imgstat_norm.h on the CPU, imgstat_cuda_norm.h on the GPU).
  *
- * Ctrl-C sets a flag that the writer checks between rows: the file being
- * written is removed, nothing half-written is left, and the exit status is
- * 130.
+ * A signal that ends the process (Ctrl-C, HUP, TERM, PIPE, ALRM, ...)
+ * first removes the temporary file being written (cli_util.h), so nothing
+ * half-written is left, then ends it as the signal does (Ctrl-C: exit status
+ * 130 in the shell).
  */
 #include "normalize_cli.h"
 
@@ -16,22 +17,15 @@
 #include "imgstat_cuda_norm.h"
 #include "imgstat_norm.h"
 
-#include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-enum {
-  EXIT_OK = 0,
-  EXIT_FAILED = 1,
-  EXIT_USAGE = IMGSTAT_EXIT_USAGE,
-  EXIT_INTERRUPTED = 130
-};
+enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = IMGSTAT_EXIT_USAGE };
 
 static const char help_text[] =
     "Usage: imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT\n"
@@ -79,59 +73,14 @@ static const char help_text[] =
     "  -h, --help         this help\n"
     "\n"
     "Outputs are written to a temporary file beside OUT and renamed when\n"
-    "complete. OUT may not name an input. Rounding, percentiles and constant\n"
-    "channels: see docs/normalize.md.\n"
-    "Exit status: 0 all written, 1 an input failed, 2 usage error, 130\n"
-    "interrupted.\n";
-
-static volatile sig_atomic_t interrupted;
-
-static void on_sigint(int sig) {
-  (void)sig;
-  interrupted = 1;
-}
+    "complete. OUT may not name an input, and only a regular file is\n"
+    "replaced (not a link, FIFO or device). Rounding, percentiles and\n"
+    "constant channels: see docs/normalize.md.\n"
+    "Exit status: 0 all written, 1 an input failed, 2 usage error; ended\n"
+    "by a signal (Ctrl-C: 130 in the shell), no temporary file is left.\n";
 
 #define usage_error(...)                                                       \
   imgstat_cli_usage_error("normalize: ", "imgstat normalize", __VA_ARGS__)
-
-static void path_error(const char *path, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void path_error(const char *path, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "imgstat: %s: ", path);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  putc('\n', stderr);
-}
-
-/* A comma-separated list of up to max finite numbers. Returns the count, or
- * -1 when malformed. */
-static int parse_list(const char *s, double *out, int max) {
-  int n = 0;
-  while (*s) {
-    if (n == max)
-      return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || errno != 0 || !isfinite(v) || isspace((unsigned char)*s))
-      return -1;
-    out[n++] = v;
-    if (*end == ',')
-      end++;
-    else if (*end != '\0')
-      return -1;
-    s = end;
-    if (*s == '\0' && end[-1] == ',')
-      return -1;
-  }
-  return n;
-}
 
 /* ---- a tiny JSON reader for one `imgstat --json` record --------------------
  * Enough JSON to walk that shape: objects, arrays, strings (escapes skipped,
@@ -179,9 +128,14 @@ static int json_number(json_in *j, double *v, int *is_null) {
     *is_null = 1;
     return 1;
   }
+  /* the program's one number grammar (JSON's, but for a leading '+' or
+   * zero, or a bare point, which are accepted) */
+  size_t len = imgstat_cli_number_length(j->p);
   char *end;
+  if (len == 0)
+    return 0;
   *v = strtod(j->p, &end);
-  if (end == j->p)
+  if (end != j->p + len || !isfinite(*v))
     return 0;
   j->p = end;
   return 1;
@@ -339,7 +293,7 @@ bad:
 static int load_stats_file(const char *path, imgstat_norm_options *o) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    path_error(path, "%s", strerror(errno));
+    imgstat_cli_path_error(path, "%s", strerror(errno));
     return EXIT_USAGE;
   }
   char *text = malloc(1 << 20);
@@ -357,7 +311,7 @@ static int load_stats_file(const char *path, imgstat_norm_options *o) {
   int k = json_read_stats(text, o->mean, o->std, why, sizeof why);
   free(text);
   if (k < 0) {
-    path_error(path, "%s", why);
+    imgstat_cli_path_error(path, "%s", why);
     return EXIT_USAGE;
   }
   o->nstats = k;
@@ -415,8 +369,9 @@ static int parse(int argc, char **argv, norm_cli *c) {
         c->norm.mode = IMGSTAT_NORM_ZSCORE;
       } else {
         double v[2];
-        if (i + 1 >= argc || parse_list(argv[i + 1], v, 2) != 2 || v[0] < 0 ||
-            v[1] > 100 || v[0] > v[1])
+        if (i + 1 >= argc ||
+            imgstat_cli_parse_double_list(argv[i + 1], 0, 100, v, 2) != 2 ||
+            v[0] > v[1])
           return usage_error("clip needs LOW,HIGH with 0 <= LOW <= HIGH <= "
                              "100 (e.g. clip 1,99)");
         c->norm.mode = IMGSTAT_NORM_CLIP;
@@ -502,14 +457,20 @@ static int parse(int argc, char **argv, norm_cli *c) {
       else
         return usage_error("--alpha: '%s' is not copy, normalize or drop", v);
     } else if (strcmp(name, "--mean") == 0) {
-      c->nmean = parse_list(v, c->mean, IMGSTAT_MAX_CHANNELS);
+      c->nmean = imgstat_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->mean,
+                                               IMGSTAT_MAX_CHANNELS);
+      if (c->nmean == IMGSTAT_CLI_NUM_RANGE)
+        return usage_error("--mean: '%s': a value is too large", v);
       if (c->nmean < 1)
         return usage_error("--mean: '%s' is not 1 to 4 numbers separated by "
                            "commas",
                            v);
       c->have_mean = 1;
     } else if (strcmp(name, "--std") == 0) {
-      c->nstd = parse_list(v, c->sd, IMGSTAT_MAX_CHANNELS);
+      c->nstd = imgstat_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->sd,
+                                              IMGSTAT_MAX_CHANNELS);
+      if (c->nstd == IMGSTAT_CLI_NUM_RANGE)
+        return usage_error("--std: '%s': a value is too large", v);
       if (c->nstd < 1)
         return usage_error("--std: '%s' is not 1 to 4 numbers separated by "
                            "commas",
@@ -632,10 +593,6 @@ static imgstat_file_format choose_format(const norm_cli *c, int is_dir,
   return out_sample == IMGSTAT_F32 ? IMGSTAT_FILE_NPY : IMGSTAT_FILE_PNG;
 }
 
-static int same_file(const struct stat *a, const struct stat *b) {
-  return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
 int imgstat_normalize_main(int argc, char **argv) {
   norm_cli c;
   memset(&c, 0, sizeof c);
@@ -661,10 +618,14 @@ int imgstat_normalize_main(int argc, char **argv) {
                        "or .pfm, or give --format",
                        c.out);
   }
-  /* OUT must never name an input, whatever the spelling of either path;
-   * several inputs must not map to one output either. */
-  char **outs = calloc((size_t)c.ninputs, sizeof *outs);
-  if (!outs) {
+  /* OUT must never name an input, whatever the spelling of either path
+   * (cli_util.h's rule); several inputs must not map to one output either.
+   * Both in O(inputs): hash sets of the inputs and of the outputs. */
+  imgstat_cli_set *inputs = imgstat_cli_inputs_index(c.inputs, c.ninputs);
+  imgstat_cli_set *outs = is_dir ? imgstat_cli_set_new() : NULL;
+  if (!inputs || (is_dir && !outs)) {
+    imgstat_cli_set_free(inputs);
+    imgstat_cli_set_free(outs);
     free(c.inputs);
     fputs("imgstat: out of memory\n", stderr);
     return EXIT_FAILED;
@@ -676,50 +637,39 @@ int imgstat_normalize_main(int argc, char **argv) {
         IMGSTAT_FILE_PNG, IMGSTAT_FILE_NPY, IMGSTAT_FILE_PFM};
     for (int f = 0; f < 3 && status < 0; f++) {
       char *p = output_path(&c, is_dir, c.inputs[k], all[f]);
-      struct stat pst;
       if (!p) {
         status = EXIT_FAILED;
         break;
       }
-      if (stat(p, &pst) == 0)
-        for (int m = 0; m < c.ninputs; m++) {
-          struct stat ist;
-          if (stat(c.inputs[m], &ist) == 0 && same_file(&pst, &ist)) {
-            status = usage_error("the output '%s' is the input '%s': refusing "
-                                 "to overwrite an input",
-                                 p, c.inputs[m]);
-            break;
-          }
-        }
+      status = imgstat_cli_refuse_input_output(
+          inputs, c.inputs, p, "normalize: ", "imgstat normalize");
       free(p);
       if (!is_dir)
         break;
     }
     if (is_dir && status < 0) {
+      /* the same name with every extension: the PNG's stands for all */
       char *p = output_path(&c, 1, c.inputs[k], IMGSTAT_FILE_PNG);
-      for (int m = 0; p && m < k && status < 0; m++) {
-        char *q = output_path(&c, 1, c.inputs[m], IMGSTAT_FILE_PNG);
-        if (q && strcmp(p, q) == 0)
-          status = usage_error("inputs '%s' and '%s' would both be written "
-                               "to %s",
-                               c.inputs[m], c.inputs[k], p);
-        free(q);
-      }
+      long m = p ? imgstat_cli_set_add(outs, p, strlen(p), k) : -2;
+      if (m == -2)
+        status = EXIT_FAILED;
+      else if (m >= 0)
+        status = usage_error("inputs '%s' and '%s' would both be written "
+                             "to %s",
+                             c.inputs[m], c.inputs[k], p);
       free(p);
     }
   }
-  free(outs);
+  imgstat_cli_set_free(inputs);
+  imgstat_cli_set_free(outs);
+  if (status == EXIT_FAILED)
+    fputs("imgstat: out of memory\n", stderr);
   if (status >= 0) {
     free(c.inputs);
     return status;
   }
 
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  imgstat_cli_cleanup_on_signals();
 
   imgstat_gpu *gpu = NULL;
   imgstat_error gerr = {0};
@@ -729,17 +679,16 @@ int imgstat_normalize_main(int argc, char **argv) {
     if (gst != IMGSTAT_OK) {
       gpu = NULL;
       if (c.backend == BACKEND_AUTO && gst != IMGSTAT_ERR_NODEVICE && !c.quiet)
-        fprintf(stderr, "imgstat: GPU unusable (%s); using the CPU\n",
-                gerr.message);
+        imgstat_cli_error("GPU unusable (%s); using the CPU", gerr.message);
     }
   }
 
   int any_failed = 0;
-  for (int k = 0; k < c.ninputs && !interrupted; k++) {
+  for (int k = 0; k < c.ninputs; k++) {
     const char *in_path = c.inputs[k];
     if (c.backend == BACKEND_GPU && !gpu) {
-      path_error(in_path, "--backend gpu needs a usable GPU: %s",
-                 gerr.message[0] ? gerr.message : "unknown error");
+      imgstat_cli_path_error(in_path, "--backend gpu needs a usable GPU: %s",
+                             gerr.message[0] ? gerr.message : "unknown error");
       any_failed = 1;
       continue;
     }
@@ -748,7 +697,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     imgstat_error err = {0};
     imgstat_load_options lo = {c.max_pixels, c.max_memory};
     if (imgstat_image_load(in_path, &lo, &img, &err) != IMGSTAT_OK) {
-      path_error(in_path, "%s", err.message);
+      imgstat_cli_path_error(in_path, "%s", err.message);
       any_failed = 1;
       continue;
     }
@@ -759,8 +708,8 @@ int imgstat_normalize_main(int argc, char **argv) {
       if (st != IMGSTAT_OK && st != IMGSTAT_ERR_ARG &&
           c.backend == BACKEND_AUTO) {
         if (!c.quiet)
-          fprintf(stderr, "imgstat: %s: GPU failed (%s); using the CPU\n",
-                  in_path, err.message);
+          imgstat_cli_path_error(in_path, "GPU failed (%s); using the CPU",
+                                 err.message);
         use_cpu = 1;
       }
     }
@@ -775,20 +724,19 @@ int imgstat_normalize_main(int argc, char **argv) {
     }
     imgstat_image_free(&img);
     if (st != IMGSTAT_OK) {
-      path_error(in_path, "%s", err.message);
+      imgstat_cli_path_error(in_path, "%s", err.message);
       any_failed = 1;
       imgstat_image_free(&out);
       continue;
     }
     imgstat_file_format fmt = choose_format(&c, is_dir, out.sample);
     char *path = output_path(&c, is_dir, in_path, fmt);
-    imgstat_write_options wo = {fmt, &interrupted};
+    imgstat_write_options wo = {fmt, NULL, imgstat_cli_temp_slot()};
     if (!path) {
       fputs("imgstat: out of memory\n", stderr);
       any_failed = 1;
     } else if (imgstat_image_write(path, &out, &wo, &err) != IMGSTAT_OK) {
-      if (!interrupted)
-        path_error(path, "%s", err.message);
+      imgstat_cli_path_error(path, "%s", err.message);
       any_failed = 1;
     }
     free(path);
@@ -797,9 +745,5 @@ int imgstat_normalize_main(int argc, char **argv) {
   if (gpu)
     imgstat_gpu_destroy(gpu);
   free(c.inputs);
-  if (interrupted) {
-    fputs("imgstat: interrupted; no partial output was left\n", stderr);
-    return EXIT_INTERRUPTED;
-  }
   return any_failed ? EXIT_FAILED : EXIT_OK;
 }

@@ -74,58 +74,77 @@ static size_t utf8_sequence_length(const unsigned char *s, size_t n) {
   return len;
 }
 
-void imgstat_output_json_string(FILE *out, const char *s) {
+/* The one escaping of names and messages (output.h). */
+void imgstat_output_escape(FILE *out, const char *s, imgstat_escape style) {
+  static const char hex[] = "0123456789abcdef";
   const unsigned char *p = (const unsigned char *)s;
   size_t n = strlen(s);
-  putc('"', out);
+  int json = style == IMGSTAT_ESCAPE_JSON;
   while (n > 0) {
     unsigned c = *p;
     size_t len = utf8_sequence_length(p, n);
     if (len == 0) {
-      /* File names are bytes; JSON text is Unicode. Replace what cannot
-       * be decoded rather than emit invalid JSON. */
-      fputs("\\ufffd", out);
+      /* File names are bytes; JSON text is Unicode: what cannot be decoded
+       * becomes U+FFFD there. Elsewhere the byte is shown as it is. */
+      if (json) {
+        fputs("\\ufffd", out);
+      } else {
+        fputs("\\x", out);
+        putc(hex[c >> 4], out);
+        putc(hex[c & 15], out);
+      }
       len = 1;
+    } else if (len == 2 && c == 0xC2 && p[1] < 0xA0) {
+      /* U+0080..U+009F, the C1 controls (CSI among them) */
+      if (json)
+        fprintf(out, "\\u%04x", (unsigned)p[1]);
+      else
+        fprintf(out, "\\xc2\\x%02x", (unsigned)p[1]);
     } else if (len > 1) {
       fwrite(p, 1, len, out);
-    } else if (c == '"' || c == '\\') {
-      putc('\\', out);
-      putc((int)c, out);
+    } else if (c == '\\') {
+      fputs("\\\\", out);
+    } else if (c == '"' && style != IMGSTAT_ESCAPE_TEXT) {
+      fputs(json ? "\\\"" : "\"\"", out);
     } else if (c == '\n') {
       fputs("\\n", out);
     } else if (c == '\r') {
       fputs("\\r", out);
     } else if (c == '\t') {
       fputs("\\t", out);
-    } else if (c == '\b') {
+    } else if (json && c == '\b') {
       fputs("\\b", out);
-    } else if (c == '\f') {
+    } else if (json && c == '\f') {
       fputs("\\f", out);
     } else if (c < 0x20 || c == 0x7F) {
-      fprintf(out, "\\u%04x", c);
+      if (json)
+        fprintf(out, "\\u%04x", c);
+      else
+        fprintf(out, "\\x%02x", c);
     } else {
       putc((int)c, out);
     }
     p += len;
     n -= len;
   }
+}
+
+void imgstat_output_json_string(FILE *out, const char *s) {
+  putc('"', out);
+  imgstat_output_escape(out, s, IMGSTAT_ESCAPE_JSON);
   putc('"', out);
 }
 
-/* RFC 4180: a field holding a comma, quote or line break is quoted, with
- * its quotes doubled. */
+/* RFC 4180: a field holding a comma or a quote is quoted, with its quotes
+ * doubled; control characters are escaped as in the text output, so no
+ * line break is left to quote. */
 static void csv_string(FILE *out, const char *s) {
-  if (strpbrk(s, ",\"\r\n") == NULL) {
-    fputs(s, out);
-    return;
-  }
-  putc('"', out);
-  for (; *s; s++) {
-    if (*s == '"')
-      putc('"', out);
-    putc(*s, out);
-  }
-  putc('"', out);
+  int quote = strpbrk(s, ",\"") != NULL;
+  if (quote)
+    putc('"', out);
+  imgstat_output_escape(out, s, IMGSTAT_ESCAPE_CSV);
+  if (quote)
+    putc('"', out);
 }
 
 /* Whether the record carries histogram figures to print. */
@@ -305,10 +324,11 @@ static void text_record(FILE *out, const imgstat_record *rec,
 
   if (index > 0)
     putc('\n', out);
-  fprintf(out, "%s  %" PRIu32 "x%" PRIu32 "  %s  %d-bit%s  backend=%s\n",
-          rec->file, rec->width, rec->height,
-          imgstat_layout_name(rec->channels), imgstat_sample_depth(rec->sample),
-          is_float ? " float" : "", rec->backend);
+  imgstat_output_escape(out, rec->file, IMGSTAT_ESCAPE_TEXT);
+  fprintf(out, "  %" PRIu32 "x%" PRIu32 "  %s  %d-bit%s  backend=%s\n",
+          rec->width, rec->height, imgstat_layout_name(rec->channels),
+          imgstat_sample_depth(rec->sample), is_float ? " float" : "",
+          rec->backend);
   /* The channel name is left-aligned, numbers right-aligned, three spaces
    * between columns. */
   fprintf(out, "%-*s", width[0], heads[0]);

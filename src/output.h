@@ -47,9 +47,29 @@ void imgstat_output_begin(FILE *out, imgstat_output_format format,
 void imgstat_output_record(FILE *out, imgstat_output_format format,
                            const imgstat_record *rec, unsigned long index);
 
-/* Writes s as a JSON string with its quotes. Bytes that are not well-formed
- * UTF-8 become U+FFFD; control characters, quotes and backslashes are
- * escaped. */
+/* How imgstat_output_escape writes a string. */
+typedef enum imgstat_escape {
+  /* The inside of a JSON string: \" \\ \n \r \t \b \f, other C0 and C1
+   * controls and DEL as \u00XX, bytes that are not well-formed UTF-8 as
+   * \ufffd. */
+  IMGSTAT_ESCAPE_JSON,
+  /* For a terminal (text output, messages on stderr): \\ for a backslash,
+   * \n \r \t, every other C0 control, DEL, C1 control (U+0080..U+009F, as
+   * its two UTF-8 bytes) and byte that is not well-formed UTF-8 as \xHH.
+   * Well-formed UTF-8 and quotes pass unchanged. Backslashes are doubled so
+   * that a name holding the four characters \x1b is not shown as one
+   * holding ESC. */
+  IMGSTAT_ESCAPE_TEXT,
+  /* TEXT with quotes doubled, for a CSV field (RFC 4180). */
+  IMGSTAT_ESCAPE_CSV
+} imgstat_escape;
+
+/* Writes s escaped as style says: the one escaping of file names and
+ * messages, so that no name reaches a terminal (or a JSON / CSV reader)
+ * raw. */
+void imgstat_output_escape(FILE *out, const char *s, imgstat_escape style);
+
+/* Writes s as a JSON string with its quotes (IMGSTAT_ESCAPE_JSON). */
 void imgstat_output_json_string(FILE *out, const char *s);
 
 /* Formats v with the fewest of 15, 16 or 17 significant digits that strtod

@@ -74,12 +74,15 @@ int imgstat_verify_partials(FILE *out, const char *path, int channels,
       char va[40], vb[40];
       format_field(va, sizeof va, f[k].is_double, f[k].da, f[k].ua);
       format_field(vb, sizeof vb, f[k].is_double, f[k].db, f[k].ub);
-      fprintf(out, "%s: verify MISMATCH channel %s field %s cpu=%s gpu=%s\n",
-              path, imgstat_channel_name(channels, c), f[k].name, va, vb);
+      imgstat_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+      fprintf(out, ": verify MISMATCH channel %s field %s cpu=%s gpu=%s\n",
+              imgstat_channel_name(channels, c), f[k].name, va, vb);
       mismatches++;
     }
   }
-  if (mismatches == 0)
-    fprintf(out, "%s: verify ok\n", path);
+  if (mismatches == 0) {
+    imgstat_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+    fputs(": verify ok\n", out);
+  }
   return mismatches == 0;
 }

@@ -19,7 +19,8 @@
  * larger of its magnitude and the channel's largest |value|, m2 to the larger
  * of its magnitude and 1e-6 * count * that value squared). Writes
  * "PATH: verify ok", or one "PATH: verify MISMATCH channel C field F cpu=A
- * gpu=B" line per differing field, to out. Returns 1 when they agree.
+ * gpu=B" line per differing field, to out (PATH escaped as in the text
+ * output: IMGSTAT_ESCAPE_TEXT). Returns 1 when they agree.
  */
 int imgstat_verify_partials(FILE *out, const char *path, int channels,
                             imgstat_sample sample, const imgstat_partial *cpu,

@@ -3,19 +3,29 @@
  * 1.0) and PFM. Every format goes through the same safe path: a temporary
  * file beside the destination, written, flushed and synced, then renamed over
  * it. A failure or a cancel removes the temporary, so nobody ever sees a
- * half-written output under the real name.
+ * half-written output under the real name. Only a regular file (or nothing)
+ * is replaced: never a symbolic link, FIFO, device or folder.
  */
 #include "imgstat_norm.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <png.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#ifndef NAME_MAX
+#define NAME_MAX 255
+#endif
 
 imgstat_file_format imgstat_file_format_from_path(const char *path) {
   const char *dot = path ? strrchr(path, '.') : NULL;
@@ -281,6 +291,87 @@ static imgstat_status write_pfm(FILE *f, const imgstat_image *img,
 /* ---- the safe path
  * ------------------------------------------------------------ */
 
+/* Six characters for a temporary name: from the time, the process and the
+ * buffer's address (different for concurrent calls), mixed (splitmix64). */
+static void random_suffix(char *out, const void *salt, unsigned attempt) {
+  static const char alphabet[] =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+               ((uint64_t)getpid() << 17) ^ (uint64_t)(uintptr_t)salt ^
+               ((uint64_t)attempt * 0x9e3779b97f4a7c15u);
+  x += 0x9e3779b97f4a7c15u;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  x ^= x >> 31;
+  for (int i = 0; i < 6; i++) {
+    out[i] = alphabet[x % 62];
+    x /= 62;
+  }
+}
+
+/* Creates the temporary file beside path, ".NAME.XXXXXX", or the shorter
+ * ".imgstat-XXXXXX.tmp" when that would be longer than a file name may be
+ * (NAME_MAX, or the file system's own limit: ENAMETOOLONG), with open(O_CREAT
+ * | O_EXCL) and mode (which the kernel reduces by the umask, as for any new
+ * file): what mkstemp does, without its fixed mode 0600. tmp holds strlen
+ * (path) + 32 bytes and receives the name. Returns the descriptor, or -1
+ * with errno. */
+static int create_temporary(const char *path, char *tmp, mode_t mode) {
+  const char *slash = strrchr(path, '/');
+  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+  size_t plen = strlen(path);
+  int fd = -1;
+  /* the long form (while it fits), then the short one */
+  for (int form = strlen(path + dir_len) + 8 <= NAME_MAX ? 0 : 1; form < 2;
+       form++) {
+    char *x;
+    memcpy(tmp, path, dir_len);
+    if (form == 0) {
+      snprintf(tmp + dir_len, plen + 32 - dir_len, ".%s.XXXXXX",
+               path + dir_len);
+      x = tmp + strlen(tmp) - 6;
+    } else {
+      snprintf(tmp + dir_len, plen + 32 - dir_len, ".imgstat-XXXXXX.tmp");
+      x = tmp + dir_len + 9;
+    }
+    for (unsigned attempt = 0; attempt < 1000; attempt++) {
+      random_suffix(x, tmp, attempt);
+      fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+      if (fd >= 0 || errno != EEXIST)
+        break;
+    }
+    if (fd >= 0 || errno != ENAMETOOLONG)
+      break;
+  }
+  return fd;
+}
+
+/* Writes img in fmt to f, flushes, syncs and closes it. */
+static imgstat_status write_and_close(FILE *f, imgstat_file_format fmt,
+                                      const imgstat_image *img,
+                                      const imgstat_write_options *opts,
+                                      imgstat_error *err) {
+  imgstat_status st;
+  if (fmt == IMGSTAT_FILE_PNG)
+    st = write_png(f, img, opts, err);
+  else if (fmt == IMGSTAT_FILE_NPY)
+    st = write_npy(f, img, opts, err);
+  else
+    st = write_pfm(f, img, opts, err);
+  if (st == IMGSTAT_OK && fflush(f) != 0)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
+      errno != EROFS)
+    st = write_failed(err, errno);
+  if (fclose(f) != 0 && st == IMGSTAT_OK)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && cancelled(opts))
+    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
+  return st;
+}
+
 imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                                    const imgstat_write_options *opts,
                                    imgstat_error *err) {
@@ -315,52 +406,67 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
     break;
   }
 
-  /* The temporary lives in the destination's folder so rename is atomic. */
+  /* Only a regular file is replaced: rename would put a regular file in the
+   * place of a symbolic link (not its target), a FIFO or a device node
+   * (/dev/null, as root). */
+  struct stat old;
+  int replacing = lstat(path, &old) == 0;
+  if (replacing && !S_ISREG(old.st_mode))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "exists and is not a regular file (%s): refusing "
+                             "to replace it",
+                             S_ISLNK(old.st_mode)    ? "a symbolic link"
+                             : S_ISDIR(old.st_mode)  ? "a folder"
+                             : S_ISFIFO(old.st_mode) ? "a FIFO"
+                             : S_ISCHR(old.st_mode) || S_ISBLK(old.st_mode)
+                                 ? "a device"
+                                 : "a socket or other special file");
+
+  /* The temporary lives in the destination's folder so rename is atomic. It
+   * gets the mode the file will have: the replaced file's permissions, or
+   * for a new file 0666 less the umask, as open() gives (so the umask is
+   * never read or changed here: umask() acts on the whole process). */
+  mode_t mode = replacing ? (old.st_mode & 0777) : 0666;
   size_t plen = strlen(path);
   char *tmp = malloc(plen + 32);
   if (!tmp)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  const char *slash = strrchr(path, '/');
-  size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-  memcpy(tmp, path, dir_len);
-  snprintf(tmp + dir_len, plen + 32 - dir_len, ".%s.XXXXXX", path + dir_len);
-  int fd = mkstemp(tmp);
+  /* With opts->temp_path, the temporary's name is published for a signal
+   * handler; every signal is blocked in this thread while the file and its
+   * publication change together, so that the handler never misses a file
+   * nor unlinks a name that is not ours. */
+  const char *volatile *published = opts ? opts->temp_path : NULL;
+  sigset_t all, saved;
+  sigfillset(&all);
+  if (published)
+    pthread_sigmask(SIG_BLOCK, &all, &saved);
+  int fd = create_temporary(path, tmp, mode);
+  int create_errno = errno;
+  if (published) {
+    if (fd >= 0)
+      *published = tmp;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  }
   if (fd < 0) {
-    int e = errno;
     free(tmp);
     return imgstat_error_set(err, IMGSTAT_ERR_IO,
                              "cannot create a file in its folder: %s",
-                             strerror(e));
+                             strerror(create_errno));
   }
-  /* mkstemp makes the file private; give it the mode open() would have */
-  mode_t mask = umask(0);
-  umask(mask);
-  (void)fchmod(fd, 0666 & ~mask);
+  /* open() took the umask off; a replaced file keeps exactly its bits */
+  if (replacing)
+    (void)fchmod(fd, mode);
+  imgstat_status st = IMGSTAT_OK;
   FILE *f = fdopen(fd, "wb");
   if (!f) {
-    int e = errno;
+    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "cannot write: %s",
+                           strerror(errno));
     close(fd);
-    unlink(tmp);
-    free(tmp);
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "cannot write: %s",
-                             strerror(e));
+  } else {
+    st = write_and_close(f, fmt, img, opts, err);
   }
-  imgstat_status st;
-  if (fmt == IMGSTAT_FILE_PNG)
-    st = write_png(f, img, opts, err);
-  else if (fmt == IMGSTAT_FILE_NPY)
-    st = write_npy(f, img, opts, err);
-  else
-    st = write_pfm(f, img, opts, err);
-  if (st == IMGSTAT_OK && fflush(f) != 0)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
-      errno != EROFS)
-    st = write_failed(err, errno);
-  if (fclose(f) != 0 && st == IMGSTAT_OK)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && cancelled(opts))
-    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
+  if (published)
+    pthread_sigmask(SIG_BLOCK, &all, &saved);
   if (st == IMGSTAT_OK && rename(tmp, path) != 0) {
     int e = errno;
     st = imgstat_error_set(err, IMGSTAT_ERR_IO, "cannot rename into place: %s",
@@ -368,6 +474,10 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
   }
   if (st != IMGSTAT_OK)
     unlink(tmp);
+  if (published) {
+    *published = NULL;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  }
   free(tmp);
   return st;
 }

@@ -393,6 +393,20 @@ for args in "--bogus $tmp/gray.pgm" "-x $tmp/gray.pgm" "--ddof 2 $tmp/gray.pgm" 
   [ -s "$tmp/out" ] && fail "usage error '$args' printed on stdout" || pass
 done
 
+# Numbers are strict everywhere (one parser): no spaces, no hex, no inf/nan;
+# tiny values are numbers, and a value out of range says so.
+for v in "0x10" " 5" "5 " "inf" "nan" "1e" "1,,2" "1,"; do
+  run --percentiles "$v" "$tmp/gray.pgm"
+  expect_rc 2 "--percentiles '$v'"
+  expect_grep "$tmp/err" "is not up to" "--percentiles '$v': not a number"
+done
+run --percentiles 101 "$tmp/gray.pgm"
+expect_rc 2 "--percentiles 101"
+expect_grep "$tmp/err" "every value must be from 0 to 100" "--percentiles 101: range"
+run --json --percentiles 1e-308,.5,99. "$tmp/gray.pgm"
+expect_rc 0 "--percentiles with a subnormal, .5 and 99."
+expect_grep "$tmp/out" '"percentiles":{"1e-308":' "--percentiles 1e-308 kept"
+
 run --help
 expect_rc 0 "--help"
 expect_grep "$tmp/out" "Usage: imgstat" "--help text"
@@ -613,6 +627,63 @@ for v in "" abc 0 0K -1 +5 1.5M 10MB "10 M" 10Mi K 1P 99999999999999999999 16777
 done
 run --max-memory
 expect_rc 2 "--max-memory without a value"
+# ---- --histogram-png never overwrites an input -------------------------------
+
+"$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/h-1.png" 2>"$tmp/err" || fail "making h-1.png: $(cat "$tmp/err")"
+cp "$tmp/h-1.png" "$tmp/h-1.orig"
+run --histogram-png "$tmp/h.png" "$tmp/rgb.ppm" "$tmp/h-1.png"
+expect_rc 2 "--histogram-png OUT-1.png is the second input"
+expect_grep "$tmp/err" "the output '$tmp/h-1.png' is the input '$tmp/h-1.png'" "--histogram-png: message"
+cmp -s "$tmp/h-1.png" "$tmp/h-1.orig" && pass || fail "--histogram-png overwrote an input"
+[ -e "$tmp/h-2.png" ] && fail "--histogram-png wrote before refusing" || pass
+ln "$tmp/gray.pgm" "$tmp/hard.png"
+run --histogram-png "$tmp/hard.png" "$tmp/gray.pgm"
+expect_rc 2 "--histogram-png is a hard link to the input"
+run --histogram-png "$tmp/./gray.pgm" "$tmp/gray.pgm"
+expect_rc 2 "--histogram-png names the input by another spelling"
+cmp -s "$tmp/gray.pgm" "$tmp/hard.png" && pass || fail "an input changed"
+run --histogram-png "$tmp/h-2.png" "$tmp/gray.pgm"
+expect_rc 0 "--histogram-png to a new file"
+if [ "$(head -c 8 "$tmp/h-2.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
+  fail "--histogram-png: no PNG written"; fi
+rm -f "$tmp/h-1.png" "$tmp/h-1.orig" "$tmp/h-2.png" "$tmp/hard.png"
+
+# ---- control characters in names never reach the terminal raw -----------------
+
+esc=$(printf '\033')
+bel=$(printf '\007')
+esc_name="$tmp/t$esc]0;pwned$bel.pgm"
+cp "$tmp/gray.pgm" "$esc_name"
+# no_raw FILE WHAT: FILE holds neither ESC nor BEL (nor the C1 CSI).
+no_raw() {
+  if grep -q -e "$esc" -e "$bel" -e "$(printf '\302\233')" "$1"; then
+    fail "$2: a control character reached the output raw: $(od -c "$1" | head -5)"
+  else
+    pass
+  fi
+}
+run "$esc_name" "$tmp/t$(printf '\302\233')2J.pgm"
+expect_rc 1 "text output of an escaped name, and a missing one"
+no_raw "$tmp/out" "text output"
+no_raw "$tmp/err" "message naming a missing file"
+expect_grep "$tmp/out" "$tmp/t\\x1b]0;pwned\\x07.pgm  7x5  Y  8-bit" "text: name escaped"
+expect_grep "$tmp/err" "imgstat: $tmp/t\\xc2\\x9b2J.pgm: " "stderr: name escaped"
+run --csv "$esc_name" "$nl_name"
+expect_rc 0 "CSV of escaped names"
+no_raw "$tmp/out" "CSV output"
+expect_grep "$tmp/out" "$tmp/t\\x1b]0;pwned\\x07.pgm,7,5,1,8," "CSV: name escaped"
+expect_grep "$tmp/out" "$tmp/new\\nline\\ttab.pgm,7,5,1,8," "CSV: line break escaped"
+[ "$(lines "$tmp/out")" -eq 3 ] && pass || fail "CSV of escaped names: $(lines "$tmp/out") lines, want 3"
+run --percentiles "1$esc" "$tmp/gray.pgm"
+expect_rc 2 "usage error with ESC in a value"
+no_raw "$tmp/err" "usage error message"
+expect_grep "$tmp/err" "'1\\x1b'" "usage error: value escaped"
+run "--bogus$bel" "$tmp/gray.pgm"
+expect_rc 2 "unknown option with BEL"
+no_raw "$tmp/err" "unknown option message"
+run "$tmp/a\\x1b.pgm"
+expect_rc 1 "a missing name with a backslash"
+expect_grep "$tmp/err" "a\\\\x1b.pgm" "a backslash in a name is doubled"
 
 echo "cli_test: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]

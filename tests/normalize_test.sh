@@ -70,6 +70,14 @@ expect 2 "bad clip" "$IMGSTAT" normalize clip 99,1 "$RGB8" -o "$T/out/x.png"
 expect 2 "unknown option" "$IMGSTAT" normalize --frobnicate "$RGB8" -o "$T/out/x.png"
 expect 2 "zscore to PNG" "$IMGSTAT" normalize zscore "$RGB8" -o "$T/out/x.png"
 expect 2 "--std 0" "$IMGSTAT" normalize --mean 1 --std 0 "$RGB8" -o "$T/out/x.npy"
+# numbers: strict (no spaces, hex, inf/nan), tiny values accepted
+expect 2 "--std 0x1" "$IMGSTAT" normalize --mean 1 --std 0x1 "$RGB8" -o "$T/out/x.npy"
+expect 2 "--mean ' 1'" "$IMGSTAT" normalize --mean " 1" --std 1 "$RGB8" -o "$T/out/x.npy"
+expect 2 "--std inf" "$IMGSTAT" normalize --mean 1 --std inf "$RGB8" -o "$T/out/x.npy"
+expect 2 "clip 0x1,99" "$IMGSTAT" normalize clip 0x1,99 "$RGB8" -o "$T/out/x.png"
+expect 2 "clip ' 1,99'" "$IMGSTAT" normalize clip " 1,99" "$RGB8" -o "$T/out/x.png"
+expect 2 "--std 1e400" "$IMGSTAT" normalize --mean 1 --std 1e400 "$RGB8" -o "$T/out/x.npy"
+grep -q "too large" "$T/stderr" && pass "--std 1e400: says too large" || fail "--std 1e400 message"
 expect 2 "unknown extension" "$IMGSTAT" normalize "$RGB8" -o "$T/out/x.tiff"
 expect 2 "two inputs, OUT not a folder" "$IMGSTAT" normalize "$RGB8" "$RGB16" -o "$T/out/x.png"
 cp "$RGB8" "$T/in.png"
@@ -80,6 +88,41 @@ ln -s in.png "$T/link.png"
 expect 2 "OUT is a link to the input" "$IMGSTAT" normalize "$T/in.png" -o "$T/link.png"
 if cmp -s "$T/in.png" "$T/in.orig"; then pass "input untouched"; else fail "input changed"; fi
 if [ -z "$(ls "$T/out")" ]; then pass "usage errors wrote nothing"; else fail "files after usage errors: $(ls "$T/out")"; fi
+
+# ---- the collision checks are O(n): 5000 inputs into a folder holding their
+# outputs, the last input's output colliding with the first's (so found only
+# after every other check). Quadratic, this took a minute here; now 0.1 s.
+mkdir "$T/n5k" "$T/n5k/in" "$T/n5k/in2" "$T/n5k/out"
+"$PY" -c '
+import os, sys
+d = sys.argv[1]
+names = []
+for k in range(5000):
+    for sub in ("in", "out"):
+        open(os.path.join(d, sub, "i%d.png" % k), "w").close()
+    names.append(os.path.join(d, "in", "i%d.png" % k))
+open(os.path.join(d, "in2", "i0.png"), "w").close()
+names.append(os.path.join(d, "in2", "i0.png"))
+open(os.path.join(d, "list"), "w").write("\n".join(names) + "\n")
+' "$T/n5k"
+t0=$(date +%s%N)
+(
+  IFS='
+'
+  set -f
+  # shellcheck disable=SC2046 # one name a line, no spaces in them
+  set -- $(cat "$T/n5k/list")
+  exec "$IMGSTAT" normalize "$@" -o "$T/n5k/out"
+) >"$T/stdout" 2>"$T/stderr"
+rc=$?
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+if [ "$rc" -eq 2 ] && grep -q "i0.png' would both be written" "$T/stderr"; then
+  pass "5000 inputs: the collision found"
+else fail "5000 inputs: exit $rc: $(cat "$T/stderr")"; fi
+if [ "$ms" -lt 3000 ]; then pass "5000 inputs checked in $ms ms"; else
+  fail "5000 inputs: the checks took $ms ms (quadratic?)"; fi
+rm -rf "$T/n5k"
 
 # ---- minmax re-measured: 0 and full range in every non-constant channel ---
 # check_range FILE FULL: every channel with max > min reaches 0 and FULL.
@@ -181,6 +224,7 @@ echo '{"file":"x","stats":[{"channel":"R","mean":null,"std":1}]}' >"$T/bad.json"
 expect 2 "--stats-from with a null mean" "$IMGSTAT" normalize --stats-from "$T/bad.json" "$RGB8" -o "$T/out/h.npy"
 expect 2 "--mean/--std count mismatch" "$IMGSTAT" normalize --mean 1,2,3 --std 1,2 "$RGB8" -o "$T/out/h.npy"
 expect 0 "--mean/--std" "$IMGSTAT" normalize --mean 127.5 --std 127.5 "$RGB8" -o "$T/out/h.npy"
+expect 0 "--std 1e-308 (a subnormal) is a number" "$IMGSTAT" normalize --mean 0 --std 1e-308 "$RGB8" -o "$T/out/h.npy"
 
 # ---- several inputs to a folder, one missing: exit 1, the others written ----
 mkdir "$T/many"
@@ -188,6 +232,58 @@ expect 1 "a missing input among several" "$IMGSTAT" normalize --backend cpu "$RG
 grep -q "missing.png" "$T/stderr" && pass "the missing input is named" || fail "no message naming the missing input"
 [ -f "$T/many/basn2c08.png" ] && [ -f "$T/many/basn2c16.png" ] && pass "the others were written" || fail "outputs missing: $(ls "$T/many")"
 no_leftovers many
+
+# ---- only a regular file is replaced: never a FIFO, a symbolic link, ... -----
+mkdir "$T/special"
+mkfifo "$T/special/fifo.png"
+echo "keep" >"$T/special/target.png"
+ln -s target.png "$T/special/link.png"
+ln -s nowhere.png "$T/special/dangling.png"
+for name in fifo.png link.png dangling.png; do
+  expect 1 "-o $name (not a regular file)" "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/special/$name"
+  grep -q "exists and is not a regular file" "$T/stderr" && pass "$name: says why" || fail "$name: message: $(cat "$T/stderr")"
+done
+[ -p "$T/special/fifo.png" ] && pass "FIFO still a FIFO" || fail "FIFO replaced"
+[ -L "$T/special/link.png" ] && [ -L "$T/special/dangling.png" ] && pass "links still links" || fail "a link replaced"
+[ "$(cat "$T/special/target.png")" = keep ] && pass "link target untouched" || fail "link target changed"
+expect 1 "--histogram-png to a FIFO" "$IMGSTAT" --backend cpu --histogram-png "$T/special/fifo.png" "$RGB8"
+[ -p "$T/special/fifo.png" ] && pass "--histogram-png: FIFO still a FIFO" || fail "--histogram-png replaced the FIFO"
+expect 1 "--histogram-png to a symbolic link" "$IMGSTAT" --backend cpu --histogram-png "$T/special/link.png" "$RGB8"
+[ -L "$T/special/link.png" ] && pass "--histogram-png: link still a link" || fail "--histogram-png replaced the link"
+[ -z "$(find "$T/special" -name '.*' -type f)" ] && pass "no temporary left in special" || fail "temporary left in special"
+
+# ---- modes: a replaced file keeps its mode; a new one gets 0666 - umask ------
+mkdir "$T/mode"
+(umask 022; exec "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/mode/new.png") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/new.png")" = 644 ] && pass "new file, umask 022: 644" || fail "new file mode $(stat -c %a "$T/mode/new.png"), want 644"
+(umask 077; exec "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/mode/private.png") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/private.png")" = 600 ] && pass "new file, umask 077: 600" || fail "new file mode $(stat -c %a "$T/mode/private.png"), want 600"
+: >"$T/mode/secret.png"
+chmod 600 "$T/mode/secret.png"
+(umask 022; exec "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/mode/secret.png") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/secret.png")" = 600 ] && pass "replaced 0600 file stays 600" || fail "replaced 0600 file became $(stat -c %a "$T/mode/secret.png")"
+[ -s "$T/mode/secret.png" ] && pass "replaced 0600 file written" || fail "replaced 0600 file empty"
+: >"$T/mode/shared.npy"
+chmod 664 "$T/mode/shared.npy"
+(umask 077; exec "$IMGSTAT" normalize --backend cpu zscore "$RGB8" -o "$T/mode/shared.npy") 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/shared.npy")" = 664 ] && pass "replaced 0664 file stays 664 under umask 077" || fail "replaced 0664 file became $(stat -c %a "$T/mode/shared.npy")"
+: >"$T/mode/hist.png"
+chmod 640 "$T/mode/hist.png"
+(umask 022; exec "$IMGSTAT" --backend cpu --histogram-png "$T/mode/hist.png" "$RGB8") >/dev/null 2>"$T/stderr"
+[ "$(stat -c %a "$T/mode/hist.png")" = 640 ] && pass "--histogram-png keeps 640" || fail "--histogram-png: mode $(stat -c %a "$T/mode/hist.png")"
+no_leftovers mode
+
+# ---- long output names: the temporary's name must fit too (NAME_MAX 255) -----
+mkdir "$T/long"
+for n in 246 251; do
+  name=$("$PY" -c "print('a' * $n + '.png')")
+  expect 0 "an output name of $((n + 4)) bytes" "$IMGSTAT" normalize --backend cpu "$RGB8" -o "$T/long/$name"
+  [ -s "$T/long/$name" ] && pass "$((n + 4)) bytes: written" || fail "$((n + 4)) bytes: no file"
+done
+name=$("$PY" -c "print('h' * 251 + '.png')")
+expect 0 "--histogram-png with a 255-byte name" "$IMGSTAT" --backend cpu --histogram-png "$T/long/$name" "$RGB8"
+[ -s "$T/long/$name" ] && pass "255-byte histogram PNG written" || fail "255-byte histogram PNG missing"
+no_leftovers long
 
 # ---- failing writes leave no file ---------------------------------------------
 if [ "$(id -u)" -ne 0 ]; then
@@ -205,18 +301,56 @@ rc=$?
 if [ "$rc" -eq 1 ] && [ -z "$(ls -A "$T/full")" ]; then pass "disk full: exit 1, no file"; else
   fail "disk full: exit $rc, files: $(ls -A "$T/full")"; sed 's/^/  | /' "$T/stderr"; fi
 
-# ---- Ctrl-C during the work: exit 130 and no file, or done and complete ------
+# ---- signals during the write: the temporary removed, death by the signal ----
+# Each signal is sent once the temporary file exists (polled), so that it
+# lands during the write; the exit status must name the signal and the
+# folder must be empty. imgstat leaves ignored signals alone (nohup), and a
+# script's background job has INT and QUIT ignored: the command starts
+# through python, which sets them all back to their default.
 mkdir "$T/int"
 "$PY" -c "import os, sys; w=h=3000; sys.stdout.buffer.write(b'P6\n%d %d\n255\n' % (w, h) + os.urandom(w * h * 3))" >"$T/huge.ppm"
-"$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/x.png" >"$T/stdout" 2>"$T/stderr" &
+cat >"$T/dfl.py" <<'EOF'
+import os, resource, signal, sys
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGQUIT: no core file
+for name in ("SIGHUP", "SIGINT", "SIGQUIT", "SIGPIPE", "SIGALRM", "SIGTERM",
+             "SIGUSR1", "SIGUSR2", "SIGXFSZ", "SIGXCPU"):
+    signal.signal(getattr(signal, name), signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])
+EOF
+for sig in INT HUP PIPE ALRM TERM USR1 QUIT XFSZ; do
+  "$PY" "$T/dfl.py" "$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/x.png" >"$T/stdout" 2>"$T/stderr" &
+  pid=$!
+  n=0
+  while [ $n -lt 3000 ] && [ -z "$(ls -A "$T/int")" ] && kill -0 $pid 2>/dev/null; do
+    sleep 0.005
+    n=$((n + 1))
+  done
+  seen=$(ls -A "$T/int")
+  kill -s "$sig" $pid 2>/dev/null
+  wait $pid
+  rc=$?
+  case $seen in
+  .x.png.*) ;;
+  *) fail "SIG$sig: no temporary seen before the signal (saw '$seen', exit $rc)"; rm -f "$T/int/x.png"; continue ;;
+  esac
+  got=none
+  [ "$rc" -gt 128 ] && got=$(kill -l $((rc - 128)))
+  if [ "$got" = "$sig" ] && [ -z "$(ls -A "$T/int")" ]; then pass "SIG$sig during the write: died of it, no file left"
+  else fail "SIG$sig during the write: exit $rc ($got), files: $(ls -A "$T/int")"; sed 's/^/  | /' "$T/stderr"; rm -f "$T/int/".x.png.* "$T/int/x.png"; fi
+done
+# an ignored signal stays ignored (nohup): the output is completed
+(trap '' HUP; exec "$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/y.png") >"$T/stdout" 2>"$T/stderr" &
 pid=$!
-sleep 0.4
-kill -INT $pid 2>/dev/null
+n=0
+while [ $n -lt 3000 ] && [ -z "$(ls -A "$T/int")" ] && kill -0 $pid 2>/dev/null; do
+  sleep 0.005
+  n=$((n + 1))
+done
+kill -s HUP $pid 2>/dev/null
 wait $pid
 rc=$?
-if [ "$rc" -eq 130 ] && [ -z "$(ls -A "$T/int")" ]; then pass "Ctrl-C: exit 130, no file"
-elif [ "$rc" -eq 0 ] && [ "$(ls -A "$T/int")" = "x.png" ]; then pass "Ctrl-C came after the end: complete file"
-else fail "Ctrl-C: exit $rc, files: $(ls -A "$T/int")"; fi
+[ "$rc" -eq 0 ] && [ "$(ls -A "$T/int")" = y.png ] && pass "ignored SIGHUP: output completed" || fail "ignored SIGHUP: exit $rc, files: $(ls -A "$T/int")"
+rm -f "$T/huge.ppm"
 
 # ---- CPU and GPU write identical files ------------------------------------------
 if "$IMGSTAT" normalize --backend gpu "$RGB8" -o "$T/out/gpu-probe.png" >/dev/null 2>&1; then

@@ -1,9 +1,11 @@
 /*
  * The program's output formats (src/output.c): JSON string escaping, the
  * shortest round-trip doubles, null for figures that do not exist, CSV
- * quoting, the text table, and the --verify comparison. Expected texts are
+ * quoting, the text table, the --verify comparison, and the command line's
+ * number parser (src/cli_util.c). Expected texts are
  * written out by hand here.
  */
+#include "cli_util.h"
 #include "output.h"
 #include "test_util.h"
 #include "verify.h"
@@ -50,6 +52,45 @@ static void test_json_string(void) {
   CU_ASSERT_STRING_EQUAL(json_of("\xe2\x82"), "\"\\ufffd\\ufffd\""); /* cut */
   CU_ASSERT_STRING_EQUAL(json_of("\xf4\x90\x80\x80"),
                          "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
+}
+
+static const char *escaped(const char *s, imgstat_escape style) {
+  FILE *f = mem_open();
+  imgstat_output_escape(f, s, style);
+  mem_close(f);
+  return written;
+}
+
+/* Names and messages for a terminal: control characters visible, never
+ * raw. */
+static void test_text_escape(void) {
+  const imgstat_escape T = IMGSTAT_ESCAPE_TEXT;
+  CU_ASSERT_STRING_EQUAL(escaped("plain name.png", T), "plain name.png");
+  /* ESC ] 0 ; ... BEL retitles a terminal */
+  CU_ASSERT_STRING_EQUAL(escaped("a\x1b]0;pwned\x07.png", T),
+                         "a\\x1b]0;pwned\\x07.png");
+  CU_ASSERT_STRING_EQUAL(escaped("\n\t\r\b\f\x01\x7f", T),
+                         "\\n\\t\\r\\x08\\x0c\\x01\\x7f");
+  /* a backslash is doubled: the name "\x1b" (4 characters) differs from
+   * ESC */
+  CU_ASSERT_STRING_EQUAL(escaped("\\x1b", T), "\\\\x1b");
+  CU_ASSERT_STRING_EQUAL(escaped("q\"uote'", T), "q\"uote'");
+  /* UTF-8 passes; C1 controls (CSI is U+009B) and bytes that are not UTF-8
+   * are shown as bytes */
+  CU_ASSERT_STRING_EQUAL(escaped("\xc3\xa9t\xc3\xa9", T), "\xc3\xa9t\xc3\xa9");
+  CU_ASSERT_STRING_EQUAL(escaped("\xc2\x9b"
+                                 "31m",
+                                 T),
+                         "\\xc2\\x9b31m");
+  CU_ASSERT_STRING_EQUAL(escaped("\x9b"
+                                 "31m\xff",
+                                 T),
+                         "\\x9b31m\\xff");
+  /* CSV: the same, and quotes doubled */
+  CU_ASSERT_STRING_EQUAL(escaped("a\"b\nc", IMGSTAT_ESCAPE_CSV), "a\"\"b\\nc");
+  /* JSON: C1 controls escaped too */
+  CU_ASSERT_STRING_EQUAL(json_of("\xc2\x9b\xc2\x80\xc2\xa0"),
+                         "\"\\u009b\\u0080\xc2\xa0\"");
 }
 
 /* Significant digits of a %g-style number. */
@@ -178,6 +219,29 @@ static void test_csv(void) {
       "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,2,0\n");
 }
 
+/* A name with control characters in every format the records have. */
+static void test_names_escaped_in_records(void) {
+  imgstat_record r = float_record();
+  r.file = "a\x1b[2J\nb,c.hdr";
+  FILE *f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
+  mem_close(f);
+  CU_ASSERT_NSTRING_EQUAL(written, "a\\x1b[2J\\nb,c.hdr  2x1  Y", 24);
+  CU_ASSERT_PTR_NULL(strchr(written, '\x1b'));
+  f = mem_open();
+  imgstat_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(written,
+                         "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,"
+                         "2,0\n");
+  imgstat_partial p;
+  memset(&p, 0, sizeof p);
+  f = mem_open();
+  imgstat_verify_partials(f, "x\x07.png", 1, IMGSTAT_U8, &p, &p);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(written, "x\\x07.png: verify ok\n");
+}
+
 static void test_text(void) {
   imgstat_record r = float_record();
   r.file = "f.hdr";
@@ -304,11 +368,113 @@ static void test_verify_float(void) {
   CU_ASSERT_EQUAL(ok, 0);
 }
 
+/* The one strict number parser: what is a number, what is in range. */
+static void test_parse_double(void) {
+  double v = -1;
+  const double big = 1.7976931348623157e308;
+  static const char *const numbers[] = {
+      "0", "5", "-2.5", "+7", ".5", "5.", "1e2", "1E-2", "1e+2", "99.9", "-0"};
+  for (size_t k = 0; k < sizeof numbers / sizeof *numbers; k++)
+    CU_ASSERT_EQUAL(imgstat_cli_parse_double(numbers[k], -big, big, &v),
+                    IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e2", -big, big, &v), 1);
+  CU_ASSERT_EQUAL(v, 100.0);
+  static const char *const not_numbers[] = {
+      "",     " 5",  "5 ",  "\t5", "0x10", "0X1p3", "inf",
+      "-inf", "nan", "NAN", "1e",  "1e+",  "e5",    ".",
+      "-",    "+",   "1,2", "5%",  "1..2", "--1",   "1e5x"};
+  for (size_t k = 0; k < sizeof not_numbers / sizeof *not_numbers; k++) {
+    v = -1;
+    CU_ASSERT_EQUAL(imgstat_cli_parse_double(not_numbers[k], -big, big, &v),
+                    IMGSTAT_CLI_NUM_SYNTAX);
+    CU_ASSERT_EQUAL(v, -1);
+  }
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double(NULL, 0, 1, &v),
+                  IMGSTAT_CLI_NUM_SYNTAX);
+  /* tiny values are numbers: a subnormal, and one that rounds to 0 */
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e-308", 0, big, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT(v > 0 && v < 2.3e-308);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("4.9e-324", 0, big, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT(v > 0);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e-400", 0, big, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT_EQUAL(v, 0.0);
+  /* outside the range, or beyond the largest double: a range error */
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("100.5", 0, 100, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("-1e-9", 0, 100, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e400", -big, big, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double("-1e400", -big, big, &v),
+                  IMGSTAT_CLI_NUM_RANGE);
+  /* the grammar's length inside longer text */
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("12.5e3,"), 6);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("1e}"), 1);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("0x10"), 1);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length("nan"), 0);
+  CU_ASSERT_EQUAL(imgstat_cli_number_length(" 1"), 0);
+  /* a long number is still a number */
+  char longnum[400];
+  memset(longnum, '0', sizeof longnum - 2);
+  longnum[sizeof longnum - 2] = '7';
+  longnum[sizeof longnum - 1] = '\0';
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double(longnum, 0, 10, &v),
+                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT_EQUAL(v, 7.0);
+}
+
+static void test_parse_double_list(void) {
+  double v[4];
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,99", 0, 100, v, 4), 2);
+  CU_ASSERT_EQUAL(v[0], 1.0);
+  CU_ASSERT_EQUAL(v[1], 99.0);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1e-308,.5,2.,3", 0, 100, v, 4),
+                  4);
+  CU_ASSERT(v[0] > 0 && v[0] < 1e-300);
+  static const char *const bad[] = {"",      ",",    "1,",       ",1",
+                                    "1,,2",  "1, 2", " 1",       "0x10",
+                                    "1,inf", "1;2",  "1,2,3,4,5"};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+    CU_ASSERT_EQUAL(imgstat_cli_parse_double_list(bad[k], 0, 100, v, 4),
+                    IMGSTAT_CLI_NUM_SYNTAX);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,101", 0, 100, v, 4),
+                  IMGSTAT_CLI_NUM_RANGE);
+  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,1e999", 0, 100, v, 4),
+                  IMGSTAT_CLI_NUM_RANGE);
+}
+
+/* The hash set behind the collision checks: many keys, equal and unequal
+ * ones, keys that are prefixes of others. */
+static void test_hash_set(void) {
+  imgstat_cli_set *s = imgstat_cli_set_new();
+  CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+  char key[32];
+  for (long k = 0; k < 20000; k++) {
+    snprintf(key, sizeof key, "out/%ld.png", k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_add(s, key, strlen(key), k), -1);
+  }
+  for (long k = 0; k < 20000; k += 7) {
+    snprintf(key, sizeof key, "out/%ld.png", k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_add(s, key, strlen(key), 99999), k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_find(s, key, strlen(key)), k);
+    CU_ASSERT_EQUAL(imgstat_cli_set_find(s, key, strlen(key) - 1), -1);
+  }
+  CU_ASSERT_EQUAL(imgstat_cli_set_find(s, "out/20000.png", 13), -1);
+  CU_ASSERT_EQUAL(imgstat_cli_set_add(s, "", 0, 5), -1);
+  CU_ASSERT_EQUAL(imgstat_cli_set_find(s, "", 0), 5);
+  imgstat_cli_set_free(s);
+}
+
 int main(void) {
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
   CU_pSuite s = CU_add_suite("output", NULL, NULL);
   CU_add_test(s, "JSON string escaping", test_json_string);
+  CU_add_test(s, "escaping for terminals and CSV", test_text_escape);
+  CU_add_test(s, "names escaped in records", test_names_escaped_in_records);
   CU_add_test(s, "shortest round-trip doubles", test_shortest_double);
   CU_add_test(s, "JSON nulls for missing figures", test_json_nulls);
   CU_add_test(s, "JSON exact integers", test_json_integers);
@@ -316,5 +482,8 @@ int main(void) {
   CU_add_test(s, "text table", test_text);
   CU_add_test(s, "--verify: integer fields exactly", test_verify_integer);
   CU_add_test(s, "--verify: float tolerance", test_verify_float);
+  CU_add_test(s, "strict numbers", test_parse_double);
+  CU_add_test(s, "strict number lists", test_parse_double_list);
+  CU_add_test(s, "hash set", test_hash_set);
   return test_run_all();
 }
