@@ -83,8 +83,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
                                   const imgstat_limits *lim, imgstat_image *img,
                                   imgstat_error *err);
 /* Returns IMGSTAT_ERR_UNSUPPORTED without touching src when built without
- * TurboJPEG, or for a JPEG that TurboJPEG cannot turn into RGB (CMYK): the
- * caller then falls back to stb_image. */
+ * TurboJPEG: the caller then falls back to stb_image. */
 imgstat_status imgstat_jpeg_decode(imgstat_source *src,
                                    const imgstat_limits *lim,
                                    imgstat_image *img, imgstat_error *err);
