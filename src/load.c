@@ -126,7 +126,7 @@ static imgstat_status decode(imgstat_source *src,
     imgstat_status s = imgstat_jpeg_decode(src, &lim, img, err);
     if (s != IMGSTAT_ERR_UNSUPPORTED)
       return s;
-    /* No TurboJPEG, or a JPEG it cannot turn into RGB: stb_image. */
+    /* Built without TurboJPEG: stb_image. */
     e = imgstat_source_rewind(src);
     if (e)
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));

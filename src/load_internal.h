@@ -88,8 +88,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
  * input's first 256 bytes, or all of it when it is shorter. */
 int imgstat_stb_may_take_unknown(const unsigned char *head, size_t n);
 /* Returns IMGSTAT_ERR_UNSUPPORTED without touching src when built without
- * TurboJPEG, or for a JPEG that TurboJPEG cannot turn into RGB (CMYK): the
- * caller then falls back to stb_image. */
+ * TurboJPEG: the caller then falls back to stb_image. */
 imgstat_status imgstat_jpeg_decode(imgstat_source *src,
                                    const imgstat_limits *lim,
                                    imgstat_image *img, imgstat_error *err);

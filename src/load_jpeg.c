@@ -4,9 +4,13 @@
  * "Decoding", for why: TurboJPEG is much faster on large photos).
  *
  * Gray JPEGs decode straight into their plane; colour ones decode to RGB
- * and are split into planes. Any libjpeg warning (premature end of file,
- * corrupt entropy data, ...) rejects the file: the decoder would otherwise
- * invent pixels and the statistics would describe data that is not there.
+ * and are split into planes; CMYK and YCCK ones decode to their four stored
+ * samples, which are made RGB as stb_image does (it decoded them before).
+ * Any libjpeg warning (premature end of file, corrupt entropy-coded data,
+ * ...) rejects the file: the decoder would otherwise invent pixels and the
+ * statistics would describe data that is not there. So does a component that
+ * no scan codes, a file too small for the size its header claims, and a
+ * progressive file of more than 500 scans.
  */
 #include "imgstat.h"
 #include "load_internal.h"
@@ -36,12 +40,247 @@ static imgstat_status tj_failure(tjhandle tj, imgstat_error *err) {
                            why && *why ? why : "TurboJPEG failed");
 }
 
+/* ---- what the marker segments say ----------------------------------------
+ *
+ * TurboJPEG reports a frame's size and colour space but not its sampling
+ * factors, its coding or its scans, which the checks below need; so the
+ * segments are walked here too, entropy-coded data skipped. libjpeg has read
+ * the header already (tjDecompressHeader3 fails on any irregularity there)
+ * and rejects anything odd later in the file, so this walk only has to be
+ * right for the files libjpeg accepts. */
+
+typedef struct jpeg_layout {
+  int frame;       /* an SOF segment with 1 to 4 components was found */
+  int progressive; /* SOF2 or SOF10 (SOF6/14 are hierarchical: unsupported) */
+  int arithmetic;  /* SOF9 and above: arithmetic coding */
+  uint32_t width, height;
+  int ncomp;
+  int id[4], h[4], v[4]; /* component ids and sampling factors */
+  /* Whether each component's blocks are coded somewhere: in any scan of a
+   * sequential frame, in a first DC scan (Ss = 0, Ah = 0) of a progressive
+   * one (libjpeg warns, so we refuse, when an AC or refinement scan comes
+   * before it). */
+  int coded[4];
+  unsigned scans; /* SOS segments */
+  /* The colour transform of the last APP14 "Adobe" segment, read as
+   * stb_image 2.27 reads it (stbi__process_marker: at least 12 bytes, the
+   * 6-byte tag "Adobe\0", the transform in byte 11, anywhere before EOI);
+   * -1 when there is none. */
+  int adobe_transform;
+} jpeg_layout;
+
+static int is_sof(unsigned m) {
+  return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
+}
+
+static void jpeg_read_sof(jpeg_layout *L, unsigned m, const unsigned char *s,
+                          size_t len) {
+  if (L->frame || len < 6 || s[5] < 1 || s[5] > 4 || len != 6 + 3u * s[5])
+    return;
+  L->frame = 1;
+  L->progressive = (m & 3) == 2;
+  L->arithmetic = m >= 0xC9;
+  L->height = (uint32_t)s[1] << 8 | s[2];
+  L->width = (uint32_t)s[3] << 8 | s[4];
+  L->ncomp = s[5];
+  for (int c = 0; c < L->ncomp; c++) {
+    L->id[c] = s[6 + 3 * c];
+    L->h[c] = s[7 + 3 * c] >> 4;
+    L->v[c] = s[7 + 3 * c] & 15;
+  }
+}
+
+static void jpeg_read_sos(jpeg_layout *L, const unsigned char *s, size_t len) {
+  L->scans++;
+  if (!L->frame || len < 1 || len != 4 + 2u * s[0])
+    return;
+  int ns = s[0];
+  int ss = s[1 + 2 * ns], ah = s[3 + 2 * ns] >> 4;
+  if (L->progressive && (ss != 0 || ah != 0))
+    return; /* not a first DC scan */
+  for (int k = 0; k < ns; k++)
+    for (int c = 0; c < L->ncomp; c++)
+      if (L->id[c] == s[1 + 2 * k])
+        L->coded[c] = 1;
+}
+
+static void jpeg_walk(const unsigned char *p, size_t n, jpeg_layout *L) {
+  memset(L, 0, sizeof *L);
+  L->adobe_transform = -1;
+  size_t i = 2; /* past SOI */
+  while (i + 1 < n) {
+    const unsigned char *ff = memchr(p + i, 0xFF, n - i);
+    if (!ff)
+      break;
+    i = (size_t)(ff - p);
+    if (i + 1 >= n)
+      break;
+    unsigned m = p[i + 1];
+    if (m == 0xFF) { /* a fill byte before a marker */
+      i++;
+      continue;
+    }
+    if (m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD8)) {
+      i += 2; /* stuffed 0xFF in entropy-coded data, TEM, RSTn, SOI */
+      continue;
+    }
+    if (m == 0xD9 || i + 4 > n)
+      break; /* EOI, or a segment cut short (libjpeg refuses the file) */
+    size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
+    if (len < 2 || len > n - i - 2)
+      break;
+    const unsigned char *s = p + i + 4;
+    len -= 2;
+    if (is_sof(m))
+      jpeg_read_sof(L, m, s, len);
+    else if (m == 0xDA)
+      jpeg_read_sos(L, s, len);
+    else if (m == 0xEE && len >= 12 && memcmp(s, "Adobe\0", 6) == 0)
+      L->adobe_transform = s[11];
+    i += 4 + len;
+  }
+}
+
+/* libjpeg picks a 4-component JPEG's colour space from the first APP14
+ * "Adobe" segments before the first scan (jdmarker.c examine_app14: at least
+ * 12 bytes, "Adobe", the transform in byte 11): 0 or no segment is CMYK,
+ * whose samples TurboJPEG returns as stored; 2 is YCCK, which it converts
+ * with its own YCbCr arithmetic. Setting those transforms to 0 makes it
+ * return YCCK's stored samples too, so that they are converted below with
+ * stb_image's arithmetic, as before. */
+static void jpeg_adobe_to_cmyk(unsigned char *p, size_t n) {
+  size_t i = 2;
+  while (i + 4 <= n && p[i] == 0xFF) {
+    unsigned m = p[i + 1];
+    if (m == 0xFF) {
+      i++;
+      continue;
+    }
+    if (m == 0xDA || m == 0xD9)
+      break;
+    size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
+    if (len < 2 || len > n - i - 2)
+      break;
+    if (m == 0xEE && len - 2 >= 12 && memcmp(p + i + 4, "Adobe", 5) == 0)
+      p[i + 4 + 11] = 0;
+    i += 2 + len;
+  }
+}
+
+/* The fewest bytes in which a Huffman-coded JPEG that we accept can hold an
+ * image of this frame. Every component's blocks are coded in some scan (we
+ * refuse the file otherwise: see jpeg_layout.coded), and each block coded
+ * there costs at least one bit: a sequential scan codes its DC difference
+ * and its end of block, a first progressive DC scan its DC difference, each
+ * with a Huffman code, and Huffman codes are 1 to 16 bits long. (Only AC
+ * scans can code many blocks in one code, with end-of-band runs.) libjpeg
+ * notices a scan whose data ends before its last block ("premature end of
+ * data segment", a warning: refused). A scan codes at least ceil(w / 8) x
+ * ceil(h / 8) blocks of a component that is w x h samples; stuffing, restart
+ * markers and padding only add bytes. Around that data there is at least
+ * SOI, the SOF segment, one SOS segment and EOI.
+ *
+ * Arithmetic coding can spend far less than a bit on a block (the QM coder
+ * codes a very likely decision in a tiny fraction of a bit, and it may even
+ * stop before its data is used up: the decoder then reads zeros), so such a
+ * frame only needs its headers. */
+static uint64_t jpeg_min_input(const jpeg_layout *L) {
+  uint64_t bytes = 2 + (10 + 3 * (uint64_t)L->ncomp) + 10 + 2;
+  if (L->arithmetic)
+    return bytes;
+  int hmax = 1, vmax = 1;
+  for (int c = 0; c < L->ncomp; c++) {
+    hmax = L->h[c] > hmax ? L->h[c] : hmax;
+    vmax = L->v[c] > vmax ? L->v[c] : vmax;
+  }
+  uint64_t bits = 0;
+  for (int c = 0; c < L->ncomp; c++) {
+    uint64_t w = ((uint64_t)L->width * (uint64_t)L->h[c] + hmax - 1) / hmax;
+    uint64_t h = ((uint64_t)L->height * (uint64_t)L->v[c] + vmax - 1) / vmax;
+    bits += ((w + 7) / 8) * ((h + 7) / 8);
+  }
+  return bytes + (bits + 7) / 8;
+}
+
+/* ---- CMYK and YCCK to RGB, as stb_image 2.27 does it --------------------
+ *
+ * TurboJPEG cannot make RGB of a 4-component JPEG, and stb_image used to
+ * decode these; its results are kept by converting TurboJPEG's samples with
+ * the arithmetic of stb's load_jpeg_image: with the Adobe transform 0 (CMYK)
+ * each of the first three samples is multiplied by the fourth, with 2 (YCCK)
+ * the first three are YCbCr made RGB, inverted and multiplied by the fourth,
+ * and otherwise (no Adobe segment) they are YCbCr made RGB and the fourth is
+ * ignored. The samples are TurboJPEG's, whose IDCT rounds differently from
+ * stb's in a few places (by 1), as for every other JPEG. */
+
+/* x * y / 255, rounded, in integers (stbi__blinn_8x8). */
+static unsigned char mul_255(unsigned x, unsigned y) {
+  unsigned t = x * y + 128;
+  return (unsigned char)((t + (t >> 8)) >> 8);
+}
+
+/* a / d rounded down (C's division rounds toward zero). */
+static int32_t floor_div(int32_t a, int32_t d) {
+  int32_t q = a / d;
+  return a % d != 0 && a < 0 ? q - 1 : q;
+}
+
+static unsigned char clamp_255(int32_t v) {
+  return v < 0 ? 0 : v > 255 ? 255 : (unsigned char)v;
+}
+
+/* stb's YCbCr to RGB (stbi__YCbCr_to_RGB_row; its SSE2 and NEON versions
+ * give the same results): fixed point with 20 fraction bits and the
+ * coefficients 1.402, 0.71414, 0.34414 and 1.772 rounded to 12 of them, and
+ * the Cb term of green rounded down to a multiple of 2^16 before the sum. */
+static void ycc_to_rgb(unsigned y, unsigned cb, unsigned cr,
+                       unsigned char rgb[3]) {
+  const int32_t one = (int32_t)1 << 20;
+  const int32_t k_r = 5743 << 8, k_gr = 2925 << 8, k_gb = 1410 << 8,
+                k_b = 7258 << 8;
+  int32_t yy = (int32_t)y * one + one / 2;
+  int32_t b = (int32_t)cb - 128, r = (int32_t)cr - 128;
+  int32_t g_cb = floor_div(-b * k_gb, 1 << 16) * (1 << 16);
+  rgb[0] = clamp_255(floor_div(yy + r * k_r, one));
+  rgb[1] = clamp_255(floor_div(yy - r * k_gr + g_cb, one));
+  rgb[2] = clamp_255(floor_div(yy + b * k_b, one));
+}
+
+static void cmyk_to_planes(const unsigned char *px, size_t n, int transform,
+                           imgstat_image *img) {
+  unsigned char *r = img->planes[0], *g = img->planes[1], *b = img->planes[2];
+  for (size_t i = 0; i < n; i++, px += 4) {
+    unsigned char rgb[3];
+    if (transform == 0) {
+      rgb[0] = mul_255(px[0], px[3]);
+      rgb[1] = mul_255(px[1], px[3]);
+      rgb[2] = mul_255(px[2], px[3]);
+    } else {
+      ycc_to_rgb(px[0], px[1], px[2], rgb);
+      if (transform == 2)
+        for (int c = 0; c < 3; c++)
+          rgb[c] = mul_255(255u - rgb[c], px[3]);
+    }
+    r[i] = rgb[0];
+    g[i] = rgb[1];
+    b[i] = rgb[2];
+  }
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+/* TurboJPEG's limit on scans (TJFLAG_LIMITSCANS). A progressive file can
+ * repeat scans without end and each one costs a pass over the image, so a
+ * small file can hold thousands; counting them first refuses such a file
+ * before any is decoded, the flag stays as the backstop. */
+#define JPEG_MAX_SCANS 500
+
 imgstat_status imgstat_jpeg_decode(imgstat_source *src,
                                    const imgstat_limits *lim,
                                    imgstat_image *img, imgstat_error *err) {
   const unsigned char *jpeg = NULL;
   int owned = 0;
-  unsigned char *rgb = NULL;
+  unsigned char *pixels_buf = NULL, *patched = NULL;
   tjhandle tj = NULL;
   imgstat_status s;
   memset(img, 0, sizeof *img);
@@ -58,33 +297,59 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
     s = tj_failure(NULL, err);
     goto done;
   }
-  int width, height, subsamp, colorspace;
+  /* A tables-only JPEG (SOI, tables, EOI) passes tjDecompressHeader3
+   * without any of these being set. */
+  int width = 0, height = 0, subsamp = -1, colorspace = -1;
   if (tjDecompressHeader3(tj, jpeg, jpeg_size, &width, &height, &subsamp,
                           &colorspace) != 0) {
     s = tj_failure(tj, err);
     goto done;
   }
-  if (colorspace == TJCS_CMYK || colorspace == TJCS_YCCK) {
-    /* TurboJPEG cannot make RGB of these; stb_image can. */
-    s = imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED, "CMYK JPEG");
+  jpeg_layout layout;
+  jpeg_walk(jpeg, jpeg_size, &layout);
+  if (width <= 0 || height <= 0 || !layout.frame) {
+    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                          "JPEG has no frame header (SOF)");
     goto done;
   }
-  if (width <= 0 || height <= 0) {
-    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "JPEG image is %dx%d", width,
-                          height);
+  int four = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+  if (four != (layout.ncomp == 4)) {
+    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                          "JPEG frame header is inconsistent");
     goto done;
   }
   /* The size check comes before anything is decoded or allocated: a gray
-   * image decodes into its plane, a colour one into an RGB buffer that is
-   * then split into planes beside it. */
+   * image decodes into its plane, a colour one into an RGB buffer (CMYK:
+   * a 4-sample one) that is then split into planes beside it. */
   uint64_t pixels = (uint64_t)width * (uint64_t)height;
-  s = imgstat_decode_check(lim, (uint32_t)width, (uint32_t)height,
-                           colorspace == TJCS_GRAY ? pixels : 6 * pixels, 0,
-                           src->size, "JPEG", err);
+  uint64_t peak = colorspace == TJCS_GRAY ? pixels
+                  : four                  ? 7 * pixels
+                                          : 6 * pixels;
+  s = imgstat_decode_check(lim, (uint32_t)width, (uint32_t)height, peak,
+                           jpeg_min_input(&layout), src->size, "JPEG", err);
   if (s != IMGSTAT_OK)
     goto done;
+  /* libjpeg decodes a component that no scan codes (or, progressive, no DC
+   * scan) as flat gray, without a warning: that is missing data. */
+  for (int c = 0; c < layout.ncomp; c++)
+    if (!layout.coded[c]) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                            "JPEG has no scan data for component %d of %d "
+                            "(truncated or corrupt)",
+                            c + 1, layout.ncomp);
+      goto done;
+    }
 
-  const int flags = TJFLAG_STOPONWARNING;
+  if (layout.scans > JPEG_MAX_SCANS) {
+    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                          "JPEG has %u scans: more than %d scans are refused "
+                          "(each one costs a pass over the image)",
+                          layout.scans, JPEG_MAX_SCANS);
+    goto done;
+  }
+
+  /* Warnings (corrupt or missing data) are errors. */
+  const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
   if (colorspace == TJCS_GRAY) {
     s = imgstat_image_alloc(img, (uint32_t)width, (uint32_t)height, 1,
                             IMGSTAT_U8, lim->max_pixels, err);
@@ -96,25 +361,46 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
       goto done;
     }
   } else {
+    const int sample_bytes = four ? 4 : 3;
     size_t bytes;
-    if (!imgstat_size_mul((size_t)width * (size_t)height, 3, &bytes)) {
+    if (!imgstat_size_mul((size_t)width * (size_t)height, sample_bytes,
+                          &bytes)) {
       s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "JPEG image too large");
       goto done;
     }
-    rgb = malloc(bytes);
-    if (!rgb) {
+    pixels_buf = malloc(bytes);
+    if (!pixels_buf) {
       s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                             "out of memory decoding a %dx%d JPEG", width,
                             height);
       goto done;
     }
-    if (tjDecompress2(tj, jpeg, jpeg_size, rgb, width, width * 3, height,
-                      TJPF_RGB, flags) != 0) {
+    const unsigned char *input = jpeg;
+    if (colorspace == TJCS_YCCK) {
+      /* Our own copy of the file has its transform edited in place. */
+      if (!owned) {
+        patched = malloc(jpeg_size);
+        if (!patched) {
+          s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                                "out of memory decoding a %dx%d JPEG", width,
+                                height);
+          goto done;
+        }
+        memcpy(patched, jpeg, jpeg_size);
+        input = patched;
+      }
+      jpeg_adobe_to_cmyk((unsigned char *)input, jpeg_size);
+    }
+    if (tjDecompress2(tj, input, jpeg_size, pixels_buf, width,
+                      width * sample_bytes, height, four ? TJPF_CMYK : TJPF_RGB,
+                      flags) != 0) {
       s = tj_failure(tj, err);
       goto done;
     }
     /* The compressed bytes are no longer needed: free them before the
      * planes are allocated, to keep peak memory down. */
+    free(patched);
+    patched = NULL;
     if (owned) {
       free((void *)jpeg);
       jpeg = NULL;
@@ -123,7 +409,12 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
                             IMGSTAT_U8, lim->max_pixels, err);
     if (s != IMGSTAT_OK)
       goto done;
-    imgstat_pixels_split(img, rgb, 0, (size_t)width * (size_t)height, 1);
+    if (four)
+      cmyk_to_planes(pixels_buf, (size_t)width * (size_t)height,
+                     layout.adobe_transform, img);
+    else
+      imgstat_pixels_split(img, pixels_buf, 0, (size_t)width * (size_t)height,
+                           1);
   }
   img->format = "JPEG";
   s = IMGSTAT_OK;
@@ -131,7 +422,8 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
 done:
   if (tj)
     tjDestroy(tj);
-  free(rgb);
+  free(pixels_buf);
+  free(patched);
   if (owned)
     free((void *)jpeg);
   if (s != IMGSTAT_OK)

@@ -113,6 +113,17 @@ static imgstat_status png_decode_jmp(png_state *st) {
   /* Our --max-pixels check below is the size gate; libpng's default
    * 1000000-pixel width/height limits would refuse valid long strips. */
   png_set_user_limits(st->png, 0x7fffffffu, 0x7fffffffu);
+  /* Only IHDR, PLTE, tRNS, IDAT and IEND make the pixels: every other chunk
+   * (a negative count means all of them) is streamed past, never held.
+   * libpng would otherwise allocate and zero the length a tEXt, zTXt, iTXt,
+   * sPLT, pCAL, sCAL or eXIf chunk declares, up to 2 GB for an 81-byte file,
+   * before finding the data missing; its chunk size limit
+   * (png_set_chunk_malloc_max) is only a warning when reading, and with
+   * nothing held there is nothing left for it or the chunk cache limit to
+   * bound. A skipped chunk's CRC is checked as a handled one's is: a bad
+   * one is a warning on an ancillary chunk (we go on, as before) and an
+   * error on a critical one (none is skipped). */
+  png_set_keep_unknown_chunks(st->png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
 #ifdef PNG_IGNORE_ADLER32
   /* zlib's Adler-32 re-checks bytes that the IDAT chunk CRCs, which libpng
    * still verifies, already cover; skipping it saves a pass over the
@@ -213,6 +224,24 @@ imgstat_status imgstat_png_decode(imgstat_source *src,
   st.err = err;
   st.fail_status = IMGSTAT_ERR_FORMAT;
   memset(img, 0, sizeof *img);
+
+  /* IHDR comes first. libpng checks that only in the handlers of the
+   * chunks it reads, and we have it skip most (png_decode_jmp); a damaged
+   * signature is left to libpng, whose message says what is wrong. */
+  static const unsigned char signature[8] = {0x89, 'P',  'N',  'G',
+                                             0x0D, 0x0A, 0x1A, 0x0A};
+  unsigned char head[16];
+  size_t got = imgstat_source_read(src, head, sizeof head);
+  if (src->read_errno)
+    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                             strerror(src->read_errno));
+  int e = imgstat_source_rewind(src);
+  if (e)
+    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+  if (got == sizeof head && memcmp(head, signature, 8) == 0 &&
+      memcmp(head + 12, "IHDR", 4) != 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "PNG does not start with its IHDR chunk");
 
   imgstat_status s = png_decode_jmp(&st);
 
