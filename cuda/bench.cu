@@ -11,6 +11,7 @@
  * than L2 unless the row says otherwise. Every result is compared with a host
  * computation; a mismatch is reported in the row, not hidden.
  */
+#include "cuda_check.cuh"
 #include "imgstat_cuda.h"
 #include "reduce.cuh"
 
@@ -36,19 +37,11 @@ namespace {
 
 /* ---- errors and small owners ------------------------------------------ */
 
-imgstat_status cuda_fail(imgstat_error *err, cudaError_t e, const char *what) {
-  imgstat_status st = IMGSTAT_ERR_DEVICE;
-  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
-    st = IMGSTAT_ERR_NODEVICE;
-  return imgstat_error_set(err, st, "%s: %s (%s)", what, cudaGetErrorString(e),
-                           cudaGetErrorName(e));
-}
-
 #define BENCH_CUDA(call, what)                                                 \
   do {                                                                         \
     cudaError_t bench_e_ = (call);                                             \
     if (bench_e_ != cudaSuccess)                                               \
-      return cuda_fail(b->err, bench_e_, (what));                              \
+      return imgstat_cuda_fail(b->err, bench_e_, (what));                      \
   } while (0)
 
 #define BENCH_TRY(...)                                                         \
@@ -74,10 +67,8 @@ struct device_buffer {
   }
   cudaError_t alloc(size_t bytes) {
     release();
-    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
-    if (e != cudaSuccess)
-      p = nullptr;
-    else
+    cudaError_t e = imgstat_cuda_malloc(&p, bytes ? bytes : 1);
+    if (e == cudaSuccess)
       size = bytes;
     return e;
   }
@@ -235,6 +226,7 @@ imgstat_status time_runs(bench *b, int buffers, const char *what,
   for (int w = 0; w < b->warmup; w++)
     BENCH_CUDA(launch(next++ % buffers), what);
 
+  BENCH_CUDA(imgstat_cuda_launch_gate(), "hold kernel");
   bench_hold_kernel<<<1, 1, 0, s>>>(kHoldNs + kHoldNsPerRun * b->runs);
   BENCH_CUDA(cudaGetLastError(), "hold kernel");
   BENCH_CUDA(cudaEventRecord(b->hold_done, s), what);
@@ -247,7 +239,7 @@ imgstat_status time_runs(bench *b, int buffers, const char *what,
   cudaError_t q = cudaEventQuery(b->hold_done);
   t->host_bound = (q == cudaSuccess);
   if (q != cudaSuccess && q != cudaErrorNotReady)
-    return cuda_fail(b->err, q, what);
+    return imgstat_cuda_fail(b->err, q, what);
   BENCH_CUDA(cudaStreamSynchronize(s), what);
 
   for (int i = 0; i < b->runs; i++) {
@@ -423,6 +415,7 @@ imgstat_status bench_copy(bench *b) {
   device_buffer src, dst;
   BENCH_CUDA(src.alloc(bytes), "allocating the copy source");
   BENCH_CUDA(dst.alloc(bytes), "allocating the copy destination");
+  BENCH_CUDA(imgstat_cuda_launch_gate(), "filling the copy source");
   bench_fill_kernel<<<4 * b->res->sm_count, 256, 0, b->stream>>>(
       src.as<uint32_t>(), bytes / 4, 0x1234567u);
   BENCH_CUDA(cudaGetLastError(), "filling the copy source");
@@ -634,6 +627,11 @@ imgstat_status bench_ladder_plane(bench *b, const void *d_plane, uint64_t n,
 template <typename T, typename Acc>
 cudaError_t cub_sum(void *d_temp, size_t &temp_bytes, const T *d_in, Acc *d_out,
                     uint64_t n, cudaStream_t s) {
+  if (d_temp) { /* a run, not the size query */
+    cudaError_t e = imgstat_cuda_launch_gate();
+    if (e != cudaSuccess)
+      return e;
+  }
   if (n <= (uint64_t)INT_MAX)
     return cub::DeviceReduce::Sum(d_temp, temp_bytes, d_in, d_out, (int)n, s);
   return cub::DeviceReduce::Sum(d_temp, temp_bytes, d_in, d_out, (long long)n,
@@ -1085,11 +1083,11 @@ extern "C" imgstat_status imgstat_bench_run(const imgstat_bench_options *opts,
     e = cudaFree(nullptr);
   out->init_ms = host_ms_now() - t0;
   if (e != cudaSuccess)
-    return cuda_fail(err, e, "CUDA start-up");
+    return imgstat_cuda_fail(err, e, "CUDA start-up");
 
   cudaDeviceProp prop;
   if ((e = cudaGetDeviceProperties(&prop, o.device)) != cudaSuccess)
-    return cuda_fail(err, e, "cudaGetDeviceProperties");
+    return imgstat_cuda_fail(err, e, "cudaGetDeviceProperties");
   snprintf(out->device, sizeof out->device, "%.80s (sm_%d%d)", prop.name,
            prop.major, prop.minor);
   out->sm_count = prop.multiProcessorCount;
@@ -1100,7 +1098,7 @@ extern "C" imgstat_status imgstat_bench_run(const imgstat_bench_options *opts,
 
   if ((e = cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking)) !=
       cudaSuccess)
-    return cuda_fail(err, e, "cudaStreamCreate");
+    return imgstat_cuda_fail(err, e, "cudaStreamCreate");
   int nev = 2 * (b.runs + 1);
   b.events = static_cast<cudaEvent_t *>(calloc(nev, sizeof(cudaEvent_t)));
   b.samples = static_cast<double *>(calloc(b.runs, sizeof(double)));
@@ -1108,10 +1106,10 @@ extern "C" imgstat_status imgstat_bench_run(const imgstat_bench_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of host memory");
   for (int i = 0; i < nev; i++)
     if ((e = cudaEventCreate(&b.events[i])) != cudaSuccess)
-      return cuda_fail(err, e, "cudaEventCreate");
+      return imgstat_cuda_fail(err, e, "cudaEventCreate");
   if ((e = cudaEventCreateWithFlags(&b.hold_done, cudaEventDisableTiming)) !=
       cudaSuccess)
-    return cuda_fail(err, e, "cudaEventCreate");
+    return imgstat_cuda_fail(err, e, "cudaEventCreate");
 
   return bench_all(&b);
 }

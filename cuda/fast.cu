@@ -30,6 +30,7 @@
  * partials are then merged with warp shuffles, one shared slot per warp, into
  * one imgstat_partial per block, in a fixed order.
  */
+#include "cuda_check.cuh"
 #include "reduce.cuh"
 
 namespace {
@@ -733,6 +734,9 @@ template <typename K>
 cudaError_t launch(K kernel, int block, const imgstat_pass *p, cudaStream_t s) {
   if (p->grid == 0 || p->channels == 0 || p->channels > 65535)
     return cudaErrorInvalidValue;
+  cudaError_t e = imgstat_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
   kernel<<<dim3(p->grid, p->channels), block, 0, s>>>(*p);
   return cudaGetLastError();
 }

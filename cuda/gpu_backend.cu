@@ -10,12 +10,117 @@
  * does not fit in device memory, each plane is reduced in ranges through a
  * smaller buffer and the range partials are merged on the host in order.
  */
+#include "cuda_check.cuh"
+#include "gpu_fault.h"
 #include "imgstat_cuda.h"
 #include "reduce.cuh"
 
+#include <atomic>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- errors and fault injection (cuda_check.cuh) ---------------------- */
+
+namespace {
+
+/* IMGSTAT_GPU_FAULT, read once: C++ makes the initialisation of a local
+ * static thread-safe, and the first reader may be the thread that creates
+ * the context while another decodes. */
+struct FaultSwitch {
+  imgstat_gpu_fault spec;
+  bool valid;
+  char value[40];    /* the variable's value, shortened, for messages */
+  char problem[160]; /* why it is malformed */
+};
+
+const FaultSwitch &fault_switch() {
+  static const FaultSwitch sw = [] {
+    FaultSwitch f;
+    memset(&f, 0, sizeof f);
+    const char *s = getenv("IMGSTAT_GPU_FAULT");
+    f.valid = imgstat_gpu_fault_parse(s, &f.spec) != 0;
+    snprintf(f.value, sizeof f.value, "%.32s", s ? s : "");
+    if (!f.valid)
+      snprintf(f.problem, sizeof f.problem,
+               "IMGSTAT_GPU_FAULT='%.32s' is not N, alloc:N or launch:N "
+               "(docs/gpu.md)",
+               f.value);
+    return f;
+  }();
+  return sw;
+}
+
+std::atomic<unsigned long long> g_fault_events{0}; /* events counted */
+std::atomic<bool> g_fault_unreported{false}; /* injected, not yet mapped */
+
+/* An event of `kind` is about to happen: cudaSuccess, or `injected` when it
+ * is the one IMGSTAT_GPU_FAULT names. */
+cudaError_t fault_gate(unsigned kind, cudaError_t injected) {
+  const FaultSwitch &f = fault_switch();
+  if (!(f.spec.kinds & kind))
+    return cudaSuccess;
+  if (g_fault_events.fetch_add(1) + 1 != f.spec.n)
+    return cudaSuccess;
+  g_fault_unreported.store(true);
+  return injected;
+}
+
+} // namespace
+
+imgstat_status imgstat_cuda_fail(imgstat_error *err, cudaError_t e,
+                                 const char *what) {
+  const bool injected =
+      g_fault_unreported.exchange(false) &&
+      (e == cudaErrorMemoryAllocation || e == cudaErrorLaunchOutOfResources);
+  imgstat_cuda_clear_error();
+  return imgstat_error_set(
+      err,
+      e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
+          ? IMGSTAT_ERR_NODEVICE
+          : IMGSTAT_ERR_DEVICE,
+      "CUDA error in %s: %s (%s%s%s)", what, cudaGetErrorString(e),
+      cudaGetErrorName(e), injected ? "; injected by IMGSTAT_GPU_FAULT=" : "",
+      injected ? fault_switch().value : "");
+}
+
+void imgstat_cuda_clear_error(void) {
+  (void)cudaGetLastError();
+  g_fault_unreported.store(false); /* handled: no note on a later error */
+}
+
+cudaError_t imgstat_cuda_malloc(void **p, size_t bytes) {
+  *p = nullptr;
+  cudaError_t e =
+      fault_gate(IMGSTAT_GPU_FAULT_ALLOC, cudaErrorMemoryAllocation);
+  if (e == cudaSuccess)
+    e = cudaMalloc(p, bytes);
+  if (e != cudaSuccess)
+    *p = nullptr;
+  return e;
+}
+
+cudaError_t imgstat_cuda_malloc_host(void **p, size_t bytes) {
+  *p = nullptr;
+  cudaError_t e =
+      fault_gate(IMGSTAT_GPU_FAULT_ALLOC, cudaErrorMemoryAllocation);
+  if (e == cudaSuccess)
+    e = cudaMallocHost(p, bytes);
+  if (e != cudaSuccess)
+    *p = nullptr;
+  return e;
+}
+
+cudaError_t imgstat_cuda_launch_gate(void) {
+  return fault_gate(IMGSTAT_GPU_FAULT_LAUNCH, cudaErrorLaunchOutOfResources);
+}
+
+const char *imgstat_cuda_fault_problem(void) {
+  const FaultSwitch &f = fault_switch();
+  return f.valid ? nullptr : f.problem;
+}
+
+/* ---- the backend ------------------------------------------------------ */
 
 namespace {
 
@@ -44,17 +149,11 @@ struct imgstat_gpu {
 
 namespace {
 
-/* The message of a failed CUDA call, with CUDA's own reason. */
-imgstat_status fail(imgstat_error *err, cudaError_t e, const char *what) {
-  return imgstat_error_set(err, IMGSTAT_ERR_DEVICE, "CUDA error in %s: %s (%s)",
-                           what, cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
 #define GPU_CHECK(call, what)                                                  \
   do {                                                                         \
     cudaError_t e_ = (call);                                                   \
     if (e_ != cudaSuccess)                                                     \
-      return fail(err, e_, what);                                              \
+      return imgstat_cuda_fail(err, e_, what);                                 \
   } while (0)
 
 size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -70,11 +169,9 @@ cudaError_t grow(unsigned char **buf, size_t *have, size_t bytes) {
     if (e != cudaSuccess)
       return e;
   }
-  cudaError_t e = cudaMalloc((void **)buf, bytes);
-  if (e != cudaSuccess) {
-    *buf = nullptr;
+  cudaError_t e = imgstat_cuda_malloc((void **)buf, bytes);
+  if (e != cudaSuccess)
     return e;
-  }
   *have = bytes;
   return cudaSuccess;
 }
@@ -206,14 +303,16 @@ imgstat_status create_resources(imgstat_gpu *gpu, imgstat_error *err) {
   for (int k = 0; k < 2; ++k) {
     GPU_CHECK(cudaEventCreateWithFlags(&gpu->staged[k], cudaEventDisableTiming),
               "cudaEventCreate");
-    GPU_CHECK(cudaMallocHost((void **)&gpu->h_staging[k], kStagingBytes),
-              "cudaMallocHost (staging)");
+    GPU_CHECK(
+        imgstat_cuda_malloc_host((void **)&gpu->h_staging[k], kStagingBytes),
+        "cudaMallocHost (staging)");
   }
-  GPU_CHECK(cudaMallocHost((void **)&gpu->h_out,
-                           IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
-            "cudaMallocHost");
-  GPU_CHECK(cudaMalloc((void **)&gpu->d_out,
-                       IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
+  GPU_CHECK(
+      imgstat_cuda_malloc_host((void **)&gpu->h_out,
+                               IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
+      "cudaMallocHost");
+  GPU_CHECK(imgstat_cuda_malloc((void **)&gpu->d_out,
+                                IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
             "cudaMalloc");
   return IMGSTAT_OK;
 }
@@ -253,6 +352,10 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
   if (!out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output pointer");
   *out = nullptr;
+  /* A malformed fault switch is said, not ignored (nor hidden by a missing
+   * device): a test that sets it must not pass without faults. */
+  if (const char *why = imgstat_cuda_fault_problem())
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "%s", why);
   int driver = 0;
   cudaError_t e = cudaDriverGetVersion(&driver);
   if (e != cudaSuccess || driver == 0)
@@ -272,11 +375,11 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
         driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
   }
   if (e != cudaSuccess)
-    return fail(err, e, "cudaGetDeviceCount");
+    return imgstat_cuda_fail(err, e, "cudaGetDeviceCount");
   if (device < 0) {
     e = cudaGetDevice(&device);
     if (e != cudaSuccess)
-      return fail(err, e, "cudaGetDevice");
+      return imgstat_cuda_fail(err, e, "cudaGetDevice");
   }
   if (device >= count)
     return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
@@ -292,7 +395,7 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
   imgstat_status st = IMGSTAT_OK;
   e = cudaGetDeviceProperties(&prop, device);
   if (e != cudaSuccess) {
-    st = fail(err, e, "cudaGetDeviceProperties");
+    st = imgstat_cuda_fail(err, e, "cudaGetDeviceProperties");
   } else {
     gpu->sm_count = prop.multiProcessorCount;
     snprintf(gpu->name, sizeof gpu->name, "%s (sm_%d%d)", prop.name, prop.major,
@@ -391,10 +494,10 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
   if (resident) {
     cudaError_t e = grow(&gpu->d_planes, &gpu->d_planes_bytes, want);
     if (e == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError(); /* not sticky: clear it and go by ranges */
+      imgstat_cuda_clear_error(); /* not sticky: clear it, go by ranges */
       resident = false;
     } else if (e != cudaSuccess) {
-      return fail(err, e, "cudaMalloc (image)");
+      return imgstat_cuda_fail(err, e, "cudaMalloc (image)");
     }
   }
   if (resident) {
@@ -418,11 +521,11 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
       e = grow(&gpu->d_planes, &gpu->d_planes_bytes, buf);
       if (e != cudaErrorMemoryAllocation || buf <= kMinChunkBuffer)
         break;
-      (void)cudaGetLastError();
+      imgstat_cuda_clear_error();
       buf /= 2;
     }
     if (e != cudaSuccess)
-      return fail(err, e, "cudaMalloc (image buffer)");
+      return imgstat_cuda_fail(err, e, "cudaMalloc (image buffer)");
     uint64_t range = buf / img->sample;
     size_t bytes = 0;
     GPU_CHECK(imgstat_reduce_stats(kernel, 0, nullptr, img->sample, range, 1, 0,

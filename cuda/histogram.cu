@@ -154,17 +154,6 @@ __global__ void find_ranks_kernel(const unsigned long long *__restrict__ cum,
 
 } // namespace
 
-imgstat_status fail(imgstat_error *err, cudaError_t e, const char *what) {
-  (void)cudaGetLastError(); /* clear a non-sticky error for the next call */
-  return imgstat_error_set(err,
-                           e == cudaErrorNoDevice ||
-                                   e == cudaErrorInsufficientDriver
-                               ? IMGSTAT_ERR_NODEVICE
-                               : IMGSTAT_ERR_DEVICE,
-                           "CUDA error in %s: %s (%s)", what,
-                           cudaGetErrorString(e), cudaGetErrorName(e));
-}
-
 imgstat_status device_stats(const void *d_plane, imgstat_sample sample,
                             uint64_t n, imgstat_partial *out,
                             cudaStream_t stream, imgstat_error *err) {
@@ -173,18 +162,18 @@ imgstat_status device_stats(const void *d_plane, imgstat_sample sample,
       imgstat_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, sample, n, 1, 0,
                            nullptr, &bytes, nullptr, stream);
   if (e != cudaSuccess)
-    return fail(err, e, "statistics (scratch size)");
+    return imgstat_cuda_fail(err, e, "statistics (scratch size)");
   DevBuf d_scratch, d_out;
   if ((e = d_scratch.alloc(bytes)) != cudaSuccess ||
       (e = d_out.alloc(sizeof(imgstat_partial))) != cudaSuccess)
-    return fail(err, e, "cudaMalloc (statistics)");
+    return imgstat_cuda_fail(err, e, "cudaMalloc (statistics)");
   if ((e = imgstat_reduce_stats(
            IMGSTAT_KERNEL_FAST, 0, d_plane, sample, n, 1, 0, d_scratch.p,
            &bytes, d_out.as<imgstat_partial>(), stream)) != cudaSuccess ||
       (e = cudaMemcpyAsync(out, d_out.p, sizeof *out, cudaMemcpyDeviceToHost,
                            stream)) != cudaSuccess ||
       (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return fail(err, e, "statistics");
+    return imgstat_cuda_fail(err, e, "statistics");
   return IMGSTAT_OK;
 }
 
@@ -214,6 +203,11 @@ cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
     grid = min_blocks;
   if (grid < 1)
     grid = 1;
+  if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
+    return cudaErrorInvalidValue;
+  cudaError_t e = imgstat_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
   switch (sample) {
   case IMGSTAT_U8:
     hist_u8_kernel<<<(unsigned)grid, kHistBlock, 0, stream>>>(
@@ -243,6 +237,9 @@ cudaError_t hist_launch_u8_atomics(const uint8_t *d_plane, uint64_t n,
   uint64_t want = (n + kHistBlock - 1) / kHistBlock;
   uint64_t cap = (uint64_t)sm_count * 8;
   unsigned grid = (unsigned)(want < cap ? want : cap);
+  cudaError_t e = imgstat_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
   hist_wide_kernel<uint8_t><<<grid, kHistBlock, 0, stream>>>(
       d_plane, n, 256, 0.0, 0.0, d_bins, nullptr);
   return cudaGetLastError();
@@ -268,11 +265,16 @@ cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
   unsigned char *base = static_cast<unsigned char *>(d_scratch);
   unsigned long long *d_cum =
       reinterpret_cast<unsigned long long *>(base + plane_slot(temp));
-  cudaError_t e = cub::DeviceScan::InclusiveSum(base, temp, d_bins, d_cum,
-                                                (int)bins, stream);
+  cudaError_t e = imgstat_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  e = cub::DeviceScan::InclusiveSum(base, temp, d_bins, d_cum, (int)bins,
+                                    stream);
   if (e != cudaSuccess)
     return e;
   if (nr > 0) {
+    if ((e = imgstat_cuda_launch_gate()) != cudaSuccess)
+      return e;
     find_ranks_kernel<<<(nr + 63) / 64, 64, 0, stream>>>(d_cum, bins, d_ranks,
                                                          nr, d_hits);
     e = cudaGetLastError();
@@ -296,11 +298,11 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
       (e = d_ranks.alloc(32 * sizeof(unsigned long long))) != cudaSuccess ||
       (e = d_hits.alloc(32 * sizeof(RankHit))) != cudaSuccess ||
       (e = d_scratch.alloc(hist_ranks_scratch(h->bins))) != cudaSuccess)
-    return fail(err, e, "cudaMalloc (histogram)");
+    return imgstat_cuda_fail(err, e, "cudaMalloc (histogram)");
   if ((e = cudaMemsetAsync(d_bins.p, 0, bin_bytes, stream)) != cudaSuccess ||
       (e = cudaMemsetAsync(d_special.p, 0, 2 * sizeof(unsigned long long),
                            stream)) != cudaSuccess)
-    return fail(err, e, "cudaMemset (histogram)");
+    return imgstat_cuda_fail(err, e, "cudaMemset (histogram)");
   /* The CPU's scale, the CPU's expression (histogram.c, hist_f32). */
   double scale = h->hi > h->lo ? (double)h->bins / (h->hi - h->lo) : 0.0;
   for (int k = 0; k < nplanes; ++k) {
@@ -308,13 +310,13 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
                     d_bins.as<unsigned long long>(),
                     d_special.as<unsigned long long>(), sm_count, stream);
     if (e != cudaSuccess)
-      return fail(err, e, "histogram kernel");
+      return imgstat_cuda_fail(err, e, "histogram kernel");
   }
   unsigned long long special[2] = {0, 0};
   if ((e = cudaMemcpyAsync(special, d_special.p, sizeof special,
                            cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
       (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return fail(err, e, "histogram kernel");
+    return imgstat_cuda_fail(err, e, "histogram kernel");
   uint64_t all = n * (uint64_t)nplanes;
   h->nan_count = special[0];
   h->inf_count = special[1];
@@ -322,7 +324,7 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
   if (want_counts) {
     e = cudaMemcpy(h->counts, d_bins.p, bin_bytes, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess)
-      return fail(err, e, "cudaMemcpy (histogram)");
+      return imgstat_cuda_fail(err, e, "cudaMemcpy (histogram)");
   }
   if (np <= 0 || h->total == 0)
     return IMGSTAT_OK;
@@ -339,7 +341,7 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
       (e = cudaMemcpyAsync(hits, d_hits.p, np * sizeof *hits,
                            cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
       (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return fail(err, e, "percentile scan");
+    return imgstat_cuda_fail(err, e, "percentile scan");
   for (int i = 0; i < np; ++i)
     values[i] = imgstat_percentile_value(h, ranks[i], hits[i].bin,
                                          hits[i].cum_before, hits[i].count);
@@ -367,10 +369,10 @@ imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img, int c,
   DevBuf d_plane;
   cudaError_t e;
   if ((e = d_plane.alloc(plane_slot(bytes))) != cudaSuccess)
-    return fail(err, e, "cudaMalloc (image)");
+    return imgstat_cuda_fail(err, e, "cudaMalloc (image)");
   if ((e = cudaMemcpy(d_plane.p, img->planes[c], bytes,
                       cudaMemcpyHostToDevice)) != cudaSuccess)
-    return fail(err, e, "cudaMemcpy (image)");
+    return imgstat_cuda_fail(err, e, "cudaMemcpy (image)");
   double lo = 0, hi = 0;
   uint32_t bins = opts ? opts->float_bins : 0;
   if (img->sample == IMGSTAT_F32) {

@@ -11,6 +11,7 @@
  * partials of an earlier pass. gridDim.y is the channel; each block writes one
  * T. The combine order is fixed, so results are identical run to run.
  */
+#include "cuda_check.cuh"
 #include "reduce.cuh"
 
 #include <type_traits>
@@ -383,6 +384,8 @@ template <typename Op, typename K>
 cudaError_t launch(K kernel, unsigned block, size_t smem, const Op &op,
                    const imgstat_pass &p, cudaStream_t s) {
   cudaError_t e = allow_shared(kernel, smem);
+  if (e == cudaSuccess)
+    e = imgstat_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
   dim3 grid(p.grid, p.channels);

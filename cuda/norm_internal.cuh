@@ -1,6 +1,7 @@
 /*
  * Internal interface between cuda/histogram.cu and cuda/normalize.cu:
- * device buffers, error mapping, and the histogram / percentile launches.
+ * device buffers and the histogram / percentile launches (errors are mapped
+ * by imgstat_cuda_fail, cuda_check.cuh).
  * Kernels know nothing of allocation; the functions here take device
  * pointers and a stream and return cudaError_t; the C API functions turn
  * those into imgstat_error messages.
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda_check.cuh"
 #include "imgstat_cuda_norm.h"
 
 namespace imgstat_norm_gpu {
@@ -34,11 +36,9 @@ struct DevBuf {
       (void)cudaFree(p);
     p = nullptr;
     bytes = 0;
-    cudaError_t e = cudaMalloc(&p, n ? n : 1);
+    cudaError_t e = imgstat_cuda_malloc(&p, n ? n : 1);
     if (e == cudaSuccess)
       bytes = n;
-    else
-      p = nullptr;
     return e;
   }
   template <typename T> T *as() const { return static_cast<T *>(p); }
@@ -47,9 +47,6 @@ struct DevBuf {
 /* Planes on the device start at 256-byte boundaries so the kernels can use
  * 16-byte vector loads and stores from the first sample. */
 inline size_t plane_slot(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
-
-/* Turns a CUDA error into the project's error, with CUDA's own words. */
-imgstat_status fail(imgstat_error *err, cudaError_t e, const char *what);
 
 /* Where the bin holding one rank is: what imgstat_percentile_value needs. */
 struct RankHit {

@@ -121,6 +121,9 @@ cudaError_t launch_apply(const ApplyParams &p, int channels, int sm_count,
   uint64_t cap = (uint64_t)sm_count * 16 / (uint64_t)channels + 1;
   unsigned grid = (unsigned)std::max<uint64_t>(1, std::min(want, cap));
   dim3 g(grid, (unsigned)channels);
+  cudaError_t e = imgstat_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
   apply_kernel<In, Out><<<g, kApplyBlock, 0, stream>>>(p);
   return cudaGetLastError();
 }
@@ -161,11 +164,11 @@ imgstat_status upload(const imgstat_image *img, DevImage *d,
   d->channels = img->channels;
   cudaError_t e = d->buf.alloc(d->slot * img->channels);
   if (e != cudaSuccess)
-    return fail(err, e, "cudaMalloc (image)");
+    return imgstat_cuda_fail(err, e, "cudaMalloc (image)");
   for (int c = 0; c < img->channels; ++c)
     if ((e = cudaMemcpyAsync(d->plane(c), img->planes[c], bytes,
                              cudaMemcpyHostToDevice, stream)) != cudaSuccess)
-      return fail(err, e, "cudaMemcpy (image)");
+      return imgstat_cuda_fail(err, e, "cudaMemcpy (image)");
   return IMGSTAT_OK;
 }
 
@@ -192,7 +195,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
   cudaError_t e = dout.buf.alloc(dout.slot * plan->channels_out);
   if (e != cudaSuccess) {
     imgstat_image_free(out);
-    return fail(err, e, "cudaMalloc (output)");
+    return imgstat_cuda_fail(err, e, "cudaMalloc (output)");
   }
   ApplyParams p;
   memset(&p, 0, sizeof p);
@@ -225,7 +228,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
         (e = cudaMemcpyAsync(d_lut.p, packed.data(), packed.size(),
                              cudaMemcpyHostToDevice, stream)) != cudaSuccess) {
       imgstat_image_free(out);
-      return fail(err, e, "lookup tables");
+      return imgstat_cuda_fail(err, e, "lookup tables");
     }
     for (int o = 0; o < plan->channels_out; ++o)
       p.lut[o] = d_lut.as<unsigned char>() + lut_slot * o;
@@ -242,7 +245,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
                          sm_count, stream);
     if (e != cudaSuccess) {
       imgstat_image_free(out);
-      return fail(err, e, "normalize kernel");
+      return imgstat_cuda_fail(err, e, "normalize kernel");
     }
   }
   for (int o = 0; o < plan->channels_out && e == cudaSuccess; ++o)
@@ -252,7 +255,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
     e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) {
     imgstat_image_free(out);
-    return fail(err, e, "normalize (copy back)");
+    return imgstat_cuda_fail(err, e, "normalize (copy back)");
   }
   return IMGSTAT_OK;
 }
@@ -657,7 +660,7 @@ imgstat_status imgstat_gpu_norm_bench(imgstat_gpu *gpu, uint32_t width,
   }
   goto done;
 cuda_failed:
-  st = fail(err, e, "normalize benchmark");
+  st = imgstat_cuda_fail(err, e, "normalize benchmark");
 done:
   if (e0)
     cudaEventDestroy(e0);

@@ -149,21 +149,15 @@ imgstat_status imgstat_hist_cli_compute(const imgstat_hist_cli *cfg,
   for (int c = 0; c < img->channels; c++) {
     imgstat_histogram *h = &res->hist[c];
     double v[IMGSTAT_MAX_PERCENTILES + 1];
-    int from_gpu = 0;
-    if (gpu) {
-      imgstat_error gerr;
-      if (imgstat_gpu_histogram(gpu, img, c, NULL, p, np, v, h, &gerr) ==
-          IMGSTAT_OK)
-        from_gpu = 1;
-      else
-        res->backend = "cpu"; /* the CPU computes what the GPU could not */
-    }
-    if (!from_gpu) {
-      imgstat_status st = imgstat_histogram_compute(img, c, NULL, h, err);
-      if (st != IMGSTAT_OK) {
-        imgstat_hist_result_free(res);
-        return st;
-      }
+    const int from_gpu = gpu != NULL;
+    /* A GPU failure is returned, not hidden: whether the CPU redoes the
+     * work is the caller's backend policy (src/main.c). */
+    imgstat_status st =
+        from_gpu ? imgstat_gpu_histogram(gpu, img, c, NULL, p, np, v, h, err)
+                 : imgstat_histogram_compute(img, c, NULL, h, err);
+    if (st != IMGSTAT_OK) {
+      imgstat_hist_result_free(res);
+      return st;
     }
     imgstat_moments m;
     if (img->sample == IMGSTAT_F32)

@@ -24,7 +24,9 @@
  *        imgstat_hist_result res;
  *        st = imgstat_hist_cli_compute(&cfg, &img, gpu_or_NULL, threads,
  *                                      &res, &err);
- *      (st != IMGSTAT_OK: "imgstat: PATH: reason", the input failed);
+ *      (st != IMGSTAT_OK: "imgstat: PATH: reason", the input failed; with
+ *      a GPU, main.c's backend policy may first warn and redo it on the
+ *      CPU);
  *   5. print, only when cfg.fields (--histogram / --percentiles):
  *        text: after the record's table,
  *              imgstat_hist_cli_print_text(out, &cfg, &res);
@@ -77,8 +79,9 @@ int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, char *const *files,
                            int nfiles);
 int imgstat_hist_cli_active(const imgstat_hist_cli *cfg);
 
-/* Histograms of every channel: on the GPU when gpu is not NULL (falling back
- * to the CPU if the GPU fails), else on the CPU with `threads`. */
+/* Histograms of every channel: on the GPU when gpu is not NULL, else on the
+ * CPU with `threads`. A GPU failure is returned like any other (res is then
+ * empty): the caller decides whether to compute again with gpu == NULL. */
 imgstat_status imgstat_hist_cli_compute(const imgstat_hist_cli *cfg,
                                         const imgstat_image *img,
                                         imgstat_gpu *gpu, int threads,

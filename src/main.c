@@ -432,6 +432,21 @@ static void gpu_unusable_error(run_state *st, const char *path) {
               reason(&st->starter.err));
 }
 
+/* The backend policy for a GPU failure on one input (statistics or
+ * histograms): --backend gpu fails the input (the message is printed; returns
+ * 0); auto warns once, naming the file and the reason, and returns 1: the
+ * caller computes the same on the CPU. The context stays for the next input. */
+static int gpu_failed(run_state *st, const char *path,
+                      const imgstat_error *err) {
+  if (st->opt->backend == CLI_BACKEND_GPU) {
+    input_error(st, path, "GPU failed: %s", reason(err));
+    return 0;
+  }
+  if (!st->opt->quiet)
+    imgstat_cli_path_error(path, "GPU failed (%s); using the CPU", reason(err));
+  return 1;
+}
+
 /* Flushes stdout after every record, so that records and messages on stderr
  * keep their order, and a full disk is noticed at the record it hit. */
 static void flush_stdout(run_state *st) {
@@ -475,13 +490,8 @@ static int compute(run_state *st, const char *path, const imgstat_image *img,
       *backend = "gpu";
       return 1;
     }
-    if (o->backend == CLI_BACKEND_GPU) {
-      input_error(st, path, "GPU failed: %s", reason(&err));
+    if (!gpu_failed(st, path, &err))
       return 0;
-    }
-    if (!o->quiet)
-      imgstat_cli_path_error(path, "GPU failed (%s); using the CPU",
-                             reason(&err));
     memset(&err, 0, sizeof err);
   }
 
@@ -500,10 +510,19 @@ static int histograms(run_state *st, const char *path, const imgstat_image *img,
   const cli_options *o = st->opt;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  /* Histograms where the statistics were computed. */
+  /* Histograms where the statistics were computed; a GPU failure follows
+   * the same policy as the statistics'. */
   imgstat_gpu *gpu = strcmp(backend, "gpu") == 0 ? st->starter.gpu : NULL;
-  if (imgstat_hist_cli_compute(&o->hist, img, gpu, o->threads, res, &err) !=
-      IMGSTAT_OK) {
+  imgstat_status status =
+      imgstat_hist_cli_compute(&o->hist, img, gpu, o->threads, res, &err);
+  if (status != IMGSTAT_OK && gpu) {
+    if (!gpu_failed(st, path, &err))
+      return 0;
+    memset(&err, 0, sizeof err);
+    status =
+        imgstat_hist_cli_compute(&o->hist, img, NULL, o->threads, res, &err);
+  }
+  if (status != IMGSTAT_OK) {
     input_error(st, path, "%s", reason(&err));
     return 0;
   }

@@ -703,14 +703,20 @@ int imgstat_normalize_main(int argc, char **argv) {
     }
     imgstat_status st = IMGSTAT_OK;
     int use_cpu = !gpu;
+    const char *failed = ""; /* what failed, before the reason */
     if (gpu) {
+      /* A GPU failure: auto warns once and redoes the input on the CPU;
+       * --backend gpu fails this input only (the context stays). */
       st = imgstat_gpu_normalize(gpu, &img, &c.norm, NULL, NULL, &out, &err);
-      if (st != IMGSTAT_OK && st != IMGSTAT_ERR_ARG &&
-          c.backend == BACKEND_AUTO) {
-        if (!c.quiet)
-          imgstat_cli_path_error(in_path, "GPU failed (%s); using the CPU",
-                                 err.message);
-        use_cpu = 1;
+      if (st != IMGSTAT_OK && st != IMGSTAT_ERR_ARG) {
+        if (c.backend == BACKEND_AUTO) {
+          if (!c.quiet)
+            imgstat_cli_path_error(in_path, "GPU failed (%s); using the CPU",
+                                   err.message);
+          use_cpu = 1;
+        } else {
+          failed = "GPU failed: ";
+        }
       }
     }
     if (use_cpu) {
@@ -724,7 +730,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     }
     imgstat_image_free(&img);
     if (st != IMGSTAT_OK) {
-      imgstat_cli_path_error(in_path, "%s", err.message);
+      imgstat_cli_path_error(in_path, "%s%s", failed, err.message);
       any_failed = 1;
       imgstat_image_free(&out);
       continue;

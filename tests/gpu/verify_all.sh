@@ -4,7 +4,8 @@
 # compute-sanitizer tool, and the command line end to end on every image of
 # the corpus: --backend gpu must print the same records as --backend cpu
 # (integers exactly; float within the stated tolerance) and --verify must
-# agree for every kernel. A summary goes to $OUT/summary.txt.
+# agree for every kernel; then GPU fault injection (tests/gpu/fault_test.sh,
+# its logs in $OUT/fault_test/). A summary goes to $OUT/summary.txt.
 #
 # Expects .deps (CUnit, stb; ../shared/gpu-host/bundle-deps.sh) and the corpus
 # copied to .corpus, both carried to the GPU machine. The device tool sends no
@@ -32,7 +33,9 @@ say "== build rc=$rc"
 [ $rc -eq 0 ] || { grep -E "error" "$OUT/build.log" | head -20 | tee -a "$S"; exit 1; }
 "$B/imgstat" --version | tee -a "$S"
 
-timeout 400 ctest --test-dir "$B" --output-on-failure >"$OUT/ctest.log" 2>&1
+# test_gpu_fault_cli is fault_test.sh's quick set: the full one runs below.
+timeout 400 ctest --test-dir "$B" --output-on-failure -E '^test_gpu_fault_cli$' \
+  >"$OUT/ctest.log" 2>&1
 rc=$?
 say "== ctest rc=$rc"
 grep -E "Test +#|tests passed|did not run|Skipped|Failed" "$OUT/ctest.log" | tee -a "$S"
@@ -90,5 +93,13 @@ for k in fast 1 2 3 4 5 6 7; do
   [ $rc -eq 1 ] || [ $rc -eq 0 ] || fail=1 # 1: the corrupt PngSuite files
   grep -q MISMATCH "$OUT/verify-$k.err" && fail=1
 done
+# Every allocation and launch of a run made to fail in turn
+# (IMGSTAT_GPU_FAULT), then compute-sanitizer's leak check on a few.
+OUT="$OUT" timeout 420 bash tests/gpu/fault_test.sh "$B/imgstat" >"$OUT/fault_test.log" 2>&1
+rc=$?
+say "== fault_test rc=$rc: $(grep -E '^fault_test:' "$OUT/fault_test.log" | tail -1)"
+grep -E "^FAIL|^skipped|allocations and launches|no fault shown|swept in|sanitizer" \
+  "$OUT/fault_test.log" | head -30 | tee -a "$S"
+[ $rc -eq 0 ] || fail=1
 say "== overall: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
 exit $fail
