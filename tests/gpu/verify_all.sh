@@ -24,7 +24,7 @@ S=$OUT/summary.txt
 say() { echo "$*" | tee -a "$S"; }
 fail=0
 
-say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1) commit $(git rev-parse --short HEAD 2>/dev/null || echo "${IMGSTAT_COMMIT:-?}")"
+say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1) commit ${IMGSTAT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo ?)}"
 cmake -S . -B "$B" -DIMGSTAT_ENABLE_CUDA=ON -DIMGSTAT_WERROR=ON \
   -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >"$OUT/build.log" 2>&1 &&
   cmake --build "$B" -j16 >>"$OUT/build.log" 2>&1
