@@ -32,16 +32,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* stb_image's allocations come back zero-filled: should a decoder ever
+ * return pixels it did not write (a short read it missed), they are zeros,
+ * never bytes of an earlier image. Large blocks are fresh pages from the
+ * system, which calloc does not clear again. */
+static void *stb_realloc_zeroed(void *p, size_t old_size, size_t size) {
+  unsigned char *q = realloc(p, size);
+  if (q && size > old_size)
+    memset(q + old_size, 0, size - old_size);
+  return q;
+}
+
 /* libpng decodes PNG and Softimage PIC is not a format we promise: keep stb
  * away from both. The library must never abort, so stb's internal asserts
  * (invariants, not input checks) are compiled out. stb allocates with
- * malloc, so a one-channel result can become the image's plane as it is. */
+ * calloc, so a one-channel result can become the image's plane as it is. */
 #define STBI_NO_PNG
 #define STBI_NO_PIC
 #define STBI_FAILURE_USERMSG
 #define STBI_ASSERT(x) ((void)0)
-#define STBI_MALLOC(sz) malloc(sz)
-#define STBI_REALLOC(p, newsz) realloc(p, newsz)
+#define STBI_MALLOC(sz) calloc(1, sz)
+#define STBI_REALLOC_SIZED(p, oldsz, newsz)                                    \
+  stb_realloc_zeroed(p, (size_t)(oldsz), newsz)
 #define STBI_FREE(p) free(p)
 #define STB_IMAGE_IMPLEMENTATION
 #if defined(__GNUC__)
@@ -54,22 +66,26 @@
 #pragma GCC diagnostic pop
 #endif
 
-/* stb refills its read buffer in pieces of this size (sizeof
- * stbi__context.buffer_start); a shorter answer to such a refill is just the
- * end of the input, any other short read means data is missing. */
-#define STB_REFILL_BYTES 128
-
 typedef struct stb_reader {
   imgstat_source *src;
-  int past_end; /* the decoder wanted bytes the input does not have */
+  const char *refill; /* stb's own read buffer (below), NULL before a call */
+  int past_end;       /* the decoder wanted bytes the input does not have */
 } stb_reader;
 
+/* Every stb call starts a context whose first read fills its 128-byte
+ * buffer (stbi__start_callbacks), and it refills only that buffer; any
+ * other read is stbi__getn reading straight into the pixels. A short refill
+ * is just the end of the input (an empty one makes stb go on with a zero it
+ * makes up); a short direct read means data is missing. Either way the
+ * decoder is told (past_end) instead of reading memory it never wrote. */
 static int on_stb_read(void *user, char *data, int size) {
   stb_reader *r = user;
   if (size <= 0)
     return 0;
+  if (!r->refill)
+    r->refill = data;
   size_t got = imgstat_source_read(r->src, data, (size_t)size);
-  if (got == 0 || (got < (size_t)size && size != STB_REFILL_BYTES))
+  if (got == 0 || (got < (size_t)size && data != r->refill))
     r->past_end = 1;
   return (int)got;
 }
@@ -541,7 +557,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "file is truncated (HDR run-length data ends "
                              "early)");
-  stb_reader reader = {src, 0};
+  stb_reader reader = {src, NULL, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
   if (!stbi_info_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp))
@@ -563,9 +579,11 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
 
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
+  reader.refill = NULL; /* a new stb context */
   int is_hdr = stbi_is_hdr_from_callbacks(&stb_callbacks, &reader);
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
+  reader.refill = NULL; /* a new stb context */
   int is_16 = !is_hdr && stbi_is_16_bit_from_callbacks(&stb_callbacks, &reader);
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
@@ -578,6 +596,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
   if (kind == IMGSTAT_KIND_BMP)
     bmp = bmp_inspect(src); /* rewinds */
 
+  reader.refill = NULL;
   reader.past_end = 0;
   void *pixels;
   imgstat_sample sample;
@@ -594,12 +613,8 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
         stbi_load_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
     sample = IMGSTAT_U8;
   }
-  if (!pixels)
-    return src->read_errno ? imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
-                                               strerror(src->read_errno))
-                           : stb_failure(kind, err);
-  if (src->read_errno || reader.past_end || w <= 0 || h <= 0 || comp < 1 ||
-      comp > IMGSTAT_MAX_CHANNELS) {
+  if (src->read_errno || reader.past_end || !pixels || w <= 0 || h <= 0 ||
+      comp < 1 || comp > IMGSTAT_MAX_CHANNELS) {
     stbi_image_free(pixels);
     if (src->read_errno)
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
@@ -609,8 +624,10 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
                                "file is truncated, or uses the pre-1991 "
                                "run-length encoding that stb_image does not "
                                "read");
-    if (reader.past_end)
+    if (reader.past_end) /* stb read bytes the file does not have */
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "file is truncated");
+    if (!pixels)
+      return stb_failure(kind, err);
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "decoder returned a %dx%d image of %d channels", w,
                              h, comp);
