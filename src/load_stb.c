@@ -69,6 +69,7 @@ static void *stb_realloc_zeroed(void *p, size_t old_size, size_t size) {
 typedef struct stb_reader {
   imgstat_source *src;
   const char *refill; /* stb's own read buffer (below), NULL before a call */
+  int pad;            /* the byte read past the end, or -1: none (below) */
   int past_end;       /* the decoder wanted bytes the input does not have */
 } stb_reader;
 
@@ -77,7 +78,11 @@ typedef struct stb_reader {
  * other read is stbi__getn reading straight into the pixels. A short refill
  * is just the end of the input (an empty one makes stb go on with a zero it
  * makes up); a short direct read means data is missing. Either way the
- * decoder is told (past_end) instead of reading memory it never wrote. */
+ * decoder is told (past_end) instead of reading memory it never wrote.
+ * Past the end stb reads zeros, and a zero count is the one thing that does
+ * not move stb's HDR run-length loop on: there, the callback answers with
+ * pad bytes instead ('\n': an empty header line, a count of 10), so that
+ * loop ends even on input our pre-check did not see. */
 static int on_stb_read(void *user, char *data, int size) {
   stb_reader *r = user;
   if (size <= 0)
@@ -85,8 +90,13 @@ static int on_stb_read(void *user, char *data, int size) {
   if (!r->refill)
     r->refill = data;
   size_t got = imgstat_source_read(r->src, data, (size_t)size);
-  if (got == 0 || (got < (size_t)size && data != r->refill))
+  if (got == 0 || (got < (size_t)size && data != r->refill)) {
     r->past_end = 1;
+    if (r->pad >= 0) {
+      memset(data + got, r->pad, (size_t)size - got);
+      got = (size_t)size;
+    }
+  }
   return (int)got;
 }
 
@@ -230,8 +240,7 @@ static int stb_pnm16_needs_swap(void) {
   return swap;
 }
 
-/* ---- HDR run-length data --------------------------------------------------
- */
+/* ---- reading ahead of stb ------------------------------------------------ */
 
 typedef struct byte_reader {
   imgstat_source *src;
@@ -249,88 +258,172 @@ static int next_byte(byte_reader *br) {
   return br->buf[br->at++];
 }
 
-/* stb's run-length loop reads a zero count again and again at the end of a
- * truncated file (it sees zeros past the end) and never returns. So before
- * stb runs, walk the scanlines exactly as stb will and refuse a file whose
- * run-length data stops early. Anything stb itself rejects, or reads as flat
- * pixels (a bounded loop), is left to stb. Returns 0 when truncated. */
-static int hdr_rle_complete(imgstat_source *src) {
-  byte_reader *br = malloc(sizeof *br);
-  if (!br)
-    return 1; /* stb will fail to allocate as well */
-  br->src = src;
-  br->len = br->at = 0;
-  char line[1024];
-  int complete = 1, lines = 0, width = 0, height = 0;
-  for (;;) { /* header lines up to the empty one, then the size line */
-    size_t n = 0;
-    int c;
-    while ((c = next_byte(br)) >= 0 && c != '\n')
-      if (n + 1 < sizeof line)
-        line[n++] = (char)c;
-    line[n] = 0;
-    if (c < 0) {
-      complete = 0;
-      goto done;
-    }
-    if (lines++ > 0 && n == 0) {
-      n = 0;
-      while ((c = next_byte(br)) >= 0 && c != '\n')
-        if (n + 1 < sizeof line)
-          line[n++] = (char)c;
-      line[n] = 0;
+/* What stb reads where our pre-checks follow it: past the end, a zero. */
+static int byte_or_zero(byte_reader *br) {
+  int c = next_byte(br);
+  return c < 0 ? 0 : c;
+}
+
+/* Whether every byte of the input has been read (stb's stbi__at_eof). */
+static int br_at_eof(const byte_reader *br) {
+  return br->at == br->len && br->src->pos >= br->src->size;
+}
+
+/* How many bytes of the input have been read. */
+static uint64_t br_offset(const byte_reader *br) {
+  return (uint64_t)br->src->pos - (br->len - br->at);
+}
+
+/* ---- HDR ----------------------------------------------------------------- */
+
+/* stb's HDR line buffer (STBI__HDR_BUFLEN). */
+#define HDR_TOKEN_BYTES 1024
+
+/* stbi__hdr_gettoken, byte for byte: a line up to '\n', of which 1023 bytes
+ * are kept. As stb reads it, the input's last byte never joins a token, a
+ * line that starts with NUL is an empty token (the end of the header for
+ * stb), and so is the end of the input. */
+static void hdr_token(byte_reader *br, char *tok) {
+  size_t len = 0;
+  int c = byte_or_zero(br);
+  while (!br_at_eof(br) && c != '\n') {
+    tok[len++] = (char)c;
+    if (len == HDR_TOKEN_BYTES - 1) {
+      while (!br_at_eof(br) && byte_or_zero(br) != '\n') {
+      }
       break;
     }
+    c = byte_or_zero(br);
   }
-  if (sscanf(line, "-Y %d +X %d", &height, &width) != 2 || width < 8 ||
-      width >= 32768 || height <= 0 || height > (1 << 24))
-    goto done; /* stb refuses it, or reads flat pixels */
+  tok[len] = 0;
+}
+
+typedef struct hdr_layout {
+  int width, height; /* 0: stb refuses the header (it gives its reason) */
+  int flat;          /* stb reads 4 bytes a pixel, not run-length data */
+  uint64_t data_offset;
+  const char *problem; /* why the file is refused, or NULL */
+} hdr_layout;
+
+/* stb reads flat pixels from start to the end of the image: is the file
+ * long enough? If not, it is either cut short or in the old (pre-1991)
+ * run-length encoding, which stb does not read: that one marks a run with a
+ * pixel (1,1,1,n), never a pixel of its own (in RGBE the largest of R, G, B
+ * is at least 128, unless all are 0). */
+static const char *hdr_flat_problem(byte_reader *br, uint64_t start,
+                                    uint64_t pixels) {
+  uint64_t size = br->src->size;
+  if (start <= size && size - start >= 4 * pixels)
+    return NULL;
+  while (br_offset(br) < start + 4 && next_byte(br) >= 0) {
+  }
+  for (;;) {
+    int p[4];
+    for (int i = 0; i < 4; i++)
+      p[i] = next_byte(br);
+    if (p[3] < 0)
+      return "file is truncated";
+    if (p[0] == 1 && p[1] == 1 && p[2] == 1)
+      return "HDR file uses the old (pre-1991) run-length encoding, which "
+             "stb_image does not read";
+  }
+}
+
+/* stb reads zeros past the end of a file, and its run-length loop reads a
+ * zero count there again and again: it never returns. So before stb runs,
+ * read the header and the scanlines exactly as stb will (the same tokens,
+ * the same numbers, the same switch to flat pixels) and refuse a file in
+ * which stb would read past the end. Anything stb itself refuses is left to
+ * stb, which gives its reason. Every loop here reads a byte each turn. */
+static void hdr_scan(imgstat_source *src, hdr_layout *hl) {
+  memset(hl, 0, sizeof *hl);
+  byte_reader *br = malloc(sizeof *br);
+  char *tok = malloc(HDR_TOKEN_BYTES);
+  if (!br || !tok)
+    goto done; /* stb will fail to allocate as well */
+  br->src = src;
+  br->len = br->at = 0;
+  hdr_token(br, tok);
+  if (strcmp(tok, "#?RADIANCE") != 0 && strcmp(tok, "#?RGBE") != 0)
+    goto done;
+  int valid = 0;
+  for (;;) {
+    hdr_token(br, tok);
+    if (tok[0] == 0)
+      break;
+    if (strcmp(tok, "FORMAT=32-bit_rle_rgbe") == 0)
+      valid = 1;
+  }
+  hdr_token(br, tok);
+  if (br_at_eof(br))
+    goto truncated; /* the header, or the size line, runs to the end */
+  if (!valid || strncmp(tok, "-Y ", 3) != 0)
+    goto done;
+  char *t = tok + 3;
+  int height = (int)strtol(t, &t, 10); /* as stb converts it */
+  while (*t == ' ')
+    t++;
+  if (strncmp(t, "+X ", 3) != 0)
+    goto done;
+  int width = (int)strtol(t + 3, NULL, 10);
+  if (width <= 0 || height <= 0 || width > (1 << 24) || height > (1 << 24))
+    goto done; /* refused by stb, or by our size check */
+  hl->width = width;
+  hl->height = height;
+  hl->data_offset = br_offset(br);
+  uint64_t pixels = (uint64_t)width * (uint64_t)height;
+  if (width < 8 || width >= 32768) {
+    hl->flat = 1;
+    hl->problem = hdr_flat_problem(br, hl->data_offset, pixels);
+    goto done;
+  }
   for (int y = 0; y < height; y++) {
+    uint64_t line = br_offset(br);
     int c1 = next_byte(br), c2 = next_byte(br), c3 = next_byte(br);
-    if (c3 < 0) {
-      complete = 0;
+    if (c3 < 0)
+      goto truncated;
+    if (c1 != 2 || c2 != 2 || (c3 & 0x80)) {
+      /* stb takes these bytes as a pixel and reads the whole image again
+       * from here as flat pixels. */
+      hl->flat = 1;
+      hl->problem = hdr_flat_problem(br, line, pixels);
       goto done;
     }
-    if (c1 != 2 || c2 != 2 || (c3 & 0x80))
-      goto done; /* stb switches to flat pixels */
     int c4 = next_byte(br);
-    if (c4 < 0) {
-      complete = 0;
-      goto done;
-    }
+    if (c4 < 0)
+      goto truncated;
     if ((c3 << 8 | c4) != width)
       goto done; /* stb: "corrupt HDR" */
     for (int k = 0; k < 4; k++) {
       int x = 0;
       while (x < width) {
         int count = next_byte(br);
-        if (count < 0) {
-          complete = 0;
-          goto done;
-        }
+        if (count < 0)
+          goto truncated;
         if (count > 128) {
           count -= 128;
-          if (count > width - x || next_byte(br) < 0) {
-            complete = count > width - x; /* stb: "bad RLE data" */
-            goto done;
-          }
+          if (next_byte(br) < 0)
+            goto truncated; /* stb reads the value before the check */
+          if (count > width - x)
+            goto done; /* stb: "bad RLE data" */
         } else {
           if (count > width - x)
             goto done;
           for (int z = 0; z < count; z++)
-            if (next_byte(br) < 0) {
-              complete = 0;
-              goto done;
-            }
+            if (next_byte(br) < 0)
+              goto truncated;
         }
         x += count;
       }
     }
   }
+  goto done;
+truncated:
+  hl->problem = "file is truncated";
 done:
+  free(tok);
   free(br);
   imgstat_source_rewind(src);
-  return complete;
 }
 
 /* stb tries JPEG first on a file we did not recognise, and its start-of-image
@@ -344,11 +437,6 @@ static int stb_sees_jpeg(imgstat_source *src) {
   while (i < n && h[i] == 0xFF)
     i++;
   return i == n || h[i] == 0xD8; /* a long run of fills: check to be safe */
-}
-
-static int byte_or_zero(byte_reader *br) {
-  int c = next_byte(br);
-  return c < 0 ? 0 : c;
 }
 
 /* Two things in a JPEG make stb_image 2.27 read or write outside its tables,
@@ -553,11 +641,13 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "Corrupt JPEG (%s)",
                                problem);
   }
-  if (kind == IMGSTAT_KIND_HDR && !hdr_rle_complete(src))
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "file is truncated (HDR run-length data ends "
-                             "early)");
-  stb_reader reader = {src, NULL, 0};
+  if (kind == IMGSTAT_KIND_HDR) {
+    hdr_layout hdr;
+    hdr_scan(src, &hdr);
+    if (hdr.problem)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", hdr.problem);
+  }
+  stb_reader reader = {src, NULL, kind == IMGSTAT_KIND_HDR ? '\n' : -1, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
   if (!stbi_info_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp))
@@ -619,11 +709,6 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     if (src->read_errno)
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
                                strerror(src->read_errno));
-    if (reader.past_end && kind == IMGSTAT_KIND_HDR)
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                               "file is truncated, or uses the pre-1991 "
-                               "run-length encoding that stb_image does not "
-                               "read");
     if (reader.past_end) /* stb read bytes the file does not have */
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "file is truncated");
     if (!pixels)

@@ -1,5 +1,6 @@
 /*
- * Hardening of the stb_image formats (issue 7): short reads reported and no
+ * Hardening of the stb_image formats (issue 7): HDR headers read as stb
+ * reads them and no endless run-length loop, short reads reported and no
  * stale memory handed back. Every input is built here, byte by byte.
  */
 #include "imgstat.h"
@@ -7,9 +8,12 @@
 #include "test_util.h"
 
 #include <CUnit/Basic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define ASSERT_MSG(cond, msg)                                                  \
   CU_assertImplementation((cond) ? CU_TRUE : CU_FALSE, __LINE__, (msg),        \
@@ -32,6 +36,8 @@ static void put(buf *b, const void *data, size_t n) {
   b->n += n;
 }
 
+static void put_str(buf *b, const char *s) { put(b, s, strlen(s)); }
+
 static void put_byte(buf *b, int v, size_t count) {
   unsigned char c = (unsigned char)v;
   while (count--)
@@ -53,8 +59,52 @@ static void tga_header(buf *b, int type, unsigned w, unsigned h, int bits) {
   put_byte(b, 0x20, 1);
 }
 
+static void hdr_header(buf *b, int w, int h) {
+  char line[64];
+  put_str(b, "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n");
+  snprintf(line, sizeof line, "-Y %d +X %d\n", h, w);
+  put_str(b, line);
+}
+
 /* ---- loading --------------------------------------------------------------
  */
+
+/* Loads data in a child process killed after 30 seconds, so that a decoder
+ * that never returns fails the test instead of hanging it. Returns the
+ * status, or -1 when the child did not finish; the message goes to msg. */
+static int load_bounded(const void *data, size_t size, char *msg,
+                        size_t msg_size) {
+  int fd[2];
+  CU_ASSERT_FATAL(pipe(fd) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    close(fd[0]);
+    alarm(30);
+    imgstat_image img;
+    imgstat_error err = {0};
+    int s = (int)imgstat_image_load_memory(data, size, NULL, &img, &err);
+    imgstat_image_free(&img);
+    if (write(fd[1], &s, sizeof s) != (ssize_t)sizeof s ||
+        write(fd[1], err.message, sizeof err.message) < 0)
+      _exit(2);
+    _exit(0);
+  }
+  close(fd[1]);
+  int s = -1;
+  snprintf(msg, msg_size, "did not finish in 30 s");
+  char m[sizeof((imgstat_error *)0)->message];
+  if (read(fd[0], &s, sizeof s) == (ssize_t)sizeof s &&
+      read(fd[0], m, sizeof m) == (ssize_t)sizeof m)
+    snprintf(msg, msg_size, "%s", m);
+  else
+    s = -1;
+  close(fd[0]);
+  int status;
+  waitpid(pid, &status, 0);
+  return s;
+}
 
 static imgstat_status load(const buf *b, const imgstat_load_options *opts,
                            imgstat_image *img, imgstat_error *err) {
@@ -91,6 +141,106 @@ static void expect_loads(const buf *b, const imgstat_load_options *opts,
     ASSERT_MSG(img.width == w && img.height == h && img.channels == channels,
                msg);
   imgstat_image_free(&img);
+}
+
+/* ---- HDR ----------------------------------------------------------------- */
+
+/* A header line that starts with NUL is the end of the header for stb (an
+ * empty token), not for a reader of lines. Here stb's header ends there,
+ * its size line is "-Y 1 +X 16", and its run-length data runs to the end
+ * of the file with a zero count on which stb's loop used to spin for ever;
+ * read as lines, the header went on to an empty line and a flat 2x1 size
+ * line, so the pre-check let it through (the attack's 56-byte file). */
+static void test_hdr_nul_line_no_hang(void) {
+  static const char hang[] = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n"
+                             "\0\n"
+                             "-Y 1 +X 16\n"
+                             "\x02\x02\x00\x10"
+                             "\n"
+                             "\n-Y 1 +X 2";
+  char msg[1024];
+  int s = load_bounded(hang, sizeof hang - 1, msg, sizeof msg);
+  ASSERT_MSG(s == IMGSTAT_ERR_FORMAT && strcmp(msg, "file is truncated") == 0,
+             msg);
+
+  /* The same end reached without NUL: run-length data that stops after a
+   * run, a literal, and zero counts. */
+  const char *tails[] = {"\x02\x02\x00\x10\x90\x01",
+                         "\x02\x02\x00\x10\x03\x01\x02\x03",
+                         "\x02\x02\x00\x10\x00\x00\x00", "\x02\x02\x00", ""};
+  size_t tail_len[] = {6, 8, 7, 3, 0};
+  for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+    buf b = {0};
+    hdr_header(&b, 16, 2);
+    put(&b, tails[i], tail_len[i]);
+    s = load_bounded(b.p, b.n, msg, sizeof msg);
+    ASSERT_MSG(s == IMGSTAT_ERR_FORMAT && strcmp(msg, "file is truncated") == 0,
+               msg);
+    free(b.p);
+  }
+}
+
+/* A complete file whose header has a NUL line is read as stb reads it
+ * (it was refused as "truncated"): stb's header ends at that line. */
+static void test_hdr_nul_line_read(void) {
+  static const char two[] = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n"
+                            "\0 anything\n"
+                            "-Y 1 +X 2\n"
+                            "\x80\x40\x20\x81"  /* 1, .5, .25 */
+                            "\x01\x00\x00\x00"; /* e 0: zero */
+  buf b = {0};
+  put(&b, two, sizeof two - 1);
+  imgstat_image img;
+  imgstat_error err;
+  imgstat_status s = load(&b, NULL, &img, &err);
+  ASSERT_MSG(s == IMGSTAT_OK, err.message);
+  if (s == IMGSTAT_OK) {
+    CU_ASSERT(img.width == 2 && img.height == 1 && img.channels == 3);
+    CU_ASSERT_EQUAL(img.sample, IMGSTAT_F32);
+    const float want[3][2] = {{1.0f, 0}, {0.5f, 0}, {0.25f, 0}};
+    for (int c = 0; c < 3; c++)
+      for (int x = 0; x < 2; x++)
+        CU_ASSERT_EQUAL(((const float *)img.planes[c])[x], want[c][x]);
+  }
+  imgstat_image_free(&img);
+  free(b.p);
+
+  /* stb compares the FORMAT line as a C string: what follows a NUL in it
+   * does not count. */
+  static const char fmt[] = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\0junk\n\n"
+                            "-Y 1 +X 1\n\x80\x80\x80\x81";
+  b.p = NULL;
+  b.n = b.cap = 0;
+  put(&b, fmt, sizeof fmt - 1);
+  expect_loads(&b, NULL, 1, 1, 3, "FORMAT line with a NUL");
+  free(b.p);
+}
+
+/* A flat (or run-length-width) file too short for its pixels is truncated,
+ * and said so; one in the old run-length encoding, which marks runs with a
+ * (1,1,1,n) pixel, is refused for that reason. */
+static void test_hdr_reasons(void) {
+  buf b = {0};
+  hdr_header(&b, 4, 3);
+  put_byte(&b, 0x80, 4 * 12 - 1);
+  expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "file is truncated",
+                 "flat HDR one byte short");
+  put_byte(&b, 0x81, 1);
+  expect_loads(&b, NULL, 4, 3, 3, "flat HDR complete");
+  free(b.p);
+
+  b.p = NULL;
+  b.n = b.cap = 0;
+  hdr_header(&b, 64, 4);
+  static const unsigned char first[4] = {64, 128, 192, 127};
+  static const unsigned char run[4] = {1, 1, 1, 63};
+  for (int y = 0; y < 4; y++) {
+    put(&b, first, 4);
+    put(&b, run, 4);
+  }
+  expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "pre-1991",
+                 "old run-length encoding");
+  free(b.p);
 }
 
 /* ---- short reads and stale memory ---------------------------------------- */
@@ -176,6 +326,12 @@ int main(void) {
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
   CU_pSuite s = CU_add_suite("harden_stb1", NULL, NULL);
+  CU_add_test(s, "HDR: a NUL header line cannot make stb spin",
+              test_hdr_nul_line_no_hang);
+  CU_add_test(s, "HDR: a NUL header line is read as stb reads it",
+              test_hdr_nul_line_read);
+  CU_add_test(s, "HDR: truncated and old run-length files, their reasons",
+              test_hdr_reasons);
   CU_add_test(s, "TGA: truncated files refused, no stale bytes",
               test_tga_truncated_no_stale_bytes);
   CU_add_test(s, "a short read of exactly 128 bytes is reported",
