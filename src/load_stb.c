@@ -18,6 +18,13 @@
  *    and header numbers can overflow an int: we parse the header ourselves
  *    first and refuse both.
  *
+ * Before stb allocates anything, our own reading of each header (below,
+ * "what a header asks for") gives imgstat_decode_check the memory decoding
+ * will hold and the least input the image takes; the HDR data is walked as
+ * stb will read it (its run-length loop never ends past the end of a file).
+ * Reads past the end are reported by our callbacks, and stb allocates
+ * zero-filled memory, so no pixel comes from anything but the file.
+ *
  * Other stb choices we keep: a GIF's fully transparent pixels come out as
  * (0,0,0,0), pixels outside the first frame too; a PSD composite with
  * partial alpha is un-matted from white; BMP palettes become RGB (except the
@@ -426,6 +433,18 @@ done:
   imgstat_source_rewind(src);
 }
 
+/* The fewest bytes of a file with hl's layout that stb reads: 4 bytes a
+ * flat pixel; in run-length data, a 4-byte header a scanline, and for each
+ * of its 4 components at least one 2-byte run per 127 pixels (a run is a
+ * count byte 129..255 and a value; a literal packet of n bytes takes n + 1
+ * bytes). */
+static uint64_t hdr_min_input(const hdr_layout *hl) {
+  uint64_t w = (uint64_t)hl->width, h = (uint64_t)hl->height;
+  if (hl->flat)
+    return hl->data_offset + 4 * w * h;
+  return hl->data_offset + h * (4 + 4 * 2 * ((w + 126) / 127));
+}
+
 /* stb tries JPEG first on a file we did not recognise, and its start-of-image
  * test skips any number of 0xFF fill bytes before the SOI marker. */
 static int stb_sees_jpeg(imgstat_source *src) {
@@ -532,17 +551,292 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
   return problem;
 }
 
-/* ---- decoding ------------------------------------------------------------ */
+/* ---- what a header asks for ----------------------------------------------
+ * Our own reading of each header, before stb allocates anything: the fewest
+ * bytes a file of that size takes (imgstat_decode_check's min_input: the
+ * format at its best compression) and what stb holds while decoding. Each
+ * follows stb's reading of the header; what stb refuses is left to stb. */
 
-/* PSD: stb always returns RGBA; the header says whether alpha is real.
- * It also gives the depth, which stbi_is_16_bit misses for PSD in this stb
- * (it reports 0 for a valid 16-bit file). */
-static void psd_header(imgstat_source *src, int *channels, int *depth) {
-  unsigned char h[26];
+/* Reads n bytes at offset off (then rewind); returns how many. */
+static size_t source_read_at(imgstat_source *src, uint64_t off, void *buf,
+                             size_t n) {
+  if (off >= src->size ||
+      (src->file && fseek(src->file, (long)off, SEEK_SET) != 0))
+    return 0;
+  src->pos = (size_t)off;
+  return imgstat_source_read(src, buf, n);
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         (uint32_t)p[3];
+}
+
+static int br_skip(byte_reader *br, size_t n) {
+  while (n-- > 0)
+    if (next_byte(br) < 0)
+      return 0;
+  return 1;
+}
+
+/* TGA, as stbi__tga_load reads its 18-byte header: an ID field, a palette
+ * when colour-mapped (entries of 15/16 bits take 2 bytes, others their
+ * channels), then pixels of 1 or 2 index bytes, 2 bytes (15/16-bit RGB) or
+ * one byte a channel. Uncompressed, every pixel is there; run-length
+ * encoded, a packet of a count byte and one pixel makes at most 128 pixels
+ * (packets may run across rows in stb). stb also skips "first entry index"
+ * bytes before the palette; the bound leaves them out. */
+typedef struct tga_layout {
+  int comp;         /* channels stb returns, 0: stb refuses */
+  uint64_t palette; /* bytes of stb's palette buffer */
+  uint64_t min_input;
+} tga_layout;
+
+static void tga_scan(imgstat_source *src, tga_layout *tl) {
+  unsigned char h[18];
+  memset(tl, 0, sizeof *tl);
   size_t n = imgstat_source_read(src, h, sizeof h);
   imgstat_source_rewind(src);
-  *channels = n == sizeof h ? (h[12] << 8 | h[13]) : 4;
-  *depth = n == sizeof h ? (h[22] << 8 | h[23]) : 8;
+  if (n < sizeof h)
+    return;
+  int indexed = h[1], rle = h[2] >= 8, bpp = h[16];
+  int type = rle ? h[2] - 8 : h[2];
+  uint64_t palette_len = (uint64_t)(h[5] | h[6] << 8);
+  uint64_t pixels = (uint64_t)(h[12] | h[13] << 8) * (h[14] | h[15] << 8);
+  /* stbi__tga_get_comp: palette entries, or pixels, of these bits */
+  int bits = indexed ? h[7] : bpp, rgb16 = 0;
+  switch (bits) {
+  case 8:
+    tl->comp = 1;
+    break;
+  case 16:
+    if (!indexed && type == 3) {
+      tl->comp = 2;
+      break;
+    }
+    /* fallthrough */
+  case 15:
+    rgb16 = 1;
+    tl->comp = 3;
+    break;
+  case 24:
+  case 32:
+    tl->comp = bits / 8;
+    break;
+  default:
+    return;
+  }
+  uint64_t file_palette = 0, pixel_bytes = rgb16 ? 2 : (uint64_t)tl->comp;
+  if (indexed) {
+    tl->palette = palette_len * (uint64_t)tl->comp;
+    file_palette = palette_len * (rgb16 ? 2 : (uint64_t)tl->comp);
+    pixel_bytes = bpp == 8 ? 1 : 2;
+  }
+  tl->min_input =
+      18 + h[0] + file_palette +
+      (rle ? (pixels + 127) / 128 * (1 + pixel_bytes) : pixels * pixel_bytes);
+}
+
+/* The work stb's LZW decoding (stbi__process_gif_raster) does on the data
+ * at br: it outputs each code's string by walking the code's chain of
+ * prefixes, a step a pixel, even once the frame is full. Reads the codes as
+ * stb does (block lengths, code sizes, clear and end codes, where stb stops
+ * on an error) and adds up the lengths of their strings. */
+static uint64_t gif_lzw_work(byte_reader *br, int lzw_cs, uint64_t limit) {
+  static const int max_codes = 8192; /* stbi__gif.codes */
+  uint16_t *len = malloc(max_codes * sizeof *len);
+  if (!len)
+    return 0; /* stb will fail to allocate as well */
+  int clear = 1 << lzw_cs, codesize = lzw_cs + 1;
+  int codemask = (1 << codesize) - 1, avail = clear + 2, oldcode = -1;
+  int first = 1, valid_bits = 0, block = 0;
+  uint32_t bits = 0;
+  uint64_t work = 0;
+  for (int i = 0; i < clear; i++)
+    len[i] = 1;
+  while (work <= limit) {
+    if (valid_bits < codesize) {
+      if (block == 0 && (block = byte_or_zero(br)) == 0)
+        break; /* the end of the data blocks */
+      block--;
+      bits |= (uint32_t)byte_or_zero(br) << valid_bits;
+      valid_bits += 8;
+      continue;
+    }
+    int code = (int)(bits & (uint32_t)codemask);
+    bits >>= codesize;
+    valid_bits -= codesize;
+    if (code == clear) {
+      codesize = lzw_cs + 1;
+      codemask = (1 << codesize) - 1;
+      avail = clear + 2;
+      oldcode = -1;
+      first = 0;
+      continue;
+    }
+    if (code == clear + 1 || code > avail || first)
+      break; /* the end code, or stb refuses */
+    if (oldcode >= 0) {
+      if (avail >= max_codes)
+        break; /* stb: "too many codes" */
+      len[avail++] = (uint16_t)(len[oldcode] + 1);
+    } else if (code == avail) {
+      break; /* stb: "illegal code in raster" */
+    }
+    work += len[code];
+    if ((avail & codemask) == 0 && avail <= 0x0FFF) {
+      codesize++;
+      codemask = (1 << codesize) - 1;
+    }
+    oldcode = code;
+  }
+  free(len);
+  return work;
+}
+
+/* GIF: stb allocates the whole canvas of the header, but the first frame,
+ * which the LZW data must fill, can be smaller. Walk to its image
+ * descriptor as stbi__gif_load_next does (a palette, then extension blocks)
+ * and take the frame's size and the LZW minimum code size. A code is at
+ * least lzw_cs + 1 bits and gives at most 4096 pixels (its string is a
+ * chain of earlier codes, under 4096 of them), so the LZW data takes at
+ * least ceil(frame / 4096) codes: *min_input, 0 where stb will refuse.
+ * A valid frame decodes to its own pixels; LZW data that goes on far
+ * beyond (the chain of a code walked again and again: seconds of work a
+ * megabyte) is refused. */
+static const char *gif_scan(imgstat_source *src, uint64_t *min_input) {
+  const char *problem = NULL;
+  *min_input = 0;
+  byte_reader *br = malloc(sizeof *br);
+  if (!br)
+    return NULL;
+  br->src = src;
+  br->len = br->at = 0;
+  unsigned char h[13];
+  for (size_t i = 0; i < sizeof h; i++) {
+    int c = next_byte(br);
+    if (c < 0)
+      goto done;
+    h[i] = (unsigned char)c;
+  }
+  unsigned canvas_w = h[6] | h[7] << 8, canvas_h = h[8] | h[9] << 8;
+  if ((h[10] & 0x80) && !br_skip(br, 3 * (2u << (h[10] & 7))))
+    goto done;
+  for (;;) {
+    int tag = next_byte(br), len;
+    if (tag == 0x2C) {
+      unsigned char d[9];
+      for (size_t i = 0; i < sizeof d; i++) {
+        int c = next_byte(br);
+        if (c < 0)
+          goto done;
+        d[i] = (unsigned char)c;
+      }
+      uint64_t x = d[0] | d[1] << 8, y = d[2] | d[3] << 8;
+      uint64_t w = d[4] | d[5] << 8, fh = d[6] | d[7] << 8;
+      if (x + w > canvas_w || y + fh > canvas_h)
+        goto done; /* stb: "bad Image Descriptor" */
+      if ((d[8] & 0x80) && !br_skip(br, 3 * (2u << (d[8] & 7))))
+        goto done;
+      int lzw_cs = next_byte(br);
+      if (lzw_cs < 0 || lzw_cs > 12)
+        goto done;
+      uint64_t frame = w * fh, codes = (frame + 4095) / 4096;
+      *min_input = br_offset(br) + (codes * (uint64_t)(lzw_cs + 1) + 7) / 8;
+      if (gif_lzw_work(br, lzw_cs, 2 * frame + (1u << 20)) >
+          2 * frame + (1u << 20))
+        problem = "GIF image data decodes to far more pixels than its "
+                  "frame holds";
+      goto done;
+    }
+    if (tag != 0x21)
+      goto done; /* the trailer before any frame, or stb: "unknown code" */
+    int ext = next_byte(br);
+    if (ext == 0xF9) { /* graphic control: 4 bytes, or stb skips len */
+      len = next_byte(br);
+      if (len < 0 || !br_skip(br, (size_t)len))
+        goto done;
+      if (len != 4)
+        continue;
+    }
+    while ((len = next_byte(br)) > 0)
+      if (!br_skip(br, (size_t)len))
+        goto done;
+    if (len < 0)
+      goto done;
+  }
+done:
+  free(br);
+  imgstat_source_rewind(src);
+  return problem;
+}
+
+/* PSD (version 1): a 26-byte header, three sections that stb skips by their
+ * 4-byte lengths, a 2-byte compression, then every channel's samples:
+ * uncompressed, all of them; PackBits, a 2-byte length for each row of
+ * each channel, and each row at least one 2-byte packet per 128 bytes. */
+typedef struct psd_layout {
+  int channels, depth;  /* as the header says */
+  int rle;              /* 1 also when the compression field is missing */
+  uint64_t data_offset; /* past the compression field */
+} psd_layout;
+
+static imgstat_status psd_scan(imgstat_source *src, psd_layout *pl,
+                               imgstat_error *err) {
+  unsigned char h[26];
+  pl->channels = 4;
+  pl->depth = 8;
+  pl->rle = 1;
+  pl->data_offset = 0;
+  imgstat_status s = IMGSTAT_OK;
+  if (source_read_at(src, 0, h, sizeof h) < sizeof h)
+    goto done; /* stb refuses it */
+  pl->channels = h[12] << 8 | h[13];
+  pl->depth = h[22] << 8 | h[23];
+  if (pl->channels < 1 || pl->channels > 56) {
+    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                          "PSD header gives %d channels (the format allows "
+                          "1 to 56)",
+                          pl->channels);
+    goto done;
+  }
+  uint64_t off = sizeof h;
+  unsigned char b[4];
+  for (int i = 0; i < 3; i++, off += 4 + be32(b))
+    if (source_read_at(src, off, b, 4) != 4) {
+      pl->data_offset = off + 4 + 2; /* the file ends in the sections */
+      goto done;
+    }
+  pl->data_offset = off + 2;
+  if (source_read_at(src, off, b, 2) != 2)
+    goto done;
+  int compression = b[0] << 8 | b[1];
+  pl->rle = compression != 0;
+  /* stb decodes 16-bit PackBits data as if it were 8-bit: garbage. */
+  if (compression == 1 && pl->depth == 16)
+    s = imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                          "PSD file has 16-bit run-length compressed data, "
+                          "which stb_image does not read");
+done:
+  imgstat_source_rewind(src);
+  return s;
+}
+
+static uint64_t psd_min_input(const psd_layout *pl, uint64_t w, uint64_t h) {
+  uint64_t rows = (uint64_t)pl->channels * h;
+  uint64_t row_bytes = w * (uint64_t)(pl->depth > 8 ? 2 : 1);
+  if (!pl->rle)
+    return pl->data_offset + rows * row_bytes;
+  return pl->data_offset + rows * 2 + rows * 2 * ((row_bytes + 127) / 128);
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+/* What a decode holds at its peak: stb's result and its scratch buffers,
+ * then, once stb has freed those, our planes beside its result (none when
+ * we adopt a one-channel result as the plane). */
+static uint64_t stb_peak(uint64_t result, uint64_t scratch, uint64_t planes) {
+  return result + (scratch > planes ? scratch : planes);
 }
 
 static uint32_t le32(const unsigned char *p) {
@@ -614,39 +908,31 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
                                   imgstat_error *err) {
   memset(img, 0, sizeof *img);
   imgstat_status s;
+  int jpeg = kind == IMGSTAT_KIND_JPEG ||
+             (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src));
+  int tga = kind == IMGSTAT_KIND_UNKNOWN && !jpeg; /* no signature */
   pnm_header pnm = {0};
   if (kind == IMGSTAT_KIND_PNM) {
     s = pnm_read_header(src, &pnm, err);
     if (s != IMGSTAT_OK)
       return s;
-    /* Checked before decoding: stb does not notice a short PNM. */
-    uint64_t bytes = (uint64_t)pnm.width * pnm.height * pnm.channels *
-                     (pnm.maxval > 255 ? 2u : 1u);
-    if (pnm.data_offset > src->size ||
-        bytes > (uint64_t)(src->size - pnm.data_offset)) {
-      s = imgstat_pixels_check(pnm.width, pnm.height, lim->max_pixels, err);
-      if (s != IMGSTAT_OK)
-        return s;
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                               "PNM file is truncated (%" PRIu64
-                               " bytes of samples expected)",
-                               bytes);
-    }
   }
-
-  if (kind == IMGSTAT_KIND_JPEG ||
-      (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src))) {
+  if (jpeg) {
     const char *problem = jpeg_tables_problem(src);
     if (problem)
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "Corrupt JPEG (%s)",
                                problem);
   }
+  hdr_layout hdr = {0};
   if (kind == IMGSTAT_KIND_HDR) {
-    hdr_layout hdr;
     hdr_scan(src, &hdr);
     if (hdr.problem)
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", hdr.problem);
   }
+  psd_layout psd = {4, 8, 1, 0};
+  if (kind == IMGSTAT_KIND_PSD && (s = psd_scan(src, &psd, err)) != IMGSTAT_OK)
+    return s;
+
   stb_reader reader = {src, NULL, kind == IMGSTAT_KIND_HDR ? '\n' : -1, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
@@ -654,39 +940,54 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     return stb_failure(kind, err);
   if (w <= 0 || h <= 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "image is %dx%d", w, h);
-  /* stb decodes into one interleaved buffer, which is then split into
-   * planes beside it: twice the decoded bytes at the peak. stbi_info's comp
-   * is what the file stores (an HDR decodes to 3 floats whatever it says). */
-  {
-    uint64_t sample_bytes = kind == IMGSTAT_KIND_HDR ? 4 : 2;
-    uint64_t ch = comp >= 1 && comp <= 4 ? (uint64_t)comp : 4;
-    s = imgstat_decode_check(lim, (uint32_t)w, (uint32_t)h,
-                             2 * (uint64_t)w * (uint64_t)h * ch * sample_bytes,
-                             0, src->size, kind_format(kind), err);
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  int is_hdr = kind == IMGSTAT_KIND_HDR;
+  int is_16 = (kind == IMGSTAT_KIND_PNM && pnm.maxval > 255) ||
+              (kind == IMGSTAT_KIND_PSD && psd.depth == 16);
+
+  /* The memory decoding holds at its peak, and the least input the
+   * header's size takes. */
+  uint64_t area = (uint64_t)w * (uint64_t)h, peak = 0, min_input = 0;
+  uint64_t bytes = is_hdr ? 4 : is_16 ? 2 : 1, one = area * bytes;
+  uint64_t own = comp == 1 ? 0 : (uint64_t)comp * one; /* our planes */
+  if (area > IMGSTAT_MAX_PIXELS_LIMIT) {
+    /* refused for its size, before anything here could overflow */
+  } else if (is_hdr) { /* 3 floats, one run-length scanline; 3 planes */
+    peak = stb_peak(3 * one, 4 * (uint64_t)w, 3 * one);
+    min_input = hdr_min_input(&hdr);
+  } else if (kind == IMGSTAT_KIND_GIF) { /* RGBA, background, history */
+    peak = stb_peak(4 * one, 5 * area, 4 * one);
+    const char *problem = gif_scan(src, &min_input);
+    if (problem)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", problem);
+  } else if (kind == IMGSTAT_KIND_PSD) { /* RGBA; RGB(A) planes */
+    peak = stb_peak(4 * one, 0, (psd.channels < 4 ? 3 : 4) * one);
+    min_input = psd_min_input(&psd, (uint64_t)w, (uint64_t)h);
+  } else if (kind == IMGSTAT_KIND_PNM) {
+    peak = stb_peak((uint64_t)comp * one, 0, own);
+    min_input = pnm.data_offset + (uint64_t)comp * one;
+  } else if (tga) { /* and a palette while stb decodes */
+    tga_layout tl;
+    tga_scan(src, &tl);
+    peak = stb_peak((uint64_t)comp * one, tl.palette, own);
+    min_input = tl.min_input;
+  } else { /* BMP, JPEG: a rough guess, twice 2 bytes a sample */
+    peak = 4 * area * (uint64_t)(comp >= 1 && comp <= 4 ? comp : 4);
   }
+  const char *format = jpeg ? "JPEG" : kind_format(kind);
+  s = imgstat_decode_check(lim, (uint32_t)w, (uint32_t)h, peak, min_input,
+                           src->size, format, err);
   if (s != IMGSTAT_OK)
     return s;
 
-  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
-    return s;
-  reader.refill = NULL; /* a new stb context */
-  int is_hdr = stbi_is_hdr_from_callbacks(&stb_callbacks, &reader);
-  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
-    return s;
-  reader.refill = NULL; /* a new stb context */
-  int is_16 = !is_hdr && stbi_is_16_bit_from_callbacks(&stb_callbacks, &reader);
-  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
-    return s;
-  int psd_channels = 4, psd_depth = 8;
-  if (kind == IMGSTAT_KIND_PSD) {
-    psd_header(src, &psd_channels, &psd_depth); /* rewinds */
-    is_16 = psd_depth == 16;
-  }
   bmp_fixes bmp = {0, 0};
   if (kind == IMGSTAT_KIND_BMP)
     bmp = bmp_inspect(src); /* rewinds */
 
-  reader.refill = NULL;
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  reader.refill = NULL; /* a new stb context */
   reader.past_end = 0;
   void *pixels;
   imgstat_sample sample;
@@ -732,12 +1033,12 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
       v[i] = (uint16_t)(v[i] >> 8 | v[i] << 8);
   }
   if (comp == 4 && sample == IMGSTAT_U8 &&
-      ((kind == IMGSTAT_KIND_PSD && psd_channels < 4) || bmp.drop_alpha ||
+      ((kind == IMGSTAT_KIND_PSD && psd.channels < 4) || bmp.drop_alpha ||
        (kind == IMGSTAT_KIND_GIF && rgba_is_opaque(pixels, count)))) {
     drop_alpha_u8(pixels, count);
     comp = 3;
   } else if (comp == 4 && sample == IMGSTAT_U16 && kind == IMGSTAT_KIND_PSD &&
-             psd_channels < 4) {
+             psd.channels < 4) {
     uint16_t *v = pixels;
     for (size_t i = 0; i < count; i++)
       for (int c = 0; c < 3; c++)
@@ -770,6 +1071,6 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     imgstat_pixels_split(img, pixels, 0, count, 1);
     stbi_image_free(pixels);
   }
-  img->format = kind_format(kind);
+  img->format = format;
   return IMGSTAT_OK;
 }
