@@ -18,6 +18,13 @@
  *    and header numbers can overflow an int: we parse the header ourselves
  *    first and refuse both.
  *
+ * Before stb allocates anything, our own reading of each header (below,
+ * "what a header asks for") gives imgstat_decode_check the memory decoding
+ * will hold and the least input the image takes; the HDR data is walked as
+ * stb will read it (its run-length loop never ends past the end of a file).
+ * Reads past the end are reported by our callbacks, and stb allocates
+ * zero-filled memory, so no pixel comes from anything but the file.
+ *
  * Other stb choices we keep: a GIF's fully transparent pixels come out as
  * (0,0,0,0), pixels outside the first frame too; a PSD composite with
  * partial alpha is un-matted from white; BMP palettes become RGB (except the
@@ -32,16 +39,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* stb_image's allocations come back zero-filled: should a decoder ever
+ * return pixels it did not write (a short read it missed), they are zeros,
+ * never bytes of an earlier image. Large blocks are fresh pages from the
+ * system, which calloc does not clear again. */
+static void *stb_realloc_zeroed(void *p, size_t old_size, size_t size) {
+  unsigned char *q = realloc(p, size);
+  if (q && size > old_size)
+    memset(q + old_size, 0, size - old_size);
+  return q;
+}
+
 /* libpng decodes PNG and Softimage PIC is not a format we promise: keep stb
  * away from both. The library must never abort, so stb's internal asserts
  * (invariants, not input checks) are compiled out. stb allocates with
- * malloc, so a one-channel result can become the image's plane as it is. */
+ * calloc, so a one-channel result can become the image's plane as it is. */
 #define STBI_NO_PNG
 #define STBI_NO_PIC
 #define STBI_FAILURE_USERMSG
 #define STBI_ASSERT(x) ((void)0)
-#define STBI_MALLOC(sz) malloc(sz)
-#define STBI_REALLOC(p, newsz) realloc(p, newsz)
+#define STBI_MALLOC(sz) calloc(1, sz)
+#define STBI_REALLOC_SIZED(p, oldsz, newsz)                                    \
+  stb_realloc_zeroed(p, (size_t)(oldsz), newsz)
 #define STBI_FREE(p) free(p)
 #define STB_IMAGE_IMPLEMENTATION
 #if defined(__GNUC__)
@@ -54,23 +73,37 @@
 #pragma GCC diagnostic pop
 #endif
 
-/* stb refills its read buffer in pieces of this size (sizeof
- * stbi__context.buffer_start); a shorter answer to such a refill is just the
- * end of the input, any other short read means data is missing. */
-#define STB_REFILL_BYTES 128
-
 typedef struct stb_reader {
   imgstat_source *src;
-  int past_end; /* the decoder wanted bytes the input does not have */
+  const char *refill; /* stb's own read buffer (below), NULL before a call */
+  int pad;            /* the byte read past the end, or -1: none (below) */
+  int past_end;       /* the decoder wanted bytes the input does not have */
 } stb_reader;
 
+/* Every stb call starts a context whose first read fills its 128-byte
+ * buffer (stbi__start_callbacks), and it refills only that buffer; any
+ * other read is stbi__getn reading straight into the pixels. A short refill
+ * is just the end of the input (an empty one makes stb go on with a zero it
+ * makes up); a short direct read means data is missing. Either way the
+ * decoder is told (past_end) instead of reading memory it never wrote.
+ * Past the end stb reads zeros, and a zero count is the one thing that does
+ * not move stb's HDR run-length loop on: there, the callback answers with
+ * pad bytes instead ('\n': an empty header line, a count of 10), so that
+ * loop ends even on input our pre-check did not see. */
 static int on_stb_read(void *user, char *data, int size) {
   stb_reader *r = user;
   if (size <= 0)
     return 0;
+  if (!r->refill)
+    r->refill = data;
   size_t got = imgstat_source_read(r->src, data, (size_t)size);
-  if (got == 0 || (got < (size_t)size && size != STB_REFILL_BYTES))
+  if (got == 0 || (got < (size_t)size && data != r->refill)) {
     r->past_end = 1;
+    if (r->pad >= 0) {
+      memset(data + got, r->pad, (size_t)size - got);
+      got = (size_t)size;
+    }
+  }
   return (int)got;
 }
 
@@ -214,8 +247,7 @@ static int stb_pnm16_needs_swap(void) {
   return swap;
 }
 
-/* ---- HDR run-length data --------------------------------------------------
- */
+/* ---- reading ahead of stb ------------------------------------------------ */
 
 typedef struct byte_reader {
   imgstat_source *src;
@@ -233,88 +265,184 @@ static int next_byte(byte_reader *br) {
   return br->buf[br->at++];
 }
 
-/* stb's run-length loop reads a zero count again and again at the end of a
- * truncated file (it sees zeros past the end) and never returns. So before
- * stb runs, walk the scanlines exactly as stb will and refuse a file whose
- * run-length data stops early. Anything stb itself rejects, or reads as flat
- * pixels (a bounded loop), is left to stb. Returns 0 when truncated. */
-static int hdr_rle_complete(imgstat_source *src) {
-  byte_reader *br = malloc(sizeof *br);
-  if (!br)
-    return 1; /* stb will fail to allocate as well */
-  br->src = src;
-  br->len = br->at = 0;
-  char line[1024];
-  int complete = 1, lines = 0, width = 0, height = 0;
-  for (;;) { /* header lines up to the empty one, then the size line */
-    size_t n = 0;
-    int c;
-    while ((c = next_byte(br)) >= 0 && c != '\n')
-      if (n + 1 < sizeof line)
-        line[n++] = (char)c;
-    line[n] = 0;
-    if (c < 0) {
-      complete = 0;
-      goto done;
-    }
-    if (lines++ > 0 && n == 0) {
-      n = 0;
-      while ((c = next_byte(br)) >= 0 && c != '\n')
-        if (n + 1 < sizeof line)
-          line[n++] = (char)c;
-      line[n] = 0;
+/* What stb reads where our pre-checks follow it: past the end, a zero. */
+static int byte_or_zero(byte_reader *br) {
+  int c = next_byte(br);
+  return c < 0 ? 0 : c;
+}
+
+/* Whether every byte of the input has been read (stb's stbi__at_eof). */
+static int br_at_eof(const byte_reader *br) {
+  return br->at == br->len && br->src->pos >= br->src->size;
+}
+
+/* How many bytes of the input have been read. */
+static uint64_t br_offset(const byte_reader *br) {
+  return (uint64_t)br->src->pos - (br->len - br->at);
+}
+
+/* ---- HDR ----------------------------------------------------------------- */
+
+/* stb's HDR line buffer (STBI__HDR_BUFLEN). */
+#define HDR_TOKEN_BYTES 1024
+
+/* stbi__hdr_gettoken, byte for byte: a line up to '\n', of which 1023 bytes
+ * are kept. As stb reads it, the input's last byte never joins a token, a
+ * line that starts with NUL is an empty token (the end of the header for
+ * stb), and so is the end of the input. */
+static void hdr_token(byte_reader *br, char *tok) {
+  size_t len = 0;
+  int c = byte_or_zero(br);
+  while (!br_at_eof(br) && c != '\n') {
+    tok[len++] = (char)c;
+    if (len == HDR_TOKEN_BYTES - 1) {
+      while (!br_at_eof(br) && byte_or_zero(br) != '\n') {
+      }
       break;
     }
+    c = byte_or_zero(br);
   }
-  if (sscanf(line, "-Y %d +X %d", &height, &width) != 2 || width < 8 ||
-      width >= 32768 || height <= 0 || height > (1 << 24))
-    goto done; /* stb refuses it, or reads flat pixels */
+  tok[len] = 0;
+}
+
+typedef struct hdr_layout {
+  int width, height; /* 0: stb refuses the header (it gives its reason) */
+  int flat;          /* stb reads 4 bytes a pixel, not run-length data */
+  uint64_t data_offset;
+  const char *problem; /* why the file is refused, or NULL */
+} hdr_layout;
+
+/* stb reads flat pixels from start to the end of the image: is the file
+ * long enough? If not, it is either cut short or in the old (pre-1991)
+ * run-length encoding, which stb does not read: that one marks a run with a
+ * pixel (1,1,1,n), never a pixel of its own (in RGBE the largest of R, G, B
+ * is at least 128, unless all are 0). */
+static const char *hdr_flat_problem(byte_reader *br, uint64_t start,
+                                    uint64_t pixels) {
+  uint64_t size = br->src->size;
+  if (start <= size && size - start >= 4 * pixels)
+    return NULL;
+  while (br_offset(br) < start + 4 && next_byte(br) >= 0) {
+  }
+  for (;;) {
+    int p[4];
+    for (int i = 0; i < 4; i++)
+      p[i] = next_byte(br);
+    if (p[3] < 0)
+      return "file is truncated";
+    if (p[0] == 1 && p[1] == 1 && p[2] == 1)
+      return "HDR file uses the old (pre-1991) run-length encoding, which "
+             "stb_image does not read";
+  }
+}
+
+/* stb reads zeros past the end of a file, and its run-length loop reads a
+ * zero count there again and again: it never returns. So before stb runs,
+ * read the header and the scanlines exactly as stb will (the same tokens,
+ * the same numbers, the same switch to flat pixels) and refuse a file in
+ * which stb would read past the end. Anything stb itself refuses is left to
+ * stb, which gives its reason. Every loop here reads a byte each turn. */
+static void hdr_scan(imgstat_source *src, hdr_layout *hl) {
+  memset(hl, 0, sizeof *hl);
+  byte_reader *br = malloc(sizeof *br);
+  char *tok = malloc(HDR_TOKEN_BYTES);
+  if (!br || !tok)
+    goto done; /* stb will fail to allocate as well */
+  br->src = src;
+  br->len = br->at = 0;
+  hdr_token(br, tok);
+  if (strcmp(tok, "#?RADIANCE") != 0 && strcmp(tok, "#?RGBE") != 0)
+    goto done;
+  int valid = 0;
+  for (;;) {
+    hdr_token(br, tok);
+    if (tok[0] == 0)
+      break;
+    if (strcmp(tok, "FORMAT=32-bit_rle_rgbe") == 0)
+      valid = 1;
+  }
+  hdr_token(br, tok);
+  if (br_at_eof(br))
+    goto truncated; /* the header, or the size line, runs to the end */
+  if (!valid || strncmp(tok, "-Y ", 3) != 0)
+    goto done;
+  char *t = tok + 3;
+  int height = (int)strtol(t, &t, 10); /* as stb converts it */
+  while (*t == ' ')
+    t++;
+  if (strncmp(t, "+X ", 3) != 0)
+    goto done;
+  int width = (int)strtol(t + 3, NULL, 10);
+  if (width <= 0 || height <= 0 || width > (1 << 24) || height > (1 << 24))
+    goto done; /* refused by stb, or by our size check */
+  hl->width = width;
+  hl->height = height;
+  hl->data_offset = br_offset(br);
+  uint64_t pixels = (uint64_t)width * (uint64_t)height;
+  if (width < 8 || width >= 32768) {
+    hl->flat = 1;
+    hl->problem = hdr_flat_problem(br, hl->data_offset, pixels);
+    goto done;
+  }
   for (int y = 0; y < height; y++) {
+    uint64_t line = br_offset(br);
     int c1 = next_byte(br), c2 = next_byte(br), c3 = next_byte(br);
-    if (c3 < 0) {
-      complete = 0;
+    if (c3 < 0)
+      goto truncated;
+    if (c1 != 2 || c2 != 2 || (c3 & 0x80)) {
+      /* stb takes these bytes as a pixel and reads the whole image again
+       * from here as flat pixels. */
+      hl->flat = 1;
+      hl->problem = hdr_flat_problem(br, line, pixels);
       goto done;
     }
-    if (c1 != 2 || c2 != 2 || (c3 & 0x80))
-      goto done; /* stb switches to flat pixels */
     int c4 = next_byte(br);
-    if (c4 < 0) {
-      complete = 0;
-      goto done;
-    }
+    if (c4 < 0)
+      goto truncated;
     if ((c3 << 8 | c4) != width)
       goto done; /* stb: "corrupt HDR" */
     for (int k = 0; k < 4; k++) {
       int x = 0;
       while (x < width) {
         int count = next_byte(br);
-        if (count < 0) {
-          complete = 0;
-          goto done;
-        }
+        if (count < 0)
+          goto truncated;
         if (count > 128) {
           count -= 128;
-          if (count > width - x || next_byte(br) < 0) {
-            complete = count > width - x; /* stb: "bad RLE data" */
-            goto done;
-          }
+          if (next_byte(br) < 0)
+            goto truncated; /* stb reads the value before the check */
+          if (count > width - x)
+            goto done; /* stb: "bad RLE data" */
         } else {
           if (count > width - x)
             goto done;
           for (int z = 0; z < count; z++)
-            if (next_byte(br) < 0) {
-              complete = 0;
-              goto done;
-            }
+            if (next_byte(br) < 0)
+              goto truncated;
         }
         x += count;
       }
     }
   }
+  goto done;
+truncated:
+  hl->problem = "file is truncated";
 done:
+  free(tok);
   free(br);
   imgstat_source_rewind(src);
-  return complete;
+}
+
+/* The fewest bytes of a file with hl's layout that stb reads: 4 bytes a
+ * flat pixel; in run-length data, a 4-byte header a scanline, and for each
+ * of its 4 components at least one 2-byte run per 127 pixels (a run is a
+ * count byte 129..255 and a value; a literal packet of n bytes takes n + 1
+ * bytes). */
+static uint64_t hdr_min_input(const hdr_layout *hl) {
+  uint64_t w = (uint64_t)hl->width, h = (uint64_t)hl->height;
+  if (hl->flat)
+    return hl->data_offset + 4 * w * h;
+  return hl->data_offset + h * (4 + 4 * 2 * ((w + 126) / 127));
 }
 
 /* stb tries JPEG first on a file we did not recognise, and its start-of-image
@@ -328,11 +456,6 @@ static int stb_sees_jpeg(imgstat_source *src) {
   while (i < n && h[i] == 0xFF)
     i++;
   return i == n || h[i] == 0xD8; /* a long run of fills: check to be safe */
-}
-
-static int byte_or_zero(byte_reader *br) {
-  int c = next_byte(br);
-  return c < 0 ? 0 : c;
 }
 
 /* Two things in a JPEG make stb_image 2.27 read or write outside its tables,
@@ -442,17 +565,292 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
   return problem;
 }
 
-/* ---- decoding ------------------------------------------------------------ */
+/* ---- what a header asks for ----------------------------------------------
+ * Our own reading of each header, before stb allocates anything: the fewest
+ * bytes a file of that size takes (imgstat_decode_check's min_input: the
+ * format at its best compression) and what stb holds while decoding. Each
+ * follows stb's reading of the header; what stb refuses is left to stb. */
 
-/* PSD: stb always returns RGBA; the header says whether alpha is real.
- * It also gives the depth, which stbi_is_16_bit misses for PSD in this stb
- * (it reports 0 for a valid 16-bit file). */
-static void psd_header(imgstat_source *src, int *channels, int *depth) {
-  unsigned char h[26];
+/* Reads n bytes at offset off (then rewind); returns how many. */
+static size_t source_read_at(imgstat_source *src, uint64_t off, void *buf,
+                             size_t n) {
+  if (off >= src->size ||
+      (src->file && fseek(src->file, (long)off, SEEK_SET) != 0))
+    return 0;
+  src->pos = (size_t)off;
+  return imgstat_source_read(src, buf, n);
+}
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 |
+         (uint32_t)p[3];
+}
+
+static int br_skip(byte_reader *br, size_t n) {
+  while (n-- > 0)
+    if (next_byte(br) < 0)
+      return 0;
+  return 1;
+}
+
+/* TGA, as stbi__tga_load reads its 18-byte header: an ID field, a palette
+ * when colour-mapped (entries of 15/16 bits take 2 bytes, others their
+ * channels), then pixels of 1 or 2 index bytes, 2 bytes (15/16-bit RGB) or
+ * one byte a channel. Uncompressed, every pixel is there; run-length
+ * encoded, a packet of a count byte and one pixel makes at most 128 pixels
+ * (packets may run across rows in stb). stb also skips "first entry index"
+ * bytes before the palette; the bound leaves them out. */
+typedef struct tga_layout {
+  int comp;         /* channels stb returns, 0: stb refuses */
+  uint64_t palette; /* bytes of stb's palette buffer */
+  uint64_t min_input;
+} tga_layout;
+
+static void tga_scan(imgstat_source *src, tga_layout *tl) {
+  unsigned char h[18];
+  memset(tl, 0, sizeof *tl);
   size_t n = imgstat_source_read(src, h, sizeof h);
   imgstat_source_rewind(src);
-  *channels = n == sizeof h ? (h[12] << 8 | h[13]) : 4;
-  *depth = n == sizeof h ? (h[22] << 8 | h[23]) : 8;
+  if (n < sizeof h)
+    return;
+  int indexed = h[1], rle = h[2] >= 8, bpp = h[16];
+  int type = rle ? h[2] - 8 : h[2];
+  uint64_t palette_len = (uint64_t)(h[5] | h[6] << 8);
+  uint64_t pixels = (uint64_t)(h[12] | h[13] << 8) * (h[14] | h[15] << 8);
+  /* stbi__tga_get_comp: palette entries, or pixels, of these bits */
+  int bits = indexed ? h[7] : bpp, rgb16 = 0;
+  switch (bits) {
+  case 8:
+    tl->comp = 1;
+    break;
+  case 16:
+    if (!indexed && type == 3) {
+      tl->comp = 2;
+      break;
+    }
+    /* fallthrough */
+  case 15:
+    rgb16 = 1;
+    tl->comp = 3;
+    break;
+  case 24:
+  case 32:
+    tl->comp = bits / 8;
+    break;
+  default:
+    return;
+  }
+  uint64_t file_palette = 0, pixel_bytes = rgb16 ? 2 : (uint64_t)tl->comp;
+  if (indexed) {
+    tl->palette = palette_len * (uint64_t)tl->comp;
+    file_palette = palette_len * (rgb16 ? 2 : (uint64_t)tl->comp);
+    pixel_bytes = bpp == 8 ? 1 : 2;
+  }
+  tl->min_input =
+      18 + h[0] + file_palette +
+      (rle ? (pixels + 127) / 128 * (1 + pixel_bytes) : pixels * pixel_bytes);
+}
+
+/* The work stb's LZW decoding (stbi__process_gif_raster) does on the data
+ * at br: it outputs each code's string by walking the code's chain of
+ * prefixes, a step a pixel, even once the frame is full. Reads the codes as
+ * stb does (block lengths, code sizes, clear and end codes, where stb stops
+ * on an error) and adds up the lengths of their strings. */
+static uint64_t gif_lzw_work(byte_reader *br, int lzw_cs, uint64_t limit) {
+  static const int max_codes = 8192; /* stbi__gif.codes */
+  uint16_t *len = malloc(max_codes * sizeof *len);
+  if (!len)
+    return 0; /* stb will fail to allocate as well */
+  int clear = 1 << lzw_cs, codesize = lzw_cs + 1;
+  int codemask = (1 << codesize) - 1, avail = clear + 2, oldcode = -1;
+  int first = 1, valid_bits = 0, block = 0;
+  uint32_t bits = 0;
+  uint64_t work = 0;
+  for (int i = 0; i < clear; i++)
+    len[i] = 1;
+  while (work <= limit) {
+    if (valid_bits < codesize) {
+      if (block == 0 && (block = byte_or_zero(br)) == 0)
+        break; /* the end of the data blocks */
+      block--;
+      bits |= (uint32_t)byte_or_zero(br) << valid_bits;
+      valid_bits += 8;
+      continue;
+    }
+    int code = (int)(bits & (uint32_t)codemask);
+    bits >>= codesize;
+    valid_bits -= codesize;
+    if (code == clear) {
+      codesize = lzw_cs + 1;
+      codemask = (1 << codesize) - 1;
+      avail = clear + 2;
+      oldcode = -1;
+      first = 0;
+      continue;
+    }
+    if (code == clear + 1 || code > avail || first)
+      break; /* the end code, or stb refuses */
+    if (oldcode >= 0) {
+      if (avail >= max_codes)
+        break; /* stb: "too many codes" */
+      len[avail++] = (uint16_t)(len[oldcode] + 1);
+    } else if (code == avail) {
+      break; /* stb: "illegal code in raster" */
+    }
+    work += len[code];
+    if ((avail & codemask) == 0 && avail <= 0x0FFF) {
+      codesize++;
+      codemask = (1 << codesize) - 1;
+    }
+    oldcode = code;
+  }
+  free(len);
+  return work;
+}
+
+/* GIF: stb allocates the whole canvas of the header, but the first frame,
+ * which the LZW data must fill, can be smaller. Walk to its image
+ * descriptor as stbi__gif_load_next does (a palette, then extension blocks)
+ * and take the frame's size and the LZW minimum code size. A code is at
+ * least lzw_cs + 1 bits and gives at most 4096 pixels (its string is a
+ * chain of earlier codes, under 4096 of them), so the LZW data takes at
+ * least ceil(frame / 4096) codes: *min_input, 0 where stb will refuse.
+ * A valid frame decodes to its own pixels; LZW data that goes on far
+ * beyond (the chain of a code walked again and again: seconds of work a
+ * megabyte) is refused. */
+static const char *gif_scan(imgstat_source *src, uint64_t *min_input) {
+  const char *problem = NULL;
+  *min_input = 0;
+  byte_reader *br = malloc(sizeof *br);
+  if (!br)
+    return NULL;
+  br->src = src;
+  br->len = br->at = 0;
+  unsigned char h[13];
+  for (size_t i = 0; i < sizeof h; i++) {
+    int c = next_byte(br);
+    if (c < 0)
+      goto done;
+    h[i] = (unsigned char)c;
+  }
+  unsigned canvas_w = h[6] | h[7] << 8, canvas_h = h[8] | h[9] << 8;
+  if ((h[10] & 0x80) && !br_skip(br, 3 * (2u << (h[10] & 7))))
+    goto done;
+  for (;;) {
+    int tag = next_byte(br), len;
+    if (tag == 0x2C) {
+      unsigned char d[9];
+      for (size_t i = 0; i < sizeof d; i++) {
+        int c = next_byte(br);
+        if (c < 0)
+          goto done;
+        d[i] = (unsigned char)c;
+      }
+      uint64_t x = d[0] | d[1] << 8, y = d[2] | d[3] << 8;
+      uint64_t w = d[4] | d[5] << 8, fh = d[6] | d[7] << 8;
+      if (x + w > canvas_w || y + fh > canvas_h)
+        goto done; /* stb: "bad Image Descriptor" */
+      if ((d[8] & 0x80) && !br_skip(br, 3 * (2u << (d[8] & 7))))
+        goto done;
+      int lzw_cs = next_byte(br);
+      if (lzw_cs < 0 || lzw_cs > 12)
+        goto done;
+      uint64_t frame = w * fh, codes = (frame + 4095) / 4096;
+      *min_input = br_offset(br) + (codes * (uint64_t)(lzw_cs + 1) + 7) / 8;
+      if (gif_lzw_work(br, lzw_cs, 2 * frame + (1u << 20)) >
+          2 * frame + (1u << 20))
+        problem = "GIF image data decodes to far more pixels than its "
+                  "frame holds";
+      goto done;
+    }
+    if (tag != 0x21)
+      goto done; /* the trailer before any frame, or stb: "unknown code" */
+    int ext = next_byte(br);
+    if (ext == 0xF9) { /* graphic control: 4 bytes, or stb skips len */
+      len = next_byte(br);
+      if (len < 0 || !br_skip(br, (size_t)len))
+        goto done;
+      if (len != 4)
+        continue;
+    }
+    while ((len = next_byte(br)) > 0)
+      if (!br_skip(br, (size_t)len))
+        goto done;
+    if (len < 0)
+      goto done;
+  }
+done:
+  free(br);
+  imgstat_source_rewind(src);
+  return problem;
+}
+
+/* PSD (version 1): a 26-byte header, three sections that stb skips by their
+ * 4-byte lengths, a 2-byte compression, then every channel's samples:
+ * uncompressed, all of them; PackBits, a 2-byte length for each row of
+ * each channel, and each row at least one 2-byte packet per 128 bytes. */
+typedef struct psd_layout {
+  int channels, depth;  /* as the header says */
+  int rle;              /* 1 also when the compression field is missing */
+  uint64_t data_offset; /* past the compression field */
+} psd_layout;
+
+static imgstat_status psd_scan(imgstat_source *src, psd_layout *pl,
+                               imgstat_error *err) {
+  unsigned char h[26];
+  pl->channels = 4;
+  pl->depth = 8;
+  pl->rle = 1;
+  pl->data_offset = 0;
+  imgstat_status s = IMGSTAT_OK;
+  if (source_read_at(src, 0, h, sizeof h) < sizeof h)
+    goto done; /* stb refuses it */
+  pl->channels = h[12] << 8 | h[13];
+  pl->depth = h[22] << 8 | h[23];
+  if (pl->channels < 1 || pl->channels > 56) {
+    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                          "PSD header gives %d channels (the format allows "
+                          "1 to 56)",
+                          pl->channels);
+    goto done;
+  }
+  uint64_t off = sizeof h;
+  unsigned char b[4];
+  for (int i = 0; i < 3; i++, off += 4 + be32(b))
+    if (source_read_at(src, off, b, 4) != 4) {
+      pl->data_offset = off + 4 + 2; /* the file ends in the sections */
+      goto done;
+    }
+  pl->data_offset = off + 2;
+  if (source_read_at(src, off, b, 2) != 2)
+    goto done;
+  int compression = b[0] << 8 | b[1];
+  pl->rle = compression != 0;
+  /* stb decodes 16-bit PackBits data as if it were 8-bit: garbage. */
+  if (compression == 1 && pl->depth == 16)
+    s = imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                          "PSD file has 16-bit run-length compressed data, "
+                          "which stb_image does not read");
+done:
+  imgstat_source_rewind(src);
+  return s;
+}
+
+static uint64_t psd_min_input(const psd_layout *pl, uint64_t w, uint64_t h) {
+  uint64_t rows = (uint64_t)pl->channels * h;
+  uint64_t row_bytes = w * (uint64_t)(pl->depth > 8 ? 2 : 1);
+  if (!pl->rle)
+    return pl->data_offset + rows * row_bytes;
+  return pl->data_offset + rows * 2 + rows * 2 * ((row_bytes + 127) / 128);
+}
+
+/* ---- decoding ------------------------------------------------------------ */
+
+/* What a decode holds at its peak: stb's result and its scratch buffers,
+ * then, once stb has freed those, our planes beside its result (none when
+ * we adopt a one-channel result as the plane). */
+static uint64_t stb_peak(uint64_t result, uint64_t scratch, uint64_t planes) {
+  return result + (scratch > planes ? scratch : planes);
 }
 
 static uint32_t le32(const unsigned char *p) {
@@ -703,41 +1101,35 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
                                   imgstat_error *err) {
   memset(img, 0, sizeof *img);
   imgstat_status s;
+  int jpeg = kind == IMGSTAT_KIND_JPEG ||
+             (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src));
+  int tga = kind == IMGSTAT_KIND_UNKNOWN && !jpeg; /* no signature */
   pnm_header pnm = {0};
   if (kind == IMGSTAT_KIND_PNM) {
     s = pnm_read_header(src, &pnm, err);
     if (s != IMGSTAT_OK)
       return s;
-    /* Checked before decoding: stb does not notice a short PNM. */
-    uint64_t bytes = (uint64_t)pnm.width * pnm.height * pnm.channels *
-                     (pnm.maxval > 255 ? 2u : 1u);
-    if (pnm.data_offset > src->size ||
-        bytes > (uint64_t)(src->size - pnm.data_offset)) {
-      s = imgstat_pixels_check(pnm.width, pnm.height, lim->max_pixels, err);
-      if (s != IMGSTAT_OK)
-        return s;
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                               "PNM file is truncated (%" PRIu64
-                               " bytes of samples expected)",
-                               bytes);
-    }
   }
-
-  if (kind == IMGSTAT_KIND_JPEG ||
-      (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src))) {
+  if (jpeg) {
     const char *problem = jpeg_tables_problem(src);
     if (problem)
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", problem);
   }
-  if (kind == IMGSTAT_KIND_HDR && !hdr_rle_complete(src))
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "file is truncated (HDR run-length data ends "
-                             "early)");
+  hdr_layout hdr = {0};
+  if (kind == IMGSTAT_KIND_HDR) {
+    hdr_scan(src, &hdr);
+    if (hdr.problem)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", hdr.problem);
+  }
+  psd_layout psd = {4, 8, 1, 0};
+  if (kind == IMGSTAT_KIND_PSD && (s = psd_scan(src, &psd, err)) != IMGSTAT_OK)
+    return s;
+
   bmp_info bmp = {0};
   if (kind == IMGSTAT_KIND_BMP &&
       (s = bmp_inspect(src, &bmp, err)) != IMGSTAT_OK)
     return s;
-  stb_reader reader = {src, 0};
+  stb_reader reader = {src, NULL, kind == IMGSTAT_KIND_HDR ? '\n' : -1, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
   if (!stbi_info_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp))
@@ -746,42 +1138,58 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     h = -h; /* rows stored top-down: stb reads them */
   if (w <= 0 || h <= 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "image is %dx%d", w, h);
-  /* stb decodes into one interleaved buffer, which is then split into
-   * planes beside it: twice the decoded bytes at the peak. stbi_info's comp
-   * is what the file stores (an HDR decodes to 3 floats whatever it says). */
-  if (kind == IMGSTAT_KIND_BMP) { /* exact: bmp_peak_bytes, bmp_min_input */
-    s = imgstat_decode_check(
-        lim, (uint32_t)w, (uint32_t)h,
-        bmp_peak_bytes(&bmp, (uint32_t)w, (uint32_t)h, comp),
-        bmp_min_input(&bmp, (uint32_t)w, (uint32_t)h), src->size, "BMP", err);
-  } else {
-    uint64_t sample_bytes = kind == IMGSTAT_KIND_HDR ? 4 : 2;
-    uint64_t ch = comp >= 1 && comp <= 4 ? (uint64_t)comp : 4;
-    s = imgstat_decode_check(lim, (uint32_t)w, (uint32_t)h,
-                             2 * (uint64_t)w * (uint64_t)h * ch * sample_bytes,
-                             0, src->size, kind_format(kind), err);
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  int is_hdr = kind == IMGSTAT_KIND_HDR;
+  int is_16 = (kind == IMGSTAT_KIND_PNM && pnm.maxval > 255) ||
+              (kind == IMGSTAT_KIND_PSD && psd.depth == 16);
+
+  /* The memory decoding holds at its peak, and the least input the
+   * header's size takes. */
+  uint64_t area = (uint64_t)w * (uint64_t)h, peak = 0, min_input = 0;
+  uint64_t bytes = is_hdr ? 4 : is_16 ? 2 : 1, one = area * bytes;
+  uint64_t own = comp == 1 ? 0 : (uint64_t)comp * one; /* our planes */
+  if (area > IMGSTAT_MAX_PIXELS_LIMIT) {
+    /* refused for its size, before anything here could overflow */
+  } else if (is_hdr) { /* 3 floats, one run-length scanline; 3 planes */
+    peak = stb_peak(3 * one, 4 * (uint64_t)w, 3 * one);
+    min_input = hdr_min_input(&hdr);
+  } else if (kind == IMGSTAT_KIND_GIF) { /* RGBA, background, history */
+    peak = stb_peak(4 * one, 5 * area, 4 * one);
+    const char *problem = gif_scan(src, &min_input);
+    if (problem)
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", problem);
+  } else if (kind == IMGSTAT_KIND_PSD) { /* RGBA; RGB(A) planes */
+    peak = stb_peak(4 * one, 0, (psd.channels < 4 ? 3 : 4) * one);
+    min_input = psd_min_input(&psd, (uint64_t)w, (uint64_t)h);
+  } else if (kind == IMGSTAT_KIND_PNM) {
+    peak = stb_peak((uint64_t)comp * one, 0, own);
+    min_input = pnm.data_offset + (uint64_t)comp * one;
+  } else if (tga) { /* and a palette while stb decodes */
+    tga_layout tl;
+    tga_scan(src, &tl);
+    peak = stb_peak((uint64_t)comp * one, tl.palette, own);
+    min_input = tl.min_input;
+  } else if (kind == IMGSTAT_KIND_BMP) { /* exact, from the header */
+    peak = bmp_peak_bytes(&bmp, (uint32_t)w, (uint32_t)h, comp);
+    min_input = bmp_min_input(&bmp, (uint32_t)w, (uint32_t)h);
+  } else { /* JPEG: a rough guess, twice 2 bytes a sample */
+    peak = 4 * area * (uint64_t)(comp >= 1 && comp <= 4 ? comp : 4);
   }
+  const char *format = jpeg ? "JPEG" : kind_format(kind);
+  s = imgstat_decode_check(lim, (uint32_t)w, (uint32_t)h, peak, min_input,
+                           src->size, format, err);
   if (s != IMGSTAT_OK)
     return s;
 
-  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
-    return s;
-  int is_hdr = stbi_is_hdr_from_callbacks(&stb_callbacks, &reader);
-  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
-    return s;
-  int is_16 = !is_hdr && stbi_is_16_bit_from_callbacks(&stb_callbacks, &reader);
-  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
-    return s;
-  int psd_channels = 4, psd_depth = 8;
-  if (kind == IMGSTAT_KIND_PSD) {
-    psd_header(src, &psd_channels, &psd_depth); /* rewinds */
-    is_16 = psd_depth == 16;
-  }
   if (kind == IMGSTAT_KIND_BMP &&
       (s = bmp_indices_check(src, &bmp, (uint32_t)w, (uint32_t)h, err)) !=
           IMGSTAT_OK)
     return s;
 
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  reader.refill = NULL; /* a new stb context */
   reader.past_end = 0;
   void *pixels;
   imgstat_sample sample;
@@ -798,23 +1206,16 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
         stbi_load_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
     sample = IMGSTAT_U8;
   }
-  if (!pixels)
-    return src->read_errno ? imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
-                                               strerror(src->read_errno))
-                           : stb_failure(kind, err);
-  if (src->read_errno || reader.past_end || w <= 0 || h <= 0 || comp < 1 ||
-      comp > IMGSTAT_MAX_CHANNELS) {
+  if (src->read_errno || reader.past_end || !pixels || w <= 0 || h <= 0 ||
+      comp < 1 || comp > IMGSTAT_MAX_CHANNELS) {
     stbi_image_free(pixels);
     if (src->read_errno)
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
                                strerror(src->read_errno));
-    if (reader.past_end && kind == IMGSTAT_KIND_HDR)
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                               "file is truncated, or uses the pre-1991 "
-                               "run-length encoding that stb_image does not "
-                               "read");
-    if (reader.past_end)
+    if (reader.past_end) /* stb read bytes the file does not have */
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "file is truncated");
+    if (!pixels)
+      return stb_failure(kind, err);
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "decoder returned a %dx%d image of %d channels", w,
                              h, comp);
@@ -834,12 +1235,12 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
       v[i] = (uint16_t)(v[i] >> 8 | v[i] << 8);
   }
   if (comp == 4 && sample == IMGSTAT_U8 &&
-      ((kind == IMGSTAT_KIND_PSD && psd_channels < 4) || bmp.drop_alpha ||
+      ((kind == IMGSTAT_KIND_PSD && psd.channels < 4) || bmp.drop_alpha ||
        (kind == IMGSTAT_KIND_GIF && rgba_is_opaque(pixels, count)))) {
     drop_alpha_u8(pixels, count);
     comp = 3;
   } else if (comp == 4 && sample == IMGSTAT_U16 && kind == IMGSTAT_KIND_PSD &&
-             psd_channels < 4) {
+             psd.channels < 4) {
     uint16_t *v = pixels;
     for (size_t i = 0; i < count; i++)
       for (int c = 0; c < 3; c++)
@@ -872,7 +1273,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     imgstat_pixels_split(img, pixels, 0, count, 1);
     stbi_image_free(pixels);
   }
-  img->format = kind_format(kind);
+  img->format = format;
   return IMGSTAT_OK;
 }
 
