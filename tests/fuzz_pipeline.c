@@ -13,7 +13,7 @@
  * percentiles, bins, given mean/std, output format) comes from a hash of its
  * bytes, so the fuzzer explores them along with the pixels. Outputs are
  * written into a private folder under $TMPDIR, /dev/shm or /tmp, read back
- * and removed.
+ * and removed, and the folder with them.
  *
  * Build and run: see tests/fuzz_load.c and docs/fuzzing.md; without
  * -DIMGSTAT_FUZZ=ON it is linked with tests/fuzz_replay.c into
@@ -398,23 +398,9 @@ static void normalize(const imgstat_image *img, const imgstat_partial *part,
 
 static char dir[64];
 
-static void remove_dir(void) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    char path[sizeof dir + 300];
-    while ((e = readdir(d)) != NULL) {
-      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-        continue;
-      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-      unlink(path);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
-/* The private folder, made on the first call. */
+/* The input's private folder, made when it first writes and removed (empty:
+ * every output is removed once checked) when it is done, so that nothing is
+ * left behind however the fuzzer exits. */
 static const char *out_dir(void) {
   if (dir[0])
     return dir;
@@ -423,7 +409,6 @@ static const char *out_dir(void) {
     base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   snprintf(dir, sizeof dir, "%s/imgstat-fuzz-XXXXXX", base);
   CHECK(mkdtemp(dir) != NULL);
-  atexit(remove_dir);
   return dir;
 }
 
@@ -611,5 +596,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     imgstat_image_free(&f);
   }
   imgstat_image_free(&img);
+  if (dir[0]) {
+    CHECK(rmdir(dir) == 0);
+    dir[0] = '\0';
+  }
   return 0;
 }
