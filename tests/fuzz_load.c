@@ -1,38 +1,71 @@
 /*
- * libFuzzer target over loading and statistics: whatever the bytes, decoding
+ * libFuzzer targets over loading and statistics: whatever the bytes, decoding
  * must fail cleanly or give an image whose statistics can be computed, with no
  * memory error or undefined behaviour (the build adds ASan and UBSan).
  *
+ * One source, several targets (tests/CMakeLists.txt):
+ *  - fuzz_load: every format, as imgstat_image_load_memory sniffs it;
+ *  - fuzz_png, fuzz_jpeg, fuzz_bmp, fuzz_gif, fuzz_psd, fuzz_hdr, fuzz_pnm:
+ *    compiled with -DFUZZ_KIND=IMGSTAT_KIND_..., they only decode inputs whose
+ *    signature the loader sniffs as that format (the library's own
+ *    imgstat_kind_sniff decides) and refuse the others (return -1: not kept
+ *    in the corpus), so every input they keep reaches that decoder;
+ *  - fuzz_tga: -DFUZZ_KIND=IMGSTAT_KIND_UNKNOWN, inputs with no known
+ *    signature, which stb_image tries as TGA (its only format without one).
+ * Each input is capped at FUZZ_MAX_PIXELS pixels and FUZZ_MAX_MEMORY decoded
+ * bytes, so a lying header cannot exhaust the fuzzer's memory limit.
+ *
  * Build: cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DIMGSTAT_FUZZ=ON
  *        -DIMGSTAT_ENABLE_CUDA=OFF && cmake --build build-fuzz --target
- *        fuzz_load
- * Run:   tests/fuzz_ci.sh build-fuzz SECONDS (as CI does, reproducibly), or
- *        build-fuzz/tests/fuzz_load -max_total_time=600 NEW_DIR samples
- *        tests/data/pngsuite tests/data/formats (a random seed)
+ *        fuzz_all
+ * Run:   tests/fuzz_ci.sh build-fuzz SECONDS (every target as CI does,
+ *        reproducibly), or build-fuzz/tests/fuzz_png -max_total_time=600
+ *        NEW_DIR tests/data/pngsuite (a random seed); docs/fuzzing.md.
+ * Without -DIMGSTAT_FUZZ=ON the same source is linked with
+ * tests/fuzz_replay.c into replay_load, which runs given files through it
+ * (ctest, and tests/valgrind.sh under valgrind).
  */
 #include "imgstat.h"
+#include "load_internal.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#ifndef FUZZ_MAX_PIXELS
+#define FUZZ_MAX_PIXELS (UINT64_C(1) << 24)
+#endif
+#ifndef FUZZ_MAX_MEMORY
+#define FUZZ_MAX_MEMORY (UINT64_C(512) << 20)
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  /* 2^24 pixels keeps one input under ~256 MB even as 4-channel float, so
-   * a lying header cannot exhaust the fuzzer's memory limit. */
-  imgstat_load_options opts = {UINT64_C(1) << 24};
+#ifdef FUZZ_KIND
+  /* As decode() in src/load.c sniffs: its first 16 bytes. */
+  if (imgstat_kind_sniff(data, size < 16 ? size : 16) != FUZZ_KIND)
+    return -1;
+#endif
+  imgstat_load_options opts;
+  memset(&opts, 0, sizeof opts);
+  opts.max_pixels = FUZZ_MAX_PIXELS;
+  opts.max_memory = FUZZ_MAX_MEMORY;
   imgstat_image img;
   imgstat_error err;
   memset(&img, 0, sizeof img);
   memset(&err, 0, sizeof err);
 
   if (imgstat_image_load_memory(data, size, &opts, &img, &err) != IMGSTAT_OK) {
-    /* A rejection must say why. */
-    if (err.message[0] == '\0')
+    /* A rejection must say why, and leave nothing allocated. */
+    if (err.message[0] == '\0' || img.data != NULL)
       __builtin_trap();
     return 0;
   }
+  if (img.width == 0 || img.height == 0 || img.channels < 1 ||
+      img.channels > IMGSTAT_MAX_CHANNELS ||
+      (uint64_t)img.width * img.height > FUZZ_MAX_PIXELS || !img.format)
+    __builtin_trap();
 
   imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
   if (imgstat_cpu_stats(&img, 1, partial, &err) == IMGSTAT_OK) {
