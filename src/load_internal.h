@@ -74,6 +74,12 @@ imgstat_status imgstat_decode_check(const imgstat_limits *lim, uint32_t width,
                                     uint64_t min_input, uint64_t input_size,
                                     const char *format, imgstat_error *err);
 
+/* The most scans a JPEG may have, on either decoder's path: libjpeg-turbo's
+ * own limit under TJFLAG_LIMITSCANS (500 in 2.1). Every scan of a
+ * progressive file is a pass over the whole image, so a small file of
+ * thousands of scans would cost time without bound. */
+#define IMGSTAT_JPEG_MAX_SCANS 500
+
 /* Each decoder starts at the first byte of src and, on failure, leaves *img
  * zeroed with everything it allocated freed. */
 imgstat_status imgstat_png_decode(imgstat_source *src,

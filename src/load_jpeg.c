@@ -269,11 +269,9 @@ static void cmyk_to_planes(const unsigned char *px, size_t n, int transform,
 
 /* ---- decoding ------------------------------------------------------------ */
 
-/* TurboJPEG's limit on scans (TJFLAG_LIMITSCANS). A progressive file can
- * repeat scans without end and each one costs a pass over the image, so a
- * small file can hold thousands; counting them first refuses such a file
- * before any is decoded, the flag stays as the backstop. */
-#define JPEG_MAX_SCANS 500
+/* The scans are counted first (IMGSTAT_JPEG_MAX_SCANS), so that such a file
+ * is refused before any is decoded; TJFLAG_LIMITSCANS stays as the
+ * backstop. */
 
 imgstat_status imgstat_jpeg_decode(imgstat_source *src,
                                    const imgstat_limits *lim,
@@ -340,11 +338,11 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
       goto done;
     }
 
-  if (layout.scans > JPEG_MAX_SCANS) {
+  if (layout.scans > IMGSTAT_JPEG_MAX_SCANS) {
     s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                           "JPEG has %u scans: more than %d scans are refused "
                           "(each one costs a pass over the image)",
-                          layout.scans, JPEG_MAX_SCANS);
+                          layout.scans, IMGSTAT_JPEG_MAX_SCANS);
     goto done;
   }
 

@@ -478,7 +478,6 @@ static int stb_sees_jpeg(imgstat_source *src) {
  * sequential JPEG has one scan per component at most).
  * Returns the message for a refusal, or NULL; anything else wrong is left
  * to stb, which rejects it. */
-#define JPEG_MAX_SCANS 500
 static const char *jpeg_tables_problem(imgstat_source *src) {
   byte_reader *br = malloc(sizeof *br);
   if (!br)
@@ -504,7 +503,7 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
     if (lo < 0)
       break;
     long left = (long)(hi << 8 | lo) - 2;
-    if (m == 0xDA && ++scans > JPEG_MAX_SCANS) {
+    if (m == 0xDA && ++scans > IMGSTAT_JPEG_MAX_SCANS) {
       problem = "JPEG has more than 500 scans (the limit TurboJPEG applies "
                 "too)";
       break;
