@@ -6,7 +6,7 @@
  *   bench_load [-n RUNS] FILE...
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 
 #include <stdio.h>
 #include <stdlib.h>

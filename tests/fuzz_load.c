@@ -26,7 +26,7 @@
  * (ctest, and tests/valgrind.sh under valgrind).
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * asks for, PSD channel counts. Every input is built here, byte by byte.
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

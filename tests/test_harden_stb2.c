@@ -6,7 +6,7 @@
  * expected pixels are computed from.
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

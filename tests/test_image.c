@@ -1,6 +1,6 @@
 /* The image model: allocation limits, overflow checks, names. */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

@@ -1,5 +1,5 @@
 /*
- * What the command-line files (main.c, normalize_cli.c, histogram_cli.c)
+ * What the command-line files (main.c, normalize_cmd.c, histogram_cli.c)
  * share: the usage-error message and strict number parsing. Part of the
  * program, not of the library: usage errors print.
  */

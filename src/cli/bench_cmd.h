@@ -1,5 +1,5 @@
 /*
- * `imgstat bench`: the GPU benchmark's command line (src/bench_cli.c).
+ * `imgstat bench`: the GPU benchmark's command line (src/cli/bench_cmd.c).
  * main dispatches `imgstat bench ARGS...` here with argv[0] == "bench".
  */
 #ifndef IMGSTAT_BENCH_CLI_H

@@ -1,7 +1,7 @@
 /* The image model: one contiguous plane per channel, in one allocation. */
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -31,7 +31,7 @@
  * gray ramp, below); stb's HDR is m * 2^(e - 136), not (m + 0.5) * ....
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -13,7 +13,7 @@
  * progressive file of more than 500 scans.
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
  * hands it to the decoder of that format.
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -9,7 +9,7 @@
  * half-written is left, then ends it as the signal does (Ctrl-C: exit status
  * 130 in the shell).
  */
-#include "normalize_cli.h"
+#include "normalize_cmd.h"
 
 #include "cli_util.h"
 #include "imgstat.h"

@@ -1,5 +1,5 @@
 /*
- * `imgstat normalize`: the command line of normalization (src/normalize_cli.c).
+ * `imgstat normalize`: the command line of normalization (src/cli/normalize_cmd.c).
  * main dispatches `imgstat normalize ARGS...` here with argv[0] ==
  * "normalize".
  */

@@ -11,7 +11,7 @@
  * corpus contract accepts either answer).
  */
 #include "imgstat.h"
-#include "load_internal.h"
+#include "io.h"
 
 #include <png.h>
 #include <setjmp.h>

@@ -3,12 +3,12 @@
  * runs a backend, prints the records and turns every failure into a message
  * and an exit status. It is the only part of imgstat that prints or exits.
  */
-#include "bench_cli.h"
+#include "bench_cmd.h"
 #include "cli_util.h"
 #include "histogram_cli.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
-#include "normalize_cli.h"
+#include "normalize_cmd.h"
 #include "output.h"
 #include "verify.h"
 

@@ -7,7 +7,7 @@
  * whole run inside one process (decode, CUDA start-up, CPU and GPU
  * statistics), to show where the time of `imgstat --backend gpu FILE` goes.
  */
-#include "bench_cli.h"
+#include "bench_cmd.h"
 
 #include "imgstat.h"
 #include "imgstat_cuda.h"
