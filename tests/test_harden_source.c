@@ -202,8 +202,10 @@ static void test_dev_zero(void) {
   CU_ASSERT_FATAL(pid >= 0);
   if (pid == 0) {
     close(pipefd[0]);
+#if !IMGSTAT_TEST_ASAN /* ASan reserves terabytes of address space */
     struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30};
     setrlimit(RLIMIT_AS, &rl);
+#endif
     alarm(60);
     imgstat_image img;
     imgstat_error err;
@@ -395,7 +397,7 @@ static void test_tga_through_fifo(void) {
 }
 
 /* A JPEG whose start marker follows a fill byte (FF FF D8 ...) has no
- * signature imgstat_kind_sniff knows, yet stb_image reads it: through a
+ * signature ist_kind_sniff knows, yet stb_image reads it: through a
  * FIFO it decodes as from memory. Zeros after it make it longer than the
  * first piece. */
 static void test_jpeg_after_fill_byte_through_fifo(void) {
@@ -451,7 +453,7 @@ static void test_max_memory_option(void) {
   imgstat_image_free(&img);
 }
 
-/* ---- --max-memory values (imgstat_cli_parse_size) ----------------------- */
+/* ---- --max-memory values (ist_cli_parse_size) ----------------------- */
 
 static void test_parse_size(void) {
   static const struct {
@@ -476,7 +478,7 @@ static void test_parse_size(void) {
   };
   for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
     uint64_t v = 0;
-    CU_ASSERT_TRUE(imgstat_cli_parse_size(good[i].text, 1, UINT64_MAX, &v));
+    CU_ASSERT_TRUE(ist_cli_parse_size(good[i].text, 1, UINT64_MAX, &v));
     CU_ASSERT_EQUAL(v, good[i].value);
   }
   static const char *const bad[] = {
@@ -506,18 +508,18 @@ static void test_parse_size(void) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     uint64_t v = 42;
-    int ok = imgstat_cli_parse_size(bad[i], 1, UINT64_MAX, &v);
+    int ok = ist_cli_parse_size(bad[i], 1, UINT64_MAX, &v);
     if (ok)
       printf("\naccepted: '%s'\n", bad[i]);
     CU_ASSERT_FALSE(ok);
     CU_ASSERT_EQUAL(v, 42);
   }
   uint64_t v = 42;
-  CU_ASSERT_FALSE(imgstat_cli_parse_size(NULL, 1, UINT64_MAX, &v));
-  CU_ASSERT_FALSE(imgstat_cli_parse_size("2K", 1, 2047, &v));
-  CU_ASSERT_FALSE(imgstat_cli_parse_size("1K", 1025, UINT64_MAX, &v));
+  CU_ASSERT_FALSE(ist_cli_parse_size(NULL, 1, UINT64_MAX, &v));
+  CU_ASSERT_FALSE(ist_cli_parse_size("2K", 1, 2047, &v));
+  CU_ASSERT_FALSE(ist_cli_parse_size("1K", 1025, UINT64_MAX, &v));
   CU_ASSERT_EQUAL(v, 42);
-  CU_ASSERT_TRUE(imgstat_cli_parse_size("2K", 1, 2048, &v));
+  CU_ASSERT_TRUE(ist_cli_parse_size("2K", 1, 2048, &v));
   CU_ASSERT_EQUAL(v, 2048);
 }
 

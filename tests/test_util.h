@@ -5,6 +5,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 1 in a build with AddressSanitizer, whose shadow memory needs terabytes of
+ * address space: tests then leave RLIMIT_AS alone. */
+#if defined(__SANITIZE_ADDRESS__)
+#define IMGSTAT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IMGSTAT_TEST_ASAN 1
+#endif
+#endif
+#ifndef IMGSTAT_TEST_ASAN
+#define IMGSTAT_TEST_ASAN 0
+#endif
+
 /* The shared corpus folder ($IMGSTAT_CORPUS, else ../shared/corpus beside the
  * checkout) when it exists, else NULL: tests over it then report a skip. */
 const char *test_corpus_dir(void);
