@@ -79,7 +79,7 @@ cudaError_t run_plan(const Plan &plan, const void *d_in, uint64_t n,
                      void *d_out, First first, Later later) {
   unsigned char *a = static_cast<unsigned char *>(d_scratch);
   unsigned char *b = a + plan.bytes_a;
-  imgstat_pass p;
+  ist_pass p;
   p.in = d_in;
   p.n = n;
   p.in_stride = in_stride;
@@ -108,10 +108,10 @@ cudaError_t run_plan(const Plan &plan, const void *d_in, uint64_t n,
 
 } // namespace
 
-cudaError_t imgstat_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
-                                   int block_size, void *d_scratch,
-                                   size_t *scratch_bytes, long long *d_out,
-                                   cudaStream_t stream) {
+cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
+                               int block_size, void *d_scratch,
+                               size_t *scratch_bytes, long long *d_out,
+                               cudaStream_t stream) {
   if (!kernel_ok(kernel) || !scratch_bytes)
     return cudaErrorInvalidValue;
   int block = block_size ? block_size : IMGSTAT_LADDER_BLOCK_DEFAULT;
@@ -124,9 +124,9 @@ cudaError_t imgstat_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
   Plan plan;
   auto grid_of = [&](int pass, uint64_t items) -> unsigned {
     if (kernel == IMGSTAT_KERNEL_FAST)
-      return pass == 0 ? imgstat_fast_grid(items * 4, 1, sms)
-                       : imgstat_fold_grid(items);
-    return imgstat_ladder_grid(kernel, block, items, sms);
+      return pass == 0 ? ist_fast_grid(items * 4, 1, sms)
+                       : ist_fold_grid(items);
+    return ist_ladder_grid(kernel, block, items, sms);
   };
   e = make_plan(n, 1, sizeof(long long), grid_of, &plan);
   if (e != cudaSuccess)
@@ -138,26 +138,25 @@ cudaError_t imgstat_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
   }
   if (*scratch_bytes < need || !d_out || (n > 0 && !d_in))
     return cudaErrorInvalidValue;
-  auto first = [&](const imgstat_pass *p) {
+  auto first = [&](const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
-               ? imgstat_fast_sum_i32(p, stream)
-               : imgstat_ladder_sum_i32(kernel, block, p, stream);
+               ? ist_fast_sum_i32(p, stream)
+               : ist_ladder_sum_i32(kernel, block, p, stream);
   };
-  auto later = [&](const imgstat_pass *p) {
+  auto later = [&](const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
-               ? imgstat_fold_sum_i64(p, stream)
-               : imgstat_ladder_sum_i64(kernel, block, p, stream);
+               ? ist_fold_sum_i64(p, stream)
+               : ist_ladder_sum_i64(kernel, block, p, stream);
   };
   return run_plan(plan, d_in, n, n, 1, 0, d_scratch, sizeof(long long), d_out,
                   first, later);
 }
 
-cudaError_t imgstat_reduce_stats(int kernel, int block_size,
-                                 const void *d_planes, imgstat_sample sample,
-                                 uint64_t n, uint32_t channels,
-                                 uint64_t first_index, void *d_scratch,
-                                 size_t *scratch_bytes, imgstat_partial *d_out,
-                                 cudaStream_t stream) {
+cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
+                             imgstat_sample sample, uint64_t n,
+                             uint32_t channels, uint64_t first_index,
+                             void *d_scratch, size_t *scratch_bytes,
+                             imgstat_partial *d_out, cudaStream_t stream) {
   if (!kernel_ok(kernel) || !scratch_bytes || channels == 0 || channels > 65535)
     return cudaErrorInvalidValue;
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
@@ -172,10 +171,9 @@ cudaError_t imgstat_reduce_stats(int kernel, int block_size,
   Plan plan;
   auto grid_of = [&](int pass, uint64_t items) -> unsigned {
     if (kernel == IMGSTAT_KERNEL_FAST)
-      return pass == 0
-                 ? imgstat_fast_grid(items * (uint64_t)sample, channels, sms)
-                 : imgstat_fold_grid(items);
-    return imgstat_ladder_grid(kernel, block, items, sms);
+      return pass == 0 ? ist_fast_grid(items * (uint64_t)sample, channels, sms)
+                       : ist_fold_grid(items);
+    return ist_ladder_grid(kernel, block, items, sms);
   };
   e = make_plan(n, channels, sizeof(imgstat_partial), grid_of, &plan);
   if (e != cudaSuccess)
@@ -189,15 +187,15 @@ cudaError_t imgstat_reduce_stats(int kernel, int block_size,
     return cudaErrorInvalidValue;
   if (n > 0 && ((uintptr_t)d_planes % (uintptr_t)sample) != 0)
     return cudaErrorMisalignedAddress;
-  auto first = [&](const imgstat_pass *p) {
+  auto first = [&](const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
-               ? imgstat_fast_stats(sample, p, stream)
-               : imgstat_ladder_stats(kernel, block, sample, 0, p, stream);
+               ? ist_fast_stats(sample, p, stream)
+               : ist_ladder_stats(kernel, block, sample, 0, p, stream);
   };
-  auto later = [&](const imgstat_pass *p) {
+  auto later = [&](const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
-               ? imgstat_fold_stats(sample, p, stream)
-               : imgstat_ladder_stats(kernel, block, sample, 1, p, stream);
+               ? ist_fold_stats(sample, p, stream)
+               : ist_ladder_stats(kernel, block, sample, 1, p, stream);
   };
   return run_plan(plan, d_planes, n, n, channels, first_index, d_scratch,
                   sizeof(imgstat_partial), d_out, first, later);

@@ -15,7 +15,7 @@
  *  - f32: NaN/Inf counted, finite samples summed as (x - shift) and
  *    (x - shift)^2 in double, shift being the thread's first finite sample,
  *    then turned into count / mean / M2, the mean relative to the plane's
- *    shift K (imgstat_plane_shift; docs/gpu.md has the error bound).
+ *    shift K (ist_plane_shift; docs/gpu.md has the error bound).
  * First positions cost almost nothing in the loop: a thread remembers only
  * the vector in which its running min (max) last became strictly smaller
  * (larger), from the min of each vector of the tile. Vectors are visited in
@@ -95,7 +95,7 @@ template <bool IsFloat> __device__ void warp_merge(imgstat_partial &p) {
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) {
     imgstat_partial q = shfl_down(p, off);
-    imgstat_partial_combine<IsFloat>(&p, &q);
+    ist_partial_combine<IsFloat>(&p, &q);
   }
 }
 
@@ -109,7 +109,7 @@ __device__ imgstat_partial block_merge(imgstat_partial p) {
     warp_part[tid / 32] = p;
   __syncthreads();
   if (tid < 32) {
-    p = tid < Block / 32 ? warp_part[tid] : imgstat_partial_empty();
+    p = tid < Block / 32 ? warp_part[tid] : ist_partial_empty();
     warp_merge<IsFloat>(p);
   }
   return p;
@@ -495,7 +495,7 @@ __device__ imgstat_partial thread_partial(const Acc &a,
                                           uint64_t first) {
   using Sample = typename Acc::Sample;
   constexpr int kPerVec = Layout<Sample>::kPerVec;
-  imgstat_partial p = imgstat_partial_empty();
+  imgstat_partial p = ist_partial_empty();
   p.count = a.count;
   uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
   if (a.min_vec != kNone)
@@ -558,7 +558,7 @@ __device__ void finish_sums(const AccF32 &a, imgstat_partial &p, double k) {
 
 template <typename Acc>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
-    fast_stats_kernel(imgstat_pass pass) {
+    fast_stats_kernel(ist_pass pass) {
   using Sample = typename Acc::Sample;
   constexpr bool kFloat = sizeof(Sample) == 4;
   const unsigned t = threadIdx.x;
@@ -568,9 +568,8 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   Acc acc;
   /* f32: the plane's shift, loaded now so that its latency overlaps. */
   const double shift_k =
-      kFloat
-          ? imgstat_plane_shift(reinterpret_cast<const float *>(plane), pass.n)
-          : 0.0;
+      kFloat ? ist_plane_shift(reinterpret_cast<const float *>(plane), pass.n)
+             : 0.0;
 
   const uint64_t full = L.nvec / FastPolicy::kTile;
   uint64_t tile = blockIdx.x;
@@ -641,7 +640,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
 
 /* Sum of ints with 16-byte loads (the benchmark's fast row). */
 __global__ void __launch_bounds__(FastPolicy::kBlock)
-    fast_sum_i32_kernel(imgstat_pass pass) {
+    fast_sum_i32_kernel(ist_pass pass) {
   const unsigned t = threadIdx.x;
   const int *in =
       static_cast<const int *>(pass.in) + blockIdx.y * pass.in_stride;
@@ -689,31 +688,31 @@ __global__ void __launch_bounds__(FastPolicy::kBlock)
  * the items t, t + Block, ... of that range in order, then the block tree. */
 template <bool IsFloat>
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
-    fold_stats_kernel(imgstat_pass pass) {
+    fold_stats_kernel(ist_pass pass) {
   const imgstat_partial *in = static_cast<const imgstat_partial *>(pass.in) +
                               blockIdx.y * pass.in_stride;
   constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
   uint64_t base = (uint64_t)blockIdx.x * kChunk;
-  imgstat_partial p = imgstat_partial_empty();
+  imgstat_partial p = ist_partial_empty();
   for (int k = 0; k < FoldPolicy::kItems; ++k) {
     uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + threadIdx.x;
     if (i < pass.n) {
       imgstat_partial q = in[i];
-      imgstat_partial_combine<IsFloat>(&p, &q);
+      ist_partial_combine<IsFloat>(&p, &q);
     }
   }
   p = block_merge<IsFloat, FoldPolicy::kBlock>(p);
   if (IsFloat && pass.last && p.count > 0)
-    p.mean += imgstat_plane_shift(static_cast<const float *>(pass.planes) +
-                                      blockIdx.y * pass.plane_stride,
-                                  pass.plane_n);
+    p.mean += ist_plane_shift(static_cast<const float *>(pass.planes) +
+                                  blockIdx.y * pass.plane_stride,
+                              pass.plane_n);
   if (threadIdx.x == 0)
     static_cast<imgstat_partial *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
 }
 
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
-    fold_sum_i64_kernel(imgstat_pass pass) {
+    fold_sum_i64_kernel(ist_pass pass) {
   const long long *in =
       static_cast<const long long *>(pass.in) + blockIdx.y * pass.in_stride;
   constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
@@ -731,10 +730,10 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 }
 
 template <typename K>
-cudaError_t launch(K kernel, int block, const imgstat_pass *p, cudaStream_t s) {
+cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s) {
   if (p->grid == 0 || p->channels == 0 || p->channels > 65535)
     return cudaErrorInvalidValue;
-  cudaError_t e = imgstat_cuda_launch_gate();
+  cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
   kernel<<<dim3(p->grid, p->channels), block, 0, s>>>(*p);
@@ -743,10 +742,10 @@ cudaError_t launch(K kernel, int block, const imgstat_pass *p, cudaStream_t s) {
 
 } // namespace
 
-int imgstat_fast_block_size(void) { return FastPolicy::kBlock; }
-int imgstat_fast_bytes_per_thread(void) { return 16 * FastPolicy::kItems; }
+int ist_fast_block_size(void) { return FastPolicy::kBlock; }
+int ist_fast_bytes_per_thread(void) { return 16 * FastPolicy::kItems; }
 
-unsigned imgstat_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
   uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
   uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
@@ -755,7 +754,7 @@ unsigned imgstat_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
   return grid < 1 ? 1u : (unsigned)grid;
 }
 
-unsigned imgstat_fold_grid(uint64_t n) {
+unsigned ist_fold_grid(uint64_t n) {
   uint64_t chunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
   uint64_t grid = (n + chunk - 1) / chunk;
   if (grid > 0x7fffffffu)
@@ -763,8 +762,8 @@ unsigned imgstat_fold_grid(uint64_t n) {
   return grid < 1 ? 1u : (unsigned)grid;
 }
 
-cudaError_t imgstat_fast_stats(imgstat_sample sample, const imgstat_pass *p,
-                               cudaStream_t s) {
+cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
+                           cudaStream_t s) {
   switch (sample) {
   case IMGSTAT_U8:
     return launch(fast_stats_kernel<AccU8>, FastPolicy::kBlock, p, s);
@@ -776,17 +775,17 @@ cudaError_t imgstat_fast_stats(imgstat_sample sample, const imgstat_pass *p,
   return cudaErrorInvalidValue;
 }
 
-cudaError_t imgstat_fast_sum_i32(const imgstat_pass *p, cudaStream_t s) {
+cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {
   return launch(fast_sum_i32_kernel, SumPolicy::kBlock, p, s);
 }
 
-cudaError_t imgstat_fold_stats(imgstat_sample sample, const imgstat_pass *p,
-                               cudaStream_t s) {
+cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,
+                           cudaStream_t s) {
   if (sample == IMGSTAT_F32)
     return launch(fold_stats_kernel<true>, FoldPolicy::kBlock, p, s);
   return launch(fold_stats_kernel<false>, FoldPolicy::kBlock, p, s);
 }
 
-cudaError_t imgstat_fold_sum_i64(const imgstat_pass *p, cudaStream_t s) {
+cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s) {
   return launch(fold_sum_i64_kernel, FoldPolicy::kBlock, p, s);
 }

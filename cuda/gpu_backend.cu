@@ -28,7 +28,7 @@ namespace {
  * static thread-safe, and the first reader may be the thread that creates
  * the context while another decodes. */
 struct FaultSwitch {
-  imgstat_gpu_fault spec;
+  ist_gpu_fault spec;
   bool valid;
   char value[40];    /* the variable's value, shortened, for messages */
   char problem[160]; /* why it is malformed */
@@ -39,7 +39,7 @@ const FaultSwitch &fault_switch() {
     FaultSwitch f;
     memset(&f, 0, sizeof f);
     const char *s = getenv("IMGSTAT_GPU_FAULT");
-    f.valid = imgstat_gpu_fault_parse(s, &f.spec) != 0;
+    f.valid = ist_gpu_fault_parse(s, &f.spec) != 0;
     snprintf(f.value, sizeof f.value, "%.32s", s ? s : "");
     if (!f.valid)
       snprintf(f.problem, sizeof f.problem,
@@ -68,12 +68,12 @@ cudaError_t fault_gate(unsigned kind, cudaError_t injected) {
 
 } // namespace
 
-imgstat_status imgstat_cuda_fail(imgstat_error *err, cudaError_t e,
-                                 const char *what) {
+imgstat_status ist_cuda_fail(imgstat_error *err, cudaError_t e,
+                             const char *what) {
   const bool injected =
       g_fault_unreported.exchange(false) &&
       (e == cudaErrorMemoryAllocation || e == cudaErrorLaunchOutOfResources);
-  imgstat_cuda_clear_error();
+  ist_cuda_clear_error();
   return imgstat_error_set(
       err,
       e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver
@@ -84,12 +84,12 @@ imgstat_status imgstat_cuda_fail(imgstat_error *err, cudaError_t e,
       injected ? fault_switch().value : "");
 }
 
-void imgstat_cuda_clear_error(void) {
+void ist_cuda_clear_error(void) {
   (void)cudaGetLastError();
   g_fault_unreported.store(false); /* handled: no note on a later error */
 }
 
-cudaError_t imgstat_cuda_malloc(void **p, size_t bytes) {
+cudaError_t ist_cuda_malloc(void **p, size_t bytes) {
   *p = nullptr;
   cudaError_t e =
       fault_gate(IMGSTAT_GPU_FAULT_ALLOC, cudaErrorMemoryAllocation);
@@ -100,7 +100,7 @@ cudaError_t imgstat_cuda_malloc(void **p, size_t bytes) {
   return e;
 }
 
-cudaError_t imgstat_cuda_malloc_host(void **p, size_t bytes) {
+cudaError_t ist_cuda_malloc_host(void **p, size_t bytes) {
   *p = nullptr;
   cudaError_t e =
       fault_gate(IMGSTAT_GPU_FAULT_ALLOC, cudaErrorMemoryAllocation);
@@ -111,11 +111,11 @@ cudaError_t imgstat_cuda_malloc_host(void **p, size_t bytes) {
   return e;
 }
 
-cudaError_t imgstat_cuda_launch_gate(void) {
+cudaError_t ist_cuda_launch_gate(void) {
   return fault_gate(IMGSTAT_GPU_FAULT_LAUNCH, cudaErrorLaunchOutOfResources);
 }
 
-const char *imgstat_cuda_fault_problem(void) {
+const char *ist_cuda_fault_problem(void) {
   const FaultSwitch &f = fault_switch();
   return f.valid ? nullptr : f.problem;
 }
@@ -153,7 +153,7 @@ namespace {
   do {                                                                         \
     cudaError_t e_ = (call);                                                   \
     if (e_ != cudaSuccess)                                                     \
-      return imgstat_cuda_fail(err, e_, what);                                 \
+      return ist_cuda_fail(err, e_, what);                                     \
   } while (0)
 
 size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
@@ -169,7 +169,7 @@ cudaError_t grow(unsigned char **buf, size_t *have, size_t bytes) {
     if (e != cudaSuccess)
       return e;
   }
-  cudaError_t e = imgstat_cuda_malloc((void **)buf, bytes);
+  cudaError_t e = ist_cuda_malloc((void **)buf, bytes);
   if (e != cudaSuccess)
     return e;
   *have = bytes;
@@ -231,9 +231,9 @@ imgstat_status stats_resident(imgstat_gpu *gpu, const imgstat_image *img,
     GPU_CHECK(cudaStreamWaitEvent(gpu->compute[c], gpu->uploaded[c], 0),
               "cudaStreamWaitEvent");
     size_t bytes = scratch_each;
-    GPU_CHECK(imgstat_reduce_stats(kernel, 0, d_plane, img->sample, n, 1, 0,
-                                   gpu->d_scratch + c * scratch_each, &bytes,
-                                   gpu->d_out + c, gpu->compute[c]),
+    GPU_CHECK(ist_reduce_stats(kernel, 0, d_plane, img->sample, n, 1, 0,
+                               gpu->d_scratch + c * scratch_each, &bytes,
+                               gpu->d_out + c, gpu->compute[c]),
               "reduction");
     GPU_CHECK(cudaMemcpyAsync(gpu->h_out + c, gpu->d_out + c,
                               sizeof(imgstat_partial), cudaMemcpyDeviceToHost,
@@ -257,7 +257,7 @@ imgstat_status stats_chunked(imgstat_gpu *gpu, const imgstat_image *img,
   const int is_float = img->sample == IMGSTAT_F32;
   unsigned turn = 0;
   for (int c = 0; c < img->channels; ++c) {
-    imgstat_partial acc = imgstat_partial_empty();
+    imgstat_partial acc = ist_partial_empty();
     const unsigned char *plane =
         static_cast<const unsigned char *>(img->planes[c]);
     for (uint64_t first = 0; first < n; first += range) {
@@ -270,9 +270,9 @@ imgstat_status stats_chunked(imgstat_gpu *gpu, const imgstat_image *img,
       GPU_CHECK(cudaStreamWaitEvent(gpu->compute[0], gpu->uploaded[0], 0),
                 "cudaStreamWaitEvent");
       size_t bytes = scratch_each;
-      GPU_CHECK(imgstat_reduce_stats(kernel, 0, gpu->d_planes, img->sample, len,
-                                     1, first, gpu->d_scratch, &bytes,
-                                     gpu->d_out, gpu->compute[0]),
+      GPU_CHECK(ist_reduce_stats(kernel, 0, gpu->d_planes, img->sample, len, 1,
+                                 first, gpu->d_scratch, &bytes, gpu->d_out,
+                                 gpu->compute[0]),
                 "reduction");
       GPU_CHECK(cudaMemcpyAsync(gpu->h_out, gpu->d_out, sizeof(imgstat_partial),
                                 cudaMemcpyDeviceToHost, gpu->compute[0]),
@@ -280,9 +280,9 @@ imgstat_status stats_chunked(imgstat_gpu *gpu, const imgstat_image *img,
       /* The next range's upload overwrites the buffer: wait for this one. */
       GPU_CHECK(cudaStreamSynchronize(gpu->compute[0]), "reduction");
       if (is_float)
-        imgstat_partial_combine<true>(&acc, gpu->h_out);
+        ist_partial_combine<true>(&acc, gpu->h_out);
       else
-        imgstat_partial_combine<false>(&acc, gpu->h_out);
+        ist_partial_combine<false>(&acc, gpu->h_out);
     }
     out[c] = acc;
   }
@@ -303,16 +303,15 @@ imgstat_status create_resources(imgstat_gpu *gpu, imgstat_error *err) {
   for (int k = 0; k < 2; ++k) {
     GPU_CHECK(cudaEventCreateWithFlags(&gpu->staged[k], cudaEventDisableTiming),
               "cudaEventCreate");
-    GPU_CHECK(
-        imgstat_cuda_malloc_host((void **)&gpu->h_staging[k], kStagingBytes),
-        "cudaMallocHost (staging)");
+    GPU_CHECK(ist_cuda_malloc_host((void **)&gpu->h_staging[k], kStagingBytes),
+              "cudaMallocHost (staging)");
   }
   GPU_CHECK(
-      imgstat_cuda_malloc_host((void **)&gpu->h_out,
-                               IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
+      ist_cuda_malloc_host((void **)&gpu->h_out,
+                           IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
       "cudaMallocHost");
-  GPU_CHECK(imgstat_cuda_malloc((void **)&gpu->d_out,
-                                IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
+  GPU_CHECK(ist_cuda_malloc((void **)&gpu->d_out,
+                            IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
             "cudaMalloc");
   return IMGSTAT_OK;
 }
@@ -327,14 +326,14 @@ imgstat_status warm_up(imgstat_gpu *gpu, imgstat_error *err) {
             "cudaMemset");
   size_t bytes = 0;
   for (int s = 0; s < 3; ++s) {
-    GPU_CHECK(imgstat_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, samples[s],
-                                   1000, 1, 0, nullptr, &bytes, nullptr,
-                                   gpu->compute[0]),
+    GPU_CHECK(ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, samples[s],
+                               1000, 1, 0, nullptr, &bytes, nullptr,
+                               gpu->compute[0]),
               "scratch size");
     GPU_CHECK(grow(&gpu->d_scratch, &gpu->scratch_bytes, bytes), "cudaMalloc");
-    GPU_CHECK(imgstat_reduce_stats(IMGSTAT_KERNEL_FAST, 0, gpu->d_planes,
-                                   samples[s], 1000, 1, 0, gpu->d_scratch,
-                                   &bytes, gpu->d_out, gpu->compute[0]),
+    GPU_CHECK(ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, gpu->d_planes,
+                               samples[s], 1000, 1, 0, gpu->d_scratch, &bytes,
+                               gpu->d_out, gpu->compute[0]),
               "first launch");
   }
   GPU_CHECK(cudaStreamSynchronize(gpu->compute[0]), "first launch");
@@ -354,7 +353,7 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
   *out = nullptr;
   /* A malformed fault switch is said, not ignored (nor hidden by a missing
    * device): a test that sets it must not pass without faults. */
-  if (const char *why = imgstat_cuda_fault_problem())
+  if (const char *why = ist_cuda_fault_problem())
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "%s", why);
   int driver = 0;
   cudaError_t e = cudaDriverGetVersion(&driver);
@@ -375,11 +374,11 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
         driver / 1000, driver % 1000 / 10, runtime / 1000, runtime % 1000 / 10);
   }
   if (e != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaGetDeviceCount");
+    return ist_cuda_fail(err, e, "cudaGetDeviceCount");
   if (device < 0) {
     e = cudaGetDevice(&device);
     if (e != cudaSuccess)
-      return imgstat_cuda_fail(err, e, "cudaGetDevice");
+      return ist_cuda_fail(err, e, "cudaGetDevice");
   }
   if (device >= count)
     return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
@@ -395,7 +394,7 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
   imgstat_status st = IMGSTAT_OK;
   e = cudaGetDeviceProperties(&prop, device);
   if (e != cudaSuccess) {
-    st = imgstat_cuda_fail(err, e, "cudaGetDeviceProperties");
+    st = ist_cuda_fail(err, e, "cudaGetDeviceProperties");
   } else {
     gpu->sm_count = prop.multiProcessorCount;
     snprintf(gpu->name, sizeof gpu->name, "%s (sm_%d%d)", prop.name, prop.major,
@@ -468,7 +467,7 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
   const uint64_t n = (uint64_t)img->width * img->height;
   if (n == 0) {
     for (int c = 0; c < img->channels; ++c)
-      out[c] = imgstat_partial_empty();
+      out[c] = ist_partial_empty();
     return IMGSTAT_OK;
   }
   /* The context may have been created on another thread. */
@@ -480,8 +479,8 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
    * every image then exercises the unaligned heads and tails too. */
   const size_t plane_slot = plane_bytes;
   size_t scratch_each = 0;
-  GPU_CHECK(imgstat_reduce_stats(kernel, 0, nullptr, img->sample, n, 1, 0,
-                                 nullptr, &scratch_each, nullptr, nullptr),
+  GPU_CHECK(ist_reduce_stats(kernel, 0, nullptr, img->sample, n, 1, 0, nullptr,
+                             &scratch_each, nullptr, nullptr),
             "scratch size");
   scratch_each = align256(scratch_each);
   GPU_CHECK(grow(&gpu->d_scratch, &gpu->scratch_bytes, scratch_each * channels),
@@ -494,10 +493,10 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
   if (resident) {
     cudaError_t e = grow(&gpu->d_planes, &gpu->d_planes_bytes, want);
     if (e == cudaErrorMemoryAllocation) {
-      imgstat_cuda_clear_error(); /* not sticky: clear it, go by ranges */
+      ist_cuda_clear_error(); /* not sticky: clear it, go by ranges */
       resident = false;
     } else if (e != cudaSuccess) {
-      return imgstat_cuda_fail(err, e, "cudaMalloc (image)");
+      return ist_cuda_fail(err, e, "cudaMalloc (image)");
     }
   }
   if (resident) {
@@ -521,15 +520,15 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
       e = grow(&gpu->d_planes, &gpu->d_planes_bytes, buf);
       if (e != cudaErrorMemoryAllocation || buf <= kMinChunkBuffer)
         break;
-      imgstat_cuda_clear_error();
+      ist_cuda_clear_error();
       buf /= 2;
     }
     if (e != cudaSuccess)
-      return imgstat_cuda_fail(err, e, "cudaMalloc (image buffer)");
+      return ist_cuda_fail(err, e, "cudaMalloc (image buffer)");
     uint64_t range = buf / img->sample;
     size_t bytes = 0;
-    GPU_CHECK(imgstat_reduce_stats(kernel, 0, nullptr, img->sample, range, 1, 0,
-                                   nullptr, &bytes, nullptr, nullptr),
+    GPU_CHECK(ist_reduce_stats(kernel, 0, nullptr, img->sample, range, 1, 0,
+                               nullptr, &bytes, nullptr, nullptr),
               "scratch size");
     GPU_CHECK(grow(&gpu->d_scratch, &gpu->scratch_bytes, bytes),
               "cudaMalloc (scratch)");

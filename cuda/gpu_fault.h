@@ -22,15 +22,14 @@
 #define IMGSTAT_GPU_FAULT_ALLOC 1u
 #define IMGSTAT_GPU_FAULT_LAUNCH 2u
 
-typedef struct imgstat_gpu_fault {
+typedef struct ist_gpu_fault {
   unsigned kinds; /* events counted: IMGSTAT_GPU_FAULT_* bits; 0: no fault */
   uint64_t n;     /* the counted event that fails (from 1) */
-} imgstat_gpu_fault;
+} ist_gpu_fault;
 
 /* Parses a value of IMGSTAT_GPU_FAULT (NULL: unset). Returns 1 and fills
  * *out when it is valid, else returns 0 with *out meaning no fault. */
-static inline int imgstat_gpu_fault_parse(const char *s,
-                                          imgstat_gpu_fault *out) {
+static inline int ist_gpu_fault_parse(const char *s, ist_gpu_fault *out) {
   out->kinds = 0;
   out->n = 0;
   if (!s || !*s)

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-namespace imgstat_norm_gpu {
+namespace ist_norm_gpu {
 
 namespace {
 
@@ -158,22 +158,21 @@ imgstat_status device_stats(const void *d_plane, imgstat_sample sample,
                             uint64_t n, imgstat_partial *out,
                             cudaStream_t stream, imgstat_error *err) {
   size_t bytes = 0;
-  cudaError_t e =
-      imgstat_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, sample, n, 1, 0,
-                           nullptr, &bytes, nullptr, stream);
+  cudaError_t e = ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, sample, n,
+                                   1, 0, nullptr, &bytes, nullptr, stream);
   if (e != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "statistics (scratch size)");
+    return ist_cuda_fail(err, e, "statistics (scratch size)");
   DevBuf d_scratch, d_out;
   if ((e = d_scratch.alloc(bytes)) != cudaSuccess ||
       (e = d_out.alloc(sizeof(imgstat_partial))) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaMalloc (statistics)");
-  if ((e = imgstat_reduce_stats(
-           IMGSTAT_KERNEL_FAST, 0, d_plane, sample, n, 1, 0, d_scratch.p,
-           &bytes, d_out.as<imgstat_partial>(), stream)) != cudaSuccess ||
+    return ist_cuda_fail(err, e, "cudaMalloc (statistics)");
+  if ((e = ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, d_plane, sample, n, 1, 0,
+                            d_scratch.p, &bytes, d_out.as<imgstat_partial>(),
+                            stream)) != cudaSuccess ||
       (e = cudaMemcpyAsync(out, d_out.p, sizeof *out, cudaMemcpyDeviceToHost,
                            stream)) != cudaSuccess ||
       (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "statistics");
+    return ist_cuda_fail(err, e, "statistics");
   return IMGSTAT_OK;
 }
 
@@ -205,7 +204,7 @@ cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
     grid = 1;
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
     return cudaErrorInvalidValue;
-  cudaError_t e = imgstat_cuda_launch_gate();
+  cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
   switch (sample) {
@@ -237,7 +236,7 @@ cudaError_t hist_launch_u8_atomics(const uint8_t *d_plane, uint64_t n,
   uint64_t want = (n + kHistBlock - 1) / kHistBlock;
   uint64_t cap = (uint64_t)sm_count * 8;
   unsigned grid = (unsigned)(want < cap ? want : cap);
-  cudaError_t e = imgstat_cuda_launch_gate();
+  cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
   hist_wide_kernel<uint8_t><<<grid, kHistBlock, 0, stream>>>(
@@ -265,7 +264,7 @@ cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
   unsigned char *base = static_cast<unsigned char *>(d_scratch);
   unsigned long long *d_cum =
       reinterpret_cast<unsigned long long *>(base + plane_slot(temp));
-  cudaError_t e = imgstat_cuda_launch_gate();
+  cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
   e = cub::DeviceScan::InclusiveSum(base, temp, d_bins, d_cum, (int)bins,
@@ -273,7 +272,7 @@ cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
   if (e != cudaSuccess)
     return e;
   if (nr > 0) {
-    if ((e = imgstat_cuda_launch_gate()) != cudaSuccess)
+    if ((e = ist_cuda_launch_gate()) != cudaSuccess)
       return e;
     find_ranks_kernel<<<(nr + 63) / 64, 64, 0, stream>>>(d_cum, bins, d_ranks,
                                                          nr, d_hits);
@@ -298,11 +297,11 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
       (e = d_ranks.alloc(32 * sizeof(unsigned long long))) != cudaSuccess ||
       (e = d_hits.alloc(32 * sizeof(RankHit))) != cudaSuccess ||
       (e = d_scratch.alloc(hist_ranks_scratch(h->bins))) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaMalloc (histogram)");
+    return ist_cuda_fail(err, e, "cudaMalloc (histogram)");
   if ((e = cudaMemsetAsync(d_bins.p, 0, bin_bytes, stream)) != cudaSuccess ||
       (e = cudaMemsetAsync(d_special.p, 0, 2 * sizeof(unsigned long long),
                            stream)) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaMemset (histogram)");
+    return ist_cuda_fail(err, e, "cudaMemset (histogram)");
   /* The CPU's scale, the CPU's expression (histogram.c, hist_f32). */
   double scale = h->hi > h->lo ? (double)h->bins / (h->hi - h->lo) : 0.0;
   for (int k = 0; k < nplanes; ++k) {
@@ -310,13 +309,13 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
                     d_bins.as<unsigned long long>(),
                     d_special.as<unsigned long long>(), sm_count, stream);
     if (e != cudaSuccess)
-      return imgstat_cuda_fail(err, e, "histogram kernel");
+      return ist_cuda_fail(err, e, "histogram kernel");
   }
   unsigned long long special[2] = {0, 0};
   if ((e = cudaMemcpyAsync(special, d_special.p, sizeof special,
                            cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
       (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "histogram kernel");
+    return ist_cuda_fail(err, e, "histogram kernel");
   uint64_t all = n * (uint64_t)nplanes;
   h->nan_count = special[0];
   h->inf_count = special[1];
@@ -324,7 +323,7 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
   if (want_counts) {
     e = cudaMemcpy(h->counts, d_bins.p, bin_bytes, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess)
-      return imgstat_cuda_fail(err, e, "cudaMemcpy (histogram)");
+      return ist_cuda_fail(err, e, "cudaMemcpy (histogram)");
   }
   if (np <= 0 || h->total == 0)
     return IMGSTAT_OK;
@@ -341,7 +340,7 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
       (e = cudaMemcpyAsync(hits, d_hits.p, np * sizeof *hits,
                            cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
       (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "percentile scan");
+    return ist_cuda_fail(err, e, "percentile scan");
   for (int i = 0; i < np; ++i)
     values[i] = imgstat_percentile_value(h, ranks[i], hits[i].bin,
                                          hits[i].cum_before, hits[i].count);
@@ -349,9 +348,9 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
   return IMGSTAT_OK;
 }
 
-} // namespace imgstat_norm_gpu
+} // namespace ist_norm_gpu
 
-using namespace imgstat_norm_gpu;
+using namespace ist_norm_gpu;
 
 extern "C" imgstat_status
 imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img, int c,
@@ -369,10 +368,10 @@ imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img, int c,
   DevBuf d_plane;
   cudaError_t e;
   if ((e = d_plane.alloc(plane_slot(bytes))) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaMalloc (image)");
+    return ist_cuda_fail(err, e, "cudaMalloc (image)");
   if ((e = cudaMemcpy(d_plane.p, img->planes[c], bytes,
                       cudaMemcpyHostToDevice)) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaMemcpy (image)");
+    return ist_cuda_fail(err, e, "cudaMemcpy (image)");
   double lo = 0, hi = 0;
   uint32_t bins = opts ? opts->float_bins : 0;
   if (img->sample == IMGSTAT_F32) {

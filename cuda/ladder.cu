@@ -52,7 +52,7 @@ template <typename Sample> struct StatsOp {
   int last;
   double shift; /* f32: K of this block's channel (set by begin) */
   __device__ void begin(uint32_t c) {
-    shift = kFloat ? imgstat_plane_shift(
+    shift = kFloat ? ist_plane_shift(
                          reinterpret_cast<const float *>(in + c * stride), n)
                    : 0.0;
   }
@@ -61,10 +61,10 @@ template <typename Sample> struct StatsOp {
     if (kFloat && last && p.count > 0)
       p.mean += shift;
   }
-  __device__ T identity() const { return imgstat_partial_empty(); }
+  __device__ T identity() const { return ist_partial_empty(); }
   /* The partial of one sample. */
   __device__ T load(uint64_t i, uint32_t c) const {
-    T p = imgstat_partial_empty();
+    T p = ist_partial_empty();
     Sample x = in[c * stride + i];
     if (kFloat) {
       float f = (float)x;
@@ -88,7 +88,7 @@ template <typename Sample> struct StatsOp {
     return p;
   }
   __device__ static void combine(T &a, const T &b) {
-    imgstat_partial_combine<kFloat>(&a, &b);
+    ist_partial_combine<kFloat>(&a, &b);
   }
 };
 
@@ -102,17 +102,17 @@ template <bool IsFloat> struct PartialOp {
   double shift;
   __device__ void begin(uint32_t c) {
     shift = IsFloat && last
-                ? imgstat_plane_shift(planes + c * plane_stride, plane_n)
+                ? ist_plane_shift(planes + c * plane_stride, plane_n)
                 : 0.0;
   }
   __device__ void finish(T &p) const {
     if (IsFloat && last && p.count > 0)
       p.mean += shift;
   }
-  __device__ T identity() const { return imgstat_partial_empty(); }
+  __device__ T identity() const { return ist_partial_empty(); }
   __device__ T load(uint64_t i, uint32_t c) const { return in[c * stride + i]; }
   __device__ static void combine(T &a, const T &b) {
-    imgstat_partial_combine<IsFloat>(&a, &b);
+    ist_partial_combine<IsFloat>(&a, &b);
   }
 };
 
@@ -139,7 +139,7 @@ template <typename T> __device__ T shfl_down(const T &v, int offset) {
 /* Thread 0 writes the block's result, finished by the op (f32: K added
  * back on the last pass). */
 template <typename Op>
-__device__ void store_result(const Op &op, const imgstat_pass &p,
+__device__ void store_result(const Op &op, const ist_pass &p,
                              typename Op::T v) {
   op.finish(v);
   typename Op::T *out = static_cast<typename Op::T *>(p.out);
@@ -151,7 +151,7 @@ __device__ void store_result(const Op &op, const imgstat_pass &p,
  * 2s adds its neighbour s away. The baseline: correct, but tid % (2s) makes
  * the warps diverge (most threads idle inside every active warp) and the
  * modulo is slow. */
-template <typename Op> __global__ void ladder1_kernel(Op op, imgstat_pass p) {
+template <typename Op> __global__ void ladder1_kernel(Op op, ist_pass p) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *sdata = ladder_shared<T>();
@@ -173,7 +173,7 @@ template <typename Op> __global__ void ladder1_kernel(Op op, imgstat_pass p) {
  * 2*s*t, so the active threads are contiguous and whole warps retire (no
  * divergence, no modulo). The strided accesses now hit the same
  * shared-memory banks: bank conflicts are the new cost. */
-template <typename Op> __global__ void ladder2_kernel(Op op, imgstat_pass p) {
+template <typename Op> __global__ void ladder2_kernel(Op op, ist_pass p) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *sdata = ladder_shared<T>();
@@ -195,7 +195,7 @@ template <typename Op> __global__ void ladder2_kernel(Op op, imgstat_pass p) {
  * Sequential addressing: the stride halves from blockDim/2 down to 1 and
  * thread t combines t with t+s. Consecutive threads touch consecutive words:
  * no bank conflicts. Half the threads are idle from the first step on. */
-template <typename Op> __global__ void ladder3_kernel(Op op, imgstat_pass p) {
+template <typename Op> __global__ void ladder3_kernel(Op op, ist_pass p) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *sdata = ladder_shared<T>();
@@ -215,7 +215,7 @@ template <typename Op> __global__ void ladder3_kernel(Op op, imgstat_pass p) {
 /* The load of kernels 4..6: two items, blockDim apart, each bounds-checked
  * (the classic version reads past n when n is not a multiple of 2*block). */
 template <typename Op>
-__device__ typename Op::T load_two(const Op &op, const imgstat_pass &p,
+__device__ typename Op::T load_two(const Op &op, const ist_pass &p,
                                    unsigned block) {
   using T = typename Op::T;
   uint64_t i = (uint64_t)blockIdx.x * (2 * block) + threadIdx.x;
@@ -231,7 +231,7 @@ __device__ typename Op::T load_two(const Op &op, const imgstat_pass &p,
  * First add during the global load: each thread loads two items and
  * combines them before the shared-memory tree, so half as many blocks do the
  * same work and no thread idles in the first step. */
-template <typename Op> __global__ void ladder4_kernel(Op op, imgstat_pass p) {
+template <typename Op> __global__ void ladder4_kernel(Op op, ist_pass p) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *sdata = ladder_shared<T>();
@@ -269,7 +269,7 @@ __device__ void warp_tail(typename Op::T *sdata, unsigned tid) {
  * Unrolls the last warp: once s <= 32 only warp 0 works, so it needs no
  * __syncthreads and no loop test; the steps run unrolled with __syncwarp.
  * Saves the block-wide barriers of the last six steps. */
-template <typename Op> __global__ void ladder5_kernel(Op op, imgstat_pass p) {
+template <typename Op> __global__ void ladder5_kernel(Op op, ist_pass p) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *sdata = ladder_shared<T>();
@@ -292,7 +292,7 @@ template <typename Op> __global__ void ladder5_kernel(Op op, imgstat_pass p) {
  * step's "if (Block >= ...)" is decided at compile time and the loop, its
  * counter and its tests disappear. */
 template <unsigned Block, typename Op>
-__global__ void __launch_bounds__(Block) ladder6_kernel(Op op, imgstat_pass p) {
+__global__ void __launch_bounds__(Block) ladder6_kernel(Op op, ist_pass p) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *sdata = ladder_shared<T>();
@@ -328,7 +328,7 @@ __global__ void __launch_bounds__(Block) ladder6_kernel(Op op, imgstat_pass p) {
  * more loads in flight). The tree is done with warp shuffles and one shared
  * slot per warp. */
 template <unsigned Block, typename Op>
-__global__ void __launch_bounds__(Block) ladder7_kernel(Op op, imgstat_pass p) {
+__global__ void __launch_bounds__(Block) ladder7_kernel(Op op, ist_pass p) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *warp_part = ladder_shared<T>();
@@ -382,10 +382,10 @@ template <typename K> cudaError_t allow_shared(K kernel, size_t bytes) {
 
 template <typename Op, typename K>
 cudaError_t launch(K kernel, unsigned block, size_t smem, const Op &op,
-                   const imgstat_pass &p, cudaStream_t s) {
+                   const ist_pass &p, cudaStream_t s) {
   cudaError_t e = allow_shared(kernel, smem);
   if (e == cudaSuccess)
-    e = imgstat_cuda_launch_gate();
+    e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
   dim3 grid(p.grid, p.channels);
@@ -394,7 +394,7 @@ cudaError_t launch(K kernel, unsigned block, size_t smem, const Op &op,
 }
 
 template <unsigned Block, typename Op>
-cudaError_t run_fixed(int kernel, const Op &op, const imgstat_pass &p,
+cudaError_t run_fixed(int kernel, const Op &op, const ist_pass &p,
                       cudaStream_t s) {
   using T = typename Op::T;
   if (kernel == 6)
@@ -405,7 +405,7 @@ cudaError_t run_fixed(int kernel, const Op &op, const imgstat_pass &p,
 }
 
 template <typename Op>
-cudaError_t run(int kernel, int block, const Op &op, const imgstat_pass &p,
+cudaError_t run(int kernel, int block, const Op &op, const ist_pass &p,
                 cudaStream_t s) {
   using T = typename Op::T;
   if (!block_ok(block) || p.grid == 0 || p.channels == 0 || p.channels > 65535)
@@ -442,7 +442,7 @@ cudaError_t run(int kernel, int block, const Op &op, const imgstat_pass &p,
 }
 
 template <bool IsFloat>
-cudaError_t run_partials(int kernel, int block, const imgstat_pass *p,
+cudaError_t run_partials(int kernel, int block, const ist_pass *p,
                          cudaStream_t s) {
   PartialOp<IsFloat> op{static_cast<const imgstat_partial *>(p->in),
                         p->in_stride,
@@ -455,7 +455,7 @@ cudaError_t run_partials(int kernel, int block, const imgstat_pass *p,
 }
 
 template <typename Sample>
-cudaError_t run_samples(int kernel, int block, const imgstat_pass *p,
+cudaError_t run_samples(int kernel, int block, const ist_pass *p,
                         cudaStream_t s) {
   StatsOp<Sample> op{static_cast<const Sample *>(p->in),
                      p->in_stride,
@@ -468,7 +468,7 @@ cudaError_t run_samples(int kernel, int block, const imgstat_pass *p,
 
 } // namespace
 
-unsigned imgstat_ladder_grid(int kernel, int block, uint64_t n, int sm_count) {
+unsigned ist_ladder_grid(int kernel, int block, uint64_t n, int sm_count) {
   if (block <= 0)
     return 0;
   uint64_t per_block = kernel <= 3 ? (uint64_t)block : 2 * (uint64_t)block;
@@ -486,21 +486,20 @@ unsigned imgstat_ladder_grid(int kernel, int block, uint64_t n, int sm_count) {
   return (unsigned)grid;
 }
 
-cudaError_t imgstat_ladder_sum_i32(int kernel, int block, const imgstat_pass *p,
-                                   cudaStream_t s) {
+cudaError_t ist_ladder_sum_i32(int kernel, int block, const ist_pass *p,
+                               cudaStream_t s) {
   SumI32Op op{static_cast<const int *>(p->in), p->in_stride};
   return run(kernel, block, op, *p, s);
 }
 
-cudaError_t imgstat_ladder_sum_i64(int kernel, int block, const imgstat_pass *p,
-                                   cudaStream_t s) {
+cudaError_t ist_ladder_sum_i64(int kernel, int block, const ist_pass *p,
+                               cudaStream_t s) {
   SumI64Op op{static_cast<const long long *>(p->in), p->in_stride};
   return run(kernel, block, op, *p, s);
 }
 
-cudaError_t imgstat_ladder_stats(int kernel, int block, imgstat_sample sample,
-                                 int partials, const imgstat_pass *p,
-                                 cudaStream_t s) {
+cudaError_t ist_ladder_stats(int kernel, int block, imgstat_sample sample,
+                             int partials, const ist_pass *p, cudaStream_t s) {
   switch (sample) {
   case IMGSTAT_U8:
     return partials ? run_partials<false>(kernel, block, p, s)

@@ -1,7 +1,7 @@
 /*
  * Internal interface between cuda/histogram.cu and cuda/normalize.cu:
  * device buffers and the histogram / percentile launches (errors are mapped
- * by imgstat_cuda_fail, cuda_check.cuh).
+ * by ist_cuda_fail, cuda_check.cuh).
  * Kernels know nothing of allocation; the functions here take device
  * pointers and a stream and return cudaError_t; the C API functions turn
  * those into imgstat_error messages.
@@ -16,7 +16,7 @@
 #include "cuda_check.cuh"
 #include "imgstat_cuda_norm.h"
 
-namespace imgstat_norm_gpu {
+namespace ist_norm_gpu {
 
 /* A device allocation freed when it goes out of scope. */
 struct DevBuf {
@@ -36,7 +36,7 @@ struct DevBuf {
       (void)cudaFree(p);
     p = nullptr;
     bytes = 0;
-    cudaError_t e = imgstat_cuda_malloc(&p, n ? n : 1);
+    cudaError_t e = ist_cuda_malloc(&p, n ? n : 1);
     if (e == cudaSuccess)
       bytes = n;
     return e;
@@ -111,6 +111,6 @@ imgstat_status device_stats(const void *d_plane, imgstat_sample sample,
 /* Multiprocessors of the current device (for grid sizes). */
 int current_sm_count();
 
-} // namespace imgstat_norm_gpu
+} // namespace ist_norm_gpu
 
 #endif /* IMGSTAT_NORM_INTERNAL_CUH */

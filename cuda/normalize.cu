@@ -24,7 +24,7 @@
 #include <string.h>
 #include <vector>
 
-namespace imgstat_norm_gpu {
+namespace ist_norm_gpu {
 
 namespace {
 
@@ -63,9 +63,9 @@ __device__ __forceinline__ Out map_one(In x, const Out *lut, int kind, double a,
                                        double b, uint32_t out_max) {
   if constexpr (sizeof(In) == 4) {
     if constexpr (sizeof(Out) == 4)
-      return imgstat_map_f32_f32(x, kind, a, b);
+      return ist_map_f32_f32(x, kind, a, b);
     else
-      return (Out)imgstat_map_f32_int(x, kind, a, b, out_max);
+      return (Out)ist_map_f32_int(x, kind, a, b, out_max);
   } else if constexpr (sizeof(In) == 1) {
     return lut[x]; /* shared memory */
   } else {
@@ -121,7 +121,7 @@ cudaError_t launch_apply(const ApplyParams &p, int channels, int sm_count,
   uint64_t cap = (uint64_t)sm_count * 16 / (uint64_t)channels + 1;
   unsigned grid = (unsigned)std::max<uint64_t>(1, std::min(want, cap));
   dim3 g(grid, (unsigned)channels);
-  cudaError_t e = imgstat_cuda_launch_gate();
+  cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
   apply_kernel<In, Out><<<g, kApplyBlock, 0, stream>>>(p);
@@ -164,11 +164,11 @@ imgstat_status upload(const imgstat_image *img, DevImage *d,
   d->channels = img->channels;
   cudaError_t e = d->buf.alloc(d->slot * img->channels);
   if (e != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaMalloc (image)");
+    return ist_cuda_fail(err, e, "cudaMalloc (image)");
   for (int c = 0; c < img->channels; ++c)
     if ((e = cudaMemcpyAsync(d->plane(c), img->planes[c], bytes,
                              cudaMemcpyHostToDevice, stream)) != cudaSuccess)
-      return imgstat_cuda_fail(err, e, "cudaMemcpy (image)");
+      return ist_cuda_fail(err, e, "cudaMemcpy (image)");
   return IMGSTAT_OK;
 }
 
@@ -195,7 +195,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
   cudaError_t e = dout.buf.alloc(dout.slot * plan->channels_out);
   if (e != cudaSuccess) {
     imgstat_image_free(out);
-    return imgstat_cuda_fail(err, e, "cudaMalloc (output)");
+    return ist_cuda_fail(err, e, "cudaMalloc (output)");
   }
   ApplyParams p;
   memset(&p, 0, sizeof p);
@@ -228,7 +228,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
         (e = cudaMemcpyAsync(d_lut.p, packed.data(), packed.size(),
                              cudaMemcpyHostToDevice, stream)) != cudaSuccess) {
       imgstat_image_free(out);
-      return imgstat_cuda_fail(err, e, "lookup tables");
+      return ist_cuda_fail(err, e, "lookup tables");
     }
     for (int o = 0; o < plan->channels_out; ++o)
       p.lut[o] = d_lut.as<unsigned char>() + lut_slot * o;
@@ -245,7 +245,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
                          sm_count, stream);
     if (e != cudaSuccess) {
       imgstat_image_free(out);
-      return imgstat_cuda_fail(err, e, "normalize kernel");
+      return ist_cuda_fail(err, e, "normalize kernel");
     }
   }
   for (int o = 0; o < plan->channels_out && e == cudaSuccess; ++o)
@@ -255,7 +255,7 @@ imgstat_status apply_device(const imgstat_image *in, const DevImage &din,
     e = cudaStreamSynchronize(stream);
   if (e != cudaSuccess) {
     imgstat_image_free(out);
-    return imgstat_cuda_fail(err, e, "normalize (copy back)");
+    return ist_cuda_fail(err, e, "normalize (copy back)");
   }
   return IMGSTAT_OK;
 }
@@ -382,9 +382,9 @@ imgstat_status check_input(imgstat_gpu *gpu, const imgstat_image *img,
 
 } // namespace
 
-} // namespace imgstat_norm_gpu
+} // namespace ist_norm_gpu
 
-using namespace imgstat_norm_gpu;
+using namespace ist_norm_gpu;
 
 extern "C" {
 
@@ -660,7 +660,7 @@ imgstat_status imgstat_gpu_norm_bench(imgstat_gpu *gpu, uint32_t width,
   }
   goto done;
 cuda_failed:
-  st = imgstat_cuda_fail(err, e, "normalize benchmark");
+  st = ist_cuda_fail(err, e, "normalize benchmark");
 done:
   if (e0)
     cudaEventDestroy(e0);

@@ -40,10 +40,10 @@
  * per block for the ladder (0: default); the fast kernel uses its own policy
  * and ignores it. n may be 0 (the sum is then 0).
  */
-cudaError_t imgstat_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
-                                   int block_size, void *d_scratch,
-                                   size_t *scratch_bytes, long long *d_out,
-                                   cudaStream_t stream);
+cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
+                               int block_size, void *d_scratch,
+                               size_t *scratch_bytes, long long *d_out,
+                               cudaStream_t stream);
 
 /*
  * Fused statistics of `channels` planes of n samples each, laid one after
@@ -53,22 +53,21 @@ cudaError_t imgstat_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
  * are first_index + offset in the plane. kernel and block_size as above.
  * n == 0 gives empty partials.
  */
-cudaError_t imgstat_reduce_stats(int kernel, int block_size,
-                                 const void *d_planes, imgstat_sample sample,
-                                 uint64_t n, uint32_t channels,
-                                 uint64_t first_index, void *d_scratch,
-                                 size_t *scratch_bytes, imgstat_partial *d_out,
-                                 cudaStream_t stream);
+cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
+                             imgstat_sample sample, uint64_t n,
+                             uint32_t channels, uint64_t first_index,
+                             void *d_scratch, size_t *scratch_bytes,
+                             imgstat_partial *d_out, cudaStream_t stream);
 
 /* Bytes the fast kernel's policy keeps in flight per thread, and its block
  * size (for reports). */
-int imgstat_fast_block_size(void);
-int imgstat_fast_bytes_per_thread(void);
+int ist_fast_block_size(void);
+int ist_fast_bytes_per_thread(void);
 
 /* ---- partial merge, shared by host and device --------------------------- */
 
 /* The empty partial (the same as imgstat_partial_init). */
-__host__ __device__ inline imgstat_partial imgstat_partial_empty(void) {
+__host__ __device__ inline imgstat_partial ist_partial_empty(void) {
   imgstat_partial p;
   p.count = 0;
   p.nan_count = 0;
@@ -91,8 +90,8 @@ __host__ __device__ inline imgstat_partial imgstat_partial_empty(void) {
  * every caller fixes.
  */
 template <bool IsFloat>
-__host__ __device__ inline void
-imgstat_partial_combine(imgstat_partial *a, const imgstat_partial *b) {
+__host__ __device__ inline void ist_partial_combine(imgstat_partial *a,
+                                                    const imgstat_partial *b) {
   if (b->min < a->min || (b->min == a->min && b->min_index < a->min_index)) {
     a->min = b->min;
     a->min_index = b->min_index;
@@ -130,7 +129,7 @@ imgstat_partial_combine(imgstat_partial *a, const imgstat_partial *b) {
 /* A pass reads `n` items of each of `channels` channels (channel c at item
  * offset c * in_stride) and writes `grid` results per channel (channel c at
  * out + c * out_stride). Items are samples (pass 1) or partials (later). */
-struct imgstat_pass {
+struct ist_pass {
   const void *in;
   uint64_t n;
   uint64_t in_stride; /* in items */
@@ -140,7 +139,7 @@ struct imgstat_pass {
   uint64_t out_stride; /* in results */
   unsigned grid;       /* blocks per channel */
   /* f32: every pass keeps means relative to a per-channel shift K (see
-   * imgstat_plane_shift), read from the original planes; the last pass adds
+   * ist_plane_shift), read from the original planes; the last pass adds
    * K back. */
   const void *planes;    /* the original planes (pass 1's input) */
   uint64_t plane_stride; /* samples from one plane to the next */
@@ -151,7 +150,7 @@ struct imgstat_pass {
 /* The shift of a float plane: its first finite sample among the first 16,
  * else 0. Partials hold means relative to it, so the rounding of Chan's
  * merges scales with |mean - K| rather than |mean| (docs/gpu.md). */
-__device__ inline double imgstat_plane_shift(const float *plane, uint64_t n) {
+__device__ inline double ist_plane_shift(const float *plane, uint64_t n) {
   uint64_t m = n < 16 ? n : 16;
   for (uint64_t i = 0; i < m; ++i) {
     float x = plane[i];
@@ -163,26 +162,25 @@ __device__ inline double imgstat_plane_shift(const float *plane, uint64_t n) {
 
 /* Ladder (ladder.cu). Blocks per channel that kernel k with `block` threads
  * uses for n items (sm_count sizes kernel 7's grid). */
-unsigned imgstat_ladder_grid(int kernel, int block, uint64_t n, int sm_count);
+unsigned ist_ladder_grid(int kernel, int block, uint64_t n, int sm_count);
 /* Pass over ints (samples) or 64-bit partial sums. */
-cudaError_t imgstat_ladder_sum_i32(int kernel, int block, const imgstat_pass *p,
-                                   cudaStream_t s);
-cudaError_t imgstat_ladder_sum_i64(int kernel, int block, const imgstat_pass *p,
-                                   cudaStream_t s);
+cudaError_t ist_ladder_sum_i32(int kernel, int block, const ist_pass *p,
+                               cudaStream_t s);
+cudaError_t ist_ladder_sum_i64(int kernel, int block, const ist_pass *p,
+                               cudaStream_t s);
 /* Pass over samples (partials == 0) or imgstat_partial items (1). */
-cudaError_t imgstat_ladder_stats(int kernel, int block, imgstat_sample sample,
-                                 int partials, const imgstat_pass *p,
-                                 cudaStream_t s);
+cudaError_t ist_ladder_stats(int kernel, int block, imgstat_sample sample,
+                             int partials, const ist_pass *p, cudaStream_t s);
 
 /* Fast kernel (fast.cu): pass 1 over samples / ints, and the fold of partials
  * that every later pass uses. */
-unsigned imgstat_fast_grid(uint64_t bytes, uint32_t channels, int sm_count);
-unsigned imgstat_fold_grid(uint64_t n);
-cudaError_t imgstat_fast_stats(imgstat_sample sample, const imgstat_pass *p,
-                               cudaStream_t s);
-cudaError_t imgstat_fast_sum_i32(const imgstat_pass *p, cudaStream_t s);
-cudaError_t imgstat_fold_stats(imgstat_sample sample, const imgstat_pass *p,
-                               cudaStream_t s);
-cudaError_t imgstat_fold_sum_i64(const imgstat_pass *p, cudaStream_t s);
+unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count);
+unsigned ist_fold_grid(uint64_t n);
+cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
+                           cudaStream_t s);
+cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s);
+cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,
+                           cudaStream_t s);
+cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s);
 
 #endif /* IMGSTAT_REDUCE_CUH */

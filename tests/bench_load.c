@@ -52,13 +52,13 @@ static double naive_sum(const imgstat_image *img) {
 /* The stb_image path on a file in memory (for JPEG against TurboJPEG). */
 static imgstat_status load_stb(const unsigned char *data, size_t size,
                                imgstat_image *img, imgstat_error *err) {
-  imgstat_source src = {0};
+  ist_source src = {0};
   src.data = data;
   src.size = size;
-  imgstat_kind kind = imgstat_kind_sniff(data, size < 16 ? size : 16);
-  const imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS,
-                              IMGSTAT_DEFAULT_MAX_MEMORY};
-  return imgstat_stb_decode(&src, kind, &lim, img, err);
+  ist_kind kind = ist_kind_sniff(data, size < 16 ? size : 16);
+  const ist_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS,
+                          IMGSTAT_DEFAULT_MAX_MEMORY};
+  return ist_stb_decode(&src, kind, &lim, img, err);
 }
 
 int main(int argc, char **argv) {

@@ -8,7 +8,7 @@
  *  - fuzz_png, fuzz_jpeg, fuzz_bmp, fuzz_gif, fuzz_psd, fuzz_hdr, fuzz_pnm:
  *    compiled with -DFUZZ_KIND=IMGSTAT_KIND_..., they only decode inputs whose
  *    signature the loader sniffs as that format (the library's own
- *    imgstat_kind_sniff decides) and refuse the others (return -1: not kept
+ *    ist_kind_sniff decides) and refuse the others (return -1: not kept
  *    in the corpus), so every input they keep reaches that decoder;
  *  - fuzz_tga: -DFUZZ_KIND=IMGSTAT_KIND_UNKNOWN, inputs with no known
  *    signature, which stb_image tries as TGA (its only format without one).
@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #ifdef FUZZ_KIND
   /* As decode() in src/load.c sniffs: its first 16 bytes. */
-  if (imgstat_kind_sniff(data, size < 16 ? size : 16) != FUZZ_KIND)
+  if (ist_kind_sniff(data, size < 16 ? size : 16) != FUZZ_KIND)
     return -1;
 #endif
   imgstat_load_options opts;

@@ -33,8 +33,8 @@ static void test_valid(void) {
       {"999999999999999999", BOTH, UINT64_C(999999999999999999)},
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-    imgstat_gpu_fault f = {99, 99};
-    CU_ASSERT_EQUAL(imgstat_gpu_fault_parse(cases[k].text, &f), 1);
+    ist_gpu_fault f = {99, 99};
+    CU_ASSERT_EQUAL(ist_gpu_fault_parse(cases[k].text, &f), 1);
     CU_ASSERT_EQUAL(f.kinds, cases[k].kinds);
     CU_ASSERT_EQUAL(f.n, cases[k].n);
   }
@@ -65,8 +65,8 @@ static void test_malformed(void) {
       "1234567890123456789",
   };
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-    imgstat_gpu_fault f = {99, 99};
-    CU_ASSERT_EQUAL(imgstat_gpu_fault_parse(bad[k], &f), 0);
+    ist_gpu_fault f = {99, 99};
+    CU_ASSERT_EQUAL(ist_gpu_fault_parse(bad[k], &f), 0);
     /* a refused value injects nothing */
     CU_ASSERT_EQUAL(f.kinds, 0);
     CU_ASSERT_EQUAL(f.n, 0);

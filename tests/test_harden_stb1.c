@@ -420,14 +420,14 @@ static void test_short_read_reported(void) {
   CU_ASSERT_FATAL(f != NULL);
   CU_ASSERT_FATAL(fwrite(cut.p, 1, cut.n, f) == cut.n);
   rewind(f);
-  imgstat_source src = {0};
+  ist_source src = {0};
   src.file = f;
   src.size = 18 + 256; /* what the header needs */
-  imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
+  ist_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
   imgstat_image img;
   imgstat_error err = {0};
   imgstat_status s =
-      imgstat_stb_decode(&src, IMGSTAT_KIND_UNKNOWN, &lim, &img, &err);
+      ist_stb_decode(&src, IMGSTAT_KIND_UNKNOWN, &lim, &img, &err);
   ASSERT_MSG(s == IMGSTAT_ERR_FORMAT &&
                  strcmp(err.message, "file is truncated") == 0,
              err.message);

@@ -455,14 +455,13 @@ static unsigned char *jpeg_with_scans(const unsigned char *jpeg, size_t n,
 
 static imgstat_status stb_jpeg(const unsigned char *data, size_t size,
                                imgstat_error *err) {
-  imgstat_source src = {0};
+  ist_source src = {0};
   src.data = data;
   src.size = size;
-  imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
+  ist_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
   imgstat_image img;
   memset(err, 0, sizeof *err);
-  imgstat_status s =
-      imgstat_stb_decode(&src, IMGSTAT_KIND_JPEG, &lim, &img, err);
+  imgstat_status s = ist_stb_decode(&src, IMGSTAT_KIND_JPEG, &lim, &img, err);
   if (s == IMGSTAT_OK) {
     CU_ASSERT(img.width == 37 && img.height == 23);
     imgstat_image_free(&img);

@@ -28,7 +28,7 @@ static void mem_close(FILE *f) {
 
 static const char *json_of(const char *s) {
   FILE *f = mem_open();
-  imgstat_output_json_string(f, s);
+  ist_output_json_string(f, s);
   mem_close(f);
   return written;
 }
@@ -54,9 +54,9 @@ static void test_json_string(void) {
                          "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
 }
 
-static const char *escaped(const char *s, imgstat_escape style) {
+static const char *escaped(const char *s, ist_escape style) {
   FILE *f = mem_open();
-  imgstat_output_escape(f, s, style);
+  ist_output_escape(f, s, style);
   mem_close(f);
   return written;
 }
@@ -64,7 +64,7 @@ static const char *escaped(const char *s, imgstat_escape style) {
 /* Names and messages for a terminal: control characters visible, never
  * raw. */
 static void test_text_escape(void) {
-  const imgstat_escape T = IMGSTAT_ESCAPE_TEXT;
+  const ist_escape T = IMGSTAT_ESCAPE_TEXT;
   CU_ASSERT_STRING_EQUAL(escaped("plain name.png", T), "plain name.png");
   /* ESC ] 0 ; ... BEL retitles a terminal */
   CU_ASSERT_STRING_EQUAL(escaped("a\x1b]0;pwned\x07.png", T),
@@ -109,15 +109,15 @@ static int significant_digits(const char *s) {
 
 static void test_shortest_double(void) {
   char buf[64];
-  imgstat_output_format_double(buf, sizeof buf, 0.1);
+  ist_output_format_double(buf, sizeof buf, 0.1);
   CU_ASSERT_STRING_EQUAL(buf, "0.1");
-  imgstat_output_format_double(buf, sizeof buf, 129.0);
+  ist_output_format_double(buf, sizeof buf, 129.0);
   CU_ASSERT_STRING_EQUAL(buf, "129");
-  imgstat_output_format_double(buf, sizeof buf, 1.0 / 3.0);
+  ist_output_format_double(buf, sizeof buf, 1.0 / 3.0);
   CU_ASSERT_STRING_EQUAL(buf, "0.3333333333333333");
-  imgstat_output_format_double(buf, sizeof buf, (double)0.1f);
+  ist_output_format_double(buf, sizeof buf, (double)0.1f);
   CU_ASSERT_STRING_EQUAL(buf, "0.10000000149011612");
-  imgstat_output_format_double(buf, sizeof buf, 5e-324);
+  ist_output_format_double(buf, sizeof buf, 5e-324);
   CU_ASSERT_EQUAL(strtod(buf, NULL), 5e-324);
 
   /* Random finite doubles read back exactly, with at most 17 digits. */
@@ -128,7 +128,7 @@ static void test_shortest_double(void) {
     memcpy(&v, &bits, sizeof v);
     if (!isfinite(v))
       continue;
-    imgstat_output_format_double(buf, sizeof buf, v);
+    ist_output_format_double(buf, sizeof buf, v);
     if (strtod(buf, NULL) != v || significant_digits(buf) > 17) {
       CU_FAIL("round trip");
       break;
@@ -136,8 +136,8 @@ static void test_shortest_double(void) {
   }
 }
 
-static imgstat_record float_record(void) {
-  imgstat_record r;
+static ist_record float_record(void) {
+  ist_record r;
   memset(&r, 0, sizeof r);
   r.file = "x,\"y\".hdr";
   r.width = 2;
@@ -158,9 +158,9 @@ static imgstat_record float_record(void) {
 }
 
 static void test_json_nulls(void) {
-  imgstat_record r = float_record();
+  ist_record r = float_record();
   FILE *f = mem_open();
-  imgstat_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
+  ist_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(
       written,
@@ -172,7 +172,7 @@ static void test_json_nulls(void) {
 }
 
 static void test_json_integers(void) {
-  imgstat_record r;
+  ist_record r;
   memset(&r, 0, sizeof r);
   r.file = "a.png";
   r.width = 3;
@@ -196,7 +196,7 @@ static void test_json_integers(void) {
     g->std = 0.25;
   }
   FILE *f = mem_open();
-  imgstat_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
+  ist_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
   mem_close(f);
   CU_ASSERT_PTR_NOT_NULL(
       strstr(written, "{\"channel\":\"G\",\"count\":6,\"min\":0,\"max\":65535,"
@@ -207,10 +207,10 @@ static void test_json_integers(void) {
 }
 
 static void test_csv(void) {
-  imgstat_record r = float_record();
+  ist_record r = float_record();
   FILE *f = mem_open();
-  imgstat_output_begin(f, IMGSTAT_OUTPUT_CSV, NULL);
-  imgstat_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
+  ist_output_begin(f, IMGSTAT_OUTPUT_CSV, NULL);
+  ist_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(
       written,
@@ -221,15 +221,15 @@ static void test_csv(void) {
 
 /* A name with control characters in every format the records have. */
 static void test_names_escaped_in_records(void) {
-  imgstat_record r = float_record();
+  ist_record r = float_record();
   r.file = "a\x1b[2J\nb,c.hdr";
   FILE *f = mem_open();
-  imgstat_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
+  ist_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
   mem_close(f);
   CU_ASSERT_NSTRING_EQUAL(written, "a\\x1b[2J\\nb,c.hdr  2x1  Y", 24);
   CU_ASSERT_PTR_NULL(strchr(written, '\x1b'));
   f = mem_open();
-  imgstat_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
+  ist_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(written,
                          "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,"
@@ -237,23 +237,23 @@ static void test_names_escaped_in_records(void) {
   imgstat_partial p;
   memset(&p, 0, sizeof p);
   f = mem_open();
-  imgstat_verify_partials(f, "x\x07.png", 1, IMGSTAT_U8, &p, &p);
+  ist_verify_partials(f, "x\x07.png", 1, IMGSTAT_U8, &p, &p);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(written, "x\\x07.png: verify ok\n");
 }
 
 static void test_text(void) {
-  imgstat_record r = float_record();
+  ist_record r = float_record();
   r.file = "f.hdr";
   FILE *f = mem_open();
-  imgstat_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
+  ist_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(written,
                          "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
                          "channel   min   max   mean   std   nan   inf\n"
                          "Y           -     -      -     -     2     0\n");
 
-  imgstat_record g;
+  ist_record g;
   memset(&g, 0, sizeof g);
   g.file = "g.png";
   g.width = 4000;
@@ -267,7 +267,7 @@ static void test_text(void) {
   g.figures[0].has_std = 1;
   g.figures[0].std = 39.48336;
   f = mem_open();
-  imgstat_output_record(f, IMGSTAT_OUTPUT_TEXT, &g, 1);
+  ist_output_record(f, IMGSTAT_OUTPUT_TEXT, &g, 1);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(written, "\ng.png  4000x3000  Y  8-bit  backend=cpu\n"
                                   "channel   min   max      mean       std\n"
@@ -291,7 +291,7 @@ static imgstat_partial u8_partial(void) {
 static const char *verify(imgstat_sample sample, const imgstat_partial *cpu,
                           const imgstat_partial *gpu, int channels, int *ok) {
   FILE *f = mem_open();
-  *ok = imgstat_verify_partials(f, "a.png", channels, sample, cpu, gpu);
+  *ok = ist_verify_partials(f, "a.png", channels, sample, cpu, gpu);
   mem_close(f);
   return written;
 }
@@ -375,9 +375,9 @@ static void test_parse_double(void) {
   static const char *const numbers[] = {
       "0", "5", "-2.5", "+7", ".5", "5.", "1e2", "1E-2", "1e+2", "99.9", "-0"};
   for (size_t k = 0; k < sizeof numbers / sizeof *numbers; k++)
-    CU_ASSERT_EQUAL(imgstat_cli_parse_double(numbers[k], -big, big, &v),
+    CU_ASSERT_EQUAL(ist_cli_parse_double(numbers[k], -big, big, &v),
                     IMGSTAT_CLI_NUM_OK);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e2", -big, big, &v), 1);
+  CU_ASSERT_EQUAL(ist_cli_parse_double("1e2", -big, big, &v), 1);
   CU_ASSERT_EQUAL(v, 100.0);
   static const char *const not_numbers[] = {
       "",     " 5",  "5 ",  "\t5", "0x10", "0X1p3", "inf",
@@ -385,87 +385,84 @@ static void test_parse_double(void) {
       "-",    "+",   "1,2", "5%",  "1..2", "--1",   "1e5x"};
   for (size_t k = 0; k < sizeof not_numbers / sizeof *not_numbers; k++) {
     v = -1;
-    CU_ASSERT_EQUAL(imgstat_cli_parse_double(not_numbers[k], -big, big, &v),
+    CU_ASSERT_EQUAL(ist_cli_parse_double(not_numbers[k], -big, big, &v),
                     IMGSTAT_CLI_NUM_SYNTAX);
     CU_ASSERT_EQUAL(v, -1);
   }
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double(NULL, 0, 1, &v),
-                  IMGSTAT_CLI_NUM_SYNTAX);
+  CU_ASSERT_EQUAL(ist_cli_parse_double(NULL, 0, 1, &v), IMGSTAT_CLI_NUM_SYNTAX);
   /* tiny values are numbers: a subnormal, and one that rounds to 0 */
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e-308", 0, big, &v),
+  CU_ASSERT_EQUAL(ist_cli_parse_double("1e-308", 0, big, &v),
                   IMGSTAT_CLI_NUM_OK);
   CU_ASSERT(v > 0 && v < 2.3e-308);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("4.9e-324", 0, big, &v),
+  CU_ASSERT_EQUAL(ist_cli_parse_double("4.9e-324", 0, big, &v),
                   IMGSTAT_CLI_NUM_OK);
   CU_ASSERT(v > 0);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e-400", 0, big, &v),
+  CU_ASSERT_EQUAL(ist_cli_parse_double("1e-400", 0, big, &v),
                   IMGSTAT_CLI_NUM_OK);
   CU_ASSERT_EQUAL(v, 0.0);
   /* outside the range, or beyond the largest double: a range error */
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("100.5", 0, 100, &v),
+  CU_ASSERT_EQUAL(ist_cli_parse_double("100.5", 0, 100, &v),
                   IMGSTAT_CLI_NUM_RANGE);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("-1e-9", 0, 100, &v),
+  CU_ASSERT_EQUAL(ist_cli_parse_double("-1e-9", 0, 100, &v),
                   IMGSTAT_CLI_NUM_RANGE);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("1e400", -big, big, &v),
+  CU_ASSERT_EQUAL(ist_cli_parse_double("1e400", -big, big, &v),
                   IMGSTAT_CLI_NUM_RANGE);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double("-1e400", -big, big, &v),
+  CU_ASSERT_EQUAL(ist_cli_parse_double("-1e400", -big, big, &v),
                   IMGSTAT_CLI_NUM_RANGE);
   /* the grammar's length inside longer text */
-  CU_ASSERT_EQUAL(imgstat_cli_number_length("12.5e3,"), 6);
-  CU_ASSERT_EQUAL(imgstat_cli_number_length("1e}"), 1);
-  CU_ASSERT_EQUAL(imgstat_cli_number_length("0x10"), 1);
-  CU_ASSERT_EQUAL(imgstat_cli_number_length("nan"), 0);
-  CU_ASSERT_EQUAL(imgstat_cli_number_length(" 1"), 0);
+  CU_ASSERT_EQUAL(ist_cli_number_length("12.5e3,"), 6);
+  CU_ASSERT_EQUAL(ist_cli_number_length("1e}"), 1);
+  CU_ASSERT_EQUAL(ist_cli_number_length("0x10"), 1);
+  CU_ASSERT_EQUAL(ist_cli_number_length("nan"), 0);
+  CU_ASSERT_EQUAL(ist_cli_number_length(" 1"), 0);
   /* a long number is still a number */
   char longnum[400];
   memset(longnum, '0', sizeof longnum - 2);
   longnum[sizeof longnum - 2] = '7';
   longnum[sizeof longnum - 1] = '\0';
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double(longnum, 0, 10, &v),
-                  IMGSTAT_CLI_NUM_OK);
+  CU_ASSERT_EQUAL(ist_cli_parse_double(longnum, 0, 10, &v), IMGSTAT_CLI_NUM_OK);
   CU_ASSERT_EQUAL(v, 7.0);
 }
 
 static void test_parse_double_list(void) {
   double v[4];
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,99", 0, 100, v, 4), 2);
+  CU_ASSERT_EQUAL(ist_cli_parse_double_list("1,99", 0, 100, v, 4), 2);
   CU_ASSERT_EQUAL(v[0], 1.0);
   CU_ASSERT_EQUAL(v[1], 99.0);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1e-308,.5,2.,3", 0, 100, v, 4),
-                  4);
+  CU_ASSERT_EQUAL(ist_cli_parse_double_list("1e-308,.5,2.,3", 0, 100, v, 4), 4);
   CU_ASSERT(v[0] > 0 && v[0] < 1e-300);
   static const char *const bad[] = {"",      ",",    "1,",       ",1",
                                     "1,,2",  "1, 2", " 1",       "0x10",
                                     "1,inf", "1;2",  "1,2,3,4,5"};
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
-    CU_ASSERT_EQUAL(imgstat_cli_parse_double_list(bad[k], 0, 100, v, 4),
+    CU_ASSERT_EQUAL(ist_cli_parse_double_list(bad[k], 0, 100, v, 4),
                     IMGSTAT_CLI_NUM_SYNTAX);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,101", 0, 100, v, 4),
+  CU_ASSERT_EQUAL(ist_cli_parse_double_list("1,101", 0, 100, v, 4),
                   IMGSTAT_CLI_NUM_RANGE);
-  CU_ASSERT_EQUAL(imgstat_cli_parse_double_list("1,1e999", 0, 100, v, 4),
+  CU_ASSERT_EQUAL(ist_cli_parse_double_list("1,1e999", 0, 100, v, 4),
                   IMGSTAT_CLI_NUM_RANGE);
 }
 
 /* The hash set behind the collision checks: many keys, equal and unequal
  * ones, keys that are prefixes of others. */
 static void test_hash_set(void) {
-  imgstat_cli_set *s = imgstat_cli_set_new();
+  ist_cli_set *s = ist_cli_set_new();
   CU_ASSERT_PTR_NOT_NULL_FATAL(s);
   char key[32];
   for (long k = 0; k < 20000; k++) {
     snprintf(key, sizeof key, "out/%ld.png", k);
-    CU_ASSERT_EQUAL(imgstat_cli_set_add(s, key, strlen(key), k), -1);
+    CU_ASSERT_EQUAL(ist_cli_set_add(s, key, strlen(key), k), -1);
   }
   for (long k = 0; k < 20000; k += 7) {
     snprintf(key, sizeof key, "out/%ld.png", k);
-    CU_ASSERT_EQUAL(imgstat_cli_set_add(s, key, strlen(key), 99999), k);
-    CU_ASSERT_EQUAL(imgstat_cli_set_find(s, key, strlen(key)), k);
-    CU_ASSERT_EQUAL(imgstat_cli_set_find(s, key, strlen(key) - 1), -1);
+    CU_ASSERT_EQUAL(ist_cli_set_add(s, key, strlen(key), 99999), k);
+    CU_ASSERT_EQUAL(ist_cli_set_find(s, key, strlen(key)), k);
+    CU_ASSERT_EQUAL(ist_cli_set_find(s, key, strlen(key) - 1), -1);
   }
-  CU_ASSERT_EQUAL(imgstat_cli_set_find(s, "out/20000.png", 13), -1);
-  CU_ASSERT_EQUAL(imgstat_cli_set_add(s, "", 0, 5), -1);
-  CU_ASSERT_EQUAL(imgstat_cli_set_find(s, "", 0), 5);
-  imgstat_cli_set_free(s);
+  CU_ASSERT_EQUAL(ist_cli_set_find(s, "out/20000.png", 13), -1);
+  CU_ASSERT_EQUAL(ist_cli_set_add(s, "", 0, 5), -1);
+  CU_ASSERT_EQUAL(ist_cli_set_find(s, "", 0), 5);
+  ist_cli_set_free(s);
 }
 
 int main(void) {

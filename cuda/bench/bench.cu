@@ -41,7 +41,7 @@ namespace {
   do {                                                                         \
     cudaError_t bench_e_ = (call);                                             \
     if (bench_e_ != cudaSuccess)                                               \
-      return imgstat_cuda_fail(b->err, bench_e_, (what));                      \
+      return ist_cuda_fail(b->err, bench_e_, (what));                          \
   } while (0)
 
 #define BENCH_TRY(...)                                                         \
@@ -67,7 +67,7 @@ struct device_buffer {
   }
   cudaError_t alloc(size_t bytes) {
     release();
-    cudaError_t e = imgstat_cuda_malloc(&p, bytes ? bytes : 1);
+    cudaError_t e = ist_cuda_malloc(&p, bytes ? bytes : 1);
     if (e == cudaSuccess)
       size = bytes;
     return e;
@@ -226,7 +226,7 @@ imgstat_status time_runs(bench *b, int buffers, const char *what,
   for (int w = 0; w < b->warmup; w++)
     BENCH_CUDA(launch(next++ % buffers), what);
 
-  BENCH_CUDA(imgstat_cuda_launch_gate(), "hold kernel");
+  BENCH_CUDA(ist_cuda_launch_gate(), "hold kernel");
   bench_hold_kernel<<<1, 1, 0, s>>>(kHoldNs + kHoldNsPerRun * b->runs);
   BENCH_CUDA(cudaGetLastError(), "hold kernel");
   BENCH_CUDA(cudaEventRecord(b->hold_done, s), what);
@@ -239,7 +239,7 @@ imgstat_status time_runs(bench *b, int buffers, const char *what,
   cudaError_t q = cudaEventQuery(b->hold_done);
   t->host_bound = (q == cudaSuccess);
   if (q != cudaSuccess && q != cudaErrorNotReady)
-    return imgstat_cuda_fail(b->err, q, what);
+    return ist_cuda_fail(b->err, q, what);
   BENCH_CUDA(cudaStreamSynchronize(s), what);
 
   for (int i = 0; i < b->runs; i++) {
@@ -415,7 +415,7 @@ imgstat_status bench_copy(bench *b) {
   device_buffer src, dst;
   BENCH_CUDA(src.alloc(bytes), "allocating the copy source");
   BENCH_CUDA(dst.alloc(bytes), "allocating the copy destination");
-  BENCH_CUDA(imgstat_cuda_launch_gate(), "filling the copy source");
+  BENCH_CUDA(ist_cuda_launch_gate(), "filling the copy source");
   bench_fill_kernel<<<4 * b->res->sm_count, 256, 0, b->stream>>>(
       src.as<uint32_t>(), bytes / 4, 0x1234567u);
   BENCH_CUDA(cudaGetLastError(), "filling the copy source");
@@ -491,8 +491,8 @@ imgstat_status bench_ladder_ints(bench *b, uint64_t n, int block, int buffers,
   size_t scratch_bytes = 0;
   for (int k = 0; k <= IMGSTAT_KERNEL_LADDER_MAX; k++) {
     size_t need = 0;
-    BENCH_CUDA(imgstat_reduce_sum_i32(k, nullptr, n, block, nullptr, &need,
-                                      nullptr, b->stream),
+    BENCH_CUDA(ist_reduce_sum_i32(k, nullptr, n, block, nullptr, &need, nullptr,
+                                  b->stream),
                "sizing the ladder's scratch");
     scratch_bytes = std::max(scratch_bytes, need);
   }
@@ -512,8 +512,7 @@ imgstat_status bench_ladder_ints(bench *b, uint64_t n, int block, int buffers,
     imgstat_bench_row *row;
     BENCH_TRY(add_row(b, IMGSTAT_BENCH_LADDER, table, name, &row));
     row->kernel = k;
-    row->block_size =
-        k == IMGSTAT_KERNEL_FAST ? imgstat_fast_block_size() : block;
+    row->block_size = k == IMGSTAT_KERNEL_FAST ? ist_fast_block_size() : block;
     row->elements = n;
     row->buffers = buffers;
     copy_text(row->note, "%s", note);
@@ -526,8 +525,8 @@ imgstat_status bench_ladder_ints(bench *b, uint64_t n, int block, int buffers,
         b, buffers, name,
         [&](int i) {
           size_t bytes = sb;
-          return imgstat_reduce_sum_i32(k, in[i].as<int>(), n, block, scratch.p,
-                                        &bytes, out.as<long long>(), b->stream);
+          return ist_reduce_sum_i32(k, in[i].as<int>(), n, block, scratch.p,
+                                    &bytes, out.as<long long>(), b->stream);
         },
         &t));
     set_timing(b, row, t, n * sizeof(int));
@@ -556,8 +555,8 @@ imgstat_status bench_ladder_plane(bench *b, const void *d_plane, uint64_t n,
   size_t scratch_bytes = 0;
   for (int k = 0; k <= IMGSTAT_KERNEL_LADDER_MAX; k++) {
     size_t need = 0;
-    BENCH_CUDA(imgstat_reduce_stats(k, 0, nullptr, IMGSTAT_U8, n, 1, 0, nullptr,
-                                    &need, nullptr, b->stream),
+    BENCH_CUDA(ist_reduce_stats(k, 0, nullptr, IMGSTAT_U8, n, 1, 0, nullptr,
+                                &need, nullptr, b->stream),
                "sizing the statistics' scratch");
     scratch_bytes = std::max(scratch_bytes, need);
   }
@@ -576,7 +575,7 @@ imgstat_status bench_ladder_plane(bench *b, const void *d_plane, uint64_t n,
     imgstat_bench_row *row;
     BENCH_TRY(add_row(b, IMGSTAT_BENCH_LADDER, table, name, &row));
     row->kernel = k;
-    row->block_size = k == IMGSTAT_KERNEL_FAST ? imgstat_fast_block_size()
+    row->block_size = k == IMGSTAT_KERNEL_FAST ? ist_fast_block_size()
                                                : IMGSTAT_LADDER_BLOCK_DEFAULT;
     row->elements = n;
     if (n < 2 * b->res->l2_bytes)
@@ -595,9 +594,8 @@ imgstat_status bench_ladder_plane(bench *b, const void *d_plane, uint64_t n,
         b, 1, name,
         [&](int) {
           size_t bytes = sb;
-          return imgstat_reduce_stats(k, 0, d_plane, IMGSTAT_U8, n, 1, 0,
-                                      scratch.p, &bytes,
-                                      out.as<imgstat_partial>(), b->stream);
+          return ist_reduce_stats(k, 0, d_plane, IMGSTAT_U8, n, 1, 0, scratch.p,
+                                  &bytes, out.as<imgstat_partial>(), b->stream);
         },
         &t));
     set_timing(b, row, t, n);
@@ -628,7 +626,7 @@ template <typename T, typename Acc>
 cudaError_t cub_sum(void *d_temp, size_t &temp_bytes, const T *d_in, Acc *d_out,
                     uint64_t n, cudaStream_t s) {
   if (d_temp) { /* a run, not the size query */
-    cudaError_t e = imgstat_cuda_launch_gate();
+    cudaError_t e = ist_cuda_launch_gate();
     if (e != cudaSuccess)
       return e;
   }
@@ -898,10 +896,9 @@ imgstat_status bench_images(bench *b) {
     }
 
     size_t scratch_bytes = 0;
-    BENCH_CUDA(imgstat_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr,
-                                    kind.sample, n, (uint32_t)kind.channels, 0,
-                                    nullptr, &scratch_bytes, nullptr,
-                                    b->stream),
+    BENCH_CUDA(ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, kind.sample, n,
+                                (uint32_t)kind.channels, 0, nullptr,
+                                &scratch_bytes, nullptr, b->stream),
                "sizing the statistics' scratch");
     device_buffer scratch, out;
     BENCH_CUDA(scratch.alloc(scratch_bytes), "allocating scratch");
@@ -916,7 +913,7 @@ imgstat_status bench_images(bench *b) {
     imgstat_bench_row *row;
     BENCH_TRY(add_row(b, IMGSTAT_BENCH_FUSED, table, name, &row));
     row->kernel = IMGSTAT_KERNEL_FAST;
-    row->block_size = imgstat_fast_block_size();
+    row->block_size = ist_fast_block_size();
     row->elements = items;
     copy_text(row->note, "per plane: count, min, max + first index, %s",
               kind.sample == IMGSTAT_F32 ? "mean, M2, NaN/Inf counts"
@@ -926,10 +923,9 @@ imgstat_status bench_images(bench *b) {
         b, 1, name,
         [&](int) {
           size_t sb = scratch_bytes;
-          return imgstat_reduce_stats(IMGSTAT_KERNEL_FAST, 0, img.p,
-                                      kind.sample, n, (uint32_t)kind.channels,
-                                      0, scratch.p, &sb,
-                                      out.as<imgstat_partial>(), b->stream);
+          return ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, img.p, kind.sample, n,
+                                  (uint32_t)kind.channels, 0, scratch.p, &sb,
+                                  out.as<imgstat_partial>(), b->stream);
         },
         &t));
     set_timing(b, row, t, bytes);
@@ -1083,11 +1079,11 @@ extern "C" imgstat_status imgstat_bench_run(const imgstat_bench_options *opts,
     e = cudaFree(nullptr);
   out->init_ms = host_ms_now() - t0;
   if (e != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "CUDA start-up");
+    return ist_cuda_fail(err, e, "CUDA start-up");
 
   cudaDeviceProp prop;
   if ((e = cudaGetDeviceProperties(&prop, o.device)) != cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaGetDeviceProperties");
+    return ist_cuda_fail(err, e, "cudaGetDeviceProperties");
   snprintf(out->device, sizeof out->device, "%.80s (sm_%d%d)", prop.name,
            prop.major, prop.minor);
   out->sm_count = prop.multiProcessorCount;
@@ -1098,7 +1094,7 @@ extern "C" imgstat_status imgstat_bench_run(const imgstat_bench_options *opts,
 
   if ((e = cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking)) !=
       cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaStreamCreate");
+    return ist_cuda_fail(err, e, "cudaStreamCreate");
   int nev = 2 * (b.runs + 1);
   b.events = static_cast<cudaEvent_t *>(calloc(nev, sizeof(cudaEvent_t)));
   b.samples = static_cast<double *>(calloc(b.runs, sizeof(double)));
@@ -1106,10 +1102,10 @@ extern "C" imgstat_status imgstat_bench_run(const imgstat_bench_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of host memory");
   for (int i = 0; i < nev; i++)
     if ((e = cudaEventCreate(&b.events[i])) != cudaSuccess)
-      return imgstat_cuda_fail(err, e, "cudaEventCreate");
+      return ist_cuda_fail(err, e, "cudaEventCreate");
   if ((e = cudaEventCreateWithFlags(&b.hold_done, cudaEventDisableTiming)) !=
       cudaSuccess)
-    return imgstat_cuda_fail(err, e, "cudaEventCreate");
+    return ist_cuda_fail(err, e, "cudaEventCreate");
 
   return bench_all(&b);
 }

@@ -241,13 +241,13 @@ static void json_number(FILE *out, double v) {
     fputs("null", out);
     return;
   }
-  imgstat_output_format_double(buf, sizeof buf, v);
+  ist_output_format_double(buf, sizeof buf, v);
   fputs(buf, out);
 }
 
 static void json_key_string(FILE *out, const char *key, const char *v) {
   fprintf(out, "\"%s\":", key);
-  imgstat_output_json_string(out, v);
+  ist_output_json_string(out, v);
 }
 
 static void json_key_number(FILE *out, const char *key, double v) {
@@ -529,7 +529,7 @@ static int run_startup(const char *path, int device, int parallel, int json,
 /* ---- main -------------------------------------------------------------------
  */
 
-int imgstat_bench_main(int argc, char **argv) {
+int ist_bench_main(int argc, char **argv) {
   imgstat_bench_options opts;
   memset(&opts, 0, sizeof opts);
   int json = 0, parallel = 0, quick_exit = 0;

@@ -7,6 +7,6 @@
 
 /* Runs the benchmark and returns the process exit status (0 ok, 1 failure,
  * 2 usage error). */
-int imgstat_bench_main(int argc, char **argv);
+int ist_bench_main(int argc, char **argv);
 
 #endif /* IMGSTAT_BENCH_CLI_H */

@@ -40,10 +40,10 @@ static void message(const char *prefix, const char *path, const char *after,
   fputs("imgstat: ", out);
   fputs(prefix, out);
   if (path) {
-    imgstat_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+    ist_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
     fputs(": ", out);
   }
-  imgstat_output_escape(out, text, IMGSTAT_ESCAPE_TEXT);
+  ist_output_escape(out, text, IMGSTAT_ESCAPE_TEXT);
   fputs(after, out);
   if (mem) {
     if (fclose(mem) == 0)
@@ -54,26 +54,26 @@ static void message(const char *prefix, const char *path, const char *after,
     free(text);
 }
 
-void imgstat_cli_error(const char *fmt, ...) {
+void ist_cli_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   message("", NULL, "\n", fmt, ap);
   va_end(ap);
 }
 
-void imgstat_cli_path_verror(const char *path, const char *fmt, va_list ap) {
+void ist_cli_path_verror(const char *path, const char *fmt, va_list ap) {
   message("", path, "\n", fmt, ap);
 }
 
-void imgstat_cli_path_error(const char *path, const char *fmt, ...) {
+void ist_cli_path_error(const char *path, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   message("", path, "\n", fmt, ap);
   va_end(ap);
 }
 
-int imgstat_cli_usage_error(const char *prefix, const char *command,
-                            const char *fmt, ...) {
+int ist_cli_usage_error(const char *prefix, const char *command,
+                        const char *fmt, ...) {
   char after[160];
   snprintf(after, sizeof after, "\nTry '%s --help' for more information.\n",
            command);
@@ -84,8 +84,7 @@ int imgstat_cli_usage_error(const char *prefix, const char *command,
   return IMGSTAT_EXIT_USAGE;
 }
 
-int imgstat_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi,
-                           uint64_t *out) {
+int ist_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   if (!s || s[0] < '0' || s[0] > '9')
     return 0;
   errno = 0;
@@ -99,11 +98,10 @@ int imgstat_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi,
 
 /* ---- sizes (--max-memory) ------------------------------------------------ */
 
-int imgstat_cli_parse_size(const char *s, uint64_t lo, uint64_t hi,
-                           uint64_t *out) {
+int ist_cli_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   if (!s)
     return 0;
-  /* The digits go through imgstat_cli_parse_uint; at most 20 make a
+  /* The digits go through ist_cli_parse_uint; at most 20 make a
    * uint64_t. */
   char digits[24];
   size_t n = 0;
@@ -114,7 +112,7 @@ int imgstat_cli_parse_size(const char *s, uint64_t lo, uint64_t hi,
   memcpy(digits, s, n);
   digits[n] = '\0';
   uint64_t v;
-  if (!imgstat_cli_parse_uint(digits, 0, UINT64_MAX, &v))
+  if (!ist_cli_parse_uint(digits, 0, UINT64_MAX, &v))
     return 0;
   const char *suffix = s + n;
   unsigned shift = 0;
@@ -146,7 +144,7 @@ static size_t digits(const char *s) {
   return n;
 }
 
-size_t imgstat_cli_number_length(const char *s) {
+size_t ist_cli_number_length(const char *s) {
   size_t i = 0;
   if (s[i] == '+' || s[i] == '-')
     i++;
@@ -172,7 +170,7 @@ size_t imgstat_cli_number_length(const char *s) {
   return i;
 }
 
-/* The number of len characters at s (imgstat_cli_number_length(s) == len,
+/* The number of len characters at s (ist_cli_number_length(s) == len,
  * and what follows cannot continue a number for strtod: a comma or the
  * end). */
 static int parse_number(const char *s, size_t len, double lo, double hi,
@@ -190,20 +188,20 @@ static int parse_number(const char *s, size_t len, double lo, double hi,
   return IMGSTAT_CLI_NUM_OK;
 }
 
-int imgstat_cli_parse_double(const char *s, double lo, double hi, double *out) {
-  size_t len = s ? imgstat_cli_number_length(s) : 0;
+int ist_cli_parse_double(const char *s, double lo, double hi, double *out) {
+  size_t len = s ? ist_cli_number_length(s) : 0;
   if (len == 0 || s[len] != '\0')
     return IMGSTAT_CLI_NUM_SYNTAX;
   return parse_number(s, len, lo, hi, out);
 }
 
-int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
-                                  double *out, int max) {
+int ist_cli_parse_double_list(const char *s, double lo, double hi, double *out,
+                              int max) {
   int n = 0;
   if (!s)
     return IMGSTAT_CLI_NUM_SYNTAX;
   for (;;) {
-    size_t len = imgstat_cli_number_length(s);
+    size_t len = ist_cli_number_length(s);
     if (len == 0 || (s[len] != ',' && s[len] != '\0') || n == max)
       return IMGSTAT_CLI_NUM_SYNTAX;
     int r = parse_number(s, len, lo, hi, &out[n]);
@@ -221,7 +219,7 @@ int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
 
 static const char *volatile temp_path;
 
-const char *volatile *imgstat_cli_temp_slot(void) { return &temp_path; }
+const char *volatile *ist_cli_temp_slot(void) { return &temp_path; }
 
 static void on_fatal_signal(int sig) {
   const char *p = temp_path;
@@ -236,7 +234,7 @@ static void on_fatal_signal(int sig) {
   raise(sig);
 }
 
-void imgstat_cli_cleanup_on_signals(void) {
+void ist_cli_cleanup_on_signals(void) {
   static const int fatal[] = {
       SIGHUP,    SIGINT, SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGUSR2,
 #ifdef SIGXCPU
@@ -278,7 +276,7 @@ typedef struct set_entry {
   long value;
 } set_entry;
 
-struct imgstat_cli_set {
+struct ist_cli_set {
   set_entry *slot;
   size_t capacity; /* a power of two */
   size_t count;
@@ -299,8 +297,8 @@ static uint64_t hash_bytes(const void *key, size_t len) {
   return h;
 }
 
-imgstat_cli_set *imgstat_cli_set_new(void) {
-  imgstat_cli_set *s = calloc(1, sizeof *s);
+ist_cli_set *ist_cli_set_new(void) {
+  ist_cli_set *s = calloc(1, sizeof *s);
   if (!s)
     return NULL;
   s->capacity = 64;
@@ -312,7 +310,7 @@ imgstat_cli_set *imgstat_cli_set_new(void) {
   return s;
 }
 
-void imgstat_cli_set_free(imgstat_cli_set *s) {
+void ist_cli_set_free(ist_cli_set *s) {
   if (!s)
     return;
   for (size_t i = 0; i < s->capacity; i++)
@@ -322,8 +320,8 @@ void imgstat_cli_set_free(imgstat_cli_set *s) {
 }
 
 /* The slot holding key, or the free slot where it would go. */
-static set_entry *set_slot(const imgstat_cli_set *s, uint64_t h,
-                           const void *key, size_t len) {
+static set_entry *set_slot(const ist_cli_set *s, uint64_t h, const void *key,
+                           size_t len) {
   size_t mask = s->capacity - 1;
   for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
     set_entry *e = &s->slot[i];
@@ -333,7 +331,7 @@ static set_entry *set_slot(const imgstat_cli_set *s, uint64_t h,
   }
 }
 
-static int set_grow(imgstat_cli_set *s) {
+static int set_grow(ist_cli_set *s) {
   size_t cap = s->capacity * 2;
   set_entry *old = s->slot;
   size_t old_cap = s->capacity;
@@ -349,8 +347,7 @@ static int set_grow(imgstat_cli_set *s) {
   return 1;
 }
 
-long imgstat_cli_set_add(imgstat_cli_set *s, const void *key, size_t len,
-                         long value) {
+long ist_cli_set_add(ist_cli_set *s, const void *key, size_t len, long value) {
   uint64_t h = hash_bytes(key, len);
   set_entry *e = set_slot(s, h, key, len);
   if (e->key)
@@ -371,8 +368,7 @@ long imgstat_cli_set_add(imgstat_cli_set *s, const void *key, size_t len,
   return -1;
 }
 
-long imgstat_cli_set_find(const imgstat_cli_set *s, const void *key,
-                          size_t len) {
+long ist_cli_set_find(const ist_cli_set *s, const void *key, size_t len) {
   const set_entry *e = set_slot(s, hash_bytes(key, len), key, len);
   return e->key ? e->value : -1;
 }
@@ -400,50 +396,49 @@ static size_t name_key(const char *name, unsigned char **key) {
   return len + 1;
 }
 
-imgstat_cli_set *imgstat_cli_inputs_index(char *const *inputs, int n) {
-  imgstat_cli_set *s = imgstat_cli_set_new();
+ist_cli_set *ist_cli_inputs_index(char *const *inputs, int n) {
+  ist_cli_set *s = ist_cli_set_new();
   for (int k = 0; s && k < n; k++) {
     struct stat st;
     unsigned char id[17], *name;
     if (stat(inputs[k], &st) == 0 &&
-        imgstat_cli_set_add(s, id, identity_key(&st, id), k) == -2)
+        ist_cli_set_add(s, id, identity_key(&st, id), k) == -2)
       goto nomem;
     size_t len = name_key(inputs[k], &name);
-    long r = name ? imgstat_cli_set_add(s, name, len, k) : -2;
+    long r = name ? ist_cli_set_add(s, name, len, k) : -2;
     free(name);
     if (r == -2)
       goto nomem;
   }
   return s;
 nomem:
-  imgstat_cli_set_free(s);
+  ist_cli_set_free(s);
   return NULL;
 }
 
-int imgstat_cli_output_is_input(const imgstat_cli_set *index,
-                                const char *path) {
+int ist_cli_output_is_input(const ist_cli_set *index, const char *path) {
   struct stat st;
   unsigned char id[17], *name;
   long k = -1;
   if (stat(path, &st) == 0)
-    k = imgstat_cli_set_find(index, id, identity_key(&st, id));
+    k = ist_cli_set_find(index, id, identity_key(&st, id));
   if (k < 0) {
     size_t len = name_key(path, &name);
     if (name)
-      k = imgstat_cli_set_find(index, name, len);
+      k = ist_cli_set_find(index, name, len);
     free(name);
   }
   return (int)k;
 }
 
-int imgstat_cli_refuse_input_output(const imgstat_cli_set *index,
-                                    char *const *inputs, const char *path,
-                                    const char *prefix, const char *command) {
-  int k = imgstat_cli_output_is_input(index, path);
+int ist_cli_refuse_input_output(const ist_cli_set *index, char *const *inputs,
+                                const char *path, const char *prefix,
+                                const char *command) {
+  int k = ist_cli_output_is_input(index, path);
   if (k < 0)
     return -1;
-  return imgstat_cli_usage_error(prefix, command,
-                                 "the output '%s' is the input '%s': refusing "
-                                 "to overwrite an input",
-                                 path, inputs[k]);
+  return ist_cli_usage_error(prefix, command,
+                             "the output '%s' is the input '%s': refusing "
+                             "to overwrite an input",
+                             path, inputs[k]);
 }

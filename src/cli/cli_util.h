@@ -18,7 +18,7 @@
  * option value holding control characters cannot reach the terminal raw. */
 
 /* Prints "imgstat: <message>" and a line end. */
-void imgstat_cli_error(const char *fmt, ...)
+void ist_cli_error(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
 #endif
@@ -26,19 +26,19 @@ void imgstat_cli_error(const char *fmt, ...)
 
 /* Prints "imgstat: PATH: <message>" and a line end: the message of an input
  * or output file. */
-void imgstat_cli_path_error(const char *path, const char *fmt, ...)
+void ist_cli_path_error(const char *path, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-void imgstat_cli_path_verror(const char *path, const char *fmt, va_list ap);
+void ist_cli_path_verror(const char *path, const char *fmt, va_list ap);
 
 /* Prints "imgstat: <prefix><message>" and a line pointing at "<command>
  * --help" to stderr; returns IMGSTAT_EXIT_USAGE. prefix is "" for the main
  * command or e.g. "normalize: "; command is e.g. "imgstat normalize". */
-int imgstat_cli_usage_error(const char *prefix, const char *command,
-                            const char *fmt, ...)
+int ist_cli_usage_error(const char *prefix, const char *command,
+                        const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
 #endif
@@ -46,16 +46,14 @@ int imgstat_cli_usage_error(const char *prefix, const char *command,
 
 /* A decimal number in [lo, hi] with nothing around it (no sign, no spaces,
  * no suffix). Returns 1 and sets *out, or 0 and leaves it. */
-int imgstat_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi,
-                           uint64_t *out);
+int ist_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 
 /* A size in bytes in [lo, hi]: a decimal number, alone (bytes) or followed
  * by one of the binary units K, M, G, T (2^10, 2^20, 2^30, 2^40; either
  * case, optionally spelled KiB, MiB, ...), with nothing else around it.
  * Returns 1 and sets *out, or 0 (also on overflow) and leaves it. */
-int imgstat_cli_parse_size(const char *s, uint64_t lo, uint64_t hi,
-                           uint64_t *out);
-/* What a value of imgstat_cli_parse_size(s, 1, UINT64_MAX, ...) is, for the
+int ist_cli_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* What a value of ist_cli_parse_size(s, 1, UINT64_MAX, ...) is, for the
  * usage error of a refused one. */
 #define IMGSTAT_CLI_SIZE_EXPECTED                                              \
   "a number of bytes (at least 1), alone or followed by K, M, G or T "         \
@@ -65,9 +63,9 @@ int imgstat_cli_parse_size(const char *s, uint64_t lo, uint64_t hi,
  * and digits), an optional exponent (e or E, an optional sign, digits). No
  * spaces, no hexadecimal, no inf or nan. The one grammar of every number
  * the program reads (options, and the numbers of --stats-from's JSON). */
-size_t imgstat_cli_number_length(const char *s);
+size_t ist_cli_number_length(const char *s);
 
-/* What imgstat_cli_parse_double found. */
+/* What ist_cli_parse_double found. */
 enum {
   IMGSTAT_CLI_NUM_OK = 1,
   IMGSTAT_CLI_NUM_SYNTAX = 0, /* not a number */
@@ -80,23 +78,23 @@ enum {
  * rounds to 0, and both are then judged against [lo, hi]. Returns
  * IMGSTAT_CLI_NUM_OK and sets *out, or another IMGSTAT_CLI_NUM_ value and
  * leaves it. */
-int imgstat_cli_parse_double(const char *s, double lo, double hi, double *out);
+int ist_cli_parse_double(const char *s, double lo, double hi, double *out);
 
 /* Up to max numbers separated by single commas (e.g. "1,99"; no empty
- * items, no spaces), each read by imgstat_cli_parse_double in [lo, hi].
+ * items, no spaces), each read by ist_cli_parse_double in [lo, hi].
  * Returns the count (>= 1), or IMGSTAT_CLI_NUM_SYNTAX (also for an empty
  * list or more than max items) or IMGSTAT_CLI_NUM_RANGE. */
-int imgstat_cli_parse_double_list(const char *s, double lo, double hi,
-                                  double *out, int max);
+int ist_cli_parse_double_list(const char *s, double lo, double hi, double *out,
+                              int max);
 
 /* ---- temporary files and signals ------------------------------------------
  * The writer (imgstat_image_write) keeps the path of its temporary file in
- * imgstat_cli_temp_slot() when given it as imgstat_write_options.temp_path.
- * imgstat_cli_cleanup_on_signals() makes every signal that would end the
+ * ist_cli_temp_slot() when given it as imgstat_write_options.temp_path.
+ * ist_cli_cleanup_on_signals() makes every signal that would end the
  * process remove that file first. */
 
 /* The slot for imgstat_write_options.temp_path. */
-const char *volatile *imgstat_cli_temp_slot(void);
+const char *volatile *ist_cli_temp_slot(void);
 
 /* For HUP, INT, QUIT, PIPE, ALRM, TERM, USR1, USR2, XCPU, XFSZ, VTALRM and
  * PROF, each left at its default action (which ends the process): a handler
@@ -105,25 +103,23 @@ const char *volatile *imgstat_cli_temp_slot(void);
  * so that the process dies of it and its exit status says which. Signals
  * that are ignored (nohup, a script's background job) or have a handler
  * already are left alone. */
-void imgstat_cli_cleanup_on_signals(void);
+void ist_cli_cleanup_on_signals(void);
 
 /* ---- a small hash set (keys of bytes, each with a value) ----------------- */
 
-typedef struct imgstat_cli_set imgstat_cli_set;
+typedef struct ist_cli_set ist_cli_set;
 
 /* An empty set, or NULL when out of memory. */
-imgstat_cli_set *imgstat_cli_set_new(void);
-void imgstat_cli_set_free(imgstat_cli_set *s);
+ist_cli_set *ist_cli_set_new(void);
+void ist_cli_set_free(ist_cli_set *s);
 
 /* Adds the len bytes at key with value (>= 0). Returns -1 when added, the
  * value of an equal key already there (and adds nothing), or -2 when out of
  * memory. */
-long imgstat_cli_set_add(imgstat_cli_set *s, const void *key, size_t len,
-                         long value);
+long ist_cli_set_add(ist_cli_set *s, const void *key, size_t len, long value);
 
 /* The value of an equal key, or -1. */
-long imgstat_cli_set_find(const imgstat_cli_set *s, const void *key,
-                          size_t len);
+long ist_cli_set_find(const ist_cli_set *s, const void *key, size_t len);
 
 /* ---- an output never overwrites an input -----------------------------------
  * The one home of that rule, for normalize's outputs and --histogram-png:
@@ -131,18 +127,18 @@ long imgstat_cli_set_find(const imgstat_cli_set *s, const void *key,
 
 /* The inputs by identity (device and inode, for each that exists now) and
  * by name as given; NULL when out of memory. */
-imgstat_cli_set *imgstat_cli_inputs_index(char *const *inputs, int n);
+ist_cli_set *ist_cli_inputs_index(char *const *inputs, int n);
 
 /* The index of the input that path would overwrite or be read as: the same
  * file (by any spelling, hard or symbolic link) or the same name as given;
  * -1 for none. */
-int imgstat_cli_output_is_input(const imgstat_cli_set *index, const char *path);
+int ist_cli_output_is_input(const ist_cli_set *index, const char *path);
 
 /* When path is an input (above): prints the usage error "the output 'PATH'
  * is the input 'INPUT': refusing to overwrite an input" (prefix and command
- * as imgstat_cli_usage_error) and returns IMGSTAT_EXIT_USAGE; else -1. */
-int imgstat_cli_refuse_input_output(const imgstat_cli_set *index,
-                                    char *const *inputs, const char *path,
-                                    const char *prefix, const char *command);
+ * as ist_cli_usage_error) and returns IMGSTAT_EXIT_USAGE; else -1. */
+int ist_cli_refuse_input_output(const ist_cli_set *index, char *const *inputs,
+                                const char *path, const char *prefix,
+                                const char *command);
 
 #endif

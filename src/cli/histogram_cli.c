@@ -22,9 +22,9 @@
 
 #define DEFAULT_DISPLAY_BINS 256u
 
-#define usage_error(...) imgstat_cli_usage_error("", "imgstat", __VA_ARGS__)
+#define usage_error(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)
 
-void imgstat_hist_cli_init(imgstat_hist_cli *cfg) {
+void ist_hist_cli_init(ist_hist_cli *cfg) {
   memset(cfg, 0, sizeof *cfg);
   cfg->npercentiles = 2;
   cfg->percentiles[0] = 1;
@@ -32,7 +32,7 @@ void imgstat_hist_cli_init(imgstat_hist_cli *cfg) {
   cfg->bins = DEFAULT_DISPLAY_BINS;
 }
 
-int imgstat_hist_cli_takes_value(const char *name) {
+int ist_hist_cli_takes_value(const char *name) {
   if (strcmp(name, "--histogram") == 0 || strcmp(name, "--histogram-log") == 0)
     return 0;
   if (strcmp(name, "--percentiles") == 0 || strcmp(name, "--bins") == 0 ||
@@ -41,8 +41,7 @@ int imgstat_hist_cli_takes_value(const char *name) {
   return -1;
 }
 
-int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
-                         const char *value) {
+int ist_hist_cli_set(ist_hist_cli *cfg, const char *name, const char *value) {
   if (strcmp(name, "--histogram") == 0) {
     cfg->fields = 1;
   } else if (strcmp(name, "--histogram-log") == 0) {
@@ -53,7 +52,7 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
     cfg->png_path = value;
   } else if (strcmp(name, "--bins") == 0) {
     uint64_t v;
-    if (!imgstat_cli_parse_uint(value, 1, 65536, &v))
+    if (!ist_cli_parse_uint(value, 1, 65536, &v))
       return usage_error("--bins: '%s' is not a number from 1 to 65536",
                          value ? value : "");
     cfg->bins = (uint32_t)v;
@@ -61,8 +60,8 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
     double p[IMGSTAT_MAX_PERCENTILES];
     if (!value || !*value)
       return usage_error("--percentiles needs at least one value");
-    int n = imgstat_cli_parse_double_list(value, 0, 100, p,
-                                          IMGSTAT_MAX_PERCENTILES);
+    int n =
+        ist_cli_parse_double_list(value, 0, 100, p, IMGSTAT_MAX_PERCENTILES);
     if (n == IMGSTAT_CLI_NUM_RANGE)
       return usage_error("--percentiles: '%s': every value must be from 0 "
                          "to 100",
@@ -80,8 +79,8 @@ int imgstat_hist_cli_set(imgstat_hist_cli *cfg, const char *name,
   return 0;
 }
 
-int imgstat_hist_cli_png_path(const imgstat_hist_cli *cfg, int index,
-                              int nfiles, char *buf, size_t size) {
+int ist_hist_cli_png_path(const ist_hist_cli *cfg, int index, int nfiles,
+                          char *buf, size_t size) {
   const char *path = cfg->png_path;
   int n;
   if (nfiles > 1) {
@@ -96,14 +95,14 @@ int imgstat_hist_cli_png_path(const imgstat_hist_cli *cfg, int index,
   return n >= 0 && (size_t)n < size;
 }
 
-int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, char *const *files,
-                           int nfiles) {
+int ist_hist_cli_check(const ist_hist_cli *cfg, char *const *files,
+                       int nfiles) {
   if (cfg->png_log && !cfg->png_path)
     return usage_error("--histogram-log needs --histogram-png");
   if (!cfg->png_path)
     return 0;
   /* no PNG may overwrite an input (normalize's rule, cli_util.h) */
-  imgstat_cli_set *inputs = imgstat_cli_inputs_index(files, nfiles);
+  ist_cli_set *inputs = ist_cli_inputs_index(files, nfiles);
   if (!inputs) {
     fputs("imgstat: out of memory\n", stderr);
     return 1;
@@ -111,31 +110,29 @@ int imgstat_hist_cli_check(const imgstat_hist_cli *cfg, char *const *files,
   int status = -1;
   char path[IMGSTAT_HIST_PNG_PATH_MAX];
   for (int k = 1; k <= nfiles && status < 0; k++) {
-    if (!imgstat_hist_cli_png_path(cfg, k, nfiles, path, sizeof path))
+    if (!ist_hist_cli_png_path(cfg, k, nfiles, path, sizeof path))
       status = usage_error("--histogram-png: the name is too long");
     else
-      status =
-          imgstat_cli_refuse_input_output(inputs, files, path, "", "imgstat");
+      status = ist_cli_refuse_input_output(inputs, files, path, "", "imgstat");
   }
-  imgstat_cli_set_free(inputs);
+  ist_cli_set_free(inputs);
   return status < 0 ? 0 : status;
 }
 
-int imgstat_hist_cli_active(const imgstat_hist_cli *cfg) {
+int ist_hist_cli_active(const ist_hist_cli *cfg) {
   return cfg->fields || cfg->png_path;
 }
 
-void imgstat_hist_result_free(imgstat_hist_result *res) {
+void ist_hist_result_free(ist_hist_result *res) {
   for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
     imgstat_histogram_free(&res->hist[c]);
   memset(res, 0, sizeof *res);
 }
 
-imgstat_status imgstat_hist_cli_compute(const imgstat_hist_cli *cfg,
-                                        const imgstat_image *img,
-                                        imgstat_gpu *gpu, int threads,
-                                        imgstat_hist_result *res,
-                                        imgstat_error *err) {
+imgstat_status ist_hist_cli_compute(const ist_hist_cli *cfg,
+                                    const imgstat_image *img, imgstat_gpu *gpu,
+                                    int threads, ist_hist_result *res,
+                                    imgstat_error *err) {
   (void)threads;
   memset(res, 0, sizeof *res);
   res->channels = img->channels;
@@ -156,7 +153,7 @@ imgstat_status imgstat_hist_cli_compute(const imgstat_hist_cli *cfg,
         from_gpu ? imgstat_gpu_histogram(gpu, img, c, NULL, p, np, v, h, err)
                  : imgstat_histogram_compute(img, c, NULL, h, err);
     if (st != IMGSTAT_OK) {
-      imgstat_hist_result_free(res);
+      ist_hist_result_free(res);
       return st;
     }
     imgstat_moments m;
@@ -187,8 +184,8 @@ static void format_value(char *buf, size_t size, imgstat_sample s, double v) {
     snprintf(buf, size, "%.6g", v);
 }
 
-void imgstat_hist_cli_print_text(FILE *out, const imgstat_hist_cli *cfg,
-                                 const imgstat_hist_result *res) {
+void ist_hist_cli_print_text(FILE *out, const ist_hist_cli *cfg,
+                             const ist_hist_result *res) {
   char buf[64];
   fprintf(out, "%-8s %10s", "channel", "median");
   for (int i = 0; i < cfg->npercentiles; i++) {
@@ -227,12 +224,12 @@ static void json_number(FILE *out, int defined, double v) {
     fputs("null", out);
     return;
   }
-  imgstat_output_format_double(buf, sizeof buf, v);
+  ist_output_format_double(buf, sizeof buf, v);
   fputs(buf, out);
 }
 
-void imgstat_hist_cli_print_json(FILE *out, const imgstat_hist_cli *cfg,
-                                 const imgstat_hist_result *res, int c) {
+void ist_hist_cli_print_json(FILE *out, const ist_hist_cli *cfg,
+                             const ist_hist_result *res, int c) {
   const imgstat_hist_figures *f = &res->fig[c];
   const imgstat_histogram *h = &res->hist[c];
   fputs(",\"median\":", out);
@@ -264,7 +261,7 @@ void imgstat_hist_cli_print_json(FILE *out, const imgstat_hist_cli *cfg,
   fputs("]}", out);
 }
 
-void imgstat_hist_cli_print_csv_header(FILE *out, const imgstat_hist_cli *cfg) {
+void ist_hist_cli_print_csv_header(FILE *out, const ist_hist_cli *cfg) {
   fputs(",median", out);
   for (int i = 0; i < cfg->npercentiles; i++)
     fprintf(out, ",p%g", cfg->percentiles[i]);
@@ -275,13 +272,13 @@ static void csv_number(FILE *out, int defined, double v) {
   char buf[40];
   putc(',', out);
   if (defined && isfinite(v)) {
-    imgstat_output_format_double(buf, sizeof buf, v);
+    ist_output_format_double(buf, sizeof buf, v);
     fputs(buf, out);
   }
 }
 
-void imgstat_hist_cli_print_csv(FILE *out, const imgstat_hist_cli *cfg,
-                                const imgstat_hist_result *res, int c) {
+void ist_hist_cli_print_csv(FILE *out, const ist_hist_cli *cfg,
+                            const ist_hist_result *res, int c) {
   const imgstat_hist_figures *f = &res->fig[c];
   csv_number(out, f->has_values, f->median);
   for (int i = 0; i < cfg->npercentiles; i++)
@@ -368,12 +365,11 @@ static void channel_colour(int channels, int c, uint8_t col[3]) {
   memcpy(col, src, 3);
 }
 
-imgstat_status imgstat_hist_cli_write_png(const imgstat_hist_cli *cfg,
-                                          const imgstat_hist_result *res,
-                                          int index, int nfiles, char *path_buf,
-                                          size_t path_size,
-                                          imgstat_error *err) {
-  if (!imgstat_hist_cli_png_path(cfg, index, nfiles, path_buf, path_size))
+imgstat_status ist_hist_cli_write_png(const ist_hist_cli *cfg,
+                                      const ist_hist_result *res, int index,
+                                      int nfiles, char *path_buf,
+                                      size_t path_size, imgstat_error *err) {
+  if (!ist_hist_cli_png_path(cfg, index, nfiles, path_buf, path_size))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "the name is too long");
   int panels = res->channels;
   canvas cv;
@@ -456,8 +452,8 @@ imgstat_status imgstat_hist_cli_write_png(const imgstat_hist_cli *cfg,
     text(&cv, MARGIN_L - 4 - text_width("0"), bottom - 10, "0", black);
   }
   free(counts);
-  /* the temporary in cli_util's slot, for imgstat_cli_cleanup_on_signals */
-  imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL, imgstat_cli_temp_slot()};
+  /* the temporary in cli_util's slot, for ist_cli_cleanup_on_signals */
+  imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL, ist_cli_temp_slot()};
   st = imgstat_image_write(path_buf, &img, &wo, err);
   imgstat_image_free(&img);
   return st;

@@ -101,7 +101,7 @@ typedef enum cli_backend {
 } cli_backend;
 
 typedef struct cli_options {
-  imgstat_output_format format;
+  ist_output_format format;
   cli_backend backend;
   int kernel;
   int verify;
@@ -110,8 +110,8 @@ typedef struct cli_options {
   uint64_t max_memory;
   int ddof;
   int quiet;
-  imgstat_hist_cli hist; /* --histogram and friends (histogram_cli.h) */
-  char **files;          /* owned: an array of pointers into argv */
+  ist_hist_cli hist; /* --histogram and friends (histogram_cli.h) */
+  char **files;      /* owned: an array of pointers into argv */
   int nfiles;
 } cli_options;
 
@@ -153,7 +153,7 @@ static const struct cli_option {
 /* What parse_args tells main to do next. */
 enum { PARSE_RUN = -1 };
 
-#define usage_error(...) imgstat_cli_usage_error("", "imgstat", __VA_ARGS__)
+#define usage_error(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)
 
 /* Writes text to stdout and reports whether it all got there. */
 static int print_and_flush(const char *text) {
@@ -172,7 +172,7 @@ static int apply_option(cli_options *o, const struct cli_option *def,
   switch (def->id) {
   case OPT_JSON:
   case OPT_CSV: {
-    imgstat_output_format f =
+    ist_output_format f =
         def->id == OPT_JSON ? IMGSTAT_OUTPUT_JSON : IMGSTAT_OUTPUT_CSV;
     if (o->format != IMGSTAT_OUTPUT_TEXT && o->format != f)
       return usage_error("--json and --csv cannot be used together");
@@ -192,8 +192,8 @@ static int apply_option(cli_options *o, const struct cli_option *def,
   case OPT_KERNEL:
     if (strcmp(value, "fast") == 0)
       o->kernel = IMGSTAT_KERNEL_FAST;
-    else if (imgstat_cli_parse_uint(value, IMGSTAT_KERNEL_LADDER_MIN,
-                                    IMGSTAT_KERNEL_LADDER_MAX, &n))
+    else if (ist_cli_parse_uint(value, IMGSTAT_KERNEL_LADDER_MIN,
+                                IMGSTAT_KERNEL_LADDER_MAX, &n))
       o->kernel = (int)n;
     else
       return usage_error("--kernel: '%s' is not fast or 1..7", value);
@@ -202,20 +202,20 @@ static int apply_option(cli_options *o, const struct cli_option *def,
     o->verify = 1;
     break;
   case OPT_JOBS:
-    if (!imgstat_cli_parse_uint(value, 0, 1024, &n))
+    if (!ist_cli_parse_uint(value, 0, 1024, &n))
       return usage_error("-j: '%s' is not a number of threads (0..1024)",
                          value);
     o->threads = (int)n;
     break;
   case OPT_MAX_PIXELS:
-    if (!imgstat_cli_parse_uint(value, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
+    if (!ist_cli_parse_uint(value, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
       return usage_error("--max-pixels: '%s' is not a number from 1 to "
                          "4294967296",
                          value);
     o->max_pixels = n;
     break;
   case OPT_MAX_MEMORY:
-    if (!imgstat_cli_parse_size(value, 1, UINT64_MAX, &n))
+    if (!ist_cli_parse_size(value, 1, UINT64_MAX, &n))
       return usage_error("--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED,
                          value);
     o->max_memory = n;
@@ -294,7 +294,7 @@ static int parse_args(int argc, char **argv, cli_options *o) {
       if (name_len < sizeof name) {
         memcpy(name, arg, name_len);
         name[name_len] = '\0';
-        kind = imgstat_hist_cli_takes_value(name);
+        kind = ist_hist_cli_takes_value(name);
       }
       if (kind < 0)
         return usage_error("unknown option '%s'", arg);
@@ -305,7 +305,7 @@ static int parse_args(int argc, char **argv, cli_options *o) {
           return usage_error("option '%s' needs a value", arg);
         value = argv[++i];
       }
-      if (imgstat_hist_cli_set(&o->hist, name, value) != 0)
+      if (ist_hist_cli_set(&o->hist, name, value) != 0)
         return EXIT_USAGE; /* the message is printed */
       continue;
     }
@@ -322,7 +322,7 @@ static int parse_args(int argc, char **argv, cli_options *o) {
   }
   if (o->nfiles == 0)
     return usage_error("no input files");
-  if (imgstat_hist_cli_check(&o->hist, o->files, o->nfiles) != 0)
+  if (ist_hist_cli_check(&o->hist, o->files, o->nfiles) != 0)
     return EXIT_USAGE;
   return PARSE_RUN;
 }
@@ -393,7 +393,7 @@ static void input_error(run_state *st, const char *path, const char *fmt, ...)
 static void input_error(run_state *st, const char *path, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  imgstat_cli_path_verror(path, fmt, ap);
+  ist_cli_path_verror(path, fmt, ap);
   va_end(ap);
   st->any_failed = 1;
 }
@@ -422,8 +422,7 @@ static void gpu_decide(run_state *st) {
   /* auto: no device means the CPU quietly; a broken one is worth a line. */
   if (!needs_gpu(st->opt) && st->starter.status != IMGSTAT_ERR_NODEVICE &&
       !st->opt->quiet)
-    imgstat_cli_error("GPU unusable (%s); using the CPU",
-                      reason(&st->starter.err));
+    ist_cli_error("GPU unusable (%s); using the CPU", reason(&st->starter.err));
 }
 
 static void gpu_unusable_error(run_state *st, const char *path) {
@@ -443,7 +442,7 @@ static int gpu_failed(run_state *st, const char *path,
     return 0;
   }
   if (!st->opt->quiet)
-    imgstat_cli_path_error(path, "GPU failed (%s); using the CPU", reason(err));
+    ist_cli_path_error(path, "GPU failed (%s); using the CPU", reason(err));
   return 1;
 }
 
@@ -506,7 +505,7 @@ static int compute(run_state *st, const char *path, const imgstat_image *img,
 /* The histograms of img for --histogram / --histogram-png; returns 0 when
  * the input failed (the message is printed). */
 static int histograms(run_state *st, const char *path, const imgstat_image *img,
-                      const char *backend, imgstat_hist_result *res) {
+                      const char *backend, ist_hist_result *res) {
   const cli_options *o = st->opt;
   imgstat_error err;
   memset(&err, 0, sizeof err);
@@ -514,13 +513,12 @@ static int histograms(run_state *st, const char *path, const imgstat_image *img,
    * the same policy as the statistics'. */
   imgstat_gpu *gpu = strcmp(backend, "gpu") == 0 ? st->starter.gpu : NULL;
   imgstat_status status =
-      imgstat_hist_cli_compute(&o->hist, img, gpu, o->threads, res, &err);
+      ist_hist_cli_compute(&o->hist, img, gpu, o->threads, res, &err);
   if (status != IMGSTAT_OK && gpu) {
     if (!gpu_failed(st, path, &err))
       return 0;
     memset(&err, 0, sizeof err);
-    status =
-        imgstat_hist_cli_compute(&o->hist, img, NULL, o->threads, res, &err);
+    status = ist_hist_cli_compute(&o->hist, img, NULL, o->threads, res, &err);
   }
   if (status != IMGSTAT_OK) {
     input_error(st, path, "%s", reason(&err));
@@ -530,13 +528,13 @@ static int histograms(run_state *st, const char *path, const imgstat_image *img,
 }
 
 static void histogram_png(run_state *st, const char *path, int index,
-                          const imgstat_hist_result *res) {
+                          const ist_hist_result *res) {
   const cli_options *o = st->opt;
   char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if (imgstat_hist_cli_write_png(&o->hist, res, index + 1, o->nfiles, png,
-                                 sizeof png, &err) != IMGSTAT_OK)
+  if (ist_hist_cli_write_png(&o->hist, res, index + 1, o->nfiles, png,
+                             sizeof png, &err) != IMGSTAT_OK)
     input_error(st, png[0] ? png : path, "%s", reason(&err));
 }
 
@@ -570,13 +568,13 @@ static void process_file(run_state *st, const char *path, int index) {
   if (needs_gpu(o) && !st->gpu_usable) {
     gpu_unusable_error(st, path);
   } else if (compute(st, path, &img, partial, gpu, &backend)) {
-    imgstat_record rec;
-    imgstat_hist_result hist;
-    int with_hist = imgstat_hist_cli_active(&o->hist);
+    ist_record rec;
+    ist_hist_result hist;
+    int with_hist = ist_hist_cli_active(&o->hist);
     memset(&rec, 0, sizeof rec);
     memset(&hist, 0, sizeof hist);
     if (with_hist && !histograms(st, path, &img, backend, &hist)) {
-      imgstat_hist_result_free(&hist);
+      ist_hist_result_free(&hist);
       goto done;
     }
     rec.file = path;
@@ -593,17 +591,17 @@ static void process_file(run_state *st, const char *path, int index) {
       rec.hist = &o->hist;
       rec.hist_res = &hist;
     }
-    imgstat_output_record(stdout, o->format, &rec, st->records++);
+    ist_output_record(stdout, o->format, &rec, st->records++);
     if (with_hist && o->hist.png_path)
       histogram_png(st, path, index, &hist);
-    imgstat_hist_result_free(&hist);
+    ist_hist_result_free(&hist);
     if (o->verify) {
       /* The verdict follows the record; it stays out of the JSON / CSV
        * stream. */
       FILE *out = o->format == IMGSTAT_OUTPUT_TEXT ? stdout : stderr;
       fflush(stdout);
-      if (!imgstat_verify_partials(out, path, img.channels, img.sample, partial,
-                                   gpu))
+      if (!ist_verify_partials(out, path, img.channels, img.sample, partial,
+                               gpu))
         st->any_mismatch = 1;
     }
   }
@@ -621,8 +619,8 @@ static const struct subcommand {
   const char *name;
   int (*main)(int argc, char **argv);
 } subcommands[] = {
-    {"bench", imgstat_bench_main},
-    {"normalize", imgstat_normalize_main},
+    {"bench", ist_bench_main},
+    {"normalize", ist_normalize_main},
 };
 
 int main(int argc, char **argv) {
@@ -642,7 +640,7 @@ int main(int argc, char **argv) {
   opt.kernel = IMGSTAT_KERNEL_FAST;
   opt.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
   opt.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
-  imgstat_hist_cli_init(&opt.hist);
+  ist_hist_cli_init(&opt.hist);
   st.opt = &opt;
 
   status = parse_args(argc, argv, &opt);
@@ -650,11 +648,11 @@ int main(int argc, char **argv) {
     goto cleanup;
 
   if (opt.hist.png_path) /* no partial PNG left by a signal */
-    imgstat_cli_cleanup_on_signals();
+    ist_cli_cleanup_on_signals();
   if (opt.verify || opt.backend != CLI_BACKEND_CPU)
     gpu_starter_begin(&st.starter);
 
-  imgstat_output_begin(stdout, opt.format, &opt.hist);
+  ist_output_begin(stdout, opt.format, &opt.hist);
   for (int i = 0; i < opt.nfiles && !st.write_failed; i++)
     process_file(&st, opt.files[i], i);
   flush_stdout(&st);

@@ -80,7 +80,7 @@ static const char help_text[] =
     "by a signal (Ctrl-C: 130 in the shell), no temporary file is left.\n";
 
 #define usage_error(...)                                                       \
-  imgstat_cli_usage_error("normalize: ", "imgstat normalize", __VA_ARGS__)
+  ist_cli_usage_error("normalize: ", "imgstat normalize", __VA_ARGS__)
 
 /* ---- a tiny JSON reader for one `imgstat --json` record --------------------
  * Enough JSON to walk that shape: objects, arrays, strings (escapes skipped,
@@ -130,7 +130,7 @@ static int json_number(json_in *j, double *v, int *is_null) {
   }
   /* the program's one number grammar (JSON's, but for a leading '+' or
    * zero, or a bare point, which are accepted) */
-  size_t len = imgstat_cli_number_length(j->p);
+  size_t len = ist_cli_number_length(j->p);
   char *end;
   if (len == 0)
     return 0;
@@ -293,7 +293,7 @@ bad:
 static int load_stats_file(const char *path, imgstat_norm_options *o) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    imgstat_cli_path_error(path, "%s", strerror(errno));
+    ist_cli_path_error(path, "%s", strerror(errno));
     return EXIT_USAGE;
   }
   char *text = malloc(1 << 20);
@@ -311,7 +311,7 @@ static int load_stats_file(const char *path, imgstat_norm_options *o) {
   int k = json_read_stats(text, o->mean, o->std, why, sizeof why);
   free(text);
   if (k < 0) {
-    imgstat_cli_path_error(path, "%s", why);
+    ist_cli_path_error(path, "%s", why);
     return EXIT_USAGE;
   }
   o->nstats = k;
@@ -370,7 +370,7 @@ static int parse(int argc, char **argv, norm_cli *c) {
       } else {
         double v[2];
         if (i + 1 >= argc ||
-            imgstat_cli_parse_double_list(argv[i + 1], 0, 100, v, 2) != 2 ||
+            ist_cli_parse_double_list(argv[i + 1], 0, 100, v, 2) != 2 ||
             v[0] > v[1])
           return usage_error("clip needs LOW,HIGH with 0 <= LOW <= HIGH <= "
                              "100 (e.g. clip 1,99)");
@@ -457,8 +457,8 @@ static int parse(int argc, char **argv, norm_cli *c) {
       else
         return usage_error("--alpha: '%s' is not copy, normalize or drop", v);
     } else if (strcmp(name, "--mean") == 0) {
-      c->nmean = imgstat_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->mean,
-                                               IMGSTAT_MAX_CHANNELS);
+      c->nmean = ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->mean,
+                                           IMGSTAT_MAX_CHANNELS);
       if (c->nmean == IMGSTAT_CLI_NUM_RANGE)
         return usage_error("--mean: '%s': a value is too large", v);
       if (c->nmean < 1)
@@ -467,8 +467,8 @@ static int parse(int argc, char **argv, norm_cli *c) {
                            v);
       c->have_mean = 1;
     } else if (strcmp(name, "--std") == 0) {
-      c->nstd = imgstat_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->sd,
-                                              IMGSTAT_MAX_CHANNELS);
+      c->nstd = ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, c->sd,
+                                          IMGSTAT_MAX_CHANNELS);
       if (c->nstd == IMGSTAT_CLI_NUM_RANGE)
         return usage_error("--std: '%s': a value is too large", v);
       if (c->nstd < 1)
@@ -482,7 +482,7 @@ static int parse(int argc, char **argv, norm_cli *c) {
     } else if (strcmp(name, "--stats-from") == 0) {
       c->stats_from = v;
     } else if (strcmp(name, "--bins") == 0) {
-      if (!imgstat_cli_parse_uint(v, 1, IMGSTAT_FLOAT_BINS_MAX, &n))
+      if (!ist_cli_parse_uint(v, 1, IMGSTAT_FLOAT_BINS_MAX, &n))
         return usage_error("--bins: '%s' is not a number from 1 to %u", v,
                            IMGSTAT_FLOAT_BINS_MAX);
       c->norm.float_bins = (uint32_t)n;
@@ -496,17 +496,17 @@ static int parse(int argc, char **argv, norm_cli *c) {
       else
         return usage_error("--backend: '%s' is not cpu, gpu or auto", v);
     } else if (strcmp(name, "-j") == 0 || strcmp(name, "--jobs") == 0) {
-      if (!imgstat_cli_parse_uint(v, 0, 1024, &n))
+      if (!ist_cli_parse_uint(v, 0, 1024, &n))
         return usage_error("-j: '%s' is not a number of threads (0..1024)", v);
       c->threads = (int)n;
     } else if (strcmp(name, "--max-pixels") == 0) {
-      if (!imgstat_cli_parse_uint(v, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
+      if (!ist_cli_parse_uint(v, 1, IMGSTAT_MAX_PIXELS_LIMIT, &n))
         return usage_error("--max-pixels: '%s' is not a number from 1 to "
                            "4294967296",
                            v);
       c->max_pixels = n;
     } else if (strcmp(name, "--max-memory") == 0) {
-      if (!imgstat_cli_parse_size(v, 1, UINT64_MAX, &n))
+      if (!ist_cli_parse_size(v, 1, UINT64_MAX, &n))
         return usage_error(
             "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, v);
       c->max_memory = n;
@@ -593,7 +593,7 @@ static imgstat_file_format choose_format(const norm_cli *c, int is_dir,
   return out_sample == IMGSTAT_F32 ? IMGSTAT_FILE_NPY : IMGSTAT_FILE_PNG;
 }
 
-int imgstat_normalize_main(int argc, char **argv) {
+int ist_normalize_main(int argc, char **argv) {
   norm_cli c;
   memset(&c, 0, sizeof c);
   c.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
@@ -621,11 +621,11 @@ int imgstat_normalize_main(int argc, char **argv) {
   /* OUT must never name an input, whatever the spelling of either path
    * (cli_util.h's rule); several inputs must not map to one output either.
    * Both in O(inputs): hash sets of the inputs and of the outputs. */
-  imgstat_cli_set *inputs = imgstat_cli_inputs_index(c.inputs, c.ninputs);
-  imgstat_cli_set *outs = is_dir ? imgstat_cli_set_new() : NULL;
+  ist_cli_set *inputs = ist_cli_inputs_index(c.inputs, c.ninputs);
+  ist_cli_set *outs = is_dir ? ist_cli_set_new() : NULL;
   if (!inputs || (is_dir && !outs)) {
-    imgstat_cli_set_free(inputs);
-    imgstat_cli_set_free(outs);
+    ist_cli_set_free(inputs);
+    ist_cli_set_free(outs);
     free(c.inputs);
     fputs("imgstat: out of memory\n", stderr);
     return EXIT_FAILED;
@@ -641,8 +641,8 @@ int imgstat_normalize_main(int argc, char **argv) {
         status = EXIT_FAILED;
         break;
       }
-      status = imgstat_cli_refuse_input_output(
-          inputs, c.inputs, p, "normalize: ", "imgstat normalize");
+      status = ist_cli_refuse_input_output(inputs, c.inputs, p,
+                                           "normalize: ", "imgstat normalize");
       free(p);
       if (!is_dir)
         break;
@@ -650,7 +650,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     if (is_dir && status < 0) {
       /* the same name with every extension: the PNG's stands for all */
       char *p = output_path(&c, 1, c.inputs[k], IMGSTAT_FILE_PNG);
-      long m = p ? imgstat_cli_set_add(outs, p, strlen(p), k) : -2;
+      long m = p ? ist_cli_set_add(outs, p, strlen(p), k) : -2;
       if (m == -2)
         status = EXIT_FAILED;
       else if (m >= 0)
@@ -660,8 +660,8 @@ int imgstat_normalize_main(int argc, char **argv) {
       free(p);
     }
   }
-  imgstat_cli_set_free(inputs);
-  imgstat_cli_set_free(outs);
+  ist_cli_set_free(inputs);
+  ist_cli_set_free(outs);
   if (status == EXIT_FAILED)
     fputs("imgstat: out of memory\n", stderr);
   if (status >= 0) {
@@ -669,7 +669,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     return status;
   }
 
-  imgstat_cli_cleanup_on_signals();
+  ist_cli_cleanup_on_signals();
 
   imgstat_gpu *gpu = NULL;
   imgstat_error gerr = {0};
@@ -679,7 +679,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     if (gst != IMGSTAT_OK) {
       gpu = NULL;
       if (c.backend == BACKEND_AUTO && gst != IMGSTAT_ERR_NODEVICE && !c.quiet)
-        imgstat_cli_error("GPU unusable (%s); using the CPU", gerr.message);
+        ist_cli_error("GPU unusable (%s); using the CPU", gerr.message);
     }
   }
 
@@ -687,8 +687,8 @@ int imgstat_normalize_main(int argc, char **argv) {
   for (int k = 0; k < c.ninputs; k++) {
     const char *in_path = c.inputs[k];
     if (c.backend == BACKEND_GPU && !gpu) {
-      imgstat_cli_path_error(in_path, "--backend gpu needs a usable GPU: %s",
-                             gerr.message[0] ? gerr.message : "unknown error");
+      ist_cli_path_error(in_path, "--backend gpu needs a usable GPU: %s",
+                         gerr.message[0] ? gerr.message : "unknown error");
       any_failed = 1;
       continue;
     }
@@ -697,7 +697,7 @@ int imgstat_normalize_main(int argc, char **argv) {
     imgstat_error err = {0};
     imgstat_load_options lo = {c.max_pixels, c.max_memory};
     if (imgstat_image_load(in_path, &lo, &img, &err) != IMGSTAT_OK) {
-      imgstat_cli_path_error(in_path, "%s", err.message);
+      ist_cli_path_error(in_path, "%s", err.message);
       any_failed = 1;
       continue;
     }
@@ -711,8 +711,8 @@ int imgstat_normalize_main(int argc, char **argv) {
       if (st != IMGSTAT_OK && st != IMGSTAT_ERR_ARG) {
         if (c.backend == BACKEND_AUTO) {
           if (!c.quiet)
-            imgstat_cli_path_error(in_path, "GPU failed (%s); using the CPU",
-                                   err.message);
+            ist_cli_path_error(in_path, "GPU failed (%s); using the CPU",
+                               err.message);
           use_cpu = 1;
         } else {
           failed = "GPU failed: ";
@@ -730,19 +730,19 @@ int imgstat_normalize_main(int argc, char **argv) {
     }
     imgstat_image_free(&img);
     if (st != IMGSTAT_OK) {
-      imgstat_cli_path_error(in_path, "%s%s", failed, err.message);
+      ist_cli_path_error(in_path, "%s%s", failed, err.message);
       any_failed = 1;
       imgstat_image_free(&out);
       continue;
     }
     imgstat_file_format fmt = choose_format(&c, is_dir, out.sample);
     char *path = output_path(&c, is_dir, in_path, fmt);
-    imgstat_write_options wo = {fmt, NULL, imgstat_cli_temp_slot()};
+    imgstat_write_options wo = {fmt, NULL, ist_cli_temp_slot()};
     if (!path) {
       fputs("imgstat: out of memory\n", stderr);
       any_failed = 1;
     } else if (imgstat_image_write(path, &out, &wo, &err) != IMGSTAT_OK) {
-      imgstat_cli_path_error(path, "%s", err.message);
+      ist_cli_path_error(path, "%s", err.message);
       any_failed = 1;
     }
     free(path);

@@ -10,6 +10,6 @@
  * written, 1 an input failed (the others are still written), 2 usage error,
  * 130 interrupted (Ctrl-C; no partial file is left). Prints its own
  * messages ("imgstat: PATH: reason"). */
-int imgstat_normalize_main(int argc, char **argv);
+int ist_normalize_main(int argc, char **argv);
 
 #endif /* IMGSTAT_NORMALIZE_CLI_H */

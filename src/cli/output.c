@@ -10,7 +10,7 @@
 
 /* ---- numbers ------------------------------------------------------------- */
 
-void imgstat_output_format_double(char *buf, size_t size, double v) {
+void ist_output_format_double(char *buf, size_t size, double v) {
   /* 17 significant digits always round-trip; fewer read better when they
    * suffice, so take the first precision that strtod gives back exactly. */
   for (int prec = 15; prec <= 17; prec++) {
@@ -27,14 +27,14 @@ static void format_value(char *buf, size_t size, double v,
   if (sample != IMGSTAT_F32 && v >= 0 && v <= (double)UINT64_MAX)
     snprintf(buf, size, "%" PRIu64, (uint64_t)v);
   else
-    imgstat_output_format_double(buf, size, v);
+    ist_output_format_double(buf, size, v);
 }
 
 static void format_sum(char *buf, size_t size, const imgstat_figures *f) {
   if (f->sum_is_exact)
     snprintf(buf, size, "%" PRIu64, f->exact_sum);
   else
-    imgstat_output_format_double(buf, size, f->sum);
+    ist_output_format_double(buf, size, f->sum);
 }
 
 /* ---- strings ------------------------------------------------------------- */
@@ -75,7 +75,7 @@ static size_t utf8_sequence_length(const unsigned char *s, size_t n) {
 }
 
 /* The one escaping of names and messages (output.h). */
-void imgstat_output_escape(FILE *out, const char *s, imgstat_escape style) {
+void ist_output_escape(FILE *out, const char *s, ist_escape style) {
   static const char hex[] = "0123456789abcdef";
   const unsigned char *p = (const unsigned char *)s;
   size_t n = strlen(s);
@@ -129,9 +129,9 @@ void imgstat_output_escape(FILE *out, const char *s, imgstat_escape style) {
   }
 }
 
-void imgstat_output_json_string(FILE *out, const char *s) {
+void ist_output_json_string(FILE *out, const char *s) {
   putc('"', out);
-  imgstat_output_escape(out, s, IMGSTAT_ESCAPE_JSON);
+  ist_output_escape(out, s, IMGSTAT_ESCAPE_JSON);
   putc('"', out);
 }
 
@@ -142,13 +142,13 @@ static void csv_string(FILE *out, const char *s) {
   int quote = strpbrk(s, ",\"") != NULL;
   if (quote)
     putc('"', out);
-  imgstat_output_escape(out, s, IMGSTAT_ESCAPE_CSV);
+  ist_output_escape(out, s, IMGSTAT_ESCAPE_CSV);
   if (quote)
     putc('"', out);
 }
 
 /* Whether the record carries histogram figures to print. */
-static int with_hist(const imgstat_record *rec) {
+static int with_hist(const ist_record *rec) {
   return rec->hist && rec->hist->fields && rec->hist_res;
 }
 
@@ -160,22 +160,22 @@ static void json_number_or_null(FILE *out, const char *key, int defined,
   fprintf(out, ",\"%s\":%s", key, defined ? text : "null");
 }
 
-static void json_record(FILE *out, const imgstat_record *rec) {
+static void json_record(FILE *out, const ist_record *rec) {
   char buf[64];
   fputs("{\"file\":", out);
-  imgstat_output_json_string(out, rec->file);
+  ist_output_json_string(out, rec->file);
   fprintf(out,
           ",\"width\":%" PRIu32 ",\"height\":%" PRIu32
           ",\"channels\":%d,\"depth\":%d,\"backend\":",
           rec->width, rec->height, rec->channels,
           imgstat_sample_depth(rec->sample));
-  imgstat_output_json_string(out, rec->backend);
+  ist_output_json_string(out, rec->backend);
   fprintf(out, ",\"ddof\":%d,\"stats\":[", rec->ddof);
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
     int v = f->has_values;
     fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
-    imgstat_output_json_string(out, imgstat_channel_name(rec->channels, c));
+    ist_output_json_string(out, imgstat_channel_name(rec->channels, c));
     fprintf(out, ",\"count\":%" PRIu64, f->count);
     format_value(buf, sizeof buf, f->min, rec->sample);
     json_number_or_null(out, "min", v, buf);
@@ -192,15 +192,15 @@ static void json_record(FILE *out, const imgstat_record *rec) {
     /* The sum of no values is 0, which is a number, not a missing one. */
     format_sum(buf, sizeof buf, f);
     json_number_or_null(out, "sum", isfinite(f->sum) || f->sum_is_exact, buf);
-    imgstat_output_format_double(buf, sizeof buf, f->mean);
+    ist_output_format_double(buf, sizeof buf, f->mean);
     json_number_or_null(out, "mean", v && isfinite(f->mean), buf);
-    imgstat_output_format_double(buf, sizeof buf, f->std);
+    ist_output_format_double(buf, sizeof buf, f->std);
     json_number_or_null(out, "std", f->has_std && isfinite(f->std), buf);
     if (rec->sample == IMGSTAT_F32)
       fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
               f->nan_count, f->inf_count);
     if (with_hist(rec))
-      imgstat_hist_cli_print_json(out, rec->hist, rec->hist_res, c);
+      ist_hist_cli_print_json(out, rec->hist, rec->hist_res, c);
     putc('}', out);
   }
   fputs("]}\n", out);
@@ -219,7 +219,7 @@ static void csv_field(FILE *out, int defined, const char *text) {
     fputs(text, out);
 }
 
-static void csv_record(FILE *out, const imgstat_record *rec) {
+static void csv_record(FILE *out, const ist_record *rec) {
   char buf[64];
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
@@ -243,13 +243,13 @@ static void csv_record(FILE *out, const imgstat_record *rec) {
     csv_field(out, v, buf);
     format_sum(buf, sizeof buf, f);
     csv_field(out, isfinite(f->sum) || f->sum_is_exact, buf);
-    imgstat_output_format_double(buf, sizeof buf, f->mean);
+    ist_output_format_double(buf, sizeof buf, f->mean);
     csv_field(out, v && isfinite(f->mean), buf);
-    imgstat_output_format_double(buf, sizeof buf, f->std);
+    ist_output_format_double(buf, sizeof buf, f->std);
     csv_field(out, f->has_std && isfinite(f->std), buf);
     fprintf(out, ",%" PRIu64 ",%" PRIu64, f->nan_count, f->inf_count);
     if (with_hist(rec))
-      imgstat_hist_cli_print_csv(out, rec->hist, rec->hist_res, c);
+      ist_hist_cli_print_csv(out, rec->hist, rec->hist_res, c);
     putc('\n', out);
   }
 }
@@ -273,8 +273,7 @@ static void text_float_moment(char *buf, size_t size, double v) {
   }
 }
 
-static void text_record(FILE *out, const imgstat_record *rec,
-                        unsigned long index) {
+static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
   static const char *const heads[TEXT_COLUMNS] = {
       "channel", "min", "max", "mean", "std", "nan", "inf"};
   char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
@@ -324,7 +323,7 @@ static void text_record(FILE *out, const imgstat_record *rec,
 
   if (index > 0)
     putc('\n', out);
-  imgstat_output_escape(out, rec->file, IMGSTAT_ESCAPE_TEXT);
+  ist_output_escape(out, rec->file, IMGSTAT_ESCAPE_TEXT);
   fprintf(out, "  %" PRIu32 "x%" PRIu32 "  %s  %d-bit%s  backend=%s\n",
           rec->width, rec->height, imgstat_layout_name(rec->channels),
           imgstat_sample_depth(rec->sample), is_float ? " float" : "",
@@ -342,25 +341,25 @@ static void text_record(FILE *out, const imgstat_record *rec,
     putc('\n', out);
   }
   if (with_hist(rec))
-    imgstat_hist_cli_print_text(out, rec->hist, rec->hist_res);
+    ist_hist_cli_print_text(out, rec->hist, rec->hist_res);
 }
 
 /* ---- entry points ---------------------------------------------------------
  */
 
-void imgstat_output_begin(FILE *out, imgstat_output_format format,
-                          const struct imgstat_hist_cli *hist) {
+void ist_output_begin(FILE *out, ist_output_format format,
+                      const struct ist_hist_cli *hist) {
   if (format != IMGSTAT_OUTPUT_CSV)
     return;
   /* The header without its line end, so that histogram columns can follow. */
   fwrite(csv_header, 1, sizeof csv_header - 2, out);
   if (hist && hist->fields)
-    imgstat_hist_cli_print_csv_header(out, hist);
+    ist_hist_cli_print_csv_header(out, hist);
   putc('\n', out);
 }
 
-void imgstat_output_record(FILE *out, imgstat_output_format format,
-                           const imgstat_record *rec, unsigned long index) {
+void ist_output_record(FILE *out, ist_output_format format,
+                       const ist_record *rec, unsigned long index) {
   switch (format) {
   case IMGSTAT_OUTPUT_JSON:
     json_record(out, rec);

@@ -11,14 +11,14 @@
 
 #include <stdio.h>
 
-typedef enum imgstat_output_format {
+typedef enum ist_output_format {
   IMGSTAT_OUTPUT_TEXT,
   IMGSTAT_OUTPUT_JSON,
   IMGSTAT_OUTPUT_CSV
-} imgstat_output_format;
+} ist_output_format;
 
 /* One image's statistics as the program reports them. */
-typedef struct imgstat_record {
+typedef struct ist_record {
   const char *file; /* the path as given on the command line */
   uint32_t width;
   uint32_t height;
@@ -29,26 +29,26 @@ typedef struct imgstat_record {
   imgstat_figures figures[IMGSTAT_MAX_CHANNELS];
   /* Histogram figures (--histogram, src/histogram_cli.h) added to each
    * channel; NULL when not asked for. */
-  const struct imgstat_hist_cli *hist;
-  const struct imgstat_hist_result *hist_res;
-} imgstat_record;
+  const struct ist_hist_cli *hist;
+  const struct ist_hist_result *hist_res;
+} ist_record;
 
-struct imgstat_hist_cli;
-struct imgstat_hist_result;
+struct ist_hist_cli;
+struct ist_hist_result;
 
 /* Writes what comes before the first record: the CSV header line (with the
  * histogram columns when hist asks for them; hist may be NULL); nothing for
  * the other formats. */
-void imgstat_output_begin(FILE *out, imgstat_output_format format,
-                          const struct imgstat_hist_cli *hist);
+void ist_output_begin(FILE *out, ist_output_format format,
+                      const struct ist_hist_cli *hist);
 
 /* Writes one record. `index` counts the records written before this one (the
  * text format separates images with a blank line). */
-void imgstat_output_record(FILE *out, imgstat_output_format format,
-                           const imgstat_record *rec, unsigned long index);
+void ist_output_record(FILE *out, ist_output_format format,
+                       const ist_record *rec, unsigned long index);
 
-/* How imgstat_output_escape writes a string. */
-typedef enum imgstat_escape {
+/* How ist_output_escape writes a string. */
+typedef enum ist_escape {
   /* The inside of a JSON string: \" \\ \n \r \t \b \f, other C0 and C1
    * controls and DEL as \u00XX, bytes that are not well-formed UTF-8 as
    * \ufffd. */
@@ -62,18 +62,18 @@ typedef enum imgstat_escape {
   IMGSTAT_ESCAPE_TEXT,
   /* TEXT with quotes doubled, for a CSV field (RFC 4180). */
   IMGSTAT_ESCAPE_CSV
-} imgstat_escape;
+} ist_escape;
 
 /* Writes s escaped as style says: the one escaping of file names and
  * messages, so that no name reaches a terminal (or a JSON / CSV reader)
  * raw. */
-void imgstat_output_escape(FILE *out, const char *s, imgstat_escape style);
+void ist_output_escape(FILE *out, const char *s, ist_escape style);
 
 /* Writes s as a JSON string with its quotes (IMGSTAT_ESCAPE_JSON). */
-void imgstat_output_json_string(FILE *out, const char *s);
+void ist_output_json_string(FILE *out, const char *s);
 
 /* Formats v with the fewest of 15, 16 or 17 significant digits that strtod
  * reads back as the same double. v must be finite. buf holds >= 32 bytes. */
-void imgstat_output_format_double(char *buf, size_t size, double v);
+void ist_output_format_double(char *buf, size_t size, double v);
 
 #endif /* IMGSTAT_OUTPUT_H */

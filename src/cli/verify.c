@@ -10,7 +10,7 @@ static void format_field(char *buf, size_t size, int is_double, double d,
   if (!is_double)
     snprintf(buf, size, "%llu", (unsigned long long)u);
   else if (isfinite(d))
-    imgstat_output_format_double(buf, size, d);
+    ist_output_format_double(buf, size, d);
   else
     snprintf(buf, size, "%s", isnan(d) ? "nan" : (d > 0 ? "inf" : "-inf"));
 }
@@ -28,9 +28,9 @@ static int close_double(double a, double b, double scale) {
   return fabs(a - b) <= IMGSTAT_VERIFY_FLOAT_TOLERANCE * m;
 }
 
-int imgstat_verify_partials(FILE *out, const char *path, int channels,
-                            imgstat_sample sample, const imgstat_partial *cpu,
-                            const imgstat_partial *gpu) {
+int ist_verify_partials(FILE *out, const char *path, int channels,
+                        imgstat_sample sample, const imgstat_partial *cpu,
+                        const imgstat_partial *gpu) {
   int mismatches = 0;
   for (int c = 0; c < channels; c++) {
     const imgstat_partial *a = &cpu[c], *b = &gpu[c];
@@ -74,14 +74,14 @@ int imgstat_verify_partials(FILE *out, const char *path, int channels,
       char va[40], vb[40];
       format_field(va, sizeof va, f[k].is_double, f[k].da, f[k].ua);
       format_field(vb, sizeof vb, f[k].is_double, f[k].db, f[k].ub);
-      imgstat_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+      ist_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
       fprintf(out, ": verify MISMATCH channel %s field %s cpu=%s gpu=%s\n",
               imgstat_channel_name(channels, c), f[k].name, va, vb);
       mismatches++;
     }
   }
   if (mismatches == 0) {
-    imgstat_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+    ist_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
     fputs(": verify ok\n", out);
   }
   return mismatches == 0;

@@ -22,8 +22,8 @@
  * gpu=B" line per differing field, to out (PATH escaped as in the text
  * output: IMGSTAT_ESCAPE_TEXT). Returns 1 when they agree.
  */
-int imgstat_verify_partials(FILE *out, const char *path, int channels,
-                            imgstat_sample sample, const imgstat_partial *cpu,
-                            const imgstat_partial *gpu);
+int ist_verify_partials(FILE *out, const char *path, int channels,
+                        imgstat_sample sample, const imgstat_partial *cpu,
+                        const imgstat_partial *gpu);
 
 #endif /* IMGSTAT_VERIFY_H */

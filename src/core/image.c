@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-int imgstat_size_mul(size_t a, size_t b, size_t *out) {
+int ist_size_mul(size_t a, size_t b, size_t *out) {
   if (a != 0 && b > SIZE_MAX / a)
     return 0;
   *out = a * b;
@@ -27,8 +27,8 @@ static int sample_is_valid(imgstat_sample s) {
   return s == IMGSTAT_U8 || s == IMGSTAT_U16 || s == IMGSTAT_F32;
 }
 
-imgstat_status imgstat_pixels_check(uint32_t width, uint32_t height,
-                                    uint64_t max_pixels, imgstat_error *err) {
+imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
+                                uint64_t max_pixels, imgstat_error *err) {
   /* Both factors are below 2^32, so the pixel count cannot overflow 64 bits. */
   uint64_t pixels = (uint64_t)width * height;
   uint64_t limit = max_pixels ? max_pixels : IMGSTAT_DEFAULT_MAX_PIXELS;
@@ -57,15 +57,15 @@ static void format_bytes(char *out, size_t n, uint64_t bytes) {
     snprintf(out, n, "%" PRIu64 " bytes", bytes);
 }
 
-imgstat_status imgstat_decode_check(const imgstat_limits *lim, uint32_t width,
-                                    uint32_t height, uint64_t peak_bytes,
-                                    uint64_t min_input, uint64_t input_size,
-                                    const char *format, imgstat_error *err) {
+imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
+                                uint32_t height, uint64_t peak_bytes,
+                                uint64_t min_input, uint64_t input_size,
+                                const char *format, imgstat_error *err) {
   if (width == 0 || height == 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "%s image is %" PRIu32 "x%" PRIu32, format, width,
                              height);
-  imgstat_status s = imgstat_pixels_check(width, height, lim->max_pixels, err);
+  imgstat_status s = ist_pixels_check(width, height, lim->max_pixels, err);
   if (s != IMGSTAT_OK)
     return s;
   /* A header the input is too small to back is a damaged or hostile file;
@@ -125,7 +125,7 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
         err, IMGSTAT_ERR_ARG,
         "image is %" PRIu32 "x%" PRIu32 ": it has no pixels", width, height);
 
-  imgstat_status s = imgstat_pixels_check(width, height, max_pixels, err);
+  imgstat_status s = ist_pixels_check(width, height, max_pixels, err);
   if (s != IMGSTAT_OK)
     return s;
   uint64_t pixels = (uint64_t)width * height;
@@ -139,8 +139,8 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
                              ": too large for this machine",
                              width, height);
 #endif
-  if (!imgstat_size_mul((size_t)pixels, (size_t)sample, &plane_bytes) ||
-      !imgstat_size_mul(plane_bytes, (size_t)channels, &total))
+  if (!ist_size_mul((size_t)pixels, (size_t)sample, &plane_bytes) ||
+      !ist_size_mul(plane_bytes, (size_t)channels, &total))
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                              "image is %" PRIu32 "x%" PRIu32
                              " with %d channels: too large for this machine",
@@ -199,8 +199,8 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
     }                                                                          \
   } while (0)
 
-void imgstat_pixels_split(imgstat_image *img, const void *interleaved,
-                          size_t first, size_t n, size_t step) {
+void ist_pixels_split(imgstat_image *img, const void *interleaved, size_t first,
+                      size_t n, size_t step) {
   switch (img->sample) {
   case IMGSTAT_U8:
     IMGSTAT_SPLIT_TYPE(uint8_t);

@@ -11,36 +11,35 @@
 #include <stdio.h>
 
 /* *out = a * b; returns 0 (and leaves *out alone) when that overflows. */
-int imgstat_size_mul(size_t a, size_t b, size_t *out);
+int ist_size_mul(size_t a, size_t b, size_t *out);
 
 /*
  * The bytes of one input, from a regular file (streamed, so a decoder that
  * reads rows as it goes never holds the whole file) or from memory.
  */
-typedef struct imgstat_source {
+typedef struct ist_source {
   FILE *file;                /* file input, or NULL for memory input */
   const unsigned char *data; /* memory input */
   size_t size;               /* bytes in the input */
   size_t pos;                /* bytes consumed so far */
   int short_read;            /* a read returned fewer bytes than asked */
   int read_errno;            /* file: errno of a failed read, else 0 */
-} imgstat_source;
+} ist_source;
 
 /* Reads up to n bytes; returns how many were read (fewer at the end). */
-size_t imgstat_source_read(imgstat_source *src, void *buf, size_t n);
+size_t ist_source_read(ist_source *src, void *buf, size_t n);
 
 /* Goes back to the first byte; returns 0 on success, else an errno. */
-int imgstat_source_rewind(imgstat_source *src);
+int ist_source_rewind(ist_source *src);
 
 /* The whole input in memory: memory input is returned as it is (*owned 0);
  * file input is read into a malloc'd buffer that the caller frees (*owned
  * 1). */
-imgstat_status imgstat_source_slurp(imgstat_source *src,
-                                    const unsigned char **data, int *owned,
-                                    imgstat_error *err);
+imgstat_status ist_source_slurp(ist_source *src, const unsigned char **data,
+                                int *owned, imgstat_error *err);
 
 /* The formats the first bytes of an input announce. */
-typedef enum imgstat_kind {
+typedef enum ist_kind {
   IMGSTAT_KIND_UNKNOWN = 0,
   IMGSTAT_KIND_PNG,
   IMGSTAT_KIND_JPEG,
@@ -49,17 +48,17 @@ typedef enum imgstat_kind {
   IMGSTAT_KIND_PSD,
   IMGSTAT_KIND_HDR,
   IMGSTAT_KIND_PNM
-} imgstat_kind;
+} ist_kind;
 
 /* Sniffs the signature in the first n bytes of an input. */
-imgstat_kind imgstat_kind_sniff(const unsigned char *head, size_t n);
+ist_kind ist_kind_sniff(const unsigned char *head, size_t n);
 
 /* What decoding one input may cost, checked from its header before anything
- * is allocated (imgstat_decode_check). No field is 0 here. */
-typedef struct imgstat_limits {
+ * is allocated (ist_decode_check). No field is 0 here. */
+typedef struct ist_limits {
   uint64_t max_pixels; /* --max-pixels */
   uint64_t max_memory; /* --max-memory: decoded bytes held at once */
-} imgstat_limits;
+} ist_limits;
 
 /* The one check every decoder makes once it knows an image's size, before it
  * allocates anything for the pixels. Refuses (IMGSTAT_ERR_LIMIT) a width x
@@ -69,10 +68,10 @@ typedef struct imgstat_limits {
  * (IMGSTAT_ERR_FORMAT) one that the input cannot hold: min_input is the
  * fewest bytes in which its format can encode such an image at its highest
  * compression ratio (0: no bound known), input_size the input's size. */
-imgstat_status imgstat_decode_check(const imgstat_limits *lim, uint32_t width,
-                                    uint32_t height, uint64_t peak_bytes,
-                                    uint64_t min_input, uint64_t input_size,
-                                    const char *format, imgstat_error *err);
+imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
+                                uint32_t height, uint64_t peak_bytes,
+                                uint64_t min_input, uint64_t input_size,
+                                const char *format, imgstat_error *err);
 
 /* The most scans a JPEG may have, on either decoder's path: libjpeg-turbo's
  * own limit under TJFLAG_LIMITSCANS (500 in 2.1). Every scan of a
@@ -82,32 +81,30 @@ imgstat_status imgstat_decode_check(const imgstat_limits *lim, uint32_t width,
 
 /* Each decoder starts at the first byte of src and, on failure, leaves *img
  * zeroed with everything it allocated freed. */
-imgstat_status imgstat_png_decode(imgstat_source *src,
-                                  const imgstat_limits *lim, imgstat_image *img,
-                                  imgstat_error *err);
-imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
-                                  const imgstat_limits *lim, imgstat_image *img,
-                                  imgstat_error *err);
+imgstat_status ist_png_decode(ist_source *src, const ist_limits *lim,
+                              imgstat_image *img, imgstat_error *err);
+imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
+                              const ist_limits *lim, imgstat_image *img,
+                              imgstat_error *err);
 /* Whether stb_image could take an input that starts with head's n bytes
- * although imgstat_kind_sniff finds no signature there: a JPEG whose start
+ * although ist_kind_sniff finds no signature there: a JPEG whose start
  * marker follows fill bytes, or a TGA (stb's own header test). Needs the
  * input's first 256 bytes, or all of it when it is shorter. */
-int imgstat_stb_may_take_unknown(const unsigned char *head, size_t n);
+int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 /* Returns IMGSTAT_ERR_UNSUPPORTED without touching src when built without
  * TurboJPEG: the caller then falls back to stb_image. */
-imgstat_status imgstat_jpeg_decode(imgstat_source *src,
-                                   const imgstat_limits *lim,
-                                   imgstat_image *img, imgstat_error *err);
+imgstat_status ist_jpeg_decode(ist_source *src, const ist_limits *lim,
+                               imgstat_image *img, imgstat_error *err);
 
 /* Refuses a width x height image over max_pixels (0: the default) or over
  * IMGSTAT_MAX_PIXELS_LIMIT with the same message as imgstat_image_alloc, so
  * decoders can check a header before they allocate anything. */
-imgstat_status imgstat_pixels_check(uint32_t width, uint32_t height,
-                                    uint64_t max_pixels, imgstat_error *err);
+imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
+                                uint64_t max_pixels, imgstat_error *err);
 
 /* Copies n interleaved pixels (img->channels samples of img->sample type
  * each) into img's planes: pixel i goes to raster index first + i * step. */
-void imgstat_pixels_split(imgstat_image *img, const void *interleaved,
-                          size_t first, size_t n, size_t step);
+void ist_pixels_split(imgstat_image *img, const void *interleaved, size_t first,
+                      size_t n, size_t step);
 
 #endif

@@ -20,9 +20,8 @@
 
 #ifndef IMGSTAT_HAVE_TURBOJPEG
 
-imgstat_status imgstat_jpeg_decode(imgstat_source *src,
-                                   const imgstat_limits *lim,
-                                   imgstat_image *img, imgstat_error *err) {
+imgstat_status ist_jpeg_decode(ist_source *src, const ist_limits *lim,
+                               imgstat_image *img, imgstat_error *err) {
   (void)src;
   (void)lim;
   (void)img;
@@ -273,9 +272,8 @@ static void cmyk_to_planes(const unsigned char *px, size_t n, int transform,
  * is refused before any is decoded; TJFLAG_LIMITSCANS stays as the
  * backstop. */
 
-imgstat_status imgstat_jpeg_decode(imgstat_source *src,
-                                   const imgstat_limits *lim,
-                                   imgstat_image *img, imgstat_error *err) {
+imgstat_status ist_jpeg_decode(ist_source *src, const ist_limits *lim,
+                               imgstat_image *img, imgstat_error *err) {
   const unsigned char *jpeg = NULL;
   int owned = 0;
   unsigned char *pixels_buf = NULL, *patched = NULL;
@@ -285,7 +283,7 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
 
   if (src->size > (size_t)(unsigned long)-1)
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "JPEG file too large");
-  s = imgstat_source_slurp(src, &jpeg, &owned, err);
+  s = ist_source_slurp(src, &jpeg, &owned, err);
   if (s != IMGSTAT_OK)
     return s;
   unsigned long jpeg_size = (unsigned long)src->size;
@@ -323,8 +321,8 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
   uint64_t peak = colorspace == TJCS_GRAY ? pixels
                   : four                  ? 7 * pixels
                                           : 6 * pixels;
-  s = imgstat_decode_check(lim, (uint32_t)width, (uint32_t)height, peak,
-                           jpeg_min_input(&layout), src->size, "JPEG", err);
+  s = ist_decode_check(lim, (uint32_t)width, (uint32_t)height, peak,
+                       jpeg_min_input(&layout), src->size, "JPEG", err);
   if (s != IMGSTAT_OK)
     goto done;
   /* libjpeg decodes a component that no scan codes (or, progressive, no DC
@@ -361,8 +359,7 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
   } else {
     const int sample_bytes = four ? 4 : 3;
     size_t bytes;
-    if (!imgstat_size_mul((size_t)width * (size_t)height, sample_bytes,
-                          &bytes)) {
+    if (!ist_size_mul((size_t)width * (size_t)height, sample_bytes, &bytes)) {
       s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "JPEG image too large");
       goto done;
     }
@@ -411,8 +408,7 @@ imgstat_status imgstat_jpeg_decode(imgstat_source *src,
       cmyk_to_planes(pixels_buf, (size_t)width * (size_t)height,
                      layout.adobe_transform, img);
     else
-      imgstat_pixels_split(img, pixels_buf, 0, (size_t)width * (size_t)height,
-                           1);
+      ist_pixels_split(img, pixels_buf, 0, (size_t)width * (size_t)height, 1);
   }
   img->format = "JPEG";
   s = IMGSTAT_OK;

@@ -14,7 +14,7 @@
 /* stdio's default buffer is a few KB; decoders ask for many small pieces. */
 #define IMGSTAT_FILE_BUFFER (1u << 18)
 
-size_t imgstat_source_read(imgstat_source *src, void *buf, size_t n) {
+size_t ist_source_read(ist_source *src, void *buf, size_t n) {
   size_t got;
   if (src->file) {
     got = fread(buf, 1, n, src->file);
@@ -32,7 +32,7 @@ size_t imgstat_source_read(imgstat_source *src, void *buf, size_t n) {
   return got;
 }
 
-int imgstat_source_rewind(imgstat_source *src) {
+int ist_source_rewind(ist_source *src) {
   src->pos = 0;
   src->short_read = 0;
   if (src->file) {
@@ -43,23 +43,22 @@ int imgstat_source_rewind(imgstat_source *src) {
   return 0;
 }
 
-imgstat_status imgstat_source_slurp(imgstat_source *src,
-                                    const unsigned char **data, int *owned,
-                                    imgstat_error *err) {
+imgstat_status ist_source_slurp(ist_source *src, const unsigned char **data,
+                                int *owned, imgstat_error *err) {
   *data = NULL;
   *owned = 0;
   if (!src->file) {
     *data = src->data;
     return IMGSTAT_OK;
   }
-  int e = imgstat_source_rewind(src);
+  int e = ist_source_rewind(src);
   if (e)
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
   unsigned char *buf = malloc(src->size ? src->size : 1);
   if (!buf)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                              "out of memory reading %zu bytes", src->size);
-  if (imgstat_source_read(src, buf, src->size) != src->size) {
+  if (ist_source_read(src, buf, src->size) != src->size) {
     free(buf);
     if (src->read_errno)
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
@@ -72,7 +71,7 @@ imgstat_status imgstat_source_slurp(imgstat_source *src,
   return IMGSTAT_OK;
 }
 
-imgstat_kind imgstat_kind_sniff(const unsigned char *h, size_t n) {
+ist_kind ist_kind_sniff(const unsigned char *h, size_t n) {
   /* Anything that looks like a damaged PNG signature still goes to libpng,
    * whose reason ("PNG file corrupted by ASCII conversion") is the useful
    * one. */
@@ -97,8 +96,8 @@ imgstat_kind imgstat_kind_sniff(const unsigned char *h, size_t n) {
 }
 
 /* The caller's limits, defaults where it gave none. */
-static imgstat_limits limits_of(const imgstat_load_options *opts) {
-  imgstat_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
+static ist_limits limits_of(const imgstat_load_options *opts) {
+  ist_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
   if (opts && opts->max_pixels)
     lim.max_pixels = opts->max_pixels;
   if (opts && opts->max_memory)
@@ -106,32 +105,31 @@ static imgstat_limits limits_of(const imgstat_load_options *opts) {
   return lim;
 }
 
-static imgstat_status decode(imgstat_source *src,
-                             const imgstat_load_options *opts,
+static imgstat_status decode(ist_source *src, const imgstat_load_options *opts,
                              imgstat_image *img, imgstat_error *err) {
-  imgstat_limits lim = limits_of(opts);
+  ist_limits lim = limits_of(opts);
   unsigned char head[16];
-  size_t n = imgstat_source_read(src, head, sizeof head);
+  size_t n = ist_source_read(src, head, sizeof head);
   if (src->read_errno)
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
                              strerror(src->read_errno));
-  int e = imgstat_source_rewind(src);
+  int e = ist_source_rewind(src);
   if (e)
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
 
-  imgstat_kind kind = imgstat_kind_sniff(head, n);
+  ist_kind kind = ist_kind_sniff(head, n);
   if (kind == IMGSTAT_KIND_PNG)
-    return imgstat_png_decode(src, &lim, img, err);
+    return ist_png_decode(src, &lim, img, err);
   if (kind == IMGSTAT_KIND_JPEG) {
-    imgstat_status s = imgstat_jpeg_decode(src, &lim, img, err);
+    imgstat_status s = ist_jpeg_decode(src, &lim, img, err);
     if (s != IMGSTAT_ERR_UNSUPPORTED)
       return s;
     /* Built without TurboJPEG: stb_image. */
-    e = imgstat_source_rewind(src);
+    e = ist_source_rewind(src);
     if (e)
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
   }
-  return imgstat_stb_decode(src, kind, &lim, img, err);
+  return ist_stb_decode(src, kind, &lim, img, err);
 }
 
 imgstat_status imgstat_image_load_memory(const void *data, size_t size,
@@ -143,7 +141,7 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
   memset(img, 0, sizeof *img);
   if (!data || size == 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "empty file");
-  imgstat_source src = {0};
+  ist_source src = {0};
   src.data = data;
   src.size = size;
   imgstat_status s = decode(&src, opts, img, err);
@@ -154,7 +152,7 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
 
 /* Bytes of a non-regular input read before deciding whether to read on: at
  * least the 256 that stb_image's JPEG test may look at (see
- * imgstat_stb_may_take_unknown) and the 8 of a PNG signature. */
+ * ist_stb_may_take_unknown) and the 8 of a PNG signature. */
 #define IMGSTAT_UNSIZED_HEAD ((size_t)64 << 10)
 
 /* Whether an input whose first n bytes are head (and that goes on past them)
@@ -167,16 +165,16 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
  *    conversion");
  *  - an unknown signature goes to stb_image, which can only take it as a
  *    JPEG after fill bytes or as a TGA (its other formats have the
- *    signatures imgstat_kind_sniff knows); both are decided by the head. */
+ *    signatures ist_kind_sniff knows); both are decided by the head. */
 static int worth_reading_on(const unsigned char *head, size_t n) {
   static const unsigned char png_signature[8] = {0x89, 'P',  'N',  'G',
                                                  '\r', '\n', 0x1A, '\n'};
-  switch (imgstat_kind_sniff(head, n)) {
+  switch (ist_kind_sniff(head, n)) {
   case IMGSTAT_KIND_PNG:
     return n >= sizeof png_signature &&
            memcmp(head, png_signature, sizeof png_signature) == 0;
   case IMGSTAT_KIND_UNKNOWN:
-    return imgstat_stb_may_take_unknown(head, n);
+    return ist_stb_may_take_unknown(head, n);
   default:
     return 1;
   }
@@ -280,7 +278,7 @@ imgstat_status imgstat_image_load(const char *path,
     s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "file too large");
   } else {
     setvbuf(f, NULL, _IOFBF, IMGSTAT_FILE_BUFFER);
-    imgstat_source src = {0};
+    ist_source src = {0};
     src.file = f;
     src.size = (size_t)st.st_size;
     s = decode(&src, opts, img, err);

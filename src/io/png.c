@@ -22,8 +22,8 @@
  * that does NOT call setjmp, so a longjmp cannot leave any of it
  * indeterminate (C11 7.13.2.1). */
 typedef struct png_state {
-  imgstat_source *src;
-  const imgstat_limits *lim;
+  ist_source *src;
+  const ist_limits *lim;
   imgstat_image *img;
   imgstat_error *err;
   png_structp png;
@@ -49,7 +49,7 @@ static void on_png_warning(png_structp png, png_const_charp msg) {
 
 static void on_png_read(png_structp png, png_bytep out, size_t n) {
   png_state *st = png_get_io_ptr(png);
-  if (imgstat_source_read(st->src, out, n) == n)
+  if (ist_source_read(st->src, out, n) == n)
     return;
   if (st->src->read_errno) {
     st->fail_status = IMGSTAT_ERR_IO;
@@ -152,7 +152,7 @@ static imgstat_status png_decode_jmp(png_state *st) {
   uint64_t file_row = (uint64_t)png_get_rowbytes(st->png, st->info);
   uint64_t filtered = (uint64_t)height * (1 + file_row);
   uint64_t plane = (uint64_t)width * height * (uint64_t)sample;
-  imgstat_status s = imgstat_decode_check(
+  imgstat_status s = ist_decode_check(
       st->lim, width, height, plane * (uint64_t)channels + plane / height,
       8 + 25 + 12 + 12 + 6 + (filtered + 1031) / 1032, st->src->size, "PNG",
       st->err);
@@ -185,7 +185,7 @@ static imgstat_status png_decode_jmp(png_state *st) {
     if (interlace == PNG_INTERLACE_NONE) {
       for (png_uint_32 y = 0; y < height; y++) {
         png_read_row(st->png, st->row, NULL);
-        imgstat_pixels_split(img, st->row, (size_t)y * width, width, 1);
+        ist_pixels_split(img, st->row, (size_t)y * width, width, 1);
       }
     } else {
       /* Adam7 without png_set_interlace_handling: libpng hands us each
@@ -201,7 +201,7 @@ static imgstat_status png_decode_jmp(png_state *st) {
         for (png_uint_32 r = 0; r < rows; r++) {
           png_read_row(st->png, st->row, NULL);
           size_t y = PNG_ROW_FROM_PASS_ROW(r, pass);
-          imgstat_pixels_split(img, st->row, y * width + x0, cols, dx);
+          ist_pixels_split(img, st->row, y * width + x0, cols, dx);
         }
       }
     }
@@ -213,9 +213,8 @@ static imgstat_status png_decode_jmp(png_state *st) {
   return IMGSTAT_OK;
 }
 
-imgstat_status imgstat_png_decode(imgstat_source *src,
-                                  const imgstat_limits *lim, imgstat_image *img,
-                                  imgstat_error *err) {
+imgstat_status ist_png_decode(ist_source *src, const ist_limits *lim,
+                              imgstat_image *img, imgstat_error *err) {
   png_state st;
   memset(&st, 0, sizeof st);
   st.src = src;
@@ -231,11 +230,11 @@ imgstat_status imgstat_png_decode(imgstat_source *src,
   static const unsigned char signature[8] = {0x89, 'P',  'N',  'G',
                                              0x0D, 0x0A, 0x1A, 0x0A};
   unsigned char head[16];
-  size_t got = imgstat_source_read(src, head, sizeof head);
+  size_t got = ist_source_read(src, head, sizeof head);
   if (src->read_errno)
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
                              strerror(src->read_errno));
-  int e = imgstat_source_rewind(src);
+  int e = ist_source_rewind(src);
   if (e)
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
   if (got == sizeof head && memcmp(head, signature, 8) == 0 &&

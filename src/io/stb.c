@@ -19,7 +19,7 @@
  *    first and refuse both.
  *
  * Before stb allocates anything, our own reading of each header (below,
- * "what a header asks for") gives imgstat_decode_check the memory decoding
+ * "what a header asks for") gives ist_decode_check the memory decoding
  * will hold and the least input the image takes; the HDR data is walked as
  * stb will read it (its run-length loop never ends past the end of a file).
  * Reads past the end are reported by our callbacks, and stb allocates
@@ -74,7 +74,7 @@ static void *stb_realloc_zeroed(void *p, size_t old_size, size_t size) {
 #endif
 
 typedef struct stb_reader {
-  imgstat_source *src;
+  ist_source *src;
   const char *refill; /* stb's own read buffer (below), NULL before a call */
   int pad;            /* the byte read past the end, or -1: none (below) */
   int past_end;       /* the decoder wanted bytes the input does not have */
@@ -96,7 +96,7 @@ static int on_stb_read(void *user, char *data, int size) {
     return 0;
   if (!r->refill)
     r->refill = data;
-  size_t got = imgstat_source_read(r->src, data, (size_t)size);
+  size_t got = ist_source_read(r->src, data, (size_t)size);
   if (got == 0 || (got < (size_t)size && data != r->refill)) {
     r->past_end = 1;
     if (r->pad >= 0) {
@@ -109,7 +109,7 @@ static int on_stb_read(void *user, char *data, int size) {
 
 static void on_stb_skip(void *user, int n) {
   stb_reader *r = user;
-  imgstat_source *src = r->src;
+  ist_source *src = r->src;
   if (n <= 0)
     return;
   size_t left = src->pos < src->size ? src->size - src->pos : 0;
@@ -133,7 +133,7 @@ static int on_stb_eof(void *user) {
 static const stbi_io_callbacks stb_callbacks = {on_stb_read, on_stb_skip,
                                                 on_stb_eof};
 
-static const char *kind_format(imgstat_kind kind) {
+static const char *kind_format(ist_kind kind) {
   switch (kind) {
   case IMGSTAT_KIND_JPEG:
     return "JPEG";
@@ -153,7 +153,7 @@ static const char *kind_format(imgstat_kind kind) {
 }
 
 /* stb's reason for the last failure, copied at once (it is per thread). */
-static imgstat_status stb_failure(imgstat_kind kind, imgstat_error *err) {
+static imgstat_status stb_failure(ist_kind kind, imgstat_error *err) {
   const char *why = stbi_failure_reason();
   if (why && strcmp(why, "Out of memory") == 0)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "%s", why);
@@ -165,8 +165,8 @@ static imgstat_status stb_failure(imgstat_kind kind, imgstat_error *err) {
                            why && *why ? why : "cannot decode the image");
 }
 
-static imgstat_status rewind_or_fail(imgstat_source *src, imgstat_error *err) {
-  int e = imgstat_source_rewind(src);
+static imgstat_status rewind_or_fail(ist_source *src, imgstat_error *err) {
+  int e = ist_source_rewind(src);
   return e ? imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e))
            : IMGSTAT_OK;
 }
@@ -206,10 +206,10 @@ static int pnm_next_number(const unsigned char *h, size_t n, size_t *i,
   return digits > 0;
 }
 
-static imgstat_status pnm_read_header(imgstat_source *src, pnm_header *ph,
+static imgstat_status pnm_read_header(ist_source *src, pnm_header *ph,
                                       imgstat_error *err) {
   unsigned char h[4096];
-  size_t n = imgstat_source_read(src, h, sizeof h);
+  size_t n = ist_source_read(src, h, sizeof h);
   if (src->read_errno)
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
                              strerror(src->read_errno));
@@ -250,14 +250,14 @@ static int stb_pnm16_needs_swap(void) {
 /* ---- reading ahead of stb ------------------------------------------------ */
 
 typedef struct byte_reader {
-  imgstat_source *src;
+  ist_source *src;
   size_t len, at;
   unsigned char buf[1 << 16];
 } byte_reader;
 
 static int next_byte(byte_reader *br) {
   if (br->at == br->len) {
-    br->len = imgstat_source_read(br->src, br->buf, sizeof br->buf);
+    br->len = ist_source_read(br->src, br->buf, sizeof br->buf);
     br->at = 0;
     if (br->len == 0)
       return -1;
@@ -342,7 +342,7 @@ static const char *hdr_flat_problem(byte_reader *br, uint64_t start,
  * the same numbers, the same switch to flat pixels) and refuse a file in
  * which stb would read past the end. Anything stb itself refuses is left to
  * stb, which gives its reason. Every loop here reads a byte each turn. */
-static void hdr_scan(imgstat_source *src, hdr_layout *hl) {
+static void hdr_scan(ist_source *src, hdr_layout *hl) {
   memset(hl, 0, sizeof *hl);
   byte_reader *br = malloc(sizeof *br);
   char *tok = malloc(HDR_TOKEN_BYTES);
@@ -430,7 +430,7 @@ truncated:
 done:
   free(tok);
   free(br);
-  imgstat_source_rewind(src);
+  ist_source_rewind(src);
 }
 
 /* The fewest bytes of a file with hl's layout that stb reads: 4 bytes a
@@ -447,10 +447,10 @@ static uint64_t hdr_min_input(const hdr_layout *hl) {
 
 /* stb tries JPEG first on a file we did not recognise, and its start-of-image
  * test skips any number of 0xFF fill bytes before the SOI marker. */
-static int stb_sees_jpeg(imgstat_source *src) {
+static int stb_sees_jpeg(ist_source *src) {
   unsigned char h[256];
-  size_t n = imgstat_source_read(src, h, sizeof h), i = 1;
-  imgstat_source_rewind(src);
+  size_t n = ist_source_read(src, h, sizeof h), i = 1;
+  ist_source_rewind(src);
   if (n == 0 || h[0] != 0xFF)
     return 0;
   while (i < n && h[i] == 0xFF)
@@ -478,7 +478,7 @@ static int stb_sees_jpeg(imgstat_source *src) {
  * sequential JPEG has one scan per component at most).
  * Returns the message for a refusal, or NULL; anything else wrong is left
  * to stb, which rejects it. */
-static const char *jpeg_tables_problem(imgstat_source *src) {
+static const char *jpeg_tables_problem(ist_source *src) {
   byte_reader *br = malloc(sizeof *br);
   if (!br)
     return NULL; /* stb will fail to allocate as well */
@@ -560,24 +560,24 @@ static const char *jpeg_tables_problem(imgstat_source *src) {
     }
   }
   free(br);
-  imgstat_source_rewind(src);
+  ist_source_rewind(src);
   return problem;
 }
 
 /* ---- what a header asks for ----------------------------------------------
  * Our own reading of each header, before stb allocates anything: the fewest
- * bytes a file of that size takes (imgstat_decode_check's min_input: the
+ * bytes a file of that size takes (ist_decode_check's min_input: the
  * format at its best compression) and what stb holds while decoding. Each
  * follows stb's reading of the header; what stb refuses is left to stb. */
 
 /* Reads n bytes at offset off (then rewind); returns how many. */
-static size_t source_read_at(imgstat_source *src, uint64_t off, void *buf,
+static size_t source_read_at(ist_source *src, uint64_t off, void *buf,
                              size_t n) {
   if (off >= src->size ||
       (src->file && fseek(src->file, (long)off, SEEK_SET) != 0))
     return 0;
   src->pos = (size_t)off;
-  return imgstat_source_read(src, buf, n);
+  return ist_source_read(src, buf, n);
 }
 
 static uint32_t be32(const unsigned char *p) {
@@ -605,11 +605,11 @@ typedef struct tga_layout {
   uint64_t min_input;
 } tga_layout;
 
-static void tga_scan(imgstat_source *src, tga_layout *tl) {
+static void tga_scan(ist_source *src, tga_layout *tl) {
   unsigned char h[18];
   memset(tl, 0, sizeof *tl);
-  size_t n = imgstat_source_read(src, h, sizeof h);
-  imgstat_source_rewind(src);
+  size_t n = ist_source_read(src, h, sizeof h);
+  ist_source_rewind(src);
   if (n < sizeof h)
     return;
   int indexed = h[1], rle = h[2] >= 8, bpp = h[16];
@@ -717,7 +717,7 @@ static uint64_t gif_lzw_work(byte_reader *br, int lzw_cs, uint64_t limit) {
  * A valid frame decodes to its own pixels; LZW data that goes on far
  * beyond (the chain of a code walked again and again: seconds of work a
  * megabyte) is refused. */
-static const char *gif_scan(imgstat_source *src, uint64_t *min_input) {
+static const char *gif_scan(ist_source *src, uint64_t *min_input) {
   const char *problem = NULL;
   *min_input = 0;
   byte_reader *br = malloc(sizeof *br);
@@ -780,7 +780,7 @@ static const char *gif_scan(imgstat_source *src, uint64_t *min_input) {
   }
 done:
   free(br);
-  imgstat_source_rewind(src);
+  ist_source_rewind(src);
   return problem;
 }
 
@@ -794,7 +794,7 @@ typedef struct psd_layout {
   uint64_t data_offset; /* past the compression field */
 } psd_layout;
 
-static imgstat_status psd_scan(imgstat_source *src, psd_layout *pl,
+static imgstat_status psd_scan(ist_source *src, psd_layout *pl,
                                imgstat_error *err) {
   unsigned char h[26];
   pl->channels = 4;
@@ -831,7 +831,7 @@ static imgstat_status psd_scan(imgstat_source *src, psd_layout *pl,
                           "PSD file has 16-bit run-length compressed data, "
                           "which stb_image does not read");
 done:
-  imgstat_source_rewind(src);
+  ist_source_rewind(src);
   return s;
 }
 
@@ -917,11 +917,11 @@ static const char *bmp_compression_name(uint32_t c) {
 /* Reads the header and the palette before stb runs; refuses a compression
  * stb does not decode and a palette stb cannot read. Anything else wrong is
  * left to stb, which refuses it. Rewinds. */
-static imgstat_status bmp_inspect(imgstat_source *src, bmp_info *bi,
+static imgstat_status bmp_inspect(ist_source *src, bmp_info *bi,
                                   imgstat_error *err) {
   memset(bi, 0, sizeof *bi);
   unsigned char h[14 + 124 + 4 * 256];
-  size_t n = imgstat_source_read(src, h, sizeof h);
+  size_t n = ist_source_read(src, h, sizeof h);
   imgstat_status s = rewind_or_fail(src, err);
   if (s != IMGSTAT_OK || n < 26)
     return s;
@@ -1029,7 +1029,7 @@ static uint64_t bmp_peak_bytes(const bmp_info *bi, uint32_t width,
  * reading the pixel data as stb will, in file order (either row order is
  * the same check). A file that ends early is left to stb, which refuses it
  * as truncated. */
-static imgstat_status bmp_indices_check(imgstat_source *src, const bmp_info *bi,
+static imgstat_status bmp_indices_check(ist_source *src, const bmp_info *bi,
                                         uint32_t width, uint32_t height,
                                         imgstat_error *err) {
   if (bi->colors == 0 || bi->colors >= 1u << bi->bits)
@@ -1095,9 +1095,9 @@ static void drop_alpha_u8(unsigned char *p, size_t pixels) {
   }
 }
 
-imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
-                                  const imgstat_limits *lim, imgstat_image *img,
-                                  imgstat_error *err) {
+imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
+                              const ist_limits *lim, imgstat_image *img,
+                              imgstat_error *err) {
   memset(img, 0, sizeof *img);
   imgstat_status s;
   int jpeg = kind == IMGSTAT_KIND_JPEG ||
@@ -1176,8 +1176,8 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
     peak = 4 * area * (uint64_t)(comp >= 1 && comp <= 4 ? comp : 4);
   }
   const char *format = jpeg ? "JPEG" : kind_format(kind);
-  s = imgstat_decode_check(lim, (uint32_t)w, (uint32_t)h, peak, min_input,
-                           src->size, format, err);
+  s = ist_decode_check(lim, (uint32_t)w, (uint32_t)h, peak, min_input,
+                       src->size, format, err);
   if (s != IMGSTAT_OK)
     return s;
 
@@ -1221,7 +1221,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
   }
 
   /* The decoder's size could differ from the header's: check it again. */
-  s = imgstat_pixels_check((uint32_t)w, (uint32_t)h, lim->max_pixels, err);
+  s = ist_pixels_check((uint32_t)w, (uint32_t)h, lim->max_pixels, err);
   if (s != IMGSTAT_OK) {
     stbi_image_free(pixels);
     return s;
@@ -1269,7 +1269,7 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
       stbi_image_free(pixels);
       return s;
     }
-    imgstat_pixels_split(img, pixels, 0, count, 1);
+    ist_pixels_split(img, pixels, 0, count, 1);
     stbi_image_free(pixels);
   }
   img->format = format;
@@ -1278,13 +1278,13 @@ imgstat_status imgstat_stb_decode(imgstat_source *src, imgstat_kind kind,
 
 /* ---- inputs without a known signature ------------------------------------ */
 
-/* What imgstat_stb_decode does with such an input before stb's own
+/* What ist_stb_decode does with such an input before stb's own
  * stbi_info, which tries every format it has: stb_sees_jpeg looks at the
  * first 256 bytes; GIF, BMP, PSD, PNM and HDR need the signatures that
- * imgstat_kind_sniff knows (PNG and PIC are compiled out); what is left is
+ * ist_kind_sniff knows (PNG and PIC are compiled out); what is left is
  * TGA, whose stbi__tga_info reads the 18-byte header and nothing else. */
-int imgstat_stb_may_take_unknown(const unsigned char *head, size_t n) {
-  imgstat_source src = {0};
+int ist_stb_may_take_unknown(const unsigned char *head, size_t n) {
+  ist_source src = {0};
   src.data = head;
   src.size = n;
   if (stb_sees_jpeg(&src))

@@ -31,8 +31,7 @@
 #define IMGSTAT_MAPK_STANDARDIZE 2
 
 /* f32 input, f32 output. NaN and +-Inf pass through unchanged. */
-IMGSTAT_MAP_FN float imgstat_map_f32_f32(float x, int kind, double a,
-                                         double b) {
+IMGSTAT_MAP_FN float ist_map_f32_f32(float x, int kind, double a, double b) {
   if (!isfinite(x))
     return x;
   if (kind == IMGSTAT_MAPK_STRETCH) {
@@ -57,8 +56,8 @@ IMGSTAT_MAP_FN float imgstat_map_f32_f32(float x, int kind, double a,
 /* f32 input, integer output of full scale m (255 or 65535). Float's nominal
  * range is [0, 1]: CONVERT clamps to it and scales. NaN gives 0, +Inf m,
  * -Inf 0. The result is rint(t * m), t in [0, 1], half to even. */
-IMGSTAT_MAP_FN uint32_t imgstat_map_f32_int(float x, int kind, double a,
-                                            double b, uint32_t m) {
+IMGSTAT_MAP_FN uint32_t ist_map_f32_int(float x, int kind, double a, double b,
+                                        uint32_t m) {
   if (isnan(x))
     return 0;
   if (isinf(x))

@@ -281,7 +281,7 @@ void imgstat_norm_plan_lut(const imgstat_norm_plan *plan, int o,
            (double)x == mp->a))
         y = (float)((double)x / (double)in_max);
       else
-        y = imgstat_map_f32_f32((float)x, (int)mp->kind, mp->a, mp->b);
+        y = ist_map_f32_f32((float)x, (int)mp->kind, mp->a, mp->b);
       lut[x] = float_bits(y);
       continue;
     }
@@ -361,15 +361,15 @@ static void apply_range(const apply_job *j) {
       if (plan->out_sample == IMGSTAT_F32) {
         float *restrict y = dst;
         for (uint64_t i = j->first; i < j->end; i++)
-          y[i] = imgstat_map_f32_f32(x[i], kind, a, b);
+          y[i] = ist_map_f32_f32(x[i], kind, a, b);
       } else if (plan->out_sample == IMGSTAT_U16) {
         uint16_t *restrict y = dst;
         for (uint64_t i = j->first; i < j->end; i++)
-          y[i] = (uint16_t)imgstat_map_f32_int(x[i], kind, a, b, out_max);
+          y[i] = (uint16_t)ist_map_f32_int(x[i], kind, a, b, out_max);
       } else {
         uint8_t *restrict y = dst;
         for (uint64_t i = j->first; i < j->end; i++)
-          y[i] = (uint8_t)imgstat_map_f32_int(x[i], kind, a, b, out_max);
+          y[i] = (uint8_t)ist_map_f32_int(x[i], kind, a, b, out_max);
       }
     }
   }

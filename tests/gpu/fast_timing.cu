@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
                                c.s == IMGSTAT_F32);
     CHECK(cudaGetLastError());
     size_t sb = 0;
-    CHECK(imgstat_reduce_stats(0, 0, nullptr, c.s, n, c.ch, 0, nullptr, &sb,
+    CHECK(ist_reduce_stats(0, 0, nullptr, c.s, n, c.ch, 0, nullptr, &sb,
                                nullptr, 0));
     if (sb > scratch_cap) {
       printf("scratch too large\n");
@@ -181,7 +181,7 @@ int main(int argc, char **argv) {
     double per_plane = median_ms([&] {
       for (int k = 0; k < c.ch; ++k) {
         size_t b = scratch_cap;
-        CHECK(imgstat_reduce_stats(0, 0, d_in + k * n * c.s, c.s, n, 1, 0,
+        CHECK(ist_reduce_stats(0, 0, d_in + k * n * c.s, c.s, n, 1, 0,
                                    d_scratch, &b, d_out + k, 0));
       }
     });
@@ -194,7 +194,7 @@ int main(int argc, char **argv) {
     median_pair(
         [&] {
           size_t b = scratch_cap;
-          CHECK(imgstat_reduce_stats(0, 0, d_in, c.s, n, c.ch, 0, d_scratch, &b,
+          CHECK(ist_reduce_stats(0, 0, d_in, c.s, n, c.ch, 0, d_scratch, &b,
                                      d_out, 0));
         },
         [&] {
@@ -210,7 +210,7 @@ int main(int argc, char **argv) {
   if (fused_only) {
     double ms = median_ms([&] {
       size_t b = scratch_cap;
-      CHECK(imgstat_reduce_stats(0, 0, d_in, IMGSTAT_U8, n, 1, 0, d_scratch, &b,
+      CHECK(ist_reduce_stats(0, 0, d_in, IMGSTAT_U8, n, 1, 0, d_scratch, &b,
                                  d_out, 0));
     });
     printf("%s: stats u8 64MP plane: k0 %.4f ms\n", argv[1], ms);
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
     for (int k = 1; k <= 7; ++k) {
       double ms = median_ms([&] {
         size_t b = scratch_cap;
-        CHECK(imgstat_reduce_sum_i32(k, d_ints, ni, block, d_scratch, &b, d_ll,
+        CHECK(ist_reduce_sum_i32(k, d_ints, ni, block, d_scratch, &b, d_ll,
                                      0));
       });
       printf(" k%d %.4f ms (%.0f GB/s)", k, ms, ni * 4.0 / ms / 1e6);
@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
     double ms = median_ms([&] {
       size_t b = scratch_cap;
       CHECK(
-          imgstat_reduce_sum_i32(0, d_ints, ni, block, d_scratch, &b, d_ll, 0));
+          ist_reduce_sum_i32(0, d_ints, ni, block, d_scratch, &b, d_ll, 0));
     });
     printf(" fast %.4f ms (%.0f GB/s)\n", ms, ni * 4.0 / ms / 1e6);
   }
@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
     double ms = median_ms(
         [&] {
           size_t b = scratch_cap;
-          CHECK(imgstat_reduce_stats(k, 0, d_in, IMGSTAT_U8, n, 1, 0, d_scratch,
+          CHECK(ist_reduce_stats(k, 0, d_in, IMGSTAT_U8, n, 1, 0, d_scratch,
                                      &b, d_out, 0));
         },
         k == 0 ? 30 : 5);
