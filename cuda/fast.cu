@@ -518,20 +518,12 @@ __device__ imgstat_partial thread_partial(const Acc &a,
   }
   /* Scalar candidates (head/tail) merge by value, then index. */
   if (a.smin.index != kNone) {
-    double v = (double)(Sample)a.smin.value;
-    uint64_t idx = first + a.smin.index;
-    if (v < p.min || (v == p.min && idx < p.min_index)) {
-      p.min = v;
-      p.min_index = idx;
-    }
+    ist_min_offer(&p.min, &p.min_index, (double)(Sample)a.smin.value,
+                  first + a.smin.index);
   }
   if (a.smax.index != kNone) {
-    double v = (double)(Sample)a.smax.value;
-    uint64_t idx = first + a.smax.index;
-    if (v > p.max || (v == p.max && idx < p.max_index)) {
-      p.max = v;
-      p.max_index = idx;
-    }
+    ist_max_offer(&p.max, &p.max_index, (double)(Sample)a.smax.value,
+                  first + a.smax.index);
   }
   return p;
 }

@@ -26,6 +26,7 @@
 
 #include "imgstat.h"
 #include "imgstat_cuda.h"
+#include "merge.h"
 
 /* Ladder block sizes: a power of two in [64, 1024]; 0 picks the default. */
 #define IMGSTAT_LADDER_BLOCK_MIN 64
@@ -66,62 +67,13 @@ int ist_fast_bytes_per_thread(void);
 
 /* ---- partial merge, shared by host and device --------------------------- */
 
-/* The empty partial (the same as imgstat_partial_init). */
-__host__ __device__ inline imgstat_partial ist_partial_empty(void) {
-  imgstat_partial p;
-  p.count = 0;
-  p.nan_count = 0;
-  p.inf_count = 0;
-  p.min = __builtin_huge_val();
-  p.max = -__builtin_huge_val();
-  p.min_index = UINT64_MAX;
-  p.max_index = UINT64_MAX;
-  p.sum = 0;
-  p.sumsq = 0;
-  p.mean = 0.0;
-  p.m2 = 0.0;
-  return p;
-}
-
-/*
- * Merges b into a. Min/max keep the smaller index on equal values, so they do
- * not depend on the order of merging; integer sums are exact; float count /
- * mean / M2 use Chan's formula, so their rounding depends on the order, which
- * every caller fixes.
- */
+/* The merge rule and the empty partial (ist_partial_empty) live in
+ * src/core/merge.h, shared with the CPU; the kernels pick the sample kind at
+ * compile time. */
 template <bool IsFloat>
 __host__ __device__ inline void ist_partial_combine(imgstat_partial *a,
                                                     const imgstat_partial *b) {
-  if (b->min < a->min || (b->min == a->min && b->min_index < a->min_index)) {
-    a->min = b->min;
-    a->min_index = b->min_index;
-  }
-  if (b->max > a->max || (b->max == a->max && b->max_index < a->max_index)) {
-    a->max = b->max;
-    a->max_index = b->max_index;
-  }
-  a->nan_count += b->nan_count;
-  a->inf_count += b->inf_count;
-  if (IsFloat) {
-    if (b->count == 0)
-      return;
-    if (a->count == 0) {
-      a->count = b->count;
-      a->mean = b->mean;
-      a->m2 = b->m2;
-      return;
-    }
-    double na = (double)a->count, nb = (double)b->count;
-    double n = na + nb;
-    double delta = b->mean - a->mean;
-    a->mean += delta * (nb / n);
-    a->m2 += b->m2 + delta * delta * (na * nb / n);
-    a->count += b->count;
-  } else {
-    a->count += b->count;
-    a->sum += b->sum;
-    a->sumsq += b->sumsq;
-  }
+  ist_partial_merge(a, b, IsFloat);
 }
 
 /* ---- internal: what the driver asks of the kernels --------------------- */

@@ -10,6 +10,7 @@
  * backend relies on that (its work unit is the same chunk).
  */
 #include "imgstat.h"
+#include "merge.h"
 
 #include <float.h>
 #include <math.h>
@@ -43,46 +44,11 @@
 #define IMGSTAT_SIMD_CLONES
 #endif
 
-void imgstat_partial_init(imgstat_partial *p) {
-  memset(p, 0, sizeof *p);
-  p->min = INFINITY;
-  p->max = -INFINITY;
-  p->min_index = UINT64_MAX;
-  p->max_index = UINT64_MAX;
-}
+void imgstat_partial_init(imgstat_partial *p) { *p = ist_partial_empty(); }
 
 void imgstat_partial_merge(imgstat_partial *a, const imgstat_partial *b,
                            imgstat_sample sample) {
-  if (b->count > 0) {
-    /* Smaller value wins; on equal values the earlier raster index. */
-    if (b->min < a->min || (b->min == a->min && b->min_index < a->min_index)) {
-      a->min = b->min;
-      a->min_index = b->min_index;
-    }
-    if (b->max > a->max || (b->max == a->max && b->max_index < a->max_index)) {
-      a->max = b->max;
-      a->max_index = b->max_index;
-    }
-    if (sample == IMGSTAT_F32) {
-      if (a->count == 0) {
-        a->mean = b->mean;
-        a->m2 = b->m2;
-      } else {
-        /* Chan, Golub and LeVeque's pairwise update. */
-        double na = (double)a->count, nb = (double)b->count;
-        double n = na + nb;
-        double delta = b->mean - a->mean;
-        a->mean += delta * (nb / n);
-        a->m2 += b->m2 + delta * delta * (na * nb / n);
-      }
-    } else {
-      a->sum += b->sum;
-      a->sumsq += b->sumsq;
-    }
-    a->count += b->count;
-  }
-  a->nan_count += b->nan_count;
-  a->inf_count += b->inf_count;
+  ist_partial_merge(a, b, sample == IMGSTAT_F32);
 }
 
 /* ---- first positions ----------------------------------------------------- */

@@ -1,0 +1,118 @@
+/*
+ * The one merge rule of two partials (imgstat_partial), shared by the CPU
+ * code (src/core/partial.c) and the device code (cuda/reduce.cuh, fast.cu):
+ * compiles as C and as CUDA, where every function is __host__ __device__.
+ *
+ *  - min / max: the smaller (larger) value wins; on equal values the one
+ *    with the smaller key (the raster index of the first occurrence). This
+ *    makes the extrema independent of the order of merging, and for f32 the
+ *    value kept is the first sample's own (-0.0 and 0.0 compare equal).
+ *  - nan_count and inf_count add.
+ *  - u8 / u16: count, sum and sum of squares add (exact integers).
+ *  - f32: count / mean / m2 follow Chan, Golub and LeVeque's pairwise
+ *    update; its rounding depends on the order, which every caller fixes.
+ *
+ * An empty partial (ist_partial_empty: count 0, min +inf, max -inf, indices
+ * UINT64_MAX, sums 0) is the identity: merging it changes no bit, and
+ * comparing its extrema is harmless (+inf never wins against a value and
+ * ties with +inf only in another empty partial, whose index is no smaller).
+ */
+#ifndef IST_MERGE_H
+#define IST_MERGE_H
+
+#include <stdint.h>
+
+#include "imgstat.h"
+
+#ifdef __CUDACC__
+#define IST_HD __host__ __device__
+#else
+#define IST_HD
+#endif
+
+/* The empty partial (the same as imgstat_partial_init). */
+IST_HD static inline imgstat_partial ist_partial_empty(void) {
+  imgstat_partial p;
+  p.count = 0;
+  p.nan_count = 0;
+  p.inf_count = 0;
+  p.min = __builtin_huge_val();
+  p.max = -__builtin_huge_val();
+  p.min_index = UINT64_MAX;
+  p.max_index = UINT64_MAX;
+  p.sum = 0;
+  p.sumsq = 0;
+  p.mean = 0.0;
+  p.m2 = 0.0;
+  return p;
+}
+
+/* Whether the candidate v replaces the current minimum cur: a smaller value,
+ * or an equal one whose key comes first (key_first: the candidate's key is
+ * smaller than the current one's). */
+IST_HD static inline int ist_min_wins(double v, double cur, int key_first) {
+  return v < cur || (v == cur && key_first);
+}
+
+/* The same for the maximum: a larger value, or an equal one keyed first. */
+IST_HD static inline int ist_max_wins(double v, double cur, int key_first) {
+  return v > cur || (v == cur && key_first);
+}
+
+/* Offers (v, index) to the minimum (*min, *min_index) and the maximum. */
+IST_HD static inline void ist_min_offer(double *min, uint64_t *min_index,
+                                        double v, uint64_t index) {
+  if (ist_min_wins(v, *min, index < *min_index)) {
+    *min = v;
+    *min_index = index;
+  }
+}
+
+IST_HD static inline void ist_max_offer(double *max, uint64_t *max_index,
+                                        double v, uint64_t index) {
+  if (ist_max_wins(v, *max, index < *max_index)) {
+    *max = v;
+    *max_index = index;
+  }
+}
+
+/* Chan, Golub and LeVeque's pairwise update of (count, mean, m2) by the
+ * finite samples of another run (nb, mean_b, m2_b). */
+IST_HD static inline void ist_chan_merge(uint64_t *count, double *mean,
+                                         double *m2, uint64_t nb, double mean_b,
+                                         double m2_b) {
+  if (nb == 0)
+    return;
+  if (*count == 0) {
+    *count = nb;
+    *mean = mean_b;
+    *m2 = m2_b;
+    return;
+  }
+  double na = (double)*count, nbd = (double)nb;
+  double n = na + nbd;
+  double delta = mean_b - *mean;
+  *mean += delta * (nbd / n);
+  *m2 += m2_b + delta * delta * (na * nbd / n);
+  *count += nb;
+}
+
+/* Merges b into a (is_float: the partials are of f32 samples). */
+IST_HD static inline void
+ist_partial_merge(imgstat_partial *a, const imgstat_partial *b, int is_float) {
+  ist_min_offer(&a->min, &a->min_index, b->min, b->min_index);
+  ist_max_offer(&a->max, &a->max_index, b->max, b->max_index);
+  a->nan_count += b->nan_count;
+  a->inf_count += b->inf_count;
+  if (b->count == 0)
+    return;
+  if (is_float) {
+    ist_chan_merge(&a->count, &a->mean, &a->m2, b->count, b->mean, b->m2);
+  } else {
+    a->count += b->count;
+    a->sum += b->sum;
+    a->sumsq += b->sumsq;
+  }
+}
+
+#endif /* IST_MERGE_H */
