@@ -65,9 +65,15 @@ typedef enum imgstat_sample {
 #define IMGSTAT_MAX_PIXELS_LIMIT (UINT64_C(1) << 32)
 
 /*
- * A decoded image: 1..4 channels, each one contiguous plane of width*height
- * samples in raster order. All planes live in one allocation, `data`;
- * planes[c] = data + c * plane_bytes. Channel order: Y; Y,A; R,G,B; R,G,B,A.
+ * A decoded image: 1..4 channels, each one plane of height rows of width
+ * samples in raster order. Row y of plane c starts at
+ * (char *)planes[c] + y * stride; stride is at least width * sample size and
+ * 0 means exactly that (a dense plane). Channel order: Y; Y,A; R,G,B; R,G,B,A.
+ *
+ * imgstat_image_alloc makes dense images whose planes live in one
+ * allocation, `data` (planes[c] = data + c * plane_bytes), freed by
+ * imgstat_image_free. imgstat_image_wrap describes planes the caller owns
+ * (borrowed: imgstat_image_free leaves them alone; data is planes[0]).
  */
 typedef struct imgstat_image {
   uint32_t width;
@@ -77,10 +83,17 @@ typedef struct imgstat_image {
   void *data;
   void *planes[IMGSTAT_MAX_CHANNELS];
   const char *format; /* static string: "PNG", "JPEG", "BMP", ... */
+  size_t stride;      /* bytes from one row of a plane to the next; 0: dense */
+  int borrowed;       /* the planes belong to the caller, not to the image */
 } imgstat_image;
 
-/* Bytes of one plane; 0 for an empty image. */
+/* Bytes of one plane's samples, width * height * sample size (row padding
+ * not counted); 0 for an empty image. */
 size_t imgstat_image_plane_bytes(const imgstat_image *img);
+
+/* Bytes from one row of a plane to the next: img->stride, or
+ * width * sample size when that is 0. */
+size_t imgstat_image_stride(const imgstat_image *img);
 
 /* Allocates the planes of a width x height image after overflow-checked size
  * arithmetic; refuses more than max_pixels pixels (0 means the default) with
@@ -90,7 +103,18 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
                                    imgstat_sample sample, uint64_t max_pixels,
                                    imgstat_error *err);
 
-/* Frees the planes; safe on a zeroed or already freed image. */
+/* Describes planes the caller owns (each at least (height - 1) * stride +
+ * width * sample bytes; stride 0 means width * sample): nothing is copied
+ * or allocated, and imgstat_image_free does not free them. Refuses
+ * (IMGSTAT_ERR_ARG) a missing plane, a stride smaller than a row, and
+ * (IMGSTAT_ERR_LIMIT) more than IMGSTAT_MAX_PIXELS_LIMIT pixels. On failure
+ * img is left empty. */
+imgstat_status imgstat_image_wrap(imgstat_image *img, uint32_t width,
+                                  uint32_t height, int channels,
+                                  imgstat_sample sample, void *const planes[],
+                                  size_t stride, imgstat_error *err);
+
+/* Frees the planes it owns; safe on a zeroed or already freed image. */
 void imgstat_image_free(imgstat_image *img);
 
 /* Channel name: "Y", "A", "R", "G" or "B". */
@@ -123,6 +147,63 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
                                          const imgstat_load_options *opts,
                                          imgstat_image *img,
                                          imgstat_error *err);
+
+/* ---- the loader seam: header first, then pixels into the caller's buffer -
+ *
+ *   imgstat_decoder *d;
+ *   imgstat_decoder_open(path, opts, &d, &err);   // header only
+ *   const imgstat_header *h = imgstat_decoder_header(d);
+ *   imgstat_image_alloc(&img, h->width, h->height, h->channels, h->sample,
+ *                       0, &err);                  // or imgstat_image_wrap
+ *   imgstat_decoder_read(d, &img, &err);           // pixels into img
+ *   imgstat_decoder_close(d);
+ *
+ * imgstat_image_load is exactly that. Open reads the header and makes every
+ * check that needs no pixels (opts' limits, the least input the header's
+ * size takes, the peak memory of decoding, counting the planes), so a
+ * refused input costs no allocation for its pixels. The layout the header
+ * gives is the layout read produces. One exception to "no pixels at open":
+ * a GIF keeps its alpha channel only when some pixel of its first frame is
+ * not opaque, which only decoding tells, so a GIF is decoded at open (into
+ * the decoder's buffer) and read only copies. */
+
+/* What an input holds, known before its pixels are decoded. */
+typedef struct imgstat_header {
+  uint32_t width;
+  uint32_t height;
+  int channels;
+  imgstat_sample sample;
+  const char *format; /* static string: "PNG", "JPEG", "BMP", ... */
+} imgstat_header;
+
+typedef struct imgstat_decoder imgstat_decoder;
+
+/* Opens the file at path (the inputs imgstat_image_load takes, with the same
+ * errors) and reads its header. On success *out is a decoder to close. */
+imgstat_status imgstat_decoder_open(const char *path,
+                                    const imgstat_load_options *opts,
+                                    imgstat_decoder **out, imgstat_error *err);
+
+/* The same over size bytes at data, which are not copied: they must stay
+ * until imgstat_decoder_close. */
+imgstat_status imgstat_decoder_open_memory(const void *data, size_t size,
+                                           const imgstat_load_options *opts,
+                                           imgstat_decoder **out,
+                                           imgstat_error *err);
+
+/* The header of an open decoder. */
+const imgstat_header *imgstat_decoder_header(const imgstat_decoder *d);
+
+/* Decodes the pixels into img, whose width, height, channels and sample
+ * must be the header's and whose planes the caller provides (allocated or
+ * wrapped, with any stride); anything else is IMGSTAT_ERR_ARG, as is a
+ * second read. Sets img->format. After a failure the planes' contents are
+ * unspecified. */
+imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
+                                    imgstat_error *err);
+
+/* Frees the decoder (and closes its file); safe on NULL. */
+void imgstat_decoder_close(imgstat_decoder *d);
 
 /* ---- partial results ---------------------------------------------------- */
 

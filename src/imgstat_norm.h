@@ -74,6 +74,10 @@ void imgstat_histogram_free(imgstat_histogram *h);
 int imgstat_plane_finite_range(const float *plane, uint64_t n, double *lo,
                                double *hi);
 
+/* The same over channel c of an f32 image (rows at its stride). */
+int imgstat_image_finite_range(const imgstat_image *img, int c, double *lo,
+                               double *hi);
+
 /* Computes the histogram of channel c of img on the CPU into *h (allocated
  * here; free with imgstat_histogram_free). opts may be NULL. */
 imgstat_status imgstat_histogram_compute(const imgstat_image *img, int c,
@@ -144,6 +148,11 @@ typedef struct imgstat_moments {
 
 /* Moments of channel c of an f32 image (finite samples). */
 void imgstat_moments_f32(const float *plane, uint64_t n, imgstat_moments *m);
+
+/* The same over channel c of an f32 image (rows at its stride; the sums in
+ * raster order, so a strided image has its dense copy's bits). */
+void imgstat_image_moments_f32(const imgstat_image *img, int c,
+                               imgstat_moments *m);
 
 /* Moments from an integer histogram (u8/u16). */
 void imgstat_moments_from_histogram(const imgstat_histogram *h,

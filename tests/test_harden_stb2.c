@@ -349,7 +349,7 @@ static void test_bmp_min_input(void) {
 }
 
 /* --max-memory gets the decoded bytes a BMP holds at once: stb's buffer of 3
- * or 4 bytes a pixel, and the planes (none for a gray palette, 3 when a
+ * or 4 bytes a pixel, and the planes (one for a gray palette, 3 when a
  * 32-bit BI_RGB file's unused byte is dropped). */
 static void test_bmp_peak_bytes(void) {
   enum { W = 7, H = 5, P = W * H };
@@ -371,7 +371,7 @@ static void test_bmp_peak_bytes(void) {
       {{40, W, H, 0, 24, 0, 0, 0, NULL, 0}, px, 6 * P, 3},
       {{40, W, H, 0, 32, 0, 0, 0, NULL, 0}, px, 7 * P, 3},
       {{40, W, H, 0, 8, 0, 2, 2, two_colours, 0}, idx, 6 * P, 3},
-      {{40, W, H, 0, 8, 0, 0, 256, gray, 0}, idx, 3 * P, 1},
+      {{40, W, H, 0, 8, 0, 0, 256, gray, 0}, idx, 4 * P, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     size_t n;

@@ -111,19 +111,19 @@ static void test_split(void) {
                         IMGSTAT_OK);
   memset(img.data, 0, 24);
   const uint8_t row[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  ist_pixels_split(&img, row, 4, 4, 1); /* second row */
+  ist_pixels_split(&img, row, 1, 0, 4, 1); /* second row */
   const uint8_t *r = img.planes[0], *g = img.planes[1], *b = img.planes[2];
   CU_ASSERT(r[4] == 1 && g[4] == 2 && b[4] == 3 && r[7] == 10 && b[7] == 12);
   CU_ASSERT(r[0] == 0 && r[3] == 0);
   const uint8_t two[6] = {21, 22, 23, 31, 32, 33};
-  ist_pixels_split(&img, two, 1, 2, 2); /* x = 1 and 3 of row 0 */
+  ist_pixels_split(&img, two, 0, 1, 2, 2); /* x = 1 and 3 of row 0 */
   CU_ASSERT(r[1] == 21 && g[1] == 22 && b[3] == 33 && r[2] == 0);
   imgstat_image_free(&img);
 
   CU_ASSERT_EQUAL_FATAL(
       imgstat_image_alloc(&img, 2, 1, 2, IMGSTAT_F32, 0, &err), IMGSTAT_OK);
   const float fv[4] = {1.5f, -2.0f, 3.25f, 4.0f};
-  ist_pixels_split(&img, fv, 0, 2, 1);
+  ist_pixels_split(&img, fv, 0, 0, 2, 1);
   CU_ASSERT(((float *)img.planes[0])[1] == 3.25f);
   CU_ASSERT(((float *)img.planes[1])[0] == -2.0f);
   imgstat_image_free(&img);

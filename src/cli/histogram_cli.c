@@ -158,8 +158,7 @@ imgstat_status ist_hist_cli_compute(const ist_hist_cli *cfg,
     }
     imgstat_moments m;
     if (img->sample == IMGSTAT_F32)
-      imgstat_moments_f32(img->planes[c], (uint64_t)img->width * img->height,
-                          &m);
+      imgstat_image_moments_f32(img, c, &m);
     else
       imgstat_moments_from_histogram(h, &m);
     imgstat_hist_figures_compute(h, &m, cfg->percentiles, cfg->npercentiles,

@@ -1,5 +1,7 @@
-/* The image model: one contiguous plane per channel, in one allocation. */
+/* The image model: one plane per channel, rows `stride` bytes apart;
+ * allocated images are dense, in one allocation. */
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE */
+#include "image_rows.h"
 #include "imgstat.h"
 #include "io.h"
 
@@ -21,6 +23,10 @@ size_t imgstat_image_plane_bytes(const imgstat_image *img) {
     return 0;
   /* imgstat_image_alloc checked that every plane fits in size_t. */
   return (size_t)img->width * img->height * (size_t)img->sample;
+}
+
+size_t imgstat_image_stride(const imgstat_image *img) {
+  return img ? ist_image_stride(img) : 0;
 }
 
 static int sample_is_valid(imgstat_sample s) {
@@ -157,8 +163,89 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
   img->channels = channels;
   img->sample = sample;
   img->data = data;
+  img->stride = (size_t)width * (size_t)sample;
   for (int c = 0; c < channels; c++)
     img->planes[c] = data + (size_t)c * plane_bytes;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_image_wrap(imgstat_image *img, uint32_t width,
+                                  uint32_t height, int channels,
+                                  imgstat_sample sample, void *const planes[],
+                                  size_t stride, imgstat_error *err) {
+  if (!img)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to describe");
+  memset(img, 0, sizeof *img);
+  if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "%d channels (1 to %d supported)", channels,
+                             IMGSTAT_MAX_CHANNELS);
+  if (!sample_is_valid(sample))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "invalid sample type %d",
+                             (int)sample);
+  if (width == 0 || height == 0)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_ARG,
+        "image is %" PRIu32 "x%" PRIu32 ": it has no pixels", width, height);
+  imgstat_status s =
+      ist_pixels_check(width, height, IMGSTAT_MAX_PIXELS_LIMIT, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  size_t row, last;
+  if (!ist_size_mul(width, (size_t)sample, &row))
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                             "image is %" PRIu32 "x%" PRIu32
+                             ": too large for this machine",
+                             width, height);
+  if (stride == 0)
+    stride = row;
+  if (stride < row)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "row stride of %zu bytes is less than a row of "
+                             "%zu bytes",
+                             stride, row);
+  if (!ist_size_mul(height - 1, stride, &last) || last > SIZE_MAX - row)
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                             "image is %" PRIu32 "x%" PRIu32
+                             " with rows of %zu bytes: too large for this "
+                             "machine",
+                             width, height, stride);
+  if (!planes)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no planes");
+  for (int c = 0; c < channels; c++)
+    if (!planes[c])
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG, "channel %d has no plane",
+                               c);
+  img->width = width;
+  img->height = height;
+  img->channels = channels;
+  img->sample = sample;
+  img->stride = stride;
+  img->borrowed = 1;
+  img->data = planes[0];
+  for (int c = 0; c < channels; c++)
+    img->planes[c] = planes[c];
+  return IMGSTAT_OK;
+}
+
+imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
+                               const imgstat_image **dense,
+                               imgstat_error *err) {
+  memset(tmp, 0, sizeof *tmp);
+  *dense = img;
+  if (!img || ist_image_is_dense(img))
+    return IMGSTAT_OK;
+  imgstat_status s =
+      imgstat_image_alloc(tmp, img->width, img->height, img->channels,
+                          img->sample, IMGSTAT_MAX_PIXELS_LIMIT, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  size_t row = ist_row_bytes(img);
+  for (int c = 0; c < img->channels; c++)
+    for (uint32_t y = 0; y < img->height; y++)
+      memcpy(ist_image_row(tmp, c, y), ist_image_row(img, c, y), row);
+  tmp->format = img->format;
+  *dense = tmp;
   return IMGSTAT_OK;
 }
 
@@ -169,7 +256,7 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
     const T *restrict in = interleaved;                                        \
     T *restrict p[IMGSTAT_MAX_CHANNELS];                                       \
     for (int c = 0; c < (CH); c++)                                             \
-      p[c] = (T *)img->planes[c] + first;                                      \
+      p[c] = (T *)ist_image_row(img, c, y) + x0;                               \
     if (step == 1) {                                                           \
       for (size_t i = 0; i < n; i++)                                           \
         for (int c = 0; c < (CH); c++)                                         \
@@ -199,8 +286,8 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
     }                                                                          \
   } while (0)
 
-void ist_pixels_split(imgstat_image *img, const void *interleaved, size_t first,
-                      size_t n, size_t step) {
+void ist_pixels_split(imgstat_image *img, const void *interleaved, uint32_t y,
+                      size_t x0, size_t n, size_t step) {
   switch (img->sample) {
   case IMGSTAT_U8:
     IMGSTAT_SPLIT_TYPE(uint8_t);
@@ -214,10 +301,24 @@ void ist_pixels_split(imgstat_image *img, const void *interleaved, size_t first,
   }
 }
 
+void ist_pixels_split_image(imgstat_image *img, const void *interleaved) {
+  size_t w = img->width;
+  if (ist_image_is_dense(img)) {
+    /* The planes are rows of w * height samples. */
+    ist_pixels_split(img, interleaved, 0, 0, w * img->height, 1);
+    return;
+  }
+  size_t pixel = (size_t)img->channels * (size_t)img->sample;
+  for (uint32_t y = 0; y < img->height; y++)
+    ist_pixels_split(img, (const unsigned char *)interleaved + y * w * pixel, y,
+                     0, w, 1);
+}
+
 void imgstat_image_free(imgstat_image *img) {
   if (!img)
     return;
-  free(img->data);
+  if (!img->borrowed)
+    free(img->data);
   memset(img, 0, sizeof *img);
 }
 

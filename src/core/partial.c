@@ -9,6 +9,7 @@
  * scanned chunk by chunk and merged in order give the same bits. The CPU
  * backend relies on that (its work unit is the same chunk).
  */
+#include "image_rows.h"
 #include "imgstat.h"
 #include "merge.h"
 
@@ -407,31 +408,77 @@ static void chunk_f32(imgstat_partial *p, const float *x, uint64_t first,
   p->max_index = first + ihi;
 }
 
+/* One chunk's partial, merged into p; x is its first sample, `at` its
+ * raster index. */
+static void scan_chunk(imgstat_partial *p, const void *x, imgstat_sample sample,
+                       uint64_t at, uint32_t len) {
+  imgstat_partial c;
+  imgstat_partial_init(&c);
+  switch (sample) {
+  case IMGSTAT_U8:
+    chunk_u8(&c, x, at, len);
+    break;
+  case IMGSTAT_U16:
+    chunk_u16(&c, x, at, len);
+    break;
+  case IMGSTAT_F32:
+    chunk_f32(&c, x, at, len);
+    break;
+  default:
+    return;
+  }
+  imgstat_partial_merge(p, &c, sample);
+}
+
+/* The end of the chunk that starts at `at` (or holds it), at most end. */
+static uint64_t chunk_end_of(uint64_t at, uint64_t end) {
+  uint64_t chunk_end = (at / IMGSTAT_SCAN_CHUNK + 1) * IMGSTAT_SCAN_CHUNK;
+  return chunk_end < end ? chunk_end : end;
+}
+
 void imgstat_partial_scan(imgstat_partial *p, const void *plane,
                           imgstat_sample sample, uint64_t first, uint64_t n) {
+  if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
+    return;
   uint64_t end = first + n;
   uint64_t at = first;
   while (at < end) {
-    uint64_t chunk_end = (at / IMGSTAT_SCAN_CHUNK + 1) * IMGSTAT_SCAN_CHUNK;
-    if (chunk_end > end)
-      chunk_end = end;
-    uint32_t len = (uint32_t)(chunk_end - at);
-    imgstat_partial c;
-    imgstat_partial_init(&c);
-    switch (sample) {
-    case IMGSTAT_U8:
-      chunk_u8(&c, (const uint8_t *)plane + at, at, len);
-      break;
-    case IMGSTAT_U16:
-      chunk_u16(&c, (const uint16_t *)plane + at, at, len);
-      break;
-    case IMGSTAT_F32:
-      chunk_f32(&c, (const float *)plane + at, at, len);
-      break;
-    default:
-      return;
+    uint64_t chunk_end = chunk_end_of(at, end);
+    scan_chunk(p, (const unsigned char *)plane + at * (size_t)sample, sample,
+               at, (uint32_t)(chunk_end - at));
+    at = chunk_end;
+  }
+}
+
+_Static_assert(IMGSTAT_SCAN_CHUNK * 4 <= IST_SCAN_SCRATCH_BYTES,
+               "a chunk of float samples fits the scratch");
+
+void ist_partial_scan_rows(imgstat_partial *p, const void *plane, size_t stride,
+                           uint32_t width, imgstat_sample sample,
+                           uint64_t first, uint64_t n, void *scratch) {
+  const size_t row = (size_t)width * (size_t)sample;
+  if (stride == row || width == 0) {
+    imgstat_partial_scan(p, plane, sample, first, n);
+    return;
+  }
+  if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
+    return;
+  /* The same chunks as in a dense plane, each gathered from its rows. */
+  const unsigned char *base = plane;
+  unsigned char *buf = scratch;
+  uint64_t end = first + n;
+  uint64_t at = first;
+  while (at < end) {
+    uint64_t chunk_end = chunk_end_of(at, end);
+    size_t got = 0;
+    for (uint64_t i = at; i < chunk_end;) {
+      uint64_t y = i / width, x = i % width;
+      uint64_t take = width - x < chunk_end - i ? width - x : chunk_end - i;
+      memcpy(buf + got, base + y * stride + x * sample, take * sample);
+      got += take * sample;
+      i += take;
     }
-    imgstat_partial_merge(p, &c, sample);
+    scan_chunk(p, buf, sample, at, (uint32_t)(chunk_end - at));
     at = chunk_end;
   }
 }

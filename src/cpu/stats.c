@@ -4,8 +4,11 @@
  *
  * Chunk boundaries depend only on the plane size, never on the number of
  * threads, and the merge order is fixed, so the result has the same bits for
- * any -j (float mean/m2 included).
+ * any -j (float mean/m2 included). A strided image (rows with gaps between
+ * them) has the same chunks, in raster order, gathered from its rows: the
+ * same bits as its dense copy.
  */
+#include "image_rows.h"
 #include "imgstat.h"
 
 #include <pthread.h>
@@ -23,6 +26,8 @@
 
 typedef struct cpu_job {
   const imgstat_image *img;
+  size_t stride;
+  int dense;
   uint64_t plane_samples;
   uint64_t chunks_per_plane;
   uint64_t total_chunks;
@@ -30,7 +35,9 @@ typedef struct cpu_job {
   atomic_uint_fast64_t next;
 } cpu_job;
 
-static void cpu_job_run(cpu_job *job) {
+/* Takes chunks until none is left; scratch gathers a strided chunk (NULL
+ * for a dense image). */
+static void cpu_job_run(cpu_job *job, void *scratch) {
   for (;;) {
     uint64_t g = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
     if (g >= job->total_chunks)
@@ -41,13 +48,19 @@ static void cpu_job_run(cpu_job *job) {
     if (n > CPU_CHUNK)
       n = CPU_CHUNK;
     imgstat_partial_init(&job->parts[g]);
-    imgstat_partial_scan(&job->parts[g], job->img->planes[c], job->img->sample,
-                         first, n);
+    ist_partial_scan_rows(&job->parts[g], job->img->planes[c], job->stride,
+                          job->img->width, job->img->sample, first, n, scratch);
   }
 }
 
+/* A helper thread; one that cannot get its scratch takes no chunk (the
+ * calling thread has its own and finishes them all). */
 static void *cpu_job_thread(void *arg) {
-  cpu_job_run(arg);
+  cpu_job *job = arg;
+  void *scratch = job->dense ? NULL : malloc(IST_SCAN_SCRATCH_BYTES);
+  if (job->dense || scratch)
+    cpu_job_run(job, scratch);
+  free(scratch);
   return NULL;
 }
 
@@ -81,16 +94,27 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
 
   cpu_job job;
   job.img = img;
+  job.stride = ist_image_stride(img);
+  job.dense = ist_image_is_dense(img);
   job.plane_samples = samples;
   job.chunks_per_plane = (samples + CPU_CHUNK - 1) / CPU_CHUNK;
   job.total_chunks = job.chunks_per_plane * (uint64_t)img->channels;
   job.parts = job.total_chunks <= SIZE_MAX / sizeof *job.parts
                   ? malloc(job.total_chunks * sizeof *job.parts)
                   : NULL;
+  void *scratch = job.dense ? NULL : malloc(IST_SCAN_SCRATCH_BYTES);
+  if (!job.dense && !scratch) {
+    free(job.parts);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory for a scan of a strided image");
+  }
   if (!job.parts) {
-    /* The same chunks and merge order, one thread, no scratch: same bits. */
+    /* The same chunks and merge order, one thread, no partials kept: the
+     * same bits. */
     for (int c = 0; c < img->channels; c++)
-      imgstat_partial_scan(&out[c], img->planes[c], img->sample, 0, samples);
+      ist_partial_scan_rows(&out[c], img->planes[c], job.stride, img->width,
+                            img->sample, 0, samples, scratch);
+    free(scratch);
     return IMGSTAT_OK;
   }
   atomic_init(&job.next, 0);
@@ -111,9 +135,10 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
       break;
     started++;
   }
-  cpu_job_run(&job);
+  cpu_job_run(&job, scratch);
   for (int t = 0; t < started; t++)
     pthread_join(helper[t], NULL);
+  free(scratch);
 
   for (int c = 0; c < img->channels; c++)
     for (uint64_t k = 0; k < job.chunks_per_plane; k++)

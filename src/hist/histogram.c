@@ -6,6 +6,8 @@
  */
 #include "imgstat_norm.h"
 
+#include "image_rows.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,72 +55,136 @@ void imgstat_histogram_free(imgstat_histogram *h) {
   memset(h, 0, sizeof *h);
 }
 
-int imgstat_plane_finite_range(const float *plane, uint64_t n, double *lo,
-                               double *hi) {
+/* The samples of one plane as rows: a dense plane is one row of
+ * width * height samples (the fast paths' single loop). */
+typedef struct plane_rows {
+  const unsigned char *base;
+  size_t stride;
+  uint64_t width;
+  uint32_t rows;
+} plane_rows;
+
+static plane_rows rows_of(const imgstat_image *img, int c) {
+  plane_rows r = {img->planes[c], ist_image_stride(img), img->width,
+                  img->height};
+  if (ist_image_is_dense(img)) {
+    r.width = (uint64_t)img->width * img->height;
+    r.rows = r.width ? 1 : 0;
+  }
+  return r;
+}
+
+static plane_rows one_row(const void *plane, uint64_t n) {
+  plane_rows r = {plane, 0, n, n ? 1 : 0};
+  return r;
+}
+
+static const void *row_at(const plane_rows *r, uint32_t y) {
+  return r->base + (size_t)y * r->stride;
+}
+
+static int finite_range(const plane_rows *r, double *lo, double *hi) {
   float mn = INFINITY, mx = -INFINITY;
   int any = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    float x = plane[i];
-    if (!isfinite(x))
-      continue;
-    any = 1;
-    mn = x < mn ? x : mn;
-    mx = x > mx ? x : mx;
+  for (uint32_t y = 0; y < r->rows; y++) {
+    const float *p = row_at(r, y);
+    for (uint64_t i = 0; i < r->width; i++) {
+      float x = p[i];
+      if (!isfinite(x))
+        continue;
+      any = 1;
+      mn = x < mn ? x : mn;
+      mx = x > mx ? x : mx;
+    }
   }
   *lo = any ? mn : 0.0;
   *hi = any ? mx : 0.0;
   return any;
 }
 
-static void hist_u8(const uint8_t *p, uint64_t n, uint64_t *counts) {
-  /* Four sub-histograms break the store-to-load dependency when neighbouring
-   * samples are equal (flat regions), which otherwise serialises the loop. */
-  uint32_t sub[4][256];
-  memset(sub, 0, sizeof sub);
-  uint64_t i = 0;
-  while (i < n) {
-    /* flush before a 32-bit sub-count could overflow */
-    uint64_t end = n - i > (UINT64_C(1) << 31) ? i + (UINT64_C(1) << 31) : n;
-    for (; i + 4 <= end; i += 4) {
-      sub[0][p[i]]++;
-      sub[1][p[i + 1]]++;
-      sub[2][p[i + 2]]++;
-      sub[3][p[i + 3]]++;
-    }
-    for (; i < end; i++)
-      sub[0][p[i]]++;
-    for (int v = 0; v < 256; v++) {
-      counts[v] += (uint64_t)sub[0][v] + sub[1][v] + sub[2][v] + sub[3][v];
-      sub[0][v] = sub[1][v] = sub[2][v] = sub[3][v] = 0;
-    }
+int imgstat_plane_finite_range(const float *plane, uint64_t n, double *lo,
+                               double *hi) {
+  plane_rows r = one_row(plane, n);
+  return finite_range(&r, lo, hi);
+}
+
+int imgstat_image_finite_range(const imgstat_image *img, int c, double *lo,
+                               double *hi) {
+  plane_rows r = rows_of(img, c);
+  return finite_range(&r, lo, hi);
+}
+
+/* Four sub-histograms break the store-to-load dependency when neighbouring
+ * samples are equal (flat regions), which otherwise serialises the loop.
+ * They are flushed before a 32-bit sub-count could overflow. */
+#define HIST_U8_FLUSH (UINT64_C(1) << 31)
+
+static void hist_u8_flush(uint32_t sub[4][256], uint64_t *counts) {
+  for (int v = 0; v < 256; v++) {
+    counts[v] += (uint64_t)sub[0][v] + sub[1][v] + sub[2][v] + sub[3][v];
+    sub[0][v] = sub[1][v] = sub[2][v] = sub[3][v] = 0;
   }
 }
 
-static void hist_u16(const uint16_t *p, uint64_t n, uint64_t *counts) {
-  for (uint64_t i = 0; i < n; i++)
-    counts[p[i]]++;
+static void hist_u8(const plane_rows *r, uint64_t *counts) {
+  uint32_t sub[4][256];
+  memset(sub, 0, sizeof sub);
+  uint64_t pending = 0; /* samples in sub since the last flush */
+  for (uint32_t y = 0; y < r->rows; y++) {
+    const uint8_t *p = row_at(r, y);
+    uint64_t i = 0, n = r->width;
+    while (i < n) {
+      uint64_t end =
+          n - i > HIST_U8_FLUSH - pending ? i + (HIST_U8_FLUSH - pending) : n;
+      pending += end - i;
+      for (; i + 4 <= end; i += 4) {
+        sub[0][p[i]]++;
+        sub[1][p[i + 1]]++;
+        sub[2][p[i + 2]]++;
+        sub[3][p[i + 3]]++;
+      }
+      for (; i < end; i++)
+        sub[0][p[i]]++;
+      if (pending == HIST_U8_FLUSH) {
+        hist_u8_flush(sub, counts);
+        pending = 0;
+      }
+    }
+  }
+  hist_u8_flush(sub, counts);
+}
+
+static void hist_u16(const plane_rows *r, uint64_t *counts) {
+  for (uint32_t y = 0; y < r->rows; y++) {
+    const uint16_t *p = row_at(r, y);
+    for (uint64_t i = 0; i < r->width; i++)
+      counts[p[i]]++;
+  }
 }
 
 /* The bin rule of imgstat_histogram (see the header); the GPU kernel
  * evaluates the same expression. */
-static void hist_f32(const float *p, uint64_t n, imgstat_histogram *h) {
+static void hist_f32(const plane_rows *r, imgstat_histogram *h) {
   double lo = h->lo;
   double scale = h->hi > h->lo ? (double)h->bins / (h->hi - h->lo) : 0.0;
   uint32_t last = h->bins - 1;
-  for (uint64_t i = 0; i < n; i++) {
-    float x = p[i];
-    if (isnan(x)) {
-      h->nan_count++;
-      continue;
+  for (uint32_t y = 0; y < r->rows; y++) {
+    const float *p = row_at(r, y);
+    for (uint64_t i = 0; i < r->width; i++) {
+      float x = p[i];
+      if (isnan(x)) {
+        h->nan_count++;
+        continue;
+      }
+      if (isinf(x)) {
+        h->inf_count++;
+        continue;
+      }
+      double t = ((double)x - lo) * scale;
+      uint32_t b = t <= 0.0 ? 0 : (t >= (double)last ? last : (uint32_t)t);
+      h->counts[b]++;
+      h->total++;
     }
-    if (isinf(x)) {
-      h->inf_count++;
-      continue;
-    }
-    double t = ((double)x - lo) * scale;
-    uint32_t b = t <= 0.0 ? 0 : (t >= (double)last ? last : (uint32_t)t);
-    h->counts[b]++;
-    h->total++;
   }
 }
 
@@ -130,7 +196,7 @@ imgstat_status imgstat_histogram_compute(const imgstat_image *img, int c,
   if (!img || c < 0 || c >= img->channels)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
   uint64_t n = (uint64_t)img->width * img->height;
-  const void *plane = img->planes[c];
+  plane_rows rows = rows_of(img, c);
   double lo = 0, hi = 0;
   uint32_t bins = opts ? opts->float_bins : 0;
   if (img->sample == IMGSTAT_F32) {
@@ -138,7 +204,7 @@ imgstat_status imgstat_histogram_compute(const imgstat_image *img, int c,
       lo = opts->lo;
       hi = opts->hi;
     } else {
-      imgstat_plane_finite_range(plane, n, &lo, &hi);
+      finite_range(&rows, &lo, &hi);
     }
   }
   imgstat_status st =
@@ -147,15 +213,15 @@ imgstat_status imgstat_histogram_compute(const imgstat_image *img, int c,
     return st;
   switch (img->sample) {
   case IMGSTAT_U8:
-    hist_u8(plane, n, h->counts);
+    hist_u8(&rows, h->counts);
     h->total = n;
     break;
   case IMGSTAT_U16:
-    hist_u16(plane, n, h->counts);
+    hist_u16(&rows, h->counts);
     h->total = n;
     break;
   case IMGSTAT_F32:
-    hist_f32(plane, n, h);
+    hist_f32(&rows, h);
     break;
   }
   return IMGSTAT_OK;
@@ -240,34 +306,51 @@ int imgstat_histogram_percentile(const imgstat_histogram *h, double p,
   return 1;
 }
 
-void imgstat_moments_f32(const float *plane, uint64_t n, imgstat_moments *m) {
+static void moments_f32(const plane_rows *r, imgstat_moments *m) {
   memset(m, 0, sizeof *m);
   double sum = 0;
   uint64_t count = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    if (isfinite(plane[i])) {
-      sum += plane[i];
-      count++;
+  for (uint32_t y = 0; y < r->rows; y++) {
+    const float *p = row_at(r, y);
+    for (uint64_t i = 0; i < r->width; i++) {
+      if (isfinite(p[i])) {
+        sum += p[i];
+        count++;
+      }
     }
   }
   if (count == 0)
     return;
   double mean = sum / (double)count;
   double s2 = 0, s3 = 0, s4 = 0;
-  for (uint64_t i = 0; i < n; i++) {
-    if (!isfinite(plane[i]))
-      continue;
-    double d = (double)plane[i] - mean;
-    double d2 = d * d;
-    s2 += d2;
-    s3 += d2 * d;
-    s4 += d2 * d2;
+  for (uint32_t y = 0; y < r->rows; y++) {
+    const float *p = row_at(r, y);
+    for (uint64_t i = 0; i < r->width; i++) {
+      if (!isfinite(p[i]))
+        continue;
+      double d = (double)p[i] - mean;
+      double d2 = d * d;
+      s2 += d2;
+      s3 += d2 * d;
+      s4 += d2 * d2;
+    }
   }
   m->count = count;
   m->mean = mean;
   m->m2 = s2 / (double)count;
   m->m3 = s3 / (double)count;
   m->m4 = s4 / (double)count;
+}
+
+void imgstat_moments_f32(const float *plane, uint64_t n, imgstat_moments *m) {
+  plane_rows r = one_row(plane, n);
+  moments_f32(&r, m);
+}
+
+void imgstat_image_moments_f32(const imgstat_image *img, int c,
+                               imgstat_moments *m) {
+  plane_rows r = rows_of(img, c);
+  moments_f32(&r, m);
 }
 
 void imgstat_moments_from_histogram(const imgstat_histogram *h,

@@ -1,6 +1,7 @@
 /*
- * Private to the loaders (src/image.c, src/load*.c) and their tests and
- * benchmark: the input abstraction and one decoder per library.
+ * Private to the loaders (src/core/image.c, the files of src/io) and their
+ * tests and benchmark: the input abstraction, the decoder table and one decoder
+ * per library.
  */
 #ifndef IMGSTAT_LOAD_INTERNAL_H
 #define IMGSTAT_LOAD_INTERNAL_H
@@ -79,10 +80,65 @@ imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
  * thousands of scans would cost time without bound. */
 #define IMGSTAT_JPEG_MAX_SCANS 500
 
-/* Each decoder starts at the first byte of src and, on failure, leaves *img
- * zeroed with everything it allocated freed. */
-imgstat_status ist_png_decode(ist_source *src, const ist_limits *lim,
-                              imgstat_image *img, imgstat_error *err);
+/* ---- the decoder table ----------------------------------------------------
+ *
+ * An open decoder (imgstat_decoder_open): its input, the caller's limits,
+ * the row of the table that decodes it, the header that row's open found
+ * and that row's own state. */
+typedef struct ist_format ist_format;
+
+struct imgstat_decoder {
+  ist_source src;
+  int owns_file;        /* src.file was opened by imgstat_decoder_open */
+  unsigned char *input; /* the input read into memory (a pipe), or NULL */
+  ist_limits lim;
+  const ist_format *format;
+  imgstat_header header;
+  void *state;   /* the format's own, freed by its close */
+  int read_done; /* imgstat_decoder_read was called */
+};
+
+/* One row per format, in the order signatures are tested. open starts at
+ * the first byte of d->src, reads as little as the header (and the checks
+ * that need no pixels: ist_decode_check) takes, and fills d->header; read
+ * decodes into img, which imgstat_decoder_read has checked against the
+ * header; close frees d->state (also after a failed open). */
+struct ist_format {
+  ist_kind kind;
+  const char *library; /* the library that decodes it */
+  /* whether an input's first n bytes (n <= 16) announce the format; NULL:
+   * any input (the last row) */
+  int (*sniff)(const unsigned char *head, size_t n);
+  imgstat_status (*open)(imgstat_decoder *d, imgstat_error *err);
+  imgstat_status (*read)(imgstat_decoder *d, imgstat_image *img,
+                         imgstat_error *err);
+  void (*close)(imgstat_decoder *d);
+};
+
+/* PNG through libpng. */
+imgstat_status ist_png_open(imgstat_decoder *d, imgstat_error *err);
+imgstat_status ist_png_read(imgstat_decoder *d, imgstat_image *img,
+                            imgstat_error *err);
+void ist_png_close(imgstat_decoder *d);
+
+#ifdef IMGSTAT_HAVE_TURBOJPEG
+/* JPEG through TurboJPEG (without it, JPEG is stb_image's). */
+imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err);
+imgstat_status ist_jpeg_read(imgstat_decoder *d, imgstat_image *img,
+                             imgstat_error *err);
+void ist_jpeg_close(imgstat_decoder *d);
+#endif
+
+/* Everything else through stb_image, as the format d->format->kind (an
+ * unknown kind: a JPEG after fill bytes, or a TGA). */
+imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err);
+imgstat_status ist_stb_read(imgstat_decoder *d, imgstat_image *img,
+                            imgstat_error *err);
+void ist_stb_close(imgstat_decoder *d);
+
+/* Decodes src (from its first byte) with stb_image as the format kind:
+ * open, allocate, read, close. On failure *img is left empty. For tests and
+ * the decoding benchmark (stb's path for a JPEG that TurboJPEG takes). */
 imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
                               const ist_limits *lim, imgstat_image *img,
                               imgstat_error *err);
@@ -91,10 +147,6 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
  * marker follows fill bytes, or a TGA (stb's own header test). Needs the
  * input's first 256 bytes, or all of it when it is shorter. */
 int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
-/* Returns IMGSTAT_ERR_UNSUPPORTED without touching src when built without
- * TurboJPEG: the caller then falls back to stb_image. */
-imgstat_status ist_jpeg_decode(ist_source *src, const ist_limits *lim,
-                               imgstat_image *img, imgstat_error *err);
 
 /* Refuses a width x height image over max_pixels (0: the default) or over
  * IMGSTAT_MAX_PIXELS_LIMIT with the same message as imgstat_image_alloc, so
@@ -103,8 +155,14 @@ imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
                                 uint64_t max_pixels, imgstat_error *err);
 
 /* Copies n interleaved pixels (img->channels samples of img->sample type
- * each) into img's planes: pixel i goes to raster index first + i * step. */
-void ist_pixels_split(imgstat_image *img, const void *interleaved, size_t first,
-                      size_t n, size_t step);
+ * each) into img's planes: pixel i goes to row y, column x0 + i * step. In
+ * a dense image, y = 0 and n up to width * height address the whole
+ * plane. */
+void ist_pixels_split(imgstat_image *img, const void *interleaved, uint32_t y,
+                      size_t x0, size_t n, size_t step);
+
+/* Copies a whole interleaved image (width * height pixels, row after row)
+ * into img's planes, with its stride. */
+void ist_pixels_split_image(imgstat_image *img, const void *interleaved);
 
 #endif

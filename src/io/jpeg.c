@@ -3,33 +3,25 @@
  * build found it; stb_image is the fallback (see docs/benchmarks.md,
  * "Decoding", for why: TurboJPEG is much faster on large photos).
  *
- * Gray JPEGs decode straight into their plane; colour ones decode to RGB
- * and are split into planes; CMYK and YCCK ones decode to their four stored
- * samples, which are made RGB as stb_image does (it decoded them before).
- * Any libjpeg warning (premature end of file, corrupt entropy-coded data,
+ * Gray JPEGs decode straight into their plane (TurboJPEG takes the row
+ * stride as its pitch); colour ones decode to RGB and are split into planes;
+ * CMYK and YCCK ones decode to their four stored samples, which are made RGB as
+ * stb_image does (it decoded them before). Any libjpeg warning (premature end
+ * of file, corrupt entropy-coded data,
  * ...) rejects the file: the decoder would otherwise invent pixels and the
  * statistics would describe data that is not there. So does a component that
  * no scan codes, a file too small for the size its header claims, and a
  * progressive file of more than 500 scans.
  */
+#include "image_rows.h"
 #include "imgstat.h"
 #include "io.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef IMGSTAT_HAVE_TURBOJPEG
-
-imgstat_status ist_jpeg_decode(ist_source *src, const ist_limits *lim,
-                               imgstat_image *img, imgstat_error *err) {
-  (void)src;
-  (void)lim;
-  (void)img;
-  return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
-                           "built without TurboJPEG");
-}
-
-#else
+#ifdef IMGSTAT_HAVE_TURBOJPEG
 
 #include <turbojpeg.h>
 
@@ -245,75 +237,77 @@ static void ycc_to_rgb(unsigned y, unsigned cb, unsigned cr,
   rgb[2] = clamp_255(floor_div(yy + b * k_b, one));
 }
 
-static void cmyk_to_planes(const unsigned char *px, size_t n, int transform,
+static void cmyk_to_planes(const unsigned char *px, int transform,
                            imgstat_image *img) {
-  unsigned char *r = img->planes[0], *g = img->planes[1], *b = img->planes[2];
-  for (size_t i = 0; i < n; i++, px += 4) {
-    unsigned char rgb[3];
-    if (transform == 0) {
-      rgb[0] = mul_255(px[0], px[3]);
-      rgb[1] = mul_255(px[1], px[3]);
-      rgb[2] = mul_255(px[2], px[3]);
-    } else {
-      ycc_to_rgb(px[0], px[1], px[2], rgb);
-      if (transform == 2)
-        for (int c = 0; c < 3; c++)
-          rgb[c] = mul_255(255u - rgb[c], px[3]);
+  for (uint32_t y = 0; y < img->height; y++) {
+    unsigned char *r = ist_image_row(img, 0, y), *g = ist_image_row(img, 1, y),
+                  *b = ist_image_row(img, 2, y);
+    for (uint32_t x = 0; x < img->width; x++, px += 4) {
+      unsigned char rgb[3];
+      if (transform == 0) {
+        rgb[0] = mul_255(px[0], px[3]);
+        rgb[1] = mul_255(px[1], px[3]);
+        rgb[2] = mul_255(px[2], px[3]);
+      } else {
+        ycc_to_rgb(px[0], px[1], px[2], rgb);
+        if (transform == 2)
+          for (int c = 0; c < 3; c++)
+            rgb[c] = mul_255(255u - rgb[c], px[3]);
+      }
+      r[x] = rgb[0];
+      g[x] = rgb[1];
+      b[x] = rgb[2];
     }
-    r[i] = rgb[0];
-    g[i] = rgb[1];
-    b[i] = rgb[2];
   }
 }
 
 /* ---- decoding ------------------------------------------------------------ */
 
-/* The scans are counted first (IMGSTAT_JPEG_MAX_SCANS), so that such a file
- * is refused before any is decoded; TJFLAG_LIMITSCANS stays as the
- * backstop. */
+typedef struct jpeg_state {
+  const unsigned char *jpeg; /* the whole file */
+  int owned;                 /* jpeg is our copy of a file input */
+  unsigned long size;
+  tjhandle tj;
+  int width, height, colorspace, four;
+  int adobe_transform;
+} jpeg_state;
 
-imgstat_status ist_jpeg_decode(ist_source *src, const ist_limits *lim,
-                               imgstat_image *img, imgstat_error *err) {
-  const unsigned char *jpeg = NULL;
-  int owned = 0;
-  unsigned char *pixels_buf = NULL, *patched = NULL;
-  tjhandle tj = NULL;
-  imgstat_status s;
-  memset(img, 0, sizeof *img);
-
+/* Opening reads the file into memory (TurboJPEG decodes from a buffer),
+ * its header and its marker segments. The scans are counted here
+ * (IMGSTAT_JPEG_MAX_SCANS), so that such a file is refused before any is
+ * decoded; TJFLAG_LIMITSCANS stays as the backstop. */
+imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err) {
+  ist_source *src = &d->src;
   if (src->size > (size_t)(unsigned long)-1)
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "JPEG file too large");
-  s = ist_source_slurp(src, &jpeg, &owned, err);
+  jpeg_state *js = calloc(1, sizeof *js);
+  if (!js)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory opening a JPEG");
+  d->state = js;
+  imgstat_status s = ist_source_slurp(src, &js->jpeg, &js->owned, err);
   if (s != IMGSTAT_OK)
     return s;
-  unsigned long jpeg_size = (unsigned long)src->size;
+  js->size = (unsigned long)src->size;
 
-  tj = tjInitDecompress();
-  if (!tj) {
-    s = tj_failure(NULL, err);
-    goto done;
-  }
+  js->tj = tjInitDecompress();
+  if (!js->tj)
+    return tj_failure(NULL, err);
   /* A tables-only JPEG (SOI, tables, EOI) passes tjDecompressHeader3
    * without any of these being set. */
   int width = 0, height = 0, subsamp = -1, colorspace = -1;
-  if (tjDecompressHeader3(tj, jpeg, jpeg_size, &width, &height, &subsamp,
-                          &colorspace) != 0) {
-    s = tj_failure(tj, err);
-    goto done;
-  }
+  if (tjDecompressHeader3(js->tj, js->jpeg, js->size, &width, &height, &subsamp,
+                          &colorspace) != 0)
+    return tj_failure(js->tj, err);
   jpeg_layout layout;
-  jpeg_walk(jpeg, jpeg_size, &layout);
-  if (width <= 0 || height <= 0 || !layout.frame) {
-    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                          "JPEG has no frame header (SOF)");
-    goto done;
-  }
+  jpeg_walk(js->jpeg, js->size, &layout);
+  if (width <= 0 || height <= 0 || !layout.frame)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "JPEG has no frame header (SOF)");
   int four = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
-  if (four != (layout.ncomp == 4)) {
-    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                          "JPEG frame header is inconsistent");
-    goto done;
-  }
+  if (four != (layout.ncomp == 4))
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "JPEG frame header is inconsistent");
   /* The size check comes before anything is decoded or allocated: a gray
    * image decodes into its plane, a colour one into an RGB buffer (CMYK:
    * a 4-sample one) that is then split into planes beside it. */
@@ -321,108 +315,118 @@ imgstat_status ist_jpeg_decode(ist_source *src, const ist_limits *lim,
   uint64_t peak = colorspace == TJCS_GRAY ? pixels
                   : four                  ? 7 * pixels
                                           : 6 * pixels;
-  s = ist_decode_check(lim, (uint32_t)width, (uint32_t)height, peak,
+  s = ist_decode_check(&d->lim, (uint32_t)width, (uint32_t)height, peak,
                        jpeg_min_input(&layout), src->size, "JPEG", err);
   if (s != IMGSTAT_OK)
-    goto done;
+    return s;
   /* libjpeg decodes a component that no scan codes (or, progressive, no DC
    * scan) as flat gray, without a warning: that is missing data. */
   for (int c = 0; c < layout.ncomp; c++)
-    if (!layout.coded[c]) {
-      s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                            "JPEG has no scan data for component %d of %d "
-                            "(truncated or corrupt)",
-                            c + 1, layout.ncomp);
-      goto done;
-    }
+    if (!layout.coded[c])
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                               "JPEG has no scan data for component %d of %d "
+                               "(truncated or corrupt)",
+                               c + 1, layout.ncomp);
 
-  if (layout.scans > IMGSTAT_JPEG_MAX_SCANS) {
-    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                          "JPEG has %u scans: more than %d scans are refused "
-                          "(each one costs a pass over the image)",
-                          layout.scans, IMGSTAT_JPEG_MAX_SCANS);
-    goto done;
-  }
+  if (layout.scans > IMGSTAT_JPEG_MAX_SCANS)
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                             "JPEG has %u scans: more than %d scans are "
+                             "refused (each one costs a pass over the image)",
+                             layout.scans, IMGSTAT_JPEG_MAX_SCANS);
+  js->width = width;
+  js->height = height;
+  js->colorspace = colorspace;
+  js->four = four;
+  js->adobe_transform = layout.adobe_transform;
+  d->header.width = (uint32_t)width;
+  d->header.height = (uint32_t)height;
+  d->header.channels = colorspace == TJCS_GRAY ? 1 : 3;
+  d->header.sample = IMGSTAT_U8;
+  d->header.format = "JPEG";
+  return IMGSTAT_OK;
+}
 
+/* The compressed bytes, once they are no longer needed. */
+static void jpeg_drop_input(jpeg_state *js) {
+  if (js->owned)
+    free((void *)js->jpeg);
+  js->jpeg = NULL;
+  js->owned = 0;
+}
+
+imgstat_status ist_jpeg_read(imgstat_decoder *d, imgstat_image *img,
+                             imgstat_error *err) {
+  jpeg_state *js = d->state;
+  const int width = js->width, height = js->height;
   /* Warnings (corrupt or missing data) are errors. */
   const int flags = TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS;
-  if (colorspace == TJCS_GRAY) {
-    s = imgstat_image_alloc(img, (uint32_t)width, (uint32_t)height, 1,
-                            IMGSTAT_U8, lim->max_pixels, err);
-    if (s != IMGSTAT_OK)
-      goto done;
-    if (tjDecompress2(tj, jpeg, jpeg_size, img->planes[0], width, width, height,
-                      TJPF_GRAY, flags) != 0) {
-      s = tj_failure(tj, err);
-      goto done;
-    }
-  } else {
-    const int sample_bytes = four ? 4 : 3;
-    size_t bytes;
-    if (!ist_size_mul((size_t)width * (size_t)height, sample_bytes, &bytes)) {
-      s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "JPEG image too large");
-      goto done;
-    }
-    pixels_buf = malloc(bytes);
-    if (!pixels_buf) {
-      s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
-                            "out of memory decoding a %dx%d JPEG", width,
-                            height);
-      goto done;
-    }
-    const unsigned char *input = jpeg;
-    if (colorspace == TJCS_YCCK) {
-      /* Our own copy of the file has its transform edited in place. */
-      if (!owned) {
-        patched = malloc(jpeg_size);
-        if (!patched) {
-          s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
-                                "out of memory decoding a %dx%d JPEG", width,
-                                height);
-          goto done;
-        }
-        memcpy(patched, jpeg, jpeg_size);
-        input = patched;
-      }
-      jpeg_adobe_to_cmyk((unsigned char *)input, jpeg_size);
-    }
-    if (tjDecompress2(tj, input, jpeg_size, pixels_buf, width,
-                      width * sample_bytes, height, four ? TJPF_CMYK : TJPF_RGB,
-                      flags) != 0) {
-      s = tj_failure(tj, err);
-      goto done;
-    }
-    /* The compressed bytes are no longer needed: free them before the
-     * planes are allocated, to keep peak memory down. */
-    free(patched);
-    patched = NULL;
-    if (owned) {
-      free((void *)jpeg);
-      jpeg = NULL;
-    }
-    s = imgstat_image_alloc(img, (uint32_t)width, (uint32_t)height, 3,
-                            IMGSTAT_U8, lim->max_pixels, err);
-    if (s != IMGSTAT_OK)
-      goto done;
-    if (four)
-      cmyk_to_planes(pixels_buf, (size_t)width * (size_t)height,
-                     layout.adobe_transform, img);
-    else
-      ist_pixels_split(img, pixels_buf, 0, (size_t)width * (size_t)height, 1);
+  size_t stride = imgstat_image_stride(img);
+  if (js->colorspace == TJCS_GRAY && stride <= INT_MAX) {
+    if (tjDecompress2(js->tj, js->jpeg, js->size, img->planes[0], width,
+                      (int)stride, height, TJPF_GRAY, flags) != 0)
+      return tj_failure(js->tj, err);
+    return IMGSTAT_OK;
   }
-  img->format = "JPEG";
-  s = IMGSTAT_OK;
-
-done:
-  if (tj)
-    tjDestroy(tj);
-  free(pixels_buf);
+  /* Colour (and gray rows too far apart for TurboJPEG's int pitch): an
+   * interleaved buffer, then the planes. */
+  const int sample_bytes = js->four ? 4 : js->colorspace == TJCS_GRAY ? 1 : 3;
+  size_t bytes;
+  if (!ist_size_mul((size_t)width * (size_t)height, sample_bytes, &bytes))
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "JPEG image too large");
+  unsigned char *pixels = malloc(bytes);
+  unsigned char *patched = NULL;
+  imgstat_status s = IMGSTAT_OK;
+  if (!pixels) {
+    s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                          "out of memory decoding a %dx%d JPEG", width, height);
+    goto done;
+  }
+  const unsigned char *input = js->jpeg;
+  if (js->colorspace == TJCS_YCCK) {
+    /* Our own copy of the file has its transform edited in place. */
+    if (!js->owned) {
+      patched = malloc(js->size);
+      if (!patched) {
+        s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                              "out of memory decoding a %dx%d JPEG", width,
+                              height);
+        goto done;
+      }
+      memcpy(patched, js->jpeg, js->size);
+      input = patched;
+    }
+    jpeg_adobe_to_cmyk((unsigned char *)input, js->size);
+  }
+  int format = js->four                      ? TJPF_CMYK
+               : js->colorspace == TJCS_GRAY ? TJPF_GRAY
+                                             : TJPF_RGB;
+  if (tjDecompress2(js->tj, input, js->size, pixels, width,
+                    width * sample_bytes, height, format, flags) != 0) {
+    s = tj_failure(js->tj, err);
+    goto done;
+  }
   free(patched);
-  if (owned)
-    free((void *)jpeg);
-  if (s != IMGSTAT_OK)
-    imgstat_image_free(img);
+  patched = NULL;
+  jpeg_drop_input(js);
+  if (js->four)
+    cmyk_to_planes(pixels, js->adobe_transform, img);
+  else
+    ist_pixels_split_image(img, pixels);
+done:
+  free(patched);
+  free(pixels);
   return s;
+}
+
+void ist_jpeg_close(imgstat_decoder *d) {
+  jpeg_state *js = d->state;
+  if (!js)
+    return;
+  if (js->tj)
+    tjDestroy(js->tj);
+  jpeg_drop_input(js);
+  free(js);
+  d->state = NULL;
 }
 
 #endif

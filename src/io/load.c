@@ -1,6 +1,8 @@
 /*
  * Loading: opens the input, sniffs its signature (never the file name) and
- * hands it to the decoder of that format.
+ * hands it to the decoder of that format (the table below). A decoder opens
+ * (header and checks), the caller provides the planes, the decoder reads
+ * into them; imgstat_image_load is those steps in a row.
  */
 #include "imgstat.h"
 #include "io.h"
@@ -71,28 +73,73 @@ imgstat_status ist_source_slurp(ist_source *src, const unsigned char **data,
   return IMGSTAT_OK;
 }
 
+/* ---- signatures and the decoder table ------------------------------------ */
+
+/* Anything that looks like a damaged PNG signature still goes to libpng,
+ * whose reason ("PNG file corrupted by ASCII conversion") is the useful
+ * one. */
+static int sniff_png(const unsigned char *h, size_t n) {
+  return (n >= 1 && h[0] == 0x89) || (n >= 4 && memcmp(h + 1, "PNG", 3) == 0) ||
+         (n >= 16 && memcmp(h + 12, "IHDR", 4) == 0);
+}
+
+static int sniff_jpeg(const unsigned char *h, size_t n) {
+  return n >= 3 && h[0] == 0xFF && h[1] == 0xD8 && h[2] == 0xFF;
+}
+
+static int sniff_bmp(const unsigned char *h, size_t n) {
+  return n >= 2 && h[0] == 'B' && h[1] == 'M';
+}
+
+static int sniff_gif(const unsigned char *h, size_t n) {
+  return n >= 6 && (memcmp(h, "GIF87a", 6) == 0 || memcmp(h, "GIF89a", 6) == 0);
+}
+
+static int sniff_psd(const unsigned char *h, size_t n) {
+  return n >= 4 && memcmp(h, "8BPS", 4) == 0;
+}
+
+static int sniff_hdr(const unsigned char *h, size_t n) {
+  return (n >= 10 && memcmp(h, "#?RADIANCE", 10) == 0) ||
+         (n >= 6 && memcmp(h, "#?RGBE", 6) == 0);
+}
+
+static int sniff_pnm(const unsigned char *h, size_t n) {
+  return n >= 2 && h[0] == 'P' && (h[1] == '5' || h[1] == '6');
+}
+
+#define STB_ROW ist_stb_open, ist_stb_read, ist_stb_close
+
+/* One row per format, tried in this order; the first whose signature
+ * matches decodes the input. */
+static const ist_format formats[] = {
+    {IMGSTAT_KIND_PNG, "libpng", sniff_png, ist_png_open, ist_png_read,
+     ist_png_close},
+#ifdef IMGSTAT_HAVE_TURBOJPEG
+    {IMGSTAT_KIND_JPEG, "TurboJPEG", sniff_jpeg, ist_jpeg_open, ist_jpeg_read,
+     ist_jpeg_close},
+#else
+    {IMGSTAT_KIND_JPEG, "stb_image", sniff_jpeg, STB_ROW},
+#endif
+    {IMGSTAT_KIND_BMP, "stb_image", sniff_bmp, STB_ROW},
+    {IMGSTAT_KIND_GIF, "stb_image", sniff_gif, STB_ROW},
+    {IMGSTAT_KIND_PSD, "stb_image", sniff_psd, STB_ROW},
+    {IMGSTAT_KIND_HDR, "stb_image", sniff_hdr, STB_ROW},
+    {IMGSTAT_KIND_PNM, "stb_image", sniff_pnm, STB_ROW},
+    /* No signature: stb_image tries a JPEG after fill bytes, then TGA, which
+     * has none. */
+    {IMGSTAT_KIND_UNKNOWN, "stb_image", NULL, STB_ROW},
+};
+
+static const ist_format *format_sniff(const unsigned char *h, size_t n) {
+  size_t i = 0;
+  while (formats[i].sniff && !formats[i].sniff(h, n))
+    i++;
+  return &formats[i];
+}
+
 ist_kind ist_kind_sniff(const unsigned char *h, size_t n) {
-  /* Anything that looks like a damaged PNG signature still goes to libpng,
-   * whose reason ("PNG file corrupted by ASCII conversion") is the useful
-   * one. */
-  if ((n >= 1 && h[0] == 0x89) || (n >= 4 && memcmp(h + 1, "PNG", 3) == 0) ||
-      (n >= 16 && memcmp(h + 12, "IHDR", 4) == 0))
-    return IMGSTAT_KIND_PNG;
-  if (n >= 3 && h[0] == 0xFF && h[1] == 0xD8 && h[2] == 0xFF)
-    return IMGSTAT_KIND_JPEG;
-  if (n >= 2 && h[0] == 'B' && h[1] == 'M')
-    return IMGSTAT_KIND_BMP;
-  if (n >= 6 && (memcmp(h, "GIF87a", 6) == 0 || memcmp(h, "GIF89a", 6) == 0))
-    return IMGSTAT_KIND_GIF;
-  if (n >= 4 && memcmp(h, "8BPS", 4) == 0)
-    return IMGSTAT_KIND_PSD;
-  if ((n >= 10 && memcmp(h, "#?RADIANCE", 10) == 0) ||
-      (n >= 6 && memcmp(h, "#?RGBE", 6) == 0))
-    return IMGSTAT_KIND_HDR;
-  if (n >= 2 && h[0] == 'P' && (h[1] == '5' || h[1] == '6'))
-    return IMGSTAT_KIND_PNM;
-  /* TGA has no signature: stb_image tries it last. */
-  return IMGSTAT_KIND_UNKNOWN;
+  return format_sniff(h, n)->kind;
 }
 
 /* The caller's limits, defaults where it gave none. */
@@ -105,31 +152,143 @@ static ist_limits limits_of(const imgstat_load_options *opts) {
   return lim;
 }
 
-static imgstat_status decode(ist_source *src, const imgstat_load_options *opts,
-                             imgstat_image *img, imgstat_error *err) {
-  ist_limits lim = limits_of(opts);
-  unsigned char head[16];
-  size_t n = ist_source_read(src, head, sizeof head);
-  if (src->read_errno)
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
-                             strerror(src->read_errno));
-  int e = ist_source_rewind(src);
-  if (e)
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+/* ---- decoders ------------------------------------------------------------ */
 
-  ist_kind kind = ist_kind_sniff(head, n);
-  if (kind == IMGSTAT_KIND_PNG)
-    return ist_png_decode(src, &lim, img, err);
-  if (kind == IMGSTAT_KIND_JPEG) {
-    imgstat_status s = ist_jpeg_decode(src, &lim, img, err);
-    if (s != IMGSTAT_ERR_UNSUPPORTED)
-      return s;
-    /* Built without TurboJPEG: stb_image. */
-    e = ist_source_rewind(src);
-    if (e)
-      return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+/* A decoder over src, decoded by fmt (NULL: the row its signature picks);
+ * the header is read. On failure *out is NULL and everything is freed
+ * (src's file too when owns_file). */
+static imgstat_status decoder_start(const ist_source *src, int owns_file,
+                                    unsigned char *input, const ist_format *fmt,
+                                    const imgstat_load_options *opts,
+                                    imgstat_decoder **out, imgstat_error *err) {
+  *out = NULL;
+  imgstat_decoder *d = calloc(1, sizeof *d);
+  if (!d) {
+    if (owns_file)
+      fclose(src->file);
+    free(input);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory opening the input");
   }
-  return ist_stb_decode(src, kind, &lim, img, err);
+  d->src = *src;
+  d->owns_file = owns_file;
+  d->input = input;
+  d->lim = limits_of(opts);
+  imgstat_status s = IMGSTAT_OK;
+  if (!fmt) {
+    unsigned char head[16];
+    size_t n = ist_source_read(&d->src, head, sizeof head);
+    if (d->src.read_errno) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                            strerror(d->src.read_errno));
+    } else {
+      int e = ist_source_rewind(&d->src);
+      if (e)
+        s = imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+    }
+    fmt = format_sniff(head, n);
+  }
+  if (s == IMGSTAT_OK) {
+    d->format = fmt;
+    s = fmt->open(d, err);
+  }
+  if (s != IMGSTAT_OK) {
+    imgstat_decoder_close(d);
+    return s;
+  }
+  *out = d;
+  return IMGSTAT_OK;
+}
+
+const imgstat_header *imgstat_decoder_header(const imgstat_decoder *d) {
+  return d ? &d->header : NULL;
+}
+
+imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
+                                    imgstat_error *err) {
+  if (!d || !img)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder or no image");
+  if (d->read_done)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "the decoder has read its image already");
+  const imgstat_header *h = &d->header;
+  if (img->width != h->width || img->height != h->height ||
+      img->channels != h->channels || img->sample != h->sample)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_ARG,
+        "the image is %" PRIu32 "x%" PRIu32 " with %d channels of %d bits; "
+        "the input is %" PRIu32 "x%" PRIu32 " with %d of %d bits",
+        img->width, img->height, img->channels,
+        imgstat_sample_depth(img->sample), h->width, h->height, h->channels,
+        imgstat_sample_depth(h->sample));
+  for (int c = 0; c < img->channels; c++)
+    if (!img->planes[c])
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG, "channel %d has no plane",
+                               c);
+  size_t row = (size_t)img->width * (size_t)img->sample;
+  if (img->stride != 0 && img->stride < row)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "row stride of %zu bytes is less than a row of "
+                             "%zu bytes",
+                             img->stride, row);
+  d->read_done = 1;
+  imgstat_status s = d->format->read(d, img, err);
+  if (s == IMGSTAT_OK)
+    img->format = h->format;
+  return s;
+}
+
+void imgstat_decoder_close(imgstat_decoder *d) {
+  if (!d)
+    return;
+  if (d->format && d->format->close)
+    d->format->close(d);
+  if (d->owns_file && d->src.file)
+    fclose(d->src.file);
+  free(d->input);
+  free(d);
+}
+
+/* Open, allocate, read, close: *img holds the pixels, or is left empty. */
+static imgstat_status load_from(imgstat_decoder *d, imgstat_status s,
+                                imgstat_image *img, imgstat_error *err) {
+  if (s == IMGSTAT_OK) {
+    const imgstat_header *h = &d->header;
+    s = imgstat_image_alloc(img, h->width, h->height, h->channels, h->sample,
+                            d->lim.max_pixels, err);
+  }
+  if (s == IMGSTAT_OK)
+    s = imgstat_decoder_read(d, img, err);
+  imgstat_decoder_close(d);
+  if (s != IMGSTAT_OK)
+    imgstat_image_free(img);
+  return s;
+}
+
+imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
+                              const ist_limits *lim, imgstat_image *img,
+                              imgstat_error *err) {
+  const ist_format stb = {kind, "stb_image", NULL, STB_ROW};
+  imgstat_load_options opts = {lim->max_pixels, lim->max_memory};
+  imgstat_decoder *d;
+  memset(img, 0, sizeof *img);
+  imgstat_status s = decoder_start(src, 0, NULL, &stb, &opts, &d, err);
+  return load_from(d, s, img, err);
+}
+
+imgstat_status imgstat_decoder_open_memory(const void *data, size_t size,
+                                           const imgstat_load_options *opts,
+                                           imgstat_decoder **out,
+                                           imgstat_error *err) {
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder to open");
+  *out = NULL;
+  if (!data || size == 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "empty file");
+  ist_source src = {0};
+  src.data = data;
+  src.size = size;
+  return decoder_start(&src, 0, NULL, NULL, opts, out, err);
 }
 
 imgstat_status imgstat_image_load_memory(const void *data, size_t size,
@@ -139,15 +298,9 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
   if (!img)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to load into");
   memset(img, 0, sizeof *img);
-  if (!data || size == 0)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "empty file");
-  ist_source src = {0};
-  src.data = data;
-  src.size = size;
-  imgstat_status s = decode(&src, opts, img, err);
-  if (s != IMGSTAT_OK)
-    imgstat_image_free(img);
-  return s;
+  imgstat_decoder *d;
+  imgstat_status s = imgstat_decoder_open_memory(data, size, opts, &d, err);
+  return load_from(d, s, img, err);
 }
 
 /* Bytes of a non-regular input read before deciding whether to read on: at
@@ -190,15 +343,18 @@ static int worth_reading_on(const unsigned char *head, size_t n) {
  *  - at most max_memory bytes (--max-memory) are read: the input is held
  *    whole while it is decoded, so it is memory the budget covers (the
  *    decoded pixels are checked against the same budget on their own).
+ * On success *data (malloc'd, *len bytes) is the whole input.
  */
-static imgstat_status load_unsized(FILE *f, const imgstat_load_options *opts,
-                                   imgstat_image *img, imgstat_error *err) {
+static imgstat_status read_unsized(FILE *f, const imgstat_load_options *opts,
+                                   unsigned char **data, size_t *len_out,
+                                   imgstat_error *err) {
   const uint64_t budget = limits_of(opts).max_memory;
   /* One byte past the budget is enough to tell an input that is over it. */
   const size_t stop = budget < SIZE_MAX ? (size_t)budget + 1 : SIZE_MAX;
   size_t cap = IMGSTAT_UNSIZED_HEAD, len = 0;
   int head_checked = 0;
   imgstat_status s = IMGSTAT_OK;
+  *data = NULL;
   unsigned char *buf = malloc(cap);
   if (!buf)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
@@ -215,11 +371,12 @@ static imgstat_status load_unsized(FILE *f, const imgstat_load_options *opts,
     if (!head_checked) {
       head_checked = 1;
       if (!worth_reading_on(buf, len)) {
-        s = imgstat_image_load_memory(buf, len, opts, img, err);
+        imgstat_image img;
+        s = imgstat_image_load_memory(buf, len, opts, &img, err);
         if (s != IMGSTAT_OK)
           goto done;
         /* Not expected (the decoders refuse such a head): read on. */
-        imgstat_image_free(img);
+        imgstat_image_free(&img);
       }
     }
     if ((uint64_t)len > budget)
@@ -242,19 +399,24 @@ static imgstat_status load_unsized(FILE *f, const imgstat_load_options *opts,
                           " bytes without being a regular file "
                           "(--max-memory)",
                           budget);
-  else
-    s = imgstat_image_load_memory(buf, len, opts, img, err);
+  else if (len == 0)
+    s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "empty file");
 done:
-  free(buf);
-  return s;
+  if (s != IMGSTAT_OK) {
+    free(buf);
+    return s;
+  }
+  *data = buf;
+  *len_out = len;
+  return IMGSTAT_OK;
 }
 
-imgstat_status imgstat_image_load(const char *path,
-                                  const imgstat_load_options *opts,
-                                  imgstat_image *img, imgstat_error *err) {
-  if (!img)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to load into");
-  memset(img, 0, sizeof *img);
+imgstat_status imgstat_decoder_open(const char *path,
+                                    const imgstat_load_options *opts,
+                                    imgstat_decoder **out, imgstat_error *err) {
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder to open");
+  *out = NULL;
   if (!path)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no file name");
 
@@ -268,23 +430,40 @@ imgstat_status imgstat_image_load(const char *path,
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
   }
   imgstat_status s;
+  ist_source src = {0};
   if (S_ISDIR(st.st_mode)) {
     s = imgstat_error_set(err, IMGSTAT_ERR_IO, "is a directory");
   } else if (!S_ISREG(st.st_mode)) {
-    s = load_unsized(f, opts, img, err);
+    unsigned char *data = NULL;
+    size_t len = 0;
+    s = read_unsized(f, opts, &data, &len, err);
+    fclose(f);
+    if (s != IMGSTAT_OK)
+      return s;
+    src.data = data;
+    src.size = len;
+    return decoder_start(&src, 0, data, NULL, opts, out, err);
   } else if (st.st_size == 0) {
     s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "empty file");
   } else if ((uintmax_t)st.st_size > SIZE_MAX) {
     s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "file too large");
   } else {
     setvbuf(f, NULL, _IOFBF, IMGSTAT_FILE_BUFFER);
-    ist_source src = {0};
     src.file = f;
     src.size = (size_t)st.st_size;
-    s = decode(&src, opts, img, err);
+    return decoder_start(&src, 1, NULL, NULL, opts, out, err);
   }
   fclose(f);
-  if (s != IMGSTAT_OK)
-    imgstat_image_free(img);
   return s;
+}
+
+imgstat_status imgstat_image_load(const char *path,
+                                  const imgstat_load_options *opts,
+                                  imgstat_image *img, imgstat_error *err) {
+  if (!img)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to load into");
+  memset(img, 0, sizeof *img);
+  imgstat_decoder *d;
+  imgstat_status s = imgstat_decoder_open(path, opts, &d, err);
+  return load_from(d, s, img, err);
 }

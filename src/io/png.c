@@ -10,6 +10,7 @@
  * IHDR declares, so the statistics describe exactly the stored samples (the
  * corpus contract accepts either answer).
  */
+#include "image_rows.h"
 #include "imgstat.h"
 #include "io.h"
 
@@ -18,17 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Everything the decode touches lives here, in the frame of the function
- * that does NOT call setjmp, so a longjmp cannot leave any of it
- * indeterminate (C11 7.13.2.1). */
+/* Everything the decode touches lives here, on the heap (the decoder's
+ * state), never in the frame of a function that calls setjmp, so a longjmp
+ * cannot leave any of it indeterminate (C11 7.13.2.1). */
 typedef struct png_state {
   ist_source *src;
   const ist_limits *lim;
-  imgstat_image *img;
-  imgstat_error *err;
+  imgstat_error *err; /* the current call's */
   png_structp png;
   png_infop info;
   unsigned char *row;
+  int interlace;
   imgstat_status fail_status; /* status reported after a longjmp */
   char message[IMGSTAT_ERROR_MAX];
 } png_state;
@@ -95,8 +96,9 @@ static int png_choose_layout(png_structp png, png_infop info, int color_type,
   return channels;
 }
 
-/* The body that calls setjmp; all state is reached through st. */
-static imgstat_status png_decode_jmp(png_state *st) {
+/* Up to the header and its checks; the body that calls setjmp, all state
+ * reached through st. */
+static imgstat_status png_open_jmp(png_state *st, imgstat_header *hd) {
   st->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, st, on_png_error,
                                    on_png_warning);
   if (!st->png)
@@ -148,7 +150,8 @@ static imgstat_status png_decode_jmp(png_state *st) {
    * codes), so the filtered rows (a filter byte and the stored row each)
    * need at least 1/1032 of their size in IDAT data, besides the signature,
    * IHDR, one IDAT and IEND chunk (8 + 25 + 12 + 12 bytes) and zlib's header
-   * and checksum (6). Before png_read_update_info, rowbytes is the file's. */
+   * and checksum (6). Before png_read_update_info, rowbytes is the file's.
+   * The peak: the planes and one row. */
   uint64_t file_row = (uint64_t)png_get_rowbytes(st->png, st->info);
   uint64_t filtered = (uint64_t)height * (1 + file_row);
   uint64_t plane = (uint64_t)width * height * (uint64_t)sample;
@@ -158,34 +161,43 @@ static imgstat_status png_decode_jmp(png_state *st) {
       st->err);
   if (s != IMGSTAT_OK)
     return s;
-  s = imgstat_image_alloc(st->img, width, height, channels, sample,
-                          st->lim->max_pixels, st->err);
-  if (s != IMGSTAT_OK)
-    return s;
+  st->interlace = interlace;
+  hd->width = width;
+  hd->height = height;
+  hd->channels = channels;
+  hd->sample = sample;
+  hd->format = "PNG";
+  return IMGSTAT_OK;
+}
+
+/* The pixels, into img's rows; the body that calls setjmp. */
+static imgstat_status png_read_jmp(png_state *st, imgstat_image *img) {
+  if (setjmp(png_jmpbuf(st->png)))
+    return imgstat_error_set(st->err, st->fail_status, "%s", st->message);
 
   png_read_update_info(st->png, st->info);
   size_t rowbytes = png_get_rowbytes(st->png, st->info);
-  if (png_get_channels(st->png, st->info) != channels ||
-      png_get_bit_depth(st->png, st->info) != (png_byte)(8 * (int)sample) ||
-      rowbytes != (size_t)width * channels * (size_t)sample)
+  uint32_t width = img->width, height = img->height;
+  if (png_get_channels(st->png, st->info) != img->channels ||
+      png_get_bit_depth(st->png, st->info) !=
+          (png_byte)(8 * (int)img->sample) ||
+      rowbytes != (size_t)width * img->channels * (size_t)img->sample)
     return imgstat_error_set(st->err, IMGSTAT_ERR_UNSUPPORTED,
                              "libpng produced an unexpected row layout");
 
-  imgstat_image *img = st->img;
-  if (interlace == PNG_INTERLACE_NONE && channels == 1) {
+  if (st->interlace == PNG_INTERLACE_NONE && img->channels == 1) {
     /* One channel: libpng writes each row straight into the plane. */
-    unsigned char *plane = img->planes[0];
     for (png_uint_32 y = 0; y < height; y++)
-      png_read_row(st->png, plane + (size_t)y * rowbytes, NULL);
+      png_read_row(st->png, ist_image_row(img, 0, y), NULL);
   } else {
     st->row = malloc(rowbytes);
     if (!st->row)
       return imgstat_error_set(st->err, IMGSTAT_ERR_NOMEM,
                                "out of memory for a PNG row");
-    if (interlace == PNG_INTERLACE_NONE) {
+    if (st->interlace == PNG_INTERLACE_NONE) {
       for (png_uint_32 y = 0; y < height; y++) {
         png_read_row(st->png, st->row, NULL);
-        ist_pixels_split(img, st->row, (size_t)y * width, width, 1);
+        ist_pixels_split(img, st->row, y, 0, width, 1);
       }
     } else {
       /* Adam7 without png_set_interlace_handling: libpng hands us each
@@ -200,8 +212,8 @@ static imgstat_status png_decode_jmp(png_state *st) {
         size_t dx = (size_t)1 << PNG_PASS_COL_SHIFT(pass);
         for (png_uint_32 r = 0; r < rows; r++) {
           png_read_row(st->png, st->row, NULL);
-          size_t y = PNG_ROW_FROM_PASS_ROW(r, pass);
-          ist_pixels_split(img, st->row, y * width + x0, cols, dx);
+          uint32_t y = PNG_ROW_FROM_PASS_ROW(r, pass);
+          ist_pixels_split(img, st->row, y, x0, cols, dx);
         }
       }
     }
@@ -209,23 +221,13 @@ static imgstat_status png_decode_jmp(png_state *st) {
   /* Reads the chunks after the image data, so a bad CRC or a missing IEND
    * there is still an error. */
   png_read_end(st->png, st->info);
-  img->format = "PNG";
   return IMGSTAT_OK;
 }
 
-imgstat_status ist_png_decode(ist_source *src, const ist_limits *lim,
-                              imgstat_image *img, imgstat_error *err) {
-  png_state st;
-  memset(&st, 0, sizeof st);
-  st.src = src;
-  st.lim = lim;
-  st.img = img;
-  st.err = err;
-  st.fail_status = IMGSTAT_ERR_FORMAT;
-  memset(img, 0, sizeof *img);
-
+imgstat_status ist_png_open(imgstat_decoder *d, imgstat_error *err) {
+  ist_source *src = &d->src;
   /* IHDR comes first. libpng checks that only in the handlers of the
-   * chunks it reads, and we have it skip most (png_decode_jmp); a damaged
+   * chunks it reads, and we have it skip most (png_open_jmp); a damaged
    * signature is left to libpng, whose message says what is wrong. */
   static const unsigned char signature[8] = {0x89, 'P',  'N',  'G',
                                              0x0D, 0x0A, 0x1A, 0x0A};
@@ -242,11 +244,31 @@ imgstat_status ist_png_decode(ist_source *src, const ist_limits *lim,
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "PNG does not start with its IHDR chunk");
 
-  imgstat_status s = png_decode_jmp(&st);
+  png_state *st = calloc(1, sizeof *st);
+  if (!st)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "cannot create the libpng decoder");
+  d->state = st;
+  st->src = src;
+  st->lim = &d->lim;
+  st->err = err;
+  st->fail_status = IMGSTAT_ERR_FORMAT;
+  return png_open_jmp(st, &d->header);
+}
 
-  png_destroy_read_struct(&st.png, &st.info, NULL);
-  free(st.row);
-  if (s != IMGSTAT_OK)
-    imgstat_image_free(img);
-  return s;
+imgstat_status ist_png_read(imgstat_decoder *d, imgstat_image *img,
+                            imgstat_error *err) {
+  png_state *st = d->state;
+  st->err = err;
+  return png_read_jmp(st, img);
+}
+
+void ist_png_close(imgstat_decoder *d) {
+  png_state *st = d->state;
+  if (!st)
+    return;
+  png_destroy_read_struct(&st->png, &st->info, NULL);
+  free(st->row);
+  free(st);
+  d->state = NULL;
 }

@@ -52,8 +52,7 @@ static void *stb_realloc_zeroed(void *p, size_t old_size, size_t size) {
 
 /* libpng decodes PNG and Softimage PIC is not a format we promise: keep stb
  * away from both. The library must never abort, so stb's internal asserts
- * (invariants, not input checks) are compiled out. stb allocates with
- * calloc, so a one-channel result can become the image's plane as it is. */
+ * (invariants, not input checks) are compiled out. */
 #define STBI_NO_PNG
 #define STBI_NO_PIC
 #define STBI_FAILURE_USERMSG
@@ -845,11 +844,12 @@ static uint64_t psd_min_input(const psd_layout *pl, uint64_t w, uint64_t h) {
 
 /* ---- decoding ------------------------------------------------------------ */
 
-/* What a decode holds at its peak: stb's result and its scratch buffers,
- * then, once stb has freed those, our planes beside its result (none when
- * we adopt a one-channel result as the plane). */
+/* What a decode holds at its peak: the caller's planes, which exist before
+ * stb runs (imgstat_decoder_read), beside stb's result and its scratch
+ * buffers. (A GIF is decoded at open, before the planes: see
+ * ist_stb_open.) */
 static uint64_t stb_peak(uint64_t result, uint64_t scratch, uint64_t planes) {
-  return result + (scratch > planes ? scratch : planes);
+  return result + scratch + planes;
 }
 
 static uint32_t le32(const unsigned char *p) {
@@ -1012,12 +1012,12 @@ static uint64_t bmp_min_input(const bmp_info *bi, uint32_t width,
 
 /* The bytes held at once decoding a width x height BMP that stbi_info gives
  * comp channels: stb's interleaved buffer of comp bytes a pixel (palettes
- * expanded to RGB), then the planes, which a gray palette does not need
- * (stb's buffer becomes the plane) and dropped alpha makes 3. */
+ * expanded to RGB) beside the planes, one for a gray palette and 3 where
+ * alpha is dropped. */
 static uint64_t bmp_peak_bytes(const bmp_info *bi, uint32_t width,
                                uint32_t height, int comp) {
   uint64_t pixels = (uint64_t)width * height;
-  int planes = bi->gray_palette && comp == 3 ? 0
+  int planes = bi->gray_palette && comp == 3 ? 1
                : bi->drop_alpha && comp == 4 ? 3
                                              : comp;
   if (pixels > UINT64_MAX / 8)
@@ -1087,25 +1087,100 @@ static int rgba_is_opaque(const unsigned char *p, size_t pixels) {
   return 1;
 }
 
-static void drop_alpha_u8(unsigned char *p, size_t pixels) {
-  for (size_t i = 0; i < pixels; i++) {
-    p[3 * i + 0] = p[4 * i + 0];
-    p[3 * i + 1] = p[4 * i + 1];
-    p[3 * i + 2] = p[4 * i + 2];
+/* What one input's decode needs between open and read. */
+typedef struct stb_state {
+  ist_kind kind;
+  pnm_header pnm;
+  psd_layout psd;
+  bmp_info bmp;
+  stb_reader reader;
+  int w, h; /* the header's size, as stbi_info gives it (BMP: rows) */
+  int comp; /* the channels stb returns */
+  imgstat_sample sample;
+  void *pixels; /* stb's result: a GIF's first frame, decoded at open */
+} stb_state;
+
+/* stb's decode into ss->pixels; it must give the header's size and
+ * channels. */
+static imgstat_status stb_load(ist_source *src, stb_state *ss,
+                               imgstat_error *err) {
+  imgstat_status s;
+  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
+    return s;
+  ss->reader.refill = NULL; /* a new stb context */
+  ss->reader.past_end = 0;
+  stb_reader *reader = &ss->reader;
+  int w = 0, h = 0, comp = 0;
+  void *pixels;
+  if (ss->sample == IMGSTAT_F32)
+    pixels =
+        stbi_loadf_from_callbacks(&stb_callbacks, reader, &w, &h, &comp, 0);
+  else if (ss->sample == IMGSTAT_U16)
+    pixels =
+        stbi_load_16_from_callbacks(&stb_callbacks, reader, &w, &h, &comp, 0);
+  else
+    pixels = stbi_load_from_callbacks(&stb_callbacks, reader, &w, &h, &comp, 0);
+  if (src->read_errno || reader->past_end || !pixels || w <= 0 || h <= 0 ||
+      comp < 1 || comp > IMGSTAT_MAX_CHANNELS) {
+    stbi_image_free(pixels);
+    if (src->read_errno)
+      return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                               strerror(src->read_errno));
+    if (reader->past_end) /* stb read bytes the file does not have */
+      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "file is truncated");
+    if (!pixels)
+      return stb_failure(ss->kind, err);
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "decoder returned a %dx%d image of %d channels", w,
+                             h, comp);
   }
+  /* The header was checked and the caller's planes were made for it. */
+  if (w != ss->w || h != ss->h || comp != ss->comp) {
+    stbi_image_free(pixels);
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "decoder returned a %dx%d image of %d channels, "
+                             "not the %dx%d of %d its header gives",
+                             w, h, comp, ss->w, ss->h, ss->comp);
+  }
+  size_t count = (size_t)w * (size_t)h;
+  if (ss->kind == IMGSTAT_KIND_PNM && ss->sample == IMGSTAT_U16 &&
+      stb_pnm16_needs_swap()) {
+    uint16_t *v = pixels;
+    for (size_t i = 0; i < count * (size_t)comp; i++)
+      v[i] = (uint16_t)(v[i] >> 8 | v[i] << 8);
+  }
+  ss->pixels = pixels;
+  return IMGSTAT_OK;
 }
 
-imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
-                              const ist_limits *lim, imgstat_image *img,
-                              imgstat_error *err) {
-  memset(img, 0, sizeof *img);
+/*
+ * Everything up to the pixels: our pre-checks of each format (which stb
+ * needs, see above), stb's header (stbi_info) and ist_decode_check; then
+ * the layout the image gets, which the header decides:
+ *  - PSD with fewer than 4 channels, 32-bit BI_RGB BMP: stb's RGBA is RGB;
+ *  - a BMP gray palette: stb's RGB is one gray channel;
+ *  - GIF: RGB when every pixel of the first frame is opaque, RGBA
+ *    otherwise. No header says that (a transparent colour may be declared
+ *    and unused, a frame may not cover the canvas, the data may stop
+ *    early), so a GIF is decoded here, before the caller's planes exist;
+ *    its peak counts stb's RGBA and scratch, then the RGBA and the planes.
+ */
+imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
+  ist_source *src = &d->src;
+  const ist_limits *lim = &d->lim;
+  ist_kind kind = d->format->kind;
+  stb_state *ss = calloc(1, sizeof *ss);
+  if (!ss)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "Out of memory");
+  d->state = ss;
+  ss->kind = kind;
   imgstat_status s;
   int jpeg = kind == IMGSTAT_KIND_JPEG ||
              (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src));
   int tga = kind == IMGSTAT_KIND_UNKNOWN && !jpeg; /* no signature */
-  pnm_header pnm = {0};
+  pnm_header *pnm = &ss->pnm;
   if (kind == IMGSTAT_KIND_PNM) {
-    s = pnm_read_header(src, &pnm, err);
+    s = pnm_read_header(src, pnm, err);
     if (s != IMGSTAT_OK)
       return s;
   }
@@ -1120,18 +1195,19 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
     if (hdr.problem)
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", hdr.problem);
   }
-  psd_layout psd = {4, 8, 1, 0};
-  if (kind == IMGSTAT_KIND_PSD && (s = psd_scan(src, &psd, err)) != IMGSTAT_OK)
+  psd_layout *psd = &ss->psd;
+  *psd = (psd_layout){4, 8, 1, 0};
+  if (kind == IMGSTAT_KIND_PSD && (s = psd_scan(src, psd, err)) != IMGSTAT_OK)
     return s;
 
-  bmp_info bmp = {0};
+  bmp_info *bmp = &ss->bmp;
   if (kind == IMGSTAT_KIND_BMP &&
-      (s = bmp_inspect(src, &bmp, err)) != IMGSTAT_OK)
+      (s = bmp_inspect(src, bmp, err)) != IMGSTAT_OK)
     return s;
-  stb_reader reader = {src, NULL, kind == IMGSTAT_KIND_HDR ? '\n' : -1, 0};
+  ss->reader = (stb_reader){src, NULL, kind == IMGSTAT_KIND_HDR ? '\n' : -1, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
-  if (!stbi_info_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp))
+  if (!stbi_info_from_callbacks(&stb_callbacks, &ss->reader, &w, &h, &comp))
     return stb_failure(kind, err);
   if (kind == IMGSTAT_KIND_BMP && h < 0 && h != INT_MIN)
     h = -h; /* rows stored top-down: stb reads them */
@@ -1140,38 +1216,51 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
   int is_hdr = kind == IMGSTAT_KIND_HDR;
-  int is_16 = (kind == IMGSTAT_KIND_PNM && pnm.maxval > 255) ||
-              (kind == IMGSTAT_KIND_PSD && psd.depth == 16);
+  int is_16 = (kind == IMGSTAT_KIND_PNM && pnm->maxval > 255) ||
+              (kind == IMGSTAT_KIND_PSD && psd->depth == 16);
+  ss->sample = is_hdr ? IMGSTAT_F32 : is_16 ? IMGSTAT_U16 : IMGSTAT_U8;
+
+  /* The channels the image gets (see above; a GIF's once decoded). */
+  int out = comp;
+  if (comp == 4 && kind == IMGSTAT_KIND_PSD && psd->channels < 4 &&
+      ss->sample != IMGSTAT_F32)
+    out = 3;
+  else if (comp == 4 && ss->sample == IMGSTAT_U8 && bmp->drop_alpha)
+    out = 3;
+  if (bmp->gray_palette && out == 3 && ss->sample == IMGSTAT_U8)
+    out = 1;
 
   /* The memory decoding holds at its peak, and the least input the
    * header's size takes. */
   uint64_t area = (uint64_t)w * (uint64_t)h, peak = 0, min_input = 0;
   uint64_t bytes = is_hdr ? 4 : is_16 ? 2 : 1, one = area * bytes;
-  uint64_t own = comp == 1 ? 0 : (uint64_t)comp * one; /* our planes */
+  uint64_t own = (uint64_t)out * one; /* the caller's planes */
   if (area > IMGSTAT_MAX_PIXELS_LIMIT) {
     /* refused for its size, before anything here could overflow */
   } else if (is_hdr) { /* 3 floats, one run-length scanline; 3 planes */
-    peak = stb_peak(3 * one, 4 * (uint64_t)w, 3 * one);
+    peak = stb_peak(3 * one, 4 * (uint64_t)w, own);
     min_input = hdr_min_input(&hdr);
-  } else if (kind == IMGSTAT_KIND_GIF) { /* RGBA, background, history */
-    peak = stb_peak(4 * one, 5 * area, 4 * one);
+  } else if (kind == IMGSTAT_KIND_GIF) {
+    /* At open: RGBA, background and history; then the RGBA and the caller's
+     * planes (counted as 4: RGB or RGBA is not known yet). */
+    peak = 4 * one + (5 * area > 4 * one ? 5 * area : 4 * one);
     const char *problem = gif_scan(src, &min_input);
     if (problem)
       return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", problem);
   } else if (kind == IMGSTAT_KIND_PSD) { /* RGBA; RGB(A) planes */
-    peak = stb_peak(4 * one, 0, (psd.channels < 4 ? 3 : 4) * one);
-    min_input = psd_min_input(&psd, (uint64_t)w, (uint64_t)h);
+    peak = stb_peak(4 * one, 0, own);
+    min_input = psd_min_input(psd, (uint64_t)w, (uint64_t)h);
   } else if (kind == IMGSTAT_KIND_PNM) {
     peak = stb_peak((uint64_t)comp * one, 0, own);
-    min_input = pnm.data_offset + (uint64_t)comp * one;
+    min_input = pnm->data_offset + (uint64_t)comp * one;
   } else if (tga) { /* and a palette while stb decodes */
     tga_layout tl;
     tga_scan(src, &tl);
     peak = stb_peak((uint64_t)comp * one, tl.palette, own);
     min_input = tl.min_input;
   } else if (kind == IMGSTAT_KIND_BMP) { /* exact, from the header */
-    peak = bmp_peak_bytes(&bmp, (uint32_t)w, (uint32_t)h, comp);
-    min_input = bmp_min_input(&bmp, (uint32_t)w, (uint32_t)h);
+    peak = bmp_peak_bytes(bmp, (uint32_t)w, (uint32_t)h, comp);
+    min_input = bmp_min_input(bmp, (uint32_t)w, (uint32_t)h);
   } else { /* JPEG: a rough guess, twice 2 bytes a sample */
     peak = 4 * area * (uint64_t)(comp >= 1 && comp <= 4 ? comp : 4);
   }
@@ -1180,105 +1269,76 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
                        src->size, format, err);
   if (s != IMGSTAT_OK)
     return s;
-
-  if (kind == IMGSTAT_KIND_BMP &&
-      (s = bmp_indices_check(src, &bmp, (uint32_t)w, (uint32_t)h, err)) !=
-          IMGSTAT_OK)
-    return s;
-
-  if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
-    return s;
-  reader.refill = NULL; /* a new stb context */
-  reader.past_end = 0;
-  void *pixels;
-  imgstat_sample sample;
-  if (is_hdr) {
-    pixels =
-        stbi_loadf_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
-    sample = IMGSTAT_F32;
-  } else if (is_16) {
-    pixels =
-        stbi_load_16_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
-    sample = IMGSTAT_U16;
-  } else {
-    pixels =
-        stbi_load_from_callbacks(&stb_callbacks, &reader, &w, &h, &comp, 0);
-    sample = IMGSTAT_U8;
-  }
-  if (src->read_errno || reader.past_end || !pixels || w <= 0 || h <= 0 ||
-      comp < 1 || comp > IMGSTAT_MAX_CHANNELS) {
-    stbi_image_free(pixels);
-    if (src->read_errno)
-      return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
-                               strerror(src->read_errno));
-    if (reader.past_end) /* stb read bytes the file does not have */
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "file is truncated");
-    if (!pixels)
-      return stb_failure(kind, err);
+  ss->w = w;
+  ss->h = h;
+  ss->comp = comp;
+  if (comp < 1 || comp > IMGSTAT_MAX_CHANNELS)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "decoder returned a %dx%d image of %d channels", w,
                              h, comp);
+  if (kind == IMGSTAT_KIND_GIF) {
+    if ((s = stb_load(src, ss, err)) != IMGSTAT_OK)
+      return s;
+    if (comp == 4 && ss->sample == IMGSTAT_U8 &&
+        rgba_is_opaque(ss->pixels, (size_t)w * (size_t)h))
+      out = 3;
   }
+  d->header.width = (uint32_t)w;
+  d->header.height = (uint32_t)h;
+  d->header.channels = out;
+  d->header.sample = ss->sample;
+  d->header.format = format;
+  return IMGSTAT_OK;
+}
 
-  /* The decoder's size could differ from the header's: check it again. */
-  s = ist_pixels_check((uint32_t)w, (uint32_t)h, lim->max_pixels, err);
-  if (s != IMGSTAT_OK) {
-    stbi_image_free(pixels);
-    return s;
+/* The pixels: stb's result (decoded now, or at open for a GIF) made the
+ * header's layout in place, then split into the caller's planes. */
+imgstat_status ist_stb_read(imgstat_decoder *d, imgstat_image *img,
+                            imgstat_error *err) {
+  stb_state *ss = d->state;
+  imgstat_status s;
+  if (!ss->pixels) {
+    if (ss->kind == IMGSTAT_KIND_BMP &&
+        (s = bmp_indices_check(&d->src, &ss->bmp, (uint32_t)ss->w,
+                               (uint32_t)ss->h, err)) != IMGSTAT_OK)
+      return s;
+    if ((s = stb_load(&d->src, ss, err)) != IMGSTAT_OK)
+      return s;
   }
-  size_t count = (size_t)w * (size_t)h;
-  if (kind == IMGSTAT_KIND_PNM && sample == IMGSTAT_U16 &&
-      stb_pnm16_needs_swap()) {
-    uint16_t *v = pixels;
-    for (size_t i = 0; i < count * (size_t)comp; i++)
-      v[i] = (uint16_t)(v[i] >> 8 | v[i] << 8);
-  }
-  if (comp == 4 && sample == IMGSTAT_U8 &&
-      ((kind == IMGSTAT_KIND_PSD && psd.channels < 4) || bmp.drop_alpha ||
-       (kind == IMGSTAT_KIND_GIF && rgba_is_opaque(pixels, count)))) {
-    drop_alpha_u8(pixels, count);
-    comp = 3;
-  } else if (comp == 4 && sample == IMGSTAT_U16 && kind == IMGSTAT_KIND_PSD &&
-             psd.channels < 4) {
-    uint16_t *v = pixels;
+  size_t count = (size_t)ss->w * (size_t)ss->h;
+  if (ss->comp == 4 && img->channels == 3 && ss->sample == IMGSTAT_U8) {
+    unsigned char *v = ss->pixels;
     for (size_t i = 0; i < count; i++)
       for (int c = 0; c < 3; c++)
         v[3 * i + c] = v[4 * i + c];
-    comp = 3;
-  }
-
-  if (bmp.gray_palette && comp == 3 && sample == IMGSTAT_U8) {
-    unsigned char *v = pixels;
+  } else if (ss->comp == 4 && img->channels == 3 && ss->sample == IMGSTAT_U16) {
+    uint16_t *v = ss->pixels;
+    for (size_t i = 0; i < count; i++)
+      for (int c = 0; c < 3; c++)
+        v[3 * i + c] = v[4 * i + c];
+  } else if (ss->comp == 3 && img->channels == 1) {
+    unsigned char *v = ss->pixels; /* a gray palette: R = G = B */
     for (size_t i = 0; i < count; i++)
       v[i] = v[3 * i];
-    comp = 1;
   }
-
-  if (comp == 1) {
-    /* Already a plane: adopt stb's buffer (allocated with malloc). */
-    img->width = (uint32_t)w;
-    img->height = (uint32_t)h;
-    img->channels = 1;
-    img->sample = sample;
-    img->data = pixels;
-    img->planes[0] = pixels;
-  } else {
-    s = imgstat_image_alloc(img, (uint32_t)w, (uint32_t)h, comp, sample,
-                            lim->max_pixels, err);
-    if (s != IMGSTAT_OK) {
-      stbi_image_free(pixels);
-      return s;
-    }
-    ist_pixels_split(img, pixels, 0, count, 1);
-    stbi_image_free(pixels);
-  }
-  img->format = format;
+  ist_pixels_split_image(img, ss->pixels);
+  stbi_image_free(ss->pixels);
+  ss->pixels = NULL;
   return IMGSTAT_OK;
+}
+
+void ist_stb_close(imgstat_decoder *d) {
+  stb_state *ss = d->state;
+  if (!ss)
+    return;
+  stbi_image_free(ss->pixels);
+  free(ss);
+  d->state = NULL;
 }
 
 /* ---- inputs without a known signature ------------------------------------ */
 
-/* What ist_stb_decode does with such an input before stb's own
+/* What ist_stb_open does with such an input before stb's own
  * stbi_info, which tries every format it has: stb_sees_jpeg looks at the
  * first 256 bytes; GIF, BMP, PSD, PNM and HDR need the signatures that
  * ist_kind_sniff knows (PNG and PIC are compiled out); what is left is

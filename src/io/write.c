@@ -8,6 +8,8 @@
  */
 #include "imgstat_norm.h"
 
+#include "image_rows.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -56,11 +58,10 @@ static int cancelled(const imgstat_write_options *opts) {
 static void interleave_row(const imgstat_image *img, uint32_t y, void *buf) {
   size_t w = img->width;
   int ch = img->channels;
-  size_t row = (size_t)y * w;
   switch (img->sample) {
   case IMGSTAT_U8:
     for (int c = 0; c < ch; c++) {
-      const uint8_t *src = (const uint8_t *)img->planes[c] + row;
+      const uint8_t *src = ist_image_row(img, c, y);
       uint8_t *dst = (uint8_t *)buf + c;
       for (size_t x = 0; x < w; x++)
         dst[x * ch] = src[x];
@@ -68,7 +69,7 @@ static void interleave_row(const imgstat_image *img, uint32_t y, void *buf) {
     break;
   case IMGSTAT_U16:
     for (int c = 0; c < ch; c++) {
-      const uint16_t *src = (const uint16_t *)img->planes[c] + row;
+      const uint16_t *src = ist_image_row(img, c, y);
       uint16_t *dst = (uint16_t *)buf + c;
       for (size_t x = 0; x < w; x++)
         dst[x * ch] = src[x];
@@ -76,7 +77,7 @@ static void interleave_row(const imgstat_image *img, uint32_t y, void *buf) {
     break;
   case IMGSTAT_F32:
     for (int c = 0; c < ch; c++) {
-      const float *src = (const float *)img->planes[c] + row;
+      const float *src = ist_image_row(img, c, y);
       float *dst = (float *)buf + c;
       for (size_t x = 0; x < w; x++)
         dst[x * ch] = src[x];

@@ -7,6 +7,7 @@
  */
 #include "imgstat_norm.h"
 
+#include "image_rows.h"
 #include "norm_map.h"
 
 #include <math.h>
@@ -93,7 +94,6 @@ static imgstat_status measure_clip(const imgstat_image *img,
                                    imgstat_norm_measure *m,
                                    imgstat_error *err) {
   imgstat_status st = IMGSTAT_OK;
-  uint64_t n = (uint64_t)img->width * img->height;
   imgstat_hist_options own = {o->float_bins, 0, 0, 0};
   imgstat_hist_options common = own;
   if (o->linked && img->sample == IMGSTAT_F32) {
@@ -101,7 +101,7 @@ static imgstat_status measure_clip(const imgstat_image *img,
     for (int c = 0; c < img->channels; c++) {
       double lo, hi;
       if (imgstat_channel_is_alpha(img->channels, c) ||
-          !imgstat_plane_finite_range(img->planes[c], n, &lo, &hi))
+          !imgstat_image_finite_range(img, c, &lo, &hi))
         continue;
       common.lo = any ? fmin(common.lo, lo) : lo;
       common.hi = any ? fmax(common.hi, hi) : hi;
@@ -315,7 +315,7 @@ typedef struct apply_job {
   do {                                                                         \
     const TIN *restrict src_ = (const TIN *)src;                               \
     TOUT *restrict dst_ = (TOUT *)dst;                                         \
-    for (uint64_t i = j->first; i < j->end; i++)                               \
+    for (uint64_t i = 0; i < n; i++)                                           \
       dst_[i] = (TOUT)lut[src_[i]];                                            \
   } while (0)
 
@@ -325,52 +325,78 @@ typedef struct apply_job {
   do {                                                                         \
     const TIN *restrict src_ = (const TIN *)src;                               \
     float *restrict dst_ = (float *)dst;                                       \
-    for (uint64_t i = j->first; i < j->end; i++) {                             \
+    for (uint64_t i = 0; i < n; i++) {                                         \
       float f_;                                                                \
       memcpy(&f_, &lut[src_[i]], sizeof f_);                                   \
       dst_[i] = f_;                                                            \
     }                                                                          \
   } while (0)
 
-static void apply_range(const apply_job *j) {
+/* Output channel o of n samples from src to dst. */
+static void apply_run(const apply_job *j, int o, const void *src, void *dst,
+                      uint64_t n) {
   const imgstat_norm_plan *plan = j->plan;
   uint32_t out_max = sample_max(plan->out_sample);
-  for (int o = 0; o < plan->channels_out; o++) {
-    const void *src = j->in->planes[plan->source[o]];
-    void *dst = j->out->planes[o];
-    const uint32_t *lut = j->lut[o];
-    const imgstat_channel_map *mp = &plan->map[o];
-    int kind = (int)mp->kind;
-    double a = mp->a, b = mp->b;
-    if (plan->in_sample == IMGSTAT_U8) {
-      if (plan->out_sample == IMGSTAT_U8)
-        IMGSTAT_LUT_LOOP(uint8_t, uint8_t);
-      else if (plan->out_sample == IMGSTAT_U16)
-        IMGSTAT_LUT_LOOP(uint8_t, uint16_t);
-      else
-        IMGSTAT_LUT_LOOP_F32(uint8_t);
-    } else if (plan->in_sample == IMGSTAT_U16) {
-      if (plan->out_sample == IMGSTAT_U8)
-        IMGSTAT_LUT_LOOP(uint16_t, uint8_t);
-      else if (plan->out_sample == IMGSTAT_U16)
-        IMGSTAT_LUT_LOOP(uint16_t, uint16_t);
-      else
-        IMGSTAT_LUT_LOOP_F32(uint16_t);
+  const uint32_t *lut = j->lut[o];
+  const imgstat_channel_map *mp = &plan->map[o];
+  int kind = (int)mp->kind;
+  double a = mp->a, b = mp->b;
+  if (plan->in_sample == IMGSTAT_U8) {
+    if (plan->out_sample == IMGSTAT_U8)
+      IMGSTAT_LUT_LOOP(uint8_t, uint8_t);
+    else if (plan->out_sample == IMGSTAT_U16)
+      IMGSTAT_LUT_LOOP(uint8_t, uint16_t);
+    else
+      IMGSTAT_LUT_LOOP_F32(uint8_t);
+  } else if (plan->in_sample == IMGSTAT_U16) {
+    if (plan->out_sample == IMGSTAT_U8)
+      IMGSTAT_LUT_LOOP(uint16_t, uint8_t);
+    else if (plan->out_sample == IMGSTAT_U16)
+      IMGSTAT_LUT_LOOP(uint16_t, uint16_t);
+    else
+      IMGSTAT_LUT_LOOP_F32(uint16_t);
+  } else {
+    const float *restrict x = src;
+    if (plan->out_sample == IMGSTAT_F32) {
+      float *restrict y = dst;
+      for (uint64_t i = 0; i < n; i++)
+        y[i] = ist_map_f32_f32(x[i], kind, a, b);
+    } else if (plan->out_sample == IMGSTAT_U16) {
+      uint16_t *restrict y = dst;
+      for (uint64_t i = 0; i < n; i++)
+        y[i] = (uint16_t)ist_map_f32_int(x[i], kind, a, b, out_max);
     } else {
-      const float *restrict x = src;
-      if (plan->out_sample == IMGSTAT_F32) {
-        float *restrict y = dst;
-        for (uint64_t i = j->first; i < j->end; i++)
-          y[i] = ist_map_f32_f32(x[i], kind, a, b);
-      } else if (plan->out_sample == IMGSTAT_U16) {
-        uint16_t *restrict y = dst;
-        for (uint64_t i = j->first; i < j->end; i++)
-          y[i] = (uint16_t)ist_map_f32_int(x[i], kind, a, b, out_max);
-      } else {
-        uint8_t *restrict y = dst;
-        for (uint64_t i = j->first; i < j->end; i++)
-          y[i] = (uint8_t)ist_map_f32_int(x[i], kind, a, b, out_max);
-      }
+      uint8_t *restrict y = dst;
+      for (uint64_t i = 0; i < n; i++)
+        y[i] = (uint8_t)ist_map_f32_int(x[i], kind, a, b, out_max);
+    }
+  }
+}
+
+/* Raster samples [first, end) of every output channel. The output is
+ * dense; a strided input is taken row piece by row piece. */
+static void apply_range(const apply_job *j) {
+  const imgstat_norm_plan *plan = j->plan;
+  const imgstat_image *in = j->in;
+  size_t in_bytes = (size_t)plan->in_sample;
+  size_t out_bytes = (size_t)plan->out_sample;
+  int dense = ist_image_is_dense(in);
+  for (int o = 0; o < plan->channels_out; o++) {
+    int c = plan->source[o];
+    unsigned char *dst = j->out->planes[o];
+    if (dense) {
+      const unsigned char *src = in->planes[c];
+      apply_run(j, o, src + j->first * in_bytes, dst + j->first * out_bytes,
+                j->end - j->first);
+      continue;
+    }
+    uint64_t w = in->width;
+    for (uint64_t i = j->first; i < j->end;) {
+      uint64_t y = i / w, x = i % w;
+      uint64_t n = w - x < j->end - i ? w - x : j->end - i;
+      const unsigned char *src = ist_image_row(in, c, (uint32_t)y);
+      apply_run(j, o, src + x * in_bytes, dst + i * out_bytes, n);
+      i += n;
     }
   }
 }

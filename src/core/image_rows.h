@@ -1,0 +1,54 @@
+/*
+ * Private to the library: the rows of an image's planes (its stride), for
+ * every consumer that walks the samples, and the dense copy for code that
+ * needs contiguous planes (the GPU wrappers).
+ */
+#ifndef IST_IMAGE_ROWS_H
+#define IST_IMAGE_ROWS_H
+
+#include "imgstat.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes of one row's samples. */
+static inline size_t ist_row_bytes(const imgstat_image *img) {
+  return (size_t)img->width * (size_t)img->sample;
+}
+
+/* Bytes from one row to the next (stride 0 is a dense plane). */
+static inline size_t ist_image_stride(const imgstat_image *img) {
+  return img->stride ? img->stride : ist_row_bytes(img);
+}
+
+/* Whether each plane's rows follow each other with no gap, so that a plane
+ * is width * height samples in a row (the fast paths). */
+static inline int ist_image_is_dense(const imgstat_image *img) {
+  return ist_image_stride(img) == ist_row_bytes(img);
+}
+
+/* The first sample of row y of plane c. */
+static inline void *ist_image_row(const imgstat_image *img, int c, uint32_t y) {
+  return (unsigned char *)img->planes[c] + (size_t)y * ist_image_stride(img);
+}
+
+/* *dense = img when its planes are dense; otherwise a dense copy made in
+ * *tmp (free with imgstat_image_free), *dense = tmp. *tmp is zeroed first,
+ * so freeing it is always right. */
+imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
+                               const imgstat_image **dense, imgstat_error *err);
+
+/* Bytes of scratch ist_partial_scan_rows needs for a strided plane: one
+ * scan chunk of the widest sample. */
+#define IST_SCAN_SCRATCH_BYTES ((size_t)65536 * 4)
+
+/* imgstat_partial_scan over raster samples first .. first + n - 1 of a plane
+ * whose rows of width samples are stride bytes apart. A dense plane is
+ * scanned in place; a strided one chunk by chunk, each chunk's samples
+ * gathered into scratch (IST_SCAN_SCRATCH_BYTES) first, so that the chunks,
+ * and so the bits, are those of the dense plane. */
+void ist_partial_scan_rows(imgstat_partial *p, const void *plane, size_t stride,
+                           uint32_t width, imgstat_sample sample,
+                           uint64_t first, uint64_t n, void *scratch);
+
+#endif
