@@ -76,6 +76,8 @@ typedef struct imgstat_image {
   imgstat_sample sample;
   void *data;
   void *planes[IMGSTAT_MAX_CHANNELS];
+  size_t stride; /* bytes between the starts of two rows of a plane; 0 means
+                    dense (width * sample) */
   const char *format; /* static string: "PNG", "JPEG", "BMP", ... */
 } imgstat_image;
 
