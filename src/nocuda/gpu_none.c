@@ -59,10 +59,8 @@ imgstat_status imgstat_gpu_stats_wait(imgstat_gpu *gpu,
                                       imgstat_gpu_ticket ticket,
                                       imgstat_partial out[IMGSTAT_MAX_CHANNELS],
                                       imgstat_error *err) {
-  (void)gpu;
   (void)ticket;
-  (void)out;
-  return no_cuda(err);
+  return imgstat_gpu_stats(gpu, NULL, 0, out, err);
 }
 
 imgstat_status imgstat_gpu_image_upload(imgstat_gpu *gpu,
@@ -103,9 +101,6 @@ imgstat_status
 imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
                         imgstat_partial out[IMGSTAT_MAX_CHANNELS],
                         imgstat_error *err) {
-  (void)gpu;
   (void)dimg;
-  (void)kernel;
-  (void)out;
-  return no_cuda(err);
+  return imgstat_gpu_stats(gpu, NULL, kernel, out, err);
 }

@@ -51,22 +51,15 @@ imgstat_status imgstat_gpu_norm_apply(imgstat_gpu *gpu, const imgstat_image *in,
   return no_cuda(err);
 }
 
+/* The device image forms: the same answer as the host-image forms. */
 imgstat_status imgstat_gpu_image_histogram(imgstat_gpu *gpu,
                                            imgstat_gpu_image *dimg, int c,
                                            const imgstat_hist_options *opts,
                                            const double *p, int np,
                                            double *values, imgstat_histogram *h,
                                            imgstat_error *err) {
-  (void)gpu;
   (void)dimg;
-  (void)c;
-  (void)opts;
-  (void)p;
-  (void)np;
-  (void)values;
-  if (h)
-    memset(h, 0, sizeof *h);
-  return no_cuda(err);
+  return imgstat_gpu_histogram(gpu, NULL, c, opts, p, np, values, h, err);
 }
 
 imgstat_status
@@ -74,14 +67,8 @@ imgstat_gpu_image_normalize(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
                             const imgstat_norm_options *opts,
                             imgstat_norm_measure *m, imgstat_norm_plan *plan,
                             imgstat_image *out, imgstat_error *err) {
-  (void)gpu;
   (void)dimg;
-  (void)opts;
-  (void)m;
-  (void)plan;
-  if (out)
-    memset(out, 0, sizeof *out);
-  return no_cuda(err);
+  return imgstat_gpu_normalize(gpu, NULL, opts, m, plan, out, err);
 }
 
 imgstat_status imgstat_gpu_image_norm_apply(imgstat_gpu *gpu,
@@ -89,10 +76,6 @@ imgstat_status imgstat_gpu_image_norm_apply(imgstat_gpu *gpu,
                                             const imgstat_norm_plan *plan,
                                             imgstat_image *out,
                                             imgstat_error *err) {
-  (void)gpu;
   (void)dimg;
-  (void)plan;
-  if (out)
-    memset(out, 0, sizeof *out);
-  return no_cuda(err);
+  return imgstat_gpu_norm_apply(gpu, NULL, plan, out, err);
 }
