@@ -8,13 +8,12 @@
  * and B for passes 2, 4... (every pass's results fit in the array of the pass
  * two before it, since each pass shrinks its input).
  */
+#include "cuda_check.cuh"
 #include "reduce.cuh"
 
 namespace {
 
 constexpr int kMaxPasses = 16;
-
-size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
 bool kernel_ok(int kernel) {
   return kernel == IMGSTAT_KERNEL_FAST ||
@@ -66,8 +65,8 @@ cudaError_t make_plan(uint64_t n, uint32_t channels, size_t result_bytes,
       return cudaErrorInvalidValue; /* would never finish */
     items = g;
   }
-  plan->bytes_a = align256((size_t)(max_a * channels * result_bytes));
-  plan->bytes_b = align256((size_t)(max_b * channels * result_bytes));
+  plan->bytes_a = ist_align256((size_t)(max_a * channels * result_bytes));
+  plan->bytes_b = ist_align256((size_t)(max_b * channels * result_bytes));
   return cudaSuccess;
 }
 
@@ -106,13 +105,19 @@ cudaError_t run_plan(const Plan &plan, const void *d_in, uint64_t n,
   return cudaSuccess;
 }
 
-} // namespace
-
-cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
-                               int block_size, void *d_scratch,
-                               size_t *scratch_bytes, long long *d_out,
-                               cudaStream_t stream) {
-  if (!kernel_ok(kernel) || !scratch_bytes)
+/*
+ * The common frame of the reductions: checks, the plan (the fast kernel's
+ * first pass sized by bytes, then folds; the ladder's kernel on every pass),
+ * the scratch query, then the passes. first / later launch pass 1 / the
+ * others. align: the alignment d_in must have (1: any).
+ */
+template <typename First, typename Later>
+cudaError_t reduce(int kernel, int block_size, const void *d_in, uint64_t n,
+                   size_t item_bytes, size_t align, uint32_t channels,
+                   uint64_t first_index, size_t result_bytes, void *d_scratch,
+                   size_t *scratch_bytes, void *d_out, First first,
+                   Later later) {
+  if (!kernel_ok(kernel) || !scratch_bytes || channels == 0 || channels > 65535)
     return cudaErrorInvalidValue;
   int block = block_size ? block_size : IMGSTAT_LADDER_BLOCK_DEFAULT;
   if (kernel != IMGSTAT_KERNEL_FAST && !block_ok(block))
@@ -124,11 +129,11 @@ cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
   Plan plan;
   auto grid_of = [&](int pass, uint64_t items) -> unsigned {
     if (kernel == IMGSTAT_KERNEL_FAST)
-      return pass == 0 ? ist_fast_grid(items * 4, 1, sms)
+      return pass == 0 ? ist_fast_grid(items * item_bytes, channels, sms)
                        : ist_fold_grid(items);
     return ist_ladder_grid(kernel, block, items, sms);
   };
-  e = make_plan(n, 1, sizeof(long long), grid_of, &plan);
+  e = make_plan(n, channels, result_bytes, grid_of, &plan);
   if (e != cudaSuccess)
     return e;
   size_t need = plan.bytes_a + plan.bytes_b;
@@ -138,18 +143,32 @@ cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
   }
   if (*scratch_bytes < need || !d_out || (n > 0 && !d_in))
     return cudaErrorInvalidValue;
-  auto first = [&](const ist_pass *p) {
+  if (n > 0 && ((uintptr_t)d_in % (uintptr_t)align) != 0)
+    return cudaErrorMisalignedAddress;
+  auto first_pass = [&](const ist_pass *p) { return first(block, p); };
+  auto later_pass = [&](const ist_pass *p) { return later(block, p); };
+  return run_plan(plan, d_in, n, n, channels, first_index, d_scratch,
+                  result_bytes, d_out, first_pass, later_pass);
+}
+
+} // namespace
+
+cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
+                               int block_size, void *d_scratch,
+                               size_t *scratch_bytes, long long *d_out,
+                               cudaStream_t stream) {
+  auto first = [&](int block, const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
                ? ist_fast_sum_i32(p, stream)
                : ist_ladder_sum_i32(kernel, block, p, stream);
   };
-  auto later = [&](const ist_pass *p) {
+  auto later = [&](int block, const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
                ? ist_fold_sum_i64(p, stream)
                : ist_ladder_sum_i64(kernel, block, p, stream);
   };
-  return run_plan(plan, d_in, n, n, 1, 0, d_scratch, sizeof(long long), d_out,
-                  first, later);
+  return reduce(kernel, block_size, d_in, n, 4, 1, 1, 0, sizeof(long long),
+                d_scratch, scratch_bytes, d_out, first, later);
 }
 
 cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
@@ -157,46 +176,19 @@ cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
                              uint32_t channels, uint64_t first_index,
                              void *d_scratch, size_t *scratch_bytes,
                              imgstat_partial *d_out, cudaStream_t stream) {
-  if (!kernel_ok(kernel) || !scratch_bytes || channels == 0 || channels > 65535)
-    return cudaErrorInvalidValue;
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
     return cudaErrorInvalidValue;
-  int block = block_size ? block_size : IMGSTAT_LADDER_BLOCK_DEFAULT;
-  if (kernel != IMGSTAT_KERNEL_FAST && !block_ok(block))
-    return cudaErrorInvalidValue;
-  int sms = 0;
-  cudaError_t e = sm_count(&sms);
-  if (e != cudaSuccess)
-    return e;
-  Plan plan;
-  auto grid_of = [&](int pass, uint64_t items) -> unsigned {
-    if (kernel == IMGSTAT_KERNEL_FAST)
-      return pass == 0 ? ist_fast_grid(items * (uint64_t)sample, channels, sms)
-                       : ist_fold_grid(items);
-    return ist_ladder_grid(kernel, block, items, sms);
-  };
-  e = make_plan(n, channels, sizeof(imgstat_partial), grid_of, &plan);
-  if (e != cudaSuccess)
-    return e;
-  size_t need = plan.bytes_a + plan.bytes_b;
-  if (!d_scratch) {
-    *scratch_bytes = need ? need : 256;
-    return cudaSuccess;
-  }
-  if (*scratch_bytes < need || !d_out || (n > 0 && !d_planes))
-    return cudaErrorInvalidValue;
-  if (n > 0 && ((uintptr_t)d_planes % (uintptr_t)sample) != 0)
-    return cudaErrorMisalignedAddress;
-  auto first = [&](const ist_pass *p) {
+  auto first = [&](int block, const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
                ? ist_fast_stats(sample, p, stream)
                : ist_ladder_stats(kernel, block, sample, 0, p, stream);
   };
-  auto later = [&](const ist_pass *p) {
+  auto later = [&](int block, const ist_pass *p) {
     return kernel == IMGSTAT_KERNEL_FAST
                ? ist_fold_stats(sample, p, stream)
                : ist_ladder_stats(kernel, block, sample, 1, p, stream);
   };
-  return run_plan(plan, d_planes, n, n, channels, first_index, d_scratch,
-                  sizeof(imgstat_partial), d_out, first, later);
+  return reduce(kernel, block_size, d_planes, n, (size_t)sample, (size_t)sample,
+                channels, first_index, sizeof(imgstat_partial), d_scratch,
+                scratch_bytes, d_out, first, later);
 }

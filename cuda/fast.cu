@@ -32,6 +32,7 @@
  */
 #include "cuda_check.cuh"
 #include "reduce.cuh"
+#include "warp.cuh"
 
 namespace {
 
@@ -74,63 +75,31 @@ struct FoldPolicy {
 
 constexpr uint64_t kNone = UINT64_MAX;
 
-/* ---- block-wide merge of partials --------------------------------------- */
+/* ---- block-wide merges (warp.cuh) ---------------------------------------- */
 
-template <typename T> __device__ T shfl_down(const T &v, int offset) {
-  static_assert(sizeof(T) % 4 == 0, "shuffled types are whole words");
-  union Words {
-    T t;
-    unsigned w[sizeof(T) / 4];
-  } src, dst;
-  src.t = v;
-#pragma unroll
-  for (int k = 0; k < (int)(sizeof(T) / 4); ++k)
-    dst.w[k] = __shfl_down_sync(0xffffffffu, src.w[k], offset);
-  return dst.t;
-}
-
-/* Lane l takes in lane l + off for off = 16..1, so lane 0 ends with the merge
- * of lanes 0..31 in a fixed order. */
-template <bool IsFloat> __device__ void warp_merge(imgstat_partial &p) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    imgstat_partial q = shfl_down(p, off);
-    ist_partial_combine<IsFloat>(&p, &q);
+template <bool IsFloat> struct MergePartials {
+  __device__ void operator()(imgstat_partial &a,
+                             const imgstat_partial &b) const {
+    ist_partial_combine<IsFloat>(&a, &b);
   }
-}
+};
 
-/* Merges the block's partials; thread 0 returns the block's. */
+/* Merges the block's partials in a fixed order; thread 0 returns the
+ * block's. */
 template <bool IsFloat, int Block>
 __device__ imgstat_partial block_merge(imgstat_partial p) {
   __shared__ imgstat_partial warp_part[Block / 32];
-  warp_merge<IsFloat>(p);
-  unsigned tid = threadIdx.x;
-  if ((tid & 31) == 0)
-    warp_part[tid / 32] = p;
-  __syncthreads();
-  if (tid < 32) {
-    p = tid < Block / 32 ? warp_part[tid] : ist_partial_empty();
-    warp_merge<IsFloat>(p);
-  }
-  return p;
+  return ist_block_reduce<Block>(p, ist_partial_empty(), warp_part,
+                                 MergePartials<IsFloat>());
 }
 
-__device__ long long block_sum(long long v) {
-  __shared__ long long warp_sum[32];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1)
-    v += __shfl_down_sync(0xffffffffu, v, off);
-  unsigned tid = threadIdx.x;
-  if ((tid & 31) == 0)
-    warp_sum[tid / 32] = v;
-  __syncthreads();
-  if (tid < 32) {
-    v = tid < blockDim.x / 32 ? warp_sum[tid] : 0;
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1)
-      v += __shfl_down_sync(0xffffffffu, v, off);
-  }
-  return v;
+struct AddSums {
+  __device__ void operator()(long long &a, const long long &b) const { a += b; }
+};
+
+template <int Block> __device__ long long block_sum(long long v) {
+  __shared__ long long warp_sum[Block / 32];
+  return ist_block_reduce<Block>(v, 0LL, warp_sum, AddSums());
 }
 
 /* Per-lane min / max of two u16 lanes: one native instruction on sm_90. */
@@ -168,11 +137,12 @@ template <typename Sample> struct Layout {
   __device__ uint64_t index(uint64_t v, int j) const {
     return head + v * kPerVec + j;
   }
-  /* Vector k of thread t in tile `tile`. */
-  __device__ static uint64_t vec_of(uint64_t tile, int k, unsigned t) {
-    return tile * FastPolicy::kTile + (uint64_t)k * FastPolicy::kBlock + t;
-  }
 };
+
+/* Vector k of thread t in tile `tile`. */
+__device__ __forceinline__ uint64_t vec_of(uint64_t tile, int k, unsigned t) {
+  return tile * FastPolicy::kTile + (uint64_t)k * FastPolicy::kBlock + t;
+}
 
 /* A running (value, first index) candidate, for samples seen one by one. */
 template <typename V> struct Candidate {
@@ -233,17 +203,87 @@ __device__ __forceinline__ int first_vector(const H (&h)[FastPolicy::kItems],
 /* Each accumulator keeps, besides its sums, the running min / max of the
  * vectors it has seen and the index of the vector in which each last became
  * strictly better (kNone: none yet): per tile it computes the extreme of each
- * vector, so only that one 16-byte vector needs re-reading at the end. */
+ * vector, so only that one 16-byte vector needs re-reading at the end. The
+ * head and tail samples, seen one by one, keep (value, first index)
+ * candidates. V holds the values (int for u8/u16, float for f32); the
+ * "none" values are below / above every sample. */
+template <typename V> struct Extremes {
+  V vmin, vmax; /* running min / max of the vectors */
+  uint64_t min_vec = kNone, max_vec = kNone;
+  Candidate<V> smin, smax;
+
+  __device__ Extremes(V none_min, V none_max)
+      : vmin(none_min),
+        vmax(none_max), smin{none_min, kNone}, smax{none_max, kNone} {}
+  /* After a tile: hmin[k] / hmax[k] the extremes of its valid vectors
+   * k < nvalid, tmin / tmax theirs. */
+  template <typename H>
+  __device__ __forceinline__ void note_tile(const H (&hmin)[FastPolicy::kItems],
+                                            const H (&hmax)[FastPolicy::kItems],
+                                            int nvalid, uint64_t tile, H tmin,
+                                            H tmax) {
+    if ((V)tmin < vmin) {
+      vmin = (V)tmin;
+      min_vec = vec_of(tile, first_vector(hmin, nvalid, tmin), threadIdx.x);
+    }
+    if ((V)tmax > vmax) {
+      vmax = (V)tmax;
+      max_vec = vec_of(tile, first_vector(hmax, nvalid, tmax), threadIdx.x);
+    }
+  }
+  /* Samples come in increasing index order: strictly better only. */
+  __device__ __forceinline__ void note_sample(V x, uint64_t index) {
+    if (x < smin.value) {
+      smin.value = x;
+      smin.index = index;
+    }
+    if (x > smax.value) {
+      smax.value = x;
+      smax.index = index;
+    }
+  }
+};
+
+/* u8 / u16: exact integer sums, and each vector's extremes from two
+ * 16-bit lanes (min.u16x2 / max.u16x2 words). */
+struct IntAcc : Extremes<int> {
+  uint64_t count = 0, sum = 0, sumsq = 0;
+  __device__ explicit IntAcc(int none_min) : Extremes<int>(none_min, -1) {}
+
+  __device__ __forceinline__ void add_sums(uint64_t samples, uint64_t s,
+                                           uint64_t q) {
+    count += samples;
+    sum += s;
+    sumsq += q;
+  }
+  /* Ends a tile: its sums over `samples` samples, and the extremes of its
+   * valid vectors k < nvalid packed in the lanes of mn[k] / mx[k]. */
+  __device__ __forceinline__ void
+  end_tile(const unsigned (&mn)[FastPolicy::kItems],
+           const unsigned (&mx)[FastPolicy::kItems], int nvalid, uint64_t tile,
+           uint64_t samples, uint64_t s, uint64_t q) {
+    unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
+    unsigned tmin = 0xffffu, tmax = 0;
+#pragma unroll
+    for (int k = 0; k < FastPolicy::kItems; ++k) {
+      hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16);
+      hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16);
+      tmin = min(tmin, hmin[k]);
+      tmax = max(tmax, hmax[k]);
+    }
+    add_sums(samples, s, q);
+    note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
+  }
+  __device__ __forceinline__ void add_one(unsigned x, uint64_t index) {
+    add_sums(1, x, (uint64_t)x * x);
+    note_sample((int)x, index);
+  }
+};
 
 /* u8: four samples per 32-bit word. */
-struct AccU8 {
+struct AccU8 : IntAcc {
   using Sample = uint8_t;
-  uint64_t count = 0, sum = 0, sumsq = 0;
-  unsigned vmin = 256; /* running min of the vectors (256: none) */
-  int vmax = -1;       /* running max (-1: none) */
-  uint64_t min_vec = kNone, max_vec = kNone;
-  Candidate<unsigned> smin{256, kNone};
-  Candidate<int> smax{-1, kNone};
+  __device__ AccU8() : IntAcc(256) {}
 
   __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
                            uint64_t tile) {
@@ -262,16 +302,14 @@ struct AccU8 {
           q = __dp4a(v[k].w, v[k].w, q);
         }
       }
-      count += (uint64_t)16 * nvalid;
-      sum += s;
-      sumsq += q;
+      add_sums((uint64_t)16 * nvalid, s, q);
       return;
     }
-    unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
-    unsigned tmin = 0xffffu, tmax = 0;
+    unsigned mn[FastPolicy::kItems], mx[FastPolicy::kItems];
 #pragma unroll
     for (int k = 0; k < FastPolicy::kItems; ++k) {
-      unsigned mn = 0xffffffffu, mx = 0;
+      mn[k] = 0xffffffffu;
+      mx[k] = 0;
       if (k < nvalid) {
         const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
 #pragma unroll
@@ -280,55 +318,22 @@ struct AccU8 {
           q = __dp4a(w[j], w[j], q); /* <= 16 * 8 * 65025: no overflow */
           unsigned even = w[j] & 0x00ff00ffu;          /* bytes 0, 2 */
           unsigned odd = __byte_perm(w[j], 0, 0x4341); /* bytes 1, 3 */
-          mn = min_u16x2(mn, even);
-          mn = min_u16x2(mn, odd);
-          mx = max_u16x2(mx, even);
-          mx = max_u16x2(mx, odd);
+          mn[k] = min_u16x2(mn[k], even);
+          mn[k] = min_u16x2(mn[k], odd);
+          mx[k] = max_u16x2(mx[k], even);
+          mx[k] = max_u16x2(mx[k], odd);
         }
       }
-      hmin[k] = min(mn & 0xffffu, mn >> 16);
-      hmax[k] = max(mx & 0xffffu, mx >> 16);
-      tmin = min(tmin, hmin[k]);
-      tmax = max(tmax, hmax[k]);
     }
-    count += (uint64_t)16 * nvalid;
-    sum += s;
-    sumsq += q;
-    if (tmin < vmin) {
-      vmin = tmin;
-      min_vec = Layout<Sample>::vec_of(tile, first_vector(hmin, nvalid, tmin),
-                                       threadIdx.x);
-    }
-    if ((int)tmax > vmax) {
-      vmax = (int)tmax;
-      max_vec = Layout<Sample>::vec_of(tile, first_vector(hmax, nvalid, tmax),
-                                       threadIdx.x);
-    }
+    end_tile(mn, mx, nvalid, tile, (uint64_t)16 * nvalid, s, q);
   }
-  __device__ void add_sample(Sample x, uint64_t index) {
-    count += 1;
-    sum += x;
-    sumsq += (unsigned)x * x;
-    if (x < smin.value) { /* samples come in increasing index order */
-      smin.value = x;
-      smin.index = index;
-    }
-    if ((int)x > smax.value) {
-      smax.value = x;
-      smax.index = index;
-    }
-  }
+  __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
 };
 
 /* u16: two samples per 32-bit word. */
-struct AccU16 {
+struct AccU16 : IntAcc {
   using Sample = uint16_t;
-  uint64_t count = 0, sum = 0, sumsq = 0;
-  unsigned vmin = 65536;
-  int vmax = -1;
-  uint64_t min_vec = kNone, max_vec = kNone;
-  Candidate<unsigned> smin{65536, kNone};
-  Candidate<int> smax{-1, kNone};
+  __device__ AccU16() : IntAcc(65536) {}
 
   __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
                            uint64_t tile) {
@@ -348,16 +353,14 @@ struct AccU16 {
           }
         }
       }
-      count += (uint64_t)8 * nvalid;
-      sum += s;
-      sumsq += q;
+      add_sums((uint64_t)8 * nvalid, s, q);
       return;
     }
-    unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
-    unsigned tmin = 0xffffu, tmax = 0;
+    unsigned mn[FastPolicy::kItems], mx[FastPolicy::kItems];
 #pragma unroll
     for (int k = 0; k < FastPolicy::kItems; ++k) {
-      unsigned mn = 0xffffffffu, mx = 0;
+      mn[k] = 0xffffffffu;
+      mx[k] = 0;
       if (k < nvalid) {
         const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
 #pragma unroll
@@ -366,54 +369,23 @@ struct AccU16 {
           s += lo + hi; /* <= 8 * kItems * 65535: no overflow */
           q += (uint64_t)lo * lo;
           q += (uint64_t)hi * hi;
-          mn = min_u16x2(mn, w[j]);
-          mx = max_u16x2(mx, w[j]);
+          mn[k] = min_u16x2(mn[k], w[j]);
+          mx[k] = max_u16x2(mx[k], w[j]);
         }
       }
-      hmin[k] = min(mn & 0xffffu, mn >> 16);
-      hmax[k] = max(mx & 0xffffu, mx >> 16);
-      tmin = min(tmin, hmin[k]);
-      tmax = max(tmax, hmax[k]);
     }
-    count += (uint64_t)8 * nvalid;
-    sum += s;
-    sumsq += q;
-    if (tmin < vmin) {
-      vmin = tmin;
-      min_vec = Layout<Sample>::vec_of(tile, first_vector(hmin, nvalid, tmin),
-                                       threadIdx.x);
-    }
-    if ((int)tmax > vmax) {
-      vmax = (int)tmax;
-      max_vec = Layout<Sample>::vec_of(tile, first_vector(hmax, nvalid, tmax),
-                                       threadIdx.x);
-    }
+    end_tile(mn, mx, nvalid, tile, (uint64_t)8 * nvalid, s, q);
   }
-  __device__ void add_sample(Sample x, uint64_t index) {
-    count += 1;
-    sum += x;
-    sumsq += (uint64_t)x * x;
-    if (x < smin.value) {
-      smin.value = x;
-      smin.index = index;
-    }
-    if ((int)x > smax.value) {
-      smax.value = x;
-      smax.index = index;
-    }
-  }
+  __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
 };
 
 /* f32: NaN and Inf counted; finite samples in shifted double sums. */
-struct AccF32 {
+struct AccF32 : Extremes<float> {
   using Sample = float;
   uint64_t count = 0, nan_count = 0, inf_count = 0;
   double shift = 0.0, s1 = 0.0, s2 = 0.0;
-  float vmin = __builtin_huge_valf();  /* +inf: none */
-  float vmax = -__builtin_huge_valf(); /* -inf: none */
-  uint64_t min_vec = kNone, max_vec = kNone;
-  Candidate<float> smin{__builtin_huge_valf(), kNone};
-  Candidate<float> smax{-__builtin_huge_valf(), kNone};
+  __device__ AccF32()
+      : Extremes<float>(__builtin_huge_valf(), -__builtin_huge_valf()) {}
 
   __device__ void add_finite(float x) {
     if (count == 0)
@@ -460,28 +432,11 @@ struct AccF32 {
       tmin = fminf(tmin, mn);
       tmax = fmaxf(tmax, mx);
     }
-    if (tmin < vmin) {
-      vmin = tmin;
-      min_vec = Layout<Sample>::vec_of(tile, first_vector(hmin, nvalid, tmin),
-                                       threadIdx.x);
-    }
-    if (tmax > vmax) {
-      vmax = tmax;
-      max_vec = Layout<Sample>::vec_of(tile, first_vector(hmax, nvalid, tmax),
-                                       threadIdx.x);
-    }
+    note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
   }
   __device__ void add_sample(Sample x, uint64_t index) {
-    if (!classify(x))
-      return;
-    if (x < smin.value) {
-      smin.value = x;
-      smin.index = index;
-    }
-    if (x > smax.value) {
-      smax.value = x;
-      smax.index = index;
-    }
+    if (classify(x))
+      note_sample(x, index);
   }
 };
 
@@ -528,11 +483,7 @@ __device__ imgstat_partial thread_partial(const Acc &a,
   return p;
 }
 
-__device__ void finish_sums(const AccU8 &a, imgstat_partial &p, double) {
-  p.sum = a.sum;
-  p.sumsq = a.sumsq;
-}
-__device__ void finish_sums(const AccU16 &a, imgstat_partial &p, double) {
+__device__ void finish_sums(const IntAcc &a, imgstat_partial &p, double) {
   p.sum = a.sum;
   p.sumsq = a.sumsq;
 }
@@ -570,14 +521,14 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     if (tile < full) {
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k)
-        cur[k] = __ldg(L.vec + Layout<Sample>::vec_of(tile, k, t));
+        cur[k] = __ldg(L.vec + vec_of(tile, k, t));
     }
     for (; tile < full; tile += gridDim.x) {
       uint4 next[FastPolicy::kItems];
       uint64_t nt = tile + gridDim.x;
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k)
-        next[k] = nt < full ? __ldg(L.vec + Layout<Sample>::vec_of(nt, k, t))
+        next[k] = nt < full ? __ldg(L.vec + vec_of(nt, k, t))
                             : make_uint4(0, 0, 0, 0);
       acc.add_tile(cur, FastPolicy::kItems, tile);
 #pragma unroll
@@ -589,7 +540,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
       uint4 v[FastPolicy::kItems];
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k)
-        v[k] = __ldg(L.vec + Layout<Sample>::vec_of(tile, k, t));
+        v[k] = __ldg(L.vec + vec_of(tile, k, t));
       acc.add_tile(v, FastPolicy::kItems, tile);
     }
   }
@@ -601,7 +552,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     int nvalid = 0;
 #pragma unroll
     for (int k = 0; k < FastPolicy::kItems; ++k) {
-      uint64_t i = Layout<Sample>::vec_of(tile, k, t);
+      uint64_t i = vec_of(tile, k, t);
       if (i < L.nvec) {
         v[k] = __ldg(L.vec + i);
         nvalid = k + 1;
@@ -670,7 +621,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock)
     if (t >= 32 && tail0 + (t - 32) < pass.n)
       s += in[tail0 + t - 32];
   }
-  s = block_sum(s);
+  s = block_sum<SumPolicy::kBlock>(s);
   if (t == 0)
     static_cast<long long *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;
@@ -715,7 +666,7 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
     if (i < pass.n)
       s += in[i];
   }
-  s = block_sum(s);
+  s = block_sum<FoldPolicy::kBlock>(s);
   if (threadIdx.x == 0)
     static_cast<long long *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;

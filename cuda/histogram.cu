@@ -17,6 +17,7 @@
  */
 #include "norm_internal.cuh"
 #include "reduce.cuh"
+#include "warp.cuh"
 
 #include <cub/device/device_scan.cuh>
 
@@ -39,11 +40,11 @@ __global__ void hist_u8_kernel(const uint8_t *__restrict__ in, uint64_t n,
     (&s_bins[0][0])[i] = 0;
   __syncthreads();
   unsigned int *mine = s_bins[threadIdx.x / 32];
-  const uint64_t nvec = n / 16;
-  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  /* 16 bytes a load from a 16-byte boundary; byte by byte otherwise */
+  const uint64_t nvec = ((uintptr_t)in & 15) ? 0 : n / 16;
+  const uint64_t stride = ist_grid_threads();
   const uint4 *vin = reinterpret_cast<const uint4 *>(in);
-  for (uint64_t v = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; v < nvec;
-       v += stride) {
+  for (uint64_t v = ist_grid_thread(); v < nvec; v += stride) {
     uint4 q = __ldg(vin + v);
     unsigned int w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
@@ -54,8 +55,7 @@ __global__ void hist_u8_kernel(const uint8_t *__restrict__ in, uint64_t n,
       atomicAdd(&mine[w[k] >> 24], 1u);
     }
   }
-  for (uint64_t i = nvec * 16 + (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
-       i < n; i += stride)
+  for (uint64_t i = nvec * 16 + ist_grid_thread(); i < n; i += stride)
     atomicAdd(&mine[in[i]], 1u);
   __syncthreads();
   /* A block sees at most its share of n samples: 32-bit shared counters
@@ -95,8 +95,7 @@ __global__ void hist_wide_kernel(const T *__restrict__ in, uint64_t n,
   if (threadIdx.x < 2)
     s_special[threadIdx.x] = 0;
   __syncthreads();
-  const unsigned lane = threadIdx.x & 31;
-  const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  const uint64_t stride = ist_grid_threads();
   for (uint64_t base = (uint64_t)blockIdx.x * blockDim.x; base < n;
        base += stride) {
     uint64_t i = base + threadIdx.x;
@@ -110,10 +109,8 @@ __global__ void hist_wide_kernel(const T *__restrict__ in, uint64_t n,
         key = float_bin(__ldg(reinterpret_cast<const float *>(in) + i), lo,
                         scale, bins - 1);
     }
-    unsigned peers = __match_any_sync(0xffffffffu, key);
-    int leader = __ffs(peers) - 1;
-    if ((int)lane == leader) {
-      unsigned long long cnt = (unsigned long long)__popc(peers);
+    const unsigned long long cnt = ist_warp_group_count(key);
+    if (cnt) {
       if (key >= 0)
         atomicAdd(&d_bins[key], cnt);
       else if (key == -1)
@@ -153,37 +150,6 @@ __global__ void find_ranks_kernel(const unsigned long long *__restrict__ cum,
 }
 
 } // namespace
-
-imgstat_status device_stats(const void *d_plane, imgstat_sample sample,
-                            uint64_t n, imgstat_partial *out,
-                            cudaStream_t stream, imgstat_error *err) {
-  size_t bytes = 0;
-  cudaError_t e = ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, nullptr, sample, n,
-                                   1, 0, nullptr, &bytes, nullptr, stream);
-  if (e != cudaSuccess)
-    return ist_cuda_fail(err, e, "statistics (scratch size)");
-  DevBuf d_scratch, d_out;
-  if ((e = d_scratch.alloc(bytes)) != cudaSuccess ||
-      (e = d_out.alloc(sizeof(imgstat_partial))) != cudaSuccess)
-    return ist_cuda_fail(err, e, "cudaMalloc (statistics)");
-  if ((e = ist_reduce_stats(IMGSTAT_KERNEL_FAST, 0, d_plane, sample, n, 1, 0,
-                            d_scratch.p, &bytes, d_out.as<imgstat_partial>(),
-                            stream)) != cudaSuccess ||
-      (e = cudaMemcpyAsync(out, d_out.p, sizeof *out, cudaMemcpyDeviceToHost,
-                           stream)) != cudaSuccess ||
-      (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return ist_cuda_fail(err, e, "statistics");
-  return IMGSTAT_OK;
-}
-
-int current_sm_count() {
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) !=
-          cudaSuccess)
-    return 80;
-  return sms > 0 ? sms : 80;
-}
 
 cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
                         uint32_t bins, double lo, double scale,
@@ -253,8 +219,8 @@ static size_t cub_scan_bytes(uint32_t bins) {
 }
 
 size_t hist_ranks_scratch(uint32_t bins) {
-  return plane_slot(cub_scan_bytes(bins)) +
-         plane_slot((size_t)bins * sizeof(unsigned long long));
+  return ist_align256(cub_scan_bytes(bins)) +
+         ist_align256((size_t)bins * sizeof(unsigned long long));
 }
 
 cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
@@ -263,7 +229,7 @@ cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
   size_t temp = cub_scan_bytes(bins);
   unsigned char *base = static_cast<unsigned char *>(d_scratch);
   unsigned long long *d_cum =
-      reinterpret_cast<unsigned long long *>(base + plane_slot(temp));
+      reinterpret_cast<unsigned long long *>(base + ist_align256(temp));
   cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
@@ -281,66 +247,70 @@ cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
   return e;
 }
 
-imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
+/* The slot's hist_small buffer: NaN/Inf counts, ranks and their hits. */
+constexpr size_t kSpecialAt = 0, kRanksAt = 256, kHitsAt = 512;
+constexpr int kMaxRanks = 32;
+constexpr size_t kSmallBytes = kHitsAt + kMaxRanks * sizeof(RankHit);
+
+imgstat_status hist_percentiles(ist_slot *s, int sm_count,
+                                const void *const *d_planes, int nplanes,
                                 uint64_t n, imgstat_histogram *h,
                                 int want_counts, const double *p, int np,
-                                double *values, int *has_values, int sm_count,
-                                cudaStream_t stream, imgstat_error *err) {
+                                double *values, int *has_values,
+                                imgstat_error *err) {
   *has_values = 0;
-  if (np > IMGSTAT_MAX_PERCENTILES + 2)
+  if (np > IMGSTAT_MAX_PERCENTILES + 2 || np > kMaxRanks)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "too many percentiles");
-  DevBuf d_bins, d_special, d_ranks, d_hits, d_scratch;
-  cudaError_t e;
-  size_t bin_bytes = (size_t)h->bins * sizeof(unsigned long long);
-  if ((e = d_bins.alloc(bin_bytes)) != cudaSuccess ||
-      (e = d_special.alloc(2 * sizeof(unsigned long long))) != cudaSuccess ||
-      (e = d_ranks.alloc(32 * sizeof(unsigned long long))) != cudaSuccess ||
-      (e = d_hits.alloc(32 * sizeof(RankHit))) != cudaSuccess ||
-      (e = d_scratch.alloc(hist_ranks_scratch(h->bins))) != cudaSuccess)
-    return ist_cuda_fail(err, e, "cudaMalloc (histogram)");
-  if ((e = cudaMemsetAsync(d_bins.p, 0, bin_bytes, stream)) != cudaSuccess ||
-      (e = cudaMemsetAsync(d_special.p, 0, 2 * sizeof(unsigned long long),
-                           stream)) != cudaSuccess)
-    return ist_cuda_fail(err, e, "cudaMemset (histogram)");
+  const size_t bin_bytes = (size_t)h->bins * sizeof(unsigned long long);
+  IST_CUDA_TRY(s->hist_bins.reserve(bin_bytes), "cudaMalloc (histogram)");
+  IST_CUDA_TRY(s->hist_small.reserve(kSmallBytes), "cudaMalloc (histogram)");
+  IST_CUDA_TRY(s->hist_scan.reserve(hist_ranks_scratch(h->bins)),
+               "cudaMalloc (histogram)");
+  unsigned long long *d_bins = s->hist_bins.as<unsigned long long>();
+  unsigned long long *d_special =
+      s->hist_small.as<unsigned long long>(kSpecialAt);
+  unsigned long long *d_ranks = s->hist_small.as<unsigned long long>(kRanksAt);
+  RankHit *d_hits = s->hist_small.as<RankHit>(kHitsAt);
+  IST_CUDA_TRY(cudaMemsetAsync(d_bins, 0, bin_bytes, s->stream),
+               "cudaMemset (histogram)");
+  IST_CUDA_TRY(
+      cudaMemsetAsync(d_special, 0, 2 * sizeof(unsigned long long), s->stream),
+      "cudaMemset (histogram)");
   /* The CPU's scale, the CPU's expression (histogram.c, hist_f32). */
   double scale = h->hi > h->lo ? (double)h->bins / (h->hi - h->lo) : 0.0;
-  for (int k = 0; k < nplanes; ++k) {
-    e = hist_launch(d_planes[k], h->sample, n, h->bins, h->lo, scale,
-                    d_bins.as<unsigned long long>(),
-                    d_special.as<unsigned long long>(), sm_count, stream);
-    if (e != cudaSuccess)
-      return ist_cuda_fail(err, e, "histogram kernel");
-  }
+  for (int k = 0; k < nplanes; ++k)
+    IST_CUDA_TRY(hist_launch(d_planes[k], h->sample, n, h->bins, h->lo, scale,
+                             d_bins, d_special, sm_count, s->stream),
+                 "histogram kernel");
   unsigned long long special[2] = {0, 0};
-  if ((e = cudaMemcpyAsync(special, d_special.p, sizeof special,
-                           cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
-      (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return ist_cuda_fail(err, e, "histogram kernel");
+  IST_CUDA_TRY(cudaMemcpyAsync(special, d_special, sizeof special,
+                               cudaMemcpyDeviceToHost, s->stream),
+               "histogram kernel");
+  if (want_counts)
+    IST_CUDA_TRY(cudaMemcpyAsync(h->counts, d_bins, bin_bytes,
+                                 cudaMemcpyDeviceToHost, s->stream),
+                 "cudaMemcpy (histogram)");
+  IST_CUDA_TRY(cudaStreamSynchronize(s->stream), "histogram kernel");
   uint64_t all = n * (uint64_t)nplanes;
   h->nan_count = special[0];
   h->inf_count = special[1];
   h->total = all - special[0] - special[1];
-  if (want_counts) {
-    e = cudaMemcpy(h->counts, d_bins.p, bin_bytes, cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess)
-      return ist_cuda_fail(err, e, "cudaMemcpy (histogram)");
-  }
   if (np <= 0 || h->total == 0)
     return IMGSTAT_OK;
-  unsigned long long ranks[32];
+  unsigned long long ranks[kMaxRanks];
   for (int i = 0; i < np; ++i)
     ranks[i] = imgstat_percentile_rank(h->total, p[i]);
-  RankHit hits[32];
-  if ((e = cudaMemcpyAsync(d_ranks.p, ranks, np * sizeof *ranks,
-                           cudaMemcpyHostToDevice, stream)) != cudaSuccess ||
-      (e = hist_ranks(d_bins.as<unsigned long long>(), h->bins,
-                      d_ranks.as<unsigned long long>(), np,
-                      d_hits.as<RankHit>(), d_scratch.p, stream)) !=
-          cudaSuccess ||
-      (e = cudaMemcpyAsync(hits, d_hits.p, np * sizeof *hits,
-                           cudaMemcpyDeviceToHost, stream)) != cudaSuccess ||
-      (e = cudaStreamSynchronize(stream)) != cudaSuccess)
-    return ist_cuda_fail(err, e, "percentile scan");
+  RankHit hits[kMaxRanks];
+  IST_CUDA_TRY(cudaMemcpyAsync(d_ranks, ranks, np * sizeof *ranks,
+                               cudaMemcpyHostToDevice, s->stream),
+               "percentile scan");
+  IST_CUDA_TRY(hist_ranks(d_bins, h->bins, d_ranks, np, d_hits, s->hist_scan.p,
+                          s->stream),
+               "percentile scan");
+  IST_CUDA_TRY(cudaMemcpyAsync(hits, d_hits, np * sizeof *hits,
+                               cudaMemcpyDeviceToHost, s->stream),
+               "percentile scan");
+  IST_CUDA_TRY(cudaStreamSynchronize(s->stream), "percentile scan");
   for (int i = 0; i < np; ++i)
     values[i] = imgstat_percentile_value(h, ranks[i], hits[i].bin,
                                          hits[i].cum_before, hits[i].count);
@@ -352,29 +322,24 @@ imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
 
 using namespace ist_norm_gpu;
 
-extern "C" imgstat_status
-imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img, int c,
-                      const imgstat_hist_options *opts, const double *p, int np,
-                      double *values, imgstat_histogram *h,
-                      imgstat_error *err) {
-  if (h)
-    memset(h, 0, sizeof *h);
-  if (!gpu || !img || !h || c < 0 || c >= img->channels || !img->planes[c])
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image or channel");
+namespace {
+
+imgstat_status check_request(int np, const double *p, const double *values,
+                             imgstat_error *err) {
   if (np < 0 || np > IMGSTAT_MAX_PERCENTILES + 2 || (np && (!p || !values)))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "too many percentiles");
-  const uint64_t n = (uint64_t)img->width * img->height;
-  const size_t bytes = (size_t)n * img->sample;
-  DevBuf d_plane;
-  cudaError_t e;
-  if ((e = d_plane.alloc(plane_slot(bytes))) != cudaSuccess)
-    return ist_cuda_fail(err, e, "cudaMalloc (image)");
-  if ((e = cudaMemcpy(d_plane.p, img->planes[c], bytes,
-                      cudaMemcpyHostToDevice)) != cudaSuccess)
-    return ist_cuda_fail(err, e, "cudaMemcpy (image)");
+  return IMGSTAT_OK;
+}
+
+/* The histogram of channel c of a device image (checked by the caller). */
+imgstat_status image_histogram(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
+                               const imgstat_hist_options *opts,
+                               const double *p, int np, double *values,
+                               imgstat_histogram *h, imgstat_error *err) {
+  const uint64_t n = (uint64_t)d->width * d->height;
   double lo = 0, hi = 0;
   uint32_t bins = opts ? opts->float_bins : 0;
-  if (img->sample == IMGSTAT_F32) {
+  if (d->sample == IMGSTAT_F32) {
     if (opts && opts->have_range) {
       lo = opts->lo;
       hi = opts->hi;
@@ -382,8 +347,8 @@ imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img, int c,
       /* the finite range by the statistics reduction, as exact as the
        * CPU's scan (min and max are selections, not sums) */
       imgstat_partial part;
-      imgstat_status st =
-          device_stats(d_plane.p, img->sample, n, &part, 0, err);
+      imgstat_status st = ist_stats_planes(d->slot, &d->planes[c], 1, d->sample,
+                                           n, IMGSTAT_KERNEL_FAST, &part, err);
       if (st != IMGSTAT_OK)
         return st;
       if (part.count > 0) {
@@ -392,15 +357,67 @@ imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img, int c,
       }
     }
   }
-  imgstat_status st =
-      imgstat_histogram_alloc(h, img->sample, bins, lo, hi, err);
+  imgstat_status st = imgstat_histogram_alloc(h, d->sample, bins, lo, hi, err);
   if (st != IMGSTAT_OK)
     return st;
-  const void *planes[1] = {d_plane.p};
   int has = 0;
-  st = hist_percentiles(planes, 1, n, h, 1, p, np, values, &has,
-                        current_sm_count(), 0, err);
+  st = hist_percentiles(d->slot, gpu->sm_count, &d->planes[c], 1, n, h, 1, p,
+                        np, values, &has, err);
   if (st != IMGSTAT_OK)
     imgstat_histogram_free(h);
   return st;
 }
+
+} // namespace
+
+extern "C" {
+
+imgstat_status imgstat_gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img,
+                                     int c, const imgstat_hist_options *opts,
+                                     const double *p, int np, double *values,
+                                     imgstat_histogram *h, imgstat_error *err) {
+  if (h)
+    memset(h, 0, sizeof *h);
+  if (!gpu || !img || !h || c < 0 || c >= img->channels || !img->planes[c])
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image or channel");
+  imgstat_status st = check_request(np, p, values, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  /* channel c alone goes up */
+  imgstat_image one = *img;
+  one.channels = 1;
+  one.planes[0] = img->planes[c];
+  if ((st = ist_gpu_check_image(&one, err)) != IMGSTAT_OK)
+    return st;
+  IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  imgstat_gpu_image *d = nullptr;
+  if ((st = ist_gpu_image_upload(gpu, &one, &d, err)) != IMGSTAT_OK)
+    return st;
+  st = image_histogram(gpu, d, 0, opts, p, np, values, h, err);
+  imgstat_gpu_image_release(gpu, d);
+  return st;
+}
+
+imgstat_status imgstat_gpu_image_histogram(imgstat_gpu *gpu,
+                                           imgstat_gpu_image *dimg, int c,
+                                           const imgstat_hist_options *opts,
+                                           const double *p, int np,
+                                           double *values, imgstat_histogram *h,
+                                           imgstat_error *err) {
+  if (h)
+    memset(h, 0, sizeof *h);
+  imgstat_status st = ist_gpu_image_check(gpu, dimg, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  if (!h || c < 0 || c >= dimg->channels)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image or channel");
+  if ((st = check_request(np, p, values, err)) != IMGSTAT_OK)
+    return st;
+  IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  st = image_histogram(gpu, dimg, c, opts, p, np, values, h, err);
+  if (st != IMGSTAT_OK)
+    ist_slot_drain(dimg->slot);
+  return st;
+}
+
+} /* extern "C" */

@@ -1,7 +1,19 @@
 /*
  * The GPU backend's C API. Implemented in cuda/ when imgstat is built with
- * CUDA, and by src/gpu_none.c (every call answers IMGSTAT_ERR_NODEVICE with
- * "built without CUDA support") otherwise. Never prints or exits.
+ * CUDA, and by src/nocuda/gpu_none.c (every call answers
+ * IMGSTAT_ERR_NODEVICE with "built without CUDA support") otherwise. Never
+ * prints or exits.
+ *
+ * A context (imgstat_gpu) owns every device action: each call runs on the
+ * context's device, whatever the calling thread's current device was (each
+ * call makes it current, as cudaSetDevice does), on the context's streams
+ * and buffers. The context has IMGSTAT_GPU_SLOTS slots, each what one image's
+ * work needs (streams, pinned staging, scratch, device planes); a submitted
+ * statistics job or a device image holds one slot until its wait or
+ * release. Calls are thread-safe: several threads may submit, wait and work
+ * on device images at once, each image on its own slot. A call that needs a
+ * slot while all are held waits until one is given back, so a thread must
+ * not hold every slot and then ask for another.
  */
 #ifndef IMGSTAT_CUDA_H
 #define IMGSTAT_CUDA_H
@@ -17,25 +29,35 @@ extern "C" {
 #define IMGSTAT_KERNEL_LADDER_MIN 1
 #define IMGSTAT_KERNEL_LADDER_MAX 7
 
+/* Slots of a context: images in flight at once (submitted jobs and device
+ * images together). */
+#define IMGSTAT_GPU_SLOTS 4
+
 /* 1 when this build contains the CUDA backend, 0 otherwise. */
 int imgstat_gpu_compiled(void);
 
 typedef struct imgstat_gpu imgstat_gpu;
 
 /*
- * Initialises CUDA on device `device` (-1: the current default) and returns a
- * context holding streams, pinned staging buffers and scratch, reused across
- * images. Status: IMGSTAT_ERR_NODEVICE when there is no driver or device (auto
- * falls back quietly), IMGSTAT_ERR_DEVICE when a device is present but
- * unusable (driver too old, init failed: auto falls back with a warning).
- * Safe to call from a thread other than the one that later uses the context.
+ * Initialises CUDA on device `device` (-1: the calling thread's current
+ * device) and returns a context holding its slots (streams, pinned staging
+ * buffers, scratch and device buffers, grown as images need and reused).
+ * Status: IMGSTAT_ERR_NODEVICE when there is no driver or device (auto falls
+ * back quietly), IMGSTAT_ERR_DEVICE when a device is present but unusable
+ * (driver too old, init failed: auto falls back with a warning). Safe to call
+ * from a thread other than the one that later uses the context.
  */
 imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
                                   imgstat_error *err);
+/* Waits for the context's work and frees everything it holds. Tickets must
+ * have been waited for and device images released before. */
 void imgstat_gpu_destroy(imgstat_gpu *gpu);
 
 /* Short description of the device, e.g. "NVIDIA H100 80GB HBM3 (sm_90)". */
 const char *imgstat_gpu_device_name(const imgstat_gpu *gpu);
+
+/* The context's CUDA device ordinal (-1 for NULL). */
+int imgstat_gpu_device(const imgstat_gpu *gpu);
 
 /*
  * Computes one partial per channel of img on the device with the given kernel
@@ -44,12 +66,88 @@ const char *imgstat_gpu_device_name(const imgstat_gpu *gpu);
  * inf, min, max and their indices identical; mean within 1e-12 of
  * |mean| + std; m2 within 1e-12 relative, plus a term that matters only when
  * the plane's first finite sample is far from its mean: docs/gpu.md).
- * Images larger than the free device memory are reduced in ranges.
+ * Images larger than the free device memory are reduced in ranges. The
+ * image's row stride is honoured. The same as imgstat_gpu_stats_submit
+ * followed by imgstat_gpu_stats_wait.
  */
 imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
                                  int kernel,
                                  imgstat_partial out[IMGSTAT_MAX_CHANNELS],
                                  imgstat_error *err);
+
+/* A submitted statistics job. Its fields are the context's business. */
+typedef struct imgstat_gpu_ticket {
+  int slot;
+  uint64_t serial;
+} imgstat_gpu_ticket;
+
+/*
+ * The statistics of imgstat_gpu_stats in two steps, so that several images
+ * can be in flight: submit takes a slot (waiting for one when all are
+ * held), uploads img and starts the reductions, and returns at once with a
+ * ticket; wait blocks until that job is done, fills out[0..channels-1] and
+ * gives the slot back. Each successful submit must be waited for exactly
+ * once, from any thread; img must stay valid and unchanged until then
+ * (planes in pinned memory are read by the device directly, while the job
+ * runs). A failed submit holds nothing. A wait reports the job's own
+ * errors; a ticket that is not pending is IMGSTAT_ERR_ARG.
+ */
+imgstat_status imgstat_gpu_stats_submit(imgstat_gpu *gpu,
+                                        const imgstat_image *img, int kernel,
+                                        imgstat_gpu_ticket *ticket,
+                                        imgstat_error *err);
+imgstat_status imgstat_gpu_stats_wait(imgstat_gpu *gpu,
+                                      imgstat_gpu_ticket ticket,
+                                      imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                      imgstat_error *err);
+
+/*
+ * A device image: an image's planes on the context's device, for several
+ * operations without a second upload (imgstat_gpu_image_stats here,
+ * imgstat_gpu_image_histogram / _normalize / _norm_apply in
+ * imgstat_cuda_norm.h). It holds one slot of the context from upload or
+ * wrap until release; its operations run in order on that slot's stream,
+ * each returning when its results are on the host.
+ */
+typedef struct imgstat_gpu_image imgstat_gpu_image;
+
+/* Uploads img (any row stride) into the slot's device planes (dense, each
+ * at a 256-byte boundary) and returns the handle in *out. Planes in pinned
+ * host memory are copied directly (cudaMemcpy2DAsync), others through the
+ * slot's pinned staging buffers; img must stay unchanged until the first
+ * operation on the handle (or its release) returns. */
+imgstat_status imgstat_gpu_image_upload(imgstat_gpu *gpu,
+                                        const imgstat_image *img,
+                                        imgstat_gpu_image **out,
+                                        imgstat_error *err);
+
+/*
+ * Wraps planes already on the context's device (e.g. a GPU decoder's
+ * output), owned by the caller: d_planes[0..channels-1], each of height
+ * rows of width samples, `pitch` bytes from one row's start to the next (0:
+ * dense, width * sample). Dense planes are used in place (any alignment
+ * that suits the sample type); pitched ones are copied once into the slot's
+ * dense planes (cudaMemcpy2DAsync, device to device). The work that wrote
+ * the planes must be finished (its stream synchronized) before this call;
+ * they must stay valid until the handle is released. Images made from the
+ * handle (normalize's output) report the format "device".
+ */
+imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
+                                      uint32_t height, int channels,
+                                      imgstat_sample sample,
+                                      void *const d_planes[], size_t pitch,
+                                      imgstat_gpu_image **out,
+                                      imgstat_error *err);
+
+/* Waits for the handle's work, gives its slot back and frees it. NULL is
+ * allowed. After this the caller may free wrapped planes. */
+void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg);
+
+/* The statistics of imgstat_gpu_stats on a device image (no upload). */
+imgstat_status
+imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
+                        imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                        imgstat_error *err);
 
 #ifdef IMGSTAT_HAVE_CUDA
 /* Caps the device memory imgstat_gpu_stats uses for image data (0: no cap,
@@ -57,99 +155,6 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
  * path; only in CUDA builds. */
 void imgstat_gpu_set_memory_limit(imgstat_gpu *gpu, size_t bytes);
 #endif
-
-/* ---- benchmark (`imgstat bench`) ----------------------------------------
- * The library measures and fills a result struct; the program prints it
- * (src/bench_cli.c). Implemented in cuda/bench.cu, and by src/bench_none.c
- * (IMGSTAT_ERR_NODEVICE, "needs a CUDA build") in a build without CUDA.
- */
-
-#define IMGSTAT_BENCH_MAX_ROWS 80
-#define IMGSTAT_BENCH_TEXT 96
-
-typedef enum imgstat_bench_group {
-  IMGSTAT_BENCH_COPY,   /* cudaMemcpyAsync device to device: the reference */
-  IMGSTAT_BENCH_LADDER, /* one kernel of the ladder (or fast) on one input */
-  IMGSTAT_BENCH_FUSED,  /* fused statistics (kernel fast) of a whole image */
-  IMGSTAT_BENCH_CUB,    /* cub::DeviceReduce::Sum over the same bytes */
-  IMGSTAT_BENCH_NPP     /* NPP min/max and mean/std of each channel */
-} imgstat_bench_group;
-
-/* One measured row. Times are in milliseconds, from CUDA events. */
-typedef struct imgstat_bench_row {
-  imgstat_bench_group group;
-  char table[IMGSTAT_BENCH_TEXT]; /* title of the table the row belongs to */
-  char name[IMGSTAT_BENCH_TEXT];  /* "kernel 3", "fast RGB8", ... */
-  char note[IMGSTAT_BENCH_TEXT];  /* caveat, e.g. that the input fits in L2 */
-  int kernel;                     /* IMGSTAT_KERNEL_FAST, 1..7, or -1 */
-  int block_size;                 /* threads per block; 0: not applicable */
-  uint64_t elements;              /* items reduced (copy: bytes) */
-  uint64_t bytes;  /* bytes the work must move (copy: read + written) */
-  int buffers;     /* input buffers rotated between runs (1: the same) */
-  int runs;        /* timed runs behind the median */
-  int host_bound;  /* 1 when the host could not queue runs as fast as the
-                      device ran them (the figures then include gaps) */
-  double first_ms; /* the first run, excluded from the median */
-  double median_ms;
-  double min_ms;
-  double max_ms;
-  double gbps;          /* bytes / median, in 1e9 bytes per second */
-  double copy_fraction; /* gbps / the measured copy bandwidth */
-  double step_speedup;  /* ladder: the previous row's median / this one */
-  double cum_speedup;   /* ladder: the table's first row's median / this */
-  double ratio;         /* fused: median / CUB's; NPP: NPP's / fused */
-  double goal;          /* the goal the row is judged by (0: none) */
-  int goal_met;         /* -1: no goal; 0: missed; 1: met */
-  char goal_text[IMGSTAT_BENCH_TEXT]; /* the goal in words */
-  int checked; /* 1: the result was compared with the host's */
-  int ok;      /* the comparison passed */
-  char check[IMGSTAT_BENCH_TEXT]; /* what was compared, or how it failed */
-} imgstat_bench_row;
-
-/* What to measure. All zeros gives the full benchmark on device 0. */
-typedef struct imgstat_bench_options {
-  int device;            /* CUDA device ordinal */
-  int quick;             /* smaller sizes and fewer runs (a smoke test) */
-  int runs;              /* timed runs per row; 0: 20 (quick: 5) */
-  int warmup;            /* untimed runs after the first; 0: 2 */
-  uint64_t copy_bytes;   /* bytes copied; 0: 1 GiB (quick: 64 MiB) */
-  uint64_t small_ints;   /* ladder table 1; 0: 2^22 (quick: 2^20) */
-  uint64_t large_ints;   /* ladder table 2; 0: 2^26 (quick: 2^22) */
-  uint32_t image_width;  /* images and the u8 plane; 0: 8192 (quick 2048) */
-  uint32_t image_height; /* 0: the same as the width */
-  int small_block;       /* block size of table 1; 0: 128, as the study */
-  int skip_npp;          /* leave out the NPP comparison */
-} imgstat_bench_options;
-
-/* Everything measured. Large (tens of KB): allocate it, not on the stack. */
-typedef struct imgstat_bench_result {
-  char device[IMGSTAT_BENCH_TEXT]; /* e.g. "NVIDIA H100 80GB HBM3 (sm_90)" */
-  int sm_count;
-  uint64_t l2_bytes;
-  uint64_t memory_bytes;
-  int runtime_version; /* CUDA runtime, e.g. 13000 */
-  int driver_version;  /* CUDA version of the driver */
-  double init_ms;      /* first CUDA call (context creation), host clock */
-  double copy_gbps;    /* measured device-to-device bandwidth */
-  int runs;            /* the options in force */
-  int warmup;
-  int quick;
-  int have_npp; /* the NPP comparison was built in */
-  int failures; /* rows whose check failed */
-  int row_count;
-  imgstat_bench_row rows[IMGSTAT_BENCH_MAX_ROWS];
-} imgstat_bench_result;
-
-/*
- * Runs the benchmark (tens of seconds; allocates up to about 3 GB of device
- * memory and as much host memory) and fills *out. opts may be NULL (all
- * defaults). Returns IMGSTAT_OK when everything ran, even if a check failed
- * (out->failures counts those); IMGSTAT_ERR_NODEVICE without a device or a
- * CUDA build; IMGSTAT_ERR_DEVICE / IMGSTAT_ERR_NOMEM when a call failed (out
- * then holds the rows measured before it).
- */
-imgstat_status imgstat_bench_run(const imgstat_bench_options *opts,
-                                 imgstat_bench_result *out, imgstat_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,14 @@
 /*
  * Histograms, percentiles and normalization on the GPU: the C API.
  * Implemented in cuda/histogram.cu and cuda/normalize.cu when imgstat is
- * built with CUDA, and by src/norm_gpu_none.c (IMGSTAT_ERR_NODEVICE, "built
- * without CUDA support") otherwise. Never prints or exits.
+ * built with CUDA, and by src/nocuda/norm_gpu_none.c (IMGSTAT_ERR_NODEVICE,
+ * "built without CUDA support") otherwise. Never prints or exits.
  *
  * Every call takes the context made by imgstat_gpu_create (imgstat_cuda.h)
- * and runs on that context's current device. The results are the CPU
+ * and runs on the context's device and a slot's stream and buffers. The
+ * functions on a host image upload it (the histogram: channel c only), run
+ * the operation and release it; the imgstat_gpu_image_ forms work on a
+ * device image and upload nothing. The results are the CPU
  * reference's (imgstat_norm.h): the same histogram counts, the same
  * percentiles (the device scan finds the bin, imgstat_percentile_value turns
  * it into the value), and the same output bytes for 8/16-bit input (the same
@@ -57,29 +60,29 @@ imgstat_status imgstat_gpu_norm_apply(imgstat_gpu *gpu, const imgstat_image *in,
                                       const imgstat_norm_plan *plan,
                                       imgstat_image *out, imgstat_error *err);
 
-/* Kernel timings of a synthetic 8-bit RGB image of width x height (random
- * values), for `imgstat bench`: the fused minmax pass (RGB8 -> RGB8) and
- * the histogram of all three planes, each the median of `runs` runs by CUDA
- * events after a warm-up, with the bytes each must move, and the
- * device-to-device copy of the same image as the bandwidth reference. */
-typedef struct imgstat_gpu_norm_timing {
-  double normalize_ms;
-  uint64_t normalize_bytes; /* read + written */
-  double histogram_ms;
-  uint64_t histogram_bytes; /* read */
-  int histogram_ok;         /* counts equal to the CPU's */
-  double histogram_alt_ms;  /* the same with warp-aggregated global atomics */
-  int histogram_alt_ok;
-  double scan_ms;      /* scan + percentile search, 65536 bins */
-  double copy_ms;      /* cudaMemcpy device to device of the image */
-  uint64_t copy_bytes; /* read + written */
-  int checked_ok;      /* output equal to the CPU's on the same plan */
-} imgstat_gpu_norm_timing;
+/* ---- on a device image (imgstat_cuda.h): no upload -------------------- */
 
-imgstat_status imgstat_gpu_norm_bench(imgstat_gpu *gpu, uint32_t width,
-                                      uint32_t height, int runs,
-                                      imgstat_gpu_norm_timing *t,
-                                      imgstat_error *err);
+/* imgstat_gpu_histogram on channel c of a device image. */
+imgstat_status imgstat_gpu_image_histogram(imgstat_gpu *gpu,
+                                           imgstat_gpu_image *dimg, int c,
+                                           const imgstat_hist_options *opts,
+                                           const double *p, int np,
+                                           double *values, imgstat_histogram *h,
+                                           imgstat_error *err);
+
+/* imgstat_gpu_normalize on a device image; *out is a host image. */
+imgstat_status
+imgstat_gpu_image_normalize(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
+                            const imgstat_norm_options *opts,
+                            imgstat_norm_measure *m, imgstat_norm_plan *plan,
+                            imgstat_image *out, imgstat_error *err);
+
+/* imgstat_gpu_norm_apply on a device image. */
+imgstat_status imgstat_gpu_image_norm_apply(imgstat_gpu *gpu,
+                                            imgstat_gpu_image *dimg,
+                                            const imgstat_norm_plan *plan,
+                                            imgstat_image *out,
+                                            imgstat_error *err);
 
 #ifdef __cplusplus
 }

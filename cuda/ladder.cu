@@ -13,6 +13,7 @@
  */
 #include "cuda_check.cuh"
 #include "reduce.cuh"
+#include "warp.cuh"
 
 #include <type_traits>
 
@@ -120,20 +121,6 @@ template <bool IsFloat> struct PartialOp {
 template <typename T> __device__ T *ladder_shared() {
   extern __shared__ __align__(16) unsigned char ladder_smem[];
   return reinterpret_cast<T *>(ladder_smem);
-}
-
-/* A T moved down the warp as 32-bit words (T is a multiple of 4 bytes). */
-template <typename T> __device__ T shfl_down(const T &v, int offset) {
-  static_assert(sizeof(T) % 4 == 0, "shuffled types are whole words");
-  union Words {
-    T t;
-    unsigned w[sizeof(T) / 4];
-  } src, dst;
-  src.t = v;
-#pragma unroll
-  for (int k = 0; k < (int)(sizeof(T) / 4); ++k)
-    dst.w[k] = __shfl_down_sync(0xffffffffu, src.w[k], offset);
-  return dst.t;
 }
 
 /* Thread 0 writes the block's result, finished by the op (f32: K added
@@ -344,24 +331,10 @@ __global__ void __launch_bounds__(Block) ladder7_kernel(Op op, ist_pass p) {
       Op::combine(v, w);
     }
   }
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) {
-    T w = shfl_down(v, off);
-    Op::combine(v, w);
-  }
-  if ((tid & 31) == 0)
-    warp_part[tid / 32] = v;
-  __syncthreads();
-  if (tid < 32) {
-    v = tid < Block / 32 ? warp_part[tid] : op.identity();
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) {
-      T w = shfl_down(v, off);
-      Op::combine(v, w);
-    }
-    if (tid == 0)
-      store_result(op, p, v);
-  }
+  v = ist_block_reduce<Block>(v, op.identity(), warp_part,
+                              [](T &a, const T &b) { Op::combine(a, b); });
+  if (tid == 0)
+    store_result(op, p, v);
 }
 
 /* ---- launch ------------------------------------------------------------- */

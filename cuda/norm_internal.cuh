@@ -1,10 +1,10 @@
 /*
- * Internal interface between cuda/histogram.cu and cuda/normalize.cu:
- * device buffers and the histogram / percentile launches (errors are mapped
- * by ist_cuda_fail, cuda_check.cuh).
- * Kernels know nothing of allocation; the functions here take device
- * pointers and a stream and return cudaError_t; the C API functions turn
- * those into imgstat_error messages.
+ * Internal interface of cuda/histogram.cu and cuda/normalize.cu, for each
+ * other and for the benchmark (cuda/bench/): the histogram, percentile and
+ * normalize launches on device pointers and a stream (cudaError_t), and the
+ * histogram with percentiles on a slot of the context (imgstat_error).
+ * Kernels know nothing of allocation; the slot's buffers (context.cuh) are
+ * what the C API functions use.
  */
 #ifndef IMGSTAT_NORM_INTERNAL_CUH
 #define IMGSTAT_NORM_INTERNAL_CUH
@@ -13,40 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_check.cuh"
+#include "context.cuh"
 #include "imgstat_cuda_norm.h"
 
 namespace ist_norm_gpu {
-
-/* A device allocation freed when it goes out of scope. */
-struct DevBuf {
-  void *p = nullptr;
-  size_t bytes = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf &) = delete;
-  DevBuf &operator=(const DevBuf &) = delete;
-  ~DevBuf() {
-    if (p)
-      (void)cudaFree(p);
-  }
-  cudaError_t alloc(size_t n) {
-    if (p && bytes >= n)
-      return cudaSuccess;
-    if (p)
-      (void)cudaFree(p);
-    p = nullptr;
-    bytes = 0;
-    cudaError_t e = ist_cuda_malloc(&p, n ? n : 1);
-    if (e == cudaSuccess)
-      bytes = n;
-    return e;
-  }
-  template <typename T> T *as() const { return static_cast<T *>(p); }
-};
-
-/* Planes on the device start at 256-byte boundaries so the kernels can use
- * 16-byte vector loads and stores from the first sample. */
-inline size_t plane_slot(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
 /* Where the bin holding one rank is: what imgstat_percentile_value needs. */
 struct RankHit {
@@ -61,7 +31,8 @@ struct RankHit {
  * 64-bit counters, not cleared here) and, for f32, its NaN / Inf counts into
  * d_special[0] / d_special[1]. f32 bins follow imgstat_histogram's rule with
  * lo and scale = bins / (hi - lo) (0 when hi == lo) computed by the caller
- * exactly as the CPU does. d_plane must be 16-byte aligned.
+ * exactly as the CPU does. u8 planes at 16-byte boundaries are read 16 bytes
+ * at a time, others sample by sample.
  */
 cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
                         uint32_t bins, double lo, double scale,
@@ -91,25 +62,39 @@ cudaError_t hist_ranks(const unsigned long long *d_bins, uint32_t bins,
                        RankHit *d_hits, void *d_scratch, cudaStream_t stream);
 
 /*
- * The histogram of channel c (or of several channels added, for --linked:
- * planes[0..nplanes-1]) with percentiles p[0..np-1]: the counts copied into
- * *h (allocated by the caller with imgstat_histogram_alloc) when want_counts,
- * the percentiles into values. Planes are device pointers of n samples.
+ * The histogram of one device plane (or of several added, for --linked:
+ * planes[0..nplanes-1], each of n samples) with percentiles p[0..np-1], on
+ * the slot's stream and buffers: the counts copied into *h (allocated by
+ * the caller with imgstat_histogram_alloc) when want_counts, the
+ * percentiles into values (*has_values: the planes had a finite sample).
  */
-imgstat_status hist_percentiles(const void *const *d_planes, int nplanes,
+imgstat_status hist_percentiles(ist_slot *s, int sm_count,
+                                const void *const *d_planes, int nplanes,
                                 uint64_t n, imgstat_histogram *h,
                                 int want_counts, const double *p, int np,
-                                double *values, int *has_values, int sm_count,
-                                cudaStream_t stream, imgstat_error *err);
+                                double *values, int *has_values,
+                                imgstat_error *err);
 
-/* The statistics partial of one device plane (the fused reduction of
- * cuda/reduce.cuh, kernel fast), copied to the host. */
-imgstat_status device_stats(const void *d_plane, imgstat_sample sample,
-                            uint64_t n, imgstat_partial *out,
-                            cudaStream_t stream, imgstat_error *err);
+/* What the fused normalize pass needs: per output channel its input plane,
+ * output plane, lookup table (integer input) or map (float input). */
+struct ApplyParams {
+  const void *in[IMGSTAT_MAX_CHANNELS];
+  void *out[IMGSTAT_MAX_CHANNELS];
+  const void *lut[IMGSTAT_MAX_CHANNELS];
+  int kind[IMGSTAT_MAX_CHANNELS];
+  double a[IMGSTAT_MAX_CHANNELS];
+  double b[IMGSTAT_MAX_CHANNELS];
+  uint64_t n;
+  uint32_t out_max;
+  int vectors; /* set by apply_launch: every plane at a 16-byte boundary */
+};
 
-/* Multiprocessors of the current device (for grid sizes). */
-int current_sm_count();
+/* Launches the fused pass over `channels` output channels (blockIdx.y),
+ * from `in` samples to `out` samples; 16-byte loads and stores when every
+ * plane allows them, sample by sample otherwise. */
+cudaError_t apply_launch(const ApplyParams &p, imgstat_sample in,
+                         imgstat_sample out, int channels, int sm_count,
+                         cudaStream_t stream);
 
 } // namespace ist_norm_gpu
 

@@ -3,12 +3,19 @@
  * reference: identical histogram counts and percentiles, identical
  * measurements (float mean/std within 1e-12 relative), byte-identical output
  * for 8/16-bit input, float output within 1 ulp. Random images of odd sizes,
- * 1x1, constant channels, 16-bit extremes, NaN/Inf. Without a usable device
- * it prints "skipped: ..." and returns 77.
+ * 1x1, constant channels, 16-bit extremes, NaN/Inf. Then the same
+ * operations on one device image (one upload for statistics, histograms and
+ * normalize), on images with a row stride and on device planes wrapped off
+ * the 16-byte grid: equal to the functions on the host image. Without a
+ * usable device it prints "skipped: ..." and returns 77.
  */
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_norm.h"
+#ifdef IMGSTAT_HAVE_CUDA
+#include "bench.h" /* imgstat_gpu_norm_bench: the program's benchmark */
+#endif
 #include "imgstat_norm.h"
+#include "test_gpu_util.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>
@@ -273,6 +280,210 @@ static void test_normalize_modes(void) {
   printf("\n  %d normalizations compared\n", cases);
 }
 
+/* ---- device images, strides, wrapped planes ----------------------------- */
+
+/* Everything the GPU computes on one image, by the host-image functions or
+ * on a device image, to compare. */
+typedef struct gpu_results {
+  imgstat_partial stats[IMGSTAT_MAX_CHANNELS];
+  imgstat_histogram h[IMGSTAT_MAX_CHANNELS];
+  double pct[IMGSTAT_MAX_CHANNELS][NPCT];
+  int nnorm;
+  imgstat_norm_measure m[8];
+  imgstat_norm_plan plan[8];
+  imgstat_image out[8];
+  imgstat_image applied;
+} gpu_results;
+
+/* The normalizations compared: minmax, clip (unlinked, linked), zscore,
+ * given, minmax to float. */
+static int norm_cases(int channels, imgstat_norm_options *o) {
+  int n = 0;
+  for (int k = 0; k < 6; k++) {
+    imgstat_norm_options *x = &o[n];
+    memset(x, 0, sizeof *x);
+    x->mode = k == 0 || k == 5   ? IMGSTAT_NORM_MINMAX
+              : k == 1 || k == 2 ? IMGSTAT_NORM_CLIP
+              : k == 3           ? IMGSTAT_NORM_ZSCORE
+                                 : IMGSTAT_NORM_GIVEN;
+    x->linked = k == 2;
+    x->clip_low = 2;
+    x->clip_high = 98;
+    x->out_sample = k == 5 ? IMGSTAT_F32 : 0;
+    x->nstats = channels;
+    for (int c = 0; c < 4; c++) {
+      x->mean[c] = 10.5 + c;
+      x->std[c] = 3.25 + c;
+    }
+    n++;
+  }
+  return n;
+}
+
+static void free_results(gpu_results *r, int channels) {
+  for (int c = 0; c < channels; c++)
+    imgstat_histogram_free(&r->h[c]);
+  for (int k = 0; k < r->nnorm; k++)
+    imgstat_image_free(&r->out[k]);
+  imgstat_image_free(&r->applied);
+}
+
+/* By the host-image functions (each uploads img itself). */
+static int host_results(const imgstat_image *img, gpu_results *r) {
+  imgstat_error err;
+  memset(r, 0, sizeof *r);
+  if (imgstat_gpu_stats(gpu, img, 0, r->stats, &err) != IMGSTAT_OK)
+    return 0;
+  for (int c = 0; c < img->channels; c++)
+    if (imgstat_gpu_histogram(gpu, img, c, NULL, pcts, NPCT, r->pct[c],
+                              &r->h[c], &err) != IMGSTAT_OK)
+      return 0;
+  imgstat_norm_options o[8];
+  r->nnorm = norm_cases(img->channels, o);
+  for (int k = 0; k < r->nnorm; k++)
+    if (imgstat_gpu_normalize(gpu, img, &o[k], &r->m[k], &r->plan[k],
+                              &r->out[k], &err) != IMGSTAT_OK) {
+      printf("\n  host normalize %d: %s\n", k, err.message);
+      return 0;
+    }
+  return imgstat_gpu_norm_apply(gpu, img, &r->plan[0], &r->applied, &err) ==
+         IMGSTAT_OK;
+}
+
+/* On one device image: no further upload. */
+static int device_results(imgstat_gpu_image *d, int channels, gpu_results *r) {
+  imgstat_error err;
+  memset(r, 0, sizeof *r);
+  imgstat_status st = imgstat_gpu_image_stats(gpu, d, 0, r->stats, &err);
+  for (int c = 0; c < channels && st == IMGSTAT_OK; c++)
+    st = imgstat_gpu_image_histogram(gpu, d, c, NULL, pcts, NPCT, r->pct[c],
+                                     &r->h[c], &err);
+  imgstat_norm_options o[8];
+  r->nnorm = norm_cases(channels, o);
+  for (int k = 0; k < r->nnorm && st == IMGSTAT_OK; k++)
+    st = imgstat_gpu_image_normalize(gpu, d, &o[k], &r->m[k], &r->plan[k],
+                                     &r->out[k], &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_image_norm_apply(gpu, d, &r->plan[0], &r->applied, &err);
+  if (st != IMGSTAT_OK)
+    printf("\n  device image: %s\n", err.message);
+  return st == IMGSTAT_OK;
+}
+
+static int same_image(const imgstat_image *a, const imgstat_image *b) {
+  if (a->channels != b->channels || a->sample != b->sample ||
+      a->width != b->width || a->height != b->height)
+    return 0;
+  size_t n = (size_t)a->width * a->height * a->sample;
+  for (int c = 0; c < a->channels; c++)
+    if (memcmp(a->planes[c], b->planes[c], n) != 0)
+      return 0;
+  return 1;
+}
+
+/* The same bits everywhere (the same kernels on the same samples). */
+static int same_results(const gpu_results *a, const gpu_results *b,
+                        int channels) {
+  int ok = memcmp(a->stats, b->stats, channels * sizeof *a->stats) == 0;
+  for (int c = 0; ok && c < channels; c++) {
+    const imgstat_histogram *x = &a->h[c], *y = &b->h[c];
+    ok = x->bins == y->bins && x->lo == y->lo && x->hi == y->hi &&
+         x->total == y->total && x->nan_count == y->nan_count &&
+         x->inf_count == y->inf_count &&
+         memcmp(x->counts, y->counts, x->bins * sizeof *x->counts) == 0 &&
+         (x->total == 0 || memcmp(a->pct[c], b->pct[c], sizeof a->pct[c]) == 0);
+  }
+  ok = ok && a->nnorm == b->nnorm;
+  for (int k = 0; ok && k < a->nnorm; k++)
+    ok = memcmp(&a->m[k], &b->m[k], sizeof a->m[k]) == 0 &&
+         memcmp(&a->plan[k], &b->plan[k], sizeof a->plan[k]) == 0 &&
+         same_image(&a->out[k], &b->out[k]);
+  return ok && same_image(&a->applied, &b->applied);
+}
+
+/* Statistics, every channel's histogram, six normalizations and a plan
+ * applied, all on one upload: equal to the host-image functions. */
+static void test_device_image(void) {
+  imgstat_sample samples[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  int bad = 0;
+  for (size_t k = 0; k < nshapes(); k++)
+    for (int si = 0; si < 3; si++) {
+      imgstat_image img;
+      make(&img, shape_at(k)->w, shape_at(k)->h, shape_at(k)->ch, samples[si],
+           RANDOM);
+      gpu_results want, got;
+      CU_ASSERT_FATAL(host_results(&img, &want));
+      imgstat_gpu_image *d = NULL;
+      imgstat_error err;
+      CU_ASSERT_FATAL(imgstat_gpu_image_upload(gpu, &img, &d, &err) ==
+                      IMGSTAT_OK);
+      int ok = device_results(d, img.channels, &got) &&
+               same_results(&want, &got, img.channels);
+      imgstat_gpu_image_release(gpu, d);
+      if (!ok) {
+        bad++;
+        printf("\n  device image %ux%u x%d sample %d differs\n", img.width,
+               img.height, img.channels, img.sample);
+      }
+      free_results(&want, img.channels);
+      free_results(&got, img.channels);
+      imgstat_image_free(&img);
+    }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* Rows with padding (pageable and pinned), and device planes off the
+ * 16-byte grid (the kernels' sample-by-sample paths) or pitched: the same
+ * results as the dense image. */
+static void test_layouts(void) {
+  imgstat_sample samples[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  int bad = 0;
+  for (int si = 0; si < 3; si++) {
+    imgstat_image img;
+    make(&img, quick() ? 67 : 257, quick() ? 9 : 37, 4, samples[si], RANDOM);
+    gpu_results want, got;
+    CU_ASSERT_FATAL(host_results(&img, &want));
+    for (int layout = 0; layout < 4; layout++) {
+      imgstat_image strided;
+      void *block = NULL, *planes[IMGSTAT_MAX_CHANNELS];
+      imgstat_gpu_image *d = NULL;
+      imgstat_error err;
+      int ok;
+      const char *name;
+      if (layout < 2) { /* host rows with padding */
+        name = layout ? "pinned strided" : "strided";
+        CU_ASSERT_FATAL(
+            test_gpu_strided_copy(&img, 3 * img.sample + 8, layout, &strided));
+        ok = host_results(&strided, &got);
+        test_gpu_strided_free(&strided, layout);
+      } else { /* device planes: off the grid in place, or pitched */
+        name = layout == 2 ? "wrapped off the 16-byte grid" : "wrapped pitched";
+        size_t row = (size_t)img.width * img.sample;
+        CU_ASSERT_FATAL(test_gpu_device_copy(&img, layout == 2 ? img.sample : 0,
+                                             layout == 2 ? 0 : row + 72, &block,
+                                             planes));
+        ok = imgstat_gpu_image_wrap(
+                 gpu, img.width, img.height, img.channels, img.sample, planes,
+                 layout == 2 ? 0 : row + 72, &d, &err) == IMGSTAT_OK &&
+             device_results(d, img.channels, &got);
+        imgstat_gpu_image_release(gpu, d);
+        test_gpu_free(block);
+      }
+      ok = ok && same_results(&want, &got, img.channels);
+      if (!ok) {
+        bad++;
+        printf("\n  %s, sample %d: differs from the dense image\n", name,
+               img.sample);
+      }
+      free_results(&got, img.channels);
+    }
+    free_results(&want, img.channels);
+    imgstat_image_free(&img);
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+#ifdef IMGSTAT_HAVE_CUDA
 static void test_bench(void) {
   imgstat_gpu_norm_timing t;
   imgstat_error err;
@@ -301,6 +512,7 @@ static void test_bench(void) {
          t.histogram_alt_ms, t.histogram_bytes / t.histogram_alt_ms / 1e6,
          t.histogram_alt_ok ? "equal" : "DIFFER");
 }
+#endif
 
 int main(void) {
   imgstat_error err;
@@ -315,8 +527,13 @@ int main(void) {
   CU_pSuite s = CU_add_suite("normalize on the GPU", NULL, NULL);
   CU_add_test(s, "histograms and percentiles equal the CPU's", test_histograms);
   CU_add_test(s, "every mode equals the CPU's", test_normalize_modes);
+  CU_add_test(s, "one device image: stats, histograms, normalize",
+              test_device_image);
+  CU_add_test(s, "row strides and wrapped device planes", test_layouts);
+#ifdef IMGSTAT_HAVE_CUDA
   if (!getenv("IMGSTAT_NO_BENCH"))
     CU_add_test(s, "64 MP timing", test_bench);
+#endif
   int rc = test_run_all();
   imgstat_gpu_destroy(gpu);
   return rc;

@@ -1,6 +1,8 @@
 /*
  * `imgstat bench`: measures the device reductions on the present GPU and
- * fills an imgstat_bench_result (imgstat_cuda.h); src/bench_cli.c prints it.
+ * fills an imgstat_bench_result (bench.h); src/cli/bench_cmd.c prints it.
+ * Part of the program, not of the library: it calls the library's internal
+ * launchers (reduce.cuh) directly.
  *
  * Method (issue 3, section 4): CUDA events around every run; the first run of
  * each row is timed on its own and kept out of the median (it pays for lazy
@@ -11,8 +13,8 @@
  * than L2 unless the row says otherwise. Every result is compared with a host
  * computation; a mismatch is reported in the row, not hidden.
  */
+#include "bench.h"
 #include "cuda_check.cuh"
-#include "imgstat_cuda.h"
 #include "reduce.cuh"
 
 #include <cub/device/device_reduce.cuh>
@@ -50,30 +52,6 @@ namespace {
     if (bench_s_ != IMGSTAT_OK)                                                \
       return bench_s_;                                                         \
   } while (0)
-
-/* Device memory freed when the owner goes out of scope. */
-struct device_buffer {
-  void *p = nullptr;
-  size_t size = 0;
-  device_buffer() = default;
-  device_buffer(const device_buffer &) = delete;
-  device_buffer &operator=(const device_buffer &) = delete;
-  ~device_buffer() { release(); }
-  void release() {
-    if (p)
-      cudaFree(p);
-    p = nullptr;
-    size = 0;
-  }
-  cudaError_t alloc(size_t bytes) {
-    release();
-    cudaError_t e = ist_cuda_malloc(&p, bytes ? bytes : 1);
-    if (e == cudaSuccess)
-      size = bytes;
-    return e;
-  }
-  template <typename T> T *as() const { return static_cast<T *>(p); }
-};
 
 /* Host memory freed when the owner goes out of scope. */
 struct host_buffer {
@@ -412,9 +390,9 @@ imgstat_status host_partials(bench *b, void *h_planes, uint32_t w, uint32_t h,
 
 imgstat_status bench_copy(bench *b) {
   uint64_t bytes = b->copy_bytes & ~UINT64_C(3);
-  device_buffer src, dst;
-  BENCH_CUDA(src.alloc(bytes), "allocating the copy source");
-  BENCH_CUDA(dst.alloc(bytes), "allocating the copy destination");
+  ist_devbuf src, dst;
+  BENCH_CUDA(src.reserve(bytes), "allocating the copy source");
+  BENCH_CUDA(dst.reserve(bytes), "allocating the copy destination");
   BENCH_CUDA(ist_cuda_launch_gate(), "filling the copy source");
   bench_fill_kernel<<<4 * b->res->sm_count, 256, 0, b->stream>>>(
       src.as<uint32_t>(), bytes / 4, 0x1234567u);
@@ -460,7 +438,68 @@ imgstat_status bench_copy(bench *b) {
   return IMGSTAT_OK;
 }
 
-/* ---- 2. the ladder on ints ---------------------------------------------- */
+/* ---- 2. the ladder ------------------------------------------------------ */
+
+/*
+ * One ladder table: kernels 1..7, then fast for comparison, a row each,
+ * every run reading one of `buffers` inputs in turn. size(k, &bytes) asks
+ * kernel k's scratch; run(k, i, scratch, &bytes, out) queues one run on
+ * input i; check(k, row, out) compares the result (out_bytes at out,
+ * poisoned before each row) with the host's. block: the ladder's block size
+ * as the rows show it; bytes: what a run must read.
+ */
+template <typename Size, typename Run, typename Check>
+imgstat_status ladder_table(bench *b, const char *table, const char *note,
+                            uint64_t n, uint64_t bytes, int block, int buffers,
+                            size_t out_bytes, Size size, Run run, Check check) {
+  size_t scratch_bytes = 0;
+  for (int k = 0; k <= IMGSTAT_KERNEL_LADDER_MAX; k++) {
+    size_t need = 0;
+    BENCH_CUDA(size(k, &need), "sizing the ladder's scratch");
+    scratch_bytes = std::max(scratch_bytes, need);
+  }
+  ist_devbuf scratch, out;
+  BENCH_CUDA(scratch.reserve(scratch_bytes), "allocating scratch");
+  BENCH_CUDA(out.reserve(out_bytes), "allocating the result");
+
+  double first_median = 0, prev_median = 0;
+  for (int step = 0; step < 8; step++) {
+    /* Kernels 1..7, then fast for comparison. */
+    int k = step < 7 ? step + 1 : IMGSTAT_KERNEL_FAST;
+    char name[32];
+    if (k == IMGSTAT_KERNEL_FAST)
+      copy_text(name, "fast");
+    else
+      copy_text(name, "kernel %d", k);
+    imgstat_bench_row *row;
+    BENCH_TRY(add_row(b, IMGSTAT_BENCH_LADDER, table, name, &row));
+    row->kernel = k;
+    row->block_size = k == IMGSTAT_KERNEL_FAST ? ist_fast_block_size() : block;
+    row->elements = n;
+    row->buffers = buffers;
+    copy_text(row->note, "%s", note);
+
+    BENCH_CUDA(cudaMemsetAsync(out.p, 0xA5, out_bytes, b->stream),
+               "poisoning the result");
+    timing t = timing();
+    BENCH_TRY(time_runs(
+        b, buffers, name,
+        [&](int i) {
+          size_t have = scratch_bytes;
+          return run(k, i, scratch.p, &have, out.p);
+        },
+        &t));
+    set_timing(b, row, t, bytes);
+    if (step == 0)
+      first_median = t.median_ms;
+    row->step_speedup =
+        step > 0 && t.median_ms > 0 ? prev_median / t.median_ms : 1.0;
+    row->cum_speedup = t.median_ms > 0 ? first_median / t.median_ms : 0;
+    prev_median = t.median_ms;
+    BENCH_TRY(check(k, row, out.p));
+  }
+  return IMGSTAT_OK;
+}
 
 /*
  * Kernels 1..7 and fast summing n ints with `block` threads per block.
@@ -480,142 +519,70 @@ imgstat_status bench_ladder_ints(bench *b, uint64_t n, int block, int buffers,
   for (uint64_t i = 0; i < n; i++)
     expect += hi[i];
 
-  device_buffer in[64];
+  ist_devbuf in[64];
   buffers = std::max(1, std::min(buffers, 64));
   for (int i = 0; i < buffers; i++) {
-    BENCH_CUDA(in[i].alloc(n * sizeof(int)), "allocating the ladder input");
+    BENCH_CUDA(in[i].reserve(n * sizeof(int)), "allocating the ladder input");
     BENCH_CUDA(
         cudaMemcpy(in[i].p, h.p, n * sizeof(int), cudaMemcpyHostToDevice),
         "uploading the ladder input");
   }
-  size_t scratch_bytes = 0;
-  for (int k = 0; k <= IMGSTAT_KERNEL_LADDER_MAX; k++) {
-    size_t need = 0;
-    BENCH_CUDA(ist_reduce_sum_i32(k, nullptr, n, block, nullptr, &need, nullptr,
-                                  b->stream),
-               "sizing the ladder's scratch");
-    scratch_bytes = std::max(scratch_bytes, need);
-  }
-  device_buffer scratch, out;
-  BENCH_CUDA(scratch.alloc(scratch_bytes), "allocating scratch");
-  BENCH_CUDA(out.alloc(sizeof(long long)), "allocating the result");
-
-  double first_median = 0, prev_median = 0;
-  for (int step = 0; step < 8; step++) {
-    /* Kernels 1..7, then fast for comparison. */
-    int k = step < 7 ? step + 1 : IMGSTAT_KERNEL_FAST;
-    char name[32];
-    if (k == IMGSTAT_KERNEL_FAST)
-      copy_text(name, "fast");
-    else
-      copy_text(name, "kernel %d", k);
-    imgstat_bench_row *row;
-    BENCH_TRY(add_row(b, IMGSTAT_BENCH_LADDER, table, name, &row));
-    row->kernel = k;
-    row->block_size = k == IMGSTAT_KERNEL_FAST ? ist_fast_block_size() : block;
-    row->elements = n;
-    row->buffers = buffers;
-    copy_text(row->note, "%s", note);
-
-    BENCH_CUDA(cudaMemsetAsync(out.p, 0xA5, sizeof(long long), b->stream),
-               "poisoning the result");
-    timing t = timing();
-    size_t sb = scratch_bytes;
-    BENCH_TRY(time_runs(
-        b, buffers, name,
-        [&](int i) {
-          size_t bytes = sb;
-          return ist_reduce_sum_i32(k, in[i].as<int>(), n, block, scratch.p,
-                                    &bytes, out.as<long long>(), b->stream);
-        },
-        &t));
-    set_timing(b, row, t, n * sizeof(int));
-    if (step == 0)
-      first_median = t.median_ms;
-    row->step_speedup =
-        step > 0 && t.median_ms > 0 ? prev_median / t.median_ms : 1.0;
-    row->cum_speedup = t.median_ms > 0 ? first_median / t.median_ms : 0;
-    prev_median = t.median_ms;
-
-    long long got = 0;
-    BENCH_CUDA(cudaMemcpy(&got, out.p, sizeof got, cudaMemcpyDeviceToHost),
-               "reading the ladder's result");
-    set_check(b, row, got == expect, "sum %lld, host %lld", got, expect);
-    if (k == 7 && goal > 0)
-      set_goal(row, goal, row->copy_fraction >= goal, goal_text);
-  }
-  return IMGSTAT_OK;
+  return ladder_table(
+      b, table, note, n, n * sizeof(int), block, buffers, sizeof(long long),
+      [&](int k, size_t *need) {
+        return ist_reduce_sum_i32(k, nullptr, n, block, nullptr, need, nullptr,
+                                  b->stream);
+      },
+      [&](int k, int i, void *scratch, size_t *have, void *out) {
+        return ist_reduce_sum_i32(k, in[i].as<int>(), n, block, scratch, have,
+                                  static_cast<long long *>(out), b->stream);
+      },
+      [&](int k, imgstat_bench_row *row, const void *out) -> imgstat_status {
+        long long got = 0;
+        BENCH_CUDA(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost),
+                   "reading the ladder's result");
+        set_check(b, row, got == expect, "sum %lld, host %lld", got, expect);
+        if (k == 7 && goal > 0)
+          set_goal(row, goal, row->copy_fraction >= goal, goal_text);
+        return IMGSTAT_OK;
+      });
 }
 
-/* ---- 2b. the ladder through the fused statistics on a u8 plane ---------- */
-
+/* The ladder through the fused statistics on a u8 plane. */
 imgstat_status bench_ladder_plane(bench *b, const void *d_plane, uint64_t n,
                                   const imgstat_partial &host,
                                   const char *table) {
-  size_t scratch_bytes = 0;
-  for (int k = 0; k <= IMGSTAT_KERNEL_LADDER_MAX; k++) {
-    size_t need = 0;
-    BENCH_CUDA(ist_reduce_stats(k, 0, nullptr, IMGSTAT_U8, n, 1, 0, nullptr,
-                                &need, nullptr, b->stream),
-               "sizing the statistics' scratch");
-    scratch_bytes = std::max(scratch_bytes, need);
-  }
-  device_buffer scratch, out;
-  BENCH_CUDA(scratch.alloc(scratch_bytes), "allocating scratch");
-  BENCH_CUDA(out.alloc(sizeof(imgstat_partial)), "allocating the result");
-
-  double first_median = 0, prev_median = 0;
-  for (int step = 0; step < 8; step++) {
-    int k = step < 7 ? step + 1 : IMGSTAT_KERNEL_FAST;
-    char name[32];
-    if (k == IMGSTAT_KERNEL_FAST)
-      copy_text(name, "fast");
-    else
-      copy_text(name, "kernel %d", k);
-    imgstat_bench_row *row;
-    BENCH_TRY(add_row(b, IMGSTAT_BENCH_LADDER, table, name, &row));
-    row->kernel = k;
-    row->block_size = k == IMGSTAT_KERNEL_FAST ? ist_fast_block_size()
-                                               : IMGSTAT_LADDER_BLOCK_DEFAULT;
-    row->elements = n;
-    if (n < 2 * b->res->l2_bytes)
-      copy_text(row->note,
-                "full statistics; input %.1f x the L2: runs may reuse some "
-                "of it there",
-                (double)n / (double)b->res->l2_bytes);
-    else
-      copy_text(row->note, "full statistics, input larger than L2");
-
-    BENCH_CUDA(cudaMemsetAsync(out.p, 0xA5, sizeof(imgstat_partial), b->stream),
-               "poisoning the result");
-    timing t = timing();
-    size_t sb = scratch_bytes;
-    BENCH_TRY(time_runs(
-        b, 1, name,
-        [&](int) {
-          size_t bytes = sb;
-          return ist_reduce_stats(k, 0, d_plane, IMGSTAT_U8, n, 1, 0, scratch.p,
-                                  &bytes, out.as<imgstat_partial>(), b->stream);
-        },
-        &t));
-    set_timing(b, row, t, n);
-    if (step == 0)
-      first_median = t.median_ms;
-    row->step_speedup =
-        step > 0 && t.median_ms > 0 ? prev_median / t.median_ms : 1.0;
-    row->cum_speedup = t.median_ms > 0 ? first_median / t.median_ms : 0;
-    prev_median = t.median_ms;
-
-    imgstat_partial got;
-    BENCH_CUDA(cudaMemcpy(&got, out.p, sizeof got, cudaMemcpyDeviceToHost),
-               "reading the statistics");
-    char why[IMGSTAT_BENCH_TEXT];
-    if (partials_agree(got, host, IMGSTAT_U8, why, sizeof why))
-      set_check(b, row, true, "partial equals the host's");
-    else
-      set_check(b, row, false, "%s", why);
-  }
-  return IMGSTAT_OK;
+  char note[IMGSTAT_BENCH_TEXT];
+  if (n < 2 * b->res->l2_bytes)
+    copy_text(note,
+              "full statistics; input %.1f x the L2: runs may reuse some "
+              "of it there",
+              (double)n / (double)b->res->l2_bytes);
+  else
+    copy_text(note, "full statistics, input larger than L2");
+  return ladder_table(
+      b, table, note, n, n, IMGSTAT_LADDER_BLOCK_DEFAULT, 1,
+      sizeof(imgstat_partial),
+      [&](int k, size_t *need) {
+        return ist_reduce_stats(k, 0, nullptr, IMGSTAT_U8, n, 1, 0, nullptr,
+                                need, nullptr, b->stream);
+      },
+      [&](int k, int, void *scratch, size_t *have, void *out) {
+        return ist_reduce_stats(k, 0, d_plane, IMGSTAT_U8, n, 1, 0, scratch,
+                                have, static_cast<imgstat_partial *>(out),
+                                b->stream);
+      },
+      [&](int, imgstat_bench_row *row, const void *out) -> imgstat_status {
+        imgstat_partial got;
+        BENCH_CUDA(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost),
+                   "reading the statistics");
+        char why[IMGSTAT_BENCH_TEXT];
+        if (partials_agree(got, host, IMGSTAT_U8, why, sizeof why))
+          set_check(b, row, true, "partial equals the host's");
+        else
+          set_check(b, row, false, "%s", why);
+        return IMGSTAT_OK;
+      });
 }
 
 /* ---- 3. fused statistics vs CUB, 4. NPP --------------------------------- */
@@ -646,9 +613,9 @@ imgstat_status bench_cub_row(bench *b, const char *table, const char *name,
   BENCH_CUDA((cub_sum<T, Acc>(nullptr, temp_bytes, d_in, (Acc *)nullptr, n,
                               b->stream)),
              "sizing CUB's scratch");
-  device_buffer temp, out;
-  BENCH_CUDA(temp.alloc(temp_bytes), "allocating CUB's scratch");
-  BENCH_CUDA(out.alloc(sizeof(Acc)), "allocating CUB's result");
+  ist_devbuf temp, out;
+  BENCH_CUDA(temp.reserve(temp_bytes), "allocating CUB's scratch");
+  BENCH_CUDA(out.reserve(sizeof(Acc)), "allocating CUB's result");
   imgstat_bench_row *row;
   BENCH_TRY(add_row(b, IMGSTAT_BENCH_CUB, table, name, &row));
   row->elements = n;
@@ -687,8 +654,8 @@ imgstat_status bench_npp(bench *b, const unsigned char *h_planes, uint32_t w,
   for (size_t i = 0; i < n; i++)
     for (int c = 0; c < 3; c++)
       p[3 * i + c] = h_planes[c * n + i];
-  device_buffer img;
-  BENCH_CUDA(img.alloc(3 * n), "allocating NPP's image");
+  ist_devbuf img;
+  BENCH_CUDA(img.reserve(3 * n), "allocating NPP's image");
   BENCH_CUDA(cudaMemcpy(img.p, p, 3 * n, cudaMemcpyHostToDevice),
              "uploading NPP's image");
 
@@ -720,12 +687,12 @@ imgstat_status bench_npp(bench *b, const unsigned char *h_planes, uint32_t w,
     return imgstat_error_set(b->err, IMGSTAT_ERR_DEVICE,
                              "NPP buffer size query failed (NppStatus %d)",
                              (int)ns);
-  device_buffer buf, res;
-  BENCH_CUDA(buf.alloc(std::max(minmax_bytes, meanstd_bytes)),
+  ist_devbuf buf, res;
+  BENCH_CUDA(buf.reserve(std::max(minmax_bytes, meanstd_bytes)),
              "allocating NPP's scratch");
   /* Results in device memory: 3 min, 3 max (bytes), then 3 means and 3
    * standard deviations (doubles). */
-  BENCH_CUDA(res.alloc(64 + 6 * sizeof(double)), "allocating NPP's results");
+  BENCH_CUDA(res.reserve(64 + 6 * sizeof(double)), "allocating NPP's results");
   Npp8u *d_min = res.as<Npp8u>(), *d_max = d_min + 8;
   Npp64f *d_mean = reinterpret_cast<Npp64f *>(res.as<unsigned char>() + 64);
   Npp64f *d_std = d_mean + 3;
@@ -834,8 +801,8 @@ imgstat_status bench_images(bench *b) {
     imgstat_partial host[IMGSTAT_MAX_CHANNELS];
     BENCH_TRY(host_partials(b, hb.p, w, h, kind.channels, kind.sample, host));
 
-    device_buffer img;
-    BENCH_CUDA(img.alloc(bytes), "allocating the image");
+    ist_devbuf img;
+    BENCH_CUDA(img.reserve(bytes), "allocating the image");
     BENCH_CUDA(cudaMemcpy(img.p, hb.p, bytes, cudaMemcpyHostToDevice),
                "uploading the image");
 
@@ -900,9 +867,9 @@ imgstat_status bench_images(bench *b) {
                                 (uint32_t)kind.channels, 0, nullptr,
                                 &scratch_bytes, nullptr, b->stream),
                "sizing the statistics' scratch");
-    device_buffer scratch, out;
-    BENCH_CUDA(scratch.alloc(scratch_bytes), "allocating scratch");
-    BENCH_CUDA(out.alloc(IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
+    ist_devbuf scratch, out;
+    BENCH_CUDA(scratch.reserve(scratch_bytes), "allocating scratch");
+    BENCH_CUDA(out.reserve(IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
                "allocating the result");
     BENCH_CUDA(cudaMemsetAsync(out.p, 0xA5,
                                IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial),

@@ -9,6 +9,7 @@
  */
 #include "bench_cmd.h"
 
+#include "bench.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_norm.h"

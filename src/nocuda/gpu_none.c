@@ -3,6 +3,11 @@
 
 #include <stddef.h>
 
+static imgstat_status no_cuda(imgstat_error *err) {
+  return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
+                           "this imgstat was built without CUDA support");
+}
+
 int imgstat_gpu_compiled(void) { return 0; }
 
 imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
@@ -10,8 +15,7 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
   (void)device;
   if (out)
     *out = NULL;
-  return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
-                           "this imgstat was built without CUDA support");
+  return no_cuda(err);
 }
 
 void imgstat_gpu_destroy(imgstat_gpu *gpu) { (void)gpu; }
@@ -19,6 +23,11 @@ void imgstat_gpu_destroy(imgstat_gpu *gpu) { (void)gpu; }
 const char *imgstat_gpu_device_name(const imgstat_gpu *gpu) {
   (void)gpu;
   return "none";
+}
+
+int imgstat_gpu_device(const imgstat_gpu *gpu) {
+  (void)gpu;
+  return -1;
 }
 
 imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
@@ -29,6 +38,69 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
   (void)img;
   (void)kernel;
   (void)out;
-  return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
-                           "this imgstat was built without CUDA support");
+  return no_cuda(err);
+}
+
+imgstat_status imgstat_gpu_stats_submit(imgstat_gpu *gpu,
+                                        const imgstat_image *img, int kernel,
+                                        imgstat_gpu_ticket *ticket,
+                                        imgstat_error *err) {
+  (void)gpu;
+  (void)img;
+  (void)kernel;
+  if (ticket) {
+    ticket->slot = -1;
+    ticket->serial = 0;
+  }
+  return no_cuda(err);
+}
+
+imgstat_status imgstat_gpu_stats_wait(imgstat_gpu *gpu,
+                                      imgstat_gpu_ticket ticket,
+                                      imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                      imgstat_error *err) {
+  (void)ticket;
+  return imgstat_gpu_stats(gpu, NULL, 0, out, err);
+}
+
+imgstat_status imgstat_gpu_image_upload(imgstat_gpu *gpu,
+                                        const imgstat_image *img,
+                                        imgstat_gpu_image **out,
+                                        imgstat_error *err) {
+  (void)gpu;
+  (void)img;
+  if (out)
+    *out = NULL;
+  return no_cuda(err);
+}
+
+imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
+                                      uint32_t height, int channels,
+                                      imgstat_sample sample,
+                                      void *const d_planes[], size_t pitch,
+                                      imgstat_gpu_image **out,
+                                      imgstat_error *err) {
+  (void)gpu;
+  (void)width;
+  (void)height;
+  (void)channels;
+  (void)sample;
+  (void)d_planes;
+  (void)pitch;
+  if (out)
+    *out = NULL;
+  return no_cuda(err);
+}
+
+void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg) {
+  (void)gpu;
+  (void)dimg;
+}
+
+imgstat_status
+imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
+                        imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                        imgstat_error *err) {
+  (void)dimg;
+  return imgstat_gpu_stats(gpu, NULL, kernel, out, err);
 }

@@ -51,15 +51,31 @@ imgstat_status imgstat_gpu_norm_apply(imgstat_gpu *gpu, const imgstat_image *in,
   return no_cuda(err);
 }
 
-imgstat_status imgstat_gpu_norm_bench(imgstat_gpu *gpu, uint32_t width,
-                                      uint32_t height, int runs,
-                                      imgstat_gpu_norm_timing *t,
-                                      imgstat_error *err) {
-  (void)gpu;
-  (void)width;
-  (void)height;
-  (void)runs;
-  if (t)
-    memset(t, 0, sizeof *t);
-  return no_cuda(err);
+/* The device image forms: the same answer as the host-image forms. */
+imgstat_status imgstat_gpu_image_histogram(imgstat_gpu *gpu,
+                                           imgstat_gpu_image *dimg, int c,
+                                           const imgstat_hist_options *opts,
+                                           const double *p, int np,
+                                           double *values, imgstat_histogram *h,
+                                           imgstat_error *err) {
+  (void)dimg;
+  return imgstat_gpu_histogram(gpu, NULL, c, opts, p, np, values, h, err);
+}
+
+imgstat_status
+imgstat_gpu_image_normalize(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
+                            const imgstat_norm_options *opts,
+                            imgstat_norm_measure *m, imgstat_norm_plan *plan,
+                            imgstat_image *out, imgstat_error *err) {
+  (void)dimg;
+  return imgstat_gpu_normalize(gpu, NULL, opts, m, plan, out, err);
+}
+
+imgstat_status imgstat_gpu_image_norm_apply(imgstat_gpu *gpu,
+                                            imgstat_gpu_image *dimg,
+                                            const imgstat_norm_plan *plan,
+                                            imgstat_image *out,
+                                            imgstat_error *err) {
+  (void)dimg;
+  return imgstat_gpu_norm_apply(gpu, NULL, plan, out, err);
 }

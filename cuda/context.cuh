@@ -1,0 +1,168 @@
+/*
+ * The GPU context and its slots: the internal interface of context.cu, for
+ * gpu_backend.cu (statistics), histogram.cu, normalize.cu and the
+ * benchmark (cuda/bench/).
+ *
+ * A context owns every device action. Each entry point first makes the
+ * context's device current (ist_gpu_enter) and works on a slot: what one
+ * image's work needs.
+ *  - streams: `stream` carries the uploads, the histograms, normalization
+ *    and the copies back, in order; the statistics' reduction of plane c
+ *    runs on compute[c] as soon as the plane has landed (event uploaded[c])
+ *    and is joined back into `stream` (event joined[c]);
+ *  - two pinned staging buffers used in turn for pageable uploads (the host
+ *    fills one while the other's copy is in flight: event staged[k]);
+ *  - device buffers, one per purpose: the image's planes, the reductions'
+ *    scratch and partials, the histogram's bins and scan, normalize's output
+ *    and tables. Each grows when an image needs more and is kept for the
+ *    next (ist_devbuf); nothing is allocated per call once they are large
+ *    enough.
+ * A slot is taken for a job (a submitted statistics job, or a device image
+ * from upload or wrap to release) and given back at its end. Taking is
+ * thread-safe (the context's lock); a slot belongs to its holder only, so
+ * several images are in flight at once on several slots, from several
+ * threads. Slot 0 is made ready by imgstat_gpu_create; the others get their
+ * streams when first taken and their buffers when first needed.
+ */
+#ifndef IMGSTAT_CONTEXT_CUH
+#define IMGSTAT_CONTEXT_CUH
+
+#include "cuda_check.cuh"
+#include "imgstat_cuda.h"
+
+#include <atomic>
+#include <pthread.h>
+
+/* Bytes of one staging buffer. */
+constexpr size_t kIstStagingBytes = (size_t)4 << 20;
+
+struct ist_slot {
+  int index;
+  bool busy;       /* held by a job or a device image (under the lock) */
+  uint64_t serial; /* jobs that took the slot so far: tickets name one */
+  bool ready;      /* streams and events created */
+  cudaStream_t stream;
+  cudaStream_t compute[IMGSTAT_MAX_CHANNELS];
+  cudaEvent_t staged[2];
+  cudaEvent_t uploaded[IMGSTAT_MAX_CHANNELS];
+  cudaEvent_t joined[IMGSTAT_MAX_CHANNELS];
+  unsigned turn; /* the staging buffer used next */
+  ist_pinbuf staging[2];
+  ist_pinbuf h_out;  /* partials copied back */
+  ist_devbuf d_out;  /* partials on the device */
+  ist_devbuf planes; /* the image's planes */
+  ist_devbuf scratch;
+  ist_devbuf hist_bins, hist_small, hist_scan;
+  ist_devbuf norm_out, norm_lut;
+  /* a submitted statistics job (imgstat_gpu_stats_submit) */
+  bool job;         /* pending: wait() may collect it */
+  bool job_on_host; /* results already in job_out (empty or by ranges) */
+  int job_channels;
+  imgstat_partial job_out[IMGSTAT_MAX_CHANNELS];
+};
+
+struct imgstat_gpu {
+  int device;
+  int sm_count;
+  char name[320];
+  std::atomic<size_t> memory_limit{0}; /* 0: as much as the device gives */
+  pthread_mutex_t lock;
+  pthread_cond_t freed; /* a slot was given back */
+  bool lock_ready;
+  ist_slot slots[IMGSTAT_GPU_SLOTS];
+};
+
+/* A device image: dense planes on the context's device, and the slot its
+ * operations run on. */
+struct imgstat_gpu_image {
+  imgstat_gpu *gpu;
+  ist_slot *slot;
+  uint32_t width, height;
+  int channels;
+  imgstat_sample sample;
+  const char *format;
+  const void *planes[IMGSTAT_MAX_CHANNELS];
+};
+
+/* Makes the context's device the calling thread's current one (every entry
+ * point calls it first; it is left current, as cudaSetDevice does). */
+cudaError_t ist_gpu_enter(const imgstat_gpu *gpu);
+
+/* Takes a free slot (waiting while all are held) and makes its streams and
+ * events. On failure the slot is given back. */
+imgstat_status ist_slot_take(imgstat_gpu *gpu, ist_slot **out,
+                             imgstat_error *err);
+/* Gives a slot back (its job, if any, is forgotten). */
+void ist_slot_give(imgstat_gpu *gpu, ist_slot *s);
+/* Waits for everything queued on the slot's streams, ignoring errors:
+ * after a failure, so that nothing in flight touches buffers the next job
+ * reuses. */
+void ist_slot_drain(ist_slot *s);
+/* The slot's pinned staging buffer for the next host-to-device copy,
+ * reserved if needed, once the copy that last read it has finished: *k says
+ * which; record it with ist_slot_staged after queuing the copy. */
+cudaError_t ist_slot_staging(ist_slot *s, unsigned *k, unsigned char **buf);
+cudaError_t ist_slot_staged(ist_slot *s, unsigned k);
+
+/*
+ * Copies bytes [first, first + nbytes) of a host plane, counted as if it
+ * were dense (rows of row_bytes back to back), to d_dst on the slot's
+ * stream; the plane's rows are `stride` bytes apart (0: row_bytes). Pinned
+ * planes are copied directly (cudaMemcpy2DAsync for whole rows of a strided
+ * one); pageable ones are gathered row piece by row piece into the pinned
+ * staging buffers, one copy per buffer, the host filling one while the
+ * other is in flight. Returns when the host has read its part of the plane
+ * (pageable) or has queued the copy (pinned).
+ */
+cudaError_t ist_slot_upload(ist_slot *s, void *d_dst, const void *h_plane,
+                            size_t row_bytes, size_t stride, uint64_t first,
+                            uint64_t nbytes);
+
+/* Copies a dense device plane of rows x row_bytes to a host plane whose
+ * rows are `stride` bytes apart (0: dense), on the slot's stream. */
+cudaError_t ist_slot_download(ist_slot *s, void *h_plane, size_t stride,
+                              const void *d_plane, size_t row_bytes,
+                              uint32_t rows);
+
+/* Checks an image for the device paths: channels, sample type, planes, row
+ * stride (IMGSTAT_ERR_ARG with the reason). */
+imgstat_status ist_gpu_check_image(const imgstat_image *img,
+                                   imgstat_error *err);
+
+/* Uploads img into a new device image on a slot of gpu (img checked by
+ * ist_gpu_check_image; the caller has entered the context). */
+imgstat_status ist_gpu_image_upload(imgstat_gpu *gpu, const imgstat_image *img,
+                                    imgstat_gpu_image **out,
+                                    imgstat_error *err);
+
+/* Checks that dimg is a device image of gpu (IMGSTAT_ERR_ARG otherwise). */
+imgstat_status ist_gpu_image_check(const imgstat_gpu *gpu,
+                                   const imgstat_gpu_image *dimg,
+                                   imgstat_error *err);
+
+/* A host image with the device image's size, layout and format and no
+ * planes: what the host functions that only read those need. */
+imgstat_image ist_gpu_image_shape(const imgstat_gpu_image *dimg);
+
+/* ---- statistics (gpu_backend.cu) ---------------------------------------- */
+
+/* Scratch for the statistics of `planes` planes of n samples with `kernel`:
+ * reserves it on the slot and returns the bytes of one plane's part. */
+imgstat_status ist_stats_prepare(ist_slot *s, imgstat_sample sample, uint64_t n,
+                                 int planes, int kernel, size_t *scratch_each,
+                                 imgstat_error *err);
+/* Starts the statistics of device plane c (after all that is already on the
+ * slot's stream) on compute[c], its partial to the slot's h_out[c]. */
+imgstat_status ist_stats_launch(ist_slot *s, int c, const void *d_plane,
+                                imgstat_sample sample, uint64_t n, int kernel,
+                                size_t scratch_each, imgstat_error *err);
+/* Joins planes 0..planes-1's reductions back into the slot's stream. */
+imgstat_status ist_stats_join(ist_slot *s, int planes, imgstat_error *err);
+/* The statistics of device planes, synchronously: prepare, launch, join,
+ * wait, copy the partials to out[0..planes-1]. */
+imgstat_status ist_stats_planes(ist_slot *s, const void *const *d_planes,
+                                int planes, imgstat_sample sample, uint64_t n,
+                                int kernel, imgstat_partial *out,
+                                imgstat_error *err);
+
+#endif /* IMGSTAT_CONTEXT_CUH */

@@ -1,0 +1,107 @@
+#include "test_gpu_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef IMGSTAT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+int test_gpu_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+int test_gpu_set_device(int device) {
+  return cudaSetDevice(device) == cudaSuccess;
+}
+
+int test_gpu_strided_copy(const imgstat_image *src, size_t pad, int pinned,
+                          imgstat_image *dst) {
+  const size_t row = (size_t)src->width * src->sample;
+  const size_t stride = row + pad;
+  const size_t plane = stride * src->height;
+  *dst = *src;
+  dst->data = NULL;
+  size_t bytes = plane * src->channels + 1;
+  if (pinned ? cudaMallocHost(&dst->data, bytes) != cudaSuccess
+             : (dst->data = malloc(bytes)) == NULL)
+    return 0;
+  memset(dst->data, 0xEE, bytes);
+  dst->stride = stride;
+  for (int c = 0; c < src->channels; ++c) {
+    unsigned char *to = (unsigned char *)dst->data + c * plane;
+    const unsigned char *from = src->planes[c];
+    size_t from_stride = src->stride ? src->stride : row;
+    for (uint32_t y = 0; y < src->height; ++y)
+      memcpy(to + y * stride, from + y * from_stride, row);
+    dst->planes[c] = to;
+  }
+  return 1;
+}
+
+void test_gpu_strided_free(imgstat_image *img, int pinned) {
+  if (pinned)
+    cudaFreeHost(img->data);
+  else
+    free(img->data);
+  memset(img, 0, sizeof *img);
+}
+
+int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
+                         void **block, void *planes[IMGSTAT_MAX_CHANNELS]) {
+  const size_t row = (size_t)src->width * src->sample;
+  if (pitch == 0)
+    pitch = row;
+  const size_t each = src->height * pitch + offset;
+  const size_t bytes = offset + each * src->channels + 64;
+  *block = NULL;
+  if (cudaMalloc(block, bytes) != cudaSuccess ||
+      cudaMemset(*block, 0xEE, bytes) != cudaSuccess)
+    return 0;
+  for (int c = 0; c < src->channels; ++c) {
+    planes[c] = (unsigned char *)*block + offset + c * each;
+    size_t from_stride = src->stride ? src->stride : row;
+    if (cudaMemcpy2D(planes[c], pitch, src->planes[c], from_stride, row,
+                     src->height, cudaMemcpyHostToDevice) != cudaSuccess)
+      return 0;
+  }
+  return 1;
+}
+
+void test_gpu_free(void *block) { cudaFree(block); }
+
+#else /* no CUDA: nothing to make; the GPU tests skip */
+
+int test_gpu_device_count(void) { return 0; }
+int test_gpu_set_device(int device) {
+  (void)device;
+  return 0;
+}
+int test_gpu_strided_copy(const imgstat_image *src, size_t pad, int pinned,
+                          imgstat_image *dst) {
+  (void)src;
+  (void)pad;
+  (void)pinned;
+  memset(dst, 0, sizeof *dst);
+  return 0;
+}
+void test_gpu_strided_free(imgstat_image *img, int pinned) {
+  (void)img;
+  (void)pinned;
+}
+int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
+                         void **block, void *planes[IMGSTAT_MAX_CHANNELS]) {
+  (void)src;
+  (void)offset;
+  (void)pitch;
+  (void)planes;
+  *block = NULL;
+  return 0;
+}
+void test_gpu_free(void *block) { (void)block; }
+
+#endif
