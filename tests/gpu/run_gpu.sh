@@ -52,7 +52,7 @@ fi
 
 if has timing; then
   t0=$(date +%s)
-  nvcc -std=c++17 -O2 -arch=sm_90 -Isrc -Icuda --expt-relaxed-constexpr \
+  nvcc -std=c++17 -O2 -arch=sm_90 -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
     tests/gpu/fast_timing.cu "$BUILD/libimgstat.a" -lpng -lm \
     $(grep -q "TurboJPEG: ON" "$OUT/build.log" && echo -lturbojpeg) \
     -o "$BUILD/fast_timing" >"$OUT/timing.log" 2>&1 &&
