@@ -775,10 +775,15 @@ static void test_strided(void) {
     for (int k = 0; k < 3; ++k) {
       imgstat_partial want[IMGSTAT_MAX_CHANNELS], got[IMGSTAT_MAX_CHANNELS];
       imgstat_error err;
-      CU_ASSERT_FATAL(imgstat_gpu_stats(g_gpu, &dense, kernels[k], want,
-                                        &err) == IMGSTAT_OK);
       for (int pinned = 0; pinned < 2; ++pinned)
         for (int ranges = 0; ranges < 2; ++ranges) {
+          /* Float partials depend on how the plane is cut into ranges (the
+           * merge order), so the dense image is reduced the same way. */
+          if (ranges)
+            imgstat_gpu_set_memory_limit(g_gpu, (size_t)64 << 10);
+          CU_ASSERT_FATAL(imgstat_gpu_stats(g_gpu, &dense, kernels[k], want,
+                                            &err) == IMGSTAT_OK);
+          imgstat_gpu_set_memory_limit(g_gpu, 0);
           imgstat_image strided;
           CU_ASSERT_FATAL(test_gpu_strided_copy(&dense, 5 * g_samples[s] + 16,
                                                 pinned, &strided));
@@ -851,7 +856,20 @@ static void test_wrap(void) {
         memset(got, 0xA5, sizeof got);
         imgstat_status sk =
             imgstat_gpu_image_stats(g_gpu, d, g_kernels[k], got, &err);
-        if (sk != IMGSTAT_OK || !same_partials(got, want[k], 3)) {
+        /* A float plane off the 16-byte grid is cut into blocks at other
+         * places, so its mean and M2 round differently: within the f32
+         * tolerance; everything else, and every integer plane, exactly. */
+        int same = 1;
+        if (sk == IMGSTAT_OK && img.sample == IMGSTAT_F32)
+          for (int c = 0; c < 3; ++c)
+            same &=
+                partial_matches(&got[c], &want[k][c], img.sample,
+                                test_shift((const float *)img.planes[c],
+                                           (uint64_t)img.width * img.height),
+                                1.0, "wrapped", g_kernels[k], c);
+        else
+          same = sk == IMGSTAT_OK && same_partials(got, want[k], 3);
+        if (!same) {
           bad++;
           printf("\n  wrapped depth %d layout %zu kernel %d: %s\n",
                  imgstat_sample_depth(g_samples[s]), l, g_kernels[k],
