@@ -365,9 +365,42 @@ static void test_normalize(void) {
   imgstat_image_free(&img);
 }
 
+/* The child of test_auto_broken_gpu, a fresh process (the switch is read
+ * once per process) with IMGSTAT_GPU_FAULT=bogus: exits 0 when auto used
+ * the CPU with the one engine warning, on the first item only. */
+static int broken_gpu_child(void) {
+  imgstat_image img;
+  imgstat_error err;
+  if (imgstat_image_alloc(&img, 2, 2, 1, IMGSTAT_U8, 0, &err) != IMGSTAT_OK)
+    return 10;
+  memset(img.data, 3, 4);
+  imgstat_engine_options o;
+  memset(&o, 0, sizeof o);
+  imgstat_engine *e;
+  if (imgstat_engine_create(&o, &e, &err) != IMGSTAT_OK)
+    return 11;
+  imgstat_job_result res;
+  if (imgstat_engine_stats(e, NULL, &img, NULL, &res) != IMGSTAT_OK)
+    return 12;
+  if (res.backend != IMGSTAT_BACKEND_CPU || res.nwarnings != 1 ||
+      res.warning[0].about_input)
+    return 13;
+  printf("%s\n", res.warning[0].text);
+  if (strncmp(res.warning[0].text, "GPU unusable (IMGSTAT_GPU_FAULT=", 32) ||
+      !strstr(res.warning[0].text, "); using the CPU"))
+    return 14;
+  imgstat_job_result_free(&res);
+  if (imgstat_engine_stats(e, NULL, &img, NULL, &res) != IMGSTAT_OK ||
+      res.nwarnings != 0)
+    return 15;
+  imgstat_engine_destroy(e);
+  imgstat_image_free(&img);
+  return 0;
+}
+
 /* A GPU that is there but fails to start (CUDA builds: a malformed
- * IMGSTAT_GPU_FAULT, read once per process, so in a child): auto warns
- * once, "GPU unusable (REASON); using the CPU", and uses the CPU. */
+ * IMGSTAT_GPU_FAULT): auto warns once, "GPU unusable (REASON); using the
+ * CPU", and uses the CPU. */
 static void test_auto_broken_gpu(void) {
   if (!imgstat_gpu_compiled()) {
     printf("(no CUDA in this build: the broken-GPU warning is not "
@@ -379,31 +412,8 @@ static void test_auto_broken_gpu(void) {
   CU_ASSERT_FATAL(pid >= 0);
   if (pid == 0) {
     setenv("IMGSTAT_GPU_FAULT", "bogus", 1);
-    imgstat_image img;
-    imgstat_error err;
-    if (imgstat_image_alloc(&img, 2, 2, 1, IMGSTAT_U8, 0, &err) != IMGSTAT_OK)
-      _exit(10);
-    memset(img.data, 3, 4);
-    imgstat_engine_options o;
-    memset(&o, 0, sizeof o);
-    imgstat_engine *e;
-    if (imgstat_engine_create(&o, &e, &err) != IMGSTAT_OK)
-      _exit(11);
-    imgstat_job_result res;
-    if (imgstat_engine_stats(e, NULL, &img, NULL, &res) != IMGSTAT_OK)
-      _exit(12);
-    if (res.backend != IMGSTAT_BACKEND_CPU || res.nwarnings != 1 ||
-        res.warning[0].about_input)
-      _exit(13);
-    if (strncmp(res.warning[0].text, "GPU unusable (IMGSTAT_GPU_FAULT=", 32) ||
-        !strstr(res.warning[0].text, "); using the CPU"))
-      _exit(14);
-    imgstat_job_result_free(&res);
-    if (imgstat_engine_stats(e, NULL, &img, NULL, &res) != IMGSTAT_OK ||
-        res.nwarnings != 0)
-      _exit(15);
-    imgstat_engine_destroy(e);
-    _exit(0);
+    execl("/proc/self/exe", "test_job", "--broken-gpu-child", (char *)NULL);
+    _exit(127);
   }
   int status = 0;
   CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
@@ -439,7 +449,9 @@ static int suite_clean(void) {
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--broken-gpu-child") == 0)
+    return broken_gpu_child();
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
   CU_pSuite s = CU_add_suite("job", suite_init, suite_clean);
