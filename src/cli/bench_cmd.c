@@ -52,19 +52,11 @@ static const char bench_usage[] =
     "check failed or the benchmark could not run (no device, a CUDA build\n"
     "is needed), 2 for a usage error.\n";
 
-static int bench_usage_error(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static int bench_usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
+/* Its own usage errors: "imgstat bench: MESSAGE" and the usage text. */
+static int bench_usage_error(const char *fmt, va_list ap) {
   fprintf(stderr, "imgstat bench: ");
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n%s", bench_usage);
-  va_end(ap);
   return 2;
 }
 
@@ -162,6 +154,8 @@ static const ist_opt_syntax syntax = {
     "unknown option %s",
     "%s needs a value",
     "option '%.*s' takes no value",
+    NULL,
+    NULL,
     bench_usage_error,
     apply,
     NULL,

@@ -66,20 +66,8 @@ typedef struct norm_cli {
   int ninputs;
 } norm_cli;
 
-static int usage(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static int usage(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int status =
-      ist_cli_usage_verror("normalize: ", "imgstat normalize", fmt, ap);
-  va_end(ap);
-  return status;
-}
+#define usage(...)                                                             \
+  ist_cli_usage_error("normalize: ", "imgstat normalize", __VA_ARGS__)
 
 static const char *ext_of(imgstat_file_format f) {
   return f == IMGSTAT_FILE_PNG   ? ".png"
@@ -89,6 +77,8 @@ static const char *ext_of(imgstat_file_format f) {
 
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   norm_cli *c = ctx;
+  if (ist_opt_apply_engine(&c->engine, row, v))
+    return -1;
   switch (row->id) {
   case IST_OPT_HELP:
     ist_opt_print_help(stdout, IST_CMD_NORMALIZE, &help);
@@ -143,18 +133,6 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     break;
   case IST_OPT_FLOAT_BINS:
     c->norm.float_bins = (uint32_t)v->u;
-    break;
-  case IST_OPT_BACKEND:
-    c->engine.backend = (imgstat_backend)v->u;
-    break;
-  case IST_OPT_JOBS:
-    c->engine.threads = (int)v->u;
-    break;
-  case IST_OPT_MAX_PIXELS:
-    c->engine.load.max_pixels = v->u;
-    break;
-  case IST_OPT_MAX_MEMORY:
-    c->engine.load.max_memory = v->u;
     break;
   default:
     break;
@@ -233,7 +211,9 @@ static const ist_opt_syntax syntax = {
     "unknown option '%s'",
     "option '%s' needs a value",
     "option '%.*s' takes no value",
-    usage,
+    "normalize: ",
+    "imgstat normalize",
+    NULL,
     apply,
     operand,
     no_effect,

@@ -10,12 +10,13 @@
 
 #include <errno.h>
 #include <float.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- value readers ---------------------------------------------------------
  * Each returns -1 with *out filled, or the exit status of the usage error it
- * printed through syn->usage. */
+ * printed (ist_opt_usage). */
 
 typedef int (*reader)(const ist_opt *row, const ist_opt_syntax *syn,
                       const char *v, ist_opt_value *out);
@@ -24,7 +25,7 @@ typedef int (*reader)(const ist_opt *row, const ist_opt_syntax *syn,
 static int read_uint(const ist_opt *row, const ist_opt_syntax *syn,
                      const char *v, ist_opt_value *out) {
   if (!ist_cli_parse_uint(v, row->lo, row->hi, &out->u))
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   return -1;
 }
 
@@ -32,7 +33,7 @@ static int read_uint(const ist_opt *row, const ist_opt_syntax *syn,
 static int read_size(const ist_opt *row, const ist_opt_syntax *syn,
                      const char *v, ist_opt_value *out) {
   if (!ist_cli_parse_size(v, row->lo, row->hi, &out->u))
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   return -1;
 }
 
@@ -51,7 +52,7 @@ static int read_word(const ist_opt *row, const ist_opt_syntax *syn,
     if (*w == ',')
       w++;
   }
-  return syn->usage(row->bad, v);
+  return ist_opt_usage(syn, row->bad, v);
 }
 
 /* A backend name (imgstat_backend_from_name: the library's one spelling):
@@ -60,7 +61,7 @@ static int read_backend(const ist_opt *row, const ist_opt_syntax *syn,
                         const char *v, ist_opt_value *out) {
   imgstat_backend b;
   if (!imgstat_backend_from_name(v, &b))
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   out->u = (uint64_t)b;
   return -1;
 }
@@ -80,7 +81,7 @@ static int read_nonempty(const ist_opt *row, const ist_opt_syntax *syn,
                          const char *v, ist_opt_value *out) {
   (void)out;
   if (!*v)
-    return syn->usage("%s", row->bad);
+    return ist_opt_usage(syn, "%s", row->bad);
   return -1;
 }
 
@@ -89,17 +90,19 @@ static int read_percentiles(const ist_opt *row, const ist_opt_syntax *syn,
                             const char *v, ist_opt_value *out) {
   (void)row;
   if (!*v)
-    return syn->usage("--percentiles needs at least one value");
+    return ist_opt_usage(syn, "--percentiles needs at least one value");
   int n =
       ist_cli_parse_double_list(v, 0, 100, out->list, IMGSTAT_MAX_PERCENTILES);
   if (n == IMGSTAT_CLI_NUM_RANGE)
-    return syn->usage("--percentiles: '%s': every value must be from 0 "
-                      "to 100",
-                      v);
+    return ist_opt_usage(syn,
+                         "--percentiles: '%s': every value must be from 0 "
+                         "to 100",
+                         v);
   if (n < 1)
-    return syn->usage("--percentiles: '%s' is not up to %d numbers "
-                      "from 0 to 100 separated by commas",
-                      v, IMGSTAT_MAX_PERCENTILES);
+    return ist_opt_usage(syn,
+                         "--percentiles: '%s' is not up to %d numbers "
+                         "from 0 to 100 separated by commas",
+                         v, IMGSTAT_MAX_PERCENTILES);
   out->n = n;
   return -1;
 }
@@ -110,10 +113,11 @@ static int read_channel_values(const ist_opt *row, const ist_opt_syntax *syn,
   int n = ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, out->list,
                                     IMGSTAT_MAX_CHANNELS);
   if (n == IMGSTAT_CLI_NUM_RANGE)
-    return syn->usage("%s: '%s': a value is too large", row->name, v);
+    return ist_opt_usage(syn, "%s: '%s': a value is too large", row->name, v);
   if (n < 1)
-    return syn->usage("%s: '%s' is not 1 to 4 numbers separated by commas",
-                      row->name, v);
+    return ist_opt_usage(syn,
+                         "%s: '%s' is not 1 to 4 numbers separated by commas",
+                         row->name, v);
   out->n = n;
   return -1;
 }
@@ -143,7 +147,7 @@ static int read_count(const ist_opt *row, const ist_opt_syntax *syn,
                       const char *v, ist_opt_value *out) {
   uint64_t n;
   if (!parse_count(v, &n) || n < row->lo || n > row->hi)
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   out->u = n;
   return -1;
 }
@@ -153,7 +157,7 @@ static int read_power_of_two(const ist_opt *row, const ist_opt_syntax *syn,
                              const char *v, ist_opt_value *out) {
   uint64_t n;
   if (!parse_count(v, &n) || n < row->lo || n > row->hi || (n & (n - 1)))
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   out->u = n;
   return -1;
 }
@@ -164,16 +168,16 @@ static int read_wxh(const ist_opt *row, const ist_opt_syntax *syn,
   char buf[64];
   uint64_t a, b;
   if (strlen(v) >= sizeof buf)
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   strcpy(buf, v);
   char *x = strchr(buf, 'x');
   if (x)
     *x = '\0';
   if (!parse_count(buf, &a) || a == 0 || a > UINT32_MAX)
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   b = a;
   if (x && (!parse_count(x + 1, &b) || b == 0 || b > UINT32_MAX))
-    return syn->usage(row->bad, v);
+    return ist_opt_usage(syn, row->bad, v);
   out->width = (uint32_t)a;
   out->height = (uint32_t)b;
   return -1;
@@ -388,6 +392,42 @@ static const ist_opt table[] = {
 /* ---- the parser ------------------------------------------------------------
  */
 
+int ist_opt_usage(const ist_opt_syntax *syn, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int status = syn->vusage
+                   ? syn->vusage(fmt, ap)
+                   : ist_cli_usage_verror(syn->prefix, syn->command, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
+                         const ist_opt_value *v) {
+  switch (row->id) {
+  case IST_OPT_BACKEND:
+    engine->backend = (imgstat_backend)v->u;
+    return 1;
+  case IST_OPT_KERNEL:
+    engine->kernel = (int)v->u;
+    return 1;
+  case IST_OPT_VERIFY:
+    engine->verify = 1;
+    return 1;
+  case IST_OPT_JOBS:
+    engine->threads = (int)v->u;
+    return 1;
+  case IST_OPT_MAX_PIXELS:
+    engine->load.max_pixels = v->u;
+    return 1;
+  case IST_OPT_MAX_MEMORY:
+    engine->load.max_memory = v->u;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 /* The row of cmd named by the len bytes at name (long or short). */
 static const ist_opt *find(ist_cmd cmd, const char *name, size_t len,
                            const char **spelled) {
@@ -443,12 +483,12 @@ int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
     const char *spelled = NULL;
     const ist_opt *row = find(syn->cmd, arg, name_len, &spelled);
     if (!row)
-      return syn->usage(syn->unknown_fmt, arg);
+      return ist_opt_usage(syn, syn->unknown_fmt, arg);
     if (!row->takes_value && value)
-      return syn->usage(syn->no_value_fmt, (int)name_len, arg);
+      return ist_opt_usage(syn, syn->no_value_fmt, (int)name_len, arg);
     if (row->takes_value && !value) {
       if (i + 1 >= argc)
-        return syn->usage(syn->needs_value_fmt, arg);
+        return ist_opt_usage(syn, syn->needs_value_fmt, arg);
       value = argv[++i];
     }
     ist_opt_value v;

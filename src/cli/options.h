@@ -11,8 +11,10 @@
 #ifndef IMGSTAT_CLI_OPTIONS_H
 #define IMGSTAT_CLI_OPTIONS_H
 
+#include "imgstat_job.h"
 #include "imgstat_norm.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -90,7 +92,7 @@ typedef struct ist_opt {
   ist_opt_id id;
   int takes_value;
   /* Reads a value into *out: returns -1, or the exit status of the usage
-   * error it printed (syn->usage). NULL: the text as it is. */
+   * error it printed (ist_opt_usage). NULL: the text as it is. */
   int (*read)(const struct ist_opt *row, const struct ist_opt_syntax *syn,
               const char *value, ist_opt_value *out);
   uint64_t lo, hi;   /* numbers: the range */
@@ -120,12 +122,12 @@ typedef struct ist_opt_syntax {
   const char *unknown_fmt;
   const char *needs_value_fmt;
   const char *no_value_fmt;
-  /* Prints a usage error and returns its exit status. */
-  int (*usage)(const char *fmt, ...)
-#if defined(__GNUC__)
-      __attribute__((format(printf, 1, 2)))
-#endif
-      ;
+  /* Usage errors: "imgstat: PREFIX<message>" and a line pointing at
+   * "COMMAND --help" (ist_cli_usage_error), unless vusage prints them its
+   * own way (it returns the exit status). */
+  const char *prefix;
+  const char *command;
+  int (*vusage)(const char *fmt, va_list ap);
   /* Stores one option: returns -1 to go on, or an exit status to stop at
    * (--help, a usage error it printed). */
   int (*apply)(void *ctx, const ist_opt *row, const ist_opt_value *value);
@@ -138,6 +140,19 @@ typedef struct ist_opt_syntax {
    * the rest of the warning "NAME has no effect REASON". */
   const char *(*no_effect)(const void *ctx, ist_opt_id id);
 } ist_opt_syntax;
+
+/* Prints a usage error of syn's command; returns its exit status. */
+int ist_opt_usage(const ist_opt_syntax *syn, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Stores the options of the library's engine (imgstat_job.h) that the
+ * statistics command and normalize share: --backend, --kernel, --verify,
+ * -j, --max-pixels, --max-memory. Returns 1 when row was one of them. */
+int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
+                         const ist_opt_value *value);
 
 /* Walks argv[1..argc-1] against the table: options (in any order, mixed
  * with operands) go to syn->apply, operands to syn->operand; what was

@@ -77,19 +77,7 @@ typedef struct stats_options {
   int nfiles;
 } stats_options;
 
-static int usage(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-
-static int usage(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int status = ist_cli_usage_verror("", "imgstat", fmt, ap);
-  va_end(ap);
-  return status;
-}
+#define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)
 
 /* Reports whether stdout got everything written so far. */
 static int flush_or_complain(void) {
@@ -103,6 +91,8 @@ static int flush_or_complain(void) {
 
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   stats_options *o = ctx;
+  if (ist_opt_apply_engine(&o->engine, row, v))
+    return -1;
   switch (row->id) {
   case IST_OPT_JSON:
   case IST_OPT_CSV: {
@@ -113,24 +103,6 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     o->format = f;
     break;
   }
-  case IST_OPT_BACKEND:
-    o->engine.backend = (imgstat_backend)v->u;
-    break;
-  case IST_OPT_KERNEL:
-    o->engine.kernel = (int)v->u;
-    break;
-  case IST_OPT_VERIFY:
-    o->engine.verify = 1;
-    break;
-  case IST_OPT_JOBS:
-    o->engine.threads = (int)v->u;
-    break;
-  case IST_OPT_MAX_PIXELS:
-    o->engine.load.max_pixels = v->u;
-    break;
-  case IST_OPT_MAX_MEMORY:
-    o->engine.load.max_memory = v->u;
-    break;
   case IST_OPT_DDOF:
     o->ddof = (int)v->u;
     break;
@@ -209,7 +181,9 @@ static const ist_opt_syntax syntax = {
     "unknown option '%s'",
     "option '%s' needs a value",
     "option '%.*s' takes no value",
-    usage,
+    "",
+    "imgstat",
+    NULL,
     apply,
     operand,
     no_effect,

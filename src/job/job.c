@@ -454,10 +454,58 @@ static imgstat_status histograms(imgstat_engine *e, const imgstat_image *img,
   return IMGSTAT_OK;
 }
 
-imgstat_status imgstat_engine_stats(imgstat_engine *e, const char *path,
-                                    const imgstat_image *img,
-                                    const imgstat_stats_request *req,
-                                    imgstat_job_result *res) {
+/* The statistics item's work on its decoded input. */
+static imgstat_status stats_item(imgstat_engine *e, const imgstat_image *in,
+                                 const void *arg, imgstat_job_result *res) {
+  const imgstat_stats_request *req = arg;
+  imgstat_status st = stats(e, in, res);
+  if (st == IMGSTAT_OK && req && req->histograms)
+    st = histograms(e, in, req, res);
+  return st;
+}
+
+/* The normalization item's work: on the GPU by the policy (a failure
+ * there: the policy's fallback), else on the CPU. */
+static imgstat_status normalize_item(imgstat_engine *e, const imgstat_image *in,
+                                     const void *arg, imgstat_job_result *res) {
+  const imgstat_norm_options *opts = arg;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st;
+  if (gpu_in_use(e)) {
+    pthread_mutex_lock(&e->lock);
+    st = gpu_normalize(e->start.gpu, in, opts, &res->output, &err);
+    pthread_mutex_unlock(&e->lock);
+    if (st == IMGSTAT_OK) {
+      res->backend = IMGSTAT_BACKEND_GPU;
+      return IMGSTAT_OK;
+    }
+    imgstat_image_free(&res->output);
+    if (!gpu_failed(e, res, &err))
+      return res->status;
+    memset(&err, 0, sizeof err);
+  }
+  imgstat_norm_measure m;
+  imgstat_norm_plan plan;
+  st = imgstat_norm_measure_cpu(in, opts, e->opt.threads, &m, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_plan_make(in, opts, &m, &plan, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_apply_cpu(in, &plan, e->opt.threads, &res->output, &err);
+  if (st != IMGSTAT_OK) {
+    imgstat_image_free(&res->output);
+    return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+  }
+  res->backend = IMGSTAT_BACKEND_CPU;
+  return IMGSTAT_OK;
+}
+
+/* One item: its start (item_begin), then work on the decoded input. */
+static imgstat_status
+run_item(imgstat_engine *e, const char *path, const imgstat_image *img,
+         imgstat_status (*work)(imgstat_engine *, const imgstat_image *,
+                                const void *, imgstat_job_result *),
+         const void *arg, imgstat_job_result *res) {
   if (!res)
     return IMGSTAT_ERR_ARG;
   memset(res, 0, sizeof *res);
@@ -465,64 +513,28 @@ imgstat_status imgstat_engine_stats(imgstat_engine *e, const char *path,
   const imgstat_image *in = NULL;
   imgstat_status st = item_begin(e, path, img, &own, &in, res);
   if (st == IMGSTAT_OK)
-    st = stats(e, in, res);
-  if (st == IMGSTAT_OK && req && req->histograms)
-    st = histograms(e, in, req, res);
+    st = work(e, in, arg, res);
   imgstat_image_free(&own);
   return st;
+}
+
+imgstat_status imgstat_engine_stats(imgstat_engine *e, const char *path,
+                                    const imgstat_image *img,
+                                    const imgstat_stats_request *req,
+                                    imgstat_job_result *res) {
+  return run_item(e, path, img, stats_item, req, res);
 }
 
 imgstat_status imgstat_engine_normalize(imgstat_engine *e, const char *path,
                                         const imgstat_image *img,
                                         const imgstat_norm_options *opts,
                                         imgstat_job_result *res) {
-  if (!res)
-    return IMGSTAT_ERR_ARG;
-  memset(res, 0, sizeof *res);
-  if (!opts)
-    return fail(res, IMGSTAT_STAGE_COMPUTE, IMGSTAT_ERR_ARG, "no options");
-  imgstat_image own;
-  const imgstat_image *in = NULL;
-  imgstat_status st = item_begin(e, path, img, &own, &in, res);
-  if (st != IMGSTAT_OK) {
-    imgstat_image_free(&own);
-    return st;
+  if (!opts) {
+    if (res)
+      memset(res, 0, sizeof *res);
+    return res ? fail(res, IMGSTAT_STAGE_COMPUTE, IMGSTAT_ERR_ARG,
+                      "no normalization options")
+               : IMGSTAT_ERR_ARG;
   }
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  int on_cpu = 1;
-  if (gpu_in_use(e)) {
-    pthread_mutex_lock(&e->lock);
-    st = gpu_normalize(e->start.gpu, in, opts, &res->output, &err);
-    pthread_mutex_unlock(&e->lock);
-    if (st == IMGSTAT_OK) {
-      on_cpu = 0;
-      res->backend = IMGSTAT_BACKEND_GPU;
-    } else {
-      imgstat_image_free(&res->output);
-      if (!gpu_failed(e, res, &err)) {
-        imgstat_image_free(&own);
-        return res->status;
-      }
-      memset(&err, 0, sizeof err);
-    }
-  }
-  if (on_cpu) {
-    imgstat_norm_measure m;
-    imgstat_norm_plan plan;
-    st = imgstat_norm_measure_cpu(in, opts, e->opt.threads, &m, &err);
-    if (st == IMGSTAT_OK)
-      st = imgstat_norm_plan_make(in, opts, &m, &plan, &err);
-    if (st == IMGSTAT_OK)
-      st =
-          imgstat_norm_apply_cpu(in, &plan, e->opt.threads, &res->output, &err);
-    if (st != IMGSTAT_OK) {
-      imgstat_image_free(&res->output);
-      fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
-    } else {
-      res->backend = IMGSTAT_BACKEND_CPU;
-    }
-  }
-  imgstat_image_free(&own);
-  return st;
+  return run_item(e, path, img, normalize_item, opts, res);
 }
