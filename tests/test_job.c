@@ -44,6 +44,13 @@ static void make_rgb(imgstat_image *img) {
   CU_ASSERT_FATAL(fill_rgb(img) == IMGSTAT_OK);
 }
 
+/* The image and imgstat_cpu_stats' partials of it (threads: 3). */
+static void make_rgb_ref(imgstat_image *img, imgstat_partial *ref) {
+  imgstat_error err;
+  make_rgb(img);
+  CU_ASSERT_FATAL(imgstat_cpu_stats(img, 3, ref, &err) == IMGSTAT_OK);
+}
+
 static imgstat_engine *engine(imgstat_backend backend, int verify) {
   imgstat_engine_options o;
   memset(&o, 0, sizeof o);
@@ -94,10 +101,8 @@ static void test_backend_names(void) {
 /* cpu: the partials are imgstat_cpu_stats', and the sums counted here. */
 static void test_cpu(void) {
   imgstat_image img;
-  make_rgb(&img);
   imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 1, ref, &err) == IMGSTAT_OK);
+  make_rgb_ref(&img, ref);
   imgstat_engine *e = engine(IMGSTAT_BACKEND_CPU, 0);
   imgstat_job_result res;
   CU_ASSERT_EQUAL(imgstat_engine_stats(e, "mem", &img, NULL, &res), IMGSTAT_OK);
@@ -132,10 +137,8 @@ static void test_cpu(void) {
  * device that fails to start, the CPU with one warning. */
 static void test_auto(void) {
   imgstat_image img;
-  make_rgb(&img);
   imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 0, ref, &err) == IMGSTAT_OK);
+  make_rgb_ref(&img, ref);
   imgstat_engine *e = engine(IMGSTAT_BACKEND_AUTO, 0);
   imgstat_job_result res;
   for (int item = 0; item < 2; item++) {
@@ -164,7 +167,8 @@ static void test_auto(void) {
  * start-up), the next ones are refused without decoding. */
 static void test_gpu_needed(void) {
   imgstat_image img;
-  make_rgb(&img);
+  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
+  make_rgb_ref(&img, ref);
   for (int verify = 0; verify < 2; verify++) {
     const char *option = verify ? "--verify" : "--backend gpu";
     imgstat_engine *e =
@@ -187,9 +191,6 @@ static void test_gpu_needed(void) {
       CU_ASSERT_EQUAL(res.width, 0);
     } else {
       CU_ASSERT_EQUAL(st, IMGSTAT_OK);
-      imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-      imgstat_error err;
-      CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 0, ref, &err) == IMGSTAT_OK);
       CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
       CU_ASSERT_EQUAL(res.backend,
                       verify ? IMGSTAT_BACKEND_CPU : IMGSTAT_BACKEND_GPU);
@@ -235,10 +236,8 @@ static void test_decide_first(void) {
  * item's, at the load stage. */
 static void test_paths(void) {
   imgstat_image img;
-  make_rgb(&img);
   imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 0, ref, &err) == IMGSTAT_OK);
+  make_rgb_ref(&img, ref);
   imgstat_engine *e = engine(IMGSTAT_BACKEND_CPU, 0);
   imgstat_job_result res;
   CU_ASSERT_EQUAL(imgstat_engine_stats(e, png_path, NULL, NULL, &res),
@@ -259,6 +258,7 @@ static void test_paths(void) {
 
   /* the engine's load options apply: 100 pixels over a limit of 99 */
   imgstat_engine_options o;
+  imgstat_error err;
   memset(&o, 0, sizeof o);
   o.backend = IMGSTAT_BACKEND_CPU;
   o.load.max_pixels = 99;
