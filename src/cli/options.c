@@ -199,17 +199,44 @@ _Static_assert(IMGSTAT_FLOAT_BINS_MAX == 16777216u,
 _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
                "--max-pixels' message names the largest value");
 
+/* The options the statistics command and normalize share: one reading rule
+ * each (their --help lines differ). */
+#define ROW_BACKEND(cmd, section, help)                                        \
+  {                                                                            \
+    "--backend", NULL, cmd, IST_OPT_BACKEND, 1, read_backend, 0, 0, NULL,      \
+        "--backend: '%s' is not cpu, gpu or auto", section, help               \
+  }
+#define ROW_JOBS(cmd, section)                                                 \
+  {                                                                            \
+    "--jobs", "-j", cmd, IST_OPT_JOBS, 1, read_uint, 0, 1024, NULL,            \
+        "-j: '%s' is not a number of threads (0..1024)", section,              \
+        "  -j, --jobs N       CPU threads (default 0: one per core)\n"         \
+  }
+#define ROW_MAX_PIXELS(cmd, section, help)                                     \
+  {                                                                            \
+    "--max-pixels", NULL, cmd, IST_OPT_MAX_PIXELS, 1, read_uint, 1,            \
+        IMGSTAT_MAX_PIXELS_LIMIT, NULL,                                        \
+        "--max-pixels: '%s' is not a number from 1 to 4294967296", section,    \
+        help                                                                   \
+  }
+#define ROW_MAX_MEMORY(cmd, section, help)                                     \
+  {                                                                            \
+    "--max-memory", NULL, cmd, IST_OPT_MAX_MEMORY, 1, read_size, 1,            \
+        UINT64_MAX, NULL,                                                      \
+        "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, section, help  \
+  }
+
 static const ist_opt table[] = {
     /* ---- imgstat [OPTIONS] FILE... ---- */
     {"--json", NULL, S, IST_OPT_JSON, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
      "  --json             one JSON object per image (JSON Lines)\n"},
     {"--csv", NULL, S, IST_OPT_CSV, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
      "  --csv              a header line, then one row per channel\n"},
-    {"--backend", NULL, S, IST_OPT_BACKEND, 1, read_backend, 0, 0, NULL,
-     "--backend: '%s' is not cpu, gpu or auto", S_COMPUTE,
-     "  --backend B        cpu, gpu or auto (default auto: the GPU when one "
-     "is\n"
-     "                     usable, else the CPU)\n"},
+    ROW_BACKEND(
+        S, S_COMPUTE,
+        "  --backend B        cpu, gpu or auto (default auto: the GPU when one "
+        "is\n"
+        "                     usable, else the CPU)\n"),
     {"--kernel", NULL, S, IST_OPT_KERNEL, 1, read_kernel,
      IMGSTAT_KERNEL_LADDER_MIN, IMGSTAT_KERNEL_LADDER_MAX, NULL,
      "--kernel: '%s' is not fast or 1..7", S_COMPUTE,
@@ -230,24 +257,21 @@ static const ist_opt table[] = {
      "                     (on stderr with --json/--csv); the records are "
      "the\n"
      "                     CPU's. Needs a usable GPU.\n"},
-    {"--jobs", "-j", S, IST_OPT_JOBS, 1, read_uint, 0, 1024, NULL,
-     "-j: '%s' is not a number of threads (0..1024)", S_COMPUTE,
-     "  -j, --jobs N       CPU threads (default 0: one per core)\n"},
-    {"--max-pixels", NULL, S, IST_OPT_MAX_PIXELS, 1, read_uint, 1,
-     IMGSTAT_MAX_PIXELS_LIMIT, NULL,
-     "--max-pixels: '%s' is not a number from 1 to 4294967296", S_COMPUTE,
-     "  --max-pixels N     refuse images of more than N pixels (default "
-     "2^30,\n"
-     "                     at most 2^32)\n"},
-    {"--max-memory", NULL, S, IST_OPT_MAX_MEMORY, 1, read_size, 1, UINT64_MAX,
-     NULL, "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, S_COMPUTE,
-     "  --max-memory SIZE  refuse images whose decoding holds more than "
-     "SIZE\n"
-     "                     bytes at once; read at most SIZE bytes of a pipe "
-     "or\n"
-     "                     device (default 4G; SIZE: bytes, or with K, M, G "
-     "or\n"
-     "                     T: binary units, 1K = 1024)\n"},
+    ROW_JOBS(S, S_COMPUTE),
+    ROW_MAX_PIXELS(
+        S, S_COMPUTE,
+        "  --max-pixels N     refuse images of more than N pixels (default "
+        "2^30,\n"
+        "                     at most 2^32)\n"),
+    ROW_MAX_MEMORY(
+        S, S_COMPUTE,
+        "  --max-memory SIZE  refuse images whose decoding holds more than "
+        "SIZE\n"
+        "                     bytes at once; read at most SIZE bytes of a pipe "
+        "or\n"
+        "                     device (default 4G; SIZE: bytes, or with K, M, G "
+        "or\n"
+        "                     T: binary units, 1K = 1024)\n"),
     {"--ddof", NULL, S, IST_OPT_DDOF, 1, read_word, 0, 0, "0,1",
      "--ddof: '%s' is not 0 or 1", S_COMPUTE,
      "  --ddof D           0: population std (default); 1: sample std "
@@ -332,26 +356,22 @@ static const ist_opt table[] = {
      "--bins: '%s' is not a number from 1 to 16777216", N_OPTIONS,
      "  --bins N           float clip: histogram bins (default 65536); the\n"
      "                     percentiles are within (max - min) / N\n"},
-    {"--backend", NULL, N, IST_OPT_BACKEND, 1, read_backend, 0, 0, NULL,
-     "--backend: '%s' is not cpu, gpu or auto", N_OPTIONS,
-     "  --backend B        cpu, gpu or auto (default auto)\n"},
-    {"--jobs", "-j", N, IST_OPT_JOBS, 1, read_uint, 0, 1024, NULL,
-     "-j: '%s' is not a number of threads (0..1024)", N_OPTIONS,
-     "  -j, --jobs N       CPU threads (default 0: one per core)\n"},
-    {"--max-pixels", NULL, N, IST_OPT_MAX_PIXELS, 1, read_uint, 1,
-     IMGSTAT_MAX_PIXELS_LIMIT, NULL,
-     "--max-pixels: '%s' is not a number from 1 to 4294967296", N_OPTIONS,
-     "  --max-pixels N     refuse inputs of more than N pixels (default "
-     "2^30)\n"},
-    {"--max-memory", NULL, N, IST_OPT_MAX_MEMORY, 1, read_size, 1, UINT64_MAX,
-     NULL, "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, N_OPTIONS,
-     "  --max-memory SIZE  refuse inputs whose decoding holds more than "
-     "SIZE\n"
-     "                     bytes at once; read at most SIZE bytes of a pipe "
-     "or\n"
-     "                     device (default 4G; SIZE: bytes, or with K, M, G "
-     "or\n"
-     "                     T: binary units, 1K = 1024)\n"},
+    ROW_BACKEND(N, N_OPTIONS,
+                "  --backend B        cpu, gpu or auto (default auto)\n"),
+    ROW_JOBS(N, N_OPTIONS),
+    ROW_MAX_PIXELS(
+        N, N_OPTIONS,
+        "  --max-pixels N     refuse inputs of more than N pixels (default "
+        "2^30)\n"),
+    ROW_MAX_MEMORY(
+        N, N_OPTIONS,
+        "  --max-memory SIZE  refuse inputs whose decoding holds more than "
+        "SIZE\n"
+        "                     bytes at once; read at most SIZE bytes of a pipe "
+        "or\n"
+        "                     device (default 4G; SIZE: bytes, or with K, M, G "
+        "or\n"
+        "                     T: binary units, 1K = 1024)\n"),
     {"--quiet", "-q", N, IST_OPT_QUIET, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
      "  -q, --quiet        no warnings\n"},
     {"--help", "-h", N, IST_OPT_HELP, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
