@@ -219,11 +219,18 @@ _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
         "--max-pixels: '%s' is not a number from 1 to 4294967296", section,    \
         help                                                                   \
   }
-#define ROW_MAX_MEMORY(cmd, section, help)                                     \
+#define ROW_MAX_MEMORY(cmd, section, what)                                     \
   {                                                                            \
     "--max-memory", NULL, cmd, IST_OPT_MAX_MEMORY, 1, read_size, 1,            \
         UINT64_MAX, NULL,                                                      \
-        "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, section, help  \
+        "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, section,       \
+        "  --max-memory SIZE  refuse " what                                    \
+        " whose decoding holds more than SIZE\n"                               \
+        "                     bytes at once; read at most SIZE bytes of a "    \
+        "pipe or\n"                                                            \
+        "                     device (default 4G; SIZE: bytes, or with K, M, " \
+        "G or\n"                                                               \
+        "                     T: binary units, 1K = 1024)\n"                   \
   }
 
 static const ist_opt table[] = {
@@ -263,15 +270,7 @@ static const ist_opt table[] = {
         "  --max-pixels N     refuse images of more than N pixels (default "
         "2^30,\n"
         "                     at most 2^32)\n"),
-    ROW_MAX_MEMORY(
-        S, S_COMPUTE,
-        "  --max-memory SIZE  refuse images whose decoding holds more than "
-        "SIZE\n"
-        "                     bytes at once; read at most SIZE bytes of a pipe "
-        "or\n"
-        "                     device (default 4G; SIZE: bytes, or with K, M, G "
-        "or\n"
-        "                     T: binary units, 1K = 1024)\n"),
+    ROW_MAX_MEMORY(S, S_COMPUTE, "images"),
     {"--ddof", NULL, S, IST_OPT_DDOF, 1, read_word, 0, 0, "0,1",
      "--ddof: '%s' is not 0 or 1", S_COMPUTE,
      "  --ddof D           0: population std (default); 1: sample std "
@@ -363,15 +362,7 @@ static const ist_opt table[] = {
         N, N_OPTIONS,
         "  --max-pixels N     refuse inputs of more than N pixels (default "
         "2^30)\n"),
-    ROW_MAX_MEMORY(
-        N, N_OPTIONS,
-        "  --max-memory SIZE  refuse inputs whose decoding holds more than "
-        "SIZE\n"
-        "                     bytes at once; read at most SIZE bytes of a pipe "
-        "or\n"
-        "                     device (default 4G; SIZE: bytes, or with K, M, G "
-        "or\n"
-        "                     T: binary units, 1K = 1024)\n"),
+    ROW_MAX_MEMORY(N, N_OPTIONS, "inputs"),
     {"--quiet", "-q", N, IST_OPT_QUIET, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
      "  -q, --quiet        no warnings\n"},
     {"--help", "-h", N, IST_OPT_HELP, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
