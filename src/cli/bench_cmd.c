@@ -13,12 +13,14 @@
 #include "imgstat.h"
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_norm.h"
+#include "options.h"
 #include "output.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,60 +53,115 @@ static const char bench_usage[] =
     "check failed or the benchmark could not run (no device, a CUDA build\n"
     "is needed), 2 for a usage error.\n";
 
-static int bench_usage_error(const char *fmt, const char *arg) {
+/* Its own usage errors: "imgstat bench: MESSAGE" and the usage text. */
+static int bench_usage_error(const char *fmt, va_list ap) {
   fprintf(stderr, "imgstat bench: ");
-  fprintf(stderr, fmt, arg);
+  vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n%s", bench_usage);
   return 2;
 }
 
-/* A count: decimal, or 2^K. */
-static int parse_count(const char *s, uint64_t *out) {
-  char *end;
-  errno = 0;
-  if (s[0] == '2' && s[1] == '^') {
-    unsigned long k = strtoul(s + 2, &end, 10);
-    if (end == s + 2 || *end || errno || k > 62)
-      return 0;
-    *out = UINT64_C(1) << k;
-    return 1;
+/* ---- options (the table's rows of bench: options.c) ------------------------
+ */
+
+typedef struct bench_cli {
+  imgstat_bench_options opts;
+  int json, parallel, quick_exit;
+  const char *startup;
+} bench_cli;
+
+static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
+  bench_cli *b = ctx;
+  switch (row->id) {
+  case IST_OPT_JSON:
+    b->json = 1;
+    break;
+  case IST_OPT_QUICK:
+    b->opts.quick = 1;
+    break;
+  case IST_OPT_NO_NPP:
+    b->opts.skip_npp = 1;
+    break;
+  case IST_OPT_PARALLEL:
+    b->parallel = 1;
+    break;
+  case IST_OPT_QUICK_EXIT:
+    b->quick_exit = 1;
+    break;
+  case IST_OPT_HELP:
+    fputs(bench_usage, stdout);
+    return 0;
+  case IST_OPT_RUNS:
+    b->opts.runs = (int)v->u;
+    break;
+  case IST_OPT_WARMUP:
+    b->opts.warmup = (int)v->u;
+    break;
+  case IST_OPT_COPY_MIB:
+    b->opts.copy_bytes = v->u << 20;
+    break;
+  case IST_OPT_SMALL:
+    b->opts.small_ints = v->u;
+    break;
+  case IST_OPT_LARGE:
+    b->opts.large_ints = v->u;
+    break;
+  case IST_OPT_SIZE:
+    b->opts.image_width = v->width;
+    b->opts.image_height = v->height;
+    break;
+  case IST_OPT_BLOCK:
+    b->opts.small_block = (int)v->u;
+    break;
+  case IST_OPT_DEVICE:
+    b->opts.device = (int)v->u;
+    break;
+  case IST_OPT_STARTUP:
+    b->startup = v->text;
+    break;
+  default:
+    break;
   }
-  if (s[0] < '0' || s[0] > '9')
-    return 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s || *end || errno)
-    return 0;
-  *out = v;
-  return 1;
+  return -1;
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out) {
-  uint64_t v;
-  if (!parse_count(s, &v) || v < (uint64_t)lo || v > (uint64_t)hi)
-    return 0;
-  *out = (int)v;
-  return 1;
+/* The options that do nothing in the combination given: --startup times
+ * one image's run; the others shape the benchmark. */
+static const char *no_effect(const void *ctx, ist_opt_id id) {
+  const bench_cli *b = ctx;
+  switch (id) {
+  case IST_OPT_PARALLEL:
+  case IST_OPT_QUICK_EXIT:
+    return b->startup ? NULL : "without --startup";
+  case IST_OPT_QUICK:
+  case IST_OPT_NO_NPP:
+  case IST_OPT_RUNS:
+  case IST_OPT_WARMUP:
+  case IST_OPT_COPY_MIB:
+  case IST_OPT_SMALL:
+  case IST_OPT_LARGE:
+  case IST_OPT_SIZE:
+  case IST_OPT_BLOCK:
+    return b->startup ? "with --startup" : NULL;
+  default:
+    return NULL;
+  }
 }
 
-/* W or WxH. */
-static int parse_size(const char *s, uint32_t *w, uint32_t *h) {
-  char buf[64];
-  if (strlen(s) >= sizeof buf)
-    return 0;
-  strcpy(buf, s);
-  char *x = strchr(buf, 'x');
-  uint64_t a, b;
-  if (x)
-    *x = '\0';
-  if (!parse_count(buf, &a) || a == 0 || a > UINT32_MAX)
-    return 0;
-  b = a;
-  if (x && (!parse_count(x + 1, &b) || b == 0 || b > UINT32_MAX))
-    return 0;
-  *w = (uint32_t)a;
-  *h = (uint32_t)b;
-  return 1;
-}
+/* Exact words only: no "--name=value", no operands. */
+static const ist_opt_syntax syntax = {
+    IST_CMD_BENCH,
+    0,
+    "unknown option %s",
+    "%s needs a value",
+    "option '%.*s' takes no value",
+    NULL,
+    NULL,
+    bench_usage_error,
+    apply,
+    NULL,
+    no_effect,
+};
 
 /* ---- text output ----------------------------------------------------------
  */
@@ -531,83 +588,16 @@ static int run_startup(const char *path, int device, int parallel, int json,
  */
 
 int ist_bench_main(int argc, char **argv) {
-  imgstat_bench_options opts;
-  memset(&opts, 0, sizeof opts);
-  int json = 0, parallel = 0, quick_exit = 0;
-  const char *startup = NULL;
-
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = 1;
-    if (strcmp(a, "--json") == 0) {
-      json = 1;
-      takes = 0;
-    } else if (strcmp(a, "--quick") == 0) {
-      opts.quick = 1;
-      takes = 0;
-    } else if (strcmp(a, "--no-npp") == 0) {
-      opts.skip_npp = 1;
-      takes = 0;
-    } else if (strcmp(a, "--parallel") == 0) {
-      parallel = 1;
-      takes = 0;
-    } else if (strcmp(a, "--quick-exit") == 0) {
-      quick_exit = 1;
-      takes = 0;
-    } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      fputs(bench_usage, stdout);
-      return 0;
-    }
-    if (!takes)
-      continue;
-    static const char *const with_value[] = {
-        "--runs", "--warmup", "--copy-mib", "--small",  "--large",
-        "--size", "--block",  "--device",   "--startup"};
-    int known = 0;
-    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
-      known |= strcmp(a, with_value[k]) == 0;
-    if (!known)
-      return bench_usage_error("unknown option %s", a);
-    if (!v)
-      return bench_usage_error("%s needs a value", a);
-    uint64_t n;
-    if (strcmp(a, "--runs") == 0) {
-      if (!parse_int(v, 1, 100000, &opts.runs))
-        return bench_usage_error("--runs: not a count from 1 to 100000: %s", v);
-    } else if (strcmp(a, "--warmup") == 0) {
-      if (!parse_int(v, 1, 1000, &opts.warmup))
-        return bench_usage_error("--warmup: not a count from 1 to 1000: %s", v);
-    } else if (strcmp(a, "--copy-mib") == 0) {
-      if (!parse_count(v, &n) || n == 0 || n > (UINT64_C(1) << 20))
-        return bench_usage_error("--copy-mib: not a size in MiB: %s", v);
-      opts.copy_bytes = n << 20;
-    } else if (strcmp(a, "--small") == 0) {
-      if (!parse_count(v, &opts.small_ints) || opts.small_ints == 0 ||
-          opts.small_ints > (UINT64_C(1) << 34))
-        return bench_usage_error("--small: not a count from 1 to 2^34: %s", v);
-    } else if (strcmp(a, "--large") == 0) {
-      if (!parse_count(v, &opts.large_ints) || opts.large_ints == 0 ||
-          opts.large_ints > (UINT64_C(1) << 34))
-        return bench_usage_error("--large: not a count from 1 to 2^34: %s", v);
-    } else if (strcmp(a, "--size") == 0) {
-      if (!parse_size(v, &opts.image_width, &opts.image_height))
-        return bench_usage_error("--size: not W or WxH: %s", v);
-    } else if (strcmp(a, "--block") == 0) {
-      if (!parse_int(v, 64, 1024, &opts.small_block) ||
-          (opts.small_block & (opts.small_block - 1)))
-        return bench_usage_error("--block: not a power of two in 64..1024: %s",
-                                 v);
-    } else if (strcmp(a, "--device") == 0) {
-      if (!parse_int(v, 0, 1023, &opts.device))
-        return bench_usage_error("--device: not a device number: %s", v);
-    } else if (strcmp(a, "--startup") == 0) {
-      startup = v;
-    } else {
-      return bench_usage_error("unknown option %s", a);
-    }
-    i++;
-  }
+  bench_cli b;
+  memset(&b, 0, sizeof b);
+  ist_opt_seen seen;
+  int status = ist_opt_parse(&syntax, argc, argv, &b, &seen);
+  if (status >= 0)
+    return status;
+  ist_opt_warn_no_effect(&syntax, &b, &seen, 0);
+  imgstat_bench_options opts = b.opts;
+  int json = b.json, parallel = b.parallel, quick_exit = b.quick_exit;
+  const char *startup = b.startup;
 
   if (!imgstat_gpu_compiled()) {
     fprintf(stderr, "imgstat bench needs a CUDA build (this imgstat was built "

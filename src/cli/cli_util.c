@@ -72,16 +72,41 @@ void ist_cli_path_error(const char *path, const char *fmt, ...) {
   va_end(ap);
 }
 
-int ist_cli_usage_error(const char *prefix, const char *command,
-                        const char *fmt, ...) {
+void ist_cli_job_warnings(const imgstat_job_result *res, const char *path,
+                          int quiet) {
+  if (quiet)
+    return;
+  for (int k = 0; k < res->nwarnings; k++) {
+    if (res->warning[k].about_input && path)
+      ist_cli_path_error(path, "%s", res->warning[k].text);
+    else
+      ist_cli_error("%s", res->warning[k].text);
+  }
+}
+
+void ist_cli_warning(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message("warning: ", NULL, "\n", fmt, ap);
+  va_end(ap);
+}
+
+int ist_cli_usage_verror(const char *prefix, const char *command,
+                         const char *fmt, va_list ap) {
   char after[160];
   snprintf(after, sizeof after, "\nTry '%s --help' for more information.\n",
            command);
+  message(prefix, NULL, after, fmt, ap);
+  return IMGSTAT_EXIT_USAGE;
+}
+
+int ist_cli_usage_error(const char *prefix, const char *command,
+                        const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  message(prefix, NULL, after, fmt, ap);
+  int status = ist_cli_usage_verror(prefix, command, fmt, ap);
   va_end(ap);
-  return IMGSTAT_EXIT_USAGE;
+  return status;
 }
 
 int ist_cli_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {

@@ -1,10 +1,12 @@
 /*
- * What the command-line files (main.c, normalize_cmd.c, histogram_cli.c)
+ * What the command-line files (the subcommands, options.c, output.c)
  * share: the usage-error message and strict number parsing. Part of the
  * program, not of the library: usage errors print.
  */
 #ifndef IMGSTAT_CLI_UTIL_H
 #define IMGSTAT_CLI_UTIL_H
+
+#include "imgstat_job.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +36,20 @@ void ist_cli_path_error(const char *path, const char *fmt, ...)
 
 void ist_cli_path_verror(const char *path, const char *fmt, va_list ap);
 
+/* Prints "imgstat: warning: <message>" and a line end: an option that has
+ * no effect (options.h). */
+void ist_cli_warning(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Prints the warnings of a job where they arose, unless quiet: "imgstat:
+ * PATH: <warning>" for one about its input, "imgstat: <warning>" for one
+ * about the engine. */
+void ist_cli_job_warnings(const imgstat_job_result *res, const char *path,
+                          int quiet);
+
 /* Prints "imgstat: <prefix><message>" and a line pointing at "<command>
  * --help" to stderr; returns IMGSTAT_EXIT_USAGE. prefix is "" for the main
  * command or e.g. "normalize: "; command is e.g. "imgstat normalize". */
@@ -43,6 +59,8 @@ int ist_cli_usage_error(const char *prefix, const char *command,
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+int ist_cli_usage_verror(const char *prefix, const char *command,
+                         const char *fmt, va_list ap);
 
 /* A decimal number in [lo, hi] with nothing around it (no sign, no spaces,
  * no suffix). Returns 1 and sets *out, or 0 and leaves it. */

@@ -1,8 +1,6 @@
 /* The command line's output formats: text table, JSON Lines, CSV. */
 #include "output.h"
 
-#include "histogram_cli.h"
-
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -147,9 +145,125 @@ static void csv_string(FILE *out, const char *s) {
     putc('"', out);
 }
 
+/* ---- histogram fields (--histogram) ------------------------------------
+ * Text: a second table after the record's; JSON: inside each channel's
+ * object, after its last field; CSV: columns at the end of each row. */
+
 /* Whether the record carries histogram figures to print. */
 static int with_hist(const ist_record *rec) {
-  return rec->hist && rec->hist->fields && rec->hist_res;
+  return rec->hist && rec->hist->fields && rec->histograms && rec->hist_figures;
+}
+
+/* A histogram figure of the text table: an integer for u8/u16. */
+static void hist_value(char *buf, size_t size, imgstat_sample s, double v) {
+  if (s != IMGSTAT_F32)
+    snprintf(buf, size, "%.0f", v);
+  else
+    snprintf(buf, size, "%.6g", v);
+}
+
+static void hist_text(FILE *out, const ist_record *rec) {
+  const ist_hist_cli *cfg = rec->hist;
+  char buf[64];
+  fprintf(out, "%-8s %10s", "channel", "median");
+  for (int i = 0; i < cfg->npercentiles; i++) {
+    snprintf(buf, sizeof buf, "p%g", cfg->percentiles[i]);
+    fprintf(out, " %10s", buf);
+  }
+  fprintf(out, " %9s %9s %9s\n", "entropy", "skewness", "kurtosis");
+  for (int c = 0; c < rec->channels; c++) {
+    const imgstat_hist_figures *f = &rec->hist_figures[c];
+    fprintf(out, "%-8s", imgstat_channel_name(rec->channels, c));
+    if (!f->has_values) {
+      fprintf(out, " %10s", "-");
+      for (int i = 0; i < cfg->npercentiles; i++)
+        fprintf(out, " %10s", "-");
+      fprintf(out, " %9s %9s %9s\n", "-", "-", "-");
+      continue;
+    }
+    hist_value(buf, sizeof buf, rec->sample, f->median);
+    fprintf(out, " %10s", buf);
+    for (int i = 0; i < cfg->npercentiles; i++) {
+      hist_value(buf, sizeof buf, rec->sample, f->percentile[i]);
+      fprintf(out, " %10s", buf);
+    }
+    fprintf(out, " %9.4f", f->entropy);
+    if (f->has_shape)
+      fprintf(out, " %9.4f %9.4f\n", f->skewness, f->kurtosis);
+    else
+      fprintf(out, " %9s %9s\n", "-", "-");
+  }
+}
+
+/* A JSON number (round-trip digits), or null. */
+static void hist_json_number(FILE *out, int defined, double v) {
+  char buf[40];
+  if (!defined || !isfinite(v)) {
+    fputs("null", out);
+    return;
+  }
+  ist_output_format_double(buf, sizeof buf, v);
+  fputs(buf, out);
+}
+
+static void hist_json(FILE *out, const ist_record *rec, int c) {
+  const ist_hist_cli *cfg = rec->hist;
+  const imgstat_hist_figures *f = &rec->hist_figures[c];
+  const imgstat_histogram *h = &rec->histograms[c];
+  fputs(",\"median\":", out);
+  hist_json_number(out, f->has_values, f->median);
+  fputs(",\"percentiles\":{", out);
+  for (int i = 0; i < cfg->npercentiles; i++) {
+    fprintf(out, "%s\"%g\":", i ? "," : "", cfg->percentiles[i]);
+    hist_json_number(out, f->has_values, f->percentile[i]);
+  }
+  fputs("},\"entropy\":", out);
+  hist_json_number(out, f->has_values, f->entropy);
+  fputs(",\"skewness\":", out);
+  hist_json_number(out, f->has_shape, f->skewness);
+  fputs(",\"kurtosis\":", out);
+  hist_json_number(out, f->has_shape, f->kurtosis);
+  uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
+  uint64_t *counts = calloc(bins ? bins : 1, sizeof *counts);
+  fprintf(out, ",\"histogram\":{\"bins\":%u,\"lo\":", counts ? bins : 0);
+  hist_json_number(out, 1, h->lo);
+  fputs(",\"hi\":", out);
+  hist_json_number(out, 1, h->hi);
+  fputs(",\"counts\":[", out);
+  if (counts) {
+    imgstat_histogram_rebin(h, bins, counts);
+    for (uint32_t j = 0; j < bins; j++)
+      fprintf(out, "%s%llu", j ? "," : "", (unsigned long long)counts[j]);
+    free(counts);
+  }
+  fputs("]}", out);
+}
+
+static void hist_csv_header(FILE *out, const ist_hist_cli *cfg) {
+  fputs(",median", out);
+  for (int i = 0; i < cfg->npercentiles; i++)
+    fprintf(out, ",p%g", cfg->percentiles[i]);
+  fputs(",entropy,skewness,kurtosis", out);
+}
+
+static void hist_csv_number(FILE *out, int defined, double v) {
+  char buf[40];
+  putc(',', out);
+  if (defined && isfinite(v)) {
+    ist_output_format_double(buf, sizeof buf, v);
+    fputs(buf, out);
+  }
+}
+
+static void hist_csv(FILE *out, const ist_record *rec, int c) {
+  const ist_hist_cli *cfg = rec->hist;
+  const imgstat_hist_figures *f = &rec->hist_figures[c];
+  hist_csv_number(out, f->has_values, f->median);
+  for (int i = 0; i < cfg->npercentiles; i++)
+    hist_csv_number(out, f->has_values, f->percentile[i]);
+  hist_csv_number(out, f->has_values, f->entropy);
+  hist_csv_number(out, f->has_shape, f->skewness);
+  hist_csv_number(out, f->has_shape, f->kurtosis);
 }
 
 /* ---- JSON Lines -------------------------------------------------------------
@@ -200,7 +314,7 @@ static void json_record(FILE *out, const ist_record *rec) {
       fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
               f->nan_count, f->inf_count);
     if (with_hist(rec))
-      ist_hist_cli_print_json(out, rec->hist, rec->hist_res, c);
+      hist_json(out, rec, c);
     putc('}', out);
   }
   fputs("]}\n", out);
@@ -249,7 +363,7 @@ static void csv_record(FILE *out, const ist_record *rec) {
     csv_field(out, f->has_std && isfinite(f->std), buf);
     fprintf(out, ",%" PRIu64 ",%" PRIu64, f->nan_count, f->inf_count);
     if (with_hist(rec))
-      ist_hist_cli_print_csv(out, rec->hist, rec->hist_res, c);
+      hist_csv(out, rec, c);
     putc('\n', out);
   }
 }
@@ -341,20 +455,20 @@ static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
     putc('\n', out);
   }
   if (with_hist(rec))
-    ist_hist_cli_print_text(out, rec->hist, rec->hist_res);
+    hist_text(out, rec);
 }
 
 /* ---- entry points ---------------------------------------------------------
  */
 
 void ist_output_begin(FILE *out, ist_output_format format,
-                      const struct ist_hist_cli *hist) {
+                      const ist_hist_cli *hist) {
   if (format != IMGSTAT_OUTPUT_CSV)
     return;
   /* The header without its line end, so that histogram columns can follow. */
   fwrite(csv_header, 1, sizeof csv_header - 2, out);
   if (hist && hist->fields)
-    ist_hist_cli_print_csv_header(out, hist);
+    hist_csv_header(out, hist);
   putc('\n', out);
 }
 

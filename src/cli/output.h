@@ -8,6 +8,7 @@
 #define IMGSTAT_OUTPUT_H
 
 #include "imgstat.h"
+#include "imgstat_norm.h"
 
 #include <stdio.h>
 
@@ -16,6 +17,17 @@ typedef enum ist_output_format {
   IMGSTAT_OUTPUT_JSON,
   IMGSTAT_OUTPUT_CSV
 } ist_output_format;
+
+/* The histogram options of the statistics command (--histogram and
+ * friends): what the records show of the histograms, and the plot. */
+typedef struct ist_hist_cli {
+  int fields; /* --histogram or --percentiles given */
+  int npercentiles;
+  double percentiles[IMGSTAT_MAX_PERCENTILES];
+  uint32_t bins;        /* display bins (JSON counts, PNG) */
+  const char *png_path; /* --histogram-png, or NULL */
+  int png_log;          /* --histogram-log */
+} ist_hist_cli;
 
 /* One image's statistics as the program reports them. */
 typedef struct ist_record {
@@ -27,20 +39,19 @@ typedef struct ist_record {
   const char *backend; /* what computed the figures: "cpu" or "gpu" */
   int ddof;
   imgstat_figures figures[IMGSTAT_MAX_CHANNELS];
-  /* Histogram figures (--histogram, src/histogram_cli.h) added to each
-   * channel; NULL when not asked for. */
-  const struct ist_hist_cli *hist;
-  const struct ist_hist_result *hist_res;
+  /* Histogram figures (--histogram) added to each channel, when hist is
+   * not NULL and hist->fields: the options, and one histogram and its
+   * figures per channel. */
+  const ist_hist_cli *hist;
+  const imgstat_histogram *histograms;
+  const imgstat_hist_figures *hist_figures;
 } ist_record;
-
-struct ist_hist_cli;
-struct ist_hist_result;
 
 /* Writes what comes before the first record: the CSV header line (with the
  * histogram columns when hist asks for them; hist may be NULL); nothing for
  * the other formats. */
 void ist_output_begin(FILE *out, ist_output_format format,
-                      const struct ist_hist_cli *hist);
+                      const ist_hist_cli *hist);
 
 /* Writes one record. `index` counts the records written before this one (the
  * text format separates images with a blank line). */

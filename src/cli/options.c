@@ -1,0 +1,545 @@
+/*
+ * The option table of every subcommand and the one parser (options.h).
+ * Part of the program: usage errors print.
+ */
+#include "options.h"
+
+#include "cli_util.h"
+#include "imgstat_cuda.h"
+#include "imgstat_job.h"
+
+#include <errno.h>
+#include <float.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- value readers ---------------------------------------------------------
+ * Each returns -1 with *out filled, or the exit status of the usage error it
+ * printed (ist_opt_usage). */
+
+typedef int (*reader)(const ist_opt *row, const ist_opt_syntax *syn,
+                      const char *v, ist_opt_value *out);
+
+/* A decimal number in [lo, hi] (ist_cli_parse_uint). */
+static int read_uint(const ist_opt *row, const ist_opt_syntax *syn,
+                     const char *v, ist_opt_value *out) {
+  if (!ist_cli_parse_uint(v, row->lo, row->hi, &out->u))
+    return ist_opt_usage(syn, row->bad, v);
+  return -1;
+}
+
+/* A size in bytes with an optional binary unit (ist_cli_parse_size). */
+static int read_size(const ist_opt *row, const ist_opt_syntax *syn,
+                     const char *v, ist_opt_value *out) {
+  if (!ist_cli_parse_size(v, row->lo, row->hi, &out->u))
+    return ist_opt_usage(syn, row->bad, v);
+  return -1;
+}
+
+/* One of the row's comma-separated words: its index. */
+static int read_word(const ist_opt *row, const ist_opt_syntax *syn,
+                     const char *v, ist_opt_value *out) {
+  size_t len = strlen(v);
+  uint64_t k = 0;
+  for (const char *w = row->words; *w; k++) {
+    size_t n = strcspn(w, ",");
+    if (n == len && strncmp(w, v, n) == 0) {
+      out->u = k;
+      return -1;
+    }
+    w += n;
+    if (*w == ',')
+      w++;
+  }
+  return ist_opt_usage(syn, row->bad, v);
+}
+
+/* A backend name (imgstat_backend_from_name: the library's one spelling):
+ * the imgstat_backend. */
+static int read_backend(const ist_opt *row, const ist_opt_syntax *syn,
+                        const char *v, ist_opt_value *out) {
+  imgstat_backend b;
+  if (!imgstat_backend_from_name(v, &b))
+    return ist_opt_usage(syn, row->bad, v);
+  out->u = (uint64_t)b;
+  return -1;
+}
+
+/* "fast" (IMGSTAT_KERNEL_FAST) or a ladder kernel in [lo, hi]. */
+static int read_kernel(const ist_opt *row, const ist_opt_syntax *syn,
+                       const char *v, ist_opt_value *out) {
+  if (strcmp(v, "fast") == 0) {
+    out->u = IMGSTAT_KERNEL_FAST;
+    return -1;
+  }
+  return read_uint(row, syn, v, out);
+}
+
+/* Text that is not empty. */
+static int read_nonempty(const ist_opt *row, const ist_opt_syntax *syn,
+                         const char *v, ist_opt_value *out) {
+  (void)out;
+  if (!*v)
+    return ist_opt_usage(syn, "%s", row->bad);
+  return -1;
+}
+
+/* Percentiles: up to IMGSTAT_MAX_PERCENTILES numbers in [0, 100]. */
+static int read_percentiles(const ist_opt *row, const ist_opt_syntax *syn,
+                            const char *v, ist_opt_value *out) {
+  (void)row;
+  if (!*v)
+    return ist_opt_usage(syn, "--percentiles needs at least one value");
+  int n =
+      ist_cli_parse_double_list(v, 0, 100, out->list, IMGSTAT_MAX_PERCENTILES);
+  if (n == IMGSTAT_CLI_NUM_RANGE)
+    return ist_opt_usage(syn,
+                         "--percentiles: '%s': every value must be from 0 "
+                         "to 100",
+                         v);
+  if (n < 1)
+    return ist_opt_usage(syn,
+                         "--percentiles: '%s' is not up to %d numbers "
+                         "from 0 to 100 separated by commas",
+                         v, IMGSTAT_MAX_PERCENTILES);
+  out->n = n;
+  return -1;
+}
+
+/* --mean / --std: one number per channel (or one for all), finite. */
+static int read_channel_values(const ist_opt *row, const ist_opt_syntax *syn,
+                               const char *v, ist_opt_value *out) {
+  int n = ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, out->list,
+                                    IMGSTAT_MAX_CHANNELS);
+  if (n == IMGSTAT_CLI_NUM_RANGE)
+    return ist_opt_usage(syn, "%s: '%s': a value is too large", row->name, v);
+  if (n < 1)
+    return ist_opt_usage(syn,
+                         "%s: '%s' is not 1 to 4 numbers separated by commas",
+                         row->name, v);
+  out->n = n;
+  return -1;
+}
+
+/* A count of the benchmark: decimal, or 2^K. */
+static int parse_count(const char *s, uint64_t *out) {
+  char *end;
+  errno = 0;
+  if (s[0] == '2' && s[1] == '^') {
+    unsigned long k = strtoul(s + 2, &end, 10);
+    if (end == s + 2 || *end || errno || k > 62)
+      return 0;
+    *out = UINT64_C(1) << k;
+    return 1;
+  }
+  if (s[0] < '0' || s[0] > '9')
+    return 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || *end || errno)
+    return 0;
+  *out = v;
+  return 1;
+}
+
+/* A count in [lo, hi]. */
+static int read_count(const ist_opt *row, const ist_opt_syntax *syn,
+                      const char *v, ist_opt_value *out) {
+  uint64_t n;
+  if (!parse_count(v, &n) || n < row->lo || n > row->hi)
+    return ist_opt_usage(syn, row->bad, v);
+  out->u = n;
+  return -1;
+}
+
+/* A power of two in [lo, hi]. */
+static int read_power_of_two(const ist_opt *row, const ist_opt_syntax *syn,
+                             const char *v, ist_opt_value *out) {
+  uint64_t n;
+  if (!parse_count(v, &n) || n < row->lo || n > row->hi || (n & (n - 1)))
+    return ist_opt_usage(syn, row->bad, v);
+  out->u = n;
+  return -1;
+}
+
+/* W or WxH, each a count from 1 to 2^32 - 1. */
+static int read_wxh(const ist_opt *row, const ist_opt_syntax *syn,
+                    const char *v, ist_opt_value *out) {
+  char buf[64];
+  uint64_t a, b;
+  if (strlen(v) >= sizeof buf)
+    return ist_opt_usage(syn, row->bad, v);
+  strcpy(buf, v);
+  char *x = strchr(buf, 'x');
+  if (x)
+    *x = '\0';
+  if (!parse_count(buf, &a) || a == 0 || a > UINT32_MAX)
+    return ist_opt_usage(syn, row->bad, v);
+  b = a;
+  if (x && (!parse_count(x + 1, &b) || b == 0 || b > UINT32_MAX))
+    return ist_opt_usage(syn, row->bad, v);
+  out->width = (uint32_t)a;
+  out->height = (uint32_t)b;
+  return -1;
+}
+
+/* ---- the table -------------------------------------------------------------
+ * The rows of a subcommand, in the order of its --help. */
+
+#define S IST_CMD_STATS
+#define N IST_CMD_NORMALIZE
+#define B IST_CMD_BENCH
+
+/* --help sections of the statistics command and of normalize */
+enum { S_OUTPUT, S_COMPUTE, S_HIST, S_OTHER };
+enum { N_MODES, N_OPTIONS };
+
+_Static_assert(IMGSTAT_FLOAT_BINS_MAX == 16777216u,
+               "normalize --bins' message names the largest value");
+_Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
+               "--max-pixels' message names the largest value");
+
+/* The options the statistics command and normalize share: one reading rule
+ * each (their --help lines differ). */
+#define ROW_BACKEND(cmd, section, help)                                        \
+  {                                                                            \
+    "--backend", NULL, cmd, IST_OPT_BACKEND, 1, read_backend, 0, 0, NULL,      \
+        "--backend: '%s' is not cpu, gpu or auto", section, help               \
+  }
+#define ROW_JOBS(cmd, section)                                                 \
+  {                                                                            \
+    "--jobs", "-j", cmd, IST_OPT_JOBS, 1, read_uint, 0, 1024, NULL,            \
+        "-j: '%s' is not a number of threads (0..1024)", section,              \
+        "  -j, --jobs N       CPU threads (default 0: one per core)\n"         \
+  }
+#define ROW_MAX_PIXELS(cmd, section, help)                                     \
+  {                                                                            \
+    "--max-pixels", NULL, cmd, IST_OPT_MAX_PIXELS, 1, read_uint, 1,            \
+        IMGSTAT_MAX_PIXELS_LIMIT, NULL,                                        \
+        "--max-pixels: '%s' is not a number from 1 to 4294967296", section,    \
+        help                                                                   \
+  }
+#define ROW_MAX_MEMORY(cmd, section, what)                                     \
+  {                                                                            \
+    "--max-memory", NULL, cmd, IST_OPT_MAX_MEMORY, 1, read_size, 1,            \
+        UINT64_MAX, NULL,                                                      \
+        "--max-memory: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED, section,       \
+        "  --max-memory SIZE  refuse " what                                    \
+        " whose decoding holds more than SIZE\n"                               \
+        "                     bytes at once; read at most SIZE bytes of a "    \
+        "pipe or\n"                                                            \
+        "                     device (default 4G; SIZE: bytes, or with K, M, " \
+        "G or\n"                                                               \
+        "                     T: binary units, 1K = 1024)\n"                   \
+  }
+
+static const ist_opt table[] = {
+    /* ---- imgstat [OPTIONS] FILE... ---- */
+    {"--json", NULL, S, IST_OPT_JSON, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
+     "  --json             one JSON object per image (JSON Lines)\n"},
+    {"--csv", NULL, S, IST_OPT_CSV, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
+     "  --csv              a header line, then one row per channel\n"},
+    ROW_BACKEND(
+        S, S_COMPUTE,
+        "  --backend B        cpu, gpu or auto (default auto: the GPU when one "
+        "is\n"
+        "                     usable, else the CPU)\n"),
+    {"--kernel", NULL, S, IST_OPT_KERNEL, 1, read_kernel,
+     IMGSTAT_KERNEL_LADDER_MIN, IMGSTAT_KERNEL_LADDER_MAX, NULL,
+     "--kernel: '%s' is not fast or 1..7", S_COMPUTE,
+     "  --kernel K         GPU kernel: fast (default) or 1..7 (the "
+     "reduction\n"
+     "                     ladder)\n"},
+    {"--verify", NULL, S, IST_OPT_VERIFY, 0, NULL, 0, 0, NULL, NULL, S_COMPUTE,
+     "  --verify           run the CPU and the GPU on every input and "
+     "compare\n"
+     "                     every partial result: integer images exactly; "
+     "float\n"
+     "                     images: counts, NaN/Inf counts, min, max and "
+     "their\n"
+     "                     positions exactly, mean and M2 within 1e-9 "
+     "relative.\n"
+     "                     Prints 'FILE: verify ok' or 'FILE: verify MISMATCH "
+     "...'\n"
+     "                     (on stderr with --json/--csv); the records are "
+     "the\n"
+     "                     CPU's. Needs a usable GPU.\n"},
+    ROW_JOBS(S, S_COMPUTE),
+    ROW_MAX_PIXELS(
+        S, S_COMPUTE,
+        "  --max-pixels N     refuse images of more than N pixels (default "
+        "2^30,\n"
+        "                     at most 2^32)\n"),
+    ROW_MAX_MEMORY(S, S_COMPUTE, "images"),
+    {"--ddof", NULL, S, IST_OPT_DDOF, 1, read_word, 0, 0, "0,1",
+     "--ddof: '%s' is not 0 or 1", S_COMPUTE,
+     "  --ddof D           0: population std (default); 1: sample std "
+     "(N-1)\n"},
+    {"--histogram", NULL, S, IST_OPT_HISTOGRAM, 0, NULL, 0, 0, NULL, NULL,
+     S_HIST,
+     "  --histogram        add median, percentiles, entropy, skewness and\n"
+     "                     kurtosis to each channel\n"},
+    {"--percentiles", NULL, S, IST_OPT_PERCENTILES, 1, read_percentiles, 0, 0,
+     NULL, NULL, S_HIST,
+     "  --percentiles LIST which percentiles (default 1,99; implies "
+     "--histogram)\n"},
+    {"--bins", NULL, S, IST_OPT_BINS, 1, read_uint, 1, 65536, NULL,
+     "--bins: '%s' is not a number from 1 to 65536", S_HIST,
+     "  --bins N           bins shown in JSON and the PNG (default 256)\n"},
+    {"--histogram-png", NULL, S, IST_OPT_HISTOGRAM_PNG, 1, read_nonempty, 0, 0,
+     NULL, "--histogram-png needs a file name", S_HIST,
+     "  --histogram-png OUT  draw the histograms as a PNG (several inputs:\n"
+     "                     OUT-1.png, OUT-2.png, ...)\n"},
+    {"--histogram-log", NULL, S, IST_OPT_HISTOGRAM_LOG, 0, NULL, 0, 0, NULL,
+     NULL, S_HIST, "  --histogram-log    logarithmic counts in the PNG\n"},
+    {"--quiet", "-q", S, IST_OPT_QUIET, 0, NULL, 0, 0, NULL, NULL, S_OTHER,
+     "  -q, --quiet        no warnings (errors are still printed)\n"},
+    {"--help", "-h", S, IST_OPT_HELP, 0, NULL, 0, 0, NULL, NULL, S_OTHER,
+     "  -h, --help         this help\n"},
+    {"--version", NULL, S, IST_OPT_VERSION, 0, NULL, 0, 0, NULL, NULL, S_OTHER,
+     "  --version          version and build features\n"},
+    {NULL, NULL, S, IST_OPT_NONE, 0, NULL, 0, 0, NULL, NULL, S_OTHER,
+     "  --                 what follows is a file name, even if it starts "
+     "with -\n"},
+
+    /* ---- imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT ---- */
+    {NULL, NULL, N, IST_OPT_NONE, 0, NULL, 0, 0, NULL, NULL, N_MODES,
+     "  minmax             each channel's [min, max] to the full range of "
+     "the\n"
+     "                     output depth (0..255, 0..65535, or 0..1 for "
+     "float)\n"
+     "  clip LOW,HIGH      percentiles LOW and HIGH (0..100) to the full "
+     "range,\n"
+     "                     saturating outside (e.g. clip 1,99)\n"
+     "  zscore             (x - mean) / std of each channel, as float32\n"},
+    {"--mean", NULL, N, IST_OPT_MEAN, 1, read_channel_values, 0, 0, NULL, NULL,
+     N_MODES,
+     "  --mean M1,M2,.. --std S1,S2,..\n"
+     "                     (x - mean) / std with given values (native "
+     "units:\n"
+     "                     0..255 for 8-bit), as float32; one value for all\n"
+     "                     channels or one per channel\n"},
+    {"--std", NULL, N, IST_OPT_STD, 1, read_channel_values, 0, 0, NULL, NULL,
+     N_MODES, NULL},
+    {"--stats-from", NULL, N, IST_OPT_STATS_FROM, 1, NULL, 0, 0, NULL, NULL,
+     N_MODES,
+     "  --stats-from FILE  the same with mean and std taken from a record of\n"
+     "                     'imgstat --json' (its first line)\n"},
+    {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OPTIONS,
+     "  -o, --output OUT   output file or folder (required)\n"},
+    {"--per-channel", NULL, N, IST_OPT_PER_CHANNEL, 0, NULL, 0, 0, NULL, NULL,
+     N_OPTIONS,
+     "  --per-channel      minmax/clip: a range per channel "
+     "(default)\n"},
+    {"--linked", NULL, N, IST_OPT_LINKED, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
+     "  --linked           minmax/clip: one range over the colour channels\n"
+     "                     (keeps hue)\n"},
+    {"--depth", NULL, N, IST_OPT_DEPTH, 1, read_word, 0, 0, "8,16,32",
+     "--depth: '%s' is not 8, 16 or 32", N_OPTIONS,
+     "  --depth D          8, 16 or 32 (float); default: the input's for\n"
+     "                     minmax/clip, 32 for zscore and --mean/--std\n"},
+    {"--format", NULL, N, IST_OPT_FORMAT, 1, read_word, 0, 0, "png,npy,pfm",
+     "--format: '%s' is not png, npy or pfm", N_OPTIONS,
+     "  --format F         png, npy or pfm (default: from OUT's extension; "
+     "for\n"
+     "                     a folder png, or npy for float)\n"},
+    {"--alpha", NULL, N, IST_OPT_ALPHA, 1, read_word, 0, 0,
+     "copy,normalize,drop", "--alpha: '%s' is not copy, normalize or drop",
+     N_OPTIONS,
+     "  --alpha A          copy (default: unchanged but for the depth),\n"
+     "                     normalize (like a colour channel, never linked) "
+     "or\n"
+     "                     drop\n"},
+    {"--bins", NULL, N, IST_OPT_FLOAT_BINS, 1, read_uint, 1,
+     IMGSTAT_FLOAT_BINS_MAX, NULL,
+     "--bins: '%s' is not a number from 1 to 16777216", N_OPTIONS,
+     "  --bins N           float clip: histogram bins (default 65536); the\n"
+     "                     percentiles are within (max - min) / N\n"},
+    ROW_BACKEND(N, N_OPTIONS,
+                "  --backend B        cpu, gpu or auto (default auto)\n"),
+    ROW_JOBS(N, N_OPTIONS),
+    ROW_MAX_PIXELS(
+        N, N_OPTIONS,
+        "  --max-pixels N     refuse inputs of more than N pixels (default "
+        "2^30)\n"),
+    ROW_MAX_MEMORY(N, N_OPTIONS, "inputs"),
+    {"--quiet", "-q", N, IST_OPT_QUIET, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
+     "  -q, --quiet        no warnings\n"},
+    {"--help", "-h", N, IST_OPT_HELP, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
+     "  -h, --help         this help\n"},
+
+    /* ---- imgstat bench (its usage text is its own: bench_cmd.c) ---- */
+    {"--json", NULL, B, IST_OPT_JSON, 0, NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"--quick", NULL, B, IST_OPT_QUICK, 0, NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"--no-npp", NULL, B, IST_OPT_NO_NPP, 0, NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"--parallel", NULL, B, IST_OPT_PARALLEL, 0, NULL, 0, 0, NULL, NULL, 0,
+     NULL},
+    {"--quick-exit", NULL, B, IST_OPT_QUICK_EXIT, 0, NULL, 0, 0, NULL, NULL, 0,
+     NULL},
+    {"--help", "-h", B, IST_OPT_HELP, 0, NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"--runs", NULL, B, IST_OPT_RUNS, 1, read_count, 1, 100000, NULL,
+     "--runs: not a count from 1 to 100000: %s", 0, NULL},
+    {"--warmup", NULL, B, IST_OPT_WARMUP, 1, read_count, 1, 1000, NULL,
+     "--warmup: not a count from 1 to 1000: %s", 0, NULL},
+    {"--copy-mib", NULL, B, IST_OPT_COPY_MIB, 1, read_count, 1,
+     UINT64_C(1) << 20, NULL, "--copy-mib: not a size in MiB: %s", 0, NULL},
+    {"--small", NULL, B, IST_OPT_SMALL, 1, read_count, 1, UINT64_C(1) << 34,
+     NULL, "--small: not a count from 1 to 2^34: %s", 0, NULL},
+    {"--large", NULL, B, IST_OPT_LARGE, 1, read_count, 1, UINT64_C(1) << 34,
+     NULL, "--large: not a count from 1 to 2^34: %s", 0, NULL},
+    {"--size", NULL, B, IST_OPT_SIZE, 1, read_wxh, 0, 0, NULL,
+     "--size: not W or WxH: %s", 0, NULL},
+    {"--block", NULL, B, IST_OPT_BLOCK, 1, read_power_of_two, 64, 1024, NULL,
+     "--block: not a power of two in 64..1024: %s", 0, NULL},
+    {"--device", NULL, B, IST_OPT_DEVICE, 1, read_count, 0, 1023, NULL,
+     "--device: not a device number: %s", 0, NULL},
+    {"--startup", NULL, B, IST_OPT_STARTUP, 1, NULL, 0, 0, NULL, NULL, 0, NULL},
+};
+
+#undef S
+#undef N
+#undef B
+
+/* ---- the parser ------------------------------------------------------------
+ */
+
+int ist_opt_usage(const ist_opt_syntax *syn, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int status = syn->vusage
+                   ? syn->vusage(fmt, ap)
+                   : ist_cli_usage_verror(syn->prefix, syn->command, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
+                         const ist_opt_value *v) {
+  switch (row->id) {
+  case IST_OPT_BACKEND:
+    engine->backend = (imgstat_backend)v->u;
+    return 1;
+  case IST_OPT_KERNEL:
+    engine->kernel = (int)v->u;
+    return 1;
+  case IST_OPT_VERIFY:
+    engine->verify = 1;
+    return 1;
+  case IST_OPT_JOBS:
+    engine->threads = (int)v->u;
+    return 1;
+  case IST_OPT_MAX_PIXELS:
+    engine->load.max_pixels = v->u;
+    return 1;
+  case IST_OPT_MAX_MEMORY:
+    engine->load.max_memory = v->u;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* The row of cmd named by the len bytes at name (long or short). */
+static const ist_opt *find(ist_cmd cmd, const char *name, size_t len,
+                           const char **spelled) {
+  for (size_t k = 0; k < sizeof table / sizeof *table; k++) {
+    const ist_opt *row = &table[k];
+    if (!row->name || !(row->commands & cmd))
+      continue;
+    const char *names[2] = {row->name, row->short_name};
+    for (int m = 0; m < 2; m++)
+      if (names[m] && strlen(names[m]) == len &&
+          strncmp(names[m], name, len) == 0) {
+        *spelled = names[m];
+        return row;
+      }
+  }
+  return NULL;
+}
+
+int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
+                  ist_opt_seen *seen) {
+  int after_dashes = 0;
+  memset(seen, 0, sizeof *seen);
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    int status;
+    if (syn->operand) {
+      if (after_dashes || arg[0] != '-' || arg[1] == '\0') {
+        status = syn->operand(ctx, argc, argv, &i, after_dashes);
+        if (status >= 0)
+          return status;
+        continue;
+      }
+      if (strcmp(arg, "--") == 0) {
+        after_dashes = 1;
+        continue;
+      }
+    }
+    /* Split "--name=value" and "-jVALUE". */
+    size_t name_len = strlen(arg);
+    const char *value = NULL;
+    if (syn->inline_values && arg[0] == '-') {
+      if (arg[1] == '-') {
+        const char *eq = strchr(arg, '=');
+        if (eq) {
+          name_len = (size_t)(eq - arg);
+          value = eq + 1;
+        }
+      } else if (arg[1] != '\0' && arg[2] != '\0') {
+        name_len = 2;
+        value = arg + 2;
+      }
+    }
+    const char *spelled = NULL;
+    const ist_opt *row = find(syn->cmd, arg, name_len, &spelled);
+    if (!row)
+      return ist_opt_usage(syn, syn->unknown_fmt, arg);
+    if (!row->takes_value && value)
+      return ist_opt_usage(syn, syn->no_value_fmt, (int)name_len, arg);
+    if (row->takes_value && !value) {
+      if (i + 1 >= argc)
+        return ist_opt_usage(syn, syn->needs_value_fmt, arg);
+      value = argv[++i];
+    }
+    ist_opt_value v;
+    memset(&v, 0, sizeof v);
+    v.text = value;
+    if (row->takes_value && row->read) {
+      status = row->read(row, syn, value, &v);
+      if (status >= 0)
+        return status;
+    }
+    if (!seen->spelled[row->id]) {
+      seen->spelled[row->id] = spelled;
+      seen->order[seen->count++] = row->id;
+    }
+    status = syn->apply(ctx, row, &v);
+    if (status >= 0)
+      return status;
+  }
+  return -1;
+}
+
+void ist_opt_warn_no_effect(const ist_opt_syntax *syn, const void *ctx,
+                            const ist_opt_seen *seen, int quiet) {
+  if (quiet || !syn->no_effect)
+    return;
+  for (int k = 0; k < seen->count; k++) {
+    ist_opt_id id = seen->order[k];
+    const char *why = syn->no_effect(ctx, id);
+    if (why)
+      ist_cli_warning("%s has no effect %s", seen->spelled[id], why);
+  }
+}
+
+void ist_opt_print_help(FILE *out, ist_cmd cmd, const ist_opt_help *help) {
+  fputs(help->head, out);
+  for (int s = 0; s < help->sections; s++) {
+    fprintf(out, "\n%s\n", help->titles[s]);
+    for (size_t k = 0; k < sizeof table / sizeof *table; k++)
+      if ((table[k].commands & cmd) && table[k].section == s && table[k].help)
+        fputs(table[k].help, out);
+  }
+  fputs(help->tail, out);
+}

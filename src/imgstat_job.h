@@ -1,0 +1,187 @@
+/*
+ * imgstat's job layer: one input's work as a value.
+ *
+ * An engine holds what a run shares: the backend policy (auto / cpu / gpu),
+ * the GPU context (started on a thread of its own so that CUDA's start-up
+ * overlaps the first decode) and the options of every item. Each item --
+ * the statistics of one image (with histograms, and with --verify both
+ * backends' partials), or one normalization -- is one call that returns a
+ * result value: its status, the reason in words, what it computed, which
+ * backend computed it and the warnings to show. Nothing here prints: the
+ * caller shows the warnings and the error, in the order of the items.
+ *
+ * The backend policy, in one place:
+ *  - cpu: the CPU only; the GPU is never started.
+ *  - gpu (or verify): the GPU is needed. When it cannot be started, every
+ *    item fails with "--backend gpu needs a usable GPU: REASON" (verify:
+ *    "--verify needs a usable GPU: REASON"); once that is known, items fail
+ *    without decoding their input. A GPU failure on one item fails that
+ *    item only ("GPU failed: REASON"; verify: "--verify: GPU failed:
+ *    REASON"); the context stays for the next.
+ *  - auto: the GPU when it starts, else the CPU: quietly when there is no
+ *    device (IMGSTAT_ERR_NODEVICE), with one engine warning "GPU unusable
+ *    (REASON); using the CPU" when there is one that fails. A GPU failure on
+ *    one item gives the warning "GPU failed (REASON); using the CPU" about
+ *    that item, and the item is computed again on the CPU.
+ *  - A GPU refusal of the item itself (IMGSTAT_ERR_ARG: options that do not
+ *    fit the image) is not a GPU failure: the item fails with the reason, as
+ *    the CPU would refuse it too.
+ *  - Histograms are computed where the statistics were; a GPU failure there
+ *    follows the same rule (auto: a warning, then the CPU).
+ * The texts name the options as the command line spells them.
+ *
+ * An engine may be used from several threads: the start-up is waited for
+ * once, and GPU calls are made one at a time.
+ */
+#ifndef IMGSTAT_JOB_H
+#define IMGSTAT_JOB_H
+
+#include "imgstat.h"
+#include "imgstat_norm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum imgstat_backend {
+  IMGSTAT_BACKEND_AUTO = 0, /* the GPU when one is usable, else the CPU */
+  IMGSTAT_BACKEND_CPU,
+  IMGSTAT_BACKEND_GPU
+} imgstat_backend;
+
+/* "auto", "cpu" or "gpu". */
+const char *imgstat_backend_name(imgstat_backend backend);
+
+/* The backend named name ("auto", "cpu" or "gpu"): returns 1 and sets *out,
+ * or 0 and leaves it. */
+int imgstat_backend_from_name(const char *name, imgstat_backend *out);
+
+typedef struct imgstat_engine_options {
+  imgstat_backend backend;
+  /* Statistics on both backends: the CPU's partials are the result, the
+   * GPU's are returned beside them for comparison. Needs a usable GPU. */
+  int verify;
+  int kernel;  /* the GPU statistics kernel: 0 (fast) or 1..7 (ladder) */
+  int threads; /* CPU threads; <= 0: one per online core */
+  imgstat_load_options load; /* for inputs given by path */
+} imgstat_engine_options;
+
+typedef struct imgstat_engine imgstat_engine;
+
+/* Makes an engine with a copy of opts (NULL: all defaults, backend auto)
+ * and, when the policy may use the GPU (backend auto or gpu, or verify),
+ * starts the GPU context on a thread of its own. Returns IMGSTAT_ERR_NOMEM
+ * (or IMGSTAT_ERR_ARG for a NULL out) and sets *out to NULL on failure. */
+imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
+                                     imgstat_engine **out, imgstat_error *err);
+
+/* Waits for the start-up if it still runs and frees everything; NULL is a
+ * no-op. */
+void imgstat_engine_destroy(imgstat_engine *engine);
+
+/* ---- results ---------------------------------------------------------------
+ */
+
+#define IMGSTAT_JOB_MAX_WARNINGS 4
+
+typedef struct imgstat_job_warning {
+  /* 1: about the item's input (show it after the input's name); 0: about
+   * the engine (the GPU start-up), shown once, by the first item that
+   * waited for it. */
+  int about_input;
+  char text[IMGSTAT_ERROR_MAX];
+} imgstat_job_warning;
+
+/* Where an item failed. */
+typedef enum imgstat_job_stage {
+  IMGSTAT_STAGE_NONE = 0, /* it did not */
+  IMGSTAT_STAGE_LOAD,     /* reading or decoding the input */
+  IMGSTAT_STAGE_GPU,      /* the GPU the policy needs is not usable */
+  IMGSTAT_STAGE_COMPUTE   /* statistics, histograms or normalization */
+} imgstat_job_stage;
+
+/* One item's result. Owns its histograms and its output image: free it with
+ * imgstat_job_result_free before it is used for the next item. */
+typedef struct imgstat_job_result {
+  imgstat_status status; /* IMGSTAT_OK: everything asked for is here */
+  imgstat_job_stage failed_stage;
+  /* The reason (error.status == status), as shown after the input's name;
+   * "" when status is IMGSTAT_OK. */
+  imgstat_error error;
+  /* Warnings, in the order they arose, before the error if any. */
+  int nwarnings;
+  imgstat_job_warning warning[IMGSTAT_JOB_MAX_WARNINGS];
+
+  /* The input, once decoded (width 0 before). */
+  uint32_t width;
+  uint32_t height;
+  int channels;
+  imgstat_sample sample;
+  const char *format; /* static string: "PNG", "JPEG", ... */
+
+  /* Statistics: what computed them (CPU or GPU; verify: CPU), and one
+   * partial per channel. With verify, gpu_partial holds the GPU's. */
+  imgstat_backend backend;
+  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
+  int verified;
+  imgstat_partial gpu_partial[IMGSTAT_MAX_CHANNELS];
+
+  /* Histograms (when asked for): one per channel, with their figures (the
+   * median, the requested percentiles, entropy, skewness, kurtosis), and
+   * what computed them. */
+  int has_histograms;
+  imgstat_backend hist_backend;
+  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+  imgstat_hist_figures hist_figures[IMGSTAT_MAX_CHANNELS];
+
+  /* Normalization: the output image (backend says what made it). */
+  imgstat_image output;
+} imgstat_job_result;
+
+/* Frees the histograms and the output image and zeroes res; safe on a
+ * zeroed or already freed result. */
+void imgstat_job_result_free(imgstat_job_result *res);
+
+/* ---- items -----------------------------------------------------------------
+ * Each takes its input either as a path (decoded with the engine's load
+ * options) or as an image already decoded (img not NULL: path is then only
+ * a name and may be NULL; img is not freed). res is overwritten (it must
+ * not hold a previous result that was not freed). The return value is
+ * res->status. */
+
+/* What the statistics item computes beside the partials. */
+typedef struct imgstat_stats_request {
+  int histograms; /* histograms and their figures */
+  /* The percentiles of the figures (besides the median, always there),
+   * each in [0, 100]. */
+  int npercentiles;
+  double percentiles[IMGSTAT_MAX_PERCENTILES];
+} imgstat_stats_request;
+
+/* The statistics of one image (req NULL: partials only). */
+imgstat_status imgstat_engine_stats(imgstat_engine *engine, const char *path,
+                                    const imgstat_image *img,
+                                    const imgstat_stats_request *req,
+                                    imgstat_job_result *res);
+
+/* The normalization of one image into res->output. */
+imgstat_status imgstat_engine_normalize(imgstat_engine *engine,
+                                        const char *path,
+                                        const imgstat_image *img,
+                                        const imgstat_norm_options *opts,
+                                        imgstat_job_result *res);
+
+/* Waits for the GPU start-up and applies the policy now rather than at the
+ * first item (which does it after decoding its input, to overlap the two).
+ * Only the first call (of this or of an item) decides; its warning, if
+ * any, goes to res (zeroed first; free it as an item's). Returns
+ * IMGSTAT_OK when items can run, or, when the GPU is needed and is not
+ * usable, the start-up's status with res->error saying so. */
+imgstat_status imgstat_engine_decide(imgstat_engine *engine,
+                                     imgstat_job_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IMGSTAT_JOB_H */

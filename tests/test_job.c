@@ -1,0 +1,468 @@
+/*
+ * The job layer (imgstat_job.h): the backend policy's decisions for auto,
+ * cpu and gpu (and verify) on this machine -- no device: auto is the CPU,
+ * quietly; gpu and verify fail every item with the documented message, and
+ * once that is known without decoding; a device that fails to start (CUDA
+ * builds: a malformed IMGSTAT_GPU_FAULT) gives auto one warning -- and the
+ * result values: partials equal to imgstat_cpu_stats' and to sums counted
+ * here, histogram figures checked against the rank rule by hand, a
+ * normalization equal to the CPU pipeline's, inputs by path (and their load
+ * errors) or by image. With a usable GPU the GPU cases are checked instead.
+ */
+#include "imgstat.h"
+#include "imgstat_cuda.h"
+#include "imgstat_job.h"
+#include "imgstat_norm.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* What imgstat_gpu_create says on this machine. */
+static imgstat_status gpu_status;
+static imgstat_error gpu_err;
+static char tmpdir[256];
+static char png_path[300];
+
+/* A 10x10 RGB u8 image: R = 0..99 in raster order, G = 99 - R, B = 7. */
+static imgstat_status fill_rgb(imgstat_image *img) {
+  imgstat_error err;
+  imgstat_status st = imgstat_image_alloc(img, 10, 10, 3, IMGSTAT_U8, 0, &err);
+  for (int i = 0; st == IMGSTAT_OK && i < 100; i++) {
+    ((uint8_t *)img->planes[0])[i] = (uint8_t)i;
+    ((uint8_t *)img->planes[1])[i] = (uint8_t)(99 - i);
+    ((uint8_t *)img->planes[2])[i] = 7;
+  }
+  return st;
+}
+
+static void make_rgb(imgstat_image *img) {
+  CU_ASSERT_FATAL(fill_rgb(img) == IMGSTAT_OK);
+}
+
+/* The image and imgstat_cpu_stats' partials of it (threads: 3). */
+static void make_rgb_ref(imgstat_image *img, imgstat_partial *ref) {
+  imgstat_error err;
+  make_rgb(img);
+  CU_ASSERT_FATAL(imgstat_cpu_stats(img, 3, ref, &err) == IMGSTAT_OK);
+}
+
+static imgstat_engine *engine(imgstat_backend backend, int verify) {
+  imgstat_engine_options o;
+  memset(&o, 0, sizeof o);
+  o.backend = backend;
+  o.verify = verify;
+  o.threads = 2;
+  imgstat_engine *e = NULL;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  CU_ASSERT_EQUAL(imgstat_engine_create(&o, &e, &err), IMGSTAT_OK);
+  CU_ASSERT_PTR_NOT_NULL(e);
+  return e;
+}
+
+static int partials_equal(const imgstat_partial *a, const imgstat_partial *b,
+                          int channels) {
+  return memcmp(a, b, sizeof *a * (size_t)channels) == 0;
+}
+
+/* The expected message of an item when the GPU is needed and missing. */
+static void expect_gpu_unusable(const imgstat_job_result *res,
+                                const char *option) {
+  char want[IMGSTAT_ERROR_MAX + 64];
+  snprintf(want, sizeof want, "%s needs a usable GPU: %s", option,
+           gpu_err.message);
+  CU_ASSERT_EQUAL(res->status, gpu_status);
+  CU_ASSERT_EQUAL(res->failed_stage, IMGSTAT_STAGE_GPU);
+  CU_ASSERT_STRING_EQUAL(res->error.message, want);
+  CU_ASSERT_EQUAL(res->nwarnings, 0);
+}
+
+static void test_backend_names(void) {
+  imgstat_backend b = IMGSTAT_BACKEND_AUTO;
+  CU_ASSERT_TRUE(imgstat_backend_from_name("gpu", &b));
+  CU_ASSERT_EQUAL(b, IMGSTAT_BACKEND_GPU);
+  CU_ASSERT_TRUE(imgstat_backend_from_name("cpu", &b));
+  CU_ASSERT_EQUAL(b, IMGSTAT_BACKEND_CPU);
+  CU_ASSERT_TRUE(imgstat_backend_from_name("auto", &b));
+  CU_ASSERT_EQUAL(b, IMGSTAT_BACKEND_AUTO);
+  CU_ASSERT_FALSE(imgstat_backend_from_name("GPU", &b));
+  CU_ASSERT_FALSE(imgstat_backend_from_name("", &b));
+  CU_ASSERT_FALSE(imgstat_backend_from_name(NULL, &b));
+  CU_ASSERT_STRING_EQUAL(imgstat_backend_name(IMGSTAT_BACKEND_CPU), "cpu");
+  CU_ASSERT_STRING_EQUAL(imgstat_backend_name(IMGSTAT_BACKEND_GPU), "gpu");
+  CU_ASSERT_STRING_EQUAL(imgstat_backend_name(IMGSTAT_BACKEND_AUTO), "auto");
+}
+
+/* cpu: the partials are imgstat_cpu_stats', and the sums counted here. */
+static void test_cpu(void) {
+  imgstat_image img;
+  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
+  make_rgb_ref(&img, ref);
+  imgstat_engine *e = engine(IMGSTAT_BACKEND_CPU, 0);
+  imgstat_job_result res;
+  CU_ASSERT_EQUAL(imgstat_engine_stats(e, "mem", &img, NULL, &res), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(res.status, IMGSTAT_OK);
+  CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_NONE);
+  CU_ASSERT_STRING_EQUAL(res.error.message, "");
+  CU_ASSERT_EQUAL(res.nwarnings, 0);
+  CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_CPU);
+  CU_ASSERT_FALSE(res.verified);
+  CU_ASSERT_FALSE(res.has_histograms);
+  CU_ASSERT_EQUAL(res.width, 10);
+  CU_ASSERT_EQUAL(res.height, 10);
+  CU_ASSERT_EQUAL(res.channels, 3);
+  CU_ASSERT_EQUAL(res.sample, IMGSTAT_U8);
+  CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+  /* independent: 0 + 1 + ... + 99 = 4950, squares 328350; B = 7 * 100 */
+  CU_ASSERT_EQUAL(res.partial[0].count, 100);
+  CU_ASSERT_EQUAL(res.partial[0].sum, 4950);
+  CU_ASSERT_EQUAL(res.partial[0].sumsq, 328350);
+  CU_ASSERT_EQUAL(res.partial[0].min_index, 0);
+  CU_ASSERT_EQUAL(res.partial[0].max_index, 99);
+  CU_ASSERT_EQUAL(res.partial[1].sum, 4950);
+  CU_ASSERT_EQUAL(res.partial[1].min_index, 99);
+  CU_ASSERT_EQUAL(res.partial[2].sum, 700);
+  CU_ASSERT_EQUAL(res.partial[2].max, 7);
+  imgstat_job_result_free(&res);
+  imgstat_engine_destroy(e);
+  imgstat_image_free(&img);
+}
+
+/* auto: the GPU when it starts; without a device the CPU, quietly; with a
+ * device that fails to start, the CPU with one warning. */
+static void test_auto(void) {
+  imgstat_image img;
+  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
+  make_rgb_ref(&img, ref);
+  imgstat_engine *e = engine(IMGSTAT_BACKEND_AUTO, 0);
+  imgstat_job_result res;
+  for (int item = 0; item < 2; item++) {
+    CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, &img, NULL, &res),
+                    IMGSTAT_OK);
+    CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+    if (gpu_status == IMGSTAT_OK) {
+      CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_GPU);
+      CU_ASSERT_EQUAL(res.nwarnings, 0);
+    } else if (gpu_status == IMGSTAT_ERR_NODEVICE) {
+      CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_CPU);
+      CU_ASSERT_EQUAL(res.nwarnings, 0); /* quietly */
+    } else {
+      CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_CPU);
+      /* the engine's warning goes to the first item only */
+      CU_ASSERT_EQUAL(res.nwarnings, item == 0 ? 1 : 0);
+    }
+    imgstat_job_result_free(&res);
+  }
+  imgstat_engine_destroy(e);
+  imgstat_image_free(&img);
+}
+
+/* gpu and verify: without a usable GPU every item fails with the
+ * documented message; the first decodes its input (overlapping the
+ * start-up), the next ones are refused without decoding. */
+static void test_gpu_needed(void) {
+  imgstat_image img;
+  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
+  make_rgb_ref(&img, ref);
+  for (int verify = 0; verify < 2; verify++) {
+    const char *option = verify ? "--verify" : "--backend gpu";
+    imgstat_engine *e =
+        engine(verify ? IMGSTAT_BACKEND_AUTO : IMGSTAT_BACKEND_GPU, verify);
+    imgstat_job_result res;
+    /* before the decision a missing input is a load error */
+    imgstat_engine_stats(e, "/nonexistent/x.png", NULL, NULL, &res);
+    CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_LOAD);
+    CU_ASSERT_EQUAL(res.status, IMGSTAT_ERR_IO);
+    imgstat_job_result_free(&res);
+    imgstat_status st = imgstat_engine_stats(e, png_path, NULL, NULL, &res);
+    if (gpu_status != IMGSTAT_OK) {
+      CU_ASSERT_EQUAL(st, gpu_status);
+      expect_gpu_unusable(&res, option);
+      CU_ASSERT_EQUAL(res.width, 10); /* it was decoded */
+      imgstat_job_result_free(&res);
+      /* known now: no decoding (no load error for a missing file) */
+      imgstat_engine_stats(e, "/nonexistent/x.png", NULL, NULL, &res);
+      expect_gpu_unusable(&res, option);
+      CU_ASSERT_EQUAL(res.width, 0);
+    } else {
+      CU_ASSERT_EQUAL(st, IMGSTAT_OK);
+      CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+      CU_ASSERT_EQUAL(res.backend,
+                      verify ? IMGSTAT_BACKEND_CPU : IMGSTAT_BACKEND_GPU);
+      CU_ASSERT_EQUAL(res.verified, verify);
+      if (verify)
+        CU_ASSERT_TRUE(partials_equal(res.gpu_partial, ref, 3));
+    }
+    imgstat_job_result_free(&res);
+    imgstat_engine_destroy(e);
+  }
+  imgstat_image_free(&img);
+}
+
+/* imgstat_engine_decide: the policy applied before any item (normalize's
+ * order): under gpu with no GPU, the first item is refused undecoded. */
+static void test_decide_first(void) {
+  imgstat_engine *e = engine(IMGSTAT_BACKEND_GPU, 0);
+  imgstat_job_result res;
+  imgstat_status st = imgstat_engine_decide(e, &res);
+  CU_ASSERT_EQUAL(res.nwarnings, 0);
+  if (gpu_status != IMGSTAT_OK) {
+    CU_ASSERT_EQUAL(st, gpu_status);
+    expect_gpu_unusable(&res, "--backend gpu");
+    imgstat_job_result_free(&res);
+    imgstat_norm_options no;
+    memset(&no, 0, sizeof no);
+    imgstat_engine_normalize(e, "/nonexistent/x.png", NULL, &no, &res);
+    expect_gpu_unusable(&res, "--backend gpu");
+  } else {
+    CU_ASSERT_EQUAL(st, IMGSTAT_OK);
+  }
+  imgstat_job_result_free(&res);
+  imgstat_engine_destroy(e);
+  /* cpu: nothing to decide, nothing to say */
+  e = engine(IMGSTAT_BACKEND_CPU, 0);
+  CU_ASSERT_EQUAL(imgstat_engine_decide(e, &res), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(res.nwarnings, 0);
+  imgstat_job_result_free(&res);
+  imgstat_engine_destroy(e);
+}
+
+/* Inputs by path: decoded with the engine's options; load errors are the
+ * item's, at the load stage. */
+static void test_paths(void) {
+  imgstat_image img;
+  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
+  make_rgb_ref(&img, ref);
+  imgstat_engine *e = engine(IMGSTAT_BACKEND_CPU, 0);
+  imgstat_job_result res;
+  CU_ASSERT_EQUAL(imgstat_engine_stats(e, png_path, NULL, NULL, &res),
+                  IMGSTAT_OK);
+  CU_ASSERT_STRING_EQUAL(res.format, "PNG");
+  CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+  imgstat_job_result_free(&res);
+  CU_ASSERT_EQUAL(
+      imgstat_engine_stats(e, "/nonexistent/x.png", NULL, NULL, &res),
+      IMGSTAT_ERR_IO);
+  CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_LOAD);
+  CU_ASSERT(res.error.message[0] != '\0');
+  imgstat_job_result_free(&res);
+  CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, NULL, NULL, &res),
+                  IMGSTAT_ERR_ARG);
+  imgstat_job_result_free(&res);
+  imgstat_engine_destroy(e);
+
+  /* the engine's load options apply: 100 pixels over a limit of 99 */
+  imgstat_engine_options o;
+  imgstat_error err;
+  memset(&o, 0, sizeof o);
+  o.backend = IMGSTAT_BACKEND_CPU;
+  o.load.max_pixels = 99;
+  CU_ASSERT_FATAL(imgstat_engine_create(&o, &e, &err) == IMGSTAT_OK);
+  CU_ASSERT_EQUAL(imgstat_engine_stats(e, png_path, NULL, NULL, &res),
+                  IMGSTAT_ERR_LIMIT);
+  CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_LOAD);
+  imgstat_job_result_free(&res);
+  imgstat_engine_destroy(e);
+  imgstat_image_free(&img);
+}
+
+/* Histograms and their figures: the rank rule by hand on R = 0..99 (the
+ * value at rank ceil(p * 100 / 100)), and equal to the library's CPU
+ * histogram. */
+static void test_histograms(void) {
+  imgstat_image img;
+  make_rgb(&img);
+  imgstat_engine *e = engine(IMGSTAT_BACKEND_AUTO, 0);
+  imgstat_stats_request req;
+  memset(&req, 0, sizeof req);
+  req.histograms = 1;
+  req.npercentiles = 3;
+  req.percentiles[0] = 1;
+  req.percentiles[1] = 90;
+  req.percentiles[2] = 100;
+  imgstat_job_result res;
+  CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, &img, &req, &res), IMGSTAT_OK);
+  CU_ASSERT_TRUE(res.has_histograms);
+  CU_ASSERT_EQUAL(res.hist_backend, res.backend);
+  const imgstat_hist_figures *r = &res.hist_figures[0];
+  CU_ASSERT_TRUE(r->has_values);
+  CU_ASSERT_DOUBLE_EQUAL(r->median, 49, 0);
+  CU_ASSERT_DOUBLE_EQUAL(r->percentile[0], 0, 0);
+  CU_ASSERT_DOUBLE_EQUAL(r->percentile[1], 89, 0);
+  CU_ASSERT_DOUBLE_EQUAL(r->percentile[2], 99, 0);
+  CU_ASSERT_DOUBLE_EQUAL(res.hist_figures[2].median, 7, 0);
+  CU_ASSERT_FALSE(res.hist_figures[2].has_shape); /* constant */
+  for (int c = 0; c < 3; c++) {
+    imgstat_histogram h;
+    imgstat_error err;
+    CU_ASSERT_FATAL(imgstat_histogram_compute(&img, c, NULL, &h, &err) ==
+                    IMGSTAT_OK);
+    CU_ASSERT_EQUAL(res.hist[c].bins, h.bins);
+    CU_ASSERT_EQUAL(res.hist[c].total, 100);
+    CU_ASSERT_EQUAL(
+        memcmp(res.hist[c].counts, h.counts, sizeof *h.counts * h.bins), 0);
+    imgstat_histogram_free(&h);
+  }
+  imgstat_job_result_free(&res);
+  CU_ASSERT_PTR_NULL(res.hist[0].counts); /* freed and zeroed */
+  imgstat_engine_destroy(e);
+  imgstat_image_free(&img);
+}
+
+/* Normalization: minmax through the engine equals the CPU pipeline's
+ * output, and stretches R to 0..255 (checked by hand: 99 -> 255). */
+static void test_normalize(void) {
+  imgstat_image img;
+  make_rgb(&img);
+  imgstat_norm_options no;
+  memset(&no, 0, sizeof no);
+  no.mode = IMGSTAT_NORM_MINMAX;
+  imgstat_norm_measure m;
+  imgstat_norm_plan plan;
+  imgstat_image ref;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_norm_measure_cpu(&img, &no, 1, &m, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_norm_plan_make(&img, &no, &m, &plan, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_norm_apply_cpu(&img, &plan, 1, &ref, &err) ==
+                  IMGSTAT_OK);
+  for (int b = 0; b < 2; b++) {
+    imgstat_engine *e =
+        engine(b ? IMGSTAT_BACKEND_AUTO : IMGSTAT_BACKEND_CPU, 0);
+    imgstat_job_result res;
+    CU_ASSERT_EQUAL(imgstat_engine_normalize(e, "mem", &img, &no, &res),
+                    IMGSTAT_OK);
+    CU_ASSERT_EQUAL(res.output.channels, 3);
+    CU_ASSERT_EQUAL(res.output.sample, IMGSTAT_U8);
+    size_t bytes = imgstat_image_plane_bytes(&ref) * 3;
+    CU_ASSERT_EQUAL(memcmp(res.output.data, ref.data, bytes), 0);
+    CU_ASSERT_EQUAL(((uint8_t *)res.output.planes[0])[0], 0);
+    CU_ASSERT_EQUAL(((uint8_t *)res.output.planes[0])[99], 255);
+    if (b == 0 || gpu_status != IMGSTAT_OK)
+      CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_CPU);
+    imgstat_job_result_free(&res);
+    /* options the image cannot take: the item's error, no fallback */
+    imgstat_norm_options bad = no;
+    bad.mode = IMGSTAT_NORM_GIVEN;
+    bad.nstats = 2; /* two values for three channels */
+    bad.mean[0] = bad.mean[1] = 1;
+    bad.std[0] = bad.std[1] = 1;
+    CU_ASSERT_EQUAL(imgstat_engine_normalize(e, "mem", &img, &bad, &res),
+                    IMGSTAT_ERR_ARG);
+    CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_COMPUTE);
+    CU_ASSERT_EQUAL(res.nwarnings, 0);
+    CU_ASSERT_PTR_NULL(res.output.data);
+    imgstat_job_result_free(&res);
+    imgstat_engine_destroy(e);
+  }
+  imgstat_image_free(&ref);
+  imgstat_image_free(&img);
+}
+
+/* The child of test_auto_broken_gpu, a fresh process (the switch is read
+ * once per process) with IMGSTAT_GPU_FAULT=bogus: exits 0 when auto used
+ * the CPU with the one engine warning, on the first item only. */
+static int broken_gpu_child(void) {
+  imgstat_image img;
+  imgstat_error err;
+  if (imgstat_image_alloc(&img, 2, 2, 1, IMGSTAT_U8, 0, &err) != IMGSTAT_OK)
+    return 10;
+  memset(img.data, 3, 4);
+  imgstat_engine_options o;
+  memset(&o, 0, sizeof o);
+  imgstat_engine *e;
+  if (imgstat_engine_create(&o, &e, &err) != IMGSTAT_OK)
+    return 11;
+  imgstat_job_result res;
+  if (imgstat_engine_stats(e, NULL, &img, NULL, &res) != IMGSTAT_OK)
+    return 12;
+  if (res.backend != IMGSTAT_BACKEND_CPU || res.nwarnings != 1 ||
+      res.warning[0].about_input)
+    return 13;
+  printf("%s\n", res.warning[0].text);
+  if (strncmp(res.warning[0].text, "GPU unusable (IMGSTAT_GPU_FAULT=", 32) ||
+      !strstr(res.warning[0].text, "); using the CPU"))
+    return 14;
+  imgstat_job_result_free(&res);
+  if (imgstat_engine_stats(e, NULL, &img, NULL, &res) != IMGSTAT_OK ||
+      res.nwarnings != 0)
+    return 15;
+  imgstat_engine_destroy(e);
+  imgstat_image_free(&img);
+  return 0;
+}
+
+/* A GPU that is there but fails to start (CUDA builds: a malformed
+ * IMGSTAT_GPU_FAULT): auto warns once, "GPU unusable (REASON); using the
+ * CPU", and uses the CPU. */
+static void test_auto_broken_gpu(void) {
+  if (!imgstat_gpu_compiled()) {
+    printf("(no CUDA in this build: the broken-GPU warning is not "
+           "reachable) ");
+    return;
+  }
+  fflush(NULL);
+  pid_t pid = fork();
+  CU_ASSERT_FATAL(pid >= 0);
+  if (pid == 0) {
+    setenv("IMGSTAT_GPU_FAULT", "bogus", 1);
+    execl("/proc/self/exe", "test_job", "--broken-gpu-child", (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+  CU_ASSERT_TRUE(WIFEXITED(status));
+  CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+}
+
+static int suite_init(void) {
+  imgstat_gpu *gpu = NULL;
+  memset(&gpu_err, 0, sizeof gpu_err);
+  gpu_status = imgstat_gpu_create(-1, &gpu, &gpu_err);
+  if (gpu_status == IMGSTAT_OK)
+    imgstat_gpu_destroy(gpu);
+  printf("\nGPU here: %s\n",
+         gpu_status == IMGSTAT_OK ? "usable" : gpu_err.message);
+  snprintf(tmpdir, sizeof tmpdir, "%s/imgstat-job-XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  if (!mkdtemp(tmpdir))
+    return 1;
+  snprintf(png_path, sizeof png_path, "%s/rgb.png", tmpdir);
+  imgstat_image img;
+  imgstat_error err;
+  if (fill_rgb(&img) != IMGSTAT_OK)
+    return 1;
+  imgstat_status st = imgstat_image_write(png_path, &img, NULL, &err);
+  imgstat_image_free(&img);
+  return st != IMGSTAT_OK;
+}
+
+static int suite_clean(void) {
+  unlink(png_path);
+  rmdir(tmpdir);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--broken-gpu-child") == 0)
+    return broken_gpu_child();
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("job", suite_init, suite_clean);
+  CU_add_test(s, "backend names", test_backend_names);
+  CU_add_test(s, "cpu: partials", test_cpu);
+  CU_add_test(s, "auto: GPU, or the CPU quietly", test_auto);
+  CU_add_test(s, "gpu and verify need a usable GPU", test_gpu_needed);
+  CU_add_test(s, "decide before the first item", test_decide_first);
+  CU_add_test(s, "inputs by path", test_paths);
+  CU_add_test(s, "histograms", test_histograms);
+  CU_add_test(s, "normalize", test_normalize);
+  CU_add_test(s, "auto with a GPU that fails to start", test_auto_broken_gpu);
+  return test_run_all();
+}
