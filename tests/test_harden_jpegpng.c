@@ -74,12 +74,6 @@ static void put32(buf *b, uint32_t v) {
   put16(b, v & 0xFFFF);
 }
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Loads from memory; returns the status, the message in msg. */
 static imgstat_status load(const buf *b, const imgstat_load_options *opts,
                            char *msg, size_t size) {
@@ -90,60 +84,6 @@ static imgstat_status load(const buf *b, const imgstat_load_options *opts,
   if (s == IMGSTAT_OK)
     imgstat_image_free(&img);
   return s;
-}
-
-/* The result of loading an input in a child process, so that a decoder
- * that allocates gigabytes does not take the test with it. */
-typedef struct child_result {
-  int exited;      /* the child ran to its end */
-  int status;      /* its imgstat_status */
-  long maxrss_kib; /* its peak resident memory */
-  double seconds;
-  char message[IMGSTAT_ERROR_MAX];
-} child_result;
-
-static child_result load_in_child(const buf *b,
-                                  const imgstat_load_options *opts) {
-  child_result r = {0};
-  int fd[2];
-  CU_ASSERT_FATAL(pipe(fd) == 0);
-  double t0 = now();
-  pid_t pid = fork();
-  CU_ASSERT_FATAL(pid >= 0);
-  if (pid == 0) {
-    close(fd[0]);
-    alarm(60);
-    imgstat_image img;
-    imgstat_error err = {0};
-    imgstat_status s = imgstat_image_load_memory(b->p, b->n, opts, &img, &err);
-    if (s == IMGSTAT_OK)
-      imgstat_image_free(&img);
-    struct rusage ru;
-    long kib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
-    size_t len = strlen(err.message) + 1;
-    if (write(fd[1], &kib, sizeof kib) != (ssize_t)sizeof kib ||
-        write(fd[1], err.message, len) != (ssize_t)len)
-      _exit(100);
-    _exit((int)s);
-  }
-  close(fd[1]);
-  r.maxrss_kib = -1;
-  size_t got = 0;
-  ssize_t k;
-  if (read(fd[0], &r.maxrss_kib, sizeof r.maxrss_kib) !=
-      (ssize_t)sizeof r.maxrss_kib)
-    r.maxrss_kib = -1;
-  while (got < sizeof r.message - 1 &&
-         (k = read(fd[0], r.message + got, sizeof r.message - 1 - got)) > 0)
-    got += (size_t)k;
-  r.message[got] = 0;
-  close(fd[0]);
-  int st = 0;
-  CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-  r.seconds = now() - t0;
-  r.exited = WIFEXITED(st) && WEXITSTATUS(st) != 100;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
 }
 
 /* ---- PNG ---------------------------------------------------------------- */
@@ -203,11 +143,11 @@ static void test_png_huge_ancillary_chunks(void) {
     while (b.n < 81)
       put8(&b, b.n & 1 ? 'a' : 0);
     CU_ASSERT_EQUAL(b.n, 81);
-    child_result r = load_in_child(&b, NULL);
+    test_child_load r = test_load_in_child(NULL, b.p, b.n, NULL, 60, 0);
     char what[IMGSTAT_ERROR_MAX + 128];
     snprintf(what, sizeof what, "%s: status %d, %.2f s, peak %ld KiB: %s",
              types[t], r.status, r.seconds, r.maxrss_kib, r.message);
-    CU_ASSERT(r.exited);
+    CU_ASSERT(r.finished);
     CU_ASSERT_EQUAL(r.status, IMGSTAT_ERR_FORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.message, "truncated"));
     if (r.maxrss_kib >= 256 * 1024 || r.seconds > 20)
@@ -292,7 +232,7 @@ static void test_png_min_input(void) {
   CU_ASSERT_EQUAL(load(&b, &opts, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(msg, "header claims 65535x65535"));
   CU_ASSERT_PTR_NOT_NULL(strstr(msg, "truncated or corrupt"));
-  child_result r = load_in_child(&b, &opts);
+  test_child_load r = test_load_in_child(NULL, b.p, b.n, &opts, 60, 0);
   CU_ASSERT_EQUAL(r.status, IMGSTAT_ERR_FORMAT);
   CU_ASSERT(r.maxrss_kib > 0 && r.maxrss_kib < 256 * 1024);
   free(b.p);
@@ -310,21 +250,6 @@ static void test_png_min_input(void) {
 #ifdef IMGSTAT_HAVE_TURBOJPEG
 
 /* ---- JPEG --------------------------------------------------------------- */
-
-static unsigned char *read_file(const char *path, size_t *size) {
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
-  if (p)
-    *size = fread(p, 1, (size_t)n, f);
-  fclose(f);
-  return p;
-}
 
 /* Builds JPEGs whose blocks are all flat: each Huffman table has a single
  * 1-bit code, for symbol 0 (a DC difference of 0; an AC end of block), so a
@@ -492,7 +417,7 @@ static void jpeg_eob_run_scans(buf *b, int ac_scans) {
 static void test_jpeg_scan_limit(void) {
   size_t n;
   unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
+      test_read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
   CU_ASSERT_FATAL(jpeg != NULL && n > 4);
   CU_ASSERT_FATAL(jpeg[n - 2] == 0xFF && jpeg[n - 1] == 0xD9);
   const jpeg_frame f = {0xC2, 37, 23, 3, {2, 1, 1}, {2, 1, 1}};
@@ -511,9 +436,9 @@ static void test_jpeg_scan_limit(void) {
       jpeg_scan(&b, &f, &comp0, 1, 1, 63, 0, 1, -1);
     put16(&b, 0xFFD9);
     char msg[IMGSTAT_ERROR_MAX];
-    double t0 = now();
+    double t0 = test_now();
     imgstat_status s = load(&b, NULL, msg, sizeof msg);
-    double seconds = now() - t0;
+    double seconds = test_now() - t0;
     if (e == 0) {
       CU_ASSERT_EQUAL(s, IMGSTAT_OK);
     } else {
@@ -531,10 +456,10 @@ static void test_jpeg_scan_limit(void) {
     buf b = {0};
     jpeg_eob_run_scans(&b, e == 0 ? 1000 : 3);
     char msg[IMGSTAT_ERROR_MAX];
-    double t0 = now();
+    double t0 = test_now();
     imgstat_status s = load(&b, NULL, msg, sizeof msg);
     if (e == 0) {
-      CU_ASSERT(now() - t0 < 1.0);
+      CU_ASSERT(test_now() - t0 < 1.0);
       CU_ASSERT_EQUAL(s, IMGSTAT_ERR_LIMIT);
       CU_ASSERT_PTR_NOT_NULL(strstr(msg, "JPEG has 1001 scans"));
     } else {
@@ -737,7 +662,7 @@ static void stb_convert(const unsigned char *k, int transform,
 static void test_jpeg_cmyk_as_stb(void) {
   size_t n;
   unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "formats/cmyk.jpg"), &n);
+      test_read_file(test_path(test_data_dir(), "formats/cmyk.jpg"), &n);
   CU_ASSERT_FATAL(jpeg != NULL && n > 4);
   size_t at = adobe_transform_offset(jpeg, n);
   CU_ASSERT_FATAL(at != 0 && jpeg[at] == 0);
@@ -876,8 +801,8 @@ static void test_jpeg_ycck_encoder_file(void) {
  * now refused, as TurboJPEG refuses every JPEG with corrupt data. */
 static void test_jpeg_cmyk_corrupt_refused(void) {
   size_t n;
-  unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "fuzz/jpeg-cmyk-bit-count.bin"), &n);
+  unsigned char *jpeg = test_read_file(
+      test_path(test_data_dir(), "fuzz/jpeg-cmyk-bit-count.bin"), &n);
   CU_ASSERT_FATAL(jpeg != NULL);
   buf b = {jpeg, n, n};
   char msg[IMGSTAT_ERROR_MAX];
@@ -888,32 +813,33 @@ static void test_jpeg_cmyk_corrupt_refused(void) {
 
 #endif /* IMGSTAT_HAVE_TURBOJPEG */
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite png = CU_add_suite("png", NULL, NULL);
-  CU_add_test(png, "huge ancillary chunks cost no memory",
-              test_png_huge_ancillary_chunks);
-  CU_add_test(png, "skipped chunks keep the CRC rules",
-              test_png_skipped_chunks_keep_crc_rules);
-  CU_add_test(png, "IHDR first", test_png_ihdr_first);
-  CU_add_test(png, "size bound", test_png_min_input);
+static const test_case png_tests[] = {
+    {"huge ancillary chunks cost no memory", test_png_huge_ancillary_chunks},
+    {"skipped chunks keep the CRC rules",
+     test_png_skipped_chunks_keep_crc_rules},
+    {"IHDR first", test_png_ihdr_first},
+    {"size bound", test_png_min_input},
+    {NULL, NULL}};
 #ifdef IMGSTAT_HAVE_TURBOJPEG
-  CU_pSuite jpeg = CU_add_suite("jpeg", NULL, NULL);
-  CU_add_test(jpeg, "no frame header", test_jpeg_no_frame);
-  CU_add_test(jpeg, "scan limit", test_jpeg_scan_limit);
-  CU_add_test(jpeg, "size bound refuses tiny files", test_jpeg_min_input);
-  CU_add_test(jpeg, "size bound accepts the smallest valid files",
-              test_jpeg_min_input_is_a_lower_bound);
-  CU_add_test(jpeg, "flat files of TurboJPEG's encoder load",
-              test_jpeg_encoder_flat_files_load);
-  CU_add_test(jpeg, "missing component scans",
-              test_jpeg_missing_component_scan);
-  CU_add_test(jpeg, "scan without data", test_jpeg_scan_without_data);
-  CU_add_test(jpeg, "CMYK and YCCK as stb_image", test_jpeg_cmyk_as_stb);
-  CU_add_test(jpeg, "YCCK from TurboJPEG's encoder as stb_image",
-              test_jpeg_ycck_encoder_file);
-  CU_add_test(jpeg, "corrupt CMYK refused", test_jpeg_cmyk_corrupt_refused);
+static const test_case jpeg_tests[] = {
+    {"no frame header", test_jpeg_no_frame},
+    {"scan limit", test_jpeg_scan_limit},
+    {"size bound refuses tiny files", test_jpeg_min_input},
+    {"size bound accepts the smallest valid files",
+     test_jpeg_min_input_is_a_lower_bound},
+    {"flat files of TurboJPEG's encoder load",
+     test_jpeg_encoder_flat_files_load},
+    {"missing component scans", test_jpeg_missing_component_scan},
+    {"scan without data", test_jpeg_scan_without_data},
+    {"CMYK and YCCK as stb_image", test_jpeg_cmyk_as_stb},
+    {"YCCK from TurboJPEG's encoder as stb_image", test_jpeg_ycck_encoder_file},
+    {"corrupt CMYK refused", test_jpeg_cmyk_corrupt_refused},
+    {NULL, NULL}};
 #endif
-  return test_run_all();
-}
+static const test_suite suites[] = {{"png", png_tests, NULL, NULL},
+#ifdef IMGSTAT_HAVE_TURBOJPEG
+                                    {"jpeg", jpeg_tests, NULL, NULL},
+#endif
+                                    {NULL, NULL, NULL, NULL}};
+
+int main(void) { return test_main(suites); }

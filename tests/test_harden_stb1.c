@@ -188,36 +188,9 @@ static void gif_chain(buf *b, unsigned frame_w, unsigned frame_h, int k) {
  * status, or -1 when the child did not finish; the message goes to msg. */
 static int load_bounded(const void *data, size_t size, char *msg,
                         size_t msg_size) {
-  int fd[2];
-  CU_ASSERT_FATAL(pipe(fd) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CU_ASSERT_FATAL(pid >= 0);
-  if (pid == 0) {
-    close(fd[0]);
-    alarm(30);
-    imgstat_image img;
-    imgstat_error err = {0};
-    int s = (int)imgstat_image_load_memory(data, size, NULL, &img, &err);
-    imgstat_image_free(&img);
-    if (write(fd[1], &s, sizeof s) != (ssize_t)sizeof s ||
-        write(fd[1], err.message, sizeof err.message) < 0)
-      _exit(2);
-    _exit(0);
-  }
-  close(fd[1]);
-  int s = -1;
-  snprintf(msg, msg_size, "did not finish in 30 s");
-  char m[sizeof((imgstat_error *)0)->message];
-  if (read(fd[0], &s, sizeof s) == (ssize_t)sizeof s &&
-      read(fd[0], m, sizeof m) == (ssize_t)sizeof m)
-    snprintf(msg, msg_size, "%s", m);
-  else
-    s = -1;
-  close(fd[0]);
-  int status;
-  waitpid(pid, &status, 0);
-  return s;
+  test_child_load r = test_load_in_child(NULL, data, size, NULL, 30, 0);
+  snprintf(msg, msg_size, "%s", r.message);
+  return r.status;
 }
 
 static imgstat_status load(const buf *b, const imgstat_load_options *opts,
@@ -699,27 +672,20 @@ static void test_psd_channel_count(void) {
   free(b.p);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("harden_stb1", NULL, NULL);
-  CU_add_test(s, "HDR: a NUL header line cannot make stb spin",
-              test_hdr_nul_line_no_hang);
-  CU_add_test(s, "HDR: a NUL header line is read as stb reads it",
-              test_hdr_nul_line_read);
-  CU_add_test(s, "HDR: truncated and old run-length files, their reasons",
-              test_hdr_reasons);
-  CU_add_test(s, "TGA: truncated files refused, no stale bytes",
-              test_tga_truncated_no_stale_bytes);
-  CU_add_test(s, "a short read of exactly 128 bytes is reported",
-              test_short_read_reported);
-  CU_add_test(s, "small files with huge headers refused up front",
-              test_small_files_huge_headers);
-  CU_add_test(s, "least input: exact where the coding allows",
-              test_exact_bounds);
-  CU_add_test(s, "GIF: LZW data far beyond the frame refused",
-              test_gif_lzw_work);
-  CU_add_test(s, "peak memory counted exactly", test_peak_memory);
-  CU_add_test(s, "PSD channel counts", test_psd_channel_count);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"HDR: a NUL header line cannot make stb spin", test_hdr_nul_line_no_hang},
+    {"HDR: a NUL header line is read as stb reads it", test_hdr_nul_line_read},
+    {"HDR: truncated and old run-length files, their reasons",
+     test_hdr_reasons},
+    {"TGA: truncated files refused, no stale bytes",
+     test_tga_truncated_no_stale_bytes},
+    {"a short read of exactly 128 bytes is reported", test_short_read_reported},
+    {"small files with huge headers refused up front",
+     test_small_files_huge_headers},
+    {"least input: exact where the coding allows", test_exact_bounds},
+    {"GIF: LZW data far beyond the frame refused", test_gif_lzw_work},
+    {"peak memory counted exactly", test_peak_memory},
+    {"PSD channel counts", test_psd_channel_count},
+    {NULL, NULL}};
+
+int main(void) { return test_main_suite("harden_stb1", tests); }

@@ -395,16 +395,6 @@ static void test_bmp_peak_bytes(void) {
 
 /* ---- JPEG scans --------------------------------------------------------- */
 
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  CU_ASSERT_FATAL(f != NULL);
-  unsigned char *buf = malloc(1 << 16);
-  CU_ASSERT_FATAL(buf != NULL);
-  *size = fread(buf, 1, 1 << 16, f);
-  fclose(f);
-  return buf;
-}
-
 /* progressive.jpg with `extra` more copies of its first DC refinement scan
  * (SOS 0xFFDA with Ss = 0, Ah = 1) before the end marker. */
 static unsigned char *jpeg_with_scans(const unsigned char *jpeg, size_t n,
@@ -475,7 +465,8 @@ static imgstat_status stb_jpeg(const unsigned char *data, size_t size,
 static void test_jpeg_scan_limit(void) {
   size_t n;
   unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
+      test_read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
+  CU_ASSERT_FATAL(jpeg != NULL);
   int base = 0;
   size_t size;
   free(jpeg_with_scans(jpeg, n, 0, &base, &size));
@@ -502,18 +493,18 @@ static void test_jpeg_scan_limit(void) {
   free(jpeg);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite bmp = CU_add_suite("bmp", NULL, NULL);
-  CU_add_test(bmp, "pixel index beyond the palette",
-              test_bmp_index_beyond_palette);
-  CU_add_test(bmp, "OS/2 palette", test_bmp_os2_palette);
-  CU_add_test(bmp, "unknown compression", test_bmp_unknown_compression);
-  CU_add_test(bmp, "top-down rows", test_bmp_top_down);
-  CU_add_test(bmp, "least input", test_bmp_min_input);
-  CU_add_test(bmp, "peak bytes", test_bmp_peak_bytes);
-  CU_pSuite jpeg = CU_add_suite("jpeg", NULL, NULL);
-  CU_add_test(jpeg, "scan limit on stb's path", test_jpeg_scan_limit);
-  return test_run_all();
-}
+static const test_case bmp_tests[] = {
+    {"pixel index beyond the palette", test_bmp_index_beyond_palette},
+    {"OS/2 palette", test_bmp_os2_palette},
+    {"unknown compression", test_bmp_unknown_compression},
+    {"top-down rows", test_bmp_top_down},
+    {"least input", test_bmp_min_input},
+    {"peak bytes", test_bmp_peak_bytes},
+    {NULL, NULL}};
+static const test_case jpeg_tests[] = {
+    {"scan limit on stb's path", test_jpeg_scan_limit}, {NULL, NULL}};
+static const test_suite suites[] = {{"bmp", bmp_tests, NULL, NULL},
+                                    {"jpeg", jpeg_tests, NULL, NULL},
+                                    {NULL, NULL, NULL, NULL}};
+
+int main(void) { return test_main(suites); }

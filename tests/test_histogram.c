@@ -28,11 +28,6 @@ static void fill_random(imgstat_image *img, int c, uint32_t modulo) {
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The nearest rank for an integer percentile pi over n samples, by integer
  * arithmetic only: the smallest k >= 1 with 100 * k >= pi * n. */
 static uint64_t ref_rank(uint64_t n, uint64_t pi) {
@@ -51,7 +46,7 @@ static double *sorted_samples(const imgstat_image *img, int c, uint64_t *n) {
     if (isfinite(x))
       v[m++] = x;
   }
-  qsort(v, m, sizeof *v, cmp_double);
+  qsort(v, m, sizeof *v, test_cmp_double);
   *n = m;
   return v;
 }
@@ -328,17 +323,15 @@ static void test_add_mismatch(void) {
                   IMGSTAT_ERR_ARG);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("histogram", NULL, NULL);
-  CU_add_test(s, "rank rule", test_rank_rule);
-  CU_add_test(s, "u8 odd sizes, 1x1, constant", test_u8_odd_sizes);
-  CU_add_test(s, "u16 random", test_u16);
-  CU_add_test(s, "u16 extremes", test_u16_extremes);
-  CU_add_test(s, "f32 with NaN and Inf", test_float);
-  CU_add_test(s, "f32 constant and all-NaN", test_float_constant_and_empty);
-  CU_add_test(s, "entropy and rebinning", test_entropy_uniform_and_rebin);
-  CU_add_test(s, "mismatched histograms", test_add_mismatch);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"rank rule", test_rank_rule},
+    {"u8 odd sizes, 1x1, constant", test_u8_odd_sizes},
+    {"u16 random", test_u16},
+    {"u16 extremes", test_u16_extremes},
+    {"f32 with NaN and Inf", test_float},
+    {"f32 constant and all-NaN", test_float_constant_and_empty},
+    {"entropy and rebinning", test_entropy_uniform_and_rebin},
+    {"mismatched histograms", test_add_mismatch},
+    {NULL, NULL}};
+
+int main(void) { return test_main_suite("histogram", tests); }

@@ -465,22 +465,20 @@ static void test_hash_set(void) {
   ist_cli_set_free(s);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("output", NULL, NULL);
-  CU_add_test(s, "JSON string escaping", test_json_string);
-  CU_add_test(s, "escaping for terminals and CSV", test_text_escape);
-  CU_add_test(s, "names escaped in records", test_names_escaped_in_records);
-  CU_add_test(s, "shortest round-trip doubles", test_shortest_double);
-  CU_add_test(s, "JSON nulls for missing figures", test_json_nulls);
-  CU_add_test(s, "JSON exact integers", test_json_integers);
-  CU_add_test(s, "CSV quoting and empty fields", test_csv);
-  CU_add_test(s, "text table", test_text);
-  CU_add_test(s, "--verify: integer fields exactly", test_verify_integer);
-  CU_add_test(s, "--verify: float tolerance", test_verify_float);
-  CU_add_test(s, "strict numbers", test_parse_double);
-  CU_add_test(s, "strict number lists", test_parse_double_list);
-  CU_add_test(s, "hash set", test_hash_set);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"JSON string escaping", test_json_string},
+    {"escaping for terminals and CSV", test_text_escape},
+    {"names escaped in records", test_names_escaped_in_records},
+    {"shortest round-trip doubles", test_shortest_double},
+    {"JSON nulls for missing figures", test_json_nulls},
+    {"JSON exact integers", test_json_integers},
+    {"CSV quoting and empty fields", test_csv},
+    {"text table", test_text},
+    {"--verify: integer fields exactly", test_verify_integer},
+    {"--verify: float tolerance", test_verify_float},
+    {"strict numbers", test_parse_double},
+    {"strict number lists", test_parse_double_list},
+    {"hash set", test_hash_set},
+    {NULL, NULL}};
+
+int main(void) { return test_main_suite("output", tests); }

@@ -1,6 +1,10 @@
-/* Helpers shared by the CUnit test programs. */
+/* Helpers shared by the test programs: the CUnit runner (test_runner.c) and
+ * plain helpers (test_util.c, also linked into the benchmarks and the fuzz
+ * targets, which have no CUnit). */
 #ifndef IMGSTAT_TEST_UTIL_H
 #define IMGSTAT_TEST_UTIL_H
+
+#include "imgstat.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +22,36 @@
 #define IMGSTAT_TEST_ASAN 0
 #endif
 
+/* ---- the CUnit runner (test_runner.c) ------------------------------------ */
+
+/* One test: its name and function. A list of them ends with {NULL, NULL}. */
+typedef struct test_case {
+  const char *name;
+  void (*run)(void);
+} test_case;
+
+/* A suite: its name, its tests, and the optional set-up and clean-up that
+ * CUnit runs around them. A list of suites ends with {NULL}. */
+typedef struct test_suite {
+  const char *name;
+  const test_case *tests;
+  int (*init)(void);
+  int (*clean)(void);
+} test_suite;
+
+/* Registers the suites, runs them with the basic interface and returns the
+ * process exit status: 0 when everything ran and passed, 1 otherwise (also
+ * when CUnit could not register them). */
+int test_main(const test_suite *suites);
+
+/* test_main with one suite that needs no set-up. */
+int test_main_suite(const char *name, const test_case *tests);
+
+/* Prints "skipped: REASON" in a way ctest shows and returns 77. */
+int test_skip(const char *reason);
+
+/* ---- files and folders (test_util.c) ------------------------------------- */
+
 /* The shared corpus folder ($IMGSTAT_CORPUS, else ../shared/corpus beside the
  * checkout) when it exists, else NULL: tests over it then report a skip. */
 const char *test_corpus_dir(void);
@@ -28,14 +62,59 @@ const char *test_data_dir(void);
 /* Joins a folder and a name into a static buffer (one call at a time). */
 const char *test_path(const char *dir, const char *name);
 
+/* The whole file in a malloc'd buffer (one byte more than its size, so that
+ * an empty file gives a buffer too), its size in *size; NULL (and 0) when it
+ * cannot be read. */
+unsigned char *test_read_file(const char *path, size_t *size);
+
+/* Writes data to a fresh temporary file under /tmp; returns its path (a
+ * static buffer, one call at a time), or NULL when it could not be
+ * written. The caller unlinks it. */
+const char *test_temp_file(const void *data, size_t size);
+
+/* ---- loading in a child process (test_util.c) ---------------------------- */
+
+/* What a load in a child process gave. */
+typedef struct test_child_load {
+  int finished;    /* the child ran to its end (not killed, not timed out) */
+  int status;      /* its imgstat_status; -1 when it did not finish */
+  long maxrss_kib; /* its peak resident memory; -1 when unknown */
+  double seconds;  /* wall time, fork to exit */
+  char message[IMGSTAT_ERROR_MAX]; /* the error's message */
+} test_child_load;
+
+/* Loads path (when not NULL) or the size bytes at data in a child process,
+ * so that a decoder that hangs or allocates gigabytes does not take the test
+ * with it: alarm() ends the child after timeout_s seconds; with as_limit
+ * above 0 (and not under AddressSanitizer) its address space is capped at
+ * that many bytes. */
+test_child_load test_load_in_child(const char *path, const void *data,
+                                   size_t size,
+                                   const imgstat_load_options *opts,
+                                   unsigned timeout_s, size_t as_limit);
+
+/* ---- images and numbers (test_util.c) ------------------------------------ */
+
+/* An image built by hand, independent of the library's image.c: the planes
+ * back to back in one malloc'd block (so that planes after the first are at
+ * odd addresses for odd 8-bit sizes), dense rows, format "test". Returns 0
+ * when the memory could not be had. Free it with test_image_free. */
+int test_image_make(imgstat_image *img, uint32_t w, uint32_t h, int channels,
+                    imgstat_sample sample);
+
+/* Frees an image of test_image_make and zeroes it. */
+void test_image_free(imgstat_image *img);
+
+/* Sample i (in raster order) of channel c, as a double. */
+double test_sample_at(const imgstat_image *img, int c, uint64_t i);
+
 /* A deterministic pseudo-random generator (xorshift64*) for test inputs. */
 uint64_t test_rand(uint64_t *state);
 
-/* Runs the registered CUnit suites with the basic interface; returns the
- * process exit status: 0 when everything ran and passed, 1 otherwise. */
-int test_run_all(void);
+/* Seconds on a monotonic clock. */
+double test_now(void);
 
-/* Prints "skipped: REASON" in a way ctest shows and returns 77. */
-int test_skip(const char *reason);
+/* qsort's comparison of doubles, ascending. */
+int test_cmp_double(const void *a, const void *b);
 
 #endif
