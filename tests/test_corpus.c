@@ -78,6 +78,7 @@ static void test_corpus_text_files_rejected(void) {
 }
 
 static const test_case tests[] = {
+    {"corpus", NULL},
     {"photos and HDR match Python", test_corpus_reference},
     {"16-bit, float, old RLE", test_corpus_specifics},
     {"text files rejected", test_corpus_text_files_rejected},
@@ -87,5 +88,5 @@ int main(void) {
   corpus = test_corpus_dir();
   if (!corpus)
     return test_skip("corpus not found (set IMGSTAT_CORPUS)");
-  return test_main_suite("corpus", tests);
+  return test_main(tests);
 }

@@ -571,6 +571,7 @@ static void test_errors(void) {
 }
 
 static const test_case tests[] = {
+    {"gpu", NULL},
     {"errors", test_errors},
     {"sizes x kernels x samples", test_sizes},
     {"shapes", test_shapes},
@@ -598,7 +599,7 @@ int main(void) {
   printf("device: %s%s\n", imgstat_gpu_device_name(g_gpu),
          g_quick ? " (quick set)" : "");
 
-  int rc = test_main_suite("gpu", tests);
+  int rc = test_main(tests);
   printf("worst f32 error vs long double reference: mean %.3g (of |mean|+std), "
          "m2 %.3g (relative)\n",
          g_worst_mean, g_worst_m2);

@@ -73,8 +73,9 @@ static void test_malformed(void) {
   }
 }
 
-static const test_case tests[] = {{"accepted values", test_valid},
+static const test_case tests[] = {{"IMGSTAT_GPU_FAULT", NULL},
+                                  {"accepted values", test_valid},
                                   {"malformed values", test_malformed},
                                   {NULL, NULL}};
 
-int main(void) { return test_main_suite("IMGSTAT_GPU_FAULT", tests); }
+int main(void) { return test_main(tests); }

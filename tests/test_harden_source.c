@@ -463,7 +463,8 @@ static void test_parse_size(void) {
   CU_ASSERT_EQUAL(v, 2048);
 }
 
-static const test_case src_tests[] = {
+static const test_case tests[] = {
+    {"non-regular inputs", NULL},
     {"/dev/zero refused at once", test_dev_zero},
     {"zero stream refused early", test_zero_stream_refused_early},
     {"random stream refused early", test_random_stream_refused_early},
@@ -476,14 +477,9 @@ static const test_case src_tests[] = {
     {"TGA through a FIFO", test_tga_through_fifo},
     {"JPEG after a fill byte through a FIFO",
      test_jpeg_after_fill_byte_through_fifo},
-    {NULL, NULL}};
-static const test_case mem_tests[] = {
+    {"max-memory", NULL},
     {"decoded-memory budget", test_max_memory_option},
     {"--max-memory values", test_parse_size},
     {NULL, NULL}};
-static const test_suite suites[] = {
-    {"non-regular inputs", src_tests, NULL, NULL},
-    {"max-memory", mem_tests, NULL, NULL},
-    {NULL, NULL, NULL, NULL}};
 
-int main(void) { return test_main(suites); }
+int main(void) { return test_main(tests); }

@@ -493,18 +493,16 @@ static void test_jpeg_scan_limit(void) {
   free(jpeg);
 }
 
-static const test_case bmp_tests[] = {
+static const test_case tests[] = {
+    {"bmp", NULL},
     {"pixel index beyond the palette", test_bmp_index_beyond_palette},
     {"OS/2 palette", test_bmp_os2_palette},
     {"unknown compression", test_bmp_unknown_compression},
     {"top-down rows", test_bmp_top_down},
     {"least input", test_bmp_min_input},
     {"peak bytes", test_bmp_peak_bytes},
+    {"jpeg", NULL},
+    {"scan limit on stb's path", test_jpeg_scan_limit},
     {NULL, NULL}};
-static const test_case jpeg_tests[] = {
-    {"scan limit on stb's path", test_jpeg_scan_limit}, {NULL, NULL}};
-static const test_suite suites[] = {{"bmp", bmp_tests, NULL, NULL},
-                                    {"jpeg", jpeg_tests, NULL, NULL},
-                                    {NULL, NULL, NULL, NULL}};
 
-int main(void) { return test_main(suites); }
+int main(void) { return test_main(tests); }

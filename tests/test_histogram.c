@@ -324,6 +324,7 @@ static void test_add_mismatch(void) {
 }
 
 static const test_case tests[] = {
+    {"histogram", NULL},
     {"rank rule", test_rank_rule},
     {"u8 odd sizes, 1x1, constant", test_u8_odd_sizes},
     {"u16 random", test_u16},
@@ -334,4 +335,4 @@ static const test_case tests[] = {
     {"mismatched histograms", test_add_mismatch},
     {NULL, NULL}};
 
-int main(void) { return test_main_suite("histogram", tests); }
+int main(void) { return test_main(tests); }

@@ -149,6 +149,7 @@ static void test_names(void) {
 }
 
 static const test_case tests[] = {
+    {"image", NULL},
     {"alloc lays out planes; free twice", test_alloc_planes},
     {"alloc limits and their messages", test_alloc_limits},
     {"alloc refuses bad arguments", test_alloc_bad_arguments},
@@ -157,4 +158,4 @@ static const test_case tests[] = {
     {"channel and layout names", test_names},
     {NULL, NULL}};
 
-int main(void) { return test_main_suite("image", tests); }
+int main(void) { return test_main(tests); }

@@ -585,38 +585,31 @@ static void test_hdr_values(void) {
   imgstat_image_free(&img);
 }
 
-static const test_case png_tests[] = {
+static const test_case tests[] = {
+    {"png", NULL},
     {"PngSuite matches pypng", test_pngsuite_reference},
     {"every PngSuite file listed", test_pngsuite_every_file_listed},
     {"memory same as file", test_memory_same_as_file},
     {"truncated files rejected", test_pngsuite_truncated},
     {"bad CRC rejected", test_png_bad_crc},
-    {NULL, NULL}};
-static const test_case lim_tests[] = {
+    {"limits", NULL},
     {"100000x100000 PNG header refused", test_png_huge_header_refused},
     {"--max-pixels", test_max_pixels_option},
-    {NULL, NULL}};
-static const test_case errs_tests[] = {
+    {"errors", NULL},
     {"messages", test_error_messages},
     {"fuzzer findings rejected", test_fuzz_regressions},
     {"JPEG scans with undefined Huffman tables",
      test_jpeg_undefined_huffman_table},
-    {NULL, NULL}};
-static const test_case fmt_tests[] = {
+    {"formats", NULL},
     {"formats match their source arrays", test_formats_reference},
     {"format names", test_format_names},
     {"truncated files rejected", test_formats_truncated},
     {"PNM details", test_pnm_details},
     {"HDR values", test_hdr_values},
     {NULL, NULL}};
-static const test_suite suites[] = {{"png", png_tests, NULL, NULL},
-                                    {"limits", lim_tests, NULL, NULL},
-                                    {"errors", errs_tests, NULL, NULL},
-                                    {"formats", fmt_tests, NULL, NULL},
-                                    {NULL, NULL, NULL, NULL}};
 
 int main(void) {
   snprintf(pngsuite_dir, sizeof pngsuite_dir, "%s/pngsuite", test_data_dir());
   snprintf(formats_dir, sizeof formats_dir, "%s/formats", test_data_dir());
-  return test_main(suites);
+  return test_main(tests);
 }

@@ -674,6 +674,7 @@ static int suite_clean(void) {
 }
 
 static const test_case tests[] = {
+    {"normalize", NULL},
     {"minmax u8 (per channel, linked, 1x1, to 16)", test_minmax_u8},
     {"minmax u16 (to 8, linked)", test_minmax_u16},
     {"u16 extremes, constant channels", test_u16_extremes_and_constant},
@@ -686,7 +687,5 @@ static const test_case tests[] = {
     {".npy and PFM", test_npy_and_pfm},
     {"failing writes leave no file", test_failing_writes},
     {NULL, NULL}};
-static const test_suite suites[] = {
-    {"normalize", tests, suite_init, suite_clean}, {NULL, NULL, NULL, NULL}};
 
-int main(void) { return test_main(suites); }
+int main(void) { return test_main_init(tests, suite_init, suite_clean); }

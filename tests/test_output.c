@@ -466,6 +466,7 @@ static void test_hash_set(void) {
 }
 
 static const test_case tests[] = {
+    {"output", NULL},
     {"JSON string escaping", test_json_string},
     {"escaping for terminals and CSV", test_text_escape},
     {"names escaped in records", test_names_escaped_in_records},
@@ -481,4 +482,4 @@ static const test_case tests[] = {
     {"hash set", test_hash_set},
     {NULL, NULL}};
 
-int main(void) { return test_main_suite("output", tests); }
+int main(void) { return test_main(tests); }

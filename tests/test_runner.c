@@ -1,5 +1,6 @@
 /* The CUnit runner shared by the test programs: a program lists its suites
- * and tests as data and its main returns test_main's status. */
+ * and tests as data (a table of test_case) and its main returns
+ * test_main's status. */
 #include "test_util.h"
 
 #include <CUnit/Basic.h>
@@ -17,28 +18,24 @@ static int run_registered(void) {
   return (failed == 0 && ran > 0) ? 0 : 1;
 }
 
-int test_main(const test_suite *suites) {
+int test_main_init(const test_case *tests, int (*init)(void),
+                   int (*clean)(void)) {
   if (CU_initialize_registry() != CUE_SUCCESS)
     return 1;
-  for (const test_suite *s = suites; s->name; s++) {
-    CU_pSuite suite = CU_add_suite(s->name, s->init, s->clean);
-    if (!suite) {
+  CU_pSuite suite = NULL;
+  for (const test_case *t = tests; t->name; t++) {
+    if (!t->run)
+      suite = CU_add_suite(t->name, init, clean);
+    if (!suite || (t->run && !CU_add_test(suite, t->name, t->run))) {
       CU_cleanup_registry();
       return 1;
     }
-    for (const test_case *t = s->tests; t->name; t++)
-      if (!CU_add_test(suite, t->name, t->run)) {
-        CU_cleanup_registry();
-        return 1;
-      }
   }
   return run_registered();
 }
 
-int test_main_suite(const char *name, const test_case *tests) {
-  const test_suite suites[] = {{name, tests, NULL, NULL},
-                               {NULL, NULL, NULL, NULL}};
-  return test_main(suites);
+int test_main(const test_case *tests) {
+  return test_main_init(tests, NULL, NULL);
 }
 
 int test_skip(const char *reason) {

@@ -711,6 +711,7 @@ static void test_arguments(void) {
 }
 
 static const test_case tests[] = {
+    {"stats", NULL},
     {"constant image: std exactly 0", test_constant},
     {"ramp: closed-form sums", test_ramp},
     {"checkerboard", test_checkerboard},
@@ -730,4 +731,4 @@ static const test_case tests[] = {
     {"argument errors, empty image", test_arguments},
     {NULL, NULL}};
 
-int main(void) { return test_main_suite("stats", tests); }
+int main(void) { return test_main(tests); }

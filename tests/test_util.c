@@ -67,6 +67,55 @@ const char *test_temp_file(const void *data, size_t size) {
   return path;
 }
 
+/* ---- building inputs byte by byte ---------------------------------------- */
+
+void test_put(test_buf *b, const void *data, size_t n) {
+  if (b->n + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + n)
+      cap *= 2;
+    unsigned char *p = realloc(b->p, cap);
+    if (!p) {
+      fprintf(stderr, "test_put: out of memory\n");
+      abort();
+    }
+    b->p = p;
+    b->cap = cap;
+  }
+  if (n)
+    memcpy(b->p + b->n, data, n);
+  b->n += n;
+}
+
+void test_put_str(test_buf *b, const char *s) { test_put(b, s, strlen(s)); }
+
+void test_put_byte(test_buf *b, int v, size_t count) {
+  unsigned char c = (unsigned char)v;
+  while (count--)
+    test_put(b, &c, 1);
+}
+
+void test_put_le16(test_buf *b, unsigned v) {
+  unsigned char c[2] = {(unsigned char)v, (unsigned char)(v >> 8)};
+  test_put(b, c, 2);
+}
+
+void test_put_be16(test_buf *b, unsigned v) {
+  unsigned char c[2] = {(unsigned char)(v >> 8), (unsigned char)v};
+  test_put(b, c, 2);
+}
+
+void test_put_be32(test_buf *b, uint32_t v) {
+  unsigned char c[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
+                        (unsigned char)(v >> 8), (unsigned char)v};
+  test_put(b, c, 4);
+}
+
+void test_buf_clear(test_buf *b) {
+  free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
 /* ---- loading in a child process ------------------------------------------ */
 
 /* The child's exit status when it could not report. */

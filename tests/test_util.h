@@ -24,28 +24,23 @@
 
 /* ---- the CUnit runner (test_runner.c) ------------------------------------ */
 
-/* One test: its name and function. A list of them ends with {NULL, NULL}. */
+/* One test: its name and function. In a list of them, an entry with a name
+ * and no function starts a suite of that name (the list starts with one),
+ * and {NULL, NULL} ends the list. */
 typedef struct test_case {
   const char *name;
   void (*run)(void);
 } test_case;
 
-/* A suite: its name, its tests, and the optional set-up and clean-up that
- * CUnit runs around them. A list of suites ends with {NULL}. */
-typedef struct test_suite {
-  const char *name;
-  const test_case *tests;
-  int (*init)(void);
-  int (*clean)(void);
-} test_suite;
+/* Registers the suites and tests of the list, runs them with the basic
+ * interface and returns the process exit status: 0 when everything ran and
+ * passed, 1 otherwise (also when CUnit could not register them). */
+int test_main(const test_case *tests);
 
-/* Registers the suites, runs them with the basic interface and returns the
- * process exit status: 0 when everything ran and passed, 1 otherwise (also
- * when CUnit could not register them). */
-int test_main(const test_suite *suites);
-
-/* test_main with one suite that needs no set-up. */
-int test_main_suite(const char *name, const test_case *tests);
+/* test_main with a set-up and a clean-up that CUnit runs around every suite
+ * (either may be NULL). */
+int test_main_init(const test_case *tests, int (*init)(void),
+                   int (*clean)(void));
 
 /* Prints "skipped: REASON" in a way ctest shows and returns 77. */
 int test_skip(const char *reason);
@@ -71,6 +66,26 @@ unsigned char *test_read_file(const char *path, size_t *size);
  * static buffer, one call at a time), or NULL when it could not be
  * written. The caller unlinks it. */
 const char *test_temp_file(const void *data, size_t size);
+
+/* ---- building inputs byte by byte (test_util.c) ------------------------- */
+
+/* A growing byte buffer; {0} is an empty one. The test_put functions append
+ * (and abort the test program when memory runs out). */
+typedef struct test_buf {
+  unsigned char *p;
+  size_t n, cap;
+} test_buf;
+
+void test_put(test_buf *b, const void *data, size_t n);
+void test_put_str(test_buf *b, const char *s);
+/* count copies of the byte v. */
+void test_put_byte(test_buf *b, int v, size_t count);
+void test_put_le16(test_buf *b, unsigned v);
+void test_put_be16(test_buf *b, unsigned v);
+void test_put_be32(test_buf *b, uint32_t v);
+
+/* Frees the bytes and leaves an empty buffer. */
+void test_buf_clear(test_buf *b);
 
 /* ---- loading in a child process (test_util.c) ---------------------------- */
 
