@@ -62,8 +62,7 @@ static void test_corpus_text_files_rejected(void) {
     CU_ASSERT_FATAL(dh != NULL);
     struct dirent *de;
     while ((de = readdir(dh))) {
-      size_t len = strlen(de->d_name);
-      if (len < 4 || strcmp(de->d_name + len - 4, ".txt") != 0)
+      if (!test_ends_with(de->d_name, ".txt"))
         continue;
       char path[8192];
       snprintf(path, sizeof path, "%s/%s", dir, de->d_name);

@@ -535,6 +535,20 @@ static void test_jpeg_encoder_flat_files_load(void) {
   }
 }
 
+/* b loads, or with a component's scan missing (missing is 1) is refused
+ * for it; then b is cleared. */
+static void expect_component_scans(test_buf *b, int missing) {
+  char msg[IMGSTAT_ERROR_MAX];
+  imgstat_status s = load(b, NULL, msg, sizeof msg);
+  if (missing) {
+    CU_ASSERT_EQUAL(s, IMGSTAT_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no scan data for component 3"));
+  } else {
+    CU_ASSERT_EQUAL(s, IMGSTAT_OK);
+  }
+  test_buf_clear(b);
+}
+
 /* libjpeg decodes a component that no scan codes as flat gray, without a
  * warning: a sequential file that lost a component's scan, or a progressive
  * one that never codes a component's DC, is refused. */
@@ -542,7 +556,6 @@ static void test_jpeg_missing_component_scan(void) {
   const jpeg_frame seq = {0xC0, 40, 24, 3, {1, 1, 1}, {1, 1, 1}};
   const jpeg_frame prog = {0xC2, 40, 24, 3, {1, 1, 1}, {1, 1, 1}};
   for (int missing = 0; missing < 2; missing++) {
-    char msg[IMGSTAT_ERROR_MAX];
     test_buf b = {0};
     /* Sequential, one scan a component (non-interleaved). */
     jpeg_tables(&b, -1);
@@ -550,18 +563,10 @@ static void test_jpeg_missing_component_scan(void) {
     for (int c = 0; c < 3 - missing; c++)
       jpeg_scan(&b, &seq, &c, 1, 0, 63, 0, 2, -1);
     test_put_be16(&b, 0xFFD9);
-    imgstat_status s = load(&b, NULL, msg, sizeof msg);
-    if (missing) {
-      CU_ASSERT_EQUAL(s, IMGSTAT_ERR_FORMAT);
-      CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no scan data for component 3"));
-    } else {
-      CU_ASSERT_EQUAL(s, IMGSTAT_OK);
-    }
-    free(b.p);
+    expect_component_scans(&b, missing);
 
     /* Progressive: a DC scan of the first two components, then one of the
      * third or, where it is missing, an AC scan of the first. */
-    b = (test_buf){0};
     jpeg_tables(&b, -1);
     jpeg_sof(&b, &prog);
     const int first[2] = {0, 1}, third = 2, comp0 = 0;
@@ -571,14 +576,7 @@ static void test_jpeg_missing_component_scan(void) {
     else
       jpeg_scan(&b, &prog, &third, 1, 0, 0, 0, 1, -1);
     test_put_be16(&b, 0xFFD9);
-    s = load(&b, NULL, msg, sizeof msg);
-    if (missing) {
-      CU_ASSERT_EQUAL(s, IMGSTAT_ERR_FORMAT);
-      CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no scan data for component 3"));
-    } else {
-      CU_ASSERT_EQUAL(s, IMGSTAT_OK);
-    }
-    free(b.p);
+    expect_component_scans(&b, missing);
   }
 }
 

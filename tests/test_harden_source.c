@@ -158,6 +158,17 @@ static void check_same_everywhere(const stream *s, imgstat_status want,
   free(bytes);
 }
 
+/* The stream through a FIFO is refused as no image, with message, and the
+ * loader stopped reading it early (its writer saw the reader leave). */
+static void expect_refused_early(const stream *s, const char *message) {
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL(load_fifo(s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
+  CU_ASSERT_STRING_EQUAL(err.message, message);
+  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+}
+
 /* ---- non-regular inputs ------------------------------------------------ */
 
 /* /dev/zero itself, in a child whose address space is capped: a loader that
@@ -178,12 +189,7 @@ static void test_dev_zero(void) {
  * bytes, long before its end. */
 static void test_zero_stream_refused_early(void) {
   stream s = {NULL, 0, 256 * MIB, 0};
-  imgstat_image img;
-  imgstat_error err;
-  int fed;
-  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
-  CU_ASSERT_STRING_EQUAL(err.message, UNKNOWN_MESSAGE);
-  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+  expect_refused_early(&s, UNKNOWN_MESSAGE);
 }
 
 /* Random bytes (what /dev/urandom is), starting with no signature: the
@@ -194,12 +200,7 @@ static void test_random_stream_refused_early(void) {
   unsigned char *head = stream_head(&s, 16);
   CU_ASSERT_FATAL(head && head[0] != 0x89 && head[0] != 0xFF);
   free(head);
-  imgstat_image img;
-  imgstat_error err;
-  int fed;
-  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
-  CU_ASSERT_STRING_EQUAL(err.message, UNKNOWN_MESSAGE);
-  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+  expect_refused_early(&s, UNKNOWN_MESSAGE);
 }
 
 /* A first byte 0x89 sends an input to libpng (for its message about a
@@ -208,12 +209,7 @@ static void test_random_stream_refused_early(void) {
 static void test_damaged_png_signature_refused_early(void) {
   static const unsigned char start[] = {0x89, 'X', 'Y', 'Z'};
   stream s = {start, sizeof start, 256 * MIB, 777};
-  imgstat_image img;
-  imgstat_error err;
-  int fed;
-  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
-  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
-  CU_ASSERT_STRING_EQUAL(err.message, "Not a PNG file");
+  expect_refused_early(&s, "Not a PNG file");
   stream small = {start, sizeof start, 2 * MIB, 777};
   check_same_everywhere(&small, IMGSTAT_ERR_FORMAT, "Not a PNG file");
 }

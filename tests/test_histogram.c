@@ -14,6 +14,20 @@
 
 static uint64_t seed = 12345;
 
+/* A one-channel image of the library's own layout. */
+static void gray_image(imgstat_image *img, uint32_t w, uint32_t h,
+                       imgstat_sample s) {
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_image_alloc(img, w, h, 1, s, 0, &err) == IMGSTAT_OK);
+}
+
+/* The histogram of channel 0, which must be computed. */
+static void histogram_of(const imgstat_image *img,
+                         const imgstat_hist_options *o, imgstat_histogram *h) {
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(img, 0, o, h, &err) == IMGSTAT_OK);
+}
+
 static void fill_random(imgstat_image *img, int c, uint32_t modulo) {
   uint64_t n = (uint64_t)img->width * img->height;
   for (uint64_t i = 0; i < n; i++) {
@@ -54,12 +68,10 @@ static double *sorted_samples(const imgstat_image *img, int c, uint64_t *n) {
 static void check_int_image(uint32_t w, uint32_t h, imgstat_sample s,
                             uint32_t modulo) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 1, s, 0, &err) == IMGSTAT_OK);
+  gray_image(&img, w, h, s);
   fill_random(&img, 0, modulo);
   imgstat_histogram hist;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &hist, &err) ==
-                  IMGSTAT_OK);
+  histogram_of(&img, NULL, &hist);
   uint64_t n = (uint64_t)w * h;
   CU_ASSERT_EQUAL(hist.total, n);
   CU_ASSERT_EQUAL(hist.bins, s == IMGSTAT_U8 ? 256u : 65536u);
@@ -134,16 +146,13 @@ static void test_u16(void) {
 
 static void test_u16_extremes(void) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 3, 1, 1, IMGSTAT_U16, 0, &err) ==
-                  IMGSTAT_OK);
+  gray_image(&img, 3, 1, IMGSTAT_U16);
   uint16_t *p = img.planes[0];
   p[0] = 65535;
   p[1] = 0;
   p[2] = 65535;
   imgstat_histogram h;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  histogram_of(&img, NULL, &h);
   CU_ASSERT_EQUAL(h.counts[0], 1);
   CU_ASSERT_EQUAL(h.counts[65535], 2);
   double v;
@@ -185,10 +194,8 @@ static void test_rank_rule(void) {
 
 static void test_float(void) {
   imgstat_image img;
-  imgstat_error err;
   uint32_t w = 101, h = 31;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 1, IMGSTAT_F32, 0, &err) ==
-                  IMGSTAT_OK);
+  gray_image(&img, w, h, IMGSTAT_F32);
   fill_random(&img, 0, 0);
   float *p = img.planes[0];
   p[5] = NAN;
@@ -198,8 +205,7 @@ static void test_float(void) {
   uint32_t bins = 1000;
   imgstat_hist_options o = {bins, 0, 0, 0};
   imgstat_histogram hist;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, &o, &hist, &err) ==
-                  IMGSTAT_OK);
+  histogram_of(&img, &o, &hist);
   uint64_t m;
   double *v = sorted_samples(&img, 0, &m);
   CU_ASSERT_EQUAL(hist.total, m);
@@ -250,15 +256,12 @@ static void test_float(void) {
 
 static void test_float_constant_and_empty(void) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 5, 3, 1, IMGSTAT_F32, 0, &err) ==
-                  IMGSTAT_OK);
+  gray_image(&img, 5, 3, IMGSTAT_F32);
   float *p = img.planes[0];
   for (int i = 0; i < 15; i++)
     p[i] = 2.5f;
   imgstat_histogram h;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  histogram_of(&img, NULL, &h);
   CU_ASSERT_EQUAL(h.counts[0], 15);
   double v;
   CU_ASSERT(imgstat_histogram_percentile(&h, 37, &v));
@@ -272,8 +275,7 @@ static void test_float_constant_and_empty(void) {
   imgstat_histogram_free(&h);
   for (int i = 0; i < 15; i++)
     p[i] = NAN;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  histogram_of(&img, NULL, &h);
   CU_ASSERT_EQUAL(h.total, 0);
   CU_ASSERT_EQUAL(h.nan_count, 15);
   CU_ASSERT(!imgstat_histogram_percentile(&h, 50, &v));
@@ -283,15 +285,12 @@ static void test_float_constant_and_empty(void) {
 
 static void test_entropy_uniform_and_rebin(void) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 256, 256, 1, IMGSTAT_U16, 0,
-                                      &err) == IMGSTAT_OK);
+  gray_image(&img, 256, 256, IMGSTAT_U16);
   uint16_t *p = img.planes[0];
   for (uint32_t i = 0; i < 65536; i++)
     p[i] = (uint16_t)(65535 - i);
   imgstat_histogram h;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  histogram_of(&img, NULL, &h);
   imgstat_hist_figures f;
   imgstat_hist_figures_compute(&h, NULL, NULL, 0, &f);
   CU_ASSERT_DOUBLE_EQUAL(f.entropy, 16.0, 1e-9);

@@ -117,8 +117,7 @@ static void test_pngsuite_every_file_listed(void) {
   int files = 0;
   struct dirent *de;
   while ((de = readdir(d))) {
-    size_t len = strlen(de->d_name);
-    if (len < 4 || strcmp(de->d_name + len - 4, ".png") != 0)
+    if (!test_ends_with(de->d_name, ".png"))
       continue;
     files++;
     int found = 0;
@@ -137,8 +136,7 @@ static void memory_same_as_file(const char *dir) {
   CU_ASSERT_FATAL(d != NULL);
   struct dirent *de;
   while ((de = readdir(d))) {
-    size_t len = strlen(de->d_name);
-    if (len < 4 || strcmp(de->d_name + len - 4, ".tsv") == 0 ||
+    if (strlen(de->d_name) < 4 || test_ends_with(de->d_name, ".tsv") ||
         de->d_name[0] == '.')
       continue;
     char path[4096];
@@ -179,9 +177,7 @@ static void test_pngsuite_truncated(void) {
   struct dirent *de;
   int tried = 0;
   while ((de = readdir(d))) {
-    size_t len = strlen(de->d_name);
-    if (len < 4 || strcmp(de->d_name + len - 4, ".png") != 0 ||
-        de->d_name[0] == 'x')
+    if (!test_ends_with(de->d_name, ".png") || de->d_name[0] == 'x')
       continue;
     char path[4096];
     join(path, sizeof path, pngsuite_dir, de->d_name);
@@ -518,10 +514,15 @@ static void test_formats_truncated(void) {
   }
 }
 
-static void load_mem_ok(const char *data, size_t size, imgstat_image *img) {
+/* Loads from memory, which must work and give samples of the given type;
+ * returns whether they are. */
+static int load_mem_ok(const char *data, size_t size, imgstat_image *img,
+                       imgstat_sample sample) {
   imgstat_error err = {0};
   imgstat_status s = imgstat_image_load_memory(data, size, NULL, img, &err);
   REF_ASSERT_MSG(s == IMGSTAT_OK, err.message);
+  CU_ASSERT_EQUAL(img->sample, sample);
+  return img->sample == sample;
 }
 
 /* 16-bit PNM is big-endian in the file and native in the planes; maxval is
@@ -529,19 +530,16 @@ static void load_mem_ok(const char *data, size_t size, imgstat_image *img) {
 static void test_pnm_details(void) {
   imgstat_image img;
   static const char p16[] = "P5\n2 1\n65535\n\x01\x02\xfe\xff";
-  load_mem_ok(p16, sizeof p16 - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_U16);
-  if (img.sample == IMGSTAT_U16) {
+  if (load_mem_ok(p16, sizeof p16 - 1, &img, IMGSTAT_U16)) {
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[0])[0], 0x0102);
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[0])[1], 0xfeff);
   }
   imgstat_image_free(&img);
 
   static const char p1000[] = "P6 1 1 1000 \x03\xe8\x00\x01\x01\x00";
-  load_mem_ok(p1000, sizeof p1000 - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_U16);
+  int u16 = load_mem_ok(p1000, sizeof p1000 - 1, &img, IMGSTAT_U16);
   CU_ASSERT_EQUAL(img.channels, 3);
-  if (img.sample == IMGSTAT_U16) {
+  if (u16) {
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[0])[0], 1000);
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[1])[0], 1);
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[2])[0], 256);
@@ -549,9 +547,7 @@ static void test_pnm_details(void) {
   imgstat_image_free(&img);
 
   static const char p15[] = "P5\n# a comment\n3 1\n15\n\x00\x07\x0f";
-  load_mem_ok(p15, sizeof p15 - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_U8);
-  if (img.sample == IMGSTAT_U8)
+  if (load_mem_ok(p15, sizeof p15 - 1, &img, IMGSTAT_U8))
     CU_ASSERT_EQUAL(((uint8_t *)img.planes[0])[2], 15);
   imgstat_image_free(&img);
 
@@ -572,10 +568,9 @@ static void test_hdr_values(void) {
                             "\x80\x40\x20\x81"  /* 0.5 .25 .125 x2 */
                             "\x01\x00\x00\x00"; /* e 0: zero */
   imgstat_image img;
-  load_mem_ok(hdr, sizeof hdr - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_F32);
+  int f32 = load_mem_ok(hdr, sizeof hdr - 1, &img, IMGSTAT_F32);
   CU_ASSERT_EQUAL(img.channels, 3);
-  if (img.sample == IMGSTAT_F32 && img.channels == 3) {
+  if (f32 && img.channels == 3) {
     CU_ASSERT_EQUAL(((float *)img.planes[0])[0], 1.0f);
     CU_ASSERT_EQUAL(((float *)img.planes[1])[0], 0.5f);
     CU_ASSERT_EQUAL(((float *)img.planes[2])[0], 0.25f);

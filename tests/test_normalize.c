@@ -80,10 +80,8 @@ static void check_minmax_int(imgstat_sample s, imgstat_sample out_s, int linked,
                              uint32_t w, uint32_t h, int ch) {
   imgstat_image in, out;
   make_image(&in, w, h, ch, s);
-  imgstat_norm_options o = {0};
-  o.mode = IMGSTAT_NORM_MINMAX;
-  o.linked = linked;
-  o.out_sample = out_s;
+  imgstat_norm_options o = {
+      .mode = IMGSTAT_NORM_MINMAX, .linked = linked, .out_sample = out_s};
   imgstat_norm_measure m;
   imgstat_norm_plan plan;
   CU_ASSERT_FATAL(run_cpu(&in, &o, &m, &plan, &out) == IMGSTAT_OK);
@@ -200,11 +198,10 @@ static void check_clip_int(imgstat_sample s, int linked, int plo, int phi) {
   uint32_t w = 53, h = 19;
   int ch = 3;
   make_image(&in, w, h, ch, s);
-  imgstat_norm_options o = {0};
-  o.mode = IMGSTAT_NORM_CLIP;
-  o.linked = linked;
-  o.clip_low = plo;
-  o.clip_high = phi;
+  imgstat_norm_options o = {.mode = IMGSTAT_NORM_CLIP,
+                            .linked = linked,
+                            .clip_low = plo,
+                            .clip_high = phi};
   imgstat_norm_measure m;
   imgstat_norm_plan plan;
   CU_ASSERT_FATAL(run_cpu(&in, &o, &m, &plan, &out) == IMGSTAT_OK);

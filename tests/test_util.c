@@ -32,6 +32,11 @@ const char *test_path(const char *dir, const char *name) {
   return buf;
 }
 
+int test_ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 unsigned char *test_read_file(const char *path, size_t *size) {
   *size = 0;
   FILE *f = fopen(path, "rb");

@@ -57,6 +57,9 @@ const char *test_data_dir(void);
 /* Joins a folder and a name into a static buffer (one call at a time). */
 const char *test_path(const char *dir, const char *name);
 
+/* Whether the name s ends with suffix. */
+int test_ends_with(const char *s, const char *suffix);
+
 /* The whole file in a malloc'd buffer (one byte more than its size, so that
  * an empty file gives a buffer too), its size in *size; NULL (and 0) when it
  * cannot be read. */
