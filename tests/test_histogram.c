@@ -14,18 +14,21 @@
 
 static uint64_t seed = 12345;
 
-/* A one-channel image of the library's own layout. */
-static void gray_image(imgstat_image *img, uint32_t w, uint32_t h,
-                       imgstat_sample s) {
+/* A one-channel image of the library's own layout; returns its plane. */
+static void *gray_image(imgstat_image *img, uint32_t w, uint32_t h,
+                        imgstat_sample s) {
   imgstat_error err;
   CU_ASSERT_FATAL(imgstat_image_alloc(img, w, h, 1, s, 0, &err) == IMGSTAT_OK);
+  return img->planes[0];
 }
 
 /* The histogram of channel 0, which must be computed. */
-static void histogram_of(const imgstat_image *img,
-                         const imgstat_hist_options *o, imgstat_histogram *h) {
+static imgstat_histogram histogram_of(const imgstat_image *img,
+                                      const imgstat_hist_options *o) {
+  imgstat_histogram h;
   imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(img, 0, o, h, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_histogram_compute(img, 0, o, &h, &err) == IMGSTAT_OK);
+  return h;
 }
 
 static void fill_random(imgstat_image *img, int c, uint32_t modulo) {
@@ -70,8 +73,7 @@ static void check_int_image(uint32_t w, uint32_t h, imgstat_sample s,
   imgstat_image img;
   gray_image(&img, w, h, s);
   fill_random(&img, 0, modulo);
-  imgstat_histogram hist;
-  histogram_of(&img, NULL, &hist);
+  imgstat_histogram hist = histogram_of(&img, NULL);
   uint64_t n = (uint64_t)w * h;
   CU_ASSERT_EQUAL(hist.total, n);
   CU_ASSERT_EQUAL(hist.bins, s == IMGSTAT_U8 ? 256u : 65536u);
@@ -146,13 +148,11 @@ static void test_u16(void) {
 
 static void test_u16_extremes(void) {
   imgstat_image img;
-  gray_image(&img, 3, 1, IMGSTAT_U16);
-  uint16_t *p = img.planes[0];
+  uint16_t *p = gray_image(&img, 3, 1, IMGSTAT_U16);
   p[0] = 65535;
   p[1] = 0;
   p[2] = 65535;
-  imgstat_histogram h;
-  histogram_of(&img, NULL, &h);
+  imgstat_histogram h = histogram_of(&img, NULL);
   CU_ASSERT_EQUAL(h.counts[0], 1);
   CU_ASSERT_EQUAL(h.counts[65535], 2);
   double v;
@@ -204,8 +204,7 @@ static void test_float(void) {
   p[40] = NAN;
   uint32_t bins = 1000;
   imgstat_hist_options o = {bins, 0, 0, 0};
-  imgstat_histogram hist;
-  histogram_of(&img, &o, &hist);
+  imgstat_histogram hist = histogram_of(&img, &o);
   uint64_t m;
   double *v = sorted_samples(&img, 0, &m);
   CU_ASSERT_EQUAL(hist.total, m);
@@ -256,12 +255,10 @@ static void test_float(void) {
 
 static void test_float_constant_and_empty(void) {
   imgstat_image img;
-  gray_image(&img, 5, 3, IMGSTAT_F32);
-  float *p = img.planes[0];
+  float *p = gray_image(&img, 5, 3, IMGSTAT_F32);
   for (int i = 0; i < 15; i++)
     p[i] = 2.5f;
-  imgstat_histogram h;
-  histogram_of(&img, NULL, &h);
+  imgstat_histogram h = histogram_of(&img, NULL);
   CU_ASSERT_EQUAL(h.counts[0], 15);
   double v;
   CU_ASSERT(imgstat_histogram_percentile(&h, 37, &v));
@@ -275,7 +272,7 @@ static void test_float_constant_and_empty(void) {
   imgstat_histogram_free(&h);
   for (int i = 0; i < 15; i++)
     p[i] = NAN;
-  histogram_of(&img, NULL, &h);
+  h = histogram_of(&img, NULL);
   CU_ASSERT_EQUAL(h.total, 0);
   CU_ASSERT_EQUAL(h.nan_count, 15);
   CU_ASSERT(!imgstat_histogram_percentile(&h, 50, &v));
@@ -285,12 +282,10 @@ static void test_float_constant_and_empty(void) {
 
 static void test_entropy_uniform_and_rebin(void) {
   imgstat_image img;
-  gray_image(&img, 256, 256, IMGSTAT_U16);
-  uint16_t *p = img.planes[0];
+  uint16_t *p = gray_image(&img, 256, 256, IMGSTAT_U16);
   for (uint32_t i = 0; i < 65536; i++)
     p[i] = (uint16_t)(65535 - i);
-  imgstat_histogram h;
-  histogram_of(&img, NULL, &h);
+  imgstat_histogram h = histogram_of(&img, NULL);
   imgstat_hist_figures f;
   imgstat_hist_figures_compute(&h, NULL, NULL, 0, &f);
   CU_ASSERT_DOUBLE_EQUAL(f.entropy, 16.0, 1e-9);
