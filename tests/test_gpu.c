@@ -93,12 +93,11 @@ static void ref_scan(const void *plane, imgstat_sample sample, uint64_t n,
     long double sum = 0;
     for (uint64_t i = 0; i < n; ++i) {
       float v = x[i];
-      if (isnan(v)) {
-        r->nan_count++;
-        continue;
-      }
-      if (isinf(v)) {
-        r->inf_count++;
+      if (!isfinite(v)) { /* counted apart, in no other figure */
+        if (isnan(v))
+          r->nan_count++;
+        else
+          r->inf_count++;
         continue;
       }
       r->count++;

@@ -141,14 +141,12 @@ static void test_shortest_double(void) {
 static ist_record make_record(const char *file, uint32_t width, uint32_t height,
                               int channels, imgstat_sample sample,
                               const char *backend) {
-  ist_record r;
-  memset(&r, 0, sizeof r);
-  r.file = file;
-  r.width = width;
-  r.height = height;
-  r.channels = channels;
-  r.sample = sample;
-  r.backend = backend;
+  ist_record r = {.file = file,
+                  .width = width,
+                  .height = height,
+                  .channels = channels,
+                  .sample = sample,
+                  .backend = backend};
   return r;
 }
 
