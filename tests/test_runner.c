@@ -6,8 +6,7 @@
 #include <CUnit/Basic.h>
 #include <stdio.h>
 
-/* Runs what is registered and returns the exit status. */
-static int run_registered(void) {
+int test_run_all(void) {
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
   unsigned failed = CU_get_number_of_failures() +
@@ -31,7 +30,7 @@ int test_main_init(const test_case *tests, int (*init)(void),
       return 1;
     }
   }
-  return run_registered();
+  return test_run_all();
 }
 
 int test_main(const test_case *tests) {

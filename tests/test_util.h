@@ -42,6 +42,10 @@ int test_main(const test_case *tests);
 int test_main_init(const test_case *tests, int (*init)(void),
                    int (*clean)(void));
 
+/* Runs the suites already registered with CUnit and returns the exit status
+ * as test_main does (for a program that registers them itself). */
+int test_run_all(void);
+
 /* Prints "skipped: REASON" in a way ctest shows and returns 77. */
 int test_skip(const char *reason);
 
