@@ -8,6 +8,7 @@
  * decoded pixel bytes. Not a ctest test: timings need a quiet machine.
  */
 #include "imgstat.h"
+#include "test_util.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -18,26 +19,6 @@
 #define BENCH_W 4000u
 #define BENCH_H 3000u
 #define MAX_RUNS 1001
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static uint64_t rand_next(uint64_t *s) {
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * 0x2545F4914F6CDD1Du;
-}
 
 typedef struct copy_arg {
   void *dst;
@@ -72,7 +53,7 @@ static double median_time(kind k, const imgstat_image *img, void *dst,
   imgstat_partial out[IMGSTAT_MAX_CHANNELS];
   imgstat_error err;
   for (int r = -2; r < runs; r++) { /* two warm-up runs */
-    double t0 = now_s();
+    double t0 = test_now();
     if (k == KIND_STATS) {
       if (imgstat_cpu_stats(img, threads, out, &err) != IMGSTAT_OK) {
         fprintf(stderr, "bench_cpu: %s\n", err.message);
@@ -83,11 +64,11 @@ static double median_time(kind k, const imgstat_image *img, void *dst,
     } else {
       memcpy2(dst, img->data, bytes);
     }
-    double t1 = now_s();
+    double t1 = test_now();
     if (r >= 0)
       t[r] = t1 - t0;
   }
-  qsort(t, (size_t)runs, sizeof t[0], cmp_double);
+  qsort(t, (size_t)runs, sizeof t[0], test_cmp_double);
   return t[runs / 2];
 }
 
@@ -111,7 +92,7 @@ static void bench_image(imgstat_sample sample, const char *name, int runs) {
   uint64_t seed = 0x1234567u + (uint64_t)sample;
   size_t n = bytes / (size_t)sample;
   for (size_t i = 0; i < n; i++) {
-    uint64_t r = rand_next(&seed);
+    uint64_t r = test_rand(&seed);
     if (sample == IMGSTAT_U8)
       ((uint8_t *)img.data)[i] = (uint8_t)(r >> 56);
     else if (sample == IMGSTAT_U16)

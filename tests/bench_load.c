@@ -7,25 +7,15 @@
  */
 #include "imgstat.h"
 #include "io.h"
+#include "test_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, test_cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -78,14 +68,14 @@ int main(int argc, char **argv) {
     imgstat_error err = {0};
     double check = 0;
     for (int r = 0; r < runs; r++) {
-      double t0 = now();
+      double t0 = test_now();
       if (imgstat_image_load(argv[a], NULL, &img, &err) != IMGSTAT_OK) {
         fprintf(stderr, "bench_load: %s: %s\n", argv[a], err.message);
         return 1;
       }
-      double t1 = now();
+      double t1 = test_now();
       check += naive_sum(&img);
-      u[r] = now() - t1;
+      u[r] = test_now() - t1;
       t[r] = t1 - t0;
       if (r + 1 < runs)
         imgstat_image_free(&img);
@@ -114,12 +104,12 @@ int main(int argc, char **argv) {
       }
       fclose(f);
       for (int r = 0; r < runs; r++) {
-        double t0 = now();
+        double t0 = test_now();
         if (load_stb(buf, size, &img, &err) != IMGSTAT_OK) {
           fprintf(stderr, "bench_load: %s (stb): %s\n", argv[a], err.message);
           break;
         }
-        t[r] = now() - t0;
+        t[r] = test_now() - t0;
         imgstat_image_free(&img);
       }
       printf("%s\tstb_image decode %.4f s (file already in memory)\n", argv[a],

@@ -11,17 +11,9 @@ IMGSTAT=${1:?usage: cli_test.sh IMGSTAT [DATA_DIR]}
 DATA=${2:-}
 case $IMGSTAT in /*) ;; *) IMGSTAT=$(pwd)/$IMGSTAT ;; esac
 
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM
-
-failures=0
-checks=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
-pass() { checks=$((checks + 1)); }
+. "$(dirname "$0")/lib.sh"
+lib_tmpdir imgstat-clitest
+tmp=$T
 
 # run ARGS...: runs imgstat with stdout in $tmp/out, stderr in $tmp/err and
 # the exit status in $rc.
@@ -45,6 +37,13 @@ expect_rc() {
 expect_grep() {
   if grep -F -e "$2" "$1" >/dev/null; then pass; else
     fail "$3: '$2' not in $(basename "$1"): $(cat "$1")"
+  fi
+}
+
+# expect_no_grep FILE FIXED-STRING WHAT: the string is not in the file.
+expect_no_grep() {
+  if grep -F -e "$2" "$1" >/dev/null; then fail "$3: $(cat "$1")"; else
+    pass
   fi
 }
 
@@ -558,11 +557,7 @@ if command -v timeout >/dev/null 2>&1; then
   done
   expect_rc 1 "/dev/urandom"
   expect_grep "$tmp/err" "imgstat: /dev/urandom: " "/dev/urandom refused"
-  if grep -F -e "out of memory" "$tmp/err" >/dev/null; then
-    fail "/dev/urandom read until memory ran out: $(cat "$tmp/err")"
-  else
-    pass
-  fi
+  expect_no_grep "$tmp/err" "out of memory" "/dev/urandom read until memory ran out"
   # The same first bytes in a regular file get the same message.
   run_bounded "$tmp/zeros.bin"
   expect_rc 1 "regular file of zeros"
@@ -601,11 +596,7 @@ if [ -n "$DATA" ] && [ -f "$SAMPLES/camera.png" ] && [ -f "$SAMPLES/kodim23.png"
   run --backend cpu --max-memory 100K "$SAMPLES/kodim23.png"
   expect_rc 1 "--max-memory 100K"
   expect_grep "$tmp/err" "(--max-memory)" "--max-memory 100K: message names the option"
-  if grep -F -e "see --max-pixels" "$tmp/err" >/dev/null; then
-    fail "--max-memory refusal points at --max-pixels: $(cat "$tmp/err")"
-  else
-    pass
-  fi
+  expect_no_grep "$tmp/err" "see --max-pixels" "--max-memory refusal points at --max-pixels"
   for v in 10M 10m 10MiB 10485760 1G; do
     run --backend cpu --max-memory "$v" "$SAMPLES/kodim23.png"
     expect_rc 0 "--max-memory $v"

@@ -21,6 +21,7 @@
  */
 #include "imgstat.h"
 #include "imgstat_norm.h"
+#include "test_util.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -70,17 +71,6 @@ static double full_of(imgstat_sample s) {
   return s == IMGSTAT_U8 ? 255.0 : (s == IMGSTAT_U16 ? 65535.0 : 1.0);
 }
 
-static double at(const imgstat_image *img, int c, uint64_t i) {
-  switch (img->sample) {
-  case IMGSTAT_U8:
-    return ((const uint8_t *)img->planes[c])[i];
-  case IMGSTAT_U16:
-    return ((const uint16_t *)img->planes[c])[i];
-  default:
-    return ((const float *)img->planes[c])[i];
-  }
-}
-
 static uint32_t float_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
@@ -90,11 +80,6 @@ static uint32_t float_bits(float f) {
 /* The same float, or both NaN. */
 static int same_float(float a, float b) {
   return (isnan(a) && isnan(b)) || float_bits(a) == float_bits(b);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : (x > y ? 1 : 0);
 }
 
 /* ---- histograms, percentiles, figures ------------------------------------ */
@@ -152,11 +137,11 @@ static void check_histograms(const imgstat_image *img,
     uint64_t cnt = 0;
     if (img->sample == IMGSTAT_F32 && !ho.have_range) {
       for (uint64_t i = 0; i < n; i++) {
-        double x = at(img, c, i);
+        double x = test_sample_at(img, c, i);
         if (isfinite(x))
           sorted[cnt++] = x;
       }
-      qsort(sorted, cnt, sizeof *sorted, cmp_double);
+      qsort(sorted, cnt, sizeof *sorted, test_cmp_double);
       CHECK(cnt == h.total);
     }
     double prev = -INFINITY;
@@ -172,7 +157,7 @@ static void check_histograms(const imgstat_image *img,
       if (img->sample != IMGSTAT_F32) {
         uint64_t below = 0, upto = 0;
         for (uint64_t j = 0; j < n; j++) {
-          double x = at(img, c, j);
+          double x = test_sample_at(img, c, j);
           below += x < v;
           upto += x <= v;
         }
@@ -315,7 +300,7 @@ static void check_output(const imgstat_image *in, const imgstat_norm_plan *plan,
     }
     double sum = 0, sumsq = 0;
     for (uint64_t i = 0; i < n; i++) {
-      double x = at(in, c, i), y = at(out, o, i);
+      double x = test_sample_at(in, c, i), y = test_sample_at(out, o, i);
       double want = expected(x, mp, in->sample, out->sample);
       if (out->sample == IMGSTAT_F32)
         CHECK(same_float((float)y, (float)want));
@@ -429,16 +414,8 @@ static int dir_entries(char *name, size_t size) {
 }
 
 static unsigned char *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  CHECK(f != NULL);
-  CHECK(fseek(f, 0, SEEK_END) == 0);
-  long len = ftell(f);
-  CHECK(len >= 0 && fseek(f, 0, SEEK_SET) == 0);
-  unsigned char *buf = malloc((size_t)len + 1);
+  unsigned char *buf = test_read_file(path, size);
   CHECK(buf != NULL);
-  CHECK(fread(buf, 1, (size_t)len, f) == (size_t)len);
-  fclose(f);
-  *size = (size_t)len;
   return buf;
 }
 
@@ -492,7 +469,7 @@ static void check_pfm(const char *path, const imgstat_image *img) {
       for (int c = 0; c < img->channels; c++, p += 4) {
         float v;
         memcpy(&v, p, 4);
-        CHECK(same_float(v, (float)at(img, c, row + x)));
+        CHECK(same_float(v, (float)test_sample_at(img, c, row + x)));
       }
   }
   free(buf);

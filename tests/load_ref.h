@@ -177,4 +177,43 @@ static inline int image_is_empty(const imgstat_image *img) {
   return memcmp(img, &zero, sizeof zero) == 0;
 }
 
+/* Loads every file the reference file tsv lists (by its name under dir) and
+ * checks it against its line: a valid one loads, names its format and
+ * matches; a rejected one fails with a message and leaves the image empty.
+ * Counts how many were valid and how many rejected. */
+static inline void ref_check_files(const char *tsv, const char *dir, int *valid,
+                                   int *rejected) {
+  char path[4096];
+  ref_entry *refs;
+  long n = ref_read(tsv, &refs);
+  CU_ASSERT_FATAL(n > 0);
+  *valid = *rejected = 0;
+  for (long i = 0; i < n; i++) {
+    if (snprintf(path, sizeof path, "%s/%s", dir, refs[i].name) >=
+        (int)sizeof path)
+      path[0] = 0; /* too long: the load then fails visibly */
+    imgstat_image img;
+    imgstat_error err = {0};
+    imgstat_status s = imgstat_image_load(path, NULL, &img, &err);
+    char why[1024];
+    if (refs[i].ok) {
+      snprintf(why, sizeof why, "%s: %s", refs[i].name, err.message);
+      REF_ASSERT_MSG(s == IMGSTAT_OK, why);
+      if (s == IMGSTAT_OK) {
+        why[0] = 0;
+        REF_ASSERT_MSG(ref_match(&refs[i], &img, why, sizeof why), why);
+        REF_ASSERT_MSG(img.format != NULL, refs[i].name);
+        (*valid)++;
+      }
+    } else {
+      snprintf(why, sizeof why, "%s must be rejected", refs[i].name);
+      REF_ASSERT_MSG(s != IMGSTAT_OK && err.message[0], why);
+      REF_ASSERT_MSG(image_is_empty(&img), why);
+      (*rejected)++;
+    }
+    imgstat_image_free(&img);
+  }
+  free(refs);
+}
+
 #endif

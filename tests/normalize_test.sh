@@ -33,11 +33,8 @@ for p in python3 /usr/bin/python3; do
   fi
 done
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-normtest.XXXXXX")
-trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
-fails=0
-pass() { echo "ok: $1"; }
-fail() { echo "FAIL: $1"; fails=$((fails + 1)); }
+. "$HERE/lib.sh"
+lib_tmpdir imgstat-normtest
 
 # expect CODE DESCRIPTION COMMAND...: runs the command, checks its status.
 expect() {
@@ -308,6 +305,15 @@ if [ "$rc" -eq 1 ] && [ -z "$(ls -A "$T/full")" ]; then pass "disk full: exit 1,
 # script's background job has INT and QUIT ignored: the command starts
 # through python, which sets them all back to their default.
 mkdir "$T/int"
+# wait_for_temporary PID: until something is in $T/int or PID has ended (at
+# most about 15 s).
+wait_for_temporary() {
+  n=0
+  while [ $n -lt 3000 ] && [ -z "$(ls -A "$T/int")" ] && kill -0 "$1" 2>/dev/null; do
+    sleep 0.005
+    n=$((n + 1))
+  done
+}
 "$PY" -c "import os, sys; w=h=3000; sys.stdout.buffer.write(b'P6\n%d %d\n255\n' % (w, h) + os.urandom(w * h * 3))" >"$T/huge.ppm"
 cat >"$T/dfl.py" <<'EOF'
 import os, resource, signal, sys
@@ -320,11 +326,7 @@ EOF
 for sig in INT HUP PIPE ALRM TERM USR1 QUIT XFSZ; do
   "$PY" "$T/dfl.py" "$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/x.png" >"$T/stdout" 2>"$T/stderr" &
   pid=$!
-  n=0
-  while [ $n -lt 3000 ] && [ -z "$(ls -A "$T/int")" ] && kill -0 $pid 2>/dev/null; do
-    sleep 0.005
-    n=$((n + 1))
-  done
+  wait_for_temporary $pid
   seen=$(ls -A "$T/int")
   kill -s "$sig" $pid 2>/dev/null
   wait $pid
@@ -341,11 +343,7 @@ done
 # an ignored signal stays ignored (nohup): the output is completed
 (trap '' HUP; exec "$IMGSTAT" normalize --backend cpu "$T/huge.ppm" -o "$T/int/y.png") >"$T/stdout" 2>"$T/stderr" &
 pid=$!
-n=0
-while [ $n -lt 3000 ] && [ -z "$(ls -A "$T/int")" ] && kill -0 $pid 2>/dev/null; do
-  sleep 0.005
-  n=$((n + 1))
-done
+wait_for_temporary $pid
 kill -s HUP $pid 2>/dev/null
 wait $pid
 rc=$?
@@ -382,8 +380,8 @@ else
   echo "skipped: CPU against GPU files (no usable GPU)"
 fi
 
-if [ "$fails" -ne 0 ]; then
-  echo "$fails check(s) failed"
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
   exit 1
 fi
 echo "all normalize checks passed"

@@ -17,38 +17,11 @@
 static const char *corpus;
 
 static void test_corpus_reference(void) {
-  char path[4096];
-  ref_entry *refs;
-  snprintf(path, sizeof path, "%s/corpus_reference.tsv", test_data_dir());
-  long n = ref_read(path, &refs);
-  CU_ASSERT_FATAL(n > 0);
-  int valid = 0, rejected = 0;
-  for (long i = 0; i < n; i++) {
-    if (snprintf(path, sizeof path, "%s/%s", corpus, refs[i].name) >=
-        (int)sizeof path)
-      continue;
-    imgstat_image img;
-    imgstat_error err = {0};
-    imgstat_status s = imgstat_image_load(path, NULL, &img, &err);
-    char why[1024];
-    if (refs[i].ok) {
-      snprintf(why, sizeof why, "%s: %s", refs[i].name, err.message);
-      REF_ASSERT_MSG(s == IMGSTAT_OK, why);
-      if (s == IMGSTAT_OK) {
-        REF_ASSERT_MSG(ref_match(&refs[i], &img, why, sizeof why), why);
-        valid++;
-      }
-    } else {
-      snprintf(why, sizeof why, "%s must be rejected", refs[i].name);
-      REF_ASSERT_MSG(s != IMGSTAT_OK && err.message[0] && image_is_empty(&img),
-                     why);
-      rejected++;
-    }
-    imgstat_image_free(&img);
-  }
+  int valid, rejected;
+  ref_check_files(test_path(test_data_dir(), "corpus_reference.tsv"), corpus,
+                  &valid, &rejected);
   CU_ASSERT_EQUAL(valid, 17);
   CU_ASSERT_EQUAL(rejected, 1); /* hdr/old-rle.hdr */
-  free(refs);
 }
 
 /* The contract's specifics: 16-bit stays 16-bit, HDR is float RGB, the
@@ -89,8 +62,7 @@ static void test_corpus_text_files_rejected(void) {
     CU_ASSERT_FATAL(dh != NULL);
     struct dirent *de;
     while ((de = readdir(dh))) {
-      size_t len = strlen(de->d_name);
-      if (len < 4 || strcmp(de->d_name + len - 4, ".txt") != 0)
+      if (!test_ends_with(de->d_name, ".txt"))
         continue;
       char path[8192];
       snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -104,15 +76,16 @@ static void test_corpus_text_files_rejected(void) {
   }
 }
 
+static const test_case tests[] = {
+    {"corpus", NULL},
+    {"photos and HDR match Python", test_corpus_reference},
+    {"16-bit, float, old RLE", test_corpus_specifics},
+    {"text files rejected", test_corpus_text_files_rejected},
+    {NULL, NULL}};
+
 int main(void) {
   corpus = test_corpus_dir();
   if (!corpus)
     return test_skip("corpus not found (set IMGSTAT_CORPUS)");
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("corpus", NULL, NULL);
-  CU_add_test(s, "photos and HDR match Python", test_corpus_reference);
-  CU_add_test(s, "16-bit, float, old RLE", test_corpus_specifics);
-  CU_add_test(s, "text files rejected", test_corpus_text_files_rejected);
-  return test_run_all();
+  return test_main(tests);
 }

@@ -59,30 +59,6 @@ static int g_kernels[] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 /* ---- images ----------------------------------------------------------- */
 
-/* Planes back to back in one allocation, as imgstat_image_alloc lays them
- * (so planes after the first are at odd addresses for odd u8 sizes). */
-static int make_image(imgstat_image *img, uint32_t w, uint32_t h, int channels,
-                      imgstat_sample sample) {
-  memset(img, 0, sizeof *img);
-  size_t plane = (size_t)w * h * sample;
-  img->data = malloc(plane * channels + 1);
-  if (!img->data)
-    return 0;
-  img->width = w;
-  img->height = h;
-  img->channels = channels;
-  img->sample = sample;
-  img->format = "test";
-  for (int c = 0; c < channels; ++c)
-    img->planes[c] = (unsigned char *)img->data + c * plane;
-  return 1;
-}
-
-static void free_image(imgstat_image *img) {
-  free(img->data);
-  memset(img, 0, sizeof *img);
-}
-
 static uint64_t npix(const imgstat_image *img) {
   return (uint64_t)img->width * img->height;
 }
@@ -125,12 +101,11 @@ static void ref_scan(const void *plane, imgstat_sample sample, uint64_t n,
     long double sum = 0;
     for (uint64_t i = 0; i < n; ++i) {
       float v = x[i];
-      if (isnan(v)) {
-        r->nan_count++;
-        continue;
-      }
-      if (isinf(v)) {
-        r->inf_count++;
+      if (!isfinite(v)) { /* counted apart, in no other figure */
+        if (isnan(v))
+          r->nan_count++;
+        else
+          r->inf_count++;
         continue;
       }
       r->count++;
@@ -320,7 +295,7 @@ static void test_sizes(void) {
         n = ((uint64_t)1 << 26) + 3;
       int channels = n <= 100000 ? 3 : 1;
       imgstat_image img;
-      if (!make_image(&img, (uint32_t)n, 1, channels, g_samples[s])) {
+      if (!test_image_make(&img, (uint32_t)n, 1, channels, g_samples[s])) {
         CU_FAIL("out of host memory");
         return;
       }
@@ -329,7 +304,7 @@ static void test_sizes(void) {
       snprintf(what, sizeof what, "size %llu depth %d", (unsigned long long)n,
                imgstat_sample_depth(g_samples[s]));
       bad += check_image_kernels(&img, g_kernels, NKERNELS, what);
-      free_image(&img);
+      test_image_free(&img);
     }
   }
   CU_ASSERT_EQUAL(bad, 0);
@@ -346,13 +321,13 @@ static void test_shapes(void) {
     for (int i = 0; i < n; ++i) {
       imgstat_image img;
       CU_ASSERT_FATAL(
-          make_image(&img, shapes[i][0], shapes[i][1], 4, g_samples[s]));
+          test_image_make(&img, shapes[i][0], shapes[i][1], 4, g_samples[s]));
       fill_random(&img);
       char what[64];
       snprintf(what, sizeof what, "shape %ux%u depth %d", shapes[i][0],
                shapes[i][1], imgstat_sample_depth(g_samples[s]));
       bad += check_image_kernels(&img, g_kernels, NKERNELS, what);
-      free_image(&img);
+      test_image_free(&img);
     }
   CU_ASSERT_EQUAL(bad, 0);
 }
@@ -364,7 +339,7 @@ static void test_patterns(void) {
   for (int s = 0; s < 3; ++s) {
     imgstat_sample sample = g_samples[s];
     imgstat_image img;
-    CU_ASSERT_FATAL(make_image(&img, (uint32_t)n, 1, 4, sample));
+    CU_ASSERT_FATAL(test_image_make(&img, (uint32_t)n, 1, 4, sample));
     for (int pattern = 0; pattern < 5; ++pattern) {
       for (int c = 0; c < 4; ++c) {
         for (uint64_t i = 0; i < n; ++i) {
@@ -403,7 +378,7 @@ static void test_patterns(void) {
                imgstat_sample_depth(sample));
       bad += check_image_kernels(&img, g_kernels, NKERNELS, what);
     }
-    free_image(&img);
+    test_image_free(&img);
   }
   CU_ASSERT_EQUAL(bad, 0);
 }
@@ -413,7 +388,7 @@ static void test_patterns(void) {
 static void test_float_specials(void) {
   const uint64_t n = g_quick ? 3001 : 200003;
   imgstat_image img;
-  CU_ASSERT_FATAL(make_image(&img, (uint32_t)n, 1, 4, IMGSTAT_F32));
+  CU_ASSERT_FATAL(test_image_make(&img, (uint32_t)n, 1, 4, IMGSTAT_F32));
   int bad = 0;
   for (int variant = 0; variant < 3; ++variant) {
     float *p0 = img.planes[0], *p1 = img.planes[1], *p2 = img.planes[2],
@@ -441,7 +416,7 @@ static void test_float_specials(void) {
                                   "float specials C (outlier first)"};
     bad += check_image_kernels(&img, g_kernels, NKERNELS, names[variant]);
   }
-  free_image(&img);
+  test_image_free(&img);
   CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -453,13 +428,13 @@ static void test_chunked(void) {
   imgstat_gpu_set_memory_limit(g_gpu, (size_t)256 << 10); /* 256 KiB */
   for (int s = 0; s < 3; ++s) {
     imgstat_image img;
-    CU_ASSERT_FATAL(make_image(&img, n, 1, 3, g_samples[s]));
+    CU_ASSERT_FATAL(test_image_make(&img, n, 1, 3, g_samples[s]));
     fill_random(&img);
     char what[64];
     snprintf(what, sizeof what, "chunked depth %d",
              imgstat_sample_depth(g_samples[s]));
     bad += check_image_kernels(&img, kernels, 3, what);
-    free_image(&img);
+    test_image_free(&img);
   }
   imgstat_gpu_set_memory_limit(g_gpu, 0);
   CU_ASSERT_EQUAL(bad, 0);
@@ -469,7 +444,7 @@ static void test_chunked(void) {
 static void test_deterministic(void) {
   imgstat_image img;
   CU_ASSERT_FATAL(
-      make_image(&img, g_quick ? 100003 : 5000011, 1, 1, IMGSTAT_F32));
+      test_image_make(&img, g_quick ? 100003 : 5000011, 1, 1, IMGSTAT_F32));
   fill_random(&img);
   for (int k = 0; k < NKERNELS; ++k) {
     imgstat_partial a[IMGSTAT_MAX_CHANNELS], b[IMGSTAT_MAX_CHANNELS];
@@ -480,7 +455,7 @@ static void test_deterministic(void) {
     CU_ASSERT_EQUAL(imgstat_gpu_stats(g_gpu, &img, k, b, &err), IMGSTAT_OK);
     CU_ASSERT(memcmp(&a[0], &b[0], sizeof a[0]) == 0);
   }
-  free_image(&img);
+  test_image_free(&img);
 }
 
 /* More than 2^32 samples in one plane: 64-bit indices all the way. The
@@ -493,7 +468,7 @@ static void test_huge_plane(void) {
   const uint32_t w = 65536, h = 65537; /* 2^32 + 2^16 samples */
   const uint64_t n = (uint64_t)w * h, big = (uint64_t)1 << 32;
   imgstat_image img;
-  if (!make_image(&img, w, h, 1, IMGSTAT_U8)) {
+  if (!test_image_make(&img, w, h, 1, IMGSTAT_U8)) {
     printf("(no 4.3 GB of host memory: not run) ");
     return;
   }
@@ -523,7 +498,7 @@ static void test_huge_plane(void) {
     CU_ASSERT_EQUAL(out[0].max, 201.0);
     CU_ASSERT_EQUAL(out[0].max_index, big + 5);
   }
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static int corpus_file_wanted(const char *name) {
@@ -580,7 +555,7 @@ static void test_corpus(void) {
 /* Errors are values: a bad kernel number or image is refused, not run. */
 static void test_errors(void) {
   imgstat_image img;
-  CU_ASSERT_FATAL(make_image(&img, 10, 10, 1, IMGSTAT_U8));
+  CU_ASSERT_FATAL(test_image_make(&img, 10, 10, 1, IMGSTAT_U8));
   fill_random(&img);
   imgstat_partial out[IMGSTAT_MAX_CHANNELS];
   imgstat_error err = {0};
@@ -598,7 +573,7 @@ static void test_errors(void) {
   CU_ASSERT_EQUAL(imgstat_gpu_stats(g_gpu, &img, 0, out, &err), IMGSTAT_OK);
   CU_ASSERT_EQUAL(out[0].count, 0);
   CU_ASSERT_EQUAL(out[0].min_index, UINT64_MAX);
-  free_image(&img);
+  test_image_free(&img);
   CU_ASSERT(strlen(imgstat_gpu_device_name(g_gpu)) > 0);
 }
 
@@ -962,6 +937,23 @@ static void test_other_device(void) {
   }
   free_image(&img);
 }
+static const test_case tests[] = {
+    {"gpu", NULL},
+    {"errors", test_errors},
+    {"sizes x kernels x samples", test_sizes},
+    {"shapes", test_shapes},
+    {"patterns: constant, ties, ends, extremes", test_patterns},
+    {"float NaN/Inf, all-NaN, signed zeros", test_float_specials},
+    {"chunked through a small device buffer", test_chunked},
+    {"deterministic", test_deterministic},
+    {"plane of more than 2^32 samples", test_huge_plane},
+    {"corpus images", test_corpus},
+    {"submit / wait: two threads, images in flight", test_submit_threads},
+    {"submit / wait: every slot in flight", test_submit_all_slots},
+    {"row stride: pageable, pinned, by ranges", test_strided},
+    {"device planes wrapped: in place, pitched", test_wrap},
+    {"the context's device from a thread on another", test_other_device},
+    {NULL, NULL}};
 
 int main(void) {
   if (!imgstat_gpu_compiled())
@@ -979,26 +971,7 @@ int main(void) {
   printf("device: %s%s\n", imgstat_gpu_device_name(g_gpu),
          g_quick ? " (quick set)" : "");
 
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("gpu", NULL, NULL);
-  CU_add_test(s, "errors", test_errors);
-  CU_add_test(s, "sizes x kernels x samples", test_sizes);
-  CU_add_test(s, "shapes", test_shapes);
-  CU_add_test(s, "patterns: constant, ties, ends, extremes", test_patterns);
-  CU_add_test(s, "float NaN/Inf, all-NaN, signed zeros", test_float_specials);
-  CU_add_test(s, "chunked through a small device buffer", test_chunked);
-  CU_add_test(s, "deterministic", test_deterministic);
-  CU_add_test(s, "plane of more than 2^32 samples", test_huge_plane);
-  CU_add_test(s, "corpus images", test_corpus);
-  CU_add_test(s, "submit / wait: two threads, images in flight",
-              test_submit_threads);
-  CU_add_test(s, "submit / wait: every slot in flight", test_submit_all_slots);
-  CU_add_test(s, "row stride: pageable, pinned, by ranges", test_strided);
-  CU_add_test(s, "device planes wrapped: in place, pitched", test_wrap);
-  CU_add_test(s, "the context's device from a thread on another",
-              test_other_device);
-  int rc = test_run_all();
+  int rc = test_main(tests);
   printf("worst f32 error vs long double reference: mean %.3g (of |mean|+std), "
          "m2 %.3g (relative)\n",
          g_worst_mean, g_worst_m2);

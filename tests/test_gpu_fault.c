@@ -73,11 +73,9 @@ static void test_malformed(void) {
   }
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("IMGSTAT_GPU_FAULT", NULL, NULL);
-  CU_add_test(s, "accepted values", test_valid);
-  CU_add_test(s, "malformed values", test_malformed);
-  return test_run_all();
-}
+static const test_case tests[] = {{"IMGSTAT_GPU_FAULT", NULL},
+                                  {"accepted values", test_valid},
+                                  {"malformed values", test_malformed},
+                                  {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

@@ -39,49 +39,8 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-typedef struct buf {
-  unsigned char *p;
-  size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *data, size_t n) {
-  if (b->n + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + n)
-      cap *= 2;
-    unsigned char *p = realloc(b->p, cap);
-    CU_ASSERT_FATAL(p != NULL);
-    b->p = p;
-    b->cap = cap;
-  }
-  if (n)
-    memcpy(b->p + b->n, data, n);
-  b->n += n;
-}
-
-static void put8(buf *b, unsigned v) {
-  unsigned char c = (unsigned char)v;
-  put(b, &c, 1);
-}
-
-static void put16(buf *b, unsigned v) {
-  put8(b, v >> 8);
-  put8(b, v);
-}
-
-static void put32(buf *b, uint32_t v) {
-  put16(b, v >> 16);
-  put16(b, v & 0xFFFF);
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Loads from memory; returns the status, the message in msg. */
-static imgstat_status load(const buf *b, const imgstat_load_options *opts,
+static imgstat_status load(const test_buf *b, const imgstat_load_options *opts,
                            char *msg, size_t size) {
   imgstat_image img;
   imgstat_error err = {0};
@@ -92,75 +51,21 @@ static imgstat_status load(const buf *b, const imgstat_load_options *opts,
   return s;
 }
 
-/* The result of loading an input in a child process, so that a decoder
- * that allocates gigabytes does not take the test with it. */
-typedef struct child_result {
-  int exited;      /* the child ran to its end */
-  int status;      /* its imgstat_status */
-  long maxrss_kib; /* its peak resident memory */
-  double seconds;
-  char message[IMGSTAT_ERROR_MAX];
-} child_result;
-
-static child_result load_in_child(const buf *b,
-                                  const imgstat_load_options *opts) {
-  child_result r = {0};
-  int fd[2];
-  CU_ASSERT_FATAL(pipe(fd) == 0);
-  double t0 = now();
-  pid_t pid = fork();
-  CU_ASSERT_FATAL(pid >= 0);
-  if (pid == 0) {
-    close(fd[0]);
-    alarm(60);
-    imgstat_image img;
-    imgstat_error err = {0};
-    imgstat_status s = imgstat_image_load_memory(b->p, b->n, opts, &img, &err);
-    if (s == IMGSTAT_OK)
-      imgstat_image_free(&img);
-    struct rusage ru;
-    long kib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
-    size_t len = strlen(err.message) + 1;
-    if (write(fd[1], &kib, sizeof kib) != (ssize_t)sizeof kib ||
-        write(fd[1], err.message, len) != (ssize_t)len)
-      _exit(100);
-    _exit((int)s);
-  }
-  close(fd[1]);
-  r.maxrss_kib = -1;
-  size_t got = 0;
-  ssize_t k;
-  if (read(fd[0], &r.maxrss_kib, sizeof r.maxrss_kib) !=
-      (ssize_t)sizeof r.maxrss_kib)
-    r.maxrss_kib = -1;
-  while (got < sizeof r.message - 1 &&
-         (k = read(fd[0], r.message + got, sizeof r.message - 1 - got)) > 0)
-    got += (size_t)k;
-  r.message[got] = 0;
-  close(fd[0]);
-  int st = 0;
-  CU_ASSERT_FATAL(waitpid(pid, &st, 0) == pid);
-  r.seconds = now() - t0;
-  r.exited = WIFEXITED(st) && WEXITSTATUS(st) != 100;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
 /* ---- PNG ---------------------------------------------------------------- */
 
-static void png_chunk(buf *b, const char *type, const void *data,
+static void png_chunk(test_buf *b, const char *type, const void *data,
                       uint32_t len) {
-  put32(b, len);
+  test_put_be32(b, len);
   size_t at = b->n;
-  put(b, type, 4);
-  put(b, data, len);
-  put32(b, (uint32_t)crc32(0, b->p + at, (uInt)(len + 4)));
+  test_put(b, type, 4);
+  test_put(b, data, len);
+  test_put_be32(b, (uint32_t)crc32(0, b->p + at, (uInt)(len + 4)));
 }
 
-static void png_start(buf *b, uint32_t width, uint32_t height) {
+static void png_start(test_buf *b, uint32_t width, uint32_t height) {
   static const unsigned char sig[8] = {0x89, 'P',  'N',  'G',
                                        0x0D, 0x0A, 0x1A, 0x0A};
-  put(b, sig, sizeof sig);
+  test_put(b, sig, sizeof sig);
   unsigned char ihdr[13] = {0};
   for (int i = 0; i < 4; i++) {
     ihdr[i] = (unsigned char)(width >> (24 - 8 * i));
@@ -172,7 +77,8 @@ static void png_start(buf *b, uint32_t width, uint32_t height) {
 
 /* The rows of a width x height 8-bit gray image (filter byte 0, then
  * samples: zeros, or a pattern) compressed into one IDAT, and IEND. */
-static void png_finish(buf *b, uint32_t width, uint32_t height, int zeros) {
+static void png_finish(test_buf *b, uint32_t width, uint32_t height,
+                       int zeros) {
   size_t raw_size = (size_t)height * (1 + width);
   unsigned char *raw = calloc(raw_size, 1);
   uLongf zsize = compressBound((uLong)raw_size);
@@ -196,18 +102,18 @@ static void test_png_huge_ancillary_chunks(void) {
   static const char *types[] = {"tEXt", "zTXt", "iTXt", "sPLT",
                                 "pCAL", "sCAL", "eXIf"};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-    buf b = {0};
+    test_buf b = {0};
     png_start(&b, 1, 1);
-    put32(&b, 0x7FFFFFFFu);
-    put(&b, types[t], 4);
+    test_put_be32(&b, 0x7FFFFFFFu);
+    test_put(&b, types[t], 4);
     while (b.n < 81)
-      put8(&b, b.n & 1 ? 'a' : 0);
+      test_put_byte(&b, b.n & 1 ? 'a' : 0, 1);
     CU_ASSERT_EQUAL(b.n, 81);
-    child_result r = load_in_child(&b, NULL);
+    test_child_load r = test_load_in_child(NULL, b.p, b.n, NULL, 60, 0);
     char what[IMGSTAT_ERROR_MAX + 128];
     snprintf(what, sizeof what, "%s: status %d, %.2f s, peak %ld KiB: %s",
              types[t], r.status, r.seconds, r.maxrss_kib, r.message);
-    CU_ASSERT(r.exited);
+    CU_ASSERT(r.finished);
     CU_ASSERT_EQUAL(r.status, IMGSTAT_ERR_FORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.message, "truncated"));
     if (r.maxrss_kib >= 256 * 1024 || r.seconds > 20)
@@ -227,7 +133,7 @@ static void test_png_skipped_chunks_keep_crc_rules(void) {
   memset(text, 'x', big);
   memcpy(text, "Comment", 8);
 
-  buf b = {0};
+  test_buf b = {0};
   png_start(&b, 5, 3);
   png_chunk(&b, "tEXt", text, (uint32_t)big);
   png_chunk(&b, "gAMA", "\0\0\xb1\x8f", 4);
@@ -262,12 +168,12 @@ static void test_png_skipped_chunks_keep_crc_rules(void) {
 static void test_png_ihdr_first(void) {
   const char *types[] = {"tEXt", "abCd"};
   for (int t = 0; t < 2; t++) {
-    buf b = {0};
+    test_buf b = {0};
     png_start(&b, 3, 2);
-    buf moved = {0};
-    put(&moved, b.p, 8);
+    test_buf moved = {0};
+    test_put(&moved, b.p, 8);
     png_chunk(&moved, types[t], "k\0v", 3);
-    put(&moved, b.p + 8, b.n - 8);
+    test_put(&moved, b.p + 8, b.n - 8);
     png_finish(&moved, 3, 2, 0);
     png_finish(&b, 3, 2, 0);
     char msg[IMGSTAT_ERROR_MAX];
@@ -284,7 +190,7 @@ static void test_png_ihdr_first(void) {
  * dozen bytes is refused as truncated before anything is allocated, even
  * where the size and memory limits would allow it. */
 static void test_png_min_input(void) {
-  buf b = {0};
+  test_buf b = {0};
   png_start(&b, 65535, 65535);
   png_finish(&b, 2, 2, 0); /* a token IDAT */
   imgstat_load_options opts = {UINT64_C(1) << 32, UINT64_MAX};
@@ -292,14 +198,14 @@ static void test_png_min_input(void) {
   CU_ASSERT_EQUAL(load(&b, &opts, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(msg, "header claims 65535x65535"));
   CU_ASSERT_PTR_NOT_NULL(strstr(msg, "truncated or corrupt"));
-  child_result r = load_in_child(&b, &opts);
+  test_child_load r = test_load_in_child(NULL, b.p, b.n, &opts, 60, 0);
   CU_ASSERT_EQUAL(r.status, IMGSTAT_ERR_FORMAT);
   CU_ASSERT(r.maxrss_kib > 0 && r.maxrss_kib < 256 * 1024);
   free(b.p);
 
   /* Near the bound: zlib's best on 4096 x 4096 zeros is about 1030:1, and
    * the file loads. */
-  b = (buf){0};
+  b = (test_buf){0};
   png_start(&b, 4096, 4096);
   png_finish(&b, 4096, 4096, 1);
   CU_ASSERT(b.n < 8 + 25 + 12 + 12 + 6 + 4096u * 4097 / 1000);
@@ -311,21 +217,6 @@ static void test_png_min_input(void) {
 
 /* ---- JPEG --------------------------------------------------------------- */
 
-static unsigned char *read_file(const char *path, size_t *size) {
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
-  if (p)
-    *size = fread(p, 1, (size_t)n, f);
-  fclose(f);
-  return p;
-}
-
 /* Builds JPEGs whose blocks are all flat: each Huffman table has a single
  * 1-bit code, for symbol 0 (a DC difference of 0; an AC end of block), so a
  * sequential block costs 2 bits and a block of a progressive DC scan 1. */
@@ -336,43 +227,44 @@ typedef struct jpeg_frame {
   int h[4], v[4];
 } jpeg_frame;
 
-static void jpeg_tables(buf *b, int adobe_transform) {
-  put16(b, 0xFFD8);
+static void jpeg_tables(test_buf *b, int adobe_transform) {
+  test_put_be16(b, 0xFFD8);
   if (adobe_transform >= 0) {
     static const unsigned char adobe[12] = {'A', 'd', 'o', 'b', 'e', 0,
                                             100, 0,   0,   0,   0,   0};
-    put16(b, 0xFFEE);
-    put16(b, 2 + sizeof adobe);
-    put(b, adobe, sizeof adobe - 1);
-    put8(b, (unsigned)adobe_transform);
+    test_put_be16(b, 0xFFEE);
+    test_put_be16(b, 2 + sizeof adobe);
+    test_put(b, adobe, sizeof adobe - 1);
+    test_put_byte(b, (unsigned)adobe_transform, 1);
   }
-  put16(b, 0xFFDB); /* one quantisation table of ones */
-  put16(b, 2 + 65);
-  put8(b, 0);
+  test_put_be16(b, 0xFFDB); /* one quantisation table of ones */
+  test_put_be16(b, 2 + 65);
+  test_put_byte(b, 0, 1);
   for (int i = 0; i < 64; i++)
-    put8(b, 1);
-  put16(b, 0xFFC4); /* DC table 0 and AC table 0: one 1-bit code, symbol 0 */
-  put16(b, 2 + 2 * 18);
+    test_put_byte(b, 1, 1);
+  test_put_be16(
+      b, 0xFFC4); /* DC table 0 and AC table 0: one 1-bit code, symbol 0 */
+  test_put_be16(b, 2 + 2 * 18);
   for (int cls = 0; cls < 2; cls++) {
-    put8(b, (unsigned)cls << 4);
-    put8(b, 1);
+    test_put_byte(b, (unsigned)cls << 4, 1);
+    test_put_byte(b, 1, 1);
     for (int i = 1; i < 16; i++)
-      put8(b, 0);
-    put8(b, 0);
+      test_put_byte(b, 0, 1);
+    test_put_byte(b, 0, 1);
   }
 }
 
-static void jpeg_sof(buf *b, const jpeg_frame *f) {
-  put16(b, 0xFF00 | (unsigned)f->marker);
-  put16(b, 8 + 3 * (unsigned)f->ncomp);
-  put8(b, 8);
-  put16(b, f->height);
-  put16(b, f->width);
-  put8(b, (unsigned)f->ncomp);
+static void jpeg_sof(test_buf *b, const jpeg_frame *f) {
+  test_put_be16(b, 0xFF00 | (unsigned)f->marker);
+  test_put_be16(b, 8 + 3 * (unsigned)f->ncomp);
+  test_put_byte(b, 8, 1);
+  test_put_be16(b, f->height);
+  test_put_be16(b, f->width);
+  test_put_byte(b, (unsigned)f->ncomp, 1);
   for (int c = 0; c < f->ncomp; c++) {
-    put8(b, (unsigned)c + 1);
-    put8(b, (unsigned)(f->h[c] << 4 | f->v[c]));
-    put8(b, 0);
+    test_put_byte(b, (unsigned)c + 1, 1);
+    test_put_byte(b, (unsigned)(f->h[c] << 4 | f->v[c]), 1);
+    test_put_byte(b, 0, 1);
   }
 }
 
@@ -403,19 +295,19 @@ static uint64_t scan_blocks(const jpeg_frame *f, const int *comps, int n) {
  * zero bits for each block, padded with ones. A negative data_bytes writes
  * that data; otherwise data_bytes bytes of it (truncated, or padded with
  * zeros). */
-static void jpeg_scan(buf *b, const jpeg_frame *f, const int *comps, int n,
+static void jpeg_scan(test_buf *b, const jpeg_frame *f, const int *comps, int n,
                       int ss, int se, int ahal, int bits_per_block,
                       long data_bytes) {
-  put16(b, 0xFFDA);
-  put16(b, 6 + 2 * (unsigned)n);
-  put8(b, (unsigned)n);
+  test_put_be16(b, 0xFFDA);
+  test_put_be16(b, 6 + 2 * (unsigned)n);
+  test_put_byte(b, (unsigned)n, 1);
   for (int k = 0; k < n; k++) {
-    put8(b, (unsigned)comps[k] + 1);
-    put8(b, 0x00);
+    test_put_byte(b, (unsigned)comps[k] + 1, 1);
+    test_put_byte(b, 0x00, 1);
   }
-  put8(b, (unsigned)ss);
-  put8(b, (unsigned)se);
-  put8(b, (unsigned)ahal);
+  test_put_byte(b, (unsigned)ss, 1);
+  test_put_byte(b, (unsigned)se, 1);
+  test_put_byte(b, (unsigned)ahal, 1);
   uint64_t bits = scan_blocks(f, comps, n) * (uint64_t)bits_per_block;
   uint64_t bytes = ceil_div(bits, 8);
   uint64_t write = data_bytes < 0 ? bytes : (uint64_t)data_bytes;
@@ -423,14 +315,14 @@ static void jpeg_scan(buf *b, const jpeg_frame *f, const int *comps, int n,
     unsigned byte = 0;
     if (i == bytes - 1 && bits % 8)
       byte = 0xFFu >> (bits % 8); /* the padding ones */
-    put8(b, byte);
+    test_put_byte(b, byte, 1);
   }
 }
 
 /* A whole flat JPEG: sequential frames get one interleaved scan, progressive
  * ones one interleaved DC scan (which is all a progressive file must code:
  * libjpeg's encoder checks no more either). */
-static void jpeg_flat(buf *b, const jpeg_frame *f, int adobe_transform,
+static void jpeg_flat(test_buf *b, const jpeg_frame *f, int adobe_transform,
                       long data_bytes) {
   jpeg_tables(b, adobe_transform);
   jpeg_sof(b, f);
@@ -439,7 +331,7 @@ static void jpeg_flat(buf *b, const jpeg_frame *f, int adobe_transform,
     jpeg_scan(b, f, comps, f->ncomp, 0, 0, 0, 1, data_bytes);
   else
     jpeg_scan(b, f, comps, f->ncomp, 0, 63, 0, 2, data_bytes);
-  put16(b, 0xFFD9);
+  test_put_be16(b, 0xFFD9);
 }
 
 /* Issue 7, defect 4: SOI, tables, EOI. TurboJPEG's header call succeeds on
@@ -447,10 +339,10 @@ static void jpeg_flat(buf *b, const jpeg_frame *f, int adobe_transform,
  * used uninitialised (valgrind shows it; the message showed garbage). */
 static void test_jpeg_no_frame(void) {
   for (int with_eoi = 1; with_eoi >= 0; with_eoi--) {
-    buf b = {0};
+    test_buf b = {0};
     jpeg_tables(&b, -1);
     if (with_eoi)
-      put16(&b, 0xFFD9);
+      test_put_be16(&b, 0xFFD9);
     char msg[IMGSTAT_ERROR_MAX];
     CU_ASSERT_EQUAL(load(&b, NULL, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
     CU_ASSERT_STRING_EQUAL(msg, "JPEG has no frame header (SOF)");
@@ -461,25 +353,25 @@ static void test_jpeg_no_frame(void) {
 /* 4096 x 4096 gray, its DC coded in 32 KB, then ac_scans AC scans of 40
  * bytes each, each an end-of-band run of 16384 blocks 16 times over (symbol
  * 0xE0 and 14 zero bits), which costs a pass over 262144 blocks. */
-static void jpeg_eob_run_scans(buf *b, int ac_scans) {
+static void jpeg_eob_run_scans(test_buf *b, int ac_scans) {
   const jpeg_frame f = {0xC2, 4096, 4096, 1, {1}, {1}};
   const int comp0 = 0;
   jpeg_tables(b, -1);
-  put16(b, 0xFFC4); /* AC table 0: one 1-bit code, EOB14 */
-  put16(b, 2 + 18);
-  put8(b, 0x10);
-  put8(b, 1);
+  test_put_be16(b, 0xFFC4); /* AC table 0: one 1-bit code, EOB14 */
+  test_put_be16(b, 2 + 18);
+  test_put_byte(b, 0x10, 1);
+  test_put_byte(b, 1, 1);
   for (int i = 1; i < 16; i++)
-    put8(b, 0);
-  put8(b, 0xE0);
+    test_put_byte(b, 0, 1);
+  test_put_byte(b, 0xE0, 1);
   jpeg_sof(b, &f);
   jpeg_scan(b, &f, &comp0, 1, 0, 0, 0, 1, -1);
   for (int k = 0; k < ac_scans; k++) {
     jpeg_scan(b, &f, &comp0, 1, 1, 63, 0, 0, 0);
     for (int i = 0; i < 16 * 15 / 8; i++)
-      put8(b, 0);
+      test_put_byte(b, 0, 1);
   }
-  put16(b, 0xFFD9);
+  test_put_be16(b, 0xFFD9);
 }
 
 /* Issue 7, defect 6: a progressive JPEG can repeat scans without bound and
@@ -492,28 +384,28 @@ static void jpeg_eob_run_scans(buf *b, int ac_scans) {
 static void test_jpeg_scan_limit(void) {
   size_t n;
   unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
+      test_read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
   CU_ASSERT_FATAL(jpeg != NULL && n > 4);
   CU_ASSERT_FATAL(jpeg[n - 2] == 0xFF && jpeg[n - 1] == 0xD9);
   const jpeg_frame f = {0xC2, 37, 23, 3, {2, 1, 1}, {2, 1, 1}};
   const int comp0 = 0;
   const int extra[] = {400, 600};
   for (int e = 0; e < 2; e++) {
-    buf b = {0};
-    put(&b, jpeg, n - 2);
-    put16(&b, 0xFFC4); /* AC table 0: one 1-bit code, EOB */
-    put16(&b, 2 + 18);
-    put8(&b, 0x10);
-    put8(&b, 1);
+    test_buf b = {0};
+    test_put(&b, jpeg, n - 2);
+    test_put_be16(&b, 0xFFC4); /* AC table 0: one 1-bit code, EOB */
+    test_put_be16(&b, 2 + 18);
+    test_put_byte(&b, 0x10, 1);
+    test_put_byte(&b, 1, 1);
     for (int i = 1; i < 17; i++)
-      put8(&b, 0);
+      test_put_byte(&b, 0, 1);
     for (int s = 0; s < extra[e]; s++)
       jpeg_scan(&b, &f, &comp0, 1, 1, 63, 0, 1, -1);
-    put16(&b, 0xFFD9);
+    test_put_be16(&b, 0xFFD9);
     char msg[IMGSTAT_ERROR_MAX];
-    double t0 = now();
+    double t0 = test_now();
     imgstat_status s = load(&b, NULL, msg, sizeof msg);
-    double seconds = now() - t0;
+    double seconds = test_now() - t0;
     if (e == 0) {
       CU_ASSERT_EQUAL(s, IMGSTAT_OK);
     } else {
@@ -528,13 +420,13 @@ static void test_jpeg_scan_limit(void) {
   /* The expensive kind: seconds of work in 72 KB, refused at once; the
    * same with 3 AC scans is a valid file, and loads. */
   for (int e = 0; e < 2; e++) {
-    buf b = {0};
+    test_buf b = {0};
     jpeg_eob_run_scans(&b, e == 0 ? 1000 : 3);
     char msg[IMGSTAT_ERROR_MAX];
-    double t0 = now();
+    double t0 = test_now();
     imgstat_status s = load(&b, NULL, msg, sizeof msg);
     if (e == 0) {
-      CU_ASSERT(now() - t0 < 1.0);
+      CU_ASSERT(test_now() - t0 < 1.0);
       CU_ASSERT_EQUAL(s, IMGSTAT_ERR_LIMIT);
       CU_ASSERT_PTR_NOT_NULL(strstr(msg, "JPEG has 1001 scans"));
     } else {
@@ -556,7 +448,7 @@ static void test_jpeg_min_input(void) {
       {0xC2, 16384, 16384, 1, {1}, {1}},
   };
   for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
-    buf b = {0};
+    test_buf b = {0};
     jpeg_flat(&b, &frames[i], frames[i].ncomp == 4 ? 0 : -1, 2600);
     CU_ASSERT(b.n < 3000);
     char msg[IMGSTAT_ERROR_MAX];
@@ -581,7 +473,7 @@ static void test_jpeg_min_input_is_a_lower_bound(void) {
   };
   for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
     const jpeg_frame *f = &frames[i];
-    buf b = {0};
+    test_buf b = {0};
     jpeg_flat(&b, f, f->ncomp == 4 ? 0 : -1, -1);
     char msg[IMGSTAT_ERROR_MAX], what[IMGSTAT_ERROR_MAX + 64];
     imgstat_status s = load(&b, NULL, msg, sizeof msg);
@@ -592,7 +484,7 @@ static void test_jpeg_min_input_is_a_lower_bound(void) {
     free(b.p);
 
     /* One byte of entropy-coded data fewer. */
-    b = (buf){0};
+    b = (test_buf){0};
     int comps[4] = {0, 1, 2, 3};
     uint64_t bits =
         scan_blocks(f, comps, f->ncomp) * (f->marker == 0xC2 ? 1 : 2);
@@ -629,7 +521,7 @@ static void test_jpeg_encoder_flat_files_load(void) {
           CU_ASSERT_FATAL(
               tjCompress2(tj, px, w, 0, h, fmt, &jpeg, &size, samps[i], 90,
                           progressive ? TJFLAG_PROGRESSIVE : 0) == 0);
-          buf b = {jpeg, size, size};
+          test_buf b = {jpeg, size, size};
           char msg[IMGSTAT_ERROR_MAX];
           imgstat_status s = load(&b, NULL, msg, sizeof msg);
           if (s != IMGSTAT_OK)
@@ -643,6 +535,20 @@ static void test_jpeg_encoder_flat_files_load(void) {
   }
 }
 
+/* b loads, or with a component's scan missing (missing is 1) is refused
+ * for it; then b is cleared. */
+static void expect_component_scans(test_buf *b, int missing) {
+  char msg[IMGSTAT_ERROR_MAX];
+  imgstat_status s = load(b, NULL, msg, sizeof msg);
+  if (missing) {
+    CU_ASSERT_EQUAL(s, IMGSTAT_ERR_FORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no scan data for component 3"));
+  } else {
+    CU_ASSERT_EQUAL(s, IMGSTAT_OK);
+  }
+  test_buf_clear(b);
+}
+
 /* libjpeg decodes a component that no scan codes as flat gray, without a
  * warning: a sequential file that lost a component's scan, or a progressive
  * one that never codes a component's DC, is refused. */
@@ -650,26 +556,17 @@ static void test_jpeg_missing_component_scan(void) {
   const jpeg_frame seq = {0xC0, 40, 24, 3, {1, 1, 1}, {1, 1, 1}};
   const jpeg_frame prog = {0xC2, 40, 24, 3, {1, 1, 1}, {1, 1, 1}};
   for (int missing = 0; missing < 2; missing++) {
-    char msg[IMGSTAT_ERROR_MAX];
-    buf b = {0};
+    test_buf b = {0};
     /* Sequential, one scan a component (non-interleaved). */
     jpeg_tables(&b, -1);
     jpeg_sof(&b, &seq);
     for (int c = 0; c < 3 - missing; c++)
       jpeg_scan(&b, &seq, &c, 1, 0, 63, 0, 2, -1);
-    put16(&b, 0xFFD9);
-    imgstat_status s = load(&b, NULL, msg, sizeof msg);
-    if (missing) {
-      CU_ASSERT_EQUAL(s, IMGSTAT_ERR_FORMAT);
-      CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no scan data for component 3"));
-    } else {
-      CU_ASSERT_EQUAL(s, IMGSTAT_OK);
-    }
-    free(b.p);
+    test_put_be16(&b, 0xFFD9);
+    expect_component_scans(&b, missing);
 
     /* Progressive: a DC scan of the first two components, then one of the
      * third or, where it is missing, an AC scan of the first. */
-    b = (buf){0};
     jpeg_tables(&b, -1);
     jpeg_sof(&b, &prog);
     const int first[2] = {0, 1}, third = 2, comp0 = 0;
@@ -678,22 +575,15 @@ static void test_jpeg_missing_component_scan(void) {
       jpeg_scan(&b, &prog, &comp0, 1, 1, 63, 0, 1, -1);
     else
       jpeg_scan(&b, &prog, &third, 1, 0, 0, 0, 1, -1);
-    put16(&b, 0xFFD9);
-    s = load(&b, NULL, msg, sizeof msg);
-    if (missing) {
-      CU_ASSERT_EQUAL(s, IMGSTAT_ERR_FORMAT);
-      CU_ASSERT_PTR_NOT_NULL(strstr(msg, "no scan data for component 3"));
-    } else {
-      CU_ASSERT_EQUAL(s, IMGSTAT_OK);
-    }
-    free(b.p);
+    test_put_be16(&b, 0xFFD9);
+    expect_component_scans(&b, missing);
   }
 }
 
 /* A scan header with no data after it: libjpeg warns (refused). */
 static void test_jpeg_scan_without_data(void) {
   const jpeg_frame f = {0xC0, 16, 16, 1, {1}, {1}};
-  buf b = {0};
+  test_buf b = {0};
   jpeg_flat(&b, &f, -1, 0);
   char msg[IMGSTAT_ERROR_MAX];
   CU_ASSERT_EQUAL(load(&b, NULL, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
@@ -737,7 +627,7 @@ static void stb_convert(const unsigned char *k, int transform,
 static void test_jpeg_cmyk_as_stb(void) {
   size_t n;
   unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "formats/cmyk.jpg"), &n);
+      test_read_file(test_path(test_data_dir(), "formats/cmyk.jpg"), &n);
   CU_ASSERT_FATAL(jpeg != NULL && n > 4);
   size_t at = adobe_transform_offset(jpeg, n);
   CU_ASSERT_FATAL(at != 0 && jpeg[at] == 0);
@@ -876,10 +766,10 @@ static void test_jpeg_ycck_encoder_file(void) {
  * now refused, as TurboJPEG refuses every JPEG with corrupt data. */
 static void test_jpeg_cmyk_corrupt_refused(void) {
   size_t n;
-  unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "fuzz/jpeg-cmyk-bit-count.bin"), &n);
+  unsigned char *jpeg = test_read_file(
+      test_path(test_data_dir(), "fuzz/jpeg-cmyk-bit-count.bin"), &n);
   CU_ASSERT_FATAL(jpeg != NULL);
-  buf b = {jpeg, n, n};
+  test_buf b = {jpeg, n, n};
   char msg[IMGSTAT_ERROR_MAX];
   CU_ASSERT_EQUAL(load(&b, NULL, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(msg, "Corrupt JPEG data"));
@@ -888,32 +778,28 @@ static void test_jpeg_cmyk_corrupt_refused(void) {
 
 #endif /* IMGSTAT_HAVE_TURBOJPEG */
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite png = CU_add_suite("png", NULL, NULL);
-  CU_add_test(png, "huge ancillary chunks cost no memory",
-              test_png_huge_ancillary_chunks);
-  CU_add_test(png, "skipped chunks keep the CRC rules",
-              test_png_skipped_chunks_keep_crc_rules);
-  CU_add_test(png, "IHDR first", test_png_ihdr_first);
-  CU_add_test(png, "size bound", test_png_min_input);
+static const test_case tests[] = {
+    {"png", NULL},
+    {"huge ancillary chunks cost no memory", test_png_huge_ancillary_chunks},
+    {"skipped chunks keep the CRC rules",
+     test_png_skipped_chunks_keep_crc_rules},
+    {"IHDR first", test_png_ihdr_first},
+    {"size bound", test_png_min_input},
 #ifdef IMGSTAT_HAVE_TURBOJPEG
-  CU_pSuite jpeg = CU_add_suite("jpeg", NULL, NULL);
-  CU_add_test(jpeg, "no frame header", test_jpeg_no_frame);
-  CU_add_test(jpeg, "scan limit", test_jpeg_scan_limit);
-  CU_add_test(jpeg, "size bound refuses tiny files", test_jpeg_min_input);
-  CU_add_test(jpeg, "size bound accepts the smallest valid files",
-              test_jpeg_min_input_is_a_lower_bound);
-  CU_add_test(jpeg, "flat files of TurboJPEG's encoder load",
-              test_jpeg_encoder_flat_files_load);
-  CU_add_test(jpeg, "missing component scans",
-              test_jpeg_missing_component_scan);
-  CU_add_test(jpeg, "scan without data", test_jpeg_scan_without_data);
-  CU_add_test(jpeg, "CMYK and YCCK as stb_image", test_jpeg_cmyk_as_stb);
-  CU_add_test(jpeg, "YCCK from TurboJPEG's encoder as stb_image",
-              test_jpeg_ycck_encoder_file);
-  CU_add_test(jpeg, "corrupt CMYK refused", test_jpeg_cmyk_corrupt_refused);
+    {"jpeg", NULL},
+    {"no frame header", test_jpeg_no_frame},
+    {"scan limit", test_jpeg_scan_limit},
+    {"size bound refuses tiny files", test_jpeg_min_input},
+    {"size bound accepts the smallest valid files",
+     test_jpeg_min_input_is_a_lower_bound},
+    {"flat files of TurboJPEG's encoder load",
+     test_jpeg_encoder_flat_files_load},
+    {"missing component scans", test_jpeg_missing_component_scan},
+    {"scan without data", test_jpeg_scan_without_data},
+    {"CMYK and YCCK as stb_image", test_jpeg_cmyk_as_stb},
+    {"YCCK from TurboJPEG's encoder as stb_image", test_jpeg_ycck_encoder_file},
+    {"corrupt CMYK refused", test_jpeg_cmyk_corrupt_refused},
 #endif
-  return test_run_all();
-}
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

@@ -34,21 +34,6 @@ enum { FEED_ALL_WRITTEN = 0, FEED_READER_LEFT = 3, FEED_FAILED = 4 };
 /* ---- helpers --------------------------------------------------------------
  */
 
-static unsigned char *read_all(const char *path, size_t *size) {
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-  if (buf)
-    *size = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  return buf;
-}
-
 static const char *sample_path(const char *name) {
   static char path[4096];
   snprintf(path, sizeof path, "%s/../../samples/%s", test_data_dir(), name);
@@ -143,22 +128,6 @@ static imgstat_status load_fifo(const stream *s,
   return st;
 }
 
-/* Writes data to a fresh regular temporary file; returns its path
- * (static). */
-static const char *temp_file(const void *data, size_t size) {
-  static char path[64];
-  snprintf(path, sizeof path, "/tmp/imgstat_test_source_XXXXXX");
-  int fd = mkstemp(path);
-  if (fd < 0)
-    return NULL;
-  if (write(fd, data, size) != (ssize_t)size) {
-    close(fd);
-    return NULL;
-  }
-  close(fd);
-  return path;
-}
-
 /* The same bytes through a FIFO, a regular file and memory give the same
  * status and message. */
 static void check_same_everywhere(const stream *s, imgstat_status want,
@@ -174,7 +143,7 @@ static void check_same_everywhere(const stream *s, imgstat_status want,
 
   unsigned char *bytes = stream_head(s, s->total);
   CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
-  const char *path = temp_file(bytes, s->total);
+  const char *path = test_temp_file(bytes, s->total);
   CU_ASSERT_PTR_NOT_NULL_FATAL(path);
   memset(&file_err, 0, sizeof file_err);
   CU_ASSERT_EQUAL(imgstat_image_load(path, NULL, &img, &file_err), want);
@@ -189,45 +158,27 @@ static void check_same_everywhere(const stream *s, imgstat_status want,
   free(bytes);
 }
 
+/* The stream through a FIFO is refused as no image, with message, and the
+ * loader stopped reading it early (its writer saw the reader leave). */
+static void expect_refused_early(const stream *s, const char *message) {
+  imgstat_image img;
+  imgstat_error err;
+  int fed;
+  CU_ASSERT_EQUAL(load_fifo(s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
+  CU_ASSERT_STRING_EQUAL(err.message, message);
+  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+}
+
 /* ---- non-regular inputs ------------------------------------------------ */
 
 /* /dev/zero itself, in a child whose address space is capped: a loader that
  * reads it whole fails there with "out of memory" instead of taking the
  * machine's memory. */
 static void test_dev_zero(void) {
-  int pipefd[2];
-  CU_ASSERT_FATAL(pipe(pipefd) == 0);
-  fflush(NULL);
-  pid_t pid = fork();
-  CU_ASSERT_FATAL(pid >= 0);
-  if (pid == 0) {
-    close(pipefd[0]);
-#if !IMGSTAT_TEST_ASAN /* ASan reserves terabytes of address space */
-    struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30};
-    setrlimit(RLIMIT_AS, &rl);
-#endif
-    alarm(60);
-    imgstat_image img;
-    imgstat_error err;
-    memset(&err, 0, sizeof err);
-    imgstat_status st = imgstat_image_load("/dev/zero", NULL, &img, &err);
-    char line[IMGSTAT_ERROR_MAX + 8];
-    int n = snprintf(line, sizeof line, "%d %s", (int)st, err.message);
-    if (write(pipefd[1], line, (size_t)n) != n)
-      _exit(1);
-    _exit(0);
-  }
-  close(pipefd[1]);
+  test_child_load r =
+      test_load_in_child("/dev/zero", NULL, 0, NULL, 60, (size_t)1 << 30);
   char got[IMGSTAT_ERROR_MAX + 8];
-  size_t len = 0;
-  ssize_t r;
-  while (len < sizeof got - 1 &&
-         (r = read(pipefd[0], got + len, sizeof got - 1 - len)) > 0)
-    len += (size_t)r;
-  got[len] = '\0';
-  close(pipefd[0]);
-  int wstatus = 0;
-  waitpid(pid, &wstatus, 0);
+  snprintf(got, sizeof got, "%d %s", r.status, r.message);
   char want[64];
   snprintf(want, sizeof want, "%d %s", (int)IMGSTAT_ERR_FORMAT,
            UNKNOWN_MESSAGE);
@@ -238,12 +189,7 @@ static void test_dev_zero(void) {
  * bytes, long before its end. */
 static void test_zero_stream_refused_early(void) {
   stream s = {NULL, 0, 256 * MIB, 0};
-  imgstat_image img;
-  imgstat_error err;
-  int fed;
-  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
-  CU_ASSERT_STRING_EQUAL(err.message, UNKNOWN_MESSAGE);
-  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+  expect_refused_early(&s, UNKNOWN_MESSAGE);
 }
 
 /* Random bytes (what /dev/urandom is), starting with no signature: the
@@ -254,12 +200,7 @@ static void test_random_stream_refused_early(void) {
   unsigned char *head = stream_head(&s, 16);
   CU_ASSERT_FATAL(head && head[0] != 0x89 && head[0] != 0xFF);
   free(head);
-  imgstat_image img;
-  imgstat_error err;
-  int fed;
-  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
-  CU_ASSERT_STRING_EQUAL(err.message, UNKNOWN_MESSAGE);
-  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
+  expect_refused_early(&s, UNKNOWN_MESSAGE);
 }
 
 /* A first byte 0x89 sends an input to libpng (for its message about a
@@ -268,12 +209,7 @@ static void test_random_stream_refused_early(void) {
 static void test_damaged_png_signature_refused_early(void) {
   static const unsigned char start[] = {0x89, 'X', 'Y', 'Z'};
   stream s = {start, sizeof start, 256 * MIB, 777};
-  imgstat_image img;
-  imgstat_error err;
-  int fed;
-  CU_ASSERT_EQUAL(load_fifo(&s, NULL, &img, &err, &fed), IMGSTAT_ERR_FORMAT);
-  CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
-  CU_ASSERT_STRING_EQUAL(err.message, "Not a PNG file");
+  expect_refused_early(&s, "Not a PNG file");
   stream small = {start, sizeof start, 2 * MIB, 777};
   check_same_everywhere(&small, IMGSTAT_ERR_FORMAT, "Not a PNG file");
 }
@@ -297,7 +233,7 @@ static void test_unknown_message_same_everywhere(void) {
  * within the budget (the same bytes from memory load). */
 static void test_stream_over_budget(void) {
   size_t size;
-  unsigned char *png = read_all(sample_path("camera.png"), &size);
+  unsigned char *png = test_read_file(sample_path("camera.png"), &size);
   CU_ASSERT_PTR_NOT_NULL_FATAL(png);
   /* camera.png, then zeros after its IEND chunk, which decoders ignore. */
   stream s = {png, size, 64 * MIB, 0};
@@ -335,7 +271,7 @@ static void test_stream_over_budget(void) {
  * 33832495), in a stream longer than the first piece the loader sniffs. */
 static void test_png_through_fifo(void) {
   size_t size;
-  unsigned char *png = read_all(sample_path("camera.png"), &size);
+  unsigned char *png = test_read_file(sample_path("camera.png"), &size);
   CU_ASSERT_PTR_NOT_NULL_FATAL(png);
   CU_ASSERT_FATAL(size > 65536);
   stream s = {png, size, size, 0};
@@ -402,7 +338,7 @@ static void test_tga_through_fifo(void) {
  * first piece. */
 static void test_jpeg_after_fill_byte_through_fifo(void) {
   size_t size;
-  unsigned char *jpeg = read_all(sample_path("testorig.jpg"), &size);
+  unsigned char *jpeg = test_read_file(sample_path("testorig.jpg"), &size);
   CU_ASSERT_PTR_NOT_NULL_FATAL(jpeg);
   unsigned char *filled = malloc(size + 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(filled);
@@ -523,25 +459,23 @@ static void test_parse_size(void) {
   CU_ASSERT_EQUAL(v, 2048);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite src = CU_add_suite("non-regular inputs", NULL, NULL);
-  CU_add_test(src, "/dev/zero refused at once", test_dev_zero);
-  CU_add_test(src, "zero stream refused early", test_zero_stream_refused_early);
-  CU_add_test(src, "random stream refused early",
-              test_random_stream_refused_early);
-  CU_add_test(src, "damaged PNG signature refused early",
-              test_damaged_png_signature_refused_early);
-  CU_add_test(src, "unknown-format message the same everywhere",
-              test_unknown_message_same_everywhere);
-  CU_add_test(src, "stream over --max-memory refused", test_stream_over_budget);
-  CU_add_test(src, "PNG through a FIFO", test_png_through_fifo);
-  CU_add_test(src, "TGA through a FIFO", test_tga_through_fifo);
-  CU_add_test(src, "JPEG after a fill byte through a FIFO",
-              test_jpeg_after_fill_byte_through_fifo);
-  CU_pSuite mem = CU_add_suite("max-memory", NULL, NULL);
-  CU_add_test(mem, "decoded-memory budget", test_max_memory_option);
-  CU_add_test(mem, "--max-memory values", test_parse_size);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"non-regular inputs", NULL},
+    {"/dev/zero refused at once", test_dev_zero},
+    {"zero stream refused early", test_zero_stream_refused_early},
+    {"random stream refused early", test_random_stream_refused_early},
+    {"damaged PNG signature refused early",
+     test_damaged_png_signature_refused_early},
+    {"unknown-format message the same everywhere",
+     test_unknown_message_same_everywhere},
+    {"stream over --max-memory refused", test_stream_over_budget},
+    {"PNG through a FIFO", test_png_through_fifo},
+    {"TGA through a FIFO", test_tga_through_fifo},
+    {"JPEG after a fill byte through a FIFO",
+     test_jpeg_after_fill_byte_through_fifo},
+    {"max-memory", NULL},
+    {"decoded-memory budget", test_max_memory_option},
+    {"--max-memory values", test_parse_size},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

@@ -163,9 +163,22 @@ static void expect_rgb(const unsigned char *data, size_t size, uint32_t w,
   imgstat_image_free(&img);
 }
 
+/* Samples i * step + start (mod 256): RGB pixels of no special pattern. */
+static void ramp(unsigned char *px, size_t n, int step, int start) {
+  for (size_t i = 0; i < n; i++)
+    px[i] = (unsigned char)((int)i * step + start);
+}
+
 /* ---- palettes ----------------------------------------------------------- */
 
 static const unsigned char two_colours[] = {10, 20, 30, 200, 100, 50};
+
+/* The RGB pixels of n palette indices. */
+static void palette_rgb(const unsigned char *idx, int n,
+                        const unsigned char *pal, unsigned char *rgb) {
+  for (int i = 0; i < n; i++)
+    memcpy(rgb + 3 * i, pal + 3 * idx[i], 3);
+}
 
 /* A pixel index beyond the palette made stb read its uninitialised stack
  * palette: refused, for 1, 4 and 8 bits and both row orders; an index
@@ -217,8 +230,7 @@ static void test_bmp_os2_palette(void) {
   }
   unsigned char idx[W * H] = {0, 1, 7, 100, 200, 250, 251, 3};
   unsigned char rgb[3 * W * H];
-  for (int i = 0; i < W * H; i++)
-    memcpy(rgb + 3 * i, pal + 3 * idx[i], 3);
+  palette_rgb(idx, W * H, pal, rgb);
   bmp_spec sp = {12, W, H, 0, 8, 0, 0, 256, pal, 0};
   size_t n;
   unsigned char *b = make_bmp(&sp, idx, &n);
@@ -248,8 +260,7 @@ static void test_bmp_os2_palette(void) {
 static void test_bmp_unknown_compression(void) {
   enum { W = 3, H = 2 };
   unsigned char idx[W * H] = {0, 1, 1, 0, 0, 1}, rgb[3 * W * H];
-  for (int i = 0; i < W * H; i++)
-    memcpy(rgb + 3 * i, two_colours + 3 * idx[i], 3);
+  palette_rgb(idx, W * H, two_colours, rgb);
   bmp_spec sp = {40, W, H, 0, 8, 0, 2, 2, two_colours, 0};
   size_t n;
   unsigned char *b = make_bmp(&sp, idx, &n);
@@ -266,8 +277,7 @@ static void test_bmp_unknown_compression(void) {
 
   /* BI_BITFIELDS: 32-bit pixels X, R, G, B from the high byte down. */
   unsigned char px[3 * W * H];
-  for (int i = 0; i < 3 * W * H; i++)
-    px[i] = (unsigned char)(i * 37 + 5);
+  ramp(px, sizeof px, 37, 5);
   bmp_spec sp32 = {40, W, H, 0, 32, 0, 0, 0, NULL, 0};
   b = make_bmp(&sp32, px, &n);
   /* Room for the 3 masks after the 40-byte header. */
@@ -294,8 +304,7 @@ static void test_bmp_unknown_compression(void) {
 static void test_bmp_top_down(void) {
   enum { W = 7, H = 5 };
   unsigned char px[3 * W * H];
-  for (int i = 0; i < 3 * W * H; i++)
-    px[i] = (unsigned char)(i * 11 + 3);
+  ramp(px, sizeof px, 11, 3);
   static const unsigned bits[] = {24, 32};
   for (int k = 0; k < 2; k++)
     for (int top_down = 0; top_down < 2; top_down++) {
@@ -319,8 +328,7 @@ static void test_bmp_top_down(void) {
 static void test_bmp_min_input(void) {
   enum { W = 7, H = 5 };
   unsigned char px[3 * W * H];
-  for (int i = 0; i < 3 * W * H; i++)
-    px[i] = (unsigned char)(i * 5 + 1);
+  ramp(px, sizeof px, 5, 1);
   bmp_spec sp = {40, W, H, 0, 24, 0, 0, 0, NULL, 1};
   size_t n;
   unsigned char *b = make_bmp(&sp, px, &n);
@@ -354,8 +362,7 @@ static void test_bmp_min_input(void) {
 static void test_bmp_peak_bytes(void) {
   enum { W = 7, H = 5, P = W * H };
   unsigned char px[3 * P];
-  for (int i = 0; i < 3 * P; i++)
-    px[i] = (unsigned char)(i * 3);
+  ramp(px, sizeof px, 3, 0);
   unsigned char gray[3 * 256];
   for (int i = 0; i < 256; i++)
     gray[3 * i] = gray[3 * i + 1] = gray[3 * i + 2] = (unsigned char)i;
@@ -394,16 +401,6 @@ static void test_bmp_peak_bytes(void) {
 }
 
 /* ---- JPEG scans --------------------------------------------------------- */
-
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  CU_ASSERT_FATAL(f != NULL);
-  unsigned char *buf = malloc(1 << 16);
-  CU_ASSERT_FATAL(buf != NULL);
-  *size = fread(buf, 1, 1 << 16, f);
-  fclose(f);
-  return buf;
-}
 
 /* progressive.jpg with `extra` more copies of its first DC refinement scan
  * (SOS 0xFFDA with Ss = 0, Ah = 1) before the end marker. */
@@ -475,7 +472,8 @@ static imgstat_status stb_jpeg(const unsigned char *data, size_t size,
 static void test_jpeg_scan_limit(void) {
   size_t n;
   unsigned char *jpeg =
-      read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
+      test_read_file(test_path(test_data_dir(), "formats/progressive.jpg"), &n);
+  CU_ASSERT_FATAL(jpeg != NULL);
   int base = 0;
   size_t size;
   free(jpeg_with_scans(jpeg, n, 0, &base, &size));
@@ -502,18 +500,16 @@ static void test_jpeg_scan_limit(void) {
   free(jpeg);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite bmp = CU_add_suite("bmp", NULL, NULL);
-  CU_add_test(bmp, "pixel index beyond the palette",
-              test_bmp_index_beyond_palette);
-  CU_add_test(bmp, "OS/2 palette", test_bmp_os2_palette);
-  CU_add_test(bmp, "unknown compression", test_bmp_unknown_compression);
-  CU_add_test(bmp, "top-down rows", test_bmp_top_down);
-  CU_add_test(bmp, "least input", test_bmp_min_input);
-  CU_add_test(bmp, "peak bytes", test_bmp_peak_bytes);
-  CU_pSuite jpeg = CU_add_suite("jpeg", NULL, NULL);
-  CU_add_test(jpeg, "scan limit on stb's path", test_jpeg_scan_limit);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"bmp", NULL},
+    {"pixel index beyond the palette", test_bmp_index_beyond_palette},
+    {"OS/2 palette", test_bmp_os2_palette},
+    {"unknown compression", test_bmp_unknown_compression},
+    {"top-down rows", test_bmp_top_down},
+    {"least input", test_bmp_min_input},
+    {"peak bytes", test_bmp_peak_bytes},
+    {"jpeg", NULL},
+    {"scan limit on stb's path", test_jpeg_scan_limit},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

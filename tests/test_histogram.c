@@ -14,6 +14,23 @@
 
 static uint64_t seed = 12345;
 
+/* A one-channel image of the library's own layout; returns its plane. */
+static void *gray_image(imgstat_image *img, uint32_t w, uint32_t h,
+                        imgstat_sample s) {
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_image_alloc(img, w, h, 1, s, 0, &err) == IMGSTAT_OK);
+  return img->planes[0];
+}
+
+/* The histogram of channel 0, which must be computed. */
+static imgstat_histogram histogram_of(const imgstat_image *img,
+                                      const imgstat_hist_options *o) {
+  imgstat_histogram h;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_histogram_compute(img, 0, o, &h, &err) == IMGSTAT_OK);
+  return h;
+}
+
 static void fill_random(imgstat_image *img, int c, uint32_t modulo) {
   uint64_t n = (uint64_t)img->width * img->height;
   for (uint64_t i = 0; i < n; i++) {
@@ -26,11 +43,6 @@ static void fill_random(imgstat_image *img, int c, uint32_t modulo) {
       ((float *)img->planes[c])[i] =
           (float)((double)(r >> 11) / 9007199254740992.0 * 200.0 - 50.0);
   }
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* The nearest rank for an integer percentile pi over n samples, by integer
@@ -51,7 +63,7 @@ static double *sorted_samples(const imgstat_image *img, int c, uint64_t *n) {
     if (isfinite(x))
       v[m++] = x;
   }
-  qsort(v, m, sizeof *v, cmp_double);
+  qsort(v, m, sizeof *v, test_cmp_double);
   *n = m;
   return v;
 }
@@ -59,12 +71,9 @@ static double *sorted_samples(const imgstat_image *img, int c, uint64_t *n) {
 static void check_int_image(uint32_t w, uint32_t h, imgstat_sample s,
                             uint32_t modulo) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 1, s, 0, &err) == IMGSTAT_OK);
+  gray_image(&img, w, h, s);
   fill_random(&img, 0, modulo);
-  imgstat_histogram hist;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &hist, &err) ==
-                  IMGSTAT_OK);
+  imgstat_histogram hist = histogram_of(&img, NULL);
   uint64_t n = (uint64_t)w * h;
   CU_ASSERT_EQUAL(hist.total, n);
   CU_ASSERT_EQUAL(hist.bins, s == IMGSTAT_U8 ? 256u : 65536u);
@@ -139,16 +148,11 @@ static void test_u16(void) {
 
 static void test_u16_extremes(void) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 3, 1, 1, IMGSTAT_U16, 0, &err) ==
-                  IMGSTAT_OK);
-  uint16_t *p = img.planes[0];
+  uint16_t *p = gray_image(&img, 3, 1, IMGSTAT_U16);
   p[0] = 65535;
   p[1] = 0;
   p[2] = 65535;
-  imgstat_histogram h;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  imgstat_histogram h = histogram_of(&img, NULL);
   CU_ASSERT_EQUAL(h.counts[0], 1);
   CU_ASSERT_EQUAL(h.counts[65535], 2);
   double v;
@@ -190,10 +194,8 @@ static void test_rank_rule(void) {
 
 static void test_float(void) {
   imgstat_image img;
-  imgstat_error err;
   uint32_t w = 101, h = 31;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 1, IMGSTAT_F32, 0, &err) ==
-                  IMGSTAT_OK);
+  gray_image(&img, w, h, IMGSTAT_F32);
   fill_random(&img, 0, 0);
   float *p = img.planes[0];
   p[5] = NAN;
@@ -202,9 +204,7 @@ static void test_float(void) {
   p[40] = NAN;
   uint32_t bins = 1000;
   imgstat_hist_options o = {bins, 0, 0, 0};
-  imgstat_histogram hist;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, &o, &hist, &err) ==
-                  IMGSTAT_OK);
+  imgstat_histogram hist = histogram_of(&img, &o);
   uint64_t m;
   double *v = sorted_samples(&img, 0, &m);
   CU_ASSERT_EQUAL(hist.total, m);
@@ -255,15 +255,10 @@ static void test_float(void) {
 
 static void test_float_constant_and_empty(void) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 5, 3, 1, IMGSTAT_F32, 0, &err) ==
-                  IMGSTAT_OK);
-  float *p = img.planes[0];
+  float *p = gray_image(&img, 5, 3, IMGSTAT_F32);
   for (int i = 0; i < 15; i++)
     p[i] = 2.5f;
-  imgstat_histogram h;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  imgstat_histogram h = histogram_of(&img, NULL);
   CU_ASSERT_EQUAL(h.counts[0], 15);
   double v;
   CU_ASSERT(imgstat_histogram_percentile(&h, 37, &v));
@@ -277,8 +272,7 @@ static void test_float_constant_and_empty(void) {
   imgstat_histogram_free(&h);
   for (int i = 0; i < 15; i++)
     p[i] = NAN;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  h = histogram_of(&img, NULL);
   CU_ASSERT_EQUAL(h.total, 0);
   CU_ASSERT_EQUAL(h.nan_count, 15);
   CU_ASSERT(!imgstat_histogram_percentile(&h, 50, &v));
@@ -288,15 +282,10 @@ static void test_float_constant_and_empty(void) {
 
 static void test_entropy_uniform_and_rebin(void) {
   imgstat_image img;
-  imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 256, 256, 1, IMGSTAT_U16, 0,
-                                      &err) == IMGSTAT_OK);
-  uint16_t *p = img.planes[0];
+  uint16_t *p = gray_image(&img, 256, 256, IMGSTAT_U16);
   for (uint32_t i = 0; i < 65536; i++)
     p[i] = (uint16_t)(65535 - i);
-  imgstat_histogram h;
-  CU_ASSERT_FATAL(imgstat_histogram_compute(&img, 0, NULL, &h, &err) ==
-                  IMGSTAT_OK);
+  imgstat_histogram h = histogram_of(&img, NULL);
   imgstat_hist_figures f;
   imgstat_hist_figures_compute(&h, NULL, NULL, 0, &f);
   CU_ASSERT_DOUBLE_EQUAL(f.entropy, 16.0, 1e-9);
@@ -328,17 +317,16 @@ static void test_add_mismatch(void) {
                   IMGSTAT_ERR_ARG);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("histogram", NULL, NULL);
-  CU_add_test(s, "rank rule", test_rank_rule);
-  CU_add_test(s, "u8 odd sizes, 1x1, constant", test_u8_odd_sizes);
-  CU_add_test(s, "u16 random", test_u16);
-  CU_add_test(s, "u16 extremes", test_u16_extremes);
-  CU_add_test(s, "f32 with NaN and Inf", test_float);
-  CU_add_test(s, "f32 constant and all-NaN", test_float_constant_and_empty);
-  CU_add_test(s, "entropy and rebinning", test_entropy_uniform_and_rebin);
-  CU_add_test(s, "mismatched histograms", test_add_mismatch);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"histogram", NULL},
+    {"rank rule", test_rank_rule},
+    {"u8 odd sizes, 1x1, constant", test_u8_odd_sizes},
+    {"u16 random", test_u16},
+    {"u16 extremes", test_u16_extremes},
+    {"f32 with NaN and Inf", test_float},
+    {"f32 constant and all-NaN", test_float_constant_and_empty},
+    {"entropy and rebinning", test_entropy_uniform_and_rebin},
+    {"mismatched histograms", test_add_mismatch},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

@@ -148,15 +148,14 @@ static void test_names(void) {
   CU_ASSERT_EQUAL(imgstat_sample_depth(IMGSTAT_F32), 32);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("image", NULL, NULL);
-  CU_add_test(s, "alloc lays out planes; free twice", test_alloc_planes);
-  CU_add_test(s, "alloc limits and their messages", test_alloc_limits);
-  CU_add_test(s, "alloc refuses bad arguments", test_alloc_bad_arguments);
-  CU_add_test(s, "overflow-checked multiply", test_size_mul);
-  CU_add_test(s, "interleaved to planes", test_split);
-  CU_add_test(s, "channel and layout names", test_names);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"image", NULL},
+    {"alloc lays out planes; free twice", test_alloc_planes},
+    {"alloc limits and their messages", test_alloc_limits},
+    {"alloc refuses bad arguments", test_alloc_bad_arguments},
+    {"overflow-checked multiply", test_size_mul},
+    {"interleaved to planes", test_split},
+    {"channel and layout names", test_names},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

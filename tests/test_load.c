@@ -23,38 +23,9 @@ static char formats_dir[4096];
 /* ---- helpers --------------------------------------------------------------
  */
 
-static unsigned char *read_all(const char *path, size_t *size) {
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-  *size = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  return buf;
-}
-
 static void join(char *out, size_t size, const char *dir, const char *name) {
   if (snprintf(out, size, "%s/%s", dir, name) >= (int)size)
     out[0] = 0; /* too long: the load then fails visibly */
-}
-
-/* Writes data to a fresh temporary file; returns its path (static). */
-static const char *temp_file(const void *data, size_t size) {
-  static char path[64];
-  snprintf(path, sizeof path, "/tmp/imgstat_test_load_XXXXXX");
-  int fd = mkstemp(path);
-  if (fd < 0)
-    return NULL;
-  if (size && write(fd, data, size) != (ssize_t)size) {
-    close(fd);
-    return NULL;
-  }
-  close(fd);
-  return path;
 }
 
 static void put32(unsigned char *p, uint32_t v) {
@@ -123,48 +94,13 @@ static void expect_reject_memory(const void *data, size_t size,
   imgstat_image_free(&img);
 }
 
-/* Checks every entry of a reference file against the files in dir; counts
- * how many were valid and how many rejected. */
-static void check_reference(const char *dir, const char *tsv, int *valid,
-                            int *rejected) {
-  char path[4096];
-  ref_entry *refs;
-  join(path, sizeof path, dir, tsv);
-  long n = ref_read(path, &refs);
-  CU_ASSERT_FATAL(n > 0);
-  *valid = *rejected = 0;
-  for (long i = 0; i < n; i++) {
-    join(path, sizeof path, dir, refs[i].name);
-    imgstat_image img;
-    imgstat_error err = {0};
-    imgstat_status s = imgstat_image_load(path, NULL, &img, &err);
-    char why[1024];
-    if (refs[i].ok) {
-      snprintf(why, sizeof why, "%s: %s", refs[i].name, err.message);
-      REF_ASSERT_MSG(s == IMGSTAT_OK, why);
-      if (s == IMGSTAT_OK) {
-        why[0] = 0;
-        REF_ASSERT_MSG(ref_match(&refs[i], &img, why, sizeof why), why);
-        REF_ASSERT_MSG(img.format != NULL, refs[i].name);
-        (*valid)++;
-      }
-    } else {
-      snprintf(why, sizeof why, "%s must be rejected", refs[i].name);
-      REF_ASSERT_MSG(s != IMGSTAT_OK && err.message[0], why);
-      REF_ASSERT_MSG(image_is_empty(&img), why);
-      (*rejected)++;
-    }
-    imgstat_image_free(&img);
-  }
-  free(refs);
-}
-
 /* ---- PngSuite ---------------------------------------------------------------
  */
 
 static void test_pngsuite_reference(void) {
   int valid, rejected;
-  check_reference(pngsuite_dir, "reference.tsv", &valid, &rejected);
+  ref_check_files(test_path(pngsuite_dir, "reference.tsv"), pngsuite_dir,
+                  &valid, &rejected);
   CU_ASSERT_EQUAL(valid, 161);
   CU_ASSERT_EQUAL(rejected, 14);
 }
@@ -181,8 +117,7 @@ static void test_pngsuite_every_file_listed(void) {
   int files = 0;
   struct dirent *de;
   while ((de = readdir(d))) {
-    size_t len = strlen(de->d_name);
-    if (len < 4 || strcmp(de->d_name + len - 4, ".png") != 0)
+    if (!test_ends_with(de->d_name, ".png"))
       continue;
     files++;
     int found = 0;
@@ -201,14 +136,13 @@ static void memory_same_as_file(const char *dir) {
   CU_ASSERT_FATAL(d != NULL);
   struct dirent *de;
   while ((de = readdir(d))) {
-    size_t len = strlen(de->d_name);
-    if (len < 4 || strcmp(de->d_name + len - 4, ".tsv") == 0 ||
+    if (strlen(de->d_name) < 4 || test_ends_with(de->d_name, ".tsv") ||
         de->d_name[0] == '.')
       continue;
     char path[4096];
     join(path, sizeof path, dir, de->d_name);
     size_t size = 0;
-    unsigned char *buf = read_all(path, &size);
+    unsigned char *buf = test_read_file(path, &size);
     CU_ASSERT_FATAL(buf != NULL);
     imgstat_image a, b;
     imgstat_error ea = {0}, eb = {0};
@@ -243,14 +177,12 @@ static void test_pngsuite_truncated(void) {
   struct dirent *de;
   int tried = 0;
   while ((de = readdir(d))) {
-    size_t len = strlen(de->d_name);
-    if (len < 4 || strcmp(de->d_name + len - 4, ".png") != 0 ||
-        de->d_name[0] == 'x')
+    if (!test_ends_with(de->d_name, ".png") || de->d_name[0] == 'x')
       continue;
     char path[4096];
     join(path, sizeof path, pngsuite_dir, de->d_name);
     size_t size = 0;
-    unsigned char *buf = read_all(path, &size);
+    unsigned char *buf = test_read_file(path, &size);
     CU_ASSERT_FATAL(buf != NULL && size > 60);
     size_t cuts[] = {1,         7,         8,        20,
                      33,        40,        size / 3, size / 2,
@@ -262,7 +194,7 @@ static void test_pngsuite_truncated(void) {
       tried++;
     }
     /* And once through a real file, the streaming path. */
-    const char *tmp = temp_file(buf, size / 2);
+    const char *tmp = test_temp_file(buf, size / 2);
     CU_ASSERT_FATAL(tmp != NULL);
     expect_reject_file(tmp, IMGSTAT_ERR_FORMAT, NULL);
     unlink(tmp);
@@ -278,7 +210,7 @@ static void test_png_bad_crc(void) {
   char path[4096];
   join(path, sizeof path, pngsuite_dir, "basn2c08.png");
   size_t size = 0;
-  unsigned char *buf = read_all(path, &size);
+  unsigned char *buf = test_read_file(path, &size);
   CU_ASSERT_FATAL(buf != NULL);
   buf[size - 1] ^= 1; /* IEND's CRC */
   expect_reject_memory(buf, size, "IEND CRC");
@@ -312,7 +244,7 @@ static void test_png_huge_header_refused(void) {
   n = make_png_header(buf, 16, 16);
   CU_ASSERT_EQUAL(imgstat_image_load_memory(buf, n, NULL, &img, &err),
                   IMGSTAT_ERR_FORMAT);
-  const char *tmp = temp_file(buf, make_png_header(buf, 100000, 100000));
+  const char *tmp = test_temp_file(buf, make_png_header(buf, 100000, 100000));
   CU_ASSERT_FATAL(tmp != NULL);
   expect_reject_file(tmp, IMGSTAT_ERR_LIMIT, "--max-pixels");
   unlink(tmp);
@@ -353,13 +285,13 @@ static void test_error_messages(void) {
                      "No such file or directory");
   expect_reject_file(pngsuite_dir, IMGSTAT_ERR_IO, "is a directory");
 
-  const char *tmp = temp_file("", 0);
+  const char *tmp = test_temp_file("", 0);
   CU_ASSERT_FATAL(tmp != NULL);
   expect_reject_file(tmp, IMGSTAT_ERR_FORMAT, "empty file");
   unlink(tmp);
 
   static const char text[] = "hello, this is not an image\nat all\n";
-  tmp = temp_file(text, sizeof text - 1);
+  tmp = test_temp_file(text, sizeof text - 1);
   CU_ASSERT_FATAL(tmp != NULL);
   expect_reject_file(tmp, IMGSTAT_ERR_FORMAT, "not a recognised image format");
   unlink(tmp);
@@ -496,7 +428,7 @@ static void test_jpeg_undefined_huffman_table(void) {
     char path[4096], msg[1024], what[1200];
     join(path, sizeof path, formats_dir, cases[i].file);
     size_t n;
-    unsigned char *jpeg = read_all(path, &n);
+    unsigned char *jpeg = test_read_file(path, &n);
     CU_ASSERT_FATAL(jpeg != NULL && n > 4);
     for (int fill = 1; fill >= 0; fill--) {
       imgstat_status s =
@@ -522,7 +454,8 @@ static void test_jpeg_undefined_huffman_table(void) {
 
 static void test_formats_reference(void) {
   int valid, rejected;
-  check_reference(formats_dir, "reference.tsv", &valid, &rejected);
+  ref_check_files(test_path(formats_dir, "reference.tsv"), formats_dir, &valid,
+                  &rejected);
   CU_ASSERT(valid >= 20);
 }
 
@@ -560,7 +493,7 @@ static void test_formats_truncated(void) {
     char path[4096];
     join(path, sizeof path, formats_dir, names[i]);
     size_t size = 0;
-    unsigned char *buf = read_all(path, &size);
+    unsigned char *buf = test_read_file(path, &size);
     CU_ASSERT_FATAL(buf != NULL);
     /* BMP row padding, the TGA footer and the GIF trailer hold no pixels,
      * so those may lose their last bytes; the others end with samples (or
@@ -573,7 +506,7 @@ static void test_formats_truncated(void) {
       snprintf(what, sizeof what, "%s cut to %zu", names[i], cuts[k]);
       expect_reject_memory(buf, cuts[k], what);
     }
-    const char *tmp = temp_file(buf, tail_is_data ? size - 1 : size / 2);
+    const char *tmp = test_temp_file(buf, tail_is_data ? size - 1 : size / 2);
     CU_ASSERT_FATAL(tmp != NULL);
     expect_reject_file(tmp, IMGSTAT_ERR_FORMAT, NULL);
     unlink(tmp);
@@ -581,10 +514,15 @@ static void test_formats_truncated(void) {
   }
 }
 
-static void load_mem_ok(const char *data, size_t size, imgstat_image *img) {
+/* Loads from memory, which must work and give samples of the given type;
+ * returns whether they are. */
+static int load_mem_ok(const char *data, size_t size, imgstat_image *img,
+                       imgstat_sample sample) {
   imgstat_error err = {0};
   imgstat_status s = imgstat_image_load_memory(data, size, NULL, img, &err);
   REF_ASSERT_MSG(s == IMGSTAT_OK, err.message);
+  CU_ASSERT_EQUAL(img->sample, sample);
+  return img->sample == sample;
 }
 
 /* 16-bit PNM is big-endian in the file and native in the planes; maxval is
@@ -592,19 +530,16 @@ static void load_mem_ok(const char *data, size_t size, imgstat_image *img) {
 static void test_pnm_details(void) {
   imgstat_image img;
   static const char p16[] = "P5\n2 1\n65535\n\x01\x02\xfe\xff";
-  load_mem_ok(p16, sizeof p16 - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_U16);
-  if (img.sample == IMGSTAT_U16) {
+  if (load_mem_ok(p16, sizeof p16 - 1, &img, IMGSTAT_U16)) {
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[0])[0], 0x0102);
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[0])[1], 0xfeff);
   }
   imgstat_image_free(&img);
 
   static const char p1000[] = "P6 1 1 1000 \x03\xe8\x00\x01\x01\x00";
-  load_mem_ok(p1000, sizeof p1000 - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_U16);
+  int u16 = load_mem_ok(p1000, sizeof p1000 - 1, &img, IMGSTAT_U16);
   CU_ASSERT_EQUAL(img.channels, 3);
-  if (img.sample == IMGSTAT_U16) {
+  if (u16) {
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[0])[0], 1000);
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[1])[0], 1);
     CU_ASSERT_EQUAL(((uint16_t *)img.planes[2])[0], 256);
@@ -612,9 +547,7 @@ static void test_pnm_details(void) {
   imgstat_image_free(&img);
 
   static const char p15[] = "P5\n# a comment\n3 1\n15\n\x00\x07\x0f";
-  load_mem_ok(p15, sizeof p15 - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_U8);
-  if (img.sample == IMGSTAT_U8)
+  if (load_mem_ok(p15, sizeof p15 - 1, &img, IMGSTAT_U8))
     CU_ASSERT_EQUAL(((uint8_t *)img.planes[0])[2], 15);
   imgstat_image_free(&img);
 
@@ -635,10 +568,9 @@ static void test_hdr_values(void) {
                             "\x80\x40\x20\x81"  /* 0.5 .25 .125 x2 */
                             "\x01\x00\x00\x00"; /* e 0: zero */
   imgstat_image img;
-  load_mem_ok(hdr, sizeof hdr - 1, &img);
-  CU_ASSERT_EQUAL(img.sample, IMGSTAT_F32);
+  int f32 = load_mem_ok(hdr, sizeof hdr - 1, &img, IMGSTAT_F32);
   CU_ASSERT_EQUAL(img.channels, 3);
-  if (img.sample == IMGSTAT_F32 && img.channels == 3) {
+  if (f32 && img.channels == 3) {
     CU_ASSERT_EQUAL(((float *)img.planes[0])[0], 1.0f);
     CU_ASSERT_EQUAL(((float *)img.planes[1])[0], 0.5f);
     CU_ASSERT_EQUAL(((float *)img.planes[2])[0], 0.25f);
@@ -648,32 +580,31 @@ static void test_hdr_values(void) {
   imgstat_image_free(&img);
 }
 
+static const test_case tests[] = {
+    {"png", NULL},
+    {"PngSuite matches pypng", test_pngsuite_reference},
+    {"every PngSuite file listed", test_pngsuite_every_file_listed},
+    {"memory same as file", test_memory_same_as_file},
+    {"truncated files rejected", test_pngsuite_truncated},
+    {"bad CRC rejected", test_png_bad_crc},
+    {"limits", NULL},
+    {"100000x100000 PNG header refused", test_png_huge_header_refused},
+    {"--max-pixels", test_max_pixels_option},
+    {"errors", NULL},
+    {"messages", test_error_messages},
+    {"fuzzer findings rejected", test_fuzz_regressions},
+    {"JPEG scans with undefined Huffman tables",
+     test_jpeg_undefined_huffman_table},
+    {"formats", NULL},
+    {"formats match their source arrays", test_formats_reference},
+    {"format names", test_format_names},
+    {"truncated files rejected", test_formats_truncated},
+    {"PNM details", test_pnm_details},
+    {"HDR values", test_hdr_values},
+    {NULL, NULL}};
+
 int main(void) {
   snprintf(pngsuite_dir, sizeof pngsuite_dir, "%s/pngsuite", test_data_dir());
   snprintf(formats_dir, sizeof formats_dir, "%s/formats", test_data_dir());
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite png = CU_add_suite("png", NULL, NULL);
-  CU_add_test(png, "PngSuite matches pypng", test_pngsuite_reference);
-  CU_add_test(png, "every PngSuite file listed",
-              test_pngsuite_every_file_listed);
-  CU_add_test(png, "memory same as file", test_memory_same_as_file);
-  CU_add_test(png, "truncated files rejected", test_pngsuite_truncated);
-  CU_add_test(png, "bad CRC rejected", test_png_bad_crc);
-  CU_pSuite lim = CU_add_suite("limits", NULL, NULL);
-  CU_add_test(lim, "100000x100000 PNG header refused",
-              test_png_huge_header_refused);
-  CU_add_test(lim, "--max-pixels", test_max_pixels_option);
-  CU_pSuite errs = CU_add_suite("errors", NULL, NULL);
-  CU_add_test(errs, "messages", test_error_messages);
-  CU_add_test(errs, "fuzzer findings rejected", test_fuzz_regressions);
-  CU_add_test(errs, "JPEG scans with undefined Huffman tables",
-              test_jpeg_undefined_huffman_table);
-  CU_pSuite fmt = CU_add_suite("formats", NULL, NULL);
-  CU_add_test(fmt, "formats match their source arrays", test_formats_reference);
-  CU_add_test(fmt, "format names", test_format_names);
-  CU_add_test(fmt, "truncated files rejected", test_formats_truncated);
-  CU_add_test(fmt, "PNM details", test_pnm_details);
-  CU_add_test(fmt, "HDR values", test_hdr_values);
-  return test_run_all();
+  return test_main(tests);
 }

@@ -23,17 +23,6 @@
 static uint64_t seed = 777;
 static char tmpdir[256];
 
-static double sample_at(const imgstat_image *img, int c, uint64_t i) {
-  switch (img->sample) {
-  case IMGSTAT_U8:
-    return ((const uint8_t *)img->planes[c])[i];
-  case IMGSTAT_U16:
-    return ((const uint16_t *)img->planes[c])[i];
-  default:
-    return ((const float *)img->planes[c])[i];
-  }
-}
-
 static void make_image(imgstat_image *img, uint32_t w, uint32_t h, int ch,
                        imgstat_sample s) {
   imgstat_error err;
@@ -91,10 +80,8 @@ static void check_minmax_int(imgstat_sample s, imgstat_sample out_s, int linked,
                              uint32_t w, uint32_t h, int ch) {
   imgstat_image in, out;
   make_image(&in, w, h, ch, s);
-  imgstat_norm_options o = {0};
-  o.mode = IMGSTAT_NORM_MINMAX;
-  o.linked = linked;
-  o.out_sample = out_s;
+  imgstat_norm_options o = {
+      .mode = IMGSTAT_NORM_MINMAX, .linked = linked, .out_sample = out_s};
   imgstat_norm_measure m;
   imgstat_norm_plan plan;
   CU_ASSERT_FATAL(run_cpu(&in, &o, &m, &plan, &out) == IMGSTAT_OK);
@@ -108,7 +95,7 @@ static void check_minmax_int(imgstat_sample s, imgstat_sample out_s, int linked,
     lo[c] = 1e300;
     hi[c] = -1e300;
     for (uint64_t i = 0; i < n; i++) {
-      double x = sample_at(&in, c, i);
+      double x = test_sample_at(&in, c, i);
       lo[c] = fmin(lo[c], x);
       hi[c] = fmax(hi[c], x);
     }
@@ -124,7 +111,8 @@ static void check_minmax_int(imgstat_sample s, imgstat_sample out_s, int linked,
     double omin = 1e300, omax = -1e300;
     int bad = 0;
     for (uint64_t i = 0; i < n; i++) {
-      double x = sample_at(&in, c, i), y = sample_at(&out, c, i), want;
+      double x = test_sample_at(&in, c, i), y = test_sample_at(&out, c, i),
+             want;
       if (alpha) /* copied, depth-converted */
         want = rint(x * full(os) / full(s));
       else
@@ -198,14 +186,9 @@ static void test_u16_extremes_and_constant(void) {
   imgstat_image_free(&in);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* nearest rank percentile by sorting; p integer */
 static double ref_percentile(double *v, uint64_t n, int p) {
-  qsort(v, n, sizeof *v, cmp_double);
+  qsort(v, n, sizeof *v, test_cmp_double);
   uint64_t k = ((uint64_t)p * n + 99) / 100;
   return v[(k ? k : 1) - 1];
 }
@@ -215,11 +198,10 @@ static void check_clip_int(imgstat_sample s, int linked, int plo, int phi) {
   uint32_t w = 53, h = 19;
   int ch = 3;
   make_image(&in, w, h, ch, s);
-  imgstat_norm_options o = {0};
-  o.mode = IMGSTAT_NORM_CLIP;
-  o.linked = linked;
-  o.clip_low = plo;
-  o.clip_high = phi;
+  imgstat_norm_options o = {.mode = IMGSTAT_NORM_CLIP,
+                            .linked = linked,
+                            .clip_low = plo,
+                            .clip_high = phi};
   imgstat_norm_measure m;
   imgstat_norm_plan plan;
   CU_ASSERT_FATAL(run_cpu(&in, &o, &m, &plan, &out) == IMGSTAT_OK);
@@ -228,14 +210,14 @@ static void check_clip_int(imgstat_sample s, int linked, int plo, int phi) {
   double a[3], b[3];
   for (int c = 0; c < ch; c++) {
     for (uint64_t i = 0; i < n; i++)
-      v[i] = sample_at(&in, c, i);
+      v[i] = test_sample_at(&in, c, i);
     a[c] = ref_percentile(v, n, plo);
     b[c] = ref_percentile(v, n, phi);
   }
   if (linked) {
     for (int c = 0; c < ch; c++)
       for (uint64_t i = 0; i < n; i++)
-        v[c * n + i] = sample_at(&in, c, i);
+        v[c * n + i] = test_sample_at(&in, c, i);
     double la = ref_percentile(v, n * ch, plo);
     double lb = ref_percentile(v, n * ch, phi);
     for (int c = 0; c < ch; c++) {
@@ -248,7 +230,7 @@ static void check_clip_int(imgstat_sample s, int linked, int plo, int phi) {
     CU_ASSERT_EQUAL(m.hi[c], b[c]);
     int bad = 0;
     for (uint64_t i = 0; i < n; i++) {
-      double x = sample_at(&in, c, i), y = sample_at(&out, c, i);
+      double x = test_sample_at(&in, c, i), y = test_sample_at(&out, c, i);
       bad += y != ref_stretch(x, a[c], b[c], full(s), full(s));
     }
     CU_ASSERT_EQUAL(bad, 0);
@@ -279,15 +261,16 @@ static void test_zscore_and_given(void) {
   for (int c = 0; c < 3; c++) {
     double sum = 0, ss = 0;
     for (uint64_t i = 0; i < n; i++)
-      sum += sample_at(&in, c, i);
+      sum += test_sample_at(&in, c, i);
     double mean = sum / n;
     for (uint64_t i = 0; i < n; i++)
-      ss += (sample_at(&in, c, i) - mean) * (sample_at(&in, c, i) - mean);
+      ss += (test_sample_at(&in, c, i) - mean) *
+            (test_sample_at(&in, c, i) - mean);
     double sd = sqrt(ss / n);
     double zs = 0, zz = 0;
     for (uint64_t i = 0; i < n; i++) {
-      double y = sample_at(&out, c, i);
-      double want = (sample_at(&in, c, i) - mean) / sd;
+      double y = test_sample_at(&out, c, i);
+      double want = (test_sample_at(&in, c, i) - mean) / sd;
       CU_ASSERT(fabs(y - want) <= 1e-6 * (1 + fabs(want)));
       zs += y;
       zz += y * y;
@@ -304,7 +287,7 @@ static void test_zscore_and_given(void) {
   CU_ASSERT_FATAL(run_cpu(&in, &o, &m, &plan, &out) == IMGSTAT_OK);
   for (int c = 0; c < 3; c++)
     for (uint64_t i = 0; i < n; i += 7) {
-      double want = (sample_at(&in, c, i) - mean[c]) / sd[c];
+      double want = (test_sample_at(&in, c, i) - mean[c]) / sd[c];
       CU_ASSERT_EQUAL((float)want, ((float *)out.planes[c])[i]);
     }
   imgstat_image_free(&out);
@@ -342,14 +325,14 @@ static void test_float_input(void) {
   for (int c = 0; c < 3; c++) {
     double lo = 1e300, hi = -1e300, omin = 1e300, omax = -1e300;
     for (uint64_t i = 0; i < n; i++) {
-      double x = sample_at(&in, c, i);
+      double x = test_sample_at(&in, c, i);
       if (isfinite(x)) {
         lo = fmin(lo, x);
         hi = fmax(hi, x);
       }
     }
     for (uint64_t i = 0; i < n; i++) {
-      double x = sample_at(&in, c, i), y = sample_at(&out, c, i);
+      double x = test_sample_at(&in, c, i), y = test_sample_at(&out, c, i);
       if (!isfinite(x))
         continue;
       CU_ASSERT_EQUAL((float)((x - lo) / (hi - lo)), (float)y);
@@ -503,7 +486,7 @@ static void check_png_roundtrip(imgstat_sample s, int ch) {
         size_t k = (size_t)x * ch + c;
         double v = s == IMGSTAT_U8 ? rows[y][k]
                                    : (rows[y][2 * k] << 8) | rows[y][2 * k + 1];
-        bad += v != sample_at(&img, c, (uint64_t)y * 29 + x);
+        bad += v != test_sample_at(&img, c, (uint64_t)y * 29 + x);
       }
   CU_ASSERT_EQUAL(bad, 0);
   png_destroy_read_struct(&png, &info, NULL);
@@ -687,21 +670,19 @@ static int suite_clean(void) {
   return rmdir(tmpdir);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("normalize", suite_init, suite_clean);
-  CU_add_test(s, "minmax u8 (per channel, linked, 1x1, to 16)", test_minmax_u8);
-  CU_add_test(s, "minmax u16 (to 8, linked)", test_minmax_u16);
-  CU_add_test(s, "u16 extremes, constant channels",
-              test_u16_extremes_and_constant);
-  CU_add_test(s, "clip against sorted percentiles", test_clip);
-  CU_add_test(s, "zscore and given statistics", test_zscore_and_given);
-  CU_add_test(s, "float input: NaN/Inf, alpha", test_float_input);
-  CU_add_test(s, "every lookup table entry", test_lut_exhaustive);
-  CU_add_test(s, "float to 8 bits: half to even", test_float_half_even);
-  CU_add_test(s, "PNG written and read back", test_png);
-  CU_add_test(s, ".npy and PFM", test_npy_and_pfm);
-  CU_add_test(s, "failing writes leave no file", test_failing_writes);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"normalize", NULL},
+    {"minmax u8 (per channel, linked, 1x1, to 16)", test_minmax_u8},
+    {"minmax u16 (to 8, linked)", test_minmax_u16},
+    {"u16 extremes, constant channels", test_u16_extremes_and_constant},
+    {"clip against sorted percentiles", test_clip},
+    {"zscore and given statistics", test_zscore_and_given},
+    {"float input: NaN/Inf, alpha", test_float_input},
+    {"every lookup table entry", test_lut_exhaustive},
+    {"float to 8 bits: half to even", test_float_half_even},
+    {"PNG written and read back", test_png},
+    {".npy and PFM", test_npy_and_pfm},
+    {"failing writes leave no file", test_failing_writes},
+    {NULL, NULL}};
+
+int main(void) { return test_main_init(tests, suite_init, suite_clean); }

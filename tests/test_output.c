@@ -136,15 +136,30 @@ static void test_shortest_double(void) {
   }
 }
 
+/* A record of an image's file, size, channels, sample and backend; ddof 0
+ * and every figure zero. */
+static ist_record make_record(const char *file, uint32_t width, uint32_t height,
+                              int channels, imgstat_sample sample,
+                              const char *backend) {
+  ist_record r = {.file = file,
+                  .width = width,
+                  .height = height,
+                  .channels = channels,
+                  .sample = sample,
+                  .backend = backend};
+  return r;
+}
+
+/* Writes the record in the format into `written`. */
+static void record_text(ist_output_format format, const ist_record *r,
+                        int index) {
+  FILE *f = mem_open();
+  ist_output_record(f, format, r, index);
+  mem_close(f);
+}
+
 static ist_record float_record(void) {
-  ist_record r;
-  memset(&r, 0, sizeof r);
-  r.file = "x,\"y\".hdr";
-  r.width = 2;
-  r.height = 1;
-  r.channels = 1;
-  r.sample = IMGSTAT_F32;
-  r.backend = "cpu";
+  ist_record r = make_record("x,\"y\".hdr", 2, 1, 1, IMGSTAT_F32, "cpu");
   r.ddof = 1;
   /* An all-NaN channel: no values, no std. */
   r.figures[0].count = 0;
@@ -159,9 +174,7 @@ static ist_record float_record(void) {
 
 static void test_json_nulls(void) {
   ist_record r = float_record();
-  FILE *f = mem_open();
-  ist_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
-  mem_close(f);
+  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
   CU_ASSERT_STRING_EQUAL(
       written,
       "{\"file\":\"x,\\\"y\\\".hdr\",\"width\":2,\"height\":1,\"channels\":1,"
@@ -172,14 +185,7 @@ static void test_json_nulls(void) {
 }
 
 static void test_json_integers(void) {
-  ist_record r;
-  memset(&r, 0, sizeof r);
-  r.file = "a.png";
-  r.width = 3;
-  r.height = 2;
-  r.channels = 3;
-  r.sample = IMGSTAT_U16;
-  r.backend = "gpu";
+  ist_record r = make_record("a.png", 3, 2, 3, IMGSTAT_U16, "gpu");
   for (int c = 0; c < 3; c++) {
     imgstat_figures *g = &r.figures[c];
     g->count = 6;
@@ -195,9 +201,7 @@ static void test_json_integers(void) {
     g->has_std = 1;
     g->std = 0.25;
   }
-  FILE *f = mem_open();
-  ist_output_record(f, IMGSTAT_OUTPUT_JSON, &r, 0);
-  mem_close(f);
+  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
   CU_ASSERT_PTR_NOT_NULL(
       strstr(written, "{\"channel\":\"G\",\"count\":6,\"min\":0,\"max\":65535,"
                       "\"min_x\":0,\"min_y\":0,\"max_x\":2,\"max_y\":1,\"sum\":"
@@ -223,20 +227,16 @@ static void test_csv(void) {
 static void test_names_escaped_in_records(void) {
   ist_record r = float_record();
   r.file = "a\x1b[2J\nb,c.hdr";
-  FILE *f = mem_open();
-  ist_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
-  mem_close(f);
+  record_text(IMGSTAT_OUTPUT_TEXT, &r, 0);
   CU_ASSERT_NSTRING_EQUAL(written, "a\\x1b[2J\\nb,c.hdr  2x1  Y", 24);
   CU_ASSERT_PTR_NULL(strchr(written, '\x1b'));
-  f = mem_open();
-  ist_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
-  mem_close(f);
+  record_text(IMGSTAT_OUTPUT_CSV, &r, 0);
   CU_ASSERT_STRING_EQUAL(written,
                          "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,"
                          "2,0\n");
   imgstat_partial p;
   memset(&p, 0, sizeof p);
-  f = mem_open();
+  FILE *f = mem_open();
   ist_verify_partials(f, "x\x07.png", 1, IMGSTAT_U8, &p, &p);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(written, "x\\x07.png: verify ok\n");
@@ -245,30 +245,19 @@ static void test_names_escaped_in_records(void) {
 static void test_text(void) {
   ist_record r = float_record();
   r.file = "f.hdr";
-  FILE *f = mem_open();
-  ist_output_record(f, IMGSTAT_OUTPUT_TEXT, &r, 0);
-  mem_close(f);
+  record_text(IMGSTAT_OUTPUT_TEXT, &r, 0);
   CU_ASSERT_STRING_EQUAL(written,
                          "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
                          "channel   min   max   mean   std   nan   inf\n"
                          "Y           -     -      -     -     2     0\n");
 
-  ist_record g;
-  memset(&g, 0, sizeof g);
-  g.file = "g.png";
-  g.width = 4000;
-  g.height = 3000;
-  g.channels = 1;
-  g.sample = IMGSTAT_U8;
-  g.backend = "cpu";
+  ist_record g = make_record("g.png", 4000, 3000, 1, IMGSTAT_U8, "cpu");
   g.figures[0].has_values = 1;
   g.figures[0].max = 254;
   g.figures[0].mean = 83.99124;
   g.figures[0].has_std = 1;
   g.figures[0].std = 39.48336;
-  f = mem_open();
-  ist_output_record(f, IMGSTAT_OUTPUT_TEXT, &g, 1);
-  mem_close(f);
+  record_text(IMGSTAT_OUTPUT_TEXT, &g, 1);
   CU_ASSERT_STRING_EQUAL(written, "\ng.png  4000x3000  Y  8-bit  backend=cpu\n"
                                   "channel   min   max      mean       std\n"
                                   "Y           0   254   83.9912   39.4834\n");
@@ -465,22 +454,21 @@ static void test_hash_set(void) {
   ist_cli_set_free(s);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("output", NULL, NULL);
-  CU_add_test(s, "JSON string escaping", test_json_string);
-  CU_add_test(s, "escaping for terminals and CSV", test_text_escape);
-  CU_add_test(s, "names escaped in records", test_names_escaped_in_records);
-  CU_add_test(s, "shortest round-trip doubles", test_shortest_double);
-  CU_add_test(s, "JSON nulls for missing figures", test_json_nulls);
-  CU_add_test(s, "JSON exact integers", test_json_integers);
-  CU_add_test(s, "CSV quoting and empty fields", test_csv);
-  CU_add_test(s, "text table", test_text);
-  CU_add_test(s, "--verify: integer fields exactly", test_verify_integer);
-  CU_add_test(s, "--verify: float tolerance", test_verify_float);
-  CU_add_test(s, "strict numbers", test_parse_double);
-  CU_add_test(s, "strict number lists", test_parse_double_list);
-  CU_add_test(s, "hash set", test_hash_set);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"output", NULL},
+    {"JSON string escaping", test_json_string},
+    {"escaping for terminals and CSV", test_text_escape},
+    {"names escaped in records", test_names_escaped_in_records},
+    {"shortest round-trip doubles", test_shortest_double},
+    {"JSON nulls for missing figures", test_json_nulls},
+    {"JSON exact integers", test_json_integers},
+    {"CSV quoting and empty fields", test_csv},
+    {"text table", test_text},
+    {"--verify: integer fields exactly", test_verify_integer},
+    {"--verify: float tolerance", test_verify_float},
+    {"strict numbers", test_parse_double},
+    {"strict number lists", test_parse_double_list},
+    {"hash set", test_hash_set},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

@@ -19,23 +19,8 @@ __extension__ typedef unsigned __int128 u128;
 static imgstat_image make_image(uint32_t w, uint32_t h, int channels,
                                 imgstat_sample sample) {
   imgstat_image img;
-  memset(&img, 0, sizeof img);
-  img.width = w;
-  img.height = h;
-  img.channels = channels;
-  img.sample = sample;
-  size_t plane = (size_t)w * h * (size_t)sample;
-  img.data = malloc(plane * (size_t)channels + 1);
-  CU_ASSERT_FATAL(img.data != NULL);
-  for (int c = 0; c < channels; c++)
-    img.planes[c] = (unsigned char *)img.data + (size_t)c * plane;
-  img.format = "test";
+  CU_ASSERT_FATAL(test_image_make(&img, w, h, channels, sample));
   return img;
-}
-
-static void free_image(imgstat_image *img) {
-  free(img->data);
-  img->data = NULL;
 }
 
 static uint64_t npix(const imgstat_image *img) {
@@ -237,9 +222,9 @@ static void test_constant(void) {
     CU_ASSERT_EQUAL(f.std, 0.0);
     CU_ASSERT_EQUAL(f.min, (double)0.1f);
   }
-  free_image(&a);
-  free_image(&b);
-  free_image(&c);
+  test_image_free(&a);
+  test_image_free(&b);
+  test_image_free(&c);
 }
 
 static void test_ramp(void) {
@@ -265,7 +250,7 @@ static void test_ramp(void) {
   imgstat_figures_compute(&out[0], img.sample, img.width, 1, &f);
   /* sample variance of 0..N-1 is N(N+1)/12 */
   CU_ASSERT_DOUBLE_EQUAL(f.std, sqrt((double)n * (n + 1) / 12.0), 1e-9);
-  free_image(&img);
+  test_image_free(&img);
 
   /* u8 ramp by x over a 256-wide image: every value h times. */
   img = make_image(256, 513, 1, IMGSTAT_U8);
@@ -277,7 +262,7 @@ static void test_ramp(void) {
   CU_ASSERT_EQUAL(f.mean, 127.5);
   CU_ASSERT_DOUBLE_EQUAL(f.std, sqrt((256.0 * 256 - 1) / 12.0), 1e-12);
   CU_ASSERT(f.max_x == 255 && f.max_y == 0);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_checkerboard(void) {
@@ -292,7 +277,7 @@ static void test_checkerboard(void) {
   CU_ASSERT_EQUAL(f.std, 127.5);
   CU_ASSERT(f.min_x == 0 && f.min_y == 0 && f.max_x == 1 && f.max_y == 0);
   CU_ASSERT_EQUAL(f.exact_sum, 255u * 2048u);
-  free_image(&img);
+  test_image_free(&img);
 
   /* Odd 5x3 board: 8 zeros, 7 of 255. */
   img = make_image(5, 3, 1, IMGSTAT_U8);
@@ -304,7 +289,7 @@ static void test_checkerboard(void) {
   CU_ASSERT_DOUBLE_EQUAL(f.std, 255.0 * sqrt((7.0 - 49.0 / 15.0) / 14.0),
                          1e-12);
   check_image(&img, 1, 1e-13L);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_one_pixel(void) {
@@ -321,14 +306,14 @@ static void test_one_pixel(void) {
   f = cpu_figures(&img, 1, 1);
   CU_ASSERT_EQUAL(f.exact_sum, 65535);
   CU_ASSERT_FALSE(f.has_std); /* N - 1 = 0 */
-  free_image(&img);
+  test_image_free(&img);
 
   img = make_image(1, 1, 1, IMGSTAT_F32);
   ((float *)img.data)[0] = -2.5f;
   f = cpu_figures(&img, 0, 0);
   CU_ASSERT(f.has_values && f.count == 1 && f.mean == -2.5 && f.std == 0.0);
   CU_ASSERT(f.sum == -2.5 && f.min == -2.5 && f.max == -2.5);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_lines_and_odd_sizes(void) {
@@ -342,7 +327,7 @@ static void test_lines_and_odd_sizes(void) {
       imgstat_image img = make_image(dims[d][0], dims[d][1], 3, types[t]);
       fill_random(&img, seed++);
       check_image(&img, 2, 1e-13L);
-      free_image(&img);
+      test_image_free(&img);
     }
 }
 
@@ -375,8 +360,8 @@ static void test_extremes(void) {
   f = cpu_figures(&b, 0, 0);
   CU_ASSERT_EQUAL(f.std, 0.0);
   CU_ASSERT_EQUAL(f.mean, 65535.0);
-  free_image(&a);
-  free_image(&b);
+  test_image_free(&a);
+  test_image_free(&b);
 }
 
 static void test_huge_counts(void) {
@@ -420,7 +405,7 @@ static void test_u16_random_large(void) {
   imgstat_image img = make_image(2011, 1503, 1, IMGSTAT_U16);
   fill_random(&img, 7);
   check_image(&img, 0, 1e-14L);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_float_nan_inf(void) {
@@ -454,7 +439,7 @@ static void test_float_nan_inf(void) {
   CU_ASSERT_EQUAL(out[0].max_index, 70001);
   CU_ASSERT(isfinite(out[0].mean) && isfinite(out[0].m2));
   check_channel(&out[0], x, IMGSTAT_F32, img.width, n, 1e-12L);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_float_all_nan(void) {
@@ -478,7 +463,7 @@ static void test_float_all_nan(void) {
     CU_ASSERT_FALSE(f.has_std);
     CU_ASSERT_EQUAL(f.count, 0);
   }
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_float_accuracy(void) {
@@ -499,7 +484,7 @@ static void test_float_accuracy(void) {
     ((float *)img.data)[i] = (float)((u - 0.3) * pow(2.0, e));
   }
   check_image(&img, 0, 1e-12L);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_ddof(void) {
@@ -511,7 +496,7 @@ static void test_ddof(void) {
   CU_ASSERT_EQUAL(f.std, sqrt(1.25));
   f = cpu_figures(&img, 0, 1);
   CU_ASSERT_EQUAL(f.std, sqrt(5.0 / 3.0));
-  free_image(&img);
+  test_image_free(&img);
 
   img = make_image(2, 2, 1, IMGSTAT_F32);
   const float fv[4] = {1, 2, 3, 4};
@@ -522,7 +507,7 @@ static void test_ddof(void) {
   CU_ASSERT_DOUBLE_EQUAL(f.std, sqrt(5.0 / 3.0), 1e-15);
   CU_ASSERT_EQUAL(f.mean, 2.5);
   CU_ASSERT_EQUAL(f.sum, 10.0);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static void test_first_position(void) {
@@ -569,7 +554,7 @@ static void test_first_position(void) {
       CU_ASSERT_EQUAL(out[0].min_index, 70000);
       CU_ASSERT_EQUAL(out[0].max_index, 65535);
     }
-    free_image(&img);
+    test_image_free(&img);
   }
 
   /* Merge ties: the smaller index wins whichever side it comes from. */
@@ -606,7 +591,7 @@ static void test_signed_zero(void) {
     CU_ASSERT_EQUAL(f.min, 0.0);
     CU_ASSERT_EQUAL(signbit(f.min) != 0, order);
   }
-  free_image(&img);
+  test_image_free(&img);
 }
 
 static int same_int_partial(const imgstat_partial *a,
@@ -664,7 +649,7 @@ static void test_merge_associative(void) {
       CU_ASSERT(same_int_partial(&p45, &whole));
     }
     check_channel(&whole, img.data, img.sample, img.width, n, 1e-13L);
-    free_image(&img);
+    test_image_free(&img);
   }
 }
 
@@ -694,7 +679,7 @@ static void test_threads_identical(void) {
                         IMGSTAT_OK);
         CU_ASSERT(memcmp(out, ref, 4 * sizeof ref[0]) == 0);
       }
-      free_image(&img);
+      test_image_free(&img);
     }
 }
 
@@ -712,7 +697,7 @@ static void test_arguments(void) {
   img.channels = 2;
   img.planes[1] = NULL;
   CU_ASSERT_EQUAL(imgstat_cpu_stats(&img, 1, out, &err), IMGSTAT_ERR_ARG);
-  free_image(&img);
+  test_image_free(&img);
 
   /* An empty image is not an error: no values. */
   imgstat_image empty;
@@ -725,28 +710,25 @@ static void test_arguments(void) {
   CU_ASSERT(f.count == 0 && !f.has_values && !f.has_std);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("stats", NULL, NULL);
-  if (!s)
-    return 1;
-  CU_add_test(s, "constant image: std exactly 0", test_constant);
-  CU_add_test(s, "ramp: closed-form sums", test_ramp);
-  CU_add_test(s, "checkerboard", test_checkerboard);
-  CU_add_test(s, "1x1", test_one_pixel);
-  CU_add_test(s, "1xN, Nx1, 4097x3, chunk edges", test_lines_and_odd_sizes);
-  CU_add_test(s, "extremes 0/255/65535", test_extremes);
-  CU_add_test(s, "2^32 samples from closed forms", test_huge_counts);
-  CU_add_test(s, "u16 random large plane", test_u16_random_large);
-  CU_add_test(s, "float NaN and Inf", test_float_nan_inf);
-  CU_add_test(s, "float all NaN / non-finite", test_float_all_nan);
-  CU_add_test(s, "float accuracy vs long double", test_float_accuracy);
-  CU_add_test(s, "ddof 0 and 1", test_ddof);
-  CU_add_test(s, "first position ties", test_first_position);
-  CU_add_test(s, "float signed zeros", test_signed_zero);
-  CU_add_test(s, "integer merge associativity", test_merge_associative);
-  CU_add_test(s, "same bits for -j 1, 2, 3, 7", test_threads_identical);
-  CU_add_test(s, "argument errors, empty image", test_arguments);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"stats", NULL},
+    {"constant image: std exactly 0", test_constant},
+    {"ramp: closed-form sums", test_ramp},
+    {"checkerboard", test_checkerboard},
+    {"1x1", test_one_pixel},
+    {"1xN, Nx1, 4097x3, chunk edges", test_lines_and_odd_sizes},
+    {"extremes 0/255/65535", test_extremes},
+    {"2^32 samples from closed forms", test_huge_counts},
+    {"u16 random large plane", test_u16_random_large},
+    {"float NaN and Inf", test_float_nan_inf},
+    {"float all NaN / non-finite", test_float_all_nan},
+    {"float accuracy vs long double", test_float_accuracy},
+    {"ddof 0 and 1", test_ddof},
+    {"first position ties", test_first_position},
+    {"float signed zeros", test_signed_zero},
+    {"integer merge associativity", test_merge_associative},
+    {"same bits for -j 1, 2, 3, 7", test_threads_identical},
+    {"argument errors, empty image", test_arguments},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

@@ -11,18 +11,11 @@
 # .corpus when the corpus tests should run.
 set -u
 cd "$(dirname "$0")/../.."
-ROOT=$PWD
-OUT=${OUT:-/tmp/imgstat-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$PATH:/usr/local/cuda/bin
-[ -d "$ROOT/.corpus" ] && export IMGSTAT_CORPUS=$ROOT/.corpus
+. tests/lib.sh
+lib_gpu_prelude
 BUILD=$ROOT/build-device
 STEPS=${*:-build test timing sass memcheck racecheck synccheck initcheck}
-SUMMARY=$OUT/summary.txt
-: >"$SUMMARY"
 
-say() { echo "$*" | tee -a "$SUMMARY"; }
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 
 say "== $(date -u +%H:%M:%S) device: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader 2>&1)"

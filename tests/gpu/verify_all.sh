@@ -12,17 +12,11 @@
 # .git: name the commit in IMGSTAT_COMMIT for the summary.
 set -u
 cd "$(dirname "$0")/../.."
-ROOT=$PWD
-OUT=${OUT:-/tmp/imgstat-gpu-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$PATH:/usr/local/cuda/bin
-[ -d "$ROOT/.corpus" ] && export IMGSTAT_CORPUS=$ROOT/.corpus
+. tests/lib.sh
+lib_gpu_prelude
 B=$ROOT/build-verify
-S=$OUT/summary.txt
-: >"$S"
-say() { echo "$*" | tee -a "$S"; }
-fail=0
+S=$SUMMARY
+failed=0
 
 say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1) commit ${IMGSTAT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo ?)}"
 cmake -S . -B "$B" -DIMGSTAT_ENABLE_CUDA=ON -DIMGSTAT_WERROR=ON \
@@ -39,7 +33,7 @@ timeout 400 ctest --test-dir "$B" --output-on-failure -E '^test_gpu_fault_cli$' 
 rc=$?
 say "== ctest rc=$rc"
 grep -E "Test +#|tests passed|did not run|Skipped|Failed" "$OUT/ctest.log" | tee -a "$S"
-[ $rc -eq 0 ] || fail=1
+[ $rc -eq 0 ] || failed=1
 
 for t in test_gpu test_norm_gpu; do
   for tool in memcheck racecheck synccheck initcheck; do
@@ -49,7 +43,7 @@ for t in test_gpu test_norm_gpu; do
       --error-exitcode 99 "$B/tests/$t" >"$OUT/san-$t-$tool.log" 2>&1
     rc=$?
     say "== $t $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/san-$t-$tool.log" | tail -1)"
-    [ $rc -eq 0 ] || fail=1
+    [ $rc -eq 0 ] || failed=1
   done
 done
 
@@ -83,15 +77,15 @@ for a, b in zip(cpu, gpu):
 print(f"compared {len(cpu)} records: {bad} mismatches")
 sys.exit(1 if bad else 0)
 PY
-[ "${PIPESTATUS[0]}" -eq 0 ] || fail=1
+[ "${PIPESTATUS[0]}" -eq 0 ] || failed=1
 cmp -s "$OUT/cpu.err" "$OUT/gpu.err" && say "== the same inputs rejected with the same messages" ||
-  { say "== stderr differs"; fail=1; }
+  { say "== stderr differs"; failed=1; }
 for k in fast 1 2 3 4 5 6 7; do
   "$B/imgstat" --verify --kernel $k -q --json "${imgs[@]}" >/dev/null 2>"$OUT/verify-$k.err"
   rc=$?
   say "== --verify --kernel $k rc=$rc: $(grep -c 'verify ok' "$OUT/verify-$k.err") ok, $(grep -c MISMATCH "$OUT/verify-$k.err") mismatches"
-  [ $rc -eq 1 ] || [ $rc -eq 0 ] || fail=1 # 1: the corrupt PngSuite files
-  grep -q MISMATCH "$OUT/verify-$k.err" && fail=1
+  [ $rc -eq 1 ] || [ $rc -eq 0 ] || failed=1 # 1: the corrupt PngSuite files
+  grep -q MISMATCH "$OUT/verify-$k.err" && failed=1
 done
 # Every allocation and launch of a run made to fail in turn
 # (IMGSTAT_GPU_FAULT), then compute-sanitizer's leak check on a few.
@@ -100,6 +94,6 @@ rc=$?
 say "== fault_test rc=$rc: $(grep -E '^fault_test:' "$OUT/fault_test.log" | tail -1)"
 grep -E "^FAIL|^skipped|allocations and launches|no fault shown|swept in|sanitizer" \
   "$OUT/fault_test.log" | head -30 | tee -a "$S"
-[ $rc -eq 0 ] || fail=1
-say "== overall: $([ $fail -eq 0 ] && echo PASS || echo FAIL)"
-exit $fail
+[ $rc -eq 0 ] || failed=1
+say "== overall: $([ $failed -eq 0 ] && echo PASS || echo FAIL)"
+exit $failed

@@ -1,0 +1,50 @@
+# Helpers shared by the shell tests (tests/cli_test.sh, tests/normalize_test.sh)
+# and the GPU machine's scripts (tests/gpu/run_gpu.sh, verify_all.sh); sourced,
+# POSIX sh.
+
+# ---- counting checks --------------------------------------------------------
+
+# pass [WHAT]: one check passed (said as "ok: WHAT" when WHAT is given).
+# fail WHAT: one check failed, said as "FAIL: WHAT".
+# checks and failures count them.
+checks=0
+failures=0
+pass() {
+  checks=$((checks + 1))
+  [ $# -eq 0 ] || echo "ok: $*"
+}
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# ---- a private folder -------------------------------------------------------
+
+# lib_tmpdir NAME: T is a new folder under $TMPDIR (or /tmp), removed when the
+# script exits (made writable first, in case a test took the permission
+# away); an interrupt ends the script with status 1.
+lib_tmpdir() {
+  T=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+  trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+  trap 'exit 1' INT TERM
+}
+
+# ---- the GPU machine ----------------------------------------------------------
+
+# lib_gpu_prelude: for the scripts run on the GPU machine, from the top of the
+# checkout: ROOT is it; OUT (default /tmp/imgstat-gpu-out) is made; the
+# carried .deps (CUnit, stb: ../shared/gpu-host/bundle-deps.sh) and CUDA's
+# tools are found; the corpus, when carried as .corpus, is the tests'.
+# SUMMARY ($OUT/summary.txt) is emptied, and say appends a line to it (and
+# prints it).
+lib_gpu_prelude() {
+  ROOT=$PWD
+  OUT=${OUT:-/tmp/imgstat-gpu-out}
+  mkdir -p "$OUT"
+  export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PATH=$PATH:/usr/local/cuda/bin
+  if [ -d "$ROOT/.corpus" ]; then export IMGSTAT_CORPUS=$ROOT/.corpus; fi
+  SUMMARY=$OUT/summary.txt
+  : >"$SUMMARY"
+}
+say() { echo "$*" | tee -a "$SUMMARY"; }
