@@ -85,6 +85,24 @@ static imgstat_status gpu_histogram(imgstat_gpu *gpu, const imgstat_image *img,
   return imgstat_gpu_histogram(gpu, img, c, NULL, p, np, values, h, err);
 }
 
+/* The statistics and the histograms of one item share one upload: a device
+ * image (d); without one (d NULL) each call uploads the host image. */
+static imgstat_status gpu_stats_on(imgstat_gpu *gpu, imgstat_gpu_image *d,
+                                   const imgstat_image *img, int kernel,
+                                   imgstat_partial *out, imgstat_error *err) {
+  return d ? imgstat_gpu_image_stats(gpu, d, kernel, out, err)
+           : gpu_stats(gpu, img, kernel, out, err);
+}
+
+static imgstat_status gpu_histogram_on(imgstat_gpu *gpu, imgstat_gpu_image *d,
+                                       const imgstat_image *img, int c,
+                                       const double *p, int np, double *values,
+                                       imgstat_histogram *h,
+                                       imgstat_error *err) {
+  return d ? imgstat_gpu_image_histogram(gpu, d, c, NULL, p, np, values, h, err)
+           : gpu_histogram(gpu, img, c, p, np, values, h, err);
+}
+
 static imgstat_status gpu_normalize(imgstat_gpu *gpu, const imgstat_image *img,
                                     const imgstat_norm_options *opts,
                                     imgstat_image *out, imgstat_error *err) {
@@ -334,9 +352,9 @@ static int gpu_in_use(imgstat_engine *e) {
   return r;
 }
 
-/* The partials of img by the policy. */
+/* The partials of img by the policy (on the GPU from d when there is one). */
 static imgstat_status stats(imgstat_engine *e, const imgstat_image *img,
-                            imgstat_job_result *res) {
+                            imgstat_gpu_image *d, imgstat_job_result *res) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status st;
@@ -357,7 +375,7 @@ static imgstat_status stats(imgstat_engine *e, const imgstat_image *img,
   }
   if (gpu_in_use(e)) {
     pthread_mutex_lock(&e->lock);
-    st = gpu_stats(e->start.gpu, img, e->opt.kernel, res->partial, &err);
+    st = gpu_stats_on(e->start.gpu, d, img, e->opt.kernel, res->partial, &err);
     pthread_mutex_unlock(&e->lock);
     if (st == IMGSTAT_OK) {
       res->backend = IMGSTAT_BACKEND_GPU;
@@ -383,11 +401,10 @@ static void free_histograms(imgstat_job_result *res) {
 /* The histograms of every channel and their figures, on the GPU (e's
  * context) or on the CPU. A failure is returned with nothing kept: the
  * caller applies the policy. */
-static imgstat_status histograms_on(imgstat_engine *e, int on_gpu,
-                                    const imgstat_image *img,
-                                    const imgstat_stats_request *req,
-                                    imgstat_job_result *res,
-                                    imgstat_error *err) {
+static imgstat_status
+histograms_on(imgstat_engine *e, int on_gpu, imgstat_gpu_image *d,
+              const imgstat_image *img, const imgstat_stats_request *req,
+              imgstat_job_result *res, imgstat_error *err) {
   /* the median first, then the requested percentiles */
   double p[IMGSTAT_MAX_PERCENTILES + 1];
   int nreq = req->npercentiles;
@@ -404,7 +421,7 @@ static imgstat_status histograms_on(imgstat_engine *e, int on_gpu,
     imgstat_status st;
     if (on_gpu) {
       pthread_mutex_lock(&e->lock);
-      st = gpu_histogram(e->start.gpu, img, c, p, np, v, h, err);
+      st = gpu_histogram_on(e->start.gpu, d, img, c, p, np, v, h, err);
       pthread_mutex_unlock(&e->lock);
     } else {
       st = imgstat_histogram_compute(img, c, NULL, h, err);
@@ -433,18 +450,19 @@ static imgstat_status histograms_on(imgstat_engine *e, int on_gpu,
 /* Histograms where the statistics were computed; a GPU failure follows the
  * same policy as the statistics'. */
 static imgstat_status histograms(imgstat_engine *e, const imgstat_image *img,
+                                 imgstat_gpu_image *d,
                                  const imgstat_stats_request *req,
                                  imgstat_job_result *res) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   int on_gpu = res->backend == IMGSTAT_BACKEND_GPU;
-  imgstat_status st = histograms_on(e, on_gpu, img, req, res, &err);
+  imgstat_status st = histograms_on(e, on_gpu, d, img, req, res, &err);
   if (st != IMGSTAT_OK && on_gpu) {
     if (!gpu_failed(e, res, &err))
       return res->status;
     memset(&err, 0, sizeof err);
     on_gpu = 0;
-    st = histograms_on(e, 0, img, req, res, &err);
+    st = histograms_on(e, 0, NULL, img, req, res, &err);
   }
   if (st != IMGSTAT_OK)
     return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
@@ -457,9 +475,27 @@ static imgstat_status histograms(imgstat_engine *e, const imgstat_image *img,
 static imgstat_status stats_item(imgstat_engine *e, const imgstat_image *in,
                                  const void *arg, imgstat_job_result *res) {
   const imgstat_stats_request *req = arg;
-  imgstat_status st = stats(e, in, res);
-  if (st == IMGSTAT_OK && req && req->histograms)
-    st = histograms(e, in, req, res);
+  int with_hist = req && req->histograms;
+  /* Statistics and histograms on the GPU: one upload for both. When the
+   * upload fails (an image larger than the device's free memory, say), each
+   * call uploads on its own: the statistics then go by ranges. */
+  imgstat_gpu_image *d = NULL;
+  if (with_hist && !e->opt.verify && gpu_in_use(e)) {
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    pthread_mutex_lock(&e->lock);
+    if (imgstat_gpu_image_upload(e->start.gpu, in, &d, &err) != IMGSTAT_OK)
+      d = NULL;
+    pthread_mutex_unlock(&e->lock);
+  }
+  imgstat_status st = stats(e, in, d, res);
+  if (st == IMGSTAT_OK && with_hist)
+    st = histograms(e, in, d, req, res);
+  if (d) {
+    pthread_mutex_lock(&e->lock);
+    imgstat_gpu_image_release(e->start.gpu, d);
+    pthread_mutex_unlock(&e->lock);
+  }
   return st;
 }
 
