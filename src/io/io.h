@@ -54,6 +54,13 @@ typedef enum ist_kind {
 /* Sniffs the signature in the first n bytes of an input. */
 ist_kind ist_kind_sniff(const unsigned char *head, size_t n);
 
+/* Whether a file name (a path: its last component counts) ends in the
+ * extension of a format the decoder table reads (".png", ".JPG", ...; any
+ * case). Decoding never looks at names: only directory walks choose files by
+ * this (src/pipeline/walk.c). A name whose only dot is its first character
+ * (".png") has no extension. */
+int ist_extension_is_image(const char *name);
+
 /* What decoding one input may cost, checked from its header before anything
  * is allocated (ist_decode_check). No field is 0 here. */
 typedef struct ist_limits {
@@ -106,6 +113,9 @@ struct imgstat_decoder {
 struct ist_format {
   ist_kind kind;
   const char *library; /* the library that decodes it */
+  /* the file name extensions of the format, lower case, separated by
+   * spaces (ist_extension_is_image); NULL: none */
+  const char *extensions;
   /* whether an input's first n bytes (n <= 16) announce the format; NULL:
    * any input (the last row) */
   int (*sniff)(const unsigned char *head, size_t n);

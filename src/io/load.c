@@ -113,22 +113,23 @@ static int sniff_pnm(const unsigned char *h, size_t n) {
 /* One row per format, tried in this order; the first whose signature
  * matches decodes the input. */
 static const ist_format formats[] = {
-    {IMGSTAT_KIND_PNG, "libpng", sniff_png, ist_png_open, ist_png_read,
+    {IMGSTAT_KIND_PNG, "libpng", "png", sniff_png, ist_png_open, ist_png_read,
      ist_png_close},
 #ifdef IMGSTAT_HAVE_TURBOJPEG
-    {IMGSTAT_KIND_JPEG, "TurboJPEG", sniff_jpeg, ist_jpeg_open, ist_jpeg_read,
-     ist_jpeg_close},
+    {IMGSTAT_KIND_JPEG, "TurboJPEG", "jpg jpeg jpe jfif", sniff_jpeg,
+     ist_jpeg_open, ist_jpeg_read, ist_jpeg_close},
 #else
-    {IMGSTAT_KIND_JPEG, "stb_image", sniff_jpeg, STB_ROW},
+    {IMGSTAT_KIND_JPEG, "stb_image", "jpg jpeg jpe jfif", sniff_jpeg, STB_ROW},
 #endif
-    {IMGSTAT_KIND_BMP, "stb_image", sniff_bmp, STB_ROW},
-    {IMGSTAT_KIND_GIF, "stb_image", sniff_gif, STB_ROW},
-    {IMGSTAT_KIND_PSD, "stb_image", sniff_psd, STB_ROW},
-    {IMGSTAT_KIND_HDR, "stb_image", sniff_hdr, STB_ROW},
-    {IMGSTAT_KIND_PNM, "stb_image", sniff_pnm, STB_ROW},
+    {IMGSTAT_KIND_BMP, "stb_image", "bmp dib", sniff_bmp, STB_ROW},
+    {IMGSTAT_KIND_GIF, "stb_image", "gif", sniff_gif, STB_ROW},
+    {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, STB_ROW},
+    {IMGSTAT_KIND_HDR, "stb_image", "hdr", sniff_hdr, STB_ROW},
+    /* stb_image reads P5 and P6 only (no .pbm, no .pam) */
+    {IMGSTAT_KIND_PNM, "stb_image", "pgm ppm pnm", sniff_pnm, STB_ROW},
     /* No signature: stb_image tries a JPEG after fill bytes, then TGA, which
      * has none. */
-    {IMGSTAT_KIND_UNKNOWN, "stb_image", NULL, STB_ROW},
+    {IMGSTAT_KIND_UNKNOWN, "stb_image", "tga", NULL, STB_ROW},
 };
 
 static const ist_format *format_sniff(const unsigned char *h, size_t n) {
@@ -140,6 +141,47 @@ static const ist_format *format_sniff(const unsigned char *h, size_t n) {
 
 ist_kind ist_kind_sniff(const unsigned char *h, size_t n) {
   return format_sniff(h, n)->kind;
+}
+
+/* Whether the n bytes at ext are one of the words of list (ASCII, any case
+ * in ext). */
+static int extension_in(const char *ext, size_t n, const char *list) {
+  while (*list) {
+    size_t w = strcspn(list, " ");
+    if (w == n) {
+      size_t i = 0;
+      while (i < n) {
+        char c = ext[i];
+        if (c >= 'A' && c <= 'Z')
+          c = (char)(c - 'A' + 'a');
+        if (c != list[i])
+          break;
+        i++;
+      }
+      if (i == n)
+        return 1;
+    }
+    list += w;
+    while (*list == ' ')
+      list++;
+  }
+  return 0;
+}
+
+int ist_extension_is_image(const char *name) {
+  if (!name)
+    return 0;
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  const char *dot = strrchr(base, '.');
+  if (!dot || dot == base || dot[1] == '\0')
+    return 0;
+  size_t n = strlen(dot + 1);
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    if (formats[i].extensions &&
+        extension_in(dot + 1, n, formats[i].extensions))
+      return 1;
+  return 0;
 }
 
 /* The caller's limits, defaults where it gave none. */
@@ -268,7 +310,7 @@ static imgstat_status load_from(imgstat_decoder *d, imgstat_status s,
 imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
                               const ist_limits *lim, imgstat_image *img,
                               imgstat_error *err) {
-  const ist_format stb = {kind, "stb_image", NULL, STB_ROW};
+  const ist_format stb = {kind, "stb_image", NULL, NULL, STB_ROW};
   imgstat_load_options opts = {lim->max_pixels, lim->max_memory};
   imgstat_decoder *d;
   memset(img, 0, sizeof *img);

@@ -1,0 +1,223 @@
+/*
+ * imgstat: the batch pipeline's two generic pieces.
+ *
+ *  - Inputs: a list of command-line arguments (files, directories, "-" for
+ *    standard input) and lists of paths (--files-from) expanded, lazily, into
+ *    the ordered list of inputs: directories walked recursively, in the byte
+ *    order of their paths.
+ *  - The batch runner: an ordered pool of worker threads. Items are fed in
+ * order on the caller's thread, worked on by any worker, and handed back on the
+ *    caller's thread in the order they were fed, each as soon as it is next
+ *    in line; the memory the items hold at once stays under a budget.
+ *
+ * Neither prints, exits or aborts: functions that can fail return an
+ * imgstat_status and fill a caller-owned imgstat_error.
+ */
+#ifndef IMGSTAT_PIPELINE_H
+#define IMGSTAT_PIPELINE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "imgstat.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- inputs ---------------------------------------------------------------
+ */
+
+/*
+ * The rules of the expansion:
+ *  - A path argument (or a line of a list) that names a directory (a
+ *    symbolic link to one included) is walked recursively, in place: the
+ *    files under it come in the byte order of their whole paths (as
+ *    `find DIR -type f | LC_ALL=C sort` lists them; "d/a.png" comes before
+ *    "d/a/b.png" since '.' < '/'), each with its path as walked: the argument,
+ *    a '/' unless it ends with one, and the names below it ("DIR/sub/x.png").
+ *  - In a walk, only files whose name ends in the extension of a format
+ *    imgstat reads (.png .jpg .jpeg .jpe .jfif .bmp .dib .gif .psd .hdr .pgm
+ *    .ppm .pnm .tga, any case) are taken; every other entry is skipped
+ *    silently. A symbolic link to a file is a file; a symbolic link to a
+ *    directory is walked only with the option follow, and then a link back
+ *    to a directory being walked (a loop) is an error item, never a second
+ *    walk. Hidden files are not special.
+ *  - Error items, in their place in the order: a directory in a walk that
+ *    cannot be opened or read ("Permission denied"); an image-named entry
+ *    that cannot be examined (a dangling symbolic link: "No such file or
+ *    directory"; a loop of links: "Too many levels of symbolic links") or is
+ *    no regular file (a FIFO, a socket, a device: "not a regular file", which
+ *    a walk never opens); a path argument or list line that does not exist;
+ *    a list that cannot be opened or read.
+ *  - A path argument (or list line) that names anything but a directory is
+ *    one input whatever its name (the decoder sniffs it), a FIFO or device
+ *    included.
+ *  - "-" as a path argument is one image from standard input (an item of
+ *    kind IMGSTAT_INPUT_STDIN). In a list, "-" is a file named "-".
+ *  - A list (--files-from) holds one path per line, or per NUL-terminated
+ *    record (as `find -print0` writes); its name "-" is standard input.
+ *    Empty records are skipped; bytes are taken as they are (no trimming).
+ *    Lists are read as the iteration reaches them.
+ */
+
+typedef enum imgstat_input_kind {
+  IMGSTAT_INPUT_FILE = 0, /* a file to open by its path */
+  IMGSTAT_INPUT_STDIN,    /* one image from standard input (path "-") */
+  IMGSTAT_INPUT_ERROR     /* an input that cannot be read: status, message */
+} imgstat_input_kind;
+
+/* One input. Allocated by imgstat_inputs_next; free it with
+ * imgstat_input_free. */
+typedef struct imgstat_input {
+  imgstat_input_kind kind;
+  uint64_t index;        /* its place in the list, from 0 (errors counted) */
+  const char *path;      /* as given or as walked */
+  uint64_t size;         /* bytes, when size_known (a regular file) */
+  int size_known;        /* 1 when size holds the file's size at the walk */
+  imgstat_status status; /* IMGSTAT_ERR_*: kind ERROR; else IMGSTAT_OK */
+  const char *message;   /* kind ERROR: the reason ("Permission denied"), no
+                            file name; else NULL */
+} imgstat_input;
+
+void imgstat_input_free(imgstat_input *item);
+
+/* The iterator over the inputs of a run. One thread at a time. */
+typedef struct imgstat_inputs imgstat_inputs;
+
+typedef struct imgstat_inputs_options {
+  int follow; /* walk symbolic links to directories met in walks */
+} imgstat_inputs_options;
+
+/* A new, empty list of sources; opts may be NULL (the defaults). */
+imgstat_status imgstat_inputs_create(const imgstat_inputs_options *opts,
+                                     imgstat_inputs **out, imgstat_error *err);
+void imgstat_inputs_destroy(imgstat_inputs *in);
+
+/* Appends a path argument: a file, a directory or "-" (standard input).
+ * Sources are added before the iteration starts (else IMGSTAT_ERR_ARG). */
+imgstat_status imgstat_inputs_add_path(imgstat_inputs *in, const char *path,
+                                       imgstat_error *err);
+
+/* Appends a list of paths (--files-from): a file's name, or "-" for standard
+ * input; separator '\n' (one path per line) or '\0' (-0 / --null).
+ * IMGSTAT_ERR_ARG: standard input would be read twice ("-" as a list and as
+ * another list or an image), or another separator. */
+imgstat_status imgstat_inputs_add_list(imgstat_inputs *in, const char *list,
+                                       char separator, imgstat_error *err);
+
+/* The next input in order: *item is a new item, or NULL at the end. Fails
+ * (IMGSTAT_ERR_NOMEM) only when out of memory; everything about the inputs
+ * themselves is an item of kind IMGSTAT_INPUT_ERROR. */
+imgstat_status imgstat_inputs_next(imgstat_inputs *in, imgstat_input **item,
+                                   imgstat_error *err);
+
+/* Walks ahead until max_queued items wait for imgstat_inputs_next or the
+ * list ends, so that the total becomes known early (a progress line) while
+ * memory stays bounded; call it again as items are taken. */
+imgstat_status imgstat_inputs_prefetch(imgstat_inputs *in, size_t max_queued,
+                                       imgstat_error *err);
+
+/* How many inputs the list has: returns 1 when that is final (the whole list
+ * has been walked), else 0 and *total is the number found so far (taken or
+ * waiting). */
+int imgstat_inputs_total(const imgstat_inputs *in, uint64_t *total);
+
+/* ---- the batch runner -----------------------------------------------------
+ */
+
+/* The budget when the configuration gives none: bytes reserved by the items
+ * in flight at once (decoded images, mostly). */
+#define IMGSTAT_ENGINE_DEFAULT_BUDGET (UINT64_C(1) << 30)
+
+/* The item a worker is working on, for the work callback. */
+typedef struct imgstat_task imgstat_task;
+
+/* The item's place in the order, from 0. */
+uint64_t imgstat_task_index(const imgstat_task *task);
+
+/*
+ * Reserves bytes of the budget for the item, before its big allocation (a
+ * decoded image, whose size its header gives); they are released when the
+ * item has been delivered, or earlier by imgstat_task_release. Blocks until
+ *  - every earlier item has reserved its share or finished its work
+ *    (admission is in input order, so that an item holding the budget never
+ *    waits for a later one: no deadlock), and
+ *  - the bytes fit under the budget with everything in flight, or nothing
+ *    is in flight: an item larger than the whole budget runs alone.
+ * Returns 1 when granted; 0 when the run is cancelled (nothing reserved:
+ * the work should give up) or when the item has reserved before (one
+ * reservation per item).
+ * Until an item reserves or its work returns, later items wait for their
+ * turn: work that will hold nothing (e.g. an input that failed to open) may
+ * reserve 0 bytes at once to let them through early. With no bound
+ * (UINT64_MAX) there is no turn to wait for.
+ */
+int imgstat_task_reserve(imgstat_task *task, uint64_t bytes);
+
+/* Gives back up to bytes of the item's reservation before its delivery
+ * (e.g. when the work has freed the image and the result holds figures
+ * only). */
+void imgstat_task_release(imgstat_task *task, uint64_t bytes);
+
+/* Whether the run is being cancelled: long work may poll it and give up. */
+int imgstat_task_cancelled(const imgstat_task *task);
+
+typedef struct imgstat_batch_config {
+  /* Worker threads: 0 is one per online core; 1 runs everything in the
+   * calling thread (no thread is started). */
+  int workers;
+  /* Bytes that the items' reservations may hold at once; 0 is
+   * IMGSTAT_ENGINE_DEFAULT_BUDGET, UINT64_MAX no bound. */
+  uint64_t budget;
+  /* Items fed and not yet delivered, at most (results waiting for an
+   * earlier one included); 0 is 4 per worker. */
+  size_t window;
+  /* Bytes of one result; every result starts zeroed. */
+  size_t result_size;
+  /* Cancels the run when it becomes nonzero (a SIGINT handler may set it);
+   * NULL: none. The runner looks at it at least every 20 ms while it
+   * waits. */
+  const volatile sig_atomic_t *cancel;
+  /* Given to every callback. */
+  void *ctx;
+  /* Caller's thread: the next item in order, *item NULL at the end. A
+   * failure stops the feeding; the run then returns it after the items fed
+   * so far have been delivered. */
+  imgstat_status (*next)(void *ctx, void **item, imgstat_error *err);
+  /* Any worker: the work on one item, writing its result. */
+  void (*work)(void *ctx, imgstat_task *task, void *item, void *result);
+  /* Caller's thread, in input order, exactly once per item fed: ran is 1
+   * when the work ran, 0 when a cancel came before it started (result is
+   * then all zero). The callback owns item and what result holds; after it
+   * returns, the result's memory is reused and the item's reservation
+   * released. A nonzero return cancels the run (e.g. output failed). */
+  int (*deliver)(void *ctx, uint64_t index, void *item, void *result, int ran);
+} imgstat_batch_config;
+
+typedef struct imgstat_batch_report {
+  int workers;         /* threads that worked (1: the calling thread) */
+  uint64_t fed;        /* items fed = items delivered */
+  uint64_t ran;        /* items whose work ran */
+  uint64_t peak_bytes; /* largest total of reservations held at once */
+  int cancelled;       /* 1 when the run was cancelled (flag or deliver) */
+} imgstat_batch_report;
+
+/*
+ * Runs the items that next feeds through work and hands them to deliver,
+ * as the configuration says. Returns when every item fed has been delivered:
+ * IMGSTAT_OK (a cancelled run too: see report->cancelled), next's failure,
+ * or IMGSTAT_ERR_ARG / IMGSTAT_ERR_NOMEM before anything is fed. report may
+ * be NULL. Delivery order and results never depend on the number of workers
+ * (when the work's results do not).
+ */
+imgstat_status imgstat_batch_run(const imgstat_batch_config *cfg,
+                                 imgstat_batch_report *report,
+                                 imgstat_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

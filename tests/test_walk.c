@@ -1,0 +1,647 @@
+/*
+ * Inputs (src/pipeline/walk.c): the order of a walk against
+ * `find -print0 | LC_ALL=C sort -z` run through popen and against orders
+ * written by hand, the extension filter, empty folders, unreadable entries,
+ * symbolic link loops with and without follow, names with spaces and
+ * newlines, --files-from lists (newline and NUL separated, from standard
+ * input), "-" as an image, and the total as the walk goes.
+ *
+ * Unreadable directories: chmod 000 does not stop root, and CI runs as
+ * root, so as root that check runs in a child process that has given up
+ * root (setuid to nobody). Entries that no user can read run everywhere: a
+ * dangling symbolic link, a link to itself, and a FIFO with an image's name.
+ */
+#include "imgstat_pipeline.h"
+#include "io.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char root[256]; /* the test's temporary folder */
+
+#define ASSERT_MSG(cond, ...)                                                  \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      printf("\n    ");                                                        \
+      printf(__VA_ARGS__);                                                     \
+      printf("\n");                                                            \
+    }                                                                          \
+    CU_ASSERT(cond);                                                           \
+  } while (0)
+
+/* ---- files ------------------------------------------------------------------
+ */
+
+/* root + "/" + rel, in one of a few rotating buffers. */
+static const char *at(const char *rel) {
+  static char buf[8][1024];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", root, rel);
+  return buf[k];
+}
+
+/* Makes the directories of rel (its last component too when dir). */
+static void make_dirs(const char *rel, int dir) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s", at(rel));
+  size_t start = strlen(root) + 1;
+  for (size_t i = start; p[i]; i++)
+    if (p[i] == '/') {
+      p[i] = '\0';
+      mkdir(p, 0755);
+      p[i] = '/';
+    }
+  if (dir)
+    mkdir(p, 0755);
+}
+
+/* A file of n bytes at root/rel (its folders made). */
+static void make_file(const char *rel, size_t n) {
+  make_dirs(rel, 0);
+  FILE *f = fopen(at(rel), "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  for (size_t i = 0; i < n; i++)
+    fputc((int)(i & 0xFF), f);
+  fclose(f);
+}
+
+static void make_link(const char *target, const char *rel) {
+  make_dirs(rel, 0);
+  CU_ASSERT(symlink(target, at(rel)) == 0);
+}
+
+static void write_text(const char *rel, const char *text, size_t n) {
+  FILE *f = fopen(at(rel), "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fwrite(text, 1, n, f);
+  fclose(f);
+}
+
+/* ---- collecting items
+ * ------------------------------------------------------------ */
+
+#define MAX_ITEMS 256
+
+typedef struct got {
+  size_t n;
+  imgstat_input *item[MAX_ITEMS];
+} got;
+
+static imgstat_inputs *inputs_new(int follow) {
+  imgstat_inputs_options o = {follow};
+  imgstat_inputs *in = NULL;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_inputs_create(&o, &in, &err) == IMGSTAT_OK);
+  return in;
+}
+
+static void add_path(imgstat_inputs *in, const char *path) {
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_path(in, path, &err) == IMGSTAT_OK);
+}
+
+static void add_list(imgstat_inputs *in, const char *list, char sep) {
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_list(in, list, sep, &err) == IMGSTAT_OK);
+}
+
+/* Takes every item; destroys in. */
+static void collect(imgstat_inputs *in, got *g) {
+  memset(g, 0, sizeof *g);
+  imgstat_error err;
+  for (;;) {
+    imgstat_input *it = NULL;
+    CU_ASSERT_FATAL(imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK);
+    if (!it)
+      break;
+    CU_ASSERT_FATAL(g->n < MAX_ITEMS);
+    CU_ASSERT(it->index == g->n);
+    g->item[g->n++] = it;
+  }
+  uint64_t total = 0;
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 1);
+  CU_ASSERT(total == g->n);
+  imgstat_inputs_destroy(in);
+}
+
+static void got_free(got *g) {
+  for (size_t i = 0; i < g->n; i++)
+    imgstat_input_free(g->item[i]);
+  g->n = 0;
+}
+
+/* An expected item: 'F' file, 'S' standard input, 'E' error with message
+ * (NULL: any). Paths relative to root unless absolute or "-". */
+typedef struct want {
+  char kind;
+  const char *path;
+  const char *message;
+} want;
+
+/* Whether g is exactly w[0..n), printing the first difference to out. */
+static int matches(const got *g, const want *w, size_t n, FILE *out) {
+  int ok = 1;
+  for (size_t i = 0; i < n || i < g->n; i++) {
+    if (i >= g->n || i >= n) {
+      fprintf(out, "\n    item %zu: %s %s\n", i, i < n ? "missing" : "extra",
+              i < n ? w[i].path : g->item[i]->path);
+      return 0;
+    }
+    const imgstat_input *it = g->item[i];
+    char path[1024];
+    if (w[i].path[0] == '/' || strcmp(w[i].path, "-") == 0)
+      snprintf(path, sizeof path, "%s", w[i].path);
+    else
+      snprintf(path, sizeof path, "%s/%s", root, w[i].path);
+    char kind = it->kind == IMGSTAT_INPUT_FILE    ? 'F'
+                : it->kind == IMGSTAT_INPUT_STDIN ? 'S'
+                                                  : 'E';
+    if (kind != w[i].kind || strcmp(it->path, path) != 0 ||
+        (kind == 'E') != (it->message != NULL) ||
+        (kind == 'E') != (it->status != IMGSTAT_OK) ||
+        (w[i].message &&
+         (!it->message || strcmp(it->message, w[i].message) != 0))) {
+      fprintf(out, "\n    item %zu: got %c '%s' (%s), want %c '%s' (%s)\n", i,
+              kind, it->path, it->message ? it->message : "-", w[i].kind, path,
+              w[i].message ? w[i].message : "-");
+      ok = 0;
+    }
+  }
+  return ok;
+}
+
+#define EXPECT(g, w)                                                           \
+  CU_ASSERT(matches((g), (w), sizeof(w) / sizeof(w)[0], stdout))
+
+/* ---- tests
+ * ------------------------------------------------------------------------ */
+
+static void test_extensions(void) {
+  const char *yes[] = {"a.png",   "A.PNG",     "x.jpg",        "x.JPEG",
+                       "x.jpe",   "x.jfif",    "x.bmp",        "x.dib",
+                       "x.gif",   "x.psd",     "x.hdr",        "x.pgm",
+                       "x.ppm",   "x.pnm",     "x.Tga",        "d.png/.h.png",
+                       "s p.png", "a.b.c.gif", "dir.txt/x.jpg"};
+  const char *no[] = {"a.txt",  ".png",      "d/.png",    "x.",     "x",
+                      "x.pbm",  "x.pam",     "x.png.txt", "x.tiff", "x.webp",
+                      "x.pngx", "dir.png/x", "",          "x.jp g", "x.png "};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+    ASSERT_MSG(ist_extension_is_image(yes[i]), "%s is an image name", yes[i]);
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    ASSERT_MSG(!ist_extension_is_image(no[i]), "'%s' is not an image name",
+               no[i]);
+  CU_ASSERT(!ist_extension_is_image(NULL));
+}
+
+/* The names of the comparison tree: no symbolic links (find -type f leaves
+ * them out), every byte order trap. */
+static const char *tree_files[] = {
+    "tree/a.png",         "tree/a/b.png",
+    "tree/a/c/d.jpg",     "tree/a-b.png",
+    "tree/a0.png",        "tree/B.PNG",
+    "tree/b.png",         "tree/sp ace.png",
+    "tree/new\nline.png", "tree/\xc3\xa9.png",
+    "tree/\xff.gif",      "tree/.hidden.png",
+    "tree/README.txt",    "tree/a/notes.md",
+    "tree/x.png/y.bmp",   "tree/x.png/z.txt",
+    "tree/m.pgm",         "tree/m.ppm",
+    "tree/m.pnm",         "tree/m.pbm",
+    "tree/m.hdr",         "tree/m.psd",
+    "tree/m.dib",         "tree/m.jpe",
+    "tree/m.jfif",        "tree/m.jpeg",
+    "tree/a.png.txt",     "tree/deep/1/2/3/4/5/f.tga",
+    "tree/a/c.png",       "tree/a/c/\n.png",
+    "tree/a b/c.png",     "tree/a\tb.png",
+    "tree/Z.gif"};
+
+static void make_tree(void) {
+  for (size_t i = 0; i < sizeof tree_files / sizeof *tree_files; i++)
+    make_file(tree_files[i], 10 + i);
+  make_dirs("tree/empty", 1);
+  make_dirs("tree/e2/sub/subsub", 1);
+  make_dirs("tree/only_text", 1);
+  make_file("tree/only_text/read.me", 3);
+}
+
+/* The image files of root/tree as find lists them, sorted by bytes. */
+static size_t find_sorted(char **out, size_t max) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "LC_ALL=C find '%s/tree' -type f \\( -iname '*.png' -o -iname "
+           "'*.jpg' -o -iname '*.jpeg' -o -iname '*.jpe' -o -iname '*.jfif' "
+           "-o -iname '*.bmp' -o -iname '*.dib' -o -iname '*.gif' -o -iname "
+           "'*.psd' -o -iname '*.hdr' -o -iname '*.pgm' -o -iname '*.ppm' -o "
+           "-iname '*.pnm' -o -iname '*.tga' \\) -print0 | LC_ALL=C sort -z",
+           root);
+  FILE *p = popen(cmd, "r");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  size_t n = 0, cap = 0;
+  char *rec = NULL;
+  ssize_t len;
+  while ((len = getdelim(&rec, &cap, '\0', p)) > 0 && n < max) {
+    out[n++] = strdup(rec);
+  }
+  free(rec);
+  CU_ASSERT(pclose(p) == 0);
+  return n;
+}
+
+static void test_order_against_find(void) {
+  make_tree();
+  char *want_paths[MAX_ITEMS];
+  size_t n = find_sorted(want_paths, MAX_ITEMS);
+  ASSERT_MSG(n == 28, "find listed %zu image files, 28 expected", n);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("tree"));
+  got g;
+  collect(in, &g);
+  CU_ASSERT(g.n == n);
+  for (size_t i = 0; i < n && i < g.n; i++) {
+    ASSERT_MSG(strcmp(g.item[i]->path, want_paths[i]) == 0,
+               "item %zu: walk '%s', find '%s'", i, g.item[i]->path,
+               want_paths[i]);
+    CU_ASSERT(g.item[i]->kind == IMGSTAT_INPUT_FILE);
+    /* the size, against the file's own */
+    struct stat st;
+    CU_ASSERT(stat(want_paths[i], &st) == 0);
+    CU_ASSERT(g.item[i]->size_known && g.item[i]->size == (uint64_t)st.st_size);
+  }
+  for (size_t i = 0; i < n; i++)
+    free(want_paths[i]);
+  got_free(&g);
+
+  /* The traps by hand: '\t' < ' ' < '-' < '.' < '/' < '0', upper case
+   * first, bytes over 0x7F last; a trailing '/' on the argument is not
+   * doubled. */
+  in = inputs_new(0);
+  add_path(in, at("tree/"));
+  collect(in, &g);
+  const want w[] = {
+      {'F', "tree/.hidden.png", 0},  {'F', "tree/B.PNG", 0},
+      {'F', "tree/Z.gif", 0},        {'F', "tree/a\tb.png", 0},
+      {'F', "tree/a b/c.png", 0},    {'F', "tree/a-b.png", 0},
+      {'F', "tree/a.png", 0},        {'F', "tree/a/b.png", 0},
+      {'F', "tree/a/c.png", 0},      {'F', "tree/a/c/\n.png", 0},
+      {'F', "tree/a/c/d.jpg", 0},    {'F', "tree/a0.png", 0},
+      {'F', "tree/b.png", 0},        {'F', "tree/deep/1/2/3/4/5/f.tga", 0},
+      {'F', "tree/m.dib", 0},        {'F', "tree/m.hdr", 0},
+      {'F', "tree/m.jfif", 0},       {'F', "tree/m.jpe", 0},
+      {'F', "tree/m.jpeg", 0},       {'F', "tree/m.pgm", 0},
+      {'F', "tree/m.pnm", 0},        {'F', "tree/m.ppm", 0},
+      {'F', "tree/m.psd", 0},        {'F', "tree/new\nline.png", 0},
+      {'F', "tree/sp ace.png", 0},   {'F', "tree/x.png/y.bmp", 0},
+      {'F', "tree/\xc3\xa9.png", 0}, {'F', "tree/\xff.gif", 0}};
+  EXPECT(&g, w);
+  got_free(&g);
+}
+
+static void test_empty_and_skipped(void) {
+  make_dirs("empty/a/b/c", 1);
+  make_dirs("empty/d", 1);
+  make_file("empty/d/notes.txt", 5);
+  make_file("empty/d/png", 5);  /* no extension */
+  make_file("empty/d/.png", 5); /* no stem */
+  make_file("empty/d/x.png.bak", 5);
+  imgstat_inputs *in = inputs_new(1);
+  add_path(in, at("empty"));
+  add_path(in, at("empty/a"));
+  got g;
+  collect(in, &g);
+  CU_ASSERT(g.n == 0);
+  got_free(&g);
+}
+
+/* The expected walk of root/u; locked_readable: whether "locked" can be
+ * opened. Returns 1 when it matched (differences printed). No CUnit
+ * assertion: it may run in a child process. */
+static int check_unreadable(int locked_readable) {
+  imgstat_inputs *in = NULL;
+  imgstat_error err;
+  if (imgstat_inputs_create(NULL, &in, &err) != IMGSTAT_OK ||
+      imgstat_inputs_add_path(in, at("u"), &err) != IMGSTAT_OK) {
+    imgstat_inputs_destroy(in);
+    return 0;
+  }
+  got g;
+  memset(&g, 0, sizeof g);
+  imgstat_input *it = NULL;
+  int ok = 1;
+  while (ok && g.n < MAX_ITEMS) {
+    ok = imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK;
+    if (!it)
+      break;
+    g.item[g.n++] = it;
+  }
+  imgstat_inputs_destroy(in);
+  const want readable[] = {{'E', "u/gone.png", strerror(ENOENT)},
+                           {'F', "u/k.png", 0},
+                           {'F', "u/locked/inside.png", 0},
+                           {'F', "u/m.png", 0},
+                           {'E', "u/pipe.png", "not a regular file"},
+                           {'E', "u/self.png", strerror(ELOOP)},
+                           {'E', "u/socketlike.jpg", "not a regular file"}};
+  want locked[sizeof readable / sizeof *readable];
+  memcpy(locked, readable, sizeof readable);
+  locked[2] = (want){'E', "u/locked", strerror(EACCES)};
+  ok = ok && matches(&g, locked_readable ? readable : locked, 7, stdout);
+  got_free(&g);
+  fflush(stdout);
+  return ok;
+}
+
+static void test_unreadable(void) {
+  make_file("u/k.png", 4);
+  make_file("u/m.png", 4);
+  make_file("u/locked/inside.png", 4);
+  make_link("nowhere.png", "u/gone.png");
+  make_link("nowhere.txt", "u/gone.txt"); /* not an image name: skipped */
+  make_link("self.png", "u/self.png");
+  CU_ASSERT(mkfifo(at("u/pipe.png"), 0644) == 0);
+  CU_ASSERT(mkfifo(at("u/pipe.txt"), 0644) == 0); /* skipped */
+  CU_ASSERT(mkfifo(at("u/socketlike.jpg"), 0644) == 0);
+
+  /* readable: the error entries alone */
+  CU_ASSERT(check_unreadable(1));
+
+  CU_ASSERT(chmod(at("u/locked"), 0) == 0);
+  if (geteuid() != 0) {
+    CU_ASSERT(check_unreadable(0));
+  } else {
+    /* root reads everything: a child that is nobody walks it */
+    CU_ASSERT(chmod(root, 0755) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+      if (setgid(65534) != 0 || setuid(65534) != 0)
+        _exit(77);
+      _exit(check_unreadable(0) ? 0 : 1);
+    }
+    int st = 0;
+    CU_ASSERT(waitpid(pid, &st, 0) == pid);
+    CU_ASSERT(WIFEXITED(st));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+      printf("\n    (root could not become nobody: chmod 000 unchecked)\n");
+    else
+      CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT(chmod(root, 0700) == 0);
+  }
+  CU_ASSERT(chmod(at("u/locked"), 0755) == 0);
+}
+
+static void test_symlink_loops(void) {
+  make_file("loop/a/fa.png", 3);
+  make_file("loop/b/fb.png", 3);
+  make_link("../b", "loop/a/link");
+  make_link("../a", "loop/b/link");
+  make_link(".", "loop/up");
+  make_file("loop/real.png", 3);
+  make_link("real.png", "loop/filelink.png"); /* a file link is a file */
+  make_link("a", "loop/dirlink.png"); /* a link to a folder, image-named */
+
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("loop"));
+  got g;
+  collect(in, &g);
+  const want nofollow[] = {{'F', "loop/a/fa.png", 0},
+                           {'F', "loop/b/fb.png", 0},
+                           {'F', "loop/filelink.png", 0},
+                           {'F', "loop/real.png", 0}};
+  EXPECT(&g, nofollow);
+  got_free(&g);
+
+  char m_a[600], m_b[600], m_d[600], m_loop[600];
+  snprintf(m_a, sizeof m_a, "file system loop: the same directory as %s",
+           at("loop/a"));
+  snprintf(m_b, sizeof m_b, "file system loop: the same directory as %s",
+           at("loop/b"));
+  snprintf(m_d, sizeof m_d, "file system loop: the same directory as %s",
+           at("loop/dirlink.png"));
+  snprintf(m_loop, sizeof m_loop, "file system loop: the same directory as %s",
+           at("loop"));
+  in = inputs_new(1);
+  add_path(in, at("loop"));
+  collect(in, &g);
+  const want follow[] = {{'F', "loop/a/fa.png", 0},
+                         {'F', "loop/a/link/fb.png", 0},
+                         {'E', "loop/a/link/link", m_a},
+                         {'F', "loop/b/fb.png", 0},
+                         {'F', "loop/b/link/fa.png", 0},
+                         {'E', "loop/b/link/link", m_b},
+                         {'F', "loop/dirlink.png/fa.png", 0},
+                         {'F', "loop/dirlink.png/link/fb.png", 0},
+                         {'E', "loop/dirlink.png/link/link", m_d},
+                         {'F', "loop/filelink.png", 0},
+                         {'F', "loop/real.png", 0},
+                         {'E', "loop/up", m_loop}};
+  EXPECT(&g, follow);
+  got_free(&g);
+}
+
+static void test_names(void) {
+  make_file("names/with space.png", 1);
+  make_file("names/new\nline.png", 2);
+  make_file("names/sp dir/x y.jpg", 3);
+  make_file("names/tab\t.gif", 4);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("names"));
+  got g;
+  collect(in, &g);
+  const want w[] = {{'F', "names/new\nline.png", 0},
+                    {'F', "names/sp dir/x y.jpg", 0},
+                    {'F', "names/tab\t.gif", 0},
+                    {'F', "names/with space.png", 0}};
+  EXPECT(&g, w);
+  for (size_t i = 0; i < g.n; i++)
+    CU_ASSERT(g.item[i]->size_known && g.item[i]->size > 0);
+  got_free(&g);
+}
+
+static void test_files_from(void) {
+  make_file("f/one.png", 11);
+  make_file("f/two.png", 12);
+  make_file("f/dir/x.png", 13);
+  make_file("f/dir/y.jpg", 14);
+  make_file("f/dir/skip.txt", 15);
+  make_file("f/notes.txt", 16);
+  make_file("f/new\nline.png", 17);
+  char text[4096];
+  int n = snprintf(text, sizeof text, "%s\n\n%s\n%s\n%s", at("f/one.png"),
+                   at("f/dir"), at("f/missing.png"), at("f/notes.txt"));
+  write_text("list.txt", text, (size_t)n);
+  n = snprintf(text, sizeof text, "%s%c%s%c%c", at("f/new\nline.png"), 0,
+               at("f/one.png"), 0, 0);
+  write_text("list0", text, (size_t)n);
+
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("f/two.png"));
+  add_list(in, at("list.txt"), '\n');
+  add_path(in, at("f/dir"));
+  add_list(in, at("list0"), '\0');
+  add_list(in, at("no-such-list"), '\n');
+  add_list(in, at("f/dir"), '\n'); /* a folder is no list */
+  got g;
+  collect(in, &g);
+  const want w[] = {{'F', "f/two.png", 0},
+                    {'F', "f/one.png", 0},
+                    {'F', "f/dir/x.png", 0},
+                    {'F', "f/dir/y.jpg", 0},
+                    {'E', "f/missing.png", strerror(ENOENT)},
+                    {'F', "f/notes.txt", 0}, /* named: taken */
+                    {'F', "f/dir/x.png", 0},
+                    {'F', "f/dir/y.jpg", 0},
+                    {'F', "f/new\nline.png", 0},
+                    {'F', "f/one.png", 0},
+                    {'E', "no-such-list", strerror(ENOENT)},
+                    {'E', "f/dir", strerror(EISDIR)}};
+  EXPECT(&g, w);
+  if (g.n == 12) {
+    CU_ASSERT(g.item[0]->size == 12 && g.item[1]->size == 11);
+    CU_ASSERT(g.item[5]->size == 16 && g.item[8]->size == 17);
+  }
+  got_free(&g);
+
+  /* A list on standard input; "-" in a list is a file named "-". */
+  n = snprintf(text, sizeof text, "%s\n-\n%s\n", at("f/one.png"),
+               at("f/dir/y.jpg"));
+  write_text("stdin.txt", text, (size_t)n);
+  CU_ASSERT_FATAL(freopen(at("stdin.txt"), "r", stdin) != NULL);
+  in = inputs_new(0);
+  add_list(in, "-", '\n');
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_path(in, "-", &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_add_list(in, "-", '\n', &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_add_list(in, "x", ',', &err) == IMGSTAT_ERR_ARG);
+  collect(in, &g);
+  const want ws[] = {{'F', "f/one.png", 0},
+                     {'E', "-", strerror(ENOENT)},
+                     {'F', "f/dir/y.jpg", 0}};
+  EXPECT(&g, ws);
+  got_free(&g);
+}
+
+static void test_stdin_and_arguments(void) {
+  make_file("args/a.png", 5);
+  make_file("args/data.bin", 6);
+  CU_ASSERT(mkfifo(at("args/fifo"), 0644) == 0);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, "-");
+  add_path(in, at("args/data.bin")); /* named: whatever its extension */
+  add_path(in, at("args/nothing.png"));
+  add_path(in, at("args/fifo")); /* named: a file, never opened here */
+  add_path(in, "-");
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_list(in, "-", '\n', &err) == IMGSTAT_ERR_ARG);
+  got g;
+  collect(in, &g);
+  const want w[] = {{'S', "-", 0},
+                    {'F', "args/data.bin", 0},
+                    {'E', "args/nothing.png", strerror(ENOENT)},
+                    {'F', "args/fifo", 0},
+                    {'S', "-", 0}};
+  EXPECT(&g, w);
+  if (g.n == 5) {
+    CU_ASSERT(!g.item[0]->size_known);
+    CU_ASSERT(g.item[1]->size_known && g.item[1]->size == 6);
+    CU_ASSERT(!g.item[3]->size_known);
+    CU_ASSERT(g.item[2]->status == IMGSTAT_ERR_IO);
+  }
+  got_free(&g);
+}
+
+static void test_total(void) {
+  for (int i = 0; i < 50; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "many/%c/%02d.png", 'a' + i % 5, i);
+    make_file(name, 1);
+  }
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("many"));
+  imgstat_error err;
+  uint64_t total = 99;
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 0);
+  CU_ASSERT(total == 0);
+  CU_ASSERT(imgstat_inputs_prefetch(in, 10, &err) == IMGSTAT_OK);
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 0);
+  CU_ASSERT(total == 10);
+  /* sources are all given before the walk starts */
+  CU_ASSERT(imgstat_inputs_add_path(in, "x", &err) == IMGSTAT_ERR_ARG);
+  imgstat_input *it = NULL;
+  CU_ASSERT(imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+  CU_ASSERT(it->index == 0 && strcmp(it->path, at("many/a/00.png")) == 0);
+  imgstat_input_free(it);
+  CU_ASSERT(imgstat_inputs_prefetch(in, 1000, &err) == IMGSTAT_OK);
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 1);
+  CU_ASSERT(total == 50);
+  /* the rest, in order, from index 1 */
+  for (uint64_t k = 1;; k++) {
+    CU_ASSERT_FATAL(imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK);
+    if (!it) {
+      CU_ASSERT(k == 50);
+      break;
+    }
+    CU_ASSERT(it->index == k);
+    char name[64];
+    snprintf(name, sizeof name, "many/%c/%02d.png", (int)('a' + k / 10),
+             (int)(k % 10 * 5 + k / 10));
+    ASSERT_MSG(strcmp(it->path, at(name)) == 0, "item %d: %s, want %s", (int)k,
+               it->path, at(name));
+    imgstat_input_free(it);
+  }
+  imgstat_inputs_destroy(in);
+}
+
+static void test_arguments_refused(void) {
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_create(NULL, NULL, &err) == IMGSTAT_ERR_ARG);
+  imgstat_inputs *in = inputs_new(0);
+  CU_ASSERT(imgstat_inputs_add_path(in, NULL, &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_add_path(NULL, "x", &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_next(in, NULL, &err) == IMGSTAT_ERR_ARG);
+  got g;
+  collect(in, &g); /* nothing added: nothing out */
+  CU_ASSERT(g.n == 0);
+  imgstat_inputs_destroy(NULL);
+  imgstat_input_free(NULL);
+}
+
+static int suite_init(void) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(root, sizeof root, "%s/imgstat_walk_XXXXXX",
+           tmp && *tmp ? tmp : "/tmp");
+  return mkdtemp(root) ? 0 : 1;
+}
+
+static int suite_clean(void) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' && rm -rf '%s'", root, root);
+  return system(cmd) == 0 ? 0 : 1;
+}
+
+int main(void) {
+  if (CU_initialize_registry() != CUE_SUCCESS)
+    return 1;
+  CU_pSuite s = CU_add_suite("walk", suite_init, suite_clean);
+  CU_add_test(s, "image extensions", test_extensions);
+  CU_add_test(s, "order against find | LC_ALL=C sort", test_order_against_find);
+  CU_add_test(s, "empty folders and non-image files", test_empty_and_skipped);
+  CU_add_test(s, "unreadable entries", test_unreadable);
+  CU_add_test(s, "symbolic link loops, with and without follow",
+              test_symlink_loops);
+  CU_add_test(s, "names with spaces and newlines", test_names);
+  CU_add_test(s, "--files-from lists", test_files_from);
+  CU_add_test(s, "standard input and named files", test_stdin_and_arguments);
+  CU_add_test(s, "the total as the walk goes", test_total);
+  CU_add_test(s, "arguments refused", test_arguments_refused);
+  return test_run_all();
+}
