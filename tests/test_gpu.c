@@ -613,13 +613,13 @@ static int make_jobs(void) {
     /* quick (compute-sanitizer): a sixteenth of the pixels */
     uint32_t w = g_quick ? (spec[i].w + 3) / 4 : spec[i].w;
     uint32_t h = g_quick ? (spec[i].h + 3) / 4 : spec[i].h;
-    if (!make_image(&dense, w, h, spec[i].ch, spec[i].s))
+    if (!test_image_make(&dense, w, h, spec[i].ch, spec[i].s))
       return 0;
     fill_random(&dense);
     if (spec[i].pad || spec[i].pinned) {
       int ok = test_gpu_strided_copy(&dense, spec[i].pad, spec[i].pinned,
                                      &g_jobs[i]);
-      free_image(&dense);
+      test_image_free(&dense);
       if (!ok)
         return 0;
     } else {
@@ -642,7 +642,7 @@ static void free_jobs(void) {
     if (g_jobs[i].stride || job_pinned(i))
       test_gpu_strided_free(&g_jobs[i], job_pinned(i));
     else
-      free_image(&g_jobs[i]);
+      test_image_free(&g_jobs[i]);
   }
 }
 
@@ -714,8 +714,8 @@ static void test_submit_all_slots(void) {
   imgstat_gpu_ticket t[IMGSTAT_GPU_SLOTS];
   imgstat_error err;
   for (int i = 0; i < IMGSTAT_GPU_SLOTS; ++i) {
-    CU_ASSERT_FATAL(
-        make_image(&img[i], 333 + 7 * i, 101, 1 + i % 4, g_samples[i % 3]));
+    CU_ASSERT_FATAL(test_image_make(&img[i], 333 + 7 * i, 101, 1 + i % 4,
+                                    g_samples[i % 3]));
     fill_random(&img[i]);
     CU_ASSERT_FATAL(imgstat_gpu_stats(g_gpu, &img[i], 0, want[i], &err) ==
                     IMGSTAT_OK);
@@ -734,7 +734,7 @@ static void test_submit_all_slots(void) {
   CU_ASSERT_EQUAL(imgstat_gpu_stats_wait(g_gpu, bogus, got, &err),
                   IMGSTAT_ERR_ARG);
   for (int i = 0; i < IMGSTAT_GPU_SLOTS; ++i)
-    free_image(&img[i]);
+    test_image_free(&img[i]);
 }
 
 /* Rows `stride` bytes apart (padding 0xEE), pageable and pinned, whole and
@@ -745,7 +745,7 @@ static void test_strided(void) {
   for (int s = 0; s < 3; ++s) {
     imgstat_image dense;
     CU_ASSERT_FATAL(
-        make_image(&dense, 3001, g_quick ? 31 : 301, 3, g_samples[s]));
+        test_image_make(&dense, 3001, g_quick ? 31 : 301, 3, g_samples[s]));
     fill_random(&dense);
     for (int k = 0; k < 3; ++k) {
       imgstat_partial want[IMGSTAT_MAX_CHANNELS], got[IMGSTAT_MAX_CHANNELS];
@@ -777,18 +777,18 @@ static void test_strided(void) {
           test_gpu_strided_free(&strided, pinned);
         }
     }
-    free_image(&dense);
+    test_image_free(&dense);
   }
   CU_ASSERT_EQUAL(bad, 0);
   /* a stride shorter than a row is refused */
   imgstat_image img;
-  CU_ASSERT_FATAL(make_image(&img, 100, 2, 1, IMGSTAT_U16));
+  CU_ASSERT_FATAL(test_image_make(&img, 100, 2, 1, IMGSTAT_U16));
   img.stride = 199;
   imgstat_partial out[IMGSTAT_MAX_CHANNELS];
   imgstat_error err;
   CU_ASSERT_EQUAL(imgstat_gpu_stats(g_gpu, &img, 0, out, &err),
                   IMGSTAT_ERR_ARG);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 /* Planes already on the device: dense ones off the 16-byte grid (used in
@@ -804,7 +804,7 @@ static void test_wrap(void) {
   int bad = 0;
   for (int s = 0; s < 3; ++s) {
     imgstat_image img;
-    CU_ASSERT_FATAL(make_image(&img, 1031, 17, 3, g_samples[s]));
+    CU_ASSERT_FATAL(test_image_make(&img, 1031, 17, 3, g_samples[s]));
     fill_random(&img);
     imgstat_partial want[NKERNELS][IMGSTAT_MAX_CHANNELS];
     imgstat_error err;
@@ -854,7 +854,7 @@ static void test_wrap(void) {
       imgstat_gpu_image_release(g_gpu, d);
       test_gpu_free(block);
     }
-    free_image(&img);
+    test_image_free(&img);
   }
   CU_ASSERT_EQUAL(bad, 0);
   /* host memory is not device memory; a pitch shorter than a row */
@@ -868,14 +868,14 @@ static void test_wrap(void) {
   CU_ASSERT_PTR_NULL(d);
   void *block = NULL, *planes[IMGSTAT_MAX_CHANNELS];
   imgstat_image img;
-  CU_ASSERT_FATAL(make_image(&img, 8, 8, 1, IMGSTAT_U16));
+  CU_ASSERT_FATAL(test_image_make(&img, 8, 8, 1, IMGSTAT_U16));
   fill_random(&img);
   CU_ASSERT_FATAL(test_gpu_device_copy(&img, 0, 0, &block, planes));
   CU_ASSERT_EQUAL(
       imgstat_gpu_image_wrap(g_gpu, 8, 8, 1, IMGSTAT_U16, planes, 15, &d, &err),
       IMGSTAT_ERR_ARG);
   test_gpu_free(block);
-  free_image(&img);
+  test_image_free(&img);
 }
 
 /* Another device current on the calling thread: a context's calls still
@@ -910,7 +910,7 @@ static void test_other_device(void) {
     return;
   }
   imgstat_image img;
-  CU_ASSERT_FATAL(make_image(&img, 1999, 1001, 3, IMGSTAT_U16));
+  CU_ASSERT_FATAL(test_image_make(&img, 1999, 1001, 3, IMGSTAT_U16));
   fill_random(&img);
   imgstat_partial want[IMGSTAT_MAX_CHANNELS];
   imgstat_error err;
@@ -935,7 +935,7 @@ static void test_other_device(void) {
     CU_ASSERT(same_partials(r.dev, want, 3));
     imgstat_gpu_destroy(r.gpu);
   }
-  free_image(&img);
+  test_image_free(&img);
 }
 static const test_case tests[] = {
     {"gpu", NULL},
