@@ -52,28 +52,13 @@ typedef struct ref_channel {
   long double dev2; /* floats and integers: second pass */
 } ref_channel;
 
-static float sample_f(const imgstat_image *img, int c, uint64_t i) {
-  return ((const float *)img->planes[c])[i];
-}
-
-static double sample_at(const imgstat_image *img, int c, uint64_t i) {
-  switch (img->sample) {
-  case IMGSTAT_U8:
-    return ((const uint8_t *)img->planes[c])[i];
-  case IMGSTAT_U16:
-    return ((const uint16_t *)img->planes[c])[i];
-  default:
-    return sample_f(img, c, i);
-  }
-}
-
 /* Images in ordinal order; first occurrence = strictly better in scan order
  * (ordinal, y, x). */
 static void ref_pass1(ref_channel *r, const imgstat_image *img, int c,
                       uint64_t ordinal) {
   uint64_t n = (uint64_t)img->width * img->height;
   for (uint64_t i = 0; i < n; i++) {
-    double v = sample_at(img, c, i);
+    double v = test_sample_at(img, c, i);
     if (isnan(v)) {
       r->nan_count++;
       continue;
@@ -110,7 +95,7 @@ static void ref_pass2(ref_channel *r, const imgstat_image *img, int c) {
   long double mean = ref_mean(r, img->sample == IMGSTAT_F32);
   uint64_t n = (uint64_t)img->width * img->height;
   for (uint64_t i = 0; i < n; i++) {
-    double v = sample_at(img, c, i);
+    double v = test_sample_at(img, c, i);
     if (isfinite(v))
       r->dev2 += (v - mean) * (v - mean);
   }
@@ -314,36 +299,31 @@ static void test_one_image_same_as_figures(void) {
 
 #define N_PARTS 24
 
-/* Float partials of images whose means spread over many magnitudes, so that
- * Chan's merges round differently in different groupings. */
-static void float_parts(imgstat_partial parts[N_PARTS][2], uint32_t widths[]) {
-  uint64_t seed = 1234;
+/* Partials of N_PARTS two-channel images of the sample type. f32: means
+ * spread over many magnitudes, so that Chan's merges round differently in
+ * different groupings, and a NaN each; u16: the largest and the smallest
+ * value in every image (ties across images). */
+static void make_parts(imgstat_partial parts[N_PARTS][2], uint32_t widths[],
+                       imgstat_sample sample) {
+  int is_float = sample == IMGSTAT_F32;
+  uint64_t seed = is_float ? 1234 : 99;
   imgstat_error err;
   for (int k = 0; k < N_PARTS; k++) {
     imgstat_image img;
-    uint32_t w = 13 + (uint32_t)(k * 7) % 50, h = 5 + (uint32_t)k % 11;
-    CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 2, IMGSTAT_F32, 0, &err) ==
+    uint32_t w =
+        is_float ? 13 + (uint32_t)(k * 7) % 50 : 3 + (uint32_t)(k * 11) % 70;
+    uint32_t h = is_float ? 5 + (uint32_t)k % 11 : 1 + (uint32_t)k % 9;
+    CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 2, sample, 0, &err) ==
                     IMGSTAT_OK);
-    double scale = ldexp(1.0 + k % 3, (k * 37) % 41 - 20);
-    fill_random(&img, &seed, (k % 2 ? -1 : 1) * scale);
-    ((float *)img.planes[1])[k] = NAN;
-    CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 1, parts[k], &err) == IMGSTAT_OK);
-    widths[k] = w;
-    imgstat_image_free(&img);
-  }
-}
-
-static void int_parts(imgstat_partial parts[N_PARTS][2], uint32_t widths[]) {
-  uint64_t seed = 99;
-  imgstat_error err;
-  for (int k = 0; k < N_PARTS; k++) {
-    imgstat_image img;
-    uint32_t w = 3 + (uint32_t)(k * 11) % 70, h = 1 + (uint32_t)k % 9;
-    CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 2, IMGSTAT_U16, 0, &err) ==
-                    IMGSTAT_OK);
-    fill_random(&img, &seed, 1.0);
-    ((uint16_t *)img.planes[0])[0] = 65535; /* ties across images */
-    ((uint16_t *)img.planes[1])[w * h - 1] = 0;
+    if (is_float) {
+      double scale = ldexp(1.0 + k % 3, (k * 37) % 41 - 20);
+      fill_random(&img, &seed, (k % 2 ? -1 : 1) * scale);
+      ((float *)img.planes[1])[k] = NAN;
+    } else {
+      fill_random(&img, &seed, 1.0);
+      ((uint16_t *)img.planes[0])[0] = 65535; /* ties across images */
+      ((uint16_t *)img.planes[1])[w * h - 1] = 0;
+    }
     CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 1, parts[k], &err) == IMGSTAT_OK);
     widths[k] = w;
     imgstat_image_free(&img);
@@ -413,10 +393,7 @@ static int figures_same(const imgstat_pool *a, const imgstat_pool *b) {
 static void check_groupings(imgstat_sample sample) {
   static imgstat_partial parts[N_PARTS][2];
   uint32_t widths[N_PARTS];
-  if (sample == IMGSTAT_F32)
-    float_parts(parts, widths);
-  else
-    int_parts(parts, widths);
+  make_parts(parts, widths, sample);
   int order[N_PARTS];
   for (int k = 0; k < N_PARTS; k++)
     order[k] = k;
@@ -851,10 +828,10 @@ static void test_serialize(void) {
   CU_ASSERT_FATAL(p != NULL);
   imgstat_pool_init(p);
   check_serialized(p); /* empty */
-  int_parts(parts, widths);
+  make_parts(parts, widths, IMGSTAT_U16);
   pool_run(p, parts, widths, order, 0, N_PARTS, IMGSTAT_U16);
   check_serialized(p);
-  float_parts(parts, widths);
+  make_parts(parts, widths, IMGSTAT_F32);
   pool_run(p, parts, widths, order, 0, N_PARTS, IMGSTAT_F32);
   check_serialized(p);
   free(p);
@@ -948,25 +925,21 @@ static void test_arguments(void) {
   CU_ASSERT(fig.has_values && !fig.has_std);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("pool", NULL, NULL);
-  if (!s)
-    return 1;
-  CU_add_test(s, "u8 RGB: figures vs pixels", test_reference_u8);
-  CU_add_test(s, "u16 YA: figures vs pixels", test_reference_u16);
-  CU_add_test(s, "f32 RGBA: figures vs pixels", test_reference_f32);
-  CU_add_test(s, "one image: the per-image figures' bits",
-              test_one_image_same_as_figures);
-  CU_add_test(s, "u16: same bits in every grouping", test_groupings_int);
-  CU_add_test(s, "f32: same bits in every grouping", test_groupings_float);
-  CU_add_test(s, "u16 past 2^32 samples: exact sums", test_past_2_32_samples);
-  CU_add_test(s, "f32: exact mean and std", test_float_exact);
-  CU_add_test(s, "ties to even", test_ties_to_even);
-  CU_add_test(s, "f32: cancelling means", test_float_cancellation);
-  CU_add_test(s, "extrema keys (ordinal, y, x)", test_keys);
-  CU_add_test(s, "serialized form", test_serialize);
-  CU_add_test(s, "arguments", test_arguments);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"pool", NULL},
+    {"u8 RGB: figures vs pixels", test_reference_u8},
+    {"u16 YA: figures vs pixels", test_reference_u16},
+    {"f32 RGBA: figures vs pixels", test_reference_f32},
+    {"one image: the per-image figures' bits", test_one_image_same_as_figures},
+    {"u16: same bits in every grouping", test_groupings_int},
+    {"f32: same bits in every grouping", test_groupings_float},
+    {"u16 past 2^32 samples: exact sums", test_past_2_32_samples},
+    {"f32: exact mean and std", test_float_exact},
+    {"ties to even", test_ties_to_even},
+    {"f32: cancelling means", test_float_cancellation},
+    {"extrema keys (ordinal, y, x)", test_keys},
+    {"serialized form", test_serialize},
+    {"arguments", test_arguments},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }
