@@ -449,20 +449,21 @@ static int suite_clean(void) {
   return 0;
 }
 
+static const test_case tests[] = {
+    {"job", NULL},
+    {"backend names", test_backend_names},
+    {"cpu: partials", test_cpu},
+    {"auto: GPU, or the CPU quietly", test_auto},
+    {"gpu and verify need a usable GPU", test_gpu_needed},
+    {"decide before the first item", test_decide_first},
+    {"inputs by path", test_paths},
+    {"histograms", test_histograms},
+    {"normalize", test_normalize},
+    {"auto with a GPU that fails to start", test_auto_broken_gpu},
+    {NULL, NULL}};
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--broken-gpu-child") == 0)
     return broken_gpu_child();
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("job", suite_init, suite_clean);
-  CU_add_test(s, "backend names", test_backend_names);
-  CU_add_test(s, "cpu: partials", test_cpu);
-  CU_add_test(s, "auto: GPU, or the CPU quietly", test_auto);
-  CU_add_test(s, "gpu and verify need a usable GPU", test_gpu_needed);
-  CU_add_test(s, "decide before the first item", test_decide_first);
-  CU_add_test(s, "inputs by path", test_paths);
-  CU_add_test(s, "histograms", test_histograms);
-  CU_add_test(s, "normalize", test_normalize);
-  CU_add_test(s, "auto with a GPU that fails to start", test_auto_broken_gpu);
-  return test_run_all();
+  return test_main_init(tests, suite_init, suite_clean);
 }
