@@ -294,6 +294,37 @@ static void test_one_image_same_as_figures(void) {
   free_images(img);
 }
 
+/* A partial of count samples from min to max, both first at index 0 (the
+ * sums are the caller's). */
+static imgstat_partial partial_of(uint64_t count, double min, double max) {
+  imgstat_partial p;
+  imgstat_partial_init(&p);
+  p.count = count;
+  p.min = min;
+  p.max = max;
+  p.min_index = p.max_index = 0;
+  return p;
+}
+
+/* Pools the partial p of a one-channel image, which must be taken. */
+static void add_one(imgstat_pool *pool, uint64_t ordinal,
+                    const imgstat_partial *p, imgstat_sample sample,
+                    uint32_t width) {
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_pool_add(pool, ordinal, p, 1, sample, width, &err) ==
+                  IMGSTAT_OK);
+}
+
+/* The figures of channel c, which the pool must give. */
+static imgstat_pool_figures figures_of(const imgstat_pool *pool, int c,
+                                       int ddof) {
+  imgstat_pool_figures f;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_pool_figures_compute(pool, c, ddof, &f, &err) ==
+                  IMGSTAT_OK);
+  return f;
+}
+
 /* ---- groupings ------------------------------------------------------------
  */
 
@@ -463,7 +494,6 @@ static void test_past_2_32_samples(void) {
   imgstat_pool pool, half;
   imgstat_pool_init(&pool);
   imgstat_pool_init(&half);
-  imgstat_error err;
   const uint64_t n = UINT64_C(1) << 22;
   for (int k = 0; k < 2000; k++) {
     imgstat_partial p;
@@ -474,20 +504,16 @@ static void test_past_2_32_samples(void) {
     p.min = p.max = 65535;
     p.min_index = (uint64_t)k; /* (k, 0) in a 2048-wide image */
     p.max_index = n - 1;
-    CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)(2000 - k), &p, 1,
-                                     IMGSTAT_U16, 2048, &err) == IMGSTAT_OK);
+    add_one(&pool, (uint64_t)(2000 - k), &p, IMGSTAT_U16, 2048);
     /* Half of them all 65535, half all 0. */
     if (k % 2) {
       p.sum = p.sumsq = 0;
       p.min = p.max = 0;
     }
-    CU_ASSERT_FATAL(imgstat_pool_add(&half, (uint64_t)k, &p, 1, IMGSTAT_U16,
-                                     2048, &err) == IMGSTAT_OK);
+    add_one(&half, (uint64_t)k, &p, IMGSTAT_U16, 2048);
   }
   u128 count = (u128)2000 * n;
-  imgstat_pool_figures f;
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  imgstat_pool_figures f = figures_of(&pool, 0, 0);
   CU_ASSERT(f.count == (uint64_t)count && f.count > (UINT64_C(1) << 32));
   CU_ASSERT(u128_of(f.exact_sum) == count * 65535);
   CU_ASSERT(u128_of(f.exact_sumsq) == count * 65535 * 65535);
@@ -504,8 +530,7 @@ static void test_past_2_32_samples(void) {
             f.max_key.y == 2047);
 
   /* Half 0, half 65535: mean and population std 32767.5 exactly. */
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&half, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  f = figures_of(&half, 0, 0);
   CU_ASSERT(u128_of(f.exact_sum) == count / 2 * 65535);
   CU_ASSERT_STRING_EQUAL(f.exact_sum_text, "274873712640000");
   imgstat_u128_format(f.exact_sumsq, text);
@@ -513,8 +538,7 @@ static void test_past_2_32_samples(void) {
   CU_ASSERT(f.mean == 32767.5 && f.std == 32767.5);
   CU_ASSERT(f.min == 0 && f.min_key.ordinal == 1 && f.min_key.x == 1);
   CU_ASSERT(f.max == 65535 && f.max_key.ordinal == 0 && f.max_key.x == 2047);
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&half, 0, 1, &f, &err) ==
-                  IMGSTAT_OK);
+  f = figures_of(&half, 0, 1);
   long double N = (long double)count;
   double want = (double)(32767.5L * sqrtl(N / (N - 1)));
   CU_ASSERT(fabs(f.std - want) <= 1e-15 * want);
@@ -526,30 +550,23 @@ static void test_past_2_32_samples(void) {
 static void float_exact_set(uint64_t seed, int parts) {
   imgstat_pool pool;
   imgstat_pool_init(&pool);
-  imgstat_error err;
   i128 s1 = 0, s2 = 0; /* sum n a; sum b + n a^2 */
   uint64_t N = 0;
   for (int k = 0; k < parts; k++) {
-    imgstat_partial p;
-    imgstat_partial_init(&p);
     int64_t a = (int64_t)(test_rand(&seed) % (1u << 21)) - (1 << 20);
     int64_t b = (int64_t)(test_rand(&seed) % (UINT64_C(1) << 40));
-    p.count = 1 + test_rand(&seed) % (1u << 20);
-    p.mean = ldexp((double)a, -10);
+    double mean = ldexp((double)a, -10);
+    imgstat_partial p =
+        partial_of(1 + test_rand(&seed) % (1u << 20), mean - 1, mean + 1);
+    p.mean = mean;
     p.m2 = ldexp((double)b, -20);
-    p.min = p.mean - 1;
-    p.max = p.mean + 1;
-    p.min_index = p.max_index = 0;
-    CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_F32, 1,
-                                     &err) == IMGSTAT_OK);
+    add_one(&pool, (uint64_t)k, &p, IMGSTAT_F32, 1);
     s1 += (i128)p.count * a;
     s2 += (i128)b + (i128)p.count * a * a;
     N += p.count;
   }
   for (int ddof = 0; ddof <= 1; ddof++) {
-    imgstat_pool_figures f;
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, ddof, &f, &err) ==
-                    IMGSTAT_OK);
+    imgstat_pool_figures f = figures_of(&pool, 0, ddof);
     CU_ASSERT(f.count == N);
     /* mean = s1 / (N 2^10), the nearest double. */
     double m = s1 >= 0 ? f.mean : -f.mean;
@@ -575,22 +592,14 @@ static void test_ties_to_even(void) {
   for (uint64_t extra = 2; extra <= 6; extra += 4) {
     imgstat_pool pool;
     imgstat_pool_init(&pool);
-    imgstat_error err;
     for (int k = 0; k < 64; k++) {
-      imgstat_partial p;
-      imgstat_partial_init(&p);
-      p.count = UINT64_C(1) << 34;
+      imgstat_partial p =
+          partial_of(UINT64_C(1) << 34, 16384, k == 0 ? 16385 : 16384);
       p.sum = (UINT64_C(1) << 48) + (k == 0 ? extra : 0);
       p.sumsq = 0; /* not used here */
-      p.min = 16384;
-      p.max = k == 0 ? 16385 : 16384;
-      p.min_index = p.max_index = 0;
-      CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_U16,
-                                       1, &err) == IMGSTAT_OK);
+      add_one(&pool, (uint64_t)k, &p, IMGSTAT_U16, 1);
     }
-    imgstat_pool_figures f;
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                    IMGSTAT_OK);
+    imgstat_pool_figures f = figures_of(&pool, 0, 0);
     CU_ASSERT(u128_of(f.exact_sum) == ((u128)1 << 54) + extra);
     if (extra == 2) {
       CU_ASSERT(f.mean == 16384.0);
@@ -604,19 +613,10 @@ static void test_ties_to_even(void) {
    * 2^-39 + about 2^-45: up to 16384 + 2^-38. */
   imgstat_pool pool;
   imgstat_pool_init(&pool);
-  imgstat_error err;
-  imgstat_partial p;
-  imgstat_partial_init(&p);
-  p.count = (UINT64_C(1) << 45) + 1;
+  imgstat_partial p = partial_of((UINT64_C(1) << 45) + 1, 16384, 16385);
   p.sum = 16384 * p.count + 65;
-  p.min = 16384;
-  p.max = 16385;
-  p.min_index = p.max_index = 0;
-  CU_ASSERT_FATAL(imgstat_pool_add(&pool, 0, &p, 1, IMGSTAT_U16, 1, &err) ==
-                  IMGSTAT_OK);
-  imgstat_pool_figures f;
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  add_one(&pool, 0, &p, IMGSTAT_U16, 1);
+  imgstat_pool_figures f = figures_of(&pool, 0, 0);
   CU_ASSERT(f.mean == 16384.0 + 0x1p-38);
   /* f32: 1 + 2^-53 is a tie; 2^-300 (in a word of its own) or 2^-174 (in
    * the word the top 128 bits end in) below the top 128 bits of the exact
@@ -625,15 +625,11 @@ static void test_ties_to_even(void) {
     imgstat_pool_init(&pool);
     const double means[3] = {1.0, 0x1p-53, ldexp(1.0, tiny)};
     for (int k = 0; k < 3; k++) {
-      imgstat_partial_init(&p);
-      p.count = 1;
-      p.mean = p.min = p.max = means[k];
-      p.min_index = p.max_index = 0;
-      CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_F32,
-                                       1, &err) == IMGSTAT_OK);
+      p = partial_of(1, means[k], means[k]);
+      p.mean = means[k];
+      add_one(&pool, (uint64_t)k, &p, IMGSTAT_F32, 1);
     }
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                    IMGSTAT_OK);
+    f = figures_of(&pool, 0, 0);
     CU_ASSERT(f.sum == 1.0 + 0x1p-52);
   }
 }
@@ -643,21 +639,14 @@ static void test_ties_to_even(void) {
 static void test_float_cancellation(void) {
   imgstat_pool pool;
   imgstat_pool_init(&pool);
-  imgstat_error err;
   for (int k = 0; k < 8; k++) {
-    imgstat_partial p;
-    imgstat_partial_init(&p);
-    p.count = UINT64_C(1) << 30;
-    p.mean = k % 2 ? -1e30 : 1e30;
+    double mean = k % 2 ? -1e30 : 1e30;
+    imgstat_partial p = partial_of(UINT64_C(1) << 30, mean, mean);
+    p.mean = mean;
     p.m2 = 0;
-    p.min = p.max = p.mean;
-    p.min_index = p.max_index = 0;
-    CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_F32, 64,
-                                     &err) == IMGSTAT_OK);
+    add_one(&pool, (uint64_t)k, &p, IMGSTAT_F32, 64);
   }
-  imgstat_pool_figures f;
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  imgstat_pool_figures f = figures_of(&pool, 0, 0);
   CU_ASSERT(f.mean == 0.0 && f.sum == 0.0);
   CU_ASSERT(f.std == 1e30);
   CU_ASSERT(f.min == -1e30 && f.min_key.ordinal == 1);
@@ -698,12 +687,9 @@ static void test_keys(void) {
     imgstat_pool_init(&pool);
     for (int i = 0; i < 4; i++) {
       int k = orders[o][i];
-      CU_ASSERT_FATAL(imgstat_pool_add(&pool, ord[k], &p[k], 1, IMGSTAT_F32, 10,
-                                       &err) == IMGSTAT_OK);
+      add_one(&pool, ord[k], &p[k], IMGSTAT_F32, 10);
     }
-    imgstat_pool_figures f;
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                    IMGSTAT_OK);
+    imgstat_pool_figures f = figures_of(&pool, 0, 0);
     CU_ASSERT(f.min == 0.0 && !signbit(f.min));
     CU_ASSERT(f.min_key.ordinal == 2 && f.min_key.x == 9 && f.min_key.y == 4);
     CU_ASSERT(f.max == 3.0);
