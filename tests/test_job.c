@@ -28,27 +28,22 @@ static imgstat_error gpu_err;
 static char tmpdir[256];
 static char png_path[300];
 
-/* A 10x10 RGB u8 image: R = 0..99 in raster order, G = 99 - R, B = 7. */
-static imgstat_status fill_rgb(imgstat_image *img) {
+/* A 10x10 RGB u8 image: R = 0..99 in raster order, G = 99 - R, B = 7, and
+ * imgstat_cpu_stats' partials of it (threads: 3): made by the suite's
+ * set-up (which writes the image to png_path too), read by the tests. */
+static imgstat_image rgb;
+static imgstat_partial rgb_ref[IMGSTAT_MAX_CHANNELS];
+
+static int make_rgb(void) {
   imgstat_error err;
-  imgstat_status st = imgstat_image_alloc(img, 10, 10, 3, IMGSTAT_U8, 0, &err);
-  for (int i = 0; st == IMGSTAT_OK && i < 100; i++) {
-    ((uint8_t *)img->planes[0])[i] = (uint8_t)i;
-    ((uint8_t *)img->planes[1])[i] = (uint8_t)(99 - i);
-    ((uint8_t *)img->planes[2])[i] = 7;
+  if (imgstat_image_alloc(&rgb, 10, 10, 3, IMGSTAT_U8, 0, &err) != IMGSTAT_OK)
+    return 0;
+  for (int i = 0; i < 100; i++) {
+    ((uint8_t *)rgb.planes[0])[i] = (uint8_t)i;
+    ((uint8_t *)rgb.planes[1])[i] = (uint8_t)(99 - i);
+    ((uint8_t *)rgb.planes[2])[i] = 7;
   }
-  return st;
-}
-
-static void make_rgb(imgstat_image *img) {
-  CU_ASSERT_FATAL(fill_rgb(img) == IMGSTAT_OK);
-}
-
-/* The image and imgstat_cpu_stats' partials of it (threads: 3). */
-static void make_rgb_ref(imgstat_image *img, imgstat_partial *ref) {
-  imgstat_error err;
-  make_rgb(img);
-  CU_ASSERT_FATAL(imgstat_cpu_stats(img, 3, ref, &err) == IMGSTAT_OK);
+  return imgstat_cpu_stats(&rgb, 3, rgb_ref, &err) == IMGSTAT_OK;
 }
 
 static imgstat_engine *engine(imgstat_backend backend, int verify) {
@@ -100,12 +95,9 @@ static void test_backend_names(void) {
 
 /* cpu: the partials are imgstat_cpu_stats', and the sums counted here. */
 static void test_cpu(void) {
-  imgstat_image img;
-  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-  make_rgb_ref(&img, ref);
   imgstat_engine *e = engine(IMGSTAT_BACKEND_CPU, 0);
   imgstat_job_result res;
-  CU_ASSERT_EQUAL(imgstat_engine_stats(e, "mem", &img, NULL, &res), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(imgstat_engine_stats(e, "mem", &rgb, NULL, &res), IMGSTAT_OK);
   CU_ASSERT_EQUAL(res.status, IMGSTAT_OK);
   CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_NONE);
   CU_ASSERT_STRING_EQUAL(res.error.message, "");
@@ -117,7 +109,7 @@ static void test_cpu(void) {
   CU_ASSERT_EQUAL(res.height, 10);
   CU_ASSERT_EQUAL(res.channels, 3);
   CU_ASSERT_EQUAL(res.sample, IMGSTAT_U8);
-  CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+  CU_ASSERT_TRUE(partials_equal(res.partial, rgb_ref, 3));
   /* independent: 0 + 1 + ... + 99 = 4950, squares 328350; B = 7 * 100 */
   CU_ASSERT_EQUAL(res.partial[0].count, 100);
   CU_ASSERT_EQUAL(res.partial[0].sum, 4950);
@@ -130,21 +122,17 @@ static void test_cpu(void) {
   CU_ASSERT_EQUAL(res.partial[2].max, 7);
   imgstat_job_result_free(&res);
   imgstat_engine_destroy(e);
-  imgstat_image_free(&img);
 }
 
 /* auto: the GPU when it starts; without a device the CPU, quietly; with a
  * device that fails to start, the CPU with one warning. */
 static void test_auto(void) {
-  imgstat_image img;
-  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-  make_rgb_ref(&img, ref);
   imgstat_engine *e = engine(IMGSTAT_BACKEND_AUTO, 0);
   imgstat_job_result res;
   for (int item = 0; item < 2; item++) {
-    CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, &img, NULL, &res),
+    CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, &rgb, NULL, &res),
                     IMGSTAT_OK);
-    CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+    CU_ASSERT_TRUE(partials_equal(res.partial, rgb_ref, 3));
     if (gpu_status == IMGSTAT_OK) {
       CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_GPU);
       CU_ASSERT_EQUAL(res.nwarnings, 0);
@@ -159,16 +147,12 @@ static void test_auto(void) {
     imgstat_job_result_free(&res);
   }
   imgstat_engine_destroy(e);
-  imgstat_image_free(&img);
 }
 
 /* gpu and verify: without a usable GPU every item fails with the
  * documented message; the first decodes its input (overlapping the
  * start-up), the next ones are refused without decoding. */
 static void test_gpu_needed(void) {
-  imgstat_image img;
-  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-  make_rgb_ref(&img, ref);
   for (int verify = 0; verify < 2; verify++) {
     const char *option = verify ? "--verify" : "--backend gpu";
     imgstat_engine *e =
@@ -191,17 +175,16 @@ static void test_gpu_needed(void) {
       CU_ASSERT_EQUAL(res.width, 0);
     } else {
       CU_ASSERT_EQUAL(st, IMGSTAT_OK);
-      CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+      CU_ASSERT_TRUE(partials_equal(res.partial, rgb_ref, 3));
       CU_ASSERT_EQUAL(res.backend,
                       verify ? IMGSTAT_BACKEND_CPU : IMGSTAT_BACKEND_GPU);
       CU_ASSERT_EQUAL(res.verified, verify);
       if (verify)
-        CU_ASSERT_TRUE(partials_equal(res.gpu_partial, ref, 3));
+        CU_ASSERT_TRUE(partials_equal(res.gpu_partial, rgb_ref, 3));
     }
     imgstat_job_result_free(&res);
     imgstat_engine_destroy(e);
   }
-  imgstat_image_free(&img);
 }
 
 /* imgstat_engine_decide: the policy applied before any item (normalize's
@@ -235,15 +218,12 @@ static void test_decide_first(void) {
 /* Inputs by path: decoded with the engine's options; load errors are the
  * item's, at the load stage. */
 static void test_paths(void) {
-  imgstat_image img;
-  imgstat_partial ref[IMGSTAT_MAX_CHANNELS];
-  make_rgb_ref(&img, ref);
   imgstat_engine *e = engine(IMGSTAT_BACKEND_CPU, 0);
   imgstat_job_result res;
   CU_ASSERT_EQUAL(imgstat_engine_stats(e, png_path, NULL, NULL, &res),
                   IMGSTAT_OK);
   CU_ASSERT_STRING_EQUAL(res.format, "PNG");
-  CU_ASSERT_TRUE(partials_equal(res.partial, ref, 3));
+  CU_ASSERT_TRUE(partials_equal(res.partial, rgb_ref, 3));
   imgstat_job_result_free(&res);
   CU_ASSERT_EQUAL(
       imgstat_engine_stats(e, "/nonexistent/x.png", NULL, NULL, &res),
@@ -268,15 +248,12 @@ static void test_paths(void) {
   CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_LOAD);
   imgstat_job_result_free(&res);
   imgstat_engine_destroy(e);
-  imgstat_image_free(&img);
 }
 
 /* Histograms and their figures: the rank rule by hand on R = 0..99 (the
  * value at rank ceil(p * 100 / 100)), and equal to the library's CPU
  * histogram. */
 static void test_histograms(void) {
-  imgstat_image img;
-  make_rgb(&img);
   imgstat_engine *e = engine(IMGSTAT_BACKEND_AUTO, 0);
   imgstat_stats_request req;
   memset(&req, 0, sizeof req);
@@ -286,7 +263,7 @@ static void test_histograms(void) {
   req.percentiles[1] = 90;
   req.percentiles[2] = 100;
   imgstat_job_result res;
-  CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, &img, &req, &res), IMGSTAT_OK);
+  CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, &rgb, &req, &res), IMGSTAT_OK);
   CU_ASSERT_TRUE(res.has_histograms);
   CU_ASSERT_EQUAL(res.hist_backend, res.backend);
   const imgstat_hist_figures *r = &res.hist_figures[0];
@@ -300,7 +277,7 @@ static void test_histograms(void) {
   for (int c = 0; c < 3; c++) {
     imgstat_histogram h;
     imgstat_error err;
-    CU_ASSERT_FATAL(imgstat_histogram_compute(&img, c, NULL, &h, &err) ==
+    CU_ASSERT_FATAL(imgstat_histogram_compute(&rgb, c, NULL, &h, &err) ==
                     IMGSTAT_OK);
     CU_ASSERT_EQUAL(res.hist[c].bins, h.bins);
     CU_ASSERT_EQUAL(res.hist[c].total, 100);
@@ -311,14 +288,11 @@ static void test_histograms(void) {
   imgstat_job_result_free(&res);
   CU_ASSERT_PTR_NULL(res.hist[0].counts); /* freed and zeroed */
   imgstat_engine_destroy(e);
-  imgstat_image_free(&img);
 }
 
 /* Normalization: minmax through the engine equals the CPU pipeline's
  * output, and stretches R to 0..255 (checked by hand: 99 -> 255). */
 static void test_normalize(void) {
-  imgstat_image img;
-  make_rgb(&img);
   imgstat_norm_options no;
   memset(&no, 0, sizeof no);
   no.mode = IMGSTAT_NORM_MINMAX;
@@ -326,17 +300,17 @@ static void test_normalize(void) {
   imgstat_norm_plan plan;
   imgstat_image ref;
   imgstat_error err;
-  CU_ASSERT_FATAL(imgstat_norm_measure_cpu(&img, &no, 1, &m, &err) ==
+  CU_ASSERT_FATAL(imgstat_norm_measure_cpu(&rgb, &no, 1, &m, &err) ==
                   IMGSTAT_OK);
-  CU_ASSERT_FATAL(imgstat_norm_plan_make(&img, &no, &m, &plan, &err) ==
+  CU_ASSERT_FATAL(imgstat_norm_plan_make(&rgb, &no, &m, &plan, &err) ==
                   IMGSTAT_OK);
-  CU_ASSERT_FATAL(imgstat_norm_apply_cpu(&img, &plan, 1, &ref, &err) ==
+  CU_ASSERT_FATAL(imgstat_norm_apply_cpu(&rgb, &plan, 1, &ref, &err) ==
                   IMGSTAT_OK);
   for (int b = 0; b < 2; b++) {
     imgstat_engine *e =
         engine(b ? IMGSTAT_BACKEND_AUTO : IMGSTAT_BACKEND_CPU, 0);
     imgstat_job_result res;
-    CU_ASSERT_EQUAL(imgstat_engine_normalize(e, "mem", &img, &no, &res),
+    CU_ASSERT_EQUAL(imgstat_engine_normalize(e, "mem", &rgb, &no, &res),
                     IMGSTAT_OK);
     CU_ASSERT_EQUAL(res.output.channels, 3);
     CU_ASSERT_EQUAL(res.output.sample, IMGSTAT_U8);
@@ -353,7 +327,7 @@ static void test_normalize(void) {
     bad.nstats = 2; /* two values for three channels */
     bad.mean[0] = bad.mean[1] = 1;
     bad.std[0] = bad.std[1] = 1;
-    CU_ASSERT_EQUAL(imgstat_engine_normalize(e, "mem", &img, &bad, &res),
+    CU_ASSERT_EQUAL(imgstat_engine_normalize(e, "mem", &rgb, &bad, &res),
                     IMGSTAT_ERR_ARG);
     CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_COMPUTE);
     CU_ASSERT_EQUAL(res.nwarnings, 0);
@@ -362,7 +336,6 @@ static void test_normalize(void) {
     imgstat_engine_destroy(e);
   }
   imgstat_image_free(&ref);
-  imgstat_image_free(&img);
 }
 
 /* The child of test_auto_broken_gpu, a fresh process (the switch is read
@@ -434,35 +407,34 @@ static int suite_init(void) {
   if (!mkdtemp(tmpdir))
     return 1;
   snprintf(png_path, sizeof png_path, "%s/rgb.png", tmpdir);
-  imgstat_image img;
   imgstat_error err;
-  if (fill_rgb(&img) != IMGSTAT_OK)
+  if (!make_rgb())
     return 1;
-  imgstat_status st = imgstat_image_write(png_path, &img, NULL, &err);
-  imgstat_image_free(&img);
-  return st != IMGSTAT_OK;
+  return imgstat_image_write(png_path, &rgb, NULL, &err) != IMGSTAT_OK;
 }
 
 static int suite_clean(void) {
+  imgstat_image_free(&rgb);
   unlink(png_path);
   rmdir(tmpdir);
   return 0;
 }
 
+static const test_case tests[] = {
+    {"job", NULL},
+    {"backend names", test_backend_names},
+    {"cpu: partials", test_cpu},
+    {"auto: GPU, or the CPU quietly", test_auto},
+    {"gpu and verify need a usable GPU", test_gpu_needed},
+    {"decide before the first item", test_decide_first},
+    {"inputs by path", test_paths},
+    {"histograms", test_histograms},
+    {"normalize", test_normalize},
+    {"auto with a GPU that fails to start", test_auto_broken_gpu},
+    {NULL, NULL}};
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--broken-gpu-child") == 0)
     return broken_gpu_child();
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("job", suite_init, suite_clean);
-  CU_add_test(s, "backend names", test_backend_names);
-  CU_add_test(s, "cpu: partials", test_cpu);
-  CU_add_test(s, "auto: GPU, or the CPU quietly", test_auto);
-  CU_add_test(s, "gpu and verify need a usable GPU", test_gpu_needed);
-  CU_add_test(s, "decide before the first item", test_decide_first);
-  CU_add_test(s, "inputs by path", test_paths);
-  CU_add_test(s, "histograms", test_histograms);
-  CU_add_test(s, "normalize", test_normalize);
-  CU_add_test(s, "auto with a GPU that fails to start", test_auto_broken_gpu);
-  return test_run_all();
+  return test_main_init(tests, suite_init, suite_clean);
 }

@@ -52,28 +52,13 @@ typedef struct ref_channel {
   long double dev2; /* floats and integers: second pass */
 } ref_channel;
 
-static float sample_f(const imgstat_image *img, int c, uint64_t i) {
-  return ((const float *)img->planes[c])[i];
-}
-
-static double sample_at(const imgstat_image *img, int c, uint64_t i) {
-  switch (img->sample) {
-  case IMGSTAT_U8:
-    return ((const uint8_t *)img->planes[c])[i];
-  case IMGSTAT_U16:
-    return ((const uint16_t *)img->planes[c])[i];
-  default:
-    return sample_f(img, c, i);
-  }
-}
-
 /* Images in ordinal order; first occurrence = strictly better in scan order
  * (ordinal, y, x). */
 static void ref_pass1(ref_channel *r, const imgstat_image *img, int c,
                       uint64_t ordinal) {
   uint64_t n = (uint64_t)img->width * img->height;
   for (uint64_t i = 0; i < n; i++) {
-    double v = sample_at(img, c, i);
+    double v = test_sample_at(img, c, i);
     if (isnan(v)) {
       r->nan_count++;
       continue;
@@ -110,7 +95,7 @@ static void ref_pass2(ref_channel *r, const imgstat_image *img, int c) {
   long double mean = ref_mean(r, img->sample == IMGSTAT_F32);
   uint64_t n = (uint64_t)img->width * img->height;
   for (uint64_t i = 0; i < n; i++) {
-    double v = sample_at(img, c, i);
+    double v = test_sample_at(img, c, i);
     if (isfinite(v))
       r->dev2 += (v - mean) * (v - mean);
   }
@@ -309,41 +294,67 @@ static void test_one_image_same_as_figures(void) {
   free_images(img);
 }
 
+/* A partial of count samples from min to max, both first at index 0 (the
+ * sums are the caller's). */
+static imgstat_partial partial_of(uint64_t count, double min, double max) {
+  imgstat_partial p;
+  imgstat_partial_init(&p);
+  p.count = count;
+  p.min = min;
+  p.max = max;
+  p.min_index = p.max_index = 0;
+  return p;
+}
+
+/* Pools the partial p of a one-channel image, which must be taken. */
+static void add_one(imgstat_pool *pool, uint64_t ordinal,
+                    const imgstat_partial *p, imgstat_sample sample,
+                    uint32_t width) {
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_pool_add(pool, ordinal, p, 1, sample, width, &err) ==
+                  IMGSTAT_OK);
+}
+
+/* The figures of channel c, which the pool must give. */
+static imgstat_pool_figures figures_of(const imgstat_pool *pool, int c,
+                                       int ddof) {
+  imgstat_pool_figures f;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_pool_figures_compute(pool, c, ddof, &f, &err) ==
+                  IMGSTAT_OK);
+  return f;
+}
+
 /* ---- groupings ------------------------------------------------------------
  */
 
 #define N_PARTS 24
 
-/* Float partials of images whose means spread over many magnitudes, so that
- * Chan's merges round differently in different groupings. */
-static void float_parts(imgstat_partial parts[N_PARTS][2], uint32_t widths[]) {
-  uint64_t seed = 1234;
+/* Partials of N_PARTS two-channel images of the sample type. f32: means
+ * spread over many magnitudes, so that Chan's merges round differently in
+ * different groupings, and a NaN each; u16: the largest and the smallest
+ * value in every image (ties across images). */
+static void make_parts(imgstat_partial parts[N_PARTS][2], uint32_t widths[],
+                       imgstat_sample sample) {
+  int is_float = sample == IMGSTAT_F32;
+  uint64_t seed = is_float ? 1234 : 99;
   imgstat_error err;
   for (int k = 0; k < N_PARTS; k++) {
     imgstat_image img;
-    uint32_t w = 13 + (uint32_t)(k * 7) % 50, h = 5 + (uint32_t)k % 11;
-    CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 2, IMGSTAT_F32, 0, &err) ==
+    uint32_t w =
+        is_float ? 13 + (uint32_t)(k * 7) % 50 : 3 + (uint32_t)(k * 11) % 70;
+    uint32_t h = is_float ? 5 + (uint32_t)k % 11 : 1 + (uint32_t)k % 9;
+    CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 2, sample, 0, &err) ==
                     IMGSTAT_OK);
-    double scale = ldexp(1.0 + k % 3, (k * 37) % 41 - 20);
-    fill_random(&img, &seed, (k % 2 ? -1 : 1) * scale);
-    ((float *)img.planes[1])[k] = NAN;
-    CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 1, parts[k], &err) == IMGSTAT_OK);
-    widths[k] = w;
-    imgstat_image_free(&img);
-  }
-}
-
-static void int_parts(imgstat_partial parts[N_PARTS][2], uint32_t widths[]) {
-  uint64_t seed = 99;
-  imgstat_error err;
-  for (int k = 0; k < N_PARTS; k++) {
-    imgstat_image img;
-    uint32_t w = 3 + (uint32_t)(k * 11) % 70, h = 1 + (uint32_t)k % 9;
-    CU_ASSERT_FATAL(imgstat_image_alloc(&img, w, h, 2, IMGSTAT_U16, 0, &err) ==
-                    IMGSTAT_OK);
-    fill_random(&img, &seed, 1.0);
-    ((uint16_t *)img.planes[0])[0] = 65535; /* ties across images */
-    ((uint16_t *)img.planes[1])[w * h - 1] = 0;
+    if (is_float) {
+      double scale = ldexp(1.0 + k % 3, (k * 37) % 41 - 20);
+      fill_random(&img, &seed, (k % 2 ? -1 : 1) * scale);
+      ((float *)img.planes[1])[k] = NAN;
+    } else {
+      fill_random(&img, &seed, 1.0);
+      ((uint16_t *)img.planes[0])[0] = 65535; /* ties across images */
+      ((uint16_t *)img.planes[1])[w * h - 1] = 0;
+    }
     CU_ASSERT_FATAL(imgstat_cpu_stats(&img, 1, parts[k], &err) == IMGSTAT_OK);
     widths[k] = w;
     imgstat_image_free(&img);
@@ -413,10 +424,7 @@ static int figures_same(const imgstat_pool *a, const imgstat_pool *b) {
 static void check_groupings(imgstat_sample sample) {
   static imgstat_partial parts[N_PARTS][2];
   uint32_t widths[N_PARTS];
-  if (sample == IMGSTAT_F32)
-    float_parts(parts, widths);
-  else
-    int_parts(parts, widths);
+  make_parts(parts, widths, sample);
   int order[N_PARTS];
   for (int k = 0; k < N_PARTS; k++)
     order[k] = k;
@@ -486,7 +494,6 @@ static void test_past_2_32_samples(void) {
   imgstat_pool pool, half;
   imgstat_pool_init(&pool);
   imgstat_pool_init(&half);
-  imgstat_error err;
   const uint64_t n = UINT64_C(1) << 22;
   for (int k = 0; k < 2000; k++) {
     imgstat_partial p;
@@ -497,20 +504,16 @@ static void test_past_2_32_samples(void) {
     p.min = p.max = 65535;
     p.min_index = (uint64_t)k; /* (k, 0) in a 2048-wide image */
     p.max_index = n - 1;
-    CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)(2000 - k), &p, 1,
-                                     IMGSTAT_U16, 2048, &err) == IMGSTAT_OK);
+    add_one(&pool, (uint64_t)(2000 - k), &p, IMGSTAT_U16, 2048);
     /* Half of them all 65535, half all 0. */
     if (k % 2) {
       p.sum = p.sumsq = 0;
       p.min = p.max = 0;
     }
-    CU_ASSERT_FATAL(imgstat_pool_add(&half, (uint64_t)k, &p, 1, IMGSTAT_U16,
-                                     2048, &err) == IMGSTAT_OK);
+    add_one(&half, (uint64_t)k, &p, IMGSTAT_U16, 2048);
   }
   u128 count = (u128)2000 * n;
-  imgstat_pool_figures f;
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  imgstat_pool_figures f = figures_of(&pool, 0, 0);
   CU_ASSERT(f.count == (uint64_t)count && f.count > (UINT64_C(1) << 32));
   CU_ASSERT(u128_of(f.exact_sum) == count * 65535);
   CU_ASSERT(u128_of(f.exact_sumsq) == count * 65535 * 65535);
@@ -527,8 +530,7 @@ static void test_past_2_32_samples(void) {
             f.max_key.y == 2047);
 
   /* Half 0, half 65535: mean and population std 32767.5 exactly. */
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&half, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  f = figures_of(&half, 0, 0);
   CU_ASSERT(u128_of(f.exact_sum) == count / 2 * 65535);
   CU_ASSERT_STRING_EQUAL(f.exact_sum_text, "274873712640000");
   imgstat_u128_format(f.exact_sumsq, text);
@@ -536,8 +538,7 @@ static void test_past_2_32_samples(void) {
   CU_ASSERT(f.mean == 32767.5 && f.std == 32767.5);
   CU_ASSERT(f.min == 0 && f.min_key.ordinal == 1 && f.min_key.x == 1);
   CU_ASSERT(f.max == 65535 && f.max_key.ordinal == 0 && f.max_key.x == 2047);
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&half, 0, 1, &f, &err) ==
-                  IMGSTAT_OK);
+  f = figures_of(&half, 0, 1);
   long double N = (long double)count;
   double want = (double)(32767.5L * sqrtl(N / (N - 1)));
   CU_ASSERT(fabs(f.std - want) <= 1e-15 * want);
@@ -549,30 +550,23 @@ static void test_past_2_32_samples(void) {
 static void float_exact_set(uint64_t seed, int parts) {
   imgstat_pool pool;
   imgstat_pool_init(&pool);
-  imgstat_error err;
   i128 s1 = 0, s2 = 0; /* sum n a; sum b + n a^2 */
   uint64_t N = 0;
   for (int k = 0; k < parts; k++) {
-    imgstat_partial p;
-    imgstat_partial_init(&p);
     int64_t a = (int64_t)(test_rand(&seed) % (1u << 21)) - (1 << 20);
     int64_t b = (int64_t)(test_rand(&seed) % (UINT64_C(1) << 40));
-    p.count = 1 + test_rand(&seed) % (1u << 20);
-    p.mean = ldexp((double)a, -10);
+    double mean = ldexp((double)a, -10);
+    imgstat_partial p =
+        partial_of(1 + test_rand(&seed) % (1u << 20), mean - 1, mean + 1);
+    p.mean = mean;
     p.m2 = ldexp((double)b, -20);
-    p.min = p.mean - 1;
-    p.max = p.mean + 1;
-    p.min_index = p.max_index = 0;
-    CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_F32, 1,
-                                     &err) == IMGSTAT_OK);
+    add_one(&pool, (uint64_t)k, &p, IMGSTAT_F32, 1);
     s1 += (i128)p.count * a;
     s2 += (i128)b + (i128)p.count * a * a;
     N += p.count;
   }
   for (int ddof = 0; ddof <= 1; ddof++) {
-    imgstat_pool_figures f;
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, ddof, &f, &err) ==
-                    IMGSTAT_OK);
+    imgstat_pool_figures f = figures_of(&pool, 0, ddof);
     CU_ASSERT(f.count == N);
     /* mean = s1 / (N 2^10), the nearest double. */
     double m = s1 >= 0 ? f.mean : -f.mean;
@@ -598,22 +592,14 @@ static void test_ties_to_even(void) {
   for (uint64_t extra = 2; extra <= 6; extra += 4) {
     imgstat_pool pool;
     imgstat_pool_init(&pool);
-    imgstat_error err;
     for (int k = 0; k < 64; k++) {
-      imgstat_partial p;
-      imgstat_partial_init(&p);
-      p.count = UINT64_C(1) << 34;
+      imgstat_partial p =
+          partial_of(UINT64_C(1) << 34, 16384, k == 0 ? 16385 : 16384);
       p.sum = (UINT64_C(1) << 48) + (k == 0 ? extra : 0);
       p.sumsq = 0; /* not used here */
-      p.min = 16384;
-      p.max = k == 0 ? 16385 : 16384;
-      p.min_index = p.max_index = 0;
-      CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_U16,
-                                       1, &err) == IMGSTAT_OK);
+      add_one(&pool, (uint64_t)k, &p, IMGSTAT_U16, 1);
     }
-    imgstat_pool_figures f;
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                    IMGSTAT_OK);
+    imgstat_pool_figures f = figures_of(&pool, 0, 0);
     CU_ASSERT(u128_of(f.exact_sum) == ((u128)1 << 54) + extra);
     if (extra == 2) {
       CU_ASSERT(f.mean == 16384.0);
@@ -627,19 +613,10 @@ static void test_ties_to_even(void) {
    * 2^-39 + about 2^-45: up to 16384 + 2^-38. */
   imgstat_pool pool;
   imgstat_pool_init(&pool);
-  imgstat_error err;
-  imgstat_partial p;
-  imgstat_partial_init(&p);
-  p.count = (UINT64_C(1) << 45) + 1;
+  imgstat_partial p = partial_of((UINT64_C(1) << 45) + 1, 16384, 16385);
   p.sum = 16384 * p.count + 65;
-  p.min = 16384;
-  p.max = 16385;
-  p.min_index = p.max_index = 0;
-  CU_ASSERT_FATAL(imgstat_pool_add(&pool, 0, &p, 1, IMGSTAT_U16, 1, &err) ==
-                  IMGSTAT_OK);
-  imgstat_pool_figures f;
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  add_one(&pool, 0, &p, IMGSTAT_U16, 1);
+  imgstat_pool_figures f = figures_of(&pool, 0, 0);
   CU_ASSERT(f.mean == 16384.0 + 0x1p-38);
   /* f32: 1 + 2^-53 is a tie; 2^-300 (in a word of its own) or 2^-174 (in
    * the word the top 128 bits end in) below the top 128 bits of the exact
@@ -648,15 +625,11 @@ static void test_ties_to_even(void) {
     imgstat_pool_init(&pool);
     const double means[3] = {1.0, 0x1p-53, ldexp(1.0, tiny)};
     for (int k = 0; k < 3; k++) {
-      imgstat_partial_init(&p);
-      p.count = 1;
-      p.mean = p.min = p.max = means[k];
-      p.min_index = p.max_index = 0;
-      CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_F32,
-                                       1, &err) == IMGSTAT_OK);
+      p = partial_of(1, means[k], means[k]);
+      p.mean = means[k];
+      add_one(&pool, (uint64_t)k, &p, IMGSTAT_F32, 1);
     }
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                    IMGSTAT_OK);
+    f = figures_of(&pool, 0, 0);
     CU_ASSERT(f.sum == 1.0 + 0x1p-52);
   }
 }
@@ -666,21 +639,14 @@ static void test_ties_to_even(void) {
 static void test_float_cancellation(void) {
   imgstat_pool pool;
   imgstat_pool_init(&pool);
-  imgstat_error err;
   for (int k = 0; k < 8; k++) {
-    imgstat_partial p;
-    imgstat_partial_init(&p);
-    p.count = UINT64_C(1) << 30;
-    p.mean = k % 2 ? -1e30 : 1e30;
+    double mean = k % 2 ? -1e30 : 1e30;
+    imgstat_partial p = partial_of(UINT64_C(1) << 30, mean, mean);
+    p.mean = mean;
     p.m2 = 0;
-    p.min = p.max = p.mean;
-    p.min_index = p.max_index = 0;
-    CU_ASSERT_FATAL(imgstat_pool_add(&pool, (uint64_t)k, &p, 1, IMGSTAT_F32, 64,
-                                     &err) == IMGSTAT_OK);
+    add_one(&pool, (uint64_t)k, &p, IMGSTAT_F32, 64);
   }
-  imgstat_pool_figures f;
-  CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                  IMGSTAT_OK);
+  imgstat_pool_figures f = figures_of(&pool, 0, 0);
   CU_ASSERT(f.mean == 0.0 && f.sum == 0.0);
   CU_ASSERT(f.std == 1e30);
   CU_ASSERT(f.min == -1e30 && f.min_key.ordinal == 1);
@@ -721,12 +687,9 @@ static void test_keys(void) {
     imgstat_pool_init(&pool);
     for (int i = 0; i < 4; i++) {
       int k = orders[o][i];
-      CU_ASSERT_FATAL(imgstat_pool_add(&pool, ord[k], &p[k], 1, IMGSTAT_F32, 10,
-                                       &err) == IMGSTAT_OK);
+      add_one(&pool, ord[k], &p[k], IMGSTAT_F32, 10);
     }
-    imgstat_pool_figures f;
-    CU_ASSERT_FATAL(imgstat_pool_figures_compute(&pool, 0, 0, &f, &err) ==
-                    IMGSTAT_OK);
+    imgstat_pool_figures f = figures_of(&pool, 0, 0);
     CU_ASSERT(f.min == 0.0 && !signbit(f.min));
     CU_ASSERT(f.min_key.ordinal == 2 && f.min_key.x == 9 && f.min_key.y == 4);
     CU_ASSERT(f.max == 3.0);
@@ -851,10 +814,10 @@ static void test_serialize(void) {
   CU_ASSERT_FATAL(p != NULL);
   imgstat_pool_init(p);
   check_serialized(p); /* empty */
-  int_parts(parts, widths);
+  make_parts(parts, widths, IMGSTAT_U16);
   pool_run(p, parts, widths, order, 0, N_PARTS, IMGSTAT_U16);
   check_serialized(p);
-  float_parts(parts, widths);
+  make_parts(parts, widths, IMGSTAT_F32);
   pool_run(p, parts, widths, order, 0, N_PARTS, IMGSTAT_F32);
   check_serialized(p);
   free(p);
@@ -948,25 +911,21 @@ static void test_arguments(void) {
   CU_ASSERT(fig.has_values && !fig.has_std);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("pool", NULL, NULL);
-  if (!s)
-    return 1;
-  CU_add_test(s, "u8 RGB: figures vs pixels", test_reference_u8);
-  CU_add_test(s, "u16 YA: figures vs pixels", test_reference_u16);
-  CU_add_test(s, "f32 RGBA: figures vs pixels", test_reference_f32);
-  CU_add_test(s, "one image: the per-image figures' bits",
-              test_one_image_same_as_figures);
-  CU_add_test(s, "u16: same bits in every grouping", test_groupings_int);
-  CU_add_test(s, "f32: same bits in every grouping", test_groupings_float);
-  CU_add_test(s, "u16 past 2^32 samples: exact sums", test_past_2_32_samples);
-  CU_add_test(s, "f32: exact mean and std", test_float_exact);
-  CU_add_test(s, "ties to even", test_ties_to_even);
-  CU_add_test(s, "f32: cancelling means", test_float_cancellation);
-  CU_add_test(s, "extrema keys (ordinal, y, x)", test_keys);
-  CU_add_test(s, "serialized form", test_serialize);
-  CU_add_test(s, "arguments", test_arguments);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"pool", NULL},
+    {"u8 RGB: figures vs pixels", test_reference_u8},
+    {"u16 YA: figures vs pixels", test_reference_u16},
+    {"f32 RGBA: figures vs pixels", test_reference_f32},
+    {"one image: the per-image figures' bits", test_one_image_same_as_figures},
+    {"u16: same bits in every grouping", test_groupings_int},
+    {"f32: same bits in every grouping", test_groupings_float},
+    {"u16 past 2^32 samples: exact sums", test_past_2_32_samples},
+    {"f32: exact mean and std", test_float_exact},
+    {"ties to even", test_ties_to_even},
+    {"f32: cancelling means", test_float_cancellation},
+    {"extrema keys (ordinal, y, x)", test_keys},
+    {"serialized form", test_serialize},
+    {"arguments", test_arguments},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

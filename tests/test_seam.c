@@ -34,20 +34,6 @@ static char msg[1024];
     CU_ASSERT(cond);                                                           \
   } while (0)
 
-static unsigned char *read_all(const char *path, size_t *size) {
-  *size = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
-  *size = buf ? fread(buf, 1, (size_t)n, f) : 0;
-  fclose(f);
-  return buf;
-}
-
 /* The format a file's first bytes announce, read here by hand. */
 static const char *format_by_signature(const unsigned char *h, size_t n) {
   if (n >= 8 && memcmp(h, "\x89PNG", 4) == 0)
@@ -168,7 +154,7 @@ static int images_equal(const imgstat_image *a, const imgstat_image *b) {
 
 static int files_equal(const char *p, const char *q) {
   size_t n, m;
-  unsigned char *a = read_all(p, &n), *b = read_all(q, &m);
+  unsigned char *a = test_read_file(p, &n), *b = test_read_file(q, &m);
   int same = a && b && n == m && n > 0 && memcmp(a, b, n) == 0;
   free(a);
   free(b);
@@ -350,7 +336,7 @@ static void check_file(const char *path, const char *name, int consumers) {
   if (imgstat_image_load(path, NULL, &dense, &err) != IMGSTAT_OK)
     return; /* a file every decoder refuses (the tables say which) */
   size_t size;
-  unsigned char *bytes = read_all(path, &size);
+  unsigned char *bytes = test_read_file(path, &size);
   CU_ASSERT_FATAL(bytes != NULL);
   for (int from_memory = 0; from_memory < 2; from_memory++) {
     imgstat_decoder *d = NULL;
@@ -390,31 +376,27 @@ static void check_file(const char *path, const char *name, int consumers) {
   imgstat_image_free(&dense);
 }
 
-static void check_dir_table(const char *dir, int consumers) {
-  char table[4096];
-  snprintf(table, sizeof table, "%s/reference.tsv", dir);
+/* check_file on every file of the reference table, the files in dir. */
+static void check_table(const char *table, const char *dir, int consumers) {
   ref_entry *v;
   long n = ref_read(table, &v);
   CU_ASSERT_FATAL(n > 0);
-  for (long i = 0; i < n; i++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
-    check_file(path, v[i].name, consumers);
-  }
+  for (long i = 0; i < n; i++)
+    check_file(test_path(dir, v[i].name), v[i].name, consumers);
   free(v);
 }
 
-static void test_strided_formats(void) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/formats", test_data_dir());
-  check_dir_table(dir, 1);
+/* check_table on tests/data/SUBDIR and its reference.tsv. */
+static void check_data_dir(const char *subdir, int consumers) {
+  char dir[4096], table[4096];
+  snprintf(dir, sizeof dir, "%s/%s", test_data_dir(), subdir);
+  snprintf(table, sizeof table, "%s/%s/reference.tsv", test_data_dir(), subdir);
+  check_table(table, dir, consumers);
 }
 
-static void test_strided_pngsuite(void) {
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s/pngsuite", test_data_dir());
-  check_dir_table(dir, 0);
-}
+static void test_strided_formats(void) { check_data_dir("formats", 1); }
+
+static void test_strided_pngsuite(void) { check_data_dir("pngsuite", 0); }
 
 static void test_strided_corpus(void) {
   const char *corpus = test_corpus_dir();
@@ -424,15 +406,7 @@ static void test_strided_corpus(void) {
   }
   char table[4096];
   snprintf(table, sizeof table, "%s/corpus_reference.tsv", test_data_dir());
-  ref_entry *v;
-  long n = ref_read(table, &v);
-  CU_ASSERT_FATAL(n > 0);
-  for (long i = 0; i < n; i++) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", corpus, v[i].name);
-    check_file(path, v[i].name, 1);
-  }
-  free(v);
+  check_table(table, corpus, 1);
 }
 
 /* ---- headers: before any pixel ------------------------------------------
@@ -458,7 +432,7 @@ static void headers_of_table(const char *dir, const char *table) {
     if (s != IMGSTAT_OK)
       continue;
     size_t size;
-    unsigned char *bytes = read_all(path, &size);
+    unsigned char *bytes = test_read_file(path, &size);
     const imgstat_header *h = imgstat_decoder_header(d);
     snprintf(msg, sizeof msg,
              "%s: header %ux%u %d channels %d bits %s, want %ux%u %d %d %s",
@@ -531,7 +505,7 @@ static void test_open_reads_no_pixels(void) {
 
   /* PNG: a byte of the first IDAT chunk's data flipped (its CRC fails) */
   snprintf(path, sizeof path, "%s/rgb.png", dir);
-  b = read_all(path, &size);
+  b = test_read_file(path, &size);
   CU_ASSERT_FATAL(b != NULL);
   unsigned char *idat = NULL;
   for (size_t i = 0; i + 4 <= size && !idat; i++)
@@ -548,7 +522,7 @@ static void test_open_reads_no_pixels(void) {
                        "rle8.psd"};
   for (size_t i = 0; i < sizeof cut / sizeof cut[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, cut[i]);
-    b = read_all(path, &size);
+    b = test_read_file(path, &size);
     CU_ASSERT_FATAL(b != NULL && size > 200);
     expect_open_then_fail(cut[i], b, size * 3 / 4);
     free(b);
@@ -605,7 +579,7 @@ static void test_open_errors(void) {
   /* A BMP cut short: its header claims more than the file holds. */
   size_t size;
   snprintf(path, sizeof path, "%s/formats/rgb.bmp", test_data_dir());
-  unsigned char *b = read_all(path, &size);
+  unsigned char *b = test_read_file(path, &size);
   CU_ASSERT_FATAL(b != NULL);
   s = imgstat_decoder_open_memory(b, size / 2, NULL, &d, &err);
   expect_open_error(s, d, &err, IMGSTAT_ERR_FORMAT, "takes at least");
@@ -732,23 +706,18 @@ static void test_wrap(void) {
   imgstat_image_free(&img);
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite seam = CU_add_suite("seam", NULL, NULL);
-  CU_add_test(seam, "headers against the reference tables", test_headers);
-  CU_add_test(seam, "open reads no pixels", test_open_reads_no_pixels);
-  CU_add_test(seam, "open errors name the reason", test_open_errors);
-  CU_add_test(seam, "a buffer that is not the header's is refused",
-              test_buffer_refused);
-  CU_add_test(seam, "wrap", test_wrap);
-  CU_pSuite stride = CU_add_suite("stride", NULL, NULL);
-  CU_add_test(stride, "strided decode and results: formats",
-              test_strided_formats);
-  CU_add_test(stride, "strided decode: PngSuite", test_strided_pngsuite);
-  CU_add_test(stride, "strided decode and results: corpus",
-              test_strided_corpus);
-  CU_add_test(stride, "strided results: synthetic, every depth",
-              test_consumers_synthetic);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"seam", NULL},
+    {"headers against the reference tables", test_headers},
+    {"open reads no pixels", test_open_reads_no_pixels},
+    {"open errors name the reason", test_open_errors},
+    {"a buffer that is not the header's is refused", test_buffer_refused},
+    {"wrap", test_wrap},
+    {"stride", NULL},
+    {"strided decode and results: formats", test_strided_formats},
+    {"strided decode: PngSuite", test_strided_pngsuite},
+    {"strided decode and results: corpus", test_strided_corpus},
+    {"strided results: synthetic, every depth", test_consumers_synthetic},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }

@@ -303,14 +303,17 @@ static void json_number(FILE *out, double v) {
   fputs(buf, out);
 }
 
-static void json_key_string(FILE *out, const char *key, const char *v) {
+/* "key":value, -- a member of an object that goes on after it. */
+static void json_field_string(FILE *out, const char *key, const char *v) {
   fprintf(out, "\"%s\":", key);
   ist_output_json_string(out, v);
+  fputc(',', out);
 }
 
-static void json_key_number(FILE *out, const char *key, double v) {
+static void json_field_number(FILE *out, const char *key, double v) {
   fprintf(out, "\"%s\":", key);
   json_number(out, v);
+  fputc(',', out);
 }
 
 /* Issue 4's rows: a 64 MP RGB8 -> RGB8 minmax stretch (one fused
@@ -353,79 +356,64 @@ static void print_json(FILE *out, const imgstat_bench_result *res,
                        const imgstat_gpu_norm_timing *norm,
                        uint64_t norm_pixels) {
   fputc('{', out);
-  json_key_string(out, "imgstat_bench", IMGSTAT_VERSION);
-  fputc(',', out);
-  json_key_string(out, "device", res->device);
+  json_field_string(out, "imgstat_bench", IMGSTAT_VERSION);
+  json_field_string(out, "device", res->device);
   fprintf(out,
-          ",\"sm_count\":%d,\"l2_bytes\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
+          "\"sm_count\":%d,\"l2_bytes\":%" PRIu64 ",\"memory_bytes\":%" PRIu64
           ",\"cuda_runtime\":%d,\"cuda_driver\":%d,",
           res->sm_count, res->l2_bytes, res->memory_bytes, res->runtime_version,
           res->driver_version);
-  json_key_number(out, "init_ms", res->init_ms);
-  fputc(',', out);
-  json_key_number(out, "copy_gbps", res->copy_gbps);
+  json_field_number(out, "init_ms", res->init_ms);
+  json_field_number(out, "copy_gbps", res->copy_gbps);
   fprintf(out,
-          ",\"runs\":%d,\"warmup\":%d,\"quick\":%s,\"npp\":%s,\"failures\":%d,"
+          "\"runs\":%d,\"warmup\":%d,\"quick\":%s,\"npp\":%s,\"failures\":%d,"
           "\"rows\":[",
           res->runs, res->warmup, res->quick ? "true" : "false",
           res->have_npp ? "true" : "false", res->failures);
   for (int i = 0; i < res->row_count; i++) {
     const imgstat_bench_row *r = &res->rows[i];
     fprintf(out, "%s{", i ? "," : "");
-    json_key_string(out, "group", group_name(r->group));
-    fputc(',', out);
-    json_key_string(out, "table", r->table);
-    fputc(',', out);
-    json_key_string(out, "name", r->name);
-    fputc(',', out);
-    json_key_string(out, "note", r->note);
+    json_field_string(out, "group", group_name(r->group));
+    json_field_string(out, "table", r->table);
+    json_field_string(out, "name", r->name);
+    json_field_string(out, "note", r->note);
     fprintf(out,
-            ",\"kernel\":%d,\"block_size\":%d,\"elements\":%" PRIu64
+            "\"kernel\":%d,\"block_size\":%d,\"elements\":%" PRIu64
             ",\"bytes\":%" PRIu64 ",\"buffers\":%d,\"runs\":%d,"
             "\"host_bound\":%s,",
             r->kernel, r->block_size, r->elements, r->bytes, r->buffers,
             r->runs, r->host_bound ? "true" : "false");
-    json_key_number(out, "first_ms", r->first_ms);
-    fputc(',', out);
-    json_key_number(out, "median_ms", r->median_ms);
-    fputc(',', out);
-    json_key_number(out, "min_ms", r->min_ms);
-    fputc(',', out);
-    json_key_number(out, "max_ms", r->max_ms);
-    fputc(',', out);
-    json_key_number(out, "gbps", r->gbps);
-    fputc(',', out);
-    json_key_number(out, "copy_fraction", r->copy_fraction);
-    fputc(',', out);
-    json_key_number(out, "step_speedup", r->step_speedup);
-    fputc(',', out);
-    json_key_number(out, "cum_speedup", r->cum_speedup);
-    fputc(',', out);
-    json_key_number(out, "ratio", r->ratio);
-    fputc(',', out);
+    json_field_number(out, "first_ms", r->first_ms);
+    json_field_number(out, "median_ms", r->median_ms);
+    json_field_number(out, "min_ms", r->min_ms);
+    json_field_number(out, "max_ms", r->max_ms);
+    json_field_number(out, "gbps", r->gbps);
+    json_field_number(out, "copy_fraction", r->copy_fraction);
+    json_field_number(out, "step_speedup", r->step_speedup);
+    json_field_number(out, "cum_speedup", r->cum_speedup);
+    json_field_number(out, "ratio", r->ratio);
     if (r->goal_met < 0) {
       fputs("\"goal\":null,\"goal_met\":null,", out);
     } else {
-      json_key_number(out, "goal", r->goal);
-      fprintf(out, ",\"goal_met\":%s,", r->goal_met ? "true" : "false");
+      json_field_number(out, "goal", r->goal);
+      fprintf(out, "\"goal_met\":%s,", r->goal_met ? "true" : "false");
     }
-    json_key_string(out, "goal_text", r->goal_text);
-    fprintf(out, ",\"checked\":%s,\"ok\":%s,", r->checked ? "true" : "false",
-            r->ok ? "true" : "false");
-    json_key_string(out, "check", r->check);
+    json_field_string(out, "goal_text", r->goal_text);
+    fprintf(out, "\"checked\":%s,\"ok\":%s,\"check\":",
+            r->checked ? "true" : "false", r->ok ? "true" : "false");
+    ist_output_json_string(out, r->check);
     fputc('}', out);
   }
   fputc(']', out);
   if (norm) {
     fprintf(out, ",\"normalize\":{\"pixels\":%" PRIu64 ",", norm_pixels);
-    json_key_number(out, "copy_ms", norm->copy_ms);
-    fputc(',', out);
-    json_key_number(out, "minmax_ms", norm->normalize_ms);
-    fprintf(out, ",\"minmax_bytes\":%" PRIu64 ",", norm->normalize_bytes);
-    json_key_number(out, "histogram_ms", norm->histogram_ms);
-    fprintf(out, ",\"histogram_bytes\":%" PRIu64 ",", norm->histogram_bytes);
-    json_key_number(out, "scan_ms", norm->scan_ms);
-    fprintf(out, ",\"output_equal_cpu\":%s,\"histogram_equal_cpu\":%s}",
+    json_field_number(out, "copy_ms", norm->copy_ms);
+    json_field_number(out, "minmax_ms", norm->normalize_ms);
+    fprintf(out, "\"minmax_bytes\":%" PRIu64 ",", norm->normalize_bytes);
+    json_field_number(out, "histogram_ms", norm->histogram_ms);
+    fprintf(out, "\"histogram_bytes\":%" PRIu64 ",", norm->histogram_bytes);
+    json_field_number(out, "scan_ms", norm->scan_ms);
+    fprintf(out, "\"output_equal_cpu\":%s,\"histogram_equal_cpu\":%s}",
             norm->checked_ok ? "true" : "false",
             norm->histogram_ok ? "true" : "false");
   }
@@ -538,27 +526,20 @@ static int run_startup(const char *path, int device, int parallel, int json,
 
   if (json) {
     fputc('{', stdout);
-    json_key_string(stdout, "startup", path);
-    printf(",\"width\":%u,\"height\":%u,\"channels\":%d,\"depth\":%d,"
+    json_field_string(stdout, "startup", path);
+    printf("\"width\":%u,\"height\":%u,\"channels\":%d,\"depth\":%d,"
            "\"parallel\":%s,",
            img.width, img.height, img.channels,
            imgstat_sample_depth(img.sample), parallel ? "true" : "false");
-    json_key_number(stdout, "decode_ms", decode_ms);
-    fputc(',', stdout);
-    json_key_number(stdout, "gpu_create_ms", create.ms);
-    fputc(',', stdout);
-    json_key_number(stdout, "decode_and_create_ms", both_ms);
-    fputc(',', stdout);
-    json_key_number(stdout, "cpu_stats_ms", cpu_ms);
-    fputc(',', stdout);
-    json_key_number(stdout, "gpu_stats_first_ms", gpu1_ms);
-    fputc(',', stdout);
-    json_key_number(stdout, "gpu_stats_second_ms", gpu2_ms);
-    fputc(',', stdout);
-    json_key_number(stdout, "gpu_destroy_ms", destroy_ms);
-    fputc(',', stdout);
-    json_key_number(stdout, "total_ms", total_ms);
-    printf(",\"gpu_equals_cpu\":%s}\n", equal ? "true" : "false");
+    json_field_number(stdout, "decode_ms", decode_ms);
+    json_field_number(stdout, "gpu_create_ms", create.ms);
+    json_field_number(stdout, "decode_and_create_ms", both_ms);
+    json_field_number(stdout, "cpu_stats_ms", cpu_ms);
+    json_field_number(stdout, "gpu_stats_first_ms", gpu1_ms);
+    json_field_number(stdout, "gpu_stats_second_ms", gpu2_ms);
+    json_field_number(stdout, "gpu_destroy_ms", destroy_ms);
+    json_field_number(stdout, "total_ms", total_ms);
+    printf("\"gpu_equals_cpu\":%s}\n", equal ? "true" : "false");
   } else {
     printf("start-up of %s: %ux%u %s, %d-bit\n", path, img.width, img.height,
            imgstat_layout_name(img.channels), imgstat_sample_depth(img.sample));

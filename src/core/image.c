@@ -112,12 +112,15 @@ static void *planes_alloc(size_t bytes) {
   return p;
 }
 
-imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
-                                   uint32_t height, int channels,
-                                   imgstat_sample sample, uint64_t max_pixels,
-                                   imgstat_error *err) {
+/* The checks imgstat_image_alloc and imgstat_image_wrap share: an image
+ * to fill (zeroed here; `verb` names what is done with it), a channel
+ * count, a sample type, at least one pixel and at most max_pixels. */
+static imgstat_status image_check(imgstat_image *img, const char *verb,
+                                  uint32_t width, uint32_t height, int channels,
+                                  imgstat_sample sample, uint64_t max_pixels,
+                                  imgstat_error *err) {
   if (!img)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to allocate");
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to %s", verb);
   memset(img, 0, sizeof *img);
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
@@ -130,8 +133,15 @@ imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
     return imgstat_error_set(
         err, IMGSTAT_ERR_ARG,
         "image is %" PRIu32 "x%" PRIu32 ": it has no pixels", width, height);
+  return ist_pixels_check(width, height, max_pixels, err);
+}
 
-  imgstat_status s = ist_pixels_check(width, height, max_pixels, err);
+imgstat_status imgstat_image_alloc(imgstat_image *img, uint32_t width,
+                                   uint32_t height, int channels,
+                                   imgstat_sample sample, uint64_t max_pixels,
+                                   imgstat_error *err) {
+  imgstat_status s = image_check(img, "allocate", width, height, channels,
+                                 sample, max_pixels, err);
   if (s != IMGSTAT_OK)
     return s;
   uint64_t pixels = (uint64_t)width * height;
@@ -173,22 +183,8 @@ imgstat_status imgstat_image_wrap(imgstat_image *img, uint32_t width,
                                   uint32_t height, int channels,
                                   imgstat_sample sample, void *const planes[],
                                   size_t stride, imgstat_error *err) {
-  if (!img)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to describe");
-  memset(img, 0, sizeof *img);
-  if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "%d channels (1 to %d supported)", channels,
-                             IMGSTAT_MAX_CHANNELS);
-  if (!sample_is_valid(sample))
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "invalid sample type %d",
-                             (int)sample);
-  if (width == 0 || height == 0)
-    return imgstat_error_set(
-        err, IMGSTAT_ERR_ARG,
-        "image is %" PRIu32 "x%" PRIu32 ": it has no pixels", width, height);
-  imgstat_status s =
-      ist_pixels_check(width, height, IMGSTAT_MAX_PIXELS_LIMIT, err);
+  imgstat_status s = image_check(img, "describe", width, height, channels,
+                                 sample, IMGSTAT_MAX_PIXELS_LIMIT, err);
   if (s != IMGSTAT_OK)
     return s;
   size_t row, last;

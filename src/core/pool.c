@@ -333,21 +333,33 @@ static void f32_accumulate(imgstat_pool_channel *c, uint64_t n, double mean,
     big_add_shifted(c->fsq, FSQ_WORDS, &m, 1, (unsigned)(e - FSQ_UNIT), 0);
 }
 
+/* Whether channel c of a pool can take count more samples, nan_count more
+ * NaNs and inf_count more infinities; fills err (naming the channel) when
+ * not. */
+static imgstat_status check_counts(const imgstat_pool_channel *c,
+                                   uint64_t count, uint64_t nan_count,
+                                   uint64_t inf_count, int channel,
+                                   imgstat_error *err) {
+  if (add_overflows(c->count, count) ||
+      add_overflows(c->nan_count, nan_count) ||
+      add_overflows(c->inf_count, inf_count))
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                             "channel %d: the pool's sample count would "
+                             "overflow 64 bits",
+                             channel);
+  return IMGSTAT_OK;
+}
+
 /* Whether partial p of an image of the given sample type and width can be
  * pooled; fills err when not. */
 static imgstat_status check_partial(const imgstat_partial *p,
                                     const imgstat_pool_channel *c,
                                     imgstat_sample sample, uint32_t width,
                                     int channel, imgstat_error *err) {
-  if (add_overflows(c->count, p->count) ||
-      add_overflows(c->nan_count, p->nan_count) ||
-      add_overflows(c->inf_count, p->inf_count))
-    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                             "channel %d: the pool's sample count would "
-                             "overflow 64 bits",
-                             channel);
-  if (p->count == 0)
-    return IMGSTAT_OK;
+  imgstat_status st =
+      check_counts(c, p->count, p->nan_count, p->inf_count, channel, err);
+  if (st != IMGSTAT_OK || p->count == 0)
+    return st;
   double top = sample == IMGSTAT_U8 ? 255.0 : 65535.0;
   int values_ok = p->min <= p->max;
   if (sample == IMGSTAT_F32)
@@ -434,14 +446,10 @@ imgstat_status imgstat_pool_merge(imgstat_pool *a, const imgstat_pool *b,
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                              "the pool's image count would overflow");
   for (int c = 0; c < a->channels; c++) {
-    const imgstat_pool_channel *x = &a->ch[c], *y = &b->ch[c];
-    if (add_overflows(x->count, y->count) ||
-        add_overflows(x->nan_count, y->nan_count) ||
-        add_overflows(x->inf_count, y->inf_count))
-      return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                               "channel %d: the pool's sample count would "
-                               "overflow 64 bits",
-                               c);
+    const imgstat_pool_channel *y = &b->ch[c];
+    st = check_counts(&a->ch[c], y->count, y->nan_count, y->inf_count, c, err);
+    if (st != IMGSTAT_OK)
+      return st;
   }
 
   a->images += b->images;

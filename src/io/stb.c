@@ -591,6 +591,17 @@ static int br_skip(byte_reader *br, size_t n) {
   return 1;
 }
 
+/* Reads the next n bytes into out; 0 when the input ends first. */
+static int br_read(byte_reader *br, unsigned char *out, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int c = next_byte(br);
+    if (c < 0)
+      return 0;
+    out[i] = (unsigned char)c;
+  }
+  return 1;
+}
+
 /* TGA, as stbi__tga_load reads its 18-byte header: an ID field, a palette
  * when colour-mapped (entries of 15/16 bits take 2 bytes, others their
  * channels), then pixels of 1 or 2 index bytes, 2 bytes (15/16-bit RGB) or
@@ -725,12 +736,8 @@ static const char *gif_scan(ist_source *src, uint64_t *min_input) {
   br->src = src;
   br->len = br->at = 0;
   unsigned char h[13];
-  for (size_t i = 0; i < sizeof h; i++) {
-    int c = next_byte(br);
-    if (c < 0)
-      goto done;
-    h[i] = (unsigned char)c;
-  }
+  if (!br_read(br, h, sizeof h))
+    goto done;
   unsigned canvas_w = h[6] | h[7] << 8, canvas_h = h[8] | h[9] << 8;
   if ((h[10] & 0x80) && !br_skip(br, 3 * (2u << (h[10] & 7))))
     goto done;
@@ -738,12 +745,8 @@ static const char *gif_scan(ist_source *src, uint64_t *min_input) {
     int tag = next_byte(br), len;
     if (tag == 0x2C) {
       unsigned char d[9];
-      for (size_t i = 0; i < sizeof d; i++) {
-        int c = next_byte(br);
-        if (c < 0)
-          goto done;
-        d[i] = (unsigned char)c;
-      }
+      if (!br_read(br, d, sizeof d))
+        goto done;
       uint64_t x = d[0] | d[1] << 8, y = d[2] | d[3] << 8;
       uint64_t w = d[4] | d[5] << 8, fh = d[6] | d[7] << 8;
       if (x + w > canvas_w || y + fh > canvas_h)

@@ -54,34 +54,28 @@ static int cancelled(const imgstat_write_options *opts) {
   return opts && opts->cancel && *opts->cancel;
 }
 
+/* Every channel of row y into every ch-th sample of buf, as type T. */
+#define INTERLEAVE_ROW(T)                                                      \
+  for (int c = 0; c < ch; c++) {                                               \
+    const T *src = ist_image_row(img, c, y);                                   \
+    T *dst = (T *)buf + c;                                                     \
+    for (size_t x = 0; x < w; x++)                                             \
+      dst[x * ch] = src[x];                                                    \
+  }
+
 /* One row of the image interleaved into buf (width * channels samples). */
 static void interleave_row(const imgstat_image *img, uint32_t y, void *buf) {
   size_t w = img->width;
   int ch = img->channels;
   switch (img->sample) {
   case IMGSTAT_U8:
-    for (int c = 0; c < ch; c++) {
-      const uint8_t *src = ist_image_row(img, c, y);
-      uint8_t *dst = (uint8_t *)buf + c;
-      for (size_t x = 0; x < w; x++)
-        dst[x * ch] = src[x];
-    }
+    INTERLEAVE_ROW(uint8_t);
     break;
   case IMGSTAT_U16:
-    for (int c = 0; c < ch; c++) {
-      const uint16_t *src = ist_image_row(img, c, y);
-      uint16_t *dst = (uint16_t *)buf + c;
-      for (size_t x = 0; x < w; x++)
-        dst[x * ch] = src[x];
-    }
+    INTERLEAVE_ROW(uint16_t);
     break;
   case IMGSTAT_F32:
-    for (int c = 0; c < ch; c++) {
-      const float *src = ist_image_row(img, c, y);
-      float *dst = (float *)buf + c;
-      for (size_t x = 0; x < w; x++)
-        dst[x * ch] = src[x];
-    }
+    INTERLEAVE_ROW(float);
     break;
   }
 }
