@@ -135,11 +135,9 @@ imgstat_status apply_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
   ist_slot *s = d->slot;
   const uint64_t n = (uint64_t)d->width * d->height;
   imgstat_status st =
-      imgstat_image_alloc(out, d->width, d->height, plan->channels_out,
-                          plan->out_sample, IMGSTAT_MAX_PIXELS_LIMIT, err);
+      ist_norm_out_alloc(plan, d->width, d->height, d->format, out, err);
   if (st != IMGSTAT_OK)
     return st;
-  out->format = d->format;
   const size_t row_bytes = (size_t)d->width * plan->out_sample;
   const size_t out_slot = ist_align256((size_t)n * plan->out_sample);
   cudaError_t e = s->norm_out.reserve(out_slot * plan->channels_out);
@@ -227,17 +225,7 @@ imgstat_status measure_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
       return st;
   }
   if (o->mode == IMGSTAT_NORM_MINMAX || o->mode == IMGSTAT_NORM_ZSCORE) {
-    for (int c = 0; c < channels; ++c) {
-      imgstat_figures f;
-      imgstat_figures_compute(&part[c], d->sample, d->width, 0, &f);
-      m->has_values[c] = f.has_values;
-      m->lo[c] = f.has_values ? f.min : 0;
-      m->hi[c] = f.has_values ? f.max : 0;
-      m->mean[c] = f.has_values ? f.mean : 0;
-      m->std[c] = f.has_std ? f.std : 0;
-    }
-    if (o->mode == IMGSTAT_NORM_MINMAX && o->linked)
-      imgstat_norm_measure_link(channels, m);
+    ist_norm_measure_from_partials(part, channels, d->sample, d->width, o, m);
     return IMGSTAT_OK;
   }
   /* clip: the CPU's measure_clip (normalize.c), step for step; float

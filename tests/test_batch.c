@@ -488,6 +488,22 @@ static pthread_t arm(int *ms) {
   return t;
 }
 
+/* Runs c, cancelled by a signal 60 ms in; returns the seconds the run took
+ * (the checks of every run and of the cancel made). */
+static double run_cancelled(job *j, imgstat_batch_config *c) {
+  c->cancel = &cancel_flag;
+  int ms = 60;
+  double t0 = seconds();
+  pthread_t t = arm(&ms);
+  imgstat_batch_report r;
+  CU_ASSERT(imgstat_batch_run(c, &r, NULL) == IMGSTAT_OK);
+  double took = seconds() - t0;
+  pthread_join(t, NULL);
+  check_common(j, &r);
+  CU_ASSERT(r.cancelled == 1);
+  return took;
+}
+
 static void test_cancel(void) {
   const int workers[] = {1, 4};
   for (size_t w = 0; w < 2; w++) {
@@ -497,16 +513,7 @@ static void test_cancel(void) {
     j.max_hold_us = 2000;
     j.max_bytes = 100;
     imgstat_batch_config c = config_of(&j, workers[w], 1000, 16);
-    c.cancel = &cancel_flag;
-    int ms = 60;
-    double t0 = seconds();
-    pthread_t t = arm(&ms);
-    imgstat_batch_report r;
-    CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
-    double took = seconds() - t0;
-    pthread_join(t, NULL);
-    check_common(&j, &r);
-    CU_ASSERT(r.cancelled == 1);
+    double took = run_cancelled(&j, &c);
     CU_ASSERT(j.fed < 100000);
     if (took > 2.0)
       printf("\n    cancel took %.3f s\n", took);
@@ -523,54 +530,51 @@ static void test_cancel_while_waiting(void) {
   j.big_bytes = 100;         /* item 0 takes the whole budget ... */
   j.wait_for_cancel_at0 = 1; /* ... and works until the cancel */
   imgstat_batch_config c = config_of(&j, 4, 100, 8);
-  c.cancel = &cancel_flag;
-  int ms = 60;
-  double t0 = seconds();
-  pthread_t t = arm(&ms);
-  imgstat_batch_report r;
-  CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
-  double took = seconds() - t0;
-  pthread_join(t, NULL);
-  check_common(&j, &r);
-  CU_ASSERT(r.cancelled == 1);
+  double took = run_cancelled(&j, &c);
   CU_ASSERT(atomic_load(&j.refused) >= 1); /* items 1.. waited, refused */
   CU_ASSERT(j.values[0] != 0);             /* item 0 finished its work */
   CU_ASSERT(took < 2.0);
   free(j.values);
 }
 
-static void test_deliver_stops(void) {
+/* A run of n items (random delays up to 200 us) on 1 and then 4 workers
+ * that ends early: the sink stops at item stop_at, or the producer fails at
+ * item fail_at (-1: neither). */
+static void run_ending_early(uint64_t n, unsigned seed, int stop_at,
+                             int fail_at, size_t window) {
   for (int workers = 1; workers <= 4; workers += 3) {
     job j;
-    job_init(&j, 1000, 13);
+    job_init(&j, n, seed);
     j.max_delay_us = 200;
-    j.stop_at = 20;
-    imgstat_batch_config c = config_of(&j, workers, 0, 8);
+    if (stop_at >= 0)
+      j.stop_at = (uint64_t)stop_at;
+    if (fail_at >= 0)
+      j.fail_at = (uint64_t)fail_at;
+    imgstat_batch_config c = config_of(&j, workers, 0, window);
     imgstat_batch_report r;
-    CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
+    imgstat_error err;
+    imgstat_status st = imgstat_batch_run(&c, &r, &err);
     check_common(&j, &r);
-    CU_ASSERT(r.cancelled == 1);
-    CU_ASSERT(j.fed >= 21 && j.fed <= 21 + 8);
+    if (fail_at >= 0) {
+      CU_ASSERT(st == IMGSTAT_ERR_IO);
+      char want[64];
+      snprintf(want, sizeof want, "the list broke at %d", fail_at);
+      CU_ASSERT(strcmp(err.message, want) == 0);
+      CU_ASSERT(j.delivered == (uint64_t)fail_at &&
+                r.ran == (uint64_t)fail_at && !r.cancelled);
+    } else {
+      CU_ASSERT(st == IMGSTAT_OK);
+      CU_ASSERT(r.cancelled == 1);
+      CU_ASSERT(j.fed >= (uint64_t)stop_at + 1 &&
+                j.fed <= (uint64_t)stop_at + 1 + window);
+    }
     free(j.values);
   }
 }
 
-static void test_next_fails(void) {
-  for (int workers = 1; workers <= 4; workers += 3) {
-    job j;
-    job_init(&j, 100, 17);
-    j.max_delay_us = 200;
-    j.fail_at = 37;
-    imgstat_batch_config c = config_of(&j, workers, 0, 0);
-    imgstat_batch_report r;
-    imgstat_error err;
-    CU_ASSERT(imgstat_batch_run(&c, &r, &err) == IMGSTAT_ERR_IO);
-    CU_ASSERT(strcmp(err.message, "the list broke at 37") == 0);
-    check_common(&j, &r);
-    CU_ASSERT(j.delivered == 37 && r.ran == 37 && !r.cancelled);
-    free(j.values);
-  }
-}
+static void test_deliver_stops(void) { run_ending_early(1000, 13, 20, -1, 8); }
+
+static void test_next_fails(void) { run_ending_early(100, 17, -1, 37, 0); }
 
 static void test_empty_run(void) {
   job j;
@@ -608,29 +612,28 @@ static void test_arguments(void) {
   free(j.values);
 }
 
+static const test_case tests[] = {
+    {"engine", NULL},
+    {"order and results under 1, 2, 8 workers and one per core", test_order},
+    {"where the work runs", test_threads},
+    {"windows", test_windows},
+    {"the budget is never exceeded", test_budget},
+    {"admission in input order", test_admission_order},
+    {"one reservation per item", test_budget_second_reservation},
+    {"an item larger than the budget runs alone", test_oversized},
+    {"a signal cancels promptly", test_cancel},
+    {"a cancel frees an item waiting for budget", test_cancel_while_waiting},
+    {"the sink stops the run", test_deliver_stops},
+    {"the producer fails", test_next_fails},
+    {"no items", test_empty_run},
+    {"arguments refused", test_arguments},
+    {NULL, NULL}};
+
 int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
   pthread_t dog;
   if (pthread_create(&dog, NULL, watchdog, NULL) != 0)
     return 1;
-  CU_pSuite s = CU_add_suite("engine", NULL, NULL);
-  CU_add_test(s, "order and results under 1, 2, 8 workers and one per core",
-              test_order);
-  CU_add_test(s, "where the work runs", test_threads);
-  CU_add_test(s, "windows", test_windows);
-  CU_add_test(s, "the budget is never exceeded", test_budget);
-  CU_add_test(s, "admission in input order", test_admission_order);
-  CU_add_test(s, "one reservation per item", test_budget_second_reservation);
-  CU_add_test(s, "an item larger than the budget runs alone", test_oversized);
-  CU_add_test(s, "a signal cancels promptly", test_cancel);
-  CU_add_test(s, "a cancel frees an item waiting for budget",
-              test_cancel_while_waiting);
-  CU_add_test(s, "the sink stops the run", test_deliver_stops);
-  CU_add_test(s, "the producer fails", test_next_fails);
-  CU_add_test(s, "no items", test_empty_run);
-  CU_add_test(s, "arguments refused", test_arguments);
-  int status = test_run_all();
+  int status = test_main(tests);
   atomic_store(&watchdog_stop, 1);
   pthread_join(dog, NULL);
   return status;

@@ -628,20 +628,18 @@ static int suite_clean(void) {
   return system(cmd) == 0 ? 0 : 1;
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS)
-    return 1;
-  CU_pSuite s = CU_add_suite("walk", suite_init, suite_clean);
-  CU_add_test(s, "image extensions", test_extensions);
-  CU_add_test(s, "order against find | LC_ALL=C sort", test_order_against_find);
-  CU_add_test(s, "empty folders and non-image files", test_empty_and_skipped);
-  CU_add_test(s, "unreadable entries", test_unreadable);
-  CU_add_test(s, "symbolic link loops, with and without follow",
-              test_symlink_loops);
-  CU_add_test(s, "names with spaces and newlines", test_names);
-  CU_add_test(s, "--files-from lists", test_files_from);
-  CU_add_test(s, "standard input and named files", test_stdin_and_arguments);
-  CU_add_test(s, "the total as the walk goes", test_total);
-  CU_add_test(s, "arguments refused", test_arguments_refused);
-  return test_run_all();
-}
+static const test_case tests[] = {
+    {"walk", NULL},
+    {"image extensions", test_extensions},
+    {"order against find | LC_ALL=C sort", test_order_against_find},
+    {"empty folders and non-image files", test_empty_and_skipped},
+    {"unreadable entries", test_unreadable},
+    {"symbolic link loops, with and without follow", test_symlink_loops},
+    {"names with spaces and newlines", test_names},
+    {"--files-from lists", test_files_from},
+    {"standard input and named files", test_stdin_and_arguments},
+    {"the total as the walk goes", test_total},
+    {"arguments refused", test_arguments_refused},
+    {NULL, NULL}};
+
+int main(void) { return test_main_init(tests, suite_init, suite_clean); }

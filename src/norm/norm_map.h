@@ -80,4 +80,28 @@ IMGSTAT_MAP_FN uint32_t ist_map_f32_int(float x, int kind, double a, double b,
   return (uint32_t)rint(t * (double)m);
 }
 
+#include "imgstat_norm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The measurements of minmax and zscore from the partials of every channel,
+ * whichever backend computed them (src/norm/normalize.c): range, mean and
+ * population std, linked across channels when o asks. */
+void ist_norm_measure_from_partials(const imgstat_partial *p, int channels,
+                                    imgstat_sample sample, uint32_t width,
+                                    const imgstat_norm_options *o,
+                                    imgstat_norm_measure *m);
+
+/* Allocates the output image of a plan for a width x height input (dense,
+ * the plan's channels and sample type, the input's format name). */
+imgstat_status ist_norm_out_alloc(const imgstat_norm_plan *plan, uint32_t width,
+                                  uint32_t height, const char *format,
+                                  imgstat_image *out, imgstat_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
 #endif /* IMGSTAT_NORM_MAP_H */

@@ -164,9 +164,29 @@ imgstat_status imgstat_norm_measure_cpu(const imgstat_image *img,
   st = imgstat_cpu_stats(img, threads, p, err);
   if (st != IMGSTAT_OK)
     return st;
-  for (int c = 0; c < img->channels; c++) {
+  ist_norm_measure_from_partials(p, img->channels, img->sample, img->width, o,
+                                 m);
+  return IMGSTAT_OK;
+}
+
+imgstat_status ist_norm_out_alloc(const imgstat_norm_plan *plan, uint32_t width,
+                                  uint32_t height, const char *format,
+                                  imgstat_image *out, imgstat_error *err) {
+  imgstat_status st =
+      imgstat_image_alloc(out, width, height, plan->channels_out,
+                          plan->out_sample, IMGSTAT_MAX_PIXELS_LIMIT, err);
+  if (st == IMGSTAT_OK)
+    out->format = format;
+  return st;
+}
+
+void ist_norm_measure_from_partials(const imgstat_partial *p, int channels,
+                                    imgstat_sample sample, uint32_t width,
+                                    const imgstat_norm_options *o,
+                                    imgstat_norm_measure *m) {
+  for (int c = 0; c < channels; c++) {
     imgstat_figures f;
-    imgstat_figures_compute(&p[c], img->sample, img->width, 0, &f);
+    imgstat_figures_compute(&p[c], sample, width, 0, &f);
     m->has_values[c] = f.has_values;
     m->lo[c] = f.has_values ? f.min : 0;
     m->hi[c] = f.has_values ? f.max : 0;
@@ -174,8 +194,7 @@ imgstat_status imgstat_norm_measure_cpu(const imgstat_image *img,
     m->std[c] = f.has_std ? f.std : 0;
   }
   if (o->mode == IMGSTAT_NORM_MINMAX && o->linked)
-    imgstat_norm_measure_link(img->channels, m);
-  return IMGSTAT_OK;
+    imgstat_norm_measure_link(channels, m);
 }
 
 void imgstat_norm_measure_link(int channels, imgstat_norm_measure *m) {
@@ -420,11 +439,9 @@ imgstat_status imgstat_norm_apply_cpu(const imgstat_image *in,
       return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                                "the plan does not fit the image");
   imgstat_status st =
-      imgstat_image_alloc(out, in->width, in->height, plan->channels_out,
-                          plan->out_sample, IMGSTAT_MAX_PIXELS_LIMIT, err);
+      ist_norm_out_alloc(plan, in->width, in->height, in->format, out, err);
   if (st != IMGSTAT_OK)
     return st;
-  out->format = in->format;
   uint32_t *luts = NULL;
   apply_job job = {in, plan, out, {NULL}, 0, 0};
   if (in->sample != IMGSTAT_F32) {
