@@ -46,7 +46,7 @@ fi
 if has timing; then
   t0=$(date +%s)
   nvcc -std=c++17 -O2 -arch=sm_90 -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
-    tests/gpu/fast_timing.cu "$BUILD/libimgstat.a" -lpng -lm \
+    tests/gpu/fast_timing.cu "$BUILD/libimgstat.a" -L"$ROOT/.deps/usr/lib/x86_64-linux-gnu" -lpng -lm \
     $(grep -q "TurboJPEG: ON" "$OUT/build.log" && echo -lturbojpeg) \
     -o "$BUILD/fast_timing" >"$OUT/timing.log" 2>&1 &&
     timeout 120 "$BUILD/fast_timing" >>"$OUT/timing.log" 2>&1
