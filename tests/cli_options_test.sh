@@ -73,10 +73,16 @@ quiet "--bins with --histogram-png" 0 --backend cpu --histogram-png h.png --bins
 warns "--kernel with --backend cpu" 0 "--kernel has no effect with --backend cpu" \
   --backend cpu --kernel 3 g.pgm
 quiet "--kernel with --backend auto" 0 --kernel 3 g.pgm
-warns "-j with --backend gpu" 1 "-j has no effect with --backend gpu" \
-  --backend gpu -j 2 /nonexistent.png
-warns "--jobs with --backend gpu" 1 "--jobs has no effect with --backend gpu" \
-  --jobs=2 --backend gpu /nonexistent.png
+# -j sets the workers (issue 9): it has an effect with every backend.
+quiet "-j with --backend gpu" 1 --backend gpu -j 2 /nonexistent.png
+quiet "--jobs with --backend gpu" 1 --jobs=2 --backend gpu /nonexistent.png
+warns "-0 without --files-from" 0 "-0 has no effect without --files-from" \
+  --backend cpu -0 g.pgm
+quiet "-0 with --files-from" 0 --backend cpu -0 --files-from /dev/null g.pgm
+warns "--errors-as-records as text" 0 \
+  "--errors-as-records has no effect without --json or --csv" \
+  --backend cpu --errors-as-records g.pgm
+quiet "--errors-as-records with --csv" 0 --backend cpu --csv --errors-as-records g.pgm
 quiet "-j with --backend cpu" 0 --backend cpu -j 2 g.pgm
 quiet "-q silences the warnings" 0 -q --backend cpu --kernel 2 --bins 64 g.pgm
 [ -s err ] && fail "-q: stderr not empty: $(cat err)" || pass

@@ -213,7 +213,7 @@ static void test_json_integers(void) {
 static void test_csv(void) {
   ist_record r = float_record();
   FILE *f = mem_open();
-  ist_output_begin(f, IMGSTAT_OUTPUT_CSV, NULL);
+  ist_output_begin(f, IMGSTAT_OUTPUT_CSV, NULL, 0);
   ist_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(
@@ -246,10 +246,10 @@ static void test_text(void) {
   ist_record r = float_record();
   r.file = "f.hdr";
   record_text(IMGSTAT_OUTPUT_TEXT, &r, 0);
-  CU_ASSERT_STRING_EQUAL(written,
-                         "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
-                         "channel   min   max   mean   std   nan   inf\n"
-                         "Y           -     -      -     -     2     0\n");
+  CU_ASSERT_STRING_EQUAL(
+      written, "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
+               "channel   min   max   mean   std (N-1)   nan   inf\n"
+               "Y           -     -      -           -     2     0\n");
 
   ist_record g = make_record("g.png", 4000, 3000, 1, IMGSTAT_U8, "cpu");
   g.figures[0].has_values = 1;
@@ -259,7 +259,7 @@ static void test_text(void) {
   g.figures[0].std = 39.48336;
   record_text(IMGSTAT_OUTPUT_TEXT, &g, 1);
   CU_ASSERT_STRING_EQUAL(written, "\ng.png  4000x3000  Y  8-bit  backend=cpu\n"
-                                  "channel   min   max      mean       std\n"
+                                  "channel   min   max      mean   std (N)\n"
                                   "Y           0   254   83.9912   39.4834\n");
 }
 

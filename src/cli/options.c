@@ -191,7 +191,7 @@ static int read_wxh(const ist_opt *row, const ist_opt_syntax *syn,
 #define B IST_CMD_BENCH
 
 /* --help sections of the statistics command and of normalize */
-enum { S_OUTPUT, S_COMPUTE, S_HIST, S_OTHER };
+enum { S_INPUT, S_OUTPUT, S_COMPUTE, S_HIST, S_OTHER };
 enum { N_MODES, N_OPTIONS };
 
 _Static_assert(IMGSTAT_FLOAT_BINS_MAX == 16777216u,
@@ -235,6 +235,22 @@ _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
 
 static const ist_opt table[] = {
     /* ---- imgstat [OPTIONS] FILE... ---- */
+    {"--files-from", NULL, S, IST_OPT_FILES_FROM, 1, read_nonempty, 0, 0, NULL,
+     "--files-from needs a file name", S_INPUT,
+     "  --files-from LIST  also the paths in the file LIST, one per line (-:\n"
+     "                     standard input), in its place among the inputs\n"},
+    {"--null", "-0", S, IST_OPT_NULL, 0, NULL, 0, 0, NULL, NULL, S_INPUT,
+     "  -0, --null         --files-from lists are NUL-separated (find "
+     "-print0)\n"},
+    {"--follow", NULL, S, IST_OPT_FOLLOW, 0, NULL, 0, 0, NULL, NULL, S_INPUT,
+     "  --follow           walk symbolic links to directories met in walks\n"},
+    {"--errors-as-records", NULL, S, IST_OPT_ERRORS_AS_RECORDS, 0, NULL, 0, 0,
+     NULL, NULL, S_OUTPUT,
+     "  --errors-as-records  with --json / --csv, a record for each input "
+     "that\n"
+     "                     failed, in its place: {\"file\": ..., \"error\": "
+     "...}\n"
+     "                     (CSV: a last column, error)\n"},
     {"--json", NULL, S, IST_OPT_JSON, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
      "  --json             one JSON object per image (JSON Lines)\n"},
     {"--csv", NULL, S, IST_OPT_CSV, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
@@ -264,7 +280,18 @@ static const ist_opt table[] = {
      "                     (on stderr with --json/--csv); the records are "
      "the\n"
      "                     CPU's. Needs a usable GPU.\n"},
-    ROW_JOBS(S, S_COMPUTE),
+    {"--jobs", "-j", S, IST_OPT_JOBS, 1, read_uint, 0, 1024, NULL,
+     "-j: '%s' is not a number of threads (0..1024)", S_COMPUTE,
+     "  -j, --jobs N       worker threads, each reading, decoding and "
+     "computing\n"
+     "                     one input at a time (default 0: one per core; 1: "
+     "one\n"
+     "                     thread for everything)\n"},
+    {"--max-inflight", NULL, S, IST_OPT_MAX_INFLIGHT, 1, read_size, 1,
+     UINT64_MAX, NULL, "--max-inflight: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED,
+     S_COMPUTE,
+     "  --max-inflight SIZE  decoded image bytes held at once by the workers\n"
+     "                     (default 1G; a larger image runs alone)\n"},
     ROW_MAX_PIXELS(
         S, S_COMPUTE,
         "  --max-pixels N     refuse images of more than N pixels (default "
@@ -292,8 +319,13 @@ static const ist_opt table[] = {
      "                     OUT-1.png, OUT-2.png, ...)\n"},
     {"--histogram-log", NULL, S, IST_OPT_HISTOGRAM_LOG, 0, NULL, 0, 0, NULL,
      NULL, S_HIST, "  --histogram-log    logarithmic counts in the PNG\n"},
+    {"--progress", NULL, S, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
+     S_OTHER,
+     "  --progress         a progress line on stderr even when it is no "
+     "terminal\n"},
     {"--quiet", "-q", S, IST_OPT_QUIET, 0, NULL, 0, 0, NULL, NULL, S_OTHER,
-     "  -q, --quiet        no warnings (errors are still printed)\n"},
+     "  -q, --quiet        no warnings, no progress line (errors are still\n"
+     "                     printed)\n"},
     {"--help", "-h", S, IST_OPT_HELP, 0, NULL, 0, 0, NULL, NULL, S_OTHER,
      "  -h, --help         this help\n"},
     {"--version", NULL, S, IST_OPT_VERSION, 0, NULL, 0, 0, NULL, NULL, S_OTHER,

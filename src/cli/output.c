@@ -364,6 +364,8 @@ static void csv_record(FILE *out, const ist_record *rec) {
     fprintf(out, ",%" PRIu64 ",%" PRIu64, f->nan_count, f->inf_count);
     if (with_hist(rec))
       hist_csv(out, rec, c);
+    if (rec->error_column)
+      putc(',', out);
     putc('\n', out);
   }
 }
@@ -388,8 +390,10 @@ static void text_float_moment(char *buf, size_t size, double v) {
 }
 
 static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
-  static const char *const heads[TEXT_COLUMNS] = {
-      "channel", "min", "max", "mean", "std", "nan", "inf"};
+  /* The std column says which one it is: numpy's (N) or vips' (N-1). */
+  const char *const heads[TEXT_COLUMNS] = {
+      "channel", "min", "max", "mean", rec->ddof ? "std (N-1)" : "std (N)",
+      "nan",     "inf"};
   char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
   int width[TEXT_COLUMNS];
   int is_float = rec->sample == IMGSTAT_F32;
@@ -462,14 +466,41 @@ static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
  */
 
 void ist_output_begin(FILE *out, ist_output_format format,
-                      const ist_hist_cli *hist) {
+                      const ist_hist_cli *hist, int error_column) {
   if (format != IMGSTAT_OUTPUT_CSV)
     return;
   /* The header without its line end, so that histogram columns can follow. */
   fwrite(csv_header, 1, sizeof csv_header - 2, out);
   if (hist && hist->fields)
     hist_csv_header(out, hist);
+  if (error_column)
+    fputs(",error", out);
   putc('\n', out);
+}
+
+void ist_output_error_record(FILE *out, ist_output_format format,
+                             const char *file, const char *message,
+                             const ist_hist_cli *hist) {
+  if (format == IMGSTAT_OUTPUT_JSON) {
+    fputs("{\"file\":", out);
+    ist_output_json_string(out, file);
+    fputs(",\"error\":", out);
+    ist_output_json_string(out, message);
+    fputs("}\n", out);
+  } else if (format == IMGSTAT_OUTPUT_CSV) {
+    csv_string(out, file);
+    /* the empty columns from width to inf_count, then the histogram's */
+    int empty = 0;
+    for (const char *p = csv_header; *p; p++)
+      empty += *p == ',';
+    if (hist && hist->fields)
+      empty += 4 + hist->npercentiles;
+    for (int k = 0; k < empty; k++)
+      putc(',', out);
+    putc(',', out);
+    csv_string(out, message);
+    putc('\n', out);
+  }
 }
 
 void ist_output_record(FILE *out, ist_output_format format,

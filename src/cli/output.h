@@ -45,18 +45,28 @@ typedef struct ist_record {
   const ist_hist_cli *hist;
   const imgstat_histogram *histograms;
   const imgstat_hist_figures *hist_figures;
+  /* CSV: the run has an error column (--errors-as-records), empty here. */
+  int error_column;
 } ist_record;
 
 /* Writes what comes before the first record: the CSV header line (with the
- * histogram columns when hist asks for them; hist may be NULL); nothing for
- * the other formats. */
+ * histogram columns when hist asks for them; hist may be NULL; and a last
+ * column "error" when error_column); nothing for the other formats. */
 void ist_output_begin(FILE *out, ist_output_format format,
-                      const ist_hist_cli *hist);
+                      const ist_hist_cli *hist, int error_column);
 
 /* Writes one record. `index` counts the records written before this one (the
  * text format separates images with a blank line). */
 void ist_output_record(FILE *out, ist_output_format format,
                        const ist_record *rec, unsigned long index);
+
+/* Writes the record of an input that failed (--errors-as-records): JSON
+ * {"file":FILE,"error":MESSAGE}; CSV one row with the file, every other
+ * column empty (the histogram ones too when hist asks for them) and the
+ * message in the last column, "error"; nothing for the text format. */
+void ist_output_error_record(FILE *out, ist_output_format format,
+                             const char *file, const char *message,
+                             const ist_hist_cli *hist);
 
 /* How ist_output_escape writes a string. */
 typedef enum ist_escape {

@@ -12,15 +12,20 @@
 #include "imgstat.h"
 #include "imgstat_cuda.h"
 #include "imgstat_job.h"
+#include "imgstat_pipeline.h"
 #include "options.h"
 #include "output.h"
 #include "verify.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 enum {
   EXIT_OK = 0,
@@ -42,6 +47,8 @@ enum {
  * lines are the table's (options.c). */
 
 static const char *const help_titles[] = {
+    "Inputs (a folder is walked for images, in byte order; - is standard "
+    "input):",
     "Output (default: a table per image):",
     "Computation:",
     "Histograms (" IMGSTAT_DOCDIR "/normalize.md):",
@@ -49,14 +56,14 @@ static const char *const help_titles[] = {
 };
 
 static const ist_opt_help help = {
-    "Usage: imgstat [OPTIONS] FILE...\n"
+    "Usage: imgstat [OPTIONS] FILE|DIR|-...\n"
     "       imgstat normalize [OPTIONS] INPUT... -o OUT   (see its --help)\n"
     "       imgstat bench [ARGS...]          (GPU benchmark; see its --help)\n"
     "\n"
     "Per-channel statistics of images: count, min, max and the position of\n"
     "the first of each, sum, mean and standard deviation. Reads PNG, JPEG,\n"
     "BMP, TGA, GIF (first frame), PSD, HDR and PNM (P5/P6).\n",
-    help_titles, 4,
+    help_titles, 5,
     "\n"
     "Exit status: 0 every input processed, 1 an input failed (the others are\n"
     "still reported) or output could not be written, 2 usage error, 3 "
@@ -73,8 +80,22 @@ typedef struct stats_options {
   int ddof;
   int quiet;
   ist_hist_cli hist; /* --histogram and friends */
-  char **files;      /* owned: an array of pointers into argv */
+  char **files;      /* owned: the path arguments (pointers into argv) */
   int nfiles;
+  /* The sources in the order given: path arguments and --files-from lists
+   * (owned array; the texts point into argv). */
+  struct source {
+    int is_list;
+    const char *text;
+  } * sources;
+  int nsources;
+  int null_lists; /* -0 */
+  int follow;
+  int jobs; /* -j (0: one worker per core) */
+  int jobs_given;
+  uint64_t max_inflight; /* 0: the runner's default */
+  int errors_as_records;
+  int progress; /* --progress */
 } stats_options;
 
 #define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)
@@ -91,9 +112,33 @@ static int flush_or_complain(void) {
 
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   stats_options *o = ctx;
+  if (row->id == IST_OPT_JOBS) { /* workers here, not CPU threads */
+    o->jobs = (int)v->u;
+    o->jobs_given = 1;
+    return -1;
+  }
   if (ist_opt_apply_engine(&o->engine, row, v))
     return -1;
   switch (row->id) {
+  case IST_OPT_FILES_FROM:
+    o->sources[o->nsources].is_list = 1;
+    o->sources[o->nsources++].text = v->text;
+    break;
+  case IST_OPT_NULL:
+    o->null_lists = 1;
+    break;
+  case IST_OPT_FOLLOW:
+    o->follow = 1;
+    break;
+  case IST_OPT_MAX_INFLIGHT:
+    o->max_inflight = v->u;
+    break;
+  case IST_OPT_ERRORS_AS_RECORDS:
+    o->errors_as_records = 1;
+    break;
+  case IST_OPT_PROGRESS:
+    o->progress = 1;
+    break;
   case IST_OPT_JSON:
   case IST_OPT_CSV: {
     ist_output_format f =
@@ -144,6 +189,8 @@ static int operand(void *ctx, int argc, char **argv, int *i, int after_dashes) {
   (void)argc;
   (void)after_dashes;
   o->files[o->nfiles++] = argv[*i];
+  o->sources[o->nsources].is_list = 0;
+  o->sources[o->nsources++].text = argv[*i];
   return -1;
 }
 
@@ -160,10 +207,13 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
     return e->backend == IMGSTAT_BACKEND_CPU && !e->verify
                ? "with --backend cpu"
                : NULL;
-  case IST_OPT_JOBS:
-    return e->backend == IMGSTAT_BACKEND_GPU && !e->verify
-               ? "with --backend gpu"
-               : NULL;
+  case IST_OPT_NULL:
+    for (int k = 0; k < o->nsources; k++)
+      if (o->sources[k].is_list)
+        return NULL;
+    return "without --files-from";
+  case IST_OPT_ERRORS_AS_RECORDS:
+    return o->format == IMGSTAT_OUTPUT_TEXT ? "without --json or --csv" : NULL;
   case IST_OPT_BINS:
     if (!histograms_wanted(&o->hist))
       return "without --histogram";
@@ -189,6 +239,24 @@ static const ist_opt_syntax syntax = {
     no_effect,
 };
 
+/* Whether the run may have several inputs: more than one source, a list,
+ * or a directory. */
+static int several_inputs(const stats_options *o) {
+  if (o->nsources != 1 || o->sources[0].is_list)
+    return 1;
+  struct stat sb;
+  return strcmp(o->sources[0].text, "-") != 0 &&
+         stat(o->sources[0].text, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* The number of inputs that names the histogram PNGs (ist_hist_plot_path):
+ * 1 for a run of one input (OUT itself), else more (OUT-1.png, ...). */
+static int png_count(const stats_options *o) {
+  if (!several_inputs(o))
+    return 1;
+  return o->nfiles > 2 ? o->nfiles : 2;
+}
+
 /* After parsing: the histogram options fit together, and no PNG would
  * overwrite an input (cli_util.h's rule). Returns -1, or the exit status of
  * the error it printed. */
@@ -205,8 +273,9 @@ static int check_histogram_options(const stats_options *o) {
   }
   int status = -1;
   char path[IMGSTAT_HIST_PNG_PATH_MAX];
-  for (int k = 1; k <= o->nfiles && status < 0; k++) {
-    if (!ist_hist_plot_path(h, k, o->nfiles, path, sizeof path))
+  int n = png_count(o);
+  for (int k = 1; k <= n && status < 0; k++) {
+    if (!ist_hist_plot_path(h, k, n, path, sizeof path))
       status = usage("--histogram-png: the name is too long");
     else
       status =
@@ -220,7 +289,8 @@ static int check_histogram_options(const stats_options *o) {
  * the program is done (--help, --version, usage error). */
 static int parse_args(int argc, char **argv, stats_options *o) {
   o->files = calloc((size_t)argc, sizeof *o->files);
-  if (!o->files) {
+  o->sources = calloc((size_t)argc, sizeof *o->sources);
+  if (!o->files || !o->sources) {
     fputs("imgstat: out of memory\n", stderr);
     return EXIT_INPUT_FAILED;
   }
@@ -228,7 +298,7 @@ static int parse_args(int argc, char **argv, stats_options *o) {
   int status = ist_opt_parse(&syntax, argc, argv, o, &seen);
   if (status >= 0)
     return status;
-  if (o->nfiles == 0)
+  if (o->nsources == 0)
     return usage("no input files");
   status = check_histogram_options(o);
   if (status >= 0)
@@ -244,12 +314,69 @@ static int parse_args(int argc, char **argv, stats_options *o) {
 typedef struct run_state {
   const stats_options *opt;
   imgstat_engine *engine;
+  imgstat_inputs *inputs;
   imgstat_stats_request req;
+  int needs_gpu; /* --backend gpu or --verify: decided before decoding */
+  int png_count;
   unsigned long records;
+  uint64_t delivered;
+  uint64_t failed; /* inputs that failed */
   int any_failed;
   int any_mismatch;
   int write_failed;
+  /* the progress line (--progress, or stderr a terminal) */
+  int progress;
+  double start, last_draw;
+  uint64_t bytes_in;
+  int line_shown;
+  int stdout_tty; /* records would land on the progress line */
 } run_state;
+
+/* What a worker hands back for one input. */
+typedef struct item_result {
+  imgstat_job_result res;
+  int cancelled; /* the run was cancelled before the input was decoded */
+} item_result;
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Writes the progress line over the last one ("\r", cleared to the end). */
+static void draw_progress(run_state *st, int final) {
+  double t = now_seconds();
+  if (!final && t - st->last_draw < 0.25) /* at most 4 times a second */
+    return;
+  st->last_draw = t;
+  double elapsed = t - st->start;
+  uint64_t total;
+  int known = imgstat_inputs_total(st->inputs, &total);
+  double rate = elapsed > 0 ? (double)st->delivered / elapsed : 0;
+  double mbs = elapsed > 0 ? (double)st->bytes_in / elapsed / 1e6 : 0;
+  char left[32] = "?";
+  if (known && rate > 0)
+    snprintf(left, sizeof left, "%.0fs",
+             (double)(total - st->delivered) / rate);
+  fprintf(stderr,
+          "\rimgstat: %" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
+          "%.0fs elapsed  %s left  %" PRIu64 " failed\033[K",
+          st->delivered, total, known ? "" : "+", rate, mbs, elapsed, left,
+          st->failed);
+  if (final)
+    fputc('\n', stderr);
+  fflush(stderr);
+  st->line_shown = 1;
+}
+
+/* Clears the progress line before a message or a record on a terminal. */
+static void clear_progress(run_state *st) {
+  if (st->progress && st->line_shown) {
+    fputs("\r\033[K", stderr);
+    st->line_shown = 0;
+  }
+}
 
 /* Flushes stdout after every record, so that records and messages on stderr
  * keep their order, and a full disk is noticed at the record it hit. */
@@ -262,69 +389,205 @@ static void flush_stdout(run_state *st) {
   }
 }
 
-/* "imgstat: PATH: reason" for an input that produced no record. */
+/* "imgstat: PATH: reason" for an input that produced no record (and its
+ * record with --errors-as-records). */
 static void input_failed(run_state *st, const char *path,
                          const imgstat_job_result *res) {
   const char *why = res->error.message;
+  char text[IMGSTAT_ERROR_MAX + 32];
   if (res->failed_stage == IMGSTAT_STAGE_LOAD &&
       res->status == IMGSTAT_ERR_LIMIT && !strstr(why, "max-pixels") &&
       !strstr(why, "max-memory"))
-    ist_cli_path_error(path, "%s (see --max-pixels)", why);
+    snprintf(text, sizeof text, "%s (see --max-pixels)", why);
   else
-    ist_cli_path_error(path, "%s", why);
+    snprintf(text, sizeof text, "%s", why);
+  ist_cli_path_error(path, "%s", text);
+  if (st->opt->errors_as_records)
+    ist_output_error_record(stdout, st->opt->format, path, text,
+                            &st->opt->hist);
   st->any_failed = 1;
 }
 
-static void process_file(run_state *st, const char *path, int index) {
+/* Prints one input's result; returns 1 when the input failed. */
+static int print_result(run_state *st, const char *path,
+                        const imgstat_job_result *res, uint64_t index) {
   const stats_options *o = st->opt;
-  imgstat_job_result res;
-  imgstat_engine_stats(st->engine, path, NULL, &st->req, &res);
-  ist_cli_job_warnings(&res, path, o->quiet);
-  if (res.status != IMGSTAT_OK) {
-    input_failed(st, path, &res);
-  } else {
-    ist_record rec;
-    memset(&rec, 0, sizeof rec);
-    rec.file = path;
-    rec.width = res.width;
-    rec.height = res.height;
-    rec.channels = res.channels;
-    rec.sample = res.sample;
-    rec.backend = imgstat_backend_name(res.backend);
-    rec.ddof = o->ddof;
-    for (int c = 0; c < res.channels; c++)
-      imgstat_figures_compute(&res.partial[c], res.sample, res.width, o->ddof,
-                              &rec.figures[c]);
-    if (res.has_histograms) {
-      rec.hist = &o->hist;
-      rec.histograms = res.hist;
-      rec.hist_figures = res.hist_figures;
-    }
-    ist_output_record(stdout, o->format, &rec, st->records++);
-    if (res.has_histograms && o->hist.png_path) {
-      char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
-      imgstat_error err;
-      memset(&err, 0, sizeof err);
-      if (ist_hist_plot_write(&o->hist, res.channels, res.sample, res.hist,
-                              index + 1, o->nfiles, png, sizeof png,
-                              &err) != IMGSTAT_OK) {
-        ist_cli_path_error(png[0] ? png : path, "%s",
-                           err.message[0] ? err.message : "unknown error");
-        st->any_failed = 1;
-      }
-    }
-    if (res.verified) {
-      /* The verdict follows the record; it stays out of the JSON / CSV
-       * stream. */
-      FILE *out = o->format == IMGSTAT_OUTPUT_TEXT ? stdout : stderr;
+  int failed = 0;
+  ist_cli_job_warnings(res, path, o->quiet);
+  if (res->status != IMGSTAT_OK) {
+    input_failed(st, path, res);
+    return 1;
+  }
+  ist_record rec;
+  memset(&rec, 0, sizeof rec);
+  rec.file = path;
+  rec.width = res->width;
+  rec.height = res->height;
+  rec.channels = res->channels;
+  rec.sample = res->sample;
+  rec.backend = imgstat_backend_name(res->backend);
+  rec.ddof = o->ddof;
+  rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
+  for (int c = 0; c < res->channels; c++)
+    imgstat_figures_compute(&res->partial[c], res->sample, res->width, o->ddof,
+                            &rec.figures[c]);
+  if (res->has_histograms) {
+    rec.hist = &o->hist;
+    rec.histograms = res->hist;
+    rec.hist_figures = res->hist_figures;
+  }
+  ist_output_record(stdout, o->format, &rec, st->records++);
+  if (res->has_histograms && o->hist.png_path) {
+    char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    if (ist_hist_plot_write(&o->hist, res->channels, res->sample, res->hist,
+                            (int)index + 1, st->png_count, png, sizeof png,
+                            &err) != IMGSTAT_OK) {
       fflush(stdout);
-      if (!ist_verify_partials(out, path, res.channels, res.sample, res.partial,
-                               res.gpu_partial))
-        st->any_mismatch = 1;
+      ist_cli_path_error(png[0] ? png : path, "%s",
+                         err.message[0] ? err.message : "unknown error");
+      st->any_failed = 1;
+      failed = 1;
     }
   }
-  flush_stdout(st);
-  imgstat_job_result_free(&res);
+  if (res->verified) {
+    /* The verdict follows the record; it stays out of the JSON / CSV
+     * stream. */
+    FILE *out = o->format == IMGSTAT_OUTPUT_TEXT ? stdout : stderr;
+    fflush(stdout);
+    if (!ist_verify_partials(out, path, res->channels, res->sample,
+                             res->partial, res->gpu_partial))
+      st->any_mismatch = 1;
+  }
+  return failed;
+}
+
+/* A result that says the input failed at stage with the reason in err. */
+static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
+                          imgstat_status status, const char *why) {
+  memset(res, 0, sizeof *res);
+  res->status = status;
+  res->failed_stage = stage;
+  res->error.status = status;
+  snprintf(res->error.message, sizeof res->error.message, "%s",
+           why && *why ? why : "unknown error");
+}
+
+/* ---- the batch: inputs fed in order, worked on by any worker, printed in
+ * order */
+
+static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
+  run_state *st = ctx;
+  imgstat_input *in = NULL;
+  imgstat_status s = imgstat_inputs_next(st->inputs, &in, err);
+  if (s == IMGSTAT_OK && st->progress)
+    s = imgstat_inputs_prefetch(st->inputs, 4096, err);
+  *item = in;
+  return s;
+}
+
+static size_t sample_bytes(imgstat_sample s) {
+  return (size_t)imgstat_sample_depth(s) / 8;
+}
+
+/* One input on a worker: the header read, the decoded size reserved from
+ * the budget, the pixels decoded, then the statistics by the engine. */
+static void work_input(void *ctx, imgstat_task *task, void *item,
+                       void *result) {
+  run_state *st = ctx;
+  const imgstat_input *in = item;
+  item_result *r = result;
+  imgstat_job_result *res = &r->res;
+  if (in->kind == IMGSTAT_INPUT_ERROR) {
+    imgstat_task_reserve(task, 0);
+    result_failed(res, IMGSTAT_STAGE_LOAD, in->status, in->message);
+    return;
+  }
+  if (st->needs_gpu) {
+    /* no decoding for an item that cannot run */
+    if (imgstat_engine_decide(st->engine, res) != IMGSTAT_OK) {
+      imgstat_task_reserve(task, 0);
+      return;
+    }
+    imgstat_job_result_free(res);
+  }
+  const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
+  const imgstat_load_options *load = &st->opt->engine.load;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_decoder *d = NULL;
+  imgstat_status s = imgstat_decoder_open(path, load, &d, &err);
+  if (s != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+    return;
+  }
+  const imgstat_header *h = imgstat_decoder_header(d);
+  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
+                   sample_bytes(h->sample);
+  if (!imgstat_task_reserve(task, bytes)) {
+    imgstat_decoder_close(d);
+    r->cancelled = 1;
+    return;
+  }
+  imgstat_image img;
+  s = imgstat_image_alloc(&img, h->width, h->height, h->channels, h->sample,
+                          load->max_pixels, &err);
+  if (s == IMGSTAT_OK)
+    s = imgstat_decoder_read(d, &img, &err);
+  imgstat_decoder_close(d);
+  if (s != IMGSTAT_OK)
+    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+  else
+    imgstat_engine_stats(st->engine, in->path, &img, &st->req, res);
+  imgstat_image_free(&img);
+  imgstat_task_release(task, bytes);
+}
+
+static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
+                         int ran) {
+  run_state *st = ctx;
+  imgstat_input *in = item;
+  item_result *r = result;
+  if (ran && !r->cancelled) {
+    if (st->stdout_tty || r->res.status != IMGSTAT_OK || r->res.nwarnings > 0 ||
+        r->res.verified || st->opt->hist.png_path)
+      clear_progress(st);
+    st->delivered++;
+    if (in->size_known)
+      st->bytes_in += in->size;
+    if (print_result(st, in->path, &r->res, index))
+      st->failed++;
+    flush_stdout(st);
+    if (st->progress)
+      draw_progress(st, 0);
+  }
+  imgstat_job_result_free(&r->res);
+  imgstat_input_free(in);
+  return st->write_failed;
+}
+
+/* The inputs of the command line, in the order given. Returns -1, or the
+ * exit status of the error it printed. */
+static int make_inputs(run_state *st) {
+  const stats_options *o = st->opt;
+  imgstat_inputs_options io = {o->follow};
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status s = imgstat_inputs_create(&io, &st->inputs, &err);
+  for (int k = 0; k < o->nsources && s == IMGSTAT_OK; k++)
+    s = o->sources[k].is_list
+            ? imgstat_inputs_add_list(st->inputs, o->sources[k].text,
+                                      o->null_lists ? '\0' : '\n', &err)
+            : imgstat_inputs_add_path(st->inputs, o->sources[k].text, &err);
+  if (s == IMGSTAT_ERR_ARG)
+    return usage("%s", err.message);
+  if (s != IMGSTAT_OK) {
+    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
+    return EXIT_INPUT_FAILED;
+  }
+  return -1;
 }
 
 int ist_stats_main(int argc, char **argv) {
@@ -348,6 +611,22 @@ int ist_stats_main(int argc, char **argv) {
   status = parse_args(argc, argv, &opt);
   if (status >= 0)
     goto cleanup;
+  status = make_inputs(&st);
+  if (status >= 0)
+    goto cleanup;
+
+  /* Workers: -j (0: one per core). One input alone (no -j) runs in this
+   * thread with the CPU backend's threads on every core; with several
+   * workers, each computes on one thread (the figures are bit-identical
+   * for any thread count). */
+  int several = several_inputs(&opt);
+  int workers = opt.jobs_given ? opt.jobs : several ? 0 : 1;
+  opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
+  st.png_count = png_count(&opt);
+  st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU || opt.engine.verify;
+  st.progress = !opt.quiet && (opt.progress || isatty(STDERR_FILENO));
+  st.stdout_tty = isatty(STDOUT_FILENO);
+  st.start = now_seconds();
 
   if (opt.hist.png_path) /* no partial PNG left by a signal */
     ist_cli_cleanup_on_signals();
@@ -362,10 +641,29 @@ int ist_stats_main(int argc, char **argv) {
   st.req.npercentiles = opt.hist.npercentiles;
   memcpy(st.req.percentiles, opt.hist.percentiles, sizeof st.req.percentiles);
 
-  ist_output_begin(stdout, opt.format, &opt.hist);
-  for (int i = 0; i < opt.nfiles && !st.write_failed; i++)
-    process_file(&st, opt.files[i], i);
+  ist_output_begin(stdout, opt.format, &opt.hist,
+                   opt.errors_as_records && opt.format == IMGSTAT_OUTPUT_CSV);
+  imgstat_batch_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.workers = workers;
+  cfg.budget = opt.max_inflight;
+  cfg.result_size = sizeof(item_result);
+  cfg.ctx = &st;
+  cfg.next = next_input;
+  cfg.work = work_input;
+  cfg.deliver = deliver_input;
+  imgstat_status s = imgstat_batch_run(&cfg, NULL, &err);
   flush_stdout(&st);
+  if (s != IMGSTAT_OK) {
+    clear_progress(&st);
+    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
+    st.any_failed = 1;
+  }
+  if (st.progress)
+    draw_progress(&st, 1);
+  if (st.delivered > 1 && st.failed > 0)
+    ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed", st.failed,
+                  st.delivered);
 
   if (st.write_failed)
     status = EXIT_INPUT_FAILED;
@@ -378,6 +676,8 @@ int ist_stats_main(int argc, char **argv) {
 
 cleanup:
   imgstat_engine_destroy(st.engine);
+  imgstat_inputs_destroy(st.inputs);
   free(opt.files);
+  free(opt.sources);
   return status;
 }
