@@ -48,6 +48,7 @@ MODES = [
 if QUICK:  # the two command lines, with their smallest runs
     MODES = [MODES[0], MODES[2]]
 
+FAILED_SUMMARY = re.compile(r"^imgstat: \d+ of \d+ inputs failed$")
 AUTO_START = re.compile(r"^imgstat: GPU unusable \((.*)\); using the CPU$")
 AUTO_FILE = re.compile(r"^imgstat: (.+?): GPU failed \((.*)\); using the CPU$")
 GPU_START = re.compile(r"^imgstat: (.+?): --backend gpu needs a usable GPU: "
@@ -119,8 +120,9 @@ def execute(mode, backend, fault=None, wrap=()):
         p = subprocess.run(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                            capture_output=True, timeout=timeout)
         rc, stdout = p.returncode, p.stdout.decode("utf-8", "replace")
+        # The run's last line counting failed inputs is not about one input.
         err = [l for l in p.stderr.decode("utf-8", "replace").splitlines()
-               if l.strip()]
+               if l.strip() and not FAILED_SUMMARY.match(l)]
     except subprocess.TimeoutExpired:
         rc, stdout, err = None, "", [f"(killed after {timeout} s)"]
     out, problems = {}, []
