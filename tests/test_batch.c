@@ -284,6 +284,14 @@ static void check_common(job *j, const imgstat_batch_report *r) {
   CU_ASSERT(atomic_load(&j->held) == 0);
 }
 
+/* Runs c, which must succeed, and makes the checks of every run. */
+static imgstat_batch_report run_ok(job *j, const imgstat_batch_config *c) {
+  imgstat_batch_report r;
+  CU_ASSERT(imgstat_batch_run(c, &r, NULL) == IMGSTAT_OK);
+  check_common(j, &r);
+  return r;
+}
+
 /* ---- ordering
  * -------------------------------------------------------------------- */
 
@@ -341,9 +349,7 @@ static void test_threads(void) {
     imgstat_batch_config c = config_of(&j, workers, 0, 0);
     c.work = work_where;
     ran_on_caller = ran_elsewhere = 0;
-    imgstat_batch_report r;
-    CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
-    check_common(&j, &r);
+    run_ok(&j, &c);
     CU_ASSERT(ran_on_caller == (workers == 1 ? 50 : 0));
     CU_ASSERT(ran_elsewhere == (workers == 1 ? 0 : 50));
     free(j.values);
@@ -358,9 +364,7 @@ static void test_windows(void) {
     j.max_delay_us = 300;
     j.max_bytes = 400;
     imgstat_batch_config c = config_of(&j, 4, 1000, windows[k]);
-    imgstat_batch_report r;
-    CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
-    check_common(&j, &r);
+    run_ok(&j, &c);
     CU_ASSERT(j.delivered == 120);
     if (windows[k] == 1)
       CU_ASSERT(atomic_load(&j.max_running) == 1);
@@ -381,9 +385,7 @@ static void test_budget(void) {
     j.max_bytes = 1000;
     j.reserve_twice = 1;
     imgstat_batch_config c = config_of(&j, workers[w], 1000, 32);
-    imgstat_batch_report r;
-    CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
-    check_common(&j, &r);
+    imgstat_batch_report r = run_ok(&j, &c);
     CU_ASSERT(j.delivered == 400 && r.ran == 400);
     CU_ASSERT(atomic_load(&j.max_held) <= 1000);
     CU_ASSERT(r.peak_bytes <= 1000 && r.peak_bytes > 0);
@@ -407,9 +409,7 @@ static void test_admission_order(void) {
     j.max_bytes = 10;
     j.first_delay_us = 300000;
     imgstat_batch_config c = config_of(&j, 4, budgets[b], 8);
-    imgstat_batch_report r;
-    CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
-    check_common(&j, &r);
+    run_ok(&j, &c);
     CU_ASSERT(j.delivered == 8);
     if (b == 0) {
       for (int i = 0; i < 8; i++)
@@ -427,9 +427,7 @@ static void test_budget_second_reservation(void) {
   j.max_bytes = 10;
   j.reserve_twice = 1;
   imgstat_batch_config c = config_of(&j, 2, 1000, 0);
-  imgstat_batch_report r;
-  CU_ASSERT(imgstat_batch_run(&c, &r, NULL) == IMGSTAT_OK);
-  check_common(&j, &r);
+  imgstat_batch_report r = run_ok(&j, &c);
   CU_ASSERT(j.second_refused == 20);
   CU_ASSERT(r.peak_bytes <= 1000);
   free(j.values);
