@@ -34,11 +34,15 @@ LOG = (os.path.join(os.environ["OUT"], "fault_test") if os.environ.get("OUT")
 TMP = None  # scratch folder for normalize outputs, made in main()
 
 # name, arguments for (backend, output folder), what it writes
+# Statistics on one worker (-j 1): the N-th device event then belongs to the
+# same input in every run; with several workers, which image reaches the GPU
+# first depends on the scheduling.
 MODES = [
     ("statistics",
-     lambda b, d: ["--json", "--backend", b] + INPUTS, "json"),
+     lambda b, d: ["--json", "-j", "1", "--backend", b] + INPUTS, "json"),
     ("histogram",
-     lambda b, d: ["--json", "--histogram", "--backend", b] + INPUTS, "json"),
+     lambda b, d: ["--json", "-j", "1", "--histogram", "--backend", b] +
+     INPUTS, "json"),
     ("normalize",
      lambda b, d: ["normalize", "--backend", b] + INPUTS + ["-o", d], "dir"),
     ("normalize-clip",
