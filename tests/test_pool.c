@@ -12,6 +12,15 @@
 
 #include "imgstat.h"
 #include "imgstat_pool.h"
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define UNDER_VALGRIND() RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef UNDER_VALGRIND
+#define UNDER_VALGRIND() 0
+#endif
 #include "test_util.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -238,7 +247,9 @@ static void check_against_reference(imgstat_sample sample, int channels) {
         CU_ASSERT(u128_of(f.exact_sum) == r->sum);
         CU_ASSERT(u128_of(f.exact_sumsq) == r->sumsq);
         CU_ASSERT(is_nearest(f.mean, r->sum, r->count));
-        CU_ASSERT(fabsl(f.std - want_std) <= 1e-14L * want_std);
+        /* valgrind's long double is a double: 1e-14 is then too tight */
+        CU_ASSERT(fabsl(f.std - want_std) <=
+                  (UNDER_VALGRIND() ? 1e-12L : 1e-14L) * want_std);
         /* The documented formula, exactly: sqrt((N sumsq - sum^2) /
          * (N (N - ddof))) in long double. */
         u128 d = (u128)r->count * r->sumsq - r->sum * r->sum;
@@ -576,7 +587,10 @@ static void float_exact_set(uint64_t seed, int parts) {
     i128 d = (i128)N * s2 - s1 * s1;
     long double den = (long double)N * (long double)(N - (uint64_t)ddof);
     double want = (double)(sqrtl((long double)d / den) / 1024.0L);
-    CU_ASSERT(same_bits(f.std, want));
+    /* valgrind computes long double in double precision: the last bits
+     * then differ, in the library as in this reference. */
+    if (!UNDER_VALGRIND())
+      CU_ASSERT(same_bits(f.std, want));
   }
 }
 

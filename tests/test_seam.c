@@ -75,7 +75,7 @@ static int strided_make(strided *s, uint32_t w, uint32_t h, int channels,
       return 0;
     memset(s->planes[c], CANARY, s->plane_size);
   }
-  imgstat_error err;
+  imgstat_error err = {0};
   return imgstat_image_wrap(&s->img, w, h, channels, sample, s->planes, stride,
                             &err) == IMGSTAT_OK;
 }
@@ -166,7 +166,7 @@ static int files_equal(const char *p, const char *q) {
  * `str` (strided) and `dense` agree bit for bit; `what` names the image. */
 static void expect_same_results(const imgstat_image *dense,
                                 const imgstat_image *str, const char *what) {
-  imgstat_error err;
+  imgstat_error err = {0};
   int ch = dense->channels;
   const int threads[] = {1, 3, 0};
   for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
@@ -308,7 +308,7 @@ static void test_consumers_synthetic(void) {
   for (int k = 0; k < 3; k++)
     for (int ch = 1; ch <= 4; ch += 3) {
       imgstat_image dense;
-      imgstat_error err;
+      imgstat_error err = {0};
       CU_ASSERT_EQUAL_FATAL(
           imgstat_image_alloc(&dense, 301, 457, ch, samples[k], 0, &err),
           IMGSTAT_OK);
@@ -332,7 +332,7 @@ static void test_consumers_synthetic(void) {
  * dense decode; so do statistics (real images: more than synthetic). */
 static void check_file(const char *path, const char *name, int consumers) {
   imgstat_image dense;
-  imgstat_error err;
+  imgstat_error err = {0};
   if (imgstat_image_load(path, NULL, &dense, &err) != IMGSTAT_OK)
     return; /* a file every decoder refuses (the tables say which) */
   size_t size;
@@ -425,7 +425,7 @@ static void headers_of_table(const char *dir, const char *table) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, v[i].name);
     imgstat_decoder *d = NULL;
-    imgstat_error err;
+    imgstat_error err = {0};
     imgstat_status s = imgstat_decoder_open(path, NULL, &d, &err);
     snprintf(msg, sizeof msg, "%s: %s", v[i].name, err.message);
     ASSERT_MSG(s == IMGSTAT_OK, msg);
@@ -469,7 +469,7 @@ static void test_headers(void) {
  * the intact file's header, and only reading fails. */
 static void expect_open_then_fail(const char *name, unsigned char *bytes,
                                   size_t size) {
-  imgstat_error err;
+  imgstat_error err = {0};
   imgstat_decoder *d = NULL;
   char path[4096];
   snprintf(path, sizeof path, "%s/formats/%s", test_data_dir(), name);
@@ -542,7 +542,7 @@ static void expect_open_error(imgstat_status s, imgstat_decoder *d,
 }
 
 static void test_open_errors(void) {
-  imgstat_error err;
+  imgstat_error err = {0};
   imgstat_decoder *d = (imgstat_decoder *)&err; /* must become NULL */
   imgstat_status s =
       imgstat_decoder_open("/nonexistent/imgstat/file.png", NULL, &d, &err);
@@ -597,7 +597,7 @@ static void test_open_errors(void) {
 static void test_buffer_refused(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s/formats/rgb.png", test_data_dir());
-  imgstat_error err;
+  imgstat_error err = {0};
   imgstat_decoder *d;
   CU_ASSERT_EQUAL_FATAL(imgstat_decoder_open(path, NULL, &d, &err), IMGSTAT_OK);
   const imgstat_header *h = imgstat_decoder_header(d);
@@ -652,7 +652,7 @@ static void test_wrap(void) {
   uint16_t a[4 * 3], b[4 * 3];
   void *planes[2] = {a, b};
   imgstat_image img;
-  imgstat_error err;
+  imgstat_error err = {0};
   CU_ASSERT_EQUAL(
       imgstat_image_wrap(&img, 3, 3, 2, IMGSTAT_U16, planes, 5, &err),
       IMGSTAT_ERR_ARG);
