@@ -110,8 +110,35 @@ static int flush_or_complain(void) {
   return EXIT_OK;
 }
 
+/* Where each on/off option of the command is kept (NULL: not one). */
+static int *flag_of(stats_options *o, int id) {
+  switch (id) {
+  case IST_OPT_NULL:
+    return &o->null_lists;
+  case IST_OPT_FOLLOW:
+    return &o->follow;
+  case IST_OPT_ERRORS_AS_RECORDS:
+    return &o->errors_as_records;
+  case IST_OPT_PROGRESS:
+    return &o->progress;
+  case IST_OPT_HISTOGRAM:
+    return &o->hist.fields;
+  case IST_OPT_HISTOGRAM_LOG:
+    return &o->hist.png_log;
+  case IST_OPT_QUIET:
+    return &o->quiet;
+  default:
+    return NULL;
+  }
+}
+
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   stats_options *o = ctx;
+  int *flag = flag_of(o, row->id);
+  if (flag) {
+    *flag = 1;
+    return -1;
+  }
   if (row->id == IST_OPT_JOBS) { /* workers here, not CPU threads */
     o->jobs = (int)v->u;
     o->jobs_given = 1;
@@ -124,20 +151,8 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     o->sources[o->nsources].is_list = 1;
     o->sources[o->nsources++].text = v->text;
     break;
-  case IST_OPT_NULL:
-    o->null_lists = 1;
-    break;
-  case IST_OPT_FOLLOW:
-    o->follow = 1;
-    break;
   case IST_OPT_MAX_INFLIGHT:
     o->max_inflight = v->u;
-    break;
-  case IST_OPT_ERRORS_AS_RECORDS:
-    o->errors_as_records = 1;
-    break;
-  case IST_OPT_PROGRESS:
-    o->progress = 1;
     break;
   case IST_OPT_JSON:
   case IST_OPT_CSV: {
@@ -151,9 +166,6 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_DDOF:
     o->ddof = (int)v->u;
     break;
-  case IST_OPT_HISTOGRAM:
-    o->hist.fields = 1;
-    break;
   case IST_OPT_PERCENTILES:
     memcpy(o->hist.percentiles, v->list, sizeof(double) * (size_t)v->n);
     o->hist.npercentiles = v->n;
@@ -164,12 +176,6 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     break;
   case IST_OPT_HISTOGRAM_PNG:
     o->hist.png_path = v->text;
-    break;
-  case IST_OPT_HISTOGRAM_LOG:
-    o->hist.png_log = 1;
-    break;
-  case IST_OPT_QUIET:
-    o->quiet = 1;
     break;
   case IST_OPT_HELP:
     ist_opt_print_help(stdout, IST_CMD_STATS, &help);
