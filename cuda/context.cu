@@ -360,11 +360,10 @@ extern "C" {
 
 int imgstat_gpu_compiled(void) { return 1; }
 
-imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
-                                  imgstat_error *err) {
+imgstat_status imgstat_gpu_device_count(int *out, imgstat_error *err) {
   if (!out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output pointer");
-  *out = nullptr;
+  *out = 0;
   /* A malformed fault switch is said, not ignored (nor hidden by a missing
    * device): a test that sets it must not pass without faults. */
   if (const char *why = ist_cuda_fault_problem())
@@ -389,6 +388,20 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
   }
   if (e != cudaSuccess)
     return ist_cuda_fail(err, e, "cudaGetDeviceCount");
+  *out = count;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
+                                  imgstat_error *err) {
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output pointer");
+  *out = nullptr;
+  int count = 0;
+  imgstat_status cs = imgstat_gpu_device_count(&count, err);
+  if (cs != IMGSTAT_OK)
+    return cs;
+  cudaError_t e;
   if (device < 0) {
     e = cudaGetDevice(&device);
     if (e != cudaSuccess)

@@ -38,6 +38,11 @@ int imgstat_gpu_compiled(void);
 
 typedef struct imgstat_gpu imgstat_gpu;
 
+/* The number of CUDA devices into *count. Status as imgstat_gpu_create's:
+ * IMGSTAT_ERR_NODEVICE when there is no driver or no device (*count 0),
+ * IMGSTAT_ERR_DEVICE when the driver cannot serve this build. */
+imgstat_status imgstat_gpu_device_count(int *count, imgstat_error *err);
+
 /*
  * Initialises CUDA on device `device` (-1: the calling thread's current
  * device) and returns a context holding its slots (streams, pinned staging

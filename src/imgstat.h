@@ -266,6 +266,10 @@ void imgstat_figures_compute(const imgstat_partial *p, imgstat_sample sample,
 
 /* ---- backends ----------------------------------------------------------- */
 
+/* The online CPU cores (at least 1): the default number of threads and
+ * workers everywhere. */
+int imgstat_cpu_cores(void);
+
 /* CPU backend: one partial per channel, out[0..channels-1]. threads <= 0 means
  * one per online core. Results do not depend on the number of threads. */
 imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,

@@ -18,7 +18,8 @@
  *    without decoding their input. A GPU failure on one item fails that
  *    item only ("GPU failed: REASON"; verify: "--verify: GPU failed:
  *    REASON"); the context stays for the next.
- *  - auto: the GPU when it starts, else the CPU: quietly when there is no
+ *  - auto: the CPU until the cost rule below picks the GPU; then the GPU
+ *    once it has started, else the CPU: quietly when there is no
  *    device (IMGSTAT_ERR_NODEVICE), with one engine warning "GPU unusable
  *    (REASON); using the CPU" when there is one that fails. A GPU failure on
  *    one item gives the warning "GPU failed (REASON); using the CPU" about
@@ -56,6 +57,55 @@ const char *imgstat_backend_name(imgstat_backend backend);
  * or 0 and leaves it. */
 int imgstat_backend_from_name(const char *name, imgstat_backend *out);
 
+/* ---- auto's cost rule
+ * -------------------------------------------------------- With backend auto
+ * the engine starts CUDA only when the work in hand can repay it. Until then,
+ * and for a run that never repays it (one photo, a handful), every item runs on
+ * the CPU and CUDA is never touched.
+ *
+ * The rule compares, for the bytes of samples still to come (G GB), the
+ * wall time of the work that differs between the two backends:
+ *   CPU: G * cpu_s_per_gb / workers        (every worker computes)
+ *   GPU: fixed_s + G * gpu_s_per_gb / min(workers, devices)
+ *        (each device takes one item at a time: the upload of host pixels,
+ *         the kernels and the results)
+ * and picks the GPU when its time is the smaller. Decoding costs the same
+ * either way and is left out. The figures are measured per kind of work
+ * and sample type (imgstat_cost_model_measured, docs/benchmarks.md says
+ * where and how); G is the current item's bytes times the items expected
+ * to remain (imgstat_engine_set_workload; unknown: as many as seen so
+ * far). Once picked, the GPU stays; the items that arrive while CUDA starts
+ * (on a thread of its own) run on the CPU. */
+
+typedef enum imgstat_work_kind {
+  IMGSTAT_WORK_STATS = 0,  /* the statistics */
+  IMGSTAT_WORK_HISTOGRAMS, /* the statistics and histograms */
+  IMGSTAT_WORK_NORMALIZE,  /* a normalization */
+  IMGSTAT_WORK_KINDS
+} imgstat_work_kind;
+
+typedef struct imgstat_cost_model {
+  /* CUDA's start-up and its tear-down at the end of the process, s */
+  double fixed_s;
+  /* seconds per GB of samples by kind and sample type (u8, u16, f32): the
+   * CPU on one core; one GPU device fed from host memory */
+  double cpu_s_per_gb[IMGSTAT_WORK_KINDS][3];
+  double gpu_s_per_gb[IMGSTAT_WORK_KINDS][3];
+} imgstat_cost_model;
+
+/* The model measured on the GPU host (docs/benchmarks.md, "auto's rule"). */
+const imgstat_cost_model *imgstat_cost_model_measured(void);
+
+/* The rule: 1 when the GPU repays its fixed cost over gb GB of samples of
+ * the given kind and type with `workers` CPU workers and `devices` GPUs;
+ * model NULL: the measured one. */
+int imgstat_cost_gpu_pays(const imgstat_cost_model *model,
+                          imgstat_work_kind kind, imgstat_sample sample,
+                          double gb, int workers, int devices);
+
+/* The most GPUs an engine uses. */
+#define IMGSTAT_MAX_DEVICES 16
+
 typedef struct imgstat_engine_options {
   imgstat_backend backend;
   /* Statistics on both backends: the CPU's partials are the result, the
@@ -64,6 +114,13 @@ typedef struct imgstat_engine_options {
   int kernel;  /* the GPU statistics kernel: 0 (fast) or 1..7 (ladder) */
   int threads; /* CPU threads; <= 0: one per online core */
   imgstat_load_options load; /* for inputs given by path */
+  /* The GPUs: ndevices > 0: the devices listed; -1: every device present;
+   * 0: the default device. Items are dealt to one context per device;
+   * their results do not depend on which device computed them. */
+  int ndevices;
+  int devices[IMGSTAT_MAX_DEVICES];
+  int workers; /* items computed at once (auto's rule); <= 0: one per core */
+  const imgstat_cost_model *cost; /* auto's rule; NULL: the measured one */
 } imgstat_engine_options;
 
 typedef struct imgstat_engine imgstat_engine;
@@ -78,6 +135,13 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
 /* Waits for the start-up if it still runs and frees everything; NULL is a
  * no-op. */
 void imgstat_engine_destroy(imgstat_engine *engine);
+
+/* The number of items the caller expects to give in all (0: unknown), for
+ * auto's rule; may be called again as the number becomes known. */
+void imgstat_engine_set_workload(imgstat_engine *engine, uint64_t items);
+
+/* Whether the engine has used a GPU so far (for tests and reports). */
+int imgstat_engine_gpu_started(imgstat_engine *engine);
 
 /* ---- results ---------------------------------------------------------------
  */

@@ -133,5 +133,16 @@ grep -q '(docs/normalize\.md)' out && fail "--help names the source tree's docs/
 run normalize --help
 grep -q 'constant channels: see /.*/normalize\.md\.' out && pass || fail "normalize --help: $(grep -i 'constant channels' out)"
 
+# --devices: all, or distinct whole device numbers; anything else is a usage
+# error that quotes the value.
+for v in all 0 0,1 3,1,2; do
+  quiet "--devices $v" 0 --backend cpu --devices "$v" g.pgm
+done
+for v in "" 1.5 -1 1024 0,0 1,,2 x all,0; do
+  run --backend cpu --devices "$v" g.pgm
+  [ "$rc" -eq 2 ] && grep -qF "imgstat: --devices: '$v' is not 'all' or up to 16 distinct device numbers" err &&
+    pass || fail "--devices '$v': exit $rc, stderr: $(cat err)"
+done
+
 echo "cli_options_test: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]

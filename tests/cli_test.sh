@@ -217,8 +217,12 @@ echo "this is not an image" >"$tmp/text.png"
 head -c 30 "$tmp/gray.pgm" >"$tmp/trunc.pgm"
 missing="$tmp/missing.png"
 
-# What --backend auto should pick here: the GPU when this build has CUDA and
-# a device works (checked in detail under "backends" below), else the CPU.
+# What --backend auto should pick here. Its cost rule keeps these small
+# files on the CPU; IMGSTAT_AUTO=gpu makes the rule say the GPU always
+# repays, so that the checks below see the GPU wherever one works (the rule
+# itself is checked under "backends"): the GPU when this build has CUDA and
+# a device works, else the CPU.
+export IMGSTAT_AUTO=gpu
 be=cpu
 if "$IMGSTAT" --version | grep -F "CUDA backend: yes" >/dev/null &&
   "$IMGSTAT" --backend gpu -q "$tmp/gray.pgm" >/dev/null 2>&1; then
@@ -455,6 +459,18 @@ if [ "$gpu" = yes ]; then want='"backend":"gpu"'; else want='"backend":"cpu"'; f
 [ "$gpu" = "$([ "$be" = gpu ] && echo yes || echo no)" ] && pass || fail "GPU probes disagree"
 expect_grep "$tmp/out" "$want" "--backend auto picks $want"
 [ "$gpu" = no ] && { [ -s "$tmp/err" ] && fail "--backend auto without a device warned: $(cat "$tmp/err")" || pass; }
+# auto's own rule (no IMGSTAT_AUTO): one small image never repays CUDA, so
+# auto computes it on the CPU, GPU or not; IMGSTAT_AUTO=cpu says the same.
+for v in unset cpu; do
+  if [ $v = unset ]; then
+    env -u IMGSTAT_AUTO "$IMGSTAT" --json "$tmp/gray.pgm" >"$tmp/out" 2>"$tmp/err"
+  else
+    IMGSTAT_AUTO=cpu "$IMGSTAT" --json "$tmp/gray.pgm" >"$tmp/out" 2>"$tmp/err"
+  fi
+  rc=$?
+  expect_rc 0 "auto's rule, IMGSTAT_AUTO $v"
+  expect_grep "$tmp/out" '"backend":"cpu"' "auto's rule keeps one small image on the CPU (IMGSTAT_AUTO $v)"
+done
 
 run --verify "$tmp/gray.pgm" "$tmp/rgb.ppm" "$tmp/gray16.pgm" "$tmp/float.hdr"
 if [ "$gpu" = no ]; then

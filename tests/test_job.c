@@ -46,9 +46,15 @@ static int make_rgb(void) {
   return imgstat_cpu_stats(&rgb, 3, rgb_ref, &err) == IMGSTAT_OK;
 }
 
+/* A model under which the GPU always repays: auto then uses the GPU from
+ * the first item, as the tests of its fallbacks need. */
+static const imgstat_cost_model gpu_free = {
+    .cpu_s_per_gb = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}};
+
 static imgstat_engine *engine(imgstat_backend backend, int verify) {
   imgstat_engine_options o;
   memset(&o, 0, sizeof o);
+  o.cost = &gpu_free;
   o.backend = backend;
   o.verify = verify;
   o.threads = 2;
@@ -338,6 +344,95 @@ static void test_normalize(void) {
   imgstat_image_free(&ref);
 }
 
+/* auto's cost rule: the formula, on a model made for the test. CPU 1 s/GB
+ * per core; GPU 0.25 s/GB per device plus 2 s fixed. 8 GB on 1 worker:
+ * CPU 8 s, GPU 4 s: the GPU. On 4 workers: CPU 2 s, GPU 4 s (2 devices:
+ * 3 s): the CPU. */
+static void test_cost_formula(void) {
+  imgstat_cost_model m;
+  memset(&m, 0, sizeof m);
+  m.fixed_s = 2;
+  for (int k = 0; k < IMGSTAT_WORK_KINDS; k++)
+    for (int t = 0; t < 3; t++) {
+      m.cpu_s_per_gb[k][t] = 1;
+      m.gpu_s_per_gb[k][t] = 0.25;
+    }
+  CU_ASSERT_TRUE(
+      imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_STATS, IMGSTAT_U8, 8, 1, 1));
+  CU_ASSERT_FALSE(
+      imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_STATS, IMGSTAT_U8, 8, 4, 1));
+  CU_ASSERT_FALSE(
+      imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_STATS, IMGSTAT_U8, 8, 4, 2));
+  /* the break-even of 1 worker: 2 + g/4 < g from g = 8/3 GB on */
+  CU_ASSERT_FALSE(imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_NORMALIZE, IMGSTAT_F32,
+                                        2.6, 1, 1));
+  CU_ASSERT_TRUE(imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_NORMALIZE, IMGSTAT_F32,
+                                       2.7, 1, 1));
+  /* one kind and type at a time */
+  m.cpu_s_per_gb[IMGSTAT_WORK_HISTOGRAMS][1] = 0.1;
+  CU_ASSERT_FALSE(imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_HISTOGRAMS,
+                                        IMGSTAT_U16, 100, 1, 1));
+  CU_ASSERT_TRUE(imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_HISTOGRAMS, IMGSTAT_U8,
+                                       100, 1, 1));
+  /* nothing to do, or a kind out of range: never */
+  CU_ASSERT_FALSE(
+      imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_STATS, IMGSTAT_U8, 0, 1, 1));
+  CU_ASSERT_FALSE(
+      imgstat_cost_gpu_pays(&m, IMGSTAT_WORK_KINDS, IMGSTAT_U8, 100, 1, 1));
+}
+
+/* The measured model: a single photo or a handful (1 to 8 RGB photos of
+ * 12 MP at 8 bits; one at 16 bits) never repays CUDA, whatever the work
+ * and the number of workers; and the figures are sane (positive, the
+ * fixed cost at least the start-up measured, 0.2 s). */
+static void test_cost_measured(void) {
+  const imgstat_cost_model *m = imgstat_cost_model_measured();
+  CU_ASSERT_TRUE(m->fixed_s >= 0.2);
+  for (int k = 0; k < IMGSTAT_WORK_KINDS; k++) {
+    for (int t = 0; t < 3; t++)
+      CU_ASSERT_TRUE(m->cpu_s_per_gb[k][t] > 0 && m->gpu_s_per_gb[k][t] > 0);
+    for (int w = 1; w <= 64; w *= 2) {
+      for (int n = 1; n <= 8; n++)
+        CU_ASSERT_FALSE(imgstat_cost_gpu_pays(
+            NULL, (imgstat_work_kind)k, IMGSTAT_U8, 36e6 * n * 1e-9, w, 1));
+      CU_ASSERT_FALSE(imgstat_cost_gpu_pays(NULL, (imgstat_work_kind)k,
+                                            IMGSTAT_U16, 72e6 * 1e-9, w, 1));
+    }
+  }
+}
+
+/* auto with the measured rule: one small image never starts CUDA, however
+ * many items are announced when each is tiny; a rule that says the GPU
+ * repays starts it (in a build without CUDA the items then run on the CPU,
+ * quietly). */
+static void test_auto_rule_engine(void) {
+  for (int free_gpu = 0; free_gpu < 2; free_gpu++) {
+    imgstat_engine_options o;
+    memset(&o, 0, sizeof o);
+    o.cost = free_gpu ? &gpu_free : NULL;
+    o.workers = 2;
+    imgstat_engine *e = NULL;
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    CU_ASSERT_FATAL(imgstat_engine_create(&o, &e, &err) == IMGSTAT_OK);
+    CU_ASSERT_FALSE(imgstat_engine_gpu_started(e)); /* nothing yet */
+    imgstat_engine_set_workload(e, 1000);
+    imgstat_job_result res;
+    CU_ASSERT_EQUAL(imgstat_engine_stats(e, NULL, &rgb, NULL, &res),
+                    IMGSTAT_OK);
+    CU_ASSERT_TRUE(partials_equal(res.partial, rgb_ref, 3));
+    CU_ASSERT_EQUAL(imgstat_engine_gpu_started(e), free_gpu);
+    if (!free_gpu || gpu_status == IMGSTAT_ERR_NODEVICE) {
+      CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_CPU);
+      CU_ASSERT_EQUAL(res.nwarnings, 0);
+    } else if (gpu_status == IMGSTAT_OK) {
+      CU_ASSERT_EQUAL(res.backend, IMGSTAT_BACKEND_GPU);
+    }
+    imgstat_job_result_free(&res);
+    imgstat_engine_destroy(e);
+  }
+}
+
 /* The child of test_auto_broken_gpu, a fresh process (the switch is read
  * once per process) with IMGSTAT_GPU_FAULT=bogus: exits 0 when auto used
  * the CPU with the one engine warning, on the first item only. */
@@ -349,6 +444,7 @@ static int broken_gpu_child(void) {
   memset(img.data, 3, 4);
   imgstat_engine_options o;
   memset(&o, 0, sizeof o);
+  o.cost = &gpu_free;
   imgstat_engine *e;
   if (imgstat_engine_create(&o, &e, &err) != IMGSTAT_OK)
     return 11;
@@ -431,6 +527,10 @@ static const test_case tests[] = {
     {"histograms", test_histograms},
     {"normalize", test_normalize},
     {"auto with a GPU that fails to start", test_auto_broken_gpu},
+    {"auto's cost rule: the formula", test_cost_formula},
+    {"auto's cost rule: a handful of photos stays on the CPU",
+     test_cost_measured},
+    {"auto's cost rule in the engine", test_auto_rule_engine},
     {NULL, NULL}};
 
 int main(int argc, char **argv) {

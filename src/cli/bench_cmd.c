@@ -13,6 +13,7 @@
 #include "imgstat.h"
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_norm.h"
+#include "imgstat_job.h"
 #include "options.h"
 #include "output.h"
 
@@ -34,6 +35,7 @@ static const char bench_usage[] =
     "                     [--block N] [--device N] [--no-npp]\n"
     "       imgstat bench --startup FILE [--parallel] [--quick-exit] [--json]\n"
     "                     [--device N]\n"
+    "       imgstat bench --rates [--size W[xH]] [--runs N] [--device N]\n"
     "\n"
     "Measures the device reductions on this GPU: the device-to-device copy\n"
     "bandwidth; the reduction ladder (kernels 1..7 and fast) on --small ints\n"
@@ -48,6 +50,13 @@ static const char bench_usage[] =
     "one image in this process (--parallel: decode and start-up on two\n"
     "threads at once, as the program does; --quick-exit: leave with _exit,\n"
     "skipping the CUDA runtime's teardown at exit).\n"
+    "\n"
+    "--rates measures the figures of auto's cost rule: seconds per GB of\n"
+    "samples of statistics, statistics with histograms and normalization\n"
+    "(minmax), on one CPU thread and on the GPU from pageable host memory\n"
+    "one item at a time, for RGB images of 8, 16 bits and float with noise\n"
+    "(--size, default 4000x3000; median of --runs, default 7), and CUDA's\n"
+    "start-up and destroy times.\n"
     "\n"
     "Exit status: 0 when everything ran and every check passed, 1 when a\n"
     "check failed or the benchmark could not run (no device, a CUDA build\n"
@@ -68,6 +77,7 @@ typedef struct bench_cli {
   imgstat_bench_options opts;
   int json, parallel, quick_exit;
   const char *startup;
+  int rates;
 } bench_cli;
 
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
@@ -118,6 +128,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     break;
   case IST_OPT_STARTUP:
     b->startup = v->text;
+    break;
+  case IST_OPT_RATES:
+    b->rates = 1;
     break;
   default:
     break;
@@ -565,6 +578,151 @@ static int run_startup(const char *path, int device, int parallel, int json,
   return equal ? 0 : 1;
 }
 
+/* ---- --rates: the figures of auto's cost rule
+ * --------------------------------
+ */
+
+typedef struct rate_case {
+  imgstat_image img;
+  imgstat_norm_options norm;
+  imgstat_stats_request req;
+} rate_case;
+
+/* One item of a kind on the CPU (one thread) or the GPU (gpu not NULL), as
+ * the job layer runs it. */
+static imgstat_status rate_item(imgstat_gpu *gpu, int kind,
+                                const imgstat_image *img,
+                                const imgstat_norm_options *norm,
+                                imgstat_error *err) {
+  imgstat_partial part[IMGSTAT_MAX_CHANNELS];
+  imgstat_status st = IMGSTAT_OK;
+  if (kind == IMGSTAT_WORK_NORMALIZE) {
+    imgstat_image out;
+    memset(&out, 0, sizeof out);
+    if (gpu) {
+      st = imgstat_gpu_normalize(gpu, img, norm, NULL, NULL, &out, err);
+    } else {
+      imgstat_norm_measure m;
+      imgstat_norm_plan plan;
+      st = imgstat_norm_measure_cpu(img, norm, 1, &m, err);
+      if (st == IMGSTAT_OK)
+        st = imgstat_norm_plan_make(img, norm, &m, &plan, err);
+      if (st == IMGSTAT_OK)
+        st = imgstat_norm_apply_cpu(img, &plan, 1, &out, err);
+    }
+    imgstat_image_free(&out);
+    return st;
+  }
+  imgstat_gpu_image *d = NULL;
+  if (gpu && kind == IMGSTAT_WORK_HISTOGRAMS) {
+    st = imgstat_gpu_image_upload(gpu, img, &d, err);
+    if (st == IMGSTAT_OK)
+      st = imgstat_gpu_image_stats(gpu, d, IMGSTAT_KERNEL_FAST, part, err);
+  } else if (gpu) {
+    st = imgstat_gpu_stats(gpu, img, IMGSTAT_KERNEL_FAST, part, err);
+  } else {
+    st = imgstat_cpu_stats(img, 1, part, err);
+  }
+  for (int c = 0;
+       st == IMGSTAT_OK && kind == IMGSTAT_WORK_HISTOGRAMS && c < img->channels;
+       c++) {
+    imgstat_histogram h;
+    memset(&h, 0, sizeof h);
+    double p = 50, v;
+    st = d ? imgstat_gpu_image_histogram(gpu, d, c, NULL, &p, 1, &v, &h, err)
+           : imgstat_histogram_compute(img, c, NULL, &h, err);
+    imgstat_histogram_free(&h);
+  }
+  if (d)
+    imgstat_gpu_image_release(gpu, d);
+  return st;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int run_rates(int device, uint32_t width, uint32_t height, int runs) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  double t0 = now_ms();
+  imgstat_gpu *gpu = NULL;
+  if (imgstat_gpu_create(device, &gpu, &err) != IMGSTAT_OK) {
+    fprintf(stderr, "imgstat bench: %s\n", err.message);
+    return 1;
+  }
+  double create_ms = now_ms() - t0;
+  static const imgstat_sample types[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  static const char *const kinds[IMGSTAT_WORK_KINDS] = {
+      "statistics", "statistics + histograms", "normalize (minmax)"};
+  double rate[2][IMGSTAT_WORK_KINDS][3];
+  uint64_t seed = 88172645463325252u;
+  int ok = 1;
+  printf("auto's rule: s/GB of samples, %ux%u RGB, median of %d (CPU: one "
+         "thread; GPU: %s, from pageable memory)\n",
+         width, height, runs, imgstat_gpu_device_name(gpu));
+  for (int t = 0; t < 3 && ok; t++) {
+    imgstat_image img;
+    if (imgstat_image_alloc(&img, width, height, 3, types[t], 0, &err) !=
+        IMGSTAT_OK) {
+      fprintf(stderr, "imgstat bench: %s\n", err.message);
+      ok = 0;
+      break;
+    }
+    uint64_t n = (uint64_t)width * height;
+    for (int c = 0; c < 3; c++)
+      for (uint64_t i = 0; i < n; i++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        /* a smooth ramp with noise: not zeros, not one value */
+        double v = (double)(i % width) / width * 0.8 + (seed % 1000) * 2e-4;
+        if (types[t] == IMGSTAT_U8)
+          ((uint8_t *)img.planes[c])[i] = (uint8_t)(v * 255);
+        else if (types[t] == IMGSTAT_U16)
+          ((uint16_t *)img.planes[c])[i] = (uint16_t)(v * 65535);
+        else
+          ((float *)img.planes[c])[i] = (float)v;
+      }
+    double gb = (double)n * 3 * (double)types[t] * 1e-9;
+    imgstat_norm_options norm;
+    memset(&norm, 0, sizeof norm);
+    for (int k = 0; k < IMGSTAT_WORK_KINDS && ok; k++)
+      for (int g = 0; g < 2 && ok; g++) {
+        double ms[1000];
+        for (int r = -1; r < runs; r++) { /* one untimed warm-up */
+          double a = now_ms();
+          if (rate_item(g ? gpu : NULL, k, &img, &norm, &err) != IMGSTAT_OK) {
+            fprintf(stderr, "imgstat bench: %s\n", err.message);
+            ok = 0;
+            break;
+          }
+          if (r >= 0)
+            ms[r] = now_ms() - a;
+        }
+        if (!ok)
+          break;
+        qsort(ms, (size_t)runs, sizeof *ms, cmp_double);
+        rate[g][k][t] = ms[runs / 2] * 1e-3 / gb;
+      }
+    imgstat_image_free(&img);
+  }
+  t0 = now_ms();
+  imgstat_gpu_destroy(gpu);
+  double destroy_ms = now_ms() - t0;
+  if (!ok)
+    return 1;
+  for (int g = 0; g < 2; g++) {
+    printf("%s s/GB (u8, u16, f32):\n", g ? "GPU" : "CPU, one thread");
+    for (int k = 0; k < IMGSTAT_WORK_KINDS; k++)
+      printf("  {%.3f, %.3f, %.3f}, /* %s */\n", rate[g][k][0], rate[g][k][1],
+             rate[g][k][2], kinds[k]);
+  }
+  printf("CUDA start-up (imgstat_gpu_create) %.1f ms; imgstat_gpu_destroy "
+         "%.1f ms\n",
+         create_ms, destroy_ms);
+  return 0;
+}
+
 /* ---- main -------------------------------------------------------------------
  */
 
@@ -587,6 +745,10 @@ int ist_bench_main(int argc, char **argv) {
   }
   if (startup)
     return run_startup(startup, opts.device, parallel, json, quick_exit);
+  if (b.rates)
+    return run_rates(opts.device, opts.image_width ? opts.image_width : 4000,
+                     opts.image_height ? opts.image_height : 3000,
+                     opts.runs > 0 && opts.runs <= 1000 ? opts.runs : 7);
 
   imgstat_bench_result *res = calloc(1, sizeof *res);
   if (!res) {

@@ -159,4 +159,10 @@ int ist_cli_refuse_input_output(const ist_cli_set *index, char *const *inputs,
                                 const char *path, const char *prefix,
                                 const char *command);
 
+/* The cost model for auto's rule: NULL (the measured one) unless the
+ * environment variable IMGSTAT_AUTO is "gpu" (the GPU always repays it:
+ * for tests of auto's fallbacks on the GPU machine) or "cpu" (it never
+ * does). Other values are ignored. */
+const imgstat_cost_model *ist_cli_cost_model(void);
+
 #endif

@@ -107,6 +107,28 @@ static int read_percentiles(const ist_opt *row, const ist_opt_syntax *syn,
   return -1;
 }
 
+/* --devices: "all" (n = -1), or a list of distinct device numbers. */
+static int read_devices(const ist_opt *row, const ist_opt_syntax *syn,
+                        const char *v, ist_opt_value *out) {
+  (void)row;
+  int all = strcmp(v, "all") == 0;
+  int n = all ? 0
+              : ist_cli_parse_double_list(v, 0, 1023, out->list,
+                                          IMGSTAT_MAX_DEVICES);
+  int ok = all || n >= 1;
+  out->n = all ? -1 : n;
+  for (int i = 0; i < out->n; i++) {
+    ok &= out->list[i] == (int)out->list[i];
+    for (int j = 0; j < i; j++)
+      ok &= out->list[i] != out->list[j];
+  }
+  return ok ? -1
+            : ist_opt_usage(syn,
+                            "--devices: '%s' is not 'all' or up to %d "
+                            "distinct device numbers separated by commas",
+                            v, IMGSTAT_MAX_DEVICES);
+}
+
 /* --mean / --std: one number per channel (or one for all), finite. */
 static int read_channel_values(const ist_opt *row, const ist_opt_syntax *syn,
                                const char *v, ist_opt_value *out) {
@@ -257,9 +279,9 @@ static const ist_opt table[] = {
      "  --csv              a header line, then one row per channel\n"},
     ROW_BACKEND(
         S, S_COMPUTE,
-        "  --backend B        cpu, gpu or auto (default auto: the GPU when one "
-        "is\n"
-        "                     usable, else the CPU)\n"),
+        "  --backend B        cpu, gpu or auto (default auto: the CPU, and the "
+        "GPU\n"
+        "                     when the work in hand repays starting it)\n"),
     {"--kernel", NULL, S, IST_OPT_KERNEL, 1, read_kernel,
      IMGSTAT_KERNEL_LADDER_MIN, IMGSTAT_KERNEL_LADDER_MAX, NULL,
      "--kernel: '%s' is not fast or 1..7", S_COMPUTE,
@@ -287,6 +309,12 @@ static const ist_opt table[] = {
      "                     one input at a time (default 0: one per core; 1: "
      "one\n"
      "                     thread for everything)\n"},
+    {"--devices", NULL, S, IST_OPT_DEVICES, 1, read_devices, 0, 0, NULL, NULL,
+     S_COMPUTE,
+     "  --devices LIST     the GPUs to use: device numbers (0,1) or all; "
+     "inputs\n"
+     "                     are dealt to one context per device (default: the\n"
+     "                     current device)\n"},
     {"--max-inflight", NULL, S, IST_OPT_MAX_INFLIGHT, 1, read_size, 1,
      UINT64_MAX, NULL, "--max-inflight: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED,
      S_COMPUTE,
@@ -426,6 +454,7 @@ static const ist_opt table[] = {
     {"--device", NULL, B, IST_OPT_DEVICE, 1, read_count, 0, 1023, NULL,
      "--device: not a device number: %s", 0, NULL},
     {"--startup", NULL, B, IST_OPT_STARTUP, 1, NULL, 0, 0, NULL, NULL, 0, NULL},
+    {"--rates", NULL, B, IST_OPT_RATES, 0, NULL, 0, 0, NULL, NULL, 0, NULL},
 };
 
 #undef S
@@ -459,6 +488,11 @@ int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
     return 1;
   case IST_OPT_JOBS:
     engine->threads = (int)v->u;
+    return 1;
+  case IST_OPT_DEVICES:
+    engine->ndevices = v->n;
+    for (int k = 0; k < v->n; k++)
+      engine->devices[k] = (int)v->list[k];
     return 1;
   case IST_OPT_MAX_PIXELS:
     engine->load.max_pixels = v->u;

@@ -34,6 +34,7 @@ typedef enum ist_opt_id {
   IST_OPT_KERNEL,
   IST_OPT_VERIFY,
   IST_OPT_JOBS,
+  IST_OPT_DEVICES,
   IST_OPT_MAX_PIXELS,
   IST_OPT_MAX_MEMORY,
   IST_OPT_DDOF,
@@ -76,6 +77,7 @@ typedef enum ist_opt_id {
   IST_OPT_BLOCK,
   IST_OPT_DEVICE,
   IST_OPT_STARTUP,
+  IST_OPT_RATES,
   IST_OPT_COUNT
 } ist_opt_id;
 

@@ -487,8 +487,12 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   run_state *st = ctx;
   imgstat_input *in = NULL;
   imgstat_status s = imgstat_inputs_next(st->inputs, &in, err);
-  if (s == IMGSTAT_OK && st->progress)
+  /* the walk runs ahead: the progress line's total, auto's rule */
+  if (s == IMGSTAT_OK)
     s = imgstat_inputs_prefetch(st->inputs, 4096, err);
+  uint64_t total = 0;
+  imgstat_inputs_total(st->inputs, &total);
+  imgstat_engine_set_workload(st->engine, total);
   *item = in;
   return s;
 }
@@ -628,6 +632,8 @@ int ist_stats_main(int argc, char **argv) {
   int several = several_inputs(&opt);
   int workers = opt.jobs_given ? opt.jobs : several ? 0 : 1;
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
+  opt.engine.workers = workers > 0 ? workers : imgstat_cpu_cores();
+  opt.engine.cost = ist_cli_cost_model();
   st.png_count = png_count(&opt);
   st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU || opt.engine.verify;
   st.progress = !opt.quiet && (opt.progress || isatty(STDERR_FILENO));

@@ -11,6 +11,7 @@
 #include "image_rows.h"
 #include "imgstat.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -64,9 +65,14 @@ static void *cpu_job_thread(void *arg) {
   return NULL;
 }
 
-static int cpu_default_threads(void) {
+int imgstat_cpu_cores(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)(n < CPU_MAX_THREADS ? n : CPU_MAX_THREADS) : 1;
+  return n > 0 ? (n < INT_MAX ? (int)n : INT_MAX) : 1;
+}
+
+static int cpu_default_threads(void) {
+  int n = imgstat_cpu_cores();
+  return n < CPU_MAX_THREADS ? n : CPU_MAX_THREADS;
 }
 
 imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,

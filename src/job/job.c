@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,23 +21,81 @@
 /* ---- the GPU: the only calls of the GPU C API ------------------------------
  */
 
-/* CUDA's start-up takes hundreds of milliseconds; creating the context on a
- * thread while the first image decodes hides most of it. */
+/* One GPU: its context and its lock (a context is used by one thread at a
+ * time). */
+typedef struct gpu_slot {
+  imgstat_gpu *gpu;
+  pthread_mutex_t lock;
+} gpu_slot;
+
+/* The GPUs' start-up. CUDA's takes hundreds of milliseconds: it runs on a
+ * thread of its own, which creates one context per device, while items are
+ * decoded (and, under auto, computed on the CPU). */
 typedef struct gpu_start {
   pthread_t thread;
-  int running; /* the thread was started and is not joined yet */
-  int done;    /* status, err and gpu are final */
+  int running;  /* the thread was started and is not joined yet */
+  int done;     /* joined (or run here): the fields below are final */
+  int ndevices; /* the request: > 0 a list, -1 every device, 0 default */
+  int devices[IMGSTAT_MAX_DEVICES];
   imgstat_status status;
   imgstat_error err;
-  imgstat_gpu *gpu;
+  int ngpus;
+  gpu_slot gpus[IMGSTAT_MAX_DEVICES];
 } gpu_start;
+
+static void gpus_destroy(gpu_start *s) {
+  for (int k = 0; k < s->ngpus; k++) {
+    imgstat_gpu_destroy(s->gpus[k].gpu);
+    pthread_mutex_destroy(&s->gpus[k].lock);
+  }
+  s->ngpus = 0;
+}
+
+static imgstat_status gpus_create(gpu_start *s) {
+  int list[IMGSTAT_MAX_DEVICES], n = s->ndevices;
+  if (n > 0) {
+    memcpy(list, s->devices, sizeof(int) * (size_t)n);
+  } else if (n < 0) {
+    int count = 0;
+    imgstat_status st = imgstat_gpu_device_count(&count, &s->err);
+    if (st != IMGSTAT_OK)
+      return st;
+    n = count < IMGSTAT_MAX_DEVICES ? count : IMGSTAT_MAX_DEVICES;
+    for (int k = 0; k < n; k++)
+      list[k] = k;
+  } else {
+    n = 1;
+    list[0] = -1; /* the current device */
+  }
+  for (int k = 0; k < n; k++) {
+    gpu_slot *g = &s->gpus[k];
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    imgstat_status st = imgstat_gpu_create(list[k], &g->gpu, &err);
+    if (st == IMGSTAT_OK && !g->gpu)
+      st = imgstat_error_set(&err, IMGSTAT_ERR_DEVICE,
+                             "the GPU backend returned no context");
+    if (st == IMGSTAT_OK && pthread_mutex_init(&g->lock, NULL) != 0) {
+      imgstat_gpu_destroy(g->gpu);
+      st = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
+    }
+    if (st != IMGSTAT_OK) {
+      gpus_destroy(s);
+      if (n > 1 || s->ndevices > 0)
+        imgstat_error_set(&s->err, st, "device %d: %.400s", list[k],
+                          err.message);
+      else
+        s->err = err;
+      return st;
+    }
+    s->ngpus = k + 1;
+  }
+  return IMGSTAT_OK;
+}
 
 static void *gpu_start_main(void *arg) {
   gpu_start *s = arg;
-  s->status = imgstat_gpu_create(-1, &s->gpu, &s->err);
-  if (s->status == IMGSTAT_OK && !s->gpu)
-    s->status = imgstat_error_set(&s->err, IMGSTAT_ERR_DEVICE,
-                                  "the GPU backend returned no context");
+  s->status = gpus_create(s);
   if (s->status != IMGSTAT_OK && s->err.message[0] == '\0')
     snprintf(s->err.message, sizeof s->err.message, "unknown error");
   return NULL;
@@ -60,15 +119,13 @@ static void gpu_start_finish(gpu_start *s) {
   s->done = 1;
 }
 
-/* Joins a start-up still running and destroys the context. */
+/* Joins a start-up still running and destroys the contexts. */
 static void gpu_start_end(gpu_start *s) {
   if (s->running) {
     pthread_join(s->thread, NULL);
     s->running = 0;
   }
-  if (s->gpu)
-    imgstat_gpu_destroy(s->gpu);
-  s->gpu = NULL;
+  gpus_destroy(s);
 }
 
 static imgstat_status gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
@@ -114,12 +171,15 @@ static imgstat_status gpu_normalize(imgstat_gpu *gpu, const imgstat_image *img,
 
 struct imgstat_engine {
   imgstat_engine_options opt;
-  /* The decision and every GPU call: one caller at a time (an imgstat_gpu
-   * is used by one thread at a time). */
+  /* The decision (lock): under auto, whether and when to start the GPU. */
   pthread_mutex_t lock;
   gpu_start start;
+  int started; /* the start-up has begun (start.thread or start.done) */
   int decided; /* the policy has been applied: usable is final */
   int usable;  /* the GPU is used */
+  atomic_uint_fast64_t workload; /* items expected in all; 0: unknown */
+  uint64_t seen;                 /* items decoded so far (under lock) */
+  atomic_uint_fast64_t next_gpu; /* items dealt to the GPUs in turn */
 };
 
 const char *imgstat_backend_name(imgstat_backend backend) {
@@ -150,9 +210,48 @@ static int needs_gpu(const imgstat_engine *e) {
   return e->opt.verify || e->opt.backend == IMGSTAT_BACKEND_GPU;
 }
 
-/* The policy may use the GPU: it is started. */
-static int may_use_gpu(const imgstat_engine *e) {
-  return e->opt.verify || e->opt.backend != IMGSTAT_BACKEND_CPU;
+/* ---- auto's cost rule
+ * -------------------------------------------------------- The figures:
+ * docs/benchmarks.md, "auto's rule" (the CPU per core, single-threaded; the GPU
+ * through imgstat_gpu_* from pageable host memory, one item at a time; CUDA's
+ * start-up and the tear-down at process exit). */
+static const imgstat_cost_model measured = {
+    .fixed_s = 0.36,
+    /* u8, u16, f32 */
+    .cpu_s_per_gb = {{0.11, 0.12, 0.35},   /* statistics */
+                     {0.75, 0.90, 1.40},   /* statistics + histograms */
+                     {0.60, 0.70, 0.90}},  /* normalization */
+    .gpu_s_per_gb = {{0.14, 0.14, 0.14},   /* upload and kernels */
+                     {0.16, 0.17, 0.20},   /* one upload, both */
+                     {0.60, 0.45, 0.30}}}; /* upload, kernels, download */
+
+const imgstat_cost_model *imgstat_cost_model_measured(void) {
+  return &measured;
+}
+
+static int sample_index(imgstat_sample sample) {
+  return sample == IMGSTAT_U8 ? 0 : sample == IMGSTAT_U16 ? 1 : 2;
+}
+
+int imgstat_cost_gpu_pays(const imgstat_cost_model *m, imgstat_work_kind kind,
+                          imgstat_sample sample, double gb, int workers,
+                          int devices) {
+  if (!m)
+    m = &measured;
+  if ((int)kind < 0 || kind >= IMGSTAT_WORK_KINDS || !(gb > 0))
+    return 0;
+  int t = sample_index(sample);
+  double w = workers > 0 ? workers : 1;
+  double lanes = devices > 0 && devices < w ? devices : w;
+  double cpu = gb * m->cpu_s_per_gb[kind][t] / w;
+  double gpu = m->fixed_s + gb * m->gpu_s_per_gb[kind][t] / lanes;
+  return gpu < cpu;
+}
+
+/* The devices the rule counts on: the list, else one (all: not known
+ * before CUDA is asked, and one is the cautious guess). */
+static int planned_devices(const imgstat_engine *e) {
+  return e->opt.ndevices > 0 ? e->opt.ndevices : 1;
 }
 
 imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
@@ -170,8 +269,24 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                              "cannot make the engine's lock");
   }
-  if (may_use_gpu(e))
+  e->start.ndevices = e->opt.ndevices;
+  if (e->opt.ndevices > 0)
+    memcpy(e->start.devices, e->opt.devices, sizeof e->opt.devices);
+  if (e->opt.ndevices > IMGSTAT_MAX_DEVICES || e->opt.ndevices < -1) {
+    int n = e->opt.ndevices;
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "%d devices (at most %d)", n,
+                             IMGSTAT_MAX_DEVICES);
+  }
+  atomic_init(&e->workload, 0);
+  atomic_init(&e->next_gpu, 0);
+  /* gpu or verify: started now, behind the first decode; auto: when the
+   * rule says */
+  if (needs_gpu(e)) {
     gpu_start_begin(&e->start);
+    e->started = 1;
+  }
   *out = e;
   return IMGSTAT_OK;
 }
@@ -182,6 +297,20 @@ void imgstat_engine_destroy(imgstat_engine *e) {
   gpu_start_end(&e->start);
   pthread_mutex_destroy(&e->lock);
   free(e);
+}
+
+void imgstat_engine_set_workload(imgstat_engine *e, uint64_t items) {
+  if (e)
+    atomic_store(&e->workload, items);
+}
+
+int imgstat_engine_gpu_started(imgstat_engine *e) {
+  if (!e)
+    return 0;
+  pthread_mutex_lock(&e->lock);
+  int r = e->started;
+  pthread_mutex_unlock(&e->lock);
+  return r;
 }
 
 /* ---- results ---------------------------------------------------------------
@@ -242,24 +371,72 @@ static imgstat_status fail(imgstat_job_result *res, imgstat_job_stage stage,
 /* ---- the policy ------------------------------------------------------------
  */
 
-/* Applies the policy once: waits for the start-up and decides whether the
- * GPU is used from now on; the first caller gets the warning, if any. */
+/* Ends the decision once the start-up is over (joined): the GPU is used
+ * from now on, or never; the caller gets the warning, if any. Under
+ * e->lock. */
+static void settle(imgstat_engine *e, imgstat_job_result *res) {
+  gpu_start_finish(&e->start);
+  e->decided = 1;
+  if (e->start.status == IMGSTAT_OK)
+    e->usable = 1;
+  else if (!needs_gpu(e) && e->start.status != IMGSTAT_ERR_NODEVICE)
+    /* auto: no device means the CPU quietly; a broken one is worth a
+     * line */
+    add_warning(res, 0, "GPU unusable (%s); using the CPU",
+                reason(&e->start.err));
+}
+
+/* Applies the policy before an item that needs no input: gpu / verify wait
+ * for the start-up; auto decides per item (decide_item). */
 static void decide(imgstat_engine *e, imgstat_job_result *res) {
+  if (!needs_gpu(e))
+    return;
   pthread_mutex_lock(&e->lock);
-  if (!e->decided) {
-    e->decided = 1;
-    if (may_use_gpu(e)) {
-      gpu_start_finish(&e->start);
-      if (e->start.status == IMGSTAT_OK)
-        e->usable = 1;
-      else if (!needs_gpu(e) && e->start.status != IMGSTAT_ERR_NODEVICE)
-        /* auto: no device means the CPU quietly; a broken one is worth a
-         * line */
-        add_warning(res, 0, "GPU unusable (%s); using the CPU",
-                    reason(&e->start.err));
+  if (!e->decided)
+    settle(e, res);
+  pthread_mutex_unlock(&e->lock);
+}
+
+/* Applies the policy to an item whose input is decoded (img) and whose
+ * work is of the given kind: gpu / verify as decide(); auto counts the
+ * item and, while the GPU is not started, asks the cost rule whether it
+ * repays the work still to come. The item that gets a yes starts CUDA and
+ * waits for it (then runs on the GPU, or on the CPU with the warning when
+ * the start failed); the items of the other workers meanwhile run on the
+ * CPU. */
+static void decide_item(imgstat_engine *e, const imgstat_image *img,
+                        imgstat_work_kind kind, imgstat_job_result *res) {
+  if (needs_gpu(e)) {
+    decide(e, res);
+    return;
+  }
+  if (e->opt.backend != IMGSTAT_BACKEND_AUTO)
+    return;
+  int mine = 0;
+  pthread_mutex_lock(&e->lock);
+  e->seen++;
+  if (!e->started) {
+    uint64_t total = atomic_load(&e->workload);
+    /* the items to come, this one included; unknown: as many as seen */
+    uint64_t left = total >= e->seen ? total - e->seen + 1 : e->seen;
+    double gb = (double)img->width * img->height * img->channels *
+                (double)img->sample * 1e-9 * (double)left;
+    int workers = e->opt.workers > 0 ? e->opt.workers : imgstat_cpu_cores();
+    if (imgstat_cost_gpu_pays(e->opt.cost, kind, img->sample, gb, workers,
+                              planned_devices(e))) {
+      e->started = 1;
+      gpu_start_begin(&e->start);
+      mine = 1;
     }
   }
   pthread_mutex_unlock(&e->lock);
+  if (mine) {
+    /* the wait, without the lock: only this thread joins the start-up */
+    gpu_start_finish(&e->start);
+    pthread_mutex_lock(&e->lock);
+    settle(e, res);
+    pthread_mutex_unlock(&e->lock);
+  }
 }
 
 /* Whether the policy is known to be unable to run items: the GPU is needed
@@ -317,7 +494,8 @@ imgstat_status imgstat_engine_decide(imgstat_engine *e,
  * then the policy applied. Returns IMGSTAT_OK with *in set, or the
  * failure. */
 static imgstat_status item_begin(imgstat_engine *e, const char *path,
-                                 const imgstat_image *img, imgstat_image *own,
+                                 const imgstat_image *img,
+                                 imgstat_work_kind kind, imgstat_image *own,
                                  const imgstat_image **in,
                                  imgstat_job_result *res) {
   memset(own, 0, sizeof *own);
@@ -338,23 +516,29 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   res->channels = img->channels;
   res->sample = img->sample;
   res->format = img->format;
-  decide(e, res);
+  decide_item(e, img, kind, res);
   if (known_unusable(e))
     return gpu_unusable(e, res);
   *in = img;
   return IMGSTAT_OK;
 }
 
-static int gpu_in_use(imgstat_engine *e) {
+/* The GPU for one item when the policy uses one (the devices in turn),
+ * else NULL. */
+static gpu_slot *gpu_for_item(imgstat_engine *e) {
   pthread_mutex_lock(&e->lock);
-  int r = e->usable;
+  int usable = e->usable;
   pthread_mutex_unlock(&e->lock);
-  return r;
+  if (!usable || e->start.ngpus == 0)
+    return NULL;
+  uint64_t k = atomic_fetch_add(&e->next_gpu, 1);
+  return &e->start.gpus[k % (uint64_t)e->start.ngpus];
 }
 
 /* The partials of img by the policy (on the GPU from d when there is one). */
-static imgstat_status stats(imgstat_engine *e, const imgstat_image *img,
-                            imgstat_gpu_image *d, imgstat_job_result *res) {
+static imgstat_status stats(imgstat_engine *e, gpu_slot *g,
+                            const imgstat_image *img, imgstat_gpu_image *d,
+                            imgstat_job_result *res) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status st;
@@ -363,9 +547,12 @@ static imgstat_status stats(imgstat_engine *e, const imgstat_image *img,
     if (st != IMGSTAT_OK)
       return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
     memset(&err, 0, sizeof err);
-    pthread_mutex_lock(&e->lock);
-    st = gpu_stats(e->start.gpu, img, e->opt.kernel, res->gpu_partial, &err);
-    pthread_mutex_unlock(&e->lock);
+    if (!g) /* verify: the GPU is known to be usable */
+      return fail(res, IMGSTAT_STAGE_GPU, IMGSTAT_ERR_DEVICE,
+                  "--verify needs a usable GPU");
+    pthread_mutex_lock(&g->lock);
+    st = gpu_stats(g->gpu, img, e->opt.kernel, res->gpu_partial, &err);
+    pthread_mutex_unlock(&g->lock);
     if (st != IMGSTAT_OK)
       return fail(res, IMGSTAT_STAGE_COMPUTE, st, "--verify: GPU failed: %s",
                   reason(&err));
@@ -373,10 +560,10 @@ static imgstat_status stats(imgstat_engine *e, const imgstat_image *img,
     res->verified = 1;
     return IMGSTAT_OK;
   }
-  if (gpu_in_use(e)) {
-    pthread_mutex_lock(&e->lock);
-    st = gpu_stats_on(e->start.gpu, d, img, e->opt.kernel, res->partial, &err);
-    pthread_mutex_unlock(&e->lock);
+  if (g) {
+    pthread_mutex_lock(&g->lock);
+    st = gpu_stats_on(g->gpu, d, img, e->opt.kernel, res->partial, &err);
+    pthread_mutex_unlock(&g->lock);
     if (st == IMGSTAT_OK) {
       res->backend = IMGSTAT_BACKEND_GPU;
       return IMGSTAT_OK;
@@ -401,10 +588,11 @@ static void free_histograms(imgstat_job_result *res) {
 /* The histograms of every channel and their figures, on the GPU (e's
  * context) or on the CPU. A failure is returned with nothing kept: the
  * caller applies the policy. */
-static imgstat_status
-histograms_on(imgstat_engine *e, int on_gpu, imgstat_gpu_image *d,
-              const imgstat_image *img, const imgstat_stats_request *req,
-              imgstat_job_result *res, imgstat_error *err) {
+static imgstat_status histograms_on(gpu_slot *g, imgstat_gpu_image *d,
+                                    const imgstat_image *img,
+                                    const imgstat_stats_request *req,
+                                    imgstat_job_result *res,
+                                    imgstat_error *err) {
   /* the median first, then the requested percentiles */
   double p[IMGSTAT_MAX_PERCENTILES + 1];
   int nreq = req->npercentiles;
@@ -419,10 +607,10 @@ histograms_on(imgstat_engine *e, int on_gpu, imgstat_gpu_image *d,
     imgstat_histogram *h = &res->hist[c];
     double v[IMGSTAT_MAX_PERCENTILES + 1];
     imgstat_status st;
-    if (on_gpu) {
-      pthread_mutex_lock(&e->lock);
-      st = gpu_histogram_on(e->start.gpu, d, img, c, p, np, v, h, err);
-      pthread_mutex_unlock(&e->lock);
+    if (g) {
+      pthread_mutex_lock(&g->lock);
+      st = gpu_histogram_on(g->gpu, d, img, c, p, np, v, h, err);
+      pthread_mutex_unlock(&g->lock);
     } else {
       st = imgstat_histogram_compute(img, c, NULL, h, err);
     }
@@ -437,7 +625,7 @@ histograms_on(imgstat_engine *e, int on_gpu, imgstat_gpu_image *d,
       imgstat_moments_from_histogram(h, &m);
     imgstat_hist_figures *f = &res->hist_figures[c];
     imgstat_hist_figures_compute(h, &m, req->percentiles, nreq, f);
-    if (on_gpu && h->total) {
+    if (g && h->total) {
       /* the device scan's percentiles (equal to the CPU's by construction) */
       f->median = v[0];
       for (int i = 0; i < nreq; i++)
@@ -449,68 +637,71 @@ histograms_on(imgstat_engine *e, int on_gpu, imgstat_gpu_image *d,
 
 /* Histograms where the statistics were computed; a GPU failure follows the
  * same policy as the statistics'. */
-static imgstat_status histograms(imgstat_engine *e, const imgstat_image *img,
-                                 imgstat_gpu_image *d,
+static imgstat_status histograms(imgstat_engine *e, gpu_slot *g,
+                                 const imgstat_image *img, imgstat_gpu_image *d,
                                  const imgstat_stats_request *req,
                                  imgstat_job_result *res) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  int on_gpu = res->backend == IMGSTAT_BACKEND_GPU;
-  imgstat_status st = histograms_on(e, on_gpu, d, img, req, res, &err);
-  if (st != IMGSTAT_OK && on_gpu) {
+  if (res->backend != IMGSTAT_BACKEND_GPU)
+    g = NULL;
+  imgstat_status st = histograms_on(g, d, img, req, res, &err);
+  if (st != IMGSTAT_OK && g) {
     if (!gpu_failed(e, res, &err))
       return res->status;
     memset(&err, 0, sizeof err);
-    on_gpu = 0;
-    st = histograms_on(e, 0, NULL, img, req, res, &err);
+    g = NULL;
+    st = histograms_on(NULL, NULL, img, req, res, &err);
   }
   if (st != IMGSTAT_OK)
     return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
   res->has_histograms = 1;
-  res->hist_backend = on_gpu ? IMGSTAT_BACKEND_GPU : IMGSTAT_BACKEND_CPU;
+  res->hist_backend = g ? IMGSTAT_BACKEND_GPU : IMGSTAT_BACKEND_CPU;
   return IMGSTAT_OK;
 }
 
 /* The statistics item's work on its decoded input. */
-static imgstat_status stats_item(imgstat_engine *e, const imgstat_image *in,
-                                 const void *arg, imgstat_job_result *res) {
+static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
+                                 const imgstat_image *in, const void *arg,
+                                 imgstat_job_result *res) {
   const imgstat_stats_request *req = arg;
   int with_hist = req && req->histograms;
   /* Statistics and histograms on the GPU: one upload for both. When the
    * upload fails (an image larger than the device's free memory, say), each
    * call uploads on its own: the statistics then go by ranges. */
   imgstat_gpu_image *d = NULL;
-  if (with_hist && !e->opt.verify && gpu_in_use(e)) {
+  if (with_hist && !e->opt.verify && g) {
     imgstat_error err;
     memset(&err, 0, sizeof err);
-    pthread_mutex_lock(&e->lock);
-    if (imgstat_gpu_image_upload(e->start.gpu, in, &d, &err) != IMGSTAT_OK)
+    pthread_mutex_lock(&g->lock);
+    if (imgstat_gpu_image_upload(g->gpu, in, &d, &err) != IMGSTAT_OK)
       d = NULL;
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_unlock(&g->lock);
   }
-  imgstat_status st = stats(e, in, d, res);
+  imgstat_status st = stats(e, g, in, d, res);
   if (st == IMGSTAT_OK && with_hist)
-    st = histograms(e, in, d, req, res);
+    st = histograms(e, g, in, d, req, res);
   if (d) {
-    pthread_mutex_lock(&e->lock);
-    imgstat_gpu_image_release(e->start.gpu, d);
-    pthread_mutex_unlock(&e->lock);
+    pthread_mutex_lock(&g->lock);
+    imgstat_gpu_image_release(g->gpu, d);
+    pthread_mutex_unlock(&g->lock);
   }
   return st;
 }
 
 /* The normalization item's work: on the GPU by the policy (a failure
  * there: the policy's fallback), else on the CPU. */
-static imgstat_status normalize_item(imgstat_engine *e, const imgstat_image *in,
-                                     const void *arg, imgstat_job_result *res) {
+static imgstat_status normalize_item(imgstat_engine *e, gpu_slot *g,
+                                     const imgstat_image *in, const void *arg,
+                                     imgstat_job_result *res) {
   const imgstat_norm_options *opts = arg;
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status st;
-  if (gpu_in_use(e)) {
-    pthread_mutex_lock(&e->lock);
-    st = gpu_normalize(e->start.gpu, in, opts, &res->output, &err);
-    pthread_mutex_unlock(&e->lock);
+  if (g) {
+    pthread_mutex_lock(&g->lock);
+    st = gpu_normalize(g->gpu, in, opts, &res->output, &err);
+    pthread_mutex_unlock(&g->lock);
     if (st == IMGSTAT_OK) {
       res->backend = IMGSTAT_BACKEND_GPU;
       return IMGSTAT_OK;
@@ -536,19 +727,20 @@ static imgstat_status normalize_item(imgstat_engine *e, const imgstat_image *in,
 }
 
 /* One item: its start (item_begin), then work on the decoded input. */
-static imgstat_status
-run_item(imgstat_engine *e, const char *path, const imgstat_image *img,
-         imgstat_status (*work)(imgstat_engine *, const imgstat_image *,
-                                const void *, imgstat_job_result *),
-         const void *arg, imgstat_job_result *res) {
+static imgstat_status run_item(
+    imgstat_engine *e, const char *path, const imgstat_image *img,
+    imgstat_work_kind kind,
+    imgstat_status (*work)(imgstat_engine *, gpu_slot *, const imgstat_image *,
+                           const void *, imgstat_job_result *),
+    const void *arg, imgstat_job_result *res) {
   if (!res)
     return IMGSTAT_ERR_ARG;
   memset(res, 0, sizeof *res);
   imgstat_image own;
   const imgstat_image *in = NULL;
-  imgstat_status st = item_begin(e, path, img, &own, &in, res);
+  imgstat_status st = item_begin(e, path, img, kind, &own, &in, res);
   if (st == IMGSTAT_OK)
-    st = work(e, in, arg, res);
+    st = work(e, gpu_for_item(e), in, arg, res);
   imgstat_image_free(&own);
   return st;
 }
@@ -557,7 +749,9 @@ imgstat_status imgstat_engine_stats(imgstat_engine *e, const char *path,
                                     const imgstat_image *img,
                                     const imgstat_stats_request *req,
                                     imgstat_job_result *res) {
-  return run_item(e, path, img, stats_item, req, res);
+  imgstat_work_kind kind =
+      req && req->histograms ? IMGSTAT_WORK_HISTOGRAMS : IMGSTAT_WORK_STATS;
+  return run_item(e, path, img, kind, stats_item, req, res);
 }
 
 imgstat_status imgstat_engine_normalize(imgstat_engine *e, const char *path,
@@ -571,5 +765,6 @@ imgstat_status imgstat_engine_normalize(imgstat_engine *e, const char *path,
                       "no normalization options")
                : IMGSTAT_ERR_ARG;
   }
-  return run_item(e, path, img, normalize_item, opts, res);
+  return run_item(e, path, img, IMGSTAT_WORK_NORMALIZE, normalize_item, opts,
+                  res);
 }

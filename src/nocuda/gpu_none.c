@@ -10,6 +10,12 @@ static imgstat_status no_cuda(imgstat_error *err) {
 
 int imgstat_gpu_compiled(void) { return 0; }
 
+imgstat_status imgstat_gpu_device_count(int *count, imgstat_error *err) {
+  if (count)
+    *count = 0;
+  return no_cuda(err);
+}
+
 imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
                                   imgstat_error *err) {
   (void)device;

@@ -458,10 +458,8 @@ imgstat_status imgstat_norm_apply_cpu(const imgstat_image *in,
     }
   }
   uint64_t n = (uint64_t)in->width * in->height;
-  if (threads <= 0) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    threads = cores > 0 ? (int)cores : 1;
-  }
+  if (threads <= 0)
+    threads = imgstat_cpu_cores();
   if (threads > 64)
     threads = 64;
   if ((uint64_t)threads > n / 65536 + 1)

@@ -202,10 +202,8 @@ void imgstat_task_release(imgstat_task *task, uint64_t bytes) {
 }
 
 static int online_cores(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  if (n < 1)
-    return 1;
-  return n > MAX_WORKERS ? MAX_WORKERS : (int)n;
+  int n = imgstat_cpu_cores();
+  return n > MAX_WORKERS ? MAX_WORKERS : n;
 }
 
 /* The caller's loop: feed, deliver, and (inline) work. */

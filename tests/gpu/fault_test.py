@@ -114,6 +114,7 @@ def stem(path):
 def execute(mode, backend, fault=None, wrap=()):
     name, args_of, kind = mode
     env = dict(os.environ)
+    env["IMGSTAT_AUTO"] = "gpu"  # auto uses the GPU from the first item
     env.pop("IMGSTAT_GPU_FAULT", None)
     if fault is not None:
         env["IMGSTAT_GPU_FAULT"] = str(fault)
