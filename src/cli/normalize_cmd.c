@@ -374,6 +374,7 @@ int ist_normalize_main(int argc, char **argv) {
   c.engine.backend = IMGSTAT_BACKEND_AUTO;
   c.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
   c.engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
+  c.engine.cost = ist_cli_cost_model();
   int is_dir = 0;
   int status = parse(argc, argv, &c, &seen);
   if (status < 0)

@@ -173,6 +173,7 @@ struct imgstat_engine {
   imgstat_engine_options opt;
   /* The decision (lock): under auto, whether and when to start the GPU. */
   pthread_mutex_t lock;
+  pthread_cond_t settled; /* decided became 1 */
   gpu_start start;
   int started; /* the start-up has begun (start.thread or start.done) */
   int decided; /* the policy has been applied: usable is final */
@@ -269,11 +270,18 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                              "cannot make the engine's lock");
   }
+  if (pthread_cond_init(&e->settled, NULL) != 0) {
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "cannot make the engine's lock");
+  }
   e->start.ndevices = e->opt.ndevices;
   if (e->opt.ndevices > 0)
     memcpy(e->start.devices, e->opt.devices, sizeof e->opt.devices);
   if (e->opt.ndevices > IMGSTAT_MAX_DEVICES || e->opt.ndevices < -1) {
     int n = e->opt.ndevices;
+    pthread_cond_destroy(&e->settled);
     pthread_mutex_destroy(&e->lock);
     free(e);
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "%d devices (at most %d)", n,
@@ -295,6 +303,7 @@ void imgstat_engine_destroy(imgstat_engine *e) {
   if (!e)
     return;
   gpu_start_end(&e->start);
+  pthread_cond_destroy(&e->settled);
   pthread_mutex_destroy(&e->lock);
   free(e);
 }
@@ -377,6 +386,7 @@ static imgstat_status fail(imgstat_job_result *res, imgstat_job_stage stage,
 static void settle(imgstat_engine *e, imgstat_job_result *res) {
   gpu_start_finish(&e->start);
   e->decided = 1;
+  pthread_cond_broadcast(&e->settled);
   if (e->start.status == IMGSTAT_OK)
     e->usable = 1;
   else if (!needs_gpu(e) && e->start.status != IMGSTAT_ERR_NODEVICE)
@@ -400,10 +410,10 @@ static void decide(imgstat_engine *e, imgstat_job_result *res) {
 /* Applies the policy to an item whose input is decoded (img) and whose
  * work is of the given kind: gpu / verify as decide(); auto counts the
  * item and, while the GPU is not started, asks the cost rule whether it
- * repays the work still to come. The item that gets a yes starts CUDA and
- * waits for it (then runs on the GPU, or on the CPU with the warning when
- * the start failed); the items of the other workers meanwhile run on the
- * CPU. */
+ * repays the work still to come. The item that gets a yes starts CUDA;
+ * it and every item after it wait for the start-up (the rule counts it as
+ * time of the whole run), then run on the GPU, or on the CPU with the
+ * warning (given to the starting item) when it failed. */
 static void decide_item(imgstat_engine *e, const imgstat_image *img,
                         imgstat_work_kind kind, imgstat_job_result *res) {
   if (needs_gpu(e)) {
@@ -429,6 +439,8 @@ static void decide_item(imgstat_engine *e, const imgstat_image *img,
       mine = 1;
     }
   }
+  while (!mine && e->started && !e->decided)
+    pthread_cond_wait(&e->settled, &e->lock);
   pthread_mutex_unlock(&e->lock);
   if (mine) {
     /* the wait, without the lock: only this thread joins the start-up */

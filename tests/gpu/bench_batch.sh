@@ -47,12 +47,14 @@ timeit() { # RUNS of a command: the median wall time in seconds
   done | median
 }
 echo "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader) $(nproc) cores; $N JPEGs of 12 MP q90, $MB MB; median of $RUNS"
-for args in "--backend cpu" "--backend gpu" ""; do
+for args in "--backend cpu" "--backend gpu" "--backend gpu --devices all" ""; do
   t=$(timeit "$BIN" --json $args "$DIR")
   echo "imgstat --json ${args:-(auto)} DIR: $t s, $(awk -v n="$N" -v t="$t" 'BEGIN{printf "%.1f", n/t}') images/s"
 done
-t=$(timeit "$BIN" --json -j 1 --backend cpu "$DIR")
-echo "imgstat --json -j 1 --backend cpu DIR: $t s, $(awk -v n="$N" -v t="$t" 'BEGIN{printf "%.1f", n/t}') images/s"
+if [ -z "${BENCH_SKIP_J1:-}" ]; then
+  t=$(timeit "$BIN" --json -j 1 --backend cpu "$DIR")
+  echo "imgstat --json -j 1 --backend cpu DIR: $t s, $(awk -v n="$N" -v t="$t" 'BEGIN{printf "%.1f", n/t}') images/s"
+fi
 t=$(timeit python3 -c "
 import cv2, glob, sys
 from concurrent.futures import ThreadPoolExecutor
