@@ -407,8 +407,11 @@ static const ist_opt table[] = {
      N_MODES, NULL},
     {"--stats-from", NULL, N, IST_OPT_STATS_FROM, 1, NULL, 0, 0, NULL, NULL,
      N_MODES,
-     "  --stats-from FILE  the same with mean and std taken from a record of\n"
-     "                     'imgstat --json' (its first line)\n"},
+     "  --stats-from FILE  the same with mean and std taken from 'imgstat "
+     "--json'\n"
+     "                     output: its last dataset record (--dataset), or "
+     "its\n"
+     "                     one image record\n"},
     {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OPTIONS,
      "  -o, --output OUT   output file or folder (required)\n"},
     {"--per-channel", NULL, N, IST_OPT_PER_CHANNEL, 0, NULL, 0, 0, NULL, NULL,
