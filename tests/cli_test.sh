@@ -629,13 +629,29 @@ run --max-memory
 expect_rc 2 "--max-memory without a value"
 # ---- --histogram-png never overwrites an input -------------------------------
 
-"$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/h-1.png" 2>"$tmp/err" || fail "making h-1.png: $(cat "$tmp/err")"
-cp "$tmp/h-1.png" "$tmp/h-1.orig"
-run --histogram-png "$tmp/h.png" "$tmp/rgb.ppm" "$tmp/h-1.png"
-expect_rc 2 "--histogram-png OUT-1.png is the second input"
-expect_grep "$tmp/err" "the output '$tmp/h-1.png' is the input '$tmp/h-1.png'" "--histogram-png: message"
-cmp -s "$tmp/h-1.png" "$tmp/h-1.orig" && pass || fail "--histogram-png overwrote an input"
-[ -e "$tmp/h-2.png" ] && fail "--histogram-png wrote before refusing" || pass
+"$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/h-rgb.png" 2>"$tmp/err" || fail "making h-rgb.png: $(cat "$tmp/err")"
+cp "$tmp/h-rgb.png" "$tmp/h-rgb.orig"
+run --histogram-png "$tmp/h.png" "$tmp/rgb.ppm" "$tmp/h-rgb.png"
+expect_rc 2 "--histogram-png OUT-rgb.png is the second input"
+expect_grep "$tmp/err" "the output '$tmp/h-rgb.png' is the input '$tmp/h-rgb.png'" "--histogram-png: message"
+cmp -s "$tmp/h-rgb.png" "$tmp/h-rgb.orig" && pass || fail "--histogram-png overwrote an input"
+[ -e "$tmp/h-h-rgb.png" ] && fail "--histogram-png wrote before refusing" || pass
+rm -f "$tmp/h-rgb.png" "$tmp/h-rgb.orig"
+# plots are named after their inputs; the dataset's is OUT-dataset.png
+run --histogram-png "$tmp/p.png" --dataset "$tmp/rgb.ppm" "$tmp/gray.pgm"
+expect_rc 0 "--histogram-png with --dataset"
+for f in p-rgb.png p-gray.png p-dataset.png; do
+  if [ "$(head -c 8 "$tmp/$f" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
+    fail "--histogram-png: $f not written"; fi
+done
+[ -e "$tmp/p-1.png" ] && fail "--histogram-png: a plot numbered by position" || pass
+run --histogram-png "$tmp/q.png" --dataset-only "$tmp/rgb.ppm" "$tmp/rgb.ppm"
+expect_rc 0 "--histogram-png with --dataset-only"
+[ -e "$tmp/q.png" ] && pass || fail "--dataset-only: the dataset's plot is OUT itself"
+rm -f "$tmp"/p-*.png "$tmp/q.png"
+run --histogram-png "$tmp/h.jpg" "$tmp/gray.pgm"
+expect_rc 2 "--histogram-png to a name without .png"
+expect_grep "$tmp/err" "is not a name ending in .png" "--histogram-png .jpg: message"
 ln "$tmp/gray.pgm" "$tmp/hard.png"
 run --histogram-png "$tmp/hard.png" "$tmp/gray.pgm"
 expect_rc 2 "--histogram-png is a hard link to the input"
@@ -646,7 +662,7 @@ run --histogram-png "$tmp/h-2.png" "$tmp/gray.pgm"
 expect_rc 0 "--histogram-png to a new file"
 if [ "$(head -c 8 "$tmp/h-2.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
   fail "--histogram-png: no PNG written"; fi
-rm -f "$tmp/h-1.png" "$tmp/h-1.orig" "$tmp/h-2.png" "$tmp/hard.png"
+rm -f "$tmp/h-2.png" "$tmp/hard.png"
 
 # ---- control characters in names never reach the terminal raw -----------------
 

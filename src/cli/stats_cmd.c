@@ -287,12 +287,11 @@ static int several_inputs(const stats_options *o) {
          stat(o->sources[0].text, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-/* The number of inputs that names the histogram PNGs (ist_hist_plot_path):
- * 1 for a run of one input (OUT itself), else more (OUT-1.png, ...). */
-static int png_count(const stats_options *o) {
-  if (!several_inputs(o))
-    return 1;
-  return o->nfiles > 2 ? o->nfiles : 2;
+/* Whether the run draws one plot, named OUT itself (one input and no
+ * dataset, or the dataset only); else each is named after its input
+ * (ist_hist_plot_path). */
+static int one_plot(const stats_options *o) {
+  return o->dataset == 2 || (!o->dataset && !several_inputs(o));
 }
 
 /* After parsing: the histogram options fit together, and no PNG would
@@ -304,6 +303,9 @@ static int check_histogram_options(const stats_options *o) {
     return usage("--histogram-log needs --histogram-png");
   if (!h->png_path)
     return -1;
+  if (!ist_hist_plot_name_ok(h->png_path))
+    return usage("--histogram-png: '%s' is not a name ending in .png",
+                 h->png_path);
   ist_cli_set *inputs = ist_cli_inputs_index(o->files, o->nfiles);
   if (!inputs) {
     fputs("imgstat: out of memory\n", stderr);
@@ -311,9 +313,11 @@ static int check_histogram_options(const stats_options *o) {
   }
   int status = -1;
   char path[IMGSTAT_HIST_PNG_PATH_MAX];
-  int n = png_count(o);
-  for (int k = 1; k <= n && status < 0; k++) {
-    if (!ist_hist_plot_path(h, k, n, path, sizeof path))
+  /* the names of the plots of the named inputs, and the dataset's */
+  int one = one_plot(o);
+  for (int k = 0; k <= (one ? 0 : o->nfiles) && status < 0; k++) {
+    const char *input = one ? NULL : k < o->nfiles ? o->files[k] : "dataset";
+    if (!ist_hist_plot_path(h, input, path, sizeof path))
       status = usage("--histogram-png: the name is too long");
     else
       status =
@@ -355,7 +359,9 @@ typedef struct run_state {
   imgstat_inputs *inputs;
   imgstat_stats_request req;
   int needs_gpu; /* --backend gpu or --verify: decided before decoding */
-  int png_count;
+  int one_plot;  /* the run's one plot is OUT itself */
+  char **plots;  /* the names of the plots written so far */
+  size_t nplots, cap_plots;
   unsigned long records;
   uint64_t delivered;
   uint64_t failed; /* inputs that failed */
@@ -521,9 +527,59 @@ static void input_failed(run_state *st, const char *path,
   st->any_failed = 1;
 }
 
+/* Draws a plot named after input (NULL: OUT itself) unless a plot of this
+ * run has that name already (then "-2", "-3", ... before .png). Returns 1
+ * after printing an error. */
+static int write_plot(run_state *st, const char *input,
+                      const ist_plot_info *info,
+                      const imgstat_histogram *hist) {
+  const ist_hist_cli *h = &st->opt->hist;
+  char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status s = IMGSTAT_OK;
+  if (!ist_hist_plot_path(h, st->one_plot ? NULL : input, png, sizeof png))
+    s = imgstat_error_set(&err, IMGSTAT_ERR_ARG, "the name is too long");
+  size_t len = strlen(png);
+  for (int k = 2; s == IMGSTAT_OK; k++) {
+    size_t i = 0;
+    while (i < st->nplots && strcmp(st->plots[i], png) != 0)
+      i++;
+    if (i == st->nplots)
+      break;
+    if (len + 16 >= sizeof png)
+      s = imgstat_error_set(&err, IMGSTAT_ERR_ARG, "the name is too long");
+    else
+      snprintf(png + len - 4, sizeof png - len + 4, "-%d.png", k);
+  }
+  if (s == IMGSTAT_OK && st->nplots == st->cap_plots) {
+    size_t cap = st->cap_plots ? 2 * st->cap_plots : 16;
+    char **p = realloc(st->plots, cap * sizeof *p);
+    if (p) {
+      st->plots = p;
+      st->cap_plots = cap;
+    }
+  }
+  char *copy = st->nplots < st->cap_plots ? strdup(png) : NULL;
+  if (s == IMGSTAT_OK && !copy)
+    s = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+  if (copy)
+    st->plots[st->nplots++] = copy;
+  if (s == IMGSTAT_OK)
+    s = ist_hist_plot_write(h, info, hist, png, &err);
+  if (s == IMGSTAT_OK)
+    return 0;
+  fflush(stdout);
+  ist_cli_path_error(png[0]  ? png
+                     : input ? input
+                             : "dataset",
+                     "%s", err.message[0] ? err.message : "unknown error");
+  return 1;
+}
+
 /* Prints one input's result; returns 1 when the input failed. */
 static int print_result(run_state *st, const char *path,
-                        const imgstat_job_result *res, uint64_t index) {
+                        const imgstat_job_result *res) {
   const stats_options *o = st->opt;
   int failed = 0;
   ist_cli_job_warnings(res, path, o->quiet);
@@ -562,15 +618,24 @@ static int print_result(run_state *st, const char *path,
     return 0;
   ist_output_record(stdout, o->format, &rec, st->records++);
   if (res->has_histograms && o->hist.png_path) {
-    char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
-    imgstat_error err;
-    memset(&err, 0, sizeof err);
-    if (ist_hist_plot_write(&o->hist, res->channels, res->sample, res->hist,
-                            (int)index + 1, st->png_count, png, sizeof png,
-                            &err) != IMGSTAT_OK) {
-      fflush(stdout);
-      ist_cli_path_error(png[0] ? png : path, "%s",
-                         err.message[0] ? err.message : "unknown error");
+    ist_plot_info info;
+    memset(&info, 0, sizeof info);
+    char kind[48];
+    snprintf(kind, sizeof kind, "%s %d-bit%s",
+             imgstat_layout_name(res->channels),
+             imgstat_sample_depth(res->sample),
+             res->sample == IMGSTAT_F32 ? " float" : "");
+    info.title = path;
+    info.kind = kind;
+    info.channels = res->channels;
+    info.sample = res->sample;
+    info.scale = 1.0;
+    for (int c = 0; c < res->channels; c++) {
+      info.has_mean[c] = rec.figures[c].has_values;
+      info.mean[c] = rec.figures[c].mean;
+    }
+    info.figures = res->hist_figures;
+    if (write_plot(st, path, &info, res->hist)) {
       st->any_failed = 1;
       failed = 1;
     }
@@ -683,7 +748,7 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
     st->delivered++;
     if (in->size_known)
       st->bytes_in += in->size;
-    if (print_result(st, in->path, &r->res, index))
+    if (print_result(st, in->path, &r->res))
       st->failed++;
     if (st->ds)
       dataset_add(st, in->path, index, r);
@@ -722,6 +787,39 @@ static void print_dataset(run_state *st) {
                      o->hist.fields ? hf : NULL, st->records++,
                      o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV);
   flush_stdout(st);
+  int plotted = 1;
+  for (int c = 0; c < r.channels; c++)
+    plotted = plotted && r.ch[c].has_histogram;
+  if (o->hist.png_path && r.channels && plotted) {
+    ist_plot_info info;
+    memset(&info, 0, sizeof info);
+    char title[64], kind[64];
+    snprintf(title, sizeof title, "dataset (%" PRIu64 " images)", r.pooled);
+    snprintf(kind, sizeof kind, "%s %s-bit%s", imgstat_layout_name(r.channels),
+             r.depths == 3   ? "8+16"
+             : r.depths == 2 ? "16"
+             : r.depths == 4 ? "32"
+                             : "8",
+             r.scale_unit ? " unit" : "");
+    info.title = title;
+    info.kind = kind;
+    info.channels = r.channels;
+    info.sample = r.ch[0].hist.sample;
+    info.scale = r.hist_scale;
+    imgstat_histogram hists[IMGSTAT_MAX_CHANNELS];
+    for (int c = 0; c < r.channels; c++) {
+      info.has_mean[c] = r.ch[c].has_values;
+      info.mean[c] = r.ch[c].mean;
+      hists[c] = r.ch[c].hist;
+    }
+    info.figures = hf;
+    if (write_plot(st, "dataset", &info, hists))
+      st->any_failed = 1;
+  } else if (o->hist.png_path && r.channels) {
+    ist_cli_error("--histogram-png: no pooled histogram for the dataset: %s",
+                  r.histogram_note[0] ? r.histogram_note : "none made");
+    st->any_failed = 1;
+  }
   imgstat_dataset_result_free(&r);
 }
 
@@ -779,7 +877,7 @@ int ist_stats_main(int argc, char **argv) {
   int several = several_inputs(&opt);
   int workers = opt.jobs_given ? opt.jobs : several ? 0 : 1;
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
-  st.png_count = png_count(&opt);
+  st.one_plot = one_plot(&opt);
   st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU || opt.engine.verify;
   st.progress = !opt.quiet && (opt.progress || isatty(STDERR_FILENO));
   st.stdout_tty = isatty(STDOUT_FILENO);
@@ -843,6 +941,9 @@ int ist_stats_main(int argc, char **argv) {
     status = EXIT_OK;
 
 cleanup:
+  for (size_t k = 0; k < st.nplots; k++)
+    free(st.plots[k]);
+  free(st.plots);
   imgstat_dataset_destroy(st.ds);
   imgstat_engine_destroy(st.engine);
   imgstat_inputs_destroy(st.inputs);
