@@ -277,9 +277,10 @@ static void test_arguments(void) {
   CU_ASSERT(imgstat_dataset_merge(d, d, &err) == IMGSTAT_ERR_ARG);
   imgstat_dataset_image im = {"x", 0, 1, 1, IMGSTAT_U8, NULL, NULL};
   CU_ASSERT(imgstat_dataset_add(d, 0, &im, &err) == IMGSTAT_ERR_ARG);
-  CU_ASSERT(imgstat_dataset_deserialize("IMGSDSETxxxxxxxx", 16, &e, &err) !=
-                IMGSTAT_OK ||
-            e != NULL);
+  imgstat_dataset *f = NULL;
+  CU_ASSERT(imgstat_dataset_deserialize("IMGSDSETxxxxxxxx", 16, &f, &err) ==
+            IMGSTAT_ERR_FORMAT);
+  CU_ASSERT(f == NULL);
   imgstat_dataset_result r;
   CU_ASSERT(imgstat_dataset_finish(d, 0, &r, &err) == IMGSTAT_OK);
   CU_ASSERT(r.channels == 0 && r.images == 0);
