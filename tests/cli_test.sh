@@ -88,7 +88,7 @@ pnm() {
 }
 
 # expected W H CHANNELS DDOF "LIST": one line per channel,
-# "name count min max min_x min_y max_x max_y sum mean std" (std "null"
+# "name count min max min_x min_y max_x max_y sum sum_sq mean std" (std "null"
 # when there are not more samples than ddof); two-pass mean and variance.
 expected() {
   echo "$5" | awk -v w="$1" -v h="$2" -v ch="$3" -v ddof="$4" '
@@ -100,18 +100,18 @@ expected() {
     else split("R G B A", names, " ")
     n = w * h
     for (c = 0; c < ch; c++) {
-      mn = v[c]; mx = v[c]; mi = 0; ma = 0; sum = 0
+      mn = v[c]; mx = v[c]; mi = 0; ma = 0; sum = 0; sq = 0
       for (p = 0; p < n; p++) {
         x = v[p * ch + c]
         if (x < mn) { mn = x; mi = p }
         if (x > mx) { mx = x; ma = p }
-        sum += x
+        sum += x; sq += x * x
       }
       mean = sum / n; ss = 0
       for (p = 0; p < n; p++) { d = v[p * ch + c] - mean; ss += d * d }
       std = n > ddof ? sprintf("%.17g", sqrt(ss / (n - ddof))) : "null"
-      printf "%s %d %d %d %d %d %d %d %.0f %.17g %s\n", names[c + 1], n, mn, mx,
-             mi % w, int(mi / w), ma % w, int(ma / w), sum, mean, std
+      printf "%s %d %d %d %d %d %d %d %.0f %.0f %.17g %s\n", names[c + 1], n, mn,
+             mx, mi % w, int(mi / w), ma % w, int(ma / w), sum, sq, mean, std
     }
   }'
 }
@@ -127,12 +127,12 @@ check_csv() {
       rows++
       if (!($8 in e)) { print "no such channel " $8; bad = 1; next }
       split(e[$8], x, " ")
-      got = $9 " " $10 " " $11 " " $12 " " $13 " " $14 " " $15 " " $16
-      want = x[2] " " x[3] " " x[4] " " x[5] " " x[6] " " x[7] " " x[8] " " x[9]
+      got = $9 " " $10 " " $11 " " $12 " " $13 " " $14 " " $15 " " $16 " " $17
+      want = x[2] " " x[3] " " x[4] " " x[5] " " x[6] " " x[7] " " x[8] " " x[9] " " x[10]
       if (got != want) { print $8 ": got " got ", want " want; bad = 1 }
-      if (!close_to($17, x[10])) { print $8 ": mean " $17 ", want " x[10]; bad = 1 }
-      if (x[11] == "null") { if ($18 != "") { print $8 ": std " $18 ", want empty"; bad = 1 } }
-      else if (!close_to($18, x[11])) { print $8 ": std " $18 ", want " x[11]; bad = 1 }
+      if (!close_to($18, x[11])) { print $8 ": mean " $18 ", want " x[11]; bad = 1 }
+      if (x[12] == "null") { if ($19 != "") { print $8 ": std " $19 ", want empty"; bad = 1 } }
+      else if (!close_to($19, x[12])) { print $8 ": std " $19 ", want " x[12]; bad = 1 }
     }
     END { n = 0; for (k in e) n++
           if (rows != n) { print "rows " rows ", want " n; bad = 1 }
@@ -146,8 +146,8 @@ check_csv() {
 # check_json WHAT EXPECTED-FILE JSON-LINE-FILE: the integer fields appear
 # exactly as expected; mean and std within 1e-9 relative.
 check_json() {
-  while read -r ch n mn mx mnx mny mxx mxy sum mean std; do
-    frag="\"channel\":\"$ch\",\"count\":$n,\"min\":$mn,\"max\":$mx,\"min_x\":$mnx,\"min_y\":$mny,\"max_x\":$mxx,\"max_y\":$mxy,\"sum\":$sum,\"mean\":"
+  while read -r ch n mn mx mnx mny mxx mxy sum sumsq mean std; do
+    frag="\"channel\":\"$ch\",\"count\":$n,\"min\":$mn,\"max\":$mx,\"min_x\":$mnx,\"min_y\":$mny,\"max_x\":$mxx,\"max_y\":$mxy,\"sum\":$sum,\"sum_sq\":$sumsq,\"mean\":"
     if ! grep -F -e "$frag" "$3" >/dev/null; then
       fail "$1: channel $ch: '$frag' not in $(cat "$3")"
       continue
@@ -241,7 +241,7 @@ if sed -n 2p "$tmp/out" | grep -E '^channel +min +max +mean +std \(N\)$' >/dev/n
 else
   fail "text column header: $(sed -n 2p "$tmp/out")"
 fi
-read -r ch n mn mx mnx mny mxx mxy sum mean std <"$tmp/gray.exp"
+read -r ch n mn mx mnx mny mxx mxy sum sumsq mean std <"$tmp/gray.exp"
 if sed -n 3p "$tmp/out" | awk -v mn="$mn" -v mx="$mx" -v mean="$mean" -v std="$std" '
   { d1 = $4 - mean; d2 = $5 - std; if (d1 < 0) d1 = -d1; if (d2 < 0) d2 = -d2
     exit !($1 == "Y" && $2 == mn && $3 == mx && d1 <= 5e-5 && d2 <= 5e-5 &&
@@ -289,7 +289,7 @@ expect_grep "$tmp/out" '"std":null' "one pixel ddof 1: std null"
 
 run --csv "$tmp/gray.pgm" "$tmp/rgb.ppm" "$tmp/gray16.pgm"
 expect_rc 0 "csv"
-if [ "$(sed -n 1p "$tmp/out")" = "file,width,height,channels,depth,backend,ddof,channel,count,min,max,min_x,min_y,max_x,max_y,sum,mean,std,nan_count,inf_count" ]; then
+if [ "$(sed -n 1p "$tmp/out")" = "file,width,height,channels,depth,backend,ddof,channel,count,min,max,min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count" ]; then
   pass
 else
   fail "csv header: $(sed -n 1p "$tmp/out")"
@@ -505,7 +505,7 @@ import json, os, sys
 
 KEYS = ["file", "width", "height", "channels", "depth", "backend", "ddof", "stats"]
 STAT = ["channel", "count", "min", "max", "min_x", "min_y", "max_x", "max_y",
-        "sum", "mean", "std"]
+        "sum", "sum_sq", "mean", "std"]
 
 def no_constant(name):
     raise ValueError("non-JSON number " + name)
@@ -645,13 +645,29 @@ run --max-memory
 expect_rc 2 "--max-memory without a value"
 # ---- --histogram-png never overwrites an input -------------------------------
 
-"$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/h-1.png" 2>"$tmp/err" || fail "making h-1.png: $(cat "$tmp/err")"
-cp "$tmp/h-1.png" "$tmp/h-1.orig"
-run --histogram-png "$tmp/h.png" "$tmp/rgb.ppm" "$tmp/h-1.png"
-expect_rc 2 "--histogram-png OUT-1.png is the second input"
-expect_grep "$tmp/err" "the output '$tmp/h-1.png' is the input '$tmp/h-1.png'" "--histogram-png: message"
-cmp -s "$tmp/h-1.png" "$tmp/h-1.orig" && pass || fail "--histogram-png overwrote an input"
-[ -e "$tmp/h-2.png" ] && fail "--histogram-png wrote before refusing" || pass
+"$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/h-rgb.png" 2>"$tmp/err" || fail "making h-rgb.png: $(cat "$tmp/err")"
+cp "$tmp/h-rgb.png" "$tmp/h-rgb.orig"
+run --histogram-png "$tmp/h.png" "$tmp/rgb.ppm" "$tmp/h-rgb.png"
+expect_rc 2 "--histogram-png OUT-rgb.png is the second input"
+expect_grep "$tmp/err" "the output '$tmp/h-rgb.png' is the input '$tmp/h-rgb.png'" "--histogram-png: message"
+cmp -s "$tmp/h-rgb.png" "$tmp/h-rgb.orig" && pass || fail "--histogram-png overwrote an input"
+[ -e "$tmp/h-h-rgb.png" ] && fail "--histogram-png wrote before refusing" || pass
+rm -f "$tmp/h-rgb.png" "$tmp/h-rgb.orig"
+# plots are named after their inputs; the dataset's is OUT-dataset.png
+run --histogram-png "$tmp/p.png" --dataset "$tmp/rgb.ppm" "$tmp/gray.pgm"
+expect_rc 0 "--histogram-png with --dataset"
+for f in p-rgb.png p-gray.png p-dataset.png; do
+  if [ "$(head -c 8 "$tmp/$f" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
+    fail "--histogram-png: $f not written"; fi
+done
+[ -e "$tmp/p-1.png" ] && fail "--histogram-png: a plot numbered by position" || pass
+run --histogram-png "$tmp/q.png" --dataset-only "$tmp/rgb.ppm" "$tmp/rgb.ppm"
+expect_rc 0 "--histogram-png with --dataset-only"
+[ -e "$tmp/q.png" ] && pass || fail "--dataset-only: the dataset's plot is OUT itself"
+rm -f "$tmp"/p-*.png "$tmp/q.png"
+run --histogram-png "$tmp/h.jpg" "$tmp/gray.pgm"
+expect_rc 2 "--histogram-png to a name without .png"
+expect_grep "$tmp/err" "is not a name ending in .png" "--histogram-png .jpg: message"
 ln "$tmp/gray.pgm" "$tmp/hard.png"
 run --histogram-png "$tmp/hard.png" "$tmp/gray.pgm"
 expect_rc 2 "--histogram-png is a hard link to the input"
@@ -662,7 +678,7 @@ run --histogram-png "$tmp/h-2.png" "$tmp/gray.pgm"
 expect_rc 0 "--histogram-png to a new file"
 if [ "$(head -c 8 "$tmp/h-2.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
   fail "--histogram-png: no PNG written"; fi
-rm -f "$tmp/h-1.png" "$tmp/h-1.orig" "$tmp/h-2.png" "$tmp/hard.png"
+rm -f "$tmp/h-2.png" "$tmp/hard.png"
 
 # ---- control characters in names never reach the terminal raw -----------------
 

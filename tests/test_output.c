@@ -180,7 +180,8 @@ static void test_json_nulls(void) {
       "{\"file\":\"x,\\\"y\\\".hdr\",\"width\":2,\"height\":1,\"channels\":1,"
       "\"depth\":32,\"backend\":\"cpu\",\"ddof\":1,\"stats\":[{\"channel\":"
       "\"Y\",\"count\":0,\"min\":null,\"max\":null,\"min_x\":null,\"min_y\":"
-      "null,\"max_x\":null,\"max_y\":null,\"sum\":0,\"mean\":null,\"std\":"
+      "null,\"max_x\":null,\"max_y\":null,\"sum\":0,\"sum_sq\":0,\"mean\":"
+      "null,\"std\":"
       "null,\"nan_count\":2,\"inf_count\":0}]}\n");
 }
 
@@ -197,6 +198,8 @@ static void test_json_integers(void) {
     g->sum_is_exact = 1;
     g->exact_sum = UINT64_C(18446744073709551615); /* exact, not rounded */
     g->sum = 1.8446744073709552e19;
+    r.exact_sum_sq[c] = UINT64_C(18446744073709551614); /* exact */
+    r.sum_sq[c] = 1.8446744073709552e19;
     g->mean = 0.5;
     g->has_std = 1;
     g->std = 0.25;
@@ -205,7 +208,8 @@ static void test_json_integers(void) {
   CU_ASSERT_PTR_NOT_NULL(
       strstr(written, "{\"channel\":\"G\",\"count\":6,\"min\":0,\"max\":65535,"
                       "\"min_x\":0,\"min_y\":0,\"max_x\":2,\"max_y\":1,\"sum\":"
-                      "18446744073709551615,\"mean\":0.5,\"std\":0.25}"));
+                      "18446744073709551615,\"sum_sq\":18446744073709551614,"
+                      "\"mean\":0.5,\"std\":0.25}"));
   CU_ASSERT_PTR_NULL(strstr(written, "nan_count"));
   CU_ASSERT_PTR_NOT_NULL(strstr(written, "\"depth\":16,\"backend\":\"gpu\""));
 }
@@ -219,8 +223,8 @@ static void test_csv(void) {
   CU_ASSERT_STRING_EQUAL(
       written,
       "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
-      "min_x,min_y,max_x,max_y,sum,mean,std,nan_count,inf_count\n"
-      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,2,0\n");
+      "min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count\n"
+      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,,2,0\n");
 }
 
 /* A name with control characters in every format the records have. */
@@ -231,9 +235,9 @@ static void test_names_escaped_in_records(void) {
   CU_ASSERT_NSTRING_EQUAL(written, "a\\x1b[2J\\nb,c.hdr  2x1  Y", 24);
   CU_ASSERT_PTR_NULL(strchr(written, '\x1b'));
   record_text(IMGSTAT_OUTPUT_CSV, &r, 0);
-  CU_ASSERT_STRING_EQUAL(written,
-                         "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,,,"
-                         "2,0\n");
+  CU_ASSERT_STRING_EQUAL(
+      written, "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,"
+               ",2,0\n");
   imgstat_partial p;
   memset(&p, 0, sizeof p);
   FILE *f = mem_open();

@@ -1,29 +1,52 @@
 /*
- * --histogram-png (hist_plot.h): one panel per channel, stacked, each with
- * its own axes (float channels have their own [min, max]); x from the
- * channel's lowest to highest bin value with five labelled ticks, bars
- * filled in the channel's colour, counts linear or logarithmic
- * (log(1 + count)) against the panel's largest count. Labels use a 3x5
- * pixel font drawn here.
+ * --histogram-png (hist_plot.h): a title, then one panel per channel,
+ * stacked, each with its own axes (float channels have their own [min,
+ * max]); x from the channel's lowest to highest bin value with five
+ * labelled ticks, bars filled in the channel's colour, counts linear or
+ * logarithmic (log(1 + count)) against the panel's largest count, with
+ * count ticks where those counts really are; markers for the mean, the
+ * median and the percentiles. Labels use a 3x5 pixel font drawn here
+ * (letters as capitals).
  */
 #include "hist_plot.h"
 
 #include "cli_util.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-int ist_hist_plot_path(const ist_hist_cli *cfg, int index, int nfiles,
-                       char *buf, size_t size) {
+int ist_hist_plot_name_ok(const char *name) {
+  size_t n = strlen(name);
+  const char *slash = strrchr(name, '/');
+  const char *base = slash ? slash + 1 : name;
+  return n >= 4 && strlen(base) > 4 && strcasecmp(name + n - 4, ".png") == 0;
+}
+
+int ist_hist_plot_path(const ist_hist_cli *cfg, const char *input, char *buf,
+                       size_t size) {
   const char *path = cfg->png_path;
   int n;
-  if (nfiles > 1) {
-    const char *dot = strrchr(path, '.');
-    const char *slash = strrchr(path, '/');
-    if (!dot || (slash && dot < slash))
-      dot = path + strlen(path);
-    n = snprintf(buf, size, "%.*s-%d%s", (int)(dot - path), path, index, dot);
+  if (input) {
+    const char *slash = strrchr(input, '/');
+    const char *base = slash ? slash + 1 : input;
+    const char *dot = strrchr(base, '.');
+    size_t len = dot && dot > base ? (size_t)(dot - base) : strlen(base);
+    char stem[256];
+    if (len >= sizeof stem)
+      len = sizeof stem - 1;
+    for (size_t i = 0; i < len; i++) {
+      char c = base[i];
+      int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+      stem[i] = ok ? c : '_';
+    }
+    stem[len] = '\0';
+    if (len == 0)
+      strcpy(stem, "_");
+    n = snprintf(buf, size, "%.*s-%s.png", (int)(strlen(path) - 4), path, stem);
   } else {
     n = snprintf(buf, size, "%s", path);
   }
@@ -32,10 +55,11 @@ int ist_hist_plot_path(const ist_hist_cli *cfg, int index, int nfiles,
 
 #define PLOT_W 768
 #define PLOT_H 160
-#define MARGIN_L 56
+#define MARGIN_L 64
+#define TITLE_H 20
 #define MARGIN_R 24
 #define MARGIN_T 22
-#define PANEL_GAP 34
+#define PANEL_GAP 44
 #define FONT_SCALE 2
 
 /* 3x5 glyphs, one row of 3 bits per entry, top row first. */
@@ -51,7 +75,15 @@ static const struct glyph {
     {'B', {6, 5, 6, 5, 6}}, {'G', {7, 4, 5, 5, 7}}, {'R', {6, 5, 6, 5, 5}},
     {'Y', {5, 5, 2, 2, 2}}, {'L', {4, 4, 4, 4, 7}}, {'O', {7, 5, 5, 5, 7}},
     {'I', {7, 2, 2, 2, 7}}, {'N', {6, 5, 5, 5, 5}}, {'n', {0, 6, 5, 5, 5}},
-    {'a', {0, 6, 1, 7, 7}}, {'i', {2, 0, 2, 2, 2}},
+    {'a', {0, 6, 1, 7, 7}}, {'i', {2, 0, 2, 2, 2}}, {'C', {7, 4, 4, 4, 7}},
+    {'D', {6, 5, 5, 5, 6}}, {'E', {7, 4, 6, 4, 7}}, {'F', {7, 4, 6, 4, 4}},
+    {'H', {5, 5, 7, 5, 5}}, {'J', {1, 1, 1, 5, 7}}, {'K', {5, 5, 6, 5, 5}},
+    {'M', {5, 7, 7, 5, 5}}, {'P', {7, 5, 7, 4, 4}}, {'Q', {7, 5, 5, 7, 1}},
+    {'S', {7, 4, 7, 1, 7}}, {'T', {7, 2, 2, 2, 2}}, {'U', {5, 5, 5, 5, 7}},
+    {'V', {5, 5, 5, 5, 2}}, {'W', {5, 5, 7, 7, 5}}, {'X', {5, 5, 2, 5, 5}},
+    {'Z', {7, 1, 2, 4, 7}}, {'_', {0, 0, 0, 0, 7}}, {'/', {1, 1, 2, 4, 4}},
+    {':', {0, 2, 0, 2, 0}}, {'=', {0, 7, 0, 7, 0}}, {'(', {1, 2, 2, 2, 1}},
+    {')', {4, 2, 2, 2, 4}}, {',', {0, 0, 0, 2, 4}}, {'%', {5, 1, 2, 4, 5}},
 };
 
 typedef struct canvas {
@@ -74,6 +106,9 @@ static void text(canvas *cv, int x, int y, const char *s,
     const struct glyph *g = NULL;
     for (size_t k = 0; k < sizeof font / sizeof *font; k++)
       if (font[k].ch == *s)
+        g = &font[k];
+    for (size_t k = 0; !g && k < sizeof font / sizeof *font; k++)
+      if (font[k].ch == toupper((unsigned char)*s)) /* letters: capitals */
         g = &font[k];
     if (!g)
       continue; /* spaces and unknown characters: a blank cell */
@@ -104,17 +139,39 @@ static void channel_colour(int channels, int c, uint8_t col[3]) {
   memcpy(col, src, 3);
 }
 
-imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg, int channels,
-                                   imgstat_sample sample,
-                                   const imgstat_histogram *hist, int index,
-                                   int nfiles, char *path_buf, size_t path_size,
-                                   imgstat_error *err) {
-  if (!ist_hist_plot_path(cfg, index, nfiles, path_buf, path_size))
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "the name is too long");
-  int panels = channels;
+/* The x of value v (in histogram units) in a panel over [lo, hi]. */
+static int value_x(const imgstat_histogram *h, double v) {
+  double span = h->hi - h->lo;
+  double f = span > 0 ? (v - h->lo) / span : 0;
+  f = f < 0 ? 0 : f > 1 ? 1 : f;
+  return MARGIN_L + (int)lrint(f * (PLOT_W - 1));
+}
+
+/* A vertical marker: every dash'th pixel of it drawn (1 solid), its name
+ * above the panel. */
+static void marker(canvas *cv, int x, int top, int bottom, int dash,
+                   const uint8_t col[3], const char *name, int row) {
+  for (int y = top; y < bottom; y++)
+    if (dash == 1 || (y - top) % (2 * dash) < dash)
+      put(cv, x, y, col, 1.0);
+  text(cv, x + 2, top + 2 + row * 12, name, col);
+}
+
+static void count_label(char *buf, size_t size, double c) {
+  if (c < 1e5)
+    snprintf(buf, size, "%.0f", c);
+  else
+    snprintf(buf, size, "%.0e", c);
+}
+
+imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
+                                   const ist_plot_info *info,
+                                   const imgstat_histogram *hist,
+                                   const char *path, imgstat_error *err) {
+  int panels = info->channels;
   canvas cv;
   cv.w = MARGIN_L + PLOT_W + MARGIN_R;
-  cv.h = MARGIN_T + (uint32_t)panels * (PLOT_H + PANEL_GAP) + 4;
+  cv.h = TITLE_H + MARGIN_T + (uint32_t)panels * (PLOT_H + PANEL_GAP) + 4;
   imgstat_image img;
   imgstat_status st =
       imgstat_image_alloc(&img, cv.w, cv.h, 3, IMGSTAT_U8, 0, err);
@@ -124,19 +181,33 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg, int channels,
     cv.rgb[k] = img.planes[k];
     memset(cv.rgb[k], 255, (size_t)cv.w * cv.h);
   }
-  const uint8_t black[3] = {0, 0, 0}, grid[3] = {225, 225, 225};
+  const uint8_t black[3] = {0, 0, 0}, grid[3] = {225, 225, 225},
+                grey[3] = {110, 110, 110};
   uint64_t *counts = malloc(sizeof *counts * PLOT_W);
   if (!counts) {
     imgstat_image_free(&img);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   }
-  text(&cv, MARGIN_L, 4, cfg->png_log ? "LOG" : "LIN", black);
+  /* the title: the name (its end when too long), the kind, the scale */
+  char title[160];
+  const char *name = info->title ? info->title : "";
+  size_t room = (cv.w - 16) / (4 * FONT_SCALE) - strlen(info->kind) - 24;
+  if (strlen(name) > room && room > 3)
+    snprintf(title, sizeof title, "...%s  %s  %s COUNTS",
+             name + strlen(name) - (room - 3), info->kind,
+             cfg->png_log ? "LOG" : "LINEAR");
+  else
+    snprintf(title, sizeof title, "%s  %s  %s COUNTS", name, info->kind,
+             cfg->png_log ? "LOG" : "LINEAR");
+  for (char *t = title; *t; t++) /* the font's letters are capitals */
+    *t = (char)toupper((unsigned char)*t);
+  text(&cv, 8, 6, title, black);
   for (int c = 0; c < panels; c++) {
     const imgstat_histogram *h = &hist[c];
-    int top = MARGIN_T + c * (PLOT_H + PANEL_GAP);
+    int top = TITLE_H + MARGIN_T + c * (PLOT_H + PANEL_GAP);
     int bottom = top + PLOT_H; /* the x axis row */
     uint8_t col[3];
-    channel_colour(channels, c, col);
+    channel_colour(panels, c, col);
     /* display bins, then one column of pixels each (or several) */
     uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
     if (bins > PLOT_W)
@@ -147,16 +218,18 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg, int channels,
     uint64_t peak = 0;
     for (uint32_t j = 0; j < bins; j++)
       peak = counts[j] > peak ? counts[j] : peak;
-    /* grid and ticks at 0, 1/4, 1/2, 3/4, 1 of the range */
+    double denom = cfg->png_log ? log1p((double)peak) : (double)peak;
+    /* grid and ticks at 0, 1/4, 1/2, 3/4, 1 of the range, in the values
+     * shown */
     for (int q = 0; q <= 4; q++) {
       int x = MARGIN_L + q * (PLOT_W - 1) / 4;
       for (int y = top; y < bottom; y++)
         put(&cv, x, y, grid, 1.0);
       for (int y = bottom; y < bottom + 4; y++)
         put(&cv, x, y, black, 1.0);
-      double v = h->lo + (h->hi - h->lo) * q / 4.0;
+      double v = (h->lo + (h->hi - h->lo) * q / 4.0) * info->scale;
       char label[32];
-      if (sample == IMGSTAT_F32)
+      if (info->sample == IMGSTAT_F32 || info->scale != 1.0)
         snprintf(label, sizeof label, "%.3g", v);
       else
         snprintf(label, sizeof label, "%.0f", floor(v + 0.5));
@@ -164,12 +237,35 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg, int channels,
       int lx = q == 0 ? x : (q == 4 ? x - tw : x - tw / 2);
       text(&cv, lx, bottom + 7, label, black);
     }
+    /* y ticks: counts at their true heights (powers of ten on the log
+     * scale; 0, half and the peak on the linear one) */
+    double ticks[12];
+    int nticks = 0;
+    if (cfg->png_log) {
+      for (double t = 1; t <= (double)peak && nticks < 12; t *= 10)
+        ticks[nticks++] = t;
+    } else if (peak > 0) {
+      ticks[nticks++] = (double)peak / 2;
+      ticks[nticks++] = (double)peak;
+    }
+    text(&cv, MARGIN_L - 4 - text_width("0"), bottom - 10, "0", black);
+    for (int t = 0; t < nticks && denom > 0; t++) {
+      double f = (cfg->png_log ? log1p(ticks[t]) : ticks[t]) / denom;
+      int y = bottom - 1 - (int)lrint(f * (PLOT_H - 2));
+      for (int x = MARGIN_L - 5; x < MARGIN_L - 1; x++)
+        put(&cv, x, y, black, 1.0);
+      for (int x = MARGIN_L; x < MARGIN_L + PLOT_W; x += 3)
+        put(&cv, x, y, grid, 1.0);
+      char label[32];
+      count_label(label, sizeof label, ticks[t]);
+      if (y - 4 > top - 2 && y + 6 < bottom - 10)
+        text(&cv, MARGIN_L - 8 - text_width(label), y - 4, label, black);
+    }
     for (int y = top; y < bottom; y += 1)
       put(&cv, MARGIN_L - 1, y, black, 1.0);
     for (int x = MARGIN_L - 1; x < MARGIN_L + PLOT_W; x++)
       put(&cv, x, bottom, black, 1.0);
     /* bars */
-    double denom = cfg->png_log ? log1p((double)peak) : (double)peak;
     for (int px = 0; px < PLOT_W; px++) {
       uint32_t j = (uint32_t)((uint64_t)px * bins / PLOT_W);
       double v = (double)counts[j];
@@ -181,20 +277,32 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg, int channels,
         put(&cv, MARGIN_L + px, bottom - 1 - k, col,
             k + 1 == height ? 1.0 : 0.55);
     }
-    /* the channel's name and the peak count on the y axis */
-    text(&cv, 8, top + 2, imgstat_channel_name(channels, c), col);
-    char peak_label[32];
-    snprintf(peak_label, sizeof peak_label, "%llu", (unsigned long long)peak);
-    if (text_width(peak_label) > MARGIN_L - 8)
-      snprintf(peak_label, sizeof peak_label, "%.1e", (double)peak);
-    text(&cv, MARGIN_L - 4 - text_width(peak_label), top + 16, peak_label,
-         black);
-    text(&cv, MARGIN_L - 4 - text_width("0"), bottom - 10, "0", black);
+    /* markers: mean, median, percentiles */
+    int row = 0;
+    if (info->has_mean[c])
+      marker(&cv, value_x(h, info->mean[c] / info->scale), top, bottom, 1,
+             black, "MEAN", row++);
+    const imgstat_hist_figures *f = info->figures ? &info->figures[c] : NULL;
+    if (f && f->has_values) {
+      marker(&cv, value_x(h, f->median), top, bottom, 4, grey, "MEDIAN", row++);
+      for (int i = 0; i < f->npercentiles && i < 6; i++) {
+        char name[24];
+        snprintf(name, sizeof name, "P%g", f->percentile_p[i]);
+        marker(&cv, value_x(h, f->percentile[i]), top, bottom, 2, grey, name,
+               row++ % 4);
+      }
+    }
+    /* the channel's name; the axes' names */
+    text(&cv, 8, top + 2, imgstat_channel_name(panels, c), col);
+    if (c == panels - 1) {
+      text(&cv, MARGIN_L + PLOT_W / 2 - text_width("VALUE") / 2, bottom + 20,
+           "VALUE", black);
+    }
   }
   free(counts);
   /* the temporary in cli_util's slot, for ist_cli_cleanup_on_signals */
   imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL, ist_cli_temp_slot()};
-  st = imgstat_image_write(path_buf, &img, &wo, err);
+  st = imgstat_image_write(path, &img, &wo, err);
   imgstat_image_free(&img);
   return st;
 }

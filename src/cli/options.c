@@ -129,6 +129,24 @@ static int read_devices(const ist_opt *row, const ist_opt_syntax *syn,
                             v, IMGSTAT_MAX_DEVICES);
 }
 
+/* --outlier-z: one number > 0; --range: LOW,HIGH, finite, LOW <= HIGH. */
+static int read_positive(const ist_opt *row, const ist_opt_syntax *syn,
+                         const char *v, ist_opt_value *out) {
+  if (ist_cli_parse_double(v, 1e-9, 1e9, &out->list[0]) != IMGSTAT_CLI_NUM_OK)
+    return ist_opt_usage(syn, row->bad, v);
+  out->n = 1;
+  return -1;
+}
+
+static int read_range(const ist_opt *row, const ist_opt_syntax *syn,
+                      const char *v, ist_opt_value *out) {
+  if (ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, out->list, 2) != 2 ||
+      !(out->list[0] <= out->list[1]))
+    return ist_opt_usage(syn, row->bad, v);
+  out->n = 2;
+  return -1;
+}
+
 /* --mean / --std: one number per channel (or one for all), finite. */
 static int read_channel_values(const ist_opt *row, const ist_opt_syntax *syn,
                                const char *v, ist_opt_value *out) {
@@ -213,7 +231,7 @@ static int read_wxh(const ist_opt *row, const ist_opt_syntax *syn,
 #define B IST_CMD_BENCH
 
 /* --help sections of the statistics command and of normalize */
-enum { S_INPUT, S_OUTPUT, S_COMPUTE, S_HIST, S_OTHER };
+enum { S_INPUT, S_OUTPUT, S_COMPUTE, S_HIST, S_DATASET, S_OTHER };
 enum { N_MODES, N_OPTIONS };
 
 _Static_assert(IMGSTAT_FLOAT_BINS_MAX == 16777216u,
@@ -347,6 +365,40 @@ static const ist_opt table[] = {
      "                     OUT-1.png, OUT-2.png, ...)\n"},
     {"--histogram-log", NULL, S, IST_OPT_HISTOGRAM_LOG, 0, NULL, 0, 0, NULL,
      NULL, S_HIST, "  --histogram-log    logarithmic counts in the PNG\n"},
+    {"--dataset", NULL, S, IST_OPT_DATASET, 0, NULL, 0, 0, NULL, NULL,
+     S_DATASET,
+     "  --dataset          after the images' records, one record pooled over "
+     "every\n"
+     "                     sample of every image (docs/dataset.md): count, "
+     "min,\n"
+     "                     max (file, x, y), sum, sum_sq, mean, std; the "
+     "images\n"
+     "                     left out and the outliers\n"},
+    {"--dataset-only", NULL, S, IST_OPT_DATASET_ONLY, 0, NULL, 0, 0, NULL, NULL,
+     S_DATASET, "  --dataset-only     only that record\n"},
+    {"--as", NULL, S, IST_OPT_AS, 1, read_word, 0, 0, "keep,gray,rgb,rgba",
+     "--as: '%s' is not keep, gray, rgb or rgba", S_DATASET,
+     "  --as L             pool as L: gray (Rec. 601 luma), rgb (gray "
+     "replicated,\n"
+     "                     alpha dropped), rgba (opaque alpha added) or keep\n"
+     "                     (default: images of another layout or depth than "
+     "the\n"
+     "                     first are left out)\n"},
+    {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "none,unit",
+     "--scale: '%s' is not none or unit", S_DATASET,
+     "  --scale unit       samples in 0..1 (8-bit / 255, 16-bit / 65535, "
+     "float\n"
+     "                     as is): depths pool together; the text output "
+     "adds\n"
+     "                     a Normalize(mean=[...], std=[...]) line\n"},
+    {"--outlier-z", NULL, S, IST_OPT_OUTLIER_Z, 1, read_positive, 0, 0, NULL,
+     "--outlier-z: '%s' is not a number > 0", S_DATASET,
+     "  --outlier-z Z      robust z-score beyond which an image's mean or std "
+     "is\n"
+     "                     an outlier (default 5)\n"},
+    {"--range", NULL, S, IST_OPT_RANGE, 1, read_range, 0, 0, NULL,
+     "--range: '%s' is not LOW,HIGH (two numbers, LOW <= HIGH)", S_DATASET,
+     "  --range LOW,HIGH   float images: the pooled histogram's range\n"},
     {"--progress", NULL, S, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
      S_OTHER,
      "  --progress         a progress line on stderr even when it is no "
@@ -383,8 +435,11 @@ static const ist_opt table[] = {
      N_MODES, NULL},
     {"--stats-from", NULL, N, IST_OPT_STATS_FROM, 1, NULL, 0, 0, NULL, NULL,
      N_MODES,
-     "  --stats-from FILE  the same with mean and std taken from a record of\n"
-     "                     'imgstat --json' (its first line)\n"},
+     "  --stats-from FILE  the same with mean and std taken from 'imgstat "
+     "--json'\n"
+     "                     output: its last dataset record (--dataset), or "
+     "its\n"
+     "                     one image record\n"},
     {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OPTIONS,
      "  -o, --output OUT   output file or folder (required)\n"},
     {"--per-channel", NULL, N, IST_OPT_PER_CHANNEL, 0, NULL, 0, 0, NULL, NULL,

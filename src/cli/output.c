@@ -35,6 +35,14 @@ static void format_sum(char *buf, size_t size, const imgstat_figures *f) {
     ist_output_format_double(buf, size, f->sum);
 }
 
+static void format_sum_sq(char *buf, size_t size, const ist_record *rec,
+                          int c) {
+  if (rec->figures[c].sum_is_exact)
+    snprintf(buf, size, "%" PRIu64, rec->exact_sum_sq[c]);
+  else
+    ist_output_format_double(buf, size, rec->sum_sq[c]);
+}
+
 /* ---- strings ------------------------------------------------------------- */
 
 /* Length of the well-formed UTF-8 sequence at s (at most n bytes), or 0 when
@@ -306,6 +314,9 @@ static void json_record(FILE *out, const ist_record *rec) {
     /* The sum of no values is 0, which is a number, not a missing one. */
     format_sum(buf, sizeof buf, f);
     json_number_or_null(out, "sum", isfinite(f->sum) || f->sum_is_exact, buf);
+    format_sum_sq(buf, sizeof buf, rec, c);
+    json_number_or_null(out, "sum_sq",
+                        isfinite(rec->sum_sq[c]) || f->sum_is_exact, buf);
     ist_output_format_double(buf, sizeof buf, f->mean);
     json_number_or_null(out, "mean", v && isfinite(f->mean), buf);
     ist_output_format_double(buf, sizeof buf, f->std);
@@ -325,7 +336,7 @@ static void json_record(FILE *out, const ist_record *rec) {
 
 static const char csv_header[] =
     "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
-    "min_x,min_y,max_x,max_y,sum,mean,std,nan_count,inf_count\n";
+    "min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count\n";
 
 static void csv_field(FILE *out, int defined, const char *text) {
   putc(',', out);
@@ -357,6 +368,8 @@ static void csv_record(FILE *out, const ist_record *rec) {
     csv_field(out, v, buf);
     format_sum(buf, sizeof buf, f);
     csv_field(out, isfinite(f->sum) || f->sum_is_exact, buf);
+    format_sum_sq(buf, sizeof buf, rec, c);
+    csv_field(out, isfinite(rec->sum_sq[c]) || f->sum_is_exact, buf);
     ist_output_format_double(buf, sizeof buf, f->mean);
     csv_field(out, v && isfinite(f->mean), buf);
     ist_output_format_double(buf, sizeof buf, f->std);
@@ -364,6 +377,11 @@ static void csv_record(FILE *out, const ist_record *rec) {
     fprintf(out, ",%" PRIu64 ",%" PRIu64, f->nan_count, f->inf_count);
     if (with_hist(rec))
       hist_csv(out, rec, c);
+    else if (rec->hist && rec->hist->fields) /* no histogram: empty */
+      for (int k = 0; k < 4 + rec->hist->npercentiles; k++)
+        putc(',', out);
+    if (rec->dataset_columns)
+      fputs(",,,,,", out);
     if (rec->error_column)
       putc(',', out);
     putc('\n', out);
@@ -473,6 +491,8 @@ void ist_output_begin(FILE *out, ist_output_format format,
   fwrite(csv_header, 1, sizeof csv_header - 2, out);
   if (hist && hist->fields)
     hist_csv_header(out, hist);
+  if (hist && hist->dataset_columns)
+    fputs(IST_CSV_DATASET_COLUMNS, out);
   if (error_column)
     fputs(",error", out);
   putc('\n', out);
@@ -495,6 +515,8 @@ void ist_output_error_record(FILE *out, ist_output_format format,
       empty += *p == ',';
     if (hist && hist->fields)
       empty += 4 + hist->npercentiles;
+    if (hist && hist->dataset_columns)
+      empty += 5;
     for (int k = 0; k < empty; k++)
       putc(',', out);
     putc(',', out);
@@ -514,6 +536,360 @@ void ist_output_record(FILE *out, ist_output_format format,
     break;
   case IMGSTAT_OUTPUT_TEXT:
     text_record(out, rec, index);
+    break;
+  }
+}
+
+/* ---- the dataset record (--dataset) ----------------------------------------
+ */
+
+/* A pooled value: an integer for unscaled integer samples, else round-trip
+ * digits. */
+static void ds_value(char *buf, size_t size, const imgstat_dataset_result *r,
+                     double v) {
+  if (!r->scale_unit && !(r->depths & 4) && v >= 0)
+    snprintf(buf, size, "%.0f", v);
+  else
+    ist_output_format_double(buf, size, v);
+}
+
+static void ds_sum(char *buf, size_t size, const imgstat_dataset_channel *c,
+                   int sq) {
+  if (c->sums_exact)
+    snprintf(buf, size, "%s", sq ? c->sum_sq_text : c->sum_text);
+  else
+    ist_output_format_double(buf, size, sq ? c->sum_sq : c->sum);
+}
+
+static int ds_depth(const imgstat_dataset_result *r) {
+  return r->depths == 1 ? 8 : r->depths == 2 ? 16 : r->depths == 4 ? 32 : 0;
+}
+
+static void ds_hist_json(FILE *out, const ist_hist_cli *cfg,
+                         const imgstat_dataset_result *r, int c,
+                         const imgstat_hist_figures *f) {
+  const imgstat_histogram *h = &r->ch[c].hist;
+  double k = r->hist_scale;
+  fputs(",\"median\":", out);
+  hist_json_number(out, f->has_values, f->median * k);
+  fputs(",\"percentiles\":{", out);
+  for (int i = 0; i < cfg->npercentiles; i++) {
+    fprintf(out, "%s\"%g\":", i ? "," : "", cfg->percentiles[i]);
+    hist_json_number(out, f->has_values, f->percentile[i] * k);
+  }
+  fputs("},\"entropy\":", out);
+  hist_json_number(out, f->has_values, f->entropy);
+  uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
+  uint64_t *counts = calloc(bins ? bins : 1, sizeof *counts);
+  fprintf(out, ",\"histogram\":{\"bins\":%u,\"lo\":", counts ? bins : 0);
+  hist_json_number(out, 1, h->lo * k);
+  fputs(",\"hi\":", out);
+  hist_json_number(out, 1, h->hi * k);
+  fputs(",\"counts\":[", out);
+  if (counts) {
+    imgstat_histogram_rebin(h, bins, counts);
+    for (uint32_t j = 0; j < bins; j++)
+      fprintf(out, "%s%llu", j ? "," : "", (unsigned long long)counts[j]);
+    free(counts);
+  }
+  fputs("]}", out);
+}
+
+static void ds_notes_json(FILE *out, const char *key,
+                          const imgstat_dataset_note *n, size_t count) {
+  fprintf(out, ",\"%s\":[", key);
+  for (size_t i = 0; i < count; i++) {
+    fputs(i ? ",{\"file\":" : "{\"file\":", out);
+    ist_output_json_string(out, n[i].file);
+    fputs(",\"reason\":", out);
+    ist_output_json_string(out, n[i].reason);
+    putc('}', out);
+  }
+  putc(']', out);
+}
+
+static void ds_json(FILE *out, const imgstat_dataset_result *r,
+                    const ist_hist_cli *cfg, const imgstat_hist_figures *hf) {
+  char buf[64];
+  fprintf(out,
+          "{\"dataset\":{\"images\":%" PRIu64 ",\"pooled\":%" PRIu64
+          ",\"failed\":%" PRIu64 ",\"layout\":",
+          r->images, r->pooled, r->failed);
+  if (r->channels)
+    ist_output_json_string(out, imgstat_layout_name(r->channels));
+  else
+    fputs("null", out);
+  fprintf(out, ",\"channels\":%d,\"depth\":", r->channels);
+  if (ds_depth(r))
+    fprintf(out, "%d", ds_depth(r));
+  else
+    fputs("null", out);
+  fputs(",\"depths\":[", out);
+  for (int k = 0, first = 1; k < 3; k++)
+    if (r->depths & (1 << k)) {
+      fprintf(out, "%s%d", first ? "" : ",", 8 << k);
+      first = 0;
+    }
+  fprintf(out, "],\"as\":\"%s\",\"scale\":\"%s\",\"ddof\":%d,\"stats\":[",
+          imgstat_dataset_as_name(r->as), r->scale_unit ? "unit" : "none",
+          r->ddof);
+  for (int c = 0; c < r->channels; c++) {
+    const imgstat_dataset_channel *d = &r->ch[c];
+    int v = d->has_values;
+    fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
+    ist_output_json_string(out, imgstat_channel_name(r->channels, c));
+    fprintf(out, ",\"count\":%" PRIu64, d->count);
+    ds_value(buf, sizeof buf, r, d->min);
+    json_number_or_null(out, "min", v, buf);
+    fputs(",\"min_file\":", out);
+    if (v)
+      ist_output_json_string(out, d->min_at.file);
+    else
+      fputs("null", out);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.x);
+    json_number_or_null(out, "min_x", v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.y);
+    json_number_or_null(out, "min_y", v, buf);
+    ds_value(buf, sizeof buf, r, d->max);
+    json_number_or_null(out, "max", v, buf);
+    fputs(",\"max_file\":", out);
+    if (v)
+      ist_output_json_string(out, d->max_at.file);
+    else
+      fputs("null", out);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.x);
+    json_number_or_null(out, "max_x", v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.y);
+    json_number_or_null(out, "max_y", v, buf);
+    ds_sum(buf, sizeof buf, d, 0);
+    json_number_or_null(out, "sum", 1, buf);
+    ds_sum(buf, sizeof buf, d, 1);
+    json_number_or_null(out, "sum_sq", 1, buf);
+    ist_output_format_double(buf, sizeof buf, d->mean);
+    json_number_or_null(out, "mean", v && isfinite(d->mean), buf);
+    ist_output_format_double(buf, sizeof buf, d->std);
+    json_number_or_null(out, "std", d->has_std && isfinite(d->std), buf);
+    if (r->depths & 4)
+      fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
+              d->nan_count, d->inf_count);
+    if (hf && d->has_histogram)
+      ds_hist_json(out, cfg, r, c, &hf[c]);
+    putc('}', out);
+  }
+  putc(']', out);
+  if (hf && r->histogram_note[0]) {
+    fputs(",\"histogram_note\":", out);
+    ist_output_json_string(out, r->histogram_note);
+  }
+  ds_notes_json(out, "excluded", r->excluded, r->nexcluded);
+  fputs(",\"outlier_z\":", out);
+  ist_output_format_double(buf, sizeof buf, r->outlier_z);
+  fputs(buf, out);
+  ds_notes_json(out, "outliers", r->outliers, r->noutliers);
+  fputs("}}\n", out);
+}
+
+static void ds_csv_tail(FILE *out, const ist_hist_cli *cfg, int error_column) {
+  (void)cfg;
+  if (error_column)
+    putc(',', out);
+  putc('\n', out);
+}
+
+static void ds_csv(FILE *out, const imgstat_dataset_result *r,
+                   const ist_hist_cli *cfg, const imgstat_hist_figures *hf,
+                   int error_column) {
+  char buf[64];
+  int nhist = cfg && cfg->fields ? 4 + cfg->npercentiles : 0;
+  for (int c = 0; c < r->channels; c++) {
+    const imgstat_dataset_channel *d = &r->ch[c];
+    int v = d->has_values;
+    fprintf(out, ",,,%d,", r->channels);
+    if (ds_depth(r))
+      fprintf(out, "%d", ds_depth(r));
+    fprintf(out, ",dataset,%d,%s,%" PRIu64, r->ddof,
+            imgstat_channel_name(r->channels, c), d->count);
+    ds_value(buf, sizeof buf, r, d->min);
+    csv_field(out, v, buf);
+    ds_value(buf, sizeof buf, r, d->max);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.x);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.y);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.x);
+    csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.y);
+    csv_field(out, v, buf);
+    ds_sum(buf, sizeof buf, d, 0);
+    csv_field(out, 1, buf);
+    ds_sum(buf, sizeof buf, d, 1);
+    csv_field(out, 1, buf);
+    ist_output_format_double(buf, sizeof buf, d->mean);
+    csv_field(out, v, buf);
+    ist_output_format_double(buf, sizeof buf, d->std);
+    csv_field(out, d->has_std && isfinite(d->std), buf);
+    fprintf(out, ",%" PRIu64 ",%" PRIu64, d->nan_count, d->inf_count);
+    if (nhist && hf && d->has_histogram) {
+      imgstat_hist_figures f = hf[c];
+      f.median *= r->hist_scale;
+      for (int i = 0; i < f.npercentiles; i++)
+        f.percentile[i] *= r->hist_scale;
+      hist_csv_number(out, f.has_values, f.median);
+      for (int i = 0; i < cfg->npercentiles; i++)
+        hist_csv_number(out, f.has_values, f.percentile[i]);
+      hist_csv_number(out, f.has_values, f.entropy);
+      fputs(",,", out); /* no skewness / kurtosis for the pool */
+    } else {
+      for (int k = 0; k < nhist; k++)
+        putc(',', out);
+    }
+    fprintf(out, ",%" PRIu64 ",%" PRIu64 ",", r->images, r->failed);
+    if (v)
+      csv_string(out, d->min_at.file);
+    putc(',', out);
+    if (v)
+      csv_string(out, d->max_at.file);
+    putc(',', out);
+    ds_csv_tail(out, cfg, error_column);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    const imgstat_dataset_note *n = pass ? r->outliers : r->excluded;
+    size_t count = pass ? r->noutliers : r->nexcluded;
+    int empty = 0;
+    for (const char *p = csv_header; *p; p++)
+      empty += *p == ',';
+    for (size_t i = 0; i < count; i++) {
+      csv_string(out, n[i].file);
+      /* width .. backend: empty but backend; the rest empty */
+      fprintf(out, ",,,,,%s", pass ? "outlier" : "excluded");
+      for (int k = 5; k < empty + nhist + 4; k++)
+        putc(',', out);
+      putc(',', out);
+      csv_string(out, n[i].reason);
+      ds_csv_tail(out, cfg, error_column);
+    }
+  }
+}
+
+static void ds_text(FILE *out, const imgstat_dataset_result *r,
+                    const ist_hist_cli *cfg, const imgstat_hist_figures *hf,
+                    unsigned long index) {
+  char mn[48], mx[48], mean[48], sd[48];
+  int as_float = r->scale_unit || (r->depths & 4);
+  if (index > 0)
+    putc('\n', out);
+  fprintf(out,
+          "dataset  %" PRIu64 " images, %" PRIu64 " pooled, %" PRIu64 " failed",
+          r->images, r->pooled, r->failed);
+  if (r->channels) {
+    fprintf(out, "  %s  ", imgstat_layout_name(r->channels));
+    for (int k = 0, first = 1; k < 3; k++)
+      if (r->depths & (1 << k)) {
+        fprintf(out, "%s%d", first ? "" : "+", 8 << k);
+        first = 0;
+      }
+    fputs("-bit", out);
+  }
+  fprintf(out, "  as=%s  scale=%s\n", imgstat_dataset_as_name(r->as),
+          r->scale_unit ? "unit" : "none");
+  if (r->channels) {
+    fprintf(out, "%-8s %14s %12s %12s %12s %12s\n", "channel", "count", "min",
+            "max", "mean", r->ddof ? "std (N-1)" : "std (N)");
+    for (int c = 0; c < r->channels; c++) {
+      const imgstat_dataset_channel *d = &r->ch[c];
+      if (!d->has_values) {
+        fprintf(out, "%-8s %14" PRIu64 " %12s %12s %12s %12s\n",
+                imgstat_channel_name(r->channels, c), d->count, "-", "-", "-",
+                "-");
+        continue;
+      }
+      if (as_float) {
+        snprintf(mn, sizeof mn, "%.6g", d->min);
+        snprintf(mx, sizeof mx, "%.6g", d->max);
+        text_float_moment(mean, sizeof mean, d->mean);
+        text_float_moment(sd, sizeof sd, d->std);
+      } else {
+        snprintf(mn, sizeof mn, "%.0f", d->min);
+        snprintf(mx, sizeof mx, "%.0f", d->max);
+        snprintf(mean, sizeof mean, "%.4f", d->mean);
+        snprintf(sd, sizeof sd, "%.4f", d->std);
+      }
+      if (!d->has_std)
+        strcpy(sd, "-");
+      fprintf(out, "%-8s %14" PRIu64 " %12s %12s %12s %12s\n",
+              imgstat_channel_name(r->channels, c), d->count, mn, mx, mean, sd);
+    }
+    for (int c = 0; c < r->channels; c++) {
+      const imgstat_dataset_channel *d = &r->ch[c];
+      if (!d->has_values)
+        continue;
+      ds_sum(mn, sizeof mn, d, 0);
+      ds_sum(mx, sizeof mx, d, 1);
+      fprintf(out, "%s: sum %s  sum_sq %s\n",
+              imgstat_channel_name(r->channels, c), mn, mx);
+      fprintf(out, "%s: min at ", imgstat_channel_name(r->channels, c));
+      ist_output_escape(out, d->min_at.file, IMGSTAT_ESCAPE_TEXT);
+      fprintf(out, " (%" PRIu32 ", %" PRIu32 "), max at ", d->min_at.x,
+              d->min_at.y);
+      ist_output_escape(out, d->max_at.file, IMGSTAT_ESCAPE_TEXT);
+      fprintf(out, " (%" PRIu32 ", %" PRIu32 ")\n", d->max_at.x, d->max_at.y);
+    }
+  }
+  if (hf && r->channels) {
+    if (r->histogram_note[0])
+      fprintf(out, "pooled histogram: %s\n", r->histogram_note);
+    for (int c = 0; c < r->channels; c++) {
+      if (!r->ch[c].has_histogram || !hf[c].has_values)
+        continue;
+      fprintf(out, "%s: median %.6g", imgstat_channel_name(r->channels, c),
+              hf[c].median * r->hist_scale);
+      for (int i = 0; i < cfg->npercentiles; i++)
+        fprintf(out, "  p%g %.6g", cfg->percentiles[i],
+                hf[c].percentile[i] * r->hist_scale);
+      fprintf(out, "  entropy %.4f\n", hf[c].entropy);
+    }
+  }
+  for (size_t i = 0; i < r->nexcluded; i++) {
+    fputs("left out: ", out);
+    ist_output_escape(out, r->excluded[i].file, IMGSTAT_ESCAPE_TEXT);
+    fprintf(out, ": %s\n", r->excluded[i].reason);
+  }
+  for (size_t i = 0; i < r->noutliers; i++) {
+    fputs("outlier: ", out);
+    ist_output_escape(out, r->outliers[i].file, IMGSTAT_ESCAPE_TEXT);
+    fprintf(out, ": %s\n", r->outliers[i].reason);
+  }
+  if (r->scale_unit && r->channels) {
+    char buf[40];
+    fputs("Normalize(mean=[", out);
+    for (int c = 0; c < r->channels; c++) {
+      ist_output_format_double(buf, sizeof buf, r->ch[c].mean);
+      fprintf(out, "%s%s", c ? ", " : "", buf);
+    }
+    fputs("], std=[", out);
+    for (int c = 0; c < r->channels; c++) {
+      ist_output_format_double(buf, sizeof buf, r->ch[c].std);
+      fprintf(out, "%s%s", c ? ", " : "", buf);
+    }
+    fputs("])\n", out);
+  }
+}
+
+void ist_output_dataset(FILE *out, ist_output_format format,
+                        const imgstat_dataset_result *r,
+                        const ist_hist_cli *hist,
+                        const imgstat_hist_figures *hf, unsigned long index,
+                        int error_column) {
+  switch (format) {
+  case IMGSTAT_OUTPUT_JSON:
+    ds_json(out, r, hist, hf);
+    break;
+  case IMGSTAT_OUTPUT_CSV:
+    ds_csv(out, r, hist, hf, error_column);
+    break;
+  case IMGSTAT_OUTPUT_TEXT:
+    ds_text(out, r, hist, hf, index);
     break;
   }
 }

@@ -8,6 +8,7 @@
 #define IMGSTAT_OUTPUT_H
 
 #include "imgstat.h"
+#include "imgstat_dataset.h"
 #include "imgstat_norm.h"
 
 #include <stdio.h>
@@ -27,6 +28,7 @@ typedef struct ist_hist_cli {
   uint32_t bins;        /* display bins (JSON counts, PNG) */
   const char *png_path; /* --histogram-png, or NULL */
   int png_log;          /* --histogram-log */
+  int dataset_columns;  /* CSV: IST_CSV_DATASET_COLUMNS follow (--dataset) */
 } ist_hist_cli;
 
 /* One image's statistics as the program reports them. */
@@ -39,6 +41,10 @@ typedef struct ist_record {
   const char *backend; /* what computed the figures: "cpu" or "gpu" */
   int ddof;
   imgstat_figures figures[IMGSTAT_MAX_CHANNELS];
+  /* The sums of squares: exact_sum_sq when figures[c].sum_is_exact (u8 /
+   * u16), else sum_sq (f32: m2 + count * mean^2 of the partial). */
+  uint64_t exact_sum_sq[IMGSTAT_MAX_CHANNELS];
+  double sum_sq[IMGSTAT_MAX_CHANNELS];
   /* Histogram figures (--histogram) added to each channel, when hist is
    * not NULL and hist->fields: the options, and one histogram and its
    * figures per channel. */
@@ -47,11 +53,14 @@ typedef struct ist_record {
   const imgstat_hist_figures *hist_figures;
   /* CSV: the run has an error column (--errors-as-records), empty here. */
   int error_column;
+  /* CSV: the run has the dataset columns (--dataset), empty here. */
+  int dataset_columns;
 } ist_record;
 
 /* Writes what comes before the first record: the CSV header line (with the
- * histogram columns when hist asks for them; hist may be NULL; and a last
- * column "error" when error_column); nothing for the other formats. */
+ * histogram columns when hist asks for them; hist may be NULL; then the
+ * dataset columns when hist->dataset_columns; and a last column "error"
+ * when error_column); nothing for the other formats. */
 void ist_output_begin(FILE *out, ist_output_format format,
                       const ist_hist_cli *hist, int error_column);
 
@@ -59,6 +68,23 @@ void ist_output_begin(FILE *out, ist_output_format format,
  * text format separates images with a blank line). */
 void ist_output_record(FILE *out, ist_output_format format,
                        const ist_record *rec, unsigned long index);
+
+/* The CSV columns that --dataset appends (image rows leave them empty). */
+#define IST_CSV_DATASET_COLUMNS ",images,failed,min_file,max_file,note"
+
+/* Writes the dataset record (--dataset): JSON one object {"dataset": ...};
+ * CSV one row per channel (backend "dataset", file empty) then one row per
+ * image left out ("excluded") or flagged ("outlier") with its reason in
+ * the note column; text a table, the extrema's places, the sums, the notes
+ * and, with scale_unit, the Normalize(mean=[...], std=[...]) line. hf: the
+ * pooled histograms' figures per channel (NULL: none). index as for
+ * ist_output_record; error_column: CSV rows end with an empty error column
+ * (--errors-as-records). */
+void ist_output_dataset(FILE *out, ist_output_format format,
+                        const imgstat_dataset_result *r,
+                        const ist_hist_cli *hist,
+                        const imgstat_hist_figures *hf, unsigned long index,
+                        int error_column);
 
 /* Writes the record of an input that failed (--errors-as-records): JSON
  * {"file":FILE,"error":MESSAGE}; CSV one row with the file, every other

@@ -11,6 +11,7 @@
 #include "hist_plot.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
+#include "imgstat_dataset.h"
 #include "imgstat_job.h"
 #include "imgstat_pipeline.h"
 #include "options.h"
@@ -52,6 +53,7 @@ static const char *const help_titles[] = {
     "Output (default: a table per image):",
     "Computation:",
     "Histograms (" IMGSTAT_DOCDIR "/normalize.md):",
+    "Dataset (" IMGSTAT_DOCDIR "/dataset.md):",
     "Other:",
 };
 
@@ -63,7 +65,7 @@ static const ist_opt_help help = {
     "Per-channel statistics of images: count, min, max and the position of\n"
     "the first of each, sum, mean and standard deviation. Reads PNG, JPEG,\n"
     "BMP, TGA, GIF (first frame), PSD, HDR and PNM (P5/P6).\n",
-    help_titles, 5,
+    help_titles, 6,
     "\n"
     "Exit status: 0 every input processed, 1 an input failed (the others are\n"
     "still reported) or output could not be written, 2 usage error, 3 "
@@ -96,6 +98,9 @@ typedef struct stats_options {
   uint64_t max_inflight; /* 0: the runner's default */
   int errors_as_records;
   int progress; /* --progress */
+  int dataset;  /* 1: --dataset, 2: --dataset-only */
+  imgstat_dataset_options ds;
+  int ds_given; /* --as, --scale, --outlier-z or --range given */
 } stats_options;
 
 #define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)
@@ -177,6 +182,26 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_HISTOGRAM_PNG:
     o->hist.png_path = v->text;
     break;
+  case IST_OPT_DATASET:
+    o->dataset = o->dataset ? o->dataset : 1;
+    break;
+  case IST_OPT_DATASET_ONLY:
+    o->dataset = 2;
+    break;
+  case IST_OPT_AS:
+    o->ds.as = (imgstat_dataset_as)v->u;
+    break;
+  case IST_OPT_SCALE:
+    o->ds.scale_unit = (int)v->u;
+    break;
+  case IST_OPT_OUTLIER_Z:
+    o->ds.outlier_z = v->list[0];
+    break;
+  case IST_OPT_RANGE:
+    o->ds.have_range = 1;
+    o->ds.lo = v->list[0];
+    o->ds.hi = v->list[1];
+    break;
   case IST_OPT_HELP:
     ist_opt_print_help(stdout, IST_CMD_STATS, &help);
     return flush_or_complain();
@@ -220,6 +245,13 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
     return "without --files-from";
   case IST_OPT_ERRORS_AS_RECORDS:
     return o->format == IMGSTAT_OUTPUT_TEXT ? "without --json or --csv" : NULL;
+  case IST_OPT_AS:
+  case IST_OPT_SCALE:
+  case IST_OPT_OUTLIER_Z:
+    return o->dataset ? NULL : "without --dataset";
+  case IST_OPT_RANGE:
+    return o->dataset && o->hist.fields ? NULL
+                                        : "without --dataset and --histogram";
   case IST_OPT_BINS:
     if (!histograms_wanted(&o->hist))
       return "without --histogram";
@@ -255,12 +287,11 @@ static int several_inputs(const stats_options *o) {
          stat(o->sources[0].text, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-/* The number of inputs that names the histogram PNGs (ist_hist_plot_path):
- * 1 for a run of one input (OUT itself), else more (OUT-1.png, ...). */
-static int png_count(const stats_options *o) {
-  if (!several_inputs(o))
-    return 1;
-  return o->nfiles > 2 ? o->nfiles : 2;
+/* Whether the run draws one plot, named OUT itself (one input and no
+ * dataset, or the dataset only); else each is named after its input
+ * (ist_hist_plot_path). */
+static int one_plot(const stats_options *o) {
+  return o->dataset == 2 || (!o->dataset && !several_inputs(o));
 }
 
 /* After parsing: the histogram options fit together, and no PNG would
@@ -272,6 +303,9 @@ static int check_histogram_options(const stats_options *o) {
     return usage("--histogram-log needs --histogram-png");
   if (!h->png_path)
     return -1;
+  if (!ist_hist_plot_name_ok(h->png_path))
+    return usage("--histogram-png: '%s' is not a name ending in .png",
+                 h->png_path);
   ist_cli_set *inputs = ist_cli_inputs_index(o->files, o->nfiles);
   if (!inputs) {
     fputs("imgstat: out of memory\n", stderr);
@@ -279,9 +313,11 @@ static int check_histogram_options(const stats_options *o) {
   }
   int status = -1;
   char path[IMGSTAT_HIST_PNG_PATH_MAX];
-  int n = png_count(o);
-  for (int k = 1; k <= n && status < 0; k++) {
-    if (!ist_hist_plot_path(h, k, n, path, sizeof path))
+  /* the names of the plots of the named inputs, and the dataset's */
+  int one = one_plot(o);
+  for (int k = 0; k <= (one ? 0 : o->nfiles) && status < 0; k++) {
+    const char *input = one ? NULL : k < o->nfiles ? o->files[k] : "dataset";
+    if (!ist_hist_plot_path(h, input, path, sizeof path))
       status = usage("--histogram-png: the name is too long");
     else
       status =
@@ -323,7 +359,9 @@ typedef struct run_state {
   imgstat_inputs *inputs;
   imgstat_stats_request req;
   int needs_gpu; /* --backend gpu or --verify: decided before decoding */
-  int png_count;
+  int one_plot;  /* the run's one plot is OUT itself */
+  char **plots;  /* the names of the plots written so far */
+  size_t nplots, cap_plots;
   unsigned long records;
   uint64_t delivered;
   uint64_t failed; /* inputs that failed */
@@ -335,14 +373,89 @@ typedef struct run_state {
   double start, last_draw;
   uint64_t bytes_in;
   int line_shown;
-  int stdout_tty; /* records would land on the progress line */
+  int stdout_tty;      /* records would land on the progress line */
+  imgstat_dataset *ds; /* --dataset: the accumulator */
+  int ds_failed;       /* adding to it failed (reported once) */
 } run_state;
 
 /* What a worker hands back for one input. */
 typedef struct item_result {
   imgstat_job_result res;
   int cancelled; /* the run was cancelled before the input was decoded */
+  /* --dataset: what the pool takes beside the job's result (--as gray of a
+   * colour image: the luma's partial and histogram; float images with
+   * --histogram --range: histograms over the common range). */
+  int ds_gray;
+  imgstat_partial ds_partial[IMGSTAT_MAX_CHANNELS];
+  int ds_hists;
+  imgstat_histogram ds_hist[IMGSTAT_MAX_CHANNELS];
 } item_result;
+
+/* The pool's extra work on a decoded image (in the worker). */
+static void dataset_work(run_state *st, const imgstat_image *img,
+                         item_result *r) {
+  const imgstat_dataset_options *o = &st->opt->ds;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
+  int hist = o->histograms && (img->sample != IMGSTAT_F32 || o->have_range);
+  if (imgstat_dataset_needs_gray(o, img->channels)) {
+    imgstat_image gray;
+    if (imgstat_dataset_gray(img, &gray, &err) != IMGSTAT_OK)
+      return;
+    if (imgstat_cpu_stats(&gray, 1, r->ds_partial, &err) == IMGSTAT_OK) {
+      r->ds_gray = 1;
+      if (hist && imgstat_histogram_compute(&gray, 0, &ho, &r->ds_hist[0],
+                                            &err) == IMGSTAT_OK)
+        r->ds_hists = 1;
+    }
+    imgstat_image_free(&gray);
+  } else if (hist && img->sample == IMGSTAT_F32) {
+    int ok = 1;
+    for (int c = 0; c < img->channels && ok; c++)
+      ok = imgstat_histogram_compute(img, c, &ho, &r->ds_hist[c], &err) ==
+           IMGSTAT_OK;
+    r->ds_hists = ok;
+  }
+}
+
+static void dataset_free(item_result *r) {
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+    imgstat_histogram_free(&r->ds_hist[c]);
+}
+
+/* Adds a delivered input to the pool, in input order. */
+static void dataset_add(run_state *st, const char *path, uint64_t index,
+                        const item_result *r) {
+  const imgstat_job_result *res = &r->res;
+  if (res->status != IMGSTAT_OK) {
+    imgstat_dataset_add_failed(st->ds, index);
+    return;
+  }
+  const imgstat_dataset_options *o = &st->opt->ds;
+  int gray = imgstat_dataset_needs_gray(o, res->channels);
+  imgstat_dataset_image im;
+  memset(&im, 0, sizeof im);
+  im.name = path;
+  im.width = res->width;
+  im.height = res->height;
+  im.channels = res->channels;
+  im.sample = res->sample;
+  im.partial = gray ? r->ds_partial : res->partial;
+  if (r->ds_hists)
+    im.hist = r->ds_hist;
+  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
+    im.hist = res->hist;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if ((gray && !r->ds_gray) ||
+      imgstat_dataset_add(st->ds, index, &im, &err) != IMGSTAT_OK) {
+    ist_cli_path_error(path, "--dataset: %s",
+                       err.message[0] ? err.message : "out of memory");
+    imgstat_dataset_add_failed(st->ds, index);
+    st->any_failed = 1;
+  }
+}
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -414,9 +527,59 @@ static void input_failed(run_state *st, const char *path,
   st->any_failed = 1;
 }
 
+/* Draws a plot named after input (NULL: OUT itself) unless a plot of this
+ * run has that name already (then "-2", "-3", ... before .png). Returns 1
+ * after printing an error. */
+static int write_plot(run_state *st, const char *input,
+                      const ist_plot_info *info,
+                      const imgstat_histogram *hist) {
+  const ist_hist_cli *h = &st->opt->hist;
+  char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status s = IMGSTAT_OK;
+  if (!ist_hist_plot_path(h, st->one_plot ? NULL : input, png, sizeof png))
+    s = imgstat_error_set(&err, IMGSTAT_ERR_ARG, "the name is too long");
+  size_t len = strlen(png);
+  for (int k = 2; s == IMGSTAT_OK; k++) {
+    size_t i = 0;
+    while (i < st->nplots && strcmp(st->plots[i], png) != 0)
+      i++;
+    if (i == st->nplots)
+      break;
+    if (len + 16 >= sizeof png)
+      s = imgstat_error_set(&err, IMGSTAT_ERR_ARG, "the name is too long");
+    else
+      snprintf(png + len - 4, sizeof png - len + 4, "-%d.png", k);
+  }
+  if (s == IMGSTAT_OK && st->nplots == st->cap_plots) {
+    size_t cap = st->cap_plots ? 2 * st->cap_plots : 16;
+    char **p = realloc(st->plots, cap * sizeof *p);
+    if (p) {
+      st->plots = p;
+      st->cap_plots = cap;
+    }
+  }
+  char *copy = st->nplots < st->cap_plots ? strdup(png) : NULL;
+  if (s == IMGSTAT_OK && !copy)
+    s = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+  if (copy)
+    st->plots[st->nplots++] = copy;
+  if (s == IMGSTAT_OK)
+    s = ist_hist_plot_write(h, info, hist, png, &err);
+  if (s == IMGSTAT_OK)
+    return 0;
+  fflush(stdout);
+  ist_cli_path_error(png[0]  ? png
+                     : input ? input
+                             : "dataset",
+                     "%s", err.message[0] ? err.message : "unknown error");
+  return 1;
+}
+
 /* Prints one input's result; returns 1 when the input failed. */
 static int print_result(run_state *st, const char *path,
-                        const imgstat_job_result *res, uint64_t index) {
+                        const imgstat_job_result *res) {
   const stats_options *o = st->opt;
   int failed = 0;
   ist_cli_job_warnings(res, path, o->quiet);
@@ -434,25 +597,45 @@ static int print_result(run_state *st, const char *path,
   rec.backend = imgstat_backend_name(res->backend);
   rec.ddof = o->ddof;
   rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
-  for (int c = 0; c < res->channels; c++)
-    imgstat_figures_compute(&res->partial[c], res->sample, res->width, o->ddof,
+  rec.dataset_columns = o->hist.dataset_columns;
+  for (int c = 0; c < res->channels; c++) {
+    const imgstat_partial *p = &res->partial[c];
+    imgstat_figures_compute(p, res->sample, res->width, o->ddof,
                             &rec.figures[c]);
+    /* exact for u8 / u16; f32: from the partial's m2 and mean */
+    rec.exact_sum_sq[c] = p->sumsq;
+    rec.sum_sq[c] = res->sample == IMGSTAT_F32
+                        ? (double)((long double)p->m2 +
+                                   (long double)p->count * p->mean * p->mean)
+                        : (double)p->sumsq;
+  }
   if (res->has_histograms) {
     rec.hist = &o->hist;
     rec.histograms = res->hist;
     rec.hist_figures = res->hist_figures;
   }
+  if (o->dataset == 2)
+    return 0;
   ist_output_record(stdout, o->format, &rec, st->records++);
   if (res->has_histograms && o->hist.png_path) {
-    char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
-    imgstat_error err;
-    memset(&err, 0, sizeof err);
-    if (ist_hist_plot_write(&o->hist, res->channels, res->sample, res->hist,
-                            (int)index + 1, st->png_count, png, sizeof png,
-                            &err) != IMGSTAT_OK) {
-      fflush(stdout);
-      ist_cli_path_error(png[0] ? png : path, "%s",
-                         err.message[0] ? err.message : "unknown error");
+    ist_plot_info info;
+    memset(&info, 0, sizeof info);
+    char kind[48];
+    snprintf(kind, sizeof kind, "%s %d-bit%s",
+             imgstat_layout_name(res->channels),
+             imgstat_sample_depth(res->sample),
+             res->sample == IMGSTAT_F32 ? " float" : "");
+    info.title = path;
+    info.kind = kind;
+    info.channels = res->channels;
+    info.sample = res->sample;
+    info.scale = 1.0;
+    for (int c = 0; c < res->channels; c++) {
+      info.has_mean[c] = rec.figures[c].has_values;
+      info.mean[c] = rec.figures[c].mean;
+    }
+    info.figures = res->hist_figures;
+    if (write_plot(st, path, &info, res->hist)) {
       st->any_failed = 1;
       failed = 1;
     }
@@ -549,8 +732,10 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   imgstat_decoder_close(d);
   if (s != IMGSTAT_OK)
     result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
-  else
-    imgstat_engine_stats(st->engine, in->path, &img, &st->req, res);
+  else if (imgstat_engine_stats(st->engine, in->path, &img, &st->req, res) ==
+               IMGSTAT_OK &&
+           st->ds)
+    dataset_work(st, &img, r);
   imgstat_image_free(&img);
   imgstat_task_release(task, bytes);
 }
@@ -567,15 +752,79 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
     st->delivered++;
     if (in->size_known)
       st->bytes_in += in->size;
-    if (print_result(st, in->path, &r->res, index))
+    if (print_result(st, in->path, &r->res))
       st->failed++;
+    if (st->ds)
+      dataset_add(st, in->path, index, r);
     flush_stdout(st);
     if (st->progress)
       draw_progress(st, 0);
   }
   imgstat_job_result_free(&r->res);
+  dataset_free(r);
   imgstat_input_free(in);
   return st->write_failed;
+}
+
+/* The dataset record after the images' (--dataset), and its PNG. */
+static void print_dataset(run_state *st) {
+  const stats_options *o = st->opt;
+  imgstat_dataset_result r;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (imgstat_dataset_finish(st->ds, o->ddof, &r, &err) != IMGSTAT_OK) {
+    ist_cli_error("--dataset: %s", err.message);
+    st->any_failed = 1;
+    return;
+  }
+  imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
+  memset(hf, 0, sizeof hf);
+  for (int c = 0; c < r.channels; c++) {
+    if (!r.ch[c].has_histogram)
+      continue;
+    imgstat_moments m;
+    imgstat_moments_from_histogram(&r.ch[c].hist, &m);
+    imgstat_hist_figures_compute(&r.ch[c].hist, &m, o->hist.percentiles,
+                                 o->hist.npercentiles, &hf[c]);
+  }
+  ist_output_dataset(stdout, o->format, &r, &o->hist,
+                     o->hist.fields ? hf : NULL, st->records++,
+                     o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV);
+  flush_stdout(st);
+  int plotted = 1;
+  for (int c = 0; c < r.channels; c++)
+    plotted = plotted && r.ch[c].has_histogram;
+  if (o->hist.png_path && r.channels && plotted) {
+    ist_plot_info info;
+    memset(&info, 0, sizeof info);
+    char title[64], kind[64];
+    snprintf(title, sizeof title, "dataset (%" PRIu64 " images)", r.pooled);
+    snprintf(kind, sizeof kind, "%s %s-bit%s", imgstat_layout_name(r.channels),
+             r.depths == 3   ? "8+16"
+             : r.depths == 2 ? "16"
+             : r.depths == 4 ? "32"
+                             : "8",
+             r.scale_unit ? " unit" : "");
+    info.title = title;
+    info.kind = kind;
+    info.channels = r.channels;
+    info.sample = r.ch[0].hist.sample;
+    info.scale = r.hist_scale;
+    imgstat_histogram hists[IMGSTAT_MAX_CHANNELS];
+    for (int c = 0; c < r.channels; c++) {
+      info.has_mean[c] = r.ch[c].has_values;
+      info.mean[c] = r.ch[c].mean;
+      hists[c] = r.ch[c].hist;
+    }
+    info.figures = hf;
+    if (write_plot(st, "dataset", &info, hists))
+      st->any_failed = 1;
+  } else if (o->hist.png_path && r.channels) {
+    ist_cli_error("--histogram-png: no pooled histogram for the dataset: %s",
+                  r.histogram_note[0] ? r.histogram_note : "none made");
+    st->any_failed = 1;
+  }
+  imgstat_dataset_result_free(&r);
 }
 
 /* The inputs of the command line, in the order given. Returns -1, or the
@@ -634,7 +883,7 @@ int ist_stats_main(int argc, char **argv) {
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
   opt.engine.workers = workers > 0 ? workers : imgstat_cpu_cores();
   opt.engine.cost = ist_cli_cost_model();
-  st.png_count = png_count(&opt);
+  st.one_plot = one_plot(&opt);
   st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU || opt.engine.verify;
   st.progress = !opt.quiet && (opt.progress || isatty(STDERR_FILENO));
   st.stdout_tty = isatty(STDOUT_FILENO);
@@ -653,6 +902,15 @@ int ist_stats_main(int argc, char **argv) {
   st.req.npercentiles = opt.hist.npercentiles;
   memcpy(st.req.percentiles, opt.hist.percentiles, sizeof st.req.percentiles);
 
+  if (opt.dataset) {
+    opt.ds.histograms = opt.hist.fields || opt.hist.png_path;
+    opt.hist.dataset_columns = opt.format == IMGSTAT_OUTPUT_CSV;
+    if (imgstat_dataset_create(&opt.ds, &st.ds, &err) != IMGSTAT_OK) {
+      ist_cli_error("%s", err.message);
+      status = EXIT_INPUT_FAILED;
+      goto cleanup;
+    }
+  }
   ist_output_begin(stdout, opt.format, &opt.hist,
                    opt.errors_as_records && opt.format == IMGSTAT_OUTPUT_CSV);
   imgstat_batch_config cfg;
@@ -673,6 +931,8 @@ int ist_stats_main(int argc, char **argv) {
   }
   if (st.progress)
     draw_progress(&st, 1);
+  if (st.ds && s == IMGSTAT_OK && !st.write_failed)
+    print_dataset(&st);
   if (st.delivered > 1 && st.failed > 0)
     ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed", st.failed,
                   st.delivered);
@@ -687,6 +947,10 @@ int ist_stats_main(int argc, char **argv) {
     status = EXIT_OK;
 
 cleanup:
+  for (size_t k = 0; k < st.nplots; k++)
+    free(st.plots[k]);
+  free(st.plots);
+  imgstat_dataset_destroy(st.ds);
   imgstat_engine_destroy(st.engine);
   imgstat_inputs_destroy(st.inputs);
   free(opt.files);

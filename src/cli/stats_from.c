@@ -217,29 +217,119 @@ bad:
   return -1;
 }
 
+/* Reads the whole file (at most STATS_FROM_MAX bytes) into a new string. */
+#define STATS_FROM_MAX ((size_t)1 << 30)
+
+static char *read_all(FILE *f, size_t *len) {
+  size_t cap = 1 << 16, n = 0;
+  char *text = malloc(cap);
+  while (text) {
+    n += fread(text + n, 1, cap - 1 - n, f);
+    if (n < cap - 1 || cap >= STATS_FROM_MAX)
+      break;
+    char *t = realloc(text, cap * 2);
+    if (!t) {
+      free(text);
+      return NULL;
+    }
+    text = t;
+    cap *= 2;
+  }
+  if (text)
+    text[n] = '\0';
+  *len = n;
+  return text;
+}
+
+/* Whether the line is a JSON object whose first key is "name"; *at is set
+ * to the value after the colon. */
+static int first_key_is(const char *line, const char *name, const char **at) {
+  json_in j = {line, 0};
+  char key[32];
+  json_ws(&j);
+  if (*j.p++ != '{')
+    return 0;
+  json_ws(&j);
+  if (!json_string(&j, key, sizeof key) || strcmp(key, name) != 0)
+    return 0;
+  json_ws(&j);
+  if (*j.p++ != ':')
+    return 0;
+  json_ws(&j);
+  *at = j.p;
+  return 1;
+}
+
+/* The unit of a dataset record of --scale unit: 255 or 65535 for one
+ * integer depth, 1 for float; 0 when the depths are mixed (no one unit). */
+static double unit_scale(const char *rec) {
+  if (!strstr(rec, "\"scale\":\"unit\""))
+    return 1.0;
+  if (strstr(rec, "\"depths\":[8]"))
+    return 255.0;
+  if (strstr(rec, "\"depths\":[16]"))
+    return 65535.0;
+  if (strstr(rec, "\"depths\":[32]"))
+    return 1.0;
+  return 0.0;
+}
+
 int ist_stats_from_read(const char *path, imgstat_norm_options *o) {
   FILE *f = fopen(path, "rb");
   if (!f) {
     ist_cli_path_error(path, "%s", strerror(errno));
     return IMGSTAT_EXIT_USAGE;
   }
-  char *text = malloc(1 << 20);
-  size_t n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  size_t len;
+  char *text = read_all(f, &len);
   fclose(f);
   if (!text) {
     fputs("imgstat: out of memory\n", stderr);
     return 1;
   }
-  text[n] = '\0';
-  char *nl = strchr(text, '\n'); /* JSON Lines: the first record */
-  if (nl)
-    *nl = '\0';
-  char why[128];
-  int k = json_read_stats(text, o->mean, o->std, why, sizeof why);
+  /* JSON Lines: the last dataset record, else the only image record. */
+  const char *dataset = NULL, *image = NULL;
+  size_t images = 0;
+  for (char *line = text; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl)
+      *nl = '\0';
+    const char *at;
+    if (first_key_is(line, "dataset", &at))
+      dataset = at;
+    else if (first_key_is(line, "file", &at) && strstr(line, "\"stats\":")) {
+      image = line;
+      images++;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  char why[160];
+  int k = -1;
+  double scale = 1.0;
+  if (dataset) {
+    scale = unit_scale(dataset);
+    if (scale == 0)
+      snprintf(why, sizeof why,
+               "a dataset record of --scale unit over mixed depths: its mean "
+               "and std are in 0..1, not in any one input's units");
+    else
+      k = json_read_stats(dataset, o->mean, o->std, why, sizeof why);
+  } else if (images > 1) {
+    snprintf(why, sizeof why,
+             "%zu image records and no dataset record: give a file of one "
+             "record, or the output of 'imgstat --dataset --json'",
+             images);
+  } else {
+    k = json_read_stats(image ? image : text, o->mean, o->std, why, sizeof why);
+  }
   free(text);
   if (k < 0) {
     ist_cli_path_error(path, "%s", why);
     return IMGSTAT_EXIT_USAGE;
+  }
+  for (int c = 0; c < k; c++) {
+    o->mean[c] *= scale;
+    o->std[c] *= scale;
   }
   o->nstats = k;
   return 0;

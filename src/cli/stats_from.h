@@ -8,8 +8,12 @@
 
 #include "imgstat_norm.h"
 
-/* Reads the first line of the file at path, a record of `imgstat --json`,
- * into o->mean, o->std and o->nstats (one per channel, in order). Returns
+/* Reads the file at path, records of `imgstat --json` (JSON Lines): the
+ * last dataset record (`--dataset`; with --scale unit its 0..1 figures are
+ * taken back to the units of its one depth, refused for mixed depths), else
+ * its one image record (several without a dataset record are an error that
+ * says so), into o->mean, o->std and o->nstats (one per channel, in
+ * order). Returns
  * 0, or the exit status of the error it printed ("imgstat: PATH: reason";
  * 2 for a file that cannot be read or is not such a record, 1 when out of
  * memory). */

@@ -1,0 +1,220 @@
+/*
+ * imgstat: statistics of a dataset (a folder of images) as one record.
+ *
+ * A dataset accumulator gathers, image by image, what the per-image run
+ * already computed (the channels' partials, and optionally their
+ * histograms) and gives at the end the figures pooled over every sample of
+ * every image, the images left out and why, and the outliers. It adds no
+ * pass over the pixels but one: --as gray of a colour image converts its
+ * pixels (imgstat_dataset_gray), since a luma's sum of squares does not
+ * follow from the colour channels' partials.
+ *
+ * Order and grouping never change a bit of the result: images are added
+ * with their ordinal (their place in the sorted input list), every sum is
+ * exact (imgstat_pool.h), "the first image" means the smallest ordinal,
+ * and the per-image summaries are sorted by ordinal before the outlier
+ * rule runs. So workers, devices or MPI ranks may each accumulate a share
+ * of the images and merge their accumulators (imgstat_dataset_merge, or
+ * through imgstat_dataset_serialize / _deserialize between processes), in
+ * any grouping: imgstat_dataset_finish gives the same result as one
+ * accumulator that saw every image.
+ *
+ * Pooling rules (docs/dataset.md):
+ *  - Layout: with --as keep (IMGSTAT_AS_KEEP) the layout and the depth of
+ *    the first image define the pool; images of another layout or depth
+ *    are left out and listed with the reason. --as rgb / rgba / gray
+ *    convert: gray -> RGB replicates Y (its partial, three times), RGBA ->
+ *    RGB drops alpha, Y / RGB -> RGBA add an opaque alpha (255, 65535 or
+ *    1.0), RGB(A) -> gray is Rec. 601 luma: integer images
+ *    floor((299 R + 587 G + 114 B + 500) / 1000) (as PIL's convert("L")),
+ *    float images 0.299 R + 0.587 G + 0.114 B in double rounded to float;
+ *    a gray alpha (YA) is dropped for rgb and gray.
+ *  - Scale unit: every sample divided by 255 (8-bit), 65535 (16-bit) or
+ *    kept (float), so that depths pool together. The sums stay exact per
+ *    depth (one imgstat_pool each); the depths are combined once, at the
+ *    end, in long double, and rounded to double.
+ * The library never prints, exits or aborts.
+ */
+#ifndef IMGSTAT_DATASET_H
+#define IMGSTAT_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "imgstat.h"
+#include "imgstat_norm.h"
+#include "imgstat_pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --as: the layout images are converted to before pooling. */
+typedef enum imgstat_dataset_as {
+  IMGSTAT_AS_KEEP = 0, /* no conversion: the first image's layout pools */
+  IMGSTAT_AS_GRAY,
+  IMGSTAT_AS_RGB,
+  IMGSTAT_AS_RGBA
+} imgstat_dataset_as;
+
+/* "keep", "gray", "rgb", "rgba"; and back (returns 0 for another word). */
+const char *imgstat_dataset_as_name(imgstat_dataset_as as);
+int imgstat_dataset_as_from_name(const char *name, imgstat_dataset_as *out);
+
+/* The default robust z-score threshold of the outlier rule. */
+#define IMGSTAT_DATASET_OUTLIER_Z 5.0
+/* Pooled images needed before the z-score rule applies. */
+#define IMGSTAT_DATASET_OUTLIER_MIN_IMAGES 5
+
+typedef struct imgstat_dataset_options {
+  imgstat_dataset_as as;
+  int scale_unit;   /* --scale unit */
+  double outlier_z; /* robust z threshold; 0: IMGSTAT_DATASET_OUTLIER_Z */
+  /* Pooled histograms (--histogram): the images' histograms are added.
+   * Float images need the common range: have_range with [lo, hi] and
+   * float_bins (0: IMGSTAT_FLOAT_BINS_DEFAULT); without it float images
+   * get no pooled histogram (the result says so). */
+  int histograms;
+  int have_range;
+  double lo, hi;
+  uint32_t float_bins;
+} imgstat_dataset_options;
+
+typedef struct imgstat_dataset imgstat_dataset;
+
+/* A new, empty accumulator with a copy of opts (NULL: defaults). */
+imgstat_status imgstat_dataset_create(const imgstat_dataset_options *opts,
+                                      imgstat_dataset **out,
+                                      imgstat_error *err);
+void imgstat_dataset_destroy(imgstat_dataset *d);
+
+/* The layout images of `channels` channels are pooled as under opts->as
+ * (1 Y, 3 RGB, 4 RGBA; a YA image under keep stays 2). */
+int imgstat_dataset_pooled_channels(const imgstat_dataset_options *opts,
+                                    int channels);
+
+/* Whether an image of that many channels needs imgstat_dataset_gray (its
+ * pixels) before it can be added: --as gray of an RGB or RGBA image. */
+int imgstat_dataset_needs_gray(const imgstat_dataset_options *opts,
+                               int channels);
+
+/* The Rec. 601 luma of an RGB or RGBA image (rules above) as a new dense
+ * one-channel image of the same sample type; free it with
+ * imgstat_image_free. */
+imgstat_status imgstat_dataset_gray(const imgstat_image *img,
+                                    imgstat_image *gray, imgstat_error *err);
+
+/* What one image brings. */
+typedef struct imgstat_dataset_image {
+  const char *name; /* copied */
+  uint32_t width, height;
+  int channels; /* the image's own layout */
+  imgstat_sample sample;
+  /* The partials of the image's channels (0..channels-1), raster indices;
+   * for an image that needs the gray conversion: the partial of the gray
+   * plane (one). */
+  const imgstat_partial *partial;
+  /* Optional (NULL): histograms of the same channels (float: over the
+   * options' common range and bins). */
+  const imgstat_histogram *hist;
+} imgstat_dataset_image;
+
+/* Adds one image at its ordinal (each ordinal once). IMGSTAT_ERR_ARG for
+ * a bad image description; IMGSTAT_ERR_LIMIT when a count would
+ * overflow; IMGSTAT_ERR_NOMEM. On failure d is unchanged. */
+imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
+                                   const imgstat_dataset_image *im,
+                                   imgstat_error *err);
+
+/* Counts an input that failed (it is in no pool). */
+void imgstat_dataset_add_failed(imgstat_dataset *d, uint64_t ordinal);
+
+/* Merges b into a (same options, else IMGSTAT_ERR_ARG); b is unchanged. */
+imgstat_status imgstat_dataset_merge(imgstat_dataset *a,
+                                     const imgstat_dataset *b,
+                                     imgstat_error *err);
+
+/* The serialized form (little-endian, versioned, checksummed): *buf is a
+ * new malloc'd buffer of *size bytes (free it). */
+imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
+                                         size_t *size, imgstat_error *err);
+/* A new accumulator from a serialized form; IMGSTAT_ERR_FORMAT when it is
+ * not one. */
+imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
+                                           imgstat_dataset **out,
+                                           imgstat_error *err);
+
+/* ---- the result ------------------------------------------------------------
+ */
+
+/* Where an extremum was first seen. */
+typedef struct imgstat_dataset_where {
+  const char *file; /* the image's name (owned by the result) */
+  uint32_t x, y;
+} imgstat_dataset_where;
+
+typedef struct imgstat_dataset_channel {
+  uint64_t count; /* samples (finite ones for float) */
+  uint64_t nan_count, inf_count;
+  int has_values;
+  double min, max; /* scaled with scale_unit */
+  imgstat_dataset_where min_at, max_at;
+  /* Sums: exact (decimal text of a 128-bit integer) for integer samples
+   * without scale_unit; else the double nearest to the long double
+   * combination (float: sum_sq = count * (var + mean^2)). */
+  int sums_exact;
+  char sum_text[IMGSTAT_U128_TEXT];
+  char sum_sq_text[IMGSTAT_U128_TEXT];
+  double sum, sum_sq;
+  double mean;
+  int has_std;
+  double std;
+  /* Pooled histogram (options' histograms): its figures; percentile values
+   * in the pool's units (scaled with scale_unit). */
+  int has_histogram;
+  imgstat_histogram hist; /* owned; 16-bit bins for mixed 8/16 units */
+  imgstat_hist_figures hist_figures;
+} imgstat_dataset_channel;
+
+/* An image left out of the pool, or flagged as an outlier. */
+typedef struct imgstat_dataset_note {
+  const char *file;
+  uint64_t ordinal;
+  char reason[160]; /* several reasons are joined with "; " */
+} imgstat_dataset_note;
+
+typedef struct imgstat_dataset_result {
+  uint64_t images; /* images read (pooled + excluded) */
+  uint64_t pooled; /* images in the pool */
+  uint64_t failed; /* inputs that failed */
+  int channels;    /* the pool's layout (0: nothing pooled) */
+  int depths;      /* bit mask of the depths pooled: 1 8-bit, 2 16, 4 32 */
+  int scale_unit;
+  imgstat_dataset_as as;
+  int ddof;
+  imgstat_dataset_channel ch[IMGSTAT_MAX_CHANNELS];
+  /* Pooled histograms asked for but not made (e.g. float without a range,
+   * float and integer mixed): why, else "". */
+  char histogram_note[160];
+  double hist_scale; /* percentile unit: multiply the bin value by it */
+  size_t nexcluded;
+  imgstat_dataset_note *excluded;
+  size_t noutliers;
+  imgstat_dataset_note *outliers;
+  double outlier_z;
+  char **names; /* owned copies the notes point into */
+  size_t nnames;
+} imgstat_dataset_result;
+
+/* The pooled figures (ddof 0 or 1), the images left out and the outliers.
+ * res is overwritten; free it with imgstat_dataset_result_free. */
+imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
+                                      imgstat_dataset_result *res,
+                                      imgstat_error *err);
+void imgstat_dataset_result_free(imgstat_dataset_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IMGSTAT_DATASET_H */

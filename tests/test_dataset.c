@@ -1,0 +1,300 @@
+/*
+ * The dataset accumulator (imgstat_dataset.h): exact pooled sums past 2^32
+ * samples a channel (synthesized partials), the same result for every order
+ * and grouping of adds, merges and serialized round trips, the layout rule
+ * (the smallest ordinal decides), --as conversions of partials, --scale
+ * unit, the outlier rule and refused serialized forms.
+ */
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "imgstat.h"
+#include "imgstat_dataset.h"
+#include "test_util.h"
+
+__extension__ typedef unsigned __int128 u128;
+
+static void u128_text(u128 v, char *buf) {
+  char rev[48];
+  int n = 0;
+  do {
+    rev[n++] = (char)('0' + (int)(v % 10));
+    v /= 10;
+  } while (v);
+  for (int i = 0; i < n; i++)
+    buf[i] = rev[n - 1 - i];
+  buf[n] = '\0';
+}
+
+/* The partial of a constant u16 plane of n samples (v everywhere). */
+static imgstat_partial constant_u16(uint64_t n, uint16_t v) {
+  imgstat_partial p;
+  imgstat_partial_init(&p);
+  p.count = n;
+  p.min = p.max = v;
+  p.min_index = p.max_index = 0;
+  p.sum = n * v;
+  p.sumsq = n * v * (uint64_t)v;
+  return p;
+}
+
+/* Overflow: three 65536 x 65536 16-bit images of 65535 (each exactly 2^32
+ * samples, their sums of squares just under 2^64) and one of 1: the pooled
+ * sums are 128-bit and exact. */
+static void test_past_2_32(void) {
+  imgstat_dataset *d = NULL;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_dataset_create(NULL, &d, &err) == IMGSTAT_OK);
+  uint64_t n = UINT64_C(1) << 32;
+  imgstat_partial big = constant_u16(n, 65535), small = constant_u16(n, 1);
+  imgstat_dataset_image im = {"big", 65536, 65536, 1, IMGSTAT_U16, &big, NULL};
+  for (int k = 0; k < 3; k++)
+    CU_ASSERT(imgstat_dataset_add(d, (uint64_t)k, &im, &err) == IMGSTAT_OK);
+  im.name = "small";
+  im.partial = &small;
+  CU_ASSERT(imgstat_dataset_add(d, 3, &im, &err) == IMGSTAT_OK);
+  imgstat_dataset_result r;
+  CU_ASSERT_FATAL(imgstat_dataset_finish(d, 0, &r, &err) == IMGSTAT_OK);
+  u128 sum = (u128)3 * n * 65535 + n;
+  u128 sq = (u128)3 * n * 65535 * 65535 + n;
+  char want[48];
+  CU_ASSERT(r.ch[0].count == 4 * n);
+  CU_ASSERT(r.ch[0].sums_exact);
+  u128_text(sum, want);
+  CU_ASSERT_STRING_EQUAL(r.ch[0].sum_text, want);
+  u128_text(sq, want);
+  CU_ASSERT_STRING_EQUAL(r.ch[0].sum_sq_text, want);
+  /* mean (3 * 65535 + 1) / 4 exactly; std from the exact moments */
+  CU_ASSERT(r.ch[0].mean == (3.0 * 65535 + 1) / 4);
+  double m = (3.0 * 65535 + 1) / 4;
+  double var = (3 * (65535 - m) * (65535 - m) + (1 - m) * (1 - m)) / 4;
+  CU_ASSERT(fabs(r.ch[0].std - sqrt(var)) <= 1e-12 * sqrt(var));
+  CU_ASSERT_STRING_EQUAL(r.ch[0].min_at.file, "small");
+  CU_ASSERT_STRING_EQUAL(r.ch[0].max_at.file, "big");
+  /* 2^32 samples of 65535^2: a 64-bit sum of squares would have wrapped */
+  CU_ASSERT(sq > (u128)UINT64_MAX);
+  imgstat_dataset_result_free(&r);
+  imgstat_dataset_destroy(d);
+}
+
+/* A few small images of mixed layouts (RGB mostly, two gray, an RGBA one,
+ * a 16-bit one; the last one gray so that adding in reverse starts there),
+ * their partials scanned from pixels made here. */
+#define NIMG 9
+static imgstat_image imgs[NIMG];
+static imgstat_partial parts[NIMG][IMGSTAT_MAX_CHANNELS];
+static char names[NIMG][16];
+
+static void make_images(void) {
+  uint32_t seed = 12345;
+  for (int k = 0; k < NIMG; k++) {
+    int ch = k == 4 || k == 8 ? 1 : k == 6 ? 4 : 3;
+    imgstat_sample s = k == 7 ? IMGSTAT_U16 : IMGSTAT_U8;
+    uint32_t w = 5 + (uint32_t)k, h = 4 + (uint32_t)(k % 3);
+    imgstat_error err;
+    CU_ASSERT_FATAL(imgstat_image_alloc(&imgs[k], w, h, ch, s, 0, &err) ==
+                    IMGSTAT_OK);
+    for (int c = 0; c < ch; c++) {
+      for (uint32_t i = 0; i < w * h; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned v = (seed >> 16) & 0xff;
+        v = k == 2 ? 77 : 40 + v / 2; /* image 2: constant */
+        if (s == IMGSTAT_U16)
+          ((uint16_t *)imgs[k].planes[c])[i] = (uint16_t)(v * 257);
+        else
+          ((uint8_t *)imgs[k].planes[c])[i] = (uint8_t)v;
+      }
+    }
+    CU_ASSERT_FATAL(imgstat_cpu_stats(&imgs[k], 1, parts[k], &err) ==
+                    IMGSTAT_OK);
+    snprintf(names[k], sizeof names[k], "img%d.png", k);
+  }
+}
+
+static void free_images(void) {
+  for (int k = 0; k < NIMG; k++)
+    imgstat_image_free(&imgs[k]);
+}
+
+static imgstat_dataset *accumulate(const imgstat_dataset_options *o,
+                                   const int *order, int n) {
+  imgstat_dataset *d = NULL;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_dataset_create(o, &d, &err) == IMGSTAT_OK);
+  for (int i = 0; i < n; i++) {
+    int k = order[i];
+    imgstat_partial gray[IMGSTAT_MAX_CHANNELS];
+    imgstat_dataset_image im = {names[k],
+                                imgs[k].width,
+                                imgs[k].height,
+                                imgs[k].channels,
+                                imgs[k].sample,
+                                parts[k],
+                                NULL};
+    if (imgstat_dataset_needs_gray(o, imgs[k].channels)) {
+      imgstat_image g;
+      CU_ASSERT_FATAL(imgstat_dataset_gray(&imgs[k], &g, &err) == IMGSTAT_OK);
+      CU_ASSERT_FATAL(imgstat_cpu_stats(&g, 1, gray, &err) == IMGSTAT_OK);
+      imgstat_image_free(&g);
+      im.partial = gray;
+    }
+    CU_ASSERT(imgstat_dataset_add(d, (uint64_t)k, &im, &err) == IMGSTAT_OK);
+  }
+  return d;
+}
+
+/* Two results are the same: every figure's bits, every note. */
+static int same_result(const imgstat_dataset_result *a,
+                       const imgstat_dataset_result *b) {
+  if (a->images != b->images || a->pooled != b->pooled ||
+      a->channels != b->channels || a->depths != b->depths ||
+      a->nexcluded != b->nexcluded || a->noutliers != b->noutliers)
+    return 0;
+  for (int c = 0; c < a->channels; c++) {
+    const imgstat_dataset_channel *x = &a->ch[c], *y = &b->ch[c];
+    if (x->count != y->count || memcmp(&x->mean, &y->mean, 8) ||
+        memcmp(&x->std, &y->std, 8) || memcmp(&x->min, &y->min, 8) ||
+        memcmp(&x->max, &y->max, 8) || strcmp(x->sum_text, y->sum_text) ||
+        strcmp(x->sum_sq_text, y->sum_sq_text) ||
+        memcmp(&x->sum_sq, &y->sum_sq, 8) ||
+        strcmp(x->min_at.file, y->min_at.file) ||
+        strcmp(x->max_at.file, y->max_at.file) || x->min_at.x != y->min_at.x ||
+        x->max_at.y != y->max_at.y)
+      return 0;
+  }
+  for (size_t i = 0; i < a->nexcluded; i++)
+    if (strcmp(a->excluded[i].file, b->excluded[i].file) ||
+        strcmp(a->excluded[i].reason, b->excluded[i].reason))
+      return 0;
+  for (size_t i = 0; i < a->noutliers; i++)
+    if (strcmp(a->outliers[i].file, b->outliers[i].file) ||
+        strcmp(a->outliers[i].reason, b->outliers[i].reason))
+      return 0;
+  return 1;
+}
+
+/* In order, reversed, and split in three merged accumulators (one of them
+ * through the serialized form): the same result, for each --as and with
+ * --scale unit. */
+static void test_groupings(void) {
+  make_images();
+  static const int fwd[NIMG] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+  static const int rev[NIMG] = {8, 7, 6, 5, 4, 3, 2, 1, 0};
+  for (int as = 0; as < 4; as++)
+    for (int scale = 0; scale < 2; scale++) {
+      imgstat_dataset_options o;
+      memset(&o, 0, sizeof o);
+      o.as = (imgstat_dataset_as)as;
+      o.scale_unit = scale;
+      imgstat_error err;
+      imgstat_dataset *a = accumulate(&o, fwd, NIMG);
+      imgstat_dataset *b = accumulate(&o, rev, NIMG);
+      static const int p1[] = {5, 0, 8}, p2[] = {3, 7}, p3[] = {1, 2, 4, 6};
+      imgstat_dataset *x = accumulate(&o, p1, 3), *y = accumulate(&o, p2, 2),
+                      *z = accumulate(&o, p3, 4);
+      void *buf = NULL;
+      size_t size = 0;
+      imgstat_dataset *zz = NULL;
+      CU_ASSERT_FATAL(imgstat_dataset_serialize(z, &buf, &size, &err) ==
+                      IMGSTAT_OK);
+      CU_ASSERT_FATAL(imgstat_dataset_deserialize(buf, size, &zz, &err) ==
+                      IMGSTAT_OK);
+      /* a damaged byte is refused */
+      ((unsigned char *)buf)[size / 2] ^= 1;
+      imgstat_dataset *bad = NULL;
+      CU_ASSERT(imgstat_dataset_deserialize(buf, size, &bad, &err) ==
+                IMGSTAT_ERR_FORMAT);
+      CU_ASSERT(bad == NULL);
+      free(buf);
+      CU_ASSERT(imgstat_dataset_merge(y, zz, &err) == IMGSTAT_OK);
+      CU_ASSERT(imgstat_dataset_merge(y, x, &err) == IMGSTAT_OK);
+      imgstat_dataset_result ra, rb, ry;
+      CU_ASSERT_FATAL(imgstat_dataset_finish(a, 1, &ra, &err) == IMGSTAT_OK);
+      CU_ASSERT_FATAL(imgstat_dataset_finish(b, 1, &rb, &err) == IMGSTAT_OK);
+      CU_ASSERT_FATAL(imgstat_dataset_finish(y, 1, &ry, &err) == IMGSTAT_OK);
+      CU_ASSERT(same_result(&ra, &rb));
+      CU_ASSERT(same_result(&ra, &ry));
+      /* the layout rule: the first image (ordinal 0) is RGB 8-bit */
+      int want_ch = as == 0 ? 3 : as == 1 ? 1 : as == 2 ? 3 : 4;
+      CU_ASSERT(ra.channels == want_ch);
+      size_t excluded = as == 0 ? (scale ? 3u : 4u) : (scale ? 0u : 1u);
+      CU_ASSERT(ra.nexcluded == excluded);
+      /* the constant image (2) is an outlier */
+      int constant = 0;
+      for (size_t i = 0; i < ra.noutliers; i++)
+        if (strcmp(ra.outliers[i].file, "img2.png") == 0 &&
+            strstr(ra.outliers[i].reason, "constant"))
+          constant = 1;
+      CU_ASSERT(constant);
+      imgstat_dataset_result_free(&ra);
+      imgstat_dataset_result_free(&rb);
+      imgstat_dataset_result_free(&ry);
+      imgstat_dataset_destroy(a);
+      imgstat_dataset_destroy(b);
+      imgstat_dataset_destroy(x);
+      imgstat_dataset_destroy(y);
+      imgstat_dataset_destroy(z);
+      imgstat_dataset_destroy(zz);
+    }
+  free_images();
+}
+
+/* --as rgb of a gray image replicates its partial; the sums are the gray
+ * plane's three times over. */
+static void test_as_rgb_replicates(void) {
+  make_images();
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  o.as = IMGSTAT_AS_RGB;
+  static const int only_gray[] = {4};
+  imgstat_dataset *d = accumulate(&o, only_gray, 1);
+  imgstat_dataset_result r;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_dataset_finish(d, 0, &r, &err) == IMGSTAT_OK);
+  CU_ASSERT(r.channels == 3);
+  char want[48];
+  u128_text(parts[4][0].sum, want);
+  for (int c = 0; c < 3; c++)
+    CU_ASSERT_STRING_EQUAL(r.ch[c].sum_text, want);
+  imgstat_dataset_result_free(&r);
+  imgstat_dataset_destroy(d);
+  free_images();
+}
+
+static void test_arguments(void) {
+  imgstat_dataset *d = NULL, *e = NULL;
+  imgstat_error err;
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &d, &err) == IMGSTAT_OK);
+  o.scale_unit = 1;
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &e, &err) == IMGSTAT_OK);
+  CU_ASSERT(imgstat_dataset_merge(d, e, &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_dataset_merge(d, d, &err) == IMGSTAT_ERR_ARG);
+  imgstat_dataset_image im = {"x", 0, 1, 1, IMGSTAT_U8, NULL, NULL};
+  CU_ASSERT(imgstat_dataset_add(d, 0, &im, &err) == IMGSTAT_ERR_ARG);
+  imgstat_dataset *f = NULL;
+  CU_ASSERT(imgstat_dataset_deserialize("IMGSDSETxxxxxxxx", 16, &f, &err) ==
+            IMGSTAT_ERR_FORMAT);
+  CU_ASSERT(f == NULL);
+  imgstat_dataset_result r;
+  CU_ASSERT(imgstat_dataset_finish(d, 0, &r, &err) == IMGSTAT_OK);
+  CU_ASSERT(r.channels == 0 && r.images == 0);
+  imgstat_dataset_result_free(&r);
+  imgstat_dataset_destroy(d);
+  imgstat_dataset_destroy(e);
+}
+
+static const test_case tests[] = {
+    {"dataset", NULL},
+    {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
+    {"every order and grouping: the same result", test_groupings},
+    {"--as rgb replicates gray", test_as_rgb_replicates},
+    {"arguments", test_arguments},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }
