@@ -306,7 +306,7 @@ typedef enum imgstat_npy_layout {
 /* imgstat_write_options.png_level for the deflate level n (0..9). */
 #define IMGSTAT_PNG_LEVEL(n) ((n) + 1)
 /* The level when none is given (docs/benchmarks.md, "PNG levels"). */
-#define IMGSTAT_PNG_DEFAULT_LEVEL 3
+#define IMGSTAT_PNG_DEFAULT_LEVEL 1
 
 typedef struct imgstat_write_options {
   imgstat_file_format format; /* AUTO: from the extension */

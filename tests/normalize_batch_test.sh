@@ -196,6 +196,25 @@ assert (a == b).all() and (a == c).all()
 assert os.path.getsize(sys.argv[1]) > os.path.getsize(sys.argv[2])
 EOF
 then pass "levels 0 and 9: same pixels (PIL), level 0 larger"; else fail "--compression outputs"; fi
+# libpng (imgstat's reader, which checks every CRC) decodes them to PIL's
+# pixels too: --range 0,FULL is the identity, written as .npy
+for f in c0 c9 out/deep/b/c/img; do
+  full=255
+  [ "$f" = out/deep/b/c/img ] && full=65535
+  "$IMGSTAT" normalize --backend cpu --range 0,$full "$T/$f.png" -o "$T/libpng.npy" 2>"$T/stderr" || fail "libpng cannot read $f.png: $(cat "$T/stderr")"
+  # (PIL reads 16-bit RGB as 8-bit: pypng, another independent decoder, then)
+  if "$PY" -c "
+import sys, numpy as np
+if $full == 255:
+    from PIL import Image
+    a = np.asarray(Image.open('$T/$f.png'))
+else:
+    import png
+    w, h, rows, info = png.Reader(filename='$T/$f.png').asDirect()
+    a = np.vstack([np.asarray(r, dtype=np.uint16) for r in rows]).reshape(h, w, info['planes'])
+b = np.load('$T/libpng.npy')
+sys.exit(0 if a.shape == b.shape and (a == b).all() else 1)"; then pass "$f.png: libpng and PIL/pypng decode the same"; else fail "$f.png: libpng and PIL/pypng differ"; fi
+done
 
 # ---- SIGINT and SIGTERM mid-run: only complete files, 130 / 143 ------------------
 # Enough noisy images that the run takes a few seconds; the signal is sent

@@ -413,7 +413,7 @@ static const ist_opt table[] = {
      "--compression: '%s' is not a level from 0 to 9", N_OUTPUT,
      "  --compression N    PNG deflate level, 0 (none, fastest) to 9 "
      "(smallest);\n"
-     "                     default 3 (" IMGSTAT_DOCDIR "/benchmarks.md)\n"},
+     "                     default 1 (" IMGSTAT_DOCDIR "/benchmarks.md)\n"},
     {"--layout", NULL, N, IST_OPT_LAYOUT, 1, read_word, 0, 0, "hwc,chw",
      "--layout: '%s' is not hwc or chw", N_OUTPUT,
      "  --layout L         .npy axes: hwc (height, width, channel; default)\n"
