@@ -214,7 +214,7 @@ imgstat_status measure_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
   const uint64_t n = (uint64_t)d->width * d->height;
   const int channels = d->channels;
   imgstat_status st;
-  if (o->mode == IMGSTAT_NORM_GIVEN)
+  if (o->mode == IMGSTAT_NORM_GIVEN || o->mode == IMGSTAT_NORM_RANGE)
     return IMGSTAT_OK;
   const bool f32 = d->sample == IMGSTAT_F32;
   imgstat_partial part[IMGSTAT_MAX_CHANNELS];

@@ -205,6 +205,12 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
 /* Frees the decoder (and closes its file); safe on NULL. */
 void imgstat_decoder_close(imgstat_decoder *d);
 
+/* Allocates the image the header gives (within the decoder's max_pixels),
+ * reads the pixels into it and closes d, also on failure (img then left
+ * empty): the rest of imgstat_image_load after the header. */
+imgstat_status imgstat_decoder_load(imgstat_decoder *d, imgstat_image *img,
+                                    imgstat_error *err);
+
 /* ---- partial results ---------------------------------------------------- */
 
 /*

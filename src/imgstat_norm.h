@@ -177,7 +177,8 @@ typedef enum imgstat_norm_mode {
   IMGSTAT_NORM_MINMAX = 0, /* [min, max] -> full range of the output depth */
   IMGSTAT_NORM_CLIP,       /* [P_low, P_high] -> full range, saturating */
   IMGSTAT_NORM_ZSCORE,     /* (x - mean) / std, measured */
-  IMGSTAT_NORM_GIVEN       /* (x - mean) / std, given by the caller */
+  IMGSTAT_NORM_GIVEN,      /* (x - mean) / std, given by the caller */
+  IMGSTAT_NORM_RANGE       /* [low, high] given -> full range, saturating */
 } imgstat_norm_mode;
 
 typedef enum imgstat_alpha_mode {
@@ -197,6 +198,16 @@ typedef struct imgstat_norm_options {
   imgstat_sample out_sample; /* 0: the input's for minmax/clip, else F32 */
   imgstat_alpha_mode alpha;
   uint32_t float_bins; /* clip on f32: histogram bins (0: default) */
+  /* range: [range_low, range_high] (range_low < range_high, finite) to the
+   * full range of the output depth, saturating outside (ImageMagick's
+   * -level); nothing is measured. */
+  double range_low;
+  double range_high;
+  /* given and range: mean, std, range_low and range_high are in units of
+   * the input's full scale (0..1 for 0..255 or 0..65535: torchvision's
+   * ToTensor), so they are multiplied by 255 or 65535 for integer input;
+   * float input is taken as it is. */
+  int scale_unit;
 } imgstat_norm_options;
 
 /* What one output channel does with its input channel's samples. */
@@ -285,6 +296,18 @@ typedef enum imgstat_file_format {
  * IMGSTAT_FILE_AUTO when none matches. */
 imgstat_file_format imgstat_file_format_from_path(const char *path);
 
+/* The axes of a .npy file: (H, W, C) (a 1-channel image: (H, W)), or
+ * channels first, (C, H, W) always (PyTorch's order). */
+typedef enum imgstat_npy_layout {
+  IMGSTAT_LAYOUT_HWC = 0,
+  IMGSTAT_LAYOUT_CHW
+} imgstat_npy_layout;
+
+/* imgstat_write_options.png_level for the deflate level n (0..9). */
+#define IMGSTAT_PNG_LEVEL(n) ((n) + 1)
+/* The level when none is given (docs/benchmarks.md, "PNG levels"). */
+#define IMGSTAT_PNG_DEFAULT_LEVEL 1
+
 typedef struct imgstat_write_options {
   imgstat_file_format format; /* AUTO: from the extension */
   /* When not NULL and set non-zero (by a signal handler, say) the write
@@ -295,6 +318,11 @@ typedef struct imgstat_write_options {
    * the process dies. The writer blocks signals in its thread while it
    * creates, renames or removes the file, so the name and the file agree. */
   const char *volatile *temp_path;
+  /* PNG: the deflate level plus one, IMGSTAT_PNG_LEVEL(0..9); 0 is the
+   * default level (IMGSTAT_PNG_DEFAULT_LEVEL). */
+  int png_level;
+  /* .npy: the order of the axes. */
+  imgstat_npy_layout layout;
 } imgstat_write_options;
 
 /*

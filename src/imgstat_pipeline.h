@@ -79,6 +79,11 @@ typedef struct imgstat_input {
   imgstat_status status; /* IMGSTAT_ERR_*: kind ERROR; else IMGSTAT_OK */
   const char *message;   /* kind ERROR: the reason ("Permission denied"), no
                             file name; else NULL */
+  /* Found in the walk of a directory argument (or list line): the length
+   * of that argument's part of path, its '/' included, so that path +
+   * root_len is the path below it ("sub/x.png" of "DIR/sub/x.png"); 0 for
+   * a path given as it is (an argument, a list line, "-"). */
+  size_t root_len;
 } imgstat_input;
 
 void imgstat_input_free(imgstat_input *item);
@@ -124,6 +129,37 @@ imgstat_status imgstat_inputs_prefetch(imgstat_inputs *in, size_t max_queued,
  * waiting). */
 int imgstat_inputs_total(const imgstat_inputs *in, uint64_t *total);
 
+/* ---- output names ---------------------------------------------------------
+ * The one rule naming the outputs of a batch written into a folder (the
+ * outputs of `imgstat normalize`): an input found in the walk of a directory
+ * argument keeps its path below that argument, an input given as it is
+ * keeps its last name, and either gets the output format's extension in
+ * place of its own:
+ *   DIR/sub/x.jpg (walked from DIR) -> OUT/sub/x.png
+ *   photos/y.ppm  (given as it is)  -> OUT/y.png
+ * The extension replaced is the last '.' of the last name and what follows,
+ * unless that '.' starts the name (".hidden" keeps its name). */
+
+/* The output path of in in the folder dir with the extension ext (".png";
+ * "" keeps no extension): a new string in *path (free it). Standard input
+ * has no name: IMGSTAT_ERR_ARG. */
+imgstat_status imgstat_output_name(const char *dir, const imgstat_input *in,
+                                   const char *ext, char **path,
+                                   imgstat_error *err);
+
+/* Creates the folders that lead to path, with their parents (mkdir -p of
+ * everything before its last '/'); folders that exist are fine, another
+ * thread creating the same one at once too. */
+imgstat_status imgstat_output_make_parents(const char *path,
+                                           imgstat_error *err);
+
+/* Two of the n names that are equal (bytes), if any: returns 1 with *first
+ * and *second their indices (*first < *second, and *second the smallest
+ * index that repeats an earlier name), else 0. NULL names are left out.
+ * O(n log n). IMGSTAT_ERR_NOMEM is returned as -1. */
+int imgstat_output_find_collision(char *const *names, size_t n, size_t *first,
+                                  size_t *second);
+
 /* ---- the batch runner -----------------------------------------------------
  */
 
@@ -163,6 +199,24 @@ void imgstat_task_release(imgstat_task *task, uint64_t bytes);
 
 /* Whether the run is being cancelled: long work may poll it and give up. */
 int imgstat_task_cancelled(const imgstat_task *task);
+
+/*
+ * Decodes one input for the task's work, within the budget: reads its header,
+ * reserves the decoded size plus extra_per_sample bytes for each of its
+ * samples (pixels x channels: what the work will allocate beside the image,
+ * e.g. an output image) with imgstat_task_reserve, and decodes
+ * the pixels into *img (allocated here; free it with imgstat_image_free).
+ * An input that fails before the reservation reserves 0 bytes, so that
+ * later items go on. Returns IMGSTAT_OK, a failure of the input (err says
+ * why), or IMGSTAT_ERR_ARG with *cancelled set to 1 when the run was
+ * cancelled before the reservation (nothing decoded). *reserved receives
+ * the bytes reserved (give them back with imgstat_task_release when done).
+ */
+imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
+                                   const imgstat_load_options *load,
+                                   uint32_t extra_per_sample,
+                                   imgstat_image *img, uint64_t *reserved,
+                                   int *cancelled, imgstat_error *err);
 
 typedef struct imgstat_batch_config {
   /* Worker threads: 0 is one per online core; 1 runs everything in the

@@ -4,11 +4,12 @@
 # not root and sudo exists. Usage: sh tests/deps-debian.sh
 set -eu
 
-# Build: compiler, CMake, libpng, stb_image, TurboJPEG. Tests: CUnit, python3
-# (JSON checks) with numpy, pypng and PIL (independent checks of normalized
-# outputs). CI: clang with its libFuzzer runtime, clang-format, valgrind.
+# Build: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate (PNG
+# output; optional). Tests: CUnit, python3 (JSON checks) with numpy, pypng
+# and PIL (independent checks of normalized outputs). CI: clang with its
+# libFuzzer runtime, clang-format, valgrind.
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
-libcunit1-dev libturbojpeg0-dev python3 python3-numpy python3-png python3-pil clang \
+libcunit1-dev libturbojpeg0-dev libdeflate-dev python3 python3-numpy python3-png python3-pil clang \
 libclang-rt-dev clang-format valgrind"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -493,7 +493,7 @@ static void write_and_check(const imgstat_image *img) {
   unsigned which = pick(3);
   char path[sizeof dir + 16], name[300];
   snprintf(path, sizeof path, "%s/out.%s", out_dir(), exts[which]);
-  imgstat_write_options wo = {IMGSTAT_FILE_AUTO, NULL, NULL};
+  imgstat_write_options wo = {.format = IMGSTAT_FILE_AUTO};
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status st = imgstat_image_write(path, img, &wo, &err);

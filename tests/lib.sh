@@ -18,6 +18,18 @@ fail() {
   failures=$((failures + 1))
 }
 
+# expect CODE DESCRIPTION COMMAND...: runs the command (stdout and stderr to
+# $T/stdout and $T/stderr), checks its exit status; the stderr of a failure
+# is shown.
+expect() {
+  want=$1 what=$2
+  shift 2
+  "$@" >"$T/stdout" 2>"$T/stderr"
+  got=$?
+  if [ "$got" -eq "$want" ]; then pass "$what"; else
+    fail "$what: exit $got, expected $want"; sed 's/^/  | /' "$T/stderr"; fi
+}
+
 # ---- a private folder -------------------------------------------------------
 
 # lib_tmpdir NAME: T is a new folder under $TMPDIR (or /tmp), removed when the

@@ -36,16 +36,6 @@ done
 . "$HERE/lib.sh"
 lib_tmpdir imgstat-normtest
 
-# expect CODE DESCRIPTION COMMAND...: runs the command, checks its status.
-expect() {
-  want=$1 what=$2
-  shift 2
-  "$@" >"$T/stdout" 2>"$T/stderr"
-  got=$?
-  if [ "$got" -eq "$want" ]; then pass "$what"; else
-    fail "$what: exit $got, expected $want"; sed 's/^/  | /' "$T/stderr"; fi
-}
-
 # No file other than the expected ones (a temporary .NAME.XXXXXX would show).
 no_leftovers() {
   left=$(find "$T/$1" -name '.*' -type f | head -1)

@@ -608,7 +608,7 @@ static void test_failing_writes(void) {
   CU_ASSERT(strstr(err.message, "No such file") != NULL);
   /* cancelled (as by Ctrl-C): nothing left */
   volatile sig_atomic_t flag = 1;
-  imgstat_write_options wo = {IMGSTAT_FILE_AUTO, &flag, NULL};
+  imgstat_write_options wo = {.format = IMGSTAT_FILE_AUTO, .cancel = &flag};
   snprintf(path, sizeof path, "%s/c.png", tmpdir);
   CU_ASSERT_EQUAL(imgstat_image_write(path, &img, &wo, &err), IMGSTAT_ERR_IO);
   CU_ASSERT_STRING_EQUAL(err.message, "interrupted");

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,14 +243,36 @@ int ist_cli_parse_double_list(const char *s, double lo, double hi, double *out,
 /* ---- temporary files and signals ------------------------------------------
  */
 
-static const char *volatile temp_path;
+/* Slot 0 is ist_cli_temp_slot()'s; the others are claimed by writers on
+ * workers (as many as the workers -j allows). */
+#define TEMP_SLOTS 1025
+static const char *volatile temp_paths[TEMP_SLOTS];
+static atomic_int temp_claimed[TEMP_SLOTS];
 
-const char *volatile *ist_cli_temp_slot(void) { return &temp_path; }
+const char *volatile *ist_cli_temp_slot(void) { return &temp_paths[0]; }
+
+const char *volatile *ist_cli_temp_slot_claim(void) {
+  for (int k = 1; k < TEMP_SLOTS; k++) {
+    int free_slot = 0;
+    if (atomic_compare_exchange_strong(&temp_claimed[k], &free_slot, 1))
+      return &temp_paths[k];
+  }
+  return NULL;
+}
+
+void ist_cli_temp_slot_release(const char *volatile *slot) {
+  if (slot && slot != &temp_paths[0])
+    atomic_store(&temp_claimed[slot - temp_paths], 0);
+}
+
+static volatile sig_atomic_t cancel_signal;
 
 static void on_fatal_signal(int sig) {
-  const char *p = temp_path;
-  if (p)
-    unlink(p);
+  for (int k = 0; k < TEMP_SLOTS; k++) {
+    const char *p = temp_paths[k];
+    if (p)
+      unlink(p);
+  }
   struct sigaction dfl;
   memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
@@ -257,6 +280,44 @@ static void on_fatal_signal(int sig) {
   sigaction(sig, &dfl, NULL);
   /* pending until this handler returns, then the default action */
   raise(sig);
+}
+
+/* The first SIGINT / SIGTERM asks the run to stop; a second one ends the
+ * process. */
+static void on_cancel_signal(int sig) {
+  if (cancel_signal)
+    on_fatal_signal(sig);
+  else
+    cancel_signal = sig;
+}
+
+/* Installs handler for the signals in sigs that are at their default
+ * action (or at on_fatal_signal: the cancel handler replaces it), every one
+ * of them blocked while it runs. */
+static void install(const int *sigs, size_t n, void (*handler)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (size_t k = 0; k < n; k++)
+    sigaddset(&sa.sa_mask, sigs[k]);
+  for (size_t k = 0; k < n; k++) {
+    struct sigaction old;
+    if (sigaction(sigs[k], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+        (old.sa_handler == SIG_DFL || old.sa_handler == on_fatal_signal))
+      sigaction(sigs[k], &sa, NULL);
+  }
+}
+
+const volatile sig_atomic_t *ist_cli_cancel_on_signals(void) {
+  static const int sigs[] = {SIGINT, SIGTERM};
+  install(sigs, 2, on_cancel_signal);
+  return &cancel_signal;
+}
+
+int ist_cli_cancel_status(void) {
+  return cancel_signal ? 128 + cancel_signal : -1;
 }
 
 void ist_cli_cleanup_on_signals(void) {
@@ -275,21 +336,9 @@ void ist_cli_cleanup_on_signals(void) {
       SIGPROF,
 #endif
   };
-  const size_t n = sizeof fatal / sizeof *fatal;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_fatal_signal;
-  sigemptyset(&sa.sa_mask);
   /* one handler at a time: a second signal waits for the first to end the
    * process */
-  for (size_t k = 0; k < n; k++)
-    sigaddset(&sa.sa_mask, fatal[k]);
-  for (size_t k = 0; k < n; k++) {
-    struct sigaction old;
-    if (sigaction(fatal[k], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
-        old.sa_handler == SIG_DFL)
-      sigaction(fatal[k], &sa, NULL);
-  }
+  install(fatal, sizeof fatal / sizeof *fatal, on_fatal_signal);
 }
 
 /* ---- the hash set -------------------------------------------------------- */

@@ -8,6 +8,7 @@
 
 #include "imgstat_job.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -122,6 +123,29 @@ const char *volatile *ist_cli_temp_slot(void);
  * that are ignored (nohup, a script's background job) or have a handler
  * already are left alone. */
 void ist_cli_cleanup_on_signals(void);
+
+/* Several writers at once (one per worker): a slot of its own for each
+ * write, claimed before it and given back after (NULL when every slot is
+ * taken: that write's temporary is then not published). The handlers above
+ * unlink the temporaries of every slot. */
+const char *volatile *ist_cli_temp_slot_claim(void);
+void ist_cli_temp_slot_release(const char *volatile *slot);
+
+/* ---- cancelling a run: SIGINT and SIGTERM ---------------------------------
+ * ist_cli_cancel_on_signals() makes SIGINT and SIGTERM (each when at its
+ * default action, as above) set a flag instead of ending the process, so
+ * that a batch stops promptly and cleanly: imgstat_batch_run stops feeding
+ * (imgstat_batch_config.cancel), writes in progress give up and remove
+ * their temporaries (imgstat_write_options.cancel), and the command ends
+ * with ist_cli_cancel_status(). A second such signal ends the process at
+ * once, as ist_cli_cleanup_on_signals' handler does (temporaries of every
+ * slot removed, then the signal's default action). Returns the flag. It
+ * may come before or after ist_cli_cleanup_on_signals. */
+const volatile sig_atomic_t *ist_cli_cancel_on_signals(void);
+
+/* After a run: 128 + the signal that cancelled it (130 for SIGINT, 143 for
+ * SIGTERM), or -1 when none did. */
+int ist_cli_cancel_status(void);
 
 /* ---- a small hash set (keys of bytes, each with a value) ----------------- */
 

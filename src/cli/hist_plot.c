@@ -301,7 +301,8 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
   }
   free(counts);
   /* the temporary in cli_util's slot, for ist_cli_cleanup_on_signals */
-  imgstat_write_options wo = {IMGSTAT_FILE_PNG, NULL, ist_cli_temp_slot()};
+  imgstat_write_options wo = {.format = IMGSTAT_FILE_PNG,
+                              .temp_path = ist_cli_temp_slot()};
   st = imgstat_image_write(path, &img, &wo, err);
   imgstat_image_free(&img);
   return st;

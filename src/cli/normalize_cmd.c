@@ -1,14 +1,16 @@
 /*
  * `imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT`: stretches, clips or
  * standardizes images and writes them (PNG 8/16-bit, .npy, PFM). Parse (the
- * option table, options.c), run (one job per input through the library's
- * engine, imgstat_job.h: the same backend policy as the statistics), write
- * and print. Part of the program: it prints and decides exit statuses.
+ * option table, options.c), plan the outputs (the pipeline's naming rule,
+ * imgstat_pipeline.h: every input walked, collisions and inputs named as
+ * outputs refused before any work), run (the batch runner: each worker
+ * decodes, normalizes through the library's engine -- the same backend
+ * policy as the statistics -- and writes one input at a time), and report in
+ * input order. Part of the program: it prints and decides exit statuses.
  *
- * A signal that ends the process (Ctrl-C, HUP, TERM, PIPE, ALRM, ...)
- * first removes the temporary file being written (cli_util.h), so nothing
- * half-written is left, then ends it as the signal does (Ctrl-C: exit status
- * 130 in the shell).
+ * SIGINT and SIGTERM stop the run (cli_util.h): writes in progress remove
+ * their temporaries, finished outputs stay, and the exit status is 130 or
+ * 143. Other signals that end the process remove every temporary first.
  */
 #include "normalize_cmd.h"
 
@@ -16,14 +18,19 @@
 #include "imgstat.h"
 #include "imgstat_job.h"
 #include "imgstat_norm.h"
+#include "imgstat_pipeline.h"
 #include "options.h"
+#include "progress.h"
 #include "stats_from.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = IMGSTAT_EXIT_USAGE };
 
@@ -31,22 +38,27 @@ enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = IMGSTAT_EXIT_USAGE };
  * ------------------------------------------------------------------ The mode
  * and option lines are the table's (options.c). */
 
-static const char *const help_titles[] = {"Modes (default minmax):",
-                                          "Options:"};
+static const char *const help_titles[] = {
+    "Modes (default minmax; the mode word may stand anywhere):", "Inputs:",
+    "Output:", "Options:"};
 
 static const ist_opt_help help = {
-    "Usage: imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT\n"
+    "Usage: imgstat normalize [MODE] [OPTIONS] INPUT|DIR... -o OUT\n"
     "\n"
-    "Normalizes each input and writes it to OUT (a file for one input; an\n"
-    "existing folder for several, named after each input).\n",
-    help_titles, 2,
+    "Normalizes each input and writes it to OUT: a file for one input, else\n"
+    "a folder mirroring the input folders. An INPUT is a file, or a folder\n"
+    "walked for images (in byte order). Options may come before or after\n"
+    "the inputs.\n",
+    help_titles, 4,
     "\n"
-    "Outputs are written to a temporary file beside OUT and renamed when\n"
-    "complete. OUT may not name an input, and only a regular file is\n"
+    "Outputs are written to a temporary file beside each output and renamed\n"
+    "when complete. No output may name an input, and two inputs may not\n"
+    "share an output (refused before any work). Only a regular file is\n"
     "replaced (not a link, FIFO or device). Rounding, percentiles and\n"
     "constant channels: see " IMGSTAT_DOCDIR "/normalize.md.\n"
-    "Exit status: 0 all written, 1 an input failed, 2 usage error; ended\n"
-    "by a signal (Ctrl-C: 130 in the shell), no temporary file is left.\n"};
+    "Exit status: 0 all written, 1 an input failed, 2 usage error; Ctrl-C\n"
+    "(SIGINT) or SIGTERM stops the run leaving only complete files: 130 or\n"
+    "143.\n"};
 
 /* ---- options ----------------------------------------------------------------
  */
@@ -54,16 +66,26 @@ static const ist_opt_help help = {
 typedef struct norm_cli {
   imgstat_norm_options norm;
   int mode_set;
-  int have_mean, have_std;
+  int have_mean, have_std, have_range;
   double mean[IMGSTAT_MAX_CHANNELS], sd[IMGSTAT_MAX_CHANNELS];
   int nmean, nstd;
   const char *stats_from;
   const char *out;
   imgstat_file_format format;
-  imgstat_engine_options engine; /* backend, threads, load */
+  imgstat_engine_options engine; /* backend, load */
   int quiet;
-  char **inputs;
-  int ninputs;
+  /* the sources in the order given: path arguments and --files-from lists
+   * (the texts point into argv) */
+  struct source {
+    int is_list;
+    const char *text;
+  } * sources;
+  int nsources;
+  int null_lists, follow, progress, skip_existing;
+  int jobs, jobs_given; /* -j: workers (0: one per core) */
+  uint64_t max_inflight;
+  int png_level; /* IMGSTAT_PNG_LEVEL(n), 0: the default */
+  imgstat_npy_layout layout;
 } norm_cli;
 
 #define usage(...)                                                             \
@@ -75,8 +97,30 @@ static const char *ext_of(imgstat_file_format f) {
                                  : ".pfm";
 }
 
+/* The on/off options: where each is kept. */
+static const struct {
+  ist_opt_id id;
+  size_t offset;
+} flags[] = {
+    {IST_OPT_NULL, offsetof(norm_cli, null_lists)},
+    {IST_OPT_FOLLOW, offsetof(norm_cli, follow)},
+    {IST_OPT_PROGRESS, offsetof(norm_cli, progress)},
+    {IST_OPT_SKIP_EXISTING, offsetof(norm_cli, skip_existing)},
+    {IST_OPT_QUIET, offsetof(norm_cli, quiet)},
+};
+
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   norm_cli *c = ctx;
+  for (size_t k = 0; k < sizeof flags / sizeof *flags; k++)
+    if (flags[k].id == row->id) {
+      *(int *)((char *)c + flags[k].offset) = 1;
+      return -1;
+    }
+  if (row->id == IST_OPT_JOBS) { /* workers here, as for the statistics */
+    c->jobs = (int)v->u;
+    c->jobs_given = 1;
+    return -1;
+  }
   if (ist_opt_apply_engine(&c->engine, row, v))
     return -1;
   switch (row->id) {
@@ -89,13 +133,17 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_LINKED:
     c->norm.linked = 1;
     break;
-  case IST_OPT_QUIET:
-    c->quiet = 1;
-    break;
   case IST_OPT_OUTPUT:
     if (c->out)
       return usage("-o given twice");
     c->out = v->text;
+    break;
+  case IST_OPT_FILES_FROM:
+    c->sources[c->nsources].is_list = 1;
+    c->sources[c->nsources++].text = v->text;
+    break;
+  case IST_OPT_MAX_INFLIGHT:
+    c->max_inflight = v->u;
     break;
   case IST_OPT_DEPTH: {
     static const imgstat_sample depth[] = {IMGSTAT_U8, IMGSTAT_U16,
@@ -128,6 +176,20 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
         return usage("--std: every value must be > 0");
     c->have_std = 1;
     break;
+  case IST_OPT_RANGE:
+    c->norm.range_low = v->list[0];
+    c->norm.range_high = v->list[1];
+    c->have_range = 1;
+    break;
+  case IST_OPT_SCALE:
+    c->norm.scale_unit = v->u == 1;
+    break;
+  case IST_OPT_LAYOUT:
+    c->layout = v->u == 1 ? IMGSTAT_LAYOUT_CHW : IMGSTAT_LAYOUT_HWC;
+    break;
+  case IST_OPT_COMPRESSION:
+    c->png_level = IMGSTAT_PNG_LEVEL((int)v->u);
+    break;
   case IST_OPT_STATS_FROM:
     c->stats_from = v->text;
     break;
@@ -140,14 +202,17 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   return -1;
 }
 
-/* The mode word (the first word that is not an option, if it names a mode:
- * a file called so is ./minmax), then the inputs. */
+/* A mode word (anywhere; a file called so is ./minmax, or follows --),
+ * else an input. */
 static int operand(void *ctx, int argc, char **argv, int *i, int after_dashes) {
   norm_cli *c = ctx;
   const char *a = argv[*i];
-  if (!after_dashes && !c->mode_set && c->ninputs == 0 &&
-      (strcmp(a, "minmax") == 0 || strcmp(a, "zscore") == 0 ||
-       strcmp(a, "clip") == 0)) {
+  if (!after_dashes && (strcmp(a, "minmax") == 0 || strcmp(a, "zscore") == 0 ||
+                        strcmp(a, "clip") == 0)) {
+    if (c->mode_set)
+      return usage("two modes given ('%s' after another): give one, or "
+                   "write a file named so as ./%s",
+                   a, a);
     c->mode_set = 1;
     if (a[0] == 'm') {
       c->norm.mode = IMGSTAT_NORM_MINMAX;
@@ -167,7 +232,8 @@ static int operand(void *ctx, int argc, char **argv, int *i, int after_dashes) {
     }
     return -1;
   }
-  c->inputs[c->ninputs++] = argv[*i];
+  c->sources[c->nsources].is_list = 0;
+  c->sources[c->nsources++].text = a;
   return -1;
 }
 
@@ -180,10 +246,19 @@ static const char *with_mode(const norm_cli *c) {
     return "with clip";
   case IMGSTAT_NORM_ZSCORE:
     return "with zscore";
+  case IMGSTAT_NORM_RANGE:
+    return "with --range";
   case IMGSTAT_NORM_GIVEN:
     break;
   }
   return c->stats_from ? "with --stats-from" : "with --mean/--std";
+}
+
+static int has_list(const norm_cli *c) {
+  for (int k = 0; k < c->nsources; k++)
+    if (c->sources[k].is_list)
+      return 1;
+  return 0;
 }
 
 /* The options that do nothing in the combination given. */
@@ -197,9 +272,18 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
                : NULL;
   case IST_OPT_FLOAT_BINS:
     return mode != IMGSTAT_NORM_CLIP ? with_mode(c) : NULL;
-  case IST_OPT_JOBS:
-    return c->engine.backend == IMGSTAT_BACKEND_GPU ? "with --backend gpu"
-                                                    : NULL;
+  case IST_OPT_SCALE:
+    return mode != IMGSTAT_NORM_GIVEN && mode != IMGSTAT_NORM_RANGE
+               ? with_mode(c)
+               : NULL;
+  case IST_OPT_NULL:
+    return has_list(c) ? NULL : "without --files-from";
+  case IST_OPT_COMPRESSION:
+    return c->format && c->format != IMGSTAT_FILE_PNG ? "without PNG output"
+                                                      : NULL;
+  case IST_OPT_LAYOUT:
+    return c->format && c->format != IMGSTAT_FILE_NPY ? "without .npy output"
+                                                      : NULL;
   default:
     return NULL;
   }
@@ -219,10 +303,16 @@ static const ist_opt_syntax syntax = {
     no_effect,
 };
 
+/* Whether the options make float32 output (zscore, --mean/--std). */
+static int float_mode(const norm_cli *c) {
+  return c->norm.mode == IMGSTAT_NORM_ZSCORE ||
+         c->norm.mode == IMGSTAT_NORM_GIVEN;
+}
+
 /* Returns -1 to go on, or an exit status. */
 static int parse(int argc, char **argv, norm_cli *c, ist_opt_seen *seen) {
-  c->inputs = calloc((size_t)argc + 1, sizeof *c->inputs);
-  if (!c->inputs) {
+  c->sources = calloc((size_t)argc + 1, sizeof *c->sources);
+  if (!c->sources) {
     fputs("imgstat: out of memory\n", stderr);
     return EXIT_FAILED;
   }
@@ -230,6 +320,10 @@ static int parse(int argc, char **argv, norm_cli *c, ist_opt_seen *seen) {
   if (status >= 0)
     return status;
   int given = c->have_mean || c->have_std || c->stats_from;
+  if (c->have_range && (c->mode_set || given))
+    return usage("--range replaces the mode and --mean/--std: give one");
+  if (c->have_range)
+    c->norm.mode = IMGSTAT_NORM_RANGE;
   if (given) {
     if (c->mode_set)
       return usage("--mean/--std/--stats-from replace the mode: give "
@@ -255,116 +349,497 @@ static int parse(int argc, char **argv, norm_cli *c, ist_opt_seen *seen) {
   if (c->norm.linked && c->norm.mode != IMGSTAT_NORM_MINMAX &&
       c->norm.mode != IMGSTAT_NORM_CLIP)
     return usage("--linked applies to minmax and clip");
-  if ((c->norm.mode == IMGSTAT_NORM_ZSCORE ||
-       c->norm.mode == IMGSTAT_NORM_GIVEN) &&
-      c->norm.out_sample && c->norm.out_sample != IMGSTAT_F32)
+  if (float_mode(c) && c->norm.out_sample && c->norm.out_sample != IMGSTAT_F32)
     return usage("zscore and --mean/--std write float32: use --depth "
                  "32 (.npy or .pfm)");
-  if ((c->norm.mode == IMGSTAT_NORM_ZSCORE ||
-       c->norm.mode == IMGSTAT_NORM_GIVEN) &&
+  if (float_mode(c) &&
       (c->format == IMGSTAT_FILE_PNG ||
        (!c->format && c->out &&
         imgstat_file_format_from_path(c->out) == IMGSTAT_FILE_PNG)))
     return usage("zscore and --mean/--std write float32, which PNG "
                  "cannot hold: write .npy or .pfm");
-  if (c->ninputs == 0)
+  if (c->nsources == 0)
     return usage("no input files");
   if (!c->out)
     return usage("no output: give -o OUT");
+  if (!*c->out)
+    return usage("-o needs a file or folder name");
   return -1;
 }
 
-/* The output path of input k: OUT itself, or OUT/NAME.EXT for a folder. */
-static char *output_path(const norm_cli *c, int is_dir, const char *input,
-                         imgstat_file_format fmt) {
-  if (!is_dir)
-    return strdup(c->out);
-  const char *base = strrchr(input, '/');
-  base = base ? base + 1 : input;
-  size_t blen = strlen(base);
-  const char *dot = strrchr(base, '.');
-  if (dot && dot != base)
-    blen = (size_t)(dot - base);
-  size_t olen = strlen(c->out);
-  char *p = malloc(olen + blen + 8);
-  if (p)
-    snprintf(p, olen + blen + 8, "%s%s%.*s%s", c->out,
-             olen && c->out[olen - 1] == '/' ? "" : "/", (int)blen, base,
-             ext_of(fmt));
-  return p;
+/* ---- the outputs --------------------------------------------------------- */
+
+/* The run: the options, the inputs (all walked before any work) and what
+ * the workers and the delivery share. */
+typedef struct run_state {
+  const norm_cli *c;
+  int folder; /* OUT is a folder */
+  imgstat_input **items;
+  size_t nitems;
+  size_t next;
+  imgstat_engine *engine;
+  const volatile sig_atomic_t *cancel;
+  ist_progress progress;
+  uint64_t failed, skipped;
+  int warned_units;
+} run_state;
+
+/* Whether OUT names a folder: for a folder argument, a list or several
+ * inputs; for one file, when OUT is a folder, ends in '/', or has no
+ * extension (and --format does not say what file to write). */
+static int out_is_folder(const norm_cli *c) {
+  struct stat sb;
+  if (c->nsources > 1 || c->sources[0].is_list)
+    return 1;
+  if (strcmp(c->sources[0].text, "-") != 0 &&
+      stat(c->sources[0].text, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return 1;
+  if (stat(c->out, &sb) == 0)
+    return S_ISDIR(sb.st_mode);
+  size_t len = strlen(c->out);
+  if (c->out[len - 1] == '/')
+    return 1;
+  const char *slash = strrchr(c->out, '/');
+  const char *last = slash ? slash + 1 : c->out;
+  const char *dot = strrchr(last, '.');
+  return !c->format && (!dot || dot == last);
 }
 
-/* The format of an output: --format, the extension, else by sample type. */
-static imgstat_file_format choose_format(const norm_cli *c, int is_dir,
-                                         imgstat_sample out_sample) {
+/* The output format when the options fix it (0: it depends on the input's
+ * sample type: float32 to .npy, else PNG). */
+static imgstat_file_format fixed_format(const run_state *st) {
+  const norm_cli *c = st->c;
   if (c->format)
     return c->format;
-  if (!is_dir) {
-    imgstat_file_format f = imgstat_file_format_from_path(c->out);
-    if (f)
-      return f;
-  }
+  if (!st->folder)
+    return imgstat_file_format_from_path(c->out);
+  if (float_mode(c) || c->norm.out_sample == IMGSTAT_F32)
+    return IMGSTAT_FILE_NPY;
+  if (c->norm.out_sample)
+    return IMGSTAT_FILE_PNG;
+  return IMGSTAT_FILE_AUTO;
+}
+
+static imgstat_file_format format_for(const run_state *st,
+                                      imgstat_sample out_sample) {
+  imgstat_file_format f = fixed_format(st);
+  if (f)
+    return f;
   return out_sample == IMGSTAT_F32 ? IMGSTAT_FILE_NPY : IMGSTAT_FILE_PNG;
 }
 
-/* Checks OUT against the inputs: returns -1, or the exit status of the
+/* The output path of an input in format f (a new string, or NULL with err
+ * set). */
+static char *output_path(const run_state *st, const imgstat_input *in,
+                         imgstat_file_format f, imgstat_error *err) {
+  char *p = NULL;
+  if (!st->folder) {
+    p = strdup(st->c->out);
+    if (!p)
+      imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    return p;
+  }
+  imgstat_output_name(st->c->out, in, f ? ext_of(f) : "", &p, err);
+  return p;
+}
+
+/* Walks every input into st->items. Returns -1, or an exit status. */
+static int walk_inputs(run_state *st) {
+  const norm_cli *c = st->c;
+  imgstat_inputs_options io = {c->follow};
+  imgstat_inputs *inputs = NULL;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status s = imgstat_inputs_create(&io, &inputs, &err);
+  for (int k = 0; k < c->nsources && s == IMGSTAT_OK; k++)
+    s = c->sources[k].is_list
+            ? imgstat_inputs_add_list(inputs, c->sources[k].text,
+                                      c->null_lists ? '\0' : '\n', &err)
+            : imgstat_inputs_add_path(inputs, c->sources[k].text, &err);
+  size_t cap = 0;
+  while (s == IMGSTAT_OK) {
+    imgstat_input *in = NULL;
+    s = imgstat_inputs_next(inputs, &in, &err);
+    if (s != IMGSTAT_OK || !in)
+      break;
+    if (st->nitems == cap) {
+      cap = cap ? 2 * cap : 64;
+      imgstat_input **p = realloc(st->items, cap * sizeof *p);
+      if (!p) {
+        imgstat_input_free(in);
+        s = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+        break;
+      }
+      st->items = p;
+    }
+    st->items[st->nitems++] = in;
+  }
+  imgstat_inputs_destroy(inputs);
+  if (s == IMGSTAT_ERR_ARG)
+    return usage("%s", err.message);
+  if (s != IMGSTAT_OK) {
+    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
+    return EXIT_FAILED;
+  }
+  return -1;
+}
+
+/* Checks the outputs before any work: OUT's format, no two inputs with one
+ * output, no output naming an input. Returns -1, or the exit status of the
  * error it printed. */
-static int check_outputs(const norm_cli *c, int *is_dir_out) {
-  struct stat ost;
-  int out_exists = stat(c->out, &ost) == 0;
-  int is_dir = out_exists && S_ISDIR(ost.st_mode);
-  *is_dir_out = is_dir;
-  if (c->ninputs > 1 && !is_dir)
-    return usage("%d inputs need OUT to be an existing folder", c->ninputs);
-  if (!is_dir && !c->format && !imgstat_file_format_from_path(c->out))
+static int check_outputs(run_state *st) {
+  const norm_cli *c = st->c;
+  if (!st->folder && !fixed_format(st))
     return usage("cannot tell the format of '%s': name it .png, .npy "
                  "or .pfm, or give --format",
                  c->out);
-  /* OUT must never name an input, whatever the spelling of either path
-   * (cli_util.h's rule); several inputs must not map to one output either.
-   * Both in O(inputs): hash sets of the inputs and of the outputs. */
-  ist_cli_set *inputs = ist_cli_inputs_index(c->inputs, c->ninputs);
-  ist_cli_set *outs = is_dir ? ist_cli_set_new() : NULL;
-  if (!inputs || (is_dir && !outs)) {
-    ist_cli_set_free(inputs);
-    ist_cli_set_free(outs);
-    fputs("imgstat: out of memory\n", stderr);
-    return EXIT_FAILED;
-  }
+  struct stat sb;
+  if (st->folder && imgstat_file_format_from_path(c->out) &&
+      !(stat(c->out, &sb) == 0 && S_ISDIR(sb.st_mode)))
+    return usage("several inputs (or a folder) are written into a folder, "
+                 "but '%s' is named like a file: give a folder name",
+                 c->out);
+  size_t n = st->nitems;
+  char **paths = calloc(n ? n : 1, sizeof *paths);
+  char **all = calloc(n ? n : 1, sizeof *all);
+  char **keys = calloc(n ? n : 1, sizeof *keys);
+  ist_cli_set *index = NULL;
   int status = -1;
-  for (int k = 0; k < c->ninputs && status < 0; k++) {
-    /* the format can depend on the input's depth; check every extension */
-    static const imgstat_file_format all[3] = {
-        IMGSTAT_FILE_PNG, IMGSTAT_FILE_NPY, IMGSTAT_FILE_PFM};
-    for (int f = 0; f < 3 && status < 0; f++) {
-      char *p = output_path(c, is_dir, c->inputs[k], all[f]);
-      if (!p) {
-        status = EXIT_FAILED;
-        break;
-      }
-      status = ist_cli_refuse_input_output(inputs, c->inputs, p,
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (!paths || !all || !keys)
+    goto nomem;
+  /* paths: the inputs that will be read (all: every path, to protect) */
+  for (size_t k = 0; k < n; k++) {
+    all[k] = (char *)st->items[k]->path;
+    if (st->items[k]->kind != IMGSTAT_INPUT_ERROR)
+      paths[k] = all[k];
+  }
+  index = ist_cli_inputs_index(all, (int)n);
+  if (!index)
+    goto nomem;
+  /* Two inputs, one output: by the name without its extension (which may
+   * depend on the input's depth), so that x.png and x.npy count as one. */
+  for (size_t k = 0; k < n && st->folder; k++) {
+    if (!paths[k])
+      continue;
+    keys[k] = output_path(st, st->items[k], IMGSTAT_FILE_AUTO, &err);
+    if (!keys[k]) {
+      if (err.status == IMGSTAT_ERR_NOMEM)
+        goto nomem;
+      status = usage("%s", err.message);
+      goto done;
+    }
+  }
+  size_t a, b;
+  int found = st->folder ? imgstat_output_find_collision(keys, n, &a, &b) : 0;
+  if (found < 0)
+    goto nomem;
+  if (found) {
+    imgstat_file_format f = fixed_format(st);
+    status =
+        usage("inputs '%s' and '%s' would both be written to %s%s", paths[a],
+              paths[b], keys[a], f ? ext_of(f) : ".png (or .npy)");
+    goto done;
+  }
+  /* No output may be an input: every extension the output may take. */
+  static const imgstat_file_format formats[3] = {
+      IMGSTAT_FILE_PNG, IMGSTAT_FILE_NPY, IMGSTAT_FILE_PFM};
+  imgstat_file_format f = fixed_format(st);
+  for (size_t k = 0; k < n && status < 0; k++) {
+    if (!paths[k])
+      continue;
+    for (int e = 0; e < 3 && status < 0; e++) {
+      if (f && formats[e] != f)
+        continue;
+      char *p = output_path(st, st->items[k], formats[e], &err);
+      if (!p)
+        goto nomem;
+      status = ist_cli_refuse_input_output(index, all, p,
                                            "normalize: ", "imgstat normalize");
       free(p);
-      if (!is_dir)
-        break;
     }
-    if (is_dir && status < 0) {
-      /* the same name with every extension: the PNG's stands for all */
-      char *p = output_path(c, 1, c->inputs[k], IMGSTAT_FILE_PNG);
-      long m = p ? ist_cli_set_add(outs, p, strlen(p), k) : -2;
-      if (m == -2)
-        status = EXIT_FAILED;
-      else if (m >= 0)
-        status = usage("inputs '%s' and '%s' would both be written to %s",
-                       c->inputs[m], c->inputs[k], p);
-      free(p);
+    if (!st->folder)
+      break;
+  }
+  goto done;
+nomem:
+  fputs("imgstat: out of memory\n", stderr);
+  status = EXIT_FAILED;
+done:
+  if (keys)
+    for (size_t k = 0; k < n; k++)
+      free(keys[k]);
+  free(keys);
+  free(all);
+  free(paths);
+  ist_cli_set_free(index);
+  return status;
+}
+
+/* ---- the batch: inputs fed in order, worked on by any worker, reported in
+ * order */
+
+/* What a worker hands back for one input. */
+typedef struct item_result {
+  imgstat_job_result res; /* status, warnings (the output already written
+                             and freed) */
+  int skipped;            /* --skip-existing: the output is there */
+  int cancelled;          /* the run was cancelled before or during it */
+  char *out_path;         /* the output a failed write names */
+  imgstat_error write_err;
+} item_result;
+
+static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
+  run_state *st = ctx;
+  (void)err;
+  *item = st->next < st->nitems ? st->items[st->next] : NULL;
+  if (*item)
+    st->items[st->next++] = NULL; /* delivered items are freed there */
+  return IMGSTAT_OK;
+}
+
+/* A result that says the input failed at stage with the reason in err. */
+static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
+                          const imgstat_error *err) {
+  memset(res, 0, sizeof *res);
+  res->status = err->status ? err->status : IMGSTAT_ERR_IO;
+  res->failed_stage = stage;
+  res->error = *err;
+  res->error.status = res->status;
+  if (!res->error.message[0])
+    snprintf(res->error.message, sizeof res->error.message, "unknown error");
+}
+
+/* Whether the output of in is there already (--skip-existing), the input
+ * left unread: when the format depends on the input's sample type, an
+ * output in either format it may take (PNG, or .npy for float) counts. */
+static int output_present(const run_state *st, const imgstat_input *in) {
+  static const imgstat_file_format either[2] = {IMGSTAT_FILE_PNG,
+                                                IMGSTAT_FILE_NPY};
+  imgstat_file_format f = fixed_format(st);
+  int present = 0;
+  for (int k = 0; k < 2 && !present; k++) {
+    if (f && k > 0)
+      break;
+    imgstat_error err;
+    char *p = output_path(st, in, f ? f : either[k], &err);
+    struct stat sb;
+    present = p && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(p);
+  }
+  return present;
+}
+
+/* Writes a normalized image to its output (folders made as needed). */
+static imgstat_status write_output(const run_state *st, const imgstat_input *in,
+                                   const imgstat_image *img, char **path,
+                                   imgstat_error *err) {
+  imgstat_file_format f = format_for(st, img->sample);
+  *path = output_path(st, in, f, err);
+  if (!*path)
+    return err->status;
+  imgstat_status s = imgstat_output_make_parents(*path, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  imgstat_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.format = f;
+  wo.cancel = st->cancel;
+  wo.temp_path = ist_cli_temp_slot_claim();
+  wo.png_level = st->c->png_level;
+  wo.layout = st->c->layout;
+  s = imgstat_image_write(*path, img, &wo, err);
+  ist_cli_temp_slot_release(wo.temp_path);
+  return s;
+}
+
+/* One input on a worker: skipped when its output is there, else decoded
+ * within the budget, normalized by the engine and written. */
+static void work_input(void *ctx, imgstat_task *task, void *item,
+                       void *result) {
+  run_state *st = ctx;
+  const imgstat_input *in = item;
+  item_result *r = result;
+  const norm_cli *c = st->c;
+  if (c->skip_existing && in->kind == IMGSTAT_INPUT_FILE &&
+      output_present(st, in)) {
+    imgstat_task_reserve(task, 0);
+    r->skipped = 1;
+    return;
+  }
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_image img;
+  uint64_t reserved;
+  int cancelled;
+  /* beside the input: the output image, 4 bytes a sample at most */
+  imgstat_status s = imgstat_task_decode(task, in, &c->engine.load, 4, &img,
+                                         &reserved, &cancelled, &err);
+  if (cancelled) {
+    r->cancelled = 1;
+    return;
+  }
+  if (s != IMGSTAT_OK) {
+    result_failed(&r->res, IMGSTAT_STAGE_LOAD, &err);
+    return;
+  }
+  /* (--dataset, issue 10: a first pass pools the statistics of every input
+   * and turns c->norm into the one plan for all of them -- RANGE with the
+   * pooled min/max or percentiles, GIVEN with the pooled mean and std --
+   * so that this call stays as it is.) */
+  imgstat_engine_normalize(st->engine, in->path, &img, &c->norm, &r->res);
+  imgstat_image_free(&img);
+  if (r->res.status == IMGSTAT_OK) {
+    s = write_output(st, in, &r->res.output, &r->out_path, &r->write_err);
+    if (s != IMGSTAT_OK && st->cancel && *st->cancel)
+      r->cancelled = 1;
+    else if (s != IMGSTAT_OK && !r->write_err.message[0])
+      imgstat_error_set(&r->write_err, s, "out of memory");
+  }
+  imgstat_image_free(&r->res.output);
+  imgstat_task_release(task, reserved);
+}
+
+/* The warning for torchvision's 0..1 values on 0..255 input: once. */
+static void warn_units(run_state *st, const imgstat_job_result *res) {
+  const norm_cli *c = st->c;
+  if (st->warned_units || c->quiet || c->norm.mode != IMGSTAT_NORM_GIVEN ||
+      c->norm.scale_unit || res->sample == IMGSTAT_F32)
+    return;
+  for (int k = 0; k < c->norm.nstats; k++)
+    if (!(c->norm.mean[k] <= 1 && c->norm.std[k] <= 1))
+      return;
+  st->warned_units = 1;
+  ist_progress_clear(&st->progress);
+  ist_cli_warning("every --mean and --std value is at most 1, but the input "
+                  "is %d-bit (0..%u): if they are in 0..1 units, give "
+                  "--scale unit",
+                  imgstat_sample_depth(res->sample),
+                  res->sample == IMGSTAT_U8 ? 255u : 65535u);
+}
+
+static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
+                         int ran) {
+  run_state *st = ctx;
+  imgstat_input *in = item;
+  item_result *r = result;
+  const norm_cli *c = st->c;
+  (void)index;
+  if (ran && !r->cancelled) {
+    ist_progress *p = &st->progress;
+    p->done++;
+    if (r->skipped) {
+      p->skipped++;
+      st->skipped++;
+    } else {
+      if (in->size_known)
+        p->bytes_in += in->size;
+      const imgstat_job_result *res = &r->res;
+      if (res->nwarnings > 0 || res->status != IMGSTAT_OK || r->out_path)
+        ist_progress_clear(p);
+      ist_cli_job_warnings(res, in->path, c->quiet);
+      if (res->status != IMGSTAT_OK) {
+        const char *why = res->error.message;
+        if (res->failed_stage == IMGSTAT_STAGE_LOAD &&
+            res->status == IMGSTAT_ERR_LIMIT && !strstr(why, "max-pixels") &&
+            !strstr(why, "max-memory"))
+          ist_cli_path_error(in->path, "%s (see --max-pixels)", why);
+        else
+          ist_cli_path_error(in->path, "%s", why);
+        p->failed++;
+      } else if (r->write_err.message[0]) {
+        ist_cli_path_error(r->out_path ? r->out_path : in->path, "%s",
+                           r->write_err.message);
+        p->failed++;
+      } else {
+        warn_units(st, res);
+      }
+    }
+    ist_progress_draw(p, st->nitems, 1, 0);
+  }
+  free(r->out_path);
+  imgstat_job_result_free(&r->res);
+  imgstat_input_free(in);
+  return 0;
+}
+
+static int run(run_state *st) {
+  const norm_cli *c = st->c;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  /* a missing output folder is made now (its subfolders as outputs need
+   * them) */
+  if (st->folder) {
+    size_t len = strlen(c->out);
+    char *probe = malloc(len + 3);
+    imgstat_status s =
+        probe ? IMGSTAT_OK
+              : imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+    if (probe) {
+      snprintf(probe, len + 3, "%s/.", c->out);
+      s = imgstat_output_make_parents(probe, &err);
+      free(probe);
+    }
+    if (s != IMGSTAT_OK) {
+      ist_cli_error("%s", err.message);
+      return EXIT_FAILED;
     }
   }
-  ist_cli_set_free(inputs);
-  ist_cli_set_free(outs);
-  if (status == EXIT_FAILED)
-    fputs("imgstat: out of memory\n", stderr);
-  return status;
+  /* Workers: -j (0: one per core). One input alone (no -j) runs in this
+   * thread with the CPU backend's threads on every core; with several
+   * workers, each normalizes on one thread. */
+  int workers = c->jobs_given ? c->jobs : st->nitems > 1 ? 0 : 1;
+  imgstat_engine_options eo = c->engine;
+  eo.threads = workers == 1 && !c->jobs_given ? 0 : 1;
+
+  /* The GPU's start-up is waited for before the first input: its warning
+   * (auto, a device that fails) comes first, and under --backend gpu no
+   * input is decoded for nothing. */
+  if (imgstat_engine_create(&eo, &st->engine, &err) != IMGSTAT_OK) {
+    ist_cli_error("%s", err.message);
+    return EXIT_FAILED;
+  }
+  imgstat_job_result res;
+  if (imgstat_engine_decide(st->engine, &res) != IMGSTAT_OK) {
+    ist_cli_error("%s", res.error.message);
+    imgstat_job_result_free(&res);
+    return EXIT_FAILED;
+  }
+  ist_cli_job_warnings(&res, NULL, c->quiet);
+  imgstat_job_result_free(&res);
+
+  ist_progress_start(&st->progress,
+                     !c->quiet && (c->progress || isatty(STDERR_FILENO)));
+  imgstat_batch_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.workers = workers;
+  cfg.budget = c->max_inflight;
+  cfg.result_size = sizeof(item_result);
+  cfg.cancel = st->cancel;
+  cfg.ctx = st;
+  cfg.next = next_input;
+  cfg.work = work_input;
+  cfg.deliver = deliver_input;
+  imgstat_status s = imgstat_batch_run(&cfg, NULL, &err);
+  if (s != IMGSTAT_OK) {
+    ist_progress_clear(&st->progress);
+    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
+    return EXIT_FAILED;
+  }
+  ist_progress_draw(&st->progress, st->nitems, 1, 1);
+  const ist_progress *p = &st->progress;
+  if (p->done > 1 && p->failed > 0)
+    ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed", p->failed,
+                  p->done);
+  if (p->skipped > 0 && !c->quiet)
+    ist_cli_error("%" PRIu64 " of %" PRIu64 " outputs were there already: "
+                  "skipped (--skip-existing)",
+                  p->skipped, p->done);
+  int cancel = ist_cli_cancel_status();
+  if (cancel >= 0)
+    return cancel;
+  return p->failed ? EXIT_FAILED : EXIT_OK;
 }
 
 int ist_normalize_main(int argc, char **argv) {
@@ -375,60 +850,26 @@ int ist_normalize_main(int argc, char **argv) {
   c.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
   c.engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
   c.engine.cost = ist_cli_cost_model();
-  int is_dir = 0;
+  run_state st;
+  memset(&st, 0, sizeof st);
+  st.c = &c;
   int status = parse(argc, argv, &c, &seen);
+  if (status < 0) {
+    st.folder = out_is_folder(&c);
+    status = walk_inputs(&st);
+  }
   if (status < 0)
-    status = check_outputs(&c, &is_dir);
-  if (status >= 0) {
-    free(c.inputs);
-    return status;
+    status = check_outputs(&st);
+  if (status < 0) {
+    ist_opt_warn_no_effect(&syntax, &c, &seen, c.quiet);
+    st.cancel = ist_cli_cancel_on_signals();
+    ist_cli_cleanup_on_signals();
+    status = run(&st);
   }
-  ist_opt_warn_no_effect(&syntax, &c, &seen, c.quiet);
-
-  ist_cli_cleanup_on_signals();
-
-  /* The GPU's start-up is waited for before the first input: its warning
-   * (auto, a device that fails) comes first, and under --backend gpu no
-   * input is decoded for nothing. */
-  imgstat_engine *engine = NULL;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  if (imgstat_engine_create(&c.engine, &engine, &err) != IMGSTAT_OK) {
-    ist_cli_error("%s", err.message);
-    free(c.inputs);
-    return EXIT_FAILED;
-  }
-  imgstat_job_result res;
-  imgstat_engine_decide(engine, &res);
-  ist_cli_job_warnings(&res, NULL, c.quiet);
-  imgstat_job_result_free(&res);
-
-  int any_failed = 0;
-  for (int k = 0; k < c.ninputs; k++) {
-    const char *in_path = c.inputs[k];
-    imgstat_engine_normalize(engine, in_path, NULL, &c.norm, &res);
-    ist_cli_job_warnings(&res, in_path, c.quiet);
-    if (res.status != IMGSTAT_OK) {
-      ist_cli_path_error(in_path, "%s", res.error.message);
-      any_failed = 1;
-      imgstat_job_result_free(&res);
-      continue;
-    }
-    imgstat_file_format fmt = choose_format(&c, is_dir, res.output.sample);
-    char *path = output_path(&c, is_dir, in_path, fmt);
-    imgstat_write_options wo = {fmt, NULL, ist_cli_temp_slot()};
-    if (!path) {
-      fputs("imgstat: out of memory\n", stderr);
-      any_failed = 1;
-    } else if (imgstat_image_write(path, &res.output, &wo, &err) !=
-               IMGSTAT_OK) {
-      ist_cli_path_error(path, "%s", err.message);
-      any_failed = 1;
-    }
-    free(path);
-    imgstat_job_result_free(&res);
-  }
-  imgstat_engine_destroy(engine);
-  free(c.inputs);
-  return any_failed ? EXIT_FAILED : EXIT_OK;
+  imgstat_engine_destroy(st.engine);
+  for (size_t k = 0; k < st.nitems; k++)
+    imgstat_input_free(st.items[k]);
+  free(st.items);
+  free(c.sources);
+  return status;
 }

@@ -129,7 +129,7 @@ static int read_devices(const ist_opt *row, const ist_opt_syntax *syn,
                             v, IMGSTAT_MAX_DEVICES);
 }
 
-/* --outlier-z: one number > 0; --range: LOW,HIGH, finite, LOW <= HIGH. */
+/* --outlier-z: one number > 0; --range: LOW,HIGH, finite, LOW < HIGH. */
 static int read_positive(const ist_opt *row, const ist_opt_syntax *syn,
                          const char *v, ist_opt_value *out) {
   if (ist_cli_parse_double(v, 1e-9, 1e9, &out->list[0]) != IMGSTAT_CLI_NUM_OK)
@@ -141,7 +141,7 @@ static int read_positive(const ist_opt *row, const ist_opt_syntax *syn,
 static int read_range(const ist_opt *row, const ist_opt_syntax *syn,
                       const char *v, ist_opt_value *out) {
   if (ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, out->list, 2) != 2 ||
-      !(out->list[0] <= out->list[1]))
+      !(out->list[0] < out->list[1]))
     return ist_opt_usage(syn, row->bad, v);
   out->n = 2;
   return -1;
@@ -232,7 +232,7 @@ static int read_wxh(const ist_opt *row, const ist_opt_syntax *syn,
 
 /* --help sections of the statistics command and of normalize */
 enum { S_INPUT, S_OUTPUT, S_COMPUTE, S_HIST, S_DATASET, S_OTHER };
-enum { N_MODES, N_OPTIONS };
+enum { N_MODES, N_INPUT, N_OUTPUT, N_OPTIONS };
 
 _Static_assert(IMGSTAT_FLOAT_BINS_MAX == 16777216u,
                "normalize --bins' message names the largest value");
@@ -246,11 +246,38 @@ _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
     "--backend", NULL, cmd, IST_OPT_BACKEND, 1, read_backend, 0, 0, NULL,      \
         "--backend: '%s' is not cpu, gpu or auto", section, help               \
   }
-#define ROW_JOBS(cmd, section)                                                 \
+/* Lists of inputs and walks: the same rows for both. */
+#define ROWS_INPUT_LISTS(cmd, section)                                         \
+  {"--files-from",                                                             \
+   NULL,                                                                       \
+   cmd,                                                                        \
+   IST_OPT_FILES_FROM,                                                         \
+   1,                                                                          \
+   read_nonempty,                                                              \
+   0,                                                                          \
+   0,                                                                          \
+   NULL,                                                                       \
+   "--files-from needs a file name",                                           \
+   section,                                                                    \
+   "  --files-from LIST  also the paths in the file LIST, one per line (-:\n"  \
+   "                     standard input), in its place among the inputs\n"},   \
+      {"--null",                                                               \
+       "-0",                                                                   \
+       cmd,                                                                    \
+       IST_OPT_NULL,                                                           \
+       0,                                                                      \
+       NULL,                                                                   \
+       0,                                                                      \
+       0,                                                                      \
+       NULL,                                                                   \
+       NULL,                                                                   \
+       section,                                                                \
+       "  -0, --null         --files-from lists are NUL-separated (find "      \
+       "-print0)\n"},                                                          \
   {                                                                            \
-    "--jobs", "-j", cmd, IST_OPT_JOBS, 1, read_uint, 0, 1024, NULL,            \
-        "-j: '%s' is not a number of threads (0..1024)", section,              \
-        "  -j, --jobs N       CPU threads (default 0: one per core)\n"         \
+    "--follow", NULL, cmd, IST_OPT_FOLLOW, 0, NULL, 0, 0, NULL, NULL, section, \
+        "  --follow           walk symbolic links to directories met in "      \
+        "walks\n"                                                              \
   }
 #define ROW_MAX_PIXELS(cmd, section, help)                                     \
   {                                                                            \
@@ -275,15 +302,7 @@ _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
 
 static const ist_opt table[] = {
     /* ---- imgstat [OPTIONS] FILE... ---- */
-    {"--files-from", NULL, S, IST_OPT_FILES_FROM, 1, read_nonempty, 0, 0, NULL,
-     "--files-from needs a file name", S_INPUT,
-     "  --files-from LIST  also the paths in the file LIST, one per line (-:\n"
-     "                     standard input), in its place among the inputs\n"},
-    {"--null", "-0", S, IST_OPT_NULL, 0, NULL, 0, 0, NULL, NULL, S_INPUT,
-     "  -0, --null         --files-from lists are NUL-separated (find "
-     "-print0)\n"},
-    {"--follow", NULL, S, IST_OPT_FOLLOW, 0, NULL, 0, 0, NULL, NULL, S_INPUT,
-     "  --follow           walk symbolic links to directories met in walks\n"},
+    ROWS_INPUT_LISTS(S, S_INPUT),
     {"--errors-as-records", NULL, S, IST_OPT_ERRORS_AS_RECORDS, 0, NULL, 0, 0,
      NULL, NULL, S_OUTPUT,
      "  --errors-as-records  with --json / --csv, a record for each input "
@@ -384,8 +403,8 @@ static const ist_opt table[] = {
      "                     (default: images of another layout or depth than "
      "the\n"
      "                     first are left out)\n"},
-    {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "none,unit",
-     "--scale: '%s' is not none or unit", S_DATASET,
+    {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit",
+     "--scale: '%s' is not native or unit", S_DATASET,
      "  --scale unit       samples in 0..1 (8-bit / 255, 16-bit / 65535, "
      "float\n"
      "                     as is): depths pool together; the text output "
@@ -397,7 +416,7 @@ static const ist_opt table[] = {
      "is\n"
      "                     an outlier (default 5)\n"},
     {"--range", NULL, S, IST_OPT_RANGE, 1, read_range, 0, 0, NULL,
-     "--range: '%s' is not LOW,HIGH (two numbers, LOW <= HIGH)", S_DATASET,
+     "--range: '%s' is not LOW,HIGH (two numbers, LOW < HIGH)", S_DATASET,
      "  --range LOW,HIGH   float images: the pooled histogram's range\n"},
     {"--progress", NULL, S, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
      S_OTHER,
@@ -440,8 +459,38 @@ static const ist_opt table[] = {
      "                     output: its last dataset record (--dataset), or "
      "its\n"
      "                     one image record\n"},
-    {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OPTIONS,
-     "  -o, --output OUT   output file or folder (required)\n"},
+    {"--range", NULL, N, IST_OPT_RANGE, 1, read_range, 0, 0, NULL,
+     "--range: '%s' is not LOW,HIGH with LOW < HIGH (e.g. --range 10,240)",
+     N_MODES,
+     "  --range LOW,HIGH   [LOW, HIGH] (input units) to the full range of the\n"
+     "                     output depth, saturating outside (ImageMagick's\n"
+     "                     -level); nothing measured\n"},
+    {"--scale", NULL, N, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit",
+     "--scale: '%s' is not native or unit", N_MODES,
+     "  --scale unit       --mean, --std and --range in 0..1 units of the\n"
+     "                     input's full scale (x/255, x/65535: torchvision's\n"
+     "                     ToTensor); default native (0..255 for 8-bit)\n"},
+    ROWS_INPUT_LISTS(N, N_INPUT),
+    {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OUTPUT,
+     "  -o, --output OUT   output file, or folder (created if missing) for a\n"
+     "                     folder input, several inputs, a name ending in /\n"
+     "                     or one without extension: OUT/<path below the\n"
+     "                     folder argument, or the file's name> with the\n"
+     "                     output format's extension (required)\n"},
+    {"--skip-existing", NULL, N, IST_OPT_SKIP_EXISTING, 0, NULL, 0, 0, NULL,
+     NULL, N_OUTPUT,
+     "  --skip-existing    leave outputs that exist alone (their inputs are "
+     "not\n"
+     "                     read): an interrupted run resumes\n"},
+    {"--compression", NULL, N, IST_OPT_COMPRESSION, 1, read_uint, 0, 9, NULL,
+     "--compression: '%s' is not a level from 0 to 9", N_OUTPUT,
+     "  --compression N    PNG deflate level, 0 (none, fastest) to 9 "
+     "(smallest);\n"
+     "                     default 1 (" IMGSTAT_DOCDIR "/benchmarks.md)\n"},
+    {"--layout", NULL, N, IST_OPT_LAYOUT, 1, read_word, 0, 0, "hwc,chw",
+     "--layout: '%s' is not hwc or chw", N_OUTPUT,
+     "  --layout L         .npy axes: hwc (height, width, channel; default)\n"
+     "                     or chw (channels first, PyTorch's order)\n"},
     {"--per-channel", NULL, N, IST_OPT_PER_CHANNEL, 0, NULL, 0, 0, NULL, NULL,
      N_OPTIONS,
      "  --per-channel      minmax/clip: a range per channel "
@@ -472,14 +521,31 @@ static const ist_opt table[] = {
      "                     percentiles are within (max - min) / N\n"},
     ROW_BACKEND(N, N_OPTIONS,
                 "  --backend B        cpu, gpu or auto (default auto)\n"),
-    ROW_JOBS(N, N_OPTIONS),
+    {"--jobs", "-j", N, IST_OPT_JOBS, 1, read_uint, 0, 1024, NULL,
+     "-j: '%s' is not a number of threads (0..1024)", N_OPTIONS,
+     "  -j, --jobs N       worker threads, each decoding, normalizing and\n"
+     "                     writing one input at a time (default 0: one per "
+     "core;\n"
+     "                     1: one thread; one input alone: every core on "
+     "it)\n"},
+    {"--max-inflight", NULL, N, IST_OPT_MAX_INFLIGHT, 1, read_size, 1,
+     UINT64_MAX, NULL, "--max-inflight: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED,
+     N_OPTIONS,
+     "  --max-inflight SIZE  image bytes (inputs and outputs) held at once "
+     "by\n"
+     "                     the workers (default 1G; a larger image runs "
+     "alone)\n"},
     ROW_MAX_PIXELS(
         N, N_OPTIONS,
         "  --max-pixels N     refuse inputs of more than N pixels (default "
         "2^30)\n"),
     ROW_MAX_MEMORY(N, N_OPTIONS, "inputs"),
+    {"--progress", NULL, N, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
+     N_OPTIONS,
+     "  --progress         a progress line on stderr even when it is no "
+     "terminal\n"},
     {"--quiet", "-q", N, IST_OPT_QUIET, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
-     "  -q, --quiet        no warnings\n"},
+     "  -q, --quiet        no warnings, no progress line\n"},
     {"--help", "-h", N, IST_OPT_HELP, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
      "  -h, --help         this help\n"},
 

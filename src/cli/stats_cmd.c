@@ -922,6 +922,7 @@ int ist_stats_main(int argc, char **argv) {
   cfg.next = next_input;
   cfg.work = work_input;
   cfg.deliver = deliver_input;
+  cfg.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
   imgstat_status s = imgstat_batch_run(&cfg, NULL, &err);
   flush_stdout(&st);
   if (s != IMGSTAT_OK) {
@@ -945,6 +946,8 @@ int ist_stats_main(int argc, char **argv) {
     status = EXIT_INPUT_FAILED;
   else
     status = EXIT_OK;
+  if (ist_cli_cancel_status() >= 0)
+    status = ist_cli_cancel_status();
 
 cleanup:
   for (size_t k = 0; k < st.nplots; k++)

@@ -175,4 +175,11 @@ void ist_pixels_split(imgstat_image *img, const void *interleaved, uint32_t y,
  * into img's planes, with its stride. */
 void ist_pixels_split_image(imgstat_image *img, const void *interleaved);
 
+/* The PNG writer imgstat_image_write uses (src/io/write.c): 0 libdeflate
+ * when the build has it (IMGSTAT_HAVE_LIBDEFLATE), 1 libpng and zlib. Set
+ * by the PNG benchmark (tests/bench_png.c) to compare the two. */
+extern int ist_png_writer_libpng;
+/* Whether the build has the libdeflate writer. */
+int ist_png_have_libdeflate(void);
+
 #endif

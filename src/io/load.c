@@ -292,19 +292,26 @@ void imgstat_decoder_close(imgstat_decoder *d) {
 }
 
 /* Open, allocate, read, close: *img holds the pixels, or is left empty. */
-static imgstat_status load_from(imgstat_decoder *d, imgstat_status s,
-                                imgstat_image *img, imgstat_error *err) {
-  if (s == IMGSTAT_OK) {
-    const imgstat_header *h = &d->header;
-    s = imgstat_image_alloc(img, h->width, h->height, h->channels, h->sample,
-                            d->lim.max_pixels, err);
-  }
+imgstat_status imgstat_decoder_load(imgstat_decoder *d, imgstat_image *img,
+                                    imgstat_error *err) {
+  const imgstat_header *h = &d->header;
+  imgstat_status s = imgstat_image_alloc(img, h->width, h->height, h->channels,
+                                         h->sample, d->lim.max_pixels, err);
   if (s == IMGSTAT_OK)
     s = imgstat_decoder_read(d, img, err);
   imgstat_decoder_close(d);
   if (s != IMGSTAT_OK)
     imgstat_image_free(img);
   return s;
+}
+
+static imgstat_status load_from(imgstat_decoder *d, imgstat_status s,
+                                imgstat_image *img, imgstat_error *err) {
+  if (s != IMGSTAT_OK) {
+    imgstat_decoder_close(d);
+    return s;
+  }
+  return imgstat_decoder_load(d, img, err);
 }
 
 imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,

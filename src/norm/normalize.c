@@ -43,6 +43,13 @@ imgstat_status imgstat_norm_options_check(const imgstat_image *img,
           "clip needs percentiles 0 <= LOW <= HIGH <= 100 (got %g,%g)",
           o->clip_low, o->clip_high);
     break;
+  case IMGSTAT_NORM_RANGE:
+    if (!(isfinite(o->range_low) && isfinite(o->range_high) &&
+          o->range_low < o->range_high))
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                               "--range needs finite LOW < HIGH (got %g,%g)",
+                               o->range_low, o->range_high);
+    break;
   case IMGSTAT_NORM_ZSCORE:
   case IMGSTAT_NORM_GIVEN:
     if (o->out_sample != 0 && o->out_sample != IMGSTAT_F32)
@@ -156,7 +163,7 @@ imgstat_status imgstat_norm_measure_cpu(const imgstat_image *img,
   imgstat_status st = imgstat_norm_options_check(img, o, err);
   if (st != IMGSTAT_OK)
     return st;
-  if (o->mode == IMGSTAT_NORM_GIVEN)
+  if (o->mode == IMGSTAT_NORM_GIVEN || o->mode == IMGSTAT_NORM_RANGE)
     return IMGSTAT_OK;
   if (o->mode == IMGSTAT_NORM_CLIP)
     return measure_clip(img, o, m, err);
@@ -224,12 +231,15 @@ imgstat_status imgstat_norm_plan_make(const imgstat_image *img,
   imgstat_status st = imgstat_norm_options_check(img, o, err);
   if (st != IMGSTAT_OK)
     return st;
-  if (!m && o->mode != IMGSTAT_NORM_GIVEN)
+  if (!m && o->mode != IMGSTAT_NORM_GIVEN && o->mode != IMGSTAT_NORM_RANGE)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no measurements");
+  /* the given values' unit: the input's full scale with scale_unit */
+  double unit = o->scale_unit ? (double)sample_max(img->sample) : 1.0;
   plan->in_sample = img->sample;
   if (o->out_sample)
     plan->out_sample = o->out_sample;
-  else if (o->mode == IMGSTAT_NORM_MINMAX || o->mode == IMGSTAT_NORM_CLIP)
+  else if (o->mode == IMGSTAT_NORM_MINMAX || o->mode == IMGSTAT_NORM_CLIP ||
+           o->mode == IMGSTAT_NORM_RANGE)
     plan->out_sample = img->sample;
   else
     plan->out_sample = IMGSTAT_F32;
@@ -257,10 +267,15 @@ imgstat_status imgstat_norm_plan_make(const imgstat_image *img,
       case IMGSTAT_NORM_GIVEN: {
         int i = o->nstats == 1 ? 0 : c;
         map.kind = IMGSTAT_MAP_STANDARDIZE;
-        map.a = o->mean[i];
-        map.b = o->std[i];
+        map.a = o->mean[i] * unit;
+        map.b = o->std[i] * unit;
         break;
       }
+      case IMGSTAT_NORM_RANGE:
+        map.kind = IMGSTAT_MAP_STRETCH;
+        map.a = o->range_low * unit;
+        map.b = o->range_high * unit;
+        break;
       }
     }
     plan->source[n] = c;
@@ -304,8 +319,18 @@ void imgstat_norm_plan_lut(const imgstat_norm_plan *plan, int o,
       lut[x] = float_bits(y);
       continue;
     }
-    /* integer to integer: exact rationals. a and b are integer values
-     * (min/max/percentiles of integer samples). */
+    /* integer to integer: exact rationals when a and b are integer values
+     * (min/max/percentiles of integer samples); a range given by the user
+     * (--range) may not be: then rint in double of the same ratio */
+    if (mp->kind == IMGSTAT_MAP_STRETCH &&
+        (mp->a != floor(mp->a) || mp->b != floor(mp->b) || mp->a < 0 ||
+         mp->b > in_max)) {
+      double t = ((double)x - mp->a) / (mp->b - mp->a);
+      lut[x] = t <= 0   ? 0
+               : t >= 1 ? out_max
+                        : (uint32_t)rint(t * (double)out_max);
+      continue;
+    }
     uint64_t a = (uint64_t)mp->a, b = (uint64_t)mp->b;
     if (mp->kind == IMGSTAT_MAP_STRETCH && x < a)
       lut[x] = 0;

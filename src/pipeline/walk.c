@@ -200,6 +200,11 @@ static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
   memcpy(p, name, name_len);
   p += name_len;
   *p++ = '\0';
+  n->item.root_len = 0;
+  if (dir && in->depth > 0) { /* found in a walk: below its argument */
+    size_t rlen = strlen(in->stack[0].path);
+    n->item.root_len = rlen + (rlen == 0 || in->stack[0].path[rlen - 1] != '/');
+  }
   n->item.size = size_known ? size : 0;
   n->item.size_known = size_known;
   n->item.status = kind == IMGSTAT_INPUT_ERROR ? IMGSTAT_ERR_IO : IMGSTAT_OK;

@@ -8,35 +8,12 @@
 #   tests/gpu/bench_batch.sh [IMGSTAT] [N] [RUNS]
 set -u
 cd "$(dirname "$0")/../.."
-ROOT=$PWD
-export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=$PATH:/usr/local/cuda/bin
-BIN=${1:-$ROOT/build-verify/imgstat}
+. tests/gpu/bench_lib.sh
+bench_build "${1:-}"
 N=${2:-200}
 RUNS=${3:-3}
-if [ ! -x "$BIN" ]; then
-  cmake -S . -B build-verify -DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >/dev/null &&
-    cmake --build build-verify -j"$(nproc)" >/dev/null || exit 1
-  BIN=$ROOT/build-verify/imgstat
-fi
 DIR=${BENCH_DIR:-/tmp/imgstat-bench-jpeg}
-if [ "$(ls "$DIR" 2>/dev/null | wc -l)" -ne "$N" ]; then
-  rm -rf "$DIR" && mkdir -p "$DIR"
-  python3 - "$DIR" "$N" <<'PY'
-import sys, numpy as np, cv2
-from concurrent.futures import ProcessPoolExecutor
-d, n = sys.argv[1], int(sys.argv[2])
-def make(i):
-    rng = np.random.default_rng(i)
-    # smooth content (a photo's low frequencies) plus sensor noise
-    small = rng.integers(0, 256, (30, 40, 3), dtype=np.uint8)
-    img = cv2.resize(small, (4000, 3000), interpolation=cv2.INTER_CUBIC)
-    img = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
-    cv2.imwrite(f"{d}/img{i:04d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])
-with ProcessPoolExecutor() as ex:
-    list(ex.map(make, range(n)))
-PY
-fi
+bench_jpegs "$DIR" "$N"
 cat "$DIR"/*.jpg >/dev/null # into the page cache
 MB=$(du -sm "$DIR" | cut -f1)
 median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }

@@ -1,0 +1,40 @@
+/*
+ * One input decoded by a worker within the batch's budget
+ * (imgstat_task_decode, imgstat_pipeline.h).
+ */
+#include "imgstat_pipeline.h"
+
+#include <string.h>
+
+imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
+                                   const imgstat_load_options *load,
+                                   uint32_t extra_per_sample,
+                                   imgstat_image *img, uint64_t *reserved,
+                                   int *cancelled, imgstat_error *err) {
+  memset(img, 0, sizeof *img);
+  *reserved = 0;
+  *cancelled = 0;
+  if (in->kind == IMGSTAT_INPUT_ERROR) {
+    imgstat_task_reserve(task, 0);
+    return imgstat_error_set(err, in->status, "%s",
+                             in->message ? in->message : "cannot be read");
+  }
+  const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
+  imgstat_decoder *d = NULL;
+  imgstat_status s = imgstat_decoder_open(path, load, &d, err);
+  if (s != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    return s;
+  }
+  const imgstat_header *h = imgstat_decoder_header(d);
+  uint64_t samples = (uint64_t)h->width * h->height * (uint64_t)h->channels;
+  uint64_t bytes = samples * (uint64_t)(imgstat_sample_depth(h->sample) / 8 +
+                                        extra_per_sample);
+  if (!imgstat_task_reserve(task, bytes)) {
+    imgstat_decoder_close(d);
+    *cancelled = 1;
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "cancelled");
+  }
+  *reserved = bytes;
+  return imgstat_decoder_load(d, img, err);
+}
