@@ -7,9 +7,10 @@ set -eu
 # Build: compiler, CMake, libpng, stb_image, TurboJPEG. Tests: CUnit, python3
 # (JSON checks) with numpy and pypng (independent checks of normalized
 # outputs). CI: clang with its libFuzzer runtime, clang-format, valgrind.
+# --mpi and its tests (mpirun): Open MPI.
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
 libcunit1-dev libturbojpeg0-dev python3 python3-numpy python3-png clang \
-libclang-rt-dev clang-format valgrind"
+libclang-rt-dev clang-format valgrind libopenmpi-dev openmpi-bin"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps-debian.sh: not a Debian system; install these yourself: $packages" >&2
