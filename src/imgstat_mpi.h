@@ -93,6 +93,9 @@ imgstat_mpi_place imgstat_mpi_where(const imgstat_mpi *m);
  *    (input) order. Need not be commutative; must be associative.
  * The serialized size of a merge must not exceed the sum of the serialized
  * sizes of its two operands (true of lists and of fixed-size forms).
+ *  - fixed_size: 1 when it never exceeds the larger operand's either (forms
+ *    whose size depends only on a layout, such as pools): the reduction's
+ *    element is then as large as the largest rank's form, not their sum.
  */
 typedef struct imgstat_mpi_codec {
   void *ctx;
@@ -105,6 +108,7 @@ typedef struct imgstat_mpi_codec {
                                 size_t size, imgstat_error *err);
   imgstat_status (*merge)(void *ctx, void *a, const void *b,
                           imgstat_error *err);
+  int fixed_size;
 } imgstat_mpi_codec;
 
 /*
@@ -112,11 +116,12 @@ typedef struct imgstat_mpi_codec {
  * becomes acc(0) then acc(1) ... then acc(size - 1), through MPI_Reduce with
  * a non-commutative user operation (MPI_Op_create(fn, 0, ...)) on one
  * element of a contiguous MPI_BYTE type as large as the sum of the ranks'
- * serialized sizes (MPI_Allreduce). Other ranks' acc are left unchanged.
- * Collective; every rank returns the same status and message (rank 0's,
- * broadcast), so that all stop together on a failure (e.g. a merge of pools
- * of different layouts, IMGSTAT_ERR_ARG). On failure rank 0's acc is
- * unchanged. All of it must fit in INT_MAX bytes (IMGSTAT_ERR_LIMIT).
+ * serialized sizes, or the largest with fixed_size (MPI_Allreduce). Other
+ * ranks' acc are left unchanged. Collective; every rank returns the same status
+ * and message (rank 0's, broadcast), so that all stop together on a failure
+ * (e.g. a merge of pools of different layouts, IMGSTAT_ERR_ARG). On failure
+ * rank 0's acc is unchanged. All of it must fit in INT_MAX bytes
+ * (IMGSTAT_ERR_LIMIT).
  */
 imgstat_status imgstat_mpi_reduce(imgstat_mpi *m,
                                   const imgstat_mpi_codec *codec, void *acc,

@@ -312,7 +312,7 @@ static imgstat_status list_merge(void *ctx, void *a, const void *b,
 
 static const imgstat_mpi_codec list_codec = {
     NULL,           list_create,      list_destroy, list_size,
-    list_serialize, list_deserialize, list_merge};
+    list_serialize, list_deserialize, list_merge,   0};
 
 /* Each rank holds its share of 0..n-1 (rank 0 none when n is small); rank 0
  * must end with all of them in order. */
@@ -344,6 +344,28 @@ static void test_reduce_order(void) {
   check_order(1);
   check_order(5);
   check_order(1000);
+}
+
+/* A codec that breaks its promise (a list claiming a fixed size): the merge
+ * that outgrows the element fails on every rank instead of overflowing. */
+static void test_reduce_broken_promise(void) {
+  imgstat_mpi_codec fixed = list_codec;
+  fixed.fixed_size = 1;
+  list *l = NULL;
+  imgstat_error err = {IMGSTAT_OK, ""};
+  CU_ASSERT_FATAL(list_create(NULL, (void **)&l, &err) == IMGSTAT_OK);
+  l->n = 200; /* 800 bytes a rank: over the 512-byte floor when merged */
+  l->items = calloc(l->n, 4);
+  CU_ASSERT_FATAL(l->items != NULL);
+  imgstat_status st = imgstat_mpi_reduce(mpi, &fixed, l, &err);
+  if (size == 1) {
+    CU_ASSERT(st == IMGSTAT_OK && l->n == 200);
+  } else {
+    CU_ASSERT(st == IMGSTAT_ERR_LIMIT);
+    CU_ASSERT(strstr(err.message, "breaks its promise") != NULL);
+    CU_ASSERT(l->n == 200); /* unchanged */
+  }
+  list_destroy(NULL, l);
 }
 
 /* ---- the ordered gather ---------------------------------------------------
@@ -382,6 +404,8 @@ static const test_case tests[] = {
     {"f32 data: Chan's merge depends on the order", test_f32_grouping_matters},
     {"pools of different layouts fail on every rank", test_pool_layouts_differ},
     {"the generic reduction keeps rank order", test_reduce_order},
+    {"a codec that outgrows its element fails cleanly",
+     test_reduce_broken_promise},
     {"ordered gather", test_gather},
     {NULL, NULL}};
 

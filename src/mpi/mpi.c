@@ -6,10 +6,11 @@
  * both uint64 in native order: the ranks of one run share one build) and
  * the payload, the accumulator's serialized form or, once a step failed, the
  * error's message. The capacity is the sum of the ranks' serialized sizes
- * (never less than a message), which the codec promises every merge fits
- * in. The user operation (MPI_User_function has no context argument) finds
- * the codec of the reduction in progress in `active`, set around the one
- * MPI_Reduce call: collectives are called from one thread, one at a time.
+ * (the largest for a fixed-size codec; never less than a message), which
+ * the codec promises every merge fits in. The user operation (MPI_User_function
+ * has no context argument) finds the codec of the reduction in progress in
+ * `active`, set around the one MPI_Reduce call: collectives are called from one
+ * thread, one at a time.
  */
 #include "imgstat_mpi.h"
 
@@ -284,9 +285,10 @@ imgstat_status imgstat_mpi_reduce(imgstat_mpi *m, const imgstat_mpi_codec *c,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_mpi_reduce: no handle, codec, callback "
                              "or accumulator");
-  /* The capacity: every rank's bytes together. */
+  /* The capacity: every rank's bytes together, or the largest rank's. */
   uint64_t mine = (uint64_t)c->serialized_size(c->ctx, acc), total = 0;
-  int rc = MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, m->comm);
+  int rc = MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T,
+                         c->fixed_size ? MPI_MAX : MPI_SUM, m->comm);
   if (rc != MPI_SUCCESS)
     return mpi_fail(err, rc, "MPI_Allreduce");
   if (total < IMGSTAT_ERROR_MAX)
@@ -382,7 +384,7 @@ imgstat_status imgstat_mpi_reduce_pool(imgstat_mpi *m, imgstat_pool *pool,
                                        imgstat_error *err) {
   static const imgstat_mpi_codec codec = {
       NULL,           pool_create,      pool_destroy, pool_size,
-      pool_serialize, pool_deserialize, pool_merge};
+      pool_serialize, pool_deserialize, pool_merge,   1};
   return imgstat_mpi_reduce(m, &codec, pool, err);
 }
 
