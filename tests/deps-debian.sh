@@ -7,10 +7,11 @@ set -eu
 # Build: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate (PNG
 # output; optional). Tests: CUnit, python3 (JSON checks) with numpy, pypng
 # and PIL (independent checks of normalized outputs). CI: clang with its
-# libFuzzer runtime, clang-format, valgrind.
+# libFuzzer runtime, clang-format, valgrind. --mpi and its tests (mpirun):
+# Open MPI.
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
 libcunit1-dev libturbojpeg0-dev libdeflate-dev python3 python3-numpy python3-png python3-pil clang \
-libclang-rt-dev clang-format valgrind"
+libclang-rt-dev clang-format valgrind libopenmpi-dev openmpi-bin"
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   echo "deps-debian.sh: not a Debian system; install these yourself: $packages" >&2

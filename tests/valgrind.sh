@@ -8,7 +8,9 @@
 # from the top of the repository, with BUILD_DIR a default build (no
 # sanitizer, no -DIMGSTAT_FUZZ) with its tests built. The parts (all unless
 # named):
-#   unit    every CUnit executable BUILD_DIR/tests/test_* (77: skipped);
+#   unit    every CUnit executable BUILD_DIR/tests/test_* (77: skipped;
+#           test_mpi skips here: it runs only under mpirun, and Open MPI's
+#           start-up is noise under valgrind);
 #   replay  replay_load and replay_pipeline (tests/fuzz_replay.c) over
 #           samples/ and all of tests/data: the fuzzers' seeds and
 #           regression inputs, through every decoder, the statistics,

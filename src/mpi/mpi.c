@@ -1,0 +1,454 @@
+/*
+ * imgstat_mpi.h over MPI (Open MPI from Debian; any MPI-3 library).
+ *
+ * The reduction's element ("wire") is one block of `capacity` bytes, a
+ * contiguous MPI_BYTE type: a 16-byte header (status, then the bytes used,
+ * both uint64 in native order: the ranks of one run share one build) and
+ * the payload, the accumulator's serialized form or, once a step failed, the
+ * error's message. The capacity is the sum of the ranks' serialized sizes
+ * (the largest for a fixed-size codec; never less than a message), which
+ * the codec promises every merge fits in. The user operation (MPI_User_function
+ * has no context argument) finds the codec of the reduction in progress in
+ * `active`, set around the one MPI_Reduce call: collectives are called from one
+ * thread, one at a time.
+ */
+#include "imgstat_mpi.h"
+
+#include <limits.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct imgstat_mpi {
+  MPI_Comm comm;
+  imgstat_mpi_place place;
+  int rank;     /* place.rank */
+  int size;     /* place.size */
+  int finalize; /* imgstat_mpi_init initialized MPI */
+};
+
+int imgstat_mpi_built(void) { return 1; }
+
+/* Fills err from an MPI error code returned by `call`. */
+static imgstat_status mpi_fail(imgstat_error *err, int code, const char *call) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0, cls = MPI_ERR_OTHER;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS || len <= 0)
+    len = 0;
+  text[len < MPI_MAX_ERROR_STRING ? len : MPI_MAX_ERROR_STRING - 1] = '\0';
+  if (MPI_Error_class(code, &cls) != MPI_SUCCESS)
+    cls = MPI_ERR_OTHER;
+  return imgstat_error_set(
+      err, cls == MPI_ERR_NO_MEM ? IMGSTAT_ERR_NOMEM : IMGSTAT_ERR_IO,
+      "%s failed: %s (MPI error %d)", call, len ? text : "no text", code);
+}
+
+/* ---- set-up ---------------------------------------------------------------
+ */
+
+imgstat_status imgstat_mpi_init(int *argc, char ***argv, imgstat_mpi **out,
+                                imgstat_error *err) {
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "imgstat_mpi_init: no out");
+  *out = NULL;
+  int inited = 0, finalized = 0, rc;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&finalized);
+  if (finalized)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_ARG,
+        "MPI was finalized already: it cannot start again");
+  int we_init = 0;
+  if (!inited) {
+    int provided = 0;
+    rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+    if (rc != MPI_SUCCESS)
+      return mpi_fail(err, rc, "MPI_Init_thread");
+    we_init = 1;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  }
+  imgstat_mpi *m = calloc(1, sizeof *m);
+  if (!m) {
+    if (we_init)
+      MPI_Finalize();
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory for the MPI handle");
+  }
+  m->finalize = we_init;
+  m->comm = MPI_COMM_NULL;
+  MPI_Comm node = MPI_COMM_NULL;
+  const char *call = "MPI_Comm_dup";
+  rc = MPI_Comm_dup(MPI_COMM_WORLD, &m->comm);
+  if (rc == MPI_SUCCESS) {
+    call = "MPI_Comm_set_errhandler";
+    rc = MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+  }
+  if (rc == MPI_SUCCESS) {
+    call = "MPI_Comm_rank";
+    rc = MPI_Comm_rank(m->comm, &m->rank);
+  }
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_size(m->comm, &m->size);
+  if (rc == MPI_SUCCESS) {
+    /* The ranks of this host, for one GPU per rank. */
+    call = "MPI_Comm_split_type";
+    rc = MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, m->rank,
+                             MPI_INFO_NULL, &node);
+  }
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_rank(node, &m->place.local_rank);
+  if (rc == MPI_SUCCESS)
+    rc = MPI_Comm_size(node, &m->place.local_size);
+  if (node != MPI_COMM_NULL)
+    MPI_Comm_free(&node);
+  if (rc != MPI_SUCCESS) {
+    imgstat_status st = mpi_fail(err, rc, call);
+    if (m->comm != MPI_COMM_NULL)
+      MPI_Comm_free(&m->comm);
+    if (we_init)
+      MPI_Finalize();
+    free(m);
+    return st;
+  }
+  m->place.rank = m->rank;
+  m->place.size = m->size;
+  *out = m;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_mpi_finalize(imgstat_mpi *m, imgstat_error *err) {
+  if (!m)
+    return IMGSTAT_OK;
+  int rc = MPI_Comm_free(&m->comm);
+  const char *call = "MPI_Comm_free";
+  if (m->finalize) {
+    int rc2 = MPI_Finalize();
+    if (rc == MPI_SUCCESS) {
+      rc = rc2;
+      call = "MPI_Finalize";
+    }
+  }
+  free(m);
+  return rc == MPI_SUCCESS ? IMGSTAT_OK : mpi_fail(err, rc, call);
+}
+
+imgstat_mpi_place imgstat_mpi_where(const imgstat_mpi *m) {
+  imgstat_mpi_place one = {0, 1, 0, 1};
+  return m ? m->place : one;
+}
+
+/* Every rank gets rank 0's status and message. */
+static imgstat_status share_status(imgstat_mpi *m, imgstat_status st,
+                                   imgstat_error *err) {
+  struct {
+    uint32_t status;
+    char message[IMGSTAT_ERROR_MAX];
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  msg.status = (uint32_t)st;
+  if (st != IMGSTAT_OK && err)
+    memcpy(msg.message, err->message, sizeof msg.message);
+  int rc = MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, m->comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_fail(err, rc, "MPI_Bcast");
+  if (msg.status == IMGSTAT_OK)
+    return IMGSTAT_OK;
+  msg.message[IMGSTAT_ERROR_MAX - 1] = '\0';
+  return imgstat_error_set(err, (imgstat_status)msg.status, "%s", msg.message);
+}
+
+/* ---- the reduction --------------------------------------------------------
+ */
+
+#define WIRE_HEADER 16
+
+static struct {
+  const imgstat_mpi_codec *codec;
+  size_t capacity;
+} active;
+
+static uint64_t wire_get(const unsigned char *w, int field) {
+  uint64_t v;
+  memcpy(&v, w + 8 * field, sizeof v);
+  return v;
+}
+
+static void wire_set(unsigned char *w, uint64_t status, uint64_t used) {
+  memcpy(w, &status, sizeof status);
+  memcpy(w + 8, &used, sizeof used);
+}
+
+/* The element says: failed with e. */
+static void wire_error(unsigned char *w, const imgstat_error *e) {
+  size_t n = strnlen(e->message, IMGSTAT_ERROR_MAX - 1);
+  memcpy(w + WIRE_HEADER, e->message, n);
+  wire_set(w, (uint64_t)(e->status != IMGSTAT_OK ? e->status : IMGSTAT_ERR_ARG),
+           n);
+}
+
+/* Serializes acc into the element w of the given capacity. */
+static void wire_put(unsigned char *w, size_t capacity,
+                     const imgstat_mpi_codec *c, const void *acc) {
+  imgstat_error e = {IMGSTAT_OK, ""};
+  size_t used = 0;
+  if (c->serialize(c->ctx, acc, w + WIRE_HEADER, capacity - WIRE_HEADER, &used,
+                   &e) != IMGSTAT_OK) {
+    wire_error(w, &e);
+    return;
+  }
+  wire_set(w, IMGSTAT_OK, used);
+}
+
+/* inout = in then inout: in holds the lower ranks. The first failure in rank
+ * order is kept. */
+static void combine(const unsigned char *in, unsigned char *inout) {
+  const imgstat_mpi_codec *c = active.codec;
+  if (wire_get(in, 0) != IMGSTAT_OK) {
+    memcpy(inout, in, WIRE_HEADER + (size_t)wire_get(in, 1));
+    return;
+  }
+  if (wire_get(inout, 0) != IMGSTAT_OK)
+    return;
+  imgstat_error e = {IMGSTAT_OK, ""};
+  void *a = NULL, *b = NULL;
+  imgstat_status st = c->create(c->ctx, &a, &e);
+  if (st == IMGSTAT_OK)
+    st = c->create(c->ctx, &b, &e);
+  if (st == IMGSTAT_OK)
+    st = c->deserialize(c->ctx, a, in + WIRE_HEADER, (size_t)wire_get(in, 1),
+                        &e);
+  if (st == IMGSTAT_OK)
+    st = c->deserialize(c->ctx, b, inout + WIRE_HEADER,
+                        (size_t)wire_get(inout, 1), &e);
+  if (st == IMGSTAT_OK)
+    st = c->merge(c->ctx, a, b, &e);
+  if (st == IMGSTAT_OK &&
+      c->serialized_size(c->ctx, a) > active.capacity - WIRE_HEADER)
+    st = imgstat_error_set(&e, IMGSTAT_ERR_LIMIT,
+                           "a merged accumulator is larger than its parts "
+                           "together (%zu bytes): the codec breaks its promise",
+                           c->serialized_size(c->ctx, a));
+  if (st == IMGSTAT_OK)
+    wire_put(inout, active.capacity, c, a);
+  else
+    wire_error(inout, &e);
+  if (a)
+    c->destroy(c->ctx, a);
+  if (b)
+    c->destroy(c->ctx, b);
+}
+
+static void reduce_fn(void *in, void *inout, int *len, MPI_Datatype *type) {
+  (void)type;
+  for (int i = 0; i < *len; i++)
+    combine((const unsigned char *)in + (size_t)i * active.capacity,
+            (unsigned char *)inout + (size_t)i * active.capacity);
+}
+
+/* The reduction on every rank; rank 0's result in `result` (capacity
+ * bytes). Returns this rank's status (MPI failures, rank 0's result). */
+static imgstat_status reduce_wire(imgstat_mpi *m, const imgstat_mpi_codec *c,
+                                  const unsigned char *wire,
+                                  unsigned char *result, size_t capacity,
+                                  imgstat_error *err) {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op op = MPI_OP_NULL;
+  const char *call = "MPI_Type_contiguous";
+  int rc = MPI_Type_contiguous((int)capacity, MPI_BYTE, &type);
+  if (rc == MPI_SUCCESS) {
+    call = "MPI_Type_commit";
+    rc = MPI_Type_commit(&type);
+  }
+  if (rc == MPI_SUCCESS) {
+    call = "MPI_Op_create";
+    rc = MPI_Op_create(reduce_fn, 0 /* not commutative: rank order */, &op);
+  }
+  if (rc == MPI_SUCCESS) {
+    call = "MPI_Reduce";
+    active.codec = c;
+    active.capacity = capacity;
+    rc = MPI_Reduce(wire, result, 1, type, op, 0, m->comm);
+    active.codec = NULL;
+  }
+  if (op != MPI_OP_NULL)
+    MPI_Op_free(&op);
+  if (type != MPI_DATATYPE_NULL)
+    MPI_Type_free(&type);
+  return rc == MPI_SUCCESS ? IMGSTAT_OK : mpi_fail(err, rc, call);
+}
+
+imgstat_status imgstat_mpi_reduce(imgstat_mpi *m, const imgstat_mpi_codec *c,
+                                  void *acc, imgstat_error *err) {
+  if (!m || !c || !acc || !c->create || !c->destroy || !c->serialized_size ||
+      !c->serialize || !c->deserialize || !c->merge)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_mpi_reduce: no handle, codec, callback "
+                             "or accumulator");
+  /* The capacity: every rank's bytes together, or the largest rank's. */
+  uint64_t mine = (uint64_t)c->serialized_size(c->ctx, acc), total = 0;
+  int rc = MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T,
+                         c->fixed_size ? MPI_MAX : MPI_SUM, m->comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_fail(err, rc, "MPI_Allreduce");
+  if (total < IMGSTAT_ERROR_MAX)
+    total = IMGSTAT_ERROR_MAX;
+  if (total > (uint64_t)INT_MAX - WIRE_HEADER)
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                             "the ranks' accumulators take %llu bytes, more "
+                             "than one MPI message of %d",
+                             (unsigned long long)total, INT_MAX);
+  size_t capacity = (size_t)total + WIRE_HEADER;
+
+  unsigned char *wire = malloc(capacity);
+  unsigned char *result = m->rank == 0 ? malloc(capacity) : NULL;
+  int ok = wire && (m->rank != 0 || result), all_ok = 0;
+  rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, m->comm);
+  imgstat_status st = IMGSTAT_OK;
+  if (rc != MPI_SUCCESS)
+    st = mpi_fail(err, rc, "MPI_Allreduce");
+  else if (!all_ok)
+    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                           "a rank is out of memory for the reduction's %zu "
+                           "bytes",
+                           capacity);
+  if (st == IMGSTAT_OK) {
+    /* A failure to serialize travels in the element, like a merge's. */
+    memset(wire, 0, capacity);
+    wire_put(wire, capacity, c, acc);
+    st = reduce_wire(m, c, wire, result, capacity, err);
+    if (st == IMGSTAT_OK && m->rank == 0) {
+      imgstat_error e = {IMGSTAT_OK, ""};
+      if (wire_get(result, 0) != IMGSTAT_OK) {
+        size_t n = (size_t)wire_get(result, 1);
+        st = imgstat_error_set(err, (imgstat_status)wire_get(result, 0), "%.*s",
+                               (int)n, (const char *)result + WIRE_HEADER);
+      } else if (c->deserialize(c->ctx, acc, result + WIRE_HEADER,
+                                (size_t)wire_get(result, 1),
+                                &e) != IMGSTAT_OK) {
+        st = imgstat_error_set(err, e.status, "%s", e.message);
+      }
+    }
+    if (st == IMGSTAT_OK || m->rank == 0)
+      st = share_status(m, st, err);
+  }
+  free(wire);
+  free(result);
+  return st;
+}
+
+/* ---- pools ----------------------------------------------------------------
+ */
+
+static imgstat_status pool_create(void *ctx, void **acc, imgstat_error *err) {
+  (void)ctx;
+  imgstat_pool *p = malloc(sizeof *p);
+  if (!p)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory for a pool");
+  imgstat_pool_init(p);
+  *acc = p;
+  return IMGSTAT_OK;
+}
+
+static void pool_destroy(void *ctx, void *acc) {
+  (void)ctx;
+  free(acc);
+}
+
+static size_t pool_size(void *ctx, const void *acc) {
+  (void)ctx;
+  return imgstat_pool_serialized_size(acc);
+}
+
+static imgstat_status pool_serialize(void *ctx, const void *acc, void *buf,
+                                     size_t size, size_t *used,
+                                     imgstat_error *err) {
+  (void)ctx;
+  return imgstat_pool_serialize(acc, buf, size, used, err);
+}
+
+static imgstat_status pool_deserialize(void *ctx, void *acc, const void *buf,
+                                       size_t size, imgstat_error *err) {
+  (void)ctx;
+  return imgstat_pool_deserialize(acc, buf, size, err);
+}
+
+static imgstat_status pool_merge(void *ctx, void *a, const void *b,
+                                 imgstat_error *err) {
+  (void)ctx;
+  return imgstat_pool_merge(a, b, err);
+}
+
+imgstat_status imgstat_mpi_reduce_pool(imgstat_mpi *m, imgstat_pool *pool,
+                                       imgstat_error *err) {
+  static const imgstat_mpi_codec codec = {
+      NULL,           pool_create,      pool_destroy, pool_size,
+      pool_serialize, pool_deserialize, pool_merge,   1};
+  return imgstat_mpi_reduce(m, &codec, pool, err);
+}
+
+/* ---- the ordered gather ---------------------------------------------------
+ */
+
+imgstat_status imgstat_mpi_gather(imgstat_mpi *m, const void *data, size_t size,
+                                  imgstat_mpi_blobs *out, imgstat_error *err) {
+  if (!m || !out || (size && !data))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_mpi_gather: no handle, data or result");
+  out->data = NULL;
+  out->offsets = NULL;
+  out->count = 0;
+  uint64_t mine = (uint64_t)size, total = 0;
+  int rc = MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, m->comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_fail(err, rc, "MPI_Allreduce");
+  if (total > (uint64_t)INT_MAX)
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                             "the ranks' bytes to gather, %llu, are more than "
+                             "one MPI message of %d: gather them in rounds",
+                             (unsigned long long)total, INT_MAX);
+  int *counts = NULL, *displs = NULL, ok = 1;
+  if (m->rank == 0) {
+    counts = malloc((size_t)m->size * sizeof *counts);
+    displs = malloc((size_t)m->size * sizeof *displs);
+    out->offsets = malloc(((size_t)m->size + 1) * sizeof *out->offsets);
+    out->data = malloc(total ? (size_t)total : 1);
+    ok = counts && displs && out->offsets && out->data;
+  }
+  imgstat_status st = IMGSTAT_OK;
+  rc = MPI_Bcast(&ok, 1, MPI_INT, 0, m->comm);
+  const char *call = "MPI_Bcast";
+  if (rc == MPI_SUCCESS && !ok)
+    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                           "rank 0 is out of memory for the gathered %llu "
+                           "bytes",
+                           (unsigned long long)total);
+  int n = (int)size;
+  if (rc == MPI_SUCCESS && st == IMGSTAT_OK) {
+    call = "MPI_Gather";
+    rc = MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, m->comm);
+  }
+  if (rc == MPI_SUCCESS && st == IMGSTAT_OK) {
+    if (m->rank == 0) {
+      size_t at = 0;
+      for (int r = 0; r < m->size; r++) {
+        displs[r] = (int)at;
+        out->offsets[r] = at;
+        at += (size_t)counts[r];
+      }
+      out->offsets[m->size] = at;
+      out->count = m->size;
+    }
+    call = "MPI_Gatherv";
+    rc = MPI_Gatherv(data, n, MPI_BYTE, out->data, counts, displs, MPI_BYTE, 0,
+                     m->comm);
+  }
+  if (rc != MPI_SUCCESS)
+    st = mpi_fail(err, rc, call);
+  free(counts);
+  free(displs);
+  if (st != IMGSTAT_OK)
+    imgstat_mpi_blobs_free(out);
+  return st;
+}

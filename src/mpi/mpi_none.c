@@ -1,0 +1,62 @@
+/* imgstat_mpi.h in a library built without MPI: every collective fails with
+ * IMGSTAT_ERR_UNSUPPORTED (the shares and imgstat_mpi_blobs_free are in
+ * common.c). */
+#include "imgstat_mpi.h"
+
+static imgstat_status unsupported(imgstat_error *err) {
+  return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                           "imgstat was built without MPI (configure with "
+                           "-DIMGSTAT_WITH_MPI=ON and libopenmpi-dev)");
+}
+
+int imgstat_mpi_built(void) { return 0; }
+
+imgstat_status imgstat_mpi_init(int *argc, char ***argv, imgstat_mpi **out,
+                                imgstat_error *err) {
+  (void)argc;
+  (void)argv;
+  if (out)
+    *out = NULL;
+  return unsupported(err);
+}
+
+imgstat_status imgstat_mpi_finalize(imgstat_mpi *m, imgstat_error *err) {
+  (void)m;
+  (void)err;
+  return IMGSTAT_OK;
+}
+
+imgstat_mpi_place imgstat_mpi_where(const imgstat_mpi *m) {
+  (void)m;
+  imgstat_mpi_place one = {0, 1, 0, 1};
+  return one;
+}
+
+imgstat_status imgstat_mpi_reduce(imgstat_mpi *m,
+                                  const imgstat_mpi_codec *codec, void *acc,
+                                  imgstat_error *err) {
+  (void)m;
+  (void)codec;
+  (void)acc;
+  return unsupported(err);
+}
+
+imgstat_status imgstat_mpi_reduce_pool(imgstat_mpi *m, imgstat_pool *pool,
+                                       imgstat_error *err) {
+  (void)m;
+  (void)pool;
+  return unsupported(err);
+}
+
+imgstat_status imgstat_mpi_gather(imgstat_mpi *m, const void *data, size_t size,
+                                  imgstat_mpi_blobs *out, imgstat_error *err) {
+  (void)m;
+  (void)data;
+  (void)size;
+  if (out) {
+    out->data = NULL;
+    out->offsets = NULL;
+    out->count = 0;
+  }
+  return unsupported(err);
+}
