@@ -212,19 +212,22 @@ static int needs_gpu(const imgstat_engine *e) {
 }
 
 /* ---- auto's cost rule
- * -------------------------------------------------------- The figures:
- * docs/benchmarks.md, "auto's rule" (the CPU per core, single-threaded; the GPU
- * through imgstat_gpu_* from pageable host memory, one item at a time; CUDA's
- * start-up and the tear-down at process exit). */
+ * -------------------------------------------------------- The figures
+ * (docs/benchmarks.md, "auto's rule"): `imgstat bench --rates` on the 2 x H200
+ * host (32 cores), 2026-11-23, RGB 4000 x 3000 with noise, median of 5: the CPU
+ * on one thread; the GPU through imgstat_gpu_* from pageable host memory, one
+ * item at a time. fixed_s: CUDA's start-up there (imgstat_gpu_create, 339 ms)
+ * plus the driver's tear-down at process exit (110-140 ms measured on the H100
+ * host: docs/benchmarks.md). */
 static const imgstat_cost_model measured = {
-    .fixed_s = 0.36,
+    .fixed_s = 0.46,
     /* u8, u16, f32 */
-    .cpu_s_per_gb = {{0.11, 0.12, 0.35},   /* statistics */
-                     {0.75, 0.90, 1.40},   /* statistics + histograms */
-                     {0.60, 0.70, 0.90}},  /* normalization */
-    .gpu_s_per_gb = {{0.14, 0.14, 0.14},   /* upload and kernels */
-                     {0.16, 0.17, 0.20},   /* one upload, both */
-                     {0.60, 0.45, 0.30}}}; /* upload, kernels, download */
+    .cpu_s_per_gb = {{0.085, 0.160, 0.354},   /* statistics */
+                     {0.473, 0.667, 1.292},   /* statistics + histograms */
+                     {0.557, 0.594, 0.982}},  /* normalization (minmax) */
+    .gpu_s_per_gb = {{0.077, 0.096, 0.093},   /* upload and kernels */
+                     {0.084, 0.109, 0.106},   /* one upload, both */
+                     {0.331, 0.362, 0.375}}}; /* upload, kernels, download */
 
 const imgstat_cost_model *imgstat_cost_model_measured(void) {
   return &measured;
