@@ -205,5 +205,31 @@ if command -v script >/dev/null && script -qc true /dev/null >/dev/null 2>&1; th
   grep -q 'images/s' tty.txt && fail "a terminal with -q: $(cat tty.txt)" || pass
 fi
 
+# ---- Ctrl-C and kill: the run stops soon, exit 130 / 143, the records
+# printed are the first ones in order ------------------------------------------
+mkdir many
+for i in $(seq -w 1 400); do ln "$SAMPLES/kodim23.png" "many/k$i.png"; done
+for sig in INT TERM; do
+  python3 - "$IMGSTAT" "$sig" <<'PY' >sig.txt 2>&1
+import signal, subprocess, sys, time
+sig = getattr(signal, "SIG" + sys.argv[2])
+p = subprocess.Popen([sys.argv[1], "--backend", "cpu", "--json", "-j", "1", "many"],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+time.sleep(0.3)
+t = time.monotonic()
+p.send_signal(sig)
+out, err = p.communicate()
+late = time.monotonic() - t
+names = [l.split('"file":"')[1].split('"')[0] for l in out.decode().splitlines()]
+want = [f"many/k{i:03d}.png" for i in range(1, len(names) + 1)]
+print(p.returncode, len(names), names == want, f"{late:.2f}")
+PY
+  read -r rc n inorder late <sig.txt
+  want_rc=$([ $sig = INT ] && echo 130 || echo 143)
+  [ "$rc" = "$want_rc" ] && [ "$inorder" = True ] && [ "$n" -lt 400 ] &&
+    awk -v l="$late" 'BEGIN{exit !(l < 2)}' && pass ||
+    fail "SIG$sig: exit, records, order, seconds to stop: $(cat sig.txt)"
+done
+
 echo "batch_cli_test: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]
