@@ -26,7 +26,7 @@
  *    convert: gray -> RGB replicates Y (its partial, three times), RGBA ->
  *    RGB drops alpha, Y / RGB -> RGBA add an opaque alpha (255, 65535 or
  *    1.0), RGB(A) -> gray is Rec. 601 luma: integer images
- *    floor((299 R + 587 G + 114 B + 500) / 1000) (as PIL's convert("L")),
+ *    (19595 R + 38470 G + 7471 B + 32768) >> 16 (as Pillow's convert("L")),
  *    float images 0.299 R + 0.587 G + 0.114 B in double rounded to float;
  *    a gray alpha (YA) is dropped for rgb and gray.
  *  - Scale unit: every sample divided by 255 (8-bit), 65535 (16-bit) or

@@ -65,6 +65,15 @@ static int depth_index(imgstat_sample s) {
 
 static const imgstat_sample depth_sample[NDEPTH] = {IMGSTAT_U8, IMGSTAT_U16,
                                                     IMGSTAT_F32};
+/* Rec. 601 luma of integer samples in 16.16 fixed point, rounded: the
+ * weights 19595, 38470 and 7471 / 65536 (0.299, 0.587, 0.114), as Pillow's
+ * convert("L") computes it (its L24 macro), exact for 8 and 16 bits. */
+static uint32_t luma(uint32_t r, uint32_t g, uint32_t b) {
+  return (uint32_t)(((uint64_t)19595 * r + (uint64_t)38470 * g +
+                     (uint64_t)7471 * b + 0x8000) >>
+                    16);
+}
+
 static const double depth_top[NDEPTH] = {255.0, 65535.0, 1.0};
 
 int imgstat_dataset_pooled_channels(const imgstat_dataset_options *o,
@@ -104,17 +113,13 @@ imgstat_status imgstat_dataset_gray(const imgstat_image *img,
     if (img->sample == IMGSTAT_U8) {
       uint8_t *o = (uint8_t *)gray->planes[0] + at;
       for (uint32_t x = 0; x < img->width; x++)
-        o[x] = (uint8_t)((299u * (uint8_t)r[x] + 587u * (uint8_t)g[x] +
-                          114u * (uint8_t)b[x] + 500u) /
-                         1000u);
+        o[x] = (uint8_t)luma((uint8_t)r[x], (uint8_t)g[x], (uint8_t)b[x]);
     } else if (img->sample == IMGSTAT_U16) {
       const uint16_t *r16 = (const uint16_t *)r, *g16 = (const uint16_t *)g,
                      *b16 = (const uint16_t *)b;
       uint16_t *o = (uint16_t *)gray->planes[0] + at;
       for (uint32_t x = 0; x < img->width; x++)
-        o[x] =
-            (uint16_t)((299u * r16[x] + 587u * g16[x] + 114u * b16[x] + 500u) /
-                       1000u);
+        o[x] = (uint16_t)luma(r16[x], g16[x], b16[x]);
     } else {
       const float *rf = (const float *)r, *gf = (const float *)g,
                   *bf = (const float *)b;
