@@ -468,6 +468,10 @@ static int walk_inputs(run_state *st) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status s = imgstat_inputs_create(&io, &inputs, &err);
+  /* an OUT folder inside an input folder holds no inputs (earlier runs'
+   * outputs) */
+  if (s == IMGSTAT_OK && st->folder)
+    s = imgstat_inputs_exclude_dir(inputs, c->out, &err);
   for (int k = 0; k < c->nsources && s == IMGSTAT_OK; k++)
     s = c->sources[k].is_list
             ? imgstat_inputs_add_list(inputs, c->sources[k].text,
