@@ -318,17 +318,38 @@ static imgstat_status measure_pooled(const imgstat_dataset_result *r,
     int any = s == IMGSTAT_OK && sum.counts &&
               imgstat_histogram_percentile(&sum, opts->clip_low, &lo) &&
               imgstat_histogram_percentile(&sum, opts->clip_high, &hi);
+    uint64_t ltotal = sum.total;
     imgstat_histogram_free(&sum);
     if (s != IMGSTAT_OK)
       return s;
+    double cmin = 0, cmax = 0; /* the linked channels' extrema */
+    for (int c = 0, first = 1; c < n; c++)
+      if (!imgstat_channel_is_alpha(n, c) && r->ch[c].has_values) {
+        cmin = first ? r->ch[c].min : fmin(cmin, r->ch[c].min);
+        cmax = first ? r->ch[c].max : fmax(cmax, r->ch[c].max);
+        first = 0;
+      }
     for (int c = 0; c < n; c++) {
-      if (linked && !imgstat_channel_is_alpha(n, c)) {
+      int link = linked && !imgstat_channel_is_alpha(n, c);
+      if (link) {
         m->has_values[c] = any;
         m->lo[c] = lo;
         m->hi[c] = hi;
       }
       m->lo[c] *= r->hist_scale;
       m->hi[c] *= r->hist_scale;
+      /* float bins span the common range of every channel: a channel's
+       * percentiles lie within its own extrema, which ranks 1 and N are */
+      if (r->ch[c].hist.sample == IMGSTAT_F32 && m->has_values[c]) {
+        double a = link ? cmin : r->ch[c].min, b = link ? cmax : r->ch[c].max;
+        uint64_t total = link ? ltotal : r->ch[c].hist.total;
+        m->lo[c] = fmin(fmax(m->lo[c], a), b);
+        m->hi[c] = fmin(fmax(m->hi[c], a), b);
+        if (imgstat_percentile_rank(total, opts->clip_low) == 1)
+          m->lo[c] = a;
+        if (imgstat_percentile_rank(total, opts->clip_high) == total)
+          m->hi[c] = b;
+      }
     }
     return IMGSTAT_OK;
   }
