@@ -208,6 +208,11 @@ typedef struct imgstat_norm_options {
    * ToTensor), so they are multiplied by 255 or 65535 for integer input;
    * float input is taken as it is. */
   int scale_unit;
+  /* minmax, clip and zscore: when not NULL, every channel's figures come
+   * from here (lo/hi, mean/std, has_values) and nothing is measured: one
+   * plan for many images (normalize --dataset). In the input's units, or
+   * in 0..1 of its full scale with scale_unit. Linking is the caller's. */
+  const struct imgstat_norm_measure *measured;
 } imgstat_norm_options;
 
 /* What one output channel does with its input channel's samples. */

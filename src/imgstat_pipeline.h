@@ -112,6 +112,14 @@ imgstat_status imgstat_inputs_add_path(imgstat_inputs *in, const char *path,
 imgstat_status imgstat_inputs_add_list(imgstat_inputs *in, const char *list,
                                        char separator, imgstat_error *err);
 
+/* Leaves the directory at path (when it is one now; a link to one: its
+ * target), known by its device and inode, out of every walk: a walk that
+ * meets it, by any name, does not enter it (`imgstat normalize . -o out`
+ * does not take out/'s files as inputs). A path argument or list line
+ * naming it is still walked. */
+imgstat_status imgstat_inputs_exclude_dir(imgstat_inputs *in, const char *path,
+                                          imgstat_error *err);
+
 /* The next input in order: *item is a new item, or NULL at the end. Fails
  * (IMGSTAT_ERR_NOMEM) only when out of memory; everything about the inputs
  * themselves is an item of kind IMGSTAT_INPUT_ERROR. */

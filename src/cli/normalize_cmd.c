@@ -15,7 +15,9 @@
 #include "normalize_cmd.h"
 
 #include "cli_util.h"
+#include "dataset_pass.h"
 #include "imgstat.h"
+#include "imgstat_dataset.h"
 #include "imgstat_job.h"
 #include "imgstat_norm.h"
 #include "imgstat_pipeline.h"
@@ -86,6 +88,7 @@ typedef struct norm_cli {
   uint64_t max_inflight;
   int png_level; /* IMGSTAT_PNG_LEVEL(n), 0: the default */
   imgstat_npy_layout layout;
+  int dataset; /* --dataset: one plan from the figures of every input */
 } norm_cli;
 
 #define usage(...)                                                             \
@@ -196,6 +199,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_FLOAT_BINS:
     c->norm.float_bins = (uint32_t)v->u;
     break;
+  case IST_OPT_DATASET:
+    c->dataset = 1;
+    break;
   default:
     break;
   }
@@ -273,7 +279,8 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
   case IST_OPT_FLOAT_BINS:
     return mode != IMGSTAT_NORM_CLIP ? with_mode(c) : NULL;
   case IST_OPT_SCALE:
-    return mode != IMGSTAT_NORM_GIVEN && mode != IMGSTAT_NORM_RANGE
+    return mode != IMGSTAT_NORM_GIVEN && mode != IMGSTAT_NORM_RANGE &&
+                   !c->dataset
                ? with_mode(c)
                : NULL;
   case IST_OPT_NULL:
@@ -346,6 +353,11 @@ static int parse(int argc, char **argv, norm_cli *c, ist_opt_seen *seen) {
       memcpy(c->norm.std, c->sd, sizeof c->sd);
     }
   }
+  if (c->dataset && (c->norm.mode == IMGSTAT_NORM_GIVEN ||
+                     c->norm.mode == IMGSTAT_NORM_RANGE))
+    return usage("--dataset pools the figures of minmax, clip or zscore: it "
+                 "cannot be used with %s",
+                 c->have_range ? "--range" : with_mode(c) + 5);
   if (c->norm.linked && c->norm.mode != IMGSTAT_NORM_MINMAX &&
       c->norm.mode != IMGSTAT_NORM_CLIP)
     return usage("--linked applies to minmax and clip");
@@ -382,6 +394,11 @@ typedef struct run_state {
   ist_progress progress;
   uint64_t failed, skipped;
   int warned_units;
+  /* the options every input is normalized with: the command line's, and
+   * with --dataset the pooled figures (norm.measured) */
+  imgstat_norm_options norm;
+  imgstat_norm_measure measure;
+  size_t next_pooled; /* --dataset: the first pass's place in items */
 } run_state;
 
 /* Whether OUT names a folder: for a folder argument, a list or several
@@ -451,6 +468,10 @@ static int walk_inputs(run_state *st) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status s = imgstat_inputs_create(&io, &inputs, &err);
+  /* an OUT folder inside an input folder holds no inputs (earlier runs'
+   * outputs) */
+  if (s == IMGSTAT_OK && st->folder)
+    s = imgstat_inputs_exclude_dir(inputs, c->out, &err);
   for (int k = 0; k < c->nsources && s == IMGSTAT_OK; k++)
     s = c->sources[k].is_list
             ? imgstat_inputs_add_list(inputs, c->sources[k].text,
@@ -684,11 +705,8 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
     result_failed(&r->res, IMGSTAT_STAGE_LOAD, &err);
     return;
   }
-  /* (--dataset, issue 10: a first pass pools the statistics of every input
-   * and turns c->norm into the one plan for all of them -- RANGE with the
-   * pooled min/max or percentiles, GIVEN with the pooled mean and std --
-   * so that this call stays as it is.) */
-  imgstat_engine_normalize(st->engine, in->path, &img, &c->norm, &r->res);
+  /* with --dataset, st->norm carries the pooled figures (first_pass) */
+  imgstat_engine_normalize(st->engine, in->path, &img, &st->norm, &r->res);
   imgstat_image_free(&img);
   if (r->res.status == IMGSTAT_OK) {
     s = write_output(st, in, &r->res.output, &r->out_path, &r->write_err);
@@ -764,6 +782,92 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
   return 0;
 }
 
+/* ---- --dataset: the first pass ----------------------------------------- */
+
+static imgstat_status pooled_next(void *ctx, const imgstat_input **item,
+                                  imgstat_error *err) {
+  run_state *st = ctx;
+  (void)err;
+  *item = st->next_pooled < st->nitems ? st->items[st->next_pooled++] : NULL;
+  return IMGSTAT_OK;
+}
+
+/* Pools every input (the library's pass: the batch runner, the engine, the
+ * dataset accumulator) and sets st->norm to one plan for all of them.
+ * Inputs that fail here are reported by the second pass. Returns -1 to go
+ * on, or the exit status of the error it printed. */
+static int first_pass(run_state *st, int workers) {
+  const norm_cli *c = st->c;
+  imgstat_dataset_pass p;
+  memset(&p, 0, sizeof p);
+  p.ctx = st;
+  p.next = pooled_next;
+  p.load = &c->engine.load;
+  p.engine = st->engine;
+  p.workers = workers;
+  p.budget = c->max_inflight;
+  p.cancel = st->cancel;
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  o.as = IMGSTAT_AS_KEEP;
+  o.scale_unit = c->norm.scale_unit;
+  o.histograms = c->norm.mode == IMGSTAT_NORM_CLIP;
+  o.float_bins = c->norm.float_bins;
+  int status = -1;
+  if (o.histograms) { /* float images: the histograms' common range */
+    status = ist_dataset_range_run(&p, &o);
+    st->next_pooled = 0;
+    if (status >= 0)
+      return status;
+  }
+  imgstat_dataset *d = NULL;
+  imgstat_dataset_result r;
+  memset(&r, 0, sizeof r);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  int cancelled = 0, unit = 0;
+  imgstat_status s = imgstat_dataset_create(&o, &d, &err);
+  if (s == IMGSTAT_OK)
+    s = imgstat_dataset_pool_inputs(&p, d, NULL, &cancelled, &err);
+  if (s == IMGSTAT_OK && cancelled && ist_cli_cancel_status() >= 0) {
+    status = ist_cli_cancel_status();
+    goto done;
+  }
+  if (s == IMGSTAT_OK)
+    s = imgstat_dataset_finish(d, 0, &r, &err);
+  if (s != IMGSTAT_OK) {
+    ist_cli_error("--dataset: %s",
+                  err.message[0] ? err.message : "out of memory");
+    status = EXIT_FAILED;
+    goto done;
+  }
+  if (r.nexcluded > 0) { /* one plan needs one layout and depth */
+    ist_cli_path_error(
+        r.excluded[0].file,
+        "normalize --dataset: %s: one plan needs one layout and depth "
+        "(8/16-bit and float pool together with --scale unit)%s",
+        r.excluded[0].reason, r.nexcluded > 1 ? "; more files like it" : "");
+    status = EXIT_FAILED;
+    goto done;
+  }
+  if (r.pooled == 0) { /* nothing could be read: the second pass says why */
+    st->norm.measured = NULL;
+    goto done;
+  }
+  if (imgstat_dataset_norm_measure(&r, &c->norm, &st->measure, &unit, &err) !=
+      IMGSTAT_OK) {
+    ist_cli_error("normalize --dataset: %s", err.message);
+    status = EXIT_FAILED;
+    goto done;
+  }
+  st->norm.measured = &st->measure;
+  st->norm.scale_unit = unit;
+done:
+  imgstat_dataset_result_free(&r);
+  imgstat_dataset_destroy(d);
+  return status;
+}
+
 static int run(run_state *st) {
   const norm_cli *c = st->c;
   imgstat_error err;
@@ -808,6 +912,12 @@ static int run(run_state *st) {
   }
   ist_cli_job_warnings(&res, NULL, c->quiet);
   imgstat_job_result_free(&res);
+  st->norm = c->norm;
+  if (c->dataset) {
+    int status = first_pass(st, workers);
+    if (status >= 0)
+      return status;
+  }
 
   ist_progress_start(&st->progress,
                      !c->quiet && (c->progress || isatty(STDERR_FILENO)));

@@ -470,6 +470,11 @@ static const ist_opt table[] = {
      "  --scale unit       --mean, --std and --range in 0..1 units of the\n"
      "                     input's full scale (x/255, x/65535: torchvision's\n"
      "                     ToTensor); default native (0..255 for 8-bit)\n"},
+    {"--dataset", NULL, N, IST_OPT_DATASET, 0, NULL, 0, 0, NULL, NULL, N_MODES,
+     "  --dataset          one plan for every input: minmax, clip or zscore\n"
+     "                     with the figures pooled over all of them (a first\n"
+     "                     pass; docs/dataset.md); one layout and depth, or\n"
+     "                     8/16-bit and float together with --scale unit\n"},
     ROWS_INPUT_LISTS(N, N_INPUT),
     {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OUTPUT,
      "  -o, --output OUT   output file, or folder (created if missing) for a\n"

@@ -8,6 +8,7 @@
 #include "stats_cmd.h"
 
 #include "cli_util.h"
+#include "dataset_pass.h"
 #include "hist_plot.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
@@ -902,6 +903,23 @@ int ist_stats_main(int argc, char **argv) {
   st.req.npercentiles = opt.hist.npercentiles;
   memcpy(st.req.percentiles, opt.hist.percentiles, sizeof st.req.percentiles);
 
+  /* float images' pooled histograms without --range: a first pass finds
+   * their common range (dataset_pass.h; not over standard input) */
+  int stdin_used = 0;
+  for (int k = 0; k < opt.nsources; k++)
+    stdin_used |= strcmp(opt.sources[k].text, "-") == 0;
+  if (opt.dataset && histograms_wanted(&opt.hist) && !opt.ds.have_range &&
+      !stdin_used) {
+    imgstat_inputs *later = st.inputs;
+    status = make_inputs(&st);
+    if (status < 0)
+      status = ist_dataset_range_pass(st.inputs, &opt.engine.load, workers,
+                                      opt.max_inflight, &opt.ds);
+    imgstat_inputs_destroy(st.inputs);
+    st.inputs = later;
+    if (status >= 0)
+      goto cleanup;
+  }
   if (opt.dataset) {
     opt.ds.histograms = opt.hist.fields || opt.hist.png_path;
     opt.hist.dataset_columns = opt.format == IMGSTAT_OUTPUT_CSV;

@@ -714,8 +714,15 @@ static imgstat_status normalize_item(imgstat_engine *e, gpu_slot *g,
   memset(&err, 0, sizeof err);
   imgstat_status st;
   if (g) {
+    imgstat_norm_plan given; /* figures given: no measuring on the device */
+    st = opts->measured ? imgstat_norm_plan_make(in, opts, NULL, &given, &err)
+                        : IMGSTAT_OK;
+    if (st != IMGSTAT_OK)
+      return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
     pthread_mutex_lock(&g->lock);
-    st = gpu_normalize(g->gpu, in, opts, &res->output, &err);
+    st = opts->measured
+             ? imgstat_gpu_norm_apply(g->gpu, in, &given, &res->output, &err)
+             : gpu_normalize(g->gpu, in, opts, &res->output, &err);
     pthread_mutex_unlock(&g->lock);
     if (st == IMGSTAT_OK) {
       res->backend = IMGSTAT_BACKEND_GPU;

@@ -165,6 +165,10 @@ imgstat_status imgstat_norm_measure_cpu(const imgstat_image *img,
     return st;
   if (o->mode == IMGSTAT_NORM_GIVEN || o->mode == IMGSTAT_NORM_RANGE)
     return IMGSTAT_OK;
+  if (o->measured) { /* given: nothing to measure */
+    *m = *o->measured;
+    return IMGSTAT_OK;
+  }
   if (o->mode == IMGSTAT_NORM_CLIP)
     return measure_clip(img, o, m, err);
   imgstat_partial p[IMGSTAT_MAX_CHANNELS];
@@ -231,10 +235,16 @@ imgstat_status imgstat_norm_plan_make(const imgstat_image *img,
   imgstat_status st = imgstat_norm_options_check(img, o, err);
   if (st != IMGSTAT_OK)
     return st;
+  if (o->measured)
+    m = o->measured;
   if (!m && o->mode != IMGSTAT_NORM_GIVEN && o->mode != IMGSTAT_NORM_RANGE)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no measurements");
   /* the given values' unit: the input's full scale with scale_unit */
   double unit = o->scale_unit ? (double)sample_max(img->sample) : 1.0;
+  /* figures given for every image (measured) are in that unit too */
+  double mu = 1.0;
+  if (o->measured)
+    mu = unit;
   plan->in_sample = img->sample;
   if (o->out_sample)
     plan->out_sample = o->out_sample;
@@ -255,14 +265,14 @@ imgstat_status imgstat_norm_plan_make(const imgstat_image *img,
       case IMGSTAT_NORM_CLIP:
         if (m->has_values[c]) {
           map.kind = IMGSTAT_MAP_STRETCH;
-          map.a = m->lo[c];
-          map.b = m->hi[c];
+          map.a = m->lo[c] * mu;
+          map.b = m->hi[c] * mu;
         }
         break;
       case IMGSTAT_NORM_ZSCORE:
         map.kind = IMGSTAT_MAP_STANDARDIZE;
-        map.a = m->has_values[c] ? m->mean[c] : 0;
-        map.b = m->has_values[c] ? m->std[c] : 0;
+        map.a = m->has_values[c] ? m->mean[c] * mu : 0;
+        map.b = m->has_values[c] ? m->std[c] * mu : 0;
         break;
       case IMGSTAT_NORM_GIVEN: {
         int i = o->nstats == 1 ? 0 : c;

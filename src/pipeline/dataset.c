@@ -44,6 +44,11 @@ struct imgstat_dataset {
   uint64_t failed;
 };
 
+const imgstat_dataset_options *
+imgstat_dataset_options_of(const imgstat_dataset *d) {
+  return &d->o;
+}
+
 static const char *const as_names[] = {"keep", "gray", "rgb", "rgba"};
 
 const char *imgstat_dataset_as_name(imgstat_dataset_as as) {

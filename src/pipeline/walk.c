@@ -76,6 +76,12 @@ struct imgstat_inputs {
   node *first, *last;
   size_t queued;
   uint64_t found; /* items found so far: the next index */
+  /* directories a walk leaves out (imgstat_inputs_exclude_dir) */
+  struct excluded {
+    dev_t dev;
+    ino_t ino;
+  } * excluded;
+  size_t nexcluded;
 };
 
 static imgstat_status nomem(imgstat_error *err) {
@@ -119,6 +125,7 @@ void imgstat_inputs_destroy(imgstat_inputs *in) {
   for (size_t i = 0; i < in->depth; i++)
     frame_free(&in->stack[i]);
   free(in->stack);
+  free(in->excluded);
   while (in->first) {
     node *n = in->first;
     in->first = n->next;
@@ -163,6 +170,23 @@ static imgstat_status add_source(imgstat_inputs *in, int is_list,
 imgstat_status imgstat_inputs_add_path(imgstat_inputs *in, const char *path,
                                        imgstat_error *err) {
   return add_source(in, 0, path, 0, err);
+}
+
+imgstat_status imgstat_inputs_exclude_dir(imgstat_inputs *in, const char *path,
+                                          imgstat_error *err) {
+  struct stat st;
+  if (!in || !path)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no directory to exclude");
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+    return IMGSTAT_OK; /* nothing there to walk into */
+  struct excluded *p =
+      realloc(in->excluded, (in->nexcluded + 1) * sizeof *in->excluded);
+  if (!p)
+    return nomem(err);
+  in->excluded = p;
+  in->excluded[in->nexcluded].dev = st.st_dev;
+  in->excluded[in->nexcluded++].ino = st.st_ino;
+  return IMGSTAT_OK;
 }
 
 imgstat_status imgstat_inputs_add_list(imgstat_inputs *in, const char *list,
@@ -386,6 +410,12 @@ static imgstat_status enter(imgstat_inputs *in, const char *dir,
     free(path);
     return s;
   }
+  for (size_t k = 0; dir && k < in->nexcluded; k++)
+    if (in->excluded[k].dev == st.st_dev && in->excluded[k].ino == st.st_ino) {
+      close(fd); /* left out of walks (imgstat_inputs_exclude_dir) */
+      free(path);
+      return IMGSTAT_OK;
+    }
   const frame *a = ancestor(in, st.st_dev, st.st_ino);
   if (a) {
     close(fd);

@@ -1,0 +1,388 @@
+/*
+ * Passes over a whole list of inputs that pool it before anything else is
+ * done with it (imgstat_dataset.h, "passes over the inputs"): the float
+ * range of pooled histograms, the pool itself on the batch runner and the
+ * engine, and the one normalization plan of a pooled dataset.
+ */
+#include "imgstat_dataset.h"
+#include "imgstat_job.h"
+#include "imgstat_pipeline.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- feeding the batch runner from the pass's source ----------------------
+ */
+
+typedef struct pass_run {
+  const imgstat_dataset_pass *p;
+  imgstat_dataset *d; /* the pool pass */
+  void (*failed)(void *ctx, const imgstat_input *in, const imgstat_error *why);
+  int found; /* the range pass */
+  double lo, hi;
+} pass_run;
+
+static imgstat_status pass_next(void *ctx, void **item, imgstat_error *err) {
+  pass_run *r = ctx;
+  const imgstat_input *in = NULL;
+  imgstat_status s = r->p->next(r->p->ctx, &in, err);
+  *item = (void *)in;
+  return s;
+}
+
+static void pass_release(pass_run *r, const imgstat_input *in) {
+  if (r->p->release)
+    r->p->release(r->p->ctx, in);
+}
+
+static imgstat_status
+pass_batch(pass_run *r, size_t result_size,
+           void (*work)(void *, imgstat_task *, void *, void *),
+           int (*deliver)(void *, uint64_t, void *, void *, int),
+           int *cancelled, imgstat_error *err) {
+  imgstat_batch_config cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.workers = r->p->workers;
+  cfg.budget = r->p->budget;
+  cfg.result_size = result_size;
+  cfg.cancel = r->p->cancel;
+  cfg.ctx = r;
+  cfg.next = pass_next;
+  cfg.work = work;
+  cfg.deliver = deliver;
+  imgstat_batch_report rep;
+  memset(&rep, 0, sizeof rep);
+  imgstat_status s = imgstat_batch_run(&cfg, &rep, err);
+  if (cancelled)
+    *cancelled = rep.cancelled;
+  return s;
+}
+
+/* ---- the float range ------------------------------------------------------
+ */
+
+typedef struct range_result {
+  int found;
+  double lo, hi;
+} range_result;
+
+static void range_work(void *ctx, imgstat_task *task, void *item,
+                       void *result) {
+  pass_run *r = ctx;
+  const imgstat_input *in = item;
+  range_result *out = result;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_decoder *d = NULL;
+  if (in->kind != IMGSTAT_INPUT_FILE ||
+      imgstat_decoder_open(in->path, r->p->load, &d, &err) != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    return;
+  }
+  const imgstat_header *h = imgstat_decoder_header(d);
+  if (h->sample != IMGSTAT_F32) { /* integer: nothing to decode */
+    imgstat_decoder_close(d);
+    imgstat_task_reserve(task, 0);
+    return;
+  }
+  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels * 4;
+  if (!imgstat_task_reserve(task, bytes)) {
+    imgstat_decoder_close(d);
+    return;
+  }
+  imgstat_image img;
+  if (imgstat_decoder_load(d, &img, &err) == IMGSTAT_OK) {
+    for (int c = 0; c < img.channels; c++) {
+      double lo, hi;
+      if (!imgstat_image_finite_range(&img, c, &lo, &hi))
+        continue;
+      out->lo = out->found ? fmin(out->lo, lo) : lo;
+      out->hi = out->found ? fmax(out->hi, hi) : hi;
+      out->found = 1;
+    }
+    imgstat_image_free(&img);
+  }
+  imgstat_task_release(task, bytes);
+}
+
+static int range_deliver(void *ctx, uint64_t index, void *item, void *result,
+                         int ran) {
+  pass_run *r = ctx;
+  const range_result *out = result;
+  (void)index;
+  if (ran && out->found) {
+    r->lo = r->found ? fmin(r->lo, out->lo) : out->lo;
+    r->hi = r->found ? fmax(r->hi, out->hi) : out->hi;
+    r->found = 1;
+  }
+  pass_release(r, item);
+  return 0;
+}
+
+imgstat_status imgstat_dataset_float_range(const imgstat_dataset_pass *p,
+                                           int *found, double *lo, double *hi,
+                                           int *cancelled, imgstat_error *err) {
+  *found = 0;
+  *lo = *hi = 0;
+  if (!p || !p->next || !p->load)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_dataset_float_range: no inputs");
+  pass_run r;
+  memset(&r, 0, sizeof r);
+  r.p = p;
+  imgstat_status s = pass_batch(&r, sizeof(range_result), range_work,
+                                range_deliver, cancelled, err);
+  if (s == IMGSTAT_OK && r.found) {
+    *found = 1;
+    *lo = r.lo;
+    *hi = r.hi;
+  }
+  return s;
+}
+
+/* ---- the pool -------------------------------------------------------------
+ */
+
+typedef struct pool_result {
+  imgstat_job_result res;
+  imgstat_error err; /* a failure before the engine (decoding) */
+  int failed;
+  int gray; /* --as gray of a colour image: its luma's partial */
+  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
+  int hists; /* histograms made here (the luma's; float over the range) */
+  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+} pool_result;
+
+/* What the pool takes beside the engine's result: the luma (--as gray) and
+ * float histograms over the options' common range. */
+static imgstat_status pool_extra(const imgstat_dataset_options *o,
+                                 const imgstat_image *img, pool_result *out,
+                                 imgstat_error *err) {
+  imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
+  int hist = o->histograms && (img->sample != IMGSTAT_F32 || o->have_range);
+  imgstat_status s = IMGSTAT_OK;
+  if (imgstat_dataset_needs_gray(o, img->channels)) {
+    imgstat_image gray;
+    s = imgstat_dataset_gray(img, &gray, err);
+    if (s != IMGSTAT_OK)
+      return s;
+    s = imgstat_cpu_stats(&gray, 1, out->partial, err);
+    out->gray = s == IMGSTAT_OK;
+    if (s == IMGSTAT_OK && hist) {
+      s = imgstat_histogram_compute(&gray, 0, &ho, &out->hist[0], err);
+      out->hists = s == IMGSTAT_OK;
+    }
+    imgstat_image_free(&gray);
+  } else if (hist && img->sample == IMGSTAT_F32) {
+    for (int c = 0; c < img->channels && s == IMGSTAT_OK; c++)
+      s = imgstat_histogram_compute(img, c, &ho, &out->hist[c], err);
+    out->hists = s == IMGSTAT_OK;
+  }
+  return s;
+}
+
+static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
+  pass_run *r = ctx;
+  const imgstat_input *in = item;
+  pool_result *out = result;
+  const imgstat_dataset_options *o = imgstat_dataset_options_of(r->d);
+  if (in->kind == IMGSTAT_INPUT_STDIN) {
+    imgstat_task_reserve(task, 0);
+    out->failed = 1;
+    imgstat_error_set(&out->err, IMGSTAT_ERR_ARG,
+                      "standard input cannot be read twice (--dataset)");
+    return;
+  }
+  imgstat_image img;
+  uint64_t reserved;
+  int cancelled;
+  imgstat_status s = imgstat_task_decode(task, in, r->p->load, 0, &img,
+                                         &reserved, &cancelled, &out->err);
+  if (cancelled)
+    return;
+  if (s != IMGSTAT_OK) {
+    out->failed = 1;
+    return;
+  }
+  imgstat_stats_request req;
+  memset(&req, 0, sizeof req);
+  req.histograms = o->histograms && img.sample != IMGSTAT_F32 &&
+                   !imgstat_dataset_needs_gray(o, img.channels);
+  if (imgstat_engine_stats(r->p->engine, in->path, &img, &req, &out->res) !=
+      IMGSTAT_OK) {
+    out->failed = 1;
+    out->err = out->res.error;
+  } else if (pool_extra(o, &img, out, &out->err) != IMGSTAT_OK) {
+    out->failed = 1;
+  }
+  imgstat_image_free(&img);
+  imgstat_task_release(task, reserved);
+}
+
+static int pool_deliver(void *ctx, uint64_t index, void *item, void *result,
+                        int ran) {
+  pass_run *r = ctx;
+  const imgstat_input *in = item;
+  pool_result *out = result;
+  int stop = 0;
+  if (ran && out->failed) {
+    imgstat_dataset_add_failed(r->d, index);
+    if (!out->err.message[0])
+      imgstat_error_set(&out->err, IMGSTAT_ERR_IO, "cannot be read");
+    if (r->failed)
+      r->failed(r->p->ctx, in, &out->err);
+  } else if (ran && out->res.status == IMGSTAT_OK && out->res.width) {
+    const imgstat_job_result *res = &out->res;
+    imgstat_dataset_image im;
+    memset(&im, 0, sizeof im);
+    im.name = in->path;
+    im.width = res->width;
+    im.height = res->height;
+    im.channels = res->channels;
+    im.sample = res->sample;
+    im.partial = out->gray ? out->partial : res->partial;
+    im.hist = out->hists ? out->hist : res->has_histograms ? res->hist : NULL;
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    if (imgstat_dataset_add(r->d, index, &im, &err) != IMGSTAT_OK) {
+      imgstat_dataset_add_failed(r->d, index);
+      if (r->failed)
+        r->failed(r->p->ctx, in, &err);
+      stop = err.status == IMGSTAT_ERR_NOMEM;
+    }
+  }
+  imgstat_job_result_free(&out->res);
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+    imgstat_histogram_free(&out->hist[c]);
+  pass_release(r, in);
+  return stop;
+}
+
+imgstat_status
+imgstat_dataset_pool_inputs(const imgstat_dataset_pass *p, imgstat_dataset *d,
+                            void (*failed)(void *ctx, const imgstat_input *in,
+                                           const imgstat_error *why),
+                            int *cancelled, imgstat_error *err) {
+  if (!p || !p->next || !p->load || !p->engine || !d)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_dataset_pool_inputs: no inputs");
+  pass_run r;
+  memset(&r, 0, sizeof r);
+  r.p = p;
+  r.d = d;
+  r.failed = failed;
+  return pass_batch(&r, sizeof(pool_result), pool_work, pool_deliver, cancelled,
+                    err);
+}
+
+/* ---- the one plan ---------------------------------------------------------
+ */
+
+static imgstat_status measure_pooled(const imgstat_dataset_result *r,
+                                     const imgstat_norm_options *opts,
+                                     imgstat_norm_measure *m,
+                                     imgstat_error *err) {
+  memset(m, 0, sizeof *m);
+  int n = r->channels;
+  if (n < 1)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image was pooled");
+  int linked = opts->linked && (opts->mode == IMGSTAT_NORM_MINMAX ||
+                                opts->mode == IMGSTAT_NORM_CLIP);
+  if (opts->mode == IMGSTAT_NORM_CLIP) {
+    for (int c = 0; c < n; c++)
+      if (!r->ch[c].has_histogram && r->ch[c].has_values)
+        return imgstat_error_set(
+            err, IMGSTAT_ERR_ARG, "clip: no pooled histogram (%s)",
+            r->histogram_note[0] ? r->histogram_note : "none made");
+    imgstat_histogram sum;
+    memset(&sum, 0, sizeof sum);
+    imgstat_status s = IMGSTAT_OK;
+    for (int c = 0; c < n && s == IMGSTAT_OK; c++) {
+      const imgstat_histogram *h = &r->ch[c].hist;
+      if (!r->ch[c].has_histogram)
+        continue;
+      if (linked && !imgstat_channel_is_alpha(n, c)) {
+        if (!sum.counts)
+          s = imgstat_histogram_alloc(&sum, h->sample, h->bins, h->lo, h->hi,
+                                      err);
+        if (s == IMGSTAT_OK)
+          s = imgstat_histogram_add(&sum, h, err);
+        continue;
+      }
+      m->has_values[c] =
+          imgstat_histogram_percentile(h, opts->clip_low, &m->lo[c]) &&
+          imgstat_histogram_percentile(h, opts->clip_high, &m->hi[c]);
+    }
+    double lo = 0, hi = 0;
+    int any = s == IMGSTAT_OK && sum.counts &&
+              imgstat_histogram_percentile(&sum, opts->clip_low, &lo) &&
+              imgstat_histogram_percentile(&sum, opts->clip_high, &hi);
+    uint64_t ltotal = sum.total;
+    imgstat_histogram_free(&sum);
+    if (s != IMGSTAT_OK)
+      return s;
+    double cmin = 0, cmax = 0; /* the linked channels' extrema */
+    for (int c = 0, first = 1; c < n; c++)
+      if (!imgstat_channel_is_alpha(n, c) && r->ch[c].has_values) {
+        cmin = first ? r->ch[c].min : fmin(cmin, r->ch[c].min);
+        cmax = first ? r->ch[c].max : fmax(cmax, r->ch[c].max);
+        first = 0;
+      }
+    for (int c = 0; c < n; c++) {
+      int link = linked && !imgstat_channel_is_alpha(n, c);
+      if (link) {
+        m->has_values[c] = any;
+        m->lo[c] = lo;
+        m->hi[c] = hi;
+      }
+      m->lo[c] *= r->hist_scale;
+      m->hi[c] *= r->hist_scale;
+      /* float bins span the common range of every channel: a channel's
+       * percentiles lie within its own extrema, which ranks 1 and N are */
+      if (r->ch[c].hist.sample == IMGSTAT_F32 && m->has_values[c]) {
+        double a = link ? cmin : r->ch[c].min, b = link ? cmax : r->ch[c].max;
+        uint64_t total = link ? ltotal : r->ch[c].hist.total;
+        m->lo[c] = fmin(fmax(m->lo[c], a), b);
+        m->hi[c] = fmin(fmax(m->hi[c], a), b);
+        if (imgstat_percentile_rank(total, opts->clip_low) == 1)
+          m->lo[c] = a;
+        if (imgstat_percentile_rank(total, opts->clip_high) == total)
+          m->hi[c] = b;
+      }
+    }
+    return IMGSTAT_OK;
+  }
+  for (int c = 0; c < n; c++) {
+    const imgstat_dataset_channel *ch = &r->ch[c];
+    m->has_values[c] = ch->has_values;
+    m->lo[c] = ch->has_values ? ch->min : 0;
+    m->hi[c] = ch->has_values ? ch->max : 0;
+    m->mean[c] = ch->has_values ? ch->mean : 0;
+    m->std[c] = ch->has_std ? ch->std : 0;
+  }
+  if (linked)
+    imgstat_norm_measure_link(n, m);
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_dataset_norm_measure(const imgstat_dataset_result *r,
+                                            const imgstat_norm_options *opts,
+                                            imgstat_norm_measure *m, int *unit,
+                                            imgstat_error *err) {
+  imgstat_status s = measure_pooled(r, opts, m, err);
+  *unit = r->scale_unit;
+  if (s != IMGSTAT_OK || !r->scale_unit || (r->depths != 1 && r->depths != 2))
+    return s;
+  /* one integer depth: back to its units, where the extrema and the
+   * percentiles are integers (so the exact integer rule applies) */
+  double full = r->depths == 1 ? 255.0 : 65535.0;
+  for (int c = 0; c < r->channels; c++) {
+    m->lo[c] = rint(m->lo[c] * full);
+    m->hi[c] = rint(m->hi[c] * full);
+    m->mean[c] *= full;
+    m->std[c] *= full;
+  }
+  *unit = 0;
+  return IMGSTAT_OK;
+}
