@@ -201,6 +201,10 @@ then pass "levels 0 and 9: same pixels (PIL), level 0 larger"; else fail "--comp
 for f in c0 c9 out/deep/b/c/img; do
   full=255
   [ "$f" = out/deep/b/c/img ] && full=65535
+  if [ $full = 65535 ] && ! "$PY" -c 'import png' 2>/dev/null; then
+    echo "skipped: $f.png: no pypng to read 16-bit RGB independently"
+    continue
+  fi
   "$IMGSTAT" normalize --backend cpu --range 0,$full "$T/$f.png" -o "$T/libpng.npy" 2>"$T/stderr" || fail "libpng cannot read $f.png: $(cat "$T/stderr")"
   # (PIL reads 16-bit RGB as 8-bit: pypng, another independent decoder, then)
   if "$PY" -c "

@@ -53,7 +53,7 @@ echo "cpu: $(run cpu --backend cpu)"
 n=$(wc -l <"$T/cpu.jsonl")
 echo "  $n records, rc $(cat "$T/cpu.rc")"
 # Compares two runs' records: "exact", or "float" (integer images exact,
-# float images' mean, std and sum within 1e-12 relative: the documented
+# float images' mean, std, sum and sum_sq within 1e-9 relative, as verify_all.sh: the documented
 # agreement of the GPU's float statistics with the CPU's).
 same_records() {
   python3 - "$1" "$2" "$3" <<'PY'
@@ -71,8 +71,8 @@ for x, y in zip(a, b):
     for p, q in zip(xs, ys):
         for k in p:
             u, v = p[k], q.get(k)
-            if k in ("mean", "std", "sum") and u is not None and v is not None:
-                bad += abs(u - v) > 1e-12 * max(1.0, abs(u))
+            if k in ("mean", "std", "sum", "sum_sq") and u is not None and v is not None:
+                bad += abs(u - v) > 1e-9 * max(1.0, abs(u))
             else:
                 bad += u != v
 sys.exit(1 if bad else 0)

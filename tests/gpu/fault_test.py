@@ -34,7 +34,7 @@ LOG = (os.path.join(os.environ["OUT"], "fault_test") if os.environ.get("OUT")
 TMP = None  # scratch folder for normalize outputs, made in main()
 
 # name, arguments for (backend, output folder), what it writes
-# Statistics on one worker (-j 1): the N-th device event then belongs to the
+# Every run on one worker (-j 1): the N-th device event then belongs to the
 # same input in every run; with several workers, which image reaches the GPU
 # first depends on the scheduling.
 MODES = [
@@ -44,9 +44,11 @@ MODES = [
      lambda b, d: ["--json", "-j", "1", "--histogram", "--backend", b] +
      INPUTS, "json"),
     ("normalize",
-     lambda b, d: ["normalize", "--backend", b] + INPUTS + ["-o", d], "dir"),
+     lambda b, d: ["normalize", "-j", "1", "--backend", b] + INPUTS +
+     ["-o", d], "dir"),
     ("normalize-clip",
-     lambda b, d: ["normalize", "clip", "1,99", "--backend", b] + INPUTS +
+     lambda b, d: ["normalize", "clip", "1,99", "-j", "1", "--backend", b] +
+     INPUTS +
      ["-o", d], "dir"),
 ]
 if QUICK:  # the two command lines, with their smallest runs
@@ -58,6 +60,9 @@ AUTO_FILE = re.compile(r"^imgstat: (.+?): GPU failed \((.*)\); using the CPU$")
 GPU_START = re.compile(r"^imgstat: (.+?): --backend gpu needs a usable GPU: "
                        r"(.*)$")
 GPU_FILE = re.compile(r"^imgstat: (.+?): GPU failed: (.*)$")
+# normalize decides before its first input: one line, no input named
+GPU_START_RUN = re.compile(r"^imgstat: --backend gpu needs a usable GPU: "
+                           r"(.*)$")
 START = "start-up"  # the stage of a fault in imgstat_gpu_create
 # memcheck's words for a leak ("Leaked 4096 bytes at 0x...", "LEAK SUMMARY:
 # 4096 bytes leaked in 1 allocations"), not its all-clear summary
@@ -239,6 +244,12 @@ def check_gpu(mode, n, r, base):
     if not r.err:
         if r.rc != 0:
             probs.append(f"exit {r.rc} with nothing on stderr")
+    elif kind == "dir" and len(r.err) == 1 and GPU_START_RUN.match(r.err[0]):
+        stage = START
+        fkind = injected(GPU_START_RUN.match(r.err[0]).group(1), n)
+        if not fkind:
+            probs.append("the message does not name the injected fault: "
+                         + r.err[0])
     elif all(starts):
         stage = START
         names = [m.group(1) for m in starts]
@@ -300,7 +311,8 @@ def baselines(mode):
         base[b] = r.out
     if ok:
         # Not about faults, but every check below leans on it: the backends
-        # agree (float mean, std and sum within 1e-9, as verify_all.sh).
+        # agree (float mean, std, sum and sum_sq within 1e-9, as
+        # verify_all.sh).
         diff = [i for i in INPUTS if not agree(mode[2], base["cpu"][i],
                                                base["gpu"][i])]
         check(not diff, f"{mode[0]}: the fault-free CPU and GPU runs agree",
@@ -321,7 +333,8 @@ def agree(kind, a, b):
     for x, y in zip(sa, sb):
         for k in set(x) | set(y):
             u, v = x.get(k), y.get(k)
-            if k in ("mean", "std", "sum") and isinstance(u, float) and \
+            if k in ("mean", "std", "sum", "sum_sq") and \
+                    isinstance(u, float) and \
                     isinstance(v, (int, float)):
                 if abs(u - v) > 1e-9 * max(1.0, abs(u)):
                     return False

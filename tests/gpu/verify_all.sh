@@ -67,7 +67,7 @@ for a, b in zip(cpu, gpu):
     for sa, sb in zip(a["stats"], b["stats"]):
         for k in sa:
             x, y = sa[k], sb[k]
-            if a["depth"] == 32 and k in ("mean", "std", "sum") and x is not None:
+            if a["depth"] == 32 and k in ("mean", "std", "sum", "sum_sq") and x is not None:
                 ok = y is not None and abs(x - y) <= 1e-9 * max(1.0, abs(x))
             else:
                 ok = x == y
