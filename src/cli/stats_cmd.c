@@ -16,6 +16,7 @@
 #include "imgstat_pipeline.h"
 #include "options.h"
 #include "output.h"
+#include "progress.h"
 #include "verify.h"
 
 #include <errno.h>
@@ -25,7 +26,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -363,16 +363,12 @@ typedef struct run_state {
   char **plots;  /* the names of the plots written so far */
   size_t nplots, cap_plots;
   unsigned long records;
-  uint64_t delivered;
-  uint64_t failed; /* inputs that failed */
   int any_failed;
   int any_mismatch;
   int write_failed;
-  /* the progress line (--progress, or stderr a terminal) */
-  int progress;
-  double start, last_draw;
-  uint64_t bytes_in;
-  int line_shown;
+  /* the progress line (--progress, or stderr a terminal); its done and
+   * failed count the inputs delivered and those that failed */
+  ist_progress progress;
   int stdout_tty;      /* records would land on the progress line */
   imgstat_dataset *ds; /* --dataset: the accumulator */
   int ds_failed;       /* adding to it failed (reported once) */
@@ -457,44 +453,11 @@ static void dataset_add(run_state *st, const char *path, uint64_t index,
   }
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Writes the progress line over the last one ("\r", cleared to the end). */
+/* Draws the progress line (progress.h) with the walk's total so far. */
 static void draw_progress(run_state *st, int final) {
-  double t = now_seconds();
-  if (!final && t - st->last_draw < 0.25) /* at most 4 times a second */
-    return;
-  st->last_draw = t;
-  double elapsed = t - st->start;
-  uint64_t total;
+  uint64_t total = 0;
   int known = imgstat_inputs_total(st->inputs, &total);
-  double rate = elapsed > 0 ? (double)st->delivered / elapsed : 0;
-  double mbs = elapsed > 0 ? (double)st->bytes_in / elapsed / 1e6 : 0;
-  char left[32] = "?";
-  if (known && rate > 0)
-    snprintf(left, sizeof left, "%.0fs",
-             (double)(total - st->delivered) / rate);
-  fprintf(stderr,
-          "\rimgstat: %" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
-          "%.0fs elapsed  %s left  %" PRIu64 " failed\033[K",
-          st->delivered, total, known ? "" : "+", rate, mbs, elapsed, left,
-          st->failed);
-  if (final)
-    fputc('\n', stderr);
-  fflush(stderr);
-  st->line_shown = 1;
-}
-
-/* Clears the progress line before a message or a record on a terminal. */
-static void clear_progress(run_state *st) {
-  if (st->progress && st->line_shown) {
-    fputs("\r\033[K", stderr);
-    st->line_shown = 0;
-  }
+  ist_progress_draw(&st->progress, total, known, final);
 }
 
 /* Flushes stdout after every record, so that records and messages on stderr
@@ -680,10 +643,6 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   return s;
 }
 
-static size_t sample_bytes(imgstat_sample s) {
-  return (size_t)imgstat_sample_depth(s) / 8;
-}
-
 /* One input on a worker: the header read, the decoded size reserved from
  * the budget, the pixels decoded, then the statistics by the engine. */
 static void work_input(void *ctx, imgstat_task *task, void *item,
@@ -692,12 +651,7 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   const imgstat_input *in = item;
   item_result *r = result;
   imgstat_job_result *res = &r->res;
-  if (in->kind == IMGSTAT_INPUT_ERROR) {
-    imgstat_task_reserve(task, 0);
-    result_failed(res, IMGSTAT_STAGE_LOAD, in->status, in->message);
-    return;
-  }
-  if (st->needs_gpu) {
+  if (st->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR) {
     /* no decoding for an item that cannot run */
     if (imgstat_engine_decide(st->engine, res) != IMGSTAT_OK) {
       imgstat_task_reserve(task, 0);
@@ -705,39 +659,27 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
     }
     imgstat_job_result_free(res);
   }
-  const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
-  const imgstat_load_options *load = &st->opt->engine.load;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  imgstat_decoder *d = NULL;
-  imgstat_status s = imgstat_decoder_open(path, load, &d, &err);
-  if (s != IMGSTAT_OK) {
-    imgstat_task_reserve(task, 0);
-    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
-    return;
-  }
-  const imgstat_header *h = imgstat_decoder_header(d);
-  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
-                   sample_bytes(h->sample);
-  if (!imgstat_task_reserve(task, bytes)) {
-    imgstat_decoder_close(d);
+  imgstat_image img;
+  uint64_t reserved;
+  int cancelled;
+  imgstat_status s = imgstat_task_decode(task, in, &st->opt->engine.load, 0,
+                                         &img, &reserved, &cancelled, &err);
+  if (cancelled) {
     r->cancelled = 1;
     return;
   }
-  imgstat_image img;
-  s = imgstat_image_alloc(&img, h->width, h->height, h->channels, h->sample,
-                          load->max_pixels, &err);
-  if (s == IMGSTAT_OK)
-    s = imgstat_decoder_read(d, &img, &err);
-  imgstat_decoder_close(d);
-  if (s != IMGSTAT_OK)
+  if (s != IMGSTAT_OK) {
     result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
-  else if (imgstat_engine_stats(st->engine, in->path, &img, &st->req, res) ==
-               IMGSTAT_OK &&
-           st->ds)
+    return;
+  }
+  if (imgstat_engine_stats(st->engine, in->path, &img, &st->req, res) ==
+          IMGSTAT_OK &&
+      st->ds)
     dataset_work(st, &img, r);
   imgstat_image_free(&img);
-  imgstat_task_release(task, bytes);
+  imgstat_task_release(task, reserved);
 }
 
 static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
@@ -748,17 +690,16 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
   if (ran && !r->cancelled) {
     if (st->stdout_tty || r->res.status != IMGSTAT_OK || r->res.nwarnings > 0 ||
         r->res.verified || st->opt->hist.png_path)
-      clear_progress(st);
-    st->delivered++;
+      ist_progress_clear(&st->progress);
+    st->progress.done++;
     if (in->size_known)
-      st->bytes_in += in->size;
+      st->progress.bytes_in += in->size;
     if (print_result(st, in->path, &r->res))
-      st->failed++;
+      st->progress.failed++;
     if (st->ds)
       dataset_add(st, in->path, index, r);
     flush_stdout(st);
-    if (st->progress)
-      draw_progress(st, 0);
+    draw_progress(st, 0);
   }
   imgstat_job_result_free(&r->res);
   dataset_free(r);
@@ -885,9 +826,9 @@ int ist_stats_main(int argc, char **argv) {
   opt.engine.cost = ist_cli_cost_model();
   st.one_plot = one_plot(&opt);
   st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU || opt.engine.verify;
-  st.progress = !opt.quiet && (opt.progress || isatty(STDERR_FILENO));
+  ist_progress_start(&st.progress,
+                     !opt.quiet && (opt.progress || isatty(STDERR_FILENO)));
   st.stdout_tty = isatty(STDOUT_FILENO);
-  st.start = now_seconds();
 
   if (opt.hist.png_path) /* no partial PNG left by a signal */
     ist_cli_cleanup_on_signals();
@@ -926,17 +867,16 @@ int ist_stats_main(int argc, char **argv) {
   imgstat_status s = imgstat_batch_run(&cfg, NULL, &err);
   flush_stdout(&st);
   if (s != IMGSTAT_OK) {
-    clear_progress(&st);
+    ist_progress_clear(&st.progress);
     ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
     st.any_failed = 1;
   }
-  if (st.progress)
-    draw_progress(&st, 1);
+  draw_progress(&st, 1);
   if (st.ds && s == IMGSTAT_OK && !st.write_failed)
     print_dataset(&st);
-  if (st.delivered > 1 && st.failed > 0)
-    ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed", st.failed,
-                  st.delivered);
+  if (st.progress.done > 1 && st.progress.failed > 0)
+    ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed",
+                  st.progress.failed, st.progress.done);
 
   if (st.write_failed)
     status = EXIT_INPUT_FAILED;
