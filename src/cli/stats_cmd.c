@@ -860,10 +860,8 @@ static void capture_free(mpi_run *mr) {
 
 /* The most bytes a rank sends in one gather (a round); the environment
  * variable IMGSTAT_TEST_MPI_CHUNK makes it smaller (tests). */
-static size_t gather_chunk(int ranks) {
+static size_t gather_chunk(void) {
   size_t chunk = (size_t)16 << 20;
-  if ((size_t)(INT_MAX / 2) / (size_t)ranks < chunk)
-    chunk = (size_t)(INT_MAX / 2) / (size_t)ranks;
   const char *t = getenv("IMGSTAT_TEST_MPI_CHUNK");
   uint64_t v;
   if (t && ist_cli_parse_uint(t, 1, chunk, &v))
@@ -872,47 +870,58 @@ static size_t gather_chunk(int ranks) {
 }
 
 /* Brings the capture of stream k (0 stdout, 1 stderr) of every rank > 0 to
- * rank 0 in rounds, in rank order, and writes it to dest there. *strip: a
- * text record's leading blank line (ranks > 0 number their records from 1)
- * is dropped when nothing was printed before it. Collective. */
+ * rank 0, rank after rank, each in rounds of at most gather_chunk bytes
+ * (every rank learns every rank's length first, so all take part in the
+ * same rounds), and writes it to dest there. *strip: a text record's
+ * leading blank line (ranks > 0 number their records from 1) is dropped
+ * when nothing was printed before it. Collective. */
 static imgstat_status gather_capture(mpi_run *mr, int k, FILE *dest, int *strip,
                                      imgstat_error *err) {
+  int ranks = mr->at.size, me = mr->at.rank;
   FILE *f = mr->cap[k];
-  uint64_t left = 0;
+  uint64_t *len = calloc((size_t)ranks, sizeof *len);
+  size_t chunk = gather_chunk();
+  unsigned char *buf = malloc(chunk);
+  if (!len || !buf) {
+    free(len);
+    free(buf);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
   if (f && fseek(f, 0, SEEK_END) == 0) {
     long end = ftell(f);
-    left = end > 0 ? (uint64_t)end : 0;
+    len[me] = end > 0 ? (uint64_t)end : 0;
     rewind(f);
   }
-  size_t chunk = gather_chunk(mr->at.size);
-  unsigned char *buf = malloc(chunk);
-  imgstat_status s = IMGSTAT_OK;
-  for (;;) {
-    uint64_t more = left;
-    s = imgstat_mpi_allreduce_u64(mr->m, &more, 1, IMGSTAT_MPI_MAX, err);
-    if (s != IMGSTAT_OK || more == 0)
-      break;
-    size_t n = buf ? (left < chunk ? (size_t)left : chunk) : 0;
-    n = n ? fread(buf, 1, n, f) : 0;
-    left = n ? left - n : 0; /* a short read ends this rank's part */
-    imgstat_mpi_blobs blobs;
-    s = imgstat_mpi_gather(mr->m, buf, n, &blobs, err);
-    if (s != IMGSTAT_OK)
-      break;
-    for (int r = 1; r < blobs.count; r++) {
+  imgstat_status s =
+      imgstat_mpi_allreduce_u64(mr->m, len, ranks, IMGSTAT_MPI_SUM, err);
+  for (int r = 1; r < ranks && s == IMGSTAT_OK; r++) {
+    for (uint64_t done = 0; done < len[r] && s == IMGSTAT_OK;) {
+      size_t n = len[r] - done < chunk ? (size_t)(len[r] - done) : chunk;
+      done += n;
+      if (r == me) { /* a short read (no such thing): zeros, same length */
+        size_t got = fread(buf, 1, n, f);
+        memset(buf + got, 0, n - got);
+      }
+      imgstat_mpi_blobs blobs;
+      s = imgstat_mpi_gather(mr->m, buf, r == me ? n : 0, &blobs, err);
+      if (s != IMGSTAT_OK || me != 0) {
+        imgstat_mpi_blobs_free(&blobs);
+        continue;
+      }
       const unsigned char *at = blobs.data + blobs.offsets[r];
-      size_t len = blobs.offsets[r + 1] - blobs.offsets[r];
-      if (*strip && len > 0) {
+      size_t m = blobs.offsets[r + 1] - blobs.offsets[r];
+      if (*strip && m > 0) {
         if (*at == '\n') {
           at++;
-          len--;
+          m--;
         }
         *strip = 0;
       }
-      fwrite(at, 1, len, dest);
+      fwrite(at, 1, m, dest);
+      imgstat_mpi_blobs_free(&blobs);
     }
-    imgstat_mpi_blobs_free(&blobs);
   }
+  free(len);
   free(buf);
   return s;
 }
