@@ -133,6 +133,22 @@ imgstat_status imgstat_mpi_reduce(imgstat_mpi *m,
 imgstat_status imgstat_mpi_reduce_pool(imgstat_mpi *m, imgstat_pool *pool,
                                        imgstat_error *err);
 
+/* What imgstat_mpi_allreduce_u64 makes of the ranks' values. */
+typedef enum imgstat_mpi_op {
+  IMGSTAT_MPI_SUM = 0,
+  IMGSTAT_MPI_MAX
+} imgstat_mpi_op;
+
+/*
+ * values[0..n) becomes, on every rank, the element-wise sum (modulo 2^64)
+ * or largest of the ranks' values (MPI_Allreduce of MPI_UINT64_T): what the
+ * ranks must agree on, e.g. an exit status, whether any rank has more
+ * bytes to gather, or counts. Collective; on failure values are unchanged.
+ */
+imgstat_status imgstat_mpi_allreduce_u64(imgstat_mpi *m, uint64_t *values,
+                                         int n, imgstat_mpi_op op,
+                                         imgstat_error *err);
+
 /* Every rank's bytes, on rank 0, in rank order. */
 typedef struct imgstat_mpi_blobs {
   unsigned char *data; /* all of them, one after the other (malloc'ed) */

@@ -15,7 +15,8 @@
  *  - a failing merge (pools of different layouts) fails on every rank with
  *    rank 0's message;
  *  - the ordered gather: rank r's bytes (of different lengths, none for
- *    rank 0) on rank 0, in rank order.
+ *    rank 0) on rank 0, in rank order;
+ *  - the agreement: sums and maxima of every rank's values on every rank.
  *
  * Without IMGSTAT_TEST_MPI in the environment (set by ctest) it skips (77),
  * so that tests/valgrind.sh, which runs every tests/test_* directly, does
@@ -394,6 +395,21 @@ static void test_gather(void) {
   imgstat_mpi_blobs_free(&blobs);
 }
 
+/* Sums and maxima on every rank, against the closed forms. */
+static void test_allreduce(void) {
+  uint64_t v[3] = {(uint64_t)rank + 1, UINT64_C(1) << 40, (uint64_t)rank * 7};
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_mpi_allreduce_u64(mpi, v, 3, IMGSTAT_MPI_SUM, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT(v[0] == (uint64_t)size * (uint64_t)(size + 1) / 2);
+  CU_ASSERT(v[1] == (uint64_t)size << 40);
+  CU_ASSERT(v[2] == 7 * (uint64_t)size * (uint64_t)(size - 1) / 2);
+  uint64_t w[2] = {(uint64_t)rank, (uint64_t)(size - rank)};
+  CU_ASSERT_FATAL(imgstat_mpi_allreduce_u64(mpi, w, 2, IMGSTAT_MPI_MAX, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT(w[0] == (uint64_t)size - 1 && w[1] == (uint64_t)size);
+}
+
 static const test_case tests[] = {
     {"mpi", NULL},
     {"shares of an ordered list", test_shares},
@@ -407,6 +423,7 @@ static const test_case tests[] = {
     {"a codec that outgrows its element fails cleanly",
      test_reduce_broken_promise},
     {"ordered gather", test_gather},
+    {"sums and maxima on every rank", test_allreduce},
     {NULL, NULL}};
 
 int main(int argc, char **argv) {

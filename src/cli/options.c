@@ -418,6 +418,11 @@ static const ist_opt table[] = {
     {"--range", NULL, S, IST_OPT_RANGE, 1, read_range, 0, 0, NULL,
      "--range: '%s' is not LOW,HIGH (two numbers, LOW < HIGH)", S_DATASET,
      "  --range LOW,HIGH   float images: the pooled histogram's range\n"},
+    {"--mpi", NULL, S, IST_OPT_MPI, 0, NULL, 0, 0, NULL, NULL, S_DATASET,
+     "  --mpi              run as one of mpirun's ranks: each takes a share of "
+     "the\n"
+     "                     sorted inputs, rank 0 prints everything (see\n"
+     "                     scaling.md)\n"},
     {"--progress", NULL, S, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
      S_OTHER,
      "  --progress         a progress line on stderr even when it is no "

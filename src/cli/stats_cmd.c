@@ -14,19 +14,21 @@
 #include "imgstat_cuda.h"
 #include "imgstat_dataset.h"
 #include "imgstat_job.h"
+#include "imgstat_mpi.h"
 #include "imgstat_pipeline.h"
 #include "options.h"
 #include "output.h"
+#include "progress.h"
 #include "verify.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -102,6 +104,7 @@ typedef struct stats_options {
   int dataset;  /* 1: --dataset, 2: --dataset-only */
   imgstat_dataset_options ds;
   int ds_given; /* --as, --scale, --outlier-z or --range given */
+  int mpi;      /* --mpi */
 } stats_options;
 
 #define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)
@@ -133,6 +136,8 @@ static int *flag_of(stats_options *o, int id) {
     return &o->hist.png_log;
   case IST_OPT_QUIET:
     return &o->quiet;
+  case IST_OPT_MPI:
+    return &o->mpi;
   default:
     return NULL;
   }
@@ -364,17 +369,17 @@ typedef struct run_state {
   char **plots;  /* the names of the plots written so far */
   size_t nplots, cap_plots;
   unsigned long records;
-  uint64_t delivered;
-  uint64_t failed; /* inputs that failed */
   int any_failed;
   int any_mismatch;
   int write_failed;
-  /* the progress line (--progress, or stderr a terminal) */
-  int progress;
-  double start, last_draw;
-  uint64_t bytes_in;
-  int line_shown;
-  int stdout_tty;      /* records would land on the progress line */
+  /* the progress line (--progress, or stderr a terminal); its done and
+   * failed count the inputs delivered and those that failed */
+  ist_progress progress;
+  int stdout_tty; /* records would land on the progress line */
+  /* --mpi: this rank's share of the inputs, [share_first, share_end) */
+  int mpi;
+  uint64_t share_first, share_end, fed;
+  int cancel_status;   /* the ranks' agreed ist_cli_cancel_status() */
   imgstat_dataset *ds; /* --dataset: the accumulator */
   int ds_failed;       /* adding to it failed (reported once) */
 } run_state;
@@ -458,44 +463,21 @@ static void dataset_add(run_state *st, const char *path, uint64_t index,
   }
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Writes the progress line over the last one ("\r", cleared to the end). */
-static void draw_progress(run_state *st, int final) {
-  double t = now_seconds();
-  if (!final && t - st->last_draw < 0.25) /* at most 4 times a second */
-    return;
-  st->last_draw = t;
-  double elapsed = t - st->start;
-  uint64_t total;
-  int known = imgstat_inputs_total(st->inputs, &total);
-  double rate = elapsed > 0 ? (double)st->delivered / elapsed : 0;
-  double mbs = elapsed > 0 ? (double)st->bytes_in / elapsed / 1e6 : 0;
-  char left[32] = "?";
-  if (known && rate > 0)
-    snprintf(left, sizeof left, "%.0fs",
-             (double)(total - st->delivered) / rate);
-  fprintf(stderr,
-          "\rimgstat: %" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
-          "%.0fs elapsed  %s left  %" PRIu64 " failed\033[K",
-          st->delivered, total, known ? "" : "+", rate, mbs, elapsed, left,
-          st->failed);
-  if (final)
-    fputc('\n', stderr);
-  fflush(stderr);
-  st->line_shown = 1;
-}
-
-/* Clears the progress line before a message or a record on a terminal. */
-static void clear_progress(run_state *st) {
-  if (st->progress && st->line_shown) {
-    fputs("\r\033[K", stderr);
-    st->line_shown = 0;
+/* The inputs of this run so far (with --mpi: this rank's share) and
+ * whether that is all of them. */
+static int inputs_total(const run_state *st, uint64_t *total) {
+  if (st->mpi) {
+    *total = st->share_end - st->share_first;
+    return 1;
   }
+  return imgstat_inputs_total(st->inputs, total);
+}
+
+/* Draws the progress line (progress.h) with the walk's total so far. */
+static void draw_progress(run_state *st, int final) {
+  uint64_t total = 0;
+  int known = inputs_total(st, &total);
+  ist_progress_draw(&st->progress, total, known, final);
 }
 
 /* Flushes stdout after every record, so that records and messages on stderr
@@ -670,19 +652,17 @@ static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
 static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   run_state *st = ctx;
   imgstat_input *in = NULL;
-  imgstat_status s = imgstat_inputs_next(st->inputs, &in, err);
+  imgstat_status s = IMGSTAT_OK;
+  if (!st->mpi || st->fed++ < st->share_end - st->share_first)
+    s = imgstat_inputs_next(st->inputs, &in, err);
   /* the walk runs ahead: the progress line's total, auto's rule */
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_prefetch(st->inputs, 4096, err);
   uint64_t total = 0;
-  imgstat_inputs_total(st->inputs, &total);
+  inputs_total(st, &total);
   imgstat_engine_set_workload(st->engine, total);
   *item = in;
   return s;
-}
-
-static size_t sample_bytes(imgstat_sample s) {
-  return (size_t)imgstat_sample_depth(s) / 8;
 }
 
 /* One input on a worker: the header read, the decoded size reserved from
@@ -693,12 +673,7 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   const imgstat_input *in = item;
   item_result *r = result;
   imgstat_job_result *res = &r->res;
-  if (in->kind == IMGSTAT_INPUT_ERROR) {
-    imgstat_task_reserve(task, 0);
-    result_failed(res, IMGSTAT_STAGE_LOAD, in->status, in->message);
-    return;
-  }
-  if (st->needs_gpu) {
+  if (st->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR) {
     /* no decoding for an item that cannot run */
     if (imgstat_engine_decide(st->engine, res) != IMGSTAT_OK) {
       imgstat_task_reserve(task, 0);
@@ -706,39 +681,27 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
     }
     imgstat_job_result_free(res);
   }
-  const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
-  const imgstat_load_options *load = &st->opt->engine.load;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  imgstat_decoder *d = NULL;
-  imgstat_status s = imgstat_decoder_open(path, load, &d, &err);
-  if (s != IMGSTAT_OK) {
-    imgstat_task_reserve(task, 0);
-    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
-    return;
-  }
-  const imgstat_header *h = imgstat_decoder_header(d);
-  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
-                   sample_bytes(h->sample);
-  if (!imgstat_task_reserve(task, bytes)) {
-    imgstat_decoder_close(d);
+  imgstat_image img;
+  uint64_t reserved;
+  int cancelled;
+  imgstat_status s = imgstat_task_decode(task, in, &st->opt->engine.load, 0,
+                                         &img, &reserved, &cancelled, &err);
+  if (cancelled) {
     r->cancelled = 1;
     return;
   }
-  imgstat_image img;
-  s = imgstat_image_alloc(&img, h->width, h->height, h->channels, h->sample,
-                          load->max_pixels, &err);
-  if (s == IMGSTAT_OK)
-    s = imgstat_decoder_read(d, &img, &err);
-  imgstat_decoder_close(d);
-  if (s != IMGSTAT_OK)
+  if (s != IMGSTAT_OK) {
     result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
-  else if (imgstat_engine_stats(st->engine, in->path, &img, &st->req, res) ==
-               IMGSTAT_OK &&
-           st->ds)
+    return;
+  }
+  if (imgstat_engine_stats(st->engine, in->path, &img, &st->req, res) ==
+          IMGSTAT_OK &&
+      st->ds)
     dataset_work(st, &img, r);
   imgstat_image_free(&img);
-  imgstat_task_release(task, bytes);
+  imgstat_task_release(task, reserved);
 }
 
 static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
@@ -746,20 +709,20 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
   run_state *st = ctx;
   imgstat_input *in = item;
   item_result *r = result;
+  (void)index;
   if (ran && !r->cancelled) {
     if (st->stdout_tty || r->res.status != IMGSTAT_OK || r->res.nwarnings > 0 ||
         r->res.verified || st->opt->hist.png_path)
-      clear_progress(st);
-    st->delivered++;
+      ist_progress_clear(&st->progress);
+    st->progress.done++;
     if (in->size_known)
-      st->bytes_in += in->size;
+      st->progress.bytes_in += in->size;
     if (print_result(st, in->path, &r->res))
-      st->failed++;
-    if (st->ds)
-      dataset_add(st, in->path, index, r);
+      st->progress.failed++;
+    if (st->ds) /* the input's place in the whole list (--mpi: not index) */
+      dataset_add(st, in->path, in->index, r);
     flush_stdout(st);
-    if (st->progress)
-      draw_progress(st, 0);
+    draw_progress(st, 0);
   }
   imgstat_job_result_free(&r->res);
   dataset_free(r);
@@ -828,6 +791,321 @@ static void print_dataset(run_state *st) {
   imgstat_dataset_result_free(&r);
 }
 
+/* ---- --mpi: every rank walks the inputs, runs its share, rank 0 prints
+ * ----------------------------------------------------------------------
+ * Ranks > 0 write their records and messages as one process would, into
+ * temporary files that their standard output and error point to; at the
+ * end rank 0 gathers them in rank order (input order) and prints them after
+ * its own, then the dataset record of the ranks' accumulators merged in rank
+ * order: stdout and stderr equal one process's byte for byte. */
+
+typedef struct mpi_run {
+  imgstat_mpi *m; /* NULL: no --mpi */
+  imgstat_mpi_place at;
+  FILE *cap[2];   /* ranks > 0: what fds 1 and 2 write to */
+  int saved[2];   /* the fds 1 and 2 to restore, else -1 */
+  int cap_failed; /* the capture could not be set up */
+} mpi_run;
+
+/* Whether --mpi is among the arguments (before "--"): MPI starts before the
+ * options are parsed, so that ranks > 0 can keep quiet the messages every
+ * rank would print alike (usage errors, warnings). The parse decides. */
+static int mpi_asked(int argc, char **argv) {
+  for (int k = 1; k < argc && strcmp(argv[k], "--") != 0; k++)
+    if (strcmp(argv[k], "--mpi") == 0)
+      return 1;
+  return 0;
+}
+
+/* Ranks > 0: points fds 1 and 2 to temporary files. */
+static void capture_start(mpi_run *mr) {
+  fflush(stdout);
+  fflush(stderr);
+  for (int k = 0; k < 2; k++) {
+    mr->saved[k] = -1;
+    mr->cap[k] = tmpfile();
+    if (mr->cap[k])
+      mr->saved[k] = dup(k + 1);
+    if (mr->saved[k] < 0 || dup2(fileno(mr->cap[k]), k + 1) < 0)
+      mr->cap_failed = 1;
+  }
+}
+
+/* Drops what was captured so far (what rank 0 printed alike). */
+static void capture_reset(mpi_run *mr) {
+  fflush(stdout);
+  fflush(stderr);
+  for (int k = 0; k < 2; k++)
+    if (mr->cap[k] && (ftruncate(k + 1, 0) != 0 || lseek(k + 1, 0, 0) < 0))
+      mr->cap_failed = 1;
+}
+
+/* Gives fds 1 and 2 back; the captures stay to be read. */
+static void capture_end(mpi_run *mr) {
+  fflush(stdout);
+  fflush(stderr);
+  for (int k = 0; k < 2; k++)
+    if (mr->saved[k] >= 0) {
+      dup2(mr->saved[k], k + 1);
+      close(mr->saved[k]);
+      mr->saved[k] = -1;
+    }
+}
+
+static void capture_free(mpi_run *mr) {
+  capture_end(mr);
+  for (int k = 0; k < 2; k++)
+    if (mr->cap[k])
+      fclose(mr->cap[k]);
+}
+
+/* The most bytes a rank sends in one gather (a round); the environment
+ * variable IMGSTAT_TEST_MPI_CHUNK makes it smaller (tests). */
+static size_t gather_chunk(void) {
+  size_t chunk = (size_t)16 << 20;
+  const char *t = getenv("IMGSTAT_TEST_MPI_CHUNK");
+  uint64_t v;
+  if (t && ist_cli_parse_uint(t, 1, chunk, &v))
+    chunk = (size_t)v;
+  return chunk;
+}
+
+/* Brings the capture of stream k (0 stdout, 1 stderr) of every rank > 0 to
+ * rank 0, rank after rank, each in rounds of at most gather_chunk bytes
+ * (every rank learns every rank's length first, so all take part in the
+ * same rounds), and writes it to dest there. *strip: a text record's
+ * leading blank line (ranks > 0 number their records from 1) is dropped
+ * when nothing was printed before it. Collective. */
+static imgstat_status gather_capture(mpi_run *mr, int k, FILE *dest, int *strip,
+                                     imgstat_error *err) {
+  int ranks = mr->at.size, me = mr->at.rank;
+  FILE *f = mr->cap[k];
+  uint64_t *len = calloc((size_t)ranks, sizeof *len);
+  size_t chunk = gather_chunk();
+  unsigned char *buf = malloc(chunk);
+  if (!len || !buf) {
+    free(len);
+    free(buf);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  if (f && fseek(f, 0, SEEK_END) == 0) {
+    long end = ftell(f);
+    len[me] = end > 0 ? (uint64_t)end : 0;
+    rewind(f);
+  }
+  imgstat_status s =
+      imgstat_mpi_allreduce_u64(mr->m, len, ranks, IMGSTAT_MPI_SUM, err);
+  for (int r = 1; r < ranks && s == IMGSTAT_OK; r++) {
+    for (uint64_t done = 0; done < len[r] && s == IMGSTAT_OK;) {
+      size_t n = len[r] - done < chunk ? (size_t)(len[r] - done) : chunk;
+      done += n;
+      if (r == me) { /* a short read (no such thing): zeros, same length */
+        size_t got = fread(buf, 1, n, f);
+        memset(buf + got, 0, n - got);
+      }
+      imgstat_mpi_blobs blobs;
+      s = imgstat_mpi_gather(mr->m, buf, r == me ? n : 0, &blobs, err);
+      if (s != IMGSTAT_OK || me != 0) {
+        imgstat_mpi_blobs_free(&blobs);
+        continue;
+      }
+      const unsigned char *at = blobs.data + blobs.offsets[r];
+      size_t m = blobs.offsets[r + 1] - blobs.offsets[r];
+      if (*strip && m > 0) {
+        if (*at == '\n') {
+          at++;
+          m--;
+        }
+        *strip = 0;
+      }
+      fwrite(at, 1, m, dest);
+      imgstat_mpi_blobs_free(&blobs);
+    }
+  }
+  free(len);
+  free(buf);
+  return s;
+}
+
+/* The dataset accumulator as imgstat_mpi_reduce's codec (ctx: the
+ * options). Its accumulator is a holder of an imgstat_dataset, so that
+ * deserialize can replace what it holds. */
+typedef struct ds_holder {
+  imgstat_dataset *d;
+} ds_holder;
+
+static imgstat_status ds_create(void *ctx, void **acc, imgstat_error *err) {
+  ds_holder *h = calloc(1, sizeof *h);
+  *acc = h;
+  if (!h)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  return imgstat_dataset_create(ctx, &h->d, err);
+}
+
+static void ds_destroy(void *ctx, void *acc) {
+  (void)ctx;
+  ds_holder *h = acc;
+  if (h)
+    imgstat_dataset_destroy(h->d);
+  free(h);
+}
+
+static size_t ds_size(void *ctx, const void *acc) {
+  (void)ctx;
+  void *buf = NULL;
+  size_t n = 0;
+  imgstat_error err;
+  if (imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, &err) !=
+      IMGSTAT_OK)
+    n = 0;
+  free(buf);
+  return n;
+}
+
+static imgstat_status ds_serialize(void *ctx, const void *acc, void *out,
+                                   size_t size, size_t *used,
+                                   imgstat_error *err) {
+  (void)ctx;
+  void *buf = NULL;
+  size_t n = 0;
+  imgstat_status s =
+      imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, err);
+  if (s == IMGSTAT_OK && n > size)
+    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                          "the dataset's serialized form grew");
+  if (s == IMGSTAT_OK) {
+    memcpy(out, buf, n);
+    *used = n;
+  }
+  free(buf);
+  return s;
+}
+
+static imgstat_status ds_deserialize(void *ctx, void *acc, const void *buf,
+                                     size_t size, imgstat_error *err) {
+  (void)ctx;
+  ds_holder *h = acc;
+  imgstat_dataset *d = NULL;
+  imgstat_status s = imgstat_dataset_deserialize(buf, size, &d, err);
+  if (s == IMGSTAT_OK) {
+    imgstat_dataset_destroy(h->d);
+    h->d = d;
+  }
+  return s;
+}
+
+static imgstat_status ds_merge(void *ctx, void *a, const void *b,
+                               imgstat_error *err) {
+  (void)ctx;
+  return imgstat_dataset_merge(((ds_holder *)a)->d, ((const ds_holder *)b)->d,
+                               err);
+}
+
+/* A GPU for this rank, when the backend may use one: the local rank's turn
+ * among the devices listed (--devices), else among the host's. */
+static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
+  if (e->backend == IMGSTAT_BACKEND_CPU && !e->verify)
+    return;
+  int n = e->ndevices, list[IMGSTAT_MAX_DEVICES];
+  if (n > 0) {
+    memcpy(list, e->devices, sizeof(int) * (size_t)n);
+  } else {
+    imgstat_error err;
+    if (imgstat_gpu_device_count(&n, &err) != IMGSTAT_OK || n <= 0)
+      return; /* the engine says what it makes of no GPU */
+    n = n < IMGSTAT_MAX_DEVICES ? n : IMGSTAT_MAX_DEVICES;
+    for (int k = 0; k < n; k++)
+      list[k] = k;
+  }
+  e->ndevices = 1;
+  e->devices[0] = list[local_rank % n];
+}
+
+/* After parsing: what --mpi cannot do. Returns -1, or the exit status of
+ * the error it printed. */
+static int check_mpi_options(const stats_options *o) {
+  if (!o->mpi)
+    return -1;
+  if (!imgstat_mpi_built())
+    return usage("--mpi: this imgstat was built without MPI (configure "
+                 "with -DIMGSTAT_WITH_MPI=ON and libopenmpi-dev)");
+  for (int k = 0; k < o->nsources; k++)
+    if (strcmp(o->sources[k].text, "-") == 0)
+      return usage("--mpi: standard input cannot be shared by the ranks");
+  if (o->hist.png_path && o->dataset != 2)
+    return usage("--mpi: --histogram-png needs --dataset-only (the "
+                 "per-image plots would be named by each rank alone)");
+  return -1;
+}
+
+/* --mpi: walks the whole list (names only) and takes this rank's share:
+ * the items before it are dropped, next_input stops at its end. */
+static imgstat_status mpi_take_share(run_state *st, const mpi_run *mr,
+                                     imgstat_error *err) {
+  imgstat_status s = imgstat_inputs_prefetch(st->inputs, SIZE_MAX, err);
+  uint64_t total = 0;
+  imgstat_inputs_total(st->inputs, &total);
+  imgstat_mpi_share(total, mr->at.rank, mr->at.size, &st->share_first,
+                    &st->share_end);
+  for (uint64_t k = 0; k < st->share_first && s == IMGSTAT_OK; k++) {
+    imgstat_input *in = NULL;
+    s = imgstat_inputs_next(st->inputs, &in, err);
+    imgstat_input_free(in);
+  }
+  st->mpi = 1;
+  return s;
+}
+
+/* --mpi, after this rank's batch: the ranks agree on the outcome, rank 0
+ * gets the merged dataset accumulator and prints the others' records and
+ * messages. Returns whether the dataset record is to be printed (rank 0). */
+static int mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
+                      const stats_options *o) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  int cancel = ist_cli_cancel_status();
+  uint64_t any[5] = {(uint64_t)st->write_failed, (uint64_t)st->any_mismatch,
+                     (uint64_t)(st->any_failed || mr->cap_failed),
+                     (uint64_t)!batch_ok,
+                     cancel >= 0 ? (uint64_t)cancel + 1 : 0};
+  uint64_t counts[3] = {st->progress.done, st->progress.failed,
+                        st->records - (mr->at.rank > 0)};
+  imgstat_status s =
+      imgstat_mpi_allreduce_u64(mr->m, any, 5, IMGSTAT_MPI_MAX, &err);
+  if (s == IMGSTAT_OK)
+    s = imgstat_mpi_allreduce_u64(mr->m, counts, 3, IMGSTAT_MPI_SUM, &err);
+  if (s == IMGSTAT_OK && st->ds) {
+    imgstat_mpi_codec codec = {
+        (void *)&o->ds, ds_create,      ds_destroy, ds_size,
+        ds_serialize,   ds_deserialize, ds_merge,   0};
+    ds_holder h = {st->ds};
+    s = imgstat_mpi_reduce(mr->m, &codec, &h, &err);
+    st->ds = h.d; /* rank 0: the merged accumulator */
+  }
+  unsigned long mine = st->records;
+  capture_end(mr);
+  int strip = o->format == IMGSTAT_OUTPUT_TEXT && mine == 0;
+  if (s == IMGSTAT_OK)
+    s = gather_capture(mr, 0, stdout, &strip, &err);
+  int no_strip = 0;
+  if (s == IMGSTAT_OK)
+    s = gather_capture(mr, 1, stderr, &no_strip, &err);
+  if (s == IMGSTAT_OK) {
+    st->write_failed = (int)any[0];
+    st->any_mismatch = (int)any[1];
+    st->any_failed = (int)any[2];
+    st->progress.done = counts[0];
+    st->progress.failed = counts[1];
+    st->records = (unsigned long)counts[2];
+    st->cancel_status = (int)any[4] - 1;
+    flush_stdout(st);
+    return !any[3] && !any[0] && !st->write_failed;
+  }
+  ist_cli_error("--mpi: %s", err.message);
+  st->any_failed = 1;
+  return 0;
+}
+
 /* The inputs of the command line, in the order given. Returns -1, or the
  * exit status of the error it printed. */
 static int make_inputs(run_state *st) {
@@ -853,10 +1131,13 @@ static int make_inputs(run_state *st) {
 int ist_stats_main(int argc, char **argv) {
   stats_options opt;
   run_state st;
+  mpi_run mr;
   int status;
 
   memset(&opt, 0, sizeof opt);
   memset(&st, 0, sizeof st);
+  memset(&mr, 0, sizeof mr);
+  mr.saved[0] = mr.saved[1] = -1;
   opt.format = IMGSTAT_OUTPUT_TEXT;
   opt.engine.backend = IMGSTAT_BACKEND_AUTO;
   opt.engine.kernel = IMGSTAT_KERNEL_FAST;
@@ -868,7 +1149,24 @@ int ist_stats_main(int argc, char **argv) {
   opt.hist.bins = DEFAULT_DISPLAY_BINS;
   st.opt = &opt;
 
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (mpi_asked(argc, argv) && imgstat_mpi_built()) {
+    if (imgstat_mpi_init(&argc, &argv, &mr.m, &err) != IMGSTAT_OK) {
+      ist_cli_error("--mpi: %s", err.message);
+      return EXIT_INPUT_FAILED;
+    }
+    mr.at = imgstat_mpi_where(mr.m);
+    if (mr.at.rank > 0)
+      capture_start(&mr);
+  }
   status = parse_args(argc, argv, &opt);
+  if (status < 0)
+    status = check_mpi_options(&opt);
+  if (status < 0 && mr.m && !opt.mpi) /* "--mpi" was an option's value */
+    capture_end(&mr);
+  if (status < 0 && mr.m && opt.mpi)
+    capture_reset(&mr); /* rank 0 printed the same warnings */
   if (status >= 0)
     goto cleanup;
   status = make_inputs(&st);
@@ -884,20 +1182,23 @@ int ist_stats_main(int argc, char **argv) {
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
   opt.engine.workers = workers > 0 ? workers : imgstat_cpu_cores();
   opt.engine.cost = ist_cli_cost_model();
+  if (opt.mpi)
+    mpi_pick_device(&opt.engine, mr.at.local_rank);
   st.one_plot = one_plot(&opt);
   st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU || opt.engine.verify;
-  st.progress = !opt.quiet && (opt.progress || isatty(STDERR_FILENO));
+  /* --mpi: only rank 0 draws the line, for its share */
+  ist_progress_start(&st.progress, !opt.quiet && mr.at.rank == 0 &&
+                                       (opt.progress || isatty(STDERR_FILENO)));
   st.stdout_tty = isatty(STDOUT_FILENO);
-  st.start = now_seconds();
 
   if (opt.hist.png_path) /* no partial PNG left by a signal */
     ist_cli_cleanup_on_signals();
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
+  /* With --mpi, a rank whose set-up fails still takes part in the
+   * collectives (mpi_finish), with nothing to add. */
+  imgstat_status s = IMGSTAT_OK;
   if (imgstat_engine_create(&opt.engine, &st.engine, &err) != IMGSTAT_OK) {
     ist_cli_error("%s", err.message);
-    status = EXIT_INPUT_FAILED;
-    goto cleanup;
+    s = IMGSTAT_ERR_ARG;
   }
   st.req.histograms = histograms_wanted(&opt.hist);
   st.req.npercentiles = opt.hist.npercentiles;
@@ -925,36 +1226,52 @@ int ist_stats_main(int argc, char **argv) {
     opt.hist.dataset_columns = opt.format == IMGSTAT_OUTPUT_CSV;
     if (imgstat_dataset_create(&opt.ds, &st.ds, &err) != IMGSTAT_OK) {
       ist_cli_error("%s", err.message);
-      status = EXIT_INPUT_FAILED;
-      goto cleanup;
+      s = IMGSTAT_ERR_NOMEM;
     }
   }
-  ist_output_begin(stdout, opt.format, &opt.hist,
-                   opt.errors_as_records && opt.format == IMGSTAT_OUTPUT_CSV);
-  imgstat_batch_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.workers = workers;
-  cfg.budget = opt.max_inflight;
-  cfg.result_size = sizeof(item_result);
-  cfg.ctx = &st;
-  cfg.next = next_input;
-  cfg.work = work_input;
-  cfg.deliver = deliver_input;
-  cfg.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
-  imgstat_status s = imgstat_batch_run(&cfg, NULL, &err);
-  flush_stdout(&st);
-  if (s != IMGSTAT_OK) {
-    clear_progress(&st);
-    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
+  if (!opt.mpi && s != IMGSTAT_OK) {
+    status = EXIT_INPUT_FAILED;
+    goto cleanup;
+  }
+  if (mr.at.rank == 0)
+    ist_output_begin(stdout, opt.format, &opt.hist,
+                     opt.errors_as_records && opt.format == IMGSTAT_OUTPUT_CSV);
+  else
+    st.records = 1; /* every text record opens with its blank line */
+  if (opt.mpi && s == IMGSTAT_OK)
+    s = mpi_take_share(&st, &mr, &err);
+  if (s == IMGSTAT_OK) {
+    imgstat_batch_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = workers;
+    cfg.budget = opt.max_inflight;
+    cfg.result_size = sizeof(item_result);
+    cfg.ctx = &st;
+    cfg.next = next_input;
+    cfg.work = work_input;
+    cfg.deliver = deliver_input;
+    cfg.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
+    s = imgstat_batch_run(&cfg, NULL, &err);
+    flush_stdout(&st);
+    if (s != IMGSTAT_OK) {
+      ist_progress_clear(&st.progress);
+      ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
+      st.any_failed = 1;
+    }
+  } else {
     st.any_failed = 1;
   }
-  if (st.progress)
-    draw_progress(&st, 1);
-  if (st.ds && s == IMGSTAT_OK && !st.write_failed)
+  draw_progress(&st, 1);
+  int print_ds = st.ds && s == IMGSTAT_OK && !st.write_failed;
+  st.cancel_status = ist_cli_cancel_status();
+  if (opt.mpi)
+    print_ds =
+        mpi_finish(&st, &mr, s == IMGSTAT_OK, &opt) && st.ds && mr.at.rank == 0;
+  if (print_ds)
     print_dataset(&st);
-  if (st.delivered > 1 && st.failed > 0)
-    ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed", st.failed,
-                  st.delivered);
+  if (mr.at.rank == 0 && st.progress.done > 1 && st.progress.failed > 0)
+    ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed",
+                  st.progress.failed, st.progress.done);
 
   if (st.write_failed)
     status = EXIT_INPUT_FAILED;
@@ -964,8 +1281,8 @@ int ist_stats_main(int argc, char **argv) {
     status = EXIT_INPUT_FAILED;
   else
     status = EXIT_OK;
-  if (ist_cli_cancel_status() >= 0)
-    status = ist_cli_cancel_status();
+  if (st.cancel_status >= 0)
+    status = st.cancel_status;
 
 cleanup:
   for (size_t k = 0; k < st.nplots; k++)
@@ -976,5 +1293,10 @@ cleanup:
   imgstat_inputs_destroy(st.inputs);
   free(opt.files);
   free(opt.sources);
+  capture_free(&mr);
+  if (mr.m && imgstat_mpi_finalize(mr.m, &err) != IMGSTAT_OK) {
+    ist_cli_error("--mpi: %s", err.message);
+    status = status ? status : EXIT_INPUT_FAILED;
+  }
   return status;
 }

@@ -388,6 +388,26 @@ imgstat_status imgstat_mpi_reduce_pool(imgstat_mpi *m, imgstat_pool *pool,
   return imgstat_mpi_reduce(m, &codec, pool, err);
 }
 
+/* ---- agreement -------------------------------------------------------------
+ */
+
+imgstat_status imgstat_mpi_allreduce_u64(imgstat_mpi *m, uint64_t *values,
+                                         int n, imgstat_mpi_op op,
+                                         imgstat_error *err) {
+  if (!m || n < 0 || (n && !values))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_mpi_allreduce_u64: no handle or values");
+  uint64_t *out = malloc(n ? (size_t)n * sizeof *out : 1);
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  int rc = MPI_Allreduce(values, out, n, MPI_UINT64_T,
+                         op == IMGSTAT_MPI_MAX ? MPI_MAX : MPI_SUM, m->comm);
+  if (rc == MPI_SUCCESS && n)
+    memcpy(values, out, (size_t)n * sizeof *out);
+  free(out);
+  return rc == MPI_SUCCESS ? IMGSTAT_OK : mpi_fail(err, rc, "MPI_Allreduce");
+}
+
 /* ---- the ordered gather ---------------------------------------------------
  */
 

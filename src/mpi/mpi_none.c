@@ -60,3 +60,13 @@ imgstat_status imgstat_mpi_gather(imgstat_mpi *m, const void *data, size_t size,
   }
   return unsupported(err);
 }
+
+imgstat_status imgstat_mpi_allreduce_u64(imgstat_mpi *m, uint64_t *values,
+                                         int n, imgstat_mpi_op op,
+                                         imgstat_error *err) {
+  (void)m;
+  (void)values;
+  (void)n;
+  (void)op;
+  return unsupported(err);
+}
