@@ -81,6 +81,10 @@ typedef enum imgstat_work_kind {
   IMGSTAT_WORK_STATS = 0,  /* the statistics */
   IMGSTAT_WORK_HISTOGRAMS, /* the statistics and histograms */
   IMGSTAT_WORK_NORMALIZE,  /* a normalization */
+  /* The statistics of a JPEG decoded where they are computed: the CPU's
+   * figures include TurboJPEG's decode, the GPU's nvJPEG's, with no upload
+   * (the pixels are made on the device); per GB of decoded samples. */
+  IMGSTAT_WORK_JPEG_DECODE,
   IMGSTAT_WORK_KINDS
 } imgstat_work_kind;
 
@@ -103,6 +107,22 @@ int imgstat_cost_gpu_pays(const imgstat_cost_model *model,
                           imgstat_work_kind kind, imgstat_sample sample,
                           double gb, int workers, int devices);
 
+/* Where JPEG inputs are decoded (--jpeg-decoder). */
+typedef enum imgstat_jpeg_decoder {
+  /* the GPU (nvJPEG) when the engine uses a GPU that has it (backend gpu,
+   * or auto once the cost rule with IMGSTAT_WORK_JPEG_DECODE picks the
+   * GPU), else the CPU; the CPU under verify */
+  IMGSTAT_JPEG_DECODER_AUTO = 0,
+  IMGSTAT_JPEG_DECODER_CPU,
+  /* the GPU: needed as backend gpu needs it ("--jpeg-decoder gpu needs a
+   * usable GPU with nvJPEG: REASON"); not with backend cpu */
+  IMGSTAT_JPEG_DECODER_GPU
+} imgstat_jpeg_decoder;
+
+/* "auto", "cpu" or "gpu". */
+const char *imgstat_jpeg_decoder_name(imgstat_jpeg_decoder d);
+int imgstat_jpeg_decoder_from_name(const char *name, imgstat_jpeg_decoder *out);
+
 /* The most GPUs an engine uses. */
 #define IMGSTAT_MAX_DEVICES 16
 
@@ -121,6 +141,13 @@ typedef struct imgstat_engine_options {
   int devices[IMGSTAT_MAX_DEVICES];
   int workers; /* items computed at once (auto's rule); <= 0: one per core */
   const imgstat_cost_model *cost; /* auto's rule; NULL: the measured one */
+  imgstat_jpeg_decoder jpeg_decoder;
+  /* JPEGs decoded on the GPU at once, at most (<= 0: 64) */
+  int jpeg_batch;
+  /* 1: before nvJPEG, only the checks of the CPU decoder's open (markers,
+   * sizes); 0 (default): also libjpeg's entropy decoding of every scan, so
+   * that a damaged file is refused with the CPU path's words */
+  int jpeg_check_markers_only;
 } imgstat_engine_options;
 
 typedef struct imgstat_engine imgstat_engine;
@@ -234,6 +261,32 @@ imgstat_status imgstat_engine_normalize(imgstat_engine *engine,
                                         const imgstat_image *img,
                                         const imgstat_norm_options *opts,
                                         imgstat_job_result *res);
+
+/* Whether the engine may decode JPEG inputs on the GPU (nvJPEG compiled in
+ * and loaded, the policy allowing it): when 0, imgstat_engine_stats_decoder
+ * takes no input, and the caller need not offer any. */
+int imgstat_engine_may_decode_jpeg(imgstat_engine *engine);
+
+/* The statistics of an input whose decoder is open (imgstat_decoder_open)
+ * when the engine decodes it on the GPU: a JPEG that TurboJPEG's open took
+ * and nvJPEG may take, under the policy (jpeg_decoder). Returns 0 when it
+ * does not (nothing reserved, res zeroed: the caller decodes d as usual);
+ * 1 when it did, with res the item's result; -1 when reserve refused
+ * (cancelled). reserve(ctx, bytes) is called once before the big
+ * allocation (the file's bytes for the GPU; the decoded size when the file
+ * falls back to the CPU decoder, or 0 when the item fails first).
+ * Concurrent calls are decoded together, in batches per device. d stays
+ * open (the caller closes it). */
+int imgstat_engine_stats_decoder(imgstat_engine *engine, imgstat_decoder *d,
+                                 const char *path,
+                                 const imgstat_stats_request *req,
+                                 int (*reserve)(void *ctx, uint64_t bytes),
+                                 void *ctx, imgstat_job_result *res);
+
+/* The nvJPEG backend of the engine's first GPU ("hardware (N engines) +
+ * GPU-hybrid", "GPU-hybrid"), or NULL when JPEGs are not decoded there
+ * (known once the GPU has started). */
+const char *imgstat_engine_jpeg_backend(imgstat_engine *engine);
 
 /* Waits for the GPU start-up and applies the policy now rather than at the
  * first item (which does it after decoding its input, to overlap the two).

@@ -654,9 +654,11 @@ static int run_rates(int device, uint32_t width, uint32_t height, int runs) {
   }
   double create_ms = now_ms() - t0;
   static const imgstat_sample types[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
-  static const char *const kinds[IMGSTAT_WORK_KINDS] = {
+  /* the kinds of host images (not IMGSTAT_WORK_JPEG_DECODE) */
+  enum { KINDS = IMGSTAT_WORK_NORMALIZE + 1 };
+  static const char *const kinds[KINDS] = {
       "statistics", "statistics + histograms", "normalize (minmax)"};
-  double rate[2][IMGSTAT_WORK_KINDS][3];
+  double rate[2][KINDS][3];
   uint64_t seed = 88172645463325252u;
   int ok = 1;
   printf("auto's rule: s/GB of samples, %ux%u RGB, median of %d (CPU: one "
@@ -686,7 +688,7 @@ static int run_rates(int device, uint32_t width, uint32_t height, int runs) {
     double gb = (double)n * 3 * (double)types[t] * 1e-9;
     imgstat_norm_options norm;
     memset(&norm, 0, sizeof norm);
-    for (int k = 0; k < IMGSTAT_WORK_KINDS && ok; k++)
+    for (int k = 0; k < KINDS && ok; k++)
       for (int g = 0; g < 2 && ok; g++) {
         double ms[1000];
         for (int r = -1; r < runs; r++) { /* one untimed warm-up */
@@ -713,7 +715,7 @@ static int run_rates(int device, uint32_t width, uint32_t height, int runs) {
     return 1;
   for (int g = 0; g < 2; g++) {
     printf("%s s/GB (u8, u16, f32):\n", g ? "GPU" : "CPU, one thread");
-    for (int k = 0; k < IMGSTAT_WORK_KINDS; k++)
+    for (int k = 0; k < KINDS; k++)
       printf("  {%.3f, %.3f, %.3f}, /* %s */\n", rate[g][k][0], rate[g][k][1],
              rate[g][k][2], kinds[k]);
   }

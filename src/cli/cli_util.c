@@ -523,7 +523,7 @@ int ist_cli_refuse_input_output(const ist_cli_set *index, char *const *inputs,
 const imgstat_cost_model *ist_cli_cost_model(void) {
   /* a free GPU always repays */
   static const imgstat_cost_model always = {
-      .cpu_s_per_gb = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}};
+      .cpu_s_per_gb = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}};
   static const imgstat_cost_model never = {.fixed_s = 1e300};
   const char *v = getenv("IMGSTAT_AUTO");
   if (!v)

@@ -346,6 +346,18 @@ static const ist_opt table[] = {
      "                     one input at a time (default 0: one per core; 1: "
      "one\n"
      "                     thread for everything)\n"},
+    {"--jpeg-decoder", NULL, S, IST_OPT_JPEG_DECODER, 1, read_word, 0, 0,
+     "auto,cpu,gpu", "--jpeg-decoder: '%s' is not auto, cpu or gpu", S_COMPUTE,
+     "  --jpeg-decoder D   where JPEGs are decoded: gpu (nvJPEG, the pixels\n"
+     "                     stay on the device), cpu (TurboJPEG) or auto "
+     "(default:\n"
+     "                     the GPU once the GPU is used and has nvJPEG)\n"},
+    {"--jpeg-check", NULL, S, IST_OPT_JPEG_CHECK, 1, read_word, 0, 0,
+     "full,markers", "--jpeg-check: '%s' is not full or markers", S_COMPUTE,
+     "  --jpeg-check C     before nvJPEG: full (default: libjpeg reads every\n"
+     "                     scan, so that damaged files are refused as on the "
+     "CPU)\n"
+     "                     or markers (the header checks only: faster)\n"},
     {"--devices", NULL, S, IST_OPT_DEVICES, 1, read_devices, 0, 0, NULL, NULL,
      S_COMPUTE,
      "  --devices LIST     the GPUs to use: device numbers (0,1) or all; "
@@ -624,6 +636,12 @@ int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
     engine->ndevices = v->n;
     for (int k = 0; k < v->n; k++)
       engine->devices[k] = (int)v->list[k];
+    return 1;
+  case IST_OPT_JPEG_DECODER: /* the words in imgstat_jpeg_decoder's order */
+    engine->jpeg_decoder = (imgstat_jpeg_decoder)v->u;
+    return 1;
+  case IST_OPT_JPEG_CHECK:
+    engine->jpeg_check_markers_only = (int)v->u;
     return 1;
   case IST_OPT_MAX_PIXELS:
     engine->load.max_pixels = v->u;

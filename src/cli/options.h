@@ -59,6 +59,8 @@ typedef enum ist_opt_id {
   IST_OPT_OUTLIER_Z,
   IST_OPT_RANGE,
   IST_OPT_MPI,
+  IST_OPT_JPEG_DECODER,
+  IST_OPT_JPEG_CHECK,
   /* normalize */
   IST_OPT_OUTPUT,
   IST_OPT_PER_CHANNEL,

@@ -12,6 +12,7 @@
 #include "hist_plot.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
+#include "imgstat_cuda_jpeg.h"
 #include "imgstat_dataset.h"
 #include "imgstat_job.h"
 #include "imgstat_mpi.h"
@@ -143,6 +144,32 @@ static int *flag_of(stats_options *o, int id) {
   }
 }
 
+/* --version's second line: nvJPEG compiled in, its library, and the
+ * backend the current device offers (CUDA is started for that). */
+static void print_nvjpeg_version(void) {
+  if (!imgstat_gpu_jpeg_compiled()) {
+    printf("nvJPEG: not compiled in\n");
+    return;
+  }
+  const char *version = "";
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (imgstat_gpu_jpeg_load(&version, &err) != IMGSTAT_OK) {
+    printf("nvJPEG: compiled in; not loaded (%s)\n", err.message);
+    return;
+  }
+  imgstat_gpu *gpu = NULL;
+  imgstat_gpu_jpeg *dec = NULL;
+  if (imgstat_gpu_create(-1, &gpu, &err) == IMGSTAT_OK &&
+      imgstat_gpu_jpeg_create(gpu, &dec, &err) == IMGSTAT_OK)
+    printf("nvJPEG: %s; device %s: %s\n", version, imgstat_gpu_device_name(gpu),
+           imgstat_gpu_jpeg_backend(dec));
+  else
+    printf("nvJPEG: %s; no device (%s)\n", version, err.message);
+  imgstat_gpu_jpeg_destroy(dec);
+  imgstat_gpu_destroy(gpu);
+}
+
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   stats_options *o = ctx;
   int *flag = flag_of(o, row->id);
@@ -214,6 +241,7 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_VERSION:
     printf("imgstat %s (CUDA backend: %s; JPEG: %s)\n", IMGSTAT_VERSION,
            imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER);
+    print_nvjpeg_version();
     return flush_or_complain();
   default:
     break;
@@ -243,6 +271,11 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
   case IST_OPT_KERNEL:
     return e->backend == IMGSTAT_BACKEND_CPU && !e->verify
                ? "with --backend cpu"
+               : NULL;
+  case IST_OPT_JPEG_CHECK:
+    return e->jpeg_decoder == IMGSTAT_JPEG_DECODER_CPU ||
+                   e->backend == IMGSTAT_BACKEND_CPU
+               ? "when JPEGs are decoded on the CPU"
                : NULL;
   case IST_OPT_NULL:
     for (int k = 0; k < o->nsources; k++)
@@ -348,6 +381,9 @@ static int parse_args(int argc, char **argv, stats_options *o) {
     return status;
   if (o->nsources == 0)
     return usage("no input files");
+  if (o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
+      o->engine.backend == IMGSTAT_BACKEND_CPU)
+    return usage("--jpeg-decoder gpu cannot be used with --backend cpu");
   status = check_histogram_options(o);
   if (status >= 0)
     return status;
@@ -665,8 +701,52 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   return s;
 }
 
+/* The reservation of an input that the engine decodes on the GPU. */
+typedef struct gpu_reserve {
+  imgstat_task *task;
+  uint64_t bytes;
+} gpu_reserve;
+
+static int reserve_for_gpu(void *ctx, uint64_t bytes) {
+  gpu_reserve *r = ctx;
+  r->bytes = bytes;
+  return imgstat_task_reserve(r->task, bytes);
+}
+
+/* A JPEG file the engine may decode on the GPU (nvJPEG): its decoder
+ * opened and offered. Returns 1 when the item is done (res, reservations
+ * settled), 0 when the caller decodes it on the CPU as usual. */
+static int offer_to_gpu(run_state *st, imgstat_task *task,
+                        const imgstat_input *in, item_result *r) {
+  imgstat_job_result *res = &r->res;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_decoder *d = NULL;
+  imgstat_status s =
+      imgstat_decoder_open(in->path, &st->opt->engine.load, &d, &err);
+  if (s != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+    return 1;
+  }
+  const imgstat_header *h = imgstat_decoder_header(d);
+  int taken = 0;
+  if (!(st->ds && imgstat_dataset_needs_gray(&st->opt->ds, h->channels))) {
+    gpu_reserve gr = {task, 0};
+    taken = imgstat_engine_stats_decoder(st->engine, d, in->path, &st->req,
+                                         reserve_for_gpu, &gr, res);
+    if (taken < 0)
+      r->cancelled = 1;
+    else if (taken)
+      imgstat_task_release(task, gr.bytes);
+  }
+  imgstat_decoder_close(d);
+  return taken != 0;
+}
+
 /* One input on a worker: the header read, the decoded size reserved from
- * the budget, the pixels decoded, then the statistics by the engine. */
+ * the budget, the pixels decoded, then the statistics by the engine (a JPEG
+ * that the engine decodes on the GPU: all of it there). */
 static void work_input(void *ctx, imgstat_task *task, void *item,
                        void *result) {
   run_state *st = ctx;
@@ -683,6 +763,10 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   }
   imgstat_error err;
   memset(&err, 0, sizeof err);
+  if (in->kind == IMGSTAT_INPUT_FILE &&
+      imgstat_engine_may_decode_jpeg(st->engine) &&
+      offer_to_gpu(st, task, in, r))
+    return;
   imgstat_image img;
   uint64_t reserved;
   int cancelled;
@@ -1179,13 +1263,22 @@ int ist_stats_main(int argc, char **argv) {
    * for any thread count). */
   int several = several_inputs(&opt);
   int workers = opt.jobs_given ? opt.jobs : several ? 0 : 1;
+  /* JPEGs that may go to nvJPEG: their workers mostly wait for a batch
+   * decode, so there are more of them (a batch is the JPEGs queued at once;
+   * the budget still bounds the memory) */
+  if (workers == 0 && imgstat_gpu_jpeg_compiled() &&
+      opt.engine.jpeg_decoder != IMGSTAT_JPEG_DECODER_CPU &&
+      opt.engine.backend != IMGSTAT_BACKEND_CPU && !opt.engine.verify)
+    workers = 4 * imgstat_cpu_cores();
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
   opt.engine.workers = workers > 0 ? workers : imgstat_cpu_cores();
   opt.engine.cost = ist_cli_cost_model();
   if (opt.mpi)
     mpi_pick_device(&opt.engine, mr.at.local_rank);
   st.one_plot = one_plot(&opt);
-  st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU || opt.engine.verify;
+  st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU ||
+                 opt.engine.verify ||
+                 opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
   /* --mpi: only rank 0 draws the line, for its share */
   ist_progress_start(&st.progress, !opt.quiet && mr.at.rank == 0 &&
                                        (opt.progress || isatty(STDERR_FILENO)));

@@ -139,6 +139,19 @@ imgstat_status ist_jpeg_read(imgstat_decoder *d, imgstat_image *img,
 void ist_jpeg_close(imgstat_decoder *d);
 #endif
 
+/* For the GPU decoder (src/job): an open decoder's JPEG file, when it is
+ * TurboJPEG's and nvJPEG may take it (Huffman coding, 8-bit, gray or
+ * YCbCr; sequential or progressive): returns 1 with the whole file in
+ * *bytes (the decoder's, until it is closed) and *size; else 0. The
+ * decoder's open has made every check of the CPU path that needs no
+ * decoding. */
+int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
+                       size_t *size);
+/* The rest of the CPU path's strictness: libjpeg's entropy decoding of
+ * every scan, without pixels, stopping on any warning (a file cut
+ * mid-scan, corrupt data) with the words ist_jpeg_read would fail with. */
+imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err);
+
 /* Everything else through stb_image, as the format d->format->kind (an
  * unknown kind: a JPEG after fill bytes, or a TGA). */
 imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err);

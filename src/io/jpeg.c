@@ -270,6 +270,7 @@ typedef struct jpeg_state {
   tjhandle tj;
   int width, height, colorspace, four;
   int adobe_transform;
+  int arithmetic; /* the frame's coding (for ist_jpeg_gpu_input) */
 } jpeg_state;
 
 /* Opening reads the file into memory (TurboJPEG decodes from a buffer),
@@ -338,6 +339,7 @@ imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err) {
   js->colorspace = colorspace;
   js->four = four;
   js->adobe_transform = layout.adobe_transform;
+  js->arithmetic = layout.arithmetic;
   d->header.width = (uint32_t)width;
   d->header.height = (uint32_t)height;
   d->header.channels = colorspace == TJCS_GRAY ? 1 : 3;
@@ -418,6 +420,46 @@ done:
   return s;
 }
 
+int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
+                       size_t *size) {
+  if (!d || !d->format || d->format->open != ist_jpeg_open || !d->state)
+    return 0;
+  const jpeg_state *js = d->state;
+  if (!js->jpeg || js->arithmetic ||
+      (js->colorspace != TJCS_GRAY && js->colorspace != TJCS_YCbCr))
+    return 0;
+  *bytes = js->jpeg;
+  *size = js->size;
+  return 1;
+}
+
+/* libjpeg reads every scan into coefficients (tjTransform without output:
+ * the entropy decoding of a decode, without its IDCT, upsampling and colour
+ * conversion), under the flags ist_jpeg_read decodes with, so that it stops
+ * on the same warnings with the same words. */
+imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err) {
+  const unsigned char *bytes;
+  size_t size;
+  if (!ist_jpeg_gpu_input(d, &bytes, &size))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "not a TurboJPEG input");
+  tjhandle tj = tjInitTransform();
+  if (!tj)
+    return tj_failure(NULL, err);
+  tjtransform xf;
+  memset(&xf, 0, sizeof xf);
+  xf.op = TJXOP_NONE;
+  xf.options = TJXOPT_NOOUTPUT;
+  unsigned char *out = NULL;
+  unsigned long out_size = 0;
+  imgstat_status s = IMGSTAT_OK;
+  if (tjTransform(tj, bytes, (unsigned long)size, 1, &out, &out_size, &xf,
+                  TJFLAG_STOPONWARNING | TJFLAG_LIMITSCANS) != 0)
+    s = tj_failure(tj, err);
+  tjFree(out);
+  tjDestroy(tj);
+  return s;
+}
+
 void ist_jpeg_close(imgstat_decoder *d) {
   jpeg_state *js = d->state;
   if (!js)
@@ -427,6 +469,21 @@ void ist_jpeg_close(imgstat_decoder *d) {
   jpeg_drop_input(js);
   free(js);
   d->state = NULL;
+}
+
+#else /* no TurboJPEG: JPEG is stb_image's, never the GPU's */
+
+int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
+                       size_t *size) {
+  (void)d;
+  (void)bytes;
+  (void)size;
+  return 0;
+}
+
+imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err) {
+  (void)d;
+  return imgstat_error_set(err, IMGSTAT_ERR_ARG, "not a TurboJPEG input");
 }
 
 #endif

@@ -9,23 +9,50 @@
 #include "imgstat_job.h"
 
 #include "imgstat_cuda.h"
+#include "imgstat_cuda_jpeg.h"
 #include "imgstat_cuda_norm.h"
+#include "io.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the GPU: the only calls of the GPU C API ------------------------------
  */
 
+/* A JPEG waiting for the GPU decoder, on its worker's stack. */
+typedef struct jpeg_waiter {
+  imgstat_gpu_jpeg_item item;
+  imgstat_status status; /* the decoder's own failure (err), else OK */
+  imgstat_error err;
+  int done;
+  struct jpeg_waiter *next;
+} jpeg_waiter;
+
+/* The JPEGs of one GPU's decoder: workers queue theirs; one of them (the
+ * leader) takes the queue, up to a batch, decodes it while the next batch
+ * gathers, and wakes the others. */
+typedef struct jpeg_batcher {
+  pthread_mutex_t lock;
+  pthread_cond_t arrived;  /* a waiter was queued */
+  pthread_cond_t finished; /* a batch was decoded */
+  jpeg_waiter *head, **tail;
+  int queued;
+  int busy; /* a leader is decoding */
+} jpeg_batcher;
+
 /* One GPU: its context and its lock (a context is used by one thread at a
- * time). */
+ * time), its JPEG decoder (NULL: none) with its batches. */
 typedef struct gpu_slot {
   imgstat_gpu *gpu;
   pthread_mutex_t lock;
+  imgstat_gpu_jpeg *jpeg;
+  jpeg_batcher batch;
 } gpu_slot;
 
 /* The GPUs' start-up. CUDA's takes hundreds of milliseconds: it runs on a
@@ -37,6 +64,7 @@ typedef struct gpu_start {
   int done;     /* joined (or run here): the fields below are final */
   int ndevices; /* the request: > 0 a list, -1 every device, 0 default */
   int devices[IMGSTAT_MAX_DEVICES];
+  int jpeg; /* 1: a JPEG decoder per GPU where nvJPEG is; 2: needed */
   imgstat_status status;
   imgstat_error err;
   int ngpus;
@@ -45,10 +73,38 @@ typedef struct gpu_start {
 
 static void gpus_destroy(gpu_start *s) {
   for (int k = 0; k < s->ngpus; k++) {
-    imgstat_gpu_destroy(s->gpus[k].gpu);
-    pthread_mutex_destroy(&s->gpus[k].lock);
+    gpu_slot *g = &s->gpus[k];
+    imgstat_gpu_jpeg_destroy(g->jpeg);
+    pthread_cond_destroy(&g->batch.finished);
+    pthread_cond_destroy(&g->batch.arrived);
+    pthread_mutex_destroy(&g->batch.lock);
+    imgstat_gpu_destroy(g->gpu);
+    pthread_mutex_destroy(&g->lock);
   }
   s->ngpus = 0;
+}
+
+/* A GPU's JPEG decoder and its batches; a decoder that cannot start fails
+ * the GPU only when it is needed (--jpeg-decoder gpu). */
+static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g,
+                                 imgstat_error *err) {
+  jpeg_batcher *b = &g->batch;
+  memset(b, 0, sizeof *b);
+  b->tail = &b->head;
+  int ok = pthread_mutex_init(&b->lock, NULL) == 0;
+  ok = ok && pthread_cond_init(&b->arrived, NULL) == 0;
+  ok = ok && pthread_cond_init(&b->finished, NULL) == 0;
+  if (!ok)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
+  g->jpeg = NULL;
+  if (!s->jpeg)
+    return IMGSTAT_OK;
+  imgstat_error why;
+  memset(&why, 0, sizeof why);
+  imgstat_status st = imgstat_gpu_jpeg_create(g->gpu, &g->jpeg, &why);
+  if (st != IMGSTAT_OK && s->jpeg == 2)
+    return imgstat_error_set(err, st, "nvJPEG: %s", why.message);
+  return IMGSTAT_OK;
 }
 
 static imgstat_status gpus_create(gpu_start *s) {
@@ -78,6 +134,10 @@ static imgstat_status gpus_create(gpu_start *s) {
     if (st == IMGSTAT_OK && pthread_mutex_init(&g->lock, NULL) != 0) {
       imgstat_gpu_destroy(g->gpu);
       st = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
+    }
+    if (st == IMGSTAT_OK) {
+      s->ngpus = k + 1; /* gpus_destroy frees it from here on */
+      st = jpeg_start(s, g, &err);
     }
     if (st != IMGSTAT_OK) {
       gpus_destroy(s);
@@ -166,6 +226,77 @@ static imgstat_status gpu_normalize(imgstat_gpu *gpu, const imgstat_image *img,
   return imgstat_gpu_normalize(gpu, img, opts, NULL, NULL, out, err);
 }
 
+/* Decodes w's JPEG on g's decoder with the others queued there (at most
+ * max at once). The first to find no batch running leads: it waits a
+ * moment (1 ms) for more to queue unless the batch is full, takes the
+ * queue and decodes it; the others wait for their item. */
+static void jpeg_decode_batched(gpu_slot *g, int max, jpeg_waiter *w) {
+  jpeg_batcher *b = &g->batch;
+  pthread_mutex_lock(&b->lock);
+  w->done = 0;
+  w->next = NULL;
+  *b->tail = w;
+  b->tail = &w->next;
+  b->queued++;
+  pthread_cond_broadcast(&b->arrived);
+  while (!w->done) {
+    if (b->busy) {
+      pthread_cond_wait(&b->finished, &b->lock);
+      continue;
+    }
+    b->busy = 1;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 1000000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+    while (b->queued < max &&
+           pthread_cond_timedwait(&b->arrived, &b->lock, &until) != ETIMEDOUT)
+      ;
+    int n = b->queued < max ? b->queued : max;
+    jpeg_waiter *first = b->head, *last = first;
+    for (int k = 1; k < n; k++)
+      last = last->next;
+    b->head = last->next;
+    if (!b->head)
+      b->tail = &b->head;
+    b->queued -= n;
+    pthread_mutex_unlock(&b->lock);
+
+    imgstat_gpu_jpeg_item *items = calloc((size_t)n, sizeof *items);
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    imgstat_status st =
+        items ? IMGSTAT_OK
+              : imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+    jpeg_waiter *x = first;
+    for (int k = 0; k < n && items; k++, x = x->next)
+      items[k] = x->item;
+    if (items)
+      st = imgstat_gpu_jpeg_decode(g->jpeg, items, n, &err);
+    x = first;
+    for (int k = 0; k < n; k++, x = x->next) {
+      if (items)
+        x->item = items[k];
+      else
+        x->item.status = st;
+      x->status = st;
+      x->err = err;
+    }
+    free(items);
+
+    pthread_mutex_lock(&b->lock);
+    x = first;
+    for (int k = 0; k < n; k++, x = x->next)
+      x->done = 1;
+    b->busy = 0;
+    pthread_cond_broadcast(&b->finished);
+  }
+  pthread_mutex_unlock(&b->lock);
+}
+
 /* ---- the engine ------------------------------------------------------------
  */
 
@@ -195,6 +326,24 @@ const char *imgstat_backend_name(imgstat_backend backend) {
   return "auto";
 }
 
+const char *imgstat_jpeg_decoder_name(imgstat_jpeg_decoder d) {
+  return d == IMGSTAT_JPEG_DECODER_CPU   ? "cpu"
+         : d == IMGSTAT_JPEG_DECODER_GPU ? "gpu"
+                                         : "auto";
+}
+
+int imgstat_jpeg_decoder_from_name(const char *name,
+                                   imgstat_jpeg_decoder *out) {
+  /* the spelling of the backends' names */
+  imgstat_backend b;
+  if (!imgstat_backend_from_name(name, &b))
+    return 0;
+  *out = b == IMGSTAT_BACKEND_CPU   ? IMGSTAT_JPEG_DECODER_CPU
+         : b == IMGSTAT_BACKEND_GPU ? IMGSTAT_JPEG_DECODER_GPU
+                                    : IMGSTAT_JPEG_DECODER_AUTO;
+  return 1;
+}
+
 int imgstat_backend_from_name(const char *name, imgstat_backend *out) {
   static const imgstat_backend all[] = {
       IMGSTAT_BACKEND_AUTO, IMGSTAT_BACKEND_CPU, IMGSTAT_BACKEND_GPU};
@@ -208,7 +357,16 @@ int imgstat_backend_from_name(const char *name, imgstat_backend *out) {
 
 /* The policy needs the GPU: a failure to start it fails the items. */
 static int needs_gpu(const imgstat_engine *e) {
-  return e->opt.verify || e->opt.backend == IMGSTAT_BACKEND_GPU;
+  return e->opt.verify || e->opt.backend == IMGSTAT_BACKEND_GPU ||
+         e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
+}
+
+/* The option that needs the GPU, as the command line spells it. */
+static const char *gpu_option(const imgstat_engine *e) {
+  return e->opt.verify ? "--verify"
+         : e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU
+             ? "--jpeg-decoder gpu"
+             : "--backend gpu";
 }
 
 /* ---- auto's cost rule
@@ -222,12 +380,14 @@ static int needs_gpu(const imgstat_engine *e) {
 static const imgstat_cost_model measured = {
     .fixed_s = 0.46,
     /* u8, u16, f32 */
-    .cpu_s_per_gb = {{0.085, 0.160, 0.354},   /* statistics */
-                     {0.473, 0.667, 1.292},   /* statistics + histograms */
-                     {0.557, 0.594, 0.982}},  /* normalization (minmax) */
-    .gpu_s_per_gb = {{0.077, 0.096, 0.093},   /* upload and kernels */
-                     {0.084, 0.109, 0.106},   /* one upload, both */
-                     {0.331, 0.362, 0.375}}}; /* upload, kernels, download */
+    .cpu_s_per_gb = {{0.085, 0.160, 0.354}, /* statistics */
+                     {0.473, 0.667, 1.292}, /* statistics + histograms */
+                     {0.557, 0.594, 0.982}, /* normalization (minmax) */
+                     {3.00, 3.00, 3.00}},   /* JPEG decode + statistics */
+    .gpu_s_per_gb = {{0.077, 0.096, 0.093}, /* upload and kernels */
+                     {0.084, 0.109, 0.106}, /* one upload, both */
+                     {0.331, 0.362, 0.375}, /* upload, kernels, download */
+                     {0.10, 0.10, 0.10}}};  /* nvJPEG + kernels, no upload */
 
 const imgstat_cost_model *imgstat_cost_model_measured(void) {
   return &measured;
@@ -290,6 +450,22 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "%d devices (at most %d)", n,
                              IMGSTAT_MAX_DEVICES);
   }
+  if (e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
+      e->opt.backend == IMGSTAT_BACKEND_CPU) {
+    pthread_cond_destroy(&e->settled);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "--jpeg-decoder gpu cannot be used with "
+                             "--backend cpu");
+  }
+  /* a JPEG decoder per GPU unless JPEGs are the CPU's (or nvJPEG is not
+   * in the build: then gpu fails at the start with the reason) */
+  if (e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU)
+    e->start.jpeg = 2;
+  else if (e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_AUTO && !e->opt.verify &&
+           e->opt.backend != IMGSTAT_BACKEND_CPU && imgstat_gpu_jpeg_compiled())
+    e->start.jpeg = 1;
   atomic_init(&e->workload, 0);
   atomic_init(&e->next_gpu, 0);
   /* gpu or verify: started now, behind the first decode; auto: when the
@@ -419,6 +595,10 @@ static void decide(imgstat_engine *e, imgstat_job_result *res) {
  * warning (given to the starting item) when it failed. */
 static void decide_item(imgstat_engine *e, const imgstat_image *img,
                         imgstat_work_kind kind, imgstat_job_result *res) {
+  /* JPEGs decoded on the device: their own figures (the decode's), but
+   * only where the decoder can be */
+  if (kind == IMGSTAT_WORK_JPEG_DECODE && !e->start.jpeg)
+    kind = IMGSTAT_WORK_STATS;
   if (needs_gpu(e)) {
     decide(e, res);
     return;
@@ -465,9 +645,9 @@ static int known_unusable(imgstat_engine *e) {
 
 static imgstat_status gpu_unusable(const imgstat_engine *e,
                                    imgstat_job_result *res) {
-  return fail(
-      res, IMGSTAT_STAGE_GPU, e->start.status, "%s needs a usable GPU: %s",
-      e->opt.verify ? "--verify" : "--backend gpu", reason(&e->start.err));
+  return fail(res, IMGSTAT_STAGE_GPU, e->start.status,
+              "%s needs a usable GPU: %s", gpu_option(e),
+              reason(&e->start.err));
 }
 
 /* A GPU failure on one item: returns 1 when the item is to be computed
@@ -789,4 +969,236 @@ imgstat_status imgstat_engine_normalize(imgstat_engine *e, const char *path,
   }
   return run_item(e, path, img, IMGSTAT_WORK_NORMALIZE, normalize_item, opts,
                   res);
+}
+
+/* ---- JPEGs decoded on the GPU ----------------------------------------------
+ */
+
+/* Whether the policy may decode JPEGs on the GPU at all. */
+static int jpeg_wanted(imgstat_engine *e) {
+  if (!e->start.jpeg)
+    return 0;
+  pthread_mutex_lock(&e->lock);
+  int no = e->decided &&
+           (!e->usable || e->start.ngpus == 0 || !e->start.gpus[0].jpeg);
+  pthread_mutex_unlock(&e->lock);
+  return !no;
+}
+
+int imgstat_engine_may_decode_jpeg(imgstat_engine *e) {
+  return e && jpeg_wanted(e);
+}
+
+/* The item's warnings go before those of the result that replaces it. */
+static void keep_warnings(const imgstat_job_result *old,
+                          imgstat_job_result *res) {
+  imgstat_job_result tmp = *res;
+  int n = old->nwarnings;
+  memcpy(res->warning, old->warning, sizeof(imgstat_job_warning) * (size_t)n);
+  for (int k = 0; k < tmp.nwarnings && n < IMGSTAT_JOB_MAX_WARNINGS; k++)
+    res->warning[n++] = tmp.warning[k];
+  res->nwarnings = n;
+}
+
+/* The CPU decoder for d (an input the GPU did not decode), then the item by
+ * the policy. */
+static int jpeg_on_cpu(imgstat_engine *e, imgstat_decoder *d, const char *path,
+                       const imgstat_stats_request *req,
+                       int (*reserve)(void *, uint64_t), void *ctx,
+                       int reserved, imgstat_job_result *res) {
+  imgstat_job_result before = *res;
+  const imgstat_header *h = imgstat_decoder_header(d);
+  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
+                   (uint64_t)(imgstat_sample_depth(h->sample) / 8);
+  if (!reserved && !reserve(ctx, bytes))
+    return -1;
+  imgstat_image img;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st =
+      imgstat_image_alloc(&img, h->width, h->height, h->channels, h->sample,
+                          e->opt.load.max_pixels, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_decoder_read(d, &img, &err);
+  if (st != IMGSTAT_OK)
+    fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
+  else
+    imgstat_engine_stats(e, path, &img, req, res);
+  imgstat_image_free(&img);
+  keep_warnings(&before, res);
+  return 1;
+}
+
+/* The planes of a decoded item copied to the host (for the CPU's share). */
+static imgstat_status jpeg_download(gpu_slot *g,
+                                    const imgstat_gpu_jpeg_item *it,
+                                    imgstat_image *host, imgstat_error *err) {
+  imgstat_status st = imgstat_image_alloc(host, it->width, it->height,
+                                          it->channels, IMGSTAT_U8, 0, err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_jpeg_item_download(g->jpeg, it, host, err);
+  if (st != IMGSTAT_OK)
+    imgstat_image_free(host);
+  else
+    host->format = "JPEG";
+  return st;
+}
+
+/* The statistics (and histograms) of a decoded item from its device planes;
+ * with verify, the CPU's of the same pixels beside them. A GPU failure
+ * follows the policy (gpu_failed): the CPU then computes from the planes
+ * copied to the host; returns 0 when that copy fails too (the caller then
+ * decodes on the CPU). */
+static int jpeg_device_item(imgstat_engine *e, gpu_slot *g,
+                            const imgstat_gpu_jpeg_item *it,
+                            const imgstat_stats_request *req,
+                            imgstat_job_result *res) {
+  imgstat_image shape;
+  memset(&shape, 0, sizeof shape);
+  shape.width = it->width;
+  shape.height = it->height;
+  shape.channels = it->channels;
+  shape.sample = IMGSTAT_U8;
+  shape.format = "JPEG";
+  imgstat_image host;
+  memset(&host, 0, sizeof host);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_gpu_image *d = NULL;
+  int with_hist = req && req->histograms;
+  pthread_mutex_lock(&g->lock);
+  imgstat_status st = imgstat_gpu_image_wrap(
+      g->gpu, it->width, it->height, it->channels, IMGSTAT_U8,
+      (void *const *)it->planes, 0, &d, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_image_stats(
+        g->gpu, d, e->opt.kernel,
+        e->opt.verify ? res->gpu_partial : res->partial, &err);
+  pthread_mutex_unlock(&g->lock);
+  if (st == IMGSTAT_OK && e->opt.verify) {
+    /* the CPU's statistics of the same pixels are the record */
+    st = jpeg_download(g, it, &host, &err);
+    if (st != IMGSTAT_OK)
+      fail(res, IMGSTAT_STAGE_COMPUTE, st, "--verify: %s", reason(&err));
+    else if ((st = imgstat_cpu_stats(&host, e->opt.threads, res->partial,
+                                     &err)) != IMGSTAT_OK)
+      fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+    else {
+      res->backend = IMGSTAT_BACKEND_CPU;
+      res->verified = 1;
+      if (with_hist)
+        histograms(e, NULL, &host, NULL, req, res);
+    }
+    goto done;
+  }
+  if (st == IMGSTAT_OK) {
+    res->backend = IMGSTAT_BACKEND_GPU;
+    if (with_hist) {
+      st = histograms_on(g, d, &shape, req, res, &err);
+      if (st == IMGSTAT_OK) {
+        res->has_histograms = 1;
+        res->hist_backend = IMGSTAT_BACKEND_GPU;
+        goto done;
+      }
+    } else {
+      goto done;
+    }
+  }
+  /* a GPU failure: by the policy, an error or the CPU */
+  if (!gpu_failed(e, res, &err))
+    goto done;
+  memset(&err, 0, sizeof err);
+  if (jpeg_download(g, it, &host, &err) != IMGSTAT_OK) {
+    pthread_mutex_lock(&g->lock);
+    imgstat_gpu_image_release(g->gpu, d);
+    pthread_mutex_unlock(&g->lock);
+    return 0;
+  }
+  if (stats(e, NULL, &host, NULL, res) == IMGSTAT_OK && with_hist)
+    histograms(e, NULL, &host, NULL, req, res);
+done:
+  imgstat_image_free(&host);
+  pthread_mutex_lock(&g->lock);
+  imgstat_gpu_image_release(g->gpu, d);
+  pthread_mutex_unlock(&g->lock);
+  return 1;
+}
+
+int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
+                                 const char *path,
+                                 const imgstat_stats_request *req,
+                                 int (*reserve)(void *ctx, uint64_t bytes),
+                                 void *ctx, imgstat_job_result *res) {
+  if (!res)
+    return 0;
+  memset(res, 0, sizeof *res);
+  const unsigned char *bytes = NULL;
+  size_t size = 0;
+  if (!e || !dec || !reserve || !jpeg_wanted(e) ||
+      !ist_jpeg_gpu_input(dec, &bytes, &size))
+    return 0;
+  const imgstat_header *h = imgstat_decoder_header(dec);
+  res->width = h->width;
+  res->height = h->height;
+  res->channels = h->channels;
+  res->sample = h->sample;
+  res->format = h->format;
+  imgstat_image shape;
+  memset(&shape, 0, sizeof shape);
+  shape.width = h->width;
+  shape.height = h->height;
+  shape.channels = h->channels;
+  shape.sample = h->sample;
+  if (!known_unusable(e))
+    decide_item(e, &shape, IMGSTAT_WORK_JPEG_DECODE, res);
+  if (known_unusable(e)) {
+    reserve(ctx, 0);
+    gpu_unusable(e, res);
+    return 1;
+  }
+  gpu_slot *g = gpu_for_item(e);
+  if (!g || !g->jpeg)
+    return jpeg_on_cpu(e, dec, path, req, reserve, ctx, 0, res);
+  if (!e->opt.jpeg_check_markers_only) {
+    /* the CPU path's strictness, before nvJPEG sees the file */
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    imgstat_status st = ist_jpeg_check_entropy(dec, &err);
+    if (st != IMGSTAT_OK) {
+      reserve(ctx, 0);
+      fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
+      return 1;
+    }
+  }
+  if (!reserve(ctx, size))
+    return -1;
+  jpeg_waiter w;
+  memset(&w, 0, sizeof w);
+  w.item.data = bytes;
+  w.item.size = size;
+  w.item.width = h->width;
+  w.item.height = h->height;
+  w.item.channels = h->channels;
+  jpeg_decode_batched(g, e->opt.jpeg_batch > 0 ? e->opt.jpeg_batch : 64, &w);
+  int r = 0;
+  if (w.item.status == IMGSTAT_OK) {
+    r = jpeg_device_item(e, g, &w.item, req, res);
+  } else if (w.status != IMGSTAT_OK && !gpu_failed(e, res, &w.err)) {
+    r = 1; /* the decoder failed (not the file): the policy's error */
+  }
+  imgstat_gpu_jpeg_item_free(g->jpeg, &w.item);
+  /* a file nvJPEG refused, or a GPU failure that the CPU takes over */
+  return r ? 1 : jpeg_on_cpu(e, dec, path, req, reserve, ctx, 1, res);
+}
+
+const char *imgstat_engine_jpeg_backend(imgstat_engine *e) {
+  if (!e || !e->start.jpeg)
+    return NULL;
+  pthread_mutex_lock(&e->lock);
+  const char *name =
+      e->decided && e->usable && e->start.ngpus > 0 && e->start.gpus[0].jpeg
+          ? imgstat_gpu_jpeg_backend(e->start.gpus[0].jpeg)
+          : NULL;
+  pthread_mutex_unlock(&e->lock);
+  return name;
 }

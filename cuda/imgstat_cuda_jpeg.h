@@ -1,0 +1,96 @@
+/*
+ * JPEG decoded on the GPU with nvJPEG (cuda/nvjpeg.cu), into planes on a
+ * context's device; not installed (the job layer is its user).
+ *
+ * nvJPEG is optional twice: at build time (the header nvjpeg.h, from the
+ * CUDA toolkit or the PyPI wheel nvidia-nvjpeg: IMGSTAT_WITH_NVJPEG) and at
+ * run time (libnvjpeg.so.MAJOR is loaded with dlopen on first use, so that a
+ * binary on a machine without it still runs on the CPU decoders). Without
+ * either, every call answers IMGSTAT_ERR_NODEVICE with the reason.
+ *
+ * The library to load: $IMGSTAT_NVJPEG_LIBRARY when set (a path or a
+ * soname; only that one is tried), else "libnvjpeg.so.MAJOR" through the
+ * dynamic linker's search, else the one the build found (the toolkit's or
+ * the wheel's). Its major version must be the header's.
+ *
+ * A decoder belongs to one context (one device) and is used by one thread
+ * at a time. Never prints or exits.
+ */
+#ifndef IMGSTAT_CUDA_JPEG_H
+#define IMGSTAT_CUDA_JPEG_H
+
+#include "imgstat.h"
+#include "imgstat_cuda.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when this build contains the nvJPEG decoder (CUDA and nvjpeg.h). */
+int imgstat_gpu_jpeg_compiled(void);
+
+/* Loads libnvjpeg once per process (thread-safe; later calls return the
+ * first outcome): IMGSTAT_OK, or IMGSTAT_ERR_NODEVICE with the reason
+ * ("not compiled in", "libnvjpeg.so.13: cannot open shared object file",
+ * a version mismatch, a missing symbol). *version (may be NULL) receives
+ * "13.0.4" or "". */
+imgstat_status imgstat_gpu_jpeg_load(const char **version, imgstat_error *err);
+
+typedef struct imgstat_gpu_jpeg imgstat_gpu_jpeg;
+
+/* A decoder on gpu's device: nvJPEG's hardware backend when the device has
+ * JPEG engines (A100, H100, ...), and its GPU-hybrid backend for the images
+ * the hardware refuses (or for all, on cards without engines).
+ * IMGSTAT_ERR_NODEVICE: nvJPEG is not there; IMGSTAT_ERR_DEVICE: it failed
+ * to start. */
+imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu, imgstat_gpu_jpeg **out,
+                                       imgstat_error *err);
+void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *dec);
+
+/* "hardware (N engines) + GPU-hybrid" or "GPU-hybrid". */
+const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *dec);
+
+/* One JPEG of a batch. In: the file's bytes (host memory, unchanged until
+ * the decode returns), its size and channels (1: gray, 3: YCbCr made RGB)
+ * as the pre-checks found them. Out: status IMGSTAT_OK and planes[0..
+ * channels-1], dense device planes (width x height bytes each) that the
+ * item owns until imgstat_gpu_jpeg_item_free; or another status with err
+ * saying why nvJPEG did not take the file (the CPU decoders then do). */
+typedef struct imgstat_gpu_jpeg_item {
+  const unsigned char *data;
+  size_t size;
+  uint32_t width, height;
+  int channels;
+  imgstat_status status;
+  imgstat_error err;
+  int hardware; /* decoded by the hardware backend */
+  void *planes[3];
+} imgstat_gpu_jpeg_item;
+
+/* Decodes n items, in batches of the same channel count: the hardware
+ * backend for those it supports, the GPU-hybrid backend for the others; a
+ * batch that fails is retried one image at a time, so that a file nvJPEG
+ * refuses is the only one left to the CPU. Returns when every decoded plane
+ * is complete (the stream synchronized). The return value is the decoder's
+ * own failure (the device lost, out of memory for the planes), which also
+ * marks the items not decoded. */
+imgstat_status imgstat_gpu_jpeg_decode(imgstat_gpu_jpeg *dec,
+                                       imgstat_gpu_jpeg_item *items, int n,
+                                       imgstat_error *err);
+
+/* Frees an item's planes (safe on an item without any). */
+void imgstat_gpu_jpeg_item_free(imgstat_gpu_jpeg *dec,
+                                imgstat_gpu_jpeg_item *item);
+
+/* Copies a decoded item's planes into img (allocated by the caller with the
+ * item's size and channels, u8), e.g. for --verify. */
+imgstat_status imgstat_gpu_jpeg_item_download(imgstat_gpu_jpeg *dec,
+                                              const imgstat_gpu_jpeg_item *item,
+                                              imgstat_image *img,
+                                              imgstat_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IMGSTAT_CUDA_JPEG_H */

@@ -1,0 +1,481 @@
+/*
+ * JPEG decoded on the GPU with nvJPEG (imgstat_cuda_jpeg.h). Compiled when
+ * the build found nvjpeg.h (IMGSTAT_HAVE_NVJPEG); libnvjpeg itself is
+ * loaded at run time (dlopen), so that nothing here is needed to start.
+ *
+ * Per decoder: one nvJPEG handle on the hardware backend when the device
+ * has JPEG engines, one on the GPU-hybrid backend (GPU Huffman decoding for
+ * large batches) for the rest, each with its batched-decode state, and one
+ * stream. The planes of each image are allocated stream-ordered
+ * (cudaMallocAsync from the device's default pool, which keeps the memory
+ * for the next batch) and owned by the item until it is freed.
+ */
+#include "cuda_check.cuh"
+#include "imgstat_cuda_jpeg.h"
+
+#include <dlfcn.h>
+#include <new>
+#include <nvjpeg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the library, loaded once --------------------------------------------
+ */
+
+namespace {
+
+struct nvjpeg_api {
+  decltype(&nvjpegGetProperty) GetProperty;
+  decltype(&nvjpegCreateEx) CreateEx;
+  decltype(&nvjpegDestroy) Destroy;
+  decltype(&nvjpegGetHardwareDecoderInfo) GetHardwareDecoderInfo;
+  decltype(&nvjpegJpegStateCreate) JpegStateCreate;
+  decltype(&nvjpegJpegStateDestroy) JpegStateDestroy;
+  decltype(&nvjpegDecodeBatchedInitialize) DecodeBatchedInitialize;
+  decltype(&nvjpegDecodeBatched) DecodeBatched;
+  decltype(&nvjpegJpegStreamCreate) JpegStreamCreate;
+  decltype(&nvjpegJpegStreamDestroy) JpegStreamDestroy;
+  decltype(&nvjpegJpegStreamParseHeader) JpegStreamParseHeader;
+  decltype(&nvjpegDecodeBatchedSupported) DecodeBatchedSupported;
+};
+
+nvjpeg_api api;
+pthread_once_t load_once = PTHREAD_ONCE_INIT;
+imgstat_status load_status = IMGSTAT_ERR_NODEVICE;
+imgstat_error load_err;
+char load_version[32];
+
+#define IST_STR2(x) #x
+#define IST_STR(x) IST_STR2(x)
+const char *const soname = "libnvjpeg.so." IST_STR(NVJPEG_VER_MAJOR);
+
+void *open_library(void) {
+  const char *env = getenv("IMGSTAT_NVJPEG_LIBRARY");
+  if (env && *env) {
+    void *h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+      imgstat_error_set(&load_err, IMGSTAT_ERR_NODEVICE, "%s", dlerror());
+    return h;
+  }
+  void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (h)
+    return h;
+  imgstat_error_set(&load_err, IMGSTAT_ERR_NODEVICE, "%s", dlerror());
+#ifdef IMGSTAT_NVJPEG_BUILD_LIBRARY
+  /* the one the build found (the toolkit's or the wheel's) */
+  h = dlopen(IMGSTAT_NVJPEG_BUILD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+#endif
+  return h;
+}
+
+void load_library(void) {
+  void *h = open_library();
+  if (!h)
+    return; /* load_err says why */
+  const char *missing = nullptr;
+#define IST_SYM(name)                                                          \
+  do {                                                                         \
+    api.name = reinterpret_cast<decltype(api.name)>(dlsym(h, "nvjpeg" #name)); \
+    if (!api.name && !missing)                                                 \
+      missing = "nvjpeg" #name;                                                \
+  } while (0)
+  IST_SYM(GetProperty);
+  IST_SYM(CreateEx);
+  IST_SYM(Destroy);
+  IST_SYM(GetHardwareDecoderInfo);
+  IST_SYM(JpegStateCreate);
+  IST_SYM(JpegStateDestroy);
+  IST_SYM(DecodeBatchedInitialize);
+  IST_SYM(DecodeBatched);
+  IST_SYM(JpegStreamCreate);
+  IST_SYM(JpegStreamDestroy);
+  IST_SYM(JpegStreamParseHeader);
+  IST_SYM(DecodeBatchedSupported);
+#undef IST_SYM
+  if (missing) {
+    imgstat_error_set(&load_err, IMGSTAT_ERR_NODEVICE,
+                      "libnvjpeg has no symbol %s", missing);
+    dlclose(h);
+    return;
+  }
+  int major = -1, minor = -1, patch = -1;
+  api.GetProperty(MAJOR_VERSION, &major);
+  api.GetProperty(MINOR_VERSION, &minor);
+  api.GetProperty(PATCH_LEVEL, &patch);
+  if (major != NVJPEG_VER_MAJOR) {
+    imgstat_error_set(&load_err, IMGSTAT_ERR_NODEVICE,
+                      "libnvjpeg is version %d, this imgstat needs %d", major,
+                      NVJPEG_VER_MAJOR);
+    dlclose(h);
+    return;
+  }
+  snprintf(load_version, sizeof load_version, "%d.%d.%d", major, minor, patch);
+  /* the handle stays open for the life of the process */
+  load_status = IMGSTAT_OK;
+}
+
+const char *nvjpeg_reason(nvjpegStatus_t s) {
+  switch (s) {
+  case NVJPEG_STATUS_SUCCESS:
+    return "success";
+  case NVJPEG_STATUS_NOT_INITIALIZED:
+    return "not initialized";
+  case NVJPEG_STATUS_INVALID_PARAMETER:
+    return "invalid parameter";
+  case NVJPEG_STATUS_BAD_JPEG:
+    return "bad JPEG";
+  case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+    return "JPEG not supported";
+  case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+    return "allocator failure";
+  case NVJPEG_STATUS_EXECUTION_FAILED:
+    return "execution failed";
+  case NVJPEG_STATUS_ARCH_MISMATCH:
+    return "architecture mismatch";
+  case NVJPEG_STATUS_INTERNAL_ERROR:
+    return "internal error";
+  case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+    return "implementation not supported";
+  case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
+    return "incomplete bitstream";
+  }
+  return "unknown status";
+}
+
+imgstat_status nvjpeg_fail(imgstat_error *err, imgstat_status st,
+                           nvjpegStatus_t s, const char *what) {
+  return imgstat_error_set(err, st, "nvJPEG %s: %s (status %d)", what,
+                           nvjpeg_reason(s), (int)s);
+}
+
+} // namespace
+
+extern "C" int imgstat_gpu_jpeg_compiled(void) { return 1; }
+
+extern "C" imgstat_status imgstat_gpu_jpeg_load(const char **version,
+                                                imgstat_error *err) {
+  pthread_once(&load_once, load_library);
+  if (version)
+    *version = load_version;
+  if (load_status != IMGSTAT_OK)
+    return imgstat_error_set(err, load_status, "%s",
+                             load_err.message[0] ? load_err.message
+                                                 : "libnvjpeg not loaded");
+  return IMGSTAT_OK;
+}
+
+/* ---- a decoder ------------------------------------------------------------
+ */
+
+namespace {
+
+/* One backend: its handle and its batched-decode state, set up for the
+ * last batch's size and output format. */
+struct backend {
+  nvjpegHandle_t handle = nullptr;
+  nvjpegJpegState_t state = nullptr;
+  int batch = 0;
+  nvjpegOutputFormat_t format = NVJPEG_OUTPUT_UNCHANGED;
+};
+
+nvjpegStatus_t backend_create(backend *b, nvjpegBackend_t which) {
+  /* Strict: nvJPEG reports a damaged bitstream rather than decoding what it
+   * can. Interpolated upsampling is libjpeg's "fancy" upsampling, which
+   * TurboJPEG applies; without it chroma is replicated. Each flag is dropped
+   * if the backend refuses it. */
+  const unsigned flag_sets[] = {NVJPEG_FLAGS_BITSTREAM_STRICT |
+                                    NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
+                                NVJPEG_FLAGS_BITSTREAM_STRICT,
+                                NVJPEG_FLAGS_DEFAULT};
+  nvjpegStatus_t s = NVJPEG_STATUS_NOT_INITIALIZED;
+  for (unsigned flags : flag_sets) {
+    s = api.CreateEx(which, nullptr, nullptr, flags, &b->handle);
+    if (s == NVJPEG_STATUS_SUCCESS)
+      break;
+    b->handle = nullptr;
+  }
+  if (s != NVJPEG_STATUS_SUCCESS)
+    return s;
+  s = api.JpegStateCreate(b->handle, &b->state);
+  if (s != NVJPEG_STATUS_SUCCESS) {
+    api.Destroy(b->handle);
+    b->handle = nullptr;
+  }
+  return s;
+}
+
+void backend_destroy(backend *b) {
+  if (b->state)
+    api.JpegStateDestroy(b->state);
+  if (b->handle)
+    api.Destroy(b->handle);
+  b->state = nullptr;
+  b->handle = nullptr;
+}
+
+} // namespace
+
+struct imgstat_gpu_jpeg {
+  int device;
+  backend hw;     /* hardware: handle NULL when the device has no engines */
+  backend hybrid; /* GPU-hybrid: always */
+  nvjpegJpegStream_t parsed = nullptr; /* for the hardware's support test */
+  cudaStream_t stream = nullptr;
+  char name[64];
+};
+
+extern "C" imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu,
+                                                  imgstat_gpu_jpeg **out,
+                                                  imgstat_error *err) {
+  if (out)
+    *out = nullptr;
+  if (!gpu || !out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  imgstat_status st = imgstat_gpu_jpeg_load(nullptr, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  imgstat_gpu_jpeg *d = new (std::nothrow) imgstat_gpu_jpeg;
+  if (!d)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  d->device = imgstat_gpu_device(gpu);
+  cudaError_t e = cudaSetDevice(d->device);
+  if (e == cudaSuccess)
+    e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+  if (e != cudaSuccess) {
+    delete d;
+    return ist_cuda_fail(err, e, "cudaStreamCreate (nvJPEG)");
+  }
+  unsigned engines = 0, cores = 0;
+  if (backend_create(&d->hw, NVJPEG_BACKEND_HARDWARE) ==
+      NVJPEG_STATUS_SUCCESS) {
+    if (api.GetHardwareDecoderInfo(d->hw.handle, &engines, &cores) !=
+            NVJPEG_STATUS_SUCCESS ||
+        engines == 0 ||
+        api.JpegStreamCreate(d->hw.handle, &d->parsed) !=
+            NVJPEG_STATUS_SUCCESS) {
+      backend_destroy(&d->hw);
+      d->parsed = nullptr;
+    }
+  }
+  nvjpegStatus_t s = backend_create(&d->hybrid, NVJPEG_BACKEND_GPU_HYBRID);
+  if (s != NVJPEG_STATUS_SUCCESS)
+    s = backend_create(&d->hybrid, NVJPEG_BACKEND_DEFAULT);
+  if (s != NVJPEG_STATUS_SUCCESS) {
+    imgstat_gpu_jpeg_destroy(d);
+    return nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, s, "start");
+  }
+  if (d->hw.handle)
+    snprintf(d->name, sizeof d->name, "hardware (%u engines) + GPU-hybrid",
+             engines);
+  else
+    snprintf(d->name, sizeof d->name, "GPU-hybrid");
+  *out = d;
+  return IMGSTAT_OK;
+}
+
+extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
+  if (!d)
+    return;
+  cudaSetDevice(d->device);
+  if (d->stream)
+    cudaStreamSynchronize(d->stream);
+  if (d->parsed)
+    api.JpegStreamDestroy(d->parsed);
+  backend_destroy(&d->hw);
+  backend_destroy(&d->hybrid);
+  if (d->stream)
+    cudaStreamDestroy(d->stream);
+  ist_cuda_clear_error();
+  delete d;
+}
+
+extern "C" const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *d) {
+  return d ? d->name : "none";
+}
+
+extern "C" void imgstat_gpu_jpeg_item_free(imgstat_gpu_jpeg *d,
+                                           imgstat_gpu_jpeg_item *it) {
+  if (!d || !it)
+    return;
+  cudaSetDevice(d->device);
+  for (void *&p : it->planes) {
+    if (p)
+      cudaFreeAsync(p, d->stream);
+    p = nullptr;
+  }
+}
+
+namespace {
+
+/* Planes for every item of the list (stream-ordered). */
+imgstat_status alloc_planes(imgstat_gpu_jpeg *d, imgstat_gpu_jpeg_item **list,
+                            int n, imgstat_error *err) {
+  for (int k = 0; k < n; k++) {
+    imgstat_gpu_jpeg_item *it = list[k];
+    size_t plane = (size_t)it->width * it->height;
+    for (int c = 0; c < it->channels; c++)
+      if (!it->planes[c])
+        IST_CUDA_TRY(
+            cudaMallocAsync(&it->planes[c], plane ? plane : 1, d->stream),
+            "cudaMallocAsync (JPEG planes)");
+  }
+  return IMGSTAT_OK;
+}
+
+/* One batched decode of the n items of list on backend b; nvJPEG's status. */
+nvjpegStatus_t decode_batch(imgstat_gpu_jpeg *d, backend *b,
+                            imgstat_gpu_jpeg_item **list, int n) {
+  nvjpegOutputFormat_t format =
+      list[0]->channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_RGB;
+  nvjpegStatus_t s = NVJPEG_STATUS_SUCCESS;
+  if (b->batch != n || b->format != format) {
+    s = api.DecodeBatchedInitialize(b->handle, b->state, n, 1, format);
+    if (s != NVJPEG_STATUS_SUCCESS) {
+      b->batch = 0;
+      return s;
+    }
+    b->batch = n;
+    b->format = format;
+  }
+  const unsigned char **data = new (std::nothrow) const unsigned char *[n];
+  size_t *lengths = new (std::nothrow) size_t[n];
+  nvjpegImage_t *dest = new (std::nothrow) nvjpegImage_t[n];
+  if (!data || !lengths || !dest) {
+    s = NVJPEG_STATUS_ALLOCATOR_FAILURE;
+  } else {
+    for (int k = 0; k < n; k++) {
+      data[k] = list[k]->data;
+      lengths[k] = list[k]->size;
+      memset(&dest[k], 0, sizeof dest[k]);
+      for (int c = 0; c < list[k]->channels; c++) {
+        dest[k].channel[c] = static_cast<unsigned char *>(list[k]->planes[c]);
+        dest[k].pitch[c] = list[k]->width;
+      }
+    }
+    s = api.DecodeBatched(b->handle, b->state, data, lengths, dest, d->stream);
+    if (s == NVJPEG_STATUS_SUCCESS &&
+        cudaStreamSynchronize(d->stream) != cudaSuccess)
+      s = NVJPEG_STATUS_EXECUTION_FAILED;
+  }
+  delete[] data;
+  delete[] lengths;
+  delete[] dest;
+  return s;
+}
+
+/* The items of list on backend b: the batch, and when it fails each item
+ * alone, so that only the files nvJPEG refuses are marked (their status
+ * FORMAT, the reason in err). A CUDA failure is the return value. */
+imgstat_status decode_on(imgstat_gpu_jpeg *d, backend *b, int hardware,
+                         imgstat_gpu_jpeg_item **list, int n,
+                         imgstat_error *err) {
+  if (n == 0)
+    return IMGSTAT_OK;
+  imgstat_status st = alloc_planes(d, list, n, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  nvjpegStatus_t s = decode_batch(d, b, list, n);
+  if (s == NVJPEG_STATUS_SUCCESS) {
+    for (int k = 0; k < n; k++) {
+      list[k]->status = IMGSTAT_OK;
+      list[k]->hardware = hardware;
+    }
+    return IMGSTAT_OK;
+  }
+  ist_cuda_clear_error();
+  for (int k = 0; k < n; k++) {
+    s = n > 1 ? decode_batch(d, b, &list[k], 1) : s;
+    if (s == NVJPEG_STATUS_SUCCESS) {
+      list[k]->status = IMGSTAT_OK;
+      list[k]->hardware = hardware;
+    } else {
+      ist_cuda_clear_error();
+      nvjpeg_fail(&list[k]->err, IMGSTAT_ERR_FORMAT, s, "decode");
+      list[k]->status = IMGSTAT_ERR_FORMAT;
+    }
+  }
+  /* a sticky error (the device lost) fails the decoder */
+  cudaError_t e = cudaStreamSynchronize(d->stream);
+  return e == cudaSuccess ? IMGSTAT_OK : ist_cuda_fail(err, e, "nvJPEG decode");
+}
+
+} // namespace
+
+extern "C" imgstat_status imgstat_gpu_jpeg_decode(imgstat_gpu_jpeg *d,
+                                                  imgstat_gpu_jpeg_item *items,
+                                                  int n, imgstat_error *err) {
+  if (!d || (n > 0 && !items) || n < 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder or items");
+  IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
+  imgstat_gpu_jpeg_item **list =
+      new (std::nothrow) imgstat_gpu_jpeg_item *[n > 0 ? 2 * n : 1];
+  if (!list)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_status st = IMGSTAT_OK;
+  for (int k = 0; k < n; k++) {
+    items[k].status = IMGSTAT_ERR_FORMAT;
+    items[k].hardware = 0;
+    memset(&items[k].err, 0, sizeof items[k].err);
+    imgstat_error_set(&items[k].err, IMGSTAT_ERR_FORMAT, "not decoded");
+  }
+  /* per channel count (one output format per batch): the hardware's share
+   * first, then the GPU-hybrid's */
+  for (int channels = 1; channels <= 3 && st == IMGSTAT_OK; channels += 2) {
+    int nhw = 0, nhy = 0;
+    for (int k = 0; k < n; k++) {
+      imgstat_gpu_jpeg_item *it = &items[k];
+      if (it->channels != channels)
+        continue;
+      int on_hw = 0;
+      if (d->hw.handle &&
+          api.JpegStreamParseHeader(d->hw.handle, it->data, it->size,
+                                    d->parsed) == NVJPEG_STATUS_SUCCESS) {
+        int unsupported = 1;
+        on_hw =
+            api.DecodeBatchedSupported(d->hw.handle, d->parsed, &unsupported) ==
+                NVJPEG_STATUS_SUCCESS &&
+            unsupported == 0;
+      }
+      if (on_hw)
+        list[nhw++] = it;
+      else
+        list[n + nhy++] = it;
+    }
+    st = decode_on(d, &d->hw, 1, list, nhw, err);
+    /* what the hardware refused, the GPU-hybrid backend tries */
+    for (int k = 0; k < nhw && st == IMGSTAT_OK; k++)
+      if (list[k]->status != IMGSTAT_OK)
+        list[n + nhy++] = list[k];
+    if (st == IMGSTAT_OK)
+      st = decode_on(d, &d->hybrid, 0, list + n, nhy, err);
+  }
+  delete[] list;
+  if (st != IMGSTAT_OK)
+    for (int k = 0; k < n; k++) {
+      imgstat_gpu_jpeg_item_free(d, &items[k]);
+      items[k].status = st;
+      items[k].err = *err;
+    }
+  return st;
+}
+
+extern "C" imgstat_status
+imgstat_gpu_jpeg_item_download(imgstat_gpu_jpeg *d,
+                               const imgstat_gpu_jpeg_item *it,
+                               imgstat_image *img, imgstat_error *err) {
+  if (!d || !it || !img || it->status != IMGSTAT_OK ||
+      img->channels != it->channels || img->width != it->width ||
+      img->height != it->height || img->sample != IMGSTAT_U8)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoded item");
+  IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
+  size_t stride = imgstat_image_stride(img);
+  for (int c = 0; c < it->channels; c++)
+    IST_CUDA_TRY(cudaMemcpy2DAsync(img->planes[c], stride, it->planes[c],
+                                   it->width, it->width, it->height,
+                                   cudaMemcpyDeviceToHost, d->stream),
+                 "cudaMemcpy2D (JPEG planes)");
+  IST_CUDA_TRY(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize");
+  return IMGSTAT_OK;
+}
