@@ -1263,15 +1263,17 @@ int ist_stats_main(int argc, char **argv) {
    * for any thread count). */
   int several = several_inputs(&opt);
   int workers = opt.jobs_given ? opt.jobs : several ? 0 : 1;
-  /* JPEGs that may go to nvJPEG: their workers mostly wait for a batch
-   * decode, so there are more of them (a batch is the JPEGs queued at once;
-   * the budget still bounds the memory) */
+  /* JPEGs sent to nvJPEG (--jpeg-decoder gpu): their workers mostly wait
+   * for a batch decode, so there are more of them (a batch is the JPEGs
+   * queued at once; the budget still bounds the memory). Under auto the
+   * workers stay one per core: most runs never start the GPU. */
   if (workers == 0 && imgstat_gpu_jpeg_compiled() &&
-      opt.engine.jpeg_decoder != IMGSTAT_JPEG_DECODER_CPU &&
-      opt.engine.backend != IMGSTAT_BACKEND_CPU && !opt.engine.verify)
+      opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU && !opt.engine.verify)
     workers = 4 * imgstat_cpu_cores();
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
-  opt.engine.workers = workers > 0 ? workers : imgstat_cpu_cores();
+  /* the CPU's lanes for auto's rule: the workers, at most one per core */
+  int cores = imgstat_cpu_cores();
+  opt.engine.workers = workers > 0 && workers < cores ? workers : cores;
   opt.engine.cost = ist_cli_cost_model();
   if (opt.mpi)
     mpi_pick_device(&opt.engine, mr.at.local_rank);
