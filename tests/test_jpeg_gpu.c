@@ -153,6 +153,12 @@ static void test_engine_policy(void) {
   o.backend = IMGSTAT_BACKEND_CPU;
   CU_ASSERT_EQUAL(imgstat_engine_create(&o, &e, &err), IMGSTAT_ERR_ARG);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--backend cpu"));
+  /* --verify with the GPU decoder: refused (docs/gpu.md) */
+  o.backend = IMGSTAT_BACKEND_AUTO;
+  o.verify = 1;
+  CU_ASSERT_EQUAL(imgstat_engine_create(&o, &e, &err), IMGSTAT_ERR_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--verify"));
+  o.verify = 0;
   for (int mode = 0; mode < 2; mode++) {
     o.backend = IMGSTAT_BACKEND_AUTO;
     o.jpeg_decoder =
@@ -165,12 +171,10 @@ static void test_engine_policy(void) {
     int taken = imgstat_engine_stats_decoder(e, d, sample(), NULL, reserve_any,
                                              NULL, &res);
     if (mode == 0) {
-      /* auto: the rule keeps one photo on the CPU: not taken (no nvJPEG
-       * in the build), or decoded there by the engine */
-      CU_ASSERT_TRUE(taken == 0 || (taken == 1 && res.status == IMGSTAT_OK &&
-                                    res.backend == IMGSTAT_BACKEND_CPU &&
-                                    res.width == 227 && res.channels == 3));
-      CU_ASSERT_EQUAL(taken, imgstat_gpu_jpeg_compiled());
+      /* auto: JPEGs stay with the CPU decoders (docs/gpu.md): the engine
+       * does not take the file, and says so beforehand */
+      CU_ASSERT_EQUAL(taken, 0);
+      CU_ASSERT_FALSE(imgstat_engine_may_decode_jpeg(e));
     } else {
       CU_ASSERT_EQUAL(taken, 1);
       CU_ASSERT_NOT_EQUAL(res.status, IMGSTAT_OK);
