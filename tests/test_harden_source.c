@@ -237,7 +237,7 @@ static void test_stream_over_budget(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(png);
   /* camera.png, then zeros after its IEND chunk, which decoders ignore. */
   stream s = {png, size, 64 * MIB, 0};
-  imgstat_load_options opts = {0, MIB};
+  imgstat_load_options opts = {.max_memory = MIB};
   imgstat_image img;
   imgstat_error err;
   int fed;
@@ -378,11 +378,11 @@ static void test_max_memory_option(void) {
   imgstat_image img;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  imgstat_load_options small = {0, 100 << 10};
+  imgstat_load_options small = {.max_memory = 100 << 10};
   CU_ASSERT_EQUAL(imgstat_image_load(path, &small, &img, &err),
                   IMGSTAT_ERR_LIMIT);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--max-memory"));
-  imgstat_load_options enough = {0, 10 << 20};
+  imgstat_load_options enough = {.max_memory = 10 << 20};
   CU_ASSERT_EQUAL(imgstat_image_load(path, &enough, &img, &err), IMGSTAT_OK);
   CU_ASSERT_EQUAL(img.width, 768);
   CU_ASSERT_EQUAL(img.height, 512);

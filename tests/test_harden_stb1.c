@@ -511,7 +511,7 @@ static void test_gif_lzw_work(void) {
  * held beside stb's buffers; a GIF is decoded at open, before them. */
 static void expect_peak(const test_buf *b, uint64_t peak, uint32_t w,
                         uint32_t h, int channels, const char *what) {
-  imgstat_load_options opts = {0, peak};
+  imgstat_load_options opts = {.max_memory = peak};
   expect_loads(b, &opts, w, h, channels, what);
   opts.max_memory = peak - 1;
   imgstat_image img;

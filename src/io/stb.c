@@ -180,8 +180,8 @@ typedef struct pnm_header {
 
 /* Same grammar as stb's reader: "P5"/"P6", then width, height and maxval,
  * separated by whitespace and '#' comments, then one whitespace byte. */
-static int pnm_next_number(const unsigned char *h, size_t n, size_t *i,
-                           uint32_t *value) {
+int ist_pnm_next_number(const unsigned char *h, size_t n, size_t *i,
+                        uint32_t *value) {
   for (;;) {
     while (*i < n && strchr(" \t\n\v\f\r", h[*i]) && h[*i])
       (*i)++;
@@ -216,9 +216,9 @@ static imgstat_status pnm_read_header(ist_source *src, pnm_header *ph,
   if (s != IMGSTAT_OK)
     return s;
   size_t i = 2;
-  if (!pnm_next_number(h, n, &i, &ph->width) ||
-      !pnm_next_number(h, n, &i, &ph->height) ||
-      !pnm_next_number(h, n, &i, &ph->maxval) || i >= n)
+  if (!ist_pnm_next_number(h, n, &i, &ph->width) ||
+      !ist_pnm_next_number(h, n, &i, &ph->height) ||
+      !ist_pnm_next_number(h, n, &i, &ph->maxval) || i >= n)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "PNM header is malformed or truncated");
   ph->data_offset = i + 1;
