@@ -233,6 +233,165 @@ expect_refused("over.pgm", "Corrupt PNM data")
 write("junk.pgm", b"P2 2 2 100 1 2 x 3\n")
 expect_refused("junk.pgm", "Corrupt PNM data")
 
+
+# ---- TIFF: PIL (libtiff's writer inside PIL for the compressions) and a
+# writer here for tiles, planar data and the sample types PIL cannot write --
+def tiff_write(a, tile=None, planar=False, deflate=False, photometric=None,
+               fmt=None, order="<"):
+    """A one-page TIFF of a (H, W) or (H, W, C) array as stored: strips of
+    3 rows or tiles of tile=(w, h) (multiples of 16), chunky or planar,
+    uncompressed or zlib-deflated (compression 8)."""
+    a = np.asarray(a)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    h, w, spp = a.shape
+    a = a.astype(a.dtype.newbyteorder(order))
+    bps = a.dtype.itemsize * 8
+    fmt = fmt or {"u": 1, "i": 2, "f": 3}[a.dtype.kind]
+    if photometric is None:
+        photometric = 2 if spp >= 3 else 1
+    planes = [a[:, :, c:c + 1] for c in range(spp)] if planar else [a]
+    chunks = []
+    for pl in planes:
+        if tile:
+            tw, th = tile
+            for ty in range(0, h, th):
+                for tx in range(0, w, tw):
+                    t = np.zeros((th, tw, pl.shape[2]), pl.dtype)
+                    part = pl[ty:ty + th, tx:tx + tw]
+                    t[:part.shape[0], :part.shape[1]] = part
+                    chunks.append(t.tobytes())
+        else:
+            for y in range(0, h, 3):
+                chunks.append(pl[y:y + 3].tobytes())
+    if deflate:
+        chunks = [zlib.compress(c) for c in chunks]
+    e = order
+    tags = {256: (4, [w]), 257: (4, [h]), 258: (3, [bps] * spp),
+            259: (3, [8 if deflate else 1]), 262: (3, [photometric]),
+            277: (3, [spp]), 284: (3, [2 if planar else 1]),
+            339: (3, [fmt] * spp)}
+    if spp in (2, 4):
+        tags[338] = (3, [2])  # unassociated alpha
+    if tile:
+        tags[322] = (4, [tile[0]])
+        tags[323] = (4, [tile[1]])
+        off_tag, cnt_tag = 324, 325
+    else:
+        tags[278] = (4, [3])
+        off_tag, cnt_tag = 273, 279
+    data = b"".join(chunks)
+    offs, at = [], 8
+    for c in chunks:
+        offs.append(at)
+        at += len(c)
+    tags[off_tag] = (4, offs)
+    tags[cnt_tag] = (4, [len(c) for c in chunks])
+    ifd_at = 8 + len(data) + (len(data) & 1)
+    extra = b""
+    n = len(tags)
+    extra_at = ifd_at + 2 + 12 * n + 4
+    entries = b""
+    for tag in sorted(tags):
+        typ, vals = tags[tag]
+        code = "H" if typ == 3 else "I"
+        raw = struct.pack(e + code * len(vals), *vals)
+        if len(raw) <= 4:
+            entries += struct.pack(e + "HHI", tag, typ, len(vals)) + raw.ljust(4, b"\0")
+        else:
+            entries += struct.pack(e + "HHII", tag, typ, len(vals), extra_at + len(extra))
+            extra += raw
+    head = (b"II*\0" if e == "<" else b"MM\0*") + struct.pack(e + "I", ifd_at)
+    return (head + data + b"\0" * (len(data) & 1) + struct.pack(e + "H", n)
+            + entries + struct.pack(e + "I", 0) + extra)
+
+
+if "TIFF (libtiff)" in version:
+    from PIL import Image
+    rgb = rng.integers(0, 256, (37, 45, 3)).astype(np.uint8)
+    for comp in (None, "tiff_lzw", "tiff_deflate", "tiff_adobe_deflate",
+                 "packbits"):
+        for mode, arr in (("RGB", rgb), ("RGBA", np.dstack([rgb, rgb[:, :, :1]])),
+                          ("L", rgb[:, :, 0]), ("LA", rgb[:, :, :2])):
+            name = f"pil-{mode}-{comp}.tif"
+            Image.fromarray(arr, mode).save(path(name), compression=comp)
+            expect_stats(name, arr, 8)
+    # JPEG: lossy, so the reference is PIL's own decoding of the file
+    for mode, arr in (("RGB", rgb), ("L", rgb[:, :, 0])):
+        name = f"pil-{mode}-jpeg.tif"
+        Image.fromarray(arr, mode).save(path(name), compression="jpeg",
+                                        quality=90)
+        expect_stats(name, np.asarray(Image.open(path(name)).convert(mode)), 8)
+    u16 = rng.integers(0, 65536, (33, 41)).astype(np.uint16)
+    Image.fromarray(u16).save(path("pil-16.tif"), compression="tiff_lzw")
+    expect_stats("pil-16.tif", u16, 16)
+    fl = (rng.standard_normal((19, 23)) * 1e3).astype(np.float32)
+    fl[3, 4] = np.nan
+    Image.fromarray(fl).save(path("pil-f.tif"), compression="tiff_deflate")
+    expect_stats("pil-f.tif", fl, 32)
+    bits = rng.integers(0, 2, (21, 35)).astype(bool)
+    for comp in (None, "packbits", "group4"):
+        name = f"pil-1-{comp}.tif"
+        Image.fromarray(bits).save(path(name), compression=comp)
+        # 1-bit samples as stored: PIL's 1 is white, stored as 1 (MinIsBlack)
+        ref = np.asarray(Image.open(path(name))).astype(np.uint8)
+        expect_stats(name, ref, 8)
+    pal = Image.fromarray(rgb).convert("P", palette=Image.ADAPTIVE, colors=50)
+    pal.save(path("pil-p.tif"), compression="tiff_lzw")
+    expect_stats("pil-p.tif", np.asarray(pal.convert("RGB")), 8)
+    # pages: --page N and the record's count
+    pages = [Image.fromarray(rgb[:, :, c]) for c in range(3)]
+    pages[0].save(path("pages.tif"), save_all=True, append_images=pages[1:])
+    for n in (1, 2, 3):
+        rec = expect_stats("pages.tif", rgb[:, :, n - 1], 8,
+                           extra=("--page", str(n)) if n > 1 else ())
+        if rec is not None:
+            good = rec.get("pages") == 3 and rec.get("page") == n
+            (ok if good else fail)(f"pages.tif --page {n}: the record says page "
+                                   f"{rec.get('page')} of {rec.get('pages')}")
+    rc, _, err = run("--page", "4", path("pages.tif"))
+    (ok if rc != 0 and "has 3 pages" in err else fail)(
+        f"--page 4 of 3 refused: {err.strip()}")
+    # the writer here: tiles, planar, deflate, both byte orders, types
+    for dt in ("u1", "u2", "i2", "f4", "i1", "i4", "f8"):
+        for tile, planar, deflate, order in ((None, False, False, "<"),
+                                             ((16, 16), False, True, ">"),
+                                             (None, True, True, ">"),
+                                             ((32, 16), True, False, "<")):
+            for spp in (1, 3, 4):
+                if dt in ("i1", "i4", "f8") and spp != 3:
+                    continue
+                shape = (35, 50, spp) if spp > 1 else (35, 50)
+                if dt[0] == "f":
+                    a = (rng.integers(-2**20, 2**20, shape) / 8).astype(dt)
+                else:
+                    info = np.iinfo(dt)
+                    a = rng.integers(info.min, info.max, shape, endpoint=True).astype(dt)
+                    if dt == "i4":
+                        a = (a >> 8).astype(dt)  # exactly floats
+                name = (f"own-{dt}-{spp}-{'tile' if tile else 'strip'}-"
+                        f"{'planar' if planar else 'chunky'}-{'zip' if deflate else 'raw'}"
+                        f"-{'le' if order == '<' else 'be'}.tif")
+                write(name, tiff_write(a, tile, planar, deflate, order=order))
+                depth = {"u1": 8, "u2": 16}.get(dt, 32)
+                ref = a if depth < 32 else a.astype(np.float32)
+                expect_stats(name, ref, depth)
+    write("own-i4-big.tif", tiff_write(np.array([[1, 2**24 + 1]], "i4")))
+    expect_refused("own-i4-big.tif", "not exactly a 32-bit float")
+    write("own-cmyk.tif", tiff_write(np.zeros((4, 4, 4), "u1"), photometric=5))
+    expect_refused("own-cmyk.tif", "not supported")
+    good = tiff_write(rgb, (16, 16), True, True)
+    truncations("own.tif", good, "Corrupt TIFF data")
+    bad = bytearray(good)
+    bad[200:260] = bytes(60)  # inside the first tile's deflate data
+    write("own-bad.tif", bytes(bad))
+    expect_refused("own-bad.tif", "Corrupt TIFF data")
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "TIFF", compression="tiff_lzw")
+    truncations("pil.tif", buf.getvalue(), "Corrupt TIFF data")
+else:
+    print("skipped: TIFF (this imgstat has no libtiff)")
+
 # ---- normalize -> .npy / .pfm -> imgstat: mean 0, std 1 -------------------
 src = rng.integers(0, 65536, (32, 48, 3)).astype(np.uint16)
 np.save(path("src.npy"), src)

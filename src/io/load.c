@@ -251,9 +251,9 @@ static void formats_describe(void) {
     const char *lib = f->library;
     if (f->kind == IMGSTAT_KIND_PNM)
       lib = "P5/P6 stb_image, P1-P4 imgstat";
-    int n = snprintf(text + at, sizeof text - at, "%s%s (%s)", at ? ", " : "",
-                     name, lib);
-    if (n < 0 || (size_t)n >= sizeof text - at)
+    int n = snprintf(text + at, sizeof formats_text - at, "%s%s (%s)",
+                     at ? ", " : "", name, lib);
+    if (n < 0 || (size_t)n >= sizeof formats_text - at)
       break;
     at += (size_t)n;
   }
