@@ -392,6 +392,38 @@ if "TIFF (libtiff)" in version:
 else:
     print("skipped: TIFF (this imgstat has no libtiff)")
 
+
+# ---- WebP: PIL's libwebp writer; lossy files against PIL's decoding --------
+if "WebP (libwebp)" in version:
+    from PIL import Image
+    rgb = rng.integers(0, 256, (31, 47, 3)).astype(np.uint8)
+    rgba = np.dstack([rgb, rng.integers(0, 256, (31, 47), dtype=np.uint8)])
+    for name, arr, kw in (("l-rgb.webp", rgb, {"lossless": True}),
+                          ("l-rgba.webp", rgba, {"lossless": True, "exact": True}),
+                          ("q-rgb.webp", rgb, {"quality": 80}),
+                          ("q-rgba.webp", rgba, {"quality": 80})):
+        Image.fromarray(arr).save(path(name), **kw)
+        # lossless: the pixels given; lossy: libwebp's decoding through PIL
+        ref = arr if kw.get("lossless") else np.asarray(Image.open(path(name)))
+        expect_stats(name, ref, 8)
+    frames = [Image.fromarray(rgb), Image.fromarray(255 - rgb)]
+    frames[0].save(path("anim.webp"), save_all=True, append_images=frames[1:],
+                   lossless=True, duration=50)
+    expect_stats("anim.webp", rgb, 8)
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "WEBP", lossless=True)
+    truncations("l.webp", buf.getvalue(), "Corrupt WebP data")
+    bad = bytearray(buf.getvalue())
+    for k in range(30, len(bad), 7):
+        bad[k] ^= 0x5A
+    write("bad.webp", bytes(bad))
+    expect_refused("bad.webp", "Corrupt WebP data")
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "WEBP", quality=80)
+    truncations("q.webp", buf.getvalue(), "Corrupt WebP data")
+else:
+    print("skipped: WebP (this imgstat has no libwebp)")
+
 # ---- normalize -> .npy / .pfm -> imgstat: mean 0, std 1 -------------------
 src = rng.integers(0, 65536, (32, 48, 3)).astype(np.uint16)
 np.save(path("src.npy"), src)
