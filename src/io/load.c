@@ -141,6 +141,8 @@ static int sniff_pfm(const unsigned char *h, size_t n) {
          ist_is_space(h[2]);
 }
 
+#if !defined(IMGSTAT_HAVE_TIFF) || !defined(IMGSTAT_HAVE_WEBP) ||              \
+    !defined(IMGSTAT_HAVE_CFITSIO)
 /* The row of a format whose library this build lacks (library NULL): its
  * files are named for what they are, not "not a recognised image format",
  * and walks still take them (each is reported, not skipped unseen). */
@@ -163,6 +165,7 @@ static imgstat_status missing_read(imgstat_decoder *d, imgstat_image *img,
 }
 static void missing_close(imgstat_decoder *d) { (void)d; }
 #define MISSING_ROW missing_open, missing_read, missing_close
+#endif
 
 #define STB_ROW ist_stb_open, ist_stb_read, ist_stb_close
 
