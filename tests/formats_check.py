@@ -508,6 +508,21 @@ if "FITS (cfitsio)" in version:
 else:
     print("skipped: FITS (this imgstat has no cfitsio)")
 
+
+# ---- the one wording of damaged data, on the older decoders too -----------
+from PIL import Image
+buf = io.BytesIO()
+Image.fromarray(rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)).save(buf, "JPEG")
+jpg = buf.getvalue()
+write("marker.jpg", jpg[:2] + b"\xff\x3b" + jpg[2:])
+expect_refused("marker.jpg", "Corrupt JPEG data: unsupported marker type 0x3b")
+buf = io.BytesIO()
+Image.fromarray(rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)).save(buf, "PNG")
+write("cut.png", buf.getvalue()[:-30])
+expect_refused("cut.png", "Corrupt PNG data")
+write("cut.gif", b"GIF89a\x10\x00\x10\x00\x00\x00\x00")
+expect_refused("cut.gif", "Corrupt GIF data")
+
 # ---- normalize -> .npy / .pfm -> imgstat: mean 0, std 1 -------------------
 src = rng.integers(0, 65536, (32, 48, 3)).astype(np.uint16)
 np.save(path("src.npy"), src)

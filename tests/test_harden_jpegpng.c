@@ -346,7 +346,7 @@ static void test_jpeg_no_frame(void) {
       test_put_be16(&b, 0xFFD9);
     char msg[IMGSTAT_ERROR_MAX];
     CU_ASSERT_EQUAL(load(&b, NULL, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
-    CU_ASSERT_STRING_EQUAL(msg, "JPEG has no frame header (SOF)");
+    CU_ASSERT_STRING_EQUAL(msg, "Corrupt JPEG data: no frame header (SOF)");
     free(b.p);
   }
 }

@@ -209,9 +209,10 @@ static void test_random_stream_refused_early(void) {
 static void test_damaged_png_signature_refused_early(void) {
   static const unsigned char start[] = {0x89, 'X', 'Y', 'Z'};
   stream s = {start, sizeof start, 256 * MIB, 777};
-  expect_refused_early(&s, "Not a PNG file");
+  expect_refused_early(&s, "Corrupt PNG data: not a PNG file");
   stream small = {start, sizeof start, 2 * MIB, 777};
-  check_same_everywhere(&small, IMGSTAT_ERR_FORMAT, "Not a PNG file");
+  check_same_everywhere(&small, IMGSTAT_ERR_FORMAT,
+                        "Corrupt PNG data: not a PNG file");
 }
 
 /* The message for an unknown signature is the same for every kind of input,

@@ -210,8 +210,9 @@ static void test_bmp_index_beyond_palette(void) {
       b = make_bmp(&sp, idx, &n);
       char want[100];
       snprintf(want, sizeof want,
-               "BMP pixel index %u beyond its palette of %u colours", bad,
-               colours);
+               "Corrupt BMP data: pixel index %u beyond its palette of %u "
+               "colours",
+               bad, colours);
       expect_refused(b, n, IMGSTAT_ERR_FORMAT, want, what);
       free(b);
     }
