@@ -75,7 +75,20 @@ imgstat_status ist_fits_open(imgstat_decoder *d, imgstat_error *err) {
   if (s != IMGSTAT_OK)
     return s;
   fs->size = src->size;
-  fs->mem = (void *)fs->data;
+  /* cfitsio reads whole 2880-byte blocks, also the last, partial one of a
+   * file whose padding is missing, past the end of its memory buffer (the
+   * fuzzer found it): it gets a copy whose allocation ends on a block,
+   * zero-filled; a truncated image is refused below, before any read. */
+  size_t padded = (fs->size + 2879) / 2880 * 2880;
+  unsigned char *copy = calloc(1, padded);
+  if (!copy)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  memcpy(copy, fs->data, fs->size);
+  if (fs->owned)
+    free((void *)fs->data);
+  fs->data = copy;
+  fs->owned = 1;
+  fs->mem = copy;
   fs->memsize = fs->size;
   int status = 0;
   if (fits_open_memfile(&fs->f, "input.fits", READONLY, &fs->mem, &fs->memsize,
@@ -129,12 +142,22 @@ imgstat_status ist_fits_open(imgstat_decoder *d, imgstat_error *err) {
    * image is tile-compressed. The peak: the file, the planes, a row of
    * doubles. */
   int compressed = fits_is_compressed_image(fs->f, &status);
+  LONGLONG head_at = 0, data_at = 0, data_end = 0;
+  if (fits_get_hduaddrll(fs->f, &head_at, &data_at, &data_end, &status))
+    return fits_failure(status, err);
+  uint64_t data_bytes = (uint64_t)fs->width * fs->height *
+                        (uint64_t)fs->channels *
+                        (uint64_t)(abs(fs->bitpix) / 8);
+  if (!compressed && (uint64_t)data_at + data_bytes > fs->size)
+    return ist_corrupt(err, "FITS",
+                       "file is truncated (its image ends at byte %" PRIu64
+                       ", the file has %zu)",
+                       (uint64_t)data_at + data_bytes, fs->size);
   uint64_t plane = (uint64_t)fs->width * fs->height;
   uint64_t min_input = compressed ? 0
                                   : 2880 + plane * (uint64_t)fs->channels *
                                                (uint64_t)(abs(fs->bitpix) / 8);
-  uint64_t peak = (fs->owned ? fs->size : 0) +
-                  plane * (uint64_t)sample * (uint64_t)fs->channels +
+  uint64_t peak = fs->size + plane * (uint64_t)sample * (uint64_t)fs->channels +
                   8 * (uint64_t)fs->width;
   s = ist_decode_check(&d->lim, fs->width, fs->height, peak, min_input,
                        fs->size, "FITS", err);
