@@ -85,6 +85,10 @@ typedef struct imgstat_image {
   const char *format; /* static string: "PNG", "JPEG", "BMP", ... */
   size_t stride;      /* bytes from one row of a plane to the next; 0: dense */
   int borrowed;       /* the planes belong to the caller, not to the image */
+  /* Set by imgstat_decoder_read from the header: the pages of a
+   * multi-page input (0: a single-image format) and the one decoded. */
+  uint32_t pages;
+  uint32_t page;
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding
@@ -129,6 +133,10 @@ int imgstat_sample_depth(imgstat_sample s);
 typedef struct imgstat_load_options {
   uint64_t max_pixels; /* 0: IMGSTAT_DEFAULT_MAX_PIXELS */
   uint64_t max_memory; /* 0: IMGSTAT_DEFAULT_MAX_MEMORY */
+  /* The image of a multi-page file (TIFF) to read, from 1; 0: the first.
+   * A page past the file's last is IMGSTAT_ERR_ARG, as is a page other
+   * than 1 of a single-image format. */
+  uint32_t page;
 } imgstat_load_options;
 
 /* Decodes the file at path (PNG through libpng; JPEG through TurboJPEG when
@@ -141,6 +149,10 @@ typedef struct imgstat_load_options {
 imgstat_status imgstat_image_load(const char *path,
                                   const imgstat_load_options *opts,
                                   imgstat_image *img, imgstat_error *err);
+
+/* The formats this build decodes and the library of each, one line of
+ * text ("PNG (libpng), JPEG (TurboJPEG), ..."): static storage. */
+const char *imgstat_formats_description(void);
 
 /* The same from a buffer in memory (used by the fuzzer and tests). */
 imgstat_status imgstat_image_load_memory(const void *data, size_t size,
@@ -174,6 +186,10 @@ typedef struct imgstat_header {
   int channels;
   imgstat_sample sample;
   const char *format; /* static string: "PNG", "JPEG", "BMP", ... */
+  /* The images of a multi-page format (TIFF: its directories), 0 for the
+   * single-image ones; page: the one decoded, from 1 (0 when pages is 0). */
+  uint32_t pages;
+  uint32_t page;
 } imgstat_header;
 
 typedef struct imgstat_decoder imgstat_decoder;

@@ -209,6 +209,10 @@ typedef struct imgstat_job_result {
   int channels;
   imgstat_sample sample;
   const char *format; /* static string: "PNG", "JPEG", ... */
+  /* A multi-page input (TIFF): its pages and the one decoded (--page);
+   * 0 and 0 for single-image formats. */
+  uint32_t pages;
+  uint32_t page;
 
   /* Statistics: what computed them (CPU or GPU; verify: CPU), and one
    * partial per channel. With verify, gpu_partial holds the GPU's. */

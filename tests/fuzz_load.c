@@ -10,6 +10,9 @@
  *    signature the loader sniffs as that format (the library's own
  *    ist_kind_sniff decides) and refuse the others (return -1: not kept
  *    in the corpus), so every input they keep reaches that decoder;
+ *  - fuzz_tiff, fuzz_fits, fuzz_npy: the same for TIFF (libtiff), FITS
+ *    (cfitsio) and .npy (ours); fuzz_pnm covers the plain PNM parser too
+ *    (P1-P4 are IMGSTAT_KIND_PNM); WebP and PFM are fuzz_load's;
  *  - fuzz_tga: -DFUZZ_KIND=IMGSTAT_KIND_UNKNOWN, inputs with no known
  *    signature, which stb_image tries as TGA (its only format without one).
  * Each input is capped at FUZZ_MAX_PIXELS pixels and FUZZ_MAX_MEMORY decoded

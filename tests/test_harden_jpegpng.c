@@ -193,7 +193,8 @@ static void test_png_min_input(void) {
   test_buf b = {0};
   png_start(&b, 65535, 65535);
   png_finish(&b, 2, 2, 0); /* a token IDAT */
-  imgstat_load_options opts = {UINT64_C(1) << 32, UINT64_MAX};
+  imgstat_load_options opts = {.max_pixels = UINT64_C(1) << 32,
+                               .max_memory = UINT64_MAX};
   char msg[IMGSTAT_ERROR_MAX];
   CU_ASSERT_EQUAL(load(&b, &opts, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(msg, "header claims 65535x65535"));
@@ -345,7 +346,7 @@ static void test_jpeg_no_frame(void) {
       test_put_be16(&b, 0xFFD9);
     char msg[IMGSTAT_ERROR_MAX];
     CU_ASSERT_EQUAL(load(&b, NULL, msg, sizeof msg), IMGSTAT_ERR_FORMAT);
-    CU_ASSERT_STRING_EQUAL(msg, "JPEG has no frame header (SOF)");
+    CU_ASSERT_STRING_EQUAL(msg, "Corrupt JPEG data: no frame header (SOF)");
     free(b.p);
   }
 }

@@ -209,9 +209,10 @@ static void test_random_stream_refused_early(void) {
 static void test_damaged_png_signature_refused_early(void) {
   static const unsigned char start[] = {0x89, 'X', 'Y', 'Z'};
   stream s = {start, sizeof start, 256 * MIB, 777};
-  expect_refused_early(&s, "Not a PNG file");
+  expect_refused_early(&s, "Corrupt PNG data: not a PNG file");
   stream small = {start, sizeof start, 2 * MIB, 777};
-  check_same_everywhere(&small, IMGSTAT_ERR_FORMAT, "Not a PNG file");
+  check_same_everywhere(&small, IMGSTAT_ERR_FORMAT,
+                        "Corrupt PNG data: not a PNG file");
 }
 
 /* The message for an unknown signature is the same for every kind of input,
@@ -237,7 +238,7 @@ static void test_stream_over_budget(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(png);
   /* camera.png, then zeros after its IEND chunk, which decoders ignore. */
   stream s = {png, size, 64 * MIB, 0};
-  imgstat_load_options opts = {0, MIB};
+  imgstat_load_options opts = {.max_memory = MIB};
   imgstat_image img;
   imgstat_error err;
   int fed;
@@ -378,11 +379,11 @@ static void test_max_memory_option(void) {
   imgstat_image img;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  imgstat_load_options small = {0, 100 << 10};
+  imgstat_load_options small = {.max_memory = 100 << 10};
   CU_ASSERT_EQUAL(imgstat_image_load(path, &small, &img, &err),
                   IMGSTAT_ERR_LIMIT);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--max-memory"));
-  imgstat_load_options enough = {0, 10 << 20};
+  imgstat_load_options enough = {.max_memory = 10 << 20};
   CU_ASSERT_EQUAL(imgstat_image_load(path, &enough, &img, &err), IMGSTAT_OK);
   CU_ASSERT_EQUAL(img.width, 768);
   CU_ASSERT_EQUAL(img.height, 512);

@@ -225,7 +225,8 @@ static void test_hdr_nul_line_no_hang(void) {
                              "\n-Y 1 +X 2";
   char msg[1024];
   int s = load_bounded(hang, sizeof hang - 1, msg, sizeof msg);
-  ASSERT_MSG(s == IMGSTAT_ERR_FORMAT && strcmp(msg, "file is truncated") == 0,
+  ASSERT_MSG(s == IMGSTAT_ERR_FORMAT &&
+                 strstr(msg, "data: file is truncated") != NULL,
              msg);
 
   /* The same end reached without NUL: run-length data that stops after a
@@ -239,7 +240,8 @@ static void test_hdr_nul_line_no_hang(void) {
     hdr_header(&b, 16, 2);
     test_put(&b, tails[i], tail_len[i]);
     s = load_bounded(b.p, b.n, msg, sizeof msg);
-    ASSERT_MSG(s == IMGSTAT_ERR_FORMAT && strcmp(msg, "file is truncated") == 0,
+    ASSERT_MSG(s == IMGSTAT_ERR_FORMAT &&
+                   strstr(msg, "data: file is truncated") != NULL,
                msg);
     free(b.p);
   }
@@ -371,7 +373,7 @@ static void test_short_read_reported(void) {
   imgstat_status s =
       ist_stb_decode(&src, IMGSTAT_KIND_UNKNOWN, &lim, &img, &err);
   ASSERT_MSG(s == IMGSTAT_ERR_FORMAT &&
-                 strcmp(err.message, "file is truncated") == 0,
+                 strstr(err.message, "data: file is truncated") != NULL,
              err.message);
   if (s == IMGSTAT_OK)
     imgstat_image_free(&img);
@@ -511,7 +513,7 @@ static void test_gif_lzw_work(void) {
  * held beside stb's buffers; a GIF is decoded at open, before them. */
 static void expect_peak(const test_buf *b, uint64_t peak, uint32_t w,
                         uint32_t h, int channels, const char *what) {
-  imgstat_load_options opts = {0, peak};
+  imgstat_load_options opts = {.max_memory = peak};
   expect_loads(b, &opts, w, h, channels, what);
   opts.max_memory = peak - 1;
   imgstat_image img;

@@ -110,7 +110,7 @@ static unsigned char *make_bmp(const bmp_spec *sp, const unsigned char *pixels,
 static imgstat_status load(const unsigned char *data, size_t size,
                            uint64_t max_memory, imgstat_image *img,
                            imgstat_error *err) {
-  imgstat_load_options opts = {0, max_memory};
+  imgstat_load_options opts = {.max_memory = max_memory};
   memset(err, 0, sizeof *err);
   return imgstat_image_load_memory(data, size, &opts, img, err);
 }
@@ -210,8 +210,9 @@ static void test_bmp_index_beyond_palette(void) {
       b = make_bmp(&sp, idx, &n);
       char want[100];
       snprintf(want, sizeof want,
-               "BMP pixel index %u beyond its palette of %u colours", bad,
-               colours);
+               "Corrupt BMP data: pixel index %u beyond its palette of %u "
+               "colours",
+               bad, colours);
       expect_refused(b, n, IMGSTAT_ERR_FORMAT, want, what);
       free(b);
     }
@@ -334,10 +335,11 @@ static void test_bmp_min_input(void) {
   unsigned char *b = make_bmp(&sp, px, &n);
   CU_ASSERT_EQUAL(n, 54 + 4 * 24 + 21); /* rows of 21 bytes padded to 24 */
   expect_rgb(b, n, W, H, px, "last row unpadded");
-  expect_refused(b, n - 1, IMGSTAT_ERR_FORMAT,
-                 "BMP header claims 7x5 pixels, which takes at least 171 "
-                 "bytes of data, but the file has 170",
-                 "one byte short");
+  expect_refused(
+      b, n - 1, IMGSTAT_ERR_FORMAT,
+      "Corrupt BMP data: header claims 7x5 pixels, which takes at least 171 "
+      "bytes of data, but the file has 170",
+      "one byte short");
   /* 8-bit: offset 54 + 8 bytes of palette, rows of 7 bytes padded to 8. */
   unsigned char idx[W * H] = {0};
   bmp_spec sp8 = {40, W, H, 1, 8, 0, 2, 2, two_colours, 1};
@@ -351,8 +353,8 @@ static void test_bmp_min_input(void) {
   le32(b + 22, 10000);
   le16(b + 28, 24);
   le32(b + 10, 54);
-  expect_refused(b, n, IMGSTAT_ERR_FORMAT, "BMP header claims 10000x10000",
-                 "10000x10000");
+  expect_refused(b, n, IMGSTAT_ERR_FORMAT,
+                 "Corrupt BMP data: header claims 10000x10000", "10000x10000");
   free(b);
 }
 

@@ -253,7 +253,7 @@ static void test_png_huge_header_refused(void) {
 static void test_max_pixels_option(void) {
   char path[4096];
   join(path, sizeof path, pngsuite_dir, "basn0g08.png"); /* 32x32 */
-  imgstat_load_options opts = {1023, 0};
+  imgstat_load_options opts = {.max_pixels = 1023};
   imgstat_image img;
   imgstat_error err = {0};
   CU_ASSERT_EQUAL(imgstat_image_load(path, &opts, &img, &err),

@@ -567,12 +567,12 @@ static void test_open_errors(void) {
       'D',  'A', 'T', 0,   0,    0,    0,    0,    0, 0, 0, 0, 0};
   s = imgstat_decoder_open_memory(no_ihdr, sizeof no_ihdr, NULL, &d, &err);
   expect_open_error(s, d, &err, IMGSTAT_ERR_FORMAT,
-                    "PNG does not start with its IHDR chunk");
+                    "Corrupt PNG data: does not start with its IHDR chunk");
 
   /* Over the caller's pixel limit: refused at open, before any pixel. */
   char path[4096];
   snprintf(path, sizeof path, "%s/formats/rgb.png", test_data_dir());
-  imgstat_load_options opts = {100, 0};
+  imgstat_load_options opts = {.max_pixels = 100};
   s = imgstat_decoder_open(path, &opts, &d, &err);
   expect_open_error(s, d, &err, IMGSTAT_ERR_LIMIT, "(--max-pixels)");
 

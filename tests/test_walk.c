@@ -186,14 +186,16 @@ static int matches(const got *g, const want *w, size_t n, FILE *out) {
  * ------------------------------------------------------------------------ */
 
 static void test_extensions(void) {
-  const char *yes[] = {"a.png",   "A.PNG",     "x.jpg",        "x.JPEG",
-                       "x.jpe",   "x.jfif",    "x.bmp",        "x.dib",
-                       "x.gif",   "x.psd",     "x.hdr",        "x.pgm",
-                       "x.ppm",   "x.pnm",     "x.Tga",        "d.png/.h.png",
-                       "s p.png", "a.b.c.gif", "dir.txt/x.jpg"};
-  const char *no[] = {"a.txt",  ".png",      "d/.png",    "x.",     "x",
-                      "x.pbm",  "x.pam",     "x.png.txt", "x.tiff", "x.webp",
-                      "x.pngx", "dir.png/x", "",          "x.jp g", "x.png "};
+  const char *yes[] = {"a.png",   "A.PNG",     "x.jpg",         "x.JPEG",
+                       "x.jpe",   "x.jfif",    "x.bmp",         "x.dib",
+                       "x.gif",   "x.psd",     "x.hdr",         "x.pgm",
+                       "x.ppm",   "x.pnm",     "x.Tga",         "d.png/.h.png",
+                       "s p.png", "a.b.c.gif", "dir.txt/x.jpg", "x.pbm",
+                       "x.tiff",  "x.TIF",     "x.webp",        "x.fits",
+                       "x.fit",   "x.fts",     "x.npy",         "x.pfm"};
+  const char *no[] = {"a.txt",  ".png",      "d/.png",    "x.",      "x",
+                      "x.npz",  "x.pam",     "x.png.txt", "x.tiffx", "x.web",
+                      "x.pngx", "dir.png/x", "",          "x.jp g",  "x.png "};
   for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
     ASSERT_MSG(ist_extension_is_image(yes[i]), "%s is an image name", yes[i]);
   for (size_t i = 0; i < sizeof no / sizeof *no; i++)
@@ -240,7 +242,8 @@ static size_t find_sorted(char **out, size_t max) {
            "'*.jpg' -o -iname '*.jpeg' -o -iname '*.jpe' -o -iname '*.jfif' "
            "-o -iname '*.bmp' -o -iname '*.dib' -o -iname '*.gif' -o -iname "
            "'*.psd' -o -iname '*.hdr' -o -iname '*.pgm' -o -iname '*.ppm' -o "
-           "-iname '*.pnm' -o -iname '*.tga' \\) -print0 | LC_ALL=C sort -z",
+           "-iname '*.pnm' -o -iname '*.tga' -o -iname '*.pbm' \\) -print0 | "
+           "LC_ALL=C sort -z",
            root);
   FILE *p = popen(cmd, "r");
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -259,7 +262,7 @@ static void test_order_against_find(void) {
   make_tree();
   char *want_paths[MAX_ITEMS];
   size_t n = find_sorted(want_paths, MAX_ITEMS);
-  ASSERT_MSG(n == 28, "find listed %zu image files, 28 expected", n);
+  ASSERT_MSG(n == 29, "find listed %zu image files, 29 expected", n);
   imgstat_inputs *in = inputs_new(0);
   add_path(in, at("tree"));
   got g;
@@ -286,20 +289,21 @@ static void test_order_against_find(void) {
   add_path(in, at("tree/"));
   collect(in, &g);
   const want w[] = {
-      {'F', "tree/.hidden.png", 0},  {'F', "tree/B.PNG", 0},
-      {'F', "tree/Z.gif", 0},        {'F', "tree/a\tb.png", 0},
-      {'F', "tree/a b/c.png", 0},    {'F', "tree/a-b.png", 0},
-      {'F', "tree/a.png", 0},        {'F', "tree/a/b.png", 0},
-      {'F', "tree/a/c.png", 0},      {'F', "tree/a/c/\n.png", 0},
-      {'F', "tree/a/c/d.jpg", 0},    {'F', "tree/a0.png", 0},
-      {'F', "tree/b.png", 0},        {'F', "tree/deep/1/2/3/4/5/f.tga", 0},
-      {'F', "tree/m.dib", 0},        {'F', "tree/m.hdr", 0},
-      {'F', "tree/m.jfif", 0},       {'F', "tree/m.jpe", 0},
-      {'F', "tree/m.jpeg", 0},       {'F', "tree/m.pgm", 0},
-      {'F', "tree/m.pnm", 0},        {'F', "tree/m.ppm", 0},
-      {'F', "tree/m.psd", 0},        {'F', "tree/new\nline.png", 0},
-      {'F', "tree/sp ace.png", 0},   {'F', "tree/x.png/y.bmp", 0},
-      {'F', "tree/\xc3\xa9.png", 0}, {'F', "tree/\xff.gif", 0}};
+      {'F', "tree/.hidden.png", 0},   {'F', "tree/B.PNG", 0},
+      {'F', "tree/Z.gif", 0},         {'F', "tree/a\tb.png", 0},
+      {'F', "tree/a b/c.png", 0},     {'F', "tree/a-b.png", 0},
+      {'F', "tree/a.png", 0},         {'F', "tree/a/b.png", 0},
+      {'F', "tree/a/c.png", 0},       {'F', "tree/a/c/\n.png", 0},
+      {'F', "tree/a/c/d.jpg", 0},     {'F', "tree/a0.png", 0},
+      {'F', "tree/b.png", 0},         {'F', "tree/deep/1/2/3/4/5/f.tga", 0},
+      {'F', "tree/m.dib", 0},         {'F', "tree/m.hdr", 0},
+      {'F', "tree/m.jfif", 0},        {'F', "tree/m.jpe", 0},
+      {'F', "tree/m.jpeg", 0},        {'F', "tree/m.pbm", 0},
+      {'F', "tree/m.pgm", 0},         {'F', "tree/m.pnm", 0},
+      {'F', "tree/m.ppm", 0},         {'F', "tree/m.psd", 0},
+      {'F', "tree/new\nline.png", 0}, {'F', "tree/sp ace.png", 0},
+      {'F', "tree/x.png/y.bmp", 0},   {'F', "tree/\xc3\xa9.png", 0},
+      {'F', "tree/\xff.gif", 0}};
   EXPECT(&g, w);
   got_free(&g);
 }

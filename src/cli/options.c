@@ -300,6 +300,15 @@ _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
         "                     T: binary units, 1K = 1024)\n"                   \
   }
 
+#define ROW_PAGE(cmd, section)                                                 \
+  {                                                                            \
+    "--page", NULL, cmd, IST_OPT_PAGE, 1, read_uint, 1, UINT32_MAX, NULL,      \
+        "--page: '%s' is not a page number from 1", section,                   \
+        "  --page N           the Nth page (image) of a multi-page TIFF "      \
+        "(default\n"                                                           \
+        "                     1; the record says how many there are)\n"        \
+  }
+
 static const ist_opt table[] = {
     /* ---- imgstat [OPTIONS] FILE... ---- */
     ROWS_INPUT_LISTS(S, S_INPUT),
@@ -375,6 +384,7 @@ static const ist_opt table[] = {
         "2^30,\n"
         "                     at most 2^32)\n"),
     ROW_MAX_MEMORY(S, S_COMPUTE, "images"),
+    ROW_PAGE(S, S_COMPUTE),
     {"--ddof", NULL, S, IST_OPT_DDOF, 1, read_word, 0, 0, "0,1",
      "--ddof: '%s' is not 0 or 1", S_COMPUTE,
      "  --ddof D           0: population std (default); 1: sample std "
@@ -562,6 +572,7 @@ static const ist_opt table[] = {
         "  --max-pixels N     refuse inputs of more than N pixels (default "
         "2^30)\n"),
     ROW_MAX_MEMORY(N, N_OPTIONS, "inputs"),
+    ROW_PAGE(N, N_OPTIONS),
     {"--progress", NULL, N, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
      N_OPTIONS,
      "  --progress         a progress line on stderr even when it is no "
@@ -648,6 +659,9 @@ int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
     return 1;
   case IST_OPT_MAX_MEMORY:
     engine->load.max_memory = v->u;
+    return 1;
+  case IST_OPT_PAGE:
+    engine->load.page = (uint32_t)v->u;
     return 1;
   default:
     return 0;

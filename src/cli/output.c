@@ -292,6 +292,9 @@ static void json_record(FILE *out, const ist_record *rec) {
           rec->width, rec->height, rec->channels,
           imgstat_sample_depth(rec->sample));
   ist_output_json_string(out, rec->backend);
+  if (rec->pages) /* a multi-page input: which page, of how many */
+    fprintf(out, ",\"page\":%" PRIu32 ",\"pages\":%" PRIu32, rec->page,
+            rec->pages);
   fprintf(out, ",\"ddof\":%d,\"stats\":[", rec->ddof);
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
@@ -464,6 +467,8 @@ static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
           rec->width, rec->height, imgstat_layout_name(rec->channels),
           imgstat_sample_depth(rec->sample), is_float ? " float" : "",
           rec->backend);
+  if (rec->pages)
+    fprintf(out, "page %" PRIu32 " of %" PRIu32 "\n", rec->page, rec->pages);
   /* The channel name is left-aligned, numbers right-aligned, three spaces
    * between columns. */
   fprintf(out, "%-*s", width[0], heads[0]);

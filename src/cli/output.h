@@ -38,7 +38,8 @@ typedef struct ist_record {
   uint32_t height;
   int channels;
   imgstat_sample sample;
-  const char *backend; /* what computed the figures: "cpu" or "gpu" */
+  const char *backend;  /* what computed the figures: "cpu" or "gpu" */
+  uint32_t pages, page; /* a multi-page input (TIFF): else 0, 0 */
   int ddof;
   imgstat_figures figures[IMGSTAT_MAX_CHANNELS];
   /* The sums of squares: exact_sum_sq when figures[c].sum_is_exact (u8 /

@@ -239,8 +239,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     ist_opt_print_help(stdout, IST_CMD_STATS, &help);
     return flush_or_complain();
   case IST_OPT_VERSION:
-    printf("imgstat %s (CUDA backend: %s; JPEG: %s)\n", IMGSTAT_VERSION,
-           imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER);
+    printf("imgstat %s (CUDA backend: %s; JPEG: %s)\nformats: %s\n",
+           IMGSTAT_VERSION, imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER,
+           imgstat_formats_description());
     print_nvjpeg_version();
     return flush_or_complain();
   default:
@@ -613,6 +614,8 @@ static int print_result(run_state *st, const char *path,
   rec.height = res->height;
   rec.channels = res->channels;
   rec.sample = res->sample;
+  rec.pages = res->pages;
+  rec.page = res->page;
   rec.backend = imgstat_backend_name(res->backend);
   rec.ddof = o->ddof;
   rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;

@@ -69,20 +69,21 @@ imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
                                 const char *format, imgstat_error *err) {
   if (width == 0 || height == 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "%s image is %" PRIu32 "x%" PRIu32, format, width,
-                             height);
+                             "Corrupt %s data: image is %" PRIu32 "x%" PRIu32,
+                             format, width, height);
   imgstat_status s = ist_pixels_check(width, height, lim->max_pixels, err);
   if (s != IMGSTAT_OK)
     return s;
   /* A header the input is too small to back is a damaged or hostile file;
    * refusing it here keeps a 35-byte file from allocating a gigabyte. */
   if (min_input > input_size)
-    return imgstat_error_set(
-        err, IMGSTAT_ERR_FORMAT,
-        "%s header claims %" PRIu32 "x%" PRIu32 " pixels, which takes at "
-        "least %" PRIu64 " bytes of data, but the file has %" PRIu64
-        ": truncated or corrupt",
-        format, width, height, min_input, input_size);
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "Corrupt %s data: header claims %" PRIu32
+                             "x%" PRIu32 " pixels, which takes at "
+                             "least %" PRIu64
+                             " bytes of data, but the file has %" PRIu64
+                             ": truncated or corrupt",
+                             format, width, height, min_input, input_size);
   if (peak_bytes > lim->max_memory) {
     char need[32], have[32];
     format_bytes(need, sizeof need, peak_bytes);

@@ -48,7 +48,12 @@ typedef enum ist_kind {
   IMGSTAT_KIND_GIF,
   IMGSTAT_KIND_PSD,
   IMGSTAT_KIND_HDR,
-  IMGSTAT_KIND_PNM
+  IMGSTAT_KIND_PNM, /* binary P5/P6 (stb_image), ASCII P1-P3 and P4 (pnm.c) */
+  IMGSTAT_KIND_TIFF,
+  IMGSTAT_KIND_WEBP,
+  IMGSTAT_KIND_FITS,
+  IMGSTAT_KIND_NPY,
+  IMGSTAT_KIND_PFM
 } ist_kind;
 
 /* Sniffs the signature in the first n bytes of an input. */
@@ -99,6 +104,7 @@ struct imgstat_decoder {
   int owns_file;        /* src.file was opened by imgstat_decoder_open */
   unsigned char *input; /* the input read into memory (a pipe), or NULL */
   ist_limits lim;
+  uint32_t page; /* --page: the image of a multi-page file, from 1 */
   const ist_format *format;
   imgstat_header header;
   void *state;   /* the format's own, freed by its close */
@@ -170,6 +176,83 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
  * marker follows fill bytes, or a TGA (stb's own header test). Needs the
  * input's first 256 bytes, or all of it when it is shorter. */
 int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
+
+/* ---- the decoders of issue 13 (each its own file of src/io) ---------------
+ * TIFF (libtiff), WebP (libwebp), FITS (cfitsio) when the build has the
+ * library; ASCII PNM, .npy and PFM always (their parsers are ours). */
+#define IST_DECODER(name)                                                      \
+  imgstat_status ist_##name##_open(imgstat_decoder *d, imgstat_error *err);    \
+  imgstat_status ist_##name##_read(imgstat_decoder *d, imgstat_image *img,     \
+                                   imgstat_error *err);                        \
+  void ist_##name##_close(imgstat_decoder *d)
+IST_DECODER(tiff);
+IST_DECODER(webp);
+IST_DECODER(fits);
+IST_DECODER(pnm);
+IST_DECODER(npy);
+IST_DECODER(pfm);
+
+/* The one wording of a decoder's refusal of damaged data:
+ * "Corrupt FORMAT data: why" (IMGSTAT_ERR_FORMAT), why being the printf
+ * result of fmt with its first letter made lower case when the second is
+ * lower case ("Unsupported marker" -> "unsupported marker", "IDAT: ..."
+ * kept); a why that already starts "Corrupt FORMAT data" is kept whole. */
+imgstat_status ist_corrupt(imgstat_error *err, const char *format,
+                           const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Whether v is exactly a 32-bit float (NaN and the infinities are); when it
+ * is, *out is that float. Samples of types wider than imgstat's (32-bit
+ * integers, 64-bit floats, scaled FITS data) are kept only when every one
+ * converts exactly (ist_f32_refuse words the refusal). */
+int ist_f32_exact(double v, float *out);
+imgstat_status ist_f32_refuse(imgstat_error *err, const char *format,
+                              const char *type, double v, uint32_t x,
+                              uint32_t y);
+
+/* The next number of a PNM header at h[*i] (n bytes in all), past
+ * whitespace and '#' comments: 1 and *i past its digits, or 0 when there
+ * is none or it is over INT_MAX (src/io/stb.c, which the P5/P6 pre-check
+ * and pnm.c's plain formats share). */
+int ist_pnm_next_number(const unsigned char *h, size_t n, size_t *i,
+                        uint32_t *value);
+
+/* Whether the host stores integers little-endian. */
+int ist_host_is_little_endian(void);
+/* Whether c is whitespace in the text headers (PNM, PFM): " \t\n\r\v\f". */
+int ist_is_space(int c);
+
+/* A buffered reader over a source, for the formats read in a single pass
+ * from their first byte (ASCII PNM, .npy, PFM). */
+typedef struct ist_bytes {
+  ist_source *src;
+  size_t len, at;
+  unsigned char buf[1 << 16];
+} ist_bytes;
+
+/* Starts b over src at byte offset (rewinding src): "Corrupt FORMAT
+ * data: file is truncated" when the input is shorter. */
+imgstat_status ist_bytes_start(ist_bytes *b, ist_source *src, size_t offset,
+                               const char *format, imgstat_error *err);
+
+/* The refusal of an input that ended early: its read error, else
+ * "Corrupt FORMAT data: file is truncated". */
+imgstat_status ist_truncated(const ist_source *src, const char *format,
+                             imgstat_error *err);
+
+/* Reads the first bytes of src (up to size; *n of them, the rest of buf
+ * zeroed), for a header parser; a read error is the failure. */
+imgstat_status ist_source_head(ist_source *src, unsigned char *buf, size_t size,
+                               size_t *n, imgstat_error *err);
+
+/* The next byte, or -1 at the end of the input (or after a read error:
+ * src->read_errno says). */
+int ist_bytes_next(ist_bytes *b);
+/* Reads n bytes into out; returns how many there were. */
+size_t ist_bytes_read(ist_bytes *b, void *out, size_t n);
 
 /* Refuses a width x height image over max_pixels (0: the default) or over
  * IMGSTAT_MAX_PIXELS_LIMIT with the same message as imgstat_image_alloc, so

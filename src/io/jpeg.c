@@ -27,8 +27,9 @@
 
 static imgstat_status tj_failure(tjhandle tj, imgstat_error *err) {
   const char *why = tjGetErrorStr2(tj);
-  return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s",
-                           why && *why ? why : "TurboJPEG failed");
+  /* "Unsupported marker type 0x3b" -> "Corrupt JPEG data: unsupported
+   * marker type 0x3b"; libjpeg's own "Corrupt JPEG data: ..." stays */
+  return ist_corrupt(err, "JPEG", "%s", why && *why ? why : "TurboJPEG failed");
 }
 
 /* ---- what the marker segments say ----------------------------------------
@@ -303,12 +304,10 @@ imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err) {
   jpeg_layout layout;
   jpeg_walk(js->jpeg, js->size, &layout);
   if (width <= 0 || height <= 0 || !layout.frame)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "JPEG has no frame header (SOF)");
+    return ist_corrupt(err, "JPEG", "no frame header (SOF)");
   int four = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
   if (four != (layout.ncomp == 4))
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "JPEG frame header is inconsistent");
+    return ist_corrupt(err, "JPEG", "frame header is inconsistent");
   /* The size check comes before anything is decoded or allocated: a gray
    * image decodes into its plane, a colour one into an RGB buffer (CMYK:
    * a 4-sample one) that is then split into planes beside it. */
@@ -324,10 +323,10 @@ imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err) {
    * scan) as flat gray, without a warning: that is missing data. */
   for (int c = 0; c < layout.ncomp; c++)
     if (!layout.coded[c])
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                               "JPEG has no scan data for component %d of %d "
-                               "(truncated or corrupt)",
-                               c + 1, layout.ncomp);
+      return ist_corrupt(err, "JPEG",
+                         "no scan data for component %d of %d (truncated or "
+                         "corrupt)",
+                         c + 1, layout.ncomp);
 
   if (layout.scans > IMGSTAT_JPEG_MAX_SCANS)
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,

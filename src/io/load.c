@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -108,6 +109,64 @@ static int sniff_pnm(const unsigned char *h, size_t n) {
   return n >= 2 && h[0] == 'P' && (h[1] == '5' || h[1] == '6');
 }
 
+/* P1 to P4 and a separator (or a comment: the next token), so that a text
+ * file starting "P1" and a word is not taken for one. */
+static int sniff_pnm_plain(const unsigned char *h, size_t n) {
+  return n >= 3 && h[0] == 'P' && h[1] >= '1' && h[1] <= '4' &&
+         (ist_is_space(h[2]) || h[2] == '#');
+}
+
+static int sniff_tiff(const unsigned char *h, size_t n) {
+  return n >= 4 && ((h[0] == 'I' && h[1] == 'I' && (h[2] == 42 || h[2] == 43) &&
+                     h[3] == 0) ||
+                    (h[0] == 'M' && h[1] == 'M' && h[2] == 0 &&
+                     (h[3] == 42 || h[3] == 43)));
+}
+
+static int sniff_webp(const unsigned char *h, size_t n) {
+  return n >= 12 && memcmp(h, "RIFF", 4) == 0 && memcmp(h + 8, "WEBP", 4) == 0;
+}
+
+/* Every FITS file starts with the card SIMPLE = T (column 10 the '='). */
+static int sniff_fits(const unsigned char *h, size_t n) {
+  return n >= 10 && memcmp(h, "SIMPLE  = ", 10) == 0;
+}
+
+static int sniff_npy(const unsigned char *h, size_t n) {
+  return n >= 6 && memcmp(h, "\x93NUMPY", 6) == 0;
+}
+
+static int sniff_pfm(const unsigned char *h, size_t n) {
+  return n >= 3 && h[0] == 'P' && (h[1] == 'F' || h[1] == 'f') &&
+         ist_is_space(h[2]);
+}
+
+#if !defined(IMGSTAT_HAVE_TIFF) || !defined(IMGSTAT_HAVE_WEBP) ||              \
+    !defined(IMGSTAT_HAVE_CFITSIO)
+/* The row of a format whose library this build lacks (library NULL): its
+ * files are named for what they are, not "not a recognised image format",
+ * and walks still take them (each is reported, not skipped unseen). */
+static imgstat_status missing_open(imgstat_decoder *d, imgstat_error *err) {
+  const char *what = d->format->kind == IMGSTAT_KIND_TIFF
+                         ? "TIFF file: this imgstat was built without libtiff "
+                           "(libtiff-dev)"
+                     : d->format->kind == IMGSTAT_KIND_WEBP
+                         ? "WebP file: this imgstat was built without libwebp "
+                           "(libwebp-dev)"
+                         : "FITS file: this imgstat was built without cfitsio "
+                           "(libcfitsio-dev)";
+  return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED, "%s", what);
+}
+static imgstat_status missing_read(imgstat_decoder *d, imgstat_image *img,
+                                   imgstat_error *err) {
+  (void)d;
+  (void)img;
+  return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED, "not built in");
+}
+static void missing_close(imgstat_decoder *d) { (void)d; }
+#define MISSING_ROW missing_open, missing_read, missing_close
+#endif
+
 #define STB_ROW ist_stb_open, ist_stb_read, ist_stb_close
 
 /* One row per format, tried in this order; the first whose signature
@@ -125,8 +184,32 @@ static const ist_format formats[] = {
     {IMGSTAT_KIND_GIF, "stb_image", "gif", sniff_gif, STB_ROW},
     {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, STB_ROW},
     {IMGSTAT_KIND_HDR, "stb_image", "hdr", sniff_hdr, STB_ROW},
-    /* stb_image reads P5 and P6 only (no .pbm, no .pam) */
+    /* stb_image reads P5 and P6 (no .pam); pnm.c the plain P1-P3 and P4 */
     {IMGSTAT_KIND_PNM, "stb_image", "pgm ppm pnm", sniff_pnm, STB_ROW},
+    {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm_plain,
+     ist_pnm_open, ist_pnm_read, ist_pnm_close},
+#ifdef IMGSTAT_HAVE_TIFF
+    {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff, ist_tiff_open,
+     ist_tiff_read, ist_tiff_close},
+#else
+    {IMGSTAT_KIND_TIFF, NULL, "tif tiff", sniff_tiff, MISSING_ROW},
+#endif
+#ifdef IMGSTAT_HAVE_WEBP
+    {IMGSTAT_KIND_WEBP, "libwebp", "webp", sniff_webp, ist_webp_open,
+     ist_webp_read, ist_webp_close},
+#else
+    {IMGSTAT_KIND_WEBP, NULL, "webp", sniff_webp, MISSING_ROW},
+#endif
+#ifdef IMGSTAT_HAVE_CFITSIO
+    {IMGSTAT_KIND_FITS, "cfitsio", "fits fit fts", sniff_fits, ist_fits_open,
+     ist_fits_read, ist_fits_close},
+#else
+    {IMGSTAT_KIND_FITS, NULL, "fits fit fts", sniff_fits, MISSING_ROW},
+#endif
+    {IMGSTAT_KIND_NPY, "imgstat", "npy", sniff_npy, ist_npy_open, ist_npy_read,
+     ist_npy_close},
+    {IMGSTAT_KIND_PFM, "imgstat", "pfm", sniff_pfm, ist_pfm_open, ist_pfm_read,
+     ist_pfm_close},
     /* No signature: stb_image tries a JPEG after fill bytes, then TGA, which
      * has none. */
     {IMGSTAT_KIND_UNKNOWN, "stb_image", "tga", NULL, STB_ROW},
@@ -141,6 +224,48 @@ static const ist_format *format_sniff(const unsigned char *h, size_t n) {
 
 ist_kind ist_kind_sniff(const unsigned char *h, size_t n) {
   return format_sniff(h, n)->kind;
+}
+
+/* The format names of the table's kinds, for --version. */
+static const char *kind_name(ist_kind kind) {
+  static const char *const names[] = {"TGA",  "PNG", "JPEG", "BMP",  "GIF",
+                                      "PSD",  "HDR", "PNM",  "TIFF", "WebP",
+                                      "FITS", "NPY", "PFM"};
+  return (size_t)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
+}
+
+static char formats_text[512];
+
+static void formats_describe(void) {
+  char *text = formats_text;
+  size_t at = 0;
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    const ist_format *f = &formats[i];
+    if (!f->library)
+      continue;
+    /* one entry per format: the PNM rows of stb and ours together */
+    int seen = 0;
+    for (size_t j = 0; j < i; j++)
+      seen |= formats[j].kind == f->kind && formats[j].library;
+    const char *name =
+        f->kind == IMGSTAT_KIND_NPY ? ".npy" : kind_name(f->kind);
+    if (seen)
+      continue;
+    const char *lib = f->library;
+    if (f->kind == IMGSTAT_KIND_PNM)
+      lib = "P5/P6 stb_image, P1-P4 imgstat";
+    int n = snprintf(text + at, sizeof formats_text - at, "%s%s (%s)",
+                     at ? ", " : "", name, lib);
+    if (n < 0 || (size_t)n >= sizeof formats_text - at)
+      break;
+    at += (size_t)n;
+  }
+}
+
+const char *imgstat_formats_description(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, formats_describe);
+  return formats_text;
 }
 
 /* Whether the n bytes at ext are one of the words of list (ASCII, any case
@@ -216,6 +341,7 @@ static imgstat_status decoder_start(const ist_source *src, int owns_file,
   d->owns_file = owns_file;
   d->input = input;
   d->lim = limits_of(opts);
+  d->page = opts && opts->page ? opts->page : 1;
   imgstat_status s = IMGSTAT_OK;
   if (!fmt) {
     unsigned char head[16];
@@ -234,6 +360,10 @@ static imgstat_status decoder_start(const ist_source *src, int owns_file,
     d->format = fmt;
     s = fmt->open(d, err);
   }
+  if (s == IMGSTAT_OK && d->header.pages == 0 && d->page > 1)
+    s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                          "--page %" PRIu32 ": a %s file holds one image",
+                          d->page, d->header.format);
   if (s != IMGSTAT_OK) {
     imgstat_decoder_close(d);
     return s;
@@ -275,8 +405,11 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
                              img->stride, row);
   d->read_done = 1;
   imgstat_status s = d->format->read(d, img, err);
-  if (s == IMGSTAT_OK)
+  if (s == IMGSTAT_OK) {
     img->format = h->format;
+    img->pages = h->pages;
+    img->page = h->page;
+  }
   return s;
 }
 
@@ -318,7 +451,8 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
                               const ist_limits *lim, imgstat_image *img,
                               imgstat_error *err) {
   const ist_format stb = {kind, "stb_image", NULL, NULL, STB_ROW};
-  imgstat_load_options opts = {lim->max_pixels, lim->max_memory};
+  imgstat_load_options opts = {.max_pixels = lim->max_pixels,
+                               .max_memory = lim->max_memory};
   imgstat_decoder *d;
   memset(img, 0, sizeof *img);
   imgstat_status s = decoder_start(src, 0, NULL, &stb, &opts, &d, err);

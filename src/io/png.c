@@ -41,6 +41,14 @@ static void on_png_error(png_structp png, png_const_charp msg) {
   png_longjmp(png, 1);
 }
 
+/* The error a longjmp brought: damaged data in the one wording
+ * (ist_corrupt), a read error as it is. */
+static imgstat_status png_failure(png_state *st) {
+  if (st->fail_status == IMGSTAT_ERR_FORMAT)
+    return ist_corrupt(st->err, "PNG", "%s", st->message);
+  return imgstat_error_set(st->err, st->fail_status, "%s", st->message);
+}
+
 /* The library never prints: libpng's warnings (a bad CRC on an ancillary
  * chunk, unknown chunks, ...) do not stop the decode and are dropped. */
 static void on_png_warning(png_structp png, png_const_charp msg) {
@@ -109,7 +117,7 @@ static imgstat_status png_open_jmp(png_state *st, imgstat_header *hd) {
     return imgstat_error_set(st->err, IMGSTAT_ERR_NOMEM,
                              "cannot create the libpng decoder");
   if (setjmp(png_jmpbuf(st->png)))
-    return imgstat_error_set(st->err, st->fail_status, "%s", st->message);
+    return png_failure(st);
 
   png_set_read_fn(st->png, st, on_png_read);
   /* Our --max-pixels check below is the size gate; libpng's default
@@ -173,7 +181,7 @@ static imgstat_status png_open_jmp(png_state *st, imgstat_header *hd) {
 /* The pixels, into img's rows; the body that calls setjmp. */
 static imgstat_status png_read_jmp(png_state *st, imgstat_image *img) {
   if (setjmp(png_jmpbuf(st->png)))
-    return imgstat_error_set(st->err, st->fail_status, "%s", st->message);
+    return png_failure(st);
 
   png_read_update_info(st->png, st->info);
   size_t rowbytes = png_get_rowbytes(st->png, st->info);
@@ -241,8 +249,7 @@ imgstat_status ist_png_open(imgstat_decoder *d, imgstat_error *err) {
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
   if (got == sizeof head && memcmp(head, signature, 8) == 0 &&
       memcmp(head + 12, "IHDR", 4) != 0)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "PNG does not start with its IHDR chunk");
+    return ist_corrupt(err, "PNG", "does not start with its IHDR chunk");
 
   png_state *st = calloc(1, sizeof *st);
   if (!st)

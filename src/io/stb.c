@@ -160,8 +160,8 @@ static imgstat_status stb_failure(ist_kind kind, imgstat_error *err) {
       (!why || strcmp(why, "Image not of any known type, or corrupt") == 0))
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "not a recognised image format");
-  return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s",
-                           why && *why ? why : "cannot decode the image");
+  return ist_corrupt(err, kind_format(kind), "%s",
+                     why && *why ? why : "cannot decode the image");
 }
 
 static imgstat_status rewind_or_fail(ist_source *src, imgstat_error *err) {
@@ -180,8 +180,8 @@ typedef struct pnm_header {
 
 /* Same grammar as stb's reader: "P5"/"P6", then width, height and maxval,
  * separated by whitespace and '#' comments, then one whitespace byte. */
-static int pnm_next_number(const unsigned char *h, size_t n, size_t *i,
-                           uint32_t *value) {
+int ist_pnm_next_number(const unsigned char *h, size_t n, size_t *i,
+                        uint32_t *value) {
   for (;;) {
     while (*i < n && strchr(" \t\n\v\f\r", h[*i]) && h[*i])
       (*i)++;
@@ -216,21 +216,18 @@ static imgstat_status pnm_read_header(ist_source *src, pnm_header *ph,
   if (s != IMGSTAT_OK)
     return s;
   size_t i = 2;
-  if (!pnm_next_number(h, n, &i, &ph->width) ||
-      !pnm_next_number(h, n, &i, &ph->height) ||
-      !pnm_next_number(h, n, &i, &ph->maxval) || i >= n)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "PNM header is malformed or truncated");
+  if (!ist_pnm_next_number(h, n, &i, &ph->width) ||
+      !ist_pnm_next_number(h, n, &i, &ph->height) ||
+      !ist_pnm_next_number(h, n, &i, &ph->maxval) || i >= n)
+    return ist_corrupt(err, "PNM", "header is malformed or truncated");
   ph->data_offset = i + 1;
   ph->channels = h[1] == '6' ? 3 : 1;
   if (ph->width == 0 || ph->height == 0)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "PNM image is %" PRIu32 "x%" PRIu32, ph->width,
-                             ph->height);
+    return ist_corrupt(err, "PNM", "image is %" PRIu32 "x%" PRIu32, ph->width,
+                       ph->height);
   if (ph->maxval == 0 || ph->maxval > 65535)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "PNM maxval %" PRIu32 " is not in 1..65535",
-                             ph->maxval);
+    return ist_corrupt(err, "PNM", "maxval %" PRIu32 " is not in 1..65535",
+                       ph->maxval);
   return IMGSTAT_OK;
 }
 
@@ -1075,10 +1072,9 @@ done:
                              "colours of an OS/2 palette, which stb_image "
                              "does not read",
                              bad);
-  return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                           "BMP pixel index %ld beyond its palette of %" PRIu32
-                           " colours",
-                           bad, bi->colors);
+  return ist_corrupt(
+      err, "BMP", "pixel index %ld beyond its palette of %" PRIu32 " colours",
+      bad, bi->colors);
 }
 
 /* GIF: stb always returns RGBA; keep alpha only when some pixel of the first
@@ -1130,7 +1126,7 @@ static imgstat_status stb_load(ist_source *src, stb_state *ss,
       return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
                                strerror(src->read_errno));
     if (reader->past_end) /* stb read bytes the file does not have */
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "file is truncated");
+      return ist_corrupt(err, kind_format(ss->kind), "file is truncated");
     if (!pixels)
       return stb_failure(ss->kind, err);
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
@@ -1190,13 +1186,13 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   if (jpeg) {
     const char *problem = jpeg_tables_problem(src);
     if (problem)
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", problem);
+      return ist_corrupt(err, "JPEG", "%s", problem);
   }
   hdr_layout hdr = {0};
   if (kind == IMGSTAT_KIND_HDR) {
     hdr_scan(src, &hdr);
     if (hdr.problem)
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", hdr.problem);
+      return ist_corrupt(err, "HDR", "%s", hdr.problem);
   }
   psd_layout *psd = &ss->psd;
   *psd = (psd_layout){4, 8, 1, 0};
@@ -1215,7 +1211,7 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   if (kind == IMGSTAT_KIND_BMP && h < 0 && h != INT_MIN)
     h = -h; /* rows stored top-down: stb reads them */
   if (w <= 0 || h <= 0)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "image is %dx%d", w, h);
+    return ist_corrupt(err, kind_format(kind), "image is %dx%d", w, h);
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
   int is_hdr = kind == IMGSTAT_KIND_HDR;
@@ -1249,7 +1245,7 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     peak = 4 * one + (5 * area > 4 * one ? 5 * area : 4 * one);
     const char *problem = gif_scan(src, &min_input);
     if (problem)
-      return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "%s", problem);
+      return ist_corrupt(err, "GIF", "%s", problem);
   } else if (kind == IMGSTAT_KIND_PSD) { /* RGBA; RGB(A) planes */
     peak = stb_peak(4 * one, 0, own);
     min_input = psd_min_input(psd, (uint64_t)w, (uint64_t)h);

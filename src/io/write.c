@@ -237,6 +237,7 @@ static int write_chunk(FILE *f, const char *type, const unsigned char *data,
   if (len) /* (a NULL buffer restarts the CRC) */
     crc = libdeflate_crc32(crc, data, len);
   put_be32(tail, crc);
+  /* (IEND has no data: fwrite must not be given its NULL buffer) */
   return fwrite(head, 1, 8, f) == 8 &&
          (len == 0 || fwrite(data, 1, len, f) == len) &&
          fwrite(tail, 1, 4, f) == 4;

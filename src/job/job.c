@@ -718,6 +718,8 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   res->channels = img->channels;
   res->sample = img->sample;
   res->format = img->format;
+  res->pages = img->pages;
+  res->page = img->page;
   decide_item(e, img, kind, res);
   if (known_unusable(e))
     return gpu_unusable(e, res);

@@ -1,0 +1,476 @@
+/*
+ * TIFF through libtiff (4.5, Debian 12), from the file held in memory: the
+ * page (directory) --page names, the first by default; the header says how
+ * many there are.
+ *
+ * Samples are read as stored with TIFFReadEncodedStrip/Tile (strips and
+ * tiles, contiguous and planar, every compression libtiff has: none, LZW,
+ * deflate, PackBits, JPEG, ...), never through TIFFRGBAImage, which would
+ * make them 8-bit:
+ *  - unsigned 1/2/4/8 bits: 8-bit samples as stored (a bitmap is 0/1; a
+ *    MinIsWhite image is not inverted); unsigned 16 bits: 16-bit;
+ *  - 32-bit float: float; signed 8/16-bit: floats (exact); signed and
+ *    unsigned 32-bit integers and 64-bit floats: floats when every value is
+ *    exactly one, else refused;
+ *  - palette: RGB of the colour map, 8-bit v when every entry is v * 257 or
+ *    v * 256 (the two ways 8-bit maps are stored: libtiff's tools, PIL) or
+ *    every entry is under 256 (as stored), else the 16-bit entries;
+ *  - gray (+ one extra sample: alpha), RGB (+ alpha); YCbCr only when JPEG
+ *    compressed (libtiff then gives RGB); CMYK, Lab and others refused.
+ * Errors and warnings go to our handlers, never to stderr.
+ */
+#include "image_rows.h"
+#include "imgstat.h"
+#include "io.h"
+
+#ifdef IMGSTAT_HAVE_TIFF
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tiffio.h>
+
+typedef struct tiff_state {
+  const unsigned char *data; /* the whole file */
+  int owned;
+  size_t size;
+  toff_t pos;
+  TIFF *tif;
+  char message[IMGSTAT_ERROR_MAX];
+  /* the page's layout */
+  uint32_t width, height;
+  uint16_t bps, spp, format, photometric, planar;
+  int tiled;
+  uint32_t tile_w, tile_h, rows_per_strip;
+  int palette8;          /* palette: 8-bit entries: 1 as stored, 256: e >> 8 */
+  uint16_t *map[3];      /* palette: libtiff's colour map */
+  const char *type_name; /* of samples made floats, for a refusal */
+  unsigned char *chunk;  /* one strip or tile */
+} tiff_state;
+
+/* ---- memory input --------------------------------------------------------
+ */
+
+static tmsize_t on_read(thandle_t h, void *buf, tmsize_t n) {
+  tiff_state *ts = h;
+  if (n < 0 || ts->pos >= ts->size)
+    return 0;
+  size_t left = ts->size - (size_t)ts->pos;
+  size_t k = (size_t)n < left ? (size_t)n : left;
+  memcpy(buf, ts->data + ts->pos, k);
+  ts->pos += k;
+  return (tmsize_t)k;
+}
+
+static tmsize_t on_write(thandle_t h, void *buf, tmsize_t n) {
+  (void)h;
+  (void)buf;
+  (void)n;
+  return -1;
+}
+
+static toff_t on_seek(thandle_t h, toff_t off, int whence) {
+  tiff_state *ts = h;
+  toff_t base = whence == SEEK_CUR   ? ts->pos
+                : whence == SEEK_END ? ts->size
+                                     : 0;
+  if (off > UINT64_MAX - base)
+    return (toff_t)-1;
+  ts->pos = base + off;
+  return ts->pos;
+}
+
+static int on_close(thandle_t h) {
+  (void)h;
+  return 0;
+}
+
+static toff_t on_size(thandle_t h) { return ((tiff_state *)h)->size; }
+
+static int on_map(thandle_t h, void **base, toff_t *size) {
+  (void)h;
+  (void)base;
+  (void)size;
+  return 0;
+}
+
+static void on_unmap(thandle_t h, void *base, toff_t size) {
+  (void)h;
+  (void)base;
+  (void)size;
+}
+
+/* libtiff's errors: the first is kept (the later ones follow from it). */
+static int on_error(TIFF *tif, void *user, const char *module, const char *fmt,
+                    va_list ap) {
+  (void)tif;
+  (void)module;
+  tiff_state *ts = user;
+  if (!ts->message[0])
+    vsnprintf(ts->message, sizeof ts->message, fmt, ap);
+  return 1;
+}
+
+static int on_warning(TIFF *tif, void *user, const char *module,
+                      const char *fmt, va_list ap) {
+  (void)tif;
+  (void)user;
+  (void)module;
+  (void)fmt;
+  (void)ap;
+  return 1; /* dropped: the library never prints */
+}
+
+static imgstat_status tiff_failure(tiff_state *ts, const char *what,
+                                   imgstat_error *err) {
+  const char *m = ts->message;
+  /* libtiff starts some messages with the file's name, ours "input" */
+  if (strncmp(m, "input: ", 7) == 0)
+    m += 7;
+  return ist_corrupt(err, "TIFF", "%s", *m ? m : what);
+}
+
+/* ---- the page's layout --------------------------------------------------
+ */
+
+static imgstat_status unsupported(imgstat_error *err, const char *what,
+                                  unsigned v) {
+  return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                           "TIFF with %s %u is not supported", what, v);
+}
+
+/* The channels and sample type of the page, or a refusal. */
+static imgstat_status tiff_layout(tiff_state *ts, int *channels,
+                                  imgstat_sample *sample, imgstat_error *err) {
+  TIFF *tif = ts->tif;
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &ts->bps);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &ts->spp);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &ts->format);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &ts->planar);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  if (!TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &ts->photometric))
+    ts->photometric = ts->spp >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK;
+  if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &ts->width) ||
+      !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &ts->height))
+    return tiff_failure(ts, "no image size", err);
+  if (ts->spp < 1 || ts->spp > IMGSTAT_MAX_CHANNELS)
+    return unsupported(err, "samples per pixel", ts->spp);
+  int b = ts->bps, f = ts->format;
+  if (f == SAMPLEFORMAT_VOID)
+    f = ts->format = SAMPLEFORMAT_UINT;
+  int ok = (f == SAMPLEFORMAT_UINT &&
+            (b == 1 || b == 2 || b == 4 || b == 8 || b == 16 || b == 32)) ||
+           (f == SAMPLEFORMAT_INT && (b == 8 || b == 16 || b == 32)) ||
+           (f == SAMPLEFORMAT_IEEEFP && (b == 32 || b == 64));
+  if (!ok)
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "TIFF of %d-bit %s samples is not supported", b,
+                             f == SAMPLEFORMAT_INT      ? "signed"
+                             : f == SAMPLEFORMAT_IEEEFP ? "float"
+                             : f == SAMPLEFORMAT_UINT   ? "unsigned"
+                                                        : "complex");
+  *channels = ts->spp;
+  switch (ts->photometric) {
+  case PHOTOMETRIC_MINISBLACK:
+  case PHOTOMETRIC_MINISWHITE:
+    if (ts->spp > 2)
+      return unsupported(err, "gray samples per pixel", ts->spp);
+    break;
+  case PHOTOMETRIC_RGB:
+    if (ts->spp < 3)
+      return unsupported(err, "RGB samples per pixel", ts->spp);
+    break;
+  case PHOTOMETRIC_YCBCR:
+    if (compression != COMPRESSION_JPEG)
+      return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                               "TIFF YCbCr is supported only JPEG-compressed");
+    /* libjpeg makes it RGB: 3 samples of 8 bits */
+    if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB) ||
+        ts->spp != 3 || b != 8)
+      return unsupported(err, "YCbCr samples per pixel", ts->spp);
+    break;
+  case PHOTOMETRIC_PALETTE:
+    if (ts->spp != 1 || f != SAMPLEFORMAT_UINT || b > 16)
+      return unsupported(err, "palette bits per sample", (unsigned)b);
+    if (!TIFFGetField(tif, TIFFTAG_COLORMAP, &ts->map[0], &ts->map[1],
+                      &ts->map[2]))
+      return ist_corrupt(err, "TIFF", "palette image without a colour map");
+    *channels = 3;
+    break;
+  default:
+    return unsupported(err, "photometric interpretation", ts->photometric);
+  }
+  if (ts->photometric == PHOTOMETRIC_PALETTE) {
+    size_t entries = (size_t)1 << b;
+    int small = 1, scaled = 1;
+    for (int c = 0; c < 3; c++)
+      for (size_t i = 0; i < entries; i++) {
+        unsigned e = ts->map[c][i], lo = e & 255;
+        small &= e < 256;
+        scaled &= lo == 0 || lo == e >> 8;
+      }
+    ts->palette8 = small ? 1 : scaled ? 256 : 0;
+    *sample = ts->palette8 ? IMGSTAT_U8 : IMGSTAT_U16;
+  } else if (f == SAMPLEFORMAT_UINT && b <= 8) {
+    *sample = IMGSTAT_U8;
+  } else if (f == SAMPLEFORMAT_UINT && b == 16) {
+    *sample = IMGSTAT_U16;
+  } else {
+    *sample = IMGSTAT_F32;
+    ts->type_name = f == SAMPLEFORMAT_IEEEFP ? (b == 32 ? "float32" : "float64")
+                    : f == SAMPLEFORMAT_INT  ? (b == 32 ? "int32" : "int")
+                                             : "uint32";
+  }
+  ts->tiled = TIFFIsTiled(tif);
+  if (ts->tiled) {
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &ts->tile_w);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &ts->tile_h);
+    if (ts->tile_w == 0 || ts->tile_h == 0)
+      return ist_corrupt(err, "TIFF", "tile of %" PRIu32 "x%" PRIu32,
+                         ts->tile_w, ts->tile_h);
+  } else {
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &ts->rows_per_strip);
+    if (ts->rows_per_strip == 0 || ts->rows_per_strip > ts->height)
+      ts->rows_per_strip = ts->height;
+  }
+  return IMGSTAT_OK;
+}
+
+/* The fewest bytes of compressed data that can make raw bytes of samples:
+ * none stores them; PackBits makes at most 128 bytes of 2; deflate at most
+ * 1032 of 2 bits (see png.c); LZW at most 4096 bytes a code of at least 9
+ * bits; JPEG at least a bit an 8x8 block, 6 blocks (16x16 pixels, 768
+ * bytes of RGB) at 4:2:0 and at most 18 (32x32, 3072 bytes) at 4:1:1 with
+ * 4-fold vertical subsampling. Other codecs: no bound (0). */
+static uint64_t tiff_min_input(uint16_t compression, uint64_t raw) {
+  switch (compression) {
+  case COMPRESSION_NONE:
+    return raw;
+  case COMPRESSION_PACKBITS:
+    return raw / 64;
+  case COMPRESSION_DEFLATE:
+  case COMPRESSION_ADOBE_DEFLATE:
+    return raw / 4128;
+  case COMPRESSION_LZW:
+    return raw / 3641;
+  case COMPRESSION_JPEG:
+    return raw / 1366;
+  default:
+    return 0;
+  }
+}
+
+imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
+  ist_source *src = &d->src;
+  tiff_state *ts = calloc(1, sizeof *ts);
+  if (!ts)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  d->state = ts;
+  imgstat_status s = ist_source_slurp(src, &ts->data, &ts->owned, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  ts->size = src->size;
+  TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
+  if (!opts)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  TIFFOpenOptionsSetErrorHandlerExtR(opts, on_error, ts);
+  TIFFOpenOptionsSetWarningHandlerExtR(opts, on_warning, ts);
+  /* no single libtiff allocation over the memory budget */
+  TIFFOpenOptionsSetMaxSingleMemAlloc(opts, d->lim.max_memory >
+                                                    (uint64_t)INT64_MAX / 2
+                                                ? (tmsize_t)(INT64_MAX / 2)
+                                                : (tmsize_t)d->lim.max_memory);
+  /* "m": no memory mapping (our procs hold the bytes) */
+  ts->tif = TIFFClientOpenExt("input", "rm", ts, on_read, on_write, on_seek,
+                              on_close, on_size, on_map, on_unmap, opts);
+  TIFFOpenOptionsFree(opts);
+  if (!ts->tif)
+    return tiff_failure(ts, "cannot read the header", err);
+  tdir_t pages = TIFFNumberOfDirectories(ts->tif);
+  if (pages == 0)
+    return ist_corrupt(err, "TIFF", "no image directory");
+  if (d->page > pages)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "--page %" PRIu32 ": the TIFF file has %u page%s",
+                             d->page, (unsigned)pages, pages == 1 ? "" : "s");
+  if (!TIFFSetDirectory(ts->tif, (tdir_t)(d->page - 1)))
+    return tiff_failure(ts, "cannot read the page's directory", err);
+  int channels = 0;
+  imgstat_sample sample = IMGSTAT_U8;
+  if ((s = tiff_layout(ts, &channels, &sample, err)) != IMGSTAT_OK)
+    return s;
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(ts->tif, TIFFTAG_COMPRESSION, &compression);
+  uint64_t chunk = ts->tiled ? (uint64_t)TIFFTileSize64(ts->tif)
+                             : (uint64_t)TIFFStripSize64(ts->tif);
+  uint64_t raw = ((uint64_t)ts->width * ts->spp * ts->bps + 7) / 8 * ts->height;
+  uint64_t plane = (uint64_t)ts->width * ts->height * (uint64_t)sample;
+  s = ist_decode_check(&d->lim, ts->width, ts->height,
+                       plane * (uint64_t)channels + chunk +
+                           (ts->owned ? ts->size : 0),
+                       tiff_min_input(compression, raw), ts->size, "TIFF", err);
+  if (s != IMGSTAT_OK)
+    return s;
+  d->header.width = ts->width;
+  d->header.height = ts->height;
+  d->header.channels = channels;
+  d->header.sample = sample;
+  d->header.format = "TIFF";
+  d->header.pages = pages;
+  d->header.page = d->page;
+  return IMGSTAT_OK;
+}
+
+/* ---- samples ------------------------------------------------------------ */
+
+/* Sample i of a row of bits-wide samples, as a double. */
+static double sample_at(const tiff_state *ts, const unsigned char *row,
+                        size_t i) {
+  switch (ts->bps) {
+  case 1:
+  case 2:
+  case 4: {
+    size_t bit = i * ts->bps;
+    unsigned v = row[bit >> 3] >> (8 - ts->bps - (bit & 7));
+    return v & ((1u << ts->bps) - 1);
+  }
+  case 8:
+    return ts->format == SAMPLEFORMAT_INT ? (double)(int8_t)row[i] : row[i];
+  case 16: {
+    uint16_t v;
+    memcpy(&v, row + 2 * i, 2);
+    return ts->format == SAMPLEFORMAT_INT ? (double)(int16_t)v : v;
+  }
+  case 32: {
+    uint32_t v;
+    memcpy(&v, row + 4 * i, 4);
+    if (ts->format == SAMPLEFORMAT_IEEEFP) {
+      float f;
+      memcpy(&f, &v, 4);
+      return f;
+    }
+    return ts->format == SAMPLEFORMAT_INT ? (double)(int32_t)v : v;
+  }
+  default: {
+    double v;
+    memcpy(&v, row + 8 * i, 8);
+    return v;
+  }
+  }
+}
+
+/* Puts n pixels of a decoded row (from its pixel x0 on, step samples apart,
+ * channel c0 first: contiguous rows hold spp samples a pixel, planar ones
+ * one) at (x, y) of img. */
+static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
+                              const unsigned char *row, uint32_t x, uint32_t y,
+                              uint32_t n, int c0, int nc, imgstat_error *err) {
+  /* Samples imgstat keeps as they are: split or copied. */
+  if (!ts->map[0] &&
+      ((ts->format == SAMPLEFORMAT_UINT && (ts->bps == 8 || ts->bps == 16)) ||
+       (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32))) {
+    if (nc == img->channels)
+      ist_pixels_split(img, row, y, x, n, 1);
+    else
+      memcpy((unsigned char *)ist_image_row(img, c0, y) +
+                 (size_t)x * (size_t)img->sample,
+             row, (size_t)n * (size_t)img->sample);
+    return IMGSTAT_OK;
+  }
+  for (int k = 0; k < nc; k++) {
+    int c = c0 + k;
+    unsigned char *out = ist_image_row(img, ts->map[0] ? 0 : c, y);
+    for (uint32_t i = 0; i < n; i++) {
+      double v = sample_at(ts, row, (size_t)i * (size_t)nc + (size_t)k);
+      if (ts->map[0]) { /* palette: the index's three entries */
+        size_t idx = (size_t)v;
+        for (int p = 0; p < 3; p++) {
+          unsigned e = ts->map[p][idx];
+          unsigned char *o = ist_image_row(img, p, y);
+          if (ts->palette8)
+            o[x + i] = (unsigned char)(ts->palette8 == 256 ? e >> 8 : e);
+          else
+            ((uint16_t *)o)[x + i] = (uint16_t)e;
+        }
+        continue;
+      }
+      switch (img->sample) {
+      case IMGSTAT_U8:
+        out[x + i] = (unsigned char)v;
+        break;
+      case IMGSTAT_U16:
+        ((uint16_t *)out)[x + i] = (uint16_t)v;
+        break;
+      default:
+        if (!ist_f32_exact(v, &((float *)out)[x + i]))
+          return ist_f32_refuse(err, "TIFF", ts->type_name, v, x + i, y);
+      }
+    }
+  }
+  return IMGSTAT_OK;
+}
+
+imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
+                             imgstat_error *err) {
+  tiff_state *ts = d->state;
+  TIFF *tif = ts->tif;
+  int planar = ts->planar == PLANARCONFIG_SEPARATE && ts->spp > 1;
+  int nc = planar ? 1 : ts->spp; /* samples a pixel in one chunk */
+  int planes = planar ? ts->spp : 1;
+  tmsize_t size = ts->tiled ? TIFFTileSize(tif) : TIFFStripSize(tif);
+  if (size <= 0)
+    return tiff_failure(ts, "no strip or tile size", err);
+  ts->chunk = malloc((size_t)size);
+  if (!ts->chunk)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_status s = IMGSTAT_OK;
+  uint32_t cw = ts->tiled ? ts->tile_w : ts->width;
+  uint32_t ch = ts->tiled ? ts->tile_h : ts->rows_per_strip;
+  size_t row_bytes = ((size_t)cw * (size_t)nc * ts->bps + 7) / 8;
+  for (int p = 0; p < planes && s == IMGSTAT_OK; p++)
+    for (uint32_t y0 = 0; y0 < ts->height && s == IMGSTAT_OK; y0 += ch)
+      for (uint32_t x0 = 0; x0 < ts->width && s == IMGSTAT_OK; x0 += cw) {
+        uint32_t rows = ts->height - y0 < ch ? ts->height - y0 : ch;
+        uint32_t cols = ts->width - x0 < cw ? ts->width - x0 : cw;
+        tmsize_t got;
+        /* a strip holds rows whole rows; a tile always its full size */
+        tmsize_t want = ts->tiled ? size : (tmsize_t)(row_bytes * rows);
+        ts->message[0] = '\0';
+        if (ts->tiled)
+          got = TIFFReadEncodedTile(
+              tif, TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p), ts->chunk,
+              size);
+        else
+          got = TIFFReadEncodedStrip(
+              tif, TIFFComputeStrip(tif, y0, (uint16_t)p), ts->chunk, size);
+        if (got < want || ts->message[0]) {
+          s = tiff_failure(ts, "a strip or tile is truncated", err);
+          break;
+        }
+        for (uint32_t r = 0; r < rows && s == IMGSTAT_OK; r++)
+          s = put_row(ts, img, ts->chunk + (size_t)r * row_bytes, x0, y0 + r,
+                      cols, p, nc, err);
+      }
+  free(ts->chunk);
+  ts->chunk = NULL;
+  return s;
+}
+
+void ist_tiff_close(imgstat_decoder *d) {
+  tiff_state *ts = d->state;
+  if (!ts)
+    return;
+  if (ts->tif)
+    TIFFClose(ts->tif);
+  if (ts->owned)
+    free((void *)ts->data);
+  free(ts->chunk);
+  free(ts);
+  d->state = NULL;
+}
+
+#endif

@@ -1,0 +1,547 @@
+"""The formats of issue 13 against numpy: each file written by a second,
+independent writer (numpy.save for .npy, PIL for TIFF and WebP, headers
+written here for PFM, plain PNM, FITS and the TIFF layouts PIL cannot
+write), imgstat's --json record compared with numpy over the pixels the
+writer was given: exact sums for integer data, float figures within 1e-12
+relative. Damaged files must be refused with a message naming the file.
+
+usage: formats_check.py IMGSTAT TMPDIR
+Formats the build lacks (imgstat --version) are skipped, said so."""
+import io
+import json
+import os
+import struct
+import subprocess
+import sys
+import zlib
+
+import numpy as np
+
+IMGSTAT, T = sys.argv[1], sys.argv[2]
+checks = failures = 0
+
+
+def ok(what):
+    global checks
+    checks += 1
+    print("ok:", what)
+
+
+def fail(what):
+    global checks, failures
+    checks += 1
+    failures += 1
+    print("FAIL:", what)
+
+
+def run(*args):
+    r = subprocess.run([IMGSTAT, *args], capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def path(name):
+    return os.path.join(T, name)
+
+
+def close(a, b, rel=1e-12):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def expect_stats(name, arr, depth=None, extra=(), channels_last=True):
+    """imgstat's record of file name against numpy over arr: (H, W) or
+    (H, W, C) (channels_last), else (C, H, W)."""
+    p = path(name)
+    rc, out, err = run("--json", *extra, p)
+    if rc != 0:
+        fail(f"{name}: exit {rc}: {err.strip()}")
+        return None
+    rec = json.loads(out.splitlines()[0])
+    a = np.asarray(arr)
+    if a.ndim == 2:
+        planes = [a]
+    elif channels_last:
+        planes = [a[:, :, c] for c in range(a.shape[2])]
+    else:
+        planes = [a[c] for c in range(a.shape[0])]
+    h, w = planes[0].shape
+    problems = []
+    if (rec["width"], rec["height"], rec["channels"]) != (w, h, len(planes)):
+        problems.append(
+            f"size {rec['width']}x{rec['height']}x{rec['channels']}, want {w}x{h}x{len(planes)}")
+    if depth is not None and rec["depth"] != depth:
+        problems.append(f"depth {rec['depth']}, want {depth}")
+    for c, (st, pl) in enumerate(zip(rec["stats"], planes)):
+        if np.issubdtype(pl.dtype, np.integer) and rec["depth"] != 32:
+            v = pl.astype(np.int64)
+            exact = {"sum": int(v.sum()), "sum_sq": int((v * v).sum()),
+                     "min": int(v.min()), "max": int(v.max()),
+                     "count": int(v.size)}
+            for k, want in exact.items():
+                if st[k] != want:
+                    problems.append(f"channel {c} {k} {st[k]}, want {want}")
+            fin = v.astype(np.float64)
+        else:
+            fin = pl.astype(np.float64)
+            nan = int(np.isnan(fin).sum())
+            inf = int(np.isinf(fin).sum())
+            if st.get("nan_count", 0) != nan or st.get("inf_count", 0) != inf:
+                problems.append(f"channel {c} nan/inf {st.get('nan_count')}/"
+                                f"{st.get('inf_count')}, want {nan}/{inf}")
+            fin = fin[np.isfinite(fin)]
+            if st["count"] != fin.size:
+                problems.append(f"channel {c} count {st['count']}, want {fin.size}")
+            if fin.size and (st["min"] != fin.min() or st["max"] != fin.max()):
+                problems.append(f"channel {c} min/max {st['min']}/{st['max']}, "
+                                f"want {fin.min()}/{fin.max()}")
+            if fin.size and not close(st["sum"], fin.sum(), 1e-12 * max(1, fin.size)):
+                problems.append(f"channel {c} sum {st['sum']}, want {fin.sum()}")
+        if fin.size:
+            mean = fin.mean()
+            std = np.sqrt(((fin - mean) ** 2).mean())
+            if not close(st["mean"], mean) and abs(st["mean"] - mean) > 1e-12:
+                problems.append(f"channel {c} mean {st['mean']}, want {mean}")
+            if not close(st["std"], std) and abs(st["std"] - std) > 1e-12:
+                problems.append(f"channel {c} std {st['std']}, want {std}")
+    if problems:
+        fail(f"{name}: " + "; ".join(problems))
+    else:
+        ok(f"{name} matches numpy")
+    return rec
+
+
+def expect_refused(name, words):
+    """imgstat refuses file name with a message naming it and saying words."""
+    p = path(name)
+    rc, out, err = run("--json", p)
+    if rc != 0 and p in err and words in err:
+        ok(f"{name} refused: {err.strip().split(': ', 1)[-1][:90]}")
+    else:
+        fail(f"{name}: exit {rc}, stderr {err.strip()!r}, want '{words}'")
+
+
+def write(name, data):
+    with open(path(name), "wb") as f:
+        f.write(data)
+
+
+def truncations(name, data, words, cuts=(0.5, 0.9)):
+    for frac in cuts:
+        n = int(len(data) * frac)
+        write(f"cut{n}-{name}", data[:n])
+        expect_refused(f"cut{n}-{name}", words)
+
+
+rng = np.random.default_rng(13)
+rc, version, _ = run("--version")
+print(version.strip())
+
+# ---- .npy: numpy.save is the writer -------------------------------------
+for dt in ["u1", "<u2", ">u2", "<i2", "<i4", "<f4", ">f4", "|i1", "|b1"]:
+    for shape in [(7, 9), (6, 5, 3), (4, 8, 4), (3, 6, 7)]:
+        a = rng.integers(-200, 60000, shape)
+        if dt in ("u1",):
+            a = a % 256
+        elif dt.endswith("i1"):
+            a = a % 256 - 128
+        elif dt.endswith("b1"):
+            a = a % 2
+        elif dt.endswith("i2"):
+            a = a - 30000
+        elif dt.endswith("f4"):
+            a = rng.standard_normal(shape) * 1000
+        a = a.astype(dt)
+        name = f"a-{dt.replace('<', 'le').replace('>', 'be').replace('|', '')}-{'x'.join(map(str, shape))}.npy"
+        np.save(path(name), a)
+        # (3, 6, 7): channels first; the others channels last
+        chw = shape == (3, 6, 7)
+        ref = a.astype(np.float32) if dt[-2:] in ("i1", "i2", "i4") else a
+        if dt.endswith("b1"):
+            ref = a.astype(np.uint8)
+        depth = 8 if dt[-2:] in ("u1", "b1") else 16 if dt[-2:] == "u2" else 32
+        expect_stats(name, ref, depth, channels_last=not chw)
+# float64 and int32 whose values are floats exactly; others refused
+f = (rng.integers(-2**20, 2**20, (5, 6, 3)) / 64.0).astype("<f8")
+f[0, 0, 0] = np.nan
+f[1, 1, 1] = np.inf
+np.save(path("f8-exact.npy"), f)
+expect_stats("f8-exact.npy", f.astype(np.float32), 32)
+np.save(path("f8-round.npy"), np.full((3, 3), 0.1))
+expect_refused("f8-round.npy", "not exactly a 32-bit float")
+np.save(path("i4-big.npy"), np.array([[1, 2**24 + 1]], dtype="<i4"))
+expect_refused("i4-big.npy", "not exactly a 32-bit float")
+np.save(path("i8.npy"), np.zeros((3, 3), dtype="<i8"))
+expect_refused("i8.npy", "not supported")
+np.save(path("fortran.npy"), np.asfortranarray(np.zeros((3, 4), "u1")))
+expect_refused("fortran.npy", "Fortran")
+np.save(path("shape4.npy"), np.zeros((2, 3, 4, 5), "u1"))
+expect_refused("shape4.npy", "no image")
+np.save(path("shape5.npy"), np.zeros((5, 6, 7), "u1"))
+expect_refused("shape5.npy", "no image")
+buf = io.BytesIO()
+np.save(buf, rng.integers(0, 255, (40, 50, 3)).astype("u1"))
+truncations("a.npy", buf.getvalue(), "Corrupt NPY data")
+bad = buf.getvalue().replace(b"'shape'", b"'shapo'")
+write("dict.npy", bad)
+expect_refused("dict.npy", "Corrupt NPY data")
+
+# ---- PFM: the header written here ----------------------------------------
+for ch, magic in ((3, b"PF"), (1, b"Pf")):
+    for order in ("<", ">"):
+        a = (rng.standard_normal((5, 8, ch)) * 100).astype(order + "f4")
+        a[2, 3, 0] = np.nan
+        a[4, 1, 0] = -np.inf
+        scale = b"-1.0" if order == "<" else b"1.0"
+        # rows bottom to top
+        data = magic + b"\n8 5\n" + scale + b"\n" + a[::-1].tobytes()
+        name = f"f{ch}{'le' if order == '<' else 'be'}.pfm"
+        write(name, data)
+        expect_stats(name, a if ch == 3 else a[:, :, 0], 32)
+truncations("f.pfm", data, "Corrupt PFM data")
+write("scale0.pfm", b"Pf\n2 2\n0\n" + bytes(16))
+expect_refused("scale0.pfm", "Corrupt PFM data")
+
+# ---- plain PNM and P4: the text written here ------------------------------
+def pnm_plain(magic, a, maxval):
+    h, w = a.shape[:2]
+    head = f"{magic}\n# written by formats_check.py\n{w} {h}\n"
+    if maxval:
+        head += f"{maxval}\n"
+    vals = a.reshape(h, -1)
+    sep = "" if magic == "P1" and h % 2 else " "
+    return (head + "\n".join(sep.join(str(int(v)) for v in row)
+                             for row in vals) + "\n").encode()
+
+
+for magic, maxval, shape in (("P2", 255, (6, 7)), ("P2", 1000, (5, 4)),
+                             ("P2", 65535, (3, 9)), ("P2", 7, (4, 4)),
+                             ("P3", 255, (5, 6, 3)), ("P3", 4095, (4, 3, 3)),
+                             ("P1", 0, (5, 11)), ("P1", 0, (4, 3))):
+    a = rng.integers(0, (maxval or 1) + 1, shape)
+    name = f"{magic}-{maxval}-{shape[0]}.pnm"
+    write(name, pnm_plain(magic, a, maxval))
+    expect_stats(name, a.astype(np.uint16 if maxval > 255 else np.uint8),
+                 16 if maxval > 255 else 8)
+bits = rng.integers(0, 2, (6, 13))
+rows = b"".join(np.packbits(r).tobytes() for r in bits.astype(np.uint8))
+write("p4.pbm", b"P4\n13 6\n" + rows)
+expect_stats("p4.pbm", bits.astype(np.uint8), 8)
+truncations("p4.pbm", b"P4\n13 6\n" + rows, "Corrupt PNM data", (0.8,))
+plain = pnm_plain("P3", rng.integers(0, 256, (20, 20, 3)), 255)
+truncations("p3.ppm", plain, "Corrupt PNM data")
+write("over.pgm", b"P2 2 2 100 1 2 3 101\n")
+expect_refused("over.pgm", "Corrupt PNM data")
+write("junk.pgm", b"P2 2 2 100 1 2 x 3\n")
+expect_refused("junk.pgm", "Corrupt PNM data")
+
+
+# ---- TIFF: PIL (libtiff's writer inside PIL for the compressions) and a
+# writer here for tiles, planar data and the sample types PIL cannot write --
+def tiff_write(a, tile=None, planar=False, deflate=False, photometric=None,
+               fmt=None, order="<"):
+    """A one-page TIFF of a (H, W) or (H, W, C) array as stored: strips of
+    3 rows or tiles of tile=(w, h) (multiples of 16), chunky or planar,
+    uncompressed or zlib-deflated (compression 8)."""
+    a = np.asarray(a)
+    if a.ndim == 2:
+        a = a[:, :, None]
+    h, w, spp = a.shape
+    a = a.astype(a.dtype.newbyteorder(order))
+    bps = a.dtype.itemsize * 8
+    fmt = fmt or {"u": 1, "i": 2, "f": 3}[a.dtype.kind]
+    if photometric is None:
+        photometric = 2 if spp >= 3 else 1
+    planes = [a[:, :, c:c + 1] for c in range(spp)] if planar else [a]
+    chunks = []
+    for pl in planes:
+        if tile:
+            tw, th = tile
+            for ty in range(0, h, th):
+                for tx in range(0, w, tw):
+                    t = np.zeros((th, tw, pl.shape[2]), pl.dtype)
+                    part = pl[ty:ty + th, tx:tx + tw]
+                    t[:part.shape[0], :part.shape[1]] = part
+                    chunks.append(t.tobytes())
+        else:
+            for y in range(0, h, 3):
+                chunks.append(pl[y:y + 3].tobytes())
+    if deflate:
+        chunks = [zlib.compress(c) for c in chunks]
+    e = order
+    tags = {256: (4, [w]), 257: (4, [h]), 258: (3, [bps] * spp),
+            259: (3, [8 if deflate else 1]), 262: (3, [photometric]),
+            277: (3, [spp]), 284: (3, [2 if planar else 1]),
+            339: (3, [fmt] * spp)}
+    if spp in (2, 4):
+        tags[338] = (3, [2])  # unassociated alpha
+    if tile:
+        tags[322] = (4, [tile[0]])
+        tags[323] = (4, [tile[1]])
+        off_tag, cnt_tag = 324, 325
+    else:
+        tags[278] = (4, [3])
+        off_tag, cnt_tag = 273, 279
+    data = b"".join(chunks)
+    offs, at = [], 8
+    for c in chunks:
+        offs.append(at)
+        at += len(c)
+    tags[off_tag] = (4, offs)
+    tags[cnt_tag] = (4, [len(c) for c in chunks])
+    ifd_at = 8 + len(data) + (len(data) & 1)
+    extra = b""
+    n = len(tags)
+    extra_at = ifd_at + 2 + 12 * n + 4
+    entries = b""
+    for tag in sorted(tags):
+        typ, vals = tags[tag]
+        code = "H" if typ == 3 else "I"
+        raw = struct.pack(e + code * len(vals), *vals)
+        if len(raw) <= 4:
+            entries += struct.pack(e + "HHI", tag, typ, len(vals)) + raw.ljust(4, b"\0")
+        else:
+            entries += struct.pack(e + "HHII", tag, typ, len(vals), extra_at + len(extra))
+            extra += raw
+    head = (b"II*\0" if e == "<" else b"MM\0*") + struct.pack(e + "I", ifd_at)
+    return (head + data + b"\0" * (len(data) & 1) + struct.pack(e + "H", n)
+            + entries + struct.pack(e + "I", 0) + extra)
+
+
+if "TIFF (libtiff)" in version:
+    from PIL import Image
+    rgb = rng.integers(0, 256, (37, 45, 3)).astype(np.uint8)
+    for comp in (None, "tiff_lzw", "tiff_deflate", "tiff_adobe_deflate",
+                 "packbits"):
+        for mode, arr in (("RGB", rgb), ("RGBA", np.dstack([rgb, rgb[:, :, :1]])),
+                          ("L", rgb[:, :, 0]), ("LA", rgb[:, :, :2])):
+            name = f"pil-{mode}-{comp}.tif"
+            Image.fromarray(arr, mode).save(path(name), compression=comp)
+            expect_stats(name, arr, 8)
+    # JPEG: lossy, so the reference is PIL's own decoding of the file
+    for mode, arr in (("RGB", rgb), ("L", rgb[:, :, 0])):
+        name = f"pil-{mode}-jpeg.tif"
+        Image.fromarray(arr, mode).save(path(name), compression="jpeg",
+                                        quality=90)
+        expect_stats(name, np.asarray(Image.open(path(name)).convert(mode)), 8)
+    u16 = rng.integers(0, 65536, (33, 41)).astype(np.uint16)
+    Image.fromarray(u16).save(path("pil-16.tif"), compression="tiff_lzw")
+    expect_stats("pil-16.tif", u16, 16)
+    fl = (rng.standard_normal((19, 23)) * 1e3).astype(np.float32)
+    fl[3, 4] = np.nan
+    Image.fromarray(fl).save(path("pil-f.tif"), compression="tiff_deflate")
+    expect_stats("pil-f.tif", fl, 32)
+    bits = rng.integers(0, 2, (21, 35)).astype(bool)
+    for comp in (None, "packbits", "group4"):
+        name = f"pil-1-{comp}.tif"
+        Image.fromarray(bits).save(path(name), compression=comp)
+        # 1-bit samples as stored: PIL's 1 is white, stored as 1 (MinIsBlack)
+        ref = np.asarray(Image.open(path(name))).astype(np.uint8)
+        expect_stats(name, ref, 8)
+    pal = Image.fromarray(rgb).convert("P", palette=Image.ADAPTIVE, colors=50)
+    pal.save(path("pil-p.tif"), compression="tiff_lzw")
+    expect_stats("pil-p.tif", np.asarray(pal.convert("RGB")), 8)
+    # pages: --page N and the record's count
+    pages = [Image.fromarray(rgb[:, :, c]) for c in range(3)]
+    pages[0].save(path("pages.tif"), save_all=True, append_images=pages[1:])
+    for n in (1, 2, 3):
+        rec = expect_stats("pages.tif", rgb[:, :, n - 1], 8,
+                           extra=("--page", str(n)) if n > 1 else ())
+        if rec is not None:
+            good = rec.get("pages") == 3 and rec.get("page") == n
+            (ok if good else fail)(f"pages.tif --page {n}: the record says page "
+                                   f"{rec.get('page')} of {rec.get('pages')}")
+    rc, _, err = run("--page", "4", path("pages.tif"))
+    (ok if rc != 0 and "has 3 pages" in err else fail)(
+        f"--page 4 of 3 refused: {err.strip()}")
+    # the writer here: tiles, planar, deflate, both byte orders, types
+    for dt in ("u1", "u2", "i2", "f4", "i1", "i4", "f8"):
+        for tile, planar, deflate, order in ((None, False, False, "<"),
+                                             ((16, 16), False, True, ">"),
+                                             (None, True, True, ">"),
+                                             ((32, 16), True, False, "<")):
+            for spp in (1, 3, 4):
+                if dt in ("i1", "i4", "f8") and spp != 3:
+                    continue
+                shape = (35, 50, spp) if spp > 1 else (35, 50)
+                if dt[0] == "f":
+                    a = (rng.integers(-2**20, 2**20, shape) / 8).astype(dt)
+                else:
+                    info = np.iinfo(dt)
+                    a = rng.integers(info.min, info.max, shape, endpoint=True).astype(dt)
+                    if dt == "i4":
+                        a = (a >> 8).astype(dt)  # exactly floats
+                name = (f"own-{dt}-{spp}-{'tile' if tile else 'strip'}-"
+                        f"{'planar' if planar else 'chunky'}-{'zip' if deflate else 'raw'}"
+                        f"-{'le' if order == '<' else 'be'}.tif")
+                write(name, tiff_write(a, tile, planar, deflate, order=order))
+                depth = {"u1": 8, "u2": 16}.get(dt, 32)
+                ref = a if depth < 32 else a.astype(np.float32)
+                expect_stats(name, ref, depth)
+    write("own-i4-big.tif", tiff_write(np.array([[1, 2**24 + 1]], "i4")))
+    expect_refused("own-i4-big.tif", "not exactly a 32-bit float")
+    write("own-cmyk.tif", tiff_write(np.zeros((4, 4, 4), "u1"), photometric=5))
+    expect_refused("own-cmyk.tif", "not supported")
+    good = tiff_write(rgb, (16, 16), True, True)
+    truncations("own.tif", good, "Corrupt TIFF data")
+    bad = bytearray(good)
+    bad[200:260] = bytes(60)  # inside the first tile's deflate data
+    write("own-bad.tif", bytes(bad))
+    expect_refused("own-bad.tif", "Corrupt TIFF data")
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "TIFF", compression="tiff_lzw")
+    truncations("pil.tif", buf.getvalue(), "Corrupt TIFF data")
+else:
+    print("skipped: TIFF (this imgstat has no libtiff)")
+
+
+# ---- WebP: PIL's libwebp writer; lossy files against PIL's decoding --------
+if "WebP (libwebp)" in version:
+    from PIL import Image
+    rgb = rng.integers(0, 256, (31, 47, 3)).astype(np.uint8)
+    rgba = np.dstack([rgb, rng.integers(0, 256, (31, 47), dtype=np.uint8)])
+    for name, arr, kw in (("l-rgb.webp", rgb, {"lossless": True}),
+                          ("l-rgba.webp", rgba, {"lossless": True, "exact": True}),
+                          ("q-rgb.webp", rgb, {"quality": 80}),
+                          ("q-rgba.webp", rgba, {"quality": 80})):
+        Image.fromarray(arr).save(path(name), **kw)
+        # lossless: the pixels given; lossy: libwebp's decoding through PIL
+        ref = arr if kw.get("lossless") else np.asarray(Image.open(path(name)))
+        expect_stats(name, ref, 8)
+    frames = [Image.fromarray(rgb), Image.fromarray(255 - rgb)]
+    frames[0].save(path("anim.webp"), save_all=True, append_images=frames[1:],
+                   lossless=True, duration=50)
+    expect_stats("anim.webp", rgb, 8)
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "WEBP", lossless=True)
+    truncations("l.webp", buf.getvalue(), "Corrupt WebP data")
+    bad = bytearray(buf.getvalue())
+    for k in range(30, len(bad), 7):
+        bad[k] ^= 0x5A
+    write("bad.webp", bytes(bad))
+    expect_refused("bad.webp", "Corrupt WebP data")
+    buf = io.BytesIO()
+    Image.fromarray(rgb).save(buf, "WEBP", quality=80)
+    truncations("q.webp", buf.getvalue(), "Corrupt WebP data")
+else:
+    print("skipped: WebP (this imgstat has no libwebp)")
+
+
+# ---- FITS: headers and big-endian data written here (astropy's writer is
+# not in the Debian set the tests install) ----------------------------------
+def fits_hdu(a, cards=(), primary=True, bitpix=None):
+    """One HDU of array a (numpy (H, W) or (C, H, W): NAXIS1 = W) stored as
+    its dtype in big-endian, with extra (key, value) cards."""
+    a = np.asarray(a)
+    if bitpix is None:
+        bitpix = {"u1": 8, "i2": 16, "i4": 32, "f4": -32, "f8": -64}[a.dtype.str[1:]]
+    head = [("SIMPLE", "T") if primary else ("XTENSION", "'IMAGE   '"),
+            ("BITPIX", str(bitpix)), ("NAXIS", str(a.ndim))]
+    head += [(f"NAXIS{i + 1}", str(n)) for i, n in enumerate(a.shape[::-1])]
+    if not primary:
+        head += [("PCOUNT", "0"), ("GCOUNT", "1")]
+    head += list(cards)
+    text = "".join(f"{k:<8}= {v:>20}".ljust(80) for k, v in head)
+    text += "END".ljust(80)
+    text = text.ljust((len(text) + 2879) // 2880 * 2880)
+    data = a.astype(a.dtype.newbyteorder(">")).tobytes() if a.size else b""
+    data += b"\0" * (-len(data) % 2880)
+    return text.encode() + data
+
+
+if "FITS (cfitsio)" in version:
+    u8 = rng.integers(0, 256, (17, 23)).astype("u1")
+    write("u8.fits", fits_hdu(u8))
+    expect_stats("u8.fits", u8, 8)
+    i16 = rng.integers(-32768, 32768, (17, 23)).astype("i2")
+    write("i16.fits", fits_hdu(i16))
+    expect_stats("i16.fits", i16.astype(np.float32), 32)
+    # BITPIX 16, BZERO 32768: unsigned 16-bit, stored as value - 32768
+    u16 = rng.integers(0, 65536, (17, 23)).astype(np.uint16)
+    write("u16.fits", fits_hdu((u16.astype(np.int32) - 32768).astype("i2"),
+                               [("BZERO", "32768"), ("BSCALE", "1")]))
+    expect_stats("u16.fits", u16, 16)
+    i32 = rng.integers(-2**24, 2**24, (9, 11)).astype("i4")
+    write("i32.fits", fits_hdu(i32))
+    expect_stats("i32.fits", i32.astype(np.float32), 32)
+    f32 = (rng.standard_normal((13, 19)) * 50).astype("f4")
+    f32[2, 3] = np.nan
+    f32[5, 7] = np.nan
+    write("f32.fits", fits_hdu(f32))
+    expect_stats("f32.fits", f32, 32)
+    f64 = (rng.integers(-2**20, 2**20, (13, 19)) / 16.0).astype("f8")
+    f64[1, 1] = np.nan
+    write("f64.fits", fits_hdu(f64))
+    expect_stats("f64.fits", f64.astype(np.float32), 32)
+    # scaled: physical = BZERO + BSCALE * stored, exactly floats here
+    st = rng.integers(-1000, 1000, (8, 9)).astype("i2")
+    write("scaled.fits", fits_hdu(st, [("BSCALE", "0.25"), ("BZERO", "10.5")]))
+    expect_stats("scaled.fits", (st * 0.25 + 10.5).astype(np.float32), 32)
+    write("scaled-round.fits", fits_hdu(st, [("BSCALE", "0.1")]))
+    expect_refused("scaled-round.fits", "not exactly a 32-bit float")
+    # BLANK: those pixels are NaN
+    bl = st.copy()
+    bl[0, :4] = -32768
+    write("blank.fits", fits_hdu(bl, [("BLANK", "-32768")]))
+    ref = bl.astype(np.float32)
+    ref[0, :4] = np.nan
+    expect_stats("blank.fits", ref, 32)
+    # a cube of 3 planes: RGB; an empty primary HDU, then the image
+    cube = rng.integers(0, 256, (3, 12, 14)).astype("u1")
+    write("cube.fits", fits_hdu(cube))
+    expect_stats("cube.fits", cube, 8, channels_last=False)
+    write("ext.fits", fits_hdu(np.zeros((0,), "u1"), bitpix=8)[:2880].replace(
+        b"NAXIS   =                    1", b"NAXIS   =                    0")
+        .replace(b"NAXIS1  =                    0", b"EXTEND  =                    T")
+        + fits_hdu(i16, primary=False))
+    expect_stats("ext.fits", i16.astype(np.float32), 32)
+    write("cube5.fits", fits_hdu(np.zeros((5, 4, 4), "u1")))
+    expect_refused("cube5.fits", "no image HDU")
+    good = fits_hdu(f32)
+    # cut in the header, in the data, one byte short of the data (the
+    # padding to 2880 bytes after the data may be missing: cfitsio, and
+    # imgstat, read such a file)
+    data_end = 2880 + f32.size * 4
+    truncations("f.fits", good, "Corrupt FITS data",
+                (0.3, 3000 / len(good), (data_end - 1) / len(good)))
+    write("bitpix.fits", good.replace(b"BITPIX  =                  -32",
+                                      b"BITPIX  =                  -33"))
+    expect_refused("bitpix.fits", "Corrupt FITS data")
+else:
+    print("skipped: FITS (this imgstat has no cfitsio)")
+
+
+# ---- the one wording of damaged data, on the older decoders too -----------
+from PIL import Image
+buf = io.BytesIO()
+Image.fromarray(rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)).save(buf, "JPEG")
+jpg = buf.getvalue()
+write("marker.jpg", jpg[:2] + b"\xff\x3b" + jpg[2:])
+expect_refused("marker.jpg", "Corrupt JPEG data: unsupported marker type 0x3b")
+buf = io.BytesIO()
+Image.fromarray(rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)).save(buf, "PNG")
+write("cut.png", buf.getvalue()[:-30])
+expect_refused("cut.png", "Corrupt PNG data")
+write("cut.gif", b"GIF89a\x10\x00\x10\x00\x00\x00\x00")
+expect_refused("cut.gif", "Corrupt GIF data")
+
+# ---- normalize -> .npy / .pfm -> imgstat: mean 0, std 1 -------------------
+src = rng.integers(0, 65536, (32, 48, 3)).astype(np.uint16)
+np.save(path("src.npy"), src)
+for out, extra in (("z.npy", ()), ("z-chw.npy", ("--layout", "chw")),
+                   ("z.pfm", ())):
+    rc, _, err = run("normalize", "zscore", *extra, path("src.npy"), "-o",
+                     path(out))
+    if rc != 0:
+        fail(f"normalize -> {out}: exit {rc}: {err.strip()}")
+        continue
+    rc, o, err = run("--json", path(out))
+    if rc != 0:
+        fail(f"{out}: exit {rc}: {err.strip()}")
+        continue
+    rec = json.loads(o)
+    good = rec["channels"] == 3 and rec["width"] == 48 and all(
+        abs(s["mean"]) < 1e-6 and abs(s["std"] - 1) < 1e-6 for s in rec["stats"])
+    (ok if good else fail)(f"normalize zscore -> {out} -> imgstat: mean 0, std 1"
+                           + ("" if good else f": {o}"))
+
+print(f"{checks - failures} passed, {failures} failed")
+sys.exit(1 if failures else 0)
