@@ -613,6 +613,27 @@ static void ds_notes_json(FILE *out, const char *key,
   putc(']', out);
 }
 
+/* "KEY":value,"KEY_file":...,"KEY_x":...,"KEY_y":... of a dataset extremum
+ * (nulls when the channel has no values). */
+static void json_extremum(FILE *out, const imgstat_dataset_result *r,
+                          const char *key, int v, double value,
+                          const imgstat_dataset_where *at) {
+  char buf[64], name[16];
+  ds_value(buf, sizeof buf, r, value);
+  json_number_or_null(out, key, v, buf);
+  fprintf(out, ",\"%s_file\":", key);
+  if (v)
+    ist_output_json_string(out, at->file);
+  else
+    fputs("null", out);
+  snprintf(name, sizeof name, "%s_x", key);
+  snprintf(buf, sizeof buf, "%" PRIu32, at->x);
+  json_number_or_null(out, name, v, buf);
+  snprintf(name, sizeof name, "%s_y", key);
+  snprintf(buf, sizeof buf, "%" PRIu32, at->y);
+  json_number_or_null(out, name, v, buf);
+}
+
 static void ds_json(FILE *out, const imgstat_dataset_result *r,
                     const ist_hist_cli *cfg, const imgstat_hist_figures *hf) {
   char buf[64];
@@ -644,28 +665,8 @@ static void ds_json(FILE *out, const imgstat_dataset_result *r,
     fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
     ist_output_json_string(out, imgstat_channel_name(r->channels, c));
     fprintf(out, ",\"count\":%" PRIu64, d->count);
-    ds_value(buf, sizeof buf, r, d->min);
-    json_number_or_null(out, "min", v, buf);
-    fputs(",\"min_file\":", out);
-    if (v)
-      ist_output_json_string(out, d->min_at.file);
-    else
-      fputs("null", out);
-    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.x);
-    json_number_or_null(out, "min_x", v, buf);
-    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.y);
-    json_number_or_null(out, "min_y", v, buf);
-    ds_value(buf, sizeof buf, r, d->max);
-    json_number_or_null(out, "max", v, buf);
-    fputs(",\"max_file\":", out);
-    if (v)
-      ist_output_json_string(out, d->max_at.file);
-    else
-      fputs("null", out);
-    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.x);
-    json_number_or_null(out, "max_x", v, buf);
-    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.y);
-    json_number_or_null(out, "max_y", v, buf);
+    json_extremum(out, r, "min", v, d->min, &d->min_at);
+    json_extremum(out, r, "max", v, d->max, &d->max_at);
     ds_sum(buf, sizeof buf, d, 0);
     json_number_or_null(out, "sum", 1, buf);
     ds_sum(buf, sizeof buf, d, 1);
