@@ -1,0 +1,116 @@
+#!/bin/bash
+# The GPU-host measurements that issues 9-12 still lack, in one call, every
+# step with a hard time limit (timeout -k) and its lines appended to
+# $OUT/open_issues.log as they come (a cut-off call still brings them back):
+#   9: one 12 MP photo, auto against --backend cpu, interleaved, 21 runs each;
+#  10: --dataset against the plain run, CPU and GPU backends, 200 x 12 MP;
+#      the dataset record of a mixed folder from the CPU and the GPU(s);
+#  11: tests/gpu/bench_normalize.sh (N images);
+#  12: nvJPEG folder timings, and --jpeg-decoder gpu on 10 photos with a
+#      limit; on a hang, the threads' kernel wait channels and, with gdb,
+#      their stacks.
+# Usage (top of the tree, .deps and .corpus carried):
+#   tests/gpu/open_issues.sh [STEPS] [N_NORMALIZE]   STEPS: e.g. 9,10,11,12
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+STEPS=${1:-9,10,11,12}
+NN=${2:-100}
+L=${OUT:-/tmp}/open_issues.log
+say() { echo "$*" | tee -a "$L"; }
+has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
+export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PATH=$PATH:/usr/local/cuda/bin
+[ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
+BD=build-verify
+[ -f $BD/CMakeCache.txt ] || cmake -S . -B $BD -DIMGSTAT_ENABLE_CUDA=ON \
+  -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >/dev/null
+timeout -k 5 300 cmake --build $BD -j"$(nproc)" >/dev/null 2>&1 || { say "build failed"; exit 1; }
+BIN=$ROOT/$BD/imgstat
+say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l), $(nproc) cores; $("$BIN" --version | tr '\n' ' ')"
+. tests/gpu/bench_lib.sh
+BIG=/tmp/imgstat-bench-jpeg
+timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_jpegs $BIG 200"
+cat $BIG/* >/dev/null
+median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+ms_of() { # the wall milliseconds of one run, limit 60 s
+  local s=$(date +%s%N)
+  timeout -k 5 60 "$@" >/dev/null 2>&1
+  echo $((($(date +%s%N) - s) / 1000000))
+}
+med3() { for _ in 1 2 3; do ms_of "$@"; done | median; }
+
+if has 9; then
+  f=$(ls $BIG/*.jpg | head -1)
+  for r in $(seq 21); do
+    for a in cpu auto; do echo "$a $(ms_of "$BIN" --backend $a "$f")"; done
+  done >/tmp/one.txt
+  c=$(awk '$1=="cpu"{print $2}' /tmp/one.txt | median)
+  a=$(awk '$1=="auto"{print $2}' /tmp/one.txt | median)
+  say "9: one 12 MP photo, 21 interleaved runs: --backend cpu $c ms, auto $a ms: $(awk -v a=$a -v c=$c 'BEGIN{printf "%.3f", a/c}') x"
+fi
+
+if has 10; then
+  for b in cpu gpu; do
+    p=$(med3 "$BIN" --json --backend $b $BIG)
+    d=$(med3 "$BIN" --json --backend $b --dataset $BIG)
+    say "10: --backend $b: plain $p ms, --dataset $d ms: $(awk -v d=$d -v p=$p 'BEGIN{printf "%.3f", d/p}') x; $(awk -v d=$d 'BEGIN{printf "%.1f", 200000/d}') images/s with --dataset"
+  done
+  T=$(mktemp -d)
+  mkdir -p "$T/in"
+  [ -d .corpus ] && cp -r .corpus/photos "$T/in/photos"
+  cp $BIG/img000[0-9].jpg "$T/in/"
+  for args in "--backend cpu" "--backend gpu" "--backend gpu --devices all"; do
+    timeout -k 5 120 "$BIN" --json --dataset-only --as rgb $args "$T/in" 2>/dev/null >"$T/d.json"
+    sed 's/"backend":"[a-z]*",\?//' "$T/d.json" >"$T/d-${args//[ -]/_}.json"
+  done
+  for f in "$T"/d-__backend_gpu*.json; do
+    cmp -s "$T/d-__backend_cpu.json" "$f" && r=identical || r=DIFFERS
+    say "10: dataset record $(basename "$f" .json) against the CPU's: $r ($(wc -c <"$f") bytes)"
+  done
+fi
+
+if has 11; then
+  BENCH_DIR=/tmp/imgstat-bench-jpeg-n timeout -k 5 300 bash tests/gpu/bench_normalize.sh "$BIN" "$NN" 3 20 2>&1 |
+    grep -v '^ok' | sed 's/^/11: /' | tee -a "$L"
+fi
+
+if has 12; then
+  mkdir -p /tmp/v10 && cp $BIG/img001*.jpg /tmp/v10/
+  "$BIN" --json --jpeg-decoder gpu /tmp/v10 >/tmp/v10.out 2>/tmp/v10.err &
+  pid=$!
+  for _ in $(seq 60); do kill -0 $pid 2>/dev/null || break; sleep 1; done
+  if kill -0 $pid 2>/dev/null; then
+    say "12: --jpeg-decoder gpu on 10 photos: still running after 60 s: a hang; threads' wait channels:"
+    for t in /proc/$pid/task/*; do say "   $(basename $t) $(cat $t/comm) $(cat $t/wchan 2>/dev/null)"; done
+    command -v gdb >/dev/null && timeout 60 gdb -batch -ex "thread apply all bt" -p $pid 2>&1 | tail -80 >>"$L"
+    kill -9 $pid
+  else
+    wait $pid
+    say "12: --jpeg-decoder gpu on 10 photos: exit $?, $(wc -l </tmp/v10.out) records, $(head -c 200 /tmp/v10.err)"
+    SMALL=/tmp/imgstat-bench-jpeg-small
+    if [ "$(ls $SMALL 2>/dev/null | wc -l)" -ne 1000 ]; then
+      rm -rf $SMALL && mkdir -p $SMALL
+      timeout -k 5 120 python3 - $SMALL <<'PY'
+import sys, numpy as np, cv2
+from concurrent.futures import ProcessPoolExecutor
+d = sys.argv[1]
+def make(i):
+    rng = np.random.default_rng(i)
+    img = cv2.resize(rng.integers(0, 256, (15, 20, 3), dtype=np.uint8), (816, 612), interpolation=cv2.INTER_CUBIC)
+    img = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
+    cv2.imwrite(f"{d}/s{i:04d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+with ProcessPoolExecutor() as ex: list(ex.map(make, range(1000)))
+PY
+    fi
+    for set in "$BIG 200 12MP" "$SMALL 1000 0.5MP"; do
+      read -r dir n label <<<"$set"
+      cat $dir/* >/dev/null
+      for args in "--jpeg-decoder cpu" "--jpeg-decoder gpu" "--jpeg-decoder gpu --jpeg-check markers"; do
+        t=$(med3 "$BIN" --json $args $dir)
+        say "12: $label imgstat --json $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
+      done
+    done
+  fi
+fi
+say "== done $(date -u '+%T')"
