@@ -214,6 +214,26 @@ static void hist_json_number(FILE *out, int defined, double v) {
   fputs(buf, out);
 }
 
+/* ,"histogram":{"bins":B,"lo":..,"hi":..,"counts":[..]}: h rebinned to at
+ * most cfg->bins bins, its range times k (--scale unit). */
+static void hist_json_counts(FILE *out, const ist_hist_cli *cfg,
+                             const imgstat_histogram *h, double k) {
+  uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
+  uint64_t *counts = calloc(bins ? bins : 1, sizeof *counts);
+  fprintf(out, ",\"histogram\":{\"bins\":%u,\"lo\":", counts ? bins : 0);
+  hist_json_number(out, 1, h->lo * k);
+  fputs(",\"hi\":", out);
+  hist_json_number(out, 1, h->hi * k);
+  fputs(",\"counts\":[", out);
+  if (counts) {
+    imgstat_histogram_rebin(h, bins, counts);
+    for (uint32_t j = 0; j < bins; j++)
+      fprintf(out, "%s%llu", j ? "," : "", (unsigned long long)counts[j]);
+    free(counts);
+  }
+  fputs("]}", out);
+}
+
 static void hist_json(FILE *out, const ist_record *rec, int c) {
   const ist_hist_cli *cfg = rec->hist;
   const imgstat_hist_figures *f = &rec->hist_figures[c];
@@ -231,20 +251,7 @@ static void hist_json(FILE *out, const ist_record *rec, int c) {
   hist_json_number(out, f->has_shape, f->skewness);
   fputs(",\"kurtosis\":", out);
   hist_json_number(out, f->has_shape, f->kurtosis);
-  uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
-  uint64_t *counts = calloc(bins ? bins : 1, sizeof *counts);
-  fprintf(out, ",\"histogram\":{\"bins\":%u,\"lo\":", counts ? bins : 0);
-  hist_json_number(out, 1, h->lo);
-  fputs(",\"hi\":", out);
-  hist_json_number(out, 1, h->hi);
-  fputs(",\"counts\":[", out);
-  if (counts) {
-    imgstat_histogram_rebin(h, bins, counts);
-    for (uint32_t j = 0; j < bins; j++)
-      fprintf(out, "%s%llu", j ? "," : "", (unsigned long long)counts[j]);
-    free(counts);
-  }
-  fputs("]}", out);
+  hist_json_counts(out, cfg, h, 1);
 }
 
 static void hist_csv_header(FILE *out, const ist_hist_cli *cfg) {
@@ -584,20 +591,7 @@ static void ds_hist_json(FILE *out, const ist_hist_cli *cfg,
   }
   fputs("},\"entropy\":", out);
   hist_json_number(out, f->has_values, f->entropy);
-  uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
-  uint64_t *counts = calloc(bins ? bins : 1, sizeof *counts);
-  fprintf(out, ",\"histogram\":{\"bins\":%u,\"lo\":", counts ? bins : 0);
-  hist_json_number(out, 1, h->lo * k);
-  fputs(",\"hi\":", out);
-  hist_json_number(out, 1, h->hi * k);
-  fputs(",\"counts\":[", out);
-  if (counts) {
-    imgstat_histogram_rebin(h, bins, counts);
-    for (uint32_t j = 0; j < bins; j++)
-      fprintf(out, "%s%llu", j ? "," : "", (unsigned long long)counts[j]);
-    free(counts);
-  }
-  fputs("]}", out);
+  hist_json_counts(out, cfg, h, k);
 }
 
 static void ds_notes_json(FILE *out, const char *key,
