@@ -872,24 +872,6 @@ static int run(run_state *st) {
   const norm_cli *c = st->c;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  /* a missing output folder is made now (its subfolders as outputs need
-   * them) */
-  if (st->folder) {
-    size_t len = strlen(c->out);
-    char *probe = malloc(len + 3);
-    imgstat_status s =
-        probe ? IMGSTAT_OK
-              : imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
-    if (probe) {
-      snprintf(probe, len + 3, "%s/.", c->out);
-      s = imgstat_output_make_parents(probe, &err);
-      free(probe);
-    }
-    if (s != IMGSTAT_OK) {
-      ist_cli_error("%s", err.message);
-      return EXIT_FAILED;
-    }
-  }
   /* Workers: -j (0: one per core). One input alone (no -j) runs in this
    * thread with the CPU backend's threads on every core; with several
    * workers, each normalizes on one thread. */
@@ -917,6 +899,24 @@ static int run(run_state *st) {
     int status = first_pass(st, workers);
     if (status >= 0)
       return status;
+  }
+  /* a missing output folder is made now (its subfolders as outputs need
+   * them), after --dataset's first pass, which may refuse the run */
+  if (st->folder) {
+    size_t len = strlen(c->out);
+    char *probe = malloc(len + 3);
+    imgstat_status s =
+        probe ? IMGSTAT_OK
+              : imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+    if (probe) {
+      snprintf(probe, len + 3, "%s/.", c->out);
+      s = imgstat_output_make_parents(probe, &err);
+      free(probe);
+    }
+    if (s != IMGSTAT_OK) {
+      ist_cli_error("%s", err.message);
+      return EXIT_FAILED;
+    }
   }
 
   ist_progress_start(&st->progress,
