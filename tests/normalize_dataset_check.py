@@ -66,7 +66,16 @@ def same_files(a, b, ext, what):
 
 # zscore --dataset: pooled mean 0 and std 1 over every output
 run("normalize", "zscore", "--dataset", "-j", "2", p("rgb"), "-o", p("z2"))
-run("normalize", "zscore", "--dataset", "-j", "1", p("rgb"), "-o", p("z1"))
+r = run("normalize", "zscore", "--dataset", "-j", "1", "--progress", p("rgb"),
+        "-o", p("z1"))
+# --progress: a labelled line for each pass, the first pass's reaching the
+# total (the line is redrawn over itself with \r)
+lines = r.stderr.replace("\r", "\n").splitlines()
+n_rgb = len(outputs(p("z2"), ".npy"))
+check(any("--dataset, pass 1 of 2: %d/%d" % (n_rgb, n_rgb) in l for l in lines),
+      "--progress: the first pass's line: %r" % r.stderr[-300:])
+check(any("--dataset, pass 2 of 2: %d/%d" % (n_rgb, n_rgb) in l for l in lines),
+      "--progress: the second pass's line: %r" % r.stderr[-300:])
 same_files(p("z1"), p("z2"), ".npy", "zscore --dataset -j 1 vs -j 2")
 z = outputs(p("z2"), ".npy")
 check(len(z) == 4, "zscore --dataset: %d outputs" % len(z))

@@ -792,6 +792,24 @@ static imgstat_status pooled_next(void *ctx, const imgstat_input **item,
   return IMGSTAT_OK;
 }
 
+/* An input of the first pass done: the progress line. */
+static void pooled_release(void *ctx, const imgstat_input *item) {
+  run_state *st = ctx;
+  st->progress.done++;
+  if (item->size_known)
+    st->progress.bytes_in += item->size;
+  ist_progress_draw(&st->progress, st->nitems, 1, 0);
+}
+
+/* Starts the first pass's progress line, labelled. */
+static void pass_progress(run_state *st, const char *label) {
+  const norm_cli *c = st->c;
+  ist_progress_clear(&st->progress);
+  ist_progress_start(&st->progress,
+                     !c->quiet && (c->progress || isatty(STDERR_FILENO)));
+  st->progress.label = label;
+}
+
 /* Pools every input (the library's pass: the batch runner, the engine, the
  * dataset accumulator) and sets st->norm to one plan for all of them.
  * Inputs that fail here are reported by the second pass. Returns -1 to go
@@ -802,6 +820,7 @@ static int first_pass(run_state *st, int workers) {
   memset(&p, 0, sizeof p);
   p.ctx = st;
   p.next = pooled_next;
+  p.release = pooled_release;
   p.load = &c->engine.load;
   p.engine = st->engine;
   p.workers = workers;
@@ -815,6 +834,7 @@ static int first_pass(run_state *st, int workers) {
   o.float_bins = c->norm.float_bins;
   int status = -1;
   if (o.histograms) { /* float images: the histograms' common range */
+    pass_progress(st, "--dataset, float range: ");
     status = ist_dataset_range_run(&p, &o);
     st->next_pooled = 0;
     if (status >= 0)
@@ -827,8 +847,10 @@ static int first_pass(run_state *st, int workers) {
   memset(&err, 0, sizeof err);
   int cancelled = 0, unit = 0;
   imgstat_status s = imgstat_dataset_create(&o, &d, &err);
+  pass_progress(st, "--dataset, pass 1 of 2: ");
   if (s == IMGSTAT_OK)
     s = imgstat_dataset_pool_inputs(&p, d, NULL, &cancelled, &err);
+  ist_progress_draw(&st->progress, st->nitems, 1, 1); /* the pass's total */
   if (s == IMGSTAT_OK && cancelled && ist_cli_cancel_status() >= 0) {
     status = ist_cli_cancel_status();
     goto done;
@@ -921,6 +943,8 @@ static int run(run_state *st) {
 
   ist_progress_start(&st->progress,
                      !c->quiet && (c->progress || isatty(STDERR_FILENO)));
+  if (c->dataset)
+    st->progress.label = "--dataset, pass 2 of 2: ";
   imgstat_batch_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.workers = workers;

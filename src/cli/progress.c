@@ -35,10 +35,10 @@ void ist_progress_draw(ist_progress *p, uint64_t total, int known, int final) {
   if (p->skipped)
     snprintf(skipped, sizeof skipped, "  %" PRIu64 " skipped", p->skipped);
   fprintf(stderr,
-          "\rimgstat: %" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
+          "\rimgstat: %s%" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
           "%.0fs elapsed  %s left  %" PRIu64 " failed%s\033[K",
-          p->done, total, known ? "" : "+", rate, mbs, elapsed, left, p->failed,
-          skipped);
+          p->label ? p->label : "", p->done, total, known ? "" : "+", rate, mbs,
+          elapsed, left, p->failed, skipped);
   if (final)
     fputc('\n', stderr);
   fflush(stderr);

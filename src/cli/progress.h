@@ -17,6 +17,7 @@ typedef struct ist_progress {
   uint64_t failed;   /* of which failed */
   uint64_t skipped;  /* of which skipped (normalize --skip-existing) */
   uint64_t bytes_in; /* input bytes of those done */
+  const char *label; /* after "imgstat: " (e.g. "pass 1 of 2: "); NULL none */
 } ist_progress;
 
 /* Monotonic seconds. */
