@@ -212,8 +212,12 @@ for i in range(3):
 ph = np.concatenate([v.reshape(-1, 3) for v in hdr.values()])
 flo, fhi = ph.min(), ph.max()
 bins = 65536
-js = json.loads(run("--dataset-only", "--histogram", "--json", "--bins",
-                    str(bins), p("hdr")).stdout)["dataset"]
+r = run("--dataset-only", "--histogram", "--json", "--bins", str(bins),
+        "--progress", p("hdr"))
+js = json.loads(r.stdout)["dataset"]
+nh = len(hdr)
+check(("--dataset, float range: %d/%d" % (nh, nh)) in r.stderr.replace("\r", "\n"),
+      "--progress: the float range pass's line: %r" % r.stderr[-300:])
 for c in range(3):
     st = js["stats"][c]
     hh = st.get("histogram", {})

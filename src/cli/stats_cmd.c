@@ -1311,9 +1311,13 @@ int ist_stats_main(int argc, char **argv) {
       !stdin_used) {
     imgstat_inputs *later = st.inputs;
     status = make_inputs(&st);
-    if (status < 0)
+    if (status < 0) {
+      st.progress.label = "--dataset, float range: ";
       status = ist_dataset_range_pass(st.inputs, &opt.engine.load, workers,
-                                      opt.max_inflight, &opt.ds);
+                                      opt.max_inflight, &opt.ds, &st.progress);
+      /* the run's own line, from zero */
+      ist_progress_start(&st.progress, st.progress.on);
+    }
     imgstat_inputs_destroy(st.inputs);
     st.inputs = later;
     if (status >= 0)
