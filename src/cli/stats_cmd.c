@@ -1161,6 +1161,11 @@ static int mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
       imgstat_mpi_allreduce_u64(mr->m, any, 5, IMGSTAT_MPI_MAX, &err);
   if (s == IMGSTAT_OK)
     s = imgstat_mpi_allreduce_u64(mr->m, counts, 3, IMGSTAT_MPI_SUM, &err);
+  /* every rank takes part in the reduce, one whose accumulator could not
+   * be made with an empty one (else the others would wait for it) */
+  if (s == IMGSTAT_OK && o->dataset && !st->ds &&
+      imgstat_dataset_create(&o->ds, &st->ds, &err) != IMGSTAT_OK)
+    st->ds = NULL;
   if (s == IMGSTAT_OK && st->ds) {
     imgstat_mpi_codec codec = {
         (void *)&o->ds, ds_create,      ds_destroy, ds_size,
