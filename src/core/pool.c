@@ -18,6 +18,8 @@
 
 #include "merge.h"
 
+#include "checksum.h"
+
 __extension__ typedef unsigned __int128 u128;
 
 #define FSUM_WORDS IMGSTAT_POOL_FSUM_WORDS
@@ -569,15 +571,6 @@ size_t imgstat_pool_serialized_size(const imgstat_pool *pool) {
   return serialized_size(pool->channels, pool->sample);
 }
 
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
-}
-
 static uint8_t *put32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++)
     *p++ = (uint8_t)(v >> (8 * i));
@@ -676,7 +669,7 @@ imgstat_status imgstat_pool_serialize(const imgstat_pool *pool, void *buf,
       p = put64(p, ch->sumsq.hi);
     }
   }
-  put64(p, fnv1a(buf, need - CHECKSUM_BYTES));
+  put64(p, ist_fnv1a(buf, need - CHECKSUM_BYTES));
   return IMGSTAT_OK;
 }
 
@@ -728,7 +721,7 @@ imgstat_status imgstat_pool_deserialize(imgstat_pool *pool, const void *buf,
                              "serialized pool: %zu bytes, its layout needs %zu",
                              size, need);
   const uint8_t *sum_at = start + need - CHECKSUM_BYTES;
-  if (get64(&sum_at) != fnv1a(start, need - CHECKSUM_BYTES))
+  if (get64(&sum_at) != ist_fnv1a(start, need - CHECKSUM_BYTES))
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "serialized pool: damaged (checksum mismatch)");
 

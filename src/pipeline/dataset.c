@@ -3,6 +3,7 @@
  * layout and depth, the images' summaries, the pooled histograms; the
  * figures, the images left out and the outliers at the end.
  */
+#include "checksum.h"
 #include "imgstat_dataset.h"
 
 #include <math.h>
@@ -495,15 +496,6 @@ static double r_f64(rbuf *r) {
   return v;
 }
 
-static uint64_t fnv1a(const uint8_t *p, size_t n) {
-  uint64_t h = UINT64_C(0xcbf29ce484222325);
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= UINT64_C(0x100000001b3);
-  }
-  return h;
-}
-
 imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
                                          size_t *size, imgstat_error *err) {
   if (!d || !buf || !size)
@@ -566,7 +558,7 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
     }
   }
   if (!w.failed)
-    w_u64(&w, fnv1a(w.p, w.n));
+    w_u64(&w, ist_fnv1a(w.p, w.n));
   if (w.failed) {
     free(w.p);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -592,7 +584,7 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
   if (size < 16 || memcmp(p, DS_MAGIC, 8) != 0)
     return bad_form(NULL, err);
   rbuf sum = {p + size - 8, 8, 0, 0};
-  if (r_u64(&sum) != fnv1a(p, size - 8))
+  if (r_u64(&sum) != ist_fnv1a(p, size - 8))
     return bad_form(NULL, err);
   rbuf r = {p, size - 8, 8, 0};
   if (r_u64(&r) != DS_VERSION)
