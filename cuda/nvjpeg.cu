@@ -470,12 +470,22 @@ imgstat_gpu_jpeg_item_download(imgstat_gpu_jpeg *d,
       img->height != it->height || img->sample != IMGSTAT_U8)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoded item");
   IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
+  /* A stream of its own: the decoder's stream belongs to the batch being
+   * decoded meanwhile (on another thread), and the item's planes are
+   * complete already (decode_batch synchronized). */
+  cudaStream_t s = nullptr;
+  IST_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+               "cudaStreamCreate (JPEG download)");
   size_t stride = imgstat_image_stride(img);
-  for (int c = 0; c < it->channels; c++)
-    IST_CUDA_TRY(cudaMemcpy2DAsync(img->planes[c], stride, it->planes[c],
-                                   it->width, it->width, it->height,
-                                   cudaMemcpyDeviceToHost, d->stream),
-                 "cudaMemcpy2D (JPEG planes)");
-  IST_CUDA_TRY(cudaStreamSynchronize(d->stream), "cudaStreamSynchronize");
-  return IMGSTAT_OK;
+  cudaError_t e = cudaSuccess;
+  const char *what = "cudaMemcpy2D (JPEG planes)";
+  for (int c = 0; c < it->channels && e == cudaSuccess; c++)
+    e = cudaMemcpy2DAsync(img->planes[c], stride, it->planes[c], it->width,
+                          it->width, it->height, cudaMemcpyDeviceToHost, s);
+  if (e == cudaSuccess) {
+    what = "cudaStreamSynchronize (JPEG download)";
+    e = cudaStreamSynchronize(s);
+  }
+  cudaStreamDestroy(s);
+  return e == cudaSuccess ? IMGSTAT_OK : ist_cuda_fail(err, e, what);
 }

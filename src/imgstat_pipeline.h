@@ -172,8 +172,14 @@ int imgstat_output_find_collision(char *const *names, size_t n, size_t *first,
  */
 
 /* The budget when the configuration gives none: bytes reserved by the items
- * in flight at once (decoded images, mostly). */
+ * in flight at once (decoded images, mostly): IMGSTAT_ENGINE_BUDGET_PER_WORKER
+ * for each worker, at least IMGSTAT_ENGINE_DEFAULT_BUDGET, and no more than a
+ * quarter of the physical memory unless that is below the floor. */
 #define IMGSTAT_ENGINE_DEFAULT_BUDGET (UINT64_C(1) << 30)
+#define IMGSTAT_ENGINE_BUDGET_PER_WORKER (UINT64_C(256) << 20)
+/* extra_per_sample of imgstat_task_decode: as many bytes as the input's
+ * samples have (an output of the input's depth). */
+#define IMGSTAT_TASK_EXTRA_AS_INPUT UINT32_MAX
 
 /* The item a worker is working on, for the work callback. */
 typedef struct imgstat_task imgstat_task;
@@ -231,7 +237,7 @@ typedef struct imgstat_batch_config {
    * calling thread (no thread is started). */
   int workers;
   /* Bytes that the items' reservations may hold at once; 0 is
-   * IMGSTAT_ENGINE_DEFAULT_BUDGET, UINT64_MAX no bound. */
+   * the default above (IMGSTAT_ENGINE_DEFAULT_BUDGET), UINT64_MAX no bound. */
   uint64_t budget;
   /* Items fed and not yet delivered, at most (results waiting for an
    * earlier one included); 0 is 4 per worker. */

@@ -153,12 +153,6 @@ static void test_engine_policy(void) {
   o.backend = IMGSTAT_BACKEND_CPU;
   CU_ASSERT_EQUAL(imgstat_engine_create(&o, &e, &err), IMGSTAT_ERR_ARG);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--backend cpu"));
-  /* --verify with the GPU decoder: refused (docs/gpu.md) */
-  o.backend = IMGSTAT_BACKEND_AUTO;
-  o.verify = 1;
-  CU_ASSERT_EQUAL(imgstat_engine_create(&o, &e, &err), IMGSTAT_ERR_ARG);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--verify"));
-  o.verify = 0;
   for (int mode = 0; mode < 2; mode++) {
     o.backend = IMGSTAT_BACKEND_AUTO;
     o.jpeg_decoder =

@@ -694,8 +694,15 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   imgstat_image img;
   uint64_t reserved;
   int cancelled;
-  /* beside the input: the output image, 4 bytes a sample at most */
-  imgstat_status s = imgstat_task_decode(task, in, &c->engine.load, 4, &img,
+  /* beside the input: the output image (--depth's samples, else minmax and
+   * clip the input's, the others float32) */
+  int as_input =
+      c->norm.mode == IMGSTAT_NORM_MINMAX || c->norm.mode == IMGSTAT_NORM_CLIP;
+  uint32_t out = c->norm.out_sample
+                     ? (uint32_t)imgstat_sample_depth(c->norm.out_sample) / 8
+                 : as_input ? IMGSTAT_TASK_EXTRA_AS_INPUT
+                            : 4;
+  imgstat_status s = imgstat_task_decode(task, in, &c->engine.load, out, &img,
                                          &reserved, &cancelled, &err);
   if (cancelled) {
     r->cancelled = 1;

@@ -46,11 +46,12 @@ typedef struct jpeg_batcher {
   int busy; /* a leader is decoding */
 } jpeg_batcher;
 
-/* One GPU: its context and its lock (a context is used by one thread at a
- * time), its JPEG decoder (NULL: none) with its batches. */
+/* One GPU: its context (thread-safe: workers use it at once, each device
+ * image on a slot of its own; no lock here, since a thread that held one
+ * while waiting for a slot would stop the holders of every slot from
+ * giving theirs back), its JPEG decoder (NULL: none) with its batches. */
 typedef struct gpu_slot {
   imgstat_gpu *gpu;
-  pthread_mutex_t lock;
   imgstat_gpu_jpeg *jpeg;
   jpeg_batcher batch;
 } gpu_slot;
@@ -79,7 +80,6 @@ static void gpus_destroy(gpu_start *s) {
     pthread_cond_destroy(&g->batch.arrived);
     pthread_mutex_destroy(&g->batch.lock);
     imgstat_gpu_destroy(g->gpu);
-    pthread_mutex_destroy(&g->lock);
   }
   s->ngpus = 0;
 }
@@ -131,10 +131,6 @@ static imgstat_status gpus_create(gpu_start *s) {
     if (st == IMGSTAT_OK && !g->gpu)
       st = imgstat_error_set(&err, IMGSTAT_ERR_DEVICE,
                              "the GPU backend returned no context");
-    if (st == IMGSTAT_OK && pthread_mutex_init(&g->lock, NULL) != 0) {
-      imgstat_gpu_destroy(g->gpu);
-      st = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
-    }
     if (st == IMGSTAT_OK) {
       s->ngpus = k + 1; /* gpus_destroy frees it from here on */
       st = jpeg_start(s, g, &err);
@@ -459,14 +455,6 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
                              "--jpeg-decoder gpu cannot be used with "
                              "--backend cpu");
   }
-  if (e->opt.verify && e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU) {
-    pthread_cond_destroy(&e->settled);
-    pthread_mutex_destroy(&e->lock);
-    free(e);
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "--jpeg-decoder gpu cannot be used with --verify "
-                             "(a run hung on the GPU host: docs/gpu.md)");
-  }
   /* a JPEG decoder per GPU only when asked for (--jpeg-decoder gpu; nvJPEG
    * not in the build: gpu fails at the start with the reason). auto keeps
    * the CPU decoders until the GPU path is measured and the hang seen under
@@ -754,9 +742,7 @@ static imgstat_status stats(imgstat_engine *e, gpu_slot *g,
     if (!g) /* verify: the GPU is known to be usable */
       return fail(res, IMGSTAT_STAGE_GPU, IMGSTAT_ERR_DEVICE,
                   "--verify needs a usable GPU");
-    pthread_mutex_lock(&g->lock);
     st = gpu_stats(g->gpu, img, e->opt.kernel, res->gpu_partial, &err);
-    pthread_mutex_unlock(&g->lock);
     if (st != IMGSTAT_OK)
       return fail(res, IMGSTAT_STAGE_COMPUTE, st, "--verify: GPU failed: %s",
                   reason(&err));
@@ -765,9 +751,7 @@ static imgstat_status stats(imgstat_engine *e, gpu_slot *g,
     return IMGSTAT_OK;
   }
   if (g) {
-    pthread_mutex_lock(&g->lock);
     st = gpu_stats_on(g->gpu, d, img, e->opt.kernel, res->partial, &err);
-    pthread_mutex_unlock(&g->lock);
     if (st == IMGSTAT_OK) {
       res->backend = IMGSTAT_BACKEND_GPU;
       return IMGSTAT_OK;
@@ -812,9 +796,7 @@ static imgstat_status histograms_on(gpu_slot *g, imgstat_gpu_image *d,
     double v[IMGSTAT_MAX_PERCENTILES + 1];
     imgstat_status st;
     if (g) {
-      pthread_mutex_lock(&g->lock);
       st = gpu_histogram_on(g->gpu, d, img, c, p, np, v, h, err);
-      pthread_mutex_unlock(&g->lock);
     } else {
       st = imgstat_histogram_compute(img, c, NULL, h, err);
     }
@@ -877,19 +859,13 @@ static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
   if (with_hist && !e->opt.verify && g) {
     imgstat_error err;
     memset(&err, 0, sizeof err);
-    pthread_mutex_lock(&g->lock);
     if (imgstat_gpu_image_upload(g->gpu, in, &d, &err) != IMGSTAT_OK)
       d = NULL;
-    pthread_mutex_unlock(&g->lock);
   }
   imgstat_status st = stats(e, g, in, d, res);
   if (st == IMGSTAT_OK && with_hist)
     st = histograms(e, g, in, d, req, res);
-  if (d) {
-    pthread_mutex_lock(&g->lock);
-    imgstat_gpu_image_release(g->gpu, d);
-    pthread_mutex_unlock(&g->lock);
-  }
+  imgstat_gpu_image_release(g ? g->gpu : NULL, d);
   return st;
 }
 
@@ -908,11 +884,9 @@ static imgstat_status normalize_item(imgstat_engine *e, gpu_slot *g,
                         : IMGSTAT_OK;
     if (st != IMGSTAT_OK)
       return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
-    pthread_mutex_lock(&g->lock);
     st = opts->measured
              ? imgstat_gpu_norm_apply(g->gpu, in, &given, &res->output, &err)
              : gpu_normalize(g->gpu, in, opts, &res->output, &err);
-    pthread_mutex_unlock(&g->lock);
     if (st == IMGSTAT_OK) {
       res->backend = IMGSTAT_BACKEND_GPU;
       return IMGSTAT_OK;
@@ -1075,7 +1049,6 @@ static int jpeg_device_item(imgstat_engine *e, gpu_slot *g,
   memset(&err, 0, sizeof err);
   imgstat_gpu_image *d = NULL;
   int with_hist = req && req->histograms;
-  pthread_mutex_lock(&g->lock);
   imgstat_status st = imgstat_gpu_image_wrap(
       g->gpu, it->width, it->height, it->channels, IMGSTAT_U8,
       (void *const *)it->planes, 0, &d, &err);
@@ -1083,9 +1056,11 @@ static int jpeg_device_item(imgstat_engine *e, gpu_slot *g,
     st = imgstat_gpu_image_stats(
         g->gpu, d, e->opt.kernel,
         e->opt.verify ? res->gpu_partial : res->partial, &err);
-  pthread_mutex_unlock(&g->lock);
   if (st == IMGSTAT_OK && e->opt.verify) {
-    /* the CPU's statistics of the same pixels are the record */
+    /* the CPU's statistics of the same pixels are the record; the slot is
+     * given back first (the planes are the item's) */
+    imgstat_gpu_image_release(g->gpu, d);
+    d = NULL;
     st = jpeg_download(g, it, &host, &err);
     if (st != IMGSTAT_OK)
       fail(res, IMGSTAT_STAGE_COMPUTE, st, "--verify: %s", reason(&err));
@@ -1118,18 +1093,14 @@ static int jpeg_device_item(imgstat_engine *e, gpu_slot *g,
     goto done;
   memset(&err, 0, sizeof err);
   if (jpeg_download(g, it, &host, &err) != IMGSTAT_OK) {
-    pthread_mutex_lock(&g->lock);
     imgstat_gpu_image_release(g->gpu, d);
-    pthread_mutex_unlock(&g->lock);
     return 0;
   }
   if (stats(e, NULL, &host, NULL, res) == IMGSTAT_OK && with_hist)
     histograms(e, NULL, &host, NULL, req, res);
 done:
   imgstat_image_free(&host);
-  pthread_mutex_lock(&g->lock);
   imgstat_gpu_image_release(g->gpu, d);
-  pthread_mutex_unlock(&g->lock);
   return 1;
 }
 

@@ -28,8 +28,11 @@ imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
   }
   const imgstat_header *h = imgstat_decoder_header(d);
   uint64_t samples = (uint64_t)h->width * h->height * (uint64_t)h->channels;
-  uint64_t bytes = samples * (uint64_t)(imgstat_sample_depth(h->sample) / 8 +
-                                        extra_per_sample);
+  uint64_t own = (uint64_t)(imgstat_sample_depth(h->sample) / 8);
+  uint64_t extra = extra_per_sample == IMGSTAT_TASK_EXTRA_AS_INPUT
+                       ? own
+                       : (uint64_t)extra_per_sample;
+  uint64_t bytes = samples * (own + extra);
   if (!imgstat_task_reserve(task, bytes)) {
     imgstat_decoder_close(d);
     *cancelled = 1;

@@ -11,6 +11,7 @@
 #      their stacks.
 # Usage (top of the tree, .deps and .corpus carried):
 #   tests/gpu/open_issues.sh [STEPS] [N_NORMALIZE]   STEPS: e.g. 9,10,11,12
+# (12v: only --verify --jpeg-decoder gpu, watched for a hang)
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -70,24 +71,72 @@ if has 10; then
   done
 fi
 
+# watched LIMIT NAME CMD...: runs CMD (stdout /tmp/NAME.out, stderr
+# /tmp/NAME.err); past LIMIT seconds it is a hang: the threads' wait
+# channels and kernel stacks and (with gdb) their user stacks go to the log,
+# then SIGKILL. Returns CMD's status, or 124 on a hang.
+watched() {
+  local limit=$1 name=$2
+  shift 2
+  local s=$(date +%s%N)
+  "$@" >/tmp/$name.out 2>/tmp/$name.err &
+  local pid=$!
+  for _ in $(seq $((limit * 5))); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
+  if kill -0 $pid 2>/dev/null; then
+    say "12: $name: still running after $limit s: a hang; threads:"
+    for t in /proc/$pid/task/*; do
+      say "   $(basename $t) $(cat $t/comm) wchan=$(cat $t/wchan 2>/dev/null) $(head -3 $t/stack 2>/dev/null | awk '{print $2}' | tr '\n' ' ')"
+    done
+    if command -v gdb >/dev/null; then
+      timeout 60 gdb -batch -ex "thread apply all bt" -p $pid 2>&1 | grep -E '^(Thread|#)' | head -300 >>"$L"
+    else
+      timeout 60 python3 tests/gpu/stackscan.py $pid 2048 >>"$L" 2>&1
+    fi
+    say "   (so far: $(wc -l </tmp/$name.out) lines out; stderr: $(head -c 300 /tmp/$name.err | tr '\n' ' '))"
+    kill -9 $pid
+    wait $pid 2>/dev/null
+    return 124
+  fi
+  wait $pid
+  local rc=$?
+  say "12: $name: exit $rc in $((($(date +%s%N) - s) / 1000000)) ms, $(wc -l </tmp/$name.out) lines out, $(grep -c 'verify ok' /tmp/$name.out) 'verify ok', $(grep -c MISMATCH /tmp/$name.out) MISMATCH; stderr: $(head -c 300 /tmp/$name.err | tr '\n' ' ')"
+  return $rc
+}
+
+if has 12v; then # --verify with nvJPEG alone, watched for a hang
+  mkdir -p /tmp/v10 && cp $BIG/img001*.jpg /tmp/v10/
+  watched 45 verify10 "$BIN" --verify --jpeg-decoder gpu /tmp/v10
+  watched 45 verify10j1 "$BIN" -j 1 --verify --jpeg-decoder gpu /tmp/v10
+fi
+
+if has hist; then # device images held across calls by many workers: no deadlock
+  watched 90 hist_gpu "$BIN" --json --histogram --backend gpu -j 16 $BIG
+  watched 90 hist_nvjpeg "$BIN" --json --histogram --jpeg-decoder gpu $BIG
+  watched 90 hist_cpu "$BIN" --json --histogram --backend cpu $BIG
+  for n in hist_gpu hist_nvjpeg; do
+    python3 - /tmp/hist_cpu.out /tmp/$n.out <<'PY' | sed "s/^/hist: $n: /" | tee -a "$L"
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+exact = sum(1 for x, y in zip(a, b) if x["stats"] == y["stats"])
+dm = max((abs(p["mean"] - q["mean"]) for x, y in zip(a, b) for p, q in zip(x["stats"], y["stats"])), default=-1)
+print(f"{len(b)} records (CPU {len(a)}); statistics and histograms identical to --backend cpu's: {exact}; largest |dmean| {dm:.4f}")
+PY
+  done
+fi
+
 if has 11; then
-  BENCH_DIR=/tmp/imgstat-bench-jpeg-n timeout -k 5 300 bash tests/gpu/bench_normalize.sh "$BIN" "$NN" 3 20 2>&1 |
+  rm -rf /tmp/imgstat-bench-jpeg-n && mkdir -p /tmp/imgstat-bench-jpeg-n
+  ls $BIG/*.jpg | head -"$NN" | xargs -I{} ln -s {} /tmp/imgstat-bench-jpeg-n/
+  BENCH_DIR=/tmp/imgstat-bench-jpeg-n timeout -k 5 300 bash tests/gpu/bench_normalize.sh "$BIN" "$NN" 3 "${N_NPY:-20}" 2>&1 |
     grep -v '^ok' | sed 's/^/11: /' | tee -a "$L"
 fi
 
 if has 12; then
   mkdir -p /tmp/v10 && cp $BIG/img001*.jpg /tmp/v10/
-  "$BIN" --json --jpeg-decoder gpu /tmp/v10 >/tmp/v10.out 2>/tmp/v10.err &
-  pid=$!
-  for _ in $(seq 60); do kill -0 $pid 2>/dev/null || break; sleep 1; done
-  if kill -0 $pid 2>/dev/null; then
-    say "12: --jpeg-decoder gpu on 10 photos: still running after 60 s: a hang; threads' wait channels:"
-    for t in /proc/$pid/task/*; do say "   $(basename $t) $(cat $t/comm) $(cat $t/wchan 2>/dev/null)"; done
-    command -v gdb >/dev/null && timeout 60 gdb -batch -ex "thread apply all bt" -p $pid 2>&1 | tail -80 >>"$L"
-    kill -9 $pid
-  else
-    wait $pid
-    say "12: --jpeg-decoder gpu on 10 photos: exit $?, $(wc -l </tmp/v10.out) records, $(head -c 200 /tmp/v10.err)"
+  watched 60 verify10 "$BIN" --verify --jpeg-decoder gpu /tmp/v10
+  watched 120 verify200 "$BIN" --verify --jpeg-decoder gpu $BIG
+  if watched 60 plain10 "$BIN" --json --jpeg-decoder gpu /tmp/v10; then
     SMALL=/tmp/imgstat-bench-jpeg-small
     if [ "$(ls $SMALL 2>/dev/null | wc -l)" -ne 1000 ]; then
       rm -rf $SMALL && mkdir -p $SMALL
