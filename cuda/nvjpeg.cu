@@ -220,11 +220,30 @@ void backend_destroy(backend *b) {
 struct imgstat_gpu_jpeg {
   int device;
   backend hw;     /* hardware: handle NULL when the device has no engines */
-  backend hybrid; /* GPU-hybrid: always */
+  backend hybrid; /* GPU-hybrid: from the start without engines, else
+                     when first needed (hybrid_tried) */
+  bool hybrid_tried = false;
+  nvjpegStatus_t hybrid_status = NVJPEG_STATUS_SUCCESS;
   nvjpegJpegStream_t parsed = nullptr; /* for the hardware's support test */
   cudaStream_t stream = nullptr;
   char name[64];
 };
+
+namespace {
+
+/* The GPU-hybrid backend (else nvJPEG's default), once. */
+nvjpegStatus_t hybrid_create(imgstat_gpu_jpeg *d) {
+  if (d->hybrid_tried)
+    return d->hybrid_status;
+  d->hybrid_tried = true;
+  nvjpegStatus_t s = backend_create(&d->hybrid, NVJPEG_BACKEND_GPU_HYBRID);
+  if (s != NVJPEG_STATUS_SUCCESS)
+    s = backend_create(&d->hybrid, NVJPEG_BACKEND_DEFAULT);
+  d->hybrid_status = s;
+  return s;
+}
+
+} // namespace
 
 extern "C" imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu,
                                                   imgstat_gpu_jpeg **out,
@@ -259,9 +278,9 @@ extern "C" imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu,
       d->parsed = nullptr;
     }
   }
-  nvjpegStatus_t s = backend_create(&d->hybrid, NVJPEG_BACKEND_GPU_HYBRID);
-  if (s != NVJPEG_STATUS_SUCCESS)
-    s = backend_create(&d->hybrid, NVJPEG_BACKEND_DEFAULT);
+  /* With JPEG engines, the GPU-hybrid backend is made when a file first
+   * needs it (most never do; its start-up is then not paid) */
+  nvjpegStatus_t s = d->hw.handle ? NVJPEG_STATUS_SUCCESS : hybrid_create(d);
   if (s != NVJPEG_STATUS_SUCCESS) {
     imgstat_gpu_jpeg_destroy(d);
     return nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, s, "start");
@@ -448,8 +467,16 @@ extern "C" imgstat_status imgstat_gpu_jpeg_decode(imgstat_gpu_jpeg *d,
     for (int k = 0; k < nhw && st == IMGSTAT_OK; k++)
       if (list[k]->status != IMGSTAT_OK)
         list[n + nhy++] = list[k];
-    if (st == IMGSTAT_OK)
+    nvjpegStatus_t hs =
+        nhy > 0 && st == IMGSTAT_OK ? hybrid_create(d) : NVJPEG_STATUS_SUCCESS;
+    if (hs != NVJPEG_STATUS_SUCCESS) {
+      /* no GPU-hybrid backend: those files go to the CPU decoders */
+      for (int k = 0; k < nhy; k++)
+        nvjpeg_fail(&list[n + k]->err, IMGSTAT_ERR_FORMAT, hs,
+                    "GPU-hybrid start");
+    } else if (st == IMGSTAT_OK) {
       st = decode_on(d, &d->hybrid, 0, list + n, nhy, err);
+    }
   }
   delete[] list;
   if (st != IMGSTAT_OK)

@@ -756,8 +756,12 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   const imgstat_input *in = item;
   item_result *r = result;
   imgstat_job_result *res = &r->res;
-  if (st->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR) {
-    /* no decoding for an item that cannot run */
+  if (st->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR &&
+      !(in->kind == IMGSTAT_INPUT_FILE &&
+        imgstat_engine_may_decode_jpeg(st->engine))) {
+    /* no decoding for an item that cannot run (a JPEG offered to the GPU
+     * decoder waits for the decision in the engine, after the checks that
+     * overlap the GPU's start-up) */
     if (imgstat_engine_decide(st->engine, res) != IMGSTAT_OK) {
       imgstat_task_reserve(task, 0);
       return;

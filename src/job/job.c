@@ -1129,6 +1129,19 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   shape.height = h->height;
   shape.channels = h->channels;
   shape.sample = h->sample;
+  /* The CPU path's strictness, before nvJPEG sees the file. With the GPU
+   * decoder asked for, it runs before the wait for the GPU's start-up (a
+   * second or so of CUDA and nvJPEG), which it overlaps; its verdict counts
+   * only if the GPU decodes the file. */
+  imgstat_error check_err;
+  memset(&check_err, 0, sizeof check_err);
+  imgstat_status check = IMGSTAT_OK;
+  int checked = 0;
+  if (!e->opt.jpeg_check_markers_only && e->start.jpeg == 2 &&
+      !known_unusable(e)) {
+    check = ist_jpeg_check_entropy(dec, &check_err);
+    checked = 1;
+  }
   if (!known_unusable(e))
     decide_item(e, &shape, IMGSTAT_WORK_JPEG_DECODE, res);
   if (known_unusable(e)) {
@@ -1139,16 +1152,12 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   gpu_slot *g = gpu_for_item(e);
   if (!g || !g->jpeg)
     return jpeg_on_cpu(e, dec, path, req, reserve, ctx, 0, res);
-  if (!e->opt.jpeg_check_markers_only) {
-    /* the CPU path's strictness, before nvJPEG sees the file */
-    imgstat_error err;
-    memset(&err, 0, sizeof err);
-    imgstat_status st = ist_jpeg_check_entropy(dec, &err);
-    if (st != IMGSTAT_OK) {
-      reserve(ctx, 0);
-      fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
-      return 1;
-    }
+  if (!e->opt.jpeg_check_markers_only && !checked)
+    check = ist_jpeg_check_entropy(dec, &check_err);
+  if (check != IMGSTAT_OK) {
+    reserve(ctx, 0);
+    fail(res, IMGSTAT_STAGE_LOAD, check, "%s", reason(&check_err));
+    return 1;
   }
   if (!reserve(ctx, size))
     return -1;

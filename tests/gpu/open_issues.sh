@@ -125,6 +125,13 @@ PY
   done
 fi
 
+if has startup; then # what a --jpeg-decoder gpu run pays before its first image
+  nvcc -O2 -o /tmp/nvjpeg_startup tests/gpu/nvjpeg_startup.cu -lnvjpeg 2>&1 | tail -3
+  for _ in 1 2; do /tmp/nvjpeg_startup | sed 's/^/startup: /' | tee -a "$L"; done
+  python3 -c "import numpy as np, cv2; cv2.imwrite('/tmp/tiny.png', np.full((8, 8, 3), 7, np.uint8)); cv2.imwrite('/tmp/tiny.jpg', np.full((8, 8, 3), 7, np.uint8))"
+  say "startup: imgstat --backend cpu tiny.png $(med3 "$BIN" --backend cpu /tmp/tiny.png) ms; --backend gpu tiny.png $(med3 "$BIN" --backend gpu /tmp/tiny.png) ms; --jpeg-decoder gpu tiny.jpg $(med3 "$BIN" --jpeg-decoder gpu /tmp/tiny.jpg) ms; --version $(med3 "$BIN" --version) ms"
+fi
+
 if has 11; then
   rm -rf /tmp/imgstat-bench-jpeg-n && mkdir -p /tmp/imgstat-bench-jpeg-n
   ls $BIG/*.jpg | head -"$NN" | xargs -I{} ln -s {} /tmp/imgstat-bench-jpeg-n/
@@ -152,13 +159,16 @@ def make(i):
 with ProcessPoolExecutor() as ex: list(ex.map(make, range(1000)))
 PY
     fi
-    for set in "$BIG 200 12MP" "$SMALL 1000 0.5MP"; do
+    mkdir -p /tmp/s10 && cp $SMALL/s000*.jpg /tmp/s10/
+    for set in "/tmp/v10 10 12MP" "$BIG 200 12MP" "/tmp/s10 10 0.5MP" "$SMALL 1000 0.5MP"; do
       read -r dir n label <<<"$set"
       cat $dir/* >/dev/null
       for args in "--jpeg-decoder cpu" "--jpeg-decoder gpu" "--jpeg-decoder gpu --jpeg-check markers"; do
         t=$(med3 "$BIN" --json $args $dir)
-        say "12: $label imgstat --json $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
+        say "12: $label ($n) imgstat --json $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
       done
+      t=$(med3 python3 tests/gpu/torch_jpeg_stats.py $dir)
+      say "12: $label ($n) torchvision decode_jpeg(cuda) + torch reductions: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s ($(python3 tests/gpu/torch_jpeg_stats.py $dir 2>&1 >/dev/null | tail -1))"
     done
   fi
 fi
