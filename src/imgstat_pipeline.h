@@ -177,6 +177,9 @@ int imgstat_output_find_collision(char *const *names, size_t n, size_t *first,
  * quarter of the physical memory unless that is below the floor. */
 #define IMGSTAT_ENGINE_DEFAULT_BUDGET (UINT64_C(1) << 30)
 #define IMGSTAT_ENGINE_BUDGET_PER_WORKER (UINT64_C(256) << 20)
+/* That default for a run of `workers` workers (0: one per core). */
+uint64_t imgstat_batch_default_budget(int workers);
+
 /* extra_per_sample of imgstat_task_decode: as many bytes as the input's
  * samples have (an output of the input's depth). */
 #define IMGSTAT_TASK_EXTRA_AS_INPUT UINT32_MAX

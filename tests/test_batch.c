@@ -265,7 +265,7 @@ static imgstat_batch_config config_of(job *j, int workers, uint64_t budget,
   c.next = next_item;
   c.work = work;
   c.deliver = deliver;
-  j->budget = budget ? budget : IMGSTAT_ENGINE_DEFAULT_BUDGET;
+  j->budget = budget ? budget : imgstat_batch_default_budget(workers);
   atomic_store(&deadline, seconds() + WATCHDOG_S);
   return c;
 }
@@ -370,6 +370,29 @@ static void test_windows(void) {
       CU_ASSERT(atomic_load(&j.max_running) == 1);
     free(j.values);
   }
+}
+
+/* The default: 256 MiB a worker, at least 1 GiB, at most a quarter of the
+ * memory (unless that is below the floor); 0 workers: one per core. */
+static void test_default_budget(void) {
+  const uint64_t mib = UINT64_C(1) << 20;
+  uint64_t mem =
+      (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+  uint64_t floor = IMGSTAT_ENGINE_DEFAULT_BUDGET;
+  CU_ASSERT_EQUAL(imgstat_batch_default_budget(1), floor);
+  CU_ASSERT_EQUAL(imgstat_batch_default_budget(4), floor);
+  for (int w = 5; w <= 4096; w *= 3) {
+    uint64_t want = (uint64_t)w * 256 * mib;
+    if (want > mem / 4)
+      want = mem / 4;
+    if (want < floor)
+      want = floor;
+    CU_ASSERT_EQUAL(imgstat_batch_default_budget(w), want);
+  }
+  CU_ASSERT(imgstat_batch_default_budget(4096) <=
+            (mem / 4 > floor ? mem / 4 : floor));
+  CU_ASSERT_EQUAL(imgstat_batch_default_budget(0),
+                  imgstat_batch_default_budget(imgstat_cpu_cores()));
 }
 
 /* ---- the budget
@@ -615,6 +638,7 @@ static const test_case tests[] = {
     {"order and results under 1, 2, 8 workers and one per core", test_order},
     {"where the work runs", test_threads},
     {"windows", test_windows},
+    {"the default budget's rule", test_default_budget},
     {"the budget is never exceeded", test_budget},
     {"admission in input order", test_admission_order},
     {"one reservation per item", test_budget_second_reservation},

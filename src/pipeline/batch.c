@@ -206,8 +206,9 @@ static int online_cores(void) {
   return n > MAX_WORKERS ? MAX_WORKERS : n;
 }
 
-/* IMGSTAT_ENGINE_DEFAULT_BUDGET's rule (imgstat_pipeline.h). */
-static uint64_t default_budget(int workers) {
+uint64_t imgstat_batch_default_budget(int workers) {
+  if (workers <= 0)
+    workers = online_cores();
   uint64_t b = IMGSTAT_ENGINE_BUDGET_PER_WORKER * (uint64_t)workers;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0 && b > (uint64_t)pages * (uint64_t)page / 4)
@@ -300,7 +301,7 @@ imgstat_status imgstat_batch_run(const imgstat_batch_config *cfg,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                              "out of memory starting the engine");
   e->cfg = cfg;
-  e->budget = cfg->budget ? cfg->budget : default_budget(workers);
+  e->budget = cfg->budget ? cfg->budget : imgstat_batch_default_budget(workers);
   e->inline_mode = workers == 1;
   e->window = cfg->window ? cfg->window : (size_t)4 * (size_t)workers;
   if (e->inline_mode)
