@@ -377,7 +377,8 @@ static const ist_opt table[] = {
      UINT64_MAX, NULL, "--max-inflight: '%s' is not " IMGSTAT_CLI_SIZE_EXPECTED,
      S_COMPUTE,
      "  --max-inflight SIZE  decoded image bytes held at once by the workers\n"
-     "                     (default 1G; a larger image runs alone)\n"},
+     "                     (default 256M a worker, 1G at least, a quarter\n"
+     "                     of the memory at most; a larger image runs alone)\n"},
     ROW_MAX_PIXELS(
         S, S_COMPUTE,
         "  --max-pixels N     refuse images of more than N pixels (default "
@@ -565,8 +566,9 @@ static const ist_opt table[] = {
      N_OPTIONS,
      "  --max-inflight SIZE  image bytes (inputs and outputs) held at once "
      "by\n"
-     "                     the workers (default 1G; a larger image runs "
-     "alone)\n"},
+     "                     the workers (default 256M a worker, 1G at least,\n"
+     "                     a quarter of the memory at most; a larger image\n"
+     "                     runs alone)\n"},
     ROW_MAX_PIXELS(
         N, N_OPTIONS,
         "  --max-pixels N     refuse inputs of more than N pixels (default "

@@ -457,8 +457,9 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
   }
   /* a JPEG decoder per GPU only when asked for (--jpeg-decoder gpu; nvJPEG
    * not in the build: gpu fails at the start with the reason). auto keeps
-   * the CPU decoders until the GPU path is measured and the hang seen under
-   * --verify is understood (docs/gpu.md). */
+   * the CPU decoders: nvJPEG's start-up repays itself only on large folders
+   * of large photos, and a decoder picked by the run's size would change a
+   * photo's record with the files beside it (docs/gpu.md). */
   if (e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU)
     e->start.jpeg = 2;
   atomic_init(&e->workload, 0);
