@@ -378,7 +378,8 @@ static const ist_opt table[] = {
      S_COMPUTE,
      "  --max-inflight SIZE  decoded image bytes held at once by the workers\n"
      "                     (default 256M a worker, 1G at least, a quarter\n"
-     "                     of the memory at most; a larger image runs alone)\n"},
+     "                     of the memory at most; a larger image runs "
+     "alone)\n"},
     ROW_MAX_PIXELS(
         S, S_COMPUTE,
         "  --max-pixels N     refuse images of more than N pixels (default "
