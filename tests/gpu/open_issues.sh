@@ -139,26 +139,31 @@ if has 11; then
     grep -v '^ok' | sed 's/^/11: /' | tee -a "$L"
 fi
 
+# make_small: 1,000 generated 0.5 MP JPEGs (q90) in $SMALL
+SMALL=/tmp/imgstat-bench-jpeg-small
+make_small() {
+  if [ "$(ls $SMALL 2>/dev/null | wc -l)" -ne 1000 ]; then
+    rm -rf $SMALL && mkdir -p $SMALL
+    timeout -k 5 120 python3 - $SMALL <<'PY'
+import sys, numpy as np, cv2
+from concurrent.futures import ProcessPoolExecutor
+d = sys.argv[1]
+def make(i):
+  rng = np.random.default_rng(i)
+  img = cv2.resize(rng.integers(0, 256, (15, 20, 3), dtype=np.uint8), (816, 612), interpolation=cv2.INTER_CUBIC)
+  img = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
+  cv2.imwrite(f"{d}/s{i:04d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+with ProcessPoolExecutor() as ex: list(ex.map(make, range(1000)))
+PY
+  fi
+}
+
 if has 12; then
   mkdir -p /tmp/v10 && cp $BIG/img001*.jpg /tmp/v10/
   watched 60 verify10 "$BIN" --verify --jpeg-decoder gpu /tmp/v10
   watched 120 verify200 "$BIN" --verify --jpeg-decoder gpu $BIG
   if watched 60 plain10 "$BIN" --json --jpeg-decoder gpu /tmp/v10; then
-    SMALL=/tmp/imgstat-bench-jpeg-small
-    if [ "$(ls $SMALL 2>/dev/null | wc -l)" -ne 1000 ]; then
-      rm -rf $SMALL && mkdir -p $SMALL
-      timeout -k 5 120 python3 - $SMALL <<'PY'
-import sys, numpy as np, cv2
-from concurrent.futures import ProcessPoolExecutor
-d = sys.argv[1]
-def make(i):
-    rng = np.random.default_rng(i)
-    img = cv2.resize(rng.integers(0, 256, (15, 20, 3), dtype=np.uint8), (816, 612), interpolation=cv2.INTER_CUBIC)
-    img = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
-    cv2.imwrite(f"{d}/s{i:04d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])
-with ProcessPoolExecutor() as ex: list(ex.map(make, range(1000)))
-PY
-    fi
+    make_small
     mkdir -p /tmp/s10 && cp $SMALL/s000*.jpg /tmp/s10/
     for set in "/tmp/v10 10 12MP" "$BIG 200 12MP" "/tmp/s10 10 0.5MP" "$SMALL 1000 0.5MP"; do
       read -r dir n label <<<"$set"
@@ -171,5 +176,19 @@ PY
       say "12: $label ($n) torchvision decode_jpeg(cuda) + torch reductions: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s ($(python3 tests/gpu/torch_jpeg_stats.py $dir 2>&1 >/dev/null | tail -1))"
     done
   fi
+fi
+if has 12d; then # --dataset and normalize on the folders, each decoder
+  make_small
+  for set in "$BIG 200 12MP" "$SMALL 1000 0.5MP"; do
+    read -r dir n label <<<"$set"
+    cat $dir/* >/dev/null
+    for args in "--jpeg-decoder cpu" "--jpeg-decoder gpu"; do
+      t=$(med3 "$BIN" --json --dataset-only $args $dir)
+      say "12d: $label ($n) imgstat --dataset-only $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
+    done
+    t=$(for _ in 1 2 3; do rm -rf /tmp/npy-out; sync; ms_of "$BIN" normalize --depth 32 $dir -o /tmp/npy-out; done | median)
+    say "12d: $label ($n) imgstat normalize --depth 32 (.npy, CPU decoders): $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s, $(du -sm /tmp/npy-out | cut -f1) MB"
+    rm -rf /tmp/npy-out
+  done
 fi
 say "== done $(date -u '+%T')"
