@@ -109,5 +109,19 @@ rc=$?
 [ "$rc" -eq 2 ] && [ "$(grep -c 'standard input' "$T/err")" -eq 1 ] && pass ||
   fail "--mpi with -: exit $rc: $(cat "$T/err")"
 
+# Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
+# of --devices (else of all). Devices 3 and 5 are absent here (and on a
+# GPU host of fewer than 6), so each input's message names its rank's.
+mkdir -p "$T/three"
+cp "$SAMPLES/camera.png" "$T/three/a.png"
+cp "$SAMPLES/kodim23.png" "$T/three/b.png"
+cp "$SAMPLES/monkey16.pgm" "$T/three/c.pgm"
+"$MPIRUN" --oversubscribe -np 3 "$IMGSTAT" --mpi --backend gpu --devices 3,5 \
+  "$T/three" >"$T/out" 2>"$T/err"
+got=$(grep -o '/three/[abc]\.p[ng][gm]: --backend gpu needs a usable GPU: device [0-9]*' "$T/err" |
+  sed 's/: --backend gpu needs a usable GPU://' | sort | tr '\n' ' ')
+want="/three/a.png device 3 /three/b.png device 5 /three/c.pgm device 3 "
+[ "$got" = "$want" ] && pass || fail "ranks' devices: got '$got', want '$want'"
+
 echo "mpi_cli_test: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]
