@@ -1130,21 +1130,17 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   shape.height = h->height;
   shape.channels = h->channels;
   shape.sample = h->sample;
-  /* The CPU path's strictness, before nvJPEG sees the file. With the GPU
-   * decoder asked for, it runs before the wait for the GPU's start-up (a
-   * second or so of CUDA and nvJPEG), which it overlaps; its verdict counts
-   * only if the GPU decodes the file. */
+  /* The CPU path's strictness, before nvJPEG sees the file. It runs before
+   * the wait for the GPU's start-up (a second or so of CUDA and nvJPEG),
+   * which it overlaps; its verdict counts only if the GPU decodes the file. */
   imgstat_error check_err;
   memset(&check_err, 0, sizeof check_err);
   imgstat_status check = IMGSTAT_OK;
-  int checked = 0;
-  if (!e->opt.jpeg_check_markers_only && e->start.jpeg == 2 &&
-      !known_unusable(e)) {
-    check = ist_jpeg_check_entropy(dec, &check_err);
-    checked = 1;
-  }
-  if (!known_unusable(e))
+  if (!known_unusable(e)) {
+    if (!e->opt.jpeg_check_markers_only)
+      check = ist_jpeg_check_entropy(dec, &check_err);
     decide_item(e, &shape, IMGSTAT_WORK_JPEG_DECODE, res);
+  }
   if (known_unusable(e)) {
     reserve(ctx, 0);
     gpu_unusable(e, res);
@@ -1153,8 +1149,6 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   gpu_slot *g = gpu_for_item(e);
   if (!g || !g->jpeg)
     return jpeg_on_cpu(e, dec, path, req, reserve, ctx, 0, res);
-  if (!e->opt.jpeg_check_markers_only && !checked)
-    check = ist_jpeg_check_entropy(dec, &check_err);
   if (check != IMGSTAT_OK) {
     reserve(ctx, 0);
     fail(res, IMGSTAT_STAGE_LOAD, check, "%s", reason(&check_err));
