@@ -36,3 +36,23 @@ with ProcessPoolExecutor() as ex:
 PY
   fi
 }
+
+# bench_small_jpegs DIR N makes DIR hold N generated 0.5 MP (816 x 612)
+# JPEGs at q90, unless it holds N files already.
+bench_small_jpegs() {
+  if [ "$(ls "$1" 2>/dev/null | wc -l)" -ne "$2" ]; then
+    rm -rf "$1" && mkdir -p "$1"
+    python3 - "$1" "$2" <<'PY'
+import sys, numpy as np, cv2
+from concurrent.futures import ProcessPoolExecutor
+d, n = sys.argv[1], int(sys.argv[2])
+def make(i):
+    rng = np.random.default_rng(i)
+    img = cv2.resize(rng.integers(0, 256, (15, 20, 3), dtype=np.uint8), (816, 612), interpolation=cv2.INTER_CUBIC)
+    img = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
+    cv2.imwrite(f"{d}/s{i:04d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])
+with ProcessPoolExecutor() as ex:
+    list(ex.map(make, range(n)))
+PY
+  fi
+}

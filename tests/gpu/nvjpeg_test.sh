@@ -208,20 +208,7 @@ say "--verify --jpeg-decoder gpu: exit $rv (1: mixed/f_cut.jpg refused), $(grep 
 BIG=${BENCH_DIR:-/tmp/imgstat-bench-jpeg}
 bench_jpegs "$BIG" 200
 SMALL=/tmp/imgstat-bench-jpeg-small
-if [ "$(ls "$SMALL" 2>/dev/null | wc -l)" -ne 1000 ]; then
-  rm -rf "$SMALL" && mkdir -p "$SMALL"
-  python3 - "$SMALL" <<'PY'
-import sys, numpy as np, cv2
-from concurrent.futures import ProcessPoolExecutor
-d = sys.argv[1]
-def make(i):
-    rng = np.random.default_rng(i)
-    img = cv2.resize(rng.integers(0, 256, (15, 20, 3), dtype=np.uint8), (816, 612), interpolation=cv2.INTER_CUBIC)
-    img = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
-    cv2.imwrite(f"{d}/s{i:04d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])
-with ProcessPoolExecutor() as ex: list(ex.map(make, range(1000)))
-PY
-fi
+bench_small_jpegs "$SMALL" 1000
 median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 timeit() { local TIMEFORMAT=%R; for _ in 1 2 3; do { time "$@" >/dev/null 2>&1; } 2>&1; done | median; }
 for set in "$BIG 200 12MP" "$SMALL 1000 0.5MP"; do

@@ -142,20 +142,7 @@ fi
 # make_small: 1,000 generated 0.5 MP JPEGs (q90) in $SMALL
 SMALL=/tmp/imgstat-bench-jpeg-small
 make_small() {
-  if [ "$(ls $SMALL 2>/dev/null | wc -l)" -ne 1000 ]; then
-    rm -rf $SMALL && mkdir -p $SMALL
-    timeout -k 5 120 python3 - $SMALL <<'PY'
-import sys, numpy as np, cv2
-from concurrent.futures import ProcessPoolExecutor
-d = sys.argv[1]
-def make(i):
-  rng = np.random.default_rng(i)
-  img = cv2.resize(rng.integers(0, 256, (15, 20, 3), dtype=np.uint8), (816, 612), interpolation=cv2.INTER_CUBIC)
-  img = np.clip(img.astype(np.int16) + rng.normal(0, 6, img.shape), 0, 255).astype(np.uint8)
-  cv2.imwrite(f"{d}/s{i:04d}.jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])
-with ProcessPoolExecutor() as ex: list(ex.map(make, range(1000)))
-PY
-  fi
+  timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_small_jpegs $SMALL 1000"
 }
 
 if has 12; then
