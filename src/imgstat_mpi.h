@@ -149,6 +149,17 @@ imgstat_status imgstat_mpi_allreduce_u64(imgstat_mpi *m, uint64_t *values,
                                          int n, imgstat_mpi_op op,
                                          imgstat_error *err);
 
+/*
+ * Rank 0's *size bytes at *data, on every rank: on the others *data becomes
+ * a new buffer (malloc'ed; free it) of *size bytes (NULL when 0); rank 0's
+ * is left as it is. E.g. the input list, which rank 0 alone builds (it reads
+ * the lists and walks the folders once) so that every rank shares out the
+ * same list. Any size (sent in pieces under INT_MAX bytes). Collective; a
+ * rank out of memory fails every rank (IMGSTAT_ERR_NOMEM).
+ */
+imgstat_status imgstat_mpi_bcast(imgstat_mpi *m, void **data, size_t *size,
+                                 imgstat_error *err);
+
 /* Every rank's bytes, on rank 0, in rank order. */
 typedef struct imgstat_mpi_blobs {
   unsigned char *data; /* all of them, one after the other (malloc'ed) */

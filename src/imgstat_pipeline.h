@@ -137,6 +137,45 @@ imgstat_status imgstat_inputs_prefetch(imgstat_inputs *in, size_t max_queued,
  * waiting). */
 int imgstat_inputs_total(const imgstat_inputs *in, uint64_t *total);
 
+/* ---- the whole list -------------------------------------------------------
+ * The iterator walks lazily. A run in which something needs every input
+ * before the first is worked on (the output checks: no output replaces any
+ * input; the ranks of --mpi, which all take their shares of one list; a
+ * second pass over the same inputs) walks the list once, to its end, and
+ * hands that list around: lists are read and folders walked once, by one
+ * owner, never again. */
+
+typedef struct imgstat_input_list {
+  imgstat_input **items; /* count items, in order (free with
+                            imgstat_input_list_free) */
+  size_t count;
+} imgstat_input_list;
+
+/* Takes every input that in has left (the walk to its end) into *list.
+ * Fails only when out of memory (the list is then empty). */
+imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
+                                      imgstat_input_list *list,
+                                      imgstat_error *err);
+
+/* Frees the items and empties the list; NULL is a no-op. */
+void imgstat_input_list_free(imgstat_input_list *list);
+
+/* A new iterator that hands out copies of list's items (their indices kept),
+ * with its total known from the start. */
+imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
+                                        imgstat_inputs **out,
+                                        imgstat_error *err);
+
+/* The list as bytes (*bytes malloc'ed, *size bytes), for another process
+ * of the same build (the ranks of --mpi), and back. Unpacking checks every
+ * length against size (IMGSTAT_ERR_ARG for damaged bytes). */
+imgstat_status imgstat_input_list_pack(const imgstat_input_list *list,
+                                       unsigned char **bytes, size_t *size,
+                                       imgstat_error *err);
+imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
+                                         imgstat_input_list *list,
+                                         imgstat_error *err);
+
 /* ---- output names ---------------------------------------------------------
  * The one rule naming the outputs of a batch written into a folder (the
  * outputs of `imgstat normalize`): an input found in the walk of a directory
@@ -160,6 +199,31 @@ imgstat_status imgstat_output_name(const char *dir, const imgstat_input *in,
  * thread creating the same one at once too. */
 imgstat_status imgstat_output_make_parents(const char *path,
                                            imgstat_error *err);
+
+/* ---- an output never replaces an input ------------------------------------
+ * The one home of that rule, for every writer (normalize's outputs, the
+ * --histogram-png plots): the guard indexes the whole input list (after
+ * walks and lists) once, by identity (device and inode, for each input that
+ * exists now) and by name as listed; each output path is then looked up in
+ * O(log n): the same file by any spelling, through symbolic or hard links,
+ * or the same name as an input that does not exist (yet). Items of kind
+ * ERROR are protected too. Immutable once made: any thread may look up. */
+
+typedef struct imgstat_output_guard imgstat_output_guard;
+
+imgstat_status imgstat_output_guard_create(const imgstat_input_list *inputs,
+                                           imgstat_output_guard **out,
+                                           imgstat_error *err);
+void imgstat_output_guard_destroy(imgstat_output_guard *g);
+
+/* The first input (its place in the list the guard was made of) that path
+ * would replace, or -1 for none. */
+long imgstat_output_guard_find(const imgstat_output_guard *g, const char *path);
+
+/* IMGSTAT_OK when path replaces no input; else IMGSTAT_ERR_ARG with "the
+ * output 'PATH' is the input 'INPUT': refusing to overwrite an input". */
+imgstat_status imgstat_output_guard_check(const imgstat_output_guard *g,
+                                          const char *path, imgstat_error *err);
 
 /* Two of the n names that are equal (bytes), if any: returns 1 with *first
  * and *second their indices (*first < *second, and *second the smallest

@@ -116,9 +116,36 @@ run --json clean
 expect_rc 0 "a clean folder"
 [ -s err ] && fail "a clean run writes nothing to stderr: $(cat err)" || pass
 [ "$(wc -l <out)" -eq 2 ] && pass || fail "clean: 2 records expected: $(cat out)"
-run --json d/empty d/zz
-expect_rc 0 "empty folders"
-[ -s out ] || [ -s err ] && fail "empty folders: nothing to say: $(cat out err)" || pass
+# A folder named as an input with no image file in it (empty, or only
+# other files, at any depth) is an error in its place (issue 20): named,
+# with the files it skipped, and exit 1; with --dataset too.
+mkdir -p textonly/deep
+echo a >textonly/a.txt
+echo b >textonly/deep/b.md
+run --json d/empty d/zz textonly
+expect_rc 1 "empty folders"
+[ -s out ] && fail "empty folders: no record: $(cat out)" || pass
+want_err=$(printf '%s\n' \
+  "imgstat: d/empty: no image files (0 other files skipped by extension)" \
+  "imgstat: d/zz: no image files (0 other files skipped by extension)" \
+  "imgstat: textonly: no image files (2 other files skipped by extension)" \
+  "imgstat: 3 of 3 inputs failed")
+[ "$(cat err)" = "$want_err" ] && pass || fail "empty folders: stderr: $(cat err)"
+run textonly
+expect_rc 1 "a folder of text files (text records)"
+[ "$(cat err)" = "imgstat: textonly: no image files (2 other files skipped by extension)" ] &&
+  pass || fail "a folder of text files: stderr: $(cat err)"
+for ds in --dataset --dataset-only; do
+  run "$ds" --json textonly
+  expect_rc 1 "$ds of a folder of text files"
+  grep -q "^imgstat: textonly: no image files (2 other files skipped by extension)\$" err &&
+    pass || fail "$ds of a folder of text files: stderr: $(cat err)"
+done
+# A folder with images beside an empty one: no message for the empty one.
+run --json d/a d/empty
+expect_rc 1 "an empty folder beside a full one"
+[ "$(grep -c 'no image files' err)" -eq 1 ] && grep -q '^imgstat: d/empty: no image' err &&
+  pass || fail "an empty folder beside a full one: $(cat err)"
 # One failing input alone: its message, no summary.
 run --json d/sub/bad.png
 expect_rc 1 "one bad input"

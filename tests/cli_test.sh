@@ -347,17 +347,19 @@ expect_grep "$tmp/out" "$tmp/float.hdr  3x1  RGB  32-bit float  backend=$be" "te
 run --json "$tmp/gray.pgm" "$missing" "$tmp/empty.png" "$tmp/dir.png" \
   "$tmp/text.png" "$tmp/trunc.pgm" "$tmp/rgb.ppm"
 expect_rc 1 "mixed good and bad"
-# dir.png is a directory: walked (issue 9), it holds no image and adds none.
-for f in "$missing" "$tmp/empty.png" "$tmp/text.png" "$tmp/trunc.pgm"; do
+# dir.png is a directory: walked (issue 9), it holds no image: an error
+# in its place (issue 20).
+for f in "$missing" "$tmp/empty.png" "$tmp/dir.png" "$tmp/text.png" "$tmp/trunc.pgm"; do
   expect_grep "$tmp/err" "imgstat: $f: " "stderr names the bad file"
 done
-expect_no_grep "$tmp/err" "dir.png" "an empty directory is no error"
-[ "$(tail -n 1 "$tmp/err")" = "imgstat: 4 of 6 inputs failed" ] && pass ||
+expect_grep "$tmp/err" "imgstat: $tmp/dir.png: no image files (0 other files skipped by extension)" \
+  "an empty directory is named"
+[ "$(tail -n 1 "$tmp/err")" = "imgstat: 5 of 7 inputs failed" ] && pass ||
   fail "mixed: last stderr line: $(tail -n 1 "$tmp/err")"
 [ "$(lines "$tmp/out")" -eq 2 ] && pass || fail "mixed: $(lines "$tmp/out") records, want 2"
 expect_grep "$tmp/out" "\"file\":\"$tmp/gray.pgm\"" "first good record printed"
 expect_grep "$tmp/out" "\"file\":\"$tmp/rgb.ppm\"" "record after the bad ones printed"
-[ "$(lines "$tmp/err")" -eq 5 ] && pass || fail "mixed: stderr should have 5 lines (4 errors, the summary): $(cat "$tmp/err")"
+[ "$(lines "$tmp/err")" -eq 6 ] && pass || fail "mixed: stderr should have 6 lines (5 errors, the summary): $(cat "$tmp/err")"
 cp "$tmp/out" "$tmp/mixed.json"
 
 if [ -n "$DATA" ] && [ -f "$DATA/pngsuite/xcrn0g04.png" ] && [ -f "$DATA/pngsuite/basn0g08.png" ]; then
@@ -679,6 +681,33 @@ expect_rc 0 "--histogram-png to a new file"
 if [ "$(head -c 8 "$tmp/h-2.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
   fail "--histogram-png: no PNG written"; fi
 rm -f "$tmp/h-2.png" "$tmp/hard.png"
+# Inputs found by a folder walk or in a --files-from list are inputs too
+# (issue 24): the plot of the dataset, or of one image, never replaces one.
+mkdir -p "$tmp/hw"
+"$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/hw/a.png" 2>"$tmp/err" || fail "making a.png: $(cat "$tmp/err")"
+cp "$tmp/rgb.ppm" "$tmp/hw/c.ppm"
+cp "$tmp/hw/a.png" "$tmp/hw/h-c.png"
+cksum "$tmp/hw"/* >"$tmp/hw.sums"
+(cd "$tmp/hw" && "$IMGSTAT" --dataset-only --histogram-png a.png . >"$tmp/out" 2>"$tmp/err")
+rc=$?
+expect_rc 2 "--dataset-only --histogram-png a.png . (a.png found by the walk)"
+expect_grep "$tmp/err" "the output 'a.png' is the input './a.png': refusing to overwrite an input" \
+  "walk: the input named"
+(cd "$tmp/hw" && "$IMGSTAT" --histogram-png h.png . >"$tmp/out" 2>"$tmp/err")
+rc=$?
+expect_rc 2 "--histogram-png h.png . (the plot of c.ppm is the input h-c.png)"
+expect_grep "$tmp/err" "the output 'h-c.png' is the input './h-c.png'" "walk: per-image plot named"
+printf '%s\n' "$tmp/hw/c.ppm" "$tmp/hw/h-c.png" >"$tmp/hw.list"
+run --histogram-png "$tmp/hw/h.png" --files-from "$tmp/hw.list"
+expect_rc 2 "--histogram-png over a --files-from list"
+ln -s "$tmp/hw/a.png" "$tmp/hw-link.png"
+printf '%s\n' "$tmp/hw-link.png" >"$tmp/hw.list"
+run --dataset-only --histogram-png "$tmp/hw/a.png" --files-from "$tmp/hw.list"
+expect_rc 2 "--histogram-png is the target of a listed symbolic link"
+cksum "$tmp/hw"/* | cmp -s - "$tmp/hw.sums" && pass || fail "--histogram-png changed an input"
+[ -e "$tmp/hw/h-dataset.png" ] || [ -e "$tmp/hw/h.png" ] &&
+  fail "--histogram-png wrote before refusing" || pass
+rm -rf "$tmp/hw" "$tmp/hw.sums" "$tmp/hw.list" "$tmp/hw-link.png"
 
 # ---- control characters in names never reach the terminal raw -----------------
 

@@ -102,7 +102,41 @@ IMGSTAT_TEST_MPI_CHUNK=7 same 3 "rounds of 7 bytes" --dataset --json "$D"
 # The plain run's message names the broken file: it was in the comparison.
 grep -q 'broken.png' "$T/plain.err" && pass || fail "no message for broken.png"
 
-# What --mpi refuses (exit 2, one message).
+# The input list is built once, by rank 0 (issue 24): a list on standard
+# input, /dev/stdin or a FIFO is read by rank 0 alone and sent to the
+# others, so every rank shares out the same list (before, rank 1 found
+# /dev/stdin empty: half the images were missing, with exit 0).
+find "$D" -type f | LC_ALL=C sort >"$T/list"
+"$IMGSTAT" --dataset --json --files-from "$T/list" >"$T/plain.out" 2>"$T/plain.err"
+want=$?
+# mpi_list WHAT SOURCE [< input]: --files-from SOURCE under 2 ranks = plain.
+mpi_list() {
+  what=$1
+  shift
+  rm -f "$T"/rc.*
+  timeout 60 "$MPIRUN" --oversubscribe -np 2 sh -c \
+    '"$0" --mpi "$@"; echo $? >"'"$T"'/rc.${OMPI_COMM_WORLD_RANK:-0}"' \
+    "$IMGSTAT" --dataset --json --files-from "$@" >"$T/mpi.out" 2>"$T/mpi.err"
+  rcs="$(cat "$T/rc.0" "$T/rc.1" 2>/dev/null | tr '\n' ' ')"
+  if [ "$rcs" != "$want $want " ]; then
+    fail "$what: exit statuses '$rcs', plain $want: $(cat "$T/mpi.err")"
+  elif cmp -s "$T/plain.out" "$T/mpi.out" && cmp -s "$T/plain.err" "$T/mpi.err"; then
+    pass "$what"
+  else
+    fail "$what: differs from the plain run"
+    diff "$T/plain.out" "$T/mpi.out" | head -6 | sed 's/^/  | /'
+  fi
+}
+mpi_list "--files-from /dev/stdin, -np 2" /dev/stdin <"$T/list"
+mpi_list "--files-from -, -np 2" - <"$T/list"
+mkfifo "$T/fifo"
+for round in 1 2 3; do
+  timeout 60 sh -c 'cat "$1" >"$2"' sh "$T/list" "$T/fifo" &
+  mpi_list "--files-from FIFO, -np 2 (round $round)" "$T/fifo"
+  wait
+done
+
+# What --mpi refuses (exit 2, one message): an image on standard input.
 "$MPIRUN" --oversubscribe -np 2 "$IMGSTAT" --mpi --dataset - <"$S1/kodim23.png" \
   >"$T/out" 2>"$T/err"
 rc=$?

@@ -96,6 +96,19 @@ grep -q "refusing to overwrite an input" "$T/stderr" && pass "says it would over
 expect 2 "several inputs, OUT named like a file" "$IMGSTAT" normalize "$T/x/p.png" "$T/in" -o "$T/out.png"
 [ ! -e "$T/out.png" ] && pass "no out.png made" || fail "out.png made"
 
+# A folder with no image file in it (empty, or only other files): named,
+# exit 1 (issue 20), nothing written into OUT.
+mkdir -p "$T/noimg/deep" "$T/noimg2"
+echo a >"$T/noimg/a.txt"
+echo b >"$T/noimg/deep/b.md"
+expect 1 "normalize of a folder of text files" "$IMGSTAT" normalize "$T/noimg" -o "$T/nout"
+grep -q "^imgstat: $T/noimg: no image files (2 other files skipped by extension)\$" "$T/stderr" &&
+  pass "the folder is named, with the files skipped" || fail "noimg: $(cat "$T/stderr")"
+[ -z "$(find "$T/nout" -type f 2>/dev/null)" ] && pass "noimg: nothing written" || fail "noimg wrote files"
+expect 1 "normalize of an empty folder" "$IMGSTAT" normalize "$T/noimg2" -o "$T/nout2"
+grep -q "^imgstat: $T/noimg2: no image files (0 other files skipped by extension)\$" "$T/stderr" &&
+  pass "the empty folder is named" || fail "noimg2: $(cat "$T/stderr")"
+
 # ---- options and the mode word anywhere --------------------------------------
 expect 0 "mode and options after the file" "$IMGSTAT" normalize "$T/in/a/img.png" -o "$T/m1.png" clip 2,98 --backend cpu
 expect 0 "mode first" "$IMGSTAT" normalize clip 2,98 --backend cpu -o "$T/m2.png" "$T/in/a/img.png"

@@ -395,6 +395,34 @@ static void test_gather(void) {
   imgstat_mpi_blobs_free(&blobs);
 }
 
+/* Rank 0's bytes on every rank (a packed input list, as --mpi sends it):
+ * a few bytes, none, and 5 MB; the other ranks' own values are ignored. */
+static void test_bcast(void) {
+  size_t sizes[3] = {37, 0, (size_t)5 << 20};
+  for (int t = 0; t < 3; t++) {
+    size_t n = rank == 0 ? sizes[t] : 12345;
+    unsigned char *mine = rank == 0 ? malloc(n ? n : 1) : NULL;
+    if (rank == 0) {
+      CU_ASSERT_PTR_NOT_NULL_FATAL(mine);
+      for (size_t i = 0; i < n; i++)
+        mine[i] = (unsigned char)(i * 7 + (size_t)t);
+    }
+    void *data = mine;
+    imgstat_error err;
+    CU_ASSERT_FATAL(imgstat_mpi_bcast(mpi, &data, &n, &err) == IMGSTAT_OK);
+    CU_ASSERT(n == sizes[t]);
+    CU_ASSERT(rank != 0 || data == mine);
+    const unsigned char *got = data;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+      bad += got[i] != (unsigned char)(i * 7 + (size_t)t);
+    CU_ASSERT(bad == 0);
+    if (rank != 0)
+      free(data);
+    free(mine);
+  }
+}
+
 /* Sums and maxima on every rank, against the closed forms. */
 static void test_allreduce(void) {
   uint64_t v[3] = {(uint64_t)rank + 1, UINT64_C(1) << 40, (uint64_t)rank * 7};
@@ -424,6 +452,7 @@ static const test_case tests[] = {
      test_reduce_broken_promise},
     {"ordered gather", test_gather},
     {"sums and maxima on every rank", test_allreduce},
+    {"rank 0's bytes to every rank", test_bcast},
     {NULL, NULL}};
 
 int main(int argc, char **argv) {

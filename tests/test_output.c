@@ -436,28 +436,6 @@ static void test_parse_double_list(void) {
                   IMGSTAT_CLI_NUM_RANGE);
 }
 
-/* The hash set behind the collision checks: many keys, equal and unequal
- * ones, keys that are prefixes of others. */
-static void test_hash_set(void) {
-  ist_cli_set *s = ist_cli_set_new();
-  CU_ASSERT_PTR_NOT_NULL_FATAL(s);
-  char key[32];
-  for (long k = 0; k < 20000; k++) {
-    snprintf(key, sizeof key, "out/%ld.png", k);
-    CU_ASSERT_EQUAL(ist_cli_set_add(s, key, strlen(key), k), -1);
-  }
-  for (long k = 0; k < 20000; k += 7) {
-    snprintf(key, sizeof key, "out/%ld.png", k);
-    CU_ASSERT_EQUAL(ist_cli_set_add(s, key, strlen(key), 99999), k);
-    CU_ASSERT_EQUAL(ist_cli_set_find(s, key, strlen(key)), k);
-    CU_ASSERT_EQUAL(ist_cli_set_find(s, key, strlen(key) - 1), -1);
-  }
-  CU_ASSERT_EQUAL(ist_cli_set_find(s, "out/20000.png", 13), -1);
-  CU_ASSERT_EQUAL(ist_cli_set_add(s, "", 0, 5), -1);
-  CU_ASSERT_EQUAL(ist_cli_set_find(s, "", 0), 5);
-  ist_cli_set_free(s);
-}
-
 static const test_case tests[] = {
     {"output", NULL},
     {"JSON string escaping", test_json_string},
@@ -472,7 +450,6 @@ static const test_case tests[] = {
     {"--verify: float tolerance", test_verify_float},
     {"strict numbers", test_parse_double},
     {"strict number lists", test_parse_double_list},
-    {"hash set", test_hash_set},
     {NULL, NULL}};
 
 int main(void) { return test_main(tests); }

@@ -308,6 +308,9 @@ static void test_order_against_find(void) {
   got_free(&g);
 }
 
+/* A folder named as an input whose walk finds no image file is an error
+ * item in its place (issue 20), counting the other files it skipped at any
+ * depth; empty folders below a folder that has images say nothing. */
 static void test_empty_and_skipped(void) {
   make_dirs("empty/a/b/c", 1);
   make_dirs("empty/d", 1);
@@ -315,12 +318,23 @@ static void test_empty_and_skipped(void) {
   make_file("empty/d/png", 5);  /* no extension */
   make_file("empty/d/.png", 5); /* no stem */
   make_file("empty/d/x.png.bak", 5);
+  make_file("empty/a/b/c/one.txt", 5);
+  make_dirs("half/none", 1);
+  make_file("half/none/n.txt", 5);
+  make_file("half/i.png", 5);
   imgstat_inputs *in = inputs_new(1);
   add_path(in, at("empty"));
-  add_path(in, at("empty/a"));
+  add_path(in, at("empty/a/b"));
+  add_path(in, at("half"));
+  add_path(in, at("empty/d/"));
   got g;
   collect(in, &g);
-  CU_ASSERT(g.n == 0);
+  const want w[] = {
+      {'E', "empty", "no image files (5 other files skipped by extension)"},
+      {'E', "empty/a/b", "no image files (1 other file skipped by extension)"},
+      {'F', "half/i.png", NULL},
+      {'E', "empty/d/", "no image files (4 other files skipped by extension)"}};
+  EXPECT(&g, w);
   got_free(&g);
 }
 
@@ -632,6 +646,150 @@ static int suite_clean(void) {
   return system(cmd) == 0 ? 0 : 1;
 }
 
+/* ---- the whole list and the output guard ---------------------------------
+ */
+
+/* Whether two items are the same input (fields and strings). */
+static int same_item(const imgstat_input *a, const imgstat_input *b) {
+  return a->kind == b->kind && a->index == b->index &&
+         strcmp(a->path, b->path) == 0 && a->size == b->size &&
+         a->size_known == b->size_known && a->status == b->status &&
+         a->root_len == b->root_len && !a->message == !b->message &&
+         (!a->message || strcmp(a->message, b->message) == 0);
+}
+
+/* A list of files, errors and standard input, collected, packed and
+ * unpacked (as rank 0 sends it to the others), replayed by an iterator:
+ * the same items every time; every cut of the bytes is refused or gives
+ * exactly the whole items before the cut. */
+static void test_whole_list(void) {
+  make_file("whole/a.png", 3);
+  make_file("whole/sub/b.jpg", 4);
+  make_file("whole/sub/skip.txt", 1);
+  make_dirs("whole/nothing", 1);
+  char list_text[1024];
+  int n = snprintf(list_text, sizeof list_text, "%s\n%s\n",
+                   at("whole/../whole/a.png"), at("no/such.png"));
+  write_text("whole.list", list_text, (size_t)n);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("whole"));
+  add_path(in, "-");
+  add_path(in, at("whole/nothing"));
+  add_list(in, at("whole.list"), '\n');
+  imgstat_error err;
+  imgstat_input_list list;
+  CU_ASSERT_FATAL(imgstat_inputs_collect(in, &list, &err) == IMGSTAT_OK);
+  imgstat_inputs_destroy(in);
+  CU_ASSERT_FATAL(list.count == 6);
+  CU_ASSERT(list.items[2]->kind == IMGSTAT_INPUT_STDIN);
+  CU_ASSERT(list.items[3]->kind == IMGSTAT_INPUT_ERROR);
+  CU_ASSERT(list.items[1]->root_len == strlen(at("whole")) + 1);
+
+  unsigned char *bytes = NULL;
+  size_t size = 0;
+  CU_ASSERT_FATAL(imgstat_input_list_pack(&list, &bytes, &size, &err) ==
+                  IMGSTAT_OK);
+  imgstat_input_list back;
+  CU_ASSERT_FATAL(imgstat_input_list_unpack(bytes, size, &back, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_FATAL(back.count == list.count);
+  for (size_t k = 0; k < list.count; k++)
+    ASSERT_MSG(same_item(list.items[k], back.items[k]), "item %zu unpacked", k);
+  imgstat_input_list_free(&back);
+  /* every cut: refused, or the whole items before it */
+  size_t whole = 0, ends[8], nends = 0;
+  for (size_t k = 0; k < list.count; k++) {
+    const imgstat_input *it = list.items[k];
+    whole +=
+        3 + 5 * 8 + strlen(it->path) + (it->message ? strlen(it->message) : 0);
+    ends[nends++] = whole;
+  }
+  CU_ASSERT(whole == size);
+  for (size_t cut = 0; cut < size; cut++) {
+    imgstat_status s = imgstat_input_list_unpack(bytes, cut, &back, &err);
+    size_t want = 0;
+    while (want < nends && ends[want] <= cut)
+      want++;
+    int at_end = cut == 0 || (want > 0 && ends[want - 1] == cut);
+    ASSERT_MSG(at_end ? s == IMGSTAT_OK && back.count == want
+                      : s == IMGSTAT_ERR_ARG && back.count == 0,
+               "cut at %zu of %zu", cut, size);
+    imgstat_input_list_free(&back);
+  }
+  free(bytes);
+
+  /* an iterator over the list: copies, the total known at once */
+  imgstat_inputs *again = NULL;
+  CU_ASSERT_FATAL(imgstat_inputs_from_list(&list, &again, &err) == IMGSTAT_OK);
+  uint64_t total = 0;
+  CU_ASSERT(imgstat_inputs_total(again, &total) == 1 && total == list.count);
+  for (size_t k = 0; k <= list.count; k++) {
+    imgstat_input *it = NULL;
+    CU_ASSERT(imgstat_inputs_next(again, &it, &err) == IMGSTAT_OK);
+    ASSERT_MSG(k == list.count
+                   ? it == NULL
+                   : it && it != list.items[k] && same_item(it, list.items[k]),
+               "item %zu replayed", k);
+    imgstat_input_free(it);
+  }
+  imgstat_inputs_destroy(again);
+  imgstat_input_list_free(&list);
+}
+
+/* The guard against outputs that replace inputs: the same file by another
+ * spelling, a symbolic link, a hard link, a name that does not exist yet;
+ * files that are no input pass. */
+static void test_output_guard(void) {
+  make_file("guard/a.png", 3);
+  make_file("guard/b.png", 3);
+  make_file("guard/free.png", 3);
+  CU_ASSERT(link(at("guard/b.png"), at("guard/hard.png")) == 0);
+  make_link("a.png", "guard/soft.png");
+  char list_text[1024];
+  int n =
+      snprintf(list_text, sizeof list_text, "%s\n%s\n%s\n", at("guard/./b.png"),
+               at("guard/missing.png"), at("guard/soft.png"));
+  write_text("guard.list", list_text, (size_t)n);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, "-");
+  add_list(in, at("guard.list"), '\n');
+  add_path(in, at("guard/a.png"));
+  imgstat_error err;
+  imgstat_input_list list;
+  CU_ASSERT_FATAL(imgstat_inputs_collect(in, &list, &err) == IMGSTAT_OK);
+  imgstat_inputs_destroy(in);
+  CU_ASSERT_FATAL(list.count == 5);
+  imgstat_output_guard *g = NULL;
+  CU_ASSERT_FATAL(imgstat_output_guard_create(&list, &g, &err) == IMGSTAT_OK);
+  struct {
+    const char *path;
+    long want;
+  } cases[] = {
+      {at("guard/b.png"), 1},       /* another spelling of input 1 */
+      {at("guard/hard.png"), 1},    /* a hard link to it */
+      {at("guard/missing.png"), 2}, /* not there: by name */
+      {at("guard/soft.png"), 3},    /* the link itself is input 3 */
+      {at("guard/a.png"), 3},       /* soft.png's target: the first input */
+      {at("guard//a.png"), 3},      /* by identity, any spelling */
+      {at("guard/free.png"), -1},   /* a file that is no input */
+      {at("guard/new.png"), -1},    /* a new name */
+      {"-", -1},                    /* standard input is no file */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    long got = imgstat_output_guard_find(g, cases[k].path);
+    ASSERT_MSG(got == cases[k].want, "%s: input %ld, want %ld", cases[k].path,
+               got, cases[k].want);
+    imgstat_status s = imgstat_output_guard_check(g, cases[k].path, &err);
+    CU_ASSERT((s == IMGSTAT_OK) == (cases[k].want < 0));
+    if (s != IMGSTAT_OK)
+      ASSERT_MSG(strstr(err.message, "refusing to overwrite an input") &&
+                     strstr(err.message, list.items[cases[k].want]->path),
+                 "message: %s", err.message);
+  }
+  imgstat_output_guard_destroy(g);
+  imgstat_input_list_free(&list);
+}
+
 static const test_case tests[] = {
     {"walk", NULL},
     {"image extensions", test_extensions},
@@ -644,6 +802,8 @@ static const test_case tests[] = {
     {"standard input and named files", test_stdin_and_arguments},
     {"the total as the walk goes", test_total},
     {"arguments refused", test_arguments_refused},
+    {"the whole list: collect, pack, unpack, replay", test_whole_list},
+    {"the output guard: links, spellings, missing names", test_output_guard},
     {NULL, NULL}};
 
 int main(void) { return test_main_init(tests, suite_init, suite_clean); }

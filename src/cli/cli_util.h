@@ -147,42 +147,6 @@ const volatile sig_atomic_t *ist_cli_cancel_on_signals(void);
  * SIGTERM), or -1 when none did. */
 int ist_cli_cancel_status(void);
 
-/* ---- a small hash set (keys of bytes, each with a value) ----------------- */
-
-typedef struct ist_cli_set ist_cli_set;
-
-/* An empty set, or NULL when out of memory. */
-ist_cli_set *ist_cli_set_new(void);
-void ist_cli_set_free(ist_cli_set *s);
-
-/* Adds the len bytes at key with value (>= 0). Returns -1 when added, the
- * value of an equal key already there (and adds nothing), or -2 when out of
- * memory. */
-long ist_cli_set_add(ist_cli_set *s, const void *key, size_t len, long value);
-
-/* The value of an equal key, or -1. */
-long ist_cli_set_find(const ist_cli_set *s, const void *key, size_t len);
-
-/* ---- an output never overwrites an input -----------------------------------
- * The one home of that rule, for normalize's outputs and --histogram-png:
- * index the inputs once, then ask for each output path, in O(1) each. */
-
-/* The inputs by identity (device and inode, for each that exists now) and
- * by name as given; NULL when out of memory. */
-ist_cli_set *ist_cli_inputs_index(char *const *inputs, int n);
-
-/* The index of the input that path would overwrite or be read as: the same
- * file (by any spelling, hard or symbolic link) or the same name as given;
- * -1 for none. */
-int ist_cli_output_is_input(const ist_cli_set *index, const char *path);
-
-/* When path is an input (above): prints the usage error "the output 'PATH'
- * is the input 'INPUT': refusing to overwrite an input" (prefix and command
- * as ist_cli_usage_error) and returns IMGSTAT_EXIT_USAGE; else -1. */
-int ist_cli_refuse_input_output(const ist_cli_set *index, char *const *inputs,
-                                const char *path, const char *prefix,
-                                const char *command);
-
 /* The cost model for auto's rule: NULL (the measured one) unless the
  * environment variable IMGSTAT_AUTO is "gpu" (the GPU always repays it:
  * for tests of auto's fallbacks on the GPU machine) or "cpu" (it never

@@ -477,24 +477,11 @@ static int walk_inputs(run_state *st) {
             ? imgstat_inputs_add_list(inputs, c->sources[k].text,
                                       c->null_lists ? '\0' : '\n', &err)
             : imgstat_inputs_add_path(inputs, c->sources[k].text, &err);
-  size_t cap = 0;
-  while (s == IMGSTAT_OK) {
-    imgstat_input *in = NULL;
-    s = imgstat_inputs_next(inputs, &in, &err);
-    if (s != IMGSTAT_OK || !in)
-      break;
-    if (st->nitems == cap) {
-      cap = cap ? 2 * cap : 64;
-      imgstat_input **p = realloc(st->items, cap * sizeof *p);
-      if (!p) {
-        imgstat_input_free(in);
-        s = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
-        break;
-      }
-      st->items = p;
-    }
-    st->items[st->nitems++] = in;
-  }
+  imgstat_input_list list = {NULL, 0};
+  if (s == IMGSTAT_OK)
+    s = imgstat_inputs_collect(inputs, &list, &err);
+  st->items = list.items;
+  st->nitems = list.count;
   imgstat_inputs_destroy(inputs);
   if (s == IMGSTAT_ERR_ARG)
     return usage("%s", err.message);
@@ -522,22 +509,19 @@ static int check_outputs(run_state *st) {
                  c->out);
   size_t n = st->nitems;
   char **paths = calloc(n ? n : 1, sizeof *paths);
-  char **all = calloc(n ? n : 1, sizeof *all);
   char **keys = calloc(n ? n : 1, sizeof *keys);
-  ist_cli_set *index = NULL;
+  imgstat_output_guard *guard = NULL;
   int status = -1;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if (!paths || !all || !keys)
+  if (!paths || !keys)
     goto nomem;
-  /* paths: the inputs that will be read (all: every path, to protect) */
-  for (size_t k = 0; k < n; k++) {
-    all[k] = (char *)st->items[k]->path;
+  /* paths: the inputs that will be read (the guard protects every one) */
+  for (size_t k = 0; k < n; k++)
     if (st->items[k]->kind != IMGSTAT_INPUT_ERROR)
-      paths[k] = all[k];
-  }
-  index = ist_cli_inputs_index(all, (int)n);
-  if (!index)
+      paths[k] = (char *)st->items[k]->path;
+  imgstat_input_list list = {st->items, n};
+  if (imgstat_output_guard_create(&list, &guard, &err) != IMGSTAT_OK)
     goto nomem;
   /* Two inputs, one output: by the name without its extension (which may
    * depend on the input's depth), so that x.png and x.npy count as one. */
@@ -576,8 +560,8 @@ static int check_outputs(run_state *st) {
       char *p = output_path(st, st->items[k], formats[e], &err);
       if (!p)
         goto nomem;
-      status = ist_cli_refuse_input_output(index, all, p,
-                                           "normalize: ", "imgstat normalize");
+      if (imgstat_output_guard_check(guard, p, &err) != IMGSTAT_OK)
+        status = usage("%s", err.message);
       free(p);
     }
     if (!st->folder)
@@ -592,9 +576,8 @@ done:
     for (size_t k = 0; k < n; k++)
       free(keys[k]);
   free(keys);
-  free(all);
   free(paths);
-  ist_cli_set_free(index);
+  imgstat_output_guard_destroy(guard);
   return status;
 }
 

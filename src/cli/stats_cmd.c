@@ -86,8 +86,6 @@ typedef struct stats_options {
   int ddof;
   int quiet;
   ist_hist_cli hist; /* --histogram and friends */
-  char **files;      /* owned: the path arguments (pointers into argv) */
-  int nfiles;
   /* The sources in the order given: path arguments and --files-from lists
    * (owned array; the texts point into argv). */
   struct source {
@@ -254,7 +252,6 @@ static int operand(void *ctx, int argc, char **argv, int *i, int after_dashes) {
   stats_options *o = ctx;
   (void)argc;
   (void)after_dashes;
-  o->files[o->nfiles++] = argv[*i];
   o->sources[o->nsources].is_list = 0;
   o->sources[o->nsources++].text = argv[*i];
   return -1;
@@ -334,45 +331,24 @@ static int one_plot(const stats_options *o) {
   return o->dataset == 2 || (!o->dataset && !several_inputs(o));
 }
 
-/* After parsing: the histogram options fit together, and no PNG would
- * overwrite an input (cli_util.h's rule). Returns -1, or the exit status of
- * the error it printed. */
+/* After parsing: the histogram options fit together (that no PNG replaces
+ * an input is checked once the inputs are walked: check_plots). Returns -1,
+ * or the exit status of the error it printed. */
 static int check_histogram_options(const stats_options *o) {
   const ist_hist_cli *h = &o->hist;
   if (h->png_log && !h->png_path)
     return usage("--histogram-log needs --histogram-png");
-  if (!h->png_path)
-    return -1;
-  if (!ist_hist_plot_name_ok(h->png_path))
+  if (h->png_path && !ist_hist_plot_name_ok(h->png_path))
     return usage("--histogram-png: '%s' is not a name ending in .png",
                  h->png_path);
-  ist_cli_set *inputs = ist_cli_inputs_index(o->files, o->nfiles);
-  if (!inputs) {
-    fputs("imgstat: out of memory\n", stderr);
-    return EXIT_INPUT_FAILED;
-  }
-  int status = -1;
-  char path[IMGSTAT_HIST_PNG_PATH_MAX];
-  /* the names of the plots of the named inputs, and the dataset's */
-  int one = one_plot(o);
-  for (int k = 0; k <= (one ? 0 : o->nfiles) && status < 0; k++) {
-    const char *input = one ? NULL : k < o->nfiles ? o->files[k] : "dataset";
-    if (!ist_hist_plot_path(h, input, path, sizeof path))
-      status = usage("--histogram-png: the name is too long");
-    else
-      status =
-          ist_cli_refuse_input_output(inputs, o->files, path, "", "imgstat");
-  }
-  ist_cli_set_free(inputs);
-  return status;
+  return -1;
 }
 
 /* Fills o from the command line. Returns -1 to run, or the exit status when
  * the program is done (--help, --version, usage error). */
 static int parse_args(int argc, char **argv, stats_options *o) {
-  o->files = calloc((size_t)argc, sizeof *o->files);
   o->sources = calloc((size_t)argc, sizeof *o->sources);
-  if (!o->files || !o->sources) {
+  if (!o->sources) {
     fputs("imgstat: out of memory\n", stderr);
     return EXIT_INPUT_FAILED;
   }
@@ -403,7 +379,8 @@ typedef struct run_state {
   imgstat_stats_request req;
   int needs_gpu; /* --backend gpu or --verify: decided before decoding */
   int one_plot;  /* the run's one plot is OUT itself */
-  char **plots;  /* the names of the plots written so far */
+  imgstat_output_guard *guard; /* --histogram-png: the whole input list */
+  char **plots;                /* the names of the plots written so far */
   size_t nplots, cap_plots;
   unsigned long records;
   int any_failed;
@@ -580,6 +557,9 @@ static int write_plot(run_state *st, const char *input,
       st->cap_plots = cap;
     }
   }
+  /* a name made unique here was not in check_plots' list */
+  if (s == IMGSTAT_OK && st->guard)
+    s = imgstat_output_guard_check(st->guard, png, &err);
   char *copy = st->nplots < st->cap_plots ? strdup(png) : NULL;
   if (s == IMGSTAT_OK && !copy)
     s = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -1121,8 +1101,9 @@ static int check_mpi_options(const stats_options *o) {
     return usage("--mpi: this imgstat was built without MPI (configure "
                  "with -DIMGSTAT_WITH_MPI=ON and libopenmpi-dev)");
   for (int k = 0; k < o->nsources; k++)
-    if (strcmp(o->sources[k].text, "-") == 0)
-      return usage("--mpi: standard input cannot be shared by the ranks");
+    if (!o->sources[k].is_list && strcmp(o->sources[k].text, "-") == 0)
+      return usage("--mpi: an image on standard input cannot be shared by "
+                   "the ranks (a list of paths there can: --files-from -)");
   if (o->hist.png_path && o->dataset != 2)
     return usage("--mpi: --histogram-png needs --dataset-only (the "
                  "per-image plots would be named by each rank alone)");
@@ -1224,10 +1205,98 @@ static int make_inputs(run_state *st) {
   return -1;
 }
 
+/* Under --mpi: whether any rank has a nonzero flag (every rank learns it);
+ * else the flag. A failed collective counts as one. */
+static int any_rank(const mpi_run *mr, int flag) {
+  if (!mr->m)
+    return flag;
+  uint64_t v = flag != 0;
+  imgstat_error err;
+  if (imgstat_mpi_allreduce_u64(mr->m, &v, 1, IMGSTAT_MPI_MAX, &err) !=
+      IMGSTAT_OK)
+    return 1;
+  return v != 0;
+}
+
+/* The whole input list, walked once into *list: under --mpi by rank 0
+ * alone (it reads the lists and walks the folders: a FIFO or standard input
+ * is read once), and its bytes sent to the other ranks, so that every rank
+ * shares out the same list. st->inputs becomes an iterator over it. Returns
+ * -1, or the exit status of the error it printed (every rank the same). */
+static int whole_list(run_state *st, const mpi_run *mr,
+                      imgstat_input_list *list) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status s = IMGSTAT_OK;
+  if (mr->at.rank == 0)
+    s = imgstat_inputs_collect(st->inputs, list, &err);
+  if (mr->m && st->opt->mpi) {
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    if (s == IMGSTAT_OK && mr->at.rank == 0)
+      s = imgstat_input_list_pack(list, &bytes, &size, &err);
+    if (!any_rank(mr, s != IMGSTAT_OK)) {
+      void *data = bytes;
+      s = imgstat_mpi_bcast(mr->m, &data, &size, &err);
+      if (s == IMGSTAT_OK && mr->at.rank > 0)
+        s = imgstat_input_list_unpack(data, size, list, &err);
+      if (mr->at.rank > 0)
+        free(data);
+    } else if (s == IMGSTAT_OK) {
+      s = imgstat_error_set(&err, IMGSTAT_ERR_IO,
+                            "rank 0 could not send the input list");
+    }
+    free(bytes);
+  }
+  imgstat_inputs_destroy(st->inputs);
+  st->inputs = NULL;
+  if (s == IMGSTAT_OK)
+    s = imgstat_inputs_from_list(list, &st->inputs, &err);
+  if (!any_rank(mr, s != IMGSTAT_OK))
+    return -1;
+  if (s != IMGSTAT_OK)
+    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
+  return EXIT_INPUT_FAILED;
+}
+
+/* --histogram-png: no plot replaces an input. Every name the run's plots
+ * take (OUT itself, or OUT-NAME.png per input and the dataset's) is looked
+ * up in the whole list (after walks and lists); st->guard keeps the list
+ * for the names write_plot makes unique. Returns -1, or the exit status of
+ * the error it printed (under --mpi every rank the same). */
+static int check_plots(run_state *st, const mpi_run *mr,
+                       const imgstat_input_list *list) {
+  const ist_hist_cli *h = &st->opt->hist;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  int status = -1;
+  if (imgstat_output_guard_create(list, &st->guard, &err) != IMGSTAT_OK) {
+    ist_cli_error("%s", err.message);
+    status = EXIT_INPUT_FAILED;
+  }
+  char path[IMGSTAT_HIST_PNG_PATH_MAX];
+  size_t n = st->one_plot ? 0 : list->count;
+  for (size_t k = 0; k <= n && status < 0; k++) {
+    const char *input = st->one_plot ? NULL
+                        : k < n      ? list->items[k]->path
+                                     : "dataset";
+    if (k < n && list->items[k]->kind == IMGSTAT_INPUT_ERROR)
+      continue; /* no plot */
+    if (!ist_hist_plot_path(h, input, path, sizeof path))
+      status = usage("--histogram-png: the name is too long");
+    else if (imgstat_output_guard_check(st->guard, path, &err) != IMGSTAT_OK)
+      status = usage("%s", err.message);
+  }
+  if (any_rank(mr, status >= 0) && status < 0)
+    status = IMGSTAT_EXIT_USAGE;
+  return status;
+}
+
 int ist_stats_main(int argc, char **argv) {
   stats_options opt;
   run_state st;
   mpi_run mr;
+  imgstat_input_list list = {NULL, 0}; /* the whole list, when walked whole */
   int status;
 
   memset(&opt, 0, sizeof opt);
@@ -1268,6 +1337,24 @@ int ist_stats_main(int argc, char **argv) {
   status = make_inputs(&st);
   if (status >= 0)
     goto cleanup;
+  /* float images' pooled histograms without --range: a first pass finds
+   * their common range (dataset_pass.h; not over an image on standard
+   * input, which is read once) */
+  int stdin_image = 0;
+  for (int k = 0; k < opt.nsources; k++)
+    stdin_image |=
+        !opt.sources[k].is_list && strcmp(opt.sources[k].text, "-") == 0;
+  int range_pass = opt.dataset && histograms_wanted(&opt.hist) &&
+                   !opt.ds.have_range && !stdin_image;
+  /* Whatever needs every input first gets them from one walk. */
+  st.one_plot = one_plot(&opt);
+  if (opt.mpi || opt.hist.png_path || range_pass) {
+    status = whole_list(&st, &mr, &list);
+    if (status < 0 && opt.hist.png_path)
+      status = check_plots(&st, &mr, &list);
+    if (status >= 0)
+      goto cleanup;
+  }
 
   /* Workers: -j (0: one per core). One input alone (no -j) runs in this
    * thread with the CPU backend's threads on every core; with several
@@ -1289,7 +1376,6 @@ int ist_stats_main(int argc, char **argv) {
   opt.engine.cost = ist_cli_cost_model();
   if (opt.mpi)
     mpi_pick_device(&opt.engine, mr.at.local_rank);
-  st.one_plot = one_plot(&opt);
   st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU ||
                  opt.engine.verify ||
                  opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
@@ -1311,15 +1397,11 @@ int ist_stats_main(int argc, char **argv) {
   st.req.npercentiles = opt.hist.npercentiles;
   memcpy(st.req.percentiles, opt.hist.percentiles, sizeof st.req.percentiles);
 
-  /* float images' pooled histograms without --range: a first pass finds
-   * their common range (dataset_pass.h; not over standard input) */
-  int stdin_used = 0;
-  for (int k = 0; k < opt.nsources; k++)
-    stdin_used |= strcmp(opt.sources[k].text, "-") == 0;
-  if (opt.dataset && histograms_wanted(&opt.hist) && !opt.ds.have_range &&
-      !stdin_used) {
+  if (range_pass) { /* over a copy of the whole list */
     imgstat_inputs *later = st.inputs;
-    status = make_inputs(&st);
+    status = imgstat_inputs_from_list(&list, &st.inputs, &err) == IMGSTAT_OK
+                 ? -1
+                 : EXIT_INPUT_FAILED;
     if (status < 0) {
       st.progress.label = "--dataset, float range: ";
       status = ist_dataset_range_pass(st.inputs, &opt.engine.load, workers,
@@ -1402,7 +1484,8 @@ cleanup:
   imgstat_dataset_destroy(st.ds);
   imgstat_engine_destroy(st.engine);
   imgstat_inputs_destroy(st.inputs);
-  free(opt.files);
+  imgstat_input_list_free(&list);
+  imgstat_output_guard_destroy(st.guard);
   free(opt.sources);
   capture_free(&mr);
   if (mr.m && imgstat_mpi_finalize(mr.m, &err) != IMGSTAT_OK) {

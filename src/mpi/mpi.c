@@ -158,6 +158,21 @@ static imgstat_status share_status(imgstat_mpi *m, imgstat_status st,
   return imgstat_error_set(err, (imgstat_status)msg.status, "%s", msg.message);
 }
 
+/* Whether every rank has its memory (ok): IMGSTAT_ERR_NOMEM on every rank
+ * when one has not ("a rank is out of memory for WHAT N bytes"). */
+static imgstat_status every_rank(imgstat_mpi *m, int ok, const char *what,
+                                 uint64_t bytes, imgstat_error *err) {
+  int all_ok = 0;
+  int rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, m->comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_fail(err, rc, "MPI_Allreduce");
+  if (!all_ok)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "a rank is out of memory for %s %llu bytes", what,
+                             (unsigned long long)bytes);
+  return IMGSTAT_OK;
+}
+
 /* ---- the reduction --------------------------------------------------------
  */
 
@@ -302,16 +317,8 @@ imgstat_status imgstat_mpi_reduce(imgstat_mpi *m, const imgstat_mpi_codec *c,
 
   unsigned char *wire = malloc(capacity);
   unsigned char *result = m->rank == 0 ? malloc(capacity) : NULL;
-  int ok = wire && (m->rank != 0 || result), all_ok = 0;
-  rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, m->comm);
-  imgstat_status st = IMGSTAT_OK;
-  if (rc != MPI_SUCCESS)
-    st = mpi_fail(err, rc, "MPI_Allreduce");
-  else if (!all_ok)
-    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
-                           "a rank is out of memory for the reduction's %zu "
-                           "bytes",
-                           capacity);
+  imgstat_status st = every_rank(m, wire && (m->rank != 0 || result),
+                                 "the reduction's", (uint64_t)capacity, err);
   if (st == IMGSTAT_OK) {
     /* A failure to serialize travels in the element, like a merge's. */
     memset(wire, 0, capacity);
@@ -406,6 +413,44 @@ imgstat_status imgstat_mpi_allreduce_u64(imgstat_mpi *m, uint64_t *values,
     memcpy(values, out, (size_t)n * sizeof *out);
   free(out);
   return rc == MPI_SUCCESS ? IMGSTAT_OK : mpi_fail(err, rc, "MPI_Allreduce");
+}
+
+/* ---- rank 0's bytes to every rank ------------------------------------------
+ */
+
+imgstat_status imgstat_mpi_bcast(imgstat_mpi *m, void **data, size_t *size,
+                                 imgstat_error *err) {
+  if (!m || !data || !size || (m->rank == 0 && *size && !*data))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_mpi_bcast: no handle or data");
+  uint64_t n = m->rank == 0 ? (uint64_t)*size : 0;
+  int rc = MPI_Bcast(&n, 1, MPI_UINT64_T, 0, m->comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_fail(err, rc, "MPI_Bcast");
+  unsigned char *buf = m->rank == 0 ? *data : NULL;
+  int ok = 1;
+  if (m->rank != 0 && n > 0) {
+    buf = n <= SIZE_MAX ? malloc((size_t)n) : NULL;
+    ok = buf != NULL;
+  }
+  imgstat_status st = every_rank(m, ok, "rank 0's", n, err);
+  for (uint64_t at = 0; st == IMGSTAT_OK && at < n;) {
+    uint64_t piece = n - at < (uint64_t)1 << 30 ? n - at : (uint64_t)1 << 30;
+    rc = MPI_Bcast(buf + at, (int)piece, MPI_BYTE, 0, m->comm);
+    if (rc != MPI_SUCCESS)
+      st = mpi_fail(err, rc, "MPI_Bcast");
+    at += piece;
+  }
+  if (m->rank != 0) {
+    if (st != IMGSTAT_OK) {
+      free(buf);
+      buf = NULL;
+      n = 0;
+    }
+    *data = buf;
+    *size = (size_t)n;
+  }
+  return st;
 }
 
 /* ---- the ordered gather ---------------------------------------------------

@@ -70,3 +70,11 @@ imgstat_status imgstat_mpi_allreduce_u64(imgstat_mpi *m, uint64_t *values,
   (void)op;
   return unsupported(err);
 }
+
+imgstat_status imgstat_mpi_bcast(imgstat_mpi *m, void **data, size_t *size,
+                                 imgstat_error *err) {
+  (void)m;
+  (void)data;
+  (void)size;
+  return unsupported(err);
+}

@@ -126,3 +126,135 @@ int imgstat_output_find_collision(char *const *names, size_t n, size_t *first,
   free(ix);
   return found;
 }
+
+/* ---- an output never replaces an input ------------------------------------
+ */
+
+typedef struct guard_id {
+  uint64_t dev, ino;
+  size_t at; /* the input's place in the list */
+} guard_id;
+
+typedef struct guard_name {
+  char *name; /* a copy of the input's path */
+  size_t at;
+} guard_name;
+
+struct imgstat_output_guard {
+  guard_id *ids;
+  size_t nids;
+  guard_name *names;
+  size_t nnames;
+};
+
+static int id_order(const void *a, const void *b) {
+  const guard_id *x = a, *y = b;
+  if (x->dev != y->dev)
+    return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino)
+    return x->ino < y->ino ? -1 : 1;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+static int name_order(const void *a, const void *b) {
+  const guard_name *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+void imgstat_output_guard_destroy(imgstat_output_guard *g) {
+  if (!g)
+    return;
+  for (size_t k = 0; g->names && k < g->nnames; k++)
+    free(g->names[k].name);
+  free(g->ids);
+  free(g->names);
+  free(g);
+}
+
+imgstat_status imgstat_output_guard_create(const imgstat_input_list *inputs,
+                                           imgstat_output_guard **out,
+                                           imgstat_error *err) {
+  size_t n = inputs ? inputs->count : 0;
+  imgstat_output_guard *g = calloc(1, sizeof *g);
+  *out = NULL;
+  if (g) {
+    g->ids = malloc((n ? n : 1) * sizeof *g->ids);
+    g->names = malloc((n ? n : 1) * sizeof *g->names);
+  }
+  if (!g || !g->ids || !g->names) {
+    imgstat_output_guard_destroy(g);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  for (size_t k = 0; k < n; k++) {
+    const imgstat_input *in = inputs->items[k];
+    if (in->kind == IMGSTAT_INPUT_STDIN)
+      continue; /* nothing on disk to replace */
+    char *copy = strdup(in->path);
+    if (!copy) {
+      imgstat_output_guard_destroy(g);
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    }
+    g->names[g->nnames++] = (guard_name){copy, k};
+    struct stat st;
+    if (stat(in->path, &st) == 0)
+      g->ids[g->nids++] =
+          (guard_id){(uint64_t)st.st_dev, (uint64_t)st.st_ino, k};
+  }
+  qsort(g->ids, g->nids, sizeof *g->ids, id_order);
+  qsort(g->names, g->nnames, sizeof *g->names, name_order);
+  *out = g;
+  return IMGSTAT_OK;
+}
+
+/* The first entry of a sorted array equal to key by cmp, ignoring at: a
+ * lower bound (key's at is 0, the smallest). */
+static const void *lower_bound(const void *base, size_t n, size_t size,
+                               const void *key,
+                               int (*cmp)(const void *, const void *)) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cmp((const char *)base + mid * size, key) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n ? (const char *)base + lo * size : NULL;
+}
+
+long imgstat_output_guard_find(const imgstat_output_guard *g,
+                               const char *path) {
+  long found = -1;
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    guard_id key = {(uint64_t)st.st_dev, (uint64_t)st.st_ino, 0};
+    const guard_id *e =
+        lower_bound(g->ids, g->nids, sizeof *g->ids, &key, id_order);
+    if (e && e->dev == key.dev && e->ino == key.ino)
+      found = (long)e->at;
+  }
+  guard_name key = {(char *)path, 0};
+  const guard_name *e =
+      lower_bound(g->names, g->nnames, sizeof *g->names, &key, name_order);
+  if (e && strcmp(e->name, path) == 0 && (found < 0 || (long)e->at < found))
+    found = (long)e->at;
+  return found;
+}
+
+imgstat_status imgstat_output_guard_check(const imgstat_output_guard *g,
+                                          const char *path,
+                                          imgstat_error *err) {
+  long k = imgstat_output_guard_find(g, path);
+  if (k < 0)
+    return IMGSTAT_OK;
+  /* names[] is sorted by name: the input's path by its place */
+  const char *input = path;
+  for (size_t i = 0; i < g->nnames; i++)
+    if ((long)g->names[i].at == k)
+      input = g->names[i].name;
+  return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                           "the output '%s' is the input '%s': refusing to "
+                           "overwrite an input",
+                           path, input);
+}

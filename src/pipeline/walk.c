@@ -76,6 +76,10 @@ struct imgstat_inputs {
   node *first, *last;
   size_t queued;
   uint64_t found; /* items found so far: the next index */
+  /* the walk of a directory argument (or list line): the items found when
+   * it was entered, and the other files its walk skipped by extension */
+  uint64_t root_first;
+  uint64_t root_skipped;
   /* directories a walk leaves out (imgstat_inputs_exclude_dir) */
   struct excluded {
     dev_t dev;
@@ -197,6 +201,15 @@ imgstat_status imgstat_inputs_add_list(imgstat_inputs *in, const char *list,
 /* ---- items ----------------------------------------------------------------
  */
 
+static void enqueue(imgstat_inputs *in, node *n) {
+  if (in->last)
+    in->last->next = n;
+  else
+    in->first = n;
+  in->last = n;
+  in->queued++;
+}
+
 /* Queues an item: path is dir + '/' + name when dir is not NULL (no second
  * '/' when dir ends with one), else name; message for an error item. */
 static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
@@ -237,12 +250,7 @@ static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
     memcpy(p, message, msg_len + 1);
     n->item.message = p;
   }
-  if (in->last)
-    in->last->next = n;
-  else
-    in->first = n;
-  in->last = n;
-  in->queued++;
+  enqueue(in, n);
   return IMGSTAT_OK;
 }
 
@@ -251,6 +259,19 @@ static imgstat_status emit_error(imgstat_inputs *in, const char *dir,
                                  imgstat_error *err) {
   return emit(in, IMGSTAT_INPUT_ERROR, dir, name, name_len, 0, 0,
               error ? strerror(error) : "not a regular file", err);
+}
+
+/* A directory argument (or list line) whose walk found nothing: an error
+ * item in its place, so that a run over it does not pass in silence. */
+static imgstat_status no_images(imgstat_inputs *in, const char *path,
+                                imgstat_error *err) {
+  char msg[96];
+  uint64_t n = in->root_skipped;
+  snprintf(msg, sizeof msg,
+           "no image files (%llu other file%s skipped by extension)",
+           (unsigned long long)n, n == 1 ? "" : "s");
+  return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, msg,
+              err);
 }
 
 /* ---- directories ----------------------------------------------------------
@@ -270,7 +291,8 @@ static int entry_order(const void *a, const void *b) {
 
 /* Classifies the entry name of the directory open as dirfd (d_type: what
  * readdir said, DT_UNKNOWN if nothing). Returns 0 when the walk skips it,
- * else 1 with *e filled (its key still to set). */
+ * -1 when that is a file skipped for its extension, else 1 with *e filled
+ * (its key still to set). */
 static int classify(const imgstat_inputs *in, int dirfd, const char *name,
                     int d_type, entry *e) {
   int image = ist_extension_is_image(name);
@@ -280,7 +302,7 @@ static int classify(const imgstat_inputs *in, int dirfd, const char *name,
     return 1;
   }
   if (d_type == DT_REG && !image)
-    return 0;
+    return -1;
   struct stat st;
   if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
     e->what = ENTRY_ERROR;
@@ -305,7 +327,7 @@ static int classify(const imgstat_inputs *in, int dirfd, const char *name,
     return 1;
   }
   if (!image)
-    return 0;
+    return -1;
   if (!S_ISREG(st.st_mode)) {
     e->what = ENTRY_ERROR; /* a FIFO would block, a device never end */
     e->error = 0;
@@ -319,7 +341,7 @@ static int classify(const imgstat_inputs *in, int dirfd, const char *name,
 /* Reads, classifies and sorts the entries of the directory open as fd
  * (closed here). On a failure of readdir, *read_error is its errno and the
  * entries read so far are kept. */
-static imgstat_status read_entries(const imgstat_inputs *in, int fd, frame *f,
+static imgstat_status read_entries(imgstat_inputs *in, int fd, frame *f,
                                    int *read_error, imgstat_error *err) {
   *read_error = 0;
   DIR *d = fdopendir(fd);
@@ -345,7 +367,9 @@ static imgstat_status read_entries(const imgstat_inputs *in, int fd, frame *f,
     d_type = de->d_type;
 #endif
     entry e;
-    if (!classify(in, dirfd(d), name, d_type, &e))
+    int what = classify(in, dirfd(d), name, d_type, &e);
+    in->root_skipped += what < 0;
+    if (what <= 0)
       continue;
     size_t len = strlen(name);
     int slash = e.what == ENTRY_DIR;
@@ -442,6 +466,10 @@ static imgstat_status enter(imgstat_inputs *in, const char *dir,
   }
   frame *f = &in->stack[in->depth];
   memset(f, 0, sizeof *f);
+  if (in->depth == 0) {
+    in->root_first = in->found;
+    in->root_skipped = 0;
+  }
   f->path = path;
   f->dev = st.st_dev;
   f->ino = st.st_ino;
@@ -492,9 +520,12 @@ static imgstat_status step(imgstat_inputs *in, imgstat_error *err) {
   if (in->depth > 0) {
     frame *f = &in->stack[in->depth - 1];
     if (f->pos == f->count) {
+      imgstat_status s = IMGSTAT_OK;
+      if (in->depth == 1 && in->found == in->root_first)
+        s = no_images(in, f->path, err);
       frame_free(f);
       in->depth--;
-      return IMGSTAT_OK;
+      return s;
     }
     const entry *e = &f->entries[f->pos++];
     size_t len = strlen(e->key);
@@ -589,4 +620,211 @@ int imgstat_inputs_total(const imgstat_inputs *in, uint64_t *total) {
   if (total)
     *total = in->found;
   return in->done;
+}
+
+/* ---- the whole list -------------------------------------------------------
+ */
+
+/* A new item with src's fields and copies of its strings. */
+static imgstat_input *item_copy(const imgstat_input *src) {
+  size_t plen = strlen(src->path);
+  size_t mlen = src->message ? strlen(src->message) : 0;
+  node *n = malloc(sizeof(node) + plen + 1 + (src->message ? mlen + 1 : 0));
+  if (!n)
+    return NULL;
+  char *p = (char *)(n + 1);
+  n->next = NULL;
+  n->item = *src;
+  memcpy(p, src->path, plen + 1);
+  n->item.path = p;
+  if (src->message) {
+    memcpy(p + plen + 1, src->message, mlen + 1);
+    n->item.message = p + plen + 1;
+  }
+  return &n->item;
+}
+
+void imgstat_input_list_free(imgstat_input_list *list) {
+  if (!list)
+    return;
+  for (size_t k = 0; k < list->count; k++)
+    imgstat_input_free(list->items[k]);
+  free(list->items);
+  list->items = NULL;
+  list->count = 0;
+}
+
+/* Appends item to list (taking it); frees it when out of memory. */
+static imgstat_status list_push(imgstat_input_list *list, size_t *cap,
+                                imgstat_input *item, imgstat_error *err) {
+  if (list->count == *cap) {
+    size_t ncap = *cap ? 2 * *cap : 64;
+    imgstat_input **p = realloc(list->items, ncap * sizeof *p);
+    if (!p) {
+      imgstat_input_free(item);
+      return nomem(err);
+    }
+    list->items = p;
+    *cap = ncap;
+  }
+  list->items[list->count++] = item;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
+                                      imgstat_input_list *list,
+                                      imgstat_error *err) {
+  if (!list)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list to fill");
+  list->items = NULL;
+  list->count = 0;
+  size_t cap = 0;
+  for (;;) {
+    imgstat_input *item = NULL;
+    imgstat_status s = imgstat_inputs_next(in, &item, err);
+    if (s == IMGSTAT_OK && item)
+      s = list_push(list, &cap, item, err);
+    if (s != IMGSTAT_OK) {
+      imgstat_input_list_free(list);
+      return s;
+    }
+    if (!item)
+      return IMGSTAT_OK;
+  }
+}
+
+imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
+                                        imgstat_inputs **out,
+                                        imgstat_error *err) {
+  imgstat_status s = imgstat_inputs_create(NULL, out, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  imgstat_inputs *in = *out;
+  in->started = in->done = 1;
+  for (size_t k = 0; k < list->count; k++) {
+    imgstat_input *item = item_copy(list->items[k]);
+    if (!item) {
+      imgstat_inputs_destroy(in);
+      *out = NULL;
+      return nomem(err);
+    }
+    enqueue(in, (node *)((char *)item - offsetof(node, item)));
+  }
+  in->found = list->count;
+  return IMGSTAT_OK;
+}
+
+/* The packed form: per item its fixed fields (kind, status, size_known as
+ * one byte each; index, size, root_len, the path's and the message's
+ * lengths as uint64 in native order: one build on every rank) and then the
+ * path and the message without their NULs; a message length of UINT64_MAX
+ * is no message. */
+#define PACKED_FIXED (3 + 5 * 8)
+
+static void put_u64(unsigned char **p, uint64_t v) {
+  memcpy(*p, &v, 8);
+  *p += 8;
+}
+
+static uint64_t get_u64(const unsigned char **p) {
+  uint64_t v;
+  memcpy(&v, *p, 8);
+  *p += 8;
+  return v;
+}
+
+imgstat_status imgstat_input_list_pack(const imgstat_input_list *list,
+                                       unsigned char **bytes, size_t *size,
+                                       imgstat_error *err) {
+  *bytes = NULL;
+  *size = 0;
+  size_t total = 0;
+  for (size_t k = 0; k < list->count; k++) {
+    const imgstat_input *it = list->items[k];
+    total += PACKED_FIXED + strlen(it->path) +
+             (it->message ? strlen(it->message) : 0);
+  }
+  unsigned char *buf = malloc(total ? total : 1), *p = buf;
+  if (!buf)
+    return nomem(err);
+  for (size_t k = 0; k < list->count; k++) {
+    const imgstat_input *it = list->items[k];
+    size_t plen = strlen(it->path);
+    size_t mlen = it->message ? strlen(it->message) : 0;
+    *p++ = (unsigned char)it->kind;
+    *p++ = (unsigned char)it->status;
+    *p++ = (unsigned char)(it->size_known != 0);
+    put_u64(&p, it->index);
+    put_u64(&p, it->size);
+    put_u64(&p, (uint64_t)it->root_len);
+    put_u64(&p, (uint64_t)plen);
+    put_u64(&p, it->message ? (uint64_t)mlen : UINT64_MAX);
+    memcpy(p, it->path, plen);
+    p += plen;
+    if (mlen)
+      memcpy(p, it->message, mlen);
+    p += mlen;
+  }
+  *bytes = buf;
+  *size = total;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
+                                         imgstat_input_list *list,
+                                         imgstat_error *err) {
+  const unsigned char *p = bytes, *end = p + size;
+  list->items = NULL;
+  list->count = 0;
+  size_t cap = 0;
+  imgstat_status s = IMGSTAT_OK;
+  char *path = NULL, *msg = NULL;
+  while (p < end && s == IMGSTAT_OK) {
+    if ((size_t)(end - p) < PACKED_FIXED) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_ARG, "a packed input list is cut");
+      break;
+    }
+    imgstat_input it;
+    memset(&it, 0, sizeof it);
+    it.kind = (imgstat_input_kind)*p++;
+    it.status = (imgstat_status)*p++;
+    it.size_known = *p++;
+    it.index = get_u64(&p);
+    it.size = get_u64(&p);
+    uint64_t root_len = get_u64(&p), plen = get_u64(&p), mlen = get_u64(&p);
+    int has_msg = mlen != UINT64_MAX;
+    if (!has_msg)
+      mlen = 0;
+    if (it.kind > IMGSTAT_INPUT_ERROR || plen > (uint64_t)(end - p) ||
+        mlen > (uint64_t)(end - p) - plen || root_len > plen) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                            "a packed input list is damaged");
+      break;
+    }
+    it.root_len = (size_t)root_len;
+    path = malloc((size_t)plen + 1);
+    msg = malloc((size_t)mlen + 1);
+    if (!path || !msg) {
+      s = nomem(err);
+      break;
+    }
+    memcpy(path, p, (size_t)plen);
+    path[plen] = '\0';
+    p += plen;
+    memcpy(msg, p, (size_t)mlen);
+    msg[mlen] = '\0';
+    p += mlen;
+    it.path = path;
+    it.message = has_msg ? msg : NULL;
+    imgstat_input *copy = item_copy(&it);
+    free(path);
+    free(msg);
+    path = msg = NULL;
+    s = copy ? list_push(list, &cap, copy, err) : nomem(err);
+  }
+  free(path);
+  free(msg);
+  if (s != IMGSTAT_OK)
+    imgstat_input_list_free(list);
+  return s;
 }
