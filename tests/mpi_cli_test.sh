@@ -143,6 +143,19 @@ rc=$?
 [ "$rc" -eq 2 ] && [ "$(grep -c 'standard input' "$T/err")" -eq 1 ] && pass ||
   fail "--mpi with -: exit $rc: $(cat "$T/err")"
 
+# --histogram-png never replaces an input found by rank 0's walk (issue 24).
+cp "$S1/kodim23.png" "$T/one/plot.png"
+cksum "$T/one/plot.png" >"$T/plot.sum"
+rm -f "$T"/rc.*
+"$MPIRUN" --oversubscribe -np 2 sh -c \
+  '"$0" --mpi "$@"; echo $? >"'"$T"'/rc.${OMPI_COMM_WORLD_RANK:-0}"' \
+  "$IMGSTAT" --dataset-only --histogram-png "$T/one/plot.png" "$T/one" >"$T/out" 2>"$T/err"
+[ "$(cat "$T/rc.0" "$T/rc.1" | tr '\n' ' ')" = "2 2 " ] &&
+  [ "$(grep -c "the output '$T/one/plot.png' is the input" "$T/err")" -eq 1 ] &&
+  cksum "$T/one/plot.png" | cmp -s - "$T/plot.sum" && pass ||
+  fail "--mpi --histogram-png over a walked input: $(cat "$T"/rc.* "$T/err")"
+rm -f "$T/one/plot.png"
+
 # Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
 # of --devices (else of all). Devices 3 and 5 are absent here (and on a
 # GPU host of fewer than 6), so each input's message names its rank's.
