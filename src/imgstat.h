@@ -288,8 +288,26 @@ void imgstat_figures_compute(const imgstat_partial *p, imgstat_sample sample,
 
 /* ---- backends ----------------------------------------------------------- */
 
-/* The online CPU cores (at least 1): the default number of threads and
- * workers everywhere. */
+/* The CPUs this process may run on, and what limits them. Measured once,
+ * at the first call (src/cpu/cores.c). */
+typedef struct imgstat_cpu_info {
+  int cores;    /* the CPUs this process may run on: its affinity mask
+                   (taskset, a cpuset, mpirun's binding), less its cgroup's
+                   CPU quota; at least 1. imgstat_cpu_cores(). */
+  int affinity; /* the CPUs in its affinity mask (sched_getaffinity) */
+  int offered;  /* the CPUs its machine offers it: its cgroup's cpuset
+                   (else every online CPU), less the quota; >= affinity.
+                   A process bound to fewer than its share of these (an MPI
+                   rank bound to one core) leaves CPUs idle. */
+  int online;   /* the machine's online CPUs */
+  int quota;    /* the cgroup's CPU quota in CPUs, rounded up (v2 cpu.max,
+                   v1 cpu.cfs_quota_us); 0: none */
+} imgstat_cpu_info;
+
+void imgstat_cpu_info_get(imgstat_cpu_info *out);
+
+/* The CPUs this process may run on (imgstat_cpu_info's cores, at least 1):
+ * the default number of threads and workers everywhere (-j 0). */
 int imgstat_cpu_cores(void);
 
 /* CPU backend: one partial per channel, out[0..channels-1]. threads <= 0 means

@@ -232,6 +232,26 @@ if command -v script >/dev/null && script -qc true /dev/null >/dev/null 2>&1; th
   grep -q 'images/s' tty.txt && fail "a terminal with -q: $(cat tty.txt)" || pass
 fi
 
+# ---- the cores: -j 0 counts the CPUs the process may run on (issue 21) ------
+# Under taskset -c 0 one worker on one core, whatever the machine has; the
+# count is the affinity mask's, as nproc (coreutils) counts it, never more.
+if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then
+  taskset -c 0 "$IMGSTAT" --backend cpu --json -j 0 --progress clean >out 2>err
+  tr '\r' '\n' <err | grep -q '2/2 .* 1 worker on 1 core' && pass ||
+    fail "taskset -c 0, -j 0: $(tr '\r' '\n' <err)"
+  taskset -c 0 "$IMGSTAT" --version >out 2>&1
+  grep -q '^cores: 1 in use (affinity mask 1 of ' out && pass ||
+    fail "taskset -c 0, --version: $(cat out)"
+  n=$(nproc)
+  run --json -j 0 --progress clean
+  got=$(tr '\r' '\n' <err | sed -n 's/.* \([0-9]*\) workers\{0,1\} on \([0-9]*\) cores\{0,1\}.*/\1 \2/p' | tail -1)
+  set -- $got
+  [ "${1:-0}" -ge 1 ] && [ "$1" = "${2:-}" ] && [ "$1" -le "$n" ] && pass ||
+    fail "-j 0: '$got' workers and cores, nproc $n"
+else
+  echo "skipped: no taskset"
+fi
+
 # ---- Ctrl-C and kill: the run stops soon, exit 130 / 143, the records
 # printed are the first ones in order ------------------------------------------
 mkdir many

@@ -63,7 +63,7 @@ same() {
   "$IMGSTAT" "$@" >"$T/plain.out" 2>"$T/plain.err"
   want=$?
   rm -f "$T"/rc.*
-  "$MPIRUN" --oversubscribe -np "$k" sh -c \
+  "$MPIRUN" --oversubscribe --bind-to none -np "$k" sh -c \
     '"$0" --mpi "$@"; echo $? >"'"$T"'/rc.${OMPI_COMM_WORLD_RANK:-0}"' \
     "$IMGSTAT" "$@" >"$T/mpi.out" 2>"$T/mpi.err"
   if ! cmp -s "$T/plain.out" "$T/mpi.out"; then
@@ -114,7 +114,7 @@ mpi_list() {
   what=$1
   shift
   rm -f "$T"/rc.*
-  timeout 60 "$MPIRUN" --oversubscribe -np 2 sh -c \
+  timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 2 sh -c \
     '"$0" --mpi "$@"; echo $? >"'"$T"'/rc.${OMPI_COMM_WORLD_RANK:-0}"' \
     "$IMGSTAT" --dataset --json --files-from "$@" >"$T/mpi.out" 2>"$T/mpi.err"
   rcs="$(cat "$T/rc.0" "$T/rc.1" 2>/dev/null | tr '\n' ' ')"
@@ -155,6 +155,25 @@ rm -f "$T"/rc.*
   cksum "$T/one/plot.png" | cmp -s - "$T/plot.sum" && pass ||
   fail "--mpi --histogram-png over a walked input: $(cat "$T"/rc.* "$T/err")"
 rm -f "$T/one/plot.png"
+
+# A rank bound to fewer cores than its share of the host (Open MPI binds
+# one rank to one core by default): rank 0 says so once, with the options
+# that give each rank its share; not with them, nor with -q (issue 21).
+if [ "$(nproc)" -ge 2 ]; then
+  "$MPIRUN" -np 1 "$IMGSTAT" --mpi --dataset-only "$S2" >"$T/out" 2>"$T/err"
+  [ "$(grep -c "^imgstat: --mpi: each rank runs on 1 core of the $(nproc) this host offers to 1 rank .*'mpirun --bind-to none' or 'mpirun --map-by ppr:1:node:PE=$(nproc)'" "$T/err")" -eq 1 ] &&
+    pass "-np 1, default binding: the advice" || fail "-np 1, default binding: $(cat "$T/err")"
+  "$MPIRUN" -np 1 "$IMGSTAT" --mpi -q --dataset-only "$S2" >"$T/out" 2>"$T/err"
+  [ -s "$T/err" ] && fail "-np 1 -q: $(cat "$T/err")" || pass
+  for opts in "--bind-to none" "--map-by ppr:1:node:PE=$(nproc)"; do
+    "$MPIRUN" -np 1 $opts "$IMGSTAT" --mpi --progress --dataset-only "$S2" >"$T/out" 2>"$T/err"
+    grep -q 'core' "$T/err" && ! grep -q -- '--mpi: each rank' "$T/err" &&
+      tr '\r' '\n' <"$T/err" | grep -q "$(nproc) workers on $(nproc) cores" &&
+      pass "-np 1 $opts: no advice, every core" || fail "-np 1 $opts: $(cat "$T/err")"
+  done
+else
+  echo "skipped: the binding advice (one core)"
+fi
 
 # Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
 # of --devices (else of all). Devices 3 and 5 are absent here (and on a

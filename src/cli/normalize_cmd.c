@@ -933,6 +933,8 @@ static int run(run_state *st) {
 
   ist_progress_start(&st->progress,
                      !c->quiet && (c->progress || isatty(STDERR_FILENO)));
+  st->progress.cores = imgstat_cpu_cores();
+  st->progress.workers = workers ? workers : st->progress.cores;
   if (c->dataset)
     st->progress.label = "--dataset, pass 2 of 2: ";
   imgstat_batch_config cfg;

@@ -1,7 +1,8 @@
 /*
  * The progress line of a batch on stderr: images done / total, images/s,
  * MB/s of input, elapsed and remaining time, failures (and skipped inputs
- * when there are any), redrawn at most 4 times a second over itself.
+ * when there are any), the workers and the cores they may use, redrawn at most
+ * 4 times a second over itself.
  */
 #ifndef IMGSTAT_CLI_PROGRESS_H
 #define IMGSTAT_CLI_PROGRESS_H
@@ -18,6 +19,8 @@ typedef struct ist_progress {
   uint64_t skipped;  /* of which skipped (normalize --skip-existing) */
   uint64_t bytes_in; /* input bytes of those done */
   const char *label; /* after "imgstat: " (e.g. "pass 1 of 2: "); NULL none */
+  int workers;       /* the run's workers and the cores they may use, */
+  int cores;         /* shown when workers > 0 */
 } ist_progress;
 
 /* Monotonic seconds. */

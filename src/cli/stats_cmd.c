@@ -168,6 +168,17 @@ static void print_nvjpeg_version(void) {
   imgstat_gpu_destroy(gpu);
 }
 
+/* --version's last line: the cores -j 0 uses, and what limits them. */
+static void print_cores(void) {
+  imgstat_cpu_info cpu;
+  imgstat_cpu_info_get(&cpu);
+  char quota[32] = "no CPU quota";
+  if (cpu.quota)
+    snprintf(quota, sizeof quota, "a CPU quota of %d", cpu.quota);
+  printf("cores: %d in use (affinity mask %d of %d online; %d offered; %s)\n",
+         cpu.cores, cpu.affinity, cpu.online, cpu.offered, quota);
+}
+
 static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   stats_options *o = ctx;
   int *flag = flag_of(o, row->id);
@@ -241,6 +252,7 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
            IMGSTAT_VERSION, imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER,
            imgstat_formats_description());
     print_nvjpeg_version();
+    print_cores();
     return flush_or_complain();
   default:
     break;
@@ -1205,6 +1217,31 @@ static int make_inputs(run_state *st) {
   return -1;
 }
 
+/* The cores this process may use (imgstat_cpu_cores). Under --mpi, rank 0
+ * says once when its rank is bound to fewer cores than its share of what
+ * the host offers (Open MPI binds each rank to one core for up to 2 ranks),
+ * with the mpirun options that give each rank its share; ranks left unbound
+ * on one host (--bind-to none) take their share of its cores. */
+static int rank_cores(const stats_options *o, const mpi_run *mr) {
+  imgstat_cpu_info cpu;
+  imgstat_cpu_info_get(&cpu);
+  int ranks = mr->at.local_size > 0 ? mr->at.local_size : 1;
+  if (!o->mpi)
+    return cpu.cores;
+  int share = cpu.offered / ranks > 0 ? cpu.offered / ranks : 1;
+  if (cpu.cores < share && mr->at.rank == 0 && !o->quiet)
+    ist_cli_error(
+        "--mpi: each rank runs on %d core%s of the %d this host offers to "
+        "%d rank%s (mpirun binds each rank to a core by default): give each "
+        "rank its share with 'mpirun --bind-to none' or 'mpirun --map-by "
+        "ppr:%d:node:PE=%d' (docs/scaling.md)",
+        cpu.cores, cpu.cores == 1 ? "" : "s", cpu.offered, ranks,
+        ranks == 1 ? "" : "s", ranks, share);
+  if (cpu.affinity >= cpu.offered && ranks > 1 && cpu.cores > share)
+    return share; /* unbound: the host's cores shared out */
+  return cpu.cores;
+}
+
 /* Under --mpi: whether any rank has a nonzero flag (every rank learns it);
  * else the flag. A failed collective counts as one. */
 static int any_rank(const mpi_run *mr, int flag) {
@@ -1356,10 +1393,11 @@ int ist_stats_main(int argc, char **argv) {
       goto cleanup;
   }
 
-  /* Workers: -j (0: one per core). One input alone (no -j) runs in this
-   * thread with the CPU backend's threads on every core; with several
-   * workers, each computes on one thread (the figures are bit-identical
-   * for any thread count). */
+  /* Workers: -j (0: one per core this rank may use). One input alone (no
+   * -j) runs in this thread with the CPU backend's threads on every core;
+   * with several workers, each computes on one thread (the figures are
+   * bit-identical for any thread count). */
+  int cores = rank_cores(&opt, &mr);
   int several = several_inputs(&opt);
   int workers = opt.jobs_given ? opt.jobs : several ? 0 : 1;
   /* JPEGs sent to nvJPEG (--jpeg-decoder gpu): their workers mostly wait
@@ -1368,10 +1406,11 @@ int ist_stats_main(int argc, char **argv) {
    * workers stay one per core: most runs never start the GPU. */
   if (workers == 0 && imgstat_gpu_jpeg_compiled() &&
       opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU && !opt.engine.verify)
-    workers = 4 * imgstat_cpu_cores();
+    workers = 4 * cores;
+  if (workers == 0)
+    workers = cores;
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
   /* the CPU's lanes for auto's rule: the workers, at most one per core */
-  int cores = imgstat_cpu_cores();
   opt.engine.workers = workers > 0 && workers < cores ? workers : cores;
   opt.engine.cost = ist_cli_cost_model();
   if (opt.mpi)
@@ -1382,6 +1421,8 @@ int ist_stats_main(int argc, char **argv) {
   /* --mpi: only rank 0 draws the line, for its share */
   ist_progress_start(&st.progress, !opt.quiet && mr.at.rank == 0 &&
                                        (opt.progress || isatty(STDERR_FILENO)));
+  st.progress.workers = workers;
+  st.progress.cores = cores;
   st.stdout_tty = isatty(STDOUT_FILENO);
 
   if (opt.hist.png_path) /* no partial PNG left by a signal */
@@ -1408,6 +1449,8 @@ int ist_stats_main(int argc, char **argv) {
                                       opt.max_inflight, &opt.ds, &st.progress);
       /* the run's own line, from zero */
       ist_progress_start(&st.progress, st.progress.on);
+      st.progress.workers = workers;
+      st.progress.cores = cores;
     }
     imgstat_inputs_destroy(st.inputs);
     st.inputs = later;

@@ -16,7 +16,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 /* Must equal IMGSTAT_SCAN_CHUNK in partial.c so that this backend and one
  * imgstat_partial_scan over a whole plane agree bit for bit (tests check). */
@@ -63,11 +62,6 @@ static void *cpu_job_thread(void *arg) {
     cpu_job_run(job, scratch);
   free(scratch);
   return NULL;
-}
-
-int imgstat_cpu_cores(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (n < INT_MAX ? (int)n : INT_MAX) : 1;
 }
 
 static int cpu_default_threads(void) {
