@@ -1242,10 +1242,10 @@ static int rank_cores(const stats_options *o, const mpi_run *mr) {
   return cpu.cores;
 }
 
-/* Under --mpi: whether any rank has a nonzero flag (every rank learns it);
- * else the flag. A failed collective counts as one. */
+/* Under --mpi (mr not NULL): whether any rank has a nonzero flag (every
+ * rank learns it); else the flag. A failed collective counts as one. */
 static int any_rank(const mpi_run *mr, int flag) {
-  if (!mr->m)
+  if (!mr || !mr->m)
     return flag;
   uint64_t v = flag != 0;
   imgstat_error err;
@@ -1260,14 +1260,15 @@ static int any_rank(const mpi_run *mr, int flag) {
  * is read once), and its bytes sent to the other ranks, so that every rank
  * shares out the same list. st->inputs becomes an iterator over it. Returns
  * -1, or the exit status of the error it printed (every rank the same). */
-static int whole_list(run_state *st, const mpi_run *mr,
+static int whole_list(run_state *st, const mpi_run *run,
                       imgstat_input_list *list) {
+  const mpi_run *mr = st->opt->mpi ? run : NULL;
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status s = IMGSTAT_OK;
-  if (mr->at.rank == 0)
+  if (!mr || mr->at.rank == 0)
     s = imgstat_inputs_collect(st->inputs, list, &err);
-  if (mr->m && st->opt->mpi) {
+  if (mr && mr->m) {
     unsigned char *bytes = NULL;
     size_t size = 0;
     if (s == IMGSTAT_OK && mr->at.rank == 0)
@@ -1301,8 +1302,9 @@ static int whole_list(run_state *st, const mpi_run *mr,
  * up in the whole list (after walks and lists); st->guard keeps the list
  * for the names write_plot makes unique. Returns -1, or the exit status of
  * the error it printed (under --mpi every rank the same). */
-static int check_plots(run_state *st, const mpi_run *mr,
+static int check_plots(run_state *st, const mpi_run *run,
                        const imgstat_input_list *list) {
+  const mpi_run *mr = st->opt->mpi ? run : NULL;
   const ist_hist_cli *h = &st->opt->hist;
   imgstat_error err;
   memset(&err, 0, sizeof err);
