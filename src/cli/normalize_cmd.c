@@ -57,7 +57,7 @@ static const ist_opt_help help = {
     "when complete. No output may name an input, and two inputs may not\n"
     "share an output (refused before any work). Only a regular file is\n"
     "replaced (not a link, FIFO or device). Rounding, percentiles and\n"
-    "constant channels: see " IMGSTAT_DOCDIR "/normalize.md.\n"
+    "constant channels: see " IST_OPT_DOCS "/normalize.md.\n"
     "Exit status: 0 all written, 1 an input failed, 2 usage error; Ctrl-C\n"
     "(SIGINT) or SIGTERM stops the run leaving only complete files: 130 or\n"
     "143.\n"};

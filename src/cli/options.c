@@ -10,9 +10,12 @@
 
 #include <errno.h>
 #include <float.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- value readers ---------------------------------------------------------
  * Each returns -1 with *out filled, or the exit status of the usage error it
@@ -360,7 +363,8 @@ static const ist_opt table[] = {
      "  --jpeg-decoder D   where JPEGs are decoded: gpu (nvJPEG, the pixels\n"
      "                     stay on the device), cpu (TurboJPEG) or auto "
      "(default:\n"
-     "                     the GPU once the GPU is used and has nvJPEG)\n"},
+     "                     the CPU decoders, as cpu; nvJPEG's start-up repays\n"
+     "                     itself only on very large runs)\n"},
     {"--jpeg-check", NULL, S, IST_OPT_JPEG_CHECK, 1, read_word, 0, 0,
      "full,markers", "--jpeg-check: '%s' is not full or markers", S_COMPUTE,
      "  --jpeg-check C     before nvJPEG: full (default: libjpeg reads every\n"
@@ -404,19 +408,22 @@ static const ist_opt table[] = {
      "  --bins N           bins shown in JSON and the PNG (default 256)\n"},
     {"--histogram-png", NULL, S, IST_OPT_HISTOGRAM_PNG, 1, read_nonempty, 0, 0,
      NULL, "--histogram-png needs a file name", S_HIST,
-     "  --histogram-png OUT  draw the histograms as a PNG (several inputs:\n"
-     "                     OUT-1.png, OUT-2.png, ...)\n"},
+     "  --histogram-png OUT.png  draw the histograms as a PNG: one input "
+     "OUT.png;\n"
+     "                     several: OUT-NAME.png after each input's name; "
+     "the\n"
+     "                     dataset's OUT-dataset.png\n"},
     {"--histogram-log", NULL, S, IST_OPT_HISTOGRAM_LOG, 0, NULL, 0, 0, NULL,
      NULL, S_HIST, "  --histogram-log    logarithmic counts in the PNG\n"},
     {"--dataset", NULL, S, IST_OPT_DATASET, 0, NULL, 0, 0, NULL, NULL,
      S_DATASET,
      "  --dataset          after the images' records, one record pooled over "
      "every\n"
-     "                     sample of every image (docs/dataset.md): count, "
-     "min,\n"
-     "                     max (file, x, y), sum, sum_sq, mean, std; the "
-     "images\n"
-     "                     left out and the outliers\n"},
+     "                     sample of every image: count, min, max (file, x, "
+     "y),\n"
+     "                     sum, sum_sq, mean, std; the images left out and "
+     "the\n"
+     "                     outliers\n"},
     {"--dataset-only", NULL, S, IST_OPT_DATASET_ONLY, 0, NULL, 0, 0, NULL, NULL,
      S_DATASET, "  --dataset-only     only that record\n"},
     {"--as", NULL, S, IST_OPT_AS, 1, read_word, 0, 0, "keep,gray,rgb,rgba",
@@ -445,8 +452,8 @@ static const ist_opt table[] = {
     {"--mpi", NULL, S, IST_OPT_MPI, 0, NULL, 0, 0, NULL, NULL, S_DATASET,
      "  --mpi              run as one of mpirun's ranks: each takes a share of "
      "the\n"
-     "                     sorted inputs, rank 0 prints everything (see\n"
-     "                     scaling.md)\n"},
+     "                     sorted inputs, rank 0 prints everything\n"
+     "                     (" IST_OPT_DOCS "/scaling.md)\n"},
     {"--progress", NULL, S, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
      S_OTHER,
      "  --progress         a progress line on stderr even when it is no "
@@ -502,7 +509,8 @@ static const ist_opt table[] = {
     {"--dataset", NULL, N, IST_OPT_DATASET, 0, NULL, 0, 0, NULL, NULL, N_MODES,
      "  --dataset          one plan for every input: minmax, clip or zscore\n"
      "                     with the figures pooled over all of them (a first\n"
-     "                     pass; docs/dataset.md); one layout and depth, or\n"
+     "                     pass; " IST_OPT_DOCS "/dataset.md); one layout and\n"
+     "                     depth, or\n"
      "                     8/16-bit and float together with --scale unit\n"},
     ROWS_INPUT_LISTS(N, N_INPUT),
     {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OUTPUT,
@@ -520,7 +528,7 @@ static const ist_opt table[] = {
      "--compression: '%s' is not a level from 0 to 9", N_OUTPUT,
      "  --compression N    PNG deflate level, 0 (none, fastest) to 9 "
      "(smallest);\n"
-     "                     default 1 (" IMGSTAT_DOCDIR "/benchmarks.md)\n"},
+     "                     default 1 (" IST_OPT_DOCS "/benchmarks.md)\n"},
     {"--layout", NULL, N, IST_OPT_LAYOUT, 1, read_word, 0, 0, "hwc,chw",
      "--layout: '%s' is not hwc or chw", N_OUTPUT,
      "  --layout L         .npy axes: hwc (height, width, channel; default)\n"
@@ -765,13 +773,69 @@ void ist_opt_warn_no_effect(const ist_opt_syntax *syn, const void *ctx,
   }
 }
 
+const ist_opt *ist_opt_table(size_t *count) {
+  *count = sizeof table / sizeof *table;
+  return table;
+}
+
+/* Whether dir holds the documentation (its dataset.md). */
+static int docs_in(const char *dir) {
+  char path[PATH_MAX];
+  struct stat st;
+  return (size_t)snprintf(path, sizeof path, "%s/dataset.md", dir) <
+             sizeof path &&
+         stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+const char *ist_opt_docdir(void) {
+  static char found[PATH_MAX];
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+#ifdef IMGSTAT_DOCDIR_FROM_BIN
+  if (slash) {
+    /* the program's folder, less one folder per leading "../" */
+    const char *rel = IMGSTAT_DOCDIR_FROM_BIN;
+    *slash = '\0';
+    while (strncmp(rel, "../", 3) == 0 && (slash = strrchr(exe, '/'))) {
+      *slash = '\0';
+      rel += 3;
+    }
+    if ((size_t)snprintf(found, sizeof found, "%s/%s", exe, rel) <
+            sizeof found &&
+        docs_in(found))
+      return found;
+  }
+#else
+  (void)slash;
+#endif
+#ifdef IMGSTAT_SOURCE_DOCDIR
+  if (docs_in(IMGSTAT_SOURCE_DOCDIR))
+    return IMGSTAT_SOURCE_DOCDIR;
+#endif
+  return IMGSTAT_DOCDIR;
+}
+
+/* fputs, with IST_OPT_DOCS replaced by the documentation folder. */
+static void put_help(FILE *out, const char *text) {
+  const char *at;
+  while ((at = strstr(text, IST_OPT_DOCS)) != NULL) {
+    fwrite(text, 1, (size_t)(at - text), out);
+    fputs(ist_opt_docdir(), out);
+    text = at + strlen(IST_OPT_DOCS);
+  }
+  fputs(text, out);
+}
+
 void ist_opt_print_help(FILE *out, ist_cmd cmd, const ist_opt_help *help) {
-  fputs(help->head, out);
+  put_help(out, help->head);
   for (int s = 0; s < help->sections; s++) {
-    fprintf(out, "\n%s\n", help->titles[s]);
+    fputc('\n', out);
+    put_help(out, help->titles[s]);
+    fputc('\n', out);
     for (size_t k = 0; k < sizeof table / sizeof *table; k++)
       if ((table[k].commands & cmd) && table[k].section == s && table[k].help)
-        fputs(table[k].help, out);
+        put_help(out, table[k].help);
   }
-  fputs(help->tail, out);
+  put_help(out, help->tail);
 }

@@ -196,12 +196,25 @@ typedef struct ist_opt_help {
   const char *tail;
 } ist_opt_help;
 
-/* Writes cmd's help to out. */
+/* Writes cmd's help to out, with every IST_OPT_DOCS in its texts replaced
+ * by ist_opt_docdir(). */
 void ist_opt_print_help(FILE *out, ist_cmd cmd, const ist_opt_help *help);
 
-/* Where the user documentation is installed (the --help texts name it). */
+/* Stands for the documentation folder in --help texts ("@DOCS@/dataset.md"). */
+#define IST_OPT_DOCS "@DOCS@"
+
+/* Where the user documentation is, for --help to name: the installed folder
+ * found from the running program's own place (IMGSTAT_DOCDIR_FROM_BIN: the
+ * docdir relative to the bindir, so that `cmake --install --prefix DIR`
+ * needs no rebuild), else the source tree's docs/ (a program run from its
+ * build folder), else the configured IMGSTAT_DOCDIR. Static storage. */
+const char *ist_opt_docdir(void);
+
 #ifndef IMGSTAT_DOCDIR
 #define IMGSTAT_DOCDIR "docs"
 #endif
+
+/* The table itself (for the test that holds the documentation to it). */
+const ist_opt *ist_opt_table(size_t *count);
 
 #endif /* IMGSTAT_CLI_OPTIONS_H */

@@ -56,8 +56,8 @@ static const char *const help_titles[] = {
     "input):",
     "Output (default: a table per image):",
     "Computation:",
-    "Histograms (" IMGSTAT_DOCDIR "/normalize.md):",
-    "Dataset (" IMGSTAT_DOCDIR "/dataset.md):",
+    "Histograms (" IST_OPT_DOCS "/normalize.md, Histograms):",
+    "Dataset (" IST_OPT_DOCS "/dataset.md):",
     "Other:",
 };
 
@@ -67,8 +67,7 @@ static const ist_opt_help help = {
     "       imgstat bench [ARGS...]          (GPU benchmark; see its --help)\n"
     "\n"
     "Per-channel statistics of images: count, min, max and the position of\n"
-    "the first of each, sum, mean and standard deviation. Reads PNG, JPEG,\n"
-    "BMP, TGA, GIF (first frame), PSD, HDR and PNM (P5/P6).\n",
+    "the first of each, sum, mean and standard deviation.\n",
     help_titles, 6,
     "\n"
     "Exit status: 0 every input processed, 1 an input failed (the others are\n"
@@ -76,6 +75,33 @@ static const ist_opt_help help = {
     "--verify\n"
     "found a mismatch. A file named like a subcommand (bench, normalize):\n"
     "use ./bench.\n"};
+
+/* Prints a list "A (x), B (y), ..." on stdout in lines of at most width
+ * columns, breaking between its items (a longer item alone), each line
+ * starting with indent: --help's list of formats. */
+static void print_wrapped(const char *text, const char *indent, size_t width) {
+  size_t col = 0;
+  while (*text) {
+    const char *comma = strstr(text, ", ");
+    size_t n = comma ? (size_t)(comma - text) + 1 : strlen(text);
+    if (col && col + 1 + n > width) {
+      putchar('\n');
+      col = 0;
+    }
+    if (!col) {
+      fputs(indent, stdout);
+      col = strlen(indent);
+    } else {
+      putchar(' ');
+      col++;
+    }
+    fwrite(text, 1, n, stdout);
+    col += n;
+    text += comma ? n + 1 : n;
+  }
+  if (col)
+    putchar('\n');
+}
 
 /* ---- options ----------------------------------------------------------------
  */
@@ -246,6 +272,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     break;
   case IST_OPT_HELP:
     ist_opt_print_help(stdout, IST_CMD_STATS, &help);
+    /* the formats of --version's list (the decoder table), never a copy */
+    printf("\nFormats read by this build (and the library of each):\n");
+    print_wrapped(imgstat_formats_description(), "  ", 76);
     return flush_or_complain();
   case IST_OPT_VERSION:
     printf("imgstat %s (CUDA backend: %s; JPEG: %s)\nformats: %s\n",
