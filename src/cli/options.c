@@ -430,17 +430,21 @@ static const ist_opt table[] = {
      "--as: '%s' is not keep, gray, rgb or rgba", S_DATASET,
      "  --as L             pool as L: gray (Rec. 601 luma), rgb (gray "
      "replicated,\n"
-     "                     alpha dropped), rgba (opaque alpha added) or keep\n"
-     "                     (default: images of another layout or depth than "
-     "the\n"
-     "                     first are left out)\n"},
+     "                     alpha dropped: Pillow's convert('RGB')), rgba "
+     "(opaque\n"
+     "                     alpha added) or keep (images of another layout "
+     "or\n"
+     "                     depth than the first are left out); default rgb\n"
+     "                     with --scale unit, else keep\n"},
     {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit",
      "--scale: '%s' is not native or unit", S_DATASET,
      "  --scale unit       samples in 0..1 (8-bit / 255, 16-bit / 65535, "
      "float\n"
-     "                     as is): depths pool together; the text output "
-     "adds\n"
-     "                     a Normalize(mean=[...], std=[...]) line\n"},
+     "                     as is; default native): depths pool together, "
+     "layouts\n"
+     "                     as --as rgb; the text output adds "
+     "torchvision's\n"
+     "                     Normalize(mean=[...], std=[...]) line\n"},
     {"--outlier-z", NULL, S, IST_OPT_OUTLIER_Z, 1, read_positive, 0, 0, NULL,
      "--outlier-z: '%s' is not a number > 0", S_DATASET,
      "  --outlier-z Z      robust z-score beyond which an image's mean or std "

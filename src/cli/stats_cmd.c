@@ -405,6 +405,11 @@ static int parse_args(int argc, char **argv, stats_options *o) {
   status = check_histogram_options(o);
   if (status >= 0)
     return status;
+  /* --scale unit is torchvision's ToTensor: without --as, the layouts of
+   * its default loader too (Pillow's convert("RGB"): gray replicated, alpha
+   * dropped), so that the Normalize line is what ImageFolder gives */
+  if (o->ds.scale_unit && !seen.spelled[IST_OPT_AS])
+    o->ds.as = IMGSTAT_AS_RGB;
   ist_opt_warn_no_effect(&syntax, o, &seen, o->quiet);
   return -1;
 }

@@ -1017,9 +1017,10 @@ static imgstat_status outliers(const imgstat_dataset *d, summary *const *s,
                      which ? "std" : "mean", imgstat_channel_name(layout, c),
                      x[m + j]);
       }
+  /* an image left out is named once, among the left out */
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
-    if (notes[i].reason[0]) {
+    if (notes[i].reason[0] && pooled[i]) {
       notes[k] = notes[i];
       notes[k].file = names[i];
       notes[k].ordinal = s[i]->ordinal;
