@@ -134,6 +134,32 @@ grep -q '(docs/normalize\.md)' out && fail "--help names the source tree's docs/
 run normalize --help
 grep -q 'constant channels: see /.*/normalize\.md\.' out && pass || fail "normalize --help: $(grep -i 'constant channels' out)"
 
+# ---- mistakes get a hint ------------------------------------------------------
+# hint WHAT "TEXT" ARGS...: a usage error (exit 2) whose stderr holds TEXT.
+hint() {
+  what=$1 text=$2
+  shift 2
+  run "$@"
+  [ "$rc" -eq 2 ] && pass || fail "$what: exit $rc, expected 2"
+  grep -q -F -e "$text" err && pass || fail "$what: no '$text' in: $(cat err)"
+}
+hint "--jsno" "unknown option '--jsno' (did you mean --json?)" --jsno g.pgm
+hint "--dataset-onyl" "(did you mean --dataset-only?)" --dataset-onyl g.pgm
+hint "normalize --outptu" "(did you mean --output?)" normalize g.pgm --outptu o.png
+hint "-o on statistics" "use 'imgstat normalize" -o out.png g.pgm
+hint "normalize -o out.jpg" "JPEG output is not supported" normalize g.pgm -o out.jpg
+run --frobnicate g.pgm
+grep -q "did you mean" err && fail "--frobnicate got a hint: $(cat err)" || pass
+# imgstat bench without a driver says what --backend gpu says
+if "$IMGSTAT" --version | grep -q "CUDA backend: yes"; then
+  run --backend gpu g.pgm
+  if grep -q "no CUDA driver is installed" err; then
+    run bench --quick
+    grep -q "no CUDA driver is installed" err && pass ||
+      fail "bench without a driver: $(cat err)"
+  fi
+fi
+
 # --devices: all, or distinct whole device numbers; anything else is a usage
 # error that quotes the value.
 for v in all 0 0,1 3,1,2; do

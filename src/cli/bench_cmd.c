@@ -745,6 +745,15 @@ int ist_bench_main(int argc, char **argv) {
                     "without CUDA support)\n");
     return 1;
   }
+  /* no driver or no device: the reason --backend gpu gives ("no CUDA
+   * driver is installed"), not the runtime's first failing call's */
+  int ndevices = 0;
+  imgstat_error derr;
+  memset(&derr, 0, sizeof derr);
+  if (imgstat_gpu_device_count(&ndevices, &derr) != IMGSTAT_OK) {
+    fprintf(stderr, "imgstat bench: %s\n", derr.message);
+    return 1;
+  }
   if (startup)
     return run_startup(startup, opts.device, parallel, json, quick_exit);
   if (b.rates)

@@ -497,10 +497,25 @@ static int walk_inputs(run_state *st) {
  * error it printed. */
 static int check_outputs(run_state *st) {
   const norm_cli *c = st->c;
-  if (!st->folder && !fixed_format(st))
+  if (!st->folder && !fixed_format(st)) {
+    /* a name with an extension of another format: say it is not written */
+    const char *base = strrchr(c->out, '/');
+    const char *dot = strrchr(base ? base + 1 : c->out, '.');
+    char ext[16] = "";
+    for (size_t k = 0; dot && dot[1] && k < sizeof ext - 1 && dot[k + 1]; k++)
+      ext[k] = (char)(dot[k + 1] >= 'a' && dot[k + 1] <= 'z' ? dot[k + 1] - 32
+                                                             : dot[k + 1]);
+    int jpeg = strcmp(ext, "JPG") == 0 || strcmp(ext, "JPEG") == 0 ||
+               strcmp(ext, "JPE") == 0 || strcmp(ext, "JFIF") == 0;
+    if (ext[0])
+      return usage("'%s': %s output is not supported: normalize writes PNG "
+                   "(.png), .npy and PFM (.pfm); name the output so, or "
+                   "give --format",
+                   c->out, jpeg ? "JPEG" : ext);
     return usage("cannot tell the format of '%s': name it .png, .npy "
                  "or .pfm, or give --format",
                  c->out);
+  }
   struct stat sb;
   if (st->folder && imgstat_file_format_from_path(c->out) &&
       !(stat(c->out, &sb) == 0 && S_ISDIR(sb.st_mode)))

@@ -701,6 +701,72 @@ static const ist_opt *find(ist_cmd cmd, const char *name, size_t len,
   return NULL;
 }
 
+/* The edit distance (insertions, deletions, substitutions, swaps of two
+ * neighbours) between a[0..n) and b, at most 3 (more is said as 3). */
+static size_t distance(const char *a, size_t n, const char *b) {
+  size_t m = strlen(b);
+  if (n > m + 3 || m > n + 3 || n >= 64 || m >= 64)
+    return 3;
+  size_t d[65][65];
+  for (size_t i = 0; i <= n; i++)
+    d[i][0] = i;
+  for (size_t j = 0; j <= m; j++)
+    d[0][j] = j;
+  for (size_t i = 1; i <= n; i++)
+    for (size_t j = 1; j <= m; j++) {
+      size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < best)
+        best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best)
+        best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[n][m] < 3 ? d[n][m] : 3;
+}
+
+/* The usage error of an unknown option, with a hint: -o on the statistics
+ * command points to normalize; else the nearest option of the command (at
+ * most two edits away, or the one the word starts), when there is one. */
+static int unknown_option(const ist_opt_syntax *syn, const char *arg,
+                          size_t len) {
+  char msg[512];
+  snprintf(msg, sizeof msg, syn->unknown_fmt, arg);
+  if (syn->cmd == IST_CMD_STATS &&
+      ((len == 2 && strncmp(arg, "-o", 2) == 0) ||
+       (len == 8 && strncmp(arg, "--output", 8) == 0)))
+    return ist_opt_usage(syn,
+                         "%s: the statistics command writes no images; to "
+                         "write normalized images use 'imgstat normalize "
+                         "INPUT... -o OUT'",
+                         msg);
+  const char *best = NULL;
+  size_t best_d = 3, prefixed = 0;
+  const char *prefix_of = NULL;
+  for (size_t k = 0; k < sizeof table / sizeof *table; k++) {
+    const ist_opt *row = &table[k];
+    if (!row->name || !(row->commands & syn->cmd))
+      continue;
+    size_t d = distance(arg, len, row->name);
+    if (d < best_d) {
+      best_d = d;
+      best = row->name;
+    }
+    if (len >= 3 && strncmp(row->name, arg, len) == 0 &&
+        (!prefix_of || strcmp(prefix_of, row->name) != 0)) {
+      prefix_of = row->name;
+      prefixed++;
+    }
+  }
+  if (!best && prefixed == 1)
+    best = prefix_of;
+  if (best)
+    return ist_opt_usage(syn, "%s (did you mean %s?)", msg, best);
+  return ist_opt_usage(syn, "%s", msg);
+}
+
 int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
                   ist_opt_seen *seen) {
   int after_dashes = 0;
@@ -738,7 +804,7 @@ int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
     const char *spelled = NULL;
     const ist_opt *row = find(syn->cmd, arg, name_len, &spelled);
     if (!row)
-      return ist_opt_usage(syn, syn->unknown_fmt, arg);
+      return unknown_option(syn, arg, name_len);
     if (!row->takes_value && value)
       return ist_opt_usage(syn, syn->no_value_fmt, (int)name_len, arg);
     if (row->takes_value && !value) {
