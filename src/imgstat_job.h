@@ -109,9 +109,9 @@ int imgstat_cost_gpu_pays(const imgstat_cost_model *model,
 
 /* Where JPEG inputs are decoded (--jpeg-decoder). */
 typedef enum imgstat_jpeg_decoder {
-  /* the GPU (nvJPEG) when the engine uses a GPU that has it (backend gpu,
-   * or auto once the cost rule with IMGSTAT_WORK_JPEG_DECODE picks the
-   * GPU), else the CPU; the CPU under verify */
+  /* the CPU decoders, as IMGSTAT_JPEG_DECODER_CPU: nvJPEG's start-up
+   * repays itself only on very large runs, and a decoder picked by the
+   * run's size would change a photo's record with its neighbours */
   IMGSTAT_JPEG_DECODER_AUTO = 0,
   IMGSTAT_JPEG_DECODER_CPU,
   /* the GPU: needed as backend gpu needs it ("--jpeg-decoder gpu needs a

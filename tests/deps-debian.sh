@@ -1,19 +1,35 @@
 #!/bin/sh
-# Installs what imgstat's build, tests and CI need on Debian 12 (bookworm),
-# skipping what is already installed. Runs apt-get as root, through sudo when
-# not root and sudo exists. Usage: sh tests/deps-debian.sh
+# Installs what imgstat needs on Debian 12 (bookworm), skipping what is
+# already installed. Runs apt-get as root, through sudo when not root and
+# sudo exists.
+# Usage: sh tests/deps-debian.sh            build and run imgstat
+#        sh tests/deps-debian.sh --tests    also run its tests and CI
 set -eu
 
-# Build: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate (PNG
-# output; optional), libtiff, libwebp, cfitsio (TIFF, WebP, FITS input;
-# optional). Tests: CUnit, python3 (JSON checks) with numpy, pypng
-# and PIL (independent checks of normalized outputs). CI: clang with its
-# libFuzzer runtime, clang-format, valgrind. --mpi and its tests (mpirun):
-# Open MPI.
+with_tests=0
+case ${1:-} in
+--tests) with_tests=1 ;;
+"") ;;
+*)
+  echo "usage: sh tests/deps-debian.sh [--tests]" >&2
+  exit 2
+  ;;
+esac
+
+# Build and run: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate
+# (PNG output; optional), libtiff, libwebp, cfitsio (TIFF, WebP, FITS input;
+# optional).
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
-libtiff-dev libwebp-dev libcfitsio-dev \
-libcunit1-dev libturbojpeg0-dev libdeflate-dev python3 python3-numpy python3-png python3-pil clang \
-libclang-rt-dev clang-format valgrind libopenmpi-dev openmpi-bin"
+libtiff-dev libwebp-dev libcfitsio-dev libturbojpeg0-dev libdeflate-dev"
+# Tests: CUnit, python3 (JSON checks) with numpy, pypng and PIL
+# (independent checks); CI: clang with its libFuzzer runtime, clang-format,
+# valgrind, groff (the man page's lint); --mpi and its tests (mpirun):
+# Open MPI.
+if [ "$with_tests" = 1 ]; then
+  packages="$packages libcunit1-dev python3 python3-numpy python3-png \
+python3-pil clang libclang-rt-dev clang-format valgrind groff-base \
+libopenmpi-dev openmpi-bin"
+fi
 
 # nvJPEG (JPEG decoded on the GPU): where nvcc is present and its toolkit has
 # no nvjpeg.h, the header and library of the PyPI wheel nvidia-nvjpeg (the

@@ -81,7 +81,9 @@ def readme_rows(src):
                 head = cells[0]
                 tables[head] = []
             elif not set(cells[0]) <= set("-: "):
-                tables[head].append(line.replace("\\|", "|"))
+                # (the first cell, the whole row), with \| as |
+                tables[head].append((cells[0].replace("\\|", "|"),
+                                     line.replace("\\|", "|")))
         else:
             head = None
     return tables
@@ -95,7 +97,8 @@ def help_default(help_text, words):
     """The default --help states, or None."""
     h = " ".join(help_text.replace("\\n", " ").split())
     m = re.search(r"\(default:? (%s)[:;,) ]" % VALUE, h)
-    if m and m.group(1) not in SKIP_WORDS:
+    if m and m.group(1) not in SKIP_WORDS and \
+            (not words or m.group(1) in words):
         return m.group(1)
     for w in words:
         if re.search(r"(^|[ (])%s( \([^)]*?)?[ (;]*\(?default(\)|: (?!from))"
@@ -150,22 +153,29 @@ def main():
                 fail("man page: normalize's %s not in SUBCOMMANDS" % name)
             table = norm_table
         # the README row: the option in its first cell
-        mine = [r for r in table
-                if names_option(r.split("|")[1], name) or
-                (short != "-" and names_option(r.split("|")[1], short))]
+        mine_first = [first for first, r in table
+                      if names_option(first, name) or
+                      (short != "-" and names_option(first, short))]
+        mine = [r for first, r in table
+                if names_option(first, name) or
+                (short != "-" and names_option(first, short))]
         where = "README's %s table" % ("normalize option" if cmd != "stats"
                                        else "option")
         if not mine:
             fail("%s: no row for %s" % (where, name))
         row = "\n".join(mine)
+        # the value words where the option is named: the man paragraph's
+        # tag line, the README row's first cell (as "--as keep|gray|...")
+        heads = "\n".join(p.split("\n")[0] for p in paras) \
+            if cmd == "stats" else sub
         for w in words:
-            if cmd == "stats" and paras and \
-                    not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(w),
-                                  man_para):
-                fail("man page: %s's value word '%s' missing" % (name, w))
-            if mine and not re.search(r"(?<![\w-])%s(?![\w-])"
-                                      % re.escape(w), row):
-                fail("%s: %s's value word '%s' missing" % (where, name, w))
+            wre = r"(?<![\w-])%s(?![\w-])" % re.escape(w)
+            if cmd == "stats" and paras and not re.search(wre, heads):
+                fail("man page: %s's value word '%s' missing from its tag"
+                     % (name, w))
+            if mine and not re.search(wre, "\n".join(mine_first)):
+                fail("%s: %s's value word '%s' missing from its first cell"
+                     % (where, name, w))
         d = help_default(help_text, words)
         if d is not None:
             if cmd == "stats" and paras and not says_default(man_para, d):
