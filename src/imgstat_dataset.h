@@ -105,6 +105,16 @@ int imgstat_dataset_needs_gray(const imgstat_dataset_options *opts,
 imgstat_status imgstat_dataset_gray(const imgstat_image *img,
                                     imgstat_image *gray, imgstat_error *err);
 
+/* The pixels of img in the layout `as` gives it (the pooling's rule, for
+ * normalize --as): keep and views of img's planes (rgb of gray: its plane
+ * three times; alpha dropped: the colour planes) borrow img's planes, so
+ * img must outlive *out; gray of RGB(A) is imgstat_dataset_gray; an alpha
+ * added is opaque (255, 65535, 1.0), a gray+alpha image's alpha kept as
+ * RGBA's. Free *out with imgstat_image_free. */
+imgstat_status imgstat_dataset_convert(const imgstat_image *img,
+                                       imgstat_dataset_as as,
+                                       imgstat_image *out, imgstat_error *err);
+
 /* What one image brings. */
 typedef struct imgstat_dataset_image {
   const char *name; /* copied */

@@ -89,6 +89,7 @@ typedef struct norm_cli {
   int png_level; /* IMGSTAT_PNG_LEVEL(n), 0: the default */
   imgstat_npy_layout layout;
   int dataset; /* --dataset: one plan from the figures of every input */
+  imgstat_dataset_as as; /* --as: each input's layout first (keep) */
 } norm_cli;
 
 #define usage(...)                                                             \
@@ -166,6 +167,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     c->norm.alpha = alpha[v->u];
     break;
   }
+  case IST_OPT_AS:
+    c->as = (imgstat_dataset_as)v->u;
+    break;
   case IST_OPT_MEAN:
     c->nmean = v->n;
     memcpy(c->mean, v->list, sizeof c->mean);
@@ -710,8 +714,17 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
     result_failed(&r->res, IMGSTAT_STAGE_LOAD, &err);
     return;
   }
+  /* --as: the dataset's conversion (a view of img's planes where it can) */
+  imgstat_image conv;
+  if (imgstat_dataset_convert(&img, c->as, &conv, &err) != IMGSTAT_OK) {
+    imgstat_image_free(&img);
+    imgstat_task_release(task, reserved);
+    result_failed(&r->res, IMGSTAT_STAGE_COMPUTE, &err);
+    return;
+  }
   /* with --dataset, st->norm carries the pooled figures (first_pass) */
-  imgstat_engine_normalize(st->engine, in->path, &img, &st->norm, &r->res);
+  imgstat_engine_normalize(st->engine, in->path, &conv, &st->norm, &r->res);
+  imgstat_image_free(&conv);
   imgstat_image_free(&img);
   if (r->res.status == IMGSTAT_OK) {
     s = write_output(st, in, &r->res.output, &r->out_path, &r->write_err);
@@ -833,7 +846,7 @@ static int first_pass(run_state *st, int workers) {
   p.cancel = st->cancel;
   imgstat_dataset_options o;
   memset(&o, 0, sizeof o);
-  o.as = IMGSTAT_AS_KEEP;
+  o.as = c->as; /* the layout the second pass converts to */
   o.scale_unit = c->norm.scale_unit;
   o.histograms = c->norm.mode == IMGSTAT_NORM_CLIP;
   o.float_bins = c->norm.float_bins;
@@ -869,11 +882,16 @@ static int first_pass(run_state *st, int workers) {
     goto done;
   }
   if (r.nexcluded > 0) { /* one plan needs one layout and depth */
-    ist_cli_path_error(
-        r.excluded[0].file,
-        "normalize --dataset: %s: one plan needs one layout and depth "
-        "(8/16-bit and float pool together with --scale unit)%s",
-        r.excluded[0].reason, r.nexcluded > 1 ? "; more files like it" : "");
+    enum { SHOWN = 5 };
+    for (size_t k = 0; k < r.nexcluded && k < SHOWN; k++)
+      ist_cli_path_error(r.excluded[k].file, "normalize --dataset: %s",
+                         r.excluded[k].reason);
+    ist_cli_error("normalize --dataset: %zu of %" PRIu64 " inputs refused%s: "
+                  "one plan needs one layout and depth; --as rgb (or gray, "
+                  "rgba) converts every input to one layout, and --scale "
+                  "unit pools 8/16-bit and float",
+                  r.nexcluded, (uint64_t)r.images,
+                  r.nexcluded > SHOWN ? " (the first 5 named above)" : "");
     status = EXIT_FAILED;
     goto done;
   }
@@ -897,6 +915,7 @@ done:
 
 static int run(run_state *st) {
   const norm_cli *c = st->c;
+  double t0 = ist_progress_now(); /* the summary line's seconds */
   imgstat_error err;
   memset(&err, 0, sizeof err);
   /* Workers: -j (0: one per core). One input alone (no -j) runs in this
@@ -973,6 +992,11 @@ static int run(run_state *st) {
   if (p->done > 1 && p->failed > 0)
     ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed", p->failed,
                   p->done);
+  /* what happened, in one line (a run that writes prints no record) */
+  if (!c->quiet && ist_cli_cancel_status() < 0)
+    ist_cli_error("%" PRIu64 " written to %s, %" PRIu64 " failed, %.2f s",
+                  p->done - p->failed - p->skipped, c->out, p->failed,
+                  ist_progress_now() - t0);
   if (p->skipped > 0 && !c->quiet)
     ist_cli_error("%" PRIu64 " of %" PRIu64 " outputs were there already: "
                   "skipped (--skip-existing)",

@@ -560,6 +560,15 @@ static const ist_opt table[] = {
      "                     normalize (like a colour channel, never linked) "
      "or\n"
      "                     drop\n"},
+    {"--as", NULL, N, IST_OPT_AS, 1, read_word, 0, 0, "keep,gray,rgb,rgba",
+     "--as: '%s' is not keep, gray, rgb or rgba", N_OPTIONS,
+     "  --as L             convert each input first, as imgstat --dataset "
+     "pools:\n"
+     "                     gray (Rec. 601 luma), rgb (gray replicated, "
+     "alpha\n"
+     "                     dropped: torchvision's (3, H, W) for every "
+     "image),\n"
+     "                     rgba (opaque alpha added) or keep (default)\n"},
     {"--bins", NULL, N, IST_OPT_FLOAT_BINS, 1, read_uint, 1,
      IMGSTAT_FLOAT_BINS_MAX, NULL,
      "--bins: '%s' is not a number from 1 to 16777216", N_OPTIONS,

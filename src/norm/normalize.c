@@ -60,18 +60,24 @@ imgstat_status imgstat_norm_options_check(const imgstat_image *img,
       if (o->nstats < 1 || o->nstats > IMGSTAT_MAX_CHANNELS)
         return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                                  "no --mean/--std values given");
-      if (o->nstats != 1 && o->nstats < img->channels) {
-        /* without values for alpha, alpha must not be normalized */
-        int colour =
-            img->channels -
-            (imgstat_channel_is_alpha(img->channels, img->channels - 1) ? 1
-                                                                        : 0);
-        if (o->nstats < colour || o->alpha == IMGSTAT_ALPHA_NORMALIZE)
-          return imgstat_error_set(
-              err, IMGSTAT_ERR_ARG,
-              "%d --mean/--std values for an image of %d channels", o->nstats,
-              img->channels);
-      }
+      /* one value for all, or one per channel normalized: the colour
+       * channels, and alpha when it is normalized (values for an alpha
+       * that is copied or dropped are allowed, unused); any other count is
+       * a mistake, never cut or stretched to fit */
+      int colour =
+          img->channels -
+          (imgstat_channel_is_alpha(img->channels, img->channels - 1) ? 1 : 0);
+      int normalized =
+          o->alpha == IMGSTAT_ALPHA_NORMALIZE ? img->channels : colour;
+      if (o->nstats != 1 && o->nstats != normalized &&
+          o->nstats != img->channels)
+        return imgstat_error_set(
+            err, IMGSTAT_ERR_ARG,
+            "%d --mean/--std values for a %s image (%d channel%s "
+            "normalized): give %s%d value%s, or convert it with --as",
+            o->nstats, imgstat_layout_name(img->channels), normalized,
+            normalized == 1 ? "" : "s", normalized == 1 ? "" : "1 or ",
+            normalized, normalized == 1 ? "" : "s");
       for (int i = 0; i < o->nstats; i++) {
         if (!isfinite(o->mean[i]) || !isfinite(o->std[i]) || !(o->std[i] > 0))
           return imgstat_error_set(

@@ -137,6 +137,68 @@ imgstat_status imgstat_dataset_gray(const imgstat_image *img,
   return IMGSTAT_OK;
 }
 
+imgstat_status imgstat_dataset_convert(const imgstat_image *img,
+                                       imgstat_dataset_as as,
+                                       imgstat_image *out, imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!img || img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to convert");
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  o.as = as;
+  int n = imgstat_dataset_pooled_channels(&o, img->channels);
+  if (imgstat_dataset_needs_gray(&o, img->channels))
+    return imgstat_dataset_gray(img, out, err);
+  int gray = img->channels < 3;
+  /* the source plane of each output channel; -1: an opaque alpha */
+  int src[IMGSTAT_MAX_CHANNELS];
+  for (int c = 0; c < n; c++)
+    src[c] = n == img->channels ? c
+             : c < 3 && n >= 3  ? (gray ? 0 : c)
+             : c == 3
+                 ? (img->channels == 2 || img->channels == 4 ? img->channels - 1
+                                                             : -1)
+                 : c; /* gray of gray+alpha: Y */
+  int views = 1;
+  for (int c = 0; c < n; c++)
+    views &= src[c] >= 0;
+  if (views) { /* the planes of img, borrowed */
+    *out = *img;
+    out->data = NULL;
+    out->borrowed = 1;
+    out->channels = n;
+    memset(out->planes, 0, sizeof out->planes);
+    for (int c = 0; c < n; c++)
+      out->planes[c] = img->planes[src[c]];
+    return IMGSTAT_OK;
+  }
+  imgstat_status st = imgstat_image_alloc(out, img->width, img->height, n,
+                                          img->sample, UINT64_MAX, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  out->format = img->format;
+  out->pages = img->pages;
+  out->page = img->page;
+  size_t in_stride = imgstat_image_stride(img);
+  size_t row = imgstat_image_stride(out);
+  for (int c = 0; c < n; c++)
+    for (uint32_t y = 0; y < img->height; y++) {
+      char *o = (char *)out->planes[c] + y * row;
+      if (src[c] >= 0) {
+        memcpy(o, (const char *)img->planes[src[c]] + y * in_stride, row);
+        continue;
+      }
+      for (uint32_t x = 0; x < img->width; x++)
+        if (img->sample == IMGSTAT_U8)
+          ((uint8_t *)o)[x] = 255;
+        else if (img->sample == IMGSTAT_U16)
+          ((uint16_t *)o)[x] = 65535;
+        else
+          ((float *)o)[x] = 1.0f;
+    }
+  return IMGSTAT_OK;
+}
+
 /* ---- the accumulator -------------------------------------------------------
  */
 
