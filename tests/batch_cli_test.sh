@@ -102,11 +102,45 @@ same single.rows rows "CSV rows as single-file runs"
 
 # The text table: one image alone as before; a folder, blank lines between.
 run d/a.png
-head -n 2 out | tail -n 1 | grep -E -q '^channel +min +max +mean +std \(N\)$' && pass ||
+head -n 2 out | tail -n 1 | grep -E -q '^channel +min +max +mean +std \(N\) +min at +max at$' && pass ||
   fail "text header (ddof 0): $(head -n 2 out)"
 run --ddof 1 d/a.png
-head -n 2 out | tail -n 1 | grep -E -q '^channel +min +max +mean +std \(N-1\)$' && pass ||
+head -n 2 out | tail -n 1 | grep -E -q '^channel +min +max +mean +std \(N-1\) +min at +max at$' && pass ||
   fail "text header (ddof 1): $(head -n 2 out)"
+
+# The text run's last line says what happened; --brief: one line per image
+# with the JSON record's figures (mean, std, min, max per channel).
+run d
+last=$(tail -n 1 out)
+n_ok=$(grep -c 'backend=' out)
+case $last in
+"$((n_ok + 1)) inputs: $n_ok read, 1 failed") pass ;;
+*) fail "text summary line: '$last' ($n_ok read, d/sub/bad.png failed)" ;;
+esac
+run --brief d/a.png d/a/b.png d/sub/h.hdr
+[ "$(grep -c 'backend=' out)" -eq 3 ] && [ "$(wc -l <out)" -eq 4 ] && pass ||
+  fail "--brief: one line per image and the summary: $(cat out)"
+"$IMGSTAT" --json d/a.png d/a/b.png d/sub/h.hdr >brief.json 2>/dev/null
+for py in python3 /usr/bin/python3; do
+  if "$py" -c 'import json' 2>/dev/null; then
+    if "$py" - out brief.json <<'EOPY'; then pass; else fail "--brief figures differ from --json's"; fi
+import json, sys
+lines = [l for l in open(sys.argv[1]) if "backend=" in l]
+recs = [json.loads(l) for l in open(sys.argv[2])]
+for line, rec in zip(lines, recs):
+    words = line.split()
+    assert words[0] == rec["file"], (words[0], rec["file"])
+    for key in ("mean", "std", "min", "max"):
+        at = words.index(key)
+        got = [float(w) for w in words[at + 1:at + 1 + rec["channels"]]]
+        want = [c[key] for c in rec["stats"]]
+        # the table's rounding: four decimals, or six significant digits
+        for g, w in zip(got, want):
+            assert abs(g - w) <= max(5e-5, 5e-6 * abs(w)), (key, got, want)
+EOPY
+    break
+  fi
+done
 
 # ---- clean runs, empty folders -----------------------------------------------
 mkdir -p clean/one clean/two

@@ -236,19 +236,22 @@ run "$tmp/gray.pgm"
 expect_rc 0 "text"
 expect_grep "$tmp/out" "$tmp/gray.pgm  7x5  Y  8-bit  backend=$be" "text header"
 # The std column says which one it is (issue 9): N here (--ddof 0).
-if sed -n 2p "$tmp/out" | grep -E '^channel +min +max +mean +std \(N\)$' >/dev/null; then
+if sed -n 2p "$tmp/out" | grep -E '^channel +min +max +mean +std \(N\) +min at +max at$' >/dev/null; then
   pass
 else
   fail "text column header: $(sed -n 2p "$tmp/out")"
 fi
 read -r ch n mn mx mnx mny mxx mxy sum sumsq mean std <"$tmp/gray.exp"
-if sed -n 3p "$tmp/out" | awk -v mn="$mn" -v mx="$mx" -v mean="$mean" -v std="$std" '
+# (the positions of the first min and max: the columns min at, max at)
+if sed -n 3p "$tmp/out" | awk -v mn="$mn" -v mx="$mx" -v mean="$mean" -v std="$std" \
+  -v mnat="$mnx,$mny" -v mxat="$mxx,$mxy" '
   { d1 = $4 - mean; d2 = $5 - std; if (d1 < 0) d1 = -d1; if (d2 < 0) d2 = -d2
     exit !($1 == "Y" && $2 == mn && $3 == mx && d1 <= 5e-5 && d2 <= 5e-5 &&
-           $4 ~ /\.[0-9][0-9][0-9][0-9]$/ && NF == 5) }'; then
+           $4 ~ /\.[0-9][0-9][0-9][0-9]$/ && $6 == mnat && $7 == mxat &&
+           NF == 7) }'; then
   pass
 else
-  fail "text row: $(sed -n 3p "$tmp/out"), want Y $mn $mx $mean $std"
+  fail "text row: $(sed -n 3p "$tmp/out"), want Y $mn $mx $mean $std $mnx,$mny $mxx,$mxy"
 fi
 
 run "$tmp/rgb.ppm" "$tmp/gray16.pgm"

@@ -251,20 +251,51 @@ static void test_text(void) {
   r.file = "f.hdr";
   record_text(IMGSTAT_OUTPUT_TEXT, &r, 0);
   CU_ASSERT_STRING_EQUAL(
-      written, "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
-               "channel   min   max   mean   std (N-1)   nan   inf\n"
-               "Y           -     -      -           -     2     0\n");
+      written,
+      "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
+      "channel   min   max   mean   std (N-1)   min at   max at   nan   inf\n"
+      "Y           -     -      -           -        -        -     2     0\n");
 
   ist_record g = make_record("g.png", 4000, 3000, 1, IMGSTAT_U8, "cpu");
   g.figures[0].has_values = 1;
   g.figures[0].max = 254;
+  g.figures[0].min_x = 17;
+  g.figures[0].min_y = 3;
+  g.figures[0].max_x = 3999;
+  g.figures[0].max_y = 2999;
   g.figures[0].mean = 83.99124;
   g.figures[0].has_std = 1;
   g.figures[0].std = 39.48336;
   record_text(IMGSTAT_OUTPUT_TEXT, &g, 1);
-  CU_ASSERT_STRING_EQUAL(written, "\ng.png  4000x3000  Y  8-bit  backend=cpu\n"
-                                  "channel   min   max      mean   std (N)\n"
-                                  "Y           0   254   83.9912   39.4834\n");
+  CU_ASSERT_STRING_EQUAL(
+      written,
+      "\ng.png  4000x3000  Y  8-bit  backend=cpu\n"
+      "channel   min   max      mean   std (N)   min at      max at\n"
+      "Y           0   254   83.9912   39.4834     17,3   3999,2999\n");
+
+  /* float columns: one number format per column, whatever the magnitude
+   * of each row (min and max share theirs) */
+  ist_record h = make_record("h.pfm", 3, 1, 3, IMGSTAT_F32, "cpu");
+  const double mins[3] = {0, 0.5, 2}, maxs[3] = {1, 100, 1234.5},
+               means[3] = {0.25, 1, 1000}, sds[3] = {0.125, 0.001, 3};
+  for (int c = 0; c < 3; c++) {
+    h.figures[c].has_values = h.figures[c].has_std = 1;
+    h.figures[c].min = mins[c];
+    h.figures[c].max = maxs[c];
+    h.figures[c].mean = means[c];
+    h.figures[c].std = sds[c];
+  }
+  record_text(IMGSTAT_OUTPUT_TEXT, &h, 0);
+  CU_ASSERT_STRING_EQUAL(written,
+                         "h.pfm  3x1  RGB  32-bit float  backend=cpu\n"
+                         "channel        min           max          mean      "
+                         "std (N)   min at   max at\n"
+                         "R         0.000000      1.000000      0.250000   "
+                         "0.12500000      0,0      0,0\n"
+                         "G         0.500000    100.000000      1.000000   "
+                         "0.00100000      0,0      0,0\n"
+                         "B         2.000000   1234.500000   1000.000000   "
+                         "3.00000000      0,0      0,0\n");
 }
 
 /* A plausible partial of a u8 channel. */

@@ -326,6 +326,10 @@ static const ist_opt table[] = {
      "  --json             one JSON object per image (JSON Lines)\n"},
     {"--csv", NULL, S, IST_OPT_CSV, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
      "  --csv              a header line, then one row per channel\n"},
+    {"--brief", NULL, S, IST_OPT_BRIEF, 0, NULL, 0, 0, NULL, NULL, S_OUTPUT,
+     "  --brief            text, one line per image (long folders): the "
+     "header,\n"
+     "                     then each channel's mean, std, min and max\n"},
     ROW_BACKEND(
         S, S_COMPUTE,
         "  --backend B        cpu, gpu or auto (default auto: the CPU, and the "

@@ -62,6 +62,7 @@ typedef enum ist_opt_id {
   IST_OPT_MPI,
   IST_OPT_JPEG_DECODER,
   IST_OPT_JPEG_CHECK,
+  IST_OPT_BRIEF,
   /* normalize */
   IST_OPT_OUTPUT,
   IST_OPT_PER_CHANNEL,

@@ -401,62 +401,114 @@ static void csv_record(FILE *out, const ist_record *rec) {
 /* ---- text -------------------------------------------------------------------
  */
 
-enum { TEXT_COLUMNS = 7, TEXT_CELL = 48 };
+enum { TEXT_COLUMNS = 9, TEXT_CELL = 48, TEXT_MAX_DECIMALS = 8 };
 
-/* Mean and std of float images: at least four decimals and about six
- * significant digits, switching to exponent form outside [1e-4, 1e9). */
-static void text_float_moment(char *buf, size_t size, double v) {
+/* One number format for a column of float figures (min, max, mean or std
+ * of a float image): fixed, with the decimals its smallest nonzero value
+ * needs for about six significant digits (at least four, at most
+ * TEXT_MAX_DECIMALS), or exponent form for the whole column when a value
+ * needs more or is 1e9 or larger. So the rows of a column line up. */
+typedef struct float_column {
+  int exponent;
+  int decimals;
+} float_column;
+
+static void float_column_add(float_column *col, double v) {
   double a = fabs(v);
-  if (a == 0) {
-    snprintf(buf, size, "%.4f", v);
-  } else if (a >= 1e-4 && a < 1e9) {
-    int decimals = 5 - (int)floor(log10(a));
-    snprintf(buf, size, "%.*f", decimals < 4 ? 4 : decimals, v);
-  } else {
-    snprintf(buf, size, "%.6e", v);
-  }
+  if (a == 0 || !isfinite(a))
+    return;
+  int decimals = 5 - (int)floor(log10(a));
+  if (decimals < 4)
+    decimals = 4;
+  if (decimals > TEXT_MAX_DECIMALS || a >= 1e9)
+    col->exponent = 1;
+  else if (decimals > col->decimals)
+    col->decimals = decimals;
 }
 
-static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
-  /* The std column says which one it is: numpy's (N) or vips' (N-1). */
-  const char *const heads[TEXT_COLUMNS] = {
-      "channel", "min", "max", "mean", rec->ddof ? "std (N-1)" : "std (N)",
-      "nan",     "inf"};
-  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
-  int width[TEXT_COLUMNS];
-  int is_float = rec->sample == IMGSTAT_F32;
-  int columns = 5;
+static void float_column_format(const float_column *col, char *buf, size_t size,
+                                double v) {
+  if (col->exponent)
+    snprintf(buf, size, "%.5e", v);
+  else
+    snprintf(buf, size, "%.*f", col->decimals < 4 ? 4 : col->decimals, v);
+}
 
-  for (int c = 0; c < rec->channels; c++)
-    if (rec->figures[c].nan_count || rec->figures[c].inf_count)
-      columns = 7; /* show the counts only where there is something */
+/* The cells of the text table of rec (its figures as the table and the
+ * one-line form print them); returns how many columns to show. */
+static int
+text_cells(const ist_record *rec,
+           char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL]) {
+  int is_float = rec->sample == IMGSTAT_F32;
+  int columns = 7;
+  float_column col[5]; /* min, max, mean, std of float images */
+  memset(col, 0, sizeof col);
+
+  for (int c = 0; c < rec->channels; c++) {
+    const imgstat_figures *f = &rec->figures[c];
+    if (f->nan_count || f->inf_count)
+      columns = 9; /* show the counts only where there is something */
+    if (f->has_values) {
+      float_column_add(&col[1], f->min); /* min and max: one format */
+      float_column_add(&col[1], f->max);
+      float_column_add(&col[3], f->mean);
+    }
+    if (f->has_std)
+      float_column_add(&col[4], f->std);
+  }
 
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
     char(*cell)[TEXT_CELL] = cells[c];
     snprintf(cell[0], TEXT_CELL, "%s", imgstat_channel_name(rec->channels, c));
     if (!f->has_values) {
-      strcpy(cell[1], "-");
-      strcpy(cell[2], "-");
-      strcpy(cell[3], "-");
-    } else if (is_float) {
-      snprintf(cell[1], TEXT_CELL, "%.6g", f->min);
-      snprintf(cell[2], TEXT_CELL, "%.6g", f->max);
-      text_float_moment(cell[3], TEXT_CELL, f->mean);
+      for (int k = 1; k <= 6; k++)
+        if (k != 4)
+          strcpy(cell[k], "-");
     } else {
-      snprintf(cell[1], TEXT_CELL, "%.0f", f->min);
-      snprintf(cell[2], TEXT_CELL, "%.0f", f->max);
-      snprintf(cell[3], TEXT_CELL, "%.4f", f->mean);
+      if (is_float) {
+        float_column_format(&col[1], cell[1], TEXT_CELL, f->min);
+        float_column_format(&col[1], cell[2], TEXT_CELL, f->max);
+        float_column_format(&col[3], cell[3], TEXT_CELL, f->mean);
+      } else {
+        snprintf(cell[1], TEXT_CELL, "%.0f", f->min);
+        snprintf(cell[2], TEXT_CELL, "%.0f", f->max);
+        snprintf(cell[3], TEXT_CELL, "%.4f", f->mean);
+      }
+      snprintf(cell[5], TEXT_CELL, "%" PRIu32 ",%" PRIu32, f->min_x, f->min_y);
+      snprintf(cell[6], TEXT_CELL, "%" PRIu32 ",%" PRIu32, f->max_x, f->max_y);
     }
     if (!f->has_std)
       strcpy(cell[4], "-");
     else if (is_float)
-      text_float_moment(cell[4], TEXT_CELL, f->std);
+      float_column_format(&col[4], cell[4], TEXT_CELL, f->std);
     else
       snprintf(cell[4], TEXT_CELL, "%.4f", f->std);
-    snprintf(cell[5], TEXT_CELL, "%" PRIu64, f->nan_count);
-    snprintf(cell[6], TEXT_CELL, "%" PRIu64, f->inf_count);
+    snprintf(cell[7], TEXT_CELL, "%" PRIu64, f->nan_count);
+    snprintf(cell[8], TEXT_CELL, "%" PRIu64, f->inf_count);
   }
+  return columns;
+}
+
+/* The header line of an image: file, size, layout, depth, backend. */
+static void text_header(FILE *out, const ist_record *rec) {
+  ist_output_escape(out, rec->file, IMGSTAT_ESCAPE_TEXT);
+  fprintf(out, "  %" PRIu32 "x%" PRIu32 "  %s  %d-bit%s  backend=%s",
+          rec->width, rec->height, imgstat_layout_name(rec->channels),
+          imgstat_sample_depth(rec->sample),
+          rec->sample == IMGSTAT_F32 ? " float" : "", rec->backend);
+}
+
+static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
+  /* The std column says which one it is: numpy's (N) or vips' (N-1); the
+   * positions are those of the first minimum and maximum in raster order
+   * (the hot pixel). */
+  const char *const heads[TEXT_COLUMNS] = {
+      "channel", "min",    "max", "mean", rec->ddof ? "std (N-1)" : "std (N)",
+      "min at",  "max at", "nan", "inf"};
+  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
+  int width[TEXT_COLUMNS];
+  int columns = text_cells(rec, cells);
 
   for (int k = 0; k < columns; k++) {
     width[k] = (int)strlen(heads[k]);
@@ -469,11 +521,8 @@ static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
 
   if (index > 0)
     putc('\n', out);
-  ist_output_escape(out, rec->file, IMGSTAT_ESCAPE_TEXT);
-  fprintf(out, "  %" PRIu32 "x%" PRIu32 "  %s  %d-bit%s  backend=%s\n",
-          rec->width, rec->height, imgstat_layout_name(rec->channels),
-          imgstat_sample_depth(rec->sample), is_float ? " float" : "",
-          rec->backend);
+  text_header(out, rec);
+  putc('\n', out);
   if (rec->pages)
     fprintf(out, "page %" PRIu32 " of %" PRIu32 "\n", rec->page, rec->pages);
   /* The channel name is left-aligned, numbers right-aligned, three spaces
@@ -490,6 +539,31 @@ static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
   }
   if (with_hist(rec))
     hist_text(out, rec);
+}
+
+/* --brief: one line per image, the header and then, for mean, std, min and
+ * max, each channel's figure (the table's numbers; NaN/Inf counts when
+ * there are any). */
+static void brief_record(FILE *out, const ist_record *rec) {
+  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
+  int columns = text_cells(rec, cells);
+  static const struct {
+    const char *name;
+    int column;
+  } parts[] = {{"mean", 3}, {"std", 4}, {"min", 1},
+               {"max", 2},  {"nan", 7}, {"inf", 8}};
+  text_header(out, rec);
+  if (rec->pages)
+    fprintf(out, "  page %" PRIu32 "/%" PRIu32, rec->page, rec->pages);
+  for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
+    if (parts[p].column >= columns)
+      continue;
+    fprintf(out, "  %s",
+            parts[p].column == 4 && rec->ddof ? "std(N-1)" : parts[p].name);
+    for (int c = 0; c < rec->channels; c++)
+      fprintf(out, " %s", cells[c][parts[p].column]);
+  }
+  putc('\n', out);
 }
 
 /* ---- entry points ---------------------------------------------------------
@@ -548,6 +622,9 @@ void ist_output_record(FILE *out, ist_output_format format,
     break;
   case IMGSTAT_OUTPUT_TEXT:
     text_record(out, rec, index);
+    break;
+  case IMGSTAT_OUTPUT_BRIEF:
+    brief_record(out, rec);
     break;
   }
 }
@@ -796,6 +873,16 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
   if (r->channels) {
     fprintf(out, "%-8s %14s %12s %12s %12s %12s\n", "channel", "count", "min",
             "max", "mean", r->ddof ? "std (N-1)" : "std (N)");
+    float_column col[4]; /* min, max, mean, std: one format each */
+    memset(col, 0, sizeof col);
+    for (int c = 0; c < r->channels; c++)
+      if (r->ch[c].has_values) {
+        float_column_add(&col[0], r->ch[c].min); /* min and max: one */
+        float_column_add(&col[0], r->ch[c].max);
+        float_column_add(&col[2], r->ch[c].mean);
+        if (r->ch[c].has_std)
+          float_column_add(&col[3], r->ch[c].std);
+      }
     for (int c = 0; c < r->channels; c++) {
       const imgstat_dataset_channel *d = &r->ch[c];
       if (!d->has_values) {
@@ -805,10 +892,10 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
         continue;
       }
       if (as_float) {
-        snprintf(mn, sizeof mn, "%.6g", d->min);
-        snprintf(mx, sizeof mx, "%.6g", d->max);
-        text_float_moment(mean, sizeof mean, d->mean);
-        text_float_moment(sd, sizeof sd, d->std);
+        float_column_format(&col[0], mn, sizeof mn, d->min);
+        float_column_format(&col[0], mx, sizeof mx, d->max);
+        float_column_format(&col[2], mean, sizeof mean, d->mean);
+        float_column_format(&col[3], sd, sizeof sd, d->std);
       } else {
         snprintf(mn, sizeof mn, "%.0f", d->min);
         snprintf(mx, sizeof mx, "%.0f", d->max);
@@ -889,6 +976,7 @@ void ist_output_dataset(FILE *out, ist_output_format format,
     ds_csv(out, r, hist, hf, error_column);
     break;
   case IMGSTAT_OUTPUT_TEXT:
+  case IMGSTAT_OUTPUT_BRIEF: /* the dataset's table, after a blank line */
     ds_text(out, r, hist, hf, index);
     break;
   }

@@ -16,7 +16,8 @@
 typedef enum ist_output_format {
   IMGSTAT_OUTPUT_TEXT,
   IMGSTAT_OUTPUT_JSON,
-  IMGSTAT_OUTPUT_CSV
+  IMGSTAT_OUTPUT_CSV,
+  IMGSTAT_OUTPUT_BRIEF /* text, one line per image (--brief) */
 } ist_output_format;
 
 /* The histogram options of the statistics command (--histogram and

@@ -228,11 +228,13 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     o->max_inflight = v->u;
     break;
   case IST_OPT_JSON:
-  case IST_OPT_CSV: {
-    ist_output_format f =
-        row->id == IST_OPT_JSON ? IMGSTAT_OUTPUT_JSON : IMGSTAT_OUTPUT_CSV;
+  case IST_OPT_CSV:
+  case IST_OPT_BRIEF: {
+    ist_output_format f = row->id == IST_OPT_JSON  ? IMGSTAT_OUTPUT_JSON
+                          : row->id == IST_OPT_CSV ? IMGSTAT_OUTPUT_CSV
+                                                   : IMGSTAT_OUTPUT_BRIEF;
     if (o->format != IMGSTAT_OUTPUT_TEXT && o->format != f)
-      return usage("--json and --csv cannot be used together");
+      return usage("--json, --csv and --brief cannot be used together");
     o->format = f;
     break;
   }
@@ -322,7 +324,9 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
         return NULL;
     return "without --files-from";
   case IST_OPT_ERRORS_AS_RECORDS:
-    return o->format == IMGSTAT_OUTPUT_TEXT ? "without --json or --csv" : NULL;
+    return o->format == IMGSTAT_OUTPUT_TEXT || o->format == IMGSTAT_OUTPUT_BRIEF
+               ? "without --json or --csv"
+               : NULL;
   case IST_OPT_AS:
   case IST_OPT_SCALE:
   case IST_OPT_OUTLIER_Z:
@@ -691,7 +695,10 @@ static int print_result(run_state *st, const char *path,
   if (res->verified) {
     /* The verdict follows the record; it stays out of the JSON / CSV
      * stream. */
-    FILE *out = o->format == IMGSTAT_OUTPUT_TEXT ? stdout : stderr;
+    FILE *out =
+        o->format == IMGSTAT_OUTPUT_TEXT || o->format == IMGSTAT_OUTPUT_BRIEF
+            ? stdout
+            : stderr;
     fflush(stdout);
     if (!ist_verify_partials(out, path, res->channels, res->sample,
                              res->partial, res->gpu_partial))
@@ -1541,6 +1548,14 @@ int ist_stats_main(int argc, char **argv) {
         mpi_finish(&st, &mr, s == IMGSTAT_OK, &opt) && st.ds && mr.at.rank == 0;
   if (print_ds)
     print_dataset(&st);
+  /* a text run of several inputs ends with what happened, after the tables
+   * (the failures' line stays on stderr) */
+  if (mr.at.rank == 0 && st.progress.done > 1 && st.cancel_status < 0 &&
+      opt.dataset != 2 && !st.write_failed &&
+      (opt.format == IMGSTAT_OUTPUT_TEXT || opt.format == IMGSTAT_OUTPUT_BRIEF))
+    printf("%s%" PRIu64 " inputs: %" PRIu64 " read, %" PRIu64 " failed\n",
+           opt.format == IMGSTAT_OUTPUT_TEXT ? "\n" : "", st.progress.done,
+           st.progress.done - st.progress.failed, st.progress.failed);
   if (mr.at.rank == 0 && st.progress.done > 1 && st.progress.failed > 0)
     ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed",
                   st.progress.failed, st.progress.done);
