@@ -5,14 +5,13 @@
  * labelled ticks, bars filled in the channel's colour, counts linear or
  * logarithmic (log(1 + count)) against the panel's largest count, with
  * count ticks where those counts really are; markers for the mean, the
- * median and the percentiles. Labels use a 3x5 pixel font drawn here
- * (letters as capitals).
+ * median and the percentiles. Labels use a 3x5 pixel font drawn here,
+ * capitals and small letters (a file name keeps its case).
  */
 #include "hist_plot.h"
 
 #include "cli_util.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +52,110 @@ int ist_hist_plot_path(const ist_hist_cli *cfg, const char *input, char *buf,
   return n >= 0 && (size_t)n < size;
 }
 
+/* ---- the range of a float plot ---------------------------------------------
+ */
+
+/* The bin of h that holds the sample of rank k (1-based), counting skip
+ * samples as lying before the first bin (they are clamped into it). */
+static uint32_t bin_of_rank(const imgstat_histogram *h, uint64_t k,
+                            uint64_t skip) {
+  uint64_t cum = 0;
+  for (uint32_t b = 0; b < h->bins; b++) {
+    uint64_t n = h->counts[b];
+    if (b == 0)
+      n = n > skip ? n - skip : 0;
+    if (cum + n >= k)
+      return b;
+    cum += n;
+  }
+  return h->bins ? h->bins - 1 : 0;
+}
+
+static double bin_edge(const imgstat_histogram *h, uint32_t b) {
+  return h->lo + (h->hi - h->lo) * (double)b / (double)h->bins;
+}
+
+/* The finite samples of channel c of img below lo and above hi. */
+static void count_beyond(const imgstat_image *img, int c, double lo, double hi,
+                         uint64_t *below, uint64_t *above) {
+  size_t stride = imgstat_image_stride(img);
+  *below = *above = 0;
+  for (uint32_t y = 0; y < img->height; y++) {
+    const float *row =
+        (const float *)((const char *)img->planes[c] + (size_t)y * stride);
+    for (uint32_t x = 0; x < img->width; x++) {
+      if (!isfinite(row[x]))
+        continue;
+      *below += row[x] < lo;
+      *above += row[x] > hi;
+    }
+  }
+}
+
+void ist_hist_plot_hists_free(ist_plot_hists *h) {
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+    imgstat_histogram_free(&h->hist[c]);
+  memset(h, 0, sizeof *h);
+}
+
+imgstat_status ist_hist_plot_float(const imgstat_image *img,
+                                   const imgstat_histogram *full,
+                                   const double *range, uint32_t bins,
+                                   ist_plot_hists *out, imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  out->channels = img->channels;
+  for (int c = 0; c < img->channels; c++) {
+    const imgstat_histogram *h1 = &full[c];
+    double lo = h1->lo, hi = h1->hi;
+    if (range) {
+      lo = range[0];
+      hi = range[1];
+    } else if (h1->total > 0 && h1->hi > h1->lo) {
+      uint64_t klo = imgstat_percentile_rank(h1->total, IST_PLOT_ROBUST_LOW);
+      uint64_t khi = imgstat_percentile_rank(h1->total, IST_PLOT_ROBUST_HIGH);
+      uint32_t blo = bin_of_rank(h1, klo, 0), bhi = bin_of_rank(h1, khi, 0);
+      /* one finer histogram over those bins: the samples before them are
+       * clamped into its first bin, those after into its last */
+      imgstat_hist_options o = {h1->bins, 1, bin_edge(h1, blo),
+                                bin_edge(h1, bhi + 1)};
+      uint64_t before = 0;
+      for (uint32_t b = 0; b < blo; b++)
+        before += h1->counts[b];
+      imgstat_histogram h2;
+      imgstat_status st = imgstat_histogram_compute(img, c, &o, &h2, err);
+      if (st != IMGSTAT_OK) {
+        ist_hist_plot_hists_free(out);
+        return st;
+      }
+      double l2 = bin_edge(&h2, bin_of_rank(&h2, klo - before, before));
+      double h2hi = bin_edge(&h2, bin_of_rank(&h2, khi - before, before) + 1);
+      imgstat_histogram_free(&h2);
+      if (h2hi > l2) {
+        lo = l2;
+        hi = h2hi;
+      }
+    }
+    imgstat_hist_options d = {bins ? bins : 256, 1, lo, hi};
+    imgstat_status st =
+        imgstat_histogram_compute(img, c, &d, &out->hist[c], err);
+    if (st != IMGSTAT_OK) {
+      ist_hist_plot_hists_free(out);
+      return st;
+    }
+    /* the samples beyond are counted apart, not clamped into the edges */
+    count_beyond(img, c, lo, hi, &out->below[c], &out->above[c]);
+    imgstat_histogram *h = &out->hist[c];
+    if (h->bins && h->counts[0] >= out->below[c] &&
+        h->counts[h->bins - 1] >= out->above[c]) {
+      h->counts[0] -= out->below[c];
+      h->counts[h->bins - 1] -= out->above[c];
+      h->total -= out->below[c] + out->above[c];
+    }
+  }
+  out->have = 1;
+  return IMGSTAT_OK;
+}
+
 #define PLOT_W 768
 #define PLOT_H 160
 #define MARGIN_L 64
@@ -84,6 +187,14 @@ static const struct glyph {
     {'Z', {7, 1, 2, 4, 7}}, {'_', {0, 0, 0, 0, 7}}, {'/', {1, 1, 2, 4, 4}},
     {':', {0, 2, 0, 2, 0}}, {'=', {0, 7, 0, 7, 0}}, {'(', {1, 2, 2, 2, 1}},
     {')', {4, 2, 2, 2, 4}}, {',', {0, 0, 0, 2, 4}}, {'%', {5, 1, 2, 4, 5}},
+    {'<', {1, 2, 4, 2, 1}}, {'>', {4, 2, 1, 2, 4}}, {'b', {4, 4, 6, 5, 6}},
+    {'c', {0, 0, 3, 4, 3}}, {'d', {1, 1, 3, 5, 3}}, {'f', {1, 2, 7, 2, 2}},
+    {'g', {0, 3, 5, 3, 6}}, {'h', {4, 4, 6, 5, 5}}, {'j', {1, 0, 1, 1, 6}},
+    {'k', {4, 5, 6, 6, 5}}, {'l', {6, 2, 2, 2, 7}}, {'m', {0, 0, 7, 7, 5}},
+    {'o', {0, 2, 5, 5, 2}}, {'p', {0, 6, 5, 6, 4}}, {'q', {0, 3, 5, 3, 1}},
+    {'r', {0, 5, 6, 4, 4}}, {'s', {0, 3, 4, 1, 6}}, {'t', {2, 7, 2, 2, 1}},
+    {'u', {0, 5, 5, 5, 3}}, {'v', {0, 5, 5, 5, 2}}, {'w', {0, 5, 5, 7, 7}},
+    {'x', {0, 5, 2, 2, 5}}, {'y', {0, 5, 5, 3, 6}}, {'z', {0, 7, 1, 2, 7}},
 };
 
 typedef struct canvas {
@@ -107,9 +218,7 @@ static void text(canvas *cv, int x, int y, const char *s,
     for (size_t k = 0; k < sizeof font / sizeof *font; k++)
       if (font[k].ch == *s)
         g = &font[k];
-    for (size_t k = 0; !g && k < sizeof font / sizeof *font; k++)
-      if (font[k].ch == toupper((unsigned char)*s)) /* letters: capitals */
-        g = &font[k];
+
     if (!g)
       continue; /* spaces and unknown characters: a blank cell */
     for (int r = 0; r < 5; r++)
@@ -193,14 +302,12 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
   const char *name = info->title ? info->title : "";
   size_t room = (cv.w - 16) / (4 * FONT_SCALE) - strlen(info->kind) - 24;
   if (strlen(name) > room && room > 3)
-    snprintf(title, sizeof title, "...%s  %s  %s COUNTS",
+    snprintf(title, sizeof title, "...%s  %s  %s counts",
              name + strlen(name) - (room - 3), info->kind,
-             cfg->png_log ? "LOG" : "LINEAR");
+             cfg->png_log ? "log" : "linear");
   else
-    snprintf(title, sizeof title, "%s  %s  %s COUNTS", name, info->kind,
-             cfg->png_log ? "LOG" : "LINEAR");
-  for (char *t = title; *t; t++) /* the font's letters are capitals */
-    *t = (char)toupper((unsigned char)*t);
+    snprintf(title, sizeof title, "%s  %s  %s counts", name, info->kind,
+             cfg->png_log ? "log" : "linear");
   text(&cv, 8, 6, title, black);
   for (int c = 0; c < panels; c++) {
     const imgstat_histogram *h = &hist[c];
@@ -281,22 +388,40 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
     int row = 0;
     if (info->has_mean[c])
       marker(&cv, value_x(h, info->mean[c] / info->scale), top, bottom, 1,
-             black, "MEAN", row++);
+             black, "mean", row++);
     const imgstat_hist_figures *f = info->figures ? &info->figures[c] : NULL;
     if (f && f->has_values) {
-      marker(&cv, value_x(h, f->median), top, bottom, 4, grey, "MEDIAN", row++);
+      marker(&cv, value_x(h, f->median), top, bottom, 4, grey, "median", row++);
       for (int i = 0; i < f->npercentiles && i < 6; i++) {
         char name[24];
-        snprintf(name, sizeof name, "P%g", f->percentile_p[i]);
+        snprintf(name, sizeof name, "p%g", f->percentile_p[i]);
         marker(&cv, value_x(h, f->percentile[i]), top, bottom, 2, grey, name,
                row++ % 4);
       }
     }
+    /* samples beyond the range drawn: counted at the edges */
+    if (info->below && info->below[c]) {
+      char label[48];
+      snprintf(label, sizeof label, "<%llu below",
+               (unsigned long long)info->below[c]);
+      for (int y = top; y < bottom; y += 2)
+        put(&cv, MARGIN_L, y, black, 1.0);
+      text(&cv, MARGIN_L + 4, bottom - 12, label, black);
+    }
+    if (info->above && info->above[c]) {
+      char label[48];
+      snprintf(label, sizeof label, "%llu above>",
+               (unsigned long long)info->above[c]);
+      for (int y = top; y < bottom; y += 2)
+        put(&cv, MARGIN_L + PLOT_W - 1, y, black, 1.0);
+      text(&cv, MARGIN_L + PLOT_W - 4 - text_width(label), bottom - 12, label,
+           black);
+    }
     /* the channel's name; the axes' names */
     text(&cv, 8, top + 2, imgstat_channel_name(panels, c), col);
     if (c == panels - 1) {
-      text(&cv, MARGIN_L + PLOT_W / 2 - text_width("VALUE") / 2, bottom + 20,
-           "VALUE", black);
+      text(&cv, MARGIN_L + PLOT_W / 2 - text_width("value") / 2, bottom + 20,
+           "value", black);
     }
   }
   free(counts);

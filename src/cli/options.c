@@ -456,7 +456,11 @@ static const ist_opt table[] = {
      "                     an outlier (default 5)\n"},
     {"--range", NULL, S, IST_OPT_RANGE, 1, read_range, 0, 0, NULL,
      "--range: '%s' is not LOW,HIGH (two numbers, LOW < HIGH)", S_DATASET,
-     "  --range LOW,HIGH   float images: the pooled histogram's range\n"},
+     "  --range LOW,HIGH   float images: the histograms' range (the pooled\n"
+     "                     one; each image's plot, which without it spans\n"
+     "                     the 0.1..99.9 percentiles, the rest counted at "
+     "its\n"
+     "                     edges)\n"},
     {"--mpi", NULL, S, IST_OPT_MPI, 0, NULL, 0, 0, NULL, NULL, S_DATASET,
      "  --mpi              run as one of mpirun's ranks: each takes a share of "
      "the\n"

@@ -331,9 +331,10 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
   case IST_OPT_SCALE:
   case IST_OPT_OUTLIER_Z:
     return o->dataset ? NULL : "without --dataset";
-  case IST_OPT_RANGE:
-    return o->dataset && o->hist.fields ? NULL
-                                        : "without --dataset and --histogram";
+  case IST_OPT_RANGE: /* the pooled histograms, or the images' plots */
+    return (o->dataset && o->hist.fields) || o->hist.png_path
+               ? NULL
+               : "without --histogram-png, or --dataset and --histogram";
   case IST_OPT_BINS:
     if (!histograms_wanted(&o->hist))
       return "without --histogram";
@@ -459,6 +460,8 @@ typedef struct item_result {
   imgstat_partial ds_partial[IMGSTAT_MAX_CHANNELS];
   int ds_hists;
   imgstat_histogram ds_hist[IMGSTAT_MAX_CHANNELS];
+  /* --histogram-png of a float image: what its plot shows (hist_plot.h) */
+  ist_plot_hists plot;
 } item_result;
 
 /* The pool's extra work on a decoded image (in the worker). */
@@ -492,6 +495,7 @@ static void dataset_work(run_state *st, const imgstat_image *img,
 static void dataset_free(item_result *r) {
   for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
     imgstat_histogram_free(&r->ds_hist[c]);
+  ist_hist_plot_hists_free(&r->plot);
 }
 
 /* Adds a delivered input to the pool, in input order. */
@@ -629,7 +633,8 @@ static int write_plot(run_state *st, const char *input,
 
 /* Prints one input's result; returns 1 when the input failed. */
 static int print_result(run_state *st, const char *path,
-                        const imgstat_job_result *res) {
+                        const imgstat_job_result *res,
+                        const ist_plot_hists *plot) {
   const stats_options *o = st->opt;
   int failed = 0;
   ist_cli_job_warnings(res, path, o->quiet);
@@ -687,7 +692,12 @@ static int print_result(run_state *st, const char *path,
       info.mean[c] = rec.figures[c].mean;
     }
     info.figures = res->hist_figures;
-    if (write_plot(st, path, &info, res->hist)) {
+    if (plot && plot->have) { /* a float image: its own range */
+      info.below = plot->below;
+      info.above = plot->above;
+    }
+    if (write_plot(st, path, &info,
+                   plot && plot->have ? plot->hist : res->hist)) {
       st->any_failed = 1;
       failed = 1;
     }
@@ -824,6 +834,16 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
           IMGSTAT_OK &&
       st->ds)
     dataset_work(st, &img, r);
+  /* a float image's plot: over --range, else over its robust range */
+  const stats_options *o = st->opt;
+  if (res->status == IMGSTAT_OK && res->has_histograms && o->hist.png_path &&
+      o->dataset != 2 && img.sample == IMGSTAT_F32) {
+    double range[2] = {o->ds.lo, o->ds.hi};
+    if (ist_hist_plot_float(&img, res->hist, o->ds.have_range ? range : NULL,
+                            o->hist.bins ? o->hist.bins : DEFAULT_DISPLAY_BINS,
+                            &r->plot, &err) != IMGSTAT_OK)
+      ist_hist_plot_hists_free(&r->plot); /* the job's histograms, then */
+  }
   imgstat_image_free(&img);
   imgstat_task_release(task, reserved);
 }
@@ -841,7 +861,7 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
     st->progress.done++;
     if (in->size_known)
       st->progress.bytes_in += in->size;
-    if (print_result(st, in->path, &r->res))
+    if (print_result(st, in->path, &r->res, &r->plot))
       st->progress.failed++;
     if (st->ds) /* the input's place in the whole list (--mpi: not index) */
       dataset_add(st, in->path, in->index, r);
