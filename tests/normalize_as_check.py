@@ -16,9 +16,9 @@ Usage: normalize_as_check.py IMGSTAT TMPDIR
 """
 import os
 import re
-import subprocess
 import sys
 
+import checklib
 import numpy as np
 from PIL import Image
 
@@ -26,18 +26,8 @@ imgstat, tmp = sys.argv[1], sys.argv[2]
 d = os.path.join(tmp, "in")
 os.makedirs(d)
 rng = np.random.default_rng(7)
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
-
-
 def run(*args):
-    return subprocess.run([imgstat] + list(args), capture_output=True,
-                          text=True)
+    return checklib.run(imgstat, *args)
 
 
 def u8(*shape):
@@ -68,14 +58,14 @@ for f, m, s in (("gray.png", "0.5,0.5,0.5", "0.2,0.2,0.2"),
             os.path.join(d, f), "-o", out)
     if r.returncode != 1 or os.path.join(d, f) not in r.stderr or \
             "--mean/--std values" not in r.stderr or os.path.exists(out):
-        fail("%s with %s: exit %d, stderr %r, written %s"
+        checklib.fail("%s with %s: exit %d, stderr %r, written %s"
              % (f, m, r.returncode, r.stderr, os.path.exists(out)))
 
 # --as rgb: torchvision's tensors
 o = os.path.join(tmp, "tensors")
 r = run("normalize", "--as", "rgb", "--layout", "chw", *ms, d, "-o", o)
 if r.returncode != 0:
-    fail("--as rgb: exit %d: %s" % (r.returncode, r.stderr))
+    checklib.fail("--as rgb: exit %d: %s" % (r.returncode, r.stderr))
 for f in names:
     with Image.open(os.path.join(d, f)) as im:
         x = np.asarray(im.convert("RGB"), dtype=np.float64) / 255.0
@@ -84,7 +74,7 @@ for f in names:
     got = np.load(p) if os.path.exists(p) else None
     if got is None or got.shape != want.shape or \
             not np.allclose(got, want, rtol=0, atol=2e-6):
-        fail("--as rgb %s: %s, torchvision %s" % (
+        checklib.fail("--as rgb %s: %s, torchvision %s" % (
             f, None if got is None else got.shape, want.shape))
 
 # the summary line, and -q
@@ -92,12 +82,12 @@ m = re.search(r"^imgstat: (\d+) written to (.*), (\d+) failed, [0-9.]+ s$",
               r.stderr, re.M)
 if not m or int(m.group(1)) != len(names) or m.group(2) != o or \
         m.group(3) != "0":
-    fail("no summary line '%d written to %s, 0 failed, T s': %r"
+    checklib.fail("no summary line '%d written to %s, 0 failed, T s': %r"
          % (len(names), o, r.stderr))
 r = run("normalize", "-q", "--as", "rgb", *ms, d, "-o",
         os.path.join(tmp, "quiet"))
 if r.returncode != 0 or r.stderr:
-    fail("-q: exit %d, stderr %r" % (r.returncode, r.stderr))
+    checklib.fail("-q: exit %d, stderr %r" % (r.returncode, r.stderr))
 
 # --dataset on a mixed folder: the refused files named, --as suggested
 o2 = os.path.join(tmp, "ds")
@@ -108,12 +98,11 @@ if r.returncode != 1 or not 1 <= len(named) <= 5 or "--as" not in r.stderr \
         or not re.search(r"\b%d of %d inputs refused" % (len(names) - 1,
                                                          len(names)),
                          r.stderr) or os.path.exists(o2):
-    fail("--dataset mixed: exit %d, named %s, stderr %r"
+    checklib.fail("--dataset mixed: exit %d, named %s, stderr %r"
          % (r.returncode, named, r.stderr))
 r = run("normalize", "zscore", "--dataset", "--as", "rgb", "--scale", "unit",
         d, "-o", o2)
 if r.returncode != 0:
-    fail("--dataset --as rgb: exit %d: %s" % (r.returncode, r.stderr))
+    checklib.fail("--dataset --as rgb: exit %d: %s" % (r.returncode, r.stderr))
 
-print("normalize_as_check: %d failures" % failures)
-sys.exit(1 if failures else 0)
+checklib.finish("normalize_as_check")

@@ -15,26 +15,18 @@ The bars are found in the PNG with Pillow: in the panel's bottom row, the
 columns that are not background white.
 """
 import os
-import subprocess
 import sys
 
+import checklib
 import numpy as np
 from PIL import Image
 
 imgstat, tmp = sys.argv[1], sys.argv[2]
-failures = 0
 MARGIN_L, PLOT_W, TOP, PLOT_H = 64, 768, 20 + 22, 160  # hist_plot.c
 
 
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
-
-
 def run(*args):
-    return subprocess.run([imgstat] + list(args), capture_output=True,
-                          text=True)
+    return checklib.run(imgstat, *args)
 
 
 def bar_columns(png):
@@ -53,17 +45,17 @@ p = os.path.join(tmp, "p.png")
 r = run("--histogram-png", p, hot)
 cols = bar_columns(p) if r.returncode == 0 and os.path.exists(p) else 0
 if cols < PLOT_W // 2:
-    fail("hot pixel: bars over %d of %d columns (exit %d, %s)"
+    checklib.fail("hot pixel: bars over %d of %d columns (exit %d, %s)"
          % (cols, PLOT_W, r.returncode, r.stderr))
 
 q = os.path.join(tmp, "q.png")
 r = run("--histogram-png", q, "--range", "0,0.5", hot)
 if r.returncode != 0 or "no effect" in r.stderr:
-    fail("--range on one image: exit %d, %s" % (r.returncode, r.stderr))
+    checklib.fail("--range on one image: exit %d, %s" % (r.returncode, r.stderr))
 elif np.array_equal(np.asarray(Image.open(p)), np.asarray(Image.open(q))):
-    fail("--range 0,0.5 drew the same plot as the default")
+    checklib.fail("--range 0,0.5 drew the same plot as the default")
 elif bar_columns(q) < PLOT_W // 2:
-    fail("--range 0,0.5: bars over %d columns" % bar_columns(q))
+    checklib.fail("--range 0,0.5: bars over %d columns" % bar_columns(q))
 
 titles = []
 for name in ("abc.npy", "ABC.npy"):
@@ -72,14 +64,13 @@ for name in ("abc.npy", "ABC.npy"):
     out = os.path.join(tmp, "t-" + name + ".png")
     r = run("--histogram-png", out, f)
     if r.returncode != 0:
-        fail("%s: exit %d %s" % (name, r.returncode, r.stderr))
+        checklib.fail("%s: exit %d %s" % (name, r.returncode, r.stderr))
         continue
     a = np.asarray(Image.open(out).convert("L"))
     # the title's first characters: the folder is the same, the name's case
     # is not; compare the whole title strip
     titles.append(a[:20, :])
 if len(titles) == 2 and np.array_equal(titles[0], titles[1]):
-    fail("abc.npy and ABC.npy draw the same title (letters as capitals)")
+    checklib.fail("abc.npy and ABC.npy draw the same title (letters as capitals)")
 
-print("plot_check: %d failures" % failures)
-sys.exit(1 if failures else 0)
+checklib.finish("plot_check")

@@ -22,6 +22,7 @@ import re
 import subprocess
 import sys
 
+import checklib
 import numpy as np
 import png
 from PIL import Image
@@ -30,15 +31,6 @@ imgstat, tmp = sys.argv[1], sys.argv[2]
 d = os.path.join(tmp, "mixed")
 os.makedirs(d)
 rng = np.random.default_rng(25)
-failures = 0
-
-
-def fail(msg):
-    global failures
-    failures += 1
-    print("FAIL: " + msg)
-
-
 def u8(*shape):
     return rng.integers(0, 256, shape, dtype=np.uint8)
 
@@ -93,15 +85,15 @@ def pooled(parts):
 out = subprocess.run([imgstat, "--dataset-only", "--scale", "unit", "--json",
                       d], capture_output=True, text=True)
 if out.returncode != 0:
-    fail("imgstat exit %d: %s" % (out.returncode, out.stderr))
+    checklib.fail("imgstat exit %d: %s" % (out.returncode, out.stderr))
     sys.exit(1)
 rec = json.loads(out.stdout.strip().split("\n")[-1])["dataset"]
 n_all = len(files8) + len(files16)
 if rec["images"] != n_all or rec["pooled"] != n_all or rec["excluded"]:
-    fail("not every image pooled: %s of %s, excluded %s"
+    checklib.fail("not every image pooled: %s of %s, excluded %s"
          % (rec["pooled"], rec["images"], rec["excluded"]))
 if rec["as"] != "rgb" or rec["channels"] != 3:
-    fail("--scale unit's default is not --as rgb: as=%s channels=%s"
+    checklib.fail("--scale unit's default is not --as rgb: as=%s channels=%s"
          % (rec["as"], rec["channels"]))
 
 tv = [torchvision_pixels(f) for f in files8]
@@ -111,12 +103,12 @@ _, tv_mean, tv_std = pooled(tv + [torchvision_pixels(f) for f in files16])
 got_mean = np.array([c["mean"] for c in rec["stats"]])
 got_std = np.array([c["std"] for c in rec["stats"]])
 if any(c["count"] != exp_count for c in rec["stats"]):
-    fail("counts %s, expected %d" % ([c["count"] for c in rec["stats"]],
+    checklib.fail("counts %s, expected %d" % ([c["count"] for c in rec["stats"]],
                                      exp_count))
 for what, got, exp in (("mean", got_mean, exp_mean),
                        ("std", got_std, exp_std)):
     if not np.allclose(got, exp, rtol=1e-12, atol=0):
-        fail("%s %s, expected %s" % (what, got.tolist(), exp.tolist()))
+        checklib.fail("%s %s, expected %s" % (what, got.tolist(), exp.tolist()))
 
 # only the 8-bit files: exactly torchvision's numbers
 out8 = subprocess.run([imgstat, "--dataset-only", "--scale", "unit", "--json"]
@@ -126,7 +118,7 @@ rec8 = json.loads(out8.stdout.strip().split("\n")[-1])["dataset"]
 _, m8, s8 = pooled(tv)
 if not (np.allclose([c["mean"] for c in rec8["stats"]], m8, rtol=1e-12) and
         np.allclose([c["std"] for c in rec8["stats"]], s8, rtol=1e-12)):
-    fail("8-bit files: %s / %s, torchvision %s / %s"
+    checklib.fail("8-bit files: %s / %s, torchvision %s / %s"
          % ([c["mean"] for c in rec8["stats"]],
             [c["std"] for c in rec8["stats"]], m8.tolist(), s8.tolist()))
 
@@ -135,12 +127,12 @@ txt = subprocess.run([imgstat, "--dataset-only", "--scale", "unit", d],
                      capture_output=True, text=True).stdout
 m = re.search(r"Normalize\(mean=\[([^]]*)\], std=\[([^]]*)\]\)", txt)
 if not m:
-    fail("no Normalize line in the text output:\n" + txt)
+    checklib.fail("no Normalize line in the text output:\n" + txt)
 elif not (np.allclose([float(v) for v in m.group(1).split(",")], got_mean,
                       rtol=1e-15) and
           np.allclose([float(v) for v in m.group(2).split(",")], got_std,
                       rtol=1e-15)):
-    fail("Normalize line %s differs from the JSON" % m.group(0))
+    checklib.fail("Normalize line %s differs from the JSON" % m.group(0))
 
 # --as keep: each left-out file named once in everything printed
 keep = subprocess.run([imgstat, "--dataset-only", "--scale", "unit", "--as",
@@ -149,11 +141,10 @@ both = keep.stdout + keep.stderr
 for f in files8 + files16:
     k = both.count(os.path.join(d, f) + ":")
     if k > 1:
-        fail("--as keep: %s named %d times:\n%s" % (f, k, both))
+        checklib.fail("--as keep: %s named %d times:\n%s" % (f, k, both))
 
 print("imgstat  (--scale unit): mean %s std %s"
       % (np.round(got_mean, 6).tolist(), np.round(got_std, 6).tolist()))
 print("torchvision (Pillow RGB): mean %s std %s"
       % (np.round(tv_mean, 6).tolist(), np.round(tv_std, 6).tolist()))
-print("torchvision_check: %d failures" % failures)
-sys.exit(1 if failures else 0)
+checklib.finish("torchvision_check")
