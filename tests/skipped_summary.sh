@@ -1,7 +1,8 @@
 #!/bin/sh
-# Run by ctest after the tests (CTEST_CUSTOM_POST_TEST, tests/CTestCustom.cmake.in):
-# ctest shows a skipped test as "***Skipped" and hides its output, so this
-# lists every "skipped: why" line the tests printed, under the test's name.
+# After a ctest run: ctest shows a skipped test as "***Skipped" and hides
+# its output, so this lists every "skipped: why" line the tests printed,
+# under the test's name, from the run's log. (Not a CTEST_CUSTOM_POST_TEST:
+# ctest runs that before it writes the log, and not with --test-dir.)
 # Usage: sh tests/skipped_summary.sh BUILD_DIR
 log=${1:?usage: skipped_summary.sh BUILD_DIR}/Testing/Temporary/LastTest.log
 [ -f "$log" ] || exit 0
