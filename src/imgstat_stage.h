@@ -14,11 +14,12 @@
  *    unless imgstat_stage_flush was called (the end of the input).
  *  - Several lanes per device keep batches in flight: while one lane's batch
  *    decodes, the next lane parses and copies its own.
- *  - Lanes are opened on their own threads when the stage is created, so
- *    that a slow start (CUDA, nvJPEG) overlaps the submitters' reading; items
- *    queue meanwhile. A lane that fails to open takes no batch; when no lane
- *    of any device opened, every item (queued or submitted later) is
- *    finished with that failure.
+ *  - A device's first lane is opened on its thread when the stage is
+ *    created, so that a slow start (CUDA, nvJPEG) overlaps the submitters'
+ *    reading; items queue meanwhile. Its further lanes open when they first
+ *    find an item queued (a short run does not wait for their start). A lane
+ * that fails to open takes no batch; when no lane of any device opened, every
+ * item (queued or submitted later) is finished with that failure.
  *  - The results never depend on which items share a batch or which lane
  *    ran them: the run must give each item what it would give it alone (the
  *    operations' promise; the tests hold the stage to its part: every item

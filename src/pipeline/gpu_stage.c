@@ -110,6 +110,28 @@ static void *lane_main(void *arg) {
   imgstat_stage *s = l->s;
   imgstat_error err;
   memset(&err, 0, sizeof err);
+  if (l->index > 0) {
+    /* a device's further lanes open once there is work: a short run does
+     * not wait for their start at its end */
+    pthread_mutex_lock(&s->m);
+    while (!s->head && !s->closing && !s->dead)
+      pthread_cond_wait(&s->cv, &s->m);
+    int idle = !s->head;
+    imgstat_stage_item *orphans = NULL;
+    if (idle) {
+      s->pending--;
+      if (s->pending == 0 && s->report.lanes_open == 0 && !s->dead) {
+        s->dead = 1;
+        orphans = take_all(s);
+      }
+    }
+    imgstat_status dead_st = s->open_status;
+    imgstat_error dead_err = s->open_err;
+    pthread_mutex_unlock(&s->m);
+    finish_list(s, orphans, dead_st, 0, &dead_err);
+    if (idle)
+      return NULL;
+  }
   imgstat_status st =
       s->ops.open(s->ops.ctx, l->device, l->index, &l->ctx, &err);
   pthread_mutex_lock(&s->m);
