@@ -698,6 +698,50 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;
 }
 
+/* ---- batched: the planes of many images in one launch ------------------
+ * Each plane (a segment) gets the blocks the one-image kernel would give it
+ * (ist_fast_grid of its bytes, one channel) and the same fold, so each
+ * image's partials are those of imgstat_gpu_image_stats, bit for bit; what
+ * the batch saves is a launch, a fold launch and a synchronisation per
+ * image. A block finds its plane by a binary search over first_block. */
+
+__device__ int segment_of(const ist_segment *seg, int nseg, uint64_t block) {
+  int lo = 0, hi = nseg - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (seg[mid].first_block <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+template <typename Acc>
+__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+    fast_segments_kernel(const ist_segment *seg, int nseg,
+                         imgstat_partial *partials) {
+  const ist_segment S = seg[segment_of(seg, nseg, blockIdx.x)];
+  double shift_k = 0.0;
+  imgstat_partial p = fast_plane_block<Acc>(
+      static_cast<const typename Acc::Sample *>(S.plane), S.n, 0,
+      blockIdx.x - S.first_block, S.nblocks, &shift_k);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = p;
+}
+
+/* One block per segment: the fold of its block partials. Integer samples
+ * only (no shift to add back). */
+__global__ void __launch_bounds__(FoldPolicy::kBlock)
+    fold_segments_kernel(const ist_segment *seg,
+                         const imgstat_partial *partials,
+                         imgstat_partial *out) {
+  const ist_segment S = seg[blockIdx.x];
+  imgstat_partial p = fold_block<false>(partials + S.first_block, S.nblocks, 0);
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = p;
+}
+
 template <typename K>
 cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s) {
   if (p->grid == 0 || p->channels == 0 || p->channels > 65535)
@@ -759,3 +803,36 @@ cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s) {
   return launch(fold_sum_i64_kernel, FoldPolicy::kBlock, p, s);
 }
 
+uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count) {
+  return ist_fast_grid(bytes, 1, sm_count);
+}
+
+cudaError_t ist_fast_stats_segments(imgstat_sample sample,
+                                    const ist_segment *d_seg, int nseg,
+                                    uint64_t total_blocks,
+                                    imgstat_partial *d_partials,
+                                    imgstat_partial *d_out, cudaStream_t s) {
+  if (nseg <= 0 || total_blocks == 0 || total_blocks > 0x7fffffffu ||
+      (sample != IMGSTAT_U8 && sample != IMGSTAT_U16))
+    return cudaErrorInvalidValue;
+  cudaError_t e = ist_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  if (sample == IMGSTAT_U8)
+    fast_segments_kernel<AccU8>
+        <<<(unsigned)total_blocks, FastPolicy::kBlock, 0, s>>>(d_seg, nseg,
+                                                               d_partials);
+  else
+    fast_segments_kernel<AccU16>
+        <<<(unsigned)total_blocks, FastPolicy::kBlock, 0, s>>>(d_seg, nseg,
+                                                               d_partials);
+  e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return e;
+  e = ist_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  fold_segments_kernel<<<(unsigned)nseg, FoldPolicy::kBlock, 0, s>>>(
+      d_seg, d_partials, d_out);
+  return cudaGetLastError();
+}
