@@ -311,11 +311,13 @@ int imgstat_engine_stats_decoder(imgstat_engine *engine, imgstat_decoder *d,
  * stage and its lanes open at the first JPEG, while the GPU starts: workers
  * go on reading and checking meanwhile.
  * Returns 0 (not taken: as imgstat_engine_stats_decoder), 1 (finished here:
- * res is the result, e.g. a file the check refused; d stays the caller's),
- * 2 (handed over: the engine owns d and closes it; done(done_ctx,
- * cancelled) is called once, on a lane's thread, when res is final; the
- * caller keeps req, path and res alive until then), or -1 (reserve refused:
- * cancelled). reserve(ctx, bytes) is called as in
+ * res is the result, e.g. a file the check refused), 2 (handed over, with a
+ * copy of the file's bytes: done(done_ctx, cancelled) is called once, on a
+ * lane's thread, when res is final; the caller keeps req, path and res
+ * alive until then, and the file at path: a file nvJPEG refuses is opened
+ * again there for the CPU decoder), or -1 (reserve refused: cancelled). d
+ * stays the caller's in every case (close it on return: the stage holds no
+ * file open). reserve(ctx, bytes) is called as in
  * imgstat_engine_stats_decoder, for the file's bytes, which the item holds
  * until the caller releases them (at its delivery).
  */

@@ -770,13 +770,13 @@ static int offer_to_gpu(run_state *st, imgstat_task *task,
     taken = imgstat_engine_stats_decoder_async(st->engine, d, in->path,
                                                &st->req, reserve_task, task,
                                                res, stage_finished, r);
-    if (taken == 2)
-      return 1; /* the engine owns d; its stage completes the item */
-    imgstat_task_complete(r->pending);
-    r->pending = NULL;
+    if (taken != 2) { /* else the engine's stage completes the item */
+      imgstat_task_complete(r->pending);
+      r->pending = NULL;
+    }
     if (taken < 0)
       r->cancelled = 1;
-    /* 1: finished here (the file's bytes held until the delivery) */
+    /* 1, 2: the file's bytes held until the delivery */
   } else if (!gray) {
     gpu_reserve gr = {task, 0};
     taken = imgstat_engine_stats_decoder(st->engine, d, in->path, &st->req,

@@ -1267,11 +1267,13 @@ static double since(const struct timespec *a) {
          1e-9 * (double)(b.tv_nsec - a->tv_nsec);
 }
 
-/* A JPEG handed to the stage. */
+/* A JPEG handed to the stage: a copy of the file's bytes, not its open
+ * decoder (which holds the file open: a thousand of them in flight would
+ * run out of descriptors). */
 typedef struct stage_job {
   imgstat_stage_item si;
   imgstat_engine *e;
-  imgstat_decoder *dec; /* owned: closed when finished */
+  unsigned char *bytes; /* owned */
   const char *path;
   const imgstat_stats_request *req;
   imgstat_job_result *res;
@@ -1377,6 +1379,20 @@ static int jpeg_device_histograms(stage_lane *l,
   return 1;
 }
 
+/* The CPU decoder for a file of the stage that nvJPEG did not decode. */
+static void jpeg_reopened_on_cpu(imgstat_engine *e, stage_job *j,
+                                 imgstat_job_result *res) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_decoder *d = NULL;
+  imgstat_status st = imgstat_decoder_open(j->path, &e->opt.load, &d, &err);
+  if (st != IMGSTAT_OK)
+    fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
+  else
+    jpeg_on_cpu(e, d, j->path, j->req, reserve_none, NULL, 1, res);
+  imgstat_decoder_close(d);
+}
+
 /* One batch: decode, the batch's statistics in one launch, histograms per
  * image; the files nvJPEG refused on the CPU decoder; a GPU failure by the
  * policy (per item, as the one-image path). */
@@ -1441,9 +1457,10 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
     imgstat_gpu_jpeg_item_free(l->jpeg, it);
     hist_s += since(&t0);
     if (!finished) {
-      /* a file nvJPEG refused, or a GPU failure the CPU takes over */
+      /* a file nvJPEG refused, or a GPU failure the CPU takes over: the
+       * file opened again for the CPU decoder */
       clock_gettime(CLOCK_MONOTONIC, &t0);
-      jpeg_on_cpu(e, j->dec, j->path, j->req, reserve_none, NULL, 1, res);
+      jpeg_reopened_on_cpu(e, j, res);
       cpu_s += since(&t0);
       cpu++;
     }
@@ -1480,7 +1497,7 @@ static void stage_done(void *ctx, imgstat_stage_item *si, imgstat_status st,
       fail(j->res, IMGSTAT_STAGE_GPU, st, "%s needs a usable GPU: %s",
            gpu_option(e), reason(err));
   }
-  imgstat_decoder_close(j->dec);
+  free(j->bytes);
   j->done(j->done_ctx, cancelled);
   free(j);
 }
@@ -1555,22 +1572,22 @@ int imgstat_engine_stats_decoder_async(
          "%s", reason(&err));
     return 1;
   }
+  if (!reserve(ctx, size))
+    return -1;
   stage_job *j = calloc(1, sizeof *j);
-  if (!j) {
-    reserve(ctx, 0);
+  unsigned char *copy = j ? malloc(size ? size : 1) : NULL;
+  if (!copy) {
+    free(j);
     fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM, "out of memory");
     return 1;
   }
-  if (!reserve(ctx, size)) {
-    free(j);
-    return -1;
-  }
+  memcpy(copy, bytes, size);
   j->e = e;
-  j->dec = dec;
+  j->bytes = copy;
   j->path = path;
   j->req = req;
   j->res = res;
-  j->item.data = bytes;
+  j->item.data = copy;
   j->item.size = size;
   j->item.width = h->width;
   j->item.height = h->height;
