@@ -39,7 +39,7 @@ row() { echo "$*" >>"$ROWS"; } # the summary table's lines
 BD=$ROOT/build-p18
 BIN=$BD/imgstat
 T0=$(date +%s)
-log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l), $(nproc) cores, tree $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet 2>/dev/null || echo +changes)"
+log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l), $(nproc) cores, tree $(git rev-parse --short HEAD 2>/dev/null || echo "(no git)")"
 
 if has build; then
   t=$(date +%s)
