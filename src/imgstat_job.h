@@ -150,6 +150,9 @@ typedef struct imgstat_engine_options {
    * sizes); 0 (default): also libjpeg's entropy decoding of every scan, so
    * that a damaged file is refused with the CPU path's words */
   int jpeg_check_markers_only;
+  /* The streaming stage's lanes per device: batches in flight at once
+   * (<= 0: 2; at most 8) */
+  int jpeg_lanes;
 } imgstat_engine_options;
 
 typedef struct imgstat_engine imgstat_engine;

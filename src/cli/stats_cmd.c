@@ -1486,6 +1486,14 @@ int ist_stats_main(int argc, char **argv) {
     workers = 4 * cores;
   if (workers == 0)
     workers = cores;
+  /* --jpeg-decoder gpu's tuning knobs, for measurements (docs/gpu.md):
+   * the stage's lanes per device and the most files in a batch */
+  const char *knob = getenv("IMGSTAT_JPEG_LANES");
+  if (knob && atoi(knob) > 0)
+    opt.engine.jpeg_lanes = atoi(knob);
+  knob = getenv("IMGSTAT_JPEG_BATCH");
+  if (knob && atoi(knob) > 0)
+    opt.engine.jpeg_batch = atoi(knob);
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
   /* the CPU's lanes for auto's rule: the workers, at most one per core */
   opt.engine.workers = workers > 0 && workers < cores ? workers : cores;

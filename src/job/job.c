@@ -1512,7 +1512,9 @@ static imgstat_stage *stage_get(imgstat_engine *e, imgstat_error *err) {
     o.devices = e->opt.ndevices > 0   ? e->opt.ndevices
                 : e->opt.ndevices < 0 ? IMGSTAT_MAX_DEVICES
                                       : 1;
-    o.lanes = 2;
+    o.lanes = e->opt.jpeg_lanes <= 0  ? 2
+              : e->opt.jpeg_lanes > 8 ? 8
+                                      : e->opt.jpeg_lanes;
     /* 12 MP photos: 22 a batch (the engines want many at once; 0.8 GB of
      * planes a lane); 0.5 MP ones: batch_max */
     o.batch_pixels = UINT64_C(256) << 20;

@@ -17,6 +17,7 @@
 #             --jpeg-decoder gpu --jpeg-check markers, the CPU decoders,
 #             torchvision (tests/gpu/torch_jpeg_stats.py); then the
 #             per-stage times (IMGSTAT_STAGE_TIMES=1) of both 500/6,000 runs
+#             and the stage's shape (IMGSTAT_JPEG_LANES=3, IMGSTAT_JPEG_BATCH=64)
 #   sanitize  compute-sanitizer memcheck and racecheck on test_gpu_batch
 #             (quick set), memcheck on imgstat's new path over 24 photos
 #             (last: what a long run leaves out)
@@ -24,7 +25,7 @@
 #   tests/gpu/pipeline18.sh [STEPS]     e.g. build,test,check (default all)
 # A failing step prints its error and the others still run.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 lib_gpu_prelude
 STEPS=${1:-build,test,check,bench,sanitize}
@@ -85,7 +86,6 @@ make_sets() {
   timeout -k 5 150 bash -c ". tests/gpu/bench_lib.sh; bench_jpegs $BIG 500" || log "making $BIG failed"
   timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_small_jpegs $SMALL 6000" || log "making $SMALL failed"
   rm -rf /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check && mkdir -p /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check
-  local k=0
   for r in a b c; do for f in $BIG/*.jpg; do ln -s "$f" /tmp/p18-1500/$r$(basename "$f"); done; done
   ls $SMALL/*.jpg | head -2000 | xargs -I{} ln -s {} /tmp/p18-2000/
   # the check set: 20 large, 200 small, the corpus's JPEGs, one damaged
@@ -245,6 +245,16 @@ if has bench; then
       break
     fi
   done
+  # the stage's shape: three lanes a device, and 64-file batches
+  for v in "IMGSTAT_JPEG_LANES=3" "IMGSTAT_JPEG_BATCH=64"; do
+    for set in "$BIG 500 12MP" "$SMALL 6000 0.5MP"; do
+      read -r dir n label <<<"$set"
+      [ "$(($(date +%s) - T0))" -gt 380 ] && continue
+      t=$(med3 120 env $v "$BIN" --json --jpeg-decoder gpu --jpeg-check markers $dir)
+      log "bench $label x $n: $v --jpeg-decoder gpu --jpeg-check markers: $t ms, $(rate $n $t) images/s"
+      row "bench x $n $v | $t ms | $(rate $n $t) /s"
+    done
+  done
   t=$(ms_of 120 "$BIN" --json --jpeg-decoder gpu $BIG)
   log "bench 12MP x 500: --jpeg-decoder gpu (full check), one run: $t ms, $(rate 500 $t) images/s"
   row "bench 12MP x 500 full check | $t ms | $(rate 500 $t) /s"
@@ -273,34 +283,41 @@ if has bench; then
 fi
 
 if has sanitize; then
+  # the new path first (the batched kernel's own run follows, time allowing)
+  make_sets
+  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
+    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
+  if [ "$(($(date +%s) - T0))" -gt 460 ]; then
+    log "sanitize: past 7.7 minutes, the new path's memcheck left out"
+    row "sanitizer memcheck imgstat new path | not run (time)"
+  else
+    t=$(date +%s)
+    timeout -k 5 120 compute-sanitizer --tool memcheck --error-exitcode 99 \
+      "$BIN" --json --jpeg-decoder gpu --jpeg-check markers /tmp/p18-san >"$OUT/p18-san-cli.out" 2>"$OUT/p18-sanitizer-cli.log"
+    rc=$?
+    truncate -s "<8M" "$OUT/p18-sanitizer-cli.log"
+    log "compute-sanitizer memcheck imgstat --jpeg-decoder gpu (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/p18-san-cli.out") records"
+    grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/p18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
+    if [ $rc -eq 0 ]; then row "sanitizer memcheck imgstat new path | PASS"; else row "sanitizer memcheck imgstat new path | FAIL (rc $rc)"; fi
+  fi
   for tool in memcheck racecheck; do
-    if [ "$(($(date +%s) - T0))" -gt 450 ]; then
-      log "sanitize: past 7.5 minutes, $tool left out"
-      row "sanitizer $tool | not run (time)"
+    if [ "$(($(date +%s) - T0))" -gt 480 ]; then
+      log "sanitize: past 8 minutes, $tool of test_gpu_batch left out"
+      row "sanitizer $tool test_gpu_batch | not run (time)"
       continue
     fi
     t=$(date +%s)
     extra=""
     [ $tool = memcheck ] && extra="--leak-check full"
-    IMGSTAT_TEST_QUICK=1 timeout -k 5 120 compute-sanitizer --tool $tool $extra --error-exitcode 99 \
+    IMGSTAT_TEST_QUICK=1 timeout -k 5 100 compute-sanitizer --tool $tool $extra --error-exitcode 99 \
       "$BD/tests/test_gpu_batch" >"$OUT/p18-sanitizer-$tool.log" 2>&1
     rc=$?
     truncate -s "<8M" "$OUT/p18-sanitizer-$tool.log"
     log "compute-sanitizer $tool test_gpu_batch: rc=$rc ($(($(date +%s) - t)) s)"
     grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Test:.*FAILED|Invalid|Uninitialized" \
       "$OUT/p18-sanitizer-$tool.log" | sort | uniq -c | head -8 | tee -a "$L"
-    [ $rc -eq 0 ] && row "sanitizer $tool test_gpu_batch | PASS" || row "sanitizer $tool test_gpu_batch | FAIL (rc $rc)"
+    if [ $rc -eq 0 ]; then row "sanitizer $tool test_gpu_batch | PASS"; else row "sanitizer $tool test_gpu_batch | FAIL (rc $rc)"; fi
   done
-  make_sets
-  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
-    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
-  t=$(date +%s)
-  timeout -k 5 150 compute-sanitizer --tool memcheck --error-exitcode 99 \
-    "$BIN" --json --jpeg-decoder gpu --jpeg-check markers /tmp/p18-san >"$OUT/p18-san-cli.out" 2>"$OUT/p18-sanitizer-cli.log"
-  rc=$?
-  log "compute-sanitizer memcheck imgstat --jpeg-decoder gpu (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/p18-san-cli.out") records"
-  grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/p18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
-  [ $rc -eq 0 ] && row "sanitizer memcheck imgstat new path | PASS" || row "sanitizer memcheck imgstat new path | FAIL (rc $rc)"
 fi
 
 log "== summary ($(($(date +%s) - T0)) s)"
