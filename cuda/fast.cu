@@ -499,23 +499,27 @@ __device__ void finish_sums(const AccF32 &a, imgstat_partial &p, double k) {
   }
 }
 
+/* Block `block` of `nblocks` over one plane of n samples: its partial
+ * (thread 0's is the block's; f32: the mean relative to *shift_k, the
+ * plane's shift). The one-image kernel and the batched one (one launch over
+ * the planes of many images) both call it, so a plane's block partials are
+ * the same either way. */
 template <typename Acc>
-__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
-    fast_stats_kernel(ist_pass pass) {
+__device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
+                                            uint64_t n, uint64_t first_index,
+                                            uint64_t block, uint64_t nblocks,
+                                            double *shift_out) {
   using Sample = typename Acc::Sample;
   constexpr bool kFloat = sizeof(Sample) == 4;
   const unsigned t = threadIdx.x;
-  const Sample *plane =
-      static_cast<const Sample *>(pass.in) + blockIdx.y * pass.in_stride;
-  Layout<Sample> L(plane, pass.n);
+  Layout<Sample> L(plane, n);
   Acc acc;
   /* f32: the plane's shift, loaded now so that its latency overlaps. */
   const double shift_k =
-      kFloat ? ist_plane_shift(reinterpret_cast<const float *>(plane), pass.n)
-             : 0.0;
+      kFloat ? ist_plane_shift(reinterpret_cast<const float *>(plane), n) : 0.0;
 
   const uint64_t full = L.nvec / FastPolicy::kTile;
-  uint64_t tile = blockIdx.x;
+  uint64_t tile = block;
   if constexpr (FastPolicy::kPrefetch) {
     uint4 cur[FastPolicy::kItems];
     if (tile < full) {
@@ -523,9 +527,9 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
       for (int k = 0; k < FastPolicy::kItems; ++k)
         cur[k] = __ldg(L.vec + vec_of(tile, k, t));
     }
-    for (; tile < full; tile += gridDim.x) {
+    for (; tile < full; tile += nblocks) {
       uint4 next[FastPolicy::kItems];
-      uint64_t nt = tile + gridDim.x;
+      uint64_t nt = tile + nblocks;
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k)
         next[k] = nt < full ? __ldg(L.vec + vec_of(nt, k, t))
@@ -536,7 +540,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
         cur[k] = next[k];
     }
   } else {
-    for (; tile < full; tile += gridDim.x) {
+    for (; tile < full; tile += nblocks) {
       uint4 v[FastPolicy::kItems];
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k)
@@ -563,7 +567,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     if (nvalid > 0)
       acc.add_tile(v, nvalid, tile);
   }
-  if (blockIdx.x == 0) {
+  if (block == 0) {
     if (t < L.head)
       acc.add_sample(plane[t], t);
     uint64_t tail0 = L.head + L.nvec * Layout<Sample>::kPerVec;
@@ -571,12 +575,25 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
       acc.add_sample(plane[tail0 + t - 32], tail0 + t - 32);
   }
 
-  imgstat_partial p = thread_partial(acc, L, pass.first_index);
+  imgstat_partial p = thread_partial(acc, L, first_index);
   finish_sums(acc, p, shift_k);
-  p = block_merge<kFloat, FastPolicy::kBlock>(p);
+  *shift_out = shift_k;
+  return block_merge<kFloat, FastPolicy::kBlock>(p);
+}
+
+template <typename Acc>
+__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+    fast_stats_kernel(ist_pass pass) {
+  using Sample = typename Acc::Sample;
+  constexpr bool kFloat = sizeof(Sample) == 4;
+  const Sample *plane =
+      static_cast<const Sample *>(pass.in) + blockIdx.y * pass.in_stride;
+  double shift_k = 0.0;
+  imgstat_partial p = fast_plane_block<Acc>(plane, pass.n, pass.first_index,
+                                            blockIdx.x, gridDim.x, &shift_k);
   if (kFloat && pass.last && p.count > 0)
     p.mean += shift_k;
-  if (t == 0)
+  if (threadIdx.x == 0)
     static_cast<imgstat_partial *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
 }
@@ -629,22 +646,31 @@ __global__ void __launch_bounds__(FastPolicy::kBlock)
 
 /* The fold: block b merges partials [b * chunk, (b + 1) * chunk), thread t
  * the items t, t + Block, ... of that range in order, then the block tree. */
+/* Block `block` of the fold of n partials (thread 0's is the block's):
+ * thread t merges items t, t + Block, ... of its chunk in order, then the
+ * block tree. Shared by the one-image fold and the batched one. */
+template <bool IsFloat>
+__device__ imgstat_partial fold_block(const imgstat_partial *in, uint64_t n,
+                                      uint64_t block) {
+  constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
+  uint64_t base = block * kChunk;
+  imgstat_partial p = ist_partial_empty();
+  for (int k = 0; k < FoldPolicy::kItems; ++k) {
+    uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + threadIdx.x;
+    if (i < n) {
+      imgstat_partial q = in[i];
+      ist_partial_combine<IsFloat>(&p, &q);
+    }
+  }
+  return block_merge<IsFloat, FoldPolicy::kBlock>(p);
+}
+
 template <bool IsFloat>
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
     fold_stats_kernel(ist_pass pass) {
   const imgstat_partial *in = static_cast<const imgstat_partial *>(pass.in) +
                               blockIdx.y * pass.in_stride;
-  constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
-  uint64_t base = (uint64_t)blockIdx.x * kChunk;
-  imgstat_partial p = ist_partial_empty();
-  for (int k = 0; k < FoldPolicy::kItems; ++k) {
-    uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + threadIdx.x;
-    if (i < pass.n) {
-      imgstat_partial q = in[i];
-      ist_partial_combine<IsFloat>(&p, &q);
-    }
-  }
-  p = block_merge<IsFloat, FoldPolicy::kBlock>(p);
+  imgstat_partial p = fold_block<IsFloat>(in, pass.n, blockIdx.x);
   if (IsFloat && pass.last && p.count > 0)
     p.mean += ist_plane_shift(static_cast<const float *>(pass.planes) +
                                   blockIdx.y * pass.plane_stride,
@@ -670,6 +696,50 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
   if (threadIdx.x == 0)
     static_cast<long long *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;
+}
+
+/* ---- batched: the planes of many images in one launch ------------------
+ * Each plane (a segment) gets the blocks the one-image kernel would give it
+ * (ist_fast_grid of its bytes, one channel) and the same fold, so each
+ * image's partials are those of imgstat_gpu_image_stats, bit for bit; what
+ * the batch saves is a launch, a fold launch and a synchronisation per
+ * image. A block finds its plane by a binary search over first_block. */
+
+__device__ int segment_of(const ist_segment *seg, int nseg, uint64_t block) {
+  int lo = 0, hi = nseg - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (seg[mid].first_block <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+template <typename Acc>
+__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+    fast_segments_kernel(const ist_segment *seg, int nseg,
+                         imgstat_partial *partials) {
+  const ist_segment S = seg[segment_of(seg, nseg, blockIdx.x)];
+  double shift_k = 0.0;
+  imgstat_partial p = fast_plane_block<Acc>(
+      static_cast<const typename Acc::Sample *>(S.plane), S.n, 0,
+      blockIdx.x - S.first_block, S.nblocks, &shift_k);
+  if (threadIdx.x == 0)
+    partials[blockIdx.x] = p;
+}
+
+/* One block per segment: the fold of its block partials. Integer samples
+ * only (no shift to add back). */
+__global__ void __launch_bounds__(FoldPolicy::kBlock)
+    fold_segments_kernel(const ist_segment *seg,
+                         const imgstat_partial *partials,
+                         imgstat_partial *out) {
+  const ist_segment S = seg[blockIdx.x];
+  imgstat_partial p = fold_block<false>(partials + S.first_block, S.nblocks, 0);
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = p;
 }
 
 template <typename K>
@@ -731,4 +801,38 @@ cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,
 
 cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s) {
   return launch(fold_sum_i64_kernel, FoldPolicy::kBlock, p, s);
+}
+
+uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count) {
+  return ist_fast_grid(bytes, 1, sm_count);
+}
+
+cudaError_t ist_fast_stats_segments(imgstat_sample sample,
+                                    const ist_segment *d_seg, int nseg,
+                                    uint64_t total_blocks,
+                                    imgstat_partial *d_partials,
+                                    imgstat_partial *d_out, cudaStream_t s) {
+  if (nseg <= 0 || total_blocks == 0 || total_blocks > 0x7fffffffu ||
+      (sample != IMGSTAT_U8 && sample != IMGSTAT_U16))
+    return cudaErrorInvalidValue;
+  cudaError_t e = ist_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  if (sample == IMGSTAT_U8)
+    fast_segments_kernel<AccU8>
+        <<<(unsigned)total_blocks, FastPolicy::kBlock, 0, s>>>(d_seg, nseg,
+                                                               d_partials);
+  else
+    fast_segments_kernel<AccU16>
+        <<<(unsigned)total_blocks, FastPolicy::kBlock, 0, s>>>(d_seg, nseg,
+                                                               d_partials);
+  e = cudaGetLastError();
+  if (e != cudaSuccess)
+    return e;
+  e = ist_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  fold_segments_kernel<<<(unsigned)nseg, FoldPolicy::kBlock, 0, s>>>(
+      d_seg, d_partials, d_out);
+  return cudaGetLastError();
 }

@@ -78,6 +78,18 @@ imgstat_status imgstat_gpu_jpeg_decode(imgstat_gpu_jpeg *dec,
                                        imgstat_gpu_jpeg_item *items, int n,
                                        imgstat_error *err);
 
+/* The statistics of the decoded items of a batch (status IMGSTAT_OK; the
+ * others are left out and their out untouched) in one launch and one fold
+ * launch on the decoder's stream, with one synchronisation: out[k *
+ * IMGSTAT_MAX_CHANNELS + c] is channel c of item k, bit for bit what
+ * imgstat_gpu_image_stats with the fast kernel gives for the same planes
+ * (the same blocks per plane and the same fold: cuda/fast.cu). The
+ * decoder's thread only (its stream and buffers, grown as needed and kept
+ * for the next batch). */
+imgstat_status imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *dec,
+                                      const imgstat_gpu_jpeg_item *items, int n,
+                                      imgstat_partial *out, imgstat_error *err);
+
 /* Frees an item's planes (safe on an item without any). */
 void imgstat_gpu_jpeg_item_free(imgstat_gpu_jpeg *dec,
                                 imgstat_gpu_jpeg_item *item);

@@ -12,6 +12,7 @@
  */
 #include "cuda_check.cuh"
 #include "imgstat_cuda_jpeg.h"
+#include "reduce.cuh"
 
 #include <dlfcn.h>
 #include <new>
@@ -227,6 +228,12 @@ struct imgstat_gpu_jpeg {
   nvjpegJpegStream_t parsed = nullptr; /* for the hardware's support test */
   cudaStream_t stream = nullptr;
   char name[64];
+  /* the batched statistics' buffers (imgstat_gpu_jpeg_stats), kept */
+  int sms = 0;
+  int seg_cap = 0;
+  uint64_t block_cap = 0;
+  ist_segment *h_seg = nullptr, *d_seg = nullptr;
+  imgstat_partial *h_out = nullptr, *d_out = nullptr, *d_part = nullptr;
 };
 
 namespace {
@@ -262,6 +269,9 @@ extern "C" imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu,
   cudaError_t e = cudaSetDevice(d->device);
   if (e == cudaSuccess)
     e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount,
+                               d->device);
   if (e != cudaSuccess) {
     delete d;
     return ist_cuda_fail(err, e, "cudaStreamCreate (nvJPEG)");
@@ -304,6 +314,11 @@ extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
     api.JpegStreamDestroy(d->parsed);
   backend_destroy(&d->hw);
   backend_destroy(&d->hybrid);
+  cudaFreeHost(d->h_seg);
+  cudaFreeHost(d->h_out);
+  cudaFree(d->d_seg);
+  cudaFree(d->d_out);
+  cudaFree(d->d_part);
   if (d->stream)
     cudaStreamDestroy(d->stream);
   ist_cuda_clear_error();
@@ -515,4 +530,110 @@ imgstat_gpu_jpeg_item_download(imgstat_gpu_jpeg *d,
   }
   cudaStreamDestroy(s);
   return e == cudaSuccess ? IMGSTAT_OK : ist_cuda_fail(err, e, what);
+}
+
+namespace {
+
+/* Room for nseg segments and nblocks block partials (grown, kept). */
+imgstat_status stats_buffers(imgstat_gpu_jpeg *d, int nseg, uint64_t nblocks,
+                             imgstat_error *err) {
+  if (nseg > d->seg_cap) {
+    int cap = nseg > 2 * d->seg_cap ? nseg : 2 * d->seg_cap;
+    cudaFreeHost(d->h_seg);
+    cudaFreeHost(d->h_out);
+    cudaFree(d->d_seg);
+    cudaFree(d->d_out);
+    d->h_seg = nullptr;
+    d->h_out = nullptr;
+    d->d_seg = nullptr;
+    d->d_out = nullptr;
+    d->seg_cap = 0;
+    IST_CUDA_TRY(cudaMallocHost(&d->h_seg, sizeof(ist_segment) * cap),
+                 "cudaMallocHost (segments)");
+    IST_CUDA_TRY(cudaMallocHost(&d->h_out, sizeof(imgstat_partial) * cap),
+                 "cudaMallocHost (partials)");
+    IST_CUDA_TRY(cudaMalloc(&d->d_seg, sizeof(ist_segment) * cap),
+                 "cudaMalloc (segments)");
+    IST_CUDA_TRY(cudaMalloc(&d->d_out, sizeof(imgstat_partial) * cap),
+                 "cudaMalloc (partials)");
+    d->seg_cap = cap;
+  }
+  if (nblocks > d->block_cap) {
+    uint64_t cap = nblocks > 2 * d->block_cap ? nblocks : 2 * d->block_cap;
+    cudaFree(d->d_part);
+    d->d_part = nullptr;
+    d->block_cap = 0;
+    IST_CUDA_TRY(cudaMalloc(&d->d_part, sizeof(imgstat_partial) * cap),
+                 "cudaMalloc (block partials)");
+    d->block_cap = cap;
+  }
+  return IMGSTAT_OK;
+}
+
+} // namespace
+
+extern "C" imgstat_status
+imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *d, const imgstat_gpu_jpeg_item *items,
+                       int n, imgstat_partial *out, imgstat_error *err) {
+  if (!d || n < 0 || (n > 0 && (!items || !out)))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder or items");
+  IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
+  int nseg = 0;
+  uint64_t nblocks = 0;
+  for (int k = 0; k < n; k++)
+    if (items[k].status == IMGSTAT_OK) {
+      uint64_t plane = (uint64_t)items[k].width * items[k].height;
+      if (plane == 0)
+        continue;
+      nseg += items[k].channels;
+      nblocks +=
+          (uint64_t)items[k].channels * ist_fast_segment_blocks(plane, d->sms);
+    }
+  if (nseg > 0) {
+    imgstat_status st = stats_buffers(d, nseg, nblocks, err);
+    if (st != IMGSTAT_OK)
+      return st;
+  }
+  int s = 0;
+  uint64_t first = 0;
+  for (int k = 0; k < n; k++) {
+    const imgstat_gpu_jpeg_item *it = &items[k];
+    if (it->status != IMGSTAT_OK)
+      continue;
+    uint64_t plane = (uint64_t)it->width * it->height;
+    for (int c = 0; c < it->channels; c++) {
+      if (plane == 0) {
+        out[(size_t)k * IMGSTAT_MAX_CHANNELS + c] = ist_partial_empty();
+        continue;
+      }
+      ist_segment *g = &d->h_seg[s++];
+      g->plane = it->planes[c];
+      g->n = plane;
+      g->first_block = first;
+      g->nblocks = ist_fast_segment_blocks(plane, d->sms);
+      first += g->nblocks;
+    }
+  }
+  if (nseg == 0)
+    return IMGSTAT_OK;
+  IST_CUDA_TRY(cudaMemcpyAsync(d->d_seg, d->h_seg, sizeof(ist_segment) * nseg,
+                               cudaMemcpyHostToDevice, d->stream),
+               "cudaMemcpyAsync (segments)");
+  IST_CUDA_TRY(ist_fast_stats_segments(IMGSTAT_U8, d->d_seg, nseg, nblocks,
+                                       d->d_part, d->d_out, d->stream),
+               "batched reduction");
+  IST_CUDA_TRY(cudaMemcpyAsync(d->h_out, d->d_out,
+                               sizeof(imgstat_partial) * nseg,
+                               cudaMemcpyDeviceToHost, d->stream),
+               "cudaMemcpyAsync (partials)");
+  IST_CUDA_TRY(cudaStreamSynchronize(d->stream), "batched reduction");
+  s = 0;
+  for (int k = 0; k < n; k++) {
+    const imgstat_gpu_jpeg_item *it = &items[k];
+    if (it->status != IMGSTAT_OK || (uint64_t)it->width * it->height == 0)
+      continue;
+    for (int c = 0; c < it->channels; c++)
+      out[(size_t)k * IMGSTAT_MAX_CHANNELS + c] = d->h_out[s++];
+  }
+  return IMGSTAT_OK;
 }

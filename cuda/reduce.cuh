@@ -60,6 +60,30 @@ cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
                              void *d_scratch, size_t *scratch_bytes,
                              imgstat_partial *d_out, cudaStream_t stream);
 
+/* ---- batched statistics (fast.cu) -----------------------------------------
+ * The planes of many images reduced in one launch and folded in a second:
+ * segment k is one dense plane of n samples with its own nblocks blocks
+ * (ist_fast_segment_blocks of its bytes), numbered from first_block (the
+ * segments in order, without gaps: first_block of k + 1 = first_block +
+ * nblocks of k). d_partials holds one partial per block (total_blocks);
+ * d_out one per segment, equal to what ist_reduce_stats with the fast
+ * kernel gives for that plane alone (first_index 0). Integer samples (u8,
+ * u16) only. */
+struct ist_segment {
+  const void *plane;
+  uint64_t n;
+  uint64_t first_block;
+  uint64_t nblocks;
+};
+
+uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count);
+
+cudaError_t ist_fast_stats_segments(imgstat_sample sample,
+                                    const ist_segment *d_seg, int nseg,
+                                    uint64_t total_blocks,
+                                    imgstat_partial *d_partials,
+                                    imgstat_partial *d_out, cudaStream_t s);
+
 /* Bytes the fast kernel's policy keeps in flight per thread, and its block
  * size (for reports). */
 int ist_fast_block_size(void);

@@ -142,12 +142,17 @@ typedef struct imgstat_engine_options {
   int workers; /* items computed at once (auto's rule); <= 0: one per core */
   const imgstat_cost_model *cost; /* auto's rule; NULL: the measured one */
   imgstat_jpeg_decoder jpeg_decoder;
-  /* JPEGs decoded on the GPU at once, at most (<= 0: 64) */
+  /* JPEGs decoded on the GPU at once, at most (<= 0: 64; in the streaming
+   * stage, imgstat_engine_stats_decoder_async: 128, and a batch holds
+   * 256 Mpx at most) */
   int jpeg_batch;
   /* 1: before nvJPEG, only the checks of the CPU decoder's open (markers,
    * sizes); 0 (default): also libjpeg's entropy decoding of every scan, so
    * that a damaged file is refused with the CPU path's words */
   int jpeg_check_markers_only;
+  /* The streaming stage's lanes per device: batches in flight at once
+   * (<= 0: 2; at most 8) */
+  int jpeg_lanes;
 } imgstat_engine_options;
 
 typedef struct imgstat_engine imgstat_engine;
@@ -231,7 +236,17 @@ typedef struct imgstat_job_result {
 
   /* Normalization: the output image (backend says what made it). */
   imgstat_image output;
+
+  /* The decoder that made the pixels, when the job layer decoded a JPEG
+   * (IMGSTAT_DECODER_*, a static string); NULL when the caller decoded the
+   * input (then the decoder table's row for its format did). */
+  const char *decoder;
 } imgstat_job_result;
+
+/* The names of the JPEG decoders in results and records. */
+#define IMGSTAT_DECODER_TURBOJPEG "libjpeg-turbo"
+#define IMGSTAT_DECODER_NVJPEG_HARDWARE "nvjpeg-hardware"
+#define IMGSTAT_DECODER_NVJPEG_HYBRID "nvjpeg-hybrid"
 
 /* Frees the histograms and the output image and zeroes res; safe on a
  * zeroed or already freed result. */
@@ -286,6 +301,52 @@ int imgstat_engine_stats_decoder(imgstat_engine *engine, imgstat_decoder *d,
                                  const imgstat_stats_request *req,
                                  int (*reserve)(void *ctx, uint64_t bytes),
                                  void *ctx, imgstat_job_result *res);
+
+/*
+ * The streaming form of imgstat_engine_stats_decoder (--jpeg-decoder gpu,
+ * not verify): the file is checked here, on the caller's thread (a worker),
+ * then handed to the engine's device stage (imgstat_stage.h): per device,
+ * lanes on threads of their own take the queued JPEGs in batches sized by
+ * pixels, decode them with nvJPEG (the hardware backend for the files it
+ * supports, the GPU-hybrid one for the others, the CPU decoder for what
+ * nvJPEG refuses: per file, decided by the file alone) and reduce a batch's
+ * planes in one launch (imgstat_gpu_jpeg_stats; histograms per image). The
+ * stage and its lanes open at the first JPEG, while the GPU starts: workers
+ * go on reading and checking meanwhile.
+ * Returns 0 (not taken: as imgstat_engine_stats_decoder), 1 (finished here:
+ * res is the result, e.g. a file the check refused), 2 (handed over, with a
+ * copy of the file's bytes: done(done_ctx, cancelled) is called once, on a
+ * lane's thread, when res is final; the caller keeps req, path and res
+ * alive until then, and the file at path: a file nvJPEG refuses is opened
+ * again there for the CPU decoder), or -1 (reserve refused: cancelled). d
+ * stays the caller's in every case (close it on return: the stage holds no
+ * file open). reserve(ctx, bytes) is called as in
+ * imgstat_engine_stats_decoder, for the file's bytes, which the item holds
+ * until the caller releases them (at its delivery).
+ */
+int imgstat_engine_stats_decoder_async(
+    imgstat_engine *engine, imgstat_decoder *d, const char *path,
+    const imgstat_stats_request *req, int (*reserve)(void *ctx, uint64_t bytes),
+    void *ctx, imgstat_job_result *res,
+    void (*done)(void *done_ctx, int cancelled), void *done_ctx);
+
+/* Where the JPEGs' time went (the device stage), summed over threads, for
+ * the per-stage table (tests/gpu/pipeline18.sh). Read it once the items
+ * are finished. */
+typedef struct imgstat_engine_times {
+  double check_s;       /* the workers' checks before the hand-over */
+  double decode_s;      /* nvJPEG (host parse, copy, decode), per lane */
+  double reduce_s;      /* batched statistics, launch to results */
+  double histogram_s;   /* per-image histograms on the device */
+  double cpu_s;         /* files nvJPEG refused, on the CPU decoder */
+  double ready_s;       /* engine created -> first lane ready */
+  double first_batch_s; /* engine created -> first batch decoded */
+  uint64_t items, batches, hardware, hybrid, cpu;
+  int max_batch;
+} imgstat_engine_times;
+
+void imgstat_engine_times_get(imgstat_engine *engine,
+                              imgstat_engine_times *out);
 
 /* The nvJPEG backend of the engine's first GPU ("hardware (N engines) +
  * GPU-hybrid", "GPU-hybrid"), or NULL when JPEGs are not decoded there

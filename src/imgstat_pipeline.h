@@ -273,6 +273,22 @@ uint64_t imgstat_task_index(const imgstat_task *task);
  */
 int imgstat_task_reserve(imgstat_task *task, uint64_t bytes);
 
+/*
+ * Deferred results: work that hands its item to another stage (the GPU
+ * stage, imgstat_stage.h) calls imgstat_task_defer before it returns; the
+ * worker is then free for the next item, and the item is delivered (in its
+ * place in the order) once imgstat_task_complete has been called, from any
+ * thread, after the result has been written. The item keeps its slot of
+ * the window and its reservation until its delivery, so both bound the
+ * items waiting in the other stage. The handle is valid until
+ * imgstat_task_complete, which must be called exactly once per defer, also
+ * when the run is cancelled (the run waits for it). Completing before the
+ * work returns is allowed. NULL task: NULL; complete(NULL): no-op.
+ */
+typedef struct imgstat_task_pending imgstat_task_pending;
+imgstat_task_pending *imgstat_task_defer(imgstat_task *task);
+void imgstat_task_complete(imgstat_task_pending *pending);
+
 /* Gives back up to bytes of the item's reservation before its delivery
  * (e.g. when the work has freed the image and the result holds figures
  * only). */

@@ -227,6 +227,39 @@ static void test_csv(void) {
       "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,,2,0\n");
 }
 
+/* --jpeg-decoder gpu: the decoder after the backend (JSON), a column before
+ * the error column (CSV, the error record and the header included); none
+ * when the record has no decoder. */
+static void test_decoder(void) {
+  ist_record r = float_record();
+  r.decoder = "nvjpeg-hardware";
+  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(written, "\"backend\":\"cpu\",\"decoder\":\"nvjpeg-hardware\","
+                      "\"ddof\":1"));
+  r.decoder = NULL;
+  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
+  CU_ASSERT_PTR_NULL(strstr(written, "decoder"));
+  ist_hist_cli h;
+  memset(&h, 0, sizeof h);
+  h.decoder_column = 1;
+  r.decoder = "libjpeg-turbo";
+  r.decoder_column = 1;
+  r.error_column = 1;
+  FILE *f = mem_open();
+  ist_output_begin(f, IMGSTAT_OUTPUT_CSV, &h, 1);
+  ist_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
+  ist_output_error_record(f, IMGSTAT_OUTPUT_CSV, "bad.jpg", "cut", &h);
+  mem_close(f);
+  CU_ASSERT_STRING_EQUAL(
+      written,
+      "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
+      "min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count,"
+      "decoder,error\n"
+      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,,2,0,libjpeg-turbo,\n"
+      "bad.jpg,,,,,,,,,,,,,,,,,,,,,,cut\n");
+}
+
 /* A name with control characters in every format the records have. */
 static void test_names_escaped_in_records(void) {
   ist_record r = float_record();
@@ -476,6 +509,7 @@ static const test_case tests[] = {
     {"JSON nulls for missing figures", test_json_nulls},
     {"JSON exact integers", test_json_integers},
     {"CSV quoting and empty fields", test_csv},
+    {"the decoder in JSON and CSV records", test_decoder},
     {"text table", test_text},
     {"--verify: integer fields exactly", test_verify_integer},
     {"--verify: float tolerance", test_verify_float},

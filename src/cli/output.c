@@ -299,6 +299,10 @@ static void json_record(FILE *out, const ist_record *rec) {
           rec->width, rec->height, rec->channels,
           imgstat_sample_depth(rec->sample));
   ist_output_json_string(out, rec->backend);
+  if (rec->decoder) {
+    fputs(",\"decoder\":", out);
+    ist_output_json_string(out, rec->decoder);
+  }
   if (rec->pages) /* a multi-page input: which page, of how many */
     fprintf(out, ",\"page\":%" PRIu32 ",\"pages\":%" PRIu32, rec->page,
             rec->pages);
@@ -392,6 +396,11 @@ static void csv_record(FILE *out, const ist_record *rec) {
         putc(',', out);
     if (rec->dataset_columns)
       fputs(",,,,,", out);
+    if (rec->decoder_column) {
+      putc(',', out);
+      if (rec->decoder)
+        fputs(rec->decoder, out);
+    }
     if (rec->error_column)
       putc(',', out);
     putc('\n', out);
@@ -579,6 +588,8 @@ void ist_output_begin(FILE *out, ist_output_format format,
     hist_csv_header(out, hist);
   if (hist && hist->dataset_columns)
     fputs(IST_CSV_DATASET_COLUMNS, out);
+  if (hist && hist->decoder_column)
+    fputs(",decoder", out);
   if (error_column)
     fputs(",error", out);
   putc('\n', out);
@@ -603,6 +614,8 @@ void ist_output_error_record(FILE *out, ist_output_format format,
       empty += 4 + hist->npercentiles;
     if (hist && hist->dataset_columns)
       empty += 5;
+    if (hist && hist->decoder_column)
+      empty += 1;
     for (int k = 0; k < empty; k++)
       putc(',', out);
     putc(',', out);
@@ -767,7 +780,8 @@ static void ds_json(FILE *out, const imgstat_dataset_result *r,
 }
 
 static void ds_csv_tail(FILE *out, const ist_hist_cli *cfg, int error_column) {
-  (void)cfg;
+  if (cfg && cfg->decoder_column)
+    putc(',', out);
   if (error_column)
     putc(',', out);
   putc('\n', out);

@@ -30,6 +30,9 @@ typedef struct ist_hist_cli {
   const char *png_path; /* --histogram-png, or NULL */
   int png_log;          /* --histogram-log */
   int dataset_columns;  /* CSV: IST_CSV_DATASET_COLUMNS follow (--dataset) */
+  /* CSV: a column "decoder" follows (before "error"): the runs that may
+   * decode JPEGs on the GPU (--jpeg-decoder gpu) */
+  int decoder_column;
 } ist_hist_cli;
 
 /* One image's statistics as the program reports them. */
@@ -39,7 +42,11 @@ typedef struct ist_record {
   uint32_t height;
   int channels;
   imgstat_sample sample;
-  const char *backend;  /* what computed the figures: "cpu" or "gpu" */
+  const char *backend; /* what computed the figures: "cpu" or "gpu" */
+  /* JSON: the decoder that made the pixels (IMGSTAT_DECODER_*), written
+   * after backend when not NULL (the runs that may decode JPEGs on the GPU:
+   * --jpeg-decoder gpu) */
+  const char *decoder;
   uint32_t pages, page; /* a multi-page input (TIFF): else 0, 0 */
   int ddof;
   imgstat_figures figures[IMGSTAT_MAX_CHANNELS];
@@ -57,11 +64,14 @@ typedef struct ist_record {
   int error_column;
   /* CSV: the run has the dataset columns (--dataset), empty here. */
   int dataset_columns;
+  /* CSV: the run has the decoder column (decoder, or empty when NULL). */
+  int decoder_column;
 } ist_record;
 
 /* Writes what comes before the first record: the CSV header line (with the
  * histogram columns when hist asks for them; hist may be NULL; then the
- * dataset columns when hist->dataset_columns; and a last column "error"
+ * dataset columns when hist->dataset_columns; "decoder" when
+ * hist->decoder_column; and a last column "error"
  * when error_column); nothing for the other formats. */
 void ist_output_begin(FILE *out, ist_output_format format,
                       const ist_hist_cli *hist, int error_column);

@@ -26,10 +26,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -447,6 +449,10 @@ typedef struct run_state {
   int cancel_status;   /* the ranks' agreed ist_cli_cancel_status() */
   imgstat_dataset *ds; /* --dataset: the accumulator */
   int ds_failed;       /* adding to it failed (reported once) */
+  /* IMGSTAT_STAGE_TIMES: the reading (open: file and header) and output
+   * times of the per-stage table, in ns */
+  int stage_times;
+  atomic_uint_fast64_t read_ns, output_ns;
 } run_state;
 
 /* What a worker hands back for one input. */
@@ -462,6 +468,8 @@ typedef struct item_result {
   imgstat_histogram ds_hist[IMGSTAT_MAX_CHANNELS];
   /* --histogram-png of a float image: what its plot shows (hist_plot.h) */
   ist_plot_hists plot;
+  /* handed to the engine's device stage: completed from its thread */
+  imgstat_task_pending *pending;
 } item_result;
 
 /* The pool's extra work on a decoded image (in the worker). */
@@ -652,6 +660,12 @@ static int print_result(run_state *st, const char *path,
   rec.pages = res->pages;
   rec.page = res->page;
   rec.backend = imgstat_backend_name(res->backend);
+  if (o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU)
+    rec.decoder = res->decoder ? res->decoder
+                  : res->format && strcmp(res->format, "JPEG") == 0
+                      ? IMGSTAT_DECODER_TURBOJPEG
+                      : NULL;
+  rec.decoder_column = o->hist.decoder_column;
   rec.ddof = o->ddof;
   rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
   rec.dataset_columns = o->hist.dataset_columns;
@@ -759,17 +773,39 @@ static int reserve_for_gpu(void *ctx, uint64_t bytes) {
   return imgstat_task_reserve(r->task, bytes);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int reserve_task(void *ctx, uint64_t bytes) {
+  return imgstat_task_reserve(ctx, bytes);
+}
+
+/* The engine's device stage finished an item handed to it. */
+static void stage_finished(void *ctx, int cancelled) {
+  item_result *r = ctx;
+  if (cancelled)
+    r->cancelled = 1;
+  imgstat_task_complete(r->pending);
+}
+
 /* A JPEG file the engine may decode on the GPU (nvJPEG): its decoder
- * opened and offered. Returns 1 when the item is done (res, reservations
- * settled), 0 when the caller decodes it on the CPU as usual. */
+ * opened and offered. Returns 1 when the item is done or handed to the
+ * engine's device stage (then delivered once the stage completes it), 0
+ * when the caller decodes it on the CPU as usual. */
 static int offer_to_gpu(run_state *st, imgstat_task *task,
                         const imgstat_input *in, item_result *r) {
   imgstat_job_result *res = &r->res;
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_decoder *d = NULL;
+  uint64_t t0 = st->stage_times ? now_ns() : 0;
   imgstat_status s =
       imgstat_decoder_open(in->path, &st->opt->engine.load, &d, &err);
+  if (st->stage_times)
+    atomic_fetch_add(&st->read_ns, now_ns() - t0);
   if (s != IMGSTAT_OK) {
     imgstat_task_reserve(task, 0);
     result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
@@ -777,7 +813,22 @@ static int offer_to_gpu(run_state *st, imgstat_task *task,
   }
   const imgstat_header *h = imgstat_decoder_header(d);
   int taken = 0;
-  if (!(st->ds && imgstat_dataset_needs_gray(&st->opt->ds, h->channels))) {
+  /* --dataset --as gray: the CPU makes the luma from host pixels */
+  int gray = st->ds && imgstat_dataset_needs_gray(&st->opt->ds, h->channels);
+  if (!gray && !st->opt->engine.verify) {
+    /* the streaming stage: this worker goes on with the next file */
+    r->pending = imgstat_task_defer(task);
+    taken = imgstat_engine_stats_decoder_async(st->engine, d, in->path,
+                                               &st->req, reserve_task, task,
+                                               res, stage_finished, r);
+    if (taken != 2) { /* else the engine's stage completes the item */
+      imgstat_task_complete(r->pending);
+      r->pending = NULL;
+    }
+    if (taken < 0)
+      r->cancelled = 1;
+    /* 1, 2: the file's bytes held until the delivery */
+  } else if (!gray) {
     gpu_reserve gr = {task, 0};
     taken = imgstat_engine_stats_decoder(st->engine, d, in->path, &st->req,
                                          reserve_for_gpu, &gr, res);
@@ -854,6 +905,7 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
   imgstat_input *in = item;
   item_result *r = result;
   (void)index;
+  uint64_t t0 = st->stage_times ? now_ns() : 0;
   if (ran && !r->cancelled) {
     if (st->stdout_tty || r->res.status != IMGSTAT_OK || r->res.nwarnings > 0 ||
         r->res.verified || st->opt->hist.png_path)
@@ -871,7 +923,28 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
   imgstat_job_result_free(&r->res);
   dataset_free(r);
   imgstat_input_free(in);
+  if (st->stage_times)
+    atomic_fetch_add(&st->output_ns, now_ns() - t0);
   return st->write_failed;
+}
+
+/* IMGSTAT_STAGE_TIMES: one line on stderr, where the JPEGs' time went
+ * (seconds summed over the threads of each stage; tests/gpu/pipeline18.sh
+ * reads it). */
+static void print_stage_times(run_state *st) {
+  imgstat_engine_times t;
+  imgstat_engine_times_get(st->engine, &t);
+  fprintf(stderr,
+          "imgstat: stage times: read %.3f check %.3f decode %.3f reduce "
+          "%.3f histogram %.3f cpu %.3f output %.3f (s, summed over "
+          "threads); ready %.3f first-batch %.3f (s from start); items "
+          "%" PRIu64 " batches %" PRIu64 " max-batch %d hardware %" PRIu64
+          " hybrid %" PRIu64 " cpu %" PRIu64 "\n",
+          1e-9 * (double)atomic_load(&st->read_ns), t.check_s, t.decode_s,
+          t.reduce_s, t.histogram_s, t.cpu_s,
+          1e-9 * (double)atomic_load(&st->output_ns), t.ready_s,
+          t.first_batch_s, t.items, t.batches, t.max_batch, t.hardware,
+          t.hybrid, t.cpu);
 }
 
 /* The dataset record after the images' (--dataset), and its PNG. */
@@ -1467,11 +1540,21 @@ int ist_stats_main(int argc, char **argv) {
    * for a batch decode, so there are more of them (a batch is the JPEGs
    * queued at once; the budget still bounds the memory). Under auto the
    * workers stay one per core: most runs never start the GPU. */
-  if (workers == 0 && imgstat_gpu_jpeg_compiled() &&
-      opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU && !opt.engine.verify)
+  int jpeg_stage = imgstat_gpu_jpeg_compiled() &&
+                   opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
+                   !opt.engine.verify;
+  if (workers == 0 && jpeg_stage)
     workers = 4 * cores;
   if (workers == 0)
     workers = cores;
+  /* --jpeg-decoder gpu's tuning knobs, for measurements (docs/gpu.md):
+   * the stage's lanes per device and the most files in a batch */
+  const char *knob = getenv("IMGSTAT_JPEG_LANES");
+  if (knob && atoi(knob) > 0)
+    opt.engine.jpeg_lanes = atoi(knob);
+  knob = getenv("IMGSTAT_JPEG_BATCH");
+  if (knob && atoi(knob) > 0)
+    opt.engine.jpeg_batch = atoi(knob);
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
   /* the CPU's lanes for auto's rule: the workers, at most one per core */
   opt.engine.workers = workers > 0 && workers < cores ? workers : cores;
@@ -1532,6 +1615,11 @@ int ist_stats_main(int argc, char **argv) {
     status = EXIT_INPUT_FAILED;
     goto cleanup;
   }
+  opt.hist.decoder_column = opt.format == IMGSTAT_OUTPUT_CSV &&
+                            opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
+  st.stage_times = getenv("IMGSTAT_STAGE_TIMES") != NULL;
+  atomic_init(&st.read_ns, 0);
+  atomic_init(&st.output_ns, 0);
   if (mr.at.rank == 0)
     ist_output_begin(stdout, opt.format, &opt.hist,
                      opt.errors_as_records && opt.format == IMGSTAT_OUTPUT_CSV);
@@ -1544,6 +1632,10 @@ int ist_stats_main(int argc, char **argv) {
     memset(&cfg, 0, sizeof cfg);
     cfg.workers = workers;
     cfg.budget = opt.max_inflight;
+    /* JPEGs handed to the device stage wait there in their slots: room for
+     * several batches (the budget still bounds their bytes) */
+    if (jpeg_stage && workers != 1)
+      cfg.window = 4 * (size_t)workers < 1024 ? 1024 : 4 * (size_t)workers;
     cfg.result_size = sizeof(item_result);
     cfg.ctx = &st;
     cfg.next = next_input;
@@ -1561,6 +1653,8 @@ int ist_stats_main(int argc, char **argv) {
     st.any_failed = 1;
   }
   draw_progress(&st, 1);
+  if (st.stage_times)
+    print_stage_times(&st);
   int print_ds = st.ds && s == IMGSTAT_OK && !st.write_failed;
   st.cancel_status = ist_cli_cancel_status();
   if (opt.mpi)

@@ -11,6 +11,7 @@
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_jpeg.h"
 #include "imgstat_cuda_norm.h"
+#include "imgstat_stage.h"
 #include "io.h"
 
 #include <errno.h>
@@ -70,6 +71,12 @@ typedef struct gpu_start {
   imgstat_error err;
   int ngpus;
   gpu_slot gpus[IMGSTAT_MAX_DEVICES];
+  /* The thread's end, told without a join (which one thread does, under
+   * the engine's lock): fin under *fin_lock, *fin_cv broadcast. */
+  pthread_mutex_t *fin_lock;
+  pthread_cond_t *fin_cv;
+  int fin;
+  int launched; /* the thread was started (set once, never cleared) */
 } gpu_start;
 
 static void gpus_destroy(gpu_start *s) {
@@ -154,12 +161,18 @@ static void *gpu_start_main(void *arg) {
   s->status = gpus_create(s);
   if (s->status != IMGSTAT_OK && s->err.message[0] == '\0')
     snprintf(s->err.message, sizeof s->err.message, "unknown error");
+  if (s->fin_lock) {
+    pthread_mutex_lock(s->fin_lock);
+    s->fin = 1;
+    pthread_cond_broadcast(s->fin_cv);
+    pthread_mutex_unlock(s->fin_lock);
+  }
   return NULL;
 }
 
 static void gpu_start_begin(gpu_start *s) {
   if (pthread_create(&s->thread, NULL, gpu_start_main, s) == 0)
-    s->running = 1;
+    s->running = s->launched = 1;
 }
 
 /* Waits for the start-up (or does it here if no thread could be started). */
@@ -308,6 +321,15 @@ struct imgstat_engine {
   atomic_uint_fast64_t workload; /* items expected in all; 0: unknown */
   uint64_t seen;                 /* items decoded so far (under lock) */
   atomic_uint_fast64_t next_gpu; /* items dealt to the GPUs in turn */
+  /* The device stage of JPEGs (--jpeg-decoder gpu): made at the first
+   * JPEG handed over (stage_lock), destroyed before the GPUs. */
+  pthread_mutex_t stage_lock;
+  pthread_cond_t start_fin; /* start.fin became 1 (stage_lock) */
+  imgstat_stage *stage;
+  imgstat_status stage_status;
+  imgstat_error stage_err;
+  struct timespec created;
+  imgstat_engine_times times; /* under stage_lock */
 };
 
 const char *imgstat_backend_name(imgstat_backend backend) {
@@ -414,6 +436,32 @@ static int planned_devices(const imgstat_engine *e) {
   return e->opt.ndevices > 0 ? e->opt.ndevices : 1;
 }
 
+/* The engine's locks; 0 when one cannot be made (then none is left). */
+static int engine_locks_init(imgstat_engine *e) {
+  int m1 = pthread_mutex_init(&e->lock, NULL) == 0;
+  int c1 = m1 && pthread_cond_init(&e->settled, NULL) == 0;
+  int m2 = c1 && pthread_mutex_init(&e->stage_lock, NULL) == 0;
+  int c2 = m2 && pthread_cond_init(&e->start_fin, NULL) == 0;
+  if (c2)
+    return 1;
+  if (m2)
+    pthread_mutex_destroy(&e->stage_lock);
+  if (c1)
+    pthread_cond_destroy(&e->settled);
+  if (m1)
+    pthread_mutex_destroy(&e->lock);
+  return 0;
+}
+
+/* Frees an engine whose locks were made (and whose GPUs are gone). */
+static void engine_free(imgstat_engine *e) {
+  pthread_cond_destroy(&e->start_fin);
+  pthread_mutex_destroy(&e->stage_lock);
+  pthread_cond_destroy(&e->settled);
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+}
+
 imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
                                      imgstat_engine **out, imgstat_error *err) {
   if (!out)
@@ -424,33 +472,26 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   if (opts)
     e->opt = *opts;
-  if (pthread_mutex_init(&e->lock, NULL) != 0) {
+  if (!engine_locks_init(e)) {
     free(e);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                              "cannot make the engine's lock");
   }
-  if (pthread_cond_init(&e->settled, NULL) != 0) {
-    pthread_mutex_destroy(&e->lock);
-    free(e);
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
-                             "cannot make the engine's lock");
-  }
+  e->start.fin_lock = &e->stage_lock;
+  e->start.fin_cv = &e->start_fin;
+  clock_gettime(CLOCK_MONOTONIC, &e->created);
   e->start.ndevices = e->opt.ndevices;
   if (e->opt.ndevices > 0)
     memcpy(e->start.devices, e->opt.devices, sizeof e->opt.devices);
   if (e->opt.ndevices > IMGSTAT_MAX_DEVICES || e->opt.ndevices < -1) {
     int n = e->opt.ndevices;
-    pthread_cond_destroy(&e->settled);
-    pthread_mutex_destroy(&e->lock);
-    free(e);
+    engine_free(e);
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "%d devices (at most %d)", n,
                              IMGSTAT_MAX_DEVICES);
   }
   if (e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
       e->opt.backend == IMGSTAT_BACKEND_CPU) {
-    pthread_cond_destroy(&e->settled);
-    pthread_mutex_destroy(&e->lock);
-    free(e);
+    engine_free(e);
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "--jpeg-decoder gpu cannot be used with "
                              "--backend cpu");
@@ -477,10 +518,10 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
 void imgstat_engine_destroy(imgstat_engine *e) {
   if (!e)
     return;
+  /* the stage's lanes use the GPUs: they go first */
+  imgstat_stage_destroy(e->stage, NULL);
   gpu_start_end(&e->start);
-  pthread_cond_destroy(&e->settled);
-  pthread_mutex_destroy(&e->lock);
-  free(e);
+  engine_free(e);
 }
 
 void imgstat_engine_set_workload(imgstat_engine *e, uint64_t items) {
@@ -1010,7 +1051,14 @@ static int jpeg_on_cpu(imgstat_engine *e, imgstat_decoder *d, const char *path,
     imgstat_engine_stats(e, path, &img, req, res);
   imgstat_image_free(&img);
   keep_warnings(&before, res);
+  res->decoder = IMGSTAT_DECODER_TURBOJPEG;
   return 1;
+}
+
+/* The name of the decoder that made an item's pixels. */
+static const char *jpeg_decoder_of(const imgstat_gpu_jpeg_item *it) {
+  return it->hardware ? IMGSTAT_DECODER_NVJPEG_HARDWARE
+                      : IMGSTAT_DECODER_NVJPEG_HYBRID;
 }
 
 /* The planes of a decoded item copied to the host (for the CPU's share). */
@@ -1028,6 +1076,22 @@ static imgstat_status jpeg_download(gpu_slot *g,
   return st;
 }
 
+/* A decoded item's shape (no pixels) and its planes wrapped as a device
+ * image of g's context (*d; release it). */
+static imgstat_status jpeg_wrap(gpu_slot *g, const imgstat_gpu_jpeg_item *it,
+                                imgstat_image *shape, imgstat_gpu_image **d,
+                                imgstat_error *err) {
+  memset(shape, 0, sizeof *shape);
+  shape->width = it->width;
+  shape->height = it->height;
+  shape->channels = it->channels;
+  shape->sample = IMGSTAT_U8;
+  shape->format = "JPEG";
+  return imgstat_gpu_image_wrap(g->gpu, it->width, it->height, it->channels,
+                                IMGSTAT_U8, (void *const *)it->planes, 0, d,
+                                err);
+}
+
 /* The statistics (and histograms) of a decoded item from its device planes;
  * with verify, the CPU's of the same pixels beside them. A GPU failure
  * follows the policy (gpu_failed): the CPU then computes from the planes
@@ -1038,21 +1102,13 @@ static int jpeg_device_item(imgstat_engine *e, gpu_slot *g,
                             const imgstat_stats_request *req,
                             imgstat_job_result *res) {
   imgstat_image shape;
-  memset(&shape, 0, sizeof shape);
-  shape.width = it->width;
-  shape.height = it->height;
-  shape.channels = it->channels;
-  shape.sample = IMGSTAT_U8;
-  shape.format = "JPEG";
   imgstat_image host;
   memset(&host, 0, sizeof host);
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_gpu_image *d = NULL;
   int with_hist = req && req->histograms;
-  imgstat_status st = imgstat_gpu_image_wrap(
-      g->gpu, it->width, it->height, it->channels, IMGSTAT_U8,
-      (void *const *)it->planes, 0, &d, &err);
+  imgstat_status st = jpeg_wrap(g, it, &shape, &d, &err);
   if (st == IMGSTAT_OK)
     st = imgstat_gpu_image_stats(
         g->gpu, d, e->opt.kernel,
@@ -1105,6 +1161,24 @@ done:
   return 1;
 }
 
+/* A JPEG offered to the GPU decoder: res zeroed; when the policy may
+ * decode it there and nvJPEG may take the file, its bytes, its size and
+ * format in res, and its header; else NULL (not taken). */
+static const imgstat_header *
+jpeg_offered(imgstat_engine *e, imgstat_decoder *dec, imgstat_job_result *res,
+             const unsigned char **bytes, size_t *size) {
+  memset(res, 0, sizeof *res);
+  if (!dec || !jpeg_wanted(e) || !ist_jpeg_gpu_input(dec, bytes, size))
+    return NULL;
+  const imgstat_header *h = imgstat_decoder_header(dec);
+  res->width = h->width;
+  res->height = h->height;
+  res->channels = h->channels;
+  res->sample = h->sample;
+  res->format = h->format;
+  return h;
+}
+
 int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
                                  const char *path,
                                  const imgstat_stats_request *req,
@@ -1115,15 +1189,10 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   memset(res, 0, sizeof *res);
   const unsigned char *bytes = NULL;
   size_t size = 0;
-  if (!e || !dec || !reserve || !jpeg_wanted(e) ||
-      !ist_jpeg_gpu_input(dec, &bytes, &size))
+  const imgstat_header *h =
+      e && reserve ? jpeg_offered(e, dec, res, &bytes, &size) : NULL;
+  if (!h)
     return 0;
-  const imgstat_header *h = imgstat_decoder_header(dec);
-  res->width = h->width;
-  res->height = h->height;
-  res->channels = h->channels;
-  res->sample = h->sample;
-  res->format = h->format;
   imgstat_image shape;
   memset(&shape, 0, sizeof shape);
   shape.width = h->width;
@@ -1167,6 +1236,7 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   int r = 0;
   if (w.item.status == IMGSTAT_OK) {
     r = jpeg_device_item(e, g, &w.item, req, res);
+    res->decoder = jpeg_decoder_of(&w.item);
   } else if (w.status != IMGSTAT_OK && !gpu_failed(e, res, &w.err)) {
     r = 1; /* the decoder failed (not the file): the policy's error */
   }
@@ -1185,4 +1255,360 @@ const char *imgstat_engine_jpeg_backend(imgstat_engine *e) {
           : NULL;
   pthread_mutex_unlock(&e->lock);
   return name;
+}
+
+/* ---- the device stage: JPEGs streamed to nvJPEG ----------------------------
+ */
+
+static double since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) +
+         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
+
+/* A JPEG handed to the stage: a copy of the file's bytes, not its open
+ * decoder (which holds the file open: a thousand of them in flight would
+ * run out of descriptors). */
+typedef struct stage_job {
+  imgstat_stage_item si;
+  imgstat_engine *e;
+  unsigned char *bytes; /* owned */
+  const char *path;
+  const imgstat_stats_request *req;
+  imgstat_job_result *res;
+  imgstat_gpu_jpeg_item item;
+  void (*done)(void *, int);
+  void *done_ctx;
+} stage_job;
+
+/* One lane: a decoder of its own (lane 0: the GPU's, made at the start),
+ * its batch's items and partials. */
+typedef struct stage_lane {
+  imgstat_engine *e;
+  gpu_slot *g;
+  imgstat_gpu_jpeg *jpeg;
+  int own;
+  int cap;
+  imgstat_gpu_jpeg_item *items;
+  imgstat_partial *parts;
+} stage_lane;
+
+static void add_time(imgstat_engine *e, double *field, double s) {
+  pthread_mutex_lock(&e->stage_lock);
+  *field += s;
+  pthread_mutex_unlock(&e->stage_lock);
+}
+
+static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
+                                imgstat_error *err) {
+  imgstat_engine *e = ctx;
+  /* The start-up's end, waited for without the engine's lock: the join
+   * (decide) would hold it for a second, and the workers that read and
+   * check the next files take it. */
+  pthread_mutex_lock(&e->stage_lock);
+  while (e->start.launched && !e->start.fin)
+    pthread_cond_wait(&e->start_fin, &e->stage_lock);
+  pthread_mutex_unlock(&e->stage_lock);
+  imgstat_job_result tmp;
+  memset(&tmp, 0, sizeof tmp);
+  decide(e, &tmp); /* the join: the policy applied once, for every lane */
+  if (known_unusable(e))
+    return imgstat_error_set(err, e->start.status, "%s", reason(&e->start.err));
+  if (device >= e->start.ngpus)
+    return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE, "no device %d", device);
+  gpu_slot *g = &e->start.gpus[device];
+  if (!g->jpeg)
+    return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE, "nvJPEG did not start");
+  stage_lane *l = calloc(1, sizeof *l);
+  if (!l)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  l->e = e;
+  l->g = g;
+  l->jpeg = g->jpeg;
+  if (lane > 0) {
+    imgstat_status st = imgstat_gpu_jpeg_create(g->gpu, &l->jpeg, err);
+    if (st != IMGSTAT_OK) {
+      free(l);
+      return st;
+    }
+    l->own = 1;
+  }
+  pthread_mutex_lock(&e->stage_lock);
+  if (e->times.ready_s == 0)
+    e->times.ready_s = since(&e->created);
+  pthread_mutex_unlock(&e->stage_lock);
+  *out = l;
+  return IMGSTAT_OK;
+}
+
+static void lane_close(void *ctx) {
+  stage_lane *l = ctx;
+  if (l->own)
+    imgstat_gpu_jpeg_destroy(l->jpeg);
+  free(l->items);
+  free(l->parts);
+  free(l);
+}
+
+static int reserve_none(void *ctx, uint64_t bytes) {
+  (void)ctx;
+  (void)bytes;
+  return 1;
+}
+
+/* The histograms of a decoded item from its device planes (its statistics
+ * are in res already). 0: failed (the caller takes the one-image path,
+ * which applies the policy). */
+static int jpeg_device_histograms(stage_lane *l,
+                                  const imgstat_gpu_jpeg_item *it,
+                                  const imgstat_stats_request *req,
+                                  imgstat_job_result *res) {
+  imgstat_image shape;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_gpu_image *d = NULL;
+  imgstat_status st = jpeg_wrap(l->g, it, &shape, &d, &err);
+  if (st == IMGSTAT_OK)
+    st = histograms_on(l->g, d, &shape, req, res, &err);
+  imgstat_gpu_image_release(l->g->gpu, d);
+  if (st != IMGSTAT_OK)
+    return 0;
+  res->has_histograms = 1;
+  res->hist_backend = IMGSTAT_BACKEND_GPU;
+  return 1;
+}
+
+/* The CPU decoder for a file of the stage that nvJPEG did not decode. */
+static void jpeg_reopened_on_cpu(imgstat_engine *e, stage_job *j,
+                                 imgstat_job_result *res) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_decoder *d = NULL;
+  imgstat_status st = imgstat_decoder_open(j->path, &e->opt.load, &d, &err);
+  if (st != IMGSTAT_OK)
+    fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
+  else
+    jpeg_on_cpu(e, d, j->path, j->req, reserve_none, NULL, 1, res);
+  imgstat_decoder_close(d);
+}
+
+/* One batch: decode, the batch's statistics in one launch, histograms per
+ * image; the files nvJPEG refused on the CPU decoder; a GPU failure by the
+ * policy (per item, as the one-image path). */
+static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
+                               int n, imgstat_error *err) {
+  stage_lane *l = ctx;
+  imgstat_engine *e = l->e;
+  (void)err;
+  if (n > l->cap) {
+    free(l->items);
+    free(l->parts);
+    l->items = calloc((size_t)n, sizeof *l->items);
+    l->parts = calloc((size_t)n * IMGSTAT_MAX_CHANNELS, sizeof *l->parts);
+    l->cap = l->items && l->parts ? n : 0;
+  }
+  imgstat_error derr;
+  memset(&derr, 0, sizeof derr);
+  imgstat_status dst = IMGSTAT_ERR_NOMEM;
+  imgstat_status sst = IMGSTAT_ERR_NOMEM;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (l->cap >= n) {
+    for (int k = 0; k < n; k++)
+      l->items[k] = ((stage_job *)items[k]->user)->item;
+    dst = imgstat_gpu_jpeg_decode(l->jpeg, l->items, n, &derr);
+  } else {
+    imgstat_error_set(&derr, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  double decode_s = since(&t0);
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  imgstat_error serr;
+  memset(&serr, 0, sizeof serr);
+  if (dst == IMGSTAT_OK)
+    sst = imgstat_gpu_jpeg_stats(l->jpeg, l->items, n, l->parts, &serr);
+  double reduce_s = since(&t0);
+  double hist_s = 0, cpu_s = 0;
+  uint64_t hw = 0, hy = 0, cpu = 0;
+  for (int k = 0; k < n; k++) {
+    stage_job *j = items[k]->user;
+    imgstat_job_result *res = j->res;
+    imgstat_gpu_jpeg_item *it = dst == IMGSTAT_OK ? &l->items[k] : &j->item;
+    int finished = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (dst != IMGSTAT_OK) {
+      /* the decoder failed (not the file): the policy's error, or the CPU */
+      finished = !gpu_failed(e, res, &derr);
+    } else if (it->status == IMGSTAT_OK) {
+      int with_hist = j->req && j->req->histograms;
+      if (sst == IMGSTAT_OK) {
+        memcpy(res->partial, &l->parts[(size_t)k * IMGSTAT_MAX_CHANNELS],
+               sizeof(imgstat_partial) * (size_t)it->channels);
+        res->backend = IMGSTAT_BACKEND_GPU;
+        finished = !with_hist || jpeg_device_histograms(l, it, j->req, res);
+      }
+      if (!finished) /* the one-image path, with the policy's fallback */
+        finished = jpeg_device_item(e, l->g, it, j->req, res);
+      if (finished && res->status == IMGSTAT_OK)
+        res->decoder = jpeg_decoder_of(it);
+      hw += res->decoder && it->hardware;
+      hy += res->decoder && !it->hardware;
+    }
+    imgstat_gpu_jpeg_item_free(l->jpeg, it);
+    hist_s += since(&t0);
+    if (!finished) {
+      /* a file nvJPEG refused, or a GPU failure the CPU takes over: the
+       * file opened again for the CPU decoder */
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      jpeg_reopened_on_cpu(e, j, res);
+      cpu_s += since(&t0);
+      cpu++;
+    }
+  }
+  pthread_mutex_lock(&e->stage_lock);
+  imgstat_engine_times *t = &e->times;
+  if (t->first_batch_s == 0)
+    t->first_batch_s = since(&e->created);
+  t->decode_s += decode_s;
+  t->reduce_s += reduce_s;
+  t->histogram_s += hist_s;
+  t->cpu_s += cpu_s;
+  t->items += (uint64_t)n;
+  t->batches++;
+  t->hardware += hw;
+  t->hybrid += hy;
+  t->cpu += cpu;
+  if (n > t->max_batch)
+    t->max_batch = n;
+  pthread_mutex_unlock(&e->stage_lock);
+  return IMGSTAT_OK;
+}
+
+/* An item is finished: a failure of the stage itself (no lane opened:
+ * the GPU the policy needs is not usable) becomes the item's. */
+static void stage_done(void *ctx, imgstat_stage_item *si, imgstat_status st,
+                       int cancelled, const imgstat_error *err) {
+  imgstat_engine *e = ctx;
+  stage_job *j = si->user;
+  if (st != IMGSTAT_OK && !cancelled) {
+    if (known_unusable(e))
+      gpu_unusable(e, j->res);
+    else
+      fail(j->res, IMGSTAT_STAGE_GPU, st, "%s needs a usable GPU: %s",
+           gpu_option(e), reason(err));
+  }
+  free(j->bytes);
+  j->done(j->done_ctx, cancelled);
+  free(j);
+}
+
+/* The stage, made at the first JPEG handed over. */
+static imgstat_stage *stage_get(imgstat_engine *e, imgstat_error *err) {
+  pthread_mutex_lock(&e->stage_lock);
+  if (!e->stage && e->stage_status == IMGSTAT_OK) {
+    imgstat_stage_ops o;
+    memset(&o, 0, sizeof o);
+    o.ctx = e;
+    o.devices = e->opt.ndevices > 0   ? e->opt.ndevices
+                : e->opt.ndevices < 0 ? IMGSTAT_MAX_DEVICES
+                                      : 1;
+    o.lanes = e->opt.jpeg_lanes <= 0  ? 2
+              : e->opt.jpeg_lanes > 8 ? 8
+                                      : e->opt.jpeg_lanes;
+    /* 12 MP photos: 22 a batch (the engines want many at once; 0.8 GB of
+     * planes a lane); 0.5 MP ones: batch_max */
+    o.batch_pixels = UINT64_C(256) << 20;
+    o.batch_max = e->opt.jpeg_batch > 0 ? e->opt.jpeg_batch : 128;
+    o.open = lane_open;
+    o.run = lane_run;
+    o.close = lane_close;
+    o.done = stage_done;
+    e->stage_status = imgstat_stage_create(&o, &e->stage, &e->stage_err);
+  }
+  imgstat_stage *s = e->stage;
+  if (!s)
+    *err = e->stage_err;
+  pthread_mutex_unlock(&e->stage_lock);
+  return s;
+}
+
+int imgstat_engine_stats_decoder_async(
+    imgstat_engine *e, imgstat_decoder *dec, const char *path,
+    const imgstat_stats_request *req, int (*reserve)(void *ctx, uint64_t bytes),
+    void *ctx, imgstat_job_result *res, void (*done)(void *, int),
+    void *done_ctx) {
+  if (!res)
+    return 0;
+  const unsigned char *bytes = NULL;
+  size_t size = 0;
+  const imgstat_header *h = e && reserve && done && !e->opt.verify
+                                ? jpeg_offered(e, dec, res, &bytes, &size)
+                                : NULL;
+  if (!h) {
+    memset(res, 0, sizeof *res);
+    return 0;
+  }
+  if (known_unusable(e)) {
+    reserve(ctx, 0);
+    gpu_unusable(e, res);
+    return 1;
+  }
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status check = IMGSTAT_OK;
+  if (!e->opt.jpeg_check_markers_only)
+    check = ist_jpeg_check_entropy(dec, &err);
+  add_time(e, &e->times.check_s, since(&t0));
+  if (check != IMGSTAT_OK) {
+    reserve(ctx, 0);
+    fail(res, IMGSTAT_STAGE_LOAD, check, "%s", reason(&err));
+    return 1;
+  }
+  memset(&err, 0, sizeof err);
+  imgstat_stage *s = stage_get(e, &err);
+  if (!s) {
+    reserve(ctx, 0);
+    fail(res, IMGSTAT_STAGE_GPU, err.status ? err.status : IMGSTAT_ERR_NOMEM,
+         "%s", reason(&err));
+    return 1;
+  }
+  if (!reserve(ctx, size))
+    return -1;
+  stage_job *j = calloc(1, sizeof *j);
+  unsigned char *copy = j ? malloc(size ? size : 1) : NULL;
+  if (!copy) {
+    free(j);
+    fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM, "out of memory");
+    return 1;
+  }
+  memcpy(copy, bytes, size);
+  j->e = e;
+  j->bytes = copy;
+  j->path = path;
+  j->req = req;
+  j->res = res;
+  j->item.data = copy;
+  j->item.size = size;
+  j->item.width = h->width;
+  j->item.height = h->height;
+  j->item.channels = h->channels;
+  j->done = done;
+  j->done_ctx = done_ctx;
+  j->si.pixels = (uint64_t)h->width * h->height;
+  j->si.user = j;
+  imgstat_stage_submit(s, &j->si);
+  return 2;
+}
+
+void imgstat_engine_times_get(imgstat_engine *e, imgstat_engine_times *out) {
+  if (!out)
+    return;
+  memset(out, 0, sizeof *out);
+  if (!e)
+    return;
+  pthread_mutex_lock(&e->stage_lock);
+  *out = e->times;
+  pthread_mutex_unlock(&e->stage_lock);
 }

@@ -61,3 +61,14 @@ imgstat_status imgstat_gpu_jpeg_item_download(imgstat_gpu_jpeg *dec,
   (void)img;
   return no_nvjpeg(err);
 }
+
+imgstat_status imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *dec,
+                                      const imgstat_gpu_jpeg_item *items, int n,
+                                      imgstat_partial *out,
+                                      imgstat_error *err) {
+  (void)dec;
+  (void)items;
+  (void)n;
+  (void)out;
+  return no_nvjpeg(err);
+}

@@ -17,6 +17,12 @@
  * Cancelling (the caller's flag, a nonzero deliver) stops the feeding and
  * marks the queued items skipped; running items finish (their reservations
  * are refused) and everything fed is delivered in order.
+ *
+ * A deferred item (imgstat_task_defer) leaves its worker when its work
+ * returns and waits, in state SLOT_DEFERRED, for imgstat_task_complete
+ * from whatever thread finishes it (the GPU stage's); it keeps its slot and
+ * its reservation until it is delivered, so the window and the budget bound
+ * the deferred items too.
  */
 #include "imgstat_pipeline.h"
 
@@ -34,18 +40,30 @@
 /* More threads than this are refused: a mistake, not a machine. */
 #define MAX_WORKERS 4096
 
-enum { SLOT_EMPTY, SLOT_QUEUED, SLOT_RUNNING, SLOT_DONE, SLOT_SKIPPED };
+enum {
+  SLOT_EMPTY,
+  SLOT_QUEUED,
+  SLOT_RUNNING,
+  SLOT_DEFERRED, /* the work returned; the result comes later */
+  SLOT_DONE,
+  SLOT_SKIPPED
+};
+
+typedef struct engine engine;
 
 typedef struct slot {
+  engine *e;
   int state;
-  int admitted; /* has reserved, or is done: the turn has passed it */
-  int reserved; /* imgstat_task_reserve was called */
+  int deferred;  /* imgstat_task_defer was called */
+  int completed; /* and imgstat_task_complete since */
+  int admitted;  /* has reserved, or is done: the turn has passed it */
+  int reserved;  /* imgstat_task_reserve was called */
   uint64_t held;
   void *item;
   unsigned char *result;
 } slot;
 
-typedef struct engine {
+struct engine {
   const imgstat_batch_config *cfg;
   pthread_mutex_t m;
   pthread_cond_t work_cv;  /* workers: an item is queued, or shut down */
@@ -59,7 +77,7 @@ typedef struct engine {
   uint64_t budget, in_flight, peak, ran;
   int eof, shutdown, inline_mode;
   atomic_int cancelled;
-} engine;
+};
 
 struct imgstat_task {
   engine *e;
@@ -128,7 +146,7 @@ static void run_one(engine *e) {
   imgstat_task task = {e, i, s};
   e->cfg->work(e->cfg->ctx, &task, s->item, s->result);
   pthread_mutex_lock(&e->m);
-  s->state = SLOT_DONE;
+  s->state = s->deferred && !s->completed ? SLOT_DEFERRED : SLOT_DONE;
   e->ran++;
   pass_turn(e, s);
   pthread_cond_signal(&e->main_cv);
@@ -187,6 +205,29 @@ int imgstat_task_reserve(imgstat_task *task, uint64_t bytes) {
   }
   pthread_mutex_unlock(&e->m);
   return granted;
+}
+
+imgstat_task_pending *imgstat_task_defer(imgstat_task *task) {
+  if (!task)
+    return NULL;
+  pthread_mutex_lock(&task->e->m);
+  task->slot->deferred = 1;
+  pthread_mutex_unlock(&task->e->m);
+  return (imgstat_task_pending *)task->slot;
+}
+
+void imgstat_task_complete(imgstat_task_pending *pending) {
+  slot *s = (slot *)pending;
+  if (!s)
+    return;
+  engine *e = s->e;
+  pthread_mutex_lock(&e->m);
+  s->completed = 1;
+  if (s->state == SLOT_DEFERRED) {
+    s->state = SLOT_DONE;
+    pthread_cond_signal(&e->main_cv);
+  }
+  pthread_mutex_unlock(&e->m);
 }
 
 void imgstat_task_release(imgstat_task *task, uint64_t bytes) {
@@ -257,6 +298,8 @@ static imgstat_status main_loop(engine *e, imgstat_error *err) {
       } else {
         slot *sl = slot_of(e, e->fed);
         sl->state = SLOT_QUEUED;
+        sl->deferred = 0;
+        sl->completed = 0;
         sl->admitted = 0;
         sl->reserved = 0;
         sl->held = 0;
@@ -331,8 +374,10 @@ imgstat_status imgstat_batch_run(const imgstat_batch_config *cfg,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                              "out of memory starting the engine");
   }
-  for (size_t i = 0; i < e->window; i++)
+  for (size_t i = 0; i < e->window; i++) {
+    e->slots[i].e = e;
     e->slots[i].result = e->results + i * e->result_stride;
+  }
 
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);

@@ -1,0 +1,325 @@
+#!/bin/bash
+# Issue 18 on the GPU host: the streaming JPEG stage (--jpeg-decoder gpu),
+# in one call of at most ~8 minutes, every step under a hard limit, lines
+# appended to $OUT/pipeline18.log as they come, a summary table last.
+#   build     the tree with CUDA and nvJPEG (build-p18)
+#   test      test_stage (the stage, fake decoder), test_gpu_batch (batched
+#             statistics bit-identical to the one-image kernel and to the
+#             CPU on the same pixels, nvJPEG's planes included), test_jpeg_gpu
+#   check     records of the new path against the CPU decoders (means within
+#             0.01, the documented nvJPEG difference being <= 0.003), against
+#             --verify (the CPU's statistics of the same nvJPEG pixels: every
+#             integer field identical), --histogram likewise, --devices all
+#             and --dataset identical to one device, --mpi (when mpirun is
+#             there) identical to one rank, a damaged file named and skipped
+#   bench     whole process, median of 3, files in the page cache, in one
+#             run: 500 and 1,500 x 12 MP, 2,000 and 6,000 x 0.5 MP (q90):
+#             --jpeg-decoder gpu --jpeg-check markers, the CPU decoders,
+#             torchvision (tests/gpu/torch_jpeg_stats.py); then the
+#             per-stage times (IMGSTAT_STAGE_TIMES=1) of both 500/6,000 runs
+#             and the stage's shape (IMGSTAT_JPEG_LANES=3, IMGSTAT_JPEG_BATCH=64)
+#   sanitize  compute-sanitizer memcheck and racecheck on test_gpu_batch
+#             (quick set), memcheck on imgstat's new path over 24 photos
+#             (last: what a long run leaves out)
+# Usage (top of the tree, .deps carried; .corpus for the corpus tests):
+#   tests/gpu/pipeline18.sh [STEPS]     e.g. build,test,check (default all)
+# A failing step prints its error and the others still run.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+lib_gpu_prelude
+STEPS=${1:-build,test,check,bench,sanitize}
+L=$OUT/pipeline18.log
+: >"$L"
+log() { echo "$*" | tee -a "$L"; }
+has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
+ROWS=$OUT/pipeline18.rows
+: >"$ROWS"
+row() { echo "$*" >>"$ROWS"; } # the summary table's lines
+[ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
+BD=$ROOT/build-p18
+BIN=$BD/imgstat
+T0=$(date +%s)
+log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l), $(nproc) cores, tree $(git rev-parse --short HEAD 2>/dev/null || echo "(no git)")"
+
+if has build; then
+  t=$(date +%s)
+  [ -f "$BD/CMakeCache.txt" ] || timeout -k 5 120 cmake -S . -B "$BD" -DIMGSTAT_ENABLE_CUDA=ON \
+    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >"$OUT/p18-build.log" 2>&1
+  timeout -k 5 360 cmake --build "$BD" -j"$(nproc)" --target imgstat test_stage \
+    test_gpu_batch test_jpeg_gpu >>"$OUT/p18-build.log" 2>&1
+  rc=$?
+  log "build: rc=$rc ($(($(date +%s) - t)) s); $(grep -E 'nvJPEG|TurboJPEG|MPI' "$OUT/p18-build.log" | tr '\n' ' ' | head -c 300)"
+  if [ $rc -ne 0 ]; then
+    grep -E "error|Error" "$OUT/p18-build.log" | head -20 | tee -a "$L"
+    row "build | FAILED (rc $rc): nothing else can run"
+  fi
+fi
+if [ ! -x "$BIN" ]; then
+  log "no $BIN: stop"
+  exit 1
+fi
+log "binary: $("$BIN" --version 2>&1 | tr '\n' ' ')"
+
+# run_test NAME LIMIT: a CUnit executable, its summary lines
+run_test() {
+  local t=$(date +%s)
+  timeout -k 5 "$2" "$BD/tests/$1" >"$OUT/p18-$1.log" 2>&1
+  local rc=$?
+  log "test $1: rc=$rc ($(($(date +%s) - t)) s)"
+  grep -E "^device|Test:.*FAILED|DIFFERS|asserts|tests |skipped|batched:|kernel:" "$OUT/p18-$1.log" | head -20 | tee -a "$L"
+  [ $rc -eq 0 ] && row "test $1 | PASS" || row "test $1 | FAIL (rc $rc)"
+}
+if has test; then
+  run_test test_stage 60
+  run_test test_gpu_batch 120
+  run_test test_jpeg_gpu 120
+fi
+
+# the folders: 500 x 12 MP and 6,000 x 0.5 MP, generated once; the 1,500
+# and 2,000 sets are links (the 1,500 cycle over the 500: same decode work)
+BIG=/tmp/imgstat-p18-big
+SMALL=/tmp/imgstat-p18-small
+make_sets() {
+  [ -d $BIG ] && [ -d $SMALL ] && [ -d /tmp/p18-2000 ] && return 0
+  local t=$(date +%s)
+  timeout -k 5 150 bash -c ". tests/gpu/bench_lib.sh; bench_jpegs $BIG 500" || log "making $BIG failed"
+  timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_small_jpegs $SMALL 6000" || log "making $SMALL failed"
+  rm -rf /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check && mkdir -p /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check
+  for r in a b c; do for f in $BIG/*.jpg; do ln -s "$f" /tmp/p18-1500/$r$(basename "$f"); done; done
+  ls $SMALL/*.jpg | head -2000 | xargs -I{} ln -s {} /tmp/p18-2000/
+  # the check set: 20 large, 200 small, the corpus's JPEGs, one damaged
+  ls $BIG/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-check/
+  ls $SMALL/*.jpg | head -200 | xargs -I{} cp {} /tmp/p18-check/
+  [ -d .corpus/photos ] && cp .corpus/photos/*.jpg /tmp/p18-check/ 2>/dev/null
+  head -c 60000 $BIG/img0000.jpg >/tmp/p18-check/zz_truncated.jpg
+  cat $BIG/* $SMALL/* >/dev/null
+  log "sets: $(ls $BIG | wc -l) x 12 MP ($(du -sm $BIG | cut -f1) MB), $(ls $SMALL | wc -l) x 0.5 MP ($(du -sm $SMALL | cut -f1) MB), check set $(ls /tmp/p18-check | wc -l) files ($(($(date +%s) - t)) s)"
+}
+
+# cmp_records NAME A B MODE: compares two JSON-lines outputs (python)
+#   MODE mean: same files in order, |dmean| <= 0.01, decoder keys listed
+#   MODE exact: identical records but for the keys backend and decoder
+cmp_records() {
+  python3 - "$2" "$3" "$4" <<'PY' 2>&1
+import json, sys
+def load(p):
+    out = []
+    for line in open(p):
+        line = line.strip()
+        if line:
+            out.append(json.loads(line))
+    return out
+a, b, mode = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3]
+bad = []
+if [r.get("file") for r in a] != [r.get("file") for r in b]:
+    bad.append(f"files differ: {len(a)} vs {len(b)} records")
+dec = {}
+worst = 0.0
+for x, y in zip(a, b):
+    dec[y.get("decoder", "-")] = dec.get(y.get("decoder", "-"), 0) + 1
+    if ("error" in x) != ("error" in y):
+        bad.append(f"{x.get('file')}: error on one side only")
+        continue
+    if "error" in x:
+        continue
+    if mode == "exact":
+        xx = {k: v for k, v in x.items() if k not in ("backend", "decoder")}
+        yy = {k: v for k, v in y.items() if k not in ("backend", "decoder")}
+        if xx != yy:
+            bad.append(f"{x['file']}: records differ")
+    else:
+        for p, q in zip(x["stats"], y["stats"]):
+            if p["count"] != q["count"]:
+                bad.append(f"{x['file']}: counts differ")
+            d = abs(p["mean"] - q["mean"])
+            worst = max(worst, d)
+            if d > 0.01:
+                bad.append(f"{x['file']} {p['channel']}: |dmean| {d:.4f}")
+print(f"{len(b)} records, decoders {dec}, largest |dmean| {worst:.4f}; "
+      + ("OK" if not bad else f"{len(bad)} problems: " + "; ".join(bad[:5])))
+PY
+}
+
+# check NAME CMD...: runs an imgstat command on the check set, limit 120 s
+check_run() {
+  local name=$1
+  shift
+  timeout -k 5 120 "$@" >"$OUT/p18-$name.json" 2>"$OUT/p18-$name.err"
+  local rc=$?
+  log "check run $name: exit $rc, $(wc -l <"$OUT/p18-$name.json") records; stderr: $(grep -v 'stage times' "$OUT/p18-$name.err" | head -c 300 | tr '\n' ' ')"
+}
+verdict() { # NAME RESULT-LINE
+  log "check $1: $2"
+  case "$2" in *" OK") row "check $1 | PASS" ;; *) row "check $1 | FAIL: $(echo "$2" | head -c 120)" ;; esac
+}
+
+if has check; then
+  make_sets
+  C=/tmp/p18-check
+  G="--json --jpeg-decoder gpu --jpeg-check markers"
+  check_run cpu "$BIN" --json --backend cpu --jpeg-decoder cpu $C
+  check_run gpu "$BIN" $G $C
+  check_run gpufull "$BIN" --json --jpeg-decoder gpu $C
+  check_run verify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers $C
+  check_run devall "$BIN" $G --devices all $C
+  check_run j1 "$BIN" $G -j 1 $C
+  check_run hist "$BIN" $G --histogram $C
+  check_run histverify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers --histogram $C
+  check_run ds1 "$BIN" $G --dataset-only $C
+  check_run dsall "$BIN" $G --dataset-only --devices all $C
+  verdict "new path vs CPU decoders (means)" "$(cmp_records x $OUT/p18-cpu.json $OUT/p18-gpu.json mean)"
+  verdict "full check vs CPU decoders (means)" "$(cmp_records x $OUT/p18-cpu.json $OUT/p18-gpufull.json mean)"
+  verdict "new path vs --verify (same pixels, CPU stats)" "$(cmp_records x $OUT/p18-verify.json $OUT/p18-gpu.json exact)"
+  verdict "--devices all vs one" "$(cmp_records x $OUT/p18-gpu.json $OUT/p18-devall.json exact)"
+  verdict "-j 1 vs default" "$(cmp_records x $OUT/p18-gpu.json $OUT/p18-j1.json exact)"
+  verdict "--histogram vs --verify --histogram" "$(cmp_records x $OUT/p18-histverify.json $OUT/p18-hist.json exact)"
+  cmp -s $OUT/p18-ds1.json $OUT/p18-dsall.json && r=OK || r="DIFFERS"
+  verdict "--dataset-only, --devices all vs one" "identical: $r"
+  n=$(grep -c zz_truncated $OUT/p18-gpu.err)
+  [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/p18-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
+  verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/p18-gpu.err | head -1 | head -c 150); $r"
+  # CSV and the decoder column
+  timeout -k 5 60 "$BIN" --csv --jpeg-decoder gpu --jpeg-check markers $C 2>/dev/null | head -2 >"$OUT/p18-csv.txt"
+  log "check CSV: $(head -1 $OUT/p18-csv.txt | grep -o 'decoder.*') / $(sed -n 2p $OUT/p18-csv.txt | head -c 200)"
+  if command -v mpirun >/dev/null; then
+    timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -n 2 "$BIN" --mpi $G $C \
+      >"$OUT/p18-mpi.json" 2>"$OUT/p18-mpi.err"
+    rc=$?
+    log "check run mpi (2 ranks): exit $rc; $(grep -v zz_truncated $OUT/p18-mpi.err | head -c 200 | tr '\n' ' ')"
+    if grep -q "without MPI" $OUT/p18-mpi.err; then
+      log "check --mpi: not run (this build has no MPI)"
+    else
+      verdict "--mpi 2 ranks vs one" "$(cmp_records x $OUT/p18-gpu.json $OUT/p18-mpi.json exact)"
+    fi
+  else
+    log "check --mpi: not run (no mpirun)"
+  fi
+fi
+
+median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
+# ms_of LIMIT CMD...: the wall milliseconds of one run ("fail" when it
+# failed: its stderr goes to the log)
+ms_of() {
+  local limit=$1
+  shift
+  local s=$(date +%s%N)
+  timeout -k 5 "$limit" "$@" >/dev/null 2>/tmp/p18-run.err
+  local rc=$?
+  local ms=$((($(date +%s%N) - s) / 1000000))
+  if [ $rc -ne 0 ]; then
+    echo "run failed (exit $rc): $* :: $(head -c 300 /tmp/p18-run.err | tr '\n' ' ')" >>"$L"
+    echo fail
+  else
+    echo $ms
+  fi
+}
+med3() {
+  local r=$(for _ in 1 2 3; do ms_of "$@"; done)
+  if echo "$r" | grep -q fail; then echo fail; else echo "$r" | median; fi
+}
+rate() { awk -v n=$1 -v t=$2 'BEGIN{ if (t == "fail") print "-"; else printf "%.0f", n*1000/t }'; }
+
+if has bench; then
+  make_sets
+  have_torch=0
+  python3 -c "import torch, torchvision; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
+  declare -A MS
+  for set in "$BIG 500 12MP" "/tmp/p18-1500 1500 12MP" "/tmp/p18-2000 2000 0.5MP" "$SMALL 6000 0.5MP"; do
+    read -r dir n label <<<"$set"
+    cat $dir/* >/dev/null
+    t=$(med3 120 "$BIN" --json --jpeg-decoder gpu --jpeg-check markers $dir)
+    MS[gpu$n]=$t
+    log "bench $label x $n: --jpeg-decoder gpu --jpeg-check markers: $t ms, $(rate $n $t) images/s"
+    [ $n = 1500 ] && continue # for the rate past start-up only
+    t=$(med3 120 "$BIN" --json --jpeg-decoder cpu $dir)
+    MS[cpu$n]=$t
+    log "bench $label x $n: CPU decoders: $t ms, $(rate $n $t) images/s"
+    if [ $have_torch = 1 ]; then
+      t=$(med3 120 python3 tests/gpu/torch_jpeg_stats.py $dir)
+      MS[torch$n]=$t
+      log "bench $label x $n: torchvision decode_jpeg(cuda) + torch stats: $t ms, $(rate $n $t) images/s"
+    fi
+    if [ "$(($(date +%s) - T0))" -gt 420 ]; then
+      log "bench: past 7 minutes, the remaining sets are left out"
+      break
+    fi
+  done
+  # the stage's shape: three lanes a device, and 64-file batches
+  for v in "IMGSTAT_JPEG_LANES=3" "IMGSTAT_JPEG_BATCH=64"; do
+    for set in "$BIG 500 12MP" "$SMALL 6000 0.5MP"; do
+      read -r dir n label <<<"$set"
+      [ "$(($(date +%s) - T0))" -gt 380 ] && continue
+      t=$(med3 120 env $v "$BIN" --json --jpeg-decoder gpu --jpeg-check markers $dir)
+      log "bench $label x $n: $v --jpeg-decoder gpu --jpeg-check markers: $t ms, $(rate $n $t) images/s"
+      row "bench x $n $v | $t ms | $(rate $n $t) /s"
+    done
+  done
+  t=$(ms_of 120 "$BIN" --json --jpeg-decoder gpu $BIG)
+  log "bench 12MP x 500: --jpeg-decoder gpu (full check), one run: $t ms, $(rate 500 $t) images/s"
+  row "bench 12MP x 500 full check | $t ms | $(rate 500 $t) /s"
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    IMGSTAT_STAGE_TIMES=1 timeout -k 5 120 "$BIN" --json --jpeg-decoder gpu --jpeg-check markers $dir \
+      2>&1 >/dev/null | grep 'stage times' | sed "s|^|stage table $n: |" | tee -a "$L"
+  done
+  for n in 500 1500 2000 6000; do
+    [ -n "${MS[gpu$n]:-}" ] || continue
+    goal="-"
+    [ $n = 500 ] && goal=">= 220/s"
+    [ $n = 6000 ] && goal=">= 3500/s"
+    row "bench x $n gpu markers | ${MS[gpu$n]} ms | $(rate $n ${MS[gpu$n]}) /s | goal $goal | CPU decoders $(rate $n ${MS[cpu$n]:-fail}) /s | torchvision $(rate $n ${MS[torch$n]:-fail}) /s"
+  done
+  # past start-up: the rate between the 500- and the 1,500-file runs, and
+  # between the 2,000- and the 6,000-file runs
+  for p in "500 1500 >=400" "2000 6000 >=10000"; do
+    read -r a b goal <<<"$p"
+    if [ -n "${MS[gpu$a]:-}" ] && [ -n "${MS[gpu$b]:-}" ] && [ "${MS[gpu$a]}" != fail ] && [ "${MS[gpu$b]}" != fail ]; then
+      r=$(awk -v a=$a -v b=$b -v ta=${MS[gpu$a]} -v tb=${MS[gpu$b]} 'BEGIN{ if (tb > ta) printf "%.0f", (b-a)*1000/(tb-ta); else print "-" }')
+      log "bench past start-up ($a -> $b files): $r images/s (goal $goal)"
+      row "bench past start-up $a->$b | $r /s | goal $goal"
+    fi
+  done
+fi
+
+if has sanitize; then
+  # the new path first (the batched kernel's own run follows, time allowing)
+  make_sets
+  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
+    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
+  if [ "$(($(date +%s) - T0))" -gt 460 ]; then
+    log "sanitize: past 7.7 minutes, the new path's memcheck left out"
+    row "sanitizer memcheck imgstat new path | not run (time)"
+  else
+    t=$(date +%s)
+    timeout -k 5 120 compute-sanitizer --tool memcheck --error-exitcode 99 \
+      "$BIN" --json --jpeg-decoder gpu --jpeg-check markers /tmp/p18-san >"$OUT/p18-san-cli.out" 2>"$OUT/p18-sanitizer-cli.log"
+    rc=$?
+    truncate -s "<8M" "$OUT/p18-sanitizer-cli.log"
+    log "compute-sanitizer memcheck imgstat --jpeg-decoder gpu (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/p18-san-cli.out") records"
+    grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/p18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
+    if [ $rc -eq 0 ]; then row "sanitizer memcheck imgstat new path | PASS"; else row "sanitizer memcheck imgstat new path | FAIL (rc $rc)"; fi
+  fi
+  for tool in memcheck racecheck; do
+    if [ "$(($(date +%s) - T0))" -gt 480 ]; then
+      log "sanitize: past 8 minutes, $tool of test_gpu_batch left out"
+      row "sanitizer $tool test_gpu_batch | not run (time)"
+      continue
+    fi
+    t=$(date +%s)
+    extra=""
+    [ $tool = memcheck ] && extra="--leak-check full"
+    IMGSTAT_TEST_QUICK=1 timeout -k 5 100 compute-sanitizer --tool $tool $extra --error-exitcode 99 \
+      "$BD/tests/test_gpu_batch" >"$OUT/p18-sanitizer-$tool.log" 2>&1
+    rc=$?
+    truncate -s "<8M" "$OUT/p18-sanitizer-$tool.log"
+    log "compute-sanitizer $tool test_gpu_batch: rc=$rc ($(($(date +%s) - t)) s)"
+    grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Test:.*FAILED|Invalid|Uninitialized" \
+      "$OUT/p18-sanitizer-$tool.log" | sort | uniq -c | head -8 | tee -a "$L"
+    if [ $rc -eq 0 ]; then row "sanitizer $tool test_gpu_batch | PASS"; else row "sanitizer $tool test_gpu_batch | FAIL (rc $rc)"; fi
+  done
+fi
+
+log "== summary ($(($(date +%s) - T0)) s)"
+tee -a "$L" <"$ROWS"
+log "== done $(date -u '+%T')"

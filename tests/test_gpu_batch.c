@@ -1,0 +1,262 @@
+/*
+ * The batched statistics of nvJPEG's decoded planes (imgstat_gpu_jpeg_stats:
+ * one launch for the planes of a whole batch) against the one-image kernel
+ * (imgstat_gpu_image_stats with the fast kernel on the same device planes):
+ * the same bits, image by image, and both equal to the CPU's partials of the
+ * same pixels (integer samples: exact). Images of awkward sizes (1 x 1,
+ * 7 x 3, 4097 x 3, a plane off the 16-byte grid, 12 MP), patterns (constant
+ * 0 and 255, ties at the ends) and random ones in one batch, gray and RGB;
+ * then JPEGs of the corpus decoded by nvJPEG, whose planes the batch and the
+ * one-image kernel reduce alike. Needs a CUDA device and libnvjpeg: without
+ * them it is skipped (77).
+ */
+#include "imgstat_cuda.h"
+#include "imgstat_cuda_jpeg.h"
+#include "io.h"
+#include "test_gpu_util.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static imgstat_gpu *g_gpu;
+static int g_quick; /* IMGSTAT_TEST_QUICK: no 12 MP plane (sanitizers) */
+static imgstat_gpu_jpeg *g_dec;
+static uint64_t g_rng = 0x9e3779b97f4a7c15u;
+
+static int same_partials(const imgstat_partial *a, const imgstat_partial *b,
+                         int channels) {
+  return memcmp(a, b, (size_t)channels * sizeof *a) == 0;
+}
+
+/* The one-image kernel's partials of device planes. */
+static imgstat_status one_image(const imgstat_gpu_jpeg_item *it,
+                                imgstat_partial *out) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_gpu_image *d = NULL;
+  imgstat_status st = imgstat_gpu_image_wrap(
+      g_gpu, it->width, it->height, it->channels, IMGSTAT_U8,
+      (void *const *)it->planes, 0, &d, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_image_stats(g_gpu, d, 0, out, &err);
+  imgstat_gpu_image_release(g_gpu, d);
+  if (st != IMGSTAT_OK)
+    printf("\n  one-image kernel: %s\n", err.message);
+  return st;
+}
+
+enum { RANDOM, ZERO, FULL, ENDS };
+
+static void fill(imgstat_image *img, int pattern) {
+  uint64_t n = (uint64_t)img->width * img->height;
+  for (int c = 0; c < img->channels; c++) {
+    uint8_t *p = img->planes[c];
+    for (uint64_t i = 0; i < n; i++)
+      p[i] = pattern == ZERO   ? 0
+             : pattern == FULL ? 255
+             : pattern == ENDS ? (uint8_t)(i % 7 == 0 ? (i % 2 ? 0 : 255) : 77)
+                               : (uint8_t)(test_rand(&g_rng) >> 56);
+  }
+}
+
+static void test_synthetic_batch(void) {
+  static const struct {
+    uint32_t w, h;
+    int ch, pattern;
+    size_t offset; /* bytes before each plane: off the 16-byte grid */
+  } shapes[] = {
+      {1, 1, 1, RANDOM, 0},       {7, 3, 3, RANDOM, 5},
+      {4097, 3, 3, RANDOM, 0},    {4097, 3, 1, ENDS, 3},
+      {64, 64, 3, ZERO, 0},       {63, 65, 3, FULL, 1},
+      {1000, 999, 3, ENDS, 0},    {640, 480, 1, RANDOM, 7},
+      {4000, 3000, 3, RANDOM, 0}, {800, 600, 3, RANDOM, 9},
+  };
+  enum { N = sizeof shapes / sizeof *shapes };
+  imgstat_image host[N];
+  void *blocks[N];
+  imgstat_gpu_jpeg_item items[N];
+  imgstat_partial got[N * IMGSTAT_MAX_CHANNELS];
+  memset(items, 0, sizeof items);
+  memset(blocks, 0, sizeof blocks);
+  for (int k = 0; k < N; k++) {
+    uint32_t w = shapes[k].w, h = shapes[k].h;
+    if (g_quick && w * h > 1000000) {
+      w = 1000;
+      h = 750;
+    }
+    CU_ASSERT_FATAL(test_image_make(&host[k], w, h, shapes[k].ch, IMGSTAT_U8));
+    fill(&host[k], shapes[k].pattern);
+    CU_ASSERT_FATAL(test_gpu_device_copy(&host[k], shapes[k].offset, 0,
+                                         &blocks[k], items[k].planes));
+    items[k].width = w;
+    items[k].height = h;
+    items[k].channels = shapes[k].ch;
+    items[k].status = IMGSTAT_OK;
+  }
+  /* one item not decoded: left out, its output untouched */
+  items[3].status = IMGSTAT_ERR_FORMAT;
+  memset(got, 0xAB, sizeof got);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_gpu_jpeg_stats(g_dec, items, N, got, &err);
+  if (st != IMGSTAT_OK)
+    printf("\n  batched: %s\n", err.message);
+  CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+  for (int k = 0; k < N; k++) {
+    const imgstat_partial *b = &got[(size_t)k * IMGSTAT_MAX_CHANNELS];
+    if (k == 3) {
+      unsigned char ab[sizeof(imgstat_partial)];
+      memset(ab, 0xAB, sizeof ab);
+      CU_ASSERT(memcmp(b, ab, sizeof ab) == 0);
+      continue;
+    }
+    imgstat_partial one[IMGSTAT_MAX_CHANNELS], cpu[IMGSTAT_MAX_CHANNELS];
+    CU_ASSERT_EQUAL(one_image(&items[k], one), IMGSTAT_OK);
+    CU_ASSERT_EQUAL(imgstat_cpu_stats(&host[k], 1, cpu, &err), IMGSTAT_OK);
+    int same_one = same_partials(b, one, shapes[k].ch);
+    int same_cpu = same_partials(b, cpu, shapes[k].ch);
+    if (!same_one || !same_cpu)
+      printf("\n  %ux%u x%d: batched %s the one-image kernel, %s the CPU\n",
+             items[k].width, items[k].height, shapes[k].ch,
+             same_one ? "equals" : "DIFFERS FROM",
+             same_cpu ? "equals" : "DIFFERS FROM");
+    CU_ASSERT(same_one);
+    CU_ASSERT(same_cpu);
+  }
+  /* the same batch again, in another order: the same partials */
+  imgstat_gpu_jpeg_item rev[N];
+  imgstat_partial got2[N * IMGSTAT_MAX_CHANNELS];
+  for (int k = 0; k < N; k++)
+    rev[k] = items[N - 1 - k];
+  CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(g_dec, rev, N, got2, &err),
+                  IMGSTAT_OK);
+  for (int k = 0; k < N; k++)
+    if (k != 3)
+      CU_ASSERT(same_partials(&got[(size_t)k * IMGSTAT_MAX_CHANNELS],
+                              &got2[(size_t)(N - 1 - k) * IMGSTAT_MAX_CHANNELS],
+                              shapes[k].ch));
+  for (int k = 0; k < N; k++) {
+    test_gpu_free(blocks[k]);
+    test_image_free(&host[k]);
+  }
+}
+
+/* JPEGs decoded by nvJPEG: the batch's partials are the one-image kernel's
+ * and the CPU's of the planes copied back. */
+static void test_decoded_jpegs(void) {
+  static const char *const names[] = {"testorig.jpg", "hubble_deep_field.jpg",
+                                      "testimgint.jpg"};
+  enum { N = sizeof names / sizeof *names };
+  unsigned char *data[N];
+  imgstat_gpu_jpeg_item items[N];
+  memset(items, 0, sizeof items);
+  int n = 0;
+  const char *dir = test_corpus_dir();
+  for (int k = 0; dir && k < N; k++) {
+    const char *path = test_path(dir, names[k]);
+    imgstat_decoder *d = NULL;
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    if (!path || imgstat_decoder_open(path, NULL, &d, &err) != IMGSTAT_OK)
+      continue;
+    const imgstat_header *h = imgstat_decoder_header(d);
+    size_t size = 0;
+    data[n] = test_read_file(path, &size);
+    items[n].data = data[n];
+    items[n].size = size;
+    items[n].width = h->width;
+    items[n].height = h->height;
+    items[n].channels = h->channels;
+    imgstat_decoder_close(d);
+    if (data[n])
+      n++;
+  }
+  if (n == 0) {
+    printf("(no corpus: not run) ");
+    return;
+  }
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  CU_ASSERT_EQUAL_FATAL(imgstat_gpu_jpeg_decode(g_dec, items, n, &err),
+                        IMGSTAT_OK);
+  imgstat_partial got[N * IMGSTAT_MAX_CHANNELS];
+  CU_ASSERT_EQUAL_FATAL(imgstat_gpu_jpeg_stats(g_dec, items, n, got, &err),
+                        IMGSTAT_OK);
+  int decoded = 0;
+  for (int k = 0; k < n; k++) {
+    if (items[k].status != IMGSTAT_OK)
+      continue;
+    decoded++;
+    imgstat_partial one[IMGSTAT_MAX_CHANNELS], cpu[IMGSTAT_MAX_CHANNELS];
+    CU_ASSERT_EQUAL(one_image(&items[k], one), IMGSTAT_OK);
+    imgstat_image host;
+    CU_ASSERT_FATAL(test_image_make(&host, items[k].width, items[k].height,
+                                    items[k].channels, IMGSTAT_U8));
+    CU_ASSERT_EQUAL(
+        imgstat_gpu_jpeg_item_download(g_dec, &items[k], &host, &err),
+        IMGSTAT_OK);
+    CU_ASSERT_EQUAL(imgstat_cpu_stats(&host, 1, cpu, &err), IMGSTAT_OK);
+    const imgstat_partial *b = &got[(size_t)k * IMGSTAT_MAX_CHANNELS];
+    CU_ASSERT(same_partials(b, one, items[k].channels));
+    CU_ASSERT(same_partials(b, cpu, items[k].channels));
+    test_image_free(&host);
+  }
+  CU_ASSERT(decoded > 0);
+  for (int k = 0; k < n; k++) {
+    imgstat_gpu_jpeg_item_free(g_dec, &items[k]);
+    free(data[k]);
+  }
+}
+
+static void test_arguments(void) {
+  imgstat_error err;
+  imgstat_partial out[IMGSTAT_MAX_CHANNELS];
+  CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(NULL, NULL, 0, out, &err),
+                  IMGSTAT_ERR_ARG);
+  CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(g_dec, NULL, 1, out, &err),
+                  IMGSTAT_ERR_ARG);
+  CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(g_dec, NULL, 0, NULL, &err),
+                  IMGSTAT_OK);
+}
+
+static const test_case tests[] = {
+    {"batched statistics", NULL},
+    {"a batch of awkward sizes: the one-image kernel's bits, the CPU's",
+     test_synthetic_batch},
+    {"JPEGs decoded by nvJPEG", test_decoded_jpegs},
+    {"arguments", test_arguments},
+    {NULL, NULL}};
+
+int main(void) {
+  const char *q = getenv("IMGSTAT_TEST_QUICK");
+  g_quick = q && *q && strcmp(q, "0") != 0;
+  if (!imgstat_gpu_compiled() || !imgstat_gpu_jpeg_compiled())
+    return test_skip("built without CUDA or nvJPEG");
+  imgstat_error err = {0};
+  imgstat_status st = imgstat_gpu_create(-1, &g_gpu, &err);
+  if (st == IMGSTAT_ERR_NODEVICE)
+    return test_skip("no CUDA device");
+  if (st != IMGSTAT_OK) {
+    printf("CUDA device present but unusable: %s\n", err.message);
+    return 1;
+  }
+  st = imgstat_gpu_jpeg_create(g_gpu, &g_dec, &err);
+  if (st == IMGSTAT_ERR_NODEVICE) {
+    imgstat_gpu_destroy(g_gpu);
+    return test_skip(err.message);
+  }
+  if (st != IMGSTAT_OK) {
+    printf("nvJPEG present but unusable: %s\n", err.message);
+    imgstat_gpu_destroy(g_gpu);
+    return 1;
+  }
+  printf("device: %s, nvJPEG %s\n", imgstat_gpu_device_name(g_gpu),
+         imgstat_gpu_jpeg_backend(g_dec));
+  int rc = test_main(tests);
+  imgstat_gpu_jpeg_destroy(g_dec);
+  imgstat_gpu_destroy(g_gpu);
+  return rc;
+}

@@ -1,0 +1,499 @@
+/*
+ * The streaming device stage (src/pipeline/gpu_stage.c) and the batch
+ * runner's deferred items (imgstat_task_defer), with a fake decoder in
+ * place of nvJPEG: workers "read and check" an item (a value) and hand it
+ * to the stage; lanes on 1..3 fake devices take batches by pixels and
+ * "decode" each item into a result that depends on the item only. Checked:
+ *  - delivery in input order with each item's own result, whatever the
+ *    devices, lanes, workers and batch bounds (the results of 1 device x 1
+ *    lane equal those of 3 x 2); each item finished exactly once;
+ *  - batches within their bounds (pixels, items; an oversized item alone),
+ *    and batching actually happens (a batch of more than one item);
+ *  - the lanes open on their own threads while items queue (a slow open);
+ *  - lanes that fail to open: the others carry on; none opens: every item,
+ *    queued or submitted later, finishes with the open failure;
+ *  - a batch that fails gives its failure to its items only;
+ *  - cancel: queued items finish as cancelled; a cancelled batch run
+ *    delivers every item fed, exactly once.
+ */
+#include "imgstat_pipeline.h"
+#include "imgstat_stage.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void sleep_us(int us) {
+  struct timespec t = {us / 1000000, (long)(us % 1000000) * 1000};
+  nanosleep(&t, NULL);
+}
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15u;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9u;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBu;
+  return x ^ (x >> 31);
+}
+
+/* The fake decoder's answer for an item: its own, whatever the batch. */
+static uint64_t decode_of(uint64_t v) { return mix(v) ^ 0x5a5a; }
+
+/* ---- the fake device ---------------------------------------------------- */
+
+typedef struct fake {
+  int open_delay_us;    /* each lane's open takes this long */
+  int fail_lanes_below; /* lanes with index < this fail to open (all: 99) */
+  uint64_t poison;      /* a batch holding this value fails (0: none) */
+  int run_us;           /* each batch's time (0: 200 to 500 us) */
+  uint64_t batch_pixels;
+  int batch_max;
+  atomic_int opened, closed;
+  atomic_int batches, max_n, bound_errors, multi;
+  atomic_int in_run, overlap; /* batches running at once */
+} fake;
+
+typedef struct lane_ctx {
+  fake *f;
+  int device, lane;
+} lane_ctx;
+
+/* What a worker hands the stage, and what the stage hands back. */
+typedef struct fake_item {
+  imgstat_stage_item si;
+  uint64_t value;
+  uint64_t result;
+  imgstat_status status;
+  int cancelled;
+  atomic_int finished; /* times done was called */
+  imgstat_task_pending *pending;
+} fake_item;
+
+static imgstat_status fake_open(void *ctx, int device, int lane, void **out,
+                                imgstat_error *err) {
+  fake *f = ctx;
+  sleep_us(f->open_delay_us);
+  if (lane < f->fail_lanes_below)
+    return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
+                             "fake device %d lane %d: no engines", device,
+                             lane);
+  lane_ctx *l = calloc(1, sizeof *l);
+  if (!l)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  l->f = f;
+  l->device = device;
+  l->lane = lane;
+  *out = l;
+  atomic_fetch_add(&f->opened, 1);
+  return IMGSTAT_OK;
+}
+
+static imgstat_status fake_run(void *ctx, imgstat_stage_item *const *items,
+                               int n, imgstat_error *err) {
+  lane_ctx *l = ctx;
+  fake *f = l->f;
+  if (atomic_fetch_add(&f->in_run, 1) > 0)
+    atomic_store(&f->overlap, 1);
+  atomic_fetch_add(&f->batches, 1);
+  int cur = atomic_load(&f->max_n);
+  while (n > cur && !atomic_compare_exchange_weak(&f->max_n, &cur, n))
+    ;
+  if (n > 1)
+    atomic_store(&f->multi, 1);
+  uint64_t pixels = 0;
+  int poisoned = 0;
+  for (int k = 0; k < n; k++) {
+    fake_item *it = items[k]->user;
+    pixels += items[k]->pixels;
+    if (items[k]->device != l->device)
+      atomic_fetch_add(&f->bound_errors, 1);
+    poisoned |= f->poison && it->value == f->poison;
+  }
+  if (n > f->batch_max || (n > 1 && pixels > f->batch_pixels))
+    atomic_fetch_add(&f->bound_errors, 1);
+  sleep_us(f->run_us ? f->run_us : 200 + (int)(pixels % 300));
+  atomic_fetch_sub(&f->in_run, 1);
+  if (poisoned)
+    return imgstat_error_set(err, IMGSTAT_ERR_DEVICE, "fake decode failed");
+  for (int k = 0; k < n; k++) {
+    fake_item *it = items[k]->user;
+    it->result = decode_of(it->value);
+  }
+  return IMGSTAT_OK;
+}
+
+static void fake_close(void *ctx) {
+  lane_ctx *l = ctx;
+  atomic_fetch_add(&l->f->closed, 1);
+  free(l);
+}
+
+static void fake_done(void *ctx, imgstat_stage_item *si, imgstat_status st,
+                      int cancelled, const imgstat_error *err) {
+  (void)ctx;
+  (void)err;
+  fake_item *it = si->user;
+  it->status = st;
+  it->cancelled = cancelled;
+  atomic_fetch_add(&it->finished, 1);
+  imgstat_task_complete(it->pending); /* NULL outside a batch run */
+}
+
+static imgstat_stage_ops ops_of(fake *f, int devices, int lanes) {
+  imgstat_stage_ops o;
+  memset(&o, 0, sizeof o);
+  o.ctx = f;
+  o.devices = devices;
+  o.lanes = lanes;
+  o.batch_pixels = f->batch_pixels;
+  o.batch_max = f->batch_max;
+  o.linger_us = 500;
+  o.open = fake_open;
+  o.run = fake_run;
+  o.close = fake_close;
+  o.done = fake_done;
+  return o;
+}
+
+/* ---- a batch run through the stage -------------------------------------- */
+
+typedef struct run {
+  imgstat_stage *stage;
+  uint64_t n, fed, delivered;
+  uint64_t *results;
+  imgstat_status *statuses;
+  int order_errors, finish_errors, skipped;
+  volatile sig_atomic_t cancel;
+  uint64_t cancel_at; /* deliver sets the flag there (UINT64_MAX: never) */
+} run;
+
+static imgstat_status next_of(void *ctx, void **out, imgstat_error *err) {
+  run *r = ctx;
+  (void)err;
+  *out = NULL;
+  if (r->fed == r->n)
+    return IMGSTAT_OK;
+  fake_item *it = calloc(1, sizeof *it);
+  if (!it)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  it->value = r->fed + 1;
+  it->si.pixels = 1 + mix(r->fed) % 1000; /* 0.5 MP to 12 MP, scaled */
+  it->si.user = it;
+  r->fed++;
+  *out = it;
+  return IMGSTAT_OK;
+}
+
+static void work_of(void *ctx, imgstat_task *task, void *item, void *result) {
+  run *r = ctx;
+  fake_item *it = item;
+  (void)result;
+  /* "read and check": some work of its own before the hand-over */
+  sleep_us((int)(mix(it->value) % 50));
+  if (!imgstat_task_reserve(task, 1)) {
+    it->cancelled = 1;
+    atomic_store(&it->finished, 1);
+    return;
+  }
+  it->pending = imgstat_task_defer(task);
+  imgstat_stage_submit(r->stage, &it->si);
+}
+
+static int deliver_of(void *ctx, uint64_t index, void *item, void *result,
+                      int ran) {
+  run *r = ctx;
+  fake_item *it = item;
+  (void)result;
+  if (index != r->delivered)
+    r->order_errors++;
+  r->delivered++;
+  if (!ran) {
+    r->skipped++;
+  } else {
+    if (atomic_load(&it->finished) != 1)
+      r->finish_errors++;
+    r->results[index] = it->cancelled ? 0 : it->result;
+    r->statuses[index] = it->status;
+  }
+  free(it);
+  if (index == r->cancel_at)
+    r->cancel = 1;
+  return 0;
+}
+
+static imgstat_status run_through(fake *f, int devices, int lanes, int workers,
+                                  uint64_t n, uint64_t cancel_at, run *r,
+                                  imgstat_batch_report *rep) {
+  memset(r, 0, sizeof *r);
+  r->n = n;
+  r->cancel_at = cancel_at;
+  r->results = calloc(n ? n : 1, sizeof *r->results);
+  r->statuses = calloc(n ? n : 1, sizeof *r->statuses);
+  imgstat_stage_ops o = ops_of(f, devices, lanes);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_stage_create(&o, &r->stage, &err);
+  if (st != IMGSTAT_OK)
+    return st;
+  imgstat_batch_config c;
+  memset(&c, 0, sizeof c);
+  c.workers = workers;
+  c.budget = UINT64_MAX;
+  c.window = 64;
+  c.ctx = r;
+  c.cancel = &r->cancel;
+  c.next = next_of;
+  c.work = work_of;
+  c.deliver = deliver_of;
+  st = imgstat_batch_run(&c, rep, &err);
+  imgstat_stage_destroy(r->stage, NULL);
+  return st;
+}
+
+static void run_free(run *r) {
+  free(r->results);
+  free(r->statuses);
+}
+
+static void fake_init(fake *f) {
+  memset(f, 0, sizeof *f);
+  f->batch_pixels = 2000;
+  f->batch_max = 8;
+}
+
+static void test_order_and_results(void) {
+  const int shapes[][3] = {{1, 1, 4}, {1, 2, 8}, {3, 2, 8}, {2, 3, 1}};
+  uint64_t n = 400;
+  uint64_t *first = NULL;
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    fake f;
+    fake_init(&f);
+    run r;
+    imgstat_batch_report rep;
+    CU_ASSERT_EQUAL_FATAL(run_through(&f, shapes[s][0], shapes[s][1],
+                                      shapes[s][2], n, UINT64_MAX, &r, &rep),
+                          IMGSTAT_OK);
+    CU_ASSERT_EQUAL(r.delivered, n);
+    CU_ASSERT_EQUAL(r.order_errors, 0);
+    CU_ASSERT_EQUAL(r.finish_errors, 0);
+    CU_ASSERT_EQUAL(r.skipped, 0);
+    CU_ASSERT_EQUAL(atomic_load(&f.bound_errors), 0);
+    CU_ASSERT(atomic_load(&f.max_n) <= f.batch_max);
+    /* the first lane of every device; the others when they found work */
+    CU_ASSERT(atomic_load(&f.opened) >= shapes[s][0]);
+    CU_ASSERT(atomic_load(&f.opened) <= shapes[s][0] * shapes[s][1]);
+    CU_ASSERT_EQUAL(atomic_load(&f.closed), atomic_load(&f.opened));
+    for (uint64_t k = 0; k < n; k++) {
+      CU_ASSERT_EQUAL(r.statuses[k], IMGSTAT_OK);
+      CU_ASSERT_EQUAL(r.results[k], decode_of(k + 1));
+    }
+    if (!first)
+      first = r.results;
+    else {
+      CU_ASSERT(memcmp(first, r.results, n * sizeof *first) == 0);
+      free(r.results);
+    }
+    free(r.statuses);
+  }
+  free(first);
+}
+
+/* Items submitted straight to a stage, outside a batch run. */
+static fake_item *submit_n(imgstat_stage *s, int n, uint64_t pixels) {
+  fake_item *items = calloc((size_t)n, sizeof *items);
+  for (int k = 0; items && k < n; k++) {
+    items[k].value = (uint64_t)k + 1;
+    items[k].si.pixels = pixels;
+    items[k].si.user = &items[k];
+    imgstat_stage_submit(s, &items[k].si);
+  }
+  return items;
+}
+
+static void test_batches(void) {
+  fake f;
+  fake_init(&f);
+  f.open_delay_us = 50000; /* the items queue while the lanes open */
+  f.batch_pixels = 1000;
+  f.batch_max = 16;
+  imgstat_stage_ops o = ops_of(&f, 1, 1);
+  o.linger_us = -1;
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  /* 100 small items: queued before the lane is open, then 16 per batch */
+  fake_item *small = submit_n(s, 100, 10);
+  CU_ASSERT_EQUAL(atomic_load(&f.opened), 0);
+  /* oversized items ride alone */
+  fake_item *big = submit_n(s, 3, 5000);
+  imgstat_stage_report rep;
+  imgstat_stage_destroy(s, &rep);
+  CU_ASSERT_EQUAL(rep.items, 103);
+  CU_ASSERT_EQUAL(rep.lanes_open, 1);
+  CU_ASSERT(rep.open_s >= 0.04);
+  CU_ASSERT_EQUAL(rep.max_batch, 16);
+  CU_ASSERT_EQUAL(rep.batches, 7 + 3); /* 6 x 16 + 4, then 3 alone */
+  CU_ASSERT_EQUAL(atomic_load(&f.bound_errors), 0);
+  for (int k = 0; k < 100; k++) {
+    CU_ASSERT_EQUAL(atomic_load(&small[k].finished), 1);
+    CU_ASSERT_EQUAL(small[k].result, decode_of((uint64_t)k + 1));
+  }
+  for (int k = 0; k < 3; k++)
+    CU_ASSERT_EQUAL(atomic_load(&big[k].finished), 1);
+  free(small);
+  free(big);
+}
+
+static void test_two_lanes_overlap(void) {
+  fake f;
+  fake_init(&f);
+  f.run_us = 3000;
+  imgstat_stage_ops o = ops_of(&f, 1, 2);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *items = submit_n(s, 400, 250);
+  imgstat_stage_destroy(s, NULL);
+  /* two batches in flight at some point */
+  CU_ASSERT_EQUAL(atomic_load(&f.overlap), 1);
+  for (int k = 0; k < 400; k++)
+    CU_ASSERT_EQUAL(atomic_load(&items[k].finished), 1);
+  free(items);
+}
+
+static void test_lazy_lanes(void) {
+  /* nothing submitted: only the first lane of each device opens */
+  fake f;
+  fake_init(&f);
+  imgstat_stage_ops o = ops_of(&f, 2, 3);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  sleep_us(20000);
+  imgstat_stage_report rep;
+  imgstat_stage_destroy(s, &rep);
+  CU_ASSERT_EQUAL(atomic_load(&f.opened), 2);
+  CU_ASSERT_EQUAL(atomic_load(&f.closed), 2);
+  CU_ASSERT_EQUAL(rep.lanes_open, 2);
+}
+
+static void test_open_failures(void) {
+  /* lane 0 of each device fails, lane 1 works */
+  fake f;
+  fake_init(&f);
+  f.fail_lanes_below = 1;
+  run r;
+  CU_ASSERT_EQUAL_FATAL(run_through(&f, 2, 2, 4, 100, UINT64_MAX, &r, NULL),
+                        IMGSTAT_OK);
+  CU_ASSERT(atomic_load(&f.opened) >= 1 && atomic_load(&f.opened) <= 2);
+  for (uint64_t k = 0; k < 100; k++) {
+    CU_ASSERT_EQUAL(r.statuses[k], IMGSTAT_OK);
+    CU_ASSERT_EQUAL(r.results[k], decode_of(k + 1));
+  }
+  run_free(&r);
+  /* none opens: every item finishes with the open failure */
+  fake_init(&f);
+  f.fail_lanes_below = 99;
+  f.open_delay_us = 20000;
+  CU_ASSERT_EQUAL_FATAL(run_through(&f, 2, 2, 4, 100, UINT64_MAX, &r, NULL),
+                        IMGSTAT_OK);
+  CU_ASSERT_EQUAL(r.delivered, 100);
+  CU_ASSERT_EQUAL(r.finish_errors, 0);
+  for (uint64_t k = 0; k < 100; k++)
+    CU_ASSERT_EQUAL(r.statuses[k], IMGSTAT_ERR_NODEVICE);
+  run_free(&r);
+}
+
+static void test_batch_failure(void) {
+  fake f;
+  fake_init(&f);
+  f.poison = 37;
+  run r;
+  CU_ASSERT_EQUAL_FATAL(run_through(&f, 1, 2, 4, 200, UINT64_MAX, &r, NULL),
+                        IMGSTAT_OK);
+  CU_ASSERT_EQUAL(r.statuses[36], IMGSTAT_ERR_DEVICE);
+  int failed = 0;
+  for (uint64_t k = 0; k < 200; k++) {
+    if (r.statuses[k] != IMGSTAT_OK) {
+      failed++;
+      CU_ASSERT_EQUAL(r.statuses[k], IMGSTAT_ERR_DEVICE);
+    } else {
+      CU_ASSERT_EQUAL(r.results[k], decode_of(k + 1));
+    }
+  }
+  /* only the poisoned item's batch */
+  CU_ASSERT(failed >= 1 && failed <= f.batch_max);
+  CU_ASSERT_EQUAL(r.finish_errors, 0);
+  run_free(&r);
+}
+
+static void test_cancel(void) {
+  /* stage.cancel: queued items finish as cancelled, at once */
+  fake f;
+  fake_init(&f);
+  f.open_delay_us = 100000;
+  imgstat_stage_ops o = ops_of(&f, 1, 1);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *items = submit_n(s, 50, 10);
+  imgstat_stage_cancel(s);
+  for (int k = 0; k < 50; k++) {
+    CU_ASSERT_EQUAL(atomic_load(&items[k].finished), 1);
+    CU_ASSERT_EQUAL(items[k].cancelled, 1);
+  }
+  fake_item *late = submit_n(s, 1, 10); /* after cancel: cancelled too */
+  CU_ASSERT_EQUAL(atomic_load(&late[0].finished), 1);
+  CU_ASSERT_EQUAL(late[0].cancelled, 1);
+  imgstat_stage_destroy(s, NULL);
+  free(items);
+  free(late);
+  /* the batch runner cancelled mid-run: every item fed delivered once */
+  fake_init(&f);
+  run r;
+  imgstat_batch_report rep;
+  CU_ASSERT_EQUAL_FATAL(run_through(&f, 1, 2, 8, 5000, 100, &r, &rep),
+                        IMGSTAT_OK);
+  CU_ASSERT_EQUAL(rep.cancelled, 1);
+  CU_ASSERT(r.delivered < 5000);
+  CU_ASSERT_EQUAL(r.delivered, rep.fed);
+  CU_ASSERT_EQUAL(r.order_errors, 0);
+  CU_ASSERT_EQUAL(r.finish_errors, 0);
+  run_free(&r);
+}
+
+static void test_arguments(void) {
+  fake f;
+  fake_init(&f);
+  imgstat_stage_ops o = ops_of(&f, 1, 1);
+  imgstat_stage *s = NULL;
+  imgstat_error err;
+  o.run = NULL;
+  CU_ASSERT_EQUAL(imgstat_stage_create(&o, &s, &err), IMGSTAT_ERR_ARG);
+  CU_ASSERT_PTR_NULL(s);
+  o = ops_of(&f, 0, 1);
+  CU_ASSERT_EQUAL(imgstat_stage_create(&o, &s, &err), IMGSTAT_ERR_ARG);
+  o = ops_of(&f, 100, 100);
+  CU_ASSERT_EQUAL(imgstat_stage_create(&o, &s, &err), IMGSTAT_ERR_ARG);
+  imgstat_stage_submit(NULL, NULL);
+  imgstat_stage_flush(NULL);
+  imgstat_stage_cancel(NULL);
+  imgstat_stage_destroy(NULL, NULL);
+  CU_ASSERT_PTR_NULL(imgstat_task_defer(NULL));
+  imgstat_task_complete(NULL);
+}
+
+static const test_case tests[] = {
+    {"device stage", NULL},
+    {"input order and each item's own result, any devices and lanes",
+     test_order_and_results},
+    {"batches by pixels and items; lanes open while items queue", test_batches},
+    {"two lanes keep two batches in flight", test_two_lanes_overlap},
+    {"further lanes open when there is work", test_lazy_lanes},
+    {"lanes that fail to open", test_open_failures},
+    {"a failed batch fails its items only", test_batch_failure},
+    {"cancel", test_cancel},
+    {"arguments refused", test_arguments},
+    {NULL, NULL}};
+
+int main(void) { return test_main(tests); }
