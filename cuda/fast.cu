@@ -31,6 +31,7 @@
  * one imgstat_partial per block, in a fixed order.
  */
 #include "cuda_check.cuh"
+#include "float_order.cuh"
 #include "reduce.cuh"
 #include "warp.cuh"
 
@@ -379,35 +380,14 @@ struct AccU16 : IntAcc {
   __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
 };
 
-/* f32: NaN and Inf counted; finite samples in shifted double sums. */
+/* f32: NaN and Inf counted; finite samples into the thread's lane of the
+ * canonical order (float_order.cuh), the vectors' extremes as above. */
 struct AccF32 : Extremes<float> {
   using Sample = float;
-  uint64_t count = 0, nan_count = 0, inf_count = 0;
-  double shift = 0.0, s1 = 0.0, s2 = 0.0;
+  ist_fo_thread fo;
   __device__ AccF32()
       : Extremes<float>(__builtin_huge_valf(), -__builtin_huge_valf()) {}
 
-  __device__ void add_finite(float x) {
-    if (count == 0)
-      shift = x;
-    double d = (double)x - shift;
-    s1 += d;
-    s2 = fma(d, d, s2);
-    count += 1;
-  }
-  /* Counts x; true when it is finite (and then added). */
-  __device__ bool classify(float x) {
-    if (x != x) {
-      nan_count += 1;
-      return false;
-    }
-    if (fabsf(x) == __int_as_float(0x7f800000)) {
-      inf_count += 1;
-      return false;
-    }
-    add_finite(x);
-    return true;
-  }
   __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
                            uint64_t tile) {
     const float inf = __int_as_float(0x7f800000);
@@ -421,7 +401,7 @@ struct AccF32 : Extremes<float> {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           float x = __uint_as_float(w[j]);
-          if (classify(x)) {
+          if (fo.add(x)) {
             mn = fminf(mn, x);
             mx = fmaxf(mx, x);
           }
@@ -435,7 +415,7 @@ struct AccF32 : Extremes<float> {
     note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
   }
   __device__ void add_sample(Sample x, uint64_t index) {
-    if (classify(x))
+    if (fo.add(x))
       note_sample(x, index);
   }
 };
@@ -483,36 +463,20 @@ __device__ imgstat_partial thread_partial(const Acc &a,
   return p;
 }
 
-__device__ void finish_sums(const IntAcc &a, imgstat_partial &p, double) {
+__device__ void finish_sums(const IntAcc &a, imgstat_partial &p) {
   p.sum = a.sum;
   p.sumsq = a.sumsq;
-}
-__device__ void finish_sums(const AccF32 &a, imgstat_partial &p, double k) {
-  p.nan_count = a.nan_count;
-  p.inf_count = a.inf_count;
-  if (a.count > 0) {
-    double n = (double)a.count;
-    double d = a.s1 / n;
-    p.mean = (a.shift - k) + d; /* shift - K: exact for floats near K */
-    double m2 = a.s2 - a.s1 * d;
-    p.m2 = m2 > 0.0 ? m2 : 0.0;
-  }
 }
 
 template <typename Acc>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_stats_kernel(ist_pass pass) {
   using Sample = typename Acc::Sample;
-  constexpr bool kFloat = sizeof(Sample) == 4;
   const unsigned t = threadIdx.x;
   const Sample *plane =
       static_cast<const Sample *>(pass.in) + blockIdx.y * pass.in_stride;
   Layout<Sample> L(plane, pass.n);
   Acc acc;
-  /* f32: the plane's shift, loaded now so that its latency overlaps. */
-  const double shift_k =
-      kFloat ? ist_plane_shift(reinterpret_cast<const float *>(plane), pass.n)
-             : 0.0;
 
   const uint64_t full = L.nvec / FastPolicy::kTile;
   uint64_t tile = blockIdx.x;
@@ -572,10 +536,8 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   }
 
   imgstat_partial p = thread_partial(acc, L, pass.first_index);
-  finish_sums(acc, p, shift_k);
-  p = block_merge<kFloat, FastPolicy::kBlock>(p);
-  if (kFloat && pass.last && p.count > 0)
-    p.mean += shift_k;
+  finish_sums(acc, p);
+  p = block_merge<false, FastPolicy::kBlock>(p);
   if (t == 0)
     static_cast<imgstat_partial *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
@@ -627,28 +589,149 @@ __global__ void __launch_bounds__(FastPolicy::kBlock)
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;
 }
 
-/* The fold: block b merges partials [b * chunk, (b + 1) * chunk), thread t
- * the items t, t + Block, ... of that range in order, then the block tree. */
+/* ---- f32: the canonical order (float_order.h) ---------------------------
+ *
+ * Why a kernel of its own: the grid-stride partition above rounds float sums
+ * in an order of its own; this one keeps the same loads (thread t reads
+ * vectors t, t + 256, ... of each tile, kItems at a time) but walks whole
+ * chunks (block b takes chunks b, b + grid, ...), so that thread t is
+ * exactly lane t of the canonical order, and ends each chunk with the lane
+ * tree: every chunk's (count, mean, M2) has the CPU's bits. Extremes and
+ * NaN/Inf counts are kept per thread across chunks as for the integer
+ * kernels and ride on the partial of the block's first chunk. Pass 1 writes
+ * one partial per chunk; the tree fold below reduces them. */
+static_assert(FastPolicy::kBlock == (int)IST_FO_LANES,
+              "one thread per lane of the float order");
+constexpr uint64_t kVecsPerChunk = IST_FO_CHUNK / 4;
+static_assert(kVecsPerChunk % FastPolicy::kTile == 0, "whole tiles a chunk");
+constexpr int kTilesPerChunk = (int)(kVecsPerChunk / FastPolicy::kTile);
+
+/* The thread's extremes: its recorded vectors re-read (as in
+ * thread_partial), the scalar candidates offered after them. */
+template <bool Aligned>
+__device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
+                                               const float *plane,
+                                               uint64_t first) {
+  imgstat_partial p = ist_partial_empty();
+  p.nan_count = a.fo.nan_count;
+  p.inf_count = a.fo.inf_count;
+  uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
+  if (a.min_vec != kNone)
+    vmin = ist_fo_load_vec<Aligned>(plane, a.min_vec);
+  if (a.max_vec != kNone)
+    vmax = ist_fo_load_vec<Aligned>(plane, a.max_vec);
+  if (a.min_vec != kNone) {
+    Found<float> f = find_in_vector<float>(vmin, a.vmin);
+    if (f.j >= 0) {
+      p.min = (double)f.value;
+      p.min_index = first + a.min_vec * 4 + f.j;
+    }
+  }
+  if (a.max_vec != kNone) {
+    Found<float> f = find_in_vector<float>(vmax, a.vmax);
+    if (f.j >= 0) {
+      p.max = (double)f.value;
+      p.max_index = first + a.max_vec * 4 + f.j;
+    }
+  }
+  if (a.smin.index != kNone)
+    ist_min_offer(&p.min, &p.min_index, (double)a.smin.value,
+                  first + a.smin.index);
+  if (a.smax.index != kNone)
+    ist_max_offer(&p.max, &p.max_index, (double)a.smax.value,
+                  first + a.smax.index);
+  return p;
+}
+
+template <bool Aligned>
+__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+    fast_f32_kernel(ist_pass pass) {
+  __shared__ ist_fo_moments lane_roots[FastPolicy::kBlock / 32];
+  const unsigned t = threadIdx.x;
+  const float *plane =
+      static_cast<const float *>(pass.in) + blockIdx.y * pass.in_stride;
+  imgstat_partial *out =
+      static_cast<imgstat_partial *>(pass.out) + blockIdx.y * pass.out_stride;
+  const uint64_t n = pass.n, nvec = n / 4;
+  const uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
+  /* the plane's last, partial vector: lane (n / 4) % 256 of its chunk */
+  const uint64_t tail_chunk = (nvec * 4) / IST_FO_CHUNK;
+  const bool tail_mine = n % 4 != 0 && t == nvec % IST_FO_LANES;
+  /* the plane's shift K: every mean stays relative to it */
+  const double k = pass.k_given ? pass.k : ist_fo_plane_shift(plane, 16, 64, n);
+  AccF32 acc;
+  imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
+  for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    for (int jt = 0; jt < kTilesPerChunk; ++jt) {
+      const uint64_t tile = c * kTilesPerChunk + jt;
+      uint4 v[FastPolicy::kItems];
+      int nvalid = 0;
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        uint64_t i = vec_of(tile, k, t);
+        if (i < nvec) {
+          v[k] = ist_fo_load_vec<Aligned>(plane, i);
+          nvalid = k + 1;
+        } else {
+          v[k] = make_uint4(0, 0, 0, 0);
+        }
+      }
+      if (nvalid == 0)
+        break; /* past the plane's whole vectors */
+      acc.add_tile(v, nvalid, tile);
+    }
+    if (tail_mine && c == tail_chunk)
+      for (uint64_t i = nvec * 4; i < n; ++i)
+        acc.add_sample(__ldg(plane + i), i);
+    ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane, k);
+    acc.fo.next_chunk();
+    m = ist_fo_block_tree_moments<FastPolicy::kBlock>(m, lane_roots);
+    if (t == 0) {
+      imgstat_partial q = ist_partial_empty();
+      q.count = m.count;
+      q.mean = m.mean;
+      q.m2 = m.m2;
+      if (c == blockIdx.x)
+        first_chunk = q;
+      else
+        out[c] = q;
+    }
+  }
+  imgstat_partial p =
+      f32_thread_extremes<Aligned>(acc, plane, pass.first_index);
+  p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
+  if (t == 0) {
+    first_chunk.min = p.min;
+    first_chunk.max = p.max;
+    first_chunk.min_index = p.min_index;
+    first_chunk.max_index = p.max_index;
+    first_chunk.nan_count = p.nan_count;
+    first_chunk.inf_count = p.inf_count;
+    if (pass.last && pass.add_k) /* one chunk: this is the plane's */
+      ist_fo_add_shift(&first_chunk, k);
+    out[blockIdx.x] = first_chunk; /* blockIdx.x < max(chunks, 1) */
+  }
+}
+
+/* The fold of partials, for every sample type: the chunk tree of
+ * float_order.h in aligned subtrees of Block * Items (integer partials
+ * merge exactly in any order, so they share it). */
 template <bool IsFloat>
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
     fold_stats_kernel(ist_pass pass) {
+  __shared__ imgstat_partial warp_roots[FoldPolicy::kBlock / 32];
   const imgstat_partial *in = static_cast<const imgstat_partial *>(pass.in) +
                               blockIdx.y * pass.in_stride;
-  constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
-  uint64_t base = (uint64_t)blockIdx.x * kChunk;
-  imgstat_partial p = ist_partial_empty();
-  for (int k = 0; k < FoldPolicy::kItems; ++k) {
-    uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + threadIdx.x;
-    if (i < pass.n) {
-      imgstat_partial q = in[i];
-      ist_partial_combine<IsFloat>(&p, &q);
-    }
-  }
-  p = block_merge<IsFloat, FoldPolicy::kBlock>(p);
-  if (IsFloat && pass.last && p.count > 0)
-    p.mean += ist_plane_shift(static_cast<const float *>(pass.planes) +
-                                  blockIdx.y * pass.plane_stride,
-                              pass.plane_n);
+  imgstat_partial p =
+      ist_fo_fold_block<FoldPolicy::kBlock, FoldPolicy::kItems, IsFloat>(
+          in, pass.n, warp_roots);
+  if (IsFloat && pass.last && pass.add_k && threadIdx.x == 0)
+    ist_fo_add_shift(
+        &p, pass.k_given
+                ? pass.k
+                : ist_fo_plane_shift(static_cast<const float *>(pass.planes) +
+                                         blockIdx.y * pass.plane_stride,
+                                     16, 64, pass.plane_n));
   if (threadIdx.x == 0)
     static_cast<imgstat_partial *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
@@ -713,9 +796,28 @@ cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
   case IMGSTAT_U16:
     return launch(fast_stats_kernel<AccU16>, FastPolicy::kBlock, p, s);
   case IMGSTAT_F32:
-    return launch(fast_stats_kernel<AccF32>, FastPolicy::kBlock, p, s);
+    /* one layout for every plane of the launch: all 16-byte aligned, or
+     * four 4-byte loads a vector */
+    if ((uintptr_t)p->in % 16 == 0 && p->in_stride % 4 == 0)
+      return launch(fast_f32_kernel<true>, FastPolicy::kBlock, p, s);
+    return launch(fast_f32_kernel<false>, FastPolicy::kBlock, p, s);
   }
   return cudaErrorInvalidValue;
+}
+
+uint64_t ist_f32_chunks(uint64_t n) {
+  uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
+  return chunks ? chunks : 1;
+}
+
+unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
+  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
+                  FastPolicy::kBlocksPerSm / (channels ? channels : 1);
+  uint64_t chunks = ist_f32_chunks(n);
+  uint64_t grid = chunks < wave ? chunks : wave;
+  if (grid > 0x7fffffffu)
+    return 0;
+  return grid < 1 ? 1u : (unsigned)grid;
 }
 
 cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {
