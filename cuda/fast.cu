@@ -602,9 +602,8 @@ __global__ void __launch_bounds__(FastPolicy::kBlock)
  * one partial per chunk; the tree fold below reduces them. */
 static_assert(FastPolicy::kBlock == (int)IST_FO_LANES,
               "one thread per lane of the float order");
-constexpr uint64_t kVecsPerChunk = IST_FO_CHUNK / 4;
-static_assert(kVecsPerChunk % FastPolicy::kTile == 0, "whole tiles a chunk");
-constexpr int kTilesPerChunk = (int)(kVecsPerChunk / FastPolicy::kTile);
+static_assert(FastPolicy::kTile == FastPolicy::kBlock * FastPolicy::kItems,
+              "the tiles of ist_fo_chunk");
 
 /* The thread's extremes: its recorded vectors re-read (as in
  * thread_partial), the scalar candidates offered after them. */
@@ -652,40 +651,17 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
       static_cast<const float *>(pass.in) + blockIdx.y * pass.in_stride;
   imgstat_partial *out =
       static_cast<imgstat_partial *>(pass.out) + blockIdx.y * pass.out_stride;
-  const uint64_t n = pass.n, nvec = n / 4;
+  const uint64_t n = pass.n;
   const uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
-  /* the plane's last, partial vector: lane (n / 4) % 256 of its chunk */
-  const uint64_t tail_chunk = (nvec * 4) / IST_FO_CHUNK;
-  const bool tail_mine = n % 4 != 0 && t == nvec % IST_FO_LANES;
   /* the plane's shift K: every mean stays relative to it */
-  const double k = pass.k_given ? pass.k : ist_fo_plane_shift(plane, 16, 64, n);
+  const double shift_k =
+      pass.k_given ? pass.k : ist_fo_plane_shift(plane, 16, 64, n);
   AccF32 acc;
   imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
-    for (int jt = 0; jt < kTilesPerChunk; ++jt) {
-      const uint64_t tile = c * kTilesPerChunk + jt;
-      uint4 v[FastPolicy::kItems];
-      int nvalid = 0;
-#pragma unroll
-      for (int k = 0; k < FastPolicy::kItems; ++k) {
-        uint64_t i = vec_of(tile, k, t);
-        if (i < nvec) {
-          v[k] = ist_fo_load_vec<Aligned>(plane, i);
-          nvalid = k + 1;
-        } else {
-          v[k] = make_uint4(0, 0, 0, 0);
-        }
-      }
-      if (nvalid == 0)
-        break; /* past the plane's whole vectors */
-      acc.add_tile(v, nvalid, tile);
-    }
-    if (tail_mine && c == tail_chunk)
-      for (uint64_t i = nvec * 4; i < n; ++i)
-        acc.add_sample(__ldg(plane + i), i);
-    ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane, k);
-    acc.fo.next_chunk();
-    m = ist_fo_block_tree_moments<FastPolicy::kBlock>(m, lane_roots);
+    ist_fo_moments m =
+        ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
+            plane, n, c, shift_k, acc, lane_roots);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;
@@ -708,7 +684,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     first_chunk.nan_count = p.nan_count;
     first_chunk.inf_count = p.inf_count;
     if (pass.last && pass.add_k) /* one chunk: this is the plane's */
-      ist_fo_add_shift(&first_chunk, k);
+      ist_fo_add_shift(&first_chunk, shift_k);
     out[blockIdx.x] = first_chunk; /* blockIdx.x < max(chunks, 1) */
   }
 }

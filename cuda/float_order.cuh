@@ -5,19 +5,19 @@
  * so that each computes exactly the CPU's bits. Device code only.
  *
  * How a kernel reduces float planes with them:
- *  1. One block of IST_FO_LANES (256) threads per chunk at a time; thread t
- *     is lane t: it reads the chunk's 4-sample vectors t, t + 256, ... in
- *     increasing order (ist_fo_load_vec) and feeds every sample, in order,
- *     to an ist_fo_thread (NaN/Inf counted, finite samples into the lane).
- *     The plane's last, partial vector (n % 4 samples) belongs to lane
- *     (n / 4) % 256 of the last chunk, after its whole vectors.
- *  2. At the end of the chunk: ist_fo_lane_finish, then
- *     ist_fo_block_tree_moments (the lane tree) gives thread 0 the chunk's
- *     (count, mean, M2); reset the lane (ist_fo_thread::next_chunk).
- *  3. The chunk results of a plane, in chunk order, are folded by
- *     ist_fo_fold_kernel_body (aligned subtrees of 2^k, any number of
- *     passes) down to the plane's. Extremes and NaN/Inf counts may ride on
- *     any chunk's partial: their merge does not depend on the order.
+ *  0. K = ist_fo_plane_shift(plane, ...) (the first finite of the first 16).
+ *  1. ist_fo_chunk, by one block of IST_FO_LANES (256) threads per chunk at
+ *     a time: thread t is lane t; it reads the chunk's 4-sample vectors
+ *     t, t + 256, ... in increasing order (ist_fo_load_vec) and feeds every
+ *     sample, in order, to an ist_fo_thread (NaN/Inf counted, finite samples
+ *     into the lane); the plane's last, partial vector (n % 4 samples)
+ *     belongs to lane (n / 4) % 256 of its chunk, after its whole vectors;
+ *     then the lane tree gives thread 0 the chunk's (count, mean - K, M2).
+ *  2. The chunk results of a plane, in chunk order, are folded by
+ *     ist_fo_fold_block (aligned subtrees of 2^k, any number of passes)
+ *     down to the plane's, and ist_fo_add_shift adds K back. Extremes and
+ *     NaN/Inf counts may ride on any chunk's partial: their merge does not
+ *     depend on the order.
  */
 #ifndef IMGSTAT_FLOAT_ORDER_CUH
 #define IMGSTAT_FLOAT_ORDER_CUH
@@ -120,6 +120,64 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
   static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
   const ist_fo_moments none = {0, 0.0, 0.0};
   return ist_fo_block_tree<Block>(m, none, smem, ist_fo_merge_moments());
+}
+
+/*
+ * One chunk of a float plane in the canonical order, by a block of
+ * Block == 256 threads (thread t is lane t): chunk c of the plane of n
+ * samples, its 4-sample vectors read Items at a time (tile jt of the chunk:
+ * vectors (c * tiles + jt) * 256 * Items + k * 256 + t, k < Items), then the
+ * plane's last partial vector when it falls to this lane, then the lane
+ * tree. Returns the chunk's (count, mean - shift_k, M2) in thread 0 (the
+ * others: unused values) and resets the lanes for the next chunk. Every
+ * thread of the block must call it (it holds __syncthreads).
+ *
+ * Acc: the kernel's per-thread accumulator, with
+ *   ist_fo_thread fo;                           the lane and NaN/Inf counts
+ *   void add_tile(const uint4 (&v)[Items], int nvalid, uint64_t tile);
+ *       the valid vectors v[0..nvalid) of tile `tile` (global tile index:
+ *       vector index = tile * 256 * Items + k * 256 + threadIdx.x), each
+ *       sample passed to fo.add in order (and to its own extremes);
+ *   void add_sample(float x, uint64_t index);   one sample, fo.add(x) first.
+ * fast.cu's AccF32 is one; a batched kernel calls this per (image, chunk).
+ */
+template <int Block, int Items, bool Aligned, typename Acc>
+__device__ __forceinline__ ist_fo_moments ist_fo_chunk(const float *plane,
+                                                       uint64_t n, uint64_t c,
+                                                       double shift_k, Acc &acc,
+                                                       ist_fo_moments *smem) {
+  static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
+  constexpr uint64_t kTile = (uint64_t)Block * Items; /* vectors */
+  static_assert((IST_FO_CHUNK / 4) % kTile == 0, "whole tiles a chunk");
+  constexpr int kTiles = (int)((IST_FO_CHUNK / 4) / kTile);
+  const unsigned t = threadIdx.x;
+  const uint64_t nvec = n / 4;
+  for (int jt = 0; jt < kTiles; ++jt) {
+    const uint64_t tile = c * kTiles + jt;
+    uint4 v[Items];
+    int nvalid = 0;
+#pragma unroll
+    for (int j = 0; j < Items; ++j) {
+      uint64_t i = tile * kTile + (uint64_t)j * Block + t;
+      if (i < nvec) {
+        v[j] = ist_fo_load_vec<Aligned>(plane, i);
+        nvalid = j + 1;
+      } else {
+        v[j] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (nvalid == 0)
+      break; /* past the plane's whole vectors */
+    acc.add_tile(v, nvalid, tile);
+  }
+  /* the plane's last, partial vector: lane (n / 4) % 256 of its chunk, after
+   * the lane's whole vectors */
+  if (n % 4 != 0 && t == nvec % IST_FO_LANES && (nvec * 4) / IST_FO_CHUNK == c)
+    for (uint64_t i = nvec * 4; i < n; ++i)
+      acc.add_sample(__ldg(plane + i), i);
+  ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane, shift_k);
+  acc.fo.next_chunk();
+  return ist_fo_block_tree_moments<Block>(m, smem);
 }
 
 /* The subtree over partials in[base, base + N) (N a power of two; items at

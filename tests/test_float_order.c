@@ -41,7 +41,7 @@ static void ref_merge(ref_m *a, const ref_m *b) {
   double delta = b->mean - a->mean;
   double w = nb / n;
   a->mean = a->mean + delta * w;
-  double f = (na * nb) / n;
+  double f = na * w;
   double cross = (delta * delta) * f;
   a->m2 = a->m2 + (b->m2 + cross);
   a->n += b->n;

@@ -109,9 +109,9 @@ IST_HD static inline void ist_chan_merge(uint64_t *count, double *mean,
   double na = (double)*count, nbd = (double)nb;
   double n = IST_DADD(na, nbd);
   double delta = IST_DSUB(mean_b, *mean);
-  *mean = IST_DADD(*mean, IST_DMUL(delta, IST_DDIV(nbd, n)));
-  double cross =
-      IST_DMUL(IST_DMUL(delta, delta), IST_DDIV(IST_DMUL(na, nbd), n));
+  double w = IST_DDIV(nbd, n); /* one division: the trees do many merges */
+  *mean = IST_DADD(*mean, IST_DMUL(delta, w));
+  double cross = IST_DMUL(IST_DMUL(delta, delta), IST_DMUL(na, w));
   *m2 = IST_DADD(*m2, IST_DADD(m2_b, cross));
   *count += nb;
 }
