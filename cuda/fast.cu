@@ -12,10 +12,9 @@
  *    instructions each);
  *  - u16: 32-bit sums flushed every tile, 64-bit sums of squares (exact),
  *    16x2 min/max;
- *  - f32: NaN/Inf counted, finite samples summed as (x - shift) and
- *    (x - shift)^2 in double, shift being the thread's first finite sample,
- *    then turned into count / mean / M2, the mean relative to the plane's
- *    shift K (ist_plane_shift; docs/gpu.md has the error bound).
+ *  - f32: its own kernel, fast_f32_kernel below, in the canonical float
+ *    order (src/core/float_order.h): the same loads, walked chunk by chunk
+ *    so that thread t is lane t of every chunk; the CPU's bits.
  * First positions cost almost nothing in the loop: a thread remembers only
  * the vector in which its running min (max) last became strictly smaller
  * (larger), from the min of each vector of the tile. Vectors are visited in
