@@ -38,13 +38,16 @@ cudaError_t sm_count(int *out) {
 struct Plan {
   int passes = 0;
   unsigned grid[kMaxPasses] = {};
+  uint64_t results[kMaxPasses] = {}; /* per channel */
   size_t bytes_a = 0, bytes_b = 0;
 };
 
-/* grid_of(pass, items) gives the blocks per channel of a pass over `items`. */
+/* grid_of(pass, items) gives the blocks per channel of a pass over `items`;
+ * first_results: the results per channel of pass 1 when they are not one
+ * per block (f32: one per chunk), else 0. */
 template <typename GridOf>
 cudaError_t make_plan(uint64_t n, uint32_t channels, size_t result_bytes,
-                      GridOf grid_of, Plan *plan) {
+                      GridOf grid_of, uint64_t first_results, Plan *plan) {
   uint64_t items = n;
   uint64_t max_a = 0, max_b = 0;
   for (int pass = 0;; ++pass) {
@@ -53,17 +56,19 @@ cudaError_t make_plan(uint64_t n, uint32_t channels, size_t result_bytes,
     unsigned g = grid_of(pass, items);
     if (g == 0)
       return cudaErrorInvalidValue;
+    uint64_t results = pass == 0 && first_results ? first_results : g;
     plan->grid[pass] = g;
+    plan->results[pass] = results;
     plan->passes = pass + 1;
-    if (g == 1)
+    if (results == 1)
       break;
     if (pass % 2 == 0)
-      max_a = max_a > g ? max_a : g;
+      max_a = max_a > results ? max_a : results;
     else
-      max_b = max_b > g ? max_b : g;
-    if (pass > 0 && g >= items)
+      max_b = max_b > results ? max_b : results;
+    if (pass > 0 && results >= items)
       return cudaErrorInvalidValue; /* would never finish */
-    items = g;
+    items = results;
   }
   plan->bytes_a = ist_align256((size_t)(max_a * channels * result_bytes));
   plan->bytes_b = ist_align256((size_t)(max_b * channels * result_bytes));
@@ -75,30 +80,31 @@ template <typename First, typename Later>
 cudaError_t run_plan(const Plan &plan, const void *d_in, uint64_t n,
                      uint64_t in_stride, uint32_t channels,
                      uint64_t first_index, void *d_scratch, size_t result_bytes,
-                     void *d_out, First first, Later later) {
+                     const ist_pass &shift, void *d_out, First first,
+                     Later later) {
   unsigned char *a = static_cast<unsigned char *>(d_scratch);
   unsigned char *b = a + plan.bytes_a;
-  ist_pass p;
+  ist_pass p = shift; /* k, k_given, add_k */
+  p.planes = d_in;
+  p.plane_stride = in_stride;
+  p.plane_n = n;
   p.in = d_in;
   p.n = n;
   p.in_stride = in_stride;
   p.channels = channels;
   p.first_index = first_index;
-  p.planes = d_in;
-  p.plane_stride = in_stride;
-  p.plane_n = n;
   for (int pass = 0; pass < plan.passes; ++pass) {
     bool last = pass == plan.passes - 1;
     p.last = last;
     p.grid = plan.grid[pass];
     p.out = last ? d_out : (pass % 2 == 0 ? (void *)a : (void *)b);
-    p.out_stride = last ? 1 : p.grid;
+    p.out_stride = last ? 1 : plan.results[pass];
     cudaError_t e = pass == 0 ? first(&p) : later(&p);
     if (e != cudaSuccess)
       return e;
     p.in = p.out;
-    p.n = p.grid;
-    p.in_stride = p.grid;
+    p.n = plan.results[pass];
+    p.in_stride = plan.results[pass];
     p.first_index = 0;
   }
   (void)result_bytes;
@@ -107,16 +113,17 @@ cudaError_t run_plan(const Plan &plan, const void *d_in, uint64_t n,
 
 /*
  * The common frame of the reductions: checks, the plan (the fast kernel's
- * first pass sized by bytes, then folds; the ladder's kernel on every pass),
+ * first pass sized by bytes, then folds; the ladder's kernel on every pass;
+ * f32: the canonical order's pass 1, one result per chunk, then folds),
  * the scratch query, then the passes. first / later launch pass 1 / the
  * others. align: the alignment d_in must have (1: any).
  */
 template <typename First, typename Later>
-cudaError_t reduce(int kernel, int block_size, const void *d_in, uint64_t n,
-                   size_t item_bytes, size_t align, uint32_t channels,
-                   uint64_t first_index, size_t result_bytes, void *d_scratch,
-                   size_t *scratch_bytes, void *d_out, First first,
-                   Later later) {
+cudaError_t
+reduce(int kernel, int block_size, bool f32, const void *d_in, uint64_t n,
+       size_t item_bytes, size_t align, uint32_t channels, uint64_t first_index,
+       size_t result_bytes, void *d_scratch, size_t *scratch_bytes,
+       const ist_pass &shift, void *d_out, First first, Later later) {
   if (!kernel_ok(kernel) || !scratch_bytes || channels == 0 || channels > 65535)
     return cudaErrorInvalidValue;
   int block = block_size ? block_size : IMGSTAT_LADDER_BLOCK_DEFAULT;
@@ -128,12 +135,16 @@ cudaError_t reduce(int kernel, int block_size, const void *d_in, uint64_t n,
     return e;
   Plan plan;
   auto grid_of = [&](int pass, uint64_t items) -> unsigned {
+    if (f32)
+      return pass == 0 ? ist_f32_grid(items, channels, sms)
+                       : ist_fold_grid(items);
     if (kernel == IMGSTAT_KERNEL_FAST)
       return pass == 0 ? ist_fast_grid(items * item_bytes, channels, sms)
                        : ist_fold_grid(items);
     return ist_ladder_grid(kernel, block, items, sms);
   };
-  e = make_plan(n, channels, result_bytes, grid_of, &plan);
+  e = make_plan(n, channels, result_bytes, grid_of, f32 ? ist_f32_chunks(n) : 0,
+                &plan);
   if (e != cudaSuccess)
     return e;
   size_t need = plan.bytes_a + plan.bytes_b;
@@ -148,7 +159,7 @@ cudaError_t reduce(int kernel, int block_size, const void *d_in, uint64_t n,
   auto first_pass = [&](const ist_pass *p) { return first(block, p); };
   auto later_pass = [&](const ist_pass *p) { return later(block, p); };
   return run_plan(plan, d_in, n, n, channels, first_index, d_scratch,
-                  result_bytes, d_out, first_pass, later_pass);
+                  result_bytes, shift, d_out, first_pass, later_pass);
 }
 
 } // namespace
@@ -167,28 +178,63 @@ cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
                ? ist_fold_sum_i64(p, stream)
                : ist_ladder_sum_i64(kernel, block, p, stream);
   };
-  return reduce(kernel, block_size, d_in, n, 4, 1, 1, 0, sizeof(long long),
-                d_scratch, scratch_bytes, d_out, first, later);
+  const ist_pass no_shift{};
+  return reduce(kernel, block_size, false, d_in, n, 4, 1, 1, 0,
+                sizeof(long long), d_scratch, scratch_bytes, no_shift, d_out,
+                first, later);
 }
+
+namespace {
+
+/* ist_reduce_stats with the f32 shift's origin (shift.k, k_given, add_k). */
+cudaError_t reduce_stats(int kernel, int block_size, const void *d_planes,
+                         imgstat_sample sample, uint64_t n, uint32_t channels,
+                         uint64_t first_index, void *d_scratch,
+                         size_t *scratch_bytes, const ist_pass &shift,
+                         imgstat_partial *d_out, cudaStream_t stream) {
+  if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
+    return cudaErrorInvalidValue;
+  /* f32: the canonical order whatever the kernel (the ladder is for
+   * integer samples and the benchmark's sums). */
+  const bool f32 = sample == IMGSTAT_F32;
+  auto first = [&](int block, const ist_pass *p) {
+    return kernel == IMGSTAT_KERNEL_FAST || f32
+               ? ist_fast_stats(sample, p, stream)
+               : ist_ladder_stats(kernel, block, sample, 0, p, stream);
+  };
+  auto later = [&](int block, const ist_pass *p) {
+    return kernel == IMGSTAT_KERNEL_FAST || f32
+               ? ist_fold_stats(sample, p, stream)
+               : ist_ladder_stats(kernel, block, sample, 1, p, stream);
+  };
+  return reduce(kernel, block_size, f32, d_planes, n, (size_t)sample,
+                (size_t)sample, channels, first_index, sizeof(imgstat_partial),
+                d_scratch, scratch_bytes, shift, d_out, first, later);
+}
+
+} // namespace
 
 cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
                              imgstat_sample sample, uint64_t n,
                              uint32_t channels, uint64_t first_index,
                              void *d_scratch, size_t *scratch_bytes,
                              imgstat_partial *d_out, cudaStream_t stream) {
-  if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
-    return cudaErrorInvalidValue;
-  auto first = [&](int block, const ist_pass *p) {
-    return kernel == IMGSTAT_KERNEL_FAST
-               ? ist_fast_stats(sample, p, stream)
-               : ist_ladder_stats(kernel, block, sample, 0, p, stream);
-  };
-  auto later = [&](int block, const ist_pass *p) {
-    return kernel == IMGSTAT_KERNEL_FAST
-               ? ist_fold_stats(sample, p, stream)
-               : ist_ladder_stats(kernel, block, sample, 1, p, stream);
-  };
-  return reduce(kernel, block_size, d_planes, n, (size_t)sample, (size_t)sample,
-                channels, first_index, sizeof(imgstat_partial), d_scratch,
-                scratch_bytes, d_out, first, later);
+  ist_pass shift{};
+  shift.add_k = 1; /* K read from each plane, added back */
+  return reduce_stats(kernel, block_size, d_planes, sample, n, channels,
+                      first_index, d_scratch, scratch_bytes, shift, d_out,
+                      stream);
+}
+
+cudaError_t ist_reduce_stats_f32_range(const float *d_plane, uint64_t n,
+                                       uint64_t first_index, double k,
+                                       void *d_scratch, size_t *scratch_bytes,
+                                       imgstat_partial *d_out,
+                                       cudaStream_t stream) {
+  ist_pass shift{};
+  shift.k = k;
+  shift.k_given = 1; /* the whole plane's K; the caller adds it back */
+  return reduce_stats(IMGSTAT_KERNEL_FAST, 0, d_plane, IMGSTAT_F32, n, 1,
+                      first_index, d_scratch, scratch_bytes, shift, d_out,
+                      stream);
 }

@@ -12,10 +12,9 @@
  *    instructions each);
  *  - u16: 32-bit sums flushed every tile, 64-bit sums of squares (exact),
  *    16x2 min/max;
- *  - f32: NaN/Inf counted, finite samples summed as (x - shift) and
- *    (x - shift)^2 in double, shift being the thread's first finite sample,
- *    then turned into count / mean / M2, the mean relative to the plane's
- *    shift K (ist_plane_shift; docs/gpu.md has the error bound).
+ *  - f32: its own kernel, fast_f32_kernel below, in the canonical float
+ *    order (src/core/float_order.h): the same loads, walked chunk by chunk
+ *    so that thread t is lane t of every chunk; the CPU's bits.
  * First positions cost almost nothing in the loop: a thread remembers only
  * the vector in which its running min (max) last became strictly smaller
  * (larger), from the min of each vector of the tile. Vectors are visited in
@@ -31,6 +30,7 @@
  * one imgstat_partial per block, in a fixed order.
  */
 #include "cuda_check.cuh"
+#include "float_order.cuh"
 #include "reduce.cuh"
 #include "warp.cuh"
 
@@ -379,35 +379,14 @@ struct AccU16 : IntAcc {
   __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
 };
 
-/* f32: NaN and Inf counted; finite samples in shifted double sums. */
+/* f32: NaN and Inf counted; finite samples into the thread's lane of the
+ * canonical order (float_order.cuh), the vectors' extremes as above. */
 struct AccF32 : Extremes<float> {
   using Sample = float;
-  uint64_t count = 0, nan_count = 0, inf_count = 0;
-  double shift = 0.0, s1 = 0.0, s2 = 0.0;
+  ist_fo_thread fo;
   __device__ AccF32()
       : Extremes<float>(__builtin_huge_valf(), -__builtin_huge_valf()) {}
 
-  __device__ void add_finite(float x) {
-    if (count == 0)
-      shift = x;
-    double d = (double)x - shift;
-    s1 += d;
-    s2 = fma(d, d, s2);
-    count += 1;
-  }
-  /* Counts x; true when it is finite (and then added). */
-  __device__ bool classify(float x) {
-    if (x != x) {
-      nan_count += 1;
-      return false;
-    }
-    if (fabsf(x) == __int_as_float(0x7f800000)) {
-      inf_count += 1;
-      return false;
-    }
-    add_finite(x);
-    return true;
-  }
   __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
                            uint64_t tile) {
     const float inf = __int_as_float(0x7f800000);
@@ -421,7 +400,7 @@ struct AccF32 : Extremes<float> {
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           float x = __uint_as_float(w[j]);
-          if (classify(x)) {
+          if (fo.add(x)) {
             mn = fminf(mn, x);
             mx = fmaxf(mx, x);
           }
@@ -435,7 +414,7 @@ struct AccF32 : Extremes<float> {
     note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
   }
   __device__ void add_sample(Sample x, uint64_t index) {
-    if (classify(x))
+    if (fo.add(x))
       note_sample(x, index);
   }
 };
@@ -483,40 +462,24 @@ __device__ imgstat_partial thread_partial(const Acc &a,
   return p;
 }
 
-__device__ void finish_sums(const IntAcc &a, imgstat_partial &p, double) {
+__device__ void finish_sums(const IntAcc &a, imgstat_partial &p) {
   p.sum = a.sum;
   p.sumsq = a.sumsq;
 }
-__device__ void finish_sums(const AccF32 &a, imgstat_partial &p, double k) {
-  p.nan_count = a.nan_count;
-  p.inf_count = a.inf_count;
-  if (a.count > 0) {
-    double n = (double)a.count;
-    double d = a.s1 / n;
-    p.mean = (a.shift - k) + d; /* shift - K: exact for floats near K */
-    double m2 = a.s2 - a.s1 * d;
-    p.m2 = m2 > 0.0 ? m2 : 0.0;
-  }
-}
 
-/* Block `block` of `nblocks` over one plane of n samples: its partial
- * (thread 0's is the block's; f32: the mean relative to *shift_k, the
- * plane's shift). The one-image kernel and the batched one (one launch over
- * the planes of many images) both call it, so a plane's block partials are
- * the same either way. */
+/* Block `block` of `nblocks` over one integer plane of n samples: its
+ * partial (thread 0's is the block's). The one-image kernel and the batched
+ * one (one launch over the planes of many images) both call it, so a plane's
+ * block partials are the same either way. (f32 planes take the canonical
+ * order's kernel, fast_f32_kernel.) */
 template <typename Acc>
 __device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
                                             uint64_t n, uint64_t first_index,
-                                            uint64_t block, uint64_t nblocks,
-                                            double *shift_out) {
+                                            uint64_t block, uint64_t nblocks) {
   using Sample = typename Acc::Sample;
-  constexpr bool kFloat = sizeof(Sample) == 4;
   const unsigned t = threadIdx.x;
   Layout<Sample> L(plane, n);
   Acc acc;
-  /* f32: the plane's shift, loaded now so that its latency overlaps. */
-  const double shift_k =
-      kFloat ? ist_plane_shift(reinterpret_cast<const float *>(plane), n) : 0.0;
 
   const uint64_t full = L.nvec / FastPolicy::kTile;
   uint64_t tile = block;
@@ -576,23 +539,18 @@ __device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
   }
 
   imgstat_partial p = thread_partial(acc, L, first_index);
-  finish_sums(acc, p, shift_k);
-  *shift_out = shift_k;
-  return block_merge<kFloat, FastPolicy::kBlock>(p);
+  finish_sums(acc, p);
+  return block_merge<false, FastPolicy::kBlock>(p);
 }
 
 template <typename Acc>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_stats_kernel(ist_pass pass) {
   using Sample = typename Acc::Sample;
-  constexpr bool kFloat = sizeof(Sample) == 4;
   const Sample *plane =
       static_cast<const Sample *>(pass.in) + blockIdx.y * pass.in_stride;
-  double shift_k = 0.0;
   imgstat_partial p = fast_plane_block<Acc>(plane, pass.n, pass.first_index,
-                                            blockIdx.x, gridDim.x, &shift_k);
-  if (kFloat && pass.last && p.count > 0)
-    p.mean += shift_k;
+                                            blockIdx.x, gridDim.x);
   if (threadIdx.x == 0)
     static_cast<imgstat_partial *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
@@ -644,37 +602,125 @@ __global__ void __launch_bounds__(FastPolicy::kBlock)
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = s;
 }
 
-/* The fold: block b merges partials [b * chunk, (b + 1) * chunk), thread t
- * the items t, t + Block, ... of that range in order, then the block tree. */
-/* Block `block` of the fold of n partials (thread 0's is the block's):
- * thread t merges items t, t + Block, ... of its chunk in order, then the
- * block tree. Shared by the one-image fold and the batched one. */
-template <bool IsFloat>
-__device__ imgstat_partial fold_block(const imgstat_partial *in, uint64_t n,
-                                      uint64_t block) {
-  constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
-  uint64_t base = block * kChunk;
+/* ---- f32: the canonical order (float_order.h) ---------------------------
+ *
+ * Why a kernel of its own: the grid-stride partition above rounds float sums
+ * in an order of its own; this one keeps the same loads (thread t reads
+ * vectors t, t + 256, ... of each tile, kItems at a time) but walks whole
+ * chunks (block b takes chunks b, b + grid, ...), so that thread t is
+ * exactly lane t of the canonical order, and ends each chunk with the lane
+ * tree: every chunk's (count, mean, M2) has the CPU's bits. Extremes and
+ * NaN/Inf counts are kept per thread across chunks as for the integer
+ * kernels and ride on the partial of the block's first chunk. Pass 1 writes
+ * one partial per chunk; the tree fold below reduces them. */
+static_assert(FastPolicy::kBlock == (int)IST_FO_LANES,
+              "one thread per lane of the float order");
+static_assert(FastPolicy::kTile == FastPolicy::kBlock * FastPolicy::kItems,
+              "the tiles of ist_fo_chunk");
+
+/* The thread's extremes: its recorded vectors re-read (as in
+ * thread_partial), the scalar candidates offered after them. */
+template <bool Aligned>
+__device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
+                                               const float *plane,
+                                               uint64_t first) {
   imgstat_partial p = ist_partial_empty();
-  for (int k = 0; k < FoldPolicy::kItems; ++k) {
-    uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + threadIdx.x;
-    if (i < n) {
-      imgstat_partial q = in[i];
-      ist_partial_combine<IsFloat>(&p, &q);
+  p.nan_count = a.fo.nan_count;
+  p.inf_count = a.fo.inf_count;
+  uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
+  if (a.min_vec != kNone)
+    vmin = ist_fo_load_vec<Aligned>(plane, a.min_vec);
+  if (a.max_vec != kNone)
+    vmax = ist_fo_load_vec<Aligned>(plane, a.max_vec);
+  if (a.min_vec != kNone) {
+    Found<float> f = find_in_vector<float>(vmin, a.vmin);
+    if (f.j >= 0) {
+      p.min = (double)f.value;
+      p.min_index = first + a.min_vec * 4 + f.j;
     }
   }
-  return block_merge<IsFloat, FoldPolicy::kBlock>(p);
+  if (a.max_vec != kNone) {
+    Found<float> f = find_in_vector<float>(vmax, a.vmax);
+    if (f.j >= 0) {
+      p.max = (double)f.value;
+      p.max_index = first + a.max_vec * 4 + f.j;
+    }
+  }
+  if (a.smin.index != kNone)
+    ist_min_offer(&p.min, &p.min_index, (double)a.smin.value,
+                  first + a.smin.index);
+  if (a.smax.index != kNone)
+    ist_max_offer(&p.max, &p.max_index, (double)a.smax.value,
+                  first + a.smax.index);
+  return p;
 }
 
+template <bool Aligned>
+__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+    fast_f32_kernel(ist_pass pass) {
+  __shared__ ist_fo_moments lane_roots[FastPolicy::kBlock / 32];
+  const unsigned t = threadIdx.x;
+  const float *plane =
+      static_cast<const float *>(pass.in) + blockIdx.y * pass.in_stride;
+  imgstat_partial *out =
+      static_cast<imgstat_partial *>(pass.out) + blockIdx.y * pass.out_stride;
+  const uint64_t n = pass.n;
+  const uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
+  /* the plane's shift K: every mean stays relative to it */
+  const double shift_k =
+      pass.k_given ? pass.k : ist_fo_plane_shift(plane, 16, 64, n);
+  AccF32 acc;
+  imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
+  for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+    ist_fo_moments m =
+        ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
+            plane, n, c, shift_k, acc, lane_roots);
+    if (t == 0) {
+      imgstat_partial q = ist_partial_empty();
+      q.count = m.count;
+      q.mean = m.mean;
+      q.m2 = m.m2;
+      if (c == blockIdx.x)
+        first_chunk = q;
+      else
+        out[c] = q;
+    }
+  }
+  imgstat_partial p =
+      f32_thread_extremes<Aligned>(acc, plane, pass.first_index);
+  p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
+  if (t == 0) {
+    first_chunk.min = p.min;
+    first_chunk.max = p.max;
+    first_chunk.min_index = p.min_index;
+    first_chunk.max_index = p.max_index;
+    first_chunk.nan_count = p.nan_count;
+    first_chunk.inf_count = p.inf_count;
+    if (pass.last && pass.add_k) /* one chunk: this is the plane's */
+      ist_fo_add_shift(&first_chunk, shift_k);
+    out[blockIdx.x] = first_chunk; /* blockIdx.x < max(chunks, 1) */
+  }
+}
+
+/* The fold of partials, for every sample type: the chunk tree of
+ * float_order.h in aligned subtrees of Block * Items (integer partials
+ * merge exactly in any order, so they share it). */
 template <bool IsFloat>
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
     fold_stats_kernel(ist_pass pass) {
+  __shared__ imgstat_partial warp_roots[FoldPolicy::kBlock / 32];
   const imgstat_partial *in = static_cast<const imgstat_partial *>(pass.in) +
                               blockIdx.y * pass.in_stride;
-  imgstat_partial p = fold_block<IsFloat>(in, pass.n, blockIdx.x);
-  if (IsFloat && pass.last && p.count > 0)
-    p.mean += ist_plane_shift(static_cast<const float *>(pass.planes) +
-                                  blockIdx.y * pass.plane_stride,
-                              pass.plane_n);
+  imgstat_partial p =
+      ist_fo_fold_block<FoldPolicy::kBlock, FoldPolicy::kItems, IsFloat>(
+          in, pass.n, warp_roots);
+  if (IsFloat && pass.last && pass.add_k && threadIdx.x == 0)
+    ist_fo_add_shift(
+        &p, pass.k_given
+                ? pass.k
+                : ist_fo_plane_shift(static_cast<const float *>(pass.planes) +
+                                         blockIdx.y * pass.plane_stride,
+                                     16, 64, pass.plane_n));
   if (threadIdx.x == 0)
     static_cast<imgstat_partial *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
@@ -722,22 +768,24 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_segments_kernel(const ist_segment *seg, int nseg,
                          imgstat_partial *partials) {
   const ist_segment S = seg[segment_of(seg, nseg, blockIdx.x)];
-  double shift_k = 0.0;
-  imgstat_partial p = fast_plane_block<Acc>(
-      static_cast<const typename Acc::Sample *>(S.plane), S.n, 0,
-      blockIdx.x - S.first_block, S.nblocks, &shift_k);
+  imgstat_partial p =
+      fast_plane_block<Acc>(static_cast<const typename Acc::Sample *>(S.plane),
+                            S.n, 0, blockIdx.x - S.first_block, S.nblocks);
   if (threadIdx.x == 0)
     partials[blockIdx.x] = p;
 }
 
-/* One block per segment: the fold of its block partials. Integer samples
- * only (no shift to add back). */
+/* One block per segment: the fold of its block partials by the one-image
+ * fold's tree. Integer samples only (no shift to add back). */
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
     fold_segments_kernel(const ist_segment *seg,
                          const imgstat_partial *partials,
                          imgstat_partial *out) {
+  __shared__ imgstat_partial warp_roots[FoldPolicy::kBlock / 32];
   const ist_segment S = seg[blockIdx.x];
-  imgstat_partial p = fold_block<false>(partials + S.first_block, S.nblocks, 0);
+  imgstat_partial p =
+      ist_fo_fold_block_at<FoldPolicy::kBlock, FoldPolicy::kItems, false>(
+          partials + S.first_block, S.nblocks, 0, warp_roots);
   if (threadIdx.x == 0)
     out[blockIdx.x] = p;
 }
@@ -783,9 +831,28 @@ cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
   case IMGSTAT_U16:
     return launch(fast_stats_kernel<AccU16>, FastPolicy::kBlock, p, s);
   case IMGSTAT_F32:
-    return launch(fast_stats_kernel<AccF32>, FastPolicy::kBlock, p, s);
+    /* one layout for every plane of the launch: all 16-byte aligned, or
+     * four 4-byte loads a vector */
+    if ((uintptr_t)p->in % 16 == 0 && p->in_stride % 4 == 0)
+      return launch(fast_f32_kernel<true>, FastPolicy::kBlock, p, s);
+    return launch(fast_f32_kernel<false>, FastPolicy::kBlock, p, s);
   }
   return cudaErrorInvalidValue;
+}
+
+uint64_t ist_f32_chunks(uint64_t n) {
+  uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
+  return chunks ? chunks : 1;
+}
+
+unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
+  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
+                  FastPolicy::kBlocksPerSm / (channels ? channels : 1);
+  uint64_t chunks = ist_f32_chunks(n);
+  uint64_t grid = chunks < wave ? chunks : wave;
+  if (grid > 0x7fffffffu)
+    return 0;
+  return grid < 1 ? 1u : (unsigned)grid;
 }
 
 cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {

@@ -11,9 +11,12 @@
  * the slot's stream, which wait() synchronizes. When the image does not fit
  * in device memory, each plane is reduced in ranges through a smaller
  * buffer and the range partials are merged on the host in order (then the
- * job is done when submit returns).
+ * job is done when submit returns). Float planes go by aligned ranges of
+ * 2^k chunks of the float order, whose results the host merges by the same
+ * chunk tree (ist_fo_stack): the bits of the whole plane.
  */
 #include "context.cuh"
+#include "float_order.h"
 #include "reduce.cuh"
 
 #include <string.h>
@@ -42,7 +45,8 @@ imgstat_status check_stats(const imgstat_gpu *gpu, const void *to,
 }
 
 /* Planes larger than the device buffer: ranges of samples, one after
- * another, merged on the host in order, into out. */
+ * another, merged on the host (integers in order; floats by the chunk tree,
+ * each range an aligned subtree of 2^k chunks), into out. */
 imgstat_status stats_ranges(imgstat_gpu *gpu, ist_slot *s,
                             const imgstat_image *img, int kernel, uint64_t n,
                             imgstat_partial *out, imgstat_error *err) {
@@ -57,19 +61,30 @@ imgstat_status stats_ranges(imgstat_gpu *gpu, ist_slot *s,
   if (buf > ist_align256((size_t)n * sample))
     buf = ist_align256((size_t)n * sample);
   buf &= ~(size_t)255;
-  if (buf < kMinChunkBuffer)
-    buf = kMinChunkBuffer;
+  /* f32: at least one chunk of the float order */
+  const size_t min_buf = img->sample == IMGSTAT_F32
+                             ? (size_t)IST_FO_CHUNK * sizeof(float)
+                             : kMinChunkBuffer;
+  if (buf < min_buf)
+    buf = min_buf;
   cudaError_t e = cudaSuccess;
   /* Halve until an allocation succeeds. */
   for (;;) {
     e = s->planes.reserve(buf);
-    if (e != cudaErrorMemoryAllocation || buf <= kMinChunkBuffer)
+    if (e != cudaErrorMemoryAllocation || buf <= min_buf)
       break;
     ist_cuda_clear_error();
     buf /= 2;
   }
   IST_CUDA_TRY(e, "cudaMalloc (image buffer)");
-  const uint64_t range = buf / sample;
+  uint64_t range = buf / sample;
+  if (img->sample == IMGSTAT_F32) {
+    /* aligned ranges of 2^k chunks: subtrees of the chunk tree */
+    uint64_t r = IST_FO_CHUNK;
+    while (r * 2 <= range)
+      r *= 2;
+    range = r;
+  }
   size_t bytes = 0;
   IST_CUDA_TRY(ist_reduce_stats(kernel, 0, nullptr, img->sample, range, 1, 0,
                                 nullptr, &bytes, nullptr, nullptr),
@@ -77,8 +92,16 @@ imgstat_status stats_ranges(imgstat_gpu *gpu, ist_slot *s,
   IST_CUDA_TRY(s->scratch.reserve(bytes), "cudaMalloc (scratch)");
   imgstat_partial *h_out = s->h_out.as<imgstat_partial>();
   imgstat_partial *d_out = s->d_out.as<imgstat_partial>();
+  ist_fo_stack tree;
+  const bool f32 = img->sample == IMGSTAT_F32;
   for (int c = 0; c < img->channels; ++c) {
     imgstat_partial acc = ist_partial_empty();
+    ist_fo_stack_init(&tree);
+    /* f32: the whole plane's shift K, for every range */
+    const double k =
+        f32 ? ist_fo_plane_shift(static_cast<const float *>(img->planes[c]),
+                                 img->width, imgstat_image_stride(img), n)
+            : 0.0;
     for (uint64_t first = 0; first < n; first += range) {
       uint64_t len = n - first < range ? n - first : range;
       IST_CUDA_TRY(ist_slot_upload(s, s->planes.p, img->planes[c], row_bytes,
@@ -89,19 +112,29 @@ imgstat_status stats_ranges(imgstat_gpu *gpu, ist_slot *s,
       IST_CUDA_TRY(cudaStreamWaitEvent(s->compute[0], s->uploaded[0], 0),
                    "cudaStreamWaitEvent");
       size_t have = s->scratch.bytes;
-      IST_CUDA_TRY(ist_reduce_stats(kernel, 0, s->planes.p, img->sample, len, 1,
-                                    first, s->scratch.p, &have, d_out,
-                                    s->compute[0]),
-                   "reduction");
+      if (f32)
+        IST_CUDA_TRY(ist_reduce_stats_f32_range(s->planes.as<float>(), len,
+                                                first, k, s->scratch.p, &have,
+                                                d_out, s->compute[0]),
+                     "reduction");
+      else
+        IST_CUDA_TRY(ist_reduce_stats(kernel, 0, s->planes.p, img->sample, len,
+                                      1, first, s->scratch.p, &have, d_out,
+                                      s->compute[0]),
+                     "reduction");
       IST_CUDA_TRY(cudaMemcpyAsync(h_out, d_out, sizeof(imgstat_partial),
                                    cudaMemcpyDeviceToHost, s->compute[0]),
                    "cudaMemcpyAsync (results)");
       /* The next range's upload overwrites the buffer: wait for this one. */
       IST_CUDA_TRY(cudaStreamSynchronize(s->compute[0]), "reduction");
-      if (img->sample == IMGSTAT_F32)
-        ist_partial_combine<true>(&acc, h_out);
+      if (f32)
+        ist_fo_stack_push(&tree, h_out);
       else
         ist_partial_combine<false>(&acc, h_out);
+    }
+    if (f32) {
+      acc = ist_fo_stack_root(&tree);
+      ist_fo_add_shift(&acc, k);
     }
     out[c] = acc;
   }

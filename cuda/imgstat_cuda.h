@@ -67,10 +67,8 @@ int imgstat_gpu_device(const imgstat_gpu *gpu);
 /*
  * Computes one partial per channel of img on the device with the given kernel
  * (IMGSTAT_KERNEL_FAST or 1..7): the same fields imgstat_cpu_stats fills,
- * bit-identical to it for u8/u16, and for f32 within rounding (count, nan,
- * inf, min, max and their indices identical; mean within 1e-12 of
- * |mean| + std; m2 within 1e-12 relative, plus a term that matters only when
- * the plane's first finite sample is far from its mean: docs/gpu.md).
+ * bit-identical to it for every sample type (f32 planes follow the canonical
+ * float order of docs/float-order.md, whatever the kernel).
  * Images larger than the free device memory are reduced in ranges. The
  * image's row stride is honoured. The same as imgstat_gpu_stats_submit
  * followed by imgstat_gpu_stats_wait.

@@ -9,7 +9,9 @@
  * therefore sum ints for the benchmark, fold 64-bit partial sums, and compute
  * the fused statistics partials (imgstat_partial) from samples or from the
  * partials of an earlier pass. gridDim.y is the channel; each block writes one
- * T. The combine order is fixed, so results are identical run to run.
+ * T. The combine order is fixed, so results are identical run to run. Float
+ * planes are not reduced here: they follow the canonical order
+ * (src/core/float_order.h) of fast.cu, whatever the kernel asked for.
  */
 #include "cuda_check.cuh"
 #include "reduce.cuh"
@@ -43,77 +45,42 @@ struct SumI64Op {
   __device__ void finish(T &) const {}
 };
 
+/* Integer samples (f32 planes take the canonical order of fast.cu). */
 template <typename Sample> struct StatsOp {
   using T = imgstat_partial;
-  static constexpr bool kFloat = std::is_same<Sample, float>::value;
   const Sample *in;
   uint64_t stride;
   uint64_t first;
-  uint64_t n;
-  int last;
-  double shift; /* f32: K of this block's channel (set by begin) */
-  __device__ void begin(uint32_t c) {
-    shift = kFloat ? ist_plane_shift(
-                         reinterpret_cast<const float *>(in + c * stride), n)
-                   : 0.0;
-  }
-  /* Means are relative to K until the last pass adds it back. */
-  __device__ void finish(T &p) const {
-    if (kFloat && last && p.count > 0)
-      p.mean += shift;
-  }
+  __device__ void begin(uint32_t) {}
+  __device__ void finish(T &) const {}
   __device__ T identity() const { return ist_partial_empty(); }
   /* The partial of one sample. */
   __device__ T load(uint64_t i, uint32_t c) const {
     T p = ist_partial_empty();
     Sample x = in[c * stride + i];
-    if (kFloat) {
-      float f = (float)x;
-      if (f != f) {
-        p.nan_count = 1;
-        return p;
-      }
-      if (fabsf(f) == __int_as_float(0x7f800000)) {
-        p.inf_count = 1;
-        return p;
-      }
-      p.mean = (double)f - shift;
-    } else {
-      uint64_t v = (uint64_t)x;
-      p.sum = v;
-      p.sumsq = v * v;
-    }
+    uint64_t v = (uint64_t)x;
+    p.sum = v;
+    p.sumsq = v * v;
     p.count = 1;
     p.min = p.max = (double)x;
     p.min_index = p.max_index = first + i;
     return p;
   }
   __device__ static void combine(T &a, const T &b) {
-    ist_partial_combine<kFloat>(&a, &b);
+    ist_partial_combine<false>(&a, &b);
   }
 };
 
-template <bool IsFloat> struct PartialOp {
+struct PartialOp {
   using T = imgstat_partial;
   const imgstat_partial *in;
   uint64_t stride;
-  const float *planes; /* f32: the original planes, for K */
-  uint64_t plane_stride, plane_n;
-  int last;
-  double shift;
-  __device__ void begin(uint32_t c) {
-    shift = IsFloat && last
-                ? ist_plane_shift(planes + c * plane_stride, plane_n)
-                : 0.0;
-  }
-  __device__ void finish(T &p) const {
-    if (IsFloat && last && p.count > 0)
-      p.mean += shift;
-  }
+  __device__ void begin(uint32_t) {}
+  __device__ void finish(T &) const {}
   __device__ T identity() const { return ist_partial_empty(); }
   __device__ T load(uint64_t i, uint32_t c) const { return in[c * stride + i]; }
   __device__ static void combine(T &a, const T &b) {
-    ist_partial_combine<IsFloat>(&a, &b);
+    ist_partial_combine<false>(&a, &b);
   }
 };
 
@@ -123,8 +90,7 @@ template <typename T> __device__ T *ladder_shared() {
   return reinterpret_cast<T *>(ladder_smem);
 }
 
-/* Thread 0 writes the block's result, finished by the op (f32: K added
- * back on the last pass). */
+/* Thread 0 writes the block's result, finished by the op. */
 template <typename Op>
 __device__ void store_result(const Op &op, const ist_pass &p,
                              typename Op::T v) {
@@ -414,28 +380,17 @@ cudaError_t run(int kernel, int block, const Op &op, const ist_pass &p,
   }
 }
 
-template <bool IsFloat>
 cudaError_t run_partials(int kernel, int block, const ist_pass *p,
                          cudaStream_t s) {
-  PartialOp<IsFloat> op{static_cast<const imgstat_partial *>(p->in),
-                        p->in_stride,
-                        static_cast<const float *>(p->planes),
-                        p->plane_stride,
-                        p->plane_n,
-                        p->last,
-                        0.0};
+  PartialOp op{static_cast<const imgstat_partial *>(p->in), p->in_stride};
   return run(kernel, block, op, *p, s);
 }
 
 template <typename Sample>
 cudaError_t run_samples(int kernel, int block, const ist_pass *p,
                         cudaStream_t s) {
-  StatsOp<Sample> op{static_cast<const Sample *>(p->in),
-                     p->in_stride,
-                     p->first_index,
-                     p->n,
-                     p->last,
-                     0.0};
+  StatsOp<Sample> op{static_cast<const Sample *>(p->in), p->in_stride,
+                     p->first_index};
   return run(kernel, block, op, *p, s);
 }
 
@@ -475,14 +430,13 @@ cudaError_t ist_ladder_stats(int kernel, int block, imgstat_sample sample,
                              int partials, const ist_pass *p, cudaStream_t s) {
   switch (sample) {
   case IMGSTAT_U8:
-    return partials ? run_partials<false>(kernel, block, p, s)
+    return partials ? run_partials(kernel, block, p, s)
                     : run_samples<uint8_t>(kernel, block, p, s);
   case IMGSTAT_U16:
-    return partials ? run_partials<false>(kernel, block, p, s)
+    return partials ? run_partials(kernel, block, p, s)
                     : run_samples<uint16_t>(kernel, block, p, s);
-  case IMGSTAT_F32:
-    return partials ? run_partials<true>(kernel, block, p, s)
-                    : run_samples<float>(kernel, block, p, s);
+  case IMGSTAT_F32: /* the canonical order: fast.cu (the driver sends it) */
+    break;
   }
   return cudaErrorInvalidValue;
 }

@@ -9,7 +9,8 @@
  * Everything returns a cudaError_t (cudaSuccess, the error of a failed CUDA
  * call or launch, or cudaErrorInvalidValue for bad arguments); nothing prints.
  * Results are identical run to run: every reduction runs in a fixed order and
- * no floating-point atomics are used.
+ * no floating-point atomics are used; float planes follow the canonical order
+ * of src/core/float_order.h, so their results equal the CPU backend's bits.
  *
  * Scratch follows CUB's habit: call with d_scratch == nullptr and only
  * *scratch_bytes is set (nothing is launched; the current device's
@@ -84,6 +85,17 @@ cudaError_t ist_fast_stats_segments(imgstat_sample sample,
                                     imgstat_partial *d_partials,
                                     imgstat_partial *d_out, cudaStream_t s);
 
+/* ist_reduce_stats of one f32 range of a plane (one channel) whose shift K
+ * (ist_fo_plane_shift of the whole plane) is given: the mean of *d_out stays
+ * relative to K. The range must start at a multiple of 2^k chunks of the
+ * float order and hold at most 2^k chunks; the caller merges the ranges'
+ * results by the chunk tree (ist_fo_stack) and adds K (ist_fo_add_shift). */
+cudaError_t ist_reduce_stats_f32_range(const float *d_plane, uint64_t n,
+                                       uint64_t first_index, double k,
+                                       void *d_scratch, size_t *scratch_bytes,
+                                       imgstat_partial *d_out,
+                                       cudaStream_t stream);
+
 /* Bytes the fast kernel's policy keeps in flight per thread, and its block
  * size (for reports). */
 int ist_fast_block_size(void);
@@ -114,27 +126,17 @@ struct ist_pass {
   void *out;
   uint64_t out_stride; /* in results */
   unsigned grid;       /* blocks per channel */
-  /* f32: every pass keeps means relative to a per-channel shift K (see
-   * ist_plane_shift), read from the original planes; the last pass adds
-   * K back. */
-  const void *planes;    /* the original planes (pass 1's input) */
-  uint64_t plane_stride; /* samples from one plane to the next */
-  uint64_t plane_n;      /* samples per plane */
-  int last;              /* this pass writes the final results */
+  /* f32: the plane's shift K (float_order.h): given (k_given) or read from
+   * the original planes (planes, plane_stride samples apart, plane_n
+   * samples each); the last pass adds it back when add_k. */
+  double k;
+  int k_given;
+  int add_k;
+  int last; /* this pass writes the final results */
+  const void *planes;
+  uint64_t plane_stride;
+  uint64_t plane_n;
 };
-
-/* The shift of a float plane: its first finite sample among the first 16,
- * else 0. Partials hold means relative to it, so the rounding of Chan's
- * merges scales with |mean - K| rather than |mean| (docs/gpu.md). */
-__device__ inline double ist_plane_shift(const float *plane, uint64_t n) {
-  uint64_t m = n < 16 ? n : 16;
-  for (uint64_t i = 0; i < m; ++i) {
-    float x = plane[i];
-    if (fabsf(x) < __int_as_float(0x7f800000)) /* false for NaN too */
-      return x;
-  }
-  return 0.0;
-}
 
 /* Ladder (ladder.cu). Blocks per channel that kernel k with `block` threads
  * uses for n items (sm_count sizes kernel 7's grid). */
@@ -149,8 +151,13 @@ cudaError_t ist_ladder_stats(int kernel, int block, imgstat_sample sample,
                              int partials, const ist_pass *p, cudaStream_t s);
 
 /* Fast kernel (fast.cu): pass 1 over samples / ints, and the fold of partials
- * that every later pass uses. */
+ * that every later pass uses. f32 planes, whatever the kernel asked for, go
+ * through the canonical order (float_order.h): pass 1 over ist_f32_grid
+ * blocks writes one partial per chunk (ist_f32_chunks of them, at least
+ * 1), which the fold's tree reduces. */
 unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count);
+unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count);
+uint64_t ist_f32_chunks(uint64_t n);
 unsigned ist_fold_grid(uint64_t n);
 cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
                            cudaStream_t s);

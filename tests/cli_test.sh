@@ -423,7 +423,7 @@ expect_grep "$tmp/out" '"percentiles":{"1e-308":' "--percentiles 1e-308 kept"
 run --help
 expect_rc 0 "--help"
 expect_grep "$tmp/out" "Usage: imgstat" "--help text"
-expect_grep "$tmp/out" "1e-9" "--help states the --verify tolerance"
+expect_grep "$tmp/out" "exactly, float mean and M2" "--help says --verify compares floats exactly"
 
 run --version
 expect_rc 0 "--version"

@@ -391,22 +391,27 @@ static void test_verify_float(void) {
   cpu.m2 = 5000.0;
   gpu = cpu;
 
-  /* Within 1e-9 relative: agreed. */
-  gpu.mean = 1.0 * (1 + 5e-10);
-  gpu.m2 = 5000.0 * (1 - 5e-10);
+  /* Identical: agreed. */
   verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
   CU_ASSERT_EQUAL(ok, 1);
 
-  /* The mean is judged against the largest |value| (7.25): 5e-9 apart is
-   * within 1e-9 * 7.25 only when the means are that close. */
-  gpu.mean = 1.0 + 5e-9;
-  verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
-  CU_ASSERT_EQUAL(ok, 1);
-  gpu.mean = 1.0 + 1e-8;
+  /* Float mean and M2 to the bit (docs/float-order.md): one unit in the
+   * last place is a mismatch, as is -0.0 against 0.0. */
+  gpu.mean = nextafter(1.0, 2.0);
   CU_ASSERT_STRING_EQUAL(verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok),
                          "a.png: verify MISMATCH channel Y field mean cpu=1 "
-                         "gpu=1.00000001\n");
+                         "gpu=1.0000000000000002\n");
   CU_ASSERT_EQUAL(ok, 0);
+  gpu = cpu;
+  gpu.m2 = nextafter(5000.0, 0.0);
+  verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
+  CU_ASSERT_EQUAL(ok, 0);
+  gpu = cpu;
+  cpu.mean = 0.0;
+  gpu.mean = -0.0;
+  verify(IMGSTAT_F32, &cpu, &gpu, 1, &ok);
+  CU_ASSERT_EQUAL(ok, 0);
+  cpu.mean = 1.0;
 
   /* Counts, extremes and NaN as values: exactly. */
   gpu = cpu;
@@ -512,7 +517,7 @@ static const test_case tests[] = {
     {"the decoder in JSON and CSV records", test_decoder},
     {"text table", test_text},
     {"--verify: integer fields exactly", test_verify_integer},
-    {"--verify: float tolerance", test_verify_float},
+    {"--verify: float fields to the bit", test_verify_float},
     {"strict numbers", test_parse_double},
     {"strict number lists", test_parse_double_list},
     {NULL, NULL}};

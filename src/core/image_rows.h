@@ -46,9 +46,13 @@ imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
  * whose rows of width samples are stride bytes apart. A dense plane is
  * scanned in place; a strided one chunk by chunk, each chunk's samples
  * gathered into scratch (IST_SCAN_SCRATCH_BYTES) first, so that the chunks,
- * and so the bits, are those of the dense plane. */
+ * and so the bits, are those of the dense plane. k: NULL for a whole scan
+ * (the plane's float shift K found and added back, float_order.h); else
+ * float means stay relative to *k (the caller merges such partials by the
+ * chunk tree and adds K: the CPU backend's chunks). */
 void ist_partial_scan_rows(imgstat_partial *p, const void *plane, size_t stride,
                            uint32_t width, imgstat_sample sample,
-                           uint64_t first, uint64_t n, void *scratch);
+                           uint64_t first, uint64_t n, void *scratch,
+                           const double *k);
 
 #endif

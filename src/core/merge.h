@@ -10,7 +10,11 @@
  *  - nan_count and inf_count add.
  *  - u8 / u16: count, sum and sum of squares add (exact integers).
  *  - f32: count / mean / m2 follow Chan, Golub and LeVeque's pairwise
- *    update; its rounding depends on the order, which every caller fixes.
+ *    update; its rounding depends on the order, which every caller fixes
+ *    (float_order.h: the canonical order of a plane). Every operation is
+ *    written out and rounded on its own (IST_DADD ...: __dadd_rn on the
+ *    device, where nvcc would otherwise fuse a * b + c; the CPU code is
+ *    compiled with -ffp-contract=off), so host and device give the same bits.
  *
  * An empty partial (ist_partial_empty: count 0, min +inf, max -inf, indices
  * UINT64_MAX, sums 0) is the identity: merging it changes no bit, and
@@ -28,6 +32,19 @@
 #define IST_HD __host__ __device__
 #else
 #define IST_HD
+#endif
+
+/* Double operations rounded one by one (never contracted into an FMA). */
+#ifdef __CUDA_ARCH__
+#define IST_DADD(a, b) __dadd_rn((a), (b))
+#define IST_DSUB(a, b) __dsub_rn((a), (b))
+#define IST_DMUL(a, b) __dmul_rn((a), (b))
+#define IST_DDIV(a, b) __ddiv_rn((a), (b))
+#else
+#define IST_DADD(a, b) ((a) + (b))
+#define IST_DSUB(a, b) ((a) - (b))
+#define IST_DMUL(a, b) ((a) * (b))
+#define IST_DDIV(a, b) ((a) / (b))
 #endif
 
 /* The empty partial (the same as imgstat_partial_init). */
@@ -90,10 +107,12 @@ IST_HD static inline void ist_chan_merge(uint64_t *count, double *mean,
     return;
   }
   double na = (double)*count, nbd = (double)nb;
-  double n = na + nbd;
-  double delta = mean_b - *mean;
-  *mean += delta * (nbd / n);
-  *m2 += m2_b + delta * delta * (na * nbd / n);
+  double n = IST_DADD(na, nbd);
+  double delta = IST_DSUB(mean_b, *mean);
+  double w = IST_DDIV(nbd, n); /* one division: the trees do many merges */
+  *mean = IST_DADD(*mean, IST_DMUL(delta, w));
+  double cross = IST_DMUL(IST_DMUL(delta, delta), IST_DMUL(na, w));
+  *m2 = IST_DADD(*m2, IST_DADD(m2_b, cross));
   *count += nb;
 }
 

@@ -4,11 +4,13 @@
  *
  * A scan works in fixed chunks of IMGSTAT_SCAN_CHUNK samples whose boundaries
  * are multiples of the chunk size in plane coordinates, whatever `first` and
- * `n` are. Each chunk gets a fresh partial that is merged into the caller's
- * in chunk order, so a float plane scanned in one call and the same plane
- * scanned chunk by chunk and merged in order give the same bits. The CPU
- * backend relies on that (its work unit is the same chunk).
+ * `n` are. Each chunk gets a fresh partial; float chunks are merged by the
+ * chunk tree of float_order.h (the canonical order), so a float plane
+ * scanned in one call and the same plane scanned chunk by chunk and merged by
+ * that tree give the same bits. The CPU backend relies on that (its work
+ * unit is the same chunk).
  */
+#include "float_order.h"
 #include "image_rows.h"
 #include "imgstat.h"
 #include "merge.h"
@@ -17,10 +19,11 @@
 #include <math.h>
 #include <string.h>
 
-/* 64 Ki samples: the u8 sum of squares of one chunk fits 32 bits
- * (65536 * 255^2 < 2^32), as does the u16 sum (65536 * 65535 < 2^32). The
- * CPU backend uses the same work unit; tests check they agree bit for bit. */
-#define IMGSTAT_SCAN_CHUNK 65536u
+/* 64 Ki samples (the float order's chunk): the u8 sum of squares of one
+ * chunk fits 32 bits (65536 * 255^2 < 2^32), as does the u16 sum
+ * (65536 * 65535 < 2^32). The CPU backend uses the same work unit; tests
+ * check they agree bit for bit. */
+#define IMGSTAT_SCAN_CHUNK IST_FO_CHUNK
 
 /* Samples per sub-block. A chunk's reduction keeps the min and max of each
  * sub-block, so the first position of the chunk's min and max is searched in
@@ -179,14 +182,16 @@ static void chunk_u16(imgstat_partial *p, const uint16_t *x, uint64_t first,
 /* ---- float chunks -------------------------------------------------------- */
 
 /*
- * Finite samples only: a two-pass mean then M2 in double, with the deviations
- * also summed to correct M2 for the rounding of the mean ("corrected
- * two-pass"). Each pass has F32_LANES fixed lanes (lane l takes samples l,
- * l + F32_LANES, ...) combined in lane order, so the order of every addition
- * is fixed by the code. The compiler's vectorizer may not reorder float sums
- * on its own (no -ffast-math), so the lanes are written with GCC/Clang vector
- * types; other compilers get the same lanes as scalar code, the same bits.
- * Non-finite samples are classified on their bits and masked to zero.
+ * Two passes over a chunk, the second cache-hot. Pass 1: NaN / Inf counts and
+ * the min and max of each sub-block (for the first positions), in 16 lanes
+ * of its own (their order does not matter). Pass 2: count, mean and M2 in
+ * the canonical order of float_order.h (256 lanes of 4-sample groups, the
+ * lane tree), the lanes written with GCC/Clang vector types, four lanes a
+ * vector; other compilers, chunks scanned from a point that is not a chunk
+ * start, and the last partial row take the same lanes one sample at a time:
+ * the same operations, the same bits (tests/test_float_order.c holds this
+ * to a slow reference). The file is compiled with -ffp-contract=off.
+ * Non-finite samples are classified on their bits.
  */
 #define F32_LANES 16
 #define F32_ABS 0x7fffffffu
@@ -195,10 +200,38 @@ static void chunk_u16(imgstat_partial *p, const uint16_t *x, uint64_t first,
 #define F32_NAN 0x7fc00000u
 
 typedef struct f32_pass1 {
-  double sum[F32_LANES];
   uint32_t finite[F32_LANES];
   uint32_t nan[F32_LANES];
 } f32_pass1;
+
+/* The canonical lanes' running sums, one array per field. */
+typedef struct f32_lanes {
+  double shift[IST_FO_LANES];
+  double s1[IST_FO_LANES];
+  double s2[IST_FO_LANES];
+  int32_t count[IST_FO_LANES];
+} f32_lanes;
+
+/* Samples j0 .. n-1 of x, whose sample 0 is sample `off` of its chunk, one
+ * by one into their lanes. */
+static void f32_lanes_scalar(f32_lanes *L, const float *x, uint32_t off,
+                             uint32_t j0, uint32_t n) {
+  for (uint32_t j = j0; j < n; j++) {
+    if (!ist_fo_finite(x[j]))
+      continue;
+    uint32_t l = ist_fo_lane(off + j);
+    ist_fo_acc a;
+    a.count = (uint32_t)L->count[l];
+    a.shift = L->shift[l];
+    a.s1 = L->s1[l];
+    a.s2 = L->s2[l];
+    ist_fo_lane_add(&a, x[j]);
+    L->count[l] = (int32_t)a.count;
+    L->shift[l] = a.shift;
+    L->s1[l] = a.s1;
+    L->s2[l] = a.s2;
+  }
+}
 
 #if defined(__GNUC__) && (defined(__clang__) || __GNUC__ >= 9)
 /* A step is F32_QUADS quads of 4 floats, each widened to 4 doubles; float
@@ -212,16 +245,20 @@ typedef int64_t v4l __attribute__((vector_size(32)));
 #define V4(x)                                                                  \
   { x, x, x, x }
 
-/* Sums, counts and the min/max lanes of whole steps (n a multiple of
- * F32_LANES); lo/hi start afresh, the sums and counts go on. */
+#if defined(__clang__)
+#define SHUF4(a, b, i, j, k, l) __builtin_shufflevector(a, b, i, j, k, l)
+#else
+#define SHUF4(a, b, i, j, k, l) __builtin_shuffle(a, b, (v4i){i, j, k, l})
+#endif
+
+/* Counts and the min/max lanes of whole steps (n a multiple of F32_LANES);
+ * lo/hi start afresh, the counts go on. */
 IMGSTAT_SIMD_CLONES
 static void f32_scan1(const float *x, uint32_t n, f32_pass1 *acc, float *lo,
                       float *hi) {
   const v4i inf = V4((int32_t)F32_INF), ninf = V4((int32_t)F32_NEG_INF);
   const v4i mask_abs = V4((int32_t)F32_ABS);
-  v4d s[F32_QUADS];
   v4i fin_n[F32_QUADS], nan_n[F32_QUADS], vlo[F32_QUADS], vhi[F32_QUADS];
-  memcpy(s, acc->sum, sizeof s);
   memcpy(fin_n, acc->finite, sizeof fin_n);
   memcpy(nan_n, acc->nan, sizeof nan_n);
   for (int g = 0; g < F32_QUADS; g++) {
@@ -236,8 +273,7 @@ static void f32_scan1(const float *x, uint32_t n, f32_pass1 *acc, float *lo,
       v4i fin = mag < inf; /* -1 in finite lanes */
       fin_n[g] -= fin;
       nan_n[g] -= mag > inf;
-      v4i w = b & fin; /* non-finite samples add +0 */
-      s[g] += __builtin_convertvector((v4f)w, v4d);
+      v4i w = b & fin;
       /* for min/max, non-finite samples become +inf / -inf */
       v4f cl = (v4f)(w | (inf & ~fin)), ch = (v4f)(w | (ninf & ~fin));
       v4f old_lo = (v4f)vlo[g], old_hi = (v4f)vhi[g];
@@ -247,36 +283,88 @@ static void f32_scan1(const float *x, uint32_t n, f32_pass1 *acc, float *lo,
       vhi[g] = ((v4i)ch & gt) | (vhi[g] & ~gt);
     }
   }
-  memcpy(acc->sum, s, sizeof s);
   memcpy(acc->finite, fin_n, sizeof fin_n);
   memcpy(acc->nan, nan_n, sizeof nan_n);
   memcpy(lo, vlo, sizeof vlo);
   memcpy(hi, vhi, sizeof vhi);
 }
 
-/* Adds (x - mean)^2 and (x - mean) of the finite samples of whole steps to
- * the lanes q and d. */
+/* ist_fo_lane_add on four lanes at once (c: one sample of each), a skipped
+ * (non-finite) sample keeping the lane's bits. */
+#define F32_LANE_STEP(c)                                                       \
+  do {                                                                         \
+    v4i b_ = (v4i)(c);                                                         \
+    v4i fin_ = (b_ & mask_abs) < inf;                                          \
+    v4l finl_ = __builtin_convertvector(fin_, v4l);                            \
+    v4l first_ = __builtin_convertvector(fin_ & (cnt == zero), v4l);           \
+    v4d v_ = __builtin_convertvector((c), v4d);                                \
+    shift = (v4d)(((v4l)v_ & first_) | ((v4l)shift & ~first_));                \
+    v4d d_ = v_ - shift;                                                       \
+    v4d t1_ = s1 + d_;                                                         \
+    v4d q_ = d_ * d_;                                                          \
+    v4d t2_ = s2 + q_;                                                         \
+    s1 = (v4d)(((v4l)t1_ & finl_) | ((v4l)s1 & ~finl_));                       \
+    s2 = (v4d)(((v4l)t2_ & finl_) | ((v4l)s2 & ~finl_));                       \
+    cnt -= fin_;                                                               \
+  } while (0)
+
+/* The same step when the four samples are finite and the four lanes have
+ * their shifts: no selects, the same operations, the same bits. */
+#define F32_LANE_FAST(c)                                                       \
+  do {                                                                         \
+    v4d d_ = __builtin_convertvector((c), v4d) - shift;                        \
+    s1 = s1 + d_;                                                              \
+    s2 = s2 + d_ * d_;                                                         \
+  } while (0)
+
+/* Whole rows (IST_FO_ROW samples: one group of every lane) from a chunk
+ * start, four lanes at a time, each walking down the rows with its sums in
+ * registers: a 4 x 4 transpose turns the four lanes' groups into four steps
+ * of one sample per lane, in the lanes' order. finite[r]: row r holds only
+ * finite samples (then, once the four lanes have started, the fast step). */
 IMGSTAT_SIMD_CLONES
-static void f32_scan2(const float *x, uint32_t n, double mean, double *q_out,
-                      double *d_out) {
+static void f32_lanes_rows(f32_lanes *L, const float *x, uint32_t rows,
+                           const uint8_t *finite) {
   const v4i inf = V4((int32_t)F32_INF), mask_abs = V4((int32_t)F32_ABS);
-  const v4d m = V4(mean);
-  v4d q[F32_QUADS], d[F32_QUADS];
-  memcpy(q, q_out, sizeof q);
-  memcpy(d, d_out, sizeof d);
-  for (uint32_t i = 0; i < n; i += F32_LANES) {
-    for (int g = 0; g < F32_QUADS; g++) {
-      v4i b;
-      memcpy(&b, x + i + 4 * g, sizeof b);
-      v4i fin = (b & mask_abs) < inf;
-      v4d a = __builtin_convertvector((v4f)(b & fin), v4d) - m;
-      a = (v4d)((v4l)a & __builtin_convertvector(fin, v4l));
-      q[g] += a * a;
-      d[g] += a;
+  const v4i zero = V4(0), four = V4(4);
+  for (uint32_t g = 0; g < IST_FO_LANES / 4; g++) {
+    v4d shift, s1, s2;
+    v4i cnt;
+    memcpy(&shift, L->shift + 4 * g, sizeof shift);
+    memcpy(&s1, L->s1 + 4 * g, sizeof s1);
+    memcpy(&s2, L->s2 + 4 * g, sizeof s2);
+    memcpy(&cnt, L->count + 4 * g, sizeof cnt);
+    int started = cnt[0] && cnt[1] && cnt[2] && cnt[3];
+    for (uint32_t r = 0; r < rows; r++) {
+      const float *p = x + (size_t)r * IST_FO_ROW + 16 * g;
+      v4f a0, a1, a2, a3;
+      memcpy(&a0, p, sizeof a0);
+      memcpy(&a1, p + 4, sizeof a1);
+      memcpy(&a2, p + 8, sizeof a2);
+      memcpy(&a3, p + 12, sizeof a3);
+      v4f t0 = SHUF4(a0, a1, 0, 4, 1, 5), t1 = SHUF4(a2, a3, 0, 4, 1, 5);
+      v4f t2 = SHUF4(a0, a1, 2, 6, 3, 7), t3 = SHUF4(a2, a3, 2, 6, 3, 7);
+      v4f c0 = SHUF4(t0, t1, 0, 1, 4, 5), c1 = SHUF4(t0, t1, 2, 3, 6, 7);
+      v4f c2 = SHUF4(t2, t3, 0, 1, 4, 5), c3 = SHUF4(t2, t3, 2, 3, 6, 7);
+      if (started && finite[r]) {
+        F32_LANE_FAST(c0);
+        F32_LANE_FAST(c1);
+        F32_LANE_FAST(c2);
+        F32_LANE_FAST(c3);
+        cnt += four;
+      } else {
+        F32_LANE_STEP(c0);
+        F32_LANE_STEP(c1);
+        F32_LANE_STEP(c2);
+        F32_LANE_STEP(c3);
+        started = cnt[0] && cnt[1] && cnt[2] && cnt[3];
+      }
     }
+    memcpy(L->shift + 4 * g, &shift, sizeof shift);
+    memcpy(L->s1 + 4 * g, &s1, sizeof s1);
+    memcpy(L->s2 + 4 * g, &s2, sizeof s2);
+    memcpy(L->count + 4 * g, &cnt, sizeof cnt);
   }
-  memcpy(q_out, q, sizeof q);
-  memcpy(d_out, d, sizeof d);
 }
 #else
 static uint32_t f32_bits(float v) {
@@ -298,7 +386,6 @@ static void f32_scan1(const float *x, uint32_t n, f32_pass1 *acc, float *lo,
       int fin = mag < F32_INF;
       acc->finite[l] += (uint32_t)fin;
       acc->nan[l] += mag > F32_INF;
-      acc->sum[l] += fin ? (double)v : 0.0;
       if (fin && v < lo[l])
         lo[l] = v;
       if (fin && v > hi[l])
@@ -306,15 +393,10 @@ static void f32_scan1(const float *x, uint32_t n, f32_pass1 *acc, float *lo,
     }
 }
 
-static void f32_scan2(const float *x, uint32_t n, double mean, double *q,
-                      double *d) {
-  for (uint32_t i = 0; i < n; i += F32_LANES)
-    for (int l = 0; l < F32_LANES; l++) {
-      float v = x[i + l];
-      double a = (f32_bits(v) & F32_ABS) < F32_INF ? (double)v - mean : 0.0;
-      q[l] += a * a;
-      d[l] += a;
-    }
+static void f32_lanes_rows(f32_lanes *L, const float *x, uint32_t rows,
+                           const uint8_t *finite) {
+  (void)finite;
+  f32_lanes_scalar(L, x, 0, 0, rows * IST_FO_ROW);
 }
 #endif
 
@@ -327,13 +409,48 @@ static uint32_t f32_pad(float pad[F32_LANES], const float *x, uint32_t tail) {
   return F32_LANES - tail;
 }
 
+/* Count, mean and M2 of the n samples of x in the canonical order; x[0] is
+ * sample `off` of its chunk (0 unless a scan starts inside a chunk). */
+_Static_assert(SUB_BLOCK % IST_FO_ROW == 0, "whole rows a sub-block");
+#define ROWS_PER_SUB_BLOCK (SUB_BLOCK / IST_FO_ROW)
+
+/* fin_block[k]: sub-block k of the chunk holds only finite samples. */
+static ist_fo_moments f32_moments(const float *x, uint32_t off, uint32_t n,
+                                  double k, const uint8_t *fin_block) {
+  f32_lanes L;
+  memset(&L, 0, sizeof L);
+  uint32_t done = 0;
+  if (off == 0) {
+    uint32_t rows = n / IST_FO_ROW;
+    uint8_t finite[IST_FO_CHUNK / IST_FO_ROW];
+    for (uint32_t r = 0; r < rows; r++)
+      finite[r] = fin_block[r / ROWS_PER_SUB_BLOCK];
+    f32_lanes_rows(&L, x, rows, finite);
+    done = rows * IST_FO_ROW;
+  }
+  f32_lanes_scalar(&L, x, off, done, n);
+  ist_fo_moments m[IST_FO_LANES];
+  for (uint32_t l = 0; l < IST_FO_LANES; l++) {
+    ist_fo_acc a;
+    a.count = (uint32_t)L.count[l];
+    a.shift = L.shift[l];
+    a.s1 = L.s1[l];
+    a.s2 = L.s2[l];
+    m[l] = ist_fo_lane_finish(&a, k);
+  }
+  ist_fo_tree(m, IST_FO_LANES);
+  return m[0];
+}
+
+/* A chunk's partial, its mean relative to the plane's shift k. */
 static void chunk_f32(imgstat_partial *p, const float *x, uint64_t first,
-                      uint32_t n) {
+                      uint32_t n, double k) {
   f32_pass1 acc;
   memset(&acc, 0, sizeof acc);
   float blo[SUB_BLOCKS], bhi[SUB_BLOCKS];
+  uint8_t fin_block[SUB_BLOCKS];
   uint32_t blocks = (n + SUB_BLOCK - 1) / SUB_BLOCK;
-  uint32_t padded = 0;
+  uint32_t padded = 0, finite_before = 0;
   float lo = INFINITY, hi = -INFINITY;
   for (uint32_t k = 0; k < blocks; k++) {
     const float *b = x + k * SUB_BLOCK;
@@ -349,6 +466,11 @@ static void chunk_f32(imgstat_partial *p, const float *x, uint64_t first,
         h[j] = ph[j] > h[j] ? ph[j] : h[j];
       }
     }
+    uint32_t finite_now = 0;
+    for (int j = 0; j < F32_LANES; j++)
+      finite_now += acc.finite[j];
+    fin_block[k] = finite_now - finite_before == m;
+    finite_before = finite_now;
     blo[k] = INFINITY;
     bhi[k] = -INFINITY;
     for (int j = 0; j < F32_LANES; j++) {
@@ -359,11 +481,9 @@ static void chunk_f32(imgstat_partial *p, const float *x, uint64_t first,
     hi = bhi[k] > hi ? bhi[k] : hi;
   }
   uint32_t count = 0, nans = 0;
-  double sum = 0.0;
   for (int l = 0; l < F32_LANES; l++) {
     count += acc.finite[l];
     nans += acc.nan[l];
-    sum += acc.sum[l];
   }
   nans -= padded;
   p->count = count;
@@ -372,23 +492,10 @@ static void chunk_f32(imgstat_partial *p, const float *x, uint64_t first,
   if (count == 0)
     return;
 
-  double mean = sum / count;
-  double q[F32_LANES] = {0}, d[F32_LANES] = {0};
-  uint32_t whole = n - n % F32_LANES;
-  f32_scan2(x, whole, mean, q, d);
-  if (whole < n) {
-    float pad[F32_LANES];
-    f32_pad(pad, x + whole, n - whole);
-    f32_scan2(pad, F32_LANES, mean, q, d);
-  }
-  double m2 = 0.0, dsum = 0.0;
-  for (int l = 0; l < F32_LANES; l++) {
-    m2 += q[l];
-    dsum += d[l];
-  }
-  m2 -= dsum * dsum / count;
-  p->mean = mean;
-  p->m2 = m2 > 0.0 ? m2 : 0.0;
+  ist_fo_moments mo =
+      f32_moments(x, (uint32_t)(first % IST_FO_CHUNK), n, k, fin_block);
+  p->mean = mo.mean;
+  p->m2 = mo.m2;
 
   /* The first sample equal to the extreme (the first sub-block holding it);
    * reporting that sample's own value makes -0.0 versus +0.0 follow the
@@ -408,9 +515,35 @@ static void chunk_f32(imgstat_partial *p, const float *x, uint64_t first,
   p->max_index = first + ihi;
 }
 
-/* One chunk's partial, merged into p; x is its first sample, `at` its
+/* A scan's result so far: integer chunks merge straight into p (exact, any
+ * order), float chunks go through the chunk tree of float_order.h, their
+ * means relative to k (added back at the end when add_k). */
+typedef struct scan_acc {
+  imgstat_partial *p;
+  ist_fo_stack tree;
+  double k;
+  int add_k;
+} scan_acc;
+
+static void scan_begin(scan_acc *a, imgstat_partial *p, double k, int add_k) {
+  a->p = p;
+  a->k = k;
+  a->add_k = add_k;
+  ist_fo_stack_init(&a->tree);
+}
+
+static void scan_end(scan_acc *a, imgstat_sample sample) {
+  if (sample != IMGSTAT_F32 || a->tree.leaves == 0)
+    return;
+  imgstat_partial root = ist_fo_stack_root(&a->tree);
+  if (a->add_k)
+    ist_fo_add_shift(&root, a->k);
+  imgstat_partial_merge(a->p, &root, sample);
+}
+
+/* One chunk's partial, into the scan; x is its first sample, `at` its
  * raster index. */
-static void scan_chunk(imgstat_partial *p, const void *x, imgstat_sample sample,
+static void scan_chunk(scan_acc *acc, const void *x, imgstat_sample sample,
                        uint64_t at, uint32_t len) {
   imgstat_partial c;
   imgstat_partial_init(&c);
@@ -422,12 +555,15 @@ static void scan_chunk(imgstat_partial *p, const void *x, imgstat_sample sample,
     chunk_u16(&c, x, at, len);
     break;
   case IMGSTAT_F32:
-    chunk_f32(&c, x, at, len);
+    chunk_f32(&c, x, at, len, acc->k);
     break;
   default:
     return;
   }
-  imgstat_partial_merge(p, &c, sample);
+  if (sample == IMGSTAT_F32)
+    ist_fo_stack_push(&acc->tree, &c);
+  else
+    imgstat_partial_merge(acc->p, &c, sample);
 }
 
 /* The end of the chunk that starts at `at` (or holds it), at most end. */
@@ -440,14 +576,21 @@ void imgstat_partial_scan(imgstat_partial *p, const void *plane,
                           imgstat_sample sample, uint64_t first, uint64_t n) {
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
     return;
+  /* K from raster samples 0..15 (the plane holds at least first + n) */
+  double k = sample == IMGSTAT_F32 && n > 0
+                 ? ist_fo_plane_shift(plane, 16, 64, first + n)
+                 : 0.0;
+  scan_acc acc;
+  scan_begin(&acc, p, k, 1);
   uint64_t end = first + n;
   uint64_t at = first;
   while (at < end) {
     uint64_t chunk_end = chunk_end_of(at, end);
-    scan_chunk(p, (const unsigned char *)plane + at * (size_t)sample, sample,
+    scan_chunk(&acc, (const unsigned char *)plane + at * (size_t)sample, sample,
                at, (uint32_t)(chunk_end - at));
     at = chunk_end;
   }
+  scan_end(&acc, sample);
 }
 
 _Static_assert(IMGSTAT_SCAN_CHUNK * 4 <= IST_SCAN_SCRATCH_BYTES,
@@ -455,21 +598,37 @@ _Static_assert(IMGSTAT_SCAN_CHUNK * 4 <= IST_SCAN_SCRATCH_BYTES,
 
 void ist_partial_scan_rows(imgstat_partial *p, const void *plane, size_t stride,
                            uint32_t width, imgstat_sample sample,
-                           uint64_t first, uint64_t n, void *scratch) {
+                           uint64_t first, uint64_t n, void *scratch,
+                           const double *k) {
   const size_t row = (size_t)width * (size_t)sample;
-  if (stride == row || width == 0) {
+  if ((stride == row || width == 0) && !k) {
     imgstat_partial_scan(p, plane, sample, first, n);
     return;
   }
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
     return;
+  if (width == 0 || n == 0)
+    return;
+  double shift = k ? *k
+                 : sample == IMGSTAT_F32
+                     ? ist_fo_plane_shift(plane, width, stride, first + n)
+                     : 0.0;
   /* The same chunks as in a dense plane, each gathered from its rows. */
   const unsigned char *base = plane;
   unsigned char *buf = scratch;
+  const int dense = stride == row;
+  scan_acc acc;
+  scan_begin(&acc, p, shift, !k);
   uint64_t end = first + n;
   uint64_t at = first;
   while (at < end) {
     uint64_t chunk_end = chunk_end_of(at, end);
+    if (dense) {
+      scan_chunk(&acc, base + at * sample, sample, at,
+                 (uint32_t)(chunk_end - at));
+      at = chunk_end;
+      continue;
+    }
     size_t got = 0;
     for (uint64_t i = at; i < chunk_end;) {
       uint64_t y = i / width, x = i % width;
@@ -478,9 +637,10 @@ void ist_partial_scan_rows(imgstat_partial *p, const void *plane, size_t stride,
       got += take * sample;
       i += take;
     }
-    scan_chunk(p, buf, sample, at, (uint32_t)(chunk_end - at));
+    scan_chunk(&acc, buf, sample, at, (uint32_t)(chunk_end - at));
     at = chunk_end;
   }
+  scan_end(&acc, sample);
 }
 
 /* ---- figures ------------------------------------------------------------- */

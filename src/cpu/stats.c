@@ -1,6 +1,7 @@
 /*
  * The CPU backend: every channel cut into fixed chunks, chunk partials
- * computed on all cores, then merged in chunk order on the calling thread.
+ * computed on all cores, then merged on the calling thread (float planes by
+ * the chunk tree of float_order.h, the canonical order the GPU follows too).
  *
  * Chunk boundaries depend only on the plane size, never on the number of
  * threads, and the merge order is fixed, so the result has the same bits for
@@ -8,6 +9,7 @@
  * them) has the same chunks, in raster order, gathered from its rows: the
  * same bits as its dense copy.
  */
+#include "float_order.h"
 #include "image_rows.h"
 #include "imgstat.h"
 
@@ -17,9 +19,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* Must equal IMGSTAT_SCAN_CHUNK in partial.c so that this backend and one
- * imgstat_partial_scan over a whole plane agree bit for bit (tests check). */
-#define CPU_CHUNK UINT64_C(65536)
+/* The chunk of partial.c's scan (and of the float order), so that this
+ * backend and one imgstat_partial_scan over a whole plane agree bit for bit
+ * (tests check). */
+#define CPU_CHUNK ((uint64_t)IST_FO_CHUNK)
 
 /* More threads than this never pay off for a memory-bound scan. */
 #define CPU_MAX_THREADS 256
@@ -31,7 +34,8 @@ typedef struct cpu_job {
   uint64_t plane_samples;
   uint64_t chunks_per_plane;
   uint64_t total_chunks;
-  imgstat_partial *parts; /* one per chunk, channel-major */
+  imgstat_partial *parts;         /* one per chunk, channel-major */
+  double k[IMGSTAT_MAX_CHANNELS]; /* f32: each plane's shift K */
   atomic_uint_fast64_t next;
 } cpu_job;
 
@@ -49,7 +53,8 @@ static void cpu_job_run(cpu_job *job, void *scratch) {
       n = CPU_CHUNK;
     imgstat_partial_init(&job->parts[g]);
     ist_partial_scan_rows(&job->parts[g], job->img->planes[c], job->stride,
-                          job->img->width, job->img->sample, first, n, scratch);
+                          job->img->width, job->img->sample, first, n, scratch,
+                          &job->k[c]);
   }
 }
 
@@ -99,6 +104,11 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
   job.plane_samples = samples;
   job.chunks_per_plane = (samples + CPU_CHUNK - 1) / CPU_CHUNK;
   job.total_chunks = job.chunks_per_plane * (uint64_t)img->channels;
+  for (int c = 0; c < img->channels; c++)
+    job.k[c] = img->sample == IMGSTAT_F32
+                   ? ist_fo_plane_shift(img->planes[c], img->width, job.stride,
+                                        samples)
+                   : 0.0;
   job.parts = job.total_chunks <= SIZE_MAX / sizeof *job.parts
                   ? malloc(job.total_chunks * sizeof *job.parts)
                   : NULL;
@@ -113,7 +123,7 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
      * same bits. */
     for (int c = 0; c < img->channels; c++)
       ist_partial_scan_rows(&out[c], img->planes[c], job.stride, img->width,
-                            img->sample, 0, samples, scratch);
+                            img->sample, 0, samples, scratch, NULL);
     free(scratch);
     return IMGSTAT_OK;
   }
@@ -140,10 +150,17 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
     pthread_join(helper[t], NULL);
   free(scratch);
 
-  for (int c = 0; c < img->channels; c++)
-    for (uint64_t k = 0; k < job.chunks_per_plane; k++)
-      imgstat_partial_merge(&out[c], &job.parts[c * job.chunks_per_plane + k],
-                            img->sample);
+  for (int c = 0; c < img->channels; c++) {
+    imgstat_partial *chunk = &job.parts[c * job.chunks_per_plane];
+    if (img->sample == IMGSTAT_F32) {
+      ist_fo_tree_partials(chunk, job.chunks_per_plane);
+      out[c] = chunk[0];
+      ist_fo_add_shift(&out[c], job.k[c]);
+    } else {
+      for (uint64_t k = 0; k < job.chunks_per_plane; k++)
+        imgstat_partial_merge(&out[c], &chunk[k], img->sample);
+    }
+  }
   free(job.parts);
   return IMGSTAT_OK;
 }

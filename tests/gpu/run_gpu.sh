@@ -45,11 +45,8 @@ fi
 
 if has timing; then
   t0=$(date +%s)
-  nvcc -std=c++17 -O2 -arch=sm_90 -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
-    tests/gpu/fast_timing.cu "$BUILD/libimgstat.a" -L"$ROOT/.deps/usr/lib/x86_64-linux-gnu" -lpng -lm \
-    $(grep -q "TurboJPEG: ON" "$OUT/build.log" && echo -lturbojpeg) \
-    -o "$BUILD/fast_timing" >"$OUT/timing.log" 2>&1 &&
-    timeout 120 "$BUILD/fast_timing" >>"$OUT/timing.log" 2>&1
+  : >"$OUT/timing.log"
+  lib_fast_timing "$BUILD" "$OUT/timing.log"
   say "== timing rc=$? ($(($(date +%s) - t0)) s)"
   tail -12 "$OUT/timing.log" | tee -a "$SUMMARY"
 fi

@@ -1,0 +1,220 @@
+/*
+ * The device side of the canonical float order (src/core/float_order.h,
+ * docs/float-order.md): building blocks for every kernel that reduces float
+ * planes (the fused kernel of fast.cu, and batched kernels of many images),
+ * so that each computes exactly the CPU's bits. Device code only.
+ *
+ * How a kernel reduces float planes with them:
+ *  0. K = ist_fo_plane_shift(plane, ...) (the first finite of the first 16).
+ *  1. ist_fo_chunk, by one block of IST_FO_LANES (256) threads per chunk at
+ *     a time: thread t is lane t; it reads the chunk's 4-sample vectors
+ *     t, t + 256, ... in increasing order (ist_fo_load_vec) and feeds every
+ *     sample, in order, to an ist_fo_thread (NaN/Inf counted, finite samples
+ *     into the lane); the plane's last, partial vector (n % 4 samples)
+ *     belongs to lane (n / 4) % 256 of its chunk, after its whole vectors;
+ *     then the lane tree gives thread 0 the chunk's (count, mean - K, M2).
+ *  2. The chunk results of a plane, in chunk order, are folded by
+ *     ist_fo_fold_block (aligned subtrees of 2^k, any number of passes)
+ *     down to the plane's, and ist_fo_add_shift adds K back. Extremes and
+ *     NaN/Inf counts may ride on any chunk's partial: their merge does not
+ *     depend on the order.
+ */
+#ifndef IMGSTAT_FLOAT_ORDER_CUH
+#define IMGSTAT_FLOAT_ORDER_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "float_order.h"
+#include "warp.cuh"
+
+/* Vector v (samples 4v .. 4v + 3) of a float plane: one 16-byte load when
+ * the plane is 16-byte aligned, else four 4-byte loads (the same samples). */
+template <bool Aligned>
+__device__ __forceinline__ uint4 ist_fo_load_vec(const float *plane,
+                                                 uint64_t v) {
+  if constexpr (Aligned) {
+    return __ldg(reinterpret_cast<const uint4 *>(plane) + v);
+  } else {
+    const float *p = plane + 4 * v;
+    return make_uint4(__float_as_uint(__ldg(p)), __float_as_uint(__ldg(p + 1)),
+                      __float_as_uint(__ldg(p + 2)),
+                      __float_as_uint(__ldg(p + 3)));
+  }
+}
+
+/* One thread's share of the order: its lane of the current chunk and the
+ * NaN / Inf counts of everything it saw. */
+struct ist_fo_thread {
+  ist_fo_acc lane = {0, 0.0, 0.0, 0.0};
+  uint64_t nan_count = 0, inf_count = 0;
+
+  /* Counts x; a finite x goes to the lane (true). */
+  __device__ __forceinline__ bool add(float x) {
+    if (x != x) {
+      nan_count += 1;
+      return false;
+    }
+    if (fabsf(x) == __int_as_float(0x7f800000)) {
+      inf_count += 1;
+      return false;
+    }
+    ist_fo_lane_add(&lane, x);
+    return true;
+  }
+  __device__ __forceinline__ void next_chunk() {
+    lane.count = 0;
+    lane.shift = lane.s1 = lane.s2 = 0.0;
+  }
+};
+
+struct ist_fo_merge_moments {
+  __device__ void operator()(ist_fo_moments &a, const ist_fo_moments &b) const {
+    ist_fo_merge(&a, &b);
+  }
+};
+
+template <bool IsFloat> struct ist_fo_merge_partials {
+  __device__ void operator()(imgstat_partial &a,
+                             const imgstat_partial &b) const {
+    ist_partial_merge(&a, &b, IsFloat);
+  }
+};
+
+/* The tree of float_order.h over the Block values of a block (thread i's
+ * value is slot i; Block a power of two, at least 32): within each warp
+ * lane l takes in lane l + s for s = 1, 2, ..., 16 (neighbours first), then
+ * warp 0 does the same over the warps' results. Thread 0 gets the root.
+ * Every thread must call it; it begins and ends with the block in step, so
+ * smem (Block / 32 slots) may be reused at once. */
+template <int Block, typename T, typename Combine>
+__device__ __forceinline__ T ist_fo_block_tree(T v, const T &identity, T *smem,
+                                               Combine combine) {
+  static_assert(Block >= 32 && (Block & (Block - 1)) == 0,
+                "a power of two of whole warps");
+#pragma unroll
+  for (int s = 1; s < 32; s *= 2) {
+    T w = ist_shfl_down(v, s);
+    combine(v, w); /* lanes not a multiple of 2s compute unused values */
+  }
+  const unsigned tid = threadIdx.x;
+  if ((tid & 31) == 0)
+    smem[tid / 32] = v;
+  __syncthreads();
+  if (tid < 32) {
+    v = tid < Block / 32 ? smem[tid] : identity;
+#pragma unroll
+    for (int s = 1; s < Block / 32; s *= 2) {
+      T w = ist_shfl_down(v, s);
+      combine(v, w);
+    }
+  }
+  __syncthreads();
+  return v;
+}
+
+/* The lane tree of a chunk (Block == IST_FO_LANES). */
+template <int Block>
+__device__ __forceinline__ ist_fo_moments
+ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
+  static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
+  const ist_fo_moments none = {0, 0.0, 0.0};
+  return ist_fo_block_tree<Block>(m, none, smem, ist_fo_merge_moments());
+}
+
+/*
+ * One chunk of a float plane in the canonical order, by a block of
+ * Block == 256 threads (thread t is lane t): chunk c of the plane of n
+ * samples, its 4-sample vectors read Items at a time (tile jt of the chunk:
+ * vectors (c * tiles + jt) * 256 * Items + k * 256 + t, k < Items), then the
+ * plane's last partial vector when it falls to this lane, then the lane
+ * tree. Returns the chunk's (count, mean - shift_k, M2) in thread 0 (the
+ * others: unused values) and resets the lanes for the next chunk. Every
+ * thread of the block must call it (it holds __syncthreads).
+ *
+ * Acc: the kernel's per-thread accumulator, with
+ *   ist_fo_thread fo;                           the lane and NaN/Inf counts
+ *   void add_tile(const uint4 (&v)[Items], int nvalid, uint64_t tile);
+ *       the valid vectors v[0..nvalid) of tile `tile` (global tile index:
+ *       vector index = tile * 256 * Items + k * 256 + threadIdx.x), each
+ *       sample passed to fo.add in order (and to its own extremes);
+ *   void add_sample(float x, uint64_t index);   one sample, fo.add(x) first.
+ * fast.cu's AccF32 is one; a batched kernel calls this per (image, chunk).
+ */
+template <int Block, int Items, bool Aligned, typename Acc>
+__device__ __forceinline__ ist_fo_moments ist_fo_chunk(const float *plane,
+                                                       uint64_t n, uint64_t c,
+                                                       double shift_k, Acc &acc,
+                                                       ist_fo_moments *smem) {
+  static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
+  constexpr uint64_t kTile = (uint64_t)Block * Items; /* vectors */
+  static_assert((IST_FO_CHUNK / 4) % kTile == 0, "whole tiles a chunk");
+  constexpr int kTiles = (int)((IST_FO_CHUNK / 4) / kTile);
+  const unsigned t = threadIdx.x;
+  const uint64_t nvec = n / 4;
+  for (int jt = 0; jt < kTiles; ++jt) {
+    const uint64_t tile = c * kTiles + jt;
+    uint4 v[Items];
+    int nvalid = 0;
+#pragma unroll
+    for (int j = 0; j < Items; ++j) {
+      uint64_t i = tile * kTile + (uint64_t)j * Block + t;
+      if (i < nvec) {
+        v[j] = ist_fo_load_vec<Aligned>(plane, i);
+        nvalid = j + 1;
+      } else {
+        v[j] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (nvalid == 0)
+      break; /* past the plane's whole vectors */
+    acc.add_tile(v, nvalid, tile);
+  }
+  /* the plane's last, partial vector: lane (n / 4) % 256 of its chunk, after
+   * the lane's whole vectors */
+  if (n % 4 != 0 && t == nvec % IST_FO_LANES && (nvec * 4) / IST_FO_CHUNK == c)
+    for (uint64_t i = nvec * 4; i < n; ++i)
+      acc.add_sample(__ldg(plane + i), i);
+  ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane, shift_k);
+  acc.fo.next_chunk();
+  return ist_fo_block_tree_moments<Block>(m, smem);
+}
+
+/* The subtree over partials in[base, base + N) (N a power of two; items at
+ * n and beyond are empty), in registers: log2(N) + 1 partials live. */
+template <int N, bool IsFloat>
+__device__ __forceinline__ imgstat_partial
+ist_fo_subtree(const imgstat_partial *in, uint64_t base, uint64_t n) {
+  if constexpr (N == 1) {
+    return base < n ? in[base] : ist_partial_empty();
+  } else {
+    imgstat_partial left = ist_fo_subtree<N / 2, IsFloat>(in, base, n);
+    imgstat_partial right = ist_fo_subtree<N / 2, IsFloat>(in, base + N / 2, n);
+    ist_partial_merge(&left, &right, IsFloat);
+    return left;
+  }
+}
+
+/* Block b's share of a fold pass: the subtree over partials
+ * in[b * Block * Items, (b + 1) * Block * Items) of n, thread t taking the
+ * Items neighbours from (b * Block + t) * Items, then the block tree.
+ * Thread 0 gets the subtree's root (an aligned subtree of the chunk tree:
+ * passes of this fold make the whole tree). The batched kernels call it
+ * with b = 0 for each image's partials. */
+template <int Block, int Items, bool IsFloat>
+__device__ __forceinline__ imgstat_partial ist_fo_fold_block_at(
+    const imgstat_partial *in, uint64_t n, uint64_t b, imgstat_partial *smem) {
+  uint64_t base = (b * Block + threadIdx.x) * Items;
+  imgstat_partial p = ist_fo_subtree<Items, IsFloat>(in, base, n);
+  return ist_fo_block_tree<Block>(p, ist_partial_empty(), smem,
+                                  ist_fo_merge_partials<IsFloat>());
+}
+
+/* ist_fo_fold_block_at for this block (blockIdx.x). */
+template <int Block, int Items, bool IsFloat>
+__device__ __forceinline__ imgstat_partial ist_fo_fold_block(
+    const imgstat_partial *in, uint64_t n, imgstat_partial *smem) {
+  return ist_fo_fold_block_at<Block, Items, IsFloat>(in, n, blockIdx.x, smem);
+}
+
+#endif /* IMGSTAT_FLOAT_ORDER_CUH */

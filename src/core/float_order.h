@@ -1,0 +1,192 @@
+/*
+ * The canonical order of the float32 statistics of a plane
+ * (docs/float-order.md): every backend (the CPU scan, the GPU's kernels, the
+ * batched kernels) computes count / mean / M2 of a float plane exactly as
+ * written here, so the results have the same bits everywhere. Compiles as C
+ * and as CUDA (every function is __host__ __device__); the operations are
+ * rounded one by one (IST_DADD ... in merge.h), never contracted.
+ *
+ *  0. The plane's shift K (ist_fo_plane_shift): its first finite sample
+ *     among raster samples 0..15, else 0. Every mean below is relative to
+ *     K until step 5, so that Chan's merges round at the scale of
+ *     |mean - K| rather than |mean| (10^6 + noise keeps its M2).
+ *  1. Chunks: the plane (raster order, samples 0 .. n-1) is cut into chunks
+ *     of IST_FO_CHUNK samples; chunk k holds samples k * IST_FO_CHUNK ...
+ *  2. Lanes: sample i of a chunk (0 <= i < IST_FO_CHUNK) goes to lane
+ *     ist_fo_lane(i) = (i / 4) mod 256, i.e. lane l holds the 4-sample groups
+ *     l, l + 256, l + 512, ... (one 16-byte vector of thread l of a 256-thread
+ *     block per step). A lane takes its finite samples in increasing i
+ *     (ist_fo_lane_add: shifted sums in double, the shift being the lane's
+ *     first finite sample), then ist_fo_lane_finish turns them into
+ *     (count, mean - K, M2). NaN and +-Inf are only counted (integers: any
+ *     order).
+ *  3. The 256 lane results are merged by the fixed tree ist_fo_tree (a
+ *     perfect binary tree, neighbours first: level s merges slot i + s into
+ *     slot i for i a multiple of 2s), with Chan's merge (merge.h).
+ *  4. The chunk results of the plane are merged by the same tree over the
+ *     chunk indices (padded with empty partials to a power of two: merging an
+ *     empty partial changes no bit). Subtrees are aligned blocks of 2^k
+ *     chunks, so a device can fold them level by level in parallel, and a
+ *     plane cut into aligned ranges of 2^k chunks merges its range results
+ *     by the same tree (ist_fo_stack does that on the fly).
+ *  5. The plane's mean is K + the root's (ist_fo_add_shift); M2 as it is.
+ *
+ * min / max / positions and the NaN / Inf counts do not depend on the order
+ * (merge.h), so they are free to be computed in any partition.
+ */
+#ifndef IST_FLOAT_ORDER_H
+#define IST_FLOAT_ORDER_H
+
+#include <stdint.h>
+
+#include "merge.h"
+
+#define IST_FO_CHUNK 65536u /* samples per chunk */
+#define IST_FO_LANES 256u   /* lanes per chunk */
+#define IST_FO_GROUP 4u     /* consecutive samples a lane takes at a time */
+#define IST_FO_ROW (IST_FO_LANES * IST_FO_GROUP) /* one group of every lane */
+
+/* The lane of sample i of a chunk. */
+IST_HD static inline uint32_t ist_fo_lane(uint32_t i) {
+  return (i / IST_FO_GROUP) % IST_FO_LANES;
+}
+
+/* A lane's running sums. Start: all zero. */
+typedef struct ist_fo_acc {
+  uint32_t count; /* finite samples so far */
+  double shift;   /* the first finite sample */
+  double s1;      /* sum of (x - shift) */
+  double s2;      /* sum of (x - shift)^2 */
+} ist_fo_acc;
+
+/* The count, mean and M2 of a run of finite samples (count 0: empty). */
+typedef struct ist_fo_moments {
+  uint64_t count;
+  double mean;
+  double m2;
+} ist_fo_moments;
+
+/* Whether a float is finite, on its bits (NaN and +-Inf are not). */
+IST_HD static inline int ist_fo_finite(float x) {
+  union {
+    float f;
+    uint32_t u;
+  } b;
+  b.f = x;
+  return (b.u & 0x7fffffffu) < 0x7f800000u;
+}
+
+/* Adds the finite sample x to lane a. s1 and s2 start at +0 and never
+ * become -0 (+0 + -0 = +0), so an implementation may add +0 for a skipped
+ * sample instead of skipping it: the same bits. */
+IST_HD static inline void ist_fo_lane_add(ist_fo_acc *a, float x) {
+  double v = (double)x; /* exact */
+  if (a->count == 0)
+    a->shift = v;
+  double d = IST_DSUB(v, a->shift);
+  a->s1 = IST_DADD(a->s1, d);
+  a->s2 = IST_DADD(a->s2, IST_DMUL(d, d));
+  a->count += 1;
+}
+
+/* The plane's shift K: the first finite sample among raster samples 0..15
+ * (0 when there is none); row_stride in bytes (a dense plane: width * 4). */
+IST_HD static inline double ist_fo_plane_shift(const float *plane,
+                                               uint64_t width,
+                                               uint64_t row_stride,
+                                               uint64_t n) {
+  uint64_t m = n < 16 ? n : 16;
+  for (uint64_t i = 0; i < m; i++) {
+    const float *row =
+        (const float *)(const void *)((const unsigned char *)plane +
+                                      (i / width) * row_stride);
+    float x = row[i % width];
+    if (ist_fo_finite(x))
+      return (double)x;
+  }
+  return 0.0;
+}
+
+/* A lane's (count, mean - K, M2): mean - K = (shift - K) + s1 / n,
+ * M2 = s2 - s1 * (s1 / n) (never below 0). */
+IST_HD static inline ist_fo_moments ist_fo_lane_finish(const ist_fo_acc *a,
+                                                       double k) {
+  ist_fo_moments m;
+  m.count = a->count;
+  m.mean = 0.0;
+  m.m2 = 0.0;
+  if (a->count == 0)
+    return m;
+  double dm = IST_DDIV(a->s1, (double)a->count);
+  m.mean = IST_DADD(IST_DSUB(a->shift, k), dm);
+  double m2 = IST_DSUB(a->s2, IST_DMUL(a->s1, dm));
+  m.m2 = m2 > 0.0 ? m2 : 0.0;
+  return m;
+}
+
+/* Merges b into a (Chan's update, merge.h). */
+IST_HD static inline void ist_fo_merge(ist_fo_moments *a,
+                                       const ist_fo_moments *b) {
+  ist_chan_merge(&a->count, &a->mean, &a->m2, b->count, b->mean, b->m2);
+}
+
+/* The tree of step 3 and 4 over v[0..n), in place; the root ends in v[0]. */
+IST_HD static inline void ist_fo_tree(ist_fo_moments *v, uint32_t n) {
+  for (uint32_t s = 1; s < n; s *= 2)
+    for (uint32_t i = 0; i + s < n; i += 2 * s)
+      ist_fo_merge(&v[i], &v[i + s]);
+}
+
+/* The same tree over float partials (the extremes merge too). */
+IST_HD static inline void ist_fo_tree_partials(imgstat_partial *v, uint64_t n) {
+  for (uint64_t s = 1; s < n; s *= 2)
+    for (uint64_t i = 0; i + s < n; i += 2 * s)
+      ist_partial_merge(&v[i], &v[i + s], 1);
+}
+
+/* The tree of step 4 built on the fly, for partials that arrive in chunk
+ * order (or in aligned ranges of 2^k chunks, each pushed as one leaf of
+ * 2^k): level[k] holds the root of a complete subtree of 2^k leaves. */
+typedef struct ist_fo_stack {
+  imgstat_partial level[64];
+  uint64_t leaves;
+} ist_fo_stack;
+
+IST_HD static inline void ist_fo_stack_init(ist_fo_stack *s) { s->leaves = 0; }
+
+/* Adds the next leaf. */
+IST_HD static inline void ist_fo_stack_push(ist_fo_stack *s,
+                                            const imgstat_partial *p) {
+  imgstat_partial cur = *p;
+  int k = 0;
+  while ((s->leaves >> k) & 1) {
+    imgstat_partial left = s->level[k];
+    ist_partial_merge(&left, &cur, 1);
+    cur = left;
+    k++;
+  }
+  s->level[k] = cur;
+  s->leaves++;
+}
+
+/* The root of the tree over the leaves pushed (the padded tree: each
+ * complete subtree is the left neighbour of everything pushed after it). */
+IST_HD static inline imgstat_partial ist_fo_stack_root(const ist_fo_stack *s) {
+  imgstat_partial root = ist_partial_empty();
+  for (int k = 0; k < 64; k++) {
+    if ((s->leaves >> k) & 1) {
+      imgstat_partial left = s->level[k];
+      ist_partial_merge(&left, &root, 1);
+      root = left;
+    }
+  }
+  return root;
+}
+
+/* Step 5: the root's mean (relative to K) made absolute. */
+IST_HD static inline void ist_fo_add_shift(imgstat_partial *p, double k) {
+  if (p->count > 0)
+    p->mean = IST_DADD(k, p->mean);
+}
+
+#endif /* IST_FLOAT_ORDER_H */
