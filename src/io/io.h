@@ -178,8 +178,9 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
 int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 
 /* ---- the decoders of issue 13 (each its own file of src/io) ---------------
- * TIFF (libtiff), WebP (libwebp), FITS (cfitsio) when the build has the
- * library; ASCII PNM, .npy and PFM always (their parsers are ours). */
+ * TIFF (libtiff), WebP (libwebp), FITS (cfitsio), GIF (giflib) when the
+ * build has the library; ASCII PNM, .npy and PFM always (their parsers are
+ * ours). */
 #define IST_DECODER(name)                                                      \
   imgstat_status ist_##name##_open(imgstat_decoder *d, imgstat_error *err);    \
   imgstat_status ist_##name##_read(imgstat_decoder *d, imgstat_image *img,     \
@@ -188,6 +189,7 @@ int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 IST_DECODER(tiff);
 IST_DECODER(webp);
 IST_DECODER(fits);
+IST_DECODER(gif);
 IST_DECODER(pnm);
 IST_DECODER(npy);
 IST_DECODER(pfm);

@@ -8,7 +8,8 @@ Every PNG is decoded with pypng's raw reader (png.Reader.read), and the
 contract's rules are applied here, by hand: palette indices are looked up
 (RGBA when the palette has tRNS alpha), gray at 1/2/4 bits is scaled to
 0..255, 16-bit samples stay 16-bit, nothing else is touched (no sBIT, gAMA,
-bKGD). tRNS on gray/RGB adds no alpha. PNM and Radiance HDR are parsed here
+bKGD). tRNS on gray/RGB adds an alpha channel: 0 where the stored sample(s)
+equal its value, the depth's maximum elsewhere (libpng's tRNS-to-alpha). PNM and Radiance HDR are parsed here
 with numpy (HDR: new-style RLE, value m * 2^(e - 136) as stb_image computes
 it); BMP and JPEG go through Pillow. Files pypng or the parsers reject, and
 PngSuite's x*.png, are written as invalid.
@@ -42,8 +43,16 @@ def png_planes(path):
         return width, height, pix.shape[1], 8, pix
     planes = info["planes"]
     pix = data.reshape(-1, planes)
+    key = info.get("transparent")
     if info["greyscale"] and bitdepth < 8:
         pix = pix * 255 // ((1 << bitdepth) - 1)
+        if key is not None:
+            key = np.asarray(key) * 255 // ((1 << bitdepth) - 1)
+    if key is not None and not info["alpha"]:
+        top = 65535 if bitdepth == 16 else 255
+        hit = np.all(pix == np.asarray(key).reshape(1, -1), axis=1)
+        pix = np.concatenate([pix, np.where(hit, 0, top)[:, None]], axis=1)
+        planes += 1
     return width, height, planes, 16 if bitdepth == 16 else 8, pix
 
 
