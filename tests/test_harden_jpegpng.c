@@ -658,7 +658,9 @@ static void test_jpeg_cmyk_as_stb(void) {
       imgstat_error err = {0};
       imgstat_status s;
       if (from_file) {
-        char path[] = "/tmp/imgstat_harden_jpegpng_XXXXXX";
+        char path[4096];
+        CU_ASSERT_FATAL(test_tmp_template(path, sizeof path,
+                                          "imgstat_harden_jpegpng_") != NULL);
         int fd = mkstemp(path);
         CU_ASSERT_FATAL(fd >= 0);
         CU_ASSERT_FATAL(write(fd, variant, n) == (ssize_t)n);

@@ -240,9 +240,10 @@ static void expect_same_results(const imgstat_image *dense,
     imgstat_image_free(&ob);
   }
 
-  char dir[] = "/tmp/imgstat_test_seam_XXXXXX";
-  CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
-  char pa[64], pb[64];
+  char dir[4096];
+  CU_ASSERT_FATAL(test_tmp_template(dir, sizeof dir, "imgstat_test_seam_") &&
+                  mkdtemp(dir) != NULL);
+  char pa[4200], pb[4200];
   const char *ext[] = {"npy", "png"};
   for (int k = 0; k < (dense->sample == IMGSTAT_F32 ? 1 : 2); k++) {
     snprintf(pa, sizeof pa, "%s/a.%s", dir, ext[k]);

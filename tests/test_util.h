@@ -69,8 +69,17 @@ int test_ends_with(const char *s, const char *suffix);
  * cannot be read. */
 unsigned char *test_read_file(const char *path, size_t *size);
 
-/* Writes data to a fresh temporary file under /tmp; returns its path (a
- * static buffer, one call at a time), or NULL when it could not be
+/* The folder for temporary files: $TMPDIR, else /tmp. CI runs the suite
+ * with a private TMPDIR and fails when anything is left in it, so every
+ * test removes what it makes there. */
+const char *test_tmp_dir(void);
+
+/* buf = "TMPDIR/<name>XXXXXX", a template for mkstemp or mkdtemp; NULL when
+ * it does not fit in size bytes. */
+char *test_tmp_template(char *buf, size_t size, const char *name);
+
+/* Writes data to a fresh temporary file under test_tmp_dir(); returns its
+ * path (a static buffer, one call at a time), or NULL when it could not be
  * written. The caller unlinks it. */
 const char *test_temp_file(const void *data, size_t size);
 
