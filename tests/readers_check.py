@@ -3,17 +3,23 @@
 LZW coder of this file (a deferred clear, interlacing, a small first frame,
 transparency) and the frame's pixels checked against Pillow's decode too;
 gray and RGB PNG with tRNS (8 and 16 bits) written with zlib here, alpha
-from the tRNS value. Damaged files must be refused with a message naming
-the file.
+from the tRNS value; Radiance HDR in the old (pre-1991) run-length coding,
+mixed with new-style scanlines, against tools/make_reference.py's decoder.
+Damaged files must be refused with a message naming the file.
 
 usage: readers_check.py IMGSTAT TMPDIR
 Formats the build lacks (imgstat --version) are skipped, said so."""
+import os
 import struct
+import sys
 import zlib
 
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "tools"))
+from make_reference import hdr_planes  # noqa: E402
 from imgcheck import (expect_refused, expect_stats, fail, finish, ok, path, run,
                       truncations, write)
 
@@ -250,5 +256,73 @@ packed = b"".join(b"\x00" + bytes(
 write("gray2-trns.png", png_raw(13, 9, 2, 0, struct.pack(">H", 1), packed))
 expect_stats("gray2-trns.png", np.dstack([g2 * 85, np.where(g2 == 1, 0, 255)]),
              8)
+
+# ---- Radiance HDR: the old run-length coding -------------------------------
+def hdr_file(w, h, body):
+    return (b"#?RADIANCE\nFORMAT=32-bit_rle_rgbe\nEXPOSURE=2\n\n" +
+            f"-Y {h} +X {w}\n".encode() + body)
+
+
+def pix(*v):
+    return bytes(v)
+
+
+def rle_scanline(w, rgbe):
+    """A new-style scanline of the (w, 4) array rgbe: literals of up to 128."""
+    out = bytearray([2, 2, w >> 8, w & 255])
+    for c in range(4):
+        for x in range(0, w, 128):
+            chunk = rgbe[x:x + 128, c]
+            out += bytes([len(chunk)]) + bytes(chunk.astype(np.uint8))
+    return bytes(out)
+
+
+def expect_hdr(name, data):
+    write(name, data)
+    w, h, _, _, px = hdr_planes(path(name))
+    expect_stats(name, px.reshape(h, w, 3), 32)
+
+
+W = 300
+rows = []
+# row 0: a pixel, then runs of 255 and 255 << 8 would pass the end: a run
+# of 44 (300 = 1 + 255 + 44)
+rows.append(pix(128, 64, 32, 130) + pix(1, 1, 1, 255) + pix(200, 1, 9, 120) +
+            pix(1, 1, 1, 42) + pix(7, 200, 7, 140))
+# row 1: new-style run-length coded
+rows.append(rle_scanline(W, rng.integers(0, 256, (W, 4))))
+# row 2: starts with a run of the pixel before it (row 1's last), then two
+# markers in a row: 1 + (1 << 8) = 257 more, then literal pixels
+rows.append(pix(1, 1, 1, 2) + pix(3, 150, 3, 129) + pix(1, 1, 1, 1) +
+            pix(1, 1, 1, 1) + b"".join(pix(129, x & 255, 5, 131)
+                                       for x in range(W - 260)))
+expect_hdr("old-rle-mixed.hdr", hdr_file(W, 3, b"".join(rows)))
+# a narrow image (no new-style coding possible): old runs only
+expect_hdr("old-rle-narrow.hdr",
+           hdr_file(5, 2, pix(10, 20, 200, 128) + pix(1, 1, 1, 4) +
+                    pix(1, 1, 1, 5)))
+# the corpus file (its figures are test_corpus's too)
+corpus = os.environ.get("IMGSTAT_CORPUS") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "corpus")
+old = os.path.join(corpus, "hdr", "old-rle.hdr")
+if os.path.exists(old):
+    with open(old, "rb") as f:
+        expect_hdr("corpus-old-rle.hdr", f.read())
+else:
+    print("skipped: the corpus's old-rle.hdr (no corpus)")
+# refusals
+write("run-first.hdr", hdr_file(4, 1, pix(1, 1, 1, 4)))
+expect_refused("run-first.hdr", "run-length run before any pixel")
+write("run-past.hdr", hdr_file(4, 2, pix(9, 9, 200, 128) + pix(1, 1, 1, 4)))
+expect_refused("run-past.hdr", "past the end of a scanline")
+write("rle-width.hdr", hdr_file(16, 1, bytes([2, 2, 0, 15]) + bytes(100)))
+expect_refused("rle-width.hdr", "scanline of 15 pixels in an image 16 wide")
+truncations("old.hdr", hdr_file(W, 3, b"".join(rows)), "truncated")
+write("xyze.hdr", hdr_file(1, 1, pix(128, 128, 128, 128)).replace(
+    b"rle_rgbe", b"rle_xyze"))
+expect_refused("xyze.hdr", "FORMAT=32-bit_rle_xyze")
+write("plus-y.hdr", hdr_file(1, 1, pix(128, 128, 128, 128)).replace(
+    b"-Y 1", b"+Y 1"))
+expect_refused("plus-y.hdr", "-Y HEIGHT +X WIDTH")
 
 finish()

@@ -20,21 +20,9 @@
 
 #ifdef IMGSTAT_HAVE_TURBOJPEG
 #include <turbojpeg.h>
-/* stb_image's own conversion code is the reference for CMYK and YCCK: a
- * private copy of it in this file (static, JPEG only, so most of its
- * functions go unused, which is reported at the end of the file). */
-#define STB_IMAGE_STATIC
+/* stb_image's own conversion code is the reference for CMYK and YCCK. */
 #define STBI_ONLY_JPEG
-#define STB_IMAGE_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#endif
-#include <stb/stb_image.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "stb_ref.h"
 #endif
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -179,8 +179,8 @@ int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 
 /* ---- the decoders of issue 13 (each its own file of src/io) ---------------
  * TIFF (libtiff), WebP (libwebp), FITS (cfitsio), GIF (giflib) when the
- * build has the library; ASCII PNM, .npy and PFM always (their parsers are
- * ours). */
+ * build has the library; ASCII PNM, .npy, PFM and Radiance HDR always (their
+ * parsers are ours). */
 #define IST_DECODER(name)                                                      \
   imgstat_status ist_##name##_open(imgstat_decoder *d, imgstat_error *err);    \
   imgstat_status ist_##name##_read(imgstat_decoder *d, imgstat_image *img,     \
@@ -190,6 +190,7 @@ IST_DECODER(tiff);
 IST_DECODER(webp);
 IST_DECODER(fits);
 IST_DECODER(gif);
+IST_DECODER(hdr);
 IST_DECODER(pnm);
 IST_DECODER(npy);
 IST_DECODER(pfm);

@@ -191,7 +191,8 @@ static const ist_format formats[] = {
     {IMGSTAT_KIND_GIF, NULL, "gif", sniff_gif, MISSING_ROW},
 #endif
     {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, STB_ROW},
-    {IMGSTAT_KIND_HDR, "stb_image", "hdr", sniff_hdr, STB_ROW},
+    {IMGSTAT_KIND_HDR, "imgstat", "hdr", sniff_hdr, ist_hdr_open, ist_hdr_read,
+     ist_hdr_close},
     /* stb_image reads P5 and P6 (no .pam); pnm.c the plain P1-P3 and P4 */
     {IMGSTAT_KIND_PNM, "stb_image", "pgm ppm pnm", sniff_pnm, STB_ROW},
     {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm_plain,

@@ -1,6 +1,7 @@
 /*
  * Everything but PNG (and JPEG when TurboJPEG is built in) through stb_image:
- * BMP, TGA, PSD, HDR (float RGB) and PNM (P5/P6). GIF is giflib's (gif.c).
+ * BMP, TGA, PSD and PNM (P5/P6). GIF is giflib's (gif.c), Radiance HDR our
+ * own (hdr.c).
  *
  * stb_image decodes to one interleaved buffer that we split into planes, so
  * peak memory is about twice the decoded pixels. It reads through our
@@ -20,14 +21,13 @@
  *
  * Before stb allocates anything, our own reading of each header (below,
  * "what a header asks for") gives ist_decode_check the memory decoding
- * will hold and the least input the image takes; the HDR data is walked as
- * stb will read it (its run-length loop never ends past the end of a file).
- * Reads past the end are reported by our callbacks, and stb allocates
- * zero-filled memory, so no pixel comes from anything but the file.
+ * will hold and the least input the image takes. Reads past the end are
+ * reported by our callbacks, and stb allocates zero-filled memory, so no pixel
+ * comes from anything but the file.
  *
- * Other stb choices we keep: a PSD composite with
- * partial alpha is un-matted from white; BMP palettes become RGB (except the
- * gray ramp, below); stb's HDR is m * 2^(e - 136), not (m + 0.5) * ....
+ * Other stb choices we keep: a PSD composite with partial alpha is
+ * un-matted from white; BMP palettes become RGB (except the gray ramp,
+ * below).
  */
 #include "imgstat.h"
 #include "io.h"
@@ -38,16 +38,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* libpng decodes PNG, giflib GIF, and Softimage PIC is not a format we
- * promise: keep stb away from all three. The library must never abort, so
- * stb's internal asserts (invariants, not input checks) are compiled out.
- * stb_image's allocations come back zero-filled: should a decoder ever
- * return pixels it did not write (a short read it missed), they are zeros,
+/* libpng decodes PNG, giflib GIF, our hdr.c Radiance HDR, and Softimage PIC
+ * is not a format we promise: keep stb away from all four. The library must
+ * never abort, so stb's internal asserts (invariants, not input checks) are
+ * compiled out. stb_image's allocations come back zero-filled: should a decoder
+ * ever return pixels it did not write (a short read it missed), they are zeros,
  * never bytes of an earlier image. (Only its GIF and PNG readers, compiled
  * out, reallocate.) */
 #define STBI_NO_PNG
 #define STBI_NO_PIC
 #define STBI_NO_GIF
+#define STBI_NO_HDR
 #define STBI_FAILURE_USERMSG
 #define STBI_ASSERT(x) ((void)0)
 #define STBI_MALLOC(sz) calloc(1, sz)
@@ -67,7 +68,6 @@
 typedef struct stb_reader {
   ist_source *src;
   const char *refill; /* stb's own read buffer (below), NULL before a call */
-  int pad;            /* the byte read past the end, or -1: none (below) */
   int past_end;       /* the decoder wanted bytes the input does not have */
 } stb_reader;
 
@@ -76,11 +76,7 @@ typedef struct stb_reader {
  * other read is stbi__getn reading straight into the pixels. A short refill
  * is just the end of the input (an empty one makes stb go on with a zero it
  * makes up); a short direct read means data is missing. Either way the
- * decoder is told (past_end) instead of reading memory it never wrote.
- * Past the end stb reads zeros, and a zero count is the one thing that does
- * not move stb's HDR run-length loop on: there, the callback answers with
- * pad bytes instead ('\n': an empty header line, a count of 10), so that
- * loop ends even on input our pre-check did not see. */
+ * decoder is told (past_end) instead of reading memory it never wrote. */
 static int on_stb_read(void *user, char *data, int size) {
   stb_reader *r = user;
   if (size <= 0)
@@ -88,13 +84,8 @@ static int on_stb_read(void *user, char *data, int size) {
   if (!r->refill)
     r->refill = data;
   size_t got = ist_source_read(r->src, data, (size_t)size);
-  if (got == 0 || (got < (size_t)size && data != r->refill)) {
+  if (got == 0 || (got < (size_t)size && data != r->refill))
     r->past_end = 1;
-    if (r->pad >= 0) {
-      memset(data + got, r->pad, (size_t)size - got);
-      got = (size_t)size;
-    }
-  }
   return (int)got;
 }
 
@@ -132,8 +123,6 @@ static const char *kind_format(ist_kind kind) {
     return "BMP";
   case IMGSTAT_KIND_PSD:
     return "PSD";
-  case IMGSTAT_KIND_HDR:
-    return "HDR";
   case IMGSTAT_KIND_PNM:
     return "PNM";
   default:
@@ -255,180 +244,6 @@ static int next_byte(byte_reader *br) {
 static int byte_or_zero(byte_reader *br) {
   int c = next_byte(br);
   return c < 0 ? 0 : c;
-}
-
-/* Whether every byte of the input has been read (stb's stbi__at_eof). */
-static int br_at_eof(const byte_reader *br) {
-  return br->at == br->len && br->src->pos >= br->src->size;
-}
-
-/* How many bytes of the input have been read. */
-static uint64_t br_offset(const byte_reader *br) {
-  return (uint64_t)br->src->pos - (br->len - br->at);
-}
-
-/* ---- HDR ----------------------------------------------------------------- */
-
-/* stb's HDR line buffer (STBI__HDR_BUFLEN). */
-#define HDR_TOKEN_BYTES 1024
-
-/* stbi__hdr_gettoken, byte for byte: a line up to '\n', of which 1023 bytes
- * are kept. As stb reads it, the input's last byte never joins a token, a
- * line that starts with NUL is an empty token (the end of the header for
- * stb), and so is the end of the input. */
-static void hdr_token(byte_reader *br, char *tok) {
-  size_t len = 0;
-  int c = byte_or_zero(br);
-  while (!br_at_eof(br) && c != '\n') {
-    tok[len++] = (char)c;
-    if (len == HDR_TOKEN_BYTES - 1) {
-      while (!br_at_eof(br) && byte_or_zero(br) != '\n') {
-      }
-      break;
-    }
-    c = byte_or_zero(br);
-  }
-  tok[len] = 0;
-}
-
-typedef struct hdr_layout {
-  int width, height; /* 0: stb refuses the header (it gives its reason) */
-  int flat;          /* stb reads 4 bytes a pixel, not run-length data */
-  uint64_t data_offset;
-  const char *problem; /* why the file is refused, or NULL */
-} hdr_layout;
-
-/* stb reads flat pixels from start to the end of the image: is the file
- * long enough? If not, it is either cut short or in the old (pre-1991)
- * run-length encoding, which stb does not read: that one marks a run with a
- * pixel (1,1,1,n), never a pixel of its own (in RGBE the largest of R, G, B
- * is at least 128, unless all are 0). */
-static const char *hdr_flat_problem(byte_reader *br, uint64_t start,
-                                    uint64_t pixels) {
-  uint64_t size = br->src->size;
-  if (start <= size && size - start >= 4 * pixels)
-    return NULL;
-  while (br_offset(br) < start + 4 && next_byte(br) >= 0) {
-  }
-  for (;;) {
-    int p[4];
-    for (int i = 0; i < 4; i++)
-      p[i] = next_byte(br);
-    if (p[3] < 0)
-      return "file is truncated";
-    if (p[0] == 1 && p[1] == 1 && p[2] == 1)
-      return "HDR file uses the old (pre-1991) run-length encoding, which "
-             "stb_image does not read";
-  }
-}
-
-/* stb reads zeros past the end of a file, and its run-length loop reads a
- * zero count there again and again: it never returns. So before stb runs,
- * read the header and the scanlines exactly as stb will (the same tokens,
- * the same numbers, the same switch to flat pixels) and refuse a file in
- * which stb would read past the end. Anything stb itself refuses is left to
- * stb, which gives its reason. Every loop here reads a byte each turn. */
-static void hdr_scan(ist_source *src, hdr_layout *hl) {
-  memset(hl, 0, sizeof *hl);
-  byte_reader *br = malloc(sizeof *br);
-  char *tok = malloc(HDR_TOKEN_BYTES);
-  if (!br || !tok)
-    goto done; /* stb will fail to allocate as well */
-  br->src = src;
-  br->len = br->at = 0;
-  hdr_token(br, tok);
-  if (strcmp(tok, "#?RADIANCE") != 0 && strcmp(tok, "#?RGBE") != 0)
-    goto done;
-  int valid = 0;
-  for (;;) {
-    hdr_token(br, tok);
-    if (tok[0] == 0)
-      break;
-    if (strcmp(tok, "FORMAT=32-bit_rle_rgbe") == 0)
-      valid = 1;
-  }
-  hdr_token(br, tok);
-  if (br_at_eof(br))
-    goto truncated; /* the header, or the size line, runs to the end */
-  if (!valid || strncmp(tok, "-Y ", 3) != 0)
-    goto done;
-  char *t = tok + 3;
-  int height = (int)strtol(t, &t, 10); /* as stb converts it */
-  while (*t == ' ')
-    t++;
-  if (strncmp(t, "+X ", 3) != 0)
-    goto done;
-  int width = (int)strtol(t + 3, NULL, 10);
-  if (width <= 0 || height <= 0 || width > (1 << 24) || height > (1 << 24))
-    goto done; /* refused by stb, or by our size check */
-  hl->width = width;
-  hl->height = height;
-  hl->data_offset = br_offset(br);
-  uint64_t pixels = (uint64_t)width * (uint64_t)height;
-  if (width < 8 || width >= 32768) {
-    hl->flat = 1;
-    hl->problem = hdr_flat_problem(br, hl->data_offset, pixels);
-    goto done;
-  }
-  for (int y = 0; y < height; y++) {
-    uint64_t line = br_offset(br);
-    int c1 = next_byte(br), c2 = next_byte(br), c3 = next_byte(br);
-    if (c3 < 0)
-      goto truncated;
-    if (c1 != 2 || c2 != 2 || (c3 & 0x80)) {
-      /* stb takes these bytes as a pixel and reads the whole image again
-       * from here as flat pixels. */
-      hl->flat = 1;
-      hl->problem = hdr_flat_problem(br, line, pixels);
-      goto done;
-    }
-    int c4 = next_byte(br);
-    if (c4 < 0)
-      goto truncated;
-    if ((c3 << 8 | c4) != width)
-      goto done; /* stb: "corrupt HDR" */
-    for (int k = 0; k < 4; k++) {
-      int x = 0;
-      while (x < width) {
-        int count = next_byte(br);
-        if (count < 0)
-          goto truncated;
-        if (count > 128) {
-          count -= 128;
-          if (next_byte(br) < 0)
-            goto truncated; /* stb reads the value before the check */
-          if (count > width - x)
-            goto done; /* stb: "bad RLE data" */
-        } else {
-          if (count > width - x)
-            goto done;
-          for (int z = 0; z < count; z++)
-            if (next_byte(br) < 0)
-              goto truncated;
-        }
-        x += count;
-      }
-    }
-  }
-  goto done;
-truncated:
-  hl->problem = "file is truncated";
-done:
-  free(tok);
-  free(br);
-  ist_source_rewind(src);
-}
-
-/* The fewest bytes of a file with hl's layout that stb reads: 4 bytes a
- * flat pixel; in run-length data, a 4-byte header a scanline, and for each
- * of its 4 components at least one 2-byte run per 127 pixels (a run is a
- * count byte 129..255 and a value; a literal packet of n bytes takes n + 1
- * bytes). */
-static uint64_t hdr_min_input(const hdr_layout *hl) {
-  uint64_t w = (uint64_t)hl->width, h = (uint64_t)hl->height;
-  if (hl->flat)
-    return hl->data_offset + 4 * w * h;
-  return hl->data_offset + h * (4 + 4 * 2 * ((w + 126) / 127));
 }
 
 /* stb tries JPEG first on a file we did not recognise, and its start-of-image
@@ -947,10 +762,7 @@ static imgstat_status stb_load(ist_source *src, stb_state *ss,
   stb_reader *reader = &ss->reader;
   int w = 0, h = 0, comp = 0;
   void *pixels;
-  if (ss->sample == IMGSTAT_F32)
-    pixels =
-        stbi_loadf_from_callbacks(&stb_callbacks, reader, &w, &h, &comp, 0);
-  else if (ss->sample == IMGSTAT_U16)
+  if (ss->sample == IMGSTAT_U16)
     pixels =
         stbi_load_16_from_callbacks(&stb_callbacks, reader, &w, &h, &comp, 0);
   else
@@ -1019,12 +831,6 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     if (problem)
       return ist_corrupt(err, "JPEG", "%s", problem);
   }
-  hdr_layout hdr = {0};
-  if (kind == IMGSTAT_KIND_HDR) {
-    hdr_scan(src, &hdr);
-    if (hdr.problem)
-      return ist_corrupt(err, "HDR", "%s", hdr.problem);
-  }
   psd_layout *psd = &ss->psd;
   *psd = (psd_layout){4, 8, 1, 0};
   if (kind == IMGSTAT_KIND_PSD && (s = psd_scan(src, psd, err)) != IMGSTAT_OK)
@@ -1034,7 +840,7 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   if (kind == IMGSTAT_KIND_BMP &&
       (s = bmp_inspect(src, bmp, err)) != IMGSTAT_OK)
     return s;
-  ss->reader = (stb_reader){src, NULL, kind == IMGSTAT_KIND_HDR ? '\n' : -1, 0};
+  ss->reader = (stb_reader){src, NULL, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
   if (!stbi_info_from_callbacks(&stb_callbacks, &ss->reader, &w, &h, &comp))
@@ -1045,10 +851,9 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     return ist_corrupt(err, kind_format(kind), "image is %dx%d", w, h);
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
-  int is_hdr = kind == IMGSTAT_KIND_HDR;
   int is_16 = (kind == IMGSTAT_KIND_PNM && pnm->maxval > 255) ||
               (kind == IMGSTAT_KIND_PSD && psd->depth == 16);
-  ss->sample = is_hdr ? IMGSTAT_F32 : is_16 ? IMGSTAT_U16 : IMGSTAT_U8;
+  ss->sample = is_16 ? IMGSTAT_U16 : IMGSTAT_U8;
 
   /* The channels the image gets (see above). */
   int out = comp;
@@ -1063,13 +868,10 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   /* The memory decoding holds at its peak, and the least input the
    * header's size takes. */
   uint64_t area = (uint64_t)w * (uint64_t)h, peak = 0, min_input = 0;
-  uint64_t bytes = is_hdr ? 4 : is_16 ? 2 : 1, one = area * bytes;
+  uint64_t bytes = is_16 ? 2 : 1, one = area * bytes;
   uint64_t own = (uint64_t)out * one; /* the caller's planes */
   if (area > IMGSTAT_MAX_PIXELS_LIMIT) {
     /* refused for its size, before anything here could overflow */
-  } else if (is_hdr) { /* 3 floats, one run-length scanline; 3 planes */
-    peak = stb_peak(3 * one, 4 * (uint64_t)w, own);
-    min_input = hdr_min_input(&hdr);
   } else if (kind == IMGSTAT_KIND_PSD) { /* RGBA; RGB(A) planes */
     peak = stb_peak(4 * one, 0, own);
     min_input = psd_min_input(psd, (uint64_t)w, (uint64_t)h);
