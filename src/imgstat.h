@@ -89,6 +89,11 @@ typedef struct imgstat_image {
    * multi-page input (0: a single-image format) and the one decoded. */
   uint32_t pages;
   uint32_t page;
+  /* Set by imgstat_decoder_read: what the decoder passed over in the input
+   * without losing any of the picture, in words ("" when nothing): bytes of
+   * junk between a JPEG's header segments (docs/formats.md). The job layer
+   * reports it as a warning about the input. */
+  char warning[IMGSTAT_ERROR_MAX];
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding

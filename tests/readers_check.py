@@ -4,11 +4,14 @@ LZW coder of this file (a deferred clear, interlacing, a small first frame,
 transparency) and the frame's pixels checked against Pillow's decode too;
 gray and RGB PNG with tRNS (8 and 16 bits) written with zlib here, alpha
 from the tRNS value; Radiance HDR in the old (pre-1991) run-length coding,
-mixed with new-style scanlines, against tools/make_reference.py's decoder.
+mixed with new-style scanlines, against tools/make_reference.py's decoder;
+JPEG with junk between header segments: the record of the clean file (and
+Pillow's pixels), with a warning, while junk after a scan stays refused.
 Damaged files must be refused with a message naming the file.
 
 usage: readers_check.py IMGSTAT TMPDIR
 Formats the build lacks (imgstat --version) are skipped, said so."""
+import json
 import os
 import struct
 import sys
@@ -324,5 +327,83 @@ expect_refused("xyze.hdr", "FORMAT=32-bit_rle_xyze")
 write("plus-y.hdr", hdr_file(1, 1, pix(128, 128, 128, 128)).replace(
     b"-Y 1", b"+Y 1"))
 expect_refused("plus-y.hdr", "-Y HEIGHT +X WIDTH")
+
+# ---- JPEG: junk between header segments -------------------------------------
+def jpeg_segments(data):
+    """(marker, offset, length) of each segment up to the first SOS."""
+    i, out = 2, []
+    while True:
+        m, n = data[i + 1], struct.unpack(">H", data[i + 2:i + 4])[0]
+        out.append((m, i, n))
+        if m == 0xDA:
+            return out
+        i += 2 + n
+
+
+def record(name, *extra):
+    rc, out, err = run("--json", *extra, path(name))
+    return rc, (json.loads(out) if rc == 0 else None), err
+
+
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, "..", "samples", "testorig.jpg"), "rb") as f:
+    clean = f.read()
+write("clean.jpg", clean)
+_, want, _ = record("clean.jpg")
+seg = jpeg_segments(clean)
+dqt = next(o for m, o, n in seg if m == 0xDB)
+sof = next(o for m, o, n in seg if m == 0xC0)
+app0 = next((o, n) for m, o, n in seg if m == 0xE0)
+# an APP1 EXIF block whose length field says 10 bytes fewer than it holds
+exif_body = b"Exif\x00\x00" + bytes(range(40))
+exif = b"\xff\xe1" + struct.pack(">H", 2 + len(exif_body) - 10) + exif_body
+cases = {
+    "junk-dqt.jpg": (clean[:dqt] + b"\x12\x34\x00" + clean[dqt:],
+                     "3 extraneous bytes before marker 0xdb"),
+    "junk-two.jpg": (clean[:dqt] + b"\x01" + clean[dqt:sof] + b"\xff\x00\x55"
+                     + clean[sof:], "1 extraneous bytes before marker 0xdb, "
+                     "3 extraneous bytes before marker 0xc0"),
+    "junk-app.jpg": (clean[:dqt] + bytes(5) + b"\xff\xe2\x00\x04ab" +
+                     clean[dqt:], "5 extraneous bytes before marker 0xe2"),
+    "junk-soi.jpg": (clean[:2] + b"\x00\x01" + clean[2:],
+                     "2 extraneous bytes before marker 0xe0"),
+    "broken-exif.jpg": (clean[:app0[0] + 2 + app0[1]] + exif +
+                        clean[app0[0] + 2 + app0[1]:],
+                        "10 extraneous bytes before marker 0xdb"),
+}
+for name, (data, words) in cases.items():
+    write(name, data)
+    rc, rec, err = record(name)
+    if rc != 0:
+        fail(f"{name}: exit {rc}: {err.strip()}")
+        continue
+    problems = []
+    if rec["stats"] != want["stats"]:
+        problems.append("statistics differ from the clean file's")
+    if not any(words in w for w in rec.get("warnings", [])):
+        problems.append(f"warnings {rec.get('warnings')}, want '{words}'")
+    if f"{path(name)}: warning: {words}" not in err:
+        problems.append(f"stderr {err.strip()!r}")
+    if name != "junk-soi.jpg":  # Pillow wants FF D8 FF
+        with Image.open(path(name)) as im, \
+                Image.open(path("clean.jpg")) as ref:
+            if not np.array_equal(np.asarray(im.convert("RGB")),
+                                  np.asarray(ref.convert("RGB"))):
+                problems.append("Pillow reads other pixels")
+    (fail if problems else ok)(f"{name}: " + ("; ".join(problems) or
+                                              "the clean file's record, warned"))
+with Image.open(path("junk-dqt.jpg")) as im:
+    expect_stats("junk-dqt.jpg", np.asarray(im), 8)
+# the text record says it on a line of its own; --quiet keeps it there
+rc, out, err = run("--quiet", path("junk-dqt.jpg"))
+good = rc == 0 and "\nwarning: 3 extraneous bytes before marker 0xdb" in out \
+    and err == ""
+(ok if good else fail)("text record with --quiet: a warning line, stderr empty")
+# what stays refused: damage inside the scan, a file cut short
+mid = seg[-1][1] + 2 + seg[-1][2] + 200
+write("scan-damage.jpg", clean[:mid] + b"\xff\xd4" + clean[mid + 2:])
+expect_refused("scan-damage.jpg", "Corrupt JPEG data")
+write("junk-then-cut.jpg", cases["junk-dqt.jpg"][0][:len(clean) // 2])
+expect_refused("junk-then-cut.jpg", "Corrupt JPEG data")
 
 finish()

@@ -31,6 +31,8 @@ typedef struct ist_hist_cli {
   int dataset_columns;  /* CSV: IST_CSV_DATASET_COLUMNS follow (--dataset) */
 } ist_hist_cli;
 
+#define IST_RECORD_MAX_WARNINGS 4
+
 /* One image's statistics as the program reports them. */
 typedef struct ist_record {
   const char *file; /* the path as given on the command line */
@@ -56,6 +58,11 @@ typedef struct ist_record {
   int error_column;
   /* CSV: the run has the dataset columns (--dataset), empty here. */
   int dataset_columns;
+  /* What the decoder passed over in the input (docs/formats.md): JSON
+   * "warnings":[...] (absent when none), a "warning: " line in the text
+   * table; CSV has no column for them (stderr says them, as always). */
+  int nwarnings;
+  const char *warnings[IST_RECORD_MAX_WARNINGS];
 } ist_record;
 
 /* Writes what comes before the first record: the CSV header line (with the

@@ -109,6 +109,10 @@ struct imgstat_decoder {
   imgstat_header header;
   void *state;   /* the format's own, freed by its close */
   int read_done; /* imgstat_decoder_read was called */
+  /* What the format's open passed over in the input without losing any of
+   * the picture ("" when nothing): copied to the image by a successful
+   * read (imgstat_image.warning). */
+  char warning[IMGSTAT_ERROR_MAX];
 };
 
 /* One row per format, in the order signatures are tested. open starts at

@@ -84,8 +84,10 @@ static int sniff_png(const unsigned char *h, size_t n) {
          (n >= 16 && memcmp(h + 12, "IHDR", 4) == 0);
 }
 
+/* SOI; what follows may be junk before the first segment, which the JPEG
+ * decoder skips with a warning (jpeg.c). */
 static int sniff_jpeg(const unsigned char *h, size_t n) {
-  return n >= 3 && h[0] == 0xFF && h[1] == 0xD8 && h[2] == 0xFF;
+  return n >= 2 && h[0] == 0xFF && h[1] == 0xD8;
 }
 
 static int sniff_bmp(const unsigned char *h, size_t n) {
@@ -431,6 +433,7 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
     img->format = h->format;
     img->pages = h->pages;
     img->page = h->page;
+    memcpy(img->warning, d->warning, sizeof img->warning);
   }
   return s;
 }

@@ -532,6 +532,17 @@ static void add_warning(imgstat_job_result *res, int about_input,
   va_end(ap);
 }
 
+/* The decoder's warning about the input (none when text is ""), once. */
+static void decoder_warning(imgstat_job_result *res, const char *text) {
+  if (!text[0] || res->nwarnings == IMGSTAT_JOB_MAX_WARNINGS)
+    return;
+  for (int k = 0; k < res->nwarnings; k++)
+    if (res->warning[k].from_decoder && strcmp(res->warning[k].text, text) == 0)
+      return;
+  add_warning(res, 1, "%s", text);
+  res->warning[res->nwarnings - 1].from_decoder = 1;
+}
+
 static imgstat_status fail(imgstat_job_result *res, imgstat_job_stage stage,
                            imgstat_status status, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -709,6 +720,7 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   res->format = img->format;
   res->pages = img->pages;
   res->page = img->page;
+  decoder_warning(res, img->warning);
   decide_item(e, img, kind, res);
   if (known_unusable(e))
     return gpu_unusable(e, res);
@@ -1124,6 +1136,7 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   res->channels = h->channels;
   res->sample = h->sample;
   res->format = h->format;
+  decoder_warning(res, dec->warning);
   imgstat_image shape;
   memset(&shape, 0, sizeof shape);
   shape.width = h->width;
