@@ -428,6 +428,9 @@ static void headers_of_table(const char *dir, const char *table) {
     imgstat_decoder *d = NULL;
     imgstat_error err = {0};
     imgstat_status s = imgstat_decoder_open(path, NULL, &d, &err);
+    if (s == IMGSTAT_ERR_UNSUPPORTED &&
+        strstr(err.message, "this imgstat was built without"))
+      continue; /* a format whose library the build lacks */
     snprintf(msg, sizeof msg, "%s: %s", v[i].name, err.message);
     ASSERT_MSG(s == IMGSTAT_OK, msg);
     if (s != IMGSTAT_OK)

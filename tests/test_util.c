@@ -57,6 +57,12 @@ unsigned char *test_read_file(const char *path, size_t *size) {
   return buf;
 }
 
+int test_format_built(const char *name) {
+  char want[64];
+  snprintf(want, sizeof want, "%s (", name);
+  return strstr(imgstat_formats_description(), want) != NULL;
+}
+
 const char *test_tmp_dir(void) {
   const char *t = getenv("TMPDIR");
   return t && *t ? t : "/tmp";

@@ -49,6 +49,11 @@ int test_run_all(void);
 /* Prints "skipped: REASON" in a way ctest shows and returns 77. */
 int test_skip(const char *reason);
 
+/* Whether this build decodes the format named ("GIF", "TIFF", ...: as
+ * imgstat_formats_description names it); tests of a format whose library
+ * the build lacks skip, saying so. */
+int test_format_built(const char *name);
+
 /* ---- files and folders (test_util.c) ------------------------------------- */
 
 /* The shared corpus folder ($IMGSTAT_CORPUS, else ../shared/corpus beside the

@@ -985,15 +985,21 @@ int imgstat_engine_may_decode_jpeg(imgstat_engine *e) {
   return e && jpeg_wanted(e);
 }
 
-/* The item's warnings go before those of the result that replaces it. */
+/* The item's warnings go before those of the result that replaces it (the
+ * decoder's once: both results have it). */
 static void keep_warnings(const imgstat_job_result *old,
                           imgstat_job_result *res) {
   imgstat_job_result tmp = *res;
   int n = old->nwarnings;
   memcpy(res->warning, old->warning, sizeof(imgstat_job_warning) * (size_t)n);
-  for (int k = 0; k < tmp.nwarnings && n < IMGSTAT_JOB_MAX_WARNINGS; k++)
-    res->warning[n++] = tmp.warning[k];
   res->nwarnings = n;
+  for (int k = 0;
+       k < tmp.nwarnings && res->nwarnings < IMGSTAT_JOB_MAX_WARNINGS; k++) {
+    if (tmp.warning[k].from_decoder)
+      decoder_warning(res, tmp.warning[k].text);
+    else
+      res->warning[res->nwarnings++] = tmp.warning[k];
+  }
 }
 
 /* The CPU decoder for d (an input the GPU did not decode), then the item by
