@@ -89,6 +89,11 @@ typedef struct imgstat_image {
    * multi-page input (0: a single-image format) and the one decoded. */
   uint32_t pages;
   uint32_t page;
+  /* Set by imgstat_decoder_read: what the decoder passed over in the input
+   * without losing any of the picture, in words ("" when nothing): bytes of
+   * junk between a JPEG's header segments (docs/formats.md). The job layer
+   * reports it as a warning about the input. */
+  char warning[IMGSTAT_ERROR_MAX];
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding
@@ -139,13 +144,12 @@ typedef struct imgstat_load_options {
   uint32_t page;
 } imgstat_load_options;
 
-/* Decodes the file at path (PNG through libpng; JPEG through TurboJPEG when
- * built with it, else stb_image; BMP, TGA, GIF, PSD, HDR, PNM through
- * stb_image). On success *img owns its planes (free with imgstat_image_free).
- * opts may be NULL. An input that is not a regular file (a pipe, a FIFO, a
- * device) is read into memory first: at most max_memory bytes (more is
- * IMGSTAT_ERR_LIMIT), and no further than its first bytes when they start no
- * image that a decoder takes. */
+/* Decodes the file at path with the decoder its signature picks
+ * (imgstat_formats_description lists them). On success *img owns its planes
+ * (free with imgstat_image_free). opts may be NULL. An input that is not a
+ * regular file (a pipe, a FIFO, a device) is read into memory first: at most
+ * max_memory bytes (more is IMGSTAT_ERR_LIMIT), and no further than its first
+ * bytes when they start no image that a decoder takes. */
 imgstat_status imgstat_image_load(const char *path,
                                   const imgstat_load_options *opts,
                                   imgstat_image *img, imgstat_error *err);
@@ -174,10 +178,7 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
  * check that needs no pixels (opts' limits, the least input the header's
  * size takes, the peak memory of decoding, counting the planes), so a
  * refused input costs no allocation for its pixels. The layout the header
- * gives is the layout read produces. One exception to "no pixels at open":
- * a GIF keeps its alpha channel only when some pixel of its first frame is
- * not opaque, which only decoding tells, so a GIF is decoded at open (into
- * the decoder's buffer) and read only copies. */
+ * gives is the layout read produces. */
 
 /* What an input holds, known before its pixels are decoded. */
 typedef struct imgstat_header {

@@ -185,6 +185,9 @@ typedef struct imgstat_job_warning {
    * the engine (the GPU start-up), shown once, by the first item that
    * waited for it. */
   int about_input;
+  /* 1: the decoder's word on the input's data (imgstat_image.warning),
+   * which the item's record carries too; 0: about how it was computed. */
+  int from_decoder;
   char text[IMGSTAT_ERROR_MAX];
 } imgstat_job_warning;
 

@@ -17,10 +17,10 @@ case ${1:-} in
 esac
 
 # Build and run: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate
-# (PNG output; optional), libtiff, libwebp, cfitsio (TIFF, WebP, FITS input;
-# optional).
+# (PNG output; optional), libtiff, libwebp, cfitsio, giflib (TIFF, WebP, FITS,
+# GIF input; optional).
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
-libtiff-dev libwebp-dev libcfitsio-dev libturbojpeg0-dev libdeflate-dev"
+libtiff-dev libwebp-dev libcfitsio-dev libgif-dev libturbojpeg0-dev libdeflate-dev"
 # Tests: CUnit, python3 (JSON checks) with numpy, pypng and PIL
 # (independent checks); CI: clang with its libFuzzer runtime, clang-format,
 # valgrind, groff (the man page's lint); --mpi and its tests (mpirun):

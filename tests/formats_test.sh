@@ -2,16 +2,18 @@
 # The formats of issue 13 (TIFF, WebP, FITS, plain PNM, .npy, PFM) against
 # numpy over the pixels an independent writer was given
 # (tests/formats_check.py). Skips (77) without a python3 that has numpy and
-# PIL.
-# Usage: sh tests/formats_test.sh PATH/TO/imgstat
+# PIL. A second argument names another check of tests/ run the same way
+# (readers_check.py: the readers of issue 20).
+# Usage: sh tests/formats_test.sh PATH/TO/imgstat [CHECK.py]
 set -u
-IMGSTAT=${1:?usage: formats_test.sh IMGSTAT}
+IMGSTAT=${1:?usage: formats_test.sh IMGSTAT [CHECK.py]}
+CHECK=${2:-formats_check.py}
 HERE=$(cd "$(dirname "$0")" && pwd)
 for p in python3 /usr/bin/python3; do
   if "$p" -c 'import numpy, PIL' 2>/dev/null; then
     T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-formats.XXXXXX") || exit 1
     trap 'rm -rf "$T"' EXIT
-    "$p" "$HERE/formats_check.py" "$IMGSTAT" "$T"
+    "$p" "$HERE/$CHECK" "$IMGSTAT" "$T"
     exit $?
   fi
 done

@@ -20,21 +20,9 @@
 
 #ifdef IMGSTAT_HAVE_TURBOJPEG
 #include <turbojpeg.h>
-/* stb_image's own conversion code is the reference for CMYK and YCCK: a
- * private copy of it in this file (static, JPEG only, so most of its
- * functions go unused, which is reported at the end of the file). */
-#define STB_IMAGE_STATIC
+/* stb_image's own conversion code is the reference for CMYK and YCCK. */
 #define STBI_ONLY_JPEG
-#define STB_IMAGE_IMPLEMENTATION
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#endif
-#include <stb/stb_image.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+#include "stb_ref.h"
 #endif
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -658,7 +646,9 @@ static void test_jpeg_cmyk_as_stb(void) {
       imgstat_error err = {0};
       imgstat_status s;
       if (from_file) {
-        char path[] = "/tmp/imgstat_harden_jpegpng_XXXXXX";
+        char path[4096];
+        CU_ASSERT_FATAL(test_tmp_template(path, sizeof path,
+                                          "imgstat_harden_jpegpng_") != NULL);
         int fd = mkstemp(path);
         CU_ASSERT_FATAL(fd >= 0);
         CU_ASSERT_FATAL(write(fd, variant, n) == (ssize_t)n);

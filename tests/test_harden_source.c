@@ -102,11 +102,12 @@ static imgstat_status load_fifo(const stream *s,
                                 const imgstat_load_options *opts,
                                 imgstat_image *img, imgstat_error *err,
                                 int *fed) {
-  char dir[] = "/tmp/imgstat_test_source_XXXXXX";
-  char fifo[64];
+  char dir[4096];
+  char fifo[4200];
   *fed = -1;
   memset(err, 0, sizeof *err);
-  if (!mkdtemp(dir))
+  if (!test_tmp_template(dir, sizeof dir, "imgstat_test_source_") ||
+      !mkdtemp(dir))
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "mkdtemp failed");
   snprintf(fifo, sizeof fifo, "%s/in", dir);
   if (mkfifo(fifo, 0600) != 0) {

@@ -104,7 +104,7 @@ static void gif_small_frame(test_buf *b, unsigned w, unsigned h,
  * is frame_w x frame_h at (0,0), canvas the same, and whose LZW data is a
  * run of colour 0 at its best: clear, code 0, then k codes each naming the
  * code created just before (strings of 2, 3, ... k + 1 pixels), then end;
- * (k + 1)(k + 2) / 2 pixels in all. Code sizes grow as stb's decoder
+ * (k + 1)(k + 2) / 2 pixels in all. Code sizes grow as a GIF decoder
  * expects. */
 static void gif_chain(test_buf *b, unsigned frame_w, unsigned frame_h, int k) {
   gif_start(b, frame_w, frame_h, frame_w, frame_h);
@@ -209,13 +209,12 @@ static void expect_exact_bound(test_buf *b, uint32_t w, uint32_t h,
 
 /* ---- HDR ----------------------------------------------------------------- */
 
-/* A header line that starts with NUL is the end of the header for stb (an
- * empty token), not for a reader of lines. Here stb's header ends there,
- * its size line is "-Y 1 +X 16", and its run-length data runs to the end
- * of the file with a zero count on which stb's loop used to spin for ever;
- * read as lines, the header went on to an empty line and a flat 2x1 size
- * line, so the pre-check let it through (a rebuild of the attack's 56-byte
- * file). */
+/* A header line that starts with NUL is the end of the header (an empty
+ * line, as stb_image, which read HDR before src/io/hdr.c, took it). Here
+ * the header ends there, its size line is "-Y 1 +X 16", and its run-length
+ * data runs to the end of the file with a zero count on which stb's loop
+ * used to spin for ever (a rebuild of the attack's 56-byte file): refused
+ * as truncated, from its size or when the data runs out. */
 static void test_hdr_nul_line_no_hang(void) {
   static const char hang[] = "#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n"
                              "\0\n"
@@ -225,9 +224,7 @@ static void test_hdr_nul_line_no_hang(void) {
                              "\n-Y 1 +X 2";
   char msg[1024];
   int s = load_bounded(hang, sizeof hang - 1, msg, sizeof msg);
-  ASSERT_MSG(s == IMGSTAT_ERR_FORMAT &&
-                 strstr(msg, "data: file is truncated") != NULL,
-             msg);
+  ASSERT_MSG(s == IMGSTAT_ERR_FORMAT && strstr(msg, "truncated") != NULL, msg);
 
   /* The same end reached without NUL: run-length data that stops after a
    * run, a literal, and zero counts. */
@@ -240,8 +237,7 @@ static void test_hdr_nul_line_no_hang(void) {
     hdr_header(&b, 16, 2);
     test_put(&b, tails[i], tail_len[i]);
     s = load_bounded(b.p, b.n, msg, sizeof msg);
-    ASSERT_MSG(s == IMGSTAT_ERR_FORMAT &&
-                   strstr(msg, "data: file is truncated") != NULL,
+    ASSERT_MSG(s == IMGSTAT_ERR_FORMAT && strstr(msg, "truncated") != NULL,
                msg);
     free(b.p);
   }
@@ -279,7 +275,7 @@ static void test_hdr_nul_line_read(void) {
 
 /* A flat (or run-length-width) file too short for its pixels is truncated,
  * and said so; one in the old run-length encoding, which marks runs with a
- * (1,1,1,n) pixel, is refused for that reason. */
+ * (1,1,1,n) pixel repeating the pixel before, is read. */
 static void test_hdr_reasons(void) {
   test_buf b = {0};
   hdr_header(&b, 4, 3);
@@ -297,8 +293,17 @@ static void test_hdr_reasons(void) {
     test_put(&b, first, 4);
     test_put(&b, run, 4);
   }
-  expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "pre-1991",
-                 "old run-length encoding");
+  imgstat_image img;
+  if (load_ok(&b, NULL, 64, 4, 3, "old run-length encoding", &img)) {
+    /* every pixel (64, 128, 192) * 2^(127 - 136) */
+    size_t wrong = 0;
+    for (int c = 0; c < 3; c++)
+      for (size_t i = 0; i < 64 * 4; i++)
+        wrong +=
+            ((const float *)img.planes[c])[i] != (float)(64 * (c + 1)) / 512;
+    CU_ASSERT_EQUAL(wrong, 0);
+  }
+  imgstat_image_free(&img);
   free(b.p);
 }
 
@@ -387,10 +392,12 @@ static void test_short_read_reported(void) {
  * gigabyte are refused from the header, before anything is allocated. */
 static void test_small_files_huge_headers(void) {
   test_buf b = {0};
-  gif_small_frame(&b, 16384, 16384, 16384, 16384);
-  CU_ASSERT_EQUAL(b.n, 35);
-  expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "header claims", "35-byte GIF");
-  test_buf_clear(&b);
+  if (test_format_built("GIF")) {
+    gif_small_frame(&b, 16384, 16384, 16384, 16384);
+    CU_ASSERT_EQUAL(b.n, 35);
+    expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "header claims", "35-byte GIF");
+    test_buf_clear(&b);
+  }
 
   tga_header(&b, 11, 32768, 32768, 8);
   for (int i = 0; i < 32; i++)
@@ -411,7 +418,7 @@ static void test_small_files_huge_headers(void) {
   for (int i = 0; i < 2; i++) {
     hdr_header(&b, widths[i], 30000);
     test_put_byte(&b, 0x80, 8);
-    expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "truncated", "small HDR");
+    expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "header claims", "small HDR");
     test_buf_clear(&b);
   }
 
@@ -471,20 +478,26 @@ static void test_exact_bounds(void) {
 
   /* GIF: the canvas can be far larger than the first frame, which alone
    * the LZW data must fill. */
-  gif_small_frame(&b, 3000, 1000, 1, 1);
-  expect_loads(&b, NULL, 3000, 1000, 4, "GIF, a 1x1 frame on a large canvas");
-  test_buf_clear(&b);
-  gif_small_frame(&b, 3000, 1000, 3000, 1000);
-  expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "header claims",
-                 "GIF, a large frame in 2 bytes of LZW data");
+  if (test_format_built("GIF")) {
+    gif_small_frame(&b, 3000, 1000, 1, 1);
+    expect_loads(&b, NULL, 3000, 1000, 3, "GIF, a 1x1 frame on a large canvas");
+    test_buf_clear(&b);
+    gif_small_frame(&b, 3000, 1000, 3000, 1000);
+    expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "header claims",
+                   "GIF, a large frame in 2 bytes of LZW data");
+  }
   free(b.p);
 }
 
-/* stb walks the whole chain of every LZW code, a step a pixel, even once
- * the frame is full: a megabyte of codes naming long chains cost seconds
- * for one pixel. A frame that its LZW data fills exactly loads; the same
- * data behind a 1x1 frame is refused. */
+/* LZW data that fills its frame exactly loads; the same data behind a 1x1
+ * frame loads too, and at once: giflib decodes a frame's pixels and skips
+ * the data blocks after them unread (stb_image, which read GIFs before,
+ * walked every code's chain and took seconds for such a file). */
 static void test_gif_lzw_work(void) {
+  if (!test_format_built("GIF")) {
+    printf("skipped: built without giflib ");
+    return;
+  }
   test_buf b = {0};
   gif_chain(&b, 2001, 1001, 2000); /* 2001 * 2002 / 2 pixels */
   imgstat_image img;
@@ -499,18 +512,18 @@ static void test_gif_lzw_work(void) {
   test_buf_clear(&b);
 
   gif_chain(&b, 1, 1, 2000);
-  expect_refused(&b, b.n, IMGSTAT_ERR_FORMAT, "far more pixels",
-                 "GIF: 2 million pixels of LZW data for 1 pixel");
-  test_buf_clear(&b);
-  gif_chain(&b, 1, 1, 300); /* some excess is tolerated */
-  expect_loads(&b, NULL, 1, 1, 3, "GIF: 45451 pixels of data for 1 pixel");
+  double t0 = test_now();
+  if (load_ok(&b, NULL, 1, 1, 3, "GIF: 2 million pixels of data for 1", &img))
+    CU_ASSERT_EQUAL(((const uint8_t *)img.planes[1])[0], 20);
+  imgstat_image_free(&img);
+  CU_ASSERT(test_now() - t0 < 0.5);
   free(b.p);
 }
 
 /* The memory a decode holds at its peak is counted exactly: --max-memory
  * equal to it loads, a byte less is refused. The planes are allocated
  * before stb decodes (the loader seam: header, planes, pixels), so they are
- * held beside stb's buffers; a GIF is decoded at open, before them. */
+ * held beside stb's buffers. */
 static void expect_peak(const test_buf *b, uint64_t peak, uint32_t w,
                         uint32_t h, int channels, const char *what) {
   imgstat_load_options opts = {.max_memory = peak};
@@ -539,9 +552,11 @@ static void test_peak_memory(void) {
   expect_peak(&b, 6 * p, 40, 30, 3, "RGB TGA: stb's buffer and 3 planes");
   test_buf_clear(&b);
 
-  gif_small_frame(&b, 40, 30, 1, 1);
-  expect_peak(&b, 9 * p, 40, 30, 4, "GIF: canvas, background and history");
-  test_buf_clear(&b);
+  if (test_format_built("GIF")) {
+    gif_small_frame(&b, 40, 30, 1, 1);
+    expect_peak(&b, 3 * p + 1, 40, 30, 3, "GIF: 3 planes and a frame's row");
+    test_buf_clear(&b);
+  }
 
   psd_header(&b, 3, 40, 30, 8, 0);
   test_put_byte(&b, 3, 3 * p);
@@ -552,8 +567,8 @@ static void test_peak_memory(void) {
   static const unsigned char px[4] = {0x80, 0x40, 0x20, 0x81};
   for (int y = 0; y < 30; y++)
     hdr_rle_line(&b, 40, px);
-  expect_peak(&b, 24 * p + 4 * 40, 40, 30, 3,
-              "HDR: 3 float planes, 3 floats and a scanline");
+  expect_peak(&b, 12 * p + 4 * 40, 40, 30, 3,
+              "HDR: 3 float planes and a scanline");
   test_buf_clear(&b);
 
   test_put_str(&b, "P5 40 30 1000\n");
@@ -596,7 +611,8 @@ static void test_psd_channel_count(void) {
 
 static const test_case tests[] = {
     {"harden_stb1", NULL},
-    {"HDR: a NUL header line cannot make stb spin", test_hdr_nul_line_no_hang},
+    {"HDR: a NUL header line cannot make the reader spin",
+     test_hdr_nul_line_no_hang},
     {"HDR: a NUL header line is read as stb reads it", test_hdr_nul_line_read},
     {"HDR: truncated and old run-length files, their reasons",
      test_hdr_reasons},
@@ -606,7 +622,7 @@ static const test_case tests[] = {
     {"small files with huge headers refused up front",
      test_small_files_huge_headers},
     {"least input: exact where the coding allows", test_exact_bounds},
-    {"GIF: LZW data far beyond the frame refused", test_gif_lzw_work},
+    {"GIF: LZW data past the frame skipped", test_gif_lzw_work},
     {"peak memory counted exactly", test_peak_memory},
     {"PSD channel counts", test_psd_channel_count},
     {NULL, NULL}};

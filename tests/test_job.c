@@ -511,9 +511,8 @@ static int suite_init(void) {
     imgstat_gpu_destroy(gpu);
   printf("\nGPU here: %s\n",
          gpu_status == IMGSTAT_OK ? "usable" : gpu_err.message);
-  snprintf(tmpdir, sizeof tmpdir, "%s/imgstat-job-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(tmpdir))
+  if (!test_tmp_template(tmpdir, sizeof tmpdir, "imgstat-job-") ||
+      !mkdtemp(tmpdir))
     return 1;
   snprintf(png_path, sizeof png_path, "%s/rgb.png", tmpdir);
   imgstat_error err;

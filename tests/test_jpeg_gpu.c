@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char sample_path[4096], png_path[4096];
 
@@ -25,10 +26,14 @@ static const char *sample(void) { return sample_path; }
 static int same_verdict(const unsigned char *data, size_t size, int *refused,
                         int *unopened) {
   const char *path = test_temp_file(data, size);
+  if (!path)
+    return 0;
   imgstat_decoder *d = NULL;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if (imgstat_decoder_open(path, NULL, &d, &err) != IMGSTAT_OK) {
+  imgstat_status os = imgstat_decoder_open(path, NULL, &d, &err);
+  unlink(path); /* the open decoder keeps the file */
+  if (os != IMGSTAT_OK) {
     (*unopened)++;
     return 1;
   }

@@ -661,8 +661,10 @@ static void test_failing_writes(void) {
 }
 
 static int suite_init(void) {
-  strcpy(tmpdir, "/tmp/imgstat-test-norm-XXXXXX");
-  return mkdtemp(tmpdir) ? 0 : 1;
+  return test_tmp_template(tmpdir, sizeof tmpdir, "imgstat-test-norm-") &&
+                 mkdtemp(tmpdir)
+             ? 0
+             : 1;
 }
 
 static int suite_clean(void) {

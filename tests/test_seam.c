@@ -240,9 +240,10 @@ static void expect_same_results(const imgstat_image *dense,
     imgstat_image_free(&ob);
   }
 
-  char dir[] = "/tmp/imgstat_test_seam_XXXXXX";
-  CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
-  char pa[64], pb[64];
+  char dir[4096];
+  CU_ASSERT_FATAL(test_tmp_template(dir, sizeof dir, "imgstat_test_seam_") &&
+                  mkdtemp(dir) != NULL);
+  char pa[4200], pb[4200];
   const char *ext[] = {"npy", "png"};
   for (int k = 0; k < (dense->sample == IMGSTAT_F32 ? 1 : 2); k++) {
     snprintf(pa, sizeof pa, "%s/a.%s", dir, ext[k]);
@@ -427,6 +428,9 @@ static void headers_of_table(const char *dir, const char *table) {
     imgstat_decoder *d = NULL;
     imgstat_error err = {0};
     imgstat_status s = imgstat_decoder_open(path, NULL, &d, &err);
+    if (s == IMGSTAT_ERR_UNSUPPORTED &&
+        strstr(err.message, "this imgstat was built without"))
+      continue; /* a format whose library the build lacks */
     snprintf(msg, sizeof msg, "%s: %s", v[i].name, err.message);
     ASSERT_MSG(s == IMGSTAT_OK, msg);
     if (s != IMGSTAT_OK)

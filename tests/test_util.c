@@ -57,9 +57,26 @@ unsigned char *test_read_file(const char *path, size_t *size) {
   return buf;
 }
 
+int test_format_built(const char *name) {
+  char want[64];
+  snprintf(want, sizeof want, "%s (", name);
+  return strstr(imgstat_formats_description(), want) != NULL;
+}
+
+const char *test_tmp_dir(void) {
+  const char *t = getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
+char *test_tmp_template(char *buf, size_t size, const char *name) {
+  int n = snprintf(buf, size, "%s/%sXXXXXX", test_tmp_dir(), name);
+  return n > 0 && (size_t)n < size ? buf : NULL;
+}
+
 const char *test_temp_file(const void *data, size_t size) {
-  static char path[64];
-  snprintf(path, sizeof path, "/tmp/imgstat_test_XXXXXX");
+  static char path[4096];
+  if (!test_tmp_template(path, sizeof path, "imgstat_test_"))
+    return NULL;
   int fd = mkstemp(path);
   if (fd < 0)
     return NULL;

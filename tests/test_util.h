@@ -49,6 +49,11 @@ int test_run_all(void);
 /* Prints "skipped: REASON" in a way ctest shows and returns 77. */
 int test_skip(const char *reason);
 
+/* Whether this build decodes the format named ("GIF", "TIFF", ...: as
+ * imgstat_formats_description names it); tests of a format whose library
+ * the build lacks skip, saying so. */
+int test_format_built(const char *name);
+
 /* ---- files and folders (test_util.c) ------------------------------------- */
 
 /* The shared corpus folder ($IMGSTAT_CORPUS, else ../shared/corpus beside the
@@ -69,8 +74,17 @@ int test_ends_with(const char *s, const char *suffix);
  * cannot be read. */
 unsigned char *test_read_file(const char *path, size_t *size);
 
-/* Writes data to a fresh temporary file under /tmp; returns its path (a
- * static buffer, one call at a time), or NULL when it could not be
+/* The folder for temporary files: $TMPDIR, else /tmp. CI runs the suite
+ * with a private TMPDIR and fails when anything is left in it, so every
+ * test removes what it makes there. */
+const char *test_tmp_dir(void);
+
+/* buf = "TMPDIR/<name>XXXXXX", a template for mkstemp or mkdtemp; NULL when
+ * it does not fit in size bytes. */
+char *test_tmp_template(char *buf, size_t size, const char *name);
+
+/* Writes data to a fresh temporary file under test_tmp_dir(); returns its
+ * path (a static buffer, one call at a time), or NULL when it could not be
  * written. The caller unlinks it. */
 const char *test_temp_file(const void *data, size_t size);
 

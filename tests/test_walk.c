@@ -634,10 +634,9 @@ static void test_arguments_refused(void) {
 }
 
 static int suite_init(void) {
-  const char *tmp = getenv("TMPDIR");
-  snprintf(root, sizeof root, "%s/imgstat_walk_XXXXXX",
-           tmp && *tmp ? tmp : "/tmp");
-  return mkdtemp(root) ? 0 : 1;
+  return test_tmp_template(root, sizeof root, "imgstat_walk_") && mkdtemp(root)
+             ? 0
+             : 1;
 }
 
 static int suite_clean(void) {

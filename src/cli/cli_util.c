@@ -79,7 +79,9 @@ void ist_cli_job_warnings(const imgstat_job_result *res, const char *path,
     return;
   for (int k = 0; k < res->nwarnings; k++) {
     if (res->warning[k].about_input && path)
-      ist_cli_path_error(path, "%s", res->warning[k].text);
+      ist_cli_path_error(path, "%s%s",
+                         res->warning[k].from_decoder ? "warning: " : "",
+                         res->warning[k].text);
     else
       ist_cli_error("%s", res->warning[k].text);
   }

@@ -342,7 +342,17 @@ static void json_record(FILE *out, const ist_record *rec) {
       hist_json(out, rec, c);
     putc('}', out);
   }
-  fputs("]}\n", out);
+  putc(']', out);
+  if (rec->nwarnings) {
+    fputs(",\"warnings\":[", out);
+    for (int k = 0; k < rec->nwarnings; k++) {
+      if (k)
+        putc(',', out);
+      ist_output_json_string(out, rec->warnings[k]);
+    }
+    putc(']', out);
+  }
+  fputs("}\n", out);
 }
 
 /* ---- CSV -------------------------------------------------------------------
@@ -534,6 +544,11 @@ static void text_record(FILE *out, const ist_record *rec, unsigned long index) {
   putc('\n', out);
   if (rec->pages)
     fprintf(out, "page %" PRIu32 " of %" PRIu32 "\n", rec->page, rec->pages);
+  for (int k = 0; k < rec->nwarnings; k++) {
+    fputs("warning: ", out);
+    ist_output_escape(out, rec->warnings[k], IMGSTAT_ESCAPE_TEXT);
+    putc('\n', out);
+  }
   /* The channel name is left-aligned, numbers right-aligned, three spaces
    * between columns. */
   fprintf(out, "%-*s", width[0], heads[0]);

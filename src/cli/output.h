@@ -35,6 +35,8 @@ typedef struct ist_hist_cli {
   int decoder_column;
 } ist_hist_cli;
 
+#define IST_RECORD_MAX_WARNINGS 4
+
 /* One image's statistics as the program reports them. */
 typedef struct ist_record {
   const char *file; /* the path as given on the command line */
@@ -66,6 +68,11 @@ typedef struct ist_record {
   int dataset_columns;
   /* CSV: the run has the decoder column (decoder, or empty when NULL). */
   int decoder_column;
+  /* What the decoder passed over in the input (docs/formats.md): JSON
+   * "warnings":[...] (absent when none), a "warning: " line in the text
+   * table; CSV has no column for them (stderr says them, as always). */
+  int nwarnings;
+  const char *warnings[IST_RECORD_MAX_WARNINGS];
 } ist_record;
 
 /* Writes what comes before the first record: the CSV header line (with the

@@ -669,6 +669,9 @@ static int print_result(run_state *st, const char *path,
   rec.ddof = o->ddof;
   rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
   rec.dataset_columns = o->hist.dataset_columns;
+  for (int k = 0; k < res->nwarnings; k++)
+    if (res->warning[k].from_decoder && rec.nwarnings < IST_RECORD_MAX_WARNINGS)
+      rec.warnings[rec.nwarnings++] = res->warning[k].text;
   for (int c = 0; c < res->channels; c++) {
     const imgstat_partial *p = &res->partial[c];
     imgstat_figures_compute(p, res->sample, res->width, o->ddof,

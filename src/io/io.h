@@ -109,6 +109,10 @@ struct imgstat_decoder {
   imgstat_header header;
   void *state;   /* the format's own, freed by its close */
   int read_done; /* imgstat_decoder_read was called */
+  /* What the format's open passed over in the input without losing any of
+   * the picture ("" when nothing): copied to the image by a successful
+   * read (imgstat_image.warning). */
+  char warning[IMGSTAT_ERROR_MAX];
 };
 
 /* One row per format, in the order signatures are tested. open starts at
@@ -178,8 +182,9 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
 int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 
 /* ---- the decoders of issue 13 (each its own file of src/io) ---------------
- * TIFF (libtiff), WebP (libwebp), FITS (cfitsio) when the build has the
- * library; ASCII PNM, .npy and PFM always (their parsers are ours). */
+ * TIFF (libtiff), WebP (libwebp), FITS (cfitsio), GIF (giflib) when the
+ * build has the library; ASCII PNM, .npy, PFM and Radiance HDR always (their
+ * parsers are ours). */
 #define IST_DECODER(name)                                                      \
   imgstat_status ist_##name##_open(imgstat_decoder *d, imgstat_error *err);    \
   imgstat_status ist_##name##_read(imgstat_decoder *d, imgstat_image *img,     \
@@ -188,6 +193,8 @@ int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 IST_DECODER(tiff);
 IST_DECODER(webp);
 IST_DECODER(fits);
+IST_DECODER(gif);
+IST_DECODER(hdr);
 IST_DECODER(pnm);
 IST_DECODER(npy);
 IST_DECODER(pfm);

@@ -274,6 +274,26 @@ typedef struct jpeg_state {
   int arithmetic; /* the frame's coding (for ist_jpeg_gpu_input) */
 } jpeg_state;
 
+/* The one libjpeg warning that loses nothing of the picture: bytes that are
+ * no marker between two segments before the first scan ("Corrupt JPEG data:
+ * N extraneous bytes before marker 0xXX", JWRN_EXTRANEOUS_DATA: a few stray
+ * bytes before a DQT or an APPn segment, an APP1 EXIF block longer than its
+ * length field says). libjpeg skips them to the next marker (jdmarker.c
+ * next_marker) and reads every segment after it whole; no pixel has been
+ * decoded yet. Every other warning stays fatal (TJFLAG_STOPONWARNING):
+ * such bytes after or between scans (where the entropy-coded data ended
+ * early or went on too long), a premature end of data or of the file,
+ * corrupt Huffman or arithmetic data, a restart marker out of place, a
+ * bogus progression; each means pixels missing or invented.
+ *
+ * So the bytes are cut out here, as next_marker skips them (non-0xFF bytes
+ * and stuffed 0xFF 0x00 pairs, not the 0xFF fill bytes before a marker),
+ * before anything else reads the file: TurboJPEG then decodes it with no
+ * warning and stops on any other, the GPU path gets the same bytes, and
+ * what was cut is said in d->warning, libjpeg's count and marker. */
+static imgstat_status jpeg_cut_header_junk(jpeg_state *js, char *warning,
+                                           size_t wsize, imgstat_error *err);
+
 /* Opening reads the file into memory (TurboJPEG decodes from a buffer),
  * its header and its marker segments. The scans are counted here
  * (IMGSTAT_JPEG_MAX_SCANS), so that such a file is refused before any is
@@ -291,6 +311,9 @@ imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err) {
   if (s != IMGSTAT_OK)
     return s;
   js->size = (unsigned long)src->size;
+  s = jpeg_cut_header_junk(js, d->warning, sizeof d->warning, err);
+  if (s != IMGSTAT_OK)
+    return s;
 
   js->tj = tjInitDecompress();
   if (!js->tj)
@@ -344,6 +367,104 @@ imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err) {
   d->header.channels = colorspace == TJCS_GRAY ? 1 : 3;
   d->header.sample = IMGSTAT_U8;
   d->header.format = "JPEG";
+  return IMGSTAT_OK;
+}
+
+/* The gap at p[i...] before the next marker, as next_marker reads it: the
+ * bytes it discards (*discarded: libjpeg's count), where the 0xFF bytes
+ * before the marker start (*ff) and the marker code's offset (*code); 0
+ * when the file ends first. */
+static int jpeg_next_marker(const unsigned char *p, size_t n, size_t i,
+                            unsigned *discarded, size_t *ff, size_t *code) {
+  *discarded = 0;
+  for (;;) {
+    while (i < n && p[i] != 0xFF) {
+      (*discarded)++;
+      i++;
+    }
+    *ff = i;
+    while (i < n && p[i] == 0xFF)
+      i++;
+    if (i >= n)
+      return 0;
+    if (p[i] != 0) {
+      *code = i;
+      return 1;
+    }
+    *discarded += 2; /* a stuffed 0xFF 0x00 */
+    i++;
+  }
+}
+
+static imgstat_status jpeg_cut_header_junk(jpeg_state *js, char *warning,
+                                           size_t wsize, imgstat_error *err) {
+  const unsigned char *p = js->jpeg;
+  size_t n = js->size, i = 2, o = 0, wrote = 0;
+  unsigned char *out = NULL; /* the file without the gaps, once one is met */
+  unsigned gaps = 0;
+  for (;;) {
+    unsigned discarded;
+    size_t ff, code;
+    if (!jpeg_next_marker(p, n, i, &discarded, &ff, &code))
+      break; /* the rest as it is: libjpeg says what is wrong */
+    unsigned m = p[code];
+    if (discarded) {
+      if (!out) {
+        out = malloc(n);
+        if (!out)
+          return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                                   "out of memory opening a JPEG");
+        memcpy(out, p, i);
+        o = i;
+      }
+      if (gaps++ < 3 && wrote < wsize) {
+        int k = snprintf(warning + wrote, wsize - wrote,
+                         "%s%u extraneous bytes before marker 0x%02x",
+                         wrote ? ", " : "", discarded, m);
+        wrote += k > 0 ? (size_t)k : 0;
+      }
+    }
+    /* The marker's segment: TEM and RSTn have no length; SOI, EOI and the
+     * first scan (SOS) end the walk, as does a segment cut short. */
+    size_t end;
+    int last = 0;
+    if (m == 0x01 || (m >= 0xD0 && m <= 0xD7)) {
+      end = code + 1;
+    } else if (m == 0xD8 || m == 0xD9 || m == 0xDA || code + 3 > n) {
+      end = n;
+      last = 1;
+    } else {
+      end = code + 1 + ((size_t)p[code + 1] << 8 | p[code + 2]);
+      if (end >= n) {
+        end = n;
+        last = 1;
+      }
+    }
+    if (out) {
+      memcpy(out + o, p + ff, end - ff);
+      o += end - ff;
+    }
+    i = end;
+    if (last)
+      break;
+  }
+  if (!out)
+    return IMGSTAT_OK;
+  if (i < n) {
+    memcpy(out + o, p + i, n - i);
+    o += n - i;
+  }
+  if (gaps > 3 && wrote < wsize)
+    snprintf(warning + wrote, wsize - wrote, " and %u more", gaps - 3);
+  size_t used = strlen(warning);
+  if (used < wsize)
+    snprintf(warning + used, wsize - used,
+             " in the header, skipped as libjpeg does (no image data lost)");
+  if (js->owned)
+    free((void *)js->jpeg);
+  js->jpeg = out;
+  js->owned = 1;
+  js->size = (unsigned long)o;
   return IMGSTAT_OK;
 }
 

@@ -84,8 +84,10 @@ static int sniff_png(const unsigned char *h, size_t n) {
          (n >= 16 && memcmp(h + 12, "IHDR", 4) == 0);
 }
 
+/* SOI; what follows may be junk before the first segment, which the JPEG
+ * decoder skips with a warning (jpeg.c). */
 static int sniff_jpeg(const unsigned char *h, size_t n) {
-  return n >= 3 && h[0] == 0xFF && h[1] == 0xD8 && h[2] == 0xFF;
+  return n >= 2 && h[0] == 0xFF && h[1] == 0xD8;
 }
 
 static int sniff_bmp(const unsigned char *h, size_t n) {
@@ -142,7 +144,7 @@ static int sniff_pfm(const unsigned char *h, size_t n) {
 }
 
 #if !defined(IMGSTAT_HAVE_TIFF) || !defined(IMGSTAT_HAVE_WEBP) ||              \
-    !defined(IMGSTAT_HAVE_CFITSIO)
+    !defined(IMGSTAT_HAVE_CFITSIO) || !defined(IMGSTAT_HAVE_GIF)
 /* The row of a format whose library this build lacks (library NULL): its
  * files are named for what they are, not "not a recognised image format",
  * and walks still take them (each is reported, not skipped unseen). */
@@ -153,6 +155,9 @@ static imgstat_status missing_open(imgstat_decoder *d, imgstat_error *err) {
                      : d->format->kind == IMGSTAT_KIND_WEBP
                          ? "WebP file: this imgstat was built without libwebp "
                            "(libwebp-dev)"
+                     : d->format->kind == IMGSTAT_KIND_GIF
+                         ? "GIF file: this imgstat was built without giflib "
+                           "(libgif-dev)"
                          : "FITS file: this imgstat was built without cfitsio "
                            "(libcfitsio-dev)";
   return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED, "%s", what);
@@ -181,9 +186,15 @@ static const ist_format formats[] = {
     {IMGSTAT_KIND_JPEG, "stb_image", "jpg jpeg jpe jfif", sniff_jpeg, STB_ROW},
 #endif
     {IMGSTAT_KIND_BMP, "stb_image", "bmp dib", sniff_bmp, STB_ROW},
-    {IMGSTAT_KIND_GIF, "stb_image", "gif", sniff_gif, STB_ROW},
+#ifdef IMGSTAT_HAVE_GIF
+    {IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, ist_gif_open, ist_gif_read,
+     ist_gif_close},
+#else
+    {IMGSTAT_KIND_GIF, NULL, "gif", sniff_gif, MISSING_ROW},
+#endif
     {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, STB_ROW},
-    {IMGSTAT_KIND_HDR, "stb_image", "hdr", sniff_hdr, STB_ROW},
+    {IMGSTAT_KIND_HDR, "imgstat", "hdr", sniff_hdr, ist_hdr_open, ist_hdr_read,
+     ist_hdr_close},
     /* stb_image reads P5 and P6 (no .pam); pnm.c the plain P1-P3 and P4 */
     {IMGSTAT_KIND_PNM, "stb_image", "pgm ppm pnm", sniff_pnm, STB_ROW},
     {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm_plain,
@@ -259,6 +270,19 @@ static void formats_describe(void) {
     if (n < 0 || (size_t)n >= sizeof formats_text - at)
       break;
     at += (size_t)n;
+  }
+  /* the formats whose library this build lacks (their files are refused
+   * with the package to install) */
+  const char *sep = "; not built in: ";
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    if (formats[i].library)
+      continue;
+    int n = snprintf(text + at, sizeof formats_text - at, "%s%s", sep,
+                     kind_name(formats[i].kind));
+    if (n < 0 || (size_t)n >= sizeof formats_text - at)
+      break;
+    at += (size_t)n;
+    sep = ", ";
   }
 }
 
@@ -409,6 +433,7 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
     img->format = h->format;
     img->pages = h->pages;
     img->page = h->page;
+    memcpy(img->warning, d->warning, sizeof img->warning);
   }
   return s;
 }

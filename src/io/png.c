@@ -6,9 +6,9 @@
  * Sample values are kept as stored: no gamma, sBIT, bKGD or colour-profile
  * transform. Gray at 1/2/4 bits is scaled to 0..255 (bit replication), palette
  * images become RGB, or RGBA when they carry tRNS. A tRNS chunk on a gray or
- * RGB image does NOT add an alpha channel: the image keeps the channels its
- * IHDR declares, so the statistics describe exactly the stored samples (the
- * corpus contract accepts either answer).
+ * RGB image adds an alpha channel too (libpng's tRNS-to-alpha, as libvips and
+ * Pillow read it): gray becomes YA, RGB becomes RGBA, at the image's depth,
+ * alpha 0 where the pixel equals the tRNS value and the maximum elsewhere.
  */
 #include "image_rows.h"
 #include "imgstat.h"
@@ -81,7 +81,7 @@ static int png_choose_layout(png_structp png, png_infop info, int color_type,
   switch (color_type) {
   case PNG_COLOR_TYPE_GRAY:
     if (bit_depth < 8)
-      png_set_expand_gray_1_2_4_to_8(png); /* scales to 0..255, no alpha */
+      png_set_expand_gray_1_2_4_to_8(png); /* scales to 0..255 */
     channels = 1;
     break;
   case PNG_COLOR_TYPE_GRAY_ALPHA:
@@ -98,6 +98,13 @@ static int png_choose_layout(png_structp png, png_infop info, int color_type,
     png_set_palette_to_rgb(png);
     channels = png_get_valid(png, info, PNG_INFO_tRNS) ? 4 : 3;
     break;
+  }
+  /* Gray or RGB with a transparent value: an alpha channel, as above. */
+  if ((channels == 1 || channels == 3) &&
+      color_type != PNG_COLOR_TYPE_PALETTE &&
+      png_get_valid(png, info, PNG_INFO_tRNS)) {
+    png_set_tRNS_to_alpha(png);
+    channels++;
   }
   if (bit_depth == 16 && host_is_little_endian())
     png_set_swap(png);

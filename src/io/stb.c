@@ -1,6 +1,7 @@
 /*
  * Everything but PNG (and JPEG when TurboJPEG is built in) through stb_image:
- * BMP, TGA, GIF (first frame), PSD, HDR (float RGB) and PNM (P5/P6).
+ * BMP, TGA, PSD and PNM (P5/P6). GIF is giflib's (gif.c), Radiance HDR our
+ * own (hdr.c).
  *
  * stb_image decodes to one interleaved buffer that we split into planes, so
  * peak memory is about twice the decoded pixels. It reads through our
@@ -20,15 +21,13 @@
  *
  * Before stb allocates anything, our own reading of each header (below,
  * "what a header asks for") gives ist_decode_check the memory decoding
- * will hold and the least input the image takes; the HDR data is walked as
- * stb will read it (its run-length loop never ends past the end of a file).
- * Reads past the end are reported by our callbacks, and stb allocates
- * zero-filled memory, so no pixel comes from anything but the file.
+ * will hold and the least input the image takes. Reads past the end are
+ * reported by our callbacks, and stb allocates zero-filled memory, so no pixel
+ * comes from anything but the file.
  *
- * Other stb choices we keep: a GIF's fully transparent pixels come out as
- * (0,0,0,0), pixels outside the first frame too; a PSD composite with
- * partial alpha is un-matted from white; BMP palettes become RGB (except the
- * gray ramp, below); stb's HDR is m * 2^(e - 136), not (m + 0.5) * ....
+ * Other stb choices we keep: a PSD composite with partial alpha is
+ * un-matted from white; BMP palettes become RGB (except the gray ramp,
+ * below).
  */
 #include "imgstat.h"
 #include "io.h"
@@ -39,27 +38,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* stb_image's allocations come back zero-filled: should a decoder ever
- * return pixels it did not write (a short read it missed), they are zeros,
- * never bytes of an earlier image. Large blocks are fresh pages from the
- * system, which calloc does not clear again. */
-static void *stb_realloc_zeroed(void *p, size_t old_size, size_t size) {
-  unsigned char *q = realloc(p, size);
-  if (q && size > old_size)
-    memset(q + old_size, 0, size - old_size);
-  return q;
-}
-
-/* libpng decodes PNG and Softimage PIC is not a format we promise: keep stb
- * away from both. The library must never abort, so stb's internal asserts
- * (invariants, not input checks) are compiled out. */
+/* libpng decodes PNG, giflib GIF, our hdr.c Radiance HDR, and Softimage PIC
+ * is not a format we promise: keep stb away from all four. The library must
+ * never abort, so stb's internal asserts (invariants, not input checks) are
+ * compiled out. stb_image's allocations come back zero-filled: should a decoder
+ * ever return pixels it did not write (a short read it missed), they are zeros,
+ * never bytes of an earlier image. (Only its GIF and PNG readers, compiled
+ * out, reallocate.) */
 #define STBI_NO_PNG
 #define STBI_NO_PIC
+#define STBI_NO_GIF
+#define STBI_NO_HDR
 #define STBI_FAILURE_USERMSG
 #define STBI_ASSERT(x) ((void)0)
 #define STBI_MALLOC(sz) calloc(1, sz)
-#define STBI_REALLOC_SIZED(p, oldsz, newsz)                                    \
-  stb_realloc_zeroed(p, (size_t)(oldsz), newsz)
+#define STBI_REALLOC_SIZED(p, oldsz, newsz) realloc(p, newsz)
 #define STBI_FREE(p) free(p)
 #define STB_IMAGE_IMPLEMENTATION
 #if defined(__GNUC__)
@@ -75,7 +68,6 @@ static void *stb_realloc_zeroed(void *p, size_t old_size, size_t size) {
 typedef struct stb_reader {
   ist_source *src;
   const char *refill; /* stb's own read buffer (below), NULL before a call */
-  int pad;            /* the byte read past the end, or -1: none (below) */
   int past_end;       /* the decoder wanted bytes the input does not have */
 } stb_reader;
 
@@ -84,11 +76,7 @@ typedef struct stb_reader {
  * other read is stbi__getn reading straight into the pixels. A short refill
  * is just the end of the input (an empty one makes stb go on with a zero it
  * makes up); a short direct read means data is missing. Either way the
- * decoder is told (past_end) instead of reading memory it never wrote.
- * Past the end stb reads zeros, and a zero count is the one thing that does
- * not move stb's HDR run-length loop on: there, the callback answers with
- * pad bytes instead ('\n': an empty header line, a count of 10), so that
- * loop ends even on input our pre-check did not see. */
+ * decoder is told (past_end) instead of reading memory it never wrote. */
 static int on_stb_read(void *user, char *data, int size) {
   stb_reader *r = user;
   if (size <= 0)
@@ -96,13 +84,8 @@ static int on_stb_read(void *user, char *data, int size) {
   if (!r->refill)
     r->refill = data;
   size_t got = ist_source_read(r->src, data, (size_t)size);
-  if (got == 0 || (got < (size_t)size && data != r->refill)) {
+  if (got == 0 || (got < (size_t)size && data != r->refill))
     r->past_end = 1;
-    if (r->pad >= 0) {
-      memset(data + got, r->pad, (size_t)size - got);
-      got = (size_t)size;
-    }
-  }
   return (int)got;
 }
 
@@ -138,12 +121,8 @@ static const char *kind_format(ist_kind kind) {
     return "JPEG";
   case IMGSTAT_KIND_BMP:
     return "BMP";
-  case IMGSTAT_KIND_GIF:
-    return "GIF";
   case IMGSTAT_KIND_PSD:
     return "PSD";
-  case IMGSTAT_KIND_HDR:
-    return "HDR";
   case IMGSTAT_KIND_PNM:
     return "PNM";
   default:
@@ -265,180 +244,6 @@ static int next_byte(byte_reader *br) {
 static int byte_or_zero(byte_reader *br) {
   int c = next_byte(br);
   return c < 0 ? 0 : c;
-}
-
-/* Whether every byte of the input has been read (stb's stbi__at_eof). */
-static int br_at_eof(const byte_reader *br) {
-  return br->at == br->len && br->src->pos >= br->src->size;
-}
-
-/* How many bytes of the input have been read. */
-static uint64_t br_offset(const byte_reader *br) {
-  return (uint64_t)br->src->pos - (br->len - br->at);
-}
-
-/* ---- HDR ----------------------------------------------------------------- */
-
-/* stb's HDR line buffer (STBI__HDR_BUFLEN). */
-#define HDR_TOKEN_BYTES 1024
-
-/* stbi__hdr_gettoken, byte for byte: a line up to '\n', of which 1023 bytes
- * are kept. As stb reads it, the input's last byte never joins a token, a
- * line that starts with NUL is an empty token (the end of the header for
- * stb), and so is the end of the input. */
-static void hdr_token(byte_reader *br, char *tok) {
-  size_t len = 0;
-  int c = byte_or_zero(br);
-  while (!br_at_eof(br) && c != '\n') {
-    tok[len++] = (char)c;
-    if (len == HDR_TOKEN_BYTES - 1) {
-      while (!br_at_eof(br) && byte_or_zero(br) != '\n') {
-      }
-      break;
-    }
-    c = byte_or_zero(br);
-  }
-  tok[len] = 0;
-}
-
-typedef struct hdr_layout {
-  int width, height; /* 0: stb refuses the header (it gives its reason) */
-  int flat;          /* stb reads 4 bytes a pixel, not run-length data */
-  uint64_t data_offset;
-  const char *problem; /* why the file is refused, or NULL */
-} hdr_layout;
-
-/* stb reads flat pixels from start to the end of the image: is the file
- * long enough? If not, it is either cut short or in the old (pre-1991)
- * run-length encoding, which stb does not read: that one marks a run with a
- * pixel (1,1,1,n), never a pixel of its own (in RGBE the largest of R, G, B
- * is at least 128, unless all are 0). */
-static const char *hdr_flat_problem(byte_reader *br, uint64_t start,
-                                    uint64_t pixels) {
-  uint64_t size = br->src->size;
-  if (start <= size && size - start >= 4 * pixels)
-    return NULL;
-  while (br_offset(br) < start + 4 && next_byte(br) >= 0) {
-  }
-  for (;;) {
-    int p[4];
-    for (int i = 0; i < 4; i++)
-      p[i] = next_byte(br);
-    if (p[3] < 0)
-      return "file is truncated";
-    if (p[0] == 1 && p[1] == 1 && p[2] == 1)
-      return "HDR file uses the old (pre-1991) run-length encoding, which "
-             "stb_image does not read";
-  }
-}
-
-/* stb reads zeros past the end of a file, and its run-length loop reads a
- * zero count there again and again: it never returns. So before stb runs,
- * read the header and the scanlines exactly as stb will (the same tokens,
- * the same numbers, the same switch to flat pixels) and refuse a file in
- * which stb would read past the end. Anything stb itself refuses is left to
- * stb, which gives its reason. Every loop here reads a byte each turn. */
-static void hdr_scan(ist_source *src, hdr_layout *hl) {
-  memset(hl, 0, sizeof *hl);
-  byte_reader *br = malloc(sizeof *br);
-  char *tok = malloc(HDR_TOKEN_BYTES);
-  if (!br || !tok)
-    goto done; /* stb will fail to allocate as well */
-  br->src = src;
-  br->len = br->at = 0;
-  hdr_token(br, tok);
-  if (strcmp(tok, "#?RADIANCE") != 0 && strcmp(tok, "#?RGBE") != 0)
-    goto done;
-  int valid = 0;
-  for (;;) {
-    hdr_token(br, tok);
-    if (tok[0] == 0)
-      break;
-    if (strcmp(tok, "FORMAT=32-bit_rle_rgbe") == 0)
-      valid = 1;
-  }
-  hdr_token(br, tok);
-  if (br_at_eof(br))
-    goto truncated; /* the header, or the size line, runs to the end */
-  if (!valid || strncmp(tok, "-Y ", 3) != 0)
-    goto done;
-  char *t = tok + 3;
-  int height = (int)strtol(t, &t, 10); /* as stb converts it */
-  while (*t == ' ')
-    t++;
-  if (strncmp(t, "+X ", 3) != 0)
-    goto done;
-  int width = (int)strtol(t + 3, NULL, 10);
-  if (width <= 0 || height <= 0 || width > (1 << 24) || height > (1 << 24))
-    goto done; /* refused by stb, or by our size check */
-  hl->width = width;
-  hl->height = height;
-  hl->data_offset = br_offset(br);
-  uint64_t pixels = (uint64_t)width * (uint64_t)height;
-  if (width < 8 || width >= 32768) {
-    hl->flat = 1;
-    hl->problem = hdr_flat_problem(br, hl->data_offset, pixels);
-    goto done;
-  }
-  for (int y = 0; y < height; y++) {
-    uint64_t line = br_offset(br);
-    int c1 = next_byte(br), c2 = next_byte(br), c3 = next_byte(br);
-    if (c3 < 0)
-      goto truncated;
-    if (c1 != 2 || c2 != 2 || (c3 & 0x80)) {
-      /* stb takes these bytes as a pixel and reads the whole image again
-       * from here as flat pixels. */
-      hl->flat = 1;
-      hl->problem = hdr_flat_problem(br, line, pixels);
-      goto done;
-    }
-    int c4 = next_byte(br);
-    if (c4 < 0)
-      goto truncated;
-    if ((c3 << 8 | c4) != width)
-      goto done; /* stb: "corrupt HDR" */
-    for (int k = 0; k < 4; k++) {
-      int x = 0;
-      while (x < width) {
-        int count = next_byte(br);
-        if (count < 0)
-          goto truncated;
-        if (count > 128) {
-          count -= 128;
-          if (next_byte(br) < 0)
-            goto truncated; /* stb reads the value before the check */
-          if (count > width - x)
-            goto done; /* stb: "bad RLE data" */
-        } else {
-          if (count > width - x)
-            goto done;
-          for (int z = 0; z < count; z++)
-            if (next_byte(br) < 0)
-              goto truncated;
-        }
-        x += count;
-      }
-    }
-  }
-  goto done;
-truncated:
-  hl->problem = "file is truncated";
-done:
-  free(tok);
-  free(br);
-  ist_source_rewind(src);
-}
-
-/* The fewest bytes of a file with hl's layout that stb reads: 4 bytes a
- * flat pixel; in run-length data, a 4-byte header a scanline, and for each
- * of its 4 components at least one 2-byte run per 127 pixels (a run is a
- * count byte 129..255 and a value; a literal packet of n bytes takes n + 1
- * bytes). */
-static uint64_t hdr_min_input(const hdr_layout *hl) {
-  uint64_t w = (uint64_t)hl->width, h = (uint64_t)hl->height;
-  if (hl->flat)
-    return hl->data_offset + 4 * w * h;
-  return hl->data_offset + h * (4 + 4 * 2 * ((w + 126) / 127));
 }
 
 /* stb tries JPEG first on a file we did not recognise, and its start-of-image
@@ -581,24 +386,6 @@ static uint32_t be32(const unsigned char *p) {
          (uint32_t)p[3];
 }
 
-static int br_skip(byte_reader *br, size_t n) {
-  while (n-- > 0)
-    if (next_byte(br) < 0)
-      return 0;
-  return 1;
-}
-
-/* Reads the next n bytes into out; 0 when the input ends first. */
-static int br_read(byte_reader *br, unsigned char *out, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    int c = next_byte(br);
-    if (c < 0)
-      return 0;
-    out[i] = (unsigned char)c;
-  }
-  return 1;
-}
-
 /* TGA, as stbi__tga_load reads its 18-byte header: an ID field, a palette
  * when colour-mapped (entries of 15/16 bits take 2 bytes, others their
  * channels), then pixels of 1 or 2 index bytes, 2 bytes (15/16-bit RGB) or
@@ -655,132 +442,6 @@ static void tga_scan(ist_source *src, tga_layout *tl) {
   tl->min_input =
       18 + h[0] + file_palette +
       (rle ? (pixels + 127) / 128 * (1 + pixel_bytes) : pixels * pixel_bytes);
-}
-
-/* The work stb's LZW decoding (stbi__process_gif_raster) does on the data
- * at br: it outputs each code's string by walking the code's chain of
- * prefixes, a step a pixel, even once the frame is full. Reads the codes as
- * stb does (block lengths, code sizes, clear and end codes, where stb stops
- * on an error) and adds up the lengths of their strings. */
-static uint64_t gif_lzw_work(byte_reader *br, int lzw_cs, uint64_t limit) {
-  static const int max_codes = 8192; /* stbi__gif.codes */
-  uint16_t *len = malloc(max_codes * sizeof *len);
-  if (!len)
-    return 0; /* stb will fail to allocate as well */
-  int clear = 1 << lzw_cs, codesize = lzw_cs + 1;
-  int codemask = (1 << codesize) - 1, avail = clear + 2, oldcode = -1;
-  int first = 1, valid_bits = 0, block = 0;
-  uint32_t bits = 0;
-  uint64_t work = 0;
-  for (int i = 0; i < clear; i++)
-    len[i] = 1;
-  while (work <= limit) {
-    if (valid_bits < codesize) {
-      if (block == 0 && (block = byte_or_zero(br)) == 0)
-        break; /* the end of the data blocks */
-      block--;
-      bits |= (uint32_t)byte_or_zero(br) << valid_bits;
-      valid_bits += 8;
-      continue;
-    }
-    int code = (int)(bits & (uint32_t)codemask);
-    bits >>= codesize;
-    valid_bits -= codesize;
-    if (code == clear) {
-      codesize = lzw_cs + 1;
-      codemask = (1 << codesize) - 1;
-      avail = clear + 2;
-      oldcode = -1;
-      first = 0;
-      continue;
-    }
-    if (code == clear + 1 || code > avail || first)
-      break; /* the end code, or stb refuses */
-    if (oldcode >= 0) {
-      if (avail >= max_codes)
-        break; /* stb: "too many codes" */
-      len[avail++] = (uint16_t)(len[oldcode] + 1);
-    } else if (code == avail) {
-      break; /* stb: "illegal code in raster" */
-    }
-    work += len[code];
-    if ((avail & codemask) == 0 && avail <= 0x0FFF) {
-      codesize++;
-      codemask = (1 << codesize) - 1;
-    }
-    oldcode = code;
-  }
-  free(len);
-  return work;
-}
-
-/* GIF: stb allocates the whole canvas of the header, but the first frame,
- * which the LZW data must fill, can be smaller. Walk to its image
- * descriptor as stbi__gif_load_next does (a palette, then extension blocks)
- * and take the frame's size and the LZW minimum code size. A code is at
- * least lzw_cs + 1 bits and gives at most 4096 pixels (its string is a
- * chain of earlier codes, under 4096 of them), so the LZW data takes at
- * least ceil(frame / 4096) codes: *min_input, 0 where stb will refuse.
- * A valid frame decodes to its own pixels; LZW data that goes on far
- * beyond (the chain of a code walked again and again: seconds of work a
- * megabyte) is refused. */
-static const char *gif_scan(ist_source *src, uint64_t *min_input) {
-  const char *problem = NULL;
-  *min_input = 0;
-  byte_reader *br = malloc(sizeof *br);
-  if (!br)
-    return NULL;
-  br->src = src;
-  br->len = br->at = 0;
-  unsigned char h[13];
-  if (!br_read(br, h, sizeof h))
-    goto done;
-  unsigned canvas_w = h[6] | h[7] << 8, canvas_h = h[8] | h[9] << 8;
-  if ((h[10] & 0x80) && !br_skip(br, 3 * (2u << (h[10] & 7))))
-    goto done;
-  for (;;) {
-    int tag = next_byte(br), len;
-    if (tag == 0x2C) {
-      unsigned char d[9];
-      if (!br_read(br, d, sizeof d))
-        goto done;
-      uint64_t x = d[0] | d[1] << 8, y = d[2] | d[3] << 8;
-      uint64_t w = d[4] | d[5] << 8, fh = d[6] | d[7] << 8;
-      if (x + w > canvas_w || y + fh > canvas_h)
-        goto done; /* stb: "bad Image Descriptor" */
-      if ((d[8] & 0x80) && !br_skip(br, 3 * (2u << (d[8] & 7))))
-        goto done;
-      int lzw_cs = next_byte(br);
-      if (lzw_cs < 0 || lzw_cs > 12)
-        goto done;
-      uint64_t frame = w * fh, codes = (frame + 4095) / 4096;
-      *min_input = br_offset(br) + (codes * (uint64_t)(lzw_cs + 1) + 7) / 8;
-      if (gif_lzw_work(br, lzw_cs, 2 * frame + (1u << 20)) >
-          2 * frame + (1u << 20))
-        problem = "GIF image data decodes to far more pixels than its "
-                  "frame holds";
-      goto done;
-    }
-    if (tag != 0x21)
-      goto done; /* the trailer before any frame, or stb: "unknown code" */
-    int ext = next_byte(br);
-    if (ext == 0xF9) { /* graphic control: 4 bytes, or stb skips len */
-      len = next_byte(br);
-      if (len < 0 || !br_skip(br, (size_t)len))
-        goto done;
-      if (len != 4)
-        continue;
-    }
-    while ((len = next_byte(br)) > 0)
-      if (!br_skip(br, (size_t)len))
-        goto done;
-    if (len < 0)
-      goto done;
-  }
-done:
-  free(br);
-  ist_source_rewind(src);
-  return problem;
 }
 
 /* PSD (version 1): a 26-byte header, three sections that stb skips by their
@@ -846,8 +507,7 @@ static uint64_t psd_min_input(const psd_layout *pl, uint64_t w, uint64_t h) {
 
 /* What a decode holds at its peak: the caller's planes, which exist before
  * stb runs (imgstat_decoder_read), beside stb's result and its scratch
- * buffers. (A GIF is decoded at open, before the planes: see
- * ist_stb_open.) */
+ * buffers. */
 static uint64_t stb_peak(uint64_t result, uint64_t scratch, uint64_t planes) {
   return result + scratch + planes;
 }
@@ -1077,15 +737,6 @@ done:
       bad, bi->colors);
 }
 
-/* GIF: stb always returns RGBA; keep alpha only when some pixel of the first
- * frame is not opaque (the palette-PNG rule: RGBA only with transparency). */
-static int rgba_is_opaque(const unsigned char *p, size_t pixels) {
-  for (size_t i = 0; i < pixels; i++)
-    if (p[4 * i + 3] != 255)
-      return 0;
-  return 1;
-}
-
 /* What one input's decode needs between open and read. */
 typedef struct stb_state {
   ist_kind kind;
@@ -1096,7 +747,7 @@ typedef struct stb_state {
   int w, h; /* the header's size, as stbi_info gives it (BMP: rows) */
   int comp; /* the channels stb returns */
   imgstat_sample sample;
-  void *pixels; /* stb's result: a GIF's first frame, decoded at open */
+  void *pixels; /* stb's result */
 } stb_state;
 
 /* stb's decode into ss->pixels; it must give the header's size and
@@ -1111,10 +762,7 @@ static imgstat_status stb_load(ist_source *src, stb_state *ss,
   stb_reader *reader = &ss->reader;
   int w = 0, h = 0, comp = 0;
   void *pixels;
-  if (ss->sample == IMGSTAT_F32)
-    pixels =
-        stbi_loadf_from_callbacks(&stb_callbacks, reader, &w, &h, &comp, 0);
-  else if (ss->sample == IMGSTAT_U16)
+  if (ss->sample == IMGSTAT_U16)
     pixels =
         stbi_load_16_from_callbacks(&stb_callbacks, reader, &w, &h, &comp, 0);
   else
@@ -1157,12 +805,7 @@ static imgstat_status stb_load(ist_source *src, stb_state *ss,
  * needs, see above), stb's header (stbi_info) and ist_decode_check; then
  * the layout the image gets, which the header decides:
  *  - PSD with fewer than 4 channels, 32-bit BI_RGB BMP: stb's RGBA is RGB;
- *  - a BMP gray palette: stb's RGB is one gray channel;
- *  - GIF: RGB when every pixel of the first frame is opaque, RGBA
- *    otherwise. No header says that (a transparent colour may be declared
- *    and unused, a frame may not cover the canvas, the data may stop
- *    early), so a GIF is decoded here, before the caller's planes exist;
- *    its peak counts stb's RGBA and scratch, then the RGBA and the planes.
+ *  - a BMP gray palette: stb's RGB is one gray channel.
  */
 imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   ist_source *src = &d->src;
@@ -1188,12 +831,6 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     if (problem)
       return ist_corrupt(err, "JPEG", "%s", problem);
   }
-  hdr_layout hdr = {0};
-  if (kind == IMGSTAT_KIND_HDR) {
-    hdr_scan(src, &hdr);
-    if (hdr.problem)
-      return ist_corrupt(err, "HDR", "%s", hdr.problem);
-  }
   psd_layout *psd = &ss->psd;
   *psd = (psd_layout){4, 8, 1, 0};
   if (kind == IMGSTAT_KIND_PSD && (s = psd_scan(src, psd, err)) != IMGSTAT_OK)
@@ -1203,7 +840,7 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   if (kind == IMGSTAT_KIND_BMP &&
       (s = bmp_inspect(src, bmp, err)) != IMGSTAT_OK)
     return s;
-  ss->reader = (stb_reader){src, NULL, kind == IMGSTAT_KIND_HDR ? '\n' : -1, 0};
+  ss->reader = (stb_reader){src, NULL, 0};
   int w = 0, h = 0, comp = 0;
   /* Dimensions first, so an oversized header is refused before decoding. */
   if (!stbi_info_from_callbacks(&stb_callbacks, &ss->reader, &w, &h, &comp))
@@ -1214,12 +851,11 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     return ist_corrupt(err, kind_format(kind), "image is %dx%d", w, h);
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
-  int is_hdr = kind == IMGSTAT_KIND_HDR;
   int is_16 = (kind == IMGSTAT_KIND_PNM && pnm->maxval > 255) ||
               (kind == IMGSTAT_KIND_PSD && psd->depth == 16);
-  ss->sample = is_hdr ? IMGSTAT_F32 : is_16 ? IMGSTAT_U16 : IMGSTAT_U8;
+  ss->sample = is_16 ? IMGSTAT_U16 : IMGSTAT_U8;
 
-  /* The channels the image gets (see above; a GIF's once decoded). */
+  /* The channels the image gets (see above). */
   int out = comp;
   if (comp == 4 && kind == IMGSTAT_KIND_PSD && psd->channels < 4 &&
       ss->sample != IMGSTAT_F32)
@@ -1232,20 +868,10 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   /* The memory decoding holds at its peak, and the least input the
    * header's size takes. */
   uint64_t area = (uint64_t)w * (uint64_t)h, peak = 0, min_input = 0;
-  uint64_t bytes = is_hdr ? 4 : is_16 ? 2 : 1, one = area * bytes;
+  uint64_t bytes = is_16 ? 2 : 1, one = area * bytes;
   uint64_t own = (uint64_t)out * one; /* the caller's planes */
   if (area > IMGSTAT_MAX_PIXELS_LIMIT) {
     /* refused for its size, before anything here could overflow */
-  } else if (is_hdr) { /* 3 floats, one run-length scanline; 3 planes */
-    peak = stb_peak(3 * one, 4 * (uint64_t)w, own);
-    min_input = hdr_min_input(&hdr);
-  } else if (kind == IMGSTAT_KIND_GIF) {
-    /* At open: RGBA, background and history; then the RGBA and the caller's
-     * planes (counted as 4: RGB or RGBA is not known yet). */
-    peak = 4 * one + (5 * area > 4 * one ? 5 * area : 4 * one);
-    const char *problem = gif_scan(src, &min_input);
-    if (problem)
-      return ist_corrupt(err, "GIF", "%s", problem);
   } else if (kind == IMGSTAT_KIND_PSD) { /* RGBA; RGB(A) planes */
     peak = stb_peak(4 * one, 0, own);
     min_input = psd_min_input(psd, (uint64_t)w, (uint64_t)h);
@@ -1275,13 +901,6 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "decoder returned a %dx%d image of %d channels", w,
                              h, comp);
-  if (kind == IMGSTAT_KIND_GIF) {
-    if ((s = stb_load(src, ss, err)) != IMGSTAT_OK)
-      return s;
-    if (comp == 4 && ss->sample == IMGSTAT_U8 &&
-        rgba_is_opaque(ss->pixels, (size_t)w * (size_t)h))
-      out = 3;
-  }
   d->header.width = (uint32_t)w;
   d->header.height = (uint32_t)h;
   d->header.channels = out;
@@ -1290,20 +909,18 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   return IMGSTAT_OK;
 }
 
-/* The pixels: stb's result (decoded now, or at open for a GIF) made the
- * header's layout in place, then split into the caller's planes. */
+/* The pixels: stb's result made the header's layout in place, then split
+ * into the caller's planes. */
 imgstat_status ist_stb_read(imgstat_decoder *d, imgstat_image *img,
                             imgstat_error *err) {
   stb_state *ss = d->state;
   imgstat_status s;
-  if (!ss->pixels) {
-    if (ss->kind == IMGSTAT_KIND_BMP &&
-        (s = bmp_indices_check(&d->src, &ss->bmp, (uint32_t)ss->w,
-                               (uint32_t)ss->h, err)) != IMGSTAT_OK)
-      return s;
-    if ((s = stb_load(&d->src, ss, err)) != IMGSTAT_OK)
-      return s;
-  }
+  if (ss->kind == IMGSTAT_KIND_BMP &&
+      (s = bmp_indices_check(&d->src, &ss->bmp, (uint32_t)ss->w,
+                             (uint32_t)ss->h, err)) != IMGSTAT_OK)
+    return s;
+  if ((s = stb_load(&d->src, ss, err)) != IMGSTAT_OK)
+    return s;
   size_t count = (size_t)ss->w * (size_t)ss->h;
   if (ss->comp == 4 && img->channels == 3 && ss->sample == IMGSTAT_U8) {
     unsigned char *v = ss->pixels;

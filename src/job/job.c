@@ -573,6 +573,17 @@ static void add_warning(imgstat_job_result *res, int about_input,
   va_end(ap);
 }
 
+/* The decoder's warning about the input (none when text is ""), once. */
+static void decoder_warning(imgstat_job_result *res, const char *text) {
+  if (!text[0] || res->nwarnings == IMGSTAT_JOB_MAX_WARNINGS)
+    return;
+  for (int k = 0; k < res->nwarnings; k++)
+    if (res->warning[k].from_decoder && strcmp(res->warning[k].text, text) == 0)
+      return;
+  add_warning(res, 1, "%s", text);
+  res->warning[res->nwarnings - 1].from_decoder = 1;
+}
+
 static imgstat_status fail(imgstat_job_result *res, imgstat_job_stage stage,
                            imgstat_status status, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -750,6 +761,7 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   res->format = img->format;
   res->pages = img->pages;
   res->page = img->page;
+  decoder_warning(res, img->warning);
   decide_item(e, img, kind, res);
   if (known_unusable(e))
     return gpu_unusable(e, res);
@@ -1014,15 +1026,21 @@ int imgstat_engine_may_decode_jpeg(imgstat_engine *e) {
   return e && jpeg_wanted(e);
 }
 
-/* The item's warnings go before those of the result that replaces it. */
+/* The item's warnings go before those of the result that replaces it (the
+ * decoder's once: both results have it). */
 static void keep_warnings(const imgstat_job_result *old,
                           imgstat_job_result *res) {
   imgstat_job_result tmp = *res;
   int n = old->nwarnings;
   memcpy(res->warning, old->warning, sizeof(imgstat_job_warning) * (size_t)n);
-  for (int k = 0; k < tmp.nwarnings && n < IMGSTAT_JOB_MAX_WARNINGS; k++)
-    res->warning[n++] = tmp.warning[k];
   res->nwarnings = n;
+  for (int k = 0;
+       k < tmp.nwarnings && res->nwarnings < IMGSTAT_JOB_MAX_WARNINGS; k++) {
+    if (tmp.warning[k].from_decoder)
+      decoder_warning(res, tmp.warning[k].text);
+    else
+      res->warning[res->nwarnings++] = tmp.warning[k];
+  }
 }
 
 /* The CPU decoder for d (an input the GPU did not decode), then the item by
@@ -1176,6 +1194,7 @@ jpeg_offered(imgstat_engine *e, imgstat_decoder *dec, imgstat_job_result *res,
   res->channels = h->channels;
   res->sample = h->sample;
   res->format = h->format;
+  decoder_warning(res, dec->warning);
   return h;
 }
 

@@ -28,9 +28,11 @@ STREAK = 4      # this many N in a row without a fault end a sweep
 MAX_N = 5000    # a sweep that has not ended by then fails
 JOBS = int(os.environ.get("FAULT_TEST_JOBS") or
            max(1, min(8, (os.cpu_count() or 2) // 2)))
-# The device tool's $OUT, else a folder of its own (runs may overlap).
-LOG = (os.path.join(os.environ["OUT"], "fault_test") if os.environ.get("OUT")
-       else tempfile.mkdtemp(prefix="imgstat-fault-test-"))
+# The device tool's $OUT, else a folder of its own (runs may overlap),
+# removed at the end unless something failed (its logs say what).
+LOG_OWNED = not os.environ.get("OUT")
+LOG = (tempfile.mkdtemp(prefix="imgstat-fault-test-") if LOG_OWNED
+       else os.path.join(os.environ["OUT"], "fault_test"))
 TMP = None  # scratch folder for normalize outputs, made in main()
 
 # name, arguments for (backend, output folder), what it writes
@@ -98,6 +100,8 @@ def finish(skip_reason=None):
     say(f"fault_test: {passed} passed, {failed} failed" +
         (f" (skipped: {skip_reason})" if skip_reason else ""))
     summary.close()
+    if LOG_OWNED and not failed:
+        shutil.rmtree(LOG, ignore_errors=True)
     if failed:
         sys.exit(1)
     sys.exit(77 if skip_reason else 0)

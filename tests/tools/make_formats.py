@@ -159,10 +159,10 @@ def main():
     lines.append(row("pal.gif", pal[idx], 8))
     clear = int(idx[3, 3])
     im.save(p("trans.gif"), transparency=clear)
-    # imgstat (stb_image) leaves fully transparent pixels black: (0,0,0,0).
+    # A transparent pixel keeps its palette colour, with alpha 0.
     expect = np.concatenate([pal[idx], np.full((H, W, 1), 255, np.uint8)],
                             axis=2)
-    expect[idx == clear] = 0
+    expect[idx == clear, 3] = 0
     lines.append(row("trans.gif", expect, 8))
 
     write_psd(p("rgb8.psd"), rgb, 8)

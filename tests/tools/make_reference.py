@@ -8,9 +8,10 @@ Every PNG is decoded with pypng's raw reader (png.Reader.read), and the
 contract's rules are applied here, by hand: palette indices are looked up
 (RGBA when the palette has tRNS alpha), gray at 1/2/4 bits is scaled to
 0..255, 16-bit samples stay 16-bit, nothing else is touched (no sBIT, gAMA,
-bKGD). tRNS on gray/RGB adds no alpha. PNM and Radiance HDR are parsed here
-with numpy (HDR: new-style RLE, value m * 2^(e - 136) as stb_image computes
-it); BMP and JPEG go through Pillow. Files pypng or the parsers reject, and
+bKGD). tRNS on gray/RGB adds an alpha channel: 0 where the stored sample(s)
+equal its value, the depth's maximum elsewhere (libpng's tRNS-to-alpha). PNM and Radiance HDR are parsed here
+with numpy (HDR: new-style RLE and the old (pre-1991) coding, value
+m * 2^(e - 136) as stb_image computes it); BMP and JPEG go through Pillow. Files pypng or the parsers reject, and
 PngSuite's x*.png, are written as invalid.
 
 One line per file, tab-separated:
@@ -42,8 +43,16 @@ def png_planes(path):
         return width, height, pix.shape[1], 8, pix
     planes = info["planes"]
     pix = data.reshape(-1, planes)
+    key = info.get("transparent")
     if info["greyscale"] and bitdepth < 8:
         pix = pix * 255 // ((1 << bitdepth) - 1)
+        if key is not None:
+            key = np.asarray(key) * 255 // ((1 << bitdepth) - 1)
+    if key is not None and not info["alpha"]:
+        top = 65535 if bitdepth == 16 else 255
+        hit = np.all(pix == np.asarray(key).reshape(1, -1), axis=1)
+        pix = np.concatenate([pix, np.where(hit, 0, top)[:, None]], axis=1)
+        planes += 1
     return width, height, planes, 16 if bitdepth == 16 else 8, pix
 
 
@@ -86,34 +95,60 @@ def hdr_planes(path):
     height, width = int(dims[1]), int(dims[3])
     pos = end + 1
     rgbe = np.zeros((height, width, 4), dtype=np.uint8)
-    flat = width < 8 or width >= 32768
+    # Each scanline as Radiance's freadcolrs reads it: run-length coded
+    # (1991) when its width allows and it starts 2, 2, W; else flat pixels
+    # in the old coding, where (1, 1, 1, n) repeats the pixel before it n
+    # times (n << 8 after one such pixel, n << 16 after two, ...).
+    rle_width = 8 <= width < 32768
     for y in range(height):
-        if flat or not (buf[pos] == 2 and buf[pos + 1] == 2
-                        and not (buf[pos + 2] & 0x80)):
-            # Flat pixels from here to the end, as stb does.
-            rest = np.frombuffer(buf, dtype=np.uint8,
-                                 count=(height - y) * width * 4, offset=pos)
-            rgbe[y:] = rest.reshape(height - y, width, 4)
-            break
-        if (buf[pos + 2] << 8 | buf[pos + 3]) != width:
-            raise ValueError("bad scanline width")
-        pos += 4
-        for c in range(4):
-            x = 0
-            while x < width:
-                count = buf[pos]
-                pos += 1
-                if count > 128:
-                    count -= 128
-                    rgbe[y, x:x + count, c] = buf[pos]
+        if pos + 4 > len(buf):
+            raise ValueError("truncated")
+        if rle_width and buf[pos] == 2 and buf[pos + 1] == 2 \
+                and not buf[pos + 2] & 0x80:
+            if (buf[pos + 2] << 8 | buf[pos + 3]) != width:
+                raise ValueError("bad scanline width")
+            pos += 4
+            for c in range(4):
+                x = 0
+                while x < width:
+                    count = buf[pos]
                     pos += 1
-                else:
-                    if count == 0:
+                    run = count > 128
+                    if run:
+                        count -= 128
+                    if count > width - x:
                         raise ValueError("bad RLE data")
-                    rgbe[y, x:x + count, c] = np.frombuffer(
-                        buf, dtype=np.uint8, count=count, offset=pos)
-                    pos += count
-                x += count
+                    if run:
+                        rgbe[y, x:x + count, c] = buf[pos]
+                        pos += 1
+                    else:
+                        if pos + count > len(buf):
+                            raise ValueError("truncated")
+                        rgbe[y, x:x + count, c] = np.frombuffer(
+                            buf, dtype=np.uint8, count=count, offset=pos)
+                        pos += count
+                    x += count
+            continue
+        x = shift = 0
+        while x < width:
+            if pos + 4 > len(buf):
+                raise ValueError("truncated")
+            px = buf[pos:pos + 4]
+            pos += 4
+            if px[:3] == b"\x01\x01\x01":
+                if x == 0 and y == 0:
+                    raise ValueError("run before any pixel")
+                prev = rgbe[y, x - 1] if x else rgbe[y - 1, width - 1]
+                n = px[3] << shift
+                if n > width - x:
+                    raise ValueError("run past the scanline")
+                rgbe[y, x:x + n] = prev
+                x += n
+                shift += 8
+            else:
+                rgbe[y, x] = np.frombuffer(px, dtype=np.uint8)
+                x += 1
+                shift = 0
     m = rgbe[..., :3].astype(np.float64)
     e = rgbe[..., 3].astype(np.int64)
     scale = np.where(e == 0, 0.0, np.ldexp(1.0, e - 136))
