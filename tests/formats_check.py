@@ -219,12 +219,14 @@ for magic, maxval, shape in (("P2", 255, (6, 7)), ("P2", 1000, (5, 4)),
     a = rng.integers(0, (maxval or 1) + 1, shape)
     name = f"{magic}-{maxval}-{shape[0]}.pnm"
     write(name, pnm_plain(magic, a, maxval))
-    expect_stats(name, a.astype(np.uint16 if maxval > 255 else np.uint8),
+    # bitmaps are widened to 8 bits, white 255: the file's 1 (black) is 0
+    ref = (1 - a) * 255 if magic == "P1" else a
+    expect_stats(name, ref.astype(np.uint16 if maxval > 255 else np.uint8),
                  16 if maxval > 255 else 8)
 bits = rng.integers(0, 2, (6, 13))
 rows = b"".join(np.packbits(r).tobytes() for r in bits.astype(np.uint8))
 write("p4.pbm", b"P4\n13 6\n" + rows)
-expect_stats("p4.pbm", bits.astype(np.uint8), 8)
+expect_stats("p4.pbm", ((1 - bits) * 255).astype(np.uint8), 8)
 truncations("p4.pbm", b"P4\n13 6\n" + rows, "Corrupt PNM data", (0.8,))
 plain = pnm_plain("P3", rng.integers(0, 256, (20, 20, 3)), 255)
 truncations("p3.ppm", plain, "Corrupt PNM data")
@@ -232,6 +234,88 @@ write("over.pgm", b"P2 2 2 100 1 2 3 101\n")
 expect_refused("over.pgm", "Corrupt PNM data")
 write("junk.pgm", b"P2 2 2 100 1 2 x 3\n")
 expect_refused("junk.pgm", "Corrupt PNM data")
+
+
+# ---- the Netpbm family (issue 24 items 7-9, issue 20 item 3): headers of
+# any length up to 1 MiB, one rule for samples over maxval, PFM is its
+# header and its data (CRLF line ends too), bitmaps widened to 0/255 -------
+from PIL import Image
+
+
+def pnm_binary(magic, a, maxval, comment=b""):
+    h, w = a.shape[:2]
+    head = magic + b"\n" + comment + b"%d %d\n%d\n" % (w, h, maxval)
+    return head + a.astype(">u2" if maxval > 255 else "u1").tobytes()
+
+
+for magic, shape, maxval in ((b"P5", (9, 11), 255), (b"P6", (7, 5, 3), 255),
+                             (b"P5", (4, 6), 4000), (b"P2", (6, 5), 255)):
+    a = rng.integers(0, maxval + 1, shape)
+    note = b"#" + b"x" * 5000 + b"\n# and a second line\n"
+    if magic == b"P2":
+        data = b"P2\n" + note + pnm_plain("P2", a, maxval).split(b"\n", 1)[1]
+    else:
+        data = pnm_binary(magic, a, maxval, note)
+    name = f"long-comment-{magic.decode()}-{maxval}.pnm"
+    write(name, data)
+    # Pillow reads these too (it rescales maxval, so 8 bits only)
+    ref = np.asarray(Image.open(path(name))) if maxval == 255 else a
+    if not np.array_equal(ref.astype(np.int64), a):
+        fail(f"{name}: Pillow does not read the pixels written")
+    expect_stats(name, a.astype(np.uint16 if maxval > 255 else np.uint8))
+a = rng.integers(0, 256, (3, 4))
+write("comment-1mib.pgm", pnm_binary(b"P5", a, 255, b"#" + b"c" * 1000000 + b"\n"))
+expect_stats("comment-1mib.pgm", a.astype(np.uint8), 8)
+write("comment-2mib.pgm", pnm_binary(b"P5", a, 255, b"#" + b"c" * (2 << 20) + b"\n"))
+expect_refused("comment-2mib.pgm", "header is longer than 1 MiB")
+write("comment-pfm.pfm", b"Pf\n#" + b"c" * 5000 + b"\n2 1\n-1.0\n"
+      + np.array([1.5, -2.5], "<f4").tobytes())
+expect_stats("comment-pfm.pfm", np.array([[1.5, -2.5]], np.float32), 32)
+
+# a sample over maxval: refused naming its pixel, plain or binary, 8 or 16
+# bits (and the same pixels under a larger maxval load)
+for magic, shape, maxval in (("P5", (5, 7), 10), ("P5", (4, 6), 1000),
+                             ("P6", (3, 5, 3), 200), ("P6", (3, 4, 3), 40000),
+                             ("P2", (5, 7), 10), ("P3", (3, 5, 3), 1000)):
+    a = rng.integers(0, maxval + 1, shape)
+    y, x = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
+    over = maxval + 1 + int(rng.integers(0, 255 if maxval < 255 else 20000))
+    a[y, x] = over if len(shape) == 2 else a[y, x]
+    if len(shape) == 3:
+        a[y, x, int(rng.integers(0, 3))] = over
+    big = 255 if over <= 255 else 65535
+    for m in (maxval, big):
+        data = (pnm_binary(magic.encode(), a, m) if magic in ("P5", "P6")
+                else pnm_plain(magic, a, m))
+        name = f"over-{magic}-{maxval}-{m}.pnm"
+        write(name, data)
+        if m == maxval:
+            expect_refused(name, f"sample {over} of pixel ({x}, {y}) is over "
+                                 f"the maxval {maxval}")
+        else:
+            expect_stats(name, a.astype(np.uint16 if m > 255 else np.uint8))
+
+# PFM: "\r\n" line ends (a file written in text mode) and nothing but the
+# header and the data
+for magic, ch in ((b"Pf", 1), (b"PF", 3)):
+    a = (rng.standard_normal((4, 3, ch)) * 10).astype("<f4")
+    data = magic + b"\r\n3 4\r\n-1.0\r\n" + a[::-1].tobytes()
+    name = f"crlf-{ch}.pfm"
+    write(name, data)
+    expect_stats(name, a if ch == 3 else a[:, :, 0], 32)
+    write(f"long-{ch}.pfm", data + b"\0")
+    expect_refused(f"long-{ch}.pfm", "bytes of data it gives")
+    write(f"short-{ch}.pfm", data[:-1])
+    expect_refused(f"short-{ch}.pfm", "Corrupt PFM data")
+write("issue24.pfm", b"Pf\r\n2 1\r\n-1.0\r\n" + np.array([0.5, 2.0], "<f4").tobytes())
+expect_stats("issue24.pfm", np.array([[0.5, 2.0]], np.float32), 32)
+
+# bitmaps (P1, P4) against Pillow's 8-bit reading of them
+bits = rng.integers(0, 2, (5, 19)).astype(np.uint8)
+write("pil-p4.pbm", b"P4\n19 5\n" + b"".join(np.packbits(r).tobytes() for r in bits))
+write("pil-p1.pbm", pnm_plain("P1", bits, 0))
+for name in ("pil-p4.pbm", "pil-p1.pbm"):
+    expect_stats(name, np.asarray(Image.open(path(name)).convert("L")), 8)
 
 
 # ---- TIFF: PIL (libtiff's writer inside PIL for the compressions) and a

@@ -105,14 +105,10 @@ static int sniff_hdr(const unsigned char *h, size_t n) {
          (n >= 6 && memcmp(h, "#?RGBE", 6) == 0);
 }
 
-static int sniff_pnm(const unsigned char *h, size_t n) {
-  return n >= 2 && h[0] == 'P' && (h[1] == '5' || h[1] == '6');
-}
-
-/* P1 to P4 and a separator (or a comment: the next token), so that a text
+/* P1 to P6 and a separator (or a comment: the next token), so that a text
  * file starting "P1" and a word is not taken for one. */
-static int sniff_pnm_plain(const unsigned char *h, size_t n) {
-  return n >= 3 && h[0] == 'P' && h[1] >= '1' && h[1] <= '4' &&
+static int sniff_pnm(const unsigned char *h, size_t n) {
+  return n >= 3 && h[0] == 'P' && h[1] >= '1' && h[1] <= '6' &&
          (ist_is_space(h[2]) || h[2] == '#');
 }
 
@@ -184,10 +180,8 @@ static const ist_format formats[] = {
     {IMGSTAT_KIND_GIF, "stb_image", "gif", sniff_gif, STB_ROW},
     {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, STB_ROW},
     {IMGSTAT_KIND_HDR, "stb_image", "hdr", sniff_hdr, STB_ROW},
-    /* stb_image reads P5 and P6 (no .pam); pnm.c the plain P1-P3 and P4 */
-    {IMGSTAT_KIND_PNM, "stb_image", "pgm ppm pnm", sniff_pnm, STB_ROW},
-    {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm_plain,
-     ist_pnm_open, ist_pnm_read, ist_pnm_close},
+    {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm, ist_pnm_open,
+     ist_pnm_read, ist_pnm_close},
 #ifdef IMGSTAT_HAVE_TIFF
     {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff, ist_tiff_open,
      ist_tiff_read, ist_tiff_close},
@@ -243,7 +237,7 @@ static void formats_describe(void) {
     const ist_format *f = &formats[i];
     if (!f->library)
       continue;
-    /* one entry per format: the PNM rows of stb and ours together */
+    /* one entry per format */
     int seen = 0;
     for (size_t j = 0; j < i; j++)
       seen |= formats[j].kind == f->kind && formats[j].library;
@@ -252,8 +246,6 @@ static void formats_describe(void) {
     if (seen)
       continue;
     const char *lib = f->library;
-    if (f->kind == IMGSTAT_KIND_PNM)
-      lib = "P5/P6 stb_image, P1-P4 imgstat";
     int n = snprintf(text + at, sizeof formats_text - at, "%s%s (%s)",
                      at ? ", " : "", name, lib);
     if (n < 0 || (size_t)n >= sizeof formats_text - at)
