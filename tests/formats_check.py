@@ -417,8 +417,8 @@ if "TIFF (libtiff)" in version:
     for comp in (None, "packbits", "group4"):
         name = f"pil-1-{comp}.tif"
         Image.fromarray(bits).save(path(name), compression=comp)
-        # 1-bit samples as stored: PIL's 1 is white, stored as 1 (MinIsBlack)
-        ref = np.asarray(Image.open(path(name))).astype(np.uint8)
+        # 1-bit samples widened to 0/255, as PIL's 8-bit reading of them
+        ref = np.asarray(Image.open(path(name)).convert("L"))
         expect_stats(name, ref, 8)
     pal = Image.fromarray(rgb).convert("P", palette=Image.ADAPTIVE, colors=50)
     pal.save(path("pil-p.tif"), compression="tiff_lzw")
@@ -507,6 +507,146 @@ if "WebP (libwebp)" in version:
     truncations("q.webp", buf.getvalue(), "Corrupt WebP data")
 else:
     print("skipped: WebP (this imgstat has no libwebp)")
+
+
+# ---- TIFF and WebP (issue 20 items 3 and 8, issue 24 items 5 and 6):
+# samples of fewer than 8 bits widened to 0..255 (MinIsWhite inverted) as
+# Pillow reads them; strip arrays that are not the data refused; planar
+# YCbCr refused by name; memory that follows the image, not the file -----
+def peak_kib(*args):
+    """imgstat's exit status and peak resident memory (KiB) running args."""
+    code = ("import resource, subprocess, sys\n"
+            "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+            "print(r.returncode, resource.getrusage("
+            "resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, IMGSTAT, *args],
+                       capture_output=True, text=True)
+    rc, kib = r.stdout.split()
+    return int(rc), int(kib)
+
+
+def padded(name, data, size=1 << 30):
+    """data, then a hole up to size bytes (a sparse file: no disk used)."""
+    write(name, data)
+    with open(path(name), "r+b") as f:
+        f.truncate(size)
+
+
+def tiff_patch(data, tag, value):
+    """The one-page little-endian TIFF data with tag's (short or long) value
+    replaced."""
+    d = bytearray(data)
+    ifd = struct.unpack("<I", d[4:8])[0]
+    for k in range(struct.unpack("<H", d[ifd:ifd + 2])[0]):
+        at = ifd + 2 + 12 * k
+        t, typ = struct.unpack("<HH", d[at:at + 4])
+        if t == tag:
+            d[at + 8:at + 12] = struct.pack("<I" if typ == 4 else "<Hxx", value)
+    return bytes(d)
+
+
+if "TIFF (libtiff)" in version:
+    import ctypes
+    import ctypes.util
+    lt = ctypes.CDLL(ctypes.util.find_library("tiff") or "libtiff.so.6")
+    lt.TIFFOpen.restype = ctypes.c_void_p
+    lt.TIFFOpen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+
+    def libtiff_write(name, fields, strips):
+        """A TIFF written by libtiff itself: fields (tag, value...) and the
+        strips' raw bytes, encoded by the file's compression; a value that
+        is a ctypes array goes as a pointer (ExtraSamples)."""
+        t = ctypes.c_void_p(lt.TIFFOpen(path(name).encode(), b"w"))
+        for tag, *vals in fields:
+            lt.TIFFSetField(t, ctypes.c_uint(tag), *[
+                v if isinstance(v, ctypes.Array) else ctypes.c_int(v)
+                for v in vals])
+        for i, raw in enumerate(strips):
+            lt.TIFFWriteEncodedStrip(t, ctypes.c_uint(i), raw, len(raw))
+        lt.TIFFClose(t)
+
+    def packed(a, bits):
+        """Rows of a (H, W) array of bits-wide samples, packed MSB first."""
+        u = np.unpackbits(a.astype(np.uint8)[:, :, None], axis=2)[:, :, 8 - bits:]
+        return b"".join(np.packbits(r.reshape(-1)).tobytes() for r in u)
+
+    for bits in (1, 2, 4, 8, 16):
+        for photometric in (0, 1):  # MinIsWhite, MinIsBlack
+            a = rng.integers(0, 1 << bits, (7, 13))
+            name = f"gray{bits}-{'white' if photometric == 0 else 'black'}.tif"
+            raw = (packed(a, bits) if bits < 8 else
+                   a.astype("<u2" if bits == 16 else "u1").tobytes())
+            libtiff_write(name, [(256, 13), (257, 7), (258, bits), (277, 1),
+                                 (262, photometric), (278, 7)], [raw])
+            top = 255 if bits <= 8 else 65535
+            ref = a * (top // ((1 << bits) - 1)) if bits < 8 else a
+            ref = (top - ref if photometric == 0 else ref).astype(
+                np.uint16 if bits == 16 else np.uint8)
+            if bits <= 8:  # Pillow reads these as 8-bit gray
+                pil = np.asarray(Image.open(path(name)).convert("L"))
+                if not np.array_equal(pil, ref):
+                    fail(f"{name}: Pillow reads other pixels than numpy's rule")
+            expect_stats(name, ref, 16 if bits == 16 else 8)
+    # gray + alpha, MinIsWhite: the alpha is not inverted
+    a = rng.integers(0, 16, (5, 6, 2))
+    flat = a.reshape(5, -1)
+    libtiff_write("gray4a-white.tif",
+                  [(256, 6), (257, 5), (258, 4), (277, 2), (262, 0),
+                   (338, 1, (ctypes.c_uint16 * 1)(2)), (278, 5)],
+                  [packed(flat, 4)])
+    expect_stats("gray4a-white.tif",
+                 np.dstack([255 - a[:, :, 0] * 17, a[:, :, 1] * 17]).astype(np.uint8), 8)
+
+    # strip arrays that RowsPerStrip (or a missing byte count) contradicts
+    planar = tiff_write(rng.integers(0, 256, (12, 10, 3)).astype(np.uint8),
+                        planar=True)
+    write("rps-1.tif", tiff_patch(planar, 278, 1))  # libtiff: tag ignored
+    expect_refused("rps-1.tif", 'incorrect count for "StripOffsets"')
+    write("rps-4.tif", tiff_patch(planar, 278, 4))  # strips of 3 rows read as 4
+    expect_refused("rps-4.tif", "strip 0 holds 30 bytes where its pixels take 40")
+    zplanar = tiff_write(rng.integers(0, 256, (12, 10, 3)).astype(np.uint8),
+                         planar=True, deflate=True)
+    write("rps-4-zip.tif", tiff_patch(zplanar, 278, 4))
+    expect_refused("rps-4-zip.tif", "Corrupt TIFF data")
+    write("no-counts.tif", tiff_patch(planar, 279, 0).replace(
+        struct.pack("<HHI", 279, 4, 12), struct.pack("<HHI", 999, 4, 12)))
+    expect_refused("no-counts.tif", "StripByteCounts")
+
+    # YCbCr in separate planes, JPEG-compressed: refused by name (the
+    # contiguous case is read, pil-RGB-jpeg.tif above)
+    ycc = [rng.integers(0, 256, (16, 16)).astype(np.uint8).tobytes()
+           for _ in range(3)]
+    libtiff_write("ycbcr-planar.tif",
+                  [(256, 16), (257, 16), (258, 8), (277, 3), (262, 6),
+                   (284, 2), (259, 7), (530, 1, 1), (278, 16)], ycc)
+    rc, _, err = run("--json", path("ycbcr-planar.tif"))
+    (ok if rc != 0 and "YCbCr in separate planes (PlanarConfiguration 2)"
+     in err else fail)(
+        f"planar YCbCr JPEG TIFF refused by name: exit {rc}, {err.strip()}")
+
+    # memory: a 3x2 first page in a file of 1 GiB (a hole) is read with
+    # --max-memory 16M and without holding the file
+    padded("big.tif", tiff_write(np.arange(6, dtype=np.uint8).reshape(2, 3)))
+    rc, kib = peak_kib("--max-memory", "16M", path("big.tif"))
+    (ok if rc == 0 and kib < 200 * 1024 else fail)(
+        f"3x2 TIFF in a 1 GiB file, --max-memory 16M: exit {rc}, peak {kib} KiB")
+    os.remove(path("big.tif"))
+
+if "WebP (libwebp)" in version:
+    buf = io.BytesIO()
+    small = rng.integers(0, 256, (2, 3, 3)).astype(np.uint8)
+    Image.fromarray(small).save(buf, "WEBP", lossless=True)
+    # the RIFF says 1 GiB: ICCP/EXIF-like junk chunks fill it (a hole)
+    body = buf.getvalue()
+    junk = (1 << 30) - len(body) - 8
+    data = (b"RIFF" + struct.pack("<I", (1 << 30) - 8) + body[8:]
+            + b"EXIF" + struct.pack("<I", junk))
+    padded("big.webp", data)
+    expect_stats("big.webp", small, 8, extra=("--max-memory", "16M"))
+    rc, kib = peak_kib("--max-memory", "16M", path("big.webp"))
+    (ok if rc == 0 and kib < 200 * 1024 else fail)(
+        f"3x2 WebP in a 1 GiB file, --max-memory 16M: exit {rc}, peak {kib} KiB")
+    os.remove(path("big.webp"))
 
 
 # ---- FITS: headers and big-endian data written here (astropy's writer is

@@ -30,6 +30,12 @@ typedef struct ist_source {
 /* Reads up to n bytes; returns how many were read (fewer at the end). */
 size_t ist_source_read(ist_source *src, void *buf, size_t n);
 
+/* Reads up to n bytes from byte offset off (a file with pread, memory in
+ * place) without moving src->pos, for decoders whose library reads where it
+ * likes (libtiff, the WebP chunks); returns how many were read: fewer at
+ * the end of the input or after a read error (src->read_errno says). */
+size_t ist_source_read_at(ist_source *src, uint64_t off, void *buf, size_t n);
+
 /* Goes back to the first byte; returns 0 on success, else an errno. */
 int ist_source_rewind(ist_source *src);
 

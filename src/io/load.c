@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* stdio's default buffer is a few KB; decoders ask for many small pieces. */
 #define IMGSTAT_FILE_BUFFER (1u << 18)
@@ -33,6 +34,31 @@ size_t ist_source_read(ist_source *src, void *buf, size_t n) {
   if (got < n)
     src->short_read = 1;
   return got;
+}
+
+size_t ist_source_read_at(ist_source *src, uint64_t off, void *buf, size_t n) {
+  if (off >= src->size)
+    return 0;
+  if (n > src->size - off)
+    n = (size_t)(src->size - off);
+  if (!src->file) {
+    memcpy(buf, src->data + off, n);
+    return n;
+  }
+  size_t done = 0;
+  while (done < n) {
+    ssize_t got = pread(fileno(src->file), (char *)buf + done, n - done,
+                        (off_t)(off + done));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      if (got < 0 && !src->read_errno)
+        src->read_errno = errno;
+      break;
+    }
+    done += (size_t)got;
+  }
+  return done;
 }
 
 int ist_source_rewind(ist_source *src) {
