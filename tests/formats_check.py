@@ -105,12 +105,14 @@ for magic, maxval, shape in (("P2", 255, (6, 7)), ("P2", 1000, (5, 4)),
     a = rng.integers(0, (maxval or 1) + 1, shape)
     name = f"{magic}-{maxval}-{shape[0]}.pnm"
     write(name, pnm_plain(magic, a, maxval))
-    expect_stats(name, a.astype(np.uint16 if maxval > 255 else np.uint8),
+    # bitmaps are widened to 8 bits, white 255: the file's 1 (black) is 0
+    ref = (1 - a) * 255 if magic == "P1" else a
+    expect_stats(name, ref.astype(np.uint16 if maxval > 255 else np.uint8),
                  16 if maxval > 255 else 8)
 bits = rng.integers(0, 2, (6, 13))
 rows = b"".join(np.packbits(r).tobytes() for r in bits.astype(np.uint8))
 write("p4.pbm", b"P4\n13 6\n" + rows)
-expect_stats("p4.pbm", bits.astype(np.uint8), 8)
+expect_stats("p4.pbm", ((1 - bits) * 255).astype(np.uint8), 8)
 truncations("p4.pbm", b"P4\n13 6\n" + rows, "Corrupt PNM data", (0.8,))
 plain = pnm_plain("P3", rng.integers(0, 256, (20, 20, 3)), 255)
 truncations("p3.ppm", plain, "Corrupt PNM data")
@@ -118,6 +120,88 @@ write("over.pgm", b"P2 2 2 100 1 2 3 101\n")
 expect_refused("over.pgm", "Corrupt PNM data")
 write("junk.pgm", b"P2 2 2 100 1 2 x 3\n")
 expect_refused("junk.pgm", "Corrupt PNM data")
+
+
+# ---- the Netpbm family (issue 24 items 7-9, issue 20 item 3): headers of
+# any length up to 1 MiB, one rule for samples over maxval, PFM is its
+# header and its data (CRLF line ends too), bitmaps widened to 0/255 -------
+from PIL import Image
+
+
+def pnm_binary(magic, a, maxval, comment=b""):
+    h, w = a.shape[:2]
+    head = magic + b"\n" + comment + b"%d %d\n%d\n" % (w, h, maxval)
+    return head + a.astype(">u2" if maxval > 255 else "u1").tobytes()
+
+
+for magic, shape, maxval in ((b"P5", (9, 11), 255), (b"P6", (7, 5, 3), 255),
+                             (b"P5", (4, 6), 4000), (b"P2", (6, 5), 255)):
+    a = rng.integers(0, maxval + 1, shape)
+    note = b"#" + b"x" * 5000 + b"\n# and a second line\n"
+    if magic == b"P2":
+        data = b"P2\n" + note + pnm_plain("P2", a, maxval).split(b"\n", 1)[1]
+    else:
+        data = pnm_binary(magic, a, maxval, note)
+    name = f"long-comment-{magic.decode()}-{maxval}.pnm"
+    write(name, data)
+    # Pillow reads these too (it rescales maxval, so 8 bits only)
+    ref = np.asarray(Image.open(path(name))) if maxval == 255 else a
+    if not np.array_equal(ref.astype(np.int64), a):
+        fail(f"{name}: Pillow does not read the pixels written")
+    expect_stats(name, a.astype(np.uint16 if maxval > 255 else np.uint8))
+a = rng.integers(0, 256, (3, 4))
+write("comment-1mib.pgm", pnm_binary(b"P5", a, 255, b"#" + b"c" * 1000000 + b"\n"))
+expect_stats("comment-1mib.pgm", a.astype(np.uint8), 8)
+write("comment-2mib.pgm", pnm_binary(b"P5", a, 255, b"#" + b"c" * (2 << 20) + b"\n"))
+expect_refused("comment-2mib.pgm", "header is longer than 1 MiB")
+write("comment-pfm.pfm", b"Pf\n#" + b"c" * 5000 + b"\n2 1\n-1.0\n"
+      + np.array([1.5, -2.5], "<f4").tobytes())
+expect_stats("comment-pfm.pfm", np.array([[1.5, -2.5]], np.float32), 32)
+
+# a sample over maxval: refused naming its pixel, plain or binary, 8 or 16
+# bits (and the same pixels under a larger maxval load)
+for magic, shape, maxval in (("P5", (5, 7), 10), ("P5", (4, 6), 1000),
+                             ("P6", (3, 5, 3), 200), ("P6", (3, 4, 3), 40000),
+                             ("P2", (5, 7), 10), ("P3", (3, 5, 3), 1000)):
+    a = rng.integers(0, maxval + 1, shape)
+    y, x = int(rng.integers(0, shape[0])), int(rng.integers(0, shape[1]))
+    over = maxval + 1 + int(rng.integers(0, 255 if maxval < 255 else 20000))
+    a[y, x] = over if len(shape) == 2 else a[y, x]
+    if len(shape) == 3:
+        a[y, x, int(rng.integers(0, 3))] = over
+    big = 255 if over <= 255 else 65535
+    for m in (maxval, big):
+        data = (pnm_binary(magic.encode(), a, m) if magic in ("P5", "P6")
+                else pnm_plain(magic, a, m))
+        name = f"over-{magic}-{maxval}-{m}.pnm"
+        write(name, data)
+        if m == maxval:
+            expect_refused(name, f"sample {over} of pixel ({x}, {y}) is over "
+                                 f"the maxval {maxval}")
+        else:
+            expect_stats(name, a.astype(np.uint16 if m > 255 else np.uint8))
+
+# PFM: "\r\n" line ends (a file written in text mode) and nothing but the
+# header and the data
+for magic, ch in ((b"Pf", 1), (b"PF", 3)):
+    a = (rng.standard_normal((4, 3, ch)) * 10).astype("<f4")
+    data = magic + b"\r\n3 4\r\n-1.0\r\n" + a[::-1].tobytes()
+    name = f"crlf-{ch}.pfm"
+    write(name, data)
+    expect_stats(name, a if ch == 3 else a[:, :, 0], 32)
+    write(f"long-{ch}.pfm", data + b"\0")
+    expect_refused(f"long-{ch}.pfm", "bytes of data it gives")
+    write(f"short-{ch}.pfm", data[:-1])
+    expect_refused(f"short-{ch}.pfm", "Corrupt PFM data")
+write("issue24.pfm", b"Pf\r\n2 1\r\n-1.0\r\n" + np.array([0.5, 2.0], "<f4").tobytes())
+expect_stats("issue24.pfm", np.array([[0.5, 2.0]], np.float32), 32)
+
+# bitmaps (P1, P4) against Pillow's 8-bit reading of them
+bits = rng.integers(0, 2, (5, 19)).astype(np.uint8)
+write("pil-p4.pbm", b"P4\n19 5\n" + b"".join(np.packbits(r).tobytes() for r in bits))
+write("pil-p1.pbm", pnm_plain("P1", bits, 0))
+for name in ("pil-p4.pbm", "pil-p1.pbm"):
+    expect_stats(name, np.asarray(Image.open(path(name)).convert("L")), 8)
 
 
 # ---- TIFF: PIL (libtiff's writer inside PIL for the compressions) and a
@@ -219,8 +303,8 @@ if "TIFF (libtiff)" in version:
     for comp in (None, "packbits", "group4"):
         name = f"pil-1-{comp}.tif"
         Image.fromarray(bits).save(path(name), compression=comp)
-        # 1-bit samples as stored: PIL's 1 is white, stored as 1 (MinIsBlack)
-        ref = np.asarray(Image.open(path(name))).astype(np.uint8)
+        # 1-bit samples widened to 0/255, as PIL's 8-bit reading of them
+        ref = np.asarray(Image.open(path(name)).convert("L"))
         expect_stats(name, ref, 8)
     pal = Image.fromarray(rgb).convert("P", palette=Image.ADAPTIVE, colors=50)
     pal.save(path("pil-p.tif"), compression="tiff_lzw")
@@ -309,6 +393,146 @@ if "WebP (libwebp)" in version:
     truncations("q.webp", buf.getvalue(), "Corrupt WebP data")
 else:
     print("skipped: WebP (this imgstat has no libwebp)")
+
+
+# ---- TIFF and WebP (issue 20 items 3 and 8, issue 24 items 5 and 6):
+# samples of fewer than 8 bits widened to 0..255 (MinIsWhite inverted) as
+# Pillow reads them; strip arrays that are not the data refused; planar
+# YCbCr refused by name; memory that follows the image, not the file -----
+def peak_kib(*args):
+    """imgstat's exit status and peak resident memory (KiB) running args."""
+    code = ("import resource, subprocess, sys\n"
+            "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+            "print(r.returncode, resource.getrusage("
+            "resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, IMGSTAT, *args],
+                       capture_output=True, text=True)
+    rc, kib = r.stdout.split()
+    return int(rc), int(kib)
+
+
+def padded(name, data, size=1 << 30):
+    """data, then a hole up to size bytes (a sparse file: no disk used)."""
+    write(name, data)
+    with open(path(name), "r+b") as f:
+        f.truncate(size)
+
+
+def tiff_patch(data, tag, value):
+    """The one-page little-endian TIFF data with tag's (short or long) value
+    replaced."""
+    d = bytearray(data)
+    ifd = struct.unpack("<I", d[4:8])[0]
+    for k in range(struct.unpack("<H", d[ifd:ifd + 2])[0]):
+        at = ifd + 2 + 12 * k
+        t, typ = struct.unpack("<HH", d[at:at + 4])
+        if t == tag:
+            d[at + 8:at + 12] = struct.pack("<I" if typ == 4 else "<Hxx", value)
+    return bytes(d)
+
+
+if "TIFF (libtiff)" in version:
+    import ctypes
+    import ctypes.util
+    lt = ctypes.CDLL(ctypes.util.find_library("tiff") or "libtiff.so.6")
+    lt.TIFFOpen.restype = ctypes.c_void_p
+    lt.TIFFOpen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+
+    def libtiff_write(name, fields, strips):
+        """A TIFF written by libtiff itself: fields (tag, value...) and the
+        strips' raw bytes, encoded by the file's compression; a value that
+        is a ctypes array goes as a pointer (ExtraSamples)."""
+        t = ctypes.c_void_p(lt.TIFFOpen(path(name).encode(), b"w"))
+        for tag, *vals in fields:
+            lt.TIFFSetField(t, ctypes.c_uint(tag), *[
+                v if isinstance(v, ctypes.Array) else ctypes.c_int(v)
+                for v in vals])
+        for i, raw in enumerate(strips):
+            lt.TIFFWriteEncodedStrip(t, ctypes.c_uint(i), raw, len(raw))
+        lt.TIFFClose(t)
+
+    def packed(a, bits):
+        """Rows of a (H, W) array of bits-wide samples, packed MSB first."""
+        u = np.unpackbits(a.astype(np.uint8)[:, :, None], axis=2)[:, :, 8 - bits:]
+        return b"".join(np.packbits(r.reshape(-1)).tobytes() for r in u)
+
+    for bits in (1, 2, 4, 8, 16):
+        for photometric in (0, 1):  # MinIsWhite, MinIsBlack
+            a = rng.integers(0, 1 << bits, (7, 13))
+            name = f"gray{bits}-{'white' if photometric == 0 else 'black'}.tif"
+            raw = (packed(a, bits) if bits < 8 else
+                   a.astype("<u2" if bits == 16 else "u1").tobytes())
+            libtiff_write(name, [(256, 13), (257, 7), (258, bits), (277, 1),
+                                 (262, photometric), (278, 7)], [raw])
+            top = 255 if bits <= 8 else 65535
+            ref = a * (top // ((1 << bits) - 1)) if bits < 8 else a
+            ref = (top - ref if photometric == 0 else ref).astype(
+                np.uint16 if bits == 16 else np.uint8)
+            if bits <= 8:  # Pillow reads these as 8-bit gray
+                pil = np.asarray(Image.open(path(name)).convert("L"))
+                if not np.array_equal(pil, ref):
+                    fail(f"{name}: Pillow reads other pixels than numpy's rule")
+            expect_stats(name, ref, 16 if bits == 16 else 8)
+    # gray + alpha, MinIsWhite: the alpha is not inverted
+    a = rng.integers(0, 16, (5, 6, 2))
+    flat = a.reshape(5, -1)
+    libtiff_write("gray4a-white.tif",
+                  [(256, 6), (257, 5), (258, 4), (277, 2), (262, 0),
+                   (338, 1, (ctypes.c_uint16 * 1)(2)), (278, 5)],
+                  [packed(flat, 4)])
+    expect_stats("gray4a-white.tif",
+                 np.dstack([255 - a[:, :, 0] * 17, a[:, :, 1] * 17]).astype(np.uint8), 8)
+
+    # strip arrays that RowsPerStrip (or a missing byte count) contradicts
+    planar = tiff_write(rng.integers(0, 256, (12, 10, 3)).astype(np.uint8),
+                        planar=True)
+    write("rps-1.tif", tiff_patch(planar, 278, 1))  # libtiff: tag ignored
+    expect_refused("rps-1.tif", 'incorrect count for "StripOffsets"')
+    write("rps-4.tif", tiff_patch(planar, 278, 4))  # strips of 3 rows read as 4
+    expect_refused("rps-4.tif", "strip 0 holds 30 bytes where its pixels take 40")
+    zplanar = tiff_write(rng.integers(0, 256, (12, 10, 3)).astype(np.uint8),
+                         planar=True, deflate=True)
+    write("rps-4-zip.tif", tiff_patch(zplanar, 278, 4))
+    expect_refused("rps-4-zip.tif", "Corrupt TIFF data")
+    write("no-counts.tif", tiff_patch(planar, 279, 0).replace(
+        struct.pack("<HHI", 279, 4, 12), struct.pack("<HHI", 999, 4, 12)))
+    expect_refused("no-counts.tif", "StripByteCounts")
+
+    # YCbCr in separate planes, JPEG-compressed: refused by name (the
+    # contiguous case is read, pil-RGB-jpeg.tif above)
+    ycc = [rng.integers(0, 256, (16, 16)).astype(np.uint8).tobytes()
+           for _ in range(3)]
+    libtiff_write("ycbcr-planar.tif",
+                  [(256, 16), (257, 16), (258, 8), (277, 3), (262, 6),
+                   (284, 2), (259, 7), (530, 1, 1), (278, 16)], ycc)
+    rc, _, err = run("--json", path("ycbcr-planar.tif"))
+    (ok if rc != 0 and "YCbCr in separate planes (PlanarConfiguration 2)"
+     in err else fail)(
+        f"planar YCbCr JPEG TIFF refused by name: exit {rc}, {err.strip()}")
+
+    # memory: a 3x2 first page in a file of 1 GiB (a hole) is read with
+    # --max-memory 16M and without holding the file
+    padded("big.tif", tiff_write(np.arange(6, dtype=np.uint8).reshape(2, 3)))
+    rc, kib = peak_kib("--max-memory", "16M", path("big.tif"))
+    (ok if rc == 0 and kib < 200 * 1024 else fail)(
+        f"3x2 TIFF in a 1 GiB file, --max-memory 16M: exit {rc}, peak {kib} KiB")
+    os.remove(path("big.tif"))
+
+if "WebP (libwebp)" in version:
+    buf = io.BytesIO()
+    small = rng.integers(0, 256, (2, 3, 3)).astype(np.uint8)
+    Image.fromarray(small).save(buf, "WEBP", lossless=True)
+    # the RIFF says 1 GiB: ICCP/EXIF-like junk chunks fill it (a hole)
+    body = buf.getvalue()
+    junk = (1 << 30) - len(body) - 8
+    data = (b"RIFF" + struct.pack("<I", (1 << 30) - 8) + body[8:]
+            + b"EXIF" + struct.pack("<I", junk))
+    padded("big.webp", data)
+    expect_stats("big.webp", small, 8, extra=("--max-memory", "16M"))
+    rc, kib = peak_kib("--max-memory", "16M", path("big.webp"))
+    (ok if rc == 0 and kib < 200 * 1024 else fail)(
+        f"3x2 WebP in a 1 GiB file, --max-memory 16M: exit {rc}, peak {kib} KiB")
+    os.remove(path("big.webp"))
 
 
 # ---- FITS: headers and big-endian data written here (astropy's writer is

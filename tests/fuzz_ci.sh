@@ -33,7 +33,8 @@ shift 2
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
   targets=(fuzz_load fuzz_pipeline fuzz_png fuzz_jpeg fuzz_bmp fuzz_gif
-    fuzz_psd fuzz_hdr fuzz_pnm fuzz_tga fuzz_tiff fuzz_fits fuzz_npy)
+    fuzz_psd fuzz_hdr fuzz_pnm fuzz_tga fuzz_tiff fuzz_fits fuzz_npy fuzz_pfm
+    fuzz_webp)
 fi
 for t in "${targets[@]}"; do
   if [ ! -x "$build/tests/$t" ]; then

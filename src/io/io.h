@@ -30,6 +30,12 @@ typedef struct ist_source {
 /* Reads up to n bytes; returns how many were read (fewer at the end). */
 size_t ist_source_read(ist_source *src, void *buf, size_t n);
 
+/* Reads up to n bytes from byte offset off (a file with pread, memory in
+ * place) without moving src->pos, for decoders whose library reads where it
+ * likes (libtiff, the WebP chunks); returns how many were read: fewer at
+ * the end of the input or after a read error (src->read_errno says). */
+size_t ist_source_read_at(ist_source *src, uint64_t off, void *buf, size_t n);
+
 /* Goes back to the first byte; returns 0 on success, else an errno. */
 int ist_source_rewind(ist_source *src);
 
@@ -48,7 +54,7 @@ typedef enum ist_kind {
   IMGSTAT_KIND_GIF,
   IMGSTAT_KIND_PSD,
   IMGSTAT_KIND_HDR,
-  IMGSTAT_KIND_PNM, /* binary P5/P6 (stb_image), ASCII P1-P3 and P4 (pnm.c) */
+  IMGSTAT_KIND_PNM, /* P1-P6 (pnm.c) */
   IMGSTAT_KIND_TIFF,
   IMGSTAT_KIND_WEBP,
   IMGSTAT_KIND_FITS,
@@ -220,12 +226,24 @@ imgstat_status ist_f32_refuse(imgstat_error *err, const char *format,
                               const char *type, double v, uint32_t x,
                               uint32_t y);
 
-/* The next number of a PNM header at h[*i] (n bytes in all), past
- * whitespace and '#' comments: 1 and *i past its digits, or 0 when there
- * is none or it is over INT_MAX (src/io/stb.c, which the P5/P6 pre-check
- * and pnm.c's plain formats share). */
-int ist_pnm_next_number(const unsigned char *h, size_t n, size_t *i,
-                        uint32_t *value);
+/* The header of a Netpbm-family file: PNM (P1-P6) or PFM (src/io/netpbm.c,
+ * the family's one tokenizer). */
+#define IST_NETPBM_HEADER_MAX ((size_t)1 << 20) /* bytes, comments included */
+typedef struct ist_netpbm_header {
+  char type;                      /* the byte after 'P': '1'..'6', 'F', 'f' */
+  uint32_t width, height, maxval; /* maxval: 1 for P1/P4, unset for PFM */
+  char scale[64];                 /* PFM: the scale field's text */
+  size_t data_offset; /* the byte after the one that ends the header */
+  int crlf; /* the header ends in "\r\n" (a PFM written in text mode) */
+} ist_netpbm_header;
+
+/* Reads src's header from its first byte: "P", the type, width, height and
+ * (but for P1/P4) maxval or scale, whitespace and '#' comments between
+ * them, up to IST_NETPBM_HEADER_MAX bytes. Numbers must be decimal and at
+ * most INT32_MAX; their ranges are the caller's to check. Refusals are
+ * "Corrupt FORMAT data: ...". */
+imgstat_status ist_netpbm_header_read(ist_source *src, const char *format,
+                                      ist_netpbm_header *h, imgstat_error *err);
 
 /* Whether the host stores integers little-endian. */
 int ist_host_is_little_endian(void);

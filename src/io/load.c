@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* stdio's default buffer is a few KB; decoders ask for many small pieces. */
 #define IMGSTAT_FILE_BUFFER (1u << 18)
@@ -33,6 +34,31 @@ size_t ist_source_read(ist_source *src, void *buf, size_t n) {
   if (got < n)
     src->short_read = 1;
   return got;
+}
+
+size_t ist_source_read_at(ist_source *src, uint64_t off, void *buf, size_t n) {
+  if (off >= src->size)
+    return 0;
+  if (n > src->size - off)
+    n = (size_t)(src->size - off);
+  if (!src->file) {
+    memcpy(buf, src->data + off, n);
+    return n;
+  }
+  size_t done = 0;
+  while (done < n) {
+    ssize_t got = pread(fileno(src->file), (char *)buf + done, n - done,
+                        (off_t)(off + done));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      if (got < 0 && !src->read_errno)
+        src->read_errno = errno;
+      break;
+    }
+    done += (size_t)got;
+  }
+  return done;
 }
 
 int ist_source_rewind(ist_source *src) {
@@ -107,14 +133,10 @@ static int sniff_hdr(const unsigned char *h, size_t n) {
          (n >= 6 && memcmp(h, "#?RGBE", 6) == 0);
 }
 
-static int sniff_pnm(const unsigned char *h, size_t n) {
-  return n >= 2 && h[0] == 'P' && (h[1] == '5' || h[1] == '6');
-}
-
-/* P1 to P4 and a separator (or a comment: the next token), so that a text
+/* P1 to P6 and a separator (or a comment: the next token), so that a text
  * file starting "P1" and a word is not taken for one. */
-static int sniff_pnm_plain(const unsigned char *h, size_t n) {
-  return n >= 3 && h[0] == 'P' && h[1] >= '1' && h[1] <= '4' &&
+static int sniff_pnm(const unsigned char *h, size_t n) {
+  return n >= 3 && h[0] == 'P' && h[1] >= '1' && h[1] <= '6' &&
          (ist_is_space(h[2]) || h[2] == '#');
 }
 
@@ -195,10 +217,8 @@ static const ist_format formats[] = {
     {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, STB_ROW},
     {IMGSTAT_KIND_HDR, "imgstat", "hdr", sniff_hdr, ist_hdr_open, ist_hdr_read,
      ist_hdr_close},
-    /* stb_image reads P5 and P6 (no .pam); pnm.c the plain P1-P3 and P4 */
-    {IMGSTAT_KIND_PNM, "stb_image", "pgm ppm pnm", sniff_pnm, STB_ROW},
-    {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm_plain,
-     ist_pnm_open, ist_pnm_read, ist_pnm_close},
+    {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm, ist_pnm_open,
+     ist_pnm_read, ist_pnm_close},
 #ifdef IMGSTAT_HAVE_TIFF
     {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff, ist_tiff_open,
      ist_tiff_read, ist_tiff_close},
@@ -254,7 +274,7 @@ static void formats_describe(void) {
     const ist_format *f = &formats[i];
     if (!f->library)
       continue;
-    /* one entry per format: the PNM rows of stb and ours together */
+    /* one entry per format */
     int seen = 0;
     for (size_t j = 0; j < i; j++)
       seen |= formats[j].kind == f->kind && formats[j].library;
@@ -263,8 +283,6 @@ static void formats_describe(void) {
     if (seen)
       continue;
     const char *lib = f->library;
-    if (f->kind == IMGSTAT_KIND_PNM)
-      lib = "P5/P6 stb_image, P1-P4 imgstat";
     int n = snprintf(text + at, sizeof formats_text - at, "%s%s (%s)",
                      at ? ", " : "", name, lib);
     if (n < 0 || (size_t)n >= sizeof formats_text - at)

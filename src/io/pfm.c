@@ -1,7 +1,9 @@
 /*
  * PFM (portable float map): "PF" (RGB) or "Pf" (gray), the width and the
  * height, a scale whose sign gives the byte order (negative: little-endian),
- * one whitespace byte, then 32-bit floats, rows from the bottom up.
+ * one whitespace byte (or "\r\n": files written in text mode), then 32-bit
+ * floats, rows from the bottom up, and nothing after them. The header is
+ * the Netpbm family's (src/io/netpbm.c).
  *
  * Samples are the stored floats: the scale's magnitude is not applied
  * (values raw, as everywhere; imgstat writes 1.0). Rows are turned the right
@@ -32,33 +34,22 @@ imgstat_status ist_pfm_open(imgstat_decoder *d, imgstat_error *err) {
   if (!ps)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   d->state = ps;
-  unsigned char h[1024];
-  size_t n;
-  imgstat_status s = ist_source_head(src, h, sizeof h, &n, err);
+  ist_netpbm_header h;
+  imgstat_status s = ist_netpbm_header_read(src, "PFM", &h, err);
   if (s != IMGSTAT_OK)
     return s;
-  ps->channels = h[1] == 'F' ? 3 : 1;
-  size_t i = 2;
-  if (!ist_pnm_next_number(h, n, &i, &ps->width) ||
-      !ist_pnm_next_number(h, n, &i, &ps->height))
-    return ist_corrupt(err, "PFM", "header is malformed or truncated");
-  while (i < n && ist_is_space(h[i]))
-    i++;
-  /* The scale: a decimal number, up to the one whitespace byte before the
-   * data. */
-  char num[64];
-  size_t k = 0;
-  while (i < n && !ist_is_space(h[i]) && k + 1 < sizeof num)
-    num[k++] = (char)h[i++];
-  num[k] = '\0';
+  if (h.type != 'F' && h.type != 'f')
+    return ist_corrupt(err, "PFM", "no PFM signature");
+  ps->channels = h.type == 'F' ? 3 : 1;
+  ps->width = h.width;
+  ps->height = h.height;
   char *end = NULL;
-  double scale = k ? strtod(num, &end) : 0;
-  if (!k || *end || i >= n || !ist_is_space(h[i]))
-    return ist_corrupt(err, "PFM", "header is malformed or truncated");
-  if (scale == 0 || !isfinite(scale))
-    return ist_corrupt(err, "PFM", "scale %s is not a non-zero number", num);
+  double scale = strtod(h.scale, &end);
+  if (*end || scale == 0 || !isfinite(scale))
+    return ist_corrupt(err, "PFM", "scale %s is not a non-zero number",
+                       h.scale);
   ps->swap = (scale < 0) != ist_host_is_little_endian();
-  ps->data_offset = i + 1;
+  ps->data_offset = h.data_offset;
   if (ps->width == 0 || ps->height == 0)
     return ist_corrupt(err, "PFM", "image is %" PRIu32 "x%" PRIu32, ps->width,
                        ps->height);
@@ -70,6 +61,19 @@ imgstat_status ist_pfm_open(imgstat_decoder *d, imgstat_error *err) {
       "PFM", err);
   if (s != IMGSTAT_OK)
     return s;
+  /* The file is the header and the data, nothing else. A header ended by
+   * "\r\n" was written in text mode: both bytes end it (a file whose
+   * header ends in a lone '\r' and whose data starts with byte 0x0a is
+   * taken for one, and is then a byte short). */
+  uint64_t data = plane * (uint64_t)ps->channels;
+  if (h.crlf)
+    ps->data_offset++;
+  if (src->size < ps->data_offset || src->size - ps->data_offset != data)
+    return ist_corrupt(err, "PFM",
+                       "file is %zu bytes, where its %zu-byte header and "
+                       "the %" PRIu64 " bytes of data it gives make %" PRIu64,
+                       src->size, ps->data_offset, data,
+                       (uint64_t)ps->data_offset + data);
   d->header.width = ps->width;
   d->header.height = ps->height;
   d->header.channels = ps->channels;

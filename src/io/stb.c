@@ -1,23 +1,12 @@
 /*
  * Everything but PNG (and JPEG when TurboJPEG is built in) through stb_image:
- * BMP, TGA, PSD and PNM (P5/P6). GIF is giflib's (gif.c), Radiance HDR our
- * own (hdr.c).
+ * BMP, TGA and PSD. GIF is giflib's (gif.c), Radiance HDR our own (hdr.c),
+ * PNM our own (pnm.c).
  *
  * stb_image decodes to one interleaved buffer that we split into planes, so
  * peak memory is about twice the decoded pixels. It reads through our
  * callbacks, which stream a file (no whole-file copy) and tell a truncated
  * input from a complete one.
- *
- * What stb_image (v2.27, Debian 12) does with PNM, checked in its source:
- *  - maxval 1..255 gives 8-bit samples, maxval 256..65535 gives 16-bit ones;
- *    values are NOT rescaled to the full range (a maxval-1000 file reads
- *    0..1000), which is what "values are raw samples" asks for;
- *  - 16-bit samples are left in the file's big-endian byte order (stb PR
- *    #1710 would change that), so we test what this stb does once per load
- *    and swap when needed;
- *  - a short file is not detected (the unread tail is uninitialised memory)
- *    and header numbers can overflow an int: we parse the header ourselves
- *    first and refuse both.
  *
  * Before stb allocates anything, our own reading of each header (below,
  * "what a header asks for") gives ist_decode_check the memory decoding
@@ -49,6 +38,7 @@
 #define STBI_NO_PIC
 #define STBI_NO_GIF
 #define STBI_NO_HDR
+#define STBI_NO_PNM /* ours: src/io/pnm.c */
 #define STBI_FAILURE_USERMSG
 #define STBI_ASSERT(x) ((void)0)
 #define STBI_MALLOC(sz) calloc(1, sz)
@@ -123,8 +113,6 @@ static const char *kind_format(ist_kind kind) {
     return "BMP";
   case IMGSTAT_KIND_PSD:
     return "PSD";
-  case IMGSTAT_KIND_PNM:
-    return "PNM";
   default:
     return "TGA"; /* the only format stb takes without a signature */
   }
@@ -147,79 +135,6 @@ static imgstat_status rewind_or_fail(ist_source *src, imgstat_error *err) {
   int e = ist_source_rewind(src);
   return e ? imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e))
            : IMGSTAT_OK;
-}
-
-/* ---- PNM header ---------------------------------------------------------- */
-
-typedef struct pnm_header {
-  uint32_t width, height, maxval;
-  int channels;
-  size_t data_offset; /* the first sample byte */
-} pnm_header;
-
-/* Same grammar as stb's reader: "P5"/"P6", then width, height and maxval,
- * separated by whitespace and '#' comments, then one whitespace byte. */
-int ist_pnm_next_number(const unsigned char *h, size_t n, size_t *i,
-                        uint32_t *value) {
-  for (;;) {
-    while (*i < n && strchr(" \t\n\v\f\r", h[*i]) && h[*i])
-      (*i)++;
-    if (*i < n && h[*i] == '#') {
-      while (*i < n && h[*i] != '\n' && h[*i] != '\r')
-        (*i)++;
-      continue;
-    }
-    break;
-  }
-  uint64_t v = 0;
-  size_t digits = 0;
-  while (*i < n && h[*i] >= '0' && h[*i] <= '9') {
-    v = v * 10 + (uint64_t)(h[*i] - '0');
-    if (v > INT_MAX)
-      return 0;
-    (*i)++;
-    digits++;
-  }
-  *value = (uint32_t)v;
-  return digits > 0;
-}
-
-static imgstat_status pnm_read_header(ist_source *src, pnm_header *ph,
-                                      imgstat_error *err) {
-  unsigned char h[4096];
-  size_t n = ist_source_read(src, h, sizeof h);
-  if (src->read_errno)
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
-                             strerror(src->read_errno));
-  imgstat_status s = rewind_or_fail(src, err);
-  if (s != IMGSTAT_OK)
-    return s;
-  size_t i = 2;
-  if (!ist_pnm_next_number(h, n, &i, &ph->width) ||
-      !ist_pnm_next_number(h, n, &i, &ph->height) ||
-      !ist_pnm_next_number(h, n, &i, &ph->maxval) || i >= n)
-    return ist_corrupt(err, "PNM", "header is malformed or truncated");
-  ph->data_offset = i + 1;
-  ph->channels = h[1] == '6' ? 3 : 1;
-  if (ph->width == 0 || ph->height == 0)
-    return ist_corrupt(err, "PNM", "image is %" PRIu32 "x%" PRIu32, ph->width,
-                       ph->height);
-  if (ph->maxval == 0 || ph->maxval > 65535)
-    return ist_corrupt(err, "PNM", "maxval %" PRIu32 " is not in 1..65535",
-                       ph->maxval);
-  return IMGSTAT_OK;
-}
-
-/* Whether this stb_image hands back 16-bit PNM samples in file (big-endian)
- * order rather than native order: decode a 1x1 sample 0x1234 and look. */
-static int stb_pnm16_needs_swap(void) {
-  static const unsigned char probe[] = "P5 1 1 65535\n\x12\x34";
-  int w, h, comp;
-  stbi_us *v =
-      stbi_load_16_from_memory(probe, (int)sizeof probe - 1, &w, &h, &comp, 0);
-  int swap = v && v[0] != 0x1234;
-  stbi_image_free(v);
-  return swap;
 }
 
 /* ---- reading ahead of stb ------------------------------------------------ */
@@ -740,7 +655,6 @@ done:
 /* What one input's decode needs between open and read. */
 typedef struct stb_state {
   ist_kind kind;
-  pnm_header pnm;
   psd_layout psd;
   bmp_info bmp;
   stb_reader reader;
@@ -789,13 +703,6 @@ static imgstat_status stb_load(ist_source *src, stb_state *ss,
                              "not the %dx%d of %d its header gives",
                              w, h, comp, ss->w, ss->h, ss->comp);
   }
-  size_t count = (size_t)w * (size_t)h;
-  if (ss->kind == IMGSTAT_KIND_PNM && ss->sample == IMGSTAT_U16 &&
-      stb_pnm16_needs_swap()) {
-    uint16_t *v = pixels;
-    for (size_t i = 0; i < count * (size_t)comp; i++)
-      v[i] = (uint16_t)(v[i] >> 8 | v[i] << 8);
-  }
   ss->pixels = pixels;
   return IMGSTAT_OK;
 }
@@ -820,12 +727,6 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   int jpeg = kind == IMGSTAT_KIND_JPEG ||
              (kind == IMGSTAT_KIND_UNKNOWN && stb_sees_jpeg(src));
   int tga = kind == IMGSTAT_KIND_UNKNOWN && !jpeg; /* no signature */
-  pnm_header *pnm = &ss->pnm;
-  if (kind == IMGSTAT_KIND_PNM) {
-    s = pnm_read_header(src, pnm, err);
-    if (s != IMGSTAT_OK)
-      return s;
-  }
   if (jpeg) {
     const char *problem = jpeg_tables_problem(src);
     if (problem)
@@ -851,8 +752,7 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     return ist_corrupt(err, kind_format(kind), "image is %dx%d", w, h);
   if ((s = rewind_or_fail(src, err)) != IMGSTAT_OK)
     return s;
-  int is_16 = (kind == IMGSTAT_KIND_PNM && pnm->maxval > 255) ||
-              (kind == IMGSTAT_KIND_PSD && psd->depth == 16);
+  int is_16 = kind == IMGSTAT_KIND_PSD && psd->depth == 16;
   ss->sample = is_16 ? IMGSTAT_U16 : IMGSTAT_U8;
 
   /* The channels the image gets (see above). */
@@ -875,9 +775,6 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
   } else if (kind == IMGSTAT_KIND_PSD) { /* RGBA; RGB(A) planes */
     peak = stb_peak(4 * one, 0, own);
     min_input = psd_min_input(psd, (uint64_t)w, (uint64_t)h);
-  } else if (kind == IMGSTAT_KIND_PNM) {
-    peak = stb_peak((uint64_t)comp * one, 0, own);
-    min_input = pnm->data_offset + (uint64_t)comp * one;
   } else if (tga) { /* and a palette while stb decodes */
     tga_layout tl;
     tga_scan(src, &tl);
@@ -956,7 +853,7 @@ void ist_stb_close(imgstat_decoder *d) {
 
 /* What ist_stb_open does with such an input before stb's own
  * stbi_info, which tries every format it has: stb_sees_jpeg looks at the
- * first 256 bytes; GIF, BMP, PSD, PNM and HDR need the signatures that
+ * first 256 bytes; GIF, BMP, PSD and HDR need the signatures that
  * ist_kind_sniff knows (PNG and PIC are compiled out); what is left is
  * TGA, whose stbi__tga_info reads the 18-byte header and nothing else. */
 int ist_stb_may_take_unknown(const unsigned char *head, size_t n) {

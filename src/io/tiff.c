@@ -1,5 +1,5 @@
 /*
- * TIFF through libtiff (4.5, Debian 12), from the file held in memory: the
+ * TIFF through libtiff (4.5, Debian 12): the
  * page (directory) --page names, the first by default; the header says how
  * many there are.
  *
@@ -7,8 +7,11 @@
  * tiles, contiguous and planar, every compression libtiff has: none, LZW,
  * deflate, PackBits, JPEG, ...), never through TIFFRGBAImage, which would
  * make them 8-bit:
- *  - unsigned 1/2/4/8 bits: 8-bit samples as stored (a bitmap is 0/1; a
- *    MinIsWhite image is not inverted); unsigned 16 bits: 16-bit;
+ *  - unsigned 1/2/4 bits: widened to 8 bits by bit replication (v * 255,
+ *    85 or 17: 0..255), as every format's samples of fewer than 8 bits;
+ *    unsigned 8 bits: 8-bit; unsigned 16 bits: 16-bit; MinIsWhite gray is
+ *    inverted (white is 255, 65535), so a picture reads the same in any
+ *    container;
  *  - 32-bit float: float; signed 8/16-bit: floats (exact); signed and
  *    unsigned 32-bit integers and 64-bit floats: floats when every value is
  *    exactly one, else refused;
@@ -16,7 +19,12 @@
  *    v * 256 (the two ways 8-bit maps are stored: libtiff's tools, PIL) or
  *    every entry is under 256 (as stored), else the 16-bit entries;
  *  - gray (+ one extra sample: alpha), RGB (+ alpha); YCbCr only when JPEG
- *    compressed (libtiff then gives RGB); CMYK, Lab and others refused.
+ *    compressed with its samples together (libjpeg then gives RGB; planar
+ *    YCbCr is refused); CMYK, Lab and others refused.
+ * The file is read where libtiff asks (client procedures over the source),
+ * never copied whole. Warnings that say the strip or tile arrays are not
+ * the data refuse the file (on_warning), as does an uncompressed strip or
+ * tile whose byte count is too small for its pixels.
  * Errors and warnings go to our handlers, never to stderr.
  */
 #include "image_rows.h"
@@ -34,33 +42,34 @@
 #include <tiffio.h>
 
 typedef struct tiff_state {
-  const unsigned char *data; /* the whole file */
-  int owned;
-  size_t size;
+  ist_source *src; /* read where libtiff asks: never copied whole */
   toff_t pos;
   TIFF *tif;
   char message[IMGSTAT_ERROR_MAX];
+  char damage[IMGSTAT_ERROR_MAX]; /* a warning that refuses the file */
   /* the page's layout */
   uint32_t width, height;
-  uint16_t bps, spp, format, photometric, planar;
+  uint16_t bps, spp, format, photometric, planar, compression;
   int tiled;
   uint32_t tile_w, tile_h, rows_per_strip;
   int palette8;          /* palette: 8-bit entries: 1 as stored, 256: e >> 8 */
   uint16_t *map[3];      /* palette: libtiff's colour map */
   const char *type_name; /* of samples made floats, for a refusal */
+  unsigned widen;        /* 1/2/4-bit: 255, 85, 17 (bit replication); else 1 */
+  unsigned invert;       /* MinIsWhite unsigned: 255 or 65535 (white), else 0 */
   unsigned char *chunk;  /* one strip or tile */
 } tiff_state;
 
-/* ---- memory input --------------------------------------------------------
- */
+/* ---- input: libtiff's client procedures over the source ------------------
+ * A file is read with pread where libtiff asks (its directories, then one
+ * strip or tile at a time), memory input (a pipe's bounded copy) is read in
+ * place: what decoding holds follows the image, not the file's size. */
 
 static tmsize_t on_read(thandle_t h, void *buf, tmsize_t n) {
   tiff_state *ts = h;
-  if (n < 0 || ts->pos >= ts->size)
+  if (n <= 0)
     return 0;
-  size_t left = ts->size - (size_t)ts->pos;
-  size_t k = (size_t)n < left ? (size_t)n : left;
-  memcpy(buf, ts->data + ts->pos, k);
+  size_t k = ist_source_read_at(ts->src, ts->pos, buf, (size_t)n);
   ts->pos += k;
   return (tmsize_t)k;
 }
@@ -75,7 +84,7 @@ static tmsize_t on_write(thandle_t h, void *buf, tmsize_t n) {
 static toff_t on_seek(thandle_t h, toff_t off, int whence) {
   tiff_state *ts = h;
   toff_t base = whence == SEEK_CUR   ? ts->pos
-                : whence == SEEK_END ? ts->size
+                : whence == SEEK_END ? ts->src->size
                                      : 0;
   if (off > UINT64_MAX - base)
     return (toff_t)-1;
@@ -88,7 +97,7 @@ static int on_close(thandle_t h) {
   return 0;
 }
 
-static toff_t on_size(thandle_t h) { return ((tiff_state *)h)->size; }
+static toff_t on_size(thandle_t h) { return ((tiff_state *)h)->src->size; }
 
 static int on_map(thandle_t h, void **base, toff_t *size) {
   (void)h;
@@ -114,14 +123,31 @@ static int on_error(TIFF *tif, void *user, const char *module, const char *fmt,
   return 1;
 }
 
+/* libtiff's warnings are dropped (the library never prints), but for those
+ * that say the strip or tile arrays do not describe the data: libtiff then
+ * ignores an array or re-estimates the byte counts from the image size and
+ * reads bytes that are not the image's. The first of those refuses the
+ * file, in libtiff's words. */
+static int warning_means_damage(const char *text) {
+  static const char *const words[] = {"StripOffsets", "StripByteCounts",
+                                      "TileOffsets", "TileByteCounts",
+                                      "calculating from imagelength"};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (strstr(text, words[i]))
+      return 1;
+  return 0;
+}
+
 static int on_warning(TIFF *tif, void *user, const char *module,
                       const char *fmt, va_list ap) {
   (void)tif;
-  (void)user;
   (void)module;
-  (void)fmt;
-  (void)ap;
-  return 1; /* dropped: the library never prints */
+  tiff_state *ts = user;
+  char text[IMGSTAT_ERROR_MAX];
+  vsnprintf(text, sizeof text, fmt, ap);
+  if (!ts->damage[0] && warning_means_damage(text))
+    snprintf(ts->damage, sizeof ts->damage, "%s", text);
+  return 1;
 }
 
 static imgstat_status tiff_failure(tiff_state *ts, const char *what,
@@ -148,6 +174,7 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
   TIFF *tif = ts->tif;
   uint16_t compression = COMPRESSION_NONE;
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &ts->bps);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &ts->compression);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &ts->spp);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &ts->format);
   TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &ts->planar);
@@ -188,6 +215,12 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
     if (compression != COMPRESSION_JPEG)
       return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
                                "TIFF YCbCr is supported only JPEG-compressed");
+    /* libjpeg converts to RGB only pixels whose samples are together */
+    if (ts->planar == PLANARCONFIG_SEPARATE)
+      return imgstat_error_set(
+          err, IMGSTAT_ERR_UNSUPPORTED,
+          "TIFF YCbCr in separate planes (PlanarConfiguration 2) is not "
+          "supported");
     /* libjpeg makes it RGB: 3 samples of 8 bits */
     if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB) ||
         ts->spp != 3 || b != 8)
@@ -217,14 +250,19 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
     *sample = ts->palette8 ? IMGSTAT_U8 : IMGSTAT_U16;
   } else if (f == SAMPLEFORMAT_UINT && b <= 8) {
     *sample = IMGSTAT_U8;
+    ts->widen = 255u / ((1u << b) - 1);
   } else if (f == SAMPLEFORMAT_UINT && b == 16) {
     *sample = IMGSTAT_U16;
+    ts->widen = 1;
   } else {
     *sample = IMGSTAT_F32;
     ts->type_name = f == SAMPLEFORMAT_IEEEFP ? (b == 32 ? "float32" : "float64")
                     : f == SAMPLEFORMAT_INT  ? (b == 32 ? "int32" : "int")
                                              : "uint32";
   }
+  if (ts->photometric == PHOTOMETRIC_MINISWHITE && f == SAMPLEFORMAT_UINT &&
+      b <= 16)
+    ts->invert = b <= 8 ? 255 : 65535;
   ts->tiled = TIFFIsTiled(tif);
   if (ts->tiled) {
     TIFFGetField(tif, TIFFTAG_TILEWIDTH, &ts->tile_w);
@@ -270,10 +308,8 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   if (!ts)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   d->state = ts;
-  imgstat_status s = ist_source_slurp(src, &ts->data, &ts->owned, err);
-  if (s != IMGSTAT_OK)
-    return s;
-  ts->size = src->size;
+  ts->src = src;
+  imgstat_status s;
   TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
   if (!opts)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -284,7 +320,7 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
                                                     (uint64_t)INT64_MAX / 2
                                                 ? (tmsize_t)(INT64_MAX / 2)
                                                 : (tmsize_t)d->lim.max_memory);
-  /* "m": no memory mapping (our procs hold the bytes) */
+  /* "m": no memory mapping (our procs read the bytes) */
   ts->tif = TIFFClientOpenExt("input", "rm", ts, on_read, on_write, on_seek,
                               on_close, on_size, on_map, on_unmap, opts);
   TIFFOpenOptionsFree(opts);
@@ -297,8 +333,12 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "--page %" PRIu32 ": the TIFF file has %u page%s",
                              d->page, (unsigned)pages, pages == 1 ? "" : "s");
+  if (d->page > 1) /* the first page's warnings are not this page's */
+    ts->damage[0] = '\0';
   if (!TIFFSetDirectory(ts->tif, (tdir_t)(d->page - 1)))
     return tiff_failure(ts, "cannot read the page's directory", err);
+  if (ts->damage[0])
+    return ist_corrupt(err, "TIFF", "%s", ts->damage);
   int channels = 0;
   imgstat_sample sample = IMGSTAT_U8;
   if ((s = tiff_layout(ts, &channels, &sample, err)) != IMGSTAT_OK)
@@ -309,10 +349,9 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
                              : (uint64_t)TIFFStripSize64(ts->tif);
   uint64_t raw = ((uint64_t)ts->width * ts->spp * ts->bps + 7) / 8 * ts->height;
   uint64_t plane = (uint64_t)ts->width * ts->height * (uint64_t)sample;
-  s = ist_decode_check(&d->lim, ts->width, ts->height,
-                       plane * (uint64_t)channels + chunk +
-                           (ts->owned ? ts->size : 0),
-                       tiff_min_input(compression, raw), ts->size, "TIFF", err);
+  s = ist_decode_check(
+      &d->lim, ts->width, ts->height, plane * (uint64_t)channels + chunk,
+      tiff_min_input(compression, raw), src->size, "TIFF", err);
   if (s != IMGSTAT_OK)
     return s;
   d->header.width = ts->width;
@@ -370,7 +409,7 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
                               const unsigned char *row, uint32_t x, uint32_t y,
                               uint32_t n, int c0, int nc, imgstat_error *err) {
   /* Samples imgstat keeps as they are: split or copied. */
-  if (!ts->map[0] &&
+  if (!ts->map[0] && !ts->invert &&
       ((ts->format == SAMPLEFORMAT_UINT && (ts->bps == 8 || ts->bps == 16)) ||
        (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32))) {
     if (nc == img->channels)
@@ -384,6 +423,8 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
   for (int k = 0; k < nc; k++) {
     int c = c0 + k;
     unsigned char *out = ist_image_row(img, ts->map[0] ? 0 : c, y);
+    /* MinIsWhite: the gray sample, not an extra (alpha) one */
+    unsigned invert = c == 0 ? ts->invert : 0;
     for (uint32_t i = 0; i < n; i++) {
       double v = sample_at(ts, row, (size_t)i * (size_t)nc + (size_t)k);
       if (ts->map[0]) { /* palette: the index's three entries */
@@ -399,11 +440,14 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
         continue;
       }
       switch (img->sample) {
-      case IMGSTAT_U8:
-        out[x + i] = (unsigned char)v;
+      case IMGSTAT_U8: { /* widened to 8 bits, white 255 */
+        unsigned u = (unsigned)v * ts->widen;
+        out[x + i] = (unsigned char)(invert ? invert - u : u);
         break;
+      }
       case IMGSTAT_U16:
-        ((uint16_t *)out)[x + i] = (uint16_t)v;
+        ((uint16_t *)out)[x + i] =
+            (uint16_t)(invert ? invert - (unsigned)v : (unsigned)v);
         break;
       default:
         if (!ist_f32_exact(v, &((float *)out)[x + i]))
@@ -440,13 +484,31 @@ imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
         /* a strip holds rows whole rows; a tile always its full size */
         tmsize_t want = ts->tiled ? size : (tmsize_t)(row_bytes * rows);
         ts->message[0] = '\0';
+        uint32_t at = ts->tiled ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p)
+                                : TIFFComputeStrip(tif, y0, (uint16_t)p);
+        /* Uncompressed, libtiff reads a whole strip from its offset
+         * whatever its byte count says: a count too small for the rows
+         * (RowsPerStrip or the tile size disagreeing with the arrays)
+         * would give another strip's bytes. */
+        uint64_t count = TIFFGetStrileByteCount(tif, at);
+        if (ts->compression == COMPRESSION_NONE && count < (uint64_t)want) {
+          s = ist_corrupt(err, "TIFF",
+                          "%s %" PRIu32 " holds %" PRIu64
+                          " bytes where its pixels take %" PRIu64
+                          " (RowsPerStrip or the tile size disagrees with "
+                          "the byte counts)",
+                          ts->tiled ? "tile" : "strip", at, count,
+                          (uint64_t)want);
+          break;
+        }
         if (ts->tiled)
-          got = TIFFReadEncodedTile(
-              tif, TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p), ts->chunk,
-              size);
+          got = TIFFReadEncodedTile(tif, at, ts->chunk, size);
         else
-          got = TIFFReadEncodedStrip(
-              tif, TIFFComputeStrip(tif, y0, (uint16_t)p), ts->chunk, size);
+          got = TIFFReadEncodedStrip(tif, at, ts->chunk, size);
+        if (ts->damage[0]) {
+          s = ist_corrupt(err, "TIFF", "%s", ts->damage);
+          break;
+        }
         if (got < want || ts->message[0]) {
           s = tiff_failure(ts, "a strip or tile is truncated", err);
           break;
@@ -466,8 +528,6 @@ void ist_tiff_close(imgstat_decoder *d) {
     return;
   if (ts->tif)
     TIFFClose(ts->tif);
-  if (ts->owned)
-    free((void *)ts->data);
   free(ts->chunk);
   free(ts);
   d->state = NULL;

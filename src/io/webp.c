@@ -2,14 +2,21 @@
  * WebP through libwebp: lossy and lossless, RGB, or RGBA when the file says
  * it has alpha; an animation's first frame as libwebpdemux's WebPAnimDecoder
  * composes it on the canvas (the canvas outside the frame is transparent
- * black, so an animation with alpha reads as RGBA). The file is held in
- * memory, decoded into one interleaved buffer and split into planes.
+ * black, so an animation with alpha reads as RGBA). Decoded into one
+ * interleaved buffer and split into planes.
+ *
+ * From a file only the chunks that make the picture are read (image_chunks:
+ * VP8X, ANIM, ALPH, VP8, VP8L, the first ANMF), never metadata, later frames
+ * or bytes past the RIFF: what decoding holds follows the image, and its
+ * data is counted against --max-memory. Memory input (a pipe's bounded
+ * copy) is decoded where it is.
  */
 #include "imgstat.h"
 #include "io.h"
 
 #ifdef IMGSTAT_HAVE_WEBP
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <webp/decode.h>
@@ -53,16 +60,109 @@ static imgstat_status webp_failure(VP8StatusCode st, imgstat_error *err) {
   return ist_corrupt(err, "WebP", "%s", status_text(st));
 }
 
+/* Reads n bytes of the input at off; returns 0 when they are not all
+ * there. */
+static int read_at(ist_source *src, uint64_t off, void *buf, size_t n) {
+  return ist_source_read_at(src, off, buf, n) == n;
+}
+
+static uint32_t le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+/* The picture's chunks of a file, as a WebP of their own in a malloc'd
+ * buffer: the RIFF header, then VP8X (its metadata flags cleared), ANIM,
+ * ALPH and VP8 or VP8L, or the first ANMF; a chunk cut by the end of the
+ * file is copied as far as it goes (libwebp then calls it truncated). Each
+ * chunk is counted against the memory budget before it is read. */
+static imgstat_status image_chunks(ist_source *src, uint64_t budget,
+                                   webp_state *ws, imgstat_error *err) {
+  unsigned char head[12];
+  if (src->size < 12 || !read_at(src, 0, head, 12))
+    return src->read_errno ? imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                                               strerror(src->read_errno))
+                           : ist_corrupt(err, "WebP", "file is truncated");
+  uint64_t end = 8 + (uint64_t)le32(head + 4);
+  if (end > src->size)
+    end = src->size;
+  size_t cap = 4096, len = 12;
+  unsigned char *out = malloc(cap);
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  memcpy(out, head, 12);
+  imgstat_status s = IMGSTAT_OK;
+  for (uint64_t at = 12; at + 8 <= end && s == IMGSTAT_OK;) {
+    unsigned char ch[8];
+    if (!read_at(src, at, ch, 8))
+      break;
+    uint64_t size = le32(ch + 4), stored = 8 + size + (size & 1);
+    int image = memcmp(ch, "VP8 ", 4) == 0 || memcmp(ch, "VP8L", 4) == 0 ||
+                memcmp(ch, "ANMF", 4) == 0;
+    int keep = image || memcmp(ch, "VP8X", 4) == 0 ||
+               memcmp(ch, "ANIM", 4) == 0 || memcmp(ch, "ALPH", 4) == 0;
+    if (keep) {
+      uint64_t n = stored < end - at ? stored : end - at;
+      if (len + n > budget) {
+        s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                              "WebP image data of %" PRIu64
+                              " bytes is over the memory limit (%" PRIu64
+                              " bytes; --max-memory)",
+                              (uint64_t)len + n, budget);
+        break;
+      }
+      if (len + n > cap) {
+        size_t want = (size_t)(len + n);
+        unsigned char *more = realloc(out, want);
+        if (!more) {
+          s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+          break;
+        }
+        out = more;
+        cap = want;
+      }
+      if (!read_at(src, at, out + len, (size_t)n)) {
+        if (src->read_errno)
+          s = imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
+                                strerror(src->read_errno));
+        break;
+      }
+      if (memcmp(ch, "VP8X", 4) == 0 && n > 8) /* no ICC, EXIF, XMP */
+        out[len + 8] &= (unsigned char)~(0x20 | 0x08 | 0x04);
+      len += (size_t)n;
+    }
+    at += stored;
+    if (image)
+      break;
+  }
+  if (s != IMGSTAT_OK) {
+    free(out);
+    return s;
+  }
+  uint32_t riff = (uint32_t)(len - 8);
+  for (int k = 0; k < 4; k++)
+    out[4 + k] = (unsigned char)(riff >> (8 * k));
+  ws->data = out;
+  ws->size = len;
+  ws->owned = 1;
+  return IMGSTAT_OK;
+}
+
 imgstat_status ist_webp_open(imgstat_decoder *d, imgstat_error *err) {
   ist_source *src = &d->src;
   webp_state *ws = calloc(1, sizeof *ws);
   if (!ws)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   d->state = ws;
-  imgstat_status s = ist_source_slurp(src, &ws->data, &ws->owned, err);
-  if (s != IMGSTAT_OK)
-    return s;
-  ws->size = src->size;
+  imgstat_status s;
+  if (src->file) {
+    s = image_chunks(src, d->lim.max_memory, ws, err);
+    if (s != IMGSTAT_OK)
+      return s;
+  } else {
+    ws->data = src->data;
+    ws->size = src->size;
+  }
   WebPBitstreamFeatures f;
   VP8StatusCode st = WebPGetFeatures(ws->data, ws->size, &f);
   if (st != VP8_STATUS_OK)
@@ -85,7 +185,7 @@ imgstat_status ist_webp_open(imgstat_decoder *d, imgstat_error *err) {
   uint64_t area = (uint64_t)w * h;
   uint64_t peak = (ws->owned ? ws->size : 0) +
                   area * (uint64_t)(ws->animated ? 12 : 2 * ws->channels);
-  s = ist_decode_check(&d->lim, w, h, peak, 0, ws->size, "WebP", err);
+  s = ist_decode_check(&d->lim, w, h, peak, 0, src->size, "WebP", err);
   if (s != IMGSTAT_OK)
     return s;
   d->header.width = w;
