@@ -32,6 +32,9 @@ size_t ist_source_read(ist_source *src, void *buf, size_t n);
 
 /* Goes back to the first byte; returns 0 on success, else an errno. */
 int ist_source_rewind(ist_source *src);
+/* Goes to byte offset (at most the input's size: reads then return 0
+ * bytes); returns 0 on success, else an errno. */
+int ist_source_seek(ist_source *src, uint64_t offset);
 
 /* The whole input in memory: memory input is returned as it is (*owned 0);
  * file input is read into a malloc'd buffer that the caller frees (*owned
@@ -212,6 +215,11 @@ int ist_f32_exact(double v, float *out);
 imgstat_status ist_f32_refuse(imgstat_error *err, const char *format,
                               const char *type, double v, uint32_t x,
                               uint32_t y);
+/* The same with the value as text (an integer wider than a double's 53
+ * bits, written exactly). */
+imgstat_status ist_f32_refuse_text(imgstat_error *err, const char *format,
+                                   const char *type, const char *v, uint32_t x,
+                                   uint32_t y);
 
 /* The next number of a PNM header at h[*i] (n bytes in all), past
  * whitespace and '#' comments: 1 and *i past its digits, or 0 when there
