@@ -305,6 +305,15 @@ static imgstat_status take_card(fits_hdu *h, const unsigned char *card,
   int kind = card_value(card, v);
   if (kind < 0)
     return IMGSTAT_OK;
+  if (kind == 1 && strcmp(key, "XTENSION") && strcmp(key, "ZCMPTYPE") &&
+      strcmp(key, "ZQUANTIZ") && strncmp(key, "ZNAME", 5) &&
+      strncmp(key, "TTYPE", 5) && strncmp(key, "TFORM", 5)) {
+    /* a string where a number or T/F belongs: kept quoted, refused by the
+     * parsers below if imgstat reads that card */
+    char q[72];
+    snprintf(q, sizeof q, "'%.68s'", v);
+    memcpy(v, q, sizeof q);
+  }
   int n;
   imgstat_status s = IMGSTAT_OK;
 #define ONCE(flag) if (!(flag) && ((flag) = 1))
@@ -354,7 +363,7 @@ static imgstat_status take_card(fits_hdu *h, const unsigned char *card,
       snprintf(h->zname[n], sizeof h->zname[n], "%s", kind == 1 ? v : "?");
   } else if ((n = indexed(key, "ZVAL", 2)) != 0) {
     if (!h->zval[n][0])
-      snprintf(h->zval[n], sizeof h->zval[n], "%s", kind == 1 ? "'" : v);
+      snprintf(h->zval[n], sizeof h->zval[n], "%s", v);
   } else if (!strcmp(key, "ZDITHER0")) {
     ONCE(h->have_zdither0) s = card_int(key, v, 1, 10000, &h->zdither0, err);
   } else if (!strcmp(key, "ZBLANK")) {
@@ -563,6 +572,7 @@ typedef struct fits_tiled {
   fits_col cols[FITS_MAX_FIELDS];
   int ncols;
   int blocksize, bytepix, quantized;
+  uint64_t tile[4], across[4]; /* a tile's size, tiles along each axis */
   uint64_t tile_pixels, tiles_across, max_count;
 } fits_tiled;
 
@@ -654,6 +664,8 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
         ((uint64_t)h->znaxes[i] + (uint64_t)tile - 1) / (uint64_t)tile;
     if (i == 1)
       t->tiles_across = across;
+    t->tile[i] = (uint64_t)tile;
+    t->across[i] = across;
     tiles *= across; /* at most 2^64 / ... : each factor <= 2^32 */
     t->tile_pixels *= (uint64_t)tile;
     if (t->tile_pixels > FITS_MAX_TILE)
@@ -750,6 +762,14 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
                        " bytes (NAXIS1) whose columns take %" PRIu64,
                        h->naxes[1], at);
   t->quantized = zb < 0 && (seen[COL_ZSCALE] || h->have_zscale);
+  /* floats are stored as floats only by GZIP (RICE_1 and PLIO_1 hold
+   * integers: cfitsio would read their tiles as floats past the end) */
+  if (zb < 0 && !t->quantized && !gzip)
+    return ist_corrupt(err, "FITS",
+                       "%s tiles of ZBITPIX %" PRId64
+                       " without ZSCALE and ZZERO (unquantized floats are "
+                       "GZIP's alone)",
+                       z, zb);
   if (zb > 0 && (seen[COL_GZIP] || seen[COL_ZSCALE] || seen[COL_ZZERO]))
     return ist_corrupt(err, "FITS", "integer tiles with float columns");
   if (zb < 0 && (seen[COL_ZSCALE] || h->have_zscale) !=
@@ -770,8 +790,17 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
                                        uint64_t theap, uint64_t heap,
                                        imgstat_error *err) {
   int plio = !strcmp(h->zcmptype, "PLIO_1");
+  int gzip = !strncmp(h->zcmptype, "GZIP_", 5);
   for (uint64_t r = 0; r < h->naxes[2]; r++) {
     const unsigned char *row = table + r * h->naxes[1];
+    /* the pixels of this tile (those at the far edges are cut) */
+    uint64_t pixels = 1, k = r;
+    for (int i = 1; i <= h->znaxis; i++) {
+      uint64_t at = k % t->across[i] * t->tile[i];
+      uint64_t left = (uint64_t)h->znaxes[i] - at;
+      pixels *= left < t->tile[i] ? left : t->tile[i];
+      k /= t->across[i];
+    }
     for (int i = 0; i < t->ncols; i++) {
       const fits_col *c = &t->cols[i];
       if (!c->desc)
@@ -802,11 +831,28 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
         if (len > (int64_t)count || first < 1)
           goto bad;
       }
+      if ((gzip || c->kind == COL_GZIP) && count > 0) {
+        /* cfitsio takes the type of a GZIP tile from its size, and reads
+         * an unquantized float tile of the wrong size past its end: the
+         * size a gzip member ends with (zlib checks it) must be the
+         * tile's */
+        uint64_t bytes = h->zbitpix > 0 ? (uint64_t)h->zbitpix / 8
+                         : (t->quantized && c->kind == COL_DATA)
+                             ? 4
+                             : (uint64_t)-h->zbitpix / 8;
+        const unsigned char *end = table + theap + off + count;
+        if (count < 18 || ((uint64_t)end[-1] << 24 | (uint64_t)end[-2] << 16 |
+                           (uint64_t)end[-3] << 8 | end[-4]) != pixels * bytes)
+          goto bad_size;
+      }
     }
   }
   return IMGSTAT_OK;
 bad:
   return ist_corrupt(err, "FITS", "a tile's data lies outside the heap");
+bad_size:
+  return ist_corrupt(err, "FITS", "a GZIP tile does not hold its %s pixels",
+                     h->zbitpix > 0 ? "integer" : "float");
 }
 
 static void put_card(char **p, const char *key, const char *fmt, ...)
@@ -836,7 +882,7 @@ static imgstat_status tiled_open(imgstat_decoder *d, fits_state *fs,
   if (theap < table || theap > bytes)
     return ist_corrupt(err, "FITS", "THEAP %" PRIu64 " outside the data",
                        theap);
-  /* 2 header blocks hold the cards written here */
+  /* at most 2 header blocks hold the cards written here */
   uint64_t head = 2 * FITS_BLOCK;
   uint64_t size =
       FITS_BLOCK + head + (bytes + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
@@ -851,7 +897,7 @@ static imgstat_status tiled_open(imgstat_decoder *d, fits_state *fs,
   put_card(&p, "BITPIX", "%20d", 8);
   put_card(&p, "NAXIS", "%20d", 0);
   put_card(&p, "EXTEND", "%20s", "T");
-  put_card(&p, "END", "%s", "");
+  memcpy(p, "END", 3);
   p = mem + FITS_BLOCK;
   put_card(&p, "XTENSION", "'BINTABLE'");
   put_card(&p, "BITPIX", "%20d", 8);
@@ -901,7 +947,12 @@ static imgstat_status tiled_open(imgstat_decoder *d, fits_state *fs,
     if (h->have_zblank)
       put_card(&p, "ZBLANK", "%20" PRId64, h->zblank);
   }
-  put_card(&p, "END", "%s", "");
+  memcpy(p, "END", 3);
+  /* the data start at the block after the END card */
+  uint64_t used = (uint64_t)(p + 80 - (mem + FITS_BLOCK));
+  head = (used + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
+  fs->memsize =
+      FITS_BLOCK + head + (bytes + FITS_BLOCK - 1) / FITS_BLOCK * FITS_BLOCK;
   unsigned char *data = (unsigned char *)mem + FITS_BLOCK + head;
   imgstat_status s = seek_to(&d->src, h->data_at, err);
   if (s != IMGSTAT_OK)
@@ -1214,13 +1265,27 @@ imgstat_status ist_fits_read(imgstat_decoder *d, imgstat_image *img,
       } else {
         LONGLONG first = 1 + ((LONGLONG)c * fs->height + y) * (LONGLONG)w;
         int anynul = 0;
-        /* integers: no null value (BLANK is applied here); quantized
-         * floats: NaN for ZBLANK */
-        if (fits_read_img(fs->f, fs->bitpix > 0 ? TLONGLONG : TDOUBLE, first,
-                          (LONGLONG)w, fs->bitpix > 0 ? NULL : &nan_value,
-                          fs->bitpix > 0 ? (void *)fs->irow : (void *)fs->drow,
-                          &anynul, &status))
+        /* integers (of at most 32 bits) as int, no null value (BLANK is
+         * applied here); floats as double, NaN for ZBLANK */
+        /* ZBITPIX -32 as float: quantized tiles are dequantized into
+         * float32, the image's type (cfitsio's arithmetic is double) */
+        int32_t *ints = (int32_t *)fs->raw;
+        float *floats = (float *)fs->raw;
+        int type = fs->bitpix > 0 ? TINT : fs->bitpix == -32 ? TFLOAT : TDOUBLE;
+        float fnan = NAN;
+        void *null = fs->bitpix > 0   ? NULL
+                     : type == TFLOAT ? (void *)&fnan
+                                      : (void *)&nan_value;
+        if (fits_read_img(fs->f, type, first, (LONGLONG)w, null,
+                          type == TDOUBLE ? (void *)fs->drow : fs->raw, &anynul,
+                          &status))
           return fits_failure(status, err);
+        for (size_t x = 0; type != TDOUBLE && x < w; x++) {
+          if (type == TINT)
+            fs->irow[x] = ints[x];
+          else
+            fs->drow[x] = floats[x];
+        }
         if (fs->mode == FITS_U8 || fs->mode == FITS_U16) {
           for (size_t x = 0; x < w; x++) {
             int64_t v = fs->irow[x] + (fs->mode == FITS_U16 ? 32768 : 0);
