@@ -666,7 +666,9 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
       t->tiles_across = across;
     t->tile[i] = (uint64_t)tile;
     t->across[i] = across;
-    tiles *= across; /* at most 2^64 / ... : each factor <= 2^32 */
+    if (__builtin_mul_overflow(tiles, across, &tiles))
+      return ist_corrupt(err, "FITS",
+                         "tile-compressed image of too many tiles");
     t->tile_pixels *= (uint64_t)tile;
     if (t->tile_pixels > FITS_MAX_TILE)
       return tiled_refuse(err, "tiles of more than %s pixels are not taken",
@@ -743,7 +745,7 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
     int want_desc = c->kind == COL_DATA || c->kind == COL_GZIP;
     if ((want_desc != (c->desc != 0)) ||
         (c->kind == COL_GZIP && c->elem != 1) ||
-        (c->kind == COL_DATA && c->elem == 2 && !plio) ||
+        (c->kind == COL_DATA && (c->elem == 2) != plio) ||
         ((c->kind == COL_ZSCALE || c->kind == COL_ZZERO) &&
          strcmp(c->form, "1D")) ||
         (c->kind == COL_ZBLANK && strcmp(c->form, "1J")))
@@ -1077,12 +1079,12 @@ imgstat_status ist_fits_open(imgstat_decoder *d, imgstat_error *err) {
   } else if (fs->bitpix == -32 && fs->identity) {
     fs->mode = FITS_F32;
   }
-  /* The peak: the planes, a row as stored and as 64-bit values; tiled,
+  /* The peak: the planes, three rows of 64-bit values (as stored, as
+   * integers, as doubles); tiled,
    * also cfitsio's file (this HDU) and its tile buffers. */
-  uint64_t bps = (uint64_t)abs(fs->bitpix) / 8;
   uint64_t plane = (uint64_t)fs->width * fs->height;
   uint64_t peak = plane * (uint64_t)sample * (uint64_t)fs->channels +
-                  (bps + 16) * (uint64_t)fs->width;
+                  24 * (uint64_t)fs->width;
   if (fs->tiled)
     peak += 3 * FITS_BLOCK + h->data_bytes + t.max_count * 2 +
             (t.tiles_across + 2) * t.tile_pixels * 8;
