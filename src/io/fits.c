@@ -785,6 +785,80 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
   return IMGSTAT_OK;
 }
 
+/* Whether cfitsio's Rice decoder (fits_rdecomp, _short, _byte: bytepix 4,
+ * 2, 1) stays inside a tile's n compressed bytes c while it decodes nx
+ * pixels in blocks of nblock. It checks its input's end only after each
+ * block, and a run of zero bytes keeps it reading (fuzz_fits found it:
+ * tests/data/fuzz/fits-rice-zero-run.bin). The same reads, counted; 0 also
+ * where its shifts would be undefined. */
+static int rice_stays_inside(const unsigned char *c, uint64_t n, uint64_t nx,
+                             int bytepix, int nblock) {
+  int fsbits = bytepix == 1 ? 3 : bytepix == 2 ? 4 : 5;
+  int fsmax = bytepix == 1 ? 6 : bytepix == 2 ? 14 : 25;
+  int bbits = 1 << fsbits;
+  uint64_t at = (uint64_t)bytepix; /* the first pixel, as stored */
+  if (n <= at)
+    return 0;
+  unsigned int b = c[at++];
+  int nbits = 8;
+#define RICE_NEXT(v)                                                           \
+  do {                                                                         \
+    if (at >= n)                                                               \
+      return 0;                                                                \
+    (v) = c[at++];                                                             \
+  } while (0)
+  for (uint64_t i = 0; i < nx;) {
+    unsigned int byte;
+    nbits -= fsbits;
+    while (nbits < 0) {
+      RICE_NEXT(byte);
+      b = (b << 8) | byte;
+      nbits += 8;
+    }
+    int fs = (int)(b >> nbits) - 1;
+    b &= (1u << nbits) - 1;
+    uint64_t imax = i + (uint64_t)nblock < nx ? i + (uint64_t)nblock : nx;
+    if (fs < 0) {
+      i = imax;
+    } else if (fs == fsmax) {
+      for (; i < imax; i++) {
+        int k = bbits - nbits;
+        for (k -= 8; k >= 0; k -= 8)
+          RICE_NEXT(byte);
+        if (nbits > 0) {
+          RICE_NEXT(b);
+          b &= (1u << nbits) - 1;
+        } else {
+          b = 0;
+        }
+      }
+    } else {
+      for (; i < imax; i++) {
+        while (b == 0) {
+          nbits += 8;
+          RICE_NEXT(b);
+        }
+        if (nbits > 31)
+          return 0;
+        int top = 0;
+        for (unsigned int v = b; v; v >>= 1)
+          top++;
+        nbits = top - 1; /* nbits - nzero - 1, nzero = nbits - top */
+        b ^= 1u << nbits;
+        nbits -= fs;
+        while (nbits < 0) {
+          RICE_NEXT(byte);
+          b = (b << 8) | byte;
+          nbits += 8;
+        }
+        b &= (1u << nbits) - 1;
+      }
+    }
+  }
+#undef RICE_NEXT
+  return 1;
+}
+
 /* Checks every tile's descriptors against the heap: table (the table's
  * rows, then the heap from theap) as copied. */
 static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
@@ -793,6 +867,7 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
                                        imgstat_error *err) {
   int plio = !strcmp(h->zcmptype, "PLIO_1");
   int gzip = !strncmp(h->zcmptype, "GZIP_", 5);
+  int rice = t->blocksize != 0;
   for (uint64_t r = 0; r < h->naxes[2]; r++) {
     const unsigned char *row = table + r * h->naxes[1];
     /* the pixels of this tile (those at the far edges are cut) */
@@ -833,6 +908,12 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
         if (len > (int64_t)count || first < 1)
           goto bad;
       }
+      if (rice && c->kind == COL_DATA && count > 0 &&
+          !rice_stays_inside(table + theap + off, count, pixels, t->bytepix,
+                             t->blocksize))
+        return ist_corrupt(err, "FITS",
+                           "a RICE_1 tile's data ends before "
+                           "its pixels");
       if ((gzip || c->kind == COL_GZIP) && count > 0) {
         /* cfitsio takes the type of a GZIP tile from its size, and reads
          * an unquantized float tile of the wrong size past its end: the
