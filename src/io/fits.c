@@ -902,7 +902,7 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
           goto bad;
         int64_t w3 = (int16_t)be_u(ll + 4, 2);
         int64_t len = w3 > 0 ? w3
-                             : ((int64_t)(int16_t)be_u(ll + 8, 2) << 15) +
+                             : (int64_t)(int16_t)be_u(ll + 8, 2) * 32768 +
                                    (int16_t)be_u(ll + 6, 2);
         int64_t first = w3 > 0 ? 4 : (int16_t)be_u(ll + 2, 2) + 1;
         if (len > (int64_t)count || first < 1)
