@@ -6,12 +6,12 @@ set -eu
 
 # Build: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate (PNG
 # output; optional), libtiff, libwebp, cfitsio (TIFF, WebP, FITS input;
-# optional). Tests: CUnit, python3 (JSON checks) with numpy, pypng
+# optional; zlib: FITS's GZIP tiles checked). Tests: CUnit, python3 (JSON checks) with numpy, pypng
 # and PIL (independent checks of normalized outputs). CI: clang with its
 # libFuzzer runtime, clang-format, valgrind. --mpi and its tests (mpirun):
 # Open MPI.
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
-libtiff-dev libwebp-dev libcfitsio-dev \
+libtiff-dev libwebp-dev libcfitsio-dev zlib1g-dev \
 libcunit1-dev libturbojpeg0-dev libdeflate-dev python3 python3-numpy python3-png python3-pil clang \
 libclang-rt-dev clang-format valgrind libopenmpi-dev openmpi-bin"
 

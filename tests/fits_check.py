@@ -215,7 +215,7 @@ if good.get("gzip_1-i16.fits"):
     d = good["gzip_1-i16.fits"]
     i = d.find(old, 2880)
     write("gzip-zbitpix-64.fits", d[:i] + new + d[i + 80:])
-    expect_refused("gzip-zbitpix-64.fits", "does not hold its float pixels")
+    expect_refused("gzip-zbitpix-64.fits", "does not inflate to its float pixels")
 # a tile descriptor pointing past the heap
 if good.get(R):
     d = bytearray(good[R])

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #define FITS_BLOCK 2880
 #define FITS_MAX_AXES 999
@@ -573,7 +574,7 @@ typedef struct fits_tiled {
   int ncols;
   int blocksize, bytepix, quantized;
   uint64_t tile[4], across[4]; /* a tile's size, tiles along each axis */
-  uint64_t tile_pixels, tiles_across, max_count;
+  uint64_t tile_pixels, tiles_across;
 } fits_tiled;
 
 /* "1PB", "PB(123)", "1D", ...: *col from the TFORM of a column. */
@@ -859,6 +860,28 @@ static int rice_stays_inside(const unsigned char *c, uint64_t n, uint64_t nx,
   return 1;
 }
 
+/* Whether a GZIP tile's n bytes c inflate, as cfitsio inflates them (one
+ * gzip member), to exactly want bytes (scratch: want + 1 bytes). cfitsio
+ * takes a tile's type from the size it inflates to, and when inflating
+ * fails it tests that size uninitialised (valgrind saw it; a size that
+ * happened to match a wider type would make it swap past its buffer); it
+ * also grows its buffer without a bound while it inflates. */
+static int gzip_inflates_to(const unsigned char *c, uint64_t n, uint64_t want,
+                            unsigned char *scratch) {
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (n > UINT32_MAX || want >= UINT32_MAX || inflateInit2(&z, 15 + 16) != Z_OK)
+    return 0;
+  z.next_in = (unsigned char *)c;
+  z.avail_in = (uInt)n;
+  z.next_out = scratch;
+  z.avail_out = (uInt)want + 1;
+  int r = inflate(&z, Z_FINISH);
+  int ok = r == Z_STREAM_END && z.total_out == want;
+  inflateEnd(&z);
+  return ok;
+}
+
 /* Checks every tile's descriptors against the heap: table (the table's
  * rows, then the heap from theap) as copied. */
 static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
@@ -868,6 +891,7 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
   int plio = !strcmp(h->zcmptype, "PLIO_1");
   int gzip = !strncmp(h->zcmptype, "GZIP_", 5);
   int rice = t->blocksize != 0;
+  unsigned char *scratch = NULL; /* a GZIP tile, inflated */
   for (uint64_t r = 0; r < h->naxes[2]; r++) {
     const unsigned char *row = table + r * h->naxes[1];
     /* the pixels of this tile (those at the far edges are cut) */
@@ -893,8 +917,6 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
       if (count > heap / (uint64_t)c->elem ||
           off > heap - count * (uint64_t)c->elem)
         goto bad;
-      if (count > t->max_count)
-        t->max_count = count;
       if (plio && c->kind == COL_DATA && count > 0) {
         /* pl_l2pi reads as many 16-bit words as the list's header says */
         const unsigned char *ll = table + theap + off;
@@ -911,30 +933,38 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
       if (rice && c->kind == COL_DATA && count > 0 &&
           !rice_stays_inside(table + theap + off, count, pixels, t->bytepix,
                              t->blocksize))
-        return ist_corrupt(err, "FITS",
-                           "a RICE_1 tile's data ends before "
-                           "its pixels");
+        goto bad_rice;
       if ((gzip || c->kind == COL_GZIP) && count > 0) {
-        /* cfitsio takes the type of a GZIP tile from its size, and reads
-         * an unquantized float tile of the wrong size past its end: the
-         * size a gzip member ends with (zlib checks it) must be the
-         * tile's */
+        /* the tile's pixels at their stored width: cfitsio reads an
+         * unquantized float tile of another size past its end */
         uint64_t bytes = h->zbitpix > 0 ? (uint64_t)h->zbitpix / 8
                          : (t->quantized && c->kind == COL_DATA)
                              ? 4
                              : (uint64_t)-h->zbitpix / 8;
-        const unsigned char *end = table + theap + off + count;
-        if (count < 18 || ((uint64_t)end[-1] << 24 | (uint64_t)end[-2] << 16 |
-                           (uint64_t)end[-3] << 8 | end[-4]) != pixels * bytes)
+        if (!scratch)
+          scratch = malloc(t->tile_pixels * 8 + 1);
+        if (!scratch)
+          return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+        if (!gzip_inflates_to(table + theap + off, count, pixels * bytes,
+                              scratch))
           goto bad_size;
       }
     }
   }
+  free(scratch);
   return IMGSTAT_OK;
 bad:
+  free(scratch);
   return ist_corrupt(err, "FITS", "a tile's data lies outside the heap");
+bad_rice:
+  free(scratch);
+  return ist_corrupt(err, "FITS",
+                     "a RICE_1 tile's data ends before its "
+                     "pixels");
 bad_size:
-  return ist_corrupt(err, "FITS", "a GZIP tile does not hold its %s pixels",
+  free(scratch);
+  return ist_corrupt(err, "FITS",
+                     "a GZIP tile does not inflate to its %s pixels",
                      h->zbitpix > 0 ? "integer" : "float");
 }
 
@@ -1161,14 +1191,16 @@ imgstat_status ist_fits_open(imgstat_decoder *d, imgstat_error *err) {
     fs->mode = FITS_F32;
   }
   /* The peak: the planes, three rows of 64-bit values (as stored, as
-   * integers, as doubles); tiled,
-   * also cfitsio's file (this HDU) and its tile buffers. */
+   * integers, as doubles); tiled, also cfitsio's file (this HDU's data),
+   * a tile's compressed bytes in cfitsio (at most twice the heap: PLIO's
+   * words) and the tile buffers (cfitsio's cache of a row of tiles, its
+   * work buffer, the inflated GZIP tile checked here). */
   uint64_t plane = (uint64_t)fs->width * fs->height;
   uint64_t peak = plane * (uint64_t)sample * (uint64_t)fs->channels +
                   24 * (uint64_t)fs->width;
   if (fs->tiled)
-    peak += 3 * FITS_BLOCK + h->data_bytes + t.max_count * 2 +
-            (t.tiles_across + 2) * t.tile_pixels * 8;
+    peak += 3 * FITS_BLOCK + 3 * h->data_bytes +
+            (t.tiles_across + 3) * t.tile_pixels * 8;
   imgstat_status s = ist_decode_check(
       &d->lim, fs->width, fs->height, peak,
       fs->tiled ? 0 : h->data_at + h->data_bytes, src->size, "FITS", err);
