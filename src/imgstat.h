@@ -317,6 +317,17 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
                                  imgstat_partial out[IMGSTAT_MAX_CHANNELS],
                                  imgstat_error *err);
 
+/* ---- numbers --------------------------------------------------------------
+ */
+
+/* The length of the decimal number at the start of s, 0 when there is none:
+ * an optional sign, digits with an optional point and fraction (or a point
+ * and digits), an optional exponent (e or E, an optional sign, digits). No
+ * spaces, no hexadecimal, no inf or nan. The one grammar of every number
+ * imgstat reads as text: the program's options, the numbers of
+ * --stats-from's JSON, the values of FITS header cards. */
+size_t imgstat_number_length(const char *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -377,6 +377,42 @@ else
   echo "skipped: corrupt PNG checks (no $DATA/pngsuite)"
 fi
 
+# Issue 22: a FITS header whose BLANK card holds a 53-digit integer, or 35
+# bytes of 0xFF, overflowed a fixed buffer inside cfitsio (fortify aborted
+# the run, the next input was lost). Each is refused naming the card and
+# the file; the PNG after it is still printed.
+# fits_card KEY VALUE: one 80-byte header card.
+fits_card() { printf '%-80.80s' "$(printf '%-8s= %20s' "$1" "$2")"; }
+# fits_blank FILE VALUE: a 4x3 16-bit image whose BLANK is VALUE.
+fits_blank() {
+  {
+    fits_card SIMPLE T
+    fits_card BITPIX 16
+    fits_card NAXIS 2
+    fits_card NAXIS1 4
+    fits_card NAXIS2 3
+    fits_card BLANK "$2"
+    printf '%-80s' END
+    printf '%*s' $((2880 - 7 * 80)) ''
+    head -c 2880 /dev/zero
+  } >"$1"
+}
+if "$IMGSTAT" --version | grep -F "FITS (cfitsio)" >/dev/null &&
+  [ -n "$DATA" ] && [ -f "$DATA/pngsuite/basn0g08.png" ]; then
+  fits_blank "$tmp/blank-digits.fits" "-9$(printf '%052d' 0 | tr 0 3)"
+  fits_blank "$tmp/blank-ff.fits" "$(printf '%35s' '' | tr ' ' '\377')"
+  for f in blank-digits blank-ff; do
+    [ "$(wc -c <"$tmp/$f.fits")" -eq 5760 ] && pass ||
+      fail "$f.fits: $(wc -c <"$tmp/$f.fits") bytes, want 5760"
+    run "$tmp/$f.fits" "$DATA/pngsuite/basn0g08.png"
+    expect_rc 1 "$f.fits then a PNG"
+    expect_grep "$tmp/err" "imgstat: $tmp/$f.fits: Corrupt FITS data: card BLANK: value" "$f.fits refused naming the card"
+    expect_grep "$tmp/out" "$DATA/pngsuite/basn0g08.png  32x32  Y  8-bit" "the PNG after $f.fits printed"
+  done
+else
+  echo "skipped: FITS BLANK checks (no cfitsio or no $DATA/pngsuite)"
+fi
+
 run --max-pixels 34 "$tmp/gray.pgm"
 expect_rc 1 "--max-pixels below the size"
 expect_grep "$tmp/err" "max-pixels" "--max-pixels named in the message"

@@ -18,9 +18,9 @@ esac
 
 # Build and run: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate
 # (PNG output; optional), libtiff, libwebp, cfitsio, giflib (TIFF, WebP, FITS,
-# GIF input; optional).
+# GIF input; optional); zlib (FITS's GZIP tiles checked).
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
-libtiff-dev libwebp-dev libcfitsio-dev libgif-dev libturbojpeg0-dev libdeflate-dev"
+libtiff-dev libwebp-dev libcfitsio-dev zlib1g-dev libgif-dev libturbojpeg0-dev libdeflate-dev"
 # Tests: CUnit, python3 (JSON checks) with numpy, pypng and PIL
 # (independent checks); CI: clang with its libFuzzer runtime, clang-format,
 # valgrind, groff (the man page's lint); --mpi and its tests (mpirun):

@@ -472,11 +472,11 @@ static void test_parse_double(void) {
   CU_ASSERT_EQUAL(ist_cli_parse_double("-1e400", -big, big, &v),
                   IMGSTAT_CLI_NUM_RANGE);
   /* the grammar's length inside longer text */
-  CU_ASSERT_EQUAL(ist_cli_number_length("12.5e3,"), 6);
-  CU_ASSERT_EQUAL(ist_cli_number_length("1e}"), 1);
-  CU_ASSERT_EQUAL(ist_cli_number_length("0x10"), 1);
-  CU_ASSERT_EQUAL(ist_cli_number_length("nan"), 0);
-  CU_ASSERT_EQUAL(ist_cli_number_length(" 1"), 0);
+  CU_ASSERT_EQUAL(imgstat_number_length("12.5e3,"), 6);
+  CU_ASSERT_EQUAL(imgstat_number_length("1e}"), 1);
+  CU_ASSERT_EQUAL(imgstat_number_length("0x10"), 1);
+  CU_ASSERT_EQUAL(imgstat_number_length("nan"), 0);
+  CU_ASSERT_EQUAL(imgstat_number_length(" 1"), 0);
   /* a long number is still a number */
   char longnum[400];
   memset(longnum, '0', sizeof longnum - 2);

@@ -165,40 +165,7 @@ int ist_cli_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   *out = v;
   return 1;
 }
-static size_t digits(const char *s) {
-  size_t n = 0;
-  while (s[n] >= '0' && s[n] <= '9')
-    n++;
-  return n;
-}
-
-size_t ist_cli_number_length(const char *s) {
-  size_t i = 0;
-  if (s[i] == '+' || s[i] == '-')
-    i++;
-  size_t whole = digits(s + i);
-  i += whole;
-  size_t frac = 0;
-  if (s[i] == '.') {
-    frac = digits(s + i + 1);
-    if (whole == 0 && frac == 0)
-      return 0;
-    i += 1 + frac;
-  }
-  if (whole == 0 && frac == 0)
-    return 0;
-  if (s[i] == 'e' || s[i] == 'E') {
-    size_t j = i + 1;
-    if (s[j] == '+' || s[j] == '-')
-      j++;
-    size_t ex = digits(s + j);
-    if (ex > 0)
-      i = j + ex;
-  }
-  return i;
-}
-
-/* The number of len characters at s (ist_cli_number_length(s) == len,
+/* The number of len characters at s (imgstat_number_length(s) == len,
  * and what follows cannot continue a number for strtod: a comma or the
  * end). */
 static int parse_number(const char *s, size_t len, double lo, double hi,
@@ -217,7 +184,7 @@ static int parse_number(const char *s, size_t len, double lo, double hi,
 }
 
 int ist_cli_parse_double(const char *s, double lo, double hi, double *out) {
-  size_t len = s ? ist_cli_number_length(s) : 0;
+  size_t len = s ? imgstat_number_length(s) : 0;
   if (len == 0 || s[len] != '\0')
     return IMGSTAT_CLI_NUM_SYNTAX;
   return parse_number(s, len, lo, hi, out);
@@ -229,7 +196,7 @@ int ist_cli_parse_double_list(const char *s, double lo, double hi, double *out,
   if (!s)
     return IMGSTAT_CLI_NUM_SYNTAX;
   for (;;) {
-    size_t len = ist_cli_number_length(s);
+    size_t len = imgstat_number_length(s);
     if (len == 0 || (s[len] != ',' && s[len] != '\0') || n == max)
       return IMGSTAT_CLI_NUM_SYNTAX;
     int r = parse_number(s, len, lo, hi, &out[n]);

@@ -77,12 +77,6 @@ int ist_cli_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 #define IMGSTAT_CLI_SIZE_EXPECTED                                              \
   "a number of bytes (at least 1), alone or followed by K, M, G or T "         \
   "(binary units: 1K = 1024)"
-/* The length of the decimal number at the start of s, 0 when there is none:
- * an optional sign, digits with an optional point and fraction (or a point
- * and digits), an optional exponent (e or E, an optional sign, digits). No
- * spaces, no hexadecimal, no inf or nan. The one grammar of every number
- * the program reads (options, and the numbers of --stats-from's JSON). */
-size_t ist_cli_number_length(const char *s);
 
 /* What ist_cli_parse_double found. */
 enum {
@@ -92,7 +86,8 @@ enum {
                                  the largest double) */
 };
 
-/* s as a finite double, all of s being one number of the grammar above, in
+/* s as a finite double, all of s being one number of imgstat_number_length's
+ * grammar, in
  * [lo, hi]. Tiny values are numbers: 1e-308 (subnormal) is kept, 1e-400
  * rounds to 0, and both are then judged against [lo, hi]. Returns
  * IMGSTAT_CLI_NUM_OK and sets *out, or another IMGSTAT_CLI_NUM_ value and

@@ -57,7 +57,7 @@ static int json_number(json_in *j, double *v, int *is_null) {
   }
   /* the program's one number grammar (JSON's, but for a leading '+' or
    * zero, or a bare point, which are accepted) */
-  size_t len = ist_cli_number_length(j->p);
+  size_t len = imgstat_number_length(j->p);
   char *end;
   if (len == 0)
     return 0;

@@ -49,9 +49,17 @@ int ist_f32_exact(double v, float *out) {
 imgstat_status ist_f32_refuse(imgstat_error *err, const char *format,
                               const char *type, double v, uint32_t x,
                               uint32_t y) {
+  char text[32];
+  snprintf(text, sizeof text, "%.17g", v);
+  return ist_f32_refuse_text(err, format, type, text, x, y);
+}
+
+imgstat_status ist_f32_refuse_text(imgstat_error *err, const char *format,
+                                   const char *type, const char *v, uint32_t x,
+                                   uint32_t y) {
   return imgstat_error_set(
       err, IMGSTAT_ERR_UNSUPPORTED,
-      "%s %s sample %.17g at (%" PRIu32 ", %" PRIu32
+      "%s %s sample %s at (%" PRIu32 ", %" PRIu32
       ") is not exactly a 32-bit float; imgstat computes on 8-bit, 16-bit "
       "and 32-bit float samples and never rounds them (convert the data to "
       "float32 first to accept the rounding)",

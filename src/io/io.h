@@ -38,6 +38,9 @@ size_t ist_source_read_at(ist_source *src, uint64_t off, void *buf, size_t n);
 
 /* Goes back to the first byte; returns 0 on success, else an errno. */
 int ist_source_rewind(ist_source *src);
+/* Goes to byte offset (at most the input's size: reads then return 0
+ * bytes); returns 0 on success, else an errno. */
+int ist_source_seek(ist_source *src, uint64_t offset);
 
 /* The whole input in memory: memory input is returned as it is (*owned 0);
  * file input is read into a malloc'd buffer that the caller frees (*owned
@@ -225,6 +228,11 @@ int ist_f32_exact(double v, float *out);
 imgstat_status ist_f32_refuse(imgstat_error *err, const char *format,
                               const char *type, double v, uint32_t x,
                               uint32_t y);
+/* The same with the value as text (an integer wider than a double's 53
+ * bits, written exactly). */
+imgstat_status ist_f32_refuse_text(imgstat_error *err, const char *format,
+                                   const char *type, const char *v, uint32_t x,
+                                   uint32_t y);
 
 /* The header of a Netpbm-family file: PNM (P1-P6) or PFM (src/io/netpbm.c,
  * the family's one tokenizer). */

@@ -61,12 +61,16 @@ size_t ist_source_read_at(ist_source *src, uint64_t off, void *buf, size_t n) {
   return done;
 }
 
-int ist_source_rewind(ist_source *src) {
-  src->pos = 0;
+int ist_source_rewind(ist_source *src) { return ist_source_seek(src, 0); }
+
+int ist_source_seek(ist_source *src, uint64_t offset) {
+  if (offset > src->size)
+    offset = src->size;
+  src->pos = (size_t)offset;
   src->short_read = 0;
   if (src->file) {
     clearerr(src->file);
-    if (fseek(src->file, 0, SEEK_SET) != 0)
+    if (fseeko(src->file, (off_t)offset, SEEK_SET) != 0)
       return errno ? errno : EIO;
   }
   return 0;
