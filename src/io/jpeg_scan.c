@@ -27,17 +27,25 @@
 #include "io.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { SCAN_DOUBT = 0, SCAN_SOUND = 1 };
 
-/* A Huffman table as libjpeg's jpeg_make_d_derived_tbl makes it: codes of
- * up to 9 bits by one lookup of the next 9 bits, longer ones by maxcode. */
-#define LOOK_BITS 9
+/* A Huffman table as libjpeg's jpeg_make_d_derived_tbl makes it (codes
+ * of up to LOOK_BITS bits by one lookup of the next LOOK_BITS bits, longer
+ * ones by maxcode), and for AC tables a second lookup that takes a code and
+ * its value bits at once when they fit in LOOK_BITS: the scanner needs no
+ * AC value, only how far each code moves in the block. */
+#define LOOK_BITS 11
+#define AC_EOB 0x8000u /* an AC entry: end of block */
 typedef struct huff {
   int defined;
   uint16_t look[1 << LOOK_BITS]; /* (length << 8) | symbol; 0: longer */
-  int32_t maxcode[18];           /* per length; -1: none */
+  /* AC: bits taken (1..LOOK_BITS) | positions moved << 5 (1..16) | AC_EOB;
+   * 0: not in LOOK_BITS (a longer code, or value bits past them) */
+  uint16_t fast[1 << LOOK_BITS];
+  int32_t maxcode[18]; /* per length; -1: none */
   int32_t valoffset[18];
   uint8_t symbols[256];
 } huff;
@@ -82,9 +90,17 @@ static int huff_build(huff *t, const unsigned char *counts,
     if (counts[len - 1]) {
       for (int j = 0; j < counts[len - 1]; j++, k++, code++) {
         if (len <= LOOK_BITS) {
-          int shift = LOOK_BITS - len;
-          for (int f = 0; f < 1 << shift; f++)
-            t->look[(code << shift) | f] = (uint16_t)(len << 8 | t->symbols[k]);
+          int shift = LOOK_BITS - len, rs = t->symbols[k];
+          int r = rs >> 4, sz = rs & 15;
+          unsigned fast = 0;
+          if (sz && len + sz <= LOOK_BITS)
+            fast = (unsigned)(len + sz) | (unsigned)(r + 1) << 5;
+          else if (!sz)
+            fast = r == 15 ? (unsigned)len | 16u << 5 : len | AC_EOB;
+          for (int f = 0; f < 1 << shift; f++) {
+            t->look[(code << shift) | f] = (uint16_t)(len << 8 | rs);
+            t->fast[(code << shift) | f] = (uint16_t)fast;
+          }
         }
       }
       t->maxcode[len] = code - 1;
@@ -284,20 +300,23 @@ static inline void fill(bits *b) {
   }
 }
 
-/* Fast fill: 6 bytes at once when none is 0xFF. */
+/* Keeps at least 32 bits in the reader (short of a marker): 8 bytes are
+ * loaded at once when none of them is 0xFF. */
 static inline void refill(bits *b) {
-  if (b->n > 16)
+  if (b->n >= 32)
     return;
   if (b->end - b->p >= 8) {
-    const unsigned char *q = b->p;
-    if (q[0] != 0xFF && q[1] != 0xFF && q[2] != 0xFF && q[3] != 0xFF &&
-        q[4] != 0xFF && q[5] != 0xFF) {
-      uint64_t v = (uint64_t)q[0] << 40 | (uint64_t)q[1] << 32 |
-                   (uint64_t)q[2] << 24 | (uint64_t)q[3] << 16 |
-                   (uint64_t)q[4] << 8 | q[5];
-      b->buf |= v << (16 - b->n);
-      b->n += 48;
-      b->p += 6;
+    uint64_t w = 0;
+    for (int k = 0; k < 8; k++)
+      w = w << 8 | b->p[k];
+    const uint64_t ones = UINT64_C(0x0101010101010101);
+    uint64_t inv = ~w; /* a byte 0xFF of w is a zero byte of inv */
+    if (!((inv - ones) & ~inv & (ones << 7))) {
+      int nb = (64 - b->n) >> 3;
+      uint64_t v = nb == 8 ? w : w >> (64 - 8 * nb);
+      b->buf |= v << (64 - b->n - 8 * nb);
+      b->n += 8 * nb;
+      b->p += nb;
       return;
     }
   }
@@ -360,28 +379,42 @@ static inline int block(bits *b, const huff *dc, const huff *ac,
   *pred += v;
   if (*pred > INT32_MAX / 2 || *pred < -(INT32_MAX / 2))
     return 0; /* libjpeg refuses an overflowing DC value */
-  for (int k = 1; k < 64; k++) {
+  /* pos: the next coefficient's place; a code moves it by run + 1, ZRL by
+   * 16; past 64 libjpeg ignores silently what we doubt */
+  for (int pos = 1; pos < 64;) {
+    refill(b);
+    unsigned e = ac->fast[b->buf >> (64 - LOOK_BITS)];
+    if (e) {
+      int len = (int)(e & 31);
+      if (len > b->n)
+        return 0;
+      b->buf <<= len;
+      b->n -= len;
+      if (e & AC_EOB)
+        break;
+      pos += (int)(e >> 5 & 31);
+      if (pos > 64)
+        return 0;
+      continue;
+    }
     int rs = decode(b, ac);
     if (rs < 0)
       return 0;
     int r = rs >> 4;
     s = rs & 15;
     if (s) {
-      k += r;
-      if (k > 63)
-        return 0; /* past the block: libjpeg tolerates it, we doubt */
-      refill(b);
       if (s > b->n)
         return 0;
       b->buf <<= s;
       b->n -= s;
+      pos += r + 1;
     } else if (r == 15) {
-      k += 15;
-      if (k > 63)
-        return 0;
+      pos += 16;
     } else {
       break; /* end of block */
     }
+    if (pos > 64)
+      return 0;
   }
   return 1;
 }
@@ -547,20 +580,22 @@ static int walk(scanner *S) {
 }
 
 int ist_jpeg_scan(const unsigned char *bytes, size_t size, int full) {
-  scanner local, *S = &local;
-  memset(S, 0, sizeof *S);
+  /* about 70 KB of tables: not on a worker's stack */
+  scanner *S = calloc(1, sizeof *S);
+  if (!S)
+    return SCAN_DOUBT; /* libjpeg judges */
   S->p = bytes;
   S->n = size;
   S->full = full;
-  if (walk(S) != SCAN_SOUND)
-    return SCAN_DOUBT;
+  int verdict = walk(S);
   /* sequential frames: every component coded (ist_jpeg_open refuses the
    * others anyway) */
   if (!S->progressive)
     for (int k = 0; k < S->ncomp; k++)
       if (!S->c[k].seen)
-        return SCAN_DOUBT;
-  return SCAN_SOUND;
+        verdict = SCAN_DOUBT;
+  free(S);
+  return verdict;
 }
 
 imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err) {
