@@ -57,9 +57,13 @@ static void jpeg_check(const uint8_t *data, size_t size,
   if (imgstat_decoder_open_memory(data, size, opts, &d, &err) != IMGSTAT_OK)
     return;
   const unsigned char *bytes;
-  size_t n;
-  if (ist_jpeg_gpu_input(d, &bytes, &n) && ist_jpeg_scan(bytes, n, 0) >= 0 &&
-      ist_jpeg_scan(bytes, n, 1)) {
+  size_t n = 0;
+  int sound = 0;
+  if (ist_jpeg_gpu_input(d, &bytes, &n)) {
+    (void)ist_jpeg_scan(bytes, n, 0); /* markers: only memory safety */
+    sound = ist_jpeg_scan(bytes, n, 1);
+  }
+  if (sound) {
     const imgstat_header *h = imgstat_decoder_header(d);
     imgstat_image img;
     imgstat_status s = imgstat_image_alloc(&img, h->width, h->height,

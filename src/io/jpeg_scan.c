@@ -475,6 +475,8 @@ static int scan_data(scanner *S, const scan *sc) {
       if (!ff)
         return 0; /* no EOI */
       i = (size_t)(ff - p);
+      while (i + 1 < n && p[i + 1] == 0xFF)
+        i++; /* 0xFF 0xFF ...: libjpeg reads the run as one 0xFF */
       if (i + 1 >= n)
         return 0;
       unsigned m = p[i + 1];
@@ -489,8 +491,6 @@ static int scan_data(scanner *S, const scan *sc) {
         i += 2;
         continue;
       }
-      if (m == 0xFF)
-        return 0; /* fill bytes inside the data: unusual, doubt */
       break;
     }
     if (rst != intervals - 1)
