@@ -15,6 +15,9 @@
  *    (P1-P4 are IMGSTAT_KIND_PNM); WebP and PFM are fuzz_load's;
  *  - fuzz_tga: -DFUZZ_KIND=IMGSTAT_KIND_UNKNOWN, inputs with no known
  *    signature, which stb_image tries as TGA (its only format without one).
+ * A JPEG that the GPU path may take also goes through the checks before
+ * nvJPEG (src/io/jpeg_scan.c, both levels): when the full scan finds it
+ * sound, the CPU decoder must decode it (a refusal as corrupt traps).
  * Each input is capped at FUZZ_MAX_PIXELS pixels and FUZZ_MAX_MEMORY decoded
  * bytes, so a lying header cannot exhaust the fuzzer's memory limit.
  *
@@ -44,6 +47,37 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The scanner of --jpeg-check on the bytes nvJPEG would get, and the CPU
+ * decoder's verdict on a file it finds sound. */
+static void jpeg_check(const uint8_t *data, size_t size,
+                       const imgstat_load_options *opts) {
+  imgstat_decoder *d = NULL;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (imgstat_decoder_open_memory(data, size, opts, &d, &err) != IMGSTAT_OK)
+    return;
+  const unsigned char *bytes;
+  size_t n = 0;
+  int sound = 0;
+  if (ist_jpeg_gpu_input(d, &bytes, &n)) {
+    (void)ist_jpeg_scan(bytes, n, 0); /* markers: only memory safety */
+    sound = ist_jpeg_scan(bytes, n, 1);
+  }
+  if (sound) {
+    const imgstat_header *h = imgstat_decoder_header(d);
+    imgstat_image img;
+    imgstat_status s = imgstat_image_alloc(&img, h->width, h->height,
+                                           h->channels, h->sample, 0, &err);
+    if (s == IMGSTAT_OK) {
+      s = imgstat_decoder_read(d, &img, &err);
+      imgstat_image_free(&img);
+    }
+    if (s == IMGSTAT_ERR_FORMAT)
+      __builtin_trap(); /* the scanner accepted what libjpeg refuses */
+  }
+  imgstat_decoder_close(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #ifdef FUZZ_KIND
   /* As decode() in src/load.c sniffs: its first 16 bytes. */
@@ -58,6 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   imgstat_error err;
   memset(&img, 0, sizeof img);
   memset(&err, 0, sizeof err);
+  if (ist_kind_sniff(data, size < 16 ? size : 16) == IMGSTAT_KIND_JPEG)
+    jpeg_check(data, size, &opts);
 
   if (imgstat_image_load_memory(data, size, &opts, &img, &err) != IMGSTAT_OK) {
     /* A rejection must say why, and leave nothing allocated. */

@@ -17,7 +17,9 @@ jpg=$SAMPLES/testorig.jpg
 expect 2 "a bad --jpeg-decoder" "$IMGSTAT" --jpeg-decoder fast "$jpg"
 grep -q "jpeg-decoder: 'fast' is not auto, cpu or gpu" "$T/stderr" ||
   fail "the message of a bad --jpeg-decoder"
-expect 2 "a bad --jpeg-check" "$IMGSTAT" --jpeg-check none "$jpg"
+expect 2 "a bad --jpeg-check" "$IMGSTAT" --jpeg-check huffman "$jpg"
+grep -q "jpeg-check: 'huffman' is not markers, full or none" "$T/stderr" ||
+  fail "the message of a bad --jpeg-check"
 expect 2 "--jpeg-decoder gpu with --backend cpu" \
   "$IMGSTAT" --jpeg-decoder gpu --backend cpu "$jpg"
 grep -q "cannot be used with --backend cpu" "$T/stderr" ||

@@ -367,11 +367,15 @@ static const ist_opt table[] = {
      "                     the CPU decoders, as cpu; nvJPEG's start-up repays\n"
      "                     itself only on very large runs)\n"},
     {"--jpeg-check", NULL, S, IST_OPT_JPEG_CHECK, 1, read_word, 0, 0,
-     "full,markers", "--jpeg-check: '%s' is not full or markers", S_COMPUTE,
-     "  --jpeg-check C     before nvJPEG: full (default: libjpeg reads every\n"
-     "                     scan, so that damaged files are refused as on the "
-     "CPU)\n"
-     "                     or markers (the header checks only: faster)\n"},
+     "markers,full,none", "--jpeg-check: '%s' is not markers, full or none",
+     S_COMPUTE,
+     "  --jpeg-check C     before nvJPEG: markers (default: segments, tables,\n"
+     "                     restart markers, EOI: catches truncation), full\n"
+     "                     (also every Huffman code of every scan: damaged\n"
+     "                     files refused as on the CPU) or none (headers "
+     "only);\n"
+     "                     doubtful files get libjpeg's verdict "
+     "(docs/gpu.md)\n"},
     {"--devices", NULL, S, IST_OPT_DEVICES, 1, read_devices, 0, 0, NULL, NULL,
      S_COMPUTE,
      "  --devices LIST     the GPUs to use: device numbers (0,1) or all; "
@@ -681,7 +685,7 @@ int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
     engine->jpeg_decoder = (imgstat_jpeg_decoder)v->u;
     return 1;
   case IST_OPT_JPEG_CHECK:
-    engine->jpeg_check_markers_only = (int)v->u;
+    engine->jpeg_check = (imgstat_jpeg_check)v->u; /* its words' order */
     return 1;
   case IST_OPT_MAX_PIXELS:
     engine->load.max_pixels = v->u;

@@ -168,8 +168,24 @@ int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
                        size_t *size);
 /* The rest of the CPU path's strictness: libjpeg's entropy decoding of
  * every scan, without pixels, stopping on any warning (a file cut
- * mid-scan, corrupt data) with the words ist_jpeg_read would fail with. */
+ * mid-scan, corrupt data) with the words ist_jpeg_read would fail with
+ * (src/io/jpeg.c). */
+imgstat_status ist_jpeg_check_libjpeg(imgstat_decoder *d, imgstat_error *err);
+/* The same verdict and words, faster: ist_jpeg_scan's full level first,
+ * ist_jpeg_check_libjpeg for a file it doubts (src/io/jpeg_scan.c). */
 imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err);
+
+/* src/io/jpeg_scan.c: the checks before nvJPEG without libjpeg. 1 when
+ * the file is sound at that level: with full 0, its segments and markers
+ * (--jpeg-check markers); with full 1, also every Huffman code of every
+ * scan of a sequential frame (progressive ones are doubted). 0 when it
+ * doubts: libjpeg then judges the file. Reads only bytes[0, size). */
+int ist_jpeg_scan(const unsigned char *bytes, size_t size, int full);
+/* The check of level (an imgstat_jpeg_check) on an open decoder that
+ * ist_jpeg_gpu_input takes: IMGSTAT_OK, or the CPU decoder's refusal
+ * (ist_jpeg_check_entropy's) of a file the scanner doubts. */
+imgstat_status ist_jpeg_check(imgstat_decoder *d, int level,
+                              imgstat_error *err);
 
 /* Everything else through stb_image, as the format d->format->kind (an
  * unknown kind: a JPEG after fill bytes, or a TGA). */

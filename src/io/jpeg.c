@@ -557,7 +557,7 @@ int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
  * the entropy decoding of a decode, without its IDCT, upsampling and colour
  * conversion), under the flags ist_jpeg_read decodes with, so that it stops
  * on the same warnings with the same words. */
-imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err) {
+imgstat_status ist_jpeg_check_libjpeg(imgstat_decoder *d, imgstat_error *err) {
   const unsigned char *bytes;
   size_t size;
   if (!ist_jpeg_gpu_input(d, &bytes, &size))
@@ -601,7 +601,7 @@ int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
   return 0;
 }
 
-imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err) {
+imgstat_status ist_jpeg_check_libjpeg(imgstat_decoder *d, imgstat_error *err) {
   (void)d;
   return imgstat_error_set(err, IMGSTAT_ERR_ARG, "not a TurboJPEG input");
 }

@@ -1225,8 +1225,7 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
   memset(&check_err, 0, sizeof check_err);
   imgstat_status check = IMGSTAT_OK;
   if (!known_unusable(e)) {
-    if (!e->opt.jpeg_check_markers_only)
-      check = ist_jpeg_check_entropy(dec, &check_err);
+    check = ist_jpeg_check(dec, (int)e->opt.jpeg_check, &check_err);
     decide_item(e, &shape, IMGSTAT_WORK_JPEG_DECODE, res);
   }
   if (known_unusable(e)) {
@@ -1577,8 +1576,7 @@ int imgstat_engine_stats_decoder_async(
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status check = IMGSTAT_OK;
-  if (!e->opt.jpeg_check_markers_only)
-    check = ist_jpeg_check_entropy(dec, &err);
+  check = ist_jpeg_check(dec, (int)e->opt.jpeg_check, &err);
   add_time(e, &e->times.check_s, since(&t0));
   if (check != IMGSTAT_OK) {
     reserve(ctx, 0);
