@@ -45,7 +45,8 @@ static imgstat_status load_stb(const unsigned char *data, size_t size,
   ist_source src = {0};
   src.data = data;
   src.size = size;
-  ist_kind kind = ist_kind_sniff(data, size < 16 ? size : 16);
+  ist_kind kind =
+      ist_kind_sniff(data, size < IST_SNIFF_BYTES ? size : IST_SNIFF_BYTES);
   const ist_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS,
                           IMGSTAT_DEFAULT_MAX_MEMORY};
   return ist_stb_decode(&src, kind, &lim, img, err);

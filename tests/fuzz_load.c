@@ -5,7 +5,8 @@
  *
  * One source, several targets (tests/CMakeLists.txt):
  *  - fuzz_load: every format, as imgstat_image_load_memory sniffs it;
- *  - fuzz_png, fuzz_jpeg, fuzz_bmp, fuzz_gif, fuzz_psd, fuzz_hdr, fuzz_pnm:
+ *  - fuzz_png, fuzz_jpeg, fuzz_bmp (src/io/bmp.c), fuzz_gif, fuzz_psd,
+ *    fuzz_hdr, fuzz_pnm:
  *    compiled with -DFUZZ_KIND=IMGSTAT_KIND_..., they only decode inputs whose
  *    signature the loader sniffs as that format (the library's own
  *    ist_kind_sniff decides) and refuse the others (return -1: not kept
@@ -13,8 +14,8 @@
  *  - fuzz_tiff, fuzz_fits, fuzz_npy: the same for TIFF (libtiff), FITS
  *    (cfitsio) and .npy (ours); fuzz_pnm covers the plain PNM parser too
  *    (P1-P4 are IMGSTAT_KIND_PNM); WebP and PFM are fuzz_load's;
- *  - fuzz_tga: -DFUZZ_KIND=IMGSTAT_KIND_UNKNOWN, inputs with no known
- *    signature, which stb_image tries as TGA (its only format without one).
+ *  - fuzz_tga: the same for TGA (src/io/tga.c), which has no signature:
+ *    inputs whose 18-byte header ist_tga_sniff takes for a TGA's.
  * A JPEG that the GPU path may take also goes through the checks before
  * nvJPEG (src/io/jpeg_scan.c, both levels): when the full scan finds it
  * sound, the CPU decoder must decode it (a refusal as corrupt traps).
@@ -80,8 +81,9 @@ static void jpeg_check(const uint8_t *data, size_t size,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #ifdef FUZZ_KIND
-  /* As decode() in src/load.c sniffs: its first 16 bytes. */
-  if (ist_kind_sniff(data, size < 16 ? size : 16) != FUZZ_KIND)
+  /* As decoder_start in src/io/load.c sniffs: its first bytes. */
+  if (ist_kind_sniff(data, size < IST_SNIFF_BYTES ? size : IST_SNIFF_BYTES) !=
+      FUZZ_KIND)
     return -1;
 #endif
   imgstat_load_options opts;

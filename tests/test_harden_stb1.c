@@ -361,22 +361,26 @@ static void test_tga_truncated_no_stale_bytes(void) {
 
 /* The callbacks alone: a file that is shorter than the size the loader was
  * given (one that shrank after it was measured) passes every check on the
- * size, and the short 128-byte read must still be caught. */
+ * size, and the missing bytes must still be caught (stb's empty refill),
+ * never read as zeros. A raw 8-bit RGB PSD of 100x2 (40 header bytes, 600
+ * samples) cut 300 bytes into its samples. stb's remaining loaders (PSD,
+ * JPEG) read only through their 128-byte buffer; the direct-read branch of
+ * on_stb_read served TGA and PNM, which are ours now. */
 static void test_short_read_reported(void) {
   test_buf cut = {0};
-  tga_128x2(&cut, 128 + 64, 0x07);
+  psd_header(&cut, 3, 100, 2, 8, 0);
+  test_put_byte(&cut, 0x07, 300);
   FILE *f = tmpfile();
   CU_ASSERT_FATAL(f != NULL);
   CU_ASSERT_FATAL(fwrite(cut.p, 1, cut.n, f) == cut.n);
   rewind(f);
   ist_source src = {0};
   src.file = f;
-  src.size = 18 + 256; /* what the header needs */
+  src.size = 40 + 600; /* what the header needs */
   ist_limits lim = {IMGSTAT_DEFAULT_MAX_PIXELS, IMGSTAT_DEFAULT_MAX_MEMORY};
   imgstat_image img;
   imgstat_error err = {0};
-  imgstat_status s =
-      ist_stb_decode(&src, IMGSTAT_KIND_UNKNOWN, &lim, &img, &err);
+  imgstat_status s = ist_stb_decode(&src, IMGSTAT_KIND_PSD, &lim, &img, &err);
   ASSERT_MSG(s == IMGSTAT_ERR_FORMAT &&
                  strstr(err.message, "data: file is truncated") != NULL,
              err.message);
@@ -544,12 +548,14 @@ static void test_peak_memory(void) {
   test_buf b = {0};
   tga_header(&b, 3, 40, 30, 8);
   test_put_byte(&b, 3, p);
-  expect_peak(&b, 2 * p, 40, 30, 1, "gray TGA: stb's buffer and the plane");
+  /* tga.c: the planes, a row of samples, 128 stored pixels */
+  expect_peak(&b, p + 40 + 128, 40, 30, 1, "gray TGA: the plane and buffers");
   test_buf_clear(&b);
 
   tga_header(&b, 2, 40, 30, 24);
   test_put_byte(&b, 3, 3 * p);
-  expect_peak(&b, 6 * p, 40, 30, 3, "RGB TGA: stb's buffer and 3 planes");
+  expect_peak(&b, 3 * p + 3 * 40 + 3 * 128, 40, 30, 3,
+              "RGB TGA: 3 planes and buffers");
   test_buf_clear(&b);
 
   if (test_format_built("GIF")) {
@@ -619,7 +625,7 @@ static const test_case tests[] = {
      test_hdr_reasons},
     {"TGA: truncated files refused, no stale bytes",
      test_tga_truncated_no_stale_bytes},
-    {"a short read of exactly 128 bytes is reported", test_short_read_reported},
+    {"a file that shrank is reported truncated", test_short_read_reported},
     {"small files with huge headers refused up front",
      test_small_files_huge_headers},
     {"least input: exact where the coding allows", test_exact_bounds},

@@ -1,6 +1,7 @@
 /*
- * Hardening of the stb_image BMP path and of stb's JPEG path (issue 7,
- * attack run): pixel indices beyond the palette, unknown compression,
+ * Hardening of the BMP reader (issue 7's attack run on the stb_image path it
+ * replaced; src/io/bmp.c since issue 20) and of stb's JPEG path: pixel
+ * indices beyond the palette, OS/2 palettes, unknown compression,
  * top-down rows, the least input and the peak memory of a BMP, and the scan
  * limit of a progressive JPEG. Every BMP is written here, from arrays the
  * expected pixels are computed from.
@@ -218,9 +219,10 @@ static void test_bmp_index_beyond_palette(void) {
     }
 }
 
-/* stb reads an OS/2 (12-byte header) palette without its last 4 entries:
- * a pixel using them is refused; the others load as the file says. A
- * palette of 2 colours, which stb does not read at all, is refused. */
+/* An OS/2 (12-byte header) palette: stb missed its last 4 entries and
+ * refused one of fewer than 5; every entry reads now, and a palette shorter
+ * than 2^bits (the pixel data's offset leaves room for fewer) is refused
+ * only for a pixel that uses an entry it lacks. */
 static void test_bmp_os2_palette(void) {
   enum { W = 4, H = 2 };
   unsigned char pal[3 * 256];
@@ -229,35 +231,45 @@ static void test_bmp_os2_palette(void) {
     pal[3 * i + 1] = (unsigned char)(255 - i);
     pal[3 * i + 2] = (unsigned char)(i / 2);
   }
-  unsigned char idx[W * H] = {0, 1, 7, 100, 200, 250, 251, 3};
+  unsigned char idx[W * H] = {0, 1, 7, 100, 200, 253, 255, 3};
   unsigned char rgb[3 * W * H];
   palette_rgb(idx, W * H, pal, rgb);
   bmp_spec sp = {12, W, H, 0, 8, 0, 0, 256, pal, 0};
   size_t n;
   unsigned char *b = make_bmp(&sp, idx, &n);
-  expect_rgb(b, n, W, H, rgb, "OS/2 8-bit");
+  expect_rgb(b, n, W, H, rgb, "OS/2 8-bit, index 253 and 255");
   free(b);
-  idx[5] = 253;
+  sp.entries = 120; /* the offset leaves room for 120 */
+  idx[4] = 50;
+  idx[5] = 119;
+  idx[6] = 3;
+  palette_rgb(idx, W * H, pal, rgb);
+  b = make_bmp(&sp, idx, &n);
+  expect_rgb(b, n, W, H, rgb, "OS/2 8-bit, 120 colours");
+  free(b);
+  idx[5] = 120;
   b = make_bmp(&sp, idx, &n);
   expect_refused(b, n, IMGSTAT_ERR_FORMAT,
-                 "BMP pixel index 253 is one of the last 4 colours of an OS/2 "
-                 "palette",
-                 "OS/2 index 253");
+                 "Corrupt BMP data: pixel index 120 beyond its palette of 120 "
+                 "colours",
+                 "OS/2 index 120 of 120");
   free(b);
 
   unsigned char bits1[W * H] = {0, 1, 1, 0, 1, 0, 0, 1};
+  unsigned char rgb1[3 * W * H];
+  palette_rgb(bits1, W * H, two_colours, rgb1);
   bmp_spec sp1 = {12, W, H, 0, 1, 0, 0, 2, two_colours, 0};
   b = make_bmp(&sp1, bits1, &n);
-  expect_refused(b, n, IMGSTAT_ERR_FORMAT,
-                 "an OS/2 BMP palette of fewer than 5 colours", "OS/2 1-bit");
+  expect_rgb(b, n, W, H, rgb1, "OS/2 1-bit, 2 colours");
   free(b);
 }
 
 /* ---- compression -------------------------------------------------------- */
 
-/* stb reads the compression field as an int: 0xffffffff passed as 0. Only
- * BI_RGB (0) and BI_BITFIELDS (3) are decoded; everything else is refused
- * with its number. */
+/* stb read the compression field as an int: 0xffffffff passed as 0. A
+ * value that is no BMP compression is damaged data; JPEG, PNG and CMYK are
+ * BMP compressions imgstat does not read (unsupported, not corrupt); RLE
+ * with the wrong depth is damaged. */
 static void test_bmp_unknown_compression(void) {
   enum { W = 3, H = 2 };
   unsigned char idx[W * H] = {0, 1, 1, 0, 0, 1}, rgb[3 * W * H];
@@ -266,13 +278,29 @@ static void test_bmp_unknown_compression(void) {
   size_t n;
   unsigned char *b = make_bmp(&sp, idx, &n);
   expect_rgb(b, n, W, H, rgb, "compression 0");
-  static const uint32_t refused[] = {0xffffffffu, 0x80000000u, 1, 2, 4,
-                                     5,           6,           7, 11};
+  static const struct {
+    uint32_t compression;
+    imgstat_status status;
+    const char *text;
+  } refused[] = {
+      {0xffffffffu, IMGSTAT_ERR_FORMAT,
+       "Corrupt BMP data: compression 4294967295 is not a BMP compression"},
+      {0x80000000u, IMGSTAT_ERR_FORMAT,
+       "Corrupt BMP data: compression 2147483648 is not a BMP compression"},
+      {7, IMGSTAT_ERR_FORMAT,
+       "Corrupt BMP data: compression 7 is not a BMP compression"},
+      {2, IMGSTAT_ERR_FORMAT,
+       "Corrupt BMP data: RLE4 compression with 8 bits per pixel"},
+      {3, IMGSTAT_ERR_FORMAT,
+       "Corrupt BMP data: bit fields with 8 bits per pixel"},
+      {4, IMGSTAT_ERR_UNSUPPORTED, "BMP compression 4 (JPEG) is not supported"},
+      {5, IMGSTAT_ERR_UNSUPPORTED, "BMP compression 5 (PNG) is not supported"},
+      {11, IMGSTAT_ERR_UNSUPPORTED,
+       "BMP compression 11 (CMYK) is not supported"},
+  };
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-    le32(b + 30, refused[i]);
-    char want[64];
-    snprintf(want, sizeof want, "BMP compression %u (", (unsigned)refused[i]);
-    expect_refused(b, n, IMGSTAT_ERR_FORMAT, want, want);
+    le32(b + 30, refused[i].compression);
+    expect_refused(b, n, refused[i].status, refused[i].text, refused[i].text);
   }
   free(b);
 
@@ -358,9 +386,9 @@ static void test_bmp_min_input(void) {
   free(b);
 }
 
-/* --max-memory gets the decoded bytes a BMP holds at once: stb's buffer of 3
- * or 4 bytes a pixel, and the planes (one for a gray palette, 3 when a
- * 32-bit BI_RGB file's unused byte is dropped). */
+/* --max-memory gets the decoded bytes a BMP holds at once: the planes (one
+ * for a gray palette, 3 when a 32-bit BI_RGB file's unused byte is
+ * dropped), one stored row, a row of indices and a row of samples. */
 static void test_bmp_peak_bytes(void) {
   enum { W = 7, H = 5, P = W * H };
   unsigned char px[3 * P];
@@ -377,10 +405,13 @@ static void test_bmp_peak_bytes(void) {
     uint64_t peak;
     int channels;
   } cases[] = {
-      {{40, W, H, 0, 24, 0, 0, 0, NULL, 0}, px, 6 * P, 3},
-      {{40, W, H, 0, 32, 0, 0, 0, NULL, 0}, px, 7 * P, 3},
-      {{40, W, H, 0, 8, 0, 2, 2, two_colours, 0}, idx, 6 * P, 3},
-      {{40, W, H, 0, 8, 0, 0, 256, gray, 0}, idx, 4 * P, 1},
+      {{40, W, H, 0, 24, 0, 0, 0, NULL, 0}, px, 3 * P + 24 + W + 3 * W, 3},
+      {{40, W, H, 0, 32, 0, 0, 0, NULL, 0}, px, 3 * P + 28 + W + 3 * W, 3},
+      {{40, W, H, 0, 8, 0, 2, 2, two_colours, 0},
+       idx,
+       3 * P + 8 + W + 3 * W,
+       3},
+      {{40, W, H, 0, 8, 0, 0, 256, gray, 0}, idx, P + 8 + W + W, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     size_t n;

@@ -62,8 +62,12 @@ typedef enum ist_kind {
   IMGSTAT_KIND_WEBP,
   IMGSTAT_KIND_FITS,
   IMGSTAT_KIND_NPY,
-  IMGSTAT_KIND_PFM
+  IMGSTAT_KIND_PFM,
+  IMGSTAT_KIND_TGA /* no signature: a header only a TGA has (tga.c) */
 } ist_kind;
+
+/* The bytes of an input's start that sniffing looks at: a TGA's header. */
+#define IST_SNIFF_BYTES 18
 
 /* Sniffs the signature in the first n bytes of an input. */
 ist_kind ist_kind_sniff(const unsigned char *head, size_t n);
@@ -135,8 +139,8 @@ struct ist_format {
   /* the file name extensions of the format, lower case, separated by
    * spaces (ist_extension_is_image); NULL: none */
   const char *extensions;
-  /* whether an input's first n bytes (n <= 16) announce the format; NULL:
-   * any input (the last row) */
+  /* whether an input's first n bytes (n <= IST_SNIFF_BYTES) announce the
+   * format; NULL: any input (the last row) */
   int (*sniff)(const unsigned char *head, size_t n);
   imgstat_status (*open)(imgstat_decoder *d, imgstat_error *err);
   imgstat_status (*read)(imgstat_decoder *d, imgstat_image *img,
@@ -187,8 +191,9 @@ int ist_jpeg_scan(const unsigned char *bytes, size_t size, int full);
 imgstat_status ist_jpeg_check(imgstat_decoder *d, int level,
                               imgstat_error *err);
 
-/* Everything else through stb_image, as the format d->format->kind (an
- * unknown kind: a JPEG after fill bytes, or a TGA). */
+/* PSD through stb_image, and JPEG when TurboJPEG is not built in, as the
+ * format d->format->kind (an unknown kind: a JPEG after fill bytes, else
+ * "not a recognised image format"). */
 imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err);
 imgstat_status ist_stb_read(imgstat_decoder *d, imgstat_image *img,
                             imgstat_error *err);
@@ -202,8 +207,8 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
                               imgstat_error *err);
 /* Whether stb_image could take an input that starts with head's n bytes
  * although ist_kind_sniff finds no signature there: a JPEG whose start
- * marker follows fill bytes, or a TGA (stb's own header test). Needs the
- * input's first 256 bytes, or all of it when it is shorter. */
+ * marker follows fill bytes. Needs the input's first 256 bytes, or all of
+ * it when it is shorter. */
 int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 
 /* ---- the decoders of issue 13 (each its own file of src/io) ---------------
@@ -223,6 +228,12 @@ IST_DECODER(hdr);
 IST_DECODER(pnm);
 IST_DECODER(npy);
 IST_DECODER(pfm);
+/* BMP and TGA (issue 20: ours, no longer stb_image's). */
+IST_DECODER(bmp);
+IST_DECODER(tga);
+/* Whether an input's first n bytes are a TGA header (the format has no
+ * signature: values only a TGA header holds, tga.c). */
+int ist_tga_sniff(const unsigned char *head, size_t n);
 
 /* The one wording of a decoder's refusal of damaged data:
  * "Corrupt FORMAT data: why" (IMGSTAT_ERR_FORMAT), why being the printf

@@ -211,7 +211,8 @@ static const ist_format formats[] = {
 #else
     {IMGSTAT_KIND_JPEG, "stb_image", "jpg jpeg jpe jfif", sniff_jpeg, STB_ROW},
 #endif
-    {IMGSTAT_KIND_BMP, "stb_image", "bmp dib", sniff_bmp, STB_ROW},
+    {IMGSTAT_KIND_BMP, "imgstat", "bmp dib", sniff_bmp, ist_bmp_open,
+     ist_bmp_read, ist_bmp_close},
 #ifdef IMGSTAT_HAVE_GIF
     {IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, ist_gif_open, ist_gif_read,
      ist_gif_close},
@@ -245,9 +246,13 @@ static const ist_format formats[] = {
      ist_npy_close},
     {IMGSTAT_KIND_PFM, "imgstat", "pfm", sniff_pfm, ist_pfm_open, ist_pfm_read,
      ist_pfm_close},
-    /* No signature: stb_image tries a JPEG after fill bytes, then TGA, which
-     * has none. */
-    {IMGSTAT_KIND_UNKNOWN, "stb_image", "tga", NULL, STB_ROW},
+    /* TGA has no signature: a header whose values only a TGA has, after
+     * every format that has one. */
+    {IMGSTAT_KIND_TGA, "imgstat", "tga", ist_tga_sniff, ist_tga_open,
+     ist_tga_read, ist_tga_close},
+    /* Anything else: stb_image takes a JPEG after fill bytes, and refuses
+     * the rest. */
+    {IMGSTAT_KIND_UNKNOWN, "stb_image", NULL, NULL, STB_ROW},
 };
 
 static const ist_format *format_sniff(const unsigned char *h, size_t n) {
@@ -263,9 +268,9 @@ ist_kind ist_kind_sniff(const unsigned char *h, size_t n) {
 
 /* The format names of the table's kinds, for --version. */
 static const char *kind_name(ist_kind kind) {
-  static const char *const names[] = {"TGA",  "PNG", "JPEG", "BMP",  "GIF",
+  static const char *const names[] = {"?",    "PNG", "JPEG", "BMP",  "GIF",
                                       "PSD",  "HDR", "PNM",  "TIFF", "WebP",
-                                      "FITS", "NPY", "PFM"};
+                                      "FITS", "NPY", "PFM",  "TGA"};
   return (size_t)kind < sizeof names / sizeof names[0] ? names[kind] : "?";
 }
 
@@ -276,7 +281,7 @@ static void formats_describe(void) {
   size_t at = 0;
   for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
     const ist_format *f = &formats[i];
-    if (!f->library)
+    if (!f->library || f->kind == IMGSTAT_KIND_UNKNOWN)
       continue;
     /* one entry per format */
     int seen = 0;
@@ -390,7 +395,7 @@ static imgstat_status decoder_start(const ist_source *src, int owns_file,
   d->page = opts && opts->page ? opts->page : 1;
   imgstat_status s = IMGSTAT_OK;
   if (!fmt) {
-    unsigned char head[16];
+    unsigned char head[IST_SNIFF_BYTES];
     size_t n = ist_source_read(&d->src, head, sizeof head);
     if (d->src.read_errno) {
       s = imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
@@ -547,8 +552,9 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
  *    (png_read_sig: "Not a PNG file" or "PNG file corrupted by ASCII
  *    conversion");
  *  - an unknown signature goes to stb_image, which can only take it as a
- *    JPEG after fill bytes or as a TGA (its other formats have the
- *    signatures ist_kind_sniff knows); both are decided by the head. */
+ *    JPEG after fill bytes (its other formats have the signatures
+ *    ist_kind_sniff knows; a TGA's header is sniffed too), decided by the
+ *    head. */
 static int worth_reading_on(const unsigned char *head, size_t n) {
   static const unsigned char png_signature[8] = {0x89, 'P',  'N',  'G',
                                                  '\r', '\n', 0x1A, '\n'};
