@@ -9,13 +9,16 @@ usage: formats_check.py IMGSTAT TMPDIR
 Formats the build lacks (imgstat --version) are skipped, said so."""
 import io
 import json
+import os
+import subprocess
+import sys
 import struct
 import zlib
 
 import numpy as np
 
-from imgcheck import (expect_refused, expect_stats, fail, finish, ok, path,
-                      run, truncations, write)
+from imgcheck import (IMGSTAT, expect_refused, expect_stats, fail, finish, ok,
+                      path, run, truncations, write)
 
 rng = np.random.default_rng(13)
 rc, version, _ = run("--version")

@@ -39,7 +39,7 @@ done
 # The man page: every NAME.md it names is installed beside the README.
 docdir=$P/share/doc/imgstat
 [ -f "$P/share/man/man1/imgstat.1" ] && pass || fail "man page not installed"
-grep -o '[A-Za-z_]*\.md' "$SRC/docs/imgstat.1" | sort -u >"$T/mandocs"
+grep -o '[A-Za-z_-]*\.md' "$SRC/docs/imgstat.1" | sort -u >"$T/mandocs"
 [ -s "$T/mandocs" ] && pass || fail "the man page names no document"
 while IFS= read -r d; do
   [ -f "$docdir/$d" ] && pass || fail "the man page names $d, not installed in $docdir"
