@@ -43,6 +43,12 @@ namespace {
 #ifndef IMGSTAT_FAST_BLOCKS_PER_SM
 #define IMGSTAT_FAST_BLOCKS_PER_SM 3
 #endif
+#ifndef IMGSTAT_F32_PREFETCH /* ist_fo_chunk's Prefetch (float_order.cuh) */
+#define IMGSTAT_F32_PREFETCH 1
+#endif
+#ifndef IMGSTAT_F32_FINITE_TILES /* AccF32: whole finite tiles branch-free */
+#define IMGSTAT_F32_FINITE_TILES 1
+#endif
 #ifndef IMGSTAT_FAST_PREFETCH
 #define IMGSTAT_FAST_PREFETCH 0
 #endif
@@ -392,6 +398,39 @@ struct AccF32 : Extremes<float> {
     const float inf = __int_as_float(0x7f800000);
     float hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
     float tmin = inf, tmax = -inf;
+    if (IMGSTAT_F32_FINITE_TILES && nvalid == FastPolicy::kItems) {
+      /* The common case, a whole tile of finite samples: the same sums and
+       * extremes as the loop below, without its branches per sample. */
+      float x[4 * FastPolicy::kItems];
+      bool finite = true;
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          x[4 * k + j] = __uint_as_float(w[j]);
+          finite &= fabsf(x[4 * k + j]) < inf; /* false for NaN and +-Inf */
+        }
+      }
+      if (finite) {
+        fo.add_finite(x);
+#pragma unroll
+        for (int k = 0; k < FastPolicy::kItems; ++k) {
+          float mn = inf, mx = -inf;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            mn = fminf(mn, x[4 * k + j]);
+            mx = fmaxf(mx, x[4 * k + j]);
+          }
+          hmin[k] = mn;
+          hmax[k] = mx;
+          tmin = fminf(tmin, mn);
+          tmax = fmaxf(tmax, mx);
+        }
+        note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
+        return;
+      }
+    }
 #pragma unroll
     for (int k = 0; k < FastPolicy::kItems; ++k) {
       float mn = inf, mx = -inf;
@@ -671,10 +710,16 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
       pass.k_given ? pass.k : ist_fo_plane_shift(plane, 16, 64, n);
   AccF32 acc;
   imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
+  constexpr int kPrefetch = IMGSTAT_F32_PREFETCH;
+  ist_fo_tile<FastPolicy::kItems> head;
+  head.nvalid = 0;
+  if constexpr (kPrefetch > 0)
+    ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
+        plane, n, blockIdx.x, head);
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
-    ist_fo_moments m =
-        ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
-            plane, n, c, shift_k, acc, lane_roots);
+    ist_fo_moments m = ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems,
+                                    kPrefetch, Aligned>(
+        plane, n, c, c + gridDim.x, shift_k, acc, lane_roots, head);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;

@@ -62,6 +62,17 @@ struct ist_fo_thread {
     ist_fo_lane_add(&lane, x);
     return true;
   }
+  /* x[0..M), all finite (the caller checked), in order: the same as add()
+   * of each, without a branch per sample. */
+  template <int M>
+  __device__ __forceinline__ void add_finite(const float (&x)[M]) {
+    if (lane.count == 0)
+      lane.shift = (double)x[0];
+#pragma unroll
+    for (int i = 0; i < M; ++i)
+      ist_fo_lane_sums(&lane, (double)x[i]);
+    lane.count += M;
+  }
   __device__ __forceinline__ void next_chunk() {
     lane.count = 0;
     lane.shift = lane.s1 = lane.s2 = 0.0;
@@ -122,6 +133,49 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
   return ist_fo_block_tree<Block>(m, none, smem, ist_fo_merge_moments());
 }
 
+/* One tile of a chunk's loads: vectors tile * Block * Items + k * Block + t
+ * (k < Items) of thread t; the valid ones (index < nvec) are a prefix
+ * v[0..nvalid), the others are zero and not read. */
+template <int Items> struct ist_fo_tile {
+  uint4 v[Items];
+  int nvalid;
+};
+
+template <int Block, int Items, bool Aligned>
+__device__ __forceinline__ void ist_fo_load_tile(const float *plane,
+                                                 uint64_t nvec, uint64_t tile,
+                                                 ist_fo_tile<Items> &out) {
+  const unsigned t = threadIdx.x;
+  out.nvalid = 0;
+#pragma unroll
+  for (int j = 0; j < Items; ++j) {
+    uint64_t i = tile * ((uint64_t)Block * Items) + (uint64_t)j * Block + t;
+    if (i < nvec) {
+      out.v[j] = ist_fo_load_vec<Aligned>(plane, i);
+      out.nvalid = j + 1;
+    } else {
+      out.v[j] = make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+/* The tiles of a chunk. */
+template <int Block, int Items> constexpr int ist_fo_chunk_tiles() {
+  static_assert((IST_FO_CHUNK / 4) % ((uint64_t)Block * Items) == 0,
+                "whole tiles a chunk");
+  return (int)((IST_FO_CHUNK / 4) / ((uint64_t)Block * Items));
+}
+
+/* The first tile of chunk c of a plane of n samples (none past the plane),
+ * for ist_fo_chunk's `head` when Prefetch > 0. */
+template <int Block, int Items, bool Aligned>
+__device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
+                                                       uint64_t n, uint64_t c,
+                                                       ist_fo_tile<Items> &h) {
+  ist_fo_load_tile<Block, Items, Aligned>(
+      plane, n / 4, c * (uint64_t)ist_fo_chunk_tiles<Block, Items>(), h);
+}
+
 /*
  * One chunk of a float plane in the canonical order, by a block of
  * Block == 256 threads (thread t is lane t): chunk c of the plane of n
@@ -132,6 +186,17 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
  * others: unused values) and resets the lanes for the next chunk. Every
  * thread of the block must call it (it holds __syncthreads).
  *
+ * When the loads are issued does not change what each lane computes (the
+ * same vectors in the same order), only how many are in flight:
+ *   Prefetch 0: each tile is loaded, then reduced (`head`, next_c unused);
+ *   Prefetch 1: `head` holds chunk c's first tile on entry
+ *     (ist_fo_load_chunk_head); before the partial vector and the lane
+ *     tree, the first tile of chunk next_c (the block's next; none past the
+ *     plane) is loaded into it, so the tree's barriers wait with loads in
+ *     flight;
+ *   Prefetch 2: as 1, and every tile is loaded while the one before it is
+ *     reduced.
+ *
  * Acc: the kernel's per-thread accumulator, with
  *   ist_fo_thread fo;                           the lane and NaN/Inf counts
  *   void add_tile(const uint4 (&v)[Items], int nvalid, uint64_t tile);
@@ -141,34 +206,43 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
  *   void add_sample(float x, uint64_t index);   one sample, fo.add(x) first.
  * fast.cu's AccF32 is one; a batched kernel calls this per (image, chunk).
  */
-template <int Block, int Items, bool Aligned, typename Acc>
-__device__ __forceinline__ ist_fo_moments ist_fo_chunk(const float *plane,
-                                                       uint64_t n, uint64_t c,
-                                                       double shift_k, Acc &acc,
-                                                       ist_fo_moments *smem) {
+template <int Block, int Items, int Prefetch, bool Aligned, typename Acc>
+__device__ __forceinline__ ist_fo_moments ist_fo_chunk(
+    const float *plane, uint64_t n, uint64_t c, uint64_t next_c, double shift_k,
+    Acc &acc, ist_fo_moments *smem, ist_fo_tile<Items> &head) {
   static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
-  constexpr uint64_t kTile = (uint64_t)Block * Items; /* vectors */
-  static_assert((IST_FO_CHUNK / 4) % kTile == 0, "whole tiles a chunk");
-  constexpr int kTiles = (int)((IST_FO_CHUNK / 4) / kTile);
+  static_assert(Prefetch >= 0 && Prefetch <= 2, "Prefetch 0, 1 or 2");
+  constexpr int kTiles = ist_fo_chunk_tiles<Block, Items>();
   const unsigned t = threadIdx.x;
   const uint64_t nvec = n / 4;
-  for (int jt = 0; jt < kTiles; ++jt) {
-    const uint64_t tile = c * kTiles + jt;
-    uint4 v[Items];
-    int nvalid = 0;
-#pragma unroll
-    for (int j = 0; j < Items; ++j) {
-      uint64_t i = tile * kTile + (uint64_t)j * Block + t;
-      if (i < nvec) {
-        v[j] = ist_fo_load_vec<Aligned>(plane, i);
-        nvalid = j + 1;
-      } else {
-        v[j] = make_uint4(0, 0, 0, 0);
-      }
+  const uint64_t tile0 = c * kTiles;
+  if constexpr (Prefetch < 2) {
+    int jt = 0;
+    if constexpr (Prefetch == 1) {
+      if (head.nvalid > 0)
+        acc.add_tile(head.v, head.nvalid, tile0);
+      jt = head.nvalid > 0 ? 1 : kTiles;
     }
-    if (nvalid == 0)
-      break; /* past the plane's whole vectors */
-    acc.add_tile(v, nvalid, tile);
+    for (; jt < kTiles; ++jt) {
+      ist_fo_tile<Items> cur;
+      ist_fo_load_tile<Block, Items, Aligned>(plane, nvec, tile0 + jt, cur);
+      if (cur.nvalid == 0)
+        break; /* past the plane's whole vectors */
+      acc.add_tile(cur.v, cur.nvalid, tile0 + jt);
+    }
+    if constexpr (Prefetch == 1)
+      ist_fo_load_chunk_head<Block, Items, Aligned>(plane, n, next_c, head);
+  } else {
+    for (int jt = 0; jt < kTiles; ++jt) {
+      ist_fo_tile<Items> nx;
+      /* tiles past the plane's whole vectors have nvalid 0: nothing read,
+       * nothing added (as the break above) */
+      ist_fo_load_tile<Block, Items, Aligned>(
+          plane, nvec, jt + 1 < kTiles ? tile0 + jt + 1 : next_c * kTiles, nx);
+      if (head.nvalid > 0)
+        acc.add_tile(head.v, head.nvalid, tile0 + jt);
+      head = nx;
+    }
   }
   /* the plane's last, partial vector: lane (n / 4) % 256 of its chunk, after
    * the lane's whole vectors */

@@ -79,14 +79,21 @@ IST_HD static inline int ist_fo_finite(float x) {
 /* Adds the finite sample x to lane a. s1 and s2 start at +0 and never
  * become -0 (+0 + -0 = +0), so an implementation may add +0 for a skipped
  * sample instead of skipping it: the same bits. */
+IST_HD static inline void ist_fo_lane_sums(ist_fo_acc *a, double v);
 IST_HD static inline void ist_fo_lane_add(ist_fo_acc *a, float x) {
   double v = (double)x; /* exact */
   if (a->count == 0)
     a->shift = v;
+  ist_fo_lane_sums(a, v);
+  a->count += 1;
+}
+
+/* ist_fo_lane_add's sums of v = (double)x, the shift set (the count is the
+ * caller's: a run of finite samples may add its length at once). */
+IST_HD static inline void ist_fo_lane_sums(ist_fo_acc *a, double v) {
   double d = IST_DSUB(v, a->shift);
   a->s1 = IST_DADD(a->s1, d);
   a->s2 = IST_DADD(a->s2, IST_DMUL(d, d));
-  a->count += 1;
 }
 
 /* The plane's shift K: the first finite sample among raster samples 0..15
