@@ -44,7 +44,7 @@ namespace {
 #define IMGSTAT_FAST_BLOCKS_PER_SM 3
 #endif
 #ifndef IMGSTAT_F32_PREFETCH /* ist_fo_chunk's Prefetch (float_order.cuh) */
-#define IMGSTAT_F32_PREFETCH 1
+#define IMGSTAT_F32_PREFETCH 0
 #endif
 #ifndef IMGSTAT_F32_FINITE_TILES /* AccF32: whole finite tiles branch-free */
 #define IMGSTAT_F32_FINITE_TILES 1
