@@ -128,6 +128,9 @@ typedef struct imgstat_dataset_image {
   /* Optional (NULL): histograms of the same channels (float: over the
    * options' common range and bins). */
   const imgstat_histogram *hist;
+  /* Its colour model (imgstat.h): a CMYK or Lab image is refused
+   * (IMGSTAT_ERR_UNSUPPORTED): it converts to no pool layout. */
+  imgstat_colour colour;
 } imgstat_dataset_image;
 
 /* Adds one image at its ordinal (each ordinal once). IMGSTAT_ERR_ARG for
