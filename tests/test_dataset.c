@@ -282,6 +282,18 @@ static void test_arguments(void) {
                              IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK};
   CU_ASSERT(imgstat_dataset_add(d, 0, &k, &err) == IMGSTAT_ERR_UNSUPPORTED);
   CU_ASSERT(strstr(err.message, "CMYK") != NULL);
+  imgstat_image img, out;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 1, 1, 4, IMGSTAT_U8, 0, &err) ==
+                  IMGSTAT_OK);
+  img.colour = IMGSTAT_COLOUR_CMYK;
+  CU_ASSERT(imgstat_dataset_convert(&img, IMGSTAT_AS_RGB, &out, &err) ==
+            IMGSTAT_ERR_UNSUPPORTED);
+  CU_ASSERT(imgstat_dataset_gray(&img, &out, &err) == IMGSTAT_ERR_ARG);
+  img.colour = IMGSTAT_COLOUR_DEFAULT; /* as RGBA: converted */
+  CU_ASSERT(imgstat_dataset_convert(&img, IMGSTAT_AS_RGB, &out, &err) ==
+            IMGSTAT_OK);
+  imgstat_image_free(&out);
+  imgstat_image_free(&img);
   imgstat_dataset *f = NULL;
   CU_ASSERT(imgstat_dataset_deserialize("IMGSDSETxxxxxxxx", 16, &f, &err) ==
             IMGSTAT_ERR_FORMAT);

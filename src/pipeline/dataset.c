@@ -143,6 +143,10 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
   memset(out, 0, sizeof *out);
   if (!img || img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to convert");
+  if (img->colour != IMGSTAT_COLOUR_DEFAULT)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_UNSUPPORTED, "a %s image converts to no other layout",
+        imgstat_colour_layout_name(img->colour, img->channels));
   imgstat_dataset_options o;
   memset(&o, 0, sizeof o);
   o.as = as;
