@@ -730,7 +730,7 @@ static int print_result(run_state *st, const char *path,
             ? stdout
             : stderr;
     fflush(stdout);
-    if (!ist_verify_partials(out, path, res->channels, res->sample,
+    if (!ist_verify_partials(out, path, res->colour, res->channels, res->sample,
                              res->partial, res->gpu_partial))
       st->any_mismatch = 1;
   }
