@@ -64,6 +64,18 @@ typedef enum imgstat_sample {
 /* Integer sums of squares are exact in 64 bits up to 2^32 samples a plane. */
 #define IMGSTAT_MAX_PIXELS_LIMIT (UINT64_C(1) << 32)
 
+/* The colour model of an image's channels. IMGSTAT_COLOUR_DEFAULT: the one
+ * the channel count gives (Y; Y,A; R,G,B; R,G,B,A). The others come only
+ * from TIFF, whose samples are kept as stored: CMYK (C, M, Y, K: 4
+ * channels, none alpha) and CIE L*a*b* (L, a, b), whose signed a and b are
+ * reported offset by half their range (+128 at 8 bits, +32768 at 16), so
+ * that 128 / 32768 is a or b = 0 (docs/formats.md). */
+typedef enum imgstat_colour {
+  IMGSTAT_COLOUR_DEFAULT = 0,
+  IMGSTAT_COLOUR_CMYK = 1,
+  IMGSTAT_COLOUR_LAB = 2
+} imgstat_colour;
+
 /*
  * A decoded image: 1..4 channels, each one plane of height rows of width
  * samples in raster order. Row y of plane c starts at
@@ -94,6 +106,9 @@ typedef struct imgstat_image {
    * junk between a JPEG's header segments (docs/formats.md). The job layer
    * reports it as a warning about the input. */
   char warning[IMGSTAT_ERROR_MAX];
+  /* Set by imgstat_decoder_read from the header: the colour model (0, the
+   * default, for every image but TIFF's CMYK and CIE Lab). */
+  imgstat_colour colour;
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding
@@ -130,6 +145,12 @@ void imgstat_image_free(imgstat_image *img);
 const char *imgstat_channel_name(int channels, int c);
 /* Layout name: "Y", "YA", "RGB", "RGBA". */
 const char *imgstat_layout_name(int channels);
+/* The same for an image of that colour model: CMYK's "C", "M", "Y", "K"
+ * (layout "CMYK"), Lab's "L", "a", "b" (layout "Lab"); "?" for a channel
+ * count the model does not have. */
+const char *imgstat_colour_channel_name(imgstat_colour colour, int channels,
+                                        int c);
+const char *imgstat_colour_layout_name(imgstat_colour colour, int channels);
 /* 8, 16 or 32. */
 int imgstat_sample_depth(imgstat_sample s);
 
@@ -191,6 +212,7 @@ typedef struct imgstat_header {
    * single-image ones; page: the one decoded, from 1 (0 when pages is 0). */
   uint32_t pages;
   uint32_t page;
+  imgstat_colour colour; /* 0 but for TIFF's CMYK and CIE Lab */
 } imgstat_header;
 
 typedef struct imgstat_decoder imgstat_decoder;

@@ -101,7 +101,7 @@ int imgstat_dataset_needs_gray(const imgstat_dataset_options *opts,
 
 /* The Rec. 601 luma of an RGB or RGBA image (rules above) as a new dense
  * one-channel image of the same sample type; free it with
- * imgstat_image_free. */
+ * imgstat_image_free. IMGSTAT_ERR_ARG for another layout (CMYK, Lab). */
 imgstat_status imgstat_dataset_gray(const imgstat_image *img,
                                     imgstat_image *gray, imgstat_error *err);
 
@@ -110,7 +110,8 @@ imgstat_status imgstat_dataset_gray(const imgstat_image *img,
  * three times; alpha dropped: the colour planes) borrow img's planes, so
  * img must outlive *out; gray of RGB(A) is imgstat_dataset_gray; an alpha
  * added is opaque (255, 65535, 1.0), a gray+alpha image's alpha kept as
- * RGBA's. Free *out with imgstat_image_free. */
+ * RGBA's. Free *out with imgstat_image_free. A CMYK or Lab image is
+ * refused (IMGSTAT_ERR_UNSUPPORTED): it converts to no layout. */
 imgstat_status imgstat_dataset_convert(const imgstat_image *img,
                                        imgstat_dataset_as as,
                                        imgstat_image *out, imgstat_error *err);
@@ -128,6 +129,9 @@ typedef struct imgstat_dataset_image {
   /* Optional (NULL): histograms of the same channels (float: over the
    * options' common range and bins). */
   const imgstat_histogram *hist;
+  /* Its colour model (imgstat.h): a CMYK or Lab image is refused
+   * (IMGSTAT_ERR_UNSUPPORTED): it converts to no pool layout. */
+  imgstat_colour colour;
 } imgstat_dataset_image;
 
 /* Adds one image at its ordinal (each ordinal once). IMGSTAT_ERR_ARG for

@@ -227,6 +227,7 @@ typedef struct imgstat_job_result {
   uint32_t width;
   uint32_t height;
   int channels;
+  imgstat_colour colour; /* the channels' model (imgstat.h) */
   imgstat_sample sample;
   const char *format; /* static string: "PNG", "JPEG", ... */
   /* A multi-page input (TIFF): its pages and the one decoded (--page);

@@ -210,10 +210,11 @@ for name in ("pil-p4.pbm", "pil-p1.pbm"):
 # ---- TIFF: PIL (libtiff's writer inside PIL for the compressions) and a
 # writer here for tiles, planar data and the sample types PIL cannot write --
 def tiff_write(a, tile=None, planar=False, deflate=False, photometric=None,
-               fmt=None, order="<"):
+               fmt=None, order="<", alpha=True):
     """A one-page TIFF of a (H, W) or (H, W, C) array as stored: strips of
     3 rows or tiles of tile=(w, h) (multiples of 16), chunky or planar,
-    uncompressed or zlib-deflated (compression 8)."""
+    uncompressed or zlib-deflated (compression 8); the last of 2 or 4
+    samples an alpha (ExtraSamples) unless alpha is False."""
     a = np.asarray(a)
     if a.ndim == 2:
         a = a[:, :, None]
@@ -244,7 +245,7 @@ def tiff_write(a, tile=None, planar=False, deflate=False, photometric=None,
             259: (3, [8 if deflate else 1]), 262: (3, [photometric]),
             277: (3, [spp]), 284: (3, [2 if planar else 1]),
             339: (3, [fmt] * spp)}
-    if spp in (2, 4):
+    if spp in (2, 4) and alpha:
         tags[338] = (3, [2])  # unassociated alpha
     if tile:
         tags[322] = (4, [tile[0]])
@@ -351,8 +352,101 @@ if "TIFF (libtiff)" in version:
                 expect_stats(name, ref, depth)
     write("own-i4-big.tif", tiff_write(np.array([[1, 2**24 + 1]], "i4")))
     expect_refused("own-i4-big.tif", "not exactly a 32-bit float")
+    # separated with an alpha sample: 3 inks, not CMYK
     write("own-cmyk.tif", tiff_write(np.zeros((4, 4, 4), "u1"), photometric=5))
     expect_refused("own-cmyk.tif", "not supported")
+
+    # CMYK (photometric 5) and CIE Lab (8): the samples as stored, channels
+    # C, M, Y, K and L, a, b; Lab's signed a, b offset by +128 / +32768
+    def channel_names(name, want):
+        rc, out, err = run("--json", path(name))
+        got = [s["channel"] for s in json.loads(out)["stats"]] if rc == 0 else err
+        rc, csv, _ = run("--csv", path(name))
+        got_csv = [r.split(",")[7] for r in csv.splitlines()[1:]]
+        rc, text, _ = run(path(name))
+        rows = text.splitlines()
+        got_text = [r.split()[0] for r in rows[rows.index(next(
+            r for r in rows if r.startswith("channel"))) + 1:] if r.strip()]
+        if got == got_csv == got_text == want:
+            ok(f"{name}: channels {' '.join(want)} in JSON, CSV and text")
+        else:
+            fail(f"{name}: channels {got} / {got_csv} / {got_text}, want {want}")
+
+    for dt in ("u1", "u2"):
+        top = np.iinfo(dt).max
+        for planar, tile, deflate, order in ((False, None, False, "<"),
+                                             (True, (16, 16), True, ">")):
+            a = rng.integers(0, top, (19, 23, 4), endpoint=True).astype(dt)
+            a[0, 0] = (0, top, 0, top)
+            name = f"cmyk-{dt}-{'planar' if planar else 'chunky'}.tif"
+            write(name, tiff_write(a, tile, planar, deflate, photometric=5,
+                                   order=order, alpha=False))
+            expect_stats(name, a, 8 if dt == "u1" else 16)
+            channel_names(name, ["C", "M", "Y", "K"])
+            # Lab: L unsigned, a and b signed (two's complement) as stored
+            half = (top + 1) // 2
+            lab = rng.integers(0, top, (17, 21, 3), endpoint=True).astype(dt)
+            signed = lab[:, :, 1:].astype(np.int64) - half  # a*, b* stored
+            stored = lab.copy()
+            stored[:, :, 1:] = (signed % (top + 1)).astype(dt)
+            ref = lab.copy()  # reported: the signed value + half
+            name = f"lab-{dt}-{'planar' if planar else 'chunky'}.tif"
+            write(name, tiff_write(stored, tile, planar, deflate, photometric=8,
+                                   order=order))
+            rec = expect_stats(name, ref, 8 if dt == "u1" else 16)
+            if rec and dt == "u1":
+                want = signed[:, :, 0].min() + 128
+                if rec["stats"][1]["min"] == want:
+                    ok(f"{name}: a's least {signed[:, :, 0].min()} reported as {want}")
+                else:
+                    fail(f"{name}: a's min {rec['stats'][1]['min']}, want {want}")
+            channel_names(name, ["L", "a", "b"])
+    # PIL's writer: CMYK (LZW, through libtiff) against PIL's reading; LAB
+    # (one uncompressed strip) against the bytes in the file, a and b taken
+    # as signed (PIL versions differ in what they make of a and b)
+    cmyk = rng.integers(0, 256, (29, 31, 4)).astype(np.uint8)
+    Image.fromarray(cmyk, "CMYK").save(path("pil-cmyk.tif"), compression="tiff_lzw")
+    expect_stats("pil-cmyk.tif", np.asarray(Image.open(path("pil-cmyk.tif"))), 8)
+    Image.fromarray(cmyk[:, :, :3], "LAB").save(path("pil-lab.tif"))
+    with Image.open(path("pil-lab.tif")) as im:
+        (_, box, at, _), = im.tile
+        w, h = box[2], box[3]
+    with open(path("pil-lab.tif"), "rb") as f:
+        f.seek(at)
+        raw = np.frombuffer(f.read(w * h * 3), np.uint8).reshape(h, w, 3)
+    ref = raw.copy()
+    ref[:, :, 1:] = (raw[:, :, 1:].view(np.int8).astype(np.int64) + 128).astype(np.uint8)
+    expect_stats("pil-lab.tif", ref, 8)
+    write("lab-alpha.tif", tiff_write(cmyk[:4, :4], photometric=8))
+    expect_refused("lab-alpha.tif", "not supported")
+    # --dataset: CMYK and Lab pool with no other layout (not as RGBA), and
+    # --as rgb leaves them out with the reason
+    rgba = rng.integers(0, 256, (19, 23, 4)).astype(np.uint8)
+    Image.fromarray(rgba, "RGBA").save(path("ds-rgba.png"))
+    for extra in ((), ("--as", "rgb")):
+        rc, out, err = run("--dataset", "--json", *extra, path("ds-rgba.png"),
+                           path("cmyk-u1-chunky.tif"), path("lab-u1-chunky.tif"))
+        ds = json.loads(out.splitlines()[-1])["dataset"]
+        v = rgba.astype(np.int64)
+        nch = 3 if extra else 4
+        sums = [s["sum"] for s in ds["stats"]]
+        reason = all(f"{path(n)}: --dataset: a {k} image is not pooled" in err
+                     for n, k in (("cmyk-u1-chunky.tif", "CMYK"),
+                                  ("lab-u1-chunky.tif", "Lab")))
+        if (rc != 0 and ds["pooled"] == 1 and ds["failed"] == 2 and reason and
+                sums == [int(v[:, :, c].sum()) for c in range(nch)]):
+            ok(f"--dataset {' '.join(extra)}: the RGBA image alone pooled, "
+               "CMYK and Lab left out with the reason")
+        else:
+            fail(f"--dataset {' '.join(extra)}: exit {rc}, pooled "
+                 f"{ds['pooled']}, failed {ds['failed']}, sums {sums}, {err!r}")
+    # normalize: no output taking K for alpha
+    out_png = path("norm-cmyk.png")
+    rc, _, err = run("normalize", path("cmyk-u1-chunky.tif"), "-o", out_png)
+    if rc != 0 and f"{path('cmyk-u1-chunky.tif')}: a CMYK image" in err and not os.path.exists(out_png):
+        ok("normalize refuses a CMYK image, nothing written")
+    else:
+        fail(f"normalize of CMYK: exit {rc}, {err!r}")
     good = tiff_write(rgb, (16, 16), True, True)
     truncations("own.tif", good, "Corrupt TIFF data")
     bad = bytearray(good)

@@ -51,7 +51,8 @@ static void test_past_2_32(void) {
   CU_ASSERT_FATAL(imgstat_dataset_create(NULL, &d, &err) == IMGSTAT_OK);
   uint64_t n = UINT64_C(1) << 32;
   imgstat_partial big = constant_u16(n, 65535), small = constant_u16(n, 1);
-  imgstat_dataset_image im = {"big", 65536, 65536, 1, IMGSTAT_U16, &big, NULL};
+  imgstat_dataset_image im = {
+      "big", 65536, 65536, 1, IMGSTAT_U16, &big, NULL, IMGSTAT_COLOUR_DEFAULT};
   for (int k = 0; k < 3; k++)
     CU_ASSERT(imgstat_dataset_add(d, (uint64_t)k, &im, &err) == IMGSTAT_OK);
   im.name = "small";
@@ -128,13 +129,9 @@ static imgstat_dataset *accumulate(const imgstat_dataset_options *o,
   for (int i = 0; i < n; i++) {
     int k = order[i];
     imgstat_partial gray[IMGSTAT_MAX_CHANNELS];
-    imgstat_dataset_image im = {names[k],
-                                imgs[k].width,
-                                imgs[k].height,
-                                imgs[k].channels,
-                                imgs[k].sample,
-                                parts[k],
-                                NULL};
+    imgstat_dataset_image im = {
+        names[k],       imgs[k].width, imgs[k].height, imgs[k].channels,
+        imgs[k].sample, parts[k],      NULL,           IMGSTAT_COLOUR_DEFAULT};
     if (imgstat_dataset_needs_gray(o, imgs[k].channels)) {
       imgstat_image g;
       CU_ASSERT_FATAL(imgstat_dataset_gray(&imgs[k], &g, &err) == IMGSTAT_OK);
@@ -275,8 +272,28 @@ static void test_arguments(void) {
   CU_ASSERT_FATAL(imgstat_dataset_create(&o, &e, &err) == IMGSTAT_OK);
   CU_ASSERT(imgstat_dataset_merge(d, e, &err) == IMGSTAT_ERR_ARG);
   CU_ASSERT(imgstat_dataset_merge(d, d, &err) == IMGSTAT_ERR_ARG);
-  imgstat_dataset_image im = {"x", 0, 1, 1, IMGSTAT_U8, NULL, NULL};
+  imgstat_dataset_image im = {"x",        0,    1,    1,
+                              IMGSTAT_U8, NULL, NULL, IMGSTAT_COLOUR_DEFAULT};
   CU_ASSERT(imgstat_dataset_add(d, 0, &im, &err) == IMGSTAT_ERR_ARG);
+  /* a CMYK image converts to no pool layout: refused, d unchanged */
+  imgstat_partial cmyk[4];
+  memset(cmyk, 0, sizeof cmyk);
+  imgstat_dataset_image k = {"cmyk",     1,    1,    4,
+                             IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK};
+  CU_ASSERT(imgstat_dataset_add(d, 0, &k, &err) == IMGSTAT_ERR_UNSUPPORTED);
+  CU_ASSERT(strstr(err.message, "CMYK") != NULL);
+  imgstat_image img, out;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 1, 1, 4, IMGSTAT_U8, 0, &err) ==
+                  IMGSTAT_OK);
+  img.colour = IMGSTAT_COLOUR_CMYK;
+  CU_ASSERT(imgstat_dataset_convert(&img, IMGSTAT_AS_RGB, &out, &err) ==
+            IMGSTAT_ERR_UNSUPPORTED);
+  CU_ASSERT(imgstat_dataset_gray(&img, &out, &err) == IMGSTAT_ERR_ARG);
+  img.colour = IMGSTAT_COLOUR_DEFAULT; /* as RGBA: converted */
+  CU_ASSERT(imgstat_dataset_convert(&img, IMGSTAT_AS_RGB, &out, &err) ==
+            IMGSTAT_OK);
+  imgstat_image_free(&out);
+  imgstat_image_free(&img);
   imgstat_dataset *f = NULL;
   CU_ASSERT(imgstat_dataset_deserialize("IMGSDSETxxxxxxxx", 16, &f, &err) ==
             IMGSTAT_ERR_FORMAT);

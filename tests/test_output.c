@@ -274,7 +274,8 @@ static void test_names_escaped_in_records(void) {
   imgstat_partial p;
   memset(&p, 0, sizeof p);
   FILE *f = mem_open();
-  ist_verify_partials(f, "x\x07.png", 1, IMGSTAT_U8, &p, &p);
+  ist_verify_partials(f, "x\x07.png", IMGSTAT_COLOUR_DEFAULT, 1, IMGSTAT_U8, &p,
+                      &p);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(written, "x\\x07.png: verify ok\n");
 }
@@ -348,7 +349,8 @@ static imgstat_partial u8_partial(void) {
 static const char *verify(imgstat_sample sample, const imgstat_partial *cpu,
                           const imgstat_partial *gpu, int channels, int *ok) {
   FILE *f = mem_open();
-  *ok = ist_verify_partials(f, "a.png", channels, sample, cpu, gpu);
+  *ok = ist_verify_partials(f, "a.png", IMGSTAT_COLOUR_DEFAULT, channels,
+                            sample, cpu, gpu);
   mem_close(f);
   return written;
 }

@@ -555,7 +555,8 @@ static int run_startup(const char *path, int device, int parallel, int json,
     printf("\"gpu_equals_cpu\":%s}\n", equal ? "true" : "false");
   } else {
     printf("start-up of %s: %ux%u %s, %d-bit\n", path, img.width, img.height,
-           imgstat_layout_name(img.channels), imgstat_sample_depth(img.sample));
+           imgstat_colour_layout_name(img.colour, img.channels),
+           imgstat_sample_depth(img.sample));
     printf("  decode (imgstat_image_load)            %9.1f ms\n", decode_ms);
     printf("  CUDA start-up (imgstat_gpu_create)     %9.1f ms%s\n", create.ms,
            parallel ? "  (on its own thread, during decode)" : "");

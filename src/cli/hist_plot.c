@@ -235,8 +235,9 @@ static int text_width(const char *s) {
   return (int)strlen(s) * 4 * FONT_SCALE - FONT_SCALE;
 }
 
-static void channel_colour(int channels, int c, uint8_t col[3]) {
-  const char *name = imgstat_channel_name(channels, c);
+static void channel_colour(imgstat_colour colour, int channels, int c,
+                           uint8_t col[3]) {
+  const char *name = imgstat_colour_channel_name(colour, channels, c);
   static const uint8_t r[3] = {214, 39, 40}, g[3] = {44, 160, 44},
                        b[3] = {31, 119, 180}, y[3] = {80, 80, 80},
                        a[3] = {148, 103, 189};
@@ -314,7 +315,7 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
     int top = TITLE_H + MARGIN_T + c * (PLOT_H + PANEL_GAP);
     int bottom = top + PLOT_H; /* the x axis row */
     uint8_t col[3];
-    channel_colour(panels, c, col);
+    channel_colour(info->colour, panels, c, col);
     /* display bins, then one column of pixels each (or several) */
     uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
     if (bins > PLOT_W)
@@ -418,7 +419,8 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
            black);
     }
     /* the channel's name; the axes' names */
-    text(&cv, 8, top + 2, imgstat_channel_name(panels, c), col);
+    text(&cv, 8, top + 2, imgstat_colour_channel_name(info->colour, panels, c),
+         col);
     if (c == panels - 1) {
       text(&cv, MARGIN_L + PLOT_W / 2 - text_width("value") / 2, bottom + 20,
            "value", black);

@@ -26,6 +26,7 @@ typedef struct ist_plot_info {
   const char *title; /* the input's name or "dataset (N images)" */
   const char *kind;  /* "RGB 8-bit", ... (after the title) */
   int channels;
+  imgstat_colour colour; /* the channels' names (imgstat.h) */
   imgstat_sample sample; /* of the histograms */
   double scale; /* one histogram unit in the values shown (1, 1/255, ...) */
   /* Markers, in the values shown: the mean of each channel, and the

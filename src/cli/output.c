@@ -181,7 +181,8 @@ static void hist_text(FILE *out, const ist_record *rec) {
   fprintf(out, " %9s %9s %9s\n", "entropy", "skewness", "kurtosis");
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_hist_figures *f = &rec->hist_figures[c];
-    fprintf(out, "%-8s", imgstat_channel_name(rec->channels, c));
+    fprintf(out, "%-8s",
+            imgstat_colour_channel_name(rec->colour, rec->channels, c));
     if (!f->has_values) {
       fprintf(out, " %10s", "-");
       for (int i = 0; i < cfg->npercentiles; i++)
@@ -311,7 +312,8 @@ static void json_record(FILE *out, const ist_record *rec) {
     const imgstat_figures *f = &rec->figures[c];
     int v = f->has_values;
     fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
-    ist_output_json_string(out, imgstat_channel_name(rec->channels, c));
+    ist_output_json_string(
+        out, imgstat_colour_channel_name(rec->colour, rec->channels, c));
     fprintf(out, ",\"count\":%" PRIu64, f->count);
     format_value(buf, sizeof buf, f->min, rec->sample);
     json_number_or_null(out, "min", v, buf);
@@ -376,7 +378,8 @@ static void csv_record(FILE *out, const ist_record *rec) {
     csv_string(out, rec->file);
     fprintf(out, ",%" PRIu32 ",%" PRIu32 ",%d,%d,%s,%d,%s,%" PRIu64, rec->width,
             rec->height, rec->channels, imgstat_sample_depth(rec->sample),
-            rec->backend, rec->ddof, imgstat_channel_name(rec->channels, c),
+            rec->backend, rec->ddof,
+            imgstat_colour_channel_name(rec->colour, rec->channels, c),
             f->count);
     format_value(buf, sizeof buf, f->min, rec->sample);
     csv_field(out, v, buf);
@@ -479,7 +482,8 @@ text_cells(const ist_record *rec,
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
     char(*cell)[TEXT_CELL] = cells[c];
-    snprintf(cell[0], TEXT_CELL, "%s", imgstat_channel_name(rec->channels, c));
+    snprintf(cell[0], TEXT_CELL, "%s",
+             imgstat_colour_channel_name(rec->colour, rec->channels, c));
     if (!f->has_values) {
       for (int k = 1; k <= 6; k++)
         if (k != 4)
@@ -513,7 +517,8 @@ text_cells(const ist_record *rec,
 static void text_header(FILE *out, const ist_record *rec) {
   ist_output_escape(out, rec->file, IMGSTAT_ESCAPE_TEXT);
   fprintf(out, "  %" PRIu32 "x%" PRIu32 "  %s  %d-bit%s  backend=%s",
-          rec->width, rec->height, imgstat_layout_name(rec->channels),
+          rec->width, rec->height,
+          imgstat_colour_layout_name(rec->colour, rec->channels),
           imgstat_sample_depth(rec->sample),
           rec->sample == IMGSTAT_F32 ? " float" : "", rec->backend);
 }

@@ -43,6 +43,7 @@ typedef struct ist_record {
   uint32_t width;
   uint32_t height;
   int channels;
+  imgstat_colour colour; /* channel names: imgstat_colour_channel_name */
   imgstat_sample sample;
   const char *backend; /* what computed the figures: "cpu" or "gpu" */
   /* JSON: the decoder that made the pixels (IMGSTAT_DECODER_*), written

@@ -522,6 +522,7 @@ static void dataset_add(run_state *st, const char *path, uint64_t index,
   im.width = res->width;
   im.height = res->height;
   im.channels = res->channels;
+  im.colour = res->colour;
   im.sample = res->sample;
   im.partial = gray ? r->ds_partial : res->partial;
   if (r->ds_hists)
@@ -656,6 +657,7 @@ static int print_result(run_state *st, const char *path,
   rec.width = res->width;
   rec.height = res->height;
   rec.channels = res->channels;
+  rec.colour = res->colour;
   rec.sample = res->sample;
   rec.pages = res->pages;
   rec.page = res->page;
@@ -696,12 +698,13 @@ static int print_result(run_state *st, const char *path,
     memset(&info, 0, sizeof info);
     char kind[48];
     snprintf(kind, sizeof kind, "%s %d-bit%s",
-             imgstat_layout_name(res->channels),
+             imgstat_colour_layout_name(res->colour, res->channels),
              imgstat_sample_depth(res->sample),
              res->sample == IMGSTAT_F32 ? " float" : "");
     info.title = path;
     info.kind = kind;
     info.channels = res->channels;
+    info.colour = res->colour;
     info.sample = res->sample;
     info.scale = 1.0;
     for (int c = 0; c < res->channels; c++) {
@@ -727,7 +730,7 @@ static int print_result(run_state *st, const char *path,
             ? stdout
             : stderr;
     fflush(stdout);
-    if (!ist_verify_partials(out, path, res->channels, res->sample,
+    if (!ist_verify_partials(out, path, res->colour, res->channels, res->sample,
                              res->partial, res->gpu_partial))
       st->any_mismatch = 1;
   }

@@ -24,8 +24,9 @@ static int same_bits(double a, double b) {
   return memcmp(&a, &b, sizeof a) == 0;
 }
 
-int ist_verify_partials(FILE *out, const char *path, int channels,
-                        imgstat_sample sample, const imgstat_partial *cpu,
+int ist_verify_partials(FILE *out, const char *path, imgstat_colour colour,
+                        int channels, imgstat_sample sample,
+                        const imgstat_partial *cpu,
                         const imgstat_partial *gpu) {
   (void)sample; /* every sample type: every field exactly */
   int mismatches = 0;
@@ -64,7 +65,8 @@ int ist_verify_partials(FILE *out, const char *path, int channels,
       format_field(vb, sizeof vb, f[k].is_double, f[k].db, f[k].ub);
       ist_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
       fprintf(out, ": verify MISMATCH channel %s field %s cpu=%s gpu=%s\n",
-              imgstat_channel_name(channels, c), f[k].name, va, vb);
+              imgstat_colour_channel_name(colour, channels, c), f[k].name, va,
+              vb);
       mismatches++;
     }
   }

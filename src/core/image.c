@@ -242,6 +242,7 @@ imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
     for (uint32_t y = 0; y < img->height; y++)
       memcpy(ist_image_row(tmp, c, y), ist_image_row(img, c, y), row);
   tmp->format = img->format;
+  tmp->colour = img->colour;
   *dense = tmp;
   return IMGSTAT_OK;
 }
@@ -333,6 +334,25 @@ const char *imgstat_layout_name(int channels) {
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
     return "?";
   return names[channels - 1];
+}
+
+const char *imgstat_colour_channel_name(imgstat_colour colour, int channels,
+                                        int c) {
+  static const char *const cmyk[4] = {"C", "M", "Y", "K"};
+  static const char *const lab[3] = {"L", "a", "b"};
+  if (colour == IMGSTAT_COLOUR_CMYK)
+    return channels == 4 && c >= 0 && c < 4 ? cmyk[c] : "?";
+  if (colour == IMGSTAT_COLOUR_LAB)
+    return channels == 3 && c >= 0 && c < 3 ? lab[c] : "?";
+  return imgstat_channel_name(channels, c);
+}
+
+const char *imgstat_colour_layout_name(imgstat_colour colour, int channels) {
+  if (colour == IMGSTAT_COLOUR_CMYK)
+    return channels == 4 ? "CMYK" : "?";
+  if (colour == IMGSTAT_COLOUR_LAB)
+    return channels == 3 ? "Lab" : "?";
+  return imgstat_layout_name(channels);
 }
 
 int imgstat_sample_depth(imgstat_sample s) { return (int)s * 8; }

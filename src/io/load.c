@@ -460,6 +460,7 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
     img->format = h->format;
     img->pages = h->pages;
     img->page = h->page;
+    img->colour = h->colour;
     memcpy(img->warning, d->warning, sizeof img->warning);
   }
   return s;

@@ -20,7 +20,9 @@
  *    every entry is under 256 (as stored), else the 16-bit entries;
  *  - gray (+ one extra sample: alpha), RGB (+ alpha); YCbCr only when JPEG
  *    compressed with its samples together (libjpeg then gives RGB; planar
- *    YCbCr is refused); CMYK, Lab and others refused.
+ *    YCbCr is refused); CMYK (4 samples, InkSet CMYK) and CIE Lab (3) of
+ *    8 or 16 unsigned bits as stored, Lab's signed a, b offset by +128 or
+ *    +32768 (their top bit flipped); others refused.
  * The file is read where libtiff asks (client procedures over the source),
  * never copied whole. Warnings that say the strip or tile arrays are not
  * the data refuse the file (on_warning), as does an uncompressed strip or
@@ -50,6 +52,10 @@ typedef struct tiff_state {
   /* the page's layout */
   uint32_t width, height;
   uint16_t bps, spp, format, photometric, planar, compression;
+  /* CIE Lab: a and b (channels 1, 2) are signed; flipping their top bit
+   * (0x80 or 0x8000) reports them offset by half the range */
+  unsigned lab_flip;
+  imgstat_colour colour;
   int tiled;
   uint32_t tile_w, tile_h, rows_per_strip;
   int palette8;          /* palette: 8-bit entries: 1 as stored, 256: e >> 8 */
@@ -173,6 +179,8 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
                                   imgstat_sample *sample, imgstat_error *err) {
   TIFF *tif = ts->tif;
   uint16_t compression = COMPRESSION_NONE;
+  ts->colour = IMGSTAT_COLOUR_DEFAULT;
+  ts->lab_flip = 0;
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &ts->bps);
   TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &ts->compression);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &ts->spp);
@@ -225,6 +233,28 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
     if (!TIFFSetField(tif, TIFFTAG_JPEGCOLORMODE, JPEGCOLORMODE_RGB) ||
         ts->spp != 3 || b != 8)
       return unsupported(err, "YCbCr samples per pixel", ts->spp);
+    break;
+  case PHOTOMETRIC_SEPARATED: {
+    uint16_t inks = INKSET_CMYK, extras = 0, *extra = NULL;
+    TIFFGetField(tif, TIFFTAG_INKSET, &inks);
+    /* an extra sample (alpha) leaves 3 inks */
+    TIFFGetField(tif, TIFFTAG_EXTRASAMPLES, &extras, &extra);
+    if (inks != INKSET_CMYK || ts->spp != 4 || extras != 0)
+      return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                               "TIFF separated (photometric 5) other than "
+                               "CMYK of 4 inks is not supported");
+    if (f != SAMPLEFORMAT_UINT || (b != 8 && b != 16))
+      return unsupported(err, "CMYK bits per sample", (unsigned)b);
+    ts->colour = IMGSTAT_COLOUR_CMYK;
+    break;
+  }
+  case PHOTOMETRIC_CIELAB:
+    if (ts->spp != 3) /* an extra sample (alpha) included */
+      return unsupported(err, "CIE Lab samples per pixel", ts->spp);
+    if (f != SAMPLEFORMAT_UINT || (b != 8 && b != 16))
+      return unsupported(err, "CIE Lab bits per sample", (unsigned)b);
+    ts->colour = IMGSTAT_COLOUR_LAB;
+    ts->lab_flip = b == 8 ? 0x80u : 0x8000u;
     break;
   case PHOTOMETRIC_PALETTE:
     if (ts->spp != 1 || f != SAMPLEFORMAT_UINT || b > 16)
@@ -361,6 +391,7 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   d->header.format = "TIFF";
   d->header.pages = pages;
   d->header.page = d->page;
+  d->header.colour = ts->colour;
   return IMGSTAT_OK;
 }
 
@@ -409,7 +440,7 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
                               const unsigned char *row, uint32_t x, uint32_t y,
                               uint32_t n, int c0, int nc, imgstat_error *err) {
   /* Samples imgstat keeps as they are: split or copied. */
-  if (!ts->map[0] && !ts->invert &&
+  if (!ts->map[0] && !ts->invert && !ts->lab_flip &&
       ((ts->format == SAMPLEFORMAT_UINT && (ts->bps == 8 || ts->bps == 16)) ||
        (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32))) {
     if (nc == img->channels)
@@ -425,6 +456,7 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
     unsigned char *out = ist_image_row(img, ts->map[0] ? 0 : c, y);
     /* MinIsWhite: the gray sample, not an extra (alpha) one */
     unsigned invert = c == 0 ? ts->invert : 0;
+    unsigned flip = c == 1 || c == 2 ? ts->lab_flip : 0;
     for (uint32_t i = 0; i < n; i++) {
       double v = sample_at(ts, row, (size_t)i * (size_t)nc + (size_t)k);
       if (ts->map[0]) { /* palette: the index's three entries */
@@ -441,13 +473,13 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
       }
       switch (img->sample) {
       case IMGSTAT_U8: { /* widened to 8 bits, white 255 */
-        unsigned u = (unsigned)v * ts->widen;
+        unsigned u = ((unsigned)v ^ flip) * ts->widen;
         out[x + i] = (unsigned char)(invert ? invert - u : u);
         break;
       }
       case IMGSTAT_U16:
         ((uint16_t *)out)[x + i] =
-            (uint16_t)(invert ? invert - (unsigned)v : (unsigned)v);
+            (uint16_t)(invert ? invert - (unsigned)v : (unsigned)v ^ flip);
         break;
       default:
         if (!ist_f32_exact(v, &((float *)out)[x + i]))

@@ -757,6 +757,7 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   res->width = img->width;
   res->height = img->height;
   res->channels = img->channels;
+  res->colour = img->colour;
   res->sample = img->sample;
   res->format = img->format;
   res->pages = img->pages;
@@ -1192,6 +1193,7 @@ jpeg_offered(imgstat_engine *e, imgstat_decoder *dec, imgstat_job_result *res,
   res->width = h->width;
   res->height = h->height;
   res->channels = h->channels;
+  res->colour = h->colour;
   res->sample = h->sample;
   res->format = h->format;
   decoder_warning(res, dec->warning);

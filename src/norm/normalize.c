@@ -29,6 +29,11 @@ imgstat_status imgstat_norm_options_check(const imgstat_image *img,
                                           imgstat_error *err) {
   if (!img || img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image");
+  /* the outputs are Y, YA, RGB or RGBA images: CMYK's K is no alpha */
+  if (img->colour != IMGSTAT_COLOUR_DEFAULT)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_UNSUPPORTED, "a %s image is not normalized",
+        imgstat_colour_layout_name(img->colour, img->channels));
   if (o->out_sample != 0 && o->out_sample != IMGSTAT_U8 &&
       o->out_sample != IMGSTAT_U16 && o->out_sample != IMGSTAT_F32)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "invalid output depth");

@@ -103,7 +103,7 @@ int imgstat_dataset_needs_gray(const imgstat_dataset_options *o, int channels) {
 imgstat_status imgstat_dataset_gray(const imgstat_image *img,
                                     imgstat_image *gray, imgstat_error *err) {
   memset(gray, 0, sizeof *gray);
-  if (!img || img->channels < 3)
+  if (!img || img->channels < 3 || img->colour != IMGSTAT_COLOUR_DEFAULT)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "the gray conversion needs an RGB or RGBA image");
   imgstat_status st = imgstat_image_alloc(gray, img->width, img->height, 1,
@@ -143,6 +143,10 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
   memset(out, 0, sizeof *out);
   if (!img || img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to convert");
+  if (img->colour != IMGSTAT_COLOUR_DEFAULT)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_UNSUPPORTED, "a %s image converts to no other layout",
+        imgstat_colour_layout_name(img->colour, img->channels));
   imgstat_dataset_options o;
   memset(&o, 0, sizeof o);
   o.as = as;
@@ -341,6 +345,12 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
        im->sample != IMGSTAT_F32))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_dataset_add: a bad image description");
+  if (im->colour != IMGSTAT_COLOUR_DEFAULT)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_UNSUPPORTED,
+        "a %s image is not pooled: it converts to no Y, YA, RGB or RGBA "
+        "layout",
+        imgstat_colour_layout_name(im->colour, im->channels));
   const imgstat_dataset_options *o = &d->o;
   int pooled = imgstat_dataset_pooled_channels(o, im->channels);
   int k = depth_index(im->sample);

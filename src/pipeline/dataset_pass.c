@@ -240,6 +240,7 @@ static int pool_deliver(void *ctx, uint64_t index, void *item, void *result,
     im.width = res->width;
     im.height = res->height;
     im.channels = res->channels;
+    im.colour = res->colour;
     im.sample = res->sample;
     im.partial = out->gray ? out->partial : res->partial;
     im.hist = out->hists ? out->hist : res->has_histograms ? res->hist : NULL;
