@@ -326,10 +326,13 @@ imgstat_status check_input(imgstat_gpu *gpu, const imgstat_image *img,
     memset(out, 0, sizeof *out);
   if (!gpu)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
-  if (!img || !img->data || img->channels < 1 ||
-      img->channels > IMGSTAT_MAX_CHANNELS || img->width == 0 ||
-      img->height == 0)
+  /* planes, not data: a view (--as's conversion) borrows another image's */
+  if (!img || img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS ||
+      img->width == 0 || img->height == 0)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image");
+  for (int c = 0; c < img->channels; c++)
+    if (!img->planes[c])
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image");
   return ist_gpu_check_image(img, err);
 }
 

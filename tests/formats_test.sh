@@ -9,13 +9,17 @@ set -u
 IMGSTAT=${1:?usage: formats_test.sh IMGSTAT [CHECK.py]}
 CHECK=${2:-formats_check.py}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# readers_check.py reads HDR through tools/make_reference.py, which needs
+# pypng too.
+need=numpy,PIL
+[ "$CHECK" = readers_check.py ] && need=numpy,PIL,png
 for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import numpy, PIL' 2>/dev/null; then
+  if "$p" -c "import $need" 2>/dev/null; then
     T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-formats.XXXXXX") || exit 1
     trap 'rm -rf "$T"' EXIT
     "$p" "$HERE/$CHECK" "$IMGSTAT" "$T"
     exit $?
   fi
 done
-echo "skipped: no python3 with numpy and PIL"
+echo "skipped: no python3 with $need"
 exit 77

@@ -89,8 +89,13 @@ static void test_synthetic_batch(void) {
     }
     CU_ASSERT_FATAL(test_image_make(&host[k], w, h, shapes[k].ch, IMGSTAT_U8));
     fill(&host[k], shapes[k].pattern);
+    /* through a full-size array: an item holds the planes of a JPEG (at
+     * most 3), the helper's array is IMGSTAT_MAX_CHANNELS long */
+    void *planes[IMGSTAT_MAX_CHANNELS] = {0};
     CU_ASSERT_FATAL(test_gpu_device_copy(&host[k], shapes[k].offset, 0,
-                                         &blocks[k], items[k].planes));
+                                         &blocks[k], planes));
+    for (int c = 0; c < shapes[k].ch; c++)
+      items[k].planes[c] = planes[c];
     items[k].width = w;
     items[k].height = h;
     items[k].channels = shapes[k].ch;

@@ -56,7 +56,9 @@ MODES = [
 if QUICK:  # the two command lines, with their smallest runs
     MODES = [MODES[0], MODES[2]]
 
-FAILED_SUMMARY = re.compile(r"^imgstat: \d+ of \d+ inputs failed$")
+# The run's closing lines: failed inputs counted, normalize's summary.
+FAILED_SUMMARY = re.compile(r"^imgstat: (\d+ of \d+ inputs failed|"
+                            r"\d+ written to .*, \d+ failed, [0-9.]+ s)$")
 AUTO_START = re.compile(r"^imgstat: GPU unusable \((.*)\); using the CPU$")
 AUTO_FILE = re.compile(r"^imgstat: (.+?): GPU failed \((.*)\); using the CPU$")
 GPU_START = re.compile(r"^imgstat: (.+?): --backend gpu needs a usable GPU: "
