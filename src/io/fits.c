@@ -1021,7 +1021,7 @@ static imgstat_status tiled_open(imgstat_decoder *d, fits_state *fs,
   put_card(&p, "GCOUNT", "%20d", 1);
   put_card(&p, "TFIELDS", "%20d", t->ncols);
   for (int i = 0; i < t->ncols; i++) {
-    char key[9];
+    char key[24]; /* TTYPEn, TFORMn (room for any int: -Wformat) */
     snprintf(key, sizeof key, "TTYPE%d", i + 1);
     put_card(&p, key, "'%s'", col_names[t->cols[i].kind]);
     snprintf(key, sizeof key, "TFORM%d", i + 1);
@@ -1034,7 +1034,7 @@ static imgstat_status tiled_open(imgstat_decoder *d, fits_state *fs,
   put_card(&p, "ZBITPIX", "%20" PRId64, h->zbitpix);
   put_card(&p, "ZNAXIS", "%20" PRId64, h->znaxis);
   for (int i = 1; i <= h->znaxis; i++) {
-    char key[9];
+    char key[24]; /* ZNAXISn, ZTILEn (room for any int: -Wformat) */
     snprintf(key, sizeof key, "ZNAXIS%d", i);
     put_card(&p, key, "%20" PRId64, h->znaxes[i]);
     snprintf(key, sizeof key, "ZTILE%d", i);
