@@ -442,6 +442,14 @@ static void check_accuracy(const float *x, uint64_t n, const char *what) {
 static void test_accuracy(void) {
   static const uint64_t sizes[] = {1025, 65537, 262147, 1048573,
                                    (1u << 22) + 5};
+  /* The reference needs long double wider than double at run time:
+   * valgrind computes x87 long doubles in 64 bits. */
+  volatile long double one = 1.0L, tiny = 1e-18L;
+  if (one + tiny == one) {
+    printf("(skipped: long double is no wider than double here, as under "
+           "valgrind) ");
+    return;
+  }
   uint64_t st = 0x1234567887654321u;
   g_worst_mean = g_worst_m2 = 0;
   float *x = malloc(((1u << 22) + 5) * sizeof *x);
