@@ -435,13 +435,14 @@ struct AccF32 : Extremes<float> {
     for (int k = 0; k < FastPolicy::kItems; ++k) {
       float mn = inf, mx = -inf;
       if (k < nvalid) {
-        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+        const float x[4] = {__uint_as_float(v[k].x), __uint_as_float(v[k].y),
+                            __uint_as_float(v[k].z), __uint_as_float(v[k].w)};
+        const unsigned finite = fo.add_group(x, 0xfu);
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          float x = __uint_as_float(w[j]);
-          if (fo.add(x)) {
-            mn = fminf(mn, x);
-            mx = fmaxf(mx, x);
+          if ((finite >> j) & 1u) {
+            mn = fminf(mn, x[j]);
+            mx = fmaxf(mx, x[j]);
           }
         }
       }
@@ -452,9 +453,11 @@ struct AccF32 : Extremes<float> {
     }
     note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
   }
-  __device__ void add_sample(Sample x, uint64_t index) {
-    if (fo.add(x))
-      note_sample(x, index);
+  __device__ void add_partial(const float (&x)[4], int m, uint64_t index) {
+    const unsigned finite = fo.add_group(x, (1u << m) - 1u);
+    for (int j = 0; j < m; ++j)
+      if ((finite >> j) & 1u)
+        note_sample(x[j], index + j);
   }
 };
 

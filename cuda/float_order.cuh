@@ -7,10 +7,12 @@
  * How a kernel reduces float planes with them:
  *  0. K = ist_fo_plane_shift(plane, ...) (the first finite of the first 16).
  *  1. ist_fo_chunk, by one block of IST_FO_LANES (256) threads per chunk at
- *     a time: thread t is lane t; it reads the chunk's 4-sample vectors
- *     t, t + 256, ... in increasing order (ist_fo_load_vec) and feeds every
- *     sample, in order, to an ist_fo_thread (NaN/Inf counted, finite samples
- *     into the lane); the plane's last, partial vector (n % 4 samples)
+ *     a time: warp 0 reads the chunk's 16 probes and picks its shift c
+ *     (ist_fo_block_chunk_shift); thread t is lane t; it reads the chunk's
+ *     4-sample vectors t, t + 256, ... in increasing order (ist_fo_load_vec)
+ *     and feeds each, one group, to an ist_fo_thread (NaN/Inf counted,
+ *     finite samples into the lane); the plane's last, partial vector
+ *     (n % 4 samples)
  *     belongs to lane (n / 4) % 256 of its chunk, after its whole vectors;
  *     then the lane tree gives thread 0 the chunk's (count, mean - K, M2).
  *  2. The chunk results of a plane, in chunk order, are folded by
@@ -46,36 +48,53 @@ __device__ __forceinline__ uint4 ist_fo_load_vec(const float *plane,
 /* One thread's share of the order: its lane of the current chunk and the
  * NaN / Inf counts of everything it saw. */
 struct ist_fo_thread {
-  ist_fo_acc lane = {0, 0.0, 0.0, 0.0};
+  ist_fo_acc lane = {0, 0.0, 0.0, 0.0, 0.0};
   uint64_t nan_count = 0, inf_count = 0;
 
-  /* Counts x; a finite x goes to the lane (true). */
-  __device__ __forceinline__ bool add(float x) {
-    if (x != x) {
-      nan_count += 1;
-      return false;
+  /* One group of the lane: x[j] for the bits j of `present`; NaN / Inf
+   * counted, the finite samples into the lane (ist_fo_group_add). Returns
+   * the bits of the finite ones. */
+  __device__ __forceinline__ unsigned add_group(const float (&x)[4],
+                                                unsigned present) {
+    double d[4];
+    unsigned finite = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      d[j] = 0.0;
+      if (!((present >> j) & 1u))
+        continue;
+      if (x[j] != x[j]) {
+        nan_count += 1;
+      } else if (fabsf(x[j]) == __int_as_float(0x7f800000)) {
+        inf_count += 1;
+      } else {
+        d[j] = __dsub_rn((double)x[j], lane.shift);
+        finite |= 1u << j;
+      }
     }
-    if (fabsf(x) == __int_as_float(0x7f800000)) {
-      inf_count += 1;
-      return false;
-    }
-    ist_fo_lane_add(&lane, x);
-    return true;
+    if (finite)
+      ist_fo_group_sums(&lane, d, (uint32_t)__popc(finite));
+    return finite;
   }
-  /* x[0..M), all finite (the caller checked), in order: the same as add()
-   * of each, without a branch per sample. */
+  /* x[0..M), M a multiple of 4, all finite (the caller checked): M / 4
+   * whole groups, the same as add_group of each without a branch. */
   template <int M>
   __device__ __forceinline__ void add_finite(const float (&x)[M]) {
-    if (lane.count == 0)
-      lane.shift = (double)x[0];
+    static_assert(M % 4 == 0, "whole groups");
 #pragma unroll
-    for (int i = 0; i < M; ++i)
-      ist_fo_lane_sums(&lane, (double)x[i]);
-    lane.count += M;
+    for (int g = 0; g < M; g += 4) {
+      const double d[4] = {__dsub_rn((double)x[g], lane.shift),
+                           __dsub_rn((double)x[g + 1], lane.shift),
+                           __dsub_rn((double)x[g + 2], lane.shift),
+                           __dsub_rn((double)x[g + 3], lane.shift)};
+      ist_fo_group_sums(&lane, d, 4);
+    }
   }
-  __device__ __forceinline__ void next_chunk() {
+  /* A fresh lane for a chunk whose shift is c. */
+  __device__ __forceinline__ void start_chunk(double c) {
     lane.count = 0;
-    lane.shift = lane.s1 = lane.s2 = 0.0;
+    lane.shift = c;
+    lane.s1 = lane.s2 = lane.e = 0.0;
   }
 };
 
@@ -133,6 +152,40 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
   return ist_fo_block_tree<Block>(m, none, smem, ist_fo_merge_moments());
 }
 
+/* Step 2 of float_order.h for chunk c of a plane of n samples, by the
+ * block: warp 0 loads the probes and the lane holding the lower median
+ * writes it (ist_fo_shift_of_probes's choice, rank by rank); every thread
+ * gets the shift. Every thread must call it (it holds a __syncthreads);
+ * the block must be in step on entry (the shared slots are rewritten). */
+__device__ __forceinline__ double ist_fo_block_chunk_shift(const float *plane,
+                                                           uint64_t n,
+                                                           uint64_t c,
+                                                           double fallback) {
+  __shared__ float probes[IST_FO_PROBES];
+  __shared__ double shift;
+  const unsigned t = threadIdx.x;
+  if (t < 32) {
+    const uint64_t start = c * IST_FO_CHUNK;
+    const uint32_t len =
+        (uint32_t)(n - start < IST_FO_CHUNK ? n - start : IST_FO_CHUNK);
+    const uint32_t np = ist_fo_probe_count(len);
+    if (t < np)
+      probes[t] = __ldg(plane + start + (uint64_t)t * ist_fo_probe_step(len));
+    __syncwarp();
+    const bool fin = t < np && ist_fo_finite(probes[t]);
+    const unsigned finite = __popc(__ballot_sync(0xffffffffu, fin));
+    if (finite == 0) {
+      if (t == 0)
+        shift = fallback;
+    } else if (fin &&
+               ist_fo_probe_rank(probes, np, t) == ist_fo_median_rank(finite)) {
+      shift = (double)probes[t];
+    }
+  }
+  __syncthreads();
+  return shift;
+}
+
 /* One tile of a chunk's loads: vectors tile * Block * Items + k * Block + t
  * (k < Items) of thread t; the valid ones (index < nvec) are a prefix
  * v[0..nvalid), the others are zero and not read. */
@@ -183,8 +236,9 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
  * vectors (c * tiles + jt) * 256 * Items + k * 256 + t, k < Items), then the
  * plane's last partial vector when it falls to this lane, then the lane
  * tree. Returns the chunk's (count, mean - shift_k, M2) in thread 0 (the
- * others: unused values) and resets the lanes for the next chunk. Every
- * thread of the block must call it (it holds __syncthreads).
+ * others: unused values); the lanes start afresh at the next call, from
+ * the chunk's shift. Every thread of the block must call it (it holds
+ * __syncthreads; the block in step on entry).
  *
  * When the loads are issued does not change what each lane computes (the
  * same vectors in the same order), only how many are in flight:
@@ -202,8 +256,11 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
  *   void add_tile(const uint4 (&v)[Items], int nvalid, uint64_t tile);
  *       the valid vectors v[0..nvalid) of tile `tile` (global tile index:
  *       vector index = tile * 256 * Items + k * 256 + threadIdx.x), each
- *       sample passed to fo.add in order (and to its own extremes);
- *   void add_sample(float x, uint64_t index);   one sample, fo.add(x) first.
+ *       passed to fo.add_group (or fo.add_finite) in order (and to its own
+ *       extremes);
+ *   void add_partial(const float (&x)[4], int m, uint64_t index);
+ *       the plane's last m < 4 samples (raster index `index` on), one
+ *       group: fo.add_group(x, (1 << m) - 1) first.
  * fast.cu's AccF32 is one; a batched kernel calls this per (image, chunk).
  */
 template <int Block, int Items, int Prefetch, bool Aligned, typename Acc>
@@ -216,6 +273,7 @@ __device__ __forceinline__ ist_fo_moments ist_fo_chunk(
   const unsigned t = threadIdx.x;
   const uint64_t nvec = n / 4;
   const uint64_t tile0 = c * kTiles;
+  acc.fo.start_chunk(ist_fo_block_chunk_shift(plane, n, c, shift_k));
   if constexpr (Prefetch < 2) {
     int jt = 0;
     if constexpr (Prefetch == 1) {
@@ -245,12 +303,16 @@ __device__ __forceinline__ ist_fo_moments ist_fo_chunk(
     }
   }
   /* the plane's last, partial vector: lane (n / 4) % 256 of its chunk, after
-   * the lane's whole vectors */
-  if (n % 4 != 0 && t == nvec % IST_FO_LANES && (nvec * 4) / IST_FO_CHUNK == c)
-    for (uint64_t i = nvec * 4; i < n; ++i)
-      acc.add_sample(__ldg(plane + i), i);
+   * the lane's whole vectors, a group of n % 4 samples */
+  if (n % 4 != 0 && t == nvec % IST_FO_LANES &&
+      (nvec * 4) / IST_FO_CHUNK == c) {
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const int m = (int)(n % 4);
+    for (int j = 0; j < m; ++j)
+      x[j] = __ldg(plane + nvec * 4 + j);
+    acc.add_partial(x, m, nvec * 4);
+  }
   ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane, shift_k);
-  acc.fo.next_chunk();
   return ist_fo_block_tree_moments<Block>(m, smem);
 }
 

@@ -8,28 +8,41 @@
  *
  *  0. The plane's shift K (ist_fo_plane_shift): its first finite sample
  *     among raster samples 0..15, else 0. Every mean below is relative to
- *     K until step 5, so that Chan's merges round at the scale of
+ *     K until step 6, so that Chan's merges round at the scale of
  *     |mean - K| rather than |mean| (10^6 + noise keeps its M2).
  *  1. Chunks: the plane (raster order, samples 0 .. n-1) is cut into chunks
  *     of IST_FO_CHUNK samples; chunk k holds samples k * IST_FO_CHUNK ...
- *  2. Lanes: sample i of a chunk (0 <= i < IST_FO_CHUNK) goes to lane
+ *  2. The chunk's shift c (ist_fo_chunk_shift): the lower median of the
+ *     finite samples among 16 probes spread over the chunk (probe j is its
+ *     sample j * (len / 16); a chunk of fewer than 16 samples probes them
+ *     all), K when none is finite. A lane's sums are relative to c, so an
+ *     outlier cannot become a lane's reference (a lane's first sample
+ *     could), and c follows the values of its part of the plane.
+ *  3. Lanes: sample i of a chunk (0 <= i < IST_FO_CHUNK) goes to lane
  *     ist_fo_lane(i) = (i / 4) mod 256, i.e. lane l holds the 4-sample groups
  *     l, l + 256, l + 512, ... (one 16-byte vector of thread l of a 256-thread
- *     block per step). A lane takes its finite samples in increasing i
- *     (ist_fo_lane_add: shifted sums in double, the shift being the lane's
- *     first finite sample), then ist_fo_lane_finish turns them into
- *     (count, mean - K, M2). NaN and +-Inf are only counted (integers: any
- *     order).
- *  3. The 256 lane results are merged by the fixed tree ist_fo_tree (a
+ *     block per step). A lane takes its groups in increasing order
+ *     (ist_fo_group_add): s1 adds each finite sample's d = x - c in order;
+ *     the group's sum of squares g = (q0 + q1) + (q2 + q3), q = d * d for a
+ *     finite sample, +0 for another (or one outside the scan), goes into s2
+ *     with Kahan's compensation e; a group with no finite sample changes
+ *     nothing. ist_fo_lane_finish turns the sums into (count, mean - K, M2),
+ *     M2 = (s2 - e) - s1 * (s1 / count). NaN and +-Inf are only counted
+ *     (integers: any order). Why compensated: squares of float32 samples
+ *     have fixed low bits (an odd integer squared is 1 mod 8), so a plain
+ *     running sum of a few hundred of them rounds the same way again and
+ *     again: a bias of a few 1e-15, where the compensated sum errs by one
+ *     rounding.
+ *  4. The 256 lane results are merged by the fixed tree ist_fo_tree (a
  *     perfect binary tree, neighbours first: level s merges slot i + s into
  *     slot i for i a multiple of 2s), with Chan's merge (merge.h).
- *  4. The chunk results of the plane are merged by the same tree over the
+ *  5. The chunk results of the plane are merged by the same tree over the
  *     chunk indices (padded with empty partials to a power of two: merging an
  *     empty partial changes no bit). Subtrees are aligned blocks of 2^k
  *     chunks, so a device can fold them level by level in parallel, and a
  *     plane cut into aligned ranges of 2^k chunks merges its range results
  *     by the same tree (ist_fo_stack does that on the fly).
- *  5. The plane's mean is K + the root's (ist_fo_add_shift); M2 as it is.
+ *  6. The plane's mean is K + the root's (ist_fo_add_shift); M2 as it is.
  *
  * min / max / positions and the NaN / Inf counts do not depend on the order
  * (merge.h), so they are free to be computed in any partition.
@@ -51,12 +64,13 @@ IST_HD static inline uint32_t ist_fo_lane(uint32_t i) {
   return (i / IST_FO_GROUP) % IST_FO_LANES;
 }
 
-/* A lane's running sums. Start: all zero. */
+/* A lane's running sums. Start: all zero but the shift, the chunk's. */
 typedef struct ist_fo_acc {
   uint32_t count; /* finite samples so far */
-  double shift;   /* the first finite sample */
-  double s1;      /* sum of (x - shift) */
-  double s2;      /* sum of (x - shift)^2 */
+  double shift;   /* the chunk's shift c (ist_fo_chunk_shift) */
+  double s1;      /* sum of (x - c) */
+  double s2;      /* sum of (x - c)^2, less e */
+  double e;       /* Kahan's compensation of s2 */
 } ist_fo_acc;
 
 /* The count, mean and M2 of a run of finite samples (count 0: empty). */
@@ -76,24 +90,95 @@ IST_HD static inline int ist_fo_finite(float x) {
   return (b.u & 0x7fffffffu) < 0x7f800000u;
 }
 
-/* Adds the finite sample x to lane a. s1 and s2 start at +0 and never
- * become -0 (+0 + -0 = +0), so an implementation may add +0 for a skipped
- * sample instead of skipping it: the same bits. */
-IST_HD static inline void ist_fo_lane_sums(ist_fo_acc *a, double v);
-IST_HD static inline void ist_fo_lane_add(ist_fo_acc *a, float x) {
-  double v = (double)x; /* exact */
-  if (a->count == 0)
-    a->shift = v;
-  ist_fo_lane_sums(a, v);
-  a->count += 1;
+/* The sums of one group: d[j] = x - c of the finite samples (+0 for the
+ * others), in order. s1 and s2 start at +0 and never become -0
+ * (+0 + -0 = +0), so adding d = +0 for a skipped sample gives the same bits
+ * as skipping it: the vector code does that. */
+IST_HD static inline void ist_fo_group_sums(ist_fo_acc *a, const double d[4],
+                                            uint32_t finite) {
+  a->s1 = IST_DADD(a->s1, d[0]);
+  a->s1 = IST_DADD(a->s1, d[1]);
+  a->s1 = IST_DADD(a->s1, d[2]);
+  a->s1 = IST_DADD(a->s1, d[3]);
+  double g = IST_DADD(IST_DADD(IST_DMUL(d[0], d[0]), IST_DMUL(d[1], d[1])),
+                      IST_DADD(IST_DMUL(d[2], d[2]), IST_DMUL(d[3], d[3])));
+  double y = IST_DSUB(g, a->e);
+  double t = IST_DADD(a->s2, y);
+  a->e = IST_DSUB(IST_DSUB(t, a->s2), y);
+  a->s2 = t;
+  a->count += finite;
 }
 
-/* ist_fo_lane_add's sums of v = (double)x, the shift set (the count is the
- * caller's: a run of finite samples may add its length at once). */
-IST_HD static inline void ist_fo_lane_sums(ist_fo_acc *a, double v) {
-  double d = IST_DSUB(v, a->shift);
-  a->s1 = IST_DADD(a->s1, d);
-  a->s2 = IST_DADD(a->s2, IST_DMUL(d, d));
+/* Adds a group of lane a (its shift set): x[j] for the bits j of `present`
+ * (the samples of the group inside the scan), the finite ones. */
+IST_HD static inline void ist_fo_group_add(ist_fo_acc *a, const float x[4],
+                                           uint32_t present) {
+  double d[4];
+  uint32_t finite = 0;
+  for (int j = 0; j < 4; j++) {
+    d[j] = 0.0;
+    if (((present >> j) & 1u) && ist_fo_finite(x[j])) {
+      d[j] = IST_DSUB((double)x[j], a->shift); /* the widening is exact */
+      finite++;
+    }
+  }
+  if (finite > 0)
+    ist_fo_group_sums(a, d, finite);
+}
+
+#define IST_FO_PROBES 16u /* samples a chunk's shift is chosen from */
+
+/* The probes of a chunk of len samples: how many, and the distance between
+ * two (probe j is sample j * step of the chunk). */
+IST_HD static inline uint32_t ist_fo_probe_count(uint32_t len) {
+  return len < IST_FO_PROBES ? len : IST_FO_PROBES;
+}
+IST_HD static inline uint32_t ist_fo_probe_step(uint32_t len) {
+  return len < IST_FO_PROBES ? 1u : len / IST_FO_PROBES;
+}
+
+/* The rank of probe j among the finite probes p[0..np): how many come
+ * before it in the order (value, then probe index); -0 and +0 are equal
+ * values. p[j] must be finite. */
+IST_HD static inline uint32_t ist_fo_probe_rank(const float *p, uint32_t np,
+                                                uint32_t j) {
+  uint32_t r = 0;
+  for (uint32_t k = 0; k < np; k++)
+    if (ist_fo_finite(p[k]) && (p[k] < p[j] || (p[k] == p[j] && k < j)))
+      r++;
+  return r;
+}
+
+/* The rank the shift has among `finite` finite probes: the lower median. */
+IST_HD static inline uint32_t ist_fo_median_rank(uint32_t finite) {
+  return (finite - 1) / 2;
+}
+
+/* Step 2: the chunk's shift from its probes p[0..np) (the lower median of
+ * the finite ones, widened exactly), `fallback` (the plane's K) when none is
+ * finite. */
+IST_HD static inline double ist_fo_shift_of_probes(const float *p, uint32_t np,
+                                                   double fallback) {
+  uint32_t finite = 0;
+  for (uint32_t k = 0; k < np; k++)
+    finite += (uint32_t)ist_fo_finite(p[k]);
+  if (finite == 0)
+    return fallback;
+  uint32_t want = ist_fo_median_rank(finite);
+  for (uint32_t j = 0; j < np; j++)
+    if (ist_fo_finite(p[j]) && ist_fo_probe_rank(p, np, j) == want)
+      return (double)p[j];
+  return fallback; /* not reached: exactly one probe has each rank */
+}
+
+/* Step 2 on a chunk of len dense samples x[0..len). */
+IST_HD static inline double ist_fo_chunk_shift(const float *x, uint32_t len,
+                                               double fallback) {
+  float p[IST_FO_PROBES];
+  uint32_t np = ist_fo_probe_count(len), step = ist_fo_probe_step(len);
+  for (uint32_t j = 0; j < np; j++)
+    p[j] = x[(uint64_t)j * step];
+  return ist_fo_shift_of_probes(p, np, fallback);
 }
 
 /* The plane's shift K: the first finite sample among raster samples 0..15
@@ -114,8 +199,8 @@ IST_HD static inline double ist_fo_plane_shift(const float *plane,
   return 0.0;
 }
 
-/* A lane's (count, mean - K, M2): mean - K = (shift - K) + s1 / n,
- * M2 = s2 - s1 * (s1 / n) (never below 0). */
+/* A lane's (count, mean - K, M2): mean - K = (c - K) + s1 / n,
+ * M2 = (s2 - e) - s1 * (s1 / n) (never below 0). */
 IST_HD static inline ist_fo_moments ist_fo_lane_finish(const ist_fo_acc *a,
                                                        double k) {
   ist_fo_moments m;
@@ -126,7 +211,7 @@ IST_HD static inline ist_fo_moments ist_fo_lane_finish(const ist_fo_acc *a,
     return m;
   double dm = IST_DDIV(a->s1, (double)a->count);
   m.mean = IST_DADD(IST_DSUB(a->shift, k), dm);
-  double m2 = IST_DSUB(a->s2, IST_DMUL(a->s1, dm));
+  double m2 = IST_DSUB(IST_DSUB(a->s2, a->e), IST_DMUL(a->s1, dm));
   m.m2 = m2 > 0.0 ? m2 : 0.0;
   return m;
 }
@@ -137,7 +222,7 @@ IST_HD static inline void ist_fo_merge(ist_fo_moments *a,
   ist_chan_merge(&a->count, &a->mean, &a->m2, b->count, b->mean, b->m2);
 }
 
-/* The tree of step 3 and 4 over v[0..n), in place; the root ends in v[0]. */
+/* The tree of steps 4 and 5 over v[0..n), in place; the root ends in v[0]. */
 IST_HD static inline void ist_fo_tree(ist_fo_moments *v, uint32_t n) {
   for (uint32_t s = 1; s < n; s *= 2)
     for (uint32_t i = 0; i + s < n; i += 2 * s)
@@ -151,7 +236,7 @@ IST_HD static inline void ist_fo_tree_partials(imgstat_partial *v, uint64_t n) {
       ist_partial_merge(&v[i], &v[i + s], 1);
 }
 
-/* The tree of step 4 built on the fly, for partials that arrive in chunk
+/* The tree of step 5 built on the fly, for partials that arrive in chunk
  * order (or in aligned ranges of 2^k chunks, each pushed as one leaf of
  * 2^k): level[k] holds the root of a complete subtree of 2^k leaves. */
 typedef struct ist_fo_stack {
@@ -190,7 +275,7 @@ IST_HD static inline imgstat_partial ist_fo_stack_root(const ist_fo_stack *s) {
   return root;
 }
 
-/* Step 5: the root's mean (relative to K) made absolute. */
+/* Step 6: the root's mean (relative to K) made absolute. */
 IST_HD static inline void ist_fo_add_shift(imgstat_partial *p, double k) {
   if (p->count > 0)
     p->mean = IST_DADD(k, p->mean);

@@ -204,32 +204,46 @@ typedef struct f32_pass1 {
   uint32_t nan[F32_LANES];
 } f32_pass1;
 
-/* The canonical lanes' running sums, one array per field. */
+/* The canonical lanes' running sums, one array per field, and the chunk's
+ * shift they are relative to. */
 typedef struct f32_lanes {
-  double shift[IST_FO_LANES];
+  double shift;
   double s1[IST_FO_LANES];
   double s2[IST_FO_LANES];
+  double e[IST_FO_LANES];
   int32_t count[IST_FO_LANES];
 } f32_lanes;
 
-/* Samples j0 .. n-1 of x, whose sample 0 is sample `off` of its chunk, one
- * by one into their lanes. */
+/* Samples j0 .. n-1 of x, whose sample 0 is sample `off` of its chunk, a
+ * group at a time into their lanes (the samples of a group outside the
+ * scan left out). */
 static void f32_lanes_scalar(f32_lanes *L, const float *x, uint32_t off,
                              uint32_t j0, uint32_t n) {
-  for (uint32_t j = j0; j < n; j++) {
-    if (!ist_fo_finite(x[j]))
-      continue;
-    uint32_t l = ist_fo_lane(off + j);
+  for (uint32_t j = j0; j < n;) {
+    uint32_t first = off + j, group = first & ~3u;
+    float g[4];
+    uint32_t present = 0;
+    for (uint32_t k = 0; k < 4; k++) {
+      uint32_t i = group + k;
+      g[k] = 0.0f;
+      if (i >= first && i < off + n) {
+        g[k] = x[i - off];
+        present |= 1u << k;
+      }
+    }
+    uint32_t l = ist_fo_lane(group);
     ist_fo_acc a;
     a.count = (uint32_t)L->count[l];
-    a.shift = L->shift[l];
+    a.shift = L->shift;
     a.s1 = L->s1[l];
     a.s2 = L->s2[l];
-    ist_fo_lane_add(&a, x[j]);
+    a.e = L->e[l];
+    ist_fo_group_add(&a, g, present);
     L->count[l] = (int32_t)a.count;
-    L->shift[l] = a.shift;
     L->s1[l] = a.s1;
     L->s2[l] = a.s2;
+    L->e[l] = a.e;
+    j = group + 4 - off;
   }
 }
 
@@ -289,52 +303,48 @@ static void f32_scan1(const float *x, uint32_t n, f32_pass1 *acc, float *lo,
   memcpy(hi, vhi, sizeof vhi);
 }
 
-/* ist_fo_lane_add on four lanes at once (c: one sample of each), a skipped
- * (non-finite) sample keeping the lane's bits. */
-#define F32_LANE_STEP(c)                                                       \
-  do {                                                                         \
-    v4i b_ = (v4i)(c);                                                         \
-    v4i fin_ = (b_ & mask_abs) < inf;                                          \
-    v4l finl_ = __builtin_convertvector(fin_, v4l);                            \
-    v4l first_ = __builtin_convertvector(fin_ & (cnt == zero), v4l);           \
-    v4d v_ = __builtin_convertvector((c), v4d);                                \
-    shift = (v4d)(((v4l)v_ & first_) | ((v4l)shift & ~first_));                \
-    v4d d_ = v_ - shift;                                                       \
-    v4d t1_ = s1 + d_;                                                         \
-    v4d q_ = d_ * d_;                                                          \
-    v4d t2_ = s2 + q_;                                                         \
-    s1 = (v4d)(((v4l)t1_ & finl_) | ((v4l)s1 & ~finl_));                       \
-    s2 = (v4d)(((v4l)t2_ & finl_) | ((v4l)s2 & ~finl_));                       \
-    cnt -= fin_;                                                               \
-  } while (0)
+/* d = x - c of one sample of each of four lanes: +0 where the sample is not
+ * finite (fin: -1 where it is), the same bits as skipping it. */
+#define F32_D(c, fin)                                                          \
+  ((v4d)((v4l)(__builtin_convertvector((c), v4d) - shift) &                    \
+         __builtin_convertvector((fin), v4l)))
 
-/* The same step when the four samples are finite and the four lanes have
- * their shifts: no selects, the same operations, the same bits. */
-#define F32_LANE_FAST(c)                                                       \
+/* ist_fo_group_sums on four lanes at once (d0..d3: the group's samples of
+ * each lane); `any`: -1 in the lanes whose group holds a finite sample (a
+ * group without one changes nothing). */
+#define F32_GROUP(d0, d1, d2, d3, any)                                         \
   do {                                                                         \
-    v4d d_ = __builtin_convertvector((c), v4d) - shift;                        \
-    s1 = s1 + d_;                                                              \
-    s2 = s2 + d_ * d_;                                                         \
+    s1 = s1 + (d0);                                                            \
+    s1 = s1 + (d1);                                                            \
+    s1 = s1 + (d2);                                                            \
+    s1 = s1 + (d3);                                                            \
+    v4d g_ = ((d0) * (d0) + (d1) * (d1)) + ((d2) * (d2) + (d3) * (d3));        \
+    v4d y_ = g_ - e;                                                           \
+    v4d t_ = s2 + y_;                                                          \
+    v4d e_ = (t_ - s2) - y_;                                                   \
+    s2 = (v4d)(((v4l)t_ & (any)) | ((v4l)s2 & ~(any)));                        \
+    e = (v4d)(((v4l)e_ & (any)) | ((v4l)e & ~(any)));                          \
   } while (0)
 
 /* Whole rows (IST_FO_ROW samples: one group of every lane) from a chunk
  * start, four lanes at a time, each walking down the rows with its sums in
- * registers: a 4 x 4 transpose turns the four lanes' groups into four steps
- * of one sample per lane, in the lanes' order. finite[r]: row r holds only
- * finite samples (then, once the four lanes have started, the fast step). */
+ * registers: a 4 x 4 transpose turns the four lanes' groups into four
+ * vectors, sample j of each lane's group in vector j. finite[r]: row r
+ * holds only finite samples (then no selects: the same bits). */
 IMGSTAT_SIMD_CLONES
 static void f32_lanes_rows(f32_lanes *L, const float *x, uint32_t rows,
                            const uint8_t *finite) {
   const v4i inf = V4((int32_t)F32_INF), mask_abs = V4((int32_t)F32_ABS);
-  const v4i zero = V4(0), four = V4(4);
+  const v4i four = V4(4);
+  const v4l all = V4((int64_t)-1);
+  const v4d shift = V4(L->shift);
   for (uint32_t g = 0; g < IST_FO_LANES / 4; g++) {
-    v4d shift, s1, s2;
+    v4d s1, s2, e;
     v4i cnt;
-    memcpy(&shift, L->shift + 4 * g, sizeof shift);
     memcpy(&s1, L->s1 + 4 * g, sizeof s1);
     memcpy(&s2, L->s2 + 4 * g, sizeof s2);
+    memcpy(&e, L->e + 4 * g, sizeof e);
     memcpy(&cnt, L->count + 4 * g, sizeof cnt);
-    int started = cnt[0] && cnt[1] && cnt[2] && cnt[3];
     for (uint32_t r = 0; r < rows; r++) {
       const float *p = x + (size_t)r * IST_FO_ROW + 16 * g;
       v4f a0, a1, a2, a3;
@@ -346,23 +356,26 @@ static void f32_lanes_rows(f32_lanes *L, const float *x, uint32_t rows,
       v4f t2 = SHUF4(a0, a1, 2, 6, 3, 7), t3 = SHUF4(a2, a3, 2, 6, 3, 7);
       v4f c0 = SHUF4(t0, t1, 0, 1, 4, 5), c1 = SHUF4(t0, t1, 2, 3, 6, 7);
       v4f c2 = SHUF4(t2, t3, 0, 1, 4, 5), c3 = SHUF4(t2, t3, 2, 3, 6, 7);
-      if (started && finite[r]) {
-        F32_LANE_FAST(c0);
-        F32_LANE_FAST(c1);
-        F32_LANE_FAST(c2);
-        F32_LANE_FAST(c3);
+      if (finite[r]) {
+        v4d d0 = __builtin_convertvector(c0, v4d) - shift;
+        v4d d1 = __builtin_convertvector(c1, v4d) - shift;
+        v4d d2 = __builtin_convertvector(c2, v4d) - shift;
+        v4d d3 = __builtin_convertvector(c3, v4d) - shift;
+        F32_GROUP(d0, d1, d2, d3, all);
         cnt += four;
       } else {
-        F32_LANE_STEP(c0);
-        F32_LANE_STEP(c1);
-        F32_LANE_STEP(c2);
-        F32_LANE_STEP(c3);
-        started = cnt[0] && cnt[1] && cnt[2] && cnt[3];
+        v4i f0 = ((v4i)c0 & mask_abs) < inf, f1 = ((v4i)c1 & mask_abs) < inf;
+        v4i f2 = ((v4i)c2 & mask_abs) < inf, f3 = ((v4i)c3 & mask_abs) < inf;
+        v4d d0 = F32_D(c0, f0), d1 = F32_D(c1, f1);
+        v4d d2 = F32_D(c2, f2), d3 = F32_D(c3, f3);
+        v4l any = __builtin_convertvector(f0 | f1 | f2 | f3, v4l);
+        F32_GROUP(d0, d1, d2, d3, any);
+        cnt -= f0 + f1 + f2 + f3;
       }
     }
-    memcpy(L->shift + 4 * g, &shift, sizeof shift);
     memcpy(L->s1 + 4 * g, &s1, sizeof s1);
     memcpy(L->s2 + 4 * g, &s2, sizeof s2);
+    memcpy(L->e + 4 * g, &e, sizeof e);
     memcpy(L->count + 4 * g, &cnt, sizeof cnt);
   }
 }
@@ -410,7 +423,8 @@ static uint32_t f32_pad(float pad[F32_LANES], const float *x, uint32_t tail) {
 }
 
 /* Count, mean and M2 of the n samples of x in the canonical order; x[0] is
- * sample `off` of its chunk (0 unless a scan starts inside a chunk). */
+ * sample `off` of its chunk (0 unless a scan starts inside a chunk: then the
+ * samples scanned stand for the chunk, its shift probed among them). */
 _Static_assert(SUB_BLOCK % IST_FO_ROW == 0, "whole rows a sub-block");
 #define ROWS_PER_SUB_BLOCK (SUB_BLOCK / IST_FO_ROW)
 
@@ -419,6 +433,7 @@ static ist_fo_moments f32_moments(const float *x, uint32_t off, uint32_t n,
                                   double k, const uint8_t *fin_block) {
   f32_lanes L;
   memset(&L, 0, sizeof L);
+  L.shift = ist_fo_chunk_shift(x, n, k);
   uint32_t done = 0;
   if (off == 0) {
     uint32_t rows = n / IST_FO_ROW;
@@ -433,9 +448,10 @@ static ist_fo_moments f32_moments(const float *x, uint32_t off, uint32_t n,
   for (uint32_t l = 0; l < IST_FO_LANES; l++) {
     ist_fo_acc a;
     a.count = (uint32_t)L.count[l];
-    a.shift = L.shift[l];
+    a.shift = L.shift;
     a.s1 = L.s1[l];
     a.s2 = L.s2[l];
+    a.e = L.e[l];
     m[l] = ist_fo_lane_finish(&a, k);
   }
   ist_fo_tree(m, IST_FO_LANES);
