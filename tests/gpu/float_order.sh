@@ -6,7 +6,8 @@
 #      included) and test_float_order (the CPU against the slow reference);
 #   3. compute-sanitizer memcheck of test_gpu's float-order test;
 #   4. the command line: --backend gpu against --backend cpu, with and
-#      without --histogram (and --devices all when there are 2+ GPUs), on
+#      without --histogram (and --devices all when there are 2+ GPUs, and
+#      two MPI ranks on the GPU against one process on the CPU), on
 #      every float image of the corpus, tests/data and samples, and on
 #      generated .npy float32 RGBA images (n = 1024, 4096, 8192, NaN and Inf
 #      sprinkled): JSON records compared byte for byte apart from the
@@ -130,12 +131,27 @@ say "== ${#floats[@]} float images (of ${#cands[@]} candidates)"
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 variants=("" "--histogram")
 [ "$ngpu" -gt 1 ] && variants+=("--devices all" "--devices all --histogram")
+# --mpi: two ranks on the GPU against one process on the CPU (when the build
+# has MPI and mpirun is here)
+if command -v mpirun >/dev/null 2>&1 &&
+  ! timeout 60 mpirun --allow-run-as-root -np 1 "$B/imgstat" --mpi --json \
+    /nonexistent 2>&1 | grep -q "without MPI"; then
+  variants+=("mpi2" "mpi2 --histogram")
+else
+  say "== --mpi not compared: no mpirun, or a build without MPI"
+fi
 all_same=1
 for v in "${variants[@]}"; do
+  run=("$B/imgstat")
+  case $v in mpi2*)
+    run=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$B/imgstat" --mpi)
+    v=${v#mpi2} ;;
+  esac
   # shellcheck disable=SC2086
   timeout 120 "$B/imgstat" --json --backend cpu $v "${floats[@]}" >"$OUT/cpu.jsonl" 2>"$OUT/cpu.err"
   # shellcheck disable=SC2086
-  timeout 120 "$B/imgstat" --json --backend gpu $v "${floats[@]}" >"$OUT/gpu.jsonl" 2>"$OUT/gpu.err"
+  timeout 120 "${run[@]}" --json --backend gpu $v "${floats[@]}" >"$OUT/gpu.jsonl" 2>"$OUT/gpu.err"
+  [ "${run[0]}" = mpirun ] && v="--mpi (2 ranks)${v:+ $v}"
   line=$(python3 - "$OUT/cpu.jsonl" "$OUT/gpu.jsonl" <<'PY'
 import json, re, sys
 def norm(l):
