@@ -700,7 +700,7 @@ __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
 template <bool Aligned>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
-  __shared__ ist_fo_moments lane_roots[FastPolicy::kBlock / 32];
+  __shared__ ist_fo_shared<FastPolicy::kBlock> fo_shared;
   const unsigned t = threadIdx.x;
   const float *plane =
       static_cast<const float *>(pass.in) + blockIdx.y * pass.in_stride;
@@ -719,10 +719,12 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   if constexpr (kPrefetch > 0)
     ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
         plane, n, blockIdx.x, head);
+  double chunk_shift =
+      ist_fo_block_chunk_shift(fo_shared, plane, n, blockIdx.x, shift_k);
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     ist_fo_moments m = ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems,
                                     kPrefetch, Aligned>(
-        plane, n, c, c + gridDim.x, shift_k, acc, lane_roots, head);
+        plane, n, c, c + gridDim.x, shift_k, chunk_shift, acc, fo_shared, head);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;

@@ -143,8 +143,9 @@ IST_HD static inline uint32_t ist_fo_probe_step(uint32_t len) {
 IST_HD static inline uint32_t ist_fo_probe_rank(const float *p, uint32_t np,
                                                 uint32_t j) {
   uint32_t r = 0;
-  for (uint32_t k = 0; k < np; k++)
-    if (ist_fo_finite(p[k]) && (p[k] < p[j] || (p[k] == p[j] && k < j)))
+  for (uint32_t k = 0; k < IST_FO_PROBES; k++) /* a fixed count: unrolled */
+    if (k < np && ist_fo_finite(p[k]) &&
+        (p[k] < p[j] || (p[k] == p[j] && k < j)))
       r++;
   return r;
 }
