@@ -700,7 +700,7 @@ __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
 template <bool Aligned>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
-  __shared__ ist_fo_shared<FastPolicy::kBlock> fo_shared;
+  __shared__ ist_fo_moments lane_roots[FastPolicy::kBlock / 32];
   const unsigned t = threadIdx.x;
   const float *plane =
       static_cast<const float *>(pass.in) + blockIdx.y * pass.in_stride;
@@ -710,7 +710,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   const uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
   /* the plane's shift K: every mean stays relative to it */
   const double shift_k =
-      pass.k_given ? pass.k : ist_fo_plane_shift(plane, 16, 64, n);
+      pass.k_given ? pass.k : ist_fo_warp_plane_shift(plane, n);
   AccF32 acc;
   imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
   constexpr int kPrefetch = IMGSTAT_F32_PREFETCH;
@@ -719,12 +719,10 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   if constexpr (kPrefetch > 0)
     ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
         plane, n, blockIdx.x, head);
-  double chunk_shift =
-      ist_fo_block_chunk_shift(fo_shared, plane, n, blockIdx.x, shift_k);
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     ist_fo_moments m = ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems,
                                     kPrefetch, Aligned>(
-        plane, n, c, c + gridDim.x, shift_k, chunk_shift, acc, fo_shared, head);
+        plane, n, c, c + gridDim.x, shift_k, acc, lane_roots, head);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;

@@ -5,10 +5,10 @@
  * so that each computes exactly the CPU's bits. Device code only.
  *
  * How a kernel reduces float planes with them:
- *  0. K = ist_fo_plane_shift(plane, ...) (the first finite of the first 16).
+ *  0. K = ist_fo_plane_shift(plane, ...) (the median of 16 probes; by a
+ *     warp: ist_fo_warp_plane_shift).
  *  1. ist_fo_chunk, by one block of IST_FO_LANES (256) threads per chunk at
- *     a time: warp 0 reads the chunk's 16 probes and picks its shift c
- *     (ist_fo_warp_pick_shift); thread t is lane t; it reads the chunk's
+ *     a time: thread t is lane t, relative to K; it reads the chunk's
  *     4-sample vectors t, t + 256, ... in increasing order (ist_fo_load_vec)
  *     and feeds each, one group, to an ist_fo_thread (NaN/Inf counted,
  *     finite samples into the lane); the plane's last, partial vector
@@ -90,10 +90,10 @@ struct ist_fo_thread {
       ist_fo_group_sums(&lane, d, 4);
     }
   }
-  /* A fresh lane for a chunk whose shift is c. */
-  __device__ __forceinline__ void start_chunk(double c) {
+  /* A fresh lane, its sums relative to the plane's shift K. */
+  __device__ __forceinline__ void start_chunk(double k) {
     lane.count = 0;
-    lane.shift = c;
+    lane.shift = k;
     lane.s1 = lane.s2 = lane.e = 0.0;
   }
 };
@@ -111,23 +111,15 @@ template <bool IsFloat> struct ist_fo_merge_partials {
   }
 };
 
-/* Nothing to do between the tree's barriers (ist_fo_block_tree's Mid). */
-struct ist_fo_no_mid {
-  __device__ void operator()() const {}
-};
-
 /* The tree of float_order.h over the Block values of a block (thread i's
  * value is slot i; Block a power of two, at least 32): within each warp
  * lane l takes in lane l + s for s = 1, 2, ..., 16 (neighbours first), then
  * warp 0 does the same over the warps' results. Thread 0 gets the root.
  * Every thread must call it; it begins and ends with the block in step, so
- * smem (Block / 32 slots) may be reused at once. mid() runs in warp 0, all
- * its lanes, after its last merge and before the closing barrier: what it
- * writes to shared memory every thread sees on return. */
-template <int Block, typename T, typename Combine, typename Mid = ist_fo_no_mid>
+ * smem (Block / 32 slots) may be reused at once. */
+template <int Block, typename T, typename Combine>
 __device__ __forceinline__ T ist_fo_block_tree(T v, const T &identity, T *smem,
-                                               Combine combine,
-                                               Mid mid = Mid()) {
+                                               Combine combine) {
   static_assert(Block >= 32 && (Block & (Block - 1)) == 0,
                 "a power of two of whole warps");
 #pragma unroll
@@ -146,90 +138,36 @@ __device__ __forceinline__ T ist_fo_block_tree(T v, const T &identity, T *smem,
       T w = ist_shfl_down(v, s);
       combine(v, w);
     }
-    mid();
   }
   __syncthreads();
   return v;
 }
 
-/* The shared memory of ist_fo_chunk: the lane tree's slots, and the probes
- * and shift of a block's next chunk. */
-template <int Block> struct ist_fo_shared {
-  ist_fo_moments roots[Block / 32];
-  float probes[IST_FO_PROBES];
-  double shift;
-};
-
-/* Probe `lane` (a lane of warp 0) of chunk c of a plane of n samples, and
- * the chunk's number of probes (0 past the plane). */
-__device__ __forceinline__ float ist_fo_probe_load(const float *plane,
-                                                   uint64_t n, uint64_t c,
-                                                   unsigned lane,
-                                                   uint32_t *np) {
-  const uint64_t start = c * IST_FO_CHUNK;
-  *np = 0;
-  if (start >= n)
-    return 0.0f;
-  const uint32_t len =
-      (uint32_t)(n - start < IST_FO_CHUNK ? n - start : IST_FO_CHUNK);
-  *np = ist_fo_probe_count(len);
-  return lane < *np
-             ? __ldg(plane + start + (uint64_t)lane * ist_fo_probe_step(len))
-             : 0.0f;
+/* The lane tree of a chunk (Block == IST_FO_LANES). */
+template <int Block>
+__device__ __forceinline__ ist_fo_moments
+ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
+  static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
+  const ist_fo_moments none = {0, 0.0, 0.0};
+  return ist_fo_block_tree<Block>(m, none, smem, ist_fo_merge_moments());
 }
 
-/* Step 2 of float_order.h by warp 0 (all 32 lanes, lane t holding probe t
- * of np): the probes go to shared memory and the lane holding the lower
- * median writes it to sh.shift (ist_fo_shift_of_probes's choice, rank by
- * rank), `fallback` when no probe is finite. */
-template <int Block>
-__device__ __forceinline__ void ist_fo_warp_pick_shift(ist_fo_shared<Block> &sh,
-                                                       float probe, uint32_t np,
-                                                       double fallback) {
+/* Step 0 of float_order.h, K, by a warp (all 32 lanes call it, all get
+ * it): lane j < 16 loads probe j of the dense plane of n samples, and every
+ * lane gathers the 16 and picks from them as the host does
+ * (ist_fo_shift_of_probes). */
+__device__ __forceinline__ double ist_fo_warp_plane_shift(const float *plane,
+                                                          uint64_t n) {
   const unsigned t = threadIdx.x & 31;
-  if (t < np)
-    sh.probes[t] = probe;
-  __syncwarp();
-  const bool fin = t < np && ist_fo_finite(probe);
-  const unsigned finite = __popc(__ballot_sync(0xffffffffu, fin));
-  if (finite == 0) {
-    if (t == 0)
-      sh.shift = fallback;
-  } else if (fin && ist_fo_probe_rank(sh.probes, np, t) ==
-                        ist_fo_median_rank(finite)) {
-    sh.shift = (double)probe;
-  }
-  __syncwarp();
+  const uint32_t np = ist_fo_probe_count(n);
+  float mine =
+      t < np ? __ldg(plane + (uint64_t)t * ist_fo_probe_step(n)) : 0.0f;
+  float p[IST_FO_PROBES];
+#pragma unroll
+  for (int j = 0; j < (int)IST_FO_PROBES; ++j)
+    p[j] = __shfl_sync(0xffffffffu, mine, j);
+  return ist_fo_shift_of_probes(p, np);
 }
-
-/* The shift of chunk c (the block's first; later ones come out of
- * ist_fo_chunk), by the block: every thread must call it, the block in
- * step (it holds a __syncthreads). */
-template <int Block>
-__device__ __forceinline__ double
-ist_fo_block_chunk_shift(ist_fo_shared<Block> &sh, const float *plane,
-                         uint64_t n, uint64_t c, double fallback) {
-  if (threadIdx.x < 32) {
-    uint32_t np;
-    float probe = ist_fo_probe_load(plane, n, c, threadIdx.x, &np);
-    ist_fo_warp_pick_shift(sh, probe, np, fallback);
-  }
-  __syncthreads();
-  return sh.shift;
-}
-
-/* ist_fo_block_tree's Mid for a chunk's lane tree: the next chunk's shift
- * picked while the other warps wait at the closing barrier. */
-template <int Block> struct ist_fo_pick_next {
-  ist_fo_shared<Block> *sh;
-  float probe;
-  uint32_t np;
-  double fallback;
-  __device__ void operator()() const {
-    if (np > 0) /* the same in every lane of warp 0 */
-      ist_fo_warp_pick_shift(*sh, probe, np, fallback);
-  }
-};
 
 /* One tile of a chunk's loads: vectors tile * Block * Items + k * Block + t
  * (k < Items) of thread t; the valid ones (index < nvec) are a prefix
@@ -280,12 +218,10 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
  * samples, its 4-sample vectors read Items at a time (tile jt of the chunk:
  * vectors (c * tiles + jt) * 256 * Items + k * 256 + t, k < Items), then the
  * plane's last partial vector when it falls to this lane, then the lane
- * tree. `shift` is the chunk's shift on entry (the block's first chunk:
- * ist_fo_block_chunk_shift) and next_c's on return: warp 0 loads next_c's
- * probes on entry and picks its shift inside the lane tree's barriers (no
- * barrier of its own). Returns the chunk's (count, mean - shift_k, M2) in
- * thread 0 (the others: unused values). Every thread of the block must call
- * it (it holds __syncthreads; the block in step on entry).
+ * tree, every lane's sums relative to the plane's shift_k. Returns the
+ * chunk's (count, mean - shift_k, M2) in thread 0 (the others: unused
+ * values); the lanes start afresh at the next call. Every thread of the
+ * block must call it (it holds __syncthreads).
  *
  * When the loads are issued does not change what each lane computes (the
  * same vectors in the same order), only how many are in flight:
@@ -311,22 +247,16 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
  * fast.cu's AccF32 is one; a batched kernel calls this per (image, chunk).
  */
 template <int Block, int Items, int Prefetch, bool Aligned, typename Acc>
-__device__ __forceinline__ ist_fo_moments
-ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
-             double shift_k, double &shift, Acc &acc, ist_fo_shared<Block> &sh,
-             ist_fo_tile<Items> &head) {
+__device__ __forceinline__ ist_fo_moments ist_fo_chunk(
+    const float *plane, uint64_t n, uint64_t c, uint64_t next_c, double shift_k,
+    Acc &acc, ist_fo_moments *smem, ist_fo_tile<Items> &head) {
   static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
   static_assert(Prefetch >= 0 && Prefetch <= 2, "Prefetch 0, 1 or 2");
   constexpr int kTiles = ist_fo_chunk_tiles<Block, Items>();
   const unsigned t = threadIdx.x;
   const uint64_t nvec = n / 4;
   const uint64_t tile0 = c * kTiles;
-  acc.fo.start_chunk(shift);
-  /* the next chunk's probes, in flight while this chunk is reduced */
-  uint32_t next_np = 0;
-  float probe = 0.0f;
-  if (t < 32)
-    probe = ist_fo_probe_load(plane, n, next_c, t, &next_np);
+  acc.fo.start_chunk(shift_k);
   if constexpr (Prefetch < 2) {
     int jt = 0;
     if constexpr (Prefetch == 1) {
@@ -365,14 +295,8 @@ ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
       x[j] = __ldg(plane + nvec * 4 + j);
     acc.add_partial(x, m, nvec * 4);
   }
-  ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane, shift_k);
-  const ist_fo_moments none = {0, 0.0, 0.0};
-  m = ist_fo_block_tree<Block>(
-      m, none, sh.roots, ist_fo_merge_moments(),
-      ist_fo_pick_next<Block>{&sh, probe, next_np, shift_k});
-  if (next_c * IST_FO_CHUNK < n)
-    shift = sh.shift;
-  return m;
+  ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane);
+  return ist_fo_block_tree_moments<Block>(m, smem);
 }
 
 /* The subtree over partials in[base, base + N) (N a power of two; items at

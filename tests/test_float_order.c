@@ -1,15 +1,14 @@
 /*
  * The canonical float order (docs/float-order.md) against a slow, obvious
  * re-implementation written here from the spec, not from
- * src/core/float_order.h: the plane's shift K (its first finite sample of
- * the first 16), each chunk's shift (the lower median of its 16 probes,
- * found here by sorting), 256 lanes of 4-sample groups per chunk of 65536,
- * each lane's shifted sums in double (the squares a group at a time into a
- * Kahan sum), lane means relative to K, lanes and chunks merged by a recursive
- * perfect binary tree (neighbours first, empty partials as padding), K added
- * back. The CPU backend, at any thread count, on dense and strided planes
- * of 1..4 channels, must give the same bits: count, NaN/Inf counts, min, max
- * and their positions, mean and M2.
+ * src/core/float_order.h: the plane's shift K (the lower median of its 16
+ * probes, found here by sorting), 256 lanes of 4-sample groups per chunk of
+ * 65536, each lane's shifted sums in double (the squares a group at a time into
+ * a Kahan sum), lane means relative to K, lanes and chunks merged by a
+ * recursive perfect binary tree (neighbours first, empty partials as padding),
+ * K added back. The CPU backend, at any thread count, on dense and strided
+ * planes of 1..4 channels, must give the same bits: count, NaN/Inf counts, min,
+ * max and their positions, mean and M2.
  */
 #include "image_rows.h"
 #include "imgstat.h"
@@ -71,14 +70,6 @@ static ref_m ref_tree_all(const ref_m *v, uint64_t n) {
 
 static int ref_finite(float x) { return !isnan(x) && !isinf(x); }
 
-/* The plane's shift: its first finite sample among samples 0..15, else 0. */
-static double ref_shift(const float *x, uint64_t n) {
-  for (uint64_t i = 0; i < n && i < 16; i++)
-    if (ref_finite(x[i]))
-      return x[i];
-  return 0.0;
-}
-
 typedef struct ref_probe {
   float v;
   uint32_t j;
@@ -94,12 +85,12 @@ static int ref_probe_cmp(const void *a, const void *b) {
   return p->j < q->j ? -1 : p->j > q->j;
 }
 
-/* A chunk's shift: the finite ones of its probes x[j * (len / 16)]
- * (j < 16; all its samples when len < 16) sorted, the lower median of
- * them; K when there is none. */
-static double ref_chunk_shift(const float *x, uint64_t len, double K) {
+/* The plane's shift K: the finite ones of its probes x[j * (n / 16)]
+ * (j < 16; all its samples when n < 16) sorted, the lower median of them;
+ * 0 when there is none. */
+static double ref_shift(const float *x, uint64_t n) {
   ref_probe p[16];
-  uint64_t step = len < 16 ? 1 : len / 16, np = len < 16 ? len : 16;
+  uint64_t step = n < 16 ? 1 : n / 16, np = n < 16 ? n : 16;
   uint32_t m = 0;
   for (uint64_t j = 0; j < np; j++)
     if (ref_finite(x[j * step])) {
@@ -108,7 +99,7 @@ static double ref_chunk_shift(const float *x, uint64_t len, double K) {
       m++;
     }
   if (m == 0)
-    return K;
+    return 0.0;
   qsort(p, m, sizeof *p, ref_probe_cmp);
   return p[(m - 1) / 2].v;
 }
@@ -144,7 +135,6 @@ static void ref_plane(const float *x, uint64_t n, imgstat_partial *out) {
     double s1[REF_LANES] = {0}, s2[REF_LANES] = {0}, e[REF_LANES] = {0};
     uint64_t len =
         n - k * REF_CHUNK < REF_CHUNK ? n - k * REF_CHUNK : REF_CHUNK;
-    double shift = ref_chunk_shift(x + k * REF_CHUNK, len, K);
     /* group G of the chunk: its samples 4G .. 4G + 3, lane G mod 256 */
     for (uint64_t G = 0; 4 * G < len; G++) {
       uint32_t l = (uint32_t)(G % REF_LANES), fin = 0;
@@ -152,7 +142,7 @@ static void ref_plane(const float *x, uint64_t n, imgstat_partial *out) {
       for (uint64_t j = 0; j < 4 && 4 * G + j < len; j++) {
         float v = x[k * REF_CHUNK + 4 * G + j];
         if (ref_finite(v)) {
-          d[j] = (double)v - shift;
+          d[j] = (double)v - K;
           fin++;
         }
       }
@@ -174,7 +164,7 @@ static void ref_plane(const float *x, uint64_t n, imgstat_partial *out) {
       lane[l].mean = lane[l].m2 = 0.0;
       if (cnt[l]) {
         double dm = s1[l] / (double)cnt[l];
-        lane[l].mean = (shift - K) + dm;
+        lane[l].mean = dm;
         double m2 = (s2[l] - e[l]) - s1[l] * dm;
         lane[l].m2 = m2 > 0 ? m2 : 0.0;
       }

@@ -6,23 +6,21 @@
  * and as CUDA (every function is __host__ __device__); the operations are
  * rounded one by one (IST_DADD ... in merge.h), never contracted.
  *
- *  0. The plane's shift K (ist_fo_plane_shift): its first finite sample
- *     among raster samples 0..15, else 0. Every mean below is relative to
- *     K until step 6, so that Chan's merges round at the scale of
- *     |mean - K| rather than |mean| (10^6 + noise keeps its M2).
+ *  0. The plane's shift K (ist_fo_plane_shift): the lower median of the
+ *     finite samples among 16 probes spread over the plane (probe j is its
+ *     raster sample j * (n / 16); a plane of fewer than 16 samples probes
+ *     them all), 0 when none is finite. Every sum and mean below is
+ *     relative to K until step 5: the lanes' sums of squares stay at the
+ *     scale of the plane's spread, not of its offset (10^6 + noise keeps its
+ *     M2), and one outlier cannot become the reference (the plane's first
+ *     sample could).
  *  1. Chunks: the plane (raster order, samples 0 .. n-1) is cut into chunks
  *     of IST_FO_CHUNK samples; chunk k holds samples k * IST_FO_CHUNK ...
- *  2. The chunk's shift c (ist_fo_chunk_shift): the lower median of the
- *     finite samples among 16 probes spread over the chunk (probe j is its
- *     sample j * (len / 16); a chunk of fewer than 16 samples probes them
- *     all), K when none is finite. A lane's sums are relative to c, so an
- *     outlier cannot become a lane's reference (a lane's first sample
- *     could), and c follows the values of its part of the plane.
- *  3. Lanes: sample i of a chunk (0 <= i < IST_FO_CHUNK) goes to lane
+ *  2. Lanes: sample i of a chunk (0 <= i < IST_FO_CHUNK) goes to lane
  *     ist_fo_lane(i) = (i / 4) mod 256, i.e. lane l holds the 4-sample groups
  *     l, l + 256, l + 512, ... (one 16-byte vector of thread l of a 256-thread
  *     block per step). A lane takes its groups in increasing order
- *     (ist_fo_group_add): s1 adds each finite sample's d = x - c in order;
+ *     (ist_fo_group_add): s1 adds each finite sample's d = x - K in order;
  *     the group's sum of squares g = (q0 + q1) + (q2 + q3), q = d * d for a
  *     finite sample, +0 for another (or one outside the scan), goes into s2
  *     with Kahan's compensation e; a group with no finite sample changes
@@ -33,16 +31,16 @@
  *     running sum of a few hundred of them rounds the same way again and
  *     again: a bias of a few 1e-15, where the compensated sum errs by one
  *     rounding.
- *  4. The 256 lane results are merged by the fixed tree ist_fo_tree (a
+ *  3. The 256 lane results are merged by the fixed tree ist_fo_tree (a
  *     perfect binary tree, neighbours first: level s merges slot i + s into
  *     slot i for i a multiple of 2s), with Chan's merge (merge.h).
- *  5. The chunk results of the plane are merged by the same tree over the
+ *  4. The chunk results of the plane are merged by the same tree over the
  *     chunk indices (padded with empty partials to a power of two: merging an
  *     empty partial changes no bit). Subtrees are aligned blocks of 2^k
  *     chunks, so a device can fold them level by level in parallel, and a
  *     plane cut into aligned ranges of 2^k chunks merges its range results
  *     by the same tree (ist_fo_stack does that on the fly).
- *  6. The plane's mean is K + the root's (ist_fo_add_shift); M2 as it is.
+ *  5. The plane's mean is K + the root's (ist_fo_add_shift); M2 as it is.
  *
  * min / max / positions and the NaN / Inf counts do not depend on the order
  * (merge.h), so they are free to be computed in any partition.
@@ -64,10 +62,10 @@ IST_HD static inline uint32_t ist_fo_lane(uint32_t i) {
   return (i / IST_FO_GROUP) % IST_FO_LANES;
 }
 
-/* A lane's running sums. Start: all zero but the shift, the chunk's. */
+/* A lane's running sums. Start: all zero but the shift, the plane's. */
 typedef struct ist_fo_acc {
   uint32_t count; /* finite samples so far */
-  double shift;   /* the chunk's shift c (ist_fo_chunk_shift) */
+  double shift;   /* the plane's shift K (ist_fo_plane_shift) */
   double s1;      /* sum of (x - c) */
   double s2;      /* sum of (x - c)^2, less e */
   double e;       /* Kahan's compensation of s2 */
@@ -90,7 +88,7 @@ IST_HD static inline int ist_fo_finite(float x) {
   return (b.u & 0x7fffffffu) < 0x7f800000u;
 }
 
-/* The sums of one group: d[j] = x - c of the finite samples (+0 for the
+/* The sums of one group: d[j] = x - K of the finite samples (+0 for the
  * others), in order. s1 and s2 start at +0 and never become -0
  * (+0 + -0 = +0), so adding d = +0 for a skipped sample gives the same bits
  * as skipping it: the vector code does that. */
@@ -126,15 +124,15 @@ IST_HD static inline void ist_fo_group_add(ist_fo_acc *a, const float x[4],
     ist_fo_group_sums(a, d, finite);
 }
 
-#define IST_FO_PROBES 16u /* samples a chunk's shift is chosen from */
+#define IST_FO_PROBES 16u /* samples the plane's shift is chosen from */
 
-/* The probes of a chunk of len samples: how many, and the distance between
- * two (probe j is sample j * step of the chunk). */
-IST_HD static inline uint32_t ist_fo_probe_count(uint32_t len) {
-  return len < IST_FO_PROBES ? len : IST_FO_PROBES;
+/* The probes of a plane of n samples: how many, and the distance between
+ * two (probe j is raster sample j * step). */
+IST_HD static inline uint32_t ist_fo_probe_count(uint64_t n) {
+  return n < IST_FO_PROBES ? (uint32_t)n : IST_FO_PROBES;
 }
-IST_HD static inline uint32_t ist_fo_probe_step(uint32_t len) {
-  return len < IST_FO_PROBES ? 1u : len / IST_FO_PROBES;
+IST_HD static inline uint64_t ist_fo_probe_step(uint64_t n) {
+  return n < IST_FO_PROBES ? 1u : n / IST_FO_PROBES;
 }
 
 /* The rank of probe j among the finite probes p[0..np): how many come
@@ -150,60 +148,44 @@ IST_HD static inline uint32_t ist_fo_probe_rank(const float *p, uint32_t np,
   return r;
 }
 
-/* The rank the shift has among `finite` finite probes: the lower median. */
-IST_HD static inline uint32_t ist_fo_median_rank(uint32_t finite) {
-  return (finite - 1) / 2;
-}
-
-/* Step 2: the chunk's shift from its probes p[0..np) (the lower median of
- * the finite ones, widened exactly), `fallback` (the plane's K) when none is
- * finite. */
-IST_HD static inline double ist_fo_shift_of_probes(const float *p, uint32_t np,
-                                                   double fallback) {
+/* Step 0 from the probes p[0..np): the lower median of the finite ones,
+ * widened exactly; 0 when none is finite. */
+IST_HD static inline double ist_fo_shift_of_probes(const float *p,
+                                                   uint32_t np) {
   uint32_t finite = 0;
-  for (uint32_t k = 0; k < np; k++)
-    finite += (uint32_t)ist_fo_finite(p[k]);
+  for (uint32_t k = 0; k < IST_FO_PROBES; k++)
+    finite += (uint32_t)(k < np && ist_fo_finite(p[k]));
   if (finite == 0)
-    return fallback;
-  uint32_t want = ist_fo_median_rank(finite);
-  for (uint32_t j = 0; j < np; j++)
-    if (ist_fo_finite(p[j]) && ist_fo_probe_rank(p, np, j) == want)
+    return 0.0;
+  const uint32_t want = (finite - 1) / 2;
+  for (uint32_t j = 0; j < IST_FO_PROBES; j++)
+    if (j < np && ist_fo_finite(p[j]) && ist_fo_probe_rank(p, np, j) == want)
       return (double)p[j];
-  return fallback; /* not reached: exactly one probe has each rank */
+  return 0.0; /* not reached: exactly one finite probe has each rank */
 }
 
-/* Step 2 on a chunk of len dense samples x[0..len). */
-IST_HD static inline double ist_fo_chunk_shift(const float *x, uint32_t len,
-                                               double fallback) {
-  float p[IST_FO_PROBES];
-  uint32_t np = ist_fo_probe_count(len), step = ist_fo_probe_step(len);
-  for (uint32_t j = 0; j < np; j++)
-    p[j] = x[(uint64_t)j * step];
-  return ist_fo_shift_of_probes(p, np, fallback);
-}
-
-/* The plane's shift K: the first finite sample among raster samples 0..15
- * (0 when there is none); row_stride in bytes (a dense plane: width * 4). */
+/* Step 0: the plane's shift K; row_stride in bytes (a dense plane: any
+ * width with row_stride = width * 4). */
 IST_HD static inline double ist_fo_plane_shift(const float *plane,
                                                uint64_t width,
                                                uint64_t row_stride,
                                                uint64_t n) {
-  uint64_t m = n < 16 ? n : 16;
-  for (uint64_t i = 0; i < m; i++) {
+  float p[IST_FO_PROBES];
+  const uint32_t np = ist_fo_probe_count(n);
+  const uint64_t step = ist_fo_probe_step(n);
+  for (uint32_t j = 0; j < np; j++) {
+    uint64_t i = j * step;
     const float *row =
         (const float *)(const void *)((const unsigned char *)plane +
                                       (i / width) * row_stride);
-    float x = row[i % width];
-    if (ist_fo_finite(x))
-      return (double)x;
+    p[j] = row[i % width];
   }
-  return 0.0;
+  return ist_fo_shift_of_probes(p, np);
 }
 
-/* A lane's (count, mean - K, M2): mean - K = (c - K) + s1 / n,
+/* A lane's (count, mean - K, M2), its shift being K: mean - K = s1 / n,
  * M2 = (s2 - e) - s1 * (s1 / n) (never below 0). */
-IST_HD static inline ist_fo_moments ist_fo_lane_finish(const ist_fo_acc *a,
-                                                       double k) {
+IST_HD static inline ist_fo_moments ist_fo_lane_finish(const ist_fo_acc *a) {
   ist_fo_moments m;
   m.count = a->count;
   m.mean = 0.0;
@@ -211,7 +193,7 @@ IST_HD static inline ist_fo_moments ist_fo_lane_finish(const ist_fo_acc *a,
   if (a->count == 0)
     return m;
   double dm = IST_DDIV(a->s1, (double)a->count);
-  m.mean = IST_DADD(IST_DSUB(a->shift, k), dm);
+  m.mean = dm;
   double m2 = IST_DSUB(IST_DSUB(a->s2, a->e), IST_DMUL(a->s1, dm));
   m.m2 = m2 > 0.0 ? m2 : 0.0;
   return m;
@@ -223,7 +205,7 @@ IST_HD static inline void ist_fo_merge(ist_fo_moments *a,
   ist_chan_merge(&a->count, &a->mean, &a->m2, b->count, b->mean, b->m2);
 }
 
-/* The tree of steps 4 and 5 over v[0..n), in place; the root ends in v[0]. */
+/* The tree of steps 3 and 4 over v[0..n), in place; the root ends in v[0]. */
 IST_HD static inline void ist_fo_tree(ist_fo_moments *v, uint32_t n) {
   for (uint32_t s = 1; s < n; s *= 2)
     for (uint32_t i = 0; i + s < n; i += 2 * s)
@@ -237,7 +219,7 @@ IST_HD static inline void ist_fo_tree_partials(imgstat_partial *v, uint64_t n) {
       ist_partial_merge(&v[i], &v[i + s], 1);
 }
 
-/* The tree of step 5 built on the fly, for partials that arrive in chunk
+/* The tree of step 4 built on the fly, for partials that arrive in chunk
  * order (or in aligned ranges of 2^k chunks, each pushed as one leaf of
  * 2^k): level[k] holds the root of a complete subtree of 2^k leaves. */
 typedef struct ist_fo_stack {
@@ -276,7 +258,7 @@ IST_HD static inline imgstat_partial ist_fo_stack_root(const ist_fo_stack *s) {
   return root;
 }
 
-/* Step 6: the root's mean (relative to K) made absolute. */
+/* Step 5: the root's mean (relative to K) made absolute. */
 IST_HD static inline void ist_fo_add_shift(imgstat_partial *p, double k) {
   if (p->count > 0)
     p->mean = IST_DADD(k, p->mean);

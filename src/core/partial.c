@@ -204,7 +204,7 @@ typedef struct f32_pass1 {
   uint32_t nan[F32_LANES];
 } f32_pass1;
 
-/* The canonical lanes' running sums, one array per field, and the chunk's
+/* The canonical lanes' running sums, one array per field, and the plane's
  * shift they are relative to. */
 typedef struct f32_lanes {
   double shift;
@@ -303,7 +303,7 @@ static void f32_scan1(const float *x, uint32_t n, f32_pass1 *acc, float *lo,
   memcpy(hi, vhi, sizeof vhi);
 }
 
-/* d = x - c of one sample of each of four lanes: +0 where the sample is not
+/* d = x - K of one sample of each of four lanes: +0 where the sample is not
  * finite (fin: -1 where it is), the same bits as skipping it. */
 #define F32_D(c, fin)                                                          \
   ((v4d)((v4l)(__builtin_convertvector((c), v4d) - shift) &                    \
@@ -422,9 +422,9 @@ static uint32_t f32_pad(float pad[F32_LANES], const float *x, uint32_t tail) {
   return F32_LANES - tail;
 }
 
-/* Count, mean and M2 of the n samples of x in the canonical order; x[0] is
- * sample `off` of its chunk (0 unless a scan starts inside a chunk: then the
- * samples scanned stand for the chunk, its shift probed among them). */
+/* Count, mean - k and M2 of the n samples of x in the canonical order, k
+ * the plane's shift; x[0] is sample `off` of its chunk (0 unless a scan
+ * starts inside a chunk). */
 _Static_assert(SUB_BLOCK % IST_FO_ROW == 0, "whole rows a sub-block");
 #define ROWS_PER_SUB_BLOCK (SUB_BLOCK / IST_FO_ROW)
 
@@ -433,7 +433,7 @@ static ist_fo_moments f32_moments(const float *x, uint32_t off, uint32_t n,
                                   double k, const uint8_t *fin_block) {
   f32_lanes L;
   memset(&L, 0, sizeof L);
-  L.shift = ist_fo_chunk_shift(x, n, k);
+  L.shift = k;
   uint32_t done = 0;
   if (off == 0) {
     uint32_t rows = n / IST_FO_ROW;
@@ -452,7 +452,7 @@ static ist_fo_moments f32_moments(const float *x, uint32_t off, uint32_t n,
     a.s1 = L.s1[l];
     a.s2 = L.s2[l];
     a.e = L.e[l];
-    m[l] = ist_fo_lane_finish(&a, k);
+    m[l] = ist_fo_lane_finish(&a);
   }
   ist_fo_tree(m, IST_FO_LANES);
   return m[0];
@@ -592,7 +592,8 @@ void imgstat_partial_scan(imgstat_partial *p, const void *plane,
                           imgstat_sample sample, uint64_t first, uint64_t n) {
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
     return;
-  /* K from raster samples 0..15 (the plane holds at least first + n) */
+  /* K from probes over raster samples 0 .. first + n - 1 (the plane holds
+   * them; a dense plane read as rows of 16) */
   double k = sample == IMGSTAT_F32 && n > 0
                  ? ist_fo_plane_shift(plane, 16, 64, first + n)
                  : 0.0;
