@@ -712,6 +712,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   const double shift_k =
       pass.k_given ? pass.k : ist_fo_warp_plane_shift(plane, n);
   AccF32 acc;
+  acc.fo.set_shift(shift_k);
   imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
   constexpr int kPrefetch = IMGSTAT_F32_PREFETCH;
   ist_fo_tile<FastPolicy::kItems> head;
@@ -722,7 +723,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
     ist_fo_moments m = ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems,
                                     kPrefetch, Aligned>(
-        plane, n, c, c + gridDim.x, shift_k, acc, lane_roots, head);
+        plane, n, c, c + gridDim.x, acc, lane_roots, head);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;
@@ -745,7 +746,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     first_chunk.nan_count = p.nan_count;
     first_chunk.inf_count = p.inf_count;
     if (pass.last && pass.add_k) /* one chunk: this is the plane's */
-      ist_fo_add_shift(&first_chunk, shift_k);
+      ist_fo_add_shift(&first_chunk, acc.fo.lane.shift);
     out[blockIdx.x] = first_chunk; /* blockIdx.x < max(chunks, 1) */
   }
 }

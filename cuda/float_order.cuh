@@ -90,10 +90,11 @@ struct ist_fo_thread {
       ist_fo_group_sums(&lane, d, 4);
     }
   }
-  /* A fresh lane, its sums relative to the plane's shift K. */
-  __device__ __forceinline__ void start_chunk(double k) {
+  /* The plane's shift K, once: every lane's sums are relative to it. */
+  __device__ __forceinline__ void set_shift(double k) { lane.shift = k; }
+  /* A fresh lane (the shift kept). */
+  __device__ __forceinline__ void start_chunk() {
     lane.count = 0;
-    lane.shift = k;
     lane.s1 = lane.s2 = lane.e = 0.0;
   }
 };
@@ -153,20 +154,28 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
 }
 
 /* Step 0 of float_order.h, K, by a warp (all 32 lanes call it, all get
- * it): lane j < 16 loads probe j of the dense plane of n samples, and every
- * lane gathers the 16 and picks from them as the host does
- * (ist_fo_shift_of_probes). */
-__device__ __forceinline__ double ist_fo_warp_plane_shift(const float *plane,
-                                                          uint64_t n) {
+ * it): lane j < 16 loads probe j of the dense plane of n samples and ranks
+ * it among the 16 (ist_fo_probe_rank, as the host does); the lane whose
+ * probe has the median's rank gives it to the others. Not inlined: called
+ * once, it would hold registers the kernel's loop needs (a spill). */
+__device__ __noinline__ double ist_fo_warp_plane_shift(const float *plane,
+                                                       uint64_t n) {
   const unsigned t = threadIdx.x & 31;
   const uint32_t np = ist_fo_probe_count(n);
-  float mine =
+  const float mine =
       t < np ? __ldg(plane + (uint64_t)t * ist_fo_probe_step(n)) : 0.0f;
   float p[IST_FO_PROBES];
 #pragma unroll
   for (int j = 0; j < (int)IST_FO_PROBES; ++j)
     p[j] = __shfl_sync(0xffffffffu, mine, j);
-  return ist_fo_shift_of_probes(p, np);
+  const bool fin = t < np && ist_fo_finite(mine);
+  const unsigned finite = __popc(__ballot_sync(0xffffffffu, fin));
+  if (finite == 0)
+    return 0.0;
+  const unsigned hit =
+      __ballot_sync(0xffffffffu, fin && ist_fo_probe_rank(p, np, mine, t) ==
+                                            ist_fo_median_rank(finite));
+  return (double)__shfl_sync(0xffffffffu, mine, __ffs((int)hit) - 1);
 }
 
 /* One tile of a chunk's loads: vectors tile * Block * Items + k * Block + t
@@ -218,9 +227,9 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
  * samples, its 4-sample vectors read Items at a time (tile jt of the chunk:
  * vectors (c * tiles + jt) * 256 * Items + k * 256 + t, k < Items), then the
  * plane's last partial vector when it falls to this lane, then the lane
- * tree, every lane's sums relative to the plane's shift_k. Returns the
- * chunk's (count, mean - shift_k, M2) in thread 0 (the others: unused
- * values); the lanes start afresh at the next call. Every thread of the
+ * tree, every lane's sums relative to the plane's K (acc.fo.set_shift,
+ * once). Returns the chunk's (count, mean - K, M2) in thread 0 (the others:
+ * unused values); the lanes start afresh at the next call. Every thread of the
  * block must call it (it holds __syncthreads).
  *
  * When the loads are issued does not change what each lane computes (the
@@ -247,16 +256,16 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
  * fast.cu's AccF32 is one; a batched kernel calls this per (image, chunk).
  */
 template <int Block, int Items, int Prefetch, bool Aligned, typename Acc>
-__device__ __forceinline__ ist_fo_moments ist_fo_chunk(
-    const float *plane, uint64_t n, uint64_t c, uint64_t next_c, double shift_k,
-    Acc &acc, ist_fo_moments *smem, ist_fo_tile<Items> &head) {
+__device__ __forceinline__ ist_fo_moments
+ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
+             Acc &acc, ist_fo_moments *smem, ist_fo_tile<Items> &head) {
   static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
   static_assert(Prefetch >= 0 && Prefetch <= 2, "Prefetch 0, 1 or 2");
   constexpr int kTiles = ist_fo_chunk_tiles<Block, Items>();
   const unsigned t = threadIdx.x;
   const uint64_t nvec = n / 4;
   const uint64_t tile0 = c * kTiles;
-  acc.fo.start_chunk(shift_k);
+  acc.fo.start_chunk();
   if constexpr (Prefetch < 2) {
     int jt = 0;
     if constexpr (Prefetch == 1) {

@@ -135,17 +135,21 @@ IST_HD static inline uint64_t ist_fo_probe_step(uint64_t n) {
   return n < IST_FO_PROBES ? 1u : n / IST_FO_PROBES;
 }
 
-/* The rank of probe j among the finite probes p[0..np): how many come
- * before it in the order (value, then probe index); -0 and +0 are equal
- * values. p[j] must be finite. */
+/* The rank of probe j, of value v = p[j] (finite), among the finite probes
+ * p[0..np): how many come before it in the order (value, then probe
+ * index); -0 and +0 are equal values. */
 IST_HD static inline uint32_t ist_fo_probe_rank(const float *p, uint32_t np,
-                                                uint32_t j) {
+                                                float v, uint32_t j) {
   uint32_t r = 0;
   for (uint32_t k = 0; k < IST_FO_PROBES; k++) /* a fixed count: unrolled */
-    if (k < np && ist_fo_finite(p[k]) &&
-        (p[k] < p[j] || (p[k] == p[j] && k < j)))
+    if (k < np && ist_fo_finite(p[k]) && (p[k] < v || (p[k] == v && k < j)))
       r++;
   return r;
+}
+
+/* The rank K has among `finite` finite probes: the lower median. */
+IST_HD static inline uint32_t ist_fo_median_rank(uint32_t finite) {
+  return (finite - 1) / 2;
 }
 
 /* Step 0 from the probes p[0..np): the lower median of the finite ones,
@@ -157,9 +161,9 @@ IST_HD static inline double ist_fo_shift_of_probes(const float *p,
     finite += (uint32_t)(k < np && ist_fo_finite(p[k]));
   if (finite == 0)
     return 0.0;
-  const uint32_t want = (finite - 1) / 2;
-  for (uint32_t j = 0; j < IST_FO_PROBES; j++)
-    if (j < np && ist_fo_finite(p[j]) && ist_fo_probe_rank(p, np, j) == want)
+  for (uint32_t j = 0; j < np; j++)
+    if (ist_fo_finite(p[j]) &&
+        ist_fo_probe_rank(p, np, p[j], j) == ist_fo_median_rank(finite))
       return (double)p[j];
   return 0.0; /* not reached: exactly one finite probe has each rank */
 }
