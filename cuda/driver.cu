@@ -119,11 +119,12 @@ cudaError_t run_plan(const Plan &plan, const void *d_in, uint64_t n,
  * others. align: the alignment d_in must have (1: any).
  */
 template <typename First, typename Later>
-cudaError_t
-reduce(int kernel, int block_size, bool f32, const void *d_in, uint64_t n,
-       size_t item_bytes, size_t align, uint32_t channels, uint64_t first_index,
-       size_t result_bytes, void *d_scratch, size_t *scratch_bytes,
-       const ist_pass &shift, void *d_out, First first, Later later) {
+cudaError_t reduce(int kernel, int block_size, bool f32, const void *d_in,
+                   uint64_t n, size_t item_bytes, size_t align,
+                   uint32_t channels, uint64_t first_index, size_t result_bytes,
+                   void *d_scratch, size_t *scratch_bytes,
+                   const ist_pass &shift, void *d_out, First first, Later later,
+                   cudaStream_t stream) {
   if (!kernel_ok(kernel) || !scratch_bytes || channels == 0 || channels > 65535)
     return cudaErrorInvalidValue;
   int block = block_size ? block_size : IMGSTAT_LADDER_BLOCK_DEFAULT;
@@ -147,7 +148,10 @@ reduce(int kernel, int block_size, bool f32, const void *d_in, uint64_t n,
                 &plan);
   if (e != cudaSuccess)
     return e;
-  size_t need = plan.bytes_a + plan.bytes_b;
+  /* f32 planes whose K is not given: theirs, picked before pass 1 */
+  const bool pick_k = f32 && !shift.k_given;
+  const size_t bytes_k = pick_k ? ist_align256(channels * sizeof(double)) : 0;
+  size_t need = plan.bytes_a + plan.bytes_b + bytes_k;
   if (!d_scratch) {
     *scratch_bytes = need ? need : 256;
     return cudaSuccess;
@@ -158,8 +162,22 @@ reduce(int kernel, int block_size, bool f32, const void *d_in, uint64_t n,
     return cudaErrorMisalignedAddress;
   auto first_pass = [&](const ist_pass *p) { return first(block, p); };
   auto later_pass = [&](const ist_pass *p) { return later(block, p); };
+  ist_pass with_k = shift;
+  if (pick_k) {
+    double *d_k = reinterpret_cast<double *>(
+        static_cast<unsigned char *>(d_scratch) + plan.bytes_a + plan.bytes_b);
+    ist_pass q = shift;
+    q.planes = d_in;
+    q.plane_stride = n;
+    q.plane_n = n;
+    q.channels = channels;
+    e = ist_f32_shifts(&q, d_k, stream);
+    if (e != cudaSuccess)
+      return e;
+    with_k.k_dev = d_k;
+  }
   return run_plan(plan, d_in, n, n, channels, first_index, d_scratch,
-                  result_bytes, shift, d_out, first_pass, later_pass);
+                  result_bytes, with_k, d_out, first_pass, later_pass);
 }
 
 } // namespace
@@ -181,7 +199,7 @@ cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
   const ist_pass no_shift{};
   return reduce(kernel, block_size, false, d_in, n, 4, 1, 1, 0,
                 sizeof(long long), d_scratch, scratch_bytes, no_shift, d_out,
-                first, later);
+                first, later, stream);
 }
 
 namespace {
@@ -209,7 +227,7 @@ cudaError_t reduce_stats(int kernel, int block_size, const void *d_planes,
   };
   return reduce(kernel, block_size, f32, d_planes, n, (size_t)sample,
                 (size_t)sample, channels, first_index, sizeof(imgstat_partial),
-                d_scratch, scratch_bytes, shift, d_out, first, later);
+                d_scratch, scratch_bytes, shift, d_out, first, later, stream);
 }
 
 } // namespace

@@ -709,8 +709,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   const uint64_t n = pass.n;
   const uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
   /* the plane's shift K: every mean stays relative to it */
-  const double shift_k =
-      pass.k_given ? pass.k : ist_fo_warp_plane_shift(plane, n);
+  const double shift_k = pass.k_given ? pass.k : pass.k_dev[blockIdx.y];
   AccF32 acc;
   acc.fo.set_shift(shift_k);
   imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
@@ -764,12 +763,7 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
       ist_fo_fold_block<FoldPolicy::kBlock, FoldPolicy::kItems, IsFloat>(
           in, pass.n, warp_roots);
   if (IsFloat && pass.last && pass.add_k && threadIdx.x == 0)
-    ist_fo_add_shift(
-        &p, pass.k_given
-                ? pass.k
-                : ist_fo_plane_shift(static_cast<const float *>(pass.planes) +
-                                         blockIdx.y * pass.plane_stride,
-                                     16, 64, pass.plane_n));
+    ist_fo_add_shift(&p, pass.k_given ? pass.k : pass.k_dev[blockIdx.y]);
   if (threadIdx.x == 0)
     static_cast<imgstat_partial *>(
         pass.out)[blockIdx.y * pass.out_stride + blockIdx.x] = p;
@@ -887,6 +881,23 @@ cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
     return launch(fast_f32_kernel<false>, FastPolicy::kBlock, p, s);
   }
   return cudaErrorInvalidValue;
+}
+
+/* Step 0 of float_order.h for each plane: one warp a plane (blockIdx.x). */
+__global__ void __launch_bounds__(32)
+    f32_shift_kernel(ist_pass pass, double *d_k) {
+  const double k = ist_fo_warp_plane_shift(
+      static_cast<const float *>(pass.planes) + blockIdx.x * pass.plane_stride,
+      pass.plane_n);
+  if (threadIdx.x == 0)
+    d_k[blockIdx.x] = k;
+}
+
+cudaError_t ist_f32_shifts(const ist_pass *p, double *d_k, cudaStream_t s) {
+  if (p->channels == 0)
+    return cudaSuccess;
+  f32_shift_kernel<<<p->channels, 32, 0, s>>>(*p, d_k);
+  return cudaGetLastError();
 }
 
 uint64_t ist_f32_chunks(uint64_t n) {

@@ -5,8 +5,8 @@
  * so that each computes exactly the CPU's bits. Device code only.
  *
  * How a kernel reduces float planes with them:
- *  0. K = ist_fo_plane_shift(plane, ...) (the median of 16 probes; by a
- *     warp: ist_fo_warp_plane_shift).
+ *  0. K = ist_fo_plane_shift(plane, ...) (the median of 16 probes; on the
+ *     device by a warp, ist_fo_warp_plane_shift, before the plane's pass).
  *  1. ist_fo_chunk, by one block of IST_FO_LANES (256) threads per chunk at
  *     a time: thread t is lane t, relative to K; it reads the chunk's
  *     4-sample vectors t, t + 256, ... in increasing order (ist_fo_load_vec)
@@ -156,10 +156,11 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
 /* Step 0 of float_order.h, K, by a warp (all 32 lanes call it, all get
  * it): lane j < 16 loads probe j of the dense plane of n samples and ranks
  * it among the 16 (ist_fo_probe_rank, as the host does); the lane whose
- * probe has the median's rank gives it to the others. Not inlined: called
- * once, it would hold registers the kernel's loop needs (a spill). */
-__device__ __noinline__ double ist_fo_warp_plane_shift(const float *plane,
-                                                       uint64_t n) {
+ * probe has the median's rank gives it to the others. The f32 kernels get
+ * K from a kernel of its own (fast.cu's f32_shift_kernel): picked inside
+ * them it cost their loop registers and time. */
+__device__ __forceinline__ double ist_fo_warp_plane_shift(const float *plane,
+                                                          uint64_t n) {
   const unsigned t = threadIdx.x & 31;
   const uint32_t np = ist_fo_probe_count(n);
   const float mine =

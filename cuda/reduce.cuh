@@ -126,12 +126,15 @@ struct ist_pass {
   void *out;
   uint64_t out_stride; /* in results */
   unsigned grid;       /* blocks per channel */
-  /* f32: the plane's shift K (float_order.h): given (k_given) or read from
-   * the original planes (planes, plane_stride samples apart, plane_n
-   * samples each); the last pass adds it back when add_k. */
+  /* f32: the plane's shift K (float_order.h): given (k_given) or picked
+   * from the original planes (planes, plane_stride samples apart, plane_n
+   * samples each) into k_dev; the last pass adds it back when add_k. */
   double k;
   int k_given;
   int add_k;
+  /* f32 without k_given: the planes' K, one per channel, in device memory
+   * (ist_f32_shifts wrote them before pass 1) */
+  const double *k_dev;
   int last; /* this pass writes the final results */
   const void *planes;
   uint64_t plane_stride;
@@ -165,5 +168,8 @@ cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s);
 cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,
                            cudaStream_t s);
 cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s);
+/* f32: the K of each of p->channels planes (p->planes, plane_stride samples
+ * apart, plane_n samples each) into d_k[channel], one warp a plane. */
+cudaError_t ist_f32_shifts(const ist_pass *p, double *d_k, cudaStream_t s);
 
 #endif /* IMGSTAT_REDUCE_CUH */
