@@ -90,6 +90,18 @@ imgstat_status imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *dec,
                                       const imgstat_gpu_jpeg_item *items, int n,
                                       imgstat_partial *out, imgstat_error *err);
 
+/* The statistics (out, as imgstat_gpu_jpeg_stats; NULL: none) and the
+ * histograms (counts; NULL: none) of the decoded items of a batch, each
+ * kind in one launch, with one synchronisation for both: counts[(k *
+ * IMGSTAT_MAX_CHANNELS + c) * 256 + v] is the number of samples equal to v
+ * in channel c of item k, exactly the per-image histogram kernel's (and the
+ * CPU's) counts of the same plane. Items not decoded are left out, their
+ * out and counts untouched. The decoder's thread only. */
+imgstat_status imgstat_gpu_jpeg_reduce(imgstat_gpu_jpeg *dec,
+                                       const imgstat_gpu_jpeg_item *items,
+                                       int n, imgstat_partial *out,
+                                       uint64_t *counts, imgstat_error *err);
+
 /* Frees an item's planes (safe on an item without any). */
 void imgstat_gpu_jpeg_item_free(imgstat_gpu_jpeg *dec,
                                 imgstat_gpu_jpeg_item *item);

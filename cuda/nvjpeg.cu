@@ -12,6 +12,7 @@
  */
 #include "cuda_check.cuh"
 #include "imgstat_cuda_jpeg.h"
+#include "norm_internal.cuh"
 #include "reduce.cuh"
 
 #include <dlfcn.h>
@@ -228,12 +229,15 @@ struct imgstat_gpu_jpeg {
   nvjpegJpegStream_t parsed = nullptr; /* for the hardware's support test */
   cudaStream_t stream = nullptr;
   char name[64];
-  /* the batched statistics' buffers (imgstat_gpu_jpeg_stats), kept */
+  /* the batched reductions' buffers (imgstat_gpu_jpeg_reduce), kept:
+   * segments (the statistics' then the histograms', 2 seg_cap), a partial
+   * and 256 counts per segment, the block partials */
   int sms = 0;
   int seg_cap = 0;
   uint64_t block_cap = 0;
   ist_segment *h_seg = nullptr, *d_seg = nullptr;
   imgstat_partial *h_out = nullptr, *d_out = nullptr, *d_part = nullptr;
+  unsigned long long *h_bins = nullptr, *d_bins = nullptr;
 };
 
 namespace {
@@ -316,8 +320,10 @@ extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
   backend_destroy(&d->hybrid);
   cudaFreeHost(d->h_seg);
   cudaFreeHost(d->h_out);
+  cudaFreeHost(d->h_bins);
   cudaFree(d->d_seg);
   cudaFree(d->d_out);
+  cudaFree(d->d_bins);
   cudaFree(d->d_part);
   if (d->stream)
     cudaStreamDestroy(d->stream);
@@ -534,28 +540,36 @@ imgstat_gpu_jpeg_item_download(imgstat_gpu_jpeg *d,
 
 namespace {
 
-/* Room for nseg segments and nblocks block partials (grown, kept). */
-imgstat_status stats_buffers(imgstat_gpu_jpeg *d, int nseg, uint64_t nblocks,
-                             imgstat_error *err) {
+/* Room for nseg segments of each kind, their partials and counts, and
+ * nblocks block partials (grown, kept). */
+imgstat_status reduce_buffers(imgstat_gpu_jpeg *d, int nseg, uint64_t nblocks,
+                              imgstat_error *err) {
   if (nseg > d->seg_cap) {
     int cap = nseg > 2 * d->seg_cap ? nseg : 2 * d->seg_cap;
     cudaFreeHost(d->h_seg);
     cudaFreeHost(d->h_out);
+    cudaFreeHost(d->h_bins);
     cudaFree(d->d_seg);
     cudaFree(d->d_out);
+    cudaFree(d->d_bins);
     d->h_seg = nullptr;
     d->h_out = nullptr;
+    d->h_bins = nullptr;
     d->d_seg = nullptr;
     d->d_out = nullptr;
+    d->d_bins = nullptr;
     d->seg_cap = 0;
-    IST_CUDA_TRY(cudaMallocHost(&d->h_seg, sizeof(ist_segment) * cap),
+    const size_t bins = sizeof(unsigned long long) * 256 * (size_t)cap;
+    IST_CUDA_TRY(cudaMallocHost(&d->h_seg, sizeof(ist_segment) * 2 * cap),
                  "cudaMallocHost (segments)");
     IST_CUDA_TRY(cudaMallocHost(&d->h_out, sizeof(imgstat_partial) * cap),
                  "cudaMallocHost (partials)");
-    IST_CUDA_TRY(cudaMalloc(&d->d_seg, sizeof(ist_segment) * cap),
+    IST_CUDA_TRY(cudaMallocHost(&d->h_bins, bins), "cudaMallocHost (counts)");
+    IST_CUDA_TRY(cudaMalloc(&d->d_seg, sizeof(ist_segment) * 2 * cap),
                  "cudaMalloc (segments)");
     IST_CUDA_TRY(cudaMalloc(&d->d_out, sizeof(imgstat_partial) * cap),
                  "cudaMalloc (partials)");
+    IST_CUDA_TRY(cudaMalloc(&d->d_bins, bins), "cudaMalloc (counts)");
     d->seg_cap = cap;
   }
   if (nblocks > d->block_cap) {
@@ -573,67 +587,115 @@ imgstat_status stats_buffers(imgstat_gpu_jpeg *d, int nseg, uint64_t nblocks,
 } // namespace
 
 extern "C" imgstat_status
-imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *d, const imgstat_gpu_jpeg_item *items,
-                       int n, imgstat_partial *out, imgstat_error *err) {
-  if (!d || n < 0 || (n > 0 && (!items || !out)))
+imgstat_gpu_jpeg_reduce(imgstat_gpu_jpeg *d, const imgstat_gpu_jpeg_item *items,
+                        int n, imgstat_partial *out, uint64_t *counts,
+                        imgstat_error *err) {
+  if (!d || n < 0 || (n > 0 && !items))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder or items");
+  if (n == 0 || (!out && !counts))
+    return IMGSTAT_OK;
   IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
+  /* the segments: one a non-empty plane of a decoded item */
   int nseg = 0;
-  uint64_t nblocks = 0;
-  for (int k = 0; k < n; k++)
-    if (items[k].status == IMGSTAT_OK) {
-      uint64_t plane = (uint64_t)items[k].width * items[k].height;
-      if (plane == 0)
-        continue;
-      nseg += items[k].channels;
-      nblocks +=
-          (uint64_t)items[k].channels * ist_fast_segment_blocks(plane, d->sms);
-    }
-  if (nseg > 0) {
-    imgstat_status st = stats_buffers(d, nseg, nblocks, err);
-    if (st != IMGSTAT_OK)
-      return st;
-  }
-  int s = 0;
-  uint64_t first = 0;
+  uint64_t nblocks = 0, hblocks = 0;
   for (int k = 0; k < n; k++) {
     const imgstat_gpu_jpeg_item *it = &items[k];
     if (it->status != IMGSTAT_OK)
       continue;
     uint64_t plane = (uint64_t)it->width * it->height;
     for (int c = 0; c < it->channels; c++) {
-      if (plane == 0) {
-        out[(size_t)k * IMGSTAT_MAX_CHANNELS + c] = ist_partial_empty();
+      size_t at = (size_t)k * IMGSTAT_MAX_CHANNELS + c;
+      if (plane == 0) { /* nothing to reduce: the empty figures */
+        if (out)
+          out[at] = ist_partial_empty();
+        if (counts)
+          memset(counts + 256 * at, 0, 256 * sizeof *counts);
         continue;
       }
-      ist_segment *g = &d->h_seg[s++];
+      nseg++;
+      nblocks += ist_fast_segment_blocks(plane, d->sms);
+      hblocks += ist_norm_gpu::hist_u8_segment_blocks(plane, d->sms);
+    }
+  }
+  if (nseg == 0)
+    return IMGSTAT_OK;
+  if (nblocks > 0x7fffffffu || hblocks > 0x7fffffffu)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "a batch of %d planes is "
+                             "too large for one launch",
+                             nseg);
+  imgstat_status st = reduce_buffers(d, nseg, out ? nblocks : 0, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  /* h_seg: the statistics' segments [0, nseg), the histograms' [nseg,
+   * 2 nseg): the same planes, each kernel's blocks */
+  int s = 0;
+  uint64_t first = 0, hfirst = 0;
+  for (int k = 0; k < n; k++) {
+    const imgstat_gpu_jpeg_item *it = &items[k];
+    uint64_t plane = (uint64_t)it->width * it->height;
+    if (it->status != IMGSTAT_OK || plane == 0)
+      continue;
+    for (int c = 0; c < it->channels; c++, s++) {
+      ist_segment *g = &d->h_seg[s];
       g->plane = it->planes[c];
       g->n = plane;
       g->first_block = first;
       g->nblocks = ist_fast_segment_blocks(plane, d->sms);
       first += g->nblocks;
+      ist_segment *h = &d->h_seg[nseg + s];
+      *h = *g;
+      h->first_block = hfirst;
+      h->nblocks = ist_norm_gpu::hist_u8_segment_blocks(plane, d->sms);
+      hfirst += h->nblocks;
     }
   }
-  if (nseg == 0)
-    return IMGSTAT_OK;
-  IST_CUDA_TRY(cudaMemcpyAsync(d->d_seg, d->h_seg, sizeof(ist_segment) * nseg,
+  const size_t bin_bytes = sizeof(unsigned long long) * 256 * (size_t)nseg;
+  IST_CUDA_TRY(cudaMemcpyAsync(d->d_seg, d->h_seg,
+                               sizeof(ist_segment) * 2 * (size_t)nseg,
                                cudaMemcpyHostToDevice, d->stream),
                "cudaMemcpyAsync (segments)");
-  IST_CUDA_TRY(ist_fast_stats_segments(IMGSTAT_U8, d->d_seg, nseg, nblocks,
-                                       d->d_part, d->d_out, d->stream),
-               "batched reduction");
-  IST_CUDA_TRY(cudaMemcpyAsync(d->h_out, d->d_out,
-                               sizeof(imgstat_partial) * nseg,
-                               cudaMemcpyDeviceToHost, d->stream),
-               "cudaMemcpyAsync (partials)");
+  if (out) {
+    IST_CUDA_TRY(ist_fast_stats_segments(IMGSTAT_U8, d->d_seg, nseg, nblocks,
+                                         d->d_part, d->d_out, d->stream),
+                 "batched reduction");
+    IST_CUDA_TRY(cudaMemcpyAsync(d->h_out, d->d_out,
+                                 sizeof(imgstat_partial) * nseg,
+                                 cudaMemcpyDeviceToHost, d->stream),
+                 "cudaMemcpyAsync (partials)");
+  }
+  if (counts) {
+    IST_CUDA_TRY(cudaMemsetAsync(d->d_bins, 0, bin_bytes, d->stream),
+                 "cudaMemsetAsync (counts)");
+    IST_CUDA_TRY(ist_norm_gpu::hist_u8_segments_launch(
+                     d->d_seg + nseg, nseg, hblocks, d->d_bins, d->stream),
+                 "batched histograms");
+    IST_CUDA_TRY(cudaMemcpyAsync(d->h_bins, d->d_bins, bin_bytes,
+                                 cudaMemcpyDeviceToHost, d->stream),
+                 "cudaMemcpyAsync (counts)");
+  }
   IST_CUDA_TRY(cudaStreamSynchronize(d->stream), "batched reduction");
   s = 0;
   for (int k = 0; k < n; k++) {
     const imgstat_gpu_jpeg_item *it = &items[k];
     if (it->status != IMGSTAT_OK || (uint64_t)it->width * it->height == 0)
       continue;
-    for (int c = 0; c < it->channels; c++)
-      out[(size_t)k * IMGSTAT_MAX_CHANNELS + c] = d->h_out[s++];
+    for (int c = 0; c < it->channels; c++, s++) {
+      size_t at = (size_t)k * IMGSTAT_MAX_CHANNELS + c;
+      if (out)
+        out[at] = d->h_out[s];
+      if (counts)
+        for (int b = 0; b < 256; b++)
+          counts[256 * at + b] = d->h_bins[(size_t)256 * s + b];
+    }
   }
   return IMGSTAT_OK;
+}
+
+extern "C" imgstat_status
+imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *d, const imgstat_gpu_jpeg_item *items,
+                       int n, imgstat_partial *out, imgstat_error *err) {
+  if (n > 0 && !out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output");
+  return imgstat_gpu_jpeg_reduce(d, items, n, out, nullptr, err);
 }

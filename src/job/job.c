@@ -828,6 +828,21 @@ static void free_histograms(imgstat_job_result *res) {
   memset(res->hist_figures, 0, sizeof res->hist_figures);
 }
 
+/* The figures of channel c of img from its histogram h, by the CPU's rule
+ * (moments from the counts; a float image's from its samples): every path
+ * that has a histogram ends here. */
+static void hist_figures(const imgstat_image *img, int c,
+                         const imgstat_histogram *h,
+                         const imgstat_stats_request *req,
+                         imgstat_hist_figures *f) {
+  imgstat_moments m;
+  if (img->sample == IMGSTAT_F32)
+    imgstat_image_moments_f32(img, c, &m);
+  else
+    imgstat_moments_from_histogram(h, &m);
+  imgstat_hist_figures_compute(h, &m, req->percentiles, req->npercentiles, f);
+}
+
 /* The histograms of every channel and their figures, on the GPU (e's
  * context) or on the CPU. A failure is returned with nothing kept: the
  * caller applies the policy. */
@@ -859,13 +874,8 @@ static imgstat_status histograms_on(gpu_slot *g, imgstat_gpu_image *d,
       free_histograms(res);
       return st;
     }
-    imgstat_moments m;
-    if (img->sample == IMGSTAT_F32)
-      imgstat_image_moments_f32(img, c, &m);
-    else
-      imgstat_moments_from_histogram(h, &m);
     imgstat_hist_figures *f = &res->hist_figures[c];
-    imgstat_hist_figures_compute(h, &m, req->percentiles, nreq, f);
+    hist_figures(img, c, h, req, f);
     if (g && h->total) {
       /* the device scan's percentiles (equal to the CPU's by construction) */
       f->median = v[0];
@@ -1312,6 +1322,7 @@ typedef struct stage_lane {
   int cap;
   imgstat_gpu_jpeg_item *items;
   imgstat_partial *parts;
+  uint64_t *counts; /* the batch's histograms, 256 per channel */
 } stage_lane;
 
 static void add_time(imgstat_engine *e, double *field, double s) {
@@ -1368,6 +1379,7 @@ static void lane_close(void *ctx) {
     imgstat_gpu_jpeg_destroy(l->jpeg);
   free(l->items);
   free(l->parts);
+  free(l->counts);
   free(l);
 }
 
@@ -1377,23 +1389,34 @@ static int reserve_none(void *ctx, uint64_t bytes) {
   return 1;
 }
 
-/* The histograms of a decoded item from its device planes (its statistics
- * are in res already). 0: failed (the caller takes the one-image path,
- * which applies the policy). */
-static int jpeg_device_histograms(stage_lane *l,
-                                  const imgstat_gpu_jpeg_item *it,
-                                  const imgstat_stats_request *req,
-                                  imgstat_job_result *res) {
-  imgstat_image shape;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_gpu_image *d = NULL;
-  imgstat_status st = jpeg_wrap(l->g, it, &shape, &d, &err);
-  if (st == IMGSTAT_OK)
-    st = histograms_on(l->g, d, &shape, req, res, &err);
-  imgstat_gpu_image_release(l->g->gpu, d);
-  if (st != IMGSTAT_OK)
+/* The histograms of a decoded item from its batch's counts (counts: the
+ * item's IMGSTAT_MAX_CHANNELS x 256), with their figures by the CPU's rule
+ * (its statistics are in res already). 0: failed, nothing kept (the caller
+ * takes the one-image path, which applies the policy). */
+static int jpeg_batch_histograms(const imgstat_gpu_jpeg_item *it,
+                                 const uint64_t *counts,
+                                 const imgstat_stats_request *req,
+                                 imgstat_job_result *res) {
+  if (req->npercentiles < 0 || req->npercentiles > IMGSTAT_MAX_PERCENTILES)
     return 0;
+  imgstat_image shape;
+  memset(&shape, 0, sizeof shape);
+  shape.width = it->width;
+  shape.height = it->height;
+  shape.channels = it->channels;
+  shape.sample = IMGSTAT_U8;
+  for (int c = 0; c < it->channels; c++) {
+    imgstat_histogram *h = &res->hist[c];
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    if (imgstat_histogram_alloc(h, IMGSTAT_U8, 0, 0, 0, &err) != IMGSTAT_OK) {
+      free_histograms(res);
+      return 0;
+    }
+    memcpy(h->counts, counts + (size_t)256 * c, 256 * sizeof *h->counts);
+    h->total = (uint64_t)it->width * it->height;
+    hist_figures(&shape, c, h, req, &res->hist_figures[c]);
+  }
   res->has_histograms = 1;
   res->hist_backend = IMGSTAT_BACKEND_GPU;
   return 1;
@@ -1413,9 +1436,9 @@ static void jpeg_reopened_on_cpu(imgstat_engine *e, stage_job *j,
   imgstat_decoder_close(d);
 }
 
-/* One batch: decode, the batch's statistics in one launch, histograms per
- * image; the files nvJPEG refused on the CPU decoder; a GPU failure by the
- * policy (per item, as the one-image path). */
+/* One batch: decode, the batch's statistics and histograms in one launch
+ * each (one synchronisation); the files nvJPEG refused on the CPU decoder;
+ * a GPU failure by the policy (per item, as the one-image path). */
 static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
                                int n, imgstat_error *err) {
   stage_lane *l = ctx;
@@ -1424,9 +1447,17 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   if (n > l->cap) {
     free(l->items);
     free(l->parts);
+    free(l->counts);
     l->items = calloc((size_t)n, sizeof *l->items);
     l->parts = calloc((size_t)n * IMGSTAT_MAX_CHANNELS, sizeof *l->parts);
-    l->cap = l->items && l->parts ? n : 0;
+    l->counts =
+        calloc((size_t)n * IMGSTAT_MAX_CHANNELS * 256, sizeof *l->counts);
+    l->cap = l->items && l->parts && l->counts ? n : 0;
+  }
+  int any_hist = 0;
+  for (int k = 0; k < n; k++) {
+    const imgstat_stats_request *req = ((stage_job *)items[k]->user)->req;
+    any_hist |= req && req->histograms;
   }
   imgstat_error derr;
   memset(&derr, 0, sizeof derr);
@@ -1446,7 +1477,8 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   imgstat_error serr;
   memset(&serr, 0, sizeof serr);
   if (dst == IMGSTAT_OK)
-    sst = imgstat_gpu_jpeg_stats(l->jpeg, l->items, n, l->parts, &serr);
+    sst = imgstat_gpu_jpeg_reduce(l->jpeg, l->items, n, l->parts,
+                                  any_hist ? l->counts : NULL, &serr);
   double reduce_s = since(&t0);
   double hist_s = 0, cpu_s = 0;
   uint64_t hw = 0, hy = 0, cpu = 0;
@@ -1465,7 +1497,10 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
         memcpy(res->partial, &l->parts[(size_t)k * IMGSTAT_MAX_CHANNELS],
                sizeof(imgstat_partial) * (size_t)it->channels);
         res->backend = IMGSTAT_BACKEND_GPU;
-        finished = !with_hist || jpeg_device_histograms(l, it, j->req, res);
+        finished = !with_hist ||
+                   jpeg_batch_histograms(
+                       it, &l->counts[(size_t)k * IMGSTAT_MAX_CHANNELS * 256],
+                       j->req, res);
       }
       if (!finished) /* the one-image path, with the policy's fallback */
         finished = jpeg_device_item(e, l->g, it, j->req, res);

@@ -72,3 +72,15 @@ imgstat_status imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *dec,
   (void)out;
   return no_nvjpeg(err);
 }
+
+imgstat_status imgstat_gpu_jpeg_reduce(imgstat_gpu_jpeg *dec,
+                                       const imgstat_gpu_jpeg_item *items,
+                                       int n, imgstat_partial *out,
+                                       uint64_t *counts, imgstat_error *err) {
+  (void)dec;
+  (void)items;
+  (void)n;
+  (void)out;
+  (void)counts;
+  return no_nvjpeg(err);
+}
