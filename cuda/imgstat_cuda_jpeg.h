@@ -42,10 +42,40 @@ typedef struct imgstat_gpu_jpeg imgstat_gpu_jpeg;
  * JPEG engines (A100, H100, ...), and its GPU-hybrid backend for the images
  * the hardware refuses (or for all, on cards without engines).
  * IMGSTAT_ERR_NODEVICE: nvJPEG is not there; IMGSTAT_ERR_DEVICE: it failed
- * to start. */
+ * to start. Makes nvJPEG's handles (the long part of its start-up); the
+ * decode state is made by imgstat_gpu_jpeg_prepare or the first decode.
+ * Also tells the device's default memory pool to keep freed planes. */
 imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu, imgstat_gpu_jpeg **out,
                                        imgstat_error *err);
+
+/* Another decoder on the device of `of`, sharing its nvJPEG handles (their
+ * start-up is not paid again), with a stream and states of its own: for
+ * another thread. May be called while `of` decodes on its own thread. The
+ * handles live until the last decoder sharing them is destroyed. */
+imgstat_status imgstat_gpu_jpeg_create_sibling(const imgstat_gpu_jpeg *of,
+                                               imgstat_gpu_jpeg **out,
+                                               imgstat_error *err);
+
+/* Makes the decoder's state for its first backend now (the hardware's, else
+ * GPU-hybrid's), so that the first decode does not pay it; the decoder's
+ * thread. IMGSTAT_ERR_DEVICE: nvJPEG could not make one. */
+imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *dec,
+                                        imgstat_error *err);
+
 void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *dec);
+
+/* Where a decoder's time went, in seconds since its creation (for the
+ * per-stage table): the hardware's support test (headers parsed on the
+ * host), the planes' allocation, nvJPEG's batched call (its host part:
+ * parsing, staging, launches) and the wait for the device; batches is the
+ * number of nvJPEG calls. */
+typedef struct imgstat_gpu_jpeg_times {
+  double parse_s, alloc_s, host_s, wait_s;
+  uint64_t batches;
+} imgstat_gpu_jpeg_times;
+
+void imgstat_gpu_jpeg_times_get(const imgstat_gpu_jpeg *dec,
+                                imgstat_gpu_jpeg_times *out);
 
 /* "hardware (N engines) + GPU-hybrid" or "GPU-hybrid". */
 const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *dec);
@@ -53,8 +83,9 @@ const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *dec);
 /* One JPEG of a batch. In: the file's bytes (host memory, unchanged until
  * the decode returns), its size and channels (1: gray, 3: YCbCr made RGB)
  * as the pre-checks found them. Out: status IMGSTAT_OK and planes[0..
- * channels-1], dense device planes (width x height bytes each) that the
- * item owns until imgstat_gpu_jpeg_item_free; or another status with err
+ * channels-1], dense device planes (width x height bytes each, in one
+ * allocation at planes[0]) that the item owns until
+ * imgstat_gpu_jpeg_item_free; or another status with err
  * saying why nvJPEG did not take the file (the CPU decoders then do). */
 typedef struct imgstat_gpu_jpeg_item {
   const unsigned char *data;

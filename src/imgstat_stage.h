@@ -87,6 +87,12 @@ void imgstat_stage_submit(imgstat_stage *stage, imgstat_stage_item *item);
  * the next submit. */
 void imgstat_stage_flush(imgstat_stage *stage);
 
+/* No item will be submitted any more: lanes take what is queued without
+ * lingering, then close (close called on each lane's thread, at once)
+ * without waiting for imgstat_stage_destroy. An item submitted after it is
+ * finished at once with IMGSTAT_ERR_ARG (the caller's mistake). */
+void imgstat_stage_end(imgstat_stage *stage);
+
 /* Finishes every queued item as cancelled (batches running finish). */
 void imgstat_stage_cancel(imgstat_stage *stage);
 

@@ -77,7 +77,19 @@ typedef struct gpu_start {
   pthread_cond_t *fin_cv;
   int fin;
   int launched; /* the thread was started (set once, never cleared) */
+  int prepare;  /* make the decoders' states now (the one-image path's) */
+  /* the start-up's phases, from t0 (the engine's creation), for the
+   * per-stage table: the first context ready, its JPEG decoder ready */
+  struct timespec t0;
+  double context_s, jpeg_s;
 } gpu_start;
+
+static double since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) +
+         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
 
 static void gpus_destroy(gpu_start *s) {
   for (int k = 0; k < s->ngpus; k++) {
@@ -92,7 +104,10 @@ static void gpus_destroy(gpu_start *s) {
 }
 
 /* A GPU's JPEG decoder and its batches; a decoder that cannot start fails
- * the GPU only when it is needed (--jpeg-decoder gpu). */
+ * the GPU only when it is needed (--jpeg-decoder gpu). The decoder's state
+ * is made here only for the one-image path (prepare): the device stage's
+ * lanes make decoders of their own, sharing its handles, each on its own
+ * thread and all at once. */
 static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g,
                                  imgstat_error *err) {
   jpeg_batcher *b = &g->batch;
@@ -109,8 +124,16 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g,
   imgstat_error why;
   memset(&why, 0, sizeof why);
   imgstat_status st = imgstat_gpu_jpeg_create(g->gpu, &g->jpeg, &why);
+  if (st == IMGSTAT_OK && s->prepare)
+    st = imgstat_gpu_jpeg_prepare(g->jpeg, &why);
+  if (st != IMGSTAT_OK) {
+    imgstat_gpu_jpeg_destroy(g->jpeg);
+    g->jpeg = NULL;
+  }
   if (st != IMGSTAT_OK && s->jpeg == 2)
     return imgstat_error_set(err, st, "nvJPEG: %s", why.message);
+  if (s->jpeg_s == 0)
+    s->jpeg_s = since(&s->t0);
   return IMGSTAT_OK;
 }
 
@@ -140,6 +163,8 @@ static imgstat_status gpus_create(gpu_start *s) {
                              "the GPU backend returned no context");
     if (st == IMGSTAT_OK) {
       s->ngpus = k + 1; /* gpus_destroy frees it from here on */
+      if (s->context_s == 0)
+        s->context_s = since(&s->t0);
       st = jpeg_start(s, g, &err);
     }
     if (st != IMGSTAT_OK) {
@@ -330,6 +355,7 @@ struct imgstat_engine {
   imgstat_error stage_err;
   struct timespec created;
   imgstat_engine_times times; /* under stage_lock */
+  int shut;                   /* imgstat_engine_shutdown ran */
 };
 
 const char *imgstat_backend_name(imgstat_backend backend) {
@@ -480,6 +506,10 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
   e->start.fin_lock = &e->stage_lock;
   e->start.fin_cv = &e->start_fin;
   clock_gettime(CLOCK_MONOTONIC, &e->created);
+  e->start.t0 = e->created;
+  /* --verify decodes on the one-image path (not the stage): its decoder's
+   * state is made with the rest of the start-up */
+  e->start.prepare = e->opt.verify;
   e->start.ndevices = e->opt.ndevices;
   if (e->opt.ndevices > 0)
     memcpy(e->start.devices, e->opt.devices, sizeof e->opt.devices);
@@ -515,13 +545,40 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
   return IMGSTAT_OK;
 }
 
+void imgstat_engine_shutdown(imgstat_engine *e) {
+  if (!e || e->shut)
+    return;
+  e->shut = 1;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* the stage's lanes use the GPUs: they go first */
+  imgstat_stage_destroy(e->stage, NULL);
+  e->stage = NULL;
+  double stage_s = since(&t0);
+  gpu_start_end(&e->start);
+  pthread_mutex_lock(&e->stage_lock);
+  e->times.stage_end_s = stage_s;
+  e->times.teardown_s = since(&t0);
+  e->times.shutdown_s = since(&e->created);
+  pthread_mutex_unlock(&e->stage_lock);
+}
+
 void imgstat_engine_destroy(imgstat_engine *e) {
   if (!e)
     return;
-  /* the stage's lanes use the GPUs: they go first */
-  imgstat_stage_destroy(e->stage, NULL);
-  gpu_start_end(&e->start);
+  imgstat_engine_shutdown(e);
   engine_free(e);
+}
+
+void imgstat_engine_input_end(imgstat_engine *e) {
+  if (!e)
+    return;
+  pthread_mutex_lock(&e->stage_lock);
+  imgstat_stage *s = e->stage;
+  if (e->times.input_end_s == 0)
+    e->times.input_end_s = since(&e->created);
+  pthread_mutex_unlock(&e->stage_lock);
+  imgstat_stage_end(s);
 }
 
 void imgstat_engine_set_workload(imgstat_engine *e, uint64_t items) {
@@ -1290,13 +1347,6 @@ const char *imgstat_engine_jpeg_backend(imgstat_engine *e) {
 /* ---- the device stage: JPEGs streamed to nvJPEG ----------------------------
  */
 
-static double since(const struct timespec *a) {
-  struct timespec b;
-  clock_gettime(CLOCK_MONOTONIC, &b);
-  return (double)(b.tv_sec - a->tv_sec) +
-         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
-}
-
 /* A JPEG handed to the stage: a copy of the file's bytes, not its open
  * decoder (which holds the file open: a thousand of them in flight would
  * run out of descriptors). */
@@ -1312,13 +1362,12 @@ typedef struct stage_job {
   void *done_ctx;
 } stage_job;
 
-/* One lane: a decoder of its own (lane 0: the GPU's, made at the start),
- * its batch's items and partials. */
+/* One lane: a decoder of its own (sharing the nvJPEG handles of its GPU's,
+ * made at the start), its batch's items, partials and counts. */
 typedef struct stage_lane {
   imgstat_engine *e;
   gpu_slot *g;
   imgstat_gpu_jpeg *jpeg;
-  int own;
   int cap;
   imgstat_gpu_jpeg_item *items;
   imgstat_partial *parts;
@@ -1356,31 +1405,59 @@ static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   l->e = e;
   l->g = g;
-  l->jpeg = g->jpeg;
-  if (lane > 0) {
-    imgstat_status st = imgstat_gpu_jpeg_create(g->gpu, &l->jpeg, err);
-    if (st != IMGSTAT_OK) {
-      free(l);
-      return st;
-    }
-    l->own = 1;
+  /* Every lane's decoder state is made here, on the lane's thread, the
+   * lanes of a device at once; they share the GPU's handles (made once, at
+   * the start) unless told to make their own (IMGSTAT_JPEG_OWN_HANDLES, to
+   * measure the difference). */
+  (void)lane;
+  imgstat_status st =
+      e->opt.jpeg_own_handles
+          ? imgstat_gpu_jpeg_create(g->gpu, &l->jpeg, err)
+          : imgstat_gpu_jpeg_create_sibling(g->jpeg, &l->jpeg, err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_jpeg_prepare(l->jpeg, err);
+  if (st != IMGSTAT_OK) {
+    imgstat_gpu_jpeg_destroy(l->jpeg);
+    free(l);
+    return st;
   }
   pthread_mutex_lock(&e->stage_lock);
+  double t = since(&e->created);
   if (e->times.ready_s == 0)
-    e->times.ready_s = since(&e->created);
+    e->times.ready_s = t;
+  if (t > e->times.ready_last_s)
+    e->times.ready_last_s = t;
   pthread_mutex_unlock(&e->stage_lock);
   *out = l;
   return IMGSTAT_OK;
 }
 
+/* A lane's end (once the input has ended, or at the stage's destruction):
+ * its decoder goes on its own thread, beside the other lanes' and the
+ * output of the last records. */
 static void lane_close(void *ctx) {
   stage_lane *l = ctx;
-  if (l->own)
-    imgstat_gpu_jpeg_destroy(l->jpeg);
+  imgstat_engine *e = l->e;
+  imgstat_gpu_jpeg_times jt;
+  imgstat_gpu_jpeg_times_get(l->jpeg, &jt);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  imgstat_gpu_jpeg_destroy(l->jpeg);
   free(l->items);
   free(l->parts);
   free(l->counts);
   free(l);
+  pthread_mutex_lock(&e->stage_lock);
+  imgstat_engine_times *t = &e->times;
+  t->parse_s += jt.parse_s;
+  t->alloc_s += jt.alloc_s;
+  t->nvjpeg_host_s += jt.host_s;
+  t->nvjpeg_wait_s += jt.wait_s;
+  t->close_s += since(&t0);
+  double end = since(&e->created);
+  if (end > t->closed_s)
+    t->closed_s = end;
+  pthread_mutex_unlock(&e->stage_lock);
 }
 
 static int reserve_none(void *ctx, uint64_t bytes) {
@@ -1465,6 +1542,10 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   imgstat_status sst = IMGSTAT_ERR_NOMEM;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  pthread_mutex_lock(&e->stage_lock);
+  if (e->times.first_submit_s == 0)
+    e->times.first_submit_s = since(&e->created);
+  pthread_mutex_unlock(&e->stage_lock);
   if (l->cap >= n) {
     for (int k = 0; k < n; k++)
       l->items[k] = ((stage_job *)items[k]->user)->item;
@@ -1522,8 +1603,11 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   }
   pthread_mutex_lock(&e->stage_lock);
   imgstat_engine_times *t = &e->times;
+  double end = since(&e->created);
   if (t->first_batch_s == 0)
-    t->first_batch_s = since(&e->created);
+    t->first_batch_s = end;
+  if (end > t->last_batch_s)
+    t->last_batch_s = end;
   t->decode_s += decode_s;
   t->reduce_s += reduce_s;
   t->histogram_s += hist_s;
@@ -1665,4 +1749,10 @@ void imgstat_engine_times_get(imgstat_engine *e, imgstat_engine_times *out) {
   pthread_mutex_lock(&e->stage_lock);
   *out = e->times;
   pthread_mutex_unlock(&e->stage_lock);
+  /* the start-up's phases: final once the start-up is over (a lane opened
+   * after it, or the engine shut down) */
+  if (out->ready_s > 0 || e->shut) {
+    out->context_s = e->start.context_s;
+    out->nvjpeg_s = e->start.jpeg_s;
+  }
 }

@@ -36,6 +36,7 @@ struct imgstat_stage {
   imgstat_stage_item *head, **tail;
   uint64_t queued, queued_pixels;
   int flushed, closing, cancelled;
+  int ended;   /* imgstat_stage_end: lanes close once the queue is empty */
   int pending; /* lanes not opened yet */
   int dead;    /* no lane opened: items finish with open_err */
   imgstat_status open_status;
@@ -114,7 +115,7 @@ static void *lane_main(void *arg) {
     /* a device's further lanes open once there is work: a short run does
      * not wait for their start at its end */
     pthread_mutex_lock(&s->m);
-    while (!s->head && !s->closing && !s->dead)
+    while (!s->head && !s->closing && !s->dead && !s->ended)
       pthread_cond_wait(&s->cv, &s->m);
     int idle = !s->head;
     imgstat_stage_item *orphans = NULL;
@@ -169,12 +170,14 @@ static void *lane_main(void *arg) {
   for (;;) {
     struct timespec idle0;
     clock_gettime(CLOCK_MONOTONIC, &idle0);
-    while (!s->head && !s->closing)
+    while (!s->head && !s->closing && !s->ended)
       pthread_cond_wait(&s->cv, &s->m);
-    if (!s->head && s->closing)
+    if (!s->head && (s->closing || s->ended))
       break;
-    /* linger for a fuller batch, unless told the input has paused */
-    if (s->ops.linger_us > 0 && !batch_full(s) && !s->flushed && !s->closing) {
+    /* linger for a fuller batch, unless told the input has paused or
+     * ended */
+    if (s->ops.linger_us > 0 && !batch_full(s) && !s->flushed && !s->closing &&
+        !s->ended) {
       struct timespec until;
       clock_gettime(CLOCK_MONOTONIC, &until);
       until.tv_nsec += (long)s->ops.linger_us * 1000L;
@@ -182,7 +185,8 @@ static void *lane_main(void *arg) {
         until.tv_nsec -= 1000000000L;
         until.tv_sec++;
       }
-      while (s->head && !batch_full(s) && !s->flushed && !s->closing) {
+      while (s->head && !batch_full(s) && !s->flushed && !s->closing &&
+             !s->ended) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > until.tv_sec ||
@@ -303,13 +307,17 @@ void imgstat_stage_submit(imgstat_stage *s, imgstat_stage_item *item) {
     return;
   item->next_ = NULL;
   pthread_mutex_lock(&s->m);
-  if (s->dead || s->cancelled) {
+  if (s->dead || s->cancelled || s->ended) {
     int cancelled = s->cancelled;
-    imgstat_status st = cancelled ? IMGSTAT_ERR_ARG : s->open_status;
+    int late = !cancelled && !s->dead;
+    imgstat_status st = cancelled || late ? IMGSTAT_ERR_ARG : s->open_status;
     imgstat_error e = s->open_err;
     pthread_mutex_unlock(&s->m);
     if (cancelled)
       imgstat_error_set(&e, IMGSTAT_ERR_ARG, "cancelled");
+    else if (late) /* the caller's mistake: its lanes may be gone */
+      imgstat_error_set(&e, IMGSTAT_ERR_ARG,
+                        "an item handed to the device stage after its end");
     s->ops.done(s->ops.ctx, item, st, cancelled, &e);
     return;
   }
@@ -328,6 +336,15 @@ void imgstat_stage_flush(imgstat_stage *s) {
     return;
   pthread_mutex_lock(&s->m);
   s->flushed = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->m);
+}
+
+void imgstat_stage_end(imgstat_stage *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->m);
+  s->ended = 1;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->m);
 }
