@@ -64,8 +64,8 @@ imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *dec,
 
 void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *dec);
 
-/* Where a decoder's time went, in seconds since its creation (for the
- * per-stage table): the hardware's support test (headers parsed on the
+/* Where a decoder's time went, in seconds summed over its decodes (for
+ * the per-stage table): the hardware's support test (headers parsed on the
  * host), the planes' allocation, nvJPEG's batched call (its host part:
  * parsing, staging, launches) and the wait for the device; batches is the
  * number of nvJPEG calls. */

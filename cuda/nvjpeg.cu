@@ -364,12 +364,12 @@ imgstat_status decoder_new(int device, ist_jpeg_handles *h,
     imgstat_gpu_jpeg_destroy(d);
     return ist_cuda_fail(err, e, "cudaStreamCreate (nvJPEG)");
   }
-  nvjpegStatus_t s =
-      h->hw ? api.JpegStreamCreate(h->hw, &d->parsed) : NVJPEG_STATUS_SUCCESS;
-  if (s != NVJPEG_STATUS_SUCCESS) {
+  if (h->hw &&
+      api.JpegStreamCreate(h->hw, &d->parsed) != NVJPEG_STATUS_SUCCESS) {
+    /* no support test: this decoder's files go to GPU-hybrid */
     d->parsed = nullptr;
-    imgstat_gpu_jpeg_destroy(d);
-    return nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, s, "bitstream");
+    d->hw.tried = true;
+    d->hw.status = NVJPEG_STATUS_NOT_INITIALIZED;
   }
   if (h->hw)
     snprintf(d->name, sizeof d->name, "hardware (%u engines) + GPU-hybrid",
@@ -466,6 +466,12 @@ extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
   cudaFree(d->d_part);
   if (d->stream)
     cudaStreamDestroy(d->stream);
+  /* the planes this decoder freed go back to the driver here, on this
+   * thread, rather than with the context at the process's exit (a pool
+   * still in use by another decoder keeps what that one holds) */
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&pool, d->device) == cudaSuccess)
+    cudaMemPoolTrimTo(pool, 0);
   ist_cuda_clear_error();
   handles_release(d->h);
   delete d;

@@ -1,0 +1,208 @@
+#!/bin/bash
+# Issue 18 on the GPU host, the stage's fixed costs and batched histograms,
+# in one call of at most ~8.5 minutes (every step under a hard limit, the
+# later ones left out when time runs short), lines appended to
+# $OUT/stage18.log as they come, a summary table last.
+#   build    imgstat, test_stage, test_gpu_batch (build-p18, shared with
+#            tests/gpu/pipeline18.sh) and tests/gpu/nvjpeg_startup.cu
+#   test     test_stage (fake decoder: the input's end, lanes closing by
+#            themselves), test_gpu_batch (batched statistics and histograms
+#            against the one-image kernels and the CPU on the same pixels)
+#   check    on the check set (20 x 12 MP, 200 x 0.5 MP, the corpus's
+#            JPEGs, one damaged): records identical to --verify's (the
+#            CPU's figures of the same nvJPEG pixels), with --histogram too
+#            (batched counts and figures); identical across -j 1,
+#            --devices all, 1 and 3 lanes, 7-file batches and lanes with
+#            handles of their own (IMGSTAT_JPEG_OWN_HANDLES=1)
+#   startup  nvjpeg_startup twice (each phase of a bare program, the
+#            states made one after another and two at once, their
+#            destruction), imgstat on one small JPEG with the stage times
+#   bench    whole process, files in the page cache, median of 3: 500 and
+#            1,500 x 12 MP, 2,000 and 6,000 x 0.5 MP (--jpeg-check
+#            markers); the rates past start-up; the stage-times line of
+#            each (with the run's wall time: the process's exit is the
+#            difference from "shutdown"); variants on 500 and 6,000: own
+#            handles, 1 and 3 lanes, --histogram; the CPU decoders once
+#   sanitize compute-sanitizer memcheck (leaks too) and racecheck on
+#            test_gpu_batch (quick set), memcheck on imgstat --histogram
+#            over 24 photos
+# Usage (top of the tree, .deps carried; .corpus for the corpus tests):
+#   tests/gpu/stage18.sh [STEPS]     e.g. build,test,check (default all)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+lib_gpu_prelude
+STEPS=${1:-build,test,check,startup,bench,sanitize}
+L=$OUT/stage18.log
+: >"$L"
+ROWS=$OUT/stage18.rows
+: >"$ROWS"
+BD=$ROOT/build-p18
+BIN=$BD/imgstat
+. tests/gpu/p18_lib.sh
+[ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
+T0=$(date +%s)
+elapsed() { echo $(($(date +%s) - T0)); }
+log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l), $(nproc) cores"
+
+STARTUP=$BD/nvjpeg_startup
+if has build; then
+  # the start-up probe meanwhile (nvJPEG from the toolkit, else the one
+  # carried in .deps)
+  NJ=${NVJPEG_ROOT:-/opt/imgstat-deps/nvjpeg}
+  (timeout -k 5 200 nvcc -O2 -std=c++17 -o "$STARTUP" tests/gpu/nvjpeg_startup.cu \
+    -lnvjpeg -lpthread >"$OUT/s18-startup-build.log" 2>&1 ||
+    timeout -k 5 200 nvcc -O2 -std=c++17 -o "$STARTUP" tests/gpu/nvjpeg_startup.cu \
+      -I"$NJ/include" -L"$NJ/lib" -l:libnvjpeg.so.13 -Xlinker -rpath="$NJ/lib" -lpthread \
+      >>"$OUT/s18-startup-build.log" 2>&1) &
+  probe=$!
+  p18_build "$OUT/s18-build.log" 330 imgstat test_stage test_gpu_batch
+  wait $probe
+  log "start-up probe: $([ -x "$STARTUP" ] && echo built || tail -3 "$OUT/s18-startup-build.log")"
+fi
+p18_binary
+
+if has test; then
+  run_test test_stage 90
+  run_test test_gpu_batch 150
+fi
+
+G="--json --jpeg-decoder gpu --jpeg-check markers"
+if has check; then
+  make_sets
+  C=/tmp/p18-check
+  check_run gpu "$BIN" $G $C
+  check_run verify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers $C
+  check_run hist "$BIN" $G --histogram $C
+  check_run histverify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers --histogram $C
+  check_run histj1 "$BIN" $G --histogram -j 1 $C
+  check_run histdev "$BIN" $G --histogram --devices all $C
+  check_run own env IMGSTAT_JPEG_OWN_HANDLES=1 "$BIN" $G --histogram $C
+  check_run lanes1 env IMGSTAT_JPEG_LANES=1 "$BIN" $G --histogram $C
+  check_run lanes3 env IMGSTAT_JPEG_LANES=3 "$BIN" $G --histogram $C
+  check_run batch7 env IMGSTAT_JPEG_BATCH=7 "$BIN" $G --histogram $C
+  verdict "stats vs --verify (same pixels, CPU figures)" "$(cmp_records x $OUT/p18-verify.json $OUT/p18-gpu.json exact)"
+  verdict "--histogram (batched) vs --verify --histogram (CPU)" "$(cmp_records x $OUT/p18-histverify.json $OUT/p18-hist.json exact)"
+  verdict "--histogram -j 1 vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histj1.json exact)"
+  verdict "--histogram --devices all vs one" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histdev.json exact)"
+  verdict "own handles per lane vs shared" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-own.json exact)"
+  verdict "1 lane vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes1.json exact)"
+  verdict "3 lanes vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes3.json exact)"
+  verdict "7-file batches vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-batch7.json exact)"
+  n=$(grep -c zz_truncated $OUT/p18-gpu.err)
+  [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/p18-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
+  verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/p18-gpu.err | head -1 | head -c 150); $r"
+  grep -q '"histogram"\|"median"' $OUT/p18-hist.json && r=OK || r="no histogram fields"
+  verdict "--histogram records carry the histogram figures" "$(head -c 300 $OUT/p18-hist.json | tr '\n' ' ') ... $r"
+fi
+
+# stage_line NAME CMD...: one run with IMGSTAT_STAGE_TIMES=1, its wall time
+# and its stage-times line
+stage_line() {
+  local name=$1
+  shift
+  local s=$(date +%s%N)
+  IMGSTAT_STAGE_TIMES=1 timeout -k 5 120 "$@" >/dev/null 2>/tmp/s18-stage.err
+  local rc=$?
+  local ms=$((($(date +%s%N) - s) / 1000000))
+  log "stage $name: exit $rc, wall $ms ms; $(grep 'stage times' /tmp/s18-stage.err | sed 's/^imgstat: stage times: //')"
+}
+
+if has startup; then
+  if [ -x "$STARTUP" ]; then
+    for k in 1 2; do
+      s=$(date +%s%N)
+      timeout -k 5 60 "$STARTUP" >"$OUT/s18-startup-$k.log" 2>&1
+      rc=$?
+      ms=$((($(date +%s%N) - s) / 1000000))
+      sed "s/^/startup $k: /" "$OUT/s18-startup-$k.log" | tee -a "$L"
+      log "startup $k: exit $rc, whole process $ms ms"
+    done
+  else
+    log "startup: no probe"
+  fi
+  make_sets
+  mkdir -p /tmp/s18-one && cp "$(ls $SMALL/*.jpg | head -1)" /tmp/s18-one/
+  for k in 1 2 3; do stage_line "one 0.5 MP photo ($k)" "$BIN" $G /tmp/s18-one; done
+fi
+
+if has bench; then
+  make_sets
+  declare -A MS
+  for set in "$BIG 500 12MP" "/tmp/p18-1500 1500 12MP" "/tmp/p18-2000 2000 0.5MP" "$SMALL 6000 0.5MP"; do
+    read -r dir n label <<<"$set"
+    cat $dir/* >/dev/null
+    t=$(med3 120 "$BIN" $G $dir)
+    MS[gpu$n]=$t
+    log "bench $label x $n: --jpeg-decoder gpu --jpeg-check markers: $t ms, $(rate $n $t) images/s"
+    stage_line "$label x $n" "$BIN" $G $dir
+  done
+  for n in 500 1500 2000 6000; do
+    goal="-"
+    [ $n = 500 ] && goal=">= 220/s"
+    [ $n = 6000 ] && goal=">= 3500/s"
+    row "bench x $n gpu markers | ${MS[gpu$n]} ms | $(rate $n ${MS[gpu$n]}) /s | goal $goal"
+  done
+  for p in "500 1500 >=400" "2000 6000 >=10000"; do
+    read -r a b goal <<<"$p"
+    if [ "${MS[gpu$a]}" != fail ] && [ "${MS[gpu$b]}" != fail ]; then
+      r=$(awk -v a=$a -v b=$b -v ta=${MS[gpu$a]} -v tb=${MS[gpu$b]} 'BEGIN{ if (tb > ta) printf "%.0f", (b-a)*1000/(tb-ta); else print "-" }')
+      f=$(awk -v a=$a -v r=$r -v ta=${MS[gpu$a]} 'BEGIN{ if (r > 0) printf "%.0f", ta - a*1000/r; else print "-" }')
+      log "bench past start-up ($a -> $b files): $r images/s (goal $goal); fixed cost $f ms"
+      row "bench past start-up $a->$b | $r /s | goal $goal | fixed cost $f ms"
+    fi
+  done
+  # variants: results identical (check), time only here
+  for v in "IMGSTAT_JPEG_OWN_HANDLES=1" "IMGSTAT_JPEG_LANES=3" "IMGSTAT_JPEG_LANES=1" "--histogram"; do
+    for set in "$BIG 500" "$SMALL 6000"; do
+      read -r dir n <<<"$set"
+      if [ "$(elapsed)" -gt 400 ]; then
+        log "bench: past 400 s, $v on $n left out"
+        continue
+      fi
+      case $v in
+        --*) t=$(med3 120 "$BIN" $G $v $dir) ;;
+        *) t=$(med3 120 env $v "$BIN" $G $dir) ;;
+      esac
+      log "bench x $n $v: $t ms, $(rate $n $t) images/s (default ${MS[gpu$n]} ms)"
+      row "bench x $n $v | $t ms | $(rate $n $t) /s | default ${MS[gpu$n]} ms"
+      [ "$v" = "--histogram" ] && stage_line "x $n --histogram" "$BIN" $G --histogram $dir
+    done
+  done
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    [ "$(elapsed)" -gt 420 ] && continue
+    t=$(ms_of 120 "$BIN" --json --jpeg-decoder cpu $dir)
+    log "bench x $n CPU decoders (one run): $t ms, $(rate $n $t) images/s"
+    row "bench x $n CPU decoders | $t ms | $(rate $n $t) /s"
+  done
+fi
+
+if has sanitize; then
+  make_sets
+  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
+    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
+  if [ "$(elapsed)" -gt 440 ]; then
+    row "sanitizer memcheck imgstat --histogram | not run (time)"
+  else
+    t=$(date +%s)
+    timeout -k 5 90 compute-sanitizer --tool memcheck --error-exitcode 99 \
+      "$BIN" $G --histogram /tmp/p18-san >"$OUT/s18-san-cli.out" 2>"$OUT/s18-sanitizer-cli.log"
+    rc=$?
+    truncate -s "<8M" "$OUT/s18-sanitizer-cli.log"
+    log "compute-sanitizer memcheck imgstat --histogram (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/s18-san-cli.out") records"
+    grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/s18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
+    [ $rc -eq 0 ] && row "sanitizer memcheck imgstat --histogram | PASS" || row "sanitizer memcheck imgstat --histogram | FAIL (rc $rc)"
+  fi
+  for tool in memcheck racecheck; do
+    if [ "$(elapsed)" -gt 450 ]; then
+      row "sanitizer $tool test_gpu_batch | not run (time)"
+      continue
+    fi
+    p18_sanitize_test $tool $((500 - $(elapsed)))
+  done
+fi
+
+log "== summary ($(elapsed) s)"
+tee -a "$L" <"$ROWS"
+log "== done $(date -u '+%T')"
