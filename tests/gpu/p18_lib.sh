@@ -157,3 +157,35 @@ p18_sanitize_test() {
     "$OUT/p18-sanitizer-$tool.log" | sort | uniq -c | head -8 | tee -a "$L"
   if [ $rc -eq 0 ]; then row "sanitizer $tool test_gpu_batch | PASS"; else row "sanitizer $tool test_gpu_batch | FAIL (rc $rc)"; fi
 }
+
+# p18_past_startup: from the medians MS[gpuN] (ms), the rate between the
+# 500- and 1,500-file runs and between the 2,000- and 6,000-file runs, and
+# the fixed cost (start-up and teardown) that rate leaves in the smaller run.
+p18_past_startup() {
+  local p a b goal r f
+  for p in "500 1500 >=400" "2000 6000 >=10000"; do
+    read -r a b goal <<<"$p"
+    if [ -n "${MS[gpu$a]:-}" ] && [ -n "${MS[gpu$b]:-}" ] && [ "${MS[gpu$a]}" != fail ] && [ "${MS[gpu$b]}" != fail ]; then
+      r=$(awk -v a=$a -v b=$b -v ta=${MS[gpu$a]} -v tb=${MS[gpu$b]} 'BEGIN{ if (tb > ta) printf "%.0f", (b-a)*1000/(tb-ta); else print "-" }')
+      f=$(awk -v a=$a -v r=$r -v ta=${MS[gpu$a]} 'BEGIN{ if (r > 0) printf "%.0f", ta - a*1000/r; else print "-" }')
+      log "bench past start-up ($a -> $b files): $r images/s (goal $goal); fixed cost $f ms"
+      row "bench past start-up $a->$b | $r /s | goal $goal | fixed cost $f ms"
+    fi
+  done
+}
+
+# p18_sanitize_cli NAME ARG...: compute-sanitizer memcheck on imgstat ARG...
+# over 24 photos (4 x 12 MP, 20 x 0.5 MP), its summary lines.
+p18_sanitize_cli() {
+  local name=$1 t=$(date +%s)
+  shift
+  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
+    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
+  timeout -k 5 120 compute-sanitizer --tool memcheck --error-exitcode 99 \
+    "$BIN" "$@" /tmp/p18-san >"$OUT/p18-san-cli.out" 2>"$OUT/p18-sanitizer-cli.log"
+  local rc=$?
+  truncate -s "<8M" "$OUT/p18-sanitizer-cli.log"
+  log "compute-sanitizer memcheck imgstat $* (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/p18-san-cli.out") records"
+  grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/p18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
+  if [ $rc -eq 0 ]; then row "sanitizer memcheck imgstat $name | PASS"; else row "sanitizer memcheck imgstat $name | FAIL (rc $rc)"; fi
+}

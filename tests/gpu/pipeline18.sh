@@ -146,33 +146,17 @@ if has bench; then
   done
   # past start-up: the rate between the 500- and the 1,500-file runs, and
   # between the 2,000- and the 6,000-file runs
-  for p in "500 1500 >=400" "2000 6000 >=10000"; do
-    read -r a b goal <<<"$p"
-    if [ -n "${MS[gpu$a]:-}" ] && [ -n "${MS[gpu$b]:-}" ] && [ "${MS[gpu$a]}" != fail ] && [ "${MS[gpu$b]}" != fail ]; then
-      r=$(awk -v a=$a -v b=$b -v ta=${MS[gpu$a]} -v tb=${MS[gpu$b]} 'BEGIN{ if (tb > ta) printf "%.0f", (b-a)*1000/(tb-ta); else print "-" }')
-      log "bench past start-up ($a -> $b files): $r images/s (goal $goal)"
-      row "bench past start-up $a->$b | $r /s | goal $goal"
-    fi
-  done
+  p18_past_startup
 fi
 
 if has sanitize; then
   # the new path first (the batched kernel's own run follows, time allowing)
   make_sets
-  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
-    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
   if [ "$(($(date +%s) - T0))" -gt 460 ]; then
     log "sanitize: past 7.7 minutes, the new path's memcheck left out"
     row "sanitizer memcheck imgstat new path | not run (time)"
   else
-    t=$(date +%s)
-    timeout -k 5 120 compute-sanitizer --tool memcheck --error-exitcode 99 \
-      "$BIN" --json --jpeg-decoder gpu --jpeg-check markers /tmp/p18-san >"$OUT/p18-san-cli.out" 2>"$OUT/p18-sanitizer-cli.log"
-    rc=$?
-    truncate -s "<8M" "$OUT/p18-sanitizer-cli.log"
-    log "compute-sanitizer memcheck imgstat --jpeg-decoder gpu (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/p18-san-cli.out") records"
-    grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/p18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
-    if [ $rc -eq 0 ]; then row "sanitizer memcheck imgstat new path | PASS"; else row "sanitizer memcheck imgstat new path | FAIL (rc $rc)"; fi
+    p18_sanitize_cli "new path" --json --jpeg-decoder gpu --jpeg-check markers
   fi
   for tool in memcheck racecheck; do
     if [ "$(($(date +%s) - T0))" -gt 480 ]; then

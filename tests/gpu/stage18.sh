@@ -143,15 +143,7 @@ if has bench; then
     [ $n = 6000 ] && goal=">= 3500/s"
     row "bench x $n gpu markers | ${MS[gpu$n]} ms | $(rate $n ${MS[gpu$n]}) /s | goal $goal"
   done
-  for p in "500 1500 >=400" "2000 6000 >=10000"; do
-    read -r a b goal <<<"$p"
-    if [ "${MS[gpu$a]}" != fail ] && [ "${MS[gpu$b]}" != fail ]; then
-      r=$(awk -v a=$a -v b=$b -v ta=${MS[gpu$a]} -v tb=${MS[gpu$b]} 'BEGIN{ if (tb > ta) printf "%.0f", (b-a)*1000/(tb-ta); else print "-" }')
-      f=$(awk -v a=$a -v r=$r -v ta=${MS[gpu$a]} 'BEGIN{ if (r > 0) printf "%.0f", ta - a*1000/r; else print "-" }')
-      log "bench past start-up ($a -> $b files): $r images/s (goal $goal); fixed cost $f ms"
-      row "bench past start-up $a->$b | $r /s | goal $goal | fixed cost $f ms"
-    fi
-  done
+  p18_past_startup
   # variants: results identical (check), time only here
   for v in "IMGSTAT_JPEG_OWN_HANDLES=1" "IMGSTAT_JPEG_LANES=3" "IMGSTAT_JPEG_LANES=1" "--histogram"; do
     for set in "$BIG 500" "$SMALL 6000"; do
@@ -180,19 +172,10 @@ fi
 
 if has sanitize; then
   make_sets
-  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
-    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
-  if [ "$(elapsed)" -gt 440 ]; then
+  if [ "$(elapsed)" -gt 400 ]; then
     row "sanitizer memcheck imgstat --histogram | not run (time)"
   else
-    t=$(date +%s)
-    timeout -k 5 90 compute-sanitizer --tool memcheck --error-exitcode 99 \
-      "$BIN" $G --histogram /tmp/p18-san >"$OUT/s18-san-cli.out" 2>"$OUT/s18-sanitizer-cli.log"
-    rc=$?
-    truncate -s "<8M" "$OUT/s18-sanitizer-cli.log"
-    log "compute-sanitizer memcheck imgstat --histogram (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/s18-san-cli.out") records"
-    grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/s18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
-    [ $rc -eq 0 ] && row "sanitizer memcheck imgstat --histogram | PASS" || row "sanitizer memcheck imgstat --histogram | FAIL (rc $rc)"
+    p18_sanitize_cli "--histogram" $G --histogram
   fi
   for tool in memcheck racecheck; do
     if [ "$(elapsed)" -gt 450 ]; then
