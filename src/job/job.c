@@ -1383,6 +1383,11 @@ static void add_time(imgstat_engine *e, double *field, double s) {
 static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
                                 imgstat_error *err) {
   imgstat_engine *e = ctx;
+  /* libnvjpeg loaded here, while the start-up thread makes the CUDA
+   * context (the start-up's handles then find it loaded; the outcome is
+   * the same whichever thread loads it) */
+  if (e->start.jpeg)
+    (void)imgstat_gpu_jpeg_load(NULL, NULL);
   /* The start-up's end, waited for without the engine's lock: the join
    * (decide) would hold it for a second, and the workers that read and
    * check the next files take it. */
