@@ -335,10 +335,17 @@ struct imgstat_gpu_jpeg {
 
 namespace {
 
-/* Whether the hardware decodes this decoder's files: engines, and a state
- * (made here the first time). */
-bool hardware_ready(imgstat_gpu_jpeg *d) {
-  return d->h->hw && backend_ready(&d->hw, d->h->hw) == NVJPEG_STATUS_SUCCESS;
+/* The decoder's first backend ready: with JPEG engines the hardware's
+ * state, else the GPU-hybrid handle's (made here the first time). Which
+ * backend takes a file must not depend on which decoder (lane) met it: a
+ * device with engines whose state cannot be made fails the decoder rather
+ * than sending its files elsewhere. */
+nvjpegStatus_t first_backend_ready(imgstat_gpu_jpeg *d) {
+  if (d->h->hw)
+    return backend_ready(&d->hw, d->h->hw);
+  nvjpegHandle_t hy = nullptr;
+  nvjpegStatus_t s = hybrid_handle(d->h, &hy);
+  return s == NVJPEG_STATUS_SUCCESS ? backend_ready(&d->hybrid, hy) : s;
 }
 
 /* A decoder on device with handles h (a reference taken by the caller):
@@ -364,12 +371,12 @@ imgstat_status decoder_new(int device, ist_jpeg_handles *h,
     imgstat_gpu_jpeg_destroy(d);
     return ist_cuda_fail(err, e, "cudaStreamCreate (nvJPEG)");
   }
-  if (h->hw &&
-      api.JpegStreamCreate(h->hw, &d->parsed) != NVJPEG_STATUS_SUCCESS) {
-    /* no support test: this decoder's files go to GPU-hybrid */
+  nvjpegStatus_t s =
+      h->hw ? api.JpegStreamCreate(h->hw, &d->parsed) : NVJPEG_STATUS_SUCCESS;
+  if (s != NVJPEG_STATUS_SUCCESS) {
     d->parsed = nullptr;
-    d->hw.tried = true;
-    d->hw.status = NVJPEG_STATUS_NOT_INITIALIZED;
+    imgstat_gpu_jpeg_destroy(d);
+    return nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, s, "bitstream");
   }
   if (h->hw)
     snprintf(d->name, sizeof d->name, "hardware (%u engines) + GPU-hybrid",
@@ -436,12 +443,7 @@ extern "C" imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *d,
   if (!d)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder");
   IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
-  if (hardware_ready(d))
-    return IMGSTAT_OK;
-  nvjpegHandle_t hy = nullptr;
-  nvjpegStatus_t s = hybrid_handle(d->h, &hy);
-  if (s == NVJPEG_STATUS_SUCCESS)
-    s = backend_ready(&d->hybrid, hy);
+  nvjpegStatus_t s = first_backend_ready(d);
   return s == NVJPEG_STATUS_SUCCESS
              ? IMGSTAT_OK
              : nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, s, "state");
@@ -616,20 +618,30 @@ extern "C" imgstat_status imgstat_gpu_jpeg_decode(imgstat_gpu_jpeg *d,
   if (!d || (n > 0 && !items) || n < 0)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder or items");
   IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
-  imgstat_gpu_jpeg_item **list =
-      new (std::nothrow) imgstat_gpu_jpeg_item *[n > 0 ? 2 * n : 1];
-  if (!list)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  imgstat_status st = IMGSTAT_OK;
   for (int k = 0; k < n; k++) {
     items[k].status = IMGSTAT_ERR_FORMAT;
     items[k].hardware = 0;
     memset(&items[k].err, 0, sizeof items[k].err);
     imgstat_error_set(&items[k].err, IMGSTAT_ERR_FORMAT, "not decoded");
   }
+  /* the decoder's own failure, not the files' */
+  nvjpegStatus_t ready = n > 0 ? first_backend_ready(d) : NVJPEG_STATUS_SUCCESS;
+  if (ready != NVJPEG_STATUS_SUCCESS) {
+    nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, ready, "state");
+    for (int k = 0; k < n; k++) {
+      items[k].status = IMGSTAT_ERR_DEVICE;
+      items[k].err = *err;
+    }
+    return IMGSTAT_ERR_DEVICE;
+  }
+  imgstat_gpu_jpeg_item **list =
+      new (std::nothrow) imgstat_gpu_jpeg_item *[n > 0 ? 2 * n : 1];
+  if (!list)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_status st = IMGSTAT_OK;
   /* per channel count (one output format per batch): the hardware's share
    * first, then the GPU-hybrid's */
-  const bool hw = hardware_ready(d);
+  const bool hw = d->h->hw != nullptr;
   for (int channels = 1; channels <= 3 && st == IMGSTAT_OK; channels += 2) {
     int nhw = 0, nhy = 0;
     double t0 = now_s();
