@@ -6,7 +6,9 @@
  * same pixels (integer samples: exact). The batched histograms
  * (imgstat_gpu_jpeg_reduce) likewise: every count equal to the per-image
  * histogram kernel's (imgstat_gpu_image_histogram) and the CPU's
- * (imgstat_histogram_compute). Images of awkward sizes (1 x 1,
+ * (imgstat_histogram_compute). Two decoders sharing nvJPEG's handles
+ * (imgstat_gpu_jpeg_create_sibling), each on its own thread, decode and
+ * reduce the same files alike. Images of awkward sizes (1 x 1,
  * 7 x 3, 4097 x 3, a plane off the 16-byte grid, 12 MP), patterns (constant
  * 0 and 255, ties at the ends) and random ones in one batch, gray and RGB;
  * then JPEGs of the corpus decoded by nvJPEG, whose planes the batch and the
@@ -22,6 +24,7 @@
 #include "test_util.h"
 
 #include <CUnit/Basic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,15 +239,17 @@ static void test_synthetic_batch(void) {
   }
 }
 
-/* JPEGs decoded by nvJPEG: the batch's partials are the one-image kernel's
- * and the CPU's of the planes copied back. */
-static void test_decoded_jpegs(void) {
-  static const char *const names[] = {"testorig.jpg", "hubble_deep_field.jpg",
-                                      "testimgint.jpg"};
-  enum { N = sizeof names / sizeof *names };
-  unsigned char *data[N];
-  imgstat_gpu_jpeg_item items[N];
-  memset(items, 0, sizeof items);
+/* The corpus's JPEGs used here, read into items (their bytes in data[k],
+ * the caller's to free); the number read. */
+static const char *const jpeg_names[] = {
+    "testorig.jpg", "hubble_deep_field.jpg", "testimgint.jpg"};
+enum { NJPEG = sizeof jpeg_names / sizeof *jpeg_names };
+
+static int load_jpegs(imgstat_gpu_jpeg_item items[NJPEG],
+                      unsigned char *data[NJPEG]) {
+  const char *const *names = jpeg_names;
+  enum { N = NJPEG };
+  memset(items, 0, sizeof(imgstat_gpu_jpeg_item) * N);
   int n = 0;
   const char *dir = test_corpus_dir();
   for (int k = 0; dir && k < N; k++) {
@@ -266,6 +271,16 @@ static void test_decoded_jpegs(void) {
     if (data[n])
       n++;
   }
+  return n;
+}
+
+/* JPEGs decoded by nvJPEG: the batch's partials are the one-image kernel's
+ * and the CPU's of the planes copied back. */
+static void test_decoded_jpegs(void) {
+  enum { N = NJPEG };
+  unsigned char *data[N];
+  imgstat_gpu_jpeg_item items[N];
+  int n = load_jpegs(items, data);
   if (n == 0) {
     printf("(no corpus: not run) ");
     return;
@@ -308,6 +323,88 @@ static void test_decoded_jpegs(void) {
   }
 }
 
+/* What one decoder does with the corpus's JPEGs on its own thread. */
+typedef struct sibling_run {
+  imgstat_gpu_jpeg *dec;
+  imgstat_gpu_jpeg_item items[NJPEG];
+  unsigned char *data[NJPEG];
+  int n;
+  imgstat_status st;
+  imgstat_error err;
+  imgstat_partial parts[NJPEG * IMGSTAT_MAX_CHANNELS];
+  uint64_t counts[NJPEG * IMGSTAT_MAX_CHANNELS * 256];
+} sibling_run;
+
+static void *sibling_main(void *arg) {
+  sibling_run *r = arg;
+  memset(&r->err, 0, sizeof r->err);
+  r->st = imgstat_gpu_jpeg_prepare(r->dec, &r->err);
+  if (r->st == IMGSTAT_OK)
+    r->st = imgstat_gpu_jpeg_decode(r->dec, r->items, r->n, &r->err);
+  if (r->st == IMGSTAT_OK)
+    r->st = imgstat_gpu_jpeg_reduce(r->dec, r->items, r->n, r->parts, r->counts,
+                                    &r->err);
+  return NULL;
+}
+
+/* Decoders sharing nvJPEG's handles (the stage's lanes), each on its own
+ * thread at once: the same backend for each file, the same partials and
+ * counts; the first decoder still works once its sibling is gone. */
+static void test_siblings(void) {
+  static sibling_run runs[2];
+  CU_ASSERT_EQUAL_FATAL(
+      imgstat_gpu_jpeg_create_sibling(g_dec, &runs[1].dec, NULL), IMGSTAT_OK);
+  runs[0].dec = g_dec;
+  for (int r = 0; r < 2; r++)
+    runs[r].n = load_jpegs(runs[r].items, runs[r].data);
+  if (runs[0].n == 0) {
+    printf("(no corpus: not run) ");
+    imgstat_gpu_jpeg_destroy(runs[1].dec);
+    return;
+  }
+  pthread_t t[2];
+  for (int r = 0; r < 2; r++)
+    CU_ASSERT_FATAL(pthread_create(&t[r], NULL, sibling_main, &runs[r]) == 0);
+  for (int r = 0; r < 2; r++)
+    pthread_join(t[r], NULL);
+  for (int r = 0; r < 2; r++) {
+    if (runs[r].st != IMGSTAT_OK)
+      printf("\n  decoder %d: %s\n", r, runs[r].err.message);
+    CU_ASSERT_EQUAL(runs[r].st, IMGSTAT_OK);
+  }
+  int n = runs[0].n;
+  CU_ASSERT_EQUAL(runs[1].n, n);
+  for (int k = 0; k < n && runs[0].st == IMGSTAT_OK && runs[1].st == IMGSTAT_OK;
+       k++) {
+    const imgstat_gpu_jpeg_item *a = &runs[0].items[k], *b = &runs[1].items[k];
+    CU_ASSERT_EQUAL(a->status, b->status);
+    CU_ASSERT_EQUAL(a->hardware, b->hardware);
+    if (a->status != IMGSTAT_OK || b->status != IMGSTAT_OK)
+      continue;
+    size_t at = (size_t)k * IMGSTAT_MAX_CHANNELS;
+    CU_ASSERT(
+        same_partials(&runs[0].parts[at], &runs[1].parts[at], a->channels));
+    CU_ASSERT(memcmp(&runs[0].counts[at * 256], &runs[1].counts[at * 256],
+                     sizeof(uint64_t) * 256 * (size_t)a->channels) == 0);
+  }
+  for (int k = 0; k < n; k++)
+    imgstat_gpu_jpeg_item_free(runs[1].dec, &runs[1].items[k]);
+  imgstat_gpu_jpeg_destroy(runs[1].dec);
+  /* the handles outlive the sibling: the first decoder decodes again */
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  for (int k = 0; k < n; k++)
+    imgstat_gpu_jpeg_item_free(g_dec, &runs[0].items[k]);
+  CU_ASSERT_EQUAL(imgstat_gpu_jpeg_decode(g_dec, runs[0].items, n, &err),
+                  IMGSTAT_OK);
+  for (int r = 0; r < 2; r++)
+    for (int k = 0; k < runs[r].n; k++) {
+      if (r == 0)
+        imgstat_gpu_jpeg_item_free(g_dec, &runs[0].items[k]);
+      free(runs[r].data[k]);
+    }
+}
+
 static void test_arguments(void) {
   imgstat_error err;
   imgstat_partial out[IMGSTAT_MAX_CHANNELS];
@@ -324,6 +421,11 @@ static void test_arguments(void) {
                   IMGSTAT_ERR_ARG);
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_reduce(g_dec, NULL, 0, NULL, NULL, &err),
                   IMGSTAT_OK);
+  imgstat_gpu_jpeg *none = NULL;
+  CU_ASSERT_EQUAL(imgstat_gpu_jpeg_create_sibling(NULL, &none, &err),
+                  IMGSTAT_ERR_ARG);
+  CU_ASSERT_PTR_NULL(none);
+  CU_ASSERT_EQUAL(imgstat_gpu_jpeg_prepare(NULL, &err), IMGSTAT_ERR_ARG);
 }
 
 static const test_case tests[] = {
@@ -332,6 +434,8 @@ static const test_case tests[] = {
      "the CPU's",
      test_synthetic_batch},
     {"JPEGs decoded by nvJPEG", test_decoded_jpegs},
+    {"decoders sharing nvJPEG's handles, on two threads at once",
+     test_siblings},
     {"arguments", test_arguments},
     {NULL, NULL}};
 
