@@ -10,6 +10,7 @@
  *  - batches within their bounds (pixels, items; an oversized item alone),
  *    and batching actually happens (a batch of more than one item);
  *  - the lanes open on their own threads while items queue (a slow open);
+ *    a device's further lanes only when a whole batch waits;
  *  - lanes that fail to open: the others carry on; none opens: every item,
  *    queued or submitted later, finishes with the open failure;
  *  - a batch that fails gives its failure to its items only;
@@ -392,6 +393,35 @@ static void test_two_lanes_overlap(void) {
   free(items);
 }
 
+static void test_lanes_by_queue(void) {
+  /* less than a batch: the first lane alone */
+  fake f;
+  fake_init(&f);
+  f.open_delay_us = 20000;
+  imgstat_stage_ops o = ops_of(&f, 1, 3);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *few = submit_n(s, 5, 10);
+  imgstat_stage_destroy(s, NULL);
+  CU_ASSERT_EQUAL(atomic_load(&f.opened), 1);
+  for (int k = 0; few && k < 5; k++)
+    CU_ASSERT_EQUAL(atomic_load(&few[k].finished), 1);
+  free(few);
+  /* several batches queued while the first lane opens: the others open */
+  fake_init(&f);
+  f.open_delay_us = 20000;
+  f.run_us = 2000;
+  o = ops_of(&f, 1, 3);
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *many = submit_n(s, 64, 10);
+  imgstat_stage_destroy(s, NULL);
+  CU_ASSERT(atomic_load(&f.opened) >= 2);
+  CU_ASSERT_EQUAL(atomic_load(&f.closed), atomic_load(&f.opened));
+  for (int k = 0; many && k < 64; k++)
+    CU_ASSERT_EQUAL(atomic_load(&many[k].finished), 1);
+  free(many);
+}
+
 static void test_lazy_lanes(void) {
   /* nothing submitted: only the first lane of each device opens */
   fake f;
@@ -575,6 +605,7 @@ static const test_case tests[] = {
     {"batches by pixels and items; lanes open while items queue", test_batches},
     {"two lanes keep two batches in flight", test_two_lanes_overlap},
     {"further lanes open when there is work", test_lazy_lanes},
+    {"further lanes open when a whole batch waits", test_lanes_by_queue},
     {"lanes that fail to open", test_open_failures},
     {"a failed batch fails its items only", test_batch_failure},
     {"cancel", test_cancel},

@@ -112,12 +112,13 @@ static void *lane_main(void *arg) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   if (l->index > 0) {
-    /* a device's further lanes open once there is work: a short run does
-     * not wait for their start at its end */
+    /* a device's further lanes open once a whole batch waits (what the
+     * first lane cannot take at once): a run of less than a batch neither
+     * waits for their start nor for their end */
     pthread_mutex_lock(&s->m);
-    while (!s->head && !s->closing && !s->dead && !s->ended)
+    while (!batch_full(s) && !s->closing && !s->dead && !s->ended)
       pthread_cond_wait(&s->cv, &s->m);
-    int idle = !s->head;
+    int idle = !s->head || !batch_full(s);
     imgstat_stage_item *orphans = NULL;
     if (idle) {
       s->pending--;
