@@ -26,7 +26,7 @@ static double now_ms() {
   do {                                                                         \
     double t0 = now_ms();                                                      \
     int rc = (int)(expr);                                                      \
-    printf("%-44s %8.1f ms (status %d)\n", name, now_ms() - t0, rc);            \
+    printf("%-44s %8.1f ms (status %d)\n", name, now_ms() - t0, rc);           \
   } while (0)
 
 int main() {
@@ -35,8 +35,8 @@ int main() {
   nvjpegJpegState_t s1 = nullptr, s2 = nullptr, s3 = nullptr, s4 = nullptr;
   nvjpegJpegState_t s5 = nullptr, shy = nullptr;
   PHASE("cudaFree(0): CUDA context", cudaFree(0));
-  PHASE("nvjpegCreateEx hardware", nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE,
-                                                   nullptr, nullptr, 0, &hw));
+  PHASE("nvjpegCreateEx hardware",
+        nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &hw));
   PHASE("nvjpegJpegStateCreate hardware (first)",
         nvjpegJpegStateCreate(hw, &s1));
   PHASE("nvjpegJpegStateCreate hardware (second)",
@@ -59,12 +59,11 @@ int main() {
         nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &hw2));
   PHASE("nvjpegJpegStateCreate on the second handle",
         nvjpegJpegStateCreate(hw2, &s5));
-  PHASE("nvjpegCreateEx GPU-hybrid", nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID,
-                                                     nullptr, nullptr, 0, &hy));
+  PHASE("nvjpegCreateEx GPU-hybrid",
+        nvjpegCreateEx(NVJPEG_BACKEND_GPU_HYBRID, nullptr, nullptr, 0, &hy));
   PHASE("nvjpegJpegStateCreate GPU-hybrid", nvjpegJpegStateCreate(hy, &shy));
   const double setup = now_ms() - start;
-  PHASE("nvjpegJpegStateDestroy hardware (first)",
-        nvjpegJpegStateDestroy(s1));
+  PHASE("nvjpegJpegStateDestroy hardware (first)", nvjpegJpegStateDestroy(s1));
   {
     int r2 = -1, r3 = -1;
     double t0 = now_ms();
