@@ -14,9 +14,11 @@
 #            (batched counts and figures); identical across -j 1,
 #            --devices all, 1 and 3 lanes, 7-file batches and lanes with
 #            handles of their own (IMGSTAT_JPEG_OWN_HANDLES=1)
-#   startup  nvjpeg_startup twice (each phase of a bare program, the
-#            states made one after another and two at once, their
-#            destruction), imgstat on one small JPEG with the stage times
+#   startup  nvjpeg_startup (each phase of a bare program, the states made
+#            one after another and two at once, stream-ordered memory, their
+#            destruction), then with a decode of 220 x 12 MP and 2,560 x
+#            0.5 MP on one state, two states of one handle on two threads,
+#            two handles; imgstat on one small JPEG with the stage times
 #   bench    whole process, files in the page cache, median of 3: 500 and
 #            1,500 x 12 MP, 2,000 and 6,000 x 0.5 MP (--jpeg-check
 #            markers); the rates past start-up; the stage-times line of
@@ -110,10 +112,20 @@ stage_line() {
 }
 
 if has startup; then
+  make_sets
   if [ -x "$STARTUP" ]; then
-    for k in 1 2; do
+    # the phases alone, then with a decode of 220 x 12 MP in batches of 22
+    # and of 2,560 x 0.5 MP in batches of 128 (one state; two states of one
+    # handle on two threads; two handles)
+    for k in 1 2 3; do
+      case $k in
+        1) args="" ;;
+        2) args="22 $(ls $BIG/*.jpg | head -220 | tr '\n' ' ')" ;;
+        3) args="128 $(ls $SMALL/*.jpg | head -2560 | tr '\n' ' ')" ;;
+      esac
       s=$(date +%s%N)
-      timeout -k 5 60 "$STARTUP" >"$OUT/s18-startup-$k.log" 2>&1
+      # shellcheck disable=SC2086
+      timeout -k 5 90 "$STARTUP" $args >"$OUT/s18-startup-$k.log" 2>&1
       rc=$?
       ms=$((($(date +%s%N) - s) / 1000000))
       sed "s/^/startup $k: /" "$OUT/s18-startup-$k.log" | tee -a "$L"
@@ -122,7 +134,6 @@ if has startup; then
   else
     log "startup: no probe"
   fi
-  make_sets
   mkdir -p /tmp/s18-one && cp "$(ls $SMALL/*.jpg | head -1)" /tmp/s18-one/
   for k in 1 2 3; do stage_line "one 0.5 MP photo ($k)" "$BIN" $G /tmp/s18-one; done
 fi
