@@ -176,23 +176,26 @@ static void decode_experiment(int n, const files &f) {
     g.height = h[0];
     printf("decode: %zu files of %d x %d, batches of %d\n", g.data.size(),
            g.width, g.height, n);
-    std::vector<lane> one(1), shared(2), own(2);
-    lane_open(&one[0], a, g, n);
-    pass("one state, first pass", one, g, n);
-    pass("one state, second pass", one, g, n);
-    lane_close(&one[0]);
-    lane_open(&shared[0], a, g, n);
-    lane_open(&shared[1], a, g, n);
-    pass("two states, one handle, two threads", shared, g, n);
-    pass("the same again", shared, g, n);
-    lane_close(&shared[0]);
-    lane_close(&shared[1]);
-    lane_open(&own[0], a, g, n);
-    lane_open(&own[1], b, g, n);
-    pass("two handles, two threads", own, g, n);
-    pass("the same again", own, g, n);
-    lane_close(&own[0]);
-    lane_close(&own[1]);
+    /* one state; two states of one handle; two handles: two passes each
+     * (the first pays the first batch's allocations) */
+    const struct {
+      const char *name;
+      std::vector<nvjpegHandle_t> handles;
+    } runs[] = {{"one state", {a}},
+                {"two states, one handle, two threads", {a, a}},
+                {"two handles, two threads", {a, b}}};
+    for (const auto &r : runs) {
+      std::vector<lane> lanes(r.handles.size());
+      for (size_t k = 0; k < lanes.size(); k++)
+        lane_open(&lanes[k], r.handles[k], g, n);
+      char name[96];
+      for (int p = 1; p <= 2; p++) {
+        snprintf(name, sizeof name, "%s, pass %d", r.name, p);
+        pass(name, lanes, g, n);
+      }
+      for (lane &l : lanes)
+        lane_close(&l);
+    }
   }
   nvjpegDestroy(a);
   nvjpegDestroy(b);
