@@ -35,6 +35,7 @@ namespace {
 struct nvjpeg_api {
   decltype(&nvjpegGetProperty) GetProperty;
   decltype(&nvjpegCreateEx) CreateEx;
+  decltype(&nvjpegCreateExV2) CreateExV2; /* optional: NULL when missing */
   decltype(&nvjpegDestroy) Destroy;
   decltype(&nvjpegGetHardwareDecoderInfo) GetHardwareDecoderInfo;
   decltype(&nvjpegJpegStateCreate) JpegStateCreate;
@@ -100,6 +101,8 @@ void load_library(void) {
   IST_SYM(JpegStreamParseHeader);
   IST_SYM(DecodeBatchedSupported);
 #undef IST_SYM
+  api.CreateExV2 =
+      reinterpret_cast<decltype(api.CreateExV2)>(dlsym(h, "nvjpegCreateExV2"));
   if (missing) {
     imgstat_error_set(&load_err, IMGSTAT_ERR_NODEVICE,
                       "libnvjpeg has no symbol %s", missing);
@@ -183,6 +186,34 @@ double now_s() {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* nvJPEG's device memory from the device's stream-ordered pool (the one
+ * the planes come from, which keeps what is freed), instead of cudaMalloc
+ * and cudaFree (which waits for the device): IMGSTAT_JPEG_ASYNC_ALLOC=1, a
+ * measurement's knob (where the pool's memory comes from changes no
+ * pixel). Thread-safe as cudaMallocAsync is. */
+int pool_malloc(void *, void **p, size_t n, cudaStream_t s) {
+  return cudaMallocAsync(p, n ? n : 1, s) == cudaSuccess ? 0 : 1;
+}
+
+int pool_free(void *, void *p, size_t, cudaStream_t s) {
+  return cudaFreeAsync(p, s) == cudaSuccess ? 0 : 1;
+}
+
+/* Pinned memory as nvJPEG's default makes it (the V2 call takes both). */
+int pinned_malloc(void *, void **p, size_t n, cudaStream_t) {
+  return cudaHostAlloc(p, n ? n : 1, cudaHostAllocDefault) == cudaSuccess ? 0
+                                                                          : 1;
+}
+
+int pinned_free(void *, void *p, size_t, cudaStream_t) {
+  return cudaFreeHost(p) == cudaSuccess ? 0 : 1;
+}
+
+bool async_alloc(void) {
+  const char *v = getenv("IMGSTAT_JPEG_ASYNC_ALLOC");
+  return v && atoi(v) > 0 && api.CreateExV2;
+}
+
 /* A backend's handle with nvJPEG's flags. Strict: nvJPEG reports a damaged
  * bitstream rather than decoding what it can. Interpolated upsampling is
  * libjpeg's "fancy" upsampling, which TurboJPEG applies; without it chroma
@@ -192,9 +223,13 @@ nvjpegStatus_t handle_create(nvjpegBackend_t which, nvjpegHandle_t *out) {
                                     NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
                                 NVJPEG_FLAGS_BITSTREAM_STRICT,
                                 NVJPEG_FLAGS_DEFAULT};
+  nvjpegDevAllocatorV2_t pool = {pool_malloc, pool_free, nullptr};
+  nvjpegPinnedAllocatorV2_t pinned = {pinned_malloc, pinned_free, nullptr};
+  const bool v2 = async_alloc();
   nvjpegStatus_t s = NVJPEG_STATUS_NOT_INITIALIZED;
   for (unsigned flags : flag_sets) {
-    s = api.CreateEx(which, nullptr, nullptr, flags, out);
+    s = v2 ? api.CreateExV2(which, &pool, &pinned, flags, out)
+           : api.CreateEx(which, nullptr, nullptr, flags, out);
     if (s == NVJPEG_STATUS_SUCCESS)
       return s;
     *out = nullptr;

@@ -45,6 +45,12 @@ static int pool_malloc(void *, void **p, size_t n, cudaStream_t s) {
 static int pool_free(void *, void *p, size_t, cudaStream_t s) {
   return (int)cudaFreeAsync(p, s);
 }
+static int pinned_malloc(void *, void **p, size_t n, cudaStream_t) {
+  return (int)cudaHostAlloc(p, n, cudaHostAllocDefault);
+}
+static int pinned_free(void *, void *p, size_t, cudaStream_t) {
+  return (int)cudaFreeHost(p);
+}
 
 /* The files, read whole; the first one's size is every output's. */
 struct files {
@@ -238,10 +244,11 @@ int main(int argc, char **argv) {
     cudaDeviceGetDefaultMemPool(&pool, 0);
     cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
     nvjpegDevAllocatorV2_t dev = {pool_malloc, pool_free, nullptr};
+    nvjpegPinnedAllocatorV2_t pin = {pinned_malloc, pinned_free, nullptr};
     nvjpegHandle_t hv2 = nullptr;
     nvjpegJpegState_t sv2 = nullptr;
     PHASE("nvjpegCreateExV2 hardware, stream-ordered",
-          nvjpegCreateExV2(NVJPEG_BACKEND_HARDWARE, &dev, nullptr, 0, &hv2));
+          nvjpegCreateExV2(NVJPEG_BACKEND_HARDWARE, &dev, &pin, 0, &hv2));
     PHASE("nvjpegJpegStateCreate on it", nvjpegJpegStateCreate(hv2, &sv2));
     PHASE("nvjpegJpegStateDestroy on it", nvjpegJpegStateDestroy(sv2));
     PHASE("nvjpegDestroy it", nvjpegDestroy(hv2));

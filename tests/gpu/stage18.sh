@@ -12,8 +12,10 @@
 #            JPEGs, one damaged): records identical to --verify's (the
 #            CPU's figures of the same nvJPEG pixels), with --histogram too
 #            (batched counts and figures); identical across -j 1,
-#            --devices all, 1 and 3 lanes, 7-file batches and lanes with
-#            handles of their own (IMGSTAT_JPEG_OWN_HANDLES=1)
+#            --devices all, 1 and 3 lanes, 7-file batches, lanes with
+#            handles of their own (IMGSTAT_JPEG_OWN_HANDLES=1) and nvJPEG's
+#            device memory from the stream-ordered pool
+#            (IMGSTAT_JPEG_ASYNC_ALLOC=1)
 #   startup  nvjpeg_startup (each phase of a bare program, the states made
 #            one after another and two at once, stream-ordered memory, their
 #            destruction), then with a decode of 220 x 12 MP and 2,560 x
@@ -24,8 +26,9 @@
 #            markers); the rates past start-up; the stage-times line of
 #            each (with the run's wall time: the process's exit is the
 #            difference from "shutdown"); variants on 500 and 6,000: own
-#            handles, 1 and 3 lanes, --histogram, 256-file batches (6,000
-#            only); the CPU decoders once
+#            handles, stream-ordered nvJPEG memory, 1 and 3 lanes,
+#            --histogram, 256-file batches (6,000 only); the CPU decoders
+#            once
 #   sanitize compute-sanitizer memcheck (leaks too) and racecheck on
 #            test_gpu_batch (quick set), memcheck on imgstat --histogram
 #            over 24 photos
@@ -84,6 +87,7 @@ if has check; then
   check_run lanes1 env IMGSTAT_JPEG_LANES=1 "$BIN" $G --histogram $C
   check_run lanes3 env IMGSTAT_JPEG_LANES=3 "$BIN" $G --histogram $C
   check_run batch7 env IMGSTAT_JPEG_BATCH=7 "$BIN" $G --histogram $C
+  check_run asyncalloc env IMGSTAT_JPEG_ASYNC_ALLOC=1 "$BIN" $G --histogram $C
   verdict "stats vs --verify (same pixels, CPU figures)" "$(cmp_records x $OUT/p18-verify.json $OUT/p18-gpu.json exact)"
   verdict "--histogram (batched) vs --verify --histogram (CPU)" "$(cmp_records x $OUT/p18-histverify.json $OUT/p18-hist.json exact)"
   verdict "--histogram -j 1 vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histj1.json exact)"
@@ -92,6 +96,7 @@ if has check; then
   verdict "1 lane vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes1.json exact)"
   verdict "3 lanes vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes3.json exact)"
   verdict "7-file batches vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-batch7.json exact)"
+  verdict "nvJPEG's memory stream-ordered vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-asyncalloc.json exact)"
   n=$(grep -c zz_truncated $OUT/p18-gpu.err)
   [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/p18-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
   verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/p18-gpu.err | head -1 | head -c 150); $r"
@@ -157,8 +162,8 @@ if has bench; then
   done
   p18_past_startup
   # variants: results identical (check), time only here
-  for v in "IMGSTAT_JPEG_OWN_HANDLES=1" "IMGSTAT_JPEG_LANES=3" "IMGSTAT_JPEG_LANES=1" \
-    "--histogram" "IMGSTAT_JPEG_BATCH=256"; do
+  for v in "IMGSTAT_JPEG_OWN_HANDLES=1" "IMGSTAT_JPEG_ASYNC_ALLOC=1" "IMGSTAT_JPEG_LANES=3" \
+    "IMGSTAT_JPEG_LANES=1" "--histogram" "IMGSTAT_JPEG_BATCH=256"; do
     for set in "$BIG 500" "$SMALL 6000"; do
       read -r dir n <<<"$set"
       # 12 MP batches are closed by pixels (22 files) before 128 files
@@ -173,7 +178,11 @@ if has bench; then
       esac
       log "bench x $n $v: $t ms, $(rate $n $t) images/s (default ${MS[gpu$n]} ms)"
       row "bench x $n $v | $t ms | $(rate $n $t) /s | default ${MS[gpu$n]} ms"
-      [ "$v" = "--histogram" ] && stage_line "x $n --histogram" "$BIN" $G --histogram $dir
+      case $v in
+        --histogram) stage_line "x $n --histogram" "$BIN" $G --histogram $dir ;;
+        IMGSTAT_JPEG_ASYNC_ALLOC=1 | IMGSTAT_JPEG_OWN_HANDLES=1)
+          stage_line "x $n $v" env $v "$BIN" $G $dir ;;
+      esac
     done
   done
   for set in "$BIG 500" "$SMALL 6000"; do
