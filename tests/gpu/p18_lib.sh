@@ -86,14 +86,32 @@ print(f"{len(b)} records, decoders {dec}, largest |dmean| {worst:.4f}; "
 PY
 }
 
-# check NAME CMD...: runs an imgstat command on the check set, limit 120 s
+# check NAME CMD...: runs an imgstat command on the check set
+# (P18_LIMIT seconds, default 120); a run that hangs marks the script hung
 check_run() {
   local name=$1
   shift
-  timeout -k 5 120 "$@" >"$OUT/p18-$name.json" 2>"$OUT/p18-$name.err"
+  : >"$OUT/p18-$name.json"
+  if hung; then
+    log "check run $name: not run (an earlier run hung)"
+    return
+  fi
+  timeout -k 5 "${P18_LIMIT:-120}" "$@" >"$OUT/p18-$name.json" 2>"$OUT/p18-$name.err"
   local rc=$?
+  note_hang $rc "$*"
   log "check run $name: exit $rc, $(wc -l <"$OUT/p18-$name.json") records; stderr: $(grep -v 'stage times' "$OUT/p18-$name.err" | head -c 300 | tr '\n' ' ')"
 }
+
+# A run killed by its time limit (exit 124 or 137) marks the script hung:
+# the runs after it are left out (hung), so that one hang cannot spend the
+# whole device call; the mark is a file, seen from subshells too.
+note_hang() {
+  case $1 in 124 | 137)
+    echo "$2" >"$OUT/p18-hung"
+    log "HUNG (killed at its time limit): $2" ;;
+  esac
+}
+hung() { [ -f "$OUT/p18-hung" ]; }
 verdict() { # NAME RESULT-LINE
   log "check $1: $2"
   case "$2" in *" OK") row "check $1 | PASS" ;; *) row "check $1 | FAIL: $(echo "$2" | head -c 120)" ;; esac
@@ -105,10 +123,15 @@ median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 ms_of() {
   local limit=$1
   shift
+  if hung; then
+    echo fail
+    return
+  fi
   local s=$(date +%s%N)
   timeout -k 5 "$limit" "$@" >/dev/null 2>/tmp/p18-run.err
   local rc=$?
   local ms=$((($(date +%s%N) - s) / 1000000))
+  note_hang $rc "$*" >/dev/null
   if [ $rc -ne 0 ]; then
     echo "run failed (exit $rc): $* :: $(head -c 300 /tmp/p18-run.err | tr '\n' ' ')" >>"$L"
     echo fail
@@ -116,8 +139,12 @@ ms_of() {
     echo $ms
   fi
 }
-med3() {
-  local r=$(for _ in 1 2 3; do ms_of "$@"; done)
+med3() { # stops at the first failure
+  local r=$(for _ in 1 2 3; do
+    x=$(ms_of "$@")
+    echo "$x"
+    [ "$x" = fail ] && break
+  done)
   if echo "$r" | grep -q fail; then echo fail; else echo "$r" | median; fi
 }
 rate() { awk -v n=$1 -v t=$2 'BEGIN{ if (t == "fail") print "-"; else printf "%.0f", n*1000/t }'; }

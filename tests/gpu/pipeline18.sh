@@ -34,6 +34,7 @@ L=$OUT/pipeline18.log
 ROWS=$OUT/pipeline18.rows
 : >"$ROWS"
 . tests/gpu/p18_lib.sh
+rm -f "$OUT/p18-hung"
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
 BD=$ROOT/build-p18
 BIN=$BD/imgstat
