@@ -241,8 +241,9 @@ static void test_synthetic_batch(void) {
 
 /* The corpus's JPEGs used here, read into items (their bytes in data[k],
  * the caller's to free); the number read. */
-static const char *const jpeg_names[] = {
-    "testorig.jpg", "hubble_deep_field.jpg", "testimgint.jpg"};
+static const char *const jpeg_names[] = {"photos/testorig.jpg",
+                                         "photos/hubble_deep_field.jpg",
+                                         "photos/testimgint.jpg"};
 enum { NJPEG = sizeof jpeg_names / sizeof *jpeg_names };
 
 static int load_jpegs(imgstat_gpu_jpeg_item items[NJPEG],

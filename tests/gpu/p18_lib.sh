@@ -12,7 +12,7 @@ run_test() {
   timeout -k 5 "$2" "$BD/tests/$1" >"$OUT/p18-$1.log" 2>&1
   local rc=$?
   log "test $1: rc=$rc ($(($(date +%s) - t)) s)"
-  grep -E "^device|Test:.*FAILED|DIFFERS|asserts|tests |skipped|batched:|kernel:" "$OUT/p18-$1.log" | head -20 | tee -a "$L"
+  grep -E "^device|Test:.*FAILED|DIFFERS|DIFFER FROM|asserts|tests |skipped|not run|batched:|kernel:" "$OUT/p18-$1.log" | head -20 | tee -a "$L"
   case $rc in
     0) row "test $1 | PASS" ;;
     77) row "test $1 | SKIPPED ($(grep -m1 skipped "$OUT/p18-$1.log"))" ;;
