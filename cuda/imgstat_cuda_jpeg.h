@@ -48,6 +48,16 @@ typedef struct imgstat_gpu_jpeg imgstat_gpu_jpeg;
 imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu, imgstat_gpu_jpeg **out,
                                        imgstat_error *err);
 
+/* imgstat_gpu_jpeg_create on a device given by its index (-1: the calling
+ * thread's current device), without a context: from another thread while
+ * the context is being made (the two wait for CUDA's own start, then
+ * overlap). */
+imgstat_status imgstat_gpu_jpeg_create_on(int device, imgstat_gpu_jpeg **out,
+                                          imgstat_error *err);
+
+/* The device index of a decoder (-1 for NULL). */
+int imgstat_gpu_jpeg_device(const imgstat_gpu_jpeg *dec);
+
 /* Another decoder on the device of `of`, sharing its nvJPEG handles (their
  * start-up is not paid again), with a stream and states of its own: for
  * another thread. May be called while `of` decodes on its own thread. The

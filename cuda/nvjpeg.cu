@@ -447,10 +447,21 @@ extern "C" imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu,
     *out = nullptr;
   if (!gpu || !out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  return imgstat_gpu_jpeg_create_on(imgstat_gpu_device(gpu), out, err);
+}
+
+extern "C" imgstat_status imgstat_gpu_jpeg_create_on(int device,
+                                                     imgstat_gpu_jpeg **out,
+                                                     imgstat_error *err) {
+  if (out)
+    *out = nullptr;
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output pointer");
   imgstat_status st = imgstat_gpu_jpeg_load(nullptr, err);
   if (st != IMGSTAT_OK)
     return st;
-  int device = imgstat_gpu_device(gpu);
+  if (device < 0)
+    IST_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
   IST_CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
   if ((st = keep_pool(device, err)) != IMGSTAT_OK)
     return st;
@@ -516,6 +527,10 @@ extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
 
 extern "C" const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *d) {
   return d ? d->name : "none";
+}
+
+extern "C" int imgstat_gpu_jpeg_device(const imgstat_gpu_jpeg *d) {
+  return d ? d->device : -1;
 }
 
 extern "C" void imgstat_gpu_jpeg_times_get(const imgstat_gpu_jpeg *d,

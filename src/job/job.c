@@ -103,12 +103,41 @@ static void gpus_destroy(gpu_start *s) {
   s->ngpus = 0;
 }
 
+/* A device's JPEG decoder made on a thread of its own while the start-up
+ * thread makes the device's context: both wait for the CUDA context's
+ * creation, then nvJPEG's handles (the long part of its start-up) overlap
+ * the context's own set-up (slot, staging, warm-up kernels). */
+typedef struct jpeg_early {
+  pthread_t thread;
+  int device; /* as given to imgstat_gpu_create (-1: the current one) */
+  int prepare;
+  imgstat_gpu_jpeg *dec;
+  imgstat_status status;
+  imgstat_error err;
+  struct timespec t0;
+  double done_s; /* from t0 */
+} jpeg_early;
+
+static void *jpeg_early_main(void *arg) {
+  jpeg_early *j = arg;
+  j->status = imgstat_gpu_jpeg_create_on(j->device, &j->dec, &j->err);
+  if (j->status == IMGSTAT_OK && j->prepare)
+    j->status = imgstat_gpu_jpeg_prepare(j->dec, &j->err);
+  if (j->status != IMGSTAT_OK) {
+    imgstat_gpu_jpeg_destroy(j->dec);
+    j->dec = NULL;
+  }
+  j->done_s = since(&j->t0);
+  return NULL;
+}
+
 /* A GPU's JPEG decoder and its batches; a decoder that cannot start fails
- * the GPU only when it is needed (--jpeg-decoder gpu). The decoder's state
- * is made here only for the one-image path (prepare): the device stage's
- * lanes make decoders of their own, sharing its handles, each on its own
- * thread and all at once. */
-static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g,
+ * the GPU only when it is needed (--jpeg-decoder gpu). The decoder comes
+ * from early (made beside the context) when it was started and is on the
+ * context's device, else it is made here. Its state is made only for the
+ * one-image path (prepare): the device stage's lanes make decoders of their
+ * own, sharing its handles, each on its own thread and all at once. */
+static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
                                  imgstat_error *err) {
   jpeg_batcher *b = &g->batch;
   memset(b, 0, sizeof *b);
@@ -116,24 +145,40 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g,
   int ok = pthread_mutex_init(&b->lock, NULL) == 0;
   ok = ok && pthread_cond_init(&b->arrived, NULL) == 0;
   ok = ok && pthread_cond_init(&b->finished, NULL) == 0;
-  if (!ok)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
   g->jpeg = NULL;
-  if (!s->jpeg)
-    return IMGSTAT_OK;
+  if (early && early->dec &&
+      imgstat_gpu_jpeg_device(early->dec) != imgstat_gpu_device(g->gpu)) {
+    imgstat_gpu_jpeg_destroy(early->dec); /* not the context's device */
+    early = NULL;
+  }
+  if (!ok || !s->jpeg) {
+    if (early)
+      imgstat_gpu_jpeg_destroy(early->dec);
+    return ok ? IMGSTAT_OK
+              : imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
+  }
   imgstat_error why;
   memset(&why, 0, sizeof why);
-  imgstat_status st = imgstat_gpu_jpeg_create(g->gpu, &g->jpeg, &why);
-  if (st == IMGSTAT_OK && s->prepare)
-    st = imgstat_gpu_jpeg_prepare(g->jpeg, &why);
-  if (st != IMGSTAT_OK) {
-    imgstat_gpu_jpeg_destroy(g->jpeg);
-    g->jpeg = NULL;
+  imgstat_status st;
+  if (early) {
+    st = early->status;
+    g->jpeg = early->dec;
+    why = early->err;
+    if (s->jpeg_s == 0)
+      s->jpeg_s = early->done_s;
+  } else {
+    st = imgstat_gpu_jpeg_create(g->gpu, &g->jpeg, &why);
+    if (st == IMGSTAT_OK && s->prepare)
+      st = imgstat_gpu_jpeg_prepare(g->jpeg, &why);
+    if (st != IMGSTAT_OK) {
+      imgstat_gpu_jpeg_destroy(g->jpeg);
+      g->jpeg = NULL;
+    }
+    if (s->jpeg_s == 0)
+      s->jpeg_s = since(&s->t0);
   }
   if (st != IMGSTAT_OK && s->jpeg == 2)
     return imgstat_error_set(err, st, "nvJPEG: %s", why.message);
-  if (s->jpeg_s == 0)
-    s->jpeg_s = since(&s->t0);
   return IMGSTAT_OK;
 }
 
@@ -157,15 +202,27 @@ static imgstat_status gpus_create(gpu_start *s) {
     gpu_slot *g = &s->gpus[k];
     imgstat_error err;
     memset(&err, 0, sizeof err);
+    /* the JPEG decoder beside the context (see jpeg_early) */
+    jpeg_early early;
+    memset(&early, 0, sizeof early);
+    early.device = list[k];
+    early.prepare = s->prepare;
+    early.t0 = s->t0;
+    int beside = s->jpeg && pthread_create(&early.thread, NULL, jpeg_early_main,
+                                           &early) == 0;
     imgstat_status st = imgstat_gpu_create(list[k], &g->gpu, &err);
     if (st == IMGSTAT_OK && !g->gpu)
       st = imgstat_error_set(&err, IMGSTAT_ERR_DEVICE,
                              "the GPU backend returned no context");
+    if (st == IMGSTAT_OK && s->context_s == 0)
+      s->context_s = since(&s->t0);
+    if (beside)
+      pthread_join(early.thread, NULL);
     if (st == IMGSTAT_OK) {
       s->ngpus = k + 1; /* gpus_destroy frees it from here on */
-      if (s->context_s == 0)
-        s->context_s = since(&s->t0);
-      st = jpeg_start(s, g, &err);
+      st = jpeg_start(s, g, beside ? &early : NULL, &err);
+    } else if (beside) {
+      imgstat_gpu_jpeg_destroy(early.dec);
     }
     if (st != IMGSTAT_OK) {
       gpus_destroy(s);

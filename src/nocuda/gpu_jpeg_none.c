@@ -29,6 +29,19 @@ imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu, imgstat_gpu_jpeg **out,
   return no_nvjpeg(err);
 }
 
+imgstat_status imgstat_gpu_jpeg_create_on(int device, imgstat_gpu_jpeg **out,
+                                          imgstat_error *err) {
+  (void)device;
+  if (out)
+    *out = NULL;
+  return no_nvjpeg(err);
+}
+
+int imgstat_gpu_jpeg_device(const imgstat_gpu_jpeg *dec) {
+  (void)dec;
+  return -1;
+}
+
 imgstat_status imgstat_gpu_jpeg_create_sibling(const imgstat_gpu_jpeg *of,
                                                imgstat_gpu_jpeg **out,
                                                imgstat_error *err) {
