@@ -17,7 +17,8 @@
  *  - A device's first lane is opened on its thread when the stage is
  *    created, so that a slow start (CUDA, nvJPEG) overlaps the submitters'
  *    reading; items queue meanwhile. Its further lanes open when they first
- *    find a whole batch queued (a run of less than a batch neither waits for
+ *    find more queued than the lanes open take: a whole batch, or items
+ *    while a lane runs a batch (a run of less than a batch neither waits for
  *    their start nor for their end). A lane
  * that fails to open takes no batch; when no lane of any device opened, every
  * item (queued or submitted later) is finished with that failure.

@@ -10,7 +10,8 @@
  *  - batches within their bounds (pixels, items; an oversized item alone),
  *    and batching actually happens (a batch of more than one item);
  *  - the lanes open on their own threads while items queue (a slow open);
- *    a device's further lanes only when a whole batch waits;
+ *    a device's further lanes only when more waits than the open ones take
+ *    (a whole batch, or items while a lane is busy);
  *  - lanes that fail to open: the others carry on; none opens: every item,
  *    queued or submitted later, finishes with the open failure;
  *  - a batch that fails gives its failure to its items only;
@@ -418,6 +419,25 @@ static void test_lanes_by_queue(void) {
   CU_ASSERT_EQUAL(lanes_opened_for(5), 1);
   /* several batches queued while the first lane opens: the others open */
   CU_ASSERT(lanes_opened_for(64) >= 2);
+  /* items arriving while the first lane runs a batch: a second opens */
+  fake f;
+  fake_init(&f);
+  f.run_us = 200000;
+  imgstat_stage_ops o = ops_of(&f, 1, 2);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *first = submit_n(s, 3, 10);
+  for (int k = 0; k < 2000 && atomic_load(&f.batches) == 0; k++)
+    sleep_us(1000);
+  fake_item *later = submit_n(s, 3, 10);
+  imgstat_stage_destroy(s, NULL);
+  CU_ASSERT_EQUAL(atomic_load(&f.opened), 2);
+  for (int k = 0; first && later && k < 3; k++) {
+    CU_ASSERT_EQUAL(atomic_load(&first[k].finished), 1);
+    CU_ASSERT_EQUAL(atomic_load(&later[k].finished), 1);
+  }
+  free(first);
+  free(later);
 }
 
 static void test_lazy_lanes(void) {
@@ -603,7 +623,8 @@ static const test_case tests[] = {
     {"batches by pixels and items; lanes open while items queue", test_batches},
     {"two lanes keep two batches in flight", test_two_lanes_overlap},
     {"further lanes open when there is work", test_lazy_lanes},
-    {"further lanes open when a whole batch waits", test_lanes_by_queue},
+    {"further lanes open when more waits than the open lanes take",
+     test_lanes_by_queue},
     {"lanes that fail to open", test_open_failures},
     {"a failed batch fails its items only", test_batch_failure},
     {"cancel", test_cancel},

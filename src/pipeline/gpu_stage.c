@@ -38,6 +38,7 @@ struct imgstat_stage {
   int flushed, closing, cancelled;
   int ended;   /* imgstat_stage_end: lanes close once the queue is empty */
   int pending; /* lanes not opened yet */
+  int busy;    /* lanes running a batch */
   int dead;    /* no lane opened: items finish with open_err */
   imgstat_status open_status;
   imgstat_error open_err;
@@ -82,6 +83,12 @@ static int batch_full(const imgstat_stage *s) {
          s->queued_pixels >= s->ops.batch_pixels;
 }
 
+/* Whether work waits that the lanes running cannot take at once: a whole
+ * batch, or items while a lane is running one (under the lock). */
+static int more_than_taken(const imgstat_stage *s) {
+  return s->head && (batch_full(s) || s->busy > 0);
+}
+
 /* Takes a batch off the queue's head into items (under the lock). */
 static int take_batch(imgstat_stage *s, imgstat_stage_item **items, int cap) {
   int n = 0;
@@ -112,13 +119,13 @@ static void *lane_main(void *arg) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   if (l->index > 0) {
-    /* a device's further lanes open once a whole batch waits (what the
-     * first lane cannot take at once): a run of less than a batch neither
-     * waits for their start nor for their end */
+    /* a device's further lanes open once more waits than the lanes open
+     * take: a whole batch, or items while a lane is busy. A run of less
+     * than a batch neither waits for their start nor for their end. */
     pthread_mutex_lock(&s->m);
-    while (!batch_full(s) && !s->closing && !s->dead && !s->ended)
+    while (!more_than_taken(s) && !s->closing && !s->dead && !s->ended)
       pthread_cond_wait(&s->cv, &s->m);
-    int idle = !s->head || !batch_full(s);
+    int idle = !more_than_taken(s);
     imgstat_stage_item *orphans = NULL;
     if (idle) {
       s->pending--;
@@ -202,6 +209,9 @@ static void *lane_main(void *arg) {
     int n = take_batch(s, items, cap);
     if (n == 0)
       continue;
+    s->busy++;
+    if (s->head) /* what is left: a lane not open yet may take it */
+      pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->m);
     for (int k = 0; k < n; k++)
       items[k]->device = l->device;
@@ -215,6 +225,7 @@ static void *lane_main(void *arg) {
     for (int k = 0; k < n; k++)
       s->ops.done(s->ops.ctx, items[k], st, 0, &err);
     pthread_mutex_lock(&s->m);
+    s->busy--;
     s->report.run_s += run_s;
     s->report.items += (uint64_t)n;
     s->report.batches++;
