@@ -792,25 +792,13 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
  * (ist_fast_grid of its bytes, one channel) and the same fold, so each
  * image's partials are those of imgstat_gpu_image_stats, bit for bit; what
  * the batch saves is a launch, a fold launch and a synchronisation per
- * image. A block finds its plane by a binary search over first_block. */
-
-__device__ int segment_of(const ist_segment *seg, int nseg, uint64_t block) {
-  int lo = 0, hi = nseg - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (seg[mid].first_block <= block)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
+ * image. A block finds its plane by ist_segment_of (reduce.cuh). */
 
 template <typename Acc>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_segments_kernel(const ist_segment *seg, int nseg,
                          imgstat_partial *partials) {
-  const ist_segment S = seg[segment_of(seg, nseg, blockIdx.x)];
+  const ist_segment S = seg[ist_segment_of(seg, nseg, blockIdx.x)];
   imgstat_partial p =
       fast_plane_block<Acc>(static_cast<const typename Acc::Sample *>(S.plane),
                             S.n, 0, blockIdx.x - S.first_block, S.nblocks);

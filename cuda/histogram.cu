@@ -32,19 +32,22 @@ namespace {
 constexpr int kHistBlock = 256;
 constexpr int kHistWarps = kHistBlock / 32;
 
-/* u8: per-warp shared bins, 16 samples per load. */
-__global__ void hist_u8_kernel(const uint8_t *__restrict__ in, uint64_t n,
-                               unsigned long long *__restrict__ bins) {
+/* u8, a block's part: its warps' private bins in shared memory, zeroed;
+ * thread t of `threads` counts samples t, t + threads, ... of in (16 at a
+ * time from a 16-byte boundary, byte by byte otherwise); then the block adds
+ * its bins to the 64-bit counters at bins once. Shared by the one-plane and
+ * the batched kernels, so that both count alike. */
+__device__ __forceinline__ void
+hist_u8_block(const uint8_t *__restrict__ in, uint64_t n, uint64_t t,
+              uint64_t threads, unsigned long long *__restrict__ bins) {
   __shared__ unsigned int s_bins[kHistWarps][256];
   for (int i = threadIdx.x; i < kHistWarps * 256; i += blockDim.x)
     (&s_bins[0][0])[i] = 0;
   __syncthreads();
   unsigned int *mine = s_bins[threadIdx.x / 32];
-  /* 16 bytes a load from a 16-byte boundary; byte by byte otherwise */
   const uint64_t nvec = ((uintptr_t)in & 15) ? 0 : n / 16;
-  const uint64_t stride = ist_grid_threads();
   const uint4 *vin = reinterpret_cast<const uint4 *>(in);
-  for (uint64_t v = ist_grid_thread(); v < nvec; v += stride) {
+  for (uint64_t v = t; v < nvec; v += threads) {
     uint4 q = __ldg(vin + v);
     unsigned int w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
@@ -55,12 +58,12 @@ __global__ void hist_u8_kernel(const uint8_t *__restrict__ in, uint64_t n,
       atomicAdd(&mine[w[k] >> 24], 1u);
     }
   }
-  for (uint64_t i = nvec * 16 + ist_grid_thread(); i < n; i += stride)
+  for (uint64_t i = nvec * 16 + t; i < n; i += threads)
     atomicAdd(&mine[in[i]], 1u);
   __syncthreads();
   /* A block sees at most its share of n samples: 32-bit shared counters
-   * cannot overflow below 2^32 samples per block, which the grid size
-   * guarantees (hist_launch). */
+   * cannot overflow below 2^32 samples per block, which the grid sizes
+   * guarantee (hist_grid). */
   for (int b = threadIdx.x; b < 256; b += blockDim.x) {
     unsigned long long total = 0;
 #pragma unroll
@@ -69,6 +72,27 @@ __global__ void hist_u8_kernel(const uint8_t *__restrict__ in, uint64_t n,
     if (total)
       atomicAdd(&bins[b], total);
   }
+}
+
+/* u8: per-warp shared bins, 16 samples per load. */
+__global__ void hist_u8_kernel(const uint8_t *__restrict__ in, uint64_t n,
+                               unsigned long long *__restrict__ bins) {
+  hist_u8_block(in, n, ist_grid_thread(), ist_grid_threads(), bins);
+}
+
+/* u8, batched: the planes of many images in one launch. Segment k (one
+ * plane) has its own nblocks blocks and its own 256 counters at bins +
+ * 256 k; its blocks count it as hist_u8_kernel's grid counts one plane.
+ * Counts are integers: any split of a plane among blocks gives the same. */
+__global__ void hist_u8_segments_kernel(const ist_segment *__restrict__ seg,
+                                        int nseg,
+                                        unsigned long long *__restrict__ bins) {
+  const int k = ist_segment_of(seg, nseg, blockIdx.x);
+  const ist_segment S = seg[k];
+  const uint64_t local = blockIdx.x - S.first_block;
+  hist_u8_block(static_cast<const uint8_t *>(S.plane), S.n,
+                local * blockDim.x + threadIdx.x, S.nblocks * blockDim.x,
+                bins + (size_t)256 * k);
 }
 
 /* The bin of a float sample: the CPU's expression (histogram.c), evaluated
@@ -149,7 +173,42 @@ __global__ void find_ranks_kernel(const unsigned long long *__restrict__ cum,
   hits[r] = h;
 }
 
+/* Blocks for a plane of n samples, `per_block` samples a block wanted:
+ * enough to fill the device several times over (at most 8 a
+ * multiprocessor), and enough that no block counts 2^31 samples into its
+ * 32-bit shared bins. */
+uint64_t hist_grid(uint64_t n, uint64_t per_block, int sm_count) {
+  uint64_t want = (n + per_block - 1) / per_block;
+  uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 8;
+  uint64_t min_blocks = n / (UINT64_C(1) << 31) + 1;
+  uint64_t grid = want < cap ? want : cap;
+  if (grid < min_blocks)
+    grid = min_blocks;
+  return grid < 1 ? 1 : grid;
+}
+
 } // namespace
+
+uint64_t hist_u8_segment_blocks(uint64_t n, int sm_count) {
+  /* a batch fills the device with its many planes: 64 Ki samples a block
+   * (16 vector loads a thread) keep each block's zeroing and flush of its
+   * bins small beside its counting */
+  return hist_grid(n, (uint64_t)kHistBlock * 16 * 16, sm_count);
+}
+
+cudaError_t hist_u8_segments_launch(const ist_segment *d_seg, int nseg,
+                                    uint64_t total_blocks,
+                                    unsigned long long *d_bins,
+                                    cudaStream_t stream) {
+  if (nseg <= 0 || total_blocks == 0 || total_blocks > 0x7fffffffu)
+    return cudaErrorInvalidValue;
+  cudaError_t e = ist_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  hist_u8_segments_kernel<<<(unsigned)total_blocks, kHistBlock, 0, stream>>>(
+      d_seg, nseg, d_bins);
+  return cudaGetLastError();
+}
 
 cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
                         uint32_t bins, double lo, double scale,
@@ -158,16 +217,7 @@ cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
                         cudaStream_t stream) {
   if (n == 0)
     return cudaSuccess;
-  /* Enough blocks to fill the device several times over, and enough that
-   * no block counts 2^32 samples into its 32-bit shared bins. */
-  uint64_t want = (n + kHistBlock * 16 - 1) / (kHistBlock * 16);
-  uint64_t cap = (uint64_t)sm_count * 8;
-  uint64_t min_blocks = n / (UINT64_C(1) << 31) + 1;
-  uint64_t grid = want < cap ? want : cap;
-  if (grid < min_blocks)
-    grid = min_blocks;
-  if (grid < 1)
-    grid = 1;
+  uint64_t grid = hist_grid(n, kHistBlock * 16, sm_count);
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
     return cudaErrorInvalidValue;
   cudaError_t e = ist_cuda_launch_gate();

@@ -42,10 +42,50 @@ typedef struct imgstat_gpu_jpeg imgstat_gpu_jpeg;
  * JPEG engines (A100, H100, ...), and its GPU-hybrid backend for the images
  * the hardware refuses (or for all, on cards without engines).
  * IMGSTAT_ERR_NODEVICE: nvJPEG is not there; IMGSTAT_ERR_DEVICE: it failed
- * to start. */
+ * to start. Makes nvJPEG's handles (the long part of its start-up); the
+ * decode state is made by imgstat_gpu_jpeg_prepare or the first decode.
+ * Also tells the device's default memory pool to keep freed planes. */
 imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu, imgstat_gpu_jpeg **out,
                                        imgstat_error *err);
+
+/* imgstat_gpu_jpeg_create on a device given by its index (-1: the calling
+ * thread's current device), without a context: from another thread while
+ * the context is being made (the two wait for CUDA's own start, then
+ * overlap). */
+imgstat_status imgstat_gpu_jpeg_create_on(int device, imgstat_gpu_jpeg **out,
+                                          imgstat_error *err);
+
+/* The device index of a decoder (-1 for NULL). */
+int imgstat_gpu_jpeg_device(const imgstat_gpu_jpeg *dec);
+
+/* Another decoder on the device of `of`, sharing its nvJPEG handles (their
+ * start-up is not paid again), with a stream and states of its own: for
+ * another thread. May be called while `of` decodes on its own thread. The
+ * handles live until the last decoder sharing them is destroyed. */
+imgstat_status imgstat_gpu_jpeg_create_sibling(const imgstat_gpu_jpeg *of,
+                                               imgstat_gpu_jpeg **out,
+                                               imgstat_error *err);
+
+/* Makes the decoder's state for its first backend now (the hardware's, else
+ * GPU-hybrid's), so that the first decode does not pay it; the decoder's
+ * thread. IMGSTAT_ERR_DEVICE: nvJPEG could not make one. */
+imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *dec,
+                                        imgstat_error *err);
+
 void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *dec);
+
+/* Where a decoder's time went, in seconds summed over its decodes (for
+ * the per-stage table): the hardware's support test (headers parsed on the
+ * host), the planes' allocation, nvJPEG's batched call (its host part:
+ * parsing, staging, launches) and the wait for the device; batches is the
+ * number of nvJPEG calls. */
+typedef struct imgstat_gpu_jpeg_times {
+  double parse_s, alloc_s, host_s, wait_s;
+  uint64_t batches;
+} imgstat_gpu_jpeg_times;
+
+void imgstat_gpu_jpeg_times_get(const imgstat_gpu_jpeg *dec,
+                                imgstat_gpu_jpeg_times *out);
 
 /* "hardware (N engines) + GPU-hybrid" or "GPU-hybrid". */
 const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *dec);
@@ -53,8 +93,9 @@ const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *dec);
 /* One JPEG of a batch. In: the file's bytes (host memory, unchanged until
  * the decode returns), its size and channels (1: gray, 3: YCbCr made RGB)
  * as the pre-checks found them. Out: status IMGSTAT_OK and planes[0..
- * channels-1], dense device planes (width x height bytes each) that the
- * item owns until imgstat_gpu_jpeg_item_free; or another status with err
+ * channels-1], dense device planes (width x height bytes each, in one
+ * allocation at planes[0]) that the item owns until
+ * imgstat_gpu_jpeg_item_free; or another status with err
  * saying why nvJPEG did not take the file (the CPU decoders then do). */
 typedef struct imgstat_gpu_jpeg_item {
   const unsigned char *data;
@@ -89,6 +130,18 @@ imgstat_status imgstat_gpu_jpeg_decode(imgstat_gpu_jpeg *dec,
 imgstat_status imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *dec,
                                       const imgstat_gpu_jpeg_item *items, int n,
                                       imgstat_partial *out, imgstat_error *err);
+
+/* The statistics (out, as imgstat_gpu_jpeg_stats; NULL: none) and the
+ * histograms (counts; NULL: none) of the decoded items of a batch, each
+ * kind in one launch, with one synchronisation for both: counts[(k *
+ * IMGSTAT_MAX_CHANNELS + c) * 256 + v] is the number of samples equal to v
+ * in channel c of item k, exactly the per-image histogram kernel's (and the
+ * CPU's) counts of the same plane. Items not decoded are left out, their
+ * out and counts untouched. The decoder's thread only. */
+imgstat_status imgstat_gpu_jpeg_reduce(imgstat_gpu_jpeg *dec,
+                                       const imgstat_gpu_jpeg_item *items,
+                                       int n, imgstat_partial *out,
+                                       uint64_t *counts, imgstat_error *err);
 
 /* Frees an item's planes (safe on an item without any). */
 void imgstat_gpu_jpeg_item_free(imgstat_gpu_jpeg *dec,

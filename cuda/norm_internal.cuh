@@ -15,6 +15,7 @@
 
 #include "context.cuh"
 #include "imgstat_cuda_norm.h"
+#include "reduce.cuh"
 
 namespace ist_norm_gpu {
 
@@ -39,6 +40,19 @@ cudaError_t hist_launch(const void *d_plane, imgstat_sample sample, uint64_t n,
                         unsigned long long *d_bins,
                         unsigned long long *d_special, int sm_count,
                         cudaStream_t stream);
+
+/*
+ * Batched u8 histograms: the planes of many images (segments, reduce.cuh,
+ * with nblocks = hist_u8_segment_blocks of their samples) in one launch;
+ * segment k's 256 counts are added into d_bins + 256 k (64-bit, not
+ * cleared here). Each equals hist_launch's counts of that plane alone
+ * (integer counts: exact, whatever the blocks).
+ */
+uint64_t hist_u8_segment_blocks(uint64_t n, int sm_count);
+cudaError_t hist_u8_segments_launch(const ist_segment *d_seg, int nseg,
+                                    uint64_t total_blocks,
+                                    unsigned long long *d_bins,
+                                    cudaStream_t stream);
 
 /* The alternative 8-bit histogram, timed against hist_launch's by the
  * benchmark: warp-aggregated global atomics (the 16-bit kernel's way)

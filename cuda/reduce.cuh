@@ -79,6 +79,21 @@ struct ist_segment {
 
 uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count);
 
+/* The segment that block `block` of a batched launch belongs to: a binary
+ * search over first_block (segments in order, without gaps). */
+__device__ inline int ist_segment_of(const ist_segment *seg, int nseg,
+                                     uint64_t block) {
+  int lo = 0, hi = nseg - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (seg[mid].first_block <= block)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 cudaError_t ist_fast_stats_segments(imgstat_sample sample,
                                     const ist_segment *d_seg, int nseg,
                                     uint64_t total_blocks,

@@ -165,6 +165,9 @@ typedef struct imgstat_engine_options {
   /* The streaming stage's lanes per device: batches in flight at once
    * (<= 0: 2; at most 8) */
   int jpeg_lanes;
+  /* 1: each lane makes nvJPEG handles of its own instead of sharing its
+   * GPU's (a measurement's knob: results are the same) */
+  int jpeg_own_handles;
 } imgstat_engine_options;
 
 typedef struct imgstat_engine imgstat_engine;
@@ -179,6 +182,20 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
 /* Waits for the start-up if it still runs and frees everything; NULL is a
  * no-op. */
 void imgstat_engine_destroy(imgstat_engine *engine);
+
+/* The GPU side of imgstat_engine_destroy, timed (imgstat_engine_times):
+ * the device stage's lanes joined and closed, the decoders and contexts
+ * destroyed. The engine takes no item after it; destroy then frees the
+ * rest. Safe to call more than once. */
+void imgstat_engine_shutdown(imgstat_engine *engine);
+
+/* No item will be handed over any more (every call of
+ * imgstat_engine_stats_decoder_async has returned and none will come):
+ * the device stage runs what is queued without waiting for fuller
+ * batches, and each lane closes (its decoder destroyed on its own thread)
+ * as soon as nothing is left for it, instead of at the engine's
+ * destruction. */
+void imgstat_engine_input_end(imgstat_engine *engine);
 
 /* The number of items the caller expects to give in all (0: unknown), for
  * auto's rule; may be called again as the number becomes known. */
@@ -326,9 +343,10 @@ int imgstat_engine_stats_decoder(imgstat_engine *engine, imgstat_decoder *d,
  * pixels, decode them with nvJPEG (the hardware backend for the files it
  * supports, the GPU-hybrid one for the others, the CPU decoder for what
  * nvJPEG refuses: per file, decided by the file alone) and reduce a batch's
- * planes in one launch (imgstat_gpu_jpeg_stats; histograms per image). The
- * stage and its lanes open at the first JPEG, while the GPU starts: workers
- * go on reading and checking meanwhile.
+ * planes in one launch, and their histograms in one more
+ * (imgstat_gpu_jpeg_reduce). The stage and its lanes open at the first
+ * JPEG, while the GPU starts: workers go on reading and checking
+ * meanwhile.
  * Returns 0 (not taken: as imgstat_engine_stats_decoder), 1 (finished here:
  * res is the result, e.g. a file the check refused), 2 (handed over, with a
  * copy of the file's bytes: done(done_ctx, cancelled) is called once, on a
@@ -346,17 +364,37 @@ int imgstat_engine_stats_decoder_async(
     void *ctx, imgstat_job_result *res,
     void (*done)(void *done_ctx, int cancelled), void *done_ctx);
 
-/* Where the JPEGs' time went (the device stage), summed over threads, for
- * the per-stage table (tests/gpu/pipeline18.sh). Read it once the items
- * are finished. */
+/* Where the JPEGs' time went (the device stage), for the per-stage table
+ * (tests/gpu/pipeline18.sh). Read it once the items are finished; the
+ * teardown's figures after imgstat_engine_shutdown. Durations (_s without
+ * "from") are summed over the threads that spent them; moments are seconds
+ * from the engine's creation. */
 typedef struct imgstat_engine_times {
   double check_s;       /* the workers' checks before the hand-over */
-  double decode_s;      /* nvJPEG (host parse, copy, decode), per lane */
-  double reduce_s;      /* batched statistics, launch to results */
-  double histogram_s;   /* per-image histograms on the device */
+  double decode_s;      /* imgstat_gpu_jpeg_decode, per lane, of which: */
+  double parse_s;       /*   the hardware's support test (headers) */
+  double alloc_s;       /*   the planes' allocation */
+  double nvjpeg_host_s; /* nvJPEG's batched call (host part) */
+  double nvjpeg_wait_s; /* the wait for the device after it */
+  double reduce_s;      /* batched statistics and histograms, launch to
+                           results */
+  double histogram_s;   /* per item on the host: results, figures, frees */
   double cpu_s;         /* files nvJPEG refused, on the CPU decoder */
-  double ready_s;       /* engine created -> first lane ready */
-  double first_batch_s; /* engine created -> first batch decoded */
+  double close_s;       /* the lanes' decoders destroyed */
+  /* moments, from the engine's creation */
+  double context_s;      /* the first GPU's context ready */
+  double nvjpeg_s;       /* its nvJPEG handles ready */
+  double ready_s;        /* the first lane ready (its decoder state made) */
+  double ready_last_s;   /* the last lane ready */
+  double first_submit_s; /* the first batch handed to nvJPEG */
+  double first_batch_s;  /* the first batch finished */
+  double last_batch_s;   /* the last batch finished */
+  double input_end_s;    /* imgstat_engine_input_end */
+  double closed_s;       /* the last lane closed */
+  double shutdown_s;     /* imgstat_engine_shutdown finished */
+  /* imgstat_engine_shutdown's own time: joining (and closing) the lanes,
+   * and in all (the GPUs' decoders and contexts destroyed too) */
+  double stage_end_s, teardown_s;
   uint64_t items, batches, hardware, hybrid, cpu;
   int max_batch;
 } imgstat_engine_times;

@@ -345,6 +345,12 @@ typedef struct imgstat_batch_config {
    * returns, the result's memory is reused and the item's reservation
    * released. A nonzero return cancels the run (e.g. output failed). */
   int (*deliver)(void *ctx, uint64_t index, void *item, void *result, int ran);
+  /* May be NULL. Called once, on whichever thread sees it first (not
+   * under the runner's lock), when no work will run any more: next gave its
+   * last item (or failed, or the run was cancelled) and every work started
+   * has returned. Items deferred (imgstat_task_defer) may still be pending:
+   * e.g. the moment to tell what completes them that no more will come. */
+  void (*drained)(void *ctx);
 } imgstat_batch_config;
 
 typedef struct imgstat_batch_report {

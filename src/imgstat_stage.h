@@ -17,7 +17,9 @@
  *  - A device's first lane is opened on its thread when the stage is
  *    created, so that a slow start (CUDA, nvJPEG) overlaps the submitters'
  *    reading; items queue meanwhile. Its further lanes open when they first
- *    find an item queued (a short run does not wait for their start). A lane
+ *    find more queued than the lanes open take: a whole batch, or items
+ *    while a lane runs a batch (a run of less than a batch neither waits for
+ *    their start nor for their end). A lane
  * that fails to open takes no batch; when no lane of any device opened, every
  * item (queued or submitted later) is finished with that failure.
  *  - The results never depend on which items share a batch or which lane
@@ -86,6 +88,12 @@ void imgstat_stage_submit(imgstat_stage *stage, imgstat_stage_item *item);
 /* No more items for a while: lanes stop lingering for full batches until
  * the next submit. */
 void imgstat_stage_flush(imgstat_stage *stage);
+
+/* No item will be submitted any more: lanes take what is queued without
+ * lingering, then close (close called on each lane's thread, at once)
+ * without waiting for imgstat_stage_destroy. An item submitted after it is
+ * finished at once with IMGSTAT_ERR_ARG (the caller's mistake). */
+void imgstat_stage_end(imgstat_stage *stage);
 
 /* Finishes every queued item as cancelled (batches running finish). */
 void imgstat_stage_cancel(imgstat_stage *stage);

@@ -10,11 +10,15 @@
  *  - batches within their bounds (pixels, items; an oversized item alone),
  *    and batching actually happens (a batch of more than one item);
  *  - the lanes open on their own threads while items queue (a slow open);
+ *    a device's further lanes only when more waits than the open ones take
+ *    (a whole batch, or items while a lane is busy);
  *  - lanes that fail to open: the others carry on; none opens: every item,
  *    queued or submitted later, finishes with the open failure;
  *  - a batch that fails gives its failure to its items only;
  *  - cancel: queued items finish as cancelled; a cancelled batch run
- *    delivers every item fed, exactly once.
+ *    delivers every item fed, exactly once;
+ *  - the end of the input (the runner's drained callback, once, when no
+ *    work runs): lanes close by themselves; a later item is refused.
  */
 #include "imgstat_pipeline.h"
 #include "imgstat_stage.h"
@@ -169,6 +173,11 @@ typedef struct run {
   int order_errors, finish_errors, skipped;
   volatile sig_atomic_t cancel;
   uint64_t cancel_at; /* deliver sets the flag there (UINT64_MAX: never) */
+  int end;            /* the runner's drained callback ends the stage */
+  atomic_int drained; /* times it was called */
+  int works_left;     /* works not yet returned when it was called */
+  atomic_int working;
+  int closed_before_destroy; /* lanes closed before the stage's destroy */
 } run;
 
 static imgstat_status next_of(void *ctx, void **out, imgstat_error *err) {
@@ -192,15 +201,24 @@ static void work_of(void *ctx, imgstat_task *task, void *item, void *result) {
   run *r = ctx;
   fake_item *it = item;
   (void)result;
+  atomic_fetch_add(&r->working, 1);
   /* "read and check": some work of its own before the hand-over */
   sleep_us((int)(mix(it->value) % 50));
   if (!imgstat_task_reserve(task, 1)) {
     it->cancelled = 1;
     atomic_store(&it->finished, 1);
-    return;
+  } else {
+    it->pending = imgstat_task_defer(task);
+    imgstat_stage_submit(r->stage, &it->si);
   }
-  it->pending = imgstat_task_defer(task);
-  imgstat_stage_submit(r->stage, &it->si);
+  atomic_fetch_sub(&r->working, 1);
+}
+
+static void drained_of(void *ctx) {
+  run *r = ctx;
+  atomic_fetch_add(&r->drained, 1);
+  r->works_left = atomic_load(&r->working);
+  imgstat_stage_end(r->stage);
 }
 
 static int deliver_of(void *ctx, uint64_t index, void *item, void *result,
@@ -225,12 +243,13 @@ static int deliver_of(void *ctx, uint64_t index, void *item, void *result,
   return 0;
 }
 
-static imgstat_status run_through(fake *f, int devices, int lanes, int workers,
-                                  uint64_t n, uint64_t cancel_at, run *r,
-                                  imgstat_batch_report *rep) {
+static imgstat_status run_with(fake *f, int devices, int lanes, int workers,
+                               uint64_t n, uint64_t cancel_at, int end, run *r,
+                               imgstat_batch_report *rep) {
   memset(r, 0, sizeof *r);
   r->n = n;
   r->cancel_at = cancel_at;
+  r->end = end;
   r->results = calloc(n ? n : 1, sizeof *r->results);
   r->statuses = calloc(n ? n : 1, sizeof *r->statuses);
   imgstat_stage_ops o = ops_of(f, devices, lanes);
@@ -249,9 +268,21 @@ static imgstat_status run_through(fake *f, int devices, int lanes, int workers,
   c.next = next_of;
   c.work = work_of;
   c.deliver = deliver_of;
+  c.drained = end ? drained_of : NULL;
   st = imgstat_batch_run(&c, rep, &err);
+  if (end) /* the lanes close by themselves: up to 5 s for them */
+    for (int k = 0;
+         k < 5000 && atomic_load(&f->closed) < atomic_load(&f->opened); k++)
+      sleep_us(1000);
+  r->closed_before_destroy = atomic_load(&f->closed);
   imgstat_stage_destroy(r->stage, NULL);
   return st;
+}
+
+static imgstat_status run_through(fake *f, int devices, int lanes, int workers,
+                                  uint64_t n, uint64_t cancel_at, run *r,
+                                  imgstat_batch_report *rep) {
+  return run_with(f, devices, lanes, workers, n, cancel_at, 0, r, rep);
 }
 
 static void run_free(run *r) {
@@ -363,6 +394,52 @@ static void test_two_lanes_overlap(void) {
   free(items);
 }
 
+/* The lanes a 1-device, 3-lane stage opens for n items submitted at once
+ * while its first lane opens (20 ms); every item finished once, every
+ * lane opened closed. */
+static int lanes_opened_for(int n) {
+  fake f;
+  fake_init(&f);
+  f.open_delay_us = 20000;
+  f.run_us = 2000;
+  imgstat_stage_ops o = ops_of(&f, 1, 3);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *items = submit_n(s, n, 10);
+  imgstat_stage_destroy(s, NULL);
+  CU_ASSERT_EQUAL(atomic_load(&f.closed), atomic_load(&f.opened));
+  for (int k = 0; items && k < n; k++)
+    CU_ASSERT_EQUAL(atomic_load(&items[k].finished), 1);
+  free(items);
+  return atomic_load(&f.opened);
+}
+
+static void test_lanes_by_queue(void) {
+  /* less than a batch (8 items): the first lane alone */
+  CU_ASSERT_EQUAL(lanes_opened_for(5), 1);
+  /* several batches queued while the first lane opens: the others open */
+  CU_ASSERT(lanes_opened_for(64) >= 2);
+  /* items arriving while the first lane runs a batch: a second opens */
+  fake f;
+  fake_init(&f);
+  f.run_us = 200000;
+  imgstat_stage_ops o = ops_of(&f, 1, 2);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *first = submit_n(s, 3, 10);
+  for (int k = 0; k < 2000 && atomic_load(&f.batches) == 0; k++)
+    sleep_us(1000);
+  fake_item *later = submit_n(s, 3, 10);
+  imgstat_stage_destroy(s, NULL);
+  CU_ASSERT_EQUAL(atomic_load(&f.opened), 2);
+  for (int k = 0; first && later && k < 3; k++) {
+    CU_ASSERT_EQUAL(atomic_load(&first[k].finished), 1);
+    CU_ASSERT_EQUAL(atomic_load(&later[k].finished), 1);
+  }
+  free(first);
+  free(later);
+}
+
 static void test_lazy_lanes(void) {
   /* nothing submitted: only the first lane of each device opens */
   fake f;
@@ -462,6 +539,62 @@ static void test_cancel(void) {
   run_free(&r);
 }
 
+/* The runner's drained callback (once, when no work runs any more) ends
+ * the stage: the lanes run what is queued and close before the stage's
+ * destroy; an item submitted after the end is refused, not lost. */
+static void test_end(void) {
+  const int shapes[][3] = {{1, 2, 4}, {2, 2, 8}, {1, 1, 1}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    fake f;
+    fake_init(&f);
+    run r;
+    CU_ASSERT_EQUAL_FATAL(run_with(&f, shapes[s][0], shapes[s][1], shapes[s][2],
+                                   300, UINT64_MAX, 1, &r, NULL),
+                          IMGSTAT_OK);
+    CU_ASSERT_EQUAL(atomic_load(&r.drained), 1);
+    CU_ASSERT_EQUAL(r.works_left, 0);
+    CU_ASSERT_EQUAL(r.delivered, 300);
+    CU_ASSERT_EQUAL(r.order_errors, 0);
+    CU_ASSERT_EQUAL(r.finish_errors, 0);
+    for (uint64_t k = 0; k < 300; k++) {
+      CU_ASSERT_EQUAL(r.statuses[k], IMGSTAT_OK);
+      CU_ASSERT_EQUAL(r.results[k], decode_of(k + 1));
+    }
+    CU_ASSERT(atomic_load(&f.opened) >= 1);
+    CU_ASSERT_EQUAL(r.closed_before_destroy, atomic_load(&f.opened));
+    run_free(&r);
+  }
+  /* cancelled half-way: still told once */
+  fake f;
+  fake_init(&f);
+  run r;
+  CU_ASSERT_EQUAL_FATAL(run_with(&f, 1, 2, 4, 300, 100, 1, &r, NULL),
+                        IMGSTAT_OK);
+  CU_ASSERT_EQUAL(atomic_load(&r.drained), 1);
+  CU_ASSERT_EQUAL(r.delivered, r.fed);
+  CU_ASSERT_EQUAL(r.finish_errors, 0);
+  run_free(&r);
+  /* straight to a stage: end, then a late item */
+  fake_init(&f);
+  imgstat_stage_ops o = ops_of(&f, 1, 2);
+  imgstat_stage *st = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &st, NULL), IMGSTAT_OK);
+  fake_item *items = submit_n(st, 50, 100);
+  imgstat_stage_end(st);
+  fake_item *late = submit_n(st, 1, 100);
+  imgstat_stage_destroy(st, NULL);
+  for (int k = 0; items && k < 50; k++) {
+    CU_ASSERT_EQUAL(atomic_load(&items[k].finished), 1);
+    CU_ASSERT_EQUAL(items[k].status, IMGSTAT_OK);
+  }
+  CU_ASSERT_FATAL(late != NULL);
+  CU_ASSERT_EQUAL(atomic_load(&late[0].finished), 1);
+  CU_ASSERT_EQUAL(late[0].status, IMGSTAT_ERR_ARG);
+  CU_ASSERT_EQUAL(late[0].cancelled, 0);
+  free(items);
+  free(late);
+}
+
 static void test_arguments(void) {
   fake f;
   fake_init(&f);
@@ -490,9 +623,13 @@ static const test_case tests[] = {
     {"batches by pixels and items; lanes open while items queue", test_batches},
     {"two lanes keep two batches in flight", test_two_lanes_overlap},
     {"further lanes open when there is work", test_lazy_lanes},
+    {"further lanes open when more waits than the open lanes take",
+     test_lanes_by_queue},
     {"lanes that fail to open", test_open_failures},
     {"a failed batch fails its items only", test_batch_failure},
     {"cancel", test_cancel},
+    {"the input's end: lanes close by themselves, late items refused",
+     test_end},
     {"arguments refused", test_arguments},
     {NULL, NULL}};
 

@@ -935,22 +935,35 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
 }
 
 /* IMGSTAT_STAGE_TIMES: one line on stderr, where the JPEGs' time went
- * (seconds summed over the threads of each stage; tests/gpu/pipeline18.sh
- * reads it). */
+ * (durations summed over the threads of each stage, then moments from the
+ * engine's creation; tests/gpu/pipeline18.sh reads it). */
 static void print_stage_times(run_state *st) {
   imgstat_engine_times t;
   imgstat_engine_times_get(st->engine, &t);
   fprintf(stderr,
-          "imgstat: stage times: read %.3f check %.3f decode %.3f reduce "
-          "%.3f histogram %.3f cpu %.3f output %.3f (s, summed over "
-          "threads); ready %.3f first-batch %.3f (s from start); items "
-          "%" PRIu64 " batches %" PRIu64 " max-batch %d hardware %" PRIu64
+          "imgstat: stage times: read %.3f check %.3f decode %.3f (parse "
+          "%.3f alloc %.3f nvjpeg %.3f wait %.3f) reduce %.3f histogram "
+          "%.3f cpu %.3f output %.3f close %.3f (s, summed over threads); "
+          "context %.3f nvjpeg %.3f ready %.3f ready-last %.3f first-submit "
+          "%.3f first-batch %.3f last-batch %.3f input-end %.3f closed %.3f "
+          "shutdown %.3f (s from start); stage-join %.3f teardown %.3f (s); "
+          "items %" PRIu64 " batches %" PRIu64 " max-batch %d hardware %" PRIu64
           " hybrid %" PRIu64 " cpu %" PRIu64 "\n",
           1e-9 * (double)atomic_load(&st->read_ns), t.check_s, t.decode_s,
-          t.reduce_s, t.histogram_s, t.cpu_s,
-          1e-9 * (double)atomic_load(&st->output_ns), t.ready_s,
-          t.first_batch_s, t.items, t.batches, t.max_batch, t.hardware,
-          t.hybrid, t.cpu);
+          t.parse_s, t.alloc_s, t.nvjpeg_host_s, t.nvjpeg_wait_s, t.reduce_s,
+          t.histogram_s, t.cpu_s, 1e-9 * (double)atomic_load(&st->output_ns),
+          t.close_s, t.context_s, t.nvjpeg_s, t.ready_s, t.ready_last_s,
+          t.first_submit_s, t.first_batch_s, t.last_batch_s, t.input_end_s,
+          t.closed_s, t.shutdown_s, t.stage_end_s, t.teardown_s, t.items,
+          t.batches, t.max_batch, t.hardware, t.hybrid, t.cpu);
+}
+
+/* The batch runner's word that no work will run any more: the engine's
+ * device stage stops waiting for fuller batches and closes its lanes as
+ * they run dry. */
+static void input_drained(void *ctx) {
+  run_state *st = ctx;
+  imgstat_engine_input_end(st->engine);
 }
 
 /* The dataset record after the images' (--dataset), and its PNG. */
@@ -1561,6 +1574,8 @@ int ist_stats_main(int argc, char **argv) {
   knob = getenv("IMGSTAT_JPEG_BATCH");
   if (knob && atoi(knob) > 0)
     opt.engine.jpeg_batch = atoi(knob);
+  knob = getenv("IMGSTAT_JPEG_OWN_HANDLES");
+  opt.engine.jpeg_own_handles = knob && atoi(knob) > 0;
   opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
   /* the CPU's lanes for auto's rule: the workers, at most one per core */
   opt.engine.workers = workers > 0 && workers < cores ? workers : cores;
@@ -1647,6 +1662,7 @@ int ist_stats_main(int argc, char **argv) {
     cfg.next = next_input;
     cfg.work = work_input;
     cfg.deliver = deliver_input;
+    cfg.drained = input_drained;
     cfg.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
     s = imgstat_batch_run(&cfg, NULL, &err);
     flush_stdout(&st);
@@ -1659,8 +1675,11 @@ int ist_stats_main(int argc, char **argv) {
     st.any_failed = 1;
   }
   draw_progress(&st, 1);
-  if (st.stage_times)
+  if (st.stage_times) {
+    /* the teardown timed too: the GPU side of the engine goes now */
+    imgstat_engine_shutdown(st.engine);
     print_stage_times(&st);
+  }
   int print_ds = st.ds && s == IMGSTAT_OK && !st.write_failed;
   st.cancel_status = ist_cli_cancel_status();
   if (opt.mpi)

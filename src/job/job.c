@@ -77,7 +77,19 @@ typedef struct gpu_start {
   pthread_cond_t *fin_cv;
   int fin;
   int launched; /* the thread was started (set once, never cleared) */
+  int prepare;  /* make the decoders' states now (the one-image path's) */
+  /* the start-up's phases, from t0 (the engine's creation), for the
+   * per-stage table: the first context ready, its JPEG decoder ready */
+  struct timespec t0;
+  double context_s, jpeg_s;
 } gpu_start;
+
+static double since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) +
+         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
 
 static void gpus_destroy(gpu_start *s) {
   for (int k = 0; k < s->ngpus; k++) {
@@ -91,9 +103,41 @@ static void gpus_destroy(gpu_start *s) {
   s->ngpus = 0;
 }
 
+/* A device's JPEG decoder made on a thread of its own while the start-up
+ * thread makes the device's context: both wait for the CUDA context's
+ * creation, then nvJPEG's handles (the long part of its start-up) overlap
+ * the context's own set-up (slot, staging, warm-up kernels). */
+typedef struct jpeg_early {
+  pthread_t thread;
+  int device; /* as given to imgstat_gpu_create (-1: the current one) */
+  int prepare;
+  imgstat_gpu_jpeg *dec;
+  imgstat_status status;
+  imgstat_error err;
+  struct timespec t0;
+  double done_s; /* from t0 */
+} jpeg_early;
+
+static void *jpeg_early_main(void *arg) {
+  jpeg_early *j = arg;
+  j->status = imgstat_gpu_jpeg_create_on(j->device, &j->dec, &j->err);
+  if (j->status == IMGSTAT_OK && j->prepare)
+    j->status = imgstat_gpu_jpeg_prepare(j->dec, &j->err);
+  if (j->status != IMGSTAT_OK) {
+    imgstat_gpu_jpeg_destroy(j->dec);
+    j->dec = NULL;
+  }
+  j->done_s = since(&j->t0);
+  return NULL;
+}
+
 /* A GPU's JPEG decoder and its batches; a decoder that cannot start fails
- * the GPU only when it is needed (--jpeg-decoder gpu). */
-static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g,
+ * the GPU only when it is needed (--jpeg-decoder gpu). The decoder comes
+ * from early (made beside the context) when it was started and is on the
+ * context's device, else it is made here. Its state is made only for the
+ * one-image path (prepare): the device stage's lanes make decoders of their
+ * own, sharing its handles, each on its own thread and all at once. */
+static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
                                  imgstat_error *err) {
   jpeg_batcher *b = &g->batch;
   memset(b, 0, sizeof *b);
@@ -101,14 +145,38 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g,
   int ok = pthread_mutex_init(&b->lock, NULL) == 0;
   ok = ok && pthread_cond_init(&b->arrived, NULL) == 0;
   ok = ok && pthread_cond_init(&b->finished, NULL) == 0;
-  if (!ok)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
   g->jpeg = NULL;
-  if (!s->jpeg)
-    return IMGSTAT_OK;
+  if (early && early->dec &&
+      imgstat_gpu_jpeg_device(early->dec) != imgstat_gpu_device(g->gpu)) {
+    imgstat_gpu_jpeg_destroy(early->dec); /* not the context's device */
+    early = NULL;
+  }
+  if (!ok || !s->jpeg) {
+    if (early)
+      imgstat_gpu_jpeg_destroy(early->dec);
+    return ok ? IMGSTAT_OK
+              : imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
+  }
   imgstat_error why;
   memset(&why, 0, sizeof why);
-  imgstat_status st = imgstat_gpu_jpeg_create(g->gpu, &g->jpeg, &why);
+  imgstat_status st;
+  if (early) {
+    st = early->status;
+    g->jpeg = early->dec;
+    why = early->err;
+    if (s->jpeg_s == 0)
+      s->jpeg_s = early->done_s;
+  } else {
+    st = imgstat_gpu_jpeg_create(g->gpu, &g->jpeg, &why);
+    if (st == IMGSTAT_OK && s->prepare)
+      st = imgstat_gpu_jpeg_prepare(g->jpeg, &why);
+    if (st != IMGSTAT_OK) {
+      imgstat_gpu_jpeg_destroy(g->jpeg);
+      g->jpeg = NULL;
+    }
+    if (s->jpeg_s == 0)
+      s->jpeg_s = since(&s->t0);
+  }
   if (st != IMGSTAT_OK && s->jpeg == 2)
     return imgstat_error_set(err, st, "nvJPEG: %s", why.message);
   return IMGSTAT_OK;
@@ -134,13 +202,27 @@ static imgstat_status gpus_create(gpu_start *s) {
     gpu_slot *g = &s->gpus[k];
     imgstat_error err;
     memset(&err, 0, sizeof err);
+    /* the JPEG decoder beside the context (see jpeg_early) */
+    jpeg_early early;
+    memset(&early, 0, sizeof early);
+    early.device = list[k];
+    early.prepare = s->prepare;
+    early.t0 = s->t0;
+    int beside = s->jpeg && pthread_create(&early.thread, NULL, jpeg_early_main,
+                                           &early) == 0;
     imgstat_status st = imgstat_gpu_create(list[k], &g->gpu, &err);
     if (st == IMGSTAT_OK && !g->gpu)
       st = imgstat_error_set(&err, IMGSTAT_ERR_DEVICE,
                              "the GPU backend returned no context");
+    if (st == IMGSTAT_OK && s->context_s == 0)
+      s->context_s = since(&s->t0);
+    if (beside)
+      pthread_join(early.thread, NULL);
     if (st == IMGSTAT_OK) {
       s->ngpus = k + 1; /* gpus_destroy frees it from here on */
-      st = jpeg_start(s, g, &err);
+      st = jpeg_start(s, g, beside ? &early : NULL, &err);
+    } else if (beside) {
+      imgstat_gpu_jpeg_destroy(early.dec);
     }
     if (st != IMGSTAT_OK) {
       gpus_destroy(s);
@@ -330,6 +412,7 @@ struct imgstat_engine {
   imgstat_error stage_err;
   struct timespec created;
   imgstat_engine_times times; /* under stage_lock */
+  int shut;                   /* imgstat_engine_shutdown ran */
 };
 
 const char *imgstat_backend_name(imgstat_backend backend) {
@@ -480,6 +563,10 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
   e->start.fin_lock = &e->stage_lock;
   e->start.fin_cv = &e->start_fin;
   clock_gettime(CLOCK_MONOTONIC, &e->created);
+  e->start.t0 = e->created;
+  /* --verify decodes on the one-image path (not the stage): its decoder's
+   * state is made with the rest of the start-up */
+  e->start.prepare = e->opt.verify;
   e->start.ndevices = e->opt.ndevices;
   if (e->opt.ndevices > 0)
     memcpy(e->start.devices, e->opt.devices, sizeof e->opt.devices);
@@ -515,13 +602,40 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
   return IMGSTAT_OK;
 }
 
+void imgstat_engine_shutdown(imgstat_engine *e) {
+  if (!e || e->shut)
+    return;
+  e->shut = 1;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* the stage's lanes use the GPUs: they go first */
+  imgstat_stage_destroy(e->stage, NULL);
+  e->stage = NULL;
+  double stage_s = since(&t0);
+  gpu_start_end(&e->start);
+  pthread_mutex_lock(&e->stage_lock);
+  e->times.stage_end_s = stage_s;
+  e->times.teardown_s = since(&t0);
+  e->times.shutdown_s = since(&e->created);
+  pthread_mutex_unlock(&e->stage_lock);
+}
+
 void imgstat_engine_destroy(imgstat_engine *e) {
   if (!e)
     return;
-  /* the stage's lanes use the GPUs: they go first */
-  imgstat_stage_destroy(e->stage, NULL);
-  gpu_start_end(&e->start);
+  imgstat_engine_shutdown(e);
   engine_free(e);
+}
+
+void imgstat_engine_input_end(imgstat_engine *e) {
+  if (!e)
+    return;
+  pthread_mutex_lock(&e->stage_lock);
+  imgstat_stage *s = e->stage;
+  if (e->times.input_end_s == 0)
+    e->times.input_end_s = since(&e->created);
+  pthread_mutex_unlock(&e->stage_lock);
+  imgstat_stage_end(s);
 }
 
 void imgstat_engine_set_workload(imgstat_engine *e, uint64_t items) {
@@ -828,6 +942,21 @@ static void free_histograms(imgstat_job_result *res) {
   memset(res->hist_figures, 0, sizeof res->hist_figures);
 }
 
+/* The figures of channel c of img from its histogram h, by the CPU's rule
+ * (moments from the counts; a float image's from its samples): every path
+ * that has a histogram ends here. */
+static void hist_figures(const imgstat_image *img, int c,
+                         const imgstat_histogram *h,
+                         const imgstat_stats_request *req,
+                         imgstat_hist_figures *f) {
+  imgstat_moments m;
+  if (img->sample == IMGSTAT_F32)
+    imgstat_image_moments_f32(img, c, &m);
+  else
+    imgstat_moments_from_histogram(h, &m);
+  imgstat_hist_figures_compute(h, &m, req->percentiles, req->npercentiles, f);
+}
+
 /* The histograms of every channel and their figures, on the GPU (e's
  * context) or on the CPU. A failure is returned with nothing kept: the
  * caller applies the policy. */
@@ -859,13 +988,8 @@ static imgstat_status histograms_on(gpu_slot *g, imgstat_gpu_image *d,
       free_histograms(res);
       return st;
     }
-    imgstat_moments m;
-    if (img->sample == IMGSTAT_F32)
-      imgstat_image_moments_f32(img, c, &m);
-    else
-      imgstat_moments_from_histogram(h, &m);
     imgstat_hist_figures *f = &res->hist_figures[c];
-    imgstat_hist_figures_compute(h, &m, req->percentiles, nreq, f);
+    hist_figures(img, c, h, req, f);
     if (g && h->total) {
       /* the device scan's percentiles (equal to the CPU's by construction) */
       f->median = v[0];
@@ -1280,13 +1404,6 @@ const char *imgstat_engine_jpeg_backend(imgstat_engine *e) {
 /* ---- the device stage: JPEGs streamed to nvJPEG ----------------------------
  */
 
-static double since(const struct timespec *a) {
-  struct timespec b;
-  clock_gettime(CLOCK_MONOTONIC, &b);
-  return (double)(b.tv_sec - a->tv_sec) +
-         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
-}
-
 /* A JPEG handed to the stage: a copy of the file's bytes, not its open
  * decoder (which holds the file open: a thousand of them in flight would
  * run out of descriptors). */
@@ -1302,16 +1419,16 @@ typedef struct stage_job {
   void *done_ctx;
 } stage_job;
 
-/* One lane: a decoder of its own (lane 0: the GPU's, made at the start),
- * its batch's items and partials. */
+/* One lane: a decoder of its own (sharing the nvJPEG handles of its GPU's,
+ * made at the start), its batch's items, partials and counts. */
 typedef struct stage_lane {
   imgstat_engine *e;
   gpu_slot *g;
   imgstat_gpu_jpeg *jpeg;
-  int own;
   int cap;
   imgstat_gpu_jpeg_item *items;
   imgstat_partial *parts;
+  uint64_t *counts; /* the batch's histograms, 256 per channel */
 } stage_lane;
 
 static void add_time(imgstat_engine *e, double *field, double s) {
@@ -1323,6 +1440,11 @@ static void add_time(imgstat_engine *e, double *field, double s) {
 static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
                                 imgstat_error *err) {
   imgstat_engine *e = ctx;
+  /* libnvjpeg loaded here, while the start-up thread makes the CUDA
+   * context (the start-up's handles then find it loaded; the outcome is
+   * the same whichever thread loads it) */
+  if (e->start.jpeg)
+    (void)imgstat_gpu_jpeg_load(NULL, NULL);
   /* The start-up's end, waited for without the engine's lock: the join
    * (decide) would hold it for a second, and the workers that read and
    * check the next files take it. */
@@ -1345,30 +1467,59 @@ static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   l->e = e;
   l->g = g;
-  l->jpeg = g->jpeg;
-  if (lane > 0) {
-    imgstat_status st = imgstat_gpu_jpeg_create(g->gpu, &l->jpeg, err);
-    if (st != IMGSTAT_OK) {
-      free(l);
-      return st;
-    }
-    l->own = 1;
+  /* Every lane's decoder state is made here, on the lane's thread, the
+   * lanes of a device at once; they share the GPU's handles (made once, at
+   * the start) unless told to make their own (IMGSTAT_JPEG_OWN_HANDLES, to
+   * measure the difference). */
+  (void)lane;
+  imgstat_status st =
+      e->opt.jpeg_own_handles
+          ? imgstat_gpu_jpeg_create(g->gpu, &l->jpeg, err)
+          : imgstat_gpu_jpeg_create_sibling(g->jpeg, &l->jpeg, err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_jpeg_prepare(l->jpeg, err);
+  if (st != IMGSTAT_OK) {
+    imgstat_gpu_jpeg_destroy(l->jpeg);
+    free(l);
+    return st;
   }
   pthread_mutex_lock(&e->stage_lock);
+  double t = since(&e->created);
   if (e->times.ready_s == 0)
-    e->times.ready_s = since(&e->created);
+    e->times.ready_s = t;
+  if (t > e->times.ready_last_s)
+    e->times.ready_last_s = t;
   pthread_mutex_unlock(&e->stage_lock);
   *out = l;
   return IMGSTAT_OK;
 }
 
+/* A lane's end (once the input has ended, or at the stage's destruction):
+ * its decoder goes on its own thread, beside the other lanes' and the
+ * output of the last records. */
 static void lane_close(void *ctx) {
   stage_lane *l = ctx;
-  if (l->own)
-    imgstat_gpu_jpeg_destroy(l->jpeg);
+  imgstat_engine *e = l->e;
+  imgstat_gpu_jpeg_times jt;
+  imgstat_gpu_jpeg_times_get(l->jpeg, &jt);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  imgstat_gpu_jpeg_destroy(l->jpeg);
   free(l->items);
   free(l->parts);
+  free(l->counts);
   free(l);
+  pthread_mutex_lock(&e->stage_lock);
+  imgstat_engine_times *t = &e->times;
+  t->parse_s += jt.parse_s;
+  t->alloc_s += jt.alloc_s;
+  t->nvjpeg_host_s += jt.host_s;
+  t->nvjpeg_wait_s += jt.wait_s;
+  t->close_s += since(&t0);
+  double end = since(&e->created);
+  if (end > t->closed_s)
+    t->closed_s = end;
+  pthread_mutex_unlock(&e->stage_lock);
 }
 
 static int reserve_none(void *ctx, uint64_t bytes) {
@@ -1377,23 +1528,34 @@ static int reserve_none(void *ctx, uint64_t bytes) {
   return 1;
 }
 
-/* The histograms of a decoded item from its device planes (its statistics
- * are in res already). 0: failed (the caller takes the one-image path,
- * which applies the policy). */
-static int jpeg_device_histograms(stage_lane *l,
-                                  const imgstat_gpu_jpeg_item *it,
-                                  const imgstat_stats_request *req,
-                                  imgstat_job_result *res) {
-  imgstat_image shape;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_gpu_image *d = NULL;
-  imgstat_status st = jpeg_wrap(l->g, it, &shape, &d, &err);
-  if (st == IMGSTAT_OK)
-    st = histograms_on(l->g, d, &shape, req, res, &err);
-  imgstat_gpu_image_release(l->g->gpu, d);
-  if (st != IMGSTAT_OK)
+/* The histograms of a decoded item from its batch's counts (counts: the
+ * item's IMGSTAT_MAX_CHANNELS x 256), with their figures by the CPU's rule
+ * (its statistics are in res already). 0: failed, nothing kept (the caller
+ * takes the one-image path, which applies the policy). */
+static int jpeg_batch_histograms(const imgstat_gpu_jpeg_item *it,
+                                 const uint64_t *counts,
+                                 const imgstat_stats_request *req,
+                                 imgstat_job_result *res) {
+  if (req->npercentiles < 0 || req->npercentiles > IMGSTAT_MAX_PERCENTILES)
     return 0;
+  imgstat_image shape;
+  memset(&shape, 0, sizeof shape);
+  shape.width = it->width;
+  shape.height = it->height;
+  shape.channels = it->channels;
+  shape.sample = IMGSTAT_U8;
+  for (int c = 0; c < it->channels; c++) {
+    imgstat_histogram *h = &res->hist[c];
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    if (imgstat_histogram_alloc(h, IMGSTAT_U8, 0, 0, 0, &err) != IMGSTAT_OK) {
+      free_histograms(res);
+      return 0;
+    }
+    memcpy(h->counts, counts + (size_t)256 * c, 256 * sizeof *h->counts);
+    h->total = (uint64_t)it->width * it->height;
+    hist_figures(&shape, c, h, req, &res->hist_figures[c]);
+  }
   res->has_histograms = 1;
   res->hist_backend = IMGSTAT_BACKEND_GPU;
   return 1;
@@ -1413,9 +1575,9 @@ static void jpeg_reopened_on_cpu(imgstat_engine *e, stage_job *j,
   imgstat_decoder_close(d);
 }
 
-/* One batch: decode, the batch's statistics in one launch, histograms per
- * image; the files nvJPEG refused on the CPU decoder; a GPU failure by the
- * policy (per item, as the one-image path). */
+/* One batch: decode, the batch's statistics and histograms in one launch
+ * each (one synchronisation); the files nvJPEG refused on the CPU decoder;
+ * a GPU failure by the policy (per item, as the one-image path). */
 static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
                                int n, imgstat_error *err) {
   stage_lane *l = ctx;
@@ -1424,9 +1586,17 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   if (n > l->cap) {
     free(l->items);
     free(l->parts);
+    free(l->counts);
     l->items = calloc((size_t)n, sizeof *l->items);
     l->parts = calloc((size_t)n * IMGSTAT_MAX_CHANNELS, sizeof *l->parts);
-    l->cap = l->items && l->parts ? n : 0;
+    l->counts =
+        calloc((size_t)n * IMGSTAT_MAX_CHANNELS * 256, sizeof *l->counts);
+    l->cap = l->items && l->parts && l->counts ? n : 0;
+  }
+  int any_hist = 0;
+  for (int k = 0; k < n; k++) {
+    const imgstat_stats_request *req = ((stage_job *)items[k]->user)->req;
+    any_hist |= req && req->histograms;
   }
   imgstat_error derr;
   memset(&derr, 0, sizeof derr);
@@ -1434,6 +1604,10 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   imgstat_status sst = IMGSTAT_ERR_NOMEM;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  pthread_mutex_lock(&e->stage_lock);
+  if (e->times.first_submit_s == 0)
+    e->times.first_submit_s = since(&e->created);
+  pthread_mutex_unlock(&e->stage_lock);
   if (l->cap >= n) {
     for (int k = 0; k < n; k++)
       l->items[k] = ((stage_job *)items[k]->user)->item;
@@ -1446,7 +1620,8 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   imgstat_error serr;
   memset(&serr, 0, sizeof serr);
   if (dst == IMGSTAT_OK)
-    sst = imgstat_gpu_jpeg_stats(l->jpeg, l->items, n, l->parts, &serr);
+    sst = imgstat_gpu_jpeg_reduce(l->jpeg, l->items, n, l->parts,
+                                  any_hist ? l->counts : NULL, &serr);
   double reduce_s = since(&t0);
   double hist_s = 0, cpu_s = 0;
   uint64_t hw = 0, hy = 0, cpu = 0;
@@ -1465,7 +1640,10 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
         memcpy(res->partial, &l->parts[(size_t)k * IMGSTAT_MAX_CHANNELS],
                sizeof(imgstat_partial) * (size_t)it->channels);
         res->backend = IMGSTAT_BACKEND_GPU;
-        finished = !with_hist || jpeg_device_histograms(l, it, j->req, res);
+        finished = !with_hist ||
+                   jpeg_batch_histograms(
+                       it, &l->counts[(size_t)k * IMGSTAT_MAX_CHANNELS * 256],
+                       j->req, res);
       }
       if (!finished) /* the one-image path, with the policy's fallback */
         finished = jpeg_device_item(e, l->g, it, j->req, res);
@@ -1487,8 +1665,11 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   }
   pthread_mutex_lock(&e->stage_lock);
   imgstat_engine_times *t = &e->times;
+  double end = since(&e->created);
   if (t->first_batch_s == 0)
-    t->first_batch_s = since(&e->created);
+    t->first_batch_s = end;
+  if (end > t->last_batch_s)
+    t->last_batch_s = end;
   t->decode_s += decode_s;
   t->reduce_s += reduce_s;
   t->histogram_s += hist_s;
@@ -1630,4 +1811,10 @@ void imgstat_engine_times_get(imgstat_engine *e, imgstat_engine_times *out) {
   pthread_mutex_lock(&e->stage_lock);
   *out = e->times;
   pthread_mutex_unlock(&e->stage_lock);
+  /* the start-up's phases: final once the start-up is over (a lane opened
+   * after it, or the engine shut down) */
+  if (out->ready_s > 0 || e->shut) {
+    out->context_s = e->start.context_s;
+    out->nvjpeg_s = e->start.jpeg_s;
+  }
 }

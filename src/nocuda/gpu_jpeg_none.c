@@ -3,6 +3,7 @@
 #include "imgstat_cuda_jpeg.h"
 
 #include <stddef.h>
+#include <string.h>
 
 static imgstat_status no_nvjpeg(imgstat_error *err) {
   return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
@@ -28,7 +29,42 @@ imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu, imgstat_gpu_jpeg **out,
   return no_nvjpeg(err);
 }
 
+imgstat_status imgstat_gpu_jpeg_create_on(int device, imgstat_gpu_jpeg **out,
+                                          imgstat_error *err) {
+  (void)device;
+  if (out)
+    *out = NULL;
+  return no_nvjpeg(err);
+}
+
+int imgstat_gpu_jpeg_device(const imgstat_gpu_jpeg *dec) {
+  (void)dec;
+  return -1;
+}
+
+imgstat_status imgstat_gpu_jpeg_create_sibling(const imgstat_gpu_jpeg *of,
+                                               imgstat_gpu_jpeg **out,
+                                               imgstat_error *err) {
+  (void)of;
+  if (out)
+    *out = NULL;
+  return no_nvjpeg(err);
+}
+
+imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *dec,
+                                        imgstat_error *err) {
+  (void)dec;
+  return no_nvjpeg(err);
+}
+
 void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *dec) { (void)dec; }
+
+void imgstat_gpu_jpeg_times_get(const imgstat_gpu_jpeg *dec,
+                                imgstat_gpu_jpeg_times *out) {
+  (void)dec;
+  if (out)
+    memset(out, 0, sizeof *out);
+}
 
 const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *dec) {
   (void)dec;
@@ -70,5 +106,17 @@ imgstat_status imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *dec,
   (void)items;
   (void)n;
   (void)out;
+  return no_nvjpeg(err);
+}
+
+imgstat_status imgstat_gpu_jpeg_reduce(imgstat_gpu_jpeg *dec,
+                                       const imgstat_gpu_jpeg_item *items,
+                                       int n, imgstat_partial *out,
+                                       uint64_t *counts, imgstat_error *err) {
+  (void)dec;
+  (void)items;
+  (void)n;
+  (void)out;
+  (void)counts;
   return no_nvjpeg(err);
 }

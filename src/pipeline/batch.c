@@ -76,6 +76,8 @@ struct engine {
   uint64_t head, fed, next_start, admit;
   uint64_t budget, in_flight, peak, ran;
   int eof, shutdown, inline_mode;
+  int running; /* works running now */
+  int drained; /* cfg->drained was called */
   atomic_int cancelled;
 };
 
@@ -136,20 +138,37 @@ static void cancel_locked(engine *e) {
   pthread_cond_broadcast(&e->main_cv);
 }
 
+/* Tells the caller, once, that no work will start or run any more: the
+ * feeding has ended (or the run was cancelled) and every work started has
+ * returned (deferred items may still be pending). The lock is held on entry
+ * and on return, not during the callback. */
+static void tell_drained(engine *e) {
+  if (!e->cfg->drained || e->drained || e->running > 0 ||
+      e->next_start != e->fed || !(e->eof || atomic_load(&e->cancelled)))
+    return;
+  e->drained = 1;
+  pthread_mutex_unlock(&e->m);
+  e->cfg->drained(e->cfg->ctx);
+  pthread_mutex_lock(&e->m);
+}
+
 /* Starts the next queued item and runs its work (the lock is held on entry
  * and on return, not during the work). */
 static void run_one(engine *e) {
   uint64_t i = e->next_start++;
   slot *s = slot_of(e, i);
   s->state = SLOT_RUNNING;
+  e->running++;
   pthread_mutex_unlock(&e->m);
   imgstat_task task = {e, i, s};
   e->cfg->work(e->cfg->ctx, &task, s->item, s->result);
   pthread_mutex_lock(&e->m);
   s->state = s->deferred && !s->completed ? SLOT_DEFERRED : SLOT_DONE;
   e->ran++;
+  e->running--;
   pass_turn(e, s);
   pthread_cond_signal(&e->main_cv);
+  tell_drained(e);
 }
 
 static void *worker(void *arg) {
@@ -266,6 +285,7 @@ static imgstat_status main_loop(engine *e, imgstat_error *err) {
   for (;;) {
     if (flag_set(e))
       cancel_locked(e);
+    tell_drained(e);
     if (e->head < e->fed) {
       slot *s = slot_of(e, e->head);
       if (s->state == SLOT_DONE || s->state == SLOT_SKIPPED) {

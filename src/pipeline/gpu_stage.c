@@ -36,7 +36,9 @@ struct imgstat_stage {
   imgstat_stage_item *head, **tail;
   uint64_t queued, queued_pixels;
   int flushed, closing, cancelled;
+  int ended;   /* imgstat_stage_end: lanes close once the queue is empty */
   int pending; /* lanes not opened yet */
+  int busy;    /* lanes running a batch */
   int dead;    /* no lane opened: items finish with open_err */
   imgstat_status open_status;
   imgstat_error open_err;
@@ -81,6 +83,12 @@ static int batch_full(const imgstat_stage *s) {
          s->queued_pixels >= s->ops.batch_pixels;
 }
 
+/* Whether work waits that the lanes running cannot take at once: a whole
+ * batch, or items while a lane is running one (under the lock). */
+static int more_than_taken(const imgstat_stage *s) {
+  return s->head && (batch_full(s) || s->busy > 0);
+}
+
 /* Takes a batch off the queue's head into items (under the lock). */
 static int take_batch(imgstat_stage *s, imgstat_stage_item **items, int cap) {
   int n = 0;
@@ -111,12 +119,13 @@ static void *lane_main(void *arg) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   if (l->index > 0) {
-    /* a device's further lanes open once there is work: a short run does
-     * not wait for their start at its end */
+    /* a device's further lanes open once more waits than the lanes open
+     * take: a whole batch, or items while a lane is busy. A run of less
+     * than a batch neither waits for their start nor for their end. */
     pthread_mutex_lock(&s->m);
-    while (!s->head && !s->closing && !s->dead)
+    while (!more_than_taken(s) && !s->closing && !s->dead && !s->ended)
       pthread_cond_wait(&s->cv, &s->m);
-    int idle = !s->head;
+    int idle = !more_than_taken(s);
     imgstat_stage_item *orphans = NULL;
     if (idle) {
       s->pending--;
@@ -169,12 +178,14 @@ static void *lane_main(void *arg) {
   for (;;) {
     struct timespec idle0;
     clock_gettime(CLOCK_MONOTONIC, &idle0);
-    while (!s->head && !s->closing)
+    while (!s->head && !s->closing && !s->ended)
       pthread_cond_wait(&s->cv, &s->m);
-    if (!s->head && s->closing)
+    if (!s->head && (s->closing || s->ended))
       break;
-    /* linger for a fuller batch, unless told the input has paused */
-    if (s->ops.linger_us > 0 && !batch_full(s) && !s->flushed && !s->closing) {
+    /* linger for a fuller batch, unless told the input has paused or
+     * ended */
+    if (s->ops.linger_us > 0 && !batch_full(s) && !s->flushed && !s->closing &&
+        !s->ended) {
       struct timespec until;
       clock_gettime(CLOCK_MONOTONIC, &until);
       until.tv_nsec += (long)s->ops.linger_us * 1000L;
@@ -182,7 +193,8 @@ static void *lane_main(void *arg) {
         until.tv_nsec -= 1000000000L;
         until.tv_sec++;
       }
-      while (s->head && !batch_full(s) && !s->flushed && !s->closing) {
+      while (s->head && !batch_full(s) && !s->flushed && !s->closing &&
+             !s->ended) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (now.tv_sec > until.tv_sec ||
@@ -197,6 +209,9 @@ static void *lane_main(void *arg) {
     int n = take_batch(s, items, cap);
     if (n == 0)
       continue;
+    s->busy++;
+    if (s->head) /* what is left: a lane not open yet may take it */
+      pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->m);
     for (int k = 0; k < n; k++)
       items[k]->device = l->device;
@@ -210,6 +225,7 @@ static void *lane_main(void *arg) {
     for (int k = 0; k < n; k++)
       s->ops.done(s->ops.ctx, items[k], st, 0, &err);
     pthread_mutex_lock(&s->m);
+    s->busy--;
     s->report.run_s += run_s;
     s->report.items += (uint64_t)n;
     s->report.batches++;
@@ -303,13 +319,17 @@ void imgstat_stage_submit(imgstat_stage *s, imgstat_stage_item *item) {
     return;
   item->next_ = NULL;
   pthread_mutex_lock(&s->m);
-  if (s->dead || s->cancelled) {
+  if (s->dead || s->cancelled || s->ended) {
     int cancelled = s->cancelled;
-    imgstat_status st = cancelled ? IMGSTAT_ERR_ARG : s->open_status;
+    int late = !cancelled && !s->dead;
+    imgstat_status st = cancelled || late ? IMGSTAT_ERR_ARG : s->open_status;
     imgstat_error e = s->open_err;
     pthread_mutex_unlock(&s->m);
     if (cancelled)
       imgstat_error_set(&e, IMGSTAT_ERR_ARG, "cancelled");
+    else if (late) /* the caller's mistake: its lanes may be gone */
+      imgstat_error_set(&e, IMGSTAT_ERR_ARG,
+                        "an item handed to the device stage after its end");
     s->ops.done(s->ops.ctx, item, st, cancelled, &e);
     return;
   }
@@ -328,6 +348,15 @@ void imgstat_stage_flush(imgstat_stage *s) {
     return;
   pthread_mutex_lock(&s->m);
   s->flushed = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->m);
+}
+
+void imgstat_stage_end(imgstat_stage *s) {
+  if (!s)
+    return;
+  pthread_mutex_lock(&s->m);
+  s->ended = 1;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->m);
 }

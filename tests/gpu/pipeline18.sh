@@ -31,11 +31,10 @@ lib_gpu_prelude
 STEPS=${1:-build,test,check,bench,sanitize}
 L=$OUT/pipeline18.log
 : >"$L"
-log() { echo "$*" | tee -a "$L"; }
-has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 ROWS=$OUT/pipeline18.rows
 : >"$ROWS"
-row() { echo "$*" >>"$ROWS"; } # the summary table's lines
+. tests/gpu/p18_lib.sh
+rm -f "$OUT/p18-hung"
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
 BD=$ROOT/build-p18
 BIN=$BD/imgstat
@@ -43,116 +42,15 @@ T0=$(date +%s)
 log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l), $(nproc) cores, tree $(git rev-parse --short HEAD 2>/dev/null || echo "(no git)")"
 
 if has build; then
-  t=$(date +%s)
-  [ -f "$BD/CMakeCache.txt" ] || timeout -k 5 120 cmake -S . -B "$BD" -DIMGSTAT_ENABLE_CUDA=ON \
-    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >"$OUT/p18-build.log" 2>&1
-  timeout -k 5 360 cmake --build "$BD" -j"$(nproc)" --target imgstat test_stage \
-    test_gpu_batch test_jpeg_gpu >>"$OUT/p18-build.log" 2>&1
-  rc=$?
-  log "build: rc=$rc ($(($(date +%s) - t)) s); $(grep -E 'nvJPEG|TurboJPEG|MPI' "$OUT/p18-build.log" | tr '\n' ' ' | head -c 300)"
-  if [ $rc -ne 0 ]; then
-    grep -E "error|Error" "$OUT/p18-build.log" | head -20 | tee -a "$L"
-    row "build | FAILED (rc $rc): nothing else can run"
-  fi
+  p18_build "$OUT/p18-build.log" 360 imgstat test_stage test_gpu_batch test_jpeg_gpu
 fi
-if [ ! -x "$BIN" ]; then
-  log "no $BIN: stop"
-  exit 1
-fi
-log "binary: $("$BIN" --version 2>&1 | tr '\n' ' ')"
+p18_binary
 
-# run_test NAME LIMIT: a CUnit executable, its summary lines
-run_test() {
-  local t=$(date +%s)
-  timeout -k 5 "$2" "$BD/tests/$1" >"$OUT/p18-$1.log" 2>&1
-  local rc=$?
-  log "test $1: rc=$rc ($(($(date +%s) - t)) s)"
-  grep -E "^device|Test:.*FAILED|DIFFERS|asserts|tests |skipped|batched:|kernel:" "$OUT/p18-$1.log" | head -20 | tee -a "$L"
-  [ $rc -eq 0 ] && row "test $1 | PASS" || row "test $1 | FAIL (rc $rc)"
-}
 if has test; then
   run_test test_stage 60
   run_test test_gpu_batch 120
   run_test test_jpeg_gpu 120
 fi
-
-# the folders: 500 x 12 MP and 6,000 x 0.5 MP, generated once; the 1,500
-# and 2,000 sets are links (the 1,500 cycle over the 500: same decode work)
-BIG=/tmp/imgstat-p18-big
-SMALL=/tmp/imgstat-p18-small
-make_sets() {
-  [ -d $BIG ] && [ -d $SMALL ] && [ -d /tmp/p18-2000 ] && return 0
-  local t=$(date +%s)
-  timeout -k 5 150 bash -c ". tests/gpu/bench_lib.sh; bench_jpegs $BIG 500" || log "making $BIG failed"
-  timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_small_jpegs $SMALL 6000" || log "making $SMALL failed"
-  rm -rf /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check && mkdir -p /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check
-  for r in a b c; do for f in $BIG/*.jpg; do ln -s "$f" /tmp/p18-1500/$r$(basename "$f"); done; done
-  ls $SMALL/*.jpg | head -2000 | xargs -I{} ln -s {} /tmp/p18-2000/
-  # the check set: 20 large, 200 small, the corpus's JPEGs, one damaged
-  ls $BIG/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-check/
-  ls $SMALL/*.jpg | head -200 | xargs -I{} cp {} /tmp/p18-check/
-  [ -d .corpus/photos ] && cp .corpus/photos/*.jpg /tmp/p18-check/ 2>/dev/null
-  head -c 60000 $BIG/img0000.jpg >/tmp/p18-check/zz_truncated.jpg
-  cat $BIG/* $SMALL/* >/dev/null
-  log "sets: $(ls $BIG | wc -l) x 12 MP ($(du -sm $BIG | cut -f1) MB), $(ls $SMALL | wc -l) x 0.5 MP ($(du -sm $SMALL | cut -f1) MB), check set $(ls /tmp/p18-check | wc -l) files ($(($(date +%s) - t)) s)"
-}
-
-# cmp_records NAME A B MODE: compares two JSON-lines outputs (python)
-#   MODE mean: same files in order, |dmean| <= 0.01, decoder keys listed
-#   MODE exact: identical records but for the keys backend and decoder
-cmp_records() {
-  python3 - "$2" "$3" "$4" <<'PY' 2>&1
-import json, sys
-def load(p):
-    out = []
-    for line in open(p):
-        line = line.strip()
-        if line:
-            out.append(json.loads(line))
-    return out
-a, b, mode = load(sys.argv[1]), load(sys.argv[2]), sys.argv[3]
-bad = []
-if [r.get("file") for r in a] != [r.get("file") for r in b]:
-    bad.append(f"files differ: {len(a)} vs {len(b)} records")
-dec = {}
-worst = 0.0
-for x, y in zip(a, b):
-    dec[y.get("decoder", "-")] = dec.get(y.get("decoder", "-"), 0) + 1
-    if ("error" in x) != ("error" in y):
-        bad.append(f"{x.get('file')}: error on one side only")
-        continue
-    if "error" in x:
-        continue
-    if mode == "exact":
-        xx = {k: v for k, v in x.items() if k not in ("backend", "decoder")}
-        yy = {k: v for k, v in y.items() if k not in ("backend", "decoder")}
-        if xx != yy:
-            bad.append(f"{x['file']}: records differ")
-    else:
-        for p, q in zip(x["stats"], y["stats"]):
-            if p["count"] != q["count"]:
-                bad.append(f"{x['file']}: counts differ")
-            d = abs(p["mean"] - q["mean"])
-            worst = max(worst, d)
-            if d > 0.01:
-                bad.append(f"{x['file']} {p['channel']}: |dmean| {d:.4f}")
-print(f"{len(b)} records, decoders {dec}, largest |dmean| {worst:.4f}; "
-      + ("OK" if not bad else f"{len(bad)} problems: " + "; ".join(bad[:5])))
-PY
-}
-
-# check NAME CMD...: runs an imgstat command on the check set, limit 120 s
-check_run() {
-  local name=$1
-  shift
-  timeout -k 5 120 "$@" >"$OUT/p18-$name.json" 2>"$OUT/p18-$name.err"
-  local rc=$?
-  log "check run $name: exit $rc, $(wc -l <"$OUT/p18-$name.json") records; stderr: $(grep -v 'stage times' "$OUT/p18-$name.err" | head -c 300 | tr '\n' ' ')"
-}
-verdict() { # NAME RESULT-LINE
-  log "check $1: $2"
-  case "$2" in *" OK") row "check $1 | PASS" ;; *) row "check $1 | FAIL: $(echo "$2" | head -c 120)" ;; esac
-}
 
 if has check; then
   make_sets
@@ -196,29 +94,6 @@ if has check; then
     log "check --mpi: not run (no mpirun)"
   fi
 fi
-
-median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
-# ms_of LIMIT CMD...: the wall milliseconds of one run ("fail" when it
-# failed: its stderr goes to the log)
-ms_of() {
-  local limit=$1
-  shift
-  local s=$(date +%s%N)
-  timeout -k 5 "$limit" "$@" >/dev/null 2>/tmp/p18-run.err
-  local rc=$?
-  local ms=$((($(date +%s%N) - s) / 1000000))
-  if [ $rc -ne 0 ]; then
-    echo "run failed (exit $rc): $* :: $(head -c 300 /tmp/p18-run.err | tr '\n' ' ')" >>"$L"
-    echo fail
-  else
-    echo $ms
-  fi
-}
-med3() {
-  local r=$(for _ in 1 2 3; do ms_of "$@"; done)
-  if echo "$r" | grep -q fail; then echo fail; else echo "$r" | median; fi
-}
-rate() { awk -v n=$1 -v t=$2 'BEGIN{ if (t == "fail") print "-"; else printf "%.0f", n*1000/t }'; }
 
 if has bench; then
   make_sets
@@ -272,33 +147,17 @@ if has bench; then
   done
   # past start-up: the rate between the 500- and the 1,500-file runs, and
   # between the 2,000- and the 6,000-file runs
-  for p in "500 1500 >=400" "2000 6000 >=10000"; do
-    read -r a b goal <<<"$p"
-    if [ -n "${MS[gpu$a]:-}" ] && [ -n "${MS[gpu$b]:-}" ] && [ "${MS[gpu$a]}" != fail ] && [ "${MS[gpu$b]}" != fail ]; then
-      r=$(awk -v a=$a -v b=$b -v ta=${MS[gpu$a]} -v tb=${MS[gpu$b]} 'BEGIN{ if (tb > ta) printf "%.0f", (b-a)*1000/(tb-ta); else print "-" }')
-      log "bench past start-up ($a -> $b files): $r images/s (goal $goal)"
-      row "bench past start-up $a->$b | $r /s | goal $goal"
-    fi
-  done
+  p18_past_startup
 fi
 
 if has sanitize; then
   # the new path first (the batched kernel's own run follows, time allowing)
   make_sets
-  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
-    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
   if [ "$(($(date +%s) - T0))" -gt 460 ]; then
     log "sanitize: past 7.7 minutes, the new path's memcheck left out"
     row "sanitizer memcheck imgstat new path | not run (time)"
   else
-    t=$(date +%s)
-    timeout -k 5 120 compute-sanitizer --tool memcheck --error-exitcode 99 \
-      "$BIN" --json --jpeg-decoder gpu --jpeg-check markers /tmp/p18-san >"$OUT/p18-san-cli.out" 2>"$OUT/p18-sanitizer-cli.log"
-    rc=$?
-    truncate -s "<8M" "$OUT/p18-sanitizer-cli.log"
-    log "compute-sanitizer memcheck imgstat --jpeg-decoder gpu (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/p18-san-cli.out") records"
-    grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/p18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
-    if [ $rc -eq 0 ]; then row "sanitizer memcheck imgstat new path | PASS"; else row "sanitizer memcheck imgstat new path | FAIL (rc $rc)"; fi
+    p18_sanitize_cli "new path" --json --jpeg-decoder gpu --jpeg-check markers
   fi
   for tool in memcheck racecheck; do
     if [ "$(($(date +%s) - T0))" -gt 480 ]; then
@@ -306,17 +165,7 @@ if has sanitize; then
       row "sanitizer $tool test_gpu_batch | not run (time)"
       continue
     fi
-    t=$(date +%s)
-    extra=""
-    [ $tool = memcheck ] && extra="--leak-check full"
-    IMGSTAT_TEST_QUICK=1 timeout -k 5 100 compute-sanitizer --tool $tool $extra --error-exitcode 99 \
-      "$BD/tests/test_gpu_batch" >"$OUT/p18-sanitizer-$tool.log" 2>&1
-    rc=$?
-    truncate -s "<8M" "$OUT/p18-sanitizer-$tool.log"
-    log "compute-sanitizer $tool test_gpu_batch: rc=$rc ($(($(date +%s) - t)) s)"
-    grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Test:.*FAILED|Invalid|Uninitialized" \
-      "$OUT/p18-sanitizer-$tool.log" | sort | uniq -c | head -8 | tee -a "$L"
-    if [ $rc -eq 0 ]; then row "sanitizer $tool test_gpu_batch | PASS"; else row "sanitizer $tool test_gpu_batch | FAIL (rc $rc)"; fi
+    p18_sanitize_test $tool 100
   done
 fi
 

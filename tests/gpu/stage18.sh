@@ -1,0 +1,224 @@
+#!/bin/bash
+# Issue 18 on the GPU host, the stage's fixed costs and batched histograms,
+# in one call of at most ~8.5 minutes (every step under a hard limit, the
+# later ones left out when time runs short), lines appended to
+# $OUT/stage18.log as they come, a summary table last.
+#   build    imgstat, test_stage, test_gpu_batch (build-p18, shared with
+#            tests/gpu/pipeline18.sh) and tests/gpu/nvjpeg_startup.cu
+#   test     test_stage (fake decoder: the input's end, lanes closing by
+#            themselves), test_gpu_batch (batched statistics and histograms
+#            against the one-image kernels and the CPU on the same pixels)
+#   check    on the check set (20 x 12 MP, 200 x 0.5 MP, the corpus's
+#            JPEGs, one damaged): records identical to --verify's (the
+#            CPU's figures of the same nvJPEG pixels), with --histogram too
+#            (batched counts and figures); identical across -j 1,
+#            --devices all, 1 and 3 lanes, 7-file batches, lanes with
+#            handles of their own (IMGSTAT_JPEG_OWN_HANDLES=1) and nvJPEG's
+#            device memory from the stream-ordered pool
+#            (IMGSTAT_JPEG_ASYNC_ALLOC=1)
+#   startup  nvjpeg_startup (each phase of a bare program, the states made
+#            one after another and two at once, stream-ordered memory, their
+#            destruction), then with a decode of 220 x 12 MP and 2,560 x
+#            0.5 MP on one state, two states of one handle on two threads,
+#            two handles; imgstat on one small JPEG with the stage times
+#   bench    whole process, files in the page cache, median of 3: 500 and
+#            1,500 x 12 MP, 2,000 and 6,000 x 0.5 MP (--jpeg-check
+#            markers); the rates past start-up; the stage-times line of
+#            each (with the run's wall time: the process's exit is the
+#            difference from "shutdown"); variants on 500 and 6,000: own
+#            handles, stream-ordered nvJPEG memory, 1 and 3 lanes,
+#            --histogram, 256-file batches (6,000 only); the CPU decoders
+#            once
+#   sanitize compute-sanitizer memcheck (leaks too) and racecheck on
+#            test_gpu_batch (quick set), memcheck on imgstat --histogram
+#            over 24 photos
+# Usage (top of the tree, .deps carried; .corpus for the corpus tests):
+#   tests/gpu/stage18.sh [STEPS]     e.g. build,test,check (default all)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+lib_gpu_prelude
+STEPS=${1:-build,test,check,startup,bench,sanitize}
+L=$OUT/stage18.log
+: >"$L"
+ROWS=$OUT/stage18.rows
+: >"$ROWS"
+BD=$ROOT/build-p18
+BIN=$BD/imgstat
+. tests/gpu/p18_lib.sh
+rm -f "$OUT/p18-hung"
+P18_LIMIT=60 # a check run on the check set takes seconds
+[ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
+T0=$(date +%s)
+elapsed() { echo $(($(date +%s) - T0)); }
+log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l), $(nproc) cores"
+
+STARTUP=$BD/nvjpeg_startup
+if has build; then
+  # the start-up probe meanwhile (nvJPEG from the toolkit, else the one
+  # carried in .deps)
+  NJ=${NVJPEG_ROOT:-/opt/imgstat-deps/nvjpeg}
+  (timeout -k 5 200 nvcc -O2 -std=c++17 -o "$STARTUP" tests/gpu/nvjpeg_startup.cu \
+    -lnvjpeg -lpthread >"$OUT/s18-startup-build.log" 2>&1 ||
+    timeout -k 5 200 nvcc -O2 -std=c++17 -o "$STARTUP" tests/gpu/nvjpeg_startup.cu \
+      -I"$NJ/include" -L"$NJ/lib" -l:libnvjpeg.so.13 -Xlinker -rpath="$NJ/lib" -lpthread \
+      >>"$OUT/s18-startup-build.log" 2>&1) &
+  probe=$!
+  p18_build "$OUT/s18-build.log" 330 imgstat test_stage test_gpu_batch
+  wait $probe
+  log "start-up probe: $([ -x "$STARTUP" ] && echo built || tail -3 "$OUT/s18-startup-build.log")"
+fi
+p18_binary
+
+if has test; then
+  run_test test_stage 60
+  run_test test_gpu_batch 90
+fi
+
+G="--json --jpeg-decoder gpu --jpeg-check markers"
+if has check; then
+  make_sets
+  C=/tmp/p18-check
+  check_run gpu "$BIN" $G $C
+  check_run verify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers $C
+  check_run hist "$BIN" $G --histogram $C
+  check_run histverify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers --histogram $C
+  check_run histj1 "$BIN" $G --histogram -j 1 $C
+  check_run histdev "$BIN" $G --histogram --devices all $C
+  check_run own env IMGSTAT_JPEG_OWN_HANDLES=1 "$BIN" $G --histogram $C
+  check_run lanes1 env IMGSTAT_JPEG_LANES=1 "$BIN" $G --histogram $C
+  check_run lanes3 env IMGSTAT_JPEG_LANES=3 "$BIN" $G --histogram $C
+  check_run batch7 env IMGSTAT_JPEG_BATCH=7 "$BIN" $G --histogram $C
+  check_run asyncalloc env IMGSTAT_JPEG_ASYNC_ALLOC=1 "$BIN" $G --histogram $C
+  verdict "stats vs --verify (same pixels, CPU figures)" "$(cmp_records x $OUT/p18-verify.json $OUT/p18-gpu.json exact)"
+  verdict "--histogram (batched) vs --verify --histogram (CPU)" "$(cmp_records x $OUT/p18-histverify.json $OUT/p18-hist.json exact)"
+  verdict "--histogram -j 1 vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histj1.json exact)"
+  verdict "--histogram --devices all vs one" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histdev.json exact)"
+  verdict "own handles per lane vs shared" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-own.json exact)"
+  verdict "1 lane vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes1.json exact)"
+  verdict "3 lanes vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes3.json exact)"
+  verdict "7-file batches vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-batch7.json exact)"
+  verdict "nvJPEG's memory stream-ordered vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-asyncalloc.json exact)"
+  n=$(grep -c zz_truncated $OUT/p18-gpu.err)
+  [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/p18-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
+  verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/p18-gpu.err | head -1 | head -c 150); $r"
+  grep -q '"histogram"\|"median"' $OUT/p18-hist.json && r=OK || r="no histogram fields"
+  verdict "--histogram records carry the histogram figures" "$(head -c 300 $OUT/p18-hist.json | tr '\n' ' ') ... $r"
+fi
+
+# stage_line NAME CMD...: one run with IMGSTAT_STAGE_TIMES=1, its wall time
+# and its stage-times line
+stage_line() {
+  local name=$1
+  shift
+  hung && return
+  local s=$(date +%s%N)
+  IMGSTAT_STAGE_TIMES=1 timeout -k 5 60 "$@" >/dev/null 2>/tmp/s18-stage.err
+  local rc=$?
+  note_hang $rc "$*"
+  local ms=$((($(date +%s%N) - s) / 1000000))
+  log "stage $name: exit $rc, wall $ms ms; $(grep 'stage times' /tmp/s18-stage.err | sed 's/^imgstat: stage times: //')"
+}
+
+if has startup; then
+  make_sets
+  if [ -x "$STARTUP" ]; then
+    # the phases alone, then with a decode of 220 x 12 MP in batches of 22
+    # and of 2,560 x 0.5 MP in batches of 128 (one state; two states of one
+    # handle on two threads; two handles)
+    for k in 1 2 3; do
+      case $k in
+        1) args="" ;;
+        2) args="22 $(ls $BIG/*.jpg | head -220 | tr '\n' ' ')" ;;
+        3) args="128 $(ls $SMALL/*.jpg | head -2560 | tr '\n' ' ')" ;;
+      esac
+      s=$(date +%s%N)
+      # shellcheck disable=SC2086
+      timeout -k 5 40 "$STARTUP" $args >"$OUT/s18-startup-$k.log" 2>&1
+      rc=$?
+      ms=$((($(date +%s%N) - s) / 1000000))
+      sed "s/^/startup $k: /" "$OUT/s18-startup-$k.log" | tee -a "$L"
+      log "startup $k: exit $rc, whole process $ms ms"
+      if [ $rc = 124 ] || [ $rc = 137 ]; then
+        row "startup probe $k | HUNG (killed at 40 s): the probes after it left out"
+        break
+      fi
+    done
+  else
+    log "startup: no probe"
+  fi
+  mkdir -p /tmp/s18-one && cp "$(ls $SMALL/*.jpg | head -1)" /tmp/s18-one/
+  for k in 1 2 3; do stage_line "one 0.5 MP photo ($k)" "$BIN" $G /tmp/s18-one; done
+fi
+
+if has bench; then
+  make_sets
+  declare -A MS
+  for set in "$BIG 500 12MP" "/tmp/p18-1500 1500 12MP" "/tmp/p18-2000 2000 0.5MP" "$SMALL 6000 0.5MP"; do
+    read -r dir n label <<<"$set"
+    cat $dir/* >/dev/null
+    t=$(med3 60 "$BIN" $G $dir)
+    MS[gpu$n]=$t
+    log "bench $label x $n: --jpeg-decoder gpu --jpeg-check markers: $t ms, $(rate $n $t) images/s"
+    stage_line "$label x $n" "$BIN" $G $dir
+  done
+  for n in 500 1500 2000 6000; do
+    goal="-"
+    [ $n = 500 ] && goal=">= 220/s"
+    [ $n = 6000 ] && goal=">= 3500/s"
+    row "bench x $n gpu markers | ${MS[gpu$n]} ms | $(rate $n ${MS[gpu$n]}) /s | goal $goal"
+  done
+  p18_past_startup
+  # variants: results identical (check), time only here
+  for v in "IMGSTAT_JPEG_OWN_HANDLES=1" "IMGSTAT_JPEG_ASYNC_ALLOC=1" "IMGSTAT_JPEG_LANES=3" \
+    "IMGSTAT_JPEG_LANES=1" "--histogram" "IMGSTAT_JPEG_BATCH=256"; do
+    for set in "$BIG 500" "$SMALL 6000"; do
+      read -r dir n <<<"$set"
+      # 12 MP batches are closed by pixels (22 files) before 128 files
+      [ "$v" = IMGSTAT_JPEG_BATCH=256 ] && [ $n = 500 ] && continue
+      if [ "$(elapsed)" -gt 400 ]; then
+        log "bench: past 400 s, $v on $n left out"
+        continue
+      fi
+      case $v in
+        --*) t=$(med3 60 "$BIN" $G $v $dir) ;;
+        *) t=$(med3 60 env $v "$BIN" $G $dir) ;;
+      esac
+      log "bench x $n $v: $t ms, $(rate $n $t) images/s (default ${MS[gpu$n]} ms)"
+      row "bench x $n $v | $t ms | $(rate $n $t) /s | default ${MS[gpu$n]} ms"
+      case $v in
+        --histogram) stage_line "x $n --histogram" "$BIN" $G --histogram $dir ;;
+        IMGSTAT_JPEG_ASYNC_ALLOC=1 | IMGSTAT_JPEG_OWN_HANDLES=1)
+          stage_line "x $n $v" env $v "$BIN" $G $dir ;;
+      esac
+    done
+  done
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    [ "$(elapsed)" -gt 420 ] && continue
+    t=$(ms_of 60 "$BIN" --json --jpeg-decoder cpu $dir)
+    log "bench x $n CPU decoders (one run): $t ms, $(rate $n $t) images/s"
+    row "bench x $n CPU decoders | $t ms | $(rate $n $t) /s"
+  done
+fi
+
+if has sanitize; then
+  make_sets
+  if [ "$(elapsed)" -gt 400 ] || hung; then
+    row "sanitizer memcheck imgstat --histogram | not run (time, or a run hung)"
+  else
+    p18_sanitize_cli "--histogram" $G --histogram
+  fi
+  for tool in memcheck racecheck; do
+    if [ "$(elapsed)" -gt 450 ]; then
+      row "sanitizer $tool test_gpu_batch | not run (time)"
+      continue
+    fi
+    p18_sanitize_test $tool $((500 - $(elapsed)))
+  done
+fi
+
+hung && row "HUNG: $(cat "$OUT/p18-hung") (the runs after it were left out)"
+log "== summary ($(elapsed) s)"
+tee -a "$L" <"$ROWS"
+log "== done $(date -u '+%T')"
