@@ -3,11 +3,12 @@
 # in one call of at most ~8.5 minutes (every step under a hard limit, the
 # later ones left out when time runs short), lines appended to
 # $OUT/stage18.log as they come, a summary table last.
-#   build    imgstat, test_stage, test_gpu_batch (build-p18, shared with
+#   build    imgstat, test_stage, test_gpu_batch, test_gpu (build-p18, shared with
 #            tests/gpu/pipeline18.sh) and tests/gpu/nvjpeg_startup.cu
 #   test     test_stage (fake decoder: the input's end, lanes closing by
 #            themselves), test_gpu_batch (batched statistics and histograms
-#            against the one-image kernels and the CPU on the same pixels)
+#            against the one-image kernels and the CPU on the same pixels),
+#            test_gpu (every GPU partial against the CPU's, to the bit)
 #   check    on the check set (20 x 12 MP, 200 x 0.5 MP, the corpus's
 #            JPEGs, one damaged): records identical to --verify's (the
 #            CPU's figures of the same nvJPEG pixels), with --histogram too
@@ -64,7 +65,7 @@ if has build; then
       -I"$NJ/include" -L"$NJ/lib" -l:libnvjpeg.so.13 -Xlinker -rpath="$NJ/lib" -lpthread \
       >>"$OUT/s18-startup-build.log" 2>&1) &
   probe=$!
-  p18_build "$OUT/s18-build.log" 330 imgstat test_stage test_gpu_batch
+  p18_build "$OUT/s18-build.log" 330 imgstat test_stage test_gpu_batch test_gpu
   wait $probe
   log "start-up probe: $([ -x "$STARTUP" ] && echo built || tail -3 "$OUT/s18-startup-build.log")"
 fi
@@ -73,6 +74,7 @@ p18_binary
 if has test; then
   run_test test_stage 60
   run_test test_gpu_batch 90
+  run_test test_gpu 120 # every GPU partial = the CPU's, float order included
 fi
 
 G="--json --jpeg-decoder gpu --jpeg-check markers"
@@ -176,7 +178,7 @@ if has bench; then
       read -r dir n <<<"$set"
       # 12 MP batches are closed by pixels (22 files) before 128 files
       [ "$v" = IMGSTAT_JPEG_BATCH=256 ] && [ $n = 500 ] && continue
-      if [ "$(elapsed)" -gt 400 ]; then
+      if [ "$(elapsed)" -gt 340 ]; then
         log "bench: past 400 s, $v on $n left out"
         continue
       fi
@@ -195,7 +197,7 @@ if has bench; then
   done
   for set in "$BIG 500" "$SMALL 6000"; do
     read -r dir n <<<"$set"
-    [ "$(elapsed)" -gt 420 ] && continue
+    [ "$(elapsed)" -gt 380 ] && continue
     t=$(ms_of 60 "$BIN" --json --jpeg-decoder cpu $dir)
     log "bench x $n CPU decoders (one run): $t ms, $(rate $n $t) images/s"
     row "bench x $n CPU decoders | $t ms | $(rate $n $t) /s"
