@@ -18,7 +18,7 @@
 #include "imgstat_pipeline.h"
 #include "imgstat_run.h"
 #include "options.h"
-#include "output.h"
+#include "record.h"
 #include "progress.h"
 #include "verify.h"
 
@@ -546,44 +546,15 @@ static int print_result(run_state *st, const char *path,
     return 1;
   }
   ist_record rec;
-  memset(&rec, 0, sizeof rec);
-  rec.file = path;
-  rec.width = res->width;
-  rec.height = res->height;
-  rec.channels = res->channels;
-  rec.colour = res->colour;
-  rec.sample = res->sample;
-  rec.pages = res->pages;
-  rec.page = res->page;
-  rec.backend = imgstat_backend_name(res->backend);
+  ist_record_from_job(&rec, path, res, o->ddof, &o->hist);
   if (o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU)
     rec.decoder = res->decoder ? res->decoder
                   : res->format && strcmp(res->format, "JPEG") == 0
                       ? IMGSTAT_DECODER_TURBOJPEG
                       : NULL;
   rec.decoder_column = o->hist.decoder_column;
-  rec.ddof = o->ddof;
   rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
   rec.dataset_columns = o->hist.dataset_columns;
-  for (int k = 0; k < res->nwarnings; k++)
-    if (res->warning[k].from_decoder && rec.nwarnings < IST_RECORD_MAX_WARNINGS)
-      rec.warnings[rec.nwarnings++] = res->warning[k].text;
-  for (int c = 0; c < res->channels; c++) {
-    const imgstat_partial *p = &res->partial[c];
-    imgstat_figures_compute(p, res->sample, res->width, o->ddof,
-                            &rec.figures[c]);
-    /* exact for u8 / u16; f32: from the partial's m2 and mean */
-    rec.exact_sum_sq[c] = p->sumsq;
-    rec.sum_sq[c] = res->sample == IMGSTAT_F32
-                        ? (double)((long double)p->m2 +
-                                   (long double)p->count * p->mean * p->mean)
-                        : (double)p->sumsq;
-  }
-  if (res->has_histograms) {
-    rec.hist = &o->hist;
-    rec.histograms = res->hist;
-    rec.hist_figures = res->hist_figures;
-  }
   if (o->dataset == 2)
     return 0;
   ist_output_record(stdout, o->format, &rec, st->records++);
@@ -737,15 +708,7 @@ static void print_dataset(run_state *st) {
     return;
   }
   imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
-  memset(hf, 0, sizeof hf);
-  for (int c = 0; c < r.channels; c++) {
-    if (!r.ch[c].has_histogram)
-      continue;
-    imgstat_moments m;
-    imgstat_moments_from_histogram(&r.ch[c].hist, &m);
-    imgstat_hist_figures_compute(&r.ch[c].hist, &m, o->hist.percentiles,
-                                 o->hist.npercentiles, &hf[c]);
-  }
+  ist_dataset_hist_figures(&r, o->hist.percentiles, o->hist.npercentiles, hf);
   ist_output_dataset(stdout, o->format, &r, &o->hist,
                      o->hist.fields ? hf : NULL, st->records++,
                      o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV);
