@@ -128,7 +128,8 @@ typedef struct imgstat_run_callbacks {
   void *ctx; /* given to every callback */
   /* Caller's thread, in input order, once per input (not for inputs a
    * cancel came before). A nonzero return cancels the run (e.g. its output
-   * could not be written). */
+   * could not be written): no input is read after it, but the inputs the
+   * workers had already finished are still delivered. */
   int (*item)(void *ctx, const imgstat_run_item *item,
               const imgstat_run_progress *progress);
   /* Caller's thread: the float range pass's progress (pass 1), after each

@@ -18,8 +18,8 @@
 #include "imgstat_pipeline.h"
 #include "imgstat_run.h"
 #include "options.h"
-#include "record.h"
 #include "progress.h"
+#include "record.h"
 #include "verify.h"
 
 #include <errno.h>
@@ -105,8 +105,7 @@ static void print_wrapped(const char *text, const char *indent, size_t width) {
     putchar('\n');
 }
 
-/* ---- options ----------------------------------------------------------------
- */
+/* ---- options ------------------------------------------------------------- */
 
 typedef struct stats_options {
   ist_output_format format;
@@ -408,9 +407,7 @@ static int parse_args(int argc, char **argv, stats_options *o) {
   return -1;
 }
 
-/* ---- the run over all inputs
- * --------------------------------------------------
- */
+/* ---- the run over all inputs --------------------------------------------- */
 
 typedef struct run_state {
   const stats_options *opt;
@@ -426,12 +423,12 @@ typedef struct run_state {
   /* the progress line (--progress, or stderr a terminal); its done and
    * failed count the inputs delivered and those that failed */
   ist_progress progress;
-  int stdout_tty;     /* records would land on the progress line */
-  int cancel_status;  /* the ranks' agreed ist_cli_cancel_status() */
-  uint64_t total;     /* the inputs known so far (--mpi: this rank's) */
-  int total_known;    /* whether that is all of them */
-  int rank;           /* --mpi: this rank (0 prints the CSV header) */
-  int begun;          /* the output's start (the CSV header) is out */
+  int stdout_tty;    /* records would land on the progress line */
+  int cancel_status; /* the ranks' agreed ist_cli_cancel_status() */
+  uint64_t total;    /* the inputs known so far (--mpi: this rank's) */
+  int total_known;   /* whether that is all of them */
+  int rank;          /* --mpi: this rank (0 prints the CSV header) */
+  int begun;         /* the output's start (the CSV header) is out */
 } run_state;
 
 /* What comes before the first record (the CSV header), once: after the
@@ -602,8 +599,7 @@ static int print_result(run_state *st, const char *path,
   return failed;
 }
 
-/* ---- the run's callbacks (imgstat_run.h) -------------------------------------
- */
+/* ---- the run's callbacks (imgstat_run.h) --------------------------------- */
 
 /* A worker's extra work on a decoded image: a float image's plot, over
  * --range (or the dataset's common range), else over its robust range. */
@@ -691,9 +687,8 @@ static void print_stage_times(run_state *st) {
           "%" PRIu64 " batches %" PRIu64 " max-batch %d hardware %" PRIu64
           " hybrid %" PRIu64 " cpu %" PRIu64 "\n",
           read_s, t.check_s, t.decode_s, t.reduce_s, t.histogram_s, t.cpu_s,
-          output_s, t.ready_s,
-          t.first_batch_s, t.items, t.batches, t.max_batch, t.hardware,
-          t.hybrid, t.cpu);
+          output_s, t.ready_s, t.first_batch_s, t.items, t.batches, t.max_batch,
+          t.hardware, t.hybrid, t.cpu);
 }
 
 /* The dataset record after the images' (--dataset), and its PNG. */
@@ -1092,8 +1087,8 @@ int ist_stats_main(int argc, char **argv) {
         "rank its share with 'mpirun --bind-to none' or 'mpirun --map-by "
         "ppr:%d:node:PE=%d' (docs/scaling.md)",
         info->cores, info->cores == 1 ? "" : "s", info->cores_offered,
-        info->local_ranks, info->local_ranks == 1 ? "" : "s",
-        info->local_ranks, info->cores_share);
+        info->local_ranks, info->local_ranks == 1 ? "" : "s", info->local_ranks,
+        info->cores_share);
 
   /* --mpi: only rank 0 draws the line, for its share */
   ist_progress_start(&st.progress, !opt.quiet && mr.at.rank == 0 &&
@@ -1152,9 +1147,9 @@ int ist_stats_main(int argc, char **argv) {
   int print_ds = rep.dataset_ok && !st.write_failed;
   st.cancel_status = ist_cli_cancel_status();
   if (opt.mpi)
-    print_ds = mpi_finish(&st, &mr, s == IMGSTAT_OK || rep.merge_failed,
-                          &opt) &&
-               rep.dataset_ok && mr.at.rank == 0;
+    print_ds =
+        mpi_finish(&st, &mr, s == IMGSTAT_OK || rep.merge_failed, &opt) &&
+        rep.dataset_ok && mr.at.rank == 0;
   if (print_ds)
     print_dataset(&st);
   /* a text run of several inputs ends with what happened, after the tables

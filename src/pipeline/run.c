@@ -37,8 +37,7 @@ struct imgstat_run {
   int executed;
 };
 
-/* ---- set-up ------------------------------------------------------------------
- */
+/* ---- set-up -------------------------------------------------------------- */
 
 /* Under MPI: whether any rank has a nonzero flag (every rank learns it); a
  * failed collective counts as one. Without: the flag. */
@@ -216,8 +215,8 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
    * read once) */
   int stdin_image = 0;
   for (int k = 0; k < opts->nsources; k++)
-    stdin_image |= !opts->sources[k].is_list &&
-                   strcmp(opts->sources[k].text, "-") == 0;
+    stdin_image |=
+        !opts->sources[k].is_list && strcmp(opts->sources[k].text, "-") == 0;
   run->info.range_pass = opts->dataset && opts->request.histograms &&
                          !opts->ds.have_range && !stdin_image;
   /* Whatever needs every input first gets them from one walk. */
@@ -251,8 +250,7 @@ const imgstat_input_list *imgstat_run_input_list(const imgstat_run *run) {
   return run->have_list ? &run->list : NULL;
 }
 
-/* ---- the float range pass ----------------------------------------------------
- */
+/* ---- the float range pass ------------------------------------------------ */
 
 static imgstat_status range_next(void *ctx, const imgstat_input **item,
                                  imgstat_error *err) {
@@ -321,8 +319,7 @@ static imgstat_status range_pass(imgstat_run *run, int *cancelled,
   return s;
 }
 
-/* ---- one input on a worker ---------------------------------------------------
- */
+/* ---- one input on a worker ----------------------------------------------- */
 
 /* What a worker hands back for one input. */
 typedef struct item_result {
@@ -509,9 +506,8 @@ static int offer_to_gpu(imgstat_run *run, imgstat_task *task,
     /* 1, 2: the file's bytes held until the delivery */
   } else if (!gray) {
     gpu_reserve gr = {task, 0};
-    taken = imgstat_engine_stats_decoder(run->engine, d, in->path,
-                                         &run->opt.request, reserve_for_gpu,
-                                         &gr, res);
+    taken = imgstat_engine_stats_decoder(
+        run->engine, d, in->path, &run->opt.request, reserve_for_gpu, &gr, res);
     if (taken < 0)
       r->cancelled = 1;
     else if (taken)
@@ -607,8 +603,7 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
   return stop;
 }
 
-/* ---- MPI: each rank's share, the merge of the accumulators -----------------
- */
+/* ---- MPI: each rank's share, the merge of the accumulators --------------- */
 
 /* Walks the whole list (names only) and takes this rank's share: the items
  * before it are dropped, next_input stops at its end. */
@@ -719,8 +714,7 @@ static imgstat_status reduce_dataset(imgstat_run *run, imgstat_error *err) {
   return s;
 }
 
-/* ---- the run -----------------------------------------------------------------
- */
+/* ---- the run ------------------------------------------------------------- */
 
 imgstat_status imgstat_run_execute(imgstat_run *run,
                                    const imgstat_run_callbacks *cb,
