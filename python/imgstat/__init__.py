@@ -27,6 +27,7 @@ __all__ = [
     "stats",
     "scan",
     "dataset",
+    "normalize",
     "__version__",
 ]
 
@@ -385,6 +386,38 @@ def dataset(inputs: Union[str, os.PathLike, Iterable], *,
         None if range is None else [float(v) for v in range], ddof,
         bool(histogram), _percentiles(percentiles), backend)
     return Dataset(json.loads(record), [ImageError(*f) for f in failures])
+
+
+def normalize(x: Any, mode: str = "minmax", *,
+              mean: Optional[Sequence[float]] = None,
+              std: Optional[Sequence[float]] = None,
+              clip: Sequence[float] = (1, 99),
+              range: Optional[Sequence[float]] = None, linked: bool = False,
+              dtype: Optional[str] = None, alpha: str = "copy",
+              scale: str = "none", layout: str = "hwc",
+              backend: str = "auto") -> Any:
+    """A normalized copy of a host array, with the rules of ``imgstat
+    normalize`` (docs/normalize.md): mode "minmax" ([min, max] to the output
+    depth's full range), "clip" (the clip=(low, high) percentiles to the
+    full range, saturating) or "zscore" ((x - mean) / std, measured, as
+    float32); mean= and std= given (one value, or one per channel; with
+    scale="unit" in 0..1 of the input's full scale, as torchvision's
+    Normalize) or range=(low, high) replace the mode. dtype: "uint8",
+    "uint16" or "float32" (default: the input's for minmax and clip, float32
+    otherwise); alpha: "copy", "normalize" or "drop"; linked: one range over
+    the colour channels. Returns a numpy array in the input's layout.
+    CUDA arrays are not supported yet."""
+    if layout not in ("hwc", "chw"):
+        raise ValueError("layout must be 'hwc' or 'chw'")
+    as_list = (lambda v: None if v is None else
+               [float(t) for t in (v if isinstance(v, (list, tuple)) else [v])])
+    ok, value = _imgstat.normalize_array(
+        x, layout, mode, as_list(mean), as_list(std),
+        [float(t) for t in clip], as_list(range), bool(linked), dtype or "",
+        alpha, scale, backend)
+    if not ok:
+        raise ImageError(*value)
+    return value
 
 
 def program() -> str:

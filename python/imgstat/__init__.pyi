@@ -75,4 +75,11 @@ def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             range: Optional[Sequence[float]] = ..., ddof: int = ...,
             jobs: int = ..., backend: str = ..., follow: bool = ...,
             files_from: Optional[_Inputs] = ...) -> Dataset: ...
+def normalize(x: Any, mode: str = ..., *,
+              mean: Optional[Sequence[float]] = ...,
+              std: Optional[Sequence[float]] = ...,
+              clip: Sequence[float] = ...,
+              range: Optional[Sequence[float]] = ..., linked: bool = ...,
+              dtype: Optional[str] = ..., alpha: str = ..., scale: str = ...,
+              layout: str = ..., backend: str = ...) -> Any: ...
 def program() -> str: ...

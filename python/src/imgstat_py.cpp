@@ -526,6 +526,181 @@ nb::tuple stats_cuda_interface(uintptr_t ptr, int device,
   return result_tuple(r);
 }
 
+// ---- normalization of an array ------------------------------------------------
+
+// The normalized image of a host array (numpy out, the input's layout): the
+// engine's normalize with the command line's modes.
+nb::object normalize_array(AnyArray a, const std::string &layout,
+                           const std::string &mode,
+                           std::optional<std::vector<double>> mean,
+                           std::optional<std::vector<double>> std_,
+                           std::optional<std::vector<double>> clip,
+                           std::optional<std::vector<double>> range,
+                           bool linked, const std::string &dtype,
+                           const std::string &alpha, const std::string &scale,
+                           const std::string &backend) {
+  imgstat_sample sample = sample_of(a);
+  Geometry g = geometry_of(a, layout);
+  if (a.device_type() != nb::device::cpu::value)
+    throw nb::value_error("imgstat.normalize: host arrays only (a CUDA "
+                          "array: not supported yet)");
+  imgstat_norm_options o;
+  std::memset(&o, 0, sizeof o);
+  if (mean || std_) {
+    if (!mean || !std_)
+      throw nb::value_error("mean and std go together");
+    if (mean->size() != std_->size() ||
+        (mean->size() != 1 && (int)mean->size() != g.channels))
+      throw nb::value_error("mean and std: one value, or one per channel");
+    if (mode != "minmax" && mode != "given")
+      throw nb::value_error("mean and std replace the mode");
+    o.mode = IMGSTAT_NORM_GIVEN;
+    o.nstats = (int)mean->size();
+    for (size_t k = 0; k < mean->size(); k++) {
+      if (!((*std_)[k] > 0))
+        throw nb::value_error("std must be positive");
+      o.mean[k] = (*mean)[k];
+      o.std[k] = (*std_)[k];
+    }
+  } else if (range) {
+    if (range->size() != 2 || !((*range)[0] < (*range)[1]))
+      throw nb::value_error("range must be (low, high) with low < high");
+    o.mode = IMGSTAT_NORM_RANGE;
+    o.range_low = (*range)[0];
+    o.range_high = (*range)[1];
+  } else if (mode == "minmax") {
+    o.mode = IMGSTAT_NORM_MINMAX;
+  } else if (mode == "clip") {
+    o.mode = IMGSTAT_NORM_CLIP;
+    std::vector<double> c = clip ? *clip : std::vector<double>{1.0, 99.0};
+    if (c.size() != 2 || !(c[0] >= 0 && c[0] <= c[1] && c[1] <= 100))
+      throw nb::value_error("clip must be (low, high) percentiles, "
+                            "0 <= low <= high <= 100");
+    o.clip_low = c[0];
+    o.clip_high = c[1];
+  } else if (mode == "zscore") {
+    o.mode = IMGSTAT_NORM_ZSCORE;
+  } else {
+    throw nb::value_error(
+        "mode must be 'minmax', 'clip' or 'zscore' (or give mean and std, "
+        "or range)");
+  }
+  bool float_mode = o.mode == IMGSTAT_NORM_ZSCORE || o.mode == IMGSTAT_NORM_GIVEN;
+  if (linked && o.mode != IMGSTAT_NORM_MINMAX && o.mode != IMGSTAT_NORM_CLIP)
+    throw nb::value_error("linked applies to minmax and clip");
+  o.linked = linked;
+  if (dtype == "uint8")
+    o.out_sample = IMGSTAT_U8;
+  else if (dtype == "uint16")
+    o.out_sample = IMGSTAT_U16;
+  else if (dtype == "float32")
+    o.out_sample = IMGSTAT_F32;
+  else if (!dtype.empty())
+    throw nb::value_error("dtype must be 'uint8', 'uint16' or 'float32'");
+  if (float_mode && o.out_sample && o.out_sample != IMGSTAT_F32)
+    throw nb::value_error("zscore and mean/std give float32");
+  if (alpha == "copy")
+    o.alpha = IMGSTAT_ALPHA_COPY;
+  else if (alpha == "normalize")
+    o.alpha = IMGSTAT_ALPHA_NORMALIZE;
+  else if (alpha == "drop")
+    o.alpha = IMGSTAT_ALPHA_DROP;
+  else
+    throw nb::value_error("alpha must be 'copy', 'normalize' or 'drop'");
+  if (scale == "unit")
+    o.scale_unit = 1;
+  else if (scale != "none" && scale != "native")
+    throw nb::value_error("scale must be 'none' or 'unit'");
+  Request req = make_request(0, false, std::nullopt, backend);
+  size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
+
+  imgstat_job_result res;
+  std::memset(&res, 0, sizeof res);
+  imgstat_status s;
+  Failure f;
+  {
+    nb::gil_scoped_release nogil;
+    imgstat_image img;
+    std::memset(&img, 0, sizeof img);
+    imgstat_error err;
+    std::memset(&err, 0, sizeof err);
+    void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
+    size_t stride = 0;
+    if (borrow_planes((const char *)a.data(), g, item, planes, &stride)) {
+      s = imgstat_image_wrap(&img, g.width, g.height, g.channels, sample,
+                             planes, stride, &err);
+    } else {
+      s = imgstat_image_alloc(&img, g.width, g.height, g.channels, sample, 0,
+                              &err);
+      if (s == IMGSTAT_OK)
+        copy_planes(a, g, item, &img);
+    }
+    if (s == IMGSTAT_OK)
+      s = imgstat_engine_normalize(engine_for(req.backend), "<array>", &img, &o,
+                                   &res);
+    else
+      f = Failure{"<array>", status_name(s), err.message};
+    if (s != IMGSTAT_OK && f.path.empty())
+      f = failure_of("<array>", &res);
+    imgstat_image_free(&img);
+  }
+  if (s != IMGSTAT_OK) {
+    imgstat_job_result_free(&res);
+    return nb::make_tuple(false,
+                          nb::make_tuple(f.path, f.status, f.message));
+  }
+  // the output in the input's layout (HW with one channel)
+  const imgstat_image *out = &res.output;
+  size_t oitem = out->sample == IMGSTAT_U8 ? 1 : out->sample == IMGSTAT_U16 ? 2
+                                                                            : 4;
+  size_t w = out->width, h = out->height, ch = (size_t)out->channels;
+  size_t ostride = imgstat_image_stride(out);
+  char *buf = (char *)std::malloc(w * h * ch * oitem);
+  if (!buf) {
+    imgstat_job_result_free(&res);
+    throw std::bad_alloc();
+  }
+  bool hwc = layout == "hwc" && (a.ndim() == 3);
+  {
+    nb::gil_scoped_release nogil;
+    for (size_t c = 0; c < ch; c++)
+      for (size_t y = 0; y < h; y++) {
+        const char *row = (const char *)out->planes[c] + y * ostride;
+        if (!hwc) {
+          std::memcpy(buf + ((c * h + y) * w) * oitem, row, w * oitem);
+          continue;
+        }
+        for (size_t x = 0; x < w; x++)
+          std::memcpy(buf + ((y * w + x) * ch + c) * oitem, row + x * oitem,
+                      oitem);
+      }
+  }
+  nb::dlpack::dtype dt = out->sample == IMGSTAT_U8    ? nb::dtype<uint8_t>()
+                         : out->sample == IMGSTAT_U16 ? nb::dtype<uint16_t>()
+                                                      : nb::dtype<float>();
+  imgstat_job_result_free(&res);
+  nb::capsule owner(buf, [](void *p) noexcept { std::free(p); });
+  size_t shape[3];
+  size_t nd;
+  if (a.ndim() == 2) {
+    shape[0] = h;
+    shape[1] = w;
+    nd = 2;
+  } else if (hwc) {
+    shape[0] = h;
+    shape[1] = w;
+    shape[2] = ch;
+    nd = 3;
+  } else {
+    shape[0] = ch;
+    shape[1] = h;
+    shape[2] = w;
+    nd = 3;
+  }
+  nb::ndarray<nb::numpy> arr(buf, nd, shape, owner, nullptr, dt);
+  return nb::make_tuple(true, arr.cast());
+}
+
 // ---- runs (imgstat_run.h) ----------------------------------------------------
 
 struct RunArgs {
@@ -812,6 +987,11 @@ NB_MODULE(_imgstat, m) {
   m.def("stats_array", &stats_array, nb::arg("array"), nb::arg("layout"),
         nb::arg("ddof"), nb::arg("histogram"), nb::arg("percentiles").none(),
         nb::arg("backend"));
+  m.def("normalize_array", &normalize_array, nb::arg("array"),
+        nb::arg("layout"), nb::arg("mode"), nb::arg("mean").none(),
+        nb::arg("std").none(), nb::arg("clip").none(), nb::arg("range").none(),
+        nb::arg("linked"), nb::arg("dtype"), nb::arg("alpha"),
+        nb::arg("scale"), nb::arg("backend"));
   nb::class_<Scan>(m, "Scan")
       .def("next", &Scan::next)
       .def("close", &Scan::close);
