@@ -7,6 +7,8 @@
  */
 #include "imgstat_run.h"
 
+#include "dataset_extra.h"
+
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_jpeg.h"
 
@@ -325,13 +327,8 @@ static imgstat_status range_pass(imgstat_run *run, int *cancelled,
 typedef struct item_result {
   imgstat_job_result res;
   int cancelled; /* the run was cancelled before the input was decoded */
-  /* the pool takes beside the job's result (--as gray of a colour image:
-   * the luma's partial and histogram; float images with histograms over
-   * the common range) */
-  int ds_gray;
-  imgstat_partial ds_partial[IMGSTAT_MAX_CHANNELS];
-  int ds_hists;
-  imgstat_histogram ds_hist[IMGSTAT_MAX_CHANNELS];
+  /* what the pool takes beside the job's result (dataset_extra.h) */
+  ist_dataset_extra ds;
   void *extra; /* the image callback's */
   /* handed to the engine's device stage: completed from its thread */
   imgstat_task_pending *pending;
@@ -343,32 +340,13 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* The pool's extra work on a decoded image (in the worker). */
+/* The pool's extra work on a decoded image (in the worker); what fails is
+ * left out (an image whose luma could not be made fails at its delivery). */
 static void dataset_work(const imgstat_run *run, const imgstat_image *img,
                          item_result *r) {
-  const imgstat_dataset_options *o = &run->opt.ds;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
-  int hist = o->histograms && (img->sample != IMGSTAT_F32 || o->have_range);
-  if (imgstat_dataset_needs_gray(o, img->channels)) {
-    imgstat_image gray;
-    if (imgstat_dataset_gray(img, &gray, &err) != IMGSTAT_OK)
-      return;
-    if (imgstat_cpu_stats(&gray, 1, r->ds_partial, &err) == IMGSTAT_OK) {
-      r->ds_gray = 1;
-      if (hist && imgstat_histogram_compute(&gray, 0, &ho, &r->ds_hist[0],
-                                            &err) == IMGSTAT_OK)
-        r->ds_hists = 1;
-    }
-    imgstat_image_free(&gray);
-  } else if (hist && img->sample == IMGSTAT_F32) {
-    int ok = 1;
-    for (int c = 0; c < img->channels && ok; c++)
-      ok = imgstat_histogram_compute(img, c, &ho, &r->ds_hist[c], &err) ==
-           IMGSTAT_OK;
-    r->ds_hists = ok;
-  }
+  ist_dataset_extra_compute(&run->opt.ds, img, &r->ds, &err);
 }
 
 /* Adds a delivered input to the pool, in input order; a failure's message
@@ -391,14 +369,14 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
   im.channels = res->channels;
   im.colour = res->colour;
   im.sample = res->sample;
-  im.partial = gray ? r->ds_partial : res->partial;
-  if (r->ds_hists)
-    im.hist = r->ds_hist;
+  im.partial = gray ? r->ds.partial : res->partial;
+  if (r->ds.hists)
+    im.hist = r->ds.hist;
   else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
     im.hist = res->hist;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if ((gray && !r->ds_gray) ||
+  if ((gray && !r->ds.gray) ||
       imgstat_dataset_add(run->ds, in->index, &im, &err) != IMGSTAT_OK) {
     snprintf(why, size, "--dataset: %s",
              err.message[0] ? err.message : "out of memory");
@@ -593,8 +571,7 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
       stop = run->cb->item(run->cb->ctx, &it, &run->progress);
   }
   imgstat_job_result_free(&r->res);
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
-    imgstat_histogram_free(&r->ds_hist[c]);
+  ist_dataset_extra_free(&r->ds);
   if (r->extra && run->cb->free_extra)
     run->cb->free_extra(run->cb->ctx, r->extra);
   imgstat_input_free(in);
