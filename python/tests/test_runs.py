@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import imgstat
-from conftest import check_channel, reference
+from conftest import ROOT, check_channel, reference
 
 
 @pytest.fixture
@@ -145,3 +145,29 @@ def test_python_m_imgstat():
     run = subprocess.run([sys.executable, "-m", "imgstat", "--no-such"],
                          capture_output=True, text=True)
     assert run.returncode == 2
+
+
+def test_ctrl_c_stops_scan(tmp_path):
+    """SIGINT during a long scan raises KeyboardInterrupt promptly and the
+    process ends (the run's threads stopped)."""
+    import signal
+    import time
+
+    image = ROOT / "samples" / "kodim23.png"
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{image}\n" * 20000)
+    code = ("import imgstat, sys\n"
+            "print('started', flush=True)\n"
+            f"for r in imgstat.scan([], files_from={str(listing)!r}, jobs=2):\n"
+            "    pass\n"
+            "print('finished', flush=True)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "started"
+    time.sleep(1.0)
+    sent = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert time.monotonic() - sent < 10
+    assert "finished" not in out
+    assert "KeyboardInterrupt" in err
