@@ -52,6 +52,8 @@ fi
 # The package as a user builds it, its CMake build kept here (a second run
 # rebuilds what changed); CUDA as in this build.
 start=$(date +%s)
+# Make where there is no ninja (Debian's cmake comes without it)
+command -v ninja >/dev/null 2>&1 || export CMAKE_GENERATOR="Unix Makefiles"
 CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=$cuda" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
   "$py" -m pip install --quiet --no-build-isolation --force-reinstall --no-deps \
   --config-settings=build-dir="$build/python-build" "$src/python" || {

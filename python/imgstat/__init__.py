@@ -301,6 +301,8 @@ class _Scan:
     def __init__(self, native: Any, errors: str) -> None:
         self._native = native
         self._errors = errors
+        self._last = {"done": 0, "failed": 0, "total": 0,
+                      "total_known": False}
 
     def __iter__(self) -> "_Scan":
         return self
@@ -311,6 +313,7 @@ class _Scan:
                 raise StopIteration
             item = self._native.next()
             if item is None:
+                self.progress  # the last figures stay readable
                 self._native = None
                 raise StopIteration
             ok, value = item
@@ -324,8 +327,20 @@ class _Scan:
             self.close()
             raise error
 
+    @property
+    def progress(self) -> dict:
+        """The run's figures so far: inputs delivered (done), of which
+        failed, the inputs known (total) and whether that is final."""
+        if self._native is None:
+            return dict(self._last)
+        done, failed, total, known = self._native.progress()
+        self._last = {"done": done, "failed": failed, "total": total,
+                      "total_known": known}
+        return dict(self._last)
+
     def close(self) -> None:
         if self._native is not None:
+            self.progress  # the last figures stay readable
             self._native.close()
             self._native = None
 
@@ -344,13 +359,14 @@ def scan(inputs: Union[str, os.PathLike, Iterable], *, jobs: int = 0,
          percentiles: Optional[Sequence[float]] = None, backend: str = "auto",
          follow: bool = False,
          files_from: Union[None, str, os.PathLike, Iterable] = None
-         ) -> Iterator[Union[Stats, ImageError]]:
+         ) -> _Scan:
     """Statistics of every image among inputs (files, and folders walked in
     the byte order of their paths, as the command line does), one Stats per
     image, in input order. jobs: worker threads (0: one per core); errors:
     "raise" (an ImageError stops the iteration), "skip", or "record" (the
     ImageError is yielded in the input's place); files_from: lists of paths,
-    one per line. Ctrl-C stops the run cleanly."""
+    one per line. Ctrl-C stops the run cleanly; the iterator's progress
+    says how far the run is (done, failed, total)."""
     if errors not in ("raise", "skip", "record"):
         raise ValueError("errors must be 'raise', 'skip' or 'record'")
     ddof = _check_ddof(ddof)

@@ -809,6 +809,13 @@ public:
     return dataset_json_;
   }
 
+  // The run's progress figures so far: (done, failed, total, total_known).
+  nb::tuple progress() {
+    std::lock_guard<std::mutex> lock(m_);
+    return nb::make_tuple(progress_.done, progress_.failed, progress_.total,
+                          (bool)progress_.total_known);
+  }
+
 private:
   void join() {
     std::lock_guard<std::mutex> lock(join_m_);
@@ -817,8 +824,12 @@ private:
   }
 
   static int on_item(void *ctx, const imgstat_run_item *it,
-                     const imgstat_run_progress *) {
+                     const imgstat_run_progress *p) {
     Scan *s = (Scan *)ctx;
+    {
+      std::lock_guard<std::mutex> lock(s->m_);
+      s->progress_ = *p;
+    }
     Item item;
     item.ok = it->result->status == IMGSTAT_OK;
     if (s->args_.dataset && item.ok) /* the dataset wants its failures */
@@ -914,6 +925,7 @@ private:
   volatile sig_atomic_t cancel_ = 0;
   bool dataset_ok_ = false;
   std::string dataset_json_;
+  imgstat_run_progress progress_{};
 };
 
 Scan *make_scan(const std::vector<std::string> &inputs,
@@ -994,7 +1006,8 @@ NB_MODULE(_imgstat, m) {
         nb::arg("scale"), nb::arg("backend"));
   nb::class_<Scan>(m, "Scan")
       .def("next", &Scan::next)
-      .def("close", &Scan::close);
+      .def("close", &Scan::close)
+      .def("progress", &Scan::progress);
   m.def("scan", &make_scan, nb::arg("inputs"), nb::arg("lists"),
         nb::arg("jobs"), nb::arg("follow"), nb::arg("ddof"),
         nb::arg("histogram"), nb::arg("percentiles").none(),

@@ -171,3 +171,16 @@ def test_ctrl_c_stops_scan(tmp_path):
     assert time.monotonic() - sent < 10
     assert "finished" not in out
     assert "KeyboardInterrupt" in err
+
+
+def test_scan_progress(folder):
+    root, images = folder
+    it = imgstat.scan([root, root / "none.png"], errors="record")
+    first = next(it)
+    p = it.progress
+    assert p["done"] >= 1 and p["total"] == len(images) + 1
+    rest = list(it)
+    assert 1 + len(rest) == len(images) + 1
+    assert it.progress == {"done": len(images) + 1, "failed": 1,
+                           "total": len(images) + 1, "total_known": True}
+    assert first.file == next(iter(images))
