@@ -177,9 +177,8 @@ Failure failure_of(const char *path, const imgstat_job_result *res) {
 
 // The statistics of an image already in memory (host planes or a decoded
 // input); the GIL is released by the caller.
-std::tuple<bool, std::string, Failure> stats_image(const char *name,
-                                                   const imgstat_image *img,
-                                                   const Request &req) {
+std::tuple<bool, std::string, Failure>
+stats_image(const char *name, const imgstat_image *img, const Request &req) {
   imgstat_engine *e = engine_for(req.backend);
   imgstat_stats_request sr = req.stats();
   imgstat_job_result res;
@@ -241,7 +240,8 @@ nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
     std::memset(&err, 0, sizeof err);
     imgstat_status s = imgstat_image_load_memory(p, n, &lo, &img, &err);
     if (s != IMGSTAT_OK)
-      r = {false, std::string(), Failure{"<bytes>", status_name(s), err.message}};
+      r = {false, std::string(),
+           Failure{"<bytes>", status_name(s), err.message}};
     else
       r = stats_image("<bytes>", &img, req);
     imgstat_image_free(&img);
@@ -249,7 +249,8 @@ nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
   return result_tuple(r);
 }
 
-// ---- arrays ------------------------------------------------------------------
+// ---- arrays
+// ------------------------------------------------------------------
 
 using AnyArray = nb::ndarray<nb::ro>;
 
@@ -335,8 +336,8 @@ void copy_planes(const AnyArray &a, const Geometry &g, size_t item,
   for (int c = 0; c < g.channels; c++) {
     char *dst = (char *)img->planes[c];
     for (uint32_t y = 0; y < g.height; y++) {
-      const char *row = base + (g.s_row * (int64_t)y + g.s_chan * c) *
-                                   (int64_t)item;
+      const char *row =
+          base + (g.s_row * (int64_t)y + g.s_chan * c) * (int64_t)item;
       char *out = dst + (size_t)y * g.width * item;
       if (g.s_col == 1) {
         std::memcpy(out, row, (size_t)g.width * item);
@@ -361,9 +362,10 @@ void copy_planes(const AnyArray &a, const Geometry &g, size_t item,
   }
 }
 
-std::tuple<bool, std::string, Failure>
-stats_host_array(const AnyArray &a, const Geometry &g, imgstat_sample sample,
-                 const Request &req) {
+std::tuple<bool, std::string, Failure> stats_host_array(const AnyArray &a,
+                                                        const Geometry &g,
+                                                        imgstat_sample sample,
+                                                        const Request &req) {
   size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
   imgstat_image img;
   std::memset(&img, 0, sizeof img);
@@ -394,9 +396,10 @@ stats_host_array(const AnyArray &a, const Geometry &g, imgstat_sample sample,
 // host). Its planes must be rows of contiguous samples, evenly spaced (HW,
 // CHW); an interleaved HWC array on the device is refused (the kernels
 // read planes). Only in builds with CUDA.
-std::tuple<bool, std::string, Failure>
-stats_cuda(const char *base, int device, const Geometry &g,
-           imgstat_sample sample, const Request &req) {
+std::tuple<bool, std::string, Failure> stats_cuda(const char *base, int device,
+                                                  const Geometry &g,
+                                                  imgstat_sample sample,
+                                                  const Request &req) {
   if (!imgstat_gpu_compiled())
     throw nb::value_error("imgstat.stats: a CUDA array needs an imgstat "
                           "built with CUDA (this one is not)");
@@ -526,7 +529,8 @@ nb::tuple stats_cuda_interface(uintptr_t ptr, int device,
   return result_tuple(r);
 }
 
-// ---- normalization of an array ------------------------------------------------
+// ---- normalization of an array
+// ------------------------------------------------
 
 // The normalized image of a host array (numpy out, the input's layout): the
 // engine's normalize with the command line's modes.
@@ -585,7 +589,8 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
         "mode must be 'minmax', 'clip' or 'zscore' (or give mean and std, "
         "or range)");
   }
-  bool float_mode = o.mode == IMGSTAT_NORM_ZSCORE || o.mode == IMGSTAT_NORM_GIVEN;
+  bool float_mode =
+      o.mode == IMGSTAT_NORM_ZSCORE || o.mode == IMGSTAT_NORM_GIVEN;
   if (linked && o.mode != IMGSTAT_NORM_MINMAX && o.mode != IMGSTAT_NORM_CLIP)
     throw nb::value_error("linked applies to minmax and clip");
   o.linked = linked;
@@ -646,13 +651,13 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
   }
   if (s != IMGSTAT_OK) {
     imgstat_job_result_free(&res);
-    return nb::make_tuple(false,
-                          nb::make_tuple(f.path, f.status, f.message));
+    return nb::make_tuple(false, nb::make_tuple(f.path, f.status, f.message));
   }
   // the output in the input's layout (HW with one channel)
   const imgstat_image *out = &res.output;
-  size_t oitem = out->sample == IMGSTAT_U8 ? 1 : out->sample == IMGSTAT_U16 ? 2
-                                                                            : 4;
+  size_t oitem = out->sample == IMGSTAT_U8    ? 1
+                 : out->sample == IMGSTAT_U16 ? 2
+                                              : 4;
   size_t w = out->width, h = out->height, ch = (size_t)out->channels;
   size_t ostride = imgstat_image_stride(out);
   char *buf = (char *)std::malloc(w * h * ch * oitem);
@@ -701,7 +706,8 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
   return nb::make_tuple(true, arr.cast());
 }
 
-// ---- runs (imgstat_run.h) ----------------------------------------------------
+// ---- runs (imgstat_run.h)
+// ----------------------------------------------------
 
 struct RunArgs {
   std::vector<std::string> paths;
@@ -775,8 +781,8 @@ public:
       if (got) {
         if (got->ok)
           return nb::make_tuple(true, got->json);
-        return nb::make_tuple(false, nb::make_tuple(got->f.path, got->f.status,
-                                                    got->f.message));
+        return nb::make_tuple(
+            false, nb::make_tuple(got->f.path, got->f.status, got->f.message));
       }
       if (finished) {
         join();
@@ -940,8 +946,8 @@ Scan *make_scan(const std::vector<std::string> &inputs,
 // The dataset record of the inputs (the command line's --dataset-only
 // --json), and the failures among them: (json, [(path, status, message)]).
 nb::tuple dataset(const std::vector<std::string> &inputs,
-                  const std::vector<std::string> &lists, int jobs,
-                  bool follow, const std::string &as, const std::string &scale,
+                  const std::vector<std::string> &lists, int jobs, bool follow,
+                  const std::string &as, const std::string &scale,
                   double outlier_z, std::optional<std::vector<double>> range,
                   int ddof, bool histogram,
                   std::optional<std::vector<double>> percentiles,
@@ -1002,16 +1008,16 @@ NB_MODULE(_imgstat, m) {
   m.def("normalize_array", &normalize_array, nb::arg("array"),
         nb::arg("layout"), nb::arg("mode"), nb::arg("mean").none(),
         nb::arg("std").none(), nb::arg("clip").none(), nb::arg("range").none(),
-        nb::arg("linked"), nb::arg("dtype"), nb::arg("alpha"),
-        nb::arg("scale"), nb::arg("backend"));
+        nb::arg("linked"), nb::arg("dtype"), nb::arg("alpha"), nb::arg("scale"),
+        nb::arg("backend"));
   nb::class_<Scan>(m, "Scan")
       .def("next", &Scan::next)
       .def("close", &Scan::close)
       .def("progress", &Scan::progress);
   m.def("scan", &make_scan, nb::arg("inputs"), nb::arg("lists"),
         nb::arg("jobs"), nb::arg("follow"), nb::arg("ddof"),
-        nb::arg("histogram"), nb::arg("percentiles").none(),
-        nb::arg("backend"), nb::rv_policy::take_ownership);
+        nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
+        nb::rv_policy::take_ownership);
   m.def("dataset", &dataset, nb::arg("inputs"), nb::arg("lists"),
         nb::arg("jobs"), nb::arg("follow"), nb::arg("as_"), nb::arg("scale"),
         nb::arg("outlier_z"), nb::arg("range").none(), nb::arg("ddof"),
