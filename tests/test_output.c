@@ -6,7 +6,7 @@
  * written out by hand here.
  */
 #include "cli_util.h"
-#include "output.h"
+#include "record.h"
 #include "test_util.h"
 #include "verify.h"
 

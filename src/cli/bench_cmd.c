@@ -15,7 +15,7 @@
 #include "imgstat_cuda_norm.h"
 #include "imgstat_job.h"
 #include "options.h"
-#include "output.h"
+#include "record.h"
 
 #include <errno.h>
 #include <inttypes.h>

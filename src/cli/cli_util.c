@@ -1,7 +1,7 @@
 /* The command-line files' shared helpers (cli_util.h). */
 #include "cli_util.h"
 
-#include "output.h"
+#include "record.h"
 
 #include <errno.h>
 #include <math.h>

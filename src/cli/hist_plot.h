@@ -5,7 +5,7 @@
 #ifndef IMGSTAT_HIST_PLOT_H
 #define IMGSTAT_HIST_PLOT_H
 
-#include "output.h"
+#include "record.h"
 
 /* The size of a path buffer for the PNG's name. */
 #define IMGSTAT_HIST_PNG_PATH_MAX 4096

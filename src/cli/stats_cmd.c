@@ -8,7 +8,6 @@
 #include "stats_cmd.h"
 
 #include "cli_util.h"
-#include "dataset_pass.h"
 #include "hist_plot.h"
 #include "imgstat.h"
 #include "imgstat_cuda.h"
@@ -17,9 +16,10 @@
 #include "imgstat_job.h"
 #include "imgstat_mpi.h"
 #include "imgstat_pipeline.h"
+#include "imgstat_run.h"
 #include "options.h"
-#include "output.h"
 #include "progress.h"
+#include "record.h"
 #include "verify.h"
 
 #include <errno.h>
@@ -105,8 +105,7 @@ static void print_wrapped(const char *text, const char *indent, size_t width) {
     putchar('\n');
 }
 
-/* ---- options ----------------------------------------------------------------
- */
+/* ---- options ------------------------------------------------------------- */
 
 typedef struct stats_options {
   ist_output_format format;
@@ -116,10 +115,7 @@ typedef struct stats_options {
   ist_hist_cli hist; /* --histogram and friends */
   /* The sources in the order given: path arguments and --files-from lists
    * (owned array; the texts point into argv). */
-  struct source {
-    int is_list;
-    const char *text;
-  } * sources;
+  imgstat_run_source *sources;
   int nsources;
   int null_lists; /* -0 */
   int follow;
@@ -362,21 +358,11 @@ static const ist_opt_syntax syntax = {
     no_effect,
 };
 
-/* Whether the run may have several inputs: more than one source, a list,
- * or a directory. */
-static int several_inputs(const stats_options *o) {
-  if (o->nsources != 1 || o->sources[0].is_list)
-    return 1;
-  struct stat sb;
-  return strcmp(o->sources[0].text, "-") != 0 &&
-         stat(o->sources[0].text, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 /* Whether the run draws one plot, named OUT itself (one input and no
  * dataset, or the dataset only); else each is named after its input
- * (ist_hist_plot_path). */
-static int one_plot(const stats_options *o) {
-  return o->dataset == 2 || (!o->dataset && !several_inputs(o));
+ * (ist_hist_plot_path). several: the run may have several inputs. */
+static int one_plot(const stats_options *o, int several) {
+  return o->dataset == 2 || (!o->dataset && !several);
 }
 
 /* After parsing: the histogram options fit together (that no PNG replaces
@@ -421,17 +407,12 @@ static int parse_args(int argc, char **argv, stats_options *o) {
   return -1;
 }
 
-/* ---- the run over all inputs
- * --------------------------------------------------
- */
+/* ---- the run over all inputs --------------------------------------------- */
 
 typedef struct run_state {
   const stats_options *opt;
-  imgstat_engine *engine;
-  imgstat_inputs *inputs;
-  imgstat_stats_request req;
-  int needs_gpu; /* --backend gpu or --verify: decided before decoding */
-  int one_plot;  /* the run's one plot is OUT itself */
+  imgstat_run *run;
+  int one_plot;                /* the run's one plot is OUT itself */
   imgstat_output_guard *guard; /* --histogram-png: the whole input list */
   char **plots;                /* the names of the plots written so far */
   size_t nplots, cap_plots;
@@ -442,119 +423,29 @@ typedef struct run_state {
   /* the progress line (--progress, or stderr a terminal); its done and
    * failed count the inputs delivered and those that failed */
   ist_progress progress;
-  int stdout_tty; /* records would land on the progress line */
-  /* --mpi: this rank's share of the inputs, [share_first, share_end) */
-  int mpi;
-  uint64_t share_first, share_end, fed;
-  int cancel_status;   /* the ranks' agreed ist_cli_cancel_status() */
-  imgstat_dataset *ds; /* --dataset: the accumulator */
-  int ds_failed;       /* adding to it failed (reported once) */
-  /* IMGSTAT_STAGE_TIMES: the reading (open: file and header) and output
-   * times of the per-stage table, in ns */
-  int stage_times;
-  atomic_uint_fast64_t read_ns, output_ns;
+  int stdout_tty;    /* records would land on the progress line */
+  int cancel_status; /* the ranks' agreed ist_cli_cancel_status() */
+  uint64_t total;    /* the inputs known so far (--mpi: this rank's) */
+  int total_known;   /* whether that is all of them */
+  int rank;          /* --mpi: this rank (0 prints the CSV header) */
+  int begun;         /* the output's start (the CSV header) is out */
 } run_state;
 
-/* What a worker hands back for one input. */
-typedef struct item_result {
-  imgstat_job_result res;
-  int cancelled; /* the run was cancelled before the input was decoded */
-  /* --dataset: what the pool takes beside the job's result (--as gray of a
-   * colour image: the luma's partial and histogram; float images with
-   * --histogram --range: histograms over the common range). */
-  int ds_gray;
-  imgstat_partial ds_partial[IMGSTAT_MAX_CHANNELS];
-  int ds_hists;
-  imgstat_histogram ds_hist[IMGSTAT_MAX_CHANNELS];
-  /* --histogram-png of a float image: what its plot shows (hist_plot.h) */
-  ist_plot_hists plot;
-  /* handed to the engine's device stage: completed from its thread */
-  imgstat_task_pending *pending;
-} item_result;
-
-/* The pool's extra work on a decoded image (in the worker). */
-static void dataset_work(run_state *st, const imgstat_image *img,
-                         item_result *r) {
-  const imgstat_dataset_options *o = &st->opt->ds;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
-  int hist = o->histograms && (img->sample != IMGSTAT_F32 || o->have_range);
-  if (imgstat_dataset_needs_gray(o, img->channels)) {
-    imgstat_image gray;
-    if (imgstat_dataset_gray(img, &gray, &err) != IMGSTAT_OK)
-      return;
-    if (imgstat_cpu_stats(&gray, 1, r->ds_partial, &err) == IMGSTAT_OK) {
-      r->ds_gray = 1;
-      if (hist && imgstat_histogram_compute(&gray, 0, &ho, &r->ds_hist[0],
-                                            &err) == IMGSTAT_OK)
-        r->ds_hists = 1;
-    }
-    imgstat_image_free(&gray);
-  } else if (hist && img->sample == IMGSTAT_F32) {
-    int ok = 1;
-    for (int c = 0; c < img->channels && ok; c++)
-      ok = imgstat_histogram_compute(img, c, &ho, &r->ds_hist[c], &err) ==
-           IMGSTAT_OK;
-    r->ds_hists = ok;
-  }
-}
-
-static void dataset_free(item_result *r) {
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
-    imgstat_histogram_free(&r->ds_hist[c]);
-  ist_hist_plot_hists_free(&r->plot);
-}
-
-/* Adds a delivered input to the pool, in input order. */
-static void dataset_add(run_state *st, const char *path, uint64_t index,
-                        const item_result *r) {
-  const imgstat_job_result *res = &r->res;
-  if (res->status != IMGSTAT_OK) {
-    imgstat_dataset_add_failed(st->ds, index);
+/* What comes before the first record (the CSV header), once: after the
+ * range pass, before the first input's record. */
+static void begin_output(run_state *st) {
+  const stats_options *o = st->opt;
+  if (st->begun)
     return;
-  }
-  const imgstat_dataset_options *o = &st->opt->ds;
-  int gray = imgstat_dataset_needs_gray(o, res->channels);
-  imgstat_dataset_image im;
-  memset(&im, 0, sizeof im);
-  im.name = path;
-  im.width = res->width;
-  im.height = res->height;
-  im.channels = res->channels;
-  im.colour = res->colour;
-  im.sample = res->sample;
-  im.partial = gray ? r->ds_partial : res->partial;
-  if (r->ds_hists)
-    im.hist = r->ds_hist;
-  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
-    im.hist = res->hist;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  if ((gray && !r->ds_gray) ||
-      imgstat_dataset_add(st->ds, index, &im, &err) != IMGSTAT_OK) {
-    ist_cli_path_error(path, "--dataset: %s",
-                       err.message[0] ? err.message : "out of memory");
-    imgstat_dataset_add_failed(st->ds, index);
-    st->any_failed = 1;
-  }
-}
-
-/* The inputs of this run so far (with --mpi: this rank's share) and
- * whether that is all of them. */
-static int inputs_total(const run_state *st, uint64_t *total) {
-  if (st->mpi) {
-    *total = st->share_end - st->share_first;
-    return 1;
-  }
-  return imgstat_inputs_total(st->inputs, total);
+  st->begun = 1;
+  if (st->rank == 0)
+    ist_output_begin(stdout, o->format, &o->hist,
+                     o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV);
 }
 
 /* Draws the progress line (progress.h) with the walk's total so far. */
 static void draw_progress(run_state *st, int final) {
-  uint64_t total = 0;
-  int known = inputs_total(st, &total);
-  ist_progress_draw(&st->progress, total, known, final);
+  ist_progress_draw(&st->progress, st->total, st->total_known, final);
 }
 
 /* Flushes stdout after every record, so that records and messages on stderr
@@ -652,44 +543,15 @@ static int print_result(run_state *st, const char *path,
     return 1;
   }
   ist_record rec;
-  memset(&rec, 0, sizeof rec);
-  rec.file = path;
-  rec.width = res->width;
-  rec.height = res->height;
-  rec.channels = res->channels;
-  rec.colour = res->colour;
-  rec.sample = res->sample;
-  rec.pages = res->pages;
-  rec.page = res->page;
-  rec.backend = imgstat_backend_name(res->backend);
+  ist_record_from_job(&rec, path, res, o->ddof, &o->hist);
   if (o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU)
     rec.decoder = res->decoder ? res->decoder
                   : res->format && strcmp(res->format, "JPEG") == 0
                       ? IMGSTAT_DECODER_TURBOJPEG
                       : NULL;
   rec.decoder_column = o->hist.decoder_column;
-  rec.ddof = o->ddof;
   rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
   rec.dataset_columns = o->hist.dataset_columns;
-  for (int k = 0; k < res->nwarnings; k++)
-    if (res->warning[k].from_decoder && rec.nwarnings < IST_RECORD_MAX_WARNINGS)
-      rec.warnings[rec.nwarnings++] = res->warning[k].text;
-  for (int c = 0; c < res->channels; c++) {
-    const imgstat_partial *p = &res->partial[c];
-    imgstat_figures_compute(p, res->sample, res->width, o->ddof,
-                            &rec.figures[c]);
-    /* exact for u8 / u16; f32: from the partial's m2 and mean */
-    rec.exact_sum_sq[c] = p->sumsq;
-    rec.sum_sq[c] = res->sample == IMGSTAT_F32
-                        ? (double)((long double)p->m2 +
-                                   (long double)p->count * p->mean * p->mean)
-                        : (double)p->sumsq;
-  }
-  if (res->has_histograms) {
-    rec.hist = &o->hist;
-    rec.histograms = res->hist;
-    rec.hist_figures = res->hist_figures;
-  }
   if (o->dataset == 2)
     return 0;
   ist_output_record(stdout, o->format, &rec, st->records++);
@@ -737,201 +599,78 @@ static int print_result(run_state *st, const char *path,
   return failed;
 }
 
-/* A result that says the input failed at stage with the reason in err. */
-static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
-                          imgstat_status status, const char *why) {
-  memset(res, 0, sizeof *res);
-  res->status = status;
-  res->failed_stage = stage;
-  res->error.status = status;
-  snprintf(res->error.message, sizeof res->error.message, "%s",
-           why && *why ? why : "unknown error");
-}
+/* ---- the run's callbacks (imgstat_run.h) --------------------------------- */
 
-/* ---- the batch: inputs fed in order, worked on by any worker, printed in
- * order */
-
-static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
+/* A worker's extra work on a decoded image: a float image's plot, over
+ * --range (or the dataset's common range), else over its robust range. */
+static void *plot_image(void *ctx, const imgstat_input *in,
+                        const imgstat_image *img,
+                        const imgstat_job_result *res) {
   run_state *st = ctx;
-  imgstat_input *in = NULL;
-  imgstat_status s = IMGSTAT_OK;
-  if (!st->mpi || st->fed++ < st->share_end - st->share_first)
-    s = imgstat_inputs_next(st->inputs, &in, err);
-  /* the walk runs ahead: the progress line's total, auto's rule */
-  if (s == IMGSTAT_OK)
-    s = imgstat_inputs_prefetch(st->inputs, 4096, err);
-  uint64_t total = 0;
-  inputs_total(st, &total);
-  imgstat_engine_set_workload(st->engine, total);
-  *item = in;
-  return s;
-}
-
-/* The reservation of an input that the engine decodes on the GPU. */
-typedef struct gpu_reserve {
-  imgstat_task *task;
-  uint64_t bytes;
-} gpu_reserve;
-
-static int reserve_for_gpu(void *ctx, uint64_t bytes) {
-  gpu_reserve *r = ctx;
-  r->bytes = bytes;
-  return imgstat_task_reserve(r->task, bytes);
-}
-
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static int reserve_task(void *ctx, uint64_t bytes) {
-  return imgstat_task_reserve(ctx, bytes);
-}
-
-/* The engine's device stage finished an item handed to it. */
-static void stage_finished(void *ctx, int cancelled) {
-  item_result *r = ctx;
-  if (cancelled)
-    r->cancelled = 1;
-  imgstat_task_complete(r->pending);
-}
-
-/* A JPEG file the engine may decode on the GPU (nvJPEG): its decoder
- * opened and offered. Returns 1 when the item is done or handed to the
- * engine's device stage (then delivered once the stage completes it), 0
- * when the caller decodes it on the CPU as usual. */
-static int offer_to_gpu(run_state *st, imgstat_task *task,
-                        const imgstat_input *in, item_result *r) {
-  imgstat_job_result *res = &r->res;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_decoder *d = NULL;
-  uint64_t t0 = st->stage_times ? now_ns() : 0;
-  imgstat_status s =
-      imgstat_decoder_open(in->path, &st->opt->engine.load, &d, &err);
-  if (st->stage_times)
-    atomic_fetch_add(&st->read_ns, now_ns() - t0);
-  if (s != IMGSTAT_OK) {
-    imgstat_task_reserve(task, 0);
-    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
-    return 1;
-  }
-  const imgstat_header *h = imgstat_decoder_header(d);
-  int taken = 0;
-  /* --dataset --as gray: the CPU makes the luma from host pixels */
-  int gray = st->ds && imgstat_dataset_needs_gray(&st->opt->ds, h->channels);
-  if (!gray && !st->opt->engine.verify) {
-    /* the streaming stage: this worker goes on with the next file */
-    r->pending = imgstat_task_defer(task);
-    taken = imgstat_engine_stats_decoder_async(st->engine, d, in->path,
-                                               &st->req, reserve_task, task,
-                                               res, stage_finished, r);
-    if (taken != 2) { /* else the engine's stage completes the item */
-      imgstat_task_complete(r->pending);
-      r->pending = NULL;
-    }
-    if (taken < 0)
-      r->cancelled = 1;
-    /* 1, 2: the file's bytes held until the delivery */
-  } else if (!gray) {
-    gpu_reserve gr = {task, 0};
-    taken = imgstat_engine_stats_decoder(st->engine, d, in->path, &st->req,
-                                         reserve_for_gpu, &gr, res);
-    if (taken < 0)
-      r->cancelled = 1;
-    else if (taken)
-      imgstat_task_release(task, gr.bytes);
-  }
-  imgstat_decoder_close(d);
-  return taken != 0;
-}
-
-/* One input on a worker: the header read, the decoded size reserved from
- * the budget, the pixels decoded, then the statistics by the engine (a JPEG
- * that the engine decodes on the GPU: all of it there). */
-static void work_input(void *ctx, imgstat_task *task, void *item,
-                       void *result) {
-  run_state *st = ctx;
-  const imgstat_input *in = item;
-  item_result *r = result;
-  imgstat_job_result *res = &r->res;
-  if (st->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR &&
-      !(in->kind == IMGSTAT_INPUT_FILE &&
-        imgstat_engine_may_decode_jpeg(st->engine))) {
-    /* no decoding for an item that cannot run (a JPEG offered to the GPU
-     * decoder waits for the decision in the engine, after the checks that
-     * overlap the GPU's start-up) */
-    if (imgstat_engine_decide(st->engine, res) != IMGSTAT_OK) {
-      imgstat_task_reserve(task, 0);
-      return;
-    }
-    imgstat_job_result_free(res);
-  }
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  if (in->kind == IMGSTAT_INPUT_FILE &&
-      imgstat_engine_may_decode_jpeg(st->engine) &&
-      offer_to_gpu(st, task, in, r))
-    return;
-  imgstat_image img;
-  uint64_t reserved;
-  int cancelled;
-  imgstat_status s = imgstat_task_decode(task, in, &st->opt->engine.load, 0,
-                                         &img, &reserved, &cancelled, &err);
-  if (cancelled) {
-    r->cancelled = 1;
-    return;
-  }
-  if (s != IMGSTAT_OK) {
-    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
-    return;
-  }
-  if (imgstat_engine_stats(st->engine, in->path, &img, &st->req, res) ==
-          IMGSTAT_OK &&
-      st->ds)
-    dataset_work(st, &img, r);
-  /* a float image's plot: over --range, else over its robust range */
   const stats_options *o = st->opt;
-  if (res->status == IMGSTAT_OK && res->has_histograms && o->hist.png_path &&
-      o->dataset != 2 && img.sample == IMGSTAT_F32) {
-    double range[2] = {o->ds.lo, o->ds.hi};
-    if (ist_hist_plot_float(&img, res->hist, o->ds.have_range ? range : NULL,
-                            o->hist.bins ? o->hist.bins : DEFAULT_DISPLAY_BINS,
-                            &r->plot, &err) != IMGSTAT_OK)
-      ist_hist_plot_hists_free(&r->plot); /* the job's histograms, then */
-  }
-  imgstat_image_free(&img);
-  imgstat_task_release(task, reserved);
+  (void)in;
+  if (res->status != IMGSTAT_OK || !res->has_histograms || !o->hist.png_path ||
+      o->dataset == 2 || img->sample != IMGSTAT_F32)
+    return NULL;
+  const imgstat_dataset_options *ds = imgstat_run_dataset_options(st->run);
+  double range[2] = {ds->lo, ds->hi};
+  ist_plot_hists *plot = calloc(1, sizeof *plot);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (plot &&
+      ist_hist_plot_float(img, res->hist, ds->have_range ? range : NULL,
+                          o->hist.bins ? o->hist.bins : DEFAULT_DISPLAY_BINS,
+                          plot, &err) != IMGSTAT_OK)
+    ist_hist_plot_hists_free(plot); /* the job's histograms, then */
+  return plot;
 }
 
-static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
-                         int ran) {
+static void free_plot(void *ctx, void *extra) {
+  (void)ctx;
+  ist_hist_plot_hists_free(extra);
+  free(extra);
+}
+
+/* An input delivered in order: its record (or its error), its plot, its
+ * verdict, the progress line. */
+static int print_item(void *ctx, const imgstat_run_item *item,
+                      const imgstat_run_progress *progress) {
   run_state *st = ctx;
-  imgstat_input *in = item;
-  item_result *r = result;
-  (void)index;
-  uint64_t t0 = st->stage_times ? now_ns() : 0;
-  if (ran && !r->cancelled) {
-    if (st->stdout_tty || r->res.status != IMGSTAT_OK || r->res.nwarnings > 0 ||
-        r->res.verified || st->opt->hist.png_path)
-      ist_progress_clear(&st->progress);
-    st->progress.done++;
-    if (in->size_known)
-      st->progress.bytes_in += in->size;
-    if (print_result(st, in->path, &r->res, &r->plot))
-      st->progress.failed++;
-    if (st->ds) /* the input's place in the whole list (--mpi: not index) */
-      dataset_add(st, in->path, in->index, r);
-    flush_stdout(st);
-    draw_progress(st, 0);
+  const imgstat_input *in = item->input;
+  const imgstat_job_result *res = item->result;
+  begin_output(st);
+  if (st->stdout_tty || res->status != IMGSTAT_OK || res->nwarnings > 0 ||
+      res->verified || st->opt->hist.png_path)
+    ist_progress_clear(&st->progress);
+  st->progress.done++;
+  if (in->size_known)
+    st->progress.bytes_in += in->size;
+  if (print_result(st, in->path, res, item->extra))
+    st->progress.failed++;
+  if (item->dataset_error[0]) {
+    ist_cli_path_error(in->path, "%s", item->dataset_error);
+    st->any_failed = 1;
   }
-  imgstat_job_result_free(&r->res);
-  dataset_free(r);
-  imgstat_input_free(in);
-  if (st->stage_times)
-    atomic_fetch_add(&st->output_ns, now_ns() - t0);
+  flush_stdout(st);
+  st->total = progress->total;
+  st->total_known = progress->total_known;
+  draw_progress(st, 0);
   return st->write_failed;
+}
+
+/* The float range pass's progress (--dataset --histogram): its own line,
+ * labelled; the run's starts from zero after it. */
+static void print_range_progress(void *ctx, const imgstat_run_progress *p) {
+  run_state *st = ctx;
+  st->progress.done = p->done;
+  st->progress.bytes_in = p->bytes_in;
+  ist_progress_draw(&st->progress, p->total, p->total_known, p->final);
+  if (p->final) {
+    int workers = st->progress.workers, cores = st->progress.cores;
+    ist_progress_start(&st->progress, st->progress.on);
+    st->progress.workers = workers;
+    st->progress.cores = cores;
+  }
 }
 
 /* IMGSTAT_STAGE_TIMES: one line on stderr, where the JPEGs' time went
@@ -939,7 +678,8 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
  * engine's creation; tests/gpu/pipeline18.sh reads it). */
 static void print_stage_times(run_state *st) {
   imgstat_engine_times t;
-  imgstat_engine_times_get(st->engine, &t);
+  double read_s, output_s;
+  imgstat_run_times(st->run, &t, &read_s, &output_s);
   fprintf(stderr,
           "imgstat: stage times: read %.3f check %.3f decode %.3f (parse "
           "%.3f alloc %.3f nvjpeg %.3f wait %.3f) reduce %.3f histogram "
@@ -949,21 +689,12 @@ static void print_stage_times(run_state *st) {
           "shutdown %.3f (s from start); stage-join %.3f teardown %.3f (s); "
           "items %" PRIu64 " batches %" PRIu64 " max-batch %d hardware %" PRIu64
           " hybrid %" PRIu64 " cpu %" PRIu64 "\n",
-          1e-9 * (double)atomic_load(&st->read_ns), t.check_s, t.decode_s,
-          t.parse_s, t.alloc_s, t.nvjpeg_host_s, t.nvjpeg_wait_s, t.reduce_s,
-          t.histogram_s, t.cpu_s, 1e-9 * (double)atomic_load(&st->output_ns),
+          read_s, t.check_s, t.decode_s, t.parse_s, t.alloc_s, t.nvjpeg_host_s,
+          t.nvjpeg_wait_s, t.reduce_s, t.histogram_s, t.cpu_s, output_s,
           t.close_s, t.context_s, t.nvjpeg_s, t.ready_s, t.ready_last_s,
           t.first_submit_s, t.first_batch_s, t.last_batch_s, t.input_end_s,
           t.closed_s, t.shutdown_s, t.stage_end_s, t.teardown_s, t.items,
           t.batches, t.max_batch, t.hardware, t.hybrid, t.cpu);
-}
-
-/* The batch runner's word that no work will run any more: the engine's
- * device stage stops waiting for fuller batches and closes its lanes as
- * they run dry. */
-static void input_drained(void *ctx) {
-  run_state *st = ctx;
-  imgstat_engine_input_end(st->engine);
 }
 
 /* The dataset record after the images' (--dataset), and its PNG. */
@@ -972,21 +703,13 @@ static void print_dataset(run_state *st) {
   imgstat_dataset_result r;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if (imgstat_dataset_finish(st->ds, o->ddof, &r, &err) != IMGSTAT_OK) {
+  if (imgstat_run_dataset_finish(st->run, o->ddof, &r, &err) != IMGSTAT_OK) {
     ist_cli_error("--dataset: %s", err.message);
     st->any_failed = 1;
     return;
   }
   imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
-  memset(hf, 0, sizeof hf);
-  for (int c = 0; c < r.channels; c++) {
-    if (!r.ch[c].has_histogram)
-      continue;
-    imgstat_moments m;
-    imgstat_moments_from_histogram(&r.ch[c].hist, &m);
-    imgstat_hist_figures_compute(&r.ch[c].hist, &m, o->hist.percentiles,
-                                 o->hist.npercentiles, &hf[c]);
-  }
+  ist_dataset_hist_figures(&r, o->hist.percentiles, o->hist.npercentiles, hf);
   ist_output_dataset(stdout, o->format, &r, &o->hist,
                      o->hist.fields ? hf : NULL, st->records++,
                      o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV);
@@ -1163,100 +886,6 @@ static imgstat_status gather_capture(mpi_run *mr, int k, FILE *dest, int *strip,
   return s;
 }
 
-/* The dataset accumulator as imgstat_mpi_reduce's codec (ctx: the
- * options). Its accumulator is a holder of an imgstat_dataset, so that
- * deserialize can replace what it holds. */
-typedef struct ds_holder {
-  imgstat_dataset *d;
-} ds_holder;
-
-static imgstat_status ds_create(void *ctx, void **acc, imgstat_error *err) {
-  ds_holder *h = calloc(1, sizeof *h);
-  *acc = h;
-  if (!h)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  return imgstat_dataset_create(ctx, &h->d, err);
-}
-
-static void ds_destroy(void *ctx, void *acc) {
-  (void)ctx;
-  ds_holder *h = acc;
-  if (h)
-    imgstat_dataset_destroy(h->d);
-  free(h);
-}
-
-static size_t ds_size(void *ctx, const void *acc) {
-  (void)ctx;
-  void *buf = NULL;
-  size_t n = 0;
-  imgstat_error err;
-  if (imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, &err) !=
-      IMGSTAT_OK)
-    n = 0;
-  free(buf);
-  return n;
-}
-
-static imgstat_status ds_serialize(void *ctx, const void *acc, void *out,
-                                   size_t size, size_t *used,
-                                   imgstat_error *err) {
-  (void)ctx;
-  void *buf = NULL;
-  size_t n = 0;
-  imgstat_status s =
-      imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, err);
-  if (s == IMGSTAT_OK && n > size)
-    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                          "the dataset's serialized form grew");
-  if (s == IMGSTAT_OK) {
-    memcpy(out, buf, n);
-    *used = n;
-  }
-  free(buf);
-  return s;
-}
-
-static imgstat_status ds_deserialize(void *ctx, void *acc, const void *buf,
-                                     size_t size, imgstat_error *err) {
-  (void)ctx;
-  ds_holder *h = acc;
-  imgstat_dataset *d = NULL;
-  imgstat_status s = imgstat_dataset_deserialize(buf, size, &d, err);
-  if (s == IMGSTAT_OK) {
-    imgstat_dataset_destroy(h->d);
-    h->d = d;
-  }
-  return s;
-}
-
-static imgstat_status ds_merge(void *ctx, void *a, const void *b,
-                               imgstat_error *err) {
-  (void)ctx;
-  return imgstat_dataset_merge(((ds_holder *)a)->d, ((const ds_holder *)b)->d,
-                               err);
-}
-
-/* A GPU for this rank, when the backend may use one: the local rank's turn
- * among the devices listed (--devices), else among the host's. */
-static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
-  if (e->backend == IMGSTAT_BACKEND_CPU && !e->verify)
-    return;
-  int n = e->ndevices, list[IMGSTAT_MAX_DEVICES];
-  if (n > 0) {
-    memcpy(list, e->devices, sizeof(int) * (size_t)n);
-  } else {
-    imgstat_error err;
-    if (imgstat_gpu_device_count(&n, &err) != IMGSTAT_OK || n <= 0)
-      return; /* the engine says what it makes of no GPU */
-    n = n < IMGSTAT_MAX_DEVICES ? n : IMGSTAT_MAX_DEVICES;
-    for (int k = 0; k < n; k++)
-      list[k] = k;
-  }
-  e->ndevices = 1;
-  e->devices[0] = list[local_rank % n];
-}
-
 /* After parsing: what --mpi cannot do. Returns -1, or the exit status of
  * the error it printed. */
 static int check_mpi_options(const stats_options *o) {
@@ -1275,27 +904,10 @@ static int check_mpi_options(const stats_options *o) {
   return -1;
 }
 
-/* --mpi: walks the whole list (names only) and takes this rank's share:
- * the items before it are dropped, next_input stops at its end. */
-static imgstat_status mpi_take_share(run_state *st, const mpi_run *mr,
-                                     imgstat_error *err) {
-  imgstat_status s = imgstat_inputs_prefetch(st->inputs, SIZE_MAX, err);
-  uint64_t total = 0;
-  imgstat_inputs_total(st->inputs, &total);
-  imgstat_mpi_share(total, mr->at.rank, mr->at.size, &st->share_first,
-                    &st->share_end);
-  for (uint64_t k = 0; k < st->share_first && s == IMGSTAT_OK; k++) {
-    imgstat_input *in = NULL;
-    s = imgstat_inputs_next(st->inputs, &in, err);
-    imgstat_input_free(in);
-  }
-  st->mpi = 1;
-  return s;
-}
-
-/* --mpi, after this rank's batch: the ranks agree on the outcome, rank 0
- * gets the merged dataset accumulator and prints the others' records and
- * messages. Returns whether the dataset record is to be printed (rank 0). */
+/* --mpi, after this rank's run (which merged the dataset accumulators on
+ * rank 0): the ranks agree on the outcome and rank 0 prints the others'
+ * records and messages. Returns whether the dataset record is to be
+ * printed (rank 0). */
 static int mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
                       const stats_options *o) {
   imgstat_error err;
@@ -1311,19 +923,6 @@ static int mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
       imgstat_mpi_allreduce_u64(mr->m, any, 5, IMGSTAT_MPI_MAX, &err);
   if (s == IMGSTAT_OK)
     s = imgstat_mpi_allreduce_u64(mr->m, counts, 3, IMGSTAT_MPI_SUM, &err);
-  /* every rank takes part in the reduce, one whose accumulator could not
-   * be made with an empty one (else the others would wait for it) */
-  if (s == IMGSTAT_OK && o->dataset && !st->ds &&
-      imgstat_dataset_create(&o->ds, &st->ds, &err) != IMGSTAT_OK)
-    st->ds = NULL;
-  if (s == IMGSTAT_OK && st->ds) {
-    imgstat_mpi_codec codec = {
-        (void *)&o->ds, ds_create,      ds_destroy, ds_size,
-        ds_serialize,   ds_deserialize, ds_merge,   0};
-    ds_holder h = {st->ds};
-    s = imgstat_mpi_reduce(mr->m, &codec, &h, &err);
-    st->ds = h.d; /* rank 0: the merged accumulator */
-  }
   unsigned long mine = st->records;
   capture_end(mr);
   int strip = o->format == IMGSTAT_OUTPUT_TEXT && mine == 0;
@@ -1348,53 +947,6 @@ static int mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
   return 0;
 }
 
-/* The inputs of the command line, in the order given. Returns -1, or the
- * exit status of the error it printed. */
-static int make_inputs(run_state *st) {
-  const stats_options *o = st->opt;
-  imgstat_inputs_options io = {o->follow};
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_status s = imgstat_inputs_create(&io, &st->inputs, &err);
-  for (int k = 0; k < o->nsources && s == IMGSTAT_OK; k++)
-    s = o->sources[k].is_list
-            ? imgstat_inputs_add_list(st->inputs, o->sources[k].text,
-                                      o->null_lists ? '\0' : '\n', &err)
-            : imgstat_inputs_add_path(st->inputs, o->sources[k].text, &err);
-  if (s == IMGSTAT_ERR_ARG)
-    return usage("%s", err.message);
-  if (s != IMGSTAT_OK) {
-    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
-    return EXIT_INPUT_FAILED;
-  }
-  return -1;
-}
-
-/* The cores this process may use (imgstat_cpu_cores). Under --mpi, rank 0
- * says once when its rank is bound to fewer cores than its share of what
- * the host offers (Open MPI binds each rank to one core for up to 2 ranks),
- * with the mpirun options that give each rank its share; ranks left unbound
- * on one host (--bind-to none) take their share of its cores. */
-static int rank_cores(const stats_options *o, const mpi_run *mr) {
-  imgstat_cpu_info cpu;
-  imgstat_cpu_info_get(&cpu);
-  int ranks = mr->at.local_size > 0 ? mr->at.local_size : 1;
-  if (!o->mpi)
-    return cpu.cores;
-  int share = cpu.offered / ranks > 0 ? cpu.offered / ranks : 1;
-  if (cpu.cores < share && mr->at.rank == 0 && !o->quiet)
-    ist_cli_error(
-        "--mpi: each rank runs on %d core%s of the %d this host offers to "
-        "%d rank%s (mpirun binds each rank to a core by default): give each "
-        "rank its share with 'mpirun --bind-to none' or 'mpirun --map-by "
-        "ppr:%d:node:PE=%d' (docs/scaling.md)",
-        cpu.cores, cpu.cores == 1 ? "" : "s", cpu.offered, ranks,
-        ranks == 1 ? "" : "s", ranks, share);
-  if (cpu.affinity >= cpu.offered && ranks > 1 && cpu.cores > share)
-    return share; /* unbound: the host's cores shared out */
-  return cpu.cores;
-}
-
 /* Under --mpi (mr not NULL): whether any rank has a nonzero flag (every
  * rank learns it); else the flag. A failed collective counts as one. */
 static int any_rank(const mpi_run *mr, int flag) {
@@ -1406,48 +958,6 @@ static int any_rank(const mpi_run *mr, int flag) {
       IMGSTAT_OK)
     return 1;
   return v != 0;
-}
-
-/* The whole input list, walked once into *list: under --mpi by rank 0
- * alone (it reads the lists and walks the folders: a FIFO or standard input
- * is read once), and its bytes sent to the other ranks, so that every rank
- * shares out the same list. st->inputs becomes an iterator over it. Returns
- * -1, or the exit status of the error it printed (every rank the same). */
-static int whole_list(run_state *st, const mpi_run *run,
-                      imgstat_input_list *list) {
-  const mpi_run *mr = st->opt->mpi ? run : NULL;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_status s = IMGSTAT_OK;
-  if (!mr || mr->at.rank == 0)
-    s = imgstat_inputs_collect(st->inputs, list, &err);
-  if (mr && mr->m) {
-    unsigned char *bytes = NULL;
-    size_t size = 0;
-    if (s == IMGSTAT_OK && mr->at.rank == 0)
-      s = imgstat_input_list_pack(list, &bytes, &size, &err);
-    if (!any_rank(mr, s != IMGSTAT_OK)) {
-      void *data = bytes;
-      s = imgstat_mpi_bcast(mr->m, &data, &size, &err);
-      if (s == IMGSTAT_OK && mr->at.rank > 0)
-        s = imgstat_input_list_unpack(data, size, list, &err);
-      if (mr->at.rank > 0)
-        free(data);
-    } else if (s == IMGSTAT_OK) {
-      s = imgstat_error_set(&err, IMGSTAT_ERR_IO,
-                            "rank 0 could not send the input list");
-    }
-    free(bytes);
-  }
-  imgstat_inputs_destroy(st->inputs);
-  st->inputs = NULL;
-  if (s == IMGSTAT_OK)
-    s = imgstat_inputs_from_list(list, &st->inputs, &err);
-  if (!any_rank(mr, s != IMGSTAT_OK))
-    return -1;
-  if (s != IMGSTAT_OK)
-    ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
-  return EXIT_INPUT_FAILED;
 }
 
 /* --histogram-png: no plot replaces an input. Every name the run's plots
@@ -1488,7 +998,6 @@ int ist_stats_main(int argc, char **argv) {
   stats_options opt;
   run_state st;
   mpi_run mr;
-  imgstat_input_list list = {NULL, 0}; /* the whole list, when walked whole */
   int status;
 
   memset(&opt, 0, sizeof opt);
@@ -1526,46 +1035,16 @@ int ist_stats_main(int argc, char **argv) {
     capture_reset(&mr); /* rank 0 printed the same warnings */
   if (status >= 0)
     goto cleanup;
-  status = make_inputs(&st);
-  if (status >= 0)
-    goto cleanup;
-  /* float images' pooled histograms without --range: a first pass finds
-   * their common range (dataset_pass.h; not over an image on standard
-   * input, which is read once) */
-  int stdin_image = 0;
-  for (int k = 0; k < opt.nsources; k++)
-    stdin_image |=
-        !opt.sources[k].is_list && strcmp(opt.sources[k].text, "-") == 0;
-  int range_pass = opt.dataset && histograms_wanted(&opt.hist) &&
-                   !opt.ds.have_range && !stdin_image;
-  /* Whatever needs every input first gets them from one walk. */
-  st.one_plot = one_plot(&opt);
-  if (opt.mpi || opt.hist.png_path || range_pass) {
-    status = whole_list(&st, &mr, &list);
-    if (status < 0 && opt.hist.png_path)
-      status = check_plots(&st, &mr, &list);
-    if (status >= 0)
-      goto cleanup;
-  }
-
-  /* Workers: -j (0: one per core this rank may use). One input alone (no
-   * -j) runs in this thread with the CPU backend's threads on every core;
-   * with several workers, each computes on one thread (the figures are
-   * bit-identical for any thread count). */
-  int cores = rank_cores(&opt, &mr);
-  int several = several_inputs(&opt);
-  int workers = opt.jobs_given ? opt.jobs : several ? 0 : 1;
-  /* JPEGs sent to nvJPEG (--jpeg-decoder gpu): their workers mostly wait
-   * for a batch decode, so there are more of them (a batch is the JPEGs
-   * queued at once; the budget still bounds the memory). Under auto the
-   * workers stay one per core: most runs never start the GPU. */
-  int jpeg_stage = imgstat_gpu_jpeg_compiled() &&
-                   opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
-                   !opt.engine.verify;
-  if (workers == 0 && jpeg_stage)
-    workers = 4 * cores;
-  if (workers == 0)
-    workers = cores;
+  /* the run: its inputs (the whole list walked first when something needs
+   * it: the ranks' shares, the plots' check, the float range pass) */
+  imgstat_run_options ro;
+  memset(&ro, 0, sizeof ro);
+  ro.sources = opt.sources;
+  ro.nsources = opt.nsources;
+  ro.null_lists = opt.null_lists;
+  ro.follow = opt.follow;
+  ro.jobs = opt.jobs_given ? opt.jobs : -1;
+  ro.max_inflight = opt.max_inflight;
   /* --jpeg-decoder gpu's tuning knobs, for measurements (docs/gpu.md):
    * the stage's lanes per device and the most files in a batch */
   const char *knob = getenv("IMGSTAT_JPEG_LANES");
@@ -1576,115 +1055,112 @@ int ist_stats_main(int argc, char **argv) {
     opt.engine.jpeg_batch = atoi(knob);
   knob = getenv("IMGSTAT_JPEG_OWN_HANDLES");
   opt.engine.jpeg_own_handles = knob && atoi(knob) > 0;
-  opt.engine.threads = workers == 1 && !opt.jobs_given ? 0 : 1;
-  /* the CPU's lanes for auto's rule: the workers, at most one per core */
-  opt.engine.workers = workers > 0 && workers < cores ? workers : cores;
   opt.engine.cost = ist_cli_cost_model();
-  if (opt.mpi)
-    mpi_pick_device(&opt.engine, mr.at.local_rank);
-  st.needs_gpu = opt.engine.backend == IMGSTAT_BACKEND_GPU ||
-                 opt.engine.verify ||
-                 opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
+  ro.engine = opt.engine;
+  ro.request.histograms = histograms_wanted(&opt.hist);
+  ro.request.npercentiles = opt.hist.npercentiles;
+  memcpy(ro.request.percentiles, opt.hist.percentiles,
+         sizeof ro.request.percentiles);
+  ro.dataset = opt.dataset != 0;
+  ro.ds = opt.ds;
+  ro.whole_list = opt.hist.png_path != NULL;
+  ro.mpi = opt.mpi ? mr.m : NULL;
+  ro.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
+  imgstat_status s = imgstat_run_create(&ro, &st.run, &err);
+  if (s == IMGSTAT_ERR_ARG) {
+    status = usage("%s", err.message);
+    goto cleanup;
+  }
+  if (s != IMGSTAT_OK) {
+    if (err.message[0])
+      ist_cli_error("%s", err.message);
+    status = EXIT_INPUT_FAILED;
+    goto cleanup;
+  }
+  const imgstat_run_info *info = imgstat_run_get_info(st.run);
+  st.one_plot = one_plot(&opt, info->several);
+  if (opt.hist.png_path) {
+    status = check_plots(&st, &mr, imgstat_run_input_list(st.run));
+    if (status >= 0)
+      goto cleanup;
+  }
+  /* Under --mpi, rank 0 says once when its rank is bound to fewer cores
+   * than its share of what the host offers (Open MPI binds each rank to one
+   * core for up to 2 ranks), with the mpirun options that give each rank
+   * its share. */
+  if (opt.mpi && info->cores_short && info->at.rank == 0 && !opt.quiet)
+    ist_cli_error(
+        "--mpi: each rank runs on %d core%s of the %d this host offers to "
+        "%d rank%s (mpirun binds each rank to a core by default): give each "
+        "rank its share with 'mpirun --bind-to none' or 'mpirun --map-by "
+        "ppr:%d:node:PE=%d' (docs/scaling.md)",
+        info->cores, info->cores == 1 ? "" : "s", info->cores_offered,
+        info->local_ranks, info->local_ranks == 1 ? "" : "s", info->local_ranks,
+        info->cores_share);
+
   /* --mpi: only rank 0 draws the line, for its share */
   ist_progress_start(&st.progress, !opt.quiet && mr.at.rank == 0 &&
                                        (opt.progress || isatty(STDERR_FILENO)));
-  st.progress.workers = workers;
-  st.progress.cores = cores;
+  st.progress.workers = info->workers;
+  st.progress.cores = info->cores;
+  if (info->range_pass)
+    st.progress.label = "--dataset, float range: ";
   st.stdout_tty = isatty(STDOUT_FILENO);
 
   if (opt.hist.png_path) /* no partial PNG left by a signal */
     ist_cli_cleanup_on_signals();
-  /* With --mpi, a rank whose set-up fails still takes part in the
-   * collectives (mpi_finish), with nothing to add. */
-  imgstat_status s = IMGSTAT_OK;
-  if (imgstat_engine_create(&opt.engine, &st.engine, &err) != IMGSTAT_OK) {
-    ist_cli_error("%s", err.message);
-    s = IMGSTAT_ERR_ARG;
-  }
-  st.req.histograms = histograms_wanted(&opt.hist);
-  st.req.npercentiles = opt.hist.npercentiles;
-  memcpy(st.req.percentiles, opt.hist.percentiles, sizeof st.req.percentiles);
-
-  if (range_pass) { /* over a copy of the whole list */
-    imgstat_inputs *later = st.inputs;
-    status = imgstat_inputs_from_list(&list, &st.inputs, &err) == IMGSTAT_OK
-                 ? -1
-                 : EXIT_INPUT_FAILED;
-    if (status < 0) {
-      st.progress.label = "--dataset, float range: ";
-      status = ist_dataset_range_pass(st.inputs, &opt.engine.load, workers,
-                                      opt.max_inflight, &opt.ds, &st.progress);
-      /* the run's own line, from zero */
-      ist_progress_start(&st.progress, st.progress.on);
-      st.progress.workers = workers;
-      st.progress.cores = cores;
-    }
-    imgstat_inputs_destroy(st.inputs);
-    st.inputs = later;
-    if (status >= 0)
-      goto cleanup;
-  }
-  if (opt.dataset) {
-    opt.ds.histograms = opt.hist.fields || opt.hist.png_path;
+  if (opt.dataset)
     opt.hist.dataset_columns = opt.format == IMGSTAT_OUTPUT_CSV;
-    if (imgstat_dataset_create(&opt.ds, &st.ds, &err) != IMGSTAT_OK) {
+  opt.hist.decoder_column = opt.format == IMGSTAT_OUTPUT_CSV &&
+                            opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
+  st.rank = mr.at.rank;
+  if (mr.at.rank > 0)
+    st.records = 1; /* every text record opens with its blank line */
+  imgstat_run_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.ctx = &st;
+  cb.item = print_item;
+  cb.progress = print_range_progress;
+  cb.image = plot_image;
+  cb.free_extra = free_plot;
+  imgstat_run_report rep;
+  s = imgstat_run_execute(st.run, &cb, &rep, &err);
+  if (!rep.range_stopped && !(s != IMGSTAT_OK && !opt.mpi && rep.set_up_failed))
+    begin_output(&st);
+  flush_stdout(&st);
+  if (rep.range_stopped) { /* the range pass failed or was cancelled */
+    if (s != IMGSTAT_OK)
       ist_cli_error("%s", err.message);
-      s = IMGSTAT_ERR_NOMEM;
-    }
+    status = rep.cancelled && ist_cli_cancel_status() >= 0
+                 ? ist_cli_cancel_status()
+                 : EXIT_INPUT_FAILED;
+    goto cleanup;
   }
-  if (!opt.mpi && s != IMGSTAT_OK) {
+  if (s != IMGSTAT_OK && !opt.mpi && rep.set_up_failed) {
+    ist_cli_error("%s", err.message);
     status = EXIT_INPUT_FAILED;
     goto cleanup;
   }
-  opt.hist.decoder_column = opt.format == IMGSTAT_OUTPUT_CSV &&
-                            opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
-  st.stage_times = getenv("IMGSTAT_STAGE_TIMES") != NULL;
-  atomic_init(&st.read_ns, 0);
-  atomic_init(&st.output_ns, 0);
-  if (mr.at.rank == 0)
-    ist_output_begin(stdout, opt.format, &opt.hist,
-                     opt.errors_as_records && opt.format == IMGSTAT_OUTPUT_CSV);
-  else
-    st.records = 1; /* every text record opens with its blank line */
-  if (opt.mpi && s == IMGSTAT_OK)
-    s = mpi_take_share(&st, &mr, &err);
-  if (s == IMGSTAT_OK) {
-    imgstat_batch_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.workers = workers;
-    cfg.budget = opt.max_inflight;
-    /* JPEGs handed to the device stage wait there in their slots: room for
-     * several batches (the budget still bounds their bytes) */
-    if (jpeg_stage && workers != 1)
-      cfg.window = 4 * (size_t)workers < 1024 ? 1024 : 4 * (size_t)workers;
-    cfg.result_size = sizeof(item_result);
-    cfg.ctx = &st;
-    cfg.next = next_input;
-    cfg.work = work_input;
-    cfg.deliver = deliver_input;
-    cfg.drained = input_drained;
-    cfg.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
-    s = imgstat_batch_run(&cfg, NULL, &err);
-    flush_stdout(&st);
-    if (s != IMGSTAT_OK) {
-      ist_progress_clear(&st.progress);
+  if (s != IMGSTAT_OK) {
+    ist_progress_clear(&st.progress);
+    if (rep.merge_failed)
+      ist_cli_error("--mpi: %s", err.message);
+    else
       ist_cli_error("%s", err.message[0] ? err.message : "out of memory");
-      st.any_failed = 1;
-    }
-  } else {
     st.any_failed = 1;
   }
   draw_progress(&st, 1);
-  if (st.stage_times) {
+  if (getenv("IMGSTAT_STAGE_TIMES")) {
     /* the teardown timed too: the GPU side of the engine goes now */
-    imgstat_engine_shutdown(st.engine);
+    imgstat_run_shutdown(st.run);
     print_stage_times(&st);
   }
-  int print_ds = st.ds && s == IMGSTAT_OK && !st.write_failed;
+  int print_ds = rep.dataset_ok && !st.write_failed;
   st.cancel_status = ist_cli_cancel_status();
   if (opt.mpi)
     print_ds =
-        mpi_finish(&st, &mr, s == IMGSTAT_OK, &opt) && st.ds && mr.at.rank == 0;
+        mpi_finish(&st, &mr, s == IMGSTAT_OK || rep.merge_failed, &opt) &&
+        rep.dataset_ok && mr.at.rank == 0;
   if (print_ds)
     print_dataset(&st);
   /* a text run of several inputs ends with what happened, after the tables
@@ -1714,10 +1190,7 @@ cleanup:
   for (size_t k = 0; k < st.nplots; k++)
     free(st.plots[k]);
   free(st.plots);
-  imgstat_dataset_destroy(st.ds);
-  imgstat_engine_destroy(st.engine);
-  imgstat_inputs_destroy(st.inputs);
-  imgstat_input_list_free(&list);
+  imgstat_run_destroy(st.run);
   imgstat_output_guard_destroy(st.guard);
   free(opt.sources);
   capture_free(&mr);

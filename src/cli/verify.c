@@ -1,7 +1,7 @@
 /* --verify: the CPU's and the GPU's partials compared field by field. */
 #include "verify.h"
 
-#include "output.h"
+#include "record.h"
 
 #include <math.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * range of pooled histograms, the pool itself on the batch runner and the
  * engine, and the one normalization plan of a pooled dataset.
  */
+#include "dataset_extra.h"
 #include "imgstat_dataset.h"
 #include "imgstat_job.h"
 #include "imgstat_pipeline.h"
@@ -148,17 +149,13 @@ typedef struct pool_result {
   imgstat_job_result res;
   imgstat_error err; /* a failure before the engine (decoding) */
   int failed;
-  int gray; /* --as gray of a colour image: its luma's partial */
-  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
-  int hists; /* histograms made here (the luma's; float over the range) */
-  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+  ist_dataset_extra x; /* the luma (--as gray), float histograms */
 } pool_result;
 
-/* What the pool takes beside the engine's result: the luma (--as gray) and
- * float histograms over the options' common range. */
-static imgstat_status pool_extra(const imgstat_dataset_options *o,
-                                 const imgstat_image *img, pool_result *out,
-                                 imgstat_error *err) {
+imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
+                                         const imgstat_image *img,
+                                         ist_dataset_extra *out,
+                                         imgstat_error *err) {
   imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
   int hist = o->histograms && (img->sample != IMGSTAT_F32 || o->have_range);
   imgstat_status s = IMGSTAT_OK;
@@ -180,6 +177,11 @@ static imgstat_status pool_extra(const imgstat_dataset_options *o,
     out->hists = s == IMGSTAT_OK;
   }
   return s;
+}
+
+void ist_dataset_extra_free(ist_dataset_extra *x) {
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+    imgstat_histogram_free(&x->hist[c]);
 }
 
 static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
@@ -213,7 +215,8 @@ static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
       IMGSTAT_OK) {
     out->failed = 1;
     out->err = out->res.error;
-  } else if (pool_extra(o, &img, out, &out->err) != IMGSTAT_OK) {
+  } else if (ist_dataset_extra_compute(o, &img, &out->x, &out->err) !=
+             IMGSTAT_OK) {
     out->failed = 1;
   }
   imgstat_image_free(&img);
@@ -242,8 +245,10 @@ static int pool_deliver(void *ctx, uint64_t index, void *item, void *result,
     im.channels = res->channels;
     im.colour = res->colour;
     im.sample = res->sample;
-    im.partial = out->gray ? out->partial : res->partial;
-    im.hist = out->hists ? out->hist : res->has_histograms ? res->hist : NULL;
+    im.partial = out->x.gray ? out->x.partial : res->partial;
+    im.hist = out->x.hists          ? out->x.hist
+              : res->has_histograms ? res->hist
+                                    : NULL;
     imgstat_error err;
     memset(&err, 0, sizeof err);
     if (imgstat_dataset_add(r->d, index, &im, &err) != IMGSTAT_OK) {
@@ -254,8 +259,7 @@ static int pool_deliver(void *ctx, uint64_t index, void *item, void *result,
     }
   }
   imgstat_job_result_free(&out->res);
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
-    imgstat_histogram_free(&out->hist[c]);
+  ist_dataset_extra_free(&out->x);
   pass_release(r, in);
   return stop;
 }

@@ -8,13 +8,16 @@
 # samples/, CORPUS_DIR/{photos,hdr,pngsuite} (default ../shared/corpus beside
 # the checkout) and tests/data/{pngsuite,formats}: the statistics as text,
 # --json and --csv, with --histogram --percentiles 1,50,99, with --bins 64,
-# --histogram-png; `normalize` in every mode (minmax, clip, zscore, --mean/--std
+# --histogram-png, --brief, --errors-as-records, --files-from, the dataset
+# record (--dataset, --dataset-only, --as, --scale, its float range pass and
+# plot); `normalize` in every mode (minmax, clip, zscore, --mean/--std
 # given and measured, --stats-from; --linked, --alpha, --depth, --format) into
 # .png, .npy and .pfm; the same over each folder at once (several records,
 # OUT-N.png, normalize into a folder); and the help, version and a few usage
 # errors. A case is identical when its stdout, its stderr (each program's
-# path replaced by IMGSTAT), its exit status and the files it wrote (names,
-# permission bits and bytes) are. An input whose bytes are those of an earlier
+# path replaced by IMGSTAT, the folder of the documents --help names by
+# DOCS/, normalize's run time on its summary line by T), its exit status and
+# the files it wrote (names, permission bits and bytes) are. An input whose bytes are those of an earlier
 # one is run once (tests/data/pngsuite is the corpus's PngSuite); set
 # COMPARE_ALL=1 to run every copy, COMPARE_FOLDERS="DIR ..." to take the
 # images of those folders instead (a quick run).
@@ -125,8 +128,12 @@ check_group() { # compares the group's cases, then removes them
   local side bin id
   for side in old new; do
     [ $side = old ] && bin=$old || bin=$new
+    # the program's path; the documents --help names by the source folder
+    # each was built in; normalize's run time on its summary line
     find "$group/$side" -name stdout -o -name stderr |
-      BIN=$bin xargs -r perl -pi -e 's/\Q$ENV{BIN}\E/IMGSTAT/g'
+      BIN=$bin xargs -r perl -pi -e 's/\Q$ENV{BIN}\E/IMGSTAT/g;
+        s{(?<=[ (])/[^ ()]*/docs/}{DOCS/}g;
+        s/^(imgstat: [0-9]+ written to .*), [0-9.]+ s$/$1, T s/'
   done
   # The cases with any difference: contents (diff -r), or names, types and
   # permission bits (the listings).
@@ -216,6 +223,25 @@ per_folder() { # DIR FILES...
   case_ "${cpu[@]}" --csv --ddof 1 "$@"
   case_ "${cpu[@]}" --histogram --json "$@"
   case_ "${cpu[@]}" --histogram-png h "$@"
+  case_ "${cpu[@]}" --brief "$@"
+  case_ "${cpu[@]}" -j 1 --json "$@"
+  # the folder walked, a list, failures in their places
+  case_ "${cpu[@]}" "$d"
+  case_ "${cpu[@]}" --json --errors-as-records "$d" "$work/no such file.png"
+  case_ "${cpu[@]}" --csv --errors-as-records "$@" "$work/no such file.png"
+  printf '%s\n' "$@" >"$work/list.txt"
+  case_ "${cpu[@]}" --json --files-from "$work/list.txt"
+  # the dataset record in every format, its layouts and scales, the float
+  # range pass (--histogram without --range), its plot
+  case_ "${cpu[@]}" --dataset "$@"
+  case_ "${cpu[@]}" --dataset --json "$@"
+  case_ "${cpu[@]}" --dataset --csv --errors-as-records "$@" "$work/no such file.png"
+  case_ "${cpu[@]}" --dataset-only --scale unit "$@"
+  case_ "${cpu[@]}" --dataset-only --as gray --json --ddof 1 "$@"
+  case_ "${cpu[@]}" --dataset-only --as rgba --csv "$@"
+  case_ "${cpu[@]}" --dataset --histogram --json "$@"
+  case_ "${cpu[@]}" --dataset-only --histogram --range 0,1 --csv "$@"
+  case_ "${cpu[@]}" --dataset-only --histogram-png hd.png "$@"
   case_ normalize "${cpu[@]}" "$@" -o dir
   case_ normalize "${cpu[@]}" clip 1,99 --depth 16 "$@" -o dir
   case_ normalize "${cpu[@]}" zscore "$@" -o dir

@@ -1,14 +1,16 @@
 /*
- * The command line's output formats: the text table, JSON Lines and CSV.
- * Part of the program, not of the library: these functions write to a FILE
- * and leave the detection of write errors to the caller (ferror after
- * fflush), so that main has one place that turns them into an exit status.
+ * The record formats: the text table, JSON Lines and CSV of the command
+ * line, and the same JSON for the Python module's to_dict(). Internal to
+ * the library (ist_ names, not installed): these functions write to a FILE
+ * the caller owns (a front end's stdout, a memory stream) and leave the
+ * detection of write errors to the caller (ferror after fflush).
  */
 #ifndef IMGSTAT_OUTPUT_H
 #define IMGSTAT_OUTPUT_H
 
 #include "imgstat.h"
 #include "imgstat_dataset.h"
+#include "imgstat_job.h"
 #include "imgstat_norm.h"
 
 #include <stdio.h>
@@ -76,6 +78,15 @@ typedef struct ist_record {
   const char *warnings[IST_RECORD_MAX_WARNINGS];
 } ist_record;
 
+/* Fills rec from a job's result that succeeded (the one mapping of a result
+ * to its record): file (borrowed), size, layout, backend, the figures of
+ * each channel with ddof, the sums of squares, the decoder's warnings, and
+ * the histograms when res has them and hist asks for fields (hist is
+ * borrowed; NULL: none). The decoder and the columns are the caller's. */
+void ist_record_from_job(ist_record *rec, const char *file,
+                         const imgstat_job_result *res, int ddof,
+                         const ist_hist_cli *hist);
+
 /* Writes what comes before the first record: the CSV header line (with the
  * histogram columns when hist asks for them; hist may be NULL; then the
  * dataset columns when hist->dataset_columns; "decoder" when
@@ -105,6 +116,13 @@ void ist_output_dataset(FILE *out, ist_output_format format,
                         const ist_hist_cli *hist,
                         const imgstat_hist_figures *hf, unsigned long index,
                         int error_column);
+
+/* The figures of the dataset record's pooled histograms (the median, the
+ * percentiles[0..n), entropy, skewness, kurtosis) per channel, into
+ * hf[0..r->channels); channels without a histogram are zeroed. */
+void ist_dataset_hist_figures(const imgstat_dataset_result *r,
+                              const double *percentiles, int n,
+                              imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS]);
 
 /* Writes the record of an input that failed (--errors-as-records): JSON
  * {"file":FILE,"error":MESSAGE}; CSV one row with the file, every other

@@ -1,5 +1,5 @@
 /* The command line's output formats: text table, JSON Lines, CSV. */
-#include "output.h"
+#include "record.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -1013,5 +1013,53 @@ void ist_output_dataset(FILE *out, ist_output_format format,
   case IMGSTAT_OUTPUT_BRIEF: /* the dataset's table, after a blank line */
     ds_text(out, r, hist, hf, index);
     break;
+  }
+}
+
+void ist_record_from_job(ist_record *rec, const char *file,
+                         const imgstat_job_result *res, int ddof,
+                         const ist_hist_cli *hist) {
+  memset(rec, 0, sizeof *rec);
+  rec->file = file;
+  rec->width = res->width;
+  rec->height = res->height;
+  rec->channels = res->channels;
+  rec->colour = res->colour;
+  rec->sample = res->sample;
+  rec->pages = res->pages;
+  rec->page = res->page;
+  rec->backend = imgstat_backend_name(res->backend);
+  rec->ddof = ddof;
+  for (int k = 0; k < res->nwarnings; k++)
+    if (res->warning[k].from_decoder &&
+        rec->nwarnings < IST_RECORD_MAX_WARNINGS)
+      rec->warnings[rec->nwarnings++] = res->warning[k].text;
+  for (int c = 0; c < res->channels; c++) {
+    const imgstat_partial *p = &res->partial[c];
+    imgstat_figures_compute(p, res->sample, res->width, ddof, &rec->figures[c]);
+    /* exact for u8 / u16; f32: from the partial's m2 and mean */
+    rec->exact_sum_sq[c] = p->sumsq;
+    rec->sum_sq[c] = res->sample == IMGSTAT_F32
+                         ? (double)((long double)p->m2 +
+                                    (long double)p->count * p->mean * p->mean)
+                         : (double)p->sumsq;
+  }
+  if (res->has_histograms && hist) {
+    rec->hist = hist;
+    rec->histograms = res->hist;
+    rec->hist_figures = res->hist_figures;
+  }
+}
+
+void ist_dataset_hist_figures(const imgstat_dataset_result *r,
+                              const double *percentiles, int n,
+                              imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS]) {
+  memset(hf, 0, sizeof(imgstat_hist_figures) * IMGSTAT_MAX_CHANNELS);
+  for (int c = 0; c < r->channels; c++) {
+    if (!r->ch[c].has_histogram)
+      continue;
+    imgstat_moments m;
+    imgstat_moments_from_histogram(&r->ch[c].hist, &m);
+    imgstat_hist_figures_compute(&r->ch[c].hist, &m, percentiles, n, &hf[c]);
   }
 }

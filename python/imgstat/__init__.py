@@ -1,0 +1,441 @@
+"""imgstat: exact per-channel image statistics, for one image, a folder or a
+whole dataset.
+
+    >>> import imgstat
+    >>> imgstat.stats("photo.png").to_dict()["stats"][0]["mean"]
+    >>> for r in imgstat.scan(["train/"], errors="skip"): print(r.file, r.mean)
+    >>> d = imgstat.dataset(["train/"], scale="unit"); d.mean, d.std
+
+Records are the command line's JSON records (``imgstat --json``): the same
+keys in the same order, integers exact (8- and 16-bit sums and sums of
+squares are Python ints), a figure that does not exist is None. The work
+runs on the library's threads with the GIL released.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+
+from . import _imgstat
+
+__all__ = [
+    "ImageError",
+    "Stats",
+    "Dataset",
+    "stats",
+    "scan",
+    "dataset",
+    "normalize",
+    "__version__",
+]
+
+__version__: str = _imgstat.version
+#: Whether this build has the CUDA backend (CUDA arrays, backend="gpu").
+cuda: bool = _imgstat.cuda
+
+
+class ImageError(Exception):
+    """An input that could not be read or computed.
+
+    ``path`` names it (``"<array>"``, ``"<bytes>"`` for those), ``status``
+    says what kind of failure it is (``"io"``, ``"format"``,
+    ``"unsupported"``, ``"limit"``, ``"nomem"``, ``"arg"``, ``"nodevice"``,
+    ``"device"``) and ``message`` says why, as the command line does after
+    the file's name."""
+
+    def __init__(self, path: str, status: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.status = status
+        self.message = message
+
+    def to_dict(self) -> dict:
+        """The command line's error record (``--errors-as-records``)."""
+        return {"file": self.path, "error": self.message}
+
+
+class Stats:
+    """One image's statistics: the command line's JSON record."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, record: dict) -> None:
+        self._record = record
+
+    def to_dict(self) -> dict:
+        """The record as ``imgstat --json`` prints it (a new dict)."""
+        return json.loads(json.dumps(self._record))
+
+    @property
+    def file(self) -> str:
+        return self._record["file"]
+
+    @property
+    def width(self) -> int:
+        return self._record["width"]
+
+    @property
+    def height(self) -> int:
+        return self._record["height"]
+
+    @property
+    def channels(self) -> int:
+        return self._record["channels"]
+
+    @property
+    def depth(self) -> int:
+        return self._record["depth"]
+
+    @property
+    def backend(self) -> str:
+        return self._record["backend"]
+
+    def _column(self, key: str) -> tuple:
+        return tuple(c.get(key) for c in self._record["stats"])
+
+    @property
+    def count(self) -> tuple:
+        return self._column("count")
+
+    @property
+    def min(self) -> tuple:
+        return self._column("min")
+
+    @property
+    def max(self) -> tuple:
+        return self._column("max")
+
+    @property
+    def sum(self) -> tuple:
+        return self._column("sum")
+
+    @property
+    def sum_sq(self) -> tuple:
+        return self._column("sum_sq")
+
+    @property
+    def mean(self) -> tuple:
+        return self._column("mean")
+
+    @property
+    def std(self) -> tuple:
+        return self._column("std")
+
+    def __repr__(self) -> str:
+        return (f"imgstat.Stats({self.file!r}, {self.width}x{self.height}, "
+                f"mean={self.mean}, std={self.std})")
+
+
+class Dataset:
+    """The record pooled over every sample of every image (``imgstat
+    --dataset-only --json``'s ``"dataset"`` object), with ``failures``: the
+    inputs that could not be read, as ImageError values."""
+
+    __slots__ = ("_record", "failures")
+
+    def __init__(self, record: dict, failures: list) -> None:
+        self._record = record
+        self.failures = failures
+
+    def to_dict(self) -> dict:
+        """The record as ``imgstat --dataset-only --json`` prints it."""
+        return json.loads(json.dumps(self._record))
+
+    @property
+    def _stats(self) -> list:
+        return self._record["dataset"].get("stats", [])
+
+    @property
+    def mean(self) -> tuple:
+        """The pooled mean per channel (with scale="unit" what
+        torchvision.transforms.Normalize takes)."""
+        return tuple(c.get("mean") for c in self._stats)
+
+    @property
+    def std(self) -> tuple:
+        """The pooled standard deviation per channel."""
+        return tuple(c.get("std") for c in self._stats)
+
+    @property
+    def count(self) -> tuple:
+        return tuple(c.get("count") for c in self._stats)
+
+    @property
+    def images(self) -> int:
+        return self._record["dataset"].get("images", 0)
+
+    @property
+    def pooled(self) -> int:
+        return self._record["dataset"].get("pooled", 0)
+
+    @property
+    def excluded(self) -> list:
+        """The images left out of the pool, with the reason."""
+        return list(self._record["dataset"].get("excluded", []))
+
+    @property
+    def outliers(self) -> list:
+        """The images whose channel mean or std is an outlier."""
+        return list(self._record["dataset"].get("outliers", []))
+
+    def __repr__(self) -> str:
+        return (f"imgstat.Dataset(images={self.images}, mean={self.mean}, "
+                f"std={self.std})")
+
+
+def _parse(result: tuple, name: Optional[str] = None) -> Stats:
+    ok, value = result
+    if not ok:
+        raise ImageError(*value)
+    record = json.loads(value)
+    if name is not None:
+        record["file"] = name
+    return Stats(record)
+
+
+def _percentiles(percentiles: Optional[Sequence[float]]) -> Optional[list]:
+    if percentiles is None:
+        return None
+    if isinstance(percentiles, (str, bytes)):
+        raise TypeError("percentiles: a sequence of numbers")
+    return [float(p) for p in percentiles]
+
+
+def _check_ddof(ddof: int) -> int:
+    if isinstance(ddof, bool) or not isinstance(ddof, int):
+        raise TypeError("ddof: 0 or 1")
+    return ddof
+
+
+def _cuda_interface(x: Any) -> Optional[dict]:
+    """The __cuda_array_interface__ of an object that offers no DLPack."""
+    if hasattr(x, "__dlpack__"):
+        return None
+    return getattr(x, "__cuda_array_interface__", None)
+
+
+_CAI_TYPES = {"|u1": ("uint8", 1), "<u2": ("uint16", 2), "<f4": ("float32", 4)}
+
+
+def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
+          percentiles: Optional[Sequence[float]] = None,
+          backend: str = "auto", layout: str = "hwc") -> Stats:
+    """The per-channel statistics of one image.
+
+    x: a path (str or os.PathLike), the bytes of an image file, or an array
+    of uint8, uint16 or float32 samples shaped HW, HWC or CHW (layout says
+    which for 3 dimensions): numpy, or any DLPack object (torch, CuPy, JAX).
+    A CUDA array is reduced on its device with no copy to the host (HW or
+    CHW planes with contiguous rows; a build with CUDA). ddof: 0 or 1;
+    histogram / percentiles: the histogram figures (median, percentiles,
+    entropy, skewness, kurtosis); backend: "auto", "cpu" or "gpu".
+
+    Raises ImageError when the image cannot be read or computed, TypeError /
+    ValueError for bad arguments."""
+    ddof = _check_ddof(ddof)
+    pct = _percentiles(percentiles)
+    if layout not in ("hwc", "chw"):
+        raise ValueError("layout must be 'hwc' or 'chw'")
+    if isinstance(x, (str, os.PathLike)):
+        return _parse(_imgstat.stats_path(os.fsdecode(x), ddof, histogram, pct,
+                                          backend))
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return _parse(_imgstat.stats_bytes(bytes(x), ddof, histogram, pct,
+                                           backend), None)
+    cai = _cuda_interface(x)
+    if cai is not None:
+        typestr = cai["typestr"]
+        if typestr not in _CAI_TYPES:
+            raise TypeError("the array's dtype must be uint8, uint16 or "
+                            "float32")
+        dtype, item = _CAI_TYPES[typestr]
+        shape = list(cai["shape"])
+        strides = cai.get("strides")
+        if strides is None:  # C-contiguous
+            strides, step = [], 1
+            for d in reversed(shape):
+                strides.insert(0, step)
+                step *= d
+        else:
+            if any(s % item for s in strides):
+                raise ValueError("strides that are not whole samples")
+            strides = [s // item for s in strides]
+        ptr = cai["data"][0]
+        return _parse(_imgstat.stats_cuda_interface(
+            ptr, -1, shape, strides, dtype, layout, ddof, histogram, pct,
+            backend), None)
+    try:
+        result = _imgstat.stats_array(x, layout, ddof, histogram, pct, backend)
+    except TypeError as e:
+        if "incompatible function arguments" in str(e):
+            raise TypeError(
+                "imgstat.stats: x must be a path, bytes, or an array "
+                "(numpy, DLPack, __cuda_array_interface__)") from None
+        raise
+    return _parse(result, None)
+
+
+def _sources(inputs: Union[str, os.PathLike, Iterable]) -> list:
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    out = []
+    for p in inputs:
+        if not isinstance(p, (str, os.PathLike)):
+            raise TypeError("inputs: paths of files or folders")
+        out.append(os.fsdecode(p))
+    return out
+
+
+def _lists(files_from: Union[None, str, os.PathLike, Iterable]) -> list:
+    if files_from is None:
+        return []
+    return _sources(files_from)
+
+
+class _Scan:
+    """The iterator of scan(): closing it (or leaving a for loop early)
+    stops the run."""
+
+    def __init__(self, native: Any, errors: str) -> None:
+        self._native = native
+        self._errors = errors
+        self._last = {"done": 0, "failed": 0, "total": 0,
+                      "total_known": False}
+
+    def __iter__(self) -> "_Scan":
+        return self
+
+    def __next__(self) -> Union[Stats, ImageError]:
+        while True:
+            if self._native is None:
+                raise StopIteration
+            item = self._native.next()
+            if item is None:
+                self.progress  # the last figures stay readable
+                self._native = None
+                raise StopIteration
+            ok, value = item
+            if ok:
+                return Stats(json.loads(value))
+            if self._errors == "skip":
+                continue
+            error = ImageError(*value)
+            if self._errors == "record":
+                return error
+            self.close()
+            raise error
+
+    @property
+    def progress(self) -> dict:
+        """The run's figures so far: inputs delivered (done), of which
+        failed, the inputs known (total) and whether that is final."""
+        if self._native is None:
+            return dict(self._last)
+        done, failed, total, known = self._native.progress()
+        self._last = {"done": done, "failed": failed, "total": total,
+                      "total_known": known}
+        return dict(self._last)
+
+    def close(self) -> None:
+        if self._native is not None:
+            self.progress  # the last figures stay readable
+            self._native.close()
+            self._native = None
+
+    def __enter__(self) -> "_Scan":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def scan(inputs: Union[str, os.PathLike, Iterable], *, jobs: int = 0,
+         errors: str = "raise", ddof: int = 0, histogram: bool = False,
+         percentiles: Optional[Sequence[float]] = None, backend: str = "auto",
+         follow: bool = False,
+         files_from: Union[None, str, os.PathLike, Iterable] = None
+         ) -> _Scan:
+    """Statistics of every image among inputs (files, and folders walked in
+    the byte order of their paths, as the command line does), one Stats per
+    image, in input order. jobs: worker threads (0: one per core); errors:
+    "raise" (an ImageError stops the iteration), "skip", or "record" (the
+    ImageError is yielded in the input's place); files_from: lists of paths,
+    one per line. Ctrl-C stops the run cleanly; the iterator's progress
+    says how far the run is (done, failed, total)."""
+    if errors not in ("raise", "skip", "record"):
+        raise ValueError("errors must be 'raise', 'skip' or 'record'")
+    ddof = _check_ddof(ddof)
+    native = _imgstat.scan(_sources(inputs), _lists(files_from), int(jobs),
+                           bool(follow), ddof, bool(histogram),
+                           _percentiles(percentiles), backend)
+    return _Scan(native, errors)
+
+
+def dataset(inputs: Union[str, os.PathLike, Iterable], *,
+            as_: Optional[str] = None, scale: str = "none",
+            outlier_z: float = 5.0, histogram: bool = False,
+            percentiles: Optional[Sequence[float]] = None,
+            range: Optional[Sequence[float]] = None, ddof: int = 0,
+            jobs: int = 0, backend: str = "auto", follow: bool = False,
+            files_from: Union[None, str, os.PathLike, Iterable] = None
+            ) -> Dataset:
+    """The record pooled over every sample of every image among inputs
+    (``imgstat --dataset-only``): counts, extrema with their file and place,
+    exact sums, mean, std, images left out and why, outliers.
+
+    as_: "keep", "gray", "rgb" or "rgba" (default "rgb" with scale="unit",
+    as torchvision's loader, else "keep"); scale: "none" (native samples) or
+    "unit" (0..1: the mean and std torchvision.transforms.Normalize takes);
+    outlier_z: the robust z-score of the outlier rule; range: (low, high)
+    of float images' pooled histograms."""
+    if as_ is None:
+        as_ = "rgb" if scale == "unit" else "keep"
+    ddof = _check_ddof(ddof)
+    record, failures = _imgstat.dataset(
+        _sources(inputs), _lists(files_from), int(jobs), bool(follow), as_,
+        scale, float(outlier_z),
+        None if range is None else [float(v) for v in range], ddof,
+        bool(histogram), _percentiles(percentiles), backend)
+    return Dataset(json.loads(record), [ImageError(*f) for f in failures])
+
+
+def normalize(x: Any, mode: str = "minmax", *,
+              mean: Optional[Sequence[float]] = None,
+              std: Optional[Sequence[float]] = None,
+              clip: Sequence[float] = (1, 99),
+              range: Optional[Sequence[float]] = None, linked: bool = False,
+              dtype: Optional[str] = None, alpha: str = "copy",
+              scale: str = "none", layout: str = "hwc",
+              backend: str = "auto") -> Any:
+    """A normalized copy of a host array, with the rules of ``imgstat
+    normalize`` (docs/normalize.md): mode "minmax" ([min, max] to the output
+    depth's full range), "clip" (the clip=(low, high) percentiles to the
+    full range, saturating) or "zscore" ((x - mean) / std, measured, as
+    float32); mean= and std= given (one value, or one per channel; with
+    scale="unit" in 0..1 of the input's full scale, as torchvision's
+    Normalize) or range=(low, high) replace the mode. dtype: "uint8",
+    "uint16" or "float32" (default: the input's for minmax and clip, float32
+    otherwise); alpha: "copy", "normalize" or "drop"; linked: one range over
+    the colour channels. Returns a numpy array in the input's layout.
+    CUDA arrays are not supported yet."""
+    if layout not in ("hwc", "chw"):
+        raise ValueError("layout must be 'hwc' or 'chw'")
+    as_list = (lambda v: None if v is None else
+               [float(t) for t in (v if isinstance(v, (list, tuple)) else [v])])
+    ok, value = _imgstat.normalize_array(
+        x, layout, mode, as_list(mean), as_list(std),
+        [float(t) for t in clip], as_list(range), bool(linked), dtype or "",
+        alpha, scale, backend)
+    if not ok:
+        raise ImageError(*value)
+    return value
+
+
+def program() -> str:
+    """The path of the imgstat program that came with this package."""
+    return os.path.join(os.path.dirname(__file__), "bin", "imgstat")

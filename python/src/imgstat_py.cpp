@@ -1,0 +1,1026 @@
+// The Python module's native part (imgstat._imgstat): the library's engine
+// on one image (a path, bytes, a host array, a CUDA array) and its run API
+// (imgstat_run.h) over files and folders. Records are the library's JSON
+// (src/pipeline/record.h, the command line's format); the Python side
+// (imgstat/__init__.py) parses them and raises its exceptions. Nothing here
+// prints or exits; the pixels' work runs with the GIL released.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+extern "C" {
+#include "imgstat.h"
+#include "imgstat_cuda.h"
+#include "imgstat_dataset.h"
+#include "imgstat_job.h"
+#include "imgstat_run.h"
+#include "record.h"
+}
+
+namespace nb = nanobind;
+
+namespace {
+
+const char *status_name(imgstat_status s) {
+  switch (s) {
+  case IMGSTAT_OK:
+    return "ok";
+  case IMGSTAT_ERR_IO:
+    return "io";
+  case IMGSTAT_ERR_FORMAT:
+    return "format";
+  case IMGSTAT_ERR_UNSUPPORTED:
+    return "unsupported";
+  case IMGSTAT_ERR_LIMIT:
+    return "limit";
+  case IMGSTAT_ERR_NOMEM:
+    return "nomem";
+  case IMGSTAT_ERR_ARG:
+    return "arg";
+  case IMGSTAT_ERR_NODEVICE:
+    return "nodevice";
+  case IMGSTAT_ERR_DEVICE:
+    return "device";
+  }
+  return "unknown";
+}
+
+// A failure of an input: (path, status name, message); the Python side
+// raises imgstat.ImageError from it.
+struct Failure {
+  std::string path, status, message;
+};
+
+struct ImageFailed {
+  Failure f;
+};
+
+// What the records show of histograms: the command line's defaults (256
+// display bins), percentiles as asked.
+struct Request {
+  int ddof = 0;
+  bool histogram = false;
+  std::vector<double> percentiles{1.0, 99.0};
+  imgstat_backend backend = IMGSTAT_BACKEND_AUTO;
+
+  imgstat_stats_request stats() const {
+    imgstat_stats_request r;
+    std::memset(&r, 0, sizeof r);
+    r.histograms = histogram;
+    r.npercentiles = (int)percentiles.size();
+    for (size_t k = 0; k < percentiles.size(); k++)
+      r.percentiles[k] = percentiles[k];
+    return r;
+  }
+  ist_hist_cli hist() const {
+    ist_hist_cli h;
+    std::memset(&h, 0, sizeof h);
+    h.fields = histogram;
+    h.npercentiles = (int)percentiles.size();
+    for (size_t k = 0; k < percentiles.size(); k++)
+      h.percentiles[k] = percentiles[k];
+    h.bins = 256;
+    return h;
+  }
+};
+
+Request make_request(int ddof, bool histogram,
+                     std::optional<std::vector<double>> percentiles,
+                     const std::string &backend) {
+  Request r;
+  if (ddof != 0 && ddof != 1)
+    throw nb::value_error("ddof must be 0 or 1");
+  r.ddof = ddof;
+  r.histogram = histogram;
+  if (percentiles) {
+    if (percentiles->size() > IMGSTAT_MAX_PERCENTILES)
+      throw nb::value_error("too many percentiles");
+    for (double p : *percentiles)
+      if (!(p >= 0 && p <= 100))
+        throw nb::value_error("percentiles must be in [0, 100]");
+    r.percentiles = *percentiles;
+    r.histogram = true; // as --percentiles does
+  }
+  if (!imgstat_backend_from_name(backend.c_str(), &r.backend))
+    throw nb::value_error("backend must be 'auto', 'cpu' or 'gpu'");
+  return r;
+}
+
+// One engine per backend, made at first use and kept (an engine that may
+// use the GPU starts CUDA on a thread of its own: once per process).
+imgstat_engine *engine_for(imgstat_backend backend) {
+  static std::mutex m;
+  static std::map<int, imgstat_engine *> engines;
+  std::lock_guard<std::mutex> lock(m);
+  auto it = engines.find((int)backend);
+  if (it != engines.end())
+    return it->second;
+  imgstat_engine_options o;
+  std::memset(&o, 0, sizeof o);
+  o.backend = backend;
+  o.kernel = IMGSTAT_KERNEL_FAST;
+  o.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
+  o.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
+  imgstat_engine *e = nullptr;
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  if (imgstat_engine_create(&o, &e, &err) != IMGSTAT_OK)
+    throw std::runtime_error(err.message);
+  engines[(int)backend] = e;
+  return e;
+}
+
+// The JSON record of a result (the command line's --json line, without its
+// newline).
+std::string record_json(const char *file, const imgstat_job_result *res,
+                        const Request &req) {
+  ist_hist_cli hist = req.hist();
+  ist_record rec;
+  ist_record_from_job(&rec, file, res, req.ddof, &hist);
+  char *buf = nullptr;
+  size_t size = 0;
+  FILE *f = open_memstream(&buf, &size);
+  if (!f)
+    throw std::bad_alloc();
+  ist_output_record(f, IMGSTAT_OUTPUT_JSON, &rec, 0);
+  fclose(f);
+  std::string s(buf, size);
+  free(buf);
+  while (!s.empty() && s.back() == '\n')
+    s.pop_back();
+  return s;
+}
+
+Failure failure_of(const char *path, const imgstat_job_result *res) {
+  return {path ? path : "", status_name(res->status), res->error.message};
+}
+
+// The statistics of an image already in memory (host planes or a decoded
+// input); the GIL is released by the caller.
+std::tuple<bool, std::string, Failure>
+stats_image(const char *name, const imgstat_image *img, const Request &req) {
+  imgstat_engine *e = engine_for(req.backend);
+  imgstat_stats_request sr = req.stats();
+  imgstat_job_result res;
+  std::memset(&res, 0, sizeof res);
+  imgstat_engine_stats(e, name, img, &sr, &res);
+  std::tuple<bool, std::string, Failure> out;
+  if (res.status == IMGSTAT_OK)
+    out = {true, record_json(name, &res, req), Failure()};
+  else
+    out = {false, std::string(), failure_of(name, &res)};
+  imgstat_job_result_free(&res);
+  return out;
+}
+
+nb::tuple result_tuple(const std::tuple<bool, std::string, Failure> &r) {
+  if (std::get<0>(r))
+    return nb::make_tuple(true, std::get<1>(r));
+  const Failure &f = std::get<2>(r);
+  return nb::make_tuple(false, nb::make_tuple(f.path, f.status, f.message));
+}
+
+nb::tuple stats_path(const std::string &path, int ddof, bool histogram,
+                     std::optional<std::vector<double>> percentiles,
+                     const std::string &backend) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  std::tuple<bool, std::string, Failure> r;
+  {
+    nb::gil_scoped_release nogil;
+    imgstat_engine *e = engine_for(req.backend);
+    imgstat_stats_request sr = req.stats();
+    imgstat_job_result res;
+    std::memset(&res, 0, sizeof res);
+    imgstat_engine_stats(e, path.c_str(), nullptr, &sr, &res);
+    if (res.status == IMGSTAT_OK)
+      r = {true, record_json(path.c_str(), &res, req), Failure()};
+    else
+      r = {false, std::string(), failure_of(path.c_str(), &res)};
+    imgstat_job_result_free(&res);
+  }
+  return result_tuple(r);
+}
+
+nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
+                      std::optional<std::vector<double>> percentiles,
+                      const std::string &backend) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  std::tuple<bool, std::string, Failure> r;
+  const void *p = data.c_str();
+  size_t n = data.size();
+  {
+    nb::gil_scoped_release nogil;
+    imgstat_load_options lo;
+    std::memset(&lo, 0, sizeof lo);
+    lo.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
+    lo.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
+    imgstat_image img;
+    std::memset(&img, 0, sizeof img);
+    imgstat_error err;
+    std::memset(&err, 0, sizeof err);
+    imgstat_status s = imgstat_image_load_memory(p, n, &lo, &img, &err);
+    if (s != IMGSTAT_OK)
+      r = {false, std::string(),
+           Failure{"<bytes>", status_name(s), err.message}};
+    else
+      r = stats_image("<bytes>", &img, req);
+    imgstat_image_free(&img);
+  }
+  return result_tuple(r);
+}
+
+// ---- arrays
+// ------------------------------------------------------------------
+
+using AnyArray = nb::ndarray<nb::ro>;
+
+imgstat_sample sample_of(const AnyArray &a) {
+  nb::dlpack::dtype t = a.dtype();
+  if (t == nb::dtype<uint8_t>())
+    return IMGSTAT_U8;
+  if (t == nb::dtype<uint16_t>())
+    return IMGSTAT_U16;
+  if (t == nb::dtype<float>())
+    return IMGSTAT_F32;
+  throw nb::type_error("imgstat.stats: the array's dtype must be uint8, "
+                       "uint16 or float32");
+}
+
+// The array's geometry as planes: height, width, channels, and the element
+// strides of rows, columns and channels (in elements, as DLPack gives
+// them).
+struct Geometry {
+  uint32_t height = 0, width = 0;
+  int channels = 1;
+  int64_t s_row = 0, s_col = 0, s_chan = 0;
+};
+
+Geometry geometry_of(const AnyArray &a, const std::string &layout) {
+  Geometry g;
+  size_t nd = a.ndim();
+  auto dim = [&](size_t k) {
+    if (a.shape(k) > UINT32_MAX)
+      throw nb::value_error("imgstat.stats: the array is too large");
+    return (uint32_t)a.shape(k);
+  };
+  if (nd == 2) {
+    g.height = dim(0);
+    g.width = dim(1);
+    g.s_row = a.stride(0);
+    g.s_col = a.stride(1);
+  } else if (nd == 3 && layout == "hwc") {
+    g.height = dim(0);
+    g.width = dim(1);
+    g.channels = (int)a.shape(2);
+    g.s_row = a.stride(0);
+    g.s_col = a.stride(1);
+    g.s_chan = a.stride(2);
+  } else if (nd == 3 && layout == "chw") {
+    g.channels = (int)a.shape(0);
+    g.height = dim(1);
+    g.width = dim(2);
+    g.s_chan = a.stride(0);
+    g.s_row = a.stride(1);
+    g.s_col = a.stride(2);
+  } else if (nd == 3) {
+    throw nb::value_error("imgstat.stats: layout must be 'hwc' or 'chw'");
+  } else {
+    throw nb::value_error("imgstat.stats: an image array is HW, HWC or CHW");
+  }
+  if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
+    throw nb::value_error("imgstat.stats: an image has 1 to 4 channels (is "
+                          "the layout right? layout='hwc' or 'chw')");
+  if (g.height == 0 || g.width == 0)
+    throw nb::value_error("imgstat.stats: the array is empty");
+  return g;
+}
+
+// Planes borrowed from the array when each row is contiguous and rows are
+// evenly spaced (HW, CHW, any row padding); else NULL.
+bool borrow_planes(const char *base, const Geometry &g, size_t item,
+                   void *planes[IMGSTAT_MAX_CHANNELS], size_t *stride) {
+  if (g.s_col != 1 || g.s_row < (int64_t)g.width ||
+      (g.channels > 1 && g.s_chan <= 0))
+    return false;
+  for (int c = 0; c < g.channels; c++)
+    planes[c] = (void *)(base + (size_t)g.s_chan * (size_t)c * item);
+  *stride = (size_t)g.s_row * item;
+  return true;
+}
+
+// Copies any strided host array (HWC interleaved, negative strides, a
+// view) into the image's dense planes.
+void copy_planes(const AnyArray &a, const Geometry &g, size_t item,
+                 imgstat_image *img) {
+  const char *base = (const char *)a.data();
+  for (int c = 0; c < g.channels; c++) {
+    char *dst = (char *)img->planes[c];
+    for (uint32_t y = 0; y < g.height; y++) {
+      const char *row =
+          base + (g.s_row * (int64_t)y + g.s_chan * c) * (int64_t)item;
+      char *out = dst + (size_t)y * g.width * item;
+      if (g.s_col == 1) {
+        std::memcpy(out, row, (size_t)g.width * item);
+        continue;
+      }
+      int64_t step = g.s_col * (int64_t)item;
+      switch (item) {
+      case 1:
+        for (uint32_t x = 0; x < g.width; x++)
+          out[x] = row[step * x];
+        break;
+      case 2:
+        for (uint32_t x = 0; x < g.width; x++)
+          std::memcpy(out + 2 * x, row + step * x, 2);
+        break;
+      default:
+        for (uint32_t x = 0; x < g.width; x++)
+          std::memcpy(out + 4 * (size_t)x, row + step * x, 4);
+        break;
+      }
+    }
+  }
+}
+
+std::tuple<bool, std::string, Failure> stats_host_array(const AnyArray &a,
+                                                        const Geometry &g,
+                                                        imgstat_sample sample,
+                                                        const Request &req) {
+  size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
+  imgstat_image img;
+  std::memset(&img, 0, sizeof img);
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  size_t stride = 0;
+  imgstat_status s;
+  if (borrow_planes((const char *)a.data(), g, item, planes, &stride)) {
+    s = imgstat_image_wrap(&img, g.width, g.height, g.channels, sample, planes,
+                           stride, &err);
+  } else {
+    s = imgstat_image_alloc(&img, g.width, g.height, g.channels, sample, 0,
+                            &err);
+    if (s == IMGSTAT_OK)
+      copy_planes(a, g, item, &img);
+  }
+  std::tuple<bool, std::string, Failure> r;
+  if (s != IMGSTAT_OK)
+    r = {false, std::string(), Failure{"<array>", status_name(s), err.message}};
+  else
+    r = stats_image("<array>", &img, req);
+  imgstat_image_free(&img);
+  return r;
+}
+
+// A CUDA array: reduced on its device, where it lives (no copy to the
+// host). Its planes must be rows of contiguous samples, evenly spaced (HW,
+// CHW); an interleaved HWC array on the device is refused (the kernels
+// read planes). Only in builds with CUDA.
+std::tuple<bool, std::string, Failure> stats_cuda(const char *base, int device,
+                                                  const Geometry &g,
+                                                  imgstat_sample sample,
+                                                  const Request &req) {
+  if (!imgstat_gpu_compiled())
+    throw nb::value_error("imgstat.stats: a CUDA array needs an imgstat "
+                          "built with CUDA (this one is not)");
+  if (req.histogram)
+    throw nb::value_error("imgstat.stats: histograms of CUDA arrays are not "
+                          "supported yet (copy it to the host)");
+  if (req.backend == IMGSTAT_BACKEND_CPU)
+    throw nb::value_error("imgstat.stats: backend='cpu' with a CUDA array");
+  size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
+  void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  size_t stride = 0;
+  if (!borrow_planes(base, g, item, planes, &stride))
+    throw nb::value_error(
+        "imgstat.stats: a CUDA array must have contiguous rows and planes "
+        "(HW or CHW; for HWC use x.permute(2, 0, 1), a view: layout='chw')");
+  static std::mutex m;
+  static std::map<int, imgstat_gpu *> gpus;
+  std::lock_guard<std::mutex> lock(m);
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  imgstat_gpu *gpu = gpus.count(device) ? gpus[device] : nullptr;
+  imgstat_status s = IMGSTAT_OK;
+  if (!gpu) {
+    s = imgstat_gpu_create(device, &gpu, &err);
+    if (s == IMGSTAT_OK)
+      gpus[device] = gpu;
+  }
+  imgstat_gpu_image *dimg = nullptr;
+  imgstat_job_result res;
+  std::memset(&res, 0, sizeof res);
+  if (s == IMGSTAT_OK)
+    s = imgstat_gpu_image_wrap(gpu, g.width, g.height, g.channels, sample,
+                               planes, stride, &dimg, &err);
+  if (s == IMGSTAT_OK)
+    s = imgstat_gpu_image_stats(gpu, dimg, IMGSTAT_KERNEL_FAST, res.partial,
+                                &err);
+  imgstat_gpu_image_release(gpu, dimg);
+  if (s != IMGSTAT_OK)
+    return {false, std::string(),
+            Failure{"<cuda array>", status_name(s), err.message}};
+  res.width = g.width;
+  res.height = g.height;
+  res.channels = g.channels;
+  res.sample = sample;
+  res.backend = IMGSTAT_BACKEND_GPU;
+  return {true, record_json("<cuda array>", &res, req), Failure()};
+}
+
+nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
+                      bool histogram,
+                      std::optional<std::vector<double>> percentiles,
+                      const std::string &backend) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  imgstat_sample sample = sample_of(a);
+  Geometry g = geometry_of(a, layout);
+  int dev = a.device_type();
+  std::tuple<bool, std::string, Failure> r;
+  if (dev == nb::device::cuda::value) {
+    nb::gil_scoped_release nogil;
+    r = stats_cuda((const char *)a.data(), a.device_id(), g, sample, req);
+  } else if (dev == nb::device::cpu::value ||
+             dev == nb::device::cuda_host::value) {
+    nb::gil_scoped_release nogil;
+    r = stats_host_array(a, g, sample, req);
+  } else {
+    throw nb::value_error("imgstat.stats: arrays on this kind of device are "
+                          "not supported (CPU and CUDA are)");
+  }
+  return result_tuple(r);
+}
+
+// An object that offers only __cuda_array_interface__ (Numba): its pointer,
+// shape and strides (in elements) as the Python side read them; device -1
+// is the current one. The producer's work must be finished (synchronized).
+nb::tuple stats_cuda_interface(uintptr_t ptr, int device,
+                               const std::vector<int64_t> &shape,
+                               const std::vector<int64_t> &strides,
+                               const std::string &dtype,
+                               const std::string &layout, int ddof,
+                               bool histogram,
+                               std::optional<std::vector<double>> percentiles,
+                               const std::string &backend) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  imgstat_sample sample;
+  if (dtype == "uint8")
+    sample = IMGSTAT_U8;
+  else if (dtype == "uint16")
+    sample = IMGSTAT_U16;
+  else if (dtype == "float32")
+    sample = IMGSTAT_F32;
+  else
+    throw nb::type_error("imgstat.stats: the array's dtype must be uint8, "
+                         "uint16 or float32");
+  if (shape.size() != strides.size() || shape.size() < 2 || shape.size() > 3)
+    throw nb::value_error("imgstat.stats: an image array is HW, HWC or CHW");
+  Geometry g;
+  for (int64_t d : shape)
+    if (d <= 0 || d > (int64_t)UINT32_MAX)
+      throw nb::value_error("imgstat.stats: bad array shape");
+  if (shape.size() == 2) {
+    g.height = (uint32_t)shape[0];
+    g.width = (uint32_t)shape[1];
+    g.s_row = strides[0];
+    g.s_col = strides[1];
+  } else if (layout == "chw") {
+    g.channels = (int)shape[0];
+    g.height = (uint32_t)shape[1];
+    g.width = (uint32_t)shape[2];
+    g.s_chan = strides[0];
+    g.s_row = strides[1];
+    g.s_col = strides[2];
+  } else {
+    g.height = (uint32_t)shape[0];
+    g.width = (uint32_t)shape[1];
+    g.channels = (int)shape[2];
+    g.s_row = strides[0];
+    g.s_col = strides[1];
+    g.s_chan = strides[2];
+  }
+  if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
+    throw nb::value_error("imgstat.stats: an image has 1 to 4 channels");
+  std::tuple<bool, std::string, Failure> r;
+  {
+    nb::gil_scoped_release nogil;
+    r = stats_cuda((const char *)ptr, device, g, sample, req);
+  }
+  return result_tuple(r);
+}
+
+// ---- normalization of an array
+// ------------------------------------------------
+
+// The normalized image of a host array (numpy out, the input's layout): the
+// engine's normalize with the command line's modes.
+nb::object normalize_array(AnyArray a, const std::string &layout,
+                           const std::string &mode,
+                           std::optional<std::vector<double>> mean,
+                           std::optional<std::vector<double>> std_,
+                           std::optional<std::vector<double>> clip,
+                           std::optional<std::vector<double>> range,
+                           bool linked, const std::string &dtype,
+                           const std::string &alpha, const std::string &scale,
+                           const std::string &backend) {
+  imgstat_sample sample = sample_of(a);
+  Geometry g = geometry_of(a, layout);
+  if (a.device_type() != nb::device::cpu::value)
+    throw nb::value_error("imgstat.normalize: host arrays only (a CUDA "
+                          "array: not supported yet)");
+  imgstat_norm_options o;
+  std::memset(&o, 0, sizeof o);
+  if (mean || std_) {
+    if (!mean || !std_)
+      throw nb::value_error("mean and std go together");
+    if (mean->size() != std_->size() ||
+        (mean->size() != 1 && (int)mean->size() != g.channels))
+      throw nb::value_error("mean and std: one value, or one per channel");
+    if (mode != "minmax" && mode != "given")
+      throw nb::value_error("mean and std replace the mode");
+    o.mode = IMGSTAT_NORM_GIVEN;
+    o.nstats = (int)mean->size();
+    for (size_t k = 0; k < mean->size(); k++) {
+      if (!((*std_)[k] > 0))
+        throw nb::value_error("std must be positive");
+      o.mean[k] = (*mean)[k];
+      o.std[k] = (*std_)[k];
+    }
+  } else if (range) {
+    if (range->size() != 2 || !((*range)[0] < (*range)[1]))
+      throw nb::value_error("range must be (low, high) with low < high");
+    o.mode = IMGSTAT_NORM_RANGE;
+    o.range_low = (*range)[0];
+    o.range_high = (*range)[1];
+  } else if (mode == "minmax") {
+    o.mode = IMGSTAT_NORM_MINMAX;
+  } else if (mode == "clip") {
+    o.mode = IMGSTAT_NORM_CLIP;
+    std::vector<double> c = clip ? *clip : std::vector<double>{1.0, 99.0};
+    if (c.size() != 2 || !(c[0] >= 0 && c[0] <= c[1] && c[1] <= 100))
+      throw nb::value_error("clip must be (low, high) percentiles, "
+                            "0 <= low <= high <= 100");
+    o.clip_low = c[0];
+    o.clip_high = c[1];
+  } else if (mode == "zscore") {
+    o.mode = IMGSTAT_NORM_ZSCORE;
+  } else {
+    throw nb::value_error(
+        "mode must be 'minmax', 'clip' or 'zscore' (or give mean and std, "
+        "or range)");
+  }
+  bool float_mode =
+      o.mode == IMGSTAT_NORM_ZSCORE || o.mode == IMGSTAT_NORM_GIVEN;
+  if (linked && o.mode != IMGSTAT_NORM_MINMAX && o.mode != IMGSTAT_NORM_CLIP)
+    throw nb::value_error("linked applies to minmax and clip");
+  o.linked = linked;
+  if (dtype == "uint8")
+    o.out_sample = IMGSTAT_U8;
+  else if (dtype == "uint16")
+    o.out_sample = IMGSTAT_U16;
+  else if (dtype == "float32")
+    o.out_sample = IMGSTAT_F32;
+  else if (!dtype.empty())
+    throw nb::value_error("dtype must be 'uint8', 'uint16' or 'float32'");
+  if (float_mode && o.out_sample && o.out_sample != IMGSTAT_F32)
+    throw nb::value_error("zscore and mean/std give float32");
+  if (alpha == "copy")
+    o.alpha = IMGSTAT_ALPHA_COPY;
+  else if (alpha == "normalize")
+    o.alpha = IMGSTAT_ALPHA_NORMALIZE;
+  else if (alpha == "drop")
+    o.alpha = IMGSTAT_ALPHA_DROP;
+  else
+    throw nb::value_error("alpha must be 'copy', 'normalize' or 'drop'");
+  if (scale == "unit")
+    o.scale_unit = 1;
+  else if (scale != "none" && scale != "native")
+    throw nb::value_error("scale must be 'none' or 'unit'");
+  Request req = make_request(0, false, std::nullopt, backend);
+  size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
+
+  imgstat_job_result res;
+  std::memset(&res, 0, sizeof res);
+  imgstat_status s;
+  Failure f;
+  {
+    nb::gil_scoped_release nogil;
+    imgstat_image img;
+    std::memset(&img, 0, sizeof img);
+    imgstat_error err;
+    std::memset(&err, 0, sizeof err);
+    void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
+    size_t stride = 0;
+    if (borrow_planes((const char *)a.data(), g, item, planes, &stride)) {
+      s = imgstat_image_wrap(&img, g.width, g.height, g.channels, sample,
+                             planes, stride, &err);
+    } else {
+      s = imgstat_image_alloc(&img, g.width, g.height, g.channels, sample, 0,
+                              &err);
+      if (s == IMGSTAT_OK)
+        copy_planes(a, g, item, &img);
+    }
+    if (s == IMGSTAT_OK)
+      s = imgstat_engine_normalize(engine_for(req.backend), "<array>", &img, &o,
+                                   &res);
+    else
+      f = Failure{"<array>", status_name(s), err.message};
+    if (s != IMGSTAT_OK && f.path.empty())
+      f = failure_of("<array>", &res);
+    imgstat_image_free(&img);
+  }
+  if (s != IMGSTAT_OK) {
+    imgstat_job_result_free(&res);
+    return nb::make_tuple(false, nb::make_tuple(f.path, f.status, f.message));
+  }
+  // the output in the input's layout (HW with one channel)
+  const imgstat_image *out = &res.output;
+  size_t oitem = out->sample == IMGSTAT_U8    ? 1
+                 : out->sample == IMGSTAT_U16 ? 2
+                                              : 4;
+  size_t w = out->width, h = out->height, ch = (size_t)out->channels;
+  size_t ostride = imgstat_image_stride(out);
+  char *buf = (char *)std::malloc(w * h * ch * oitem);
+  if (!buf) {
+    imgstat_job_result_free(&res);
+    throw std::bad_alloc();
+  }
+  bool hwc = layout == "hwc" && (a.ndim() == 3);
+  {
+    nb::gil_scoped_release nogil;
+    for (size_t c = 0; c < ch; c++)
+      for (size_t y = 0; y < h; y++) {
+        const char *row = (const char *)out->planes[c] + y * ostride;
+        if (!hwc) {
+          std::memcpy(buf + ((c * h + y) * w) * oitem, row, w * oitem);
+          continue;
+        }
+        for (size_t x = 0; x < w; x++)
+          std::memcpy(buf + ((y * w + x) * ch + c) * oitem, row + x * oitem,
+                      oitem);
+      }
+  }
+  nb::dlpack::dtype dt = out->sample == IMGSTAT_U8    ? nb::dtype<uint8_t>()
+                         : out->sample == IMGSTAT_U16 ? nb::dtype<uint16_t>()
+                                                      : nb::dtype<float>();
+  imgstat_job_result_free(&res);
+  nb::capsule owner(buf, [](void *p) noexcept { std::free(p); });
+  size_t shape[3];
+  size_t nd;
+  if (a.ndim() == 2) {
+    shape[0] = h;
+    shape[1] = w;
+    nd = 2;
+  } else if (hwc) {
+    shape[0] = h;
+    shape[1] = w;
+    shape[2] = ch;
+    nd = 3;
+  } else {
+    shape[0] = ch;
+    shape[1] = h;
+    shape[2] = w;
+    nd = 3;
+  }
+  nb::ndarray<nb::numpy> arr(buf, nd, shape, owner, nullptr, dt);
+  return nb::make_tuple(true, arr.cast());
+}
+
+// ---- runs (imgstat_run.h)
+// ----------------------------------------------------
+
+struct RunArgs {
+  std::vector<std::string> paths;
+  std::vector<int> is_list;
+  int jobs = 0;
+  Request req;
+  bool dataset = false;
+  imgstat_dataset_options ds{};
+  bool follow = false;
+};
+
+RunArgs make_run_args(const std::vector<std::string> &inputs,
+                      const std::vector<std::string> &lists, int jobs,
+                      bool follow, const Request &req) {
+  RunArgs a;
+  for (const auto &p : inputs) {
+    if (p == "-")
+      throw nb::value_error("'-' (standard input) is not an input here");
+    a.paths.push_back(p);
+    a.is_list.push_back(0);
+  }
+  for (const auto &l : lists) {
+    a.paths.push_back(l);
+    a.is_list.push_back(1);
+  }
+  if (a.paths.empty())
+    throw nb::value_error("no inputs");
+  if (jobs < 0)
+    throw nb::value_error("jobs must be 0 (one per core) or more");
+  a.jobs = jobs;
+  a.follow = follow;
+  a.req = req;
+  return a;
+}
+
+// One input's outcome, queued for the Python thread.
+struct Item {
+  bool ok;
+  std::string json; // ok: the record
+  Failure f;        // else
+};
+
+// A run on a thread of its own: its items wait in a bounded queue for the
+// Python iterator; closing it cancels the run and waits for the thread.
+class Scan {
+public:
+  explicit Scan(RunArgs args) : args_(std::move(args)) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Scan() { close(); }
+
+  // The next item (ok, record or failure tuple), or None at the end. The
+  // GIL is released while waiting; Ctrl-C (a pending signal) cancels.
+  nb::object next() {
+    for (;;) {
+      std::optional<Item> got;
+      bool finished = false;
+      {
+        nb::gil_scoped_release nogil;
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait_for(lock, std::chrono::milliseconds(50),
+                     [this] { return !queue_.empty() || done_; });
+        if (!queue_.empty()) {
+          got = std::move(queue_.front());
+          queue_.pop_front();
+          cv_.notify_all();
+        } else if (done_) {
+          finished = true;
+        }
+      }
+      if (got) {
+        if (got->ok)
+          return nb::make_tuple(true, got->json);
+        return nb::make_tuple(
+            false, nb::make_tuple(got->f.path, got->f.status, got->f.message));
+      }
+      if (finished) {
+        join();
+        if (!error_.empty())
+          throw std::runtime_error(error_);
+        return nb::none();
+      }
+      if (PyErr_CheckSignals() != 0) {
+        close();
+        throw nb::python_error();
+      }
+    }
+  }
+
+  void close() {
+    cancel_ = 1;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      queue_.clear();
+    }
+    cv_.notify_all();
+    nb::gil_scoped_release nogil;
+    join();
+  }
+
+  // The dataset record as JSON ({"dataset": {...}}), after the end.
+  std::string dataset_json() {
+    if (!dataset_ok_)
+      throw std::runtime_error("the run has no dataset record");
+    return dataset_json_;
+  }
+
+  // The run's progress figures so far: (done, failed, total, total_known).
+  nb::tuple progress() {
+    std::lock_guard<std::mutex> lock(m_);
+    return nb::make_tuple(progress_.done, progress_.failed, progress_.total,
+                          (bool)progress_.total_known);
+  }
+
+private:
+  void join() {
+    std::lock_guard<std::mutex> lock(join_m_);
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+  static int on_item(void *ctx, const imgstat_run_item *it,
+                     const imgstat_run_progress *p) {
+    Scan *s = (Scan *)ctx;
+    {
+      std::lock_guard<std::mutex> lock(s->m_);
+      s->progress_ = *p;
+    }
+    Item item;
+    item.ok = it->result->status == IMGSTAT_OK;
+    if (s->args_.dataset && item.ok) /* the dataset wants its failures */
+      return s->cancel_ != 0;
+    if (item.ok)
+      item.json = record_json(it->input->path, it->result, s->args_.req);
+    else
+      item.f = failure_of(it->input->path, it->result);
+    std::unique_lock<std::mutex> lock(s->m_);
+    s->cv_.wait(lock, [s] { return s->queue_.size() < 256 || s->cancel_; });
+    if (s->cancel_)
+      return 1;
+    s->queue_.push_back(std::move(item));
+    s->cv_.notify_all();
+    return 0;
+  }
+
+  void run() {
+    std::vector<imgstat_run_source> sources(args_.paths.size());
+    for (size_t k = 0; k < sources.size(); k++) {
+      sources[k].is_list = args_.is_list[k];
+      sources[k].text = args_.paths[k].c_str();
+    }
+    imgstat_run_options o;
+    std::memset(&o, 0, sizeof o);
+    o.sources = sources.data();
+    o.nsources = (int)sources.size();
+    o.follow = args_.follow;
+    o.jobs = args_.jobs;
+    o.engine.backend = args_.req.backend;
+    o.engine.kernel = IMGSTAT_KERNEL_FAST;
+    o.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
+    o.engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
+    o.request = args_.req.stats();
+    o.dataset = args_.dataset;
+    o.ds = args_.ds;
+    o.cancel = &cancel_;
+    imgstat_error err;
+    std::memset(&err, 0, sizeof err);
+    imgstat_run *run = nullptr;
+    imgstat_status s = imgstat_run_create(&o, &run, &err);
+    if (s == IMGSTAT_OK) {
+      imgstat_run_callbacks cb;
+      std::memset(&cb, 0, sizeof cb);
+      cb.ctx = this;
+      cb.item = on_item;
+      imgstat_run_report rep;
+      s = imgstat_run_execute(run, &cb, &rep, &err);
+      if (s == IMGSTAT_OK && rep.dataset_ok && !rep.cancelled)
+        finish_dataset(run);
+    }
+    imgstat_run_destroy(run);
+    std::lock_guard<std::mutex> lock(m_);
+    if (s != IMGSTAT_OK)
+      error_ = err.message[0] ? err.message : "out of memory";
+    done_ = true;
+    cv_.notify_all();
+  }
+
+  void finish_dataset(imgstat_run *run) {
+    imgstat_dataset_result r;
+    imgstat_error err;
+    std::memset(&err, 0, sizeof err);
+    if (imgstat_run_dataset_finish(run, args_.req.ddof, &r, &err) !=
+        IMGSTAT_OK) {
+      error_ = err.message;
+      return;
+    }
+    ist_hist_cli hist = args_.req.hist();
+    imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
+    ist_dataset_hist_figures(&r, hist.percentiles, hist.npercentiles, hf);
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (f) {
+      ist_output_dataset(f, IMGSTAT_OUTPUT_JSON, &r, &hist,
+                         hist.fields ? hf : nullptr, 0, 0);
+      fclose(f);
+      dataset_json_.assign(buf, size);
+      free(buf);
+      dataset_ok_ = true;
+    }
+    imgstat_dataset_result_free(&r);
+  }
+
+  RunArgs args_;
+  std::thread thread_;
+  std::mutex m_, join_m_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  bool done_ = false;
+  std::string error_;
+  volatile sig_atomic_t cancel_ = 0;
+  bool dataset_ok_ = false;
+  std::string dataset_json_;
+  imgstat_run_progress progress_{};
+};
+
+Scan *make_scan(const std::vector<std::string> &inputs,
+                const std::vector<std::string> &lists, int jobs, bool follow,
+                int ddof, bool histogram,
+                std::optional<std::vector<double>> percentiles,
+                const std::string &backend) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  return new Scan(make_run_args(inputs, lists, jobs, follow, req));
+}
+
+// The dataset record of the inputs (the command line's --dataset-only
+// --json), and the failures among them: (json, [(path, status, message)]).
+nb::tuple dataset(const std::vector<std::string> &inputs,
+                  const std::vector<std::string> &lists, int jobs, bool follow,
+                  const std::string &as, const std::string &scale,
+                  double outlier_z, std::optional<std::vector<double>> range,
+                  int ddof, bool histogram,
+                  std::optional<std::vector<double>> percentiles,
+                  const std::string &backend) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  RunArgs a = make_run_args(inputs, lists, jobs, follow, req);
+  a.dataset = true;
+  std::memset(&a.ds, 0, sizeof a.ds);
+  if (!imgstat_dataset_as_from_name(as.c_str(), &a.ds.as))
+    throw nb::value_error("as_ must be 'keep', 'gray', 'rgb' or 'rgba'");
+  if (scale == "unit")
+    a.ds.scale_unit = 1;
+  else if (scale != "none" && scale != "native")
+    throw nb::value_error("scale must be 'none' or 'unit'");
+  if (!(outlier_z > 0))
+    throw nb::value_error("outlier_z must be positive");
+  a.ds.outlier_z = outlier_z;
+  if (range) {
+    if (range->size() != 2 || !((*range)[0] < (*range)[1]))
+      throw nb::value_error("range must be (low, high) with low < high");
+    a.ds.have_range = 1;
+    a.ds.lo = (*range)[0];
+    a.ds.hi = (*range)[1];
+  }
+  std::unique_ptr<Scan> scan(new Scan(std::move(a)));
+  nb::list failures;
+  for (;;) {
+    nb::object it = scan->next();
+    if (it.is_none())
+      break;
+    nb::tuple t = nb::cast<nb::tuple>(it);
+    if (!nb::cast<bool>(t[0]))
+      failures.append(t[1]);
+  }
+  return nb::make_tuple(scan->dataset_json(), failures);
+}
+
+} // namespace
+
+NB_MODULE(_imgstat, m) {
+  m.doc() = "imgstat's native part: use the imgstat package";
+  m.attr("version") = IMGSTAT_VERSION;
+  m.attr("cuda") = (bool)imgstat_gpu_compiled();
+  m.def("stats_path", &stats_path, nb::arg("path"), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(),
+        nb::arg("backend"));
+  m.def("stats_bytes", &stats_bytes, nb::arg("data"), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(),
+        nb::arg("backend"));
+  m.def("stats_cuda_interface", &stats_cuda_interface, nb::arg("ptr"),
+        nb::arg("device"), nb::arg("shape"), nb::arg("strides"),
+        nb::arg("dtype"), nb::arg("layout"), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(),
+        nb::arg("backend"));
+  m.def("stats_array", &stats_array, nb::arg("array"), nb::arg("layout"),
+        nb::arg("ddof"), nb::arg("histogram"), nb::arg("percentiles").none(),
+        nb::arg("backend"));
+  m.def("normalize_array", &normalize_array, nb::arg("array"),
+        nb::arg("layout"), nb::arg("mode"), nb::arg("mean").none(),
+        nb::arg("std").none(), nb::arg("clip").none(), nb::arg("range").none(),
+        nb::arg("linked"), nb::arg("dtype"), nb::arg("alpha"), nb::arg("scale"),
+        nb::arg("backend"));
+  nb::class_<Scan>(m, "Scan")
+      .def("next", &Scan::next)
+      .def("close", &Scan::close)
+      .def("progress", &Scan::progress);
+  m.def("scan", &make_scan, nb::arg("inputs"), nb::arg("lists"),
+        nb::arg("jobs"), nb::arg("follow"), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
+        nb::rv_policy::take_ownership);
+  m.def("dataset", &dataset, nb::arg("inputs"), nb::arg("lists"),
+        nb::arg("jobs"), nb::arg("follow"), nb::arg("as_"), nb::arg("scale"),
+        nb::arg("outlier_z"), nb::arg("range").none(), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(),
+        nb::arg("backend"));
+}

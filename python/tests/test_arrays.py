@@ -1,0 +1,164 @@
+"""imgstat.stats on numpy arrays of every dtype and layout, against numpy."""
+
+import numpy as np
+import pytest
+
+import imgstat
+from conftest import check_channel, reference
+
+DTYPES = [np.uint8, np.uint16, np.float32]
+SHAPES = [(1, 1), (1, 7), (7, 1), (33, 65), (64, 129)]
+
+
+def random_image(rng, dtype, shape):
+    if dtype == np.float32:
+        return (rng.standard_normal(shape) * 100).astype(np.float32)
+    top = np.iinfo(dtype).max
+    return rng.integers(0, top + 1, shape, dtype=dtype)
+
+
+def planes_of(a, layout):
+    """The channels of a as 2-D arrays."""
+    if a.ndim == 2:
+        return [a]
+    if layout == "hwc":
+        return [a[:, :, c] for c in range(a.shape[2])]
+    return [a[c] for c in range(a.shape[0])]
+
+
+def check(a, layout="hwc", ddof=0):
+    record = imgstat.stats(a, layout=layout, ddof=ddof).to_dict()
+    planes = planes_of(a, layout)
+    assert record["height"], record["width"] == planes[0].shape
+    assert record["channels"] == len(planes)
+    assert record["depth"] == {1: 8, 2: 16, 4: 32}[a.dtype.itemsize]
+    assert record["ddof"] == ddof
+    for got, plane in zip(record["stats"], planes):
+        check_channel(got, reference(plane, ddof), a.dtype.kind == "f")
+    return record
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_gray(dtype, shape):
+    rng = np.random.default_rng(hash((str(dtype), shape)) % 2**32)
+    check(random_image(rng, dtype, shape))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("channels", [1, 2, 3, 4])
+@pytest.mark.parametrize("layout", ["hwc", "chw"])
+def test_layouts(dtype, channels, layout):
+    rng = np.random.default_rng(channels * 7 + len(layout))
+    shape = (37, 53, channels) if layout == "hwc" else (channels, 37, 53)
+    record = check(random_image(rng, dtype, shape), layout)
+    names = [c["channel"] for c in record["stats"]]
+    assert names == {1: ["Y"], 2: ["Y", "A"], 3: ["R", "G", "B"],
+                     4: ["R", "G", "B", "A"]}[channels]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_ddof(dtype):
+    rng = np.random.default_rng(5)
+    check(random_image(rng, dtype, (19, 23, 3)), ddof=1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_views(dtype):
+    """Strided views: a crop, every other column, reversed rows, a channel
+    order reversed: copied or borrowed, the figures are the view's."""
+    rng = np.random.default_rng(11)
+    a = random_image(rng, dtype, (50, 60, 3))
+    check(a[5:40, 7:51])
+    check(a[:, ::2])
+    check(a[::-1])
+    check(a[:, :, ::-1])
+    check(np.transpose(a, (2, 0, 1)), layout="chw")  # a CHW view of HWC
+    check(np.ascontiguousarray(np.transpose(a, (2, 0, 1)))[:, 3:, 1:],
+          layout="chw")
+
+
+def test_float_specials():
+    a = np.arange(60, dtype=np.float32).reshape(6, 10) - 30
+    a[0, 0] = np.nan
+    a[1, 1] = np.inf
+    a[2, 2] = -np.inf
+    a[5, 9] = np.nan
+    check(a)
+    allnan = np.full((3, 4), np.nan, dtype=np.float32)
+    record = imgstat.stats(allnan).to_dict()
+    assert record["stats"][0]["count"] == 0
+    assert record["stats"][0]["nan_count"] == 12
+    assert record["stats"][0]["mean"] is None
+
+
+def test_exact_large_sums():
+    """Sums of squares beyond 2**53 stay exact Python ints."""
+    a = np.full((2048, 2048), 65535, dtype=np.uint16)
+    a[0, 0] = 65534
+    record = imgstat.stats(a).to_dict()["stats"][0]
+    n = 2048 * 2048
+    assert record["sum"] == 65535 * n - 1
+    assert record["sum_sq"] == 65535**2 * (n - 1) + 65534**2
+    assert record["sum_sq"] > 2**53
+
+
+def test_same_as_file(tmp_path):
+    """An array and the .npy file of the same samples give the same record
+    but for its name."""
+    rng = np.random.default_rng(3)
+    a = random_image(rng, np.uint16, (31, 17, 3))
+    path = tmp_path / "a.npy"
+    np.save(path, a)
+    from_file = imgstat.stats(path).to_dict()
+    from_array = imgstat.stats(a).to_dict()
+    from_bytes = imgstat.stats(path.read_bytes()).to_dict()
+    for d in (from_file, from_array, from_bytes):
+        d.pop("file")
+    assert from_file == from_array == from_bytes
+
+
+@pytest.mark.parametrize("bad, error", [
+    (np.zeros((4, 4), dtype=np.int32), TypeError),
+    (np.zeros((4, 4), dtype=np.float64), TypeError),
+    (np.zeros((4, 4, 5), dtype=np.uint8), ValueError),
+    (np.zeros((2, 2, 2, 2), dtype=np.uint8), ValueError),
+    (np.zeros((0, 4), dtype=np.uint8), ValueError),
+    (12, TypeError),
+    ([1, 2, 3], TypeError),
+])
+def test_bad_arrays(bad, error):
+    with pytest.raises(error):
+        imgstat.stats(bad)
+
+
+def test_bad_arguments():
+    a = np.zeros((4, 4), dtype=np.uint8)
+    with pytest.raises(ValueError):
+        imgstat.stats(a, ddof=2)
+    with pytest.raises(TypeError):
+        imgstat.stats(a, ddof="1")
+    with pytest.raises(ValueError):
+        imgstat.stats(a, backend="tpu")
+    with pytest.raises(ValueError):
+        imgstat.stats(a, layout="whc")
+    with pytest.raises(ValueError):
+        imgstat.stats(a, percentiles=[101])
+
+
+def test_histogram_figures():
+    """The median and percentiles of an 8-bit image and its histogram
+    counts, against numpy: the nearest rank (ceil(p / 100 * N), from 1)."""
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 256, (40, 30), dtype=np.uint8)
+    ch = imgstat.stats(a, percentiles=[10, 50, 90]).to_dict()["stats"][0]
+    flat = np.sort(a.reshape(-1))
+    n = flat.size
+
+    def nearest_rank(p):
+        return int(flat[max(1, -(-p * n // 100)) - 1])
+
+    assert ch["median"] == nearest_rank(50)
+    assert ch["percentiles"] == {str(p): nearest_rank(p) for p in (10, 50, 90)}
+    assert ch["histogram"]["counts"] == np.bincount(
+        a.reshape(-1), minlength=256).tolist()

@@ -1,0 +1,80 @@
+"""The records of imgstat.stats, scan and dataset are the command line's
+JSON records for the same files (samples, tests/data, the corpus)."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import imgstat
+from conftest import ROOT
+
+SKIP = {".txt", ".md", ".tsv", ".LICENSE", ".README"}
+
+
+def images_in(folder):
+    if not folder.is_dir():
+        return []
+    return sorted(str(p) for p in folder.iterdir()
+                  if p.is_file() and p.suffix not in SKIP
+                  and not p.name.startswith(("LICENSE", "README")))
+
+
+def files():
+    found = images_in(ROOT / "samples")
+    found += images_in(ROOT / "tests" / "data" / "formats")
+    corpus = os.environ.get("IMGSTAT_CORPUS",
+                            str(ROOT.parent / "shared" / "corpus"))
+    for sub in ("photos", "hdr"):
+        found += images_in(__import__("pathlib").Path(corpus) / sub)[:20]
+    return found
+
+
+def cli_records(cli, args):
+    run = subprocess.run([cli, "--backend", "cpu", "--json",
+                          "--errors-as-records"] + args,
+                         capture_output=True, text=True)
+    assert run.returncode in (0, 1), run.stderr
+    return [json.loads(line) for line in run.stdout.splitlines()]
+
+
+@pytest.mark.parametrize("histogram", [False, True])
+def test_stats_like_cli(cli, histogram):
+    paths = files()
+    assert len(paths) >= 5
+    extra = ["--histogram"] if histogram else []
+    records = cli_records(cli, extra + paths)
+    assert len(records) == len(paths)
+    for path, want in zip(paths, records):
+        if "error" in want:
+            with pytest.raises(imgstat.ImageError) as e:
+                imgstat.stats(path, backend="cpu", histogram=histogram)
+            assert e.value.path == path
+            assert want["error"].startswith(e.value.message)
+            continue
+        got = imgstat.stats(path, backend="cpu", histogram=histogram).to_dict()
+        assert list(got) == list(want)  # the keys, in order
+        assert got == want
+
+
+def test_scan_like_cli(cli):
+    folder = ROOT / "samples"
+    want = cli_records(cli, [str(folder)])
+    got = [r.to_dict() for r in imgstat.scan([folder], backend="cpu",
+                                             errors="record")]
+    assert got == want
+
+
+@pytest.mark.parametrize("args, kw", [
+    ([], {}),
+    (["--scale", "unit"], {"scale": "unit"}),
+    (["--as", "gray"], {"as_": "gray"}),
+    (["--ddof", "1", "--histogram"], {"ddof": 1, "histogram": True}),
+])
+def test_dataset_like_cli(cli, args, kw):
+    folder = str(ROOT / "samples")
+    want = cli_records(cli, ["--dataset-only"] + args + [folder])
+    assert len(want) == 1
+    got = imgstat.dataset(folder, backend="cpu", **kw).to_dict()
+    assert got == want[0]

@@ -1,0 +1,32 @@
+/*
+ * What the dataset accumulator takes of an image beside the engine's result
+ * (internal to the library): with --as gray, the luma's partial (and
+ * histogram), since a luma's sum of squares does not follow from the colour
+ * channels' partials; float images' histograms over the options' common
+ * range. The one home of that rule, for the run (run.c) and the pool pass
+ * (dataset_pass.c).
+ */
+#ifndef IMGSTAT_DATASET_EXTRA_H
+#define IMGSTAT_DATASET_EXTRA_H
+
+#include "imgstat.h"
+#include "imgstat_dataset.h"
+
+typedef struct ist_dataset_extra {
+  int gray; /* partial[0] is the luma's */
+  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
+  int hists; /* hist[] made here (the luma's; float over the range) */
+  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+} ist_dataset_extra;
+
+/* Fills out (zeroed by the caller) for img under the options o; on failure
+ * out keeps what was made (free it either way with
+ * ist_dataset_extra_free) and err says why. */
+imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
+                                         const imgstat_image *img,
+                                         ist_dataset_extra *out,
+                                         imgstat_error *err);
+
+void ist_dataset_extra_free(ist_dataset_extra *x);
+
+#endif

@@ -1,0 +1,813 @@
+/*
+ * The run over many inputs (imgstat_run.h): inputs to the decode stage, the
+ * engine (the GPU offer of JPEGs included), the dataset accumulator and the
+ * caller's callbacks in input order; the float range pass; under MPI the
+ * one input list sent by rank 0, each rank's share and the merge of the
+ * accumulators on rank 0.
+ */
+#include "imgstat_run.h"
+
+#include "dataset_extra.h"
+
+#include "imgstat_cuda.h"
+#include "imgstat_cuda_jpeg.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct imgstat_run {
+  imgstat_run_options opt; /* engine: threads and workers set here */
+  imgstat_run_info info;
+  imgstat_inputs *inputs;
+  imgstat_input_list list; /* the whole list, when walked whole */
+  int have_list;
+  int jpeg_stage; /* JPEGs streamed to nvJPEG: more workers, a wider window */
+  int needs_gpu;  /* --backend gpu, --verify or nvJPEG: decided first */
+  imgstat_engine *engine;
+  imgstat_dataset *ds;
+  const imgstat_run_callbacks *cb;
+  imgstat_run_progress progress;
+  /* MPI: this rank's share of the inputs, [share_first, share_end) */
+  int share;
+  uint64_t share_first, share_end, fed;
+  int stage_times; /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
+  atomic_uint_fast64_t read_ns, deliver_ns;
+  int executed;
+};
+
+/* ---- set-up -------------------------------------------------------------- */
+
+/* Under MPI: whether any rank has a nonzero flag (every rank learns it); a
+ * failed collective counts as one. Without: the flag. */
+static int any_rank(const imgstat_run *run, int flag) {
+  if (!run->opt.mpi)
+    return flag;
+  uint64_t v = flag != 0;
+  imgstat_error err;
+  if (imgstat_mpi_allreduce_u64(run->opt.mpi, &v, 1, IMGSTAT_MPI_MAX, &err) !=
+      IMGSTAT_OK)
+    return 1;
+  return v != 0;
+}
+
+static imgstat_status make_inputs(imgstat_run *run, imgstat_error *err) {
+  const imgstat_run_options *o = &run->opt;
+  imgstat_inputs_options io = {o->follow};
+  imgstat_status s = imgstat_inputs_create(&io, &run->inputs, err);
+  for (int k = 0; k < o->nsources && s == IMGSTAT_OK; k++)
+    s = o->sources[k].is_list
+            ? imgstat_inputs_add_list(run->inputs, o->sources[k].text,
+                                      o->null_lists ? '\0' : '\n', err)
+            : imgstat_inputs_add_path(run->inputs, o->sources[k].text, err);
+  if (s != IMGSTAT_OK && s != IMGSTAT_ERR_ARG && !err->message[0])
+    imgstat_error_set(err, s, "out of memory");
+  return s;
+}
+
+/* The whole input list, walked once: under MPI by rank 0 alone (it reads
+ * the lists and walks the folders: a FIFO or standard input is read once),
+ * and its bytes sent to the other ranks, so that every rank shares out the
+ * same list. run->inputs becomes an iterator over it. Every rank returns
+ * alike (an empty message where another rank failed). */
+static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
+  imgstat_mpi *m = run->opt.mpi;
+  int rank = run->info.at.rank;
+  imgstat_status s = IMGSTAT_OK;
+  run->have_list = 1;
+  if (!m || rank == 0)
+    s = imgstat_inputs_collect(run->inputs, &run->list, err);
+  if (m) {
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    if (s == IMGSTAT_OK && rank == 0)
+      s = imgstat_input_list_pack(&run->list, &bytes, &size, err);
+    if (!any_rank(run, s != IMGSTAT_OK)) {
+      void *data = bytes;
+      s = imgstat_mpi_bcast(m, &data, &size, err);
+      if (s == IMGSTAT_OK && rank > 0)
+        s = imgstat_input_list_unpack(data, size, &run->list, err);
+      if (rank > 0)
+        free(data);
+    } else if (s == IMGSTAT_OK) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_IO,
+                            "rank 0 could not send the input list");
+    }
+    free(bytes);
+  }
+  imgstat_inputs_destroy(run->inputs);
+  run->inputs = NULL;
+  if (s == IMGSTAT_OK)
+    s = imgstat_inputs_from_list(&run->list, &run->inputs, err);
+  if (s != IMGSTAT_OK && !err->message[0])
+    imgstat_error_set(err, s, "out of memory");
+  if (!any_rank(run, s != IMGSTAT_OK))
+    return IMGSTAT_OK;
+  if (s == IMGSTAT_OK) { /* another rank failed */
+    err->status = IMGSTAT_ERR_IO;
+    err->message[0] = '\0';
+    s = IMGSTAT_ERR_IO;
+  }
+  return s;
+}
+
+/* The cores this process may use (imgstat_cpu_cores). Under MPI, ranks
+ * left unbound on one host (--bind-to none) take their share of its cores;
+ * info says when a rank is bound to fewer than its share. */
+static int rank_cores(imgstat_run_info *info, int mpi) {
+  imgstat_cpu_info cpu;
+  imgstat_cpu_info_get(&cpu);
+  int ranks = info->at.local_size > 0 ? info->at.local_size : 1;
+  if (!mpi)
+    return cpu.cores;
+  int share = cpu.offered / ranks > 0 ? cpu.offered / ranks : 1;
+  info->cores_short = cpu.cores < share;
+  info->cores_share = share;
+  info->cores_offered = cpu.offered;
+  info->local_ranks = ranks;
+  if (cpu.affinity >= cpu.offered && ranks > 1 && cpu.cores > share)
+    return share; /* unbound: the host's cores shared out */
+  return cpu.cores;
+}
+
+/* A GPU for this rank, when the backend may use one: the local rank's turn
+ * among the devices listed, else among the host's. */
+static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
+  if (e->backend == IMGSTAT_BACKEND_CPU && !e->verify)
+    return;
+  int n = e->ndevices, list[IMGSTAT_MAX_DEVICES];
+  if (n > 0) {
+    memcpy(list, e->devices, sizeof(int) * (size_t)n);
+  } else {
+    imgstat_error err;
+    if (imgstat_gpu_device_count(&n, &err) != IMGSTAT_OK || n <= 0)
+      return; /* the engine says what it makes of no GPU */
+    n = n < IMGSTAT_MAX_DEVICES ? n : IMGSTAT_MAX_DEVICES;
+    for (int k = 0; k < n; k++)
+      list[k] = k;
+  }
+  e->ndevices = 1;
+  e->devices[0] = list[local_rank % n];
+}
+
+/* Whether the run may have several inputs: more than one source, a list,
+ * or a directory. */
+static int several_inputs(const imgstat_run_options *o) {
+  if (o->nsources != 1 || o->sources[0].is_list)
+    return 1;
+  struct stat sb;
+  return strcmp(o->sources[0].text, "-") != 0 &&
+         stat(o->sources[0].text, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Workers: jobs (0: one per core this rank may use). One input alone
+ * (jobs -1) runs in the caller's thread with the CPU backend's threads on
+ * every core; with several workers, each computes on one thread (the
+ * figures are bit-identical for any thread count). */
+static void plan_workers(imgstat_run *run) {
+  imgstat_run_options *o = &run->opt;
+  imgstat_run_info *info = &run->info;
+  int cores = rank_cores(info, o->mpi != NULL);
+  info->several = several_inputs(o);
+  int workers = o->jobs >= 0 ? o->jobs : info->several ? 0 : 1;
+  /* JPEGs sent to nvJPEG: their workers mostly wait for a batch decode, so
+   * there are more of them (a batch is the JPEGs queued at once; the
+   * budget still bounds the memory). Under auto the workers stay one per
+   * core: most runs never start the GPU. */
+  run->jpeg_stage = imgstat_gpu_jpeg_compiled() &&
+                    o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
+                    !o->engine.verify;
+  if (workers == 0 && run->jpeg_stage)
+    workers = 4 * cores;
+  if (workers == 0)
+    workers = cores;
+  o->engine.threads = workers == 1 && o->jobs < 0 ? 0 : 1;
+  /* the CPU's lanes for auto's rule: the workers, at most one per core */
+  o->engine.workers = workers > 0 && workers < cores ? workers : cores;
+  if (o->mpi)
+    mpi_pick_device(&o->engine, info->at.local_rank);
+  run->needs_gpu = o->engine.backend == IMGSTAT_BACKEND_GPU ||
+                   o->engine.verify ||
+                   o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
+  info->workers = workers;
+  info->cores = cores;
+}
+
+imgstat_status imgstat_run_create(const imgstat_run_options *opts,
+                                  imgstat_run **out, imgstat_error *err) {
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "imgstat_run_create: NULL");
+  *out = NULL;
+  if (!opts || opts->nsources < 0 || (opts->nsources && !opts->sources))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no inputs");
+  imgstat_run *run = calloc(1, sizeof *run);
+  if (!run)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  run->opt = *opts;
+  run->info.at = imgstat_mpi_where(opts->mpi);
+  atomic_init(&run->read_ns, 0);
+  atomic_init(&run->deliver_ns, 0);
+  run->stage_times = getenv("IMGSTAT_STAGE_TIMES") != NULL;
+  imgstat_status s = make_inputs(run, err);
+  /* float images' pooled histograms without a range: a first pass finds
+   * their common range (not over an image on standard input, which is
+   * read once) */
+  int stdin_image = 0;
+  for (int k = 0; k < opts->nsources; k++)
+    stdin_image |=
+        !opts->sources[k].is_list && strcmp(opts->sources[k].text, "-") == 0;
+  run->info.range_pass = opts->dataset && opts->request.histograms &&
+                         !opts->ds.have_range && !stdin_image;
+  /* Whatever needs every input first gets them from one walk. */
+  if (s == IMGSTAT_OK &&
+      (opts->mpi || opts->whole_list || run->info.range_pass))
+    s = whole_list(run, err);
+  if (s != IMGSTAT_OK) {
+    imgstat_run_destroy(run);
+    return s;
+  }
+  plan_workers(run);
+  *out = run;
+  return IMGSTAT_OK;
+}
+
+void imgstat_run_destroy(imgstat_run *run) {
+  if (!run)
+    return;
+  imgstat_dataset_destroy(run->ds);
+  imgstat_engine_destroy(run->engine);
+  imgstat_inputs_destroy(run->inputs);
+  imgstat_input_list_free(&run->list);
+  free(run);
+}
+
+const imgstat_run_info *imgstat_run_get_info(const imgstat_run *run) {
+  return &run->info;
+}
+
+const imgstat_input_list *imgstat_run_input_list(const imgstat_run *run) {
+  return run->have_list ? &run->list : NULL;
+}
+
+/* ---- the float range pass ------------------------------------------------ */
+
+static imgstat_status range_next(void *ctx, const imgstat_input **item,
+                                 imgstat_error *err) {
+  imgstat_run *run = ctx;
+  imgstat_input *in = NULL;
+  imgstat_status s = imgstat_inputs_next(run->inputs, &in, err);
+  *item = in;
+  return s;
+}
+
+static void range_progress(imgstat_run *run, int final) {
+  if (!run->cb->progress)
+    return;
+  run->progress.total_known =
+      imgstat_inputs_total(run->inputs, &run->progress.total);
+  run->progress.final = final;
+  run->cb->progress(run->cb->ctx, &run->progress);
+}
+
+static void range_release(void *ctx, const imgstat_input *item) {
+  imgstat_run *run = ctx;
+  run->progress.done++;
+  if (item->size_known)
+    run->progress.bytes_in += item->size;
+  range_progress(run, 0);
+  imgstat_input_free((imgstat_input *)item);
+}
+
+/* Over a copy of the whole list: sets the options' common float range.
+ * *cancelled: the cancel flag stopped it. */
+static imgstat_status range_pass(imgstat_run *run, int *cancelled,
+                                 imgstat_error *err) {
+  imgstat_inputs *later = run->inputs;
+  imgstat_status s = imgstat_inputs_from_list(&run->list, &run->inputs, err);
+  if (s == IMGSTAT_OK) {
+    memset(&run->progress, 0, sizeof run->progress);
+    run->progress.pass = 1;
+    imgstat_dataset_pass p;
+    memset(&p, 0, sizeof p);
+    p.ctx = run;
+    p.next = range_next;
+    p.release = range_release;
+    p.load = &run->opt.engine.load;
+    p.workers = run->info.workers;
+    p.budget = run->opt.max_inflight;
+    p.cancel = run->opt.cancel;
+    int found = 0;
+    double lo, hi;
+    s = imgstat_dataset_float_range(&p, &found, &lo, &hi, cancelled, err);
+    if (s != IMGSTAT_OK) {
+      char why[IMGSTAT_ERROR_MAX];
+      snprintf(why, sizeof why, "%s",
+               err->message[0] ? err->message : "out of memory");
+      imgstat_error_set(err, s, "--dataset: %s", why);
+    } else if (found && !*cancelled) {
+      run->opt.ds.have_range = 1;
+      run->opt.ds.lo = lo;
+      run->opt.ds.hi = hi;
+    }
+    range_progress(run, 1); /* the pass's total stays shown */
+  } else if (!err->message[0]) {
+    imgstat_error_set(err, s, "out of memory");
+  }
+  imgstat_inputs_destroy(run->inputs);
+  run->inputs = later;
+  return s;
+}
+
+/* ---- one input on a worker ----------------------------------------------- */
+
+/* What a worker hands back for one input. */
+typedef struct item_result {
+  imgstat_job_result res;
+  int cancelled; /* the run was cancelled before the input was decoded */
+  /* what the pool takes beside the job's result (dataset_extra.h) */
+  ist_dataset_extra ds;
+  void *extra; /* the image callback's */
+  /* handed to the engine's device stage: completed from its thread */
+  imgstat_task_pending *pending;
+} item_result;
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The pool's extra work on a decoded image (in the worker); what fails is
+ * left out (an image whose luma could not be made fails at its delivery). */
+static void dataset_work(const imgstat_run *run, const imgstat_image *img,
+                         item_result *r) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  ist_dataset_extra_compute(&run->opt.ds, img, &r->ds, &err);
+}
+
+/* Adds a delivered input to the pool, in input order; a failure's message
+ * in why. */
+static void dataset_add(imgstat_run *run, const imgstat_input *in,
+                        const item_result *r, char *why, size_t size) {
+  const imgstat_job_result *res = &r->res;
+  /* the input's place in the whole list (MPI: not the batch's index) */
+  if (res->status != IMGSTAT_OK) {
+    imgstat_dataset_add_failed(run->ds, in->index);
+    return;
+  }
+  const imgstat_dataset_options *o = &run->opt.ds;
+  int gray = imgstat_dataset_needs_gray(o, res->channels);
+  imgstat_dataset_image im;
+  memset(&im, 0, sizeof im);
+  im.name = in->path;
+  im.width = res->width;
+  im.height = res->height;
+  im.channels = res->channels;
+  im.colour = res->colour;
+  im.sample = res->sample;
+  im.partial = gray ? r->ds.partial : res->partial;
+  if (r->ds.hists)
+    im.hist = r->ds.hist;
+  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
+    im.hist = res->hist;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if ((gray && !r->ds.gray) ||
+      imgstat_dataset_add(run->ds, in->index, &im, &err) != IMGSTAT_OK) {
+    snprintf(why, size, "--dataset: %s",
+             err.message[0] ? err.message : "out of memory");
+    imgstat_dataset_add_failed(run->ds, in->index);
+  }
+}
+
+/* A result that says the input failed at stage with the reason in why. */
+static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
+                          imgstat_status status, const char *why) {
+  memset(res, 0, sizeof *res);
+  res->status = status;
+  res->failed_stage = stage;
+  res->error.status = status;
+  snprintf(res->error.message, sizeof res->error.message, "%s",
+           why && *why ? why : "unknown error");
+}
+
+/* The inputs of this run so far (under MPI: this rank's share) and whether
+ * that is all of them. */
+static int inputs_total(const imgstat_run *run, uint64_t *total) {
+  if (run->share) {
+    *total = run->share_end - run->share_first;
+    return 1;
+  }
+  return imgstat_inputs_total(run->inputs, total);
+}
+
+static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
+  imgstat_run *run = ctx;
+  imgstat_input *in = NULL;
+  imgstat_status s = IMGSTAT_OK;
+  if (!run->share || run->fed++ < run->share_end - run->share_first)
+    s = imgstat_inputs_next(run->inputs, &in, err);
+  /* the walk runs ahead: the progress figures' total, auto's rule */
+  if (s == IMGSTAT_OK)
+    s = imgstat_inputs_prefetch(run->inputs, 4096, err);
+  uint64_t total = 0;
+  inputs_total(run, &total);
+  imgstat_engine_set_workload(run->engine, total);
+  *item = in;
+  return s;
+}
+
+/* The reservation of an input that the engine decodes on the GPU. */
+typedef struct gpu_reserve {
+  imgstat_task *task;
+  uint64_t bytes;
+} gpu_reserve;
+
+static int reserve_for_gpu(void *ctx, uint64_t bytes) {
+  gpu_reserve *r = ctx;
+  r->bytes = bytes;
+  return imgstat_task_reserve(r->task, bytes);
+}
+
+static int reserve_task(void *ctx, uint64_t bytes) {
+  return imgstat_task_reserve(ctx, bytes);
+}
+
+/* The engine's device stage finished an item handed to it. */
+static void stage_finished(void *ctx, int cancelled) {
+  item_result *r = ctx;
+  if (cancelled)
+    r->cancelled = 1;
+  imgstat_task_complete(r->pending);
+}
+
+/* A JPEG file the engine may decode on the GPU (nvJPEG): its decoder
+ * opened and offered. Returns 1 when the item is done or handed to the
+ * engine's device stage (then delivered once the stage completes it), 0
+ * when the caller decodes it on the CPU as usual. */
+static int offer_to_gpu(imgstat_run *run, imgstat_task *task,
+                        const imgstat_input *in, item_result *r) {
+  imgstat_job_result *res = &r->res;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_decoder *d = NULL;
+  uint64_t t0 = run->stage_times ? now_ns() : 0;
+  imgstat_status s =
+      imgstat_decoder_open(in->path, &run->opt.engine.load, &d, &err);
+  if (run->stage_times)
+    atomic_fetch_add(&run->read_ns, now_ns() - t0);
+  if (s != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+    return 1;
+  }
+  const imgstat_header *h = imgstat_decoder_header(d);
+  int taken = 0;
+  /* --dataset --as gray: the CPU makes the luma from host pixels */
+  int gray = run->ds && imgstat_dataset_needs_gray(&run->opt.ds, h->channels);
+  if (!gray && !run->opt.engine.verify) {
+    /* the streaming stage: this worker goes on with the next file */
+    r->pending = imgstat_task_defer(task);
+    taken = imgstat_engine_stats_decoder_async(run->engine, d, in->path,
+                                               &run->opt.request, reserve_task,
+                                               task, res, stage_finished, r);
+    if (taken != 2) { /* else the engine's stage completes the item */
+      imgstat_task_complete(r->pending);
+      r->pending = NULL;
+    }
+    if (taken < 0)
+      r->cancelled = 1;
+    /* 1, 2: the file's bytes held until the delivery */
+  } else if (!gray) {
+    gpu_reserve gr = {task, 0};
+    taken = imgstat_engine_stats_decoder(
+        run->engine, d, in->path, &run->opt.request, reserve_for_gpu, &gr, res);
+    if (taken < 0)
+      r->cancelled = 1;
+    else if (taken)
+      imgstat_task_release(task, gr.bytes);
+  }
+  imgstat_decoder_close(d);
+  return taken != 0;
+}
+
+/* One input on a worker: the header read, the decoded size reserved from
+ * the budget, the pixels decoded, then the statistics by the engine (a JPEG
+ * that the engine decodes on the GPU: all of it there). */
+static void work_input(void *ctx, imgstat_task *task, void *item,
+                       void *result) {
+  imgstat_run *run = ctx;
+  const imgstat_input *in = item;
+  item_result *r = result;
+  imgstat_job_result *res = &r->res;
+  if (run->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR &&
+      !(in->kind == IMGSTAT_INPUT_FILE &&
+        imgstat_engine_may_decode_jpeg(run->engine))) {
+    /* no decoding for an item that cannot run (a JPEG offered to the GPU
+     * decoder waits for the decision in the engine, after the checks that
+     * overlap the GPU's start-up) */
+    if (imgstat_engine_decide(run->engine, res) != IMGSTAT_OK) {
+      imgstat_task_reserve(task, 0);
+      return;
+    }
+    imgstat_job_result_free(res);
+  }
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (in->kind == IMGSTAT_INPUT_FILE &&
+      imgstat_engine_may_decode_jpeg(run->engine) &&
+      offer_to_gpu(run, task, in, r))
+    return;
+  imgstat_image img;
+  uint64_t reserved;
+  int cancelled;
+  imgstat_status s = imgstat_task_decode(task, in, &run->opt.engine.load, 0,
+                                         &img, &reserved, &cancelled, &err);
+  if (cancelled) {
+    r->cancelled = 1;
+    return;
+  }
+  if (s != IMGSTAT_OK) {
+    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+    return;
+  }
+  if (imgstat_engine_stats(run->engine, in->path, &img, &run->opt.request,
+                           res) == IMGSTAT_OK &&
+      run->ds)
+    dataset_work(run, &img, r);
+  if (run->cb->image)
+    r->extra = run->cb->image(run->cb->ctx, in, &img, res);
+  imgstat_image_free(&img);
+  imgstat_task_release(task, reserved);
+}
+
+/* The batch runner's word that no work will run any more: the engine's
+ * device stage stops waiting for fuller batches and closes its lanes as
+ * they run dry. */
+static void input_drained(void *ctx) {
+  imgstat_run *run = ctx;
+  imgstat_engine_input_end(run->engine);
+}
+
+static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
+                         int ran) {
+  imgstat_run *run = ctx;
+  imgstat_input *in = item;
+  item_result *r = result;
+  (void)index;
+  uint64_t t0 = run->stage_times ? now_ns() : 0;
+  int stop = 0;
+  if (ran && !r->cancelled) {
+    imgstat_run_item it;
+    it.input = in;
+    it.result = &r->res;
+    it.extra = r->extra;
+    it.dataset_error[0] = '\0';
+    if (run->ds)
+      dataset_add(run, in, r, it.dataset_error, sizeof it.dataset_error);
+    run->progress.done++;
+    if (r->res.status != IMGSTAT_OK)
+      run->progress.failed++;
+    if (in->size_known)
+      run->progress.bytes_in += in->size;
+    run->progress.total_known = inputs_total(run, &run->progress.total);
+    if (run->cb->item)
+      stop = run->cb->item(run->cb->ctx, &it, &run->progress);
+  }
+  imgstat_job_result_free(&r->res);
+  ist_dataset_extra_free(&r->ds);
+  if (r->extra && run->cb->free_extra)
+    run->cb->free_extra(run->cb->ctx, r->extra);
+  imgstat_input_free(in);
+  if (run->stage_times)
+    atomic_fetch_add(&run->deliver_ns, now_ns() - t0);
+  return stop;
+}
+
+/* ---- MPI: each rank's share, the merge of the accumulators --------------- */
+
+/* Walks the whole list (names only) and takes this rank's share: the items
+ * before it are dropped, next_input stops at its end. */
+static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
+  imgstat_status s = imgstat_inputs_prefetch(run->inputs, SIZE_MAX, err);
+  uint64_t total = 0;
+  imgstat_inputs_total(run->inputs, &total);
+  imgstat_mpi_share(total, run->info.at.rank, run->info.at.size,
+                    &run->share_first, &run->share_end);
+  for (uint64_t k = 0; k < run->share_first && s == IMGSTAT_OK; k++) {
+    imgstat_input *in = NULL;
+    s = imgstat_inputs_next(run->inputs, &in, err);
+    imgstat_input_free(in);
+  }
+  run->share = 1;
+  return s;
+}
+
+/* The dataset accumulator as imgstat_mpi_reduce's codec (ctx: the
+ * options). Its accumulator is a holder of an imgstat_dataset, so that
+ * deserialize can replace what it holds. */
+typedef struct ds_holder {
+  imgstat_dataset *d;
+} ds_holder;
+
+static imgstat_status ds_create(void *ctx, void **acc, imgstat_error *err) {
+  ds_holder *h = calloc(1, sizeof *h);
+  *acc = h;
+  if (!h)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  return imgstat_dataset_create(ctx, &h->d, err);
+}
+
+static void ds_destroy(void *ctx, void *acc) {
+  (void)ctx;
+  ds_holder *h = acc;
+  if (h)
+    imgstat_dataset_destroy(h->d);
+  free(h);
+}
+
+static size_t ds_size(void *ctx, const void *acc) {
+  (void)ctx;
+  void *buf = NULL;
+  size_t n = 0;
+  imgstat_error err;
+  if (imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, &err) !=
+      IMGSTAT_OK)
+    n = 0;
+  free(buf);
+  return n;
+}
+
+static imgstat_status ds_serialize(void *ctx, const void *acc, void *out,
+                                   size_t size, size_t *used,
+                                   imgstat_error *err) {
+  (void)ctx;
+  void *buf = NULL;
+  size_t n = 0;
+  imgstat_status s =
+      imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, err);
+  if (s == IMGSTAT_OK && n > size)
+    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                          "the dataset's serialized form grew");
+  if (s == IMGSTAT_OK) {
+    memcpy(out, buf, n);
+    *used = n;
+  }
+  free(buf);
+  return s;
+}
+
+static imgstat_status ds_deserialize(void *ctx, void *acc, const void *buf,
+                                     size_t size, imgstat_error *err) {
+  (void)ctx;
+  ds_holder *h = acc;
+  imgstat_dataset *d = NULL;
+  imgstat_status s = imgstat_dataset_deserialize(buf, size, &d, err);
+  if (s == IMGSTAT_OK) {
+    imgstat_dataset_destroy(h->d);
+    h->d = d;
+  }
+  return s;
+}
+
+static imgstat_status ds_merge(void *ctx, void *a, const void *b,
+                               imgstat_error *err) {
+  (void)ctx;
+  return imgstat_dataset_merge(((ds_holder *)a)->d, ((const ds_holder *)b)->d,
+                               err);
+}
+
+/* Every rank's accumulator merged on rank 0 in rank order; a rank whose
+ * accumulator could not be made takes part with an empty one (else the
+ * others would wait for it). Collective. */
+static imgstat_status reduce_dataset(imgstat_run *run, imgstat_error *err) {
+  if (!run->ds &&
+      imgstat_dataset_create(&run->opt.ds, &run->ds, err) != IMGSTAT_OK)
+    run->ds = NULL;
+  if (!run->ds)
+    return IMGSTAT_OK;
+  imgstat_mpi_codec codec = {
+      (void *)&run->opt.ds, ds_create,      ds_destroy, ds_size,
+      ds_serialize,         ds_deserialize, ds_merge,   0};
+  ds_holder h = {run->ds};
+  imgstat_status s = imgstat_mpi_reduce(run->opt.mpi, &codec, &h, err);
+  run->ds = h.d; /* rank 0: the merged accumulator */
+  return s;
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+imgstat_status imgstat_run_execute(imgstat_run *run,
+                                   const imgstat_run_callbacks *cb,
+                                   imgstat_run_report *report,
+                                   imgstat_error *err) {
+  static const imgstat_run_callbacks none;
+  imgstat_run_report rep;
+  memset(&rep, 0, sizeof rep);
+  if (!run || run->executed) {
+    if (report)
+      *report = rep;
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_run_execute: no run, or run twice");
+  }
+  run->executed = 1;
+  run->cb = cb ? cb : &none;
+  const imgstat_run_options *o = &run->opt;
+  /* With MPI, a rank whose set-up fails still takes part in the
+   * collectives, with nothing to add. */
+  imgstat_status s = imgstat_engine_create(&o->engine, &run->engine, err);
+  if (s != IMGSTAT_OK)
+    rep.set_up_failed = 1;
+  if (run->info.range_pass && s == IMGSTAT_OK) {
+    int cancelled = 0;
+    s = range_pass(run, &cancelled, err);
+    if (s != IMGSTAT_OK || cancelled) {
+      rep.range_stopped = 1;
+      rep.cancelled = cancelled;
+      if (report)
+        *report = rep;
+      return s;
+    }
+  }
+  if (o->dataset && s == IMGSTAT_OK) {
+    run->opt.ds.histograms = o->request.histograms;
+    s = imgstat_dataset_create(&run->opt.ds, &run->ds, err);
+    if (s != IMGSTAT_OK)
+      rep.set_up_failed = 1;
+  }
+  memset(&run->progress, 0, sizeof run->progress);
+  run->progress.pass = 2;
+  if (o->mpi && s == IMGSTAT_OK)
+    s = take_share(run, err);
+  if (s == IMGSTAT_OK) {
+    imgstat_batch_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.workers = run->info.workers;
+    cfg.budget = o->max_inflight;
+    /* JPEGs handed to the device stage wait there in their slots: room for
+     * several batches (the budget still bounds their bytes) */
+    if (run->jpeg_stage && run->info.workers != 1)
+      cfg.window = 4 * (size_t)run->info.workers < 1024
+                       ? 1024
+                       : 4 * (size_t)run->info.workers;
+    cfg.result_size = sizeof(item_result);
+    cfg.ctx = run;
+    cfg.next = next_input;
+    cfg.work = work_input;
+    cfg.deliver = deliver_input;
+    cfg.drained = input_drained;
+    cfg.cancel = o->cancel;
+    imgstat_batch_report br;
+    memset(&br, 0, sizeof br);
+    s = imgstat_batch_run(&cfg, &br, err);
+    if (s != IMGSTAT_OK && !err->message[0])
+      imgstat_error_set(err, s, "out of memory");
+    rep.cancelled = br.cancelled;
+  }
+  rep.dataset_ok = run->ds && s == IMGSTAT_OK;
+  if (o->mpi && o->dataset) {
+    imgstat_error rerr;
+    memset(&rerr, 0, sizeof rerr);
+    imgstat_status r = reduce_dataset(run, &rerr);
+    if (r != IMGSTAT_OK) {
+      rep.dataset_ok = 0;
+      rep.merge_failed = 1;
+      if (s == IMGSTAT_OK) {
+        *err = rerr;
+        s = r;
+      }
+    }
+  }
+  if (report)
+    *report = rep;
+  return s;
+}
+
+imgstat_status imgstat_run_dataset_finish(const imgstat_run *run, int ddof,
+                                          imgstat_dataset_result *out,
+                                          imgstat_error *err) {
+  if (!run || !run->ds)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "the run has no dataset");
+  return imgstat_dataset_finish(run->ds, ddof, out, err);
+}
+
+const imgstat_dataset_options *
+imgstat_run_dataset_options(const imgstat_run *run) {
+  return &run->opt.ds;
+}
+
+void imgstat_run_shutdown(imgstat_run *run) {
+  if (run && run->engine)
+    imgstat_engine_shutdown(run->engine);
+}
+
+void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
+                       double *read_s, double *deliver_s) {
+  imgstat_engine_times_get(run->engine, engine);
+  *read_s = 1e-9 * (double)atomic_load(&run->read_ns);
+  *deliver_s = 1e-9 * (double)atomic_load(&run->deliver_ns);
+}
