@@ -358,21 +358,23 @@ def scan(inputs: Union[str, os.PathLike, Iterable], *, jobs: int = 0,
          errors: str = "raise", ddof: int = 0, histogram: bool = False,
          percentiles: Optional[Sequence[float]] = None, backend: str = "auto",
          follow: bool = False,
-         files_from: Union[None, str, os.PathLike, Iterable] = None
-         ) -> _Scan:
+         files_from: Union[None, str, os.PathLike, Iterable] = None,
+         jpeg_decoder: str = "auto") -> _Scan:
     """Statistics of every image among inputs (files, and folders walked in
     the byte order of their paths, as the command line does), one Stats per
     image, in input order. jobs: worker threads (0: one per core); errors:
     "raise" (an ImageError stops the iteration), "skip", or "record" (the
     ImageError is yielded in the input's place); files_from: lists of paths,
-    one per line. Ctrl-C stops the run cleanly; the iterator's progress
-    says how far the run is (done, failed, total)."""
+    one per line; jpeg_decoder: "auto", "cpu" or "gpu" (nvJPEG, in a build
+    with CUDA: the records then name the decoder, as --jpeg-decoder gpu
+    does). Ctrl-C stops the run cleanly; the iterator's progress says how
+    far the run is (done, failed, total)."""
     if errors not in ("raise", "skip", "record"):
         raise ValueError("errors must be 'raise', 'skip' or 'record'")
     ddof = _check_ddof(ddof)
     native = _imgstat.scan(_sources(inputs), _lists(files_from), int(jobs),
                            bool(follow), ddof, bool(histogram),
-                           _percentiles(percentiles), backend)
+                           _percentiles(percentiles), backend, jpeg_decoder)
     return _Scan(native, errors)
 
 
@@ -382,8 +384,8 @@ def dataset(inputs: Union[str, os.PathLike, Iterable], *,
             percentiles: Optional[Sequence[float]] = None,
             range: Optional[Sequence[float]] = None, ddof: int = 0,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
-            files_from: Union[None, str, os.PathLike, Iterable] = None
-            ) -> Dataset:
+            files_from: Union[None, str, os.PathLike, Iterable] = None,
+            jpeg_decoder: str = "auto") -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
     exact sums, mean, std, images left out and why, outliers.
@@ -392,7 +394,7 @@ def dataset(inputs: Union[str, os.PathLike, Iterable], *,
     as torchvision's loader, else "keep"); scale: "none" (native samples) or
     "unit" (0..1: the mean and std torchvision.transforms.Normalize takes);
     outlier_z: the robust z-score of the outlier rule; range: (low, high)
-    of float images' pooled histograms."""
+    of float images' pooled histograms; jpeg_decoder as for scan()."""
     if as_ is None:
         as_ = "rgb" if scale == "unit" else "keep"
     ddof = _check_ddof(ddof)
@@ -400,7 +402,7 @@ def dataset(inputs: Union[str, os.PathLike, Iterable], *,
         _sources(inputs), _lists(files_from), int(jobs), bool(follow), as_,
         scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
-        bool(histogram), _percentiles(percentiles), backend)
+        bool(histogram), _percentiles(percentiles), backend, jpeg_decoder)
     return Dataset(json.loads(record), [ImageError(*f) for f in failures])
 
 

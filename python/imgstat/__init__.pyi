@@ -75,14 +75,15 @@ def stats(x: Any, *, ddof: int = ..., histogram: bool = ...,
 def scan(inputs: _Inputs, *, jobs: int = ..., errors: str = ...,
          ddof: int = ..., histogram: bool = ...,
          percentiles: Optional[Sequence[float]] = ..., backend: str = ...,
-         follow: bool = ..., files_from: Optional[_Inputs] = ...
-         ) -> _Scan: ...
+         follow: bool = ..., files_from: Optional[_Inputs] = ...,
+         jpeg_decoder: str = ...) -> _Scan: ...
 def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             outlier_z: float = ..., histogram: bool = ...,
             percentiles: Optional[Sequence[float]] = ...,
             range: Optional[Sequence[float]] = ..., ddof: int = ...,
             jobs: int = ..., backend: str = ..., follow: bool = ...,
-            files_from: Optional[_Inputs] = ...) -> Dataset: ...
+            files_from: Optional[_Inputs] = ...,
+            jpeg_decoder: str = ...) -> Dataset: ...
 def normalize(x: Any, mode: str = ..., *,
               mean: Optional[Sequence[float]] = ...,
               std: Optional[Sequence[float]] = ...,

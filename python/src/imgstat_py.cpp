@@ -82,6 +82,7 @@ struct Request {
   bool histogram = false;
   std::vector<double> percentiles{1.0, 99.0};
   imgstat_backend backend = IMGSTAT_BACKEND_AUTO;
+  imgstat_jpeg_decoder jpeg = IMGSTAT_JPEG_DECODER_AUTO; /* runs only */
 
   imgstat_stats_request stats() const {
     imgstat_stats_request r;
@@ -156,7 +157,8 @@ std::string record_json(const char *file, const imgstat_job_result *res,
                         const Request &req) {
   ist_hist_cli hist = req.hist();
   ist_record rec;
-  ist_record_from_job(&rec, file, res, req.ddof, &hist);
+  ist_record_from_job(&rec, file, res, req.ddof, &hist,
+                      req.jpeg == IMGSTAT_JPEG_DECODER_GPU);
   char *buf = nullptr;
   size_t size = 0;
   FILE *f = open_memstream(&buf, &size);
@@ -721,7 +723,14 @@ struct RunArgs {
 
 RunArgs make_run_args(const std::vector<std::string> &inputs,
                       const std::vector<std::string> &lists, int jobs,
-                      bool follow, const Request &req) {
+                      bool follow, Request req,
+                      const std::string &jpeg_decoder) {
+  if (!imgstat_jpeg_decoder_from_name(jpeg_decoder.c_str(), &req.jpeg))
+    throw nb::value_error("jpeg_decoder must be 'auto', 'cpu' or 'gpu'");
+  if (req.jpeg == IMGSTAT_JPEG_DECODER_GPU &&
+      req.backend == IMGSTAT_BACKEND_CPU)
+    throw nb::value_error("jpeg_decoder='gpu' cannot be used with "
+                          "backend='cpu'");
   RunArgs a;
   for (const auto &p : inputs) {
     if (p == "-")
@@ -866,6 +875,7 @@ private:
     o.follow = args_.follow;
     o.jobs = args_.jobs;
     o.engine.backend = args_.req.backend;
+    o.engine.jpeg_decoder = args_.req.jpeg;
     o.engine.kernel = IMGSTAT_KERNEL_FAST;
     o.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
     o.engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
@@ -938,9 +948,10 @@ Scan *make_scan(const std::vector<std::string> &inputs,
                 const std::vector<std::string> &lists, int jobs, bool follow,
                 int ddof, bool histogram,
                 std::optional<std::vector<double>> percentiles,
-                const std::string &backend) {
+                const std::string &backend, const std::string &jpeg_decoder) {
   Request req = make_request(ddof, histogram, percentiles, backend);
-  return new Scan(make_run_args(inputs, lists, jobs, follow, req));
+  return new Scan(
+      make_run_args(inputs, lists, jobs, follow, req, jpeg_decoder));
 }
 
 // The dataset record of the inputs (the command line's --dataset-only
@@ -951,9 +962,9 @@ nb::tuple dataset(const std::vector<std::string> &inputs,
                   double outlier_z, std::optional<std::vector<double>> range,
                   int ddof, bool histogram,
                   std::optional<std::vector<double>> percentiles,
-                  const std::string &backend) {
+                  const std::string &backend, const std::string &jpeg_decoder) {
   Request req = make_request(ddof, histogram, percentiles, backend);
-  RunArgs a = make_run_args(inputs, lists, jobs, follow, req);
+  RunArgs a = make_run_args(inputs, lists, jobs, follow, req, jpeg_decoder);
   a.dataset = true;
   std::memset(&a.ds, 0, sizeof a.ds);
   if (!imgstat_dataset_as_from_name(as.c_str(), &a.ds.as))
@@ -1017,10 +1028,10 @@ NB_MODULE(_imgstat, m) {
   m.def("scan", &make_scan, nb::arg("inputs"), nb::arg("lists"),
         nb::arg("jobs"), nb::arg("follow"), nb::arg("ddof"),
         nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
-        nb::rv_policy::take_ownership);
+        nb::arg("jpeg_decoder"), nb::rv_policy::take_ownership);
   m.def("dataset", &dataset, nb::arg("inputs"), nb::arg("lists"),
         nb::arg("jobs"), nb::arg("follow"), nb::arg("as_"), nb::arg("scale"),
         nb::arg("outlier_z"), nb::arg("range").none(), nb::arg("ddof"),
-        nb::arg("histogram"), nb::arg("percentiles").none(),
-        nb::arg("backend"));
+        nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
+        nb::arg("jpeg_decoder"));
 }

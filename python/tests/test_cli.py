@@ -31,8 +31,8 @@ def files():
     return found
 
 
-def cli_records(cli, args):
-    run = subprocess.run([cli, "--backend", "cpu", "--json",
+def cli_records(cli, args, backend=("--backend", "cpu")):
+    run = subprocess.run([cli, *backend, "--json",
                           "--errors-as-records"] + args,
                          capture_output=True, text=True)
     assert run.returncode in (0, 1), run.stderr
@@ -78,3 +78,24 @@ def test_dataset_like_cli(cli, args, kw):
     assert len(want) == 1
     got = imgstat.dataset(folder, backend="cpu", **kw).to_dict()
     assert got == want[0]
+
+
+@pytest.mark.parametrize("decoder", ["cpu", "gpu"])
+def test_scan_jpeg_decoder_like_cli(cli, decoder):
+    """--jpeg-decoder: the same records (with gpu the "decoder" key; in a
+    build without CUDA the same failures)."""
+    folder = ROOT / "samples"
+    want = cli_records(cli, ["--jpeg-decoder", decoder, str(folder)],
+                       backend=())
+    got = [r.to_dict() for r in imgstat.scan([folder], errors="record",
+                                             jpeg_decoder=decoder)]
+    assert got == want
+    if decoder == "gpu" and not imgstat.cuda:
+        assert all("decoder" in r or "error" in r for r in got)
+
+
+def test_jpeg_decoder_refused():
+    with pytest.raises(ValueError):
+        imgstat.scan([ROOT / "samples"], jpeg_decoder="nvjpeg")
+    with pytest.raises(ValueError):
+        imgstat.dataset(ROOT / "samples", jpeg_decoder="gpu", backend="cpu")

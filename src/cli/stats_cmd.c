@@ -543,12 +543,8 @@ static int print_result(run_state *st, const char *path,
     return 1;
   }
   ist_record rec;
-  ist_record_from_job(&rec, path, res, o->ddof, &o->hist);
-  if (o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU)
-    rec.decoder = res->decoder ? res->decoder
-                  : res->format && strcmp(res->format, "JPEG") == 0
-                      ? IMGSTAT_DECODER_TURBOJPEG
-                      : NULL;
+  ist_record_from_job(&rec, path, res, o->ddof, &o->hist,
+                      o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU);
   rec.decoder_column = o->hist.decoder_column;
   rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
   rec.dataset_columns = o->hist.dataset_columns;

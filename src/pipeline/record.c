@@ -1018,7 +1018,7 @@ void ist_output_dataset(FILE *out, ist_output_format format,
 
 void ist_record_from_job(ist_record *rec, const char *file,
                          const imgstat_job_result *res, int ddof,
-                         const ist_hist_cli *hist) {
+                         const ist_hist_cli *hist, int jpeg_gpu) {
   memset(rec, 0, sizeof *rec);
   rec->file = file;
   rec->width = res->width;
@@ -1029,6 +1029,13 @@ void ist_record_from_job(ist_record *rec, const char *file,
   rec->pages = res->pages;
   rec->page = res->page;
   rec->backend = imgstat_backend_name(res->backend);
+  /* a JPEG the job layer did not decode was decoded by the CPU's TurboJPEG
+   * (nvJPEG refused it) */
+  if (jpeg_gpu)
+    rec->decoder = res->decoder ? res->decoder
+                   : res->format && strcmp(res->format, "JPEG") == 0
+                       ? IMGSTAT_DECODER_TURBOJPEG
+                       : NULL;
   rec->ddof = ddof;
   for (int k = 0; k < res->nwarnings; k++)
     if (res->warning[k].from_decoder &&

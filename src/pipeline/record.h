@@ -80,12 +80,13 @@ typedef struct ist_record {
 
 /* Fills rec from a job's result that succeeded (the one mapping of a result
  * to its record): file (borrowed), size, layout, backend, the figures of
- * each channel with ddof, the sums of squares, the decoder's warnings, and
- * the histograms when res has them and hist asks for fields (hist is
- * borrowed; NULL: none). The decoder and the columns are the caller's. */
+ * each channel with ddof, the sums of squares, the decoder's warnings, the
+ * histograms when res has them (hist is borrowed; NULL: none), and with
+ * jpeg_gpu (a run that may decode JPEGs on the GPU: --jpeg-decoder gpu) the
+ * decoder that made the pixels. The columns are the caller's. */
 void ist_record_from_job(ist_record *rec, const char *file,
                          const imgstat_job_result *res, int ddof,
-                         const ist_hist_cli *hist);
+                         const ist_hist_cli *hist, int jpeg_gpu);
 
 /* Writes what comes before the first record: the CSV header line (with the
  * histogram columns when hist asks for them; hist may be NULL; then the
