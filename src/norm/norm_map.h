@@ -35,7 +35,9 @@ IMGSTAT_MAP_FN float ist_map_f32_f32(float x, int kind, double a, double b) {
   if (!isfinite(x))
     return x;
   if (kind == IMGSTAT_MAPK_STRETCH) {
-    if (x < a)
+    /* x at or below lo gives +0 (as ist_map_f32_int's 0): -0 at lo = +0
+     * would otherwise give -0 / (hi - lo) = -0 */
+    if (x < a || (x <= a && b > a))
       return 0.0f;
     if (x > b)
       return 1.0f;
