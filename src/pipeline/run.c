@@ -805,6 +805,10 @@ void imgstat_run_shutdown(imgstat_run *run) {
     imgstat_engine_shutdown(run->engine);
 }
 
+int imgstat_run_gpu_started(imgstat_run *run) {
+  return run && run->engine && imgstat_engine_gpu_started(run->engine);
+}
+
 void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
                        double *read_s, double *deliver_s) {
   imgstat_engine_times_get(run->engine, engine);

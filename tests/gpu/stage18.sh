@@ -30,6 +30,9 @@
 #            handles, stream-ordered nvJPEG memory, 1 and 3 lanes,
 #            --histogram, 256-file batches (6,000 only); the CPU decoders
 #            once
+#   sweep    -j 4/8/16/32 against the default workers, the exit without
+#            the device teardown against IMGSTAT_FULL_TEARDOWN=1, and the
+#            anchors of the same run (CPU decoders, torchvision + torch)
 #   sanitize compute-sanitizer memcheck (leaks too) and racecheck on
 #            test_gpu_batch (quick set), memcheck on imgstat --histogram
 #            over 24 photos
@@ -201,6 +204,43 @@ if has bench; then
     t=$(ms_of 60 "$BIN" --json --jpeg-decoder cpu $dir)
     log "bench x $n CPU decoders (one run): $t ms, $(rate $n $t) images/s"
     row "bench x $n CPU decoders | $t ms | $(rate $n $t) /s"
+  done
+fi
+
+# sweep: the workers that read and check (-j) against the start-up and the
+# rate, the exit without the device's teardown (the default) against the
+# full teardown (IMGSTAT_FULL_TEARDOWN=1), and the anchors of the same run:
+# torchvision + torch (tests/gpu/torch_jpeg_stats.py, 16 reading threads)
+# and the CPU decoders
+if has sweep; then
+  make_sets
+  declare -A SW
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    cat $dir/* >/dev/null
+    for v in default FULL_TEARDOWN "-j 4" "-j 8" "-j 16" "-j 32"; do
+      [ "$(elapsed)" -gt 420 ] && { log "sweep: past 420 s, $v on $n left out"; continue; }
+      case $v in
+        default) t=$(med3 60 "$BIN" $G $dir); stage_line "sweep $n default" "$BIN" $G $dir ;;
+        FULL_TEARDOWN) t=$(med3 60 env IMGSTAT_FULL_TEARDOWN=1 "$BIN" $G $dir)
+          stage_line "sweep $n full teardown" env IMGSTAT_FULL_TEARDOWN=1 "$BIN" $G $dir ;;
+        *) t=$(med3 60 "$BIN" $G $v $dir); stage_line "sweep $n $v" "$BIN" $G $v $dir ;;
+      esac
+      SW["$n $v"]=$t
+      log "sweep x $n $v: $t ms, $(rate $n $t) images/s"
+      row "sweep x $n $v | $t ms | $(rate $n $t) /s"
+    done
+  done
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    [ "$(elapsed)" -gt 470 ] && continue
+    t=$(ms_of 60 "$BIN" --json --jpeg-decoder cpu $dir)
+    log "sweep x $n CPU decoders (one run): $t ms, $(rate $n $t) images/s"
+    row "sweep x $n CPU decoders | $t ms | $(rate $n $t) /s"
+    [ "$(elapsed)" -gt 480 ] && continue
+    t=$(ms_of 90 python3 tests/gpu/torch_jpeg_stats.py $dir)
+    log "sweep x $n torchvision + torch (one run): $t ms, $(rate $n $t) images/s; $(python3 -c 'import torchvision; print(torchvision.__version__)' 2>&1)"
+    row "sweep x $n torchvision+torch | $t ms | $(rate $n $t) /s"
   done
 fi
 
