@@ -227,6 +227,16 @@ nvjpegStatus_t handle_create(nvjpegBackend_t which, nvjpegHandle_t *out) {
   nvjpegPinnedAllocatorV2_t pinned = {pinned_malloc, pinned_free, nullptr};
   const bool v2 = async_alloc();
   nvjpegStatus_t s = NVJPEG_STATUS_NOT_INITIALIZED;
+  /* IMGSTAT_JPEG_FLAGS=N: the hardware handle with these flags alone, a
+   * measurement's knob (start-up and rate by flag set) */
+  const char *forced = getenv("IMGSTAT_JPEG_FLAGS");
+  if (forced && which == NVJPEG_BACKEND_HARDWARE) {
+    unsigned flags = (unsigned)strtoul(forced, nullptr, 0);
+    s = api.CreateEx(which, nullptr, nullptr, flags, out);
+    if (s != NVJPEG_STATUS_SUCCESS)
+      *out = nullptr;
+    return s;
+  }
   for (unsigned flags : flag_sets) {
     s = v2 ? api.CreateExV2(which, &pool, &pinned, flags, out)
            : api.CreateEx(which, nullptr, nullptr, flags, out);

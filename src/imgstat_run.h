@@ -57,8 +57,8 @@ typedef struct imgstat_run_options {
   int follow;     /* walk symbolic links to folders met in walks */
   /* Worker threads, each reading, decoding and computing one input: -1
    * the default (one input alone runs on the caller's thread with the CPU
-   * backend's threads on every core; several: one worker per core, four
-   * per core when JPEGs go to nvJPEG); 0 one per core; N. */
+   * backend's threads on every core; several: one worker per core); 0 one
+   * per core; N. */
   int jobs;
   uint64_t max_inflight; /* decoded bytes held at once; 0: the default */
   /* The engine (backend, kernel, devices, load limits, JPEG decoder, cost

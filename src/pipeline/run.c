@@ -173,15 +173,14 @@ static void plan_workers(imgstat_run *run) {
   int cores = rank_cores(info, o->mpi != NULL);
   info->several = several_inputs(o);
   int workers = o->jobs >= 0 ? o->jobs : info->several ? 0 : 1;
-  /* JPEGs sent to nvJPEG: their workers mostly wait for a batch decode, so
-   * there are more of them (a batch is the JPEGs queued at once; the
-   * budget still bounds the memory). Under auto the workers stay one per
-   * core: most runs never start the GPU. */
+  /* JPEGs sent to nvJPEG: the workers read and check them and hand them to
+   * the device stage without waiting for the decode, one per core as for
+   * the CPU decoders (four per core, when the workers waited for their
+   * decode, took the cores that nvJPEG's start-up and its lanes' host
+   * work need: docs/benchmarks.md). */
   run->jpeg_stage = imgstat_gpu_jpeg_compiled() &&
                     o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
                     !o->engine.verify;
-  if (workers == 0 && run->jpeg_stage)
-    workers = 4 * cores;
   if (workers == 0)
     workers = cores;
   o->engine.threads = workers == 1 && o->jobs < 0 ? 0 : 1;

@@ -168,8 +168,15 @@ static void pass(const char *name, std::vector<lane> &lanes, const files &f,
 
 static void decode_experiment(int n, const files &f) {
   nvjpegHandle_t a = nullptr, b = nullptr;
-  nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &a);
-  nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &b);
+  /* the handles' flags: NVJPEG_PROBE_FLAGS (default 0; imgstat's are 4|32,
+   * BITSTREAM_STRICT | UPSAMPLING_WITH_INTERPOLATION) */
+  const char *fl = getenv("NVJPEG_PROBE_FLAGS");
+  unsigned flags = fl ? (unsigned)strtoul(fl, nullptr, 0) : 0;
+  printf(
+      "decode: handles with flags %u: status %d %d\n", flags,
+      (int)nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags, &a),
+      (int)nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, flags,
+                          &b));
   int comps = 0;
   nvjpegChromaSubsampling_t sub;
   int w[NVJPEG_MAX_COMPONENT], h[NVJPEG_MAX_COMPONENT];
@@ -189,6 +196,7 @@ static void decode_experiment(int n, const files &f) {
       std::vector<nvjpegHandle_t> handles;
     } runs[] = {{"one state", {a}},
                 {"two states, one handle, two threads", {a, a}},
+                {"three states, one handle, three threads", {a, a, a}},
                 {"two handles, two threads", {a, b}}};
     for (const auto &r : runs) {
       std::vector<lane> lanes(r.handles.size());
@@ -234,6 +242,29 @@ int main(int argc, char **argv) {
         nvjpegDecodeBatchedInitialize(hw, s1, 128, 1, NVJPEG_OUTPUT_RGB));
   PHASE("nvjpegDecodeBatchedInitialize hw 22",
         nvjpegDecodeBatchedInitialize(hw, s1, 22, 1, NVJPEG_OUTPUT_RGB));
+  {
+    /* imgstat's flag sets, tried in this order (cuda/nvjpeg.cu) */
+    const struct {
+      const char *name;
+      unsigned flags;
+    } sets[] = {
+        {"nvjpegCreateEx hw, STRICT|INTERPOLATION", 4u | 32u},
+        {"nvjpegCreateEx hw, STRICT", 4u},
+        {"nvjpegCreateEx hw, HW_DECODE_NO_PIPELINE", 1u},
+    };
+    for (const auto &fs : sets) {
+      nvjpegHandle_t h = nullptr;
+      PHASE(fs.name, nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr,
+                                    fs.flags, &h));
+      if (h) {
+        nvjpegJpegState_t st = nullptr;
+        PHASE("  nvjpegJpegStateCreate on it", nvjpegJpegStateCreate(h, &st));
+        if (st)
+          nvjpegJpegStateDestroy(st);
+        nvjpegDestroy(h);
+      }
+    }
+  }
   PHASE("nvjpegCreateEx hardware (second handle)",
         nvjpegCreateEx(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &hw2));
   PHASE("nvjpegJpegStateCreate on the second handle",

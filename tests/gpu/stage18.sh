@@ -131,15 +131,22 @@ if has startup; then
     # the phases alone, then with a decode of 220 x 12 MP in batches of 22
     # and of 2,560 x 0.5 MP in batches of 128 (one state; two states of one
     # handle on two threads; two handles)
-    for k in 1 2 3; do
+    # 4-7: the handles with imgstat's flags (BITSTREAM_STRICT |
+    # UPSAMPLING_WITH_INTERPOLATION), and 0.5 MP batches of 64 and 256
+    for k in 1 2 3 4 5 6 7; do
+      fl=0
       case $k in
         1) args="" ;;
         2) args="22 $(ls $BIG/*.jpg | head -220 | tr '\n' ' ')" ;;
         3) args="128 $(ls $SMALL/*.jpg | head -2560 | tr '\n' ' ')" ;;
+        4) fl=36 args="22 $(ls $BIG/*.jpg | head -220 | tr '\n' ' ')" ;;
+        5) fl=36 args="128 $(ls $SMALL/*.jpg | head -2560 | tr '\n' ' ')" ;;
+        6) args="64 $(ls $SMALL/*.jpg | head -2560 | tr '\n' ' ')" ;;
+        7) args="256 $(ls $SMALL/*.jpg | head -2560 | tr '\n' ' ')" ;;
       esac
       s=$(date +%s%N)
       # shellcheck disable=SC2086
-      timeout -k 5 40 "$STARTUP" $args >"$OUT/s18-startup-$k.log" 2>&1
+      NVJPEG_PROBE_FLAGS=$fl timeout -k 5 40 "$STARTUP" $args >"$OUT/s18-startup-$k.log" 2>&1
       rc=$?
       ms=$((($(date +%s%N) - s) / 1000000))
       sed "s/^/startup $k: /" "$OUT/s18-startup-$k.log" | tee -a "$L"
@@ -241,6 +248,27 @@ if has sweep; then
     t=$(ms_of 90 python3 tests/gpu/torch_jpeg_stats.py $dir)
     log "sweep x $n torchvision + torch (one run): $t ms, $(rate $n $t) images/s; $(python3 -c 'import torchvision; print(torchvision.__version__)' 2>&1)"
     row "sweep x $n torchvision+torch | $t ms | $(rate $n $t) /s"
+  done
+fi
+
+# flags: imgstat's hardware handle with each flag set (IMGSTAT_JPEG_FLAGS,
+# a measurement's knob) against the default, and -j 8 against the default
+# workers (one per core)
+if has flags; then
+  make_sets
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    cat $dir/* >/dev/null
+    for v in default IMGSTAT_JPEG_FLAGS=0 IMGSTAT_JPEG_FLAGS=4 IMGSTAT_JPEG_FLAGS=1 "-j 8"; do
+      [ "$(elapsed)" -gt 470 ] && { log "flags: past 470 s, $v on $n left out"; continue; }
+      case $v in
+        default) t=$(med3 60 "$BIN" $G $dir); stage_line "flags $n default" "$BIN" $G $dir ;;
+        -j*) t=$(med3 60 "$BIN" $G $v $dir); stage_line "flags $n $v" "$BIN" $G $v $dir ;;
+        *) t=$(med3 60 env $v "$BIN" $G $dir); stage_line "flags $n $v" env $v "$BIN" $G $dir ;;
+      esac
+      log "flags x $n $v: $t ms, $(rate $n $t) images/s"
+      row "flags x $n $v | $t ms | $(rate $n $t) /s"
+    done
   done
 fi
 
