@@ -259,7 +259,7 @@ if has flags; then
   for set in "$BIG 500" "$SMALL 6000"; do
     read -r dir n <<<"$set"
     cat $dir/* >/dev/null
-    for v in default IMGSTAT_JPEG_FLAGS=0 IMGSTAT_JPEG_FLAGS=4 IMGSTAT_JPEG_FLAGS=1 "-j 8"; do
+    for v in ${FLAG_SETS:-default IMGSTAT_JPEG_FLAGS=0 IMGSTAT_JPEG_FLAGS=4 IMGSTAT_JPEG_FLAGS=1 "-j 8"}; do
       [ "$(elapsed)" -gt 470 ] && { log "flags: past 470 s, $v on $n left out"; continue; }
       case $v in
         default) t=$(med3 60 "$BIN" $G $dir); stage_line "flags $n default" "$BIN" $G $dir ;;
@@ -268,6 +268,41 @@ if has flags; then
       esac
       log "flags x $n $v: $t ms, $(rate $n $t) images/s"
       row "flags x $n $v | $t ms | $(rate $n $t) /s"
+    done
+  done
+fi
+
+# strict: what nvJPEG's own flags change on the damaged corpus
+# (tests/jpeg_check_corpus.py, carried as .jcorpus): records and refusals
+# with --jpeg-check none and markers, per flag set, against the default's
+if has strict && [ -d .jcorpus ]; then
+  for chk in none markers; do
+    for v in default ${STRICT_SETS:-37 5 1}; do
+      f=$OUT/p18-strict-$chk-$v.json
+      if [ $v = default ]; then
+        timeout -k 5 60 "$BIN" --json --jpeg-decoder gpu --jpeg-check $chk .jcorpus >$f 2>/dev/null
+      else
+        IMGSTAT_JPEG_FLAGS=$v timeout -k 5 60 "$BIN" --json --jpeg-decoder gpu --jpeg-check $chk .jcorpus >$f 2>/dev/null
+      fi
+      r=$(python3 - $OUT/p18-strict-$chk-default.json $f <<'PY'
+import json, sys
+def load(p):
+    d = {}
+    for line in open(p):
+        if line.strip():
+            r = json.loads(line)
+            d[r["file"]] = r
+    return d
+a, b = load(sys.argv[1]), load(sys.argv[2])
+only_a = sorted(set(a) - set(b)); only_b = sorted(set(b) - set(a))
+same = [f for f in set(a) & set(b) if a[f]["stats"] == b[f]["stats"]]
+dm = max([abs(p["mean"] - q["mean"]) for f in set(a) & set(b) for p, q in zip(a[f]["stats"], b[f]["stats"])] or [0])
+print(f"{len(b)} records (default {len(a)}); only with default {len(only_a)} {[x.split('/')[-1] for x in only_a[:4]]}; "
+      f"only with this {len(only_b)} {[x.split('/')[-1] for x in only_b[:4]]}; same figures {len(same)}; largest |dmean| {dm:.4f}")
+PY
+)
+      log "strict $chk flags $v: $r"
+      row "strict $chk flags $v | $r"
     done
   done
 fi
