@@ -214,15 +214,24 @@ bool async_alloc(void) {
   return v && atoi(v) > 0 && api.CreateExV2;
 }
 
-/* A backend's handle with nvJPEG's flags. Strict: nvJPEG reports a damaged
- * bitstream rather than decoding what it can. Interpolated upsampling is
- * libjpeg's "fancy" upsampling, which TurboJPEG applies; without it chroma
- * is replicated. Each flag is dropped if the backend refuses it. */
-nvjpegStatus_t handle_create(nvjpegBackend_t which, nvjpegHandle_t *out) {
-  const unsigned flag_sets[] = {NVJPEG_FLAGS_BITSTREAM_STRICT |
-                                    NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION,
-                                NVJPEG_FLAGS_BITSTREAM_STRICT,
-                                NVJPEG_FLAGS_DEFAULT};
+/* A backend's handle with nvJPEG's flags. Strict (strict != 0): nvJPEG
+ * reports a damaged bitstream rather than decoding what it can; it is asked
+ * for only when nothing checked the entropy-coded data before nvJPEG
+ * (--jpeg-check none): behind the markers or full check it refused no file
+ * of the damaged corpus that the check passed, and cost the hardware 7-19 %
+ * of its rate (docs/benchmarks.md). Interpolated upsampling is libjpeg's
+ * "fancy" upsampling, which TurboJPEG applies; without it chroma is
+ * replicated. Without pipelining the hardware's batched decode ran faster
+ * (the same pixels). Each flag is dropped, last first, if the backend
+ * refuses it. */
+nvjpegStatus_t handle_create(nvjpegBackend_t which, int strict,
+                             nvjpegHandle_t *out) {
+  const unsigned strict_flag = strict ? NVJPEG_FLAGS_BITSTREAM_STRICT : 0u;
+  const unsigned flag_sets[] = {
+      strict_flag | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION |
+          NVJPEG_FLAGS_HW_DECODE_NO_PIPELINE,
+      strict_flag | NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION, strict_flag,
+      NVJPEG_FLAGS_DEFAULT};
   nvjpegDevAllocatorV2_t pool = {pool_malloc, pool_free, nullptr};
   nvjpegPinnedAllocatorV2_t pinned = {pinned_malloc, pinned_free, nullptr};
   const bool v2 = async_alloc();
@@ -258,6 +267,7 @@ nvjpegStatus_t handle_create(nvjpegBackend_t which, nvjpegHandle_t *out) {
 struct ist_jpeg_handles {
   pthread_mutex_t lock;
   int refs = 1;
+  int strict = 1;              /* nvJPEG's BITSTREAM_STRICT on both handles */
   nvjpegHandle_t hw = nullptr; /* NULL: no JPEG engines */
   unsigned engines = 0;
   nvjpegHandle_t hybrid = nullptr;
@@ -272,9 +282,11 @@ nvjpegStatus_t hybrid_handle(ist_jpeg_handles *h, nvjpegHandle_t *out) {
   pthread_mutex_lock(&h->lock);
   if (!h->hybrid_tried) {
     h->hybrid_tried = true;
-    h->hybrid_status = handle_create(NVJPEG_BACKEND_GPU_HYBRID, &h->hybrid);
+    h->hybrid_status =
+        handle_create(NVJPEG_BACKEND_GPU_HYBRID, h->strict, &h->hybrid);
     if (h->hybrid_status != NVJPEG_STATUS_SUCCESS)
-      h->hybrid_status = handle_create(NVJPEG_BACKEND_DEFAULT, &h->hybrid);
+      h->hybrid_status =
+          handle_create(NVJPEG_BACKEND_DEFAULT, h->strict, &h->hybrid);
   }
   nvjpegStatus_t s = h->hybrid_status;
   *out = h->hybrid;
@@ -300,7 +312,8 @@ void handles_release(ist_jpeg_handles *h) {
 
 /* The handles of the current device: the hardware backend's when the
  * device has JPEG engines, else the GPU-hybrid one at once. */
-imgstat_status handles_create(ist_jpeg_handles **out, imgstat_error *err) {
+imgstat_status handles_create(int strict, ist_jpeg_handles **out,
+                              imgstat_error *err) {
   *out = nullptr;
   ist_jpeg_handles *h = new (std::nothrow) ist_jpeg_handles;
   if (!h)
@@ -310,7 +323,9 @@ imgstat_status handles_create(ist_jpeg_handles **out, imgstat_error *err) {
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
   }
   unsigned cores = 0;
-  if (handle_create(NVJPEG_BACKEND_HARDWARE, &h->hw) == NVJPEG_STATUS_SUCCESS &&
+  h->strict = strict;
+  if (handle_create(NVJPEG_BACKEND_HARDWARE, strict, &h->hw) ==
+          NVJPEG_STATUS_SUCCESS &&
       (api.GetHardwareDecoderInfo(h->hw, &h->engines, &cores) !=
            NVJPEG_STATUS_SUCCESS ||
        h->engines == 0)) {
@@ -457,10 +472,10 @@ extern "C" imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu,
     *out = nullptr;
   if (!gpu || !out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
-  return imgstat_gpu_jpeg_create_on(imgstat_gpu_device(gpu), out, err);
+  return imgstat_gpu_jpeg_create_on(imgstat_gpu_device(gpu), 1, out, err);
 }
 
-extern "C" imgstat_status imgstat_gpu_jpeg_create_on(int device,
+extern "C" imgstat_status imgstat_gpu_jpeg_create_on(int device, int strict,
                                                      imgstat_gpu_jpeg **out,
                                                      imgstat_error *err) {
   if (out)
@@ -476,7 +491,7 @@ extern "C" imgstat_status imgstat_gpu_jpeg_create_on(int device,
   if ((st = keep_pool(device, err)) != IMGSTAT_OK)
     return st;
   ist_jpeg_handles *h = nullptr;
-  if ((st = handles_create(&h, err)) != IMGSTAT_OK)
+  if ((st = handles_create(strict, &h, err)) != IMGSTAT_OK)
     return st;
   return decoder_new(device, h, out, err);
 }

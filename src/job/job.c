@@ -78,6 +78,7 @@ typedef struct gpu_start {
   int fin;
   int launched; /* the thread was started (set once, never cleared) */
   int prepare;  /* make the decoders' states now (the one-image path's) */
+  int strict;   /* nvJPEG's strict mode (--jpeg-check none) */
   /* the start-up's phases, from t0 (the engine's creation), for the
    * per-stage table: the first context ready, its JPEG decoder ready */
   struct timespec t0;
@@ -110,7 +111,7 @@ static void gpus_destroy(gpu_start *s) {
 typedef struct jpeg_early {
   pthread_t thread;
   int device; /* as given to imgstat_gpu_create (-1: the current one) */
-  int prepare;
+  int prepare, strict;
   imgstat_gpu_jpeg *dec;
   imgstat_status status;
   imgstat_error err;
@@ -120,7 +121,8 @@ typedef struct jpeg_early {
 
 static void *jpeg_early_main(void *arg) {
   jpeg_early *j = arg;
-  j->status = imgstat_gpu_jpeg_create_on(j->device, &j->dec, &j->err);
+  j->status =
+      imgstat_gpu_jpeg_create_on(j->device, j->strict, &j->dec, &j->err);
   if (j->status == IMGSTAT_OK && j->prepare)
     j->status = imgstat_gpu_jpeg_prepare(j->dec, &j->err);
   if (j->status != IMGSTAT_OK) {
@@ -167,7 +169,8 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
     if (s->jpeg_s == 0)
       s->jpeg_s = early->done_s;
   } else {
-    st = imgstat_gpu_jpeg_create(g->gpu, &g->jpeg, &why);
+    st = imgstat_gpu_jpeg_create_on(imgstat_gpu_device(g->gpu), s->strict,
+                                    &g->jpeg, &why);
     if (st == IMGSTAT_OK && s->prepare)
       st = imgstat_gpu_jpeg_prepare(g->jpeg, &why);
     if (st != IMGSTAT_OK) {
@@ -207,6 +210,7 @@ static imgstat_status gpus_create(gpu_start *s) {
     memset(&early, 0, sizeof early);
     early.device = list[k];
     early.prepare = s->prepare;
+    early.strict = s->strict;
     early.t0 = s->t0;
     int beside = s->jpeg && pthread_create(&early.thread, NULL, jpeg_early_main,
                                            &early) == 0;
@@ -567,6 +571,9 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
   /* --verify decodes on the one-image path (not the stage): its decoder's
    * state is made with the rest of the start-up */
   e->start.prepare = e->opt.verify;
+  /* nvJPEG's own strict mode only where no check read the entropy-coded
+   * data before it (imgstat_gpu_jpeg_create_on says why) */
+  e->start.strict = e->opt.jpeg_check == IMGSTAT_JPEG_CHECK_NONE;
   e->start.ndevices = e->opt.ndevices;
   if (e->opt.ndevices > 0)
     memcpy(e->start.devices, e->opt.devices, sizeof e->opt.devices);
@@ -1474,7 +1481,8 @@ static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
   (void)lane;
   imgstat_status st =
       e->opt.jpeg_own_handles
-          ? imgstat_gpu_jpeg_create(g->gpu, &l->jpeg, err)
+          ? imgstat_gpu_jpeg_create_on(imgstat_gpu_device(g->gpu),
+                                       e->start.strict, &l->jpeg, err)
           : imgstat_gpu_jpeg_create_sibling(g->jpeg, &l->jpeg, err);
   if (st == IMGSTAT_OK)
     st = imgstat_gpu_jpeg_prepare(l->jpeg, err);

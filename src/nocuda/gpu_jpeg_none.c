@@ -29,9 +29,11 @@ imgstat_status imgstat_gpu_jpeg_create(imgstat_gpu *gpu, imgstat_gpu_jpeg **out,
   return no_nvjpeg(err);
 }
 
-imgstat_status imgstat_gpu_jpeg_create_on(int device, imgstat_gpu_jpeg **out,
+imgstat_status imgstat_gpu_jpeg_create_on(int device, int strict,
+                                          imgstat_gpu_jpeg **out,
                                           imgstat_error *err) {
   (void)device;
+  (void)strict;
   if (out)
     *out = NULL;
   return no_nvjpeg(err);

@@ -95,6 +95,8 @@ if has check; then
   check_run lanes3 env IMGSTAT_JPEG_LANES=3 "$BIN" $G --histogram $C
   check_run batch7 env IMGSTAT_JPEG_BATCH=7 "$BIN" $G --histogram $C
   check_run asyncalloc env IMGSTAT_JPEG_ASYNC_ALLOC=1 "$BIN" $G --histogram $C
+  # the flags before 2026-11-27 (strict, interpolated, pipelined)
+  check_run oldflags env IMGSTAT_JPEG_FLAGS=36 "$BIN" $G --histogram $C
   verdict "stats vs --verify (same pixels, CPU figures)" "$(cmp_records x $OUT/p18-verify.json $OUT/p18-gpu.json exact)"
   verdict "--histogram (batched) vs --verify --histogram (CPU)" "$(cmp_records x $OUT/p18-histverify.json $OUT/p18-hist.json exact)"
   verdict "--histogram -j 1 vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histj1.json exact)"
@@ -104,6 +106,7 @@ if has check; then
   verdict "3 lanes vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes3.json exact)"
   verdict "7-file batches vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-batch7.json exact)"
   verdict "nvJPEG's memory stream-ordered vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-asyncalloc.json exact)"
+  verdict "nvJPEG's flags now vs strict+pipelined (intact files: same pixels)" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-oldflags.json exact)"
   n=$(grep -c zz_truncated $OUT/p18-gpu.err)
   [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/p18-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
   verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/p18-gpu.err | head -1 | head -c 150); $r"
