@@ -87,6 +87,11 @@ void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *dec);
 typedef struct imgstat_gpu_jpeg_times {
   double parse_s, alloc_s, host_s, wait_s;
   uint64_t batches;
+  /* imgstat_gpu_jpeg_create_on's phases (a sibling's are 0): libnvjpeg's
+   * load (0 when loaded before), cudaSetDevice (CUDA's own start, when
+   * another thread makes the context), the handles (nvjpegCreateEx and the
+   * engines' query), the decoder's stream and bitstream */
+  double load_s, device_s, handles_s, decoder_s;
 } imgstat_gpu_jpeg_times;
 
 void imgstat_gpu_jpeg_times_get(const imgstat_gpu_jpeg *dec,

@@ -482,18 +482,28 @@ extern "C" imgstat_status imgstat_gpu_jpeg_create_on(int device, int strict,
     *out = nullptr;
   if (!out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output pointer");
+  double t0 = now_s();
   imgstat_status st = imgstat_gpu_jpeg_load(nullptr, err);
   if (st != IMGSTAT_OK)
     return st;
+  double t1 = now_s();
   if (device < 0)
     IST_CUDA_TRY(cudaGetDevice(&device), "cudaGetDevice");
   IST_CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
   if ((st = keep_pool(device, err)) != IMGSTAT_OK)
     return st;
+  double t2 = now_s();
   ist_jpeg_handles *h = nullptr;
   if ((st = handles_create(strict, &h, err)) != IMGSTAT_OK)
     return st;
-  return decoder_new(device, h, out, err);
+  double t3 = now_s();
+  if ((st = decoder_new(device, h, out, err)) != IMGSTAT_OK)
+    return st;
+  (*out)->times.load_s = t1 - t0;
+  (*out)->times.device_s = t2 - t1;
+  (*out)->times.handles_s = t3 - t2;
+  (*out)->times.decoder_s = now_s() - t3;
+  return IMGSTAT_OK;
 }
 
 extern "C" imgstat_status

@@ -83,6 +83,7 @@ typedef struct gpu_start {
    * per-stage table: the first context ready, its JPEG decoder ready */
   struct timespec t0;
   double context_s, jpeg_s;
+  imgstat_gpu_jpeg_times jpeg_times; /* the first decoder's start-up */
 } gpu_start;
 
 static double since(const struct timespec *a) {
@@ -166,8 +167,10 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
     st = early->status;
     g->jpeg = early->dec;
     why = early->err;
-    if (s->jpeg_s == 0)
+    if (s->jpeg_s == 0) {
       s->jpeg_s = early->done_s;
+      imgstat_gpu_jpeg_times_get(early->dec, &s->jpeg_times);
+    }
   } else {
     st = imgstat_gpu_jpeg_create_on(imgstat_gpu_device(g->gpu), s->strict,
                                     &g->jpeg, &why);
@@ -177,8 +180,10 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
       imgstat_gpu_jpeg_destroy(g->jpeg);
       g->jpeg = NULL;
     }
-    if (s->jpeg_s == 0)
+    if (s->jpeg_s == 0) {
       s->jpeg_s = since(&s->t0);
+      imgstat_gpu_jpeg_times_get(g->jpeg, &s->jpeg_times);
+    }
   }
   if (st != IMGSTAT_OK && s->jpeg == 2)
     return imgstat_error_set(err, st, "nvJPEG: %s", why.message);
@@ -1824,5 +1829,9 @@ void imgstat_engine_times_get(imgstat_engine *e, imgstat_engine_times *out) {
   if (out->ready_s > 0 || e->shut) {
     out->context_s = e->start.context_s;
     out->nvjpeg_s = e->start.jpeg_s;
+    out->jpeg_load_s = e->start.jpeg_times.load_s;
+    out->jpeg_device_s = e->start.jpeg_times.device_s;
+    out->jpeg_handles_s = e->start.jpeg_times.handles_s;
+    out->jpeg_decoder_s = e->start.jpeg_times.decoder_s;
   }
 }
