@@ -92,6 +92,8 @@ typedef struct imgstat_gpu_jpeg_times {
    * another thread makes the context), the handles (nvjpegCreateEx and the
    * engines' query), the decoder's stream and bitstream */
   double load_s, device_s, handles_s, decoder_s;
+  /* of handles_s: the hardware handle's nvjpegCreateEx, the engines' query */
+  double create_s, info_s;
 } imgstat_gpu_jpeg_times;
 
 void imgstat_gpu_jpeg_times_get(const imgstat_gpu_jpeg *dec,

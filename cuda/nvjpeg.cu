@@ -267,8 +267,9 @@ nvjpegStatus_t handle_create(nvjpegBackend_t which, int strict,
 struct ist_jpeg_handles {
   pthread_mutex_t lock;
   int refs = 1;
-  int strict = 1;              /* nvJPEG's BITSTREAM_STRICT on both handles */
-  nvjpegHandle_t hw = nullptr; /* NULL: no JPEG engines */
+  int strict = 1; /* nvJPEG's BITSTREAM_STRICT on both handles */
+  double create_s = 0, info_s = 0; /* the hardware handle's start-up */
+  nvjpegHandle_t hw = nullptr;     /* NULL: no JPEG engines */
   unsigned engines = 0;
   nvjpegHandle_t hybrid = nullptr;
   bool hybrid_tried = false;
@@ -324,14 +325,18 @@ imgstat_status handles_create(int strict, ist_jpeg_handles **out,
   }
   unsigned cores = 0;
   h->strict = strict;
-  if (handle_create(NVJPEG_BACKEND_HARDWARE, strict, &h->hw) ==
-          NVJPEG_STATUS_SUCCESS &&
+  double t0 = now_s();
+  nvjpegStatus_t hs = handle_create(NVJPEG_BACKEND_HARDWARE, strict, &h->hw);
+  double t1 = now_s();
+  if (hs == NVJPEG_STATUS_SUCCESS &&
       (api.GetHardwareDecoderInfo(h->hw, &h->engines, &cores) !=
            NVJPEG_STATUS_SUCCESS ||
        h->engines == 0)) {
     api.Destroy(h->hw);
     h->hw = nullptr;
   }
+  h->create_s = t1 - t0;
+  h->info_s = now_s() - t1;
   nvjpegHandle_t hy = nullptr;
   nvjpegStatus_t s = h->hw ? NVJPEG_STATUS_SUCCESS : hybrid_handle(h, &hy);
   if (s != NVJPEG_STATUS_SUCCESS) {
@@ -502,6 +507,8 @@ extern "C" imgstat_status imgstat_gpu_jpeg_create_on(int device, int strict,
   (*out)->times.load_s = t1 - t0;
   (*out)->times.device_s = t2 - t1;
   (*out)->times.handles_s = t3 - t2;
+  (*out)->times.create_s = h->create_s;
+  (*out)->times.info_s = h->info_s;
   (*out)->times.decoder_s = now_s() - t3;
   return IMGSTAT_OK;
 }

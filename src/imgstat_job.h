@@ -386,6 +386,7 @@ typedef struct imgstat_engine_times {
   double nvjpeg_s;  /* its nvJPEG handles ready */
   /* and what that took (imgstat_gpu_jpeg_times' load_s .. decoder_s) */
   double jpeg_load_s, jpeg_device_s, jpeg_handles_s, jpeg_decoder_s;
+  double jpeg_create_s, jpeg_info_s; /* of jpeg_handles_s */
   double ready_s;        /* the first lane ready (its decoder state made) */
   double ready_last_s;   /* the last lane ready */
   double first_submit_s; /* the first batch handed to nvJPEG */

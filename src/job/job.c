@@ -217,8 +217,11 @@ static imgstat_status gpus_create(gpu_start *s) {
     early.prepare = s->prepare;
     early.strict = s->strict;
     early.t0 = s->t0;
-    int beside = s->jpeg && pthread_create(&early.thread, NULL, jpeg_early_main,
-                                           &early) == 0;
+    /* IMGSTAT_JPEG_SERIAL=1: the decoder after the context, not beside it
+     * (a measurement's knob: does the overlap slow nvJPEG's start?) */
+    int beside =
+        s->jpeg && !getenv("IMGSTAT_JPEG_SERIAL") &&
+        pthread_create(&early.thread, NULL, jpeg_early_main, &early) == 0;
     imgstat_status st = imgstat_gpu_create(list[k], &g->gpu, &err);
     if (st == IMGSTAT_OK && !g->gpu)
       st = imgstat_error_set(&err, IMGSTAT_ERR_DEVICE,
@@ -1833,5 +1836,7 @@ void imgstat_engine_times_get(imgstat_engine *e, imgstat_engine_times *out) {
     out->jpeg_device_s = e->start.jpeg_times.device_s;
     out->jpeg_handles_s = e->start.jpeg_times.handles_s;
     out->jpeg_decoder_s = e->start.jpeg_times.decoder_s;
+    out->jpeg_create_s = e->start.jpeg_times.create_s;
+    out->jpeg_info_s = e->start.jpeg_times.info_s;
   }
 }

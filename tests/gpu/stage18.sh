@@ -256,6 +256,22 @@ if has sweep; then
   done
 fi
 
+# split: nvJPEG's start-up phases (the stage-times line) with the decoder
+# made beside the context (the default) and after it (IMGSTAT_JPEG_SERIAL=1)
+if has split; then
+  [ -d $SMALL ] || timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_small_jpegs $SMALL 6000"
+  cat $SMALL/* >/dev/null
+  for k in 1 2 3; do
+    stage_line "split default $k" "$BIN" $G $SMALL
+    stage_line "split serial $k" env IMGSTAT_JPEG_SERIAL=1 "$BIN" $G $SMALL
+  done
+  for v in default IMGSTAT_JPEG_SERIAL=1; do
+    t=$(med3 60 env $v "$BIN" $G $SMALL)
+    log "split x 6000 $v: $t ms, $(rate 6000 $t) images/s"
+    row "split x 6000 $v | $t ms | $(rate 6000 $t) /s"
+  done
+fi
+
 # flags: imgstat's hardware handle with each flag set (IMGSTAT_JPEG_FLAGS,
 # a measurement's knob) against the default, and -j 8 against the default
 # workers (one per core)
