@@ -270,7 +270,9 @@ struct ist_jpeg_handles {
   int strict = 1; /* nvJPEG's BITSTREAM_STRICT on both handles */
   double create_s = 0, info_s = 0; /* the hardware handle's start-up */
   nvjpegHandle_t hw = nullptr;     /* NULL: no JPEG engines */
-  unsigned engines = 0;
+  unsigned engines = 0;            /* count_engines */
+  bool engines_known = false;
+  char name[64] = ""; /* imgstat_gpu_jpeg_backend's, once */
   nvjpegHandle_t hybrid = nullptr;
   bool hybrid_tried = false;
   nvjpegStatus_t hybrid_status = NVJPEG_STATUS_SUCCESS;
@@ -313,6 +315,18 @@ void handles_release(ist_jpeg_handles *h) {
 
 /* The handles of the current device: the hardware backend's when the
  * device has JPEG engines, else the GPU-hybrid one at once. */
+/* The hardware handle's engine count, once (under the handles' lock by the
+ * caller, or before the handles are shared); 0 when nvJPEG cannot say. */
+void count_engines(ist_jpeg_handles *h) {
+  if (h->engines_known)
+    return;
+  h->engines_known = true;
+  unsigned cores = 0;
+  if (api.GetHardwareDecoderInfo(h->hw, &h->engines, &cores) !=
+      NVJPEG_STATUS_SUCCESS)
+    h->engines = 0;
+}
+
 imgstat_status handles_create(int strict, ist_jpeg_handles **out,
                               imgstat_error *err) {
   *out = nullptr;
@@ -323,18 +337,19 @@ imgstat_status handles_create(int strict, ist_jpeg_handles **out,
     delete h;
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
   }
-  unsigned cores = 0;
   h->strict = strict;
   double t0 = now_s();
-  nvjpegStatus_t hs = handle_create(NVJPEG_BACKEND_HARDWARE, strict, &h->hw);
-  double t1 = now_s();
-  if (hs == NVJPEG_STATUS_SUCCESS &&
-      (api.GetHardwareDecoderInfo(h->hw, &h->engines, &cores) !=
-           NVJPEG_STATUS_SUCCESS ||
-       h->engines == 0)) {
-    api.Destroy(h->hw);
+  /* A device without JPEG engines refuses the hardware backend here
+   * (NVJPEG_STATUS_ARCH_MISMATCH). The engines are counted only when a
+   * name is asked for (imgstat_gpu_jpeg_backend): nvJPEG's query took 0.26
+   * s of the start-up on the H100 (docs/benchmarks.md). IMGSTAT_JPEG_INFO=1
+   * queries them here, as before (a measurement's knob). */
+  if (handle_create(NVJPEG_BACKEND_HARDWARE, strict, &h->hw) !=
+      NVJPEG_STATUS_SUCCESS)
     h->hw = nullptr;
-  }
+  double t1 = now_s();
+  if (h->hw && getenv("IMGSTAT_JPEG_INFO"))
+    count_engines(h);
   h->create_s = t1 - t0;
   h->info_s = now_s() - t1;
   nvjpegHandle_t hy = nullptr;
@@ -385,7 +400,6 @@ struct imgstat_gpu_jpeg {
   backend hybrid; /* GPU-hybrid: when a file first needs it */
   nvjpegJpegStream_t parsed = nullptr; /* for the hardware's support test */
   cudaStream_t stream = nullptr;
-  char name[64];
   imgstat_gpu_jpeg_times times;
   /* the batched reductions' buffers (imgstat_gpu_jpeg_reduce), kept:
    * segments (the statistics' then the histograms', 2 seg_cap), a partial
@@ -443,11 +457,6 @@ imgstat_status decoder_new(int device, ist_jpeg_handles *h,
     imgstat_gpu_jpeg_destroy(d);
     return nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, s, "bitstream");
   }
-  if (h->hw)
-    snprintf(d->name, sizeof d->name, "hardware (%u engines) + GPU-hybrid",
-             h->engines);
-  else
-    snprintf(d->name, sizeof d->name, "GPU-hybrid");
   *out = d;
   return IMGSTAT_OK;
 }
@@ -568,7 +577,24 @@ extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
 }
 
 extern "C" const char *imgstat_gpu_jpeg_backend(const imgstat_gpu_jpeg *d) {
-  return d ? d->name : "none";
+  if (!d)
+    return "none";
+  ist_jpeg_handles *h = d->h;
+  pthread_mutex_lock(&h->lock);
+  if (!h->name[0]) {
+    if (h->hw) {
+      count_engines(h);
+      if (h->engines > 0)
+        snprintf(h->name, sizeof h->name, "hardware (%u engines) + GPU-hybrid",
+                 h->engines);
+      else
+        snprintf(h->name, sizeof h->name, "hardware + GPU-hybrid");
+    } else {
+      snprintf(h->name, sizeof h->name, "GPU-hybrid");
+    }
+  }
+  pthread_mutex_unlock(&h->lock);
+  return h->name;
 }
 
 extern "C" int imgstat_gpu_jpeg_device(const imgstat_gpu_jpeg *d) {
