@@ -760,7 +760,8 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
   imgstat_sample sample = sample_of(a);
   Geometry g = geometry_of(a, layout);
   const bool on_cuda = a.device_type() == nb::device::cuda::value;
-  if (a.device_type() != nb::device::cpu::value && !on_cuda)
+  if (a.device_type() != nb::device::cpu::value &&
+      a.device_type() != nb::device::cuda_host::value && !on_cuda)
     throw nb::value_error("imgstat.normalize: arrays on this kind of device "
                           "are not supported (CPU and CUDA are)");
   imgstat_norm_options o;
