@@ -22,6 +22,10 @@
 #   sanitize  compute-sanitizer memcheck over a python run of the
 #             CUDA-array stats / histogram / normalize paths (0 errors;
 #             last, with the time that is left, at most 150 s)
+#   libtest   (not in the default steps: run it alone) the library's
+#             test_norm_gpu (interleaved and strided device arrays, the
+#             plan and output left on the device) and test_gpu, built
+#             with CUnit from .deps in build-py19/lib
 # Usage (top of the tree, .deps carried; .corpus for the corpus tests):
 #   tests/gpu/python19.sh [STEPS]     e.g. build,pytest (default all)
 set -u
@@ -169,6 +173,25 @@ if has sanitize; then
   else
     row "memcheck CUDA-array paths | not run (no time left)"
   fi
+fi
+
+if has libtest; then
+  t=$(date +%s)
+  LB=$BD/lib
+  lim=$(limit 300)
+  { [ -f "$LB/CMakeCache.txt" ] || timeout -k 5 120 cmake -S . -B "$LB" -DIMGSTAT_ENABLE_CUDA=ON \
+    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr"; } >"$OUT/p19-lib-build.log" 2>&1
+  timeout -k 5 "$lim" cmake --build "$LB" -j"$(nproc)" --target test_norm_gpu test_gpu \
+    >>"$OUT/p19-lib-build.log" 2>&1
+  log "libtest build: rc=$? ($(($(date +%s) - t)) s)"
+  for tst in test_norm_gpu test_gpu; do
+    t=$(date +%s)
+    timeout -k 5 "$(limit 180)" "$LB/tests/$tst" >"$OUT/p19-$tst.log" 2>&1
+    rc=$?
+    log "$tst: rc=$rc ($(($(date +%s) - t)) s)"
+    grep -E "Test:.*FAILED|differs|asserts|tests |skipped" "$OUT/p19-$tst.log" | head -12 | tee -a "$L"
+    case $rc in 0) row "$tst | PASS" ;; 77) row "$tst | SKIPPED" ;; *) row "$tst | FAIL (rc $rc)" ;; esac
+  done
 fi
 
 log "== done in $(elapsed) s"
