@@ -150,7 +150,7 @@ PY
   rm -rf $F && mkdir -p $F/all
   cp -l $BIG/*.jpg $F/all/ 2>/dev/null || cp $BIG/*.jpg $F/all/
   cat $F/all/*.jpg >/dev/null
-  log "bench2 set: $(ls $F/all | wc -l) JPEGs, $(du -smL $F | cut -f1) MB ($(($(date +%s) - t)) s)"
+  log "bench2 set: $(ls $F/all | wc -l) JPEGs, $(du -smL $F | cut -f1) MB ($(($(date +%s) - t)) s); /dev/shm $(df -h /dev/shm 2>/dev/null | awk 'NR==2{print $2, "free", $4}')"
   pystep bench2 300 bench2 "$F"
 fi
 
