@@ -54,6 +54,8 @@ limit() {
 # rows of a python19.py step: its "ROW a | b" lines
 rows_of() { grep '^ROW ' "$1" | sed 's/^ROW //' >>"$ROWS"; }
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+# Make where there is no ninja, as tests/python_test.sh
+command -v ninja >/dev/null 2>&1 || export CMAKE_GENERATOR="Unix Makefiles"
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
 log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1), $(nproc) cores, $(python3 --version 2>&1)"
 
