@@ -163,6 +163,44 @@ void *plane_at(ist_slot *s, size_t plane_bytes, int c) {
   return s->planes.as<unsigned char>(ist_align256(plane_bytes) * (size_t)c);
 }
 
+/* The first checks of the wraps: the context, the output, the layout. */
+imgstat_status check_wrap(const imgstat_gpu *gpu, imgstat_gpu_image **out,
+                          int channels, imgstat_sample sample,
+                          imgstat_error *err) {
+  if (out)
+    *out = nullptr;
+  if (!gpu || !out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "invalid image");
+  return check_sample(sample, err);
+}
+
+/* A new device image of gpu on a slot, with room for dense planes of
+ * plane_bytes each in the slot (0: none needed). */
+imgstat_status new_on_slot(imgstat_gpu *gpu, uint32_t width, uint32_t height,
+                           int channels, imgstat_sample sample,
+                           const char *format, size_t plane_bytes,
+                           imgstat_gpu_image **out, imgstat_error *err) {
+  imgstat_gpu_image *d =
+      new_image(gpu, width, height, channels, sample, format);
+  if (!d)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_status st = ist_slot_take(gpu, &d->slot, err);
+  if (st != IMGSTAT_OK) {
+    d->slot = nullptr;
+    return image_failed(gpu, d, st);
+  }
+  if (plane_bytes > 0) {
+    cudaError_t e =
+        d->slot->planes.reserve(ist_align256(plane_bytes) * channels);
+    if (e != cudaSuccess)
+      return image_failed(gpu, d, ist_cuda_fail(err, e, "cudaMalloc (image)"));
+  }
+  *out = d;
+  return IMGSTAT_OK;
+}
+
 } // namespace
 
 /* ---- the context's internal interface (context.cuh) -------------------- */
@@ -303,23 +341,15 @@ imgstat_status ist_gpu_image_upload(imgstat_gpu *gpu, const imgstat_image *img,
                                     imgstat_gpu_image **out,
                                     imgstat_error *err) {
   const int channels = img->channels;
-  imgstat_gpu_image *d = new_image(gpu, img->width, img->height, channels,
-                                   img->sample, img->format);
-  if (!d)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  imgstat_status st = ist_slot_take(gpu, &d->slot, err);
-  if (st != IMGSTAT_OK) {
-    d->slot = nullptr;
-    return image_failed(gpu, d, st);
-  }
-  ist_slot *s = d->slot;
   const size_t row_bytes = (size_t)img->width * img->sample;
   const size_t plane_bytes = row_bytes * img->height;
-  if (plane_bytes > 0) {
-    cudaError_t e = s->planes.reserve(ist_align256(plane_bytes) * channels);
-    if (e != cudaSuccess)
-      return image_failed(gpu, d, ist_cuda_fail(err, e, "cudaMalloc (image)"));
-  }
+  imgstat_gpu_image *d = nullptr;
+  imgstat_status st =
+      new_on_slot(gpu, img->width, img->height, channels, img->sample,
+                  img->format, plane_bytes, &d, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  ist_slot *s = d->slot;
   for (int c = 0; c < channels; ++c) {
     d->planes[c] = plane_at(s, plane_bytes, c);
     cudaError_t e =
@@ -330,6 +360,16 @@ imgstat_status ist_gpu_image_upload(imgstat_gpu *gpu, const imgstat_image *img,
   }
   *out = d;
   return IMGSTAT_OK;
+}
+
+bool ist_gpu_memory(const imgstat_gpu *gpu, const void *p) {
+  cudaPointerAttributes a;
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    ist_cuda_clear_error();
+    return false;
+  }
+  return a.type == cudaMemoryTypeManaged ||
+         (a.type == cudaMemoryTypeDevice && a.device == gpu->device);
 }
 
 imgstat_status ist_gpu_image_check(const imgstat_gpu *gpu,
@@ -494,13 +534,7 @@ imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
                                       void *const d_planes[], size_t pitch,
                                       imgstat_gpu_image **out,
                                       imgstat_error *err) {
-  if (out)
-    *out = nullptr;
-  if (!gpu || !out)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
-  if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "invalid image");
-  imgstat_status st = check_sample(sample, err);
+  imgstat_status st = check_wrap(gpu, out, channels, sample, err);
   if (st != IMGSTAT_OK)
     return st;
   const size_t row_bytes = (size_t)width * sample;
@@ -514,35 +548,21 @@ imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
   IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
   bool in_place = pitch == row_bytes;
   for (int c = 0; c < channels && plane_bytes > 0; ++c) {
-    cudaPointerAttributes a;
     if (!d_planes || !d_planes[c])
       return imgstat_error_set(err, IMGSTAT_ERR_ARG, "image plane missing");
-    if (cudaPointerGetAttributes(&a, d_planes[c]) != cudaSuccess ||
-        (a.type != cudaMemoryTypeManaged &&
-         (a.type != cudaMemoryTypeDevice || a.device != gpu->device))) {
-      ist_cuda_clear_error();
+    if (!ist_gpu_memory(gpu, d_planes[c]))
       return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                                "plane %d is not memory of CUDA device %d", c,
                                gpu->device);
-    }
     if ((uintptr_t)d_planes[c] % (uintptr_t)sample != 0)
       in_place = false; /* the kernels read whole samples */
   }
-  imgstat_gpu_image *d =
-      new_image(gpu, width, height, channels, sample, "device");
-  if (!d)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  st = ist_slot_take(gpu, &d->slot, err);
-  if (st != IMGSTAT_OK) {
-    d->slot = nullptr;
-    return image_failed(gpu, d, st);
-  }
+  imgstat_gpu_image *d = nullptr;
+  st = new_on_slot(gpu, width, height, channels, sample, "device",
+                   in_place ? 0 : plane_bytes, &d, err);
+  if (st != IMGSTAT_OK)
+    return st;
   ist_slot *s = d->slot;
-  if (!in_place && plane_bytes > 0) {
-    cudaError_t e = s->planes.reserve(ist_align256(plane_bytes) * channels);
-    if (e != cudaSuccess)
-      return image_failed(gpu, d, ist_cuda_fail(err, e, "cudaMalloc (image)"));
-  }
   for (int c = 0; c < channels; ++c) {
     if (in_place) {
       d->planes[c] = plane_bytes > 0 ? d_planes[c] : nullptr;
@@ -561,6 +581,99 @@ imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
   }
   *out = d;
   return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_gpu_image_wrap_strided(
+    imgstat_gpu *gpu, uint32_t width, uint32_t height, int channels,
+    imgstat_sample sample, const void *d_data, size_t row_pitch,
+    size_t pixel_pitch, size_t channel_pitch, imgstat_gpu_image **out,
+    imgstat_error *err) {
+  imgstat_status st = check_wrap(gpu, out, channels, sample, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  if ((uintptr_t)d_data % (uintptr_t)sample != 0 || row_pitch % sample != 0 ||
+      pixel_pitch % sample != 0 || channel_pitch % sample != 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "strided samples not at whole-sample addresses "
+                             "(%d-byte samples)",
+                             (int)sample);
+  const size_t plane_bytes = (size_t)width * sample * height;
+  IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  if (plane_bytes > 0 && !d_data)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "image data missing");
+  if (plane_bytes > 0 && !ist_gpu_memory(gpu, d_data))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "the image is not memory of CUDA device %d",
+                             gpu->device);
+  imgstat_gpu_image *d = nullptr;
+  st = new_on_slot(gpu, width, height, channels, sample, "device", plane_bytes,
+                   &d, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  ist_slot *s = d->slot;
+  void *dst[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  for (int c = 0; c < channels; ++c) {
+    dst[c] = plane_at(s, plane_bytes, c);
+    d->planes[c] = plane_bytes > 0 ? dst[c] : nullptr;
+  }
+  if (plane_bytes > 0) {
+    cudaError_t e = ist_deinterleave(d_data, row_pitch, pixel_pitch,
+                                     channel_pitch, dst, channels, sample,
+                                     width, height, gpu->sm_count, s->stream);
+    if (e != cudaSuccess)
+      return image_failed(gpu, d, ist_cuda_fail(err, e, "gathering kernel"));
+  }
+  *out = d;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
+                                          imgstat_gpu_image *dimg, int c,
+                                          void *host, imgstat_error *err) {
+  imgstat_status st = ist_gpu_image_check(gpu, dimg, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  if (c < 0 || c >= dimg->channels)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
+  const size_t row_bytes = (size_t)dimg->width * dimg->sample;
+  if (row_bytes * dimg->height == 0)
+    return IMGSTAT_OK;
+  if (!host)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output");
+  IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  ist_slot *s = dimg->slot;
+  cudaError_t e =
+      ist_slot_download(s, host, 0, dimg->planes[c], row_bytes, dimg->height);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(s->stream);
+  if (e != cudaSuccess) {
+    ist_slot_drain(s);
+    return ist_cuda_fail(err, e, "download");
+  }
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_gpu_malloc(imgstat_gpu *gpu, size_t bytes, void **p,
+                                  imgstat_error *err) {
+  if (p)
+    *p = nullptr;
+  if (!gpu || !p)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  IST_CUDA_TRY(ist_cuda_alloc(false, p, bytes ? bytes : 1), "cudaMalloc");
+  return IMGSTAT_OK;
+}
+
+void imgstat_gpu_free(imgstat_gpu *gpu, void *p) {
+  if (!gpu || !p)
+    return;
+  int before = -1;
+  bool restore = cudaGetDevice(&before) == cudaSuccess && before != gpu->device;
+  if (ist_gpu_enter(gpu) == cudaSuccess)
+    (void)cudaFree(p);
+  if (restore)
+    (void)cudaSetDevice(before);
+  ist_cuda_clear_error();
 }
 
 void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg) {

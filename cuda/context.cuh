@@ -135,6 +135,10 @@ imgstat_status ist_gpu_image_upload(imgstat_gpu *gpu, const imgstat_image *img,
                                     imgstat_gpu_image **out,
                                     imgstat_error *err);
 
+/* Whether p is memory the context's device may read: device memory of
+ * that device, or managed memory (the caller has entered the context). */
+bool ist_gpu_memory(const imgstat_gpu *gpu, const void *p);
+
 /* Checks that dimg is a device image of gpu (IMGSTAT_ERR_ARG otherwise). */
 imgstat_status ist_gpu_image_check(const imgstat_gpu *gpu,
                                    const imgstat_gpu_image *dimg,
@@ -143,6 +147,23 @@ imgstat_status ist_gpu_image_check(const imgstat_gpu *gpu,
 /* A host image with the device image's size, layout and format and no
  * planes: what the host functions that only read those need. */
 imgstat_image ist_gpu_image_shape(const imgstat_gpu_image *dimg);
+
+/* ---- strided and interleaved samples (interleave.cu) ------------------- */
+
+/* Copies a strided image on the device (sample c of pixel x of row y at
+ * src + y * row_pitch + x * pixel_pitch + c * channel_pitch; every address
+ * a whole number of samples) into `channels` dense planes dst[c] (rows back
+ * to back), on stream s: one launch, checked. */
+cudaError_t ist_deinterleave(const void *src, size_t row_pitch,
+                             size_t pixel_pitch, size_t channel_pitch,
+                             void *const dst[], int channels,
+                             imgstat_sample sample, uint32_t width,
+                             uint32_t height, int sm_count, cudaStream_t s);
+/* The reverse for dense output: sample i of plane c to dst[i * channels +
+ * c], for n samples per plane, on stream s. */
+cudaError_t ist_interleave(const void *const src[], void *dst, int channels,
+                           imgstat_sample sample, uint64_t n, int sm_count,
+                           cudaStream_t s);
 
 /* ---- statistics (gpu_backend.cu) ---------------------------------------- */
 

@@ -142,6 +142,43 @@ imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
                                       imgstat_gpu_image **out,
                                       imgstat_error *err);
 
+/*
+ * Wraps a strided image already on the context's device, owned by the
+ * caller: sample c of pixel x of row y at d_data + y * row_pitch +
+ * x * pixel_pitch + c * channel_pitch bytes. An interleaved HWC array (e.g.
+ * a CUDA tensor of height x width x channels) has pixel_pitch channels
+ * samples and channel_pitch one sample; any other view with non-negative
+ * strides (every other column, the first three channels of RGBA, a crop,
+ * a broadcast) is described the same way. The data and the pitches must be
+ * whole numbers of samples (IMGSTAT_ERR_ARG otherwise). One device kernel
+ * gathers the samples into the slot's dense planes: the planes
+ * imgstat_gpu_image_wrap makes of the same pixels, so every operation on
+ * the handle gives the same bits as on those planes (and as the CPU's on
+ * the same image). Nothing goes through the host. The work that wrote the
+ * data must be finished before this call; the data is read on the slot's
+ * stream before the first operation on the handle runs, and must stay
+ * valid until then (or until the release).
+ */
+imgstat_status imgstat_gpu_image_wrap_strided(
+    imgstat_gpu *gpu, uint32_t width, uint32_t height, int channels,
+    imgstat_sample sample, const void *d_data, size_t row_pitch,
+    size_t pixel_pitch, size_t channel_pitch, imgstat_gpu_image **out,
+    imgstat_error *err);
+
+/* Copies channel c of a device image to host memory (height rows of width
+ * samples, back to back) and waits for the copy. */
+imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
+                                          imgstat_gpu_image *dimg, int c,
+                                          void *host, imgstat_error *err);
+
+/* Device memory on the context's device for the caller (e.g. the output of
+ * imgstat_gpu_image_norm_apply_device), `bytes` of it (0: 1) into *p; free
+ * it with imgstat_gpu_free (from any thread; the calling thread's current
+ * device is left as it was). */
+imgstat_status imgstat_gpu_malloc(imgstat_gpu *gpu, size_t bytes, void **p,
+                                  imgstat_error *err);
+void imgstat_gpu_free(imgstat_gpu *gpu, void *p);
+
 /* Waits for the handle's work, gives its slot back and frees it. NULL is
  * allowed. After this the caller may free wrapped planes. */
 void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg);

@@ -84,6 +84,24 @@ imgstat_status imgstat_gpu_image_norm_apply(imgstat_gpu *gpu,
                                             imgstat_image *out,
                                             imgstat_error *err);
 
+/* The measuring and planning of imgstat_gpu_image_normalize without the
+ * pass: the plan (and measurements, when m is not NULL) it would apply. */
+imgstat_status imgstat_gpu_image_norm_plan(
+    imgstat_gpu *gpu, imgstat_gpu_image *dimg, const imgstat_norm_options *opts,
+    imgstat_norm_measure *m, imgstat_norm_plan *plan, imgstat_error *err);
+
+/* imgstat_gpu_image_norm_apply with the output left on the device, in
+ * d_out (memory of the context's device, e.g. from imgstat_gpu_malloc, of
+ * width * height * plan->channels_out output samples): planes back to
+ * back (interleaved 0: HW or CHW) or interleaved pixels (1: HWC). The
+ * bytes are those imgstat_gpu_image_norm_apply copies to the host. Returns
+ * when the output is written (the slot's stream synchronized), so any
+ * stream may read it then. */
+imgstat_status
+imgstat_gpu_image_norm_apply_device(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
+                                    const imgstat_norm_plan *plan, void *d_out,
+                                    int interleaved, imgstat_error *err);
+
 #ifdef __cplusplus
 }
 #endif

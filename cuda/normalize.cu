@@ -129,25 +129,17 @@ void pack_tables(const imgstat_norm_plan *plan, size_t entries, size_t lut_slot,
 
 /* Applies plan to the device image d into a new host image *out, on d's
  * slot: the output planes in the slot's norm_out, then copied back. */
-imgstat_status apply_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
-                            const imgstat_norm_plan *plan, imgstat_image *out,
-                            imgstat_error *err) {
+/* The fused pass of plan over d into outs[0..channels_out-1] (device
+ * planes of width * height output samples), queued on the slot's stream:
+ * the lookup tables sent up, the kernel launched. */
+imgstat_status apply_into(imgstat_gpu *gpu, const imgstat_gpu_image *d,
+                          const imgstat_norm_plan *plan, void *const outs[],
+                          imgstat_error *err) {
   ist_slot *s = d->slot;
-  const uint64_t n = (uint64_t)d->width * d->height;
-  imgstat_status st =
-      ist_norm_out_alloc(plan, d->width, d->height, d->format, out, err);
-  if (st != IMGSTAT_OK)
-    return st;
-  const size_t row_bytes = (size_t)d->width * plan->out_sample;
-  const size_t out_slot = ist_align256((size_t)n * plan->out_sample);
-  cudaError_t e = s->norm_out.reserve(out_slot * plan->channels_out);
-  if (e != cudaSuccess) {
-    imgstat_image_free(out);
-    return ist_cuda_fail(err, e, "cudaMalloc (output)");
-  }
+  cudaError_t e = cudaSuccess;
   ApplyParams p;
   memset(&p, 0, sizeof p);
-  p.n = n;
+  p.n = (uint64_t)d->width * d->height;
   p.out_max = sample_max(plan->out_sample);
   const size_t entries =
       d->sample == IMGSTAT_F32 ? 0 : (size_t)sample_max(d->sample) + 1;
@@ -168,30 +160,63 @@ imgstat_status apply_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
               cudaSuccess)
         e = ist_slot_staged(s, k);
     }
-    if (e != cudaSuccess) {
-      imgstat_image_free(out);
+    if (e != cudaSuccess)
       return ist_cuda_fail(err, e, "lookup tables");
-    }
     for (int o = 0; o < plan->channels_out; ++o)
       p.lut[o] = s->norm_lut.as<unsigned char>(lut_slot * o);
   }
   for (int o = 0; o < plan->channels_out; ++o) {
     p.in[o] = d->planes[plan->source[o]];
-    p.out[o] = s->norm_out.as<unsigned char>(out_slot * o);
+    p.out[o] = outs[o];
     p.kind[o] = (int)plan->map[o].kind;
     p.a[o] = plan->map[o].a;
     p.b[o] = plan->map[o].b;
   }
-  if (n > 0) {
+  if (p.n > 0) {
     e = apply_launch(p, d->sample, plan->out_sample, plan->channels_out,
                      gpu->sm_count, s->stream);
-    if (e != cudaSuccess) {
-      imgstat_image_free(out);
+    if (e != cudaSuccess)
       return ist_cuda_fail(err, e, "normalize kernel");
-    }
   }
+  return IMGSTAT_OK;
+}
+
+/* The output planes of plan over d in the slot's norm_out buffer. */
+imgstat_status reserve_out(const imgstat_gpu_image *d,
+                           const imgstat_norm_plan *plan,
+                           void *outs[IMGSTAT_MAX_CHANNELS],
+                           imgstat_error *err) {
+  ist_slot *s = d->slot;
+  const uint64_t n = (uint64_t)d->width * d->height;
+  const size_t out_slot = ist_align256((size_t)n * plan->out_sample);
+  cudaError_t e = s->norm_out.reserve(out_slot * plan->channels_out);
+  if (e != cudaSuccess)
+    return ist_cuda_fail(err, e, "cudaMalloc (output)");
+  for (int o = 0; o < plan->channels_out; ++o)
+    outs[o] = s->norm_out.as<unsigned char>(out_slot * o);
+  return IMGSTAT_OK;
+}
+
+imgstat_status apply_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
+                            const imgstat_norm_plan *plan, imgstat_image *out,
+                            imgstat_error *err) {
+  ist_slot *s = d->slot;
+  imgstat_status st =
+      ist_norm_out_alloc(plan, d->width, d->height, d->format, out, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  const size_t row_bytes = (size_t)d->width * plan->out_sample;
+  void *outs[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  st = reserve_out(d, plan, outs, err);
+  if (st == IMGSTAT_OK)
+    st = apply_into(gpu, d, plan, outs, err);
+  if (st != IMGSTAT_OK) {
+    imgstat_image_free(out);
+    return st;
+  }
+  cudaError_t e = cudaSuccess;
   for (int o = 0; o < plan->channels_out && e == cudaSuccess; ++o)
-    e = ist_slot_download(s, out->planes[o], out->stride, p.out[o], row_bytes,
+    e = ist_slot_download(s, out->planes[o], out->stride, outs[o], row_bytes,
                           d->height);
   if (e == cudaSuccess)
     e = cudaStreamSynchronize(s->stream);
@@ -200,6 +225,40 @@ imgstat_status apply_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
     return ist_cuda_fail(err, e, "normalize (copy back)");
   }
   return IMGSTAT_OK;
+}
+
+/* The pass into caller's device memory: planes back to back (written by
+ * the pass itself) or interleaved (the pass into norm_out, then one
+ * interleaving copy); returns when the output is complete. */
+imgstat_status apply_to_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
+                               const imgstat_norm_plan *plan, void *d_out,
+                               int interleaved, imgstat_error *err) {
+  ist_slot *s = d->slot;
+  const uint64_t n = (uint64_t)d->width * d->height;
+  void *outs[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  imgstat_status st = IMGSTAT_OK;
+  if (interleaved && plan->channels_out > 1) {
+    st = reserve_out(d, plan, outs, err);
+  } else {
+    for (int o = 0; o < plan->channels_out; ++o)
+      outs[o] = static_cast<unsigned char *>(d_out) +
+                (size_t)n * plan->out_sample * (size_t)o;
+  }
+  if (st == IMGSTAT_OK)
+    st = apply_into(gpu, d, plan, outs, err);
+  if (st == IMGSTAT_OK && interleaved && plan->channels_out > 1) {
+    cudaError_t e =
+        ist_interleave(outs, d_out, plan->channels_out, plan->out_sample, n,
+                       gpu->sm_count, s->stream);
+    if (e != cudaSuccess)
+      st = ist_cuda_fail(err, e, "interleaving kernel");
+  }
+  if (st == IMGSTAT_OK) {
+    cudaError_t e = cudaStreamSynchronize(s->stream);
+    if (e != cudaSuccess)
+      st = ist_cuda_fail(err, e, "normalize");
+  }
+  return st;
 }
 
 bool is_alpha(int channels, int c) {
@@ -298,22 +357,33 @@ imgstat_status measure_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
   return IMGSTAT_OK;
 }
 
+/* Measure and plan: what normalize_device applies. */
+imgstat_status plan_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
+                           const imgstat_norm_options *opts,
+                           imgstat_norm_measure *m_out, imgstat_norm_plan *plan,
+                           imgstat_error *err) {
+  const imgstat_image shape = ist_gpu_image_shape(d);
+  imgstat_norm_measure m;
+  imgstat_status st = measure_device(gpu, d, opts, &m, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  if ((st = imgstat_norm_plan_make(&shape, opts, &m, plan, err)) != IMGSTAT_OK)
+    return st;
+  if (m_out)
+    *m_out = m;
+  return IMGSTAT_OK;
+}
+
 /* Measure, plan, apply: the normalization of a device image. */
 imgstat_status normalize_device(imgstat_gpu *gpu, const imgstat_gpu_image *d,
                                 const imgstat_norm_options *opts,
                                 imgstat_norm_measure *m_out,
                                 imgstat_norm_plan *plan_out, imgstat_image *out,
                                 imgstat_error *err) {
-  const imgstat_image shape = ist_gpu_image_shape(d);
-  imgstat_norm_measure m;
-  imgstat_status st = measure_device(gpu, d, opts, &m, err);
+  imgstat_norm_plan plan;
+  imgstat_status st = plan_device(gpu, d, opts, m_out, &plan, err);
   if (st != IMGSTAT_OK)
     return st;
-  imgstat_norm_plan plan;
-  if ((st = imgstat_norm_plan_make(&shape, opts, &m, &plan, err)) != IMGSTAT_OK)
-    return st;
-  if (m_out)
-    *m_out = m;
   if (plan_out)
     *plan_out = plan;
   return apply_device(gpu, d, &plan, out, err);
@@ -346,6 +416,23 @@ imgstat_status check_device_input(imgstat_gpu *gpu,
   imgstat_status st = ist_gpu_image_check(gpu, dimg, err);
   if (st == IMGSTAT_OK && (dimg->width == 0 || dimg->height == 0))
     st = imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image");
+  return st;
+}
+
+/* The checks of the forms with options on a device image: the handle, an
+ * image that is not empty, the options (and has_out: an output). */
+imgstat_status check_device_options(imgstat_gpu *gpu,
+                                    const imgstat_gpu_image *dimg,
+                                    const imgstat_norm_options *opts,
+                                    bool has_out, imgstat_image *out,
+                                    imgstat_error *err) {
+  imgstat_status st = check_device_input(gpu, dimg, out, err);
+  if (st == IMGSTAT_OK && (!opts || !has_out))
+    st = imgstat_error_set(err, IMGSTAT_ERR_ARG, "no options or output");
+  if (st == IMGSTAT_OK) {
+    const imgstat_image shape = ist_gpu_image_shape(dimg);
+    st = imgstat_norm_options_check(&shape, opts, err);
+  }
   return st;
 }
 
@@ -459,13 +546,8 @@ imgstat_status imgstat_gpu_image_normalize(
     imgstat_gpu *gpu, imgstat_gpu_image *dimg, const imgstat_norm_options *opts,
     imgstat_norm_measure *m_out, imgstat_norm_plan *plan_out,
     imgstat_image *out, imgstat_error *err) {
-  imgstat_status st = check_device_input(gpu, dimg, out, err);
-  if (st == IMGSTAT_OK && (!opts || !out))
-    st = imgstat_error_set(err, IMGSTAT_ERR_ARG, "no options or output");
-  if (st == IMGSTAT_OK) {
-    const imgstat_image shape = ist_gpu_image_shape(dimg);
-    st = imgstat_norm_options_check(&shape, opts, err);
-  }
+  imgstat_status st =
+      check_device_options(gpu, dimg, opts, out != nullptr, out, err);
   if (st != IMGSTAT_OK)
     return st;
   return on_device(
@@ -490,6 +572,49 @@ imgstat_status imgstat_gpu_image_norm_apply(imgstat_gpu *gpu,
       gpu, dimg,
       [&](imgstat_gpu_image *d) {
         return apply_device(gpu, d, plan, out, err);
+      },
+      err);
+}
+
+imgstat_status imgstat_gpu_image_norm_plan(
+    imgstat_gpu *gpu, imgstat_gpu_image *dimg, const imgstat_norm_options *opts,
+    imgstat_norm_measure *m, imgstat_norm_plan *plan, imgstat_error *err) {
+  imgstat_status st =
+      check_device_options(gpu, dimg, opts, plan != nullptr, nullptr, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  return on_device(
+      gpu, dimg,
+      [&](imgstat_gpu_image *d) {
+        return plan_device(gpu, d, opts, m, plan, err);
+      },
+      err);
+}
+
+imgstat_status
+imgstat_gpu_image_norm_apply_device(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
+                                    const imgstat_norm_plan *plan, void *d_out,
+                                    int interleaved, imgstat_error *err) {
+  imgstat_status st = check_device_input(gpu, dimg, nullptr, err);
+  imgstat_image shape;
+  memset(&shape, 0, sizeof shape);
+  if (st == IMGSTAT_OK) /* check_plan wants an output: any will do */
+    st = check_plan(plan, &shape, dimg->sample, dimg->channels, err);
+  if (st == IMGSTAT_OK && !d_out)
+    st = imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output");
+  if (st == IMGSTAT_OK) {
+    IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+    if (!ist_gpu_memory(gpu, d_out))
+      st = imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "the output is not memory of CUDA device %d",
+                             gpu->device);
+  }
+  if (st != IMGSTAT_OK)
+    return st;
+  return on_device(
+      gpu, dimg,
+      [&](imgstat_gpu_image *d) {
+        return apply_to_device(gpu, d, plan, d_out, interleaved, err);
       },
       err);
 }

@@ -74,6 +74,35 @@ int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
 
 void test_gpu_free(void *block) { cudaFree(block); }
 
+int test_gpu_device_interleaved(const imgstat_image *src, size_t row_pitch,
+                                size_t pixel_pitch, void **block) {
+  const size_t item = (size_t)src->sample;
+  const size_t row = (size_t)src->width * item;
+  const size_t bytes = src->height * row_pitch + 64;
+  unsigned char *host = malloc(bytes);
+  *block = NULL;
+  if (!host)
+    return 0;
+  memset(host, 0xEE, bytes);
+  for (int c = 0; c < src->channels; ++c)
+    for (uint32_t y = 0; y < src->height; ++y) {
+      const unsigned char *from = (const unsigned char *)src->planes[c] +
+                                  y * (src->stride ? src->stride : row);
+      for (uint32_t x = 0; x < src->width; ++x)
+        memcpy(host + y * row_pitch + x * pixel_pitch + c * item,
+               from + x * item, item);
+    }
+  int ok =
+      cudaMalloc(block, bytes) == cudaSuccess &&
+      cudaMemcpy(*block, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess;
+  free(host);
+  return ok;
+}
+
+int test_gpu_to_host(void *host, const void *dev, size_t n) {
+  return cudaMemcpy(host, dev, n, cudaMemcpyDeviceToHost) == cudaSuccess;
+}
+
 #else /* no CUDA: nothing to make; the GPU tests skip */
 
 int test_gpu_device_count(void) { return 0; }
@@ -103,5 +132,19 @@ int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
   return 0;
 }
 void test_gpu_free(void *block) { (void)block; }
+int test_gpu_device_interleaved(const imgstat_image *src, size_t row_pitch,
+                                size_t pixel_pitch, void **block) {
+  (void)src;
+  (void)row_pitch;
+  (void)pixel_pitch;
+  *block = NULL;
+  return 0;
+}
+int test_gpu_to_host(void *host, const void *dev, size_t n) {
+  (void)host;
+  (void)dev;
+  (void)n;
+  return 0;
+}
 
 #endif

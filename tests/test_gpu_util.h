@@ -32,4 +32,13 @@ int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
                          void **block, void *planes[IMGSTAT_MAX_CHANNELS]);
 void test_gpu_free(void *block);
 
+/* src's samples interleaved in one cudaMalloc'ed block (*block, free with
+ * test_gpu_free): sample c of pixel x of row y at byte y * row_pitch +
+ * x * pixel_pitch + c * sample, every other byte 0xEE. Returns 1, or 0
+ * when it cannot. */
+int test_gpu_device_interleaved(const imgstat_image *src, size_t row_pitch,
+                                size_t pixel_pitch, void **block);
+/* n bytes of device memory copied to host memory; 1, or 0 on failure. */
+int test_gpu_to_host(void *host, const void *dev, size_t n);
+
 #endif

@@ -5,8 +5,12 @@
  * for 8/16-bit input, float output within 1 ulp. Random images of odd sizes,
  * 1x1, constant channels, 16-bit extremes, NaN/Inf. Then the same
  * operations on one device image (one upload for statistics, histograms and
- * normalize), on images with a row stride and on device planes wrapped off
- * the 16-byte grid: equal to the functions on the host image. Without a
+ * normalize), on images with a row stride, on device planes wrapped off
+ * the 16-byte grid and on interleaved and strided device arrays
+ * (imgstat_gpu_image_wrap_strided): equal to the functions on the host
+ * image; the plan and the output left on the device
+ * (imgstat_gpu_image_norm_plan, _norm_apply_device) equal to
+ * imgstat_gpu_image_normalize's. Without a
  * usable device it prints "skipped: ..." and returns 77.
  */
 #include "imgstat_cuda.h"
@@ -452,7 +456,7 @@ static void test_layouts(void) {
     make(&img, quick() ? 67 : 257, quick() ? 9 : 37, 4, samples[si], RANDOM);
     gpu_results want, got;
     CU_ASSERT_FATAL(host_results(&img, &want));
-    for (int layout = 0; layout < 4; layout++) {
+    for (int layout = 0; layout < 6; layout++) {
       imgstat_image strided;
       void *block = NULL, *planes[IMGSTAT_MAX_CHANNELS];
       imgstat_gpu_image *d = NULL;
@@ -470,6 +474,20 @@ static void test_layouts(void) {
          * differently (blocks cut elsewhere), and mean and std feed the
          * plans: test_gpu checks them within the f32 tolerance. */
         continue;
+      } else if (layout >= 4) {
+        /* interleaved on the device (HWC), then with padded pixels and
+         * rows (a view): gathered by imgstat_gpu_image_wrap_strided */
+        name = layout == 4 ? "wrapped interleaved" : "wrapped strided view";
+        size_t item = (size_t)img.sample;
+        size_t pixel = (img.channels + (layout == 5)) * item;
+        size_t row = img.width * pixel + (layout == 5 ? 3 * item : 0);
+        CU_ASSERT_FATAL(test_gpu_device_interleaved(&img, row, pixel, &block));
+        ok = imgstat_gpu_image_wrap_strided(
+                 gpu, img.width, img.height, img.channels, img.sample, block,
+                 row, pixel, item, &d, &err) == IMGSTAT_OK &&
+             device_results(d, img.channels, &got);
+        imgstat_gpu_image_release(gpu, d);
+        test_gpu_free(block);
       } else { /* device planes: off the grid in place, or pitched */
         name = layout == 2 ? "wrapped off the 16-byte grid" : "wrapped pitched";
         size_t row = (size_t)img.width * img.sample;
@@ -494,6 +512,78 @@ static void test_layouts(void) {
     free_results(&want, img.channels);
     imgstat_image_free(&img);
   }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
+/* The plan of imgstat_gpu_image_norm_plan and the output of
+ * imgstat_gpu_image_norm_apply_device (planes back to back, and
+ * interleaved): the plan imgstat_gpu_image_normalize makes and the bytes it
+ * copies to the host, in either layout. */
+static void test_device_output(void) {
+  imgstat_sample samples[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  imgstat_norm_mode modes[3] = {IMGSTAT_NORM_MINMAX, IMGSTAT_NORM_CLIP,
+                                IMGSTAT_NORM_ZSCORE};
+  int bad = 0;
+  for (size_t k = 0; k < nshapes(); k++)
+    for (int si = 0; si < 3; si++)
+      for (int mi = 0; mi < 3; mi++) {
+        imgstat_image img, want;
+        make(&img, shape_at(k)->w, shape_at(k)->h, shape_at(k)->ch, samples[si],
+             RANDOM);
+        imgstat_norm_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = modes[mi];
+        o.clip_low = 2;
+        o.clip_high = 98;
+        o.alpha = IMGSTAT_ALPHA_DROP; /* fewer output channels than input */
+        imgstat_gpu_image *d = NULL;
+        imgstat_error err;
+        imgstat_norm_plan plan, plan_want;
+        void *out = NULL;
+        CU_ASSERT_FATAL(imgstat_gpu_image_upload(gpu, &img, &d, &err) ==
+                        IMGSTAT_OK);
+        CU_ASSERT_FATAL(imgstat_gpu_image_normalize(gpu, d, &o, NULL,
+                                                    &plan_want, &want,
+                                                    &err) == IMGSTAT_OK);
+        CU_ASSERT_FATAL(imgstat_gpu_image_norm_plan(gpu, d, &o, NULL, &plan,
+                                                    &err) == IMGSTAT_OK);
+        int ok = memcmp(&plan, &plan_want, sizeof plan) == 0;
+        const size_t n = (size_t)img.width * img.height;
+        const size_t item = (size_t)plan.out_sample;
+        const size_t ch = (size_t)plan.channels_out;
+        unsigned char *host = malloc(n * ch * item);
+        CU_ASSERT_FATAL(host != NULL);
+        CU_ASSERT_FATAL(imgstat_gpu_malloc(gpu, n * ch * item, &out, &err) ==
+                        IMGSTAT_OK);
+        for (int inter = 0; inter < 2 && ok; inter++) {
+          ok = imgstat_gpu_image_norm_apply_device(gpu, d, &plan, out, inter,
+                                                   &err) == IMGSTAT_OK &&
+               test_gpu_to_host(host, out, n * ch * item);
+          size_t ws = imgstat_image_stride(&want);
+          for (size_t c = 0; ok && c < ch; c++)
+            for (size_t i = 0; ok && i < n; i++) {
+              const unsigned char *w = (const unsigned char *)want.planes[c] +
+                                       (i / img.width) * ws +
+                                       (i % img.width) * item;
+              const unsigned char *g =
+                  host + (inter ? (i * ch + c) : (c * n + i)) * item;
+              ok = memcmp(w, g, item) == 0;
+            }
+        }
+        if (!ok) {
+          bad++;
+          printf("\n  device output %ux%u x%d sample %d mode %d differs\n",
+                 img.width, img.height, img.channels, img.sample, (int)o.mode);
+        }
+        /* a host pointer is no output */
+        CU_ASSERT(imgstat_gpu_image_norm_apply_device(gpu, d, &plan, host, 0,
+                                                      &err) == IMGSTAT_ERR_ARG);
+        free(host);
+        imgstat_gpu_free(gpu, out);
+        imgstat_gpu_image_release(gpu, d);
+        imgstat_image_free(&want);
+        imgstat_image_free(&img);
+      }
   CU_ASSERT_EQUAL(bad, 0);
 }
 
@@ -533,7 +623,10 @@ static test_case tests[] = {
     {"histograms and percentiles equal the CPU's", test_histograms},
     {"every mode equals the CPU's", test_normalize_modes},
     {"one device image: stats, histograms, normalize", test_device_image},
-    {"row strides and wrapped device planes", test_layouts},
+    {"row strides, wrapped device planes, interleaved and strided device "
+     "arrays",
+     test_layouts},
+    {"plan and output left on the device", test_device_output},
 #ifdef IMGSTAT_HAVE_CUDA
     {"64 MP timing", test_bench},
 #endif

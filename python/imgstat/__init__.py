@@ -219,6 +219,52 @@ def _cuda_interface(x: Any) -> Optional[dict]:
 _CAI_TYPES = {"|u1": ("uint8", 1), "<u2": ("uint16", 2), "<f4": ("float32", 4)}
 
 
+def _cai_geometry(cai: dict) -> tuple:
+    """(pointer, shape, strides in samples, dtype name) of a
+    __cuda_array_interface__ dict."""
+    typestr = cai["typestr"]
+    if typestr not in _CAI_TYPES:
+        raise TypeError("the array's dtype must be uint8, uint16 or float32")
+    dtype, item = _CAI_TYPES[typestr]
+    shape = list(cai["shape"])
+    strides = cai.get("strides")
+    if strides is None:  # C-contiguous
+        strides, step = [], 1
+        for d in reversed(shape):
+            strides.insert(0, step)
+            step *= d
+    else:
+        if any(s % item for s in strides):
+            raise ValueError("strides that are not whole samples")
+        strides = [s // item for s in strides]
+    return cai["data"][0], shape, strides, dtype
+
+
+def _like_input(x: Any, out: Any) -> Any:
+    """A CUDA result (a DLPack array) as the input's kind of array: a torch
+    tensor for a torch tensor, a CuPy array for a CuPy array; else the
+    DLPack array itself."""
+    kind = type(x).__module__.split(".")[0]
+    try:
+        if kind == "torch":
+            import torch
+            convert = torch.from_dlpack
+        elif kind == "cupy":
+            import cupy
+            convert = cupy.from_dlpack
+        else:
+            return out
+    except ImportError:
+        return out
+    try:
+        return convert(out)
+    except TypeError:
+        # a consumer that passes arguments (stream=...) this nanobind's
+        # __dlpack__ does not take: the capsule itself (the result is
+        # complete, there is no stream to wait for)
+        return convert(out.__dlpack__())
+
+
 def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
           percentiles: Optional[Sequence[float]] = None,
           backend: str = "auto", layout: str = "hwc") -> Stats:
@@ -227,8 +273,9 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
     x: a path (str or os.PathLike), the bytes of an image file, or an array
     of uint8, uint16 or float32 samples shaped HW, HWC or CHW (layout says
     which for 3 dimensions): numpy, or any DLPack object (torch, CuPy, JAX).
-    A CUDA array is reduced on its device with no copy to the host (HW or
-    CHW planes with contiguous rows; a build with CUDA). ddof: 0 or 1;
+    A CUDA array is reduced on its device with no copy to the host (HW,
+    HWC, CHW or other views with non-negative strides; a build with CUDA),
+    with the CPU's record of the same pixels but for "backend". ddof: 0 or 1;
     histogram / percentiles: the histogram figures (median, percentiles,
     entropy, skewness, kurtosis); backend: "auto", "cpu" or "gpu".
 
@@ -246,23 +293,7 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
                                            backend), None)
     cai = _cuda_interface(x)
     if cai is not None:
-        typestr = cai["typestr"]
-        if typestr not in _CAI_TYPES:
-            raise TypeError("the array's dtype must be uint8, uint16 or "
-                            "float32")
-        dtype, item = _CAI_TYPES[typestr]
-        shape = list(cai["shape"])
-        strides = cai.get("strides")
-        if strides is None:  # C-contiguous
-            strides, step = [], 1
-            for d in reversed(shape):
-                strides.insert(0, step)
-                step *= d
-        else:
-            if any(s % item for s in strides):
-                raise ValueError("strides that are not whole samples")
-            strides = [s // item for s in strides]
-        ptr = cai["data"][0]
+        ptr, shape, strides, dtype = _cai_geometry(cai)
         return _parse(_imgstat.stats_cuda_interface(
             ptr, -1, shape, strides, dtype, layout, ddof, histogram, pct,
             backend), None)
@@ -423,18 +454,30 @@ def normalize(x: Any, mode: str = "minmax", *,
     Normalize) or range=(low, high) replace the mode. dtype: "uint8",
     "uint16" or "float32" (default: the input's for minmax and clip, float32
     otherwise); alpha: "copy", "normalize" or "drop"; linked: one range over
-    the colour channels. Returns a numpy array in the input's layout.
-    CUDA arrays are not supported yet."""
+    the colour channels. Returns a numpy array in the input's layout for a
+    host array; for a CUDA array (a build with CUDA) the work is done on its
+    device and the result is a new array on that device, with the same bytes
+    as the host path's: a torch tensor for a torch tensor, a CuPy array for
+    a CuPy array, else a DLPack array (``__dlpack__``)."""
     if layout not in ("hwc", "chw"):
         raise ValueError("layout must be 'hwc' or 'chw'")
     as_list = (lambda v: None if v is None else
                [float(t) for t in (v if isinstance(v, (list, tuple)) else [v])])
-    ok, value = _imgstat.normalize_array(
-        x, layout, mode, as_list(mean), as_list(std),
-        [float(t) for t in clip], as_list(range), bool(linked), dtype or "",
-        alpha, scale, backend)
+    args = (layout, mode, as_list(mean), as_list(std),
+            [float(t) for t in clip], as_list(range), bool(linked),
+            dtype or "", alpha, scale, backend)
+    cai = _cuda_interface(x)
+    if cai is not None:
+        ptr, shape, strides, cai_dtype = _cai_geometry(cai)
+        ok, value = _imgstat.normalize_cuda_interface(
+            ptr, -1, shape, strides, cai_dtype, *args)
+    else:
+        ok, value = _imgstat.normalize_array(x, *args)
     if not ok:
         raise ImageError(*value)
+    if hasattr(value, "__dlpack_device__") and \
+            value.__dlpack_device__()[0] == 2:  # kDLCUDA
+        return _like_input(x, value)
     return value
 
 

@@ -31,6 +31,7 @@
 extern "C" {
 #include "imgstat.h"
 #include "imgstat_cuda.h"
+#include "imgstat_cuda_norm.h"
 #include "imgstat_dataset.h"
 #include "imgstat_job.h"
 #include "imgstat_run.h"
@@ -394,60 +395,178 @@ std::tuple<bool, std::string, Failure> stats_host_array(const AnyArray &a,
   return r;
 }
 
-// A CUDA array: reduced on its device, where it lives (no copy to the
-// host). Its planes must be rows of contiguous samples, evenly spaced (HW,
-// CHW); an interleaved HWC array on the device is refused (the kernels
-// read planes). Only in builds with CUDA.
+// ---- CUDA arrays -------------------------------------------------------
+
+// The refusals of a CUDA array, before any device work (the GIL held):
+// a build without CUDA, backend='cpu', strides the device cannot gather.
+void check_cuda_array(const Geometry &g, const Request &req, const char *fn) {
+  if (!imgstat_gpu_compiled())
+    throw nb::value_error((std::string(fn) +
+                           ": a CUDA array needs an imgstat built with CUDA "
+                           "(this one is not)")
+                              .c_str());
+  if (req.backend == IMGSTAT_BACKEND_CPU)
+    throw nb::value_error(
+        (std::string(fn) + ": backend='cpu' with a CUDA array").c_str());
+  // strides of dimensions of one element are never used
+  bool negative = (g.height > 1 && g.s_row < 0) ||
+                  (g.width > 1 && g.s_col < 0) ||
+                  (g.channels > 1 && g.s_chan < 0);
+  if (negative)
+    throw nb::value_error((std::string(fn) +
+                           ": a CUDA array with negative strides (a reversed "
+                           "view) is not supported; pass a contiguous copy")
+                              .c_str());
+}
+
+// The GPU context of a CUDA device (-1: the current one), made at first use
+// and kept for the process. CUDA arrays are computed one at a time: the
+// caller holds cuda_lock().
+std::mutex &cuda_lock() {
+  static std::mutex m;
+  return m;
+}
+
+imgstat_status gpu_for(int device, imgstat_gpu **gpu, imgstat_error *err) {
+  static std::map<int, imgstat_gpu *> gpus;
+  auto it = gpus.find(device);
+  if (it != gpus.end()) {
+    *gpu = it->second;
+    return IMGSTAT_OK;
+  }
+  imgstat_status s = imgstat_gpu_create(device, gpu, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  // -1 (the current device) and its ordinal share one context
+  int ordinal = imgstat_gpu_device(*gpu);
+  auto known = gpus.find(ordinal);
+  if (known != gpus.end()) {
+    imgstat_gpu_destroy(*gpu);
+    *gpu = known->second;
+  }
+  gpus[device] = *gpu;
+  gpus[ordinal] = *gpu;
+  return IMGSTAT_OK;
+}
+
+// A CUDA array as a device image of gpu: its planes used where they are
+// when each plane's rows are contiguous (HW, CHW: imgstat_gpu_image_wrap),
+// else gathered into dense planes by the device (HWC and other strided
+// views: imgstat_gpu_image_wrap_strided). Either way no pixel goes to the
+// host, and the planes are the same.
+imgstat_status wrap_cuda(imgstat_gpu *gpu, const char *base, const Geometry &g,
+                         imgstat_sample sample, imgstat_gpu_image **d,
+                         imgstat_error *err) {
+  size_t item = (size_t)sample;
+  void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  size_t stride = 0;
+  Geometry h = g; // unused strides of single-element dimensions: 0
+  if (h.height == 1)
+    h.s_row = (int64_t)h.width * (h.width > 1 ? h.s_col : 1);
+  if (h.channels == 1)
+    h.s_chan = 0;
+  if (h.width == 1)
+    h.s_col = 1;
+  if (borrow_planes(base, h, item, planes, &stride))
+    return imgstat_gpu_image_wrap(gpu, g.width, g.height, g.channels, sample,
+                                  planes, stride, d, err);
+  return imgstat_gpu_image_wrap_strided(
+      gpu, g.width, g.height, g.channels, sample, base,
+      (size_t)(g.height > 1 ? g.s_row : 0) * item,
+      (size_t)(g.width > 1 ? g.s_col : 0) * item,
+      (size_t)(g.channels > 1 ? g.s_chan : 0) * item, d, err);
+}
+
+// The histograms of every channel of a device image and their figures,
+// as the job layer computes them on the GPU (src/job/job.c, histograms_on):
+// the device's counts and percentiles; skewness and kurtosis from the
+// moments, which for u8/u16 come from the histogram and for f32 from the
+// samples in raster order on the host (the CPU's sums, bit for bit: this
+// one plane at a time is copied to the host).
+imgstat_status cuda_histograms(imgstat_gpu *gpu, imgstat_gpu_image *d,
+                               const Geometry &g, imgstat_sample sample,
+                               const Request &req, imgstat_job_result *res,
+                               imgstat_error *err) {
+  imgstat_stats_request sr = req.stats();
+  double p[IMGSTAT_MAX_PERCENTILES + 1];
+  p[0] = 50;
+  for (int k = 0; k < sr.npercentiles; k++)
+    p[k + 1] = sr.percentiles[k];
+  int np = sr.npercentiles + 1;
+  std::vector<float> plane;
+  for (int c = 0; c < g.channels; c++) {
+    imgstat_histogram *h = &res->hist[c];
+    double v[IMGSTAT_MAX_PERCENTILES + 1];
+    imgstat_status s =
+        imgstat_gpu_image_histogram(gpu, d, c, nullptr, p, np, v, h, err);
+    if (s != IMGSTAT_OK)
+      return s;
+    imgstat_moments m;
+    if (sample == IMGSTAT_F32) {
+      uint64_t n = (uint64_t)g.width * g.height;
+      try {
+        plane.resize((size_t)n);
+      } catch (const std::bad_alloc &) {
+        return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+      }
+      s = imgstat_gpu_image_download(gpu, d, c, plane.data(), err);
+      if (s != IMGSTAT_OK)
+        return s;
+      imgstat_moments_f32(plane.data(), n, &m);
+    } else {
+      imgstat_moments_from_histogram(h, &m);
+    }
+    imgstat_hist_figures *f = &res->hist_figures[c];
+    imgstat_hist_figures_compute(h, &m, sr.percentiles, sr.npercentiles, f);
+    if (h->total) {
+      f->median = v[0];
+      for (int k = 0; k < sr.npercentiles; k++)
+        f->percentile[k] = v[k + 1];
+    }
+  }
+  res->has_histograms = 1;
+  res->hist_backend = IMGSTAT_BACKEND_GPU;
+  return IMGSTAT_OK;
+}
+
+// A CUDA array's statistics (and histograms): computed on its device,
+// where it lives, with no copy of the pixels to the host (f32 histograms:
+// see cuda_histograms). The record is the CPU's for the same pixels but
+// for "backend". Only in builds with CUDA (check_cuda_array first).
 std::tuple<bool, std::string, Failure> stats_cuda(const char *base, int device,
                                                   const Geometry &g,
                                                   imgstat_sample sample,
                                                   const Request &req) {
-  if (!imgstat_gpu_compiled())
-    throw nb::value_error("imgstat.stats: a CUDA array needs an imgstat "
-                          "built with CUDA (this one is not)");
-  if (req.histogram)
-    throw nb::value_error("imgstat.stats: histograms of CUDA arrays are not "
-                          "supported yet (copy it to the host)");
-  if (req.backend == IMGSTAT_BACKEND_CPU)
-    throw nb::value_error("imgstat.stats: backend='cpu' with a CUDA array");
-  size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
-  void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
-  size_t stride = 0;
-  if (!borrow_planes(base, g, item, planes, &stride))
-    throw nb::value_error(
-        "imgstat.stats: a CUDA array must have contiguous rows and planes "
-        "(HW or CHW; for HWC use x.permute(2, 0, 1), a view: layout='chw')");
-  static std::mutex m;
-  static std::map<int, imgstat_gpu *> gpus;
-  std::lock_guard<std::mutex> lock(m);
+  std::lock_guard<std::mutex> lock(cuda_lock());
   imgstat_error err;
   std::memset(&err, 0, sizeof err);
-  imgstat_gpu *gpu = gpus.count(device) ? gpus[device] : nullptr;
-  imgstat_status s = IMGSTAT_OK;
-  if (!gpu) {
-    s = imgstat_gpu_create(device, &gpu, &err);
-    if (s == IMGSTAT_OK)
-      gpus[device] = gpu;
-  }
+  imgstat_gpu *gpu = nullptr;
   imgstat_gpu_image *dimg = nullptr;
   imgstat_job_result res;
   std::memset(&res, 0, sizeof res);
+  imgstat_status s = gpu_for(device, &gpu, &err);
   if (s == IMGSTAT_OK)
-    s = imgstat_gpu_image_wrap(gpu, g.width, g.height, g.channels, sample,
-                               planes, stride, &dimg, &err);
+    s = wrap_cuda(gpu, base, g, sample, &dimg, &err);
   if (s == IMGSTAT_OK)
     s = imgstat_gpu_image_stats(gpu, dimg, IMGSTAT_KERNEL_FAST, res.partial,
                                 &err);
+  if (s == IMGSTAT_OK && req.histogram)
+    s = cuda_histograms(gpu, dimg, g, sample, req, &res, &err);
   imgstat_gpu_image_release(gpu, dimg);
-  if (s != IMGSTAT_OK)
-    return {false, std::string(),
-            Failure{"<cuda array>", status_name(s), err.message}};
-  res.width = g.width;
-  res.height = g.height;
-  res.channels = g.channels;
-  res.sample = sample;
-  res.backend = IMGSTAT_BACKEND_GPU;
-  return {true, record_json("<cuda array>", &res, req), Failure()};
+  std::tuple<bool, std::string, Failure> r;
+  if (s != IMGSTAT_OK) {
+    r = {false, std::string(),
+         Failure{"<cuda array>", status_name(s), err.message}};
+  } else {
+    res.width = g.width;
+    res.height = g.height;
+    res.channels = g.channels;
+    res.sample = sample;
+    res.backend = IMGSTAT_BACKEND_GPU;
+    r = {true, record_json("<cuda array>", &res, req), Failure()};
+  }
+  imgstat_job_result_free(&res);
+  return r;
 }
 
 nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
@@ -460,6 +579,7 @@ nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
   int dev = a.device_type();
   std::tuple<bool, std::string, Failure> r;
   if (dev == nb::device::cuda::value) {
+    check_cuda_array(g, req, "imgstat.stats");
     nb::gil_scoped_release nogil;
     r = stats_cuda((const char *)a.data(), a.device_id(), g, sample, req);
   } else if (dev == nb::device::cpu::value ||
@@ -523,12 +643,104 @@ nb::tuple stats_cuda_interface(uintptr_t ptr, int device,
   }
   if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
     throw nb::value_error("imgstat.stats: an image has 1 to 4 channels");
+  check_cuda_array(g, req, "imgstat.stats");
   std::tuple<bool, std::string, Failure> r;
   {
     nb::gil_scoped_release nogil;
     r = stats_cuda((const char *)ptr, device, g, sample, req);
   }
   return result_tuple(r);
+}
+
+// ---- normalization of a CUDA array ------------------------------------
+
+// The shape of a normalized array in the input's layout (HW: one channel):
+// its dimensions into shape, their number returned.
+size_t out_shape(size_t ndim, bool hwc, size_t h, size_t w, size_t ch,
+                 size_t shape[3]) {
+  if (ndim == 2) {
+    shape[0] = h;
+    shape[1] = w;
+    return 2;
+  }
+  shape[0] = hwc ? h : ch;
+  shape[1] = hwc ? w : h;
+  shape[2] = hwc ? ch : w;
+  return 3;
+}
+
+// Device memory of a GPU context, owned by a capsule (the array returned).
+struct DeviceBuffer {
+  imgstat_gpu *gpu;
+  void *p;
+};
+
+// The normalized image of a CUDA array, on its device: measured, planned
+// and applied there (the plan is the host path's: the same rules, the same
+// bytes), written into a new device allocation in the input's layout. No
+// pixel goes through the host. Returns (True, array) with the array a
+// DLPack-capable nanobind array on the same device, owning its memory, or
+// (False, failure).
+nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
+                          imgstat_sample sample, const imgstat_norm_options &o,
+                          const Request &req, bool hwc_layout) {
+  check_cuda_array(g, req, "imgstat.normalize");
+  const bool hwc = hwc_layout && a.ndim() == 3;
+  const char *base = (const char *)a.data();
+  const int device = a.device_id();
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  imgstat_status s;
+  imgstat_gpu *gpu = nullptr;
+  void *out = nullptr;
+  imgstat_norm_plan plan;
+  std::memset(&plan, 0, sizeof plan);
+  {
+    nb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(cuda_lock());
+    imgstat_gpu_image *d = nullptr;
+    s = gpu_for(device, &gpu, &err);
+    if (s == IMGSTAT_OK)
+      s = wrap_cuda(gpu, base, g, sample, &d, &err);
+    if (s == IMGSTAT_OK)
+      s = imgstat_gpu_image_norm_plan(gpu, d, &o, nullptr, &plan, &err);
+    if (s == IMGSTAT_OK)
+      s = imgstat_gpu_malloc(gpu,
+                             (size_t)g.width * g.height *
+                                 (size_t)plan.channels_out *
+                                 (size_t)plan.out_sample,
+                             &out, &err);
+    if (s == IMGSTAT_OK)
+      s = imgstat_gpu_image_norm_apply_device(gpu, d, &plan, out, hwc, &err);
+    imgstat_gpu_image_release(gpu, d);
+    if (s != IMGSTAT_OK) {
+      imgstat_gpu_free(gpu, out);
+      out = nullptr;
+    }
+  }
+  if (s != IMGSTAT_OK)
+    return nb::make_tuple(false, nb::make_tuple("<cuda array>", status_name(s),
+                                                std::string(err.message)));
+  DeviceBuffer *owned = new (std::nothrow) DeviceBuffer{gpu, out};
+  if (!owned) {
+    imgstat_gpu_free(gpu, out);
+    throw std::bad_alloc();
+  }
+  nb::capsule owner(owned, [](void *p) noexcept {
+    DeviceBuffer *b = (DeviceBuffer *)p;
+    imgstat_gpu_free(b->gpu, b->p);
+    delete b;
+  });
+  size_t shape[3];
+  size_t nd = out_shape(a.ndim(), hwc, g.height, g.width,
+                        (size_t)plan.channels_out, shape);
+  nb::dlpack::dtype dt = plan.out_sample == IMGSTAT_U8 ? nb::dtype<uint8_t>()
+                         : plan.out_sample == IMGSTAT_U16
+                             ? nb::dtype<uint16_t>()
+                             : nb::dtype<float>();
+  nb::ndarray<> arr(out, nd, shape, owner, nullptr, dt, nb::device::cuda::value,
+                    imgstat_gpu_device(gpu));
+  return nb::make_tuple(true, nb::cast(arr, nb::rv_policy::reference));
 }
 
 // ---- normalization of an array
@@ -547,9 +759,11 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
                            const std::string &backend) {
   imgstat_sample sample = sample_of(a);
   Geometry g = geometry_of(a, layout);
-  if (a.device_type() != nb::device::cpu::value)
-    throw nb::value_error("imgstat.normalize: host arrays only (a CUDA "
-                          "array: not supported yet)");
+  const bool on_cuda = a.device_type() == nb::device::cuda::value;
+  if (a.device_type() != nb::device::cpu::value &&
+      a.device_type() != nb::device::cuda_host::value && !on_cuda)
+    throw nb::value_error("imgstat.normalize: arrays on this kind of device "
+                          "are not supported (CPU and CUDA are)");
   imgstat_norm_options o;
   std::memset(&o, 0, sizeof o);
   if (mean || std_) {
@@ -619,6 +833,8 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
   else if (scale != "none" && scale != "native")
     throw nb::value_error("scale must be 'none' or 'unit'");
   Request req = make_request(0, false, std::nullopt, backend);
+  if (on_cuda)
+    return normalize_cuda(a, g, sample, o, req, layout == "hwc");
   size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
 
   imgstat_job_result res;
@@ -688,24 +904,47 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
   imgstat_job_result_free(&res);
   nb::capsule owner(buf, [](void *p) noexcept { std::free(p); });
   size_t shape[3];
-  size_t nd;
-  if (a.ndim() == 2) {
-    shape[0] = h;
-    shape[1] = w;
-    nd = 2;
-  } else if (hwc) {
-    shape[0] = h;
-    shape[1] = w;
-    shape[2] = ch;
-    nd = 3;
-  } else {
-    shape[0] = ch;
-    shape[1] = h;
-    shape[2] = w;
-    nd = 3;
-  }
+  size_t nd = out_shape(a.ndim(), hwc, h, w, ch, shape);
   nb::ndarray<nb::numpy> arr(buf, nd, shape, owner, nullptr, dt);
   return nb::make_tuple(true, arr.cast());
+}
+
+// imgstat.normalize of an object that offers only __cuda_array_interface__
+// (Numba): its pointer, shape and strides (in elements) as the Python side
+// read them, made a CUDA array of device `device` (-1: the current one).
+nb::object normalize_cuda_interface(
+    uintptr_t ptr, int device, const std::vector<int64_t> &shape,
+    const std::vector<int64_t> &strides, const std::string &dtype,
+    const std::string &layout, const std::string &mode,
+    std::optional<std::vector<double>> mean,
+    std::optional<std::vector<double>> std_,
+    std::optional<std::vector<double>> clip,
+    std::optional<std::vector<double>> range, bool linked,
+    const std::string &out_dtype, const std::string &alpha,
+    const std::string &scale, const std::string &backend) {
+  nb::dlpack::dtype dt;
+  if (dtype == "uint8")
+    dt = nb::dtype<uint8_t>();
+  else if (dtype == "uint16")
+    dt = nb::dtype<uint16_t>();
+  else if (dtype == "float32")
+    dt = nb::dtype<float>();
+  else
+    throw nb::type_error("imgstat.normalize: the array's dtype must be "
+                         "uint8, uint16 or float32");
+  if (shape.size() != strides.size() || shape.size() < 2 || shape.size() > 3)
+    throw nb::value_error("imgstat.normalize: an image array is HW, HWC or "
+                          "CHW");
+  size_t sh[3];
+  for (size_t k = 0; k < shape.size(); k++) {
+    if (shape[k] <= 0 || shape[k] > (int64_t)UINT32_MAX)
+      throw nb::value_error("imgstat.normalize: bad array shape");
+    sh[k] = (size_t)shape[k];
+  }
+  AnyArray a((const void *)ptr, shape.size(), sh, nb::handle(), strides.data(),
+             dt, nb::device::cuda::value, device);
+  return normalize_array(a, layout, mode, mean, std_, clip, range, linked,
+                         out_dtype, alpha, scale, backend);
 }
 
 // ---- runs (imgstat_run.h)
@@ -1021,6 +1260,12 @@ NB_MODULE(_imgstat, m) {
         nb::arg("std").none(), nb::arg("clip").none(), nb::arg("range").none(),
         nb::arg("linked"), nb::arg("dtype"), nb::arg("alpha"), nb::arg("scale"),
         nb::arg("backend"));
+  m.def("normalize_cuda_interface", &normalize_cuda_interface, nb::arg("ptr"),
+        nb::arg("device"), nb::arg("shape"), nb::arg("strides"),
+        nb::arg("dtype"), nb::arg("layout"), nb::arg("mode"),
+        nb::arg("mean").none(), nb::arg("std").none(), nb::arg("clip").none(),
+        nb::arg("range").none(), nb::arg("linked"), nb::arg("out_dtype"),
+        nb::arg("alpha"), nb::arg("scale"), nb::arg("backend"));
   nb::class_<Scan>(m, "Scan")
       .def("next", &Scan::next)
       .def("close", &Scan::close)

@@ -98,6 +98,49 @@ imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
   return no_cuda(err);
 }
 
+imgstat_status imgstat_gpu_image_wrap_strided(
+    imgstat_gpu *gpu, uint32_t width, uint32_t height, int channels,
+    imgstat_sample sample, const void *d_data, size_t row_pitch,
+    size_t pixel_pitch, size_t channel_pitch, imgstat_gpu_image **out,
+    imgstat_error *err) {
+  (void)gpu;
+  (void)width;
+  (void)height;
+  (void)channels;
+  (void)sample;
+  (void)d_data;
+  (void)row_pitch;
+  (void)pixel_pitch;
+  (void)channel_pitch;
+  if (out)
+    *out = NULL;
+  return no_cuda(err);
+}
+
+imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
+                                          imgstat_gpu_image *dimg, int c,
+                                          void *host, imgstat_error *err) {
+  (void)gpu;
+  (void)dimg;
+  (void)c;
+  (void)host;
+  return no_cuda(err);
+}
+
+imgstat_status imgstat_gpu_malloc(imgstat_gpu *gpu, size_t bytes, void **p,
+                                  imgstat_error *err) {
+  (void)gpu;
+  (void)bytes;
+  if (p)
+    *p = NULL;
+  return no_cuda(err);
+}
+
+void imgstat_gpu_free(imgstat_gpu *gpu, void *p) {
+  (void)gpu;
+  (void)p;
+}
+
 void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg) {
   (void)gpu;
   (void)dimg;

@@ -79,3 +79,26 @@ imgstat_status imgstat_gpu_image_norm_apply(imgstat_gpu *gpu,
   (void)dimg;
   return imgstat_gpu_norm_apply(gpu, NULL, plan, out, err);
 }
+
+imgstat_status imgstat_gpu_image_norm_plan(
+    imgstat_gpu *gpu, imgstat_gpu_image *dimg, const imgstat_norm_options *opts,
+    imgstat_norm_measure *m, imgstat_norm_plan *plan, imgstat_error *err) {
+  (void)gpu;
+  (void)dimg;
+  (void)opts;
+  (void)m;
+  (void)plan;
+  return no_cuda(err);
+}
+
+imgstat_status
+imgstat_gpu_image_norm_apply_device(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
+                                    const imgstat_norm_plan *plan, void *d_out,
+                                    int interleaved, imgstat_error *err) {
+  (void)gpu;
+  (void)dimg;
+  (void)plan;
+  (void)d_out;
+  (void)interleaved;
+  return no_cuda(err);
+}
