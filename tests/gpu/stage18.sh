@@ -68,7 +68,7 @@ if has build; then
       -I"$NJ/include" -L"$NJ/lib" -l:libnvjpeg.so.13 -Xlinker -rpath="$NJ/lib" -lpthread \
       >>"$OUT/s18-startup-build.log" 2>&1) &
   probe=$!
-  p18_build "$OUT/s18-build.log" 330 imgstat test_stage test_gpu_batch test_gpu
+  p18_build "$OUT/s18-build.log" 330 imgstat test_stage test_gpu_batch test_gpu test_norm_gpu test_jpeg_gpu
   wait $probe
   log "start-up probe: $([ -x "$STARTUP" ] && echo built || tail -3 "$OUT/s18-startup-build.log")"
 fi
@@ -78,6 +78,8 @@ if has test; then
   run_test test_stage 60
   run_test test_gpu_batch 90
   run_test test_gpu 120 # every GPU partial = the CPU's, float order included
+  run_test test_norm_gpu 120 # normalize and histograms on the device (wrapped and strided arrays too)
+  run_test test_jpeg_gpu 120
 fi
 
 G="--json --jpeg-decoder gpu --jpeg-check markers"
