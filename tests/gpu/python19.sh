@@ -4,10 +4,10 @@
 # ~8 minutes. Every step runs under a hard limit (cut to the time left),
 # logs to $OUT/python19.log as it goes and goes on after a failure; the
 # figures go to $OUT/python19.rows and a summary table is printed last.
-#   build     a venv with --system-site-packages (torch, numpy, CuPy,
-#             nanobind, scikit-build-core of the host) and
-#             `pip install --no-build-isolation ./python` with CUDA, as
-#             tests/python_test.sh does (.deps for stb and the rest)
+#   build     `pip install --no-build-isolation --target build-py19/site
+#             ./python` with CUDA by the host's python3 (its torch, numpy,
+#             CuPy, nanobind and scikit-build-core), .deps for stb and the
+#             rest
 #   pytest    the whole python/tests suite (the CUDA-array tests run here;
 #             without pytest on the host, test_cuda_arrays.py alone through
 #             tests/gpu/run_cuda_tests.py and its stand-in for pytest)
@@ -40,8 +40,12 @@ L=$OUT/python19.log
 ROWS=$OUT/python19.rows
 : >"$ROWS"
 BD=$ROOT/build-py19
-VENV=$BD/venv
-PY=$VENV/bin/python
+# The host's python3 (the one with torch, numpy, CuPy, nanobind and
+# scikit-build-core: itself a venv, so a venv made from it would not see
+# them); the package goes into a folder of its own on PYTHONPATH.
+PY=$(command -v python3)
+SITE=$BD/site
+export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 BUDGET=${P19_BUDGET:-460} # seconds for the whole call
 T0=$(date +%s)
 log() { echo "$*" | tee -a "$L"; }
@@ -64,12 +68,13 @@ log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 
 if has build; then
   t=$(date +%s)
   mkdir -p "$BD"
-  [ -x "$PY" ] || python3 -m venv --system-site-packages "$VENV" >>"$L" 2>&1
+  rm -rf "$SITE"
   lim=$(limit 330)
   CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr" \
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout -k 5 "$lim" \
     "$PY" -m pip install --no-build-isolation --no-deps --force-reinstall \
-    --config-settings=build-dir="$BD/python-build" ./python >"$OUT/p19-pip.log" 2>&1
+    --target "$SITE" --config-settings=build-dir="$BD/python-build" ./python \
+    >"$OUT/p19-pip.log" 2>&1
   rc=$?
   log "build: pip install ./python rc=$rc ($(($(date +%s) - t)) s)"
   if [ $rc -ne 0 ]; then
@@ -144,7 +149,7 @@ if has bench2; then
   if [ "$(ls $BIG 2>/dev/null | wc -l)" -ne 500 ]; then
     lim=$(limit 120)
     if "$PY" -c 'import cv2' 2>/dev/null; then
-      timeout -k 5 "$lim" bash -c ". tests/gpu/bench_lib.sh; PATH=$VENV/bin:\$PATH bench_jpegs $BIG 500" >>"$L" 2>&1
+      timeout -k 5 "$lim" bash -c ". tests/gpu/bench_lib.sh; bench_jpegs $BIG 500" >>"$L" 2>&1
     else
       rm -rf $BIG && mkdir -p $BIG
       timeout -k 5 "$lim" "$PY" - "$BIG" <<'PY' >>"$L" 2>&1
