@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 from . import _imgstat
 
@@ -28,6 +28,7 @@ __all__ = [
     "scan",
     "dataset",
     "normalize",
+    "DeviceArray",
     "__version__",
 ]
 
@@ -240,10 +241,31 @@ def _cai_geometry(cai: dict) -> tuple:
     return cai["data"][0], shape, strides, dtype
 
 
-def _like_input(x: Any, out: Any) -> Any:
-    """A CUDA result (a DLPack array) as the input's kind of array: a torch
-    tensor for a torch tensor, a CuPy array for a CuPy array; else the
-    DLPack array itself."""
+class DeviceArray:
+    """A CUDA array made by imgstat (normalize of a CUDA input that is
+    neither torch nor CuPy): hand it to any DLPack consumer
+    (``torch.from_dlpack``, ``cupy.from_dlpack``, ``jax.dlpack``), once."""
+
+    def __init__(self, capsule: Any, device: int) -> None:
+        self._capsule = capsule
+        self._device = device
+
+    def __dlpack__(self, *, stream: Any = None, **_: Any) -> Any:
+        # the result is complete (the call synchronized): no stream to order
+        if self._capsule is None:
+            raise BufferError("this DeviceArray was consumed already")
+        capsule, self._capsule = self._capsule, None
+        return capsule
+
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        return (2, self._device)  # kDLCUDA
+
+
+def _like_input(x: Any, out: Any, device: int) -> Any:
+    """A CUDA result (a DLPack capsule) as the input's kind of array: a
+    torch tensor for a torch tensor, a CuPy array for a CuPy array; else a
+    DeviceArray."""
+    out = DeviceArray(out, device)
     kind = type(x).__module__.split(".")[0]
     try:
         if kind == "torch":
@@ -475,9 +497,8 @@ def normalize(x: Any, mode: str = "minmax", *,
         ok, value = _imgstat.normalize_array(x, *args)
     if not ok:
         raise ImageError(*value)
-    if hasattr(value, "__dlpack_device__") and \
-            value.__dlpack_device__()[0] == 2:  # kDLCUDA
-        return _like_input(x, value)
+    if isinstance(value, tuple):  # (a DLPack capsule, its CUDA device)
+        return _like_input(x, *value)
     return value
 
 

@@ -1,5 +1,5 @@
 import os
-from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 __version__: str
 cuda: bool
@@ -84,6 +84,12 @@ def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             jobs: int = ..., backend: str = ..., follow: bool = ...,
             files_from: Optional[_Inputs] = ...,
             jpeg_decoder: str = ...) -> Dataset: ...
+class DeviceArray:
+    """A CUDA array made by imgstat.normalize (for a CUDA input that is
+    neither torch nor CuPy); any DLPack consumer takes it, once."""
+    def __dlpack__(self, *, stream: Any = ..., **kw: Any) -> Any: ...
+    def __dlpack_device__(self) -> Tuple[int, int]: ...
+
 def normalize(x: Any, mode: str = ..., *,
               mean: Optional[Sequence[float]] = ...,
               std: Optional[Sequence[float]] = ...,

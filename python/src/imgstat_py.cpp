@@ -740,7 +740,12 @@ nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
                              : nb::dtype<float>();
   nb::ndarray<> arr(out, nd, shape, owner, nullptr, dt, nb::device::cuda::value,
                     imgstat_gpu_device(gpu));
-  return nb::make_tuple(true, nb::cast(arr, nb::rv_policy::reference));
+  // an ndarray without a framework goes to Python as a DLPack capsule; the
+  // package wraps it with its device (imgstat.DeviceArray, or the input's
+  // framework)
+  return nb::make_tuple(true,
+                        nb::make_tuple(nb::cast(arr, nb::rv_policy::reference),
+                                       imgstat_gpu_device(gpu)));
 }
 
 // ---- normalization of an array

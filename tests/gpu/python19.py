@@ -106,7 +106,10 @@ def hostcopy():
     s = imgstat.stats(x)
     peak1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     # the check: exact sums against torch's int64 sums on the device
-    want = int(x.sum(dtype=torch.int64).item())
+    # (in slices of 1 GiB: one int64 copy of the whole would not fit)
+    flat = x.reshape(-1)
+    want = sum(int(c.sum(dtype=torch.int64).item())
+               for c in flat.split(1 << 30))
     grew = (peak1 - peak0) / 2**20
     ok = s.sum[0] == want and s.count[0] == h * w and grew < 256
     print(f"{h * w / 2**30:.1f} GiB CUDA tensor: sum {s.sum[0]} (torch "
