@@ -85,7 +85,11 @@ typedef struct imgstat_normrun imgstat_normrun;
 /* Why a run was refused or stopped (imgstat_normrun_error.cause). */
 typedef enum imgstat_normrun_cause {
   IMGSTAT_NORMRUN_NONE = 0,
-  IMGSTAT_NORMRUN_NOMEM,  /* out of memory */
+  IMGSTAT_NORMRUN_NOMEM, /* out of memory */
+  /* options that do not go together (IMGSTAT_ERR_ARG): dataset with given
+   * figures or a range, float32 output (zscore, given mean and std) in
+   * another depth or in PNG, linked with another mode than minmax or clip */
+  IMGSTAT_NORMRUN_OPTIONS,
   IMGSTAT_NORMRUN_INPUTS, /* the walk: err (IMGSTAT_ERR_ARG: the inputs do
                              not go together, e.g. standard input twice) */
   /* The output plan (imgstat_output_plan_check's problems; IMGSTAT_ERR_ARG):
@@ -171,10 +175,10 @@ typedef struct imgstat_normrun_report {
 } imgstat_normrun_report;
 
 /*
- * Makes a run: the options checked, the inputs walked whole (an output
- * folder inside an input folder is left out of the walk) and the output
- * plan checked against the whole list. Failures: cause NOMEM, INPUTS or
- * OUTPUTS (with the problem). *out is NULL on failure.
+ * Makes a run: the options checked (cause OPTIONS), the inputs walked whole (an
+ * output folder inside an input folder is left out of the walk) and the output
+ * plan checked against the whole list. Failures: cause NOMEM, OPTIONS,
+ * INPUTS or OUTPUTS (with the problem). *out is NULL on failure.
  */
 imgstat_status imgstat_normrun_create(const imgstat_normrun_options *opts,
                                       imgstat_normrun **out,

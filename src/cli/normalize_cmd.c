@@ -476,7 +476,9 @@ static int on_item(void *ctx, const imgstat_normrun_item *it,
 /* The words of a refused plan (imgstat_normrun_create). */
 static int plan_refused(const norm_cli *c, const imgstat_normrun_error *e) {
   const imgstat_output_problem *why = &e->problem;
-  if (e->cause == IMGSTAT_NORMRUN_INPUTS && e->err.status == IMGSTAT_ERR_ARG)
+  if ((e->cause == IMGSTAT_NORMRUN_INPUTS ||
+       e->cause == IMGSTAT_NORMRUN_OPTIONS) &&
+      e->err.status == IMGSTAT_ERR_ARG) /* options: parse() said it first */
     return usage("%s", e->err.message);
   if (e->cause != IMGSTAT_NORMRUN_OUTPUTS || e->err.status != IMGSTAT_ERR_ARG) {
     ist_cli_error("%s", e->err.message);

@@ -54,6 +54,32 @@ static imgstat_file_format fixed_format(const imgstat_normrun_options *o,
   return IMGSTAT_FILE_AUTO;
 }
 
+/* The options that do not go together (the command line says so in its own
+ * words while parsing). */
+static imgstat_status check_options(const imgstat_normrun_options *o,
+                                    imgstat_error *err) {
+  const imgstat_norm_options *n = &o->norm;
+  if (o->dataset &&
+      (n->mode == IMGSTAT_NORM_GIVEN || n->mode == IMGSTAT_NORM_RANGE))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "a dataset's plan pools the figures of minmax, "
+                             "clip or zscore: not of given figures or a range");
+  if (n->linked && n->mode != IMGSTAT_NORM_MINMAX &&
+      n->mode != IMGSTAT_NORM_CLIP)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "linked applies to minmax and clip");
+  if (float_mode(n) && n->out_sample && n->out_sample != IMGSTAT_F32)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "zscore and given mean and std write float32");
+  if (float_mode(n) && (o->format == IMGSTAT_FILE_PNG ||
+                        (!o->format && imgstat_file_format_from_path(o->out) ==
+                                           IMGSTAT_FILE_PNG)))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "zscore and given mean and std write float32, "
+                             "which PNG cannot hold: write .npy or .pfm");
+  return IMGSTAT_OK;
+}
+
 void imgstat_normrun_error_clear(imgstat_normrun_error *e) {
   imgstat_output_problem_clear(&e->problem);
   memset(e, 0, sizeof *e);
@@ -78,6 +104,8 @@ imgstat_status imgstat_normrun_create(const imgstat_normrun_options *opts,
     imgstat_error_set(&e->err, IMGSTAT_ERR_ARG, "no inputs, or no output");
     return fail(e, IMGSTAT_NORMRUN_INPUTS, IMGSTAT_ERR_ARG);
   }
+  if (check_options(opts, &e->err) != IMGSTAT_OK)
+    return fail(e, IMGSTAT_NORMRUN_OPTIONS, IMGSTAT_ERR_ARG);
   imgstat_normrun *run = calloc(1, sizeof *run);
   if (!run) /* fail() words it */
     return fail(e, IMGSTAT_NORMRUN_NOMEM, IMGSTAT_ERR_NOMEM);
