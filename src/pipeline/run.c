@@ -368,25 +368,10 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
-  const imgstat_dataset_options *o = &run->opt.ds;
-  int gray = imgstat_dataset_needs_gray(o, res->channels);
-  imgstat_dataset_image im;
-  memset(&im, 0, sizeof im);
-  im.name = in->path;
-  im.width = res->width;
-  im.height = res->height;
-  im.channels = res->channels;
-  im.colour = res->colour;
-  im.sample = res->sample;
-  im.partial = gray ? r->ds.partial : res->partial;
-  if (r->ds.hists)
-    im.hist = r->ds.hist;
-  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
-    im.hist = res->hist;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if ((gray && !r->ds.gray) ||
-      imgstat_dataset_add(run->ds, in->index, &im, &err) != IMGSTAT_OK) {
+  if (ist_dataset_extra_add(run->ds, in->index, in->path, res, &r->ds, &err) !=
+      IMGSTAT_OK) {
     snprintf(why, size, "--dataset: %s",
              err.message[0] ? err.message : "out of memory");
     imgstat_dataset_add_failed(run->ds, in->index);
