@@ -1,12 +1,12 @@
 /*
  * `imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT`: stretches, clips or
- * standardizes images and writes them (PNG 8/16-bit, .npy, PFM). Parse (the
- * option table, options.c), plan the outputs (the pipeline's naming rule,
- * imgstat_pipeline.h: every input walked, collisions and inputs named as
- * outputs refused before any work), run (the batch runner: each worker
- * decodes, normalizes through the library's engine -- the same backend
- * policy as the statistics -- and writes one input at a time), and report in
- * input order. Part of the program: it prints and decides exit statuses.
+ * standardizes images and writes them (PNG 8/16-bit, .npy, PFM). Parses (the
+ * option table, options.c), then hands the run to the library
+ * (imgstat_normrun.h: every input walked, the output plan checked before any
+ * work, the --dataset pass, each input decoded, normalized by the engine and
+ * written by the workers) and prints what it hands back in input order: the
+ * messages, the progress line, the summary. Part of the program: it words
+ * the library's structured refusals, prints and decides exit statuses.
  *
  * SIGINT and SIGTERM stop the run (cli_util.h): writes in progress remove
  * their temporaries, finished outputs stay, and the exit status is 130 or
@@ -26,12 +26,10 @@
 #include "stats_from.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 enum { EXIT_OK = 0, EXIT_FAILED = 1, EXIT_USAGE = IMGSTAT_EXIT_USAGE };
