@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "imgstat.h"
+#include "imgstat_norm.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -231,6 +232,84 @@ imgstat_status imgstat_output_guard_check(const imgstat_output_guard *g,
  * O(n log n). IMGSTAT_ERR_NOMEM is returned as -1. */
 int imgstat_output_find_collision(char *const *names, size_t n, size_t *first,
                                   size_t *second);
+
+/* ---- the output plan --------------------------------------------------------
+ * Where a batch that writes one file per input (normalize) writes each: one
+ * file, or a folder of outputs named by imgstat_output_name; in one format,
+ * or by the output's sample type. Checked on the whole input list before
+ * any work. */
+
+typedef struct imgstat_output_plan {
+  const char *out; /* the file or folder (borrowed) */
+  int folder;      /* out is a folder */
+  /* the format; IMGSTAT_FILE_AUTO: by the output's sample type (float32:
+   * .npy, else PNG) */
+  imgstat_file_format format;
+} imgstat_output_plan;
+
+/* Whether out names a folder: when the run may have several inputs
+ * (several: more than one source, a list, or a folder), or, for one file,
+ * when out is a folder, ends in '/', or has no extension and format (the
+ * format given, 0 none) does not say what file to write. */
+int imgstat_output_plan_folder(const char *out, int several,
+                               imgstat_file_format format);
+
+/* The extension of a format (".png", ".npy", ".pfm"; "" for AUTO). */
+const char *imgstat_file_format_ext(imgstat_file_format f);
+
+/* The format of an output of samples s. */
+imgstat_file_format imgstat_output_plan_format(const imgstat_output_plan *p,
+                                               imgstat_sample s);
+
+/* The output path of in in format f (AUTO: without an extension): a new
+ * string in *path (free it). Standard input in a folder: IMGSTAT_ERR_ARG. */
+imgstat_status imgstat_output_plan_path(const imgstat_output_plan *p,
+                                        const imgstat_input *in,
+                                        imgstat_file_format f, char **path,
+                                        imgstat_error *err);
+
+/* Whether the output of in is there already (a regular file), in input's
+ * format or, when that depends on the sample type, in either (PNG, .npy). */
+int imgstat_output_plan_present(const imgstat_output_plan *p,
+                                const imgstat_input *in);
+
+/* Makes the output folder (and its parents) when the plan has one. */
+imgstat_status imgstat_output_plan_make_folder(const imgstat_output_plan *p,
+                                               imgstat_error *err);
+
+/* What is wrong with a plan (imgstat_output_plan_check). */
+typedef enum imgstat_output_problem_kind {
+  IMGSTAT_OUTPUT_FINE = 0,
+  /* one output file whose name says no format the plan writes: ext its
+   * extension upper-cased ("JPEG" for every JPEG spelling), or "" */
+  IMGSTAT_OUTPUT_UNKNOWN_FORMAT,
+  IMGSTAT_OUTPUT_FOLDER_LIKE_FILE, /* a folder named like a file */
+  IMGSTAT_OUTPUT_NO_NAME,          /* an input has no output name: err */
+  /* inputs first and second (paths) would both write output (its name
+   * without the extension, which `format` adds: AUTO ".png (or .npy)") */
+  IMGSTAT_OUTPUT_COLLISION,
+  IMGSTAT_OUTPUT_IS_INPUT /* an output is an input: err (the guard's) */
+} imgstat_output_problem_kind;
+
+typedef struct imgstat_output_problem {
+  imgstat_output_problem_kind kind;
+  char ext[16];
+  char *first, *second, *output; /* COLLISION: copies (free them) */
+  imgstat_file_format format;
+} imgstat_output_problem;
+
+/* Checks the plan against the whole input list: out's format, no two
+ * inputs with one output (by the name without its extension, so that x.png
+ * and x.npy count as one), no output naming an input in any format it may
+ * take (imgstat_output_guard). IMGSTAT_ERR_ARG with *why filled (err says
+ * it in words), or IMGSTAT_ERR_NOMEM. */
+imgstat_status imgstat_output_plan_check(const imgstat_output_plan *p,
+                                         const imgstat_input_list *list,
+                                         imgstat_output_problem *why,
+                                         imgstat_error *err);
+
+/* Frees a problem's names. */
+void imgstat_output_problem_clear(imgstat_output_problem *why);
 
 /* ---- the batch runner -----------------------------------------------------
  */

@@ -29,6 +29,8 @@ __all__ = [
     "dataset",
     "normalize",
     "DeviceArray",
+    "normalize_files",
+    "NormalizedFile",
     "__version__",
 ]
 
@@ -341,6 +343,13 @@ def _sources(inputs: Union[str, os.PathLike, Iterable]) -> list:
     return out
 
 
+def _floats(v: Any) -> Optional[list]:
+    """One number or a sequence of them as a list of floats (None stays)."""
+    if v is None:
+        return None
+    return [float(t) for t in (v if isinstance(v, (list, tuple)) else [v])]
+
+
 def _lists(files_from: Union[None, str, os.PathLike, Iterable]) -> list:
     if files_from is None:
         return []
@@ -480,13 +489,11 @@ def normalize(x: Any, mode: str = "minmax", *,
     host array; for a CUDA array (a build with CUDA) the work is done on its
     device and the result is a new array on that device, with the same bytes
     as the host path's: a torch tensor for a torch tensor, a CuPy array for
-    a CuPy array, else a DLPack array (``__dlpack__``)."""
+    a CuPy array, else an imgstat.DeviceArray (``__dlpack__``)."""
     if layout not in ("hwc", "chw"):
         raise ValueError("layout must be 'hwc' or 'chw'")
-    as_list = (lambda v: None if v is None else
-               [float(t) for t in (v if isinstance(v, (list, tuple)) else [v])])
-    args = (layout, mode, as_list(mean), as_list(std),
-            [float(t) for t in clip], as_list(range), bool(linked),
+    args = (layout, mode, _floats(mean), _floats(std),
+            [float(t) for t in clip], _floats(range), bool(linked),
             dtype or "", alpha, scale, backend)
     cai = _cuda_interface(x)
     if cai is not None:
@@ -500,6 +507,91 @@ def normalize(x: Any, mode: str = "minmax", *,
     if isinstance(value, tuple):  # (a DLPack capsule, its CUDA device)
         return _like_input(x, *value)
     return value
+
+
+class NormalizedFile:
+    """An input of normalize_files() and what became of it: ``input`` (its
+    path), ``output`` (the file written, or that was there already with
+    ``skipped``)."""
+
+    __slots__ = ("input", "output", "skipped")
+
+    def __init__(self, input: str, output: Optional[str],
+                 skipped: bool) -> None:
+        self.input = input
+        self.output = output
+        self.skipped = skipped
+
+    def __repr__(self) -> str:
+        state = " (skipped: there already)" if self.skipped else ""
+        return f"NormalizedFile({self.input!r} -> {self.output!r}{state})"
+
+
+def normalize_files(inputs: Union[str, os.PathLike, Iterable],
+                    out: Union[str, os.PathLike], *, mode: str = "minmax",
+                    mean: Optional[Sequence[float]] = None,
+                    std: Optional[Sequence[float]] = None,
+                    clip: Sequence[float] = (1, 99),
+                    range: Optional[Sequence[float]] = None,
+                    linked: bool = False, dtype: Optional[str] = None,
+                    alpha: str = "copy", scale: str = "none",
+                    dataset: bool = False, as_: str = "keep",
+                    format: Optional[str] = None, layout: str = "hwc",
+                    compression: Optional[int] = None,
+                    skip_existing: bool = False, errors: str = "raise",
+                    jobs: int = 0, follow: bool = False,
+                    files_from: Union[None, str, os.PathLike, Iterable] = None,
+                    backend: str = "auto") -> list:
+    """Normalizes every image among inputs (files, folders walked in byte
+    order, lists of paths in files_from) and writes each to out, as
+    ``imgstat normalize`` does (docs/normalize.md): out is a file for one
+    input, else a folder mirroring the input folders (OUT/sub/x.png); the
+    modes and options are normalize()'s, and
+
+    dataset: one plan for every input from their pooled figures (minmax,
+    clip, zscore), each converted to the layout as_ ("keep", "gray", "rgb",
+    "rgba") first; format: "png", "npy" or "pfm" (default: from out's name
+    for one file, else PNG, and .npy for float32); layout: "hwc" or "chw"
+    for .npy; compression: PNG's deflate level 0..9; skip_existing: an input
+    whose output is there is not read.
+
+    Before any work, the run is refused (ValueError) when two inputs would
+    write one output, an output would replace an input, or out's name says
+    another format. Each file is written to a temporary beside it and
+    renamed when complete: nothing is half-written, even when Ctrl-C stops
+    the run.
+
+    Returns a list, in input order, of NormalizedFile; errors: "raise" (the
+    run stops at the first input that fails and its ImageError is raised:
+    the files written before it stay), "skip" (failed inputs are left out)
+    or "record" (an ImageError in the input's place: ``path`` the input, or
+    the output when writing it failed)."""
+    if errors not in ("raise", "skip", "record"):
+        raise ValueError("errors must be 'raise', 'skip' or 'record'")
+    if layout not in ("hwc", "chw"):
+        raise ValueError("layout must be 'hwc' or 'chw'")
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError("out: the path of a file or a folder")
+    result = _imgstat.normalize_files(
+        _sources(inputs), _lists(files_from), os.fsdecode(out), int(jobs),
+        bool(follow), mode, _floats(mean), _floats(std),
+        [float(t) for t in clip], _floats(range), bool(linked), dtype or "",
+        alpha, scale, bool(dataset), as_, format or "", layout,
+        -1 if compression is None else int(compression), bool(skip_existing),
+        errors == "raise", backend)
+    if not result[0]:
+        _, kind, message = result
+        raise (ValueError if kind == "arg" else RuntimeError)(message)
+    _, items, _counts, _cancelled = result
+    done = []
+    for path, output, skipped, failure in items:
+        if failure is None:
+            done.append(NormalizedFile(path, output, skipped))
+        elif errors == "raise":
+            raise ImageError(*failure)
+        elif errors == "record":
+            done.append(ImageError(*failure))
+    return done
 
 
 def program() -> str:

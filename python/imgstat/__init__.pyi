@@ -97,4 +97,25 @@ def normalize(x: Any, mode: str = ..., *,
               range: Optional[Sequence[float]] = ..., linked: bool = ...,
               dtype: Optional[str] = ..., alpha: str = ..., scale: str = ...,
               layout: str = ..., backend: str = ...) -> Any: ...
+class NormalizedFile:
+    input: str
+    output: Optional[str]
+    skipped: bool
+    def __init__(self, input: str, output: Optional[str],
+                 skipped: bool) -> None: ...
+
+def normalize_files(inputs: _Inputs, out: Union[str, os.PathLike], *,
+                    mode: str = ..., mean: Optional[Sequence[float]] = ...,
+                    std: Optional[Sequence[float]] = ...,
+                    clip: Sequence[float] = ...,
+                    range: Optional[Sequence[float]] = ...,
+                    linked: bool = ..., dtype: Optional[str] = ...,
+                    alpha: str = ..., scale: str = ..., dataset: bool = ...,
+                    as_: str = ..., format: Optional[str] = ...,
+                    layout: str = ..., compression: Optional[int] = ...,
+                    skip_existing: bool = ..., errors: str = ...,
+                    jobs: int = ..., follow: bool = ...,
+                    files_from: Optional[_Inputs] = ...,
+                    backend: str = ...
+                    ) -> list[Union[NormalizedFile, ImageError]]: ...
 def program() -> str: ...

@@ -34,6 +34,7 @@ extern "C" {
 #include "imgstat_cuda_norm.h"
 #include "imgstat_dataset.h"
 #include "imgstat_job.h"
+#include "imgstat_normrun.h"
 #include "imgstat_run.h"
 #include "record.h"
 }
@@ -751,31 +752,24 @@ nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
 // ---- normalization of an array
 // ------------------------------------------------
 
-// The normalized image of a host array (numpy out, the input's layout): the
-// engine's normalize with the command line's modes.
-nb::object normalize_array(AnyArray a, const std::string &layout,
-                           const std::string &mode,
-                           std::optional<std::vector<double>> mean,
-                           std::optional<std::vector<double>> std_,
-                           std::optional<std::vector<double>> clip,
-                           std::optional<std::vector<double>> range,
-                           bool linked, const std::string &dtype,
-                           const std::string &alpha, const std::string &scale,
-                           const std::string &backend) {
-  imgstat_sample sample = sample_of(a);
-  Geometry g = geometry_of(a, layout);
-  const bool on_cuda = a.device_type() == nb::device::cuda::value;
-  if (a.device_type() != nb::device::cpu::value &&
-      a.device_type() != nb::device::cuda_host::value && !on_cuda)
-    throw nb::value_error("imgstat.normalize: arrays on this kind of device "
-                          "are not supported (CPU and CUDA are)");
+// The normalization options of imgstat.normalize and normalize_files, as
+// the command line's normalize takes them (channels: the array's, for the
+// count of mean and std values; 0 when each input says).
+imgstat_norm_options
+norm_options(const std::string &mode,
+             const std::optional<std::vector<double>> &mean,
+             const std::optional<std::vector<double>> &std_,
+             const std::optional<std::vector<double>> &clip,
+             const std::optional<std::vector<double>> &range, bool linked,
+             const std::string &dtype, const std::string &alpha,
+             const std::string &scale, int channels) {
   imgstat_norm_options o;
   std::memset(&o, 0, sizeof o);
   if (mean || std_) {
     if (!mean || !std_)
       throw nb::value_error("mean and std go together");
-    if (mean->size() != std_->size() ||
-        (mean->size() != 1 && (int)mean->size() != g.channels))
+    if (mean->size() != std_->size() || mean->size() > IMGSTAT_MAX_CHANNELS ||
+        (mean->size() != 1 && channels > 0 && (int)mean->size() != channels))
       throw nb::value_error("mean and std: one value, or one per channel");
     if (mode != "minmax" && mode != "given")
       throw nb::value_error("mean and std replace the mode");
@@ -837,6 +831,29 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
     o.scale_unit = 1;
   else if (scale != "none" && scale != "native")
     throw nb::value_error("scale must be 'none' or 'unit'");
+  return o;
+}
+
+// The normalized image of a host array (numpy out, the input's layout): the
+// engine's normalize with the command line's modes.
+nb::object normalize_array(AnyArray a, const std::string &layout,
+                           const std::string &mode,
+                           std::optional<std::vector<double>> mean,
+                           std::optional<std::vector<double>> std_,
+                           std::optional<std::vector<double>> clip,
+                           std::optional<std::vector<double>> range,
+                           bool linked, const std::string &dtype,
+                           const std::string &alpha, const std::string &scale,
+                           const std::string &backend) {
+  imgstat_sample sample = sample_of(a);
+  Geometry g = geometry_of(a, layout);
+  const bool on_cuda = a.device_type() == nb::device::cuda::value;
+  if (a.device_type() != nb::device::cpu::value &&
+      a.device_type() != nb::device::cuda_host::value && !on_cuda)
+    throw nb::value_error("imgstat.normalize: arrays on this kind of device "
+                          "are not supported (CPU and CUDA are)");
+  imgstat_norm_options o = norm_options(mode, mean, std_, clip, range, linked,
+                                        dtype, alpha, scale, g.channels);
   Request req = make_request(0, false, std::nullopt, backend);
   if (on_cuda)
     return normalize_cuda(a, g, sample, o, req, layout == "hwc");
@@ -1240,6 +1257,189 @@ nb::tuple dataset(const std::vector<std::string> &inputs,
   return nb::make_tuple(scan->dataset_json(), failures);
 }
 
+// ---- normalize_files (imgstat_normrun.h)
+// ----------------------------------------------
+
+// A normalize run over files on a thread of its own, the caller waiting with
+// the GIL released; Ctrl-C (a pending signal) cancels it.
+struct NormFiles {
+  imgstat_normrun_options o{};
+  bool stop_on_failure = false;
+  volatile sig_atomic_t cancel = 0;
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  // the items: (input, output or None, skipped, failure or None)
+  struct Out {
+    std::string input, output;
+    bool has_output = false, skipped = false, failed = false;
+    Failure f;
+  };
+  std::vector<Out> items;
+  imgstat_normrun_report rep{};
+  imgstat_status status = IMGSTAT_OK;
+  imgstat_normrun_cause cause = IMGSTAT_NORMRUN_NONE;
+  std::string message;
+
+  static int on_item(void *ctx, const imgstat_normrun_item *it,
+                     const imgstat_normrun_progress *) {
+    NormFiles *n = (NormFiles *)ctx;
+    Out out;
+    out.input = it->input->path;
+    out.skipped = it->skipped;
+    if (it->output) {
+      out.output = it->output;
+      out.has_output = true;
+    }
+    if (!it->skipped && it->result->status != IMGSTAT_OK) {
+      out.failed = true;
+      out.f = failure_of(it->input->path, it->result);
+    } else if (!it->skipped && it->write_error->message[0]) {
+      out.failed = true;
+      out.f = Failure{out.has_output ? out.output : out.input,
+                      status_name(it->write_error->status),
+                      it->write_error->message};
+    }
+    bool stop = out.failed && n->stop_on_failure;
+    std::lock_guard<std::mutex> lock(n->m);
+    n->items.push_back(std::move(out));
+    return stop;
+  }
+
+  // The excluded inputs of a refused dataset, in words.
+  static std::string refused(const imgstat_normrun *run, const char *why) {
+    std::string m = why;
+    const imgstat_dataset_result *r = imgstat_normrun_dataset(run);
+    for (size_t k = 0; r && k < r->nexcluded && k < 5; k++)
+      m += std::string("; ") + r->excluded[k].file + ": " +
+           r->excluded[k].reason;
+    return m;
+  }
+
+  void run() {
+    imgstat_normrun *run = nullptr;
+    imgstat_normrun_error e;
+    status = imgstat_normrun_create(&o, &run, &e);
+    if (status == IMGSTAT_OK) {
+      imgstat_normrun_callbacks cb;
+      std::memset(&cb, 0, sizeof cb);
+      cb.ctx = this;
+      cb.item = on_item;
+      imgstat_normrun_error_clear(&e);
+      status = imgstat_normrun_execute(run, &cb, &rep, &e);
+    }
+    cause = e.cause;
+    message = e.cause == IMGSTAT_NORMRUN_DATASET_REFUSED
+                  ? refused(run, e.err.message)
+                  : e.err.message;
+    imgstat_normrun_error_clear(&e);
+    imgstat_normrun_destroy(run);
+    std::lock_guard<std::mutex> lock(m);
+    done = true;
+    cv.notify_all();
+  }
+};
+
+// Normalizes the inputs into out: (True, [(input, output|None, skipped,
+// failure|None)], (done, failed, skipped), cancelled), or (False, kind,
+// message) when the run was refused or stopped (kind "arg": bad arguments,
+// else "error").
+nb::tuple normalize_files(const std::vector<std::string> &inputs,
+                          const std::vector<std::string> &lists,
+                          const std::string &out, int jobs, bool follow,
+                          const std::string &mode,
+                          std::optional<std::vector<double>> mean,
+                          std::optional<std::vector<double>> std_,
+                          std::optional<std::vector<double>> clip,
+                          std::optional<std::vector<double>> range, bool linked,
+                          const std::string &dtype, const std::string &alpha,
+                          const std::string &scale, bool dataset,
+                          const std::string &as, const std::string &format,
+                          const std::string &layout, int compression,
+                          bool skip_existing, bool stop_on_failure,
+                          const std::string &backend) {
+  Request req = make_request(0, false, std::nullopt, backend);
+  RunArgs a = make_run_args(inputs, lists, jobs, follow, req, "cpu");
+  if (out.empty())
+    throw nb::value_error("out must name a file or a folder");
+  auto n = std::make_unique<NormFiles>();
+  imgstat_normrun_options &o = n->o;
+  o.norm = norm_options(mode, mean, std_, clip, range, linked, dtype, alpha,
+                        scale, 0);
+  o.dataset = dataset;
+  if (!imgstat_dataset_as_from_name(as.c_str(), &o.as))
+    throw nb::value_error("as_ must be 'keep', 'gray', 'rgb' or 'rgba'");
+  if (format == "png")
+    o.format = IMGSTAT_FILE_PNG;
+  else if (format == "npy")
+    o.format = IMGSTAT_FILE_NPY;
+  else if (format == "pfm")
+    o.format = IMGSTAT_FILE_PFM;
+  else if (!format.empty())
+    throw nb::value_error("format must be 'png', 'npy' or 'pfm'");
+  if (layout == "chw")
+    o.layout = IMGSTAT_LAYOUT_CHW;
+  else if (layout != "hwc")
+    throw nb::value_error("layout must be 'hwc' or 'chw'");
+  if (compression >= 0) {
+    if (compression > 9)
+      throw nb::value_error("compression must be 0 to 9");
+    o.png_level = IMGSTAT_PNG_LEVEL(compression);
+  }
+  std::vector<imgstat_run_source> sources(a.paths.size());
+  for (size_t k = 0; k < sources.size(); k++) {
+    sources[k].is_list = a.is_list[k];
+    sources[k].text = a.paths[k].c_str();
+  }
+  o.sources = sources.data();
+  o.nsources = (int)sources.size();
+  o.follow = a.follow;
+  o.jobs = a.jobs;
+  o.engine.backend = req.backend;
+  o.engine.kernel = IMGSTAT_KERNEL_FAST;
+  o.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
+  o.engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
+  o.out = out.c_str();
+  o.skip_existing = skip_existing;
+  o.cancel = &n->cancel;
+  n->stop_on_failure = stop_on_failure;
+  NormFiles *np = n.get();
+  std::thread worker([np] { np->run(); });
+  bool interrupted = false;
+  for (;;) {
+    {
+      nb::gil_scoped_release nogil;
+      std::unique_lock<std::mutex> lock(np->m);
+      if (np->cv.wait_for(lock, std::chrono::milliseconds(50),
+                          [np] { return np->done; }))
+        break;
+    }
+    if (!interrupted && PyErr_CheckSignals() != 0) {
+      interrupted = true; // the run stops; its temporaries are removed
+      np->cancel = 1;
+    }
+  }
+  {
+    nb::gil_scoped_release nogil;
+    worker.join();
+  }
+  if (interrupted)
+    throw nb::python_error();
+  if (np->status != IMGSTAT_OK)
+    return nb::make_tuple(
+        false, np->status == IMGSTAT_ERR_ARG ? "arg" : "error", np->message);
+  nb::list items;
+  for (const auto &it : np->items)
+    items.append(nb::make_tuple(
+        it.input, it.has_output ? nb::cast(it.output) : nb::none(), it.skipped,
+        it.failed
+            ? nb::cast(nb::make_tuple(it.f.path, it.f.status, it.f.message))
+            : nb::none()));
+  return nb::make_tuple(
+      true, items,
+      nb::make_tuple(np->rep.done, np->rep.failed, np->rep.skipped),
+      (bool)np->rep.cancelled);
+}
 } // namespace
 
 NB_MODULE(_imgstat, m) {
@@ -1271,6 +1471,14 @@ NB_MODULE(_imgstat, m) {
         nb::arg("mean").none(), nb::arg("std").none(), nb::arg("clip").none(),
         nb::arg("range").none(), nb::arg("linked"), nb::arg("out_dtype"),
         nb::arg("alpha"), nb::arg("scale"), nb::arg("backend"));
+  m.def("normalize_files", &normalize_files, nb::arg("inputs"),
+        nb::arg("lists"), nb::arg("out"), nb::arg("jobs"), nb::arg("follow"),
+        nb::arg("mode"), nb::arg("mean").none(), nb::arg("std").none(),
+        nb::arg("clip").none(), nb::arg("range").none(), nb::arg("linked"),
+        nb::arg("dtype"), nb::arg("alpha"), nb::arg("scale"),
+        nb::arg("dataset"), nb::arg("as_"), nb::arg("format"),
+        nb::arg("layout"), nb::arg("compression"), nb::arg("skip_existing"),
+        nb::arg("stop_on_failure"), nb::arg("backend"));
   nb::class_<Scan>(m, "Scan")
       .def("next", &Scan::next)
       .def("close", &Scan::close)

@@ -285,6 +285,10 @@ const volatile sig_atomic_t *ist_cli_cancel_on_signals(void) {
   return &cancel_signal;
 }
 
+const volatile sig_atomic_t *ist_cli_cancel_flag(void) {
+  return &cancel_signal;
+}
+
 int ist_cli_cancel_status(void) {
   return cancel_signal ? 128 + cancel_signal : -1;
 }

@@ -138,6 +138,9 @@ void ist_cli_temp_slot_release(const char *volatile *slot);
  * may come before or after ist_cli_cleanup_on_signals. */
 const volatile sig_atomic_t *ist_cli_cancel_on_signals(void);
 
+/* That flag, before its handlers are installed (for a run's options). */
+const volatile sig_atomic_t *ist_cli_cancel_flag(void);
+
 /* After a run: 128 + the signal that cancelled it (130 for SIGINT, 143 for
  * SIGTERM), or -1 when none did. */
 int ist_cli_cancel_status(void);

@@ -11,6 +11,7 @@
 
 #include "imgstat.h"
 #include "imgstat_dataset.h"
+#include "imgstat_job.h"
 
 typedef struct ist_dataset_extra {
   int gray; /* partial[0] is the luma's */
@@ -28,5 +29,19 @@ imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
                                          imgstat_error *err);
 
 void ist_dataset_extra_free(ist_dataset_extra *x);
+
+/* Adds an image whose statistics res holds (status IMGSTAT_OK) to d at its
+ * ordinal index, with x beside it: the luma's partial under --as gray, and
+ * as its histograms x's (the luma's, float ones over the common range), else
+ * res's own when they are of integer samples (a float image's histograms
+ * from the engine have a range of their own: not pooled). The one home of
+ * that rule, for the run and the pool pass. Fails when the luma is missing
+ * (it could not be made: out of memory) or the accumulator refuses the
+ * image; the caller marks the input failed. */
+imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
+                                     const char *name,
+                                     const imgstat_job_result *res,
+                                     const ist_dataset_extra *x,
+                                     imgstat_error *err);
 
 #endif

@@ -184,6 +184,31 @@ void ist_dataset_extra_free(ist_dataset_extra *x) {
     imgstat_histogram_free(&x->hist[c]);
 }
 
+imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
+                                     const char *name,
+                                     const imgstat_job_result *res,
+                                     const ist_dataset_extra *x,
+                                     imgstat_error *err) {
+  int gray =
+      imgstat_dataset_needs_gray(imgstat_dataset_options_of(d), res->channels);
+  if (gray && !x->gray)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_dataset_image im;
+  memset(&im, 0, sizeof im);
+  im.name = name;
+  im.width = res->width;
+  im.height = res->height;
+  im.channels = res->channels;
+  im.colour = res->colour;
+  im.sample = res->sample;
+  im.partial = gray ? x->partial : res->partial;
+  if (x->hists)
+    im.hist = x->hist;
+  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
+    im.hist = res->hist;
+  return imgstat_dataset_add(d, index, &im, err);
+}
+
 static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
   pass_run *r = ctx;
   const imgstat_input *in = item;
@@ -236,22 +261,10 @@ static int pool_deliver(void *ctx, uint64_t index, void *item, void *result,
     if (r->failed)
       r->failed(r->p->ctx, in, &out->err);
   } else if (ran && out->res.status == IMGSTAT_OK && out->res.width) {
-    const imgstat_job_result *res = &out->res;
-    imgstat_dataset_image im;
-    memset(&im, 0, sizeof im);
-    im.name = in->path;
-    im.width = res->width;
-    im.height = res->height;
-    im.channels = res->channels;
-    im.colour = res->colour;
-    im.sample = res->sample;
-    im.partial = out->x.gray ? out->x.partial : res->partial;
-    im.hist = out->x.hists          ? out->x.hist
-              : res->has_histograms ? res->hist
-                                    : NULL;
     imgstat_error err;
     memset(&err, 0, sizeof err);
-    if (imgstat_dataset_add(r->d, index, &im, &err) != IMGSTAT_OK) {
+    if (ist_dataset_extra_add(r->d, index, in->path, &out->res, &out->x,
+                              &err) != IMGSTAT_OK) {
       imgstat_dataset_add_failed(r->d, index);
       if (r->failed)
         r->failed(r->p->ctx, in, &err);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -257,4 +258,204 @@ imgstat_status imgstat_output_guard_check(const imgstat_output_guard *g,
                            "the output '%s' is the input '%s': refusing to "
                            "overwrite an input",
                            path, input);
+}
+
+/* ---- the output plan ------------------------------------------------------
+ */
+
+int imgstat_output_plan_folder(const char *out, int several,
+                               imgstat_file_format format) {
+  struct stat sb;
+  if (several)
+    return 1;
+  if (stat(out, &sb) == 0)
+    return S_ISDIR(sb.st_mode);
+  size_t len = strlen(out);
+  if (len > 0 && out[len - 1] == '/')
+    return 1;
+  const char *slash = strrchr(out, '/');
+  const char *last = slash ? slash + 1 : out;
+  const char *dot = strrchr(last, '.');
+  return !format && (!dot || dot == last);
+}
+
+const char *imgstat_file_format_ext(imgstat_file_format f) {
+  return f == IMGSTAT_FILE_PNG   ? ".png"
+         : f == IMGSTAT_FILE_NPY ? ".npy"
+         : f == IMGSTAT_FILE_PFM ? ".pfm"
+                                 : "";
+}
+
+imgstat_file_format imgstat_output_plan_format(const imgstat_output_plan *p,
+                                               imgstat_sample s) {
+  if (p->format)
+    return p->format;
+  return s == IMGSTAT_F32 ? IMGSTAT_FILE_NPY : IMGSTAT_FILE_PNG;
+}
+
+imgstat_status imgstat_output_plan_path(const imgstat_output_plan *p,
+                                        const imgstat_input *in,
+                                        imgstat_file_format f, char **path,
+                                        imgstat_error *err) {
+  if (!p->folder) {
+    *path = strdup(p->out);
+    return *path ? IMGSTAT_OK
+                 : imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  return imgstat_output_name(p->out, in, imgstat_file_format_ext(f), path, err);
+}
+
+int imgstat_output_plan_present(const imgstat_output_plan *p,
+                                const imgstat_input *in) {
+  static const imgstat_file_format either[2] = {IMGSTAT_FILE_PNG,
+                                                IMGSTAT_FILE_NPY};
+  int present = 0;
+  for (int k = 0; k < 2 && !present; k++) {
+    if (p->format && k > 0)
+      break;
+    imgstat_error err;
+    char *path = NULL;
+    struct stat sb;
+    imgstat_output_plan_path(p, in, p->format ? p->format : either[k], &path,
+                             &err);
+    present = path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+    free(path);
+  }
+  return present;
+}
+
+imgstat_status imgstat_output_plan_make_folder(const imgstat_output_plan *p,
+                                               imgstat_error *err) {
+  if (!p->folder)
+    return IMGSTAT_OK;
+  size_t len = strlen(p->out);
+  char *probe = malloc(len + 3);
+  if (!probe)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  snprintf(probe, len + 3, "%s/.", p->out);
+  imgstat_status s = imgstat_output_make_parents(probe, err);
+  free(probe);
+  return s;
+}
+
+void imgstat_output_problem_clear(imgstat_output_problem *why) {
+  free(why->first);
+  free(why->second);
+  free(why->output);
+  memset(why, 0, sizeof *why);
+}
+
+/* The output file's name says no format: its extension, upper-cased. */
+static imgstat_status unknown_format(const char *out,
+                                     imgstat_output_problem *why,
+                                     imgstat_error *err) {
+  const char *base = strrchr(out, '/');
+  const char *dot = strrchr(base ? base + 1 : out, '.');
+  char *ext = why->ext;
+  for (size_t k = 0; dot && dot[1] && k < sizeof why->ext - 1 && dot[k + 1];
+       k++)
+    ext[k] = (char)(dot[k + 1] >= 'a' && dot[k + 1] <= 'z' ? dot[k + 1] - 32
+                                                           : dot[k + 1]);
+  if (strcmp(ext, "JPG") == 0 || strcmp(ext, "JPEG") == 0 ||
+      strcmp(ext, "JPE") == 0 || strcmp(ext, "JFIF") == 0)
+    snprintf(why->ext, sizeof why->ext, "JPEG");
+  why->kind = IMGSTAT_OUTPUT_UNKNOWN_FORMAT;
+  if (ext[0])
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "'%s': %s output is not supported: PNG (.png), "
+                             ".npy and PFM (.pfm) are",
+                             out, ext);
+  return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                           "cannot tell the format of '%s': name it .png, "
+                           ".npy or .pfm",
+                           out);
+}
+
+imgstat_status imgstat_output_plan_check(const imgstat_output_plan *p,
+                                         const imgstat_input_list *list,
+                                         imgstat_output_problem *why,
+                                         imgstat_error *err) {
+  memset(why, 0, sizeof *why);
+  why->format = p->format;
+  if (!p->folder && !p->format)
+    return unknown_format(p->out, why, err);
+  struct stat sb;
+  if (p->folder && imgstat_file_format_from_path(p->out) &&
+      !(stat(p->out, &sb) == 0 && S_ISDIR(sb.st_mode))) {
+    why->kind = IMGSTAT_OUTPUT_FOLDER_LIKE_FILE;
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "several inputs (or a folder) are written into "
+                             "a folder, but '%s' is named like a file",
+                             p->out);
+  }
+  size_t n = list->count;
+  char **keys = calloc(n ? n : 1, sizeof *keys);
+  imgstat_output_guard *guard = NULL;
+  imgstat_status s = IMGSTAT_OK;
+  if (!keys)
+    goto nomem;
+  if (imgstat_output_guard_create(list, &guard, err) != IMGSTAT_OK)
+    goto nomem;
+  /* Two inputs, one output: by the name without its extension (which may
+   * depend on the input's depth). Inputs of kind ERROR are not read. */
+  for (size_t k = 0; k < n && p->folder && s == IMGSTAT_OK; k++) {
+    if (list->items[k]->kind == IMGSTAT_INPUT_ERROR)
+      continue;
+    s = imgstat_output_plan_path(p, list->items[k], IMGSTAT_FILE_AUTO, &keys[k],
+                                 err);
+    if (s == IMGSTAT_ERR_NOMEM)
+      goto nomem;
+    if (s != IMGSTAT_OK)
+      why->kind = IMGSTAT_OUTPUT_NO_NAME;
+  }
+  size_t a, b;
+  int found = p->folder && s == IMGSTAT_OK
+                  ? imgstat_output_find_collision(keys, n, &a, &b)
+                  : 0;
+  if (found < 0)
+    goto nomem;
+  if (found) {
+    why->kind = IMGSTAT_OUTPUT_COLLISION;
+    why->first = strdup(list->items[a]->path);
+    why->second = strdup(list->items[b]->path);
+    why->output = strdup(keys[a]);
+    if (!why->first || !why->second || !why->output)
+      goto nomem;
+    s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                          "inputs '%s' and '%s' would both be written to %s%s",
+                          why->first, why->second, why->output,
+                          p->format ? imgstat_file_format_ext(p->format)
+                                    : ".png (or .npy)");
+  }
+  /* No output may be an input: every extension the output may take. */
+  static const imgstat_file_format formats[3] = {
+      IMGSTAT_FILE_PNG, IMGSTAT_FILE_NPY, IMGSTAT_FILE_PFM};
+  for (size_t k = 0; k < n && s == IMGSTAT_OK; k++) {
+    if (list->items[k]->kind == IMGSTAT_INPUT_ERROR)
+      continue;
+    for (int e = 0; e < 3 && s == IMGSTAT_OK; e++) {
+      if (p->format && formats[e] != p->format)
+        continue;
+      char *path = NULL;
+      if (imgstat_output_plan_path(p, list->items[k], formats[e], &path, err) !=
+          IMGSTAT_OK)
+        goto nomem;
+      s = imgstat_output_guard_check(guard, path, err);
+      if (s != IMGSTAT_OK)
+        why->kind = IMGSTAT_OUTPUT_IS_INPUT;
+      free(path);
+    }
+    if (!p->folder)
+      break;
+  }
+  goto done;
+nomem:
+  imgstat_output_problem_clear(why);
+  s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+done:
+  for (size_t k = 0; keys && k < n; k++)
+    free(keys[k]);
+  free(keys);
+  imgstat_output_guard_destroy(guard);
+  return s;
 }

@@ -8,6 +8,7 @@
 #include "imgstat_run.h"
 
 #include "dataset_extra.h"
+#include "run_inputs.h"
 
 #include "imgstat_cuda.h"
 #include "imgstat_cuda_jpeg.h"
@@ -54,18 +55,28 @@ static int any_rank(const imgstat_run *run, int flag) {
   return v != 0;
 }
 
-static imgstat_status make_inputs(imgstat_run *run, imgstat_error *err) {
-  const imgstat_run_options *o = &run->opt;
-  imgstat_inputs_options io = {o->follow};
-  imgstat_status s = imgstat_inputs_create(&io, &run->inputs, err);
-  for (int k = 0; k < o->nsources && s == IMGSTAT_OK; k++)
-    s = o->sources[k].is_list
-            ? imgstat_inputs_add_list(run->inputs, o->sources[k].text,
-                                      o->null_lists ? '\0' : '\n', err)
-            : imgstat_inputs_add_path(run->inputs, o->sources[k].text, err);
+imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
+                                   int nsources, int null_lists, int follow,
+                                   const char *exclude_dir,
+                                   imgstat_inputs **out, imgstat_error *err) {
+  imgstat_inputs_options io = {follow};
+  imgstat_status s = imgstat_inputs_create(&io, out, err);
+  if (s == IMGSTAT_OK && exclude_dir)
+    s = imgstat_inputs_exclude_dir(*out, exclude_dir, err);
+  for (int k = 0; k < nsources && s == IMGSTAT_OK; k++)
+    s = sources[k].is_list
+            ? imgstat_inputs_add_list(*out, sources[k].text,
+                                      null_lists ? '\0' : '\n', err)
+            : imgstat_inputs_add_path(*out, sources[k].text, err);
   if (s != IMGSTAT_OK && s != IMGSTAT_ERR_ARG && !err->message[0])
     imgstat_error_set(err, s, "out of memory");
   return s;
+}
+
+static imgstat_status make_inputs(imgstat_run *run, imgstat_error *err) {
+  const imgstat_run_options *o = &run->opt;
+  return ist_run_inputs_make(o->sources, o->nsources, o->null_lists, o->follow,
+                             NULL, &run->inputs, err);
 }
 
 /* The whole input list, walked once: under MPI by rank 0 alone (it reads
@@ -153,14 +164,12 @@ static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
   e->devices[0] = list[local_rank % n];
 }
 
-/* Whether the run may have several inputs: more than one source, a list,
- * or a directory. */
-static int several_inputs(const imgstat_run_options *o) {
-  if (o->nsources != 1 || o->sources[0].is_list)
+int ist_run_several(const imgstat_run_source *sources, int nsources) {
+  if (nsources != 1 || sources[0].is_list)
     return 1;
   struct stat sb;
-  return strcmp(o->sources[0].text, "-") != 0 &&
-         stat(o->sources[0].text, &sb) == 0 && S_ISDIR(sb.st_mode);
+  return strcmp(sources[0].text, "-") != 0 && stat(sources[0].text, &sb) == 0 &&
+         S_ISDIR(sb.st_mode);
 }
 
 /* Workers: jobs (0: one per core this rank may use). One input alone
@@ -171,7 +180,7 @@ static void plan_workers(imgstat_run *run) {
   imgstat_run_options *o = &run->opt;
   imgstat_run_info *info = &run->info;
   int cores = rank_cores(info, o->mpi != NULL);
-  info->several = several_inputs(o);
+  info->several = ist_run_several(o->sources, o->nsources);
   int workers = o->jobs >= 0 ? o->jobs : info->several ? 0 : 1;
   /* JPEGs sent to nvJPEG: the workers read and check them and hand them to
    * the device stage without waiting for the decode, one per core as for
@@ -358,25 +367,10 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
-  const imgstat_dataset_options *o = &run->opt.ds;
-  int gray = imgstat_dataset_needs_gray(o, res->channels);
-  imgstat_dataset_image im;
-  memset(&im, 0, sizeof im);
-  im.name = in->path;
-  im.width = res->width;
-  im.height = res->height;
-  im.channels = res->channels;
-  im.colour = res->colour;
-  im.sample = res->sample;
-  im.partial = gray ? r->ds.partial : res->partial;
-  if (r->ds.hists)
-    im.hist = r->ds.hist;
-  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
-    im.hist = res->hist;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if ((gray && !r->ds.gray) ||
-      imgstat_dataset_add(run->ds, in->index, &im, &err) != IMGSTAT_OK) {
+  if (ist_dataset_extra_add(run->ds, in->index, in->path, res, &r->ds, &err) !=
+      IMGSTAT_OK) {
     snprintf(why, size, "--dataset: %s",
              err.message[0] ? err.message : "out of memory");
     imgstat_dataset_add_failed(run->ds, in->index);
