@@ -258,6 +258,20 @@ if has sweep; then
   done
 fi
 
+# anchor: torchvision + torch on both folders (one run each), the anchor of
+# the bench step's figures in the same call
+if has anchor; then
+  make_sets
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    [ "$(elapsed)" -gt 480 ] && continue
+    cat $dir/* >/dev/null
+    t=$(ms_of 90 python3 tests/gpu/torch_jpeg_stats.py $dir)
+    log "anchor x $n torchvision + torch (one run): $t ms, $(rate $n $t) images/s; $(python3 -c 'import torchvision; print(torchvision.__version__)' 2>&1)"
+    row "anchor x $n torchvision+torch | $t ms | $(rate $n $t) /s"
+  done
+fi
+
 # split: nvJPEG's start-up phases (the stage-times line) with the decoder
 # made beside the context (the default) and after it (IMGSTAT_JPEG_SERIAL=1)
 if has split; then
