@@ -290,6 +290,28 @@ static void test_whole_list(void) {
   imgstat_run_destroy(run);
 }
 
+/* The default workers are one per core with --jpeg-decoder gpu too: they
+ * read and check the JPEGs and hand them to the device stage without
+ * waiting for the decode (four per core took the cores nvJPEG's start-up
+ * needs: docs/benchmarks.md). Without a GPU the run is still made (the
+ * start-up fails later, on its thread). */
+static void test_workers_jpeg_gpu(void) {
+  imgstat_run_source src[2] = {{0, dir}, {0, missing}};
+  imgstat_run_options o;
+  options(&o, src, 2);
+  o.engine.backend = IMGSTAT_BACKEND_AUTO;
+  o.engine.jpeg_decoder = IMGSTAT_JPEG_DECODER_GPU;
+  imgstat_run *run = NULL;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  CU_ASSERT_FATAL(imgstat_run_create(&o, &run, &err) == IMGSTAT_OK);
+  const imgstat_run_info *info = imgstat_run_get_info(run);
+  CU_ASSERT(info->several);
+  CU_ASSERT(info->cores >= 1);
+  CU_ASSERT_EQUAL(info->workers, info->cores);
+  imgstat_run_destroy(run);
+}
+
 static void test_arguments(void) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
@@ -313,6 +335,7 @@ static const test_case tests[] = {
     {"a folder and a missing file, one worker", test_order_one_worker},
     {"a folder and a missing file, four workers", test_order_workers},
     {"a folder and a missing file, the default workers", test_order_default},
+    {"--jpeg-decoder gpu: one worker per core", test_workers_jpeg_gpu},
     {"the dataset record pools every sample", test_dataset},
     {"no dataset, lazily walked, once per run", test_no_dataset},
     {"the item callback stops the run", test_stop},
