@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs the libFuzzer targets as CI does, each for SECONDS, one after another:
+# Runs the libFuzzer targets as CI does, each for SECONDS (FUZZ_JOBS at once):
 #
 #   tests/fuzz_ci.sh BUILD_DIR SECONDS [TARGET...]
 #
@@ -56,20 +56,29 @@ else
   echo "fuzz_ci.sh: setarch -R is not allowed here: these runs cannot be replayed exactly"
   norandom=()
 fi
-failed=()
-for t in "${targets[@]}"; do
-  seeds=(tests/data "$out/small-samples")
+# FUZZ_JOBS targets at once (default 1; CI: 2, one a core); each writes its
+# own log and status, printed in the targets' order when all are done.
+run_one() {
+  local t=$1 seeds=(tests/data "$out/small-samples") rc=0
   if [ "$t" = fuzz_load ]; then seeds=(samples tests/data); fi
   mkdir -p "$out/$t"
-  printf '\n---- %s, %s s\n' "$t" "$seconds"
-  set +e
   "${norandom[@]}" "$build/tests/$t" -seed=20261122 -reload=0 -use_cmp=0 \
     -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=30 \
     -print_final_stats=1 -artifact_prefix="$out/$t-" "$out/$t" "${seeds[@]}" \
-    2>&1 | tee "$out/$t.log"
-  rc=${PIPESTATUS[0]}
-  set -e
-  if [ "$rc" -ne 0 ]; then failed+=("$t"); fi
+    >"$out/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$out/$t.rc"
+}
+jobs_max=${FUZZ_JOBS:-1}
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do wait -n || true; done
+  run_one "$t" &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  printf '\n---- %s, %s s\n' "$t" "$seconds"
+  cat "$out/$t.log"
+  if [ "$(cat "$out/$t.rc" 2>/dev/null || echo 1)" -ne 0 ]; then failed+=("$t"); fi
 done
 
 # One line per target: how far it got (its last status line: inputs run,

@@ -37,7 +37,12 @@ if [ ! -x "$build/tests/replay_load" ] || [ ! -x "$build/imgstat" ]; then
 fi
 build=$(cd "$build" && pwd)
 top=$(pwd)
-logs="$build/valgrind"
+# one folder per set of parts, so that two runs (CI runs unit+replay beside
+# cli) keep apart
+logs="$build/valgrind/$(
+  IFS=-
+  echo "${parts[*]}"
+)"
 rm -rf "$logs"
 mkdir -p "$logs"
 
