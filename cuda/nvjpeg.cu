@@ -313,8 +313,6 @@ void handles_release(ist_jpeg_handles *h) {
   delete h;
 }
 
-/* The handles of the current device: the hardware backend's when the
- * device has JPEG engines, else the GPU-hybrid one at once. */
 /* The hardware handle's engine count, once (under the handles' lock by the
  * caller, or before the handles are shared); 0 when nvJPEG cannot say. */
 void count_engines(ist_jpeg_handles *h) {
@@ -327,6 +325,8 @@ void count_engines(ist_jpeg_handles *h) {
     h->engines = 0;
 }
 
+/* The handles of the current device: the hardware backend's when the
+ * device has JPEG engines, else the GPU-hybrid one at once. */
 imgstat_status handles_create(int strict, ist_jpeg_handles **out,
                               imgstat_error *err) {
   *out = nullptr;

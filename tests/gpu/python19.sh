@@ -48,9 +48,7 @@ SITE=$BD/site
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 BUDGET=${P19_BUDGET:-460} # seconds for the whole call
 T0=$(date +%s)
-log() { echo "$*" | tee -a "$L"; }
-has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
-row() { echo "$*" >>"$ROWS"; }
+. tests/gpu/p18_lib.sh # log, has, row; BIG, the 500 x 12 MP folder
 elapsed() { echo $(($(date +%s) - T0)); }
 # limit WANT: WANT seconds, or what is left of the budget (0: skip)
 limit() {
@@ -145,7 +143,6 @@ if has bench2; then
   # sets; the same folder when it is there), hard links under a class
   # folder for ImageFolder
   t=$(date +%s)
-  BIG=/tmp/imgstat-p18-big
   if [ "$(ls $BIG 2>/dev/null | wc -l)" -ne 500 ]; then
     lim=$(limit 120)
     if "$PY" -c 'import cv2' 2>/dev/null; then

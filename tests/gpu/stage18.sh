@@ -31,8 +31,8 @@
 #            --histogram, 256-file batches (6,000 only); the CPU decoders
 #            once
 #   sweep    -j 4/8/16/32 against the default workers, the exit without
-#            the device teardown against IMGSTAT_FULL_TEARDOWN=1, and the
-#            anchors of the same run (CPU decoders, torchvision + torch)
+#            the device teardown against IMGSTAT_FULL_TEARDOWN=1
+#   anchor   torchvision + torch on both folders, once each
 #   sanitize compute-sanitizer memcheck (leaks too) and racecheck on
 #            test_gpu_batch (quick set), memcheck on imgstat --histogram
 #            over 24 photos
@@ -168,6 +168,48 @@ if has startup; then
   for k in 1 2 3; do stage_line "one 0.5 MP photo ($k)" "$BIN" $G /tmp/s18-one; done
 fi
 
+# variant_runs STEP VARIANT...: each variant ("default", "-j N", or
+# VAR=VALUE in the environment) on both folders, median of 3, and one run's
+# stage-times line
+variant_runs() {
+  local step=$1 set dir n v t
+  shift
+  make_sets
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    cat $dir/* >/dev/null
+    for v in "$@"; do
+      [ "$(elapsed)" -gt 470 ] && { log "$step: past 470 s, $v on $n left out"; continue; }
+      local cmd
+      case $v in
+        default) cmd=("$BIN" $G $dir) ;;
+        -j*) cmd=("$BIN" $G $v $dir) ;;
+        *) cmd=(env $v "$BIN" $G $dir) ;;
+      esac
+      t=$(med3 60 "${cmd[@]}")
+      stage_line "$step $n $v" "${cmd[@]}"
+      log "$step x $n $v: $t ms, $(rate $n $t) images/s"
+      row "$step x $n $v | $t ms | $(rate $n $t) /s"
+    done
+  done
+}
+
+# anchor_runs STEP LIMIT: torchvision + torch (tests/gpu/torch_jpeg_stats.py,
+# 16 reading threads) on both folders, one run each, while the call has run
+# less than LIMIT seconds (the bench step times the CPU decoders)
+anchor_runs() {
+  local step=$1 limit=$2 set dir n t
+  make_sets
+  for set in "$BIG 500" "$SMALL 6000"; do
+    read -r dir n <<<"$set"
+    [ "$(elapsed)" -gt "$limit" ] && continue
+    cat $dir/* >/dev/null
+    t=$(ms_of 90 python3 tests/gpu/torch_jpeg_stats.py $dir)
+    log "$step x $n torchvision + torch (one run): $t ms, $(rate $n $t) images/s; $(python3 -c 'import torchvision; print(torchvision.__version__)' 2>&1)"
+    row "$step x $n torchvision+torch | $t ms | $(rate $n $t) /s"
+  done
+}
+
 if has bench; then
   make_sets
   declare -A MS
@@ -223,53 +265,15 @@ fi
 
 # sweep: the workers that read and check (-j) against the start-up and the
 # rate, the exit without the device's teardown (the default) against the
-# full teardown (IMGSTAT_FULL_TEARDOWN=1), and the anchors of the same run:
-# torchvision + torch (tests/gpu/torch_jpeg_stats.py, 16 reading threads)
-# and the CPU decoders
+# full teardown (IMGSTAT_FULL_TEARDOWN=1)
 if has sweep; then
-  make_sets
-  declare -A SW
-  for set in "$BIG 500" "$SMALL 6000"; do
-    read -r dir n <<<"$set"
-    cat $dir/* >/dev/null
-    for v in default FULL_TEARDOWN "-j 4" "-j 8" "-j 16" "-j 32"; do
-      [ "$(elapsed)" -gt 420 ] && { log "sweep: past 420 s, $v on $n left out"; continue; }
-      case $v in
-        default) t=$(med3 60 "$BIN" $G $dir); stage_line "sweep $n default" "$BIN" $G $dir ;;
-        FULL_TEARDOWN) t=$(med3 60 env IMGSTAT_FULL_TEARDOWN=1 "$BIN" $G $dir)
-          stage_line "sweep $n full teardown" env IMGSTAT_FULL_TEARDOWN=1 "$BIN" $G $dir ;;
-        *) t=$(med3 60 "$BIN" $G $v $dir); stage_line "sweep $n $v" "$BIN" $G $v $dir ;;
-      esac
-      SW["$n $v"]=$t
-      log "sweep x $n $v: $t ms, $(rate $n $t) images/s"
-      row "sweep x $n $v | $t ms | $(rate $n $t) /s"
-    done
-  done
-  for set in "$BIG 500" "$SMALL 6000"; do
-    read -r dir n <<<"$set"
-    [ "$(elapsed)" -gt 470 ] && continue
-    t=$(ms_of 60 "$BIN" --json --jpeg-decoder cpu $dir)
-    log "sweep x $n CPU decoders (one run): $t ms, $(rate $n $t) images/s"
-    row "sweep x $n CPU decoders | $t ms | $(rate $n $t) /s"
-    [ "$(elapsed)" -gt 480 ] && continue
-    t=$(ms_of 90 python3 tests/gpu/torch_jpeg_stats.py $dir)
-    log "sweep x $n torchvision + torch (one run): $t ms, $(rate $n $t) images/s; $(python3 -c 'import torchvision; print(torchvision.__version__)' 2>&1)"
-    row "sweep x $n torchvision+torch | $t ms | $(rate $n $t) /s"
-  done
+  variant_runs sweep default IMGSTAT_FULL_TEARDOWN=1 "-j 4" "-j 8" "-j 16" "-j 32"
 fi
 
 # anchor: torchvision + torch on both folders (one run each), the anchor of
 # the bench step's figures in the same call
 if has anchor; then
-  make_sets
-  for set in "$BIG 500" "$SMALL 6000"; do
-    read -r dir n <<<"$set"
-    [ "$(elapsed)" -gt 480 ] && continue
-    cat $dir/* >/dev/null
-    t=$(ms_of 90 python3 tests/gpu/torch_jpeg_stats.py $dir)
-    log "anchor x $n torchvision + torch (one run): $t ms, $(rate $n $t) images/s; $(python3 -c 'import torchvision; print(torchvision.__version__)' 2>&1)"
-    row "anchor x $n torchvision+torch | $t ms | $(rate $n $t) /s"
-  done
+  anchor_runs anchor 480
 fi
 
 # split: nvJPEG's start-up phases (the stage-times line) with the decoder
@@ -292,21 +296,7 @@ fi
 # a measurement's knob) against the default, and -j 8 against the default
 # workers (one per core)
 if has flags; then
-  make_sets
-  for set in "$BIG 500" "$SMALL 6000"; do
-    read -r dir n <<<"$set"
-    cat $dir/* >/dev/null
-    for v in ${FLAG_SETS:-default IMGSTAT_JPEG_FLAGS=0 IMGSTAT_JPEG_FLAGS=4 IMGSTAT_JPEG_FLAGS=1 "-j 8"}; do
-      [ "$(elapsed)" -gt 470 ] && { log "flags: past 470 s, $v on $n left out"; continue; }
-      case $v in
-        default) t=$(med3 60 "$BIN" $G $dir); stage_line "flags $n default" "$BIN" $G $dir ;;
-        -j*) t=$(med3 60 "$BIN" $G $v $dir); stage_line "flags $n $v" "$BIN" $G $v $dir ;;
-        *) t=$(med3 60 env $v "$BIN" $G $dir); stage_line "flags $n $v" env $v "$BIN" $G $dir ;;
-      esac
-      log "flags x $n $v: $t ms, $(rate $n $t) images/s"
-      row "flags x $n $v | $t ms | $(rate $n $t) /s"
-    done
-  done
+  variant_runs flags ${FLAG_SETS:-default IMGSTAT_JPEG_FLAGS=0 IMGSTAT_JPEG_FLAGS=4 IMGSTAT_JPEG_FLAGS=1 "-j 8"}
 fi
 
 # strict: what nvJPEG's own flags change on the damaged corpus
