@@ -93,6 +93,7 @@ void slot_destroy(ist_slot *s) {
 imgstat_status warm_up(ist_slot *s, imgstat_error *err) {
   const imgstat_sample samples[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
   IST_CUDA_TRY(s->planes.reserve(4096), "cudaMalloc");
+  s->compute_used = true;
   IST_CUDA_TRY(cudaMemsetAsync(s->planes.p, 0, 4096, s->compute[0]),
                "cudaMemset");
   size_t bytes = 0;
@@ -161,6 +162,34 @@ imgstat_status image_failed(imgstat_gpu *gpu, imgstat_gpu_image *d,
 /* Where plane c of a dense copy starts in the slot's planes buffer. */
 void *plane_at(ist_slot *s, size_t plane_bytes, int c) {
   return s->planes.as<unsigned char>(ist_align256(plane_bytes) * (size_t)c);
+}
+
+/* A strided wrap's planes gathered into the slot's dense planes by one
+ * device kernel (ist_deinterleave), on the slot's stream. */
+imgstat_status gather_planes(imgstat_gpu *gpu, imgstat_gpu_image *d,
+                             imgstat_error *err) {
+  const size_t plane_bytes = (size_t)d->width * d->sample * d->height;
+  ist_slot *s = d->slot;
+  if (plane_bytes > 0) {
+    cudaError_t e = s->planes.reserve(ist_align256(plane_bytes) * d->channels);
+    if (e != cudaSuccess)
+      return ist_cuda_fail(err, e, "cudaMalloc (image)");
+  }
+  void *dst[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  for (int c = 0; c < d->channels; ++c) {
+    dst[c] = plane_at(s, plane_bytes, c);
+    d->planes[c] = plane_bytes > 0 ? dst[c] : nullptr;
+  }
+  if (plane_bytes > 0) {
+    cudaError_t e = ist_deinterleave(
+        d->strided.data, d->strided.row_pitch, d->strided.pixel_pitch,
+        d->strided.channel_pitch, dst, d->channels, d->sample, d->width,
+        d->height, gpu->sm_count, s->stream);
+    if (e != cudaSuccess)
+      return ist_cuda_fail(err, e, "gathering kernel");
+  }
+  d->hwc = nullptr;
+  return IMGSTAT_OK;
 }
 
 /* The first checks of the wraps: the context, the output, the layout. */
@@ -246,9 +275,10 @@ void ist_slot_give(imgstat_gpu *gpu, ist_slot *s) {
 }
 
 void ist_slot_drain(ist_slot *s) {
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c)
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS && s->compute_used; ++c)
     if (s->compute[c])
       (void)cudaStreamSynchronize(s->compute[c]);
+  s->compute_used = false;
   if (s->stream)
     (void)cudaStreamSynchronize(s->stream);
   ist_cuda_clear_error();
@@ -381,6 +411,16 @@ imgstat_status ist_gpu_image_check(const imgstat_gpu *gpu,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "not a device image of this GPU context");
   return IMGSTAT_OK;
+}
+
+imgstat_status ist_gpu_image_planes(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
+                                    imgstat_error *err) {
+  if (!dimg->hwc)
+    return IMGSTAT_OK;
+  imgstat_status st = gather_planes(gpu, dimg, err);
+  if (st != IMGSTAT_OK)
+    ist_slot_drain(dimg->slot);
+  return st;
 }
 
 imgstat_image ist_gpu_image_shape(const imgstat_gpu_image *dimg) {
@@ -605,24 +645,27 @@ imgstat_status imgstat_gpu_image_wrap_strided(
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "the image is not memory of CUDA device %d",
                              gpu->device);
+  /* Dense HWC that the interleaved kernel reads: kept as it is, gathered
+   * only if an operation needs planes. */
+  const size_t px = (size_t)channels * sample;
+  const bool hwc = plane_bytes > 0 && channels > 1 && pixel_pitch == px &&
+                   channel_pitch == (size_t)sample &&
+                   (height == 1 || row_pitch == px * width) &&
+                   ist_hwc_kernel_fits(d_data, sample, (uint32_t)channels);
   imgstat_gpu_image *d = nullptr;
-  st = new_on_slot(gpu, width, height, channels, sample, "device", plane_bytes,
-                   &d, err);
+  st = new_on_slot(gpu, width, height, channels, sample, "device",
+                   hwc ? 0 : plane_bytes, &d, err);
   if (st != IMGSTAT_OK)
     return st;
-  ist_slot *s = d->slot;
-  void *dst[IMGSTAT_MAX_CHANNELS] = {nullptr};
-  for (int c = 0; c < channels; ++c) {
-    dst[c] = plane_at(s, plane_bytes, c);
-    d->planes[c] = plane_bytes > 0 ? dst[c] : nullptr;
+  d->strided = {d_data, row_pitch, pixel_pitch, channel_pitch};
+  if (hwc) {
+    d->hwc = d_data;
+    *out = d;
+    return IMGSTAT_OK;
   }
-  if (plane_bytes > 0) {
-    cudaError_t e = ist_deinterleave(d_data, row_pitch, pixel_pitch,
-                                     channel_pitch, dst, channels, sample,
-                                     width, height, gpu->sm_count, s->stream);
-    if (e != cudaSuccess)
-      return image_failed(gpu, d, ist_cuda_fail(err, e, "gathering kernel"));
-  }
+  st = gather_planes(gpu, d, err);
+  if (st != IMGSTAT_OK)
+    return image_failed(gpu, d, st);
   *out = d;
   return IMGSTAT_OK;
 }
@@ -641,6 +684,8 @@ imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
   if (!host)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output");
   IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  if ((st = ist_gpu_image_planes(gpu, dimg, err)) != IMGSTAT_OK)
+    return st;
   ist_slot *s = dimg->slot;
   cudaError_t e =
       ist_slot_download(s, host, 0, dimg->planes[c], row_bytes, dimg->height);

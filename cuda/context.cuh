@@ -43,6 +43,9 @@ struct ist_slot {
   bool ready;      /* streams and events created */
   cudaStream_t stream;
   cudaStream_t compute[IMGSTAT_MAX_CHANNELS];
+  /* work was queued on compute[] since the last drain (those streams are
+   * synchronized by ist_slot_drain only then) */
+  bool compute_used;
   cudaEvent_t staged[2];
   cudaEvent_t uploaded[IMGSTAT_MAX_CHANNELS];
   cudaEvent_t joined[IMGSTAT_MAX_CHANNELS];
@@ -82,6 +85,16 @@ struct imgstat_gpu_image {
   imgstat_sample sample;
   const char *format;
   const void *planes[IMGSTAT_MAX_CHANNELS];
+  /* A dense interleaved (HWC) image wrapped as it is: its data, while the
+   * planes are not gathered yet (nullptr once they are, or for others).
+   * Statistics read it directly (ist_reduce_stats_hwc); every operation
+   * that reads planes first calls ist_gpu_image_planes. */
+  const void *hwc;
+  /* a strided wrap's source (imgstat_gpu_image_wrap_strided) */
+  struct {
+    const void *data;
+    size_t row_pitch, pixel_pitch, channel_pitch;
+  } strided;
 };
 
 /* Makes the context's device the calling thread's current one (every entry
@@ -143,6 +156,11 @@ bool ist_gpu_memory(const imgstat_gpu *gpu, const void *p);
 imgstat_status ist_gpu_image_check(const imgstat_gpu *gpu,
                                    const imgstat_gpu_image *dimg,
                                    imgstat_error *err);
+
+/* Gathers an interleaved device image's planes into the slot (once; a
+ * no-op for other images), on the slot's stream. */
+imgstat_status ist_gpu_image_planes(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
+                                    imgstat_error *err);
 
 /* A host image with the device image's size, layout and format and no
  * planes: what the host functions that only read those need. */

@@ -120,9 +120,9 @@ cudaError_t run_plan(const Plan &plan, const void *d_in, uint64_t n,
  */
 template <typename First, typename Later>
 cudaError_t reduce(int kernel, int block_size, bool f32, const void *d_in,
-                   uint64_t n, size_t item_bytes, size_t align,
-                   uint32_t channels, uint64_t first_index, size_t result_bytes,
-                   void *d_scratch, size_t *scratch_bytes,
+                   uint64_t n, uint64_t in_stride, size_t item_bytes,
+                   size_t align, uint32_t channels, uint64_t first_index,
+                   size_t result_bytes, void *d_scratch, size_t *scratch_bytes,
                    const ist_pass &shift, void *d_out, First first, Later later,
                    cudaStream_t stream) {
   if (!kernel_ok(kernel) || !scratch_bytes || channels == 0 || channels > 65535)
@@ -168,7 +168,7 @@ cudaError_t reduce(int kernel, int block_size, bool f32, const void *d_in,
         static_cast<unsigned char *>(d_scratch) + plan.bytes_a + plan.bytes_b);
     ist_pass q = shift;
     q.planes = d_in;
-    q.plane_stride = n;
+    q.plane_stride = in_stride;
     q.plane_n = n;
     q.channels = channels;
     e = ist_f32_shifts(&q, d_k, stream);
@@ -176,7 +176,7 @@ cudaError_t reduce(int kernel, int block_size, bool f32, const void *d_in,
       return e;
     with_k.k_dev = d_k;
   }
-  return run_plan(plan, d_in, n, n, channels, first_index, d_scratch,
+  return run_plan(plan, d_in, n, in_stride, channels, first_index, d_scratch,
                   result_bytes, with_k, d_out, first_pass, later_pass);
 }
 
@@ -197,7 +197,7 @@ cudaError_t ist_reduce_sum_i32(int kernel, const int *d_in, uint64_t n,
                : ist_ladder_sum_i64(kernel, block, p, stream);
   };
   const ist_pass no_shift{};
-  return reduce(kernel, block_size, false, d_in, n, 4, 1, 1, 0,
+  return reduce(kernel, block_size, false, d_in, n, n, 4, 1, 1, 0,
                 sizeof(long long), d_scratch, scratch_bytes, no_shift, d_out,
                 first, later, stream);
 }
@@ -206,10 +206,11 @@ namespace {
 
 /* ist_reduce_stats with the f32 shift's origin (shift.k, k_given, add_k). */
 cudaError_t reduce_stats(int kernel, int block_size, const void *d_planes,
-                         imgstat_sample sample, uint64_t n, uint32_t channels,
-                         uint64_t first_index, void *d_scratch,
-                         size_t *scratch_bytes, const ist_pass &shift,
-                         imgstat_partial *d_out, cudaStream_t stream) {
+                         uint64_t plane_stride, imgstat_sample sample,
+                         uint64_t n, uint32_t channels, uint64_t first_index,
+                         void *d_scratch, size_t *scratch_bytes,
+                         const ist_pass &shift, imgstat_partial *d_out,
+                         cudaStream_t stream) {
   if (sample != IMGSTAT_U8 && sample != IMGSTAT_U16 && sample != IMGSTAT_F32)
     return cudaErrorInvalidValue;
   /* f32: the canonical order whatever the kernel (the ladder is for
@@ -225,9 +226,10 @@ cudaError_t reduce_stats(int kernel, int block_size, const void *d_planes,
                ? ist_fold_stats(sample, p, stream)
                : ist_ladder_stats(kernel, block, sample, 1, p, stream);
   };
-  return reduce(kernel, block_size, f32, d_planes, n, (size_t)sample,
-                (size_t)sample, channels, first_index, sizeof(imgstat_partial),
-                d_scratch, scratch_bytes, shift, d_out, first, later, stream);
+  return reduce(kernel, block_size, f32, d_planes, n, plane_stride,
+                (size_t)sample, (size_t)sample, channels, first_index,
+                sizeof(imgstat_partial), d_scratch, scratch_bytes, shift, d_out,
+                first, later, stream);
 }
 
 } // namespace
@@ -239,9 +241,63 @@ cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
                              imgstat_partial *d_out, cudaStream_t stream) {
   ist_pass shift{};
   shift.add_k = 1; /* K read from each plane, added back */
-  return reduce_stats(kernel, block_size, d_planes, sample, n, channels,
+  return reduce_stats(kernel, block_size, d_planes, n, sample, n, channels,
                       first_index, d_scratch, scratch_bytes, shift, d_out,
                       stream);
+}
+
+cudaError_t ist_reduce_stats_pitched(
+    int kernel, const void *d_planes, uint64_t plane_stride,
+    imgstat_sample sample, uint64_t n, uint32_t channels, void *d_scratch,
+    size_t *scratch_bytes, imgstat_partial *d_out, cudaStream_t stream) {
+  if (channels > 1 && plane_stride < n)
+    return cudaErrorInvalidValue;
+  ist_pass shift{};
+  shift.add_k = 1;
+  return reduce_stats(kernel, 0, d_planes, plane_stride, sample, n, channels, 0,
+                      d_scratch, scratch_bytes, shift, d_out, stream);
+}
+
+bool ist_hwc_kernel_fits(const void *d_data, imgstat_sample sample,
+                         uint32_t channels) {
+  return (sample == IMGSTAT_U8 || sample == IMGSTAT_U16) && channels >= 2 &&
+         channels <= 4 && (uintptr_t)d_data % 16 == 0;
+}
+
+cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
+                                 uint64_t npix, uint32_t channels,
+                                 void *d_scratch, size_t *scratch_bytes,
+                                 imgstat_partial *d_out, cudaStream_t stream) {
+  if (!scratch_bytes ||
+      (d_scratch && !ist_hwc_kernel_fits(d_data, sample, channels)))
+    return cudaErrorInvalidValue;
+  int sms = 0;
+  cudaError_t e = sm_count(&sms);
+  if (e != cudaSuccess)
+    return e;
+  const uint64_t bytes = npix * channels * (uint64_t)sample;
+  Plan plan;
+  auto grid_of = [&](int pass, uint64_t items) -> unsigned {
+    return pass == 0 ? ist_hwc_grid(bytes, channels, sms)
+                     : ist_fold_grid(items);
+  };
+  e = make_plan(npix, channels, sizeof(imgstat_partial), grid_of, 0, &plan);
+  if (e != cudaSuccess)
+    return e;
+  if (!d_scratch) {
+    size_t need = plan.bytes_a + plan.bytes_b;
+    *scratch_bytes = need ? need : 256;
+    return cudaSuccess;
+  }
+  if (*scratch_bytes < plan.bytes_a + plan.bytes_b || !d_out ||
+      (npix > 0 && !d_data))
+    return cudaErrorInvalidValue;
+  const ist_pass no_shift{};
+  return run_plan(
+      plan, d_data, npix, 0, channels, 0, d_scratch, sizeof(imgstat_partial),
+      no_shift, d_out,
+      [&](const ist_pass *p) { return ist_hwc_stats(sample, p, stream); },
+      [&](const ist_pass *p) { return ist_fold_stats(sample, p, stream); });
 }
 
 cudaError_t ist_reduce_stats_f32_range(const float *d_plane, uint64_t n,
@@ -252,7 +308,7 @@ cudaError_t ist_reduce_stats_f32_range(const float *d_plane, uint64_t n,
   ist_pass shift{};
   shift.k = k;
   shift.k_given = 1; /* the whole plane's K; the caller adds it back */
-  return reduce_stats(IMGSTAT_KERNEL_FAST, 0, d_plane, IMGSTAT_F32, n, 1,
+  return reduce_stats(IMGSTAT_KERNEL_FAST, 0, d_plane, n, IMGSTAT_F32, n, 1,
                       first_index, d_scratch, scratch_bytes, shift, d_out,
                       stream);
 }

@@ -29,6 +29,8 @@
  * partials are then merged with warp shuffles, one shared slot per warp, into
  * one imgstat_partial per block, in a fixed order.
  */
+#include <type_traits>
+
 #include "cuda_check.cuh"
 #include "float_order.cuh"
 #include "reduce.cuh"
@@ -821,6 +823,266 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
     out[blockIdx.x] = p;
 }
 
+/* ---- interleaved (HWC) u8 / u16 images ----------------------------------
+ * An image of C channels (2..4) stored pixel by pixel, reduced without
+ * gathering it into planes first. The loads are the fast kernel's: thread t
+ * of a tile reads vectors t, t + 256, ... (kV of them), so every load of a
+ * warp is coalesced. A tile holds a whole number of pixels, so the channel
+ * of sample b of a thread's vector j is (j * 256 * kPerVec + b + r) % C: a
+ * constant once the loops are unrolled, but for the thread's own offset r =
+ * t * kPerVec % C (0 unless C = 3). Each thread therefore keeps its sums
+ * and extremes by "relative" channel and maps them to channels at the end.
+ * First positions: a thread remembers the tile in which a channel's running
+ * min (max) last became strictly smaller (larger), and re-reads that tile's
+ * kV vectors at the end. Integer partials merge exactly in any order, so
+ * each channel's result equals the plane kernel's on the gathered plane. */
+constexpr int kHwcBlocksPerSm = 2;
+
+template <typename Sample, int C> struct Hwc {
+  static constexpr int kPerVec = 16 / (int)sizeof(Sample);
+  static constexpr int kV = C == 3 ? 3 : 4; /* vectors a thread, a tile */
+  static constexpr uint64_t kTileVecs = (uint64_t)FastPolicy::kBlock * kV;
+  static constexpr int kMax = sizeof(Sample) == 1 ? 255 : 65535;
+  static_assert((kTileVecs * kPerVec) % C == 0, "tiles of whole pixels");
+  /* relative channel of sample b of a thread's vector j */
+  static constexpr __device__ int rel(int j, int b) {
+    return (int)(((uint64_t)j * FastPolicy::kBlock * kPerVec + b) % C);
+  }
+  /* samples of relative channel q in one of a thread's vectors j */
+  static constexpr __device__ int in_vec(int j, int q) {
+    int n = 0;
+    for (int b = 0; b < kPerVec; ++b)
+      n += rel(j, b) == q;
+    return n;
+  }
+};
+
+constexpr unsigned kNoTile = 0xffffffffu;
+
+template <typename Sample, int C> struct HwcAcc {
+  using H = Hwc<Sample, C>;
+  using Sq =
+      typename std::conditional<sizeof(Sample) == 1, unsigned, uint64_t>::type;
+  uint64_t count[C], sum[C], sumsq[C];
+  int vmin[C], vmax[C];
+  unsigned min_tile[C], max_tile[C];
+
+  __device__ HwcAcc() {
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      count[q] = sum[q] = sumsq[q] = 0;
+      vmin[q] = H::kMax + 1;
+      vmax[q] = -1;
+      min_tile[q] = max_tile[q] = kNoTile;
+    }
+  }
+
+  __device__ __forceinline__ bool saturated() const {
+    bool sat = true;
+#pragma unroll
+    for (int q = 0; q < C; ++q)
+      sat = sat && vmin[q] == 0 && vmax[q] == H::kMax;
+    return sat;
+  }
+
+  /* The thread's valid vectors j < nvalid of tile `tile`. */
+  __device__ __forceinline__ void add_tile(const uint4 (&v)[H::kV], int nvalid,
+                                           unsigned tile) {
+    unsigned s[C];
+    Sq sq[C];
+    int tmin[C], tmax[C];
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      s[q] = 0;
+      sq[q] = 0;
+      tmin[q] = H::kMax + 1;
+      tmax[q] = -1;
+    }
+    if (FastPolicy::kSaturatedSkip && saturated()) {
+#pragma unroll
+      for (int j = 0; j < H::kV; ++j) {
+        if (j < nvalid) {
+          const unsigned w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+          for (int b = 0; b < H::kPerVec; ++b) {
+            const unsigned x = sample_of<Sample>(w, b);
+            s[H::rel(j, b)] += x;
+            sq[H::rel(j, b)] += (Sq)x * x;
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < H::kV; ++j) {
+        if (j < nvalid) {
+          const unsigned w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+          for (int b = 0; b < H::kPerVec; ++b) {
+            const unsigned x = sample_of<Sample>(w, b);
+            const int q = H::rel(j, b);
+            s[q] += x; /* u8 <= 64 * 255, u16 <= 32 * 65535: no overflow */
+            sq[q] += (Sq)x * x;
+            tmin[q] = min(tmin[q], (int)x);
+            tmax[q] = max(tmax[q], (int)x);
+          }
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < C; ++q) {
+        if (tmin[q] < vmin[q]) {
+          vmin[q] = tmin[q];
+          min_tile[q] = tile;
+        }
+        if (tmax[q] > vmax[q]) {
+          vmax[q] = tmax[q];
+          max_tile[q] = tile;
+        }
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      sum[q] += s[q];
+      sumsq[q] += sq[q];
+#pragma unroll
+      for (int j = 0; j < H::kV; ++j)
+        if (j < nvalid)
+          count[q] += H::in_vec(j, q);
+    }
+  }
+};
+
+/* The first sample of relative channel q equal to `value` among the
+ * thread's vectors of tile `tile` (those below nvec): its pixel index. */
+template <typename Sample, int C>
+__device__ uint64_t hwc_first(const uint4 *vec, uint64_t nvec, unsigned tile,
+                              int q, int value) {
+  using H = Hwc<Sample, C>;
+  uint64_t found = kNone;
+#pragma unroll
+  for (int j = H::kV - 1; j >= 0; --j) { /* backwards: the last match wins */
+    const uint64_t i = (uint64_t)tile * H::kTileVecs +
+                       (uint64_t)j * FastPolicy::kBlock + threadIdx.x;
+    if (i < nvec) {
+      const uint4 v = __ldg(vec + i);
+      const unsigned w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+      for (int b = H::kPerVec - 1; b >= 0; --b)
+        if (H::rel(j, b) == q && (int)sample_of<Sample>(w, b) == value)
+          found = (i * H::kPerVec + b) / C;
+    }
+  }
+  return found;
+}
+
+template <typename Sample, int C>
+__global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
+    hwc_stats_kernel(ist_pass pass) {
+  using H = Hwc<Sample, C>;
+  const unsigned t = threadIdx.x;
+  const Sample *data = static_cast<const Sample *>(pass.in);
+  const uint64_t total = pass.n * C; /* samples */
+  const uint64_t nvec = total / H::kPerVec;
+  const uint4 *vec = reinterpret_cast<const uint4 *>(data);
+  const int r = (int)(((uint64_t)t * H::kPerVec) % C);
+  HwcAcc<Sample, C> acc;
+
+  const uint64_t full = nvec / H::kTileVecs;
+  uint64_t tile = blockIdx.x;
+  for (; tile < full; tile += gridDim.x) {
+    uint4 v[H::kV];
+#pragma unroll
+    for (int j = 0; j < H::kV; ++j)
+      v[j] = __ldg(vec + tile * H::kTileVecs +
+                   (uint64_t)j * FastPolicy::kBlock + t);
+    acc.add_tile(v, H::kV, (unsigned)tile);
+  }
+  if (tile == full && full * H::kTileVecs < nvec) {
+    uint4 v[H::kV];
+    int nvalid = 0;
+#pragma unroll
+    for (int j = 0; j < H::kV; ++j) {
+      uint64_t i = tile * H::kTileVecs + (uint64_t)j * FastPolicy::kBlock + t;
+      if (i < nvec) {
+        v[j] = __ldg(vec + i);
+        nvalid = j + 1;
+      } else {
+        v[j] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (nvalid > 0)
+      acc.add_tile(v, nvalid, (unsigned)tile);
+  }
+  /* The samples after the last whole vector (fewer than kPerVec): block 0,
+   * one a thread, as partials of their own channel. */
+  imgstat_partial tail = ist_partial_empty();
+  int tail_c = -1;
+  const uint64_t tail0 = nvec * H::kPerVec;
+  if (blockIdx.x == 0 && tail0 + t < total) {
+    const uint64_t i = tail0 + t;
+    const unsigned x = data[i];
+    tail_c = (int)(i % C);
+    tail.count = 1;
+    tail.sum = x;
+    tail.sumsq = (uint64_t)x * x;
+    tail.min = tail.max = (double)x;
+    tail.min_index = tail.max_index = i / C;
+  }
+  /* The thread's partial of each relative channel, then channel by channel
+   * the block's. */
+  imgstat_partial part[C];
+#pragma unroll
+  for (int q = 0; q < C; ++q) {
+    imgstat_partial p = ist_partial_empty();
+    p.count = acc.count[q];
+    p.sum = acc.sum[q];
+    p.sumsq = acc.sumsq[q];
+    if (acc.min_tile[q] != kNoTile) {
+      p.min = (double)acc.vmin[q];
+      p.min_index =
+          hwc_first<Sample, C>(vec, nvec, acc.min_tile[q], q, acc.vmin[q]);
+    }
+    if (acc.max_tile[q] != kNoTile) {
+      p.max = (double)acc.vmax[q];
+      p.max_index =
+          hwc_first<Sample, C>(vec, nvec, acc.max_tile[q], q, acc.vmax[q]);
+    }
+    part[q] = p;
+  }
+  imgstat_partial *out = static_cast<imgstat_partial *>(pass.out);
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    imgstat_partial p = ist_partial_empty();
+#pragma unroll
+    for (int q = 0; q < C; ++q)
+      if ((q + r) % C == c)
+        p = part[q];
+    if (tail_c == c)
+      ist_partial_combine<false>(&p, &tail);
+    p = block_merge<false, FastPolicy::kBlock>(p);
+    if (t == 0)
+      out[(uint64_t)c * pass.out_stride + blockIdx.x] = p;
+    __syncthreads(); /* the merge's shared slots are used again */
+  }
+}
+
+template <typename Sample>
+cudaError_t launch_hwc(const ist_pass *p, cudaStream_t s) {
+  switch (p->channels) {
+  case 2:
+    hwc_stats_kernel<Sample, 2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    break;
+  case 3:
+    hwc_stats_kernel<Sample, 3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    break;
+  case 4:
+    hwc_stats_kernel<Sample, 4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    break;
+  default:
+    return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
 template <typename K>
 cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s) {
   if (p->grid == 0 || p->channels == 0 || p->channels > 65535)
@@ -905,6 +1167,30 @@ unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
 
 cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {
   return launch(fast_sum_i32_kernel, SumPolicy::kBlock, p, s);
+}
+
+unsigned ist_hwc_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+  const uint64_t vecs = channels == 3 ? 3 : 4;
+  const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kBlock * vecs;
+  const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
+  const uint64_t wave =
+      (uint64_t)(sm_count > 0 ? sm_count : 1) * kHwcBlocksPerSm;
+  const uint64_t grid = tiles < wave ? tiles : wave;
+  return grid < 1 ? 1u : (unsigned)grid;
+}
+
+cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
+                          cudaStream_t s) {
+  if (p->grid == 0 || p->channels < 2 || p->channels > 4)
+    return cudaErrorInvalidValue;
+  cudaError_t e = ist_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  if (sample == IMGSTAT_U8)
+    return launch_hwc<uint8_t>(p, s);
+  if (sample == IMGSTAT_U16)
+    return launch_hwc<uint16_t>(p, s);
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,

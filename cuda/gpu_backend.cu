@@ -109,6 +109,7 @@ imgstat_status stats_ranges(imgstat_gpu *gpu, ist_slot *s,
                    "upload");
       IST_CUDA_TRY(cudaEventRecord(s->uploaded[0], s->stream),
                    "cudaEventRecord");
+      s->compute_used = true;
       IST_CUDA_TRY(cudaStreamWaitEvent(s->compute[0], s->uploaded[0], 0),
                    "cudaStreamWaitEvent");
       size_t have = s->scratch.bytes;
@@ -214,6 +215,7 @@ imgstat_status ist_stats_launch(ist_slot *s, int c, const void *d_plane,
                                 imgstat_sample sample, uint64_t n, int kernel,
                                 size_t scratch_each, imgstat_error *err) {
   IST_CUDA_TRY(cudaEventRecord(s->uploaded[c], s->stream), "cudaEventRecord");
+  s->compute_used = true;
   IST_CUDA_TRY(cudaStreamWaitEvent(s->compute[c], s->uploaded[c], 0),
                "cudaStreamWaitEvent");
   size_t bytes = scratch_each;
@@ -239,6 +241,52 @@ imgstat_status ist_stats_join(ist_slot *s, int planes, imgstat_error *err) {
   return IMGSTAT_OK;
 }
 
+namespace {
+
+/* The plane stride (in samples) when plane c starts at d_planes[0] + c *
+ * stride samples for every c, at least a plane apart; 0 otherwise (one
+ * plane: n). */
+uint64_t even_stride(const void *const *d_planes, int planes,
+                     imgstat_sample sample, uint64_t n) {
+  if (planes == 1)
+    return n;
+  const uintptr_t p0 = (uintptr_t)d_planes[0], p1 = (uintptr_t)d_planes[1];
+  if (p1 <= p0 || (p1 - p0) % (uintptr_t)sample != 0 ||
+      (p1 - p0) / (uintptr_t)sample < n)
+    return 0;
+  const uintptr_t step = p1 - p0;
+  for (int c = 2; c < planes; ++c)
+    if ((uintptr_t)d_planes[c] != p0 + step * (uintptr_t)c)
+      return 0;
+  return step / (uintptr_t)sample;
+}
+
+/* One reduction of every channel on the slot's stream (reduce(scratch,
+ * bytes) launches it when scratch is given, else sizes it), its partials
+ * copied to out[0..channels-1]: two launches, one copy, one wait. */
+template <typename Reduce>
+imgstat_status stats_on_stream(ist_slot *s, int channels, Reduce reduce,
+                               imgstat_partial *out, imgstat_error *err) {
+  size_t bytes = 0;
+  IST_CUDA_TRY(reduce(nullptr, &bytes), "scratch size");
+  IST_CUDA_TRY(s->scratch.reserve(bytes), "cudaMalloc (scratch)");
+  IST_CUDA_TRY(s->h_out.reserve(IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
+               "cudaMallocHost");
+  IST_CUDA_TRY(s->d_out.reserve(IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
+               "cudaMalloc");
+  bytes = s->scratch.bytes;
+  IST_CUDA_TRY(reduce(s->scratch.p, &bytes), "reduction");
+  IST_CUDA_TRY(cudaMemcpyAsync(s->h_out.p, s->d_out.p,
+                               channels * sizeof(imgstat_partial),
+                               cudaMemcpyDeviceToHost, s->stream),
+               "cudaMemcpyAsync (results)");
+  IST_CUDA_TRY(cudaStreamSynchronize(s->stream), "reduction");
+  memcpy(out, s->h_out.p, channels * sizeof(imgstat_partial));
+  return IMGSTAT_OK;
+}
+
+} // namespace
+
 imgstat_status ist_stats_planes(ist_slot *s, const void *const *d_planes,
                                 int planes, imgstat_sample sample, uint64_t n,
                                 int kernel, imgstat_partial *out,
@@ -248,6 +296,18 @@ imgstat_status ist_stats_planes(ist_slot *s, const void *const *d_planes,
       out[c] = ist_partial_empty();
     return IMGSTAT_OK;
   }
+  /* Planes evenly apart (a device image's, a CHW array's): one launch for
+   * all of them on the slot's stream. */
+  const uint64_t stride = even_stride(d_planes, planes, sample, n);
+  if (stride)
+    return stats_on_stream(
+        s, planes,
+        [&](void *scratch, size_t *bytes) {
+          return ist_reduce_stats_pitched(
+              kernel, d_planes[0], stride, sample, n, (uint32_t)planes, scratch,
+              bytes, s->d_out.as<imgstat_partial>(), s->stream);
+        },
+        out, err);
   size_t each = 0;
   imgstat_status st =
       ist_stats_prepare(s, sample, n, planes, kernel, &each, err);
@@ -368,10 +428,26 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
   if (st != IMGSTAT_OK)
     return st;
   IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
-  st = ist_stats_planes(dimg->slot, dimg->planes, dimg->channels, dimg->sample,
-                        (uint64_t)dimg->width * dimg->height, kernel, out, err);
+  const uint64_t n = (uint64_t)dimg->width * dimg->height;
+  ist_slot *s = dimg->slot;
+  if (dimg->hwc && kernel == IMGSTAT_KERNEL_FAST) {
+    /* dense HWC: the interleaved kernel, no gathering */
+    st = stats_on_stream(
+        s, dimg->channels,
+        [&](void *scratch, size_t *bytes) {
+          return ist_reduce_stats_hwc(
+              dimg->hwc, dimg->sample, n, (uint32_t)dimg->channels, scratch,
+              bytes, s->d_out.as<imgstat_partial>(), s->stream);
+        },
+        out, err);
+  } else {
+    st = ist_gpu_image_planes(gpu, dimg, err); /* the ladder reads planes */
+    if (st == IMGSTAT_OK)
+      st = ist_stats_planes(s, dimg->planes, dimg->channels, dimg->sample, n,
+                            kernel, out, err);
+  }
   if (st != IMGSTAT_OK)
-    ist_slot_drain(dimg->slot);
+    ist_slot_drain(s);
   return st;
 }
 

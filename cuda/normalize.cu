@@ -408,21 +408,24 @@ imgstat_status check_input(imgstat_gpu *gpu, const imgstat_image *img,
 
 /* The same of the forms on a device image: the handle, and an image that
  * is not empty. */
-imgstat_status check_device_input(imgstat_gpu *gpu,
-                                  const imgstat_gpu_image *dimg,
+imgstat_status check_device_input(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
                                   imgstat_image *out, imgstat_error *err) {
   if (out)
     memset(out, 0, sizeof *out);
   imgstat_status st = ist_gpu_image_check(gpu, dimg, err);
   if (st == IMGSTAT_OK && (dimg->width == 0 || dimg->height == 0))
     st = imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image");
+  if (st == IMGSTAT_OK) { /* the forms read planes */
+    cudaError_t e = ist_gpu_enter(gpu);
+    st = e != cudaSuccess ? ist_cuda_fail(err, e, "cudaSetDevice")
+                          : ist_gpu_image_planes(gpu, dimg, err);
+  }
   return st;
 }
 
 /* The checks of the forms with options on a device image: the handle, an
  * image that is not empty, the options (and has_out: an output). */
-imgstat_status check_device_options(imgstat_gpu *gpu,
-                                    const imgstat_gpu_image *dimg,
+imgstat_status check_device_options(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
                                     const imgstat_norm_options *opts,
                                     bool has_out, imgstat_image *out,
                                     imgstat_error *err) {

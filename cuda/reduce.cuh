@@ -61,6 +61,34 @@ cudaError_t ist_reduce_stats(int kernel, int block_size, const void *d_planes,
                              void *d_scratch, size_t *scratch_bytes,
                              imgstat_partial *d_out, cudaStream_t stream);
 
+/*
+ * ist_reduce_stats of `channels` planes of n samples each, plane c at
+ * d_planes + c * plane_stride samples (plane_stride >= n; e.g. planes
+ * padded to 256-byte boundaries): one launch per pass for all of them, the
+ * same partials as one call per plane. first_index 0.
+ */
+cudaError_t ist_reduce_stats_pitched(
+    int kernel, const void *d_planes, uint64_t plane_stride,
+    imgstat_sample sample, uint64_t n, uint32_t channels, void *d_scratch,
+    size_t *scratch_bytes, imgstat_partial *d_out, cudaStream_t stream);
+
+/*
+ * The fused statistics of an interleaved image (HWC, dense: sample c of
+ * pixel i at d_data + (i * channels + c) * sample bytes) without gathering
+ * it into planes: one partial per channel at d_out, equal to what
+ * ist_reduce_stats gives for that channel's plane (integer partials merge
+ * exactly in any order; indices are pixel indices). Only where
+ * ist_hwc_kernel_fits: u8 or u16 samples, 2 to 4 channels, d_data at a
+ * 16-byte boundary (f32 keeps the canonical order's plane walk). Scratch
+ * as for ist_reduce_stats.
+ */
+bool ist_hwc_kernel_fits(const void *d_data, imgstat_sample sample,
+                         uint32_t channels);
+cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
+                                 uint64_t npix, uint32_t channels,
+                                 void *d_scratch, size_t *scratch_bytes,
+                                 imgstat_partial *d_out, cudaStream_t stream);
+
 /* ---- batched statistics (fast.cu) -----------------------------------------
  * The planes of many images reduced in one launch and folded in a second:
  * segment k is one dense plane of n samples with its own nblocks blocks
@@ -180,6 +208,12 @@ unsigned ist_fold_grid(uint64_t n);
 cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
                            cudaStream_t s);
 cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s);
+/* The interleaved kernel's pass 1 (ist_reduce_stats_hwc): p->in the image,
+ * p->n its pixels, p->channels its channels (2..4), p->grid blocks (each
+ * over every channel), results channel c at p->out + c * p->out_stride. */
+unsigned ist_hwc_grid(uint64_t bytes, uint32_t channels, int sm_count);
+cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
+                          cudaStream_t s);
 cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,
                            cudaStream_t s);
 cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s);

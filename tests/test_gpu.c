@@ -9,7 +9,8 @@
  *
  * The context's own behaviour too: submit / wait with several images in
  * flight from two threads, images with a row stride (pageable and pinned,
- * whole and by ranges), device planes wrapped in place or pitched, and the
+ * whole and by ranges), device planes wrapped in place or pitched, dense
+ * interleaved images reduced without gathering, and the
  * context's device honoured from a thread whose current device differs
  * (with two GPUs).
  *
@@ -1003,6 +1004,90 @@ static void test_wrap(void) {
   test_image_free(&img);
 }
 
+/* Dense interleaved (HWC) u8 / u16 images of 2 to 4 channels on the device,
+ * wrapped as they are: the interleaved kernel reads them without gathering
+ * (ist_reduce_stats_hwc). Every channel against the reference scan of its
+ * plane: sizes with a tail of samples and a last, partial tile; random
+ * full-range samples (saturated early), a narrow range with a unique
+ * minimum at the last pixel and maximum at the first of one channel, and a
+ * constant image (ties: the first pixel). Then the planes gathered on
+ * demand (a download) equal the image's. */
+static void test_hwc(void) {
+  static const struct {
+    uint32_t w, h;
+  } sizes[] = {{1, 1}, {5, 3}, {1031, 17}, {977, 1503}, {4096, 2048}};
+  const size_t nsizes = g_quick ? 3 : sizeof sizes / sizeof *sizes;
+  int bad = 0, runs = 0;
+  for (int s = 0; s < 2; ++s)
+    for (int ch = 2; ch <= 4; ++ch)
+      for (size_t z = 0; z < nsizes; ++z)
+        for (int pattern = 0; pattern < 3; ++pattern) {
+          imgstat_image img;
+          CU_ASSERT_FATAL(
+              test_image_make(&img, sizes[z].w, sizes[z].h, ch, g_samples[s]));
+          const uint64_t n = npix(&img);
+          const unsigned top = g_samples[s] == IMGSTAT_U8 ? 255 : 65535;
+          fill_random(&img);
+          for (int c = 0; c < ch && pattern > 0; ++c)
+            for (uint64_t i = 0; i < n; ++i) {
+              unsigned v = pattern == 2
+                               ? 7u
+                               : 10 + (unsigned)(test_rand(&g_rng) % (top / 2));
+              if (pattern == 1 && c == ch - 1 && i == n - 1)
+                v = 3; /* the unique minimum, at the last pixel */
+              if (pattern == 1 && c == 1 && i == 0 && n > 1)
+                v = top - 1; /* the unique maximum, at the first */
+              if (g_samples[s] == IMGSTAT_U8)
+                ((uint8_t *)img.planes[c])[i] = (uint8_t)v;
+              else
+                ((uint16_t *)img.planes[c])[i] = (uint16_t)v;
+            }
+          imgstat_partial ref[IMGSTAT_MAX_CHANNELS], got[IMGSTAT_MAX_CHANNELS];
+          for (int c = 0; c < ch; ++c)
+            ref_scan(img.planes[c], img.sample, n, &ref[c]);
+          const size_t px = (size_t)ch * img.sample;
+          void *block = NULL;
+          CU_ASSERT_FATAL(
+              test_gpu_device_interleaved(&img, img.width * px, px, &block));
+          imgstat_gpu_image *d = NULL;
+          imgstat_error err;
+          char what[96];
+          snprintf(what, sizeof what, "HWC %ux%u x%d depth %d pattern %d",
+                   img.width, img.height, ch, imgstat_sample_depth(img.sample),
+                   pattern);
+          imgstat_status st = imgstat_gpu_image_wrap_strided(
+              g_gpu, img.width, img.height, ch, img.sample, block,
+              img.width * px, px, img.sample, &d, &err);
+          memset(got, 0xA5, sizeof got);
+          if (st == IMGSTAT_OK)
+            st = imgstat_gpu_image_stats(g_gpu, d, IMGSTAT_KERNEL_FAST, got,
+                                         &err);
+          int ok = st == IMGSTAT_OK;
+          for (int c = 0; c < ch && ok; ++c)
+            ok =
+                partial_matches(&got[c], &ref[c], img.sample, 0, 0, what, 0, c);
+          /* the planes, gathered when asked for */
+          void *plane = malloc(n * img.sample + 1);
+          CU_ASSERT_FATAL(plane != NULL);
+          for (int c = 0; c < ch && ok; ++c)
+            ok = imgstat_gpu_image_download(g_gpu, d, c, plane, &err) ==
+                     IMGSTAT_OK &&
+                 memcmp(plane, img.planes[c], n * img.sample) == 0;
+          free(plane);
+          runs++;
+          if (!ok) {
+            bad++;
+            printf("\n  %s: %s\n", what,
+                   st == IMGSTAT_OK ? "differs" : err.message);
+          }
+          imgstat_gpu_image_release(g_gpu, d);
+          test_gpu_free(block);
+          test_image_free(&img);
+        }
+  printf("(%d interleaved images) ", runs);
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* Another device current on the calling thread: a context's calls still
  * run on its own device. */
 typedef struct device_run {
@@ -1079,6 +1164,8 @@ static const test_case tests[] = {
     {"submit / wait: every slot in flight", test_submit_all_slots},
     {"row stride: pageable, pinned, by ranges", test_strided},
     {"device planes wrapped: in place, pitched", test_wrap},
+    {"interleaved device images: no gathering, the reference's partials",
+     test_hwc},
     {"the context's device from a thread on another", test_other_device},
     {NULL, NULL}};
 

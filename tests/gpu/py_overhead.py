@@ -2,9 +2,15 @@
 """Where imgstat.stats of a CUDA tensor spends its time beyond the kernel
 (issue 19's "within 1.2 x the kernel"): the whole call on a 3-sample tensor
 (the fixed cost), the raw binding call (no record parsing), the record's
-parsing alone, and the whole call on 64 MP CHW; median of 200 (20 for 64 MP)
-after warm-up, the device synchronized before each timing.
+parsing alone, the Python-side steps by cProfile; then 64 MP RGB8 in CHW
+and HWC, whole call and binding call, with the device time between two CUDA
+events around the binding call, and torch's smallest round trip (a sum and
+.item()) for scale. Median of 200 (20 for 64 MP) after warm-up, the device
+synchronized before each timing.
 Usage (GPU host, the package on PYTHONPATH): python3 py_overhead.py"""
+import cProfile
+import io
+import pstats
 import statistics
 import time
 
@@ -26,17 +32,65 @@ def med(fn, n):
     return statistics.median(ts) * 1e3
 
 
+def device_ms(fn, n):
+    """Median device time between events recorded before and after fn."""
+    a = torch.cuda.Event(enable_timing=True)
+    b = torch.cuda.Event(enable_timing=True)
+    ts = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    return statistics.median(ts)
+
+
+def raw(t, layout):
+    return _imgstat.stats_array(t, layout, 0, False, None, "auto")
+
+
 tiny = torch.randint(0, 256, (3, 1, 1), dtype=torch.uint8, device="cuda")
-big = torch.randint(0, 256, (3, 8192, 8192), dtype=torch.uint8, device="cuda")
-raw = lambda t: _imgstat.stats_array(t, "chw", 0, False, None, "auto")
-res = raw(tiny)
+g = torch.Generator(device="cuda").manual_seed(0)
+# 1..254 as the CLI's benchmark (no early saturation), and full range
+mid = torch.randint(1, 255, (3, 8192, 8192), dtype=torch.uint8, device="cuda",
+                    generator=g)
+full = torch.randint(0, 256, (3, 8192, 8192), dtype=torch.uint8,
+                     device="cuda", generator=g)
+mid_hwc = mid.permute(1, 2, 0).contiguous()
+full_hwc = full.permute(1, 2, 0).contiguous()
+res = raw(tiny, "chw")
+s1 = torch.zeros(1, device="cuda")
 rows = [
-    ("imgstat.stats, 3 samples (CHW)", med(lambda: imgstat.stats(tiny, layout="chw"), 200)),
-    ("binding call alone, 3 samples", med(lambda: raw(tiny), 200)),
-    ("record parsing alone (_parse)", med(lambda: imgstat._parse(res, None), 200)),
+    ("imgstat.stats, 3 samples (CHW)",
+     med(lambda: imgstat.stats(tiny, layout="chw"), 200)),
+    ("binding call alone, 3 samples", med(lambda: raw(tiny, "chw"), 200)),
+    ("record parsing alone (_parse)", med(lambda: imgstat._parse(res, None),
+                                          200)),
     ("torch DLPack export alone", med(lambda: tiny.__dlpack__(), 200)),
-    ("imgstat.stats, 64 MP CHW", med(lambda: imgstat.stats(big, layout="chw"), 20)),
-    ("binding call alone, 64 MP CHW", med(lambda: raw(big), 20)),
+    ("torch round trip: t.sum().item(), 1 element",
+     med(lambda: s1.sum().item(), 200)),
 ]
+for name, t, lay in (("64 MP 1..254 CHW", mid, "chw"),
+                     ("64 MP 1..254 HWC", mid_hwc, "hwc"),
+                     ("64 MP 0..255 CHW", full, "chw"),
+                     ("64 MP 0..255 HWC", full_hwc, "hwc")):
+    rows.append((f"imgstat.stats, {name}",
+                 med(lambda: imgstat.stats(t, layout=lay), 20)))
+    rows.append((f"binding call alone, {name}", med(lambda: raw(t, lay), 20)))
+    rows.append((f"device time between events around it, {name}",
+                 device_ms(lambda: raw(t, lay), 20)))
 for name, ms in rows:
-    print(f"overhead | {name} | {ms:.3f} ms")
+    print(f"overhead | {name} | {ms:.4f} ms")
+
+# where the Python side of the 3-sample call goes
+pr = cProfile.Profile()
+pr.enable()
+for _ in range(2000):
+    imgstat.stats(tiny, layout="chw")
+pr.disable()
+s = io.StringIO()
+pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(12)
+print("cProfile of 2000 calls of imgstat.stats on 3 samples (tottime):")
+print("\n".join(s.getvalue().splitlines()[:30]))

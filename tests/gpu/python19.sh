@@ -17,6 +17,8 @@
 #   bench1    imgstat.stats of a 64 MP RGB8 CUDA tensor (CHW, HWC) against
 #             torch's one-liners (aminmax, float64 mean and std); the CLI's
 #             kernel time (imgstat bench) for the same size
+#   overhead  (not in the default steps) tests/gpu/py_overhead.py: where
+#             a CUDA tensor's call spends its time beyond the kernel
 #   bench2    imgstat.dataset(jpeg_decoder="gpu", scale="unit") on 500 x
 #             12 MP JPEGs against the DataLoader recipe (ImageFolder +
 #             ToTensor, 16 workers, batch 32, float64 sums on the GPU),
@@ -137,6 +139,12 @@ pystep() {
 
 has hostcopy && pystep hostcopy 90 hostcopy
 has bench1 && pystep bench1 130 bench1 "$BIN"
+if has overhead; then
+  t=$(date +%s)
+  timeout -k 5 "$(limit 120)" "$PY" tests/gpu/py_overhead.py >"$OUT/p19-overhead.log" 2>&1
+  log "overhead: rc=$? ($(($(date +%s) - t)) s)"
+  tee -a "$L" <"$OUT/p19-overhead.log" | grep '^overhead' | sed 's/^overhead | //' >>"$ROWS"
+fi
 
 if has bench2; then
   # 500 x 12 MP JPEGs at q90 (smooth content and noise, as the issue-18
