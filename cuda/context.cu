@@ -698,6 +698,20 @@ imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
   return IMGSTAT_OK;
 }
 
+imgstat_status imgstat_gpu_wait_stream(imgstat_gpu *gpu, uintptr_t stream,
+                                       imgstat_error *err) {
+  if (!gpu)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  if (stream == 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "stream 0 is ambiguous");
+  IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  cudaStream_t s = stream == 1   ? cudaStreamLegacy
+                   : stream == 2 ? cudaStreamPerThread
+                                 : reinterpret_cast<cudaStream_t>(stream);
+  IST_CUDA_TRY(cudaStreamSynchronize(s), "waiting for the array's stream");
+  return IMGSTAT_OK;
+}
+
 imgstat_status imgstat_gpu_malloc(imgstat_gpu *gpu, size_t bytes, void **p,
                                   imgstat_error *err) {
   if (p)

@@ -262,26 +262,23 @@ uint64_t even_stride(const void *const *d_planes, int planes,
 }
 
 /* One reduction of every channel on the slot's stream (reduce(scratch,
- * bytes) launches it when scratch is given, else sizes it), its partials
- * copied to out[0..channels-1]: two launches, one copy, one wait. */
+ * bytes, results) launches it when scratch is given, else sizes it), its
+ * last pass writing the partials straight into the slot's pinned host
+ * buffer (device-visible at the same address: unified addressing), then
+ * copied to out[0..channels-1]: the launches and one wait, no copy call. */
 template <typename Reduce>
 imgstat_status stats_on_stream(ist_slot *s, int channels, Reduce reduce,
                                imgstat_partial *out, imgstat_error *err) {
   size_t bytes = 0;
-  IST_CUDA_TRY(reduce(nullptr, &bytes), "scratch size");
+  IST_CUDA_TRY(reduce(nullptr, &bytes, nullptr), "scratch size");
   IST_CUDA_TRY(s->scratch.reserve(bytes), "cudaMalloc (scratch)");
   IST_CUDA_TRY(s->h_out.reserve(IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
                "cudaMallocHost");
-  IST_CUDA_TRY(s->d_out.reserve(IMGSTAT_MAX_CHANNELS * sizeof(imgstat_partial)),
-               "cudaMalloc");
   bytes = s->scratch.bytes;
-  IST_CUDA_TRY(reduce(s->scratch.p, &bytes), "reduction");
-  IST_CUDA_TRY(cudaMemcpyAsync(s->h_out.p, s->d_out.p,
-                               channels * sizeof(imgstat_partial),
-                               cudaMemcpyDeviceToHost, s->stream),
-               "cudaMemcpyAsync (results)");
+  imgstat_partial *results = s->h_out.as<imgstat_partial>();
+  IST_CUDA_TRY(reduce(s->scratch.p, &bytes, results), "reduction");
   IST_CUDA_TRY(cudaStreamSynchronize(s->stream), "reduction");
-  memcpy(out, s->h_out.p, channels * sizeof(imgstat_partial));
+  memcpy(out, results, channels * sizeof(imgstat_partial));
   return IMGSTAT_OK;
 }
 
@@ -302,10 +299,10 @@ imgstat_status ist_stats_planes(ist_slot *s, const void *const *d_planes,
   if (stride)
     return stats_on_stream(
         s, planes,
-        [&](void *scratch, size_t *bytes) {
-          return ist_reduce_stats_pitched(
-              kernel, d_planes[0], stride, sample, n, (uint32_t)planes, scratch,
-              bytes, s->d_out.as<imgstat_partial>(), s->stream);
+        [&](void *scratch, size_t *bytes, imgstat_partial *results) {
+          return ist_reduce_stats_pitched(kernel, d_planes[0], stride, sample,
+                                          n, (uint32_t)planes, scratch, bytes,
+                                          results, s->stream);
         },
         out, err);
   size_t each = 0;
@@ -434,10 +431,10 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
     /* dense HWC: the interleaved kernel, no gathering */
     st = stats_on_stream(
         s, dimg->channels,
-        [&](void *scratch, size_t *bytes) {
-          return ist_reduce_stats_hwc(
-              dimg->hwc, dimg->sample, n, (uint32_t)dimg->channels, scratch,
-              bytes, s->d_out.as<imgstat_partial>(), s->stream);
+        [&](void *scratch, size_t *bytes, imgstat_partial *results) {
+          return ist_reduce_stats_hwc(dimg->hwc, dimg->sample, n,
+                                      (uint32_t)dimg->channels, scratch, bytes,
+                                      results, s->stream);
         },
         out, err);
   } else {

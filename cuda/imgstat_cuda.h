@@ -171,6 +171,17 @@ imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
                                           imgstat_gpu_image *dimg, int c,
                                           void *host, imgstat_error *err);
 
+/* Waits (on the host) for the work queued so far on a stream of the
+ * context's device that the caller did not make: `stream` is a
+ * cudaStream_t, or 1 for the legacy default stream, 2 for the per-thread
+ * default stream (the values of the DLPack and __cuda_array_interface__
+ * protocols). A DLPack producer asked for an array without a stream orders
+ * its work before the legacy default stream (torch, CuPy): call this with 1
+ * before wrapping such an array, since the context's streams do not wait
+ * for that stream by themselves. */
+imgstat_status imgstat_gpu_wait_stream(imgstat_gpu *gpu, uintptr_t stream,
+                                       imgstat_error *err);
+
 /* Device memory on the context's device for the caller (e.g. the output of
  * imgstat_gpu_image_norm_apply_device), `bytes` of it (0: 1) into *p; free
  * it with imgstat_gpu_free (from any thread; the calling thread's current

@@ -223,8 +223,9 @@ _CAI_TYPES = {"|u1": ("uint8", 1), "<u2": ("uint16", 2), "<f4": ("float32", 4)}
 
 
 def _cai_geometry(cai: dict) -> tuple:
-    """(pointer, shape, strides in samples, dtype name) of a
-    __cuda_array_interface__ dict."""
+    """(pointer, stream, shape, strides in samples, dtype name) of a
+    __cuda_array_interface__ dict; stream 0 when it names none (version 3:
+    None, no synchronization needed)."""
     typestr = cai["typestr"]
     if typestr not in _CAI_TYPES:
         raise TypeError("the array's dtype must be uint8, uint16 or float32")
@@ -240,7 +241,12 @@ def _cai_geometry(cai: dict) -> tuple:
         if any(s % item for s in strides):
             raise ValueError("strides that are not whole samples")
         strides = [s // item for s in strides]
-    return cai["data"][0], shape, strides, dtype
+    stream = cai.get("stream")
+    if stream is not None and (isinstance(stream, bool) or
+                               not isinstance(stream, int) or stream == 0):
+        raise ValueError("__cuda_array_interface__: a stream is a non-zero "
+                         "integer or None")
+    return cai["data"][0], stream or 0, shape, strides, dtype
 
 
 class DeviceArray:
@@ -317,9 +323,9 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
                                            backend), None)
     cai = _cuda_interface(x)
     if cai is not None:
-        ptr, shape, strides, dtype = _cai_geometry(cai)
+        ptr, stream, shape, strides, dtype = _cai_geometry(cai)
         return _parse(_imgstat.stats_cuda_interface(
-            ptr, -1, shape, strides, dtype, layout, ddof, histogram, pct,
+            ptr, -1, stream, shape, strides, dtype, layout, ddof, histogram, pct,
             backend), None)
     try:
         result = _imgstat.stats_array(x, layout, ddof, histogram, pct, backend)
@@ -497,9 +503,9 @@ def normalize(x: Any, mode: str = "minmax", *,
             dtype or "", alpha, scale, backend)
     cai = _cuda_interface(x)
     if cai is not None:
-        ptr, shape, strides, cai_dtype = _cai_geometry(cai)
+        ptr, stream, shape, strides, cai_dtype = _cai_geometry(cai)
         ok, value = _imgstat.normalize_cuda_interface(
-            ptr, -1, shape, strides, cai_dtype, *args)
+            ptr, -1, stream, shape, strides, cai_dtype, *args)
     else:
         ok, value = _imgstat.normalize_array(x, *args)
     if not ok:

@@ -452,12 +452,18 @@ imgstat_status gpu_for(int device, imgstat_gpu **gpu, imgstat_error *err) {
 
 // A CUDA array as a device image of gpu: its planes used where they are
 // when each plane's rows are contiguous (HW, CHW: imgstat_gpu_image_wrap),
-// else gathered into dense planes by the device (HWC and other strided
-// views: imgstat_gpu_image_wrap_strided). Either way no pixel goes to the
-// host, and the planes are the same.
+// else wrapped strided (dense HWC read as it is by the interleaved kernel,
+// other views gathered into dense planes by the device:
+// imgstat_gpu_image_wrap_strided). Either way no pixel goes to the host,
+// and the figures are the same. First the producer's work: a DLPack
+// exporter asked for no stream (nanobind asks for none) orders it before
+// the legacy default stream, which the context's streams do not wait for.
 imgstat_status wrap_cuda(imgstat_gpu *gpu, const char *base, const Geometry &g,
                          imgstat_sample sample, imgstat_gpu_image **d,
                          imgstat_error *err) {
+  imgstat_status st = imgstat_gpu_wait_stream(gpu, 1, err);
+  if (st != IMGSTAT_OK)
+    return st;
   size_t item = (size_t)sample;
   void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
   size_t stride = 0;
@@ -530,14 +536,30 @@ imgstat_status cuda_histograms(imgstat_gpu *gpu, imgstat_gpu_image *d,
   return IMGSTAT_OK;
 }
 
+// Host clock stamps of stats_cuda's phases, for tests/gpu/py_overhead.py
+// (_imgstat._cuda_stats_phases): where a call spends its time.
+struct Phases {
+  static constexpr int kMax = 8;
+  const char *name[kMax];
+  std::chrono::steady_clock::time_point at[kMax];
+  int n = 0;
+  void stamp(const char *what) {
+    if (n < kMax) {
+      name[n] = what;
+      at[n++] = std::chrono::steady_clock::now();
+    }
+  }
+};
+
 // A CUDA array's statistics (and histograms): computed on its device,
 // where it lives, with no copy of the pixels to the host (f32 histograms:
 // see cuda_histograms). The record is the CPU's for the same pixels but
 // for "backend". Only in builds with CUDA (check_cuda_array first).
-std::tuple<bool, std::string, Failure> stats_cuda(const char *base, int device,
-                                                  const Geometry &g,
-                                                  imgstat_sample sample,
-                                                  const Request &req) {
+std::tuple<bool, std::string, Failure>
+stats_cuda(const char *base, int device, const Geometry &g,
+           imgstat_sample sample, const Request &req, Phases *ph = nullptr) {
+  if (ph)
+    ph->stamp("start");
   std::lock_guard<std::mutex> lock(cuda_lock());
   imgstat_error err;
   std::memset(&err, 0, sizeof err);
@@ -546,14 +568,22 @@ std::tuple<bool, std::string, Failure> stats_cuda(const char *base, int device,
   imgstat_job_result res;
   std::memset(&res, 0, sizeof res);
   imgstat_status s = gpu_for(device, &gpu, &err);
+  if (ph)
+    ph->stamp("context");
   if (s == IMGSTAT_OK)
     s = wrap_cuda(gpu, base, g, sample, &dimg, &err);
+  if (ph)
+    ph->stamp("wait and wrap");
   if (s == IMGSTAT_OK)
     s = imgstat_gpu_image_stats(gpu, dimg, IMGSTAT_KERNEL_FAST, res.partial,
                                 &err);
+  if (ph)
+    ph->stamp("reduction (launches, copy, wait)");
   if (s == IMGSTAT_OK && req.histogram)
     s = cuda_histograms(gpu, dimg, g, sample, req, &res, &err);
   imgstat_gpu_image_release(gpu, dimg);
+  if (ph)
+    ph->stamp("release");
   std::tuple<bool, std::string, Failure> r;
   if (s != IMGSTAT_OK) {
     r = {false, std::string(),
@@ -567,7 +597,32 @@ std::tuple<bool, std::string, Failure> stats_cuda(const char *base, int device,
     r = {true, record_json("<cuda array>", &res, req), Failure()};
   }
   imgstat_job_result_free(&res);
+  if (ph)
+    ph->stamp("record (JSON text)");
   return r;
+}
+
+// The phases of one stats_cuda call on a CUDA array (no histograms):
+// [(phase, microseconds)], for tests/gpu/py_overhead.py.
+nb::list cuda_stats_phases(AnyArray a, const std::string &layout) {
+  Request req = make_request(0, false, std::nullopt, "auto");
+  imgstat_sample sample = sample_of(a);
+  Geometry g = geometry_of(a, layout);
+  if (a.device_type() != nb::device::cuda::value)
+    throw nb::value_error("a CUDA array");
+  check_cuda_array(g, req, "_cuda_stats_phases");
+  Phases ph;
+  {
+    nb::gil_scoped_release nogil;
+    stats_cuda((const char *)a.data(), a.device_id(), g, sample, req, &ph);
+  }
+  nb::list out;
+  for (int k = 1; k < ph.n; k++)
+    out.append(nb::make_tuple(
+        ph.name[k],
+        std::chrono::duration<double, std::micro>(ph.at[k] - ph.at[k - 1])
+            .count()));
+  return out;
 }
 
 nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
@@ -594,10 +649,27 @@ nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
   return result_tuple(r);
 }
 
+// The stream of an object's __cuda_array_interface__ (0: none given, no
+// synchronization asked), waited for on the host before its data is read.
+void wait_cai_stream(int device, uintptr_t stream) {
+  if (stream == 0)
+    return;
+  nb::gil_scoped_release nogil;
+  std::lock_guard<std::mutex> lock(cuda_lock());
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  imgstat_gpu *gpu = nullptr;
+  imgstat_status s = gpu_for(device, &gpu, &err);
+  if (s == IMGSTAT_OK)
+    s = imgstat_gpu_wait_stream(gpu, stream, &err);
+  if (s != IMGSTAT_OK)
+    throw std::runtime_error(err.message);
+}
+
 // An object that offers only __cuda_array_interface__ (Numba): its pointer,
 // shape and strides (in elements) as the Python side read them; device -1
-// is the current one. The producer's work must be finished (synchronized).
-nb::tuple stats_cuda_interface(uintptr_t ptr, int device,
+// is the current one; `stream` the interface's (0: none).
+nb::tuple stats_cuda_interface(uintptr_t ptr, int device, uintptr_t stream,
                                const std::vector<int64_t> &shape,
                                const std::vector<int64_t> &strides,
                                const std::string &dtype,
@@ -645,6 +717,7 @@ nb::tuple stats_cuda_interface(uintptr_t ptr, int device,
   if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
     throw nb::value_error("imgstat.stats: an image has 1 to 4 channels");
   check_cuda_array(g, req, "imgstat.stats");
+  wait_cai_stream(device, stream);
   std::tuple<bool, std::string, Failure> r;
   {
     nb::gil_scoped_release nogil;
@@ -933,12 +1006,13 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
 
 // imgstat.normalize of an object that offers only __cuda_array_interface__
 // (Numba): its pointer, shape and strides (in elements) as the Python side
-// read them, made a CUDA array of device `device` (-1: the current one).
+// read them, made a CUDA array of device `device` (-1: the current one);
+// `stream` the interface's (0: none).
 nb::object normalize_cuda_interface(
-    uintptr_t ptr, int device, const std::vector<int64_t> &shape,
-    const std::vector<int64_t> &strides, const std::string &dtype,
-    const std::string &layout, const std::string &mode,
-    std::optional<std::vector<double>> mean,
+    uintptr_t ptr, int device, uintptr_t stream,
+    const std::vector<int64_t> &shape, const std::vector<int64_t> &strides,
+    const std::string &dtype, const std::string &layout,
+    const std::string &mode, std::optional<std::vector<double>> mean,
     std::optional<std::vector<double>> std_,
     std::optional<std::vector<double>> clip,
     std::optional<std::vector<double>> range, bool linked,
@@ -965,6 +1039,7 @@ nb::object normalize_cuda_interface(
   }
   AnyArray a((const void *)ptr, shape.size(), sh, nb::handle(), strides.data(),
              dt, nb::device::cuda::value, device);
+  wait_cai_stream(device, stream);
   return normalize_array(a, layout, mode, mean, std_, clip, range, linked,
                          out_dtype, alpha, scale, backend);
 }
@@ -1453,10 +1528,12 @@ NB_MODULE(_imgstat, m) {
         nb::arg("histogram"), nb::arg("percentiles").none(),
         nb::arg("backend"));
   m.def("stats_cuda_interface", &stats_cuda_interface, nb::arg("ptr"),
-        nb::arg("device"), nb::arg("shape"), nb::arg("strides"),
-        nb::arg("dtype"), nb::arg("layout"), nb::arg("ddof"),
-        nb::arg("histogram"), nb::arg("percentiles").none(),
+        nb::arg("device"), nb::arg("stream"), nb::arg("shape"),
+        nb::arg("strides"), nb::arg("dtype"), nb::arg("layout"),
+        nb::arg("ddof"), nb::arg("histogram"), nb::arg("percentiles").none(),
         nb::arg("backend"));
+  m.def("_cuda_stats_phases", &cuda_stats_phases, nb::arg("array"),
+        nb::arg("layout"));
   m.def("stats_array", &stats_array, nb::arg("array"), nb::arg("layout"),
         nb::arg("ddof"), nb::arg("histogram"), nb::arg("percentiles").none(),
         nb::arg("backend"));
@@ -1466,11 +1543,12 @@ NB_MODULE(_imgstat, m) {
         nb::arg("linked"), nb::arg("dtype"), nb::arg("alpha"), nb::arg("scale"),
         nb::arg("backend"));
   m.def("normalize_cuda_interface", &normalize_cuda_interface, nb::arg("ptr"),
-        nb::arg("device"), nb::arg("shape"), nb::arg("strides"),
-        nb::arg("dtype"), nb::arg("layout"), nb::arg("mode"),
-        nb::arg("mean").none(), nb::arg("std").none(), nb::arg("clip").none(),
-        nb::arg("range").none(), nb::arg("linked"), nb::arg("out_dtype"),
-        nb::arg("alpha"), nb::arg("scale"), nb::arg("backend"));
+        nb::arg("device"), nb::arg("stream"), nb::arg("shape"),
+        nb::arg("strides"), nb::arg("dtype"), nb::arg("layout"),
+        nb::arg("mode"), nb::arg("mean").none(), nb::arg("std").none(),
+        nb::arg("clip").none(), nb::arg("range").none(), nb::arg("linked"),
+        nb::arg("out_dtype"), nb::arg("alpha"), nb::arg("scale"),
+        nb::arg("backend"));
   m.def("normalize_files", &normalize_files, nb::arg("inputs"),
         nb::arg("lists"), nb::arg("out"), nb::arg("jobs"), nb::arg("follow"),
         nb::arg("mode"), nb::arg("mean").none(), nb::arg("std").none(),

@@ -174,6 +174,53 @@ def test_histograms_equal_cpu(kind, layout, dtype):
 
 
 @needs_torch
+@pytest.mark.parametrize("channels", [2, 3, 4])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("shape", [(1, 1), (61, 97), (517, 1031)])
+def test_hwc_in_place(channels, dtype, shape):
+    """Dense HWC of 8 / 16 bits and 2 to 4 channels: read as stored by the
+    interleaved kernel (no gathering), samples in a narrow range so that
+    the extremes are searched to the end, a unique minimum at the last
+    pixel and maximum at the first: the CPU's record."""
+    rng = np.random.default_rng(channels * 100 + shape[0])
+    a = rng.integers(10, 200, shape + (channels,), dtype=dtype)
+    a[-1, -1, channels - 1] = 3
+    a[0, 0, 0] = 250 if a.size > channels else 3
+    t = on_device(a, "torch")
+    got = imgstat.stats(t).to_dict()
+    want = imgstat.stats(a, backend="cpu").to_dict()
+    same_record(got, want)
+    for ch, plane in zip(got["stats"], planes_of(a, "hwc")):
+        check_channel(ch, reference(plane), False)
+
+
+@needs_torch
+@pytest.mark.parametrize("layout", ["hwc", "chw"])
+def test_pending_producer_work(layout):
+    """A tensor whose kernels are still queued when imgstat is called (torch
+    runs them on its stream after a 20 ms spin, and on a side stream): the
+    figures are those of the finished tensor."""
+    base = torch.randint(0, 200, (3, 1024, 1024), dtype=torch.uint8,
+                         device="cuda")
+    want = base.view(3, -1).sum(dim=1, dtype=torch.int64)
+    torch.cuda.synchronize()
+
+    def pending(k):
+        torch.cuda._sleep(40_000_000)  # about 20 ms of GPU cycles
+        x = base + k
+        return x.permute(1, 2, 0).contiguous() if layout == "hwc" else x
+
+    for k in (1, 2, 3):
+        got = imgstat.stats(pending(k), layout=layout)
+        assert list(got.sum) == (want + k * 1024 * 1024).tolist(), k
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        got = imgstat.stats(pending(4), layout=layout)
+    torch.cuda.synchronize()
+    assert list(got.sum) == (want + 4 * 1024 * 1024).tolist()
+
+
+@needs_torch
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_strided_views(dtype):
     """Views the device gathers: every other column of HWC, the first three

@@ -136,6 +136,13 @@ imgstat_status imgstat_gpu_malloc(imgstat_gpu *gpu, size_t bytes, void **p,
   return no_cuda(err);
 }
 
+imgstat_status imgstat_gpu_wait_stream(imgstat_gpu *gpu, uintptr_t stream,
+                                       imgstat_error *err) {
+  (void)gpu;
+  (void)stream;
+  return no_cuda(err);
+}
+
 void imgstat_gpu_free(imgstat_gpu *gpu, void *p) {
   (void)gpu;
   (void)p;

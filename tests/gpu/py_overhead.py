@@ -2,7 +2,8 @@
 """Where imgstat.stats of a CUDA tensor spends its time beyond the kernel
 (issue 19's "within 1.2 x the kernel"): the whole call on a 3-sample tensor
 (the fixed cost), the raw binding call (no record parsing), the record's
-parsing alone, the Python-side steps by cProfile; then 64 MP RGB8 in CHW
+parsing alone, the binding's phases (host clock), the Python-side steps by
+cProfile; then 64 MP RGB8 in CHW
 and HWC, whole call and binding call, with the device time between two CUDA
 events around the binding call, and torch's smallest round trip (a sum and
 .item()) for scale. Median of 200 (20 for 64 MP) after warm-up, the device
@@ -83,6 +84,20 @@ for name, t, lay in (("64 MP 1..254 CHW", mid, "chw"),
                  device_ms(lambda: raw(t, lay), 20)))
 for name, ms in rows:
     print(f"overhead | {name} | {ms:.4f} ms")
+
+
+def phases(t, layout, n):
+    """Median microseconds of each phase of the binding's CUDA path."""
+    runs = [_imgstat._cuda_stats_phases(t, layout) for _ in range(n + 5)][5:]
+    return [(runs[0][k][0], statistics.median(r[k][1] for r in runs))
+            for k in range(len(runs[0]))]
+
+
+for name, t, lay, n in (("3 samples CHW", tiny, "chw", 200),
+                        ("64 MP 1..254 CHW", mid, "chw", 20),
+                        ("64 MP 1..254 HWC", mid_hwc, "hwc", 20)):
+    for ph, us in phases(t, lay, n):
+        print(f"overhead | phase, {name}: {ph} | {us / 1e3:.4f} ms")
 
 # where the Python side of the 3-sample call goes
 pr = cProfile.Profile()
