@@ -825,12 +825,13 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 
 /* ---- interleaved (HWC) u8 / u16 images ----------------------------------
  * An image of C channels (2..4) stored pixel by pixel, reduced without
- * gathering it into planes first. The loads are the fast kernel's: thread t
- * of a tile reads vectors t, t + 256, ... (kV of them), so every load of a
- * warp is coalesced. A tile holds a whole number of pixels, so the channel
- * of sample b of a thread's vector j is (j * 256 * kPerVec + b + r) % C: a
- * constant once the loops are unrolled, but for the thread's own offset r =
- * t * kPerVec % C (0 unless C = 3). Each thread therefore keeps its sums
+ * gathering it into planes first. u16 (this kernel; u8 has the faster one
+ * below, hwc_u8_kernel, with the same partials). The loads are the fast
+ * kernel's: thread t of a tile reads vectors t, t + 256, ... (kV of them), so
+ * every load of a warp is coalesced. A tile holds a whole number of pixels, so
+ * the channel of sample b of a thread's vector j is (j * 256 * kPerVec + b + r)
+ * % C: a constant once the loops are unrolled, but for the thread's own offset
+ * r = t * kPerVec % C (0 unless C = 3). Each thread therefore keeps its sums
  * and extremes by "relative" channel and maps them to channels at the end.
  * First positions: a thread remembers the tile in which a channel's running
  * min (max) last became strictly smaller (larger), and re-reads that tile's
@@ -974,6 +975,46 @@ __device__ uint64_t hwc_first(const uint4 *vec, uint64_t nvec, unsigned tile,
   return found;
 }
 
+/* Block 0's share of the samples after the last whole vector (unit) from
+ * tail0 (fewer than the block's threads): one a thread, as a partial of its
+ * own channel, *channel (-1: none). */
+template <typename Sample, int C>
+__device__ imgstat_partial hwc_tail(const Sample *data, uint64_t tail0,
+                                    uint64_t total, int *channel) {
+  imgstat_partial tail = ist_partial_empty();
+  *channel = -1;
+  const uint64_t i = tail0 + threadIdx.x;
+  if (blockIdx.x == 0 && i < total) {
+    const unsigned x = data[i];
+    *channel = (int)(i % C);
+    tail.count = 1;
+    tail.sum = x;
+    tail.sumsq = (uint64_t)x * x;
+    tail.min = tail.max = (double)x;
+    tail.min_index = tail.max_index = i / C;
+  }
+  return tail;
+}
+
+/* The block's partial of each channel c from the threads' part[c] (and the
+ * tail sample of channel tail_c), written to pass.out. */
+template <int C>
+__device__ void hwc_block_out(const imgstat_partial (&part)[C],
+                              const imgstat_partial &tail, int tail_c,
+                              const ist_pass &pass) {
+  imgstat_partial *out = static_cast<imgstat_partial *>(pass.out);
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    imgstat_partial p = part[c];
+    if (tail_c == c)
+      ist_partial_combine<false>(&p, &tail);
+    p = block_merge<false, FastPolicy::kBlock>(p);
+    if (threadIdx.x == 0)
+      out[(uint64_t)c * pass.out_stride + blockIdx.x] = p;
+    __syncthreads(); /* the merge's shared slots are used again */
+  }
+}
+
 template <typename Sample, int C>
 __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     hwc_stats_kernel(ist_pass pass) {
@@ -1012,21 +1053,9 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     if (nvalid > 0)
       acc.add_tile(v, nvalid, (unsigned)tile);
   }
-  /* The samples after the last whole vector (fewer than kPerVec): block 0,
-   * one a thread, as partials of their own channel. */
-  imgstat_partial tail = ist_partial_empty();
-  int tail_c = -1;
-  const uint64_t tail0 = nvec * H::kPerVec;
-  if (blockIdx.x == 0 && tail0 + t < total) {
-    const uint64_t i = tail0 + t;
-    const unsigned x = data[i];
-    tail_c = (int)(i % C);
-    tail.count = 1;
-    tail.sum = x;
-    tail.sumsq = (uint64_t)x * x;
-    tail.min = tail.max = (double)x;
-    tail.min_index = tail.max_index = i / C;
-  }
+  int tail_c;
+  const imgstat_partial tail =
+      hwc_tail<Sample, C>(data, nvec * H::kPerVec, total, &tail_c);
   /* The thread's partial of each relative channel, then channel by channel
    * the block's. */
   imgstat_partial part[C];
@@ -1048,21 +1077,257 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     }
     part[q] = p;
   }
-  imgstat_partial *out = static_cast<imgstat_partial *>(pass.out);
+  imgstat_partial real[C]; /* by channel: relative channel q is (q + r) % C */
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    imgstat_partial p = ist_partial_empty();
+    real[c] = ist_partial_empty();
 #pragma unroll
     for (int q = 0; q < C; ++q)
       if ((q + r) % C == c)
-        p = part[q];
-    if (tail_c == c)
-      ist_partial_combine<false>(&p, &tail);
-    p = block_merge<false, FastPolicy::kBlock>(p);
-    if (t == 0)
-      out[(uint64_t)c * pass.out_stride + blockIdx.x] = p;
-    __syncthreads(); /* the merge's shared slots are used again */
+        real[c] = part[q];
   }
+  hwc_block_out<C>(real, tail, tail_c, pass);
+}
+
+/* u8: the samples of a thread's unit (C vectors in a row: 16 pixels) are
+ * first split into C channel words per 4 pixels by byte permutes (2, 2 and
+ * 2 PRMTs a word for C = 2, 3, 4), and those words reduced as the plane
+ * kernel reduces its own: __dp4a sums, 16x2 min / max of the even and odd
+ * bytes. A tile is kU units a thread, units t, t + 256, ...; a channel's
+ * first positions come from the unit in which its running min (max) last
+ * became strictly smaller (larger), re-read and split at the end. */
+constexpr int kHwcUnits = 2;
+
+template <int C>
+__device__ __forceinline__ void hwc_split_group(const unsigned *w,
+                                                unsigned (&x)[C]) {
+  if constexpr (C == 2) {
+    x[0] = __byte_perm(w[0], w[1], 0x6420);
+    x[1] = __byte_perm(w[0], w[1], 0x7531);
+  } else if constexpr (C == 3) {
+    x[0] = __byte_perm(__byte_perm(w[0], w[1], 0x0630), w[2], 0x5210);
+    x[1] = __byte_perm(__byte_perm(w[0], w[1], 0x0741), w[2], 0x6210);
+    x[2] = __byte_perm(__byte_perm(w[0], w[1], 0x0052), w[2], 0x7410);
+  } else {
+    const unsigned t0 = __byte_perm(w[0], w[1], 0x5140);
+    const unsigned t1 = __byte_perm(w[2], w[3], 0x5140);
+    const unsigned t2 = __byte_perm(w[0], w[1], 0x7362);
+    const unsigned t3 = __byte_perm(w[2], w[3], 0x7362);
+    x[0] = __byte_perm(t0, t1, 0x5410);
+    x[1] = __byte_perm(t0, t1, 0x7632);
+    x[2] = __byte_perm(t2, t3, 0x5410);
+    x[3] = __byte_perm(t2, t3, 0x7632);
+  }
+}
+
+/* A unit (C vectors, 16 pixels) as C channel vectors: x[c] holds channel
+ * c's 16 samples in pixel order. */
+template <int C>
+__device__ __forceinline__ void hwc_split_unit(const uint4 (&v)[C],
+                                               uint4 (&x)[C]) {
+  unsigned w[4 * C];
+#pragma unroll
+  for (int k = 0; k < C; ++k) {
+    w[4 * k] = v[k].x;
+    w[4 * k + 1] = v[k].y;
+    w[4 * k + 2] = v[k].z;
+    w[4 * k + 3] = v[k].w;
+  }
+  unsigned g[4][C];
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    hwc_split_group<C>(w + q * C, g[q]);
+#pragma unroll
+  for (int c = 0; c < C; ++c)
+    x[c] = make_uint4(g[0][c], g[1][c], g[2][c], g[3][c]);
+}
+
+template <int C>
+__device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
+                                              uint4 (&v)[C]) {
+#pragma unroll
+  for (int k = 0; k < C; ++k)
+    v[k] = __ldg(vec + unit * C + k);
+}
+
+template <int C> struct HwcU8 {
+  uint64_t count = 0, sum[C], sumsq[C];
+  int vmin[C], vmax[C];
+  uint64_t min_unit[C], max_unit[C];
+
+  __device__ HwcU8() {
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      sum[c] = sumsq[c] = 0;
+      vmin[c] = 256;
+      vmax[c] = -1;
+      min_unit[c] = max_unit[c] = kNone;
+    }
+  }
+
+  /* The thread's valid units k < nvalid of tile `tile`. */
+  __device__ __forceinline__ void add_tile(const uint4 (&v)[kHwcUnits][C],
+                                           int nvalid, uint64_t tile) {
+    bool sat = FastPolicy::kSaturatedSkip;
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+      sat = sat && vmin[c] == 0 && vmax[c] == 255;
+    unsigned s[C], q[C], mn[C][kHwcUnits], mx[C][kHwcUnits];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      s[c] = q[c] = 0;
+#pragma unroll
+      for (int k = 0; k < kHwcUnits; ++k) {
+        mn[c][k] = 0xffffffffu;
+        mx[c][k] = 0;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kHwcUnits; ++k) {
+      if (k < nvalid) {
+        uint4 x[C];
+        hwc_split_unit<C>(v[k], x);
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          const unsigned w[4] = {x[c].x, x[c].y, x[c].z, x[c].w};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            s[c] = __dp4a(w[j], 0x01010101u, s[c]);
+            q[c] = __dp4a(w[j], w[j], q[c]); /* <= 32 * 65025 a tile */
+            if (!sat) {
+              unsigned even = w[j] & 0x00ff00ffu;
+              unsigned odd = __byte_perm(w[j], 0, 0x4341);
+              mn[c][k] = min_u16x2(mn[c][k], even);
+              mn[c][k] = min_u16x2(mn[c][k], odd);
+              mx[c][k] = max_u16x2(mx[c][k], even);
+              mx[c][k] = max_u16x2(mx[c][k], odd);
+            }
+          }
+        }
+      }
+    }
+    count += (uint64_t)16 * nvalid;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      sum[c] += s[c];
+      sumsq[c] += q[c];
+    }
+    if (sat)
+      return;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      int hmin[kHwcUnits], hmax[kHwcUnits], tmin = 256, tmax = -1;
+#pragma unroll
+      for (int k = 0; k < kHwcUnits; ++k) {
+        hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
+        hmax[k] = (int)max(mx[c][k] & 0xffffu, mx[c][k] >> 16);
+        if (k < nvalid) {
+          tmin = min(tmin, hmin[k]);
+          tmax = max(tmax, hmax[k]);
+        }
+      }
+      if (tmin < vmin[c]) {
+        int first = 0;
+#pragma unroll
+        for (int k = kHwcUnits - 1; k >= 0; --k)
+          if (k < nvalid && hmin[k] == tmin)
+            first = k;
+        vmin[c] = tmin;
+        min_unit[c] = tile * FastPolicy::kBlock * kHwcUnits +
+                      (uint64_t)first * FastPolicy::kBlock + threadIdx.x;
+      }
+      if (tmax > vmax[c]) {
+        int first = 0;
+#pragma unroll
+        for (int k = kHwcUnits - 1; k >= 0; --k)
+          if (k < nvalid && hmax[k] == tmax)
+            first = k;
+        vmax[c] = tmax;
+        max_unit[c] = tile * FastPolicy::kBlock * kHwcUnits +
+                      (uint64_t)first * FastPolicy::kBlock + threadIdx.x;
+      }
+    }
+  }
+};
+
+/* The pixel index of the first sample of channel c equal to value in unit
+ * `unit`. */
+template <int C>
+__device__ uint64_t hwc_u8_first(const uint4 *vec, uint64_t unit, int c,
+                                 int value) {
+  uint4 v[C], x[C];
+  hwc_load_unit<C>(vec, unit, v);
+  hwc_split_unit<C>(v, x);
+  uint4 mine = x[0];
+#pragma unroll
+  for (int k = 1; k < C; ++k)
+    if (k == c)
+      mine = x[k];
+  Found<uint8_t> f = find_in_vector<uint8_t>(mine, value);
+  return f.j >= 0 ? unit * 16 + (uint64_t)f.j : kNone;
+}
+
+template <int C>
+__global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
+    hwc_u8_kernel(ist_pass pass) {
+  const unsigned t = threadIdx.x;
+  const uint8_t *data = static_cast<const uint8_t *>(pass.in);
+  const uint64_t total = pass.n * C; /* samples */
+  const uint64_t units = total / (16 * C);
+  const uint4 *vec = reinterpret_cast<const uint4 *>(data);
+  constexpr uint64_t kTileUnits = (uint64_t)FastPolicy::kBlock * kHwcUnits;
+  HwcU8<C> acc;
+
+  const uint64_t full = units / kTileUnits;
+  uint64_t tile = blockIdx.x;
+  for (; tile < full; tile += gridDim.x) {
+    uint4 v[kHwcUnits][C];
+#pragma unroll
+    for (int k = 0; k < kHwcUnits; ++k)
+      hwc_load_unit<C>(
+          vec, tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t, v[k]);
+    acc.add_tile(v, kHwcUnits, tile);
+  }
+  if (tile == full && full * kTileUnits < units) {
+    uint4 v[kHwcUnits][C];
+    int nvalid = 0;
+#pragma unroll
+    for (int k = 0; k < kHwcUnits; ++k) {
+      const uint64_t u =
+          tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t;
+      if (u < units) {
+        hwc_load_unit<C>(vec, u, v[k]);
+        nvalid = k + 1;
+      } else {
+#pragma unroll
+        for (int j = 0; j < C; ++j)
+          v[k][j] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (nvalid > 0)
+      acc.add_tile(v, nvalid, tile);
+  }
+  int tail_c;
+  const imgstat_partial tail =
+      hwc_tail<uint8_t, C>(data, units * 16 * C, total, &tail_c);
+  imgstat_partial part[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    imgstat_partial p = ist_partial_empty();
+    p.count = acc.count;
+    p.sum = acc.sum[c];
+    p.sumsq = acc.sumsq[c];
+    if (acc.min_unit[c] != kNone) {
+      p.min = (double)acc.vmin[c];
+      p.min_index = hwc_u8_first<C>(vec, acc.min_unit[c], c, acc.vmin[c]);
+    }
+    if (acc.max_unit[c] != kNone) {
+      p.max = (double)acc.vmax[c];
+      p.max_index = hwc_u8_first<C>(vec, acc.max_unit[c], c, acc.vmax[c]);
+    }
+    part[c] = p;
+  }
+  hwc_block_out<C>(part, tail, tail_c, pass);
 }
 
 template <typename Sample>
@@ -1186,8 +1451,20 @@ cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
   cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
-  if (sample == IMGSTAT_U8)
-    return launch_hwc<uint8_t>(p, s);
+  if (sample == IMGSTAT_U8) {
+    switch (p->channels) {
+    case 2:
+      hwc_u8_kernel<2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+      break;
+    case 3:
+      hwc_u8_kernel<3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+      break;
+    default:
+      hwc_u8_kernel<4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+      break;
+    }
+    return cudaGetLastError();
+  }
   if (sample == IMGSTAT_U16)
     return launch_hwc<uint16_t>(p, s);
   return cudaErrorInvalidValue;

@@ -192,7 +192,8 @@ def _parse(result: tuple, name: Optional[str] = None) -> Stats:
     ok, value = result
     if not ok:
         raise ImageError(*value)
-    record = json.loads(value)
+    # a dict built by the binding from the record's shape, or its JSON text
+    record = value if isinstance(value, dict) else json.loads(value)
     if name is not None:
         record["file"] = name
     return Stats(record)
@@ -210,6 +211,23 @@ def _check_ddof(ddof: int) -> int:
     if isinstance(ddof, bool) or not isinstance(ddof, int):
         raise TypeError("ddof: 0 or 1")
     return ddof
+
+
+def _cuda_capsule(x: Any) -> Any:
+    """A CUDA DLPack array's capsule, asked for with stream=1: the producer
+    (torch, CuPy) orders its pending work before the device's legacy
+    default stream, which imgstat waits for before reading; nanobind's own
+    export names no stream, and torch then orders nothing. Anything else is
+    returned as it is."""
+    dev = getattr(x, "__dlpack_device__", None)
+    if dev is None or not hasattr(x, "__dlpack__"):
+        return x
+    try:
+        if dev()[0] != 2:  # kDLCUDA
+            return x
+        return x.__dlpack__(stream=1)
+    except (TypeError, BufferError, ValueError):  # a producer without stream=
+        return x
 
 
 def _cuda_interface(x: Any) -> Optional[dict]:
@@ -328,7 +346,8 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
             ptr, -1, stream, shape, strides, dtype, layout, ddof, histogram, pct,
             backend), None)
     try:
-        result = _imgstat.stats_array(x, layout, ddof, histogram, pct, backend)
+        result = _imgstat.stats_array(_cuda_capsule(x), layout, ddof,
+                                      histogram, pct, backend)
     except TypeError as e:
         if "incompatible function arguments" in str(e):
             raise TypeError(
@@ -507,7 +526,7 @@ def normalize(x: Any, mode: str = "minmax", *,
         ok, value = _imgstat.normalize_cuda_interface(
             ptr, -1, stream, shape, strides, cai_dtype, *args)
     else:
-        ok, value = _imgstat.normalize_array(x, *args)
+        ok, value = _imgstat.normalize_array(_cuda_capsule(x), *args)
     if not ok:
         raise ImageError(*value)
     if isinstance(value, tuple):  # (a DLPack capsule, its CUDA device)

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -175,31 +176,171 @@ std::string record_json(const char *file, const imgstat_job_result *res,
   return s;
 }
 
+// A result that succeeded, kept (owned) until the GIL is held again: its
+// record is built then (record_dict).
+struct Kept {
+  std::string file;
+  imgstat_job_result res;
+  Request req;
+  Kept(const char *f, imgstat_job_result *r, const Request &q)
+      : file(f), res(*r), req(q) {
+    std::memset(r, 0, sizeof *r); // owned here now
+  }
+  Kept(const Kept &) = delete;
+  Kept &operator=(const Kept &) = delete;
+  ~Kept() { imgstat_job_result_free(&res); }
+};
+
+// (ok, the kept result or nullptr, the failure)
+using Outcome = std::tuple<bool, std::shared_ptr<Kept>, Failure>;
+
+Outcome kept(const char *file, imgstat_job_result *res, const Request &req) {
+  return {true, std::make_shared<Kept>(file, res, req), Failure()};
+}
+
+// The record as a Python dict, straight from its JSON shape
+// (ist_record_emit): the keys, values and types json.loads gives of the
+// command line's --json line, without the text. A double whose round-trip
+// text has no fraction or exponent is an int there, so it is one here.
+// Errors of the Python API are noted, not thrown (C frames in between).
+class DictSink {
+public:
+  static nb::object build(const ist_record *rec) {
+    DictSink d;
+    const ist_record_sink k = {&d, open, close, uint, real, text, null};
+    ist_record_emit(rec, &k);
+    if (d.failed_ || !d.root_)
+      throw nb::python_error();
+    PyObject *root = d.root_;
+    d.root_ = nullptr; // the caller's now
+    return nb::steal(root);
+  }
+  ~DictSink() { Py_XDECREF(root_); }
+
+private:
+  PyObject *root_ = nullptr;
+  std::vector<PyObject *> stack_; // borrowed: each is held by its parent
+  bool failed_ = false;
+
+  void put(const char *key, PyObject *v) { // steals v
+    if (!v) {
+      failed_ = true;
+      return;
+    }
+    if (stack_.empty()) {
+      Py_XDECREF(root_);
+      root_ = v;
+      return;
+    }
+    PyObject *top = stack_.back();
+    if (!top) {
+      Py_DECREF(v);
+      return;
+    }
+    int rc = PyList_Check(top) ? PyList_Append(top, v)
+                               : PyDict_SetItemString(top, key, v);
+    failed_ |= rc != 0;
+    Py_DECREF(v);
+  }
+  static DictSink *of(void *c) { return static_cast<DictSink *>(c); }
+  static void open(void *c, const char *key, int array) {
+    DictSink *d = of(c);
+    PyObject *o = array ? PyList_New(0) : PyDict_New();
+    if (o) {
+      Py_INCREF(o);   // the reference put() takes
+      d->put(key, o); // now held by its parent (or root_)
+      Py_DECREF(o);
+    } else {
+      d->failed_ = true;
+    }
+    d->stack_.push_back(o); // nullptr after a failure: its items are dropped
+  }
+  static void close(void *c, int) {
+    if (!of(c)->stack_.empty())
+      of(c)->stack_.pop_back();
+  }
+  static void uint(void *c, const char *key, uint64_t v) {
+    of(c)->put(key, PyLong_FromUnsignedLongLong(v));
+  }
+  static void real(void *c, const char *key, double v) {
+    PyObject *o;
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) {
+      o = PyLong_FromLongLong((long long)v);
+    } else if (std::isfinite(v) && std::fabs(v) >= 1e15) {
+      char buf[40]; // the text decides, as for json.loads
+      ist_output_format_double(buf, sizeof buf, v);
+      o = std::strpbrk(buf, ".eE") ? PyFloat_FromDouble(v)
+                                   : PyLong_FromString(buf, nullptr, 10);
+    } else {
+      o = PyFloat_FromDouble(v);
+    }
+    of(c)->put(key, o);
+  }
+  static void text(void *c, const char *key, const char *s) {
+    of(c)->put(key, text_object(s));
+  }
+  static void null(void *c, const char *key) {
+    Py_INCREF(Py_None);
+    of(c)->put(key, Py_None);
+  }
+  // Printable ASCII as it is; anything else through the JSON string the
+  // text would hold (invalid UTF-8 as U+FFFD, as there).
+  static PyObject *text_object(const char *s) {
+    bool plain = true;
+    for (const char *p = s; *p && plain; p++)
+      plain = *p >= 0x20 && *p < 0x7f;
+    if (plain)
+      return PyUnicode_FromString(s);
+    char *buf = nullptr;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    if (!f)
+      return PyErr_NoMemory();
+    ist_output_json_string(f, s);
+    fclose(f);
+    PyObject *json = PyImport_ImportModule("json");
+    PyObject *o =
+        json ? PyObject_CallMethod(json, "loads", "s#", buf, (Py_ssize_t)size)
+             : nullptr;
+    Py_XDECREF(json);
+    free(buf);
+    return o;
+  }
+};
+
+nb::object record_dict(const Kept &k) {
+  ist_hist_cli hist = k.req.hist();
+  ist_record rec;
+  ist_record_from_job(&rec, k.file.c_str(), &k.res, k.req.ddof, &hist,
+                      k.req.jpeg == IMGSTAT_JPEG_DECODER_GPU);
+  return DictSink::build(&rec);
+}
+
 Failure failure_of(const char *path, const imgstat_job_result *res) {
   return {path ? path : "", status_name(res->status), res->error.message};
 }
 
 // The statistics of an image already in memory (host planes or a decoded
 // input); the GIL is released by the caller.
-std::tuple<bool, std::string, Failure>
-stats_image(const char *name, const imgstat_image *img, const Request &req) {
+Outcome stats_image(const char *name, const imgstat_image *img,
+                    const Request &req) {
   imgstat_engine *e = engine_for(req.backend);
   imgstat_stats_request sr = req.stats();
   imgstat_job_result res;
   std::memset(&res, 0, sizeof res);
   imgstat_engine_stats(e, name, img, &sr, &res);
-  std::tuple<bool, std::string, Failure> out;
+  Outcome out;
   if (res.status == IMGSTAT_OK)
-    out = {true, record_json(name, &res, req), Failure()};
+    out = kept(name, &res, req);
   else
-    out = {false, std::string(), failure_of(name, &res)};
+    out = {false, nullptr, failure_of(name, &res)};
   imgstat_job_result_free(&res);
   return out;
 }
 
-nb::tuple result_tuple(const std::tuple<bool, std::string, Failure> &r) {
+nb::tuple result_tuple(const Outcome &r) {
   if (std::get<0>(r))
-    return nb::make_tuple(true, std::get<1>(r));
+    return nb::make_tuple(true, record_dict(*std::get<1>(r)));
   const Failure &f = std::get<2>(r);
   return nb::make_tuple(false, nb::make_tuple(f.path, f.status, f.message));
 }
@@ -208,7 +349,7 @@ nb::tuple stats_path(const std::string &path, int ddof, bool histogram,
                      std::optional<std::vector<double>> percentiles,
                      const std::string &backend) {
   Request req = make_request(ddof, histogram, percentiles, backend);
-  std::tuple<bool, std::string, Failure> r;
+  Outcome r;
   {
     nb::gil_scoped_release nogil;
     imgstat_engine *e = engine_for(req.backend);
@@ -217,9 +358,9 @@ nb::tuple stats_path(const std::string &path, int ddof, bool histogram,
     std::memset(&res, 0, sizeof res);
     imgstat_engine_stats(e, path.c_str(), nullptr, &sr, &res);
     if (res.status == IMGSTAT_OK)
-      r = {true, record_json(path.c_str(), &res, req), Failure()};
+      r = kept(path.c_str(), &res, req);
     else
-      r = {false, std::string(), failure_of(path.c_str(), &res)};
+      r = {false, nullptr, failure_of(path.c_str(), &res)};
     imgstat_job_result_free(&res);
   }
   return result_tuple(r);
@@ -229,7 +370,7 @@ nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
                       std::optional<std::vector<double>> percentiles,
                       const std::string &backend) {
   Request req = make_request(ddof, histogram, percentiles, backend);
-  std::tuple<bool, std::string, Failure> r;
+  Outcome r;
   const void *p = data.c_str();
   size_t n = data.size();
   {
@@ -244,8 +385,7 @@ nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
     std::memset(&err, 0, sizeof err);
     imgstat_status s = imgstat_image_load_memory(p, n, &lo, &img, &err);
     if (s != IMGSTAT_OK)
-      r = {false, std::string(),
-           Failure{"<bytes>", status_name(s), err.message}};
+      r = {false, nullptr, Failure{"<bytes>", status_name(s), err.message}};
     else
       r = stats_image("<bytes>", &img, req);
     imgstat_image_free(&img);
@@ -366,10 +506,8 @@ void copy_planes(const AnyArray &a, const Geometry &g, size_t item,
   }
 }
 
-std::tuple<bool, std::string, Failure> stats_host_array(const AnyArray &a,
-                                                        const Geometry &g,
-                                                        imgstat_sample sample,
-                                                        const Request &req) {
+Outcome stats_host_array(const AnyArray &a, const Geometry &g,
+                         imgstat_sample sample, const Request &req) {
   size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
   imgstat_image img;
   std::memset(&img, 0, sizeof img);
@@ -387,9 +525,9 @@ std::tuple<bool, std::string, Failure> stats_host_array(const AnyArray &a,
     if (s == IMGSTAT_OK)
       copy_planes(a, g, item, &img);
   }
-  std::tuple<bool, std::string, Failure> r;
+  Outcome r;
   if (s != IMGSTAT_OK)
-    r = {false, std::string(), Failure{"<array>", status_name(s), err.message}};
+    r = {false, nullptr, Failure{"<array>", status_name(s), err.message}};
   else
     r = stats_image("<array>", &img, req);
   imgstat_image_free(&img);
@@ -555,9 +693,9 @@ struct Phases {
 // where it lives, with no copy of the pixels to the host (f32 histograms:
 // see cuda_histograms). The record is the CPU's for the same pixels but
 // for "backend". Only in builds with CUDA (check_cuda_array first).
-std::tuple<bool, std::string, Failure>
-stats_cuda(const char *base, int device, const Geometry &g,
-           imgstat_sample sample, const Request &req, Phases *ph = nullptr) {
+Outcome stats_cuda(const char *base, int device, const Geometry &g,
+                   imgstat_sample sample, const Request &req,
+                   Phases *ph = nullptr) {
   if (ph)
     ph->stamp("start");
   std::lock_guard<std::mutex> lock(cuda_lock());
@@ -584,21 +722,18 @@ stats_cuda(const char *base, int device, const Geometry &g,
   imgstat_gpu_image_release(gpu, dimg);
   if (ph)
     ph->stamp("release");
-  std::tuple<bool, std::string, Failure> r;
+  Outcome r;
   if (s != IMGSTAT_OK) {
-    r = {false, std::string(),
-         Failure{"<cuda array>", status_name(s), err.message}};
+    r = {false, nullptr, Failure{"<cuda array>", status_name(s), err.message}};
   } else {
     res.width = g.width;
     res.height = g.height;
     res.channels = g.channels;
     res.sample = sample;
     res.backend = IMGSTAT_BACKEND_GPU;
-    r = {true, record_json("<cuda array>", &res, req), Failure()};
+    r = kept("<cuda array>", &res, req);
   }
   imgstat_job_result_free(&res);
-  if (ph)
-    ph->stamp("record (JSON text)");
   return r;
 }
 
@@ -612,10 +747,13 @@ nb::list cuda_stats_phases(AnyArray a, const std::string &layout) {
     throw nb::value_error("a CUDA array");
   check_cuda_array(g, req, "_cuda_stats_phases");
   Phases ph;
+  Outcome r;
   {
     nb::gil_scoped_release nogil;
-    stats_cuda((const char *)a.data(), a.device_id(), g, sample, req, &ph);
+    r = stats_cuda((const char *)a.data(), a.device_id(), g, sample, req, &ph);
   }
+  nb::tuple t = result_tuple(r);
+  ph.stamp("record (dict)");
   nb::list out;
   for (int k = 1; k < ph.n; k++)
     out.append(nb::make_tuple(
@@ -633,7 +771,7 @@ nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
   imgstat_sample sample = sample_of(a);
   Geometry g = geometry_of(a, layout);
   int dev = a.device_type();
-  std::tuple<bool, std::string, Failure> r;
+  Outcome r;
   if (dev == nb::device::cuda::value) {
     check_cuda_array(g, req, "imgstat.stats");
     nb::gil_scoped_release nogil;
@@ -718,7 +856,7 @@ nb::tuple stats_cuda_interface(uintptr_t ptr, int device, uintptr_t stream,
     throw nb::value_error("imgstat.stats: an image has 1 to 4 channels");
   check_cuda_array(g, req, "imgstat.stats");
   wait_cai_stream(device, stream);
-  std::tuple<bool, std::string, Failure> r;
+  Outcome r;
   {
     nb::gil_scoped_release nogil;
     r = stats_cuda((const char *)ptr, device, g, sample, req);

@@ -204,57 +204,6 @@ static void hist_text(FILE *out, const ist_record *rec) {
   }
 }
 
-/* A JSON number (round-trip digits), or null. */
-static void hist_json_number(FILE *out, int defined, double v) {
-  char buf[40];
-  if (!defined || !isfinite(v)) {
-    fputs("null", out);
-    return;
-  }
-  ist_output_format_double(buf, sizeof buf, v);
-  fputs(buf, out);
-}
-
-/* ,"histogram":{"bins":B,"lo":..,"hi":..,"counts":[..]}: h rebinned to at
- * most cfg->bins bins, its range times k (--scale unit). */
-static void hist_json_counts(FILE *out, const ist_hist_cli *cfg,
-                             const imgstat_histogram *h, double k) {
-  uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
-  uint64_t *counts = calloc(bins ? bins : 1, sizeof *counts);
-  fprintf(out, ",\"histogram\":{\"bins\":%u,\"lo\":", counts ? bins : 0);
-  hist_json_number(out, 1, h->lo * k);
-  fputs(",\"hi\":", out);
-  hist_json_number(out, 1, h->hi * k);
-  fputs(",\"counts\":[", out);
-  if (counts) {
-    imgstat_histogram_rebin(h, bins, counts);
-    for (uint32_t j = 0; j < bins; j++)
-      fprintf(out, "%s%llu", j ? "," : "", (unsigned long long)counts[j]);
-    free(counts);
-  }
-  fputs("]}", out);
-}
-
-static void hist_json(FILE *out, const ist_record *rec, int c) {
-  const ist_hist_cli *cfg = rec->hist;
-  const imgstat_hist_figures *f = &rec->hist_figures[c];
-  const imgstat_histogram *h = &rec->histograms[c];
-  fputs(",\"median\":", out);
-  hist_json_number(out, f->has_values, f->median);
-  fputs(",\"percentiles\":{", out);
-  for (int i = 0; i < cfg->npercentiles; i++) {
-    fprintf(out, "%s\"%g\":", i ? "," : "", cfg->percentiles[i]);
-    hist_json_number(out, f->has_values, f->percentile[i]);
-  }
-  fputs("},\"entropy\":", out);
-  hist_json_number(out, f->has_values, f->entropy);
-  fputs(",\"skewness\":", out);
-  hist_json_number(out, f->has_shape, f->skewness);
-  fputs(",\"kurtosis\":", out);
-  hist_json_number(out, f->has_shape, f->kurtosis);
-  hist_json_counts(out, cfg, h, 1);
-}
-
 static void hist_csv_header(FILE *out, const ist_hist_cli *cfg) {
   fputs(",median", out);
   for (int i = 0; i < cfg->npercentiles; i++)
@@ -285,76 +234,203 @@ static void hist_csv(FILE *out, const ist_record *rec, int c) {
 /* ---- JSON Lines -------------------------------------------------------------
  */
 
-static void json_number_or_null(FILE *out, const char *key, int defined,
-                                const char *text) {
-  fprintf(out, ",\"%s\":%s", key, defined ? text : "null");
+/* ---- the record's JSON shape, for any sink ------------------------------ */
+
+/* A number that may be undefined (null). */
+static void emit_real(const ist_record_sink *k, const char *key, int defined,
+                      double v) {
+  if (defined && isfinite(v))
+    k->real(k->ctx, key, v);
+  else
+    k->null(k->ctx, key);
 }
 
-static void json_record(FILE *out, const ist_record *rec) {
-  char buf[64];
-  fputs("{\"file\":", out);
-  ist_output_json_string(out, rec->file);
-  fprintf(out,
-          ",\"width\":%" PRIu32 ",\"height\":%" PRIu32
-          ",\"channels\":%d,\"depth\":%d,\"backend\":",
-          rec->width, rec->height, rec->channels,
-          imgstat_sample_depth(rec->sample));
-  ist_output_json_string(out, rec->backend);
-  if (rec->decoder) {
-    fputs(",\"decoder\":", out);
-    ist_output_json_string(out, rec->decoder);
+/* A figure: an exact integer for u8/u16 samples, else a double (null when
+ * undefined). */
+static void emit_value(const ist_record_sink *k, const char *key, int defined,
+                       double v, imgstat_sample sample) {
+  if (!defined)
+    k->null(k->ctx, key);
+  else if (sample != IMGSTAT_F32 && v >= 0 && v <= (double)UINT64_MAX)
+    k->uint(k->ctx, key, (uint64_t)v);
+  else
+    k->real(k->ctx, key, v);
+}
+
+static void emit_uint_or_null(const ist_record_sink *k, const char *key,
+                              int defined, uint64_t v) {
+  if (defined)
+    k->uint(k->ctx, key, v);
+  else
+    k->null(k->ctx, key);
+}
+
+/* The histogram figures of a channel: median, percentiles, entropy (and
+ * with shape, skewness and kurtosis), then "histogram":{"bins":B,"lo":..,
+ * "hi":..,"counts":[..]}, h rebinned to at most cfg->bins bins; values and
+ * range times scale (--scale unit). The image records' and the dataset
+ * record's. */
+static void emit_hist(const ist_record_sink *k, const ist_hist_cli *cfg,
+                      const imgstat_hist_figures *f, const imgstat_histogram *h,
+                      double scale, int shape) {
+  emit_real(k, "median", f->has_values, f->median * scale);
+  k->open(k->ctx, "percentiles", 0);
+  for (int i = 0; i < cfg->npercentiles; i++) {
+    char name[40];
+    snprintf(name, sizeof name, "%g", cfg->percentiles[i]);
+    emit_real(k, name, f->has_values, f->percentile[i] * scale);
   }
-  if (rec->pages) /* a multi-page input: which page, of how many */
-    fprintf(out, ",\"page\":%" PRIu32 ",\"pages\":%" PRIu32, rec->page,
-            rec->pages);
-  fprintf(out, ",\"ddof\":%d,\"stats\":[", rec->ddof);
+  k->close(k->ctx, 0);
+  emit_real(k, "entropy", f->has_values, f->entropy);
+  if (shape) {
+    emit_real(k, "skewness", f->has_shape, f->skewness);
+    emit_real(k, "kurtosis", f->has_shape, f->kurtosis);
+  }
+  uint32_t bins = cfg->bins < h->bins ? cfg->bins : h->bins;
+  uint64_t *counts = calloc(bins ? bins : 1, sizeof *counts);
+  k->open(k->ctx, "histogram", 0);
+  k->uint(k->ctx, "bins", counts ? bins : 0);
+  emit_real(k, "lo", 1, h->lo * scale);
+  emit_real(k, "hi", 1, h->hi * scale);
+  k->open(k->ctx, "counts", 1);
+  if (counts) {
+    imgstat_histogram_rebin(h, bins, counts);
+    for (uint32_t j = 0; j < bins; j++)
+      k->uint(k->ctx, NULL, counts[j]);
+    free(counts);
+  }
+  k->close(k->ctx, 1);
+  k->close(k->ctx, 0);
+}
+
+void ist_record_emit(const ist_record *rec, const ist_record_sink *k) {
+  k->open(k->ctx, NULL, 0);
+  k->text(k->ctx, "file", rec->file);
+  k->uint(k->ctx, "width", rec->width);
+  k->uint(k->ctx, "height", rec->height);
+  k->uint(k->ctx, "channels", (uint64_t)rec->channels);
+  k->uint(k->ctx, "depth", (uint64_t)imgstat_sample_depth(rec->sample));
+  k->text(k->ctx, "backend", rec->backend);
+  if (rec->decoder)
+    k->text(k->ctx, "decoder", rec->decoder);
+  if (rec->pages) { /* a multi-page input: which page, of how many */
+    k->uint(k->ctx, "page", rec->page);
+    k->uint(k->ctx, "pages", rec->pages);
+  }
+  k->uint(k->ctx, "ddof", (uint64_t)rec->ddof);
+  k->open(k->ctx, "stats", 1);
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
     int v = f->has_values;
-    fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
-    ist_output_json_string(
-        out, imgstat_colour_channel_name(rec->colour, rec->channels, c));
-    fprintf(out, ",\"count\":%" PRIu64, f->count);
-    format_value(buf, sizeof buf, f->min, rec->sample);
-    json_number_or_null(out, "min", v, buf);
-    format_value(buf, sizeof buf, f->max, rec->sample);
-    json_number_or_null(out, "max", v, buf);
-    snprintf(buf, sizeof buf, "%" PRIu32, f->min_x);
-    json_number_or_null(out, "min_x", v, buf);
-    snprintf(buf, sizeof buf, "%" PRIu32, f->min_y);
-    json_number_or_null(out, "min_y", v, buf);
-    snprintf(buf, sizeof buf, "%" PRIu32, f->max_x);
-    json_number_or_null(out, "max_x", v, buf);
-    snprintf(buf, sizeof buf, "%" PRIu32, f->max_y);
-    json_number_or_null(out, "max_y", v, buf);
+    k->open(k->ctx, NULL, 0);
+    k->text(k->ctx, "channel",
+            imgstat_colour_channel_name(rec->colour, rec->channels, c));
+    k->uint(k->ctx, "count", f->count);
+    emit_value(k, "min", v, f->min, rec->sample);
+    emit_value(k, "max", v, f->max, rec->sample);
+    emit_uint_or_null(k, "min_x", v, f->min_x);
+    emit_uint_or_null(k, "min_y", v, f->min_y);
+    emit_uint_or_null(k, "max_x", v, f->max_x);
+    emit_uint_or_null(k, "max_y", v, f->max_y);
     /* The sum of no values is 0, which is a number, not a missing one. */
-    format_sum(buf, sizeof buf, f);
-    json_number_or_null(out, "sum", isfinite(f->sum) || f->sum_is_exact, buf);
-    format_sum_sq(buf, sizeof buf, rec, c);
-    json_number_or_null(out, "sum_sq",
-                        isfinite(rec->sum_sq[c]) || f->sum_is_exact, buf);
-    ist_output_format_double(buf, sizeof buf, f->mean);
-    json_number_or_null(out, "mean", v && isfinite(f->mean), buf);
-    ist_output_format_double(buf, sizeof buf, f->std);
-    json_number_or_null(out, "std", f->has_std && isfinite(f->std), buf);
-    if (rec->sample == IMGSTAT_F32)
-      fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
-              f->nan_count, f->inf_count);
-    if (with_hist(rec))
-      hist_json(out, rec, c);
-    putc('}', out);
-  }
-  putc(']', out);
-  if (rec->nwarnings) {
-    fputs(",\"warnings\":[", out);
-    for (int k = 0; k < rec->nwarnings; k++) {
-      if (k)
-        putc(',', out);
-      ist_output_json_string(out, rec->warnings[k]);
+    if (f->sum_is_exact) {
+      k->uint(k->ctx, "sum", f->exact_sum);
+      k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
+    } else {
+      emit_real(k, "sum", 1, f->sum);
+      emit_real(k, "sum_sq", 1, rec->sum_sq[c]);
     }
-    putc(']', out);
+    emit_real(k, "mean", v, f->mean);
+    emit_real(k, "std", f->has_std, f->std);
+    if (rec->sample == IMGSTAT_F32) {
+      k->uint(k->ctx, "nan_count", f->nan_count);
+      k->uint(k->ctx, "inf_count", f->inf_count);
+    }
+    if (with_hist(rec))
+      emit_hist(k, rec->hist, &rec->hist_figures[c], &rec->histograms[c], 1, 1);
+    k->close(k->ctx, 0);
   }
-  fputs("}\n", out);
+  k->close(k->ctx, 1);
+  if (rec->nwarnings) {
+    k->open(k->ctx, "warnings", 1);
+    for (int w = 0; w < rec->nwarnings; w++)
+      k->text(k->ctx, NULL, rec->warnings[w]);
+    k->close(k->ctx, 1);
+  }
+  k->close(k->ctx, 0);
+}
+
+/* The JSON Lines sink: compact JSON text, items separated by commas. */
+typedef struct json_sink {
+  FILE *out;
+  int depth;
+  int items[16]; /* items written so far at each depth */
+} json_sink;
+
+static void json_item(json_sink *j, const char *key) {
+  if (j->depth > 0 && j->items[j->depth - 1]++)
+    putc(',', j->out);
+  if (key) {
+    putc('"', j->out);
+    fputs(key, j->out);
+    fputs("\":", j->out);
+  }
+}
+
+static void json_open(void *ctx, const char *key, int array) {
+  json_sink *j = ctx;
+  json_item(j, key);
+  putc(array ? '[' : '{', j->out);
+  if (j->depth < 16)
+    j->items[j->depth] = 0;
+  j->depth++;
+}
+
+static void json_close(void *ctx, int array) {
+  json_sink *j = ctx;
+  j->depth--;
+  putc(array ? ']' : '}', j->out);
+}
+
+static void json_uint(void *ctx, const char *key, uint64_t v) {
+  json_sink *j = ctx;
+  json_item(j, key);
+  fprintf(j->out, "%" PRIu64, v);
+}
+
+static void json_real(void *ctx, const char *key, double v) {
+  json_sink *j = ctx;
+  char buf[40];
+  json_item(j, key);
+  ist_output_format_double(buf, sizeof buf, v);
+  fputs(buf, j->out);
+}
+
+static void json_text(void *ctx, const char *key, const char *s) {
+  json_sink *j = ctx;
+  json_item(j, key);
+  ist_output_json_string(j->out, s);
+}
+
+static void json_null(void *ctx, const char *key) {
+  json_sink *j = ctx;
+  json_item(j, key);
+  fputs("null", j->out);
+}
+
+static ist_record_sink json_sink_of(json_sink *j) {
+  const ist_record_sink k = {j,         json_open, json_close, json_uint,
+                             json_real, json_text, json_null};
+  return k;
+}
+
+static void json_record(FILE *out, const ist_record *rec) {
+  json_sink j;
+  memset(&j, 0, sizeof j);
+  j.out = out;
+  const ist_record_sink k = json_sink_of(&j);
+  ist_record_emit(rec, &k);
+  putc('\n', out);
 }
 
 /* ---- CSV -------------------------------------------------------------------
@@ -690,18 +766,14 @@ static int ds_depth(const imgstat_dataset_result *r) {
 static void ds_hist_json(FILE *out, const ist_hist_cli *cfg,
                          const imgstat_dataset_result *r, int c,
                          const imgstat_hist_figures *f) {
-  const imgstat_histogram *h = &r->ch[c].hist;
-  double k = r->hist_scale;
-  fputs(",\"median\":", out);
-  hist_json_number(out, f->has_values, f->median * k);
-  fputs(",\"percentiles\":{", out);
-  for (int i = 0; i < cfg->npercentiles; i++) {
-    fprintf(out, "%s\"%g\":", i ? "," : "", cfg->percentiles[i]);
-    hist_json_number(out, f->has_values, f->percentile[i] * k);
-  }
-  fputs("},\"entropy\":", out);
-  hist_json_number(out, f->has_values, f->entropy);
-  hist_json_counts(out, cfg, h, k);
+  /* inside the channel's object, after its first items */
+  json_sink j;
+  memset(&j, 0, sizeof j);
+  j.out = out;
+  j.depth = 1;
+  j.items[0] = 1;
+  const ist_record_sink k = json_sink_of(&j);
+  emit_hist(&k, cfg, f, &r->ch[c].hist, r->hist_scale, 0);
 }
 
 static void ds_notes_json(FILE *out, const char *key,
@@ -715,6 +787,12 @@ static void ds_notes_json(FILE *out, const char *key,
     putc('}', out);
   }
   putc(']', out);
+}
+
+/* ,"KEY":text, or null when not defined (the dataset record's numbers). */
+static void json_number_or_null(FILE *out, const char *key, int defined,
+                                const char *text) {
+  fprintf(out, ",\"%s\":%s", key, defined ? text : "null");
 }
 
 /* "KEY":value,"KEY_file":...,"KEY_x":...,"KEY_y":... of a dataset extremum

@@ -88,6 +88,27 @@ void ist_record_from_job(ist_record *rec, const char *file,
                          const imgstat_job_result *res, int ddof,
                          const ist_hist_cli *hist, int jpeg_gpu);
 
+/*
+ * A record's JSON shape item by item, for a sink: the JSON Lines text of
+ * ist_output_record, or a front end's own objects (the Python module builds
+ * its dicts from it, with no text in between). key is NULL for the record's
+ * own object and inside arrays. real() values are doubles the text writes
+ * with round-trip digits (ist_output_format_double); uint() ones exact
+ * integers; null() an undefined figure.
+ */
+typedef struct ist_record_sink {
+  void *ctx;
+  void (*open)(void *ctx, const char *key, int array); /* { or [ */
+  void (*close)(void *ctx, int array);
+  void (*uint)(void *ctx, const char *key, uint64_t v);
+  void (*real)(void *ctx, const char *key, double v);
+  void (*text)(void *ctx, const char *key, const char *s);
+  void (*null)(void *ctx, const char *key);
+} ist_record_sink;
+
+/* The record (what ist_output_record writes as JSON) into a sink. */
+void ist_record_emit(const ist_record *rec, const ist_record_sink *sink);
+
 /* Writes what comes before the first record: the CSV header line (with the
  * histogram columns when hist asks for them; hist may be NULL; then the
  * dataset columns when hist->dataset_columns; "decoder" when
