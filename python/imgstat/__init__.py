@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 from . import _imgstat
@@ -213,21 +214,32 @@ def _check_ddof(ddof: int) -> int:
     return ddof
 
 
-def _cuda_capsule(x: Any) -> Any:
-    """A CUDA DLPack array's capsule, asked for with stream=1: the producer
-    (torch, CuPy) orders its pending work before the device's legacy
-    default stream, which imgstat waits for before reading; nanobind's own
-    export names no stream, and torch then orders nothing. Anything else is
-    returned as it is."""
+def _cuda_source(x: Any) -> tuple:
+    """(what to hand to the binding, the CUDA stream whose queued work to
+    wait for before reading it: 1 the legacy default stream). A CUDA DLPack
+    producer asked for no stream (nanobind asks for none) orders nothing, so
+    the stream is found here: a torch CUDA tensor goes as it is, with torch's
+    current stream on its device (torch's own raw-stream query; its
+    __dlpack__(stream=...) costs more than reducing a small tensor); another
+    CUDA DLPack array goes as the capsule of __dlpack__(stream=1), its
+    producer ordering its work before the legacy default stream; anything
+    else as it is (a host array: no stream)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if not x.is_cuda:
+            return x, 1
+        if raw is not None:
+            return x, raw(x.get_device()) or 1  # 0: the legacy stream
     dev = getattr(x, "__dlpack_device__", None)
     if dev is None or not hasattr(x, "__dlpack__"):
-        return x
+        return x, 1
     try:
-        if dev()[0] != 2:  # kDLCUDA
-            return x
-        return x.__dlpack__(stream=1)
+        if dev()[0] != 2:  # not kDLCUDA
+            return x, 1
+        return x.__dlpack__(stream=1), 1
     except (TypeError, BufferError, ValueError):  # a producer without stream=
-        return x
+        return x, 1
 
 
 def _cuda_interface(x: Any) -> Optional[dict]:
@@ -346,8 +358,9 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
             ptr, -1, stream, shape, strides, dtype, layout, ddof, histogram, pct,
             backend), None)
     try:
-        result = _imgstat.stats_array(_cuda_capsule(x), layout, ddof,
-                                      histogram, pct, backend)
+        src, stream = _cuda_source(x)
+        result = _imgstat.stats_array(src, layout, ddof, histogram, pct,
+                                      backend, stream)
     except TypeError as e:
         if "incompatible function arguments" in str(e):
             raise TypeError(
@@ -526,7 +539,8 @@ def normalize(x: Any, mode: str = "minmax", *,
         ok, value = _imgstat.normalize_cuda_interface(
             ptr, -1, stream, shape, strides, cai_dtype, *args)
     else:
-        ok, value = _imgstat.normalize_array(_cuda_capsule(x), *args)
+        src, stream = _cuda_source(x)
+        ok, value = _imgstat.normalize_array(src, *args, stream)
     if not ok:
         raise ImageError(*value)
     if isinstance(value, tuple):  # (a DLPack capsule, its CUDA device)

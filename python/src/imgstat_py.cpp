@@ -237,12 +237,40 @@ private:
       Py_DECREF(v);
       return;
     }
-    int rc = PyList_Check(top) ? PyList_Append(top, v)
-                               : PyDict_SetItemString(top, key, v);
+    int rc;
+    if (PyList_Check(top)) {
+      rc = PyList_Append(top, v);
+    } else {
+      PyObject *k = key_object(key);
+      rc = k ? PyDict_SetItem(top, k, v) : -1;
+      Py_XDECREF(k);
+    }
     failed_ |= rc != 0;
     Py_DECREF(v);
   }
   static DictSink *of(void *c) { return static_cast<DictSink *>(c); }
+  // The key's str, from a cache of the last ones by address and text
+  // (the keys are mostly the writer's literals); a new reference.
+  static PyObject *key_object(const char *key) {
+    struct Entry {
+      const char *at = nullptr;
+      std::string text;
+      PyObject *str = nullptr;
+    };
+    static Entry cache[64]; // the GIL held
+    Entry &e = cache[((uintptr_t)key >> 3) % 64];
+    if (e.at != key || e.text != key) {
+      PyObject *str = PyUnicode_InternFromString(key);
+      if (!str)
+        return nullptr;
+      Py_XDECREF(e.str);
+      e.at = key;
+      e.text = key;
+      e.str = str;
+    }
+    Py_INCREF(e.str);
+    return e.str;
+  }
   static void open(void *c, const char *key, int array) {
     DictSink *d = of(c);
     PyObject *o = array ? PyList_New(0) : PyDict_New();
@@ -593,15 +621,18 @@ imgstat_status gpu_for(int device, imgstat_gpu **gpu, imgstat_error *err) {
 // else wrapped strided (dense HWC read as it is by the interleaved kernel,
 // other views gathered into dense planes by the device:
 // imgstat_gpu_image_wrap_strided). Either way no pixel goes to the host,
-// and the figures are the same. First the producer's work: a DLPack
-// exporter asked for no stream (nanobind asks for none) orders it before
-// the legacy default stream, which the context's streams do not wait for.
+// and the figures are the same. First the producer's work is waited for:
+// `stream` is the stream it is queued on (imgstat_gpu_wait_stream's
+// values: 1 the legacy default stream; 0: none to wait for), which the
+// context's streams do not wait for by themselves.
 imgstat_status wrap_cuda(imgstat_gpu *gpu, const char *base, const Geometry &g,
-                         imgstat_sample sample, imgstat_gpu_image **d,
-                         imgstat_error *err) {
-  imgstat_status st = imgstat_gpu_wait_stream(gpu, 1, err);
-  if (st != IMGSTAT_OK)
-    return st;
+                         imgstat_sample sample, uintptr_t stream,
+                         imgstat_gpu_image **d, imgstat_error *err) {
+  if (stream != 0) {
+    imgstat_status st = imgstat_gpu_wait_stream(gpu, stream, err);
+    if (st != IMGSTAT_OK)
+      return st;
+  }
   size_t item = (size_t)sample;
   void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
   size_t stride = 0;
@@ -693,8 +724,8 @@ struct Phases {
 // where it lives, with no copy of the pixels to the host (f32 histograms:
 // see cuda_histograms). The record is the CPU's for the same pixels but
 // for "backend". Only in builds with CUDA (check_cuda_array first).
-Outcome stats_cuda(const char *base, int device, const Geometry &g,
-                   imgstat_sample sample, const Request &req,
+Outcome stats_cuda(const char *base, int device, uintptr_t stream,
+                   const Geometry &g, imgstat_sample sample, const Request &req,
                    Phases *ph = nullptr) {
   if (ph)
     ph->stamp("start");
@@ -709,7 +740,7 @@ Outcome stats_cuda(const char *base, int device, const Geometry &g,
   if (ph)
     ph->stamp("context");
   if (s == IMGSTAT_OK)
-    s = wrap_cuda(gpu, base, g, sample, &dimg, &err);
+    s = wrap_cuda(gpu, base, g, sample, stream, &dimg, &err);
   if (ph)
     ph->stamp("wait and wrap");
   if (s == IMGSTAT_OK)
@@ -750,7 +781,8 @@ nb::list cuda_stats_phases(AnyArray a, const std::string &layout) {
   Outcome r;
   {
     nb::gil_scoped_release nogil;
-    r = stats_cuda((const char *)a.data(), a.device_id(), g, sample, req, &ph);
+    r = stats_cuda((const char *)a.data(), a.device_id(), 1, g, sample, req,
+                   &ph);
   }
   nb::tuple t = result_tuple(r);
   ph.stamp("record (dict)");
@@ -766,7 +798,7 @@ nb::list cuda_stats_phases(AnyArray a, const std::string &layout) {
 nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
                       bool histogram,
                       std::optional<std::vector<double>> percentiles,
-                      const std::string &backend) {
+                      const std::string &backend, uintptr_t stream) {
   Request req = make_request(ddof, histogram, percentiles, backend);
   imgstat_sample sample = sample_of(a);
   Geometry g = geometry_of(a, layout);
@@ -775,7 +807,8 @@ nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
   if (dev == nb::device::cuda::value) {
     check_cuda_array(g, req, "imgstat.stats");
     nb::gil_scoped_release nogil;
-    r = stats_cuda((const char *)a.data(), a.device_id(), g, sample, req);
+    r = stats_cuda((const char *)a.data(), a.device_id(), stream, g, sample,
+                   req);
   } else if (dev == nb::device::cpu::value ||
              dev == nb::device::cuda_host::value) {
     nb::gil_scoped_release nogil;
@@ -785,23 +818,6 @@ nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
                           "not supported (CPU and CUDA are)");
   }
   return result_tuple(r);
-}
-
-// The stream of an object's __cuda_array_interface__ (0: none given, no
-// synchronization asked), waited for on the host before its data is read.
-void wait_cai_stream(int device, uintptr_t stream) {
-  if (stream == 0)
-    return;
-  nb::gil_scoped_release nogil;
-  std::lock_guard<std::mutex> lock(cuda_lock());
-  imgstat_error err;
-  std::memset(&err, 0, sizeof err);
-  imgstat_gpu *gpu = nullptr;
-  imgstat_status s = gpu_for(device, &gpu, &err);
-  if (s == IMGSTAT_OK)
-    s = imgstat_gpu_wait_stream(gpu, stream, &err);
-  if (s != IMGSTAT_OK)
-    throw std::runtime_error(err.message);
 }
 
 // An object that offers only __cuda_array_interface__ (Numba): its pointer,
@@ -855,11 +871,10 @@ nb::tuple stats_cuda_interface(uintptr_t ptr, int device, uintptr_t stream,
   if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
     throw nb::value_error("imgstat.stats: an image has 1 to 4 channels");
   check_cuda_array(g, req, "imgstat.stats");
-  wait_cai_stream(device, stream);
   Outcome r;
   {
     nb::gil_scoped_release nogil;
-    r = stats_cuda((const char *)ptr, device, g, sample, req);
+    r = stats_cuda((const char *)ptr, device, stream, g, sample, req);
   }
   return result_tuple(r);
 }
@@ -895,7 +910,8 @@ struct DeviceBuffer {
 // (False, failure).
 nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
                           imgstat_sample sample, const imgstat_norm_options &o,
-                          const Request &req, bool hwc_layout) {
+                          const Request &req, bool hwc_layout,
+                          uintptr_t stream) {
   check_cuda_array(g, req, "imgstat.normalize");
   const bool hwc = hwc_layout && a.ndim() == 3;
   const char *base = (const char *)a.data();
@@ -913,7 +929,7 @@ nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
     imgstat_gpu_image *d = nullptr;
     s = gpu_for(device, &gpu, &err);
     if (s == IMGSTAT_OK)
-      s = wrap_cuda(gpu, base, g, sample, &d, &err);
+      s = wrap_cuda(gpu, base, g, sample, stream, &d, &err);
     if (s == IMGSTAT_OK)
       s = imgstat_gpu_image_norm_plan(gpu, d, &o, nullptr, &plan, &err);
     if (s == IMGSTAT_OK)
@@ -1055,7 +1071,7 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
                            std::optional<std::vector<double>> range,
                            bool linked, const std::string &dtype,
                            const std::string &alpha, const std::string &scale,
-                           const std::string &backend) {
+                           const std::string &backend, uintptr_t stream) {
   imgstat_sample sample = sample_of(a);
   Geometry g = geometry_of(a, layout);
   const bool on_cuda = a.device_type() == nb::device::cuda::value;
@@ -1067,7 +1083,7 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
                                         dtype, alpha, scale, g.channels);
   Request req = make_request(0, false, std::nullopt, backend);
   if (on_cuda)
-    return normalize_cuda(a, g, sample, o, req, layout == "hwc");
+    return normalize_cuda(a, g, sample, o, req, layout == "hwc", stream);
   size_t item = sample == IMGSTAT_U8 ? 1 : sample == IMGSTAT_U16 ? 2 : 4;
 
   imgstat_job_result res;
@@ -1177,9 +1193,8 @@ nb::object normalize_cuda_interface(
   }
   AnyArray a((const void *)ptr, shape.size(), sh, nb::handle(), strides.data(),
              dt, nb::device::cuda::value, device);
-  wait_cai_stream(device, stream);
   return normalize_array(a, layout, mode, mean, std_, clip, range, linked,
-                         out_dtype, alpha, scale, backend);
+                         out_dtype, alpha, scale, backend, stream);
 }
 
 // ---- runs (imgstat_run.h)
@@ -1674,12 +1689,12 @@ NB_MODULE(_imgstat, m) {
         nb::arg("layout"));
   m.def("stats_array", &stats_array, nb::arg("array"), nb::arg("layout"),
         nb::arg("ddof"), nb::arg("histogram"), nb::arg("percentiles").none(),
-        nb::arg("backend"));
+        nb::arg("backend"), nb::arg("stream") = 1);
   m.def("normalize_array", &normalize_array, nb::arg("array"),
         nb::arg("layout"), nb::arg("mode"), nb::arg("mean").none(),
         nb::arg("std").none(), nb::arg("clip").none(), nb::arg("range").none(),
         nb::arg("linked"), nb::arg("dtype"), nb::arg("alpha"), nb::arg("scale"),
-        nb::arg("backend"));
+        nb::arg("backend"), nb::arg("stream") = 1);
   m.def("normalize_cuda_interface", &normalize_cuda_interface, nb::arg("ptr"),
         nb::arg("device"), nb::arg("stream"), nb::arg("shape"),
         nb::arg("strides"), nb::arg("dtype"), nb::arg("layout"),
