@@ -684,6 +684,7 @@ imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
   if (!host)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output");
   IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  dimg->quiet = false;
   if ((st = ist_gpu_image_planes(gpu, dimg, err)) != IMGSTAT_OK)
     return st;
   ist_slot *s = dimg->slot;
@@ -739,7 +740,8 @@ void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg) {
   if (ist_gpu_image_check(gpu, dimg, nullptr) != IMGSTAT_OK)
     return;
   (void)ist_gpu_enter(gpu);
-  ist_slot_drain(dimg->slot);
+  if (!dimg->quiet)
+    ist_slot_drain(dimg->slot);
   ist_slot_give(gpu, dimg->slot);
   free(dimg);
 }

@@ -90,6 +90,10 @@ struct imgstat_gpu_image {
    * Statistics read it directly (ist_reduce_stats_hwc); every operation
    * that reads planes first calls ist_gpu_image_planes. */
   const void *hwc;
+  /* Nothing is queued on the slot's streams: set when the statistics'
+   * final wait returned (imgstat_gpu_image_stats), cleared by every other
+   * operation; the release then has nothing to wait for. */
+  bool quiet;
   /* a strided wrap's source (imgstat_gpu_image_wrap_strided) */
   struct {
     const void *data;

@@ -427,6 +427,7 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
   IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
   const uint64_t n = (uint64_t)dimg->width * dimg->height;
   ist_slot *s = dimg->slot;
+  dimg->quiet = false;
   if (dimg->hwc && kernel == IMGSTAT_KERNEL_FAST) {
     /* dense HWC: the interleaved kernel, no gathering */
     st = stats_on_stream(
@@ -445,6 +446,8 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
   }
   if (st != IMGSTAT_OK)
     ist_slot_drain(s);
+  else /* every path above ends waiting for the slot's stream */
+    dimg->quiet = true;
   return st;
 }
 

@@ -464,6 +464,7 @@ imgstat_status imgstat_gpu_image_histogram(imgstat_gpu *gpu,
   if ((st = check_request(np, p, values, err)) != IMGSTAT_OK)
     return st;
   IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  dimg->quiet = false;
   if ((st = ist_gpu_image_planes(gpu, dimg, err)) != IMGSTAT_OK)
     return st;
   st = image_histogram(gpu, dimg, c, opts, p, np, values, h, err);

@@ -416,6 +416,7 @@ imgstat_status check_device_input(imgstat_gpu *gpu, imgstat_gpu_image *dimg,
   if (st == IMGSTAT_OK && (dimg->width == 0 || dimg->height == 0))
     st = imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image");
   if (st == IMGSTAT_OK) { /* the forms read planes */
+    dimg->quiet = false;
     cudaError_t e = ist_gpu_enter(gpu);
     st = e != cudaSuccess ? ist_cuda_fail(err, e, "cudaSetDevice")
                           : ist_gpu_image_planes(gpu, dimg, err);

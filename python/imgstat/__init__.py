@@ -214,6 +214,27 @@ def _check_ddof(ddof: int) -> int:
     return ddof
 
 
+def _torch_cuda_view(x: Any) -> Optional[tuple]:
+    """(pointer, device, stream, shape, strides in elements, dtype name) of
+    a non-empty torch CUDA tensor of uint8, uint16 or float32, read from the
+    tensor itself (torch's DLPack export costs as much again as the rest of
+    a small call); the stream is torch's current one on its device. None
+    for anything else (which takes the DLPack path)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor) or not x.is_cuda:
+        return None
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    dtype = _TORCH_DTYPES.get(str(x.dtype))
+    if raw is None or dtype is None or x.numel() == 0:
+        return None
+    dev = x.get_device()
+    return x.data_ptr(), dev, raw(dev) or 1, x.shape, x.stride(), dtype
+
+
+_TORCH_DTYPES = {"torch.uint8": "uint8", "torch.uint16": "uint16",
+                 "torch.float32": "float32"}
+
+
 def _cuda_source(x: Any) -> tuple:
     """(what to hand to the binding, the CUDA stream whose queued work to
     wait for before reading it: 1 the legacy default stream). A CUDA DLPack
@@ -345,6 +366,10 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
     pct = _percentiles(percentiles)
     if layout not in ("hwc", "chw"):
         raise ValueError("layout must be 'hwc' or 'chw'")
+    view = _torch_cuda_view(x)
+    if view is not None:  # the fast path of a CUDA tensor: no DLPack export
+        return _parse(_imgstat.stats_cuda_interface(
+            *view, layout, ddof, histogram, pct, backend), None)
     if isinstance(x, (str, os.PathLike)):
         return _parse(_imgstat.stats_path(os.fsdecode(x), ddof, histogram, pct,
                                           backend))
