@@ -645,19 +645,30 @@ imgstat_status imgstat_gpu_image_wrap_strided(
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "the image is not memory of CUDA device %d",
                              gpu->device);
-  /* Dense HWC that the interleaved kernel reads: kept as it is, gathered
-   * only if an operation needs planes. */
+  /* Read in place: dense planes (rows of whole samples back to back, CHW
+   * or HW), and dense HWC that the interleaved kernel reads (gathered only
+   * if an operation needs planes). */
   const size_t px = (size_t)channels * sample;
+  const bool planar = plane_bytes > 0 &&
+                      (width == 1 || pixel_pitch == (size_t)sample) &&
+                      (height == 1 || row_pitch == (size_t)width * sample);
   const bool hwc = plane_bytes > 0 && channels > 1 && pixel_pitch == px &&
                    channel_pitch == (size_t)sample &&
                    (height == 1 || row_pitch == px * width) &&
                    ist_hwc_kernel_fits(d_data, sample, (uint32_t)channels);
   imgstat_gpu_image *d = nullptr;
   st = new_on_slot(gpu, width, height, channels, sample, "device",
-                   hwc ? 0 : plane_bytes, &d, err);
+                   hwc || planar ? 0 : plane_bytes, &d, err);
   if (st != IMGSTAT_OK)
     return st;
   d->strided = {d_data, row_pitch, pixel_pitch, channel_pitch};
+  if (planar) {
+    for (int c = 0; c < channels; ++c)
+      d->planes[c] =
+          static_cast<const unsigned char *>(d_data) + c * channel_pitch;
+    *out = d;
+    return IMGSTAT_OK;
+  }
   if (hwc) {
     d->hwc = d_data;
     *out = d;

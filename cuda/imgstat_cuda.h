@@ -150,14 +150,18 @@ imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
  * samples and channel_pitch one sample; any other view with non-negative
  * strides (every other column, the first three channels of RGBA, a crop,
  * a broadcast) is described the same way. The data and the pitches must be
- * whole numbers of samples (IMGSTAT_ERR_ARG otherwise). One device kernel
- * gathers the samples into the slot's dense planes: the planes
+ * whole numbers of samples (IMGSTAT_ERR_ARG otherwise). Dense planes (rows
+ * of whole samples back to back: HW, CHW) are used where they are; dense
+ * interleaved u8 / u16 data of 2 to 4 channels at a 16-byte boundary is
+ * kept as it is for the statistics (an interleaved kernel reads it); any
+ * other layout, and HWC when an operation reads planes, is gathered by one
+ * device kernel into the slot's dense planes: the planes
  * imgstat_gpu_image_wrap makes of the same pixels, so every operation on
  * the handle gives the same bits as on those planes (and as the CPU's on
  * the same image). Nothing goes through the host. The work that wrote the
- * data must be finished before this call; the data is read on the slot's
- * stream before the first operation on the handle runs, and must stay
- * valid until then (or until the release).
+ * data must be finished before this call (imgstat_gpu_wait_stream); the
+ * data is read on the slot's stream by the operations on the handle, and
+ * must stay valid until the release.
  */
 imgstat_status imgstat_gpu_image_wrap_strided(
     imgstat_gpu *gpu, uint32_t width, uint32_t height, int channels,

@@ -616,12 +616,11 @@ imgstat_status gpu_for(int device, imgstat_gpu **gpu, imgstat_error *err) {
   return IMGSTAT_OK;
 }
 
-// A CUDA array as a device image of gpu: its planes used where they are
-// when each plane's rows are contiguous (HW, CHW: imgstat_gpu_image_wrap),
-// else wrapped strided (dense HWC read as it is by the interleaved kernel,
-// other views gathered into dense planes by the device:
-// imgstat_gpu_image_wrap_strided). Either way no pixel goes to the host,
-// and the figures are the same. First the producer's work is waited for:
+// A CUDA array as a device image of gpu (imgstat_gpu_image_wrap_strided):
+// dense planes (HW, CHW) read where they are, dense HWC read as it is by
+// the interleaved kernel, other views gathered into dense planes by the
+// device. Either way no pixel goes to the host, and the figures are the
+// same. First the producer's work is waited for:
 // `stream` is the stream it is queued on (imgstat_gpu_wait_stream's
 // values: 1 the legacy default stream; 0: none to wait for), which the
 // context's streams do not wait for by themselves.
@@ -634,18 +633,6 @@ imgstat_status wrap_cuda(imgstat_gpu *gpu, const char *base, const Geometry &g,
       return st;
   }
   size_t item = (size_t)sample;
-  void *planes[IMGSTAT_MAX_CHANNELS] = {nullptr};
-  size_t stride = 0;
-  Geometry h = g; // unused strides of single-element dimensions: 0
-  if (h.height == 1)
-    h.s_row = (int64_t)h.width * (h.width > 1 ? h.s_col : 1);
-  if (h.channels == 1)
-    h.s_chan = 0;
-  if (h.width == 1)
-    h.s_col = 1;
-  if (borrow_planes(base, h, item, planes, &stride))
-    return imgstat_gpu_image_wrap(gpu, g.width, g.height, g.channels, sample,
-                                  planes, stride, d, err);
   return imgstat_gpu_image_wrap_strided(
       gpu, g.width, g.height, g.channels, sample, base,
       (size_t)(g.height > 1 ? g.s_row : 0) * item,
