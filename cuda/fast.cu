@@ -837,7 +837,10 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
  * min (max) last became strictly smaller (larger), and re-reads that tile's
  * kV vectors at the end. Integer partials merge exactly in any order, so
  * each channel's result equals the plane kernel's on the gathered plane. */
-constexpr int kHwcBlocksPerSm = 2;
+#ifndef IMGSTAT_HWC_BLOCKS_PER_SM /* overridable to time variants */
+#define IMGSTAT_HWC_BLOCKS_PER_SM 2
+#endif
+constexpr int kHwcBlocksPerSm = IMGSTAT_HWC_BLOCKS_PER_SM;
 
 template <typename Sample, int C> struct Hwc {
   static constexpr int kPerVec = 16 / (int)sizeof(Sample);
@@ -1096,7 +1099,11 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
  * bytes. A tile is kU units a thread, units t, t + 256, ...; a channel's
  * first positions come from the unit in which its running min (max) last
  * became strictly smaller (larger), re-read and split at the end. */
-constexpr int kHwcUnits = 2;
+#ifndef IMGSTAT_HWC_UNITS /* units a thread, a tile                            \
+                             (tests/gpu/hwc_variants.sh) */
+#define IMGSTAT_HWC_UNITS 2
+#endif
+constexpr int kHwcUnits = IMGSTAT_HWC_UNITS;
 
 template <int C>
 __device__ __forceinline__ void hwc_split_group(const unsigned *w,
