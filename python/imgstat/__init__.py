@@ -63,13 +63,26 @@ class ImageError(Exception):
 class Stats:
     """One image's statistics: the command line's JSON record."""
 
-    __slots__ = ("_record",)
+    __slots__ = ("_dict", "_native")
 
-    def __init__(self, record: dict) -> None:
-        self._record = record
+    def __init__(self, record: Any) -> None:
+        # a dict, or the binding's record, whose dict is built when first
+        # read (a per-channel column comes from it directly)
+        if isinstance(record, dict):
+            self._dict, self._native = record, None
+        else:
+            self._dict, self._native = None, record
+
+    @property
+    def _record(self) -> dict:
+        if self._dict is None:
+            self._dict = self._native.dict()
+        return self._dict
 
     def to_dict(self) -> dict:
         """The record as ``imgstat --json`` prints it (a new dict)."""
+        if self._native is not None:
+            return self._native.dict()
         return json.loads(json.dumps(self._record))
 
     @property
@@ -97,6 +110,8 @@ class Stats:
         return self._record["backend"]
 
     def _column(self, key: str) -> tuple:
+        if self._native is not None:
+            return self._native.column(key)
         return tuple(c.get(key) for c in self._record["stats"])
 
     @property
@@ -189,15 +204,12 @@ class Dataset:
                 f"std={self.std})")
 
 
-def _parse(result: tuple, name: Optional[str] = None) -> Stats:
+def _parse(result: tuple) -> Stats:
     ok, value = result
     if not ok:
         raise ImageError(*value)
-    # a dict built by the binding from the record's shape, or its JSON text
-    record = value if isinstance(value, dict) else json.loads(value)
-    if name is not None:
-        record["file"] = name
-    return Stats(record)
+    # the binding's record (or its dict), or the record's JSON text
+    return Stats(json.loads(value) if isinstance(value, str) else value)
 
 
 def _percentiles(percentiles: Optional[Sequence[float]]) -> Optional[list]:
@@ -369,19 +381,19 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
     view = _torch_cuda_view(x)
     if view is not None:  # the fast path of a CUDA tensor: no DLPack export
         return _parse(_imgstat.stats_cuda_interface(
-            *view, layout, ddof, histogram, pct, backend), None)
+            *view, layout, ddof, histogram, pct, backend))
     if isinstance(x, (str, os.PathLike)):
         return _parse(_imgstat.stats_path(os.fsdecode(x), ddof, histogram, pct,
                                           backend))
     if isinstance(x, (bytes, bytearray, memoryview)):
         return _parse(_imgstat.stats_bytes(bytes(x), ddof, histogram, pct,
-                                           backend), None)
+                                           backend))
     cai = _cuda_interface(x)
     if cai is not None:
         ptr, stream, shape, strides, dtype = _cai_geometry(cai)
         return _parse(_imgstat.stats_cuda_interface(
             ptr, -1, stream, shape, strides, dtype, layout, ddof, histogram, pct,
-            backend), None)
+            backend))
     try:
         src, stream = _cuda_source(x)
         result = _imgstat.stats_array(src, layout, ddof, histogram, pct,
@@ -392,7 +404,7 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
                 "imgstat.stats: x must be a path, bytes, or an array "
                 "(numpy, DLPack, __cuda_array_interface__)") from None
         raise
-    return _parse(result, None)
+    return _parse(result)
 
 
 def _sources(inputs: Union[str, os.PathLike, Iterable]) -> list:

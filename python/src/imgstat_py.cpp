@@ -177,7 +177,7 @@ std::string record_json(const char *file, const imgstat_job_result *res,
 }
 
 // A result that succeeded, kept (owned) until the GIL is held again: its
-// record is built then (record_dict).
+// record is built then (record_dict), or later (Record).
 struct Kept {
   std::string file;
   imgstat_job_result res;
@@ -198,11 +198,51 @@ Outcome kept(const char *file, imgstat_job_result *res, const Request &req) {
   return {true, std::make_shared<Kept>(file, res, req), Failure()};
 }
 
-// The record as a Python dict, straight from its JSON shape
-// (ist_record_emit): the keys, values and types json.loads gives of the
-// command line's --json line, without the text. A double whose round-trip
-// text has no fraction or exponent is an int there, so it is one here.
-// Errors of the Python API are noted, not thrown (C frames in between).
+// The values of a record's JSON shape (ist_record_emit) as Python objects:
+// the values and types json.loads gives of the command line's --json line,
+// without the text. A double whose round-trip text has no fraction or
+// exponent is an int there, so it is one here. New references (nullptr with
+// a Python error set on failure).
+PyObject *uint_object(uint64_t v) { return PyLong_FromUnsignedLongLong(v); }
+
+PyObject *real_object(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
+    return PyLong_FromLongLong((long long)v);
+  if (std::isfinite(v) && std::fabs(v) >= 1e15) {
+    char buf[40]; // the text decides, as for json.loads
+    ist_output_format_double(buf, sizeof buf, v);
+    return std::strpbrk(buf, ".eE") ? PyFloat_FromDouble(v)
+                                    : PyLong_FromString(buf, nullptr, 10);
+  }
+  return PyFloat_FromDouble(v);
+}
+
+// Printable ASCII as it is; anything else through the JSON string the text
+// would hold (invalid UTF-8 as U+FFFD, as there).
+PyObject *text_object(const char *s) {
+  bool plain = true;
+  for (const char *p = s; *p && plain; p++)
+    plain = *p >= 0x20 && *p < 0x7f;
+  if (plain)
+    return PyUnicode_FromString(s);
+  char *buf = nullptr;
+  size_t size = 0;
+  FILE *f = open_memstream(&buf, &size);
+  if (!f)
+    return PyErr_NoMemory();
+  ist_output_json_string(f, s);
+  fclose(f);
+  PyObject *json = PyImport_ImportModule("json");
+  PyObject *o =
+      json ? PyObject_CallMethod(json, "loads", "s#", buf, (Py_ssize_t)size)
+           : nullptr;
+  Py_XDECREF(json);
+  free(buf);
+  return o;
+}
+
+// The record as a Python dict, straight from its JSON shape. Errors of the
+// Python API are noted, not thrown (C frames in between).
 class DictSink {
 public:
   static nb::object build(const ist_record *rec) {
@@ -288,21 +328,10 @@ private:
       of(c)->stack_.pop_back();
   }
   static void uint(void *c, const char *key, uint64_t v) {
-    of(c)->put(key, PyLong_FromUnsignedLongLong(v));
+    of(c)->put(key, uint_object(v));
   }
   static void real(void *c, const char *key, double v) {
-    PyObject *o;
-    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) {
-      o = PyLong_FromLongLong((long long)v);
-    } else if (std::isfinite(v) && std::fabs(v) >= 1e15) {
-      char buf[40]; // the text decides, as for json.loads
-      ist_output_format_double(buf, sizeof buf, v);
-      o = std::strpbrk(buf, ".eE") ? PyFloat_FromDouble(v)
-                                   : PyLong_FromString(buf, nullptr, 10);
-    } else {
-      o = PyFloat_FromDouble(v);
-    }
-    of(c)->put(key, o);
+    of(c)->put(key, real_object(v));
   }
   static void text(void *c, const char *key, const char *s) {
     of(c)->put(key, text_object(s));
@@ -311,38 +340,108 @@ private:
     Py_INCREF(Py_None);
     of(c)->put(key, Py_None);
   }
-  // Printable ASCII as it is; anything else through the JSON string the
-  // text would hold (invalid UTF-8 as U+FFFD, as there).
-  static PyObject *text_object(const char *s) {
-    bool plain = true;
-    for (const char *p = s; *p && plain; p++)
-      plain = *p >= 0x20 && *p < 0x7f;
-    if (plain)
-      return PyUnicode_FromString(s);
-    char *buf = nullptr;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f)
-      return PyErr_NoMemory();
-    ist_output_json_string(f, s);
-    fclose(f);
-    PyObject *json = PyImport_ImportModule("json");
-    PyObject *o =
-        json ? PyObject_CallMethod(json, "loads", "s#", buf, (Py_ssize_t)size)
-             : nullptr;
-    Py_XDECREF(json);
-    free(buf);
-    return o;
-  }
 };
 
-nb::object record_dict(const Kept &k) {
-  ist_hist_cli hist = k.req.hist();
+// One per-channel field of the record ("mean", "min", ...) as a tuple, one
+// item per object of its "stats" array (None where the object lacks the
+// key), the same values DictSink puts there: Stats.mean and friends without
+// building the whole dict (a column costs its own objects only).
+class ColumnSink {
+public:
+  static nb::object build(const ist_record *rec, const char *key) {
+    ColumnSink d;
+    d.want_ = key;
+    const ist_record_sink k = {&d, open, close, uint, real, text, null};
+    ist_record_emit(rec, &k);
+    if (d.failed_)
+      throw nb::python_error();
+    nb::tuple out = nb::steal<nb::tuple>(PyTuple_New((Py_ssize_t)d.n_));
+    for (int c = 0; c < d.n_; c++) {
+      PyObject *v = d.v_[c] ? d.v_[c] : Py_None;
+      Py_INCREF(v);
+      PyTuple_SET_ITEM(out.ptr(), c, v);
+    }
+    return out;
+  }
+  ~ColumnSink() {
+    for (PyObject *v : v_)
+      Py_XDECREF(v);
+  }
+
+private:
+  const char *want_ = nullptr;
+  int depth_ = 0;         // containers open (the root is 1)
+  bool in_stats_ = false; // the root's "stats" array is open
+  PyObject *v_[IMGSTAT_MAX_CHANNELS] = {};
+  int n_ = 0; // the "stats" array's objects so far
+  bool failed_ = false;
+
+  static ColumnSink *of(void *c) { return static_cast<ColumnSink *>(c); }
+  // A value of one of the "stats" array's objects, named `want_`.
+  bool wanted(const char *key) const {
+    return in_stats_ && depth_ == 3 && n_ > 0 && key &&
+           std::strcmp(key, want_) == 0;
+  }
+  void put(PyObject *o) { // steals o
+    failed_ |= !o;
+    Py_XDECREF(v_[n_ - 1]);
+    v_[n_ - 1] = o;
+  }
+  static void open(void *c, const char *key, int) {
+    ColumnSink *d = of(c);
+    d->depth_++;
+    if (d->depth_ == 2)
+      d->in_stats_ = key && std::strcmp(key, "stats") == 0;
+    else if (d->depth_ == 3 && d->in_stats_ && d->n_ < IMGSTAT_MAX_CHANNELS)
+      d->n_++;
+  }
+  static void close(void *c, int) {
+    ColumnSink *d = of(c);
+    if (d->depth_-- == 2)
+      d->in_stats_ = false;
+  }
+  static void uint(void *c, const char *key, uint64_t v) {
+    if (of(c)->wanted(key))
+      of(c)->put(uint_object(v));
+  }
+  static void real(void *c, const char *key, double v) {
+    if (of(c)->wanted(key))
+      of(c)->put(real_object(v));
+  }
+  static void text(void *c, const char *key, const char *s) {
+    if (of(c)->wanted(key))
+      of(c)->put(text_object(s));
+  }
+  static void null(void *, const char *) {} // None already
+};
+
+ist_record record_of(const Kept &k, ist_hist_cli *hist) {
+  *hist = k.req.hist();
   ist_record rec;
-  ist_record_from_job(&rec, k.file.c_str(), &k.res, k.req.ddof, &hist,
+  ist_record_from_job(&rec, k.file.c_str(), &k.res, k.req.ddof, hist,
                       k.req.jpeg == IMGSTAT_JPEG_DECODER_GPU);
+  return rec;
+}
+
+nb::object record_dict(const Kept &k) {
+  ist_hist_cli hist;
+  ist_record rec = record_of(k, &hist);
   return DictSink::build(&rec);
 }
+
+// One image's record, kept as the library's result until Python reads it:
+// its dict is built when asked for (Stats.to_dict), a per-channel column
+// straight from the result (Stats.mean, ...). A call that returns one
+// image's figures pays for the objects it hands out, not the whole record.
+struct Record {
+  std::shared_ptr<Kept> kept;
+  nb::object dict() const { return record_dict(*kept); }
+  nb::object column(const char *key) const {
+    ist_hist_cli hist;
+    ist_record rec = record_of(*kept, &hist);
+    return ColumnSink::build(&rec, key);
+  }
+};
 
 Failure failure_of(const char *path, const imgstat_job_result *res) {
   return {path ? path : "", status_name(res->status), res->error.message};
@@ -367,8 +466,13 @@ Outcome stats_image(const char *name, const imgstat_image *img,
 }
 
 nb::tuple result_tuple(const Outcome &r) {
-  if (std::get<0>(r))
-    return nb::make_tuple(true, record_dict(*std::get<1>(r)));
+  if (std::get<0>(r)) {
+    // histograms (up to 4 x 64 Ki counts) are not kept past the call
+    const std::shared_ptr<Kept> &k = std::get<1>(r);
+    if (k->res.has_histograms)
+      return nb::make_tuple(true, record_dict(*k));
+    return nb::make_tuple(true, Record{k});
+  }
   const Failure &f = std::get<2>(r);
   return nb::make_tuple(false, nb::make_tuple(f.path, f.status, f.message));
 }
@@ -772,7 +876,7 @@ nb::list cuda_stats_phases(AnyArray a, const std::string &layout) {
                    &ph);
   }
   nb::tuple t = result_tuple(r);
-  ph.stamp("record (dict)");
+  ph.stamp("result (the record kept)");
   nb::list out;
   for (int k = 1; k < ph.n; k++)
     out.append(nb::make_tuple(
@@ -1697,6 +1801,9 @@ NB_MODULE(_imgstat, m) {
         nb::arg("dataset"), nb::arg("as_"), nb::arg("format"),
         nb::arg("layout"), nb::arg("compression"), nb::arg("skip_existing"),
         nb::arg("stop_on_failure"), nb::arg("backend"));
+  nb::class_<Record>(m, "Record")
+      .def("dict", &Record::dict)
+      .def("column", &Record::column, nb::arg("key"));
   nb::class_<Scan>(m, "Scan")
       .def("next", &Scan::next)
       .def("close", &Scan::close)

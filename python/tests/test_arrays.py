@@ -26,8 +26,23 @@ def planes_of(a, layout):
     return [a[c] for c in range(a.shape[0])]
 
 
+COLUMNS = ("count", "min", "max", "sum", "sum_sq", "mean", "std")
+
+
+def same_columns(s, record):
+    """Stats' per-channel properties (read from the binding's record
+    directly, not from the dict) hold the dict's values, types included."""
+    for key in COLUMNS:
+        want = tuple(c.get(key) for c in record["stats"])
+        got = getattr(s, key)
+        assert got == want, key
+        assert [type(v) for v in got] == [type(v) for v in want], key
+
+
 def check(a, layout="hwc", ddof=0):
-    record = imgstat.stats(a, layout=layout, ddof=ddof).to_dict()
+    s = imgstat.stats(a, layout=layout, ddof=ddof)
+    record = s.to_dict()
+    same_columns(s, record)
     planes = planes_of(a, layout)
     assert record["height"], record["width"] == planes[0].shape
     assert record["channels"] == len(planes)
@@ -86,7 +101,10 @@ def test_float_specials():
     a[5, 9] = np.nan
     check(a)
     allnan = np.full((3, 4), np.nan, dtype=np.float32)
-    record = imgstat.stats(allnan).to_dict()
+    s = imgstat.stats(allnan)
+    assert s.mean == (None,) and s.min == (None,)
+    record = s.to_dict()
+    same_columns(s, record)
     assert record["stats"][0]["count"] == 0
     assert record["stats"][0]["nan_count"] == 12
     assert record["stats"][0]["mean"] is None
@@ -96,8 +114,10 @@ def test_exact_large_sums():
     """Sums of squares beyond 2**53 stay exact Python ints."""
     a = np.full((2048, 2048), 65535, dtype=np.uint16)
     a[0, 0] = 65534
-    record = imgstat.stats(a).to_dict()["stats"][0]
+    s = imgstat.stats(a)
+    record = s.to_dict()["stats"][0]
     n = 2048 * 2048
+    assert s.sum_sq == (65535**2 * (n - 1) + 65534**2,)
     assert record["sum"] == 65535 * n - 1
     assert record["sum_sq"] == 65535**2 * (n - 1) + 65534**2
     assert record["sum_sq"] > 2**53

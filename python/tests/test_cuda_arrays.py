@@ -147,9 +147,12 @@ def test_stats_equal_cpu(kind, layout, dtype):
     rng = np.random.default_rng(DTYPES.index(dtype) * 10 + len(layout))
     a = random_image(rng, dtype, shape_of(layout))
     x = on_device(a, kind)
-    got = imgstat.stats(x, layout=layout_arg(layout)).to_dict()
+    s = imgstat.stats(x, layout=layout_arg(layout))
+    got = s.to_dict()
     want = imgstat.stats(a, layout=layout_arg(layout), backend="cpu").to_dict()
     same_record(got, want)
+    for key in ("count", "min", "max", "sum", "sum_sq", "mean", "std"):
+        assert getattr(s, key) == tuple(c.get(key) for c in want["stats"]), key
     for ch, plane in zip(got["stats"], planes_of(a, layout)):
         check_channel(ch, reference(plane), a.dtype.kind == "f")
 
