@@ -1169,6 +1169,15 @@ __device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
 #endif
 constexpr bool kHwcStage = IMGSTAT_HWC_STAGE != 0;
 
+/* min / max of a channel word's bytes (IMGSTAT_HWC_HIGH_BYTES): 0: its even
+ * and odd bytes as two 16-bit lane pairs (LOP, PRMT, four min / max); 1:
+ * the word and its byte-swapped lanes as they are, the bytes read from the
+ * high halves at the end (PRMT, four min / max). */
+#ifndef IMGSTAT_HWC_HIGH_BYTES /* tests/gpu/hwc_variants.sh */
+#define IMGSTAT_HWC_HIGH_BYTES 0
+#endif
+constexpr bool kHwcHighBytes = IMGSTAT_HWC_HIGH_BYTES != 0;
+
 template <int C> __device__ __forceinline__ unsigned hwc_stage_pos(unsigned e) {
   constexpr unsigned kMask = C == 3 ? 0u : (unsigned)(C - 1);
   return e ^ ((e >> 3) & kMask);
@@ -1235,12 +1244,23 @@ template <int C> struct HwcU8 {
             s[c] = __dp4a(w[j], 0x01010101u, s[c]);
             q[c] = __dp4a(w[j], w[j], q[c]); /* <= 32 * 65025 a tile */
             if (!sat) {
-              unsigned even = w[j] & 0x00ff00ffu;
-              unsigned odd = __byte_perm(w[j], 0, 0x4341);
-              mn[c][k] = min_u16x2(mn[c][k], even);
-              mn[c][k] = min_u16x2(mn[c][k], odd);
-              mx[c][k] = max_u16x2(mx[c][k], even);
-              mx[c][k] = max_u16x2(mx[c][k], odd);
+              if constexpr (kHwcHighBytes) {
+                /* the word as 16-bit lanes, then with the bytes of each
+                 * lane swapped: the high byte of a lane's min (max) is the
+                 * min (max) of the high bytes it saw */
+                const unsigned swapped = __byte_perm(w[j], 0, 0x2301);
+                mn[c][k] = min_u16x2(mn[c][k], w[j]);
+                mn[c][k] = min_u16x2(mn[c][k], swapped);
+                mx[c][k] = max_u16x2(mx[c][k], w[j]);
+                mx[c][k] = max_u16x2(mx[c][k], swapped);
+              } else {
+                unsigned even = w[j] & 0x00ff00ffu;
+                unsigned odd = __byte_perm(w[j], 0, 0x4341);
+                mn[c][k] = min_u16x2(mn[c][k], even);
+                mn[c][k] = min_u16x2(mn[c][k], odd);
+                mx[c][k] = max_u16x2(mx[c][k], even);
+                mx[c][k] = max_u16x2(mx[c][k], odd);
+              }
             }
           }
         }
@@ -1259,8 +1279,13 @@ template <int C> struct HwcU8 {
       int hmin[kHwcUnits], hmax[kHwcUnits], tmin = 256, tmax = -1;
 #pragma unroll
       for (int k = 0; k < kHwcUnits; ++k) {
-        hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
-        hmax[k] = (int)max(mx[c][k] & 0xffffu, mx[c][k] >> 16);
+        if constexpr (kHwcHighBytes) {
+          hmin[k] = (int)min((mn[c][k] >> 8) & 0xffu, mn[c][k] >> 24);
+          hmax[k] = (int)max((mx[c][k] >> 8) & 0xffu, mx[c][k] >> 24);
+        } else {
+          hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
+          hmax[k] = (int)max(mx[c][k] & 0xffffu, mx[c][k] >> 16);
+        }
         if (k < nvalid) {
           tmin = min(tmin, hmin[k]);
           tmax = max(tmax, hmax[k]);

@@ -1,9 +1,10 @@
 #!/bin/bash
 # The interleaved u8 kernel's shape on the GPU host: for each variant
-# "UNITS BLOCKS STAGE" (units a thread a tile, blocks a multiprocessor,
-# staged loads 0/1; env VARIANTS, default "2 2 0;4 2 0;2 2 1;4 2 1"), the
-# package built with -DIMGSTAT_HWC_UNITS / -DIMGSTAT_HWC_BLOCKS_PER_SM /
-# -DIMGSTAT_HWC_STAGE, then imgstat.stats of a
+# "UNITS BLOCKS STAGE HIGH" (units a thread a tile, blocks a
+# multiprocessor, staged loads 0/1, min / max in the high bytes 0/1; env
+# VARIANTS, default "2 2 0 0;2 2 0 1;4 2 0 1"), the package built with
+# -DIMGSTAT_HWC_UNITS / _BLOCKS_PER_SM / _STAGE / _HIGH_BYTES, then
+# imgstat.stats of a
 # 64 MP RGB8 HWC CUDA tensor (samples 1..254) timed, median of 50, its
 # record checked against the CHW tensor's and its sums against torch's.
 # Usage (top of the tree, .deps carried): tests/gpu/hwc_variants.sh
@@ -15,13 +16,13 @@ export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 command -v ninja >/dev/null 2>&1 || export CMAKE_GENERATOR="Unix Makefiles"
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
 export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-IFS=';' read -r -a VS <<<"${VARIANTS:-2 2 0;4 2 0;2 2 1;4 2 1}"
+IFS=';' read -r -a VS <<<"${VARIANTS:-2 2 0 0;2 2 0 1;4 2 0 1}"
 for v in "${VS[@]}"; do
-  read -r units blocks stage <<<"$v"
-  stage=${stage:-0}
-  site=$ROOT/build-hwc-$units-$blocks-$stage
+  read -r units blocks stage high <<<"$v"
+  stage=${stage:-0} high=${high:-0}
+  site=$ROOT/build-hwc-$units-$blocks-$stage-$high
   rm -rf "$site"
-  CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr -DCMAKE_CUDA_FLAGS=-DIMGSTAT_HWC_UNITS=$units\ -DIMGSTAT_HWC_BLOCKS_PER_SM=$blocks\ -DIMGSTAT_HWC_STAGE=$stage" \
+  CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr -DCMAKE_CUDA_FLAGS=-DIMGSTAT_HWC_UNITS=$units\ -DIMGSTAT_HWC_BLOCKS_PER_SM=$blocks\ -DIMGSTAT_HWC_STAGE=$stage\ -DIMGSTAT_HWC_HIGH_BYTES=$high" \
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 200 python3 -m pip install \
     --no-build-isolation --no-deps --target "$site" \
     --config-settings=build-dir="$site-build" ./python >"$OUT/hwc-pip.log" 2>&1 ||
@@ -37,6 +38,16 @@ torch.cuda.synchronize()
 a = imgstat.stats(hwc).to_dict()["stats"]
 ok = a == imgstat.stats(chw, layout="chw").to_dict()["stats"] and \
     [c["sum"] for c in a] == chw.view(3, -1).sum(dim=1, dtype=torch.int64).tolist()
+# full range, and one planted min and max a channel (their first positions)
+full = torch.randint(0, 256, (3, 1000, 1234), dtype=torch.uint8, device="cuda")
+plant = torch.full((3, 999, 1237), 128, dtype=torch.uint8, device="cuda")
+for c, (y, x) in enumerate(((0, 0), (500, 611), (998, 1236))):
+    plant[c, y, x] = 3 + c
+    plant[c, 998 - y, 1236 - x] = 200 + c
+    plant[c, 998, 1236] = 3 + c  # a later equal min: the first one counts
+for t in (full, plant):
+    ok = ok and imgstat.stats(t.permute(1, 2, 0).contiguous()).to_dict()["stats"] == \
+        imgstat.stats(t, layout="chw").to_dict()["stats"]
 for _ in range(5):
     imgstat.stats(hwc)
 ts = []
@@ -50,7 +61,7 @@ from imgstat import _imgstat
 red = statistics.median(
     dict(_imgstat._cuda_stats_phases(hwc, "hwc"))[
         "reduction (launches, copy, wait)"] for _ in range(50))
-print(f"variant {sys.argv[1]} (units blocks stage): HWC call {statistics.median(ts):.4f} ms, "
+print(f"variant {sys.argv[1]} (units blocks stage high): HWC call {statistics.median(ts):.4f} ms, "
       f"reduction phase {red / 1e3:.4f} ms, "
       f"record {'equal to CHW, sums = torch' if ok else 'DIFFERS'}", flush=True)
 PY
