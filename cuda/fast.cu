@@ -1157,48 +1157,6 @@ __device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
     v[k] = __ldg(vec + unit * C + k);
 }
 
-/* Staged loads (IMGSTAT_HWC_STAGE): a warp's 32 units of a tile are 32 C
- * vectors back to back; lane l loads vectors l, l + 32, ... of them (each
- * load a warp's 512 contiguous bytes, where a unit a lane reads C
- * vectors 16 C bytes apart), they go through the warp's part of shared
- * memory, and lane l reads back its own unit's C vectors. Vector e sits at
- * position e ^ ((e / 8) & (C - 1)) for C = 2, 4 (e for C = 3), so that
- * neither the stores nor the reads of a quarter warp meet a bank twice. */
-#ifndef IMGSTAT_HWC_STAGE /* tests/gpu/hwc_variants.sh */
-#define IMGSTAT_HWC_STAGE 0
-#endif
-constexpr bool kHwcStage = IMGSTAT_HWC_STAGE != 0;
-
-/* min / max of a channel word's bytes (IMGSTAT_HWC_HIGH_BYTES): 0: its even
- * and odd bytes as two 16-bit lane pairs (LOP, PRMT, four min / max); 1:
- * the word and its byte-swapped lanes as they are, the bytes read from the
- * high halves at the end (PRMT, four min / max). */
-#ifndef IMGSTAT_HWC_HIGH_BYTES /* tests/gpu/hwc_variants.sh */
-#define IMGSTAT_HWC_HIGH_BYTES 0
-#endif
-constexpr bool kHwcHighBytes = IMGSTAT_HWC_HIGH_BYTES != 0;
-
-template <int C> __device__ __forceinline__ unsigned hwc_stage_pos(unsigned e) {
-  constexpr unsigned kMask = C == 3 ? 0u : (unsigned)(C - 1);
-  return e ^ ((e >> 3) & kMask);
-}
-
-/* v: lane's vectors lane, lane + 32, ... of the warp's 32 units in, its
- * own unit's C vectors out. buf: the warp's 32 C vectors of shared
- * memory. */
-template <int C>
-__device__ __forceinline__ void hwc_stage_unit(unsigned lane, uint4 *buf,
-                                               uint4 (&v)[C]) {
-#pragma unroll
-  for (int j = 0; j < C; ++j)
-    buf[hwc_stage_pos<C>(j * 32 + lane)] = v[j];
-  __syncwarp();
-#pragma unroll
-  for (int i = 0; i < C; ++i)
-    v[i] = buf[hwc_stage_pos<C>(lane * C + i)];
-  __syncwarp(); /* read before the next stores */
-}
-
 template <int C> struct HwcU8 {
   uint64_t count = 0, sum[C], sumsq[C];
   int vmin[C], vmax[C];
@@ -1244,23 +1202,12 @@ template <int C> struct HwcU8 {
             s[c] = __dp4a(w[j], 0x01010101u, s[c]);
             q[c] = __dp4a(w[j], w[j], q[c]); /* <= 32 * 65025 a tile */
             if (!sat) {
-              if constexpr (kHwcHighBytes) {
-                /* the word as 16-bit lanes, then with the bytes of each
-                 * lane swapped: the high byte of a lane's min (max) is the
-                 * min (max) of the high bytes it saw */
-                const unsigned swapped = __byte_perm(w[j], 0, 0x2301);
-                mn[c][k] = min_u16x2(mn[c][k], w[j]);
-                mn[c][k] = min_u16x2(mn[c][k], swapped);
-                mx[c][k] = max_u16x2(mx[c][k], w[j]);
-                mx[c][k] = max_u16x2(mx[c][k], swapped);
-              } else {
-                unsigned even = w[j] & 0x00ff00ffu;
-                unsigned odd = __byte_perm(w[j], 0, 0x4341);
-                mn[c][k] = min_u16x2(mn[c][k], even);
-                mn[c][k] = min_u16x2(mn[c][k], odd);
-                mx[c][k] = max_u16x2(mx[c][k], even);
-                mx[c][k] = max_u16x2(mx[c][k], odd);
-              }
+              unsigned even = w[j] & 0x00ff00ffu;
+              unsigned odd = __byte_perm(w[j], 0, 0x4341);
+              mn[c][k] = min_u16x2(mn[c][k], even);
+              mn[c][k] = min_u16x2(mn[c][k], odd);
+              mx[c][k] = max_u16x2(mx[c][k], even);
+              mx[c][k] = max_u16x2(mx[c][k], odd);
             }
           }
         }
@@ -1279,13 +1226,8 @@ template <int C> struct HwcU8 {
       int hmin[kHwcUnits], hmax[kHwcUnits], tmin = 256, tmax = -1;
 #pragma unroll
       for (int k = 0; k < kHwcUnits; ++k) {
-        if constexpr (kHwcHighBytes) {
-          hmin[k] = (int)min((mn[c][k] >> 8) & 0xffu, mn[c][k] >> 24);
-          hmax[k] = (int)max((mx[c][k] >> 8) & 0xffu, mx[c][k] >> 24);
-        } else {
-          hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
-          hmax[k] = (int)max(mx[c][k] & 0xffffu, mx[c][k] >> 16);
-        }
+        hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
+        hmax[k] = (int)max(mx[c][k] & 0xffffu, mx[c][k] >> 16);
         if (k < nvalid) {
           tmin = min(tmin, hmin[k]);
           tmax = max(tmax, hmax[k]);
@@ -1345,29 +1287,12 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
 
   const uint64_t full = units / kTileUnits;
   uint64_t tile = blockIdx.x;
-  __shared__ uint4 stage[kHwcStage ? FastPolicy::kBlock / 32 : 1][32 * C];
   for (; tile < full; tile += gridDim.x) {
     uint4 v[kHwcUnits][C];
-    if constexpr (kHwcStage) {
-      const unsigned lane = t & 31;
 #pragma unroll
-      for (int k = 0; k < kHwcUnits; ++k) {
-        const uint64_t first =
-            tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + (t - lane);
-#pragma unroll
-        for (int j = 0; j < C; ++j)
-          v[k][j] = __ldg(vec + first * C + j * 32 + lane);
-      }
-#pragma unroll
-      for (int k = 0; k < kHwcUnits; ++k)
-        hwc_stage_unit<C>(lane, stage[t >> 5], v[k]);
-    } else {
-#pragma unroll
-      for (int k = 0; k < kHwcUnits; ++k)
-        hwc_load_unit<C>(
-            vec, tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t,
-            v[k]);
-    }
+    for (int k = 0; k < kHwcUnits; ++k)
+      hwc_load_unit<C>(
+          vec, tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t, v[k]);
     acc.add_tile(v, kHwcUnits, tile);
   }
   if (tile == full && full * kTileUnits < units) {
