@@ -572,7 +572,7 @@ __device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
       }
     }
     if (nvalid > 0)
-      acc.add_tile(v, nvalid, (uint32_t)tile);
+      acc.add_tile(v, nvalid, tile);
   }
   if (block == 0) {
     if (t < L.head)
@@ -841,12 +841,6 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 #define IMGSTAT_HWC_BLOCKS_PER_SM 2
 #endif
 constexpr int kHwcBlocksPerSm = IMGSTAT_HWC_BLOCKS_PER_SM;
-/* The u8 kernel's (hwc_u8_kernel, 80 registers a thread: 3 blocks of 256
- * fit a multiprocessor) */
-#ifndef IMGSTAT_HWC_U8_BLOCKS_PER_SM /* tests/gpu/hwc_variants.sh */
-#define IMGSTAT_HWC_U8_BLOCKS_PER_SM 3
-#endif
-constexpr int kHwcU8BlocksPerSm = IMGSTAT_HWC_U8_BLOCKS_PER_SM;
 
 template <typename Sample, int C> struct Hwc {
   static constexpr int kPerVec = 16 / (int)sizeof(Sample);
@@ -1005,16 +999,16 @@ __device__ imgstat_partial hwc_tail(const Sample *data, uint64_t tail0,
   return tail;
 }
 
-/* The block's partial of each channel c from the threads' part_of(c) (and
- * the tail sample of channel tail_c), written to pass.out; one channel at
- * a time. */
-template <int C, typename PartOf>
-__device__ void hwc_block_out(PartOf part_of, const imgstat_partial &tail,
-                              int tail_c, const ist_pass &pass) {
+/* The block's partial of each channel c from the threads' part[c] (and the
+ * tail sample of channel tail_c), written to pass.out. */
+template <int C>
+__device__ void hwc_block_out(const imgstat_partial (&part)[C],
+                              const imgstat_partial &tail, int tail_c,
+                              const ist_pass &pass) {
   imgstat_partial *out = static_cast<imgstat_partial *>(pass.out);
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    imgstat_partial p = part_of(c);
+    imgstat_partial p = part[c];
     if (tail_c == c)
       ist_partial_combine<false>(&p, &tail);
     p = block_merge<false, FastPolicy::kBlock>(p);
@@ -1095,7 +1089,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
       if ((q + r) % C == c)
         real[c] = part[q];
   }
-  hwc_block_out<C>([&](int c) { return real[c]; }, tail, tail_c, pass);
+  hwc_block_out<C>(real, tail, tail_c, pass);
 }
 
 /* u8: the samples of a thread's unit (C vectors in a row: 16 pixels) are
@@ -1103,9 +1097,8 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
  * 2 PRMTs a word for C = 2, 3, 4), and those words reduced as the plane
  * kernel reduces its own: __dp4a sums, 16x2 min / max of the even and odd
  * bytes. A tile is kU units a thread, units t, t + 256, ...; a channel's
- * first positions come from the tile in which its running min (max) last
- * became strictly smaller (larger), whose units are re-read and split at
- * the end. */
+ * first positions come from the unit in which its running min (max) last
+ * became strictly smaller (larger), re-read and split at the end. */
 #ifndef IMGSTAT_HWC_UNITS /* units a thread, a tile                            \
                              (tests/gpu/hwc_variants.sh) */
 #define IMGSTAT_HWC_UNITS 2
@@ -1164,22 +1157,10 @@ __device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
     v[k] = __ldg(vec + unit * C + k);
 }
 
-/* A thread's figures: per channel 32-bit sums, the running min / max and
- * the tile (its number; kNoTile: none) in which that min (max) last became
- * strictly smaller (larger); the position is found at the end by re-reading
- * that tile's units. Kept small (32-bit sums flushed into the thread's
- * 64-bit slots in shared memory every kHwcFlushTiles full tiles, tile
- * numbers rather than positions, one min / max a channel a tile), since
- * the registers bound the warps a multiprocessor holds and the kernel is
- * bound by memory latency. */
-constexpr uint32_t kHwcFlushTiles = 1024; /* 1024 x 16 kU x 65025 < 2^32 */
-static_assert(kHwcUnits <= 4, "the 32-bit sums of squares would overflow");
-
 template <int C> struct HwcU8 {
-  uint32_t units = 0; /* units added */
-  unsigned sum[C], sumsq[C];
+  uint64_t count = 0, sum[C], sumsq[C];
   int vmin[C], vmax[C];
-  uint32_t min_tile[C], max_tile[C];
+  uint64_t min_unit[C], max_unit[C];
 
   __device__ HwcU8() {
 #pragma unroll
@@ -1187,33 +1168,26 @@ template <int C> struct HwcU8 {
       sum[c] = sumsq[c] = 0;
       vmin[c] = 256;
       vmax[c] = -1;
-      min_tile[c] = max_tile[c] = kNoTile;
-    }
-  }
-
-  /* Adds the 32-bit sums to slots[0..2C) (the thread's own) and clears
-   * them. */
-  __device__ __forceinline__ void flush(unsigned long long *slots) {
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      slots[2 * c * FastPolicy::kBlock] += sum[c];
-      slots[(2 * c + 1) * FastPolicy::kBlock] += sumsq[c];
-      sum[c] = sumsq[c] = 0;
+      min_unit[c] = max_unit[c] = kNone;
     }
   }
 
   /* The thread's valid units k < nvalid of tile `tile`. */
   __device__ __forceinline__ void add_tile(const uint4 (&v)[kHwcUnits][C],
-                                           int nvalid, uint32_t tile) {
+                                           int nvalid, uint64_t tile) {
     bool sat = FastPolicy::kSaturatedSkip;
 #pragma unroll
     for (int c = 0; c < C; ++c)
       sat = sat && vmin[c] == 0 && vmax[c] == 255;
-    unsigned mn[C], mx[C];
+    unsigned s[C], q[C], mn[C][kHwcUnits], mx[C][kHwcUnits];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      mn[c] = 0xffffffffu;
-      mx[c] = 0;
+      s[c] = q[c] = 0;
+#pragma unroll
+      for (int k = 0; k < kHwcUnits; ++k) {
+        mn[c][k] = 0xffffffffu;
+        mx[c][k] = 0;
+      }
     }
 #pragma unroll
     for (int k = 0; k < kHwcUnits; ++k) {
@@ -1225,34 +1199,59 @@ template <int C> struct HwcU8 {
           const unsigned w[4] = {x[c].x, x[c].y, x[c].z, x[c].w};
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            sum[c] = __dp4a(w[j], 0x01010101u, sum[c]);
-            sumsq[c] = __dp4a(w[j], w[j], sumsq[c]);
+            s[c] = __dp4a(w[j], 0x01010101u, s[c]);
+            q[c] = __dp4a(w[j], w[j], q[c]); /* <= 32 * 65025 a tile */
             if (!sat) {
               unsigned even = w[j] & 0x00ff00ffu;
               unsigned odd = __byte_perm(w[j], 0, 0x4341);
-              mn[c] = min_u16x2(mn[c], even);
-              mn[c] = min_u16x2(mn[c], odd);
-              mx[c] = max_u16x2(mx[c], even);
-              mx[c] = max_u16x2(mx[c], odd);
+              mn[c][k] = min_u16x2(mn[c][k], even);
+              mn[c][k] = min_u16x2(mn[c][k], odd);
+              mx[c][k] = max_u16x2(mx[c][k], even);
+              mx[c][k] = max_u16x2(mx[c][k], odd);
             }
           }
         }
       }
     }
-    units += (uint32_t)nvalid;
+    count += (uint64_t)16 * nvalid;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      sum[c] += s[c];
+      sumsq[c] += q[c];
+    }
     if (sat)
       return;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const int tmin = (int)min(mn[c] & 0xffffu, mn[c] >> 16);
-      const int tmax = (int)max(mx[c] & 0xffffu, mx[c] >> 16);
+      int hmin[kHwcUnits], hmax[kHwcUnits], tmin = 256, tmax = -1;
+#pragma unroll
+      for (int k = 0; k < kHwcUnits; ++k) {
+        hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
+        hmax[k] = (int)max(mx[c][k] & 0xffffu, mx[c][k] >> 16);
+        if (k < nvalid) {
+          tmin = min(tmin, hmin[k]);
+          tmax = max(tmax, hmax[k]);
+        }
+      }
       if (tmin < vmin[c]) {
+        int first = 0;
+#pragma unroll
+        for (int k = kHwcUnits - 1; k >= 0; --k)
+          if (k < nvalid && hmin[k] == tmin)
+            first = k;
         vmin[c] = tmin;
-        min_tile[c] = tile;
+        min_unit[c] = tile * FastPolicy::kBlock * kHwcUnits +
+                      (uint64_t)first * FastPolicy::kBlock + threadIdx.x;
       }
       if (tmax > vmax[c]) {
+        int first = 0;
+#pragma unroll
+        for (int k = kHwcUnits - 1; k >= 0; --k)
+          if (k < nvalid && hmax[k] == tmax)
+            first = k;
         vmax[c] = tmax;
-        max_tile[c] = tile;
+        max_unit[c] = tile * FastPolicy::kBlock * kHwcUnits +
+                      (uint64_t)first * FastPolicy::kBlock + threadIdx.x;
       }
     }
   }
@@ -1275,27 +1274,8 @@ __device__ uint64_t hwc_u8_first(const uint4 *vec, uint64_t unit, int c,
   return f.j >= 0 ? unit * 16 + (uint64_t)f.j : kNone;
 }
 
-/* The pixel index of the first sample of channel c equal to value among
- * the thread's units of tile `tile` (those below `units`), in their order. */
 template <int C>
-__device__ uint64_t hwc_u8_first_in_tile(const uint4 *vec, uint64_t units,
-                                         uint32_t tile, int c, int value) {
-  constexpr uint64_t kTileUnits = (uint64_t)FastPolicy::kBlock * kHwcUnits;
-#pragma unroll 1
-  for (int k = 0; k < kHwcUnits; ++k) {
-    const uint64_t u =
-        tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + threadIdx.x;
-    if (u >= units)
-      break;
-    const uint64_t i = hwc_u8_first<C>(vec, u, c, value);
-    if (i != kNone)
-      return i;
-  }
-  return kNone;
-}
-
-template <int C>
-__global__ void __launch_bounds__(FastPolicy::kBlock, kHwcU8BlocksPerSm)
+__global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     hwc_u8_kernel(ist_pass pass) {
   const unsigned t = threadIdx.x;
   const uint8_t *data = static_cast<const uint8_t *>(pass.in);
@@ -1304,12 +1284,6 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcU8BlocksPerSm)
   const uint4 *vec = reinterpret_cast<const uint4 *>(data);
   constexpr uint64_t kTileUnits = (uint64_t)FastPolicy::kBlock * kHwcUnits;
   HwcU8<C> acc;
-  /* the thread's 64-bit sums: slot (2 c) * kBlock + t, (2 c + 1) * ... */
-  __shared__ unsigned long long sums[2 * C * FastPolicy::kBlock];
-  unsigned long long *slots = sums + t;
-#pragma unroll
-  for (int k = 0; k < 2 * C; ++k)
-    slots[k * FastPolicy::kBlock] = 0;
 
   const uint64_t full = units / kTileUnits;
   uint64_t tile = blockIdx.x;
@@ -1319,9 +1293,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcU8BlocksPerSm)
     for (int k = 0; k < kHwcUnits; ++k)
       hwc_load_unit<C>(
           vec, tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t, v[k]);
-    acc.add_tile(v, kHwcUnits, (uint32_t)tile);
-    if (acc.units % (kHwcFlushTiles * kHwcUnits) == 0)
-      acc.flush(slots);
+    acc.add_tile(v, kHwcUnits, tile);
   }
   if (tile == full && full * kTileUnits < units) {
     uint4 v[kHwcUnits][C];
@@ -1340,30 +1312,29 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcU8BlocksPerSm)
       }
     }
     if (nvalid > 0)
-      acc.add_tile(v, nvalid, (uint32_t)tile);
+      acc.add_tile(v, nvalid, tile);
   }
-  acc.flush(slots);
   int tail_c;
   const imgstat_partial tail =
       hwc_tail<uint8_t, C>(data, units * 16 * C, total, &tail_c);
-  auto part_of = [&](int c) {
+  imgstat_partial part[C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
     imgstat_partial p = ist_partial_empty();
-    p.count = (uint64_t)16 * acc.units;
-    p.sum = slots[2 * c * FastPolicy::kBlock];
-    p.sumsq = slots[(2 * c + 1) * FastPolicy::kBlock];
-    if (acc.min_tile[c] != kNoTile) {
+    p.count = acc.count;
+    p.sum = acc.sum[c];
+    p.sumsq = acc.sumsq[c];
+    if (acc.min_unit[c] != kNone) {
       p.min = (double)acc.vmin[c];
-      p.min_index =
-          hwc_u8_first_in_tile<C>(vec, units, acc.min_tile[c], c, acc.vmin[c]);
+      p.min_index = hwc_u8_first<C>(vec, acc.min_unit[c], c, acc.vmin[c]);
     }
-    if (acc.max_tile[c] != kNoTile) {
+    if (acc.max_unit[c] != kNone) {
       p.max = (double)acc.vmax[c];
-      p.max_index =
-          hwc_u8_first_in_tile<C>(vec, units, acc.max_tile[c], c, acc.vmax[c]);
+      p.max_index = hwc_u8_first<C>(vec, acc.max_unit[c], c, acc.vmax[c]);
     }
-    return p;
-  };
-  hwc_block_out<C>(part_of, tail, tail_c, pass);
+    part[c] = p;
+  }
+  hwc_block_out<C>(part, tail, tail_c, pass);
 }
 
 template <typename Sample>
@@ -1470,14 +1441,12 @@ cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {
   return launch(fast_sum_i32_kernel, SumPolicy::kBlock, p, s);
 }
 
-unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
-                      int sm_count) {
+unsigned ist_hwc_grid(uint64_t bytes, uint32_t channels, int sm_count) {
   const uint64_t vecs = channels == 3 ? 3 : 4;
   const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kBlock * vecs;
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =
-      (uint64_t)(sm_count > 0 ? sm_count : 1) *
-      (sample == IMGSTAT_U8 ? kHwcU8BlocksPerSm : kHwcBlocksPerSm);
+      (uint64_t)(sm_count > 0 ? sm_count : 1) * kHwcBlocksPerSm;
   const uint64_t grid = tiles < wave ? tiles : wave;
   return grid < 1 ? 1u : (unsigned)grid;
 }
