@@ -15,8 +15,9 @@
 #             t.cpu(); a CUDA tensor of tens of GiB and the process's peak
 #             host memory before and after
 #   bench1    imgstat.stats of a 64 MP RGB8 CUDA tensor (CHW, HWC) against
-#             torch's one-liners (aminmax, float64 mean and std); the CLI's
-#             kernel time (imgstat bench) for the same size
+#             torch's one-liners (aminmax, float64 mean and std); the ratio
+#             to the CLI's kernel time (imgstat bench) for the same size in
+#             P19_ROUNDS rounds (default 5), each timing both
 #   overhead  (not in the default steps) tests/gpu/py_overhead.py: where
 #             a CUDA tensor's call spends its time beyond the kernel
 #   bench2    imgstat.dataset(jpeg_decoder="gpu", scale="unit") on 500 x
@@ -138,7 +139,7 @@ pystep() {
 }
 
 has hostcopy && pystep hostcopy 90 hostcopy
-has bench1 && pystep bench1 130 bench1 "$BIN"
+has bench1 && pystep bench1 200 bench1 "$BIN"
 if has overhead; then
   t=$(date +%s)
   timeout -k 5 "$(limit 120)" "$PY" tests/gpu/py_overhead.py >"$OUT/p19-overhead.log" 2>&1
