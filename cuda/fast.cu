@@ -1104,13 +1104,6 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
 #define IMGSTAT_HWC_UNITS 2
 #endif
 constexpr int kHwcUnits = IMGSTAT_HWC_UNITS;
-/* C = 2, 3: the next tile's loads issued before this tile is reduced (the
- * kernel waits on its loads: ncu's long-scoreboard stalls at the first
- * permute); C = 4 has no registers to spare for it */
-#ifndef IMGSTAT_HWC_PREFETCH /* tests/gpu/hwc_variants.sh */
-#define IMGSTAT_HWC_PREFETCH 0
-#endif
-constexpr bool kHwcPrefetch = IMGSTAT_HWC_PREFETCH != 0;
 
 template <int C>
 __device__ __forceinline__ void hwc_split_group(const unsigned *w,
@@ -1294,36 +1287,13 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
 
   const uint64_t full = units / kTileUnits;
   uint64_t tile = blockIdx.x;
-  auto load_tile = [&](uint64_t at, uint4(&v)[kHwcUnits][C]) {
+  for (; tile < full; tile += gridDim.x) {
+    uint4 v[kHwcUnits][C];
 #pragma unroll
     for (int k = 0; k < kHwcUnits; ++k)
       hwc_load_unit<C>(
-          vec, at * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t, v[k]);
-  };
-  if constexpr (kHwcPrefetch && C <= 3) {
-    /* the next tile's loads in flight while this one is reduced */
-    uint4 v[kHwcUnits][C], next[kHwcUnits][C];
-    if (tile < full)
-      load_tile(tile, v);
-    for (; tile < full; tile += gridDim.x) {
-      const bool more = tile + gridDim.x < full;
-      if (more)
-        load_tile(tile + gridDim.x, next);
-      acc.add_tile(v, kHwcUnits, tile);
-      if (more) {
-#pragma unroll
-        for (int k = 0; k < kHwcUnits; ++k)
-#pragma unroll
-          for (int j = 0; j < C; ++j)
-            v[k][j] = next[k][j];
-      }
-    }
-  } else {
-    for (; tile < full; tile += gridDim.x) {
-      uint4 v[kHwcUnits][C];
-      load_tile(tile, v);
-      acc.add_tile(v, kHwcUnits, tile);
-    }
+          vec, tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t, v[k]);
+    acc.add_tile(v, kHwcUnits, tile);
   }
   if (tile == full && full * kTileUnits < units) {
     uint4 v[kHwcUnits][C];

@@ -1,9 +1,8 @@
 #!/bin/bash
 # The interleaved u8 kernel's shape on the GPU host: for each variant
-# "UNITS BLOCKS PREFETCH" (units a thread a tile, blocks a multiprocessor,
-# the next tile's loads issued first 0/1; env VARIANTS, default
-# "2 2 0;2 2 1;1 2 1"), the package built with -DIMGSTAT_HWC_UNITS /
-# _BLOCKS_PER_SM / _PREFETCH, then imgstat.stats of a
+# "UNITS BLOCKS" (units a thread a tile, blocks a multiprocessor; env
+# VARIANTS, default "2 2;4 2"), the package built with -DIMGSTAT_HWC_UNITS
+# / -DIMGSTAT_HWC_BLOCKS_PER_SM, then imgstat.stats of a
 # 64 MP RGB8 HWC CUDA tensor (samples 1..254) timed, median of 50, its
 # record checked against the CHW tensor's and its sums against torch's.
 # Usage (top of the tree, .deps carried): tests/gpu/hwc_variants.sh
@@ -15,13 +14,12 @@ export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 command -v ninja >/dev/null 2>&1 || export CMAKE_GENERATOR="Unix Makefiles"
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
 export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-IFS=';' read -r -a VS <<<"${VARIANTS:-2 2 0;2 2 1;1 2 1}"
+IFS=';' read -r -a VS <<<"${VARIANTS:-2 2;4 2}"
 for v in "${VS[@]}"; do
-  read -r units blocks prefetch <<<"$v"
-  prefetch=${prefetch:-0}
-  site=$ROOT/build-hwc-$units-$blocks-$prefetch
+  read -r units blocks <<<"$v"
+  site=$ROOT/build-hwc-$units-$blocks
   rm -rf "$site"
-  CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr -DCMAKE_CUDA_FLAGS=-DIMGSTAT_HWC_UNITS=$units\ -DIMGSTAT_HWC_BLOCKS_PER_SM=$blocks\ -DIMGSTAT_HWC_PREFETCH=$prefetch" \
+  CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr -DCMAKE_CUDA_FLAGS=-DIMGSTAT_HWC_UNITS=$units\ -DIMGSTAT_HWC_BLOCKS_PER_SM=$blocks" \
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 200 python3 -m pip install \
     --no-build-isolation --no-deps --target "$site" \
     --config-settings=build-dir="$site-build" ./python >"$OUT/hwc-pip.log" 2>&1 ||
@@ -63,7 +61,7 @@ def reduction(t, layout):
             "reduction (launches, copy, wait)"] for _ in range(50))
 red = reduction(hwc, "hwc")
 red_chw = reduction(chw, "chw")
-print(f"variant {sys.argv[1]} (units blocks prefetch): HWC call {statistics.median(ts):.4f} ms, "
+print(f"variant {sys.argv[1]} (units blocks): HWC call {statistics.median(ts):.4f} ms, "
       f"reduction phase {red / 1e3:.4f} ms (CHW planes {red_chw / 1e3:.4f}), "
       f"record {'equal to CHW, sums = torch' if ok else 'DIFFERS'}", flush=True)
 PY
