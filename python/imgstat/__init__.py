@@ -59,6 +59,11 @@ class ImageError(Exception):
         """The command line's error record (``--errors-as-records``)."""
         return {"file": self.path, "error": self.message}
 
+    def __reduce__(self) -> tuple:
+        # pickled with its three fields (a worker process's error reaches
+        # the parent whole)
+        return (ImageError, (self.path, self.status, self.message))
+
 
 class Stats:
     """One image's statistics: the command line's JSON record."""
@@ -84,6 +89,10 @@ class Stats:
         if self._native is not None:
             return self._native.dict()
         return json.loads(json.dumps(self._record))
+
+    def __reduce__(self) -> tuple:
+        # pickled (and copied) as its dict: the binding's record is not
+        return (Stats, (self._record,))
 
     @property
     def file(self) -> str:

@@ -62,6 +62,40 @@ def test_scan_errors(folder):
                                    "error": errors[1].message}
 
 
+def _stats_in_worker(path):
+    return imgstat.stats(path)
+
+
+def test_results_cross_processes(folder):
+    """Stats, ImageError and Dataset survive pickling (a process pool hands
+    results and errors back that way), with the same figures."""
+    import concurrent.futures
+    import copy
+    import multiprocessing
+    import pickle
+
+    root, images = folder
+    path = next(iter(images))
+    s = imgstat.stats(path)
+    for t in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
+        assert t.to_dict() == s.to_dict()
+        assert (t.mean, t.std, t.sum) == (s.mean, s.std, s.sum)
+    e = imgstat.ImageError(str(root / "x.png"), "format", "bad header")
+    f = pickle.loads(pickle.dumps(e))
+    assert (f.path, f.status, f.message, str(f)) == \
+        (e.path, e.status, e.message, str(e))
+    d = imgstat.dataset([root])
+    assert pickle.loads(pickle.dumps(d)).to_dict() == d.to_dict()
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        got = pool.submit(_stats_in_worker, path).result()
+        assert got.to_dict() == s.to_dict()
+        with pytest.raises(imgstat.ImageError) as err:
+            pool.submit(_stats_in_worker, str(root / "notes.txt")).result()
+    assert err.value.path == str(root / "notes.txt")
+    assert err.value.status in ("format", "unsupported")
+
+
 def test_scan_stops_early(folder):
     root, images = folder
     it = imgstat.scan([root], jobs=2)
