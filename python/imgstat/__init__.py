@@ -244,12 +244,22 @@ def _torch_cuda_view(x: Any) -> Optional[tuple]:
     torch = sys.modules.get("torch")
     if torch is None or not isinstance(x, torch.Tensor) or not x.is_cuda:
         return None
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     dtype = _TORCH_DTYPES.get(str(x.dtype))
-    if raw is None or dtype is None or x.numel() == 0:
+    if dtype is None or x.numel() == 0:
         return None
     dev = x.get_device()
-    return x.data_ptr(), dev, raw(dev) or 1, x.shape, x.stride(), dtype
+    stream = _torch_stream(torch, dev)
+    if stream is None:
+        return None
+    return x.data_ptr(), dev, stream, x.shape, x.stride(), dtype
+
+
+def _torch_stream(torch: Any, dev: int) -> Optional[int]:
+    """torch's current stream on CUDA device dev (1 for the legacy default
+    stream, which torch reports as 0), or None for a torch without the
+    query."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return None if raw is None else raw(dev) or 1
 
 
 _TORCH_DTYPES = {"torch.uint8": "uint8", "torch.uint16": "uint16",
@@ -268,11 +278,11 @@ def _cuda_source(x: Any) -> tuple:
     else as it is (a host array: no stream)."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         if not x.is_cuda:
             return x, 1
-        if raw is not None:
-            return x, raw(x.get_device()) or 1  # 0: the legacy stream
+        stream = _torch_stream(torch, x.get_device())
+        if stream is not None:
+            return x, stream
     dev = getattr(x, "__dlpack_device__", None)
     if dev is None or not hasattr(x, "__dlpack__"):
         return x, 1

@@ -448,7 +448,8 @@ Failure failure_of(const char *path, const imgstat_job_result *res) {
 }
 
 // The statistics of an image already in memory (host planes or a decoded
-// input); the GIL is released by the caller.
+// input), or of the file `name` when img is nullptr (read and decoded by
+// the engine); the GIL is released by the caller.
 Outcome stats_image(const char *name, const imgstat_image *img,
                     const Request &req) {
   imgstat_engine *e = engine_for(req.backend);
@@ -484,16 +485,7 @@ nb::tuple stats_path(const std::string &path, int ddof, bool histogram,
   Outcome r;
   {
     nb::gil_scoped_release nogil;
-    imgstat_engine *e = engine_for(req.backend);
-    imgstat_stats_request sr = req.stats();
-    imgstat_job_result res;
-    std::memset(&res, 0, sizeof res);
-    imgstat_engine_stats(e, path.c_str(), nullptr, &sr, &res);
-    if (res.status == IMGSTAT_OK)
-      r = kept(path.c_str(), &res, req);
-    else
-      r = {false, nullptr, failure_of(path.c_str(), &res)};
-    imgstat_job_result_free(&res);
+    r = stats_image(path.c_str(), nullptr, req);
   }
   return result_tuple(r);
 }
