@@ -56,7 +56,8 @@ cudaError_t make_event(cudaEvent_t *e) {
 imgstat_status slot_ready(ist_slot *s, imgstat_error *err) {
   if (s->ready)
     return IMGSTAT_OK;
-  IST_CUDA_TRY(make_stream(&s->stream), "cudaStreamCreate");
+  IST_CUDA_TRY(make_stream(&s->own), "cudaStreamCreate");
+  s->stream = s->own;
   for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c) {
     IST_CUDA_TRY(make_stream(&s->compute[c]), "cudaStreamCreate");
     IST_CUDA_TRY(make_event(&s->uploaded[c]), "cudaEventCreate");
@@ -71,8 +72,9 @@ imgstat_status slot_ready(ist_slot *s, imgstat_error *err) {
 void slot_destroy(ist_slot *s) {
   /* Teardown errors have nowhere to go: each release is attempted. */
   ist_slot_drain(s);
-  if (s->stream)
-    (void)cudaStreamDestroy(s->stream);
+  if (s->own)
+    (void)cudaStreamDestroy(s->own);
+  s->stream = s->own = nullptr;
   for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c) {
     if (s->compute[c])
       (void)cudaStreamDestroy(s->compute[c]);
@@ -207,6 +209,15 @@ imgstat_status check_wrap(const imgstat_gpu *gpu, imgstat_gpu_image **out,
 
 /* A new device image of gpu on a slot, with room for dense planes of
  * plane_bytes each in the slot (0: none needed). */
+/* A caller's stream as the DLPack and __cuda_array_interface__ protocols
+ * name it: 1 the legacy default stream, 2 the per-thread one, else a
+ * cudaStream_t (not 0). */
+cudaStream_t caller_stream(uintptr_t stream) {
+  return stream == 1   ? cudaStreamLegacy
+         : stream == 2 ? cudaStreamPerThread
+                       : reinterpret_cast<cudaStream_t>(stream);
+}
+
 imgstat_status new_on_slot(imgstat_gpu *gpu, uint32_t width, uint32_t height,
                            int channels, imgstat_sample sample,
                            const char *format, size_t plane_bytes,
@@ -267,6 +278,7 @@ imgstat_status ist_slot_take(imgstat_gpu *gpu, ist_slot **out,
 }
 
 void ist_slot_give(imgstat_gpu *gpu, ist_slot *s) {
+  s->stream = s->own; /* a caller's stream is not kept past the job */
   pthread_mutex_lock(&gpu->lock);
   s->busy = false;
   s->job = false;
@@ -628,6 +640,16 @@ imgstat_status imgstat_gpu_image_wrap_strided(
     imgstat_sample sample, const void *d_data, size_t row_pitch,
     size_t pixel_pitch, size_t channel_pitch, imgstat_gpu_image **out,
     imgstat_error *err) {
+  return imgstat_gpu_image_wrap_on(gpu, width, height, channels, sample, d_data,
+                                   row_pitch, pixel_pitch, channel_pitch, 0,
+                                   out, err);
+}
+
+imgstat_status imgstat_gpu_image_wrap_on(
+    imgstat_gpu *gpu, uint32_t width, uint32_t height, int channels,
+    imgstat_sample sample, const void *d_data, size_t row_pitch,
+    size_t pixel_pitch, size_t channel_pitch, uintptr_t stream,
+    imgstat_gpu_image **out, imgstat_error *err) {
   imgstat_status st = check_wrap(gpu, out, channels, sample, err);
   if (st != IMGSTAT_OK)
     return st;
@@ -661,6 +683,8 @@ imgstat_status imgstat_gpu_image_wrap_strided(
                    hwc || planar ? 0 : plane_bytes, &d, err);
   if (st != IMGSTAT_OK)
     return st;
+  if (stream) /* the handle's work follows the caller's on its stream */
+    d->slot->stream = caller_stream(stream);
   d->strided = {d_data, row_pitch, pixel_pitch, channel_pitch};
   if (planar) {
     for (int c = 0; c < channels; ++c)
@@ -717,10 +741,8 @@ imgstat_status imgstat_gpu_wait_stream(imgstat_gpu *gpu, uintptr_t stream,
   if (stream == 0)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "stream 0 is ambiguous");
   IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
-  cudaStream_t s = stream == 1   ? cudaStreamLegacy
-                   : stream == 2 ? cudaStreamPerThread
-                                 : reinterpret_cast<cudaStream_t>(stream);
-  IST_CUDA_TRY(cudaStreamSynchronize(s), "waiting for the array's stream");
+  IST_CUDA_TRY(cudaStreamSynchronize(caller_stream(stream)),
+               "waiting for the array's stream");
   return IMGSTAT_OK;
 }
 

@@ -7,7 +7,8 @@
  * context's device current (ist_gpu_enter) and works on a slot: what one
  * image's work needs.
  *  - streams: `stream` carries the uploads, the histograms, normalization
- *    and the copies back, in order; the statistics' reduction of plane c
+ *    and the copies back, in order (the slot's own stream, or the caller's
+ *    for an image wrapped on it); the statistics' reduction of plane c
  *    runs on compute[c] as soon as the plane has landed (event uploaded[c])
  *    and is joined back into `stream` (event joined[c]);
  *  - two pinned staging buffers used in turn for pageable uploads (the host
@@ -41,7 +42,11 @@ struct ist_slot {
   bool busy;       /* held by a job or a device image (under the lock) */
   uint64_t serial; /* jobs that took the slot so far: tickets name one */
   bool ready;      /* streams and events created */
+  /* where the slot's work is queued: its own stream, or, for a device image
+   * wrapped on the caller's stream (imgstat_gpu_image_wrap_on), that stream
+   * until the image's release gives the slot back */
   cudaStream_t stream;
+  cudaStream_t own; /* the slot's own stream */
   cudaStream_t compute[IMGSTAT_MAX_CHANNELS];
   /* work was queued on compute[] since the last drain (those streams are
    * synchronized by ist_slot_drain only then) */

@@ -169,6 +169,24 @@ imgstat_status imgstat_gpu_image_wrap_strided(
     size_t pixel_pitch, size_t channel_pitch, imgstat_gpu_image **out,
     imgstat_error *err);
 
+/*
+ * imgstat_gpu_image_wrap_strided on the stream the data's producer queued
+ * its work on: `stream` as imgstat_gpu_wait_stream takes it (a cudaStream_t
+ * of the context's device, 1 the legacy default stream, 2 the per-thread
+ * one), or 0 for none (then as imgstat_gpu_image_wrap_strided). Every
+ * operation on the handle, the gathering included, is queued on that
+ * stream instead of the slot's own, so it follows the producer's work on
+ * the device, with no wait on the host and no launch latency between the
+ * two; each operation still returns with its results (the statistics
+ * wait for that stream), and the release waits for it. The producer's
+ * work need not be finished; the stream must stay valid until the release.
+ */
+imgstat_status imgstat_gpu_image_wrap_on(
+    imgstat_gpu *gpu, uint32_t width, uint32_t height, int channels,
+    imgstat_sample sample, const void *d_data, size_t row_pitch,
+    size_t pixel_pitch, size_t channel_pitch, uintptr_t stream,
+    imgstat_gpu_image **out, imgstat_error *err);
+
 /* Copies channel c of a device image to host memory (height rows of width
  * samples, back to back) and waits for the copy. */
 imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,

@@ -202,7 +202,9 @@ def test_hwc_in_place(channels, dtype, shape):
 def test_pending_producer_work(layout):
     """A tensor whose kernels are still queued when imgstat is called (torch
     runs them on its stream after a 20 ms spin, and on a side stream): the
-    figures are those of the finished tensor."""
+    figures are those of the finished tensor, for the statistics read in
+    place, a view the device gathers, histograms and normalize (imgstat's
+    work queued after the producer's on its stream)."""
     base = torch.randint(0, 200, (3, 1024, 1024), dtype=torch.uint8,
                          device="cuda")
     want = base.view(3, -1).sum(dim=1, dtype=torch.int64)
@@ -221,6 +223,32 @@ def test_pending_producer_work(layout):
         got = imgstat.stats(pending(4), layout=layout)
     torch.cuda.synchronize()
     assert list(got.sum) == (want + 4 * 1024 * 1024).tolist()
+    # the other paths on the producer's stream: a view the device gathers,
+    # histograms, normalize, each on a tensor of its own values (memory a
+    # read out of order could find holds other values), against the CPU on
+    # the finished tensor
+    for k, on_side in ((5, False), (8, True)):
+        with torch.cuda.stream(side if on_side else
+                               torch.cuda.current_stream()):
+            xv = pending(k)
+            view = xv[:, ::2, :] if layout == "hwc" else xv[:, :, ::2]
+            got_view = imgstat.stats(view, layout=layout).to_dict()
+            xh = pending(k + 1)
+            got_hist = imgstat.stats(xh, layout=layout,
+                                     percentiles=[5]).to_dict()
+            xn = pending(k + 2)
+            got_norm = imgstat.normalize(xn, "clip", layout=layout)
+        torch.cuda.synchronize()
+        a = xv.cpu().numpy()
+        ref = a[:, ::2, :] if layout == "hwc" else a[:, :, ::2]
+        same_record(got_view, imgstat.stats(
+            np.ascontiguousarray(ref), layout=layout, backend="cpu").to_dict())
+        same_record(got_hist, imgstat.stats(
+            xh.cpu().numpy(), layout=layout, percentiles=[5],
+            backend="cpu").to_dict())
+        want_norm = imgstat.normalize(xn.cpu().numpy(), "clip", layout=layout,
+                                      backend="cpu")
+        assert got_norm.cpu().numpy().tobytes() == want_norm.tobytes(), k
 
 
 @needs_torch

@@ -117,6 +117,17 @@ imgstat_status imgstat_gpu_image_wrap_strided(
   return no_cuda(err);
 }
 
+imgstat_status imgstat_gpu_image_wrap_on(
+    imgstat_gpu *gpu, uint32_t width, uint32_t height, int channels,
+    imgstat_sample sample, const void *d_data, size_t row_pitch,
+    size_t pixel_pitch, size_t channel_pitch, uintptr_t stream,
+    imgstat_gpu_image **out, imgstat_error *err) {
+  (void)stream;
+  return imgstat_gpu_image_wrap_strided(gpu, width, height, channels, sample,
+                                        d_data, row_pitch, pixel_pitch,
+                                        channel_pitch, out, err);
+}
+
 imgstat_status imgstat_gpu_image_download(imgstat_gpu *gpu,
                                           imgstat_gpu_image *dimg, int c,
                                           void *host, imgstat_error *err) {
