@@ -235,47 +235,45 @@ def _check_ddof(ddof: int) -> int:
     return ddof
 
 
-def _torch_cuda_view(x: Any) -> Optional[tuple]:
-    """(pointer, device, stream, shape, strides in elements, dtype name) of
-    a non-empty torch CUDA tensor of uint8, uint16 or float32, read from the
-    tensor itself (torch's DLPack export costs as much again as the rest of
-    a small call); the stream is torch's current one on its device. None
-    for anything else (which takes the DLPack path)."""
-    torch = sys.modules.get("torch")
-    if torch is None or not isinstance(x, torch.Tensor) or not x.is_cuda:
-        return None
-    dtype = _TORCH_DTYPES.get(str(x.dtype))
-    if dtype is None or x.numel() == 0:
-        return None
-    dev = x.get_device()
-    stream = _torch_stream(torch, dev)
-    if stream is None:
-        return None
-    return x.data_ptr(), dev, stream, x.shape, x.stride(), dtype
+_TORCH = None  # (torch, its dtypes imgstat takes, its raw-stream query)
+
+
+def _torch_fast(torch: Any) -> tuple:
+    """(torch's uint8, uint16 and float32 dtypes, None for one it lacks;
+    torch's query of a CUDA device's current raw stream, None in a torch
+    without it), looked up once: what the binding's fast path for a torch
+    CUDA tensor (stats_torch) reads it with."""
+    fast = _TORCH if _TORCH is not None and _TORCH[0] is torch else \
+        _torch_setup(torch)
+    return fast[1], fast[2]
+
+
+def _torch_setup(torch: Any) -> tuple:
+    global _TORCH
+    _TORCH = (torch, tuple(getattr(torch, n, None)
+                           for n in ("uint8", "uint16", "float32")),
+              getattr(torch._C, "_cuda_getCurrentRawStream", None))
+    return _TORCH
 
 
 def _torch_stream(torch: Any, dev: int) -> Optional[int]:
     """torch's current stream on CUDA device dev (1 for the legacy default
     stream, which torch reports as 0), or None for a torch without the
     query."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    raw = _torch_fast(torch)[1]
     return None if raw is None else raw(dev) or 1
 
 
-_TORCH_DTYPES = {"torch.uint8": "uint8", "torch.uint16": "uint16",
-                 "torch.float32": "float32"}
-
-
 def _cuda_source(x: Any) -> tuple:
-    """(what to hand to the binding, the CUDA stream whose queued work to
-    wait for before reading it: 1 the legacy default stream). A CUDA DLPack
-    producer asked for no stream (nanobind asks for none) orders nothing, so
-    the stream is found here: a torch CUDA tensor goes as it is, with torch's
-    current stream on its device (torch's own raw-stream query; its
-    __dlpack__(stream=...) costs more than reducing a small tensor); another
-    CUDA DLPack array goes as the capsule of __dlpack__(stream=1), its
-    producer ordering its work before the legacy default stream; anything
-    else as it is (a host array: no stream)."""
+    """(what to hand to the binding, the CUDA stream the producer's work is
+    queued on, where imgstat queues its own after it: 1 the legacy default
+    stream). A CUDA DLPack producer asked for no stream (nanobind asks for
+    none) orders nothing, so the stream is found here: a torch CUDA tensor
+    goes as it is, with torch's current stream on its device (torch's own
+    raw-stream query; its __dlpack__(stream=...) costs more than reducing a
+    small tensor); another CUDA DLPack array goes as the capsule of
+    __dlpack__(stream=1), its producer ordering its work before the legacy
+    default stream; anything else as it is (a host array: no stream)."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         if not x.is_cuda:
@@ -393,14 +391,26 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
 
     Raises ImageError when the image cannot be read or computed, TypeError /
     ValueError for bad arguments."""
-    ddof = _check_ddof(ddof)
-    pct = _percentiles(percentiles)
-    if layout not in ("hwc", "chw"):
+    # (the checks and the torch fast path inline: a small CUDA call is a
+    # few microseconds of work in all)
+    if ddof.__class__ is not int:  # bool is not an int here
+        _check_ddof(ddof)
+    pct = None if percentiles is None else _percentiles(percentiles)
+    if layout != "hwc" and layout != "chw":
         raise ValueError("layout must be 'hwc' or 'chw'")
-    view = _torch_cuda_view(x)
-    if view is not None:  # the fast path of a CUDA tensor: no DLPack export
-        return _parse(_imgstat.stats_cuda_interface(
-            *view, layout, ddof, histogram, pct, backend))
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        # a CUDA tensor's fast path: read from the tensor, no DLPack export
+        fast = _TORCH if _TORCH is not None and _TORCH[0] is torch else \
+            _torch_setup(torch)
+        if fast[2] is not None:
+            result = _imgstat.stats_torch(x, fast[1], fast[2], layout == "chw",
+                                          ddof, histogram, pct, backend)
+            if result is not None:
+                ok, value = result
+                if ok:
+                    return Stats(value)
+                raise ImageError(*value)
     if isinstance(x, (str, os.PathLike)):
         return _parse(_imgstat.stats_path(os.fsdecode(x), ddof, histogram, pct,
                                           backend))

@@ -186,6 +186,8 @@ struct Kept {
       : file(f), res(*r), req(q) {
     std::memset(r, 0, sizeof *r); // owned here now
   }
+  // an empty result, to be filled in place
+  Kept(const char *f, const Request &q) : file(f), res(), req(q) {}
   Kept(const Kept &) = delete;
   Kept &operator=(const Kept &) = delete;
   ~Kept() { imgstat_job_result_free(&res); }
@@ -543,37 +545,39 @@ struct Geometry {
   int64_t s_row = 0, s_col = 0, s_chan = 0;
 };
 
-Geometry geometry_of(const AnyArray &a, const std::string &layout) {
-  Geometry g;
-  size_t nd = a.ndim();
-  auto dim = [&](size_t k) {
-    if (a.shape(k) > UINT32_MAX)
-      throw nb::value_error("imgstat.stats: the array is too large");
-    return (uint32_t)a.shape(k);
-  };
-  if (nd == 2) {
-    g.height = dim(0);
-    g.width = dim(1);
-    g.s_row = a.stride(0);
-    g.s_col = a.stride(1);
-  } else if (nd == 3 && layout == "hwc") {
-    g.height = dim(0);
-    g.width = dim(1);
-    g.channels = (int)a.shape(2);
-    g.s_row = a.stride(0);
-    g.s_col = a.stride(1);
-    g.s_chan = a.stride(2);
-  } else if (nd == 3 && layout == "chw") {
-    g.channels = (int)a.shape(0);
-    g.height = dim(1);
-    g.width = dim(2);
-    g.s_chan = a.stride(0);
-    g.s_row = a.stride(1);
-    g.s_col = a.stride(2);
-  } else if (nd == 3) {
-    throw nb::value_error("imgstat.stats: layout must be 'hwc' or 'chw'");
-  } else {
+// The geometry of an array of nd dimensions (HW; HWC, or CHW when `chw`),
+// from its shape and element strides: the one reading for every source of
+// arrays (DLPack, __cuda_array_interface__, a torch tensor's own fields).
+Geometry geometry_from(size_t nd, const int64_t *shape, const int64_t *strides,
+                       bool chw) {
+  if (nd != 2 && nd != 3)
     throw nb::value_error("imgstat.stats: an image array is HW, HWC or CHW");
+  for (size_t k = 0; k < nd; k++) {
+    if (shape[k] < 0)
+      throw nb::value_error("imgstat.stats: bad array shape");
+    if (shape[k] > (int64_t)UINT32_MAX)
+      throw nb::value_error("imgstat.stats: the array is too large");
+  }
+  Geometry g;
+  if (nd == 2) {
+    g.height = (uint32_t)shape[0];
+    g.width = (uint32_t)shape[1];
+    g.s_row = strides[0];
+    g.s_col = strides[1];
+  } else if (!chw) {
+    g.height = (uint32_t)shape[0];
+    g.width = (uint32_t)shape[1];
+    g.channels = (int)shape[2];
+    g.s_row = strides[0];
+    g.s_col = strides[1];
+    g.s_chan = strides[2];
+  } else {
+    g.channels = (int)shape[0];
+    g.height = (uint32_t)shape[1];
+    g.width = (uint32_t)shape[2];
+    g.s_chan = strides[0];
+    g.s_row = strides[1];
+    g.s_col = strides[2];
   }
   if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
     throw nb::value_error("imgstat.stats: an image has 1 to 4 channels (is "
@@ -581,6 +585,22 @@ Geometry geometry_of(const AnyArray &a, const std::string &layout) {
   if (g.height == 0 || g.width == 0)
     throw nb::value_error("imgstat.stats: the array is empty");
   return g;
+}
+
+bool layout_chw(const std::string &layout) {
+  if (layout != "hwc" && layout != "chw")
+    throw nb::value_error("imgstat.stats: layout must be 'hwc' or 'chw'");
+  return layout == "chw";
+}
+
+Geometry geometry_of(const AnyArray &a, const std::string &layout) {
+  size_t nd = a.ndim();
+  int64_t shape[3] = {0, 0, 0}, strides[3] = {0, 0, 0};
+  for (size_t k = 0; k < nd && k < 3; k++) {
+    shape[k] = a.shape(k) > (size_t)INT64_MAX ? -1 : (int64_t)a.shape(k);
+    strides[k] = a.stride(k);
+  }
+  return geometry_from(nd, shape, strides, nd == 3 && layout_chw(layout));
 }
 
 // Planes borrowed from the array when each row is contiguous and rows are
@@ -712,28 +732,23 @@ imgstat_status gpu_for(int device, imgstat_gpu **gpu, imgstat_error *err) {
   return IMGSTAT_OK;
 }
 
-// A CUDA array as a device image of gpu (imgstat_gpu_image_wrap_strided):
+// A CUDA array as a device image of gpu (imgstat_gpu_image_wrap_on):
 // dense planes (HW, CHW) read where they are, dense HWC read as it is by
 // the interleaved kernel, other views gathered into dense planes by the
 // device. Either way no pixel goes to the host, and the figures are the
-// same. First the producer's work is waited for:
-// `stream` is the stream it is queued on (imgstat_gpu_wait_stream's
-// values: 1 the legacy default stream; 0: none to wait for), which the
-// context's streams do not wait for by themselves.
+// same. The image's work is queued on `stream`, the one the producer's
+// work is queued on (imgstat_gpu_wait_stream's values: 1 the legacy
+// default stream; 0: none to follow, the slot's own), so it follows that
+// work on the device with no wait here.
 imgstat_status wrap_cuda(imgstat_gpu *gpu, const char *base, const Geometry &g,
                          imgstat_sample sample, uintptr_t stream,
                          imgstat_gpu_image **d, imgstat_error *err) {
-  if (stream != 0) {
-    imgstat_status st = imgstat_gpu_wait_stream(gpu, stream, err);
-    if (st != IMGSTAT_OK)
-      return st;
-  }
   size_t item = (size_t)sample;
-  return imgstat_gpu_image_wrap_strided(
+  return imgstat_gpu_image_wrap_on(
       gpu, g.width, g.height, g.channels, sample, base,
       (size_t)(g.height > 1 ? g.s_row : 0) * item,
       (size_t)(g.width > 1 ? g.s_col : 0) * item,
-      (size_t)(g.channels > 1 ? g.s_chan : 0) * item, d, err);
+      (size_t)(g.channels > 1 ? g.s_chan : 0) * item, stream, d, err);
 }
 
 // The histograms of every channel of a device image and their figures,
@@ -814,18 +829,20 @@ Outcome stats_cuda(const char *base, int device, uintptr_t stream,
     ph->stamp("start");
   std::lock_guard<std::mutex> lock(cuda_lock());
   imgstat_error err;
-  std::memset(&err, 0, sizeof err);
+  err.status = IMGSTAT_OK;
+  err.message[0] = '\0';
   imgstat_gpu *gpu = nullptr;
   imgstat_gpu_image *dimg = nullptr;
-  imgstat_job_result res;
-  std::memset(&res, 0, sizeof res);
+  // the record is computed where it is kept (no copy of the result)
+  auto k = std::make_shared<Kept>("<cuda array>", req);
+  imgstat_job_result &res = k->res;
   imgstat_status s = gpu_for(device, &gpu, &err);
   if (ph)
     ph->stamp("context");
   if (s == IMGSTAT_OK)
     s = wrap_cuda(gpu, base, g, sample, stream, &dimg, &err);
   if (ph)
-    ph->stamp("wait and wrap");
+    ph->stamp("wrap (on the producer's stream)");
   if (s == IMGSTAT_OK)
     s = imgstat_gpu_image_stats(gpu, dimg, IMGSTAT_KERNEL_FAST, res.partial,
                                 &err);
@@ -836,19 +853,15 @@ Outcome stats_cuda(const char *base, int device, uintptr_t stream,
   imgstat_gpu_image_release(gpu, dimg);
   if (ph)
     ph->stamp("release");
-  Outcome r;
-  if (s != IMGSTAT_OK) {
-    r = {false, nullptr, Failure{"<cuda array>", status_name(s), err.message}};
-  } else {
-    res.width = g.width;
-    res.height = g.height;
-    res.channels = g.channels;
-    res.sample = sample;
-    res.backend = IMGSTAT_BACKEND_GPU;
-    r = kept("<cuda array>", &res, req);
-  }
-  imgstat_job_result_free(&res);
-  return r;
+  if (s != IMGSTAT_OK)
+    return {false, nullptr,
+            Failure{"<cuda array>", status_name(s), err.message}};
+  res.width = g.width;
+  res.height = g.height;
+  res.channels = g.channels;
+  res.sample = sample;
+  res.backend = IMGSTAT_BACKEND_GPU;
+  return {true, std::move(k), Failure()};
 }
 
 // The phases of one stats_cuda call on a CUDA array (no histograms):
@@ -925,39 +938,98 @@ nb::tuple stats_cuda_interface(uintptr_t ptr, int device, uintptr_t stream,
   else
     throw nb::type_error("imgstat.stats: the array's dtype must be uint8, "
                          "uint16 or float32");
-  if (shape.size() != strides.size() || shape.size() < 2 || shape.size() > 3)
+  if (shape.size() != strides.size())
     throw nb::value_error("imgstat.stats: an image array is HW, HWC or CHW");
-  Geometry g;
-  for (int64_t d : shape)
-    if (d <= 0 || d > (int64_t)UINT32_MAX)
-      throw nb::value_error("imgstat.stats: bad array shape");
-  if (shape.size() == 2) {
-    g.height = (uint32_t)shape[0];
-    g.width = (uint32_t)shape[1];
-    g.s_row = strides[0];
-    g.s_col = strides[1];
-  } else if (layout == "chw") {
-    g.channels = (int)shape[0];
-    g.height = (uint32_t)shape[1];
-    g.width = (uint32_t)shape[2];
-    g.s_chan = strides[0];
-    g.s_row = strides[1];
-    g.s_col = strides[2];
-  } else {
-    g.height = (uint32_t)shape[0];
-    g.width = (uint32_t)shape[1];
-    g.channels = (int)shape[2];
-    g.s_row = strides[0];
-    g.s_col = strides[1];
-    g.s_chan = strides[2];
-  }
-  if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
-    throw nb::value_error("imgstat.stats: an image has 1 to 4 channels");
+  Geometry g = geometry_from(shape.size(), shape.data(), strides.data(),
+                             shape.size() == 3 && layout_chw(layout));
   check_cuda_array(g, req, "imgstat.stats");
   Outcome r;
   {
     nb::gil_scoped_release nogil;
     r = stats_cuda((const char *)ptr, device, stream, g, sample, req);
+  }
+  return result_tuple(r);
+}
+
+// ---- a torch CUDA tensor: the fast path ------------------------------
+
+// A new reference from the C API as an object, a Python error as the
+// exception it is.
+nb::object checked(PyObject *o) {
+  if (!o)
+    throw nb::python_error();
+  return nb::steal(o);
+}
+
+int64_t int_of(PyObject *o) {
+  long long v = PyLong_AsLongLong(o);
+  if (v == -1 && PyErr_Occurred())
+    throw nb::python_error();
+  return (int64_t)v;
+}
+
+// The statistics of a torch tensor x read from its own fields (its DLPack
+// export costs as much again as the rest of a small call): None unless it
+// is a non-empty CUDA tensor of HW, HWC or CHW of one of `dtypes` (torch's
+// uint8, uint16 and float32, in that order; None for one this torch lacks),
+// which then takes the general path. The work is queued on torch's current
+// stream on the tensor's device, which `raw_stream(device)` gives (0: the
+// legacy default stream).
+nb::object stats_torch(nb::handle x, nb::tuple dtypes, nb::handle raw_stream,
+                       bool chw, int ddof, bool histogram,
+                       std::optional<std::vector<double>> percentiles,
+                       const std::string &backend) {
+  static PyObject *const kIsCuda = PyUnicode_InternFromString("is_cuda"),
+                         *const kDtype = PyUnicode_InternFromString("dtype"),
+                         *const kShape = PyUnicode_InternFromString("shape"),
+                         *const kStride = PyUnicode_InternFromString("stride"),
+                         *const kDevice =
+                             PyUnicode_InternFromString("get_device"),
+                         *const kDataPtr =
+                             PyUnicode_InternFromString("data_ptr");
+  if (!kIsCuda || !kDtype || !kShape || !kStride || !kDevice || !kDataPtr)
+    throw nb::python_error();
+  if (checked(PyObject_GetAttr(x.ptr(), kIsCuda)).ptr() != Py_True ||
+      nb::len(dtypes) != 3)
+    return nb::none();
+  nb::object dtype = checked(PyObject_GetAttr(x.ptr(), kDtype));
+  const imgstat_sample samples[3] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
+  int which = -1;
+  for (int k = 0; k < 3 && which < 0; k++)
+    if (dtype.is(dtypes[k]))
+      which = k;
+  if (which < 0)
+    return nb::none();
+  nb::object shape = checked(PyObject_GetAttr(x.ptr(), kShape));
+  nb::object strides = checked(PyObject_CallMethodNoArgs(x.ptr(), kStride));
+  if (!PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()))
+    return nb::none();
+  Py_ssize_t nd = PyTuple_GET_SIZE(shape.ptr());
+  if (nd < 2 || nd > 3 || PyTuple_GET_SIZE(strides.ptr()) != nd)
+    return nb::none();
+  int64_t dims[3], steps[3];
+  for (Py_ssize_t k = 0; k < nd; k++) {
+    dims[k] = int_of(PyTuple_GET_ITEM(shape.ptr(), k));
+    steps[k] = int_of(PyTuple_GET_ITEM(strides.ptr(), k));
+    if (dims[k] == 0)
+      return nb::none(); // empty: the general path says so
+  }
+  nb::object dev_obj = checked(PyObject_CallMethodNoArgs(x.ptr(), kDevice));
+  const int64_t device = int_of(dev_obj.ptr());
+  const uintptr_t ptr = (uintptr_t)int_of(
+      checked(PyObject_CallMethodNoArgs(x.ptr(), kDataPtr)).ptr());
+  uintptr_t stream = (uintptr_t)int_of(
+      checked(PyObject_CallOneArg(raw_stream.ptr(), dev_obj.ptr())).ptr());
+  if (stream == 0)
+    stream = 1; // torch's 0: the legacy default stream
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  Geometry g = geometry_from((size_t)nd, dims, steps, nd == 3 && chw);
+  check_cuda_array(g, req, "imgstat.stats");
+  Outcome r;
+  {
+    nb::gil_scoped_release nogil;
+    r = stats_cuda((const char *)ptr, (int)device, stream, g, samples[which],
+                   req);
   }
   return result_tuple(r);
 }
@@ -1767,6 +1839,10 @@ NB_MODULE(_imgstat, m) {
         nb::arg("device"), nb::arg("stream"), nb::arg("shape"),
         nb::arg("strides"), nb::arg("dtype"), nb::arg("layout"),
         nb::arg("ddof"), nb::arg("histogram"), nb::arg("percentiles").none(),
+        nb::arg("backend"));
+  m.def("stats_torch", &stats_torch, nb::arg("x"), nb::arg("dtypes"),
+        nb::arg("raw_stream"), nb::arg("chw"), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(),
         nb::arg("backend"));
   m.def("_cuda_stats_phases", &cuda_stats_phases, nb::arg("array"),
         nb::arg("layout"));
