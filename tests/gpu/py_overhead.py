@@ -91,6 +91,51 @@ for name, ms in rows:
     print(f"overhead | {name} | {ms:.4f} ms")
 
 
+# The torch fast path, A/B in turns (each variant once a round, the device
+# synchronized before each): the tensor's fields read by the binding
+# (stats_torch, what imgstat.stats does) against the same fields read in
+# Python and handed to stats_cuda_interface (the path before stats_torch).
+_DT, _RAW = imgstat._torch_fast(torch)
+_NAMES = {torch.uint8: "uint8", torch.uint16: "uint16",
+          torch.float32: "float32"}
+
+
+def fields_in_python(t, layout):
+    dev = t.get_device()
+    return imgstat._parse(_imgstat.stats_cuda_interface(
+        t.data_ptr(), dev, _RAW(dev) or 1, t.shape, t.stride(),
+        _NAMES[t.dtype], layout, 0, False, None, "auto"))
+
+
+def fields_in_binding(t, layout):
+    return imgstat._parse(_imgstat.stats_torch(
+        t, _DT, _RAW, layout == "chw", 0, False, None, "auto"))
+
+
+def in_turns(variants, n):
+    ts = {k: [] for k in variants}
+    for r in range(n + 5):
+        for k, fn in variants.items():
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            fn()
+            if r >= 5:
+                ts[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) * 1e3 for k, v in ts.items()}
+
+
+for name, t, n in (("3 samples CHW", tiny, 400), ("64 MP 1..254 CHW", mid, 100)):
+    got = in_turns({
+        "imgstat.stats": lambda: imgstat.stats(t, layout="chw"),
+        "stats_torch (fields read by the binding)":
+            lambda: fields_in_binding(t, "chw"),
+        "fields read in Python + stats_cuda_interface":
+            lambda: fields_in_python(t, "chw"),
+    }, n)
+    for k, ms in got.items():
+        print(f"overhead | in turns, {name}: {k} | {ms:.4f} ms")
+
+
 def phases(t, layout, n):
     """Median microseconds of each phase of the binding's CUDA path."""
     runs = [_imgstat._cuda_stats_phases(t, layout) for _ in range(n + 5)][5:]

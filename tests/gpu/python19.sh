@@ -27,6 +27,9 @@
 #   sanitize  compute-sanitizer memcheck over a python run of the
 #             CUDA-array stats / histogram / normalize paths (0 errors;
 #             last, with the time that is left, at most 150 s)
+#   callcost  (not in the default steps) tests/gpu/call_cost.cu against
+#             the libtest build's library: the library's synchronous call
+#             on a device image step by step, against CUDA's own floors
 #   libtest   (not in the default steps: run it alone) the library's
 #             test_norm_gpu (interleaved and strided device arrays, the
 #             plan and output left on the device) and test_gpu, built
@@ -217,6 +220,21 @@ if has libtest; then
     grep -E "Test:.*FAILED|differs|asserts|tests |skipped" "$OUT/p19-$tst.log" | head -12 | tee -a "$L"
     case $rc in 0) row "$tst | PASS" ;; 77) row "$tst | SKIPPED" ;; *) row "$tst | FAIL (rc $rc)" ;; esac
   done
+fi
+
+if has callcost; then
+  # the library's calls one by one against CUDA's floors (below Python)
+  t=$(date +%s)
+  LB=$BD/lib
+  { [ -f "$LB/CMakeCache.txt" ] || timeout -k 5 120 cmake -S . -B "$LB" -DIMGSTAT_ENABLE_CUDA=ON \
+    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr"; } >"$OUT/p19-callcost.log" 2>&1
+  timeout -k 5 "$(limit 200)" cmake --build "$LB" -j"$(nproc)" --target imgstat \
+    >>"$OUT/p19-callcost.log" 2>&1 &&
+    nvcc -std=c++17 -O2 -arch=sm_90 -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
+      tests/gpu/call_cost.cu "$LB/libimgstat.a" -o "$LB/call_cost" >>"$OUT/p19-callcost.log" 2>&1 &&
+    timeout -k 5 "$(limit 90)" "$LB/call_cost" >>"$OUT/p19-callcost.log" 2>&1
+  log "callcost: rc=$? ($(($(date +%s) - t)) s)"
+  grep '^callcost' "$OUT/p19-callcost.log" | tee -a "$L" | sed 's/^callcost | //' >>"$ROWS"
 fi
 
 log "== done in $(elapsed) s"
