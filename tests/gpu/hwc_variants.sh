@@ -1,8 +1,9 @@
 #!/bin/bash
 # The interleaved u8 kernel's shape on the GPU host: for each variant
-# "UNITS BLOCKS" (units a thread a tile, blocks a multiprocessor; env
-# VARIANTS, default "2 2;4 2"), the package built with -DIMGSTAT_HWC_UNITS
-# / -DIMGSTAT_HWC_BLOCKS_PER_SM, then imgstat.stats of a
+# "UNITS BLOCKS [FLAGS]" (units a thread a tile, blocks a multiprocessor,
+# more -D flags such as -DIMGSTAT_HWC_TMA=1; env VARIANTS, default
+# "2 2;4 2"), the package built with -DIMGSTAT_HWC_UNITS
+# / -DIMGSTAT_HWC_BLOCKS_PER_SM and the flags, then imgstat.stats of a
 # 64 MP RGB8 HWC CUDA tensor (samples 1..254) timed, median of 50, its
 # record checked against the CHW tensor's and its sums against torch's.
 # Usage (top of the tree, .deps carried): tests/gpu/hwc_variants.sh
@@ -16,10 +17,11 @@ command -v ninja >/dev/null 2>&1 || export CMAKE_GENERATOR="Unix Makefiles"
 export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 IFS=';' read -r -a VS <<<"${VARIANTS:-2 2;4 2}"
 for v in "${VS[@]}"; do
-  read -r units blocks <<<"$v"
-  site=$ROOT/build-hwc-$units-$blocks
+  read -r units blocks extra <<<"$v"
+  site=$ROOT/build-hwc-variant
   rm -rf "$site"
-  CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr -DCMAKE_CUDA_FLAGS=-DIMGSTAT_HWC_UNITS=$units\ -DIMGSTAT_HWC_BLOCKS_PER_SM=$blocks" \
+  flags="-DIMGSTAT_HWC_UNITS=$units -DIMGSTAT_HWC_BLOCKS_PER_SM=$blocks${extra:+ $extra}"
+  CMAKE_ARGS="-DIMGSTAT_ENABLE_CUDA=ON -DCMAKE_PREFIX_PATH=$ROOT/.deps/usr -DCMAKE_CUDA_FLAGS=${flags// /\\ }" \
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout 200 python3 -m pip install \
     --no-build-isolation --no-deps --target "$site" \
     --config-settings=build-dir="$site-build" ./python >"$OUT/hwc-pip.log" 2>&1 ||
@@ -42,7 +44,10 @@ for c, (y, x) in enumerate(((0, 0), (500, 611), (998, 1236))):
     plant[c, y, x] = 3 + c
     plant[c, 998 - y, 1236 - x] = 200 + c
     plant[c, 998, 1236] = 3 + c  # a later equal min: the first one counts
-for t in (full, plant):
+# and 2 and 4 channels (their kernels), whole tiles and a tail
+two = torch.randint(0, 256, (2, 777, 1001), dtype=torch.uint8, device="cuda")
+four = torch.randint(1, 255, (4, 777, 1001), dtype=torch.uint8, device="cuda")
+for t in (full, plant, two, four):
     ok = ok and imgstat.stats(t.permute(1, 2, 0).contiguous()).to_dict()["stats"] == \
         imgstat.stats(t, layout="chw").to_dict()["stats"]
 for _ in range(5):
