@@ -728,7 +728,10 @@ Image.fromarray(rng.integers(0, 256, (16, 16, 3)).astype(np.uint8)).save(buf, "P
 write("cut.png", buf.getvalue()[:-30])
 expect_refused("cut.png", "Corrupt PNG data")
 write("cut.gif", b"GIF89a\x10\x00\x10\x00\x00\x00\x00")
-expect_refused("cut.gif", "Corrupt GIF data")
+if "GIF (giflib)" in version:
+    expect_refused("cut.gif", "Corrupt GIF data")
+else:  # a build without giflib names the missing library
+    expect_refused("cut.gif", "built without giflib")
 
 # ---- normalize -> .npy / .pfm -> imgstat: mean 0, std 1 -------------------
 src = rng.integers(0, 65536, (32, 48, 3)).astype(np.uint16)
