@@ -1172,6 +1172,19 @@ template <int C> struct HwcU8 {
     }
   }
 
+  /* The thread's first unit k < nvalid of tile `tile` whose extreme h[k]
+   * is `value`, as a unit number of the image. */
+  static __device__ __forceinline__ uint64_t
+  first_unit(const int (&h)[kHwcUnits], int value, int nvalid, uint64_t tile) {
+    int first = 0;
+#pragma unroll
+    for (int k = kHwcUnits - 1; k >= 0; --k)
+      if (k < nvalid && h[k] == value)
+        first = k;
+    return tile * FastPolicy::kBlock * kHwcUnits +
+           (uint64_t)first * FastPolicy::kBlock + threadIdx.x;
+  }
+
   /* The thread's valid units k < nvalid of tile `tile`. */
   __device__ __forceinline__ void add_tile(const uint4 (&v)[kHwcUnits][C],
                                            int nvalid, uint64_t tile) {
@@ -1234,24 +1247,12 @@ template <int C> struct HwcU8 {
         }
       }
       if (tmin < vmin[c]) {
-        int first = 0;
-#pragma unroll
-        for (int k = kHwcUnits - 1; k >= 0; --k)
-          if (k < nvalid && hmin[k] == tmin)
-            first = k;
         vmin[c] = tmin;
-        min_unit[c] = tile * FastPolicy::kBlock * kHwcUnits +
-                      (uint64_t)first * FastPolicy::kBlock + threadIdx.x;
+        min_unit[c] = first_unit(hmin, tmin, nvalid, tile);
       }
       if (tmax > vmax[c]) {
-        int first = 0;
-#pragma unroll
-        for (int k = kHwcUnits - 1; k >= 0; --k)
-          if (k < nvalid && hmax[k] == tmax)
-            first = k;
         vmax[c] = tmax;
-        max_unit[c] = tile * FastPolicy::kBlock * kHwcUnits +
-                      (uint64_t)first * FastPolicy::kBlock + threadIdx.x;
+        max_unit[c] = first_unit(hmax, tmax, nvalid, tile);
       }
     }
   }
