@@ -116,6 +116,9 @@ int main() {
                                     &d_tiny, &err));
   OK(imgstat_gpu_image_wrap_strided(gpu, W, H, 3, IMGSTAT_U8, big, W, 1, n,
                                     &d_big, &err));
+  imgstat_gpu_image *d_big_on = nullptr; /* on raw's stream */
+  OK(imgstat_gpu_image_wrap_on(gpu, W, H, 3, IMGSTAT_U8, big, W, 1, n,
+                               (uintptr_t)s, &d_big_on, &err));
   auto call = [&](const unsigned char *p, uint32_t w, uint32_t h) {
     imgstat_gpu_image *d = nullptr;
     OK(imgstat_gpu_wait_stream(gpu, 1, &err));
@@ -124,10 +127,11 @@ int main() {
     OK(imgstat_gpu_image_stats(gpu, d, IMGSTAT_KERNEL_FAST, out, &err));
     imgstat_gpu_image_release(gpu, d);
   };
-  auto call_on = [&](const unsigned char *p, uint32_t w, uint32_t h) {
+  auto call_on = [&](const unsigned char *p, uint32_t w, uint32_t h,
+                     uintptr_t on = 1) {
     imgstat_gpu_image *d = nullptr;
     OK(imgstat_gpu_image_wrap_on(gpu, w, h, 3, IMGSTAT_U8, p, w, 1,
-                                 (size_t)w * h, 1, &d, &err));
+                                 (size_t)w * h, on, &d, &err));
     OK(imgstat_gpu_image_stats(gpu, d, IMGSTAT_KERNEL_FAST, out, &err));
     imgstat_gpu_image_release(gpu, d);
   };
@@ -141,6 +145,21 @@ int main() {
     CHECK(ist_reduce_stats_pitched(IMGSTAT_KERNEL_FAST, p, len, IMGSTAT_U8, len,
                                    3, scratch, &b, h_out, s));
     CHECK(cudaStreamSynchronize(s));
+  };
+  /* the device time between events on raw's stream around fn (its own
+   * synchronization inside), kept apart from the host clock's rows */
+  std::vector<double> dev[2];
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  auto dev_time = [&](int k, const std::function<void()> &fn) {
+    CHECK(cudaEventRecord(e0, s));
+    fn();
+    CHECK(cudaEventRecord(e1, s));
+    CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    dev[k].push_back(ms * 1e3);
   };
   std::vector<Variant> vs = {
       {"empty kernel, launch + cudaStreamSynchronize", 1,
@@ -198,6 +217,17 @@ int main() {
        [&] { call(big, W, H); }},
       {"library: wrap_on(legacy stream) + stats + release, 64 MP CHW", 4,
        [&] { call_on(big, W, H); }},
+      {"library: wrap_on(raw's stream) + stats + release, 64 MP CHW", 4,
+       [&] { call_on(big, W, H, (uintptr_t)s); }},
+      {"library: image_stats on raw's stream, 64 MP CHW", 4,
+       [&] {
+         OK(imgstat_gpu_image_stats(gpu, d_big_on, IMGSTAT_KERNEL_FAST, out,
+                                    &err));
+       }},
+      {"device: events around raw, 64 MP CHW", 4,
+       [&] { dev_time(0, [&] { raw(big, n, false); }); }},
+      {"device: events around the library on raw's stream, 64 MP CHW", 4,
+       [&] { dev_time(1, [&] { call_on(big, W, H, (uintptr_t)s); }); }},
   };
   const int rounds = 400;
   for (int r = -8; r < rounds; r++)
@@ -213,6 +243,13 @@ int main() {
     }
   imgstat_gpu_image_release(gpu, d_tiny);
   imgstat_gpu_image_release(gpu, d_big);
+  imgstat_gpu_image_release(gpu, d_big_on);
+  for (int k = 0; k < 2; k++) {
+    std::sort(dev[k].begin(), dev[k].end());
+    printf("callcost | device time between events, %s, 64 MP CHW | %.2f us\n",
+           k == 0 ? "raw" : "the library on raw's stream",
+           dev[k][dev[k].size() / 2]);
+  }
   for (Variant &v : vs) {
     std::sort(v.t.begin(), v.t.end());
     double med = v.t[v.t.size() / 2];
