@@ -1315,10 +1315,21 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     if (nvalid > 0)
       acc.add_tile(v, nvalid, tile);
   }
+  /* First positions: the threads' partials carry, as their extremes'
+   * "indices", numbers that order them as their pixels are ordered (the
+   * unit of a thread's first extreme; units + pixel index for a tail
+   * sample, which comes after every unit), so that the block's merge picks
+   * the block's first extreme; then one thread for each channel's min and
+   * max re-reads that one unit for the pixel (not every thread its own: 6
+   * rounds to memory a thread at the end, 10 % more bytes read). */
   int tail_c;
-  const imgstat_partial tail =
+  imgstat_partial tail =
       hwc_tail<uint8_t, C>(data, units * 16 * C, total, &tail_c);
-  imgstat_partial part[C];
+  if (tail_c >= 0) {
+    tail.min_index += units;
+    tail.max_index += units;
+  }
+  __shared__ imgstat_partial block_part[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     imgstat_partial p = ist_partial_empty();
@@ -1327,15 +1338,32 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     p.sumsq = acc.sumsq[c];
     if (acc.min_unit[c] != kNone) {
       p.min = (double)acc.vmin[c];
-      p.min_index = hwc_u8_first<C>(vec, acc.min_unit[c], c, acc.vmin[c]);
+      p.min_index = acc.min_unit[c];
     }
     if (acc.max_unit[c] != kNone) {
       p.max = (double)acc.vmax[c];
-      p.max_index = hwc_u8_first<C>(vec, acc.max_unit[c], c, acc.vmax[c]);
+      p.max_index = acc.max_unit[c];
     }
-    part[c] = p;
+    if (tail_c == c)
+      ist_partial_combine<false>(&p, &tail);
+    p = block_merge<false, FastPolicy::kBlock>(p);
+    if (t == 0)
+      block_part[c] = p;
+    __syncthreads(); /* the merge's shared slots are used again */
   }
-  hwc_block_out<C>(part, tail, tail_c, pass);
+  if (t < 2 * C) { /* channel t / 2: its min (t even) or max, in parallel */
+    imgstat_partial &p = block_part[t / 2];
+    const bool is_min = (t & 1) == 0;
+    uint64_t &at = is_min ? p.min_index : p.max_index;
+    if (p.count > 0 && at != kNone)
+      at = at < units ? hwc_u8_first<C>(vec, at, (int)(t / 2),
+                                        (int)(is_min ? p.min : p.max))
+                      : at - units;
+  }
+  __syncthreads();
+  if (t < C)
+    static_cast<imgstat_partial *>(
+        pass.out)[(uint64_t)t * pass.out_stride + blockIdx.x] = block_part[t];
 }
 
 template <typename Sample>
