@@ -19,8 +19,10 @@
  * the vector in which its running min (max) last became strictly smaller
  * (larger), from the min of each vector of the tile. Vectors are visited in
  * increasing order, so that is the first vector holding the thread's final
- * min; at the end the thread re-reads that one 16-byte vector to find the
- * exact first position. (Searching the tile in registers whenever the running
+ * min. The block's merge orders the threads' extremes by those vectors (a
+ * vector's first sample standing for it), and one thread re-reads the
+ * block's one 16-byte vector to find the exact first position (u8/u16; f32:
+ * each thread its own). (Searching the tile in registers whenever the running
  * min improves was measured 15-40% slower: in the first tens of tiles some lane
  * of every warp improves, so the whole warp runs the search.) The unaligned
  * head and tail of the plane (< 16 bytes each) are handled sample by sample by
@@ -463,47 +465,64 @@ struct AccF32 : Extremes<float> {
   }
 };
 
-/* The thread's partial: the recorded vectors are re-read (one 16-byte load
- * each, both in flight) to find the exact first positions; the values come
- * from the samples found, so for f32 the partial holds the exact sample (-0.0
- * and 0.0 compare equal but differ). */
+/* The thread's partial of an integer plane, its extremes' "indices" being
+ * numbers that order them as their samples are ordered: the plane index of
+ * the first sample of the vector in which the thread's first extreme lies,
+ * or a head or tail sample's own (the vectors' ranges and those samples do
+ * not overlap). The block's merge then picks the block's first extreme, and
+ * block_first_positions re-reads that one vector: one 16-byte load a block
+ * for each of min and max, not one a thread (a thread re-reading its own
+ * at the end made 3 % more bytes and a round to memory after the loop). */
 template <typename Acc>
-__device__ imgstat_partial thread_partial(const Acc &a,
-                                          const Layout<typename Acc::Sample> &L,
-                                          uint64_t first) {
+__device__ imgstat_partial
+thread_partial(const Acc &a, const Layout<typename Acc::Sample> &L) {
   using Sample = typename Acc::Sample;
-  constexpr int kPerVec = Layout<Sample>::kPerVec;
   imgstat_partial p = ist_partial_empty();
   p.count = a.count;
-  uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
-  if (a.min_vec != kNone)
-    vmin = __ldg(L.vec + a.min_vec);
-  if (a.max_vec != kNone)
-    vmax = __ldg(L.vec + a.max_vec);
   if (a.min_vec != kNone) {
-    Found<Sample> f = find_in_vector<Sample>(vmin, a.vmin);
-    if (f.j >= 0) {
-      p.min = (double)f.value;
-      p.min_index = first + L.head + a.min_vec * kPerVec + f.j;
-    }
+    p.min = (double)a.vmin;
+    p.min_index = L.index(a.min_vec, 0);
   }
   if (a.max_vec != kNone) {
-    Found<Sample> f = find_in_vector<Sample>(vmax, a.vmax);
-    if (f.j >= 0) {
-      p.max = (double)f.value;
-      p.max_index = first + L.head + a.max_vec * kPerVec + f.j;
-    }
+    p.max = (double)a.vmax;
+    p.max_index = L.index(a.max_vec, 0);
   }
   /* Scalar candidates (head/tail) merge by value, then index. */
-  if (a.smin.index != kNone) {
+  if (a.smin.index != kNone)
     ist_min_offer(&p.min, &p.min_index, (double)(Sample)a.smin.value,
-                  first + a.smin.index);
-  }
-  if (a.smax.index != kNone) {
+                  a.smin.index);
+  if (a.smax.index != kNone)
     ist_max_offer(&p.max, &p.max_index, (double)(Sample)a.smax.value,
-                  first + a.smax.index);
-  }
+                  a.smax.index);
   return p;
+}
+
+/* The block's merged partial (thread 0's) with exact first positions: an
+ * extreme whose "index" is a vector's first sample is found in that vector
+ * (both loads in flight at once); then the plane's offset `first` is
+ * added. */
+template <typename Sample>
+__device__ void block_first_positions(imgstat_partial &p,
+                                      const Layout<Sample> &L, uint64_t first) {
+  constexpr int kPerVec = Layout<Sample>::kPerVec;
+  const uint64_t lo = L.head, hi = L.head + L.nvec * kPerVec;
+  const bool in_min = p.min_index >= lo && p.min_index < hi;
+  const bool in_max = p.max_index >= lo && p.max_index < hi;
+  uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
+  if (in_min)
+    vmin = __ldg(L.vec + (p.min_index - lo) / kPerVec);
+  if (in_max)
+    vmax = __ldg(L.vec + (p.max_index - lo) / kPerVec);
+  if (in_min) /* always found: the vector holds the value */
+    p.min_index +=
+        (uint64_t)max(find_in_vector<Sample>(vmin, (unsigned)p.min).j, 0);
+  if (in_max)
+    p.max_index +=
+        (uint64_t)max(find_in_vector<Sample>(vmax, (unsigned)p.max).j, 0);
+  if (p.min_index != kNone)
+    p.min_index += first;
+  if (p.max_index != kNone)
+    p.max_index += first;
 }
 
 __device__ void finish_sums(const IntAcc &a, imgstat_partial &p) {
@@ -582,9 +601,12 @@ __device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
       acc.add_sample(plane[tail0 + t - 32], tail0 + t - 32);
   }
 
-  imgstat_partial p = thread_partial(acc, L, first_index);
+  imgstat_partial p = thread_partial(acc, L);
   finish_sums(acc, p);
-  return block_merge<false, FastPolicy::kBlock>(p);
+  p = block_merge<false, FastPolicy::kBlock>(p);
+  if (t == 0)
+    block_first_positions(p, L, first_index);
+  return p;
 }
 
 template <typename Acc>
