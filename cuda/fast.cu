@@ -1337,55 +1337,118 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     if (nvalid > 0)
       acc.add_tile(v, nvalid, tile);
   }
-  /* First positions: the threads' partials carry, as their extremes'
-   * "indices", numbers that order them as their pixels are ordered (the
-   * unit of a thread's first extreme; units + pixel index for a tail
-   * sample, which comes after every unit), so that the block's merge picks
-   * the block's first extreme; then one thread for each channel's min and
-   * max re-reads that one unit for the pixel (not every thread its own: 6
-   * rounds to memory a thread at the end, 10 % more bytes read). */
-  int tail_c;
-  imgstat_partial tail =
-      hwc_tail<uint8_t, C>(data, units * 16 * C, total, &tail_c);
-  if (tail_c >= 0) {
-    tail.min_index += units;
-    tail.max_index += units;
-  }
-  __shared__ imgstat_partial block_part[C];
+  /* The block's merge, on integers alone (3 imgstat_partial merges in a
+   * row were 2-3 us more at the kernel's end than the planar kernel's one):
+   * per channel the count, the sums, and each extreme as one 64-bit key,
+   * (value << 48 | order) for the min and ((255 - value) << 48 | order) for
+   * the max, the order being a number that orders the extremes as their
+   * pixels (the unit of a thread's first extreme; units + pixel index for a
+   * tail sample, which comes after every unit): the smallest key is the
+   * block's first extreme. Warp shuffles, then one slot a warp; then one
+   * thread for each channel's min and max re-reads that one unit for the
+   * pixel (not every thread its own: 6 rounds to memory a thread at the
+   * end, a tenth more bytes read). */
+  constexpr int kWarps = FastPolicy::kBlock / 32;
+  constexpr unsigned long long kNoKey = ~0ull;
+  unsigned long long cnt[C], sum[C], sq[C], kmin[C], kmax[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
-    imgstat_partial p = ist_partial_empty();
-    p.count = acc.count;
-    p.sum = acc.sum[c];
-    p.sumsq = acc.sumsq[c];
-    if (acc.min_unit[c] != kNone) {
-      p.min = (double)acc.vmin[c];
-      p.min_index = acc.min_unit[c];
-    }
-    if (acc.max_unit[c] != kNone) {
-      p.max = (double)acc.vmax[c];
-      p.max_index = acc.max_unit[c];
-    }
-    if (tail_c == c)
-      ist_partial_combine<false>(&p, &tail);
-    p = block_merge<false, FastPolicy::kBlock>(p);
-    if (t == 0)
-      block_part[c] = p;
-    __syncthreads(); /* the merge's shared slots are used again */
+    cnt[c] = acc.count;
+    sum[c] = acc.sum[c];
+    sq[c] = acc.sumsq[c];
+    kmin[c] = acc.min_unit[c] != kNone
+                  ? (unsigned long long)acc.vmin[c] << 48 | acc.min_unit[c]
+                  : kNoKey;
+    kmax[c] =
+        acc.max_unit[c] != kNone
+            ? (unsigned long long)(255 - acc.vmax[c]) << 48 | acc.max_unit[c]
+            : kNoKey;
   }
-  if (t < 2 * C) { /* channel t / 2: its min (t even) or max, in parallel */
-    imgstat_partial &p = block_part[t / 2];
-    const bool is_min = (t & 1) == 0;
-    uint64_t &at = is_min ? p.min_index : p.max_index;
-    if (p.count > 0 && at != kNone)
-      at = at < units ? hwc_u8_first<C>(vec, at, (int)(t / 2),
-                                        (int)(is_min ? p.min : p.max))
-                      : at - units;
+  { /* block 0's samples after the last unit, one a thread */
+    const uint64_t i = units * 16 * C + t;
+    if (blockIdx.x == 0 && i < total) {
+      const unsigned x = data[i];
+      const unsigned long long order = units + i / C;
+      const int ci = (int)(i % C);
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        if (ci == c) {
+          cnt[c] += 1;
+          sum[c] += x;
+          sq[c] += (unsigned long long)x * x;
+          kmin[c] = min(kmin[c], (unsigned long long)x << 48 | order);
+          kmax[c] = min(kmax[c], (unsigned long long)(255 - x) << 48 | order);
+        }
+    }
   }
+#pragma unroll
+  for (int level = 0; level < 5; ++level) {
+    const int m = 16 >> level;
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      cnt[c] += __shfl_xor_sync(0xffffffffu, cnt[c], m);
+      sum[c] += __shfl_xor_sync(0xffffffffu, sum[c], m);
+      sq[c] += __shfl_xor_sync(0xffffffffu, sq[c], m);
+      kmin[c] = min(kmin[c], __shfl_xor_sync(0xffffffffu, kmin[c], m));
+      kmax[c] = min(kmax[c], __shfl_xor_sync(0xffffffffu, kmax[c], m));
+    }
+  }
+  __shared__ unsigned long long warp_f[5][C][kWarps];
+  if ((t & 31) == 0)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      warp_f[0][c][t / 32] = cnt[c];
+      warp_f[1][c][t / 32] = sum[c];
+      warp_f[2][c][t / 32] = sq[c];
+      warp_f[3][c][t / 32] = kmin[c];
+      warp_f[4][c][t / 32] = kmax[c];
+    }
   __syncthreads();
-  if (t < C)
-    static_cast<imgstat_partial *>(
-        pass.out)[(uint64_t)t * pass.out_stride + blockIdx.x] = block_part[t];
+  if (t < 2 * C) { /* channel t / 2: its min (t even) or max, in parallel */
+    const int c = (int)(t / 2);
+    const bool is_min = (t & 1) == 0;
+    unsigned long long n = 0, s1 = 0, s2 = 0, key = kNoKey;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      n += warp_f[0][c][w];
+      s1 += warp_f[1][c][w];
+      s2 += warp_f[2][c][w];
+      key = min(key, warp_f[is_min ? 3 : 4][c][w]);
+    }
+    imgstat_partial *out = static_cast<imgstat_partial *>(pass.out) +
+                           (uint64_t)c * pass.out_stride + blockIdx.x;
+    if (n > 0 && key != kNoKey) {
+      const int v = (int)(key >> 48);
+      const int value = is_min ? v : 255 - v;
+      const uint64_t at = key & ((1ull << 48) - 1);
+      const uint64_t index =
+          at < units ? hwc_u8_first<C>(vec, at, c, value) : at - units;
+      if (is_min) {
+        out->min = (double)value;
+        out->min_index = index;
+      } else {
+        out->max = (double)value;
+        out->max_index = index;
+      }
+    } else {
+      if (is_min) {
+        out->min = ist_partial_empty().min;
+        out->min_index = kNone;
+      } else {
+        out->max = ist_partial_empty().max;
+        out->max_index = kNone;
+      }
+    }
+    if (is_min) {
+      out->count = n;
+      out->sum = s1;
+      out->sumsq = s2;
+      out->mean = 0;
+      out->m2 = 0;
+      out->nan_count = 0;
+      out->inf_count = 0;
+    }
+  }
 }
 
 template <typename Sample>
