@@ -20,15 +20,7 @@
 #include <stdlib.h>
 #include <vector>
 
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,                \
-              cudaGetErrorString(e_));                                         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#include "harness_check.h"
 #define OK(x)                                                                  \
   do {                                                                         \
     if ((x) != IMGSTAT_OK) {                                                   \

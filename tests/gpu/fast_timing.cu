@@ -16,15 +16,7 @@
 #include <stdlib.h>
 #include <vector>
 
-#define CHECK(x)                                                               \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x,                \
-              cudaGetErrorString(e_));                                         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#include "harness_check.h"
 
 __global__ void fill_kernel(unsigned *p, size_t n, unsigned seed, int f32) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -172,7 +164,7 @@ int main(int argc, char **argv) {
     CHECK(cudaGetLastError());
     size_t sb = 0;
     CHECK(ist_reduce_stats(0, 0, nullptr, c.s, n, c.ch, 0, nullptr, &sb,
-                               nullptr, 0));
+                           nullptr, 0));
     if (sb > scratch_cap) {
       printf("scratch too large\n");
       return 1;
@@ -182,7 +174,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < c.ch; ++k) {
         size_t b = scratch_cap;
         CHECK(ist_reduce_stats(0, 0, d_in + k * n * c.s, c.s, n, 1, 0,
-                                   d_scratch, &b, d_out + k, 0));
+                               d_scratch, &b, d_out + k, 0));
       }
     });
     size_t cub_bytes = 0;
@@ -195,7 +187,7 @@ int main(int argc, char **argv) {
         [&] {
           size_t b = scratch_cap;
           CHECK(ist_reduce_stats(0, 0, d_in, c.s, n, c.ch, 0, d_scratch, &b,
-                                     d_out, 0));
+                                 d_out, 0));
         },
         [&] {
           CHECK(cub::DeviceReduce::Sum(d_cub, cub_bytes, words, d_sum,
@@ -211,7 +203,7 @@ int main(int argc, char **argv) {
     double ms = median_ms([&] {
       size_t b = scratch_cap;
       CHECK(ist_reduce_stats(0, 0, d_in, IMGSTAT_U8, n, 1, 0, d_scratch, &b,
-                                 d_out, 0));
+                             d_out, 0));
     });
     printf("%s: stats u8 64MP plane: k0 %.4f ms\n", argv[1], ms);
     return 0;
@@ -227,15 +219,13 @@ int main(int argc, char **argv) {
     for (int k = 1; k <= 7; ++k) {
       double ms = median_ms([&] {
         size_t b = scratch_cap;
-        CHECK(ist_reduce_sum_i32(k, d_ints, ni, block, d_scratch, &b, d_ll,
-                                     0));
+        CHECK(ist_reduce_sum_i32(k, d_ints, ni, block, d_scratch, &b, d_ll, 0));
       });
       printf(" k%d %.4f ms (%.0f GB/s)", k, ms, ni * 4.0 / ms / 1e6);
     }
     double ms = median_ms([&] {
       size_t b = scratch_cap;
-      CHECK(
-          ist_reduce_sum_i32(0, d_ints, ni, block, d_scratch, &b, d_ll, 0));
+      CHECK(ist_reduce_sum_i32(0, d_ints, ni, block, d_scratch, &b, d_ll, 0));
     });
     printf(" fast %.4f ms (%.0f GB/s)\n", ms, ni * 4.0 / ms / 1e6);
   }
@@ -244,8 +234,8 @@ int main(int argc, char **argv) {
     double ms = median_ms(
         [&] {
           size_t b = scratch_cap;
-          CHECK(ist_reduce_stats(k, 0, d_in, IMGSTAT_U8, n, 1, 0, d_scratch,
-                                     &b, d_out, 0));
+          CHECK(ist_reduce_stats(k, 0, d_in, IMGSTAT_U8, n, 1, 0, d_scratch, &b,
+                                 d_out, 0));
         },
         k == 0 ? 30 : 5);
     printf(" k%d %.3f ms", k, ms);
