@@ -207,8 +207,6 @@ imgstat_status check_wrap(const imgstat_gpu *gpu, imgstat_gpu_image **out,
   return check_sample(sample, err);
 }
 
-/* A new device image of gpu on a slot, with room for dense planes of
- * plane_bytes each in the slot (0: none needed). */
 /* A caller's stream as the DLPack and __cuda_array_interface__ protocols
  * name it: 1 the legacy default stream, 2 the per-thread one, else a
  * cudaStream_t (not 0). */
@@ -218,6 +216,8 @@ cudaStream_t caller_stream(uintptr_t stream) {
                        : reinterpret_cast<cudaStream_t>(stream);
 }
 
+/* A new device image of gpu on a slot, with room for dense planes of
+ * plane_bytes each in the slot (0: none needed). */
 imgstat_status new_on_slot(imgstat_gpu *gpu, uint32_t width, uint32_t height,
                            int channels, imgstat_sample sample,
                            const char *format, size_t plane_bytes,
