@@ -1350,6 +1350,9 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
    * end, a tenth more bytes read). */
   constexpr int kWarps = FastPolicy::kBlock / 32;
   constexpr unsigned long long kNoKey = ~0ull;
+  int tail_c;
+  const imgstat_partial tail =
+      hwc_tail<uint8_t, C>(data, units * 16 * C, total, &tail_c);
   unsigned long long cnt[C], sum[C], sq[C], kmin[C], kmax[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
@@ -1363,22 +1366,13 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
         acc.max_unit[c] != kNone
             ? (unsigned long long)(255 - acc.vmax[c]) << 48 | acc.max_unit[c]
             : kNoKey;
-  }
-  { /* block 0's samples after the last unit, one a thread */
-    const uint64_t i = units * 16 * C + t;
-    if (blockIdx.x == 0 && i < total) {
-      const unsigned x = data[i];
-      const unsigned long long order = units + i / C;
-      const int ci = (int)(i % C);
-#pragma unroll
-      for (int c = 0; c < C; ++c)
-        if (ci == c) {
-          cnt[c] += 1;
-          sum[c] += x;
-          sq[c] += (unsigned long long)x * x;
-          kmin[c] = min(kmin[c], (unsigned long long)x << 48 | order);
-          kmax[c] = min(kmax[c], (unsigned long long)(255 - x) << 48 | order);
-        }
+    if (tail_c == c) { /* its one sample: sum x, pixel min_index */
+      const unsigned long long x = tail.sum, order = units + tail.min_index;
+      cnt[c] += tail.count;
+      sum[c] += x;
+      sq[c] += tail.sumsq;
+      kmin[c] = min(kmin[c], x << 48 | order);
+      kmax[c] = min(kmax[c], (255 - x) << 48 | order);
     }
   }
 #pragma unroll
@@ -1404,50 +1398,44 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
       warp_f[4][c][t / 32] = kmax[c];
     }
   __syncthreads();
-  if (t < 2 * C) { /* channel t / 2: its min (t even) or max, in parallel */
-    const int c = (int)(t / 2);
-    const bool is_min = (t & 1) == 0;
-    unsigned long long n = 0, s1 = 0, s2 = 0, key = kNoKey;
+  /* the block's first min (e = 0) and max (e = 1) of each channel: value
+   * and pixel (kNone: none), one thread each, in parallel */
+  __shared__ int ext_value[2][C];
+  __shared__ uint64_t ext_index[2][C];
+  if (t < 2 * C) {
+    const int c = (int)(t / 2), e = (int)(t & 1);
+    unsigned long long key = kNoKey;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      key = min(key, warp_f[3 + e][c][w]);
+    ext_index[e][c] = kNone;
+    if (key != kNoKey) {
+      const int value = e == 0 ? (int)(key >> 48) : 255 - (int)(key >> 48);
+      const uint64_t at = key & ((1ull << 48) - 1);
+      ext_value[e][c] = value;
+      ext_index[e][c] =
+          at < units ? hwc_u8_first<C>(vec, at, c, value) : at - units;
+    }
+  }
+  __syncthreads();
+  if (t < C) {
+    imgstat_partial p = ist_partial_empty();
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) {
-      n += warp_f[0][c][w];
-      s1 += warp_f[1][c][w];
-      s2 += warp_f[2][c][w];
-      key = min(key, warp_f[is_min ? 3 : 4][c][w]);
+      p.count += warp_f[0][t][w];
+      p.sum += warp_f[1][t][w];
+      p.sumsq += warp_f[2][t][w];
     }
-    imgstat_partial *out = static_cast<imgstat_partial *>(pass.out) +
-                           (uint64_t)c * pass.out_stride + blockIdx.x;
-    if (n > 0 && key != kNoKey) {
-      const int v = (int)(key >> 48);
-      const int value = is_min ? v : 255 - v;
-      const uint64_t at = key & ((1ull << 48) - 1);
-      const uint64_t index =
-          at < units ? hwc_u8_first<C>(vec, at, c, value) : at - units;
-      if (is_min) {
-        out->min = (double)value;
-        out->min_index = index;
-      } else {
-        out->max = (double)value;
-        out->max_index = index;
-      }
-    } else {
-      if (is_min) {
-        out->min = ist_partial_empty().min;
-        out->min_index = kNone;
-      } else {
-        out->max = ist_partial_empty().max;
-        out->max_index = kNone;
-      }
+    if (ext_index[0][t] != kNone) {
+      p.min = (double)ext_value[0][t];
+      p.min_index = ext_index[0][t];
     }
-    if (is_min) {
-      out->count = n;
-      out->sum = s1;
-      out->sumsq = s2;
-      out->mean = 0;
-      out->m2 = 0;
-      out->nan_count = 0;
-      out->inf_count = 0;
+    if (ext_index[1][t] != kNone) {
+      p.max = (double)ext_value[1][t];
+      p.max_index = ext_index[1][t];
     }
+    static_cast<imgstat_partial *>(
+        pass.out)[(uint64_t)t * pass.out_stride + blockIdx.x] = p;
   }
 }
 

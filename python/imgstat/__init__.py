@@ -243,17 +243,12 @@ def _torch_fast(torch: Any) -> tuple:
     torch's query of a CUDA device's current raw stream, None in a torch
     without it), looked up once: what the binding's fast path for a torch
     CUDA tensor (stats_torch) reads it with."""
-    fast = _TORCH if _TORCH is not None and _TORCH[0] is torch else \
-        _torch_setup(torch)
-    return fast[1], fast[2]
-
-
-def _torch_setup(torch: Any) -> tuple:
     global _TORCH
-    _TORCH = (torch, tuple(getattr(torch, n, None)
-                           for n in ("uint8", "uint16", "float32")),
-              getattr(torch._C, "_cuda_getCurrentRawStream", None))
-    return _TORCH
+    if _TORCH is None or _TORCH[0] is not torch:
+        _TORCH = (torch, tuple(getattr(torch, n, None)
+                               for n in ("uint8", "uint16", "float32")),
+                  getattr(torch._C, "_cuda_getCurrentRawStream", None))
+    return _TORCH[1], _TORCH[2]
 
 
 def _torch_stream(torch: Any, dev: int) -> Optional[int]:
@@ -391,26 +386,19 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
 
     Raises ImageError when the image cannot be read or computed, TypeError /
     ValueError for bad arguments."""
-    # (the checks and the torch fast path inline: a small CUDA call is a
-    # few microseconds of work in all)
-    if ddof.__class__ is not int:  # bool is not an int here
-        _check_ddof(ddof)
-    pct = None if percentiles is None else _percentiles(percentiles)
-    if layout != "hwc" and layout != "chw":
+    ddof = _check_ddof(ddof)
+    pct = _percentiles(percentiles)
+    if layout not in ("hwc", "chw"):
         raise ValueError("layout must be 'hwc' or 'chw'")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         # a CUDA tensor's fast path: read from the tensor, no DLPack export
-        fast = _TORCH if _TORCH is not None and _TORCH[0] is torch else \
-            _torch_setup(torch)
-        if fast[2] is not None:
-            result = _imgstat.stats_torch(x, fast[1], fast[2], layout == "chw",
+        dtypes, raw = _torch_fast(torch)
+        if raw is not None:
+            result = _imgstat.stats_torch(x, dtypes, raw, layout == "chw",
                                           ddof, histogram, pct, backend)
             if result is not None:
-                ok, value = result
-                if ok:
-                    return Stats(value)
-                raise ImageError(*value)
+                return _parse(result)
     if isinstance(x, (str, os.PathLike)):
         return _parse(_imgstat.stats_path(os.fsdecode(x), ddof, histogram, pct,
                                           backend))

@@ -559,25 +559,15 @@ Geometry geometry_from(size_t nd, const int64_t *shape, const int64_t *strides,
       throw nb::value_error("imgstat.stats: the array is too large");
   }
   Geometry g;
-  if (nd == 2) {
-    g.height = (uint32_t)shape[0];
-    g.width = (uint32_t)shape[1];
-    g.s_row = strides[0];
-    g.s_col = strides[1];
-  } else if (!chw) {
-    g.height = (uint32_t)shape[0];
-    g.width = (uint32_t)shape[1];
-    g.channels = (int)shape[2];
-    g.s_row = strides[0];
-    g.s_col = strides[1];
-    g.s_chan = strides[2];
-  } else {
-    g.channels = (int)shape[0];
-    g.height = (uint32_t)shape[1];
-    g.width = (uint32_t)shape[2];
-    g.s_chan = strides[0];
-    g.s_row = strides[1];
-    g.s_col = strides[2];
+  const size_t row = nd == 3 && chw ? 1 : 0; // then the column
+  g.height = (uint32_t)shape[row];
+  g.width = (uint32_t)shape[row + 1];
+  g.s_row = strides[row];
+  g.s_col = strides[row + 1];
+  if (nd == 3) {
+    const size_t chan = chw ? 0 : 2;
+    g.channels = (int)shape[chan];
+    g.s_chan = strides[chan];
   }
   if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
     throw nb::value_error("imgstat.stats: an image has 1 to 4 channels (is "
