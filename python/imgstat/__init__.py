@@ -47,7 +47,9 @@ class ImageError(Exception):
     says what kind of failure it is (``"io"``, ``"format"``,
     ``"unsupported"``, ``"limit"``, ``"nomem"``, ``"arg"``, ``"nodevice"``,
     ``"device"``) and ``message`` says why, as the command line does after
-    the file's name."""
+    the file's name. Both are str as os.fsdecode makes them: os.fsencode
+    gives back the bytes of a name (or of a header byte quoted) that is not
+    UTF-8."""
 
     def __init__(self, path: str, status: str, message: str) -> None:
         super().__init__(f"{path}: {message}")
@@ -375,9 +377,10 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
           backend: str = "auto", layout: str = "hwc") -> Stats:
     """The per-channel statistics of one image.
 
-    x: a path (str or os.PathLike), the bytes of an image file, or an array
-    of uint8, uint16 or float32 samples shaped HW, HWC or CHW (layout says
-    which for 3 dimensions): numpy, or any DLPack object (torch, CuPy, JAX).
+    x: a path (str or os.PathLike; a NUL in it: ValueError), the bytes of
+    an image file, or an array of uint8, uint16 or float32 samples shaped
+    HW, HWC or CHW (layout says which for 3 dimensions): numpy, or any
+    DLPack object (torch, CuPy, JAX).
     A CUDA array is reduced on its device with no copy to the host (HW,
     HWC, CHW or other views with non-negative strides; a build with CUDA),
     with the CPU's record of the same pixels but for "backend". ddof: 0 or 1;
@@ -400,8 +403,7 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
             if result is not None:
                 return _parse(result)
     if isinstance(x, (str, os.PathLike)):
-        return _parse(_imgstat.stats_path(os.fsdecode(x), ddof, histogram, pct,
-                                          backend))
+        return _parse(_imgstat.stats_path(x, ddof, histogram, pct, backend))
     if isinstance(x, (bytes, bytearray, memoryview)):
         return _parse(_imgstat.stats_bytes(bytes(x), ddof, histogram, pct,
                                            backend))
@@ -424,14 +426,21 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
     return _parse(result)
 
 
-def _sources(inputs: Union[str, os.PathLike, Iterable]) -> list:
-    if isinstance(inputs, (str, os.PathLike)):
+#: A path as scan, dataset and normalize_files take it (os.fsencode's).
+_Path = Union[str, bytes, os.PathLike]
+_PATH = (str, bytes, os.PathLike)
+
+
+def _sources(inputs: Union[_Path, Iterable]) -> list:
+    """One path or an iterable of them as a list; the binding takes each as
+    os.fsencode does (a NUL in one: ValueError)."""
+    if isinstance(inputs, _PATH):
         inputs = [inputs]
     out = []
     for p in inputs:
-        if not isinstance(p, (str, os.PathLike)):
+        if not isinstance(p, _PATH):
             raise TypeError("inputs: paths of files or folders")
-        out.append(os.fsdecode(p))
+        out.append(p)
     return out
 
 
@@ -442,7 +451,7 @@ def _floats(v: Any) -> Optional[list]:
     return [float(t) for t in (v if isinstance(v, (list, tuple)) else [v])]
 
 
-def _lists(files_from: Union[None, str, os.PathLike, Iterable]) -> list:
+def _lists(files_from: Union[None, _Path, Iterable]) -> list:
     if files_from is None:
         return []
     return _sources(files_from)
@@ -472,7 +481,7 @@ class _Scan:
                 raise StopIteration
             ok, value = item
             if ok:
-                return Stats(json.loads(value))
+                return Stats(value)
             if self._errors == "skip":
                 continue
             error = ImageError(*value)
@@ -508,14 +517,15 @@ class _Scan:
         self.close()
 
 
-def scan(inputs: Union[str, os.PathLike, Iterable], *, jobs: int = 0,
+def scan(inputs: Union[_Path, Iterable], *, jobs: int = 0,
          errors: str = "raise", ddof: int = 0, histogram: bool = False,
          percentiles: Optional[Sequence[float]] = None, backend: str = "auto",
          follow: bool = False,
-         files_from: Union[None, str, os.PathLike, Iterable] = None,
+         files_from: Union[None, _Path, Iterable] = None,
          jpeg_decoder: str = "auto") -> _Scan:
     """Statistics of every image among inputs (files, and folders walked in
-    the byte order of their paths, as the command line does), one Stats per
+    the byte order of their paths, as the command line does; paths str,
+    bytes or os.PathLike, a NUL in one: ValueError), one Stats per
     image, in input order. jobs: worker threads (0: one per core); errors:
     "raise" (an ImageError stops the iteration), "skip", or "record" (the
     ImageError is yielded in the input's place); files_from: lists of paths,
@@ -532,13 +542,13 @@ def scan(inputs: Union[str, os.PathLike, Iterable], *, jobs: int = 0,
     return _Scan(native, errors)
 
 
-def dataset(inputs: Union[str, os.PathLike, Iterable], *,
+def dataset(inputs: Union[_Path, Iterable], *,
             as_: Optional[str] = None, scale: str = "none",
             outlier_z: float = 5.0, histogram: bool = False,
             percentiles: Optional[Sequence[float]] = None,
             range: Optional[Sequence[float]] = None, ddof: int = 0,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
-            files_from: Union[None, str, os.PathLike, Iterable] = None,
+            files_from: Union[None, _Path, Iterable] = None,
             jpeg_decoder: str = "auto") -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
@@ -557,7 +567,7 @@ def dataset(inputs: Union[str, os.PathLike, Iterable], *,
         scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
         bool(histogram), _percentiles(percentiles), backend, jpeg_decoder)
-    return Dataset(json.loads(record), [ImageError(*f) for f in failures])
+    return Dataset(record, [ImageError(*f) for f in failures])
 
 
 def normalize(x: Any, mode: str = "minmax", *,
@@ -620,8 +630,8 @@ class NormalizedFile:
         return f"NormalizedFile({self.input!r} -> {self.output!r}{state})"
 
 
-def normalize_files(inputs: Union[str, os.PathLike, Iterable],
-                    out: Union[str, os.PathLike], *, mode: str = "minmax",
+def normalize_files(inputs: Union[_Path, Iterable],
+                    out: _Path, *, mode: str = "minmax",
                     mean: Optional[Sequence[float]] = None,
                     std: Optional[Sequence[float]] = None,
                     clip: Sequence[float] = (1, 99),
@@ -633,7 +643,7 @@ def normalize_files(inputs: Union[str, os.PathLike, Iterable],
                     compression: Optional[int] = None,
                     skip_existing: bool = False, errors: str = "raise",
                     jobs: int = 0, follow: bool = False,
-                    files_from: Union[None, str, os.PathLike, Iterable] = None,
+                    files_from: Union[None, _Path, Iterable] = None,
                     backend: str = "auto") -> list:
     """Normalizes every image among inputs (files, folders walked in byte
     order, lists of paths in files_from) and writes each to out, as
@@ -663,10 +673,10 @@ def normalize_files(inputs: Union[str, os.PathLike, Iterable],
         raise ValueError("errors must be 'raise', 'skip' or 'record'")
     if layout not in ("hwc", "chw"):
         raise ValueError("layout must be 'hwc' or 'chw'")
-    if not isinstance(out, (str, os.PathLike)):
+    if not isinstance(out, _PATH):
         raise TypeError("out: the path of a file or a folder")
     result = _imgstat.normalize_files(
-        _sources(inputs), _lists(files_from), os.fsdecode(out), int(jobs),
+        _sources(inputs), _lists(files_from), out, int(jobs),
         bool(follow), mode, _floats(mean), _floats(std),
         [float(t) for t in clip], _floats(range), bool(linked), dtype or "",
         alpha, scale, bool(dataset), as_, format or "", layout,

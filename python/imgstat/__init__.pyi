@@ -4,7 +4,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple, Union
 __version__: str
 cuda: bool
 
-_Path = Union[str, os.PathLike]
+_Path = Union[str, bytes, os.PathLike]
 _Inputs = Union[_Path, Iterable[_Path]]
 
 class ImageError(Exception):
@@ -104,7 +104,7 @@ class NormalizedFile:
     def __init__(self, input: str, output: Optional[str],
                  skipped: bool) -> None: ...
 
-def normalize_files(inputs: _Inputs, out: Union[str, os.PathLike], *,
+def normalize_files(inputs: _Inputs, out: _Path, *,
                     mode: str = ..., mean: Optional[Sequence[float]] = ...,
                     std: Optional[Sequence[float]] = ...,
                     clip: Sequence[float] = ...,

@@ -68,11 +68,80 @@ const char *status_name(imgstat_status s) {
   return "unknown";
 }
 
+// ---- text and paths across the boundary
+//
+// The library's names and messages are bytes (a file's name as the system
+// gave it, a message quoting a header's bytes): each reaches Python through
+// py_text, decoded as os.fsdecode does (bytes that do not decode become lone
+// surrogates: surrogateescape), so that os.fsencode gives back the same
+// bytes. Paths from Python come through c_path, encoded as os.fsencode does.
+
+// s[0..n) as a str (a new reference; nullptr with a Python error set).
+PyObject *text_object(const char *s, size_t n) {
+  return PyUnicode_DecodeFSDefaultAndSize(s, (Py_ssize_t)n);
+}
+
+PyObject *text_object(const char *s) { return text_object(s, std::strlen(s)); }
+
+nb::object py_text(const std::string &s) {
+  PyObject *o = text_object(s.data(), s.size());
+  if (!o)
+    throw nb::python_error();
+  return nb::steal(o);
+}
+
+// An error whose message is the library's (any bytes), thrown with or
+// without the GIL: the module's translator raises `type` with the message
+// as py_text makes it.
+struct TextError : std::exception {
+  PyObject *type;
+  std::string message;
+  TextError(PyObject *t, std::string m) : type(t), message(std::move(m)) {}
+  const char *what() const noexcept override { return message.c_str(); }
+};
+
+void translate_text_error(const std::exception_ptr &p, void *) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const TextError &e) {
+    PyObject *m = text_object(e.message.data(), e.message.size());
+    if (m) {
+      PyErr_SetObject(e.type, m);
+      Py_DECREF(m);
+    }
+  }
+}
+
+// A path from Python (str, bytes or os.PathLike) as the library takes it:
+// its bytes as os.fsencode gives them. A path holding a NUL would be cut
+// there (another file read): ValueError "embedded null byte", as open()
+// says; TypeError for what is not a path.
+std::string c_path(nb::handle path) {
+  PyObject *b = nullptr;
+  if (!PyUnicode_FSConverter(path.ptr(), &b))
+    throw nb::python_error();
+  nb::bytes bytes = nb::steal<nb::bytes>(b);
+  return std::string(bytes.c_str(), bytes.size());
+}
+
+// c_path of each item of an iterable of paths.
+std::vector<std::string> c_paths(nb::handle paths) {
+  std::vector<std::string> out;
+  for (nb::handle p : paths)
+    out.push_back(c_path(p));
+  return out;
+}
+
 // A failure of an input: (path, status name, message); the Python side
 // raises imgstat.ImageError from it.
 struct Failure {
   std::string path, status, message;
 };
+
+// The failure as Python's (path, status, message).
+nb::tuple failure_tuple(const Failure &f) {
+  return nb::make_tuple(py_text(f.path), f.status, py_text(f.message));
+}
 
 struct ImageFailed {
   Failure f;
@@ -149,31 +218,9 @@ imgstat_engine *engine_for(imgstat_backend backend) {
   imgstat_error err;
   std::memset(&err, 0, sizeof err);
   if (imgstat_engine_create(&o, &e, &err) != IMGSTAT_OK)
-    throw std::runtime_error(err.message);
+    throw TextError(PyExc_RuntimeError, err.message);
   engines[(int)backend] = e;
   return e;
-}
-
-// The JSON record of a result (the command line's --json line, without its
-// newline).
-std::string record_json(const char *file, const imgstat_job_result *res,
-                        const Request &req) {
-  ist_hist_cli hist = req.hist();
-  ist_record rec;
-  ist_record_from_job(&rec, file, res, req.ddof, &hist,
-                      req.jpeg == IMGSTAT_JPEG_DECODER_GPU);
-  char *buf = nullptr;
-  size_t size = 0;
-  FILE *f = open_memstream(&buf, &size);
-  if (!f)
-    throw std::bad_alloc();
-  ist_output_record(f, IMGSTAT_OUTPUT_JSON, &rec, 0);
-  fclose(f);
-  std::string s(buf, size);
-  free(buf);
-  while (!s.empty() && s.back() == '\n')
-    s.pop_back();
-  return s;
 }
 
 // A result that succeeded, kept (owned) until the GIL is held again: its
@@ -203,8 +250,11 @@ Outcome kept(const char *file, imgstat_job_result *res, const Request &req) {
 // The values of a record's JSON shape (ist_record_emit) as Python objects:
 // the values and types json.loads gives of the command line's --json line,
 // without the text. A double whose round-trip text has no fraction or
-// exponent is an int there, so it is one here. New references (nullptr with
-// a Python error set on failure).
+// exponent is an int there, so it is one here. Texts (the file's name, the
+// decoder's warnings) are text_object's: the same str as json.loads gives
+// where they are UTF-8, and their own bytes back from os.fsencode where they
+// are not (the text has U+FFFD there). New references (nullptr with a
+// Python error set on failure).
 PyObject *uint_object(uint64_t v) { return PyLong_FromUnsignedLongLong(v); }
 
 PyObject *real_object(double v) {
@@ -219,38 +269,19 @@ PyObject *real_object(double v) {
   return PyFloat_FromDouble(v);
 }
 
-// Printable ASCII as it is; anything else through the JSON string the text
-// would hold (invalid UTF-8 as U+FFFD, as there).
-PyObject *text_object(const char *s) {
-  bool plain = true;
-  for (const char *p = s; *p && plain; p++)
-    plain = *p >= 0x20 && *p < 0x7f;
-  if (plain)
-    return PyUnicode_FromString(s);
-  char *buf = nullptr;
-  size_t size = 0;
-  FILE *f = open_memstream(&buf, &size);
-  if (!f)
-    return PyErr_NoMemory();
-  ist_output_json_string(f, s);
-  fclose(f);
-  PyObject *json = PyImport_ImportModule("json");
-  PyObject *o =
-      json ? PyObject_CallMethod(json, "loads", "s#", buf, (Py_ssize_t)size)
-           : nullptr;
-  Py_XDECREF(json);
-  free(buf);
-  return o;
-}
-
 // The record as a Python dict, straight from its JSON shape. Errors of the
 // Python API are noted, not thrown (C frames in between).
 class DictSink {
 public:
   static nb::object build(const ist_record *rec) {
+    return build_from(
+        [rec](const ist_record_sink *k) { ist_record_emit(rec, k); });
+  }
+  // The dict of what emit(sink) gives the sink.
+  template <class Emit> static nb::object build_from(Emit emit) {
     DictSink d;
     const ist_record_sink k = {&d, open, close, uint, real, text, null};
-    ist_record_emit(rec, &k);
+    emit(&k);
     if (d.failed_ || !d.root_)
       throw nb::python_error();
     PyObject *root = d.root_;
@@ -417,6 +448,100 @@ private:
   static void null(void *, const char *) {} // None already
 };
 
+// A record's items (ist_record_emit's calls of its sink) kept as they came,
+// with no Python object: a run's thread records a result's record (the
+// result is the run's), the Python thread then makes its dict of them
+// (DictSink), the same dict as stats() gives of the same result.
+class Emitted {
+public:
+  static Emitted of(const ist_record *rec) {
+    Emitted e;
+    const ist_record_sink k = {&e, open, close, uint, real, text, null};
+    ist_record_emit(rec, &k);
+    return e;
+  }
+  // Calls the sink as ist_record_emit did.
+  void replay(const ist_record_sink *k) const {
+    for (const Item &i : items_) {
+      const char *key = at(i.key);
+      switch (i.kind) {
+      case OPEN:
+        k->open(k->ctx, key, i.array);
+        break;
+      case CLOSE:
+        k->close(k->ctx, i.array);
+        break;
+      case UINT:
+        k->uint(k->ctx, key, i.u);
+        break;
+      case REAL:
+        k->real(k->ctx, key, i.d);
+        break;
+      case TEXT:
+        k->text(k->ctx, key, at(i.text));
+        break;
+      case NONE:
+        k->null(k->ctx, key);
+        break;
+      }
+    }
+  }
+
+private:
+  enum Kind : uint8_t { OPEN, CLOSE, UINT, REAL, TEXT, NONE };
+  static constexpr uint32_t kNoKey = UINT32_MAX;
+  struct Item {
+    Kind kind;
+    uint8_t array;
+    uint32_t key; // an offset in texts_, or kNoKey
+    union {
+      uint64_t u;
+      double d;
+      uint32_t text; // an offset in texts_
+    };
+  };
+  std::vector<Item> items_;
+  std::string texts_; // the keys and texts, each ending with its NUL
+
+  uint32_t keep(const char *s) {
+    if (!s)
+      return kNoKey;
+    uint32_t offset = (uint32_t)texts_.size();
+    texts_.append(s, std::strlen(s) + 1);
+    return offset;
+  }
+  const char *at(uint32_t offset) const {
+    return offset == kNoKey ? nullptr : texts_.data() + offset;
+  }
+  Item &add(Kind kind, const char *key) {
+    items_.push_back(Item());
+    Item &i = items_.back();
+    i.kind = kind;
+    i.array = 0;
+    i.key = keep(key);
+    i.u = 0;
+    return i;
+  }
+  static Emitted *of(void *c) { return static_cast<Emitted *>(c); }
+  static void open(void *c, const char *key, int array) {
+    of(c)->add(OPEN, key).array = (uint8_t)array;
+  }
+  static void close(void *c, int array) {
+    of(c)->add(CLOSE, nullptr).array = (uint8_t)array;
+  }
+  static void uint(void *c, const char *key, uint64_t v) {
+    of(c)->add(UINT, key).u = v;
+  }
+  static void real(void *c, const char *key, double v) {
+    of(c)->add(REAL, key).d = v;
+  }
+  static void text(void *c, const char *key, const char *s) {
+    uint32_t t = of(c)->keep(s);
+    of(c)->add(TEXT, key).text = t;
+  }
+  static void null(void *c, const char *key) { of(c)->add(NONE, key); }
+};
+
 ist_record record_of(const Kept &k, ist_hist_cli *hist) {
   *hist = k.req.hist();
   ist_record rec;
@@ -476,18 +601,18 @@ nb::tuple result_tuple(const Outcome &r) {
       return nb::make_tuple(true, record_dict(*k));
     return nb::make_tuple(true, Record{k});
   }
-  const Failure &f = std::get<2>(r);
-  return nb::make_tuple(false, nb::make_tuple(f.path, f.status, f.message));
+  return nb::make_tuple(false, failure_tuple(std::get<2>(r)));
 }
 
-nb::tuple stats_path(const std::string &path, int ddof, bool histogram,
+nb::tuple stats_path(nb::handle path, int ddof, bool histogram,
                      std::optional<std::vector<double>> percentiles,
                      const std::string &backend) {
+  std::string file = c_path(path);
   Request req = make_request(ddof, histogram, percentiles, backend);
   Outcome r;
   {
     nb::gil_scoped_release nogil;
-    r = stats_image(path.c_str(), nullptr, req);
+    r = stats_image(file.c_str(), nullptr, req);
   }
   return result_tuple(r);
 }
@@ -1092,8 +1217,9 @@ nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
     }
   }
   if (s != IMGSTAT_OK)
-    return nb::make_tuple(false, nb::make_tuple("<cuda array>", status_name(s),
-                                                std::string(err.message)));
+    return nb::make_tuple(
+        false,
+        failure_tuple(Failure{"<cuda array>", status_name(s), err.message}));
   DeviceBuffer *owned = new (std::nothrow) DeviceBuffer{gpu, out};
   if (!owned) {
     imgstat_gpu_free(gpu, out);
@@ -1263,7 +1389,7 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
   }
   if (s != IMGSTAT_OK) {
     imgstat_job_result_free(&res);
-    return nb::make_tuple(false, nb::make_tuple(f.path, f.status, f.message));
+    return nb::make_tuple(false, failure_tuple(f));
   }
   // the output in the input's layout (HW with one channel)
   const imgstat_image *out = &res.output;
@@ -1389,8 +1515,8 @@ RunArgs make_run_args(const std::vector<std::string> &inputs,
 // One input's outcome, queued for the Python thread.
 struct Item {
   bool ok;
-  std::string json; // ok: the record
-  Failure f;        // else
+  Emitted record; // ok: the record
+  Failure f;      // else
 };
 
 // A run on a thread of its own: its items wait in a bounded queue for the
@@ -1402,7 +1528,8 @@ public:
   }
   ~Scan() { close(); }
 
-  // The next item (ok, record or failure tuple), or None at the end. The
+  // The next item (ok, the record's dict or the failure tuple), or None at
+  // the end. The
   // GIL is released while waiting; Ctrl-C (a pending signal) cancels.
   nb::object next() {
     for (;;) {
@@ -1423,14 +1550,16 @@ public:
       }
       if (got) {
         if (got->ok)
-          return nb::make_tuple(true, got->json);
-        return nb::make_tuple(
-            false, nb::make_tuple(got->f.path, got->f.status, got->f.message));
+          return nb::make_tuple(
+              true, DictSink::build_from([&](const ist_record_sink *k) {
+                got->record.replay(k);
+              }));
+        return nb::make_tuple(false, failure_tuple(got->f));
       }
       if (finished) {
         join();
         if (!error_.empty())
-          throw std::runtime_error(error_);
+          throw TextError(PyExc_RuntimeError, error_);
         return nb::none();
       }
       if (PyErr_CheckSignals() != 0) {
@@ -1451,11 +1580,36 @@ public:
     join();
   }
 
-  // The dataset record as JSON ({"dataset": {...}}), after the end.
-  std::string dataset_json() {
+  // The dataset record ({"dataset": {...}}, the command line's JSON) as a
+  // dict, after the end, with its names (the extrema's files, the images
+  // left out and the outliers, and why) as py_text makes them, not as the
+  // text holds them (U+FFFD for bytes that are not UTF-8).
+  nb::object dataset_record() {
     if (!dataset_ok_)
       throw std::runtime_error("the run has no dataset record");
-    return dataset_json_;
+    nb::object record =
+        nb::module_::import_("json").attr("loads")(py_text(dataset_json_));
+    nb::dict ds = nb::cast<nb::dict>(record["dataset"]);
+    nb::list stats = nb::cast<nb::list>(ds["stats"]);
+    for (size_t c = 0; c < ds_texts_.extrema.size(); c++) {
+      const auto &files = ds_texts_.extrema[c];
+      if (files.first.empty() && files.second.empty())
+        continue; // no values: nulls
+      nb::dict ch = nb::cast<nb::dict>(stats[c]);
+      ch["min_file"] = py_text(files.first);
+      ch["max_file"] = py_text(files.second);
+    }
+    const char *const keys[2] = {"excluded", "outliers"};
+    for (int k = 0; k < 2; k++) {
+      nb::list notes = nb::cast<nb::list>(ds[keys[k]]);
+      const auto &texts = k ? ds_texts_.outliers : ds_texts_.excluded;
+      for (size_t i = 0; i < texts.size(); i++) {
+        nb::dict note = nb::cast<nb::dict>(notes[i]);
+        note["file"] = py_text(texts[i].first);
+        note["reason"] = py_text(texts[i].second);
+      }
+    }
+    return record;
   }
 
   // The run's progress figures so far: (done, failed, total, total_known).
@@ -1483,9 +1637,14 @@ private:
     item.ok = it->result->status == IMGSTAT_OK;
     if (s->args_.dataset && item.ok) /* the dataset wants its failures */
       return s->cancel_ != 0;
-    if (item.ok)
-      item.json = record_json(it->input->path, it->result, s->args_.req);
-    else
+    if (item.ok) {
+      const Request &req = s->args_.req;
+      ist_hist_cli hist = req.hist();
+      ist_record rec;
+      ist_record_from_job(&rec, it->input->path, it->result, req.ddof, &hist,
+                          req.jpeg == IMGSTAT_JPEG_DECODER_GPU);
+      item.record = Emitted::of(&rec);
+    } else
       item.f = failure_of(it->input->path, it->result);
     std::unique_lock<std::mutex> lock(s->m_);
     s->cv_.wait(lock, [s] { return s->queue_.size() < 256 || s->cancel_; });
@@ -1562,6 +1721,14 @@ private:
       free(buf);
       dataset_ok_ = true;
     }
+    for (int c = 0; c < r.channels; c++)
+      ds_texts_.extrema.emplace_back(
+          r.ch[c].has_values ? r.ch[c].min_at.file : "",
+          r.ch[c].has_values ? r.ch[c].max_at.file : "");
+    for (size_t i = 0; i < r.nexcluded; i++)
+      ds_texts_.excluded.emplace_back(r.excluded[i].file, r.excluded[i].reason);
+    for (size_t i = 0; i < r.noutliers; i++)
+      ds_texts_.outliers.emplace_back(r.outliers[i].file, r.outliers[i].reason);
     imgstat_dataset_result_free(&r);
   }
 
@@ -1575,30 +1742,37 @@ private:
   volatile sig_atomic_t cancel_ = 0;
   bool dataset_ok_ = false;
   std::string dataset_json_;
+  // the dataset record's names, as the result has them: per channel (min's
+  // file, max's file; both empty: no values), (file, reason) per image left
+  // out and per outlier
+  struct {
+    std::vector<std::pair<std::string, std::string>> extrema, excluded,
+        outliers;
+  } ds_texts_;
   imgstat_run_progress progress_{};
 };
 
-Scan *make_scan(const std::vector<std::string> &inputs,
-                const std::vector<std::string> &lists, int jobs, bool follow,
+Scan *make_scan(nb::handle inputs, nb::handle lists, int jobs, bool follow,
                 int ddof, bool histogram,
                 std::optional<std::vector<double>> percentiles,
                 const std::string &backend, const std::string &jpeg_decoder) {
   Request req = make_request(ddof, histogram, percentiles, backend);
-  return new Scan(
-      make_run_args(inputs, lists, jobs, follow, req, jpeg_decoder));
+  return new Scan(make_run_args(c_paths(inputs), c_paths(lists), jobs, follow,
+                                req, jpeg_decoder));
 }
 
 // The dataset record of the inputs (the command line's --dataset-only
-// --json), and the failures among them: (json, [(path, status, message)]).
-nb::tuple dataset(const std::vector<std::string> &inputs,
-                  const std::vector<std::string> &lists, int jobs, bool follow,
+// --json) as a dict, and the failures among them: (record, [(path, status,
+// message)]).
+nb::tuple dataset(nb::handle inputs, nb::handle lists, int jobs, bool follow,
                   const std::string &as, const std::string &scale,
                   double outlier_z, std::optional<std::vector<double>> range,
                   int ddof, bool histogram,
                   std::optional<std::vector<double>> percentiles,
                   const std::string &backend, const std::string &jpeg_decoder) {
   Request req = make_request(ddof, histogram, percentiles, backend);
-  RunArgs a = make_run_args(inputs, lists, jobs, follow, req, jpeg_decoder);
+  RunArgs a = make_run_args(c_paths(inputs), c_paths(lists), jobs, follow, req,
+                            jpeg_decoder);
   a.dataset = true;
   std::memset(&a.ds, 0, sizeof a.ds);
   if (!imgstat_dataset_as_from_name(as.c_str(), &a.ds.as))
@@ -1627,7 +1801,7 @@ nb::tuple dataset(const std::vector<std::string> &inputs,
     if (!nb::cast<bool>(t[0]))
       failures.append(t[1]);
   }
-  return nb::make_tuple(scan->dataset_json(), failures);
+  return nb::make_tuple(scan->dataset_record(), failures);
 }
 
 // ---- normalize_files (imgstat_normrun.h)
@@ -1717,9 +1891,8 @@ struct NormFiles {
 // failure|None)], (done, failed, skipped), cancelled), or (False, kind,
 // message) when the run was refused or stopped (kind "arg": bad arguments,
 // else "error").
-nb::tuple normalize_files(const std::vector<std::string> &inputs,
-                          const std::vector<std::string> &lists,
-                          const std::string &out, int jobs, bool follow,
+nb::tuple normalize_files(nb::handle inputs, nb::handle lists,
+                          nb::handle out_path, int jobs, bool follow,
                           const std::string &mode,
                           std::optional<std::vector<double>> mean,
                           std::optional<std::vector<double>> std_,
@@ -1732,7 +1905,9 @@ nb::tuple normalize_files(const std::vector<std::string> &inputs,
                           bool skip_existing, bool stop_on_failure,
                           const std::string &backend) {
   Request req = make_request(0, false, std::nullopt, backend);
-  RunArgs a = make_run_args(inputs, lists, jobs, follow, req, "cpu");
+  RunArgs a =
+      make_run_args(c_paths(inputs), c_paths(lists), jobs, follow, req, "cpu");
+  std::string out = c_path(out_path);
   if (out.empty())
     throw nb::value_error("out must name a file or a folder");
   auto n = std::make_unique<NormFiles>();
@@ -1799,15 +1974,14 @@ nb::tuple normalize_files(const std::vector<std::string> &inputs,
   if (interrupted)
     throw nb::python_error();
   if (np->status != IMGSTAT_OK)
-    return nb::make_tuple(
-        false, np->status == IMGSTAT_ERR_ARG ? "arg" : "error", np->message);
+    return nb::make_tuple(false,
+                          np->status == IMGSTAT_ERR_ARG ? "arg" : "error",
+                          py_text(np->message));
   nb::list items;
   for (const auto &it : np->items)
     items.append(nb::make_tuple(
-        it.input, it.has_output ? nb::cast(it.output) : nb::none(), it.skipped,
-        it.failed
-            ? nb::cast(nb::make_tuple(it.f.path, it.f.status, it.f.message))
-            : nb::none()));
+        py_text(it.input), it.has_output ? py_text(it.output) : nb::none(),
+        it.skipped, it.failed ? nb::object(failure_tuple(it.f)) : nb::none()));
   return nb::make_tuple(
       true, items,
       nb::make_tuple(np->rep.done, np->rep.failed, np->rep.skipped),
@@ -1817,6 +1991,7 @@ nb::tuple normalize_files(const std::vector<std::string> &inputs,
 
 NB_MODULE(_imgstat, m) {
   m.doc() = "imgstat's native part: use the imgstat package";
+  nb::register_exception_translator(translate_text_error);
   m.attr("version") = IMGSTAT_VERSION;
   m.attr("cuda") = (bool)imgstat_gpu_compiled();
   m.def("stats_path", &stats_path, nb::arg("path"), nb::arg("ddof"),
