@@ -309,6 +309,84 @@ field_case("rgba32-abf.bmp", 9, 5, 32, [0xFF0000, 0xFF00, 0xFF, 0xFF000000], 6,
 field_case("rgb32-zero-green.bmp", 9, 5, 32, [0xFF0000, 0, 0xFF], 3, 40)
 
 
+# Fields wider than 8 bits (bmpsuite's rgb32-111110, rgba16-1924,
+# rgba32-61754 layouts and others): every field to 16 bits by bit
+# replication, the field's bits repeated and the first 16 taken (a field
+# of 17 bits or more keeps its top 16). Computed here from the binary digits,
+# not by shifts. Pillow 9.4 refuses these layouts.
+def replicate16(v, bits):
+    """One bits-bit value as 16 bits: its binary digits repeated, the first
+    16 of them (a field of no bits is 0)."""
+    if bits == 0:
+        return 0
+    digits = format(int(v), f"0{bits}b")
+    return int((digits * (16 // bits + 1))[:16], 2)
+
+
+def samples16(name):
+    """imgstat's 16-bit samples of file name as (H, W, C), or its error."""
+    out = path(name + ".npy")
+    rc, _, err = run("normalize", "--range", "0,65535", "--depth", "16",
+                     path(name), "-o", out)
+    if rc != 0:
+        return None, err.strip()
+    a = np.load(out)
+    os.remove(out)
+    return a, None
+
+
+def wide_case(name, w, h, bits, masks, hsz, alpha_zero=False):
+    widths = [field_bits(m) for m in masks]
+    ch = 4 if len(masks) == 4 and masks[3] else 3
+    raw = np.stack([rng.integers(0, 1 << b, (h, w), dtype=np.uint64)
+                    for b in widths[:ch]] +
+                   [np.zeros((h, w), np.uint64)] * (len(masks) - ch), axis=2)
+    raw[0, 0, :ch] = [(1 << b) - 1 for b in widths[:ch]]  # each field's top
+    raw[0, 1, :ch] = 0
+    if alpha_zero:
+        raw[:, :, 3] = 0
+    want = np.zeros((h, w, ch), np.uint16)
+    for k in range(ch):
+        want[:, :, k] = np.vectorize(lambda v, b=widths[k]: replicate16(v, b),
+                                     otypes=[np.uint16])(raw[:, :, k])
+    if alpha_zero:
+        want[:, :, 3] = 65535  # an alpha channel 0 everywhere is unused
+    if hsz == 40:
+        info = info40(w, h, bits, 3)
+        extra = b"".join(struct.pack("<I", m) for m in masks[:3])
+    else:
+        info = info40(w, h, bits, 3, size=hsz,
+                      extra=b"".join(struct.pack("<I", m) for m in masks))
+        extra = b""
+    data = bmp_file(info, data=fields(raw.astype(np.int64), masks, bits),
+                    masks=extra)
+    with open(path(name), "wb") as f:
+        f.write(data)
+    got, err = samples16(name)
+    if got is None:
+        fail(f"{name}: refused: {err}")
+    elif got.shape != want.shape or (got != want).any():
+        fail(f"{name}: 16-bit samples differ from bit replication "
+             f"(got {got.reshape(-1, ch)[:2].tolist()}, want "
+             f"{want.reshape(-1, ch)[:2].tolist()})")
+    else:
+        ok(f"{name}: every field widened to 16 bits by bit replication")
+
+
+wide_case("rgb32-111110.bmp", 9, 5, 32, [0xFFE00000, 0x1FFC00, 0x3FF], 40)
+wide_case("rgba16-1924.bmp", 9, 5, 16, [0x8000, 0x7FC0, 0x30, 0xF], 108)
+wide_case("rgba32-61754.bmp", 9, 5, 32,
+          [0xFC000000, 0x3FFFE00, 0x1F0, 0xF], 124)
+wide_case("rgba32-1010102.bmp", 9, 5, 32,
+          [0x3FF00000, 0xFFC00, 0x3FF, 0xC0000000], 56)
+wide_case("rgb32-16-8-8.bmp", 9, 5, 32, [0xFFFF0000, 0xFF00, 0xFF], 52)
+wide_case("rgb32-32bit-red.bmp", 9, 5, 32, [0xFFFFFFFF, 0, 0], 40)
+wide_case("rgba32-12-alpha0.bmp", 9, 5, 32, [0xFFF00000, 0xFFC00, 0x3FF,
+                                             0], 108)
+wide_case("rgba32-9-alpha-unused.bmp", 9, 5, 32,
+          [0xFF800000, 0x7FC000, 0x3FE0, 0xF], 124, alpha_zero=True)
+
+
 # RLE: a writer of the commands, and the indices they make (entry 0 where
 # nothing is written)
 def rle(cmds, w, h, rle4, top_down=0):
