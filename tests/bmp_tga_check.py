@@ -387,6 +387,43 @@ wide_case("rgba32-9-alpha-unused.bmp", 9, 5, 32,
           [0xFF800000, 0x7FC000, 0x3FE0, 0xF], 124, alpha_zero=True)
 
 
+# Headerless BMPs (a DIB: .dib files, the clipboard's CF_DIB): a file's
+# bytes after its 14-byte file header, the pixels right after the palette
+# (the header's count of entries, else 2^bits for palette images). They
+# must read as the file does; Pillow's DIB reader agrees.
+def dib_case(name, info, palette, rows, want, pil=True):
+    expect(name, info + palette + rows, want, pil=pil)
+
+
+pal = random_palette(256)
+idx = rng.integers(0, 256, (6, 11))
+dib_case("pal8.dib", info40(11, 6, 8), pal_bytes(pal), pack_rows(idx, 8, 0),
+         rgb_of(idx, pal))
+pal = random_palette(12)
+idx = rng.integers(0, 12, (7, 13))
+dib_case("pal4-12colours-td.dib", info40(13, -7, 4, clr_used=12),
+         pal_bytes(pal), pack_rows(idx, 4, 1), rgb_of(idx, pal))
+rgb = rng.integers(0, 256, (5, 9, 3)).astype(np.uint8)
+dib_case("rgb24.dib", info40(9, 5, 24), b"", rows24(rgb), rgb)
+# 32-bit BI_BITFIELDS: the three masks after the 40-byte header
+raw = rng.integers(0, 256, (5, 9, 3))
+dib_case("bitfields32.dib", info40(9, 5, 32, 3),
+         struct.pack("<III", 0xFF0000, 0xFF00, 0xFF),
+         fields(raw, [0xFF0000, 0xFF00, 0xFF], 32), raw.astype(np.uint8))
+# a V5 header with an alpha mask
+raw = rng.integers(0, 256, (5, 9, 4))
+masks = [0xFF0000, 0xFF00, 0xFF, 0xFF000000]
+dib_case("rgba32-v5.dib",
+         info40(9, 5, 32, 3, size=124,
+                extra=b"".join(struct.pack("<I", m) for m in masks)),
+         b"", fields(raw, masks, 32), raw.astype(np.uint8), pil="if it reads")
+# damaged DIBs are refused as BMPs
+refused("cut.dib", (info40(11, 6, 8) + pal_bytes(random_palette(256))
+                    + bytes(20)), "Corrupt BMP data")
+refused("huge-palette.dib", info40(11, 6, 8, clr_used=0x7FFFFFFF) + bytes(99),
+        "Corrupt BMP data")
+
+
 # RLE: a writer of the commands, and the indices they make (entry 0 where
 # nothing is written)
 def rle(cmds, w, h, rle4, top_down=0):

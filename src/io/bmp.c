@@ -1,6 +1,13 @@
 /*
  * BMP (Windows and OS/2 bitmaps), read here.
  *
+ * A headerless BMP (a DIB: .dib files, the clipboard's CF_DIB) is read
+ * too: the info header at byte 0, without the 14-byte file header, the bit
+ * masks and palette after it as in a file, the pixels right after the
+ * palette (the header's count of entries; when it gives none, 2^bits for
+ * a palette image and none for colour). It is read as the file it would be
+ * with a file header.
+ *
  * Headers: OS/2 1.x (BITMAPCOREHEADER, 12 bytes: 16-bit sizes, 3-byte
  * palette entries), OS/2 2.x (16 to 64 bytes; fields past the header's size
  * are 0), BITMAPINFOHEADER (40), Adobe's 52 and 56-byte bit-field headers
@@ -58,8 +65,9 @@ typedef struct bmp_state {
   uint32_t width, height;
   int top_down;
   unsigned bits;
-  int coding; /* BMP_RGB, BMP_RLE8, ... */
-  uint32_t offset;
+  int coding;      /* BMP_RGB, BMP_RLE8, ... */
+  uint32_t offset; /* of the pixels, as in a file with its file header */
+  unsigned skip;   /* 14: a file; 0: a DIB, whose file header is missing */
   /* colour: each channel's mask, its lowest bit and its width in bits */
   uint32_t mask[4];
   unsigned shift[4], count[4];
@@ -125,17 +133,45 @@ static unsigned widen(uint32_t v, unsigned count, unsigned depth) {
   return (unsigned)(out & ((1u << depth) - 1));
 }
 
+static uint32_t dib_le32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+         (uint32_t)p[3] << 24;
+}
+
+int ist_dib_sniff(const unsigned char *h, size_t n) {
+  if (n < 18)
+    return 0;
+  uint32_t hsz = dib_le32(h);
+  int32_t width = (int32_t)dib_le32(h + 4), height = (int32_t)dib_le32(h + 8);
+  unsigned planes = h[12] | (unsigned)h[13] << 8;
+  unsigned bits = h[14] | (unsigned)h[15] << 8;
+  unsigned compression = h[16] | (unsigned)h[17] << 8; /* its low half */
+  return (hsz == 40 || hsz == 52 || hsz == 56 || hsz == 108 || hsz == 124) &&
+         width > 0 && height != 0 && planes == 1 &&
+         (bits == 1 || bits == 2 || bits == 4 || bits == 8 || bits == 16 ||
+          bits == 24 || bits == 32) &&
+         compression <= 6;
+}
+
 imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
   ist_source *src = &d->src;
   bmp_state *bs = calloc(1, sizeof *bs);
   if (!bs)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   d->state = bs;
+  /* A DIB is read into h after room for the file header it lacks. */
   unsigned char h[BMP_HEAD_BYTES];
   size_t n;
   imgstat_status s = ist_source_head(src, h, sizeof h, &n, err);
   if (s != IMGSTAT_OK)
     return s;
+  bs->skip = 14;
+  if (!(n >= 2 && h[0] == 'B' && h[1] == 'M') && ist_dib_sniff(h, n)) {
+    bs->skip = 0;
+    memmove(h + 14, h, sizeof h - 14);
+    memset(h, 0, 14);
+    n = n + 14 < sizeof h ? n + 14 : sizeof h;
+  }
   if (n < 18)
     return ist_corrupt(err, "BMP", "file is truncated");
   bs->offset = le32(h + 10);
@@ -252,6 +288,14 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
         bs->depth = 16;
     }
 
+  if (bs->skip == 0) { /* a DIB: the pixels follow the palette */
+    uint64_t entries = clr_used ? clr_used : b <= 8 ? 1u << b : 0;
+    uint64_t at = masks_end + entries * (os2_v1 ? 3 : 4);
+    if (at > UINT32_MAX)
+      return ist_corrupt(
+          err, "BMP", "palette of %" PRIu32 " colours is too large", clr_used);
+    bs->offset = (uint32_t)at;
+  }
   if (bs->offset < masks_end)
     return ist_corrupt(err, "BMP",
                        "pixel data offset %" PRIu32 " lies inside its header",
@@ -292,7 +336,7 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
   uint64_t w = bs->width, rows = bs->height;
   uint64_t row = (w * b + 7) / 8;
   bs->stride = (size_t)((row + 3) & ~(uint64_t)3);
-  uint64_t min_input = bs->offset;
+  uint64_t min_input = (uint64_t)bs->offset - 14 + bs->skip;
   if (bs->coding == BMP_RLE8 || bs->coding == BMP_RLE4)
     min_input += 2;
   else if (rows - 1 > 0 &&
@@ -499,7 +543,8 @@ imgstat_status ist_bmp_read(imgstat_decoder *d, imgstat_image *img,
                             imgstat_error *err) {
   bmp_state *bs = d->state;
   ist_source *src = &d->src;
-  imgstat_status s = ist_bytes_start(&bs->in, src, bs->offset, "BMP", err);
+  imgstat_status s =
+      ist_bytes_start(&bs->in, src, bs->offset - 14 + bs->skip, "BMP", err);
   if (s != IMGSTAT_OK)
     return s;
   bs->row = malloc(bs->stride);
