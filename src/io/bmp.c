@@ -133,19 +133,12 @@ static unsigned widen(uint32_t v, unsigned count, unsigned depth) {
   return (unsigned)(out & ((1u << depth) - 1));
 }
 
-static uint32_t dib_le32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
-}
-
 int ist_dib_sniff(const unsigned char *h, size_t n) {
   if (n < 18)
     return 0;
-  uint32_t hsz = dib_le32(h);
-  int32_t width = (int32_t)dib_le32(h + 4), height = (int32_t)dib_le32(h + 8);
-  unsigned planes = h[12] | (unsigned)h[13] << 8;
-  unsigned bits = h[14] | (unsigned)h[15] << 8;
-  unsigned compression = h[16] | (unsigned)h[17] << 8; /* its low half */
+  uint32_t hsz = le32(h), planes = le16(h + 12), bits = le16(h + 14);
+  int32_t width = (int32_t)le32(h + 4), height = (int32_t)le32(h + 8);
+  uint32_t compression = le16(h + 16); /* its low half: 18 bytes sniffed */
   return (hsz == 40 || hsz == 52 || hsz == 56 || hsz == 108 || hsz == 124) &&
          width > 0 && height != 0 && planes == 1 &&
          (bits == 1 || bits == 2 || bits == 4 || bits == 8 || bits == 16 ||
