@@ -309,6 +309,121 @@ field_case("rgba32-abf.bmp", 9, 5, 32, [0xFF0000, 0xFF00, 0xFF, 0xFF000000], 6,
 field_case("rgb32-zero-green.bmp", 9, 5, 32, [0xFF0000, 0, 0xFF], 3, 40)
 
 
+# Fields wider than 8 bits (bmpsuite's rgb32-111110, rgba16-1924,
+# rgba32-61754 layouts and others): every field to 16 bits by bit
+# replication, the field's bits repeated and the first 16 taken (a field
+# of 17 bits or more keeps its top 16). Computed here from the binary digits,
+# not by shifts. Pillow 9.4 refuses these layouts.
+def replicate16(v, bits):
+    """One bits-bit value as 16 bits: its binary digits repeated, the first
+    16 of them (a field of no bits is 0)."""
+    if bits == 0:
+        return 0
+    digits = format(int(v), f"0{bits}b")
+    return int((digits * (16 // bits + 1))[:16], 2)
+
+
+def samples16(name):
+    """imgstat's 16-bit samples of file name as (H, W, C), or its error."""
+    out = path(name + ".npy")
+    rc, _, err = run("normalize", "--range", "0,65535", "--depth", "16",
+                     path(name), "-o", out)
+    if rc != 0:
+        return None, err.strip()
+    a = np.load(out)
+    os.remove(out)
+    return a, None
+
+
+def wide_case(name, w, h, bits, masks, hsz, alpha_zero=False):
+    widths = [field_bits(m) for m in masks]
+    ch = 4 if len(masks) == 4 and masks[3] else 3
+    raw = np.stack([rng.integers(0, 1 << b, (h, w), dtype=np.uint64)
+                    for b in widths[:ch]] +
+                   [np.zeros((h, w), np.uint64)] * (len(masks) - ch), axis=2)
+    raw[0, 0, :ch] = [(1 << b) - 1 for b in widths[:ch]]  # each field's top
+    raw[0, 1, :ch] = 0
+    if alpha_zero:
+        raw[:, :, 3] = 0
+    want = np.zeros((h, w, ch), np.uint16)
+    for k in range(ch):
+        want[:, :, k] = np.vectorize(lambda v, b=widths[k]: replicate16(v, b),
+                                     otypes=[np.uint16])(raw[:, :, k])
+    if alpha_zero:
+        want[:, :, 3] = 65535  # an alpha channel 0 everywhere is unused
+    if hsz == 40:
+        info = info40(w, h, bits, 3)
+        extra = b"".join(struct.pack("<I", m) for m in masks[:3])
+    else:
+        info = info40(w, h, bits, 3, size=hsz,
+                      extra=b"".join(struct.pack("<I", m) for m in masks))
+        extra = b""
+    data = bmp_file(info, data=fields(raw.astype(np.int64), masks, bits),
+                    masks=extra)
+    with open(path(name), "wb") as f:
+        f.write(data)
+    got, err = samples16(name)
+    if got is None:
+        fail(f"{name}: refused: {err}")
+    elif got.shape != want.shape or (got != want).any():
+        fail(f"{name}: 16-bit samples differ from bit replication "
+             f"(got {got.reshape(-1, ch)[:2].tolist()}, want "
+             f"{want.reshape(-1, ch)[:2].tolist()})")
+    else:
+        ok(f"{name}: every field widened to 16 bits by bit replication")
+
+
+wide_case("rgb32-111110.bmp", 9, 5, 32, [0xFFE00000, 0x1FFC00, 0x3FF], 40)
+wide_case("rgba16-1924.bmp", 9, 5, 16, [0x8000, 0x7FC0, 0x30, 0xF], 108)
+wide_case("rgba32-61754.bmp", 9, 5, 32,
+          [0xFC000000, 0x3FFFE00, 0x1F0, 0xF], 124)
+wide_case("rgba32-1010102.bmp", 9, 5, 32,
+          [0x3FF00000, 0xFFC00, 0x3FF, 0xC0000000], 56)
+wide_case("rgb32-16-8-8.bmp", 9, 5, 32, [0xFFFF0000, 0xFF00, 0xFF], 52)
+wide_case("rgb32-32bit-red.bmp", 9, 5, 32, [0xFFFFFFFF, 0, 0], 40)
+wide_case("rgba32-12-alpha0.bmp", 9, 5, 32, [0xFFF00000, 0xFFC00, 0x3FF,
+                                             0], 108)
+wide_case("rgba32-9-alpha-unused.bmp", 9, 5, 32,
+          [0xFF800000, 0x7FC000, 0x3FE0, 0xF], 124, alpha_zero=True)
+
+
+# Headerless BMPs (a DIB: .dib files, the clipboard's CF_DIB): a file's
+# bytes after its 14-byte file header, the pixels right after the palette
+# (the header's count of entries, else 2^bits for palette images). They
+# must read as the file does; Pillow's DIB reader agrees.
+def dib_case(name, info, palette, rows, want, pil=True):
+    expect(name, info + palette + rows, want, pil=pil)
+
+
+pal = random_palette(256)
+idx = rng.integers(0, 256, (6, 11))
+dib_case("pal8.dib", info40(11, 6, 8), pal_bytes(pal), pack_rows(idx, 8, 0),
+         rgb_of(idx, pal))
+pal = random_palette(12)
+idx = rng.integers(0, 12, (7, 13))
+dib_case("pal4-12colours-td.dib", info40(13, -7, 4, clr_used=12),
+         pal_bytes(pal), pack_rows(idx, 4, 1), rgb_of(idx, pal))
+rgb = rng.integers(0, 256, (5, 9, 3)).astype(np.uint8)
+dib_case("rgb24.dib", info40(9, 5, 24), b"", rows24(rgb), rgb)
+# 32-bit BI_BITFIELDS: the three masks after the 40-byte header
+raw = rng.integers(0, 256, (5, 9, 3))
+dib_case("bitfields32.dib", info40(9, 5, 32, 3),
+         struct.pack("<III", 0xFF0000, 0xFF00, 0xFF),
+         fields(raw, [0xFF0000, 0xFF00, 0xFF], 32), raw.astype(np.uint8))
+# a V5 header with an alpha mask
+raw = rng.integers(0, 256, (5, 9, 4))
+masks = [0xFF0000, 0xFF00, 0xFF, 0xFF000000]
+dib_case("rgba32-v5.dib",
+         info40(9, 5, 32, 3, size=124,
+                extra=b"".join(struct.pack("<I", m) for m in masks)),
+         b"", fields(raw, masks, 32), raw.astype(np.uint8), pil="if it reads")
+# damaged DIBs are refused as BMPs
+refused("cut.dib", (info40(11, 6, 8) + pal_bytes(random_palette(256))
+                    + bytes(20)), "Corrupt BMP data")
+refused("huge-palette.dib", info40(11, 6, 8, clr_used=0x7FFFFFFF) + bytes(99),
+        "Corrupt BMP data")
+
+
 # RLE: a writer of the commands, and the indices they make (entry 0 where
 # nothing is written)
 def rle(cmds, w, h, rle4, top_down=0):

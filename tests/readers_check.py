@@ -209,6 +209,13 @@ else:
     write("short-data.gif", cut[:lz] + lzw(small.reshape(-1)[:100], 2)[:-1]
           + b"\x00\x3b")
     expect_refused("short-data.gif", "Corrupt GIF data")
+    # an LZW minimum code size over 8 (Pillow's issue_2811.gif has 11):
+    # valid LZW that Pillow decodes, which giflib refuses as a failed read;
+    # the refusal names the cause
+    write("lzw-11.gif", gif((40, 30), small, pal4, mcs=11))
+    pillow_frame_agrees("lzw-11.gif", small, (0, 0),
+                        expected_gif((40, 30), small, pal4))
+    expect_refused("lzw-11.gif", "LZW minimum code size 11 is more than 8")
 
 
 # ---- PNG with tRNS: gray and RGB, 8 and 16 bits ----------------------------

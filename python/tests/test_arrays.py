@@ -138,6 +138,53 @@ def test_same_as_file(tmp_path):
     assert from_file == from_array == from_bytes
 
 
+def test_same_bytes_animated_webp(tmp_path):
+    """An animated WebP whose second frame is cut off is read from its file
+    and from the same bytes alike: the first frame (what imgstat reads of an
+    animation), equal to numpy's figures over the pixels Pillow was given;
+    a cut inside the first frame is refused alike."""
+    Image = pytest.importorskip("PIL.Image")
+    import io
+    import struct
+
+    rng = np.random.default_rng(7)
+    frames = [random_image(rng, np.uint8, (16, 20, 3)) for _ in range(3)]
+    buf = io.BytesIO()
+    Image.fromarray(frames[0]).save(
+        buf, "WEBP", save_all=True, lossless=True, duration=100,
+        append_images=[Image.fromarray(f) for f in frames[1:]])
+    good = buf.getvalue()
+    anmf, at = [], 12
+    while at + 8 <= len(good):
+        size = struct.unpack("<I", good[at + 4:at + 8])[0]
+        if good[at:at + 4] == b"ANMF":
+            anmf.append(at)
+        at += 8 + size + (size & 1)
+    assert len(anmf) == 3
+    path = tmp_path / "anim.webp"
+    path.write_bytes(good[:anmf[1] + 300])
+    try:
+        from_file = imgstat.stats(path).to_dict()
+    except imgstat.ImageError as e:
+        if "built without" in str(e):
+            pytest.skip(str(e))
+        raise
+    from_bytes = imgstat.stats(path.read_bytes()).to_dict()
+    from_file.pop("file")
+    from_bytes.pop("file")
+    assert from_file == from_bytes
+    assert (from_file["width"], from_file["height"]) == (20, 16)
+    for c, got in enumerate(from_file["stats"]):
+        check_channel(got, reference(frames[0][:, :, c]), False)
+    path.write_bytes(good[:anmf[0] + 200])
+    errors = []
+    for source in (path, path.read_bytes()):
+        with pytest.raises(imgstat.ImageError) as e:
+            imgstat.stats(source)
+        errors.append(str(e.value).split(": ", 1)[-1])
+    assert errors[0] == errors[1]
+
+
 @pytest.mark.parametrize("bad, error", [
     (np.zeros((4, 4), dtype=np.int32), TypeError),
     (np.zeros((4, 4), dtype=np.float64), TypeError),

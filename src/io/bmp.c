@@ -1,6 +1,13 @@
 /*
  * BMP (Windows and OS/2 bitmaps), read here.
  *
+ * A headerless BMP (a DIB: .dib files, the clipboard's CF_DIB) is read
+ * too: the info header at byte 0, without the 14-byte file header, the bit
+ * masks and palette after it as in a file, the pixels right after the
+ * palette (the header's count of entries; when it gives none, 2^bits for
+ * a palette image and none for colour). It is read as the file it would be
+ * with a file header.
+ *
  * Headers: OS/2 1.x (BITMAPCOREHEADER, 12 bytes: 16-bit sizes, 3-byte
  * palette entries), OS/2 2.x (16 to 64 bytes; fields past the header's size
  * are 0), BITMAPINFOHEADER (40), Adobe's 52 and 56-byte bit-field headers
@@ -20,9 +27,12 @@
  *    pixel's fourth byte is documented as unused: no alpha. An alpha channel
  *    that is 0 in every pixel is taken as unused too and reads 255 (as
  *    stb_image did and browsers do);
- *  - bit fields of fewer than 8 bits are widened to 8 by bit replication
- *    (5 bits: v << 3 | v >> 2), as for every sample of fewer than 8 bits;
- *    fields of more than 8 bits are refused (unsupported).
+ *  - bit fields are widened by bit replication, as every sample of fewer
+ *    bits than its type: to 8 bits when no field is wider than 8 (5 bits:
+ *    v << 3 | v >> 2), else every field to 16 (1 bit: 0 or 65535; 10 bits:
+ *    v << 6 | v >> 4; 16 bits as stored); a field of 17 to 32 bits keeps
+ *    its top 16 (bit replication's inverse: a 16-bit field widened to n
+ *    bits and read back is itself).
  *
  * RLE: runs, absolute runs (padded to 16 bits), end of line, end of bitmap
  * and deltas. Pixels the data skips (a delta, an early end of line or of the
@@ -55,11 +65,13 @@ typedef struct bmp_state {
   uint32_t width, height;
   int top_down;
   unsigned bits;
-  int coding; /* BMP_RGB, BMP_RLE8, ... */
-  uint32_t offset;
+  int coding;      /* BMP_RGB, BMP_RLE8, ... */
+  uint32_t offset; /* of the pixels, as in a file with its file header */
+  unsigned skip;   /* 14: a file; 0: a DIB, whose file header is missing */
   /* colour: each channel's mask, its lowest bit and its width in bits */
   uint32_t mask[4];
   unsigned shift[4], count[4];
+  unsigned depth; /* 8, or 16 when a field is wider than 8 bits */
   /* palette */
   uint32_t colors;
   unsigned char pal[256][3];
@@ -81,8 +93,8 @@ static const char *compression_name(uint32_t c) {
   return c == 4 ? "JPEG" : c == 5 ? "PNG" : "CMYK";
 }
 
-/* A bit-field mask: one run of bits inside the pixel, at most 8 of them
- * (0: the channel is 0). */
+/* A bit-field mask: one run of bits inside the pixel (0: the channel is
+ * 0). */
 static imgstat_status mask_check(bmp_state *bs, int c, imgstat_error *err) {
   static const char *const names[4] = {"red", "green", "blue", "alpha"};
   uint32_t m = bs->mask[c];
@@ -105,23 +117,33 @@ static imgstat_status mask_check(bmp_state *bs, int c, imgstat_error *err) {
   unsigned count = 0;
   while (run >> count & 1)
     count++;
-  if (count > 8)
-    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
-                             "BMP %s bit field of %u bits: imgstat reads "
-                             "bit fields of up to 8 bits",
-                             names[c], count);
   bs->shift[c] = shift;
   bs->count[c] = count;
   return IMGSTAT_OK;
 }
 
-/* A field of count bits (1..8) widened to 8 by bit replication. */
-static unsigned widen(uint32_t v, unsigned count) {
-  unsigned out = 0;
-  int s = 8 - (int)count;
+/* A field of count bits (1..32) as a depth-bit sample (8 or 16) by bit
+ * replication: its bits at the top, repeated below; a field wider than the
+ * sample keeps its top depth bits. */
+static unsigned widen(uint32_t v, unsigned count, unsigned depth) {
+  uint32_t out = 0;
+  int s = (int)depth - (int)count;
   for (; s > -(int)count; s -= (int)count)
     out |= s >= 0 ? v << s : v >> -s;
-  return out & 0xFF;
+  return (unsigned)(out & ((1u << depth) - 1));
+}
+
+int ist_dib_sniff(const unsigned char *h, size_t n) {
+  if (n < 18)
+    return 0;
+  uint32_t hsz = le32(h), planes = le16(h + 12), bits = le16(h + 14);
+  int32_t width = (int32_t)le32(h + 4), height = (int32_t)le32(h + 8);
+  uint32_t compression = le16(h + 16); /* its low half: 18 bytes sniffed */
+  return (hsz == 40 || hsz == 52 || hsz == 56 || hsz == 108 || hsz == 124) &&
+         width > 0 && height != 0 && planes == 1 &&
+         (bits == 1 || bits == 2 || bits == 4 || bits == 8 || bits == 16 ||
+          bits == 24 || bits == 32) &&
+         compression <= 6;
 }
 
 imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
@@ -130,11 +152,19 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
   if (!bs)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   d->state = bs;
+  /* A DIB is read into h after room for the file header it lacks. */
   unsigned char h[BMP_HEAD_BYTES];
   size_t n;
   imgstat_status s = ist_source_head(src, h, sizeof h, &n, err);
   if (s != IMGSTAT_OK)
     return s;
+  bs->skip = 14;
+  if (!(n >= 2 && h[0] == 'B' && h[1] == 'M') && ist_dib_sniff(h, n)) {
+    bs->skip = 0;
+    memmove(h + 14, h, sizeof h - 14);
+    memset(h, 0, 14);
+    n = n + 14 < sizeof h ? n + 14 : sizeof h;
+  }
   if (n < 18)
     return ist_corrupt(err, "BMP", "file is truncated");
   bs->offset = le32(h + 10);
@@ -242,11 +272,23 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
     bs->mask[1] = 0xFF00;
     bs->mask[2] = 0xFF;
   }
+  bs->depth = 8;
   if (b == 16 || b == 32)
-    for (int c = 0; c < 4; c++)
+    for (int c = 0; c < 4; c++) {
       if ((s = mask_check(bs, c, err)) != IMGSTAT_OK)
         return s;
+      if (bs->count[c] > 8)
+        bs->depth = 16;
+    }
 
+  if (bs->skip == 0) { /* a DIB: the pixels follow the palette */
+    uint64_t entries = clr_used ? clr_used : b <= 8 ? 1u << b : 0;
+    uint64_t at = masks_end + entries * (os2_v1 ? 3 : 4);
+    if (at > UINT32_MAX)
+      return ist_corrupt(
+          err, "BMP", "palette of %" PRIu32 " colours is too large", clr_used);
+    bs->offset = (uint32_t)at;
+  }
   if (bs->offset < masks_end)
     return ist_corrupt(err, "BMP",
                        "pixel data offset %" PRIu32 " lies inside its header",
@@ -287,7 +329,7 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
   uint64_t w = bs->width, rows = bs->height;
   uint64_t row = (w * b + 7) / 8;
   bs->stride = (size_t)((row + 3) & ~(uint64_t)3);
-  uint64_t min_input = bs->offset;
+  uint64_t min_input = (uint64_t)bs->offset - 14 + bs->skip;
   if (bs->coding == BMP_RLE8 || bs->coding == BMP_RLE4)
     min_input += 2;
   else if (rows - 1 > 0 &&
@@ -296,8 +338,9 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
   else
     min_input += (rows - 1) * bs->stride + row;
   /* The planes, a stored row, a row of indices and one of samples. */
-  uint64_t peak = w * rows * (uint64_t)bs->channels + bs->stride + w +
-                  w * (uint64_t)bs->channels;
+  uint64_t sample = bs->depth / 8;
+  uint64_t peak = w * rows * (uint64_t)bs->channels * sample + bs->stride + w +
+                  w * (uint64_t)bs->channels * sample;
   s = ist_decode_check(&d->lim, bs->width, bs->height, peak, min_input,
                        src->size, "BMP", err);
   if (s != IMGSTAT_OK)
@@ -305,7 +348,7 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
   d->header.width = bs->width;
   d->header.height = bs->height;
   d->header.channels = bs->channels;
-  d->header.sample = IMGSTAT_U8;
+  d->header.sample = bs->depth == 16 ? IMGSTAT_U16 : IMGSTAT_U8;
   d->header.format = "BMP";
   return IMGSTAT_OK;
 }
@@ -363,15 +406,21 @@ static imgstat_status row_to_samples(bmp_state *bs, unsigned *alpha,
     return IMGSTAT_OK;
   }
   int ch = bs->channels;
-  for (uint32_t x = 0; x < w; x++, o += ch) {
+  uint16_t *o16 = (uint16_t *)(void *)bs->out;
+  for (uint32_t x = 0; x < w; x++) {
     uint32_t v = b == 16 ? le16(p) : le32(p);
     p += b / 8;
-    for (int c = 0; c < ch; c++)
-      o[c] = bs->count[c] ? (unsigned char)widen(
-                                (v & bs->mask[c]) >> bs->shift[c], bs->count[c])
-                          : 0;
-    if (ch == 4)
-      *alpha |= o[3];
+    for (int c = 0; c < ch; c++) {
+      unsigned u = bs->count[c] ? widen((v & bs->mask[c]) >> bs->shift[c],
+                                        bs->count[c], bs->depth)
+                                : 0;
+      if (bs->depth == 16)
+        *o16++ = (uint16_t)u;
+      else
+        *o++ = (unsigned char)u;
+      if (c == 3)
+        *alpha |= u;
+    }
   }
   return IMGSTAT_OK;
 }
@@ -392,8 +441,14 @@ static imgstat_status read_uncompressed(bmp_state *bs, ist_source *src,
     ist_pixels_split(img, bs->out, image_row(bs, r), 0, bs->width, 1);
   }
   if (bs->channels == 4 && alpha == 0) /* an alpha channel left unused */
-    for (uint32_t y = 0; y < bs->height; y++)
-      memset(ist_image_row(img, 3, y), 255, bs->width);
+    for (uint32_t y = 0; y < bs->height; y++) {
+      void *a = ist_image_row(img, 3, y);
+      if (bs->depth == 16)
+        for (uint32_t x = 0; x < bs->width; x++)
+          ((uint16_t *)a)[x] = 65535;
+      else
+        memset(a, 255, bs->width);
+    }
   return IMGSTAT_OK;
 }
 
@@ -481,11 +536,12 @@ imgstat_status ist_bmp_read(imgstat_decoder *d, imgstat_image *img,
                             imgstat_error *err) {
   bmp_state *bs = d->state;
   ist_source *src = &d->src;
-  imgstat_status s = ist_bytes_start(&bs->in, src, bs->offset, "BMP", err);
+  imgstat_status s =
+      ist_bytes_start(&bs->in, src, bs->offset - 14 + bs->skip, "BMP", err);
   if (s != IMGSTAT_OK)
     return s;
   bs->row = malloc(bs->stride);
-  bs->out = malloc((size_t)bs->width * (size_t)bs->channels);
+  bs->out = malloc((size_t)bs->width * (size_t)bs->channels * (bs->depth / 8));
   bs->idx = malloc(bs->width);
   if (!bs->row || !bs->out || !bs->idx)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");

@@ -19,7 +19,10 @@
  *  - interlaced frames are stored in four passes and put back in order;
  *    LZW data that keeps coding with a full table (a deferred clear code,
  *    GIF89a) is giflib's to read, as is a frame whose data ends early
- *    (refused: "image data ends before the frame is full").
+ *    (refused: "image data ends before the frame is full");
+ *  - an LZW minimum code size over 8 (codes for more than 256 colours,
+ *    which GIF89a does not define but some writers use) is refused by
+ *    giflib; the refusal names it.
  *
  * The header is read at open (no pixels), the rows at read, straight into
  * the planes through one row buffer of the frame's width.
@@ -96,8 +99,20 @@ static imgstat_status gif_first_frame(gif_state *gs, imgstat_error *err) {
       if (DGifGetExtensionNext(gif, &block) == GIF_ERROR)
         return gif_failure(gs, gif->Error, err);
   }
-  if (DGifGetImageDesc(gif) == GIF_ERROR)
+  if (DGifGetImageDesc(gif) == GIF_ERROR) {
+    /* giflib reads the LZW minimum code size last, unbuffered, and refuses
+     * one over 8 as a failed read: say so. */
+    unsigned char size;
+    if (gif->Error == D_GIF_ERR_READ_FAILED && !gs->src->short_read &&
+        !gs->src->read_errno && gs->src->pos > 0 &&
+        ist_source_read_at(gs->src, gs->src->pos - 1, &size, 1) == 1 &&
+        size > 8)
+      return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                               "GIF LZW minimum code size %u is more than 8 "
+                               "(giflib decodes up to 8)",
+                               (unsigned)size);
     return gif_failure(gs, gif->Error, err);
+  }
   const GifImageDesc *im = &gif->Image;
   gs->left = (uint32_t)im->Left;
   gs->top = (uint32_t)im->Top;

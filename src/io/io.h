@@ -234,6 +234,10 @@ IST_DECODER(tga);
 /* Whether an input's first n bytes are a TGA header (the format has no
  * signature: values only a TGA header holds, tga.c). */
 int ist_tga_sniff(const unsigned char *head, size_t n);
+/* Whether an input's first n bytes are a BMP without its file header (a
+ * headerless DIB, as the clipboard and .dib files hold it): an info header
+ * of 40, 52, 56, 108 or 124 bytes at byte 0 (bmp.c). */
+int ist_dib_sniff(const unsigned char *head, size_t n);
 
 /* The one wording of a decoder's refusal of damaged data:
  * "Corrupt FORMAT data: why" (IMGSTAT_ERR_FORMAT), why being the printf

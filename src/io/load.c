@@ -121,7 +121,7 @@ static int sniff_jpeg(const unsigned char *h, size_t n) {
 }
 
 static int sniff_bmp(const unsigned char *h, size_t n) {
-  return n >= 2 && h[0] == 'B' && h[1] == 'M';
+  return (n >= 2 && h[0] == 'B' && h[1] == 'M') || ist_dib_sniff(h, n);
 }
 
 static int sniff_gif(const unsigned char *h, size_t n) {

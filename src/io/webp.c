@@ -5,11 +5,13 @@
  * black, so an animation with alpha reads as RGBA). Decoded into one
  * interleaved buffer and split into planes.
  *
- * From a file only the chunks that make the picture are read (image_chunks:
- * VP8X, ANIM, ALPH, VP8, VP8L, the first ANMF), never metadata, later frames
- * or bytes past the RIFF: what decoding holds follows the image, and its
- * data is counted against --max-memory. Memory input (a pipe's bounded
- * copy) is decoded where it is.
+ * Only the chunks that make the picture are decoded (image_chunks: VP8X,
+ * ANIM, ALPH, VP8, VP8L, the first ANMF), never metadata, later frames or
+ * bytes past the RIFF: what decoding holds follows the image, and its data
+ * is counted against --max-memory. A file and memory input (a pipe's
+ * bounded copy, Python bytes) take this same path, so the same bytes get
+ * the same answer: a damaged later frame, which libwebpdemux would refuse
+ * the whole animation for, is never looked at from either.
  */
 #include "imgstat.h"
 #include "io.h"
@@ -23,8 +25,7 @@
 #include <webp/demux.h>
 
 typedef struct webp_state {
-  const unsigned char *data;
-  int owned;
+  unsigned char *data; /* the picture's chunks (image_chunks), malloc'd */
   size_t size;
   int animated;
   int channels;
@@ -71,7 +72,7 @@ static uint32_t le32(const unsigned char *p) {
          (uint32_t)p[3] << 24;
 }
 
-/* The picture's chunks of a file, as a WebP of their own in a malloc'd
+/* The picture's chunks of the input, as a WebP of their own in a malloc'd
  * buffer: the RIFF header, then VP8X (its metadata flags cleared), ANIM,
  * ALPH and VP8 or VP8L, or the first ANMF; a chunk cut by the end of the
  * file is copied as far as it goes (libwebp then calls it truncated). Each
@@ -144,7 +145,6 @@ static imgstat_status image_chunks(ist_source *src, uint64_t budget,
     out[4 + k] = (unsigned char)(riff >> (8 * k));
   ws->data = out;
   ws->size = len;
-  ws->owned = 1;
   return IMGSTAT_OK;
 }
 
@@ -154,15 +154,9 @@ imgstat_status ist_webp_open(imgstat_decoder *d, imgstat_error *err) {
   if (!ws)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   d->state = ws;
-  imgstat_status s;
-  if (src->file) {
-    s = image_chunks(src, d->lim.max_memory, ws, err);
-    if (s != IMGSTAT_OK)
-      return s;
-  } else {
-    ws->data = src->data;
-    ws->size = src->size;
-  }
+  imgstat_status s = image_chunks(src, d->lim.max_memory, ws, err);
+  if (s != IMGSTAT_OK)
+    return s;
   WebPBitstreamFeatures f;
   VP8StatusCode st = WebPGetFeatures(ws->data, ws->size, &f);
   if (st != VP8_STATUS_OK)
@@ -183,8 +177,8 @@ imgstat_status ist_webp_open(imgstat_decoder *d, imgstat_error *err) {
    * decoder's canvas and its previous one too), the planes. No input
    * bound: VP8L can code a flat image in a few bytes. */
   uint64_t area = (uint64_t)w * h;
-  uint64_t peak = (ws->owned ? ws->size : 0) +
-                  area * (uint64_t)(ws->animated ? 12 : 2 * ws->channels);
+  uint64_t peak =
+      ws->size + area * (uint64_t)(ws->animated ? 12 : 2 * ws->channels);
   s = ist_decode_check(&d->lim, w, h, peak, 0, src->size, "WebP", err);
   if (s != IMGSTAT_OK)
     return s;
@@ -262,8 +256,7 @@ void ist_webp_close(imgstat_decoder *d) {
   webp_state *ws = d->state;
   if (!ws)
     return;
-  if (ws->owned)
-    free((void *)ws->data);
+  free(ws->data);
   free(ws);
   d->state = NULL;
 }
