@@ -65,7 +65,7 @@ static const char bench_usage[] =
 /* Its own usage errors: "imgstat bench: MESSAGE" and the usage text. */
 static int bench_usage_error(const char *fmt, va_list ap) {
   fprintf(stderr, "imgstat bench: ");
-  vfprintf(stderr, fmt, ap);
+  imgstat_number_vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n%s", bench_usage);
   return 2;
 }
