@@ -7,8 +7,10 @@
 #ifndef IMGSTAT_H
 #define IMGSTAT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -347,8 +349,41 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
  * and digits), an optional exponent (e or E, an optional sign, digits). No
  * spaces, no hexadecimal, no inf or nan. The one grammar of every number
  * imgstat reads as text: the program's options, the numbers of
- * --stats-from's JSON, the values of FITS header cards. */
+ * --stats-from's JSON, the values of FITS header cards, the PFM scale. */
 size_t imgstat_number_length(const char *s);
+
+/* The number of imgstat_number_length at the start of s read as the nearest
+ * double into *out (infinite when it is beyond the double range), in the C
+ * locale whatever the process's locale is. Returns its length (what follows
+ * is the caller's to judge), 0 when s starts with no number. */
+size_t imgstat_number_read(const char *s, double *out);
+
+/* vsnprintf, snprintf, vfprintf and fprintf in the C locale, whatever the
+ * process's locale is (and the calling thread's locale back after): the
+ * one way imgstat prints a number (%f, %g, %e and %a write a point, never a
+ * comma), and every text that may hold one (records, messages, headers of
+ * written files). Safe from any thread. */
+int imgstat_number_vsnprintf(char *buf, size_t size, const char *fmt,
+                             va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 0)))
+#endif
+    ;
+int imgstat_number_snprintf(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int imgstat_number_vfprintf(FILE *out, const char *fmt, va_list ap)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 0)))
+#endif
+    ;
+int imgstat_number_fprintf(FILE *out, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 #ifdef __cplusplus
 }

@@ -25,11 +25,12 @@ libtiff-dev libwebp-dev libcfitsio-dev zlib1g-dev libgif-dev libturbojpeg0-dev l
 # (independent checks); the Python package's build and tests (python/):
 # python3-dev, python3-venv, pytest; CI: clang with its libFuzzer runtime,
 # clang-format, valgrind, groff (the man page's lint); --mpi and its tests
-# (mpirun): Open MPI.
+# (mpirun): Open MPI; locales (the de_DE source that tests make a
+# decimal-comma locale from with localedef).
 if [ "$with_tests" = 1 ]; then
   packages="$packages libcunit1-dev python3 python3-numpy python3-png \
 python3-pil python3-dev python3-venv python3-pytest clang libclang-rt-dev \
-clang-format valgrind groff-base libopenmpi-dev openmpi-bin"
+clang-format valgrind groff-base libopenmpi-dev openmpi-bin locales"
 fi
 
 # nvJPEG (JPEG decoded on the GPU): where nvcc is present and its toolkit has

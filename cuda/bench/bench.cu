@@ -241,7 +241,7 @@ void copy_text(char *dst, const char *fmt, ...)
 void copy_text(char *dst, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(dst, IMGSTAT_BENCH_TEXT, fmt, ap);
+  imgstat_number_vsnprintf(dst, IMGSTAT_BENCH_TEXT, fmt, ap);
   va_end(ap);
 }
 
@@ -292,7 +292,7 @@ void set_check(bench *b, imgstat_bench_row *row, bool ok, const char *fmt,
     b->res->failures++;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(row->check, IMGSTAT_BENCH_TEXT, fmt, ap);
+  imgstat_number_vsnprintf(row->check, IMGSTAT_BENCH_TEXT, fmt, ap);
   va_end(ap);
 }
 
@@ -317,9 +317,9 @@ void count_text(char *buf, size_t size, uint64_t n) {
 void mib_text(char *buf, size_t size, uint64_t bytes) {
   double mib = (double)bytes / (1024.0 * 1024.0);
   if (mib >= 10)
-    snprintf(buf, size, "%.0f MiB", mib);
+    imgstat_number_snprintf(buf, size, "%.0f MiB", mib);
   else
-    snprintf(buf, size, "%.1f MiB", mib);
+    imgstat_number_snprintf(buf, size, "%.1f MiB", mib);
 }
 
 /* ---- comparisons with the host ------------------------------------------ */
@@ -342,22 +342,23 @@ bool partials_agree(const imgstat_partial &g, const imgstat_partial &c,
     return false;
   }
   if (g.min != c.min || g.min_index != c.min_index) {
-    snprintf(why, size, "min %.9g at %llu vs host %.9g at %llu", g.min,
-             (unsigned long long)g.min_index, c.min,
-             (unsigned long long)c.min_index);
+    imgstat_number_snprintf(why, size, "min %.9g at %llu vs host %.9g at %llu",
+                            g.min, (unsigned long long)g.min_index, c.min,
+                            (unsigned long long)c.min_index);
     return false;
   }
   if (g.max != c.max || g.max_index != c.max_index) {
-    snprintf(why, size, "max %.9g at %llu vs host %.9g at %llu", g.max,
-             (unsigned long long)g.max_index, c.max,
-             (unsigned long long)c.max_index);
+    imgstat_number_snprintf(why, size, "max %.9g at %llu vs host %.9g at %llu",
+                            g.max, (unsigned long long)g.max_index, c.max,
+                            (unsigned long long)c.max_index);
     return false;
   }
   if (sample == IMGSTAT_F32) {
     if (memcmp(&g.mean, &c.mean, sizeof g.mean) != 0 ||
         memcmp(&g.m2, &c.m2, sizeof g.m2) != 0) {
-      snprintf(why, size, "mean %.17g m2 %.17g vs host %.17g %.17g", g.mean,
-               g.m2, c.mean, c.m2);
+      imgstat_number_snprintf(why, size,
+                              "mean %.17g m2 %.17g vs host %.17g %.17g", g.mean,
+                              g.m2, c.mean, c.m2);
       return false;
     }
   } else if (g.sum != c.sum || g.sumsq != c.sumsq) {
@@ -785,7 +786,7 @@ imgstat_status bench_images(bench *b) {
   uint32_t w = b->width, h = b->height;
   uint64_t n = (uint64_t)w * h;
   char mp[32];
-  snprintf(mp, sizeof mp, "%.0f MP", (double)n / (1 << 20));
+  imgstat_number_snprintf(mp, sizeof mp, "%.0f MP", (double)n / (1 << 20));
 
   for (const image_kind &kind : kinds) {
     size_t ss = (size_t)kind.sample;

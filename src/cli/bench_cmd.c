@@ -65,7 +65,7 @@ static const char bench_usage[] =
 /* Its own usage errors: "imgstat bench: MESSAGE" and the usage text. */
 static int bench_usage_error(const char *fmt, va_list ap) {
   fprintf(stderr, "imgstat bench: ");
-  vfprintf(stderr, fmt, ap);
+  imgstat_number_vfprintf(stderr, fmt, ap);
   fprintf(stderr, "\n%s", bench_usage);
   return 2;
 }
@@ -202,7 +202,7 @@ static void version_text(char *buf, size_t size, int v) {
 /* A cell of the table: the value, or blank when it does not apply. */
 static void cell(char *buf, size_t size, const char *fmt, double v, int show) {
   if (show)
-    snprintf(buf, size, fmt, v);
+    imgstat_number_snprintf(buf, size, fmt, v);
   else
     snprintf(buf, size, "%s", "");
 }
@@ -212,7 +212,8 @@ static void print_row(FILE *out, const imgstat_bench_row *r) {
       spread[32];
   int ladder = r->group == IMGSTAT_BENCH_LADDER;
   cell(median, sizeof median, "%.4f", r->median_ms, 1);
-  snprintf(spread, sizeof spread, "%.4f-%.4f", r->min_ms, r->max_ms);
+  imgstat_number_snprintf(spread, sizeof spread, "%.4f-%.4f", r->min_ms,
+                          r->max_ms);
   cell(gbps, sizeof gbps, "%.1f", r->gbps, 1);
   cell(pct, sizeof pct, "%.1f", 100.0 * r->copy_fraction, r->copy_fraction > 0);
   cell(step, sizeof step, "%.2f", r->step_speedup, ladder);
@@ -234,22 +235,25 @@ static void print_text(FILE *out, const imgstat_bench_result *res) {
   char rt[16], drv[16];
   version_text(rt, sizeof rt, res->runtime_version);
   version_text(drv, sizeof drv, res->driver_version);
-  fprintf(out,
-          "imgstat bench %s on %s: %d SMs, L2 %" PRIu64 " MiB, %.0f GiB; "
-          "CUDA runtime %s, driver %s\n",
-          IMGSTAT_VERSION, res->device, res->sm_count, res->l2_bytes >> 20,
-          (double)res->memory_bytes / (1024.0 * 1024.0 * 1024.0), rt, drv);
+  imgstat_number_fprintf(
+      out,
+      "imgstat bench %s on %s: %d SMs, L2 %" PRIu64 " MiB, %.0f GiB; "
+      "CUDA runtime %s, driver %s\n",
+      IMGSTAT_VERSION, res->device, res->sm_count, res->l2_bytes >> 20,
+      (double)res->memory_bytes / (1024.0 * 1024.0 * 1024.0), rt, drv);
   if (res->quick)
     fprintf(out, "QUICK RUN: small sizes, few runs; not figures to quote\n");
-  fprintf(out, "CUDA start-up (first CUDA call: context creation): %.1f ms\n",
-          res->init_ms);
-  fprintf(out,
-          "method: CUDA events; each row's first run is timed alone (column "
-          "'first', kept out\nof the median), then %d untimed warm-up runs, "
-          "then the median of %d timed runs\n(min-max beside it). GB/s = "
-          "bytes the work must read (copy: read + written) /\nmedian; %% copy "
-          "= GB/s / the measured copy bandwidth (%.1f GB/s).\n",
-          res->warmup, res->runs, res->copy_gbps);
+  imgstat_number_fprintf(
+      out, "CUDA start-up (first CUDA call: context creation): %.1f ms\n",
+      res->init_ms);
+  imgstat_number_fprintf(
+      out,
+      "method: CUDA events; each row's first run is timed alone (column "
+      "'first', kept out\nof the median), then %d untimed warm-up runs, "
+      "then the median of %d timed runs\n(min-max beside it). GB/s = "
+      "bytes the work must read (copy: read + written) /\nmedian; %% copy "
+      "= GB/s / the measured copy bandwidth (%.1f GB/s).\n",
+      res->warmup, res->runs, res->copy_gbps);
 
   const char *table = NULL;
   int any_host_bound = 0;
@@ -290,9 +294,10 @@ static void print_text(FILE *out, const imgstat_bench_result *res) {
     goals++;
     double value =
         r->group == IMGSTAT_BENCH_LADDER ? 100.0 * r->copy_fraction : r->ratio;
-    fprintf(out, "  %s\n    %s -- %s: %.3f%s  %s\n", r->table, r->name,
-            r->goal_text, value, r->group == IMGSTAT_BENCH_LADDER ? "%" : "",
-            r->goal_met ? "met" : "MISSED");
+    imgstat_number_fprintf(out, "  %s\n    %s -- %s: %.3f%s  %s\n", r->table,
+                           r->name, r->goal_text, value,
+                           r->group == IMGSTAT_BENCH_LADDER ? "%" : "",
+                           r->goal_met ? "met" : "MISSED");
   }
   if (!goals)
     fprintf(out, "  (none measured)\n");
@@ -346,23 +351,27 @@ static void print_norm_text(FILE *out, const imgstat_bench_result *res,
           "\nnormalize and histogram, RGB8, %" PRIu64 " Mi pixels (median of "
           "%d runs, CUDA events, random data)\n",
           pixels >> 20, res->runs);
-  fprintf(out, "  copy of the image, device to device  %8.4f ms  %7.0f GB/s\n",
-          t->copy_ms, copy_gbps);
-  fprintf(out,
-          "  normalize minmax RGB8 -> RGB8       %8.4f ms  %7.0f GB/s  "
-          "%3.0f%% of copy (goal >= 80%%: %s)  output %s the CPU's\n",
-          t->normalize_ms, norm_gbps, 100 * norm_gbps / copy_gbps,
-          norm_gbps >= 0.8 * copy_gbps ? "met" : "MISSED",
-          t->checked_ok ? "equal to" : "DIFFERENT FROM");
-  fprintf(out,
-          "  histogram, 3 x 256 bins             %8.4f ms  %7.0f GB/s  "
-          "%3.0f%% of the best read rate above, %.0f GB/s (goal >= 50%%: "
-          "%s)  counts %s the CPU's\n",
-          t->histogram_ms, hist_gbps,
-          read_gbps > 0 ? 100 * hist_gbps / read_gbps : 0, read_gbps,
-          read_gbps > 0 && hist_gbps >= 0.5 * read_gbps ? "met" : "MISSED",
-          t->histogram_ok ? "equal to" : "DIFFERENT FROM");
-  fprintf(out, "  scan + percentile search, 65536 bins %7.4f ms\n", t->scan_ms);
+  imgstat_number_fprintf(
+      out, "  copy of the image, device to device  %8.4f ms  %7.0f GB/s\n",
+      t->copy_ms, copy_gbps);
+  imgstat_number_fprintf(
+      out,
+      "  normalize minmax RGB8 -> RGB8       %8.4f ms  %7.0f GB/s  "
+      "%3.0f%% of copy (goal >= 80%%: %s)  output %s the CPU's\n",
+      t->normalize_ms, norm_gbps, 100 * norm_gbps / copy_gbps,
+      norm_gbps >= 0.8 * copy_gbps ? "met" : "MISSED",
+      t->checked_ok ? "equal to" : "DIFFERENT FROM");
+  imgstat_number_fprintf(
+      out,
+      "  histogram, 3 x 256 bins             %8.4f ms  %7.0f GB/s  "
+      "%3.0f%% of the best read rate above, %.0f GB/s (goal >= 50%%: "
+      "%s)  counts %s the CPU's\n",
+      t->histogram_ms, hist_gbps,
+      read_gbps > 0 ? 100 * hist_gbps / read_gbps : 0, read_gbps,
+      read_gbps > 0 && hist_gbps >= 0.5 * read_gbps ? "met" : "MISSED",
+      t->histogram_ok ? "equal to" : "DIFFERENT FROM");
+  imgstat_number_fprintf(
+      out, "  scan + percentile search, 65536 bins %7.4f ms\n", t->scan_ms);
 }
 
 static void print_json(FILE *out, const imgstat_bench_result *res,
@@ -557,15 +566,26 @@ static int run_startup(const char *path, int device, int parallel, int json,
     printf("start-up of %s: %ux%u %s, %d-bit\n", path, img.width, img.height,
            imgstat_colour_layout_name(img.colour, img.channels),
            imgstat_sample_depth(img.sample));
-    printf("  decode (imgstat_image_load)            %9.1f ms\n", decode_ms);
-    printf("  CUDA start-up (imgstat_gpu_create)     %9.1f ms%s\n", create.ms,
-           parallel ? "  (on its own thread, during decode)" : "");
-    printf("  decode and start-up together           %9.1f ms\n", both_ms);
-    printf("  CPU statistics (imgstat_cpu_stats)     %9.1f ms\n", cpu_ms);
-    printf("  GPU statistics, first call             %9.1f ms\n", gpu1_ms);
-    printf("  GPU statistics, second call            %9.1f ms\n", gpu2_ms);
-    printf("  imgstat_gpu_destroy                    %9.1f ms\n", destroy_ms);
-    printf("  all of the above                       %9.1f ms\n", total_ms);
+    imgstat_number_fprintf(
+        stdout, "  decode (imgstat_image_load)            %9.1f ms\n",
+        decode_ms);
+    imgstat_number_fprintf(
+        stdout, "  CUDA start-up (imgstat_gpu_create)     %9.1f ms%s\n",
+        create.ms, parallel ? "  (on its own thread, during decode)" : "");
+    imgstat_number_fprintf(
+        stdout, "  decode and start-up together           %9.1f ms\n", both_ms);
+    imgstat_number_fprintf(
+        stdout, "  CPU statistics (imgstat_cpu_stats)     %9.1f ms\n", cpu_ms);
+    imgstat_number_fprintf(
+        stdout, "  GPU statistics, first call             %9.1f ms\n", gpu1_ms);
+    imgstat_number_fprintf(
+        stdout, "  GPU statistics, second call            %9.1f ms\n", gpu2_ms);
+    imgstat_number_fprintf(
+        stdout, "  imgstat_gpu_destroy                    %9.1f ms\n",
+        destroy_ms);
+    imgstat_number_fprintf(
+        stdout, "  all of the above                       %9.1f ms\n",
+        total_ms);
     printf("  GPU partials %s the CPU's\n", equal ? "equal" : "DIFFER FROM");
   }
   imgstat_image_free(&img);
@@ -717,12 +737,15 @@ static int run_rates(int device, uint32_t width, uint32_t height, int runs) {
   for (int g = 0; g < 2; g++) {
     printf("%s s/GB (u8, u16, f32):\n", g ? "GPU" : "CPU, one thread");
     for (int k = 0; k < KINDS; k++)
-      printf("  {%.3f, %.3f, %.3f}, /* %s */\n", rate[g][k][0], rate[g][k][1],
-             rate[g][k][2], kinds[k]);
+      imgstat_number_fprintf(stdout, "  {%.3f, %.3f, %.3f}, /* %s */\n",
+                             rate[g][k][0], rate[g][k][1], rate[g][k][2],
+                             kinds[k]);
   }
-  printf("CUDA start-up (imgstat_gpu_create) %.1f ms; imgstat_gpu_destroy "
-         "%.1f ms\n",
-         create_ms, destroy_ms);
+  imgstat_number_fprintf(
+      stdout,
+      "CUDA start-up (imgstat_gpu_create) %.1f ms; imgstat_gpu_destroy "
+      "%.1f ms\n",
+      create_ms, destroy_ms);
   return 0;
 }
 

@@ -23,14 +23,14 @@ static void message(const char *prefix, const char *path, const char *after,
   char *text = small;
   va_list copy;
   va_copy(copy, ap);
-  int n = vsnprintf(small, sizeof small, fmt, copy);
+  int n = imgstat_number_vsnprintf(small, sizeof small, fmt, copy);
   va_end(copy);
   if (n < 0) {
     snprintf(small, sizeof small, "(unprintable message)");
   } else if ((size_t)n >= sizeof small) {
     char *big = malloc((size_t)n + 1);
     if (big) {
-      vsnprintf(big, (size_t)n + 1, fmt, ap);
+      imgstat_number_vsnprintf(big, (size_t)n + 1, fmt, ap);
       text = big;
     } /* else the truncated text */
   }
@@ -165,17 +165,13 @@ int ist_cli_parse_size(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
   *out = v;
   return 1;
 }
-/* The number of len characters at s (imgstat_number_length(s) == len,
- * and what follows cannot continue a number for strtod: a comma or the
- * end). */
+/* The number of len characters at s (imgstat_number_length(s) == len). */
 static int parse_number(const char *s, size_t len, double lo, double hi,
                         double *out) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  /* errno is ERANGE on underflow too (a subnormal, or 0): still a number,
-   * judged by its value; on overflow the value is infinite */
-  if (end != s + len)
+  double v;
+  /* an underflow is still a number (a subnormal, or 0), judged by its
+   * value; on overflow the value is infinite */
+  if (imgstat_number_read(s, &v) != len)
     return IMGSTAT_CLI_NUM_SYNTAX;
   if (!isfinite(v) || v < lo || v > hi)
     return IMGSTAT_CLI_NUM_RANGE;

@@ -269,9 +269,9 @@ static void marker(canvas *cv, int x, int top, int bottom, int dash,
 
 static void count_label(char *buf, size_t size, double c) {
   if (c < 1e5)
-    snprintf(buf, size, "%.0f", c);
+    imgstat_number_snprintf(buf, size, "%.0f", c);
   else
-    snprintf(buf, size, "%.0e", c);
+    imgstat_number_snprintf(buf, size, "%.0e", c);
 }
 
 imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
@@ -338,9 +338,9 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
       double v = (h->lo + (h->hi - h->lo) * q / 4.0) * info->scale;
       char label[32];
       if (info->sample == IMGSTAT_F32 || info->scale != 1.0)
-        snprintf(label, sizeof label, "%.3g", v);
+        imgstat_number_snprintf(label, sizeof label, "%.3g", v);
       else
-        snprintf(label, sizeof label, "%.0f", floor(v + 0.5));
+        imgstat_number_snprintf(label, sizeof label, "%.0f", floor(v + 0.5));
       int tw = text_width(label);
       int lx = q == 0 ? x : (q == 4 ? x - tw : x - tw / 2);
       text(&cv, lx, bottom + 7, label, black);
@@ -395,7 +395,7 @@ imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
       marker(&cv, value_x(h, f->median), top, bottom, 4, grey, "median", row++);
       for (int i = 0; i < f->npercentiles && i < 6; i++) {
         char name[24];
-        snprintf(name, sizeof name, "p%g", f->percentile_p[i]);
+        imgstat_number_snprintf(name, sizeof name, "p%g", f->percentile_p[i]);
         marker(&cv, value_x(h, f->percentile[i]), top, bottom, 2, grey, name,
                row++ % 4);
       }

@@ -1,6 +1,8 @@
 /* The progress line of a batch (progress.h). */
 #include "progress.h"
 
+#include "imgstat.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,18 +32,20 @@ void ist_progress_draw(ist_progress *p, uint64_t total, int known, int final) {
   double mbs = elapsed > 0 ? (double)p->bytes_in / elapsed / 1e6 : 0;
   char left[32] = "?";
   if (known && rate > 0)
-    snprintf(left, sizeof left, "%.0fs", (double)(total - p->done) / rate);
+    imgstat_number_snprintf(left, sizeof left, "%.0fs",
+                            (double)(total - p->done) / rate);
   char skipped[48] = "", workers[64] = "";
   if (p->skipped)
     snprintf(skipped, sizeof skipped, "  %" PRIu64 " skipped", p->skipped);
   if (p->workers > 0)
     snprintf(workers, sizeof workers, "  %d worker%s on %d core%s", p->workers,
              p->workers == 1 ? "" : "s", p->cores, p->cores == 1 ? "" : "s");
-  fprintf(stderr,
-          "\rimgstat: %s%" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
-          "%.0fs elapsed  %s left  %" PRIu64 " failed%s%s\033[K",
-          p->label ? p->label : "", p->done, total, known ? "" : "+", rate, mbs,
-          elapsed, left, p->failed, skipped, workers);
+  imgstat_number_fprintf(
+      stderr,
+      "\rimgstat: %s%" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
+      "%.0fs elapsed  %s left  %" PRIu64 " failed%s%s\033[K",
+      p->label ? p->label : "", p->done, total, known ? "" : "+", rate, mbs,
+      elapsed, left, p->failed, skipped, workers);
   if (final)
     fputc('\n', stderr);
   fflush(stderr);

@@ -676,7 +676,7 @@ static void print_stage_times(run_state *st) {
   imgstat_engine_times t;
   double read_s, output_s;
   imgstat_run_times(st->run, &t, &read_s, &output_s);
-  fprintf(
+  imgstat_number_fprintf(
       stderr,
       "imgstat: stage times: read %.3f check %.3f decode %.3f (parse "
       "%.3f alloc %.3f nvjpeg %.3f wait %.3f) reduce %.3f histogram "

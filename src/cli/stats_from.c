@@ -57,14 +57,10 @@ static int json_number(json_in *j, double *v, int *is_null) {
   }
   /* the program's one number grammar (JSON's, but for a leading '+' or
    * zero, or a bare point, which are accepted) */
-  size_t len = imgstat_number_length(j->p);
-  char *end;
-  if (len == 0)
+  size_t len = imgstat_number_read(j->p, v);
+  if (len == 0 || !isfinite(*v))
     return 0;
-  *v = strtod(j->p, &end);
-  if (end != j->p + len || !isfinite(*v))
-    return 0;
-  j->p = end;
+  j->p += len;
   return 1;
 }
 

@@ -9,7 +9,7 @@ imgstat_status imgstat_error_set(imgstat_error *err, imgstat_status status,
   if (err) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    imgstat_number_vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     err->status = status;
   }

@@ -56,9 +56,11 @@ imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
 /* Bytes as the user reads them: "3.0 GiB", "812.5 MiB", "4096 bytes". */
 static void format_bytes(char *out, size_t n, uint64_t bytes) {
   if (bytes >= (UINT64_C(1) << 30))
-    snprintf(out, n, "%.1f GiB", (double)bytes / (double)(UINT64_C(1) << 30));
+    imgstat_number_snprintf(out, n, "%.1f GiB",
+                            (double)bytes / (double)(UINT64_C(1) << 30));
   else if (bytes >= (UINT64_C(1) << 20))
-    snprintf(out, n, "%.1f MiB", (double)bytes / (double)(UINT64_C(1) << 20));
+    imgstat_number_snprintf(out, n, "%.1f MiB",
+                            (double)bytes / (double)(UINT64_C(1) << 20));
   else
     snprintf(out, n, "%" PRIu64 " bytes", bytes);
 }

@@ -18,7 +18,7 @@ imgstat_status ist_corrupt(imgstat_error *err, const char *format,
   char why[IMGSTAT_ERROR_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, sizeof why, fmt, ap);
+  imgstat_number_vsnprintf(why, sizeof why, fmt, ap);
   va_end(ap);
   char prefix[64];
   snprintf(prefix, sizeof prefix, "Corrupt %s data", format);
@@ -50,7 +50,7 @@ imgstat_status ist_f32_refuse(imgstat_error *err, const char *format,
                               const char *type, double v, uint32_t x,
                               uint32_t y) {
   char text[32];
-  snprintf(text, sizeof text, "%.17g", v);
+  imgstat_number_snprintf(text, sizeof text, "%.17g", v);
   return ist_f32_refuse_text(err, format, type, text, x, y);
 }
 

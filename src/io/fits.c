@@ -225,8 +225,8 @@ static imgstat_status card_real(const char *key, const char *v, fits_exact *ex,
       *d = (double)i64;
     return IMGSTAT_OK;
   }
-  errno = 0;
-  double x = strtod(t, NULL);
+  double x;
+  imgstat_number_read(t, &x);
   if (!isfinite(x))
     return bad_card(err, key, v, "is out of range");
   if (ex)
@@ -977,7 +977,7 @@ static void put_card(char **p, const char *key, const char *fmt, ...) {
   char v[72], card[81];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(v, sizeof v, fmt, ap);
+  imgstat_number_vsnprintf(v, sizeof v, fmt, ap);
   va_end(ap);
   snprintf(card, sizeof card, "%-8.8s= %-70.70s", key, v);
   memcpy(*p, card, 80);
@@ -1249,7 +1249,8 @@ static imgstat_status refuse_sample(const fits_state *fs, fits_exact v,
   if (exact && v.e >= 0 && bit_length(v.m) + v.e <= 126)
     i128_text(v.m * ((fits_i128)1 << v.e), text);
   else
-    snprintf(text, sizeof text, "%.17g", exact ? exact_approx(v) : approx);
+    imgstat_number_snprintf(text, sizeof text, "%.17g",
+                            exact ? exact_approx(v) : approx);
   const char *type = fs->bitpix < 0 ? "float"
                      : fs->identity ? (fs->bitpix == 64   ? "64-bit integer"
                                        : fs->bitpix == 32 ? "32-bit integer"

@@ -43,9 +43,9 @@ imgstat_status ist_pfm_open(imgstat_decoder *d, imgstat_error *err) {
   ps->channels = h.type == 'F' ? 3 : 1;
   ps->width = h.width;
   ps->height = h.height;
-  char *end = NULL;
-  double scale = strtod(h.scale, &end);
-  if (*end || scale == 0 || !isfinite(scale))
+  double scale = 0;
+  size_t len = imgstat_number_read(h.scale, &scale);
+  if (len == 0 || h.scale[len] || scale == 0 || !isfinite(scale))
     return ist_corrupt(err, "PFM", "scale %s is not a non-zero number",
                        h.scale);
   ps->swap = (scale < 0) != ist_host_is_little_endian();

@@ -125,7 +125,7 @@ static int on_error(TIFF *tif, void *user, const char *module, const char *fmt,
   (void)module;
   tiff_state *ts = user;
   if (!ts->message[0])
-    vsnprintf(ts->message, sizeof ts->message, fmt, ap);
+    imgstat_number_vsnprintf(ts->message, sizeof ts->message, fmt, ap);
   return 1;
 }
 
@@ -150,7 +150,7 @@ static int on_warning(TIFF *tif, void *user, const char *module,
   (void)module;
   tiff_state *ts = user;
   char text[IMGSTAT_ERROR_MAX];
-  vsnprintf(text, sizeof text, fmt, ap);
+  imgstat_number_vsnprintf(text, sizeof text, fmt, ap);
   if (!ts->damage[0] && warning_means_damage(text))
     snprintf(ts->damage, sizeof ts->damage, "%s", text);
   return 1;

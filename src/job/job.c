@@ -698,7 +698,7 @@ static void add_warning(imgstat_job_result *res, int about_input,
   w->about_input = about_input;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(w->text, sizeof w->text, fmt, ap);
+  imgstat_number_vsnprintf(w->text, sizeof w->text, fmt, ap);
   va_end(ap);
 }
 
@@ -728,7 +728,8 @@ static imgstat_status fail(imgstat_job_result *res, imgstat_job_stage stage,
   res->error.status = status;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(res->error.message, sizeof res->error.message, fmt, ap);
+  imgstat_number_vsnprintf(res->error.message, sizeof res->error.message, fmt,
+                           ap);
   va_end(ap);
   return status;
 }

@@ -801,7 +801,8 @@ note_add(imgstat_dataset_note *note, const char *fmt, ...) {
   }
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(note->reason + len, sizeof note->reason - len, fmt, ap);
+  imgstat_number_vsnprintf(note->reason + len, sizeof note->reason - len, fmt,
+                           ap);
   va_end(ap);
 }
 

@@ -12,8 +12,9 @@ void ist_output_format_double(char *buf, size_t size, double v) {
   /* 17 significant digits always round-trip; fewer read better when they
    * suffice, so take the first precision that strtod gives back exactly. */
   for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, size, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v)
+    imgstat_number_snprintf(buf, size, "%.*g", prec, v);
+    double back;
+    if (imgstat_number_read(buf, &back) && back == v)
       return;
   }
 }
@@ -165,9 +166,9 @@ static int with_hist(const ist_record *rec) {
 /* A histogram figure of the text table: an integer for u8/u16. */
 static void hist_value(char *buf, size_t size, imgstat_sample s, double v) {
   if (s != IMGSTAT_F32)
-    snprintf(buf, size, "%.0f", v);
+    imgstat_number_snprintf(buf, size, "%.0f", v);
   else
-    snprintf(buf, size, "%.6g", v);
+    imgstat_number_snprintf(buf, size, "%.6g", v);
 }
 
 static void hist_text(FILE *out, const ist_record *rec) {
@@ -175,7 +176,7 @@ static void hist_text(FILE *out, const ist_record *rec) {
   char buf[64];
   fprintf(out, "%-8s %10s", "channel", "median");
   for (int i = 0; i < cfg->npercentiles; i++) {
-    snprintf(buf, sizeof buf, "p%g", cfg->percentiles[i]);
+    imgstat_number_snprintf(buf, sizeof buf, "p%g", cfg->percentiles[i]);
     fprintf(out, " %10s", buf);
   }
   fprintf(out, " %9s %9s %9s\n", "entropy", "skewness", "kurtosis");
@@ -196,9 +197,9 @@ static void hist_text(FILE *out, const ist_record *rec) {
       hist_value(buf, sizeof buf, rec->sample, f->percentile[i]);
       fprintf(out, " %10s", buf);
     }
-    fprintf(out, " %9.4f", f->entropy);
+    imgstat_number_fprintf(out, " %9.4f", f->entropy);
     if (f->has_shape)
-      fprintf(out, " %9.4f %9.4f\n", f->skewness, f->kurtosis);
+      imgstat_number_fprintf(out, " %9.4f %9.4f\n", f->skewness, f->kurtosis);
     else
       fprintf(out, " %9s %9s\n", "-", "-");
   }
@@ -207,7 +208,7 @@ static void hist_text(FILE *out, const ist_record *rec) {
 static void hist_csv_header(FILE *out, const ist_hist_cli *cfg) {
   fputs(",median", out);
   for (int i = 0; i < cfg->npercentiles; i++)
-    fprintf(out, ",p%g", cfg->percentiles[i]);
+    imgstat_number_fprintf(out, ",p%g", cfg->percentiles[i]);
   fputs(",entropy,skewness,kurtosis", out);
 }
 
@@ -277,7 +278,7 @@ static void emit_hist(const ist_record_sink *k, const ist_hist_cli *cfg,
   k->open(k->ctx, "percentiles", 0);
   for (int i = 0; i < cfg->npercentiles; i++) {
     char name[40];
-    snprintf(name, sizeof name, "%g", cfg->percentiles[i]);
+    imgstat_number_snprintf(name, sizeof name, "%g", cfg->percentiles[i]);
     emit_real(k, name, f->has_values, f->percentile[i] * scale);
   }
   k->close(k->ctx, 0);
@@ -527,9 +528,10 @@ static void float_column_add(float_column *col, double v) {
 static void float_column_format(const float_column *col, char *buf, size_t size,
                                 double v) {
   if (col->exponent)
-    snprintf(buf, size, "%.5e", v);
+    imgstat_number_snprintf(buf, size, "%.5e", v);
   else
-    snprintf(buf, size, "%.*f", col->decimals < 4 ? 4 : col->decimals, v);
+    imgstat_number_snprintf(buf, size, "%.*f",
+                            col->decimals < 4 ? 4 : col->decimals, v);
 }
 
 /* The cells of the text table of rec (its figures as the table and the
@@ -570,9 +572,9 @@ text_cells(const ist_record *rec,
         float_column_format(&col[1], cell[2], TEXT_CELL, f->max);
         float_column_format(&col[3], cell[3], TEXT_CELL, f->mean);
       } else {
-        snprintf(cell[1], TEXT_CELL, "%.0f", f->min);
-        snprintf(cell[2], TEXT_CELL, "%.0f", f->max);
-        snprintf(cell[3], TEXT_CELL, "%.4f", f->mean);
+        imgstat_number_snprintf(cell[1], TEXT_CELL, "%.0f", f->min);
+        imgstat_number_snprintf(cell[2], TEXT_CELL, "%.0f", f->max);
+        imgstat_number_snprintf(cell[3], TEXT_CELL, "%.4f", f->mean);
       }
       snprintf(cell[5], TEXT_CELL, "%" PRIu32 ",%" PRIu32, f->min_x, f->min_y);
       snprintf(cell[6], TEXT_CELL, "%" PRIu32 ",%" PRIu32, f->max_x, f->max_y);
@@ -582,7 +584,7 @@ text_cells(const ist_record *rec,
     else if (is_float)
       float_column_format(&col[4], cell[4], TEXT_CELL, f->std);
     else
-      snprintf(cell[4], TEXT_CELL, "%.4f", f->std);
+      imgstat_number_snprintf(cell[4], TEXT_CELL, "%.4f", f->std);
     snprintf(cell[7], TEXT_CELL, "%" PRIu64, f->nan_count);
     snprintf(cell[8], TEXT_CELL, "%" PRIu64, f->inf_count);
   }
@@ -746,7 +748,7 @@ void ist_output_record(FILE *out, ist_output_format format,
 static void ds_value(char *buf, size_t size, const imgstat_dataset_result *r,
                      double v) {
   if (!r->scale_unit && !(r->depths & 4) && v >= 0)
-    snprintf(buf, size, "%.0f", v);
+    imgstat_number_snprintf(buf, size, "%.0f", v);
   else
     ist_output_format_double(buf, size, v);
 }
@@ -1009,10 +1011,10 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
         float_column_format(&col[2], mean, sizeof mean, d->mean);
         float_column_format(&col[3], sd, sizeof sd, d->std);
       } else {
-        snprintf(mn, sizeof mn, "%.0f", d->min);
-        snprintf(mx, sizeof mx, "%.0f", d->max);
-        snprintf(mean, sizeof mean, "%.4f", d->mean);
-        snprintf(sd, sizeof sd, "%.4f", d->std);
+        imgstat_number_snprintf(mn, sizeof mn, "%.0f", d->min);
+        imgstat_number_snprintf(mx, sizeof mx, "%.0f", d->max);
+        imgstat_number_snprintf(mean, sizeof mean, "%.4f", d->mean);
+        imgstat_number_snprintf(sd, sizeof sd, "%.4f", d->std);
       }
       if (!d->has_std)
         strcpy(sd, "-");
@@ -1041,12 +1043,13 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
     for (int c = 0; c < r->channels; c++) {
       if (!r->ch[c].has_histogram || !hf[c].has_values)
         continue;
-      fprintf(out, "%s: median %.6g", imgstat_channel_name(r->channels, c),
-              hf[c].median * r->hist_scale);
+      imgstat_number_fprintf(out, "%s: median %.6g",
+                             imgstat_channel_name(r->channels, c),
+                             hf[c].median * r->hist_scale);
       for (int i = 0; i < cfg->npercentiles; i++)
-        fprintf(out, "  p%g %.6g", cfg->percentiles[i],
-                hf[c].percentile[i] * r->hist_scale);
-      fprintf(out, "  entropy %.4f\n", hf[c].entropy);
+        imgstat_number_fprintf(out, "  p%g %.6g", cfg->percentiles[i],
+                               hf[c].percentile[i] * r->hist_scale);
+      imgstat_number_fprintf(out, "  entropy %.4f\n", hf[c].entropy);
     }
   }
   for (size_t i = 0; i < r->nexcluded; i++) {
