@@ -3,6 +3,7 @@
  * the uploads and downloads through a slot, and the device image handle.
  */
 #include "context.cuh"
+#include "gpu_fault.h"
 #include "reduce.cuh"
 
 #include <new>
@@ -502,6 +503,7 @@ imgstat_status imgstat_gpu_create(int device, imgstat_gpu **out,
   if (device >= count)
     return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
                              "no CUDA device %d (%d present)", device, count);
+  IST_CUDA_TRY(ist_cuda_start_gate(IST_GPU_START_CONTEXT), "the context");
   IST_CUDA_TRY(cudaSetDevice(device), "cudaSetDevice");
   IST_CUDA_TRY(cudaFree(0), "CUDA initialisation");
 

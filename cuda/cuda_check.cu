@@ -33,8 +33,8 @@ const FaultSwitch &fault_switch() {
     snprintf(f.value, sizeof f.value, "%.32s", s ? s : "");
     if (!f.valid)
       snprintf(f.problem, sizeof f.problem,
-               "IMGSTAT_GPU_FAULT='%.32s' is not N, alloc:N or launch:N "
-               "(docs/gpu.md)",
+               "IMGSTAT_GPU_FAULT='%.32s' is not N, alloc:N or launch:N, "
+               "nor start:POINT[:N] (docs/gpu.md)",
                f.value);
     return f;
   }();
@@ -56,7 +56,19 @@ cudaError_t fault_gate(unsigned kind, cudaError_t injected) {
   return injected;
 }
 
+std::atomic<unsigned long long> g_start_events{0}; /* the point reached */
+
 } // namespace
+
+cudaError_t ist_cuda_start_gate(int point) {
+  const FaultSwitch &f = fault_switch();
+  if (!(f.spec.kinds & IMGSTAT_GPU_FAULT_START) || f.spec.point != point)
+    return cudaSuccess;
+  if (g_start_events.fetch_add(1) + 1 != f.spec.n)
+    return cudaSuccess;
+  g_fault_unreported.store(true);
+  return cudaErrorMemoryAllocation;
+}
 
 imgstat_status ist_cuda_fail(imgstat_error *err, cudaError_t e,
                              const char *what) {

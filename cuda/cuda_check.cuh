@@ -43,6 +43,13 @@ cudaError_t ist_cuda_alloc(bool pinned, void **p, size_t bytes);
  * which case the caller returns it and launches nothing. */
 cudaError_t ist_cuda_launch_gate(void);
 
+/* Called at each point of a device's start-up (IST_GPU_START_*,
+ * gpu_fault.h): cudaSuccess, or cudaErrorMemoryAllocation when
+ * IMGSTAT_GPU_FAULT=start:POINT[:N] names this passage, in which case the
+ * caller fails that step of the start-up through ist_cuda_fail (its message
+ * then says the fault was injected) without calling CUDA or nvJPEG. */
+cudaError_t ist_cuda_start_gate(int point);
+
 /* NULL, or why IMGSTAT_GPU_FAULT is malformed (imgstat_gpu_create then
  * fails with this message rather than ignore the switch). */
 const char *ist_cuda_fault_problem(void);

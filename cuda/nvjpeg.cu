@@ -14,6 +14,7 @@
  * for the next batch) owned by the item until it is freed.
  */
 #include "cuda_check.cuh"
+#include "gpu_fault.h"
 #include "imgstat_cuda_jpeg.h"
 #include "norm_internal.cuh"
 #include "reduce.cuh"
@@ -330,6 +331,8 @@ void count_engines(ist_jpeg_handles *h) {
 imgstat_status handles_create(int strict, ist_jpeg_handles **out,
                               imgstat_error *err) {
   *out = nullptr;
+  if (cudaError_t e = ist_cuda_start_gate(IST_GPU_START_HANDLES))
+    return ist_cuda_fail(err, e, "nvJPEG's handles");
   ist_jpeg_handles *h = new (std::nothrow) ist_jpeg_handles;
   if (!h)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -440,7 +443,9 @@ imgstat_status decoder_new(int device, ist_jpeg_handles *h,
   memset(&d->times, 0, sizeof d->times);
   d->device = device;
   d->h = h;
-  cudaError_t e = cudaSetDevice(d->device);
+  cudaError_t e = ist_cuda_start_gate(IST_GPU_START_DECODER);
+  if (e == cudaSuccess)
+    e = cudaSetDevice(d->device);
   if (e == cudaSuccess)
     e = cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking);
   if (e == cudaSuccess)
@@ -540,6 +545,7 @@ extern "C" imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *d,
   if (!d)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder");
   IST_CUDA_TRY(cudaSetDevice(d->device), "cudaSetDevice");
+  IST_CUDA_TRY(ist_cuda_start_gate(IST_GPU_START_STATE), "nvJPEG's state");
   nvjpegStatus_t s = first_backend_ready(d);
   return s == NVJPEG_STATUS_SUCCESS
              ? IMGSTAT_OK

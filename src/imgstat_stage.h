@@ -19,9 +19,15 @@
  *    reading; items queue meanwhile. Its further lanes open when they first
  *    find more queued than the lanes open take: a whole batch, or items
  *    while a lane runs a batch (a run of less than a batch neither waits for
- *    their start nor for their end). A lane
- * that fails to open takes no batch; when no lane of any device opened, every
- * item (queued or submitted later) is finished with that failure.
+ *    their start nor for their end).
+ *  - Device start-up failures end the stage: a lane that fails to open
+ *    (any device, any lane) ends it at once, and so do all lanes settled
+ *    with none open (no device there). Every item queued, and every one
+ *    submitted later, is then finished with that failure; the lanes not
+ *    open close without waiting for work, the open ones take nothing more.
+ *    A failure of a device's start reaches the caller as an item's cause,
+ *    never as a lane waiting for work. A device that open reports as not
+ *    there (IMGSTAT_OK, no lane context) is no failure: its lanes close.
  *  - The results never depend on which items share a batch or which lane
  *    ran them: the run must give each item what it would give it alone (the
  *    operations' promise; the tests hold the stage to its part: every item
@@ -58,7 +64,10 @@ typedef struct imgstat_stage_ops {
   uint64_t batch_pixels; /* 0: 64 Mpx */
   int batch_max;         /* items per batch at most; 0: 128 */
   int linger_us;         /* 0: 2000; < 0: none */
-  /* A lane's context on device (0..devices-1); err says why it failed. */
+  /* A lane's context on device (0..devices-1); err says why it failed.
+   * IMGSTAT_OK with *lane_ctx left NULL: the device is not there (a stage
+   * sized before the devices were counted); its lanes close, nothing
+   * fails. */
   imgstat_status (*open)(void *ctx, int device, int lane, void **lane_ctx,
                          imgstat_error *err);
   /* One batch of n items, in their queue order. Returns IMGSTAT_OK or a
@@ -67,7 +76,7 @@ typedef struct imgstat_stage_ops {
                         imgstat_error *err);
   void (*close)(void *lane_ctx); /* may be NULL */
   /* An item is finished: status IMGSTAT_OK when run ran it without a lane
-   * failure; else the lane's failure, the open failure (no lane opened), or
+   * failure; else the lane's failure, the open failure (the stage ended), or
    * IMGSTAT_ERR_ARG with cancelled 1 (never run). The item may be freed
    * here. */
   void (*done)(void *ctx, imgstat_stage_item *item, imgstat_status status,

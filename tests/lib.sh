@@ -71,3 +71,90 @@ lib_fast_timing() {
     -o "$1/fast_timing" >>"$2" 2>&1 &&
     timeout 120 "$1/fast_timing" >>"$2" 2>&1
 }
+
+# ---- a GPU that cannot start ------------------------------------------------
+
+# lib_gone_setup: in $T, dir/ (three copies of $jpg) and mixed/ (a JPEG and
+# $png), for lib_gone_all.
+lib_gone_setup() {
+  mkdir "$T/dir" "$T/mixed"
+  for k in 1 2 3; do cp "$jpg" "$T/dir/p$k.jpg"; done
+  cp "$jpg" "$T/mixed/a.jpg"
+  cp "$png" "$T/mixed/b.png"
+}
+
+# lib_gone WHAT N OPTION WHY COMMAND...: the command, under timeout ($limit
+# seconds), exits 1 with N lines "OPTION needs a usable GPU: ..." on
+# stderr, each containing WHY ("": any reason), and no record on stdout. A
+# run still going at the limit is a hang.
+lib_gone() {
+  what=$1 n=$2 opt=$3 why=$4
+  shift 4
+  timeout -k 5 "$limit" "$@" >"$T/stdout" 2>"$T/stderr" </dev/null
+  got=$?
+  if [ "$got" -eq 124 ] || [ "$got" -eq 137 ]; then
+    fail "$what: still running after ${limit}s (a hang)"
+    sed 's/^/  | /' "$T/stderr"
+    return
+  fi
+  if [ "$got" -ne 1 ]; then
+    fail "$what: exit $got, expected 1"
+    sed 's/^/  | /' "$T/stderr"
+    return
+  fi
+  lines=$(grep -F -- "$opt needs a usable GPU: " "$T/stderr" | grep -cF -- "$why")
+  if [ "$lines" -ne "$n" ]; then
+    fail "$what: $lines lines '$opt needs a usable GPU: ...$why...', expected $n"
+    sed 's/^/  | /' "$T/stderr"
+    return
+  fi
+  if grep -q '"file"' "$T/stdout"; then
+    fail "$what: a record for an input that failed"
+    return
+  fi
+  pass "$what"
+}
+
+# lib_gone_all LABEL WHY VAR=VALUE...: every GPU option's run that must end
+# with the start-up's failure (IMGSTAT, jpg, T with lib_gone_setup's
+# folders), under the environment given: --jpeg-decoder gpu (the device
+# stage) on one JPEG, two, folders, --dataset, standard input; --backend gpu
+# for the statistics and normalize.
+lib_gone_all() {
+  label=$1
+  why=$2
+  shift 2
+  lib_gone "$label: one JPEG" 1 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --jpeg-decoder gpu "$jpg"
+  lib_gone "$label: one JPEG, --json, -j 1" 1 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --json -j 1 --jpeg-decoder gpu "$jpg"
+  lib_gone "$label: one JPEG, --histogram" 1 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --histogram --jpeg-decoder gpu "$jpg"
+  lib_gone "$label: one JPEG, --devices all" 1 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --devices all --jpeg-decoder gpu "$jpg"
+  lib_gone "$label: two JPEGs" 2 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --json --jpeg-decoder gpu "$jpg" "$T/dir/p1.jpg"
+  lib_gone "$label: a folder of JPEGs" 3 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --json --jpeg-decoder gpu "$T/dir"
+  lib_gone "$label: a folder of JPEGs, -j 1" 3 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" -j 1 --jpeg-decoder gpu "$T/dir"
+  lib_gone "$label: a JPEG and a PNG" 2 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --jpeg-decoder gpu "$T/mixed"
+  lib_gone "$label: --dataset, a folder of JPEGs" 3 "--jpeg-decoder gpu" \
+    "$why" env "$@" "$IMGSTAT" --json --dataset --jpeg-decoder gpu "$T/dir"
+  lib_gone "$label: --dataset, one JPEG" 1 "--jpeg-decoder gpu" "$why" \
+    env "$@" "$IMGSTAT" --dataset --jpeg-decoder gpu "$jpg"
+  lib_gone "$label: a JPEG on standard input" 1 "--jpeg-decoder gpu" "$why" \
+    env "$@" sh -c '"$0" --jpeg-decoder gpu - <"$1"' "$IMGSTAT" "$jpg"
+  case $why in *start:handles* | *start:decoder* | *start:state*) return ;; esac
+  lib_gone "$label: --backend gpu, one JPEG" 1 "--backend gpu" "$why" \
+    env "$@" "$IMGSTAT" --backend gpu "$jpg"
+  lib_gone "$label: normalize --backend gpu, one JPEG" 1 "--backend gpu" \
+    "$why" env "$@" "$IMGSTAT" normalize --backend gpu "$jpg" -o "$T/one.png"
+  lib_gone "$label: normalize --backend gpu, a folder" 1 "--backend gpu" \
+    "$why" env "$@" "$IMGSTAT" normalize --backend gpu "$T/dir" -o "$T/out"
+  if [ -e "$T/one.png" ] || [ -n "$(ls -A "$T/out" 2>/dev/null)" ]; then
+    fail "$label: normalize wrote an output without a GPU"
+  fi
+  rm -rf "$T/out" "$T/one.png"
+}

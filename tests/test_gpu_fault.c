@@ -17,26 +17,33 @@ static void test_valid(void) {
     const char *text;
     unsigned kinds;
     uint64_t n;
+    int point;
   } cases[] = {
-      {NULL, 0, 0},
-      {"", 0, 0},
-      {"0", 0, 0},
-      {"000", 0, 0},
-      {"alloc:0", 0, 0},
-      {"launch:0", 0, 0},
-      {"1", BOTH, 1},
-      {"17", BOTH, 17},
-      {"007", BOTH, 7},
-      {"alloc:1", IMGSTAT_GPU_FAULT_ALLOC, 1},
-      {"alloc:250", IMGSTAT_GPU_FAULT_ALLOC, 250},
-      {"launch:3", IMGSTAT_GPU_FAULT_LAUNCH, 3},
-      {"999999999999999999", BOTH, UINT64_C(999999999999999999)},
+      {NULL, 0, 0, 0},
+      {"", 0, 0, 0},
+      {"0", 0, 0, 0},
+      {"000", 0, 0, 0},
+      {"alloc:0", 0, 0, 0},
+      {"launch:0", 0, 0, 0},
+      {"1", BOTH, 1, 0},
+      {"17", BOTH, 17, 0},
+      {"007", BOTH, 7, 0},
+      {"alloc:1", IMGSTAT_GPU_FAULT_ALLOC, 1, 0},
+      {"alloc:250", IMGSTAT_GPU_FAULT_ALLOC, 250, 0},
+      {"launch:3", IMGSTAT_GPU_FAULT_LAUNCH, 3, 0},
+      {"999999999999999999", BOTH, UINT64_C(999999999999999999), 0},
+      {"start:context", IMGSTAT_GPU_FAULT_START, 1, IST_GPU_START_CONTEXT},
+      {"start:handles", IMGSTAT_GPU_FAULT_START, 1, IST_GPU_START_HANDLES},
+      {"start:decoder:3", IMGSTAT_GPU_FAULT_START, 3, IST_GPU_START_DECODER},
+      {"start:state:2", IMGSTAT_GPU_FAULT_START, 2, IST_GPU_START_STATE},
+      {"start:state:0", 0, 0, 0},
   };
   for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
-    ist_gpu_fault f = {99, 99};
+    ist_gpu_fault f = {99, 99, 99};
     CU_ASSERT_EQUAL(ist_gpu_fault_parse(cases[k].text, &f), 1);
     CU_ASSERT_EQUAL(f.kinds, cases[k].kinds);
     CU_ASSERT_EQUAL(f.n, cases[k].n);
+    CU_ASSERT_EQUAL(f.point, cases[k].point);
   }
 }
 
@@ -63,13 +70,24 @@ static void test_malformed(void) {
       "malloc:3",
       "alloc:launch:1",
       "1234567890123456789",
+      "start",
+      "start:",
+      "start:1",
+      "start:stream",
+      "start:contexts",
+      "start:context:",
+      "start:context:x",
+      "start:state:-1",
+      "start:state:1:2",
+      "Start:state",
   };
   for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
-    ist_gpu_fault f = {99, 99};
+    ist_gpu_fault f = {99, 99, 99};
     CU_ASSERT_EQUAL(ist_gpu_fault_parse(bad[k], &f), 0);
     /* a refused value injects nothing */
     CU_ASSERT_EQUAL(f.kinds, 0);
     CU_ASSERT_EQUAL(f.n, 0);
+    CU_ASSERT_EQUAL(f.point, 0);
   }
 }
 

@@ -12,8 +12,11 @@
  *  - the lanes open on their own threads while items queue (a slow open);
  *    a device's further lanes only when more waits than the open ones take
  *    (a whole batch, or items while a lane is busy);
- *  - lanes that fail to open: the others carry on; none opens: every item,
- *    queued or submitted later, finishes with the open failure;
+ *  - device start-up failures end the stage: a lane that fails to open
+ *    (the first or a further one, on any device) finishes every item queued
+ *    or submitted later with its failure, at once, without the input's end
+ *    (no lane left waiting for work); a device open reports as not there
+ *    fails nothing; no device there at all: every item fails;
  *  - a batch that fails gives its failure to its items only;
  *  - cancel: queued items finish as cancelled; a cancelled batch run
  *    delivers every item fed, exactly once;
@@ -52,6 +55,9 @@ static uint64_t decode_of(uint64_t v) { return mix(v) ^ 0x5a5a; }
 typedef struct fake {
   int open_delay_us;    /* each lane's open takes this long */
   int fail_lanes_below; /* lanes with index < this fail to open (all: 99) */
+  int fail_lanes_from;  /* lanes with index >= this fail (0: none) */
+  int fail_device;      /* lanes of device fail_device - 1 fail (0: none) */
+  int absent_from;      /* devices >= this are not there (-1: all are) */
   uint64_t poison;      /* a batch holding this value fails (0: none) */
   int run_us;           /* each batch's time (0: 200 to 500 us) */
   uint64_t batch_pixels;
@@ -80,8 +86,14 @@ typedef struct fake_item {
 static imgstat_status fake_open(void *ctx, int device, int lane, void **out,
                                 imgstat_error *err) {
   fake *f = ctx;
+  if (device == f->fail_device - 1) /* at once, before the others open */
+    return imgstat_error_set(err, IMGSTAT_ERR_DEVICE,
+                             "fake device %d: no memory", device);
   sleep_us(f->open_delay_us);
-  if (lane < f->fail_lanes_below)
+  if (f->absent_from >= 0 && device >= f->absent_from)
+    return IMGSTAT_OK; /* not there: no lane context */
+  if (lane < f->fail_lanes_below ||
+      (f->fail_lanes_from > 0 && lane >= f->fail_lanes_from))
     return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE,
                              "fake device %d lane %d: no engines", device,
                              lane);
@@ -292,6 +304,7 @@ static void run_free(run *r) {
 
 static void fake_init(fake *f) {
   memset(f, 0, sizeof *f);
+  f->absent_from = -1;
   f->batch_pixels = 2000;
   f->batch_max = 8;
 }
@@ -455,13 +468,67 @@ static void test_lazy_lanes(void) {
   CU_ASSERT_EQUAL(rep.lanes_open, 2);
 }
 
+/* Waits up to 5 s for every item to be finished; 1 when they all were. */
+static int all_finished(const fake_item *items, int n) {
+  for (int t = 0; t < 5000; t++) {
+    int k = 0;
+    while (k < n && atomic_load(&items[k].finished) == 1)
+      k++;
+    if (k == n)
+      return 1;
+    sleep_us(1000);
+  }
+  return 0;
+}
+
+/* A stage of devices x lanes given n small items (less than a batch when
+ * n is small) and neither flush nor end: every item must be finished by
+ * the start-up's failure alone, each once, with `want`. */
+static void failed_start_finishes(fake *f, int devices, int lanes, int n,
+                                  imgstat_status want) {
+  imgstat_stage_ops o = ops_of(f, devices, lanes);
+  imgstat_stage *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(imgstat_stage_create(&o, &s, NULL), IMGSTAT_OK);
+  fake_item *items = submit_n(s, n, 10);
+  CU_ASSERT_FATAL(items != NULL);
+  CU_ASSERT(all_finished(items, n)); /* before any end: no lane waits */
+  for (int k = 0; k < n; k++)
+    CU_ASSERT_EQUAL(items[k].status, want);
+  fake_item *late = submit_n(s, 1, 10); /* later: at once, the same */
+  CU_ASSERT_EQUAL(atomic_load(&late[0].finished), 1);
+  CU_ASSERT_EQUAL(late[0].status, want);
+  imgstat_stage_destroy(s, NULL);
+  for (int k = 0; k < n; k++)
+    CU_ASSERT_EQUAL(atomic_load(&items[k].finished), 1);
+  CU_ASSERT_EQUAL(atomic_load(&f->closed), atomic_load(&f->opened));
+  free(items);
+  free(late);
+}
+
 static void test_open_failures(void) {
-  /* lane 0 of each device fails, lane 1 works */
+  /* the first lane fails, one item (less than a batch) queued: the device's
+   * further lanes do not wait for more work, the item fails now */
   fake f;
   fake_init(&f);
   f.fail_lanes_below = 1;
+  failed_start_finishes(&f, 1, 2, 1, IMGSTAT_ERR_NODEVICE);
+  CU_ASSERT_EQUAL(atomic_load(&f.opened), 0);
+  /* the same with 2 devices x 3 lanes, the open slow */
+  fake_init(&f);
+  f.fail_lanes_below = 99;
+  f.open_delay_us = 20000;
+  failed_start_finishes(&f, 2, 3, 3, IMGSTAT_ERR_NODEVICE);
+  /* one device of two fails, the other opens: the stage ends all the same
+   * (the failure is the run's, not a device quietly left out) */
+  fake_init(&f);
+  f.fail_device = 2;
+  f.open_delay_us = 20000;
+  failed_start_finishes(&f, 2, 2, 1, IMGSTAT_ERR_DEVICE);
+  /* devices not there are no failure: the others carry everything */
+  fake_init(&f);
+  f.absent_from = 1;
   run r;
-  CU_ASSERT_EQUAL_FATAL(run_through(&f, 2, 2, 4, 100, UINT64_MAX, &r, NULL),
+  CU_ASSERT_EQUAL_FATAL(run_through(&f, 3, 2, 4, 100, UINT64_MAX, &r, NULL),
                         IMGSTAT_OK);
   CU_ASSERT(atomic_load(&f.opened) >= 1 && atomic_load(&f.opened) <= 2);
   for (uint64_t k = 0; k < 100; k++) {
@@ -469,7 +536,31 @@ static void test_open_failures(void) {
     CU_ASSERT_EQUAL(r.results[k], decode_of(k + 1));
   }
   run_free(&r);
-  /* none opens: every item finishes with the open failure */
+  /* no device there at all: every item fails */
+  fake_init(&f);
+  f.absent_from = 0;
+  failed_start_finishes(&f, 2, 2, 2, IMGSTAT_ERR_NODEVICE);
+  /* a further lane that fails (opened once work waits): the stage ends;
+   * every item finished once, the ones before the failure with results */
+  fake_init(&f);
+  f.fail_lanes_from = 1;
+  CU_ASSERT_EQUAL_FATAL(run_through(&f, 1, 2, 4, 200, UINT64_MAX, &r, NULL),
+                        IMGSTAT_OK);
+  CU_ASSERT_EQUAL(r.delivered, 200);
+  CU_ASSERT_EQUAL(r.finish_errors, 0);
+  int failed = 0;
+  for (uint64_t k = 0; k < 200; k++) {
+    if (r.statuses[k] == IMGSTAT_OK) {
+      CU_ASSERT_EQUAL(r.results[k], decode_of(k + 1));
+    } else {
+      CU_ASSERT_EQUAL(r.statuses[k], IMGSTAT_ERR_NODEVICE);
+    }
+    failed += r.statuses[k] != IMGSTAT_OK;
+  }
+  CU_ASSERT(failed > 0);
+  run_free(&r);
+  /* none opens, the input run through the batch runner: every item
+   * finishes with the open failure */
   fake_init(&f);
   f.fail_lanes_below = 99;
   f.open_delay_us = 20000;
@@ -625,7 +716,7 @@ static const test_case tests[] = {
     {"further lanes open when there is work", test_lazy_lanes},
     {"further lanes open when more waits than the open lanes take",
      test_lanes_by_queue},
-    {"lanes that fail to open", test_open_failures},
+    {"device start-up failures end the stage", test_open_failures},
     {"a failed batch fails its items only", test_batch_failure},
     {"cancel", test_cancel},
     {"the input's end: lanes close by themselves, late items refused",

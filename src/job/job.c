@@ -1474,7 +1474,7 @@ static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
   if (known_unusable(e))
     return imgstat_error_set(err, e->start.status, "%s", reason(&e->start.err));
   if (device >= e->start.ngpus)
-    return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE, "no device %d", device);
+    return IMGSTAT_OK; /* not there (every device: more lanes than GPUs) */
   gpu_slot *g = &e->start.gpus[device];
   if (!g->jpeg)
     return imgstat_error_set(err, IMGSTAT_ERR_NODEVICE, "nvJPEG did not start");

@@ -39,11 +39,14 @@ struct imgstat_stage {
   int ended;   /* imgstat_stage_end: lanes close once the queue is empty */
   int pending; /* lanes not opened yet */
   int busy;    /* lanes running a batch */
-  int dead;    /* no lane opened: items finish with open_err */
+  /* the stage has ended: a lane failed to open, or no device is there;
+   * every item finishes with open_err (see stage_over) */
+  int dead;
   imgstat_status open_status;
   imgstat_error open_err;
   int nlanes;
   lane *lanes;
+  unsigned char *absent; /* per device: its open said it is not there */
   struct timespec t0;
   imgstat_stage_report report;
 };
@@ -113,6 +116,48 @@ static void wait_until(imgstat_stage *s, const struct timespec *until) {
   pthread_cond_timedwait(&s->cv, &s->m, until);
 }
 
+/* The stage's end by its start (under the lock): a lane failed to open,
+ * or every lane has settled and none is open (no device was there). One
+ * rule for every way a device's start-up fails: the failure becomes the
+ * stage's (open_err), every item queued and every one submitted later
+ * finishes with it, the lanes not open close without waiting for work and
+ * the open ones take nothing more. Nothing waits for a lane that will never
+ * come. Returns the queued items, to finish outside the lock (NULL when the
+ * stage had ended already). */
+static imgstat_stage_item *stage_over(imgstat_stage *s) {
+  if (s->dead)
+    return NULL;
+  s->dead = 1;
+  if (s->open_status == IMGSTAT_OK)
+    s->open_status = imgstat_error_set(&s->open_err, IMGSTAT_ERR_NODEVICE,
+                                       "no device for the device stage");
+  pthread_cond_broadcast(&s->cv);
+  return take_all(s);
+}
+
+/* A lane's open has settled (under the lock): st and ctx are open's
+ * answer. Returns the items stage_over hands back, if it ended the stage. */
+static imgstat_stage_item *lane_settled(imgstat_stage *s, lane *l,
+                                        imgstat_status st,
+                                        const imgstat_error *err) {
+  s->pending--;
+  if (st == IMGSTAT_OK && l->ctx) {
+    if (s->report.lanes_open++ == 0)
+      s->report.open_s = seconds_since(&s->t0);
+  } else if (st == IMGSTAT_OK) {
+    s->absent[l->device] = 1; /* its further lanes close unopened */
+  } else if (s->open_status == IMGSTAT_OK) {
+    s->open_status = st;
+    s->open_err = *err;
+    if (!s->open_err.message[0])
+      imgstat_error_set(&s->open_err, st, "the device stage did not start");
+  }
+  pthread_cond_broadcast(&s->cv);
+  if (st != IMGSTAT_OK || (s->pending == 0 && s->report.lanes_open == 0))
+    return stage_over(s);
+  return NULL;
+}
+
 static void *lane_main(void *arg) {
   lane *l = arg;
   imgstat_stage *s = l->s;
@@ -121,18 +166,19 @@ static void *lane_main(void *arg) {
   if (l->index > 0) {
     /* a device's further lanes open once more waits than the lanes open
      * take: a whole batch, or items while a lane is busy. A run of less
-     * than a batch neither waits for their start nor for their end. */
+     * than a batch neither waits for their start nor for their end. They
+     * close unopened once the stage has ended or their device is not
+     * there. */
     pthread_mutex_lock(&s->m);
-    while (!more_than_taken(s) && !s->closing && !s->dead && !s->ended)
+    while (!more_than_taken(s) && !s->closing && !s->dead && !s->ended &&
+           !s->absent[l->device])
       pthread_cond_wait(&s->cv, &s->m);
-    int idle = !more_than_taken(s);
+    int idle = !more_than_taken(s) || s->dead || s->absent[l->device];
     imgstat_stage_item *orphans = NULL;
     if (idle) {
       s->pending--;
-      if (s->pending == 0 && s->report.lanes_open == 0 && !s->dead) {
-        s->dead = 1;
-        orphans = take_all(s);
-      }
+      if (s->pending == 0 && s->report.lanes_open == 0)
+        orphans = stage_over(s);
     }
     imgstat_status dead_st = s->open_status;
     imgstat_error dead_err = s->open_err;
@@ -141,30 +187,18 @@ static void *lane_main(void *arg) {
     if (idle)
       return NULL;
   }
+  l->ctx = NULL;
   imgstat_status st =
       s->ops.open(s->ops.ctx, l->device, l->index, &l->ctx, &err);
+  if (st != IMGSTAT_OK)
+    l->ctx = NULL;
   pthread_mutex_lock(&s->m);
-  s->pending--;
-  imgstat_stage_item *orphans = NULL;
-  if (st == IMGSTAT_OK) {
-    if (s->report.lanes_open++ == 0)
-      s->report.open_s = seconds_since(&s->t0);
-  } else if (s->open_status == IMGSTAT_OK) {
-    s->open_status = st;
-    s->open_err = err;
-    if (!s->open_err.message[0])
-      imgstat_error_set(&s->open_err, st, "the device stage did not start");
-  }
-  if (s->pending == 0 && s->report.lanes_open == 0) {
-    s->dead = 1;
-    orphans = take_all(s);
-  }
+  imgstat_stage_item *orphans = lane_settled(s, l, st, &err);
   imgstat_status dead_st = s->open_status;
   imgstat_error dead_err = s->open_err;
-  pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->m);
   finish_list(s, orphans, dead_st, 0, &dead_err);
-  if (st != IMGSTAT_OK)
+  if (st != IMGSTAT_OK || !l->ctx)
     return NULL;
 
   /* no memory for a batch: batches of one */
@@ -178,9 +212,9 @@ static void *lane_main(void *arg) {
   for (;;) {
     struct timespec idle0;
     clock_gettime(CLOCK_MONOTONIC, &idle0);
-    while (!s->head && !s->closing && !s->ended)
+    while (!s->head && !s->closing && !s->ended && !s->dead)
       pthread_cond_wait(&s->cv, &s->m);
-    if (!s->head && (s->closing || s->ended))
+    if (!s->head && (s->closing || s->ended || s->dead))
       break;
     /* linger for a fuller batch, unless told the input has paused or
      * ended */
@@ -267,8 +301,10 @@ imgstat_status imgstat_stage_create(const imgstat_stage_ops *ops,
   }
   s->nlanes = s->ops.devices * s->ops.lanes;
   s->lanes = calloc((size_t)s->nlanes, sizeof *s->lanes);
+  s->absent = calloc((size_t)s->ops.devices, 1);
   pthread_condattr_t ca;
-  int ok = s->lanes != NULL && pthread_condattr_init(&ca) == 0;
+  int ok =
+      s->lanes != NULL && s->absent != NULL && pthread_condattr_init(&ca) == 0;
   if (ok) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     ok = pthread_cond_init(&s->cv, &ca) == 0;
@@ -279,6 +315,7 @@ imgstat_status imgstat_stage_create(const imgstat_stage_ops *ops,
     }
   }
   if (!ok) {
+    free(s->absent);
     free(s->lanes);
     free(s);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -305,6 +342,7 @@ imgstat_status imgstat_stage_create(const imgstat_stage_ops *ops,
   if (started == 0) {
     pthread_mutex_destroy(&s->m);
     pthread_cond_destroy(&s->cv);
+    free(s->absent);
     free(s->lanes);
     free(s);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
@@ -396,6 +434,7 @@ void imgstat_stage_destroy(imgstat_stage *s, imgstat_stage_report *report) {
     *report = s->report;
   pthread_mutex_destroy(&s->m);
   pthread_cond_destroy(&s->cv);
+  free(s->absent);
   free(s->lanes);
   free(s);
 }
