@@ -21,15 +21,15 @@ esac
 # GIF input; optional); zlib (FITS's GZIP tiles checked).
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
 libtiff-dev libwebp-dev libcfitsio-dev zlib1g-dev libgif-dev libturbojpeg0-dev libdeflate-dev"
-# Tests: CUnit, python3 (JSON checks) with numpy, pypng and PIL
-# (independent checks); the Python package's build and tests (python/):
+# Tests: CUnit, python3 (JSON checks) with numpy, pypng, PIL and astropy
+# (independent checks; astropy writes and reads tile-compressed FITS); the Python package's build and tests (python/):
 # python3-dev, python3-venv, pytest; CI: clang with its libFuzzer runtime,
 # clang-format, valgrind, groff (the man page's lint); --mpi and its tests
 # (mpirun): Open MPI; locales (the de_DE source that tests make a
 # decimal-comma locale from with localedef).
 if [ "$with_tests" = 1 ]; then
   packages="$packages libcunit1-dev python3 python3-numpy python3-png \
-python3-pil python3-dev python3-venv python3-pytest clang libclang-rt-dev \
+python3-pil python3-astropy python3-dev python3-venv python3-pytest clang libclang-rt-dev \
 clang-format valgrind groff-base libopenmpi-dev openmpi-bin locales"
 fi
 

@@ -159,7 +159,8 @@ if tiled("plio-i32.fits", plio, "PLIO_1", tile=(16, 1)):
     expect("plio-i32.fits", plio, 32)
 # quantized floats (lossy, dithered at random): within a quantization step
 q = (rng.standard_normal((12, 16)) * 100).astype("f4")
-if tiled("rice-f32q.fits", q, "RICE_1", qlevel=-0.01):  # steps of 0.01
+good["rice-f32q.fits"] = tiled("rice-f32q.fits", q, "RICE_1", qlevel=-0.01)
+if good["rice-f32q.fits"]:  # steps of 0.01
     expect("rice-f32q.fits", q, 32, tol=0.01)
 # rows as tiles (cfitsio's default shape)
 if tiled("rice-rows.fits", i16, "RICE_1", tile=(16, 1)):
@@ -223,6 +224,14 @@ if good.get("gzip_1-i16.fits"):
     i = d.find(old, 2880)
     write("gzip-zbitpix-64.fits", d[:i] + new + d[i + 80:])
     expect_refused("gzip-zbitpix-64.fits", "does not inflate to its float pixels")
+# quantized Rice tiles marked ZQUANTIZ 'NONE': cfitsio reads them as
+# unquantized floats (with BYTEPIX 2, past its buffer)
+if good.get("rice-f32q.fits"):
+    old, new = patched("rice-f32q.fits", "ZQUANTIZ", "'NONE'")
+    d = good["rice-f32q.fits"]
+    i = d.find(old, 2880)
+    write("rice-quantiz-none.fits", d[:i] + new + d[i + 80:])
+    expect_refused("rice-quantiz-none.fits", "unquantized floats are GZIP's")
 # a tile descriptor pointing past the heap
 if good.get(R):
     d = bytearray(good[R])

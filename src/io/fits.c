@@ -643,10 +643,6 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
                         "are)",
                         s);
   }
-  if (plio && zb < 0)
-    return ist_corrupt(
-        err, "FITS",
-        "PLIO_1 tiles of ZBITPIX %" PRId64 " (PLIO holds integers)", zb);
   if (h->bitpix != 8 || h->naxis != 2 || (h->have_gcount && h->gcount != 1))
     return ist_corrupt(err, "FITS",
                        "tile-compressed image in a table that "
@@ -679,14 +675,23 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
     return ist_corrupt(err, "FITS",
                        "the table has %" PRIu64 " rows for %" PRIu64 " tiles",
                        h->naxes[2], tiles);
-  /* algorithm parameters */
+  /* algorithm parameters: cfitsio reads ZVALn for RICE_1 alone (ZVAL1 the
+   * block size; ZVAL2 the bytes a pixel, unless ZNAME2 is 'NOISEBIT', the
+   * older files' name, whose pixels are 4 bytes). GZIP_1, GZIP_2 and
+   * PLIO_1 take none, and cfitsio ignores their ZNAMEn (astropy's GZIP
+   * floats carry ZNAME1 = 'NOISEBIT'); the header written for cfitsio
+   * holds none of them. */
   t->bytepix = 4;
   if (rice) {
     int64_t v;
-    if (strcmp(h->zname[1], "BLOCKSIZE"))
+    if (h->zname[1][0] && strcmp(h->zname[1], "BLOCKSIZE"))
       return ist_corrupt(err, "FITS",
-                         "RICE_1 tiles without ZNAME1 = "
+                         "RICE_1 tiles with ZNAME1 other than "
                          "'BLOCKSIZE'");
+    if (!h->zval[1][0])
+      return ist_corrupt(err, "FITS",
+                         "RICE_1 tiles without ZVAL1 (the "
+                         "block size)");
     imgstat_status s = card_int("ZVAL1", h->zval[1], 16, 32, &v, err);
     if (s != IMGSTAT_OK)
       return s;
@@ -694,11 +699,13 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
       return ist_corrupt(err, "FITS",
                          "RICE_1 block size %" PRId64 " (16 or 32)", v);
     t->blocksize = (int)v;
-    if (h->zname[2][0] || h->zval[2][0]) {
-      if (strcmp(h->zname[2], "BYTEPIX"))
-        return ist_corrupt(err, "FITS",
-                           "RICE_1 tiles with ZNAME2 other than "
-                           "'BYTEPIX'");
+    if (!strcmp(h->zname[2], "NOISEBIT")) {
+      /* bytepix stays 4 */
+    } else if (h->zname[2][0] && strcmp(h->zname[2], "BYTEPIX")) {
+      return ist_corrupt(err, "FITS",
+                         "RICE_1 tiles with ZNAME2 other than "
+                         "'BYTEPIX' or 'NOISEBIT'");
+    } else if (h->zval[2][0]) {
       s = card_int("ZVAL2", h->zval[2], 1, 4, &v, err);
       if (s != IMGSTAT_OK)
         return s;
@@ -706,8 +713,6 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
         return ist_corrupt(err, "FITS", "RICE_1 BYTEPIX 3 (1, 2 or 4)");
       t->bytepix = (int)v;
     }
-  } else if (h->zname[1][0] || h->zval[1][0]) {
-    return ist_corrupt(err, "FITS", "%s tiles with parameters (ZNAME1)", z);
   }
   /* floats: quantized (ZSCALE, ZZERO), or stored losslessly */
   if (zb < 0) {
@@ -764,14 +769,19 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
                        "table rows of %" PRIu64
                        " bytes (NAXIS1) whose columns take %" PRIu64,
                        h->naxes[1], at);
-  t->quantized = zb < 0 && (seen[COL_ZSCALE] || h->have_zscale);
+  /* quantized floats as cfitsio tells them: a ZSCALE or ZZERO column and
+   * ZQUANTIZ not 'NONE' (ZSCALE and ZZERO as cards alone, or ZQUANTIZ
+   * 'NONE', make it read the tiles as unquantized floats) */
+  t->quantized = zb < 0 && (seen[COL_ZSCALE] || seen[COL_ZZERO]) &&
+                 strcmp(h->zquantiz, "NONE");
   /* floats are stored as floats only by GZIP (RICE_1 and PLIO_1 hold
-   * integers: cfitsio would read their tiles as floats past the end) */
+   * integers, quantized floats among them: cfitsio would read their tiles
+   * as unquantized floats past the end) */
   if (zb < 0 && !t->quantized && !gzip)
     return ist_corrupt(err, "FITS",
                        "%s tiles of ZBITPIX %" PRId64
-                       " without ZSCALE and ZZERO (unquantized floats are "
-                       "GZIP's alone)",
+                       " without ZSCALE and ZZERO columns, or with ZQUANTIZ "
+                       "'NONE' (unquantized floats are GZIP's alone)",
                        z, zb);
   if (zb > 0 && (seen[COL_GZIP] || seen[COL_ZSCALE] || seen[COL_ZZERO]))
     return ist_corrupt(err, "FITS", "integer tiles with float columns");
@@ -790,8 +800,7 @@ static imgstat_status tiled_check(const fits_hdu *h, fits_tiled *t,
  * 2, 1) stays inside a tile's n compressed bytes c while it decodes nx
  * pixels in blocks of nblock. It checks its input's end only after each
  * block, and a run of zero bytes keeps it reading (fuzz_fits found it:
- * tests/data/fuzz/fits-rice-zero-run.bin). The same reads, counted; 0 also
- * where its shifts would be undefined. */
+ * tests/data/fuzz/fits-rice-zero-run.bin). The same reads, counted. */
 static int rice_stays_inside(const unsigned char *c, uint64_t n, uint64_t nx,
                              int bytepix, int nblock) {
   int fsbits = bytepix == 1 ? 3 : bytepix == 2 ? 4 : 5;
@@ -835,12 +844,11 @@ static int rice_stays_inside(const unsigned char *c, uint64_t n, uint64_t nx,
       }
     } else {
       for (; i < imax; i++) {
-        while (b == 0) {
-          nbits += 8;
+        /* a run of zero bits (the quotient: any length, a valid tile's
+         * large differences make long ones), counted by the decoder in
+         * nbits; what it keeps after the run depends on b alone (< 2^8) */
+        while (b == 0)
           RICE_NEXT(b);
-        }
-        if (nbits > 31)
-          return 0;
         int top = 0;
         for (unsigned int v = b; v; v >>= 1)
           top++;
@@ -861,23 +869,24 @@ static int rice_stays_inside(const unsigned char *c, uint64_t n, uint64_t nx,
 }
 
 /* Whether a GZIP tile's n bytes c inflate, as cfitsio inflates them (one
- * gzip member), to exactly want bytes (scratch: want + 1 bytes). cfitsio
- * takes a tile's type from the size it inflates to, and when inflating
- * fails it tests that size uninitialised (valgrind saw it; a size that
- * happened to match a wider type would make it swap past its buffer); it
- * also grows its buffer without a bound while it inflates. */
-static int gzip_inflates_to(const unsigned char *c, uint64_t n, uint64_t want,
-                            unsigned char *scratch) {
+ * gzip member), to at most most bytes (scratch: most + 1 bytes); *size:
+ * how many. cfitsio takes a tile's type from the size it inflates to, and
+ * when inflating fails it tests that size uninitialised (valgrind saw it; a
+ * size that happened to match a wider type would make it swap past its
+ * buffer); it also grows its buffer without a bound while it inflates. */
+static int gzip_inflates(const unsigned char *c, uint64_t n, uint64_t most,
+                         unsigned char *scratch, uint64_t *size) {
   z_stream z;
   memset(&z, 0, sizeof z);
-  if (n > UINT32_MAX || want >= UINT32_MAX || inflateInit2(&z, 15 + 16) != Z_OK)
+  if (n > UINT32_MAX || most >= UINT32_MAX || inflateInit2(&z, 15 + 16) != Z_OK)
     return 0;
   z.next_in = (unsigned char *)c;
   z.avail_in = (uInt)n;
   z.next_out = scratch;
-  z.avail_out = (uInt)want + 1;
+  z.avail_out = (uInt)most + 1;
   int r = inflate(&z, Z_FINISH);
-  int ok = r == Z_STREAM_END && z.total_out == want;
+  int ok = r == Z_STREAM_END && z.total_out <= most;
+  *size = z.total_out;
   inflateEnd(&z);
   return ok;
 }
@@ -935,18 +944,22 @@ static imgstat_status tiled_check_rows(const fits_hdu *h, fits_tiled *t,
                              t->blocksize))
         goto bad_rice;
       if ((gzip || c->kind == COL_GZIP) && count > 0) {
-        /* the tile's pixels at their stored width: cfitsio reads an
-         * unquantized float tile of another size past its end */
-        uint64_t bytes = h->zbitpix > 0 ? (uint64_t)h->zbitpix / 8
-                         : (t->quantized && c->kind == COL_DATA)
-                             ? 4
-                             : (uint64_t)-h->zbitpix / 8;
+        /* Integers (and quantized floats) in 1, 2 or 4 bytes a pixel,
+         * whatever ZBITPIX (cfitsio takes the tile's type from its size:
+         * m13_gzip.fits's 16-bit image has tiles of 4-byte integers; 8
+         * bytes would be doubles, which it leaves unconverted into
+         * integers); unquantized floats at their stored width (it reads
+         * those of another size past their end). */
+        int ints = h->zbitpix > 0 || (t->quantized && c->kind == COL_DATA);
+        uint64_t width = ints ? 4 : (uint64_t)-h->zbitpix / 8, size;
         if (!scratch)
           scratch = malloc(t->tile_pixels * 8 + 1);
         if (!scratch)
           return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-        if (!gzip_inflates_to(table + theap + off, count, pixels * bytes,
-                              scratch))
+        if (!gzip_inflates(table + theap + off, count, pixels * width, scratch,
+                           &size) ||
+            (size != pixels * width &&
+             !(ints && (size == pixels || size == pixels * 2))))
           goto bad_size;
       }
     }
