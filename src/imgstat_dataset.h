@@ -246,9 +246,9 @@ struct imgstat_input;
 typedef struct imgstat_dataset_pass {
   /* The inputs, in order, on the caller's thread: *item NULL at the end.
    * An item must stay valid until release is called for it (NULL: the
-   * caller keeps them all until the pass returns). Inputs of kind
-   * IMGSTAT_INPUT_STDIN are skipped (standard input cannot be read twice)
-   * and counted as failed. */
+   * caller keeps them all until the pass returns). Inputs that can be read
+   * only once (imgstat_input.read_once: a pipe, a FIFO, a device) are not
+   * read: the range pass skips them, the pool counts them as failed. */
   void *ctx;
   imgstat_status (*next)(void *ctx, const struct imgstat_input **item,
                          imgstat_error *err);

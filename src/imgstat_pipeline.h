@@ -73,10 +73,16 @@ typedef enum imgstat_input_kind {
  * imgstat_input_free. */
 typedef struct imgstat_input {
   imgstat_input_kind kind;
-  uint64_t index;        /* its place in the list, from 0 (errors counted) */
-  const char *path;      /* as given or as walked */
-  uint64_t size;         /* bytes, when size_known (a regular file) */
-  int size_known;        /* 1 when size holds the file's size at the walk */
+  uint64_t index;   /* its place in the list, from 0 (errors counted) */
+  const char *path; /* as given or as walked */
+  uint64_t size;    /* bytes, when size_known (a regular file) */
+  int size_known;   /* 1 when size holds the file's size at the walk */
+  /* 1 when it can be read only once: anything but a regular file or a block
+   * device (a pipe: "-", /dev/stdin or /dev/fd/N fed by one; a FIFO; a
+   * character device; a socket), from its type at the walk. A pass that
+   * would read the inputs twice (the float range pass, a --dataset's
+   * pooling pass) leaves such an input alone. */
+  int read_once;
   imgstat_status status; /* IMGSTAT_ERR_*: kind ERROR; else IMGSTAT_OK */
   const char *message;   /* kind ERROR: the reason ("Permission denied"), no
                             file name; else NULL */
@@ -160,6 +166,11 @@ imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
 
 /* Frees the items and empties the list; NULL is a no-op. */
 void imgstat_input_list_free(imgstat_input_list *list);
+
+/* The first input of list that can be read only once (read_once), or NULL
+ * when every one can be read again. */
+const imgstat_input *
+imgstat_input_list_read_once(const imgstat_input_list *list);
 
 /* A new iterator that hands out copies of list's items (their indices kept),
  * with its total known from the start. */
@@ -377,10 +388,23 @@ void imgstat_task_release(imgstat_task *task, uint64_t bytes);
 int imgstat_task_cancelled(const imgstat_task *task);
 
 /*
- * Decodes one input for the task's work, within the budget: reads its header,
- * reserves the decoded size plus extra_per_sample bytes for each of its
- * samples (pixels x channels: what the work will allocate beside the image,
- * e.g. an output image) with imgstat_task_reserve, and decodes
+ * Opens a decoder on one input for the task's work (its header read; nothing
+ * reserved): standard input by /dev/stdin, a file by its path. Waiting for
+ * the bytes of an input that can be read only once (a FIFO with no writer
+ * yet, a pipe) ends when the run is cancelled: IMGSTAT_ERR_ARG with
+ * *cancelled set to 1. An error item fails with its own status and message.
+ */
+imgstat_status imgstat_task_open(imgstat_task *task, const imgstat_input *in,
+                                 const imgstat_load_options *load,
+                                 imgstat_decoder **d, int *cancelled,
+                                 imgstat_error *err);
+
+/*
+ * Decodes one input for the task's work, within the budget: reads its header
+ * (imgstat_task_open), reserves the decoded size plus extra_per_sample bytes
+ * for each of its samples (pixels x channels: what the work will allocate
+ * beside the image, e.g. an output image) with imgstat_task_reserve, and
+ * decodes
  * the pixels into *img (allocated here; free it with imgstat_image_free).
  * An input that fails before the reservation reserves 0 bytes, so that
  * later items go on. Returns IMGSTAT_OK, a failure of the input (err says

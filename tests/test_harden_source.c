@@ -10,6 +10,7 @@
  */
 #include "cli_util.h"
 #include "imgstat.h"
+#include "io.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>
@@ -461,6 +462,55 @@ static void test_parse_size(void) {
   CU_ASSERT_EQUAL(v, 2048);
 }
 
+/* Counts the times it is asked; says stop at the third. */
+static int stop_at_third(void *ctx) {
+  int *asked = ctx;
+  return ++*asked >= 3;
+}
+
+/* A FIFO that no writer opens: the open does not wait for one, and the wait
+ * for its bytes ends when the stop callback says so; without a writer the
+ * FIFO is not taken for an empty input. Then a writer that opens it and
+ * leaves without writing: an empty input. */
+static void test_fifo_wait_stops(void) {
+  char dir[4096], fifo[4200];
+  CU_ASSERT_FATAL(test_tmp_template(dir, sizeof dir, "imgstat_test_wait_") &&
+                  mkdtemp(dir));
+  snprintf(fifo, sizeof fifo, "%s/in", dir);
+  CU_ASSERT_FATAL(mkfifo(fifo, 0600) == 0);
+  int asked = 0;
+  ist_stop stop = {stop_at_third, &asked};
+  imgstat_decoder *d = NULL;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status s = ist_decoder_open_until(fifo, NULL, &stop, &d, &err);
+  CU_ASSERT(s == IMGSTAT_ERR_IO && d == NULL);
+  CU_ASSERT(strstr(err.message, "cancelled") != NULL);
+  CU_ASSERT(asked == 3);
+  /* the read-once rule */
+  struct stat st;
+  CU_ASSERT(stat(fifo, &st) == 0 && ist_read_once_mode(st.st_mode));
+  CU_ASSERT(stat("/dev/null", &st) == 0 && ist_read_once_mode(st.st_mode));
+  CU_ASSERT(stat(sample_path("camera.png"), &st) == 0 &&
+            !ist_read_once_mode(st.st_mode));
+  /* a writer that comes and goes: the end of an empty input */
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(fifo, O_WRONLY);
+    _exit(fd < 0 ? 1 : 0);
+  }
+  asked = -1000000; /* no stop: the writer's end ends the wait */
+  memset(&err, 0, sizeof err);
+  s = ist_decoder_open_until(fifo, NULL, &stop, &d, &err);
+  CU_ASSERT(s == IMGSTAT_ERR_FORMAT && strcmp(err.message, "empty file") == 0);
+  int wstatus = 0;
+  CU_ASSERT(pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) &&
+            WEXITSTATUS(wstatus) == 0);
+  unlink(fifo);
+  rmdir(dir);
+}
+
 static const test_case tests[] = {
     {"non-regular inputs", NULL},
     {"/dev/zero refused at once", test_dev_zero},
@@ -475,6 +525,7 @@ static const test_case tests[] = {
     {"TGA through a FIFO", test_tga_through_fifo},
     {"JPEG after a fill byte through a FIFO",
      test_jpeg_after_fill_byte_through_fifo},
+    {"a FIFO's wait for a writer ends on stop", test_fifo_wait_stops},
     {"max-memory", NULL},
     {"decoded-memory budget", test_max_memory_option},
     {"--max-memory values", test_parse_size},

@@ -561,6 +561,7 @@ static void test_stdin_and_arguments(void) {
   add_path(in, at("args/nothing.png"));
   add_path(in, at("args/fifo")); /* named: a file, never opened here */
   add_path(in, "-");
+  add_path(in, "/dev/null"); /* a character device */
   imgstat_error err;
   CU_ASSERT(imgstat_inputs_add_list(in, "-", '\n', &err) == IMGSTAT_ERR_ARG);
   got g;
@@ -569,13 +570,23 @@ static void test_stdin_and_arguments(void) {
                     {'F', "args/data.bin", 0},
                     {'E', "args/nothing.png", strerror(ENOENT)},
                     {'F', "args/fifo", 0},
-                    {'S', "-", 0}};
+                    {'S', "-", 0},
+                    {'F', "/dev/null", 0}};
   EXPECT(&g, w);
-  if (g.n == 5) {
+  if (g.n == 6) {
     CU_ASSERT(!g.item[0]->size_known);
     CU_ASSERT(g.item[1]->size_known && g.item[1]->size == 6);
     CU_ASSERT(!g.item[3]->size_known);
     CU_ASSERT(g.item[2]->status == IMGSTAT_ERR_IO);
+    /* what can be read only once: anything but a regular file or a block
+     * device, standard input by what it is now */
+    struct stat st;
+    int stdin_once = fstat(STDIN_FILENO, &st) != 0 ||
+                     !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+    CU_ASSERT(g.item[0]->read_once == stdin_once);
+    CU_ASSERT(!g.item[1]->read_once);
+    CU_ASSERT(g.item[3]->read_once);
+    CU_ASSERT(g.item[5]->read_once);
   }
   got_free(&g);
 }
@@ -657,7 +668,8 @@ static int same_item(const imgstat_input *a, const imgstat_input *b) {
   return a->kind == b->kind && a->index == b->index &&
          strcmp(a->path, b->path) == 0 && a->size == b->size &&
          a->size_known == b->size_known && a->status == b->status &&
-         a->root_len == b->root_len && !a->message == !b->message &&
+         a->root_len == b->root_len && a->read_once == b->read_once &&
+         !a->message == !b->message &&
          (!a->message || strcmp(a->message, b->message) == 0);
 }
 
@@ -704,7 +716,7 @@ static void test_whole_list(void) {
   for (size_t k = 0; k < list.count; k++) {
     const imgstat_input *it = list.items[k];
     whole +=
-        3 + 5 * 8 + strlen(it->path) + (it->message ? strlen(it->message) : 0);
+        4 + 5 * 8 + strlen(it->path) + (it->message ? strlen(it->message) : 0);
     ends[nends++] = whole;
   }
   CU_ASSERT(whole == size);

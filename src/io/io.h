@@ -10,6 +10,47 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* ---- inputs that can be read once (src/io/source.c) -----------------------
+ * The one rule for every pass that would read an input twice (the float
+ * range pass of pooled histograms, a --dataset's pooling pass, a JPEG reopened
+ * on the CPU after the GPU's decoder refused it): an input can be read only
+ * once unless it is a regular file or a block device. A pipe (standard input,
+ * /dev/stdin, /dev/fd/N fed by one), a FIFO, a character device (a terminal)
+ * and a socket give their bytes once. The walk decides it once per input,
+ * from the file's type (imgstat_input.read_once). */
+int ist_read_once_mode(mode_t mode);
+
+/* What stops a wait for an input's bytes: fn(ctx) nonzero (a cancelled run).
+ * fn NULL: nothing does. */
+typedef struct ist_stop {
+  int (*fn)(void *ctx);
+  void *ctx;
+} ist_stop;
+
+/* Opens path for reading without ever waiting in open() (a FIFO with no
+ * writer yet); *st is what fstat says of it. An input that can be read again
+ * is left with blocking reads; one that can be read once stays non-blocking,
+ * for ist_input_read. */
+imgstat_status ist_input_open(const char *path, int *fd, struct stat *st,
+                              imgstat_error *err);
+
+/* Reads up to n bytes of an input that can be read once (opened by
+ * ist_input_open): waits for bytes (or the writer's end) a slice at a time,
+ * asking stop between slices. Returns the bytes read, 0 at the end, -1 on an
+ * error (errno; ECANCELED when stop said so). */
+ssize_t ist_input_read(int fd, void *buf, size_t n, const ist_stop *stop);
+
+/* Opens a decoder on path as imgstat_decoder_open does; the waits for the
+ * bytes of an input that can be read once end when stop says so
+ * (IMGSTAT_ERR_IO, "cancelled while waiting for the input"). */
+imgstat_status ist_decoder_open_until(const char *path,
+                                      const imgstat_load_options *opts,
+                                      const ist_stop *stop,
+                                      imgstat_decoder **out,
+                                      imgstat_error *err);
 
 /* *out = a * b; returns 0 (and leaves *out alone) when that overflows. */
 int ist_size_mul(size_t a, size_t b, size_t *out);

@@ -580,9 +580,11 @@ static int worth_reading_on(const unsigned char *head, size_t n) {
  *  - at most max_memory bytes (--max-memory) are read: the input is held
  *    whole while it is decoded, so it is memory the budget covers (the
  *    decoded pixels are checked against the same budget on their own).
- * On success *data (malloc'd, *len bytes) is the whole input.
+ * Its reads wait for bytes a slice at a time (ist_input_read), until says
+ * when to give up. On success *data (malloc'd, *len bytes) is the whole input.
  */
-static imgstat_status read_unsized(FILE *f, const imgstat_load_options *opts,
+static imgstat_status read_unsized(int fd, const ist_stop *until,
+                                   const imgstat_load_options *opts,
                                    unsigned char **data, size_t *len_out,
                                    imgstat_error *err) {
   const uint64_t budget = limits_of(opts).max_memory;
@@ -597,10 +599,16 @@ static imgstat_status read_unsized(FILE *f, const imgstat_load_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
                              "out of memory reading the input");
   for (;;) {
-    len += fread(buf + len, 1, cap - len, f);
-    if (ferror(f)) {
+    ssize_t got = 0;
+    while (len < cap &&
+           (got = ist_input_read(fd, buf + len, cap - len, until)) > 0)
+      len += (size_t)got;
+    if (got < 0) {
       int e = errno ? errno : EIO;
-      s = imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+      s = e == ECANCELED
+              ? imgstat_error_set(err, IMGSTAT_ERR_IO,
+                                  "cancelled while waiting for the input")
+              : imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
       goto done;
     }
     if (len < cap)
@@ -651,36 +659,49 @@ done:
 imgstat_status imgstat_decoder_open(const char *path,
                                     const imgstat_load_options *opts,
                                     imgstat_decoder **out, imgstat_error *err) {
+  return ist_decoder_open_until(path, opts, NULL, out, err);
+}
+
+imgstat_status ist_decoder_open_until(const char *path,
+                                      const imgstat_load_options *opts,
+                                      const ist_stop *stop,
+                                      imgstat_decoder **out,
+                                      imgstat_error *err) {
   if (!out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no decoder to open");
   *out = NULL;
   if (!path)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no file name");
 
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(errno));
+  /* opened without waiting for a FIFO's writer (source.c) */
+  int fd;
   struct stat st;
-  if (fstat(fileno(f), &st) != 0) {
-    int e = errno;
-    fclose(f);
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
-  }
-  imgstat_status s;
-  ist_source src = {0};
+  imgstat_status s = ist_input_open(path, &fd, &st, err);
+  if (s != IMGSTAT_OK)
+    return s;
   if (S_ISDIR(st.st_mode)) {
-    s = imgstat_error_set(err, IMGSTAT_ERR_IO, "is a directory");
-  } else if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return imgstat_error_set(err, IMGSTAT_ERR_IO, "is a directory");
+  }
+  ist_source src = {0};
+  if (!S_ISREG(st.st_mode)) {
     unsigned char *data = NULL;
     size_t len = 0;
-    s = read_unsized(f, opts, &data, &len, err);
-    fclose(f);
+    s = read_unsized(fd, stop, opts, &data, &len, err);
+    close(fd);
     if (s != IMGSTAT_OK)
       return s;
     src.data = data;
     src.size = len;
     return decoder_start(&src, 0, data, NULL, opts, out, err);
-  } else if (st.st_size == 0) {
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    int e = errno;
+    close(fd);
+    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+  }
+  if (st.st_size == 0) {
     s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "empty file");
   } else if ((uintmax_t)st.st_size > SIZE_MAX) {
     s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "file too large");

@@ -76,8 +76,11 @@ static void range_work(void *ctx, imgstat_task *task, void *item,
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_decoder *d = NULL;
-  if (in->kind != IMGSTAT_INPUT_FILE ||
-      imgstat_decoder_open(in->path, r->p->load, &d, &err) != IMGSTAT_OK) {
+  int cancelled;
+  /* an input that can be read only once is left for the pass that reads it
+   * (the caller decides whether that run still wants this range) */
+  if (in->read_once || imgstat_task_open(task, in, r->p->load, &d, &cancelled,
+                                         &err) != IMGSTAT_OK) {
     imgstat_task_reserve(task, 0);
     return;
   }
@@ -214,11 +217,12 @@ static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
   const imgstat_input *in = item;
   pool_result *out = result;
   const imgstat_dataset_options *o = imgstat_dataset_options_of(r->d);
-  if (in->kind == IMGSTAT_INPUT_STDIN) {
+  if (in->read_once) { /* the pass after the pool would find it read */
     imgstat_task_reserve(task, 0);
     out->failed = 1;
     imgstat_error_set(&out->err, IMGSTAT_ERR_ARG,
-                      "standard input cannot be read twice (--dataset)");
+                      "can be read only once, and --dataset reads every "
+                      "input twice");
     return;
   }
   imgstat_image img;

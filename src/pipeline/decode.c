@@ -1,10 +1,34 @@
 /*
- * One input decoded by a worker within the batch's budget
- * (imgstat_task_decode, imgstat_pipeline.h).
+ * One input opened and decoded by a worker within the batch's budget
+ * (imgstat_task_open, imgstat_task_decode, imgstat_pipeline.h).
  */
 #include "imgstat_pipeline.h"
+#include "io.h"
 
 #include <string.h>
+
+static int task_stop(void *task) { return imgstat_task_cancelled(task); }
+
+imgstat_status imgstat_task_open(imgstat_task *task, const imgstat_input *in,
+                                 const imgstat_load_options *load,
+                                 imgstat_decoder **d, int *cancelled,
+                                 imgstat_error *err) {
+  *d = NULL;
+  *cancelled = 0;
+  if (in->kind == IMGSTAT_INPUT_ERROR)
+    return imgstat_error_set(err, in->status, "%s",
+                             in->message ? in->message : "cannot be read");
+  const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
+  /* a FIFO with no writer, a pipe with no bytes yet: waited for until the
+   * run is cancelled (a signal's handler only sets the cancel flag) */
+  ist_stop stop = {task_stop, task};
+  imgstat_status s = ist_decoder_open_until(path, load, &stop, d, err);
+  if (s != IMGSTAT_OK && imgstat_task_cancelled(task)) {
+    *cancelled = 1;
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "cancelled");
+  }
+  return s;
+}
 
 imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
                                    const imgstat_load_options *load,
@@ -13,15 +37,8 @@ imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
                                    int *cancelled, imgstat_error *err) {
   memset(img, 0, sizeof *img);
   *reserved = 0;
-  *cancelled = 0;
-  if (in->kind == IMGSTAT_INPUT_ERROR) {
-    imgstat_task_reserve(task, 0);
-    return imgstat_error_set(err, in->status, "%s",
-                             in->message ? in->message : "cannot be read");
-  }
-  const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
   imgstat_decoder *d = NULL;
-  imgstat_status s = imgstat_decoder_open(path, load, &d, err);
+  imgstat_status s = imgstat_task_open(task, in, load, &d, cancelled, err);
   if (s != IMGSTAT_OK) {
     imgstat_task_reserve(task, 0);
     return s;

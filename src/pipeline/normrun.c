@@ -126,6 +126,18 @@ imgstat_status imgstat_normrun_create(const imgstat_normrun_options *opts,
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_collect(inputs, &run->list, &e->err);
   imgstat_inputs_destroy(inputs);
+  /* the pooling pass and the writing pass each read every input: refused
+   * before either reads anything */
+  const imgstat_input *once = s == IMGSTAT_OK && o->dataset
+                                  ? imgstat_input_list_read_once(&run->list)
+                                  : NULL;
+  if (once)
+    s = imgstat_error_set(&e->err, IMGSTAT_ERR_ARG,
+                          "%s can be read only once (a pipe, FIFO or "
+                          "device), and --dataset reads every input twice: "
+                          "save it to a file first",
+                          once->kind == IMGSTAT_INPUT_STDIN ? "standard input"
+                                                            : once->path);
   if (s != IMGSTAT_OK) {
     imgstat_normrun_destroy(run);
     return fail(e, IMGSTAT_NORMRUN_INPUTS, s);

@@ -221,18 +221,16 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
   run->stage_times = getenv("IMGSTAT_STAGE_TIMES") != NULL;
   imgstat_status s = make_inputs(run, err);
   /* float images' pooled histograms without a range: a first pass finds
-   * their common range (not over an image on standard input, which is
-   * read once) */
-  int stdin_image = 0;
-  for (int k = 0; k < opts->nsources; k++)
-    stdin_image |=
-        !opts->sources[k].is_list && strcmp(opts->sources[k].text, "-") == 0;
-  run->info.range_pass = opts->dataset && opts->request.histograms &&
-                         !opts->ds.have_range && !stdin_image;
+   * their common range */
+  int range = opts->dataset && opts->request.histograms && !opts->ds.have_range;
   /* Whatever needs every input first gets them from one walk. */
-  if (s == IMGSTAT_OK &&
-      (opts->mpi || opts->whole_list || run->info.range_pass))
+  if (s == IMGSTAT_OK && (opts->mpi || opts->whole_list || range))
     s = whole_list(run, err);
+  /* not when an input can be read only once (a pipe, a FIFO): the pass
+   * would read it before the run does; float images then get no pooled
+   * histogram (the record's histogram_note says why) */
+  run->info.range_pass =
+      range && s == IMGSTAT_OK && !imgstat_input_list_read_once(&run->list);
   if (s != IMGSTAT_OK) {
     imgstat_run_destroy(run);
     return s;
@@ -448,14 +446,18 @@ static int offer_to_gpu(imgstat_run *run, imgstat_task *task,
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_decoder *d = NULL;
+  int cancelled;
   uint64_t t0 = run->stage_times ? now_ns() : 0;
   imgstat_status s =
-      imgstat_decoder_open(in->path, &run->opt.engine.load, &d, &err);
+      imgstat_task_open(task, in, &run->opt.engine.load, &d, &cancelled, &err);
   if (run->stage_times)
     atomic_fetch_add(&run->read_ns, now_ns() - t0);
   if (s != IMGSTAT_OK) {
     imgstat_task_reserve(task, 0);
-    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+    if (cancelled)
+      r->cancelled = 1;
+    else
+      result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
     return 1;
   }
   const imgstat_header *h = imgstat_decoder_header(d);
@@ -511,7 +513,9 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   }
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if (in->kind == IMGSTAT_INPUT_FILE &&
+  /* (the engine reopens a JPEG that nvJPEG refuses on the CPU: not one
+   * that can be read only once) */
+  if (in->kind == IMGSTAT_INPUT_FILE && !in->read_once &&
       imgstat_engine_may_decode_jpeg(run->engine) &&
       offer_to_gpu(run, task, in, r))
     return;

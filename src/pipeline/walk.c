@@ -214,8 +214,8 @@ static void enqueue(imgstat_inputs *in, node *n) {
  * '/' when dir ends with one), else name; message for an error item. */
 static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
                            const char *dir, const char *name, size_t name_len,
-                           uint64_t size, int size_known, const char *message,
-                           imgstat_error *err) {
+                           uint64_t size, int size_known, int read_once,
+                           const char *message, imgstat_error *err) {
   size_t dir_len = dir ? strlen(dir) : 0;
   int slash = dir && (dir_len == 0 || dir[dir_len - 1] != '/');
   size_t msg_len = message ? strlen(message) : 0;
@@ -244,6 +244,7 @@ static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
   }
   n->item.size = size_known ? size : 0;
   n->item.size_known = size_known;
+  n->item.read_once = read_once;
   n->item.status = kind == IMGSTAT_INPUT_ERROR ? IMGSTAT_ERR_IO : IMGSTAT_OK;
   n->item.message = NULL;
   if (message) {
@@ -257,7 +258,7 @@ static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
 static imgstat_status emit_error(imgstat_inputs *in, const char *dir,
                                  const char *name, size_t name_len, int error,
                                  imgstat_error *err) {
-  return emit(in, IMGSTAT_INPUT_ERROR, dir, name, name_len, 0, 0,
+  return emit(in, IMGSTAT_INPUT_ERROR, dir, name, name_len, 0, 0, 0,
               error ? strerror(error) : "not a regular file", err);
 }
 
@@ -270,7 +271,7 @@ static imgstat_status no_images(imgstat_inputs *in, const char *path,
   snprintf(msg, sizeof msg,
            "no image files (%llu other file%s skipped by extension)",
            (unsigned long long)n, n == 1 ? "" : "s");
-  return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, msg,
+  return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, 0, msg,
               err);
 }
 
@@ -449,7 +450,8 @@ static imgstat_status enter(imgstat_inputs *in, const char *dir,
     snprintf(msg, sizeof msg, "file system loop: the same directory as %s%s",
              alen > 128 ? "..." : "",
              alen > 128 ? a->path + alen - 128 : a->path);
-    s = emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, msg, err);
+    s = emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, 0, msg,
+             err);
     free(path);
     return s;
   }
@@ -491,19 +493,25 @@ static imgstat_status enter(imgstat_inputs *in, const char *dir,
 static imgstat_status take_path(imgstat_inputs *in, const char *path,
                                 size_t len, int is_argument,
                                 imgstat_error *err) {
-  if (is_argument && strcmp(path, "-") == 0)
-    return emit(in, IMGSTAT_INPUT_STDIN, NULL, path, len, 0, 0, NULL, err);
+  struct stat st;
+  /* whether it can be read only once: from its type, decided here once
+   * (stat follows /dev/stdin and /dev/fd/N to what they name, and opens
+   * nothing, so a FIFO is not waited for) */
+  if (is_argument && strcmp(path, "-") == 0) {
+    int once = fstat(STDIN_FILENO, &st) != 0 || ist_read_once_mode(st.st_mode);
+    return emit(in, IMGSTAT_INPUT_STDIN, NULL, path, len, 0, 0, once, NULL,
+                err);
+  }
   if (strlen(path) != len) {
-    return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0,
+    return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, 0,
                 "the path in the list holds a NUL byte", err);
   }
-  struct stat st;
   if (stat(path, &st) != 0)
     return emit_error(in, NULL, path, len, errno, err);
   if (S_ISDIR(st.st_mode))
     return enter(in, NULL, path, len, 1, err);
   return emit(in, IMGSTAT_INPUT_FILE, NULL, path, len, (uint64_t)st.st_size,
-              S_ISREG(st.st_mode), NULL, err);
+              S_ISREG(st.st_mode), ist_read_once_mode(st.st_mode), NULL, err);
 }
 
 /* ---- the machine ----------------------------------------------------------
@@ -533,10 +541,10 @@ static imgstat_status step(imgstat_inputs *in, imgstat_error *err) {
     case ENTRY_DIR:
       return enter(in, f->path, e->key, len - 1, in->follow, err);
     case ENTRY_FILE:
-      return emit(in, IMGSTAT_INPUT_FILE, f->path, e->key, len, e->size, 1,
+      return emit(in, IMGSTAT_INPUT_FILE, f->path, e->key, len, e->size, 1, 0,
                   NULL, err);
     default:
-      return emit(in, IMGSTAT_INPUT_ERROR, f->path, e->key, len, 0, 0,
+      return emit(in, IMGSTAT_INPUT_ERROR, f->path, e->key, len, 0, 0, 0,
                   e->error ? strerror(e->error) : "not a regular file", err);
     }
   }
@@ -693,6 +701,15 @@ imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
   }
 }
 
+const imgstat_input *
+imgstat_input_list_read_once(const imgstat_input_list *list) {
+  for (size_t k = 0; list && k < list->count; k++)
+    if (list->items[k]->kind != IMGSTAT_INPUT_ERROR &&
+        list->items[k]->read_once)
+      return list->items[k];
+  return NULL;
+}
+
 imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
                                         imgstat_inputs **out,
                                         imgstat_error *err) {
@@ -714,12 +731,12 @@ imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
   return IMGSTAT_OK;
 }
 
-/* The packed form: per item its fixed fields (kind, status, size_known as
- * one byte each; index, size, root_len, the path's and the message's
- * lengths as uint64 in native order: one build on every rank) and then the
- * path and the message without their NULs; a message length of UINT64_MAX
- * is no message. */
-#define PACKED_FIXED (3 + 5 * 8)
+/* The packed form: per item its fixed fields (kind, status, size_known,
+ * read_once as one byte each; index, size, root_len, the path's and the
+ * message's lengths as uint64 in native order: one build on every rank) and
+ * then the path and the message without their NULs; a message length of
+ * UINT64_MAX is no message. */
+#define PACKED_FIXED (4 + 5 * 8)
 
 static void put_u64(unsigned char **p, uint64_t v) {
   memcpy(*p, &v, 8);
@@ -754,6 +771,7 @@ imgstat_status imgstat_input_list_pack(const imgstat_input_list *list,
     *p++ = (unsigned char)it->kind;
     *p++ = (unsigned char)it->status;
     *p++ = (unsigned char)(it->size_known != 0);
+    *p++ = (unsigned char)(it->read_once != 0);
     put_u64(&p, it->index);
     put_u64(&p, it->size);
     put_u64(&p, (uint64_t)it->root_len);
@@ -789,6 +807,7 @@ imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
     it.kind = (imgstat_input_kind)*p++;
     it.status = (imgstat_status)*p++;
     it.size_known = *p++;
+    it.read_once = *p++;
     it.index = get_u64(&p);
     it.size = get_u64(&p);
     uint64_t root_len = get_u64(&p), plen = get_u64(&p), mlen = get_u64(&p);
