@@ -452,8 +452,10 @@ imgstat_status decoder_new(int device, ist_jpeg_handles *h,
     e = cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount,
                                d->device);
   if (e != cudaSuccess) {
+    /* The cause first: the clean-up clears a fault's "injected" mark. */
+    imgstat_status st = ist_cuda_fail(err, e, "cudaStreamCreate (nvJPEG)");
     imgstat_gpu_jpeg_destroy(d);
-    return ist_cuda_fail(err, e, "cudaStreamCreate (nvJPEG)");
+    return st;
   }
   nvjpegStatus_t s =
       h->hw ? api.JpegStreamCreate(h->hw, &d->parsed) : NVJPEG_STATUS_SUCCESS;

@@ -138,12 +138,19 @@ lib_gone_all() {
     env "$@" "$IMGSTAT" --json --jpeg-decoder gpu "$T/dir"
   lib_gone "$label: a folder of JPEGs, -j 1" 3 "--jpeg-decoder gpu" "$why" \
     env "$@" "$IMGSTAT" -j 1 --jpeg-decoder gpu "$T/dir"
-  lib_gone "$label: a JPEG and a PNG" 2 "--jpeg-decoder gpu" "$why" \
+  # A decoder's state fails in a lane of the device stage, after the device
+  # has started: only what enters the stage fails there. The PNG does not,
+  # nor a JPEG on standard input (read once: decoded on the CPU, never
+  # offered to nvJPEG), so both are read.
+  mixed_n=2
+  case $why in *start:state*) mixed_n=1 ;; esac
+  lib_gone "$label: a JPEG and a PNG" "$mixed_n" "--jpeg-decoder gpu" "$why" \
     env "$@" "$IMGSTAT" --jpeg-decoder gpu "$T/mixed"
   lib_gone "$label: --dataset, a folder of JPEGs" 3 "--jpeg-decoder gpu" \
     "$why" env "$@" "$IMGSTAT" --json --dataset --jpeg-decoder gpu "$T/dir"
   lib_gone "$label: --dataset, one JPEG" 1 "--jpeg-decoder gpu" "$why" \
     env "$@" "$IMGSTAT" --dataset --jpeg-decoder gpu "$jpg"
+  case $why in *start:state*) return ;; esac
   lib_gone "$label: a JPEG on standard input" 1 "--jpeg-decoder gpu" "$why" \
     env "$@" sh -c '"$0" --jpeg-decoder gpu - <"$1"' "$IMGSTAT" "$jpg"
   case $why in *start:handles* | *start:decoder* | *start:state*) return ;; esac
