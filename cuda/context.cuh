@@ -29,7 +29,7 @@
 #define IMGSTAT_CONTEXT_CUH
 
 #include "cuda_check.cuh"
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
 
 #include <atomic>
 #include <pthread.h>

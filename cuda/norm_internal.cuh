@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "context.cuh"
-#include "imgstat_cuda_norm.h"
+#include "imgstat/cuda_norm.h"
 #include "reduce.cuh"
 
 namespace ist_norm_gpu {

@@ -9,7 +9,7 @@
  * see how much the loader read, whatever it answered.
  */
 #include "cli_util.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 #include "test_util.h"
 

@@ -9,8 +9,8 @@
 #ifndef IMGSTAT_BENCH_H
 #define IMGSTAT_BENCH_H
 
-#include "imgstat.h"
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,10 +10,10 @@
 #include "bench_cmd.h"
 
 #include "bench.h"
-#include "imgstat.h"
-#include "imgstat_cuda.h"
-#include "imgstat_cuda_norm.h"
-#include "imgstat_job.h"
+#include "imgstat/cuda.h"
+#include "imgstat/cuda_norm.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
 #include "options.h"
 #include "record.h"
 

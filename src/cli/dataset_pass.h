@@ -7,8 +7,8 @@
 #ifndef IMGSTAT_CLI_DATASET_PASS_H
 #define IMGSTAT_CLI_DATASET_PASS_H
 
-#include "imgstat_dataset.h"
-#include "imgstat_pipeline.h"
+#include "imgstat/dataset.h"
+#include "imgstat/pipeline.h"
 
 /* Runs the float range pass set up in p (its next, ctx and options) and,
  * when float images have finite samples, sets ds->have_range, ds->lo and

@@ -11,8 +11,8 @@
 #ifndef IMGSTAT_CLI_OPTIONS_H
 #define IMGSTAT_CLI_OPTIONS_H
 
-#include "imgstat_job.h"
-#include "imgstat_norm.h"
+#include "imgstat/job.h"
+#include "imgstat/norm.h"
 
 #include <stdarg.h>
 #include <stdint.h>

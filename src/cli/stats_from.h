@@ -6,7 +6,7 @@
 #ifndef IMGSTAT_STATS_FROM_H
 #define IMGSTAT_STATS_FROM_H
 
-#include "imgstat_norm.h"
+#include "imgstat/norm.h"
 
 /* Reads the file at path, records of `imgstat --json` (JSON Lines): the
  * last dataset record (`--dataset`; with --scale unit its 0..1 figures are

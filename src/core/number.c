@@ -5,7 +5,7 @@
  * the C locale, whatever locale the process has set: a point before the
  * fraction, never a comma.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <locale.h>
 #include <pthread.h>
