@@ -1,6 +1,6 @@
 /*
  * `imgstat normalize --stats-from FILE`: the means and standard deviations
- * of a record of `imgstat --json` (src/cli/stats_from.c). Part of the
+ * of a record of `imgstat --json` (programs/imgstat/stats_from.c). Part of the
  * program: it prints its errors.
  */
 #ifndef IMGSTAT_STATS_FROM_H

@@ -1,8 +1,8 @@
 /*
  * The command line's side of the passes over the inputs
  * (imgstat_dataset.h): the float range pass of `imgstat --dataset
- * --histogram` (src/cli/dataset_pass.c). Part of the program: it prints its
- * errors.
+ * --histogram` (programs/imgstat/dataset_pass.c). Part of the program: it
+ * prints its errors.
  */
 #ifndef IMGSTAT_CLI_DATASET_PASS_H
 #define IMGSTAT_CLI_DATASET_PASS_H
