@@ -1,7 +1,7 @@
 /*
  * The GPU context and its slots: the internal interface of context.cu, for
  * gpu_backend.cu (statistics), histogram.cu, normalize.cu and the
- * benchmark (cuda/bench/).
+ * benchmark (programs/bench/).
  *
  * A context owns every device action. Each entry point first makes the
  * context's device current (ist_gpu_enter) and works on a slot: what one
@@ -29,7 +29,7 @@
 #define IMGSTAT_CONTEXT_CUH
 
 #include "cuda_check.cuh"
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
 
 #include <atomic>
 #include <pthread.h>

@@ -20,7 +20,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 /* Fills *err from a failed CUDA call: IMGSTAT_ERR_NODEVICE for no device or
  * a driver too old, IMGSTAT_ERR_DEVICE otherwise, with the message

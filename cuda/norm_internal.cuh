@@ -1,6 +1,6 @@
 /*
  * Internal interface of cuda/histogram.cu and cuda/normalize.cu, for each
- * other and for the benchmark (cuda/bench/): the histogram, percentile and
+ * other and for the benchmark (programs/bench/): the histogram, percentile and
  * normalize launches on device pointers and a stream (cudaError_t), and the
  * histogram with percentiles on a slot of the context (imgstat_error).
  * Kernels know nothing of allocation; the slot's buffers (context.cuh) are
@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "context.cuh"
-#include "imgstat_cuda_norm.h"
+#include "imgstat/cuda_norm.h"
 #include "reduce.cuh"
 
 namespace ist_norm_gpu {

@@ -15,7 +15,7 @@
  */
 #include "cuda_check.cuh"
 #include "gpu_fault.h"
-#include "imgstat_cuda_jpeg.h"
+#include "gpu_jpeg.h"
 #include "norm_internal.cuh"
 #include "reduce.cuh"
 

@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "imgstat.h"
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
+#include "imgstat/imgstat.h"
 #include "merge.h"
 
 /* Ladder block sizes: a power of two in [64, 1024]; 0 picks the default. */

@@ -7,7 +7,7 @@
  * one allocation as the loader makes them. Prints a Markdown table of GB/s of
  * decoded pixel bytes. Not a ctest test: timings need a quiet machine.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "test_util.h"
 
 #include <pthread.h>

@@ -5,7 +5,7 @@
  *
  *   bench_load [-n RUNS] FILE...
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 #include "test_util.h"
 

@@ -6,8 +6,8 @@
  * Each level's outputs are kept in OUT_DIR (default /tmp) as
  * bench-<writer>-<level>.png for the decode checks.
  */
-#include "imgstat.h"
-#include "imgstat_norm.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/norm.h"
 #include "io.h"
 
 #include <stdio.h>

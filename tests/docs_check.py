@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Holds the user documentation to the one option table (src/cli/options.c).
+"""Holds the user documentation to the one option table (programs/imgstat/options.c).
 
 Usage: docs_check.py OPT_DUMP_OUTPUT SOURCE_DIR
 

@@ -32,7 +32,7 @@
  * tests/fuzz_replay.c into replay_load, which runs given files through it
  * (ctest, and tests/valgrind.sh under valgrind).
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <stddef.h>

@@ -19,8 +19,8 @@
  * -DIMGSTAT_FUZZ=ON it is linked with tests/fuzz_replay.c into
  * replay_pipeline.
  */
-#include "imgstat.h"
-#include "imgstat_norm.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/norm.h"
 #include "test_util.h"
 
 #include <dirent.h>

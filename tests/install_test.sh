@@ -46,9 +46,9 @@ while IFS= read -r d; do
 done <"$T/mandocs"
 
 # The README's install list: exactly the headers installed.
-ls "$P/include" | sort >"$T/headers"
+(cd "$P/include" && find . -type f | sed 's|^\./||' | sort) >"$T/headers"
 sed -n '/^## Installing/,/^## /p' "$SRC/README.md" |
-  grep -o 'include/[a-z_]*\.h' | sed 's|include/||' | sort -u >"$T/readme_headers"
+  grep -o 'include/imgstat/[a-z_]*\.h' | sed 's|include/||' | sort -u >"$T/readme_headers"
 if cmp -s "$T/headers" "$T/readme_headers"; then pass; else
   fail "README's install list and the installed headers differ:"
   diff "$T/readme_headers" "$T/headers" | sed 's/^/  | /'

@@ -15,8 +15,8 @@
  *     pipeline does) and checks it, THREADS files at once; prints the
  *     median round's images a second. Exits 1 if any file is refused.
  */
-#include "imgstat.h"
-#include "imgstat_job.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
 #include "io.h"
 
 #include <pthread.h>

@@ -65,7 +65,7 @@ say() { echo "$*" | tee -a "$SUMMARY"; }
 # library (its build.log in $OUT tells whether TurboJPEG is linked) and runs
 # it (the fused kernel against CUB's Sum), appending to LOG.
 lib_fast_timing() {
-  nvcc -std=c++17 -O2 -arch=sm_90 -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
+  nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
     tests/gpu/fast_timing.cu "$1/libimgstat.a" -L"$ROOT/.deps/usr/lib/x86_64-linux-gnu" -lpng -lm \
     $(grep -q "TurboJPEG: ON" "$OUT/build.log" && echo -lturbojpeg) \
     -o "$1/fast_timing" >>"$2" 2>&1 &&

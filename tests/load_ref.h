@@ -7,7 +7,7 @@
 #ifndef IMGSTAT_LOAD_REF_H
 #define IMGSTAT_LOAD_REF_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <CUnit/CUnit.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * Prints the command line's option table (src/cli/options.c) for
+ * Prints the command line's option table (programs/imgstat/options.c) for
  * tests/docs_check.py, which holds the man page and the README to it: one
  * line per option of the statistics command and of normalize, tab-separated:
  * command (stats or normalize), long name, short name or -, whether it

@@ -8,7 +8,7 @@
  * also an item waiting for budget, and every item fed is still delivered
  * exactly once; a sink that stops the run; a producer that fails.
  */
-#include "imgstat_pipeline.h"
+#include "imgstat/pipeline.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

@@ -4,7 +4,7 @@
  * tests/tools/make_reference.py (tests/data/corpus_reference.tsv). Reports
  * a skip (exit 77) when the corpus is absent.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "load_ref.h"
 #include "test_util.h"
 

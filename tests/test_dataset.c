@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "imgstat.h"
-#include "imgstat_dataset.h"
+#include "imgstat/dataset.h"
+#include "imgstat/imgstat.h"
 #include "test_util.h"
 
 __extension__ typedef unsigned __int128 u128;

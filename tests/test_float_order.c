@@ -11,7 +11,7 @@
  * max and their positions, mean and M2.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "test_util.h"
 
 #include <CUnit/CUnit.h>

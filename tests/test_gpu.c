@@ -18,8 +18,8 @@
  * "skipped: ..." and returns 77, which ctest reports as skipped.
  * IMGSTAT_TEST_QUICK=1 runs a reduced set (for compute-sanitizer).
  */
-#include "imgstat.h"
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
+#include "imgstat/imgstat.h"
 #include "test_gpu_util.h"
 #include "test_util.h"
 

@@ -15,10 +15,10 @@
  * one-image kernel reduce alike. Needs a CUDA device and libnvjpeg: without
  * them it is skipped (77).
  */
-#include "imgstat_cuda.h"
-#include "imgstat_cuda_jpeg.h"
-#include "imgstat_cuda_norm.h"
-#include "imgstat_norm.h"
+#include "gpu_jpeg.h"
+#include "imgstat/cuda.h"
+#include "imgstat/cuda_norm.h"
+#include "imgstat/norm.h"
 #include "io.h"
 #include "test_gpu_util.h"
 #include "test_util.h"

@@ -7,7 +7,7 @@
 #ifndef IMGSTAT_TEST_GPU_UTIL_H
 #define IMGSTAT_TEST_GPU_UTIL_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 /* Number of CUDA devices (0 without CUDA or a device). */
 int test_gpu_device_count(void);

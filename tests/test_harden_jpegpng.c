@@ -5,7 +5,7 @@
  * a component's scans, CMYK and YCCK made RGB as stb_image does, and PNG
  * ancillary chunks that declare 2 GB. Every input is built here.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

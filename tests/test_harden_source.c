@@ -1,7 +1,7 @@
 /*
  * Input sources (issue 7): a non-regular input (pipe, FIFO, device) is
  * sniffed before it is read on and read at most --max-memory bytes; the
- * --max-memory value parser (src/cli_util.c).
+ * --max-memory value parser (programs/imgstat/cli_util.c).
  *
  * The streams come from a child process writing into a FIFO. It counts what
  * it could write: a loader that stops early makes its next write fail
@@ -9,7 +9,7 @@
  * see how much the loader read, whatever it answered.
  */
 #include "cli_util.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 #include "test_util.h"
 

@@ -4,7 +4,7 @@
  * stale memory handed back, the least input and the peak memory a header
  * asks for, PSD channel counts. Every input is built here, byte by byte.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 #include "test_util.h"
 

@@ -6,7 +6,7 @@
  * limit of a progressive JPEG. Every BMP is written here, from arrays the
  * expected pixels are computed from.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 #include "test_util.h"
 

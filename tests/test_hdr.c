@@ -6,7 +6,7 @@
  * (the old run-length coding) are tests/readers_check.py's, against a
  * decoder written there.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

@@ -4,7 +4,7 @@
  * and taking the nearest rank computed with integer arithmetic, moments
  * directly from the samples.
  */
-#include "imgstat_norm.h"
+#include "imgstat/norm.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

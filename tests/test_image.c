@@ -1,5 +1,5 @@
 /* The image model: allocation limits, overflow checks, names. */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 #include "test_util.h"
 

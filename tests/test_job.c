@@ -9,10 +9,10 @@
  * normalization equal to the CPU pipeline's, inputs by path (and their load
  * errors) or by image. With a usable GPU the GPU cases are checked instead.
  */
-#include "imgstat.h"
-#include "imgstat_cuda.h"
-#include "imgstat_job.h"
-#include "imgstat_norm.h"
+#include "imgstat/cuda.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
+#include "imgstat/norm.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

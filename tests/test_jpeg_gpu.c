@@ -5,8 +5,8 @@
  * (ist_jpeg_gpu_input); the loading of libnvjpeg (a library that is not
  * there is a reason, not a crash); the engine's policy without a GPU.
  */
-#include "imgstat_cuda_jpeg.h"
-#include "imgstat_job.h"
+#include "gpu_jpeg.h"
+#include "imgstat/job.h"
 #include "io.h"
 #include "test_util.h"
 

@@ -4,7 +4,7 @@
  * synthetic files of tests/data/formats against the arrays they were made
  * from, corrupt and truncated inputs, and the error messages.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "load_ref.h"
 #include "test_util.h"
 

@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "imgstat.h"
-#include "imgstat_mpi.h"
-#include "imgstat_pool.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/mpi.h"
+#include "imgstat/pool.h"
 #include "test_util.h"
 
 __extension__ typedef unsigned __int128 u128;

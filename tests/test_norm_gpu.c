@@ -13,12 +13,12 @@
  * imgstat_gpu_image_normalize's. Without a
  * usable device it prints "skipped: ..." and returns 77.
  */
-#include "imgstat_cuda.h"
-#include "imgstat_cuda_norm.h"
+#include "imgstat/cuda.h"
+#include "imgstat/cuda_norm.h"
 #ifdef IMGSTAT_HAVE_CUDA
 #include "bench.h" /* imgstat_gpu_norm_bench: the program's benchmark */
 #endif
-#include "imgstat_norm.h"
+#include "imgstat/norm.h"
 #include "test_gpu_util.h"
 #include "test_util.h"
 

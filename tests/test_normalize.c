@@ -4,7 +4,7 @@
  * evaluated here in double (rint of the exact quotient), percentiles by
  * sorting, files read back with libpng / by hand / by numpy.
  */
-#include "imgstat_norm.h"
+#include "imgstat/norm.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

@@ -8,7 +8,7 @@
  * another format, a folder named like a file, options that do not go
  * together) with nothing written.
  */
-#include "imgstat_normrun.h"
+#include "imgstat/normrun.h"
 #include "test_util.h"
 
 #include <CUnit/CUnit.h>

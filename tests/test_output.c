@@ -2,7 +2,7 @@
  * The program's output formats (src/output.c): JSON string escaping, the
  * shortest round-trip doubles, null for figures that do not exist, CSV
  * quoting, the text table, the --verify comparison, and the command line's
- * number parser (src/cli_util.c). Expected texts are
+ * number parser (programs/imgstat/cli_util.c). Expected texts are
  * written out by hand here.
  */
 #include "cli_util.h"

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "imgstat.h"
-#include "imgstat_pool.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/pool.h"
 #if defined(__has_include)
 #if __has_include(<valgrind/valgrind.h>)
 #include <valgrind/valgrind.h>

@@ -5,7 +5,7 @@
  * PGM files written here byte by byte, and every figure is checked against
  * sums taken from those bytes.
  */
-#include "imgstat_run.h"
+#include "imgstat/run.h"
 #include "test_util.h"
 
 #include <CUnit/CUnit.h>

@@ -7,8 +7,8 @@
  * for bit, and the refusals of the seam.
  */
 #include "image_rows.h"
-#include "imgstat.h"
-#include "imgstat_norm.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/norm.h"
 #include "load_ref.h"
 #include "test_util.h"
 

@@ -23,8 +23,8 @@
  *  - the end of the input (the runner's drained callback, once, when no
  *    work runs): lanes close by themselves; a later item is refused.
  */
-#include "imgstat_pipeline.h"
-#include "imgstat_stage.h"
+#include "imgstat/pipeline.h"
+#include "stage.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

@@ -3,7 +3,7 @@
  * closed forms where the image has one, otherwise a naive reference written
  * here (one sample at a time, 128-bit integers and long double).
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

@@ -4,7 +4,7 @@
 #ifndef IMGSTAT_TEST_UTIL_H
 #define IMGSTAT_TEST_UTIL_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <stddef.h>
 #include <stdint.h>

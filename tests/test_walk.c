@@ -11,7 +11,7 @@
  * root (setuid to nobody). Entries that no user can read run everywhere: a
  * dangling symbolic link, a link to itself, and a FIFO with an image's name.
  */
-#include "imgstat_pipeline.h"
+#include "imgstat/pipeline.h"
 #include "io.h"
 #include "test_util.h"
 

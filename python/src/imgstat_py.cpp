@@ -30,13 +30,13 @@
 #include <vector>
 
 extern "C" {
-#include "imgstat.h"
-#include "imgstat_cuda.h"
-#include "imgstat_cuda_norm.h"
-#include "imgstat_dataset.h"
-#include "imgstat_job.h"
-#include "imgstat_normrun.h"
-#include "imgstat_run.h"
+#include "imgstat/cuda.h"
+#include "imgstat/cuda_norm.h"
+#include "imgstat/dataset.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
+#include "imgstat/normrun.h"
+#include "imgstat/run.h"
 #include "record.h"
 }
 

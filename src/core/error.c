@@ -1,5 +1,5 @@
 /* Errors as values: a status and a message in a caller-owned struct. */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <stdarg.h>
 #include <stdio.h>

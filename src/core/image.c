@@ -2,7 +2,7 @@
  * allocated images are dense, in one allocation. */
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <inttypes.h>

@@ -6,7 +6,7 @@
 #ifndef IST_IMAGE_ROWS_H
 #define IST_IMAGE_ROWS_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <stddef.h>
 #include <stdint.h>

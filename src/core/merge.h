@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __CUDACC__
 #define IST_HD __host__ __device__

@@ -1,11 +1,11 @@
 /*
  * The one grammar of numbers read as text (imgstat.h): the program's options
- * and --stats-from's JSON (src/cli/), FITS header values (src/io/fits.c), the
- * PFM scale (src/io/pfm.c); and its twin, the numbers imgstat prints. Both in
- * the C locale, whatever locale the process has set: a point before the
- * fraction, never a comma.
+ * and --stats-from's JSON (programs/imgstat/), FITS header values
+ * (src/io/fits.c), the PFM scale (src/io/pfm.c); and its twin, the numbers
+ * imgstat prints. Both in the C locale, whatever locale the process has set: a
+ * point before the fraction, never a comma.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <locale.h>
 #include <pthread.h>

@@ -12,7 +12,7 @@
  */
 #include "float_order.h"
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "merge.h"
 
 #include <float.h>

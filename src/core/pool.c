@@ -11,7 +11,7 @@
  * sign), S2 < 2^(64 + 2048 + 2148) + 2^(64 + 1024 + 2148) < 2^4261 (67
  * words). The pooled M2 is (N * S2 - S1^2) / N, computed exactly.
  */
-#include "imgstat_pool.h"
+#include "imgstat/pool.h"
 
 #include <math.h>
 #include <string.h>

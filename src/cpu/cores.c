@@ -16,7 +16,7 @@
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT_S */
 #include "cores.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <limits.h>
 #include <pthread.h>

@@ -6,7 +6,7 @@
 #ifndef IMGSTAT_CPU_CORES_H
 #define IMGSTAT_CPU_CORES_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 /* The CPUs in a kernel CPU list ("0-3,8,10-11", a newline allowed at the
  * end; "" is none): 7 there; -1 when it is no such list. */

@@ -11,7 +11,7 @@
  */
 #include "float_order.h"
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <limits.h>
 #include <pthread.h>

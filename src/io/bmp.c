@@ -47,7 +47,7 @@
  * --max-memory bound it, as they do every image.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <inttypes.h>

@@ -3,7 +3,7 @@
  * wording of damaged data, the exact conversion of wide samples to imgstat's
  * 32-bit float, and a buffered byte reader for the formats parsed here.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <float.h>

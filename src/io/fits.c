@@ -26,7 +26,7 @@
  * numpy's data[j - 1, i - 1].
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #ifdef IMGSTAT_HAVE_CFITSIO

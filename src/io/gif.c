@@ -28,7 +28,7 @@
  * the planes through one row buffer of the frame's width.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #ifdef IMGSTAT_HAVE_GIF

@@ -25,7 +25,7 @@
  * before its last pixel.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <errno.h>

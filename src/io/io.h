@@ -6,7 +6,7 @@
 #ifndef IMGSTAT_LOAD_INTERNAL_H
 #define IMGSTAT_LOAD_INTERNAL_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <stddef.h>
 #include <stdio.h>

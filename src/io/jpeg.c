@@ -14,7 +14,7 @@
  * progressive file of more than 500 scans.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <limits.h>

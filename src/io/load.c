@@ -4,7 +4,7 @@
  * (header and checks), the caller provides the planes, the decoder reads
  * into them; imgstat_image_load is those steps in a row.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <errno.h>

@@ -10,7 +10,7 @@
  * IST_NETPBM_HEADER_MAX bytes (a long comment is common: image tools write
  * their history there); past that it is refused with its own message.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <inttypes.h>

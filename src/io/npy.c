@@ -16,7 +16,7 @@
  * reads as channels-last: the shape alone cannot tell the two apart.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <errno.h>

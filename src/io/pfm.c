@@ -10,7 +10,7 @@
  * way up, so positions count from the top as in every other format.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <errno.h>

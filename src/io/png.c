@@ -11,7 +11,7 @@
  * alpha 0 where the pixel equals the tRNS value and the maximum elsewhere.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <png.h>

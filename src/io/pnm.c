@@ -13,7 +13,7 @@
  * samples too. Bytes after the last sample (a second image) are not read.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <errno.h>

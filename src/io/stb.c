@@ -17,7 +17,7 @@
  * Other stb choices we keep: a PSD composite with partial alpha is
  * un-matted from white.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <errno.h>

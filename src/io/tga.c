@@ -26,7 +26,7 @@
  * bits by bit replication (v << 3 | v >> 2).
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <inttypes.h>

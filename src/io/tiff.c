@@ -30,7 +30,7 @@
  * Errors and warnings go to our handlers, never to stderr.
  */
 #include "image_rows.h"
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #ifdef IMGSTAT_HAVE_TIFF

@@ -13,7 +13,7 @@
  * the same answer: a damaged later frame, which libwebpdemux would refuse
  * the whole animation for, is never looked at from either.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #ifdef IMGSTAT_HAVE_WEBP

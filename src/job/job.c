@@ -6,13 +6,13 @@
  * Every call of the GPU C API is in the section "the GPU" below, so that
  * switching to device-resident images touches that section only.
  */
-#include "imgstat_job.h"
+#include "imgstat/job.h"
 
-#include "imgstat_cuda.h"
-#include "imgstat_cuda_jpeg.h"
-#include "imgstat_cuda_norm.h"
-#include "imgstat_stage.h"
+#include "gpu_jpeg.h"
+#include "imgstat/cuda.h"
+#include "imgstat/cuda_norm.h"
 #include "io.h"
+#include "stage.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 /* The parts of imgstat_mpi.h that need no MPI: the shares of an ordered list
  * and freeing a gather's result. */
-#include "imgstat_mpi.h"
+#include "imgstat/mpi.h"
 
 #include <stdlib.h>
 

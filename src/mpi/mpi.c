@@ -12,7 +12,7 @@
  * `active`, set around the one MPI_Reduce call: collectives are called from one
  * thread, one at a time.
  */
-#include "imgstat_mpi.h"
+#include "imgstat/mpi.h"
 
 #include <limits.h>
 #include <mpi.h>

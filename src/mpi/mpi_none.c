@@ -1,7 +1,7 @@
 /* imgstat_mpi.h in a library built without MPI: every collective fails with
  * IMGSTAT_ERR_UNSUPPORTED (the shares and imgstat_mpi_blobs_free are in
  * common.c). */
-#include "imgstat_mpi.h"
+#include "imgstat/mpi.h"
 
 static imgstat_status unsupported(imgstat_error *err) {
   return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,

@@ -1,6 +1,6 @@
 /* The nvJPEG decoder of a build without it (no CUDA, or no nvjpeg.h found):
  * every call says so. */
-#include "imgstat_cuda_jpeg.h"
+#include "gpu_jpeg.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* The GPU backend of a build without CUDA: every call says so. */
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
 
 #include <stddef.h>
 

@@ -1,6 +1,6 @@
 /* Histograms and normalization on the GPU in a build without CUDA: every
  * call says so. */
-#include "imgstat_cuda_norm.h"
+#include "imgstat/cuda_norm.h"
 
 #include <string.h>
 

@@ -82,7 +82,7 @@ IMGSTAT_MAP_FN uint32_t ist_map_f32_int(float x, int kind, double a, double b,
   return (uint32_t)rint(t * (double)m);
 }
 
-#include "imgstat_norm.h"
+#include "imgstat/norm.h"
 
 #ifdef __cplusplus
 extern "C" {

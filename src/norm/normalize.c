@@ -5,7 +5,7 @@
  * imgstat_norm_plan_make, and applies the same lookup tables (integer input)
  * or the same formulas from norm_map.h (float input).
  */
-#include "imgstat_norm.h"
+#include "imgstat/norm.h"
 
 #include "image_rows.h"
 #include "norm_map.h"

@@ -24,7 +24,7 @@
  * its reservation until it is delivered, so the window and the budget bound
  * the deferred items too.
  */
-#include "imgstat_pipeline.h"
+#include "imgstat/pipeline.h"
 
 #include <pthread.h>
 #include <stdalign.h>

@@ -3,8 +3,8 @@
  * layout and depth, the images' summaries, the pooled histograms; the
  * figures, the images left out and the outliers at the end.
  */
+#include "imgstat/dataset.h"
 #include "checksum.h"
-#include "imgstat_dataset.h"
 
 #include <math.h>
 #include <stdarg.h>

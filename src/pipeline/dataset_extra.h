@@ -9,9 +9,9 @@
 #ifndef IMGSTAT_DATASET_EXTRA_H
 #define IMGSTAT_DATASET_EXTRA_H
 
-#include "imgstat.h"
-#include "imgstat_dataset.h"
-#include "imgstat_job.h"
+#include "imgstat/dataset.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
 
 typedef struct ist_dataset_extra {
   int gray; /* partial[0] is the luma's */

@@ -5,9 +5,9 @@
  * engine, and the one normalization plan of a pooled dataset.
  */
 #include "dataset_extra.h"
-#include "imgstat_dataset.h"
-#include "imgstat_job.h"
-#include "imgstat_pipeline.h"
+#include "imgstat/dataset.h"
+#include "imgstat/job.h"
+#include "imgstat/pipeline.h"
 
 #include <math.h>
 #include <stdio.h>

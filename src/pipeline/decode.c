@@ -2,7 +2,7 @@
  * One input opened and decoded by a worker within the batch's budget
  * (imgstat_task_open, imgstat_task_decode, imgstat_pipeline.h).
  */
-#include "imgstat_pipeline.h"
+#include "imgstat/pipeline.h"
 #include "io.h"
 
 #include <string.h>

@@ -8,7 +8,7 @@
  * without it, so that done may call back into whatever completes the items
  * (the batch runner's imgstat_task_complete).
  */
-#include "imgstat_stage.h"
+#include "stage.h"
 
 #include <pthread.h>
 #include <stdlib.h>

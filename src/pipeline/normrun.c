@@ -5,7 +5,7 @@
  * within the budget, converts it (--as), normalizes it through the engine
  * and writes it atomically; the results are delivered in input order.
  */
-#include "imgstat_normrun.h"
+#include "imgstat/normrun.h"
 
 #include "run_inputs.h"
 

@@ -3,7 +3,7 @@
  * folders leading to an output, and the search for two inputs that would
  * write the same output.
  */
-#include "imgstat_pipeline.h"
+#include "imgstat/pipeline.h"
 
 #include <errno.h>
 #include <pthread.h>

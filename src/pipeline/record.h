@@ -5,13 +5,13 @@
  * the caller owns (a front end's stdout, a memory stream) and leave the
  * detection of write errors to the caller (ferror after fflush).
  */
-#ifndef IMGSTAT_OUTPUT_H
-#define IMGSTAT_OUTPUT_H
+#ifndef IMGSTAT_RECORD_H
+#define IMGSTAT_RECORD_H
 
-#include "imgstat.h"
-#include "imgstat_dataset.h"
-#include "imgstat_job.h"
-#include "imgstat_norm.h"
+#include "imgstat/dataset.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
+#include "imgstat/norm.h"
 
 #include <stdio.h>
 
@@ -183,4 +183,4 @@ void ist_output_json_string(FILE *out, const char *s);
  * reads back as the same double. v must be finite. buf holds >= 32 bytes. */
 void ist_output_format_double(char *buf, size_t size, double v);
 
-#endif /* IMGSTAT_OUTPUT_H */
+#endif /* IMGSTAT_RECORD_H */

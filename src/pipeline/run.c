@@ -5,13 +5,13 @@
  * one input list sent by rank 0, each rank's share and the merge of the
  * accumulators on rank 0.
  */
-#include "imgstat_run.h"
+#include "imgstat/run.h"
 
 #include "dataset_extra.h"
 #include "run_inputs.h"
 
-#include "imgstat_cuda.h"
-#include "imgstat_cuda_jpeg.h"
+#include "gpu_jpeg.h"
+#include "imgstat/cuda.h"
 
 #include <stdatomic.h>
 #include <stdio.h>

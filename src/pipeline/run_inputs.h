@@ -6,7 +6,7 @@
 #ifndef IMGSTAT_RUN_INPUTS_H
 #define IMGSTAT_RUN_INPUTS_H
 
-#include "imgstat_run.h"
+#include "imgstat/run.h"
 
 /* The inputs of the sources in order (lists of NUL-terminated paths with
  * null_lists; links to folders walked with follow), a folder left out of

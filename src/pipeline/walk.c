@@ -14,7 +14,7 @@
  * entry of "d" can start with "x/".
  */
 #define _DEFAULT_SOURCE /* d_type */
-#include "imgstat_pipeline.h"
+#include "imgstat/pipeline.h"
 #include "io.h"
 
 #include <dirent.h>

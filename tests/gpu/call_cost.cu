@@ -10,7 +10,7 @@
  * Built by tests/gpu/python19.sh (step callcost) against the library of
  * its libtest build; not part of the CMake build.
  */
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
 #include "reduce.cuh"
 
 #include <algorithm>

@@ -46,15 +46,15 @@ mkdir -p "$V"
 nv() { nvcc -std=c++17 -O3 -arch=sm_90 -Xcompiler=-ffp-contract=off \
   --expt-relaxed-constexpr -DIMGSTAT_HAVE_CUDA=1 "$@"; }
 (
-  nv -Isrc -Isrc/core -Icuda -c tests/gpu/fast_timing.cu -o "$V/timing.o" &
+  nv -Iinclude -Isrc -Isrc/core -Icuda -c tests/gpu/fast_timing.cu -o "$V/timing.o" &
   for v in "0 0" "0 1" "1 1" "2 1"; do
     set -- $v
-    nv -Isrc -Isrc/core -Icuda -DIMGSTAT_F32_PREFETCH=$1 \
+    nv -Iinclude -Isrc -Isrc/core -Icuda -DIMGSTAT_F32_PREFETCH=$1 \
       -DIMGSTAT_F32_FINITE_TILES=$2 -c cuda/fast.cu -o "$V/P$1F$2.o" &
   done
   if [ -n "${IMGSTAT_OLD_SRC:-}" ] && [ -f "$IMGSTAT_OLD_SRC/cuda/fast.cu" ]; then
     O=$IMGSTAT_OLD_SRC
-    nv -I"$O/src" -I"$O/src/core" -I"$O/cuda" -c "$O/cuda/fast.cu" -o "$V/main.o" &
+    nv -I"$O/include" -I"$O/src" -I"$O/src/core" -I"$O/cuda" -c "$O/cuda/fast.cu" -o "$V/main.o" &
   fi
   wait
   for o in "$V"/P*.o "$V"/main.o; do

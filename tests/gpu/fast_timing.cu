@@ -4,7 +4,7 @@
  * tests/gpu/run_gpu.sh on the GPU machine (not part of the CMake build; the
  * full benchmark is `imgstat bench`). CUDA events, 3 warm-ups, median of 30.
  */
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
 #include "reduce.cuh"
 
 #include <chrono>

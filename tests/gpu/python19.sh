@@ -230,7 +230,7 @@ if has callcost; then
     -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr"; } >"$OUT/p19-callcost.log" 2>&1
   timeout -k 5 "$(limit 200)" cmake --build "$LB" -j"$(nproc)" --target imgstat \
     >>"$OUT/p19-callcost.log" 2>&1 &&
-    nvcc -std=c++17 -O2 -arch=sm_90 -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
+    nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
       tests/gpu/call_cost.cu "$LB/libimgstat.a" -o "$LB/call_cost" >>"$OUT/p19-callcost.log" 2>&1 &&
     timeout -k 5 "$(limit 90)" "$LB/call_cost" >>"$OUT/p19-callcost.log" 2>&1
   log "callcost: rc=$? ($(($(date +%s) - t)) s)"

@@ -5,7 +5,7 @@
 #ifndef IMGSTAT_VERIFY_H
 #define IMGSTAT_VERIFY_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <stdio.h>
 

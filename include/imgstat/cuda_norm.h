@@ -17,8 +17,8 @@
 #ifndef IMGSTAT_CUDA_NORM_H
 #define IMGSTAT_CUDA_NORM_H
 
-#include "imgstat_cuda.h"
-#include "imgstat_norm.h"
+#include "imgstat/cuda.h"
+#include "imgstat/norm.h"
 
 #ifdef __cplusplus
 extern "C" {

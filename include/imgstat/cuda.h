@@ -18,7 +18,7 @@
 #ifndef IMGSTAT_CUDA_H
 #define IMGSTAT_CUDA_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
 extern "C" {

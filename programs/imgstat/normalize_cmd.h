@@ -1,7 +1,7 @@
 /*
  * `imgstat normalize`: the command line of normalization
- * (src/cli/normalize_cmd.c). main dispatches `imgstat normalize ARGS...` here
- * with argv[0] == "normalize".
+ * (programs/imgstat/normalize_cmd.c). main dispatches `imgstat normalize
+ * ARGS...` here with argv[0] == "normalize".
  */
 #ifndef IMGSTAT_NORMALIZE_CLI_H
 #define IMGSTAT_NORMALIZE_CLI_H

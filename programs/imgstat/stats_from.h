@@ -1,12 +1,12 @@
 /*
  * `imgstat normalize --stats-from FILE`: the means and standard deviations
- * of a record of `imgstat --json` (src/cli/stats_from.c). Part of the
+ * of a record of `imgstat --json` (programs/imgstat/stats_from.c). Part of the
  * program: it prints its errors.
  */
 #ifndef IMGSTAT_STATS_FROM_H
 #define IMGSTAT_STATS_FROM_H
 
-#include "imgstat_norm.h"
+#include "imgstat/norm.h"
 
 /* Reads the file at path, records of `imgstat --json` (JSON Lines): the
  * last dataset record (`--dataset`; with --scale unit its 0..1 figures are

@@ -1,7 +1,7 @@
 /* The progress line of a batch (progress.h). */
 #include "progress.h"
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #include <inttypes.h>
 #include <stdio.h>

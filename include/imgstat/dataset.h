@@ -42,9 +42,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "imgstat.h"
-#include "imgstat_norm.h"
-#include "imgstat_pool.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/norm.h"
+#include "imgstat/pool.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,7 +1,7 @@
 /*
  * `imgstat bench`: the command line of the GPU benchmark. The library
- * measures (imgstat_bench_run, cuda/bench.cu) and this file prints: a text
- * table per measurement, or one JSON object with --json.
+ * measures (imgstat_bench_run, programs/bench/bench.cu) and this file prints: a
+ * text table per measurement, or one JSON object with --json.
  *
  * `imgstat bench --startup FILE` instead times the steps of one image's
  * whole run inside one process (decode, CUDA start-up, CPU and GPU
@@ -10,10 +10,10 @@
 #include "bench_cmd.h"
 
 #include "bench.h"
-#include "imgstat.h"
-#include "imgstat_cuda.h"
-#include "imgstat_cuda_norm.h"
-#include "imgstat_job.h"
+#include "imgstat/cuda.h"
+#include "imgstat/cuda_norm.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
 #include "options.h"
 #include "record.h"
 

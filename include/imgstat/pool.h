@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,14 +1,14 @@
 /*
  * The command line's side of the passes over the inputs
  * (imgstat_dataset.h): the float range pass of `imgstat --dataset
- * --histogram` (src/cli/dataset_pass.c). Part of the program: it prints its
- * errors.
+ * --histogram` (programs/imgstat/dataset_pass.c). Part of the program: it
+ * prints its errors.
  */
 #ifndef IMGSTAT_CLI_DATASET_PASS_H
 #define IMGSTAT_CLI_DATASET_PASS_H
 
-#include "imgstat_dataset.h"
-#include "imgstat_pipeline.h"
+#include "imgstat/dataset.h"
+#include "imgstat/pipeline.h"
 
 /* Runs the float range pass set up in p (its next, ctx and options) and,
  * when float images have finite samples, sets ds->have_range, ds->lo and

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "imgstat.h"
-#include "imgstat_norm.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/norm.h"
 
 #ifdef __cplusplus
 extern "C" {

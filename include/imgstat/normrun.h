@@ -35,12 +35,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "imgstat.h"
-#include "imgstat_dataset.h"
-#include "imgstat_job.h"
-#include "imgstat_norm.h"
-#include "imgstat_pipeline.h"
-#include "imgstat_run.h"
+#include "imgstat/dataset.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
+#include "imgstat/norm.h"
+#include "imgstat/pipeline.h"
+#include "imgstat/run.h"
 
 #ifdef __cplusplus
 extern "C" {

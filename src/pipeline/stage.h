@@ -42,7 +42,7 @@
 #ifndef IMGSTAT_STAGE_H
 #define IMGSTAT_STAGE_H
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
 extern "C" {

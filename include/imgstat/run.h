@@ -33,11 +33,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "imgstat.h"
-#include "imgstat_dataset.h"
-#include "imgstat_job.h"
-#include "imgstat_mpi.h"
-#include "imgstat_pipeline.h"
+#include "imgstat/dataset.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/job.h"
+#include "imgstat/mpi.h"
+#include "imgstat/pipeline.h"
 
 #ifdef __cplusplus
 extern "C" {

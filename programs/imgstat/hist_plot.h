@@ -1,6 +1,6 @@
 /*
  * --histogram-png: the histograms of one image, or the dataset's pooled
- * ones, drawn as a PNG (src/cli/hist_plot.c). Part of the program.
+ * ones, drawn as a PNG (programs/imgstat/hist_plot.c). Part of the program.
  */
 #ifndef IMGSTAT_HIST_PLOT_H
 #define IMGSTAT_HIST_PLOT_H

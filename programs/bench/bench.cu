@@ -1,7 +1,7 @@
 /*
  * `imgstat bench`: measures the device reductions on the present GPU and
- * fills an imgstat_bench_result (bench.h); src/cli/bench_cmd.c prints it.
- * Part of the program, not of the library: it calls the library's internal
+ * fills an imgstat_bench_result (bench.h); programs/bench/bench_cmd.c prints
+ * it. Part of the program, not of the library: it calls the library's internal
  * launchers (reduce.cuh) directly.
  *
  * Method (issue 3, section 4): CUDA events around every run; the first run of

@@ -1,6 +1,6 @@
 /*
- * The command line's one option parser (src/cli/options.c): one table of
- * every option of every subcommand -- its names, the subcommands that take
+ * The command line's one option parser (programs/imgstat/options.c): one table
+ * of every option of every subcommand -- its names, the subcommands that take
  * it, whether it takes a value, how the value is read (and the usage error
  * of a bad one), and its lines in --help -- and one loop that walks argv
  * against it. Each subcommand gives its syntax (ist_opt_syntax): how values
@@ -11,8 +11,8 @@
 #ifndef IMGSTAT_CLI_OPTIONS_H
 #define IMGSTAT_CLI_OPTIONS_H
 
-#include "imgstat_job.h"
-#include "imgstat_norm.h"
+#include "imgstat/job.h"
+#include "imgstat/norm.h"
 
 #include <stdarg.h>
 #include <stdint.h>

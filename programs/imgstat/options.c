@@ -5,8 +5,8 @@
 #include "options.h"
 
 #include "cli_util.h"
-#include "imgstat_cuda.h"
-#include "imgstat_job.h"
+#include "imgstat/cuda.h"
+#include "imgstat/job.h"
 
 #include <errno.h>
 #include <float.h>

@@ -16,7 +16,7 @@
 
 #include <signal.h>
 
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
 extern "C" {

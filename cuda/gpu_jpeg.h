@@ -19,8 +19,8 @@
 #ifndef IMGSTAT_CUDA_JPEG_H
 #define IMGSTAT_CUDA_JPEG_H
 
-#include "imgstat.h"
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
 extern "C" {

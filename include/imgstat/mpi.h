@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "imgstat.h"
-#include "imgstat_pool.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/pool.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,16 +1,16 @@
 /*
  * `imgstat bench`: what the benchmark measures and fills, for the program's
- * command line (src/cli/bench_cmd.c) to print. Not installed and not in the
- * library: the benchmark (cuda/bench/bench.cu, cuda/bench/norm_bench.cu) is
- * compiled into the program only, with NPP; a build without CUDA has
- * src/cli/bench_none.c instead (IMGSTAT_ERR_NODEVICE, "needs a CUDA
- * build"). Never prints or exits.
+ * command line (programs/bench/bench_cmd.c) to print. Not installed and not in
+ * the library: the benchmark (programs/bench/bench.cu,
+ * programs/bench/norm_bench.cu) is compiled into the program only, with NPP; a
+ * build without CUDA has programs/bench/bench_none.c instead
+ * (IMGSTAT_ERR_NODEVICE, "needs a CUDA build"). Never prints or exits.
  */
 #ifndef IMGSTAT_BENCH_H
 #define IMGSTAT_BENCH_H
 
-#include "imgstat.h"
-#include "imgstat_cuda.h"
+#include "imgstat/cuda.h"
+#include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
 extern "C" {

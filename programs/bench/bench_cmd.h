@@ -1,6 +1,7 @@
 /*
- * `imgstat bench`: the GPU benchmark's command line (src/cli/bench_cmd.c).
- * main dispatches `imgstat bench ARGS...` here with argv[0] == "bench".
+ * `imgstat bench`: the GPU benchmark's command line
+ * (programs/bench/bench_cmd.c). main dispatches `imgstat bench ARGS...` here
+ * with argv[0] == "bench".
  */
 #ifndef IMGSTAT_BENCH_CLI_H
 #define IMGSTAT_BENCH_CLI_H

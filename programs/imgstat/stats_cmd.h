@@ -1,5 +1,6 @@
 /*
- * `imgstat [OPTIONS] FILE...`: the statistics command (src/cli/stats_cmd.c).
+ * `imgstat [OPTIONS] FILE...`: the statistics command
+ * (programs/imgstat/stats_cmd.c).
  */
 #ifndef IMGSTAT_STATS_CMD_H
 #define IMGSTAT_STATS_CMD_H

@@ -37,8 +37,8 @@
 #ifndef IMGSTAT_JOB_H
 #define IMGSTAT_JOB_H
 
-#include "imgstat.h"
-#include "imgstat_norm.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/norm.h"
 
 #ifdef __cplusplus
 extern "C" {
