@@ -227,15 +227,35 @@ uint64_t ist_png_fast_peak(const ist_png_fast *f, const ist_source *src) {
 
 /* ---- unfiltering ------------------------------------------------------- */
 
-static unsigned char paeth(int a, int b, int c) {
-  int p = b - c, q = a - c;
-  int pa = p < 0 ? -p : p, pb = q < 0 ? -q : q;
-  int pc = p + q < 0 ? -(p + q) : p + q;
-  return (unsigned char)(pa <= pb && pa <= pc ? a : pb <= pc ? b : c);
+/* The Paeth predictor in libpng's order of comparisons (the same choice as
+ * the specification's: a, else b, else c on ties), without branches. */
+static inline int paeth(int a, int b, int c) {
+  int pa = b - c, pb = a - c, pc = pa + pb;
+  pa = pa < 0 ? -pa : pa;
+  pb = pb < 0 ? -pb : pb;
+  pc = pc < 0 ? -pc : pc;
+  int r = pb < pa ? b : a, m = pb < pa ? pb : pa;
+  return pc < m ? c : r;
 }
 
-/* Unfilters row (n bytes) in place against prev, the row above
- * (unfiltered; zeros above the first row); 0 for an unknown filter. */
+/* Average and Paeth for a pixel of B bytes: the B bytes of a pixel are
+ * independent, so with B fixed the compiler keeps them in registers and
+ * lanes. n is a multiple of B. */
+#define AVG_LOOP(B)                                                            \
+  for (; i < n; i += B)                                                        \
+    for (size_t k = 0; k < B; k++)                                             \
+      row[i + k] =                                                             \
+          (unsigned char)(row[i + k] + ((row[i + k - B] + prev[i + k]) >> 1));
+#define PAETH_LOOP(B)                                                          \
+  for (; i < n; i += B)                                                        \
+    for (size_t k = 0; k < B; k++)                                             \
+      row[i + k] =                                                             \
+          (unsigned char)(row[i + k] + paeth(row[i + k - B], prev[i + k],      \
+                                             prev[i + k - B]));
+
+/* Unfilters row (n bytes, n a multiple of bpp) in place against prev, the
+ * row above (unfiltered; zeros above the first row); 0 for an unknown
+ * filter. */
 static int unfilter(int filter, unsigned char *row, const unsigned char *prev,
                     size_t n, size_t bpp) {
   size_t i;
@@ -253,27 +273,37 @@ static int unfilter(int filter, unsigned char *row, const unsigned char *prev,
   case 3:
     for (i = 0; i < bpp && i < n; i++)
       row[i] = (unsigned char)(row[i] + (prev[i] >> 1));
-    for (; i < n; i++)
-      row[i] = (unsigned char)(row[i] + ((row[i - bpp] + prev[i]) >> 1));
+    switch (bpp) {
+    case 1:
+      AVG_LOOP(1) break;
+    case 2:
+      AVG_LOOP(2) break;
+    case 3:
+      AVG_LOOP(3) break;
+    case 4:
+      AVG_LOOP(4) break;
+    case 6:
+      AVG_LOOP(6) break;
+    default:
+      AVG_LOOP(8) break;
+    }
     return 1;
   case 4:
     for (i = 0; i < bpp && i < n; i++)
       row[i] = (unsigned char)(row[i] + prev[i]); /* a = c = 0: b */
     switch (bpp) {
+    case 1:
+      PAETH_LOOP(1) break;
+    case 2:
+      PAETH_LOOP(2) break;
     case 3:
-      for (; i < n; i++)
-        row[i] =
-            (unsigned char)(row[i] + paeth(row[i - 3], prev[i], prev[i - 3]));
-      break;
+      PAETH_LOOP(3) break;
     case 4:
-      for (; i < n; i++)
-        row[i] =
-            (unsigned char)(row[i] + paeth(row[i - 4], prev[i], prev[i - 4]));
-      break;
+      PAETH_LOOP(4) break;
+    case 6:
+      PAETH_LOOP(6) break;
     default:
-      for (; i < n; i++)
-        row[i] = (unsigned char)(row[i] +
-                                 paeth(row[i - bpp], prev[i], prev[i - bpp]));
+      PAETH_LOOP(8) break;
     }
     return 1;
   }
