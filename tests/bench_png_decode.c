@@ -4,10 +4,12 @@
  * (imgstat_image_load_memory: decode only, no statistics) by the libdeflate
  * decoder (src/io/png_fast.c) and by libpng alone, in turns, ROUNDS times
  * each; every round decodes every file REPEAT times on THREADS threads, each
- * thread taking the next file. Prints, per decoder, the median round's rate
- * in files/s and decoded MB/s.
+ * thread taking the next file. With -s, REPEAT is chosen so that a round of
+ * libpng takes about SECONDS (one round of each file first). Prints REPEAT
+ * and, per decoder, the median round's rate in files/s and decoded MB/s.
  *
- *   bench_png_decode [-t THREADS] [-r ROUNDS] [-n REPEAT] FILE...
+ *   bench_png_decode [-t THREADS] [-r ROUNDS] [-n REPEAT | -s SECONDS]
+ *                    FILE...
  */
 #include "imgstat.h"
 #include "io.h"
@@ -77,6 +79,7 @@ static double round_time(int threads) {
 
 int main(int argc, char **argv) {
   int threads = 1, rounds = 5, repeat = 1, i = 1;
+  double seconds = 0;
   for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
     if (strcmp(argv[i], "-t") == 0)
       threads = atoi(argv[i + 1]);
@@ -84,13 +87,15 @@ int main(int argc, char **argv) {
       rounds = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "-n") == 0)
       repeat = atoi(argv[i + 1]);
+    else if (strcmp(argv[i], "-s") == 0)
+      seconds = atof(argv[i + 1]);
     else
       break;
   }
   if (i >= argc || threads < 1 || threads > 256 || rounds < 1 || rounds > 99 ||
       repeat < 1) {
     fprintf(stderr, "usage: bench_png_decode [-t THREADS] [-r ROUNDS] "
-                    "[-n REPEAT] FILE...\n");
+                    "[-n REPEAT | -s SECONDS] FILE...\n");
     return 2;
   }
   n_inputs = (size_t)(argc - i);
@@ -113,7 +118,16 @@ int main(int argc, char **argv) {
     fclose(f);
     total += inputs[k].size;
   }
+  if (seconds > 0) {
+    n_jobs = n_inputs;
+    ist_png_reader_libpng = 1;
+    double once = round_time(threads);
+    repeat = once > 0 && seconds / once < 1e6 ? (int)(seconds / once + 0.5) : 1;
+    if (repeat < 1)
+      repeat = 1;
+  }
   n_jobs = n_inputs * (size_t)repeat;
+  printf("repeat\t%d\n", repeat);
   printf("%zu files (%.1f MB), each decoded %d times a round, %d threads, "
          "median of %d rounds\n",
          n_inputs, total / 1e6, repeat, threads, rounds);

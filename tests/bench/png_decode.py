@@ -4,7 +4,8 @@ decode only, from memory, on THREADS threads (docs/benchmarks.md, "PNG
 decoding").
 
     python3 tests/bench/png_decode.py [--tool build/tests/bench_png_decode]
-        [--threads T] [--rounds R] [--sizes 0.5,12] [--mixed-only]
+        [--threads T] [--rounds R] [--seconds S] [--sizes 0.5,12]
+        [--mixed-only]
         [--dir /tmp/imgstat-png-bench]
 
 Test images (made once into --dir, kept there; nothing else is written):
@@ -17,8 +18,8 @@ of the five with the least sum of absolute differences; palette images
 unfiltered) and deflated by zlib at level 6.
 
 Each set of files (one per type, and "all": the types together, a folder)
-is decoded REPEAT times a round, ROUNDS rounds after a warm-up, the decoders
-in turns; the medians' rates are printed in files/s, with imgstat's ratio to
+is decoded REPEAT times a round (so that a round of libpng takes about S
+seconds), ROUNDS rounds after a warm-up, the decoders in turns; the medians' rates are printed in files/s, with imgstat's ratio to
 OpenCV and to libpng.
 """
 import argparse
@@ -140,9 +141,9 @@ def make_files(folder, sizes):
     return {(s, k): p for s, k, p in jobs}
 
 
-def imgstat_rates(tool, files, threads, rounds, repeat):
-    out = subprocess.run([tool, "-t", str(threads), "-r", str(rounds), "-n",
-                          str(repeat)] + files, capture_output=True, text=True)
+def imgstat_rates(tool, files, threads, rounds, seconds):
+    out = subprocess.run([tool, "-t", str(threads), "-r", str(rounds), "-s",
+                          str(seconds)] + files, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{tool}: {out.stderr}")
     rates = {}
@@ -150,6 +151,8 @@ def imgstat_rates(tool, files, threads, rounds, repeat):
         f = line.split("\t")
         if len(f) == 4 and f[0] in ("imgstat", "libpng"):
             rates[f[0]] = float(f[2])
+        if len(f) == 2 and f[0] == "repeat":
+            rates["repeat"] = int(f[1])
     return rates
 
 
@@ -187,6 +190,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sizes", default="0.5,12")
+    ap.add_argument("--seconds", type=float, default=0.5,
+                    help="about how long a round of libpng takes")
     ap.add_argument("--mixed-only", action="store_true",
                     help="only the folder of all types, not each type")
     ap.add_argument("--dir", default=os.path.join(
@@ -202,12 +207,9 @@ def main():
         sets = [] if args.mixed_only else [(k, [files[(s, k)]]) for k in TYPES]
         sets.append(("all", [files[(s, k)] for k in TYPES]))
         for name, fs in sets:
-            # about 1 s of libpng decoding a round on the threads
-            per = 0.006 if s == "0.5" else 0.25
-            repeat = max(1, round(args.threads * 1.0 / per / len(fs)))
             rates = imgstat_rates(args.tool, fs, args.threads, args.rounds,
-                                  repeat)
-            cv = opencv_rate(fs, args.threads, args.rounds, repeat)
+                                  args.seconds)
+            cv = opencv_rate(fs, args.threads, args.rounds, rates["repeat"])
             im, lp = rates.get("imgstat", 0), rates.get("libpng", 0)
             print(f"{s} MP {name}\t{im:.1f}\t{lp:.1f}\t"
                   f"{'%.1f' % cv if cv else '-'}\t"
