@@ -220,9 +220,9 @@ void ist_png_fast_layout(const ist_png_fast *f, uint32_t *width,
 
 uint64_t ist_png_fast_peak(const ist_png_fast *f, const ist_source *src) {
   /* the inflated rows, the compressed stream (at most the rest of the
-   * input), a zero row and a converted row (4 channels of 16 bits) */
+   * input), a zero row and a row of palette indices */
   return (uint64_t)f->height * (1 + (uint64_t)f->rowbytes) +
-         (src->size - f->idat_at) + f->rowbytes + 8 * (uint64_t)f->width;
+         (src->size - f->idat_at) + f->rowbytes + f->width;
 }
 
 /* ---- unfiltering ------------------------------------------------------- */
@@ -320,76 +320,97 @@ static unsigned packed(const unsigned char *row, size_t x, int depth) {
          ((1u << depth) - 1);
 }
 
+/* Big-endian 16-bit samples of pixels of C channels into the planes p. */
+#define SPLIT16(C)                                                             \
+  for (size_t x = 0; x < w; x++)                                               \
+    for (int k = 0; k < C; k++)                                                \
+      p16[k][x] =                                                              \
+          (uint16_t)(row[2 * (x * C + k)] << 8 | row[2 * (x * C + k) + 1]);
+
 static void put_row(const ist_png_fast *f, imgstat_image *img, uint32_t y,
                     const unsigned char *row, void *tmp) {
   size_t w = f->width;
-  unsigned char *t8 = tmp;
-  uint16_t *t16 = tmp;
-  switch (f->color_type) {
-  case 3: {
-    int a = img->channels == 4;
-    for (size_t x = 0; x < w; x++) {
-      unsigned i = f->depth == 8 ? row[x] : packed(row, x, f->depth);
-      memcpy(t8, f->palette[i], 4);
-      t8 += 3 + a;
+  unsigned char *p8[IMGSTAT_MAX_CHANNELS];
+  uint16_t *p16[IMGSTAT_MAX_CHANNELS];
+  for (int c = 0; c < img->channels; c++) {
+    p8[c] = ist_image_row(img, c, y);
+    p16[c] = ist_image_row(img, c, y);
+  }
+  if (f->color_type == 3) {
+    if (f->depth < 8) { /* the indices, one a byte, first */
+      unsigned char *t = tmp;
+      for (size_t x = 0; x < w; x++)
+        t[x] = (unsigned char)packed(row, x, f->depth);
+      row = t;
     }
-    ist_pixels_split(img, tmp, y, 0, w, 1);
+    if (img->channels == 4)
+      for (size_t x = 0; x < w; x++) {
+        const unsigned char *e = f->palette[row[x]];
+        p8[0][x] = e[0];
+        p8[1][x] = e[1];
+        p8[2][x] = e[2];
+        p8[3][x] = e[3];
+      }
+    else
+      for (size_t x = 0; x < w; x++) {
+        const unsigned char *e = f->palette[row[x]];
+        p8[0][x] = e[0];
+        p8[1][x] = e[1];
+        p8[2][x] = e[2];
+      }
     return;
   }
-  case 0:
-    if (f->depth < 8) {
-      static const unsigned char scale[5] = {0, 0xff, 0x55, 0, 0x11};
-      unsigned s = scale[f->depth];
-      for (size_t x = 0; x < w; x++) {
-        unsigned v = packed(row, x, f->depth);
-        *t8++ = (unsigned char)(v * s);
-        if (f->has_trns)
-          *t8++ = v == f->trns[0] ? 0 : 255;
-      }
-      ist_pixels_split(img, tmp, y, 0, w, 1);
-      return;
+  if (f->depth < 8) { /* gray */
+    static const unsigned char scale[5] = {0, 0xff, 0x55, 0, 0x11};
+    unsigned s = scale[f->depth];
+    for (size_t x = 0; x < w; x++) {
+      unsigned v = packed(row, x, f->depth);
+      p8[0][x] = (unsigned char)(v * s);
+      if (f->has_trns)
+        p8[1][x] = v == f->trns[0] ? 0 : 255;
     }
-    break;
-  default:
-    break;
+    return;
   }
-  size_t samples = w * (size_t)f->file_channels;
+  int c = f->file_channels;
   if (!f->has_trns) {
     if (f->depth == 8) {
-      if (f->file_channels == 1)
-        memcpy(ist_image_row(img, 0, y), row, w);
+      if (c == 1)
+        memcpy(p8[0], row, w);
       else
         ist_pixels_split(img, row, y, 0, w, 1);
-      return;
+    } else {
+      switch (c) {
+      case 1:
+        SPLIT16(1) break;
+      case 2:
+        SPLIT16(2) break;
+      case 3:
+        SPLIT16(3) break;
+      default:
+        SPLIT16(4) break;
+      }
     }
-    for (size_t i = 0; i < samples; i++)
-      t16[i] = (uint16_t)(row[2 * i] << 8 | row[2 * i + 1]);
-    ist_pixels_split(img, tmp, y, 0, w, 1);
     return;
   }
-  /* gray or RGB with a transparent value: an alpha sample after each pixel */
-  int c = f->file_channels;
-  if (f->depth == 8) {
-    for (size_t x = 0; x < w; x++, row += c) {
-      int hit = 1;
-      for (int k = 0; k < c; k++) {
-        *t8++ = row[k];
-        hit &= row[k] == f->trns[k];
+  /* gray or RGB with a transparent value: an alpha plane after them */
+  for (size_t x = 0; x < w; x++) {
+    int hit = 1;
+    for (int k = 0; k < c; k++) {
+      uint16_t v;
+      if (f->depth == 8) {
+        v = row[x * c + k];
+        p8[k][x] = (unsigned char)v;
+      } else {
+        v = (uint16_t)(row[2 * (x * c + k)] << 8 | row[2 * (x * c + k) + 1]);
+        p16[k][x] = v;
       }
-      *t8++ = hit ? 0 : 255;
+      hit &= v == f->trns[k];
     }
-  } else {
-    for (size_t x = 0; x < w; x++, row += 2 * c) {
-      int hit = 1;
-      for (int k = 0; k < c; k++) {
-        uint16_t v = (uint16_t)(row[2 * k] << 8 | row[2 * k + 1]);
-        *t16++ = v;
-        hit &= v == f->trns[k];
-      }
-      *t16++ = hit ? 0 : 65535;
-    }
+    if (f->depth == 8)
+      p8[c][x] = hit ? 0 : 255;
+    else
+      p16[c][x] = hit ? 0 : 65535;
   }
-  ist_pixels_split(img, tmp, y, 0, w, 1);
 }
 
 /* ---- the image data ------------------------------------------------------ */
@@ -405,7 +426,7 @@ int ist_png_fast_read(const ist_png_fast *f, ist_source *src,
   unsigned char *packed_data = malloc(cap ? cap : 1);
   unsigned char *rows = malloc(total);
   unsigned char *zero = calloc(f->rowbytes ? f->rowbytes : 1, 1);
-  void *tmp = malloc(8 * (size_t)f->width);
+  void *tmp = malloc(f->width); /* a row of palette indices */
   struct libdeflate_decompressor *z = libdeflate_alloc_decompressor();
   if (!packed_data || !rows || !zero || !tmp || !z ||
       ist_source_seek(src, f->idat_at) != 0)
