@@ -131,6 +131,9 @@ def main():
         dirs.append(photos)
     rc, out = run([d for d in dirs if os.path.isdir(d)])
     print(out.splitlines()[-1])
+    if "has no libdeflate" in out:
+        print("skipped: the build has no libdeflate, so no second decoder")
+        sys.exit(77)
     check(rc == 0, "files on disk: " + "; ".join(
         l for l in out.splitlines() if l.startswith("DIFFER")))
     suite = [l for l in out.splitlines() if "pngsuite/" in l]
