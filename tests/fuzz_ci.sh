@@ -6,12 +6,14 @@
 # from the top of the repository, with BUILD_DIR configured with
 # -DIMGSTAT_FUZZ=ON and its fuzz_all target built. The targets (all of them
 # unless named) are fuzz_load (every format), fuzz_pipeline (histograms,
-# normalization, writers) and one per decoder (tests/fuzz_load.c,
-# tests/fuzz_pipeline.c, docs/fuzzing.md). Every target gets the same seeds:
-# tests/data (all of it: formats, pngsuite, the fuzzers' regression inputs,
-# ...) and the files of samples/ under 64 KiB (fuzz_load: all of samples/);
-# a decoder's target keeps only the files of its format. New inputs go to
-# BUILD_DIR/fuzz-ci/TARGET/ (emptied first), a crashing input to
+# normalization, writers), one per decoder (tests/fuzz_load.c,
+# tests/fuzz_pipeline.c, docs/fuzzing.md) and fuzz_png_paths (the libdeflate
+# PNG decoder against libpng, tests/fuzz_png_paths.c). Every target gets the
+# same seeds: tests/data (all of it: formats, pngsuite, the fuzzers'
+# regression inputs, ...) and the files of samples/ under 64 KiB (fuzz_load:
+# all of samples/); a decoder's target (fuzz_png_paths too) keeps only the
+# files of its format. New inputs go to BUILD_DIR/fuzz-ci/TARGET/ (emptied
+# first), a crashing input to
 # BUILD_DIR/fuzz-ci/TARGET-crash-*. Every target runs even when one fails;
 # the exit status is 1 if any failed.
 #
@@ -34,7 +36,7 @@ targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
   targets=(fuzz_load fuzz_pipeline fuzz_png fuzz_jpeg fuzz_bmp fuzz_gif
     fuzz_psd fuzz_hdr fuzz_pnm fuzz_tga fuzz_tiff fuzz_fits fuzz_npy fuzz_pfm
-    fuzz_webp)
+    fuzz_webp fuzz_png_paths)
 fi
 for t in "${targets[@]}"; do
   if [ ! -x "$build/tests/$t" ]; then

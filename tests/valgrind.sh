@@ -11,7 +11,8 @@
 #   unit    every CUnit executable BUILD_DIR/tests/test_* (77: skipped;
 #           test_mpi skips here: it runs only under mpirun, and Open MPI's
 #           start-up is noise under valgrind);
-#   replay  replay_load and replay_pipeline (tests/fuzz_replay.c) over
+#   replay  replay_load, replay_pipeline and replay_png_paths
+#           (tests/fuzz_replay.c) over
 #           samples/ and all of tests/data: the fuzzers' seeds and
 #           regression inputs, through every decoder, the statistics,
 #           histograms, normalization and the writers;
@@ -91,7 +92,7 @@ for part in "${parts[@]}"; do
     check_logs unit
     ;;
   replay)
-    for r in load pipeline; do
+    for r in load pipeline png_paths; do
       step "replay_$r"
       rc=0
       # valgrind's reports and the names of the inputs in one log

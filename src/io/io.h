@@ -194,6 +194,14 @@ imgstat_status ist_png_open(imgstat_decoder *d, imgstat_error *err);
 imgstat_status ist_png_read(imgstat_decoder *d, imgstat_image *img,
                             imgstat_error *err);
 void ist_png_close(imgstat_decoder *d);
+/* Whether an open PNG decoder's read was done by the libdeflate decoder
+ * (src/io/png_fast.c) rather than libpng: for the tests that compare the
+ * two. */
+int ist_png_decoded_fast(const imgstat_decoder *d);
+/* 1: every PNG goes to libpng, none to the libdeflate decoder (which a
+ * build with libdeflate otherwise tries first). Set by the tests and the
+ * decoding benchmark to compare the two; the samples are the same. */
+extern int ist_png_reader_libpng;
 
 #ifdef IMGSTAT_HAVE_TURBOJPEG
 /* JPEG through TurboJPEG (without it, JPEG is stb_image's). */

@@ -9,10 +9,18 @@
  * RGB image adds an alpha channel too (libpng's tRNS-to-alpha, as libvips and
  * Pillow read it): gray becomes YA, RGB becomes RGBA, at the image's depth,
  * alpha 0 where the pixel equals the tRNS value and the maximum elsewhere.
+ *
+ * With libdeflate in the build, png_fast.c decodes the files it is sure of
+ * (non-interlaced, sound) to the same samples, inflating the whole image data
+ * at once; whatever it declines, at open or at read, libpng decodes from the
+ * first byte, so every refusal is libpng's.
  */
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
 #include "io.h"
+#ifdef IMGSTAT_HAVE_LIBDEFLATE
+#include "png_fast.h"
+#endif
 
 #include <png.h>
 #include <setjmp.h>
@@ -30,6 +38,10 @@ typedef struct png_state {
   png_infop info;
   unsigned char *row;
   int interlace;
+#ifdef IMGSTAT_HAVE_LIBDEFLATE
+  ist_png_fast *fast; /* the fast decoder took the file at open */
+#endif
+  int decoded_fast;           /* the read was the fast decoder's */
   imgstat_status fail_status; /* status reported after a longjmp */
   char message[IMGSTAT_ERROR_MAX];
 } png_state;
@@ -111,6 +123,26 @@ static int png_choose_layout(png_structp png, png_infop info, int color_type,
   return channels;
 }
 
+/* The size check, before libpng or we allocate any row: a header that
+ * claims 100000x100000 is refused, not allocated. Deflate makes at most 1032
+ * bytes of 2 bits (a 258-byte match in two 1-bit codes), so the filtered
+ * rows (a filter byte and the stored row each; file_row: the file's row
+ * bytes) need at least 1/1032 of their size in IDAT data, besides the
+ * signature, IHDR, one IDAT and IEND chunk (8 + 25 + 12 + 12 bytes) and
+ * zlib's header and checksum (6). The peak on libpng's path: the planes and
+ * one row. Both decoders make this check with the same figures, so its
+ * verdict does not depend on which decodes. */
+static imgstat_status png_size_check(const ist_limits *lim, uint32_t width,
+                                     uint32_t height, int channels,
+                                     imgstat_sample sample, uint64_t file_row,
+                                     uint64_t input_size, imgstat_error *err) {
+  uint64_t filtered = (uint64_t)height * (1 + file_row);
+  uint64_t plane = (uint64_t)width * height * (uint64_t)sample;
+  return ist_decode_check(
+      lim, width, height, plane * (uint64_t)channels + plane / height,
+      8 + 25 + 12 + 12 + 6 + (filtered + 1031) / 1032, input_size, "PNG", err);
+}
+
 /* Up to the header and its checks; the body that calls setjmp, all state
  * reached through st. */
 static imgstat_status png_open_jmp(png_state *st, imgstat_header *hd) {
@@ -159,21 +191,9 @@ static imgstat_status png_open_jmp(png_state *st, imgstat_header *hd) {
                              "PNG colour type %d is not supported", color_type);
   imgstat_sample sample = bit_depth == 16 ? IMGSTAT_U16 : IMGSTAT_U8;
 
-  /* The size check happens here, before libpng or we allocate any row: a
-   * header that claims 100000x100000 is refused, not allocated. Deflate
-   * makes at most 1032 bytes of 2 bits (a 258-byte match in two 1-bit
-   * codes), so the filtered rows (a filter byte and the stored row each)
-   * need at least 1/1032 of their size in IDAT data, besides the signature,
-   * IHDR, one IDAT and IEND chunk (8 + 25 + 12 + 12 bytes) and zlib's header
-   * and checksum (6). Before png_read_update_info, rowbytes is the file's.
-   * The peak: the planes and one row. */
-  uint64_t file_row = (uint64_t)png_get_rowbytes(st->png, st->info);
-  uint64_t filtered = (uint64_t)height * (1 + file_row);
-  uint64_t plane = (uint64_t)width * height * (uint64_t)sample;
-  imgstat_status s = ist_decode_check(
-      st->lim, width, height, plane * (uint64_t)channels + plane / height,
-      8 + 25 + 12 + 12 + 6 + (filtered + 1031) / 1032, st->src->size, "PNG",
-      st->err);
+  imgstat_status s = png_size_check(
+      st->lim, width, height, channels, sample,
+      (uint64_t)png_get_rowbytes(st->png, st->info), st->src->size, st->err);
   if (s != IMGSTAT_OK)
     return s;
   st->interlace = interlace;
@@ -239,6 +259,49 @@ static imgstat_status png_read_jmp(png_state *st, imgstat_image *img) {
   return IMGSTAT_OK;
 }
 
+int ist_png_reader_libpng;
+
+#ifdef IMGSTAT_HAVE_LIBDEFLATE
+/* The fast decoder's open (png_fast.c): 1 when it took the file, with *s
+ * the size check's verdict (the one libpng's path would give: the fast
+ * open takes only chunks that libpng's png_read_info reads without
+ * complaint); 0 when it declined, or when its buffers would pass
+ * --max-memory where libpng's path fits. */
+static int png_fast_open(png_state *st, imgstat_header *hd, imgstat_status *s) {
+  ist_png_fast *f = ist_png_fast_open(st->src);
+  if (!f)
+    return 0;
+  uint32_t width, height;
+  int depth, ct, trns;
+  size_t file_row;
+  ist_png_fast_layout(f, &width, &height, &depth, &ct, &trns, &file_row);
+  /* png_choose_layout's channels */
+  int channels = ct == 0 ? 1 : ct == 4 ? 2 : ct == 6 ? 4 : 3;
+  if (trns && (channels == 1 || channels == 3))
+    channels++;
+  imgstat_sample sample = depth == 16 ? IMGSTAT_U16 : IMGSTAT_U8;
+  *s = png_size_check(st->lim, width, height, channels, sample, file_row,
+                      st->src->size, st->err);
+  uint64_t planes = (uint64_t)width * height * (uint64_t)sample * channels;
+  if (*s == IMGSTAT_OK &&
+      planes + ist_png_fast_peak(f, st->src) > st->lim->max_memory) {
+    ist_png_fast_free(f);
+    return 0;
+  }
+  if (*s != IMGSTAT_OK) {
+    ist_png_fast_free(f);
+    return 1;
+  }
+  st->fast = f;
+  hd->width = width;
+  hd->height = height;
+  hd->channels = channels;
+  hd->sample = sample;
+  hd->format = "PNG";
+  return 1;
+}
+#endif
+
 imgstat_status ist_png_open(imgstat_decoder *d, imgstat_error *err) {
   ist_source *src = &d->src;
   /* IHDR comes first. libpng checks that only in the handlers of the
@@ -267,6 +330,16 @@ imgstat_status ist_png_open(imgstat_decoder *d, imgstat_error *err) {
   st->lim = &d->lim;
   st->err = err;
   st->fail_status = IMGSTAT_ERR_FORMAT;
+#ifdef IMGSTAT_HAVE_LIBDEFLATE
+  if (!ist_png_reader_libpng) {
+    imgstat_status s;
+    if (png_fast_open(st, &d->header, &s))
+      return s;
+    e = ist_source_rewind(src);
+    if (e)
+      return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+  }
+#endif
   return png_open_jmp(st, &d->header);
 }
 
@@ -274,7 +347,37 @@ imgstat_status ist_png_read(imgstat_decoder *d, imgstat_image *img,
                             imgstat_error *err) {
   png_state *st = d->state;
   st->err = err;
+#ifdef IMGSTAT_HAVE_LIBDEFLATE
+  if (st->fast) {
+    int ok = ist_png_fast_read(st->fast, st->src, img);
+    ist_png_fast_free(st->fast);
+    st->fast = NULL;
+    if (ok) {
+      st->decoded_fast = 1;
+      return IMGSTAT_OK;
+    }
+    /* Declined: libpng decodes the file from its first byte, and words any
+     * refusal. Its open finds the layout the fast open found (that open
+     * took only chunks libpng reads the same way). */
+    int e = ist_source_rewind(st->src);
+    if (e)
+      return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s", strerror(e));
+    imgstat_header h;
+    imgstat_status s = png_open_jmp(st, &h);
+    if (s != IMGSTAT_OK)
+      return s;
+    if (h.width != img->width || h.height != img->height ||
+        h.channels != img->channels || h.sample != img->sample)
+      return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                               "libpng found another PNG layout");
+  }
+#endif
   return png_read_jmp(st, img);
+}
+
+int ist_png_decoded_fast(const imgstat_decoder *d) {
+  const png_state *st = d->state;
+  return st && st->decoded_fast;
 }
 
 void ist_png_close(imgstat_decoder *d) {
@@ -282,6 +385,9 @@ void ist_png_close(imgstat_decoder *d) {
   if (!st)
     return;
   png_destroy_read_struct(&st->png, &st->info, NULL);
+#ifdef IMGSTAT_HAVE_LIBDEFLATE
+  ist_png_fast_free(st->fast);
+#endif
   free(st->row);
   free(st);
   d->state = NULL;
