@@ -11,7 +11,7 @@
  *   bench_png_decode [-t THREADS] [-r ROUNDS] [-n REPEAT | -s SECONDS]
  *                    FILE...
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <pthread.h>

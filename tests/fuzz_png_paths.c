@@ -11,7 +11,7 @@
  * tests/fuzz_ci.sh's fuzz_png_paths); without -DIMGSTAT_FUZZ=ON it is
  * linked with tests/fuzz_replay.c into replay_png_paths (ctest).
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <stddef.h>

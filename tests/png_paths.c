@@ -14,7 +14,7 @@
  * row after row, host-endian samples) for a check against its source.
  * Ends with "N passed, N failed"; exit status 1 when a file failed.
  */
-#include "imgstat.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <dirent.h>
