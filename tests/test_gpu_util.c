@@ -69,7 +69,10 @@ int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
                      src->height, cudaMemcpyHostToDevice) != cudaSuccess)
       return 0;
   }
-  return 1;
+  /* cudaMemset, and a copy from pageable memory, may still be under way on
+   * the legacy stream when they return; the library's streams do not wait
+   * for it, and its wraps want the data finished. */
+  return cudaDeviceSynchronize() == cudaSuccess;
 }
 
 void test_gpu_free(void *block) { cudaFree(block); }
@@ -94,7 +97,8 @@ int test_gpu_device_interleaved(const imgstat_image *src, size_t row_pitch,
     }
   int ok =
       cudaMalloc(block, bytes) == cudaSuccess &&
-      cudaMemcpy(*block, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess;
+      cudaMemcpy(*block, host, bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+      cudaDeviceSynchronize() == cudaSuccess; /* as test_gpu_device_copy */
   free(host);
   return ok;
 }
