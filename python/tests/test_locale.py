@@ -67,11 +67,13 @@ def comma_locale(tmp_path):
                         "failed: the Debian package locales provides it)")
         yield name
     finally:
-        locale.setlocale(locale.LC_ALL, saved)
+        # LOCPATH first: the saved locale's parts (en_US.UTF-8, say) are not
+        # in the private folder, and setlocale looks there while it is set.
         if saved_locpath is None:
             os.environ.pop("LOCPATH", None)
         else:
             os.environ["LOCPATH"] = saved_locpath
+        locale.setlocale(locale.LC_ALL, saved)
         shutil.rmtree(folder, ignore_errors=True)
 
 
