@@ -1,5 +1,5 @@
 #!/bin/sh
-# The statistics command over many inputs (issue 9): folders walked in the
+# The statistics command over many inputs: folders walked in the
 # byte order of their paths, --files-from lists (-0, standard input), "-",
 # the worker pool (-j) and its memory budget (--max-inflight), the summary
 # line, --errors-as-records, the progress line.
@@ -151,7 +151,7 @@ expect_rc 0 "a clean folder"
 [ -s err ] && fail "a clean run writes nothing to stderr: $(cat err)" || pass
 [ "$(wc -l <out)" -eq 2 ] && pass || fail "clean: 2 records expected: $(cat out)"
 # A folder named as an input with no image file in it (empty, or only
-# other files, at any depth) is an error in its place (issue 20): named,
+# other files, at any depth) is an error in its place: named,
 # with the files it skipped, and exit 1; with --dataset too.
 mkdir -p textonly/deep
 echo a >textonly/a.txt
@@ -266,7 +266,7 @@ if command -v script >/dev/null && script -qc true /dev/null >/dev/null 2>&1; th
   grep -q 'images/s' tty.txt && fail "a terminal with -q: $(cat tty.txt)" || pass
 fi
 
-# ---- the cores: -j 0 counts the CPUs the process may run on (issue 21) ------
+# ---- the cores: -j 0 counts the CPUs the process may run on ------
 # Under taskset -c 0 one worker on one core, whatever the machine has; the
 # count is the affinity mask's, as nproc (coreutils) counts it, never more.
 if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then

@@ -1,4 +1,4 @@
-"""BMP and TGA (src/io/bmp.c, src/io/tga.c, issue 20) against the pixels
+"""BMP and TGA (src/io/bmp.c, src/io/tga.c) against the pixels
 each file was written from: every variant is encoded here, byte by byte
 with struct, from a numpy array; imgstat's samples (normalize --range 0,255
 to .npy, the identity on 8-bit samples) must equal the array, sample for

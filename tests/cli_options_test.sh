@@ -1,5 +1,5 @@
 #!/bin/sh
-# The option table's warnings (issue 8): an option that has no effect in the
+# The option table's warnings: an option that has no effect in the
 # combination given is said on stderr ("imgstat: warning: NAME has no
 # effect ..."), unless -q, and changes nothing else (exit status, records);
 # an option that has an effect is not warned about. Also: --help names the
@@ -73,7 +73,7 @@ quiet "--bins with --histogram-png" 0 --backend cpu --histogram-png h.png --bins
 warns "--kernel with --backend cpu" 0 "--kernel has no effect with --backend cpu" \
   --backend cpu --kernel 3 g.pgm
 quiet "--kernel with --backend auto" 0 --kernel 3 g.pgm
-# -j sets the workers (issue 9): it has an effect with every backend.
+# -j sets the workers: it has an effect with every backend.
 quiet "-j with --backend gpu" 1 --backend gpu -j 2 /nonexistent.png
 quiet "--jobs with --backend gpu" 1 --jobs=2 --backend gpu /nonexistent.png
 warns "-0 without --files-from" 0 "-0 has no effect without --files-from" \
@@ -109,7 +109,7 @@ warns "normalize --per-channel with --stats-from" 0 \
   normalize --backend cpu --stats-from stats.json --per-channel g.pgm -o f.npy
 quiet "normalize clip --bins" 0 normalize --backend cpu clip 1,99 --bins 100 g.pgm -o c.png
 quiet "normalize minmax --per-channel" 0 normalize --backend cpu --per-channel g.pgm -o p.png
-# -j sets the workers of normalize too (issue 11): an effect with every backend
+# -j sets the workers of normalize too: an effect with every backend
 quiet "normalize -j with --backend gpu" 1 normalize --backend gpu -j 2 /nonexistent.png -o n.png
 quiet "normalize -q" 0 normalize -q --backend cpu --bins 100 g.pgm -o q.png
 [ -s q.png ] && pass || fail "normalize -q --bins: no output"

@@ -235,7 +235,7 @@ echo "cli_test: --backend auto is expected to use: $be"
 run "$tmp/gray.pgm"
 expect_rc 0 "text"
 expect_grep "$tmp/out" "$tmp/gray.pgm  7x5  Y  8-bit  backend=$be" "text header"
-# The std column says which one it is (issue 9): N here (--ddof 0).
+# The std column says which one it is: N here (--ddof 0).
 if sed -n 2p "$tmp/out" | grep -E '^channel +min +max +mean +std \(N\) +min at +max at$' >/dev/null; then
   pass
 else
@@ -350,8 +350,8 @@ expect_grep "$tmp/out" "$tmp/float.hdr  3x1  RGB  32-bit float  backend=$be" "te
 run --json "$tmp/gray.pgm" "$missing" "$tmp/empty.png" "$tmp/dir.png" \
   "$tmp/text.png" "$tmp/trunc.pgm" "$tmp/rgb.ppm"
 expect_rc 1 "mixed good and bad"
-# dir.png is a directory: walked (issue 9), it holds no image: an error
-# in its place (issue 20).
+# dir.png is a directory: walked, it holds no image: an error
+# in its place.
 for f in "$missing" "$tmp/empty.png" "$tmp/dir.png" "$tmp/text.png" "$tmp/trunc.pgm"; do
   expect_grep "$tmp/err" "imgstat: $f: " "stderr names the bad file"
 done
@@ -377,7 +377,7 @@ else
   echo "skipped: corrupt PNG checks (no $DATA/pngsuite)"
 fi
 
-# Issue 22: a FITS header whose BLANK card holds a 53-digit integer, or 35
+# A FITS header whose BLANK card holds a 53-digit integer, or 35
 # bytes of 0xFF, overflowed a fixed buffer inside cfitsio (fortify aborted
 # the run, the next input was lost). Each is refused naming the card and
 # the file; the PNG after it is still printed.
@@ -584,7 +584,7 @@ else
   pass
 fi
 
-# ---- input sources and --max-memory (issue 7) -------------------------------
+# ---- input sources and --max-memory -------------------------------
 
 # run_bounded ARGS...: run, killed after 20 s and with its address space
 # capped where ulimit can: a loader that reads /dev/zero whole fails, it does
@@ -720,8 +720,8 @@ expect_rc 0 "--histogram-png to a new file"
 if [ "$(head -c 8 "$tmp/h-2.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then pass; else
   fail "--histogram-png: no PNG written"; fi
 rm -f "$tmp/h-2.png" "$tmp/hard.png"
-# Inputs found by a folder walk or in a --files-from list are inputs too
-# (issue 24): the plot of the dataset, or of one image, never replaces one.
+# Inputs found by a folder walk or in a --files-from list are inputs too:
+# the plot of the dataset, or of one image, never replaces one.
 mkdir -p "$tmp/hw"
 "$IMGSTAT" normalize "$tmp/gray.pgm" -o "$tmp/hw/a.png" 2>"$tmp/err" || fail "making a.png: $(cat "$tmp/err")"
 cp "$tmp/rgb.ppm" "$tmp/hw/c.ppm"

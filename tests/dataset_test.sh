@@ -1,5 +1,5 @@
 #!/bin/sh
-# imgstat --dataset (issue 10): the pooled record against numpy over the
+# imgstat --dataset: the pooled record against numpy over the
 # pixels decoded with PIL (tests/dataset_check.py). Skips (77) without a
 # python3 that has numpy, PIL and pypng.
 # Usage: sh tests/dataset_test.sh PATH/TO/imgstat CORPUS_DIR

@@ -1,11 +1,11 @@
-"""FITS hardening (issues 22 and 24) against numpy.
+"""FITS hardening against numpy.
 
 - Tile-compressed images written by cfitsio (fits_tiled, tests/fits_tiled.c)
   from numpy's pixels: RICE_1, GZIP_1, GZIP_2, PLIO_1, lossless and quantized
   floats; imgstat's record against numpy over those pixels (quantized floats:
   within the quantization step). HCOMPRESS_1 is refused by name.
 - The same files with one compression card or tile descriptor broken (the
-  crashes of issue 24: ZTILE1 = 0, block size 0, ZBITPIX inconsistent,
+  crashes cfitsio had: ZTILE1 = 0, block size 0, ZBITPIX inconsistent,
   BYTEPIX 8, ...): each refused, exit 1, and the good input after it still
   printed.
 - BITPIX 64 and scaled BITPIX 32 samples: exact ones against numpy, inexact
@@ -241,7 +241,7 @@ if good.get(R):
     write("descriptor.fits", bytes(d))
     expect_refused("descriptor.fits", "outside the heap")
 
-# ---- the long BLANK of issue 22 (53 digits; 0xFF bytes) -------------------
+# ---- the long BLANK (53 digits; 0xFF bytes) ---------------------------------
 a = np.arange(12, dtype="i2").reshape(3, 4)
 write("blank-digits.fits", primary(a, [("BLANK", "-9" + "3" * 52)]))
 expect_refused("blank-digits.fits", "card BLANK")

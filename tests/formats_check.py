@@ -1,4 +1,4 @@
-"""The formats of issue 13 against numpy: each file written by a second,
+"""The optional formats against numpy: each file written by a second,
 independent writer (numpy.save for .npy, PIL for TIFF and WebP, headers
 written here for PFM, plain PNM, FITS and the TIFF layouts PIL cannot
 write), imgstat's --json record compared with numpy over the pixels the
@@ -125,7 +125,7 @@ write("junk.pgm", b"P2 2 2 100 1 2 x 3\n")
 expect_refused("junk.pgm", "Corrupt PNM data")
 
 
-# ---- the Netpbm family (issue 24 items 7-9, issue 20 item 3): headers of
+# ---- the Netpbm family: headers of
 # any length up to 1 MiB, one rule for samples over maxval, PFM is its
 # header and its data (CRLF line ends too), bitmaps widened to 0/255 -------
 from PIL import Image
@@ -196,8 +196,8 @@ for magic, ch in ((b"Pf", 1), (b"PF", 3)):
     expect_refused(f"long-{ch}.pfm", "bytes of data it gives")
     write(f"short-{ch}.pfm", data[:-1])
     expect_refused(f"short-{ch}.pfm", "Corrupt PFM data")
-write("issue24.pfm", b"Pf\r\n2 1\r\n-1.0\r\n" + np.array([0.5, 2.0], "<f4").tobytes())
-expect_stats("issue24.pfm", np.array([[0.5, 2.0]], np.float32), 32)
+write("crlf-text.pfm", b"Pf\r\n2 1\r\n-1.0\r\n" + np.array([0.5, 2.0], "<f4").tobytes())
+expect_stats("crlf-text.pfm", np.array([[0.5, 2.0]], np.float32), 32)
 
 # bitmaps (P1, P4) against Pillow's 8-bit reading of them
 bits = rng.integers(0, 2, (5, 19)).astype(np.uint8)
@@ -492,7 +492,7 @@ else:
     print("skipped: WebP (this imgstat has no libwebp)")
 
 
-# ---- TIFF and WebP (issue 20 items 3 and 8, issue 24 items 5 and 6):
+# ---- TIFF and WebP:
 # samples of fewer than 8 bits widened to 0..255 (MinIsWhite inverted) as
 # Pillow reads them; strip arrays that are not the data refused; planar
 # YCbCr refused by name; memory that follows the image, not the file -----

@@ -1,9 +1,9 @@
 #!/bin/sh
-# The formats of issue 13 (TIFF, WebP, FITS, plain PNM, .npy, PFM) against
+# The optional formats (TIFF, WebP, FITS, plain PNM, .npy, PFM) against
 # numpy over the pixels an independent writer was given
 # (tests/formats_check.py). Skips (77) without a python3 that has numpy and
 # PIL. A second argument names another check of tests/ run the same way
-# (readers_check.py: the readers of issue 20).
+# (readers_check.py: the GIF, HDR and PNG tRNS readers).
 # Usage: sh tests/formats_test.sh PATH/TO/imgstat [CHECK.py]
 set -u
 IMGSTAT=${1:?usage: formats_test.sh IMGSTAT [CHECK.py]}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes a corpus of valid and damaged JPEGs into DIR (issue 18,
+"""Writes a corpus of valid and damaged JPEGs into DIR (for
 --jpeg-check): python3 tests/jpeg_check_corpus.py DIR [SAMPLE.jpg ...]
 
 Seeds made with Pillow (baseline 4:2:0, 4:2:2 and 4:4:4 at quality 90,

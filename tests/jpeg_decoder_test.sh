@@ -1,5 +1,5 @@
 #!/bin/sh
-# --jpeg-decoder and --jpeg-check without a GPU (issue 12): the values and
+# --jpeg-decoder and --jpeg-check without a GPU: the values and
 # their usage errors; gpu fails each input with the reason, as --backend gpu
 # does; auto and cpu give the CPU decoders' records (the same as without the
 # option); a libnvjpeg that cannot be loaded is said by --version and

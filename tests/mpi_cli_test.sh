@@ -1,5 +1,5 @@
 #!/bin/sh
-# imgstat --mpi (issue 10): under `mpirun --oversubscribe -np K` for K = 1, 2
+# imgstat --mpi: under `mpirun --oversubscribe -np K` for K = 1, 2
 # and 3, stdout and stderr equal a plain run's byte for byte, and every rank
 # exits with the plain run's status. The folder mixes gray and RGB, 8- and
 # 16-bit, RGBA, an all-black frame (an outlier), a truncated JPEG and a file
@@ -102,7 +102,7 @@ IMGSTAT_TEST_MPI_CHUNK=7 same 3 "rounds of 7 bytes" --dataset --json "$D"
 # The plain run's message names the broken file: it was in the comparison.
 grep -q 'broken.png' "$T/plain.err" && pass || fail "no message for broken.png"
 
-# The input list is built once, by rank 0 (issue 24): a list on standard
+# The input list is built once, by rank 0: a list on standard
 # input, /dev/stdin or a FIFO is read by rank 0 alone and sent to the
 # others, so every rank shares out the same list (before, rank 1 found
 # /dev/stdin empty: half the images were missing, with exit 0).
@@ -143,7 +143,7 @@ rc=$?
 [ "$rc" -eq 2 ] && [ "$(grep -c 'standard input' "$T/err")" -eq 1 ] && pass ||
   fail "--mpi with -: exit $rc: $(cat "$T/err")"
 
-# --histogram-png never replaces an input found by rank 0's walk (issue 24).
+# --histogram-png never replaces an input found by rank 0's walk.
 cp "$S1/kodim23.png" "$T/one/plot.png"
 cksum "$T/one/plot.png" >"$T/plot.sum"
 rm -f "$T"/rc.*
@@ -158,7 +158,7 @@ rm -f "$T/one/plot.png"
 
 # A rank bound to fewer cores than its share of the host (Open MPI binds
 # one rank to one core by default): rank 0 says so once, with the options
-# that give each rank its share; not with them, nor with -q (issue 21).
+# that give each rank its share; not with them, nor with -q.
 if [ "$(nproc)" -ge 2 ]; then
   "$MPIRUN" -np 1 "$IMGSTAT" --mpi --dataset-only "$S2" >"$T/out" 2>"$T/err"
   [ "$(grep -c "^imgstat: --mpi: each rank runs on 1 core of the $(nproc) this host offers to 1 rank .*'mpirun --bind-to none' or 'mpirun --map-by ppr:1:node:PE=$(nproc)'" "$T/err")" -eq 1 ] &&

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Command-line tests of `imgstat normalize` over folders (issue 11): mirrored
+# Command-line tests of `imgstat normalize` over folders: mirrored
 # output trees, outputs byte-identical to single-file runs, collisions refused
 # with nothing written, --skip-existing (mtimes kept, inputs not read),
 # .npy --layout chw read by numpy, --range and --scale unit against numpy,
@@ -97,7 +97,7 @@ expect 2 "several inputs, OUT named like a file" "$IMGSTAT" normalize "$T/x/p.pn
 [ ! -e "$T/out.png" ] && pass "no out.png made" || fail "out.png made"
 
 # A folder with no image file in it (empty, or only other files): named,
-# exit 1 (issue 20), nothing written into OUT.
+# exit 1, nothing written into OUT.
 mkdir -p "$T/noimg/deep" "$T/noimg2"
 echo a >"$T/noimg/a.txt"
 echo b >"$T/noimg/deep/b.md"

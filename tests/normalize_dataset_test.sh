@@ -1,6 +1,6 @@
 #!/bin/sh
-# imgstat normalize --dataset (issue 11) and the float range pass of
-# imgstat --dataset --histogram (issue 10) against numpy
+# imgstat normalize --dataset and the float range pass of
+# imgstat --dataset --histogram against numpy
 # (tests/normalize_dataset_check.py). Skips (77) without a python3 that has
 # numpy, PIL and pypng.
 # Usage: sh tests/normalize_dataset_test.sh PATH/TO/imgstat

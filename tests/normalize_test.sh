@@ -354,7 +354,7 @@ if "$IMGSTAT" normalize --backend gpu "$RGB8" -o "$T/out/gpu-probe.png" >/dev/nu
       # shellcheck disable=SC2086
       "$IMGSTAT" normalize --backend gpu $args "$f" -o "$T/gpu/$i.$ext" 2>/dev/null
       if ! cmp -s "$T/cpu/$i.$ext" "$T/gpu/$i.$ext"; then
-        # zscore: the float mean/std may differ in the last bits (issue 3's
+        # zscore: the float mean/std may differ in the last bits (the GPU
         # contract), so compare within a tight tolerance
         if [ "$ext" = npy ] && "$PY" -c 'import numpy' 2>/dev/null && "$PY" -c "
 import numpy as np, sys

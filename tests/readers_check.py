@@ -1,5 +1,5 @@
-"""The readers of issue 20 against numpy over pixels written here: GIF
-(giflib) by the rules of docs/formats.md, files built byte by byte with an
+"""The GIF, HDR and PNG tRNS readers against numpy over pixels written
+here: GIF (giflib) by the rules of docs/formats.md, files built byte by byte with an
 LZW coder of this file (a deferred clear, interlacing, a small first frame,
 transparency) and the frame's pixels checked against Pillow's decode too;
 gray and RGB PNG with tRNS (8 and 16 bits) written with zlib here, alpha

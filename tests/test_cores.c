@@ -1,5 +1,5 @@
 /*
- * The core count (src/cpu/cores.c, issue 21): kernel CPU lists, cgroup v2
+ * The core count (src/cpu/cores.c): kernel CPU lists, cgroup v2
  * and v1 quotas and cpusets found through fake /proc/self/cgroup and
  * /proc/self/mountinfo files over fake hierarchies, the rule that combines
  * them, and the measured count against this process's affinity mask.

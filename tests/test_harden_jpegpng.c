@@ -1,6 +1,6 @@
 /*
  * Regression tests for the JPEG and PNG decoders' defects found by the
- * attack run (issue 7): a JPEG without a frame, a progressive JPEG of
+ * a hostile-input review: a JPEG without a frame, a progressive JPEG of
  * thousands of scans, a tiny JPEG (CMYK too) claiming a huge size or missing
  * a component's scans, CMYK and YCCK made RGB as stb_image does, and PNG
  * ancillary chunks that declare 2 GB. Every input is built here.
@@ -323,7 +323,7 @@ static void jpeg_flat(test_buf *b, const jpeg_frame *f, int adobe_transform,
   test_put_be16(b, 0xFFD9);
 }
 
-/* Issue 7, defect 4: SOI, tables, EOI. TurboJPEG's header call succeeds on
+/* A JPEG of SOI, tables, EOI. TurboJPEG's header call succeeds on
  * such a file without setting the size or colour space, which were then
  * used uninitialised (valgrind shows it; the message showed garbage). */
 static void test_jpeg_no_frame(void) {
@@ -363,7 +363,7 @@ static void jpeg_eob_run_scans(test_buf *b, int ac_scans) {
   test_put_be16(b, 0xFFD9);
 }
 
-/* Issue 7, defect 6: a progressive JPEG can repeat scans without bound and
+/* A progressive JPEG can repeat scans without bound and
  * each costs a pass over the image (434 KB took 25 s). After
  * progressive.jpg's own scans, add AC scans that code nothing new (an end
  * of block for every block of component 0; a first AC scan may follow the
@@ -426,7 +426,7 @@ static void test_jpeg_scan_limit(void) {
   free(jpeg);
 }
 
-/* Issue 7, defect 7: a JPEG (CMYK went to stb_image, which accepted it as
+/* A JPEG (CMYK went to stb_image, which accepted it as
  * 1.8 GB of garbage) of a few KB claiming 16384 x 16384 is refused before
  * anything is allocated: every block of every component costs at least a
  * bit, which needs 128 KB per component here. */
@@ -606,7 +606,7 @@ static void stb_convert(const unsigned char *k, int transform,
     rgb[c] = transform == 2 ? stbi__blinn_8x8(255 - out[c], k[3]) : out[c];
 }
 
-/* Issue 7, defect 7: CMYK and YCCK JPEGs are decoded by TurboJPEG (so
+/* CMYK and YCCK JPEGs are decoded by TurboJPEG (so
  * corrupt data is refused) and made RGB with stb_image's arithmetic. The
  * stored samples of tests/data/formats/cmyk.jpg (Adobe transform 0) are read
  * here straight from TurboJPEG; the same file as YCCK (transform 2) and

@@ -1,5 +1,5 @@
 /*
- * Input sources (issue 7): a non-regular input (pipe, FIFO, device) is
+ * Input sources: a non-regular input (pipe, FIFO, device) is
  * sniffed before it is read on and read at most --max-memory bytes; the
  * --max-memory value parser (programs/imgstat/cli_util.c).
  *

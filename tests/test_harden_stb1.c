@@ -1,5 +1,5 @@
 /*
- * Hardening of the stb_image formats (issue 7): HDR headers read as stb
+ * Hardening of the stb_image formats: HDR headers read as stb
  * reads them and no endless run-length loop, short reads reported and no
  * stale memory handed back, the least input and the peak memory a header
  * asks for, PSD channel counts. Every input is built here, byte by byte.

@@ -1,6 +1,6 @@
 /*
- * Hardening of the BMP reader (issue 7's attack run on the stb_image path it
- * replaced; src/io/bmp.c since issue 20) and of stb's JPEG path: pixel
+ * Hardening of the BMP reader (src/io/bmp.c, which replaced
+ * stb_image's BMP path) and of stb's JPEG path: pixel
  * indices beyond the palette, OS/2 palettes, unknown compression,
  * top-down rows, the least input and the peak memory of a BMP, and the scan
  * limit of a progressive JPEG. Every BMP is written here, from arrays the

@@ -309,7 +309,7 @@ static void test_order_against_find(void) {
 }
 
 /* A folder named as an input whose walk finds no image file is an error
- * item in its place (issue 20), counting the other files it skipped at any
+ * item in its place, counting the other files it skipped at any
  * depth; empty folders below a folder that has images say nothing. */
 static void test_empty_and_skipped(void) {
   make_dirs("empty/a/b/c", 1);

@@ -4,7 +4,7 @@
  * it. Part of the program, not of the library: it calls the library's internal
  * launchers (reduce.cuh) directly.
  *
- * Method (issue 3, section 4): CUDA events around every run; the first run of
+ * Method: CUDA events around every run; the first run of
  * each row is timed on its own and kept out of the median (it pays for lazy
  * module loading and cold caches); then `warmup` untimed runs; then `runs`
  * timed runs queued behind a short hold kernel, so that the host's launch

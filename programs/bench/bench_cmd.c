@@ -334,10 +334,10 @@ static void json_field_number(FILE *out, const char *key, double v) {
   fputc(',', out);
 }
 
-/* Issue 4's rows: a 64 MP RGB8 -> RGB8 minmax stretch (one fused
- * read-transform-write pass; bytes read + written against the copy's) and
- * the per-channel 8-bit histograms (bytes read against the fastest read rate
- * this run measured: the fused statistics' best row). */
+/* The normalize and histogram rows: a 64 MP RGB8 -> RGB8 minmax stretch
+ * (one fused read-transform-write pass; bytes read + written against the
+ * copy's) and the per-channel 8-bit histograms (bytes read against the
+ * fastest read rate this run measured: the fused statistics' best row). */
 static void print_norm_text(FILE *out, const imgstat_bench_result *res,
                             const imgstat_gpu_norm_timing *t, uint64_t pixels) {
   double read_gbps = 0;
@@ -801,7 +801,7 @@ int ist_bench_main(int argc, char **argv) {
       return 1;
     }
   }
-  /* Issue 4's rows, on a context of their own. */
+  /* The normalize and histogram rows, on a context of their own. */
   imgstat_gpu_norm_timing norm;
   int have_norm = 0;
   uint32_t side = opts.quick ? 2048 : 8192;

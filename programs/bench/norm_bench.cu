@@ -1,5 +1,5 @@
 /*
- * The normalize and histogram rows of `imgstat bench` (issue 4): kernel
+ * The normalize and histogram rows of `imgstat bench`: kernel
  * timings of a synthetic 8-bit RGB image, uploaded once as a device image
  * of the given context, on that image's slot stream. Part of the program,
  * not of the library: it calls the library's internal launchers

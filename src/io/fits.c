@@ -3,7 +3,7 @@
  * (the planes are the channels: Y, RGB, RGBA).
  *
  * The headers are ours to read (cfitsio converts some keyword values into
- * fixed buffers and trusts sizes it reads: issues 22 and 24): every card
+ * fixed buffers and trusts sizes it reads): every card
  * imgstat uses is taken as a bounded string and parsed by the one number
  * grammar (imgstat_number_length), an out-of-range value refused naming its
  * card. Uncompressed images are read here, row by row from the source: no

@@ -260,7 +260,7 @@ imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
  * it when it is shorter. */
 int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
 
-/* ---- the decoders of issue 13 (each its own file of src/io) ---------------
+/* ---- the optional decoders (each its own file of src/io) ------------------
  * TIFF (libtiff), WebP (libwebp), FITS (cfitsio), GIF (giflib) when the
  * build has the library; ASCII PNM, .npy, PFM and Radiance HDR always (their
  * parsers are ours). */
@@ -277,7 +277,7 @@ IST_DECODER(hdr);
 IST_DECODER(pnm);
 IST_DECODER(npy);
 IST_DECODER(pfm);
-/* BMP and TGA (issue 20: ours, no longer stb_image's). */
+/* BMP and TGA (ours, no longer stb_image's). */
 IST_DECODER(bmp);
 IST_DECODER(tga);
 /* Whether an input's first n bytes are a TGA header (the format has no

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Whole-process throughput of `imgstat DIR` on the GPU host (issue 9): a
+# Whole-process throughput of `imgstat DIR` on the GPU host: a
 # folder of N generated 12 MP JPEGs (q90), read from the page cache, with the
 # CPU backend, the GPU backend and auto; OpenCV's decode-only rate on every
 # core as the reference; and one photo with auto against --backend cpu.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Folder normalization on the GPU host (issue 11), whole-process times:
+# Folder normalization on the GPU host, whole-process times:
 #  - N generated 12 MP JPEGs (q90) -> PNG, minmax, every core, default
 #    level: CPU backend, GPU backend, auto; against OpenCV's encode-only rate
 #    (cv2.imwrite of the same decoded images, same zlib level, one thread

@@ -1,6 +1,6 @@
 /*
  * Where a synchronous statistics call on a device image spends its time
- * beyond the kernel (issue 19's "within 1.2 x the CLI's kernel time"),
+ * beyond the kernel (the goal: "within 1.2 x the CLI's kernel time"),
  * below Python: the library's calls one by one against CUDA's own floors.
  * Host wall time (steady_clock) of each step, the device idle before each
  * (cudaDeviceSynchronize), every step once a round in turn, medians over

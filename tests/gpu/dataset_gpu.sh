@@ -1,5 +1,5 @@
 #!/bin/bash
-# Dataset statistics on the GPU host (issue 10): the cost of --dataset over
+# Dataset statistics on the GPU host: the cost of --dataset over
 # the plain per-image run on N generated 12 MP JPEGs, CPU and GPU backends
 # (medians of RUNS whole-process runs), and the dataset record of a mixed
 # folder (corpus, samples, generated 8/16-bit images) identical from the

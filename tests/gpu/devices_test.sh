@@ -1,5 +1,5 @@
 #!/bin/bash
-# Several GPUs (issue 9): the records of a whole folder are the same from the
+# Several GPUs: the records of a whole folder are the same from the
 # CPU, from one GPU and from every GPU (--devices), in the same order; auto
 # (with IMGSTAT_AUTO=gpu, so that its rule takes the GPU) deals the folder
 # to every device too; a device that is not there is named. On a machine

@@ -1,6 +1,6 @@
 #!/bin/bash
-# The canonical float order on the GPU host (docs/float-order.md, issue 26,
-# issue 20 item 4), in one device call of about 4 minutes:
+# The canonical float order on the GPU host (docs/float-order.md), in one
+# device call of about 4 minutes:
 #   1. build the CUDA configuration (-Werror);
 #   2. test_gpu (every GPU partial = the CPU backend's, to the bit, float
 #      included) and test_float_order (the CPU against the slow reference);

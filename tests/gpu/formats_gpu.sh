@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 13 on the GPU host: the optional libraries from the dependency
+# The optional formats on the GPU host: their libraries from the dependency
 # bundle (../shared/gpu-host/bundle-deps.sh: libtiff, libwebp, cfitsio,
 # libdeflate) found and linked, every ctest test (the format tests with
 # them), then the folder normalization benchmark with this build's PNG

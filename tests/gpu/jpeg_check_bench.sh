@@ -1,8 +1,8 @@
 #!/bin/bash
-# --jpeg-check's cost (issue 18, point 4): images a second of the checks made
+# --jpeg-check's cost: images a second of the checks made
 # before nvJPEG, none / markers / full (the Huffman scanner of
 # src/io/jpeg_scan.c, libjpeg for what it doubts) / libjpeg (libjpeg's
-# entropy decoding alone: the full check before issue 18), over N generated
+# entropy decoding alone: the former full check), over N generated
 # 12 MP q90 JPEGs from the page cache, THREADS files at once, median of 3
 # rounds; each round opens every file (reading it) as the pipeline does.
 # Then one thread on 20 of them: full against libjpeg. Needs no GPU: a

@@ -1,5 +1,5 @@
 #!/bin/bash
-# --mpi on one node (issue 21): `imgstat --dataset --json DIR` as one process
+# --mpi on one node: `imgstat --dataset --json DIR` as one process
 # against `mpirun -np 2` and `-np 4` with the options docs/scaling.md
 # documents (--bind-to none; --map-by ppr:K:node:PE=cores/K), CPU decoders,
 # median of RUNS each, on N generated 12 MP JPEGs from the page cache; every

@@ -1,5 +1,5 @@
 #!/bin/bash
-# JPEG decoded on the GPU with nvJPEG (issue 12), checked and timed on the
+# JPEG decoded on the GPU with nvJPEG, checked and timed on the
 # GPU host in one run (~5 minutes). From the top of the tree, .deps carried
 # (and .corpus for the corpus's JPEGs):
 #   bash tests/gpu/nvjpeg_test.sh [OUT_DIR]

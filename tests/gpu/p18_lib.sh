@@ -1,4 +1,4 @@
-# Helpers of the issue-18 GPU scripts (tests/gpu/pipeline18.sh,
+# Helpers of the JPEG stage's GPU scripts (tests/gpu/pipeline18.sh,
 # tests/gpu/stage18.sh), sourced after lib_gpu_prelude with L (the log),
 # ROWS (the summary's lines), STEPS, BD (the build folder) and BIN set.
 # shellcheck shell=bash

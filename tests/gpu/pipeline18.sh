@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 18 on the GPU host: the streaming JPEG stage (--jpeg-decoder gpu),
+# On the GPU host: the streaming JPEG stage (--jpeg-decoder gpu),
 # in one call of at most ~8 minutes, every step under a hard limit, lines
 # appended to $OUT/pipeline18.log as they come, a summary table last.
 #   build     the tree with CUDA and nvJPEG (build-p18)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where imgstat.stats of a CUDA tensor spends its time beyond the kernel
-(issue 19's "within 1.2 x the kernel"): the whole call on a 3-sample tensor
+(the goal: "within 1.2 x the kernel"): the whole call on a 3-sample tensor
 (the fixed cost), the raw binding call (no record parsing), the record's
 parsing alone, the binding's phases (host clock), the Python-side steps by
 cProfile; then 64 MP RGB8 in CHW

@@ -1,4 +1,4 @@
-"""Issue 19's GPU-host measurements of the Python package (run by
+"""The GPU-host measurements of the Python package (run by
 tests/gpu/python19.sh, one step per call, each printing "ROW name | value"
 lines for the summary table).
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 19 on the GPU host: the Python package's CUDA arrays (HWC on the
+# On the GPU host: the Python package's CUDA arrays (HWC on the
 # device, histograms, normalize CUDA in / CUDA out), in one call of at most
 # ~8 minutes. Every step runs under a hard limit (cut to the time left),
 # logs to $OUT/python19.log as it goes and goes on after a failure; the
@@ -151,7 +151,7 @@ if has overhead; then
 fi
 
 if has bench2; then
-  # 500 x 12 MP JPEGs at q90 (smooth content and noise, as the issue-18
+  # 500 x 12 MP JPEGs at q90 (smooth content and noise, as the JPEG stage's
   # sets; the same folder when it is there), hard links under a class
   # folder for ImageFolder
   t=$(date +%s)

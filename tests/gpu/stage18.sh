@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 18 on the GPU host, the stage's fixed costs and batched histograms,
+# On the GPU host, the stage's fixed costs and batched histograms,
 # in one call of at most ~8.5 minutes (every step under a hard limit, the
 # later ones left out when time runs short), lines appended to
 # $OUT/stage18.log as they come, a summary table last.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The strongest alternative for the folder timings (issues 12 and 18):
+"""The strongest alternative for the folder timings:
 torchvision's decode_jpeg on the GPU, batched (64 files a call), the files
 read by 16 threads ahead of the decode, plus torch reductions on the GPU
 (per-channel min, max, sum and sum of squares in 64-bit integers), every

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 18 on a host of two GPUs: the JPEG stage's records (and the dataset
+# On a host of two GPUs: the JPEG stage's records (and the dataset
 # record) are the same from one device, from both (--devices all, 0,1) and
 # from two MPI ranks (one device each), with --histogram; then
 # tests/gpu/devices_test.sh (every kind of image, --devices). Prints a

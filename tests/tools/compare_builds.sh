@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Byte-for-byte comparison of two imgstat builds (issue 8: the redesign keeps
+# Byte-for-byte comparison of two imgstat builds (a restructuring keeps
 # every output as it was).
 #
 #   tests/tools/compare_builds.sh OLD_IMGSTAT NEW_IMGSTAT [CORPUS_DIR]
