@@ -7,7 +7,7 @@
  * the rounds (the 64 MP ones every 4th round); the kernel time as
  * `imgstat bench` takes it (CUDA events around ist_reduce_stats, the runs
  * queued back to back). 64 MP RGB8 CHW, samples 1..254, and 3 samples.
- * Built by tests/gpu/python19.sh (step callcost) against the library of
+ * Built by tests/gpu/python_cuda.sh (step callcost) against the library of
  * its libtest build; not part of the CMake build.
  */
 #include "imgstat/cuda.h"

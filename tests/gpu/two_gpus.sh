@@ -10,10 +10,10 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 lib_gpu_prelude
 OUT=${OUT:-/tmp/imgstat-gpu-out}
-bash tests/gpu/stage18.sh build,check >/dev/null 2>&1
-sed -n '/== summary/,/== done/p' "$OUT/stage18.log"
-B=$ROOT/build-p18/imgstat
-C=/tmp/p18-check
+bash tests/gpu/jpeg_stage_costs.sh build,check >/dev/null 2>&1
+sed -n '/== summary/,/== done/p' "$OUT/jpeg_stage_costs.log"
+B=$ROOT/build-jstage/imgstat
+C=/tmp/jstage-check
 G="--json --jpeg-decoder gpu --jpeg-check markers"
 echo "GPUs: $(nvidia-smi -L | wc -l)"
 same() { # NAME A B: byte-identical outputs

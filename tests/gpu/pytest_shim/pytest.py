@@ -1,5 +1,5 @@
 """A stand-in for the few pytest features python/tests/test_cuda_arrays.py
-and its conftest use, for a GPU host without pytest (tests/gpu/python19.sh
+and its conftest use, for a GPU host without pytest (tests/gpu/python_cuda.sh
 falls back to it, saying so): mark.parametrize, mark.skipif, skip,
 raises(match=), approx, fixture. Run by tests/gpu/run_cuda_tests.py."""
 

@@ -1,5 +1,5 @@
-# Helpers of the JPEG stage's GPU scripts (tests/gpu/pipeline18.sh,
-# tests/gpu/stage18.sh), sourced after lib_gpu_prelude with L (the log),
+# Helpers of the JPEG stage's GPU scripts (tests/gpu/jpeg_stage.sh,
+# tests/gpu/jpeg_stage_costs.sh), sourced after lib_gpu_prelude with L (the log),
 # ROWS (the summary's lines), STEPS, BD (the build folder) and BIN set.
 # shellcheck shell=bash
 log() { echo "$*" | tee -a "$L"; }
@@ -9,35 +9,35 @@ row() { echo "$*" >>"$ROWS"; } # the summary table's lines
 # run_test NAME LIMIT: a CUnit executable, its summary lines
 run_test() {
   local t=$(date +%s)
-  timeout -k 5 "$2" "$BD/tests/$1" >"$OUT/p18-$1.log" 2>&1
+  timeout -k 5 "$2" "$BD/tests/$1" >"$OUT/jstage-$1.log" 2>&1
   local rc=$?
   log "test $1: rc=$rc ($(($(date +%s) - t)) s)"
-  grep -E "^device|Test:.*FAILED|DIFFERS|DIFFER FROM|asserts|tests |skipped|not run|batched:|kernel:" "$OUT/p18-$1.log" | head -20 | tee -a "$L"
+  grep -E "^device|Test:.*FAILED|DIFFERS|DIFFER FROM|asserts|tests |skipped|not run|batched:|kernel:" "$OUT/jstage-$1.log" | head -20 | tee -a "$L"
   case $rc in
     0) row "test $1 | PASS" ;;
-    77) row "test $1 | SKIPPED ($(grep -m1 skipped "$OUT/p18-$1.log"))" ;;
+    77) row "test $1 | SKIPPED ($(grep -m1 skipped "$OUT/jstage-$1.log"))" ;;
     *) row "test $1 | FAIL (rc $rc)" ;;
   esac
 }
 # the folders: 500 x 12 MP and 6,000 x 0.5 MP, generated once; the 1,500
 # and 2,000 sets are links (the 1,500 cycle over the 500: same decode work)
-BIG=/tmp/imgstat-p18-big
-SMALL=/tmp/imgstat-p18-small
+BIG=/tmp/imgstat-jstage-big
+SMALL=/tmp/imgstat-jstage-small
 make_sets() {
-  [ -d $BIG ] && [ -d $SMALL ] && [ -d /tmp/p18-2000 ] && return 0
+  [ -d $BIG ] && [ -d $SMALL ] && [ -d /tmp/jstage-2000 ] && return 0
   local t=$(date +%s)
   timeout -k 5 150 bash -c ". tests/gpu/bench_lib.sh; bench_jpegs $BIG 500" || log "making $BIG failed"
   timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_small_jpegs $SMALL 6000" || log "making $SMALL failed"
-  rm -rf /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check && mkdir -p /tmp/p18-1500 /tmp/p18-2000 /tmp/p18-check
-  for r in a b c; do for f in $BIG/*.jpg; do ln -s "$f" /tmp/p18-1500/$r$(basename "$f"); done; done
-  ls $SMALL/*.jpg | head -2000 | xargs -I{} ln -s {} /tmp/p18-2000/
+  rm -rf /tmp/jstage-1500 /tmp/jstage-2000 /tmp/jstage-check && mkdir -p /tmp/jstage-1500 /tmp/jstage-2000 /tmp/jstage-check
+  for r in a b c; do for f in $BIG/*.jpg; do ln -s "$f" /tmp/jstage-1500/$r$(basename "$f"); done; done
+  ls $SMALL/*.jpg | head -2000 | xargs -I{} ln -s {} /tmp/jstage-2000/
   # the check set: 20 large, 200 small, the corpus's JPEGs, one damaged
-  ls $BIG/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-check/
-  ls $SMALL/*.jpg | head -200 | xargs -I{} cp {} /tmp/p18-check/
-  [ -d .corpus/photos ] && cp .corpus/photos/*.jpg /tmp/p18-check/ 2>/dev/null
-  head -c 60000 $BIG/img0000.jpg >/tmp/p18-check/zz_truncated.jpg
+  ls $BIG/*.jpg | head -20 | xargs -I{} cp {} /tmp/jstage-check/
+  ls $SMALL/*.jpg | head -200 | xargs -I{} cp {} /tmp/jstage-check/
+  [ -d .corpus/photos ] && cp .corpus/photos/*.jpg /tmp/jstage-check/ 2>/dev/null
+  head -c 60000 $BIG/img0000.jpg >/tmp/jstage-check/zz_truncated.jpg
   cat $BIG/* $SMALL/* >/dev/null
-  log "sets: $(ls $BIG | wc -l) x 12 MP ($(du -sm $BIG | cut -f1) MB), $(ls $SMALL | wc -l) x 0.5 MP ($(du -sm $SMALL | cut -f1) MB), check set $(ls /tmp/p18-check | wc -l) files ($(($(date +%s) - t)) s)"
+  log "sets: $(ls $BIG | wc -l) x 12 MP ($(du -sm $BIG | cut -f1) MB), $(ls $SMALL | wc -l) x 0.5 MP ($(du -sm $SMALL | cut -f1) MB), check set $(ls /tmp/jstage-check | wc -l) files ($(($(date +%s) - t)) s)"
 }
 
 # cmp_records NAME A B MODE: compares two JSON-lines outputs (python)
@@ -87,19 +87,19 @@ PY
 }
 
 # check NAME CMD...: runs an imgstat command on the check set
-# (P18_LIMIT seconds, default 120); a run that hangs marks the script hung
+# (JSTAGE_LIMIT seconds, default 120); a run that hangs marks the script hung
 check_run() {
   local name=$1
   shift
-  : >"$OUT/p18-$name.json"
+  : >"$OUT/jstage-$name.json"
   if hung; then
     log "check run $name: not run (an earlier run hung)"
     return
   fi
-  timeout -k 5 "${P18_LIMIT:-120}" "$@" >"$OUT/p18-$name.json" 2>"$OUT/p18-$name.err"
+  timeout -k 5 "${JSTAGE_LIMIT:-120}" "$@" >"$OUT/jstage-$name.json" 2>"$OUT/jstage-$name.err"
   local rc=$?
   note_hang $rc "$*"
-  log "check run $name: exit $rc, $(wc -l <"$OUT/p18-$name.json") records; stderr: $(grep -v 'stage times' "$OUT/p18-$name.err" | head -c 300 | tr '\n' ' ')"
+  log "check run $name: exit $rc, $(wc -l <"$OUT/jstage-$name.json") records; stderr: $(grep -v 'stage times' "$OUT/jstage-$name.err" | head -c 300 | tr '\n' ' ')"
 }
 
 # A run killed by its time limit (exit 124 or 137) marks the script hung:
@@ -107,11 +107,11 @@ check_run() {
 # whole device call; the mark is a file, seen from subshells too.
 note_hang() {
   case $1 in 124 | 137)
-    echo "$2" >"$OUT/p18-hung"
+    echo "$2" >"$OUT/jstage-hung"
     log "HUNG (killed at its time limit): $2" ;;
   esac
 }
-hung() { [ -f "$OUT/p18-hung" ]; }
+hung() { [ -f "$OUT/jstage-hung" ]; }
 verdict() { # NAME RESULT-LINE
   log "check $1: $2"
   case "$2" in *" OK") row "check $1 | PASS" ;; *) row "check $1 | FAIL: $(echo "$2" | head -c 120)" ;; esac
@@ -128,12 +128,12 @@ ms_of() {
     return
   fi
   local s=$(date +%s%N)
-  timeout -k 5 "$limit" "$@" >/dev/null 2>/tmp/p18-run.err
+  timeout -k 5 "$limit" "$@" >/dev/null 2>/tmp/jstage-run.err
   local rc=$?
   local ms=$((($(date +%s%N) - s) / 1000000))
   note_hang $rc "$*" >/dev/null
   if [ $rc -ne 0 ]; then
-    echo "run failed (exit $rc): $* :: $(head -c 300 /tmp/p18-run.err | tr '\n' ' ')" >>"$L"
+    echo "run failed (exit $rc): $* :: $(head -c 300 /tmp/jstage-run.err | tr '\n' ' ')" >>"$L"
     echo fail
   else
     echo $ms
@@ -150,9 +150,9 @@ med3() { # stops at the first failure
 rate() { awk -v n=$1 -v t=$2 'BEGIN{ if (t == "fail") print "-"; else printf "%.0f", n*1000/t }'; }
 
 
-# p18_build LOG LIMIT TARGET...: configures $BD once and builds the targets
+# jstage_build LOG LIMIT TARGET...: configures $BD once and builds the targets
 # (BUILD_RC: the build's exit status); a failure's errors go to the log.
-p18_build() {
+jstage_build() {
   local blog=$1 limit=$2
   shift 2
   local t=$(date +%s)
@@ -167,8 +167,8 @@ p18_build() {
   fi
 }
 
-# p18_binary: stops the script when $BIN is not there, else names it.
-p18_binary() {
+# jstage_binary: stops the script when $BIN is not there, else names it.
+jstage_binary() {
   if [ ! -x "$BIN" ]; then
     log "no $BIN: stop"
     exit 1
@@ -176,25 +176,25 @@ p18_binary() {
   log "binary: $("$BIN" --version 2>&1 | tr '\n' ' ' | head -c 300)"
 }
 
-# p18_sanitize_test TOOL LIMIT: compute-sanitizer TOOL (memcheck with the
+# jstage_sanitize_test TOOL LIMIT: compute-sanitizer TOOL (memcheck with the
 # leak check) on test_gpu_batch's quick set, its summary lines.
-p18_sanitize_test() {
+jstage_sanitize_test() {
   local tool=$1 t=$(date +%s) extra=""
   [ "$tool" = memcheck ] && extra="--leak-check full"
   IMGSTAT_TEST_QUICK=1 timeout -k 5 "$2" compute-sanitizer --tool "$tool" $extra \
-    --error-exitcode 99 "$BD/tests/test_gpu_batch" >"$OUT/p18-sanitizer-$tool.log" 2>&1
+    --error-exitcode 99 "$BD/tests/test_gpu_batch" >"$OUT/jstage-sanitizer-$tool.log" 2>&1
   local rc=$?
-  truncate -s "<8M" "$OUT/p18-sanitizer-$tool.log"
+  truncate -s "<8M" "$OUT/jstage-sanitizer-$tool.log"
   log "compute-sanitizer $tool test_gpu_batch: rc=$rc ($(($(date +%s) - t)) s)"
   grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|Test:.*FAILED|Invalid|Uninitialized" \
-    "$OUT/p18-sanitizer-$tool.log" | sort | uniq -c | head -8 | tee -a "$L"
+    "$OUT/jstage-sanitizer-$tool.log" | sort | uniq -c | head -8 | tee -a "$L"
   if [ $rc -eq 0 ]; then row "sanitizer $tool test_gpu_batch | PASS"; else row "sanitizer $tool test_gpu_batch | FAIL (rc $rc)"; fi
 }
 
-# p18_past_startup: from the medians MS[gpuN] (ms), the rate between the
+# jstage_past_startup: from the medians MS[gpuN] (ms), the rate between the
 # 500- and 1,500-file runs and between the 2,000- and 6,000-file runs, and
 # the fixed cost (start-up and teardown) that rate leaves in the smaller run.
-p18_past_startup() {
+jstage_past_startup() {
   local p a b goal r f
   for p in "500 1500 >=400" "2000 6000 >=10000"; do
     read -r a b goal <<<"$p"
@@ -207,18 +207,18 @@ p18_past_startup() {
   done
 }
 
-# p18_sanitize_cli NAME ARG...: compute-sanitizer memcheck on imgstat ARG...
+# jstage_sanitize_cli NAME ARG...: compute-sanitizer memcheck on imgstat ARG...
 # over 24 photos (4 x 12 MP, 20 x 0.5 MP), its summary lines.
-p18_sanitize_cli() {
+jstage_sanitize_cli() {
   local name=$1 t=$(date +%s)
   shift
-  mkdir -p /tmp/p18-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/p18-san/ &&
-    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/p18-san/
+  mkdir -p /tmp/jstage-san && ls $BIG/*.jpg | head -4 | xargs -I{} cp {} /tmp/jstage-san/ &&
+    ls $SMALL/*.jpg | head -20 | xargs -I{} cp {} /tmp/jstage-san/
   timeout -k 5 120 compute-sanitizer --tool memcheck --error-exitcode 99 \
-    "$BIN" "$@" /tmp/p18-san >"$OUT/p18-san-cli.out" 2>"$OUT/p18-sanitizer-cli.log"
+    "$BIN" "$@" /tmp/jstage-san >"$OUT/jstage-san-cli.out" 2>"$OUT/jstage-sanitizer-cli.log"
   local rc=$?
-  truncate -s "<8M" "$OUT/p18-sanitizer-cli.log"
-  log "compute-sanitizer memcheck imgstat $* (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/p18-san-cli.out") records"
-  grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/p18-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
+  truncate -s "<8M" "$OUT/jstage-sanitizer-cli.log"
+  log "compute-sanitizer memcheck imgstat $* (24 photos): rc=$rc ($(($(date +%s) - t)) s), $(wc -l <"$OUT/jstage-san-cli.out") records"
+  grep -E "ERROR SUMMARY|Invalid|Uninitialized" "$OUT/jstage-sanitizer-cli.log" | sort | uniq -c | head -6 | tee -a "$L"
   if [ $rc -eq 0 ]; then row "sanitizer memcheck imgstat $name | PASS"; else row "sanitizer memcheck imgstat $name | FAIL (rc $rc)"; fi
 }

@@ -617,7 +617,7 @@ static void test_psd_channel_count(void) {
 }
 
 static const test_case tests[] = {
-    {"harden_stb1", NULL},
+    {"hostile_stb", NULL},
     {"HDR: a NUL header line cannot make the reader spin",
      test_hdr_nul_line_no_hang},
     {"HDR: a NUL header line is read as stb reads it", test_hdr_nul_line_read},

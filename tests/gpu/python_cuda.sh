@@ -2,9 +2,9 @@
 # On the GPU host: the Python package's CUDA arrays (HWC on the
 # device, histograms, normalize CUDA in / CUDA out), in one call of at most
 # ~8 minutes. Every step runs under a hard limit (cut to the time left),
-# logs to $OUT/python19.log as it goes and goes on after a failure; the
-# figures go to $OUT/python19.rows and a summary table is printed last.
-#   build     `pip install --no-build-isolation --target build-py19/site
+# logs to $OUT/python_cuda.log as it goes and goes on after a failure; the
+# figures go to $OUT/python_cuda.rows and a summary table is printed last.
+#   build     `pip install --no-build-isolation --target build-pycuda/site
 #             ./python` with CUDA by the host's python3 (its torch, numpy,
 #             CuPy, nanobind and scikit-build-core), .deps for stb and the
 #             rest
@@ -17,7 +17,7 @@
 #   bench1    imgstat.stats of a 64 MP RGB8 CUDA tensor (CHW, HWC) against
 #             torch's one-liners (aminmax, float64 mean and std); the ratio
 #             to the CLI's kernel time (imgstat bench) for the same size in
-#             P19_ROUNDS rounds (default 5), each timing both
+#             PYCUDA_ROUNDS rounds (default 5), each timing both
 #   overhead  (not in the default steps) tests/gpu/py_overhead.py: where
 #             a CUDA tensor's call spends its time beyond the kernel
 #   bench2    imgstat.dataset(jpeg_decoder="gpu", scale="unit") on 500 x
@@ -33,35 +33,35 @@
 #   libtest   (not in the default steps: run it alone) the library's
 #             test_norm_gpu (interleaved and strided device arrays, the
 #             plan and output left on the device) and test_gpu, built
-#             with CUnit from .deps in build-py19/lib
+#             with CUnit from .deps in build-pycuda/lib
 # Usage (top of the tree, .deps carried; .corpus for the corpus tests):
-#   tests/gpu/python19.sh [STEPS]     e.g. build,pytest (default all)
+#   tests/gpu/python_cuda.sh [STEPS]     e.g. build,pytest (default all)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 lib_gpu_prelude
 STEPS=${1:-build,pytest,hostcopy,bench1,bench2,sanitize}
-L=$OUT/python19.log
+L=$OUT/python_cuda.log
 : >"$L"
-ROWS=$OUT/python19.rows
+ROWS=$OUT/python_cuda.rows
 : >"$ROWS"
-BD=$ROOT/build-py19
+BD=$ROOT/build-pycuda
 # The host's python3 (the one with torch, numpy, CuPy, nanobind and
 # scikit-build-core: itself a venv, so a venv made from it would not see
 # them); the package goes into a folder of its own on PYTHONPATH.
 PY=$(command -v python3)
 SITE=$BD/site
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
-BUDGET=${P19_BUDGET:-460} # seconds for the whole call
+BUDGET=${PYCUDA_BUDGET:-460} # seconds for the whole call
 T0=$(date +%s)
-. tests/gpu/p18_lib.sh # log, has, row; BIG, the 500 x 12 MP folder
+. tests/gpu/jpeg_stage_lib.sh # log, has, row; BIG, the 500 x 12 MP folder
 elapsed() { echo $(($(date +%s) - T0)); }
 # limit WANT: WANT seconds, or what is left of the budget (0: skip)
 limit() {
   local left=$((BUDGET - $(elapsed)))
   if [ "$left" -lt 15 ]; then echo 0; elif [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
 }
-# rows of a python19.py step: its "ROW a | b" lines
+# rows of a python_cuda.py step: its "ROW a | b" lines
 rows_of() { grep '^ROW ' "$1" | sed 's/^ROW //' >>"$ROWS"; }
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 # Make where there is no ninja, as tests/python_test.sh
@@ -78,12 +78,12 @@ if has build; then
     CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) timeout -k 5 "$lim" \
     "$PY" -m pip install --no-build-isolation --no-deps --force-reinstall \
     --target "$SITE" --config-settings=build-dir="$BD/python-build" ./python \
-    >"$OUT/p19-pip.log" 2>&1
+    >"$OUT/pycuda-pip.log" 2>&1
   rc=$?
   log "build: pip install ./python rc=$rc ($(($(date +%s) - t)) s)"
   if [ $rc -ne 0 ]; then
-    grep -E "error|Error" "$OUT/p19-pip.log" | head -20 | tee -a "$L"
-    row "build | FAIL (rc $rc): see p19-pip.log"
+    grep -E "error|Error" "$OUT/pycuda-pip.log" | head -20 | tee -a "$L"
+    row "build | FAIL (rc $rc): see pycuda-pip.log"
   fi
 fi
 INFO=$(cd /tmp && "$PY" -c 'import imgstat; print(imgstat.__version__, "cuda", imgstat.cuda)' 2>&1 | tail -1)
@@ -97,22 +97,22 @@ esac
 if has pytest; then
   t=$(date +%s)
   lim=$(limit 200)
-  rm -rf /tmp/p19-pytest
+  rm -rf /tmp/pycuda-pytest
   if "$PY" -c 'import pytest' 2>/dev/null; then
     (cd python/tests && IMGSTAT_CLI=$BIN timeout -k 5 "$lim" "$PY" -m pytest -q -rs \
-      -p no:cacheprovider --basetemp=/tmp/p19-pytest . >"$OUT/p19-pytest.log" 2>&1)
+      -p no:cacheprovider --basetemp=/tmp/pycuda-pytest . >"$OUT/pycuda-pytest.log" 2>&1)
     rc=$?
   else
     # no pytest on this host: test_cuda_arrays.py alone, by the stand-in
     log "pytest: not installed here; python/tests/test_cuda_arrays.py through tests/gpu/run_cuda_tests.py"
     (cd python/tests && timeout -k 5 "$lim" "$PY" "$ROOT/tests/gpu/run_cuda_tests.py" \
-      >"$OUT/p19-pytest.log" 2>&1)
+      >"$OUT/pycuda-pytest.log" 2>&1)
     rc=$?
   fi
-  last=$(tail -1 "$OUT/p19-pytest.log")
-  cuda_skips=$(grep -c "SKIPPED.*test_cuda_arrays" "$OUT/p19-pytest.log")
+  last=$(tail -1 "$OUT/pycuda-pytest.log")
+  cuda_skips=$(grep -c "SKIPPED.*test_cuda_arrays" "$OUT/pycuda-pytest.log")
   log "pytest: rc=$rc ($(($(date +%s) - t)) s): $last; test_cuda_arrays skips: $cuda_skips"
-  grep -E "^FAILED|^ERROR|SKIPPED" "$OUT/p19-pytest.log" | head -30 | tee -a "$L"
+  grep -E "^FAILED|^ERROR|SKIPPED" "$OUT/pycuda-pytest.log" | head -30 | tee -a "$L"
   if [ $rc -eq 0 ] && [ "$cuda_skips" -eq 0 ]; then
     row "pytest python/tests | PASS ($last)"
   elif [ $rc -eq 0 ]; then
@@ -122,7 +122,7 @@ if has pytest; then
   fi
 fi
 
-# pystep NAME WANT ARGS...: a python19.py step, its log and rows
+# pystep NAME WANT ARGS...: a python_cuda.py step, its log and rows
 pystep() {
   local name=$1 want=$2
   shift 2
@@ -133,21 +133,21 @@ pystep() {
     row "$name | not run (no time left)"
     return
   fi
-  timeout -k 5 "$lim" "$PY" tests/gpu/python19.py "$@" >"$OUT/p19-$name.log" 2>&1
+  timeout -k 5 "$lim" "$PY" tests/gpu/python_cuda.py "$@" >"$OUT/pycuda-$name.log" 2>&1
   local rc=$?
   log "$name: rc=$rc ($(($(date +%s) - t)) s)"
-  grep -v '^ROW ' "$OUT/p19-$name.log" | tail -25 | tee -a "$L"
-  rows_of "$OUT/p19-$name.log"
-  [ $rc -eq 0 ] || row "$name | rc $rc (see p19-$name.log)"
+  grep -v '^ROW ' "$OUT/pycuda-$name.log" | tail -25 | tee -a "$L"
+  rows_of "$OUT/pycuda-$name.log"
+  [ $rc -eq 0 ] || row "$name | rc $rc (see pycuda-$name.log)"
 }
 
 has hostcopy && pystep hostcopy 90 hostcopy
 has bench1 && pystep bench1 200 bench1 "$BIN"
 if has overhead; then
   t=$(date +%s)
-  timeout -k 5 "$(limit 120)" "$PY" tests/gpu/py_overhead.py >"$OUT/p19-overhead.log" 2>&1
+  timeout -k 5 "$(limit 120)" "$PY" tests/gpu/py_overhead.py >"$OUT/pycuda-overhead.log" 2>&1
   log "overhead: rc=$? ($(($(date +%s) - t)) s)"
-  tee -a "$L" <"$OUT/p19-overhead.log" | grep '^overhead' | sed 's/^overhead | //' >>"$ROWS"
+  tee -a "$L" <"$OUT/pycuda-overhead.log" | grep '^overhead' | sed 's/^overhead | //' >>"$ROWS"
 fi
 
 if has bench2; then
@@ -174,7 +174,7 @@ for i in range(500):
 PY
     fi
   fi
-  F=/tmp/p19-folder
+  F=/tmp/pycuda-folder
   rm -rf $F && mkdir -p $F/all
   cp -l $BIG/*.jpg $F/all/ 2>/dev/null || cp $BIG/*.jpg $F/all/
   cat $F/all/*.jpg >/dev/null
@@ -187,13 +187,13 @@ if has sanitize; then
   lim=$(limit 150)
   if [ "$lim" -gt 0 ]; then
     timeout -k 5 "$lim" compute-sanitizer --tool memcheck --error-exitcode 99 \
-      "$PY" tests/gpu/python19.py paths >"$OUT/p19-memcheck.log" 2>&1
+      "$PY" tests/gpu/python_cuda.py paths >"$OUT/pycuda-memcheck.log" 2>&1
     rc=$?
-    truncate -s "<8M" "$OUT/p19-memcheck.log"
-    summary=$(grep -m1 "ERROR SUMMARY" "$OUT/p19-memcheck.log")
-    log "compute-sanitizer memcheck python19.py paths: rc=$rc ($(($(date +%s) - t)) s): $summary"
-    grep -E "paths:|Invalid|Uninitialized|Program hit" "$OUT/p19-memcheck.log" | sort | uniq -c | head -8 | tee -a "$L"
-    rows_of "$OUT/p19-memcheck.log"
+    truncate -s "<8M" "$OUT/pycuda-memcheck.log"
+    summary=$(grep -m1 "ERROR SUMMARY" "$OUT/pycuda-memcheck.log")
+    log "compute-sanitizer memcheck python_cuda.py paths: rc=$rc ($(($(date +%s) - t)) s): $summary"
+    grep -E "paths:|Invalid|Uninitialized|Program hit" "$OUT/pycuda-memcheck.log" | sort | uniq -c | head -8 | tee -a "$L"
+    rows_of "$OUT/pycuda-memcheck.log"
     case "$rc:$summary" in
       "0:"*"0 errors"*) row "memcheck CUDA-array paths | PASS ($summary)" ;;
       *) row "memcheck CUDA-array paths | FAIL rc $rc ($summary)" ;;
@@ -208,16 +208,16 @@ if has libtest; then
   LB=$BD/lib
   lim=$(limit 300)
   { [ -f "$LB/CMakeCache.txt" ] || timeout -k 5 120 cmake -S . -B "$LB" -DIMGSTAT_ENABLE_CUDA=ON \
-    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr"; } >"$OUT/p19-lib-build.log" 2>&1
+    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr"; } >"$OUT/pycuda-lib-build.log" 2>&1
   timeout -k 5 "$lim" cmake --build "$LB" -j"$(nproc)" --target test_norm_gpu test_gpu \
-    >>"$OUT/p19-lib-build.log" 2>&1
+    >>"$OUT/pycuda-lib-build.log" 2>&1
   log "libtest build: rc=$? ($(($(date +%s) - t)) s)"
   for tst in test_norm_gpu test_gpu; do
     t=$(date +%s)
-    timeout -k 5 "$(limit 180)" "$LB/tests/$tst" >"$OUT/p19-$tst.log" 2>&1
+    timeout -k 5 "$(limit 180)" "$LB/tests/$tst" >"$OUT/pycuda-$tst.log" 2>&1
     rc=$?
     log "$tst: rc=$rc ($(($(date +%s) - t)) s)"
-    grep -E "Test:.*FAILED|differs|asserts|tests |skipped" "$OUT/p19-$tst.log" | head -12 | tee -a "$L"
+    grep -E "Test:.*FAILED|differs|asserts|tests |skipped" "$OUT/pycuda-$tst.log" | head -12 | tee -a "$L"
     case $rc in 0) row "$tst | PASS" ;; 77) row "$tst | SKIPPED" ;; *) row "$tst | FAIL (rc $rc)" ;; esac
   done
 fi
@@ -227,19 +227,19 @@ if has callcost; then
   t=$(date +%s)
   LB=$BD/lib
   { [ -f "$LB/CMakeCache.txt" ] || timeout -k 5 120 cmake -S . -B "$LB" -DIMGSTAT_ENABLE_CUDA=ON \
-    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr"; } >"$OUT/p19-callcost.log" 2>&1
+    -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr"; } >"$OUT/pycuda-callcost.log" 2>&1
   timeout -k 5 "$(limit 200)" cmake --build "$LB" -j"$(nproc)" --target imgstat \
-    >>"$OUT/p19-callcost.log" 2>&1 &&
+    >>"$OUT/pycuda-callcost.log" 2>&1 &&
     nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
-      tests/gpu/call_cost.cu "$LB/libimgstat.a" -o "$LB/call_cost" >>"$OUT/p19-callcost.log" 2>&1 &&
-    timeout -k 5 "$(limit 90)" "$LB/call_cost" >>"$OUT/p19-callcost.log" 2>&1
+      tests/gpu/call_cost.cu "$LB/libimgstat.a" -o "$LB/call_cost" >>"$OUT/pycuda-callcost.log" 2>&1 &&
+    timeout -k 5 "$(limit 90)" "$LB/call_cost" >>"$OUT/pycuda-callcost.log" 2>&1
   log "callcost: rc=$? ($(($(date +%s) - t)) s)"
-  grep '^callcost' "$OUT/p19-callcost.log" | tee -a "$L" | sed 's/^callcost | //' >>"$ROWS"
+  grep '^callcost' "$OUT/pycuda-callcost.log" | tee -a "$L" | sed 's/^callcost | //' >>"$ROWS"
 fi
 
 log "== done in $(elapsed) s"
 {
   echo
-  echo "== python19 summary ($(elapsed) s)"
+  echo "== python_cuda summary ($(elapsed) s)"
   column -t -s'|' "$ROWS" 2>/dev/null || cat "$ROWS"
 } | tee -a "$L"

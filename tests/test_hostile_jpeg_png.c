@@ -1,5 +1,5 @@
 /*
- * Regression tests for the JPEG and PNG decoders' defects found by the
+ * Regression tests for the JPEG and PNG decoders' defects found by
  * a hostile-input review: a JPEG without a frame, a progressive JPEG of
  * thousands of scans, a tiny JPEG (CMYK too) claiming a huge size or missing
  * a component's scans, CMYK and YCCK made RGB as stb_image does, and PNG
@@ -648,7 +648,7 @@ static void test_jpeg_cmyk_as_stb(void) {
       if (from_file) {
         char path[4096];
         CU_ASSERT_FATAL(test_tmp_template(path, sizeof path,
-                                          "imgstat_harden_jpegpng_") != NULL);
+                                          "imgstat_hostile_jpeg_") != NULL);
         int fd = mkstemp(path);
         CU_ASSERT_FATAL(fd >= 0);
         CU_ASSERT_FATAL(write(fd, variant, n) == (ssize_t)n);

@@ -1,14 +1,14 @@
 """The GPU-host measurements of the Python package (run by
-tests/gpu/python19.sh, one step per call, each printing "ROW name | value"
+tests/gpu/python_cuda.sh, one step per call, each printing "ROW name | value"
 lines for the summary table).
 
-    python19.py paths      CUDA-array stats / histograms / normalize, small
+    python_cuda.py paths      CUDA-array stats / histograms / normalize, small
                            (for compute-sanitizer)
-    python19.py hostcopy   no host copy: imgstat.stats on a CUDA tensor
+    python_cuda.py hostcopy   no host copy: imgstat.stats on a CUDA tensor
                            against t.cpu() of it
-    python19.py bench1 BIN imgstat.stats of a 64 MP RGB8 CUDA tensor (CHW,
+    python_cuda.py bench1 BIN imgstat.stats of a 64 MP RGB8 CUDA tensor (CHW,
                            HWC) against torch's one-liners; BIN's kernel time
-    python19.py bench2 DIR imgstat.dataset(DIR, jpeg_decoder="gpu") against
+    python_cuda.py bench2 DIR imgstat.dataset(DIR, jpeg_decoder="gpu") against
                            the DataLoader recipe, and with the CPU decoders
 """
 
@@ -199,7 +199,7 @@ def bench1(binary):
             f"{ms[f'imgstat {lay}']:.2f} ms / {ms[f'torch {lay}']:.2f} ms "
             f"= {sp:.1f}x faster (goal >= 10x)")
     # The ratio to the CLI's kernel time, in ROUNDS rounds (env
-    # P19_ROUNDS, default 5): each times the calls (median of 50) and then
+    # PYCUDA_ROUNDS, default 5): each times the calls (median of 50) and then
     # the kernel (imgstat bench, a fresh process), so that a host's passing
     # state moves both; the median and the range of the rounds' ratios.
     calls = {
@@ -209,7 +209,7 @@ def bench1(binary):
         "HWC + figures": lambda: figures(imgstat.stats(mid_hwc)),
     }
     ratios = {k: [] for k in calls}
-    for r in range(int(os.environ.get("P19_ROUNDS", "5"))):
+    for r in range(int(os.environ.get("PYCUDA_ROUNDS", "5"))):
         got = {k: timed(fn, runs=50) for k, fn in calls.items()}
         kern = kernel_ms(binary)
         if not kern:

@@ -1,8 +1,8 @@
 #!/bin/bash
 # On the GPU host: the streaming JPEG stage (--jpeg-decoder gpu),
 # in one call of at most ~8 minutes, every step under a hard limit, lines
-# appended to $OUT/pipeline18.log as they come, a summary table last.
-#   build     the tree with CUDA and nvJPEG (build-p18)
+# appended to $OUT/jpeg_stage.log as they come, a summary table last.
+#   build     the tree with CUDA and nvJPEG (build-jstage)
 #   test      test_stage (the stage, fake decoder), test_gpu_batch (batched
 #             statistics bit-identical to the one-image kernel and to the
 #             CPU on the same pixels, nvJPEG's planes included), test_jpeg_gpu
@@ -22,29 +22,29 @@
 #             (quick set), memcheck on imgstat's new path over 24 photos
 #             (last: what a long run leaves out)
 # Usage (top of the tree, .deps carried; .corpus for the corpus tests):
-#   tests/gpu/pipeline18.sh [STEPS]     e.g. build,test,check (default all)
+#   tests/gpu/jpeg_stage.sh [STEPS]     e.g. build,test,check (default all)
 # A failing step prints its error and the others still run.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 lib_gpu_prelude
 STEPS=${1:-build,test,check,bench,sanitize}
-L=$OUT/pipeline18.log
+L=$OUT/jpeg_stage.log
 : >"$L"
-ROWS=$OUT/pipeline18.rows
+ROWS=$OUT/jpeg_stage.rows
 : >"$ROWS"
-. tests/gpu/p18_lib.sh
-rm -f "$OUT/p18-hung"
+. tests/gpu/jpeg_stage_lib.sh
+rm -f "$OUT/jstage-hung"
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
-BD=$ROOT/build-p18
+BD=$ROOT/build-jstage
 BIN=$BD/imgstat
 T0=$(date +%s)
 log "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l), $(nproc) cores, tree $(git rev-parse --short HEAD 2>/dev/null || echo "(no git)")"
 
 if has build; then
-  p18_build "$OUT/p18-build.log" 360 imgstat test_stage test_gpu_batch test_jpeg_gpu
+  jstage_build "$OUT/jstage-build.log" 360 imgstat test_stage test_gpu_batch test_jpeg_gpu
 fi
-p18_binary
+jstage_binary
 
 if has test; then
   run_test test_stage 60
@@ -54,7 +54,7 @@ fi
 
 if has check; then
   make_sets
-  C=/tmp/p18-check
+  C=/tmp/jstage-check
   G="--json --jpeg-decoder gpu --jpeg-check markers"
   check_run cpu "$BIN" --json --backend cpu --jpeg-decoder cpu $C
   check_run gpu "$BIN" $G $C
@@ -66,29 +66,29 @@ if has check; then
   check_run histverify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers --histogram $C
   check_run ds1 "$BIN" $G --dataset-only $C
   check_run dsall "$BIN" $G --dataset-only --devices all $C
-  verdict "new path vs CPU decoders (means)" "$(cmp_records x $OUT/p18-cpu.json $OUT/p18-gpu.json mean)"
-  verdict "full check vs CPU decoders (means)" "$(cmp_records x $OUT/p18-cpu.json $OUT/p18-gpufull.json mean)"
-  verdict "new path vs --verify (same pixels, CPU stats)" "$(cmp_records x $OUT/p18-verify.json $OUT/p18-gpu.json exact)"
-  verdict "--devices all vs one" "$(cmp_records x $OUT/p18-gpu.json $OUT/p18-devall.json exact)"
-  verdict "-j 1 vs default" "$(cmp_records x $OUT/p18-gpu.json $OUT/p18-j1.json exact)"
-  verdict "--histogram vs --verify --histogram" "$(cmp_records x $OUT/p18-histverify.json $OUT/p18-hist.json exact)"
-  cmp -s $OUT/p18-ds1.json $OUT/p18-dsall.json && r=OK || r="DIFFERS"
+  verdict "new path vs CPU decoders (means)" "$(cmp_records x $OUT/jstage-cpu.json $OUT/jstage-gpu.json mean)"
+  verdict "full check vs CPU decoders (means)" "$(cmp_records x $OUT/jstage-cpu.json $OUT/jstage-gpufull.json mean)"
+  verdict "new path vs --verify (same pixels, CPU stats)" "$(cmp_records x $OUT/jstage-verify.json $OUT/jstage-gpu.json exact)"
+  verdict "--devices all vs one" "$(cmp_records x $OUT/jstage-gpu.json $OUT/jstage-devall.json exact)"
+  verdict "-j 1 vs default" "$(cmp_records x $OUT/jstage-gpu.json $OUT/jstage-j1.json exact)"
+  verdict "--histogram vs --verify --histogram" "$(cmp_records x $OUT/jstage-histverify.json $OUT/jstage-hist.json exact)"
+  cmp -s $OUT/jstage-ds1.json $OUT/jstage-dsall.json && r=OK || r="DIFFERS"
   verdict "--dataset-only, --devices all vs one" "identical: $r"
-  n=$(grep -c zz_truncated $OUT/p18-gpu.err)
-  [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/p18-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
-  verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/p18-gpu.err | head -1 | head -c 150); $r"
+  n=$(grep -c zz_truncated $OUT/jstage-gpu.err)
+  [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/jstage-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
+  verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/jstage-gpu.err | head -1 | head -c 150); $r"
   # CSV and the decoder column
-  timeout -k 5 60 "$BIN" --csv --jpeg-decoder gpu --jpeg-check markers $C 2>/dev/null | head -2 >"$OUT/p18-csv.txt"
-  log "check CSV: $(head -1 $OUT/p18-csv.txt | grep -o 'decoder.*') / $(sed -n 2p $OUT/p18-csv.txt | head -c 200)"
+  timeout -k 5 60 "$BIN" --csv --jpeg-decoder gpu --jpeg-check markers $C 2>/dev/null | head -2 >"$OUT/jstage-csv.txt"
+  log "check CSV: $(head -1 $OUT/jstage-csv.txt | grep -o 'decoder.*') / $(sed -n 2p $OUT/jstage-csv.txt | head -c 200)"
   if command -v mpirun >/dev/null; then
     timeout -k 5 120 mpirun --allow-run-as-root --oversubscribe -n 2 "$BIN" --mpi $G $C \
-      >"$OUT/p18-mpi.json" 2>"$OUT/p18-mpi.err"
+      >"$OUT/jstage-mpi.json" 2>"$OUT/jstage-mpi.err"
     rc=$?
-    log "check run mpi (2 ranks): exit $rc; $(grep -v zz_truncated $OUT/p18-mpi.err | head -c 200 | tr '\n' ' ')"
-    if grep -q "without MPI" $OUT/p18-mpi.err; then
+    log "check run mpi (2 ranks): exit $rc; $(grep -v zz_truncated $OUT/jstage-mpi.err | head -c 200 | tr '\n' ' ')"
+    if grep -q "without MPI" $OUT/jstage-mpi.err; then
       log "check --mpi: not run (this build has no MPI)"
     else
-      verdict "--mpi 2 ranks vs one" "$(cmp_records x $OUT/p18-gpu.json $OUT/p18-mpi.json exact)"
+      verdict "--mpi 2 ranks vs one" "$(cmp_records x $OUT/jstage-gpu.json $OUT/jstage-mpi.json exact)"
     fi
   else
     log "check --mpi: not run (no mpirun)"
@@ -100,7 +100,7 @@ if has bench; then
   have_torch=0
   python3 -c "import torch, torchvision; assert torch.cuda.is_available()" 2>/dev/null && have_torch=1
   declare -A MS
-  for set in "$BIG 500 12MP" "/tmp/p18-1500 1500 12MP" "/tmp/p18-2000 2000 0.5MP" "$SMALL 6000 0.5MP"; do
+  for set in "$BIG 500 12MP" "/tmp/jstage-1500 1500 12MP" "/tmp/jstage-2000 2000 0.5MP" "$SMALL 6000 0.5MP"; do
     read -r dir n label <<<"$set"
     cat $dir/* >/dev/null
     t=$(med3 120 "$BIN" --json --jpeg-decoder gpu --jpeg-check markers $dir)
@@ -147,7 +147,7 @@ if has bench; then
   done
   # past start-up: the rate between the 500- and the 1,500-file runs, and
   # between the 2,000- and the 6,000-file runs
-  p18_past_startup
+  jstage_past_startup
 fi
 
 if has sanitize; then
@@ -157,7 +157,7 @@ if has sanitize; then
     log "sanitize: past 7.7 minutes, the new path's memcheck left out"
     row "sanitizer memcheck imgstat new path | not run (time)"
   else
-    p18_sanitize_cli "new path" --json --jpeg-decoder gpu --jpeg-check markers
+    jstage_sanitize_cli "new path" --json --jpeg-decoder gpu --jpeg-check markers
   fi
   for tool in memcheck racecheck; do
     if [ "$(($(date +%s) - T0))" -gt 480 ]; then
@@ -165,7 +165,7 @@ if has sanitize; then
       row "sanitizer $tool test_gpu_batch | not run (time)"
       continue
     fi
-    p18_sanitize_test $tool 100
+    jstage_sanitize_test $tool 100
   done
 fi
 

@@ -1,23 +1,27 @@
 #!/bin/bash
-# The GPU-host measurements that issues 9-12 still lack, in one call, every
+# Whole-process timings of the engine on the GPU host, in one call, every
 # step with a hard time limit (timeout -k) and its lines appended to
-# $OUT/open_issues.log as they come (a cut-off call still brings them back):
-#   9: one 12 MP photo, auto against --backend cpu, interleaved, 21 runs each;
-#  10: --dataset against the plain run, CPU and GPU backends, 200 x 12 MP;
-#      the dataset record of a mixed folder from the CPU and the GPU(s);
-#  11: tests/gpu/bench_normalize.sh (N images);
-#  12: nvJPEG folder timings, and --jpeg-decoder gpu on 10 photos with a
-#      limit; on a hang, the threads' kernel wait channels and, with gdb,
-#      their stacks.
+# $OUT/engine_timings.log as they come (a cut-off call still brings them back):
+#   photo:     one 12 MP photo, auto against --backend cpu, interleaved, 21
+#              runs each;
+#   dataset:   --dataset against the plain run, CPU and GPU backends,
+#              200 x 12 MP; the dataset record of a mixed folder from the CPU
+#              and the GPU(s);
+#   normalize: tests/gpu/bench_normalize.sh (N images);
+#   nvjpeg:    nvJPEG folder timings, and --jpeg-decoder gpu on 10 photos
+#              with a limit; on a hang, the threads' kernel wait channels
+#              and, with gdb, their stacks.
 # Usage (top of the tree, .deps and .corpus carried):
-#   tests/gpu/open_issues.sh [STEPS] [N_NORMALIZE]   STEPS: e.g. 9,10,11,12
-# (12v: only --verify --jpeg-decoder gpu, watched for a hang)
+#   tests/gpu/engine_timings.sh [STEPS] [N_NORMALIZE]
+#     STEPS: e.g. photo,dataset,normalize,nvjpeg (the default); also
+#     verify (only --verify --jpeg-decoder gpu, watched for a hang), hist,
+#     startup and folders (--dataset and normalize on the folders)
 set -u
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
-STEPS=${1:-9,10,11,12}
+STEPS=${1:-photo,dataset,normalize,nvjpeg}
 NN=${2:-100}
-L=${OUT:-/tmp}/open_issues.log
+L=${OUT:-/tmp}/engine_timings.log
 say() { echo "$*" | tee -a "$L"; }
 has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -41,21 +45,21 @@ ms_of() { # the wall milliseconds of one run, limit 60 s
 }
 med3() { for _ in 1 2 3; do ms_of "$@"; done | median; }
 
-if has 9; then
+if has photo; then
   f=$(ls $BIG/*.jpg | head -1)
   for r in $(seq 21); do
     for a in cpu auto; do echo "$a $(ms_of "$BIN" --backend $a "$f")"; done
   done >/tmp/one.txt
   c=$(awk '$1=="cpu"{print $2}' /tmp/one.txt | median)
   a=$(awk '$1=="auto"{print $2}' /tmp/one.txt | median)
-  say "9: one 12 MP photo, 21 interleaved runs: --backend cpu $c ms, auto $a ms: $(awk -v a=$a -v c=$c 'BEGIN{printf "%.3f", a/c}') x"
+  say "photo: one 12 MP photo, 21 interleaved runs: --backend cpu $c ms, auto $a ms: $(awk -v a=$a -v c=$c 'BEGIN{printf "%.3f", a/c}') x"
 fi
 
-if has 10; then
+if has dataset; then
   for b in cpu gpu; do
     p=$(med3 "$BIN" --json --backend $b $BIG)
     d=$(med3 "$BIN" --json --backend $b --dataset $BIG)
-    say "10: --backend $b: plain $p ms, --dataset $d ms: $(awk -v d=$d -v p=$p 'BEGIN{printf "%.3f", d/p}') x; $(awk -v d=$d 'BEGIN{printf "%.1f", 200000/d}') images/s with --dataset"
+    say "dataset: --backend $b: plain $p ms, --dataset $d ms: $(awk -v d=$d -v p=$p 'BEGIN{printf "%.3f", d/p}') x; $(awk -v d=$d 'BEGIN{printf "%.1f", 200000/d}') images/s with --dataset"
   done
   T=$(mktemp -d)
   mkdir -p "$T/in"
@@ -67,7 +71,7 @@ if has 10; then
   done
   for f in "$T"/d-__backend_gpu*.json; do
     cmp -s "$T/d-__backend_cpu.json" "$f" && r=identical || r=DIFFERS
-    say "10: dataset record $(basename "$f" .json) against the CPU's: $r ($(wc -c <"$f") bytes)"
+    say "dataset: dataset record $(basename "$f" .json) against the CPU's: $r ($(wc -c <"$f") bytes)"
   done
 fi
 
@@ -83,7 +87,7 @@ watched() {
   local pid=$!
   for _ in $(seq $((limit * 5))); do kill -0 $pid 2>/dev/null || break; sleep 0.2; done
   if kill -0 $pid 2>/dev/null; then
-    say "12: $name: still running after $limit s: a hang; threads:"
+    say "nvjpeg: $name: still running after $limit s: a hang; threads:"
     for t in /proc/$pid/task/*; do
       say "   $(basename $t) $(cat $t/comm) wchan=$(cat $t/wchan 2>/dev/null) $(head -3 $t/stack 2>/dev/null | awk '{print $2}' | tr '\n' ' ')"
     done
@@ -99,11 +103,11 @@ watched() {
   fi
   wait $pid
   local rc=$?
-  say "12: $name: exit $rc in $((($(date +%s%N) - s) / 1000000)) ms, $(wc -l </tmp/$name.out) lines out, $(grep -c 'verify ok' /tmp/$name.out) 'verify ok', $(grep -c MISMATCH /tmp/$name.out) MISMATCH; stderr: $(head -c 300 /tmp/$name.err | tr '\n' ' ')"
+  say "nvjpeg: $name: exit $rc in $((($(date +%s%N) - s) / 1000000)) ms, $(wc -l </tmp/$name.out) lines out, $(grep -c 'verify ok' /tmp/$name.out) 'verify ok', $(grep -c MISMATCH /tmp/$name.out) MISMATCH; stderr: $(head -c 300 /tmp/$name.err | tr '\n' ' ')"
   return $rc
 }
 
-if has 12v; then # --verify with nvJPEG alone, watched for a hang
+if has verify; then # --verify with nvJPEG alone, watched for a hang
   mkdir -p /tmp/v10 && cp $BIG/img001*.jpg /tmp/v10/
   watched 45 verify10 "$BIN" --verify --jpeg-decoder gpu /tmp/v10
   watched 45 verify10j1 "$BIN" -j 1 --verify --jpeg-decoder gpu /tmp/v10
@@ -132,11 +136,11 @@ if has startup; then # what a --jpeg-decoder gpu run pays before its first image
   say "startup: imgstat --backend cpu tiny.png $(med3 "$BIN" --backend cpu /tmp/tiny.png) ms; --backend gpu tiny.png $(med3 "$BIN" --backend gpu /tmp/tiny.png) ms; --jpeg-decoder gpu tiny.jpg $(med3 "$BIN" --jpeg-decoder gpu /tmp/tiny.jpg) ms; --version $(med3 "$BIN" --version) ms"
 fi
 
-if has 11; then
+if has normalize; then
   rm -rf /tmp/imgstat-bench-jpeg-n && mkdir -p /tmp/imgstat-bench-jpeg-n
   ls $BIG/*.jpg | head -"$NN" | xargs -I{} ln -s {} /tmp/imgstat-bench-jpeg-n/
   BENCH_DIR=/tmp/imgstat-bench-jpeg-n timeout -k 5 300 bash tests/gpu/bench_normalize.sh "$BIN" "$NN" 3 "${N_NPY:-20}" 2>&1 |
-    grep -v '^ok' | sed 's/^/11: /' | tee -a "$L"
+    grep -v '^ok' | sed 's/^/normalize: /' | tee -a "$L"
 fi
 
 # make_small: 1,000 generated 0.5 MP JPEGs (q90) in $SMALL
@@ -145,7 +149,7 @@ make_small() {
   timeout -k 5 120 bash -c ". tests/gpu/bench_lib.sh; bench_small_jpegs $SMALL 1000"
 }
 
-if has 12; then
+if has nvjpeg; then
   mkdir -p /tmp/v10 && cp $BIG/img001*.jpg /tmp/v10/
   watched 60 verify10 "$BIN" --verify --jpeg-decoder gpu /tmp/v10
   watched 120 verify200 "$BIN" --verify --jpeg-decoder gpu $BIG
@@ -157,24 +161,24 @@ if has 12; then
       cat $dir/* >/dev/null
       for args in "--jpeg-decoder cpu" "--jpeg-decoder gpu" "--jpeg-decoder gpu --jpeg-check markers"; do
         t=$(med3 "$BIN" --json $args $dir)
-        say "12: $label ($n) imgstat --json $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
+        say "nvjpeg: $label ($n) imgstat --json $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
       done
       t=$(med3 python3 tests/gpu/torch_jpeg_stats.py $dir)
-      say "12: $label ($n) torchvision decode_jpeg(cuda) + torch reductions: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s ($(python3 tests/gpu/torch_jpeg_stats.py $dir 2>&1 >/dev/null | tail -1))"
+      say "nvjpeg: $label ($n) torchvision decode_jpeg(cuda) + torch reductions: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s ($(python3 tests/gpu/torch_jpeg_stats.py $dir 2>&1 >/dev/null | tail -1))"
     done
   fi
 fi
-if has 12d; then # --dataset and normalize on the folders, each decoder
+if has folders; then # --dataset and normalize on the folders, each decoder
   make_small
   for set in "$BIG 200 12MP" "$SMALL 1000 0.5MP"; do
     read -r dir n label <<<"$set"
     cat $dir/* >/dev/null
     for args in "--jpeg-decoder cpu" "--jpeg-decoder gpu"; do
       t=$(med3 "$BIN" --json --dataset-only $args $dir)
-      say "12d: $label ($n) imgstat --dataset-only $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
+      say "folders: $label ($n) imgstat --dataset-only $args: $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s"
     done
     t=$(for _ in 1 2 3; do rm -rf /tmp/npy-out; sync; ms_of "$BIN" normalize --depth 32 $dir -o /tmp/npy-out; done | median)
-    say "12d: $label ($n) imgstat normalize --depth 32 (.npy, CPU decoders): $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s, $(du -sm /tmp/npy-out | cut -f1) MB"
+    say "folders: $label ($n) imgstat normalize --depth 32 (.npy, CPU decoders): $t ms, $(awk -v n=$n -v t=$t 'BEGIN{printf "%.1f", n*1000/t}') images/s, $(du -sm /tmp/npy-out | cut -f1) MB"
     rm -rf /tmp/npy-out
   done
 fi

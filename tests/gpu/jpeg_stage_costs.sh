@@ -2,9 +2,9 @@
 # On the GPU host, the stage's fixed costs and batched histograms,
 # in one call of at most ~8.5 minutes (every step under a hard limit, the
 # later ones left out when time runs short), lines appended to
-# $OUT/stage18.log as they come, a summary table last.
-#   build    imgstat, test_stage, test_gpu_batch, test_gpu (build-p18, shared with
-#            tests/gpu/pipeline18.sh) and tests/gpu/nvjpeg_startup.cu
+# $OUT/jpeg_stage_costs.log as they come, a summary table last.
+#   build    imgstat, test_stage, test_gpu_batch, test_gpu (build-jstage, shared with
+#            tests/gpu/jpeg_stage.sh) and tests/gpu/nvjpeg_startup.cu
 #   test     test_stage (fake decoder: the input's end, lanes closing by
 #            themselves), test_gpu_batch (batched statistics and histograms
 #            against the one-image kernels and the CPU on the same pixels),
@@ -37,21 +37,21 @@
 #            test_gpu_batch (quick set), memcheck on imgstat --histogram
 #            over 24 photos
 # Usage (top of the tree, .deps carried; .corpus for the corpus tests):
-#   tests/gpu/stage18.sh [STEPS]     e.g. build,test,check (default all)
+#   tests/gpu/jpeg_stage_costs.sh [STEPS]     e.g. build,test,check (default all)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 lib_gpu_prelude
 STEPS=${1:-build,test,check,startup,bench,sanitize}
-L=$OUT/stage18.log
+L=$OUT/jpeg_stage_costs.log
 : >"$L"
-ROWS=$OUT/stage18.rows
+ROWS=$OUT/jpeg_stage_costs.rows
 : >"$ROWS"
-BD=$ROOT/build-p18
+BD=$ROOT/build-jstage
 BIN=$BD/imgstat
-. tests/gpu/p18_lib.sh
-rm -f "$OUT/p18-hung"
-P18_LIMIT=60 # a check run on the check set takes seconds
+. tests/gpu/jpeg_stage_lib.sh
+rm -f "$OUT/jstage-hung"
+JSTAGE_LIMIT=60 # a check run on the check set takes seconds
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
 T0=$(date +%s)
 elapsed() { echo $(($(date +%s) - T0)); }
@@ -63,16 +63,16 @@ if has build; then
   # carried in .deps)
   NJ=${NVJPEG_ROOT:-/opt/imgstat-deps/nvjpeg}
   (timeout -k 5 200 nvcc -O2 -std=c++17 -o "$STARTUP" tests/gpu/nvjpeg_startup.cu \
-    -lnvjpeg -lpthread >"$OUT/s18-startup-build.log" 2>&1 ||
+    -lnvjpeg -lpthread >"$OUT/costs-startup-build.log" 2>&1 ||
     timeout -k 5 200 nvcc -O2 -std=c++17 -o "$STARTUP" tests/gpu/nvjpeg_startup.cu \
       -I"$NJ/include" -L"$NJ/lib" -l:libnvjpeg.so.13 -Xlinker -rpath="$NJ/lib" -lpthread \
-      >>"$OUT/s18-startup-build.log" 2>&1) &
+      >>"$OUT/costs-startup-build.log" 2>&1) &
   probe=$!
-  p18_build "$OUT/s18-build.log" 330 imgstat test_stage test_gpu_batch test_gpu test_norm_gpu test_jpeg_gpu
+  jstage_build "$OUT/costs-build.log" 330 imgstat test_stage test_gpu_batch test_gpu test_norm_gpu test_jpeg_gpu
   wait $probe
-  log "start-up probe: $([ -x "$STARTUP" ] && echo built || tail -3 "$OUT/s18-startup-build.log")"
+  log "start-up probe: $([ -x "$STARTUP" ] && echo built || tail -3 "$OUT/costs-startup-build.log")"
 fi
-p18_binary
+jstage_binary
 
 if has test; then
   run_test test_stage 60
@@ -85,7 +85,7 @@ fi
 G="--json --jpeg-decoder gpu --jpeg-check markers"
 if has check; then
   make_sets
-  C=/tmp/p18-check
+  C=/tmp/jstage-check
   check_run gpu "$BIN" $G $C
   check_run verify "$BIN" --json --verify --jpeg-decoder gpu --jpeg-check markers $C
   check_run hist "$BIN" $G --histogram $C
@@ -99,21 +99,21 @@ if has check; then
   check_run asyncalloc env IMGSTAT_JPEG_ASYNC_ALLOC=1 "$BIN" $G --histogram $C
   # the flags before 2026-11-27 (strict, interpolated, pipelined)
   check_run oldflags env IMGSTAT_JPEG_FLAGS=36 "$BIN" $G --histogram $C
-  verdict "stats vs --verify (same pixels, CPU figures)" "$(cmp_records x $OUT/p18-verify.json $OUT/p18-gpu.json exact)"
-  verdict "--histogram (batched) vs --verify --histogram (CPU)" "$(cmp_records x $OUT/p18-histverify.json $OUT/p18-hist.json exact)"
-  verdict "--histogram -j 1 vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histj1.json exact)"
-  verdict "--histogram --devices all vs one" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-histdev.json exact)"
-  verdict "own handles per lane vs shared" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-own.json exact)"
-  verdict "1 lane vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes1.json exact)"
-  verdict "3 lanes vs 2" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-lanes3.json exact)"
-  verdict "7-file batches vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-batch7.json exact)"
-  verdict "nvJPEG's memory stream-ordered vs default" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-asyncalloc.json exact)"
-  verdict "nvJPEG's flags now vs strict+pipelined (intact files: same pixels)" "$(cmp_records x $OUT/p18-hist.json $OUT/p18-oldflags.json exact)"
-  n=$(grep -c zz_truncated $OUT/p18-gpu.err)
-  [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/p18-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
-  verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/p18-gpu.err | head -1 | head -c 150); $r"
-  grep -q '"histogram"\|"median"' $OUT/p18-hist.json && r=OK || r="no histogram fields"
-  verdict "--histogram records carry the histogram figures" "$(head -c 300 $OUT/p18-hist.json | tr '\n' ' ') ... $r"
+  verdict "stats vs --verify (same pixels, CPU figures)" "$(cmp_records x $OUT/jstage-verify.json $OUT/jstage-gpu.json exact)"
+  verdict "--histogram (batched) vs --verify --histogram (CPU)" "$(cmp_records x $OUT/jstage-histverify.json $OUT/jstage-hist.json exact)"
+  verdict "--histogram -j 1 vs default" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-histj1.json exact)"
+  verdict "--histogram --devices all vs one" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-histdev.json exact)"
+  verdict "own handles per lane vs shared" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-own.json exact)"
+  verdict "1 lane vs 2" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-lanes1.json exact)"
+  verdict "3 lanes vs 2" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-lanes3.json exact)"
+  verdict "7-file batches vs default" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-batch7.json exact)"
+  verdict "nvJPEG's memory stream-ordered vs default" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-asyncalloc.json exact)"
+  verdict "nvJPEG's flags now vs strict+pipelined (intact files: same pixels)" "$(cmp_records x $OUT/jstage-hist.json $OUT/jstage-oldflags.json exact)"
+  n=$(grep -c zz_truncated $OUT/jstage-gpu.err)
+  [ "$n" -ge 1 ] && [ "$(grep -c zz_truncated $OUT/jstage-gpu.json)" -eq 0 ] && r=OK || r="not named ($n)"
+  verdict "damaged file named on stderr, no record" "$(grep zz_truncated $OUT/jstage-gpu.err | head -1 | head -c 150); $r"
+  grep -q '"histogram"\|"median"' $OUT/jstage-hist.json && r=OK || r="no histogram fields"
+  verdict "--histogram records carry the histogram figures" "$(head -c 300 $OUT/jstage-hist.json | tr '\n' ' ') ... $r"
 fi
 
 # stage_line NAME CMD...: one run with IMGSTAT_STAGE_TIMES=1, its wall time
@@ -123,11 +123,11 @@ stage_line() {
   shift
   hung && return
   local s=$(date +%s%N)
-  IMGSTAT_STAGE_TIMES=1 timeout -k 5 60 "$@" >/dev/null 2>/tmp/s18-stage.err
+  IMGSTAT_STAGE_TIMES=1 timeout -k 5 60 "$@" >/dev/null 2>/tmp/costs-stage.err
   local rc=$?
   note_hang $rc "$*"
   local ms=$((($(date +%s%N) - s) / 1000000))
-  log "stage $name: exit $rc, wall $ms ms; $(grep 'stage times' /tmp/s18-stage.err | sed 's/^imgstat: stage times: //')"
+  log "stage $name: exit $rc, wall $ms ms; $(grep 'stage times' /tmp/costs-stage.err | sed 's/^imgstat: stage times: //')"
 }
 
 if has startup; then
@@ -151,10 +151,10 @@ if has startup; then
       esac
       s=$(date +%s%N)
       # shellcheck disable=SC2086
-      NVJPEG_PROBE_FLAGS=$fl timeout -k 5 40 "$STARTUP" $args >"$OUT/s18-startup-$k.log" 2>&1
+      NVJPEG_PROBE_FLAGS=$fl timeout -k 5 40 "$STARTUP" $args >"$OUT/costs-startup-$k.log" 2>&1
       rc=$?
       ms=$((($(date +%s%N) - s) / 1000000))
-      sed "s/^/startup $k: /" "$OUT/s18-startup-$k.log" | tee -a "$L"
+      sed "s/^/startup $k: /" "$OUT/costs-startup-$k.log" | tee -a "$L"
       log "startup $k: exit $rc, whole process $ms ms"
       if [ $rc = 124 ] || [ $rc = 137 ]; then
         row "startup probe $k | HUNG (killed at 40 s): the probes after it left out"
@@ -164,8 +164,8 @@ if has startup; then
   else
     log "startup: no probe"
   fi
-  mkdir -p /tmp/s18-one && cp "$(ls $SMALL/*.jpg | head -1)" /tmp/s18-one/
-  for k in 1 2 3; do stage_line "one 0.5 MP photo ($k)" "$BIN" $G /tmp/s18-one; done
+  mkdir -p /tmp/costs-one && cp "$(ls $SMALL/*.jpg | head -1)" /tmp/costs-one/
+  for k in 1 2 3; do stage_line "one 0.5 MP photo ($k)" "$BIN" $G /tmp/costs-one; done
 fi
 
 # variant_runs STEP VARIANT...: each variant ("default", "-j N", or
@@ -213,7 +213,7 @@ anchor_runs() {
 if has bench; then
   make_sets
   declare -A MS
-  for set in "$BIG 500 12MP" "/tmp/p18-1500 1500 12MP" "/tmp/p18-2000 2000 0.5MP" "$SMALL 6000 0.5MP"; do
+  for set in "$BIG 500 12MP" "/tmp/jstage-1500 1500 12MP" "/tmp/jstage-2000 2000 0.5MP" "$SMALL 6000 0.5MP"; do
     read -r dir n label <<<"$set"
     cat $dir/* >/dev/null
     t=$(med3 60 "$BIN" $G $dir)
@@ -227,7 +227,7 @@ if has bench; then
     [ $n = 6000 ] && goal=">= 3500/s"
     row "bench x $n gpu markers | ${MS[gpu$n]} ms | $(rate $n ${MS[gpu$n]}) /s | goal $goal"
   done
-  p18_past_startup
+  jstage_past_startup
   # variants: results identical (check), time only here
   for v in ${BENCH_VARIANTS:-"IMGSTAT_JPEG_OWN_HANDLES=1" "IMGSTAT_JPEG_ASYNC_ALLOC=1" "IMGSTAT_JPEG_LANES=3" \
     "IMGSTAT_JPEG_LANES=1" "--histogram" "IMGSTAT_JPEG_BATCH=256"} FULL; do
@@ -305,13 +305,13 @@ fi
 if has strict && [ -d .jcorpus ]; then
   for chk in none markers; do
     for v in default ${STRICT_SETS:-37 5 1}; do
-      f=$OUT/p18-strict-$chk-$v.json
+      f=$OUT/jstage-strict-$chk-$v.json
       if [ $v = default ]; then
         timeout -k 5 60 "$BIN" --json --jpeg-decoder gpu --jpeg-check $chk .jcorpus >$f 2>/dev/null
       else
         IMGSTAT_JPEG_FLAGS=$v timeout -k 5 60 "$BIN" --json --jpeg-decoder gpu --jpeg-check $chk .jcorpus >$f 2>/dev/null
       fi
-      r=$(python3 - $OUT/p18-strict-$chk-default.json $f <<'PY'
+      r=$(python3 - $OUT/jstage-strict-$chk-default.json $f <<'PY'
 import json, sys
 def load(p):
     d = {}
@@ -339,18 +339,18 @@ if has sanitize; then
   if [ "$(elapsed)" -gt 400 ] || hung; then
     row "sanitizer memcheck imgstat --histogram | not run (time, or a run hung)"
   else
-    p18_sanitize_cli "--histogram" $G --histogram
+    jstage_sanitize_cli "--histogram" $G --histogram
   fi
   for tool in memcheck racecheck; do
     if [ "$(elapsed)" -gt 450 ]; then
       row "sanitizer $tool test_gpu_batch | not run (time)"
       continue
     fi
-    p18_sanitize_test $tool $((500 - $(elapsed)))
+    jstage_sanitize_test $tool $((500 - $(elapsed)))
   done
 fi
 
-hung && row "HUNG: $(cat "$OUT/p18-hung") (the runs after it were left out)"
+hung && row "HUNG: $(cat "$OUT/jstage-hung") (the runs after it were left out)"
 log "== summary ($(elapsed) s)"
 tee -a "$L" <"$ROWS"
 log "== done $(date -u '+%T')"
