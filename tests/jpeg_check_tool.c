@@ -1,7 +1,8 @@
 /*
  * The checks before nvJPEG (--jpeg-check) against the CPU decoder, file by
  * file, and their speed. Used by tests/jpeg_check_test.sh (the damaged
- * corpus of tests/jpeg_check_corpus.py) and tests/gpu/jpeg_check_bench.sh.
+ * corpus of tests/jpeg_check_corpus.py) and
+ * tests/gpu/bench/jpeg_check_bench.sh.
  *
  *   jpeg_check_tool table FILE...
  *     one line a file, tab-separated: the file; the scanner alone at the

@@ -3,7 +3,7 @@
 # their usage errors; gpu fails each input with the reason, as --backend gpu
 # does; auto and cpu give the CPU decoders' records (the same as without the
 # option); a libnvjpeg that cannot be loaded is said by --version and
-# changes nothing else. With a GPU (tests/gpu/nvjpeg_test.sh) this script
+# changes nothing else. With a GPU (tests/gpu/checks/nvjpeg_test.sh) this script
 # is not the one that checks the GPU's records.
 # Usage: sh tests/jpeg_decoder_test.sh PATH/TO/imgstat SAMPLES_DIR
 set -u

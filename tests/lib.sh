@@ -1,5 +1,5 @@
 # Helpers shared by the shell tests (tests/cli_test.sh, tests/normalize_test.sh)
-# and the GPU machine's scripts (tests/gpu/run_gpu.sh, verify_all.sh); sourced,
+# and the GPU machine's scripts (tests/gpu/checks/run_gpu.sh, verify_all.sh); sourced,
 # POSIX sh.
 
 # ---- counting checks --------------------------------------------------------
@@ -61,12 +61,12 @@ lib_gpu_prelude() {
 }
 say() { echo "$*" | tee -a "$SUMMARY"; }
 
-# lib_fast_timing BUILD LOG: builds tests/gpu/fast_timing.cu against BUILD's
+# lib_fast_timing BUILD LOG: builds tests/gpu/bench/fast_timing.cu against BUILD's
 # library (its build.log in $OUT tells whether TurboJPEG is linked) and runs
 # it (the fused kernel against CUB's Sum), appending to LOG.
 lib_fast_timing() {
   nvcc -std=c++17 -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/core -Icuda --expt-relaxed-constexpr \
-    tests/gpu/fast_timing.cu "$1/libimgstat.a" -L"$ROOT/.deps/usr/lib/x86_64-linux-gnu" -lpng -lm \
+    tests/gpu/bench/fast_timing.cu "$1/libimgstat.a" -L"$ROOT/.deps/usr/lib/x86_64-linux-gnu" -lpng -lm \
     $(grep -q "TurboJPEG: ON" "$OUT/build.log" && echo -lturbojpeg) \
     -o "$1/fast_timing" >>"$2" 2>&1 &&
     timeout 120 "$1/fast_timing" >>"$2" 2>&1

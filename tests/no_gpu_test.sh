@@ -10,7 +10,7 @@
 # run with --backend gpu. Every run is under `timeout`, so that a hang
 # fails the test rather than the CI job.
 # Skips (77) in a build without CUDA or where a GPU is usable (the GPU
-# host's check is tests/gpu/startup_failure.sh).
+# host's check is tests/gpu/checks/startup_failure.sh).
 # Usage: sh tests/no_gpu_test.sh PATH/TO/imgstat SAMPLES_DIR
 set -u
 
@@ -32,7 +32,7 @@ png=$SAMPLES/camera.png
 timeout -k 5 "$limit" "$IMGSTAT" --backend gpu "$png" >"$T/stdout" 2>"$T/stderr"
 rc=$?
 if [ "$rc" -eq 0 ]; then
-  echo "no_gpu_test: skipped: a GPU is usable here (tests/gpu/startup_failure.sh)"
+  echo "no_gpu_test: skipped: a GPU is usable here (tests/gpu/checks/startup_failure.sh)"
   exit 77
 fi
 reason=$(sed -n 's/.*--backend gpu needs a usable GPU: //p' "$T/stderr" | head -1)

@@ -3,7 +3,7 @@
  * every accepted form with the event it names, and the malformed values that
  * must be refused (imgstat_gpu_create then fails rather than run without the
  * fault a test asked for). The faults themselves are tested on the GPU
- * machine by tests/gpu/fault_test.sh.
+ * machine by tests/gpu/checks/fault_test.sh.
  */
 #include "gpu_fault.h"
 #include "test_util.h"

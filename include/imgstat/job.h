@@ -365,7 +365,7 @@ int imgstat_engine_stats_decoder_async(
     void (*done)(void *done_ctx, int cancelled), void *done_ctx);
 
 /* Where the JPEGs' time went (the device stage), for the per-stage table
- * (tests/gpu/jpeg_stage.sh). Read it once the items are finished; the
+ * (tests/gpu/checks/jpeg_stage.sh). Read it once the items are finished; the
  * teardown's figures after imgstat_engine_shutdown. Durations (_s without
  * "from") are summed over the threads that spent them; moments are seconds
  * from the engine's creation. */

@@ -671,7 +671,7 @@ static void print_range_progress(void *ctx, const imgstat_run_progress *p) {
 
 /* IMGSTAT_STAGE_TIMES: one line on stderr, where the JPEGs' time went
  * (durations summed over the threads of each stage, then moments from the
- * engine's creation; tests/gpu/jpeg_stage.sh reads it). */
+ * engine's creation; tests/gpu/checks/jpeg_stage.sh reads it). */
 static void print_stage_times(run_state *st) {
   imgstat_engine_times t;
   double read_s, output_s;

@@ -1,5 +1,5 @@
-# Helpers of the JPEG stage's GPU scripts (tests/gpu/jpeg_stage.sh,
-# tests/gpu/jpeg_stage_costs.sh), sourced after lib_gpu_prelude with L (the log),
+# Helpers of the JPEG stage's GPU scripts (tests/gpu/checks/jpeg_stage.sh,
+# tests/gpu/bench/jpeg_stage_costs.sh), sourced after lib_gpu_prelude with L (the log),
 # ROWS (the summary's lines), STEPS, BD (the build folder) and BIN set.
 # shellcheck shell=bash
 log() { echo "$*" | tee -a "$L"; }
