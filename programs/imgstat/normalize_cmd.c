@@ -504,7 +504,8 @@ static int plan_refused(const norm_cli *c, const imgstat_normrun_error *e) {
 /* The words of a run that stopped (imgstat_normrun_execute). */
 static int run_failed(cli_run *cr, const imgstat_normrun *run,
                       const imgstat_normrun_error *e) {
-  const char *why = e->err.message;
+  char words[IMGSTAT_CLI_WORDS_MAX];
+  const char *why = ist_cli_error_words(&e->err, words);
   switch (e->cause) {
   case IMGSTAT_NORMRUN_DATASET:
     ist_cli_error("--dataset: %s", why);
