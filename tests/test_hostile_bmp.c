@@ -428,7 +428,10 @@ static void test_bmp_peak_bytes(void) {
     }
     s = load(b, n, cases[i].peak - 1, &img, &err);
     CU_ASSERT_EQUAL(s, IMGSTAT_ERR_LIMIT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "(--max-memory)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "(max_memory)"));
+    CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_MAX_MEMORY);
+    CU_ASSERT_EQUAL(err.limit, cases[i].peak - 1);
+    CU_ASSERT_EQUAL(err.value, cases[i].peak);
     free(b);
   }
 }

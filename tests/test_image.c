@@ -44,7 +44,13 @@ static void test_alloc_limits(void) {
       IMGSTAT_ERR_LIMIT);
   CU_ASSERT_STRING_EQUAL(err.message,
                          "image is 100000x100000 = 10000000000 pixels, over "
-                         "the limit of 1073741824 (--max-pixels)");
+                         "the limit of 1073741824 (max_pixels)");
+  /* the cause, for a front end to word (no option names in the message) */
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_MAX_PIXELS);
+  CU_ASSERT_EQUAL(err.limit, UINT64_C(1073741824));
+  CU_ASSERT_EQUAL(err.value, UINT64_C(10000000000));
+  CU_ASSERT_STRING_EQUAL(imgstat_cause_name(err.cause), "max_pixels");
+  CU_ASSERT_PTR_NULL(strstr(err.message, "--"));
   CU_ASSERT(is_empty(&img));
 
   /* An explicit limit: exactly at it is fine, one more pixel is not. */
@@ -53,7 +59,14 @@ static void test_alloc_limits(void) {
   imgstat_image_free(&img);
   CU_ASSERT_EQUAL(imgstat_image_alloc(&img, 101, 1, 1, IMGSTAT_U8, 100, &err),
                   IMGSTAT_ERR_LIMIT);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "limit of 100 (--max-pixels)"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "limit of 100 (max_pixels)"));
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_MAX_PIXELS);
+  CU_ASSERT_EQUAL(err.limit, 100);
+  CU_ASSERT_EQUAL(err.value, 101);
+  /* a later error without a cause clears it */
+  imgstat_error_set(&err, IMGSTAT_ERR_ARG, "x");
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_NONE);
+  CU_ASSERT_EQUAL(err.limit, 0);
 
   /* 65536x65536x4 float is 2^32 pixels, 64 GiB: over the default. */
   CU_ASSERT_EQUAL(

@@ -80,6 +80,10 @@ static void expect_gpu_unusable(const imgstat_job_result *res,
   CU_ASSERT_EQUAL(res->status, gpu_status);
   CU_ASSERT_EQUAL(res->failed_stage, IMGSTAT_STAGE_GPU);
   CU_ASSERT_STRING_EQUAL(res->error.message, want);
+  CU_ASSERT_EQUAL(res->error.cause, IMGSTAT_CAUSE_GPU_UNUSABLE);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(res->error.what);
+  CU_ASSERT_STRING_EQUAL(res->error.what, option);
+  CU_ASSERT_PTR_NULL(strstr(res->error.message, "--"));
   CU_ASSERT_EQUAL(res->nwarnings, 0);
 }
 
@@ -160,7 +164,7 @@ static void test_auto(void) {
  * start-up), the next ones are refused without decoding. */
 static void test_gpu_needed(void) {
   for (int verify = 0; verify < 2; verify++) {
-    const char *option = verify ? "--verify" : "--backend gpu";
+    const char *option = verify ? "verify" : "backend=gpu";
     imgstat_engine *e =
         engine(verify ? IMGSTAT_BACKEND_AUTO : IMGSTAT_BACKEND_GPU, verify);
     imgstat_job_result res;
@@ -202,12 +206,12 @@ static void test_decide_first(void) {
   CU_ASSERT_EQUAL(res.nwarnings, 0);
   if (gpu_status != IMGSTAT_OK) {
     CU_ASSERT_EQUAL(st, gpu_status);
-    expect_gpu_unusable(&res, "--backend gpu");
+    expect_gpu_unusable(&res, "backend=gpu");
     imgstat_job_result_free(&res);
     imgstat_norm_options no;
     memset(&no, 0, sizeof no);
     imgstat_engine_normalize(e, "/nonexistent/x.png", NULL, &no, &res);
-    expect_gpu_unusable(&res, "--backend gpu");
+    expect_gpu_unusable(&res, "backend=gpu");
   } else {
     CU_ASSERT_EQUAL(st, IMGSTAT_OK);
   }

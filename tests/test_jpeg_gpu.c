@@ -178,7 +178,8 @@ static void test_engine_policy(void) {
       CU_ASSERT_EQUAL(taken, 1);
       CU_ASSERT_NOT_EQUAL(res.status, IMGSTAT_OK);
       CU_ASSERT_PTR_NOT_NULL(
-          strstr(res.error.message, "--jpeg-decoder gpu needs a usable GPU"));
+          strstr(res.error.message, "jpeg_decoder=gpu needs a usable GPU"));
+      CU_ASSERT_EQUAL(res.error.cause, IMGSTAT_CAUSE_GPU_UNUSABLE);
     }
     imgstat_job_result_free(&res);
     imgstat_decoder_close(d);

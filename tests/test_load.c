@@ -235,7 +235,10 @@ static void test_png_huge_header_refused(void) {
   imgstat_error err = {0};
   CU_ASSERT_EQUAL(imgstat_image_load_memory(buf, n, NULL, &img, &err),
                   IMGSTAT_ERR_LIMIT);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--max-pixels"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "(max_pixels)"));
+  CU_ASSERT_PTR_NULL(strstr(err.message, "--"));
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_MAX_PIXELS);
+  CU_ASSERT_EQUAL(err.value, UINT64_C(10000000000));
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "100000x100000"));
   CU_ASSERT(image_is_empty(&img));
   /* The same header at 16x16 is accepted as far as the limit goes and then
@@ -246,7 +249,7 @@ static void test_png_huge_header_refused(void) {
                   IMGSTAT_ERR_FORMAT);
   const char *tmp = test_temp_file(buf, make_png_header(buf, 100000, 100000));
   CU_ASSERT_FATAL(tmp != NULL);
-  expect_reject_file(tmp, IMGSTAT_ERR_LIMIT, "--max-pixels");
+  expect_reject_file(tmp, IMGSTAT_ERR_LIMIT, "(max_pixels)");
   unlink(tmp);
 }
 
@@ -259,7 +262,10 @@ static void test_max_pixels_option(void) {
   CU_ASSERT_EQUAL(imgstat_image_load(path, &opts, &img, &err),
                   IMGSTAT_ERR_LIMIT);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "1024 pixels"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "limit of 1023 (--max-pixels)"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "limit of 1023 (max_pixels)"));
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_MAX_PIXELS);
+  CU_ASSERT_EQUAL(err.limit, 1023);
+  CU_ASSERT_EQUAL(err.value, 1024);
   opts.max_pixels = 1024;
   CU_ASSERT_EQUAL(imgstat_image_load(path, &opts, &img, &err), IMGSTAT_OK);
   imgstat_image_free(&img);
@@ -274,7 +280,9 @@ static void test_max_pixels_option(void) {
     opts.max_pixels = 10;
     imgstat_status s = imgstat_image_load(path, &opts, &img, &err);
     REF_ASSERT_MSG(s == IMGSTAT_ERR_LIMIT, names[i]);
-    REF_ASSERT_MSG(strstr(err.message, "(--max-pixels)") != NULL, names[i]);
+    REF_ASSERT_MSG(strstr(err.message, "(max_pixels)") != NULL, names[i]);
+    REF_ASSERT_MSG(err.cause == IMGSTAT_CAUSE_MAX_PIXELS && err.limit == 10,
+                   names[i]);
     REF_ASSERT_MSG(image_is_empty(&img), names[i]);
   }
 }

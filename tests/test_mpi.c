@@ -210,7 +210,7 @@ static void test_pool_layouts_differ(void) {
   imgstat_pool_init(&p);
   imgstat_partial parts[3];
   uint32_t width = make_image(rank, IMGSTAT_U8, parts);
-  imgstat_error err = {IMGSTAT_OK, ""};
+  imgstat_error err = {0};
   CU_ASSERT(imgstat_pool_add(&p, (uint64_t)rank, parts, rank == 1 ? 1 : 3,
                              IMGSTAT_U8, width, &err) == IMGSTAT_OK);
   static unsigned char before[IMGSTAT_POOL_SERIALIZED_MAX],
@@ -353,7 +353,7 @@ static void test_reduce_broken_promise(void) {
   imgstat_mpi_codec fixed = list_codec;
   fixed.fixed_size = 1;
   list *l = NULL;
-  imgstat_error err = {IMGSTAT_OK, ""};
+  imgstat_error err = {0};
   CU_ASSERT_FATAL(list_create(NULL, (void **)&l, &err) == IMGSTAT_OK);
   l->n = 200; /* 800 bytes a rank: over the 512-byte floor when merged */
   l->items = calloc(l->n, 4);

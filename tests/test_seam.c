@@ -578,7 +578,7 @@ static void test_open_errors(void) {
   snprintf(path, sizeof path, "%s/formats/rgb.png", test_data_dir());
   imgstat_load_options opts = {.max_pixels = 100};
   s = imgstat_decoder_open(path, &opts, &d, &err);
-  expect_open_error(s, d, &err, IMGSTAT_ERR_LIMIT, "(--max-pixels)");
+  expect_open_error(s, d, &err, IMGSTAT_ERR_LIMIT, "(max_pixels)");
 
   /* A BMP cut short: its header claims more than the file holds. */
   size_t size;

@@ -247,7 +247,9 @@ static void test_stream_over_budget(void) {
   CU_ASSERT_EQUAL(load_fifo(&s, &opts, &img, &err, &fed), IMGSTAT_ERR_LIMIT);
   CU_ASSERT_STRING_EQUAL(err.message,
                          "input is larger than 1048576 bytes without being a "
-                         "regular file (--max-memory)");
+                         "regular file (max_memory)");
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_MAX_MEMORY);
+  CU_ASSERT_EQUAL(err.limit, 1048576);
   CU_ASSERT_EQUAL(fed, FEED_READER_LEFT);
 
   unsigned char *bytes = stream_head(&s, 3 * MIB);
@@ -384,7 +386,9 @@ static void test_max_memory_option(void) {
   imgstat_load_options small = {.max_memory = 100 << 10};
   CU_ASSERT_EQUAL(imgstat_image_load(path, &small, &img, &err),
                   IMGSTAT_ERR_LIMIT);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--max-memory"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "(max_memory)"));
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_MAX_MEMORY);
+  CU_ASSERT_EQUAL(err.limit, 100 << 10);
   imgstat_load_options enough = {.max_memory = 10 << 20};
   CU_ASSERT_EQUAL(imgstat_image_load(path, &enough, &img, &err), IMGSTAT_OK);
   CU_ASSERT_EQUAL(img.width, 768);

@@ -25,7 +25,7 @@ typedef enum imgstat_status {
   IMGSTAT_ERR_IO,          /* cannot open / read / write a file */
   IMGSTAT_ERR_FORMAT,      /* not an image, corrupt or truncated */
   IMGSTAT_ERR_UNSUPPORTED, /* a valid file of a kind we do not handle */
-  IMGSTAT_ERR_LIMIT,       /* over --max-pixels or a size limit */
+  IMGSTAT_ERR_LIMIT,       /* over max_pixels or a size limit */
   IMGSTAT_ERR_NOMEM,       /* host allocation failed */
   IMGSTAT_ERR_ARG,         /* invalid argument from the caller */
   IMGSTAT_ERR_NODEVICE,    /* no CUDA device or driver */
@@ -34,12 +34,35 @@ typedef enum imgstat_status {
 
 #define IMGSTAT_ERROR_MAX 512
 
+/* What a failure is about, beside its message, so that a front end can word
+ * it in its own terms (the command line names its option, Python raises with
+ * the fields) without reading the message. A message with a cause ends with
+ * the setting's name as imgstat_cause_name gives it, then ')': "... over the
+ * limit of 100 (max_pixels)"; IMGSTAT_CAUSE_GPU_UNUSABLE's message begins
+ * with its `what` instead: "backend=gpu needs a usable GPU: ...". */
+typedef enum imgstat_cause {
+  IMGSTAT_CAUSE_NONE = 0,
+  IMGSTAT_CAUSE_MAX_PIXELS,  /* an image over max_pixels: value pixels */
+  IMGSTAT_CAUSE_MAX_MEMORY,  /* over max_memory: value bytes wanted */
+  IMGSTAT_CAUSE_GPU_UNUSABLE /* `what` needs a GPU and none is usable */
+} imgstat_cause;
+
 /* The reason for a failure, in words for the user (no file name: the caller
- * adds it). */
+ * adds it). A zeroed error has no cause. */
 typedef struct imgstat_error {
   imgstat_status status;
   char message[IMGSTAT_ERROR_MAX];
+  imgstat_cause cause;
+  uint64_t limit; /* the limit that was passed (MAX_PIXELS, MAX_MEMORY) */
+  uint64_t value; /* what the input wanted of it; 0 when not known */
+  /* the setting that asked for it, in the library's words (static storage:
+   * "verify", "backend=gpu", "jpeg_decoder=gpu"), or NULL */
+  const char *what;
 } imgstat_error;
+
+/* The cause's name in the library's words ("max_pixels", "max_memory",
+ * "gpu_unusable"; "" for none): static storage. */
+const char *imgstat_cause_name(imgstat_cause cause);
 
 /* Fills err (if not NULL) with a printf-style message and returns status. */
 imgstat_status imgstat_error_set(imgstat_error *err, imgstat_status status,
@@ -48,6 +71,12 @@ imgstat_status imgstat_error_set(imgstat_error *err, imgstat_status status,
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* Gives err (if not NULL) its cause and the cause's fields (after
+ * imgstat_error_set, which clears them); returns err's status. */
+imgstat_status imgstat_error_cause(imgstat_error *err, imgstat_cause cause,
+                                   uint64_t limit, uint64_t value,
+                                   const char *what);
 
 /* ---- the image model --------------------------------------------------- */
 

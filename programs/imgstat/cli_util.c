@@ -73,6 +73,66 @@ void ist_cli_path_error(const char *path, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The option that sets a setting the library names in a cause. */
+static const char *option_of(const char *setting) {
+  static const char *const names[][2] = {
+      {"max_pixels", "--max-pixels"},
+      {"max_memory", "--max-memory"},
+      {"verify", "--verify"},
+      {"backend=gpu", "--backend gpu"},
+      {"jpeg_decoder=gpu", "--jpeg-decoder gpu"},
+  };
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strcmp(names[i][0], setting) == 0)
+      return names[i][1];
+  return setting;
+}
+
+const char *ist_cli_error_words(const imgstat_error *err, char *out) {
+  const char *msg = err->message;
+  size_t len = strlen(msg);
+  switch (err->cause) {
+  case IMGSTAT_CAUSE_MAX_PIXELS:
+  case IMGSTAT_CAUSE_MAX_MEMORY: {
+    /* the message ends with the setting's name and ')' */
+    const char *name = imgstat_cause_name(err->cause);
+    size_t n = strlen(name) + 1;
+    if (len >= n && strncmp(msg + len - n, name, n - 1) == 0 &&
+        msg[len - 1] == ')') {
+      snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%.*s%s)", (int)(len - n), msg,
+               option_of(name));
+      return out;
+    }
+    break;
+  }
+  case IMGSTAT_CAUSE_GPU_UNUSABLE: {
+    /* the message begins with the setting that needs the GPU */
+    size_t n = err->what ? strlen(err->what) : 0;
+    if (n > 0 && strncmp(msg, err->what, n) == 0) {
+      snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%s%s", option_of(err->what),
+               msg + n);
+      return out;
+    }
+    break;
+  }
+  case IMGSTAT_CAUSE_NONE:
+    break;
+  }
+  snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%s", msg);
+  return out;
+}
+
+const char *ist_cli_failure_words(const imgstat_job_result *res, char *out) {
+  ist_cli_error_words(&res->error, out);
+  if (res->failed_stage == IMGSTAT_STAGE_LOAD &&
+      res->status == IMGSTAT_ERR_LIMIT &&
+      res->error.cause == IMGSTAT_CAUSE_NONE) {
+    size_t len = strlen(out);
+    snprintf(out + len, IMGSTAT_CLI_WORDS_MAX - len, " (see --max-pixels)");
+  }
+  return out;
+}
+
 void ist_cli_job_warnings(const imgstat_job_result *res, const char *path,
                           int quiet) {
   if (quiet)

@@ -45,6 +45,19 @@ void ist_cli_warning(const char *fmt, ...)
 #endif
     ;
 
+/* An error in the command line's words, into out (at least
+ * IMGSTAT_CLI_WORDS_MAX bytes): the library's message with the setting its
+ * cause names spelt as the option that sets it ("(max_pixels)" becomes
+ * "(--max-pixels)", "verify needs a usable GPU" "--verify needs ..."); the
+ * message as it is when it has no cause. Returns out. */
+#define IMGSTAT_CLI_WORDS_MAX (IMGSTAT_ERROR_MAX + 32)
+const char *ist_cli_error_words(const imgstat_error *err, char *out);
+
+/* The reason an input failed, in the command line's words (out as above):
+ * ist_cli_error_words, and a limit met while loading that no option sets
+ * points at --max-pixels. */
+const char *ist_cli_failure_words(const imgstat_job_result *res, char *out);
+
 /* Prints the warnings of a job where they arose, unless quiet: "imgstat:
  * PATH: <warning>" for one about its input, "imgstat: <warning>" for one
  * about the engine. */

@@ -452,13 +452,8 @@ static int on_item(void *ctx, const imgstat_normrun_item *it,
       ist_progress_clear(p);
     ist_cli_job_warnings(res, in->path, c->quiet);
     if (res->status != IMGSTAT_OK) {
-      const char *why = res->error.message;
-      if (res->failed_stage == IMGSTAT_STAGE_LOAD &&
-          res->status == IMGSTAT_ERR_LIMIT && !strstr(why, "max-pixels") &&
-          !strstr(why, "max-memory"))
-        ist_cli_path_error(in->path, "%s (see --max-pixels)", why);
-      else
-        ist_cli_path_error(in->path, "%s", why);
+      char why[IMGSTAT_CLI_WORDS_MAX];
+      ist_cli_path_error(in->path, "%s", ist_cli_failure_words(res, why));
     } else if (it->write_error->message[0]) {
       ist_cli_path_error(it->output ? it->output : in->path, "%s",
                          it->write_error->message);
@@ -509,7 +504,8 @@ static int plan_refused(const norm_cli *c, const imgstat_normrun_error *e) {
 /* The words of a run that stopped (imgstat_normrun_execute). */
 static int run_failed(cli_run *cr, const imgstat_normrun *run,
                       const imgstat_normrun_error *e) {
-  const char *why = e->err.message;
+  char words[IMGSTAT_CLI_WORDS_MAX];
+  const char *why = ist_cli_error_words(&e->err, words);
   switch (e->cause) {
   case IMGSTAT_NORMRUN_DATASET:
     ist_cli_error("--dataset: %s", why);

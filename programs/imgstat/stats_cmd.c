@@ -463,14 +463,8 @@ static void flush_stdout(run_state *st) {
  * record with --errors-as-records). */
 static void input_failed(run_state *st, const char *path,
                          const imgstat_job_result *res) {
-  const char *why = res->error.message;
-  char text[IMGSTAT_ERROR_MAX + 32];
-  if (res->failed_stage == IMGSTAT_STAGE_LOAD &&
-      res->status == IMGSTAT_ERR_LIMIT && !strstr(why, "max-pixels") &&
-      !strstr(why, "max-memory"))
-    snprintf(text, sizeof text, "%s (see --max-pixels)", why);
-  else
-    snprintf(text, sizeof text, "%s", why);
+  char text[IMGSTAT_CLI_WORDS_MAX];
+  ist_cli_failure_words(res, text);
   ist_cli_path_error(path, "%s", text);
   if (st->opt->errors_as_records)
     ist_output_error_record(stdout, st->opt->format, path, text,

@@ -49,13 +49,24 @@ class ImageError(Exception):
     ``"device"``) and ``message`` says why, as the command line does after
     the file's name. Both are str as os.fsdecode makes them: os.fsencode
     gives back the bytes of a name (or of a header byte quoted) that is not
-    UTF-8."""
+    UTF-8.
 
-    def __init__(self, path: str, status: str, message: str) -> None:
+    ``cause`` names the setting the failure came from, when it came from
+    one: ``"max_pixels"`` or ``"max_memory"`` (an image over the limit
+    passed, ``limit``, wanting ``value`` pixels or bytes; either is None
+    when not known), ``"gpu_unusable"`` (the GPU a backend or verify asked
+    for cannot be used); None otherwise."""
+
+    def __init__(self, path: str, status: str, message: str,
+                 cause: Optional[str] = None, limit: Optional[int] = None,
+                 value: Optional[int] = None) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
         self.status = status
         self.message = message
+        self.cause = cause
+        self.limit = limit
+        self.value = value
 
     def to_dict(self) -> dict:
         """The command line's error record (``--errors-as-records``)."""
@@ -64,7 +75,8 @@ class ImageError(Exception):
     def __reduce__(self) -> tuple:
         # pickled with its three fields (a worker process's error reaches
         # the parent whole)
-        return (ImageError, (self.path, self.status, self.message))
+        return (ImageError, (self.path, self.status, self.message,
+                             self.cause, self.limit, self.value))
 
 
 class Stats:

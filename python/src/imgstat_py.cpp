@@ -136,11 +136,32 @@ std::vector<std::string> c_paths(nb::handle paths) {
 // raises imgstat.ImageError from it.
 struct Failure {
   std::string path, status, message;
+  imgstat_cause cause = IMGSTAT_CAUSE_NONE; // with its limit and value
+  uint64_t limit = 0, value = 0;
 };
 
-// The failure as Python's (path, status, message).
+// A failure with err's message and cause.
+Failure failure_from(const std::string &path, imgstat_status s,
+                     const imgstat_error &err) {
+  Failure f{path, status_name(s), err.message};
+  f.cause = err.cause;
+  f.limit = err.limit;
+  f.value = err.value;
+  return f;
+}
+
+// The failure as Python's (path, status, message, cause, limit, value):
+// cause None or its name ("max_pixels", ...), limit and value None when
+// not known.
 nb::tuple failure_tuple(const Failure &f) {
-  return nb::make_tuple(py_text(f.path), f.status, py_text(f.message));
+  nb::object none = nb::none();
+  if (f.cause == IMGSTAT_CAUSE_NONE)
+    return nb::make_tuple(py_text(f.path), f.status, py_text(f.message), none,
+                          none, none);
+  return nb::make_tuple(py_text(f.path), f.status, py_text(f.message),
+                        imgstat_cause_name(f.cause),
+                        f.limit ? nb::cast(f.limit) : none,
+                        f.value ? nb::cast(f.value) : none);
 }
 
 struct ImageFailed {
@@ -571,7 +592,7 @@ struct Record {
 };
 
 Failure failure_of(const char *path, const imgstat_job_result *res) {
-  return {path ? path : "", status_name(res->status), res->error.message};
+  return failure_from(path ? path : "", res->status, res->error);
 }
 
 // The statistics of an image already in memory (host planes or a decoded
@@ -636,7 +657,7 @@ nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
     std::memset(&err, 0, sizeof err);
     imgstat_status s = imgstat_image_load_memory(p, n, &lo, &img, &err);
     if (s != IMGSTAT_OK)
-      r = {false, nullptr, Failure{"<bytes>", status_name(s), err.message}};
+      r = {false, nullptr, failure_from("<bytes>", s, err)};
     else
       r = stats_image("<bytes>", &img, req);
     imgstat_image_free(&img);
@@ -786,7 +807,7 @@ Outcome stats_host_array(const AnyArray &a, const Geometry &g,
   }
   Outcome r;
   if (s != IMGSTAT_OK)
-    r = {false, nullptr, Failure{"<array>", status_name(s), err.message}};
+    r = {false, nullptr, failure_from("<array>", s, err)};
   else
     r = stats_image("<array>", &img, req);
   imgstat_image_free(&img);
@@ -969,8 +990,7 @@ Outcome stats_cuda(const char *base, int device, uintptr_t stream,
   if (ph)
     ph->stamp("release");
   if (s != IMGSTAT_OK)
-    return {false, nullptr,
-            Failure{"<cuda array>", status_name(s), err.message}};
+    return {false, nullptr, failure_from("<cuda array>", s, err)};
   res.width = g.width;
   res.height = g.height;
   res.channels = g.channels;
@@ -1217,9 +1237,8 @@ nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
     }
   }
   if (s != IMGSTAT_OK)
-    return nb::make_tuple(
-        false,
-        failure_tuple(Failure{"<cuda array>", status_name(s), err.message}));
+    return nb::make_tuple(false,
+                          failure_tuple(failure_from("<cuda array>", s, err)));
   DeviceBuffer *owned = new (std::nothrow) DeviceBuffer{gpu, out};
   if (!owned) {
     imgstat_gpu_free(gpu, out);
@@ -1382,7 +1401,7 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
       s = imgstat_engine_normalize(engine_for(req.backend), "<array>", &img, &o,
                                    &res);
     else
-      f = Failure{"<array>", status_name(s), err.message};
+      f = failure_from("<array>", s, err);
     if (s != IMGSTAT_OK && f.path.empty())
       f = failure_of("<array>", &res);
     imgstat_image_free(&img);

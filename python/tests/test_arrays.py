@@ -229,3 +229,36 @@ def test_histogram_figures():
     assert ch["percentiles"] == {str(p): nearest_rank(p) for p in (10, 50, 90)}
     assert ch["histogram"]["counts"] == np.bincount(
         a.reshape(-1), minlength=256).tolist()
+
+
+def test_limit_error_carries_its_cause():
+    """An image over the pixel limit: the ImageError says which setting
+    (cause, limit, value) and its message names no command-line flag."""
+    import pickle
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data)))
+
+    width = height = 100000
+    png = (b"\x89PNG\r\n\x1a\n" +
+           chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0,
+                                      0)) +
+           chunk(b"IDAT", zlib.compress(b"\0" * 16)) + chunk(b"IEND", b""))
+    with pytest.raises(imgstat.ImageError) as e:
+        imgstat.stats(png)
+    err = e.value
+    assert err.status == "limit"
+    assert err.cause == "max_pixels"
+    assert err.limit == 1 << 30  # the documented default
+    assert err.value == width * height
+    assert "--" not in err.message
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.cause, again.limit, again.value) == ("max_pixels", 1 << 30,
+                                                       width * height)
+    # an error without a cause has none
+    with pytest.raises(imgstat.ImageError) as e:
+        imgstat.stats(b"not an image at all")
+    assert (e.value.cause, e.value.limit, e.value.value) == (None, None, None)

@@ -89,7 +89,15 @@ def test_scan_jpeg_decoder_like_cli(cli, decoder):
                        backend=())
     got = [r.to_dict() for r in imgstat.scan([folder], errors="record",
                                              jpeg_decoder=decoder)]
+    # the GPU the decoder needs: named as each front end spells the setting
+    for r in want:
+        flag = "--jpeg-decoder gpu"
+        if r.get("error", "").startswith(flag + " "):
+            r["error"] = "jpeg_decoder=gpu" + r["error"][len(flag):]
     assert got == want
+    for r in imgstat.scan([folder], errors="record", jpeg_decoder=decoder):
+        if isinstance(r, imgstat.ImageError) and "usable GPU" in r.message:
+            assert r.cause == "gpu_unusable"
     if decoder == "gpu" and not imgstat.cuda:
         assert all("decoder" in r or "error" in r for r in got)
 

@@ -12,6 +12,35 @@ imgstat_status imgstat_error_set(imgstat_error *err, imgstat_status status,
     imgstat_number_vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
     err->status = status;
+    err->cause = IMGSTAT_CAUSE_NONE;
+    err->limit = err->value = 0;
+    err->what = NULL;
   }
   return status;
+}
+
+imgstat_status imgstat_error_cause(imgstat_error *err, imgstat_cause cause,
+                                   uint64_t limit, uint64_t value,
+                                   const char *what) {
+  if (!err)
+    return IMGSTAT_OK;
+  err->cause = cause;
+  err->limit = limit;
+  err->value = value;
+  err->what = what;
+  return err->status;
+}
+
+const char *imgstat_cause_name(imgstat_cause cause) {
+  switch (cause) {
+  case IMGSTAT_CAUSE_MAX_PIXELS:
+    return "max_pixels";
+  case IMGSTAT_CAUSE_MAX_MEMORY:
+    return "max_memory";
+  case IMGSTAT_CAUSE_GPU_UNUSABLE:
+    return "gpu_unusable";
+  case IMGSTAT_CAUSE_NONE:
+    break;
+  }
+  return "";
 }

@@ -38,12 +38,15 @@ imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
   /* Both factors are below 2^32, so the pixel count cannot overflow 64 bits. */
   uint64_t pixels = (uint64_t)width * height;
   uint64_t limit = max_pixels ? max_pixels : IMGSTAT_DEFAULT_MAX_PIXELS;
-  if (pixels > limit)
-    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                             "image is %" PRIu32 "x%" PRIu32 " = %" PRIu64
-                             " pixels, over the limit of %" PRIu64
-                             " (--max-pixels)",
-                             width, height, pixels, limit);
+  if (pixels > limit) {
+    imgstat_status s =
+        imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                          "image is %" PRIu32 "x%" PRIu32 " = %" PRIu64
+                          " pixels, over the limit of %" PRIu64 " (max_pixels)",
+                          width, height, pixels, limit);
+    imgstat_error_cause(err, IMGSTAT_CAUSE_MAX_PIXELS, limit, pixels, NULL);
+    return s;
+  }
   if (pixels > IMGSTAT_MAX_PIXELS_LIMIT)
     return imgstat_error_set(
         err, IMGSTAT_ERR_LIMIT,
@@ -90,11 +93,14 @@ imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
     char need[32], have[32];
     format_bytes(need, sizeof need, peak_bytes);
     format_bytes(have, sizeof have, lim->max_memory);
-    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                             "decoding this %" PRIu32 "x%" PRIu32
-                             " image takes %s, over the limit of %s "
-                             "(--max-memory)",
-                             width, height, need, have);
+    imgstat_status s =
+        imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                          "decoding this %" PRIu32 "x%" PRIu32
+                          " image takes %s, over the limit of %s (max_memory)",
+                          width, height, need, have);
+    imgstat_error_cause(err, IMGSTAT_CAUSE_MAX_MEMORY, lim->max_memory,
+                        peak_bytes, NULL);
+    return s;
   }
   return IMGSTAT_OK;
 }

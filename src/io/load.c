@@ -638,13 +638,14 @@ static imgstat_status read_unsized(int fd, const ist_stop *until,
     buf = p;
     cap = bigger;
   }
-  if ((uint64_t)len > budget)
+  if ((uint64_t)len > budget) {
     s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                           "input is larger than %" PRIu64
                           " bytes without being a regular file "
-                          "(--max-memory)",
+                          "(max_memory)",
                           budget);
-  else if (len == 0)
+    imgstat_error_cause(err, IMGSTAT_CAUSE_MAX_MEMORY, budget, 0, NULL);
+  } else if (len == 0)
     s = imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "empty file");
 done:
   if (s != IMGSTAT_OK) {

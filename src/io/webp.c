@@ -108,8 +108,10 @@ static imgstat_status image_chunks(ist_source *src, uint64_t budget,
         s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                               "WebP image data of %" PRIu64
                               " bytes is over the memory limit (%" PRIu64
-                              " bytes; --max-memory)",
+                              " bytes; max_memory)",
                               (uint64_t)len + n, budget);
+        imgstat_error_cause(err, IMGSTAT_CAUSE_MAX_MEMORY, budget,
+                            (uint64_t)len + n, NULL);
         break;
       }
       if (len + n > cap) {

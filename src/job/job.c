@@ -474,12 +474,12 @@ static int needs_gpu(const imgstat_engine *e) {
          e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
 }
 
-/* The option that needs the GPU, as the command line spells it. */
+/* The option that needs the GPU, in the library's words (the `what` of
+ * IMGSTAT_CAUSE_GPU_UNUSABLE). */
 static const char *gpu_option(const imgstat_engine *e) {
-  return e->opt.verify ? "--verify"
-         : e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU
-             ? "--jpeg-decoder gpu"
-             : "--backend gpu";
+  return e->opt.verify                                     ? "verify"
+         : e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU ? "jpeg_decoder=gpu"
+                                                           : "backend=gpu";
 }
 
 /* ---- auto's cost rule
@@ -731,7 +731,29 @@ static imgstat_status fail(imgstat_job_result *res, imgstat_job_stage stage,
   imgstat_number_vsnprintf(res->error.message, sizeof res->error.message, fmt,
                            ap);
   va_end(ap);
+  imgstat_error_cause(&res->error, IMGSTAT_CAUSE_NONE, 0, 0, NULL);
   return status;
+}
+
+/* The item failed at stage for err's reason: its message and its cause. */
+static imgstat_status fail_err(imgstat_job_result *res, imgstat_job_stage stage,
+                               imgstat_status status,
+                               const imgstat_error *err) {
+  fail(res, stage, status, "%s", reason(err));
+  return imgstat_error_cause(&res->error, err->cause, err->limit, err->value,
+                             err->what);
+}
+
+/* The item failed because the GPU that option needs is not usable. */
+static imgstat_status gpu_needed(imgstat_job_result *res, const char *option,
+                                 imgstat_status status, const char *why) {
+  if (why)
+    fail(res, IMGSTAT_STAGE_GPU, status, "%s needs a usable GPU: %s", option,
+         why);
+  else
+    fail(res, IMGSTAT_STAGE_GPU, status, "%s needs a usable GPU", option);
+  return imgstat_error_cause(&res->error, IMGSTAT_CAUSE_GPU_UNUSABLE, 0, 0,
+                             option);
 }
 
 /* ---- the policy ------------------------------------------------------------
@@ -823,9 +845,7 @@ static int known_unusable(imgstat_engine *e) {
 
 static imgstat_status gpu_unusable(const imgstat_engine *e,
                                    imgstat_job_result *res) {
-  return fail(res, IMGSTAT_STAGE_GPU, e->start.status,
-              "%s needs a usable GPU: %s", gpu_option(e),
-              reason(&e->start.err));
+  return gpu_needed(res, gpu_option(e), e->start.status, reason(&e->start.err));
 }
 
 /* A GPU failure on one item: returns 1 when the item is to be computed
@@ -835,7 +855,7 @@ static int gpu_failed(const imgstat_engine *e, imgstat_job_result *res,
                       const imgstat_error *err) {
   if (err->status == IMGSTAT_ERR_ARG) {
     /* the item's own fault: the CPU would refuse it too */
-    fail(res, IMGSTAT_STAGE_COMPUTE, err->status, "%s", reason(err));
+    fail_err(res, IMGSTAT_STAGE_COMPUTE, err->status, err);
     return 0;
   }
   if (e->opt.backend == IMGSTAT_BACKEND_GPU) {
@@ -881,7 +901,7 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
     memset(&err, 0, sizeof err);
     imgstat_status st = imgstat_image_load(path, &e->opt.load, own, &err);
     if (st != IMGSTAT_OK)
-      return fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
+      return fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
     img = own;
   }
   res->width = img->width;
@@ -922,11 +942,10 @@ static imgstat_status stats(imgstat_engine *e, gpu_slot *g,
   if (e->opt.verify) {
     st = imgstat_cpu_stats(img, e->opt.threads, res->partial, &err);
     if (st != IMGSTAT_OK)
-      return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+      return fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
     memset(&err, 0, sizeof err);
     if (!g) /* verify: the GPU is known to be usable */
-      return fail(res, IMGSTAT_STAGE_GPU, IMGSTAT_ERR_DEVICE,
-                  "--verify needs a usable GPU");
+      return gpu_needed(res, "verify", IMGSTAT_ERR_DEVICE, NULL);
     st = gpu_stats(g->gpu, img, e->opt.kernel, res->gpu_partial, &err);
     if (st != IMGSTAT_OK)
       return fail(res, IMGSTAT_STAGE_COMPUTE, st, "--verify: GPU failed: %s",
@@ -947,7 +966,7 @@ static imgstat_status stats(imgstat_engine *e, gpu_slot *g,
   }
   st = imgstat_cpu_stats(img, e->opt.threads, res->partial, &err);
   if (st != IMGSTAT_OK)
-    return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+    return fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
   res->backend = IMGSTAT_BACKEND_CPU;
   return IMGSTAT_OK;
 }
@@ -1035,7 +1054,7 @@ static imgstat_status histograms(imgstat_engine *e, gpu_slot *g,
     st = histograms_on(NULL, NULL, img, req, res, &err);
   }
   if (st != IMGSTAT_OK)
-    return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+    return fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
   res->has_histograms = 1;
   res->hist_backend = g ? IMGSTAT_BACKEND_GPU : IMGSTAT_BACKEND_CPU;
   return IMGSTAT_OK;
@@ -1078,7 +1097,7 @@ static imgstat_status normalize_item(imgstat_engine *e, gpu_slot *g,
     st = opts->measured ? imgstat_norm_plan_make(in, opts, NULL, &given, &err)
                         : IMGSTAT_OK;
     if (st != IMGSTAT_OK)
-      return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+      return fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
     st = opts->measured
              ? imgstat_gpu_norm_apply(g->gpu, in, &given, &res->output, &err)
              : gpu_normalize(g->gpu, in, opts, &res->output, &err);
@@ -1100,7 +1119,7 @@ static imgstat_status normalize_item(imgstat_engine *e, gpu_slot *g,
     st = imgstat_norm_apply_cpu(in, &plan, e->opt.threads, &res->output, &err);
   if (st != IMGSTAT_OK) {
     imgstat_image_free(&res->output);
-    return fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+    return fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
   }
   res->backend = IMGSTAT_BACKEND_CPU;
   return IMGSTAT_OK;
@@ -1205,7 +1224,7 @@ static int jpeg_on_cpu(imgstat_engine *e, imgstat_decoder *d, const char *path,
   if (st == IMGSTAT_OK)
     st = imgstat_decoder_read(d, &img, &err);
   if (st != IMGSTAT_OK)
-    fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
+    fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
   else
     imgstat_engine_stats(e, path, &img, req, res);
   imgstat_image_free(&img);
@@ -1282,7 +1301,7 @@ static int jpeg_device_item(imgstat_engine *e, gpu_slot *g,
       fail(res, IMGSTAT_STAGE_COMPUTE, st, "--verify: %s", reason(&err));
     else if ((st = imgstat_cpu_stats(&host, e->opt.threads, res->partial,
                                      &err)) != IMGSTAT_OK)
-      fail(res, IMGSTAT_STAGE_COMPUTE, st, "%s", reason(&err));
+      fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
     else {
       res->backend = IMGSTAT_BACKEND_CPU;
       res->verified = 1;
@@ -1380,7 +1399,7 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
     return jpeg_on_cpu(e, dec, path, req, reserve, ctx, 0, res);
   if (check != IMGSTAT_OK) {
     reserve(ctx, 0);
-    fail(res, IMGSTAT_STAGE_LOAD, check, "%s", reason(&check_err));
+    fail_err(res, IMGSTAT_STAGE_LOAD, check, &check_err);
     return 1;
   }
   if (!reserve(ctx, size))
@@ -1586,7 +1605,7 @@ static void jpeg_reopened_on_cpu(imgstat_engine *e, stage_job *j,
   imgstat_decoder *d = NULL;
   imgstat_status st = imgstat_decoder_open(j->path, &e->opt.load, &d, &err);
   if (st != IMGSTAT_OK)
-    fail(res, IMGSTAT_STAGE_LOAD, st, "%s", reason(&err));
+    fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
   else
     jpeg_on_cpu(e, d, j->path, j->req, reserve_none, NULL, 1, res);
   imgstat_decoder_close(d);
@@ -1712,8 +1731,7 @@ static void stage_done(void *ctx, imgstat_stage_item *si, imgstat_status st,
     if (known_unusable(e))
       gpu_unusable(e, j->res);
     else
-      fail(j->res, IMGSTAT_STAGE_GPU, st, "%s needs a usable GPU: %s",
-           gpu_option(e), reason(err));
+      gpu_needed(j->res, gpu_option(e), st, reason(err));
   }
   free(j->bytes);
   j->done(j->done_ctx, cancelled);
@@ -1780,7 +1798,7 @@ int imgstat_engine_stats_decoder_async(
   add_time(e, &e->times.check_s, since(&t0));
   if (check != IMGSTAT_OK) {
     reserve(ctx, 0);
-    fail(res, IMGSTAT_STAGE_LOAD, check, "%s", reason(&err));
+    fail_err(res, IMGSTAT_STAGE_LOAD, check, &err);
     return 1;
   }
   memset(&err, 0, sizeof err);

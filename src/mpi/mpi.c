@@ -205,7 +205,7 @@ static void wire_error(unsigned char *w, const imgstat_error *e) {
 /* Serializes acc into the element w of the given capacity. */
 static void wire_put(unsigned char *w, size_t capacity,
                      const imgstat_mpi_codec *c, const void *acc) {
-  imgstat_error e = {IMGSTAT_OK, ""};
+  imgstat_error e = {0};
   size_t used = 0;
   if (c->serialize(c->ctx, acc, w + WIRE_HEADER, capacity - WIRE_HEADER, &used,
                    &e) != IMGSTAT_OK) {
@@ -225,7 +225,7 @@ static void combine(const unsigned char *in, unsigned char *inout) {
   }
   if (wire_get(inout, 0) != IMGSTAT_OK)
     return;
-  imgstat_error e = {IMGSTAT_OK, ""};
+  imgstat_error e = {0};
   void *a = NULL, *b = NULL;
   imgstat_status st = c->create(c->ctx, &a, &e);
   if (st == IMGSTAT_OK)
@@ -325,7 +325,7 @@ imgstat_status imgstat_mpi_reduce(imgstat_mpi *m, const imgstat_mpi_codec *c,
     wire_put(wire, capacity, c, acc);
     st = reduce_wire(m, c, wire, result, capacity, err);
     if (st == IMGSTAT_OK && m->rank == 0) {
-      imgstat_error e = {IMGSTAT_OK, ""};
+      imgstat_error e = {0};
       if (wire_get(result, 0) != IMGSTAT_OK) {
         size_t n = (size_t)wire_get(result, 1);
         st = imgstat_error_set(err, (imgstat_status)wire_get(result, 0), "%.*s",

@@ -377,13 +377,14 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
 
 /* A result that says the input failed at stage with the reason in why. */
 static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
-                          imgstat_status status, const char *why) {
+                          imgstat_status status, const imgstat_error *why) {
   memset(res, 0, sizeof *res);
   res->status = status;
   res->failed_stage = stage;
+  res->error = *why;
   res->error.status = status;
-  snprintf(res->error.message, sizeof res->error.message, "%s",
-           why && *why ? why : "unknown error");
+  if (!why->message[0])
+    snprintf(res->error.message, sizeof res->error.message, "unknown error");
 }
 
 /* The inputs of this run so far (under MPI: this rank's share) and whether
@@ -457,7 +458,7 @@ static int offer_to_gpu(imgstat_run *run, imgstat_task *task,
     if (cancelled)
       r->cancelled = 1;
     else
-      result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+      result_failed(res, IMGSTAT_STAGE_LOAD, s, &err);
     return 1;
   }
   const imgstat_header *h = imgstat_decoder_header(d);
@@ -529,7 +530,7 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
     return;
   }
   if (s != IMGSTAT_OK) {
-    result_failed(res, IMGSTAT_STAGE_LOAD, s, err.message);
+    result_failed(res, IMGSTAT_STAGE_LOAD, s, &err);
     return;
   }
   if (imgstat_engine_stats(run->engine, in->path, &img, &run->opt.request,
