@@ -3,7 +3,6 @@
 #define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE */
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
-#include "io.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -53,55 +52,6 @@ imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
         "image is %" PRIu32 "x%" PRIu32 " = %" PRIu64
         " pixels, over the largest supported size of %" PRIu64 " pixels",
         width, height, pixels, (uint64_t)IMGSTAT_MAX_PIXELS_LIMIT);
-  return IMGSTAT_OK;
-}
-
-/* Bytes as the user reads them: "3.0 GiB", "812.5 MiB", "4096 bytes". */
-static void format_bytes(char *out, size_t n, uint64_t bytes) {
-  if (bytes >= (UINT64_C(1) << 30))
-    imgstat_number_snprintf(out, n, "%.1f GiB",
-                            (double)bytes / (double)(UINT64_C(1) << 30));
-  else if (bytes >= (UINT64_C(1) << 20))
-    imgstat_number_snprintf(out, n, "%.1f MiB",
-                            (double)bytes / (double)(UINT64_C(1) << 20));
-  else
-    snprintf(out, n, "%" PRIu64 " bytes", bytes);
-}
-
-imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
-                                uint32_t height, uint64_t peak_bytes,
-                                uint64_t min_input, uint64_t input_size,
-                                const char *format, imgstat_error *err) {
-  if (width == 0 || height == 0)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "Corrupt %s data: image is %" PRIu32 "x%" PRIu32,
-                             format, width, height);
-  imgstat_status s = ist_pixels_check(width, height, lim->max_pixels, err);
-  if (s != IMGSTAT_OK)
-    return s;
-  /* A header the input is too small to back is a damaged or hostile file;
-   * refusing it here keeps a 35-byte file from allocating a gigabyte. */
-  if (min_input > input_size)
-    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
-                             "Corrupt %s data: header claims %" PRIu32
-                             "x%" PRIu32 " pixels, which takes at "
-                             "least %" PRIu64
-                             " bytes of data, but the file has %" PRIu64
-                             ": truncated or corrupt",
-                             format, width, height, min_input, input_size);
-  if (peak_bytes > lim->max_memory) {
-    char need[32], have[32];
-    format_bytes(need, sizeof need, peak_bytes);
-    format_bytes(have, sizeof have, lim->max_memory);
-    imgstat_status s =
-        imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                          "decoding this %" PRIu32 "x%" PRIu32
-                          " image takes %s, over the limit of %s (max_memory)",
-                          width, height, need, have);
-    imgstat_error_cause(err, IMGSTAT_CAUSE_MAX_MEMORY, lim->max_memory,
-                        peak_bytes, NULL);
-    return s;
-  }
   return IMGSTAT_OK;
 }
 

@@ -1,7 +1,9 @@
 /*
  * Private to the library: the rows of an image's planes (its stride), for
  * every consumer that walks the samples, and the dense copy for code that
- * needs contiguous planes (the GPU wrappers).
+ * needs contiguous planes (the GPU wrappers); the size arithmetic, the pixel
+ * limit and the copy of interleaved pixels into planes that the image's
+ * allocation (image.c) and the decoders (src/io) share.
  */
 #ifndef IST_IMAGE_ROWS_H
 #define IST_IMAGE_ROWS_H
@@ -37,6 +39,26 @@ static inline void *ist_image_row(const imgstat_image *img, int c, uint32_t y) {
  * so freeing it is always right. */
 imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
                                const imgstat_image **dense, imgstat_error *err);
+
+/* *out = a * b; returns 0 (and leaves *out alone) when that overflows. */
+int ist_size_mul(size_t a, size_t b, size_t *out);
+
+/* Refuses a width x height image over max_pixels (0: the default) or over
+ * IMGSTAT_MAX_PIXELS_LIMIT with the same message as imgstat_image_alloc, so
+ * decoders can check a header before they allocate anything. */
+imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
+                                uint64_t max_pixels, imgstat_error *err);
+
+/* Copies n interleaved pixels (img->channels samples of img->sample type
+ * each) into img's planes: pixel i goes to row y, column x0 + i * step. In
+ * a dense image, y = 0 and n up to width * height address the whole
+ * plane. */
+void ist_pixels_split(imgstat_image *img, const void *interleaved, uint32_t y,
+                      size_t x0, size_t n, size_t step);
+
+/* Copies a whole interleaved image (width * height pixels, row after row)
+ * into img's planes, with its stride. */
+void ist_pixels_split_image(imgstat_image *img, const void *interleaved);
 
 /* Bytes of scratch ist_partial_scan_rows needs for a strided plane: one
  * scan chunk of the widest sample. */

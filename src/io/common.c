@@ -1,7 +1,9 @@
 /*
- * What the decoders share beyond the source and the table (load.c): the
- * wording of damaged data, the exact conversion of wide samples to imgstat's
- * 32-bit float, and a buffered byte reader for the formats parsed here.
+ * What the decoders share beyond the source (source.c) and the table
+ * (load.c): the one check of an image's size against the caller's limits,
+ * the wording of damaged data, the exact conversion of wide samples to
+ * imgstat's 32-bit float, and a buffered byte reader for the formats parsed
+ * here.
  */
 #include "imgstat/imgstat.h"
 #include "io.h"
@@ -12,6 +14,55 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Bytes as the user reads them: "3.0 GiB", "812.5 MiB", "4096 bytes". */
+static void format_bytes(char *out, size_t n, uint64_t bytes) {
+  if (bytes >= (UINT64_C(1) << 30))
+    imgstat_number_snprintf(out, n, "%.1f GiB",
+                            (double)bytes / (double)(UINT64_C(1) << 30));
+  else if (bytes >= (UINT64_C(1) << 20))
+    imgstat_number_snprintf(out, n, "%.1f MiB",
+                            (double)bytes / (double)(UINT64_C(1) << 20));
+  else
+    snprintf(out, n, "%" PRIu64 " bytes", bytes);
+}
+
+imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
+                                uint32_t height, uint64_t peak_bytes,
+                                uint64_t min_input, uint64_t input_size,
+                                const char *format, imgstat_error *err) {
+  if (width == 0 || height == 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "Corrupt %s data: image is %" PRIu32 "x%" PRIu32,
+                             format, width, height);
+  imgstat_status s = ist_pixels_check(width, height, lim->max_pixels, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  /* A header the input is too small to back is a damaged or hostile file;
+   * refusing it here keeps a 35-byte file from allocating a gigabyte. */
+  if (min_input > input_size)
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                             "Corrupt %s data: header claims %" PRIu32
+                             "x%" PRIu32 " pixels, which takes at "
+                             "least %" PRIu64
+                             " bytes of data, but the file has %" PRIu64
+                             ": truncated or corrupt",
+                             format, width, height, min_input, input_size);
+  if (peak_bytes > lim->max_memory) {
+    char need[32], have[32];
+    format_bytes(need, sizeof need, peak_bytes);
+    format_bytes(have, sizeof have, lim->max_memory);
+    imgstat_status s =
+        imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                          "decoding this %" PRIu32 "x%" PRIu32
+                          " image takes %s, over the limit of %s (max_memory)",
+                          width, height, need, have);
+    imgstat_error_cause(err, IMGSTAT_CAUSE_MAX_MEMORY, lim->max_memory,
+                        peak_bytes, NULL);
+    return s;
+  }
+  return IMGSTAT_OK;
+}
 
 imgstat_status ist_corrupt(imgstat_error *err, const char *format,
                            const char *fmt, ...) {
@@ -72,16 +123,6 @@ imgstat_status ist_truncated(const ist_source *src, const char *format,
     return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
                              strerror(src->read_errno));
   return ist_corrupt(err, format, "file is truncated");
-}
-
-imgstat_status ist_source_head(ist_source *src, unsigned char *buf, size_t size,
-                               size_t *n, imgstat_error *err) {
-  memset(buf, 0, size);
-  *n = ist_source_read(src, buf, size);
-  if (src->read_errno)
-    return imgstat_error_set(err, IMGSTAT_ERR_IO, "%s",
-                             strerror(src->read_errno));
-  return IMGSTAT_OK;
 }
 
 imgstat_status ist_bytes_start(ist_bytes *b, ist_source *src, size_t offset,

@@ -1,11 +1,15 @@
 /*
- * Private to the loaders (src/core/image.c, the files of src/io) and their
- * tests and benchmark: the input abstraction, the decoder table and one decoder
- * per library.
+ * Private to src/io, the floors above it that open inputs (src/pipeline's walk
+ * and decode, src/job's GPU JPEG path) and io's tests and benchmarks: the
+ * source of an input's bytes (source.c: it calls no other file of src/io), the
+ * decoder table (load.c), the decoders' shared helpers (common.c) and one
+ * decoder per library. The size arithmetic and the pixel limit are core's
+ * (image_rows.h).
  */
 #ifndef IMGSTAT_LOAD_INTERNAL_H
 #define IMGSTAT_LOAD_INTERNAL_H
 
+#include "image_rows.h"
 #include "imgstat/imgstat.h"
 
 #include <stddef.h>
@@ -13,7 +17,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-/* ---- inputs that can be read once (src/io/source.c) -----------------------
+/* ---- the source of an input's bytes (src/io/source.c) ---------------------
+ *
+ * Inputs that can be read once.
  * The one rule for every pass that would read an input twice (the float
  * range pass of pooled histograms, a --dataset's pooling pass, a JPEG reopened
  * on the CPU after the GPU's decoder refused it): an input can be read only
@@ -42,18 +48,6 @@ imgstat_status ist_input_open(const char *path, int *fd, struct stat *st,
  * asking stop between slices. Returns the bytes read, 0 at the end, -1 on an
  * error (errno; ECANCELED when stop said so). */
 ssize_t ist_input_read(int fd, void *buf, size_t n, const ist_stop *stop);
-
-/* Opens a decoder on path as imgstat_decoder_open does; the waits for the
- * bytes of an input that can be read once end when stop says so
- * (IMGSTAT_ERR_IO, "cancelled while waiting for the input"). */
-imgstat_status ist_decoder_open_until(const char *path,
-                                      const imgstat_load_options *opts,
-                                      const ist_stop *stop,
-                                      imgstat_decoder **out,
-                                      imgstat_error *err);
-
-/* *out = a * b; returns 0 (and leaves *out alone) when that overflows. */
-int ist_size_mul(size_t a, size_t b, size_t *out);
 
 /*
  * The bytes of one input, from a regular file (streamed, so a decoder that
@@ -88,6 +82,23 @@ int ist_source_seek(ist_source *src, uint64_t offset);
  * 1). */
 imgstat_status ist_source_slurp(ist_source *src, const unsigned char **data,
                                 int *owned, imgstat_error *err);
+
+/* Reads the first bytes of src (up to size; *n of them, the rest of buf
+ * zeroed), for a header parser; a read error is the failure. */
+imgstat_status ist_source_head(ist_source *src, unsigned char *buf, size_t size,
+                               size_t *n, imgstat_error *err);
+
+/* ---- sniffing and opening (src/io/load.c) ---------------------------------
+ */
+
+/* Opens a decoder on path as imgstat_decoder_open does; the waits for the
+ * bytes of an input that can be read once end when stop says so
+ * (IMGSTAT_ERR_IO, "cancelled while waiting for the input"). */
+imgstat_status ist_decoder_open_until(const char *path,
+                                      const imgstat_load_options *opts,
+                                      const ist_stop *stop,
+                                      imgstat_decoder **out,
+                                      imgstat_error *err);
 
 /* The formats the first bytes of an input announce. */
 typedef enum ist_kind {
@@ -356,33 +367,11 @@ imgstat_status ist_bytes_start(ist_bytes *b, ist_source *src, size_t offset,
 imgstat_status ist_truncated(const ist_source *src, const char *format,
                              imgstat_error *err);
 
-/* Reads the first bytes of src (up to size; *n of them, the rest of buf
- * zeroed), for a header parser; a read error is the failure. */
-imgstat_status ist_source_head(ist_source *src, unsigned char *buf, size_t size,
-                               size_t *n, imgstat_error *err);
-
 /* The next byte, or -1 at the end of the input (or after a read error:
  * src->read_errno says). */
 int ist_bytes_next(ist_bytes *b);
 /* Reads n bytes into out; returns how many there were. */
 size_t ist_bytes_read(ist_bytes *b, void *out, size_t n);
-
-/* Refuses a width x height image over max_pixels (0: the default) or over
- * IMGSTAT_MAX_PIXELS_LIMIT with the same message as imgstat_image_alloc, so
- * decoders can check a header before they allocate anything. */
-imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
-                                uint64_t max_pixels, imgstat_error *err);
-
-/* Copies n interleaved pixels (img->channels samples of img->sample type
- * each) into img's planes: pixel i goes to row y, column x0 + i * step. In
- * a dense image, y = 0 and n up to width * height address the whole
- * plane. */
-void ist_pixels_split(imgstat_image *img, const void *interleaved, uint32_t y,
-                      size_t x0, size_t n, size_t step);
-
-/* Copies a whole interleaved image (width * height pixels, row after row)
- * into img's planes, with its stride. */
-void ist_pixels_split_image(imgstat_image *img, const void *interleaved);
 
 /* The PNG writer imgstat_image_write uses (src/io/write.c): 0 libdeflate
  * when the build has it (IMGSTAT_HAVE_LIBDEFLATE), 1 libpng and zlib. Set
