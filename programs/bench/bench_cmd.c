@@ -285,7 +285,7 @@ static void print_text(FILE *out, const imgstat_bench_result *res) {
   fprintf(out, "\nratio: fused rows, the fused time / the faster CUB row's; "
                "CUB rows, fused / that row;\nNPP, NPP's time / the fused "
                "RGB8 time.\n");
-  fprintf(out, "\ngoals (issue 3):\n");
+  fprintf(out, "\ngoals:\n");
   int goals = 0;
   for (int i = 0; i < res->row_count; i++) {
     const imgstat_bench_row *r = &res->rows[i];
