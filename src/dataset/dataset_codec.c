@@ -1,0 +1,266 @@
+/*
+ * The dataset accumulator's serialized form (imgstat_dataset_serialize,
+ * imgstat_dataset_deserialize): little-endian, checked by its FNV-1a sum.
+ */
+#include "checksum.h"
+#include "dataset_state.h"
+#include "imgstat/dataset.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the serialized form ---------------------------------------------------
+ */
+
+#define DS_MAGIC "IMGSDSET"
+#define DS_VERSION 1u
+
+typedef struct wbuf {
+  uint8_t *p;
+  size_t n, cap;
+  int failed;
+} wbuf;
+
+static void w_bytes(wbuf *w, const void *src, size_t n) {
+  if (w->failed)
+    return;
+  if (w->n + n > w->cap) {
+    size_t cap = w->cap ? w->cap : 4096;
+    while (cap < w->n + n)
+      cap *= 2;
+    uint8_t *p = realloc(w->p, cap);
+    if (!p) {
+      w->failed = 1;
+      return;
+    }
+    w->p = p;
+    w->cap = cap;
+  }
+  memcpy(w->p + w->n, src, n);
+  w->n += n;
+}
+
+static void w_u64(wbuf *w, uint64_t v) {
+  uint8_t b[8];
+  for (int i = 0; i < 8; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
+  w_bytes(w, b, 8);
+}
+
+static void w_f64(wbuf *w, double v) {
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  w_u64(w, b);
+}
+
+typedef struct rbuf {
+  const uint8_t *p;
+  size_t n, at;
+  int failed;
+} rbuf;
+
+static const uint8_t *r_bytes(rbuf *r, size_t n) {
+  if (r->failed || r->n - r->at < n) {
+    r->failed = 1;
+    return NULL;
+  }
+  const uint8_t *p = r->p + r->at;
+  r->at += n;
+  return p;
+}
+
+static uint64_t r_u64(rbuf *r) {
+  const uint8_t *b = r_bytes(r, 8);
+  uint64_t v = 0;
+  for (int i = 0; b && i < 8; i++)
+    v |= (uint64_t)b[i] << (8 * i);
+  return v;
+}
+
+static double r_f64(rbuf *r) {
+  uint64_t b = r_u64(r);
+  double v;
+  memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
+                                         size_t *size, imgstat_error *err) {
+  if (!d || !buf || !size)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_dataset_serialize: no accumulator");
+  wbuf w = {NULL, 0, 0, 0};
+  w_bytes(&w, DS_MAGIC, 8);
+  w_u64(&w, DS_VERSION);
+  w_u64(&w, (uint64_t)d->o.as);
+  w_u64(&w, (uint64_t)d->o.scale_unit);
+  w_f64(&w, d->o.outlier_z);
+  w_u64(&w, (uint64_t)d->o.histograms);
+  w_u64(&w, (uint64_t)d->o.have_range);
+  w_f64(&w, d->o.lo);
+  w_f64(&w, d->o.hi);
+  w_u64(&w, d->o.float_bins);
+  w_u64(&w, d->failed);
+  uint8_t pool[IMGSTAT_POOL_SERIALIZED_MAX];
+  for (int l = 0; l < NLAYOUT; l++)
+    for (int k = 0; k < NDEPTH; k++) {
+      const group *g = &d->g[l][k];
+      size_t used = 0;
+      imgstat_status st =
+          imgstat_pool_serialize(&g->pool, pool, sizeof pool, &used, err);
+      if (st != IMGSTAT_OK) {
+        free(w.p);
+        return st;
+      }
+      w_u64(&w, used);
+      w_bytes(&w, pool, used);
+      w_u64(&w, g->first);
+      w_u64(&w, g->images);
+      w_u64(&w, g->hist_images);
+      for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+        const imgstat_histogram *h = &g->hist[c];
+        w_u64(&w, h->counts ? h->bins : 0);
+        if (!h->counts)
+          continue;
+        w_u64(&w, h->total);
+        w_u64(&w, h->nan_count);
+        w_u64(&w, h->inf_count);
+        for (uint32_t b = 0; b < h->bins; b++)
+          w_u64(&w, h->counts[b]);
+      }
+    }
+  w_u64(&w, d->n);
+  for (size_t i = 0; i < d->n; i++) {
+    const summary *s = &d->s[i];
+    size_t len = strlen(s->name);
+    w_u64(&w, s->ordinal);
+    w_u64(&w, len);
+    w_bytes(&w, s->name, len);
+    w_u64(&w, (uint64_t)s->width << 32 | s->height);
+    w_u64(&w, (uint64_t)s->channels | (uint64_t)s->depth << 8 |
+                  (uint64_t)s->pooled << 16 | (uint64_t)s->constant << 24);
+    w_f64(&w, s->const_value);
+    for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+      w_f64(&w, s->mean[c]);
+      w_f64(&w, s->std[c]);
+    }
+  }
+  if (!w.failed)
+    w_u64(&w, ist_fnv1a(w.p, w.n));
+  if (w.failed) {
+    free(w.p);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  *buf = w.p;
+  *size = w.n;
+  return IMGSTAT_OK;
+}
+
+static imgstat_status bad_form(imgstat_dataset *d, imgstat_error *err) {
+  imgstat_dataset_destroy(d);
+  return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                           "not a serialized imgstat dataset (or damaged)");
+}
+
+imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
+                                           imgstat_dataset **out,
+                                           imgstat_error *err) {
+  if (!buf || !out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no buffer or output");
+  *out = NULL;
+  const uint8_t *p = buf;
+  if (size < 16 || memcmp(p, DS_MAGIC, 8) != 0)
+    return bad_form(NULL, err);
+  rbuf sum = {p + size - 8, 8, 0, 0};
+  if (r_u64(&sum) != ist_fnv1a(p, size - 8))
+    return bad_form(NULL, err);
+  rbuf r = {p, size - 8, 8, 0};
+  if (r_u64(&r) != DS_VERSION)
+    return bad_form(NULL, err);
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  o.as = (imgstat_dataset_as)r_u64(&r);
+  o.scale_unit = (int)r_u64(&r);
+  o.outlier_z = r_f64(&r);
+  o.histograms = (int)r_u64(&r);
+  o.have_range = (int)r_u64(&r);
+  o.lo = r_f64(&r);
+  o.hi = r_f64(&r);
+  o.float_bins = (uint32_t)r_u64(&r);
+  imgstat_dataset *d = NULL;
+  if (r.failed || o.float_bins == 0 || o.float_bins > IMGSTAT_FLOAT_BINS_MAX ||
+      imgstat_dataset_create(&o, &d, err) != IMGSTAT_OK)
+    return bad_form(d, err);
+  d->failed = r_u64(&r);
+  for (int l = 0; l < NLAYOUT; l++)
+    for (int k = 0; k < NDEPTH; k++) {
+      group *g = &d->g[l][k];
+      uint64_t used = r_u64(&r);
+      const uint8_t *pb = r_bytes(&r, used);
+      if (!pb ||
+          imgstat_pool_deserialize(&g->pool, pb, used, err) != IMGSTAT_OK)
+        return bad_form(d, err);
+      if (g->pool.channels != 0 &&
+          (g->pool.channels != l ||
+           g->pool.sample != ist_dataset_depth_sample[k]))
+        return bad_form(d, err);
+      g->first = r_u64(&r);
+      g->images = r_u64(&r);
+      g->hist_images = r_u64(&r);
+      for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+        uint64_t bins = r_u64(&r);
+        if (bins == 0)
+          continue;
+        if (c >= l ||
+            ist_dataset_hist_ready(&g->hist[c], ist_dataset_depth_sample[k],
+                                   &d->o, err) != IMGSTAT_OK ||
+            g->hist[c].bins != bins)
+          return bad_form(d, err);
+        g->hist[c].total = r_u64(&r);
+        g->hist[c].nan_count = r_u64(&r);
+        g->hist[c].inf_count = r_u64(&r);
+        for (uint64_t b = 0; b < bins; b++)
+          g->hist[c].counts[b] = r_u64(&r);
+      }
+    }
+  uint64_t n = r_u64(&r);
+  if (r.failed || n > size / 64)
+    return bad_form(d, err);
+  d->s = calloc(n ? n : 1, sizeof *d->s);
+  if (!d->s)
+    return bad_form(d, err);
+  d->cap = n;
+  for (uint64_t i = 0; i < n; i++) {
+    summary *s = &d->s[i];
+    s->ordinal = r_u64(&r);
+    uint64_t len = r_u64(&r);
+    const uint8_t *name = r_bytes(&r, len);
+    if (!name)
+      return bad_form(d, err);
+    s->name = malloc(len + 1);
+    if (!s->name)
+      return bad_form(d, err);
+    d->n++;
+    memcpy(s->name, name, len);
+    s->name[len] = '\0';
+    uint64_t wh = r_u64(&r), bits = r_u64(&r);
+    s->width = (uint32_t)(wh >> 32);
+    s->height = (uint32_t)wh;
+    s->channels = (int)(bits & 0xff);
+    s->depth = (int)(bits >> 8 & 0xff);
+    s->pooled = (int)(bits >> 16 & 0xff);
+    s->constant = (int)(bits >> 24 & 0xff);
+    s->const_value = r_f64(&r);
+    for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+      s->mean[c] = r_f64(&r);
+      s->std[c] = r_f64(&r);
+    }
+    if (s->channels < 1 || s->channels > 4 || s->depth > 2 || s->pooled < 1 ||
+        s->pooled > 4)
+      return bad_form(d, err);
+  }
+  if (r.failed || r.at != r.n)
+    return bad_form(d, err);
+  *out = d;
+  return IMGSTAT_OK;
+}
