@@ -7,7 +7,7 @@
  * number texts byte for byte as in the C locale, with the values worked out
  * by hand here. Skips (77) when no such locale can be set.
  */
-#include "record.h"
+#include "imgstat/record.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>
@@ -99,7 +99,7 @@ static int remove_files(void) {
 /* ---- records ----------------------------------------------------------------
  */
 
-static const ist_hist_cli hist = {
+static const imgstat_record_hist hist = {
     .fields = 1, .npercentiles = 2, .percentiles = {12.5, 50}, .bins = 4};
 
 /* The records of path in every format (text, JSON, CSV with its header),
@@ -127,12 +127,12 @@ static char *records_of(const char *path) {
     buf = strdup(res.error.message);
   } else {
     FILE *f = open_memstream(&buf, &size);
-    ist_record rec;
-    ist_record_from_job(&rec, "x", &res, 0, &hist, 0);
-    ist_output_record(f, IMGSTAT_OUTPUT_TEXT, &rec, 0);
-    ist_output_record(f, IMGSTAT_OUTPUT_JSON, &rec, 0);
-    ist_output_begin(f, IMGSTAT_OUTPUT_CSV, &hist, 0);
-    ist_output_record(f, IMGSTAT_OUTPUT_CSV, &rec, 0);
+    imgstat_record rec;
+    imgstat_record_from_job(&rec, "x", &res, 0, &hist, 0);
+    imgstat_record_write(f, IMGSTAT_RECORD_TEXT, &rec, 0);
+    imgstat_record_write(f, IMGSTAT_RECORD_JSON, &rec, 0);
+    imgstat_record_begin(f, IMGSTAT_RECORD_CSV, &hist, 0);
+    imgstat_record_write(f, IMGSTAT_RECORD_CSV, &rec, 0);
     fclose(f);
   }
   imgstat_job_result_free(&res);
@@ -227,7 +227,7 @@ static void test_number_print(void) {
   fclose(f);
   CU_ASSERT_STRING_EQUAL(text, "   0.5000|2");
   free(text);
-  ist_output_format_double(buf, sizeof buf, 0.1);
+  imgstat_record_format_double(buf, sizeof buf, 0.1);
   CU_ASSERT_STRING_EQUAL(buf, "0.1");
   /* the library's messages */
   imgstat_error err;
@@ -243,7 +243,7 @@ static void *print_many(void *arg) {
   char *out = arg;
   for (int i = 0; i < 2000; i++) {
     char buf[32];
-    ist_output_format_double(buf, sizeof buf, 1.0 + i / 8.0);
+    imgstat_record_format_double(buf, sizeof buf, 1.0 + i / 8.0);
     double back = 0;
     if (imgstat_number_read(buf, &back) != strlen(buf) ||
         back != 1.0 + i / 8.0 || strchr(buf, ',')) {

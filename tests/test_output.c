@@ -6,7 +6,7 @@
  * written out by hand here.
  */
 #include "cli_util.h"
-#include "record.h"
+#include "imgstat/record.h"
 #include "test_util.h"
 #include "verify.h"
 
@@ -28,7 +28,7 @@ static void mem_close(FILE *f) {
 
 static const char *json_of(const char *s) {
   FILE *f = mem_open();
-  ist_output_json_string(f, s);
+  imgstat_record_json_string(f, s);
   mem_close(f);
   return written;
 }
@@ -54,9 +54,9 @@ static void test_json_string(void) {
                          "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
 }
 
-static const char *escaped(const char *s, ist_escape style) {
+static const char *escaped(const char *s, imgstat_escape style) {
   FILE *f = mem_open();
-  ist_output_escape(f, s, style);
+  imgstat_record_escape(f, s, style);
   mem_close(f);
   return written;
 }
@@ -64,7 +64,7 @@ static const char *escaped(const char *s, ist_escape style) {
 /* Names and messages for a terminal: control characters visible, never
  * raw. */
 static void test_text_escape(void) {
-  const ist_escape T = IMGSTAT_ESCAPE_TEXT;
+  const imgstat_escape T = IMGSTAT_ESCAPE_TEXT;
   CU_ASSERT_STRING_EQUAL(escaped("plain name.png", T), "plain name.png");
   /* ESC ] 0 ; ... BEL retitles a terminal */
   CU_ASSERT_STRING_EQUAL(escaped("a\x1b]0;pwned\x07.png", T),
@@ -109,15 +109,15 @@ static int significant_digits(const char *s) {
 
 static void test_shortest_double(void) {
   char buf[64];
-  ist_output_format_double(buf, sizeof buf, 0.1);
+  imgstat_record_format_double(buf, sizeof buf, 0.1);
   CU_ASSERT_STRING_EQUAL(buf, "0.1");
-  ist_output_format_double(buf, sizeof buf, 129.0);
+  imgstat_record_format_double(buf, sizeof buf, 129.0);
   CU_ASSERT_STRING_EQUAL(buf, "129");
-  ist_output_format_double(buf, sizeof buf, 1.0 / 3.0);
+  imgstat_record_format_double(buf, sizeof buf, 1.0 / 3.0);
   CU_ASSERT_STRING_EQUAL(buf, "0.3333333333333333");
-  ist_output_format_double(buf, sizeof buf, (double)0.1f);
+  imgstat_record_format_double(buf, sizeof buf, (double)0.1f);
   CU_ASSERT_STRING_EQUAL(buf, "0.10000000149011612");
-  ist_output_format_double(buf, sizeof buf, 5e-324);
+  imgstat_record_format_double(buf, sizeof buf, 5e-324);
   CU_ASSERT_EQUAL(strtod(buf, NULL), 5e-324);
 
   /* Random finite doubles read back exactly, with at most 17 digits. */
@@ -128,7 +128,7 @@ static void test_shortest_double(void) {
     memcpy(&v, &bits, sizeof v);
     if (!isfinite(v))
       continue;
-    ist_output_format_double(buf, sizeof buf, v);
+    imgstat_record_format_double(buf, sizeof buf, v);
     if (strtod(buf, NULL) != v || significant_digits(buf) > 17) {
       CU_FAIL("round trip");
       break;
@@ -138,28 +138,28 @@ static void test_shortest_double(void) {
 
 /* A record of an image's file, size, channels, sample and backend; ddof 0
  * and every figure zero. */
-static ist_record make_record(const char *file, uint32_t width, uint32_t height,
-                              int channels, imgstat_sample sample,
-                              const char *backend) {
-  ist_record r = {.file = file,
-                  .width = width,
-                  .height = height,
-                  .channels = channels,
-                  .sample = sample,
-                  .backend = backend};
+static imgstat_record make_record(const char *file, uint32_t width,
+                                  uint32_t height, int channels,
+                                  imgstat_sample sample, const char *backend) {
+  imgstat_record r = {.file = file,
+                      .width = width,
+                      .height = height,
+                      .channels = channels,
+                      .sample = sample,
+                      .backend = backend};
   return r;
 }
 
 /* Writes the record in the format into `written`. */
-static void record_text(ist_output_format format, const ist_record *r,
+static void record_text(imgstat_record_format format, const imgstat_record *r,
                         int index) {
   FILE *f = mem_open();
-  ist_output_record(f, format, r, index);
+  imgstat_record_write(f, format, r, index);
   mem_close(f);
 }
 
-static ist_record float_record(void) {
-  ist_record r = make_record("x,\"y\".hdr", 2, 1, 1, IMGSTAT_F32, "cpu");
+static imgstat_record float_record(void) {
+  imgstat_record r = make_record("x,\"y\".hdr", 2, 1, 1, IMGSTAT_F32, "cpu");
   r.ddof = 1;
   /* An all-NaN channel: no values, no std. */
   r.figures[0].count = 0;
@@ -173,8 +173,8 @@ static ist_record float_record(void) {
 }
 
 static void test_json_nulls(void) {
-  ist_record r = float_record();
-  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
+  imgstat_record r = float_record();
+  record_text(IMGSTAT_RECORD_JSON, &r, 0);
   CU_ASSERT_STRING_EQUAL(
       written,
       "{\"file\":\"x,\\\"y\\\".hdr\",\"width\":2,\"height\":1,\"channels\":1,"
@@ -186,7 +186,7 @@ static void test_json_nulls(void) {
 }
 
 static void test_json_integers(void) {
-  ist_record r = make_record("a.png", 3, 2, 3, IMGSTAT_U16, "gpu");
+  imgstat_record r = make_record("a.png", 3, 2, 3, IMGSTAT_U16, "gpu");
   for (int c = 0; c < 3; c++) {
     imgstat_figures *g = &r.figures[c];
     g->count = 6;
@@ -204,7 +204,7 @@ static void test_json_integers(void) {
     g->has_std = 1;
     g->std = 0.25;
   }
-  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
+  record_text(IMGSTAT_RECORD_JSON, &r, 0);
   CU_ASSERT_PTR_NOT_NULL(
       strstr(written, "{\"channel\":\"G\",\"count\":6,\"min\":0,\"max\":65535,"
                       "\"min_x\":0,\"min_y\":0,\"max_x\":2,\"max_y\":1,\"sum\":"
@@ -215,10 +215,10 @@ static void test_json_integers(void) {
 }
 
 static void test_csv(void) {
-  ist_record r = float_record();
+  imgstat_record r = float_record();
   FILE *f = mem_open();
-  ist_output_begin(f, IMGSTAT_OUTPUT_CSV, NULL, 0);
-  ist_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
+  imgstat_record_begin(f, IMGSTAT_RECORD_CSV, NULL, 0);
+  imgstat_record_write(f, IMGSTAT_RECORD_CSV, &r, 0);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(
       written,
@@ -231,25 +231,25 @@ static void test_csv(void) {
  * the error column (CSV, the error record and the header included); none
  * when the record has no decoder. */
 static void test_decoder(void) {
-  ist_record r = float_record();
+  imgstat_record r = float_record();
   r.decoder = "nvjpeg-hardware";
-  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
+  record_text(IMGSTAT_RECORD_JSON, &r, 0);
   CU_ASSERT_PTR_NOT_NULL(
       strstr(written, "\"backend\":\"cpu\",\"decoder\":\"nvjpeg-hardware\","
                       "\"ddof\":1"));
   r.decoder = NULL;
-  record_text(IMGSTAT_OUTPUT_JSON, &r, 0);
+  record_text(IMGSTAT_RECORD_JSON, &r, 0);
   CU_ASSERT_PTR_NULL(strstr(written, "decoder"));
-  ist_hist_cli h;
+  imgstat_record_hist h;
   memset(&h, 0, sizeof h);
   h.decoder_column = 1;
   r.decoder = "libjpeg-turbo";
   r.decoder_column = 1;
   r.error_column = 1;
   FILE *f = mem_open();
-  ist_output_begin(f, IMGSTAT_OUTPUT_CSV, &h, 1);
-  ist_output_record(f, IMGSTAT_OUTPUT_CSV, &r, 0);
-  ist_output_error_record(f, IMGSTAT_OUTPUT_CSV, "bad.jpg", "cut", &h);
+  imgstat_record_begin(f, IMGSTAT_RECORD_CSV, &h, 1);
+  imgstat_record_write(f, IMGSTAT_RECORD_CSV, &r, 0);
+  imgstat_record_write_error(f, IMGSTAT_RECORD_CSV, "bad.jpg", "cut", &h);
   mem_close(f);
   CU_ASSERT_STRING_EQUAL(
       written,
@@ -262,12 +262,12 @@ static void test_decoder(void) {
 
 /* A name with control characters in every format the records have. */
 static void test_names_escaped_in_records(void) {
-  ist_record r = float_record();
+  imgstat_record r = float_record();
   r.file = "a\x1b[2J\nb,c.hdr";
-  record_text(IMGSTAT_OUTPUT_TEXT, &r, 0);
+  record_text(IMGSTAT_RECORD_TEXT, &r, 0);
   CU_ASSERT_NSTRING_EQUAL(written, "a\\x1b[2J\\nb,c.hdr  2x1  Y", 24);
   CU_ASSERT_PTR_NULL(strchr(written, '\x1b'));
-  record_text(IMGSTAT_OUTPUT_CSV, &r, 0);
+  record_text(IMGSTAT_RECORD_CSV, &r, 0);
   CU_ASSERT_STRING_EQUAL(
       written, "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,"
                ",2,0\n");
@@ -281,16 +281,16 @@ static void test_names_escaped_in_records(void) {
 }
 
 static void test_text(void) {
-  ist_record r = float_record();
+  imgstat_record r = float_record();
   r.file = "f.hdr";
-  record_text(IMGSTAT_OUTPUT_TEXT, &r, 0);
+  record_text(IMGSTAT_RECORD_TEXT, &r, 0);
   CU_ASSERT_STRING_EQUAL(
       written,
       "f.hdr  2x1  Y  32-bit float  backend=cpu\n"
       "channel   min   max   mean   std (N-1)   min at   max at   nan   inf\n"
       "Y           -     -      -           -        -        -     2     0\n");
 
-  ist_record g = make_record("g.png", 4000, 3000, 1, IMGSTAT_U8, "cpu");
+  imgstat_record g = make_record("g.png", 4000, 3000, 1, IMGSTAT_U8, "cpu");
   g.figures[0].has_values = 1;
   g.figures[0].max = 254;
   g.figures[0].min_x = 17;
@@ -300,7 +300,7 @@ static void test_text(void) {
   g.figures[0].mean = 83.99124;
   g.figures[0].has_std = 1;
   g.figures[0].std = 39.48336;
-  record_text(IMGSTAT_OUTPUT_TEXT, &g, 1);
+  record_text(IMGSTAT_RECORD_TEXT, &g, 1);
   CU_ASSERT_STRING_EQUAL(
       written,
       "\ng.png  4000x3000  Y  8-bit  backend=cpu\n"
@@ -309,7 +309,7 @@ static void test_text(void) {
 
   /* float columns: one number format per column, whatever the magnitude
    * of each row (min and max share theirs) */
-  ist_record h = make_record("h.pfm", 3, 1, 3, IMGSTAT_F32, "cpu");
+  imgstat_record h = make_record("h.pfm", 3, 1, 3, IMGSTAT_F32, "cpu");
   const double mins[3] = {0, 0.5, 2}, maxs[3] = {1, 100, 1234.5},
                means[3] = {0.25, 1, 1000}, sds[3] = {0.125, 0.001, 3};
   for (int c = 0; c < 3; c++) {
@@ -319,7 +319,7 @@ static void test_text(void) {
     h.figures[c].mean = means[c];
     h.figures[c].std = sds[c];
   }
-  record_text(IMGSTAT_OUTPUT_TEXT, &h, 0);
+  record_text(IMGSTAT_RECORD_TEXT, &h, 0);
   CU_ASSERT_STRING_EQUAL(written,
                          "h.pfm  3x1  RGB  32-bit float  backend=cpu\n"
                          "channel        min           max          mean      "

@@ -14,8 +14,8 @@
 #include "imgstat/cuda_norm.h"
 #include "imgstat/imgstat.h"
 #include "imgstat/job.h"
+#include "imgstat/record.h"
 #include "options.h"
-#include "record.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -317,14 +317,14 @@ static void json_number(FILE *out, double v) {
     fputs("null", out);
     return;
   }
-  ist_output_format_double(buf, sizeof buf, v);
+  imgstat_record_format_double(buf, sizeof buf, v);
   fputs(buf, out);
 }
 
 /* "key":value, -- a member of an object that goes on after it. */
 static void json_field_string(FILE *out, const char *key, const char *v) {
   fprintf(out, "\"%s\":", key);
-  ist_output_json_string(out, v);
+  imgstat_record_json_string(out, v);
   fputc(',', out);
 }
 
@@ -423,7 +423,7 @@ static void print_json(FILE *out, const imgstat_bench_result *res,
     json_field_string(out, "goal_text", r->goal_text);
     fprintf(out, "\"checked\":%s,\"ok\":%s,\"check\":",
             r->checked ? "true" : "false", r->ok ? "true" : "false");
-    ist_output_json_string(out, r->check);
+    imgstat_record_json_string(out, r->check);
     fputc('}', out);
   }
   fputc(']', out);

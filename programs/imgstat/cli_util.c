@@ -1,7 +1,7 @@
 /* The command-line files' shared helpers (cli_util.h). */
 #include "cli_util.h"
 
-#include "record.h"
+#include "imgstat/record.h"
 
 #include <errno.h>
 #include <math.h>
@@ -41,10 +41,10 @@ static void message(const char *prefix, const char *path, const char *after,
   fputs("imgstat: ", out);
   fputs(prefix, out);
   if (path) {
-    ist_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+    imgstat_record_escape(out, path, IMGSTAT_ESCAPE_TEXT);
     fputs(": ", out);
   }
-  ist_output_escape(out, text, IMGSTAT_ESCAPE_TEXT);
+  imgstat_record_escape(out, text, IMGSTAT_ESCAPE_TEXT);
   fputs(after, out);
   if (mem) {
     if (fclose(mem) == 0)

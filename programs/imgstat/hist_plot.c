@@ -24,8 +24,8 @@ int ist_hist_plot_name_ok(const char *name) {
   return n >= 4 && strlen(base) > 4 && strcasecmp(name + n - 4, ".png") == 0;
 }
 
-int ist_hist_plot_path(const ist_hist_cli *cfg, const char *input, char *buf,
-                       size_t size) {
+int ist_hist_plot_path(const imgstat_record_hist *cfg, const char *input,
+                       char *buf, size_t size) {
   const char *path = cfg->png_path;
   int n;
   if (input) {
@@ -274,7 +274,7 @@ static void count_label(char *buf, size_t size, double c) {
     imgstat_number_snprintf(buf, size, "%.0e", c);
 }
 
-imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
+imgstat_status ist_hist_plot_write(const imgstat_record_hist *cfg,
                                    const ist_plot_info *info,
                                    const imgstat_histogram *hist,
                                    const char *path, imgstat_error *err) {

@@ -5,7 +5,7 @@
 #ifndef IMGSTAT_HIST_PLOT_H
 #define IMGSTAT_HIST_PLOT_H
 
-#include "record.h"
+#include "imgstat/record.h"
 
 /* The size of a path buffer for the PNG's name. */
 #define IMGSTAT_HIST_PNG_PATH_MAX 4096
@@ -18,8 +18,8 @@ int ist_hist_plot_name_ok(const char *name);
  * and extension (characters other than letters, digits, '.', '-' and '_'
  * become '_'), or "dataset" for the dataset's plot. Returns 0 when it does
  * not fit in size bytes. */
-int ist_hist_plot_path(const ist_hist_cli *cfg, const char *input, char *buf,
-                       size_t size);
+int ist_hist_plot_path(const imgstat_record_hist *cfg, const char *input,
+                       char *buf, size_t size);
 
 /* What a plot shows beside the bars. */
 typedef struct ist_plot_info {
@@ -74,7 +74,7 @@ void ist_hist_plot_hists_free(ist_plot_hists *h);
  * (solid), the median (dashed) and the percentiles (dotted), each named;
  * cfg->bins display bins (at most the plot's width). Written through
  * imgstat_image_write, with its temporary in cli_util's slot. */
-imgstat_status ist_hist_plot_write(const ist_hist_cli *cfg,
+imgstat_status ist_hist_plot_write(const imgstat_record_hist *cfg,
                                    const ist_plot_info *info,
                                    const imgstat_histogram *hist,
                                    const char *path, imgstat_error *err);

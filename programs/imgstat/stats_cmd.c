@@ -16,10 +16,10 @@
 #include "imgstat/job.h"
 #include "imgstat/mpi.h"
 #include "imgstat/pipeline.h"
+#include "imgstat/record.h"
 #include "imgstat/run.h"
 #include "options.h"
 #include "progress.h"
-#include "record.h"
 #include "verify.h"
 
 #include <errno.h>
@@ -108,11 +108,11 @@ static void print_wrapped(const char *text, const char *indent, size_t width) {
 /* ---- options ------------------------------------------------------------- */
 
 typedef struct stats_options {
-  ist_output_format format;
+  imgstat_record_format format;
   imgstat_engine_options engine; /* backend, verify, kernel, threads, load */
   int ddof;
   int quiet;
-  ist_hist_cli hist; /* --histogram and friends */
+  imgstat_record_hist hist; /* --histogram and friends */
   /* The sources in the order given: path arguments and --files-from lists
    * (owned array; the texts point into argv). */
   imgstat_run_source *sources;
@@ -228,10 +228,10 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_JSON:
   case IST_OPT_CSV:
   case IST_OPT_BRIEF: {
-    ist_output_format f = row->id == IST_OPT_JSON  ? IMGSTAT_OUTPUT_JSON
-                          : row->id == IST_OPT_CSV ? IMGSTAT_OUTPUT_CSV
-                                                   : IMGSTAT_OUTPUT_BRIEF;
-    if (o->format != IMGSTAT_OUTPUT_TEXT && o->format != f)
+    imgstat_record_format f = row->id == IST_OPT_JSON  ? IMGSTAT_RECORD_JSON
+                              : row->id == IST_OPT_CSV ? IMGSTAT_RECORD_CSV
+                                                       : IMGSTAT_RECORD_BRIEF;
+    if (o->format != IMGSTAT_RECORD_TEXT && o->format != f)
       return usage("--json, --csv and --brief cannot be used together");
     o->format = f;
     break;
@@ -298,7 +298,7 @@ static int operand(void *ctx, int argc, char **argv, int *i, int after_dashes) {
   return -1;
 }
 
-static int histograms_wanted(const ist_hist_cli *h) {
+static int histograms_wanted(const imgstat_record_hist *h) {
   return h->fields || h->png_path;
 }
 
@@ -322,7 +322,7 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
         return NULL;
     return "without --files-from";
   case IST_OPT_ERRORS_AS_RECORDS:
-    return o->format == IMGSTAT_OUTPUT_TEXT || o->format == IMGSTAT_OUTPUT_BRIEF
+    return o->format == IMGSTAT_RECORD_TEXT || o->format == IMGSTAT_RECORD_BRIEF
                ? "without --json or --csv"
                : NULL;
   case IST_OPT_AS:
@@ -336,7 +336,7 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
   case IST_OPT_BINS:
     if (!histograms_wanted(&o->hist))
       return "without --histogram";
-    return !o->hist.png_path && o->format != IMGSTAT_OUTPUT_JSON
+    return !o->hist.png_path && o->format != IMGSTAT_RECORD_JSON
                ? "without --json or --histogram-png"
                : NULL;
   default:
@@ -369,7 +369,7 @@ static int one_plot(const stats_options *o, int several) {
  * an input is checked once the inputs are walked: check_plots). Returns -1,
  * or the exit status of the error it printed. */
 static int check_histogram_options(const stats_options *o) {
-  const ist_hist_cli *h = &o->hist;
+  const imgstat_record_hist *h = &o->hist;
   if (h->png_log && !h->png_path)
     return usage("--histogram-log needs --histogram-png");
   if (h->png_path && !ist_hist_plot_name_ok(h->png_path))
@@ -439,8 +439,9 @@ static void begin_output(run_state *st) {
     return;
   st->begun = 1;
   if (st->rank == 0)
-    ist_output_begin(stdout, o->format, &o->hist,
-                     o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV);
+    imgstat_record_begin(stdout, o->format, &o->hist,
+                         o->errors_as_records &&
+                             o->format == IMGSTAT_RECORD_CSV);
 }
 
 /* Draws the progress line (progress.h) with the walk's total so far. */
@@ -467,8 +468,8 @@ static void input_failed(run_state *st, const char *path,
   ist_cli_failure_words(res, text);
   ist_cli_path_error(path, "%s", text);
   if (st->opt->errors_as_records)
-    ist_output_error_record(stdout, st->opt->format, path, text,
-                            &st->opt->hist);
+    imgstat_record_write_error(stdout, st->opt->format, path, text,
+                               &st->opt->hist);
   st->any_failed = 1;
 }
 
@@ -478,7 +479,7 @@ static void input_failed(run_state *st, const char *path,
 static int write_plot(run_state *st, const char *input,
                       const ist_plot_info *info,
                       const imgstat_histogram *hist) {
-  const ist_hist_cli *h = &st->opt->hist;
+  const imgstat_record_hist *h = &st->opt->hist;
   char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
   imgstat_error err;
   memset(&err, 0, sizeof err);
@@ -536,15 +537,15 @@ static int print_result(run_state *st, const char *path,
     input_failed(st, path, res);
     return 1;
   }
-  ist_record rec;
-  ist_record_from_job(&rec, path, res, o->ddof, &o->hist,
-                      o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU);
+  imgstat_record rec;
+  imgstat_record_from_job(&rec, path, res, o->ddof, &o->hist,
+                          o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU);
   rec.decoder_column = o->hist.decoder_column;
-  rec.error_column = o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV;
+  rec.error_column = o->errors_as_records && o->format == IMGSTAT_RECORD_CSV;
   rec.dataset_columns = o->hist.dataset_columns;
   if (o->dataset == 2)
     return 0;
-  ist_output_record(stdout, o->format, &rec, st->records++);
+  imgstat_record_write(stdout, o->format, &rec, st->records++);
   if (res->has_histograms && o->hist.png_path) {
     ist_plot_info info;
     memset(&info, 0, sizeof info);
@@ -578,7 +579,7 @@ static int print_result(run_state *st, const char *path,
     /* The verdict follows the record; it stays out of the JSON / CSV
      * stream. */
     FILE *out =
-        o->format == IMGSTAT_OUTPUT_TEXT || o->format == IMGSTAT_OUTPUT_BRIEF
+        o->format == IMGSTAT_RECORD_TEXT || o->format == IMGSTAT_RECORD_BRIEF
             ? stdout
             : stderr;
     fflush(stdout);
@@ -702,10 +703,11 @@ static void print_dataset(run_state *st) {
     return;
   }
   imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
-  ist_dataset_hist_figures(&r, o->hist.percentiles, o->hist.npercentiles, hf);
-  ist_output_dataset(stdout, o->format, &r, &o->hist,
-                     o->hist.fields ? hf : NULL, st->records++,
-                     o->errors_as_records && o->format == IMGSTAT_OUTPUT_CSV);
+  imgstat_dataset_hist_figures(&r, o->hist.percentiles, o->hist.npercentiles,
+                               hf);
+  imgstat_record_write_dataset(
+      stdout, o->format, &r, &o->hist, o->hist.fields ? hf : NULL,
+      st->records++, o->errors_as_records && o->format == IMGSTAT_RECORD_CSV);
   flush_stdout(st);
   int plotted = 1;
   for (int c = 0; c < r.channels; c++)
@@ -918,7 +920,7 @@ static int mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
     s = imgstat_mpi_allreduce_u64(mr->m, counts, 3, IMGSTAT_MPI_SUM, &err);
   unsigned long mine = st->records;
   capture_end(mr);
-  int strip = o->format == IMGSTAT_OUTPUT_TEXT && mine == 0;
+  int strip = o->format == IMGSTAT_RECORD_TEXT && mine == 0;
   if (s == IMGSTAT_OK)
     s = gather_capture(mr, 0, stdout, &strip, &err);
   int no_strip = 0;
@@ -961,7 +963,7 @@ static int any_rank(const mpi_run *mr, int flag) {
 static int check_plots(run_state *st, const mpi_run *run,
                        const imgstat_input_list *list) {
   const mpi_run *mr = st->opt->mpi ? run : NULL;
-  const ist_hist_cli *h = &st->opt->hist;
+  const imgstat_record_hist *h = &st->opt->hist;
   imgstat_error err;
   memset(&err, 0, sizeof err);
   int status = -1;
@@ -997,7 +999,7 @@ int ist_stats_main(int argc, char **argv) {
   memset(&st, 0, sizeof st);
   memset(&mr, 0, sizeof mr);
   mr.saved[0] = mr.saved[1] = -1;
-  opt.format = IMGSTAT_OUTPUT_TEXT;
+  opt.format = IMGSTAT_RECORD_TEXT;
   opt.engine.backend = IMGSTAT_BACKEND_AUTO;
   opt.engine.kernel = IMGSTAT_KERNEL_FAST;
   opt.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
@@ -1103,8 +1105,8 @@ int ist_stats_main(int argc, char **argv) {
   if (opt.hist.png_path) /* no partial PNG left by a signal */
     ist_cli_cleanup_on_signals();
   if (opt.dataset)
-    opt.hist.dataset_columns = opt.format == IMGSTAT_OUTPUT_CSV;
-  opt.hist.decoder_column = opt.format == IMGSTAT_OUTPUT_CSV &&
+    opt.hist.dataset_columns = opt.format == IMGSTAT_RECORD_CSV;
+  opt.hist.decoder_column = opt.format == IMGSTAT_RECORD_CSV &&
                             opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
   st.rank = mr.at.rank;
   if (mr.at.rank > 0)
@@ -1160,9 +1162,9 @@ int ist_stats_main(int argc, char **argv) {
    * (the failures' line stays on stderr) */
   if (mr.at.rank == 0 && st.progress.done > 1 && st.cancel_status < 0 &&
       opt.dataset != 2 && !st.write_failed &&
-      (opt.format == IMGSTAT_OUTPUT_TEXT || opt.format == IMGSTAT_OUTPUT_BRIEF))
+      (opt.format == IMGSTAT_RECORD_TEXT || opt.format == IMGSTAT_RECORD_BRIEF))
     printf("%s%" PRIu64 " inputs: %" PRIu64 " read, %" PRIu64 " failed\n",
-           opt.format == IMGSTAT_OUTPUT_TEXT ? "\n" : "", st.progress.done,
+           opt.format == IMGSTAT_RECORD_TEXT ? "\n" : "", st.progress.done,
            st.progress.done - st.progress.failed, st.progress.failed);
   if (mr.at.rank == 0 && st.progress.done > 1 && st.progress.failed > 0)
     ist_cli_error("%" PRIu64 " of %" PRIu64 " inputs failed",

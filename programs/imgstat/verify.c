@@ -1,7 +1,7 @@
 /* --verify: the CPU's and the GPU's partials compared field by field. */
 #include "verify.h"
 
-#include "record.h"
+#include "imgstat/record.h"
 
 #include <math.h>
 #include <string.h>
@@ -11,7 +11,7 @@ static void format_field(char *buf, size_t size, int is_double, double d,
   if (!is_double)
     snprintf(buf, size, "%llu", (unsigned long long)u);
   else if (isfinite(d))
-    ist_output_format_double(buf, size, d);
+    imgstat_record_format_double(buf, size, d);
   else
     snprintf(buf, size, "%s", isnan(d) ? "nan" : (d > 0 ? "inf" : "-inf"));
 }
@@ -63,7 +63,7 @@ int ist_verify_partials(FILE *out, const char *path, imgstat_colour colour,
       char va[40], vb[40];
       format_field(va, sizeof va, f[k].is_double, f[k].da, f[k].ua);
       format_field(vb, sizeof vb, f[k].is_double, f[k].db, f[k].ub);
-      ist_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+      imgstat_record_escape(out, path, IMGSTAT_ESCAPE_TEXT);
       fprintf(out, ": verify MISMATCH channel %s field %s cpu=%s gpu=%s\n",
               imgstat_colour_channel_name(colour, channels, c), f[k].name, va,
               vb);
@@ -71,7 +71,7 @@ int ist_verify_partials(FILE *out, const char *path, imgstat_colour colour,
     }
   }
   if (mismatches == 0) {
-    ist_output_escape(out, path, IMGSTAT_ESCAPE_TEXT);
+    imgstat_record_escape(out, path, IMGSTAT_ESCAPE_TEXT);
     fputs(": verify ok\n", out);
   }
   return mismatches == 0;

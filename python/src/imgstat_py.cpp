@@ -1,7 +1,7 @@
 // The Python module's native part (imgstat._imgstat): the library's engine
 // on one image (a path, bytes, a host array, a CUDA array) and its run API
 // (imgstat_run.h) over files and folders. Records are the library's JSON
-// (src/pipeline/record.h, the command line's format); the Python side
+// (imgstat/record.h, the command line's format); the Python side
 // (imgstat/__init__.py) parses them and raises its exceptions. Nothing here
 // prints or exits; the pixels' work runs with the GIL released.
 #include <nanobind/nanobind.h>
@@ -37,7 +37,7 @@ extern "C" {
 #include "imgstat/job.h"
 #include "imgstat/normrun.h"
 #include "imgstat/run.h"
-#include "record.h"
+#include "imgstat/record.h"
 }
 
 namespace nb = nanobind;
@@ -186,8 +186,8 @@ struct Request {
       r.percentiles[k] = percentiles[k];
     return r;
   }
-  ist_hist_cli hist() const {
-    ist_hist_cli h;
+  imgstat_record_hist hist() const {
+    imgstat_record_hist h;
     std::memset(&h, 0, sizeof h);
     h.fields = histogram;
     h.npercentiles = (int)percentiles.size();
@@ -268,7 +268,7 @@ Outcome kept(const char *file, imgstat_job_result *res, const Request &req) {
   return {true, std::make_shared<Kept>(file, res, req), Failure()};
 }
 
-// The values of a record's JSON shape (ist_record_emit) as Python objects:
+// The values of a record's JSON shape (imgstat_record_emit) as Python objects:
 // the values and types json.loads gives of the command line's --json line,
 // without the text. A double whose round-trip text has no fraction or
 // exponent is an int there, so it is one here. Texts (the file's name, the
@@ -283,7 +283,7 @@ PyObject *real_object(double v) {
     return PyLong_FromLongLong((long long)v);
   if (std::isfinite(v) && std::fabs(v) >= 1e15) {
     char buf[40]; // the text decides, as for json.loads
-    ist_output_format_double(buf, sizeof buf, v);
+    imgstat_record_format_double(buf, sizeof buf, v);
     return std::strpbrk(buf, ".eE") ? PyFloat_FromDouble(v)
                                     : PyLong_FromString(buf, nullptr, 10);
   }
@@ -294,14 +294,14 @@ PyObject *real_object(double v) {
 // Python API are noted, not thrown (C frames in between).
 class DictSink {
 public:
-  static nb::object build(const ist_record *rec) {
+  static nb::object build(const imgstat_record *rec) {
     return build_from(
-        [rec](const ist_record_sink *k) { ist_record_emit(rec, k); });
+        [rec](const imgstat_record_sink *k) { imgstat_record_emit(rec, k); });
   }
   // The dict of what emit(sink) gives the sink.
   template <class Emit> static nb::object build_from(Emit emit) {
     DictSink d;
-    const ist_record_sink k = {&d, open, close, uint, real, text, null};
+    const imgstat_record_sink k = {&d, open, close, uint, real, text, null};
     emit(&k);
     if (d.failed_ || !d.root_)
       throw nb::python_error();
@@ -402,11 +402,11 @@ private:
 // building the whole dict (a column costs its own objects only).
 class ColumnSink {
 public:
-  static nb::object build(const ist_record *rec, const char *key) {
+  static nb::object build(const imgstat_record *rec, const char *key) {
     ColumnSink d;
     d.want_ = key;
-    const ist_record_sink k = {&d, open, close, uint, real, text, null};
-    ist_record_emit(rec, &k);
+    const imgstat_record_sink k = {&d, open, close, uint, real, text, null};
+    imgstat_record_emit(rec, &k);
     if (d.failed_)
       throw nb::python_error();
     nb::tuple out = nb::steal<nb::tuple>(PyTuple_New((Py_ssize_t)d.n_));
@@ -469,20 +469,20 @@ private:
   static void null(void *, const char *) {} // None already
 };
 
-// A record's items (ist_record_emit's calls of its sink) kept as they came,
+// A record's items (imgstat_record_emit's calls of its sink) kept as they came,
 // with no Python object: a run's thread records a result's record (the
 // result is the run's), the Python thread then makes its dict of them
 // (DictSink), the same dict as stats() gives of the same result.
 class Emitted {
 public:
-  static Emitted of(const ist_record *rec) {
+  static Emitted of(const imgstat_record *rec) {
     Emitted e;
-    const ist_record_sink k = {&e, open, close, uint, real, text, null};
-    ist_record_emit(rec, &k);
+    const imgstat_record_sink k = {&e, open, close, uint, real, text, null};
+    imgstat_record_emit(rec, &k);
     return e;
   }
-  // Calls the sink as ist_record_emit did.
-  void replay(const ist_record_sink *k) const {
+  // Calls the sink as imgstat_record_emit did.
+  void replay(const imgstat_record_sink *k) const {
     for (const Item &i : items_) {
       const char *key = at(i.key);
       switch (i.kind) {
@@ -563,17 +563,17 @@ private:
   static void null(void *c, const char *key) { of(c)->add(NONE, key); }
 };
 
-ist_record record_of(const Kept &k, ist_hist_cli *hist) {
+imgstat_record record_of(const Kept &k, imgstat_record_hist *hist) {
   *hist = k.req.hist();
-  ist_record rec;
-  ist_record_from_job(&rec, k.file.c_str(), &k.res, k.req.ddof, hist,
+  imgstat_record rec;
+  imgstat_record_from_job(&rec, k.file.c_str(), &k.res, k.req.ddof, hist,
                       k.req.jpeg == IMGSTAT_JPEG_DECODER_GPU);
   return rec;
 }
 
 nb::object record_dict(const Kept &k) {
-  ist_hist_cli hist;
-  ist_record rec = record_of(k, &hist);
+  imgstat_record_hist hist;
+  imgstat_record rec = record_of(k, &hist);
   return DictSink::build(&rec);
 }
 
@@ -585,8 +585,8 @@ struct Record {
   std::shared_ptr<Kept> kept;
   nb::object dict() const { return record_dict(*kept); }
   nb::object column(const char *key) const {
-    ist_hist_cli hist;
-    ist_record rec = record_of(*kept, &hist);
+    imgstat_record_hist hist;
+    imgstat_record rec = record_of(*kept, &hist);
     return ColumnSink::build(&rec, key);
   }
 };
@@ -1570,7 +1570,7 @@ public:
       if (got) {
         if (got->ok)
           return nb::make_tuple(
-              true, DictSink::build_from([&](const ist_record_sink *k) {
+              true, DictSink::build_from([&](const imgstat_record_sink *k) {
                 got->record.replay(k);
               }));
         return nb::make_tuple(false, failure_tuple(got->f));
@@ -1658,9 +1658,9 @@ private:
       return s->cancel_ != 0;
     if (item.ok) {
       const Request &req = s->args_.req;
-      ist_hist_cli hist = req.hist();
-      ist_record rec;
-      ist_record_from_job(&rec, it->input->path, it->result, req.ddof, &hist,
+      imgstat_record_hist hist = req.hist();
+      imgstat_record rec;
+      imgstat_record_from_job(&rec, it->input->path, it->result, req.ddof, &hist,
                           req.jpeg == IMGSTAT_JPEG_DECODER_GPU);
       item.record = Emitted::of(&rec);
     } else
@@ -1726,14 +1726,14 @@ private:
       error_ = err.message;
       return;
     }
-    ist_hist_cli hist = args_.req.hist();
+    imgstat_record_hist hist = args_.req.hist();
     imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
-    ist_dataset_hist_figures(&r, hist.percentiles, hist.npercentiles, hf);
+    imgstat_dataset_hist_figures(&r, hist.percentiles, hist.npercentiles, hf);
     char *buf = nullptr;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
     if (f) {
-      ist_output_dataset(f, IMGSTAT_OUTPUT_JSON, &r, &hist,
+      imgstat_record_write_dataset(f, IMGSTAT_RECORD_JSON, &r, &hist,
                          hist.fields ? hf : nullptr, 0, 0);
       fclose(f);
       dataset_json_.assign(buf, size);

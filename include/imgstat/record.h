@@ -1,46 +1,58 @@
 /*
- * The record formats: the text table, JSON Lines and CSV of the command
- * line, and the same JSON for the Python module's to_dict(). Internal to
- * the library (ist_ names, not installed): these functions write to a FILE
- * the caller owns (a front end's stdout, a memory stream) and leave the
- * detection of write errors to the caller (ferror after fflush).
+ * imgstat: the record formats, one image's statistics or a dataset's as a
+ * text table, JSON Lines or CSV, and the same JSON shape item by item for a
+ * front end's own objects (the Python module's dicts). The command line and
+ * the Python module format their records with this code, so the two agree
+ * byte for byte.
+ *
+ * These functions write to a FILE the caller owns (a front end's stdout, a
+ * memory stream) and leave the detection of write errors to the caller
+ * (ferror after fflush); they never print elsewhere, exit or abort.
+ *
+ * Thread-safety: every function is safe to call from any thread; calls
+ * writing to the same FILE from several threads interleave as stdio does,
+ * so give each thread its own FILE or serialize the calls.
  */
 #ifndef IMGSTAT_RECORD_H
 #define IMGSTAT_RECORD_H
+
+#include <stdio.h>
 
 #include "imgstat/dataset.h"
 #include "imgstat/imgstat.h"
 #include "imgstat/job.h"
 #include "imgstat/norm.h"
 
-#include <stdio.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-typedef enum ist_output_format {
-  IMGSTAT_OUTPUT_TEXT,
-  IMGSTAT_OUTPUT_JSON,
-  IMGSTAT_OUTPUT_CSV,
-  IMGSTAT_OUTPUT_BRIEF /* text, one line per image (--brief) */
-} ist_output_format;
+typedef enum imgstat_record_format {
+  IMGSTAT_RECORD_TEXT,
+  IMGSTAT_RECORD_JSON,
+  IMGSTAT_RECORD_CSV,
+  IMGSTAT_RECORD_BRIEF /* text, one line per image (--brief) */
+} imgstat_record_format;
 
-/* The histogram options of the statistics command (--histogram and
- * friends): what the records show of the histograms, and the plot. */
-typedef struct ist_hist_cli {
+/* What the records show of the histograms (the command line's --histogram
+ * and friends), and the plot a front end may draw of them. */
+typedef struct imgstat_record_hist {
   int fields; /* --histogram or --percentiles given */
   int npercentiles;
   double percentiles[IMGSTAT_MAX_PERCENTILES];
   uint32_t bins;        /* display bins (JSON counts, PNG) */
   const char *png_path; /* --histogram-png, or NULL */
   int png_log;          /* --histogram-log */
-  int dataset_columns;  /* CSV: IST_CSV_DATASET_COLUMNS follow (--dataset) */
+  int dataset_columns;  /* CSV: the dataset record's columns follow */
   /* CSV: a column "decoder" follows (before "error"): the runs that may
    * decode JPEGs on the GPU (--jpeg-decoder gpu) */
   int decoder_column;
-} ist_hist_cli;
+} imgstat_record_hist;
 
-#define IST_RECORD_MAX_WARNINGS 4
+#define IMGSTAT_RECORD_MAX_WARNINGS 4
 
 /* One image's statistics as the program reports them. */
-typedef struct ist_record {
+typedef struct imgstat_record {
   const char *file; /* the path as given on the command line */
   uint32_t width;
   uint32_t height;
@@ -62,7 +74,7 @@ typedef struct ist_record {
   /* Histogram figures (--histogram) added to each channel, when hist is
    * not NULL and hist->fields: the options, and one histogram and its
    * figures per channel. */
-  const ist_hist_cli *hist;
+  const imgstat_record_hist *hist;
   const imgstat_histogram *histograms;
   const imgstat_hist_figures *hist_figures;
   /* CSV: the run has an error column (--errors-as-records), empty here. */
@@ -75,8 +87,8 @@ typedef struct ist_record {
    * "warnings":[...] (absent when none), a "warning: " line in the text
    * table; CSV has no column for them (stderr says them, as always). */
   int nwarnings;
-  const char *warnings[IST_RECORD_MAX_WARNINGS];
-} ist_record;
+  const char *warnings[IMGSTAT_RECORD_MAX_WARNINGS];
+} imgstat_record;
 
 /* Fills rec from a job's result that succeeded (the one mapping of a result
  * to its record): file (borrowed), size, layout, backend, the figures of
@@ -84,19 +96,19 @@ typedef struct ist_record {
  * histograms when res has them (hist is borrowed; NULL: none), and with
  * jpeg_gpu (a run that may decode JPEGs on the GPU: --jpeg-decoder gpu) the
  * decoder that made the pixels. The columns are the caller's. */
-void ist_record_from_job(ist_record *rec, const char *file,
-                         const imgstat_job_result *res, int ddof,
-                         const ist_hist_cli *hist, int jpeg_gpu);
+void imgstat_record_from_job(imgstat_record *rec, const char *file,
+                             const imgstat_job_result *res, int ddof,
+                             const imgstat_record_hist *hist, int jpeg_gpu);
 
 /*
  * A record's JSON shape item by item, for a sink: the JSON Lines text of
- * ist_output_record, or a front end's own objects (the Python module builds
+ * imgstat_record_write, or a front end's own objects (the Python module builds
  * its dicts from it, with no text in between). key is NULL for the record's
  * own object and inside arrays. real() values are doubles the text writes
- * with round-trip digits (ist_output_format_double); uint() ones exact
+ * with round-trip digits (imgstat_record_format_double); uint() ones exact
  * integers; null() an undefined figure.
  */
-typedef struct ist_record_sink {
+typedef struct imgstat_record_sink {
   void *ctx;
   void (*open)(void *ctx, const char *key, int array); /* { or [ */
   void (*close)(void *ctx, int array);
@@ -104,26 +116,24 @@ typedef struct ist_record_sink {
   void (*real)(void *ctx, const char *key, double v);
   void (*text)(void *ctx, const char *key, const char *s);
   void (*null)(void *ctx, const char *key);
-} ist_record_sink;
+} imgstat_record_sink;
 
-/* The record (what ist_output_record writes as JSON) into a sink. */
-void ist_record_emit(const ist_record *rec, const ist_record_sink *sink);
+/* The record (what imgstat_record_write writes as JSON) into a sink. */
+void imgstat_record_emit(const imgstat_record *rec,
+                         const imgstat_record_sink *sink);
 
 /* Writes what comes before the first record: the CSV header line (with the
  * histogram columns when hist asks for them; hist may be NULL; then the
  * dataset columns when hist->dataset_columns; "decoder" when
  * hist->decoder_column; and a last column "error"
  * when error_column); nothing for the other formats. */
-void ist_output_begin(FILE *out, ist_output_format format,
-                      const ist_hist_cli *hist, int error_column);
+void imgstat_record_begin(FILE *out, imgstat_record_format format,
+                          const imgstat_record_hist *hist, int error_column);
 
 /* Writes one record. `index` counts the records written before this one (the
  * text format separates images with a blank line). */
-void ist_output_record(FILE *out, ist_output_format format,
-                       const ist_record *rec, unsigned long index);
-
-/* The CSV columns that --dataset appends (image rows leave them empty). */
-#define IST_CSV_DATASET_COLUMNS ",images,failed,min_file,max_file,note"
+void imgstat_record_write(FILE *out, imgstat_record_format format,
+                          const imgstat_record *rec, unsigned long index);
 
 /* Writes the dataset record (--dataset): JSON one object {"dataset": ...};
  * CSV one row per channel (backend "dataset", file empty) then one row per
@@ -131,31 +141,31 @@ void ist_output_record(FILE *out, ist_output_format format,
  * the note column; text a table, the extrema's places, the sums, the notes
  * and, with scale_unit, the Normalize(mean=[...], std=[...]) line. hf: the
  * pooled histograms' figures per channel (NULL: none). index as for
- * ist_output_record; error_column: CSV rows end with an empty error column
+ * imgstat_record_write; error_column: CSV rows end with an empty error column
  * (--errors-as-records). */
-void ist_output_dataset(FILE *out, ist_output_format format,
-                        const imgstat_dataset_result *r,
-                        const ist_hist_cli *hist,
-                        const imgstat_hist_figures *hf, unsigned long index,
-                        int error_column);
+void imgstat_record_write_dataset(FILE *out, imgstat_record_format format,
+                                  const imgstat_dataset_result *r,
+                                  const imgstat_record_hist *hist,
+                                  const imgstat_hist_figures *hf,
+                                  unsigned long index, int error_column);
 
 /* The figures of the dataset record's pooled histograms (the median, the
  * percentiles[0..n), entropy, skewness, kurtosis) per channel, into
  * hf[0..r->channels); channels without a histogram are zeroed. */
-void ist_dataset_hist_figures(const imgstat_dataset_result *r,
-                              const double *percentiles, int n,
-                              imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS]);
+void imgstat_dataset_hist_figures(
+    const imgstat_dataset_result *r, const double *percentiles, int n,
+    imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS]);
 
 /* Writes the record of an input that failed (--errors-as-records): JSON
  * {"file":FILE,"error":MESSAGE}; CSV one row with the file, every other
  * column empty (the histogram ones too when hist asks for them) and the
  * message in the last column, "error"; nothing for the text format. */
-void ist_output_error_record(FILE *out, ist_output_format format,
-                             const char *file, const char *message,
-                             const ist_hist_cli *hist);
+void imgstat_record_write_error(FILE *out, imgstat_record_format format,
+                                const char *file, const char *message,
+                                const imgstat_record_hist *hist);
 
-/* How ist_output_escape writes a string. */
-typedef enum ist_escape {
+/* How imgstat_record_escape writes a string. */
+typedef enum imgstat_escape {
   /* The inside of a JSON string: \" \\ \n \r \t \b \f, other C0 and C1
    * controls and DEL as \u00XX, bytes that are not well-formed UTF-8 as
    * \ufffd. */
@@ -169,18 +179,22 @@ typedef enum ist_escape {
   IMGSTAT_ESCAPE_TEXT,
   /* TEXT with quotes doubled, for a CSV field (RFC 4180). */
   IMGSTAT_ESCAPE_CSV
-} ist_escape;
+} imgstat_escape;
 
 /* Writes s escaped as style says: the one escaping of file names and
  * messages, so that no name reaches a terminal (or a JSON / CSV reader)
  * raw. */
-void ist_output_escape(FILE *out, const char *s, ist_escape style);
+void imgstat_record_escape(FILE *out, const char *s, imgstat_escape style);
 
 /* Writes s as a JSON string with its quotes (IMGSTAT_ESCAPE_JSON). */
-void ist_output_json_string(FILE *out, const char *s);
+void imgstat_record_json_string(FILE *out, const char *s);
 
 /* Formats v with the fewest of 15, 16 or 17 significant digits that strtod
  * reads back as the same double. v must be finite. buf holds >= 32 bytes. */
-void ist_output_format_double(char *buf, size_t size, double v);
+void imgstat_record_format_double(char *buf, size_t size, double v);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* IMGSTAT_RECORD_H */

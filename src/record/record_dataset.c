@@ -1,0 +1,378 @@
+/* The dataset record (--dataset) in each format, and the figures of its
+ * pooled histograms. */
+#include "imgstat/record.h"
+#include "record_parts.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A pooled value: an integer for unscaled integer samples, else round-trip
+ * digits. */
+static void ds_value(char *buf, size_t size, const imgstat_dataset_result *r,
+                     double v) {
+  if (!r->scale_unit && !(r->depths & 4) && v >= 0)
+    imgstat_number_snprintf(buf, size, "%.0f", v);
+  else
+    imgstat_record_format_double(buf, size, v);
+}
+
+static void ds_sum(char *buf, size_t size, const imgstat_dataset_channel *c,
+                   int sq) {
+  if (c->sums_exact)
+    snprintf(buf, size, "%s", sq ? c->sum_sq_text : c->sum_text);
+  else
+    imgstat_record_format_double(buf, size, sq ? c->sum_sq : c->sum);
+}
+
+static int ds_depth(const imgstat_dataset_result *r) {
+  return r->depths == 1 ? 8 : r->depths == 2 ? 16 : r->depths == 4 ? 32 : 0;
+}
+
+static void ds_hist_json(FILE *out, const imgstat_record_hist *cfg,
+                         const imgstat_dataset_result *r, int c,
+                         const imgstat_hist_figures *f) {
+  /* inside the channel's object, after its first items */
+  ist_json_sink j;
+  memset(&j, 0, sizeof j);
+  j.out = out;
+  j.depth = 1;
+  j.items[0] = 1;
+  const imgstat_record_sink k = ist_record_json_sink_of(&j);
+  ist_record_emit_hist(&k, cfg, f, &r->ch[c].hist, r->hist_scale, 0);
+}
+
+static void ds_notes_json(FILE *out, const char *key,
+                          const imgstat_dataset_note *n, size_t count) {
+  fprintf(out, ",\"%s\":[", key);
+  for (size_t i = 0; i < count; i++) {
+    fputs(i ? ",{\"file\":" : "{\"file\":", out);
+    imgstat_record_json_string(out, n[i].file);
+    fputs(",\"reason\":", out);
+    imgstat_record_json_string(out, n[i].reason);
+    putc('}', out);
+  }
+  putc(']', out);
+}
+
+/* ,"KEY":text, or null when not defined (the dataset record's numbers). */
+static void json_number_or_null(FILE *out, const char *key, int defined,
+                                const char *text) {
+  fprintf(out, ",\"%s\":%s", key, defined ? text : "null");
+}
+
+/* "KEY":value,"KEY_file":...,"KEY_x":...,"KEY_y":... of a dataset extremum
+ * (nulls when the channel has no values). */
+static void json_extremum(FILE *out, const imgstat_dataset_result *r,
+                          const char *key, int v, double value,
+                          const imgstat_dataset_where *at) {
+  char buf[64], name[16];
+  ds_value(buf, sizeof buf, r, value);
+  json_number_or_null(out, key, v, buf);
+  fprintf(out, ",\"%s_file\":", key);
+  if (v)
+    imgstat_record_json_string(out, at->file);
+  else
+    fputs("null", out);
+  snprintf(name, sizeof name, "%s_x", key);
+  snprintf(buf, sizeof buf, "%" PRIu32, at->x);
+  json_number_or_null(out, name, v, buf);
+  snprintf(name, sizeof name, "%s_y", key);
+  snprintf(buf, sizeof buf, "%" PRIu32, at->y);
+  json_number_or_null(out, name, v, buf);
+}
+
+static void ds_json(FILE *out, const imgstat_dataset_result *r,
+                    const imgstat_record_hist *cfg,
+                    const imgstat_hist_figures *hf) {
+  char buf[64];
+  fprintf(out,
+          "{\"dataset\":{\"images\":%" PRIu64 ",\"pooled\":%" PRIu64
+          ",\"failed\":%" PRIu64 ",\"layout\":",
+          r->images, r->pooled, r->failed);
+  if (r->channels)
+    imgstat_record_json_string(out, imgstat_layout_name(r->channels));
+  else
+    fputs("null", out);
+  fprintf(out, ",\"channels\":%d,\"depth\":", r->channels);
+  if (ds_depth(r))
+    fprintf(out, "%d", ds_depth(r));
+  else
+    fputs("null", out);
+  fputs(",\"depths\":[", out);
+  for (int k = 0, first = 1; k < 3; k++)
+    if (r->depths & (1 << k)) {
+      fprintf(out, "%s%d", first ? "" : ",", 8 << k);
+      first = 0;
+    }
+  fprintf(out, "],\"as\":\"%s\",\"scale\":\"%s\",\"ddof\":%d,\"stats\":[",
+          imgstat_dataset_as_name(r->as), r->scale_unit ? "unit" : "none",
+          r->ddof);
+  for (int c = 0; c < r->channels; c++) {
+    const imgstat_dataset_channel *d = &r->ch[c];
+    int v = d->has_values;
+    fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
+    imgstat_record_json_string(out, imgstat_channel_name(r->channels, c));
+    fprintf(out, ",\"count\":%" PRIu64, d->count);
+    json_extremum(out, r, "min", v, d->min, &d->min_at);
+    json_extremum(out, r, "max", v, d->max, &d->max_at);
+    ds_sum(buf, sizeof buf, d, 0);
+    json_number_or_null(out, "sum", 1, buf);
+    ds_sum(buf, sizeof buf, d, 1);
+    json_number_or_null(out, "sum_sq", 1, buf);
+    imgstat_record_format_double(buf, sizeof buf, d->mean);
+    json_number_or_null(out, "mean", v && isfinite(d->mean), buf);
+    imgstat_record_format_double(buf, sizeof buf, d->std);
+    json_number_or_null(out, "std", d->has_std && isfinite(d->std), buf);
+    if (r->depths & 4)
+      fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
+              d->nan_count, d->inf_count);
+    if (hf && d->has_histogram)
+      ds_hist_json(out, cfg, r, c, &hf[c]);
+    putc('}', out);
+  }
+  putc(']', out);
+  if (hf && r->histogram_note[0]) {
+    fputs(",\"histogram_note\":", out);
+    imgstat_record_json_string(out, r->histogram_note);
+  }
+  ds_notes_json(out, "excluded", r->excluded, r->nexcluded);
+  fputs(",\"outlier_z\":", out);
+  imgstat_record_format_double(buf, sizeof buf, r->outlier_z);
+  fputs(buf, out);
+  ds_notes_json(out, "outliers", r->outliers, r->noutliers);
+  fputs("}}\n", out);
+}
+
+static void ds_csv_tail(FILE *out, const imgstat_record_hist *cfg,
+                        int error_column) {
+  if (cfg && cfg->decoder_column)
+    putc(',', out);
+  if (error_column)
+    putc(',', out);
+  putc('\n', out);
+}
+
+static void ds_csv(FILE *out, const imgstat_dataset_result *r,
+                   const imgstat_record_hist *cfg,
+                   const imgstat_hist_figures *hf, int error_column) {
+  char buf[64];
+  int nhist = cfg && cfg->fields ? 4 + cfg->npercentiles : 0;
+  for (int c = 0; c < r->channels; c++) {
+    const imgstat_dataset_channel *d = &r->ch[c];
+    int v = d->has_values;
+    fprintf(out, ",,,%d,", r->channels);
+    if (ds_depth(r))
+      fprintf(out, "%d", ds_depth(r));
+    fprintf(out, ",dataset,%d,%s,%" PRIu64, r->ddof,
+            imgstat_channel_name(r->channels, c), d->count);
+    ds_value(buf, sizeof buf, r, d->min);
+    ist_record_csv_field(out, v, buf);
+    ds_value(buf, sizeof buf, r, d->max);
+    ist_record_csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.x);
+    ist_record_csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->min_at.y);
+    ist_record_csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.x);
+    ist_record_csv_field(out, v, buf);
+    snprintf(buf, sizeof buf, "%" PRIu32, d->max_at.y);
+    ist_record_csv_field(out, v, buf);
+    ds_sum(buf, sizeof buf, d, 0);
+    ist_record_csv_field(out, 1, buf);
+    ds_sum(buf, sizeof buf, d, 1);
+    ist_record_csv_field(out, 1, buf);
+    imgstat_record_format_double(buf, sizeof buf, d->mean);
+    ist_record_csv_field(out, v, buf);
+    imgstat_record_format_double(buf, sizeof buf, d->std);
+    ist_record_csv_field(out, d->has_std && isfinite(d->std), buf);
+    fprintf(out, ",%" PRIu64 ",%" PRIu64, d->nan_count, d->inf_count);
+    if (nhist && hf && d->has_histogram) {
+      imgstat_hist_figures f = hf[c];
+      f.median *= r->hist_scale;
+      for (int i = 0; i < f.npercentiles; i++)
+        f.percentile[i] *= r->hist_scale;
+      ist_record_hist_csv_number(out, f.has_values, f.median);
+      for (int i = 0; i < cfg->npercentiles; i++)
+        ist_record_hist_csv_number(out, f.has_values, f.percentile[i]);
+      ist_record_hist_csv_number(out, f.has_values, f.entropy);
+      fputs(",,", out); /* no skewness / kurtosis for the pool */
+    } else {
+      for (int k = 0; k < nhist; k++)
+        putc(',', out);
+    }
+    fprintf(out, ",%" PRIu64 ",%" PRIu64 ",", r->images, r->failed);
+    if (v)
+      ist_record_csv_string(out, d->min_at.file);
+    putc(',', out);
+    if (v)
+      ist_record_csv_string(out, d->max_at.file);
+    putc(',', out);
+    ds_csv_tail(out, cfg, error_column);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    const imgstat_dataset_note *n = pass ? r->outliers : r->excluded;
+    size_t count = pass ? r->noutliers : r->nexcluded;
+    int empty = 0;
+    for (const char *p = ist_record_csv_header; *p; p++)
+      empty += *p == ',';
+    for (size_t i = 0; i < count; i++) {
+      ist_record_csv_string(out, n[i].file);
+      /* width .. backend: empty but backend; the rest empty */
+      fprintf(out, ",,,,,%s", pass ? "outlier" : "excluded");
+      for (int k = 5; k < empty + nhist + 4; k++)
+        putc(',', out);
+      putc(',', out);
+      ist_record_csv_string(out, n[i].reason);
+      ds_csv_tail(out, cfg, error_column);
+    }
+  }
+}
+
+static void ds_text(FILE *out, const imgstat_dataset_result *r,
+                    const imgstat_record_hist *cfg,
+                    const imgstat_hist_figures *hf, unsigned long index) {
+  char mn[48], mx[48], mean[48], sd[48];
+  int as_float = r->scale_unit || (r->depths & 4);
+  if (index > 0)
+    putc('\n', out);
+  fprintf(out,
+          "dataset  %" PRIu64 " images, %" PRIu64 " pooled, %" PRIu64 " failed",
+          r->images, r->pooled, r->failed);
+  if (r->channels) {
+    fprintf(out, "  %s  ", imgstat_layout_name(r->channels));
+    for (int k = 0, first = 1; k < 3; k++)
+      if (r->depths & (1 << k)) {
+        fprintf(out, "%s%d", first ? "" : "+", 8 << k);
+        first = 0;
+      }
+    fputs("-bit", out);
+  }
+  fprintf(out, "  as=%s  scale=%s\n", imgstat_dataset_as_name(r->as),
+          r->scale_unit ? "unit" : "none");
+  if (r->channels) {
+    fprintf(out, "%-8s %14s %12s %12s %12s %12s\n", "channel", "count", "min",
+            "max", "mean", r->ddof ? "std (N-1)" : "std (N)");
+    ist_float_column col[4]; /* min, max, mean, std: one format each */
+    memset(col, 0, sizeof col);
+    for (int c = 0; c < r->channels; c++)
+      if (r->ch[c].has_values) {
+        ist_float_column_add(&col[0], r->ch[c].min); /* min and max: one */
+        ist_float_column_add(&col[0], r->ch[c].max);
+        ist_float_column_add(&col[2], r->ch[c].mean);
+        if (r->ch[c].has_std)
+          ist_float_column_add(&col[3], r->ch[c].std);
+      }
+    for (int c = 0; c < r->channels; c++) {
+      const imgstat_dataset_channel *d = &r->ch[c];
+      if (!d->has_values) {
+        fprintf(out, "%-8s %14" PRIu64 " %12s %12s %12s %12s\n",
+                imgstat_channel_name(r->channels, c), d->count, "-", "-", "-",
+                "-");
+        continue;
+      }
+      if (as_float) {
+        ist_float_column_format(&col[0], mn, sizeof mn, d->min);
+        ist_float_column_format(&col[0], mx, sizeof mx, d->max);
+        ist_float_column_format(&col[2], mean, sizeof mean, d->mean);
+        ist_float_column_format(&col[3], sd, sizeof sd, d->std);
+      } else {
+        imgstat_number_snprintf(mn, sizeof mn, "%.0f", d->min);
+        imgstat_number_snprintf(mx, sizeof mx, "%.0f", d->max);
+        imgstat_number_snprintf(mean, sizeof mean, "%.4f", d->mean);
+        imgstat_number_snprintf(sd, sizeof sd, "%.4f", d->std);
+      }
+      if (!d->has_std)
+        strcpy(sd, "-");
+      fprintf(out, "%-8s %14" PRIu64 " %12s %12s %12s %12s\n",
+              imgstat_channel_name(r->channels, c), d->count, mn, mx, mean, sd);
+    }
+    for (int c = 0; c < r->channels; c++) {
+      const imgstat_dataset_channel *d = &r->ch[c];
+      if (!d->has_values)
+        continue;
+      ds_sum(mn, sizeof mn, d, 0);
+      ds_sum(mx, sizeof mx, d, 1);
+      fprintf(out, "%s: sum %s  sum_sq %s\n",
+              imgstat_channel_name(r->channels, c), mn, mx);
+      fprintf(out, "%s: min at ", imgstat_channel_name(r->channels, c));
+      imgstat_record_escape(out, d->min_at.file, IMGSTAT_ESCAPE_TEXT);
+      fprintf(out, " (%" PRIu32 ", %" PRIu32 "), max at ", d->min_at.x,
+              d->min_at.y);
+      imgstat_record_escape(out, d->max_at.file, IMGSTAT_ESCAPE_TEXT);
+      fprintf(out, " (%" PRIu32 ", %" PRIu32 ")\n", d->max_at.x, d->max_at.y);
+    }
+  }
+  if (hf && r->channels) {
+    if (r->histogram_note[0])
+      fprintf(out, "pooled histogram: %s\n", r->histogram_note);
+    for (int c = 0; c < r->channels; c++) {
+      if (!r->ch[c].has_histogram || !hf[c].has_values)
+        continue;
+      imgstat_number_fprintf(out, "%s: median %.6g",
+                             imgstat_channel_name(r->channels, c),
+                             hf[c].median * r->hist_scale);
+      for (int i = 0; i < cfg->npercentiles; i++)
+        imgstat_number_fprintf(out, "  p%g %.6g", cfg->percentiles[i],
+                               hf[c].percentile[i] * r->hist_scale);
+      imgstat_number_fprintf(out, "  entropy %.4f\n", hf[c].entropy);
+    }
+  }
+  for (size_t i = 0; i < r->nexcluded; i++) {
+    fputs("left out: ", out);
+    imgstat_record_escape(out, r->excluded[i].file, IMGSTAT_ESCAPE_TEXT);
+    fprintf(out, ": %s\n", r->excluded[i].reason);
+  }
+  for (size_t i = 0; i < r->noutliers; i++) {
+    fputs("outlier: ", out);
+    imgstat_record_escape(out, r->outliers[i].file, IMGSTAT_ESCAPE_TEXT);
+    fprintf(out, ": %s\n", r->outliers[i].reason);
+  }
+  if (r->scale_unit && r->channels) {
+    char buf[40];
+    fputs("Normalize(mean=[", out);
+    for (int c = 0; c < r->channels; c++) {
+      imgstat_record_format_double(buf, sizeof buf, r->ch[c].mean);
+      fprintf(out, "%s%s", c ? ", " : "", buf);
+    }
+    fputs("], std=[", out);
+    for (int c = 0; c < r->channels; c++) {
+      imgstat_record_format_double(buf, sizeof buf, r->ch[c].std);
+      fprintf(out, "%s%s", c ? ", " : "", buf);
+    }
+    fputs("])\n", out);
+  }
+}
+
+void imgstat_record_write_dataset(FILE *out, imgstat_record_format format,
+                                  const imgstat_dataset_result *r,
+                                  const imgstat_record_hist *hist,
+                                  const imgstat_hist_figures *hf,
+                                  unsigned long index, int error_column) {
+  switch (format) {
+  case IMGSTAT_RECORD_JSON:
+    ds_json(out, r, hist, hf);
+    break;
+  case IMGSTAT_RECORD_CSV:
+    ds_csv(out, r, hist, hf, error_column);
+    break;
+  case IMGSTAT_RECORD_TEXT:
+  case IMGSTAT_RECORD_BRIEF: /* the dataset's table, after a blank line */
+    ds_text(out, r, hist, hf, index);
+    break;
+  }
+}
+
+void imgstat_dataset_hist_figures(
+    const imgstat_dataset_result *r, const double *percentiles, int n,
+    imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS]) {
+  memset(hf, 0, sizeof(imgstat_hist_figures) * IMGSTAT_MAX_CHANNELS);
+  for (int c = 0; c < r->channels; c++) {
+    if (!r->ch[c].has_histogram)
+      continue;
+    imgstat_moments m;
+    imgstat_moments_from_histogram(&r->ch[c].hist, &m);
+    imgstat_hist_figures_compute(&r->ch[c].hist, &m, percentiles, n, &hf[c]);
+  }
+}
