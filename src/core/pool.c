@@ -19,6 +19,8 @@
 #include "merge.h"
 
 #include "checksum.h"
+#include "le_codec.h"
+#include "pool_key.h"
 
 __extension__ typedef unsigned __int128 u128;
 
@@ -264,8 +266,7 @@ static int sample_ok(imgstat_sample s) {
   return s == IMGSTAT_U8 || s == IMGSTAT_U16 || s == IMGSTAT_F32;
 }
 
-/* (ordinal, y, x) order: the first occurrence. */
-static int key_before(imgstat_pool_key a, imgstat_pool_key b) {
+int ist_pool_key_before(imgstat_pool_key a, imgstat_pool_key b) {
   if (a.ordinal != b.ordinal)
     return a.ordinal < b.ordinal;
   if (a.y != b.y)
@@ -277,11 +278,11 @@ static int key_before(imgstat_pool_key a, imgstat_pool_key b) {
 static void offer_extrema(imgstat_pool_channel *c, double min,
                           imgstat_pool_key min_key, double max,
                           imgstat_pool_key max_key) {
-  if (ist_min_wins(min, c->min, key_before(min_key, c->min_key))) {
+  if (ist_min_wins(min, c->min, ist_pool_key_before(min_key, c->min_key))) {
     c->min = min;
     c->min_key = min_key;
   }
-  if (ist_max_wins(max, c->max, key_before(max_key, c->max_key))) {
+  if (ist_max_wins(max, c->max, ist_pool_key_before(max_key, c->max_key))) {
     c->max = max;
     c->max_key = max_key;
   }
@@ -571,58 +572,17 @@ size_t imgstat_pool_serialized_size(const imgstat_pool *pool) {
   return serialized_size(pool->channels, pool->sample);
 }
 
-static uint8_t *put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    *p++ = (uint8_t)(v >> (8 * i));
-  return p;
-}
-
-static uint8_t *put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    *p++ = (uint8_t)(v >> (8 * i));
-  return p;
-}
-
-static uint8_t *put_f64(uint8_t *p, double v) {
-  uint64_t b;
-  memcpy(&b, &v, sizeof b);
-  return put64(p, b);
-}
-
-static uint8_t *put_key(uint8_t *p, imgstat_pool_key k) {
-  p = put64(p, k.ordinal);
-  p = put32(p, k.x);
-  return put32(p, k.y);
-}
-
-static uint32_t get32(const uint8_t **p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++)
-    v |= (uint32_t)(*p)[i] << (8 * i);
-  *p += 4;
-  return v;
-}
-
-static uint64_t get64(const uint8_t **p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++)
-    v |= (uint64_t)(*p)[i] << (8 * i);
-  *p += 8;
-  return v;
-}
-
-static double get_f64(const uint8_t **p) {
-  uint64_t b = get64(p);
-  double v;
-  memcpy(&v, &b, sizeof v);
-  return v;
+static void put_key(uint8_t **p, imgstat_pool_key k) {
+  ist_le_put64(p, k.ordinal);
+  ist_le_put32(p, k.x);
+  ist_le_put32(p, k.y);
 }
 
 static imgstat_pool_key get_key(const uint8_t **p) {
   imgstat_pool_key k;
-  k.ordinal = get64(p);
-  k.x = get32(p);
-  k.y = get32(p);
+  k.ordinal = ist_le_get64(p);
+  k.x = ist_le_get32(p);
+  k.y = ist_le_get32(p);
   return k;
 }
 
@@ -643,33 +603,33 @@ imgstat_status imgstat_pool_serialize(const imgstat_pool *pool, void *buf,
   uint8_t *p = buf;
   memcpy(p, POOL_MAGIC, 8);
   p += 8;
-  p = put32(p, POOL_VERSION);
-  p = put32(p, (uint32_t)pool->channels);
-  p = put32(p, pool->channels ? (uint32_t)pool->sample : 0);
-  p = put32(p, 0); /* reserved */
-  p = put64(p, pool->images);
+  ist_le_put32(&p, POOL_VERSION);
+  ist_le_put32(&p, (uint32_t)pool->channels);
+  ist_le_put32(&p, pool->channels ? (uint32_t)pool->sample : 0);
+  ist_le_put32(&p, 0); /* reserved */
+  ist_le_put64(&p, pool->images);
   for (int c = 0; c < pool->channels; c++) {
     const imgstat_pool_channel *ch = &pool->ch[c];
-    p = put64(p, ch->count);
-    p = put64(p, ch->nan_count);
-    p = put64(p, ch->inf_count);
-    p = put_f64(p, ch->min);
-    p = put_key(p, ch->min_key);
-    p = put_f64(p, ch->max);
-    p = put_key(p, ch->max_key);
+    ist_le_put64(&p, ch->count);
+    ist_le_put64(&p, ch->nan_count);
+    ist_le_put64(&p, ch->inf_count);
+    ist_le_put_f64(&p, ch->min);
+    put_key(&p, ch->min_key);
+    ist_le_put_f64(&p, ch->max);
+    put_key(&p, ch->max_key);
     if (pool->sample == IMGSTAT_F32) {
       for (int i = 0; i < FSUM_WORDS; i++)
-        p = put64(p, ch->fsum[i]);
+        ist_le_put64(&p, ch->fsum[i]);
       for (int i = 0; i < FSQ_WORDS; i++)
-        p = put64(p, ch->fsq[i]);
+        ist_le_put64(&p, ch->fsq[i]);
     } else {
-      p = put64(p, ch->sum.lo);
-      p = put64(p, ch->sum.hi);
-      p = put64(p, ch->sumsq.lo);
-      p = put64(p, ch->sumsq.hi);
+      ist_le_put64(&p, ch->sum.lo);
+      ist_le_put64(&p, ch->sum.hi);
+      ist_le_put64(&p, ch->sumsq.lo);
+      ist_le_put64(&p, ch->sumsq.hi);
     }
   }
-  put64(p, ist_fnv1a(buf, need - CHECKSUM_BYTES));
+  ist_le_put64(&p, ist_fnv1a(buf, need - CHECKSUM_BYTES));
   return IMGSTAT_OK;
 }
 
@@ -699,13 +659,14 @@ imgstat_status imgstat_pool_deserialize(imgstat_pool *pool, const void *buf,
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "not a serialized imgstat pool");
   p += 8;
-  uint32_t version = get32(&p);
+  uint32_t version = ist_le_get32(&p);
   if (version != POOL_VERSION)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "serialized pool of version %u; this library "
                              "reads version %u",
                              version, POOL_VERSION);
-  uint32_t channels = get32(&p), sample = get32(&p), reserved = get32(&p);
+  uint32_t channels = ist_le_get32(&p), sample = ist_le_get32(&p),
+           reserved = ist_le_get32(&p);
   int layout_ok =
       reserved == 0 && ((channels == 0 && sample == 0) ||
                         (channels >= 1 && channels <= IMGSTAT_MAX_CHANNELS &&
@@ -721,7 +682,7 @@ imgstat_status imgstat_pool_deserialize(imgstat_pool *pool, const void *buf,
                              "serialized pool: %zu bytes, its layout needs %zu",
                              size, need);
   const uint8_t *sum_at = start + need - CHECKSUM_BYTES;
-  if (get64(&sum_at) != ist_fnv1a(start, need - CHECKSUM_BYTES))
+  if (ist_le_get64(&sum_at) != ist_fnv1a(start, need - CHECKSUM_BYTES))
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "serialized pool: damaged (checksum mismatch)");
 
@@ -729,27 +690,27 @@ imgstat_status imgstat_pool_deserialize(imgstat_pool *pool, const void *buf,
   imgstat_pool_init(&q);
   q.channels = (int)channels;
   q.sample = (imgstat_sample)sample;
-  q.images = get64(&p);
+  q.images = ist_le_get64(&p);
   int ok = channels > 0 || q.images == 0;
   for (uint32_t c = 0; c < channels; c++) {
     imgstat_pool_channel *ch = &q.ch[c];
-    ch->count = get64(&p);
-    ch->nan_count = get64(&p);
-    ch->inf_count = get64(&p);
-    ch->min = get_f64(&p);
+    ch->count = ist_le_get64(&p);
+    ch->nan_count = ist_le_get64(&p);
+    ch->inf_count = ist_le_get64(&p);
+    ch->min = ist_le_get_f64(&p);
     ch->min_key = get_key(&p);
-    ch->max = get_f64(&p);
+    ch->max = ist_le_get_f64(&p);
     ch->max_key = get_key(&p);
     if (q.sample == IMGSTAT_F32) {
       for (int i = 0; i < FSUM_WORDS; i++)
-        ch->fsum[i] = get64(&p);
+        ch->fsum[i] = ist_le_get64(&p);
       for (int i = 0; i < FSQ_WORDS; i++)
-        ch->fsq[i] = get64(&p);
+        ch->fsq[i] = ist_le_get64(&p);
     } else {
-      ch->sum.lo = get64(&p);
-      ch->sum.hi = get64(&p);
-      ch->sumsq.lo = get64(&p);
-      ch->sumsq.hi = get64(&p);
+      ch->sum.lo = ist_le_get64(&p);
+      ch->sum.hi = ist_le_get64(&p);
+      ch->sumsq.lo = ist_le_get64(&p);
+      ch->sumsq.hi = ist_le_get64(&p);
     }
     ok = ok && channel_plausible(ch, q.sample);
   }

@@ -5,6 +5,7 @@
 #include "checksum.h"
 #include "dataset_state.h"
 #include "imgstat/dataset.h"
+#include "le_codec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -41,16 +42,15 @@ static void w_bytes(wbuf *w, const void *src, size_t n) {
 }
 
 static void w_u64(wbuf *w, uint64_t v) {
-  uint8_t b[8];
-  for (int i = 0; i < 8; i++)
-    b[i] = (uint8_t)(v >> (8 * i));
+  uint8_t b[8], *p = b;
+  ist_le_put64(&p, v);
   w_bytes(w, b, 8);
 }
 
 static void w_f64(wbuf *w, double v) {
-  uint64_t b;
-  memcpy(&b, &v, sizeof b);
-  w_u64(w, b);
+  uint8_t b[8], *p = b;
+  ist_le_put_f64(&p, v);
+  w_bytes(w, b, 8);
 }
 
 typedef struct rbuf {
@@ -71,17 +71,12 @@ static const uint8_t *r_bytes(rbuf *r, size_t n) {
 
 static uint64_t r_u64(rbuf *r) {
   const uint8_t *b = r_bytes(r, 8);
-  uint64_t v = 0;
-  for (int i = 0; b && i < 8; i++)
-    v |= (uint64_t)b[i] << (8 * i);
-  return v;
+  return b ? ist_le_get64(&b) : 0;
 }
 
 static double r_f64(rbuf *r) {
-  uint64_t b = r_u64(r);
-  double v;
-  memcpy(&v, &b, sizeof v);
-  return v;
+  const uint8_t *b = r_bytes(r, 8);
+  return b ? ist_le_get_f64(&b) : 0;
 }
 
 imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,

@@ -4,6 +4,7 @@
  */
 #include "dataset_state.h"
 #include "imgstat/dataset.h"
+#include "pool_key.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -41,14 +42,6 @@ static const char *name_of(summary *const *s, size_t n, char **names,
       hi = mid;
   }
   return lo < n && s[lo]->ordinal == ordinal ? names[lo] : "";
-}
-
-static int key_before(imgstat_pool_key a, imgstat_pool_key b) {
-  if (a.ordinal != b.ordinal)
-    return a.ordinal < b.ordinal;
-  if (a.y != b.y)
-    return a.y < b.y;
-  return a.x < b.x;
 }
 
 /* Appends reason text to note (joined with "; "). */
@@ -108,11 +101,13 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
     if (!f[k].has_values)
       continue;
     long double mn = f[k].min * s_k, mx = f[k].max * s_k;
-    if (mn < best_min || (mn == best_min && key_before(f[k].min_key, kmin))) {
+    if (mn < best_min ||
+        (mn == best_min && ist_pool_key_before(f[k].min_key, kmin))) {
       best_min = mn;
       kmin = f[k].min_key;
     }
-    if (mx > best_max || (mx == best_max && key_before(f[k].max_key, kmax))) {
+    if (mx > best_max ||
+        (mx == best_max && ist_pool_key_before(f[k].max_key, kmax))) {
       best_max = mx;
       kmax = f[k].max_key;
     }
