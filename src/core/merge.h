@@ -25,6 +25,9 @@
 #define IST_MERGE_H
 
 #include <stdint.h>
+#ifndef __CUDACC__
+#include <math.h>
+#endif
 
 #include "imgstat/imgstat.h"
 
@@ -133,5 +136,38 @@ ist_partial_merge(imgstat_partial *a, const imgstat_partial *b, int is_float) {
     a->sumsq += b->sumsq;
   }
 }
+
+#ifndef __CUDACC__
+/* ---- the deviation of pooled figures (host code, long double) ----------
+ * The one home of the standard deviation's last steps over pooled counts:
+ * the per-image integer figures (partial.c), the exact pools (pool.c) and
+ * the dataset's pools of several depths (src/dataset/) round through these,
+ * so a pool of one image gives that image's bits. */
+
+/* sqrt(d / (N * (N - ddof))) for d = N * (sum of squared deviations), the
+ * form the exact integer sums give (N * sumsq - sum^2). */
+static inline long double ist_std_of_scaled_m2(long double d, uint64_t count,
+                                               int ddof) {
+  long double den = (long double)count * (long double)(count - (uint64_t)ddof);
+  return sqrtl(d / den);
+}
+
+/* Pools merged once each one's count, mean and m2 are known: m2 about the
+ * grand mean (the pools' sum over their count) gains each pool's m2 about
+ * its own mean and its count times the squared distance between the two
+ * means (the decomposition Chan's update applies pairwise). */
+static inline void ist_pooled_m2_add(long double *m2, long double count_k,
+                                     long double mean_k, long double m2_k,
+                                     long double mean) {
+  long double dm = mean_k - mean;
+  *m2 += m2_k + count_k * dm * dm;
+}
+
+/* The deviation of a pooled m2 over count samples: sqrt(m2 / (N - ddof)). */
+static inline long double ist_pooled_std(long double m2, uint64_t count,
+                                         int ddof) {
+  return sqrtl(m2 / (long double)(count - (uint64_t)ddof));
+}
+#endif
 
 #endif /* IST_MERGE_H */

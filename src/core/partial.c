@@ -670,9 +670,7 @@ static double int_std(uint64_t count, uint64_t sum, uint64_t sumsq, int ddof) {
   u128 d = (u128)count * sumsq - (u128)sum * sum;
   if (d == 0)
     return 0.0;
-  long double num = (long double)d;
-  long double den = (long double)count * (long double)(count - (uint64_t)ddof);
-  return (double)sqrtl(num / den);
+  return (double)ist_std_of_scaled_m2((long double)d, count, ddof);
 }
 
 void imgstat_figures_compute(const imgstat_partial *p, imgstat_sample sample,

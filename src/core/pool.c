@@ -240,8 +240,7 @@ static double std_from(const uint64_t *d, int n, int unit, uint64_t count,
     num *= 2;
     t -= 1;
   }
-  long double den = (long double)count * (long double)(count - (uint64_t)ddof);
-  return (double)ldexpl(sqrtl(num / den), t / 2);
+  return (double)ldexpl(ist_std_of_scaled_m2(num, count, ddof), t / 2);
 }
 
 /* ---- the pool ------------------------------------------------------------ */

@@ -4,6 +4,7 @@
  */
 #include "dataset_state.h"
 #include "imgstat/dataset.h"
+#include "merge.h"
 #include "pool_key.h"
 
 #include <math.h>
@@ -170,14 +171,13 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
       mk = f0[k].mean;
       m2k = (long double)f0[k].std * f0[k].std * nk;
     }
-    long double dm = mk * s_k - mean;
-    m2 += m2k * s_k * s_k + nk * dm * dm;
+    ist_pooled_m2_add(&m2, nk, mk * s_k, m2k * s_k * s_k, mean);
   }
   out->mean = (double)mean;
   out->sum = (double)sum;
   out->sum_sq = (double)sum_sq;
   if (out->has_std)
-    out->std = (double)sqrtl(m2 / (long double)(count - (uint64_t)ddof));
+    out->std = (double)ist_pooled_std(m2, count, ddof);
 }
 
 /* The pooled histograms of channel c (see imgstat_dataset_result). */
