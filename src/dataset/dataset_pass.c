@@ -4,6 +4,7 @@
  * range of pooled histograms, the pool itself on the batch runner and the
  * engine, and the one normalization plan of a pooled dataset.
  */
+#include "clip.h"
 #include "dataset_extra.h"
 #include "imgstat/dataset.h"
 #include "imgstat/job.h"
@@ -332,14 +333,11 @@ static imgstat_status measure_pooled(const imgstat_dataset_result *r,
           s = imgstat_histogram_add(&sum, h, err);
         continue;
       }
-      m->has_values[c] =
-          imgstat_histogram_percentile(h, opts->clip_low, &m->lo[c]) &&
-          imgstat_histogram_percentile(h, opts->clip_high, &m->hi[c]);
+      m->has_values[c] = ist_norm_clip_range(h, opts, &m->lo[c], &m->hi[c]);
     }
     double lo = 0, hi = 0;
     int any = s == IMGSTAT_OK && sum.counts &&
-              imgstat_histogram_percentile(&sum, opts->clip_low, &lo) &&
-              imgstat_histogram_percentile(&sum, opts->clip_high, &hi);
+              ist_norm_clip_range(&sum, opts, &lo, &hi);
     uint64_t ltotal = sum.total;
     imgstat_histogram_free(&sum);
     if (s != IMGSTAT_OK)

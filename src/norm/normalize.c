@@ -7,6 +7,7 @@
  */
 #include "imgstat/norm.h"
 
+#include "clip.h"
 #include "image_rows.h"
 #include "norm_map.h"
 
@@ -105,6 +106,12 @@ static int channel_normalized(const imgstat_image *img,
          o->alpha == IMGSTAT_ALPHA_NORMALIZE;
 }
 
+int ist_norm_clip_range(const imgstat_histogram *h,
+                        const imgstat_norm_options *o, double *lo, double *hi) {
+  return imgstat_histogram_percentile(h, o->clip_low, lo) &&
+         imgstat_histogram_percentile(h, o->clip_high, hi);
+}
+
 /* The percentiles of each normalized channel; with `linked`, of the colour
  * channels' histograms added together (float: over one common range). */
 static imgstat_status measure_clip(const imgstat_image *img,
@@ -144,16 +151,13 @@ static imgstat_status measure_clip(const imgstat_image *img,
     if (link) {
       st = imgstat_histogram_add(&linked, &h, err);
     } else {
-      m->has_values[c] =
-          imgstat_histogram_percentile(&h, o->clip_low, &m->lo[c]) &&
-          imgstat_histogram_percentile(&h, o->clip_high, &m->hi[c]);
+      m->has_values[c] = ist_norm_clip_range(&h, o, &m->lo[c], &m->hi[c]);
     }
     imgstat_histogram_free(&h);
   }
   if (st == IMGSTAT_OK && linked.counts) {
     double lo = 0, hi = 0;
-    int any = imgstat_histogram_percentile(&linked, o->clip_low, &lo) &&
-              imgstat_histogram_percentile(&linked, o->clip_high, &hi);
+    int any = ist_norm_clip_range(&linked, o, &lo, &hi);
     for (int c = 0; c < img->channels; c++) {
       if (imgstat_channel_is_alpha(img->channels, c))
         continue;
