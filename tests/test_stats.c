@@ -687,6 +687,34 @@ static void test_threads_identical(void) {
     }
 }
 
+static void test_partial_same(void) {
+  /* The backends' agreement rule: every field, f32 mean and m2 to the bit. */
+  imgstat_image img = make_image(64, 32, 1, IMGSTAT_F32);
+  fill_random(&img, 9);
+  imgstat_partial a, b;
+  imgstat_partial_init(&a);
+  imgstat_partial_scan(&a, img.planes[0], img.sample, 0, npix(&img));
+  b = a;
+  CU_ASSERT_TRUE(imgstat_partial_same(&a, &b, IMGSTAT_F32));
+  b.mean = nextafter(a.mean, INFINITY); /* one ulp: not the same */
+  CU_ASSERT_FALSE(imgstat_partial_same(&a, &b, IMGSTAT_F32));
+  b = a;
+  b.m2 = nextafter(a.m2, 0.0);
+  CU_ASSERT_FALSE(imgstat_partial_same(&a, &b, IMGSTAT_F32));
+  b = a;
+  b.min_index++;
+  CU_ASSERT_FALSE(imgstat_partial_same(&a, &b, IMGSTAT_F32));
+  test_image_free(&img);
+  imgstat_partial u = {0}, v;
+  u.count = v.count = 3;
+  u.sum = 6;
+  u.sumsq = 14;
+  v = u;
+  CU_ASSERT_TRUE(imgstat_partial_same(&u, &v, IMGSTAT_U8));
+  v.sumsq++;
+  CU_ASSERT_FALSE(imgstat_partial_same(&u, &v, IMGSTAT_U16));
+}
+
 static void test_arguments(void) {
   imgstat_partial out[IMGSTAT_MAX_CHANNELS];
   imgstat_error err;
@@ -732,6 +760,7 @@ static const test_case tests[] = {
     {"float signed zeros", test_signed_zero},
     {"integer merge associativity", test_merge_associative},
     {"same bits for -j 1, 2, 3, 7", test_threads_identical},
+    {"partials the same by the backends' rule", test_partial_same},
     {"argument errors, empty image", test_arguments},
     {NULL, NULL}};
 

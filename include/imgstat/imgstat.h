@@ -319,6 +319,15 @@ void imgstat_partial_merge(imgstat_partial *a, const imgstat_partial *b,
 void imgstat_partial_scan(imgstat_partial *p, const void *plane,
                           imgstat_sample sample, uint64_t first, uint64_t n);
 
+/* Whether two partials of one plane agree as the backends promise each other
+ * (the GPU's against the CPU's, one worker count against another): every
+ * count, extremum and index equal, u8 / u16 sums exact, f32 mean and m2 to
+ * the bit (the canonical float order, docs/float-order.md). The one home of
+ * that rule; a library that is not imgstat (NPP, CUB in the benchmark)
+ * rounds its own way and is compared with a tolerance of its own. */
+int imgstat_partial_same(const imgstat_partial *a, const imgstat_partial *b,
+                         imgstat_sample sample);
+
 /* Reported figures for one channel. */
 typedef struct imgstat_figures {
   uint64_t count; /* samples in min/max/mean/std (finite ones for f32) */

@@ -467,18 +467,6 @@ static void *startup_create_thread(void *arg) {
   return NULL;
 }
 
-static int partials_equal(const imgstat_partial *a, const imgstat_partial *b,
-                          imgstat_sample sample) {
-  if (a->count != b->count || a->nan_count != b->nan_count ||
-      a->inf_count != b->inf_count || a->min != b->min || a->max != b->max ||
-      a->min_index != b->min_index || a->max_index != b->max_index)
-    return 0;
-  if (sample != IMGSTAT_F32)
-    return a->sum == b->sum && a->sumsq == b->sumsq;
-  return fabs(a->mean - b->mean) <= 1e-12 * fabs(b->mean) &&
-         fabs(a->m2 - b->m2) <= 1e-12 * fabs(b->m2);
-}
-
 static int run_startup(const char *path, int device, int parallel, int json,
                        int quick_exit) {
   double t_start = now_ms();
@@ -542,8 +530,8 @@ static int run_startup(const char *path, int device, int parallel, int json,
   }
   int equal = 1;
   for (int c = 0; c < img.channels; c++)
-    equal &= partials_equal(&gpu1[c], &cpu[c], img.sample) &&
-             partials_equal(&gpu2[c], &cpu[c], img.sample);
+    equal &= imgstat_partial_same(&gpu1[c], &cpu[c], img.sample) &&
+             imgstat_partial_same(&gpu2[c], &cpu[c], img.sample);
   double total_ms = now_ms() - t_start;
 
   if (json) {

@@ -660,6 +660,18 @@ void ist_partial_scan_rows(imgstat_partial *p, const void *plane, size_t stride,
   scan_end(&acc, sample);
 }
 
+int imgstat_partial_same(const imgstat_partial *a, const imgstat_partial *b,
+                         imgstat_sample sample) {
+  if (a->count != b->count || a->nan_count != b->nan_count ||
+      a->inf_count != b->inf_count || a->min != b->min || a->max != b->max ||
+      a->min_index != b->min_index || a->max_index != b->max_index)
+    return 0;
+  if (sample != IMGSTAT_F32)
+    return a->sum == b->sum && a->sumsq == b->sumsq;
+  return memcmp(&a->mean, &b->mean, sizeof a->mean) == 0 &&
+         memcmp(&a->m2, &b->m2, sizeof a->m2) == 0;
+}
+
 /* ---- figures ------------------------------------------------------------- */
 
 /* Integer std from exact integers: N*sumsq - sum^2 is exact in 128 bits (up to
