@@ -14,6 +14,8 @@
 
 #include "imgstat/dataset.h"
 #include "imgstat/imgstat.h"
+#include "imgstat/job.h"
+#include "imgstat/pipeline.h"
 #include "test_util.h"
 
 __extension__ typedef unsigned __int128 u128;
@@ -306,12 +308,79 @@ static void test_arguments(void) {
   imgstat_dataset_destroy(e);
 }
 
+/* The pooling pass over one input that can be read only once. */
+typedef struct one_input {
+  const imgstat_input *in;
+  int given;
+  imgstat_error why;
+  int failures;
+} one_input;
+
+static imgstat_status one_next(void *ctx, const imgstat_input **item,
+                               imgstat_error *err) {
+  (void)err;
+  one_input *o = ctx;
+  *item = o->given++ ? NULL : o->in;
+  return IMGSTAT_OK;
+}
+
+static void one_failed(void *ctx, const imgstat_input *in,
+                       const imgstat_error *why) {
+  (void)in;
+  one_input *o = ctx;
+  o->why = *why;
+  o->failures++;
+}
+
+static void test_read_once_cause(void) {
+  /* in the library's words, with a cause a front end words (no flag) */
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_engine_options eo;
+  memset(&eo, 0, sizeof eo);
+  eo.backend = IMGSTAT_BACKEND_CPU;
+  eo.threads = 1;
+  imgstat_engine *engine = NULL;
+  CU_ASSERT_FATAL(imgstat_engine_create(&eo, &engine, &err) == IMGSTAT_OK);
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  imgstat_dataset *d = NULL;
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &d, &err) == IMGSTAT_OK);
+  imgstat_input in;
+  memset(&in, 0, sizeof in);
+  in.path = "/dev/stdin";
+  in.read_once = 1;
+  one_input one;
+  memset(&one, 0, sizeof one);
+  one.in = &in;
+  imgstat_load_options load;
+  memset(&load, 0, sizeof load);
+  imgstat_dataset_pass p;
+  memset(&p, 0, sizeof p);
+  p.ctx = &one;
+  p.next = one_next;
+  p.load = &load;
+  p.engine = engine;
+  p.workers = 1;
+  int cancelled = 0;
+  CU_ASSERT(imgstat_dataset_pool_inputs(&p, d, one_failed, &cancelled, &err) ==
+            IMGSTAT_OK);
+  CU_ASSERT_EQUAL(one.failures, 1);
+  CU_ASSERT_EQUAL(one.why.cause, IMGSTAT_CAUSE_READ_ONCE);
+  CU_ASSERT_STRING_EQUAL(imgstat_cause_name(one.why.cause), "read_once");
+  CU_ASSERT(one.why.what && strcmp(one.why.what, "dataset") == 0);
+  CU_ASSERT(strstr(one.why.message, "--") == NULL);
+  imgstat_dataset_destroy(d);
+  imgstat_engine_destroy(engine);
+}
+
 static const test_case tests[] = {
     {"dataset", NULL},
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
     {"every order and grouping: the same result", test_groupings},
     {"--as rgb replicates gray", test_as_rgb_replicates},
     {"arguments", test_arguments},
+    {"a read-once input: the pool's cause", test_read_once_cause},
     {NULL, NULL}};
 
 int main(void) { return test_main(tests); }

@@ -232,7 +232,7 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
                                       imgstat_error *err);
 void imgstat_dataset_result_free(imgstat_dataset_result *res);
 
-/* ---- passes over the inputs (src/pipeline/dataset_pass.c) ------------------
+/* ---- passes over the inputs (src/dataset/dataset_pass.c) ------------------
  * The runs that pool a whole list of inputs before anything else is done
  * with them: the batch runner (imgstat_pipeline.h) decodes them on its
  * workers within its memory budget, the engine (imgstat_job.h) computes

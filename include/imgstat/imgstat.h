@@ -39,12 +39,17 @@ typedef enum imgstat_status {
  * the fields) without reading the message. A message with a cause ends with
  * the setting's name as imgstat_cause_name gives it, then ')': "... over the
  * limit of 100 (max_pixels)"; IMGSTAT_CAUSE_GPU_UNUSABLE's message begins
- * with its `what` instead: "backend=gpu needs a usable GPU: ...". */
+ * with its `what` instead: "backend=gpu needs a usable GPU: ...";
+ * IMGSTAT_CAUSE_READ_ONCE's is "can be read only once, and the dataset pass
+ * reads every input twice", its `what` the setting ("dataset"). */
 typedef enum imgstat_cause {
   IMGSTAT_CAUSE_NONE = 0,
-  IMGSTAT_CAUSE_MAX_PIXELS,  /* an image over max_pixels: value pixels */
-  IMGSTAT_CAUSE_MAX_MEMORY,  /* over max_memory: value bytes wanted */
-  IMGSTAT_CAUSE_GPU_UNUSABLE /* `what` needs a GPU and none is usable */
+  IMGSTAT_CAUSE_MAX_PIXELS,   /* an image over max_pixels: value pixels */
+  IMGSTAT_CAUSE_MAX_MEMORY,   /* over max_memory: value bytes wanted */
+  IMGSTAT_CAUSE_GPU_UNUSABLE, /* `what` needs a GPU and none is usable */
+  /* the input can be read only once (a pipe, a FIFO) and `what` reads
+   * every input twice ("dataset": the dataset's pooling pass) */
+  IMGSTAT_CAUSE_READ_ONCE
 } imgstat_cause;
 
 /* The reason for a failure, in words for the user (no file name: the caller
@@ -61,7 +66,7 @@ typedef struct imgstat_error {
 } imgstat_error;
 
 /* The cause's name in the library's words ("max_pixels", "max_memory",
- * "gpu_unusable"; "" for none): static storage. */
+ * "gpu_unusable", "read_once"; "" for none): static storage. */
 const char *imgstat_cause_name(imgstat_cause cause);
 
 /* Fills err (if not NULL) with a printf-style message and returns status. */

@@ -81,6 +81,7 @@ static const char *option_of(const char *setting) {
       {"verify", "--verify"},
       {"backend=gpu", "--backend gpu"},
       {"jpeg_decoder=gpu", "--jpeg-decoder gpu"},
+      {"dataset", "--dataset"},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(names[i][0], setting) == 0)
@@ -115,6 +116,15 @@ const char *ist_cli_error_words(const imgstat_error *err, char *out) {
     }
     break;
   }
+  case IMGSTAT_CAUSE_READ_ONCE:
+    /* the pass that reads every input twice, as the option that asks it */
+    if (err->what) {
+      snprintf(out, IMGSTAT_CLI_WORDS_MAX,
+               "can be read only once, and %s reads every input twice",
+               option_of(err->what));
+      return out;
+    }
+    break;
   case IMGSTAT_CAUSE_NONE:
     break;
   }

@@ -195,7 +195,7 @@ imgstat_status imgstat_dataset_create(const imgstat_dataset_options *opts,
        !(d->o.lo <= d->o.hi && isfinite(d->o.lo) && isfinite(d->o.hi)))) {
     free(d);
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "bad dataset options (--as or the range)");
+                             "bad dataset options (as, or the range lo..hi)");
   }
   for (int l = 0; l < NLAYOUT; l++)
     for (int k = 0; k < NDEPTH; k++)

@@ -222,8 +222,9 @@ static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
     imgstat_task_reserve(task, 0);
     out->failed = 1;
     imgstat_error_set(&out->err, IMGSTAT_ERR_ARG,
-                      "can be read only once, and --dataset reads every "
-                      "input twice");
+                      "can be read only once, and the dataset pass reads "
+                      "every input twice");
+    imgstat_error_cause(&out->err, IMGSTAT_CAUSE_READ_ONCE, 0, 0, "dataset");
     return;
   }
   imgstat_image img;
