@@ -1,0 +1,111 @@
+// The dataset record of a run (imgstat.dataset): its options, the record as
+// a dict with its names as Python gives them, the failures among the
+// inputs.
+#include "binding.h"
+
+#include <stdexcept>
+
+namespace binding {
+
+void Scan::finish_dataset(imgstat_run *run) {
+  imgstat_dataset_result r;
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  if (imgstat_run_dataset_finish(run, args_.req.ddof, &r, &err) != IMGSTAT_OK) {
+    error_ = err.message;
+    return;
+  }
+  dataset_ok_ = dataset_json(&r, args_.req, &dataset_json_);
+  for (int c = 0; c < r.channels; c++)
+    ds_texts_.extrema.emplace_back(
+        r.ch[c].has_values ? r.ch[c].min_at.file : "",
+        r.ch[c].has_values ? r.ch[c].max_at.file : "");
+  for (size_t i = 0; i < r.nexcluded; i++)
+    ds_texts_.excluded.emplace_back(r.excluded[i].file, r.excluded[i].reason);
+  for (size_t i = 0; i < r.noutliers; i++)
+    ds_texts_.outliers.emplace_back(r.outliers[i].file, r.outliers[i].reason);
+  imgstat_dataset_result_free(&r);
+}
+
+// The record's names (the extrema's files, the images left out and the
+// outliers, and why) as py_text makes them, not as the text holds them
+// (U+FFFD for bytes that are not UTF-8).
+nb::object Scan::dataset_record() {
+  if (!dataset_ok_)
+    throw std::runtime_error("the run has no dataset record");
+  nb::object record =
+      nb::module_::import_("json").attr("loads")(py_text(dataset_json_));
+  nb::dict ds = nb::cast<nb::dict>(record["dataset"]);
+  nb::list stats = nb::cast<nb::list>(ds["stats"]);
+  for (size_t c = 0; c < ds_texts_.extrema.size(); c++) {
+    const auto &files = ds_texts_.extrema[c];
+    if (files.first.empty() && files.second.empty())
+      continue; // no values: nulls
+    nb::dict ch = nb::cast<nb::dict>(stats[c]);
+    ch["min_file"] = py_text(files.first);
+    ch["max_file"] = py_text(files.second);
+  }
+  const char *const keys[2] = {"excluded", "outliers"};
+  for (int k = 0; k < 2; k++) {
+    nb::list notes = nb::cast<nb::list>(ds[keys[k]]);
+    const auto &texts = k ? ds_texts_.outliers : ds_texts_.excluded;
+    for (size_t i = 0; i < texts.size(); i++) {
+      nb::dict note = nb::cast<nb::dict>(notes[i]);
+      note["file"] = py_text(texts[i].first);
+      note["reason"] = py_text(texts[i].second);
+    }
+  }
+  return record;
+}
+
+namespace {
+
+// The dataset record of the inputs (the command line's --dataset-only
+// --json) as a dict, and the failures among them: (record, [(path, status,
+// message)]).
+nb::tuple dataset(nb::handle inputs, nb::handle lists, int jobs, bool follow,
+                  const std::string &as, const std::string &scale,
+                  double outlier_z, std::optional<std::vector<double>> range,
+                  int ddof, bool histogram,
+                  std::optional<std::vector<double>> percentiles,
+                  const std::string &backend, const std::string &jpeg_decoder) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  RunArgs a = make_run_args(c_paths(inputs), c_paths(lists), jobs, follow, req,
+                            jpeg_decoder);
+  a.dataset = true;
+  std::memset(&a.ds, 0, sizeof a.ds);
+  a.ds.as = as_of(as);
+  a.ds.scale_unit = scale_unit(scale);
+  if (!(outlier_z > 0))
+    throw nb::value_error("outlier_z must be positive");
+  a.ds.outlier_z = outlier_z;
+  if (range) {
+    std::pair<double, double> r = range_of(*range);
+    a.ds.have_range = 1;
+    a.ds.lo = r.first;
+    a.ds.hi = r.second;
+  }
+  std::unique_ptr<Scan> scan(new Scan(std::move(a)));
+  nb::list failures;
+  for (;;) {
+    nb::object it = scan->next();
+    if (it.is_none())
+      break;
+    nb::tuple t = nb::cast<nb::tuple>(it);
+    if (!nb::cast<bool>(t[0]))
+      failures.append(t[1]);
+  }
+  return nb::make_tuple(scan->dataset_record(), failures);
+}
+
+} // namespace
+
+void register_dataset(nb::module_ &m) {
+  m.def("dataset", &dataset, nb::arg("inputs"), nb::arg("lists"),
+        nb::arg("jobs"), nb::arg("follow"), nb::arg("as_"), nb::arg("scale"),
+        nb::arg("outlier_z"), nb::arg("range").none(), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
+        nb::arg("jpeg_decoder"));
+}
+
+} // namespace binding

@@ -1,0 +1,198 @@
+// Runs over files and folders (imgstat_run.h): the arguments of scan,
+// dataset and normalize_files, and Scan, a run on a thread of its own whose
+// records and failures wait in a bounded queue for the Python iterator.
+#include "binding.h"
+
+#include <chrono>
+
+namespace binding {
+
+RunArgs make_run_args(const std::vector<std::string> &inputs,
+                      const std::vector<std::string> &lists, int jobs,
+                      bool follow, Request req,
+                      const std::string &jpeg_decoder) {
+  if (!imgstat_jpeg_decoder_from_name(jpeg_decoder.c_str(), &req.jpeg))
+    throw nb::value_error("jpeg_decoder must be 'auto', 'cpu' or 'gpu'");
+  if (req.jpeg == IMGSTAT_JPEG_DECODER_GPU &&
+      req.backend == IMGSTAT_BACKEND_CPU)
+    throw nb::value_error("jpeg_decoder='gpu' cannot be used with "
+                          "backend='cpu'");
+  RunArgs a;
+  for (const auto &p : inputs) {
+    if (p == "-")
+      throw nb::value_error("'-' (standard input) is not an input here");
+    a.paths.push_back(p);
+    a.is_list.push_back(0);
+  }
+  for (const auto &l : lists) {
+    a.paths.push_back(l);
+    a.is_list.push_back(1);
+  }
+  if (a.paths.empty())
+    throw nb::value_error("no inputs");
+  if (jobs < 0)
+    throw nb::value_error("jobs must be 0 (one per core) or more");
+  a.jobs = jobs;
+  a.follow = follow;
+  a.req = req;
+  return a;
+}
+
+std::vector<imgstat_run_source> run_sources(const RunArgs &a) {
+  std::vector<imgstat_run_source> sources(a.paths.size());
+  for (size_t k = 0; k < sources.size(); k++) {
+    sources[k].is_list = a.is_list[k];
+    sources[k].text = a.paths[k].c_str();
+  }
+  return sources;
+}
+
+Scan::Scan(RunArgs args) : args_(std::move(args)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Scan::~Scan() { close(); }
+
+nb::object Scan::next() {
+  for (;;) {
+    std::optional<Item> got;
+    bool finished = false;
+    {
+      nb::gil_scoped_release nogil;
+      std::unique_lock<std::mutex> lock(m_);
+      cv_.wait_for(lock, std::chrono::milliseconds(50),
+                   [this] { return !queue_.empty() || done_; });
+      if (!queue_.empty()) {
+        got = std::move(queue_.front());
+        queue_.pop_front();
+        cv_.notify_all();
+      } else if (done_) {
+        finished = true;
+      }
+    }
+    if (got) {
+      if (got->ok)
+        return nb::make_tuple(true, emitted_dict(*got->record));
+      return nb::make_tuple(false, failure_tuple(got->f));
+    }
+    if (finished) {
+      join();
+      if (!error_.empty())
+        throw TextError(PyExc_RuntimeError, error_);
+      return nb::none();
+    }
+    if (PyErr_CheckSignals() != 0) {
+      close();
+      throw nb::python_error();
+    }
+  }
+}
+
+void Scan::close() {
+  cancel_ = 1;
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    queue_.clear();
+  }
+  cv_.notify_all();
+  nb::gil_scoped_release nogil;
+  join();
+}
+
+nb::tuple Scan::progress() {
+  std::lock_guard<std::mutex> lock(m_);
+  return nb::make_tuple(progress_.done, progress_.failed, progress_.total,
+                        (bool)progress_.total_known);
+}
+
+void Scan::join() {
+  std::lock_guard<std::mutex> lock(join_m_);
+  if (thread_.joinable())
+    thread_.join();
+}
+
+int Scan::on_item(void *ctx, const imgstat_run_item *it,
+                  const imgstat_run_progress *p) {
+  Scan *s = (Scan *)ctx;
+  {
+    std::lock_guard<std::mutex> lock(s->m_);
+    s->progress_ = *p;
+  }
+  Item item;
+  item.ok = it->result->status == IMGSTAT_OK;
+  if (s->args_.dataset && item.ok) /* the dataset wants its failures */
+    return s->cancel_ != 0;
+  if (item.ok)
+    item.record = emitted_of(it->input->path, it->result, s->args_.req);
+  else
+    item.f = failure_of(it->input->path, it->result);
+  std::unique_lock<std::mutex> lock(s->m_);
+  s->cv_.wait(lock, [s] { return s->queue_.size() < 256 || s->cancel_; });
+  if (s->cancel_)
+    return 1;
+  s->queue_.push_back(std::move(item));
+  s->cv_.notify_all();
+  return 0;
+}
+
+void Scan::run() {
+  std::vector<imgstat_run_source> sources = run_sources(args_);
+  imgstat_run_options o;
+  std::memset(&o, 0, sizeof o);
+  o.sources = sources.data();
+  o.nsources = (int)sources.size();
+  o.follow = args_.follow;
+  o.jobs = args_.jobs;
+  engine_defaults(&o.engine, args_.req.backend);
+  o.engine.jpeg_decoder = args_.req.jpeg;
+  o.request = args_.req.stats();
+  o.dataset = args_.dataset;
+  o.ds = args_.ds;
+  o.cancel = &cancel_;
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  imgstat_run *run = nullptr;
+  imgstat_status s = imgstat_run_create(&o, &run, &err);
+  if (s == IMGSTAT_OK) {
+    imgstat_run_callbacks cb;
+    std::memset(&cb, 0, sizeof cb);
+    cb.ctx = this;
+    cb.item = on_item;
+    imgstat_run_report rep;
+    s = imgstat_run_execute(run, &cb, &rep, &err);
+    if (s == IMGSTAT_OK && rep.dataset_ok && !rep.cancelled)
+      finish_dataset(run);
+  }
+  imgstat_run_destroy(run);
+  std::lock_guard<std::mutex> lock(m_);
+  if (s != IMGSTAT_OK)
+    error_ = err.message[0] ? err.message : "out of memory";
+  done_ = true;
+  cv_.notify_all();
+}
+
+namespace {
+
+Scan *make_scan(nb::handle inputs, nb::handle lists, int jobs, bool follow,
+                int ddof, bool histogram,
+                std::optional<std::vector<double>> percentiles,
+                const std::string &backend, const std::string &jpeg_decoder) {
+  Request req = make_request(ddof, histogram, percentiles, backend);
+  return new Scan(make_run_args(c_paths(inputs), c_paths(lists), jobs, follow,
+                                req, jpeg_decoder));
+}
+
+} // namespace
+
+void register_runs(nb::module_ &m) {
+  nb::class_<Scan>(m, "Scan")
+      .def("next", &Scan::next)
+      .def("close", &Scan::close)
+      .def("progress", &Scan::progress);
+  m.def("scan", &make_scan, nb::arg("inputs"), nb::arg("lists"),
+        nb::arg("jobs"), nb::arg("follow"), nb::arg("ddof"),
+        nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
+        nb::arg("jpeg_decoder"), nb::rv_policy::take_ownership);
+}
+
+} // namespace binding
