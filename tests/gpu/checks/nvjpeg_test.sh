@@ -204,7 +204,7 @@ say "mixed folder (exit gpu $rg cpu $rc, messages $(cmp -s "$OUT/mixed.gpu.err" 
 say "--verify --jpeg-decoder gpu: exit $rv (1: mixed/f_cut.jpg refused), $(grep -c 'verify ok' "$OUT/verify.txt") ok, $(grep -c MISMATCH "$OUT/verify.txt") MISMATCH"
 
 # ---- 6. timings -----------------------------------------------------------------
-. tests/gpu/bench_lib.sh
+. bench/lib.sh
 BIG=${BENCH_DIR:-/tmp/imgstat-bench-jpeg}
 bench_jpegs "$BIG" 200
 SMALL=/tmp/imgstat-bench-jpeg-small
