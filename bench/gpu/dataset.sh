@@ -15,7 +15,6 @@ RUNS=${3:-3}
 DIR=${BENCH_DIR:-/tmp/imgstat-bench-jpeg}
 bench_jpegs "$DIR" "$N"
 cat "$DIR"/*.jpg >/dev/null
-median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 timeit() {
   local TIMEFORMAT=%R
   for _ in $(seq "$RUNS"); do { time "$@" >/dev/null 2>&1; } 2>&1; done | median

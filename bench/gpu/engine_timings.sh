@@ -23,7 +23,6 @@ STEPS=${1:-photo,dataset,normalize,nvjpeg}
 NN=${2:-100}
 L=${OUT:-/tmp}/engine_timings.log
 say() { echo "$*" | tee -a "$L"; }
-has() { case ",$STEPS," in *",$1,"*) return 0 ;; esac; return 1; }
 export LD_LIBRARY_PATH=$ROOT/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$PATH:/usr/local/cuda/bin
 [ -f .deps/nvjpeg/include/nvjpeg.h ] && export NVJPEG_ROOT=$ROOT/.deps/nvjpeg
@@ -37,7 +36,6 @@ say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 
 BIG=/tmp/imgstat-bench-jpeg
 timeout -k 5 120 bash -c ". bench/lib.sh; bench_jpegs $BIG 200"
 cat $BIG/* >/dev/null
-median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 ms_of() { # the wall milliseconds of one run, limit 60 s
   local s=$(date +%s%N)
   timeout -k 5 60 "$@" >/dev/null 2>&1

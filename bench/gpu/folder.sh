@@ -16,7 +16,6 @@ DIR=${BENCH_DIR:-/tmp/imgstat-bench-jpeg}
 bench_jpegs "$DIR" "$N"
 cat "$DIR"/*.jpg >/dev/null # into the page cache
 MB=$(du -sm "$DIR" | cut -f1)
-median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 timeit() { # RUNS of a command: the median wall time in seconds
   local TIMEFORMAT=%R
   for _ in $(seq "$RUNS"); do

@@ -29,7 +29,6 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 ROWS=$T/rows
 : >"$ROWS"
-row() { echo "$*" >>"$ROWS"; }
 CORES=$(nproc)
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 say "== mpi_scaling $(date -u '+%F %T') $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) x$NGPU, $CORES cores, $(mpirun --version 2>/dev/null | head -1); $N JPEGs of 12 MP, median of $RUNS"
@@ -71,7 +70,6 @@ timeout -k 5 120 bash -c ". bench/lib.sh; bench_jpegs '$DIR' '$N'" ||
 cat "$DIR"/*.jpg >/dev/null
 say "folder: $N JPEGs, $(du -sm "$DIR" | cut -f1) MB ($(($(date +%s) - t)) s)"
 
-median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 # timed NAME CMD...: RUNS runs (each under timeout), the median wall time in
 # $T/NAME.t, the last run's stdout in $T/NAME.out, stderr in $T/NAME.err.
 timed() {

@@ -26,7 +26,6 @@ bench_jpegs "$DIR" "$N"
 cat "$DIR"/*.jpg >/dev/null # into the page cache
 MB=$(du -sm "$DIR" | cut -f1)
 LEVEL=$("$BIN" normalize --help | sed -n 's/.*default \([0-9]\) (.*/\1/p' | head -1)
-median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 rate() { awk -v n="$1" -v t="$2" 'BEGIN{printf "%.2f", n/t}'; }
 # timeit CMD...: RUNS runs, OUTD emptied before each; the median wall time
 timeit() {
