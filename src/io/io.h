@@ -375,7 +375,7 @@ size_t ist_bytes_read(ist_bytes *b, void *out, size_t n);
 
 /* The PNG writer imgstat_image_write uses (src/io/write.c): 0 libdeflate
  * when the build has it (IMGSTAT_HAVE_LIBDEFLATE), 1 libpng and zlib. Set
- * by the PNG benchmark (tests/bench_png.c) to compare the two. */
+ * by the PNG benchmark (bench/png_encode.c) to compare the two. */
 extern int ist_png_writer_libpng;
 /* Whether the build has the libdeflate writer. */
 int ist_png_have_libdeflate(void);
