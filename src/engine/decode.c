@@ -3,7 +3,7 @@
  * (imgstat_task_open, imgstat_task_decode, imgstat_pipeline.h).
  */
 #include "imgstat/pipeline.h"
-#include "io.h"
+#include "io_engine.h"
 
 #include <string.h>
 

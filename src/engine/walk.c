@@ -15,7 +15,7 @@
  */
 #define _DEFAULT_SOURCE /* d_type */
 #include "imgstat/pipeline.h"
-#include "io.h"
+#include "io_engine.h"
 
 #include <dirent.h>
 #include <errno.h>
