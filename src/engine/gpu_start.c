@@ -208,3 +208,27 @@ void ist_gpu_start_end(gpu_start *s) {
   }
   gpus_destroy(s);
 }
+
+void imgstat_gpu_jpeg_info_get(imgstat_gpu_jpeg_info *out) {
+  memset(out, 0, sizeof *out);
+  out->compiled = imgstat_gpu_jpeg_compiled();
+  if (!out->compiled)
+    return;
+  const char *version = "";
+  if (imgstat_gpu_jpeg_load(&version, &out->err) != IMGSTAT_OK)
+    return;
+  out->loaded = 1;
+  snprintf(out->version, sizeof out->version, "%s", version);
+  imgstat_gpu *gpu = NULL;
+  imgstat_gpu_jpeg *dec = NULL;
+  if (imgstat_gpu_create(-1, &gpu, &out->err) == IMGSTAT_OK &&
+      imgstat_gpu_jpeg_create(gpu, &dec, &out->err) == IMGSTAT_OK) {
+    out->device = 1;
+    snprintf(out->device_name, sizeof out->device_name, "%s",
+             imgstat_gpu_device_name(gpu));
+    snprintf(out->backend, sizeof out->backend, "%s",
+             imgstat_gpu_jpeg_backend(dec));
+  }
+  imgstat_gpu_jpeg_destroy(dec);
+  imgstat_gpu_destroy(gpu);
+}

@@ -116,6 +116,25 @@ imgstat_status ist_fail_err(imgstat_job_result *res, imgstat_job_stage stage,
                              err->what);
 }
 
+imgstat_status imgstat_job_result_fail(imgstat_job_result *res,
+                                       imgstat_job_stage stage,
+                                       imgstat_status status,
+                                       const imgstat_error *why) {
+  memset(res, 0, sizeof *res);
+  return ist_fail_err(res, stage, status, why);
+}
+
+/* verify's GPU side failed (its message after what, err's reason):
+ * IMGSTAT_CAUSE_GPU_FAILED. */
+static imgstat_status verify_failed(imgstat_job_result *res,
+                                    imgstat_status status, const char *what,
+                                    const imgstat_error *err) {
+  ist_fail(res, IMGSTAT_STAGE_COMPUTE, status, "verify: %s%s", what,
+           ist_reason(err));
+  return imgstat_error_cause(&res->error, IMGSTAT_CAUSE_GPU_FAILED, 0, 0,
+                             "verify");
+}
+
 /* The item failed because the GPU that option needs is not usable. */
 imgstat_status ist_gpu_needed(imgstat_job_result *res, const char *option,
                               imgstat_status status, const char *why) {
@@ -197,8 +216,7 @@ imgstat_status ist_item_stats(imgstat_engine *e, gpu_slot *g,
       return ist_gpu_needed(res, "verify", IMGSTAT_ERR_DEVICE, NULL);
     st = gpu_stats(g->gpu, img, e->opt.kernel, res->gpu_partial, &err);
     if (st != IMGSTAT_OK)
-      return ist_fail(res, IMGSTAT_STAGE_COMPUTE, st,
-                      "--verify: GPU failed: %s", ist_reason(&err));
+      return verify_failed(res, st, "GPU failed: ", &err);
     res->backend = IMGSTAT_BACKEND_CPU;
     res->verified = 1;
     return IMGSTAT_OK;
@@ -241,10 +259,12 @@ void ist_hist_figures(const imgstat_image *img, int c,
   imgstat_hist_figures_compute(h, &m, req->percentiles, req->npercentiles, f);
 }
 
-/* The histograms of every channel and their figures, on the GPU (e's
- * context) or on the CPU. A failure is returned with nothing kept: the
- * caller applies the policy. */
-static imgstat_status histograms_on(gpu_slot *g, imgstat_gpu_image *d,
+/* The histograms of every channel and their figures, on the GPU (gpu's
+ * context: from the device image d, else uploaded from img) or, gpu NULL,
+ * on the CPU. A float image's moments come from its samples: img's planes,
+ * or, when img has none (a device image alone), each plane copied from d.
+ * A failure is returned with nothing kept: the caller applies the policy. */
+static imgstat_status histograms_on(imgstat_gpu *gpu, imgstat_gpu_image *d,
                                     const imgstat_image *img,
                                     const imgstat_stats_request *req,
                                     imgstat_job_result *res,
@@ -259,29 +279,65 @@ static imgstat_status histograms_on(gpu_slot *g, imgstat_gpu_image *d,
   p[0] = 50;
   memcpy(p + 1, req->percentiles, sizeof(double) * (size_t)nreq);
   int np = nreq + 1;
-  for (int c = 0; c < img->channels; c++) {
+  float *plane = NULL; /* a float plane copied from d (no host pixels) */
+  imgstat_status st = IMGSTAT_OK;
+  for (int c = 0; c < img->channels && st == IMGSTAT_OK; c++) {
     imgstat_histogram *h = &res->hist[c];
     double v[IMGSTAT_MAX_PERCENTILES + 1];
-    imgstat_status st;
-    if (g) {
-      st = gpu_histogram_on(g->gpu, d, img, c, p, np, v, h, err);
+    if (gpu) {
+      st = gpu_histogram_on(gpu, d, img, c, p, np, v, h, err);
     } else {
       st = imgstat_histogram_compute(img, c, NULL, h, err);
     }
-    if (st != IMGSTAT_OK) {
-      ist_free_histograms(res);
-      return st;
-    }
     imgstat_hist_figures *f = &res->hist_figures[c];
-    ist_hist_figures(img, c, h, req, f);
-    if (g && h->total) {
+    if (st == IMGSTAT_OK && gpu && d && img->sample == IMGSTAT_F32 &&
+        !img->planes[c]) {
+      uint64_t n = (uint64_t)img->width * img->height;
+      if (!plane && !(plane = malloc((size_t)n * sizeof *plane)))
+        st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+      if (st == IMGSTAT_OK)
+        st = imgstat_gpu_image_download(gpu, d, c, plane, err);
+      imgstat_moments m;
+      if (st == IMGSTAT_OK) {
+        imgstat_moments_f32(plane, n, &m);
+        imgstat_hist_figures_compute(h, &m, req->percentiles, nreq, f);
+      }
+    } else if (st == IMGSTAT_OK) {
+      ist_hist_figures(img, c, h, req, f);
+    }
+    if (st == IMGSTAT_OK && gpu && h->total) {
       /* the device scan's percentiles (equal to the CPU's by construction) */
       f->median = v[0];
       for (int i = 0; i < nreq; i++)
         f->percentile[i] = v[i + 1];
     }
   }
-  return IMGSTAT_OK;
+  free(plane);
+  if (st != IMGSTAT_OK)
+    ist_free_histograms(res);
+  return st;
+}
+
+imgstat_status imgstat_device_stats(imgstat_gpu *gpu, imgstat_gpu_image *d,
+                                    const imgstat_image *img, int kernel,
+                                    const imgstat_stats_request *req,
+                                    imgstat_job_result *res,
+                                    imgstat_error *err) {
+  if (!gpu || !d || !img || !res)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no device image");
+  imgstat_status st =
+      imgstat_gpu_image_stats(gpu, d, kernel, res->partial, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  res->backend = IMGSTAT_BACKEND_GPU;
+  if (!req || !req->histograms)
+    return IMGSTAT_OK;
+  st = histograms_on(gpu, d, img, req, res, err);
+  if (st == IMGSTAT_OK) {
+    res->has_histograms = 1;
+    res->hist_backend = IMGSTAT_BACKEND_GPU;
+  }
+  return st;
 }
 
 /* Histograms where the statistics were computed; a GPU failure follows the
@@ -295,7 +351,7 @@ imgstat_status ist_item_histograms(imgstat_engine *e, gpu_slot *g,
   memset(&err, 0, sizeof err);
   if (res->backend != IMGSTAT_BACKEND_GPU)
     g = NULL;
-  imgstat_status st = histograms_on(g, d, img, req, res, &err);
+  imgstat_status st = histograms_on(g ? g->gpu : NULL, d, img, req, res, &err);
   if (st != IMGSTAT_OK && g) {
     if (!ist_gpu_failed(e, res, &err))
       return res->status;
@@ -472,10 +528,14 @@ int ist_jpeg_device_item(imgstat_engine *e, gpu_slot *g,
   imgstat_gpu_image *d = NULL;
   int with_hist = req && req->histograms;
   imgstat_status st = jpeg_wrap(g, it, &shape, &d, &err);
-  if (st == IMGSTAT_OK)
-    st = imgstat_gpu_image_stats(
-        g->gpu, d, e->opt.kernel,
-        e->opt.verify ? res->gpu_partial : res->partial, &err);
+  if (st == IMGSTAT_OK && !e->opt.verify) {
+    st = imgstat_device_stats(g->gpu, d, &shape, e->opt.kernel, req, res, &err);
+    if (st == IMGSTAT_OK)
+      goto done;
+  } else if (st == IMGSTAT_OK) {
+    st = imgstat_gpu_image_stats(g->gpu, d, e->opt.kernel, res->gpu_partial,
+                                 &err);
+  }
   if (st == IMGSTAT_OK && e->opt.verify) {
     /* the CPU's statistics of the same pixels are the record; the slot is
      * given back first (the planes are the item's) */
@@ -483,8 +543,7 @@ int ist_jpeg_device_item(imgstat_engine *e, gpu_slot *g,
     d = NULL;
     st = jpeg_download(g, it, &host, &err);
     if (st != IMGSTAT_OK)
-      ist_fail(res, IMGSTAT_STAGE_COMPUTE, st, "--verify: %s",
-               ist_reason(&err));
+      verify_failed(res, st, "", &err);
     else if ((st = imgstat_cpu_stats(&host, e->opt.threads, res->partial,
                                      &err)) != IMGSTAT_OK)
       ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
@@ -495,19 +554,6 @@ int ist_jpeg_device_item(imgstat_engine *e, gpu_slot *g,
         ist_item_histograms(e, NULL, &host, NULL, req, res);
     }
     goto done;
-  }
-  if (st == IMGSTAT_OK) {
-    res->backend = IMGSTAT_BACKEND_GPU;
-    if (with_hist) {
-      st = histograms_on(g, d, &shape, req, res, &err);
-      if (st == IMGSTAT_OK) {
-        res->has_histograms = 1;
-        res->hist_backend = IMGSTAT_BACKEND_GPU;
-        goto done;
-      }
-    } else {
-      goto done;
-    }
   }
   /* a GPU failure: by the policy, an error or the CPU */
   if (!ist_gpu_failed(e, res, &err))

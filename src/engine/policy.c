@@ -111,6 +111,16 @@ int imgstat_cost_gpu_pays(const imgstat_cost_model *m, imgstat_work_kind kind,
   return gpu < cpu;
 }
 
+int imgstat_engine_plan_workers(int jobs, int several, int cores,
+                                imgstat_engine_options *engine) {
+  int workers = jobs >= 0 ? jobs : several ? 0 : 1;
+  if (workers == 0)
+    workers = cores;
+  engine->threads = workers == 1 && jobs < 0 ? 0 : 1;
+  engine->workers = workers > 0 && workers < cores ? workers : cores;
+  return workers;
+}
+
 /* The devices the rule counts on: the list, else one (all: not known
  * before CUDA is asked, and one is the cautious guess). */
 static int planned_devices(const imgstat_engine *e) {
@@ -180,9 +190,10 @@ imgstat_status imgstat_engine_create(const imgstat_engine_options *opts,
   if (e->opt.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
       e->opt.backend == IMGSTAT_BACKEND_CPU) {
     engine_free(e);
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "--jpeg-decoder gpu cannot be used with "
-                             "--backend cpu");
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "jpeg_decoder=gpu cannot be used with backend=cpu");
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_CONFLICT, 0, 0,
+                               "jpeg_decoder=gpu");
   }
   /* a JPEG decoder per GPU only when asked for (--jpeg-decoder gpu; nvJPEG
    * not in the build: gpu fails at the start with the reason). auto keeps
