@@ -38,13 +38,17 @@ typedef enum imgstat_status {
  * it in its own terms (the command line names its option, Python raises with
  * the fields) without reading the message. A message with a cause ends with
  * the setting's name as imgstat_cause_name gives it, then ')': "... over the
- * limit of 100 (max_pixels)"; IMGSTAT_CAUSE_GPU_UNUSABLE's message begins
- * with its `what` instead: "backend=gpu needs a usable GPU: ...". */
+ * limit of 100 (max_pixels)"; the messages of the GPU's causes and of a
+ * conflict begin with their `what` instead: "backend=gpu needs a usable GPU:
+ * ...", "verify: GPU failed: ...", "jpeg_decoder=gpu cannot be used with
+ * backend=cpu" (a conflict's message ends with the other setting). */
 typedef enum imgstat_cause {
   IMGSTAT_CAUSE_NONE = 0,
-  IMGSTAT_CAUSE_MAX_PIXELS,  /* an image over max_pixels: value pixels */
-  IMGSTAT_CAUSE_MAX_MEMORY,  /* over max_memory: value bytes wanted */
-  IMGSTAT_CAUSE_GPU_UNUSABLE /* `what` needs a GPU and none is usable */
+  IMGSTAT_CAUSE_MAX_PIXELS,   /* an image over max_pixels: value pixels */
+  IMGSTAT_CAUSE_MAX_MEMORY,   /* over max_memory: value bytes wanted */
+  IMGSTAT_CAUSE_GPU_UNUSABLE, /* `what` needs a GPU and none is usable */
+  IMGSTAT_CAUSE_GPU_FAILED,   /* the GPU failed the work `what` gave it */
+  IMGSTAT_CAUSE_CONFLICT      /* `what` cannot be used with another setting */
 } imgstat_cause;
 
 /* The reason for a failure, in words for the user (no file name: the caller

@@ -157,7 +157,9 @@ static void test_engine_policy(void) {
   o.jpeg_decoder = IMGSTAT_JPEG_DECODER_GPU;
   o.backend = IMGSTAT_BACKEND_CPU;
   CU_ASSERT_EQUAL(imgstat_engine_create(&o, &e, &err), IMGSTAT_ERR_ARG);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "--backend cpu"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "backend=cpu"));
+  CU_ASSERT_PTR_NULL(strstr(err.message, "--"));
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_CONFLICT);
   for (int mode = 0; mode < 2; mode++) {
     o.backend = IMGSTAT_BACKEND_AUTO;
     o.jpeg_decoder =

@@ -1,5 +1,5 @@
 /*
- * The batch runner (src/pipeline/batch.c): delivery in input order with random
+ * The batch runner (src/engine/batch.c): delivery in input order with random
  * work times under 1, 2 and 8 workers (and one per core), on the caller's
  * thread, with the same results whatever the number; the budget never
  * exceeded (the test keeps its own count of the bytes held), an item larger

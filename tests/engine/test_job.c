@@ -9,6 +9,7 @@
  * normalization equal to the CPU pipeline's, inputs by path (and their load
  * errors) or by image. With a usable GPU the GPU cases are checked instead.
  */
+#include "cli_util.h"
 #include "imgstat/cuda.h"
 #include "imgstat/imgstat.h"
 #include "imgstat/job.h"
@@ -532,6 +533,98 @@ static int suite_clean(void) {
   return 0;
 }
 
+/* Settings that cannot go together: the library's words and a cause, which
+ * the command line words in its own flags. */
+static void test_conflict_cause(void) {
+  imgstat_engine_options o;
+  memset(&o, 0, sizeof o);
+  o.backend = IMGSTAT_BACKEND_CPU;
+  o.jpeg_decoder = IMGSTAT_JPEG_DECODER_GPU;
+  imgstat_engine *e = NULL;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  CU_ASSERT_EQUAL(imgstat_engine_create(&o, &e, &err), IMGSTAT_ERR_ARG);
+  CU_ASSERT_PTR_NULL(e);
+  CU_ASSERT_STRING_EQUAL(err.message,
+                         "jpeg_decoder=gpu cannot be used with backend=cpu");
+  CU_ASSERT_EQUAL(err.cause, IMGSTAT_CAUSE_CONFLICT);
+  CU_ASSERT_STRING_EQUAL(imgstat_cause_name(err.cause), "conflict");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(err.what);
+  CU_ASSERT_STRING_EQUAL(err.what, "jpeg_decoder=gpu");
+  char words[IMGSTAT_CLI_WORDS_MAX];
+  CU_ASSERT_STRING_EQUAL(
+      ist_cli_error_words(&err, words),
+      "--jpeg-decoder gpu cannot be used with --backend cpu");
+}
+
+/* verify's GPU side failing: the library's words, the command line's flag. */
+static void test_gpu_failed_words(void) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_error_set(&err, IMGSTAT_ERR_DEVICE, "verify: GPU failed: %s",
+                    "out of memory");
+  imgstat_error_cause(&err, IMGSTAT_CAUSE_GPU_FAILED, 0, 0, "verify");
+  CU_ASSERT_STRING_EQUAL(imgstat_cause_name(err.cause), "gpu_failed");
+  char words[IMGSTAT_CLI_WORDS_MAX];
+  CU_ASSERT_STRING_EQUAL(ist_cli_error_words(&err, words),
+                         "--verify: GPU failed: out of memory");
+}
+
+/* The one worker policy. */
+static void test_plan_workers(void) {
+  imgstat_engine_options o;
+  memset(&o, 0, sizeof o);
+  /* one input alone, no jobs: the caller's thread, every core's threads */
+  CU_ASSERT_EQUAL(imgstat_engine_plan_workers(-1, 0, 8, &o), 1);
+  CU_ASSERT_EQUAL(o.threads, 0);
+  CU_ASSERT_EQUAL(o.workers, 1);
+  /* several, no jobs: one per core, each on one thread */
+  CU_ASSERT_EQUAL(imgstat_engine_plan_workers(-1, 1, 8, &o), 8);
+  CU_ASSERT_EQUAL(o.threads, 1);
+  CU_ASSERT_EQUAL(o.workers, 8);
+  CU_ASSERT_EQUAL(imgstat_engine_plan_workers(0, 0, 8, &o), 8);
+  /* -j 1 asked for: one worker on one thread */
+  CU_ASSERT_EQUAL(imgstat_engine_plan_workers(1, 1, 8, &o), 1);
+  CU_ASSERT_EQUAL(o.threads, 1);
+  /* more workers than cores: auto's rule counts the cores */
+  CU_ASSERT_EQUAL(imgstat_engine_plan_workers(20, 1, 8, &o), 20);
+  CU_ASSERT_EQUAL(o.workers, 8);
+  CU_ASSERT_EQUAL(imgstat_engine_plan_workers(3, 1, 8, &o), 3);
+  CU_ASSERT_EQUAL(o.workers, 3);
+}
+
+/* A failed item's result: zeroed, the message (or "unknown error") and the
+ * cause kept; a device item refuses no device image. */
+static void test_result_fail(void) {
+  imgstat_job_result res;
+  memset(&res, 0xff, sizeof res);
+  imgstat_error why;
+  memset(&why, 0, sizeof why);
+  imgstat_error_set(&why, IMGSTAT_ERR_LIMIT,
+                    "over the limit of 4 (max_pixels)");
+  imgstat_error_cause(&why, IMGSTAT_CAUSE_MAX_PIXELS, 4, 9, NULL);
+  CU_ASSERT_EQUAL(imgstat_job_result_fail(&res, IMGSTAT_STAGE_LOAD,
+                                          IMGSTAT_ERR_LIMIT, &why),
+                  IMGSTAT_ERR_LIMIT);
+  CU_ASSERT_EQUAL(res.status, IMGSTAT_ERR_LIMIT);
+  CU_ASSERT_EQUAL(res.failed_stage, IMGSTAT_STAGE_LOAD);
+  CU_ASSERT_STRING_EQUAL(res.error.message, why.message);
+  CU_ASSERT_EQUAL(res.error.cause, IMGSTAT_CAUSE_MAX_PIXELS);
+  CU_ASSERT_EQUAL(res.error.limit, 4);
+  CU_ASSERT_EQUAL(res.error.value, 9);
+  CU_ASSERT_EQUAL(res.nwarnings, 0);
+  CU_ASSERT_EQUAL(res.has_histograms, 0);
+  memset(&why, 0, sizeof why);
+  imgstat_job_result_fail(&res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_IO, &why);
+  CU_ASSERT_STRING_EQUAL(res.error.message, "unknown error");
+  CU_ASSERT_EQUAL(res.error.cause, IMGSTAT_CAUSE_NONE);
+  imgstat_image shape;
+  memset(&shape, 0, sizeof shape);
+  memset(&res, 0, sizeof res);
+  CU_ASSERT_EQUAL(imgstat_device_stats(NULL, NULL, &shape, 0, NULL, &res, &why),
+                  IMGSTAT_ERR_ARG);
+}
+
 static const test_case tests[] = {
     {"job", NULL},
     {"backend names", test_backend_names},
@@ -549,6 +642,10 @@ static const test_case tests[] = {
     {"auto's cost rule: a folder of JPEGs decoded on the device",
      test_cost_jpeg},
     {"auto's cost rule in the engine", test_auto_rule_engine},
+    {"settings in conflict: a cause, no flag", test_conflict_cause},
+    {"verify's GPU failing: a cause, no flag", test_gpu_failed_words},
+    {"the one worker policy", test_plan_workers},
+    {"a failed item's result", test_result_fail},
     {NULL, NULL}};
 
 int main(int argc, char **argv) {

@@ -1,5 +1,5 @@
 /*
- * The streaming device stage (src/pipeline/gpu_stage.c) and the batch
+ * The streaming device stage (src/engine/gpu_stage.c) and the batch
  * runner's deferred items (imgstat_task_defer), with a fake decoder in
  * place of nvJPEG: workers "read and check" an item (a value) and hand it
  * to the stage; lanes on 1..3 fake devices take batches by pixels and

@@ -1,5 +1,5 @@
 /*
- * Inputs (src/pipeline/walk.c): the order of a walk against
+ * Inputs (src/engine/walk.c): the order of a walk against
  * `find -print0 | LC_ALL=C sort -z` run through popen and against orders
  * written by hand, the extension filter, empty folders, unreadable entries,
  * symbolic link loops with and without follow, names with spaces and

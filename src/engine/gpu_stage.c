@@ -1,5 +1,5 @@
 /*
- * The streaming device stage (imgstat_stage.h): one queue, lanes that take
+ * The streaming device stage (stage.h): one queue, lanes that take
  * batches from it by pixels, on threads of their own.
  *
  * Under one mutex: the queue (a list in submission order, with its item and

@@ -4,8 +4,8 @@
  * batches by "lanes" -- threads of their own, `lanes` per device -- and
  * finished through a callback. It knows nothing of JPEG or CUDA: what a
  * lane opens, what a batch run does and what finishing an item means are
- * the caller's operations (the job layer's nvJPEG decode and batched
- * reductions; a fake decoder in tests/engine/test_stage.c).
+ * the caller's operations (the engine's nvJPEG decode (stage_nvjpeg.c) and
+ * batched reductions; a fake decoder in tests/engine/test_stage.c).
  *
  *  - Batches are sized by pixels: a lane takes queued items in order until
  *    their pixels reach batch_pixels or batch_max items (an item larger than

@@ -1,9 +1,9 @@
 /*
  * One input opened and decoded by a worker within the batch's budget
- * (imgstat_task_open, imgstat_task_decode, imgstat_pipeline.h).
+ * (imgstat_task_open, imgstat_task_decode, imgstat/pipeline.h).
  */
 #include "imgstat/pipeline.h"
-#include "io.h"
+#include "io_engine.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * The batch's output names (imgstat_pipeline.h): the one naming rule, the
+ * The batch's output names (imgstat/pipeline.h): the one naming rule, the
  * folders leading to an output, and the search for two inputs that would
  * write the same output.
  */

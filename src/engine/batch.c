@@ -1,5 +1,5 @@
 /*
- * The batch runner: an ordered pool of worker threads (imgstat_pipeline.h).
+ * The batch runner: an ordered pool of worker threads (imgstat/pipeline.h).
  *
  * The items fed and not yet delivered live in a ring of `window` slots,
  * indexed by their place in the order. Under one mutex:
