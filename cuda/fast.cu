@@ -1122,7 +1122,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
  * first positions come from the unit in which its running min (max) last
  * became strictly smaller (larger), re-read and split at the end. */
 #ifndef IMGSTAT_HWC_UNITS /* units a thread, a tile                            \
-                             (tests/gpu/bench/hwc_variants.sh) */
+                             (bench/gpu/hwc_variants.sh) */
 #define IMGSTAT_HWC_UNITS 2
 #endif
 constexpr int kHwcUnits = IMGSTAT_HWC_UNITS;

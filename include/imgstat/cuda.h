@@ -222,6 +222,22 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
                         imgstat_partial out[IMGSTAT_MAX_CHANNELS],
                         imgstat_error *err);
 
+/* nvJPEG as this build and this host offer it: compiled in, its library
+ * loaded (its version), and the backend a decoder on the current device
+ * gets (CUDA is started there to ask; the context and the decoder are gone
+ * on return). What failed says why in err. */
+typedef struct imgstat_gpu_jpeg_info {
+  int compiled;     /* nvJPEG is in this build */
+  int loaded;       /* its library loaded: version set, else err says why */
+  int device;       /* a decoder was made: device_name, backend set; else err */
+  char version[64]; /* "13.0.4" */
+  char device_name[256]; /* as imgstat_gpu_device_name */
+  char backend[128];     /* "hardware (N engines) + GPU-hybrid", ... */
+  imgstat_error err;
+} imgstat_gpu_jpeg_info;
+
+void imgstat_gpu_jpeg_info_get(imgstat_gpu_jpeg_info *out);
+
 #ifdef IMGSTAT_HAVE_CUDA
 /* Caps the device memory imgstat_gpu_stats uses for image data (0: no cap,
  * the default); larger images are then reduced in ranges. For tests of that

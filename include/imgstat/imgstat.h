@@ -38,8 +38,10 @@ typedef enum imgstat_status {
  * it in its own terms (the command line names its option, Python raises with
  * the fields) without reading the message. A message with a cause ends with
  * the setting's name as imgstat_cause_name gives it, then ')': "... over the
- * limit of 100 (max_pixels)"; IMGSTAT_CAUSE_GPU_UNUSABLE's message begins
- * with its `what` instead: "backend=gpu needs a usable GPU: ...";
+ * limit of 100 (max_pixels)"; the messages of the GPU's causes and of a
+ * conflict begin with their `what` instead: "backend=gpu needs a usable GPU:
+ * ...", "verify: GPU failed: ...", "jpeg_decoder=gpu cannot be used with
+ * backend=cpu" (a conflict's message ends with the other setting);
  * IMGSTAT_CAUSE_READ_ONCE's is "can be read only once, and the dataset pass
  * reads every input twice", its `what` the setting ("dataset"). */
 typedef enum imgstat_cause {
@@ -47,6 +49,8 @@ typedef enum imgstat_cause {
   IMGSTAT_CAUSE_MAX_PIXELS,   /* an image over max_pixels: value pixels */
   IMGSTAT_CAUSE_MAX_MEMORY,   /* over max_memory: value bytes wanted */
   IMGSTAT_CAUSE_GPU_UNUSABLE, /* `what` needs a GPU and none is usable */
+  IMGSTAT_CAUSE_GPU_FAILED,   /* the GPU failed the work `what` gave it */
+  IMGSTAT_CAUSE_CONFLICT,     /* `what` cannot be used with another setting */
   /* the input can be read only once (a pipe, a FIFO) and `what` reads
    * every input twice ("dataset": the dataset's pooling pass) */
   IMGSTAT_CAUSE_READ_ONCE
@@ -66,7 +70,8 @@ typedef struct imgstat_error {
 } imgstat_error;
 
 /* The cause's name in the library's words ("max_pixels", "max_memory",
- * "gpu_unusable", "read_once"; "" for none): static storage. */
+ * "gpu_unusable", "gpu_failed", "conflict", "read_once"; "" for none):
+ * static storage. */
 const char *imgstat_cause_name(imgstat_cause cause);
 
 /* Fills err (if not NULL) with a printf-style message and returns status. */

@@ -37,6 +37,7 @@
 #ifndef IMGSTAT_JOB_H
 #define IMGSTAT_JOB_H
 
+#include "imgstat/cuda.h"
 #include "imgstat/imgstat.h"
 #include "imgstat/norm.h"
 
@@ -172,6 +173,16 @@ typedef struct imgstat_engine_options {
 
 typedef struct imgstat_engine imgstat_engine;
 
+/* The one worker policy of a run of inputs. jobs: the caller's (> 0 that
+ * many workers, 0 one per core, < 0 one per core when the run may have
+ * several inputs, else one); cores: the CPUs the run may use (> 0).
+ * Returns the workers and sets, in engine, threads (0: one input alone on
+ * the caller's thread, the CPU backend's threads on every core; else 1,
+ * each worker computing on one thread) and workers (the CPU's lanes for
+ * auto's rule: the workers, at most one per core). */
+int imgstat_engine_plan_workers(int jobs, int several, int cores,
+                                imgstat_engine_options *engine);
+
 /* Makes an engine with a copy of opts (NULL: all defaults, backend auto)
  * and, when the policy may use the GPU (backend auto or gpu, or verify),
  * starts the GPU context on a thread of its own. Returns IMGSTAT_ERR_NOMEM
@@ -285,6 +296,14 @@ typedef struct imgstat_job_result {
  * zeroed or already freed result. */
 void imgstat_job_result_free(imgstat_job_result *res);
 
+/* Makes res (zeroed first) the result of an item that failed at stage with
+ * status for why's reason: its message ("unknown error" when empty) and its
+ * cause with the cause's fields. Returns status. */
+imgstat_status imgstat_job_result_fail(imgstat_job_result *res,
+                                       imgstat_job_stage stage,
+                                       imgstat_status status,
+                                       const imgstat_error *why);
+
 /* ---- items -----------------------------------------------------------------
  * Each takes its input either as a path (decoded with the engine's load
  * options) or as an image already decoded (img not NULL: path is then only
@@ -306,6 +325,23 @@ imgstat_status imgstat_engine_stats(imgstat_engine *engine, const char *path,
                                     const imgstat_image *img,
                                     const imgstat_stats_request *req,
                                     imgstat_job_result *res);
+
+/* The statistics of an image on the device (d, an image of gpu's context: a
+ * caller's device array, a JPEG decoded there), as the engine computes them
+ * for its own device images: the partials by the GPU kernel `kernel` (0:
+ * fast) into res->partial and, when req asks, the histograms and their
+ * figures (the device's counts and percentiles; the moments of the
+ * histogram for 8/16-bit samples, of the samples in raster order for float
+ * ones: from img's planes, or, img having none, each plane copied from d).
+ * img gives the width, height, channels and sample (planes NULL: the image
+ * is on the device only). Sets res's backend (and hist_backend) to the GPU
+ * and leaves its other fields; no policy: a failure is returned (err), the
+ * histograms freed. */
+imgstat_status imgstat_device_stats(imgstat_gpu *gpu, imgstat_gpu_image *d,
+                                    const imgstat_image *img, int kernel,
+                                    const imgstat_stats_request *req,
+                                    imgstat_job_result *res,
+                                    imgstat_error *err);
 
 /* The normalization of one image into res->output. */
 imgstat_status imgstat_engine_normalize(imgstat_engine *engine,

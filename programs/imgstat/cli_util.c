@@ -81,6 +81,7 @@ static const char *option_of(const char *setting) {
       {"verify", "--verify"},
       {"backend=gpu", "--backend gpu"},
       {"jpeg_decoder=gpu", "--jpeg-decoder gpu"},
+      {"backend=cpu", "--backend cpu"},
       {"dataset", "--dataset"},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -106,15 +107,21 @@ const char *ist_cli_error_words(const imgstat_error *err, char *out) {
     }
     break;
   }
-  case IMGSTAT_CAUSE_GPU_UNUSABLE: {
-    /* the message begins with the setting that needs the GPU */
+  case IMGSTAT_CAUSE_GPU_UNUSABLE:
+  case IMGSTAT_CAUSE_GPU_FAILED:
+  case IMGSTAT_CAUSE_CONFLICT: {
+    /* the message begins with the setting that needs (or used) the GPU, or
+     * that conflicts; a conflict's ends with the other setting */
     size_t n = err->what ? strlen(err->what) : 0;
-    if (n > 0 && strncmp(msg, err->what, n) == 0) {
-      snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%s%s", option_of(err->what),
-               msg + n);
-      return out;
-    }
-    break;
+    if (n == 0 || strncmp(msg, err->what, n) != 0)
+      break;
+    const char *rest = msg + n, *last = strrchr(rest, ' ');
+    if (err->cause == IMGSTAT_CAUSE_CONFLICT && last)
+      snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%s%.*s%s", option_of(err->what),
+               (int)(last + 1 - rest), rest, option_of(last + 1));
+    else
+      snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%s%s", option_of(err->what), rest);
+    return out;
   }
   case IMGSTAT_CAUSE_READ_ONCE:
     /* the pass that reads every input twice, as the option that asks it */

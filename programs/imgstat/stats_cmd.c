@@ -8,7 +8,6 @@
 #include "stats_cmd.h"
 
 #include "cli_util.h"
-#include "gpu_jpeg.h"
 #include "hist_plot.h"
 #include "imgstat/cuda.h"
 #include "imgstat/dataset.h"
@@ -169,27 +168,16 @@ static int *flag_of(stats_options *o, int id) {
 /* --version's second line: nvJPEG compiled in, its library, and the
  * backend the current device offers (CUDA is started for that). */
 static void print_nvjpeg_version(void) {
-  if (!imgstat_gpu_jpeg_compiled()) {
+  imgstat_gpu_jpeg_info j;
+  imgstat_gpu_jpeg_info_get(&j);
+  if (!j.compiled)
     printf("nvJPEG: not compiled in\n");
-    return;
-  }
-  const char *version = "";
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  if (imgstat_gpu_jpeg_load(&version, &err) != IMGSTAT_OK) {
-    printf("nvJPEG: compiled in; not loaded (%s)\n", err.message);
-    return;
-  }
-  imgstat_gpu *gpu = NULL;
-  imgstat_gpu_jpeg *dec = NULL;
-  if (imgstat_gpu_create(-1, &gpu, &err) == IMGSTAT_OK &&
-      imgstat_gpu_jpeg_create(gpu, &dec, &err) == IMGSTAT_OK)
-    printf("nvJPEG: %s; device %s: %s\n", version, imgstat_gpu_device_name(gpu),
-           imgstat_gpu_jpeg_backend(dec));
+  else if (!j.loaded)
+    printf("nvJPEG: compiled in; not loaded (%s)\n", j.err.message);
+  else if (j.device)
+    printf("nvJPEG: %s; device %s: %s\n", j.version, j.device_name, j.backend);
   else
-    printf("nvJPEG: %s; no device (%s)\n", version, err.message);
-  imgstat_gpu_jpeg_destroy(dec);
-  imgstat_gpu_destroy(gpu);
+    printf("nvJPEG: %s; no device (%s)\n", j.version, j.err.message);
 }
 
 /* --version's last line: the cores -j 0 uses, and what limits them. */
@@ -1063,7 +1051,8 @@ int ist_stats_main(int argc, char **argv) {
   ro.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
   imgstat_status s = imgstat_run_create(&ro, &st.run, &err);
   if (s == IMGSTAT_ERR_ARG) {
-    status = usage("%s", err.message);
+    char words[IMGSTAT_CLI_WORDS_MAX];
+    status = usage("%s", ist_cli_error_words(&err, words));
     goto cleanup;
   }
   if (s != IMGSTAT_OK) {

@@ -55,7 +55,9 @@ class ImageError(Exception):
     one: ``"max_pixels"`` or ``"max_memory"`` (an image over the limit
     passed, ``limit``, wanting ``value`` pixels or bytes; either is None
     when not known), ``"gpu_unusable"`` (the GPU a backend or verify asked
-    for cannot be used); None otherwise."""
+    for cannot be used), ``"gpu_failed"`` (the GPU failed the work verify
+    gave it), ``"conflict"`` (a setting that cannot be used with another);
+    None otherwise."""
 
     def __init__(self, path: str, status: str, message: str,
                  cause: Optional[str] = None, limit: Optional[int] = None,

@@ -152,7 +152,7 @@ imgstat_status cuda_histograms(imgstat_gpu *gpu, imgstat_gpu_image *d,
   return IMGSTAT_OK;
 }
 
-// Host clock stamps of stats_cuda's phases, for tests/gpu/bench/py_overhead.py
+// Host clock stamps of stats_cuda's phases, for bench/gpu/py_overhead.py
 // (_imgstat._cuda_stats_phases): where a call spends its time.
 struct Phases {
   static constexpr int kMax = 8;
@@ -213,7 +213,7 @@ Outcome stats_cuda(const char *base, int device, uintptr_t stream,
 }
 
 // The phases of one stats_cuda call on a CUDA array (no histograms):
-// [(phase, microseconds)], for tests/gpu/bench/py_overhead.py.
+// [(phase, microseconds)], for bench/gpu/py_overhead.py.
 nb::list cuda_stats_phases(AnyArray a, const std::string &layout) {
   Request req = make_request(0, false, std::nullopt, "auto");
   imgstat_sample sample = sample_of(a);

@@ -39,6 +39,10 @@ const char *imgstat_cause_name(imgstat_cause cause) {
     return "max_memory";
   case IMGSTAT_CAUSE_GPU_UNUSABLE:
     return "gpu_unusable";
+  case IMGSTAT_CAUSE_GPU_FAILED:
+    return "gpu_failed";
+  case IMGSTAT_CAUSE_CONFLICT:
+    return "conflict";
   case IMGSTAT_CAUSE_READ_ONCE:
     return "read_once";
   case IMGSTAT_CAUSE_NONE:

@@ -189,7 +189,7 @@ static void chunk_u16(imgstat_partial *p, const uint16_t *x, uint64_t first,
  * lane tree), the lanes written with GCC/Clang vector types, four lanes a
  * vector; other compilers, chunks scanned from a point that is not a chunk
  * start, and the last partial row take the same lanes one sample at a time:
- * the same operations, the same bits (tests/test_float_order.c holds this
+ * the same operations, the same bits (tests/core/test_float_order.c holds this
  * to a slow reference). The file is compiled with -ffp-contract=off.
  * Non-finite samples are classified on their bits.
  */

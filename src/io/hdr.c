@@ -1,7 +1,7 @@
 /*
  * Radiance HDR (RGBE), our own reader: float R, G, B, each sample
  * m * 2^(e - 136) (0 when e is 0), as stb_image computed it before, bit for
- * bit (tests/readers_check.py compares the two on every HDR file of the
+ * bit (tests/io/readers_check.py compares the two on every HDR file of the
  * corpus and tests/data).
  *
  * The header is read as stb_image read it: lines up to '\n' (1023 bytes

@@ -1,6 +1,6 @@
 /*
- * Private to src/io, the floors above it that open inputs (src/pipeline's walk
- * and decode, src/job's GPU JPEG path) and io's tests and benchmarks: the
+ * Private to src/io and io's tests and benchmarks (the engine above it
+ * includes io_engine.h, the few calls it makes, which this includes): the
  * source of an input's bytes (source.c: it calls no other file of src/io), the
  * decoder table (load.c), the decoders' shared helpers (common.c) and one
  * decoder per library. The size arithmetic and the pixel limit are core's
@@ -11,6 +11,7 @@
 
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
+#include "io_engine.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -18,23 +19,7 @@
 #include <sys/types.h>
 
 /* ---- the source of an input's bytes (src/io/source.c) ---------------------
- *
- * Inputs that can be read once.
- * The one rule for every pass that would read an input twice (the float
- * range pass of pooled histograms, a --dataset's pooling pass, a JPEG reopened
- * on the CPU after the GPU's decoder refused it): an input can be read only
- * once unless it is a regular file or a block device. A pipe (standard input,
- * /dev/stdin, /dev/fd/N fed by one), a FIFO, a character device (a terminal)
- * and a socket give their bytes once. The walk decides it once per input,
- * from the file's type (imgstat_input.read_once). */
-int ist_read_once_mode(mode_t mode);
-
-/* What stops a wait for an input's bytes: fn(ctx) nonzero (a cancelled run).
- * fn NULL: nothing does. */
-typedef struct ist_stop {
-  int (*fn)(void *ctx);
-  void *ctx;
-} ist_stop;
+ */
 
 /* Opens path for reading without ever waiting in open() (a FIFO with no
  * writer yet); *st is what fstat says of it. An input that can be read again
@@ -91,15 +76,6 @@ imgstat_status ist_source_head(ist_source *src, unsigned char *buf, size_t size,
 /* ---- sniffing and opening (src/io/load.c) ---------------------------------
  */
 
-/* Opens a decoder on path as imgstat_decoder_open does; the waits for the
- * bytes of an input that can be read once end when stop says so
- * (IMGSTAT_ERR_IO, "cancelled while waiting for the input"). */
-imgstat_status ist_decoder_open_until(const char *path,
-                                      const imgstat_load_options *opts,
-                                      const ist_stop *stop,
-                                      imgstat_decoder **out,
-                                      imgstat_error *err);
-
 /* The formats the first bytes of an input announce. */
 typedef enum ist_kind {
   IMGSTAT_KIND_UNKNOWN = 0,
@@ -123,13 +99,6 @@ typedef enum ist_kind {
 
 /* Sniffs the signature in the first n bytes of an input. */
 ist_kind ist_kind_sniff(const unsigned char *head, size_t n);
-
-/* Whether a file name (a path: its last component counts) ends in the
- * extension of a format the decoder table reads (".png", ".JPG", ...; any
- * case). Decoding never looks at names: only directory walks choose files by
- * this (src/pipeline/walk.c). A name whose only dot is its first character
- * (".png") has no extension. */
-int ist_extension_is_image(const char *name);
 
 /* What decoding one input may cost, checked from its header before anything
  * is allocated (ist_decode_check). No field is 0 here. */
@@ -222,14 +191,6 @@ imgstat_status ist_jpeg_read(imgstat_decoder *d, imgstat_image *img,
 void ist_jpeg_close(imgstat_decoder *d);
 #endif
 
-/* For the GPU decoder (src/job): an open decoder's JPEG file, when it is
- * TurboJPEG's and nvJPEG may take it (Huffman coding, 8-bit, gray or
- * YCbCr; sequential or progressive): returns 1 with the whole file in
- * *bytes (the decoder's, until it is closed) and *size; else 0. The
- * decoder's open has made every check of the CPU path that needs no
- * decoding. */
-int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
-                       size_t *size);
 /* The rest of the CPU path's strictness: libjpeg's entropy decoding of
  * every scan, without pixels, stopping on any warning (a file cut
  * mid-scan, corrupt data) with the words ist_jpeg_read would fail with
@@ -245,11 +206,6 @@ imgstat_status ist_jpeg_check_entropy(imgstat_decoder *d, imgstat_error *err);
  * scan of a sequential frame (progressive ones are doubted). 0 when it
  * doubts: libjpeg then judges the file. Reads only bytes[0, size). */
 int ist_jpeg_scan(const unsigned char *bytes, size_t size, int full);
-/* The check of level (an imgstat_jpeg_check) on an open decoder that
- * ist_jpeg_gpu_input takes: IMGSTAT_OK, or the CPU decoder's refusal
- * (ist_jpeg_check_entropy's) of a file the scanner doubts. */
-imgstat_status ist_jpeg_check(imgstat_decoder *d, int level,
-                              imgstat_error *err);
 
 /* PSD through stb_image, and JPEG when TurboJPEG is not built in, as the
  * format d->format->kind (an unknown kind: a JPEG after fill bytes, else
@@ -375,7 +331,7 @@ size_t ist_bytes_read(ist_bytes *b, void *out, size_t n);
 
 /* The PNG writer imgstat_image_write uses (src/io/write.c): 0 libdeflate
  * when the build has it (IMGSTAT_HAVE_LIBDEFLATE), 1 libpng and zlib. Set
- * by the PNG benchmark (tests/bench_png.c) to compare the two. */
+ * by the PNG benchmark (bench/png_encode.c) to compare the two. */
 extern int ist_png_writer_libpng;
 /* Whether the build has the libdeflate writer. */
 int ist_png_have_libdeflate(void);

@@ -341,6 +341,10 @@ const imgstat_header *imgstat_decoder_header(const imgstat_decoder *d) {
   return d ? &d->header : NULL;
 }
 
+const char *ist_decoder_warning_text(const imgstat_decoder *d) {
+  return d->warning;
+}
+
 imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
                                     imgstat_error *err) {
   if (!d || !img)

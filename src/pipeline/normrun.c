@@ -151,10 +151,10 @@ imgstat_status imgstat_normrun_create(const imgstat_normrun_options *opts,
   /* Workers: jobs (0: one per core). One input alone (no jobs) runs in the
    * caller's thread with the CPU backend's threads on every core; with
    * several workers, each normalizes on one thread. */
-  run->workers = o->jobs >= 0 ? o->jobs : run->list.count > 1 ? 0 : 1;
-  run->opt.engine.threads = run->workers == 1 && o->jobs < 0 ? 0 : 1;
   run->info.cores = imgstat_cpu_cores();
-  run->info.workers = run->workers ? run->workers : run->info.cores;
+  run->info.workers = imgstat_engine_plan_workers(
+      o->jobs, run->list.count > 1, run->info.cores, &run->opt.engine);
+  run->workers = run->info.workers;
   run->info.float_range = o->dataset && o->norm.mode == IMGSTAT_NORM_CLIP;
   *out = run;
   return IMGSTAT_OK;

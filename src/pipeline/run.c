@@ -181,7 +181,8 @@ static void plan_workers(imgstat_run *run) {
   imgstat_run_info *info = &run->info;
   int cores = rank_cores(info, o->mpi != NULL);
   info->several = ist_run_several(o->sources, o->nsources);
-  int workers = o->jobs >= 0 ? o->jobs : info->several ? 0 : 1;
+  int workers =
+      imgstat_engine_plan_workers(o->jobs, info->several, cores, &o->engine);
   /* JPEGs sent to nvJPEG: the workers read and check them and hand them to
    * the device stage without waiting for the decode, one per core as for
    * the CPU decoders (four per core, when the workers waited for their
@@ -190,11 +191,6 @@ static void plan_workers(imgstat_run *run) {
   run->jpeg_stage = imgstat_gpu_jpeg_compiled() &&
                     o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
                     !o->engine.verify;
-  if (workers == 0)
-    workers = cores;
-  o->engine.threads = workers == 1 && o->jobs < 0 ? 0 : 1;
-  /* the CPU's lanes for auto's rule: the workers, at most one per core */
-  o->engine.workers = workers > 0 && workers < cores ? workers : cores;
   if (o->mpi)
     mpi_pick_device(&o->engine, info->at.local_rank);
   run->needs_gpu = o->engine.backend == IMGSTAT_BACKEND_GPU ||
@@ -375,18 +371,6 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
   }
 }
 
-/* A result that says the input failed at stage with the reason in why. */
-static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
-                          imgstat_status status, const imgstat_error *why) {
-  memset(res, 0, sizeof *res);
-  res->status = status;
-  res->failed_stage = stage;
-  res->error = *why;
-  res->error.status = status;
-  if (!why->message[0])
-    snprintf(res->error.message, sizeof res->error.message, "unknown error");
-}
-
 /* The inputs of this run so far (under MPI: this rank's share) and whether
  * that is all of them. */
 static int inputs_total(const imgstat_run *run, uint64_t *total) {
@@ -458,7 +442,7 @@ static int offer_to_gpu(imgstat_run *run, imgstat_task *task,
     if (cancelled)
       r->cancelled = 1;
     else
-      result_failed(res, IMGSTAT_STAGE_LOAD, s, &err);
+      imgstat_job_result_fail(res, IMGSTAT_STAGE_LOAD, s, &err);
     return 1;
   }
   const imgstat_header *h = imgstat_decoder_header(d);
@@ -530,7 +514,7 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
     return;
   }
   if (s != IMGSTAT_OK) {
-    result_failed(res, IMGSTAT_STAGE_LOAD, s, &err);
+    imgstat_job_result_fail(res, IMGSTAT_STAGE_LOAD, s, &err);
     return;
   }
   if (imgstat_engine_stats(run->engine, in->path, &img, &run->opt.request,

@@ -12,7 +12,7 @@
 #      generated .npy float32 RGBA images (n = 1024, 4096, 8192, NaN and Inf
 #      sprinkled): JSON records compared byte for byte apart from the
 #      backend fields; prints the counts of identical records;
-#   5. the fused kernel against CUB's Sum (tests/gpu/bench/fast_timing.cu: CUDA
+#   5. the fused kernel against CUB's Sum (bench/gpu/fast_timing.cu: CUDA
 #      events after warm-up, 64 MP planes; the RGBf32 row is the goal's,
 #      <= 1.10);
 #   6. the CPU float path: bench_cpu's RGBf32 rows (12 MP), and, when
@@ -24,7 +24,7 @@
 # table; logs and $OUT/summary.txt in $OUT.
 set -u
 cd "$(dirname "$0")/../../.."
-. tests/lib.sh
+. tests/support/lib.sh
 lib_gpu_prelude
 B=$ROOT/build-floatorder
 T0=$(date +%s)
@@ -194,7 +194,9 @@ if [ -n "${IMGSTAT_OLD_SRC:-}" ] && [ -d "$IMGSTAT_OLD_SRC" ]; then
   timeout 200 cmake -S "$IMGSTAT_OLD_SRC" -B "$B-old" -DIMGSTAT_ENABLE_CUDA=OFF \
     -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >"$OUT/build-old.log" 2>&1 &&
     timeout 200 cmake --build "$B-old" -j16 --target bench_cpu >>"$OUT/build-old.log" 2>&1 &&
-    old_bench=$B-old/tests/bench_cpu
+    old_bench=$B-old/bench/bench_cpu
+# (a tree from before bench/ built it under tests/)
+[ -n "$old_bench" ] && [ ! -x "$old_bench" ] && old_bench=$B-old/tests/bench_cpu
 fi
 for round in 1 2 3; do
   if [ -n "$old_bench" ]; then
@@ -202,7 +204,7 @@ for round in 1 2 3; do
     timeout 60 "$old_bench" 7 2>&1 | cpu_rows | tee -a "$SUMMARY"
   fi
   say "   round $round new:"
-  timeout 60 "$B/tests/bench_cpu" 7 2>&1 | cpu_rows | tee -a "$SUMMARY"
+  timeout 60 "$B/bench/bench_cpu" 7 2>&1 | cpu_rows | tee -a "$SUMMARY"
   [ -n "$old_bench" ] || break
 done
 result "CPU float timing (compare rows above)" "$([ -n "$old_bench" ] && echo "old vs new" || echo "new only")"

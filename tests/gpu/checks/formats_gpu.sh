@@ -27,8 +27,8 @@ say "ldd: $(ldd $B/imgstat | grep -E 'not found|tiff|webp|cfitsio|deflate|jpeg' 
 say "ctest: $(grep -E 'tests passed|tests failed' "$OUT/ctest-fmt.log")"
 grep -E '\*\*\*|Failed|Skipped' "$OUT/ctest-fmt.log" | head -20 | tee -a "$L"
 N=${1:-200}
-. tests/gpu/bench_lib.sh
-timeout -k 5 200 bash -c ". tests/gpu/bench_lib.sh; bench_jpegs /tmp/imgstat-bench-jpeg $N"
-BENCH_DIR=/tmp/imgstat-bench-jpeg timeout -k 5 400 bash tests/gpu/bench/bench_normalize.sh "$ROOT/$B/imgstat" "$N" 3 20 2>&1 |
+. bench/lib.sh
+timeout -k 5 200 bash -c ". bench/lib.sh; bench_jpegs /tmp/imgstat-bench-jpeg $N"
+BENCH_DIR=/tmp/imgstat-bench-jpeg timeout -k 5 400 bash bench/gpu/normalize.sh "$ROOT/$B/imgstat" "$N" 3 20 2>&1 |
   grep -v '^ok' | sed 's/^/normalize: /' | tee -a "$L"
 say "== done $(date -u '+%T')"

@@ -204,12 +204,11 @@ say "mixed folder (exit gpu $rg cpu $rc, messages $(cmp -s "$OUT/mixed.gpu.err" 
 say "--verify --jpeg-decoder gpu: exit $rv (1: mixed/f_cut.jpg refused), $(grep -c 'verify ok' "$OUT/verify.txt") ok, $(grep -c MISMATCH "$OUT/verify.txt") MISMATCH"
 
 # ---- 6. timings -----------------------------------------------------------------
-. tests/gpu/bench_lib.sh
+. bench/lib.sh # bench_jpegs, bench_small_jpegs, median
 BIG=${BENCH_DIR:-/tmp/imgstat-bench-jpeg}
 bench_jpegs "$BIG" 200
 SMALL=/tmp/imgstat-bench-jpeg-small
 bench_small_jpegs "$SMALL" 1000
-median() { sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
 timeit() { local TIMEFORMAT=%R; for _ in 1 2 3; do { time "$@" >/dev/null 2>&1; } 2>&1; done | median; }
 for set in "$BIG 200 12MP" "$SMALL 1000 0.5MP"; do
   read -r dir n label <<<"$set"

@@ -11,7 +11,7 @@
 # .corpus when the corpus tests should run.
 set -u
 cd "$(dirname "$0")/../../.."
-. tests/lib.sh
+. tests/support/lib.sh
 lib_gpu_prelude
 BUILD=$ROOT/build-device
 STEPS=${*:-build test timing sass memcheck racecheck synccheck initcheck}

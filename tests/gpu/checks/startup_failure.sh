@@ -8,7 +8,7 @@
 #
 # from the top of a checkout, on a machine with a usable GPU and nvJPEG;
 # BUILD_DIR holds a CUDA build's imgstat (-DIMGSTAT_ENABLE_CUDA=ON). Checks:
-#  1. no device visible (CUDA_VISIBLE_DEVICES empty): tests/no_gpu_test.sh,
+#  1. no device visible (CUDA_VISIBLE_DEVICES empty): tests/cli/no_gpu_test.sh,
 #     the cases CI runs on its machine without a driver (one JPEG, a
 #     folder, -j 1, --dataset, --histogram, --devices all, standard input,
 #     --backend gpu, normalize), also without libnvjpeg;
@@ -30,7 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 build=${1:?usage: startup_failure.sh BUILD_DIR}
 IMGSTAT=$(cd "$build" && pwd)/imgstat
-. "$root/tests/lib.sh"
+. "$root/tests/support/lib.sh"
 export PATH=$PATH:/usr/local/cuda/bin
 limit=${STARTUP_FAILURE_TIMEOUT:-120}
 jpg=$root/samples/testorig.jpg
@@ -63,11 +63,11 @@ lib_gone_setup
 # ---- 1. no device visible ------------------------------------------------------
 echo "== no device visible (CUDA_VISIBLE_DEVICES empty)"
 CUDA_VISIBLE_DEVICES= NO_GPU_TEST_TIMEOUT=$limit \
-  sh "$root/tests/no_gpu_test.sh" "$IMGSTAT" "$root/samples" >"$T/no_gpu.log" 2>&1
+  sh "$root/tests/cli/no_gpu_test.sh" "$IMGSTAT" "$root/samples" >"$T/no_gpu.log" 2>&1
 rc=$?
 sed 's/^/  /' "$T/no_gpu.log"
-if [ "$rc" -eq 0 ]; then pass "no device visible: tests/no_gpu_test.sh"; else
-  fail "no device visible: tests/no_gpu_test.sh exit $rc"; fi
+if [ "$rc" -eq 0 ]; then pass "no device visible: tests/cli/no_gpu_test.sh"; else
+  fail "no device visible: tests/cli/no_gpu_test.sh exit $rc"; fi
 
 # ---- 2. each step of the start-up injected -------------------------------------
 for f in start:context start:handles start:decoder start:state alloc:1; do

@@ -7,10 +7,10 @@
 #   tests/gpu/checks/two_gpus.sh
 set -u
 cd "$(dirname "$0")/../../.." || exit 1
-. tests/lib.sh
+. tests/support/lib.sh
 lib_gpu_prelude
 OUT=${OUT:-/tmp/imgstat-gpu-out}
-bash tests/gpu/bench/jpeg_stage_costs.sh build,check >/dev/null 2>&1
+bash bench/gpu/jpeg_stage_costs.sh build,check >/dev/null 2>&1
 sed -n '/== summary/,/== done/p' "$OUT/jpeg_stage_costs.log"
 B=$ROOT/build-jstage/imgstat
 C=/tmp/jstage-check

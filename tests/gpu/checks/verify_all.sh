@@ -12,7 +12,7 @@
 # .git: name the commit in IMGSTAT_COMMIT for the summary.
 set -u
 cd "$(dirname "$0")/../../.."
-. tests/lib.sh
+. tests/support/lib.sh
 lib_gpu_prelude
 B=$ROOT/build-verify
 S=$SUMMARY

@@ -1,0 +1,60 @@
+/*
+ * One input opened and decoded by a worker within the batch's budget
+ * (imgstat_task_open, imgstat_task_decode, imgstat/pipeline.h).
+ */
+#include "imgstat/pipeline.h"
+#include "io_engine.h"
+
+#include <string.h>
+
+static int task_stop(void *task) { return imgstat_task_cancelled(task); }
+
+imgstat_status imgstat_task_open(imgstat_task *task, const imgstat_input *in,
+                                 const imgstat_load_options *load,
+                                 imgstat_decoder **d, int *cancelled,
+                                 imgstat_error *err) {
+  *d = NULL;
+  *cancelled = 0;
+  if (in->kind == IMGSTAT_INPUT_ERROR)
+    return imgstat_error_set(err, in->status, "%s",
+                             in->message ? in->message : "cannot be read");
+  const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
+  /* a FIFO with no writer, a pipe with no bytes yet: waited for until the
+   * run is cancelled (a signal's handler only sets the cancel flag) */
+  ist_stop stop = {task_stop, task};
+  imgstat_status s = ist_decoder_open_until(path, load, &stop, d, err);
+  if (s != IMGSTAT_OK && imgstat_task_cancelled(task)) {
+    *cancelled = 1;
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "cancelled");
+  }
+  return s;
+}
+
+imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
+                                   const imgstat_load_options *load,
+                                   uint32_t extra_per_sample,
+                                   imgstat_image *img, uint64_t *reserved,
+                                   int *cancelled, imgstat_error *err) {
+  memset(img, 0, sizeof *img);
+  *reserved = 0;
+  imgstat_decoder *d = NULL;
+  imgstat_status s = imgstat_task_open(task, in, load, &d, cancelled, err);
+  if (s != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    return s;
+  }
+  const imgstat_header *h = imgstat_decoder_header(d);
+  uint64_t samples = (uint64_t)h->width * h->height * (uint64_t)h->channels;
+  uint64_t own = (uint64_t)(imgstat_sample_depth(h->sample) / 8);
+  uint64_t extra = extra_per_sample == IMGSTAT_TASK_EXTRA_AS_INPUT
+                       ? own
+                       : (uint64_t)extra_per_sample;
+  uint64_t bytes = samples * (own + extra);
+  if (!imgstat_task_reserve(task, bytes)) {
+    imgstat_decoder_close(d);
+    *cancelled = 1;
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "cancelled");
+  }
+  *reserved = bytes;
+  return imgstat_decoder_load(d, img, err);
+}

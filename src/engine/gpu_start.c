@@ -1,0 +1,234 @@
+/*
+ * The GPUs' start-up (engine.h): one context per device on a thread of its
+ * own, each device's nvJPEG decoder made beside its context; a failure of
+ * any device ends the start-up (the policy then fails or falls back for
+ * every item, and the device stage's lanes never open). Also the facts of
+ * nvJPEG that the program's version line shows.
+ */
+#include "engine.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double ist_since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) +
+         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
+
+static void gpus_destroy(gpu_start *s) {
+  for (int k = 0; k < s->ngpus; k++) {
+    gpu_slot *g = &s->gpus[k];
+    imgstat_gpu_jpeg_destroy(g->jpeg);
+    ist_jpeg_batcher_destroy(&g->batch);
+    imgstat_gpu_destroy(g->gpu);
+  }
+  s->ngpus = 0;
+}
+
+/* A device's JPEG decoder made on a thread of its own while the start-up
+ * thread makes the device's context: both wait for the CUDA context's
+ * creation, then nvJPEG's handles (the long part of its start-up) overlap
+ * the context's own set-up (slot, staging, warm-up kernels). */
+typedef struct jpeg_early {
+  pthread_t thread;
+  int device; /* as given to imgstat_gpu_create (-1: the current one) */
+  int prepare, strict;
+  imgstat_gpu_jpeg *dec;
+  imgstat_status status;
+  imgstat_error err;
+  struct timespec t0;
+  double done_s; /* from t0 */
+} jpeg_early;
+
+static void *jpeg_early_main(void *arg) {
+  jpeg_early *j = arg;
+  j->status =
+      imgstat_gpu_jpeg_create_on(j->device, j->strict, &j->dec, &j->err);
+  if (j->status == IMGSTAT_OK && j->prepare)
+    j->status = imgstat_gpu_jpeg_prepare(j->dec, &j->err);
+  if (j->status != IMGSTAT_OK) {
+    imgstat_gpu_jpeg_destroy(j->dec);
+    j->dec = NULL;
+  }
+  j->done_s = ist_since(&j->t0);
+  return NULL;
+}
+
+/* A GPU's JPEG decoder and its batches; a decoder that cannot start fails
+ * the GPU only when it is needed (--jpeg-decoder gpu). The decoder comes
+ * from early (made beside the context) when it was started and is on the
+ * context's device, else it is made here. Its state is made only for the
+ * one-image path (prepare): the device stage's lanes make decoders of their
+ * own, sharing its handles, each on its own thread and all at once. */
+static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
+                                 imgstat_error *err) {
+  int ok = ist_jpeg_batcher_init(&g->batch);
+  g->jpeg = NULL;
+  if (early && early->dec &&
+      imgstat_gpu_jpeg_device(early->dec) != imgstat_gpu_device(g->gpu)) {
+    imgstat_gpu_jpeg_destroy(early->dec); /* not the context's device */
+    early = NULL;
+  }
+  if (!ok || !s->jpeg) {
+    if (early)
+      imgstat_gpu_jpeg_destroy(early->dec);
+    return ok ? IMGSTAT_OK
+              : imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "cannot make a lock");
+  }
+  imgstat_error why;
+  memset(&why, 0, sizeof why);
+  imgstat_status st;
+  if (early) {
+    st = early->status;
+    g->jpeg = early->dec;
+    why = early->err;
+    if (s->jpeg_s == 0) {
+      s->jpeg_s = early->done_s;
+      imgstat_gpu_jpeg_times_get(early->dec, &s->jpeg_times);
+    }
+  } else {
+    st = imgstat_gpu_jpeg_create_on(imgstat_gpu_device(g->gpu), s->strict,
+                                    &g->jpeg, &why);
+    if (st == IMGSTAT_OK && s->prepare)
+      st = imgstat_gpu_jpeg_prepare(g->jpeg, &why);
+    if (st != IMGSTAT_OK) {
+      imgstat_gpu_jpeg_destroy(g->jpeg);
+      g->jpeg = NULL;
+    }
+    if (s->jpeg_s == 0) {
+      s->jpeg_s = ist_since(&s->t0);
+      imgstat_gpu_jpeg_times_get(g->jpeg, &s->jpeg_times);
+    }
+  }
+  if (st != IMGSTAT_OK && s->jpeg == 2)
+    return imgstat_error_set(err, st, "nvJPEG: %s", why.message);
+  return IMGSTAT_OK;
+}
+
+static imgstat_status gpus_create(gpu_start *s) {
+  int list[IMGSTAT_MAX_DEVICES], n = s->ndevices;
+  if (n > 0) {
+    memcpy(list, s->devices, sizeof(int) * (size_t)n);
+  } else if (n < 0) {
+    int count = 0;
+    imgstat_status st = imgstat_gpu_device_count(&count, &s->err);
+    if (st != IMGSTAT_OK)
+      return st;
+    n = count < IMGSTAT_MAX_DEVICES ? count : IMGSTAT_MAX_DEVICES;
+    for (int k = 0; k < n; k++)
+      list[k] = k;
+  } else {
+    n = 1;
+    list[0] = -1; /* the current device */
+  }
+  for (int k = 0; k < n; k++) {
+    gpu_slot *g = &s->gpus[k];
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    /* the JPEG decoder beside the context (see jpeg_early) */
+    jpeg_early early;
+    memset(&early, 0, sizeof early);
+    early.device = list[k];
+    early.prepare = s->prepare;
+    early.strict = s->strict;
+    early.t0 = s->t0;
+    /* IMGSTAT_JPEG_SERIAL=1: the decoder after the context, not beside it
+     * (a measurement's knob: does the overlap slow nvJPEG's start?) */
+    int beside =
+        s->jpeg && !getenv("IMGSTAT_JPEG_SERIAL") &&
+        pthread_create(&early.thread, NULL, jpeg_early_main, &early) == 0;
+    imgstat_status st = imgstat_gpu_create(list[k], &g->gpu, &err);
+    if (st == IMGSTAT_OK && !g->gpu)
+      st = imgstat_error_set(&err, IMGSTAT_ERR_DEVICE,
+                             "the GPU backend returned no context");
+    if (st == IMGSTAT_OK && s->context_s == 0)
+      s->context_s = ist_since(&s->t0);
+    if (beside)
+      pthread_join(early.thread, NULL);
+    if (st == IMGSTAT_OK) {
+      s->ngpus = k + 1; /* gpus_destroy frees it from here on */
+      st = jpeg_start(s, g, beside ? &early : NULL, &err);
+    } else if (beside) {
+      imgstat_gpu_jpeg_destroy(early.dec);
+    }
+    if (st != IMGSTAT_OK) {
+      gpus_destroy(s);
+      if (n > 1 || s->ndevices > 0)
+        imgstat_error_set(&s->err, st, "device %d: %.400s", list[k],
+                          err.message);
+      else
+        s->err = err;
+      return st;
+    }
+    s->ngpus = k + 1;
+  }
+  return IMGSTAT_OK;
+}
+
+static void *gpu_start_main(void *arg) {
+  gpu_start *s = arg;
+  s->status = gpus_create(s);
+  if (s->status != IMGSTAT_OK && s->err.message[0] == '\0')
+    snprintf(s->err.message, sizeof s->err.message, "unknown error");
+  if (s->fin_lock) {
+    pthread_mutex_lock(s->fin_lock);
+    s->fin = 1;
+    pthread_cond_broadcast(s->fin_cv);
+    pthread_mutex_unlock(s->fin_lock);
+  }
+  return NULL;
+}
+
+void ist_gpu_start_begin(gpu_start *s) {
+  if (pthread_create(&s->thread, NULL, gpu_start_main, s) == 0)
+    s->running = s->launched = 1;
+}
+
+void ist_gpu_start_finish(gpu_start *s) {
+  if (s->done)
+    return;
+  if (s->running) {
+    pthread_join(s->thread, NULL);
+    s->running = 0;
+  } else {
+    gpu_start_main(s);
+  }
+  s->done = 1;
+}
+
+void ist_gpu_start_end(gpu_start *s) {
+  if (s->running) {
+    pthread_join(s->thread, NULL);
+    s->running = 0;
+  }
+  gpus_destroy(s);
+}
+
+void imgstat_gpu_jpeg_info_get(imgstat_gpu_jpeg_info *out) {
+  memset(out, 0, sizeof *out);
+  out->compiled = imgstat_gpu_jpeg_compiled();
+  if (!out->compiled)
+    return;
+  const char *version = "";
+  if (imgstat_gpu_jpeg_load(&version, &out->err) != IMGSTAT_OK)
+    return;
+  out->loaded = 1;
+  snprintf(out->version, sizeof out->version, "%s", version);
+  imgstat_gpu *gpu = NULL;
+  imgstat_gpu_jpeg *dec = NULL;
+  if (imgstat_gpu_create(-1, &gpu, &out->err) == IMGSTAT_OK &&
+      imgstat_gpu_jpeg_create(gpu, &dec, &out->err) == IMGSTAT_OK) {
+    out->device = 1;
+    snprintf(out->device_name, sizeof out->device_name, "%s",
+             imgstat_gpu_device_name(gpu));
+    snprintf(out->backend, sizeof out->backend, "%s",
+             imgstat_gpu_jpeg_backend(dec));
+  }
+  imgstat_gpu_jpeg_destroy(dec);
+  imgstat_gpu_destroy(gpu);
+}

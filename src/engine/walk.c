@@ -1,0 +1,849 @@
+/*
+ * Inputs: path arguments and lists of paths expanded, lazily, into the
+ * ordered list of inputs (the rules are in imgstat/pipeline.h).
+ *
+ * The iterator is a small machine: the sources in the order given; the list
+ * being read, one record at a time; and a stack of the directories being
+ * walked, each with its entries read, classified and sorted when it is
+ * entered (its descriptor is closed at once, so a deep tree holds no
+ * descriptors). Items found wait in a queue until they are taken.
+ *
+ * Order. Sorting each directory's entries by their names, with a '/'
+ * appended to the names of the directories to walk, gives the byte order of
+ * the whole paths: every path under "d/x/" shares that prefix, and no other
+ * entry of "d" can start with "x/".
+ */
+#define _DEFAULT_SOURCE /* d_type */
+#include "imgstat/pipeline.h"
+#include "io_engine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct source {
+  int is_list;
+  char separator; /* lists */
+  char *name;
+} source;
+
+enum { ENTRY_FILE, ENTRY_DIR, ENTRY_ERROR };
+
+/* An entry of a directory being walked, classified when it was read. */
+typedef struct entry {
+  char *key;     /* the name; a directory to walk has a '/' appended */
+  int what;      /* ENTRY_* */
+  int error;     /* ENTRY_ERROR: an errno, or 0 for "not a regular file" */
+  uint64_t size; /* ENTRY_FILE */
+} entry;
+
+typedef struct frame {
+  char *path; /* as walked */
+  dev_t dev;
+  ino_t ino;
+  entry *entries;
+  size_t count, pos;
+} frame;
+
+/* A queued item and its strings, in one block. */
+typedef struct node {
+  struct node *next;
+  imgstat_input item;
+} node;
+
+struct imgstat_inputs {
+  int follow;
+  source *sources;
+  size_t nsources, sources_cap, next_source;
+  int stdin_taken; /* 1: an image "-", 2: a list "-" */
+  int started, done;
+  /* the list being read */
+  FILE *list;
+  int list_is_stdin;
+  char separator;
+  const char *list_name;
+  char *record;
+  size_t record_cap;
+  /* the directories being walked, outermost first */
+  frame *stack;
+  size_t depth, stack_cap;
+  /* items found and not yet taken */
+  node *first, *last;
+  size_t queued;
+  uint64_t found; /* items found so far: the next index */
+  /* the walk of a directory argument (or list line): the items found when
+   * it was entered, and the other files its walk skipped by extension */
+  uint64_t root_first;
+  uint64_t root_skipped;
+  /* directories a walk leaves out (imgstat_inputs_exclude_dir) */
+  struct excluded {
+    dev_t dev;
+    ino_t ino;
+  } * excluded;
+  size_t nexcluded;
+};
+
+static imgstat_status nomem(imgstat_error *err) {
+  return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                           "out of memory listing the inputs");
+}
+
+void imgstat_input_free(imgstat_input *item) {
+  if (item)
+    free((char *)item - offsetof(node, item));
+}
+
+imgstat_status imgstat_inputs_create(const imgstat_inputs_options *opts,
+                                     imgstat_inputs **out, imgstat_error *err) {
+  if (!out)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list to create");
+  *out = calloc(1, sizeof **out);
+  if (!*out)
+    return nomem(err);
+  if (opts)
+    (*out)->follow = opts->follow != 0;
+  return IMGSTAT_OK;
+}
+
+static void frame_free(frame *f) {
+  for (size_t i = 0; i < f->count; i++)
+    free(f->entries[i].key);
+  free(f->entries);
+  free(f->path);
+}
+
+void imgstat_inputs_destroy(imgstat_inputs *in) {
+  if (!in)
+    return;
+  for (size_t i = 0; i < in->nsources; i++)
+    free(in->sources[i].name);
+  free(in->sources);
+  if (in->list && !in->list_is_stdin)
+    fclose(in->list);
+  free(in->record);
+  for (size_t i = 0; i < in->depth; i++)
+    frame_free(&in->stack[i]);
+  free(in->stack);
+  free(in->excluded);
+  while (in->first) {
+    node *n = in->first;
+    in->first = n->next;
+    free(n);
+  }
+  free(in);
+}
+
+static imgstat_status add_source(imgstat_inputs *in, int is_list,
+                                 const char *name, char separator,
+                                 imgstat_error *err) {
+  if (!in || !name)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list or no path");
+  if (in->started)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "inputs are added before the first is taken");
+  if (is_list && separator != '\n' && separator != '\0')
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "a list separates paths by newlines or NULs");
+  int is_stdin = strcmp(name, "-") == 0;
+  if (is_stdin && (in->stdin_taken == 2 || (is_list && in->stdin_taken)))
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_ARG,
+        "standard input cannot be both a list of paths and an input");
+  if (in->nsources == in->sources_cap) {
+    size_t cap = in->sources_cap ? 2 * in->sources_cap : 8;
+    source *s = realloc(in->sources, cap * sizeof *s);
+    if (!s)
+      return nomem(err);
+    in->sources = s;
+    in->sources_cap = cap;
+  }
+  char *copy = strdup(name);
+  if (!copy)
+    return nomem(err);
+  in->sources[in->nsources++] = (source){is_list, separator, copy};
+  if (is_stdin)
+    in->stdin_taken = is_list ? 2 : 1;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_inputs_add_path(imgstat_inputs *in, const char *path,
+                                       imgstat_error *err) {
+  return add_source(in, 0, path, 0, err);
+}
+
+imgstat_status imgstat_inputs_exclude_dir(imgstat_inputs *in, const char *path,
+                                          imgstat_error *err) {
+  struct stat st;
+  if (!in || !path)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no directory to exclude");
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+    return IMGSTAT_OK; /* nothing there to walk into */
+  struct excluded *p =
+      realloc(in->excluded, (in->nexcluded + 1) * sizeof *in->excluded);
+  if (!p)
+    return nomem(err);
+  in->excluded = p;
+  in->excluded[in->nexcluded].dev = st.st_dev;
+  in->excluded[in->nexcluded++].ino = st.st_ino;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_inputs_add_list(imgstat_inputs *in, const char *list,
+                                       char separator, imgstat_error *err) {
+  return add_source(in, 1, list, separator, err);
+}
+
+/* ---- items ----------------------------------------------------------------
+ */
+
+static void enqueue(imgstat_inputs *in, node *n) {
+  if (in->last)
+    in->last->next = n;
+  else
+    in->first = n;
+  in->last = n;
+  in->queued++;
+}
+
+/* Queues an item: path is dir + '/' + name when dir is not NULL (no second
+ * '/' when dir ends with one), else name; message for an error item. */
+static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
+                           const char *dir, const char *name, size_t name_len,
+                           uint64_t size, int size_known, int read_once,
+                           const char *message, imgstat_error *err) {
+  size_t dir_len = dir ? strlen(dir) : 0;
+  int slash = dir && (dir_len == 0 || dir[dir_len - 1] != '/');
+  size_t msg_len = message ? strlen(message) : 0;
+  size_t bytes = sizeof(node) + dir_len + (size_t)slash + name_len + 1 +
+                 (message ? msg_len + 1 : 0);
+  node *n = malloc(bytes);
+  if (!n)
+    return nomem(err);
+  char *p = (char *)(n + 1);
+  n->next = NULL;
+  n->item.kind = kind;
+  n->item.index = in->found++;
+  n->item.path = p;
+  if (dir_len)
+    memcpy(p, dir, dir_len);
+  p += dir_len;
+  if (slash)
+    *p++ = '/';
+  memcpy(p, name, name_len);
+  p += name_len;
+  *p++ = '\0';
+  n->item.root_len = 0;
+  if (dir && in->depth > 0) { /* found in a walk: below its argument */
+    size_t rlen = strlen(in->stack[0].path);
+    n->item.root_len = rlen + (rlen == 0 || in->stack[0].path[rlen - 1] != '/');
+  }
+  n->item.size = size_known ? size : 0;
+  n->item.size_known = size_known;
+  n->item.read_once = read_once;
+  n->item.status = kind == IMGSTAT_INPUT_ERROR ? IMGSTAT_ERR_IO : IMGSTAT_OK;
+  n->item.message = NULL;
+  if (message) {
+    memcpy(p, message, msg_len + 1);
+    n->item.message = p;
+  }
+  enqueue(in, n);
+  return IMGSTAT_OK;
+}
+
+static imgstat_status emit_error(imgstat_inputs *in, const char *dir,
+                                 const char *name, size_t name_len, int error,
+                                 imgstat_error *err) {
+  return emit(in, IMGSTAT_INPUT_ERROR, dir, name, name_len, 0, 0, 0,
+              error ? strerror(error) : "not a regular file", err);
+}
+
+/* A directory argument (or list line) whose walk found nothing: an error
+ * item in its place, so that a run over it does not pass in silence. */
+static imgstat_status no_images(imgstat_inputs *in, const char *path,
+                                imgstat_error *err) {
+  char msg[96];
+  uint64_t n = in->root_skipped;
+  snprintf(msg, sizeof msg,
+           "no image files (%llu other file%s skipped by extension)",
+           (unsigned long long)n, n == 1 ? "" : "s");
+  return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, 0, msg,
+              err);
+}
+
+/* ---- directories ----------------------------------------------------------
+ */
+
+/* Whether a directory (dev, ino) is on the stack already (a loop). */
+static const frame *ancestor(const imgstat_inputs *in, dev_t dev, ino_t ino) {
+  for (size_t i = 0; i < in->depth; i++)
+    if (in->stack[i].dev == dev && in->stack[i].ino == ino)
+      return &in->stack[i];
+  return NULL;
+}
+
+static int entry_order(const void *a, const void *b) {
+  return strcmp(((const entry *)a)->key, ((const entry *)b)->key);
+}
+
+/* Classifies the entry name of the directory open as dirfd (d_type: what
+ * readdir said, DT_UNKNOWN if nothing). Returns 0 when the walk skips it,
+ * -1 when that is a file skipped for its extension, else 1 with *e filled
+ * (its key still to set). */
+static int classify(const imgstat_inputs *in, int dirfd, const char *name,
+                    int d_type, entry *e) {
+  int image = ist_extension_is_image(name);
+  memset(e, 0, sizeof *e);
+  if (d_type == DT_DIR) {
+    e->what = ENTRY_DIR;
+    return 1;
+  }
+  if (d_type == DT_REG && !image)
+    return -1;
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    e->what = ENTRY_ERROR;
+    e->error = errno;
+    return image; /* gone, or unreadable: no telling what it was */
+  }
+  if (S_ISLNK(st.st_mode)) {
+    if (fstatat(dirfd, name, &st, 0) != 0) {
+      e->what = ENTRY_ERROR; /* dangling, a loop of links, no access */
+      e->error = errno;
+      return image;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (!in->follow)
+        return 0;
+      e->what = ENTRY_DIR;
+      return 1;
+    }
+  }
+  if (S_ISDIR(st.st_mode)) {
+    e->what = ENTRY_DIR;
+    return 1;
+  }
+  if (!image)
+    return -1;
+  if (!S_ISREG(st.st_mode)) {
+    e->what = ENTRY_ERROR; /* a FIFO would block, a device never end */
+    e->error = 0;
+    return 1;
+  }
+  e->what = ENTRY_FILE;
+  e->size = (uint64_t)st.st_size;
+  return 1;
+}
+
+/* Reads, classifies and sorts the entries of the directory open as fd
+ * (closed here). On a failure of readdir, *read_error is its errno and the
+ * entries read so far are kept. */
+static imgstat_status read_entries(imgstat_inputs *in, int fd, frame *f,
+                                   int *read_error, imgstat_error *err) {
+  *read_error = 0;
+  DIR *d = fdopendir(fd);
+  if (!d) {
+    *read_error = errno;
+    close(fd);
+    return IMGSTAT_OK;
+  }
+  size_t cap = 0;
+  imgstat_status s = IMGSTAT_OK;
+  for (;;) {
+    errno = 0;
+    struct dirent *de = readdir(d);
+    if (!de) {
+      *read_error = errno;
+      break;
+    }
+    const char *name = de->d_name;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+      continue;
+    int d_type = DT_UNKNOWN;
+#ifdef _DIRENT_HAVE_D_TYPE
+    d_type = de->d_type;
+#endif
+    entry e;
+    int what = classify(in, dirfd(d), name, d_type, &e);
+    in->root_skipped += what < 0;
+    if (what <= 0)
+      continue;
+    size_t len = strlen(name);
+    int slash = e.what == ENTRY_DIR;
+    e.key = malloc(len + (size_t)slash + 1);
+    if (!e.key) {
+      s = nomem(err);
+      break;
+    }
+    memcpy(e.key, name, len);
+    if (slash)
+      e.key[len++] = '/';
+    e.key[len] = '\0';
+    if (f->count == cap) {
+      size_t ncap = cap ? 2 * cap : 16;
+      entry *p = realloc(f->entries, ncap * sizeof *p);
+      if (!p) {
+        free(e.key);
+        s = nomem(err);
+        break;
+      }
+      f->entries = p;
+      cap = ncap;
+    }
+    f->entries[f->count++] = e;
+  }
+  closedir(d);
+  if (f->count > 1)
+    qsort(f->entries, f->count, sizeof *f->entries, entry_order);
+  return s;
+}
+
+/* Enters the directory at dir + '/' + name (dir NULL: name is the whole
+ * path): pushes its frame, or queues an error item in its place. An
+ * argument's directory is reached through links (follow_link); one met in a
+ * walk only with the option follow. */
+static imgstat_status enter(imgstat_inputs *in, const char *dir,
+                            const char *name, size_t name_len, int follow_link,
+                            imgstat_error *err) {
+  size_t dir_len = dir ? strlen(dir) : 0;
+  int slash = dir && (dir_len == 0 || dir[dir_len - 1] != '/');
+  char *path = malloc(dir_len + (size_t)slash + name_len + 1);
+  if (!path)
+    return nomem(err);
+  if (dir_len)
+    memcpy(path, dir, dir_len);
+  if (slash)
+    path[dir_len] = '/';
+  memcpy(path + dir_len + slash, name, name_len);
+  path[dir_len + (size_t)slash + name_len] = '\0';
+
+  int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+  if (!follow_link)
+    flags |= O_NOFOLLOW;
+  int fd = open(path, flags);
+  struct stat st;
+  imgstat_status s;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd);
+    s = emit_error(in, NULL, path, strlen(path), e, err);
+    free(path);
+    return s;
+  }
+  for (size_t k = 0; dir && k < in->nexcluded; k++)
+    if (in->excluded[k].dev == st.st_dev && in->excluded[k].ino == st.st_ino) {
+      close(fd); /* left out of walks (imgstat_inputs_exclude_dir) */
+      free(path);
+      return IMGSTAT_OK;
+    }
+  const frame *a = ancestor(in, st.st_dev, st.st_ino);
+  if (a) {
+    close(fd);
+    char msg[128 + 64];
+    size_t alen = strlen(a->path);
+    /* a message, not a path: a long one is cut */
+    snprintf(msg, sizeof msg, "file system loop: the same directory as %s%s",
+             alen > 128 ? "..." : "",
+             alen > 128 ? a->path + alen - 128 : a->path);
+    s = emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, 0, msg,
+             err);
+    free(path);
+    return s;
+  }
+  if (in->depth == in->stack_cap) {
+    size_t cap = in->stack_cap ? 2 * in->stack_cap : 8;
+    frame *p = realloc(in->stack, cap * sizeof *p);
+    if (!p) {
+      close(fd);
+      free(path);
+      return nomem(err);
+    }
+    in->stack = p;
+    in->stack_cap = cap;
+  }
+  frame *f = &in->stack[in->depth];
+  memset(f, 0, sizeof *f);
+  if (in->depth == 0) {
+    in->root_first = in->found;
+    in->root_skipped = 0;
+  }
+  f->path = path;
+  f->dev = st.st_dev;
+  f->ino = st.st_ino;
+  int read_error;
+  s = read_entries(in, fd, f, &read_error, err);
+  if (s != IMGSTAT_OK) {
+    frame_free(f);
+    return s;
+  }
+  in->depth++;
+  /* A directory that could not be read to its end: the error in its place,
+   * before whatever it gave. */
+  if (read_error)
+    return emit_error(in, NULL, path, strlen(path), read_error, err);
+  return IMGSTAT_OK;
+}
+
+/* A path argument or list record: one input, or a directory to walk. */
+static imgstat_status take_path(imgstat_inputs *in, const char *path,
+                                size_t len, int is_argument,
+                                imgstat_error *err) {
+  struct stat st;
+  /* whether it can be read only once: from its type, decided here once
+   * (stat follows /dev/stdin and /dev/fd/N to what they name, and opens
+   * nothing, so a FIFO is not waited for) */
+  if (is_argument && strcmp(path, "-") == 0) {
+    int once = fstat(STDIN_FILENO, &st) != 0 || ist_read_once_mode(st.st_mode);
+    return emit(in, IMGSTAT_INPUT_STDIN, NULL, path, len, 0, 0, once, NULL,
+                err);
+  }
+  if (strlen(path) != len) {
+    return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, 0,
+                "the path in the list holds a NUL byte", err);
+  }
+  if (stat(path, &st) != 0)
+    return emit_error(in, NULL, path, len, errno, err);
+  if (S_ISDIR(st.st_mode))
+    return enter(in, NULL, path, len, 1, err);
+  return emit(in, IMGSTAT_INPUT_FILE, NULL, path, len, (uint64_t)st.st_size,
+              S_ISREG(st.st_mode), ist_read_once_mode(st.st_mode), NULL, err);
+}
+
+/* ---- the machine ----------------------------------------------------------
+ */
+
+static void list_close(imgstat_inputs *in) {
+  if (in->list && !in->list_is_stdin)
+    fclose(in->list);
+  in->list = NULL;
+}
+
+/* One step: queues at most a few items, or finds the end (in->done). */
+static imgstat_status step(imgstat_inputs *in, imgstat_error *err) {
+  if (in->depth > 0) {
+    frame *f = &in->stack[in->depth - 1];
+    if (f->pos == f->count) {
+      imgstat_status s = IMGSTAT_OK;
+      if (in->depth == 1 && in->found == in->root_first)
+        s = no_images(in, f->path, err);
+      frame_free(f);
+      in->depth--;
+      return s;
+    }
+    const entry *e = &f->entries[f->pos++];
+    size_t len = strlen(e->key);
+    switch (e->what) {
+    case ENTRY_DIR:
+      return enter(in, f->path, e->key, len - 1, in->follow, err);
+    case ENTRY_FILE:
+      return emit(in, IMGSTAT_INPUT_FILE, f->path, e->key, len, e->size, 1, 0,
+                  NULL, err);
+    default:
+      return emit(in, IMGSTAT_INPUT_ERROR, f->path, e->key, len, 0, 0, 0,
+                  e->error ? strerror(e->error) : "not a regular file", err);
+    }
+  }
+  if (in->list) {
+    errno = 0;
+    ssize_t n = getdelim(&in->record, &in->record_cap, in->separator, in->list);
+    if (n < 0) {
+      int e = ferror(in->list) ? (errno ? errno : EIO) : 0;
+      const char *name = in->list_name;
+      list_close(in);
+      if (e)
+        return emit_error(in, NULL, name, strlen(name), e, err);
+      return IMGSTAT_OK;
+    }
+    size_t len = (size_t)n;
+    if (len > 0 && in->record[len - 1] == in->separator)
+      len--;
+    in->record[len] = '\0';
+    if (len == 0)
+      return IMGSTAT_OK;
+    return take_path(in, in->record, len, 0, err);
+  }
+  if (in->next_source < in->nsources) {
+    const source *src = &in->sources[in->next_source++];
+    if (!src->is_list)
+      return take_path(in, src->name, strlen(src->name), 1, err);
+    in->list_name = src->name;
+    in->separator = src->separator;
+    in->list_is_stdin = strcmp(src->name, "-") == 0;
+    if (in->list_is_stdin) {
+      in->list = stdin;
+    } else {
+      in->list = fopen(src->name, "r");
+      if (!in->list)
+        return emit_error(in, NULL, src->name, strlen(src->name), errno, err);
+      struct stat st;
+      if (fstat(fileno(in->list), &st) == 0 && S_ISDIR(st.st_mode)) {
+        list_close(in);
+        return emit_error(in, NULL, src->name, strlen(src->name), EISDIR, err);
+      }
+    }
+    return IMGSTAT_OK;
+  }
+  in->done = 1;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_inputs_prefetch(imgstat_inputs *in, size_t max_queued,
+                                       imgstat_error *err) {
+  if (!in)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list");
+  in->started = 1;
+  while (!in->done && in->queued < max_queued) {
+    imgstat_status s = step(in, err);
+    if (s != IMGSTAT_OK)
+      return s;
+  }
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_inputs_next(imgstat_inputs *in, imgstat_input **item,
+                                   imgstat_error *err) {
+  if (!in || !item)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list or no item");
+  *item = NULL;
+  imgstat_status s = imgstat_inputs_prefetch(in, 1, err);
+  if (s != IMGSTAT_OK || !in->first)
+    return s;
+  node *n = in->first;
+  in->first = n->next;
+  if (!in->first)
+    in->last = NULL;
+  in->queued--;
+  *item = &n->item;
+  return IMGSTAT_OK;
+}
+
+int imgstat_inputs_total(const imgstat_inputs *in, uint64_t *total) {
+  if (!in)
+    return 0;
+  if (total)
+    *total = in->found;
+  return in->done;
+}
+
+/* ---- the whole list -------------------------------------------------------
+ */
+
+/* A new item with src's fields and copies of its strings. */
+static imgstat_input *item_copy(const imgstat_input *src) {
+  size_t plen = strlen(src->path);
+  size_t mlen = src->message ? strlen(src->message) : 0;
+  node *n = malloc(sizeof(node) + plen + 1 + (src->message ? mlen + 1 : 0));
+  if (!n)
+    return NULL;
+  char *p = (char *)(n + 1);
+  n->next = NULL;
+  n->item = *src;
+  memcpy(p, src->path, plen + 1);
+  n->item.path = p;
+  if (src->message) {
+    memcpy(p + plen + 1, src->message, mlen + 1);
+    n->item.message = p + plen + 1;
+  }
+  return &n->item;
+}
+
+void imgstat_input_list_free(imgstat_input_list *list) {
+  if (!list)
+    return;
+  for (size_t k = 0; k < list->count; k++)
+    imgstat_input_free(list->items[k]);
+  free(list->items);
+  list->items = NULL;
+  list->count = 0;
+}
+
+/* Appends item to list (taking it); frees it when out of memory. */
+static imgstat_status list_push(imgstat_input_list *list, size_t *cap,
+                                imgstat_input *item, imgstat_error *err) {
+  if (list->count == *cap) {
+    size_t ncap = *cap ? 2 * *cap : 64;
+    imgstat_input **p = realloc(list->items, ncap * sizeof *p);
+    if (!p) {
+      imgstat_input_free(item);
+      return nomem(err);
+    }
+    list->items = p;
+    *cap = ncap;
+  }
+  list->items[list->count++] = item;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
+                                      imgstat_input_list *list,
+                                      imgstat_error *err) {
+  if (!list)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list to fill");
+  list->items = NULL;
+  list->count = 0;
+  size_t cap = 0;
+  for (;;) {
+    imgstat_input *item = NULL;
+    imgstat_status s = imgstat_inputs_next(in, &item, err);
+    if (s == IMGSTAT_OK && item)
+      s = list_push(list, &cap, item, err);
+    if (s != IMGSTAT_OK) {
+      imgstat_input_list_free(list);
+      return s;
+    }
+    if (!item)
+      return IMGSTAT_OK;
+  }
+}
+
+const imgstat_input *
+imgstat_input_list_read_once(const imgstat_input_list *list) {
+  for (size_t k = 0; list && k < list->count; k++)
+    if (list->items[k]->kind != IMGSTAT_INPUT_ERROR &&
+        list->items[k]->read_once)
+      return list->items[k];
+  return NULL;
+}
+
+imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
+                                        imgstat_inputs **out,
+                                        imgstat_error *err) {
+  imgstat_status s = imgstat_inputs_create(NULL, out, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  imgstat_inputs *in = *out;
+  in->started = in->done = 1;
+  for (size_t k = 0; k < list->count; k++) {
+    imgstat_input *item = item_copy(list->items[k]);
+    if (!item) {
+      imgstat_inputs_destroy(in);
+      *out = NULL;
+      return nomem(err);
+    }
+    enqueue(in, (node *)((char *)item - offsetof(node, item)));
+  }
+  in->found = list->count;
+  return IMGSTAT_OK;
+}
+
+/* The packed form: per item its fixed fields (kind, status, size_known,
+ * read_once as one byte each; index, size, root_len, the path's and the
+ * message's lengths as uint64 in native order: one build on every rank) and
+ * then the path and the message without their NULs; a message length of
+ * UINT64_MAX is no message. */
+#define PACKED_FIXED (4 + 5 * 8)
+
+static void put_u64(unsigned char **p, uint64_t v) {
+  memcpy(*p, &v, 8);
+  *p += 8;
+}
+
+static uint64_t get_u64(const unsigned char **p) {
+  uint64_t v;
+  memcpy(&v, *p, 8);
+  *p += 8;
+  return v;
+}
+
+imgstat_status imgstat_input_list_pack(const imgstat_input_list *list,
+                                       unsigned char **bytes, size_t *size,
+                                       imgstat_error *err) {
+  *bytes = NULL;
+  *size = 0;
+  size_t total = 0;
+  for (size_t k = 0; k < list->count; k++) {
+    const imgstat_input *it = list->items[k];
+    total += PACKED_FIXED + strlen(it->path) +
+             (it->message ? strlen(it->message) : 0);
+  }
+  unsigned char *buf = malloc(total ? total : 1), *p = buf;
+  if (!buf)
+    return nomem(err);
+  for (size_t k = 0; k < list->count; k++) {
+    const imgstat_input *it = list->items[k];
+    size_t plen = strlen(it->path);
+    size_t mlen = it->message ? strlen(it->message) : 0;
+    *p++ = (unsigned char)it->kind;
+    *p++ = (unsigned char)it->status;
+    *p++ = (unsigned char)(it->size_known != 0);
+    *p++ = (unsigned char)(it->read_once != 0);
+    put_u64(&p, it->index);
+    put_u64(&p, it->size);
+    put_u64(&p, (uint64_t)it->root_len);
+    put_u64(&p, (uint64_t)plen);
+    put_u64(&p, it->message ? (uint64_t)mlen : UINT64_MAX);
+    memcpy(p, it->path, plen);
+    p += plen;
+    if (mlen)
+      memcpy(p, it->message, mlen);
+    p += mlen;
+  }
+  *bytes = buf;
+  *size = total;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
+                                         imgstat_input_list *list,
+                                         imgstat_error *err) {
+  const unsigned char *p = bytes, *end = p + size;
+  list->items = NULL;
+  list->count = 0;
+  size_t cap = 0;
+  imgstat_status s = IMGSTAT_OK;
+  char *path = NULL, *msg = NULL;
+  while (p < end && s == IMGSTAT_OK) {
+    if ((size_t)(end - p) < PACKED_FIXED) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_ARG, "a packed input list is cut");
+      break;
+    }
+    imgstat_input it;
+    memset(&it, 0, sizeof it);
+    it.kind = (imgstat_input_kind)*p++;
+    it.status = (imgstat_status)*p++;
+    it.size_known = *p++;
+    it.read_once = *p++;
+    it.index = get_u64(&p);
+    it.size = get_u64(&p);
+    uint64_t root_len = get_u64(&p), plen = get_u64(&p), mlen = get_u64(&p);
+    int has_msg = mlen != UINT64_MAX;
+    if (!has_msg)
+      mlen = 0;
+    if (it.kind > IMGSTAT_INPUT_ERROR || plen > (uint64_t)(end - p) ||
+        mlen > (uint64_t)(end - p) - plen || root_len > plen) {
+      s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                            "a packed input list is damaged");
+      break;
+    }
+    it.root_len = (size_t)root_len;
+    path = malloc((size_t)plen + 1);
+    msg = malloc((size_t)mlen + 1);
+    if (!path || !msg) {
+      s = nomem(err);
+      break;
+    }
+    memcpy(path, p, (size_t)plen);
+    path[plen] = '\0';
+    p += plen;
+    memcpy(msg, p, (size_t)mlen);
+    msg[mlen] = '\0';
+    p += mlen;
+    it.path = path;
+    it.message = has_msg ? msg : NULL;
+    imgstat_input *copy = item_copy(&it);
+    free(path);
+    free(msg);
+    path = msg = NULL;
+    s = copy ? list_push(list, &cap, copy, err) : nomem(err);
+  }
+  free(path);
+  free(msg);
+  if (s != IMGSTAT_OK)
+    imgstat_input_list_free(list);
+  return s;
+}

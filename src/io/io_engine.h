@@ -1,0 +1,69 @@
+/*
+ * The calls of src/io that the engine above it makes (src/engine: the walk,
+ * a task's decode, the JPEGs offered to nvJPEG), private to src/ and
+ * included by io.h: whether an input can be read only once and whether a
+ * name is an image's, a decoder opened with a stop for its waits, and a
+ * JPEG's bytes for nvJPEG with the CPU path's checks before it.
+ */
+#ifndef IMGSTAT_IO_ENGINE_H
+#define IMGSTAT_IO_ENGINE_H
+
+#include "imgstat/imgstat.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Inputs that can be read once (src/io/source.c).
+ * The one rule for every pass that would read an input twice (the float
+ * range pass of pooled histograms, a --dataset's pooling pass, a JPEG reopened
+ * on the CPU after the GPU's decoder refused it): an input can be read only
+ * once unless it is a regular file or a block device. A pipe (standard input,
+ * /dev/stdin, /dev/fd/N fed by one), a FIFO, a character device (a terminal)
+ * and a socket give their bytes once. The walk decides it once per input,
+ * from the file's type (imgstat_input.read_once). */
+int ist_read_once_mode(mode_t mode);
+
+/* Whether a file name (a path: its last component counts) ends in the
+ * extension of a format the decoder table reads (".png", ".JPG", ...; any
+ * case). Decoding never looks at names: only directory walks choose files by
+ * this (src/engine/walk.c). A name whose only dot is its first character
+ * (".png") has no extension. */
+int ist_extension_is_image(const char *name);
+
+/* What stops a wait for an input's bytes: fn(ctx) nonzero (a cancelled run).
+ * fn NULL: nothing does. */
+typedef struct ist_stop {
+  int (*fn)(void *ctx);
+  void *ctx;
+} ist_stop;
+
+/* Opens a decoder on path as imgstat_decoder_open does; the waits for the
+ * bytes of an input that can be read once end when stop says so
+ * (IMGSTAT_ERR_IO, "cancelled while waiting for the input"). */
+imgstat_status ist_decoder_open_until(const char *path,
+                                      const imgstat_load_options *opts,
+                                      const ist_stop *stop,
+                                      imgstat_decoder **out,
+                                      imgstat_error *err);
+
+/* What an open decoder passed over in its input so far (its header's
+ * warning; "" when none): the decoder's until it is closed (load.c). */
+const char *ist_decoder_warning_text(const imgstat_decoder *d);
+
+/* For the GPU decoder (src/engine): an open decoder's JPEG file, when it is
+ * TurboJPEG's and nvJPEG may take it (Huffman coding, 8-bit, gray or
+ * YCbCr; sequential or progressive): returns 1 with the whole file in
+ * *bytes (the decoder's, until it is closed) and *size; else 0. The
+ * decoder's open has made every check of the CPU path that needs no
+ * decoding. */
+int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
+                       size_t *size);
+
+/* The check of level (an imgstat_jpeg_check) on an open decoder that
+ * ist_jpeg_gpu_input takes: IMGSTAT_OK, or the CPU decoder's refusal
+ * (ist_jpeg_check_entropy's, src/io/jpeg_scan.c) of a file the scanner doubts.
+ */
+imgstat_status ist_jpeg_check(imgstat_decoder *d, int level,
+                              imgstat_error *err);
+
+#endif

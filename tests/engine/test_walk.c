@@ -1,0 +1,824 @@
+/*
+ * Inputs (src/engine/walk.c): the order of a walk against
+ * `find -print0 | LC_ALL=C sort -z` run through popen and against orders
+ * written by hand, the extension filter, empty folders, unreadable entries,
+ * symbolic link loops with and without follow, names with spaces and
+ * newlines, --files-from lists (newline and NUL separated, from standard
+ * input), "-" as an image, and the total as the walk goes.
+ *
+ * Unreadable directories: chmod 000 does not stop root, and CI runs as
+ * root, so as root that check runs in a child process that has given up
+ * root (setuid to nobody). Entries that no user can read run everywhere: a
+ * dangling symbolic link, a link to itself, and a FIFO with an image's name.
+ */
+#include "imgstat/pipeline.h"
+#include "io.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char root[256]; /* the test's temporary folder */
+
+#define ASSERT_MSG(cond, ...)                                                  \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      printf("\n    ");                                                        \
+      printf(__VA_ARGS__);                                                     \
+      printf("\n");                                                            \
+    }                                                                          \
+    CU_ASSERT(cond);                                                           \
+  } while (0)
+
+/* ---- files ------------------------------------------------------------------
+ */
+
+/* root + "/" + rel, in one of a few rotating buffers. */
+static const char *at(const char *rel) {
+  static char buf[8][1024];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", root, rel);
+  return buf[k];
+}
+
+/* Makes the directories of rel (its last component too when dir). */
+static void make_dirs(const char *rel, int dir) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s", at(rel));
+  size_t start = strlen(root) + 1;
+  for (size_t i = start; p[i]; i++)
+    if (p[i] == '/') {
+      p[i] = '\0';
+      mkdir(p, 0755);
+      p[i] = '/';
+    }
+  if (dir)
+    mkdir(p, 0755);
+}
+
+/* A file of n bytes at root/rel (its folders made). */
+static void make_file(const char *rel, size_t n) {
+  make_dirs(rel, 0);
+  FILE *f = fopen(at(rel), "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  for (size_t i = 0; i < n; i++)
+    fputc((int)(i & 0xFF), f);
+  fclose(f);
+}
+
+static void make_link(const char *target, const char *rel) {
+  make_dirs(rel, 0);
+  CU_ASSERT(symlink(target, at(rel)) == 0);
+}
+
+static void write_text(const char *rel, const char *text, size_t n) {
+  FILE *f = fopen(at(rel), "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fwrite(text, 1, n, f);
+  fclose(f);
+}
+
+/* ---- collecting items
+ * ------------------------------------------------------------ */
+
+#define MAX_ITEMS 256
+
+typedef struct got {
+  size_t n;
+  imgstat_input *item[MAX_ITEMS];
+} got;
+
+static imgstat_inputs *inputs_new(int follow) {
+  imgstat_inputs_options o = {follow};
+  imgstat_inputs *in = NULL;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_inputs_create(&o, &in, &err) == IMGSTAT_OK);
+  return in;
+}
+
+static void add_path(imgstat_inputs *in, const char *path) {
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_path(in, path, &err) == IMGSTAT_OK);
+}
+
+static void add_list(imgstat_inputs *in, const char *list, char sep) {
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_list(in, list, sep, &err) == IMGSTAT_OK);
+}
+
+/* Takes every item; destroys in. */
+static void collect(imgstat_inputs *in, got *g) {
+  memset(g, 0, sizeof *g);
+  imgstat_error err;
+  for (;;) {
+    imgstat_input *it = NULL;
+    CU_ASSERT_FATAL(imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK);
+    if (!it)
+      break;
+    CU_ASSERT_FATAL(g->n < MAX_ITEMS);
+    CU_ASSERT(it->index == g->n);
+    g->item[g->n++] = it;
+  }
+  uint64_t total = 0;
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 1);
+  CU_ASSERT(total == g->n);
+  imgstat_inputs_destroy(in);
+}
+
+static void got_free(got *g) {
+  for (size_t i = 0; i < g->n; i++)
+    imgstat_input_free(g->item[i]);
+  g->n = 0;
+}
+
+/* An expected item: 'F' file, 'S' standard input, 'E' error with message
+ * (NULL: any). Paths relative to root unless absolute or "-". */
+typedef struct want {
+  char kind;
+  const char *path;
+  const char *message;
+} want;
+
+/* Whether g is exactly w[0..n), printing the first difference to out. */
+static int matches(const got *g, const want *w, size_t n, FILE *out) {
+  int ok = 1;
+  for (size_t i = 0; i < n || i < g->n; i++) {
+    if (i >= g->n || i >= n) {
+      fprintf(out, "\n    item %zu: %s %s\n", i, i < n ? "missing" : "extra",
+              i < n ? w[i].path : g->item[i]->path);
+      return 0;
+    }
+    const imgstat_input *it = g->item[i];
+    char path[1024];
+    if (w[i].path[0] == '/' || strcmp(w[i].path, "-") == 0)
+      snprintf(path, sizeof path, "%s", w[i].path);
+    else
+      snprintf(path, sizeof path, "%s/%s", root, w[i].path);
+    char kind = it->kind == IMGSTAT_INPUT_FILE    ? 'F'
+                : it->kind == IMGSTAT_INPUT_STDIN ? 'S'
+                                                  : 'E';
+    if (kind != w[i].kind || strcmp(it->path, path) != 0 ||
+        (kind == 'E') != (it->message != NULL) ||
+        (kind == 'E') != (it->status != IMGSTAT_OK) ||
+        (w[i].message &&
+         (!it->message || strcmp(it->message, w[i].message) != 0))) {
+      fprintf(out, "\n    item %zu: got %c '%s' (%s), want %c '%s' (%s)\n", i,
+              kind, it->path, it->message ? it->message : "-", w[i].kind, path,
+              w[i].message ? w[i].message : "-");
+      ok = 0;
+    }
+  }
+  return ok;
+}
+
+#define EXPECT(g, w)                                                           \
+  CU_ASSERT(matches((g), (w), sizeof(w) / sizeof(w)[0], stdout))
+
+/* ---- tests
+ * ------------------------------------------------------------------------ */
+
+static void test_extensions(void) {
+  const char *yes[] = {"a.png",   "A.PNG",     "x.jpg",         "x.JPEG",
+                       "x.jpe",   "x.jfif",    "x.bmp",         "x.dib",
+                       "x.gif",   "x.psd",     "x.hdr",         "x.pgm",
+                       "x.ppm",   "x.pnm",     "x.Tga",         "d.png/.h.png",
+                       "s p.png", "a.b.c.gif", "dir.txt/x.jpg", "x.pbm",
+                       "x.tiff",  "x.TIF",     "x.webp",        "x.fits",
+                       "x.fit",   "x.fts",     "x.npy",         "x.pfm"};
+  const char *no[] = {"a.txt",  ".png",      "d/.png",    "x.",      "x",
+                      "x.npz",  "x.pam",     "x.png.txt", "x.tiffx", "x.web",
+                      "x.pngx", "dir.png/x", "",          "x.jp g",  "x.png "};
+  for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+    ASSERT_MSG(ist_extension_is_image(yes[i]), "%s is an image name", yes[i]);
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+    ASSERT_MSG(!ist_extension_is_image(no[i]), "'%s' is not an image name",
+               no[i]);
+  CU_ASSERT(!ist_extension_is_image(NULL));
+}
+
+/* The names of the comparison tree: no symbolic links (find -type f leaves
+ * them out), every byte order trap. */
+static const char *tree_files[] = {
+    "tree/a.png",         "tree/a/b.png",
+    "tree/a/c/d.jpg",     "tree/a-b.png",
+    "tree/a0.png",        "tree/B.PNG",
+    "tree/b.png",         "tree/sp ace.png",
+    "tree/new\nline.png", "tree/\xc3\xa9.png",
+    "tree/\xff.gif",      "tree/.hidden.png",
+    "tree/README.txt",    "tree/a/notes.md",
+    "tree/x.png/y.bmp",   "tree/x.png/z.txt",
+    "tree/m.pgm",         "tree/m.ppm",
+    "tree/m.pnm",         "tree/m.pbm",
+    "tree/m.hdr",         "tree/m.psd",
+    "tree/m.dib",         "tree/m.jpe",
+    "tree/m.jfif",        "tree/m.jpeg",
+    "tree/a.png.txt",     "tree/deep/1/2/3/4/5/f.tga",
+    "tree/a/c.png",       "tree/a/c/\n.png",
+    "tree/a b/c.png",     "tree/a\tb.png",
+    "tree/Z.gif"};
+
+static void make_tree(void) {
+  for (size_t i = 0; i < sizeof tree_files / sizeof *tree_files; i++)
+    make_file(tree_files[i], 10 + i);
+  make_dirs("tree/empty", 1);
+  make_dirs("tree/e2/sub/subsub", 1);
+  make_dirs("tree/only_text", 1);
+  make_file("tree/only_text/read.me", 3);
+}
+
+/* The image files of root/tree as find lists them, sorted by bytes. */
+static size_t find_sorted(char **out, size_t max) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "LC_ALL=C find '%s/tree' -type f \\( -iname '*.png' -o -iname "
+           "'*.jpg' -o -iname '*.jpeg' -o -iname '*.jpe' -o -iname '*.jfif' "
+           "-o -iname '*.bmp' -o -iname '*.dib' -o -iname '*.gif' -o -iname "
+           "'*.psd' -o -iname '*.hdr' -o -iname '*.pgm' -o -iname '*.ppm' -o "
+           "-iname '*.pnm' -o -iname '*.tga' -o -iname '*.pbm' \\) -print0 | "
+           "LC_ALL=C sort -z",
+           root);
+  FILE *p = popen(cmd, "r");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  size_t n = 0, cap = 0;
+  char *rec = NULL;
+  ssize_t len;
+  while ((len = getdelim(&rec, &cap, '\0', p)) > 0 && n < max) {
+    out[n++] = strdup(rec);
+  }
+  free(rec);
+  CU_ASSERT(pclose(p) == 0);
+  return n;
+}
+
+static void test_order_against_find(void) {
+  make_tree();
+  char *want_paths[MAX_ITEMS];
+  size_t n = find_sorted(want_paths, MAX_ITEMS);
+  ASSERT_MSG(n == 29, "find listed %zu image files, 29 expected", n);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("tree"));
+  got g;
+  collect(in, &g);
+  CU_ASSERT(g.n == n);
+  for (size_t i = 0; i < n && i < g.n; i++) {
+    ASSERT_MSG(strcmp(g.item[i]->path, want_paths[i]) == 0,
+               "item %zu: walk '%s', find '%s'", i, g.item[i]->path,
+               want_paths[i]);
+    CU_ASSERT(g.item[i]->kind == IMGSTAT_INPUT_FILE);
+    /* the size, against the file's own */
+    struct stat st;
+    CU_ASSERT(stat(want_paths[i], &st) == 0);
+    CU_ASSERT(g.item[i]->size_known && g.item[i]->size == (uint64_t)st.st_size);
+  }
+  for (size_t i = 0; i < n; i++)
+    free(want_paths[i]);
+  got_free(&g);
+
+  /* The traps by hand: '\t' < ' ' < '-' < '.' < '/' < '0', upper case
+   * first, bytes over 0x7F last; a trailing '/' on the argument is not
+   * doubled. */
+  in = inputs_new(0);
+  add_path(in, at("tree/"));
+  collect(in, &g);
+  const want w[] = {
+      {'F', "tree/.hidden.png", 0},   {'F', "tree/B.PNG", 0},
+      {'F', "tree/Z.gif", 0},         {'F', "tree/a\tb.png", 0},
+      {'F', "tree/a b/c.png", 0},     {'F', "tree/a-b.png", 0},
+      {'F', "tree/a.png", 0},         {'F', "tree/a/b.png", 0},
+      {'F', "tree/a/c.png", 0},       {'F', "tree/a/c/\n.png", 0},
+      {'F', "tree/a/c/d.jpg", 0},     {'F', "tree/a0.png", 0},
+      {'F', "tree/b.png", 0},         {'F', "tree/deep/1/2/3/4/5/f.tga", 0},
+      {'F', "tree/m.dib", 0},         {'F', "tree/m.hdr", 0},
+      {'F', "tree/m.jfif", 0},        {'F', "tree/m.jpe", 0},
+      {'F', "tree/m.jpeg", 0},        {'F', "tree/m.pbm", 0},
+      {'F', "tree/m.pgm", 0},         {'F', "tree/m.pnm", 0},
+      {'F', "tree/m.ppm", 0},         {'F', "tree/m.psd", 0},
+      {'F', "tree/new\nline.png", 0}, {'F', "tree/sp ace.png", 0},
+      {'F', "tree/x.png/y.bmp", 0},   {'F', "tree/\xc3\xa9.png", 0},
+      {'F', "tree/\xff.gif", 0}};
+  EXPECT(&g, w);
+  got_free(&g);
+}
+
+/* A folder named as an input whose walk finds no image file is an error
+ * item in its place, counting the other files it skipped at any
+ * depth; empty folders below a folder that has images say nothing. */
+static void test_empty_and_skipped(void) {
+  make_dirs("empty/a/b/c", 1);
+  make_dirs("empty/d", 1);
+  make_file("empty/d/notes.txt", 5);
+  make_file("empty/d/png", 5);  /* no extension */
+  make_file("empty/d/.png", 5); /* no stem */
+  make_file("empty/d/x.png.bak", 5);
+  make_file("empty/a/b/c/one.txt", 5);
+  make_dirs("half/none", 1);
+  make_file("half/none/n.txt", 5);
+  make_file("half/i.png", 5);
+  imgstat_inputs *in = inputs_new(1);
+  add_path(in, at("empty"));
+  add_path(in, at("empty/a/b"));
+  add_path(in, at("half"));
+  add_path(in, at("empty/d/"));
+  got g;
+  collect(in, &g);
+  const want w[] = {
+      {'E', "empty", "no image files (5 other files skipped by extension)"},
+      {'E', "empty/a/b", "no image files (1 other file skipped by extension)"},
+      {'F', "half/i.png", NULL},
+      {'E', "empty/d/", "no image files (4 other files skipped by extension)"}};
+  EXPECT(&g, w);
+  got_free(&g);
+}
+
+/* The expected walk of root/u; locked_readable: whether "locked" can be
+ * opened. Returns 1 when it matched (differences printed). No CUnit
+ * assertion: it may run in a child process. */
+static int check_unreadable(int locked_readable) {
+  imgstat_inputs *in = NULL;
+  imgstat_error err;
+  if (imgstat_inputs_create(NULL, &in, &err) != IMGSTAT_OK ||
+      imgstat_inputs_add_path(in, at("u"), &err) != IMGSTAT_OK) {
+    imgstat_inputs_destroy(in);
+    return 0;
+  }
+  got g;
+  memset(&g, 0, sizeof g);
+  imgstat_input *it = NULL;
+  int ok = 1;
+  while (ok && g.n < MAX_ITEMS) {
+    ok = imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK;
+    if (!it)
+      break;
+    g.item[g.n++] = it;
+  }
+  imgstat_inputs_destroy(in);
+  const want readable[] = {{'E', "u/gone.png", strerror(ENOENT)},
+                           {'F', "u/k.png", 0},
+                           {'F', "u/locked/inside.png", 0},
+                           {'F', "u/m.png", 0},
+                           {'E', "u/pipe.png", "not a regular file"},
+                           {'E', "u/self.png", strerror(ELOOP)},
+                           {'E', "u/socketlike.jpg", "not a regular file"}};
+  want locked[sizeof readable / sizeof *readable];
+  memcpy(locked, readable, sizeof readable);
+  locked[2] = (want){'E', "u/locked", strerror(EACCES)};
+  ok = ok && matches(&g, locked_readable ? readable : locked, 7, stdout);
+  got_free(&g);
+  fflush(stdout);
+  return ok;
+}
+
+static void test_unreadable(void) {
+  make_file("u/k.png", 4);
+  make_file("u/m.png", 4);
+  make_file("u/locked/inside.png", 4);
+  make_link("nowhere.png", "u/gone.png");
+  make_link("nowhere.txt", "u/gone.txt"); /* not an image name: skipped */
+  make_link("self.png", "u/self.png");
+  CU_ASSERT(mkfifo(at("u/pipe.png"), 0644) == 0);
+  CU_ASSERT(mkfifo(at("u/pipe.txt"), 0644) == 0); /* skipped */
+  CU_ASSERT(mkfifo(at("u/socketlike.jpg"), 0644) == 0);
+
+  /* readable: the error entries alone */
+  CU_ASSERT(check_unreadable(1));
+
+  CU_ASSERT(chmod(at("u/locked"), 0) == 0);
+  if (geteuid() != 0) {
+    CU_ASSERT(check_unreadable(0));
+  } else {
+    /* root reads everything: a child that is nobody walks it */
+    CU_ASSERT(chmod(root, 0755) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+      /* nobody must reach the folder: a private TMPDIR (mode 0700) hides
+       * it, and the check cannot be made */
+      if (setgid(65534) != 0 || setuid(65534) != 0 || access(root, X_OK) != 0)
+        _exit(77);
+      _exit(check_unreadable(0) ? 0 : 1);
+    }
+    int st = 0;
+    CU_ASSERT(waitpid(pid, &st, 0) == pid);
+    CU_ASSERT(WIFEXITED(st));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+      printf("\n    (root could not become nobody, or nobody cannot reach %s: "
+             "chmod 000 unchecked)\n",
+             root);
+    else
+      CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT(chmod(root, 0700) == 0);
+  }
+  CU_ASSERT(chmod(at("u/locked"), 0755) == 0);
+}
+
+static void test_symlink_loops(void) {
+  make_file("loop/a/fa.png", 3);
+  make_file("loop/b/fb.png", 3);
+  make_link("../b", "loop/a/link");
+  make_link("../a", "loop/b/link");
+  make_link(".", "loop/up");
+  make_file("loop/real.png", 3);
+  make_link("real.png", "loop/filelink.png"); /* a file link is a file */
+  make_link("a", "loop/dirlink.png"); /* a link to a folder, image-named */
+
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("loop"));
+  got g;
+  collect(in, &g);
+  const want nofollow[] = {{'F', "loop/a/fa.png", 0},
+                           {'F', "loop/b/fb.png", 0},
+                           {'F', "loop/filelink.png", 0},
+                           {'F', "loop/real.png", 0}};
+  EXPECT(&g, nofollow);
+  got_free(&g);
+
+  char m_a[600], m_b[600], m_d[600], m_loop[600];
+  snprintf(m_a, sizeof m_a, "file system loop: the same directory as %s",
+           at("loop/a"));
+  snprintf(m_b, sizeof m_b, "file system loop: the same directory as %s",
+           at("loop/b"));
+  snprintf(m_d, sizeof m_d, "file system loop: the same directory as %s",
+           at("loop/dirlink.png"));
+  snprintf(m_loop, sizeof m_loop, "file system loop: the same directory as %s",
+           at("loop"));
+  in = inputs_new(1);
+  add_path(in, at("loop"));
+  collect(in, &g);
+  const want follow[] = {{'F', "loop/a/fa.png", 0},
+                         {'F', "loop/a/link/fb.png", 0},
+                         {'E', "loop/a/link/link", m_a},
+                         {'F', "loop/b/fb.png", 0},
+                         {'F', "loop/b/link/fa.png", 0},
+                         {'E', "loop/b/link/link", m_b},
+                         {'F', "loop/dirlink.png/fa.png", 0},
+                         {'F', "loop/dirlink.png/link/fb.png", 0},
+                         {'E', "loop/dirlink.png/link/link", m_d},
+                         {'F', "loop/filelink.png", 0},
+                         {'F', "loop/real.png", 0},
+                         {'E', "loop/up", m_loop}};
+  EXPECT(&g, follow);
+  got_free(&g);
+}
+
+static void test_names(void) {
+  make_file("names/with space.png", 1);
+  make_file("names/new\nline.png", 2);
+  make_file("names/sp dir/x y.jpg", 3);
+  make_file("names/tab\t.gif", 4);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("names"));
+  got g;
+  collect(in, &g);
+  const want w[] = {{'F', "names/new\nline.png", 0},
+                    {'F', "names/sp dir/x y.jpg", 0},
+                    {'F', "names/tab\t.gif", 0},
+                    {'F', "names/with space.png", 0}};
+  EXPECT(&g, w);
+  for (size_t i = 0; i < g.n; i++)
+    CU_ASSERT(g.item[i]->size_known && g.item[i]->size > 0);
+  got_free(&g);
+}
+
+static void test_files_from(void) {
+  make_file("f/one.png", 11);
+  make_file("f/two.png", 12);
+  make_file("f/dir/x.png", 13);
+  make_file("f/dir/y.jpg", 14);
+  make_file("f/dir/skip.txt", 15);
+  make_file("f/notes.txt", 16);
+  make_file("f/new\nline.png", 17);
+  char text[4096];
+  int n = snprintf(text, sizeof text, "%s\n\n%s\n%s\n%s", at("f/one.png"),
+                   at("f/dir"), at("f/missing.png"), at("f/notes.txt"));
+  write_text("list.txt", text, (size_t)n);
+  n = snprintf(text, sizeof text, "%s%c%s%c%c", at("f/new\nline.png"), 0,
+               at("f/one.png"), 0, 0);
+  write_text("list0", text, (size_t)n);
+
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("f/two.png"));
+  add_list(in, at("list.txt"), '\n');
+  add_path(in, at("f/dir"));
+  add_list(in, at("list0"), '\0');
+  add_list(in, at("no-such-list"), '\n');
+  add_list(in, at("f/dir"), '\n'); /* a folder is no list */
+  got g;
+  collect(in, &g);
+  const want w[] = {{'F', "f/two.png", 0},
+                    {'F', "f/one.png", 0},
+                    {'F', "f/dir/x.png", 0},
+                    {'F', "f/dir/y.jpg", 0},
+                    {'E', "f/missing.png", strerror(ENOENT)},
+                    {'F', "f/notes.txt", 0}, /* named: taken */
+                    {'F', "f/dir/x.png", 0},
+                    {'F', "f/dir/y.jpg", 0},
+                    {'F', "f/new\nline.png", 0},
+                    {'F', "f/one.png", 0},
+                    {'E', "no-such-list", strerror(ENOENT)},
+                    {'E', "f/dir", strerror(EISDIR)}};
+  EXPECT(&g, w);
+  if (g.n == 12) {
+    CU_ASSERT(g.item[0]->size == 12 && g.item[1]->size == 11);
+    CU_ASSERT(g.item[5]->size == 16 && g.item[8]->size == 17);
+  }
+  got_free(&g);
+
+  /* A list on standard input; "-" in a list is a file named "-". */
+  n = snprintf(text, sizeof text, "%s\n-\n%s\n", at("f/one.png"),
+               at("f/dir/y.jpg"));
+  write_text("stdin.txt", text, (size_t)n);
+  CU_ASSERT_FATAL(freopen(at("stdin.txt"), "r", stdin) != NULL);
+  in = inputs_new(0);
+  add_list(in, "-", '\n');
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_path(in, "-", &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_add_list(in, "-", '\n', &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_add_list(in, "x", ',', &err) == IMGSTAT_ERR_ARG);
+  collect(in, &g);
+  const want ws[] = {{'F', "f/one.png", 0},
+                     {'E', "-", strerror(ENOENT)},
+                     {'F', "f/dir/y.jpg", 0}};
+  EXPECT(&g, ws);
+  got_free(&g);
+}
+
+static void test_stdin_and_arguments(void) {
+  make_file("args/a.png", 5);
+  make_file("args/data.bin", 6);
+  CU_ASSERT(mkfifo(at("args/fifo"), 0644) == 0);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, "-");
+  add_path(in, at("args/data.bin")); /* named: whatever its extension */
+  add_path(in, at("args/nothing.png"));
+  add_path(in, at("args/fifo")); /* named: a file, never opened here */
+  add_path(in, "-");
+  add_path(in, "/dev/null"); /* a character device */
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_add_list(in, "-", '\n', &err) == IMGSTAT_ERR_ARG);
+  got g;
+  collect(in, &g);
+  const want w[] = {{'S', "-", 0},
+                    {'F', "args/data.bin", 0},
+                    {'E', "args/nothing.png", strerror(ENOENT)},
+                    {'F', "args/fifo", 0},
+                    {'S', "-", 0},
+                    {'F', "/dev/null", 0}};
+  EXPECT(&g, w);
+  if (g.n == 6) {
+    CU_ASSERT(!g.item[0]->size_known);
+    CU_ASSERT(g.item[1]->size_known && g.item[1]->size == 6);
+    CU_ASSERT(!g.item[3]->size_known);
+    CU_ASSERT(g.item[2]->status == IMGSTAT_ERR_IO);
+    /* what can be read only once: anything but a regular file or a block
+     * device, standard input by what it is now */
+    struct stat st;
+    int stdin_once = fstat(STDIN_FILENO, &st) != 0 ||
+                     !(S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+    CU_ASSERT(g.item[0]->read_once == stdin_once);
+    CU_ASSERT(!g.item[1]->read_once);
+    CU_ASSERT(g.item[3]->read_once);
+    CU_ASSERT(g.item[5]->read_once);
+  }
+  got_free(&g);
+}
+
+static void test_total(void) {
+  for (int i = 0; i < 50; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "many/%c/%02d.png", 'a' + i % 5, i);
+    make_file(name, 1);
+  }
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("many"));
+  imgstat_error err;
+  uint64_t total = 99;
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 0);
+  CU_ASSERT(total == 0);
+  CU_ASSERT(imgstat_inputs_prefetch(in, 10, &err) == IMGSTAT_OK);
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 0);
+  CU_ASSERT(total == 10);
+  /* sources are all given before the walk starts */
+  CU_ASSERT(imgstat_inputs_add_path(in, "x", &err) == IMGSTAT_ERR_ARG);
+  imgstat_input *it = NULL;
+  CU_ASSERT(imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(it);
+  CU_ASSERT(it->index == 0 && strcmp(it->path, at("many/a/00.png")) == 0);
+  imgstat_input_free(it);
+  CU_ASSERT(imgstat_inputs_prefetch(in, 1000, &err) == IMGSTAT_OK);
+  CU_ASSERT(imgstat_inputs_total(in, &total) == 1);
+  CU_ASSERT(total == 50);
+  /* the rest, in order, from index 1 */
+  for (uint64_t k = 1;; k++) {
+    CU_ASSERT_FATAL(imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK);
+    if (!it) {
+      CU_ASSERT(k == 50);
+      break;
+    }
+    CU_ASSERT(it->index == k);
+    char name[64];
+    snprintf(name, sizeof name, "many/%c/%02d.png", (int)('a' + k / 10),
+             (int)(k % 10 * 5 + k / 10));
+    ASSERT_MSG(strcmp(it->path, at(name)) == 0, "item %d: %s, want %s", (int)k,
+               it->path, at(name));
+    imgstat_input_free(it);
+  }
+  imgstat_inputs_destroy(in);
+}
+
+static void test_arguments_refused(void) {
+  imgstat_error err;
+  CU_ASSERT(imgstat_inputs_create(NULL, NULL, &err) == IMGSTAT_ERR_ARG);
+  imgstat_inputs *in = inputs_new(0);
+  CU_ASSERT(imgstat_inputs_add_path(in, NULL, &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_add_path(NULL, "x", &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(imgstat_inputs_next(in, NULL, &err) == IMGSTAT_ERR_ARG);
+  got g;
+  collect(in, &g); /* nothing added: nothing out */
+  CU_ASSERT(g.n == 0);
+  imgstat_inputs_destroy(NULL);
+  imgstat_input_free(NULL);
+}
+
+static int suite_init(void) {
+  return test_tmp_template(root, sizeof root, "imgstat_walk_") && mkdtemp(root)
+             ? 0
+             : 1;
+}
+
+static int suite_clean(void) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' && rm -rf '%s'", root, root);
+  return system(cmd) == 0 ? 0 : 1;
+}
+
+/* ---- the whole list and the output guard ---------------------------------
+ */
+
+/* Whether two items are the same input (fields and strings). */
+static int same_item(const imgstat_input *a, const imgstat_input *b) {
+  return a->kind == b->kind && a->index == b->index &&
+         strcmp(a->path, b->path) == 0 && a->size == b->size &&
+         a->size_known == b->size_known && a->status == b->status &&
+         a->root_len == b->root_len && a->read_once == b->read_once &&
+         !a->message == !b->message &&
+         (!a->message || strcmp(a->message, b->message) == 0);
+}
+
+/* A list of files, errors and standard input, collected, packed and
+ * unpacked (as rank 0 sends it to the others), replayed by an iterator:
+ * the same items every time; every cut of the bytes is refused or gives
+ * exactly the whole items before the cut. */
+static void test_whole_list(void) {
+  make_file("whole/a.png", 3);
+  make_file("whole/sub/b.jpg", 4);
+  make_file("whole/sub/skip.txt", 1);
+  make_dirs("whole/nothing", 1);
+  char list_text[1024];
+  int n = snprintf(list_text, sizeof list_text, "%s\n%s\n",
+                   at("whole/../whole/a.png"), at("no/such.png"));
+  write_text("whole.list", list_text, (size_t)n);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, at("whole"));
+  add_path(in, "-");
+  add_path(in, at("whole/nothing"));
+  add_list(in, at("whole.list"), '\n');
+  imgstat_error err;
+  imgstat_input_list list;
+  CU_ASSERT_FATAL(imgstat_inputs_collect(in, &list, &err) == IMGSTAT_OK);
+  imgstat_inputs_destroy(in);
+  CU_ASSERT_FATAL(list.count == 6);
+  CU_ASSERT(list.items[2]->kind == IMGSTAT_INPUT_STDIN);
+  CU_ASSERT(list.items[3]->kind == IMGSTAT_INPUT_ERROR);
+  CU_ASSERT(list.items[1]->root_len == strlen(at("whole")) + 1);
+
+  unsigned char *bytes = NULL;
+  size_t size = 0;
+  CU_ASSERT_FATAL(imgstat_input_list_pack(&list, &bytes, &size, &err) ==
+                  IMGSTAT_OK);
+  imgstat_input_list back;
+  CU_ASSERT_FATAL(imgstat_input_list_unpack(bytes, size, &back, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_FATAL(back.count == list.count);
+  for (size_t k = 0; k < list.count; k++)
+    ASSERT_MSG(same_item(list.items[k], back.items[k]), "item %zu unpacked", k);
+  imgstat_input_list_free(&back);
+  /* every cut: refused, or the whole items before it */
+  size_t whole = 0, ends[8], nends = 0;
+  for (size_t k = 0; k < list.count; k++) {
+    const imgstat_input *it = list.items[k];
+    whole +=
+        4 + 5 * 8 + strlen(it->path) + (it->message ? strlen(it->message) : 0);
+    ends[nends++] = whole;
+  }
+  CU_ASSERT(whole == size);
+  for (size_t cut = 0; cut < size; cut++) {
+    imgstat_status s = imgstat_input_list_unpack(bytes, cut, &back, &err);
+    size_t want = 0;
+    while (want < nends && ends[want] <= cut)
+      want++;
+    int at_end = cut == 0 || (want > 0 && ends[want - 1] == cut);
+    ASSERT_MSG(at_end ? s == IMGSTAT_OK && back.count == want
+                      : s == IMGSTAT_ERR_ARG && back.count == 0,
+               "cut at %zu of %zu", cut, size);
+    imgstat_input_list_free(&back);
+  }
+  free(bytes);
+
+  /* an iterator over the list: copies, the total known at once */
+  imgstat_inputs *again = NULL;
+  CU_ASSERT_FATAL(imgstat_inputs_from_list(&list, &again, &err) == IMGSTAT_OK);
+  uint64_t total = 0;
+  CU_ASSERT(imgstat_inputs_total(again, &total) == 1 && total == list.count);
+  for (size_t k = 0; k <= list.count; k++) {
+    imgstat_input *it = NULL;
+    CU_ASSERT(imgstat_inputs_next(again, &it, &err) == IMGSTAT_OK);
+    ASSERT_MSG(k == list.count
+                   ? it == NULL
+                   : it && it != list.items[k] && same_item(it, list.items[k]),
+               "item %zu replayed", k);
+    imgstat_input_free(it);
+  }
+  imgstat_inputs_destroy(again);
+  imgstat_input_list_free(&list);
+}
+
+/* The guard against outputs that replace inputs: the same file by another
+ * spelling, a symbolic link, a hard link, a name that does not exist yet;
+ * files that are no input pass. */
+static void test_output_guard(void) {
+  make_file("guard/a.png", 3);
+  make_file("guard/b.png", 3);
+  make_file("guard/free.png", 3);
+  CU_ASSERT(link(at("guard/b.png"), at("guard/hard.png")) == 0);
+  make_link("a.png", "guard/soft.png");
+  char list_text[1024];
+  int n =
+      snprintf(list_text, sizeof list_text, "%s\n%s\n%s\n", at("guard/./b.png"),
+               at("guard/missing.png"), at("guard/soft.png"));
+  write_text("guard.list", list_text, (size_t)n);
+  imgstat_inputs *in = inputs_new(0);
+  add_path(in, "-");
+  add_list(in, at("guard.list"), '\n');
+  add_path(in, at("guard/a.png"));
+  imgstat_error err;
+  imgstat_input_list list;
+  CU_ASSERT_FATAL(imgstat_inputs_collect(in, &list, &err) == IMGSTAT_OK);
+  imgstat_inputs_destroy(in);
+  CU_ASSERT_FATAL(list.count == 5);
+  imgstat_output_guard *g = NULL;
+  CU_ASSERT_FATAL(imgstat_output_guard_create(&list, &g, &err) == IMGSTAT_OK);
+  struct {
+    const char *path;
+    long want;
+  } cases[] = {
+      {at("guard/b.png"), 1},       /* another spelling of input 1 */
+      {at("guard/hard.png"), 1},    /* a hard link to it */
+      {at("guard/missing.png"), 2}, /* not there: by name */
+      {at("guard/soft.png"), 3},    /* the link itself is input 3 */
+      {at("guard/a.png"), 3},       /* soft.png's target: the first input */
+      {at("guard//a.png"), 3},      /* by identity, any spelling */
+      {at("guard/free.png"), -1},   /* a file that is no input */
+      {at("guard/new.png"), -1},    /* a new name */
+      {"-", -1},                    /* standard input is no file */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    long got = imgstat_output_guard_find(g, cases[k].path);
+    ASSERT_MSG(got == cases[k].want, "%s: input %ld, want %ld", cases[k].path,
+               got, cases[k].want);
+    imgstat_status s = imgstat_output_guard_check(g, cases[k].path, &err);
+    CU_ASSERT((s == IMGSTAT_OK) == (cases[k].want < 0));
+    if (s != IMGSTAT_OK)
+      ASSERT_MSG(strstr(err.message, "refusing to overwrite an input") &&
+                     strstr(err.message, list.items[cases[k].want]->path),
+                 "message: %s", err.message);
+  }
+  imgstat_output_guard_destroy(g);
+  imgstat_input_list_free(&list);
+}
+
+static const test_case tests[] = {
+    {"walk", NULL},
+    {"image extensions", test_extensions},
+    {"order against find | LC_ALL=C sort", test_order_against_find},
+    {"empty folders and non-image files", test_empty_and_skipped},
+    {"unreadable entries", test_unreadable},
+    {"symbolic link loops, with and without follow", test_symlink_loops},
+    {"names with spaces and newlines", test_names},
+    {"--files-from lists", test_files_from},
+    {"standard input and named files", test_stdin_and_arguments},
+    {"the total as the walk goes", test_total},
+    {"arguments refused", test_arguments_refused},
+    {"the whole list: collect, pack, unpack, replay", test_whole_list},
+    {"the output guard: links, spellings, missing names", test_output_guard},
+    {NULL, NULL}};
+
+int main(void) { return test_main_init(tests, suite_init, suite_clean); }

@@ -1,0 +1,193 @@
+#!/bin/sh
+# imgstat --mpi: under `mpirun --oversubscribe -np K` for K = 1, 2
+# and 3, stdout and stderr equal a plain run's byte for byte, and every rank
+# exits with the plain run's status. The folder mixes gray and RGB, 8- and
+# 16-bit, RGBA, an all-black frame (an outlier), a truncated JPEG and a file
+# that is no image; a folder of fewer images than ranks leaves ranks with no
+# share (rank 0 among them: its records' blank line is the next rank's). The
+# plain run is the reference: its figures are checked against numpy by
+# tests/dataset/dataset_test.sh. Registered only in a build with MPI.
+# Usage: sh tests/mpi/mpi_cli_test.sh IMGSTAT SAMPLES_DIR
+set -u
+IMGSTAT=${1:?usage: mpi_cli_test.sh IMGSTAT SAMPLES}
+SAMPLES=${2:?usage: mpi_cli_test.sh IMGSTAT SAMPLES}
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../support/lib.sh"
+lib_tmpdir imgstat-mpi
+MPIRUN=${MPIRUN:-mpirun}
+if ! command -v "$MPIRUN" >/dev/null 2>&1; then
+  echo "skipped: no $MPIRUN"
+  exit 77
+fi
+PY=
+for p in python3 /usr/bin/python3; do
+  if "$p" -c 'import PIL' 2>/dev/null; then PY=$p; break; fi
+done
+if [ -z "$PY" ]; then
+  echo "skipped: no python3 with PIL"
+  exit 77
+fi
+
+# The mixed folder.
+D=$T/mixed
+mkdir -p "$D/sub"
+cp "$SAMPLES/camera.png" "$SAMPLES/kodim23.png" "$SAMPLES/monkey16.pgm" \
+  "$SAMPLES/testorig.jpg" "$D/"
+cp "$SAMPLES/monkey16.png" "$D/sub/"
+head -c 3000 "$SAMPLES/testorig.jpg" >"$D/sub/cut.jpg"
+printf 'not an image at all\n' >"$D/broken.png"
+"$PY" - "$D" <<'EOF' || exit 1
+import sys
+from PIL import Image
+d = sys.argv[1]
+Image.new("RGB", (48, 32), (0, 0, 0)).save(d + "/black.png")
+im = Image.new("RGBA", (40, 30))
+im.putdata([(x * 6 % 256, y * 8 % 256, (x + y) % 256, 200) for y in range(30) for x in range(40)])
+im.save(d + "/sub/alpha.png")
+for k in range(3):
+    g = Image.new("RGB", (32, 24))
+    g.putdata([((x * 7 + k * 31) % 256, (y * 9 + k) % 256, (x * y + k) % 256) for y in range(24) for x in range(32)])
+    g.save("%s/sub/rgb%d.png" % (d, k))
+EOF
+# Fewer images than ranks.
+S1=$T/one
+S2=$T/two
+mkdir -p "$S1" "$S2"
+cp "$SAMPLES/kodim23.png" "$S1/"
+cp "$SAMPLES/kodim23.png" "$SAMPLES/camera.png" "$S2/"
+
+# same K WHAT ARGS...: imgstat --mpi ARGS under K ranks against imgstat ARGS.
+same() {
+  k=$1 what=$2
+  shift 2
+  "$IMGSTAT" "$@" >"$T/plain.out" 2>"$T/plain.err"
+  want=$?
+  rm -f "$T"/rc.*
+  "$MPIRUN" --oversubscribe --bind-to none -np "$k" sh -c \
+    '"$0" --mpi "$@"; echo $? >"'"$T"'/rc.${OMPI_COMM_WORLD_RANK:-0}"' \
+    "$IMGSTAT" "$@" >"$T/mpi.out" 2>"$T/mpi.err"
+  if ! cmp -s "$T/plain.out" "$T/mpi.out"; then
+    fail "$what, -np $k: stdout differs"
+    diff "$T/plain.out" "$T/mpi.out" | head -20 | sed 's/^/  | /'
+  elif ! cmp -s "$T/plain.err" "$T/mpi.err"; then
+    fail "$what, -np $k: stderr differs"
+    diff "$T/plain.err" "$T/mpi.err" | head -20 | sed 's/^/  | /'
+  else
+    bad=0 r=0
+    while [ "$r" -lt "$k" ]; do
+      [ "$(cat "$T/rc.$r" 2>/dev/null)" = "$want" ] || bad=1
+      r=$((r + 1))
+    done
+    if [ "$bad" -eq 0 ]; then pass "$what, -np $k"; else
+      fail "$what, -np $k: ranks' exit statuses $(cat "$T"/rc.* | tr '\n' ' '), plain $want"
+    fi
+  fi
+}
+
+# Every case under 3 ranks; the formats under 2 and JSON under 1 (mpirun
+# takes about 0.5 s a run here).
+same 1 "--dataset --json" --dataset --json "$D"
+for k in 2 3; do
+  same "$k" "--dataset --json" --dataset --json "$D"
+  same "$k" "--dataset (text)" --dataset "$D"
+  same "$k" "--dataset --csv --histogram" --dataset --csv --histogram "$D"
+done
+same 3 "--dataset --as rgb --scale unit --json" --dataset --as rgb \
+  --scale unit --json "$D"
+same 3 "per-image records only" -j 1 "$D"
+same 3 "one image (text)" --dataset "$S1"
+same 3 "two images --dataset-only" --dataset-only "$S2"
+# Records gathered in rounds of 7 bytes a rank.
+IMGSTAT_TEST_MPI_CHUNK=7 same 3 "rounds of 7 bytes" --dataset --json "$D"
+# The plain run's message names the broken file: it was in the comparison.
+grep -q 'broken.png' "$T/plain.err" && pass || fail "no message for broken.png"
+
+# The input list is built once, by rank 0: a list on standard
+# input, /dev/stdin or a FIFO is read by rank 0 alone and sent to the
+# others, so every rank shares out the same list (before, rank 1 found
+# /dev/stdin empty: half the images were missing, with exit 0).
+find "$D" -type f | LC_ALL=C sort >"$T/list"
+"$IMGSTAT" --dataset --json --files-from "$T/list" >"$T/plain.out" 2>"$T/plain.err"
+want=$?
+# mpi_list WHAT SOURCE [< input]: --files-from SOURCE under 2 ranks = plain.
+mpi_list() {
+  what=$1
+  shift
+  rm -f "$T"/rc.*
+  timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 2 sh -c \
+    '"$0" --mpi "$@"; echo $? >"'"$T"'/rc.${OMPI_COMM_WORLD_RANK:-0}"' \
+    "$IMGSTAT" --dataset --json --files-from "$@" >"$T/mpi.out" 2>"$T/mpi.err"
+  rcs="$(cat "$T/rc.0" "$T/rc.1" 2>/dev/null | tr '\n' ' ')"
+  if [ "$rcs" != "$want $want " ]; then
+    fail "$what: exit statuses '$rcs', plain $want: $(cat "$T/mpi.err")"
+  elif cmp -s "$T/plain.out" "$T/mpi.out" && cmp -s "$T/plain.err" "$T/mpi.err"; then
+    pass "$what"
+  else
+    fail "$what: differs from the plain run"
+    diff "$T/plain.out" "$T/mpi.out" | head -6 | sed 's/^/  | /'
+  fi
+}
+mpi_list "--files-from /dev/stdin, -np 2" /dev/stdin <"$T/list"
+mpi_list "--files-from -, -np 2" - <"$T/list"
+mkfifo "$T/fifo"
+for round in 1 2 3; do
+  timeout 60 sh -c 'cat "$1" >"$2"' sh "$T/list" "$T/fifo" &
+  mpi_list "--files-from FIFO, -np 2 (round $round)" "$T/fifo"
+  wait
+done
+
+# What --mpi refuses (exit 2, one message): an image on standard input.
+"$MPIRUN" --oversubscribe -np 2 "$IMGSTAT" --mpi --dataset - <"$S1/kodim23.png" \
+  >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" -eq 2 ] && [ "$(grep -c 'standard input' "$T/err")" -eq 1 ] && pass ||
+  fail "--mpi with -: exit $rc: $(cat "$T/err")"
+
+# --histogram-png never replaces an input found by rank 0's walk.
+cp "$S1/kodim23.png" "$T/one/plot.png"
+cksum "$T/one/plot.png" >"$T/plot.sum"
+rm -f "$T"/rc.*
+"$MPIRUN" --oversubscribe -np 2 sh -c \
+  '"$0" --mpi "$@"; echo $? >"'"$T"'/rc.${OMPI_COMM_WORLD_RANK:-0}"' \
+  "$IMGSTAT" --dataset-only --histogram-png "$T/one/plot.png" "$T/one" >"$T/out" 2>"$T/err"
+[ "$(cat "$T/rc.0" "$T/rc.1" | tr '\n' ' ')" = "2 2 " ] &&
+  [ "$(grep -c "the output '$T/one/plot.png' is the input" "$T/err")" -eq 1 ] &&
+  cksum "$T/one/plot.png" | cmp -s - "$T/plot.sum" && pass ||
+  fail "--mpi --histogram-png over a walked input: $(cat "$T"/rc.* "$T/err")"
+rm -f "$T/one/plot.png"
+
+# A rank bound to fewer cores than its share of the host (Open MPI binds
+# one rank to one core by default): rank 0 says so once, with the options
+# that give each rank its share; not with them, nor with -q.
+if [ "$(nproc)" -ge 2 ]; then
+  "$MPIRUN" -np 1 "$IMGSTAT" --mpi --dataset-only "$S2" >"$T/out" 2>"$T/err"
+  [ "$(grep -c "^imgstat: --mpi: each rank runs on 1 core of the $(nproc) this host offers to 1 rank .*'mpirun --bind-to none' or 'mpirun --map-by ppr:1:node:PE=$(nproc)'" "$T/err")" -eq 1 ] &&
+    pass "-np 1, default binding: the advice" || fail "-np 1, default binding: $(cat "$T/err")"
+  "$MPIRUN" -np 1 "$IMGSTAT" --mpi -q --dataset-only "$S2" >"$T/out" 2>"$T/err"
+  [ -s "$T/err" ] && fail "-np 1 -q: $(cat "$T/err")" || pass
+  for opts in "--bind-to none" "--map-by ppr:1:node:PE=$(nproc)"; do
+    "$MPIRUN" -np 1 $opts "$IMGSTAT" --mpi --progress --dataset-only "$S2" >"$T/out" 2>"$T/err"
+    grep -q 'core' "$T/err" && ! grep -q -- '--mpi: each rank' "$T/err" &&
+      tr '\r' '\n' <"$T/err" | grep -q "$(nproc) workers on $(nproc) cores" &&
+      pass "-np 1 $opts: no advice, every core" || fail "-np 1 $opts: $(cat "$T/err")"
+  done
+else
+  echo "skipped: the binding advice (one core)"
+fi
+
+# Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
+# of --devices (else of all). Devices 3 and 5 are absent here (and on a
+# GPU host of fewer than 6), so each input's message names its rank's.
+mkdir -p "$T/three"
+cp "$SAMPLES/camera.png" "$T/three/a.png"
+cp "$SAMPLES/kodim23.png" "$T/three/b.png"
+cp "$SAMPLES/monkey16.pgm" "$T/three/c.pgm"
+"$MPIRUN" --oversubscribe -np 3 "$IMGSTAT" --mpi --backend gpu --devices 3,5 \
+  "$T/three" >"$T/out" 2>"$T/err"
+got=$(grep -o '/three/[abc]\.p[ng][gm]: --backend gpu needs a usable GPU: device [0-9]*' "$T/err" |
+  sed 's/: --backend gpu needs a usable GPU://' | sort | tr '\n' ' ')
+want="/three/a.png device 3 /three/b.png device 5 /three/c.pgm device 3 "
+[ "$got" = "$want" ] && pass || fail "ranks' devices: got '$got', want '$want'"
+
+echo "mpi_cli_test: $checks checks passed, $failures failed"
+[ "$failures" -eq 0 ]
