@@ -8,6 +8,7 @@
 #include "imgstat/run.h"
 
 #include "dataset_extra.h"
+#include "dataset_reduce.h"
 #include "run_inputs.h"
 
 #include "gpu_jpeg.h"
@@ -605,98 +606,6 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   return s;
 }
 
-/* The dataset accumulator as imgstat_mpi_reduce's codec (ctx: the
- * options). Its accumulator is a holder of an imgstat_dataset, so that
- * deserialize can replace what it holds. */
-typedef struct ds_holder {
-  imgstat_dataset *d;
-} ds_holder;
-
-static imgstat_status ds_create(void *ctx, void **acc, imgstat_error *err) {
-  ds_holder *h = calloc(1, sizeof *h);
-  *acc = h;
-  if (!h)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  return imgstat_dataset_create(ctx, &h->d, err);
-}
-
-static void ds_destroy(void *ctx, void *acc) {
-  (void)ctx;
-  ds_holder *h = acc;
-  if (h)
-    imgstat_dataset_destroy(h->d);
-  free(h);
-}
-
-static size_t ds_size(void *ctx, const void *acc) {
-  (void)ctx;
-  void *buf = NULL;
-  size_t n = 0;
-  imgstat_error err;
-  if (imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, &err) !=
-      IMGSTAT_OK)
-    n = 0;
-  free(buf);
-  return n;
-}
-
-static imgstat_status ds_serialize(void *ctx, const void *acc, void *out,
-                                   size_t size, size_t *used,
-                                   imgstat_error *err) {
-  (void)ctx;
-  void *buf = NULL;
-  size_t n = 0;
-  imgstat_status s =
-      imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, err);
-  if (s == IMGSTAT_OK && n > size)
-    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                          "the dataset's serialized form grew");
-  if (s == IMGSTAT_OK) {
-    memcpy(out, buf, n);
-    *used = n;
-  }
-  free(buf);
-  return s;
-}
-
-static imgstat_status ds_deserialize(void *ctx, void *acc, const void *buf,
-                                     size_t size, imgstat_error *err) {
-  (void)ctx;
-  ds_holder *h = acc;
-  imgstat_dataset *d = NULL;
-  imgstat_status s = imgstat_dataset_deserialize(buf, size, &d, err);
-  if (s == IMGSTAT_OK) {
-    imgstat_dataset_destroy(h->d);
-    h->d = d;
-  }
-  return s;
-}
-
-static imgstat_status ds_merge(void *ctx, void *a, const void *b,
-                               imgstat_error *err) {
-  (void)ctx;
-  return imgstat_dataset_merge(((ds_holder *)a)->d, ((const ds_holder *)b)->d,
-                               err);
-}
-
-/* Every rank's accumulator merged on rank 0 in rank order; a rank whose
- * accumulator could not be made takes part with an empty one (else the
- * others would wait for it). Collective. */
-static imgstat_status reduce_dataset(imgstat_run *run, imgstat_error *err) {
-  if (!run->ds &&
-      imgstat_dataset_create(&run->opt.ds, &run->ds, err) != IMGSTAT_OK)
-    run->ds = NULL;
-  if (!run->ds)
-    return IMGSTAT_OK;
-  imgstat_mpi_codec codec = {
-      (void *)&run->opt.ds, ds_create,      ds_destroy, ds_size,
-      ds_serialize,         ds_deserialize, ds_merge,   0};
-  ds_holder h = {run->ds};
-  imgstat_status s = imgstat_mpi_reduce(run->opt.mpi, &codec, &h, err);
-  run->ds = h.d; /* rank 0: the merged accumulator */
-  return s;
-}
-
 /* ---- the run ------------------------------------------------------------- */
 
 imgstat_status imgstat_run_execute(imgstat_run *run,
@@ -770,7 +679,8 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
   if (o->mpi && o->dataset) {
     imgstat_error rerr;
     memset(&rerr, 0, sizeof rerr);
-    imgstat_status r = reduce_dataset(run, &rerr);
+    imgstat_status r =
+        ist_run_reduce_dataset(run->opt.mpi, &run->opt.ds, &run->ds, &rerr);
     if (r != IMGSTAT_OK) {
       rep.dataset_ok = 0;
       rep.merge_failed = 1;
