@@ -161,6 +161,24 @@ typedef struct norm_opts {
   imgstat_output_problem why;
 } norm_opts;
 
+/* The first item's cause and message. */
+typedef struct cause_seen {
+  int n;
+  imgstat_cause cause;
+  char message[IMGSTAT_ERROR_MAX];
+} cause_seen;
+
+static int on_cause(void *ctx, const imgstat_run_item *it,
+                    const imgstat_run_progress *p) {
+  cause_seen *cs = ctx;
+  (void)p;
+  if (cs->n++ == 0) {
+    cs->cause = it->result->error.cause;
+    snprintf(cs->message, sizeof cs->message, "%s", it->result->error.message);
+  }
+  return 0;
+}
+
 static void options(norm_opts *o, imgstat_run_source *src, const char *input,
                     const char *to) {
   memset(o, 0, sizeof *o);
@@ -329,6 +347,53 @@ static void test_refused(void) {
   refused(&o, 0, IMGSTAT_OUTPUT_FINE);
 }
 
+/* The settings' causes: a range that is not LOW < HIGH fails each input
+ * with IMGSTAT_CAUSE_RANGE, a float32 image refused by PNG says
+ * IMGSTAT_CAUSE_DEPTH, and neither message names a program's option. */
+static void test_setting_causes(void) {
+  imgstat_run_source src;
+  norm_opts o;
+  char one[700];
+  snprintf(one, sizeof one, "%s/one.npy", dir);
+  options(&o, &src, paths[0], one);
+  o.n.norm.mode = IMGSTAT_NORM_RANGE;
+  o.n.norm.range_low = 5;
+  o.n.norm.range_high = 1;
+  imgstat_run *run = NULL;
+  imgstat_error e;
+  memset(&e, 0, sizeof e);
+  CU_ASSERT_FATAL(imgstat_run_create(&o.run, &run, &e) == IMGSTAT_OK);
+  cause_seen cs;
+  memset(&cs, 0, sizeof cs);
+  imgstat_run_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.ctx = &cs;
+  cb.item = on_cause;
+  imgstat_run_report rep;
+  CU_ASSERT(imgstat_run_execute(run, &cb, &rep, &e) == IMGSTAT_OK);
+  imgstat_run_destroy(run);
+  CU_ASSERT(cs.n == 1 && cs.cause == IMGSTAT_CAUSE_RANGE);
+  CU_ASSERT(strncmp(cs.message, "range ", 6) == 0);
+  CU_ASSERT(!exists(one));
+  CU_ASSERT(strcmp(imgstat_cause_name(IMGSTAT_CAUSE_RANGE), "range") == 0);
+  CU_ASSERT(strcmp(imgstat_cause_name(IMGSTAT_CAUSE_PAGE), "page") == 0);
+
+  imgstat_image img;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 2, 2, 1, IMGSTAT_F32, 0, &e) ==
+                  IMGSTAT_OK);
+  memset(img.planes[0], 0, 16);
+  imgstat_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.format = IMGSTAT_FILE_PNG;
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  memset(&e, 0, sizeof e);
+  CU_ASSERT(imgstat_image_write(one, &img, &wo, &e) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(e.cause == IMGSTAT_CAUSE_DEPTH);
+  CU_ASSERT(strstr(e.message, "--") == NULL);
+  CU_ASSERT(!exists(one));
+  imgstat_image_free(&img);
+}
+
 static void test_plan(void) {
   imgstat_output_plan p = {"o", 1, IMGSTAT_FILE_AUTO};
   CU_ASSERT(imgstat_output_plan_folder("o.png", 1, 0) == 1);
@@ -352,6 +417,7 @@ static const test_case tests[] = {
     {"the item callback stops it; skip_existing", test_skip_and_stop},
     {"refused before any work, nothing written", test_refused},
     {"the output plan: folder, format, extension", test_plan},
+    {"a setting's failure carries its cause", test_setting_causes},
     {NULL, NULL}};
 
 int main(void) { return test_main_init(tests, make_folder, remove_folder); }

@@ -456,8 +456,9 @@ static int on_item(void *ctx, const imgstat_run_item *it,
       char why[IMGSTAT_CLI_WORDS_MAX];
       ist_cli_path_error(in->path, "%s", ist_cli_failure_words(res, why));
     } else if (it->write_error->message[0]) {
+      char why[IMGSTAT_CLI_WORDS_MAX];
       ist_cli_path_error(it->output ? it->output : in->path, "%s",
-                         it->write_error->message);
+                         ist_cli_error_words(it->write_error, why));
     } else {
       warn_units(cr, res);
     }
@@ -494,9 +495,11 @@ static int plan_refused(const norm_cli *c, const imgstat_output_problem *why,
                  why->first, why->second, why->output,
                  why->format ? imgstat_file_format_ext(why->format)
                              : ".png (or .npy)");
-  default: /* no name, an output that is an input, the options and inputs:
-              the library's words */
-    return usage("%s", e->message);
+  default: { /* no name, an output that is an input, the options and
+                inputs: the library's words */
+    char words[IMGSTAT_CLI_WORDS_MAX];
+    return usage("%s", ist_cli_error_words(e, words));
+  }
   }
 }
 

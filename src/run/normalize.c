@@ -138,13 +138,15 @@ imgstat_status ist_norm_run_create(const imgstat_run_options *opts,
   const imgstat_input *once = s == IMGSTAT_OK && o->dataset
                                   ? imgstat_input_list_read_once(&run->list)
                                   : NULL;
-  if (once)
-    s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                          "%s can be read only once (a pipe, FIFO or "
-                          "device), and --dataset reads every input twice: "
-                          "save it to a file first",
-                          once->kind == IMGSTAT_INPUT_STDIN ? "standard input"
-                                                            : once->path);
+  if (once) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "%s can be read only once (a pipe, FIFO or device), "
+                      "and a dataset's plan reads every input twice: save "
+                      "it to a file first",
+                      once->kind == IMGSTAT_INPUT_STDIN ? "standard input"
+                                                        : once->path);
+    s = imgstat_error_cause(err, IMGSTAT_CAUSE_DATASET, 0, 0, NULL);
+  }
   if (s != IMGSTAT_OK) {
     ist_norm_run_destroy(run);
     return fail(err, NULL, 0, s);

@@ -1,5 +1,5 @@
 /*
- * The runs' shared set-up (src/pipeline/run.c), internal: the inputs made
+ * The runs' shared set-up (src/run/run.c), internal: the inputs made
  * from the sources, and whether they may be several. Used by the run
  * (imgstat/run.h) for statistics and for normalize (normalize.c).
  */
