@@ -547,13 +547,11 @@ static int run(const norm_cli *c, imgstat_run *nr) {
   cr.c = c;
   cr.info = imgstat_run_get_info(nr);
   double t0 = ist_progress_now(); /* the summary line's seconds */
-  imgstat_run_callbacks cb;
-  memset(&cb, 0, sizeof cb);
-  cb.ctx = &cr;
-  cb.decided = on_decided;
-  cb.pass = on_pass;
-  cb.progress = on_progress;
-  cb.item = on_item;
+  imgstat_run_callbacks cb = {.ctx = &cr,
+                              .item = on_item,
+                              .progress = on_progress,
+                              .decided = on_decided,
+                              .pass = on_pass};
   imgstat_run_report rep;
   imgstat_error e;
   memset(&e, 0, sizeof e);

@@ -55,7 +55,12 @@ class ImageError(Exception):
     one: ``"max_pixels"`` or ``"max_memory"`` (an image over the limit
     passed, ``limit``, wanting ``value`` pixels or bytes; either is None
     when not known), ``"gpu_unusable"`` (the GPU a backend or verify asked
-    for cannot be used); None otherwise."""
+    for cannot be used), ``"range"`` or ``"mean_std"`` (normalize's range,
+    or its mean and std: ``value`` their count when it does not fit the
+    image), ``"depth"`` or ``"alpha"`` (an output its format cannot hold),
+    ``"page"`` (a page past the file's: ``value`` the page, ``limit`` the
+    pages), ``"dataset"`` (an input read only once where a dataset reads
+    every input twice); None otherwise."""
 
     def __init__(self, path: str, status: str, message: str,
                  cause: Optional[str] = None, limit: Optional[int] = None,
