@@ -591,32 +591,29 @@ int ist_normalize_main(int argc, char **argv) {
   imgstat_run *nr = NULL;
   int status = parse(argc, argv, &c, &seen);
   if (status < 0) {
-    imgstat_run_options ro;
-    memset(&ro, 0, sizeof ro);
-    ro.sources = c.sources;
-    ro.nsources = c.nsources;
-    ro.null_lists = c.null_lists;
-    ro.follow = c.follow;
-    ro.jobs = c.jobs_given ? c.jobs : -1;
-    ro.max_inflight = c.max_inflight;
-    ro.engine = c.engine;
-    ro.cancel = ist_cli_cancel_flag();
-    imgstat_run_normalize o;
     imgstat_output_problem why;
-    memset(&o, 0, sizeof o);
     memset(&why, 0, sizeof why);
-    ro.normalize = &o;
-    o.norm = c.norm;
-    o.dataset = c.dataset;
-    o.as = c.as;
-    o.out = c.out;
-    o.format = c.format;
-    o.png_level = c.png_level;
-    o.layout = c.layout;
-    o.skip_existing = c.skip_existing;
-    o.temp_claim = ist_cli_temp_slot_claim;
-    o.temp_release = ist_cli_temp_slot_release;
-    o.problem = &why;
+    /* what the run does to each input: normalized and written */
+    const imgstat_run_normalize o = {.norm = c.norm,
+                                     .dataset = c.dataset,
+                                     .as = c.as,
+                                     .out = c.out,
+                                     .format = c.format,
+                                     .png_level = c.png_level,
+                                     .layout = c.layout,
+                                     .skip_existing = c.skip_existing,
+                                     .temp_claim = ist_cli_temp_slot_claim,
+                                     .temp_release = ist_cli_temp_slot_release,
+                                     .problem = &why};
+    const imgstat_run_options ro = {.sources = c.sources,
+                                    .nsources = c.nsources,
+                                    .null_lists = c.null_lists,
+                                    .follow = c.follow,
+                                    .jobs = c.jobs_given ? c.jobs : -1,
+                                    .max_inflight = c.max_inflight,
+                                    .engine = c.engine,
+                                    .cancel = ist_cli_cancel_flag(),
+                                    .normalize = &o};
     imgstat_error e;
     memset(&e, 0, sizeof e);
     if (imgstat_run_create(&ro, &nr, &e) != IMGSTAT_OK)
