@@ -41,9 +41,10 @@ typedef enum imgstat_status {
  * limit of 100 (max_pixels)"; the messages of the GPU's causes and of a
  * conflict begin with their `what` instead: "backend=gpu needs a usable GPU:
  * ...", "verify: GPU failed: ...", "jpeg_decoder=gpu cannot be used with
- * backend=cpu" (a conflict's message ends with the other setting);
- * IMGSTAT_CAUSE_READ_ONCE's is "can be read only once, and the dataset pass
- * reads every input twice", its `what` the setting ("dataset"). */
+ * backend=cpu" (a conflict's message ends with the other setting). The
+ * settings' causes (RANGE to DATASET) name the setting in the library's
+ * words at a fixed place of a fixed message (its beginning or end), which a
+ * front end may put in its own. */
 typedef enum imgstat_cause {
   IMGSTAT_CAUSE_NONE = 0,
   IMGSTAT_CAUSE_MAX_PIXELS,   /* an image over max_pixels: value pixels */
@@ -51,9 +52,18 @@ typedef enum imgstat_cause {
   IMGSTAT_CAUSE_GPU_UNUSABLE, /* `what` needs a GPU and none is usable */
   IMGSTAT_CAUSE_GPU_FAILED,   /* the GPU failed the work `what` gave it */
   IMGSTAT_CAUSE_CONFLICT,     /* `what` cannot be used with another setting */
-  /* the input can be read only once (a pipe, a FIFO) and `what` reads
-   * every input twice ("dataset": the dataset's pooling pass) */
-  IMGSTAT_CAUSE_READ_ONCE
+  IMGSTAT_CAUSE_RANGE,        /* normalize's range: not finite LOW < HIGH */
+  /* normalize's given mean and std: none, not finite (std not > 0), a
+   * count that does not fit the image (value: the count), or float32
+   * output in another depth */
+  IMGSTAT_CAUSE_MEAN_STD,
+  IMGSTAT_CAUSE_DEPTH, /* an output depth the format cannot hold */
+  IMGSTAT_CAUSE_ALPHA, /* a channel count the format cannot hold */
+  /* a page past the file's: value the page, limit the pages */
+  IMGSTAT_CAUSE_PAGE,
+  /* an input that can be read only once, in a dataset's plan that reads
+   * every input twice */
+  IMGSTAT_CAUSE_DATASET
 } imgstat_cause;
 
 /* The reason for a failure, in words for the user (no file name: the caller
@@ -70,8 +80,8 @@ typedef struct imgstat_error {
 } imgstat_error;
 
 /* The cause's name in the library's words ("max_pixels", "max_memory",
- * "gpu_unusable", "gpu_failed", "conflict", "read_once"; "" for none):
- * static storage. */
+ * "gpu_unusable", "range", "mean_std", "depth", "alpha", "page",
+ * "dataset"; "" for none): static storage. */
 const char *imgstat_cause_name(imgstat_cause cause);
 
 /* Fills err (if not NULL) with a printf-style message and returns status. */

@@ -1,15 +1,25 @@
 /*
- * imgstat: a run over many inputs (src/pipeline/run.c).
+ * imgstat: the run over many inputs (src/run/).
  *
- * The run is what the command line's statistics command does between
- * parsing and printing, for any front end (the program, the Python module):
- * inputs (paths, folders, lists of paths) are walked in order, decoded and
- * computed by the library's workers (the engine's backend policy, the GPU
- * offer of JPEGs to nvJPEG, the memory budget), optionally pooled into a
- * dataset accumulator, and handed back one by one on the caller's thread,
- * in input order, with the run's progress figures. Under MPI each rank runs
- * its share of the one input list that rank 0 walked, and the ranks'
- * accumulators are merged on rank 0 in rank order.
+ * The run is what the command line's `stats` and `normalize` commands do
+ * between parsing and printing, for any front end (the program, the Python
+ * module): inputs (paths, folders, lists of paths) are walked in order,
+ * decoded by the library's workers (the engine's backend policy, the GPU
+ * offer of JPEGs to nvJPEG, the memory budget) and each image gets what the
+ * run does to it: its statistics, optionally pooled into a dataset
+ * accumulator, or (opts->normalize) normalized and written. Each input is
+ * handed back on the caller's thread, in input order, with the run's
+ * progress figures. Under MPI each rank runs its share of the one input
+ * list that rank 0 walked, and the ranks' accumulators are merged on rank
+ * 0 in rank order.
+ *
+ * A normalize run walks the inputs whole, checks the output plan before any
+ * work (imgstat_output_plan: one file or a folder, the format, no two
+ * inputs with one output, no output naming an input), takes the engine's
+ * backend decision, with normalize->dataset runs a first pass pooling every
+ * input into one plan (the float range pass first for clip), then decodes
+ * each input, converts it (normalize->as), normalizes it through the engine
+ * and writes it atomically on the workers.
  *
  * Threads: imgstat_run_create, imgstat_run_execute and the other functions
  * are called from one thread (the caller's); every callback but `image`
@@ -37,6 +47,7 @@
 #include "imgstat/imgstat.h"
 #include "imgstat/job.h"
 #include "imgstat/mpi.h"
+#include "imgstat/norm.h"
 #include "imgstat/pipeline.h"
 
 #ifdef __cplusplus
@@ -49,6 +60,32 @@ typedef struct imgstat_run_source {
   int is_list;      /* 0: a file, a folder or "-"; 1: a list of paths */
   const char *text; /* its path (borrowed) */
 } imgstat_run_source;
+
+/* What a normalize run does to each image (imgstat_run_options.normalize):
+ * normalized by norm and written to out. */
+typedef struct imgstat_run_normalize {
+  imgstat_norm_options norm; /* the mode and its figures */
+  /* One plan for every input from their pooled figures (minmax, clip and
+   * zscore), each input converted to the layout `as` first (both passes). */
+  int dataset;
+  imgstat_dataset_as as;
+  const char *out; /* the output file, or folder (borrowed) */
+  /* The output format: 0 from out's name (one file), else by the output's
+   * sample type (float32 .npy, else PNG) */
+  imgstat_file_format format;
+  int png_level;             /* IMGSTAT_PNG_LEVEL(n), 0: the default */
+  imgstat_npy_layout layout; /* of .npy outputs */
+  int skip_existing;         /* an input whose output is there is skipped */
+  /* Optional: a slot that publishes each write's temporary name while it
+   * exists (imgstat_write_options.temp_path), claimed on a worker before
+   * the write and given back after (thread-safe; NULL: none). */
+  const char *volatile *(*temp_claim)(void);
+  void (*temp_release)(const char *volatile *slot);
+  /* Where imgstat_run_create puts the problem of an output plan it refused
+   * (IMGSTAT_ERR_ARG); the caller frees its names with
+   * imgstat_output_problem_clear. NULL: not wanted. */
+  imgstat_output_problem *problem;
+} imgstat_run_normalize;
 
 typedef struct imgstat_run_options {
   const imgstat_run_source *sources; /* nsources of them (borrowed) */
@@ -81,6 +118,13 @@ typedef struct imgstat_run_options {
   /* Cancels the run when it becomes nonzero (a SIGINT handler may set
    * it); NULL: none. */
   const volatile sig_atomic_t *cancel;
+  /* A normalize run (copied by imgstat_run_create, its strings borrowed
+   * until imgstat_run_destroy; NULL: statistics): each input normalized
+   * and written instead of its statistics computed. It takes the sources,
+   * null_lists, follow, jobs, max_inflight, engine and cancel above; not
+   * request, dataset, ds or mpi (refused: IMGSTAT_ERR_ARG). A cancel
+   * stops the writes in progress, which remove their temporaries. */
+  const imgstat_run_normalize *normalize;
 } imgstat_run_options;
 
 typedef struct imgstat_run imgstat_run;
@@ -91,7 +135,10 @@ typedef struct imgstat_run_info {
   int cores;      /* the cores they may use (under MPI: this rank's) */
   int several;    /* the run may have several inputs (more than one source,
                      a list, or a folder) */
-  int range_pass; /* a float range pass runs first (pass 1) */
+  int range_pass; /* a float range pass runs first (statistics: pass 1;
+                     normalize with dataset: pass 0) */
+  size_t inputs;  /* normalize: the whole input list */
+  int folder;     /* normalize: out is a folder */
   /* Under MPI: this rank is bound to fewer cores than its share of what
    * its host offers (cores < share): a front end may say how to give each
    * rank its share ('mpirun --bind-to none'). */
@@ -104,9 +151,12 @@ typedef struct imgstat_run_info {
 
 /* The progress figures of a pass. */
 typedef struct imgstat_run_progress {
-  int pass;          /* 1: the float range pass; 2: the run */
+  /* 2: the run; statistics: 1 the float range pass; normalize with
+   * dataset: 0 the float range pass, 1 the pooling pass */
+  int pass;
   uint64_t done;     /* inputs delivered so far */
-  uint64_t failed;   /* of which could not be read or computed */
+  uint64_t failed;   /* of which could not be read, computed or written */
+  uint64_t skipped;  /* normalize: of which skipped (skip_existing) */
   uint64_t bytes_in; /* input bytes of those done (files of known size) */
   uint64_t total;    /* inputs known so far (MPI: this rank's share) */
   int total_known;   /* whether total is final */
@@ -122,6 +172,13 @@ typedef struct imgstat_run_item {
   void *extra; /* what the image callback returned for it, or NULL */
   /* Pooling it into the dataset failed (then the message, else ""). */
   char dataset_error[IMGSTAT_ERROR_MAX + 16];
+  /* normalize: its output is there (skip_existing; result says nothing) */
+  int skipped;
+  /* normalize: the output path written or failed (NULL: none); status
+   * IMGSTAT_OK when written (or nothing to write), else why not. With
+   * result IMGSTAT_OK the output image itself is freed. */
+  const char *output;
+  const imgstat_error *write_error;
 } imgstat_run_item;
 
 typedef struct imgstat_run_callbacks {
@@ -132,8 +189,9 @@ typedef struct imgstat_run_callbacks {
    * workers had already finished are still delivered. */
   int (*item)(void *ctx, const imgstat_run_item *item,
               const imgstat_run_progress *progress);
-  /* Caller's thread: the float range pass's progress (pass 1), after each
-   * input and once more when the pass is over (final). NULL: none. */
+  /* Caller's thread: the first passes' progress (the float range pass,
+   * normalize's pooling pass), after each input and once more when the
+   * pass is over (final). NULL: none. */
   void (*progress)(void *ctx, const imgstat_run_progress *progress);
   /* Any worker, with the decoded image (host pixels) and its result, after
    * the statistics: what the front end wants computed from the pixels (a
@@ -142,7 +200,28 @@ typedef struct imgstat_run_callbacks {
                  const imgstat_image *img, const imgstat_job_result *result);
   /* Frees what image returned, after the item callback. */
   void (*free_extra)(void *ctx, void *extra);
+  /* normalize: the engine's backend decision, before any input is read
+   * (its warnings: the GPU that auto could not use). NULL: none. */
+  void (*decided)(void *ctx, const imgstat_job_result *decision);
+  /* normalize: a pass starts (imgstat_run_progress.pass). NULL: none. */
+  void (*pass)(void *ctx, int pass);
 } imgstat_run_callbacks;
+
+/* The step of a run that a failure stopped (imgstat_run_report.failed_in):
+ * the error's message says what, in the library's words, and this says
+ * where, for a front end to word it. */
+typedef enum imgstat_run_step {
+  IMGSTAT_RUN_STEP_NONE = 0,
+  IMGSTAT_RUN_STEP_SET_UP,  /* the engine, its decision or the output folder */
+  IMGSTAT_RUN_STEP_RANGE,   /* the dataset's float range pass */
+  IMGSTAT_RUN_STEP_POOL,    /* normalize: the dataset's pooling pass */
+  IMGSTAT_RUN_STEP_REFUSED, /* normalize: inputs refused by the pool (one
+                               plan needs one layout and depth):
+                               imgstat_run_pooled's excluded list */
+  IMGSTAT_RUN_STEP_PLAN,    /* normalize: the pool cannot give the plan */
+  IMGSTAT_RUN_STEP_WORKERS, /* the batch runner */
+  IMGSTAT_RUN_STEP_MERGE    /* MPI: the accumulators' merge */
+} imgstat_run_step;
 
 /* The outcome of imgstat_run_execute. */
 typedef struct imgstat_run_report {
@@ -154,6 +233,11 @@ typedef struct imgstat_run_report {
   int merge_failed;  /* MPI: the accumulators could not be merged (the
                         status and message are the merge's unless the run
                         failed before) */
+  imgstat_run_step failed_in; /* where a failure stopped it */
+  /* normalize: the pass it stopped in (2: the writing, or done), the
+   * inputs delivered (skipped ones included), of which failed, skipped */
+  int pass;
+  uint64_t done, failed, skipped;
 } imgstat_run_report;
 
 /*
@@ -163,7 +247,12 @@ typedef struct imgstat_run_report {
  * IMGSTAT_ERR_ARG: the sources do not go together (standard input twice);
  * other failures: out of memory, or the list could not be sent (an empty
  * message: another rank failed). *out is NULL on failure. Collective under
- * MPI.
+ * MPI. A normalize run: its options checked (IMGSTAT_ERR_ARG: a dataset
+ * with given figures or a range, float32 output (zscore, given mean and
+ * std) in another depth or in PNG, linked with another mode than minmax or
+ * clip), the inputs walked whole (an output folder inside an input folder
+ * is left out of the walk) and the output plan checked against the whole
+ * list (IMGSTAT_ERR_ARG with normalize->problem filled).
  */
 imgstat_status imgstat_run_create(const imgstat_run_options *opts,
                                   imgstat_run **out, imgstat_error *err);
@@ -185,6 +274,11 @@ const imgstat_input_list *imgstat_run_input_list(const imgstat_run *run);
  * it was cancelled), or the run's own failure (out of memory, the range
  * pass, the engine that could not be made, the merge under MPI); under MPI
  * a rank that fails still takes part in the collectives. Once per run.
+ * A normalize run: the engine made and its decision taken (cb->decided),
+ * with dataset the pooling pass (and the float range pass before it for
+ * clip) and the plan from the pool, the output folder made, then every
+ * input normalized and written. report->failed_in says where a failure
+ * stopped a run.
  */
 imgstat_status imgstat_run_execute(imgstat_run *run,
                                    const imgstat_run_callbacks *cb,
@@ -197,6 +291,16 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
 imgstat_status imgstat_run_dataset_finish(const imgstat_run *run, int ddof,
                                           imgstat_dataset_result *out,
                                           imgstat_error *err);
+
+/* normalize with dataset, after the pooling pass: its record (ddof 0),
+ * the excluded inputs among it; NULL before, or without. Valid until
+ * imgstat_run_destroy. */
+const imgstat_dataset_result *imgstat_run_pooled(const imgstat_run *run);
+
+/* normalize: the options every input is normalized with (with dataset: the
+ * pooled plan's figures in measured, after the pooling pass); NULL for a
+ * statistics run. */
+const imgstat_norm_options *imgstat_run_norm(const imgstat_run *run);
 
 /* The dataset options as the run uses them: after the range pass, with the
  * common float range it found (have_range, lo, hi). Any thread. */

@@ -4,6 +4,7 @@
 #include "imgstat/record.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -82,12 +83,66 @@ static const char *option_of(const char *setting) {
       {"backend=gpu", "--backend gpu"},
       {"jpeg_decoder=gpu", "--jpeg-decoder gpu"},
       {"backend=cpu", "--backend cpu"},
-      {"dataset", "--dataset"},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(names[i][0], setting) == 0)
       return names[i][1];
   return setting;
+}
+
+/* The settings' causes: the library's words at the beginning (head) or the
+ * end (tail) of its message, and the program's in their place. */
+typedef struct setting_words {
+  imgstat_cause cause;
+  const char *head, *cli_head, *tail, *cli_tail;
+} setting_words;
+
+static const setting_words settings[] = {
+    {IMGSTAT_CAUSE_RANGE, "range ", "--range ", "", ""},
+    {IMGSTAT_CAUSE_MEAN_STD, "zscore and given mean and std ",
+     "zscore and --mean/--std ", "", ""},
+    {IMGSTAT_CAUSE_MEAN_STD, "no mean and std ", "no --mean/--std ", "", ""},
+    {IMGSTAT_CAUSE_MEAN_STD, "mean must be finite and std ",
+     "--mean must be finite and --std ", "", ""},
+    /* the count first (value) */
+    {IMGSTAT_CAUSE_MEAN_STD, " mean and std values ", " --mean/--std values ",
+     ", or convert it to another layout", ", or convert it with --as"},
+    {IMGSTAT_CAUSE_DEPTH, "", "", ", or choose a depth of 8 or 16",
+     ", or choose --depth 8|16"},
+    {IMGSTAT_CAUSE_ALPHA, "", "", " or drop alpha",
+     " or drop alpha (--alpha drop)"},
+    {IMGSTAT_CAUSE_PAGE, "page ", "--page ", "", ""},
+    {IMGSTAT_CAUSE_DATASET, "", "",
+     ", and a dataset's plan reads every input twice: save it to a file first",
+     ", and --dataset reads every input twice: save it to a file first"},
+    /* the dataset's pooling pass, of an input it meets (no file name) */
+    {IMGSTAT_CAUSE_DATASET, "", "",
+     ", and a dataset's plan reads every input twice",
+     ", and --dataset reads every input twice"},
+};
+
+/* A setting's message in the program's words (NULL: not one of the table's
+ * forms). The count of MEAN_STD's fourth form comes first. */
+static const char *setting_message(const imgstat_error *err, char *out) {
+  const char *msg = err->message;
+  size_t len = strlen(msg);
+  for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
+    const setting_words *w = &settings[i];
+    if (w->cause != err->cause)
+      continue;
+    char count[32] = "";
+    if (w->head[0] == ' ')
+      snprintf(count, sizeof count, "%" PRIu64, err->value);
+    size_t c = strlen(count), h = strlen(w->head), t = strlen(w->tail);
+    if (len < c + h + t || strncmp(msg, count, c) != 0 ||
+        strncmp(msg + c, w->head, h) != 0 ||
+        strcmp(msg + len - t, w->tail) != 0)
+      continue;
+    snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%s%s%.*s%s", count, w->cli_head,
+             (int)(len - c - h - t), msg + c + h, w->cli_tail);
+    return out;
+  }
+  return NULL;
 }
 
 const char *ist_cli_error_words(const imgstat_error *err, char *out) {
@@ -123,14 +178,14 @@ const char *ist_cli_error_words(const imgstat_error *err, char *out) {
       snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%s%s", option_of(err->what), rest);
     return out;
   }
-  case IMGSTAT_CAUSE_READ_ONCE:
-    /* the pass that reads every input twice, as the option that asks it */
-    if (err->what) {
-      snprintf(out, IMGSTAT_CLI_WORDS_MAX,
-               "can be read only once, and %s reads every input twice",
-               option_of(err->what));
+  case IMGSTAT_CAUSE_RANGE:
+  case IMGSTAT_CAUSE_MEAN_STD:
+  case IMGSTAT_CAUSE_DEPTH:
+  case IMGSTAT_CAUSE_ALPHA:
+  case IMGSTAT_CAUSE_PAGE:
+  case IMGSTAT_CAUSE_DATASET:
+    if (setting_message(err, out))
       return out;
-    }
     break;
   case IMGSTAT_CAUSE_NONE:
     break;

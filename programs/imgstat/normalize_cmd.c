@@ -2,11 +2,12 @@
  * `imgstat normalize [MODE] [OPTIONS] INPUT... -o OUT`: stretches, clips or
  * standardizes images and writes them (PNG 8/16-bit, .npy, PFM). Parses (the
  * option table, options.c), then hands the run to the library
- * (imgstat_normrun.h: every input walked, the output plan checked before any
- * work, the --dataset pass, each input decoded, normalized by the engine and
- * written by the workers) and prints what it hands back in input order: the
- * messages, the progress line, the summary. Part of the program: it words
- * the library's structured refusals, prints and decides exit statuses.
+ * (imgstat/run.h, a normalize run: every input walked, the output plan
+ * checked before any work, the --dataset pass, each input decoded,
+ * normalized by the engine and written by the workers) and prints what it hands
+ * back in input order: the messages, the progress line, the summary. Part of
+ * the program: it words the library's structured refusals, prints and decides
+ * exit statuses.
  *
  * SIGINT and SIGTERM stop the run (cli_util.h): writes in progress remove
  * their temporaries, finished outputs stay, and the exit status is 130 or
@@ -19,8 +20,8 @@
 #include "imgstat/imgstat.h"
 #include "imgstat/job.h"
 #include "imgstat/norm.h"
-#include "imgstat/normrun.h"
 #include "imgstat/pipeline.h"
+#include "imgstat/run.h"
 #include "options.h"
 #include "progress.h"
 #include "stats_from.h"
@@ -372,11 +373,11 @@ static int parse(int argc, char **argv, norm_cli *c, ist_opt_seen *seen) {
   return -1;
 }
 
-/* ---- the run: the library's (imgstat_normrun.h), its results printed ---- */
+/* ---- the run: the library's (imgstat/run.h), its results printed ------- */
 
 typedef struct cli_run {
   const norm_cli *c;
-  const imgstat_normrun_info *info;
+  const imgstat_run_info *info;
   ist_progress progress;
   int warned_units;
 } cli_run;
@@ -411,7 +412,7 @@ static void on_pass(void *ctx, int pass) {
 }
 
 /* The pooling passes' progress. */
-static void on_progress(void *ctx, const imgstat_normrun_progress *pr) {
+static void on_progress(void *ctx, const imgstat_run_progress *pr) {
   cli_run *cr = ctx;
   cr->progress.done = pr->done;
   cr->progress.bytes_in = pr->bytes_in;
@@ -437,8 +438,8 @@ static void warn_units(cli_run *cr, const imgstat_job_result *res) {
 }
 
 /* An input done, in input order: its warnings and errors. */
-static int on_item(void *ctx, const imgstat_normrun_item *it,
-                   const imgstat_normrun_progress *pr) {
+static int on_item(void *ctx, const imgstat_run_item *it,
+                   const imgstat_run_progress *pr) {
   cli_run *cr = ctx;
   const norm_cli *c = cr->c;
   ist_progress *p = &cr->progress;
@@ -455,8 +456,9 @@ static int on_item(void *ctx, const imgstat_normrun_item *it,
       char why[IMGSTAT_CLI_WORDS_MAX];
       ist_cli_path_error(in->path, "%s", ist_cli_failure_words(res, why));
     } else if (it->write_error->message[0]) {
+      char why[IMGSTAT_CLI_WORDS_MAX];
       ist_cli_path_error(it->output ? it->output : in->path, "%s",
-                         it->write_error->message);
+                         ist_cli_error_words(it->write_error, why));
     } else {
       warn_units(cr, res);
     }
@@ -466,15 +468,12 @@ static int on_item(void *ctx, const imgstat_normrun_item *it,
   return 0;
 }
 
-/* The words of a refused plan (imgstat_normrun_create). */
-static int plan_refused(const norm_cli *c, const imgstat_normrun_error *e) {
-  const imgstat_output_problem *why = &e->problem;
-  if ((e->cause == IMGSTAT_NORMRUN_INPUTS ||
-       e->cause == IMGSTAT_NORMRUN_OPTIONS) &&
-      e->err.status == IMGSTAT_ERR_ARG) /* options: parse() said it first */
-    return usage("%s", e->err.message);
-  if (e->cause != IMGSTAT_NORMRUN_OUTPUTS || e->err.status != IMGSTAT_ERR_ARG) {
-    ist_cli_error("%s", e->err.message);
+/* The words of a refused run (imgstat_run_create): the options, the inputs
+ * (parse() said most of it first) or the output plan (its problem). */
+static int plan_refused(const norm_cli *c, const imgstat_output_problem *why,
+                        const imgstat_error *e) {
+  if (e->status != IMGSTAT_ERR_ARG) {
+    ist_cli_error("%s", e->message);
     return EXIT_FAILED;
   }
   switch (why->kind) {
@@ -496,23 +495,27 @@ static int plan_refused(const norm_cli *c, const imgstat_normrun_error *e) {
                  why->first, why->second, why->output,
                  why->format ? imgstat_file_format_ext(why->format)
                              : ".png (or .npy)");
-  default: /* no name, an output that is an input: the library's words */
-    return usage("%s", e->err.message);
+  default: { /* no name, an output that is an input, the options and
+                inputs: the library's words */
+    char words[IMGSTAT_CLI_WORDS_MAX];
+    return usage("%s", ist_cli_error_words(e, words));
+  }
   }
 }
 
-/* The words of a run that stopped (imgstat_normrun_execute). */
-static int run_failed(cli_run *cr, const imgstat_normrun *run,
-                      const imgstat_normrun_error *e) {
+/* The words of a run that stopped (imgstat_run_execute). */
+static int run_failed(cli_run *cr, const imgstat_run *run,
+                      const imgstat_run_report *rep, const imgstat_error *e) {
   char words[IMGSTAT_CLI_WORDS_MAX];
-  const char *why = ist_cli_error_words(&e->err, words);
-  switch (e->cause) {
-  case IMGSTAT_NORMRUN_DATASET:
+  const char *why = ist_cli_error_words(e, words);
+  switch (rep->failed_in) {
+  case IMGSTAT_RUN_STEP_RANGE:
+  case IMGSTAT_RUN_STEP_POOL:
     ist_cli_error("--dataset: %s", why);
     break;
-  case IMGSTAT_NORMRUN_DATASET_REFUSED: { /* one layout and depth */
+  case IMGSTAT_RUN_STEP_REFUSED: { /* one layout and depth */
     enum { SHOWN = 5 };
-    const imgstat_dataset_result *r = imgstat_normrun_dataset(run);
+    const imgstat_dataset_result *r = imgstat_run_pooled(run);
     for (size_t k = 0; k < r->nexcluded && k < SHOWN; k++)
       ist_cli_path_error(r->excluded[k].file, "normalize --dataset: %s",
                          r->excluded[k].reason);
@@ -524,10 +527,10 @@ static int run_failed(cli_run *cr, const imgstat_normrun *run,
                   r->nexcluded > SHOWN ? " (the first 5 named above)" : "");
     break;
   }
-  case IMGSTAT_NORMRUN_DATASET_MEASURE:
+  case IMGSTAT_RUN_STEP_PLAN:
     ist_cli_error("normalize --dataset: %s", why);
     break;
-  case IMGSTAT_NORMRUN_WORKERS:
+  case IMGSTAT_RUN_STEP_WORKERS:
     ist_progress_clear(&cr->progress);
     ist_cli_error("%s", why);
     break;
@@ -538,20 +541,24 @@ static int run_failed(cli_run *cr, const imgstat_normrun *run,
   return EXIT_FAILED;
 }
 
-static int run(const norm_cli *c, imgstat_normrun *nr) {
+static int run(const norm_cli *c, imgstat_run *nr) {
   cli_run cr;
   memset(&cr, 0, sizeof cr);
   cr.c = c;
-  cr.info = imgstat_normrun_get_info(nr);
+  cr.info = imgstat_run_get_info(nr);
   double t0 = ist_progress_now(); /* the summary line's seconds */
-  imgstat_normrun_callbacks cb = {&cr, on_decided, on_pass, on_progress,
-                                  on_item};
-  imgstat_normrun_report rep;
-  imgstat_normrun_error e;
-  imgstat_status s = imgstat_normrun_execute(nr, &cb, &rep, &e);
+  imgstat_run_callbacks cb = {.ctx = &cr,
+                              .item = on_item,
+                              .progress = on_progress,
+                              .decided = on_decided,
+                              .pass = on_pass};
+  imgstat_run_report rep;
+  imgstat_error e;
+  memset(&e, 0, sizeof e);
+  imgstat_status s = imgstat_run_execute(nr, &cb, &rep, &e);
   int cancel = ist_cli_cancel_status();
   if (s != IMGSTAT_OK)
-    return run_failed(&cr, nr, &e);
+    return run_failed(&cr, nr, &rep, &e);
   if (rep.pass < 2) /* cancelled in the pooling pass */
     return cancel >= 0 ? cancel : EXIT_FAILED;
   ist_progress_draw(&cr.progress, cr.info->inputs, 1, 1);
@@ -581,33 +588,37 @@ int ist_normalize_main(int argc, char **argv) {
   c.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
   c.engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
   c.engine.cost = ist_cli_cost_model();
-  imgstat_normrun *nr = NULL;
+  imgstat_run *nr = NULL;
   int status = parse(argc, argv, &c, &seen);
   if (status < 0) {
-    imgstat_normrun_options o;
-    memset(&o, 0, sizeof o);
-    o.sources = c.sources;
-    o.nsources = c.nsources;
-    o.null_lists = c.null_lists;
-    o.follow = c.follow;
-    o.jobs = c.jobs_given ? c.jobs : -1;
-    o.max_inflight = c.max_inflight;
-    o.engine = c.engine;
-    o.norm = c.norm;
-    o.dataset = c.dataset;
-    o.as = c.as;
-    o.out = c.out;
-    o.format = c.format;
-    o.png_level = c.png_level;
-    o.layout = c.layout;
-    o.skip_existing = c.skip_existing;
-    o.cancel = ist_cli_cancel_flag();
-    o.temp_claim = ist_cli_temp_slot_claim;
-    o.temp_release = ist_cli_temp_slot_release;
-    imgstat_normrun_error e;
-    if (imgstat_normrun_create(&o, &nr, &e) != IMGSTAT_OK)
-      status = plan_refused(&c, &e);
-    imgstat_normrun_error_clear(&e);
+    imgstat_output_problem why;
+    memset(&why, 0, sizeof why);
+    /* what the run does to each input: normalized and written */
+    const imgstat_run_normalize o = {.norm = c.norm,
+                                     .dataset = c.dataset,
+                                     .as = c.as,
+                                     .out = c.out,
+                                     .format = c.format,
+                                     .png_level = c.png_level,
+                                     .layout = c.layout,
+                                     .skip_existing = c.skip_existing,
+                                     .temp_claim = ist_cli_temp_slot_claim,
+                                     .temp_release = ist_cli_temp_slot_release,
+                                     .problem = &why};
+    const imgstat_run_options ro = {.sources = c.sources,
+                                    .nsources = c.nsources,
+                                    .null_lists = c.null_lists,
+                                    .follow = c.follow,
+                                    .jobs = c.jobs_given ? c.jobs : -1,
+                                    .max_inflight = c.max_inflight,
+                                    .engine = c.engine,
+                                    .cancel = ist_cli_cancel_flag(),
+                                    .normalize = &o};
+    imgstat_error e;
+    memset(&e, 0, sizeof e);
+    if (imgstat_run_create(&ro, &nr, &e) != IMGSTAT_OK)
+      status = plan_refused(&c, &why, &e);
+    imgstat_output_problem_clear(&why);
   }
   if (status < 0) {
     ist_opt_warn_no_effect(&syntax, &c, &seen, c.quiet);
@@ -615,7 +626,7 @@ int ist_normalize_main(int argc, char **argv) {
     ist_cli_cleanup_on_signals();
     status = run(&c, nr);
   }
-  imgstat_normrun_destroy(nr);
+  imgstat_run_destroy(nr);
   free(c.sources);
   return status;
 }

@@ -627,7 +627,7 @@ static int print_item(void *ctx, const imgstat_run_item *item,
   if (print_result(st, in->path, res, item->extra))
     st->progress.failed++;
   if (item->dataset_error[0]) {
-    ist_cli_path_error(in->path, "%s", item->dataset_error);
+    ist_cli_path_error(in->path, "--dataset: %s", item->dataset_error);
     st->any_failed = 1;
   }
   flush_stdout(st);
@@ -1114,7 +1114,7 @@ int ist_stats_main(int argc, char **argv) {
   flush_stdout(&st);
   if (rep.range_stopped) { /* the range pass failed or was cancelled */
     if (s != IMGSTAT_OK)
-      ist_cli_error("%s", err.message);
+      ist_cli_error("--dataset: %s", err.message);
     status = rep.cancelled && ist_cli_cancel_status() >= 0
                  ? ist_cli_cancel_status()
                  : EXIT_INPUT_FAILED;

@@ -56,8 +56,13 @@ class ImageError(Exception):
     passed, ``limit``, wanting ``value`` pixels or bytes; either is None
     when not known), ``"gpu_unusable"`` (the GPU a backend or verify asked
     for cannot be used), ``"gpu_failed"`` (the GPU failed the work verify
-    gave it), ``"conflict"`` (a setting that cannot be used with another);
-    None otherwise."""
+    gave it), ``"conflict"`` (a setting that cannot be used with another),
+    ``"range"`` or ``"mean_std"`` (normalize's range,
+    or its mean and std: ``value`` their count when it does not fit the
+    image), ``"depth"`` or ``"alpha"`` (an output its format cannot hold),
+    ``"page"`` (a page past the file's: ``value`` the page, ``limit`` the
+    pages), ``"dataset"`` (an input read only once where a dataset reads
+    every input twice); None otherwise."""
 
     def __init__(self, path: str, status: str, message: str,
                  cause: Optional[str] = None, limit: Optional[int] = None,

@@ -100,58 +100,6 @@ imgstat_status wrap_cuda(imgstat_gpu *gpu, const char *base, const Geometry &g,
 
 namespace {
 
-// The histograms of every channel of a device image and their figures,
-// as the job layer computes them on the GPU (src/job/job.c, histograms_on):
-// the device's counts and percentiles; skewness and kurtosis from the
-// moments, which for u8/u16 come from the histogram and for f32 from the
-// samples in raster order on the host (the CPU's sums, bit for bit: this
-// one plane at a time is copied to the host).
-imgstat_status cuda_histograms(imgstat_gpu *gpu, imgstat_gpu_image *d,
-                               const Geometry &g, imgstat_sample sample,
-                               const Request &req, imgstat_job_result *res,
-                               imgstat_error *err) {
-  imgstat_stats_request sr = req.stats();
-  double p[IMGSTAT_MAX_PERCENTILES + 1];
-  p[0] = 50;
-  for (int k = 0; k < sr.npercentiles; k++)
-    p[k + 1] = sr.percentiles[k];
-  int np = sr.npercentiles + 1;
-  std::vector<float> plane;
-  for (int c = 0; c < g.channels; c++) {
-    imgstat_histogram *h = &res->hist[c];
-    double v[IMGSTAT_MAX_PERCENTILES + 1];
-    imgstat_status s =
-        imgstat_gpu_image_histogram(gpu, d, c, nullptr, p, np, v, h, err);
-    if (s != IMGSTAT_OK)
-      return s;
-    imgstat_moments m;
-    if (sample == IMGSTAT_F32) {
-      uint64_t n = (uint64_t)g.width * g.height;
-      try {
-        plane.resize((size_t)n);
-      } catch (const std::bad_alloc &) {
-        return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-      }
-      s = imgstat_gpu_image_download(gpu, d, c, plane.data(), err);
-      if (s != IMGSTAT_OK)
-        return s;
-      imgstat_moments_f32(plane.data(), n, &m);
-    } else {
-      imgstat_moments_from_histogram(h, &m);
-    }
-    imgstat_hist_figures *f = &res->hist_figures[c];
-    imgstat_hist_figures_compute(h, &m, sr.percentiles, sr.npercentiles, f);
-    if (h->total) {
-      f->median = v[0];
-      for (int k = 0; k < sr.npercentiles; k++)
-        f->percentile[k] = v[k + 1];
-    }
-  }
-  res->has_histograms = 1;
-  res->hist_backend = IMGSTAT_BACKEND_GPU;
-  return IMGSTAT_OK;
-}
-
 // Host clock stamps of stats_cuda's phases, for bench/gpu/py_overhead.py
 // (_imgstat._cuda_stats_phases): where a call spends its time.
 struct Phases {
@@ -192,13 +140,21 @@ Outcome stats_cuda(const char *base, int device, uintptr_t stream,
     s = wrap_cuda(gpu, base, g, sample, stream, &dimg, &err);
   if (ph)
     ph->stamp("wrap (on the producer's stream)");
-  if (s == IMGSTAT_OK)
-    s = imgstat_gpu_image_stats(gpu, dimg, IMGSTAT_KERNEL_FAST, res.partial,
-                                &err);
+  if (s == IMGSTAT_OK) {
+    // the engine's device item: the partials and, when asked, the
+    // histograms and their figures
+    imgstat_image shape;
+    std::memset(&shape, 0, sizeof shape);
+    shape.width = g.width;
+    shape.height = g.height;
+    shape.channels = g.channels;
+    shape.sample = sample;
+    imgstat_stats_request sr = req.stats();
+    s = imgstat_device_stats(gpu, dimg, &shape, IMGSTAT_KERNEL_FAST,
+                             req.histogram ? &sr : nullptr, &res, &err);
+  }
   if (ph)
     ph->stamp("reduction (launches, copy, wait)");
-  if (s == IMGSTAT_OK && req.histogram)
-    s = cuda_histograms(gpu, dimg, g, sample, req, &res, &err);
   imgstat_gpu_image_release(gpu, dimg);
   if (ph)
     ph->stamp("release");

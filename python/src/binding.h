@@ -33,7 +33,6 @@ extern "C" {
 #include "imgstat/dataset.h"
 #include "imgstat/imgstat.h"
 #include "imgstat/job.h"
-#include "imgstat/normrun.h"
 #include "imgstat/run.h"
 }
 

@@ -1,4 +1,4 @@
-// normalize_files: a normalize run over files (imgstat_normrun.h) on a
+// normalize_files: a normalize run over files (imgstat/run.h) on a
 // thread of its own, its outputs written by the library; the caller waits
 // with the GIL released.
 #include "binding.h"
@@ -12,7 +12,8 @@ namespace {
 // A normalize run over files on a thread of its own, the caller waiting with
 // the GIL released; Ctrl-C (a pending signal) cancels it.
 struct NormFiles {
-  imgstat_normrun_options o{};
+  imgstat_run_options o{};
+  imgstat_run_normalize norm{};
   bool stop_on_failure = false;
   volatile sig_atomic_t cancel = 0;
   std::mutex m;
@@ -25,13 +26,12 @@ struct NormFiles {
     Failure f;
   };
   std::vector<Out> items;
-  imgstat_normrun_report rep{};
+  imgstat_run_report rep{};
   imgstat_status status = IMGSTAT_OK;
-  imgstat_normrun_cause cause = IMGSTAT_NORMRUN_NONE;
   std::string message;
 
-  static int on_item(void *ctx, const imgstat_normrun_item *it,
-                     const imgstat_normrun_progress *) {
+  static int on_item(void *ctx, const imgstat_run_item *it,
+                     const imgstat_run_progress *) {
     NormFiles *n = (NormFiles *)ctx;
     Out out;
     out.input = it->input->path;
@@ -56,9 +56,9 @@ struct NormFiles {
   }
 
   // The excluded inputs of a refused dataset, in words.
-  static std::string refused(const imgstat_normrun *run, const char *why) {
+  static std::string refused(const imgstat_run *run, const char *why) {
     std::string m = why;
-    const imgstat_dataset_result *r = imgstat_normrun_dataset(run);
+    const imgstat_dataset_result *r = imgstat_run_pooled(run);
     for (size_t k = 0; r && k < r->nexcluded && k < 5; k++)
       m += std::string("; ") + r->excluded[k].file + ": " +
            r->excluded[k].reason;
@@ -66,23 +66,22 @@ struct NormFiles {
   }
 
   void run() {
-    imgstat_normrun *run = nullptr;
-    imgstat_normrun_error e;
-    status = imgstat_normrun_create(&o, &run, &e);
+    imgstat_run *run = nullptr;
+    imgstat_error e;
+    std::memset(&e, 0, sizeof e);
+    o.normalize = &norm;
+    status = imgstat_run_create(&o, &run, &e);
     if (status == IMGSTAT_OK) {
-      imgstat_normrun_callbacks cb;
+      imgstat_run_callbacks cb;
       std::memset(&cb, 0, sizeof cb);
       cb.ctx = this;
       cb.item = on_item;
-      imgstat_normrun_error_clear(&e);
-      status = imgstat_normrun_execute(run, &cb, &rep, &e);
+      status = imgstat_run_execute(run, &cb, &rep, &e);
     }
-    cause = e.cause;
-    message = e.cause == IMGSTAT_NORMRUN_DATASET_REFUSED
-                  ? refused(run, e.err.message)
-                  : e.err.message;
-    imgstat_normrun_error_clear(&e);
-    imgstat_normrun_destroy(run);
+    message = status != IMGSTAT_OK && rep.failed_in == IMGSTAT_RUN_STEP_REFUSED
+                  ? refused(run, e.message)
+                  : e.message;
+    imgstat_run_destroy(run);
     std::lock_guard<std::mutex> lock(m);
     done = true;
     cv.notify_all();
@@ -113,27 +112,28 @@ nb::tuple normalize_files(nb::handle inputs, nb::handle lists,
   if (out.empty())
     throw nb::value_error("out must name a file or a folder");
   auto n = std::make_unique<NormFiles>();
-  imgstat_normrun_options &o = n->o;
-  o.norm = norm_options(mode, mean, std_, clip, range, linked, dtype, alpha,
-                        scale, 0);
-  o.dataset = dataset;
-  o.as = as_of(as);
+  imgstat_run_options &o = n->o;
+  imgstat_run_normalize &no = n->norm;
+  no.norm = norm_options(mode, mean, std_, clip, range, linked, dtype, alpha,
+                         scale, 0);
+  no.dataset = dataset;
+  no.as = as_of(as);
   if (format == "png")
-    o.format = IMGSTAT_FILE_PNG;
+    no.format = IMGSTAT_FILE_PNG;
   else if (format == "npy")
-    o.format = IMGSTAT_FILE_NPY;
+    no.format = IMGSTAT_FILE_NPY;
   else if (format == "pfm")
-    o.format = IMGSTAT_FILE_PFM;
+    no.format = IMGSTAT_FILE_PFM;
   else if (!format.empty())
     throw nb::value_error("format must be 'png', 'npy' or 'pfm'");
   if (layout == "chw")
-    o.layout = IMGSTAT_LAYOUT_CHW;
+    no.layout = IMGSTAT_LAYOUT_CHW;
   else if (layout != "hwc")
     throw nb::value_error("layout must be 'hwc' or 'chw'");
   if (compression >= 0) {
     if (compression > 9)
       throw nb::value_error("compression must be 0 to 9");
-    o.png_level = IMGSTAT_PNG_LEVEL(compression);
+    no.png_level = IMGSTAT_PNG_LEVEL(compression);
   }
   std::vector<imgstat_run_source> sources = run_sources(a);
   o.sources = sources.data();
@@ -141,8 +141,8 @@ nb::tuple normalize_files(nb::handle inputs, nb::handle lists,
   o.follow = a.follow;
   o.jobs = a.jobs;
   engine_defaults(&o.engine, req.backend);
-  o.out = out.c_str();
-  o.skip_existing = skip_existing;
+  no.out = out.c_str();
+  no.skip_existing = skip_existing;
   o.cancel = &n->cancel;
   n->stop_on_failure = stop_on_failure;
   NormFiles *np = n.get();

@@ -43,8 +43,18 @@ const char *imgstat_cause_name(imgstat_cause cause) {
     return "gpu_failed";
   case IMGSTAT_CAUSE_CONFLICT:
     return "conflict";
-  case IMGSTAT_CAUSE_READ_ONCE:
-    return "read_once";
+  case IMGSTAT_CAUSE_RANGE:
+    return "range";
+  case IMGSTAT_CAUSE_MEAN_STD:
+    return "mean_std";
+  case IMGSTAT_CAUSE_DEPTH:
+    return "depth";
+  case IMGSTAT_CAUSE_ALPHA:
+    return "alpha";
+  case IMGSTAT_CAUSE_PAGE:
+    return "page";
+  case IMGSTAT_CAUSE_DATASET:
+    return "dataset";
   case IMGSTAT_CAUSE_NONE:
     break;
   }

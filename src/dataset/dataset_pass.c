@@ -222,9 +222,9 @@ static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
     imgstat_task_reserve(task, 0);
     out->failed = 1;
     imgstat_error_set(&out->err, IMGSTAT_ERR_ARG,
-                      "can be read only once, and the dataset pass reads "
+                      "can be read only once, and a dataset's plan reads "
                       "every input twice");
-    imgstat_error_cause(&out->err, IMGSTAT_CAUSE_READ_ONCE, 0, 0, "dataset");
+    imgstat_error_cause(&out->err, IMGSTAT_CAUSE_DATASET, 0, 0, NULL);
     return;
   }
   imgstat_image img;

@@ -325,10 +325,12 @@ static imgstat_status decoder_start(const ist_source *src, int owns_file,
     d->format = fmt;
     s = fmt->open(d, err);
   }
-  if (s == IMGSTAT_OK && d->header.pages == 0 && d->page > 1)
-    s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                          "--page %" PRIu32 ": a %s file holds one image",
-                          d->page, d->header.format);
+  if (s == IMGSTAT_OK && d->header.pages == 0 && d->page > 1) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "page %" PRIu32 ": a %s file holds one image", d->page,
+                      d->header.format);
+    s = imgstat_error_cause(err, IMGSTAT_CAUSE_PAGE, 1, d->page, NULL);
+  }
   if (s != IMGSTAT_OK) {
     imgstat_decoder_close(d);
     return s;

@@ -359,10 +359,12 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   tdir_t pages = TIFFNumberOfDirectories(ts->tif);
   if (pages == 0)
     return ist_corrupt(err, "TIFF", "no image directory");
-  if (d->page > pages)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "--page %" PRIu32 ": the TIFF file has %u page%s",
-                             d->page, (unsigned)pages, pages == 1 ? "" : "s");
+  if (d->page > pages) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "page %" PRIu32 ": the TIFF file has %u page%s", d->page,
+                      (unsigned)pages, pages == 1 ? "" : "s");
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_PAGE, pages, d->page, NULL);
+  }
   if (d->page > 1) /* the first page's warnings are not this page's */
     ts->damage[0] = '\0';
   if (!TIFFSetDirectory(ts->tif, (tdir_t)(d->page - 1)))

@@ -538,19 +538,24 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                              "unknown output format: name it .png, .npy or "
                              ".pfm");
   case IMGSTAT_FILE_PNG:
-    if (img->sample == IMGSTAT_F32)
-      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                               "PNG holds 8 or 16-bit samples, not float32: "
-                               "write .npy or .pfm, or choose --depth 8|16");
+    if (img->sample == IMGSTAT_F32) {
+      imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                        "PNG holds 8 or 16-bit samples, not float32: "
+                        "write .npy or .pfm, or choose a depth of 8 or 16");
+      return imgstat_error_cause(err, IMGSTAT_CAUSE_DEPTH, 0, 0, NULL);
+    }
     if ((uint64_t)img->width * img->channels * img->sample > 0x7fffffffu)
       return imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "rows too long for PNG");
     break;
   case IMGSTAT_FILE_PFM:
-    if (img->channels != 1 && img->channels != 3)
-      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                               "PFM holds 1 or 3 channels, not %d: write .npy "
-                               "or drop alpha (--alpha drop)",
-                               img->channels);
+    if (img->channels != 1 && img->channels != 3) {
+      imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                        "PFM holds 1 or 3 channels, not %d: write .npy "
+                        "or drop alpha",
+                        img->channels);
+      return imgstat_error_cause(err, IMGSTAT_CAUSE_ALPHA, 0,
+                                 (uint64_t)img->channels, NULL);
+    }
     break;
   case IMGSTAT_FILE_NPY:
     break;

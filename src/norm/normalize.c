@@ -21,6 +21,13 @@ int imgstat_channel_is_alpha(int channels, int c) {
   return (channels == 2 && c == 1) || (channels == 4 && c == 3);
 }
 
+/* err given its cause (a setting: value, when it has one); returns s. */
+static imgstat_status with_cause(imgstat_error *err, imgstat_cause cause,
+                                 uint64_t value, imgstat_status s) {
+  imgstat_error_cause(err, cause, 0, value, NULL);
+  return s;
+}
+
 static uint32_t sample_max(imgstat_sample s) {
   return s == IMGSTAT_U8 ? 255u : (s == IMGSTAT_U16 ? 65535u : 1u);
 }
@@ -52,20 +59,25 @@ imgstat_status imgstat_norm_options_check(const imgstat_image *img,
   case IMGSTAT_NORM_RANGE:
     if (!(isfinite(o->range_low) && isfinite(o->range_high) &&
           o->range_low < o->range_high))
-      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                               "--range needs finite LOW < HIGH (got %g,%g)",
-                               o->range_low, o->range_high);
+      return with_cause(
+          err, IMGSTAT_CAUSE_RANGE, 0,
+          imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                            "range needs finite LOW < HIGH (got %g,%g)",
+                            o->range_low, o->range_high));
     break;
   case IMGSTAT_NORM_ZSCORE:
   case IMGSTAT_NORM_GIVEN:
     if (o->out_sample != 0 && o->out_sample != IMGSTAT_F32)
-      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                               "zscore and --mean/--std write float32 "
-                               "(use .npy or .pfm, depth 32)");
+      return with_cause(
+          err, IMGSTAT_CAUSE_MEAN_STD, 0,
+          imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                            "zscore and given mean and std write float32 "
+                            "(use .npy or .pfm, depth 32)"));
     if (o->mode == IMGSTAT_NORM_GIVEN) {
       if (o->nstats < 1 || o->nstats > IMGSTAT_MAX_CHANNELS)
-        return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                                 "no --mean/--std values given");
+        return with_cause(err, IMGSTAT_CAUSE_MEAN_STD, 0,
+                          imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                                            "no mean and std values given"));
       /* one value for all, or one per channel normalized: the colour
        * channels, and alpha when it is normalized (values for an alpha
        * that is copied or dropped are allowed, unused); any other count is
@@ -77,18 +89,22 @@ imgstat_status imgstat_norm_options_check(const imgstat_image *img,
           o->alpha == IMGSTAT_ALPHA_NORMALIZE ? img->channels : colour;
       if (o->nstats != 1 && o->nstats != normalized &&
           o->nstats != img->channels)
-        return imgstat_error_set(
-            err, IMGSTAT_ERR_ARG,
-            "%d --mean/--std values for a %s image (%d channel%s "
-            "normalized): give %s%d value%s, or convert it with --as",
-            o->nstats, imgstat_layout_name(img->channels), normalized,
-            normalized == 1 ? "" : "s", normalized == 1 ? "" : "1 or ",
-            normalized, normalized == 1 ? "" : "s");
+        return with_cause(
+            err, IMGSTAT_CAUSE_MEAN_STD, (uint64_t)o->nstats,
+            imgstat_error_set(
+                err, IMGSTAT_ERR_ARG,
+                "%d mean and std values for a %s image (%d channel%s "
+                "normalized): give %s%d value%s, or convert it to another "
+                "layout",
+                o->nstats, imgstat_layout_name(img->channels), normalized,
+                normalized == 1 ? "" : "s", normalized == 1 ? "" : "1 or ",
+                normalized, normalized == 1 ? "" : "s"));
       for (int i = 0; i < o->nstats; i++) {
         if (!isfinite(o->mean[i]) || !isfinite(o->std[i]) || !(o->std[i] > 0))
-          return imgstat_error_set(
-              err, IMGSTAT_ERR_ARG,
-              "--mean must be finite and --std finite and > 0");
+          return with_cause(
+              err, IMGSTAT_CAUSE_MEAN_STD, 0,
+              imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                                "mean must be finite and std finite and > 0"));
       }
     }
     break;

@@ -1,11 +1,12 @@
 /*
- * The normalize run (imgstat_normrun.h): the whole input list, the output
- * plan (outputs.c) checked on it, the engine's decision, the dataset's
- * pooling pass and plan, then the batch: each worker decodes an input
- * within the budget, converts it (--as), normalizes it through the engine
- * and writes it atomically; the results are delivered in input order.
+ * What a normalize run does (imgstat_run.h, opts->normalize): the whole
+ * input list, the output plan (outputs.c) checked on it, the engine's
+ * decision, the dataset's pooling pass and plan, then the batch: each
+ * worker decodes an input within the budget, converts it (the dataset's
+ * layout), normalizes it through the engine and writes it atomically; the
+ * results are delivered in input order.
  */
-#include "imgstat/normrun.h"
+#include "normalize.h"
 
 #include "run_inputs.h"
 
@@ -14,16 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct imgstat_normrun {
-  imgstat_normrun_options opt;
-  imgstat_normrun_info info;
+struct ist_norm_run {
+  imgstat_run_options run; /* the sources, workers, engine, cancel */
+  imgstat_run_normalize opt;
+  imgstat_run_info *info; /* the run's */
   imgstat_output_plan plan;
   imgstat_input_list list; /* the whole list, walked once */
   size_t next;
   int workers; /* the batch's: 0 one per core */
   imgstat_engine *engine;
-  const imgstat_normrun_callbacks *cb;
-  imgstat_normrun_progress progress;
+  const imgstat_run_callbacks *cb;
+  imgstat_run_progress progress;
   /* the options every input is normalized with: the caller's, and with
    * dataset the pooled figures (norm.measured) */
   imgstat_norm_options norm;
@@ -31,7 +33,6 @@ struct imgstat_normrun {
   imgstat_dataset_result pooled;
   int have_pooled;
   size_t next_pooled; /* the pooling passes' place in list */
-  int executed;
 };
 
 /* Whether the options make float32 output (zscore, given mean and std). */
@@ -41,7 +42,7 @@ static int float_mode(const imgstat_norm_options *n) {
 
 /* The output format when the options fix it (AUTO: by the output's sample
  * type). */
-static imgstat_file_format fixed_format(const imgstat_normrun_options *o,
+static imgstat_file_format fixed_format(const imgstat_run_normalize *o,
                                         int folder) {
   if (o->format)
     return o->format;
@@ -56,9 +57,14 @@ static imgstat_file_format fixed_format(const imgstat_normrun_options *o,
 
 /* The options that do not go together (the command line says so in its own
  * words while parsing). */
-static imgstat_status check_options(const imgstat_normrun_options *o,
+static imgstat_status check_options(const imgstat_run_options *r,
                                     imgstat_error *err) {
+  const imgstat_run_normalize *o = r->normalize;
   const imgstat_norm_options *n = &o->norm;
+  if (r->dataset || r->request.histograms || r->request.npercentiles || r->mpi)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "a normalize run takes no statistics request, "
+                             "dataset record or MPI");
   if (o->dataset &&
       (n->mode == IMGSTAT_NORM_GIVEN || n->mode == IMGSTAT_NORM_RANGE))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
@@ -80,87 +86,96 @@ static imgstat_status check_options(const imgstat_normrun_options *o,
   return IMGSTAT_OK;
 }
 
-void imgstat_normrun_error_clear(imgstat_normrun_error *e) {
-  imgstat_output_problem_clear(&e->problem);
-  memset(e, 0, sizeof *e);
-}
-
-static imgstat_status fail(imgstat_normrun_error *e, imgstat_normrun_cause c,
-                           imgstat_status s) {
-  e->cause = c;
-  e->err.status = s;
-  if (!e->err.message[0])
-    snprintf(e->err.message, sizeof e->err.message, "out of memory");
+/* A failure at a step of the run: where it stopped, and its words
+ * ("out of memory" when it has none). */
+static imgstat_status fail(imgstat_error *err, imgstat_run_step *at,
+                           imgstat_run_step step, imgstat_status s) {
+  if (at)
+    *at = step;
+  err->status = s;
+  if (!err->message[0])
+    snprintf(err->message, sizeof err->message, "out of memory");
   return s;
 }
 
-imgstat_status imgstat_normrun_create(const imgstat_normrun_options *opts,
-                                      imgstat_normrun **out,
-                                      imgstat_normrun_error *e) {
-  memset(e, 0, sizeof *e);
+imgstat_status ist_norm_run_create(const imgstat_run_options *opts,
+                                   imgstat_run_info *info, ist_norm_run **out,
+                                   imgstat_error *err) {
+  memset(err, 0, sizeof *err);
   *out = NULL;
-  if (!opts || opts->nsources <= 0 || !opts->sources || !opts->out ||
-      !*opts->out) {
-    imgstat_error_set(&e->err, IMGSTAT_ERR_ARG, "no inputs, or no output");
-    return fail(e, IMGSTAT_NORMRUN_INPUTS, IMGSTAT_ERR_ARG);
+  const imgstat_run_normalize *no = opts->normalize;
+  if (opts->nsources <= 0 || !opts->sources || !no->out || !*no->out) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG, "no inputs, or no output");
+    return fail(err, NULL, 0, IMGSTAT_ERR_ARG);
   }
-  if (check_options(opts, &e->err) != IMGSTAT_OK)
-    return fail(e, IMGSTAT_NORMRUN_OPTIONS, IMGSTAT_ERR_ARG);
-  imgstat_normrun *run = calloc(1, sizeof *run);
+  if (check_options(opts, err) != IMGSTAT_OK)
+    return fail(err, NULL, 0, IMGSTAT_ERR_ARG);
+  ist_norm_run *run = calloc(1, sizeof *run);
   if (!run) /* fail() words it */
-    return fail(e, IMGSTAT_NORMRUN_NOMEM, IMGSTAT_ERR_NOMEM);
-  run->opt = *opts;
-  const imgstat_normrun_options *o = &run->opt;
+    return fail(err, NULL, 0, IMGSTAT_ERR_NOMEM);
+  run->run = *opts;
+  run->opt = *no;
+  run->info = info;
+  const imgstat_run_options *ro = &run->run;
+  const imgstat_run_normalize *o = &run->opt;
   int folder = imgstat_output_plan_folder(
-      o->out, ist_run_several(o->sources, o->nsources), o->format);
+      o->out, ist_run_several(ro->sources, ro->nsources), o->format);
   run->plan.out = o->out;
   run->plan.folder = folder;
   run->plan.format = fixed_format(o, folder);
-  run->info.folder = folder;
+  info->folder = folder;
   /* an output folder inside an input folder holds no inputs (earlier
    * runs' outputs) */
   imgstat_inputs *inputs = NULL;
   imgstat_status s =
-      ist_run_inputs_make(o->sources, o->nsources, o->null_lists, o->follow,
-                          folder ? o->out : NULL, &inputs, &e->err);
+      ist_run_inputs_make(ro->sources, ro->nsources, ro->null_lists, ro->follow,
+                          folder ? o->out : NULL, &inputs, err);
   if (s == IMGSTAT_OK)
-    s = imgstat_inputs_collect(inputs, &run->list, &e->err);
+    s = imgstat_inputs_collect(inputs, &run->list, err);
   imgstat_inputs_destroy(inputs);
   /* the pooling pass and the writing pass each read every input: refused
    * before either reads anything */
   const imgstat_input *once = s == IMGSTAT_OK && o->dataset
                                   ? imgstat_input_list_read_once(&run->list)
                                   : NULL;
-  if (once)
-    s = imgstat_error_set(&e->err, IMGSTAT_ERR_ARG,
-                          "%s can be read only once (a pipe, FIFO or "
-                          "device), and --dataset reads every input twice: "
-                          "save it to a file first",
-                          once->kind == IMGSTAT_INPUT_STDIN ? "standard input"
-                                                            : once->path);
-  if (s != IMGSTAT_OK) {
-    imgstat_normrun_destroy(run);
-    return fail(e, IMGSTAT_NORMRUN_INPUTS, s);
+  if (once) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "%s can be read only once (a pipe, FIFO or device), "
+                      "and a dataset's plan reads every input twice: save "
+                      "it to a file first",
+                      once->kind == IMGSTAT_INPUT_STDIN ? "standard input"
+                                                        : once->path);
+    s = imgstat_error_cause(err, IMGSTAT_CAUSE_DATASET, 0, 0, NULL);
   }
-  s = imgstat_output_plan_check(&run->plan, &run->list, &e->problem, &e->err);
   if (s != IMGSTAT_OK) {
-    imgstat_normrun_destroy(run);
-    return fail(e, IMGSTAT_NORMRUN_OUTPUTS, s);
+    ist_norm_run_destroy(run);
+    return fail(err, NULL, 0, s);
   }
-  run->info.inputs = run->list.count;
+  imgstat_output_problem unused;
+  memset(&unused, 0, sizeof unused);
+  imgstat_output_problem *why = o->problem ? o->problem : &unused;
+  s = imgstat_output_plan_check(&run->plan, &run->list, why, err);
+  imgstat_output_problem_clear(&unused);
+  run->opt.problem = NULL; /* the caller's, for this call only */
+  if (s != IMGSTAT_OK) {
+    ist_norm_run_destroy(run);
+    return fail(err, NULL, 0, s);
+  }
+  info->inputs = run->list.count;
   /* Workers: jobs (0: one per core). One input alone (no jobs) runs in the
    * caller's thread with the CPU backend's threads on every core; with
    * several workers, each normalizes on one thread. */
-  run->info.cores = imgstat_cpu_cores();
-  run->info.workers = imgstat_engine_plan_workers(
-      o->jobs, run->list.count > 1, run->info.cores, &run->opt.engine);
-  run->workers = run->info.workers;
-  run->info.float_range = o->dataset && o->norm.mode == IMGSTAT_NORM_CLIP;
+  info->cores = imgstat_cpu_cores();
+  info->workers = imgstat_engine_plan_workers(
+      ro->jobs, run->list.count > 1, info->cores, &run->run.engine);
+  run->workers = info->workers;
+  info->several = ist_run_several(ro->sources, ro->nsources);
+  info->range_pass = o->dataset && o->norm.mode == IMGSTAT_NORM_CLIP;
   *out = run;
   return IMGSTAT_OK;
 }
 
-void imgstat_normrun_destroy(imgstat_normrun *run) {
+void ist_norm_run_destroy(ist_norm_run *run) {
   if (!run)
     return;
   imgstat_engine_destroy(run->engine);
@@ -171,21 +186,20 @@ void imgstat_normrun_destroy(imgstat_normrun *run) {
   free(run);
 }
 
-const imgstat_normrun_info *imgstat_normrun_get_info(const imgstat_normrun *r) {
-  return &r->info;
+const imgstat_input_list *ist_norm_run_list(const ist_norm_run *run) {
+  return &run->list;
 }
 
-const imgstat_input_list *imgstat_normrun_input_list(const imgstat_normrun *r) {
-  return &r->list;
-}
-
-const imgstat_dataset_result *
-imgstat_normrun_dataset(const imgstat_normrun *run) {
+const imgstat_dataset_result *ist_norm_run_pooled(const ist_norm_run *run) {
   return run->have_pooled ? &run->pooled : NULL;
 }
 
-const imgstat_norm_options *imgstat_normrun_norm(const imgstat_normrun *run) {
+const imgstat_norm_options *ist_norm_run_norm(const ist_norm_run *run) {
   return &run->norm;
+}
+
+imgstat_engine *ist_norm_run_engine(const ist_norm_run *run) {
+  return run->engine;
 }
 
 /* ---- the batch: inputs fed in order, worked on by any worker, delivered in
@@ -202,7 +216,7 @@ typedef struct item_result {
 } item_result;
 
 static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
-  imgstat_normrun *run = ctx;
+  ist_norm_run *run = ctx;
   (void)err;
   *item = run->next < run->list.count ? run->list.items[run->next] : NULL;
   if (*item)
@@ -223,11 +237,11 @@ static void result_failed(imgstat_job_result *res, imgstat_job_stage stage,
 }
 
 /* Writes a normalized image to its output (folders made as needed). */
-static imgstat_status write_output(const imgstat_normrun *run,
+static imgstat_status write_output(const ist_norm_run *run,
                                    const imgstat_input *in,
                                    const imgstat_image *img, char **path,
                                    imgstat_error *err) {
-  const imgstat_normrun_options *o = &run->opt;
+  const imgstat_run_normalize *o = &run->opt;
   imgstat_file_format f = imgstat_output_plan_format(&run->plan, img->sample);
   imgstat_status s = imgstat_output_plan_path(&run->plan, in, f, path, err);
   if (s != IMGSTAT_OK)
@@ -238,7 +252,7 @@ static imgstat_status write_output(const imgstat_normrun *run,
   imgstat_write_options wo;
   memset(&wo, 0, sizeof wo);
   wo.format = f;
-  wo.cancel = o->cancel;
+  wo.cancel = run->run.cancel;
   wo.temp_path = o->temp_claim ? o->temp_claim() : NULL;
   wo.png_level = o->png_level;
   wo.layout = o->layout;
@@ -252,10 +266,11 @@ static imgstat_status write_output(const imgstat_normrun *run,
  * within the budget, normalized by the engine and written. */
 static void work_input(void *ctx, imgstat_task *task, void *item,
                        void *result) {
-  imgstat_normrun *run = ctx;
+  ist_norm_run *run = ctx;
   const imgstat_input *in = item;
   item_result *r = result;
-  const imgstat_normrun_options *o = &run->opt;
+  const imgstat_run_normalize *o = &run->opt;
+  const imgstat_run_options *ro = &run->run;
   if (o->skip_existing && in->kind == IMGSTAT_INPUT_FILE &&
       imgstat_output_plan_present(&run->plan, in)) {
     imgstat_task_reserve(task, 0);
@@ -275,7 +290,7 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
                      ? (uint32_t)imgstat_sample_depth(o->norm.out_sample) / 8
                  : as_input ? IMGSTAT_TASK_EXTRA_AS_INPUT
                             : 4;
-  imgstat_status s = imgstat_task_decode(task, in, &o->engine.load, out, &img,
+  imgstat_status s = imgstat_task_decode(task, in, &ro->engine.load, out, &img,
                                          &reserved, &cancelled, &err);
   if (cancelled) {
     r->cancelled = 1;
@@ -299,7 +314,7 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   imgstat_image_free(&img);
   if (r->res.status == IMGSTAT_OK) {
     s = write_output(run, in, &r->res.output, &r->out_path, &r->write_err);
-    if (s != IMGSTAT_OK && o->cancel && *o->cancel)
+    if (s != IMGSTAT_OK && ro->cancel && *ro->cancel)
       r->cancelled = 1;
     else if (s != IMGSTAT_OK && !r->write_err.message[0])
       imgstat_error_set(&r->write_err, s, "out of memory");
@@ -310,14 +325,14 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
 
 static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
                          int ran) {
-  imgstat_normrun *run = ctx;
+  ist_norm_run *run = ctx;
   imgstat_input *in = item;
   item_result *r = result;
   (void)index;
   int stop = 0;
   if (ran && !r->cancelled) {
-    imgstat_normrun_progress *p = &run->progress;
-    imgstat_normrun_item it;
+    imgstat_run_progress *p = &run->progress;
+    imgstat_run_item it;
     memset(&it, 0, sizeof it);
     it.input = in;
     it.skipped = r->skipped;
@@ -346,7 +361,7 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
 
 static imgstat_status pooled_next(void *ctx, const imgstat_input **item,
                                   imgstat_error *err) {
-  imgstat_normrun *run = ctx;
+  ist_norm_run *run = ctx;
   (void)err;
   *item = run->next_pooled < run->list.count
               ? run->list.items[run->next_pooled++]
@@ -355,7 +370,7 @@ static imgstat_status pooled_next(void *ctx, const imgstat_input **item,
 }
 
 static void pooled_release(void *ctx, const imgstat_input *item) {
-  imgstat_normrun *run = ctx;
+  ist_norm_run *run = ctx;
   run->progress.done++;
   if (item->size_known)
     run->progress.bytes_in += item->size;
@@ -363,10 +378,11 @@ static void pooled_release(void *ctx, const imgstat_input *item) {
     run->cb->progress(run->cb->ctx, &run->progress);
 }
 
-static void start_pass(imgstat_normrun *run, int pass) {
+static void start_pass(ist_norm_run *run, int pass) {
   memset(&run->progress, 0, sizeof run->progress);
   run->progress.pass = pass;
   run->progress.total = run->list.count;
+  run->progress.total_known = 1;
   run->next_pooled = 0;
   if (run->cb->pass)
     run->cb->pass(run->cb->ctx, pass);
@@ -376,19 +392,20 @@ static void start_pass(imgstat_normrun *run, int pass) {
  * dataset accumulator) and sets run->norm to one plan for all of them.
  * Inputs that fail here are reported by the writing pass. *cancelled: the
  * cancel flag stopped it. */
-static imgstat_status pool_pass(imgstat_normrun *run, int *cancelled,
-                                imgstat_normrun_error *e) {
-  const imgstat_normrun_options *o = &run->opt;
+static imgstat_status pool_pass(ist_norm_run *run, int *cancelled,
+                                imgstat_run_step *at, imgstat_error *err) {
+  const imgstat_run_normalize *o = &run->opt;
+  const imgstat_run_options *ro = &run->run;
   imgstat_dataset_pass p;
   memset(&p, 0, sizeof p);
   p.ctx = run;
   p.next = pooled_next;
   p.release = pooled_release;
-  p.load = &o->engine.load;
+  p.load = &ro->engine.load;
   p.engine = run->engine;
   p.workers = run->workers;
-  p.budget = o->max_inflight;
-  p.cancel = o->cancel;
+  p.budget = ro->max_inflight;
+  p.cancel = ro->cancel;
   imgstat_dataset_options dso;
   memset(&dso, 0, sizeof dso);
   dso.as = o->as; /* the layout the writing pass converts to */
@@ -400,9 +417,9 @@ static imgstat_status pool_pass(imgstat_normrun *run, int *cancelled,
     start_pass(run, 0);
     int found = 0;
     double lo, hi;
-    s = imgstat_dataset_float_range(&p, &found, &lo, &hi, cancelled, &e->err);
+    s = imgstat_dataset_float_range(&p, &found, &lo, &hi, cancelled, err);
     if (s != IMGSTAT_OK)
-      return fail(e, IMGSTAT_NORMRUN_DATASET, s);
+      return fail(err, at, IMGSTAT_RUN_STEP_RANGE, s);
     if (*cancelled)
       return IMGSTAT_OK;
     if (found) {
@@ -412,29 +429,29 @@ static imgstat_status pool_pass(imgstat_normrun *run, int *cancelled,
     }
   }
   imgstat_dataset *d = NULL;
-  s = imgstat_dataset_create(&dso, &d, &e->err);
+  s = imgstat_dataset_create(&dso, &d, err);
   start_pass(run, 1);
   if (s == IMGSTAT_OK)
-    s = imgstat_dataset_pool_inputs(&p, d, NULL, cancelled, &e->err);
+    s = imgstat_dataset_pool_inputs(&p, d, NULL, cancelled, err);
   run->progress.final = 1; /* the pass's total */
   if (run->cb->progress)
     run->cb->progress(run->cb->ctx, &run->progress);
   if (s == IMGSTAT_OK && *cancelled)
     goto done;
   if (s == IMGSTAT_OK) {
-    s = imgstat_dataset_finish(d, 0, &run->pooled, &e->err);
+    s = imgstat_dataset_finish(d, 0, &run->pooled, err);
     run->have_pooled = s == IMGSTAT_OK;
   }
   if (s != IMGSTAT_OK) {
-    fail(e, IMGSTAT_NORMRUN_DATASET, s);
+    fail(err, at, IMGSTAT_RUN_STEP_POOL, s);
     goto done;
   }
   if (run->pooled.nexcluded > 0) { /* one plan needs one layout and depth */
-    s = imgstat_error_set(&e->err, IMGSTAT_ERR_ARG,
+    s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
                           "%zu of %" PRIu64 " inputs refused: one plan needs "
                           "one layout and depth",
                           run->pooled.nexcluded, (uint64_t)run->pooled.images);
-    fail(e, IMGSTAT_NORMRUN_DATASET_REFUSED, s);
+    fail(err, at, IMGSTAT_RUN_STEP_REFUSED, s);
     goto done;
   }
   if (run->pooled.pooled == 0) { /* nothing could be read: pass 2 says why */
@@ -443,9 +460,9 @@ static imgstat_status pool_pass(imgstat_normrun *run, int *cancelled,
   }
   int unit = 0;
   s = imgstat_dataset_norm_measure(&run->pooled, &o->norm, &run->measure, &unit,
-                                   &e->err);
+                                   err);
   if (s != IMGSTAT_OK) {
-    fail(e, IMGSTAT_NORMRUN_DATASET_MEASURE, s);
+    fail(err, at, IMGSTAT_RUN_STEP_PLAN, s);
     goto done;
   }
   run->norm.measured = &run->measure;
@@ -457,33 +474,27 @@ done:
 
 /* ---- the run ------------------------------------------------------------- */
 
-imgstat_status imgstat_normrun_execute(imgstat_normrun *run,
-                                       const imgstat_normrun_callbacks *cb,
-                                       imgstat_normrun_report *report,
-                                       imgstat_normrun_error *e) {
-  static const imgstat_normrun_callbacks none;
-  memset(e, 0, sizeof *e);
-  memset(report, 0, sizeof *report);
-  if (!run || run->executed) {
-    imgstat_error_set(&e->err, IMGSTAT_ERR_ARG,
-                      "imgstat_normrun_execute: no run, or run twice");
-    return fail(e, IMGSTAT_NORMRUN_WORKERS, IMGSTAT_ERR_ARG);
-  }
-  run->executed = 1;
-  run->cb = cb ? cb : &none;
-  const imgstat_normrun_options *o = &run->opt;
+imgstat_status ist_norm_run_execute(ist_norm_run *run,
+                                    const imgstat_run_callbacks *cb,
+                                    imgstat_run_report *report,
+                                    imgstat_error *err) {
+  memset(err, 0, sizeof *err);
+  imgstat_run_step *at = &report->failed_in;
+  run->cb = cb;
+  const imgstat_run_normalize *o = &run->opt;
+  const imgstat_run_options *ro = &run->run;
   /* The GPU's start-up is waited for before the first input: its warning
    * (auto, a device that fails) comes first, and with backend gpu no input
    * is decoded for nothing. */
-  imgstat_status s = imgstat_engine_create(&o->engine, &run->engine, &e->err);
+  imgstat_status s = imgstat_engine_create(&ro->engine, &run->engine, err);
   if (s != IMGSTAT_OK)
-    return fail(e, IMGSTAT_NORMRUN_ENGINE, s);
+    return fail(err, at, IMGSTAT_RUN_STEP_SET_UP, s);
   imgstat_job_result res;
   s = imgstat_engine_decide(run->engine, &res);
   if (s != IMGSTAT_OK) {
-    e->err = res.error;
+    *err = res.error;
     imgstat_job_result_free(&res);
-    return fail(e, IMGSTAT_NORMRUN_ENGINE, s);
+    return fail(err, at, IMGSTAT_RUN_STEP_SET_UP, s);
   }
   if (run->cb->decided)
     run->cb->decided(run->cb->ctx, &res);
@@ -491,7 +502,7 @@ imgstat_status imgstat_normrun_execute(imgstat_normrun *run,
   run->norm = o->norm;
   if (o->dataset) {
     int cancelled = 0;
-    s = pool_pass(run, &cancelled, e);
+    s = pool_pass(run, &cancelled, at, err);
     if (s != IMGSTAT_OK || cancelled) {
       report->cancelled = cancelled;
       report->pass = run->progress.pass;
@@ -500,30 +511,30 @@ imgstat_status imgstat_normrun_execute(imgstat_normrun *run,
   }
   /* a missing output folder is made now (its subfolders as outputs need
    * them), after the pooling pass, which may refuse the run */
-  s = imgstat_output_plan_make_folder(&run->plan, &e->err);
+  s = imgstat_output_plan_make_folder(&run->plan, err);
   if (s != IMGSTAT_OK)
-    return fail(e, IMGSTAT_NORMRUN_OUT_FOLDER, s);
+    return fail(err, at, IMGSTAT_RUN_STEP_SET_UP, s);
   start_pass(run, 2);
   imgstat_batch_config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.workers = run->workers;
-  cfg.budget = o->max_inflight;
+  cfg.budget = ro->max_inflight;
   cfg.result_size = sizeof(item_result);
-  cfg.cancel = o->cancel;
+  cfg.cancel = ro->cancel;
   cfg.ctx = run;
   cfg.next = next_input;
   cfg.work = work_input;
   cfg.deliver = deliver_input;
   imgstat_batch_report br;
   memset(&br, 0, sizeof br);
-  s = imgstat_batch_run(&cfg, &br, &e->err);
+  s = imgstat_batch_run(&cfg, &br, err);
   report->pass = 2;
   report->cancelled = br.cancelled;
   report->done = run->progress.done;
   report->failed = run->progress.failed;
   report->skipped = run->progress.skipped;
   if (s != IMGSTAT_OK)
-    return fail(e, IMGSTAT_NORMRUN_WORKERS, s);
+    return fail(err, at, IMGSTAT_RUN_STEP_WORKERS, s);
   run->progress.final = 1;
   return IMGSTAT_OK;
 }

@@ -8,6 +8,8 @@
 #include "imgstat/run.h"
 
 #include "dataset_extra.h"
+#include "dataset_reduce.h"
+#include "normalize.h"
 #include "run_inputs.h"
 
 #include "gpu_jpeg.h"
@@ -38,6 +40,7 @@ struct imgstat_run {
   int stage_times; /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
   atomic_uint_fast64_t read_ns, deliver_ns;
   int executed;
+  ist_norm_run *norm; /* a normalize run (opts->normalize) */
 };
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -214,6 +217,15 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
   run->info.at = imgstat_mpi_where(opts->mpi);
   atomic_init(&run->read_ns, 0);
   atomic_init(&run->deliver_ns, 0);
+  if (opts->normalize) {
+    imgstat_status s = ist_norm_run_create(opts, &run->info, &run->norm, err);
+    if (s != IMGSTAT_OK) {
+      free(run);
+      return s;
+    }
+    *out = run;
+    return IMGSTAT_OK;
+  }
   run->stage_times = getenv("IMGSTAT_STAGE_TIMES") != NULL;
   imgstat_status s = make_inputs(run, err);
   /* float images' pooled histograms without a range: a first pass finds
@@ -239,6 +251,7 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
 void imgstat_run_destroy(imgstat_run *run) {
   if (!run)
     return;
+  ist_norm_run_destroy(run->norm);
   imgstat_dataset_destroy(run->ds);
   imgstat_engine_destroy(run->engine);
   imgstat_inputs_destroy(run->inputs);
@@ -251,7 +264,22 @@ const imgstat_run_info *imgstat_run_get_info(const imgstat_run *run) {
 }
 
 const imgstat_input_list *imgstat_run_input_list(const imgstat_run *run) {
+  if (run->norm)
+    return ist_norm_run_list(run->norm);
   return run->have_list ? &run->list : NULL;
+}
+
+const imgstat_dataset_result *imgstat_run_pooled(const imgstat_run *run) {
+  return run->norm ? ist_norm_run_pooled(run->norm) : NULL;
+}
+
+const imgstat_norm_options *imgstat_run_norm(const imgstat_run *run) {
+  return run->norm ? ist_norm_run_norm(run->norm) : NULL;
+}
+
+/* The run's engine (a normalize run's), once made; else NULL. */
+static imgstat_engine *engine_of(const imgstat_run *run) {
+  return run->norm ? ist_norm_run_engine(run->norm) : run->engine;
 }
 
 /* ---- the float range pass ------------------------------------------------ */
@@ -304,12 +332,9 @@ static imgstat_status range_pass(imgstat_run *run, int *cancelled,
     int found = 0;
     double lo, hi;
     s = imgstat_dataset_float_range(&p, &found, &lo, &hi, cancelled, err);
-    if (s != IMGSTAT_OK) {
-      char why[IMGSTAT_ERROR_MAX];
-      snprintf(why, sizeof why, "%s",
-               err->message[0] ? err->message : "out of memory");
-      imgstat_error_set(err, s, "--dataset: %s", why);
-    } else if (found && !*cancelled) {
+    if (s != IMGSTAT_OK && !err->message[0]) {
+      imgstat_error_set(err, s, "out of memory");
+    } else if (s == IMGSTAT_OK && found && !*cancelled) {
       run->opt.ds.have_range = 1;
       run->opt.ds.lo = lo;
       run->opt.ds.hi = hi;
@@ -352,7 +377,7 @@ static void dataset_work(const imgstat_run *run, const imgstat_image *img,
 }
 
 /* Adds a delivered input to the pool, in input order; a failure's message
- * in why. */
+ * in why (the pool's words: a front end says it is the dataset's). */
 static void dataset_add(imgstat_run *run, const imgstat_input *in,
                         const item_result *r, char *why, size_t size) {
   const imgstat_job_result *res = &r->res;
@@ -365,8 +390,7 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
   memset(&err, 0, sizeof err);
   if (ist_dataset_extra_add(run->ds, in->index, in->path, res, &r->ds, &err) !=
       IMGSTAT_OK) {
-    snprintf(why, size, "--dataset: %s",
-             err.message[0] ? err.message : "out of memory");
+    snprintf(why, size, "%s", err.message[0] ? err.message : "out of memory");
     imgstat_dataset_add_failed(run->ds, in->index);
   }
 }
@@ -589,98 +613,6 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   return s;
 }
 
-/* The dataset accumulator as imgstat_mpi_reduce's codec (ctx: the
- * options). Its accumulator is a holder of an imgstat_dataset, so that
- * deserialize can replace what it holds. */
-typedef struct ds_holder {
-  imgstat_dataset *d;
-} ds_holder;
-
-static imgstat_status ds_create(void *ctx, void **acc, imgstat_error *err) {
-  ds_holder *h = calloc(1, sizeof *h);
-  *acc = h;
-  if (!h)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  return imgstat_dataset_create(ctx, &h->d, err);
-}
-
-static void ds_destroy(void *ctx, void *acc) {
-  (void)ctx;
-  ds_holder *h = acc;
-  if (h)
-    imgstat_dataset_destroy(h->d);
-  free(h);
-}
-
-static size_t ds_size(void *ctx, const void *acc) {
-  (void)ctx;
-  void *buf = NULL;
-  size_t n = 0;
-  imgstat_error err;
-  if (imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, &err) !=
-      IMGSTAT_OK)
-    n = 0;
-  free(buf);
-  return n;
-}
-
-static imgstat_status ds_serialize(void *ctx, const void *acc, void *out,
-                                   size_t size, size_t *used,
-                                   imgstat_error *err) {
-  (void)ctx;
-  void *buf = NULL;
-  size_t n = 0;
-  imgstat_status s =
-      imgstat_dataset_serialize(((const ds_holder *)acc)->d, &buf, &n, err);
-  if (s == IMGSTAT_OK && n > size)
-    s = imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                          "the dataset's serialized form grew");
-  if (s == IMGSTAT_OK) {
-    memcpy(out, buf, n);
-    *used = n;
-  }
-  free(buf);
-  return s;
-}
-
-static imgstat_status ds_deserialize(void *ctx, void *acc, const void *buf,
-                                     size_t size, imgstat_error *err) {
-  (void)ctx;
-  ds_holder *h = acc;
-  imgstat_dataset *d = NULL;
-  imgstat_status s = imgstat_dataset_deserialize(buf, size, &d, err);
-  if (s == IMGSTAT_OK) {
-    imgstat_dataset_destroy(h->d);
-    h->d = d;
-  }
-  return s;
-}
-
-static imgstat_status ds_merge(void *ctx, void *a, const void *b,
-                               imgstat_error *err) {
-  (void)ctx;
-  return imgstat_dataset_merge(((ds_holder *)a)->d, ((const ds_holder *)b)->d,
-                               err);
-}
-
-/* Every rank's accumulator merged on rank 0 in rank order; a rank whose
- * accumulator could not be made takes part with an empty one (else the
- * others would wait for it). Collective. */
-static imgstat_status reduce_dataset(imgstat_run *run, imgstat_error *err) {
-  if (!run->ds &&
-      imgstat_dataset_create(&run->opt.ds, &run->ds, err) != IMGSTAT_OK)
-    run->ds = NULL;
-  if (!run->ds)
-    return IMGSTAT_OK;
-  imgstat_mpi_codec codec = {
-      (void *)&run->opt.ds, ds_create,      ds_destroy, ds_size,
-      ds_serialize,         ds_deserialize, ds_merge,   0};
-  ds_holder h = {run->ds};
-  imgstat_status s = imgstat_mpi_reduce(run->opt.mpi, &codec, &h, err);
-  run->ds = h.d; /* rank 0: the merged accumulator */
-  return s;
-}
-
 /* ---- the run ------------------------------------------------------------- */
 
 imgstat_status imgstat_run_execute(imgstat_run *run,
@@ -698,18 +630,28 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
   }
   run->executed = 1;
   run->cb = cb ? cb : &none;
+  if (run->norm) {
+    imgstat_status s = ist_norm_run_execute(run->norm, run->cb, &rep, err);
+    if (report)
+      *report = rep;
+    return s;
+  }
   const imgstat_run_options *o = &run->opt;
   /* With MPI, a rank whose set-up fails still takes part in the
    * collectives, with nothing to add. */
   imgstat_status s = imgstat_engine_create(&o->engine, &run->engine, err);
-  if (s != IMGSTAT_OK)
+  if (s != IMGSTAT_OK) {
     rep.set_up_failed = 1;
+    rep.failed_in = IMGSTAT_RUN_STEP_SET_UP;
+  }
   if (run->info.range_pass && s == IMGSTAT_OK) {
     int cancelled = 0;
     s = range_pass(run, &cancelled, err);
     if (s != IMGSTAT_OK || cancelled) {
       rep.range_stopped = 1;
       rep.cancelled = cancelled;
+      if (s != IMGSTAT_OK)
+        rep.failed_in = IMGSTAT_RUN_STEP_RANGE;
       if (report)
         *report = rep;
       return s;
@@ -718,13 +660,18 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
   if (o->dataset && s == IMGSTAT_OK) {
     run->opt.ds.histograms = o->request.histograms;
     s = imgstat_dataset_create(&run->opt.ds, &run->ds, err);
-    if (s != IMGSTAT_OK)
+    if (s != IMGSTAT_OK) {
       rep.set_up_failed = 1;
+      rep.failed_in = IMGSTAT_RUN_STEP_SET_UP;
+    }
   }
   memset(&run->progress, 0, sizeof run->progress);
   run->progress.pass = 2;
-  if (o->mpi && s == IMGSTAT_OK)
+  if (o->mpi && s == IMGSTAT_OK) {
     s = take_share(run, err);
+    if (s != IMGSTAT_OK)
+      rep.failed_in = IMGSTAT_RUN_STEP_SET_UP;
+  }
   if (s == IMGSTAT_OK) {
     imgstat_batch_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -748,19 +695,23 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     s = imgstat_batch_run(&cfg, &br, err);
     if (s != IMGSTAT_OK && !err->message[0])
       imgstat_error_set(err, s, "out of memory");
+    if (s != IMGSTAT_OK)
+      rep.failed_in = IMGSTAT_RUN_STEP_WORKERS;
     rep.cancelled = br.cancelled;
   }
   rep.dataset_ok = run->ds && s == IMGSTAT_OK;
   if (o->mpi && o->dataset) {
     imgstat_error rerr;
     memset(&rerr, 0, sizeof rerr);
-    imgstat_status r = reduce_dataset(run, &rerr);
+    imgstat_status r =
+        ist_run_reduce_dataset(run->opt.mpi, &run->opt.ds, &run->ds, &rerr);
     if (r != IMGSTAT_OK) {
       rep.dataset_ok = 0;
       rep.merge_failed = 1;
       if (s == IMGSTAT_OK) {
         *err = rerr;
         s = r;
+        rep.failed_in = IMGSTAT_RUN_STEP_MERGE;
       }
     }
   }
@@ -783,17 +734,17 @@ imgstat_run_dataset_options(const imgstat_run *run) {
 }
 
 void imgstat_run_shutdown(imgstat_run *run) {
-  if (run && run->engine)
-    imgstat_engine_shutdown(run->engine);
+  if (run && engine_of(run))
+    imgstat_engine_shutdown(engine_of(run));
 }
 
 int imgstat_run_gpu_started(imgstat_run *run) {
-  return run && run->engine && imgstat_engine_gpu_started(run->engine);
+  return run && engine_of(run) && imgstat_engine_gpu_started(engine_of(run));
 }
 
 void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
                        double *read_s, double *deliver_s) {
-  imgstat_engine_times_get(run->engine, engine);
+  imgstat_engine_times_get(engine_of(run), engine);
   *read_s = 1e-9 * (double)atomic_load(&run->read_ns);
   *deliver_s = 1e-9 * (double)atomic_load(&run->deliver_ns);
 }

@@ -1,7 +1,7 @@
 /*
- * The runs' shared set-up (src/pipeline/run.c), internal: the inputs made
+ * The runs' shared set-up (src/run/run.c), internal: the inputs made
  * from the sources, and whether they may be several. Used by the run
- * (imgstat_run.h) and the normalize run (imgstat_normrun.h).
+ * (imgstat/run.h) for statistics and for normalize (normalize.c).
  */
 #ifndef IMGSTAT_RUN_INPUTS_H
 #define IMGSTAT_RUN_INPUTS_H

@@ -1,5 +1,5 @@
 /*
- * The normalize run (imgstat_normrun.h) and the output plan
+ * The normalize run (imgstat/run.h, opts->normalize) and the output plan
  * (imgstat_pipeline.h): outputs named and written in input order, each
  * against the minmax rule of docs/normalize.md computed here from the
  * samples written byte by byte (per image, and pooled with dataset),
@@ -8,7 +8,7 @@
  * another format, a folder named like a file, options that do not go
  * together) with nothing written.
  */
-#include "imgstat/normrun.h"
+#include "imgstat/run.h"
 #include "test_util.h"
 
 #include <CUnit/CUnit.h>
@@ -32,7 +32,8 @@ static unsigned sample(int k, unsigned i) {
 }
 
 static int make_folder(void) {
-  if (!test_tmp_template(dir, sizeof dir, "test_normrun") || !mkdtemp(dir))
+  if (!test_tmp_template(dir, sizeof dir, "test_run_normalize") ||
+      !mkdtemp(dir))
     return -1;
   char sub[600];
   snprintf(sub, sizeof sub, "%s/in/sub", dir);
@@ -122,7 +123,7 @@ typedef struct seen {
   int n, passes[4], npasses, decided, stop_after;
   char input[NIMAGES + 2][600], output[NIMAGES + 2][700];
   int ok[NIMAGES + 2], skipped[NIMAGES + 2];
-  imgstat_normrun_progress last;
+  imgstat_run_progress last;
 } seen;
 
 static void on_decided(void *ctx, const imgstat_job_result *res) {
@@ -136,8 +137,8 @@ static void on_pass(void *ctx, int pass) {
     s->passes[s->npasses++] = pass;
 }
 
-static int on_item(void *ctx, const imgstat_normrun_item *it,
-                   const imgstat_normrun_progress *p) {
+static int on_item(void *ctx, const imgstat_run_item *it,
+                   const imgstat_run_progress *p) {
   seen *s = ctx;
   if (s->n < NIMAGES + 2) {
     snprintf(s->input[s->n], sizeof s->input[0], "%s", it->input->path);
@@ -152,35 +153,68 @@ static int on_item(void *ctx, const imgstat_normrun_item *it,
   return s->stop_after && s->n >= s->stop_after;
 }
 
-static void options(imgstat_normrun_options *o, imgstat_run_source *src,
-                    const char *input, const char *to) {
+/* A normalize run's options: the run's, what it does to each image, and
+ * where a refused plan's problem goes. */
+typedef struct norm_opts {
+  imgstat_run_options run;
+  imgstat_run_normalize n;
+  imgstat_output_problem why;
+} norm_opts;
+
+/* The first item's cause and message. */
+typedef struct cause_seen {
+  int n;
+  imgstat_cause cause;
+  char message[IMGSTAT_ERROR_MAX];
+} cause_seen;
+
+static int on_cause(void *ctx, const imgstat_run_item *it,
+                    const imgstat_run_progress *p) {
+  cause_seen *cs = ctx;
+  (void)p;
+  if (cs->n++ == 0) {
+    cs->cause = it->result->error.cause;
+    snprintf(cs->message, sizeof cs->message, "%s", it->result->error.message);
+  }
+  return 0;
+}
+
+static void options(norm_opts *o, imgstat_run_source *src, const char *input,
+                    const char *to) {
   memset(o, 0, sizeof *o);
   src->is_list = 0;
   src->text = input;
-  o->sources = src;
-  o->nsources = 1;
-  o->jobs = 2;
-  o->engine.backend = IMGSTAT_BACKEND_CPU;
-  o->engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
-  o->engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
-  o->norm.mode = IMGSTAT_NORM_MINMAX;
-  o->out = to;
-  o->format = IMGSTAT_FILE_NPY;
+  o->run.sources = src;
+  o->run.nsources = 1;
+  o->run.jobs = 2;
+  o->run.engine.backend = IMGSTAT_BACKEND_CPU;
+  o->run.engine.load.max_pixels = IMGSTAT_DEFAULT_MAX_PIXELS;
+  o->run.engine.load.max_memory = IMGSTAT_DEFAULT_MAX_MEMORY;
+  o->run.normalize = &o->n;
+  o->n.norm.mode = IMGSTAT_NORM_MINMAX;
+  o->n.out = to;
+  o->n.format = IMGSTAT_FILE_NPY;
+  o->n.problem = &o->why;
 }
 
-static imgstat_status run_once(const imgstat_normrun_options *o, seen *s,
-                               imgstat_normrun_report *rep,
-                               imgstat_normrun_error *e) {
-  imgstat_normrun *run = NULL;
-  imgstat_status st = imgstat_normrun_create(o, &run, e);
+static imgstat_status run_once(norm_opts *o, seen *s, imgstat_run_report *rep,
+                               imgstat_error *e) {
+  imgstat_run *run = NULL;
+  memset(e, 0, sizeof *e);
+  imgstat_status st = imgstat_run_create(&o->run, &run, e);
   if (st != IMGSTAT_OK) {
     CU_ASSERT(run == NULL);
     return st;
   }
-  imgstat_normrun_error_clear(e);
-  imgstat_normrun_callbacks cb = {s, on_decided, on_pass, NULL, on_item};
-  st = imgstat_normrun_execute(run, &cb, rep, e);
-  imgstat_normrun_destroy(run);
+  CU_ASSERT(imgstat_run_get_info(run)->inputs > 0);
+  imgstat_run_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.ctx = s;
+  cb.decided = on_decided;
+  cb.pass = on_pass;
+  cb.item = on_item;
+  st = imgstat_run_execute(run, &cb, rep, e);
+  imgstat_run_destroy(run);
   return st;
 }
 
@@ -193,13 +227,13 @@ static void check_folder_run(int dataset) {
   char in[600], want[700];
   snprintf(in, sizeof in, "%s/in", dir);
   imgstat_run_source src;
-  imgstat_normrun_options o;
+  norm_opts o;
   options(&o, &src, in, out);
-  o.dataset = dataset;
+  o.n.dataset = dataset;
   seen s;
   memset(&s, 0, sizeof s);
-  imgstat_normrun_report rep;
-  imgstat_normrun_error e;
+  imgstat_run_report rep;
+  imgstat_error e;
   CU_ASSERT_FATAL(run_once(&o, &s, &rep, &e) == IMGSTAT_OK);
   CU_ASSERT(s.decided == 1);
   CU_ASSERT(s.npasses == (dataset ? 2 : 1));
@@ -229,18 +263,18 @@ static void test_skip_and_stop(void) {
   snprintf(in, sizeof in, "%s/in", dir);
   snprintf(first, sizeof first, "%s/img0.npy", out);
   imgstat_run_source src;
-  imgstat_normrun_options o;
+  norm_opts o;
   options(&o, &src, in, out);
-  o.jobs = 1;
+  o.run.jobs = 1;
   seen s;
   memset(&s, 0, sizeof s);
   s.stop_after = 1;
-  imgstat_normrun_report rep;
-  imgstat_normrun_error e;
+  imgstat_run_report rep;
+  imgstat_error e;
   CU_ASSERT(run_once(&o, &s, &rep, &e) == IMGSTAT_OK);
   CU_ASSERT(rep.cancelled && s.n >= 1 && s.n < NIMAGES + 1 && exists(first));
   memset(&s, 0, sizeof s);
-  o.skip_existing = 1;
+  o.n.skip_existing = 1;
   CU_ASSERT(run_once(&o, &s, &rep, &e) == IMGSTAT_OK);
   CU_ASSERT(s.n == NIMAGES + 1 && rep.skipped == 1 && s.skipped[0]);
   CU_ASSERT(!s.skipped[1] && s.ok[1]);
@@ -248,25 +282,26 @@ static void test_skip_and_stop(void) {
 }
 
 /* The plan refused: cause, problem, and nothing made. */
-static void refused(const imgstat_normrun_options *o,
-                    imgstat_normrun_cause cause,
+/* The plan refused (by the output plan, with its problem, or by the
+ * options, with none), and nothing made. */
+static void refused(norm_opts *o, int by_plan,
                     imgstat_output_problem_kind kind) {
   seen s;
   memset(&s, 0, sizeof s);
-  imgstat_normrun_report rep;
-  imgstat_normrun_error e;
+  imgstat_run_report rep;
+  imgstat_error e;
   CU_ASSERT(run_once(o, &s, &rep, &e) == IMGSTAT_ERR_ARG);
-  CU_ASSERT(e.cause == cause);
-  CU_ASSERT(e.problem.kind == kind);
-  CU_ASSERT(e.err.message[0] != '\0');
+  CU_ASSERT((o->why.kind != IMGSTAT_OUTPUT_FINE) == by_plan);
+  CU_ASSERT(o->why.kind == kind);
+  CU_ASSERT(e.message[0] != '\0');
   if (kind == IMGSTAT_OUTPUT_COLLISION) {
-    CU_ASSERT(e.problem.first && strstr(e.problem.first, "/twin.p"));
-    CU_ASSERT(e.problem.second && strstr(e.problem.second, "/twin.p"));
-    CU_ASSERT(e.problem.output && strstr(e.problem.output, "/twin"));
+    CU_ASSERT(o->why.first && strstr(o->why.first, "/twin.p"));
+    CU_ASSERT(o->why.second && strstr(o->why.second, "/twin.p"));
+    CU_ASSERT(o->why.output && strstr(o->why.output, "/twin"));
   }
   if (kind == IMGSTAT_OUTPUT_UNKNOWN_FORMAT)
-    CU_ASSERT(strcmp(e.problem.ext, "JPEG") == 0);
-  imgstat_normrun_error_clear(&e);
+    CU_ASSERT(strcmp(o->why.ext, "JPEG") == 0);
+  imgstat_output_problem_clear(&o->why);
   CU_ASSERT(s.n == 0 && !exists(out));
 }
 
@@ -274,20 +309,20 @@ static void test_refused(void) {
   char in[600], name[700], twin[2][700];
   snprintf(in, sizeof in, "%s/in", dir);
   imgstat_run_source src;
-  imgstat_normrun_options o;
+  norm_opts o;
   /* an output that is the input */
   options(&o, &src, paths[0], paths[0]);
-  o.format = IMGSTAT_FILE_PNG;
-  refused(&o, IMGSTAT_NORMRUN_OUTPUTS, IMGSTAT_OUTPUT_IS_INPUT);
+  o.n.format = IMGSTAT_FILE_PNG;
+  refused(&o, 1, IMGSTAT_OUTPUT_IS_INPUT);
   /* a name of a format not written */
   snprintf(name, sizeof name, "%s/x.jpg", out);
   options(&o, &src, paths[0], name);
-  o.format = 0;
-  refused(&o, IMGSTAT_NORMRUN_OUTPUTS, IMGSTAT_OUTPUT_UNKNOWN_FORMAT);
+  o.n.format = 0;
+  refused(&o, 1, IMGSTAT_OUTPUT_UNKNOWN_FORMAT);
   /* a folder named like a file */
   snprintf(name, sizeof name, "%s/x.png", out);
   options(&o, &src, in, name);
-  refused(&o, IMGSTAT_NORMRUN_OUTPUTS, IMGSTAT_OUTPUT_FOLDER_LIKE_FILE);
+  refused(&o, 1, IMGSTAT_OUTPUT_FOLDER_LIKE_FILE);
   /* two inputs, one output */
   for (int k = 0; k < 2; k++) {
     snprintf(twin[k], sizeof twin[0], "%s/in/twin.p%cm", dir, k ? 'g' : 'p');
@@ -297,19 +332,66 @@ static void test_refused(void) {
     fclose(f);
   }
   options(&o, &src, in, out);
-  o.format = 0;
-  refused(&o, IMGSTAT_NORMRUN_OUTPUTS, IMGSTAT_OUTPUT_COLLISION);
+  o.n.format = 0;
+  refused(&o, 1, IMGSTAT_OUTPUT_COLLISION);
   unlink(twin[0]);
   unlink(twin[1]);
   /* options that do not go together */
   options(&o, &src, in, out);
-  o.norm.mode = IMGSTAT_NORM_ZSCORE;
-  o.format = IMGSTAT_FILE_PNG;
-  refused(&o, IMGSTAT_NORMRUN_OPTIONS, IMGSTAT_OUTPUT_FINE);
+  o.n.norm.mode = IMGSTAT_NORM_ZSCORE;
+  o.n.format = IMGSTAT_FILE_PNG;
+  refused(&o, 0, IMGSTAT_OUTPUT_FINE);
   options(&o, &src, in, out);
-  o.norm.mode = IMGSTAT_NORM_RANGE;
-  o.dataset = 1;
-  refused(&o, IMGSTAT_NORMRUN_OPTIONS, IMGSTAT_OUTPUT_FINE);
+  o.n.norm.mode = IMGSTAT_NORM_RANGE;
+  o.n.dataset = 1;
+  refused(&o, 0, IMGSTAT_OUTPUT_FINE);
+}
+
+/* The settings' causes: a range that is not LOW < HIGH fails each input
+ * with IMGSTAT_CAUSE_RANGE, a float32 image refused by PNG says
+ * IMGSTAT_CAUSE_DEPTH, and neither message names a program's option. */
+static void test_setting_causes(void) {
+  imgstat_run_source src;
+  norm_opts o;
+  char one[700];
+  snprintf(one, sizeof one, "%s/one.npy", dir);
+  options(&o, &src, paths[0], one);
+  o.n.norm.mode = IMGSTAT_NORM_RANGE;
+  o.n.norm.range_low = 5;
+  o.n.norm.range_high = 1;
+  imgstat_run *run = NULL;
+  imgstat_error e;
+  memset(&e, 0, sizeof e);
+  CU_ASSERT_FATAL(imgstat_run_create(&o.run, &run, &e) == IMGSTAT_OK);
+  cause_seen cs;
+  memset(&cs, 0, sizeof cs);
+  imgstat_run_callbacks cb;
+  memset(&cb, 0, sizeof cb);
+  cb.ctx = &cs;
+  cb.item = on_cause;
+  imgstat_run_report rep;
+  CU_ASSERT(imgstat_run_execute(run, &cb, &rep, &e) == IMGSTAT_OK);
+  imgstat_run_destroy(run);
+  CU_ASSERT(cs.n == 1 && cs.cause == IMGSTAT_CAUSE_RANGE);
+  CU_ASSERT(strncmp(cs.message, "range ", 6) == 0);
+  CU_ASSERT(!exists(one));
+  CU_ASSERT(strcmp(imgstat_cause_name(IMGSTAT_CAUSE_RANGE), "range") == 0);
+  CU_ASSERT(strcmp(imgstat_cause_name(IMGSTAT_CAUSE_PAGE), "page") == 0);
+
+  imgstat_image img;
+  CU_ASSERT_FATAL(imgstat_image_alloc(&img, 2, 2, 1, IMGSTAT_F32, 0, &e) ==
+                  IMGSTAT_OK);
+  memset(img.planes[0], 0, 16);
+  imgstat_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.format = IMGSTAT_FILE_PNG;
+  snprintf(one, sizeof one, "%s/one.png", dir);
+  memset(&e, 0, sizeof e);
+  CU_ASSERT(imgstat_image_write(one, &img, &wo, &e) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(e.cause == IMGSTAT_CAUSE_DEPTH);
+  CU_ASSERT(strstr(e.message, "--") == NULL);
+  CU_ASSERT(!exists(one));
+  imgstat_image_free(&img);
 }
 
 static void test_plan(void) {
@@ -335,6 +417,7 @@ static const test_case tests[] = {
     {"the item callback stops it; skip_existing", test_skip_and_stop},
     {"refused before any work, nothing written", test_refused},
     {"the output plan: folder, format, extension", test_plan},
+    {"a setting's failure carries its cause", test_setting_causes},
     {NULL, NULL}};
 
 int main(void) { return test_main_init(tests, make_folder, remove_folder); }
