@@ -7,6 +7,7 @@
 #ifndef IMGSTAT_H
 #define IMGSTAT_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -236,6 +237,20 @@ imgstat_status imgstat_image_load_memory(const void *data, size_t size,
                                          imgstat_image *img,
                                          imgstat_error *err);
 
+/* What is checked before nvJPEG decodes a JPEG (--jpeg-check; the words
+ * "markers", "full", "none" in this order; docs/gpu.md, "What --jpeg-check
+ * catches"). A file a check doubts goes to libjpeg's entropy decoding, whose
+ * verdict and words are the CPU decoder's. */
+typedef enum imgstat_jpeg_check {
+  /* the default: the segments, the tables each scan uses, restart markers
+   * in order and in number, EOI after the last scan */
+  IMGSTAT_JPEG_CHECK_MARKERS = 0,
+  /* also every Huffman code of every scan (as libjpeg's decode would) */
+  IMGSTAT_JPEG_CHECK_FULL,
+  /* only the checks of the CPU decoder's open (header, sizes) */
+  IMGSTAT_JPEG_CHECK_NONE
+} imgstat_jpeg_check;
+
 /* ---- the loader seam: header first, then pixels into the caller's buffer -
  *
  *   imgstat_decoder *d;
@@ -300,6 +315,61 @@ void imgstat_decoder_close(imgstat_decoder *d);
  * empty): the rest of imgstat_image_load after the header. */
 imgstat_status imgstat_decoder_load(imgstat_decoder *d, imgstat_image *img,
                                     imgstat_error *err);
+
+/* ---- writing images --------------------------------------------------------
+ */
+
+typedef enum imgstat_file_format {
+  IMGSTAT_FILE_AUTO = 0, /* from the name's extension */
+  IMGSTAT_FILE_PNG,      /* u8 or u16, 1..4 channels */
+  IMGSTAT_FILE_NPY,      /* any sample type: shape (H, W) or (H, W, C) */
+  IMGSTAT_FILE_PFM       /* f32 (integers written as their values), 1 or 3 */
+} imgstat_file_format;
+
+/* The format named by path's extension (.png, .npy, .pfm; any case), or
+ * IMGSTAT_FILE_AUTO when none matches. */
+imgstat_file_format imgstat_file_format_from_path(const char *path);
+
+/* The axes of a .npy file: (H, W, C) (a 1-channel image: (H, W)), or
+ * channels first, (C, H, W) always (PyTorch's order). */
+typedef enum imgstat_npy_layout {
+  IMGSTAT_LAYOUT_HWC = 0,
+  IMGSTAT_LAYOUT_CHW
+} imgstat_npy_layout;
+
+/* imgstat_write_options.png_level for the deflate level n (0..9). */
+#define IMGSTAT_PNG_LEVEL(n) ((n) + 1)
+/* The level when none is given (docs/benchmarks.md, "PNG levels"). */
+#define IMGSTAT_PNG_DEFAULT_LEVEL 1
+
+typedef struct imgstat_write_options {
+  imgstat_file_format format; /* AUTO: from the extension */
+  /* When not NULL and set non-zero (by a signal handler, say) the write
+   * stops, removes its temporary file and fails with IMGSTAT_ERR_IO. */
+  const volatile sig_atomic_t *cancel;
+  /* When not NULL, *temp_path holds the path of the temporary file while it
+   * exists (NULL otherwise), so that a signal handler can unlink() it before
+   * the process dies. The writer blocks signals in its thread while it
+   * creates, renames or removes the file, so the name and the file agree. */
+  const char *volatile *temp_path;
+  /* PNG: the deflate level plus one, IMGSTAT_PNG_LEVEL(0..9); 0 is the
+   * default level (IMGSTAT_PNG_DEFAULT_LEVEL). */
+  int png_level;
+  /* .npy: the order of the axes. */
+  imgstat_npy_layout layout;
+} imgstat_write_options;
+
+/*
+ * Writes img to path: to a temporary file in the same folder, which is
+ * renamed over path only when complete and flushed, so that a failure or a
+ * cancel never leaves a partial file (the temporary is removed). opts may be
+ * NULL. Refuses (IMGSTAT_ERR_ARG) a format that cannot hold the image, and
+ * a path that exists and is not a regular file (lstat: a symbolic link, a
+ * FIFO, a device, a folder), which renaming would replace.
+ */
+imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
+                                   const imgstat_write_options *opts,
+                                   imgstat_error *err);
 
 /* ---- partial results ---------------------------------------------------- */
 

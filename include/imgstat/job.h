@@ -51,20 +51,6 @@ typedef enum imgstat_backend {
   IMGSTAT_BACKEND_GPU
 } imgstat_backend;
 
-/* What is checked before nvJPEG decodes a JPEG (--jpeg-check; the words
- * "markers", "full", "none" in this order; docs/gpu.md, "What --jpeg-check
- * catches"). A file a check doubts goes to libjpeg's entropy decoding, whose
- * verdict and words are the CPU decoder's. */
-typedef enum imgstat_jpeg_check {
-  /* the default: the segments, the tables each scan uses, restart markers
-   * in order and in number, EOI after the last scan */
-  IMGSTAT_JPEG_CHECK_MARKERS = 0,
-  /* also every Huffman code of every scan (as libjpeg's decode would) */
-  IMGSTAT_JPEG_CHECK_FULL,
-  /* only the checks of the CPU decoder's open (header, sizes) */
-  IMGSTAT_JPEG_CHECK_NONE
-} imgstat_jpeg_check;
-
 /* "auto", "cpu" or "gpu". */
 const char *imgstat_backend_name(imgstat_backend backend);
 

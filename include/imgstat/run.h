@@ -325,6 +325,59 @@ int imgstat_run_gpu_started(imgstat_run *run);
 void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
                        double *read_s, double *deliver_s);
 
+/* ---- passes over the inputs (src/run/dataset_pass.c) ----------------------
+ * The runs that pool a whole list of inputs before anything else is done
+ * with them: the batch runner (imgstat/pipeline.h) decodes them on its
+ * workers within its memory budget, the engine (imgstat/job.h) computes
+ * their statistics, and the accumulator above pools them. Used by
+ * `imgstat normalize --dataset` (the first pass) and by the float range
+ * pass of `imgstat --dataset --histogram`. */
+
+struct imgstat_engine;
+struct imgstat_input;
+
+typedef struct imgstat_dataset_pass {
+  /* The inputs, in order, on the caller's thread: *item NULL at the end.
+   * An item must stay valid until release is called for it (NULL: the
+   * caller keeps them all until the pass returns). Inputs that can be read
+   * only once (imgstat_input.read_once: a pipe, a FIFO, a device) are not
+   * read: the range pass skips them, the pool counts them as failed. */
+  void *ctx;
+  imgstat_status (*next)(void *ctx, const struct imgstat_input **item,
+                         imgstat_error *err);
+  void (*release)(void *ctx, const struct imgstat_input *item);
+  const imgstat_load_options *load;
+  /* The statistics (imgstat_dataset_pool_inputs only): the engine's
+   * backend policy; its histograms when the accumulator wants them. */
+  struct imgstat_engine *engine;
+  int workers;     /* batch workers: 0 one per core */
+  uint64_t budget; /* bytes in flight: 0 the runner's default */
+  const volatile sig_atomic_t *cancel;
+} imgstat_dataset_pass;
+
+/* The common range of pooled float histograms: the finite [min, max] over
+ * every channel of every float image among the inputs (the others are not
+ * decoded: their header says what they hold). *found is 0 (and *lo = *hi =
+ * 0) when no float image has a finite sample; inputs that cannot be read
+ * are skipped (the run that follows reports them). *cancelled is set when
+ * p->cancel stopped the pass. */
+imgstat_status imgstat_dataset_float_range(const imgstat_dataset_pass *p,
+                                           int *found, double *lo, double *hi,
+                                           int *cancelled, imgstat_error *err);
+
+/* Pools every input into d (created with the options the pass needs; with
+ * histograms over a float range when float images are to have them): each
+ * decoded, its statistics (and histograms) computed by p->engine, --as gray
+ * and float histograms as imgstat --dataset makes them, and added at its
+ * ordinal in the list. Inputs that fail are counted (add_failed); when
+ * failed is not NULL it is called for each, in order, on the caller's
+ * thread, with the reason. */
+imgstat_status imgstat_dataset_pool_inputs(
+    const imgstat_dataset_pass *p, imgstat_dataset *d,
+    void (*failed)(void *ctx, const struct imgstat_input *in,
+                   const imgstat_error *why),
+    int *cancelled, imgstat_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 
 #include "imgstat/dataset.h"
 #include "imgstat/pipeline.h"
+#include "imgstat/run.h"
 
 /* Runs the float range pass set up in p (its next, ctx and options) and,
  * when float images have finite samples, sets ds->have_range, ds->lo and

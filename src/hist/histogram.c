@@ -4,7 +4,7 @@
  * The CPU reference: the GPU's histograms must equal these counts exactly,
  * and its percentiles come from imgstat_percentile_value below.
  */
-#include "imgstat/norm.h"
+#include "imgstat/hist.h"
 
 #include "image_rows.h"
 

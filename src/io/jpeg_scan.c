@@ -23,7 +23,7 @@
  *   (libjpeg warns about bytes it discards before a marker), a scan's data
  *   holds all its MCUs (libjpeg warns when it must invent bits).
  */
-#include "imgstat/job.h"
+#include "imgstat/imgstat.h"
 #include "io.h"
 
 #include <stdint.h>

@@ -6,7 +6,7 @@
  * half-written output under the real name. Only a regular file (or nothing)
  * is replaced: never a symbolic link, FIFO, device or folder.
  */
-#include "imgstat/norm.h"
+#include "imgstat/imgstat.h"
 
 #include "image_rows.h"
 #include "io.h"

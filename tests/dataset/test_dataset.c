@@ -16,6 +16,7 @@
 #include "imgstat/imgstat.h"
 #include "imgstat/job.h"
 #include "imgstat/pipeline.h"
+#include "imgstat/run.h"
 #include "test_util.h"
 
 __extension__ typedef unsigned __int128 u128;
