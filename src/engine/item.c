@@ -497,13 +497,11 @@ static imgstat_status jpeg_download(gpu_slot *g,
 
 imgstat_image ist_image_shape(uint32_t width, uint32_t height, int channels,
                               imgstat_sample sample, const char *format) {
-  imgstat_image shape;
-  memset(&shape, 0, sizeof shape);
-  shape.width = width;
-  shape.height = height;
-  shape.channels = channels;
-  shape.sample = sample;
-  shape.format = format;
+  imgstat_image shape = {.width = width,
+                         .height = height,
+                         .channels = channels,
+                         .sample = sample,
+                         .format = format};
   return shape;
 }
 
