@@ -99,70 +99,12 @@ __device__ void store_result(const Op &op, const ist_pass &p,
   out[blockIdx.y * p.out_stride + blockIdx.x] = v;
 }
 
-/* ---- kernel 1 ------------------------------------------------------------
- * Interleaved addressing: in step s, every thread whose id is a multiple of
- * 2s adds its neighbour s away. The baseline: correct, but tid % (2s) makes
- * the warps diverge (most threads idle inside every active warp) and the
- * modulo is slow. */
-template <typename Op> __global__ void ladder1_kernel(Op op, ist_pass p) {
-  using T = typename Op::T;
-  op.begin(blockIdx.y);
-  T *sdata = ladder_shared<T>();
-  unsigned tid = threadIdx.x;
-  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + tid;
-  sdata[tid] = i < p.n ? op.load(i, blockIdx.y) : op.identity();
-  __syncthreads();
-  for (unsigned s = 1; s < blockDim.x; s *= 2) {
-    if (tid % (2 * s) == 0)
-      Op::combine(sdata[tid], sdata[tid + s]);
-    __syncthreads();
-  }
-  if (tid == 0)
-    store_result(op, p, sdata[0]);
-}
-
-/* ---- kernel 2 ------------------------------------------------------------
- * Interleaved addressing with a strided index: thread t works on element
- * 2*s*t, so the active threads are contiguous and whole warps retire (no
- * divergence, no modulo). The strided accesses now hit the same
- * shared-memory banks: bank conflicts are the new cost. */
-template <typename Op> __global__ void ladder2_kernel(Op op, ist_pass p) {
-  using T = typename Op::T;
-  op.begin(blockIdx.y);
-  T *sdata = ladder_shared<T>();
-  unsigned tid = threadIdx.x;
-  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + tid;
-  sdata[tid] = i < p.n ? op.load(i, blockIdx.y) : op.identity();
-  __syncthreads();
-  for (unsigned s = 1; s < blockDim.x; s *= 2) {
-    unsigned index = 2 * s * tid;
-    if (index < blockDim.x)
-      Op::combine(sdata[index], sdata[index + s]);
-    __syncthreads();
-  }
-  if (tid == 0)
-    store_result(op, p, sdata[0]);
-}
-
-/* ---- kernel 3 ------------------------------------------------------------
- * Sequential addressing: the stride halves from blockDim/2 down to 1 and
- * thread t combines t with t+s. Consecutive threads touch consecutive words:
- * no bank conflicts. Half the threads are idle from the first step on. */
-template <typename Op> __global__ void ladder3_kernel(Op op, ist_pass p) {
-  using T = typename Op::T;
-  op.begin(blockIdx.y);
-  T *sdata = ladder_shared<T>();
-  unsigned tid = threadIdx.x;
-  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + tid;
-  sdata[tid] = i < p.n ? op.load(i, blockIdx.y) : op.identity();
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (tid < s)
-      Op::combine(sdata[tid], sdata[tid + s]);
-    __syncthreads();
-  }
-  if (tid == 0)
-    store_result(op, p, sdata[0]);
+/* The load of kernels 1..3: one item per thread, bounds-checked. */
+template <typename Op>
+__device__ __forceinline__ typename Op::T load_one(const Op &op,
+                                                   const ist_pass &p) {
+  uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  return i < p.n ? op.load(i, blockIdx.y) : op.identity();
 }
 
 /* The load of kernels 4..6: two items, blockDim apart, each bounds-checked
@@ -180,24 +122,37 @@ __device__ typename Op::T load_two(const Op &op, const ist_pass &p,
   return v;
 }
 
-/* ---- kernel 4 ------------------------------------------------------------
- * First add during the global load: each thread loads two items and
- * combines them before the shared-memory tree, so half as many blocks do the
- * same work and no thread idles in the first step. */
-template <typename Op> __global__ void ladder4_kernel(Op op, ist_pass p) {
+/* The frame kernels 1..6 share: the op's start for this channel, each
+ * thread's load into shared memory (Two: two items, block apart, as
+ * load_two; else one, as load_one), a barrier, the kernel's own tree
+ * tree(sdata, tid), which leaves the block's value in sdata[0], and thread
+ * 0's store. The kernels differ only in their tree (and kernel 4 on in the
+ * load). */
+template <bool Two, typename Op, typename Tree>
+__device__ __forceinline__ void ladder_frame(Op &op, const ist_pass &p,
+                                             unsigned block, Tree tree) {
   using T = typename Op::T;
   op.begin(blockIdx.y);
   T *sdata = ladder_shared<T>();
   unsigned tid = threadIdx.x;
-  sdata[tid] = load_two(op, p, blockDim.x);
+  sdata[tid] = Two ? load_two(op, p, block) : load_one(op, p);
   __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 0; s >>= 1) {
+  tree(sdata, tid);
+  if (tid == 0)
+    store_result(op, p, sdata[0]);
+}
+
+/* The shared-memory tree of kernels 3..5, by sequential addressing: the
+ * stride halves from blockDim/2 while it is above Stop, and thread t
+ * combines t with t+s. */
+template <unsigned Stop, typename Op>
+__device__ __forceinline__ void halving_tree(typename Op::T *sdata,
+                                             unsigned tid) {
+  for (unsigned s = blockDim.x / 2; s > Stop; s >>= 1) {
     if (tid < s)
       Op::combine(sdata[tid], sdata[tid + s]);
     __syncthreads();
   }
-  if (tid == 0)
-    store_result(op, p, sdata[0]);
 }
 
 /* The last 64 -> 1 steps inside warp 0, ordered by __syncwarp: every read of
@@ -218,26 +173,66 @@ __device__ void warp_tail(typename Op::T *sdata, unsigned tid) {
   }
 }
 
+/* ---- kernel 1 ------------------------------------------------------------
+ * Interleaved addressing: in step s, every thread whose id is a multiple of
+ * 2s adds its neighbour s away. The baseline: correct, but tid % (2s) makes
+ * the warps diverge (most threads idle inside every active warp) and the
+ * modulo is slow. */
+template <typename Op> __global__ void ladder1_kernel(Op op, ist_pass p) {
+  ladder_frame<false>(op, p, blockDim.x,
+                      [](typename Op::T *sdata, unsigned tid) {
+                        for (unsigned s = 1; s < blockDim.x; s *= 2) {
+                          if (tid % (2 * s) == 0)
+                            Op::combine(sdata[tid], sdata[tid + s]);
+                          __syncthreads();
+                        }
+                      });
+}
+
+/* ---- kernel 2 ------------------------------------------------------------
+ * Interleaved addressing with a strided index: thread t works on element
+ * 2*s*t, so the active threads are contiguous and whole warps retire (no
+ * divergence, no modulo). The strided accesses now hit the same
+ * shared-memory banks: bank conflicts are the new cost. */
+template <typename Op> __global__ void ladder2_kernel(Op op, ist_pass p) {
+  ladder_frame<false>(op, p, blockDim.x,
+                      [](typename Op::T *sdata, unsigned tid) {
+                        for (unsigned s = 1; s < blockDim.x; s *= 2) {
+                          unsigned index = 2 * s * tid;
+                          if (index < blockDim.x)
+                            Op::combine(sdata[index], sdata[index + s]);
+                          __syncthreads();
+                        }
+                      });
+}
+
+/* ---- kernel 3 ------------------------------------------------------------
+ * Sequential addressing: the stride halves from blockDim/2 down to 1 and
+ * thread t combines t with t+s. Consecutive threads touch consecutive words:
+ * no bank conflicts. Half the threads are idle from the first step on. */
+template <typename Op> __global__ void ladder3_kernel(Op op, ist_pass p) {
+  ladder_frame<false>(op, p, blockDim.x, halving_tree<0, Op>);
+}
+
+/* ---- kernel 4 ------------------------------------------------------------
+ * First add during the global load: each thread loads two items and
+ * combines them before the shared-memory tree, so half as many blocks do the
+ * same work and no thread idles in the first step. */
+template <typename Op> __global__ void ladder4_kernel(Op op, ist_pass p) {
+  ladder_frame<true>(op, p, blockDim.x, halving_tree<0, Op>);
+}
+
 /* ---- kernel 5 ------------------------------------------------------------
  * Unrolls the last warp: once s <= 32 only warp 0 works, so it needs no
  * __syncthreads and no loop test; the steps run unrolled with __syncwarp.
  * Saves the block-wide barriers of the last six steps. */
 template <typename Op> __global__ void ladder5_kernel(Op op, ist_pass p) {
-  using T = typename Op::T;
-  op.begin(blockIdx.y);
-  T *sdata = ladder_shared<T>();
-  unsigned tid = threadIdx.x;
-  sdata[tid] = load_two(op, p, blockDim.x);
-  __syncthreads();
-  for (unsigned s = blockDim.x / 2; s > 32; s >>= 1) {
-    if (tid < s)
-      Op::combine(sdata[tid], sdata[tid + s]);
-    __syncthreads();
-  }
-  if (tid < 32)
-    warp_tail<Op>(sdata, tid);
-  if (tid == 0)
-    store_result(op, p, sdata[0]);
+  ladder_frame<true>(op, p, blockDim.x,
+                     [](typename Op::T *sdata, unsigned tid) {
+                       halving_tree<32, Op>(sdata, tid);
+                       if (tid < 32)
+                         warp_tail<Op>(sdata, tid);
+                     });
 }
 
 /* ---- kernel 6 ------------------------------------------------------------
@@ -246,32 +241,26 @@ template <typename Op> __global__ void ladder5_kernel(Op op, ist_pass p) {
  * counter and its tests disappear. */
 template <unsigned Block, typename Op>
 __global__ void __launch_bounds__(Block) ladder6_kernel(Op op, ist_pass p) {
-  using T = typename Op::T;
-  op.begin(blockIdx.y);
-  T *sdata = ladder_shared<T>();
-  unsigned tid = threadIdx.x;
-  sdata[tid] = load_two(op, p, Block);
-  __syncthreads();
-  if (Block >= 1024 && tid < 512)
-    Op::combine(sdata[tid], sdata[tid + 512]);
-  if (Block >= 1024)
-    __syncthreads();
-  if (Block >= 512 && tid < 256)
-    Op::combine(sdata[tid], sdata[tid + 256]);
-  if (Block >= 512)
-    __syncthreads();
-  if (Block >= 256 && tid < 128)
-    Op::combine(sdata[tid], sdata[tid + 128]);
-  if (Block >= 256)
-    __syncthreads();
-  if (Block >= 128 && tid < 64)
-    Op::combine(sdata[tid], sdata[tid + 64]);
-  if (Block >= 128)
-    __syncthreads();
-  if (tid < 32)
-    warp_tail<Op>(sdata, tid);
-  if (tid == 0)
-    store_result(op, p, sdata[0]);
+  ladder_frame<true>(op, p, Block, [](typename Op::T *sdata, unsigned tid) {
+    if (Block >= 1024 && tid < 512)
+      Op::combine(sdata[tid], sdata[tid + 512]);
+    if (Block >= 1024)
+      __syncthreads();
+    if (Block >= 512 && tid < 256)
+      Op::combine(sdata[tid], sdata[tid + 256]);
+    if (Block >= 512)
+      __syncthreads();
+    if (Block >= 256 && tid < 128)
+      Op::combine(sdata[tid], sdata[tid + 128]);
+    if (Block >= 256)
+      __syncthreads();
+    if (Block >= 128 && tid < 64)
+      Op::combine(sdata[tid], sdata[tid + 64]);
+    if (Block >= 128)
+      __syncthreads();
+    if (tid < 32)
+      warp_tail<Op>(sdata, tid);
+  });
 }
 
 /* ---- kernel 7 ------------------------------------------------------------

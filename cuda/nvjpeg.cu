@@ -554,6 +554,28 @@ extern "C" imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *d,
              : nvjpeg_fail(err, IMGSTAT_ERR_DEVICE, s, "state");
 }
 
+namespace {
+
+/* Frees the per-segment buffers (host and device) and forgets them: the
+ * decoder's end, and reduce_buffers before it grows them. */
+void free_segment_buffers(imgstat_gpu_jpeg *d) {
+  cudaFreeHost(d->h_seg);
+  cudaFreeHost(d->h_out);
+  cudaFreeHost(d->h_bins);
+  cudaFree(d->d_seg);
+  cudaFree(d->d_out);
+  cudaFree(d->d_bins);
+  d->h_seg = nullptr;
+  d->h_out = nullptr;
+  d->h_bins = nullptr;
+  d->d_seg = nullptr;
+  d->d_out = nullptr;
+  d->d_bins = nullptr;
+  d->seg_cap = 0;
+}
+
+} // namespace
+
 extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
   if (!d)
     return;
@@ -564,12 +586,7 @@ extern "C" void imgstat_gpu_jpeg_destroy(imgstat_gpu_jpeg *d) {
     api.JpegStreamDestroy(d->parsed);
   backend_destroy(&d->hw);
   backend_destroy(&d->hybrid);
-  cudaFreeHost(d->h_seg);
-  cudaFreeHost(d->h_out);
-  cudaFreeHost(d->h_bins);
-  cudaFree(d->d_seg);
-  cudaFree(d->d_out);
-  cudaFree(d->d_bins);
+  free_segment_buffers(d);
   cudaFree(d->d_part);
   if (d->stream)
     cudaStreamDestroy(d->stream);
@@ -857,19 +874,7 @@ imgstat_status reduce_buffers(imgstat_gpu_jpeg *d, int nseg, uint64_t nblocks,
                               imgstat_error *err) {
   if (nseg > d->seg_cap) {
     int cap = nseg > 2 * d->seg_cap ? nseg : 2 * d->seg_cap;
-    cudaFreeHost(d->h_seg);
-    cudaFreeHost(d->h_out);
-    cudaFreeHost(d->h_bins);
-    cudaFree(d->d_seg);
-    cudaFree(d->d_out);
-    cudaFree(d->d_bins);
-    d->h_seg = nullptr;
-    d->h_out = nullptr;
-    d->h_bins = nullptr;
-    d->d_seg = nullptr;
-    d->d_out = nullptr;
-    d->d_bins = nullptr;
-    d->seg_cap = 0;
+    free_segment_buffers(d);
     const size_t bins = sizeof(unsigned long long) * 256 * (size_t)cap;
     IST_CUDA_TRY(cudaMallocHost(&d->h_seg, sizeof(ist_segment) * 2 * cap),
                  "cudaMallocHost (segments)");

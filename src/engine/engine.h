@@ -124,6 +124,12 @@ const char *ist_gpu_option(const imgstat_engine *e);
 /* Applies the policy before an item that needs no input. */
 void ist_decide(imgstat_engine *e, imgstat_job_result *res);
 
+/* The shape of an image whose pixels are elsewhere (a header read, a
+ * decoded item on the GPU): zeroed but for its size, channels, sample type
+ * and format (NULL: none), as the policy and the device reductions read it. */
+imgstat_image ist_image_shape(uint32_t width, uint32_t height, int channels,
+                              imgstat_sample sample, const char *format);
+
 /* Applies the policy to an item whose input is decoded (img) and whose
  * work is of the given kind. */
 void ist_decide_item(imgstat_engine *e, const imgstat_image *img,

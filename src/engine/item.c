@@ -495,17 +495,23 @@ static imgstat_status jpeg_download(gpu_slot *g,
   return st;
 }
 
+imgstat_image ist_image_shape(uint32_t width, uint32_t height, int channels,
+                              imgstat_sample sample, const char *format) {
+  imgstat_image shape = {.width = width,
+                         .height = height,
+                         .channels = channels,
+                         .sample = sample,
+                         .format = format};
+  return shape;
+}
+
 /* A decoded item's shape (no pixels) and its planes wrapped as a device
  * image of g's context (*d; release it). */
 static imgstat_status jpeg_wrap(gpu_slot *g, const imgstat_gpu_jpeg_item *it,
                                 imgstat_image *shape, imgstat_gpu_image **d,
                                 imgstat_error *err) {
-  memset(shape, 0, sizeof *shape);
-  shape->width = it->width;
-  shape->height = it->height;
-  shape->channels = it->channels;
-  shape->sample = IMGSTAT_U8;
-  shape->format = "JPEG";
+  *shape =
+      ist_image_shape(it->width, it->height, it->channels, IMGSTAT_U8, "JPEG");
   return imgstat_gpu_image_wrap(g->gpu, it->width, it->height, it->channels,
                                 IMGSTAT_U8, (void *const *)it->planes, 0, d,
                                 err);

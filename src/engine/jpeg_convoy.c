@@ -123,12 +123,8 @@ int imgstat_engine_stats_decoder(imgstat_engine *e, imgstat_decoder *dec,
       e && reserve ? ist_jpeg_offered(e, dec, res, &bytes, &size) : NULL;
   if (!h)
     return 0;
-  imgstat_image shape;
-  memset(&shape, 0, sizeof shape);
-  shape.width = h->width;
-  shape.height = h->height;
-  shape.channels = h->channels;
-  shape.sample = h->sample;
+  imgstat_image shape =
+      ist_image_shape(h->width, h->height, h->channels, h->sample, NULL);
   /* The CPU path's strictness, before nvJPEG sees the file. It runs before
    * the wait for the GPU's start-up (a second or so of CUDA and nvJPEG),
    * which it overlaps; its verdict counts only if the GPU decodes the file. */

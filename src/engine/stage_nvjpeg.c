@@ -246,12 +246,8 @@ static int jpeg_batch_histograms(const imgstat_gpu_jpeg_item *it,
                                  imgstat_job_result *res) {
   if (req->npercentiles < 0 || req->npercentiles > IMGSTAT_MAX_PERCENTILES)
     return 0;
-  imgstat_image shape;
-  memset(&shape, 0, sizeof shape);
-  shape.width = it->width;
-  shape.height = it->height;
-  shape.channels = it->channels;
-  shape.sample = IMGSTAT_U8;
+  imgstat_image shape =
+      ist_image_shape(it->width, it->height, it->channels, IMGSTAT_U8, NULL);
   for (int c = 0; c < it->channels; c++) {
     imgstat_histogram *h = &res->hist[c];
     imgstat_error err;

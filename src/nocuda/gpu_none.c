@@ -86,16 +86,9 @@ imgstat_status imgstat_gpu_image_wrap(imgstat_gpu *gpu, uint32_t width,
                                       void *const d_planes[], size_t pitch,
                                       imgstat_gpu_image **out,
                                       imgstat_error *err) {
-  (void)gpu;
-  (void)width;
-  (void)height;
-  (void)channels;
-  (void)sample;
   (void)d_planes;
-  (void)pitch;
-  if (out)
-    *out = NULL;
-  return no_cuda(err);
+  return imgstat_gpu_image_wrap_strided(gpu, width, height, channels, sample,
+                                        NULL, pitch, 0, 0, out, err);
 }
 
 imgstat_status imgstat_gpu_image_wrap_strided(
