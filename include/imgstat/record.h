@@ -19,8 +19,8 @@
 #include <stdio.h>
 
 #include "imgstat/dataset.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
 #include "imgstat/norm.h"
 
 #ifdef __cplusplus

@@ -43,18 +43,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "imgstat/batch.h"
 #include "imgstat/dataset.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
+#include "imgstat/inputs.h"
 #include "imgstat/mpi.h"
 #include "imgstat/norm.h"
-#include "imgstat/pipeline.h"
+#include "imgstat/outputs.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One source of inputs, in the order given (imgstat_pipeline.h says how
+/* One source of inputs, in the order given (imgstat/inputs.h says how
  * each is expanded). */
 typedef struct imgstat_run_source {
   int is_list;      /* 0: a file, a folder or "-"; 1: a list of paths */
@@ -327,8 +329,8 @@ void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
 
 /* ---- passes over the inputs (src/run/dataset_pass.c) ----------------------
  * The runs that pool a whole list of inputs before anything else is done
- * with them: the batch runner (imgstat/pipeline.h) decodes them on its
- * workers within its memory budget, the engine (imgstat/job.h) computes
+ * with them: the batch runner (imgstat/batch.h) decodes them on its
+ * workers within its memory budget, the engine (imgstat/engine.h) computes
  * their statistics, and the accumulator above pools them. Used by
  * `imgstat normalize --dataset` (the first pass) and by the float range
  * pass of `imgstat --dataset --histogram`. */

@@ -12,8 +12,8 @@
 #include "bench.h"
 #include "imgstat/cuda.h"
 #include "imgstat/cuda_norm.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
 #include "imgstat/record.h"
 #include "options.h"
 

@@ -6,7 +6,7 @@
 #ifndef IMGSTAT_CLI_UTIL_H
 #define IMGSTAT_CLI_UTIL_H
 
-#include "imgstat/job.h"
+#include "imgstat/engine.h"
 
 #include <signal.h>
 #include <stdarg.h>

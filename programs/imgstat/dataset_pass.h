@@ -7,8 +7,10 @@
 #ifndef IMGSTAT_CLI_DATASET_PASS_H
 #define IMGSTAT_CLI_DATASET_PASS_H
 
+#include "imgstat/batch.h"
 #include "imgstat/dataset.h"
-#include "imgstat/pipeline.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "imgstat/run.h"
 
 /* Runs the float range pass set up in p (its next, ctx and options) and,

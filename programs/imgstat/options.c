@@ -6,7 +6,7 @@
 
 #include "cli_util.h"
 #include "imgstat/cuda.h"
-#include "imgstat/job.h"
+#include "imgstat/engine.h"
 
 #include <errno.h>
 #include <float.h>

@@ -11,7 +11,7 @@
 #ifndef IMGSTAT_CLI_OPTIONS_H
 #define IMGSTAT_CLI_OPTIONS_H
 
-#include "imgstat/job.h"
+#include "imgstat/engine.h"
 #include "imgstat/norm.h"
 
 #include <stdarg.h>
@@ -170,7 +170,7 @@ int ist_opt_usage(const ist_opt_syntax *syn, const char *fmt, ...)
 #endif
     ;
 
-/* Stores the options of the library's engine (imgstat_job.h) that the
+/* Stores the options of the library's engine (imgstat/engine.h) that the
  * statistics command and normalize share: --backend, --kernel, --verify,
  * -j, --max-pixels, --max-memory. Returns 1 when row was one of them. */
 int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,

@@ -1,7 +1,7 @@
 /*
  * `imgstat [OPTIONS] FILE...`: per-channel statistics of each input.
  * Parse (the option table, options.c), run (one job per input through the
- * library's engine, imgstat_job.h), print (the records, the histogram PNG,
+ * library's engine, imgstat/engine.h), print (the records, the histogram PNG,
  * the --verify verdicts, the messages and warnings of each job, the exit
  * status).
  */
@@ -9,12 +9,14 @@
 
 #include "cli_util.h"
 #include "hist_plot.h"
+#include "imgstat/batch.h"
 #include "imgstat/cuda.h"
 #include "imgstat/dataset.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
+#include "imgstat/inputs.h"
 #include "imgstat/mpi.h"
-#include "imgstat/pipeline.h"
+#include "imgstat/outputs.h"
 #include "imgstat/record.h"
 #include "imgstat/run.h"
 #include "options.h"

@@ -31,8 +31,8 @@ extern "C" {
 #include "imgstat/cuda.h"
 #include "imgstat/cuda_norm.h"
 #include "imgstat/dataset.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
 #include "imgstat/run.h"
 }
 

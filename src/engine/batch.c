@@ -1,5 +1,5 @@
 /*
- * The batch runner: an ordered pool of worker threads (imgstat/pipeline.h).
+ * The batch runner: an ordered pool of worker threads (imgstat/batch.h).
  *
  * The items fed and not yet delivered live in a ring of `window` slots,
  * indexed by their place in the order. Under one mutex:
@@ -24,7 +24,9 @@
  * its reservation until it is delivered, so the window and the budget bound
  * the deferred items too.
  */
-#include "imgstat/pipeline.h"
+#include "imgstat/batch.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 
 #include <pthread.h>
 #include <stdalign.h>

@@ -1,8 +1,10 @@
 /*
  * One input opened and decoded by a worker within the batch's budget
- * (imgstat_task_open, imgstat_task_decode, imgstat/pipeline.h).
+ * (imgstat_task_open, imgstat_task_decode, imgstat/batch.h).
  */
-#include "imgstat/pipeline.h"
+#include "imgstat/batch.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "io_engine.h"
 
 #include <string.h>

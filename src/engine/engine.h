@@ -1,13 +1,13 @@
 /*
- * The engine's insides (imgstat/job.h), private to src/engine/: the GPUs
+ * The engine's insides (imgstat/engine.h), private to src/engine/: the GPUs
  * and their start-up (gpu_start.c), the policy (policy.c), the items
  * (item.c), the nvJPEG lanes of the device stage (stage_nvjpeg.c) and the
  * convoy batcher of the one-image JPEG path (jpeg_convoy.c).
  */
-#ifndef IMGSTAT_ENGINE_H
-#define IMGSTAT_ENGINE_H
+#ifndef IMGSTAT_ENGINE_PRIVATE_H
+#define IMGSTAT_ENGINE_PRIVATE_H
 
-#include "imgstat/job.h"
+#include "imgstat/engine.h"
 
 #include "gpu_jpeg.h"
 #include "imgstat/cuda.h"

@@ -1,5 +1,5 @@
 /*
- * The items (imgstat/job.h, engine.h): one result value per item, for an
+ * The items (imgstat/engine.h, engine.h): one result value per item, for an
  * image on the host (decoded by path, or given) and for one on the device
  * (a JPEG decoded by nvJPEG, a caller's device image): statistics,
  * histograms with their figures, verify, normalization, each by the

@@ -1,9 +1,11 @@
 /*
- * The batch's output names (imgstat/pipeline.h): the one naming rule, the
+ * The batch's output names (imgstat/outputs.h): the one naming rule, the
  * folders leading to an output, and the search for two inputs that would
  * write the same output.
  */
-#include "imgstat/pipeline.h"
+#include "imgstat/outputs.h"
+#include "imgstat/batch.h"
+#include "imgstat/inputs.h"
 
 #include <errno.h>
 #include <pthread.h>

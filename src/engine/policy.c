@@ -1,5 +1,5 @@
 /*
- * The engine's policy (imgstat/job.h, engine.h): the backends' and JPEG
+ * The engine's policy (imgstat/engine.h, engine.h): the backends' and JPEG
  * decoders' names, auto's cost rule with its measured figures, the one
  * worker policy, the engine's life (made, shut down, destroyed) and the
  * backend policy applied to each item (auto / cpu / gpu, the fallback and

@@ -1,5 +1,5 @@
 /*
- * JPEGs offered to nvJPEG (imgstat/job.h, engine.h) and the device stage's
+ * JPEGs offered to nvJPEG (imgstat/engine.h, engine.h) and the device stage's
  * nvJPEG lanes: the files streamed to the stage (gpu_stage.c), decoded in
  * batches by pixels, with one batched reduction and one batched histogram
  * launch per batch; what nvJPEG refuses goes to the CPU decoder.

@@ -1,6 +1,6 @@
 /*
  * Inputs: path arguments and lists of paths expanded, lazily, into the
- * ordered list of inputs (the rules are in imgstat/pipeline.h).
+ * ordered list of inputs (the rules are in imgstat/inputs.h).
  *
  * The iterator is a small machine: the sources in the order given; the list
  * being read, one record at a time; and a stack of the directories being
@@ -14,7 +14,9 @@
  * entry of "d" can start with "x/".
  */
 #define _DEFAULT_SOURCE /* d_type */
-#include "imgstat/pipeline.h"
+#include "imgstat/batch.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "io_engine.h"
 
 #include <dirent.h>

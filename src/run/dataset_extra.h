@@ -10,8 +10,8 @@
 #define IMGSTAT_DATASET_EXTRA_H
 
 #include "imgstat/dataset.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
 
 typedef struct ist_dataset_extra {
   int gray; /* partial[0] is the luma's */

@@ -7,10 +7,12 @@
  * (src/dataset/dataset_measure.c).
  */
 #include "dataset_extra.h"
+#include "imgstat/batch.h"
 #include "imgstat/dataset.h"
+#include "imgstat/engine.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "imgstat/run.h"
-#include "imgstat/job.h"
-#include "imgstat/pipeline.h"
 
 #include <math.h>
 #include <stdio.h>

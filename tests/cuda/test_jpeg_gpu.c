@@ -6,7 +6,7 @@
  * there is a reason, not a crash); the engine's policy without a GPU.
  */
 #include "gpu_jpeg.h"
-#include "imgstat/job.h"
+#include "imgstat/engine.h"
 #include "io.h"
 #include "test_util.h"
 

@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "imgstat/batch.h"
 #include "imgstat/dataset.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
-#include "imgstat/pipeline.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "imgstat/run.h"
 #include "test_util.h"
 

@@ -8,7 +8,9 @@
  * also an item waiting for budget, and every item fed is still delivered
  * exactly once; a sink that stops the run; a producer that fails.
  */
-#include "imgstat/pipeline.h"
+#include "imgstat/batch.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "test_util.h"
 
 #include <CUnit/Basic.h>

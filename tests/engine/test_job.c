@@ -1,5 +1,5 @@
 /*
- * The job layer (imgstat_job.h): the backend policy's decisions for auto,
+ * The job layer (imgstat/engine.h): the backend policy's decisions for auto,
  * cpu and gpu (and verify) on this machine -- no device: auto is the CPU,
  * quietly; gpu and verify fail every item with the documented message, and
  * once that is known without decoding; a device that fails to start (CUDA
@@ -11,8 +11,8 @@
  */
 #include "cli_util.h"
 #include "imgstat/cuda.h"
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
 #include "imgstat/norm.h"
 #include "test_util.h"
 

@@ -23,7 +23,9 @@
  *  - the end of the input (the runner's drained callback, once, when no
  *    work runs): lanes close by themselves; a later item is refused.
  */
-#include "imgstat/pipeline.h"
+#include "imgstat/batch.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "stage.h"
 #include "test_util.h"
 

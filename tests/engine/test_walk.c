@@ -11,7 +11,9 @@
  * root (setuid to nobody). Entries that no user can read run everywhere: a
  * dangling symbolic link, a link to itself, and a FIFO with an image's name.
  */
-#include "imgstat/pipeline.h"
+#include "imgstat/batch.h"
+#include "imgstat/inputs.h"
+#include "imgstat/outputs.h"
 #include "io.h"
 #include "test_util.h"
 

@@ -16,8 +16,8 @@
  *     pipeline does) and checks it, THREADS files at once; prints the
  *     median round's images a second. Exits 1 if any file is refused.
  */
+#include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
-#include "imgstat/job.h"
 #include "io.h"
 
 #include <pthread.h>

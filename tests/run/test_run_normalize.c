@@ -1,6 +1,6 @@
 /*
  * The normalize run (imgstat/run.h, opts->normalize) and the output plan
- * (imgstat_pipeline.h): outputs named and written in input order, each
+ * (imgstat/outputs.h): outputs named and written in input order, each
  * against the minmax rule of docs/normalize.md computed here from the
  * samples written byte by byte (per image, and pooled with dataset),
  * failures as items, skip_existing, the item callback's stop, and the plan's

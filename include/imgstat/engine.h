@@ -34,8 +34,8 @@
  * An engine may be used from several threads: the start-up is waited for
  * once, and GPU calls are made one at a time.
  */
-#ifndef IMGSTAT_JOB_H
-#define IMGSTAT_JOB_H
+#ifndef IMGSTAT_ENGINE_H
+#define IMGSTAT_ENGINE_H
 
 #include "imgstat/cuda.h"
 #include "imgstat/imgstat.h"
@@ -445,4 +445,4 @@ imgstat_status imgstat_engine_decide(imgstat_engine *engine,
 }
 #endif
 
-#endif /* IMGSTAT_JOB_H */
+#endif /* IMGSTAT_ENGINE_H */
