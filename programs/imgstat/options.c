@@ -55,7 +55,13 @@ static int read_word(const ist_opt *row, const ist_opt_syntax *syn,
     if (*w == ',')
       w++;
   }
-  return ist_opt_usage(syn, row->bad, v);
+  size_t n;
+  const char *near = ist_opt_nearest(v, len, row->words, &n);
+  if (!near)
+    return ist_opt_usage(syn, row->bad, v);
+  char msg[256];
+  snprintf(msg, sizeof msg, row->bad, v);
+  return ist_opt_usage(syn, "%s (did you mean %.*s?)", msg, (int)n, near);
 }
 
 /* A backend name (imgstat_backend_from_name: the library's one spelling):
@@ -743,6 +749,30 @@ static size_t distance(const char *a, size_t n, const char *b) {
       d[i][j] = best;
     }
   return d[n][m] < 3 ? d[n][m] : 3;
+}
+
+const char *ist_opt_nearest(const char *word, size_t len, const char *words,
+                            size_t *n) {
+  const char *best = NULL;
+  size_t best_d = 3;
+  for (const char *w = words; *w;) {
+    size_t m = strcspn(w, ",");
+    char one[64];
+    if (m < sizeof one) {
+      memcpy(one, w, m);
+      one[m] = '\0';
+      size_t d = distance(word, len, one);
+      if (d < best_d) {
+        best_d = d;
+        best = w;
+        *n = m;
+      }
+    }
+    w += m;
+    if (*w == ',')
+      w++;
+  }
+  return best;
 }
 
 /* The usage error of an unknown option, with a hint: -o on the statistics

@@ -176,6 +176,13 @@ int ist_opt_usage(const ist_opt_syntax *syn, const char *fmt, ...)
 int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
                          const ist_opt_value *value);
 
+/* The suggestion rule of every usage error that says "did you mean": the
+ * nearest of the comma-separated words to word[0..len), when one is at most
+ * two edits away (insertions, deletions, substitutions, swaps of two
+ * neighbours); its start in words and its length in *n, or NULL. */
+const char *ist_opt_nearest(const char *word, size_t len, const char *words,
+                            size_t *n);
+
 /* Walks argv[1..argc-1] against the table: options (in any order, mixed
  * with operands) go to syn->apply, operands to syn->operand; what was
  * given is recorded in *seen. Returns -1 when the command is to run, or the
