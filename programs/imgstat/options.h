@@ -176,10 +176,11 @@ int ist_opt_usage(const ist_opt_syntax *syn, const char *fmt, ...)
 int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
                          const ist_opt_value *value);
 
-/* The suggestion rule of every usage error that says "did you mean": the
- * nearest of the comma-separated words to word[0..len), when one is at most
- * two edits away (insertions, deletions, substitutions, swaps of two
- * neighbours); its start in words and its length in *n, or NULL. */
+/* The suggestion rule of every usage error that says "did you mean" (an
+ * unknown option's too): the nearest of the comma-separated words to
+ * word[0..len), when one is a near miss (at most two edits, insertions,
+ * deletions, substitutions or swaps of two neighbours, and fewer than half
+ * the word's bytes); its start in words and its length in *n, or NULL. */
 const char *ist_opt_nearest(const char *word, size_t len, const char *words,
                             size_t *n);
 

@@ -154,8 +154,14 @@ grep -q "did you mean" err && fail "--frobnicate got a hint: $(cat err)" || pass
 hint "--scale units" "--scale: 'units' is not native or unit (did you mean unit?)" --dataset-only --scale units g.pgm
 hint "normalize --scale units" "(did you mean unit?)" normalize --scale units g.pgm -o o.png
 hint "--as rgbb" "(did you mean rgb?)" --dataset-only --as rgbb g.pgm
-run --dataset-only --as xyzzy g.pgm
-grep -q "did you mean" err && fail "--as xyzzy got a hint: $(cat err)" || pass
+# ... and no hint where no word is near: a number is not a misspelt one
+for bad in "--as xyzzy" "--ddof 2" "--layout jpg"; do
+  case $bad in --layout*) run normalize $bad g.pgm -o o.npy ;; *) run --dataset-only $bad g.pgm ;; esac
+  [ "$rc" -eq 2 ] && pass || fail "$bad: exit $rc, expected 2"
+  grep -q "did you mean" err && fail "$bad got a hint: $(cat err)" || pass
+done
+run normalize --depth 12 g.pgm -o o.png
+grep -q "did you mean" err && fail "--depth 12 got a hint: $(cat err)" || pass
 # a first word that names no file and is a near-miss of a subcommand is a
 # usage error found before any input is read (g.pgm's table is not printed)
 hint "normalise" "imgstat: normalise: no such file or command (did you mean 'normalize'?)" normalise g.pgm
