@@ -55,7 +55,13 @@ static int read_word(const ist_opt *row, const ist_opt_syntax *syn,
     if (*w == ',')
       w++;
   }
-  return ist_opt_usage(syn, row->bad, v);
+  size_t n;
+  const char *near = ist_opt_nearest(v, len, row->words, &n);
+  if (!near)
+    return ist_opt_usage(syn, row->bad, v);
+  char msg[256];
+  snprintf(msg, sizeof msg, row->bad, v);
+  return ist_opt_usage(syn, "%s (did you mean %.*s?)", msg, (int)n, near);
 }
 
 /* A backend name (imgstat_backend_from_name: the library's one spelling):
@@ -745,9 +751,38 @@ static size_t distance(const char *a, size_t n, const char *b) {
   return d[n][m] < 3 ? d[n][m] : 3;
 }
 
+/* Whether a word len bytes long that is d edits from a name is a near miss
+ * of it: at most two edits, and fewer than half its bytes ("units" is near
+ * "unit", "2" not near "0", "12" not near "16"). */
+static int near_miss(size_t d, size_t len) { return d <= 2 && 2 * d < len; }
+
+const char *ist_opt_nearest(const char *word, size_t len, const char *words,
+                            size_t *n) {
+  const char *best = NULL;
+  size_t best_d = 3;
+  for (const char *w = words; *w;) {
+    size_t m = strcspn(w, ",");
+    char one[64];
+    if (m < sizeof one) {
+      memcpy(one, w, m);
+      one[m] = '\0';
+      size_t d = distance(word, len, one);
+      if (near_miss(d, len) && d < best_d) {
+        best_d = d;
+        best = w;
+        *n = m;
+      }
+    }
+    w += m;
+    if (*w == ',')
+      w++;
+  }
+  return best;
+}
+
 /* The usage error of an unknown option, with a hint: -o on the statistics
- * command points to normalize; else the nearest option of the command (at
- * most two edits away, or the one the word starts), when there is one. */
+ * command points to normalize; else the nearest option of the command (a
+ * near miss, or the one the word starts), when there is one. */
 static int unknown_option(const ist_opt_syntax *syn, const char *arg,
                           size_t len) {
   char msg[512];
@@ -768,7 +803,7 @@ static int unknown_option(const ist_opt_syntax *syn, const char *arg,
     if (!row->name || !(row->commands & syn->cmd))
       continue;
     size_t d = distance(arg, len, row->name);
-    if (d < best_d) {
+    if (near_miss(d, len) && d < best_d) {
       best_d = d;
       best = row->name;
     }

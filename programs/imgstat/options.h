@@ -176,6 +176,14 @@ int ist_opt_usage(const ist_opt_syntax *syn, const char *fmt, ...)
 int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
                          const ist_opt_value *value);
 
+/* The suggestion rule of every usage error that says "did you mean" (an
+ * unknown option's too): the nearest of the comma-separated words to
+ * word[0..len), when one is a near miss (at most two edits, insertions,
+ * deletions, substitutions or swaps of two neighbours, and fewer than half
+ * the word's bytes); its start in words and its length in *n, or NULL. */
+const char *ist_opt_nearest(const char *word, size_t len, const char *words,
+                            size_t *n);
+
 /* Walks argv[1..argc-1] against the table: options (in any order, mixed
  * with operands) go to syn->apply, operands to syn->operand; what was
  * given is recorded in *seen. Returns -1 when the command is to run, or the

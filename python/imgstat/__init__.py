@@ -14,12 +14,22 @@ runs on the library's threads with the GIL released.
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple, Union
+# the modules and names the code uses, bound under private names: the
+# package's namespace (dir(imgstat)) holds only what it exports
+import json as _json
+import os as _os
+import sys as _sys
+from typing import Any as _Any
+from typing import Iterable as _Iterable
+from typing import Iterator as _Iterator
+from typing import Optional as _Optional
+from typing import Sequence as _Sequence
+from typing import Tuple as _Tuple
+from typing import Union as _Union
 
 from . import _imgstat
+
+del annotations  # the __future__ feature, not a name of the package
 
 __all__ = [
     "ImageError",
@@ -32,12 +42,24 @@ __all__ = [
     "DeviceArray",
     "normalize_files",
     "NormalizedFile",
+    "cuda",
+    "cuda_available",
+    "program",
     "__version__",
 ]
 
 __version__: str = _imgstat.version
-#: Whether this build has the CUDA backend (CUDA arrays, backend="gpu").
+#: Whether this build has the CUDA backend (CUDA arrays, backend="gpu"):
+#: it describes the build, not the machine; cuda_available() says whether
+#: a GPU can be used here.
 cuda: bool = _imgstat.cuda
+
+
+def cuda_available() -> bool:
+    """True when this build has the CUDA backend and a CUDA device is
+    usable here (a driver that serves the build, at least one device);
+    False otherwise, as on a machine without a GPU."""
+    return cuda and _imgstat.cuda_devices() > 0
 
 
 class ImageError(Exception):
@@ -65,8 +87,8 @@ class ImageError(Exception):
     every input twice); None otherwise."""
 
     def __init__(self, path: str, status: str, message: str,
-                 cause: Optional[str] = None, limit: Optional[int] = None,
-                 value: Optional[int] = None) -> None:
+                 cause: _Optional[str] = None, limit: _Optional[int] = None,
+                 value: _Optional[int] = None) -> None:
         super().__init__(f"{path}: {message}")
         self.path = path
         self.status = status
@@ -91,7 +113,7 @@ class Stats:
 
     __slots__ = ("_dict", "_native")
 
-    def __init__(self, record: Any) -> None:
+    def __init__(self, record: _Any) -> None:
         # a dict, or the binding's record, whose dict is built when first
         # read (a per-channel column comes from it directly)
         if isinstance(record, dict):
@@ -109,7 +131,7 @@ class Stats:
         """The record as ``imgstat --json`` prints it (a new dict)."""
         if self._native is not None:
             return self._native.dict()
-        return json.loads(json.dumps(self._record))
+        return _json.loads(_json.dumps(self._record))
 
     def __reduce__(self) -> tuple:
         # pickled (and copied) as its dict: the binding's record is not
@@ -190,7 +212,7 @@ class Dataset:
 
     def to_dict(self) -> dict:
         """The record as ``imgstat --dataset-only --json`` prints it."""
-        return json.loads(json.dumps(self._record))
+        return _json.loads(_json.dumps(self._record))
 
     @property
     def _stats(self) -> list:
@@ -239,10 +261,10 @@ def _parse(result: tuple) -> Stats:
     if not ok:
         raise ImageError(*value)
     # the binding's record (or its dict), or the record's JSON text
-    return Stats(json.loads(value) if isinstance(value, str) else value)
+    return Stats(_json.loads(value) if isinstance(value, str) else value)
 
 
-def _percentiles(percentiles: Optional[Sequence[float]]) -> Optional[list]:
+def _percentiles(percentiles: _Optional[_Sequence[float]]) -> _Optional[list]:
     if percentiles is None:
         return None
     if isinstance(percentiles, (str, bytes)):
@@ -259,7 +281,7 @@ def _check_ddof(ddof: int) -> int:
 _TORCH = None  # (torch, its dtypes imgstat takes, its raw-stream query)
 
 
-def _torch_fast(torch: Any) -> tuple:
+def _torch_fast(torch: _Any) -> tuple:
     """(torch's uint8, uint16 and float32 dtypes, None for one it lacks;
     torch's query of a CUDA device's current raw stream, None in a torch
     without it), looked up once: what the binding's fast path for a torch
@@ -272,7 +294,7 @@ def _torch_fast(torch: Any) -> tuple:
     return _TORCH[1], _TORCH[2]
 
 
-def _torch_stream(torch: Any, dev: int) -> Optional[int]:
+def _torch_stream(torch: _Any, dev: int) -> _Optional[int]:
     """torch's current stream on CUDA device dev (1 for the legacy default
     stream, which torch reports as 0), or None for a torch without the
     query."""
@@ -280,7 +302,7 @@ def _torch_stream(torch: Any, dev: int) -> Optional[int]:
     return None if raw is None else raw(dev) or 1
 
 
-def _cuda_source(x: Any) -> tuple:
+def _cuda_source(x: _Any) -> tuple:
     """(what to hand to the binding, the CUDA stream the producer's work is
     queued on, where imgstat queues its own after it: 1 the legacy default
     stream). A CUDA DLPack producer asked for no stream (nanobind asks for
@@ -290,7 +312,7 @@ def _cuda_source(x: Any) -> tuple:
     small tensor); another CUDA DLPack array goes as the capsule of
     __dlpack__(stream=1), its producer ordering its work before the legacy
     default stream; anything else as it is (a host array: no stream)."""
-    torch = sys.modules.get("torch")
+    torch = _sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         if not x.is_cuda:
             return x, 1
@@ -308,7 +330,7 @@ def _cuda_source(x: Any) -> tuple:
         return x, 1
 
 
-def _cuda_interface(x: Any) -> Optional[dict]:
+def _cuda_interface(x: _Any) -> _Optional[dict]:
     """The __cuda_array_interface__ of an object that offers no DLPack."""
     if hasattr(x, "__dlpack__"):
         return None
@@ -350,22 +372,22 @@ class DeviceArray:
     neither torch nor CuPy): hand it to any DLPack consumer
     (``torch.from_dlpack``, ``cupy.from_dlpack``, ``jax.dlpack``), once."""
 
-    def __init__(self, capsule: Any, device: int) -> None:
+    def __init__(self, capsule: _Any, device: int) -> None:
         self._capsule = capsule
         self._device = device
 
-    def __dlpack__(self, *, stream: Any = None, **_: Any) -> Any:
+    def __dlpack__(self, *, stream: _Any = None, **_: _Any) -> _Any:
         # the result is complete (the call synchronized): no stream to order
         if self._capsule is None:
             raise BufferError("this DeviceArray was consumed already")
         capsule, self._capsule = self._capsule, None
         return capsule
 
-    def __dlpack_device__(self) -> Tuple[int, int]:
+    def __dlpack_device__(self) -> _Tuple[int, int]:
         return (2, self._device)  # kDLCUDA
 
 
-def _like_input(x: Any, out: Any, device: int) -> Any:
+def _like_input(x: _Any, out: _Any, device: int) -> _Any:
     """A CUDA result (a DLPack capsule) as the input's kind of array: a
     torch tensor for a torch tensor, a CuPy array for a CuPy array; else a
     DeviceArray."""
@@ -391,8 +413,8 @@ def _like_input(x: Any, out: Any, device: int) -> Any:
         return convert(out.__dlpack__())
 
 
-def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
-          percentiles: Optional[Sequence[float]] = None,
+def stats(x: _Any, *, ddof: int = 0, histogram: bool = False,
+          percentiles: _Optional[_Sequence[float]] = None,
           backend: str = "auto", layout: str = "hwc") -> Stats:
     """The per-channel statistics of one image.
 
@@ -412,7 +434,7 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
     pct = _percentiles(percentiles)
     if layout not in ("hwc", "chw"):
         raise ValueError("layout must be 'hwc' or 'chw'")
-    torch = sys.modules.get("torch")
+    torch = _sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         # a CUDA tensor's fast path: read from the tensor, no DLPack export
         dtypes, raw = _torch_fast(torch)
@@ -421,7 +443,7 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
                                           ddof, histogram, pct, backend)
             if result is not None:
                 return _parse(result)
-    if isinstance(x, (str, os.PathLike)):
+    if isinstance(x, (str, _os.PathLike)):
         return _parse(_imgstat.stats_path(x, ddof, histogram, pct, backend))
     if isinstance(x, (bytes, bytearray, memoryview)):
         return _parse(_imgstat.stats_bytes(bytes(x), ddof, histogram, pct,
@@ -446,11 +468,11 @@ def stats(x: Any, *, ddof: int = 0, histogram: bool = False,
 
 
 #: A path as scan, dataset and normalize_files take it (os.fsencode's).
-_Path = Union[str, bytes, os.PathLike]
-_PATH = (str, bytes, os.PathLike)
+_Path = _Union[str, bytes, _os.PathLike]
+_PATH = (str, bytes, _os.PathLike)
 
 
-def _sources(inputs: Union[_Path, Iterable]) -> list:
+def _sources(inputs: _Union[_Path, _Iterable]) -> list:
     """One path or an iterable of them as a list; the binding takes each as
     os.fsencode does (a NUL in one: ValueError)."""
     if isinstance(inputs, _PATH):
@@ -463,14 +485,14 @@ def _sources(inputs: Union[_Path, Iterable]) -> list:
     return out
 
 
-def _floats(v: Any) -> Optional[list]:
+def _floats(v: _Any) -> _Optional[list]:
     """One number or a sequence of them as a list of floats (None stays)."""
     if v is None:
         return None
     return [float(t) for t in (v if isinstance(v, (list, tuple)) else [v])]
 
 
-def _lists(files_from: Union[None, _Path, Iterable]) -> list:
+def _lists(files_from: _Union[None, _Path, _Iterable]) -> list:
     if files_from is None:
         return []
     return _sources(files_from)
@@ -480,7 +502,7 @@ class _Scan:
     """The iterator of scan(): closing it (or leaving a for loop early)
     stops the run."""
 
-    def __init__(self, native: Any, errors: str) -> None:
+    def __init__(self, native: _Any, errors: str) -> None:
         self._native = native
         self._errors = errors
         self._last = {"done": 0, "failed": 0, "total": 0,
@@ -489,7 +511,7 @@ class _Scan:
     def __iter__(self) -> "_Scan":
         return self
 
-    def __next__(self) -> Union[Stats, ImageError]:
+    def __next__(self) -> _Union[Stats, ImageError]:
         while True:
             if self._native is None:
                 raise StopIteration
@@ -529,18 +551,19 @@ class _Scan:
     def __enter__(self) -> "_Scan":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: _Any) -> None:
         self.close()
 
     def __del__(self) -> None:
         self.close()
 
 
-def scan(inputs: Union[_Path, Iterable], *, jobs: int = 0,
+def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
          errors: str = "raise", ddof: int = 0, histogram: bool = False,
-         percentiles: Optional[Sequence[float]] = None, backend: str = "auto",
+         percentiles: _Optional[_Sequence[float]] = None,
+         backend: str = "auto",
          follow: bool = False,
-         files_from: Union[None, _Path, Iterable] = None,
+         files_from: _Union[None, _Path, _Iterable] = None,
          jpeg_decoder: str = "auto") -> _Scan:
     """Statistics of every image among inputs (files, and folders walked in
     the byte order of their paths, as the command line does; paths str,
@@ -561,13 +584,13 @@ def scan(inputs: Union[_Path, Iterable], *, jobs: int = 0,
     return _Scan(native, errors)
 
 
-def dataset(inputs: Union[_Path, Iterable], *,
-            as_: Optional[str] = None, scale: str = "none",
+def dataset(inputs: _Union[_Path, _Iterable], *,
+            as_: _Optional[str] = None, scale: str = "none",
             outlier_z: float = 5.0, histogram: bool = False,
-            percentiles: Optional[Sequence[float]] = None,
-            range: Optional[Sequence[float]] = None, ddof: int = 0,
+            percentiles: _Optional[_Sequence[float]] = None,
+            range: _Optional[_Sequence[float]] = None, ddof: int = 0,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
-            files_from: Union[None, _Path, Iterable] = None,
+            files_from: _Union[None, _Path, _Iterable] = None,
             jpeg_decoder: str = "auto") -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
@@ -577,7 +600,13 @@ def dataset(inputs: Union[_Path, Iterable], *,
     as torchvision's loader, else "keep"); scale: "none" (native samples) or
     "unit" (0..1: the mean and std torchvision.transforms.Normalize takes);
     outlier_z: the robust z-score of the outlier rule; range: (low, high)
-    of float images' pooled histograms; jpeg_decoder as for scan()."""
+    of float images' pooled histograms; jpeg_decoder as for scan().
+
+    Raises ImageError (the first input that failed: its path, status and
+    message, as the command line says them) when no image could be read,
+    as for a folder that does not exist or holds no images: there is no
+    mean or std to return. Inputs that failed among images that were read
+    are in ``failures``."""
     if as_ is None:
         as_ = "rgb" if scale == "unit" else "keep"
     ddof = _check_ddof(ddof)
@@ -586,17 +615,21 @@ def dataset(inputs: Union[_Path, Iterable], *,
         scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
         bool(histogram), _percentiles(percentiles), backend, jpeg_decoder)
-    return Dataset(record, [ImageError(*f) for f in failures])
+    failures = [ImageError(*f) for f in failures]
+    result = Dataset(record, failures)
+    if result.images == 0 and failures:
+        raise failures[0]
+    return result
 
 
-def normalize(x: Any, mode: str = "minmax", *,
-              mean: Optional[Sequence[float]] = None,
-              std: Optional[Sequence[float]] = None,
-              clip: Sequence[float] = (1, 99),
-              range: Optional[Sequence[float]] = None, linked: bool = False,
-              dtype: Optional[str] = None, alpha: str = "copy",
+def normalize(x: _Any, mode: str = "minmax", *,
+              mean: _Optional[_Sequence[float]] = None,
+              std: _Optional[_Sequence[float]] = None,
+              clip: _Sequence[float] = (1, 99),
+              range: _Optional[_Sequence[float]] = None, linked: bool = False,
+              dtype: _Optional[str] = None, alpha: str = "copy",
               scale: str = "none", layout: str = "hwc",
-              backend: str = "auto") -> Any:
+              backend: str = "auto") -> _Any:
     """A normalized copy of a host array, with the rules of ``imgstat
     normalize`` (docs/normalize.md): mode "minmax" ([min, max] to the output
     depth's full range), "clip" (the clip=(low, high) percentiles to the
@@ -638,7 +671,7 @@ class NormalizedFile:
 
     __slots__ = ("input", "output", "skipped")
 
-    def __init__(self, input: str, output: Optional[str],
+    def __init__(self, input: str, output: _Optional[str],
                  skipped: bool) -> None:
         self.input = input
         self.output = output
@@ -649,20 +682,20 @@ class NormalizedFile:
         return f"NormalizedFile({self.input!r} -> {self.output!r}{state})"
 
 
-def normalize_files(inputs: Union[_Path, Iterable],
+def normalize_files(inputs: _Union[_Path, _Iterable],
                     out: _Path, *, mode: str = "minmax",
-                    mean: Optional[Sequence[float]] = None,
-                    std: Optional[Sequence[float]] = None,
-                    clip: Sequence[float] = (1, 99),
-                    range: Optional[Sequence[float]] = None,
-                    linked: bool = False, dtype: Optional[str] = None,
+                    mean: _Optional[_Sequence[float]] = None,
+                    std: _Optional[_Sequence[float]] = None,
+                    clip: _Sequence[float] = (1, 99),
+                    range: _Optional[_Sequence[float]] = None,
+                    linked: bool = False, dtype: _Optional[str] = None,
                     alpha: str = "copy", scale: str = "none",
                     dataset: bool = False, as_: str = "keep",
-                    format: Optional[str] = None, layout: str = "hwc",
-                    compression: Optional[int] = None,
+                    format: _Optional[str] = None, layout: str = "hwc",
+                    compression: _Optional[int] = None,
                     skip_existing: bool = False, errors: str = "raise",
                     jobs: int = 0, follow: bool = False,
-                    files_from: Union[None, _Path, Iterable] = None,
+                    files_from: _Union[None, _Path, _Iterable] = None,
                     backend: str = "auto") -> list:
     """Normalizes every image among inputs (files, folders walked in byte
     order, lists of paths in files_from) and writes each to out, as
@@ -687,7 +720,10 @@ def normalize_files(inputs: Union[_Path, Iterable],
     run stops at the first input that fails and its ImageError is raised:
     the files written before it stay), "skip" (failed inputs are left out)
     or "record" (an ImageError in the input's place: ``path`` the input, or
-    the output when writing it failed)."""
+    the output when writing it failed). With dataset=True a run that could
+    read no image (a folder that does not exist or holds no images: every
+    input failed) raises the first failure's ImageError whatever errors
+    says: there is no plan to normalize with."""
     if errors not in ("raise", "skip", "record"):
         raise ValueError("errors must be 'raise', 'skip' or 'record'")
     if layout not in ("hwc", "chw"):
@@ -705,6 +741,8 @@ def normalize_files(inputs: Union[_Path, Iterable],
         _, kind, message = result
         raise (ValueError if kind == "arg" else RuntimeError)(message)
     _, items, _counts, _cancelled = result
+    if dataset and items and all(f is not None for *_, f in items):
+        raise ImageError(*items[0][3])
     done = []
     for path, output, skipped, failure in items:
         if failure is None:
@@ -718,4 +756,4 @@ def normalize_files(inputs: Union[_Path, Iterable],
 
 def program() -> str:
     """The path of the imgstat program that came with this package."""
-    return os.path.join(os.path.dirname(__file__), "bin", "imgstat")
+    return _os.path.join(_os.path.dirname(__file__), "bin", "imgstat")

@@ -4,6 +4,8 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Tuple, Union
 __version__: str
 cuda: bool
 
+def cuda_available() -> bool: ...
+
 _Path = Union[str, bytes, os.PathLike]
 _Inputs = Union[_Path, Iterable[_Path]]
 

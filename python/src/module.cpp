@@ -7,11 +7,30 @@
 // registers its own functions.
 #include "binding.h"
 
+namespace {
+
+// The CUDA devices this build can use: 0 without the CUDA backend, a driver
+// or a device, or with a driver that cannot serve this build.
+int cuda_devices() {
+  int count = 0;
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  imgstat_status st;
+  {
+    nb::gil_scoped_release nogil; // the driver's first start takes a while
+    st = imgstat_gpu_device_count(&count, &err);
+  }
+  return st == IMGSTAT_OK && count > 0 ? count : 0;
+}
+
+} // namespace
+
 NB_MODULE(_imgstat, m) {
   m.doc() = "imgstat's native part: use the imgstat package";
   binding::register_errors(m);
   m.attr("version") = IMGSTAT_VERSION;
   m.attr("cuda") = (bool)imgstat_gpu_compiled();
+  m.def("cuda_devices", &cuda_devices);
   binding::register_requests(m);
   binding::register_arrays(m);
   binding::register_normalize(m);

@@ -155,6 +155,23 @@ def test_dataset_refused_writes_nothing(tmp_path):
     assert [np.load(d.output).shape for d in done] == [(4, 4, 3)] * 2
 
 
+@pytest.mark.parametrize("errors", ["raise", "skip", "record"])
+def test_dataset_of_no_images_raises(tmp_path, errors):
+    """A dataset plan needs images: a folder that does not exist or holds
+    none raises ImageError naming it, whatever errors= says (as the command
+    line fails), and no file is written."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not an image")
+    for folder in (tmp_path / "nosuch", empty):
+        with pytest.raises(imgstat.ImageError) as e:
+            imgstat.normalize_files(folder, tmp_path / "out", mode="zscore",
+                                    dataset=True, errors=errors)
+        assert e.value.path.rstrip("/") == str(folder)
+        out = tmp_path / "out"
+        assert not out.exists() or not any(out.iterdir())
+
+
 def test_plan_refused_before_any_work(arrays, tmp_path):
     src, images = arrays
     before = {p: (src / p).read_bytes() for p in images}

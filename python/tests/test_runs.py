@@ -162,6 +162,68 @@ def test_dataset_layouts_and_failures(tmp_path):
         imgstat.dataset(tmp_path, scale="percent")
 
 
+def test_dataset_of_no_images_raises(tmp_path):
+    """A folder that does not exist, or holds no images, has no mean or std:
+    ImageError naming it (the command line fails on it too), not an empty
+    Dataset."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not an image")
+    with pytest.raises(imgstat.ImageError) as e:
+        imgstat.dataset(tmp_path / "nosuch")
+    assert e.value.path == str(tmp_path / "nosuch")
+    assert e.value.status == "io"
+    with pytest.raises(imgstat.ImageError) as e:
+        imgstat.dataset(str(empty) + "/", scale="unit")
+    assert e.value.path.rstrip("/") == str(empty)
+    assert "no image files" in e.value.message
+    # every input failed: the first failure, in input order
+    (tmp_path / "bad.npy").write_bytes(b"nope")
+    with pytest.raises(imgstat.ImageError) as e:
+        imgstat.dataset([tmp_path / "bad.npy", empty])
+    assert e.value.path == str(tmp_path / "bad.npy")
+    with pytest.raises(ValueError):
+        imgstat.dataset([])
+
+
+def test_namespace_exports_only_the_api():
+    """dir(imgstat) and `from imgstat import *` give the package's API, not
+    the modules and typing names it uses."""
+    public = {n for n in dir(imgstat) if not n.startswith("_")}
+    assert public <= set(imgstat.__all__) | {"_imgstat"}
+    for name in ("json", "os", "sys", "Any", "Optional", "annotations"):
+        assert name not in public, name
+    scope = {}
+    exec("from imgstat import *", scope)
+    assert {"dataset", "cuda", "cuda_available", "program"} <= set(scope)
+    assert not {"json", "os", "sys", "Any"} & set(scope)
+
+
+def _nvidia_devices():
+    """The GPUs nvidia-smi lists, an account independent of imgstat (0
+    without nvidia-smi or a driver)."""
+    import shutil
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return 0
+    run = subprocess.run([smi, "-L"], capture_output=True, text=True)
+    if run.returncode != 0:
+        return 0
+    return sum(line.startswith("GPU ") for line in run.stdout.splitlines())
+
+
+def test_cuda_available_says_whether_a_gpu_is_usable():
+    """imgstat.cuda describes the build; cuda_available() is True only with
+    the CUDA backend and a device present."""
+    assert isinstance(imgstat.cuda, bool)
+    available = imgstat.cuda_available()
+    assert isinstance(available, bool)
+    assert available == (imgstat.cuda and _nvidia_devices() > 0)
+    if not available:
+        with pytest.raises(imgstat.ImageError):
+            imgstat.stats(np.zeros((4, 4), dtype=np.uint8), backend="gpu")
+
+
 def test_bad_scan_arguments(tmp_path):
     with pytest.raises(ValueError):
         imgstat.scan([tmp_path], errors="ignore")

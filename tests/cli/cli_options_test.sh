@@ -150,6 +150,37 @@ hint "-o on statistics" "use 'imgstat normalize" -o out.png g.pgm
 hint "normalize -o out.jpg" "JPEG output is not supported" normalize g.pgm -o out.jpg
 run --frobnicate g.pgm
 grep -q "did you mean" err && fail "--frobnicate got a hint: $(cat err)" || pass
+# a bad word value gets the nearest word, as an unknown option does
+hint "--scale units" "--scale: 'units' is not native or unit (did you mean unit?)" --dataset-only --scale units g.pgm
+hint "normalize --scale units" "(did you mean unit?)" normalize --scale units g.pgm -o o.png
+hint "--as rgbb" "(did you mean rgb?)" --dataset-only --as rgbb g.pgm
+# ... and no hint where no word is near: a number is not a misspelt one
+for bad in "--as xyzzy" "--ddof 2" "--layout jpg"; do
+  case $bad in --layout*) run normalize $bad g.pgm -o o.npy ;; *) run --dataset-only $bad g.pgm ;; esac
+  [ "$rc" -eq 2 ] && pass || fail "$bad: exit $rc, expected 2"
+  grep -q "did you mean" err && fail "$bad got a hint: $(cat err)" || pass
+done
+run normalize --depth 12 g.pgm -o o.png
+grep -q "did you mean" err && fail "--depth 12 got a hint: $(cat err)" || pass
+# a first word that names no file and is a near-miss of a subcommand is a
+# usage error found before any input is read (g.pgm's table is not printed)
+hint "normalise" "imgstat: normalise: no such file or command (did you mean 'normalize'?)" normalise g.pgm
+[ -s out ] && fail "normalise ran: $(cat out)" || pass
+hint "bnech" "(did you mean 'bench'?)" bnech g.pgm
+# ... but a file of that name is read, and a word far from every command is
+# only a missing file (exit 1)
+cp g.pgm normalise
+run normalise
+[ "$rc" -eq 0 ] && pass || fail "a file named normalise: exit $rc: $(cat err)"
+rm -f normalise
+run nosuch.pgm g.pgm
+[ "$rc" -eq 1 ] && pass || fail "nosuch.pgm: exit $rc, expected 1"
+grep -q "did you mean" err && fail "nosuch.pgm got a hint: $(cat err)" || pass
+# no arguments: the usage line of --help (its first line) and exit 2
+run
+[ "$rc" -eq 2 ] && pass || fail "no arguments: exit $rc, expected 2"
+"$IMGSTAT" --help | head -n 1 >usage
+grep -q -x -F -f usage err && pass || fail "no arguments: no '$(cat usage)' in: $(cat err)"
 # imgstat bench without a driver says what --backend gpu says
 if "$IMGSTAT" --version | grep -q "CUDA backend: yes"; then
   run --backend gpu g.pgm
