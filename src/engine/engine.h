@@ -163,6 +163,14 @@ void ist_add_warning(imgstat_job_result *res, int about_input, const char *fmt,
 /* The decoder's warning about the input (none when text is ""), once. */
 void ist_decoder_warning(imgstat_job_result *res, const char *text);
 
+/* The input's geometry in res (its width, height, channels, colour model,
+ * sample, format, pages and page), from a decoded image or a header: the one
+ * place a result takes them. */
+void ist_result_geometry(imgstat_job_result *res, uint32_t width,
+                         uint32_t height, int channels, imgstat_colour colour,
+                         imgstat_sample sample, const char *format,
+                         uint32_t pages, uint32_t page);
+
 /* The item failed at stage: the reason goes to res->error. */
 imgstat_status ist_fail(imgstat_job_result *res, imgstat_job_stage stage,
                         imgstat_status status, const char *fmt, ...)

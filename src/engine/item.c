@@ -93,6 +93,20 @@ void ist_decoder_warning(imgstat_job_result *res, const char *text) {
   res->warning[res->nwarnings - 1].from_decoder = 1;
 }
 
+void ist_result_geometry(imgstat_job_result *res, uint32_t width,
+                         uint32_t height, int channels, imgstat_colour colour,
+                         imgstat_sample sample, const char *format,
+                         uint32_t pages, uint32_t page) {
+  res->width = width;
+  res->height = height;
+  res->channels = channels;
+  res->colour = colour;
+  res->sample = sample;
+  res->format = format;
+  res->pages = pages;
+  res->page = page;
+}
+
 /* The item failed at stage: the reason goes to res->error. */
 imgstat_status ist_fail(imgstat_job_result *res, imgstat_job_stage stage,
                         imgstat_status status, const char *fmt, ...) {
@@ -172,14 +186,8 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
       return ist_fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
     img = own;
   }
-  res->width = img->width;
-  res->height = img->height;
-  res->channels = img->channels;
-  res->colour = img->colour;
-  res->sample = img->sample;
-  res->format = img->format;
-  res->pages = img->pages;
-  res->page = img->page;
+  ist_result_geometry(res, img->width, img->height, img->channels, img->colour,
+                      img->sample, img->format, img->pages, img->page);
   ist_decoder_warning(res, img->warning);
   ist_decide_item(e, img, kind, res);
   if (ist_known_unusable(e))

@@ -85,12 +85,8 @@ const imgstat_header *ist_jpeg_offered(imgstat_engine *e, imgstat_decoder *dec,
   if (!dec || !jpeg_wanted(e) || !ist_jpeg_gpu_input(dec, bytes, size))
     return NULL;
   const imgstat_header *h = imgstat_decoder_header(dec);
-  res->width = h->width;
-  res->height = h->height;
-  res->channels = h->channels;
-  res->colour = h->colour;
-  res->sample = h->sample;
-  res->format = h->format;
+  ist_result_geometry(res, h->width, h->height, h->channels, h->colour,
+                      h->sample, h->format, 0, 0);
   ist_decoder_warning(res, ist_decoder_warning_text(dec));
   return h;
 }

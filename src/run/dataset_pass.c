@@ -13,6 +13,7 @@
 #include "imgstat/inputs.h"
 #include "imgstat/outputs.h"
 #include "imgstat/run.h"
+#include "run_inputs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,22 +48,8 @@ pass_batch(pass_run *r, size_t result_size,
            void (*work)(void *, imgstat_task *, void *, void *),
            int (*deliver)(void *, uint64_t, void *, void *, int),
            int *cancelled, imgstat_error *err) {
-  imgstat_batch_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.workers = r->p->workers;
-  cfg.budget = r->p->budget;
-  cfg.result_size = result_size;
-  cfg.cancel = r->p->cancel;
-  cfg.ctx = r;
-  cfg.next = pass_next;
-  cfg.work = work;
-  cfg.deliver = deliver;
-  imgstat_batch_report rep;
-  memset(&rep, 0, sizeof rep);
-  imgstat_status s = imgstat_batch_run(&cfg, &rep, err);
-  if (cancelled)
-    *cancelled = rep.cancelled;
-  return s;
+  return ist_run_batch(r->p->workers, r->p->budget, result_size, r->p->cancel,
+                       r, pass_next, work, deliver, cancelled, err);
 }
 
 /* ---- the float range ------------------------------------------------------

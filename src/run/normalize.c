@@ -166,8 +166,8 @@ imgstat_status ist_norm_run_create(const imgstat_run_options *opts,
    * caller's thread with the CPU backend's threads on every core; with
    * several workers, each normalizes on one thread. */
   info->cores = imgstat_cpu_cores();
-  info->workers = imgstat_engine_plan_workers(
-      ro->jobs, run->list.count > 1, info->cores, &run->run.engine);
+  info->workers = imgstat_engine_plan_workers(ro->jobs, run->list.count > 1,
+                                              info->cores, &run->run.engine);
   run->workers = info->workers;
   info->several = ist_run_several(ro->sources, ro->nsources);
   info->range_pass = o->dataset && o->norm.mode == IMGSTAT_NORM_CLIP;
@@ -515,21 +515,12 @@ imgstat_status ist_norm_run_execute(ist_norm_run *run,
   if (s != IMGSTAT_OK)
     return fail(err, at, IMGSTAT_RUN_STEP_SET_UP, s);
   start_pass(run, 2);
-  imgstat_batch_config cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.workers = run->workers;
-  cfg.budget = ro->max_inflight;
-  cfg.result_size = sizeof(item_result);
-  cfg.cancel = ro->cancel;
-  cfg.ctx = run;
-  cfg.next = next_input;
-  cfg.work = work_input;
-  cfg.deliver = deliver_input;
-  imgstat_batch_report br;
-  memset(&br, 0, sizeof br);
-  s = imgstat_batch_run(&cfg, &br, err);
+  int cancelled = 0;
+  s = ist_run_batch(run->workers, ro->max_inflight, sizeof(item_result),
+                    ro->cancel, run, next_input, work_input, deliver_input,
+                    &cancelled, err);
   report->pass = 2;
-  report->cancelled = br.cancelled;
+  report->cancelled = cancelled;
   report->done = run->progress.done;
   report->failed = run->progress.failed;
   report->skipped = run->progress.skipped;

@@ -6,6 +6,7 @@
 #ifndef IMGSTAT_RUN_INPUTS_H
 #define IMGSTAT_RUN_INPUTS_H
 
+#include "imgstat/batch.h"
 #include "imgstat/run.h"
 
 /* The inputs of the sources in order (lists of NUL-terminated paths with
@@ -19,5 +20,33 @@ imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
 /* Whether the run may have several inputs: more than one source, a list,
  * or a directory. */
 int ist_run_several(const imgstat_run_source *sources, int nsources);
+
+/* One pass of the batch runner (imgstat/batch.h) over ctx's inputs:
+ * workers, budget, result_size, cancel and the callbacks as
+ * imgstat_batch_config takes them (the default window, no drained
+ * callback). *cancelled (when not NULL): whether cancel stopped it. The
+ * batch set-up of the dataset's passes (dataset_pass.c) and of normalize's
+ * (normalize.c). */
+static inline imgstat_status
+ist_run_batch(int workers, uint64_t budget, size_t result_size,
+              const volatile sig_atomic_t *cancel, void *ctx,
+              imgstat_status (*next)(void *, void **, imgstat_error *),
+              void (*work)(void *, imgstat_task *, void *, void *),
+              int (*deliver)(void *, uint64_t, void *, void *, int),
+              int *cancelled, imgstat_error *err) {
+  imgstat_batch_config cfg = {.workers = workers,
+                              .budget = budget,
+                              .result_size = result_size,
+                              .cancel = cancel,
+                              .ctx = ctx,
+                              .next = next,
+                              .work = work,
+                              .deliver = deliver};
+  imgstat_batch_report rep = {0};
+  imgstat_status s = imgstat_batch_run(&cfg, &rep, err);
+  if (cancelled)
+    *cancelled = rep.cancelled;
+  return s;
+}
 
 #endif

@@ -1,0 +1,348 @@
+/*
+ * `imgstat`'s output during and after the run: the run's callbacks (each
+ * input's record, plot, verdict and progress line), the stage times and the
+ * dataset's record and plot.
+ */
+#include "stats_cmd_private.h"
+
+#include "cli_util.h"
+#include "hist_plot.h"
+#include "imgstat/batch.h"
+#include "imgstat/cuda.h"
+#include "imgstat/dataset.h"
+#include "imgstat/engine.h"
+#include "imgstat/imgstat.h"
+#include "imgstat/inputs.h"
+#include "imgstat/mpi.h"
+#include "imgstat/outputs.h"
+#include "imgstat/record.h"
+#include "imgstat/run.h"
+#include "options.h"
+#include "progress.h"
+#include "verify.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* What comes before the first record (the CSV header), once: after the
+ * range pass, before the first input's record. */
+void ist_stats_begin_output(run_state *st) {
+  const stats_options *o = st->opt;
+  if (st->begun)
+    return;
+  st->begun = 1;
+  if (st->rank == 0)
+    imgstat_record_begin(stdout, o->format, &o->hist,
+                         o->errors_as_records &&
+                             o->format == IMGSTAT_RECORD_CSV);
+}
+
+/* Draws the progress line (progress.h) with the walk's total so far. */
+void ist_stats_draw_progress(run_state *st, int final) {
+  ist_progress_draw(&st->progress, st->total, st->total_known, final);
+}
+
+/* Flushes stdout after every record, so that records and messages on stderr
+ * keep their order, and a full disk is noticed at the record it hit. */
+void ist_stats_flush_stdout(run_state *st) {
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    if (!st->write_failed)
+      fprintf(stderr, "imgstat: cannot write to standard output: %s\n",
+              strerror(errno));
+    st->write_failed = 1;
+  }
+}
+
+/* "imgstat: PATH: reason" for an input that produced no record (and its
+ * record with --errors-as-records). */
+static void input_failed(run_state *st, const char *path,
+                         const imgstat_job_result *res) {
+  char text[IMGSTAT_CLI_WORDS_MAX];
+  ist_cli_failure_words(res, text);
+  ist_cli_path_error(path, "%s", text);
+  if (st->opt->errors_as_records)
+    imgstat_record_write_error(stdout, st->opt->format, path, text,
+                               &st->opt->hist);
+  st->any_failed = 1;
+}
+
+/* Draws a plot named after input (NULL: OUT itself) unless a plot of this
+ * run has that name already (then "-2", "-3", ... before .png). Returns 1
+ * after printing an error. */
+static int write_plot(run_state *st, const char *input,
+                      const ist_plot_info *info,
+                      const imgstat_histogram *hist) {
+  const imgstat_record_hist *h = &st->opt->hist;
+  char png[IMGSTAT_HIST_PNG_PATH_MAX] = "";
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status s = IMGSTAT_OK;
+  if (!ist_hist_plot_path(h, st->one_plot ? NULL : input, png, sizeof png))
+    s = imgstat_error_set(&err, IMGSTAT_ERR_ARG, "the name is too long");
+  size_t len = strlen(png);
+  for (int k = 2; s == IMGSTAT_OK; k++) {
+    size_t i = 0;
+    while (i < st->nplots && strcmp(st->plots[i], png) != 0)
+      i++;
+    if (i == st->nplots)
+      break;
+    if (len + 16 >= sizeof png)
+      s = imgstat_error_set(&err, IMGSTAT_ERR_ARG, "the name is too long");
+    else
+      snprintf(png + len - 4, sizeof png - len + 4, "-%d.png", k);
+  }
+  if (s == IMGSTAT_OK && st->nplots == st->cap_plots) {
+    size_t cap = st->cap_plots ? 2 * st->cap_plots : 16;
+    char **p = realloc(st->plots, cap * sizeof *p);
+    if (p) {
+      st->plots = p;
+      st->cap_plots = cap;
+    }
+  }
+  /* a name made unique here was not in check_plots' list */
+  if (s == IMGSTAT_OK && st->guard)
+    s = imgstat_output_guard_check(st->guard, png, &err);
+  char *copy = st->nplots < st->cap_plots ? strdup(png) : NULL;
+  if (s == IMGSTAT_OK && !copy)
+    s = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+  if (copy)
+    st->plots[st->nplots++] = copy;
+  if (s == IMGSTAT_OK)
+    s = ist_hist_plot_write(h, info, hist, png, &err);
+  if (s == IMGSTAT_OK)
+    return 0;
+  fflush(stdout);
+  ist_cli_path_error(png[0]  ? png
+                     : input ? input
+                             : "dataset",
+                     "%s", err.message[0] ? err.message : "unknown error");
+  return 1;
+}
+
+/* Prints one input's result; returns 1 when the input failed. */
+static int print_result(run_state *st, const char *path,
+                        const imgstat_job_result *res,
+                        const ist_plot_hists *plot) {
+  const stats_options *o = st->opt;
+  int failed = 0;
+  ist_cli_job_warnings(res, path, o->quiet);
+  if (res->status != IMGSTAT_OK) {
+    input_failed(st, path, res);
+    return 1;
+  }
+  imgstat_record rec;
+  imgstat_record_from_job(&rec, path, res, o->ddof, &o->hist,
+                          o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU);
+  rec.decoder_column = o->hist.decoder_column;
+  rec.error_column = o->errors_as_records && o->format == IMGSTAT_RECORD_CSV;
+  rec.dataset_columns = o->hist.dataset_columns;
+  if (o->dataset == 2)
+    return 0;
+  imgstat_record_write(stdout, o->format, &rec, st->records++);
+  if (res->has_histograms && o->hist.png_path) {
+    ist_plot_info info;
+    memset(&info, 0, sizeof info);
+    char kind[48];
+    snprintf(kind, sizeof kind, "%s %d-bit%s",
+             imgstat_colour_layout_name(res->colour, res->channels),
+             imgstat_sample_depth(res->sample),
+             res->sample == IMGSTAT_F32 ? " float" : "");
+    info.title = path;
+    info.kind = kind;
+    info.channels = res->channels;
+    info.colour = res->colour;
+    info.sample = res->sample;
+    info.scale = 1.0;
+    for (int c = 0; c < res->channels; c++) {
+      info.has_mean[c] = rec.figures[c].has_values;
+      info.mean[c] = rec.figures[c].mean;
+    }
+    info.figures = res->hist_figures;
+    if (plot && plot->have) { /* a float image: its own range */
+      info.below = plot->below;
+      info.above = plot->above;
+    }
+    if (write_plot(st, path, &info,
+                   plot && plot->have ? plot->hist : res->hist)) {
+      st->any_failed = 1;
+      failed = 1;
+    }
+  }
+  if (res->verified) {
+    /* The verdict follows the record; it stays out of the JSON / CSV
+     * stream. */
+    FILE *out =
+        o->format == IMGSTAT_RECORD_TEXT || o->format == IMGSTAT_RECORD_BRIEF
+            ? stdout
+            : stderr;
+    fflush(stdout);
+    if (!ist_verify_partials(out, path, res->colour, res->channels, res->sample,
+                             res->partial, res->gpu_partial))
+      st->any_mismatch = 1;
+  }
+  return failed;
+}
+
+/* ---- the run's callbacks (imgstat_run.h) --------------------------------- */
+
+/* A worker's extra work on a decoded image: a float image's plot, over
+ * --range (or the dataset's common range), else over its robust range. */
+void *ist_stats_plot_image(void *ctx, const imgstat_input *in,
+                           const imgstat_image *img,
+                           const imgstat_job_result *res) {
+  run_state *st = ctx;
+  const stats_options *o = st->opt;
+  (void)in;
+  if (res->status != IMGSTAT_OK || !res->has_histograms || !o->hist.png_path ||
+      o->dataset == 2 || img->sample != IMGSTAT_F32)
+    return NULL;
+  const imgstat_dataset_options *ds = imgstat_run_dataset_options(st->run);
+  double range[2] = {ds->lo, ds->hi};
+  ist_plot_hists *plot = calloc(1, sizeof *plot);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (plot &&
+      ist_hist_plot_float(img, res->hist, ds->have_range ? range : NULL,
+                          o->hist.bins ? o->hist.bins : DEFAULT_DISPLAY_BINS,
+                          plot, &err) != IMGSTAT_OK)
+    ist_hist_plot_hists_free(plot); /* the job's histograms, then */
+  return plot;
+}
+
+void ist_stats_free_plot(void *ctx, void *extra) {
+  (void)ctx;
+  ist_hist_plot_hists_free(extra);
+  free(extra);
+}
+
+/* An input delivered in order: its record (or its error), its plot, its
+ * verdict, the progress line. */
+int ist_stats_print_item(void *ctx, const imgstat_run_item *item,
+                         const imgstat_run_progress *progress) {
+  run_state *st = ctx;
+  const imgstat_input *in = item->input;
+  const imgstat_job_result *res = item->result;
+  ist_stats_begin_output(st);
+  if (st->stdout_tty || res->status != IMGSTAT_OK || res->nwarnings > 0 ||
+      res->verified || st->opt->hist.png_path)
+    ist_progress_clear(&st->progress);
+  st->progress.done++;
+  if (in->size_known)
+    st->progress.bytes_in += in->size;
+  if (print_result(st, in->path, res, item->extra))
+    st->progress.failed++;
+  if (item->dataset_error[0]) {
+    ist_cli_path_error(in->path, "--dataset: %s", item->dataset_error);
+    st->any_failed = 1;
+  }
+  ist_stats_flush_stdout(st);
+  st->total = progress->total;
+  st->total_known = progress->total_known;
+  ist_stats_draw_progress(st, 0);
+  return st->write_failed;
+}
+
+/* The float range pass's progress (--dataset --histogram): its own line,
+ * labelled; the run's starts from zero after it. */
+void ist_stats_print_range_progress(void *ctx, const imgstat_run_progress *p) {
+  run_state *st = ctx;
+  st->progress.done = p->done;
+  st->progress.bytes_in = p->bytes_in;
+  ist_progress_draw(&st->progress, p->total, p->total_known, p->final);
+  if (p->final) {
+    int workers = st->progress.workers, cores = st->progress.cores;
+    ist_progress_start(&st->progress, st->progress.on);
+    st->progress.workers = workers;
+    st->progress.cores = cores;
+  }
+}
+
+/* IMGSTAT_STAGE_TIMES: one line on stderr, where the JPEGs' time went
+ * (durations summed over the threads of each stage, then moments from the
+ * engine's creation; tests/gpu/checks/jpeg_stage.sh reads it). */
+void ist_stats_print_stage_times(run_state *st) {
+  imgstat_engine_times t;
+  double read_s, output_s;
+  imgstat_run_times(st->run, &t, &read_s, &output_s);
+  imgstat_number_fprintf(
+      stderr,
+      "imgstat: stage times: read %.3f check %.3f decode %.3f (parse "
+      "%.3f alloc %.3f nvjpeg %.3f wait %.3f) reduce %.3f histogram "
+      "%.3f cpu %.3f output %.3f close %.3f (s, summed over threads); "
+      "context %.3f nvjpeg %.3f (load %.3f device %.3f handles %.3f [create "
+      "%.3f info %.3f] decoder %.3f) ready %.3f ready-last %.3f first-submit "
+      "%.3f first-batch %.3f last-batch %.3f input-end %.3f closed %.3f "
+      "shutdown %.3f (s from start); stage-join %.3f teardown %.3f (s); "
+      "items %" PRIu64 " batches %" PRIu64 " max-batch %d hardware %" PRIu64
+      " hybrid %" PRIu64 " cpu %" PRIu64 "\n",
+      read_s, t.check_s, t.decode_s, t.parse_s, t.alloc_s, t.nvjpeg_host_s,
+      t.nvjpeg_wait_s, t.reduce_s, t.histogram_s, t.cpu_s, output_s, t.close_s,
+      t.context_s, t.nvjpeg_s, t.jpeg_load_s, t.jpeg_device_s, t.jpeg_handles_s,
+      t.jpeg_create_s, t.jpeg_info_s, t.jpeg_decoder_s, t.ready_s,
+      t.ready_last_s, t.first_submit_s, t.first_batch_s, t.last_batch_s,
+      t.input_end_s, t.closed_s, t.shutdown_s, t.stage_end_s, t.teardown_s,
+      t.items, t.batches, t.max_batch, t.hardware, t.hybrid, t.cpu);
+}
+
+/* The dataset record after the images' (--dataset), and its PNG. */
+void ist_stats_print_dataset(run_state *st) {
+  const stats_options *o = st->opt;
+  imgstat_dataset_result r;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (imgstat_run_dataset_finish(st->run, o->ddof, &r, &err) != IMGSTAT_OK) {
+    ist_cli_error("--dataset: %s", err.message);
+    st->any_failed = 1;
+    return;
+  }
+  imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
+  imgstat_dataset_hist_figures(&r, o->hist.percentiles, o->hist.npercentiles,
+                               hf);
+  imgstat_record_write_dataset(
+      stdout, o->format, &r, &o->hist, o->hist.fields ? hf : NULL,
+      st->records++, o->errors_as_records && o->format == IMGSTAT_RECORD_CSV);
+  ist_stats_flush_stdout(st);
+  int plotted = 1;
+  for (int c = 0; c < r.channels; c++)
+    plotted = plotted && r.ch[c].has_histogram;
+  if (o->hist.png_path && r.channels && plotted) {
+    ist_plot_info info;
+    memset(&info, 0, sizeof info);
+    char title[64], kind[64];
+    snprintf(title, sizeof title, "dataset (%" PRIu64 " images)", r.pooled);
+    snprintf(kind, sizeof kind, "%s %s-bit%s", imgstat_layout_name(r.channels),
+             r.depths == 3   ? "8+16"
+             : r.depths == 2 ? "16"
+             : r.depths == 4 ? "32"
+                             : "8",
+             r.scale_unit ? " unit" : "");
+    info.title = title;
+    info.kind = kind;
+    info.channels = r.channels;
+    info.sample = r.ch[0].hist.sample;
+    info.scale = r.hist_scale;
+    imgstat_histogram hists[IMGSTAT_MAX_CHANNELS];
+    for (int c = 0; c < r.channels; c++) {
+      info.has_mean[c] = r.ch[c].has_values;
+      info.mean[c] = r.ch[c].mean;
+      hists[c] = r.ch[c].hist;
+    }
+    info.figures = hf;
+    if (write_plot(st, "dataset", &info, hists))
+      st->any_failed = 1;
+  } else if (o->hist.png_path && r.channels) {
+    ist_cli_error("--histogram-png: no pooled histogram for the dataset: %s",
+                  r.histogram_note[0] ? r.histogram_note : "none made");
+    st->any_failed = 1;
+  }
+  imgstat_dataset_result_free(&r);
+}
