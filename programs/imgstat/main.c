@@ -25,12 +25,9 @@ static const struct subcommand {
     {"normalize", ist_normalize_main},
 };
 
-/* The first line of `imgstat --help`, said when there are no arguments. */
-#define USAGE_LINE "Usage: imgstat [OPTIONS] FILE|DIR|-..."
-
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fputs(USAGE_LINE "\n", stderr);
+    fputs(IST_STATS_USAGE_LINE "\n", stderr);
     return ist_cli_usage_error("", "imgstat", "no input files");
   }
   for (size_t k = 0; k < sizeof subcommands / sizeof *subcommands; k++)

@@ -53,7 +53,8 @@ static const char *const help_titles[] = {
 };
 
 static const ist_opt_help help = {
-    "Usage: imgstat [OPTIONS] FILE|DIR|-...\n"
+    IST_STATS_USAGE_LINE
+    "\n"
     "       imgstat normalize [OPTIONS] INPUT... -o OUT   (see its --help)\n"
     "       imgstat bench [ARGS...]          (GPU benchmark; see its --help)\n"
     "\n"

@@ -10,4 +10,7 @@
  * written, 2 usage error, 3 --verify found a mismatch. */
 int ist_stats_main(int argc, char **argv);
 
+/* The first line of its --help, which `imgstat` alone says too. */
+#define IST_STATS_USAGE_LINE "Usage: imgstat [OPTIONS] FILE|DIR|-..."
+
 #endif /* IMGSTAT_STATS_CMD_H */

@@ -15,6 +15,7 @@
 #include "imgstat/record.h"
 #include "imgstat/run.h"
 #include "progress.h"
+#include "stats_cmd.h"
 
 #include <stdint.h>
 #include <stdio.h>
