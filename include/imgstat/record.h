@@ -47,6 +47,9 @@ typedef struct imgstat_record_hist {
   /* CSV: a column "decoder" follows (before "error"): the runs that may
    * decode JPEGs on the GPU (--jpeg-decoder gpu) */
   int decoder_column;
+  /* The dataset record's --emit forms: a mask of 1 << imgstat_emit. 0: the
+   * text has torchvision's Normalize line with scale_unit, as always */
+  unsigned dataset_emit;
 } imgstat_record_hist;
 
 #define IMGSTAT_RECORD_MAX_WARNINGS 4
@@ -139,7 +142,9 @@ void imgstat_record_write(FILE *out, imgstat_record_format format,
  * CSV one row per channel (backend "dataset", file empty) then one row per
  * image left out ("excluded") or flagged ("outlier") with its reason in
  * the note column; text a table, the extrema's places, the sums, the notes
- * and, with scale_unit, the Normalize(mean=[...], std=[...]) line. hf: the
+ * and, with scale_unit, the Normalize(mean=[...], std=[...]) line, or with
+ * hist->dataset_emit the lines "FORM: TEXT" of those forms (JSON: an object
+ * "emit" of FORM: TEXT, null for a form r cannot give). hf: the
  * pooled histograms' figures per channel (NULL: none). index as for
  * imgstat_record_write; error_column: CSV rows end with an empty error column
  * (--errors-as-records). */
@@ -148,6 +153,53 @@ void imgstat_record_write_dataset(FILE *out, imgstat_record_format format,
                                   const imgstat_record_hist *hist,
                                   const imgstat_hist_figures *hf,
                                   unsigned long index, int error_column);
+
+/* The dataset's constants in a framework's units and order (--emit,
+ * docs/dataset.md): each a line derived from the pooled 0..1 mean m and std
+ * s of a scale_unit result, each number with round-trip digits:
+ *   torchvision     Normalize(mean=[m...], std=[s...])        0..1, RGB
+ *   timm            mean=(m...), std=(s...)                     0..1, RGB
+ *   hf              {"image_mean": [m...], "image_std": [s...],
+ *                   "rescale_factor": 1/255, "do_rescale": true,
+ *                   "do_normalize": true}  (preprocessor_config.json keys)
+ *   mmcv            mean=[255 m...], std=[255 s...], bgr_to_rgb=True
+ *   detectron2      cfg.MODEL.PIXEL_MEAN = [255 m, BGR order];
+ *                   cfg.MODEL.PIXEL_STD = [255 s, BGR order]
+ *   keras           Normalization(mean=[255 m...],
+ *                   variance=[(255 s)^2...])  # the units, as a comment
+ *   albumentations  Normalize(mean=(m...), std=(s...),
+ *                   max_pixel_value=255.0)
+ * 255 m is the double m times 255 (rounded once); a one-value tuple has
+ * Python's trailing comma. */
+typedef enum imgstat_emit {
+  IMGSTAT_EMIT_TORCHVISION,
+  IMGSTAT_EMIT_TIMM,
+  IMGSTAT_EMIT_HF,
+  IMGSTAT_EMIT_MMCV,
+  IMGSTAT_EMIT_DETECTRON2,
+  IMGSTAT_EMIT_KERAS,
+  IMGSTAT_EMIT_ALBUMENTATIONS,
+  IMGSTAT_EMIT_COUNT
+} imgstat_emit;
+
+/* The forms' names, in imgstat_emit's order. */
+#define IMGSTAT_EMIT_NAMES                                                     \
+  "torchvision,timm,hf,mmcv,detectron2,keras,albumentations"
+
+/* Room for any form's line (4 channels), its NUL included. */
+#define IMGSTAT_EMIT_MAX 640
+
+/* A form's name ("" for none), and the form of a name (0: none such). */
+const char *imgstat_emit_name(imgstat_emit form);
+int imgstat_emit_from_name(const char *name, imgstat_emit *out);
+
+/* The form's line (no newline) from r into buf. IMGSTAT_ERR_ARG, saying
+ * why, when r cannot give it: not scale_unit (the forms are 0..1 figures
+ * converted), nothing pooled, a channel without a mean or std, mmcv and
+ * detectron2 on a pool that is not RGB (their BGR order), buf too small. */
+imgstat_status imgstat_dataset_emit(const imgstat_dataset_result *r,
+                                    imgstat_emit form, char *buf, size_t size,
+                                    imgstat_error *err);
 
 /* The figures of the dataset record's pooled histograms (the median, the
  * percentiles[0..n), entropy, skewness, kurtosis) per channel, into

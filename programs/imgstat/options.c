@@ -7,6 +7,7 @@
 #include "cli_util.h"
 #include "imgstat/cuda.h"
 #include "imgstat/engine.h"
+#include "imgstat/record.h"
 
 #include <errno.h>
 #include <float.h>
@@ -456,6 +457,17 @@ static const ist_opt table[] = {
      "                     as --as rgb; the text output adds "
      "torchvision's\n"
      "                     Normalize(mean=[...], std=[...]) line\n"},
+    {"--emit", NULL, S, IST_OPT_EMIT, 1, read_word, 0, 0, IMGSTAT_EMIT_NAMES,
+     "--emit: '%s' is not torchvision, timm, hf, mmcv, detectron2, keras or "
+     "albumentations",
+     S_DATASET,
+     "  --emit FORM        the mean and std as FORM takes them, a line\n"
+     "                     'FORM: ...' in place of the Normalize line (JSON:\n"
+     "                     \"emit\"), repeatable: torchvision, timm, hf "
+     "(JSON\n"
+     "                     keys), albumentations (0..1, RGB), mmcv (0..255,\n"
+     "                     bgr_to_rgb=True), detectron2 (0..255, BGR), keras\n"
+     "                     (0..255, variance); implies --scale unit\n"},
     {"--outlier-z", NULL, S, IST_OPT_OUTLIER_Z, 1, read_positive, 0, 0, NULL,
      "--outlier-z: '%s' is not a number > 0", S_DATASET,
      "  --outlier-z Z      robust z-score beyond which an image's mean or std "

@@ -58,6 +58,7 @@ typedef enum ist_opt_id {
   IST_OPT_AS,
   IST_OPT_SCALE,
   IST_OPT_OUTLIER_Z,
+  IST_OPT_EMIT,
   IST_OPT_RANGE,
   IST_OPT_MPI,
   IST_OPT_JPEG_DECODER,

@@ -217,6 +217,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_OUTLIER_Z:
     o->ds.outlier_z = v->list[0];
     break;
+  case IST_OPT_EMIT:
+    o->hist.dataset_emit |= 1u << v->u;
+    break;
   case IST_OPT_RANGE:
     o->ds.have_range = 1;
     o->ds.lo = v->list[0];
@@ -281,6 +284,10 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
   case IST_OPT_SCALE:
   case IST_OPT_OUTLIER_Z:
     return o->dataset ? NULL : "without --dataset";
+  case IST_OPT_EMIT:
+    return !o->dataset                       ? "without --dataset"
+           : o->format == IMGSTAT_RECORD_CSV ? "with --csv"
+                                             : NULL;
   case IST_OPT_RANGE: /* the pooled histograms, or the images' plots */
     return (o->dataset && o->hist.fields) || o->hist.png_path
                ? NULL
@@ -350,6 +357,20 @@ int ist_stats_parse_args(int argc, char **argv, stats_options *o) {
   status = check_histogram_options(o);
   if (status >= 0)
     return status;
+  /* --emit's forms are the 0..1 figures converted: --scale unit */
+  if (o->hist.dataset_emit) {
+    if (seen.spelled[IST_OPT_SCALE] && !o->ds.scale_unit)
+      return usage("--emit needs --scale unit (its forms are the 0..1 "
+                   "figures converted), not --scale native");
+    o->ds.scale_unit = 1;
+    if (seen.spelled[IST_OPT_AS] && o->ds.as != IMGSTAT_AS_RGB &&
+        o->ds.as != IMGSTAT_AS_KEEP &&
+        (o->hist.dataset_emit &
+         (1u << IMGSTAT_EMIT_MMCV | 1u << IMGSTAT_EMIT_DETECTRON2)))
+      return usage("--emit mmcv and detectron2 need an RGB pool (their BGR "
+                   "order): --as rgb, not --as %s",
+                   imgstat_dataset_as_name(o->ds.as));
+  }
   /* --scale unit is torchvision's ToTensor: without --as, the layouts of
    * its default loader too (Pillow's convert("RGB"): gray replicated, alpha
    * dropped), so that the Normalize line is what ImageFolder gives */

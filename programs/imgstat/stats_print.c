@@ -311,6 +311,15 @@ void ist_stats_print_dataset(run_state *st) {
       stdout, o->format, &r, &o->hist, o->hist.fields ? hf : NULL,
       st->records++, o->errors_as_records && o->format == IMGSTAT_RECORD_CSV);
   ist_stats_flush_stdout(st);
+  for (int k = 0; k < IMGSTAT_EMIT_COUNT; k++) /* the forms left out */
+    if (o->format != IMGSTAT_RECORD_CSV && (o->hist.dataset_emit & (1u << k))) {
+      char line[IMGSTAT_EMIT_MAX];
+      if (imgstat_dataset_emit(&r, (imgstat_emit)k, line, sizeof line, &err) !=
+          IMGSTAT_OK) {
+        ist_cli_error("%s", err.message);
+        st->any_failed = 1;
+      }
+    }
   int plotted = 1;
   for (int c = 0; c < r.channels; c++)
     plotted = plotted && r.ch[c].has_histogram;

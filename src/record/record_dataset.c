@@ -83,6 +83,49 @@ static void json_extremum(FILE *out, const imgstat_dataset_result *r,
   json_number_or_null(out, name, v, buf);
 }
 
+/* The text's constants: the --emit forms asked for, "FORM: TEXT" each
+ * (a form r cannot give is left out: the front end says why), else
+ * torchvision's Normalize line with scale_unit. */
+static void ds_emit_text(FILE *out, const imgstat_dataset_result *r,
+                         const imgstat_record_hist *cfg) {
+  char line[IMGSTAT_EMIT_MAX];
+  unsigned mask = cfg ? cfg->dataset_emit : 0;
+  if (!mask) {
+    if (imgstat_dataset_emit(r, IMGSTAT_EMIT_TORCHVISION, line, sizeof line,
+                             NULL) == IMGSTAT_OK)
+      fprintf(out, "%s\n", line);
+    return;
+  }
+  for (int k = 0; k < IMGSTAT_EMIT_COUNT; k++)
+    if (mask & (1u << k) &&
+        imgstat_dataset_emit(r, (imgstat_emit)k, line, sizeof line, NULL) ==
+            IMGSTAT_OK)
+      fprintf(out, "%s: %s\n", imgstat_emit_name((imgstat_emit)k), line);
+}
+
+/* ,"emit":{"FORM":"TEXT"|null,...} of the forms asked for. */
+static void ds_emit_json(FILE *out, const imgstat_dataset_result *r,
+                         const imgstat_record_hist *cfg) {
+  char line[IMGSTAT_EMIT_MAX];
+  unsigned mask = cfg ? cfg->dataset_emit : 0;
+  if (!mask)
+    return;
+  fputs(",\"emit\":{", out);
+  for (int k = 0, first = 1; k < IMGSTAT_EMIT_COUNT; k++) {
+    if (!(mask & (1u << k)))
+      continue;
+    fprintf(out, "%s\"%s\":", first ? "" : ",",
+            imgstat_emit_name((imgstat_emit)k));
+    first = 0;
+    if (imgstat_dataset_emit(r, (imgstat_emit)k, line, sizeof line, NULL) ==
+        IMGSTAT_OK)
+      imgstat_record_json_string(out, line);
+    else
+      fputs("null", out);
+  }
+  putc('}', out);
+}
+
 static void ds_json(FILE *out, const imgstat_dataset_result *r,
                     const imgstat_record_hist *cfg,
                     const imgstat_hist_figures *hf) {
@@ -142,6 +185,7 @@ static void ds_json(FILE *out, const imgstat_dataset_result *r,
   imgstat_record_format_double(buf, sizeof buf, r->outlier_z);
   fputs(buf, out);
   ds_notes_json(out, "outliers", r->outliers, r->noutliers);
+  ds_emit_json(out, r, cfg);
   fputs("}}\n", out);
 }
 
@@ -329,20 +373,7 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
     imgstat_record_escape(out, r->outliers[i].file, IMGSTAT_ESCAPE_TEXT);
     fprintf(out, ": %s\n", r->outliers[i].reason);
   }
-  if (r->scale_unit && r->channels) {
-    char buf[40];
-    fputs("Normalize(mean=[", out);
-    for (int c = 0; c < r->channels; c++) {
-      imgstat_record_format_double(buf, sizeof buf, r->ch[c].mean);
-      fprintf(out, "%s%s", c ? ", " : "", buf);
-    }
-    fputs("], std=[", out);
-    for (int c = 0; c < r->channels; c++) {
-      imgstat_record_format_double(buf, sizeof buf, r->ch[c].std);
-      fprintf(out, "%s%s", c ? ", " : "", buf);
-    }
-    fputs("])\n", out);
-  }
+  ds_emit_text(out, r, cfg);
 }
 
 void imgstat_record_write_dataset(FILE *out, imgstat_record_format format,
