@@ -251,6 +251,19 @@ class Dataset:
         """The images whose channel mean or std is an outlier."""
         return list(self._record["dataset"].get("outliers", []))
 
+    def emit(self, form: str) -> str:
+        """The mean and std as a framework's config takes them: the line of
+        ``imgstat --dataset-only --emit FORM`` after its ``FORM: `` (the
+        same C code, docs/dataset.md), form one of "torchvision", "timm",
+        "hf", "mmcv", "detectron2", "keras", "albumentations". Needs a
+        dataset of scale="unit"; mmcv and detectron2 (BGR order) an RGB
+        one. ValueError saying why otherwise."""
+        if not isinstance(form, str):
+            raise TypeError("form: a string such as 'torchvision'")
+        return _imgstat.dataset_emit(
+            form, self._record["dataset"].get("scale") == "unit",
+            list(self.mean), list(self.std))
+
     def __repr__(self) -> str:
         return (f"imgstat.Dataset(images={self.images}, mean={self.mean}, "
                 f"std={self.std})")

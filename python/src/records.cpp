@@ -409,7 +409,41 @@ bool dataset_json(const imgstat_dataset_result *r, const Request &req,
   return true;
 }
 
+// A framework's form of a dataset record's constants (Dataset.emit): the
+// record's scale and per-channel mean and std (None: not defined) into a
+// result, and the library's one conversion (imgstat_dataset_emit), so that
+// the text is the command line's --emit byte for byte.
+static std::string
+dataset_emit(const std::string &form, bool scale_unit,
+             const std::vector<std::optional<double>> &mean,
+             const std::vector<std::optional<double>> &std_) {
+  imgstat_emit f;
+  if (!imgstat_emit_from_name(form.c_str(), &f))
+    throw nb::value_error(
+        ("emit: '" + form + "' is not one of " IMGSTAT_EMIT_NAMES).c_str());
+  if (mean.size() != std_.size() || mean.size() > IMGSTAT_MAX_CHANNELS)
+    throw nb::value_error("emit: a mean and a std per channel");
+  imgstat_dataset_result r;
+  std::memset(&r, 0, sizeof r);
+  r.scale_unit = scale_unit;
+  r.channels = (int)mean.size();
+  for (size_t c = 0; c < mean.size(); c++) {
+    r.ch[c].has_values = mean[c].has_value();
+    r.ch[c].mean = mean[c].value_or(0.0);
+    r.ch[c].has_std = std_[c].has_value();
+    r.ch[c].std = std_[c].value_or(0.0);
+  }
+  char line[IMGSTAT_EMIT_MAX];
+  imgstat_error err;
+  std::memset(&err, 0, sizeof err);
+  if (imgstat_dataset_emit(&r, f, line, sizeof line, &err) != IMGSTAT_OK)
+    throw nb::value_error(err.message);
+  return line;
+}
+
 void register_records(nb::module_ &m) {
+  m.def("dataset_emit", &dataset_emit, nb::arg("form"), nb::arg("scale_unit"),
+        nb::arg("mean"), nb::arg("std"));
   nb::class_<Record>(m, "Record")
       .def("dict", &Record::dict)
       .def("column", &Record::column, nb::arg("key"));
