@@ -195,11 +195,24 @@ typedef struct imgstat_dataset_channel {
   imgstat_hist_figures hist_figures;
 } imgstat_dataset_channel;
 
+/* What a note says, one bit each (a note may say several): the layout or
+ * the depth differs (an image left out: from the pool's; an outlier: from
+ * most images'), the size differs from most images', a constant image, a
+ * channel's mean or std far from the dataset's (robust z). */
+enum {
+  IMGSTAT_DATASET_NOTE_LAYOUT = 1,
+  IMGSTAT_DATASET_NOTE_DEPTH = 2,
+  IMGSTAT_DATASET_NOTE_SIZE = 4,
+  IMGSTAT_DATASET_NOTE_CONSTANT = 8,
+  IMGSTAT_DATASET_NOTE_Z = 16
+};
+
 /* An image left out of the pool, or flagged as an outlier. */
 typedef struct imgstat_dataset_note {
   const char *file;
   uint64_t ordinal;
   char reason[160]; /* several reasons are joined with "; " */
+  unsigned kinds;   /* IMGSTAT_DATASET_NOTE_* bits of the reasons */
 } imgstat_dataset_note;
 
 typedef struct imgstat_dataset_result {
@@ -208,6 +221,11 @@ typedef struct imgstat_dataset_result {
   uint64_t failed; /* inputs that failed */
   int channels;    /* the pool's layout (0: nothing pooled) */
   int depths;      /* bit mask of the depths pooled: 1 8-bit, 2 16, 4 32 */
+  uint64_t pooled_depth[3]; /* images pooled of each depth: 8, 16, 32 */
+  /* Images pooled in another layout than their own (--as rgb / rgba /
+   * gray) and a bit mask of their own layouts (1 << channels). */
+  uint64_t converted;
+  int converted_from;
   int scale_unit;
   imgstat_dataset_as as;
   int ddof;

@@ -63,6 +63,9 @@ typedef struct imgstat_record {
   imgstat_colour colour; /* channel names: imgstat_colour_channel_name */
   imgstat_sample sample;
   const char *backend; /* what computed the figures: "cpu" or "gpu" */
+  /* The input's format ("PNG", "FITS", ...; NULL: not known): the text
+   * header of a FITS input says its rows are as stored. */
+  const char *format;
   /* JSON: the decoder that made the pixels (IMGSTAT_DECODER_*), written
    * after backend when not NULL (the runs that may decode JPEGs on the GPU:
    * --jpeg-decoder gpu) */

@@ -47,10 +47,11 @@ static const char *name_of(summary *const *s, size_t n, char **names,
 
 /* Appends reason text to note (joined with "; "). */
 #if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
+__attribute__((format(printf, 3, 4)))
 #endif
 static void
-note_add(imgstat_dataset_note *note, const char *fmt, ...) {
+note_add(imgstat_dataset_note *note, unsigned kind, const char *fmt, ...) {
+  note->kinds |= kind;
   size_t len = strlen(note->reason);
   if (len && len + 2 < sizeof note->reason) {
     memcpy(note->reason + len, "; ", 3);
@@ -313,21 +314,23 @@ static imgstat_status outliers(const imgstat_dataset *d, summary *const *s,
       if (keys[i] == mode)
         continue;
       if (what == 0)
-        note_add(&notes[i], "size %ux%u, most are %ux%u", s[i]->width,
-                 s[i]->height, (unsigned)(mode >> 32), (unsigned)mode);
+        note_add(&notes[i], IMGSTAT_DATASET_NOTE_SIZE,
+                 "size %ux%u, most are %ux%u", s[i]->width, s[i]->height,
+                 (unsigned)(mode >> 32), (unsigned)mode);
       else if (what == 1)
-        note_add(&notes[i], "layout %s, most are %s",
-                 imgstat_layout_name(s[i]->channels),
+        note_add(&notes[i], IMGSTAT_DATASET_NOTE_LAYOUT,
+                 "layout %s, most are %s", imgstat_layout_name(s[i]->channels),
                  imgstat_layout_name((int)mode));
       else
-        note_add(&notes[i], "depth %s, most are %s", depth_text(s[i]->depth),
-                 depth_text((int)mode));
+        note_add(&notes[i], IMGSTAT_DATASET_NOTE_DEPTH, "depth %s, most are %s",
+                 depth_text(s[i]->depth), depth_text((int)mode));
     }
   }
   /* constant images */
   for (size_t i = 0; i < n; i++)
     if (pooled[i] && s[i]->constant)
-      note_add(&notes[i], "constant (every sample %.6g)",
+      note_add(&notes[i], IMGSTAT_DATASET_NOTE_CONSTANT,
+               "constant (every sample %.6g)",
                s[i]->const_value * (d->o.scale_unit
                                         ? 1.0
                                         : ist_dataset_depth_top[s[i]->depth]));
@@ -345,9 +348,9 @@ static imgstat_status outliers(const imgstat_dataset *d, summary *const *s,
           continue;
         for (size_t j = 0; j < m; j++)
           if (fabs(x[m + j]) > thr)
-            note_add(&notes[idx[j]], "%s of %s: robust z %+.1f",
-                     which ? "std" : "mean", imgstat_channel_name(layout, c),
-                     x[m + j]);
+            note_add(&notes[idx[j]], IMGSTAT_DATASET_NOTE_Z,
+                     "%s of %s: robust z %+.1f", which ? "std" : "mean",
+                     imgstat_channel_name(layout, c), x[m + j]);
       }
   /* an image left out is named once, among the left out */
   size_t k = 0;
@@ -407,12 +410,19 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
       pooled[i] = 1;
       res->pooled++;
       res->depths |= 1 << s[i]->depth;
+      res->pooled_depth[s[i]->depth]++;
+      if (s[i]->channels != s[i]->pooled) {
+        res->converted++;
+        res->converted_from |= 1 << s[i]->channels;
+      }
       continue;
     }
     imgstat_dataset_note *e = &res->excluded[res->nexcluded++];
     e->file = res->names[i];
     e->ordinal = s[i]->ordinal;
-    note_add(e, "%s %s, the dataset is %s %s",
+    e->kinds = (s[i]->pooled != layout ? IMGSTAT_DATASET_NOTE_LAYOUT : 0) |
+               (mask & (1 << s[i]->depth) ? 0 : IMGSTAT_DATASET_NOTE_DEPTH);
+    note_add(e, 0, "%s %s, the dataset is %s %s",
              imgstat_layout_name(s[i]->pooled), depth_text(s[i]->depth),
              imgstat_layout_name(layout), depth_text(s[0]->depth));
   }

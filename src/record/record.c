@@ -490,6 +490,10 @@ static void text_record(FILE *out, const imgstat_record *rec,
   if (index > 0)
     putc('\n', out);
   text_header(out, rec);
+  /* rows as the file stores them (docs/formats.md): DS9 and vips stats
+   * number them from the bottom */
+  if (rec->format && strcmp(rec->format, "FITS") == 0)
+    fputs("  (FITS: rows as stored, row 0 first; DS9 shows y flipped)", out);
   putc('\n', out);
   if (rec->pages)
     fprintf(out, "page %" PRIu32 " of %" PRIu32 "\n", rec->page, rec->pages);
@@ -622,6 +626,7 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
   rec->pages = res->pages;
   rec->page = res->page;
   rec->backend = imgstat_backend_name(res->backend);
+  rec->format = res->format;
   /* a JPEG the job layer did not decode was decoded by the CPU's TurboJPEG
    * (nvJPEG refused it) */
   if (jpeg_gpu)

@@ -274,6 +274,68 @@ static void ds_csv(FILE *out, const imgstat_dataset_result *r,
   }
 }
 
+/* The text lists at most this many images left out and outliers each;
+ * --json lists all. */
+#define DS_TEXT_LISTED 10
+
+static void ds_plural(FILE *out, uint64_t n, const char *what) {
+  fprintf(out, "%" PRIu64 " %s%s", n, what, n == 1 ? "" : "s");
+}
+
+/* The images left out (outliers: 0) or the outliers (1): one line per kind
+ * of reason, then at most DS_TEXT_LISTED of them by name, those with a
+ * reason other than the layout first (the layout's are summed up by the
+ * kind's line and, when converted, by the conversion's). */
+static void ds_notes_text(FILE *out, const imgstat_dataset_result *r,
+                          int outliers) {
+  const imgstat_dataset_note *n = outliers ? r->outliers : r->excluded;
+  size_t count = outliers ? r->noutliers : r->nexcluded;
+  static const struct {
+    unsigned kind;
+    const char *left_out, *outlier;
+  } kinds[] = {
+      {IMGSTAT_DATASET_NOTE_LAYOUT, "layout differs from the pool's",
+       "layout differs from most images'"},
+      {IMGSTAT_DATASET_NOTE_DEPTH, "depth differs from the pool's",
+       "depth differs from most images'"},
+      {IMGSTAT_DATASET_NOTE_SIZE, NULL, "size differs from most images'"},
+      {IMGSTAT_DATASET_NOTE_CONSTANT, NULL, "constant"},
+      {IMGSTAT_DATASET_NOTE_Z, NULL,
+       "a channel's mean or std far from the "
+       "dataset's"}};
+  for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+    uint64_t with = 0;
+    for (size_t i = 0; i < count; i++)
+      with += (n[i].kinds & kinds[k].kind) != 0;
+    if (!with)
+      continue;
+    if (outliers) {
+      ds_plural(out, with, "outlier");
+      fprintf(out, ": %s", kinds[k].outlier);
+      if (kinds[k].kind == IMGSTAT_DATASET_NOTE_Z)
+        imgstat_number_fprintf(out, " (robust z beyond %g)", r->outlier_z);
+    } else {
+      ds_plural(out, with, "image");
+      fprintf(out, " left out: %s", kinds[k].left_out);
+    }
+    putc('\n', out);
+  }
+  size_t listed = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < count && listed < DS_TEXT_LISTED; i++) {
+      int layout_only = n[i].kinds == IMGSTAT_DATASET_NOTE_LAYOUT;
+      if (layout_only != pass)
+        continue;
+      fputs(outliers ? "outlier: " : "left out: ", out);
+      imgstat_record_escape(out, n[i].file, IMGSTAT_ESCAPE_TEXT);
+      fprintf(out, ": %s\n", n[i].reason);
+      listed++;
+    }
+  if (listed < count)
+    fprintf(out, "... and %zu more %s; --json lists all\n", count - listed,
+            outliers ? "outliers" : "images left out");
+}
+
 static void ds_text(FILE *out, const imgstat_dataset_result *r,
                     const imgstat_record_hist *cfg,
                     const imgstat_hist_figures *hf, unsigned long index) {
@@ -295,6 +357,20 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
   }
   fprintf(out, "  as=%s  scale=%s\n", imgstat_dataset_as_name(r->as),
           r->scale_unit ? "unit" : "none");
+  /* what was left out, converted or flagged, before the pooled figures */
+  ds_notes_text(out, r, 0);
+  if (r->converted) {
+    ds_plural(out, r->converted, "image");
+    fputs(" converted from ", out);
+    for (int c = 1, first = 1; c <= IMGSTAT_MAX_CHANNELS; c++)
+      if (r->converted_from & (1 << c)) {
+        fprintf(out, "%s%s", first ? "" : "/", imgstat_layout_name(c));
+        first = 0;
+      }
+    fprintf(out, " to %s (as=%s)\n", imgstat_layout_name(r->channels),
+            imgstat_dataset_as_name(r->as));
+  }
+  ds_notes_text(out, r, 1);
   if (r->channels) {
     fprintf(out, "%-8s %14s %12s %12s %12s %12s\n", "channel", "count", "min",
             "max", "mean", r->ddof ? "std (N-1)" : "std (N)");
@@ -363,15 +439,13 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
       imgstat_number_fprintf(out, "  entropy %.4f\n", hf[c].entropy);
     }
   }
-  for (size_t i = 0; i < r->nexcluded; i++) {
-    fputs("left out: ", out);
-    imgstat_record_escape(out, r->excluded[i].file, IMGSTAT_ESCAPE_TEXT);
-    fprintf(out, ": %s\n", r->excluded[i].reason);
-  }
-  for (size_t i = 0; i < r->noutliers; i++) {
-    fputs("outlier: ", out);
-    imgstat_record_escape(out, r->outliers[i].file, IMGSTAT_ESCAPE_TEXT);
-    fprintf(out, ": %s\n", r->outliers[i].reason);
+  if (r->pooled_depth[1]) {
+    /* Pillow's convert('RGB') clips 16-bit gray (mode I;16) to 0..255 */
+    fputs("note: ", out);
+    ds_plural(out, r->pooled_depth[1], "16-bit image");
+    fputs(" pooled, scaled by 65535; a loader using Pillow's convert('RGB') "
+          "clips 16-bit gray to 0..255, so its constants differ\n",
+          out);
   }
   ds_emit_text(out, r, cfg);
 }
