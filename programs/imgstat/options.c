@@ -448,15 +448,16 @@ static const ist_opt table[] = {
      "or\n"
      "                     depth than the first are left out); default rgb\n"
      "                     with --scale unit, else keep\n"},
-    {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit",
-     "--scale: '%s' is not native or unit", S_DATASET,
+    {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit,none",
+     "--scale: '%s' is not native (or none, its synonym) or unit", S_DATASET,
      "  --scale unit       samples in 0..1 (8-bit / 255, 16-bit / 65535, "
      "float\n"
-     "                     as is; default native): depths pool together, "
-     "layouts\n"
-     "                     as --as rgb; the text output adds "
-     "torchvision's\n"
-     "                     Normalize(mean=[...], std=[...]) line\n"},
+     "                     as is; default native, or none as the record "
+     "says it):\n"
+     "                     depths pool together, layouts as --as rgb; the "
+     "text\n"
+     "                     output adds torchvision's Normalize(mean=[...],\n"
+     "                     std=[...]) line\n"},
     {"--emit", NULL, S, IST_OPT_EMIT, 1, read_word, 0, 0, IMGSTAT_EMIT_NAMES,
      "--emit: '%s' is not torchvision, timm, hf, mmcv, detectron2, keras or "
      "albumentations",
@@ -532,11 +533,13 @@ static const ist_opt table[] = {
      "  --range LOW,HIGH   [LOW, HIGH] (input units) to the full range of the\n"
      "                     output depth, saturating outside (ImageMagick's\n"
      "                     -level); nothing measured\n"},
-    {"--scale", NULL, N, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit",
-     "--scale: '%s' is not native or unit", N_MODES,
+    {"--scale", NULL, N, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit,none",
+     "--scale: '%s' is not native (or none, its synonym) or unit", N_MODES,
      "  --scale unit       --mean, --std and --range in 0..1 units of the\n"
      "                     input's full scale (x/255, x/65535: torchvision's\n"
-     "                     ToTensor); default native (0..255 for 8-bit)\n"},
+     "                     ToTensor); default native (0..255 for 8-bit; "
+     "none is\n"
+     "                     its synonym, as the record says it)\n"},
     {"--dataset", NULL, N, IST_OPT_DATASET, 0, NULL, 0, 0, NULL, NULL, N_MODES,
      "  --dataset          one plan for every input: minmax, clip or zscore\n"
      "                     with the figures pooled over all of them (a first\n"

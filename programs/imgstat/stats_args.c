@@ -212,7 +212,7 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     o->ds.as = (imgstat_dataset_as)v->u;
     break;
   case IST_OPT_SCALE:
-    o->ds.scale_unit = (int)v->u;
+    o->ds.scale_unit = v->u == 1; /* native, unit, none */
     break;
   case IST_OPT_OUTLIER_Z:
     o->ds.outlier_z = v->list[0];

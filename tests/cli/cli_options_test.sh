@@ -151,9 +151,23 @@ hint "normalize -o out.jpg" "JPEG output is not supported" normalize g.pgm -o ou
 run --frobnicate g.pgm
 grep -q "did you mean" err && fail "--frobnicate got a hint: $(cat err)" || pass
 # a bad word value gets the nearest word, as an unknown option does
-hint "--scale units" "--scale: 'units' is not native or unit (did you mean unit?)" --dataset-only --scale units g.pgm
+hint "--scale units" "--scale: 'units' is not native (or none, its synonym) or unit (did you mean unit?)" --dataset-only --scale units g.pgm
 hint "normalize --scale units" "(did you mean unit?)" normalize --scale units g.pgm -o o.png
 hint "--as rgbb" "(did you mean rgb?)" --dataset-only --as rgbb g.pgm
+# the scale word the records print (scale=none, "scale":"none") is taken
+# back as input, by both commands, as a synonym of native
+run --dataset-only --json g.pgm
+word=$(sed -n 's/.*"scale":"\([a-z]*\)".*/\1/p' out)
+[ "$word" = none ] && pass || fail "the dataset record's scale: '$word'"
+run --dataset-only --json --scale "$word" g.pgm
+[ "$rc" -eq 0 ] && grep -q '"scale":"none"' out && pass ||
+  fail "--scale $word: exit $rc: $(cat err)"
+run --dataset-only --scale "$word" g.pgm
+grep -q 'scale=none' out && pass || fail "--scale $word text: $(cat out)"
+run normalize --scale "$word" --mean 100 --std 50 g.pgm -o z.npy
+[ "$rc" -eq 0 ] && [ -s z.npy ] && pass ||
+  fail "normalize --scale $word: exit $rc: $(cat err)"
+rm -f z.npy
 # ... and no hint where no word is near: a number is not a misspelt one
 for bad in "--as xyzzy" "--ddof 2" "--layout jpg"; do
   case $bad in --layout*) run normalize $bad g.pgm -o o.npy ;; *) run --dataset-only $bad g.pgm ;; esac
