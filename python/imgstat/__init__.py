@@ -33,6 +33,7 @@ del annotations  # the __future__ feature, not a name of the package
 
 __all__ = [
     "ImageError",
+    "RunFailed",
     "Stats",
     "Dataset",
     "stats",
@@ -106,6 +107,52 @@ class ImageError(Exception):
         # the parent whole)
         return (ImageError, (self.path, self.status, self.message,
                              self.cause, self.limit, self.value))
+
+
+class RunFailed(ImageError):
+    """A run over files (scan, dataset, normalize_files) that finished with
+    inputs that failed, raised after the run with its default
+    ``errors="raise"``: every other input was read (and written), as the
+    command line goes on and then exits 1. ``failures``: every input that
+    failed, as ImageError values in input order; ``result``: what the run
+    gave (dataset's Dataset, normalize_files' list of NormalizedFile; None
+    for scan, whose Stats were yielded). ``path``, ``status``, ``message``
+    and ``cause`` are the first failure's, so ``except ImageError`` and
+    ``e.path`` keep working. errors="record" (or "skip") returns the result
+    instead, the failures in it."""
+
+    def __init__(self, failures: list, result: _Any = None) -> None:
+        first = failures[0]
+        super().__init__(first.path, first.status, first.message,
+                         first.cause, first.limit, first.value)
+        n = len(failures)
+        self.args = (f"{n} input{'s' if n != 1 else ''} failed, the first "
+                     f"{first.path}: {first.message}",)
+        self.failures = failures
+        self.result = result
+
+    def __reduce__(self) -> tuple:
+        return (RunFailed, (self.failures, self.result))
+
+
+def _errors(errors: str, words: tuple = ("raise", "skip", "record")) -> str:
+    """errors= checked: one of words (the message lists them all)."""
+    if errors not in words:
+        listed = ", ".join(f"'{w}'" for w in words[:-1])
+        raise ValueError(f"errors must be {listed} or '{words[-1]}'")
+    return errors
+
+
+#: scale= words: "native" (the samples as they are) or "unit" (0..1), with
+#: "none", the word of the records' "scale" key, a synonym of "native"
+_SCALES = ("native", "none", "unit")
+
+
+def _scale(scale: str) -> str:
+    if scale not in _SCALES:
+        raise ValueError("scale must be 'native' (or 'none', its synonym) "
+                         "or 'unit'")
+    return scale
 
 
 class Stats:
@@ -446,7 +493,7 @@ def stats(x: _Any, *, ddof: int = 0, histogram: bool = False,
     ddof = _check_ddof(ddof)
     pct = _percentiles(percentiles)
     if layout not in ("hwc", "chw"):
-        raise ValueError("layout must be 'hwc' or 'chw'")
+        raise ValueError("imgstat.stats: layout must be 'hwc' or 'chw'")
     torch = _sys.modules.get("torch")
     if torch is not None and isinstance(x, torch.Tensor):
         # a CUDA tensor's fast path: read from the tensor, no DLPack export
@@ -518,6 +565,7 @@ class _Scan:
     def __init__(self, native: _Any, errors: str) -> None:
         self._native = native
         self._errors = errors
+        self._failures: list = []  # errors="raise": raised at the end
         self._last = {"done": 0, "failed": 0, "total": 0,
                       "total_known": False}
 
@@ -532,6 +580,9 @@ class _Scan:
             if item is None:
                 self.progress  # the last figures stay readable
                 self._native = None
+                if self._failures:
+                    failures, self._failures = self._failures, []
+                    raise RunFailed(failures)
                 raise StopIteration
             ok, value = item
             if ok:
@@ -541,8 +592,7 @@ class _Scan:
             error = ImageError(*value)
             if self._errors == "record":
                 return error
-            self.close()
-            raise error
+            self._failures.append(error)  # the run goes on
 
     @property
     def progress(self) -> dict:
@@ -582,14 +632,14 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
     the byte order of their paths, as the command line does; paths str,
     bytes or os.PathLike, a NUL in one: ValueError), one Stats per
     image, in input order. jobs: worker threads (0: one per core); errors:
-    "raise" (an ImageError stops the iteration), "skip", or "record" (the
-    ImageError is yielded in the input's place); files_from: lists of paths,
+    "raise" (the run goes on past an input that fails; once every other
+    image was yielded, RunFailed is raised with every failure), "skip", or
+    "record" (the ImageError is yielded in the input's place); files_from: lists of paths,
     one per line; jpeg_decoder: "auto", "cpu" or "gpu" (nvJPEG, in a build
     with CUDA: the records then name the decoder, as --jpeg-decoder gpu
     does). Ctrl-C stops the run cleanly; the iterator's progress says how
     far the run is (done, failed, total)."""
-    if errors not in ("raise", "skip", "record"):
-        raise ValueError("errors must be 'raise', 'skip' or 'record'")
+    _errors(errors)
     ddof = _check_ddof(ddof)
     native = _imgstat.scan(_sources(inputs), _lists(files_from), int(jobs),
                            bool(follow), ddof, bool(histogram),
@@ -598,28 +648,35 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
 
 
 def dataset(inputs: _Union[_Path, _Iterable], *,
-            as_: _Optional[str] = None, scale: str = "none",
+            as_: _Optional[str] = None, scale: str = "native",
             outlier_z: float = 5.0, histogram: bool = False,
             percentiles: _Optional[_Sequence[float]] = None,
             range: _Optional[_Sequence[float]] = None, ddof: int = 0,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
             files_from: _Union[None, _Path, _Iterable] = None,
-            jpeg_decoder: str = "auto") -> Dataset:
+            jpeg_decoder: str = "auto", errors: str = "raise") -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
     exact sums, mean, std, images left out and why, outliers.
 
     as_: "keep", "gray", "rgb" or "rgba" (default "rgb" with scale="unit",
-    as torchvision's loader, else "keep"); scale: "none" (native samples) or
-    "unit" (0..1: the mean and std torchvision.transforms.Normalize takes);
+    as torchvision's loader, else "keep"); scale: "native" (the samples as
+    they are; "none", the record's word for it, is a synonym) or "unit"
+    (0..1: the mean and std torchvision.transforms.Normalize takes);
     outlier_z: the robust z-score of the outlier rule; range: (low, high)
     of float images' pooled histograms; jpeg_decoder as for scan().
 
     Raises ImageError (the first input that failed: its path, status and
     message, as the command line says them) when no image could be read,
     as for a folder that does not exist or holds no images: there is no
-    mean or std to return. Inputs that failed among images that were read
-    are in ``failures``."""
+    mean or std to return. When some inputs failed among images that were
+    read, the run pools every other image and then, with errors="raise"
+    (the default), raises RunFailed: its ``result`` the Dataset, its
+    ``failures`` the inputs that failed (as the command line prints the
+    record and exits 1); errors="record" returns the Dataset, the failures
+    in its ``failures``."""
+    _errors(errors, ("raise", "record"))
+    _scale(scale)
     if as_ is None:
         as_ = "rgb" if scale == "unit" else "keep"
     ddof = _check_ddof(ddof)
@@ -632,6 +689,8 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     result = Dataset(record, failures)
     if result.images == 0 and failures:
         raise failures[0]
+    if failures and errors == "raise":
+        raise RunFailed(failures, result)
     return result
 
 
@@ -641,8 +700,9 @@ def normalize(x: _Any, mode: str = "minmax", *,
               clip: _Sequence[float] = (1, 99),
               range: _Optional[_Sequence[float]] = None, linked: bool = False,
               dtype: _Optional[str] = None, alpha: str = "copy",
-              scale: str = "none", layout: str = "hwc",
-              backend: str = "auto") -> _Any:
+              scale: str = "native", layout: str = "hwc",
+              backend: str = "auto",
+              out_layout: _Optional[str] = None) -> _Any:
     """A normalized copy of a host array, with the rules of ``imgstat
     normalize`` (docs/normalize.md): mode "minmax" ([min, max] to the output
     depth's full range), "clip" (the clip=(low, high) percentiles to the
@@ -652,13 +712,23 @@ def normalize(x: _Any, mode: str = "minmax", *,
     Normalize) or range=(low, high) replace the mode. dtype: "uint8",
     "uint16" or "float32" (default: the input's for minmax and clip, float32
     otherwise); alpha: "copy", "normalize" or "drop"; linked: one range over
-    the colour channels. Returns a numpy array in the input's layout for a
+    the colour channels; scale: "native" (mean=, std=, range= in the
+    input's units; "none" is a synonym) or "unit"; layout: the input
+    array's axes ("hwc" or "chw", for 3 dimensions); out_layout: the
+    result's axes, "hwc" or "chw" (as ``imgstat normalize --layout``, which
+    sets the axes of the .npy written; default: the input's layout; a host
+    array's only). Returns a numpy array for a
     host array; for a CUDA array (a build with CUDA) the work is done on its
     device and the result is a new array on that device, with the same bytes
     as the host path's: a torch tensor for a torch tensor, a CuPy array for
     a CuPy array, else an imgstat.DeviceArray (``__dlpack__``)."""
     if layout not in ("hwc", "chw"):
-        raise ValueError("layout must be 'hwc' or 'chw'")
+        raise ValueError("imgstat.normalize: layout (the input's axes) must "
+                         "be 'hwc' or 'chw'")
+    if out_layout not in (None, "hwc", "chw"):
+        raise ValueError("imgstat.normalize: out_layout (the result's axes) "
+                         "must be 'hwc' or 'chw'")
+    _scale(scale)
     args = (layout, mode, _floats(mean), _floats(std),
             [float(t) for t in clip], _floats(range), bool(linked),
             dtype or "", alpha, scale, backend)
@@ -673,7 +743,16 @@ def normalize(x: _Any, mode: str = "minmax", *,
     if not ok:
         raise ImageError(*value)
     if isinstance(value, tuple):  # (a DLPack capsule, its CUDA device)
+        if out_layout not in (None, layout):
+            raise ValueError("imgstat.normalize: out_layout is for a host "
+                             "array's result (a CUDA result keeps the "
+                             "input's layout)")
         return _like_input(x, *value)
+    if out_layout not in (None, layout) and value.ndim == 3:
+        import numpy  # a dependency of the package
+        # the other axes' order, its samples contiguous
+        order = (2, 0, 1) if out_layout == "chw" else (1, 2, 0)
+        value = numpy.ascontiguousarray(value.transpose(order))
     return value
 
 
@@ -702,7 +781,7 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
                     clip: _Sequence[float] = (1, 99),
                     range: _Optional[_Sequence[float]] = None,
                     linked: bool = False, dtype: _Optional[str] = None,
-                    alpha: str = "copy", scale: str = "none",
+                    alpha: str = "copy", scale: str = "native",
                     dataset: bool = False, as_: str = "keep",
                     format: _Optional[str] = None, layout: str = "hwc",
                     compression: _Optional[int] = None,
@@ -719,9 +798,10 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
     dataset: one plan for every input from their pooled figures (minmax,
     clip, zscore), each converted to the layout as_ ("keep", "gray", "rgb",
     "rgba") first; format: "png", "npy" or "pfm" (default: from out's name
-    for one file, else PNG, and .npy for float32); layout: "hwc" or "chw"
-    for .npy; compression: PNG's deflate level 0..9; skip_existing: an input
-    whose output is there is not read.
+    for one file, else PNG, and .npy for float32); layout: the axes of the
+    .npy files written, "hwc" or "chw" (``--layout``; normalize()'s
+    out_layout); compression: PNG's deflate level 0..9; skip_existing: an
+    input whose output is there is not read.
 
     Before any work, the run is refused (ValueError) when two inputs would
     write one output, an output would replace an input, or out's name says
@@ -729,16 +809,19 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
     renamed when complete: nothing is half-written, even when Ctrl-C stops
     the run.
 
-    Returns a list, in input order, of NormalizedFile; errors: "raise" (the
-    run stops at the first input that fails and its ImageError is raised:
-    the files written before it stay), "skip" (failed inputs are left out)
-    or "record" (an ImageError in the input's place: ``path`` the input, or
-    the output when writing it failed). With dataset=True a run that could
+    Returns a list, in input order, of NormalizedFile. An input that fails
+    does not stop the run (as ``imgstat normalize`` goes on and exits 1);
+    errors says how its failure is reported: "raise" (every other input is
+    written, then RunFailed is raised: its ``result`` the list of
+    NormalizedFile, its ``failures`` the ImageError of each input that
+    failed), "skip" (failed inputs are left out) or "record" (an ImageError
+    in the input's place: ``path`` the input, or the output when writing it
+    failed). With dataset=True a run that could
     read no image (a folder that does not exist or holds no images: every
     input failed) raises the first failure's ImageError whatever errors
     says: there is no plan to normalize with."""
-    if errors not in ("raise", "skip", "record"):
-        raise ValueError("errors must be 'raise', 'skip' or 'record'")
+    _errors(errors)
+    _scale(scale)
     if layout not in ("hwc", "chw"):
         raise ValueError("layout must be 'hwc' or 'chw'")
     if not isinstance(out, _PATH):
@@ -749,21 +832,23 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
         [float(t) for t in clip], _floats(range), bool(linked), dtype or "",
         alpha, scale, bool(dataset), as_, format or "", layout,
         -1 if compression is None else int(compression), bool(skip_existing),
-        errors == "raise", backend)
+        False, backend)
     if not result[0]:
         _, kind, message = result
         raise (ValueError if kind == "arg" else RuntimeError)(message)
     _, items, _counts, _cancelled = result
     if dataset and items and all(f is not None for *_, f in items):
         raise ImageError(*items[0][3])
-    done = []
+    done, failures = [], []
     for path, output, skipped, failure in items:
         if failure is None:
             done.append(NormalizedFile(path, output, skipped))
         elif errors == "raise":
-            raise ImageError(*failure)
+            failures.append(ImageError(*failure))
         elif errors == "record":
             done.append(ImageError(*failure))
+    if failures:
+        raise RunFailed(failures, done)
     return done
 
 

@@ -45,16 +45,16 @@ Geometry geometry_from(size_t nd, const int64_t *shape, const int64_t *strides,
     g.s_chan = strides[chan];
   }
   if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
-    throw nb::value_error("imgstat.stats: an image has 1 to 4 channels (is "
-                          "the layout right? layout='hwc' or 'chw')");
+    throw nb::value_error("an image has 1 to 4 channels (is the layout of "
+                          "the input right? layout='hwc' or 'chw')");
   if (g.height == 0 || g.width == 0)
-    throw nb::value_error("imgstat.stats: the array is empty");
+    throw nb::value_error("the array is empty");
   return g;
 }
 
 bool layout_chw(const std::string &layout) {
   if (layout != "hwc" && layout != "chw")
-    throw nb::value_error("imgstat.stats: layout must be 'hwc' or 'chw'");
+    throw nb::value_error("layout must be 'hwc' or 'chw'");
   return layout == "chw";
 }
 

@@ -45,7 +45,8 @@ bool scale_unit(const std::string &scale) {
   if (scale == "unit")
     return true;
   if (scale != "none" && scale != "native")
-    throw nb::value_error("scale must be 'none' or 'unit'");
+    throw nb::value_error("scale must be 'native' (or 'none', its synonym) "
+                          "or 'unit'");
   return false;
 }
 

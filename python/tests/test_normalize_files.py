@@ -204,12 +204,14 @@ def test_errors_convention_and_no_temporaries(arrays, tmp_path):
     whole = (src / "a.npy").read_bytes()  # a header, then too few samples
     (src / "broken.npy").write_bytes(whole[:len(whole) - 5])
     out = tmp_path / "out"
-    with pytest.raises(imgstat.ImageError) as e:
+    with pytest.raises(imgstat.RunFailed) as e:
         imgstat.normalize_files(src, out, jobs=1, format="npy")
     assert e.value.path == str(src / "broken.npy")
     assert e.value.status in ("format", "io") and e.value.message
-    # the run stopped there: the files before it are written, whole
-    assert files_under(out) == ["a.npy", "b.npy"]
+    # the run went on past it: every other file is written, whole
+    assert files_under(out) == sorted(images)
+    assert [os.path.relpath(d.input, src) for d in e.value.result] == \
+        sorted(images)
     done = imgstat.normalize_files(src, out, errors="skip", format="npy")
     assert [os.path.relpath(d.input, src) for d in done] == sorted(images)
     got = imgstat.normalize_files(src, out, errors="record", format="npy")

@@ -127,7 +127,7 @@ def test_scan_goes_past_such_files(folder):
 
 def test_dataset_goes_past_such_files(folder, tmp_path):
     root, gray = folder
-    d = imgstat.dataset(os.fsdecode(root), as_="keep")
+    d = imgstat.dataset(os.fsdecode(root), as_="keep", errors="record")
     assert d.images == 2 and d.pooled == 1
     assert d.mean == (gray.mean(),)
     assert [os.fsencode(f.path) for f in d.failures] == [
@@ -140,7 +140,7 @@ def test_dataset_goes_past_such_files(folder, tmp_path):
     assert os.fsencode(ch["max_file"]) == root + b"/good\xfe.pgm"
     other = os.fsencode(tmp_path) + b"/e\xfc"
     os.rename(root, other)
-    d = imgstat.dataset([other], as_="keep")
+    d = imgstat.dataset([other], as_="keep", errors="record")
     assert [os.fsencode(f.path) for f in d.failures] == [
         other + b"/bad\xff.pgm"]
     assert [os.fsencode(x["file"]) for x in d.excluded] == [

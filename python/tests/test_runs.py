@@ -47,10 +47,12 @@ def test_scan_errors(folder):
     bad.write_bytes(bad.read_bytes()[:-7])
     missing = root / "missing.png"
     inputs = [root, missing]
-    with pytest.raises(imgstat.ImageError) as e:
+    with pytest.raises(imgstat.RunFailed) as e:
         list(imgstat.scan(inputs))
     assert e.value.path == str(bad)
     assert e.value.status == "format"
+    # the run went past both: each failure, in input order
+    assert [f.path for f in e.value.failures] == [str(bad), str(missing)]
     skipped = list(imgstat.scan(inputs, errors="skip"))
     assert [r.file for r in skipped] == list(images)
     recorded = list(imgstat.scan(inputs, errors="record"))
@@ -147,10 +149,13 @@ def test_dataset_layouts_and_failures(tmp_path):
     np.save(tmp_path / "a.npy", rgb)
     np.save(tmp_path / "b.npy", gray)
     (tmp_path / "c.npy").write_bytes(b"nope")
-    keep = imgstat.dataset(tmp_path)
+    with pytest.raises(imgstat.RunFailed) as e:
+        imgstat.dataset(tmp_path)
+    assert e.value.result.pooled == 1
+    keep = imgstat.dataset(tmp_path, errors="record")
     assert keep.pooled == 1 and len(keep.excluded) == 1
     assert [f.path for f in keep.failures] == [str(tmp_path / "c.npy")]
-    as_rgb = imgstat.dataset(tmp_path, as_="rgb")
+    as_rgb = imgstat.dataset(tmp_path, as_="rgb", errors="record")
     assert as_rgb.pooled == 2
     pooled = np.concatenate([rgb.reshape(-1, 3),
                              np.repeat(gray.reshape(-1, 1), 3, axis=1)])
