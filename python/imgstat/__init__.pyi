@@ -16,6 +16,12 @@ class ImageError(Exception):
     def __init__(self, path: str, status: str, message: str) -> None: ...
     def to_dict(self) -> dict: ...
 
+class RunFailed(ImageError):
+    failures: list[ImageError]
+    result: Any
+    def __init__(self, failures: list[ImageError],
+                 result: Any = ...) -> None: ...
+
 class Stats:
     def to_dict(self) -> dict: ...
     @property
@@ -86,7 +92,7 @@ def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             range: Optional[Sequence[float]] = ..., ddof: int = ...,
             jobs: int = ..., backend: str = ..., follow: bool = ...,
             files_from: Optional[_Inputs] = ...,
-            jpeg_decoder: str = ...) -> Dataset: ...
+            jpeg_decoder: str = ..., errors: str = ...) -> Dataset: ...
 class DeviceArray:
     """A CUDA array made by imgstat.normalize (for a CUDA input that is
     neither torch nor CuPy); any DLPack consumer takes it, once."""
@@ -99,7 +105,8 @@ def normalize(x: Any, mode: str = ..., *,
               clip: Sequence[float] = ...,
               range: Optional[Sequence[float]] = ..., linked: bool = ...,
               dtype: Optional[str] = ..., alpha: str = ..., scale: str = ...,
-              layout: str = ..., backend: str = ...) -> Any: ...
+              layout: str = ..., backend: str = ...,
+              out_layout: Optional[str] = ...) -> Any: ...
 class NormalizedFile:
     input: str
     output: Optional[str]
