@@ -20,9 +20,12 @@
  * accumulator that saw every image.
  *
  * Pooling rules (docs/dataset.md):
- *  - Layout: with --as keep (IMGSTAT_AS_KEEP) the layout and the depth of
- *    the first image define the pool; images of another layout or depth
- *    are left out and listed with the reason. --as rgb / rgba / gray
+ *  - Layout: with --as keep (IMGSTAT_AS_KEEP) the layout and the depth
+ *    most images have define the pool (ties to more channels, then to the
+ *    higher depth; with scale unit the layout most images have, every
+ *    depth): counted at the end, so no image's position and no merge order
+ *    decides; images of another layout or depth are left out and listed
+ *    with the reason. --as rgb / rgba / gray
  *    convert: gray -> RGB replicates Y (its partial, three times), RGBA ->
  *    RGB drops alpha, Y / RGB -> RGBA add an opaque alpha (255, 65535 or
  *    1.0), RGB(A) -> gray is Rec. 601 luma: integer images
@@ -52,7 +55,7 @@ extern "C" {
 
 /* --as: the layout images are converted to before pooling. */
 typedef enum imgstat_dataset_as {
-  IMGSTAT_AS_KEEP = 0, /* no conversion: the first image's layout pools */
+  IMGSTAT_AS_KEEP = 0, /* no conversion: the most images' layout pools */
   IMGSTAT_AS_GRAY,
   IMGSTAT_AS_RGB,
   IMGSTAT_AS_RGBA
@@ -61,6 +64,13 @@ typedef enum imgstat_dataset_as {
 /* "keep", "gray", "rgb", "rgba"; and back (returns 0 for another word). */
 const char *imgstat_dataset_as_name(imgstat_dataset_as as);
 int imgstat_dataset_as_from_name(const char *name, imgstat_dataset_as *out);
+
+/* The --as of a pool or a normalize run: as when given, else rgb with
+ * --scale unit (torchvision's ToTensor after its default loader, Pillow's
+ * convert("RGB")) and keep without. One rule for imgstat --dataset, imgstat
+ * normalize and the Python front ends. */
+imgstat_dataset_as
+imgstat_dataset_as_default(int as_given, imgstat_dataset_as as, int scale_unit);
 
 /* The default robust z-score threshold of the outlier rule. */
 #define IMGSTAT_DATASET_OUTLIER_Z 5.0

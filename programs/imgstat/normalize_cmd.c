@@ -322,6 +322,9 @@ static int parse(int argc, char **argv, norm_cli *c, ist_opt_seen *seen) {
   int status = ist_opt_parse(&syntax, argc, argv, c, seen);
   if (status >= 0)
     return status;
+  /* --scale unit converts as imgstat --dataset --scale unit pools */
+  c->as = imgstat_dataset_as_default(seen->spelled[IST_OPT_AS] != NULL, c->as,
+                                     c->norm.scale_unit);
   int given = c->have_mean || c->have_std || c->stats_from;
   if (c->have_range && (c->mode_set || given))
     return usage("--range replaces the mode and --mean/--std: give one");

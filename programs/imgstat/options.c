@@ -444,10 +444,13 @@ static const ist_opt table[] = {
      "replicated,\n"
      "                     alpha dropped: Pillow's convert('RGB')), rgba "
      "(opaque\n"
-     "                     alpha added) or keep (images of another layout "
-     "or\n"
-     "                     depth than the first are left out); default rgb\n"
-     "                     with --scale unit, else keep\n"},
+     "                     alpha added) or keep (the layout and depth "
+     "most\n"
+     "                     images have pool, ties to more channels, then "
+     "more\n"
+     "                     bits; the others are left out); default rgb "
+     "with\n"
+     "                     --scale unit, else keep\n"},
     {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit,none",
      "--scale: '%s' is not native (or none, its synonym) or unit", S_DATASET,
      "  --scale unit       samples in 0..1 (8-bit / 255, 16-bit / 65535, "
@@ -598,7 +601,9 @@ static const ist_opt table[] = {
      "alpha\n"
      "                     dropped: torchvision's (3, H, W) for every "
      "image),\n"
-     "                     rgba (opaque alpha added) or keep (default)\n"},
+     "                     rgba (opaque alpha added) or keep; default rgb "
+     "with\n"
+     "                     --scale unit, else keep\n"},
     {"--bins", NULL, N, IST_OPT_FLOAT_BINS, 1, read_uint, 1,
      IMGSTAT_FLOAT_BINS_MAX, NULL,
      "--bins: '%s' is not a number from 1 to 16777216", N_OPTIONS,

@@ -374,8 +374,8 @@ int ist_stats_parse_args(int argc, char **argv, stats_options *o) {
   /* --scale unit is torchvision's ToTensor: without --as, the layouts of
    * its default loader too (Pillow's convert("RGB"): gray replicated, alpha
    * dropped), so that the Normalize line is what ImageFolder gives */
-  if (o->ds.scale_unit && !seen.spelled[IST_OPT_AS])
-    o->ds.as = IMGSTAT_AS_RGB;
+  o->ds.as = imgstat_dataset_as_default(seen.spelled[IST_OPT_AS] != NULL,
+                                        o->ds.as, o->ds.scale_unit);
   ist_opt_warn_no_effect(&syntax, o, &seen, o->quiet);
   return -1;
 }

@@ -677,12 +677,10 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     in its ``failures``."""
     _errors(errors, ("raise", "record"))
     _scale(scale)
-    if as_ is None:
-        as_ = "rgb" if scale == "unit" else "keep"
     ddof = _check_ddof(ddof)
     record, failures = _imgstat.dataset(
-        _sources(inputs), _lists(files_from), int(jobs), bool(follow), as_,
-        scale, float(outlier_z),
+        _sources(inputs), _lists(files_from), int(jobs), bool(follow),
+        "" if as_ is None else as_, scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
         bool(histogram), _percentiles(percentiles), backend, jpeg_decoder)
     failures = [ImageError(*f) for f in failures]
@@ -782,7 +780,7 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
                     range: _Optional[_Sequence[float]] = None,
                     linked: bool = False, dtype: _Optional[str] = None,
                     alpha: str = "copy", scale: str = "native",
-                    dataset: bool = False, as_: str = "keep",
+                    dataset: bool = False, as_: _Optional[str] = None,
                     format: _Optional[str] = None, layout: str = "hwc",
                     compression: _Optional[int] = None,
                     skip_existing: bool = False, errors: str = "raise",
@@ -797,7 +795,8 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
 
     dataset: one plan for every input from their pooled figures (minmax,
     clip, zscore), each converted to the layout as_ ("keep", "gray", "rgb",
-    "rgba") first; format: "png", "npy" or "pfm" (default: from out's name
+    "rgba"; default "rgb" with scale="unit", as torchvision's loader, else
+    "keep") first; format: "png", "npy" or "pfm" (default: from out's name
     for one file, else PNG, and .npy for float32); layout: the axes of the
     .npy files written, "hwc" or "chw" (``--layout``; normalize()'s
     out_layout); compression: PNG's deflate level 0..9; skip_existing: an
@@ -830,7 +829,8 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
         _sources(inputs), _lists(files_from), out, int(jobs),
         bool(follow), mode, _floats(mean), _floats(std),
         [float(t) for t in clip], _floats(range), bool(linked), dtype or "",
-        alpha, scale, bool(dataset), as_, format or "", layout,
+        alpha, scale, bool(dataset), "" if as_ is None else as_,
+        format or "", layout,
         -1 if compression is None else int(compression), bool(skip_existing),
         False, backend)
     if not result[0]:

@@ -123,8 +123,9 @@ bool sample_from_name(const std::string &name, imgstat_sample *out);
 bool scale_unit(const std::string &scale);
 // range (low, high) with low < high.
 std::pair<double, double> range_of(const std::vector<double> &range);
-// as_: "keep", "gray", "rgb" or "rgba".
-imgstat_dataset_as as_of(const std::string &as);
+// as_: "keep", "gray", "rgb" or "rgba" (empty: not given, the default of
+// scale_unit).
+imgstat_dataset_as as_of(const std::string &as, bool scale_unit);
 // The engine's options of every call: the backend, the fast kernel, the
 // default limits.
 void engine_defaults(imgstat_engine_options *o, imgstat_backend backend);

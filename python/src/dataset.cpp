@@ -74,8 +74,8 @@ nb::tuple dataset(nb::handle inputs, nb::handle lists, int jobs, bool follow,
                             jpeg_decoder);
   a.dataset = true;
   std::memset(&a.ds, 0, sizeof a.ds);
-  a.ds.as = as_of(as);
   a.ds.scale_unit = scale_unit(scale);
+  a.ds.as = as_of(as, a.ds.scale_unit);
   if (!(outlier_z > 0))
     throw nb::value_error("outlier_z must be positive");
   a.ds.outlier_z = outlier_z;

@@ -117,7 +117,7 @@ nb::tuple normalize_files(nb::handle inputs, nb::handle lists,
   no.norm = norm_options(mode, mean, std_, clip, range, linked, dtype, alpha,
                          scale, 0);
   no.dataset = dataset;
-  no.as = as_of(as);
+  no.as = as_of(as, no.norm.scale_unit);
   if (format == "png")
     no.format = IMGSTAT_FILE_PNG;
   else if (format == "npy")

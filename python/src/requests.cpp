@@ -56,8 +56,10 @@ std::pair<double, double> range_of(const std::vector<double> &range) {
   return {range[0], range[1]};
 }
 
-imgstat_dataset_as as_of(const std::string &as) {
-  imgstat_dataset_as out;
+imgstat_dataset_as as_of(const std::string &as, bool scale_unit) {
+  imgstat_dataset_as out = IMGSTAT_AS_KEEP;
+  if (as.empty()) /* not given: the command line's rule */
+    return imgstat_dataset_as_default(0, out, scale_unit);
   if (!imgstat_dataset_as_from_name(as.c_str(), &out))
     throw nb::value_error("as_ must be 'keep', 'gray', 'rgb' or 'rgba'");
   return out;

@@ -330,3 +330,32 @@ def test_one_file_like_cli(cli, tmp_path):
         assert d.output == str(tmp_path / name)
         assert ((tmp_path / name).read_bytes() ==
                 (tmp_path / ("cli-" + name)).read_bytes())
+
+
+def test_scale_unit_converts_as_the_dataset_pools(tmp_path):
+    """scale="unit" without as_ converts to RGB, as imgstat.dataset and the
+    command line do: a gray first file neither picks the pool's layout nor
+    fails; as_="keep" pools the layout most images have."""
+    from PIL import Image
+    src = tmp_path / "in"
+    src.mkdir()
+    rng = np.random.default_rng(5)
+    gray = rng.integers(0, 256, (4, 5), dtype=np.uint8)
+    Image.fromarray(gray).save(src / "a.png")
+    rgbs = [rng.integers(0, 256, (3, 2, 3), dtype=np.uint8) for _ in range(2)]
+    for k, a in enumerate(rgbs):
+        Image.fromarray(a).save(src / ("b%d.png" % k))
+    px = np.concatenate([np.stack([gray] * 3, -1).reshape(-1, 3)] +
+                        [a.reshape(-1, 3) for a in rgbs]) / 255.0
+    d = imgstat.dataset(str(src), scale="unit")
+    assert np.allclose(d.mean, px.mean(axis=0), rtol=1e-12)
+    keep = imgstat.dataset(str(src), as_="keep")
+    rgb_px = np.concatenate([a.reshape(-1, 3) for a in rgbs])
+    assert keep.pooled == 2 and len(keep.mean) == 3
+    assert np.allclose(keep.mean, rgb_px.mean(axis=0), rtol=1e-12)
+    imgstat.normalize_files(str(src), str(tmp_path / "z"), mode="zscore",
+                            dataset=True, scale="unit")
+    z = np.load(tmp_path / "z" / "a.npy")
+    want = (np.stack([gray] * 3, -1) / 255.0 - px.mean(axis=0)) / \
+        px.std(axis=0)
+    assert z.shape == (4, 5, 3) and np.allclose(z, want, atol=1e-5)

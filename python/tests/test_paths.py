@@ -127,24 +127,26 @@ def test_scan_goes_past_such_files(folder):
 
 def test_dataset_goes_past_such_files(folder, tmp_path):
     root, gray = folder
+    # one gray, one RGB: the tie goes to more channels, whatever the order
     d = imgstat.dataset(os.fsdecode(root), as_="keep", errors="record")
+    rgb = np.arange(24, dtype=np.uint8).reshape(2, 4, 3)
     assert d.images == 2 and d.pooled == 1
-    assert d.mean == (gray.mean(),)
+    assert d.mean == tuple(rgb.reshape(-1, 3).mean(axis=0))
     assert [os.fsencode(f.path) for f in d.failures] == [
         root + b"/bad\xff.pgm"]
     assert b"\xea" in os.fsencode(d.failures[0].message)
     assert [os.fsencode(x["file"]) for x in d.excluded] == [
-        root + b"/rgb\xfd.ppm"]
+        root + b"/good\xfe.pgm"]
     ch = d.to_dict()["dataset"]["stats"][0]
-    assert os.fsencode(ch["min_file"]) == root + b"/good\xfe.pgm"
-    assert os.fsencode(ch["max_file"]) == root + b"/good\xfe.pgm"
+    assert os.fsencode(ch["min_file"]) == root + b"/rgb\xfd.ppm"
+    assert os.fsencode(ch["max_file"]) == root + b"/rgb\xfd.ppm"
     other = os.fsencode(tmp_path) + b"/e\xfc"
     os.rename(root, other)
     d = imgstat.dataset([other], as_="keep", errors="record")
     assert [os.fsencode(f.path) for f in d.failures] == [
         other + b"/bad\xff.pgm"]
     assert [os.fsencode(x["file"]) for x in d.excluded] == [
-        other + b"/rgb\xfd.ppm"]
+        other + b"/good\xfe.pgm"]
 
 
 def test_normalize_files_goes_past_such_files(folder, tmp_path):

@@ -32,6 +32,14 @@ int imgstat_dataset_as_from_name(const char *name, imgstat_dataset_as *out) {
   return 0;
 }
 
+imgstat_dataset_as imgstat_dataset_as_default(int as_given,
+                                              imgstat_dataset_as as,
+                                              int scale_unit) {
+  if (as_given)
+    return as;
+  return scale_unit ? IMGSTAT_AS_RGB : IMGSTAT_AS_KEEP;
+}
+
 static int depth_index(imgstat_sample s) {
   return s == IMGSTAT_U8 ? 0 : s == IMGSTAT_U16 ? 1 : 2;
 }

@@ -399,12 +399,24 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
     res->nnames++;
   }
   res->images = n;
-  /* the pool: the first image's layout, and its depth unless scale_unit */
-  int layout = 0, mask = 0;
-  if (n > 0) {
-    layout = s[0]->pooled;
-    mask = d->o.scale_unit ? 7 : 1 << s[0]->depth;
-  }
+  /* the pool: the layout and depth most images have (every depth with
+   * scale_unit), ties to more channels, then to the higher depth; from the
+   * counts alone, so that no image's position decides */
+  uint64_t count[NLAYOUT][NDEPTH];
+  memset(count, 0, sizeof count);
+  for (size_t i = 0; i < n; i++)
+    count[s[i]->pooled][d->o.scale_unit ? 0 : s[i]->depth]++;
+  int layout = 0, depth = 0, mask = 0;
+  uint64_t most = 0;
+  for (int l = 1; l < NLAYOUT; l++)
+    for (int k = 0; k < NDEPTH; k++)
+      if (count[l][k] > 0 && count[l][k] >= most) {
+        most = count[l][k];
+        layout = l;
+        depth = k;
+      }
+  if (n > 0)
+    mask = d->o.scale_unit ? 7 : 1 << depth;
   for (size_t i = 0; i < n; i++) {
     if (s[i]->pooled == layout && (mask & (1 << s[i]->depth))) {
       pooled[i] = 1;
@@ -422,9 +434,10 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
     e->ordinal = s[i]->ordinal;
     e->kinds = (s[i]->pooled != layout ? IMGSTAT_DATASET_NOTE_LAYOUT : 0) |
                (mask & (1 << s[i]->depth) ? 0 : IMGSTAT_DATASET_NOTE_DEPTH);
-    note_add(e, 0, "%s %s, the dataset is %s %s",
+    note_add(e, 0, "%s %s, the dataset is %s%s%s",
              imgstat_layout_name(s[i]->pooled), depth_text(s[i]->depth),
-             imgstat_layout_name(layout), depth_text(s[0]->depth));
+             imgstat_layout_name(layout), d->o.scale_unit ? "" : " ",
+             d->o.scale_unit ? "" : depth_text(depth));
   }
   res->channels = layout;
   for (int c = 0; c < layout; c++) {

@@ -357,6 +357,17 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
   }
   fprintf(out, "  as=%s  scale=%s\n", imgstat_dataset_as_name(r->as),
           r->scale_unit ? "unit" : "none");
+  /* why this layout: --as keep pools the one most images have */
+  int odd = 0;
+  for (size_t i = 0; i < r->nexcluded; i++)
+    odd |= (r->excluded[i].kinds &
+            (IMGSTAT_DATASET_NOTE_LAYOUT | IMGSTAT_DATASET_NOTE_DEPTH)) != 0;
+  if (r->as == IMGSTAT_AS_KEEP && r->channels && odd)
+    fprintf(out,
+            "pooled: the layout%s most images have (ties: more channels%s); "
+            "--as rgb converts instead\n",
+            r->scale_unit ? "" : " and depth",
+            r->scale_unit ? "" : ", then more bits");
   /* what was left out, converted or flagged, before the pooled figures */
   ds_notes_text(out, r, 0);
   if (r->converted) {

@@ -267,6 +267,38 @@ static void test_as_rgb_replicates(void) {
   free_images();
 }
 
+/* --as keep pools the layout and depth most images have, a tie to more
+ * channels then more bits, whatever image comes first and however the
+ * accumulators merge: of a gray 8-bit image (ordinal 4, the first), an RGB
+ * 8-bit one and an RGB 16-bit one, one each, the RGB 16-bit one pools (more
+ * channels, then more bits); with scale unit the two RGB ones. */
+static void test_layout_most_images(void) {
+  make_images();
+  static const int all[] = {4, 5, 7}, first[] = {4}, rest[] = {7, 5};
+  for (int scale = 0; scale < 2; scale++) {
+    imgstat_dataset_options o;
+    memset(&o, 0, sizeof o);
+    o.scale_unit = scale;
+    imgstat_error err;
+    imgstat_dataset *a = accumulate(&o, all, 3);
+    imgstat_dataset *x = accumulate(&o, first, 1), *y = accumulate(&o, rest, 2);
+    CU_ASSERT(imgstat_dataset_merge(y, x, &err) == IMGSTAT_OK);
+    imgstat_dataset_result ra, ry;
+    CU_ASSERT_FATAL(imgstat_dataset_finish(a, 0, &ra, &err) == IMGSTAT_OK);
+    CU_ASSERT_FATAL(imgstat_dataset_finish(y, 0, &ry, &err) == IMGSTAT_OK);
+    CU_ASSERT(ra.channels == 3);
+    CU_ASSERT(ra.pooled == (scale ? 2u : 1u));
+    CU_ASSERT(ra.depths == (scale ? 3 : 2));
+    CU_ASSERT(same_result(&ra, &ry));
+    imgstat_dataset_result_free(&ra);
+    imgstat_dataset_result_free(&ry);
+    imgstat_dataset_destroy(a);
+    imgstat_dataset_destroy(x);
+    imgstat_dataset_destroy(y);
+  }
+  free_images();
+}
+
 static void test_arguments(void) {
   imgstat_dataset *d = NULL, *e = NULL;
   imgstat_error err;
@@ -383,6 +415,7 @@ static const test_case tests[] = {
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
     {"every order and grouping: the same result", test_groupings},
     {"--as rgb replicates gray", test_as_rgb_replicates},
+    {"--as keep: the layout most images have", test_layout_most_images},
     {"arguments", test_arguments},
     {"a read-once input: the pool's cause", test_read_once_cause},
     {NULL, NULL}};

@@ -5,12 +5,14 @@ says what happened.
 Usage: normalize_as_check.py IMGSTAT TMPDIR
 
   * --mean/--std counts that do not match an image's channels are an error
-    naming the file (gray with 3 values, RGB with 4), nothing written;
+    naming the file (gray with 3 values under --as keep, RGB with 4),
+    nothing written;
   * --as rgb --scale unit --mean/--std --layout chw gives, for gray, gray +
     alpha, palette and RGBA PNGs, torchvision's tensor: (3, H, W) of
     (Pillow convert('RGB') / 255 - mean) / std, computed here with numpy;
-  * normalize --dataset on a mixed folder names the refused files (at most
-    5) and their count, suggests --as, writes nothing; with --as rgb it runs;
+  * normalize --dataset --as keep on a mixed folder pools the layout most
+    images have, names the refused files (at most 5) and their count,
+    suggests --as, writes nothing; with --as rgb it runs;
   * a run prints one summary line "N written to OUT, F failed, T s" on
     stderr, and nothing with -q.
 """
@@ -41,8 +43,9 @@ Image.fromarray(u8(9, 11), "L").save(f"{d}/gray.png")
 Image.fromarray(u8(10, 8, 2), "LA").save(f"{d}/gray_alpha.png")
 Image.fromarray(u8(7, 13, 4), "RGBA").save(f"{d}/rgba.png")
 Image.fromarray(u8(6, 5, 3), "RGB").save(f"{d}/rgb.png")
-for k in range(6):  # more RGB files than the refusal names
+for k in range(6):  # more RGB files than gray ones, more gray than named
     Image.fromarray(u8(4, 4, 3), "RGB").save(f"{d}/rgb_more{k}.png")
+    Image.fromarray(u8(5, 4), "L").save(f"{d}/gray_more{k}.png")
 pal = Image.fromarray(rng.integers(0, 6, (11, 9), dtype=np.uint8), "P")
 pal.putpalette([int(v) for v in u8(18)])
 pal.save(f"{d}/palette.png")
@@ -57,8 +60,8 @@ ms = ["--scale", "unit", "--mean", ",".join(map(str, mean)),
 for f, m, s in (("gray.png", "0.5,0.5,0.5", "0.2,0.2,0.2"),
                 ("rgb.png", "0.5,0.5,0.5,0.5", "0.2,0.2,0.2,0.2")):
     out = os.path.join(tmp, "bad.npy")
-    r = run("normalize", "--scale", "unit", "--mean", m, "--std", s,
-            os.path.join(d, f), "-o", out)
+    r = run("normalize", "--as", "keep", "--scale", "unit", "--mean", m,
+            "--std", s, os.path.join(d, f), "-o", out)
     if r.returncode != 1 or os.path.join(d, f) not in r.stderr or \
             "--mean/--std values" not in r.stderr or os.path.exists(out):
         checklib.fail("%s with %s: exit %d, stderr %r, written %s"
@@ -92,14 +95,16 @@ r = run("normalize", "-q", "--as", "rgb", *ms, d, "-o",
 if r.returncode != 0 or r.stderr:
     checklib.fail("-q: exit %d, stderr %r" % (r.returncode, r.stderr))
 
-# --dataset on a mixed folder: the refused files named, --as suggested
+# --dataset on a mixed folder: the layout most images have (RGB, the
+# palette one too) pools; the refused files named, --as suggested
 o2 = os.path.join(tmp, "ds")
 r = run("normalize", "zscore", "--dataset", "--scale", "unit", "--as",
         "keep", d, "-o", o2)
 named = [f for f in names if os.path.join(d, f) + ":" in r.stderr]
 if r.returncode != 1 or not 1 <= len(named) <= 5 or "--as" not in r.stderr \
-        or not re.search(r"\b%d of %d inputs refused" % (len(names) - 1,
-                                                         len(names)),
+        or not re.search(r"\b%d of %d inputs refused" % (
+        len([f for f in names if f.startswith("gray") or f == "rgba.png"]),
+        len(names)),
                          r.stderr) or os.path.exists(o2):
     checklib.fail("--dataset mixed: exit %d, named %s, stderr %r"
          % (r.returncode, named, r.stderr))
