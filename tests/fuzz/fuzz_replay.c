@@ -1,7 +1,7 @@
 /*
- * A main() for the libFuzzer targets (tests/fuzz/fuzz_*.c) without libFuzzer: runs
- * LLVMFuzzerTestOneInput once on each file named on the command line, and on
- * each regular file in a named folder and its subfolders, in name order. So
+ * A main() for the libFuzzer targets (tests/fuzz/fuzz_*.c) without libFuzzer:
+ * runs LLVMFuzzerTestOneInput once on each file named on the command line, and
+ * on each regular file in a named folder and its subfolders, in name order. So
  * the seed files and the fuzzers' regression inputs can be replayed in any
  * build: by ctest (fuzz_replay, under ASan in CI's sanitizer build) and under
  * valgrind (tests/tools/valgrind.sh), which sees what ASan cannot: reads of
