@@ -64,7 +64,10 @@ typedef enum imgstat_cause {
   IMGSTAT_CAUSE_PAGE,
   /* an input that can be read only once, in a dataset's plan that reads
    * every input twice */
-  IMGSTAT_CAUSE_DATASET
+  IMGSTAT_CAUSE_DATASET,
+  /* a dataset's constants in a framework's form (imgstat_dataset_emit)
+   * that the pool cannot give: the message begins with "emit FORM" */
+  IMGSTAT_CAUSE_EMIT
 } imgstat_cause;
 
 /* The reason for a failure, in words for the user (no file name: the caller

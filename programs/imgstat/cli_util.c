@@ -119,6 +119,9 @@ static const setting_words settings[] = {
     {IMGSTAT_CAUSE_DATASET, "", "",
      ", and a dataset's plan reads every input twice",
      ", and --dataset reads every input twice"},
+    /* a framework's form the pool cannot give */
+    {IMGSTAT_CAUSE_EMIT, "emit ", "--emit ", " (as=rgb)", " (--as rgb)"},
+    {IMGSTAT_CAUSE_EMIT, "emit ", "--emit ", "", ""},
 };
 
 /* A setting's message in the program's words (NULL: not one of the table's
@@ -184,6 +187,7 @@ const char *ist_cli_error_words(const imgstat_error *err, char *out) {
   case IMGSTAT_CAUSE_ALPHA:
   case IMGSTAT_CAUSE_PAGE:
   case IMGSTAT_CAUSE_DATASET:
+  case IMGSTAT_CAUSE_EMIT:
     if (setting_message(err, out))
       return out;
     break;

@@ -316,7 +316,8 @@ void ist_stats_print_dataset(run_state *st) {
       char line[IMGSTAT_EMIT_MAX];
       if (imgstat_dataset_emit(&r, (imgstat_emit)k, line, sizeof line, &err) !=
           IMGSTAT_OK) {
-        ist_cli_error("%s", err.message);
+        char words[IMGSTAT_CLI_WORDS_MAX];
+        ist_cli_error("%s", ist_cli_error_words(&err, words));
         st->any_failed = 1;
       }
     }

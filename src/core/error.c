@@ -55,6 +55,8 @@ const char *imgstat_cause_name(imgstat_cause cause) {
     return "page";
   case IMGSTAT_CAUSE_DATASET:
     return "dataset";
+  case IMGSTAT_CAUSE_EMIT:
+    return "emit";
   case IMGSTAT_CAUSE_NONE:
     break;
   }

@@ -4,6 +4,7 @@
 #include "imgstat/record.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 static const char *const emit_names[IMGSTAT_EMIT_COUNT] = {
@@ -57,27 +58,44 @@ static void put_list(emit_line *l, const double *v, int n, const char *open,
   put(l, close);
 }
 
+/* A form the pool cannot give: the message begins with "emit FORM" (the
+ * setting in the library's words), its cause IMGSTAT_CAUSE_EMIT. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static imgstat_status
+refuse(imgstat_error *err, const char *fmt, ...) {
+  if (!err)
+    return IMGSTAT_ERR_ARG;
+  char text[IMGSTAT_ERROR_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  imgstat_number_vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  imgstat_error_set(err, IMGSTAT_ERR_ARG, "%s", text);
+  imgstat_error_cause(err, IMGSTAT_CAUSE_EMIT, 0, 0, NULL);
+  return IMGSTAT_ERR_ARG;
+}
+
 imgstat_status imgstat_dataset_emit(const imgstat_dataset_result *r,
                                     imgstat_emit form, char *buf, size_t size,
                                     imgstat_error *err) {
   const char *name = imgstat_emit_name(form);
   if (!*name)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "unknown --emit form %d",
-                             (int)form);
+    return refuse(err, "emit form %d: unknown", (int)form);
   if (!r->scale_unit)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "--emit %s: needs the 0..1 figures of --scale "
-                             "unit (scale=unit), not the images' own units",
-                             name);
+    return refuse(err,
+                  "emit %s: needs the 0..1 figures of scale=unit, not the "
+                  "images' own units",
+                  name);
   int n = r->channels;
   if (n < 1)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "--emit %s: no image was pooled", name);
+    return refuse(err, "emit %s: no image was pooled", name);
   if ((form == IMGSTAT_EMIT_MMCV || form == IMGSTAT_EMIT_DETECTRON2) && n != 3)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "--emit %s: needs an RGB pool (its BGR order), "
-                             "not %s (--as rgb)",
-                             name, imgstat_layout_name(n));
+    return refuse(err,
+                  "emit %s: needs an RGB pool (its BGR order), not %s "
+                  "(as=rgb)",
+                  name, imgstat_layout_name(n));
   double mean[IMGSTAT_MAX_CHANNELS], std[IMGSTAT_MAX_CHANNELS];
   double mean255[IMGSTAT_MAX_CHANNELS], std255[IMGSTAT_MAX_CHANNELS];
   double var255[IMGSTAT_MAX_CHANNELS];
@@ -85,9 +103,8 @@ imgstat_status imgstat_dataset_emit(const imgstat_dataset_result *r,
     const imgstat_dataset_channel *d = &r->ch[c];
     if (!d->has_values || !d->has_std || !isfinite(d->mean) ||
         !isfinite(d->std))
-      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                               "--emit %s: channel %s has no mean and std",
-                               name, imgstat_channel_name(n, c));
+      return refuse(err, "emit %s: channel %s has no mean and std", name,
+                    imgstat_channel_name(n, c));
     mean[c] = d->mean;
     std[c] = d->std;
     /* the 0..255 units: the 0..1 double times 255; variance: std squared */
@@ -154,8 +171,7 @@ imgstat_status imgstat_dataset_emit(const imgstat_dataset_result *r,
     break;
   }
   if (l.full)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "--emit %s: the text needs more than %zu bytes",
-                             name, size);
+    return refuse(err, "emit %s: the text needs more than %zu bytes", name,
+                  size);
   return IMGSTAT_OK;
 }
