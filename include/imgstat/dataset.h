@@ -176,6 +176,10 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
 /* ---- the result ------------------------------------------------------------
  */
 
+/* Ranks per channel whose exact values a float pool keeps: the median,
+ * the percentiles of a record and clip's two. */
+#define IMGSTAT_DATASET_EXACT_MAX (IMGSTAT_MAX_PERCENTILES + 3)
+
 /* Where an extremum was first seen. */
 typedef struct imgstat_dataset_where {
   const char *file; /* the image's name (owned by the result) */
@@ -203,7 +207,24 @@ typedef struct imgstat_dataset_channel {
   int has_histogram;
   imgstat_histogram hist; /* owned; 16-bit bins for mixed 8/16 units */
   imgstat_hist_figures hist_figures;
+  /* Float pools: the exact values of the ranks the second read found
+   * (imgstat_dataset_float_exact): the sample at rank exact_rank[i] of the
+   * channel's finite samples in ascending order is exact_value[i]. A rank
+   * not among them is only known within its bin (histogram_note says
+   * why). See imgstat_dataset_channel_percentile. */
+  int nexact;
+  uint64_t exact_rank[IMGSTAT_DATASET_EXACT_MAX];
+  double exact_value[IMGSTAT_DATASET_EXACT_MAX];
 } imgstat_dataset_channel;
+
+/* Percentile p (0..100) of a channel's pooled histogram by the rank rule
+ * (docs/normalize.md), in the histogram's units: the exact sample value
+ * when the channel has it for p's rank (float pools after
+ * imgstat_dataset_float_exact; integer histograms always), else the
+ * bin-interpolated value. Returns 0 when the channel has no histogram or
+ * no sample. */
+int imgstat_dataset_channel_percentile(const imgstat_dataset_channel *ch,
+                                       double p, double *value);
 
 /* What a note says, one bit each (a note may say several): the layout or
  * the depth differs (an image left out: from the pool's; an outlier: from
@@ -241,7 +262,9 @@ typedef struct imgstat_dataset_result {
   int ddof;
   imgstat_dataset_channel ch[IMGSTAT_MAX_CHANNELS];
   /* Pooled histograms asked for but not made (e.g. float without a range,
-   * float and integer mixed): why, else "". */
+   * float and integer mixed), or float percentiles left within one bin
+   * (no second read: an input read only once, MPI, too many samples in
+   * their bins): why, else "". */
   char histogram_note[160];
   double hist_scale; /* percentile unit: multiply the bin value by it */
   size_t nexcluded;
@@ -259,6 +282,42 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
                                       imgstat_dataset_result *res,
                                       imgstat_error *err);
 void imgstat_dataset_result_free(imgstat_dataset_result *res);
+
+/* ---- exact float percentiles ----------------------------------------------
+ */
+
+/* The ranks of a float pool whose exact values a second read of its
+ * images finds (src/run/dataset_pass.c, imgstat_dataset_float_exact): per
+ * pooled channel, the ranks of the percentiles wanted (by the rank rule),
+ * the bins of the pooled histogram that hold them, and how many samples
+ * those bins hold. */
+typedef struct imgstat_dataset_exact_want {
+  int n; /* ranks wanted */
+  uint64_t rank[IMGSTAT_DATASET_EXACT_MAX];
+  uint32_t bin[IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t before[IMGSTAT_DATASET_EXACT_MAX]; /* samples in earlier bins */
+  int nbins;                                  /* the distinct bins, ascending */
+  uint32_t bins[IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t bin_count[IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t samples; /* in those bins */
+} imgstat_dataset_exact_want;
+
+/* What a second read needs of a finished result r: for each pooled
+ * channel (r->channels) the ranks of percentiles p[0..np) and of the
+ * median. Returns 0 when r has no float pooled histogram (nothing to
+ * refine: integer histograms are exact); the histograms' range and bins
+ * are r->ch[c].hist's. */
+int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
+                               int np, imgstat_dataset_exact_want *want);
+
+/* Records in d the exact value of rank `rank` of pooled channel c (found
+ * by a second read), or a note saying why a float pool's percentiles stay
+ * within one bin (the result's histogram_note, when no other note is
+ * there). imgstat_dataset_finish copies them into the result. */
+imgstat_status imgstat_dataset_set_exact(imgstat_dataset *d, int c,
+                                         uint64_t rank, double value,
+                                         imgstat_error *err);
+void imgstat_dataset_set_exact_note(imgstat_dataset *d, const char *note);
 
 /* ---- the one plan of a pooled dataset ------------------------------------
  */

@@ -45,6 +45,16 @@ typedef struct imgstat_histogram {
   uint64_t inf_count;
 } imgstat_histogram;
 
+/* The bin of a finite f32 sample x by the rule above, with
+ * scale = bins / (hi - lo) (0 when hi == lo) and last = bins - 1: the one
+ * home of that rule for the CPU's histograms and the dataset's second read
+ * of the samples in given bins (imgstat_dataset_float_exact). */
+static inline uint32_t imgstat_histogram_f32_bin(double lo, double scale,
+                                                 uint32_t last, float x) {
+  double t = ((double)x - lo) * scale;
+  return t <= 0.0 ? 0 : (t >= (double)last ? last : (uint32_t)t);
+}
+
 /* Options for computing a histogram. */
 typedef struct imgstat_hist_options {
   uint32_t float_bins; /* f32 only; 0: IMGSTAT_FLOAT_BINS_DEFAULT */

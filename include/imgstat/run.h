@@ -367,6 +367,26 @@ imgstat_status imgstat_dataset_float_range(const imgstat_dataset_pass *p,
                                            int *found, double *lo, double *hi,
                                            int *cancelled, imgstat_error *err);
 
+/* Exact float percentiles of a pool (docs/dataset.md, "Histograms"): after
+ * d has pooled every input with float histograms over a common range, a
+ * second read of the inputs finds the exact value of the median's rank and
+ * of each percentile's in percentiles[0..np) (by the rank rule) for each
+ * pooled channel: the samples of the bins that hold those ranks are kept
+ * (those bins' counts are known: at most max_bytes of them, 4 bytes a
+ * sample), then the order statistic is selected among them. Only float
+ * images of the pool's layout are read (integer inputs: their header).
+ * Stored in d (imgstat_dataset_set_exact): imgstat_dataset_finish then
+ * gives them (imgstat_dataset_channel_percentile). When the samples would
+ * take more than max_bytes, or the second read finds other counts than
+ * the first (an input changed), d gets a note instead and the percentiles
+ * stay within one bin. Does nothing for a pool without a float histogram.
+ * Every input must be one that can be read again (not read_once). */
+imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
+                                           imgstat_dataset *d,
+                                           const double *percentiles, int np,
+                                           uint64_t max_bytes, int *cancelled,
+                                           imgstat_error *err);
+
 /* Pools every input into d (created with the options the pass needs; with
  * histograms over a float range when float images are to have them): each
  * decoded, its statistics (and histograms) computed by p->engine, --as gray

@@ -234,6 +234,90 @@ static void channel_histogram(const imgstat_dataset *d, int layout, int mask,
   imgstat_moments_from_histogram(h, &m);
   imgstat_hist_figures_compute(h, mf ? NULL : &m, NULL, 0, &out->hist_figures);
   out->has_histogram = 1;
+  if (mf) {
+    out->nexact = d->nexact[c];
+    memcpy(out->exact_rank, d->exact_rank[c], sizeof out->exact_rank);
+    memcpy(out->exact_value, d->exact_value[c], sizeof out->exact_value);
+    double v;
+    if (imgstat_dataset_channel_percentile(out, 50.0, &v))
+      out->hist_figures.median = v;
+    if (d->exact_note[0] && !res->histogram_note[0])
+      snprintf(res->histogram_note, sizeof res->histogram_note, "%s",
+               d->exact_note);
+  }
+}
+
+/* ---- exact float percentiles ----------------------------------------------
+ */
+
+int imgstat_dataset_channel_percentile(const imgstat_dataset_channel *ch,
+                                       double p, double *value) {
+  if (!ch->has_histogram || !ch->hist.counts || ch->hist.total == 0)
+    return 0;
+  uint64_t k = imgstat_percentile_rank(ch->hist.total, p);
+  for (int i = 0; i < ch->nexact; i++)
+    if (ch->exact_rank[i] == k) {
+      *value = ch->exact_value[i];
+      return 1;
+    }
+  return imgstat_histogram_percentile(&ch->hist, p, value);
+}
+
+int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
+                               int np, imgstat_dataset_exact_want *want) {
+  memset(want, 0, sizeof(*want) * IMGSTAT_MAX_CHANNELS);
+  int any = 0;
+  for (int c = 0; c < r->channels; c++) {
+    const imgstat_histogram *h = &r->ch[c].hist;
+    imgstat_dataset_exact_want *w = &want[c];
+    if (!r->ch[c].has_histogram || h->sample != IMGSTAT_F32 || !h->total)
+      continue;
+    for (int i = -1; i < np && i + 1 < IMGSTAT_DATASET_EXACT_MAX; i++) {
+      uint64_t k = imgstat_percentile_rank(h->total, i < 0 ? 50.0 : p[i]);
+      int seen = 0;
+      for (int j = 0; j < w->n; j++)
+        seen |= w->rank[j] == k;
+      if (!seen)
+        w->rank[w->n++] = k;
+    }
+    /* each rank's bin, from the cumulative counts */
+    uint64_t cum = 0;
+    for (uint32_t b = 0; b < h->bins; b++) {
+      uint64_t next = cum + h->counts[b];
+      int here = 0;
+      for (int j = 0; j < w->n; j++)
+        if (w->rank[j] > cum && w->rank[j] <= next) {
+          w->bin[j] = b;
+          w->before[j] = cum;
+          here = 1;
+        }
+      if (here) {
+        w->bins[w->nbins] = b;
+        w->bin_count[w->nbins++] = h->counts[b];
+        w->samples += h->counts[b];
+      }
+      cum = next;
+    }
+    any = 1;
+  }
+  return any;
+}
+
+imgstat_status imgstat_dataset_set_exact(imgstat_dataset *d, int c,
+                                         uint64_t rank, double value,
+                                         imgstat_error *err) {
+  if (!d || c < 0 || c >= IMGSTAT_MAX_CHANNELS ||
+      d->nexact[c] >= IMGSTAT_DATASET_EXACT_MAX)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_dataset_set_exact: no room");
+  d->exact_rank[c][d->nexact[c]] = rank;
+  d->exact_value[c][d->nexact[c]++] = value;
+  return IMGSTAT_OK;
+}
+
+void imgstat_dataset_set_exact_note(imgstat_dataset *d, const char *note) {
+  if (d)
+    snprintf(d->exact_note, sizeof d->exact_note, "%s", note ? note : "");
 }
 
 /* Robust z-scores of x[0..n) (median and MAD; the mean absolute deviation

@@ -43,7 +43,12 @@ static imgstat_status measure_pooled(const imgstat_dataset_result *r,
           s = imgstat_histogram_add(&sum, h, err);
         continue;
       }
-      m->has_values[c] = ist_norm_clip_range(h, opts, &m->lo[c], &m->hi[c]);
+      /* clip's two percentiles (ist_norm_clip_range's), exact where a
+       * second read found a float pool's (imgstat_dataset_float_exact) */
+      m->has_values[c] = imgstat_dataset_channel_percentile(
+                             &r->ch[c], opts->clip_low, &m->lo[c]) &&
+                         imgstat_dataset_channel_percentile(
+                             &r->ch[c], opts->clip_high, &m->hi[c]);
     }
     double lo = 0, hi = 0;
     int any = s == IMGSTAT_OK && sum.counts &&

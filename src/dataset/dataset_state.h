@@ -42,6 +42,13 @@ struct imgstat_dataset {
   summary *s;
   size_t n, cap;
   uint64_t failed;
+  /* exact float ranks found by a second read (imgstat_dataset_set_exact)
+   * and why they were not (set_exact_note); not merged nor serialized:
+   * set on the accumulator that gives the result */
+  int nexact[IMGSTAT_MAX_CHANNELS];
+  uint64_t exact_rank[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  double exact_value[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  char exact_note[160];
 };
 
 /* The sample of each depth index and its top (unit scale: ÷255, ÷65535). */

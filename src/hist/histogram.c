@@ -180,9 +180,7 @@ static void hist_f32(const plane_rows *r, imgstat_histogram *h) {
         h->inf_count++;
         continue;
       }
-      double t = ((double)x - lo) * scale;
-      uint32_t b = t <= 0.0 ? 0 : (t >= (double)last ? last : (uint32_t)t);
-      h->counts[b]++;
+      h->counts[imgstat_histogram_f32_bin(lo, scale, last, x)]++;
       h->total++;
     }
   }

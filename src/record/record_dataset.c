@@ -490,5 +490,10 @@ void imgstat_dataset_hist_figures(
     imgstat_moments m;
     imgstat_moments_from_histogram(&r->ch[c].hist, &m);
     imgstat_hist_figures_compute(&r->ch[c].hist, &m, percentiles, n, &hf[c]);
+    /* float pools: the exact values a second read found */
+    imgstat_dataset_channel_percentile(&r->ch[c], 50.0, &hf[c].median);
+    for (int i = 0; i < hf[c].npercentiles; i++)
+      imgstat_dataset_channel_percentile(&r->ch[c], percentiles[i],
+                                         &hf[c].percentile[i]);
   }
 }

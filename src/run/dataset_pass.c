@@ -15,8 +15,10 @@
 #include "imgstat/run.h"
 #include "run_inputs.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- feeding the batch runner from the pass's source ----------------------
@@ -289,4 +291,252 @@ imgstat_dataset_pool_inputs(const imgstat_dataset_pass *p, imgstat_dataset *d,
   r.failed = failed;
   return pass_batch(&r, sizeof(pool_result), pool_work, pool_deliver, cancelled,
                     err);
+}
+
+/* ---- exact float percentiles: the second read ------------------------------
+ */
+
+/* What one image brings: its samples in the wanted bins, per pooled
+ * channel and bin (want's order). */
+typedef struct exact_result {
+  int taken; /* a float image of the pool's layout */
+  float *got[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t n[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  int nomem;
+} exact_result;
+
+typedef struct exact_run {
+  pass_run r;
+  const imgstat_dataset_exact_want *want; /* per pooled channel */
+  int channels;                           /* the pool's layout */
+  double lo, scale;
+  uint32_t last;
+  /* every image's samples of each bin, gathered in order */
+  float *all[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t have[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  int mismatch, nomem;
+} exact_run;
+
+/* Channel c of img: its finite samples in the wanted bins, appended to
+ * out's arrays (grown as needed). */
+static int exact_collect(const exact_run *x, const imgstat_image *img, int c,
+                         exact_result *out) {
+  const imgstat_dataset_exact_want *w = &x->want[c];
+  if (w->nbins == 0)
+    return 1;
+  uint64_t cap[IMGSTAT_DATASET_EXACT_MAX] = {0};
+  uint32_t first = w->bins[0], final = w->bins[w->nbins - 1];
+  size_t stride = imgstat_image_stride(img);
+  for (uint32_t y = 0; y < img->height; y++) {
+    const float *p = (const float *)((const char *)img->planes[c] + y * stride);
+    for (uint32_t i = 0; i < img->width; i++) {
+      float v = p[i];
+      if (!isfinite(v))
+        continue;
+      uint32_t b = imgstat_histogram_f32_bin(x->lo, x->scale, x->last, v);
+      if (b < first || b > final)
+        continue;
+      int j = 0;
+      while (j < w->nbins && w->bins[j] != b)
+        j++;
+      if (j == w->nbins)
+        continue;
+      if (out->n[c][j] == cap[j]) {
+        uint64_t grow = cap[j] ? 2 * cap[j] : 256;
+        float *g = realloc(out->got[c][j], grow * sizeof *g);
+        if (!g)
+          return 0;
+        out->got[c][j] = g;
+        cap[j] = grow;
+      }
+      out->got[c][j][out->n[c][j]++] = v;
+    }
+  }
+  return 1;
+}
+
+static void exact_work(void *ctx, imgstat_task *task, void *item,
+                       void *result) {
+  exact_run *x = ctx;
+  const imgstat_input *in = item;
+  exact_result *out = result;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_decoder *d = NULL;
+  int cancelled;
+  /* (the caller runs this pass only when every input can be read again) */
+  if (in->read_once || imgstat_task_open(task, in, x->r.p->load, &d, &cancelled,
+                                         &err) != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    return;
+  }
+  const imgstat_header *h = imgstat_decoder_header(d);
+  if (h->sample != IMGSTAT_F32) { /* integer: not in a float pool */
+    imgstat_decoder_close(d);
+    imgstat_task_reserve(task, 0);
+    return;
+  }
+  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels * 4;
+  if (!imgstat_task_reserve(task, bytes)) {
+    imgstat_decoder_close(d);
+    return;
+  }
+  const imgstat_dataset_options *o = imgstat_dataset_options_of(x->r.d);
+  imgstat_image img, pooled;
+  if (imgstat_decoder_load(d, &img, &err) == IMGSTAT_OK) {
+    /* the pooled layout, by the pool's own conversion */
+    if (imgstat_dataset_pooled_channels(o, img.channels) == x->channels &&
+        imgstat_dataset_convert(&img, o->as, &pooled, &err) == IMGSTAT_OK) {
+      out->taken = 1;
+      for (int c = 0; c < pooled.channels && !out->nomem; c++)
+        out->nomem = !exact_collect(x, &pooled, c, out);
+      imgstat_image_free(&pooled);
+    }
+    imgstat_image_free(&img);
+  }
+  imgstat_task_release(task, bytes);
+}
+
+static int exact_deliver(void *ctx, uint64_t index, void *item, void *result,
+                         int ran) {
+  exact_run *x = ctx;
+  exact_result *out = result;
+  (void)index;
+  if (ran && out->nomem)
+    x->nomem = 1;
+  for (int c = 0; c < x->channels; c++)
+    for (int j = 0; j < x->want[c].nbins; j++) {
+      uint64_t n = out->n[c][j];
+      if (ran && n && !x->nomem) {
+        if (x->have[c][j] + n > x->want[c].bin_count[j])
+          x->mismatch = 1; /* the input changed since it was pooled */
+        else
+          memcpy(x->all[c][j] + x->have[c][j], out->got[c][j],
+                 n * sizeof(float));
+        x->have[c][j] += n;
+      }
+      free(out->got[c][j]);
+    }
+  pass_release(&x->r, item);
+  return x->nomem;
+}
+
+/* The k-th smallest (from 0) of a[0..n), a reordered: quickselect with
+ * Hoare's partition (ties split on both sides, so many equal values stay
+ * linear). */
+static float select_kth(float *a, uint64_t n, uint64_t k) {
+  int64_t lo = 0, hi = (int64_t)n - 1, want = (int64_t)k;
+  while (lo < hi) {
+    float x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
+    float pivot = x < y ? (y < z   ? y
+                           : x < z ? z
+                                   : x)
+                        : (x < z   ? x
+                           : y < z ? z
+                                   : y);
+    int64_t i = lo, j = hi;
+    while (i <= j) {
+      while (a[i] < pivot)
+        i++;
+      while (a[j] > pivot)
+        j--;
+      if (i <= j) {
+        float t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (want <= j)
+      hi = j;
+    else if (want >= i)
+      lo = i;
+    else
+      return a[want];
+  }
+  return a[want];
+}
+
+imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
+                                           imgstat_dataset *d,
+                                           const double *percentiles, int np,
+                                           uint64_t max_bytes, int *cancelled,
+                                           imgstat_error *err) {
+  *cancelled = 0;
+  if (!p || !p->next || !p->load || !d)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_dataset_float_exact: no inputs");
+  imgstat_dataset_result r;
+  imgstat_status s = imgstat_dataset_finish(d, 0, &r, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  imgstat_dataset_exact_want want[IMGSTAT_MAX_CHANNELS];
+  exact_run x;
+  memset(&x, 0, sizeof x);
+  if (!imgstat_dataset_exact_plan(&r, percentiles, np, want)) {
+    imgstat_dataset_result_free(&r);
+    return IMGSTAT_OK; /* no float pooled histogram: nothing to refine */
+  }
+  const imgstat_histogram *h = &r.ch[0].hist;
+  x.r.p = p;
+  x.r.d = d;
+  x.want = want;
+  x.channels = r.channels;
+  x.lo = h->lo;
+  x.scale = h->hi > h->lo ? (double)h->bins / (h->hi - h->lo) : 0.0;
+  x.last = h->bins - 1;
+  uint64_t samples = 0;
+  for (int c = 0; c < r.channels; c++)
+    samples += want[c].samples;
+  imgstat_dataset_result_free(&r);
+  if (samples > max_bytes / sizeof(float)) {
+    char note[160];
+    imgstat_number_snprintf(
+        note, sizeof note,
+        "float percentiles within one bin: their bins hold %" PRIu64
+        " samples, more than the memory limit (%" PRIu64 " bytes) holds",
+        samples, max_bytes);
+    imgstat_dataset_set_exact_note(d, note);
+    return IMGSTAT_OK;
+  }
+  for (int c = 0; c < x.channels && s == IMGSTAT_OK; c++)
+    for (int j = 0; j < want[c].nbins && s == IMGSTAT_OK; j++) {
+      x.all[c][j] = malloc((want[c].bin_count[j] ? want[c].bin_count[j] : 1) *
+                           sizeof(float));
+      if (!x.all[c][j])
+        s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                              "out of memory for the samples of the "
+                              "percentiles' bins");
+    }
+  if (s == IMGSTAT_OK)
+    s = pass_batch(&x.r, sizeof(exact_result), exact_work, exact_deliver,
+                   cancelled, err);
+  if (s == IMGSTAT_OK && x.nomem)
+    s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                          "out of memory for the samples of the percentiles' "
+                          "bins");
+  for (int c = 0; c < x.channels; c++)
+    for (int j = 0; j < want[c].nbins; j++)
+      x.mismatch |= x.have[c][j] != want[c].bin_count[j];
+  if (s == IMGSTAT_OK && !*cancelled && x.mismatch)
+    imgstat_dataset_set_exact_note(
+        d, "float percentiles within one bin: the second read of the inputs "
+           "found other samples than the first (an input changed)");
+  else if (s == IMGSTAT_OK && !*cancelled)
+    for (int c = 0; c < x.channels && s == IMGSTAT_OK; c++) {
+      const imgstat_dataset_exact_want *w = &want[c];
+      for (int i = 0; i < w->n && s == IMGSTAT_OK; i++) {
+        int j = 0;
+        while (w->bins[j] != w->bin[i])
+          j++;
+        float v = select_kth(x.all[c][j], w->bin_count[j],
+                             w->rank[i] - w->before[i] - 1);
+        s = imgstat_dataset_set_exact(d, c, w->rank[i], v, err);
+      }
+    }
+  for (int c = 0; c < x.channels; c++)
+    for (int j = 0; j < want[c].nbins; j++)
+      free(x.all[c][j]);
+  return s;
 }

@@ -438,6 +438,21 @@ static imgstat_status pool_pass(ist_norm_run *run, int *cancelled,
     run->cb->progress(run->cb->ctx, &run->progress);
   if (s == IMGSTAT_OK && *cancelled)
     goto done;
+  /* clip of a float pool: its two percentiles exact by a second read
+   * (linked: within one bin of the common range, docs/normalize.md) */
+  if (s == IMGSTAT_OK && o->norm.mode == IMGSTAT_NORM_CLIP && !o->norm.linked) {
+    double clip[2] = {o->norm.clip_low, o->norm.clip_high};
+    imgstat_dataset_pass again = p; /* no progress line of its own */
+    again.release = NULL;
+    run->next_pooled = 0;
+    s = imgstat_dataset_float_exact(&again, d, clip, 2,
+                                    ro->engine.load.max_memory
+                                        ? ro->engine.load.max_memory
+                                        : IMGSTAT_DEFAULT_MAX_MEMORY,
+                                    cancelled, err);
+    if (s == IMGSTAT_OK && *cancelled)
+      goto done;
+  }
   if (s == IMGSTAT_OK) {
     s = imgstat_dataset_finish(d, 0, &run->pooled, err);
     run->have_pooled = s == IMGSTAT_OK;

@@ -231,8 +231,11 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
   /* float images' pooled histograms without a range: a first pass finds
    * their common range */
   int range = opts->dataset && opts->request.histograms && !opts->ds.have_range;
-  /* Whatever needs every input first gets them from one walk. */
-  if (s == IMGSTAT_OK && (opts->mpi || opts->whole_list || range))
+  /* Whatever needs every input first gets them from one walk (also the
+   * second read of exact float percentiles, after the run) */
+  int pooled_hist = opts->dataset && opts->request.histograms;
+  if (s == IMGSTAT_OK &&
+      (opts->mpi || opts->whole_list || range || pooled_hist))
     s = whole_list(run, err);
   /* not when an input can be read only once (a pipe, a FIFO): the pass
    * would read it before the run does; float images then get no pooled
@@ -345,6 +348,56 @@ static imgstat_status range_pass(imgstat_run *run, int *cancelled,
   }
   imgstat_inputs_destroy(run->inputs);
   run->inputs = later;
+  return s;
+}
+
+/* ---- exact float percentiles --------------------------------------------- */
+
+static imgstat_status exact_next(void *ctx, const imgstat_input **item,
+                                 imgstat_error *err) {
+  imgstat_run *run = ctx;
+  (void)err;
+  *item = run->fed < run->list.count ? run->list.items[run->fed++] : NULL;
+  return IMGSTAT_OK;
+}
+
+/* After the pool: the exact values of the float pool's median and
+ * percentiles by a second read of the inputs (imgstat_dataset_float_exact),
+ * or the note why they stay within one bin. *cancelled: the cancel flag
+ * stopped it. */
+static imgstat_status exact_pass(imgstat_run *run, int *cancelled,
+                                 imgstat_error *err) {
+  const imgstat_run_options *o = &run->opt;
+  const imgstat_input *once = imgstat_input_list_read_once(&run->list);
+  if (o->mpi) {
+    imgstat_dataset_set_exact_note(
+        run->ds, "float percentiles within one bin: no second read under MPI");
+    return IMGSTAT_OK;
+  }
+  if (once) {
+    char note[160];
+    snprintf(note, sizeof note,
+             "float percentiles within one bin: %.80s can be read only once",
+             once->path);
+    imgstat_dataset_set_exact_note(run->ds, note);
+    return IMGSTAT_OK;
+  }
+  imgstat_dataset_pass p;
+  memset(&p, 0, sizeof p);
+  p.ctx = run;
+  p.next = exact_next;
+  p.load = &o->engine.load;
+  p.workers = run->info.workers;
+  p.budget = o->max_inflight;
+  p.cancel = o->cancel;
+  run->fed = 0;
+  uint64_t limit = o->engine.load.max_memory ? o->engine.load.max_memory
+                                             : IMGSTAT_DEFAULT_MAX_MEMORY;
+  imgstat_status s = imgstat_dataset_float_exact(
+      &p, run->ds, o->request.percentiles, o->request.npercentiles, limit,
+      cancelled, err);
+  if (s != IMGSTAT_OK && !err->message[0])
+    imgstat_error_set(err, s, "out of memory");
   return s;
 }
 
@@ -714,6 +767,20 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
         rep.failed_in = IMGSTAT_RUN_STEP_MERGE;
       }
     }
+  }
+  if (s == IMGSTAT_OK && rep.dataset_ok && o->request.histograms &&
+      !rep.cancelled && (!o->mpi || run->info.at.rank == 0)) {
+    int cancelled = 0;
+    imgstat_error xerr;
+    memset(&xerr, 0, sizeof xerr);
+    /* a failure leaves the percentiles within one bin, saying why */
+    char note[160];
+    if (exact_pass(run, &cancelled, &xerr) != IMGSTAT_OK || cancelled) {
+      snprintf(note, sizeof note, "float percentiles within one bin: %.100s",
+               cancelled ? "the second read was cancelled" : xerr.message);
+      imgstat_dataset_set_exact_note(run->ds, note);
+    }
+    rep.cancelled = cancelled;
   }
   if (report)
     *report = rep;
