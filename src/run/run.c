@@ -41,6 +41,7 @@ struct imgstat_run {
   atomic_uint_fast64_t read_ns, deliver_ns;
   int executed;
   ist_norm_run *norm; /* a normalize run (opts->normalize) */
+  size_t reread;      /* the second read's next item in list */
 };
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -357,23 +358,21 @@ static imgstat_status exact_next(void *ctx, const imgstat_input **item,
                                  imgstat_error *err) {
   imgstat_run *run = ctx;
   (void)err;
-  *item = run->fed < run->list.count ? run->list.items[run->fed++] : NULL;
+  *item = run->reread < run->list.count ? run->list.items[run->reread++] : NULL;
   return IMGSTAT_OK;
 }
 
 /* After the pool: the exact values of the float pool's median and
  * percentiles by a second read of the inputs (imgstat_dataset_float_exact),
- * or the note why they stay within one bin. *cancelled: the cancel flag
+ * or the note why they stay within one bin. Under MPI rank 0 alone reads
+ * the whole list again (it walked it; the other ranks' shares are merged
+ * into its accumulator), so any rank count gives the same values. The
+ * pass shows no progress line of its own. *cancelled: the cancel flag
  * stopped it. */
 static imgstat_status exact_pass(imgstat_run *run, int *cancelled,
                                  imgstat_error *err) {
   const imgstat_run_options *o = &run->opt;
   const imgstat_input *once = imgstat_input_list_read_once(&run->list);
-  if (o->mpi) {
-    imgstat_dataset_set_exact_note(
-        run->ds, "float percentiles within one bin: no second read under MPI");
-    return IMGSTAT_OK;
-  }
   if (once) {
     char note[160];
     snprintf(note, sizeof note,
@@ -390,7 +389,7 @@ static imgstat_status exact_pass(imgstat_run *run, int *cancelled,
   p.workers = run->info.workers;
   p.budget = o->max_inflight;
   p.cancel = o->cancel;
-  run->fed = 0;
+  run->reread = 0;
   uint64_t limit = o->engine.load.max_memory ? o->engine.load.max_memory
                                              : IMGSTAT_DEFAULT_MAX_MEMORY;
   imgstat_status s = imgstat_dataset_float_exact(

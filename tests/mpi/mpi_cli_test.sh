@@ -97,6 +97,27 @@ same 3 "--dataset --as rgb --scale unit --json" --dataset --as rgb \
 same 3 "per-image records only" -j 1 "$D"
 same 3 "one image (text)" --dataset "$S1"
 same 3 "two images --dataset-only" --dataset-only "$S2"
+# Float images: the exact percentiles' second read (rank 0 reads the whole
+# list again) gives the plain run's values for any rank count.
+F=$T/float
+mkdir -p "$F"
+"$PY" - "$F" <<'EOF' || exit 1
+import struct, sys
+d = sys.argv[1]
+for k in range(5):
+    w, h = 13 + k, 11
+    v = [((x * 37 + y * 11 + k * 5) % 23 - 11) / 4.0 for y in range(h)
+         for x in range(w) for c in range(3)]
+    v[0] = 1e6 if k == 0 else v[0]  # the others clustered in one bin
+    with open("%s/f%d.pfm" % (d, k), "wb") as f:
+        f.write(b"PF\n%d %d\n-1.0\n" % (w, h))
+        f.write(struct.pack("<%df" % len(v), *v))
+EOF
+for k in 1 2 3; do
+  same "$k" "float --dataset-only --histogram --json" --dataset-only \
+    --histogram --percentiles 1,30,70,99 --json "$F"
+done
+
 # Records gathered in rounds of 7 bytes a rank.
 IMGSTAT_TEST_MPI_CHUNK=7 same 3 "rounds of 7 bytes" --dataset --json "$D"
 # The plain run's message names the broken file: it was in the comparison.
