@@ -2,9 +2,11 @@
 JSON records for the same files (samples, tests/data, the corpus)."""
 
 import json
+import math
 import os
 import subprocess
 
+import numpy as np
 import pytest
 
 import imgstat
@@ -107,3 +109,31 @@ def test_jpeg_decoder_refused():
         imgstat.scan([ROOT / "samples"], jpeg_decoder="nvjpeg")
     with pytest.raises(ValueError):
         imgstat.dataset(ROOT / "samples", jpeg_decoder="gpu", backend="cpu")
+
+
+def test_dataset_float_percentiles_exact(cli, tmp_path):
+    """Float dataset percentiles are numpy's order statistic by the rank
+    rule (k = max(1, ceil(p N / 100)) of the finite samples), as the
+    command line gives them, even with most samples in one bin."""
+    rng = np.random.default_rng(5)
+    arrays = []
+    for i in range(4):
+        a = rng.normal(0, 1, (12, 9, 3)).astype(np.float32)
+        a[:, :, 1] = np.round(a[:, :, 1] * 2) / 2  # ties
+        a[0, 0, 0] = 1e7 if i == 0 else np.nan
+        np.save(tmp_path / ("f%d.npy" % i), a)
+        arrays.append(a.reshape(-1, 3))
+    pcts = [0.5, 10, 50, 99.5]
+    got = imgstat.dataset(tmp_path, backend="cpu", histogram=True,
+                          percentiles=pcts).to_dict()
+    want = cli_records(cli, ["--dataset-only", "--histogram",
+                             "--percentiles", "0.5,10,50,99.5",
+                             str(tmp_path)])
+    assert got == want[0]
+    pooled = np.concatenate(arrays)
+    for c, st in enumerate(got["dataset"]["stats"]):
+        x = np.sort(pooled[:, c][np.isfinite(pooled[:, c])])
+        ranks = [max(1, math.ceil(p * x.size / 100)) for p in pcts]
+        assert list(st["percentiles"].values()) == [
+            float(x[k - 1]) for k in ranks]
+        assert st["median"] == float(x[math.ceil(x.size / 2) - 1])
