@@ -532,7 +532,8 @@ imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
           j++;
         float v = select_kth(x.all[c][j], w->bin_count[j],
                              w->rank[i] - w->before[i] - 1);
-        s = imgstat_dataset_set_exact(d, c, w->rank[i], v, err);
+        /* -0 and +0 are one value: a zero is 0, whichever came first */
+        s = imgstat_dataset_set_exact(d, c, w->rank[i], v == 0 ? 0.0 : v, err);
       }
     }
   for (int c = 0; c < x.channels; c++)

@@ -88,6 +88,8 @@ def exact(js, pooled, what):
               % (what, c, st.get("median"), rank_value(x, 50)))
         got = st.get("percentiles", {})
         want = [rank_value(x, q) for q in PCTS]
+        check(all(math.copysign(1, v) > 0 for v in got.values() if v == 0),
+              "%s channel %d: a zero percentile is 0, not -0" % (what, c))
         check(list(got.values()) == want,
               "%s channel %d: percentiles %r, numpy %r"
               % (what, c, list(got.values()), want))
