@@ -303,8 +303,9 @@ typedef struct imgstat_dataset_exact_want {
 } imgstat_dataset_exact_want;
 
 /* What a second read needs of a finished result r: for each pooled
- * channel (r->channels) the ranks of percentiles p[0..np) and of the
- * median. Returns 0 when r has no float pooled histogram (nothing to
+ * channel (r->channels; want holds IMGSTAT_MAX_CHANNELS entries) the ranks
+ * of the median and of percentiles p[0..np) (the first
+ * IMGSTAT_DATASET_EXACT_MAX - 1 of them). Returns 0 when r has no float pooled histogram (nothing to
  * refine: integer histograms are exact); the histograms' range and bins
  * are r->ch[c].hist's. */
 int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
