@@ -647,6 +647,25 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
     return _Scan(native, errors)
 
 
+def _sample(sample: _Optional[int], seed: int) -> tuple:
+    """sample= and seed= as the run takes them (sample 0: every input), or
+    ValueError/TypeError as --sample and --seed refuse them."""
+    if sample is None:
+        n = 0
+    elif isinstance(sample, bool) or not isinstance(sample, int):
+        raise TypeError("sample must be a number of inputs (an int >= 1)")
+    elif not 1 <= sample < 2 ** 64:
+        raise ValueError(f"sample: {sample} is not a number of inputs "
+                         "(1 or more)")
+    else:
+        n = sample
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError("seed must be an int from 0 to 2**64 - 1")
+    if not 0 <= seed < 2 ** 64:
+        raise ValueError(f"seed: {seed} is not a number from 0 to 2**64 - 1")
+    return n, seed
+
+
 def dataset(inputs: _Union[_Path, _Iterable], *,
             as_: _Optional[str] = None, scale: str = "native",
             outlier_z: float = 5.0, histogram: bool = False,
@@ -654,7 +673,8 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
             range: _Optional[_Sequence[float]] = None, ddof: int = 0,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
             files_from: _Union[None, _Path, _Iterable] = None,
-            jpeg_decoder: str = "auto", errors: str = "raise") -> Dataset:
+            jpeg_decoder: str = "auto", errors: str = "raise",
+            sample: _Optional[int] = None, seed: int = 0) -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
     exact sums, mean, std, images left out and why, outliers.
@@ -664,7 +684,11 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     they are; "none", the record's word for it, is a synonym) or "unit"
     (0..1: the mean and std torchvision.transforms.Normalize takes);
     outlier_z: the robust z-score of the outlier rule; range: (low, high)
-    of float images' pooled histograms; jpeg_decoder as for scan().
+    of float images' pooled histograms; jpeg_decoder as for scan();
+    sample: pool a reproducible uniform sample of that many inputs (the
+    command line's --sample, the same files for any jobs), drawn with seed
+    (--seed, default 0) by the rule of docs/dataset.md; all of them when
+    sample is not fewer; the record's "sample" says so.
 
     Raises ImageError (the first input that failed: its path, status and
     message, as the command line says them) when no image could be read,
@@ -678,11 +702,13 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     _errors(errors, ("raise", "record"))
     _scale(scale)
     ddof = _check_ddof(ddof)
+    sample, seed = _sample(sample, seed)
     record, failures = _imgstat.dataset(
         _sources(inputs), _lists(files_from), int(jobs), bool(follow),
         "" if as_ is None else as_, scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
-        bool(histogram), _percentiles(percentiles), backend, jpeg_decoder)
+        bool(histogram), _percentiles(percentiles), backend, jpeg_decoder,
+        sample, seed)
     failures = [ImageError(*f) for f in failures]
     result = Dataset(record, failures)
     if result.images == 0 and failures:

@@ -92,7 +92,8 @@ def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             range: Optional[Sequence[float]] = ..., ddof: int = ...,
             jobs: int = ..., backend: str = ..., follow: bool = ...,
             files_from: Optional[_Inputs] = ...,
-            jpeg_decoder: str = ..., errors: str = ...) -> Dataset: ...
+            jpeg_decoder: str = ..., errors: str = ...,
+            sample: Optional[int] = ..., seed: int = ...) -> Dataset: ...
 class DeviceArray:
     """A CUDA array made by imgstat.normalize (for a CUDA input that is
     neither torch nor CuPy); any DLPack consumer takes it, once."""

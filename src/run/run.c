@@ -41,6 +41,7 @@ struct imgstat_run {
   atomic_uint_fast64_t read_ns, deliver_ns;
   int executed;
   ist_norm_run *norm; /* a normalize run (opts->normalize) */
+  uint64_t sample_of; /* --sample: the inputs it was drawn from */
 };
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -114,6 +115,10 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   }
   imgstat_inputs_destroy(run->inputs);
   run->inputs = NULL;
+  /* --sample: every rank draws it from the one list alike */
+  if (s == IMGSTAT_OK && run->opt.sample)
+    s = ist_run_sample(&run->list, run->opt.sample, run->opt.seed,
+                       &run->sample_of, err);
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_from_list(&run->list, &run->inputs, err);
   if (s != IMGSTAT_OK && !err->message[0])
@@ -167,6 +172,24 @@ static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
   e->devices[0] = list[local_rank % n];
 }
 
+imgstat_status ist_run_sample(imgstat_input_list *list, uint64_t n,
+                              uint64_t seed, uint64_t *of, imgstat_error *err) {
+  unsigned char *take = malloc(list->count ? list->count : 1);
+  if (!take)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_input_list_sample(list, n, seed, take, of);
+  imgstat_input_list_keep(list, take);
+  free(take);
+  return IMGSTAT_OK;
+}
+
+void ist_run_sample_note(imgstat_dataset_result *r, uint64_t n, uint64_t seed,
+                         uint64_t of) {
+  r->sample = n;
+  r->sample_seed = seed;
+  r->sample_of = n ? of : 0;
+}
+
 int ist_run_several(const imgstat_run_source *sources, int nsources) {
   if (nsources != 1 || sources[0].is_list)
     return 1;
@@ -217,6 +240,13 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
   run->info.at = imgstat_mpi_where(opts->mpi);
   atomic_init(&run->read_ns, 0);
   atomic_init(&run->deliver_ns, 0);
+  if (opts->sample && !opts->dataset &&
+      !(opts->normalize && opts->normalize->dataset)) {
+    free(run);
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "sample draws the inputs of a dataset: it needs dataset");
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_CONFLICT, 0, 0, "sample");
+  }
   if (opts->normalize) {
     imgstat_status s = ist_norm_run_create(opts, &run->info, &run->norm, err);
     if (s != IMGSTAT_OK) {
@@ -232,7 +262,8 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
    * their common range */
   int range = opts->dataset && opts->request.histograms && !opts->ds.have_range;
   /* Whatever needs every input first gets them from one walk. */
-  if (s == IMGSTAT_OK && (opts->mpi || opts->whole_list || range))
+  if (s == IMGSTAT_OK &&
+      (opts->mpi || opts->whole_list || range || opts->sample))
     s = whole_list(run, err);
   /* not when an input can be read only once (a pipe, a FIFO): the pass
    * would read it before the run does; float images then get no pooled
@@ -725,7 +756,10 @@ imgstat_status imgstat_run_dataset_finish(const imgstat_run *run, int ddof,
                                           imgstat_error *err) {
   if (!run || !run->ds)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "the run has no dataset");
-  return imgstat_dataset_finish(run->ds, ddof, out, err);
+  imgstat_status s = imgstat_dataset_finish(run->ds, ddof, out, err);
+  if (s == IMGSTAT_OK)
+    ist_run_sample_note(out, run->opt.sample, run->opt.seed, run->sample_of);
+  return s;
 }
 
 const imgstat_dataset_options *
