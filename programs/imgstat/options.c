@@ -563,9 +563,10 @@ static const ist_opt table[] = {
      "                     8/16-bit and float together with --scale unit\n"},
     {"--sample", NULL, N, IST_OPT_SAMPLE, 1, read_count, 1, UINT64_MAX, NULL,
      "--sample: '%s' is not a number of inputs (1 or more)", N_MODES,
-     "  --sample N [--seed S]  --dataset: pool a reproducible uniform sample "
-     "of\n"
-     "                     N inputs (as imgstat --sample; seed default 0); "
+     "  --sample N --seed S\n"
+     "                     with --dataset: pool a reproducible uniform sample "
+     "of N\n"
+     "                     inputs (as imgstat --sample; seed default 0); "
      "every\n"
      "                     input is still written\n"},
     {"--seed", NULL, N, IST_OPT_SEED, 1, read_count, 0, UINT64_MAX, NULL,
