@@ -589,6 +589,19 @@ static int run(const norm_cli *c, imgstat_run *nr) {
     ist_cli_error("%" PRIu64 " written to %s, %" PRIu64 " failed, %.2f s",
                   p->done - p->failed - p->skipped, c->out, p->failed,
                   ist_progress_now() - t0);
+  /* --sample: the plan is the sample's, as the dataset record says it */
+  const imgstat_dataset_result *pooled = imgstat_run_pooled(nr);
+  if (pooled && pooled->sample && !c->quiet && cancel < 0) {
+    if (pooled->sample < pooled->sample_of)
+      ist_cli_error("the plan pooled a sample: %" PRIu64 " of %" PRIu64
+                    " inputs (--sample %" PRIu64 " --seed %" PRIu64 ")",
+                    pooled->sample, pooled->sample_of, pooled->sample,
+                    pooled->sample_seed);
+    else
+      ist_cli_error("the plan pooled all %" PRIu64 " inputs (--sample %" PRIu64
+                    " is not fewer; --seed %" PRIu64 ")",
+                    pooled->sample_of, pooled->sample, pooled->sample_seed);
+  }
   if (p->skipped > 0 && !c->quiet)
     ist_cli_error("%" PRIu64 " of %" PRIu64 " outputs were there already: "
                   "skipped (--skip-existing)",

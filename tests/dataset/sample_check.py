@@ -247,6 +247,9 @@ written = sorted(os.path.relpath(os.path.join(dp, f), out)
                  for dp, _, fs in os.walk(out) for f in fs)
 readable = sorted(os.path.splitext(os.path.relpath(p, d))[0] + ".npy"
                   for p in inputs if not p.endswith("corrupt.png"))
+if ("imgstat: the plan pooled a sample: 7 of %d inputs (--sample 7 --seed 5)"
+        % M not in r.stderr.splitlines()):
+    checklib.fail("normalize --sample: stderr %r" % r.stderr)
 if written != readable or r.returncode != 1:
     checklib.fail("normalize --sample: exit %d, wrote %s; %s" %
                   (r.returncode, written, r.stderr))
