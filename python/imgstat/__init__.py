@@ -740,8 +740,9 @@ def normalize(x: _Any, mode: str = "minmax", *,
     input's units; "none" is a synonym) or "unit"; layout: the input
     array's axes ("hwc" or "chw", for 3 dimensions); out_layout: the
     result's axes, "hwc" or "chw" (as ``imgstat normalize --layout``, which
-    sets the axes of the .npy written; default: the input's layout; a host
-    array's only). Returns a numpy array for a
+    sets the axes of the .npy written; default: the input's layout; for a
+    CUDA array, when the result is a torch tensor or a CuPy array).
+    Returns a numpy array for a
     host array; for a CUDA array (a build with CUDA) the work is done on its
     device and the result is a new array on that device, with the same bytes
     as the host path's: a torch tensor for a torch tensor, a CuPy array for
@@ -767,11 +768,22 @@ def normalize(x: _Any, mode: str = "minmax", *,
     if not ok:
         raise ImageError(*value)
     if isinstance(value, tuple):  # (a DLPack capsule, its CUDA device)
-        if out_layout not in (None, layout):
-            raise ValueError("imgstat.normalize: out_layout is for a host "
-                             "array's result (a CUDA result keeps the "
-                             "input's layout)")
-        return _like_input(x, *value)
+        value = _like_input(x, *value)
+        # the input's dimensions (the result has as many)
+        nd = len(shape) if cai is not None else getattr(x, "ndim", 3)
+        if out_layout in (None, layout) or nd != 3:
+            return value
+        # the other axes' order, its samples contiguous, on the device
+        order = (2, 0, 1) if out_layout == "chw" else (1, 2, 0)
+        kind = type(value).__module__.split(".")[0]
+        if kind == "torch":
+            return value.permute(*order).contiguous()
+        if kind == "cupy":
+            import cupy
+            return cupy.ascontiguousarray(value.transpose(order))
+        raise ValueError("imgstat.normalize: out_layout of a CUDA result "
+                         "needs a torch tensor or a CuPy array (a "
+                         "DeviceArray keeps the input's layout)")
     if out_layout not in (None, layout) and value.ndim == 3:
         import numpy  # a dependency of the package
         # the other axes' order, its samples contiguous
