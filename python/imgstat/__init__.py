@@ -824,7 +824,8 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
                     skip_existing: bool = False, errors: str = "raise",
                     jobs: int = 0, follow: bool = False,
                     files_from: _Union[None, _Path, _Iterable] = None,
-                    backend: str = "auto") -> list:
+                    backend: str = "auto", sample: _Optional[int] = None,
+                    seed: int = 0) -> list:
     """Normalizes every image among inputs (files, folders walked in byte
     order, lists of paths in files_from) and writes each to out, as
     ``imgstat normalize`` does (docs/normalize.md): out is a file for one
@@ -838,7 +839,10 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
     for one file, else PNG, and .npy for float32); layout: the axes of the
     .npy files written, "hwc" or "chw" (``--layout``; normalize()'s
     out_layout); compression: PNG's deflate level 0..9; skip_existing: an
-    input whose output is there is not read.
+    input whose output is there is not read; sample, seed: with dataset,
+    the plan is pooled over a reproducible uniform sample of that many
+    inputs, as dataset(sample=, seed=) and ``imgstat normalize --dataset
+    --sample`` draw it (every input is still written).
 
     Before any work, the run is refused (ValueError) when two inputs would
     write one output, an output would replace an input, or out's name says
@@ -863,6 +867,10 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
         raise ValueError("layout must be 'hwc' or 'chw'")
     if not isinstance(out, _PATH):
         raise TypeError("out: the path of a file or a folder")
+    sample, seed = _sample(sample, seed)
+    if sample and not dataset:
+        raise ValueError("sample= draws the inputs a dataset=True plan "
+                         "pools: it needs dataset=True")
     result = _imgstat.normalize_files(
         _sources(inputs), _lists(files_from), out, int(jobs),
         bool(follow), mode, _floats(mean), _floats(std),
@@ -870,7 +878,7 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
         alpha, scale, bool(dataset), "" if as_ is None else as_,
         format or "", layout,
         -1 if compression is None else int(compression), bool(skip_existing),
-        False, backend)
+        False, backend, sample, seed)
     if not result[0]:
         _, kind, message = result
         raise (ValueError if kind == "arg" else RuntimeError)(message)

@@ -239,3 +239,32 @@ def test_dataset_layout_rule_in_python_record(mixed):
     assert rec["layout_rule"] == "majority"
     assert rec["layout_counts"] == [{"layout": "RGB", "depth": 8,
                                      "images": len(images)}]
+
+
+def test_normalize_files_sample_same_files_as_cli(many, cli, tmp_path):
+    """normalize_files(dataset=True, sample=, seed=) writes every input
+    with the plan of the rule's sample, byte for byte the command line's
+    normalize --dataset --sample."""
+    root, images = many
+    paths = sorted(images, key=os.fsencode)
+    want = _sample_rule(paths, 6, 21)
+    pooled = np.concatenate([images[p].reshape(-1, 3) for p in want])
+    mean, std = pooled.mean(axis=0), pooled.std(axis=0)
+    done = imgstat.normalize_files(root, tmp_path / "py", mode="zscore",
+                                   dataset=True, sample=6, seed=21)
+    assert len(done) == len(paths)
+    run = subprocess.run([cli, "normalize", "zscore", "--dataset", "--sample",
+                          "6", "--seed", "21", str(root), "-o",
+                          str(tmp_path / "cli")], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    for p in paths:
+        rel = os.path.relpath(p, root)
+        got = np.load(tmp_path / "py" / rel)
+        assert (tmp_path / "cli" / rel).read_bytes() == \
+            (tmp_path / "py" / rel).read_bytes()
+        assert got == pytest.approx((images[p] - mean) / std, rel=1e-5,
+                                    abs=1e-5)
+    with pytest.raises(ValueError, match="dataset=True"):
+        imgstat.normalize_files(root, tmp_path / "no", mode="zscore",
+                                sample=3)
