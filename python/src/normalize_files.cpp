@@ -92,20 +92,18 @@ struct NormFiles {
 // failure|None)], (done, failed, skipped), cancelled), or (False, kind,
 // message) when the run was refused or stopped (kind "arg": bad arguments,
 // else "error").
-nb::tuple normalize_files(nb::handle inputs, nb::handle lists,
-                          nb::handle out_path, int jobs, bool follow,
-                          const std::string &mode,
-                          std::optional<std::vector<double>> mean,
-                          std::optional<std::vector<double>> std_,
-                          std::optional<std::vector<double>> clip,
-                          std::optional<std::vector<double>> range, bool linked,
-                          const std::string &dtype, const std::string &alpha,
-                          const std::string &scale, bool dataset,
-                          const std::string &as, const std::string &format,
-                          const std::string &layout, int compression,
-                          bool skip_existing, bool stop_on_failure,
-                          const std::string &backend, uint64_t sample,
-                          uint64_t seed) {
+nb::tuple
+normalize_files(nb::handle inputs, nb::handle lists, nb::handle out_path,
+                int jobs, bool follow, const std::string &mode,
+                std::optional<std::vector<double>> mean,
+                std::optional<std::vector<double>> std_,
+                std::optional<std::vector<double>> clip,
+                std::optional<std::vector<double>> range, bool linked,
+                const std::string &dtype, const std::string &alpha,
+                const std::string &scale, bool dataset, const std::string &as,
+                const std::string &format, const std::string &layout,
+                int compression, bool skip_existing, bool stop_on_failure,
+                const std::string &backend, uint64_t sample, uint64_t seed) {
   Request req = make_request(0, false, std::nullopt, backend);
   RunArgs a =
       make_run_args(c_paths(inputs), c_paths(lists), jobs, follow, req, "cpu");
