@@ -183,12 +183,6 @@ void imgstat_input_list_sample(const imgstat_input_list *list, uint64_t n,
                                uint64_t seed, unsigned char *take,
                                uint64_t *of);
 
-/* Keeps the items that take marks (imgstat_input_list_sample), freeing the
- * others; the kept items are renumbered (index: their place in the list
- * now). */
-void imgstat_input_list_keep(imgstat_input_list *list,
-                             const unsigned char *take);
-
 /* A new iterator that hands out copies of list's items (their indices kept),
  * with its total known from the start. */
 imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,

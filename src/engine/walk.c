@@ -738,20 +738,6 @@ void imgstat_input_list_sample(const imgstat_input_list *list, uint64_t n,
   }
 }
 
-void imgstat_input_list_keep(imgstat_input_list *list,
-                             const unsigned char *take) {
-  size_t kept = 0;
-  for (size_t k = 0; k < list->count; k++) {
-    if (!take[k]) {
-      imgstat_input_free(list->items[k]);
-      continue;
-    }
-    list->items[k]->index = kept;
-    list->items[kept++] = list->items[k];
-  }
-  list->count = kept;
-}
-
 imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
                                         imgstat_inputs **out,
                                         imgstat_error *err) {

@@ -28,6 +28,9 @@ struct imgstat_run {
   imgstat_inputs *inputs;
   imgstat_input_list list; /* the whole list, when walked whole */
   int have_list;
+  /* the inputs the passes read: list, or with --sample a view of the
+   * sampled items of list (its own array, list's items) */
+  imgstat_input_list pass;
   int jpeg_stage; /* JPEGs streamed to nvJPEG: more workers, a wider window */
   int needs_gpu;  /* --backend gpu, --verify or nvJPEG: decided first */
   imgstat_engine *engine;
@@ -115,12 +118,14 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   }
   imgstat_inputs_destroy(run->inputs);
   run->inputs = NULL;
-  /* --sample: every rank draws it from the one list alike */
+  /* --sample: every rank draws it from the one list alike; the whole list
+   * stays (the outputs are checked against every input) */
+  run->pass = run->list;
   if (s == IMGSTAT_OK && run->opt.sample)
-    s = ist_run_sample(&run->list, run->opt.sample, run->opt.seed,
+    s = ist_run_sample(&run->list, run->opt.sample, run->opt.seed, &run->pass,
                        &run->sample_of, err);
   if (s == IMGSTAT_OK)
-    s = imgstat_inputs_from_list(&run->list, &run->inputs, err);
+    s = imgstat_inputs_from_list(&run->pass, &run->inputs, err);
   if (s != IMGSTAT_OK && !err->message[0])
     imgstat_error_set(err, s, "out of memory");
   if (!any_rank(run, s != IMGSTAT_OK))
@@ -172,13 +177,23 @@ static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
   e->devices[0] = list[local_rank % n];
 }
 
-imgstat_status ist_run_sample(imgstat_input_list *list, uint64_t n,
-                              uint64_t seed, uint64_t *of, imgstat_error *err) {
-  unsigned char *take = malloc(list->count ? list->count : 1);
-  if (!take)
+imgstat_status ist_run_sample(const imgstat_input_list *list, uint64_t n,
+                              uint64_t seed, imgstat_input_list *view,
+                              uint64_t *of, imgstat_error *err) {
+  size_t size = list->count ? list->count : 1;
+  unsigned char *take = malloc(size);
+  view->items = malloc(size * sizeof *view->items);
+  view->count = 0;
+  if (!take || !view->items) {
+    free(take);
+    free(view->items);
+    view->items = NULL;
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
   imgstat_input_list_sample(list, n, seed, take, of);
-  imgstat_input_list_keep(list, take);
+  for (size_t k = 0; k < list->count; k++)
+    if (take[k])
+      view->items[view->count++] = list->items[k];
   free(take);
   return IMGSTAT_OK;
 }
@@ -286,6 +301,8 @@ void imgstat_run_destroy(imgstat_run *run) {
   imgstat_dataset_destroy(run->ds);
   imgstat_engine_destroy(run->engine);
   imgstat_inputs_destroy(run->inputs);
+  if (run->pass.items != run->list.items)
+    free(run->pass.items); /* a view: its items are list's */
   imgstat_input_list_free(&run->list);
   free(run);
 }
@@ -347,7 +364,7 @@ static void range_release(void *ctx, const imgstat_input *item) {
 static imgstat_status range_pass(imgstat_run *run, int *cancelled,
                                  imgstat_error *err) {
   imgstat_inputs *later = run->inputs;
-  imgstat_status s = imgstat_inputs_from_list(&run->list, &run->inputs, err);
+  imgstat_status s = imgstat_inputs_from_list(&run->pass, &run->inputs, err);
   if (s == IMGSTAT_OK) {
     memset(&run->progress, 0, sizeof run->progress);
     run->progress.pass = 1;

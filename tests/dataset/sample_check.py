@@ -235,6 +235,16 @@ r = run("normalize", "--sample", "3", inputs[0], "-o",
 if "--sample has no effect without --dataset" not in r.stderr:
     checklib.fail("normalize --sample without --dataset: %r" % r.stderr)
 
+# --histogram-png never replaces an input, sampled or not
+victim = next(p for p in inputs if p not in rule(inputs, 1, 0)
+              and p.endswith(".png") and "corrupt" not in p)
+before = open(victim, "rb").read()
+r = run("--dataset-only", "--sample", "1", "--histogram-png", victim, d)
+if r.returncode != 2 or "is the input" not in r.stderr or \
+        open(victim, "rb").read() != before:
+    checklib.fail("--histogram-png over an input left out of the sample: "
+                  "exit %d, %r" % (r.returncode, r.stderr))
+
 # normalize zscore --dataset --sample: the plan is the sample's, every input
 # is written
 out = os.path.join(tmp, "z")
