@@ -274,6 +274,18 @@ typedef struct imgstat_dataset_result {
   double outlier_z;
   char **names; /* owned copies the notes point into */
   size_t nnames;
+  /* Why the pool has its layout (and depth): the images read counted by
+   * the layout they pool in (1..4 channels: Y, YA, RGB, RGBA) and, without
+   * scale_unit, by depth (0: 8-bit, 1: 16, 2: 32; with scale_unit every
+   * count is in [l][0]); layout_tie: the largest count was shared and the
+   * tie rule (more channels, then more bits) chose. */
+  uint64_t layout_count[IMGSTAT_MAX_CHANNELS + 1][3];
+  int layout_tie;
+  /* A run over a sample of the inputs (imgstat_run_options.sample): the
+   * sample asked for (sample > 0), the inputs it was drawn from (sample_of:
+   * the list's inputs but error items) and the seed; 0 when the run read
+   * every input. */
+  uint64_t sample, sample_of, sample_seed;
 } imgstat_dataset_result;
 
 /* The pooled figures (ddof 0 or 1), the images left out and the outliers.

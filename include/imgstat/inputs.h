@@ -166,6 +166,23 @@ void imgstat_input_list_free(imgstat_input_list *list);
 const imgstat_input *
 imgstat_input_list_read_once(const imgstat_input_list *list);
 
+/* A reproducible uniform sample of n of the list's inputs (--sample N
+ * --seed S): take[k] is set to 1 for each item taken, 0 for the others.
+ * Error items (kind IMGSTAT_INPUT_ERROR) are always taken (they are
+ * reported, never sampled away); the others, m of them (*of), are
+ * sampled in list order by selection sampling (Knuth's Algorithm S): a
+ * splitmix64 generator seeded with seed gives, for the i-th of them
+ * (from 0), the 64-bit z_i (state += 0x9E3779B97F4A7C15, then z =
+ * state; z = (z ^ z >> 30) * 0xBF58476D1CE4E5B9; z = (z ^ z >> 27) *
+ * 0x94D049BB133111EB; z ^= z >> 31) and u_i = (z_i >> 11) * 2^-53; it is
+ * taken when (double)(m - i) * u_i < (double)(n - taken so far). Exactly
+ * min(n, m) are taken, every subset of that size equally likely; n >= m
+ * (or n 0) takes them all. The list alone decides: the same items for any
+ * number of workers, devices or ranks. */
+void imgstat_input_list_sample(const imgstat_input_list *list, uint64_t n,
+                               uint64_t seed, unsigned char *take,
+                               uint64_t *of);
+
 /* A new iterator that hands out copies of list's items (their indices kept),
  * with its total known from the start. */
 imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,

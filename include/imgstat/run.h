@@ -110,6 +110,16 @@ typedef struct imgstat_run_options {
    * over the whole list (not over an image on standard input). */
   int dataset;
   imgstat_dataset_options ds;
+  /* A reproducible uniform sample of the inputs for the dataset (0: all):
+   * the whole list walked, then imgstat_input_list_sample(list, sample,
+   * seed) decides which inputs the run reads (a normalize run with
+   * normalize->dataset: which inputs its pooling pass pools; every input
+   * is still written), the same for any jobs, devices and ranks. Needs
+   * dataset (or normalize->dataset): else IMGSTAT_ERR_ARG, cause
+   * IMGSTAT_CAUSE_CONFLICT. The record says it (imgstat_dataset_result's
+   * sample fields). */
+  uint64_t sample;
+  uint64_t seed;
   /* Walk the whole input list before the first input is worked on
    * (imgstat_run_input_list), e.g. to check outputs against it. Always so
    * under MPI and for the float range pass. */

@@ -88,6 +88,7 @@ typedef struct norm_cli {
   imgstat_npy_layout layout;
   int dataset; /* --dataset: one plan from the figures of every input */
   imgstat_dataset_as as; /* --as: each input's layout first (keep) */
+  uint64_t sample, seed; /* --sample N (0: every input), --seed S */
 } norm_cli;
 
 #define usage(...)                                                             \
@@ -198,6 +199,12 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_DATASET:
     c->dataset = 1;
     break;
+  case IST_OPT_SAMPLE:
+    c->sample = v->u;
+    break;
+  case IST_OPT_SEED:
+    c->seed = v->u;
+    break;
   default:
     break;
   }
@@ -279,6 +286,12 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
                    !c->dataset
                ? with_mode(c)
                : NULL;
+  case IST_OPT_SAMPLE:
+    return c->dataset ? NULL : "without --dataset";
+  case IST_OPT_SEED:
+    return !c->dataset  ? "without --dataset"
+           : !c->sample ? "without --sample"
+                        : NULL;
   case IST_OPT_NULL:
     return has_list(c) ? NULL : "without --files-from";
   case IST_OPT_COMPRESSION:
@@ -576,6 +589,19 @@ static int run(const norm_cli *c, imgstat_run *nr) {
     ist_cli_error("%" PRIu64 " written to %s, %" PRIu64 " failed, %.2f s",
                   p->done - p->failed - p->skipped, c->out, p->failed,
                   ist_progress_now() - t0);
+  /* --sample: the plan is the sample's, as the dataset record says it */
+  const imgstat_dataset_result *pooled = imgstat_run_pooled(nr);
+  if (pooled && pooled->sample && !c->quiet && cancel < 0) {
+    if (pooled->sample < pooled->sample_of)
+      ist_cli_error("the plan pooled a sample: %" PRIu64 " of %" PRIu64
+                    " inputs (--sample %" PRIu64 " --seed %" PRIu64 ")",
+                    pooled->sample, pooled->sample_of, pooled->sample,
+                    pooled->sample_seed);
+    else
+      ist_cli_error("the plan pooled all %" PRIu64 " inputs (--sample %" PRIu64
+                    " is not fewer; --seed %" PRIu64 ")",
+                    pooled->sample_of, pooled->sample, pooled->sample_seed);
+  }
   if (p->skipped > 0 && !c->quiet)
     ist_cli_error("%" PRIu64 " of %" PRIu64 " outputs were there already: "
                   "skipped (--skip-existing)",
@@ -617,6 +643,8 @@ int ist_normalize_main(int argc, char **argv) {
                                     .jobs = c.jobs_given ? c.jobs : -1,
                                     .max_inflight = c.max_inflight,
                                     .engine = c.engine,
+                                    .sample = c.dataset ? c.sample : 0,
+                                    .seed = c.seed,
                                     .cancel = ist_cli_cancel_flag(),
                                     .normalize = &o};
     imgstat_error e;

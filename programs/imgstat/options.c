@@ -472,6 +472,18 @@ static const ist_opt table[] = {
      "                     keys), albumentations (0..1, RGB), mmcv (0..255,\n"
      "                     bgr_to_rgb=True), detectron2 (0..255, BGR), keras\n"
      "                     (0..255, variance); implies --scale unit\n"},
+    {"--sample", NULL, S, IST_OPT_SAMPLE, 1, read_count, 1, UINT64_MAX, NULL,
+     "--sample: '%s' is not a number of inputs (1 or more)", S_DATASET,
+     "  --sample N         pool a reproducible uniform sample of N of the "
+     "inputs\n"
+     "                     (drawn from the sorted input list: the same files "
+     "for\n"
+     "                     any -j, devices and ranks; all when N is not "
+     "fewer;\n"
+     "                     " IST_OPT_DOCS "/dataset.md)\n"},
+    {"--seed", NULL, S, IST_OPT_SEED, 1, read_count, 0, UINT64_MAX, NULL,
+     "--seed: '%s' is not a number from 0 to 18446744073709551615", S_DATASET,
+     "  --seed S           the sample's seed (default 0)\n"},
     {"--outlier-z", NULL, S, IST_OPT_OUTLIER_Z, 1, read_positive, 0, 0, NULL,
      "--outlier-z: '%s' is not a number > 0", S_DATASET,
      "  --outlier-z Z      robust z-score beyond which an image's mean or std "
@@ -549,6 +561,17 @@ static const ist_opt table[] = {
      "                     pass; " IST_OPT_DOCS "/dataset.md); one layout and\n"
      "                     depth, or\n"
      "                     8/16-bit and float together with --scale unit\n"},
+    {"--sample", NULL, N, IST_OPT_SAMPLE, 1, read_count, 1, UINT64_MAX, NULL,
+     "--sample: '%s' is not a number of inputs (1 or more)", N_MODES,
+     "  --sample N --seed S\n"
+     "                     with --dataset: pool a reproducible uniform sample "
+     "of N\n"
+     "                     inputs (as imgstat --sample; seed default 0); "
+     "every\n"
+     "                     input is still written\n"},
+    {"--seed", NULL, N, IST_OPT_SEED, 1, read_count, 0, UINT64_MAX, NULL,
+     "--seed: '%s' is not a number from 0 to 18446744073709551615", N_MODES,
+     NULL},
     ROWS_INPUT_LISTS(N, N_INPUT),
     {"--output", "-o", N, IST_OPT_OUTPUT, 1, NULL, 0, 0, NULL, NULL, N_OUTPUT,
      "  -o, --output OUT   output file, or folder (created if missing) for a\n"

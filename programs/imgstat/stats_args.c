@@ -217,6 +217,12 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_OUTLIER_Z:
     o->ds.outlier_z = v->list[0];
     break;
+  case IST_OPT_SAMPLE:
+    o->sample = v->u;
+    break;
+  case IST_OPT_SEED:
+    o->seed = v->u;
+    break;
   case IST_OPT_EMIT:
     o->hist.dataset_emit |= 1u << v->u;
     break;
@@ -283,7 +289,12 @@ static const char *no_effect(const void *ctx, ist_opt_id id) {
   case IST_OPT_AS:
   case IST_OPT_SCALE:
   case IST_OPT_OUTLIER_Z:
+  case IST_OPT_SAMPLE:
     return o->dataset ? NULL : "without --dataset";
+  case IST_OPT_SEED:
+    return !o->dataset  ? "without --dataset"
+           : !o->sample ? "without --sample"
+                        : NULL;
   case IST_OPT_EMIT:
     return !o->dataset                       ? "without --dataset"
            : o->format == IMGSTAT_RECORD_CSV ? "with --csv"

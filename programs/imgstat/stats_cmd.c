@@ -141,6 +141,8 @@ int ist_stats_main(int argc, char **argv) {
          sizeof ro.request.percentiles);
   ro.dataset = opt.dataset != 0;
   ro.ds = opt.ds;
+  ro.sample = opt.dataset ? opt.sample : 0;
+  ro.seed = opt.seed;
   ro.whole_list = opt.hist.png_path != NULL;
   ro.mpi = opt.mpi ? mr.m : NULL;
   ro.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */

@@ -46,8 +46,9 @@ typedef struct stats_options {
   int progress; /* --progress */
   int dataset;  /* 1: --dataset, 2: --dataset-only */
   imgstat_dataset_options ds;
-  int ds_given; /* --as, --scale, --outlier-z or --range given */
-  int mpi;      /* --mpi */
+  int ds_given;          /* --as, --scale, --outlier-z or --range given */
+  int mpi;               /* --mpi */
+  uint64_t sample, seed; /* --sample N (0: every input), --seed S */
 } stats_options;
 
 #define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)

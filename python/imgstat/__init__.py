@@ -647,6 +647,25 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
     return _Scan(native, errors)
 
 
+def _sample(sample: _Optional[int], seed: int) -> tuple:
+    """sample= and seed= as the run takes them (sample 0: every input), or
+    ValueError/TypeError as --sample and --seed refuse them."""
+    if sample is None:
+        n = 0
+    elif isinstance(sample, bool) or not isinstance(sample, int):
+        raise TypeError("sample must be a number of inputs (an int >= 1)")
+    elif not 1 <= sample < 2 ** 64:
+        raise ValueError(f"sample: {sample} is not a number of inputs "
+                         "(1 or more)")
+    else:
+        n = sample
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError("seed must be an int from 0 to 2**64 - 1")
+    if not 0 <= seed < 2 ** 64:
+        raise ValueError(f"seed: {seed} is not a number from 0 to 2**64 - 1")
+    return n, seed
+
+
 def dataset(inputs: _Union[_Path, _Iterable], *,
             as_: _Optional[str] = None, scale: str = "native",
             outlier_z: float = 5.0, histogram: bool = False,
@@ -654,7 +673,8 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
             range: _Optional[_Sequence[float]] = None, ddof: int = 0,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
             files_from: _Union[None, _Path, _Iterable] = None,
-            jpeg_decoder: str = "auto", errors: str = "raise") -> Dataset:
+            jpeg_decoder: str = "auto", errors: str = "raise",
+            sample: _Optional[int] = None, seed: int = 0) -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
     exact sums, mean, std, images left out and why, outliers.
@@ -664,7 +684,11 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     they are; "none", the record's word for it, is a synonym) or "unit"
     (0..1: the mean and std torchvision.transforms.Normalize takes);
     outlier_z: the robust z-score of the outlier rule; range: (low, high)
-    of float images' pooled histograms; jpeg_decoder as for scan().
+    of float images' pooled histograms; jpeg_decoder as for scan();
+    sample: pool a reproducible uniform sample of that many inputs (the
+    command line's --sample, the same files for any jobs), drawn with seed
+    (--seed, default 0) by the rule of docs/dataset.md; all of them when
+    sample is not fewer; the record's "sample" says so.
 
     Raises ImageError (the first input that failed: its path, status and
     message, as the command line says them) when no image could be read,
@@ -678,11 +702,13 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     _errors(errors, ("raise", "record"))
     _scale(scale)
     ddof = _check_ddof(ddof)
+    sample, seed = _sample(sample, seed)
     record, failures = _imgstat.dataset(
         _sources(inputs), _lists(files_from), int(jobs), bool(follow),
         "" if as_ is None else as_, scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
-        bool(histogram), _percentiles(percentiles), backend, jpeg_decoder)
+        bool(histogram), _percentiles(percentiles), backend, jpeg_decoder,
+        sample, seed)
     failures = [ImageError(*f) for f in failures]
     result = Dataset(record, failures)
     if result.images == 0 and failures:
@@ -714,8 +740,9 @@ def normalize(x: _Any, mode: str = "minmax", *,
     input's units; "none" is a synonym) or "unit"; layout: the input
     array's axes ("hwc" or "chw", for 3 dimensions); out_layout: the
     result's axes, "hwc" or "chw" (as ``imgstat normalize --layout``, which
-    sets the axes of the .npy written; default: the input's layout; a host
-    array's only). Returns a numpy array for a
+    sets the axes of the .npy written; default: the input's layout; for a
+    CUDA array, when the result is a torch tensor or a CuPy array).
+    Returns a numpy array for a
     host array; for a CUDA array (a build with CUDA) the work is done on its
     device and the result is a new array on that device, with the same bytes
     as the host path's: a torch tensor for a torch tensor, a CuPy array for
@@ -741,11 +768,22 @@ def normalize(x: _Any, mode: str = "minmax", *,
     if not ok:
         raise ImageError(*value)
     if isinstance(value, tuple):  # (a DLPack capsule, its CUDA device)
-        if out_layout not in (None, layout):
-            raise ValueError("imgstat.normalize: out_layout is for a host "
-                             "array's result (a CUDA result keeps the "
-                             "input's layout)")
-        return _like_input(x, *value)
+        value = _like_input(x, *value)
+        # the input's dimensions (the result has as many)
+        nd = len(shape) if cai is not None else getattr(x, "ndim", 3)
+        if out_layout in (None, layout) or nd != 3:
+            return value
+        # the other axes' order, its samples contiguous, on the device
+        order = (2, 0, 1) if out_layout == "chw" else (1, 2, 0)
+        kind = type(value).__module__.split(".")[0]
+        if kind == "torch":
+            return value.permute(*order).contiguous()
+        if kind == "cupy":
+            import cupy
+            return cupy.ascontiguousarray(value.transpose(order))
+        raise ValueError("imgstat.normalize: out_layout of a CUDA result "
+                         "needs a torch tensor or a CuPy array (a "
+                         "DeviceArray keeps the input's layout)")
     if out_layout not in (None, layout) and value.ndim == 3:
         import numpy  # a dependency of the package
         # the other axes' order, its samples contiguous
@@ -786,7 +824,8 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
                     skip_existing: bool = False, errors: str = "raise",
                     jobs: int = 0, follow: bool = False,
                     files_from: _Union[None, _Path, _Iterable] = None,
-                    backend: str = "auto") -> list:
+                    backend: str = "auto", sample: _Optional[int] = None,
+                    seed: int = 0) -> list:
     """Normalizes every image among inputs (files, folders walked in byte
     order, lists of paths in files_from) and writes each to out, as
     ``imgstat normalize`` does (docs/normalize.md): out is a file for one
@@ -800,7 +839,10 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
     for one file, else PNG, and .npy for float32); layout: the axes of the
     .npy files written, "hwc" or "chw" (``--layout``; normalize()'s
     out_layout); compression: PNG's deflate level 0..9; skip_existing: an
-    input whose output is there is not read.
+    input whose output is there is not read; sample, seed: with dataset,
+    the plan is pooled over a reproducible uniform sample of that many
+    inputs, as dataset(sample=, seed=) and ``imgstat normalize --dataset
+    --sample`` draw it (every input is still written).
 
     Before any work, the run is refused (ValueError) when two inputs would
     write one output, an output would replace an input, or out's name says
@@ -825,6 +867,10 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
         raise ValueError("layout must be 'hwc' or 'chw'")
     if not isinstance(out, _PATH):
         raise TypeError("out: the path of a file or a folder")
+    sample, seed = _sample(sample, seed)
+    if sample and not dataset:
+        raise ValueError("sample= draws the inputs a dataset=True plan "
+                         "pools: it needs dataset=True")
     result = _imgstat.normalize_files(
         _sources(inputs), _lists(files_from), out, int(jobs),
         bool(follow), mode, _floats(mean), _floats(std),
@@ -832,7 +878,7 @@ def normalize_files(inputs: _Union[_Path, _Iterable],
         alpha, scale, bool(dataset), "" if as_ is None else as_,
         format or "", layout,
         -1 if compression is None else int(compression), bool(skip_existing),
-        False, backend)
+        False, backend, sample, seed)
     if not result[0]:
         _, kind, message = result
         raise (ValueError if kind == "arg" else RuntimeError)(message)

@@ -256,6 +256,7 @@ struct RunArgs {
   bool dataset = false;
   imgstat_dataset_options ds{};
   bool follow = false;
+  uint64_t sample = 0, seed = 0; // the dataset's sample (0: every input)
 };
 
 RunArgs make_run_args(const std::vector<std::string> &inputs,

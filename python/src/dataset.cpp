@@ -68,11 +68,14 @@ nb::tuple dataset(nb::handle inputs, nb::handle lists, int jobs, bool follow,
                   double outlier_z, std::optional<std::vector<double>> range,
                   int ddof, bool histogram,
                   std::optional<std::vector<double>> percentiles,
-                  const std::string &backend, const std::string &jpeg_decoder) {
+                  const std::string &backend, const std::string &jpeg_decoder,
+                  uint64_t sample, uint64_t seed) {
   Request req = make_request(ddof, histogram, percentiles, backend);
   RunArgs a = make_run_args(c_paths(inputs), c_paths(lists), jobs, follow, req,
                             jpeg_decoder);
   a.dataset = true;
+  a.sample = sample;
+  a.seed = seed;
   std::memset(&a.ds, 0, sizeof a.ds);
   a.ds.scale_unit = scale_unit(scale);
   a.ds.as = as_of(as, a.ds.scale_unit);
@@ -105,7 +108,7 @@ void register_dataset(nb::module_ &m) {
         nb::arg("jobs"), nb::arg("follow"), nb::arg("as_"), nb::arg("scale"),
         nb::arg("outlier_z"), nb::arg("range").none(), nb::arg("ddof"),
         nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
-        nb::arg("jpeg_decoder"));
+        nb::arg("jpeg_decoder"), nb::arg("sample"), nb::arg("seed"));
 }
 
 } // namespace binding

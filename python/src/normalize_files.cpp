@@ -92,19 +92,18 @@ struct NormFiles {
 // failure|None)], (done, failed, skipped), cancelled), or (False, kind,
 // message) when the run was refused or stopped (kind "arg": bad arguments,
 // else "error").
-nb::tuple normalize_files(nb::handle inputs, nb::handle lists,
-                          nb::handle out_path, int jobs, bool follow,
-                          const std::string &mode,
-                          std::optional<std::vector<double>> mean,
-                          std::optional<std::vector<double>> std_,
-                          std::optional<std::vector<double>> clip,
-                          std::optional<std::vector<double>> range, bool linked,
-                          const std::string &dtype, const std::string &alpha,
-                          const std::string &scale, bool dataset,
-                          const std::string &as, const std::string &format,
-                          const std::string &layout, int compression,
-                          bool skip_existing, bool stop_on_failure,
-                          const std::string &backend) {
+nb::tuple
+normalize_files(nb::handle inputs, nb::handle lists, nb::handle out_path,
+                int jobs, bool follow, const std::string &mode,
+                std::optional<std::vector<double>> mean,
+                std::optional<std::vector<double>> std_,
+                std::optional<std::vector<double>> clip,
+                std::optional<std::vector<double>> range, bool linked,
+                const std::string &dtype, const std::string &alpha,
+                const std::string &scale, bool dataset, const std::string &as,
+                const std::string &format, const std::string &layout,
+                int compression, bool skip_existing, bool stop_on_failure,
+                const std::string &backend, uint64_t sample, uint64_t seed) {
   Request req = make_request(0, false, std::nullopt, backend);
   RunArgs a =
       make_run_args(c_paths(inputs), c_paths(lists), jobs, follow, req, "cpu");
@@ -140,6 +139,8 @@ nb::tuple normalize_files(nb::handle inputs, nb::handle lists,
   o.nsources = (int)sources.size();
   o.follow = a.follow;
   o.jobs = a.jobs;
+  o.sample = sample; // the pooling pass's sample (0: every input)
+  o.seed = seed;
   engine_defaults(&o.engine, req.backend);
   no.out = out.c_str();
   no.skip_existing = skip_existing;
@@ -192,7 +193,8 @@ void register_normalize_files(nb::module_ &m) {
         nb::arg("dtype"), nb::arg("alpha"), nb::arg("scale"),
         nb::arg("dataset"), nb::arg("as_"), nb::arg("format"),
         nb::arg("layout"), nb::arg("compression"), nb::arg("skip_existing"),
-        nb::arg("stop_on_failure"), nb::arg("backend"));
+        nb::arg("stop_on_failure"), nb::arg("backend"), nb::arg("sample"),
+        nb::arg("seed"));
 }
 
 } // namespace binding

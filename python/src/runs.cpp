@@ -148,6 +148,8 @@ void Scan::run() {
   o.request = args_.req.stats();
   o.dataset = args_.dataset;
   o.ds = args_.ds;
+  o.sample = args_.sample;
+  o.seed = args_.seed;
   o.cancel = &cancel_;
   imgstat_error err;
   std::memset(&err, 0, sizeof err);

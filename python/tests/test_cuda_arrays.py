@@ -361,6 +361,32 @@ def test_normalize_alpha_and_views():
 
 
 @needs_torch
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("layout", ["hwc", "chw"])
+def test_normalize_out_layout_equal_host(kind, layout):
+    """out_layout on a CUDA result: the bytes of the host path's result
+    with the same out_layout (numpy's transpose), on the input's device; a
+    DeviceArray result (an object with only __cuda_array_interface__) is
+    refused for another layout, and kept as it is for its own."""
+    rng = np.random.default_rng(44)
+    a = rng.integers(0, 256, shape_of(layout, 21, 34), dtype=np.uint8)
+    x = on_device(a, kind)
+    other = "hwc" if layout == "chw" else "chw"
+    for out_layout in (other, layout, None):
+        want = imgstat.normalize(a, "zscore", layout=layout, backend="cpu",
+                                 out_layout=out_layout)
+        if kind == "interface" and out_layout == other:
+            with pytest.raises(ValueError, match="out_layout"):
+                imgstat.normalize(x, "zscore", layout=layout,
+                                  out_layout=out_layout)
+            continue
+        got = to_host(imgstat.normalize(x, "zscore", layout=layout,
+                                        out_layout=out_layout))
+        assert got.shape == want.shape
+        assert got.tobytes() == want.tobytes()
+
+
+@needs_torch
 def test_normalize_owner_frees():
     """The result owns its device memory: many results, dropped, do not
     grow the device's use."""

@@ -148,3 +148,123 @@ def test_normalize_gives_chw_output_and_names_itself(mixed):
     with pytest.raises(ValueError) as e:
         imgstat.normalize(x, layout="whc")
     assert "imgstat.normalize" in str(e.value)
+
+
+def _sample_rule(paths, n, seed):
+    """docs/dataset.md's --sample rule, written here from its text: Knuth's
+    selection sampling over the sorted inputs with a splitmix64 generator
+    seeded with seed."""
+    mask = (1 << 64) - 1
+    m = len(paths)
+    if n >= m:
+        return list(paths)
+    state, taken = seed, []
+    for i, p in enumerate(paths):
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        z ^= z >> 31
+        if float(m - i) * ((z >> 11) * 2.0 ** -53) < float(n - len(taken)):
+            taken.append(p)
+    return taken
+
+
+@pytest.fixture
+def many(tmp_path):
+    """A folder of 17 RGB images in subfolders: (folder, {path: array})."""
+    rng = np.random.default_rng(37)
+    root = tmp_path / "many"
+    images = {}
+    for i in range(17):
+        sub = root / ("a", "b", "b/c")[i % 3]
+        sub.mkdir(parents=True, exist_ok=True)
+        a = rng.integers(0, 256, (3 + i % 4, 5, 3), dtype=np.uint8)
+        np.save(sub / f"x{i:02d}.npy", a)
+        images[str(sub / f"x{i:02d}.npy")] = a
+    return root, images
+
+
+def test_dataset_sample_same_files_as_cli_and_rule(many, cli):
+    root, images = many
+    paths = sorted(images, key=os.fsencode)  # the walk's byte order
+    for n, seed in ((5, 3), (1, 0), (9, 2 ** 64 - 1)):
+        want = _sample_rule(paths, n, seed)
+        pooled = np.concatenate([images[p].reshape(-1, 3) for p in want])
+        d = imgstat.dataset(root, sample=n, seed=seed, jobs=1)
+        rec = d.to_dict()["dataset"]
+        assert rec["sample"] == {"asked": n, "taken": n, "of": len(paths),
+                                 "seed": seed}
+        assert d.images == n
+        assert d.mean == pytest.approx(
+            tuple(pooled.mean(axis=0, dtype=np.float64)), rel=1e-14)
+        assert d.std == pytest.approx(tuple(pooled.std(axis=0)), rel=1e-12)
+        # -j 2 and the command line: the same record
+        assert imgstat.dataset(root, sample=n, seed=seed,
+                               jobs=2).to_dict() == d.to_dict()
+        run = subprocess.run([cli, "--dataset-only", "--json", "--sample",
+                              str(n), "--seed", str(seed), str(root)],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout) == d.to_dict()
+        # the files the command line read are the rule's
+        run = subprocess.run([cli, "--dataset", "--json", "-j", "2",
+                              "--sample", str(n), "--seed", str(seed),
+                              str(root)], capture_output=True, text=True)
+        files = [json.loads(line)["file"] for line in run.stdout.splitlines()
+                 if "dataset" not in json.loads(line)]
+        assert files == want
+    # the default seed is 0; N >= M is every input, said so
+    assert imgstat.dataset(root, sample=4).to_dict() == \
+        imgstat.dataset(root, sample=4, seed=0).to_dict()
+    rec = imgstat.dataset(root, sample=99).to_dict()["dataset"]
+    assert rec["sample"] == {"asked": 99, "taken": 17, "of": 17, "seed": 0}
+    assert rec["images"] == 17
+    assert "sample" not in imgstat.dataset(root).to_dict()["dataset"]
+    for bad in (0, -2, 2 ** 64):
+        with pytest.raises(ValueError, match="sample"):
+            imgstat.dataset(root, sample=bad)
+    for bad in (-1, 2 ** 64):
+        with pytest.raises(ValueError, match="seed"):
+            imgstat.dataset(root, sample=3, seed=bad)
+    with pytest.raises(TypeError, match="sample"):
+        imgstat.dataset(root, sample=2.5)
+    with pytest.raises(TypeError, match="seed"):
+        imgstat.dataset(root, sample=2, seed="1")
+
+
+def test_dataset_layout_rule_in_python_record(mixed):
+    root, images, bad = mixed
+    rec = imgstat.dataset(root, errors="record").to_dict()["dataset"]
+    assert rec["layout_rule"] == "majority"
+    assert rec["layout_counts"] == [{"layout": "RGB", "depth": 8,
+                                     "images": len(images)}]
+
+
+def test_normalize_files_sample_same_files_as_cli(many, cli, tmp_path):
+    """normalize_files(dataset=True, sample=, seed=) writes every input
+    with the plan of the rule's sample, byte for byte the command line's
+    normalize --dataset --sample."""
+    root, images = many
+    paths = sorted(images, key=os.fsencode)
+    want = _sample_rule(paths, 6, 21)
+    pooled = np.concatenate([images[p].reshape(-1, 3) for p in want])
+    mean, std = pooled.mean(axis=0), pooled.std(axis=0)
+    done = imgstat.normalize_files(root, tmp_path / "py", mode="zscore",
+                                   dataset=True, sample=6, seed=21)
+    assert len(done) == len(paths)
+    run = subprocess.run([cli, "normalize", "zscore", "--dataset", "--sample",
+                          "6", "--seed", "21", str(root), "-o",
+                          str(tmp_path / "cli")], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    for p in paths:
+        rel = os.path.relpath(p, root)
+        got = np.load(tmp_path / "py" / rel)
+        assert (tmp_path / "cli" / rel).read_bytes() == \
+            (tmp_path / "py" / rel).read_bytes()
+        assert got == pytest.approx((images[p] - mean) / std, rel=1e-5,
+                                    abs=1e-5)
+    with pytest.raises(ValueError, match="dataset=True"):
+        imgstat.normalize_files(root, tmp_path / "no", mode="zscore",
+                                sample=3)

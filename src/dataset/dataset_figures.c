@@ -499,6 +499,12 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
         layout = l;
         depth = k;
       }
+  for (int l = 1; l < NLAYOUT; l++)
+    for (int k = 0; k < NDEPTH; k++) {
+      res->layout_count[l][k] = count[l][k];
+      if (most > 0 && count[l][k] == most && (l != layout || k != depth))
+        res->layout_tie = 1;
+    }
   if (n > 0)
     mask = d->o.scale_unit ? 7 : 1 << depth;
   for (size_t i = 0; i < n; i++) {

@@ -712,6 +712,32 @@ imgstat_input_list_read_once(const imgstat_input_list *list) {
   return NULL;
 }
 
+void imgstat_input_list_sample(const imgstat_input_list *list, uint64_t n,
+                               uint64_t seed, unsigned char *take,
+                               uint64_t *of) {
+  uint64_t m = 0;
+  for (size_t k = 0; k < list->count; k++)
+    m += list->items[k]->kind != IMGSTAT_INPUT_ERROR;
+  if (of)
+    *of = m;
+  uint64_t state = seed, i = 0, taken = 0;
+  for (size_t k = 0; k < list->count; k++) {
+    if (list->items[k]->kind == IMGSTAT_INPUT_ERROR || n == 0 || n >= m) {
+      take[k] = 1;
+      continue;
+    }
+    state += UINT64_C(0x9E3779B97F4A7C15); /* splitmix64 */
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    z ^= z >> 31;
+    double u = (double)(z >> 11) * 0x1p-53;
+    take[k] = (double)(m - i) * u < (double)(n - taken);
+    taken += take[k];
+    i++;
+  }
+}
+
 imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
                                         imgstat_inputs **out,
                                         imgstat_error *err) {

@@ -126,6 +126,39 @@ static void ds_emit_json(FILE *out, const imgstat_dataset_result *r,
   putc('}', out);
 }
 
+/* The inputs a --sample run read: min(asked, of). */
+static uint64_t ds_sample_taken(const imgstat_dataset_result *r) {
+  return r->sample < r->sample_of ? r->sample : r->sample_of;
+}
+
+/* ,"layout_rule":"as"|"majority"|"tie","layout_counts":[...] and, for a
+ * sampled run, ,"sample":{...}. */
+static void ds_rule_json(FILE *out, const imgstat_dataset_result *r) {
+  fprintf(out, ",\"layout_rule\":\"%s\",\"layout_counts\":[",
+          r->as != IMGSTAT_AS_KEEP ? "as"
+          : r->layout_tie          ? "tie"
+                                   : "majority");
+  for (int l = 1, first = 1; l <= IMGSTAT_MAX_CHANNELS; l++)
+    for (int k = 0; k < 3; k++) {
+      if (!r->layout_count[l][k])
+        continue;
+      fprintf(out, "%s{\"layout\":", first ? "" : ",");
+      imgstat_record_json_string(out, imgstat_layout_name(l));
+      if (r->scale_unit)
+        fputs(",\"depth\":null", out);
+      else
+        fprintf(out, ",\"depth\":%d", 8 << k);
+      fprintf(out, ",\"images\":%" PRIu64 "}", r->layout_count[l][k]);
+      first = 0;
+    }
+  putc(']', out);
+  if (r->sample)
+    fprintf(out,
+            ",\"sample\":{\"asked\":%" PRIu64 ",\"taken\":%" PRIu64
+            ",\"of\":%" PRIu64 ",\"seed\":%" PRIu64 "}",
+            r->sample, ds_sample_taken(r), r->sample_of, r->sample_seed);
+}
+
 static void ds_json(FILE *out, const imgstat_dataset_result *r,
                     const imgstat_record_hist *cfg,
                     const imgstat_hist_figures *hf) {
@@ -149,9 +182,11 @@ static void ds_json(FILE *out, const imgstat_dataset_result *r,
       fprintf(out, "%s%d", first ? "" : ",", 8 << k);
       first = 0;
     }
-  fprintf(out, "],\"as\":\"%s\",\"scale\":\"%s\",\"ddof\":%d,\"stats\":[",
+  fprintf(out, "],\"as\":\"%s\",\"scale\":\"%s\",\"ddof\":%d",
           imgstat_dataset_as_name(r->as), r->scale_unit ? "unit" : "none",
           r->ddof);
+  ds_rule_json(out, r);
+  fputs(",\"stats\":[", out);
   for (int c = 0; c < r->channels; c++) {
     const imgstat_dataset_channel *d = &r->ch[c];
     int v = d->has_values;
@@ -357,6 +392,16 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
   }
   fprintf(out, "  as=%s  scale=%s\n", imgstat_dataset_as_name(r->as),
           r->scale_unit ? "unit" : "none");
+  if (r->sample && r->sample < r->sample_of)
+    fprintf(out,
+            "sampled: %" PRIu64 " of %" PRIu64 " inputs (--sample %" PRIu64
+            " --seed %" PRIu64 ")\n",
+            r->sample, r->sample_of, r->sample, r->sample_seed);
+  else if (r->sample)
+    fprintf(out,
+            "sampled: all %" PRIu64 " inputs (--sample %" PRIu64
+            " is not fewer; --seed %" PRIu64 ")\n",
+            r->sample_of, r->sample, r->sample_seed);
   /* why this layout: --as keep pools the one most images have */
   int odd = 0;
   for (size_t i = 0; i < r->nexcluded; i++)

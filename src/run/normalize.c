@@ -33,6 +33,10 @@ struct ist_norm_run {
   imgstat_dataset_result pooled;
   int have_pooled;
   size_t next_pooled; /* the pooling passes' place in list */
+  /* --sample: the inputs the pooling passes take (NULL: every one), how
+   * many, and how many they were drawn from */
+  unsigned char *pool_take;
+  uint64_t pool_count, sample_of;
 };
 
 /* Whether the options make float32 output (zscore, given mean and std). */
@@ -162,6 +166,19 @@ imgstat_status ist_norm_run_create(const imgstat_run_options *opts,
     return fail(err, NULL, 0, s);
   }
   info->inputs = run->list.count;
+  run->pool_count = run->list.count;
+  if (o->dataset && ro->sample) { /* the pooling passes read a sample */
+    run->pool_take = malloc(run->list.count ? run->list.count : 1);
+    if (!run->pool_take) {
+      ist_norm_run_destroy(run);
+      return fail(err, NULL, 0, IMGSTAT_ERR_NOMEM);
+    }
+    imgstat_input_list_sample(&run->list, ro->sample, ro->seed, run->pool_take,
+                              &run->sample_of);
+    run->pool_count = 0;
+    for (size_t k = 0; k < run->list.count; k++)
+      run->pool_count += run->pool_take[k];
+  }
   /* Workers: jobs (0: one per core). One input alone (no jobs) runs in the
    * caller's thread with the CPU backend's threads on every core; with
    * several workers, each normalizes on one thread. */
@@ -182,6 +199,7 @@ void ist_norm_run_destroy(ist_norm_run *run) {
   for (size_t k = run->next; k < run->list.count; k++)
     imgstat_input_free(run->list.items[k]);
   free(run->list.items);
+  free(run->pool_take);
   imgstat_dataset_result_free(&run->pooled);
   free(run);
 }
@@ -363,6 +381,9 @@ static imgstat_status pooled_next(void *ctx, const imgstat_input **item,
                                   imgstat_error *err) {
   ist_norm_run *run = ctx;
   (void)err;
+  while (run->pool_take && run->next_pooled < run->list.count &&
+         !run->pool_take[run->next_pooled])
+    run->next_pooled++; /* not in the sample */
   *item = run->next_pooled < run->list.count
               ? run->list.items[run->next_pooled++]
               : NULL;
@@ -381,7 +402,7 @@ static void pooled_release(void *ctx, const imgstat_input *item) {
 static void start_pass(ist_norm_run *run, int pass) {
   memset(&run->progress, 0, sizeof run->progress);
   run->progress.pass = pass;
-  run->progress.total = run->list.count;
+  run->progress.total = pass < 2 ? run->pool_count : run->list.count;
   run->progress.total_known = 1;
   run->next_pooled = 0;
   if (run->cb->pass)
@@ -456,6 +477,8 @@ static imgstat_status pool_pass(ist_norm_run *run, int *cancelled,
   if (s == IMGSTAT_OK) {
     s = imgstat_dataset_finish(d, 0, &run->pooled, err);
     run->have_pooled = s == IMGSTAT_OK;
+    if (run->have_pooled)
+      ist_run_sample_note(&run->pooled, ro->sample, ro->seed, run->sample_of);
   }
   if (s != IMGSTAT_OK) {
     fail(err, at, IMGSTAT_RUN_STEP_POOL, s);

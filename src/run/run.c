@@ -28,6 +28,9 @@ struct imgstat_run {
   imgstat_inputs *inputs;
   imgstat_input_list list; /* the whole list, when walked whole */
   int have_list;
+  /* the inputs the passes read: list, or with --sample a view of the
+   * sampled items of list (its own array, list's items) */
+  imgstat_input_list pass;
   int jpeg_stage; /* JPEGs streamed to nvJPEG: more workers, a wider window */
   int needs_gpu;  /* --backend gpu, --verify or nvJPEG: decided first */
   imgstat_engine *engine;
@@ -41,7 +44,8 @@ struct imgstat_run {
   atomic_uint_fast64_t read_ns, deliver_ns;
   int executed;
   ist_norm_run *norm; /* a normalize run (opts->normalize) */
-  size_t reread;      /* the second read's next item in list */
+  size_t reread;      /* the second read's next item in pass */
+  uint64_t sample_of; /* --sample: the inputs it was drawn from */
 };
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -115,8 +119,14 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   }
   imgstat_inputs_destroy(run->inputs);
   run->inputs = NULL;
+  /* --sample: every rank draws it from the one list alike; the whole list
+   * stays (the outputs are checked against every input) */
+  run->pass = run->list;
+  if (s == IMGSTAT_OK && run->opt.sample)
+    s = ist_run_sample(&run->list, run->opt.sample, run->opt.seed, &run->pass,
+                       &run->sample_of, err);
   if (s == IMGSTAT_OK)
-    s = imgstat_inputs_from_list(&run->list, &run->inputs, err);
+    s = imgstat_inputs_from_list(&run->pass, &run->inputs, err);
   if (s != IMGSTAT_OK && !err->message[0])
     imgstat_error_set(err, s, "out of memory");
   if (!any_rank(run, s != IMGSTAT_OK))
@@ -166,6 +176,34 @@ static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
   }
   e->ndevices = 1;
   e->devices[0] = list[local_rank % n];
+}
+
+imgstat_status ist_run_sample(const imgstat_input_list *list, uint64_t n,
+                              uint64_t seed, imgstat_input_list *view,
+                              uint64_t *of, imgstat_error *err) {
+  size_t size = list->count ? list->count : 1;
+  unsigned char *take = malloc(size);
+  view->items = malloc(size * sizeof *view->items);
+  view->count = 0;
+  if (!take || !view->items) {
+    free(take);
+    free(view->items);
+    view->items = NULL;
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  imgstat_input_list_sample(list, n, seed, take, of);
+  for (size_t k = 0; k < list->count; k++)
+    if (take[k])
+      view->items[view->count++] = list->items[k];
+  free(take);
+  return IMGSTAT_OK;
+}
+
+void ist_run_sample_note(imgstat_dataset_result *r, uint64_t n, uint64_t seed,
+                         uint64_t of) {
+  r->sample = n;
+  r->sample_seed = seed;
+  r->sample_of = n ? of : 0;
 }
 
 int ist_run_several(const imgstat_run_source *sources, int nsources) {
@@ -218,6 +256,13 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
   run->info.at = imgstat_mpi_where(opts->mpi);
   atomic_init(&run->read_ns, 0);
   atomic_init(&run->deliver_ns, 0);
+  if (opts->sample && !opts->dataset &&
+      !(opts->normalize && opts->normalize->dataset)) {
+    free(run);
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "sample draws the inputs of a dataset: it needs dataset");
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_CONFLICT, 0, 0, "sample");
+  }
   if (opts->normalize) {
     imgstat_status s = ist_norm_run_create(opts, &run->info, &run->norm, err);
     if (s != IMGSTAT_OK) {
@@ -236,7 +281,7 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
    * second read of exact float percentiles, after the run) */
   int pooled_hist = opts->dataset && opts->request.histograms;
   if (s == IMGSTAT_OK &&
-      (opts->mpi || opts->whole_list || range || pooled_hist))
+      (opts->mpi || opts->whole_list || range || pooled_hist || opts->sample))
     s = whole_list(run, err);
   /* not when an input can be read only once (a pipe, a FIFO): the pass
    * would read it before the run does; float images then get no pooled
@@ -259,6 +304,8 @@ void imgstat_run_destroy(imgstat_run *run) {
   imgstat_dataset_destroy(run->ds);
   imgstat_engine_destroy(run->engine);
   imgstat_inputs_destroy(run->inputs);
+  if (run->pass.items != run->list.items)
+    free(run->pass.items); /* a view: its items are list's */
   imgstat_input_list_free(&run->list);
   free(run);
 }
@@ -320,7 +367,7 @@ static void range_release(void *ctx, const imgstat_input *item) {
 static imgstat_status range_pass(imgstat_run *run, int *cancelled,
                                  imgstat_error *err) {
   imgstat_inputs *later = run->inputs;
-  imgstat_status s = imgstat_inputs_from_list(&run->list, &run->inputs, err);
+  imgstat_status s = imgstat_inputs_from_list(&run->pass, &run->inputs, err);
   if (s == IMGSTAT_OK) {
     memset(&run->progress, 0, sizeof run->progress);
     run->progress.pass = 1;
@@ -358,7 +405,7 @@ static imgstat_status exact_next(void *ctx, const imgstat_input **item,
                                  imgstat_error *err) {
   imgstat_run *run = ctx;
   (void)err;
-  *item = run->reread < run->list.count ? run->list.items[run->reread++] : NULL;
+  *item = run->reread < run->pass.count ? run->pass.items[run->reread++] : NULL;
   return IMGSTAT_OK;
 }
 
@@ -372,7 +419,7 @@ static imgstat_status exact_next(void *ctx, const imgstat_input **item,
 static imgstat_status exact_pass(imgstat_run *run, int *cancelled,
                                  imgstat_error *err) {
   const imgstat_run_options *o = &run->opt;
-  const imgstat_input *once = imgstat_input_list_read_once(&run->list);
+  const imgstat_input *once = imgstat_input_list_read_once(&run->pass);
   if (once) {
     char note[160];
     snprintf(note, sizeof note,
@@ -791,7 +838,10 @@ imgstat_status imgstat_run_dataset_finish(const imgstat_run *run, int ddof,
                                           imgstat_error *err) {
   if (!run || !run->ds)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "the run has no dataset");
-  return imgstat_dataset_finish(run->ds, ddof, out, err);
+  imgstat_status s = imgstat_dataset_finish(run->ds, ddof, out, err);
+  if (s == IMGSTAT_OK)
+    ist_run_sample_note(out, run->opt.sample, run->opt.seed, run->sample_of);
+  return s;
 }
 
 const imgstat_dataset_options *

@@ -17,6 +17,17 @@ imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
                                    const char *exclude_dir,
                                    imgstat_inputs **out, imgstat_error *err);
 
+/* --sample: *view gets the items of list that imgstat_input_list_sample(list,
+ * n, seed) takes, in order (its own array, list's items: free only
+ * view->items); *of: the inputs it drew from. */
+imgstat_status ist_run_sample(const imgstat_input_list *list, uint64_t n,
+                              uint64_t seed, imgstat_input_list *view,
+                              uint64_t *of, imgstat_error *err);
+
+/* Writes the sample into a dataset record (n 0: none). */
+void ist_run_sample_note(imgstat_dataset_result *r, uint64_t n, uint64_t seed,
+                         uint64_t of);
+
 /* Whether the run may have several inputs: more than one source, a list,
  * or a directory. */
 int ist_run_several(const imgstat_run_source *sources, int nsources);

@@ -753,6 +753,69 @@ static void test_whole_list(void) {
   imgstat_input_list_free(&list);
 }
 
+/* --sample's selection over a whole list: error items always kept, exactly
+ * min(n, m) of the others, the rule's choice (the indices docs/dataset.md's
+ * rule gives, computed by hand in Python from its text), every file drawn
+ * over many seeds. */
+static void test_sample(void) {
+  char name[64];
+  for (int k = 0; k < 10; k++) {
+    snprintf(name, sizeof name, "sample/f%d.png", k);
+    make_file(name, 2);
+  }
+  char list_text[512];
+  int len = snprintf(list_text, sizeof list_text, "%s\n", at("no/such.png"));
+  write_text("sample.list", list_text, (size_t)len);
+  imgstat_inputs *in = inputs_new(0);
+  add_list(in, at("sample.list"), '\n'); /* an error item first */
+  add_path(in, at("sample"));
+  imgstat_error err;
+  imgstat_input_list list;
+  CU_ASSERT_FATAL(imgstat_inputs_collect(in, &list, &err) == IMGSTAT_OK);
+  imgstat_inputs_destroy(in);
+  CU_ASSERT_FATAL(list.count == 11);
+  CU_ASSERT_FATAL(list.items[0]->kind == IMGSTAT_INPUT_ERROR);
+  unsigned char take[11];
+  uint64_t of = 0;
+  static const struct {
+    uint64_t n, seed;
+    int files[10]; /* the files' places taken, -1 ends */
+  } cases[] = {
+      {3, 0, {2, 4, 6, -1}},
+      {3, 1, {4, 7, 8, -1}},
+      {7, 42, {1, 2, 3, 4, 6, 8, 9, -1}},
+      {10, 9, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+      {0, 9, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+      {500, 9, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    imgstat_input_list_sample(&list, cases[c].n, cases[c].seed, take, &of);
+    CU_ASSERT(of == 10);
+    CU_ASSERT(take[0] == 1); /* the error item */
+    unsigned char want[10] = {0};
+    for (int k = 0; k < 10 && cases[c].files[k] >= 0; k++)
+      want[cases[c].files[k]] = 1;
+    ASSERT_MSG(memcmp(take + 1, want, 10) == 0, "n %llu seed %llu",
+               (unsigned long long)cases[c].n,
+               (unsigned long long)cases[c].seed);
+  }
+  /* exactly n, and over 200 seeds every file drawn */
+  int drawn[10] = {0};
+  for (uint64_t seed = 0; seed < 200; seed++) {
+    imgstat_input_list_sample(&list, 4, seed, take, NULL);
+    int n = 0;
+    for (int k = 0; k < 10; k++) {
+      n += take[k + 1];
+      drawn[k] += take[k + 1];
+    }
+    ASSERT_MSG(n == 4, "seed %llu: %d taken", (unsigned long long)seed, n);
+  }
+  for (int k = 0; k < 10; k++)
+    ASSERT_MSG(drawn[k] > 40 && drawn[k] < 120, "file %d drawn %d times", k,
+               drawn[k]);
+  imgstat_input_list_free(&list);
+}
+
 /* The guard against outputs that replace inputs: the same file by another
  * spelling, a symbolic link, a hard link, a name that does not exist yet;
  * files that are no input pass. */
@@ -820,6 +883,7 @@ static const test_case tests[] = {
     {"the total as the walk goes", test_total},
     {"arguments refused", test_arguments_refused},
     {"the whole list: collect, pack, unpack, replay", test_whole_list},
+    {"--sample's selection: the rule, error items kept", test_sample},
     {"the output guard: links, spellings, missing names", test_output_guard},
     {NULL, NULL}};
 

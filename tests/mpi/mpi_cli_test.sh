@@ -95,6 +95,11 @@ done
 same 3 "--dataset --as rgb --scale unit --json" --dataset --as rgb \
   --scale unit --json "$D"
 same 3 "per-image records only" -j 1 "$D"
+# --sample: the same files for any rank count (drawn before the split)
+for k in 2 3; do
+  same "$k" "--sample 4 --seed 9 --json" --dataset --json --sample 4 \
+    --seed 9 "$D"
+done
 same 3 "one image (text)" --dataset "$S1"
 same 3 "two images --dataset-only" --dataset-only "$S2"
 # Float images: the exact percentiles' second read (rank 0 reads the whole

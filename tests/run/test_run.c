@@ -209,6 +209,18 @@ static void test_dataset(void) {
   CU_ASSERT(r.ch[0].sums_exact);
   CU_ASSERT_STRING_EQUAL(r.ch[0].sum_text, text);
   CU_ASSERT_DOUBLE_EQUAL(r.ch[0].mean, (double)sum / (double)count, 1e-12);
+  CU_ASSERT(r.sample == 0 && r.sample_of == 0); /* every input */
+  uint64_t inputs = r.images + r.failed;
+  imgstat_dataset_result_free(&r);
+  imgstat_run_destroy(run);
+  /* a sample of 2: two inputs read, the record says of how many */
+  memset(s, 0, sizeof *s);
+  o.sample = 2;
+  o.seed = 5;
+  CU_ASSERT_FATAL(run_once(&o, s, &rep, &run) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_run_dataset_finish(run, 0, &r, &err) == IMGSTAT_OK);
+  CU_ASSERT(r.images + r.failed == 2);
+  CU_ASSERT(r.sample == 2 && r.sample_of == inputs && r.sample_seed == 5);
   imgstat_dataset_result_free(&r);
   imgstat_run_destroy(run);
   free(s);
@@ -327,6 +339,12 @@ static void test_arguments(void) {
   CU_ASSERT(imgstat_run_create(&o, &run, &err) == IMGSTAT_ERR_ARG);
   CU_ASSERT(run == NULL);
   CU_ASSERT(err.message[0] != '\0');
+  /* a sample of no dataset */
+  imgstat_run_source one[1] = {{0, paths[0]}};
+  options(&o, one, 1);
+  o.sample = 3;
+  CU_ASSERT(imgstat_run_create(&o, &run, &err) == IMGSTAT_ERR_ARG);
+  CU_ASSERT(run == NULL && err.cause == IMGSTAT_CAUSE_CONFLICT);
   imgstat_run_destroy(NULL);
 }
 
