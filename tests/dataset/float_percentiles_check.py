@@ -127,6 +127,23 @@ check(np.unique(pooled[:, 0][np.isfinite(pooled[:, 0])]).size > 100 and
 exact(dataset([p("rgb")], "-j", "1"), pooled, "RGB -j 1")
 exact(dataset([p("rgb")], "-j", "3"), pooled, "RGB -j 3")
 
+# ---- --sample: the second read goes over the sampled inputs only (the
+# files the per-image records name), so the values stay exact
+r = run("--dataset", "--histogram", "--json", "--percentiles", PCT_ARG,
+        "--sample", "4", "--seed", "3", p("rgb"))
+lines = [json.loads(t) for t in r.stdout.splitlines() if t.strip()]
+files = [d["file"] for d in lines if "file" in d]
+ds = [d["dataset"] for d in lines if "dataset" in d]
+check(len(files) == 4 and len(ds) == 1, "--sample 4: %d records" % len(files))
+if len(files) == 4 and len(ds) == 1:
+    by_name = {}
+    for i in range(7):
+        sub = ("sub", "f%d.npy" % i) if i % 2 else ("f%d.pfm" % i,)
+        by_name[os.path.realpath(p("rgb", *sub))] = images[i]
+    picked = np.concatenate([by_name[os.path.realpath(f)] for f in files])
+    exact(ds[0], picked, "--sample 4 --seed 3")
+
+
 # ---- gray: float TIFF (PIL), Pf and 2-D .npy; with --as rgb beside RGB
 os.makedirs(p("gray"))
 grays = []
