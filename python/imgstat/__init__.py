@@ -19,6 +19,7 @@ from __future__ import annotations
 import json as _json
 import os as _os
 import sys as _sys
+import warnings as _warnings
 from typing import Any as _Any
 from typing import Iterable as _Iterable
 from typing import Iterator as _Iterator
@@ -292,6 +293,15 @@ class Dataset:
     def excluded(self) -> list:
         """The images left out of the pool, with the reason."""
         return list(self._record["dataset"].get("excluded", []))
+
+    @property
+    def notes(self) -> list:
+        """What the command line's text prints as notes beside the
+        constants: the record's ``depth_note`` (16-bit images were pooled,
+        so a Pillow-based loader's constants differ) and ``histogram_note``;
+        ``imgstat.dataset`` also warns (``UserWarning``) with the first."""
+        d = self._record["dataset"]
+        return [d[k] for k in ("depth_note", "histogram_note") if d.get(k)]
 
     @property
     def outliers(self) -> list:
@@ -713,6 +723,9 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     result = Dataset(record, failures)
     if result.images == 0 and failures:
         raise failures[0]
+    depth_note = result.to_dict()["dataset"].get("depth_note")
+    if depth_note:
+        _warnings.warn(depth_note, UserWarning, stacklevel=2)
     if failures and errors == "raise":
         raise RunFailed(failures, result)
     return result

@@ -268,3 +268,30 @@ def test_normalize_files_sample_same_files_as_cli(many, cli, tmp_path):
     with pytest.raises(ValueError, match="dataset=True"):
         imgstat.normalize_files(root, tmp_path / "no", mode="zscore",
                                 sample=3)
+
+
+def test_dataset_16bit_note_warns_as_the_text_prints_it(tmp_path, cli):
+    # two 8-bit and one 16-bit RGB image pooled by scale="unit": the
+    # constants differ from a Pillow loader's (convert('RGB') clips 16-bit
+    # gray to 0..255), which the command line's text says beside them
+    rng = np.random.default_rng(16)
+    root = tmp_path / "depths"
+    root.mkdir()
+    np.save(root / "a.npy", rng.integers(0, 256, (4, 5, 3), dtype=np.uint8))
+    np.save(root / "b.npy", rng.integers(0, 256, (4, 5, 3), dtype=np.uint8))
+    np.save(root / "c.npy",
+            rng.integers(0, 65536, (4, 5, 3), dtype=np.uint16))
+    with pytest.warns(UserWarning, match=r"^1 16-bit image pooled, scaled by "
+                      r"65535; a loader using Pillow's convert\('RGB'\)"):
+        d = imgstat.dataset(root, scale="unit")
+    assert d.notes and d.notes[0].startswith("1 16-bit image pooled")
+    text = subprocess.run([cli, "--dataset-only", "--scale", "unit",
+                           str(root)], capture_output=True, text=True)
+    assert text.returncode == 0
+    assert "note: " + d.notes[0] in text.stdout.splitlines()
+    # 8-bit only: no note and no warning
+    (root / "c.npy").unlink()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert imgstat.dataset(root, scale="unit").notes == []

@@ -131,6 +131,22 @@ static uint64_t ds_sample_taken(const imgstat_dataset_result *r) {
   return r->sample < r->sample_of ? r->sample : r->sample_of;
 }
 
+/* The note beside the constants when 16-bit images were pooled (text and
+ * JSON "depth_note"): Pillow's convert('RGB') clips 16-bit gray (mode I;16)
+ * to 0..255. 0 when there is none. */
+static int ds_depth_note(char *buf, size_t size,
+                         const imgstat_dataset_result *r) {
+  uint64_t n = r->pooled_depth[1];
+  if (!n)
+    return 0;
+  snprintf(buf, size,
+           "%" PRIu64 " 16-bit image%s pooled, scaled by 65535; a loader using "
+           "Pillow's convert('RGB') clips 16-bit gray to 0..255, so its "
+           "constants differ",
+           n, n == 1 ? "" : "s");
+  return 1;
+}
+
 /* ,"layout_rule":"as"|"majority"|"tie","layout_counts":[...] and, for a
  * sampled run, ,"sample":{...}. */
 static void ds_rule_json(FILE *out, const imgstat_dataset_result *r) {
@@ -186,6 +202,11 @@ static void ds_json(FILE *out, const imgstat_dataset_result *r,
           imgstat_dataset_as_name(r->as), r->scale_unit ? "unit" : "none",
           r->ddof);
   ds_rule_json(out, r);
+  char note[192];
+  if (ds_depth_note(note, sizeof note, r)) {
+    fputs(",\"depth_note\":", out);
+    imgstat_record_json_string(out, note);
+  }
   fputs(",\"stats\":[", out);
   for (int c = 0; c < r->channels; c++) {
     const imgstat_dataset_channel *d = &r->ch[c];
@@ -495,14 +516,9 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
       imgstat_number_fprintf(out, "  entropy %.4f\n", hf[c].entropy);
     }
   }
-  if (r->pooled_depth[1]) {
-    /* Pillow's convert('RGB') clips 16-bit gray (mode I;16) to 0..255 */
-    fputs("note: ", out);
-    ds_plural(out, r->pooled_depth[1], "16-bit image");
-    fputs(" pooled, scaled by 65535; a loader using Pillow's convert('RGB') "
-          "clips 16-bit gray to 0..255, so its constants differ\n",
-          out);
-  }
+  char note[192];
+  if (ds_depth_note(note, sizeof note, r))
+    fprintf(out, "note: %s\n", note);
   ds_emit_text(out, r, cfg);
 }
 

@@ -113,6 +113,9 @@ if sorted(o["file"] for o in rec.get("outliers", [])) != sorted(flagged):
     checklib.fail("--json: outliers %r, want %r" % (rec.get("outliers"), sorted(flagged)))
 if rec.get("depths") != [8, 16]:
     checklib.fail("--json: depths %r, want [8, 16]" % rec.get("depths"))
+if not rec.get("depth_note", "").startswith(
+        "%s pooled, scaled by 65535" % plural(len(depth_odd), "16-bit image")):
+    checklib.fail("--json: depth_note %r" % rec.get("depth_note"))
 
 # the images left out: --as keep, no --scale: the RGB 8-bit pool
 r = checklib.run(imgstat, "--dataset-only", "--as", "keep", "--outlier-z", "1000", ds)
@@ -132,6 +135,8 @@ if any(l.startswith("note: ") for l in lines):
     checklib.fail("--as keep: a 16-bit note though no 16-bit image was pooled")
 r = checklib.run(imgstat, "--dataset-only", "--json", "--as", "keep", "--outlier-z", "1000", ds)
 rec = json.loads(r.stdout)["dataset"] if r.returncode == 0 else {}
+if "depth_note" in rec:
+    checklib.fail("--as keep --json: a depth_note though no 16-bit image was pooled")
 if sorted(o["file"] for o in rec.get("excluded", [])) != sorted(f[0] for f in left):
     checklib.fail("--as keep --json: excluded %r" % rec.get("excluded"))
 
