@@ -290,80 +290,75 @@ struct IntAcc : Extremes<int> {
   }
 };
 
-/* u8: four samples per 32-bit word. */
-struct AccU8 : IntAcc {
+/* How a 32-bit word of samples adds to a thread's sums (s, q) and to the
+ * packed 16x2 extremes of its vector (mn, mx): u8, four samples a word, sums
+ * through __dp4a, extremes on the even and odd bytes. */
+struct WordU8 {
   using Sample = uint8_t;
-  __device__ AccU8() : IntAcc(256) {}
+  using SumSq = unsigned; /* a tile's: <= 16 * 8 * 65025, no overflow */
+  static constexpr int kMax = 255;
+  static constexpr uint64_t kPerVector = 16; /* samples a 16-byte vector */
 
-  __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
-                           uint64_t tile) {
-    unsigned s = 0, q = 0;
-    if (FastPolicy::kSaturatedSkip && vmin == 0 && vmax == 255) {
-#pragma unroll
-      for (int k = 0; k < FastPolicy::kItems; ++k) {
-        if (k < nvalid) {
-          s = __dp4a(v[k].x, 0x01010101u, s);
-          q = __dp4a(v[k].x, v[k].x, q);
-          s = __dp4a(v[k].y, 0x01010101u, s);
-          q = __dp4a(v[k].y, v[k].y, q);
-          s = __dp4a(v[k].z, 0x01010101u, s);
-          q = __dp4a(v[k].z, v[k].z, q);
-          s = __dp4a(v[k].w, 0x01010101u, s);
-          q = __dp4a(v[k].w, v[k].w, q);
-        }
-      }
-      add_sums((uint64_t)16 * nvalid, s, q);
-      return;
-    }
-    unsigned mn[FastPolicy::kItems], mx[FastPolicy::kItems];
-#pragma unroll
-    for (int k = 0; k < FastPolicy::kItems; ++k) {
-      mn[k] = 0xffffffffu;
-      mx[k] = 0;
-      if (k < nvalid) {
-        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          s = __dp4a(w[j], 0x01010101u, s);
-          q = __dp4a(w[j], w[j], q); /* <= 16 * 8 * 65025: no overflow */
-          unsigned even = w[j] & 0x00ff00ffu;          /* bytes 0, 2 */
-          unsigned odd = __byte_perm(w[j], 0, 0x4341); /* bytes 1, 3 */
-          mn[k] = min_u16x2(mn[k], even);
-          mn[k] = min_u16x2(mn[k], odd);
-          mx[k] = max_u16x2(mx[k], even);
-          mx[k] = max_u16x2(mx[k], odd);
-        }
-      }
-    }
-    end_tile(mn, mx, nvalid, tile, (uint64_t)16 * nvalid, s, q);
+  static __device__ __forceinline__ void sums(unsigned w, unsigned &s,
+                                              unsigned &q) {
+    s = __dp4a(w, 0x01010101u, s);
+    q = __dp4a(w, w, q);
   }
-  __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
+  static __device__ __forceinline__ void extremes(unsigned w, unsigned &mn,
+                                                  unsigned &mx) {
+    unsigned even = w & 0x00ff00ffu;          /* bytes 0, 2 */
+    unsigned odd = __byte_perm(w, 0, 0x4341); /* bytes 1, 3 */
+    mn = min_u16x2(mn, even);
+    mn = min_u16x2(mn, odd);
+    mx = max_u16x2(mx, even);
+    mx = max_u16x2(mx, odd);
+  }
 };
 
-/* u16: two samples per 32-bit word. */
-struct AccU16 : IntAcc {
+/* u16: two samples a word, 32-bit sums (<= 8 * kItems * 65535 a tile) and
+ * 64-bit sums of squares; the word is already two 16-bit lanes. */
+struct WordU16 {
   using Sample = uint16_t;
-  __device__ AccU16() : IntAcc(65536) {}
+  using SumSq = uint64_t;
+  static constexpr int kMax = 65535;
+  static constexpr uint64_t kPerVector = 8;
+
+  static __device__ __forceinline__ void sums(unsigned w, unsigned &s,
+                                              uint64_t &q) {
+    unsigned lo = w & 0xffffu, hi = w >> 16;
+    s += lo + hi;
+    q += (uint64_t)lo * lo;
+    q += (uint64_t)hi * hi;
+  }
+  static __device__ __forceinline__ void extremes(unsigned w, unsigned &mn,
+                                                  unsigned &mx) {
+    mn = min_u16x2(mn, w);
+    mx = max_u16x2(mx, w);
+  }
+};
+
+/* u8 / u16 (Word: WordU8, WordU16): a tile word by word, into the sums and
+ * each vector's packed extremes; once the running min and max are the
+ * type's bounds, into the sums only. */
+template <typename Word> struct AccInt : IntAcc {
+  using Sample = typename Word::Sample;
+  __device__ AccInt() : IntAcc(Word::kMax + 1) {}
 
   __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
                            uint64_t tile) {
     unsigned s = 0;
-    uint64_t q = 0;
-    if (FastPolicy::kSaturatedSkip && vmin == 0 && vmax == 65535) {
+    typename Word::SumSq q = 0;
+    if (FastPolicy::kSaturatedSkip && vmin == 0 && vmax == Word::kMax) {
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k) {
         if (k < nvalid) {
           const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            unsigned lo = w[j] & 0xffffu, hi = w[j] >> 16;
-            s += lo + hi;
-            q += (uint64_t)lo * lo;
-            q += (uint64_t)hi * hi;
-          }
+          for (int j = 0; j < 4; ++j)
+            Word::sums(w[j], s, q);
         }
       }
-      add_sums((uint64_t)8 * nvalid, s, q);
+      add_sums(Word::kPerVector * nvalid, s, q);
       return;
     }
     unsigned mn[FastPolicy::kItems], mx[FastPolicy::kItems];
@@ -375,19 +370,18 @@ struct AccU16 : IntAcc {
         const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-          unsigned lo = w[j] & 0xffffu, hi = w[j] >> 16;
-          s += lo + hi; /* <= 8 * kItems * 65535: no overflow */
-          q += (uint64_t)lo * lo;
-          q += (uint64_t)hi * hi;
-          mn[k] = min_u16x2(mn[k], w[j]);
-          mx[k] = max_u16x2(mx[k], w[j]);
+          Word::sums(w[j], s, q);
+          Word::extremes(w[j], mn[k], mx[k]);
         }
       }
     }
-    end_tile(mn, mx, nvalid, tile, (uint64_t)8 * nvalid, s, q);
+    end_tile(mn, mx, nvalid, tile, Word::kPerVector * nvalid, s, q);
   }
   __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
 };
+
+using AccU8 = AccInt<WordU8>;
+using AccU16 = AccInt<WordU16>;
 
 /* f32: NaN and Inf counted; finite samples into the thread's lane of the
  * canonical order (float_order.cuh), the vectors' extremes as above. */
@@ -1234,16 +1228,9 @@ template <int C> struct HwcU8 {
           const unsigned w[4] = {x[c].x, x[c].y, x[c].z, x[c].w};
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            s[c] = __dp4a(w[j], 0x01010101u, s[c]);
-            q[c] = __dp4a(w[j], w[j], q[c]); /* <= 32 * 65025 a tile */
-            if (!sat) {
-              unsigned even = w[j] & 0x00ff00ffu;
-              unsigned odd = __byte_perm(w[j], 0, 0x4341);
-              mn[c][k] = min_u16x2(mn[c][k], even);
-              mn[c][k] = min_u16x2(mn[c][k], odd);
-              mx[c][k] = max_u16x2(mx[c][k], even);
-              mx[c][k] = max_u16x2(mx[c][k], odd);
-            }
+            WordU8::sums(w[j], s[c], q[c]); /* q: <= 32 * 65025 a tile */
+            if (!sat)
+              WordU8::extremes(w[j], mn[c][k], mx[c][k]);
           }
         }
       }

@@ -15,6 +15,7 @@
  * (bin, count before, count in bin) into the value with the CPU's own
  * imgstat_percentile_value.
  */
+#include "hist_range.h"
 #include "norm_internal.cuh"
 #include "reduce.cuh"
 #include "warp.cuh"
@@ -387,24 +388,19 @@ imgstat_status image_histogram(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
                                const double *p, int np, double *values,
                                imgstat_histogram *h, imgstat_error *err) {
   const uint64_t n = (uint64_t)d->width * d->height;
-  double lo = 0, hi = 0;
-  uint32_t bins = opts ? opts->float_bins : 0;
-  if (d->sample == IMGSTAT_F32) {
-    if (opts && opts->have_range) {
-      lo = opts->lo;
-      hi = opts->hi;
-    } else {
-      /* the finite range by the statistics reduction, as exact as the
-       * CPU's scan (min and max are selections, not sums) */
-      imgstat_partial part;
-      imgstat_status st = ist_stats_planes(d->slot, &d->planes[c], 1, d->sample,
-                                           n, IMGSTAT_KERNEL_FAST, &part, err);
-      if (st != IMGSTAT_OK)
-        return st;
-      if (part.count > 0) {
-        lo = part.min;
-        hi = part.max;
-      }
+  double lo, hi;
+  uint32_t bins;
+  if (ist_hist_range(opts, d->sample, &bins, &lo, &hi)) {
+    /* the finite range by the statistics reduction, as exact as the CPU's
+     * scan (min and max are selections, not sums) */
+    imgstat_partial part;
+    imgstat_status st = ist_stats_planes(d->slot, &d->planes[c], 1, d->sample,
+                                         n, IMGSTAT_KERNEL_FAST, &part, err);
+    if (st != IMGSTAT_OK)
+      return st;
+    if (part.count > 0) {
+      lo = part.min;
+      hi = part.max;
     }
   }
   imgstat_status st = imgstat_histogram_alloc(h, d->sample, bins, lo, hi, err);

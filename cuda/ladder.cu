@@ -23,9 +23,10 @@ namespace {
 
 /* ---- ops --------------------------------------------------------------- */
 
-struct SumI32Op {
+/* Sums of ints (the benchmark) or of 64-bit partial sums (the fold). */
+template <typename In> struct SumOp {
   using T = long long;
-  const int *in;
+  const In *in;
   uint64_t stride;
   __device__ T identity() const { return 0; }
   __device__ T load(uint64_t i, uint32_t c) const { return in[c * stride + i]; }
@@ -33,17 +34,8 @@ struct SumI32Op {
   __device__ void begin(uint32_t) {}
   __device__ void finish(T &) const {}
 };
-
-struct SumI64Op {
-  using T = long long;
-  const long long *in;
-  uint64_t stride;
-  __device__ T identity() const { return 0; }
-  __device__ T load(uint64_t i, uint32_t c) const { return in[c * stride + i]; }
-  __device__ static void combine(T &a, const T &b) { a += b; }
-  __device__ void begin(uint32_t) {}
-  __device__ void finish(T &) const {}
-};
+using SumI32Op = SumOp<int>;
+using SumI64Op = SumOp<long long>;
 
 /* Integer samples (f32 planes take the canonical order of fast.cu). */
 template <typename Sample> struct StatsOp {
@@ -235,6 +227,18 @@ template <typename Op> __global__ void ladder5_kernel(Op op, ist_pass p) {
                      });
 }
 
+/* One step of kernel 6's unrolled tree: threads below Half combine with
+ * their neighbour Half away, then the block's barrier; decided at compile
+ * time, it is no code at all when the block has no more than Half threads. */
+template <unsigned Block, unsigned Half, typename Op>
+__device__ __forceinline__ void unrolled_step(typename Op::T *sdata,
+                                              unsigned tid) {
+  if (Block >= 2 * Half && tid < Half)
+    Op::combine(sdata[tid], sdata[tid + Half]);
+  if (Block >= 2 * Half)
+    __syncthreads();
+}
+
 /* ---- kernel 6 ------------------------------------------------------------
  * Completely unrolled: the block size is a template parameter, so every
  * step's "if (Block >= ...)" is decided at compile time and the loop, its
@@ -242,22 +246,10 @@ template <typename Op> __global__ void ladder5_kernel(Op op, ist_pass p) {
 template <unsigned Block, typename Op>
 __global__ void __launch_bounds__(Block) ladder6_kernel(Op op, ist_pass p) {
   ladder_frame<true>(op, p, Block, [](typename Op::T *sdata, unsigned tid) {
-    if (Block >= 1024 && tid < 512)
-      Op::combine(sdata[tid], sdata[tid + 512]);
-    if (Block >= 1024)
-      __syncthreads();
-    if (Block >= 512 && tid < 256)
-      Op::combine(sdata[tid], sdata[tid + 256]);
-    if (Block >= 512)
-      __syncthreads();
-    if (Block >= 256 && tid < 128)
-      Op::combine(sdata[tid], sdata[tid + 128]);
-    if (Block >= 256)
-      __syncthreads();
-    if (Block >= 128 && tid < 64)
-      Op::combine(sdata[tid], sdata[tid + 64]);
-    if (Block >= 128)
-      __syncthreads();
+    unrolled_step<Block, 512, Op>(sdata, tid);
+    unrolled_step<Block, 256, Op>(sdata, tid);
+    unrolled_step<Block, 128, Op>(sdata, tid);
+    unrolled_step<Block, 64, Op>(sdata, tid);
     if (tid < 32)
       warp_tail<Op>(sdata, tid);
   });

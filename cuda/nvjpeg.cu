@@ -556,21 +556,24 @@ extern "C" imgstat_status imgstat_gpu_jpeg_prepare(imgstat_gpu_jpeg *d,
 
 namespace {
 
+/* Frees a pinned host (Pinned) or device buffer and forgets it. */
+template <bool Pinned, typename T> void forget(T *&p) {
+  if (Pinned)
+    cudaFreeHost(p);
+  else
+    cudaFree(p);
+  p = nullptr;
+}
+
 /* Frees the per-segment buffers (host and device) and forgets them: the
  * decoder's end, and reduce_buffers before it grows them. */
 void free_segment_buffers(imgstat_gpu_jpeg *d) {
-  cudaFreeHost(d->h_seg);
-  cudaFreeHost(d->h_out);
-  cudaFreeHost(d->h_bins);
-  cudaFree(d->d_seg);
-  cudaFree(d->d_out);
-  cudaFree(d->d_bins);
-  d->h_seg = nullptr;
-  d->h_out = nullptr;
-  d->h_bins = nullptr;
-  d->d_seg = nullptr;
-  d->d_out = nullptr;
-  d->d_bins = nullptr;
+  forget<true>(d->h_seg);
+  forget<true>(d->h_out);
+  forget<true>(d->h_bins);
+  forget<false>(d->d_seg);
+  forget<false>(d->d_out);
+  forget<false>(d->d_bins);
   d->seg_cap = 0;
 }
 
@@ -890,8 +893,7 @@ imgstat_status reduce_buffers(imgstat_gpu_jpeg *d, int nseg, uint64_t nblocks,
   }
   if (nblocks > d->block_cap) {
     uint64_t cap = nblocks > 2 * d->block_cap ? nblocks : 2 * d->block_cap;
-    cudaFree(d->d_part);
-    d->d_part = nullptr;
+    forget<false>(d->d_part);
     d->block_cap = 0;
     IST_CUDA_TRY(cudaMalloc(&d->d_part, sizeof(imgstat_partial) * cap),
                  "cudaMalloc (block partials)");

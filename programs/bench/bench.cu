@@ -205,16 +205,15 @@ bool partials_agree(const imgstat_partial &g, const imgstat_partial &c,
 imgstat_status host_partials(bench *b, void *h_planes, uint32_t w, uint32_t h,
                              int channels, imgstat_sample sample,
                              imgstat_partial out[IMGSTAT_MAX_CHANNELS]) {
-  imgstat_image img;
-  memset(&img, 0, sizeof img);
-  img.width = w;
-  img.height = h;
-  img.channels = channels;
-  img.sample = sample;
-  img.data = h_planes;
   size_t plane = (size_t)w * h * (size_t)sample;
+  void *planes[IMGSTAT_MAX_CHANNELS];
   for (int c = 0; c < channels; c++)
-    img.planes[c] = static_cast<unsigned char *>(h_planes) + c * plane;
+    planes[c] = static_cast<unsigned char *>(h_planes) + c * plane;
+  imgstat_image img;
+  imgstat_status st =
+      imgstat_image_wrap(&img, w, h, channels, sample, planes, 0, b->err);
+  if (st != IMGSTAT_OK)
+    return st;
   img.format = "bench";
   return imgstat_cpu_stats(&img, 0, out, b->err);
 }

@@ -249,8 +249,19 @@ _Static_assert(IMGSTAT_FLOAT_BINS_MAX == 16777216u,
 _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
                "--max-pixels' message names the largest value");
 
+/* An option whose value is one of a list of words (read_word), up to its
+ * --help section: its usage error names the option and the words it takes. */
+#define WORD_OPT(name, cmd, id, words, expected)                               \
+  name, NULL, cmd, id, 1, read_word, 0, 0, words, name ": '%s' is not " expected
+
 /* The options the statistics command and normalize share: one reading rule
  * each (their --help lines differ). */
+#define AS_OPT(cmd)                                                            \
+  WORD_OPT("--as", cmd, IST_OPT_AS, "keep,gray,rgb,rgba",                      \
+           "keep, gray, rgb or rgba")
+#define SCALE_OPT(cmd)                                                         \
+  WORD_OPT("--scale", cmd, IST_OPT_SCALE, "native,unit,none",                  \
+           "native (or none, its synonym) or unit")
 #define ROW_BACKEND(cmd, section, help)                                        \
   {                                                                            \
     "--backend", NULL, cmd, IST_OPT_BACKEND, 1, read_backend, 0, 0, NULL,      \
@@ -366,15 +377,16 @@ static const ist_opt table[] = {
      "                     one input at a time (default 0: one per core; 1: "
      "one\n"
      "                     thread for everything)\n"},
-    {"--jpeg-decoder", NULL, S, IST_OPT_JPEG_DECODER, 1, read_word, 0, 0,
-     "auto,cpu,gpu", "--jpeg-decoder: '%s' is not auto, cpu or gpu", S_COMPUTE,
+    {WORD_OPT("--jpeg-decoder", S, IST_OPT_JPEG_DECODER, "auto,cpu,gpu",
+              "auto, cpu or gpu"),
+     S_COMPUTE,
      "  --jpeg-decoder D   where JPEGs are decoded: gpu (nvJPEG, the pixels\n"
      "                     stay on the device), cpu (TurboJPEG) or auto "
      "(default:\n"
      "                     the CPU decoders, as cpu; nvJPEG's start-up repays\n"
      "                     itself only on very large runs)\n"},
-    {"--jpeg-check", NULL, S, IST_OPT_JPEG_CHECK, 1, read_word, 0, 0,
-     "markers,full,none", "--jpeg-check: '%s' is not markers, full or none",
+    {WORD_OPT("--jpeg-check", S, IST_OPT_JPEG_CHECK, "markers,full,none",
+              "markers, full or none"),
      S_COMPUTE,
      "  --jpeg-check C     before nvJPEG: markers (default: segments, tables,\n"
      "                     restart markers, EOI: catches truncation), full\n"
@@ -403,8 +415,7 @@ static const ist_opt table[] = {
         "                     at most 2^32)\n"),
     ROW_MAX_MEMORY(S, S_COMPUTE, "images"),
     ROW_PAGE(S, S_COMPUTE),
-    {"--ddof", NULL, S, IST_OPT_DDOF, 1, read_word, 0, 0, "0,1",
-     "--ddof: '%s' is not 0 or 1", S_COMPUTE,
+    {WORD_OPT("--ddof", S, IST_OPT_DDOF, "0,1", "0 or 1"), S_COMPUTE,
      "  --ddof D           0: population std (default); 1: sample std "
      "(N-1)\n"},
     {"--histogram", NULL, S, IST_OPT_HISTOGRAM, 0, NULL, 0, 0, NULL, NULL,
@@ -438,8 +449,7 @@ static const ist_opt table[] = {
      "                     outliers\n"},
     {"--dataset-only", NULL, S, IST_OPT_DATASET_ONLY, 0, NULL, 0, 0, NULL, NULL,
      S_DATASET, "  --dataset-only     only that record\n"},
-    {"--as", NULL, S, IST_OPT_AS, 1, read_word, 0, 0, "keep,gray,rgb,rgba",
-     "--as: '%s' is not keep, gray, rgb or rgba", S_DATASET,
+    {AS_OPT(S), S_DATASET,
      "  --as L             pool as L: gray (Rec. 601 luma), rgb (gray "
      "replicated,\n"
      "                     alpha dropped: Pillow's convert('RGB')), rgba "
@@ -451,8 +461,7 @@ static const ist_opt table[] = {
      "                     bits; the others are left out); default rgb "
      "with\n"
      "                     --scale unit, else keep\n"},
-    {"--scale", NULL, S, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit,none",
-     "--scale: '%s' is not native (or none, its synonym) or unit", S_DATASET,
+    {SCALE_OPT(S), S_DATASET,
      "  --scale unit       samples in 0..1 (8-bit / 255, 16-bit / 65535, "
      "float\n"
      "                     as is; default native, or none as the record "
@@ -461,9 +470,9 @@ static const ist_opt table[] = {
      "text\n"
      "                     output adds torchvision's Normalize(mean=[...],\n"
      "                     std=[...]) line\n"},
-    {"--emit", NULL, S, IST_OPT_EMIT, 1, read_word, 0, 0, IMGSTAT_EMIT_NAMES,
-     "--emit: '%s' is not torchvision, timm, hf, mmcv, detectron2, keras or "
-     "albumentations",
+    {WORD_OPT("--emit", S, IST_OPT_EMIT, IMGSTAT_EMIT_NAMES,
+              "torchvision, timm, hf, mmcv, detectron2, keras or "
+              "albumentations"),
      S_DATASET,
      "  --emit FORM        the mean and std as FORM takes them, a line\n"
      "                     'FORM: ...' in place of the Normalize line (JSON:\n"
@@ -548,8 +557,7 @@ static const ist_opt table[] = {
      "  --range LOW,HIGH   [LOW, HIGH] (input units) to the full range of the\n"
      "                     output depth, saturating outside (ImageMagick's\n"
      "                     -level); nothing measured\n"},
-    {"--scale", NULL, N, IST_OPT_SCALE, 1, read_word, 0, 0, "native,unit,none",
-     "--scale: '%s' is not native (or none, its synonym) or unit", N_MODES,
+    {SCALE_OPT(N), N_MODES,
      "  --scale unit       --mean, --std and --range in 0..1 units of the\n"
      "                     input's full scale (x/255, x/65535: torchvision's\n"
      "                     ToTensor); default native (0..255 for 8-bit; "
@@ -589,8 +597,7 @@ static const ist_opt table[] = {
      "  --compression N    PNG deflate level, 0 (none, fastest) to 9 "
      "(smallest);\n"
      "                     default 1 (" IST_OPT_DOCS "/benchmarks.md)\n"},
-    {"--layout", NULL, N, IST_OPT_LAYOUT, 1, read_word, 0, 0, "hwc,chw",
-     "--layout: '%s' is not hwc or chw", N_OUTPUT,
+    {WORD_OPT("--layout", N, IST_OPT_LAYOUT, "hwc,chw", "hwc or chw"), N_OUTPUT,
      "  --layout L         .npy axes: hwc (height, width, channel; default)\n"
      "                     or chw (channels first, PyTorch's order)\n"},
     {"--per-channel", NULL, N, IST_OPT_PER_CHANNEL, 0, NULL, 0, 0, NULL, NULL,
@@ -600,24 +607,22 @@ static const ist_opt table[] = {
     {"--linked", NULL, N, IST_OPT_LINKED, 0, NULL, 0, 0, NULL, NULL, N_OPTIONS,
      "  --linked           minmax/clip: one range over the colour channels\n"
      "                     (keeps hue)\n"},
-    {"--depth", NULL, N, IST_OPT_DEPTH, 1, read_word, 0, 0, "8,16,32",
-     "--depth: '%s' is not 8, 16 or 32", N_OPTIONS,
+    {WORD_OPT("--depth", N, IST_OPT_DEPTH, "8,16,32", "8, 16 or 32"), N_OPTIONS,
      "  --depth D          8, 16 or 32 (float); default: the input's for\n"
      "                     minmax/clip, 32 for zscore and --mean/--std\n"},
-    {"--format", NULL, N, IST_OPT_FORMAT, 1, read_word, 0, 0, "png,npy,pfm",
-     "--format: '%s' is not png, npy or pfm", N_OPTIONS,
+    {WORD_OPT("--format", N, IST_OPT_FORMAT, "png,npy,pfm", "png, npy or pfm"),
+     N_OPTIONS,
      "  --format F         png, npy or pfm (default: from OUT's extension; "
      "for\n"
      "                     a folder png, or npy for float)\n"},
-    {"--alpha", NULL, N, IST_OPT_ALPHA, 1, read_word, 0, 0,
-     "copy,normalize,drop", "--alpha: '%s' is not copy, normalize or drop",
+    {WORD_OPT("--alpha", N, IST_OPT_ALPHA, "copy,normalize,drop",
+              "copy, normalize or drop"),
      N_OPTIONS,
      "  --alpha A          copy (default: unchanged but for the depth),\n"
      "                     normalize (like a colour channel, never linked) "
      "or\n"
      "                     drop\n"},
-    {"--as", NULL, N, IST_OPT_AS, 1, read_word, 0, 0, "keep,gray,rgb,rgba",
-     "--as: '%s' is not keep, gray, rgb or rgba", N_OPTIONS,
+    {AS_OPT(N), N_OPTIONS,
      "  --as L             convert each input first, as imgstat --dataset "
      "pools:\n"
      "                     gray (Rec. 601 luma), rgb (gray replicated, "

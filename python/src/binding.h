@@ -234,17 +234,19 @@ imgstat_status wrap_cuda(imgstat_gpu *gpu, const char *base, const Geometry &g,
 
 // ---- normalize.cpp
 
-// The normalization options of imgstat.normalize and normalize_files, as
-// the command line's normalize takes them (channels: the array's, for the
-// count of mean and std values; 0 when each input says).
-imgstat_norm_options
-norm_options(const std::string &mode,
-             const std::optional<std::vector<double>> &mean,
-             const std::optional<std::vector<double>> &std_,
-             const std::optional<std::vector<double>> &clip,
-             const std::optional<std::vector<double>> &range, bool linked,
-             const std::string &dtype, const std::string &alpha,
-             const std::string &scale, int channels);
+// The normalization arguments imgstat.normalize and normalize_files both
+// take, as the caller gave them.
+struct NormArgs {
+  const std::string &mode;
+  const std::optional<std::vector<double>> &mean, &std_, &clip, &range;
+  bool linked;
+  const std::string &dtype, &alpha, &scale;
+};
+
+// Their normalization options, as the command line's normalize takes them
+// (channels: the array's, for the count of mean and std values; 0 when each
+// input says).
+imgstat_norm_options norm_options(const NormArgs &a, int channels);
 
 // ---- runs.cpp: runs (imgstat_run.h)
 

@@ -108,72 +108,67 @@ nb::object normalize_cuda(const AnyArray &a, const Geometry &g,
 // ---- normalization of an array
 // ------------------------------------------------
 
-imgstat_norm_options
-norm_options(const std::string &mode,
-             const std::optional<std::vector<double>> &mean,
-             const std::optional<std::vector<double>> &std_,
-             const std::optional<std::vector<double>> &clip,
-             const std::optional<std::vector<double>> &range, bool linked,
-             const std::string &dtype, const std::string &alpha,
-             const std::string &scale, int channels) {
+imgstat_norm_options norm_options(const NormArgs &a, int channels) {
   imgstat_norm_options o;
   std::memset(&o, 0, sizeof o);
-  if (mean || std_) {
-    if (!mean || !std_)
+  if (a.mean || a.std_) {
+    if (!a.mean || !a.std_)
       throw nb::value_error("mean and std go together");
-    if (mean->size() != std_->size() || mean->size() > IMGSTAT_MAX_CHANNELS ||
-        (mean->size() != 1 && channels > 0 && (int)mean->size() != channels))
+    if (a.mean->size() != a.std_->size() ||
+        a.mean->size() > IMGSTAT_MAX_CHANNELS ||
+        (a.mean->size() != 1 && channels > 0 &&
+         (int)a.mean->size() != channels))
       throw nb::value_error("mean and std: one value, or one per channel");
-    if (mode != "minmax" && mode != "given")
+    if (a.mode != "minmax" && a.mode != "given")
       throw nb::value_error("mean and std replace the mode");
     o.mode = IMGSTAT_NORM_GIVEN;
-    o.nstats = (int)mean->size();
-    for (size_t k = 0; k < mean->size(); k++) {
-      if (!((*std_)[k] > 0))
+    o.nstats = (int)a.mean->size();
+    for (size_t k = 0; k < a.mean->size(); k++) {
+      if (!((*a.std_)[k] > 0))
         throw nb::value_error("std must be positive");
-      o.mean[k] = (*mean)[k];
-      o.std[k] = (*std_)[k];
+      o.mean[k] = (*a.mean)[k];
+      o.std[k] = (*a.std_)[k];
     }
-  } else if (range) {
-    std::pair<double, double> r = range_of(*range);
+  } else if (a.range) {
+    std::pair<double, double> r = range_of(*a.range);
     o.mode = IMGSTAT_NORM_RANGE;
     o.range_low = r.first;
     o.range_high = r.second;
-  } else if (mode == "minmax") {
+  } else if (a.mode == "minmax") {
     o.mode = IMGSTAT_NORM_MINMAX;
-  } else if (mode == "clip") {
+  } else if (a.mode == "clip") {
     o.mode = IMGSTAT_NORM_CLIP;
-    std::vector<double> c = clip ? *clip : std::vector<double>{1.0, 99.0};
+    std::vector<double> c = a.clip ? *a.clip : std::vector<double>{1.0, 99.0};
     if (c.size() != 2 || !(c[0] >= 0 && c[0] <= c[1] && c[1] <= 100))
       throw nb::value_error("clip must be (low, high) percentiles, "
                             "0 <= low <= high <= 100");
     o.clip_low = c[0];
     o.clip_high = c[1];
-  } else if (mode == "zscore") {
+  } else if (a.mode == "zscore") {
     o.mode = IMGSTAT_NORM_ZSCORE;
   } else {
     throw nb::value_error(
-        "mode must be 'minmax', 'clip' or 'zscore' (or give mean and std, "
-        "or range)");
+        "mode must be 'minmax', 'a.clip' or 'zscore' (or give a.mean and std, "
+        "or a.range)");
   }
   bool float_mode =
       o.mode == IMGSTAT_NORM_ZSCORE || o.mode == IMGSTAT_NORM_GIVEN;
-  if (linked && o.mode != IMGSTAT_NORM_MINMAX && o.mode != IMGSTAT_NORM_CLIP)
+  if (a.linked && o.mode != IMGSTAT_NORM_MINMAX && o.mode != IMGSTAT_NORM_CLIP)
     throw nb::value_error("linked applies to minmax and clip");
-  o.linked = linked;
-  if (!dtype.empty() && !sample_from_name(dtype, &o.out_sample))
+  o.linked = a.linked;
+  if (!a.dtype.empty() && !sample_from_name(a.dtype, &o.out_sample))
     throw nb::value_error("dtype must be 'uint8', 'uint16' or 'float32'");
   if (float_mode && o.out_sample && o.out_sample != IMGSTAT_F32)
-    throw nb::value_error("zscore and mean/std give float32");
-  if (alpha == "copy")
+    throw nb::value_error("zscore and a.mean/std give float32");
+  if (a.alpha == "copy")
     o.alpha = IMGSTAT_ALPHA_COPY;
-  else if (alpha == "normalize")
+  else if (a.alpha == "normalize")
     o.alpha = IMGSTAT_ALPHA_NORMALIZE;
-  else if (alpha == "drop")
+  else if (a.alpha == "drop")
     o.alpha = IMGSTAT_ALPHA_DROP;
   else
     throw nb::value_error("alpha must be 'copy', 'normalize' or 'drop'");
-  o.scale_unit = scale_unit(scale);
+  o.scale_unit = scale_unit(a.scale);
   return o;
 }
 
@@ -197,8 +192,8 @@ nb::object normalize_array(AnyArray a, const std::string &layout,
       a.device_type() != nb::device::cuda_host::value && !on_cuda)
     throw nb::value_error("imgstat.normalize: arrays on this kind of device "
                           "are not supported (CPU and CUDA are)");
-  imgstat_norm_options o = norm_options(mode, mean, std_, clip, range, linked,
-                                        dtype, alpha, scale, g.channels);
+  imgstat_norm_options o = norm_options(
+      {mode, mean, std_, clip, range, linked, dtype, alpha, scale}, g.channels);
   Request req = make_request(0, false, std::nullopt, backend);
   if (on_cuda)
     return normalize_cuda(a, g, sample, o, req, layout == "hwc", stream);

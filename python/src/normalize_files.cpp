@@ -113,8 +113,8 @@ normalize_files(nb::handle inputs, nb::handle lists, nb::handle out_path,
   auto n = std::make_unique<NormFiles>();
   imgstat_run_options &o = n->o;
   imgstat_run_normalize &no = n->norm;
-  no.norm = norm_options(mode, mean, std_, clip, range, linked, dtype, alpha,
-                         scale, 0);
+  no.norm = norm_options(
+      {mode, mean, std_, clip, range, linked, dtype, alpha, scale}, 0);
   no.dataset = dataset;
   no.as = as_of(as, no.norm.scale_unit);
   if (format == "png")

@@ -97,87 +97,66 @@ static uint32_t sub_len(uint32_t n, uint32_t k) {
 
 /* ---- integer chunks ------------------------------------------------------ */
 
-/* One vectorized pass (sum, sum of squares, min and max of each sub-block)
- * then the first min and max searched in a single sub-block. */
-IMGSTAT_SIMD_CLONES
-static void chunk_u8(imgstat_partial *p, const uint8_t *x, uint64_t first,
-                     uint32_t n) {
-  uint32_t sum = 0, sumsq = 0; /* 64 Ki samples: both fit 32 bits */
-  uint32_t blo[SUB_BLOCKS], bhi[SUB_BLOCKS];
-  uint32_t blocks = (n + SUB_BLOCK - 1) / SUB_BLOCK;
-  uint8_t lo = UINT8_MAX, hi = 0;
-  for (uint32_t k = 0; k < blocks; k++) {
-    const uint8_t *b = x + k * SUB_BLOCK;
-    uint32_t m = sub_len(n, k);
-    uint32_t s = 0, q = 0;
-    uint8_t l = UINT8_MAX, h = 0;
-    for (uint32_t i = 0; i < m; i++) {
-      uint32_t v = b[i];
-      s += v;
-      q += v * v;
-      l = b[i] < l ? b[i] : l;
-      h = b[i] > h ? b[i] : h;
-    }
-    sum += s;
-    sumsq += q;
-    blo[k] = l;
-    bhi[k] = h;
-    lo = l < lo ? l : lo;
-    hi = h > hi ? h : hi;
-  }
-  uint32_t klo = first_sub_block_u(blo, blocks, lo);
-  uint32_t khi = first_sub_block_u(bhi, blocks, hi);
-  const uint8_t *at_lo = memchr(x + klo * SUB_BLOCK, lo, sub_len(n, klo));
-  const uint8_t *at_hi = memchr(x + khi * SUB_BLOCK, hi, sub_len(n, khi));
-  p->count = n;
-  p->sum = sum;
-  p->sumsq = sumsq;
-  p->min = lo;
-  p->max = hi;
-  p->min_index = first + (uint64_t)(at_lo - x);
-  p->max_index = first + (uint64_t)(at_hi - x);
+/* Where v first stands in x[0..n) (it is there): memchr for bytes. */
+static inline const uint8_t *at_u8(const uint8_t *x, uint32_t n, uint8_t v) {
+  return memchr(x, v, n);
 }
 
-IMGSTAT_SIMD_CLONES
-static void chunk_u16(imgstat_partial *p, const uint16_t *x, uint64_t first,
-                      uint32_t n) {
-  uint32_t sum = 0; /* 64 Ki * 65535 fits 32 bits */
-  uint64_t sumsq = 0;
-  uint32_t blo[SUB_BLOCKS], bhi[SUB_BLOCKS];
-  uint32_t blocks = (n + SUB_BLOCK - 1) / SUB_BLOCK;
-  uint16_t lo = UINT16_MAX, hi = 0;
-  for (uint32_t k = 0; k < blocks; k++) {
-    const uint16_t *b = x + k * SUB_BLOCK;
-    uint32_t m = sub_len(n, k);
-    uint32_t s = 0;
-    uint64_t q = 0;
-    uint16_t l = UINT16_MAX, h = 0;
-    for (uint32_t i = 0; i < m; i++) {
-      uint32_t v = b[i];
-      s += v;
-      q += v * v; /* 65535^2 fits 32 bits; the sum needs 64 */
-      l = b[i] < l ? b[i] : l;
-      h = b[i] > h ? b[i] : h;
-    }
-    sum += s;
-    sumsq += q;
-    blo[k] = l;
-    bhi[k] = h;
-    lo = l < lo ? l : lo;
-    hi = h > hi ? h : hi;
-  }
-  uint32_t klo = first_sub_block_u(blo, blocks, lo);
-  uint32_t khi = first_sub_block_u(bhi, blocks, hi);
-  p->count = n;
-  p->sum = sum;
-  p->sumsq = sumsq;
-  p->min = lo;
-  p->max = hi;
-  p->min_index = first + klo * SUB_BLOCK +
-                 find_u16(x + klo * SUB_BLOCK, sub_len(n, klo), lo);
-  p->max_index = first + khi * SUB_BLOCK +
-                 find_u16(x + khi * SUB_BLOCK, sub_len(n, khi), hi);
+static inline const uint16_t *at_u16(const uint16_t *x, uint32_t n,
+                                     uint16_t v) {
+  return x + find_u16(x, n, v);
 }
+
+/* One vectorized pass (sum, sum of squares, min and max of each sub-block)
+ * then the first min and max searched in a single sub-block, written once for
+ * u8 and u16: T the sample, T_MAX its largest value, Q the sum of squares'
+ * type (a u8 chunk's fits 32 bits, a u16 chunk's needs 64; one u16 square
+ * fits 32), FIND the first-position search. A chunk's sum fits 32 bits for
+ * both (65536 * 65535 < 2^32). */
+#define CHUNK_UINT(NAME, T, T_MAX, Q, FIND)                                    \
+  IMGSTAT_SIMD_CLONES                                                          \
+  static void NAME(imgstat_partial *p, const T *x, uint64_t first,             \
+                   uint32_t n) {                                               \
+    uint32_t sum = 0;                                                          \
+    Q sumsq = 0;                                                               \
+    uint32_t blo[SUB_BLOCKS], bhi[SUB_BLOCKS];                                 \
+    uint32_t blocks = (n + SUB_BLOCK - 1) / SUB_BLOCK;                         \
+    T lo = T_MAX, hi = 0;                                                      \
+    for (uint32_t k = 0; k < blocks; k++) {                                    \
+      const T *b = x + k * SUB_BLOCK;                                          \
+      uint32_t m = sub_len(n, k);                                              \
+      uint32_t s = 0;                                                          \
+      Q q = 0;                                                                 \
+      T l = T_MAX, h = 0;                                                      \
+      for (uint32_t i = 0; i < m; i++) {                                       \
+        uint32_t v = b[i];                                                     \
+        s += v;                                                                \
+        q += v * v;                                                            \
+        l = b[i] < l ? b[i] : l;                                               \
+        h = b[i] > h ? b[i] : h;                                               \
+      }                                                                        \
+      sum += s;                                                                \
+      sumsq += q;                                                              \
+      blo[k] = l;                                                              \
+      bhi[k] = h;                                                              \
+      lo = l < lo ? l : lo;                                                    \
+      hi = h > hi ? h : hi;                                                    \
+    }                                                                          \
+    uint32_t klo = first_sub_block_u(blo, blocks, lo);                         \
+    uint32_t khi = first_sub_block_u(bhi, blocks, hi);                         \
+    const T *at_lo = FIND(x + klo * SUB_BLOCK, sub_len(n, klo), lo);           \
+    const T *at_hi = FIND(x + khi * SUB_BLOCK, sub_len(n, khi), hi);           \
+    p->count = n;                                                              \
+    p->sum = sum;                                                              \
+    p->sumsq = sumsq;                                                          \
+    p->min = lo;                                                               \
+    p->max = hi;                                                               \
+    p->min_index = first + (uint64_t)(at_lo - x);                              \
+    p->max_index = first + (uint64_t)(at_hi - x);                              \
+  }
+
+CHUNK_UINT(chunk_u8, uint8_t, UINT8_MAX, uint32_t, at_u8)
+CHUNK_UINT(chunk_u16, uint16_t, UINT16_MAX, uint64_t, at_u16)
 
 /* ---- float chunks -------------------------------------------------------- */
 

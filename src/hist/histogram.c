@@ -6,6 +6,7 @@
  */
 #include "imgstat/hist.h"
 
+#include "hist_range.h"
 #include "image_rows.h"
 
 #include <math.h>
@@ -195,16 +196,10 @@ imgstat_status imgstat_histogram_compute(const imgstat_image *img, int c,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
   uint64_t n = (uint64_t)img->width * img->height;
   plane_rows rows = rows_of(img, c);
-  double lo = 0, hi = 0;
-  uint32_t bins = opts ? opts->float_bins : 0;
-  if (img->sample == IMGSTAT_F32) {
-    if (opts && opts->have_range) {
-      lo = opts->lo;
-      hi = opts->hi;
-    } else {
-      finite_range(&rows, &lo, &hi);
-    }
-  }
+  double lo, hi;
+  uint32_t bins;
+  if (ist_hist_range(opts, img->sample, &bins, &lo, &hi))
+    finite_range(&rows, &lo, &hi);
   imgstat_status st =
       imgstat_histogram_alloc(h, img->sample, bins, lo, hi, err);
   if (st != IMGSTAT_OK)

@@ -345,11 +345,8 @@ imgstat_status ist_bmp_open(imgstat_decoder *d, imgstat_error *err) {
                        src->size, "BMP", err);
   if (s != IMGSTAT_OK)
     return s;
-  d->header.width = bs->width;
-  d->header.height = bs->height;
-  d->header.channels = bs->channels;
-  d->header.sample = bs->depth == 16 ? IMGSTAT_U16 : IMGSTAT_U8;
-  d->header.format = "BMP";
+  ist_header_set(&d->header, bs->width, bs->height, bs->channels,
+                 bs->depth == 16 ? IMGSTAT_U16 : IMGSTAT_U8, "BMP");
   return IMGSTAT_OK;
 }
 

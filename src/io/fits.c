@@ -1224,11 +1224,8 @@ imgstat_status ist_fits_open(imgstat_decoder *d, imgstat_error *err) {
     if (s != IMGSTAT_OK)
       return s;
   }
-  d->header.width = fs->width;
-  d->header.height = fs->height;
-  d->header.channels = fs->channels;
-  d->header.sample = sample;
-  d->header.format = "FITS";
+  ist_header_set(&d->header, fs->width, fs->height, fs->channels, sample,
+                 "FITS");
   return IMGSTAT_OK;
 }
 

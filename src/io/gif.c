@@ -171,11 +171,8 @@ imgstat_status ist_gif_open(imgstat_decoder *d, imgstat_error *err) {
                        d->src.size, "GIF", err);
   if (s != IMGSTAT_OK)
     return s;
-  d->header.width = (uint32_t)w;
-  d->header.height = (uint32_t)h;
-  d->header.channels = channels;
-  d->header.sample = IMGSTAT_U8;
-  d->header.format = "GIF";
+  ist_header_set(&d->header, (uint32_t)w, (uint32_t)h, channels, IMGSTAT_U8,
+                 "GIF");
   return IMGSTAT_OK;
 }
 

@@ -122,11 +122,7 @@ imgstat_status ist_hdr_open(imgstat_decoder *d, imgstat_error *err) {
                        err);
   if (s != IMGSTAT_OK)
     goto done;
-  d->header.width = w;
-  d->header.height = h;
-  d->header.channels = 3;
-  d->header.sample = IMGSTAT_F32;
-  d->header.format = "HDR";
+  ist_header_set(&d->header, w, h, 3, IMGSTAT_F32, "HDR");
 done:
   free(line);
   return s;

@@ -120,6 +120,19 @@ imgstat_status ist_decode_check(const ist_limits *lim, uint32_t width,
                                 uint64_t min_input, uint64_t input_size,
                                 const char *format, imgstat_error *err);
 
+/* What a decoder's open reports once its checks have passed: the image's
+ * geometry and the format's name (a static string); the other fields stay
+ * as they are (0 but for a multi-page or colour-converting format). */
+static inline void ist_header_set(imgstat_header *hd, uint32_t width,
+                                  uint32_t height, int channels,
+                                  imgstat_sample sample, const char *format) {
+  hd->width = width;
+  hd->height = height;
+  hd->channels = channels;
+  hd->sample = sample;
+  hd->format = format;
+}
+
 /* The most scans a JPEG may have, on either decoder's path: libjpeg-turbo's
  * own limit under TJFLAG_LIMITSCANS (500 in 2.1). Every scan of a
  * progressive file is a pass over the whole image, so a small file of

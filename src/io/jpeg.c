@@ -362,11 +362,8 @@ imgstat_status ist_jpeg_open(imgstat_decoder *d, imgstat_error *err) {
   js->four = four;
   js->adobe_transform = layout.adobe_transform;
   js->arithmetic = layout.arithmetic;
-  d->header.width = (uint32_t)width;
-  d->header.height = (uint32_t)height;
-  d->header.channels = colorspace == TJCS_GRAY ? 1 : 3;
-  d->header.sample = IMGSTAT_U8;
-  d->header.format = "JPEG";
+  ist_header_set(&d->header, (uint32_t)width, (uint32_t)height,
+                 colorspace == TJCS_GRAY ? 1 : 3, IMGSTAT_U8, "JPEG");
   return IMGSTAT_OK;
 }
 

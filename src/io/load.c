@@ -83,6 +83,10 @@ static int sniff_pfm(const unsigned char *h, size_t n) {
          ist_is_space(h[2]);
 }
 
+/* A decoder's three entry points, named after it: NAME_open, NAME_read
+ * and NAME_close. */
+#define DECODER(NAME) NAME##_open, NAME##_read, NAME##_close
+
 #if !defined(IMGSTAT_HAVE_TIFF) || !defined(IMGSTAT_HAVE_WEBP) ||              \
     !defined(IMGSTAT_HAVE_CFITSIO) || !defined(IMGSTAT_HAVE_GIF)
 /* The row of a format whose library this build lacks (library NULL): its
@@ -109,64 +113,53 @@ static imgstat_status missing_read(imgstat_decoder *d, imgstat_image *img,
   return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED, "not built in");
 }
 static void missing_close(imgstat_decoder *d) { (void)d; }
-#define MISSING_ROW missing_open, missing_read, missing_close
 #endif
-
-#define STB_ROW ist_stb_open, ist_stb_read, ist_stb_close
 
 /* One row per format, tried in this order; the first whose signature
  * matches decodes the input. */
 static const ist_format formats[] = {
-    {IMGSTAT_KIND_PNG, "libpng", "png", sniff_png, ist_png_open, ist_png_read,
-     ist_png_close},
+    {IMGSTAT_KIND_PNG, "libpng", "png", sniff_png, DECODER(ist_png)},
 #ifdef IMGSTAT_HAVE_TURBOJPEG
     {IMGSTAT_KIND_JPEG, "TurboJPEG", "jpg jpeg jpe jfif", sniff_jpeg,
-     ist_jpeg_open, ist_jpeg_read, ist_jpeg_close},
+     DECODER(ist_jpeg)},
 #else
-    {IMGSTAT_KIND_JPEG, "stb_image", "jpg jpeg jpe jfif", sniff_jpeg, STB_ROW},
+    {IMGSTAT_KIND_JPEG, "stb_image", "jpg jpeg jpe jfif", sniff_jpeg,
+     DECODER(ist_stb)},
 #endif
-    {IMGSTAT_KIND_BMP, "imgstat", "bmp dib", sniff_bmp, ist_bmp_open,
-     ist_bmp_read, ist_bmp_close},
+    {IMGSTAT_KIND_BMP, "imgstat", "bmp dib", sniff_bmp, DECODER(ist_bmp)},
 #ifdef IMGSTAT_HAVE_GIF
-    {IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, ist_gif_open, ist_gif_read,
-     ist_gif_close},
+    {IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, DECODER(ist_gif)},
 #else
-    {IMGSTAT_KIND_GIF, NULL, "gif", sniff_gif, MISSING_ROW},
+    {IMGSTAT_KIND_GIF, NULL, "gif", sniff_gif, DECODER(missing)},
 #endif
-    {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, STB_ROW},
-    {IMGSTAT_KIND_HDR, "imgstat", "hdr", sniff_hdr, ist_hdr_open, ist_hdr_read,
-     ist_hdr_close},
-    {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm, ist_pnm_open,
-     ist_pnm_read, ist_pnm_close},
+    {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, DECODER(ist_stb)},
+    {IMGSTAT_KIND_HDR, "imgstat", "hdr", sniff_hdr, DECODER(ist_hdr)},
+    {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm,
+     DECODER(ist_pnm)},
 #ifdef IMGSTAT_HAVE_TIFF
-    {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff, ist_tiff_open,
-     ist_tiff_read, ist_tiff_close},
+    {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff, DECODER(ist_tiff)},
 #else
-    {IMGSTAT_KIND_TIFF, NULL, "tif tiff", sniff_tiff, MISSING_ROW},
+    {IMGSTAT_KIND_TIFF, NULL, "tif tiff", sniff_tiff, DECODER(missing)},
 #endif
 #ifdef IMGSTAT_HAVE_WEBP
-    {IMGSTAT_KIND_WEBP, "libwebp", "webp", sniff_webp, ist_webp_open,
-     ist_webp_read, ist_webp_close},
+    {IMGSTAT_KIND_WEBP, "libwebp", "webp", sniff_webp, DECODER(ist_webp)},
 #else
-    {IMGSTAT_KIND_WEBP, NULL, "webp", sniff_webp, MISSING_ROW},
+    {IMGSTAT_KIND_WEBP, NULL, "webp", sniff_webp, DECODER(missing)},
 #endif
 #ifdef IMGSTAT_HAVE_CFITSIO
-    {IMGSTAT_KIND_FITS, "cfitsio", "fits fit fts", sniff_fits, ist_fits_open,
-     ist_fits_read, ist_fits_close},
+    {IMGSTAT_KIND_FITS, "cfitsio", "fits fit fts", sniff_fits,
+     DECODER(ist_fits)},
 #else
-    {IMGSTAT_KIND_FITS, NULL, "fits fit fts", sniff_fits, MISSING_ROW},
+    {IMGSTAT_KIND_FITS, NULL, "fits fit fts", sniff_fits, DECODER(missing)},
 #endif
-    {IMGSTAT_KIND_NPY, "imgstat", "npy", sniff_npy, ist_npy_open, ist_npy_read,
-     ist_npy_close},
-    {IMGSTAT_KIND_PFM, "imgstat", "pfm", sniff_pfm, ist_pfm_open, ist_pfm_read,
-     ist_pfm_close},
+    {IMGSTAT_KIND_NPY, "imgstat", "npy", sniff_npy, DECODER(ist_npy)},
+    {IMGSTAT_KIND_PFM, "imgstat", "pfm", sniff_pfm, DECODER(ist_pfm)},
     /* TGA has no signature: a header whose values only a TGA has, after
      * every format that has one. */
-    {IMGSTAT_KIND_TGA, "imgstat", "tga", ist_tga_sniff, ist_tga_open,
-     ist_tga_read, ist_tga_close},
+    {IMGSTAT_KIND_TGA, "imgstat", "tga", ist_tga_sniff, DECODER(ist_tga)},
     /* Anything else: stb_image takes a JPEG after fill bytes, and refuses
      * the rest. */
-    {IMGSTAT_KIND_UNKNOWN, "stb_image", NULL, NULL, STB_ROW},
+    {IMGSTAT_KIND_UNKNOWN, "stb_image", NULL, NULL, DECODER(ist_stb)},
 };
 
 static const ist_format *format_sniff(const unsigned char *h, size_t n) {
@@ -423,7 +416,7 @@ static imgstat_status load_from(imgstat_decoder *d, imgstat_status s,
 imgstat_status ist_stb_decode(ist_source *src, ist_kind kind,
                               const ist_limits *lim, imgstat_image *img,
                               imgstat_error *err) {
-  const ist_format stb = {kind, "stb_image", NULL, NULL, STB_ROW};
+  const ist_format stb = {kind, "stb_image", NULL, NULL, DECODER(ist_stb)};
   imgstat_load_options opts = {.max_pixels = lim->max_pixels,
                                .max_memory = lim->max_memory};
   imgstat_decoder *d;

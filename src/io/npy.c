@@ -307,11 +307,8 @@ imgstat_status ist_npy_open(imgstat_decoder *d, imgstat_error *err) {
                        src->size, "NPY", err);
   if (s != IMGSTAT_OK)
     return s;
-  d->header.width = ns->width;
-  d->header.height = ns->height;
-  d->header.channels = ns->channels;
-  d->header.sample = sample;
-  d->header.format = "NPY";
+  ist_header_set(&d->header, ns->width, ns->height, ns->channels, sample,
+                 "NPY");
   return IMGSTAT_OK;
 }
 

@@ -74,11 +74,8 @@ imgstat_status ist_pfm_open(imgstat_decoder *d, imgstat_error *err) {
                        "the %" PRIu64 " bytes of data it gives make %" PRIu64,
                        src->size, ps->data_offset, data,
                        (uint64_t)ps->data_offset + data);
-  d->header.width = ps->width;
-  d->header.height = ps->height;
-  d->header.channels = ps->channels;
-  d->header.sample = IMGSTAT_F32;
-  d->header.format = "PFM";
+  ist_header_set(&d->header, ps->width, ps->height, ps->channels, IMGSTAT_F32,
+                 "PFM");
   return IMGSTAT_OK;
 }
 

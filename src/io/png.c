@@ -143,16 +143,6 @@ static imgstat_status png_size_check(const ist_limits *lim, uint32_t width,
       8 + 25 + 12 + 12 + 6 + (filtered + 1031) / 1032, input_size, "PNG", err);
 }
 
-/* The header both decoders give, once its checks have passed. */
-static void png_header(imgstat_header *hd, uint32_t width, uint32_t height,
-                       int channels, imgstat_sample sample) {
-  hd->width = width;
-  hd->height = height;
-  hd->channels = channels;
-  hd->sample = sample;
-  hd->format = "PNG";
-}
-
 /* Up to the header and its checks; the body that calls setjmp, all state
  * reached through st. */
 static imgstat_status png_open_jmp(png_state *st, imgstat_header *hd) {
@@ -207,7 +197,7 @@ static imgstat_status png_open_jmp(png_state *st, imgstat_header *hd) {
   if (s != IMGSTAT_OK)
     return s;
   st->interlace = interlace;
-  png_header(hd, width, height, channels, sample);
+  ist_header_set(hd, width, height, channels, sample, "PNG");
   return IMGSTAT_OK;
 }
 
@@ -299,7 +289,7 @@ static int png_fast_open(png_state *st, imgstat_header *hd, imgstat_status *s) {
     return 1;
   }
   st->fast = f;
-  png_header(hd, width, height, channels, sample);
+  ist_header_set(hd, width, height, channels, sample, "PNG");
   return 1;
 }
 #endif

@@ -75,11 +75,8 @@ imgstat_status ist_pnm_open(imgstat_decoder *d, imgstat_error *err) {
                        (uint64_t)ps->data_offset + data, src->size, "PNM", err);
   if (s != IMGSTAT_OK)
     return s;
-  d->header.width = ps->width;
-  d->header.height = ps->height;
-  d->header.channels = ps->channels;
-  d->header.sample = sample;
-  d->header.format = "PNM";
+  ist_header_set(&d->header, ps->width, ps->height, ps->channels, sample,
+                 "PNM");
   return IMGSTAT_OK;
 }
 

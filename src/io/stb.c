@@ -487,11 +487,7 @@ imgstat_status ist_stb_open(imgstat_decoder *d, imgstat_error *err) {
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "decoder returned a %dx%d image of %d channels", w,
                              h, comp);
-  d->header.width = (uint32_t)w;
-  d->header.height = (uint32_t)h;
-  d->header.channels = out;
-  d->header.sample = ss->sample;
-  d->header.format = format;
+  ist_header_set(&d->header, (uint32_t)w, (uint32_t)h, out, ss->sample, format);
   return IMGSTAT_OK;
 }
 

@@ -148,11 +148,8 @@ imgstat_status ist_tga_open(imgstat_decoder *d, imgstat_error *err) {
                        src->size, "TGA", err);
   if (s != IMGSTAT_OK)
     return s;
-  d->header.width = ts->width;
-  d->header.height = ts->height;
-  d->header.channels = ts->channels;
-  d->header.sample = IMGSTAT_U8;
-  d->header.format = "TGA";
+  ist_header_set(&d->header, ts->width, ts->height, ts->channels, IMGSTAT_U8,
+                 "TGA");
   return IMGSTAT_OK;
 }
 

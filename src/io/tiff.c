@@ -386,11 +386,7 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
       tiff_min_input(compression, raw), src->size, "TIFF", err);
   if (s != IMGSTAT_OK)
     return s;
-  d->header.width = ts->width;
-  d->header.height = ts->height;
-  d->header.channels = channels;
-  d->header.sample = sample;
-  d->header.format = "TIFF";
+  ist_header_set(&d->header, ts->width, ts->height, channels, sample, "TIFF");
   d->header.pages = pages;
   d->header.page = d->page;
   d->header.colour = ts->colour;

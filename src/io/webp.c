@@ -184,11 +184,7 @@ imgstat_status ist_webp_open(imgstat_decoder *d, imgstat_error *err) {
   s = ist_decode_check(&d->lim, w, h, peak, 0, src->size, "WebP", err);
   if (s != IMGSTAT_OK)
     return s;
-  d->header.width = w;
-  d->header.height = h;
-  d->header.channels = ws->channels;
-  d->header.sample = IMGSTAT_U8;
-  d->header.format = "WebP";
+  ist_header_set(&d->header, w, h, ws->channels, IMGSTAT_U8, "WebP");
   return IMGSTAT_OK;
 }
 
