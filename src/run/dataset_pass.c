@@ -57,6 +57,37 @@ pass_batch(pass_run *r, size_t result_size,
 /* ---- the float range ------------------------------------------------------
  */
 
+/* Opens in for a pass that decodes float images only and reserves its
+ * decoded bytes: 1 with *d open and *bytes reserved. 0 when there is
+ * nothing to decode (an input read only once, which is left for the pass
+ * that reads it; one that does not open; an integer image: the task's
+ * reservation settled at 0) or the reservation was not granted. */
+static int open_float(imgstat_task *task, const imgstat_input *in,
+                      const imgstat_load_options *load, imgstat_decoder **d,
+                      uint64_t *bytes) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  int cancelled;
+  *d = NULL;
+  if (in->read_once ||
+      imgstat_task_open(task, in, load, d, &cancelled, &err) != IMGSTAT_OK) {
+    imgstat_task_reserve(task, 0);
+    return 0;
+  }
+  const imgstat_header *h = imgstat_decoder_header(*d);
+  if (h->sample != IMGSTAT_F32) { /* integer: nothing to decode */
+    imgstat_decoder_close(*d);
+    imgstat_task_reserve(task, 0);
+    return 0;
+  }
+  *bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels * 4;
+  if (!imgstat_task_reserve(task, *bytes)) {
+    imgstat_decoder_close(*d);
+    return 0;
+  }
+  return 1;
+}
+
 typedef struct range_result {
   int found;
   double lo, hi;
@@ -69,26 +100,12 @@ static void range_work(void *ctx, imgstat_task *task, void *item,
   range_result *out = result;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  imgstat_decoder *d = NULL;
-  int cancelled;
-  /* an input that can be read only once is left for the pass that reads it
-   * (the caller decides whether that run still wants this range) */
-  if (in->read_once || imgstat_task_open(task, in, r->p->load, &d, &cancelled,
-                                         &err) != IMGSTAT_OK) {
-    imgstat_task_reserve(task, 0);
+  imgstat_decoder *d;
+  uint64_t bytes;
+  /* (the caller decides whether a run still wants this range when an
+   * input is read only once) */
+  if (!open_float(task, in, r->p->load, &d, &bytes))
     return;
-  }
-  const imgstat_header *h = imgstat_decoder_header(d);
-  if (h->sample != IMGSTAT_F32) { /* integer: nothing to decode */
-    imgstat_decoder_close(d);
-    imgstat_task_reserve(task, 0);
-    return;
-  }
-  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels * 4;
-  if (!imgstat_task_reserve(task, bytes)) {
-    imgstat_decoder_close(d);
-    return;
-  }
   imgstat_image img;
   if (imgstat_decoder_load(d, &img, &err) == IMGSTAT_OK) {
     for (int c = 0; c < img.channels; c++) {
@@ -362,25 +379,12 @@ static void exact_work(void *ctx, imgstat_task *task, void *item,
   exact_result *out = result;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  imgstat_decoder *d = NULL;
-  int cancelled;
-  /* (the caller runs this pass only when every input can be read again) */
-  if (in->read_once || imgstat_task_open(task, in, x->r.p->load, &d, &cancelled,
-                                         &err) != IMGSTAT_OK) {
-    imgstat_task_reserve(task, 0);
+  imgstat_decoder *d;
+  uint64_t bytes;
+  /* (the caller runs this pass only when every input can be read again;
+   * an integer image is not in a float pool) */
+  if (!open_float(task, in, x->r.p->load, &d, &bytes))
     return;
-  }
-  const imgstat_header *h = imgstat_decoder_header(d);
-  if (h->sample != IMGSTAT_F32) { /* integer: not in a float pool */
-    imgstat_decoder_close(d);
-    imgstat_task_reserve(task, 0);
-    return;
-  }
-  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels * 4;
-  if (!imgstat_task_reserve(task, bytes)) {
-    imgstat_decoder_close(d);
-    return;
-  }
   const imgstat_dataset_options *o = imgstat_dataset_options_of(x->r.d);
   imgstat_image img, pooled;
   if (imgstat_decoder_load(d, &img, &err) == IMGSTAT_OK) {
