@@ -60,7 +60,8 @@ extern "C" {
 typedef enum imgstat_input_kind {
   IMGSTAT_INPUT_FILE = 0, /* a file to open by its path */
   IMGSTAT_INPUT_STDIN,    /* one image from standard input (path "-") */
-  IMGSTAT_INPUT_ERROR     /* an input that cannot be read: status, message */
+  IMGSTAT_INPUT_ERROR,    /* an input that cannot be read: status, message */
+  IMGSTAT_INPUT_MEMBER    /* a member of an archive, read into memory */
 } imgstat_input_kind;
 
 /* One input. Allocated by imgstat_inputs_next; free it with
@@ -85,6 +86,15 @@ typedef struct imgstat_input {
    * root_len is the path below it ("sub/x.png" of "DIR/sub/x.png"); 0 for
    * a path given as it is (an argument, a list line, "-"). */
   size_t root_len;
+  /* Kind MEMBER: path is the archive's path, a '/' and the member's name
+   * ("shards/a.tar/key.jpg"); the archive's part is path's first
+   * archive_len bytes (root_len is archive_len + 1); member is its place
+   * among the archive's entries, from 0; data holds its size bytes once
+   * read (imgstat_inputs_next reads them; NULL before, and in a list from
+   * imgstat_inputs_collect). 0 and NULL for the other kinds. */
+  size_t archive_len;
+  uint64_t member;
+  const unsigned char *data;
 } imgstat_input;
 
 void imgstat_input_free(imgstat_input *item);
@@ -94,6 +104,10 @@ typedef struct imgstat_inputs imgstat_inputs;
 
 typedef struct imgstat_inputs_options {
   int follow; /* walk symbolic links to directories met in walks */
+  /* the most bytes an archive's member is read into (a member that is
+   * larger, or decompresses to more, is an error item); 0:
+   * IMGSTAT_DEFAULT_MAX_MEMORY */
+  uint64_t max_member;
 } imgstat_inputs_options;
 
 /* A new, empty list of sources; opts may be NULL (the defaults). */
@@ -105,6 +119,15 @@ void imgstat_inputs_destroy(imgstat_inputs *in);
  * Sources are added before the iteration starts (else IMGSTAT_ERR_ARG). */
 imgstat_status imgstat_inputs_add_path(imgstat_inputs *in, const char *path,
                                        imgstat_error *err);
+
+/* Whether path names an archive that the inputs read like a folder: a
+ * regular file whose name is not an image's and whose first bytes are a tar's
+ * or a zip's (the rules above). */
+int imgstat_inputs_is_archive(const char *path);
+
+/* The archives this build reads, for --version: "tar, zip (libarchive
+ * 3.6.2)", or "not built in (libarchive)". */
+const char *imgstat_inputs_archives(void);
 
 /* Appends a list of paths (--files-from): a file's name, or "-" for standard
  * input; separator '\n' (one path per line) or '\0' (-0 / --null).

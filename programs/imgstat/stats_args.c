@@ -235,6 +235,7 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     printf("imgstat %s (CUDA backend: %s; JPEG: %s)\nformats: %s\n",
            IMGSTAT_VERSION, imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER,
            imgstat_formats_description());
+    printf("archives: %s\n", imgstat_inputs_archives());
     print_nvjpeg_version();
     print_cores();
     return flush_or_complain();

@@ -60,9 +60,9 @@ static int any_rank(const imgstat_run *run, int flag) {
 
 imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
                                    int nsources, int null_lists, int follow,
-                                   const char *exclude_dir,
+                                   uint64_t max_member, const char *exclude_dir,
                                    imgstat_inputs **out, imgstat_error *err) {
-  imgstat_inputs_options io = {follow};
+  imgstat_inputs_options io = {follow, max_member};
   imgstat_status s = imgstat_inputs_create(&io, out, err);
   if (s == IMGSTAT_OK && exclude_dir)
     s = imgstat_inputs_exclude_dir(*out, exclude_dir, err);
@@ -79,7 +79,8 @@ imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
 static imgstat_status make_inputs(imgstat_run *run, imgstat_error *err) {
   const imgstat_run_options *o = &run->opt;
   return ist_run_inputs_make(o->sources, o->nsources, o->null_lists, o->follow,
-                             NULL, &run->inputs, err);
+                             o->engine.load.max_memory, NULL, &run->inputs,
+                             err);
 }
 
 /* The whole input list, walked once: under MPI by rank 0 alone (it reads
@@ -172,7 +173,7 @@ int ist_run_several(const imgstat_run_source *sources, int nsources) {
     return 1;
   struct stat sb;
   return strcmp(sources[0].text, "-") != 0 && stat(sources[0].text, &sb) == 0 &&
-         S_ISDIR(sb.st_mode);
+         (S_ISDIR(sb.st_mode) || imgstat_inputs_is_archive(sources[0].text));
 }
 
 /* Workers: jobs (0: one per core this rank may use). One input alone
