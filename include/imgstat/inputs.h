@@ -150,6 +150,11 @@ imgstat_status imgstat_inputs_exclude_dir(imgstat_inputs *in, const char *path,
 imgstat_status imgstat_inputs_next(imgstat_inputs *in, imgstat_input **item,
                                    imgstat_error *err);
 
+/* Drops the next count inputs without reading an archive's members (the
+ * inputs before a rank's share); stops early at the end. */
+imgstat_status imgstat_inputs_skip(imgstat_inputs *in, uint64_t count,
+                                   imgstat_error *err);
+
 /* Walks ahead until max_queued items wait for imgstat_inputs_next or the
  * list ends, so that the total becomes known early (a progress line) while
  * memory stays bounded; call it again as items are taken. */

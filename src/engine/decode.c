@@ -69,6 +69,8 @@ imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
                        ? own
                        : (uint64_t)extra_per_sample;
   uint64_t bytes = samples * (own + extra);
+  if (in->kind == IMGSTAT_INPUT_MEMBER) /* its bytes, held while it decodes */
+    bytes += in->size;
   if (!imgstat_task_reserve(task, bytes)) {
     imgstat_decoder_close(d);
     *cancelled = 1;

@@ -877,6 +877,24 @@ imgstat_status imgstat_inputs_next(imgstat_inputs *in, imgstat_input **item,
   return IMGSTAT_OK;
 }
 
+imgstat_status imgstat_inputs_skip(imgstat_inputs *in, uint64_t count,
+                                   imgstat_error *err) {
+  if (!in)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list");
+  int load = in->load_members;
+  in->load_members = 0; /* members handed out unread, and dropped */
+  imgstat_status s = IMGSTAT_OK;
+  for (uint64_t k = 0; k < count && s == IMGSTAT_OK; k++) {
+    imgstat_input *item = NULL;
+    s = imgstat_inputs_next(in, &item, err);
+    if (!item)
+      break;
+    imgstat_input_free(item);
+  }
+  in->load_members = load;
+  return s;
+}
+
 int imgstat_inputs_total(const imgstat_inputs *in, uint64_t *total) {
   if (!in)
     return 0;

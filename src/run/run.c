@@ -605,11 +605,8 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   imgstat_inputs_total(run->inputs, &total);
   imgstat_mpi_share(total, run->info.at.rank, run->info.at.size,
                     &run->share_first, &run->share_end);
-  for (uint64_t k = 0; k < run->share_first && s == IMGSTAT_OK; k++) {
-    imgstat_input *in = NULL;
-    s = imgstat_inputs_next(run->inputs, &in, err);
-    imgstat_input_free(in);
-  }
+  if (s == IMGSTAT_OK) /* an archive's members before it are not read */
+    s = imgstat_inputs_skip(run->inputs, run->share_first, err);
   run->share = 1;
   return s;
 }

@@ -800,6 +800,16 @@ static void test_archive_members(void) {
     imgstat_input_free(it);
   }
   imgstat_inputs_destroy(again);
+  /* a rank's share: the members before it are not read */
+  CU_ASSERT_FATAL(imgstat_inputs_from_list(&back, &again, &err) == IMGSTAT_OK);
+  CU_ASSERT(imgstat_inputs_skip(again, 3, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_inputs_next(again, &it, &err) == IMGSTAT_OK && it);
+  CU_ASSERT(it->kind == IMGSTAT_INPUT_MEMBER && it->member == 4 && it->data &&
+            it->size == 6 && memcmp(it->data, "second", 6) == 0);
+  imgstat_input_free(it);
+  CU_ASSERT(imgstat_inputs_skip(again, 5, &err) == IMGSTAT_OK);
+  CU_ASSERT(imgstat_inputs_next(again, &it, &err) == IMGSTAT_OK && !it);
+  imgstat_inputs_destroy(again);
   imgstat_input_list_free(&back);
 }
 
