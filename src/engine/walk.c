@@ -424,8 +424,14 @@ static imgstat_status archive_step(imgstat_inputs *in, imgstat_error *err) {
   if (s == IMGSTAT_OK)
     return emit_member(in, &m, data, size, err);
   s = emit_failed(in, ap, m.name, strlen(m.name), s, e.message, err);
-  if (fatal)
-    archive_end(in);
+  if (fatal && s == IMGSTAT_OK) {
+    /* a zip goes on after a damaged member; a tar (or a compressed stream)
+     * ends there */
+    imgstat_error r;
+    memset(&r, 0, sizeof r);
+    if (ist_archive_resume(in->archive, &r) != IMGSTAT_OK)
+      archive_end(in);
+  }
   return s;
 }
 

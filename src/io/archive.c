@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #ifdef IMGSTAT_HAVE_ARCHIVE
@@ -172,10 +173,12 @@ struct ist_archive {
 #endif
   uint64_t next; /* the number of the next entry, from 0 */
   int data_read; /* the current entry's bytes were read or skipped */
-  char *name;    /* the current entry's, cleaned */
+  char *path;
+  char *name; /* the current entry's, cleaned */
   size_t name_cap;
 };
 
+#ifdef IMGSTAT_HAVE_ARCHIVE
 /* A member's name without its leading "./" parts; NULL when it escapes the
  * archive (absolute, or a ".." part). */
 static const char *clean_name(const char *name) {
@@ -195,6 +198,7 @@ static const char *clean_name(const char *name) {
   }
   return name;
 }
+#endif
 
 #ifdef IMGSTAT_HAVE_ARCHIVE
 static imgstat_status damaged(struct archive *a, const char *what,
@@ -219,6 +223,12 @@ imgstat_status ist_archive_open(const char *path, ist_archive **out,
                              "out of memory opening an archive");
   }
   ar->data_read = 1;
+  ar->path = strdup(path);
+  if (!ar->path) {
+    ist_archive_close(ar);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory opening an archive");
+  }
   if (archive_read_open_filename(ar->a, path, ARCHIVE_BLOCK) != ARCHIVE_OK) {
     int e = archive_errno(ar->a);
     const char *why = archive_error_string(ar->a);
@@ -246,7 +256,46 @@ void ist_archive_close(ist_archive *ar) {
   archive_read_free(ar->a);
 #endif
   free(ar->name);
+  free(ar->path);
   free(ar);
+}
+
+/* A zip's members are found through its central directory: after a member
+ * whose data is damaged, the archive is opened again at the next one. */
+#ifdef IMGSTAT_HAVE_ARCHIVE
+static int resumable(const ist_archive *ar) {
+  return (archive_format(ar->a) & ARCHIVE_FORMAT_BASE_MASK) ==
+         ARCHIVE_FORMAT_ZIP;
+}
+#endif
+
+imgstat_status ist_archive_resume(ist_archive *ar, imgstat_error *err) {
+#ifdef IMGSTAT_HAVE_ARCHIVE
+  if (!resumable(ar))
+    return imgstat_error_set(err, IMGSTAT_ERR_FORMAT, "cannot go on");
+  uint64_t want = ar->next;
+  archive_read_free(ar->a);
+  ar->a = reader_new();
+  if (!ar->a)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory opening an archive");
+  if (archive_read_open_filename(ar->a, ar->path, ARCHIVE_BLOCK) != ARCHIVE_OK)
+    return damaged(ar->a, "archive", err);
+  for (uint64_t k = 0; k < want; k++) {
+    struct archive_entry *e;
+    int r = archive_read_next_header(ar->a, &e);
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+      return r == ARCHIVE_EOF ? imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
+                                                  "the archive changed")
+                              : damaged(ar->a, "archive", err);
+  }
+  ar->data_read = 1;
+  return IMGSTAT_OK;
+#else
+  (void)ar;
+  return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                           "built without libarchive");
+#endif
 }
 
 imgstat_status ist_archive_next(ist_archive *ar, ist_member *m,
@@ -386,7 +435,8 @@ imgstat_status ist_archive_read(ist_archive *ar, const ist_member *m,
     if (got < 0) {
       free(buf);
       *fatal = got == ARCHIVE_FATAL;
-      return damaged(ar->a, "archive", err);
+      return damaged(ar->a, *fatal && !resumable(ar) ? "archive" : "member",
+                     err);
     }
     if (got == 0)
       break;

@@ -127,6 +127,12 @@ imgstat_status ist_archive_read(ist_archive *ar, const ist_member *m,
                                 uint64_t max, unsigned char **data,
                                 size_t *size, int *fatal, imgstat_error *err);
 
+/* After a failure of ist_archive_read with *fatal: opens the archive again
+ * at the entry after the damaged one when its form allows (a zip, whose
+ * members its central directory finds); else, or when that fails, an
+ * error (the archive can give nothing more). */
+imgstat_status ist_archive_resume(ist_archive *ar, imgstat_error *err);
+
 /* Skips the current entry's bytes (nothing when they were read). */
 imgstat_status ist_archive_skip(ist_archive *ar, imgstat_error *err);
 

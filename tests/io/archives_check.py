@@ -13,7 +13,7 @@ key.json).
 - Bad members and archives: a name that leads out ("../x.png",
   "/x.png"), a symbolic and a hard link, a directory, a duplicate name, a
   header that says 1 TB, a zip bomb (its header honest, and lying), a
-  truncated tar, a missing shard in a list: each refused or read with a
+  damaged zip member, a truncated tar, a missing shard in a list: each refused or read with a
   message naming the archive and member, the rest of the run kept, and
   nothing written anywhere.
 - normalize from archives into OUT/<archive stem>/<member path>.
@@ -344,6 +344,26 @@ for name, lie in (("bomb.zip", False), ("liar.zip", True)):
     else:
         ok(f"{name} ({'lying' if lie else 'honest'} header): the bomb refused "
            f"by --max-memory 8M (peak {peak or '?'} KiB), the others read")
+
+# A zip member whose deflated data is damaged fails alone: the members
+# after it are read (the zip is opened again at the next one).
+with zipfile.ZipFile(path("dmg.zip"), "w", zipfile.ZIP_DEFLATED) as z:
+    z.writestr("a.png", good)
+    z.writestr("b.png", other)
+    z.writestr("c.png", good)
+b = bytearray(open(path("dmg.zip"), "rb").read())
+i = b.find(b"b.png") + 5 + 20  # inside b.png's deflated data
+for k in range(i, i + 40):
+    b[k] ^= 0x5A
+open(path("dmg.zip"), "wb").write(b)
+p = path("dmg.zip")
+rc, out, err = records("--brief", p)
+read = [x.split()[0] for x in out.splitlines() if x.startswith(p)]
+if rc != 1 or read != [p + "/a.png", p + "/c.png"] or \
+        f"{p}/b.png: damaged member" not in err:
+    fail(f"a damaged zip member: exit {rc}, read {read}, {err.strip()!r}")
+else:
+    ok("a damaged zip member fails alone, named; the members after it read")
 
 # A list with a missing shard: named, the others read.
 with open(path("holes.txt"), "w") as f:
