@@ -49,6 +49,19 @@ extern "C" {
  *  - A path argument (or list line) that names anything but a directory is
  *    one input whatever its name (the decoder sniffs it), a FIFO or device
  *    included.
+ *  - A path argument (or list line) naming a regular file whose name is
+ *    not an image's and whose first bytes are a tar's (plain or compressed)
+ *    or a zip's is an archive, read like a folder through libarchive
+ *    (docs/archives.md): its members with an image's name, in the
+ *    archive's order, each an item of kind IMGSTAT_INPUT_MEMBER named
+ *    "ARCHIVE/MEMBER" (a leading "./" left out) with its bytes read into
+ *    memory (at most max_member); its other members (.cls, .json, folders)
+ *    skipped silently. Error items, in their place: a member with an
+ *    image's name that leads out of the archive (absolute, a ".." part), is
+ *    a link or no regular file, or is larger than max_member; a damaged
+ *    archive (after the members read before the damage; a zip goes on
+ *    after a damaged member); an archive with no image member; any archive
+ *    in a build without libarchive. Archives met in walks are not opened.
  *  - "-" as a path argument is one image from standard input (an item of
  *    kind IMGSTAT_INPUT_STDIN). In a list, "-" is a file named "-".
  *  - A list (--files-from) holds one path per line, or per NUL-terminated
