@@ -322,7 +322,7 @@ static imgstat_status no_images(imgstat_inputs *in, const char *path,
  * ARCHIVE_AHEAD bytes of members beside one), or, in a collected list, when
  * an iterator over the list hands it out. */
 
-#define ARCHIVE_AHEAD ((uint64_t)64 << 20)
+#define ARCHIVE_AHEAD ((uint64_t)16 << 20)
 
 static void archive_end(imgstat_inputs *in) {
   ist_archive_close(in->archive);
