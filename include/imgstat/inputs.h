@@ -191,6 +191,10 @@ typedef struct imgstat_input_list {
   imgstat_input **items; /* count items, in order (free with
                             imgstat_input_list_free) */
   size_t count;
+  /* the most bytes its iterators read an archive's member into: the
+   * collecting iterator's max_member (0, the default, after unpacking: a
+   * caller with another limit sets it) */
+  uint64_t max_member;
 } imgstat_input_list;
 
 /* Takes every input that in has left (the walk to its end) into *list.

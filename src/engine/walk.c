@@ -966,6 +966,7 @@ imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list to fill");
   list->items = NULL;
   list->count = 0;
+  list->max_member = in ? in->max_member : 0;
   size_t cap = 0;
   if (in)
     in->names_only = 1; /* the members' bytes are read by the list's users */
@@ -1005,6 +1006,8 @@ imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
   imgstat_inputs *in = *out;
   in->started = in->done = 1;
   in->load_members = 1;
+  if (list->max_member)
+    in->max_member = list->max_member;
   for (size_t k = 0; k < list->count; k++) {
     imgstat_input *item = item_copy(list->items[k]);
     if (!item) {
@@ -1084,6 +1087,7 @@ imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
   const unsigned char *p = bytes, *end = p + size;
   list->items = NULL;
   list->count = 0;
+  list->max_member = 0;
   size_t cap = 0;
   imgstat_status s = IMGSTAT_OK;
   char *path = NULL, *msg = NULL;

@@ -27,6 +27,9 @@
 /* Bytes read from the archive file at a time. */
 #define ARCHIVE_BLOCK ((size_t)64 << 10)
 
+/* The most a member's buffer starts with: it grows as its bytes come. */
+#define ARCHIVE_FIRST ((size_t)4 << 20)
+
 int ist_archive_compiled(void) {
 #ifdef IMGSTAT_HAVE_ARCHIVE
   return 1;
@@ -402,8 +405,12 @@ imgstat_status ist_archive_read(ist_archive *ar, const ist_member *m,
                              "limit of %llu (max_memory)",
                              (unsigned long long)m->size,
                              (unsigned long long)max);
-  size_t cap =
-      m->size_known && m->size > 0 ? (size_t)m->size + 1 : ARCHIVE_BLOCK;
+  /* the header's size (and one byte, to see the end) when it is small;
+   * else the buffer grows with the bytes that come, so that a header that
+   * lies within the limit costs no more than the data behind it */
+  size_t cap = m->size_known && m->size > 0 && m->size < ARCHIVE_FIRST
+                   ? (size_t)m->size + 1
+                   : ARCHIVE_FIRST;
   if (cap > max + 1)
     cap = (size_t)max + 1;
   unsigned char *buf = malloc(cap);

@@ -105,6 +105,8 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
       s = imgstat_mpi_bcast(m, &data, &size, err);
       if (s == IMGSTAT_OK && rank > 0)
         s = imgstat_input_list_unpack(data, size, &run->list, err);
+      if (s == IMGSTAT_OK && rank > 0) /* the limit of rank 0's list */
+        run->list.max_member = run->opt.engine.load.max_memory;
       if (rank > 0)
         free(data);
     } else if (s == IMGSTAT_OK) {

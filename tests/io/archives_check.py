@@ -379,6 +379,22 @@ if rc != 1 or read != [p + "/a.png", p + "/c.png"] or \
 else:
     ok("a damaged zip member fails alone, named; the members after it read")
 
+# --max-memory holds in a collected list too (normalize lists every input
+# before it reads one; so do --mpi and the float range pass): a member over
+# it is refused by its header, not read and then refused by its decoder.
+big = png_bytes(rng.integers(0, 256, (300, 300, 3), dtype=np.uint8))
+write_tar("big.tar", [("big.png", big), ("small.png", good)])
+rc, out, err = records("normalize", "--max-memory", "200K", path("big.tar"),
+                       "-o", path("bigout"))
+shutil.rmtree(path("bigout"), ignore_errors=True)
+if rc != 1 or f"{path('big.tar')}/big.png: the member's header says" \
+        not in err or "(--max-memory)" not in err or "1 failed" not in err:
+    fail(f"normalize --max-memory over an archive: exit {rc}, "
+         f"{err.strip()!r}")
+else:
+    ok("normalize --max-memory 200K: a member over it refused by its header "
+       "in a collected list too")
+
 # A list with a missing shard: named, the others read.
 with open(path("holes.txt"), "w") as f:
     f.write(f"{shards[0]}\n{path('gone.tar')}\n{shards[2]}\n")
