@@ -227,7 +227,7 @@ tar_with("bad.tar", [("ok.png", "file", good),
                      ("dup.png", "file", good),
                      ("dup.png", "file", other),
                      ("last.png", "file", good)])
-before = sorted(os.listdir(T)) + sorted(os.listdir(os.path.dirname(T)))
+before = sorted(os.listdir(T))  # (the folder above is shared: not listed)
 rc, out, err = records("--json", "--errors-as-records", path("bad.tar"))
 recs = [json.loads(x) for x in out.splitlines() if x.strip()]
 bt = path("bad.tar")
@@ -253,7 +253,7 @@ if not d1 or d1["stats"] == d2["stats"] or (d1["width"], d1["height"]) == \
     fail("bad.tar: the duplicates' records are the same image's")
 else:
     ok("bad.tar: the two members named dup.png are each read")
-after = sorted(os.listdir(T)) + sorted(os.listdir(os.path.dirname(T)))
+after = sorted(os.listdir(T))
 if before != after or os.path.exists(os.path.join(T, "..", "up.png")) or \
         os.path.exists("/abs.png"):
     fail("bad.tar: something was written")
