@@ -43,9 +43,8 @@
  * lines are the table's (options.c). */
 
 static const char *const help_titles[] = {
-    "Inputs (a folder is walked for images, in byte order; a tar or zip "
-    "is read like one, in its order (" IST_OPT_DOCS "/archives.md); - is "
-    "standard input):",
+    "Inputs (folders' images in byte order, tar and zip files' in theirs; - "
+    "is standard input):",
     "Output (default: a table per image):",
     "Computation:",
     "Histograms (" IST_OPT_DOCS "/normalize.md, Histograms):",
