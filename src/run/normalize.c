@@ -272,7 +272,8 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   item_result *r = result;
   const imgstat_run_normalize *o = &run->opt;
   const imgstat_run_options *ro = &run->run;
-  if (o->skip_existing && in->kind == IMGSTAT_INPUT_FILE &&
+  if (o->skip_existing &&
+      (in->kind == IMGSTAT_INPUT_FILE || in->kind == IMGSTAT_INPUT_MEMBER) &&
       imgstat_output_plan_present(&run->plan, in)) {
     imgstat_task_reserve(task, 0);
     r->skipped = 1;

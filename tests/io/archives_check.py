@@ -445,5 +445,15 @@ if rc != 1 or written != want or bad or os.path.exists(path("up.png")):
 else:
     ok("normalize from archives: OUT/<stem>/<member>, escaping members "
        "refused, nothing outside OUT")
+# --skip-existing: the members whose outputs are there are skipped.
+os.remove(os.path.join(out_dir, "a", samples[1][0] + ".png"))
+rc, out, err = records("normalize", "--skip-existing", shards[0], "-o",
+                       out_dir)
+if rc != 0 or "1 written" not in err or "5 of 6 outputs were there" not in err:
+    fail(f"normalize --skip-existing over an archive: exit {rc}, "
+         f"{err.strip()!r}")
+else:
+    ok("normalize --skip-existing: the members whose outputs are there "
+       "skipped, the missing one written")
 shutil.rmtree(out_dir, ignore_errors=True)
 finish()
