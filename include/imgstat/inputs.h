@@ -100,12 +100,11 @@ typedef struct imgstat_input {
    * a path given as it is (an argument, a list line, "-"). */
   size_t root_len;
   /* Kind MEMBER: path is the archive's path, a '/' and the member's name
-   * ("shards/a.tar/key.jpg"); the archive's part is path's first
-   * archive_len bytes (root_len is archive_len + 1); member is its place
-   * among the archive's entries, from 0; data holds its size bytes once
-   * read (imgstat_inputs_next reads them; NULL before, and in a list from
+   * ("shards/a.tar/key.jpg"), root_len the archive's part with its '/'
+   * (path + root_len is the member's name); member is its place among the
+   * archive's entries, from 0; data holds its size bytes once read
+   * (imgstat_inputs_next reads them; NULL before, and in a list from
    * imgstat_inputs_collect). 0 and NULL for the other kinds. */
-  size_t archive_len;
   uint64_t member;
   const unsigned char *data;
 } imgstat_input;

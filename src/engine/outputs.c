@@ -47,10 +47,11 @@ imgstat_status imgstat_output_name(const char *dir, const imgstat_input *in,
   if (in->kind == IMGSTAT_INPUT_MEMBER) {
     /* a folder per archive, named by its stem: out/shard/key.png */
     const char *base = in->path;
-    for (size_t k = 0; k < in->archive_len; k++)
+    size_t alen = in->root_len - 1; /* the archive's path */
+    for (size_t k = 0; k < alen; k++)
       if (in->path[k] == '/')
         base = in->path + k + 1;
-    size_t blen = (size_t)(in->path + in->archive_len - base);
+    size_t blen = (size_t)(in->path + alen - base);
     blen = archive_stem(base, blen);
     own = malloc(blen + 1 + strlen(rel) + 1);
     if (!own)

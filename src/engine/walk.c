@@ -266,7 +266,6 @@ static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
     size_t rlen = strlen(in->stack[0].path);
     n->item.root_len = rlen + (rlen == 0 || in->stack[0].path[rlen - 1] != '/');
   }
-  n->item.archive_len = 0;
   n->item.member = 0;
   n->item.data = NULL;
   n->item.size = size_known ? size : 0;
@@ -366,8 +365,7 @@ static imgstat_status emit_member(imgstat_inputs *in, const ist_member *m,
     return s;
   }
   imgstat_input *it = &in->last->item;
-  it->archive_len = strlen(in->archive_path);
-  it->root_len = it->archive_len + 1;
+  it->root_len = strlen(in->archive_path) + 1;
   it->member = m->number;
   it->data = data;
   if (data)
@@ -453,12 +451,13 @@ static imgstat_status load_member(imgstat_inputs *in, node **np,
   imgstat_error e;
   memset(&e, 0, sizeof e);
   imgstat_status s = IMGSTAT_OK;
-  if (in->cursor && (strlen(in->cursor_path) != it->archive_len ||
-                     memcmp(in->cursor_path, it->path, it->archive_len) != 0 ||
+  size_t alen = it->root_len - 1; /* the archive's path */
+  if (in->cursor && (strlen(in->cursor_path) != alen ||
+                     memcmp(in->cursor_path, it->path, alen) != 0 ||
                      in->cursor_next > it->member))
     cursor_close(in);
   if (!in->cursor) {
-    char *p = strndup(it->path, it->archive_len);
+    char *p = strndup(it->path, alen);
     if (!p)
       return nomem(err);
     s = ist_archive_open(p, &in->cursor, &e);
@@ -498,7 +497,7 @@ static imgstat_status load_member(imgstat_inputs *in, node **np,
   failed.kind = IMGSTAT_INPUT_ERROR;
   failed.status = s;
   failed.message = e.message[0] ? e.message : "cannot be read";
-  failed.archive_len = 0;
+  failed.root_len = 0;
   failed.member = 0;
   failed.size = 0;
   failed.size_known = 0;
@@ -1023,11 +1022,11 @@ imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
 
 /* The packed form: per item its fixed fields (kind, status, size_known,
  * read_once as one byte each; index, size, root_len, the path's and the
- * message's lengths, archive_len and member as uint64 in native order: one
+ * message's lengths and member as uint64 in native order: one
  * build on every rank) and
  * then the path and the message without their NULs; a message length of
  * UINT64_MAX is no message. */
-#define PACKED_FIXED (4 + 7 * 8)
+#define PACKED_FIXED (4 + 6 * 8)
 
 static void put_u64(unsigned char **p, uint64_t v) {
   memcpy(*p, &v, 8);
@@ -1068,7 +1067,6 @@ imgstat_status imgstat_input_list_pack(const imgstat_input_list *list,
     put_u64(&p, (uint64_t)it->root_len);
     put_u64(&p, (uint64_t)plen);
     put_u64(&p, it->message ? (uint64_t)mlen : UINT64_MAX);
-    put_u64(&p, (uint64_t)it->archive_len);
     put_u64(&p, it->member);
     memcpy(p, it->path, plen);
     p += plen;
@@ -1105,20 +1103,18 @@ imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
     it.index = get_u64(&p);
     it.size = get_u64(&p);
     uint64_t root_len = get_u64(&p), plen = get_u64(&p), mlen = get_u64(&p);
-    uint64_t archive_len = get_u64(&p);
     it.member = get_u64(&p);
     int has_msg = mlen != UINT64_MAX;
     if (!has_msg)
       mlen = 0;
     if (it.kind > IMGSTAT_INPUT_MEMBER || plen > (uint64_t)(end - p) ||
         mlen > (uint64_t)(end - p) - plen || root_len > plen ||
-        archive_len > plen) {
+        (it.kind == IMGSTAT_INPUT_MEMBER && root_len == 0)) {
       s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
                             "a packed input list is damaged");
       break;
     }
     it.root_len = (size_t)root_len;
-    it.archive_len = (size_t)archive_len;
     path = malloc((size_t)plen + 1);
     msg = malloc((size_t)mlen + 1);
     if (!path || !msg) {

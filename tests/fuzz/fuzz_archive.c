@@ -59,9 +59,9 @@ static void put(seen *s, const void *p, size_t n) {
 static void check_member(const imgstat_input *it, const char *archive) {
   size_t alen = strlen(archive);
   const char *name = it->path + alen + 1;
-  if (it->archive_len != alen || it->root_len != alen + 1 ||
-      strncmp(it->path, archive, alen) != 0 || it->path[alen] != '/' ||
-      name[0] == '/' || !it->data || it->size > FUZZ_MAX_MEMORY)
+  if (it->root_len != alen + 1 || strncmp(it->path, archive, alen) != 0 ||
+      it->path[alen] != '/' || name[0] == '/' || !it->data ||
+      it->size > FUZZ_MAX_MEMORY)
     __builtin_trap();
   for (const char *p = name; *p;) {
     size_t n = strcspn(p, "/");
