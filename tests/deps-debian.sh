@@ -18,9 +18,11 @@ esac
 
 # Build and run: compiler, CMake, libpng, stb_image, TurboJPEG, libdeflate
 # (PNG output; optional), libtiff, libwebp, cfitsio, giflib (TIFF, WebP, FITS,
-# GIF input; optional); zlib (FITS's GZIP tiles checked).
+# GIF input; optional); zlib (FITS's GZIP tiles checked); libarchive (tar and
+# zip archives read in place; optional).
 packages="build-essential cmake pkg-config libpng-dev libstb-dev \
-libtiff-dev libwebp-dev libcfitsio-dev zlib1g-dev libgif-dev libturbojpeg0-dev libdeflate-dev"
+libtiff-dev libwebp-dev libcfitsio-dev zlib1g-dev libgif-dev libturbojpeg0-dev libdeflate-dev \
+libarchive-dev"
 # Tests: CUnit, python3 (JSON checks) with numpy, pypng, PIL and astropy
 # (independent checks; astropy writes and reads tile-compressed FITS); the Python package's build and tests (python/):
 # python3-dev, python3-venv, pytest; CI: clang with its libFuzzer runtime,

@@ -49,6 +49,19 @@ extern "C" {
  *  - A path argument (or list line) that names anything but a directory is
  *    one input whatever its name (the decoder sniffs it), a FIFO or device
  *    included.
+ *  - A path argument (or list line) naming a regular file whose name is
+ *    not an image's and whose first bytes are a tar's (plain or compressed)
+ *    or a zip's is an archive, read like a folder through libarchive
+ *    (docs/archives.md): its members with an image's name, in the
+ *    archive's order, each an item of kind IMGSTAT_INPUT_MEMBER named
+ *    "ARCHIVE/MEMBER" (a leading "./" left out) with its bytes read into
+ *    memory (at most max_member); its other members (.cls, .json, folders)
+ *    skipped silently. Error items, in their place: a member with an
+ *    image's name that leads out of the archive (absolute, a ".." part), is
+ *    a link or no regular file, or is larger than max_member; a damaged
+ *    archive (after the members read before the damage; a zip goes on
+ *    after a damaged member); an archive with no image member; any archive
+ *    in a build without libarchive. Archives met in walks are not opened.
  *  - "-" as a path argument is one image from standard input (an item of
  *    kind IMGSTAT_INPUT_STDIN). In a list, "-" is a file named "-".
  *  - A list (--files-from) holds one path per line, or per NUL-terminated
@@ -60,7 +73,8 @@ extern "C" {
 typedef enum imgstat_input_kind {
   IMGSTAT_INPUT_FILE = 0, /* a file to open by its path */
   IMGSTAT_INPUT_STDIN,    /* one image from standard input (path "-") */
-  IMGSTAT_INPUT_ERROR     /* an input that cannot be read: status, message */
+  IMGSTAT_INPUT_ERROR,    /* an input that cannot be read: status, message */
+  IMGSTAT_INPUT_MEMBER    /* a member of an archive, read into memory */
 } imgstat_input_kind;
 
 /* One input. Allocated by imgstat_inputs_next; free it with
@@ -85,6 +99,14 @@ typedef struct imgstat_input {
    * root_len is the path below it ("sub/x.png" of "DIR/sub/x.png"); 0 for
    * a path given as it is (an argument, a list line, "-"). */
   size_t root_len;
+  /* Kind MEMBER: path is the archive's path, a '/' and the member's name
+   * ("shards/a.tar/key.jpg"), root_len the archive's part with its '/'
+   * (path + root_len is the member's name); member is its place among the
+   * archive's entries, from 0; data holds its size bytes once read
+   * (imgstat_inputs_next reads them; NULL before, and in a list from
+   * imgstat_inputs_collect). 0 and NULL for the other kinds. */
+  uint64_t member;
+  const unsigned char *data;
 } imgstat_input;
 
 void imgstat_input_free(imgstat_input *item);
@@ -94,6 +116,10 @@ typedef struct imgstat_inputs imgstat_inputs;
 
 typedef struct imgstat_inputs_options {
   int follow; /* walk symbolic links to directories met in walks */
+  /* the most bytes an archive's member is read into (a member that is
+   * larger, or decompresses to more, is an error item); 0:
+   * IMGSTAT_DEFAULT_MAX_MEMORY */
+  uint64_t max_member;
 } imgstat_inputs_options;
 
 /* A new, empty list of sources; opts may be NULL (the defaults). */
@@ -105,6 +131,15 @@ void imgstat_inputs_destroy(imgstat_inputs *in);
  * Sources are added before the iteration starts (else IMGSTAT_ERR_ARG). */
 imgstat_status imgstat_inputs_add_path(imgstat_inputs *in, const char *path,
                                        imgstat_error *err);
+
+/* Whether path names an archive that the inputs read like a folder: a
+ * regular file whose name is not an image's and whose first bytes are a tar's
+ * or a zip's (the rules above). */
+int imgstat_inputs_is_archive(const char *path);
+
+/* The archives this build reads, for --version: "tar, zip (libarchive
+ * 3.6.2)", or "not built in (libarchive)". */
+const char *imgstat_inputs_archives(void);
 
 /* Appends a list of paths (--files-from): a file's name, or "-" for standard
  * input; separator '\n' (one path per line) or '\0' (-0 / --null).
@@ -125,6 +160,11 @@ imgstat_status imgstat_inputs_exclude_dir(imgstat_inputs *in, const char *path,
  * (IMGSTAT_ERR_NOMEM) only when out of memory; everything about the inputs
  * themselves is an item of kind IMGSTAT_INPUT_ERROR. */
 imgstat_status imgstat_inputs_next(imgstat_inputs *in, imgstat_input **item,
+                                   imgstat_error *err);
+
+/* Drops the next count inputs without reading an archive's members (the
+ * inputs before a rank's share); stops early at the end. */
+imgstat_status imgstat_inputs_skip(imgstat_inputs *in, uint64_t count,
                                    imgstat_error *err);
 
 /* Walks ahead until max_queued items wait for imgstat_inputs_next or the
@@ -150,6 +190,10 @@ typedef struct imgstat_input_list {
   imgstat_input **items; /* count items, in order (free with
                             imgstat_input_list_free) */
   size_t count;
+  /* the most bytes its iterators read an archive's member into: the
+   * collecting iterator's max_member (0, the default, after unpacking: a
+   * caller with another limit sets it) */
+  uint64_t max_member;
 } imgstat_input_list;
 
 /* Takes every input that in has left (the walk to its end) into *list.

@@ -24,10 +24,14 @@ extern "C" {
  * The one rule naming the outputs of a batch written into a folder (the
  * outputs of `imgstat normalize`): an input found in the walk of a directory
  * argument keeps its path below that argument, an input given as it is
- * keeps its last name, and either gets the output format's extension in
- * place of its own:
+ * keeps its last name, a member of an archive keeps its path in the
+ * archive below a folder named by the archive's stem (its name without
+ * ".tar", ".tar.gz", ".zip", ...; the archive refuses members whose names
+ * lead out of it), and each gets the output format's extension in place of
+ * its own:
  *   DIR/sub/x.jpg (walked from DIR) -> OUT/sub/x.png
  *   photos/y.ppm  (given as it is)  -> OUT/y.png
+ *   shards/a.tar/k/z.jpg (a member) -> OUT/a/k/z.png
  * The extension replaced is the last '.' of the last name and what follows,
  * unless that '.' starts the name (".hidden" keeps its name). */
 

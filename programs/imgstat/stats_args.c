@@ -43,8 +43,8 @@
  * lines are the table's (options.c). */
 
 static const char *const help_titles[] = {
-    "Inputs (a folder is walked for images, in byte order; - is standard "
-    "input):",
+    "Inputs (folders' images in byte order, tar and zip files' in theirs; - "
+    "is standard input):",
     "Output (default: a table per image):",
     "Computation:",
     "Histograms (" IST_OPT_DOCS "/normalize.md, Histograms):",
@@ -241,6 +241,7 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     printf("imgstat %s (CUDA backend: %s; JPEG: %s)\nformats: %s\n",
            IMGSTAT_VERSION, imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER,
            imgstat_formats_description());
+    printf("archives: %s\n", imgstat_inputs_archives());
     print_nvjpeg_version();
     print_cores();
     return flush_or_complain();

@@ -7,6 +7,7 @@
 #include "imgstat/outputs.h"
 #include "io_engine.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static int task_stop(void *task) { return imgstat_task_cancelled(task); }
@@ -17,9 +18,25 @@ imgstat_status imgstat_task_open(imgstat_task *task, const imgstat_input *in,
                                  imgstat_error *err) {
   *d = NULL;
   *cancelled = 0;
-  if (in->kind == IMGSTAT_INPUT_ERROR)
-    return imgstat_error_set(err, in->status, "%s",
-                             in->message ? in->message : "cannot be read");
+  if (in->kind == IMGSTAT_INPUT_ERROR) {
+    imgstat_status s = imgstat_error_set(
+        err, in->status, "%s", in->message ? in->message : "cannot be read");
+    /* an archive's member over the limit of the bytes it is read into
+     * (walk.c): the decoders' limit, whose cause the message names */
+    size_t n = in->message ? strlen(in->message) : 0;
+    if (s == IMGSTAT_ERR_LIMIT && n >= 12 &&
+        strcmp(in->message + n - 12, "(max_memory)") == 0)
+      imgstat_error_cause(err, IMGSTAT_CAUSE_MAX_MEMORY,
+                          load && load->max_memory ? load->max_memory
+                                                   : IMGSTAT_DEFAULT_MAX_MEMORY,
+                          in->size, NULL);
+    return s;
+  }
+  if (in->kind == IMGSTAT_INPUT_MEMBER) /* read by the iterator */
+    return in->data
+               ? imgstat_decoder_open_memory(in->data, in->size, load, d, err)
+               : imgstat_error_set(err, IMGSTAT_ERR_IO,
+                                   "the member's bytes were not read");
   const char *path = in->kind == IMGSTAT_INPUT_STDIN ? "/dev/stdin" : in->path;
   /* a FIFO with no writer, a pipe with no bytes yet: waited for until the
    * run is cancelled (a signal's handler only sets the cancel flag) */
@@ -52,11 +69,21 @@ imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
                        ? own
                        : (uint64_t)extra_per_sample;
   uint64_t bytes = samples * (own + extra);
+  if (in->kind == IMGSTAT_INPUT_MEMBER) /* its bytes, held while it decodes */
+    bytes += in->size;
   if (!imgstat_task_reserve(task, bytes)) {
     imgstat_decoder_close(d);
     *cancelled = 1;
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "cancelled");
   }
   *reserved = bytes;
-  return imgstat_decoder_load(d, img, err);
+  s = imgstat_decoder_load(d, img, err);
+  if (in->kind == IMGSTAT_INPUT_MEMBER) {
+    /* an archive's member: its bytes are not held until the delivery (the
+     * item is the worker's until then, and nothing reads them again) */
+    imgstat_input *mine = (imgstat_input *)in;
+    free((void *)mine->data);
+    mine->data = NULL;
+  }
+  return s;
 }

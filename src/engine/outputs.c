@@ -12,7 +12,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+
+/* The length of an archive's name (len bytes at name) without its
+ * suffix: ".tar" and what compresses it (".tar.gz", ".tgz", ...), ".zip",
+ * else its last extension; the whole name when nothing would be left. */
+static size_t archive_stem(const char *name, size_t len) {
+  static const char *const suffixes[] = {
+      ".tar.gz",   ".tar.bz2", ".tar.xz", ".tar.zst", ".tar.lz4",
+      ".tar.lzma", ".tgz",     ".tbz2",   ".tbz",     ".txz",
+      ".tzst",     ".tar",     ".zip"};
+  for (size_t k = 0; k < sizeof suffixes / sizeof suffixes[0]; k++) {
+    size_t m = strlen(suffixes[k]);
+    if (len > m && strncasecmp(name + len - m, suffixes[k], m) == 0)
+      return len - m;
+  }
+  for (size_t k = len; k > 1; k--)
+    if (name[k - 1] == '.')
+      return k - 1;
+  return len;
+}
 
 imgstat_status imgstat_output_name(const char *dir, const imgstat_input *in,
                                    const char *ext, char **path,
@@ -23,7 +43,24 @@ imgstat_status imgstat_output_name(const char *dir, const imgstat_input *in,
                              "standard input has no name to write it under "
                              "in a folder: give -o FILE");
   const char *rel = in->path + in->root_len;
-  if (in->root_len == 0) {
+  char *own = NULL;
+  if (in->kind == IMGSTAT_INPUT_MEMBER) {
+    /* a folder per archive, named by its stem: out/shard/key.png */
+    const char *base = in->path;
+    size_t alen = in->root_len - 1; /* the archive's path */
+    for (size_t k = 0; k < alen; k++)
+      if (in->path[k] == '/')
+        base = in->path + k + 1;
+    size_t blen = (size_t)(in->path + alen - base);
+    blen = archive_stem(base, blen);
+    own = malloc(blen + 1 + strlen(rel) + 1);
+    if (!own)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    memcpy(own, base, blen);
+    own[blen] = '/';
+    strcpy(own + blen + 1, rel);
+    rel = own;
+  } else if (in->root_len == 0) {
     const char *slash = strrchr(in->path, '/');
     rel = slash ? slash + 1 : in->path;
   }
@@ -37,13 +74,16 @@ imgstat_status imgstat_output_name(const char *dir, const imgstat_input *in,
   int slash = dlen > 0 && dir[dlen - 1] != '/';
   size_t elen = strlen(ext);
   char *p = malloc(dlen + (size_t)slash + keep + elen + 1);
-  if (!p)
+  if (!p) {
+    free(own);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
   memcpy(p, dir, dlen);
   if (slash)
     p[dlen] = '/';
   memcpy(p + dlen + slash, rel, keep);
   memcpy(p + dlen + slash + keep, ext, elen + 1);
+  free(own);
   *path = p;
   return IMGSTAT_OK;
 }

@@ -82,6 +82,18 @@ struct imgstat_inputs {
    * it was entered, and the other files its walk skipped by extension */
   uint64_t root_first;
   uint64_t root_skipped;
+  /* the archive being read (a path argument or list line), its path */
+  ist_archive *archive;
+  char *archive_path;
+  uint64_t max_member;   /* bytes a member is read into, at most */
+  int names_only;        /* members listed, their bytes not read (collect) */
+  uint64_t queued_bytes; /* members' bytes in the queue */
+  /* an iterator over a list: the archive its members' bytes are read from
+   * (kept open while the members come in its order) and the next entry */
+  int load_members;
+  ist_archive *cursor;
+  char *cursor_path;
+  uint64_t cursor_next;
   /* directories a walk leaves out (imgstat_inputs_exclude_dir) */
   struct excluded {
     dev_t dev;
@@ -96,8 +108,10 @@ static imgstat_status nomem(imgstat_error *err) {
 }
 
 void imgstat_input_free(imgstat_input *item) {
-  if (item)
+  if (item) {
+    free((void *)item->data);
     free((char *)item - offsetof(node, item));
+  }
 }
 
 imgstat_status imgstat_inputs_create(const imgstat_inputs_options *opts,
@@ -107,8 +121,12 @@ imgstat_status imgstat_inputs_create(const imgstat_inputs_options *opts,
   *out = calloc(1, sizeof **out);
   if (!*out)
     return nomem(err);
-  if (opts)
+  (*out)->max_member = IMGSTAT_DEFAULT_MAX_MEMORY;
+  if (opts) {
     (*out)->follow = opts->follow != 0;
+    if (opts->max_member)
+      (*out)->max_member = opts->max_member;
+  }
   return IMGSTAT_OK;
 }
 
@@ -132,10 +150,14 @@ void imgstat_inputs_destroy(imgstat_inputs *in) {
     frame_free(&in->stack[i]);
   free(in->stack);
   free(in->excluded);
+  ist_archive_close(in->archive);
+  free(in->archive_path);
+  ist_archive_close(in->cursor);
+  free(in->cursor_path);
   while (in->first) {
     node *n = in->first;
     in->first = n->next;
-    free(n);
+    imgstat_input_free(&n->item);
   }
   free(in);
 }
@@ -244,6 +266,8 @@ static imgstat_status emit(imgstat_inputs *in, imgstat_input_kind kind,
     size_t rlen = strlen(in->stack[0].path);
     n->item.root_len = rlen + (rlen == 0 || in->stack[0].path[rlen - 1] != '/');
   }
+  n->item.member = 0;
+  n->item.data = NULL;
   n->item.size = size_known ? size : 0;
   n->item.size_known = size_known;
   n->item.read_once = read_once;
@@ -264,6 +288,18 @@ static imgstat_status emit_error(imgstat_inputs *in, const char *dir,
               error ? strerror(error) : "not a regular file", err);
 }
 
+/* An error item with its status. */
+static imgstat_status emit_failed(imgstat_inputs *in, const char *dir,
+                                  const char *name, size_t name_len,
+                                  imgstat_status status, const char *message,
+                                  imgstat_error *err) {
+  imgstat_status s =
+      emit(in, IMGSTAT_INPUT_ERROR, dir, name, name_len, 0, 0, 0, message, err);
+  if (s == IMGSTAT_OK)
+    in->last->item.status = status;
+  return s;
+}
+
 /* A directory argument (or list line) whose walk found nothing: an error
  * item in its place, so that a run over it does not pass in silence. */
 static imgstat_status no_images(imgstat_inputs *in, const char *path,
@@ -275,6 +311,202 @@ static imgstat_status no_images(imgstat_inputs *in, const char *path,
            (unsigned long long)n, n == 1 ? "" : "s");
   return emit(in, IMGSTAT_INPUT_ERROR, NULL, path, strlen(path), 0, 0, 0, msg,
               err);
+}
+
+/* ---- archives -------------------------------------------------------------
+ * A path argument or list line that is an archive is read like a folder, in
+ * place: its members in the archive's order, each an item named by the
+ * archive's path, a '/' and the member's name, with its bytes read into
+ * memory when the item is found (so the prefetch holds at most
+ * ARCHIVE_AHEAD bytes of members beside one), or, in a collected list, when
+ * an iterator over the list hands it out. */
+
+#define ARCHIVE_AHEAD ((uint64_t)16 << 20)
+
+static void archive_end(imgstat_inputs *in) {
+  ist_archive_close(in->archive);
+  free(in->archive_path);
+  in->archive = NULL;
+  in->archive_path = NULL;
+}
+
+static imgstat_status archive_enter(imgstat_inputs *in, const char *path,
+                                    size_t len, imgstat_error *err) {
+  imgstat_error e;
+  memset(&e, 0, sizeof e);
+  ist_archive *ar = NULL;
+  imgstat_status s = ist_archive_open(path, &ar, &e);
+  if (s == IMGSTAT_ERR_NOMEM)
+    return nomem(err);
+  if (s != IMGSTAT_OK)
+    return emit_failed(in, NULL, path, len, s, e.message, err);
+  char *copy = strdup(path);
+  if (!copy) {
+    ist_archive_close(ar);
+    return nomem(err);
+  }
+  in->archive = ar;
+  in->archive_path = copy;
+  in->root_first = in->found;
+  in->root_skipped = 0;
+  return IMGSTAT_OK;
+}
+
+/* Queues a member of the archive being read (data: its size bytes, taken;
+ * NULL when not read). */
+static imgstat_status emit_member(imgstat_inputs *in, const ist_member *m,
+                                  unsigned char *data, size_t size,
+                                  imgstat_error *err) {
+  imgstat_status s =
+      emit(in, IMGSTAT_INPUT_MEMBER, in->archive_path, m->name, strlen(m->name),
+           data ? size : m->size, data || m->size_known, 0, NULL, err);
+  if (s != IMGSTAT_OK) {
+    free(data);
+    return s;
+  }
+  imgstat_input *it = &in->last->item;
+  it->root_len = strlen(in->archive_path) + 1;
+  it->member = m->number;
+  it->data = data;
+  if (data)
+    in->queued_bytes += size;
+  return IMGSTAT_OK;
+}
+
+/* One entry of the archive being read. */
+static imgstat_status archive_step(imgstat_inputs *in, imgstat_error *err) {
+  const char *ap = in->archive_path;
+  imgstat_error e;
+  memset(&e, 0, sizeof e);
+  ist_member m;
+  imgstat_status s = ist_archive_next(in->archive, &m, &e);
+  if (s == IMGSTAT_ERR_NOMEM)
+    return nomem(err);
+  if (s != IMGSTAT_OK) { /* damaged: what came before it is kept */
+    s = emit_failed(in, NULL, ap, strlen(ap), s, e.message, err);
+    archive_end(in);
+    return s;
+  }
+  switch (m.what) {
+  case IST_MEMBER_END:
+    s = IMGSTAT_OK;
+    if (in->found == in->root_first) {
+      char msg[96];
+      uint64_t n = in->root_skipped;
+      snprintf(msg, sizeof msg,
+               "no image members (%llu other member%s skipped by extension)",
+               (unsigned long long)n, n == 1 ? "" : "s");
+      s = emit(in, IMGSTAT_INPUT_ERROR, NULL, ap, strlen(ap), 0, 0, 0, msg,
+               err);
+    }
+    archive_end(in);
+    return s;
+  case IST_MEMBER_DIR:
+    return IMGSTAT_OK;
+  case IST_MEMBER_OTHER:
+    in->root_skipped++;
+    return IMGSTAT_OK;
+  case IST_MEMBER_REFUSED:
+    return emit_failed(in, ap, m.name, strlen(m.name), IMGSTAT_ERR_FORMAT,
+                       m.message, err);
+  default:
+    break;
+  }
+  if (in->names_only)
+    return emit_member(in, &m, NULL, 0, err);
+  unsigned char *data = NULL;
+  size_t size = 0;
+  int fatal = 0;
+  s = ist_archive_read(in->archive, &m, in->max_member, &data, &size, &fatal,
+                       &e);
+  if (s == IMGSTAT_OK)
+    return emit_member(in, &m, data, size, err);
+  s = emit_failed(in, ap, m.name, strlen(m.name), s, e.message, err);
+  if (fatal && s == IMGSTAT_OK) {
+    /* a zip goes on after a damaged member; a tar (or a compressed stream)
+     * ends there */
+    imgstat_error r;
+    memset(&r, 0, sizeof r);
+    if (ist_archive_resume(in->archive, &r) != IMGSTAT_OK)
+      archive_end(in);
+  }
+  return s;
+}
+
+static void cursor_close(imgstat_inputs *in) {
+  ist_archive_close(in->cursor);
+  free(in->cursor_path);
+  in->cursor = NULL;
+  in->cursor_path = NULL;
+  in->cursor_next = 0;
+}
+
+static imgstat_input *item_copy(const imgstat_input *src);
+
+/* Reads the bytes of the member *np from its archive (an iterator over a
+ * list); what fails makes it an error item in its place. */
+static imgstat_status load_member(imgstat_inputs *in, node **np,
+                                  imgstat_error *err) {
+  imgstat_input *it = &(*np)->item;
+  imgstat_error e;
+  memset(&e, 0, sizeof e);
+  imgstat_status s = IMGSTAT_OK;
+  size_t alen = it->root_len - 1; /* the archive's path */
+  if (in->cursor && (strlen(in->cursor_path) != alen ||
+                     memcmp(in->cursor_path, it->path, alen) != 0 ||
+                     in->cursor_next > it->member))
+    cursor_close(in);
+  if (!in->cursor) {
+    char *p = strndup(it->path, alen);
+    if (!p)
+      return nomem(err);
+    s = ist_archive_open(p, &in->cursor, &e);
+    if (s == IMGSTAT_OK)
+      in->cursor_path = p;
+    else
+      free(p);
+  }
+  ist_member m;
+  memset(&m, 0, sizeof m);
+  while (s == IMGSTAT_OK) {
+    s = ist_archive_next(in->cursor, &m, &e);
+    if (s != IMGSTAT_OK || m.what == IST_MEMBER_END || m.number >= it->member)
+      break;
+    in->cursor_next = m.number + 1;
+  }
+  if (s == IMGSTAT_OK && (m.what != IST_MEMBER_FILE || m.number != it->member))
+    s = imgstat_error_set(&e, IMGSTAT_ERR_IO,
+                          "the archive changed since it was listed");
+  unsigned char *data = NULL;
+  size_t size = 0;
+  int fatal = 1;
+  if (s == IMGSTAT_OK) {
+    in->cursor_next = m.number + 1;
+    s = ist_archive_read(in->cursor, &m, in->max_member, &data, &size, &fatal,
+                         &e);
+  }
+  if (s == IMGSTAT_OK) {
+    it->data = data;
+    it->size = size;
+    it->size_known = 1;
+    return IMGSTAT_OK;
+  }
+  if (fatal)
+    cursor_close(in);
+  imgstat_input failed = *it;
+  failed.kind = IMGSTAT_INPUT_ERROR;
+  failed.status = s;
+  failed.message = e.message[0] ? e.message : "cannot be read";
+  failed.root_len = 0;
+  failed.member = 0;
+  failed.size = 0;
+  failed.size_known = 0;
+  imgstat_input *copy = item_copy(&failed);
+  if (!copy)
+    return nomem(err);
+  imgstat_input_free(it);
+  *np = (node *)((char *)copy - offsetof(node, item));
+  return IMGSTAT_OK;
 }
 
 /* ---- directories ----------------------------------------------------------
@@ -491,6 +723,14 @@ static imgstat_status enter(imgstat_inputs *in, const char *dir,
   return IMGSTAT_OK;
 }
 
+const char *imgstat_inputs_archives(void) { return ist_archive_description(); }
+
+int imgstat_inputs_is_archive(const char *path) {
+  struct stat st;
+  return path && stat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+         !ist_extension_is_image(path) && ist_archive_sniff(path);
+}
+
 /* A path argument or list record: one input, or a directory to walk. */
 static imgstat_status take_path(imgstat_inputs *in, const char *path,
                                 size_t len, int is_argument,
@@ -512,6 +752,10 @@ static imgstat_status take_path(imgstat_inputs *in, const char *path,
     return emit_error(in, NULL, path, len, errno, err);
   if (S_ISDIR(st.st_mode))
     return enter(in, NULL, path, len, 1, err);
+  /* an archive is read like a folder (an image's name is taken as one) */
+  if (S_ISREG(st.st_mode) && !ist_extension_is_image(path) &&
+      ist_archive_sniff(path))
+    return archive_enter(in, path, len, err);
   return emit(in, IMGSTAT_INPUT_FILE, NULL, path, len, (uint64_t)st.st_size,
               S_ISREG(st.st_mode), ist_read_once_mode(st.st_mode), NULL, err);
 }
@@ -550,6 +794,8 @@ static imgstat_status step(imgstat_inputs *in, imgstat_error *err) {
                   e->error ? strerror(e->error) : "not a regular file", err);
     }
   }
+  if (in->archive)
+    return archive_step(in, err);
   if (in->list) {
     errno = 0;
     ssize_t n = getdelim(&in->record, &in->record_cap, in->separator, in->list);
@@ -599,7 +845,8 @@ imgstat_status imgstat_inputs_prefetch(imgstat_inputs *in, size_t max_queued,
   if (!in)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list");
   in->started = 1;
-  while (!in->done && in->queued < max_queued) {
+  while (!in->done && in->queued < max_queued &&
+         (in->queued == 0 || in->queued_bytes < ARCHIVE_AHEAD)) {
     imgstat_status s = step(in, err);
     if (s != IMGSTAT_OK)
       return s;
@@ -620,8 +867,37 @@ imgstat_status imgstat_inputs_next(imgstat_inputs *in, imgstat_input **item,
   if (!in->first)
     in->last = NULL;
   in->queued--;
+  n->next = NULL;
+  if (n->item.data)
+    in->queued_bytes -= n->item.size;
+  if (in->load_members && n->item.kind == IMGSTAT_INPUT_MEMBER &&
+      !n->item.data) {
+    s = load_member(in, &n, err);
+    if (s != IMGSTAT_OK) {
+      imgstat_input_free(&n->item);
+      return s;
+    }
+  }
   *item = &n->item;
   return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_inputs_skip(imgstat_inputs *in, uint64_t count,
+                                   imgstat_error *err) {
+  if (!in)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list");
+  int load = in->load_members;
+  in->load_members = 0; /* members handed out unread, and dropped */
+  imgstat_status s = IMGSTAT_OK;
+  for (uint64_t k = 0; k < count && s == IMGSTAT_OK; k++) {
+    imgstat_input *item = NULL;
+    s = imgstat_inputs_next(in, &item, err);
+    if (!item)
+      break;
+    imgstat_input_free(item);
+  }
+  in->load_members = load;
+  return s;
 }
 
 int imgstat_inputs_total(const imgstat_inputs *in, uint64_t *total) {
@@ -645,6 +921,7 @@ static imgstat_input *item_copy(const imgstat_input *src) {
   char *p = (char *)(n + 1);
   n->next = NULL;
   n->item = *src;
+  n->item.data = NULL; /* a member's bytes: read again when wanted */
   memcpy(p, src->path, plen + 1);
   n->item.path = p;
   if (src->message) {
@@ -688,10 +965,17 @@ imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list to fill");
   list->items = NULL;
   list->count = 0;
+  list->max_member = in ? in->max_member : 0;
   size_t cap = 0;
+  if (in)
+    in->names_only = 1; /* the members' bytes are read by the list's users */
   for (;;) {
     imgstat_input *item = NULL;
     imgstat_status s = imgstat_inputs_next(in, &item, err);
+    if (s == IMGSTAT_OK && item && item->data) {
+      free((void *)item->data);
+      item->data = NULL;
+    }
     if (s == IMGSTAT_OK && item)
       s = list_push(list, &cap, item, err);
     if (s != IMGSTAT_OK) {
@@ -746,6 +1030,9 @@ imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
     return s;
   imgstat_inputs *in = *out;
   in->started = in->done = 1;
+  in->load_members = 1;
+  if (list->max_member)
+    in->max_member = list->max_member;
   for (size_t k = 0; k < list->count; k++) {
     imgstat_input *item = item_copy(list->items[k]);
     if (!item) {
@@ -761,10 +1048,11 @@ imgstat_status imgstat_inputs_from_list(const imgstat_input_list *list,
 
 /* The packed form: per item its fixed fields (kind, status, size_known,
  * read_once as one byte each; index, size, root_len, the path's and the
- * message's lengths as uint64 in native order: one build on every rank) and
+ * message's lengths and member as uint64 in native order: one
+ * build on every rank) and
  * then the path and the message without their NULs; a message length of
  * UINT64_MAX is no message. */
-#define PACKED_FIXED (4 + 5 * 8)
+#define PACKED_FIXED (4 + 6 * 8)
 
 static void put_u64(unsigned char **p, uint64_t v) {
   memcpy(*p, &v, 8);
@@ -805,6 +1093,7 @@ imgstat_status imgstat_input_list_pack(const imgstat_input_list *list,
     put_u64(&p, (uint64_t)it->root_len);
     put_u64(&p, (uint64_t)plen);
     put_u64(&p, it->message ? (uint64_t)mlen : UINT64_MAX);
+    put_u64(&p, it->member);
     memcpy(p, it->path, plen);
     p += plen;
     if (mlen)
@@ -822,6 +1111,7 @@ imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
   const unsigned char *p = bytes, *end = p + size;
   list->items = NULL;
   list->count = 0;
+  list->max_member = 0;
   size_t cap = 0;
   imgstat_status s = IMGSTAT_OK;
   char *path = NULL, *msg = NULL;
@@ -839,11 +1129,13 @@ imgstat_status imgstat_input_list_unpack(const void *bytes, size_t size,
     it.index = get_u64(&p);
     it.size = get_u64(&p);
     uint64_t root_len = get_u64(&p), plen = get_u64(&p), mlen = get_u64(&p);
+    it.member = get_u64(&p);
     int has_msg = mlen != UINT64_MAX;
     if (!has_msg)
       mlen = 0;
-    if (it.kind > IMGSTAT_INPUT_ERROR || plen > (uint64_t)(end - p) ||
-        mlen > (uint64_t)(end - p) - plen || root_len > plen) {
+    if (it.kind > IMGSTAT_INPUT_MEMBER || plen > (uint64_t)(end - p) ||
+        mlen > (uint64_t)(end - p) - plen || root_len > plen ||
+        (it.kind == IMGSTAT_INPUT_MEMBER && root_len == 0)) {
       s = imgstat_error_set(err, IMGSTAT_ERR_ARG,
                             "a packed input list is damaged");
       break;

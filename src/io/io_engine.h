@@ -11,6 +11,7 @@
 #include "imgstat/imgstat.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Inputs that can be read once (src/io/source.c).
@@ -65,5 +66,74 @@ int ist_jpeg_gpu_input(imgstat_decoder *d, const unsigned char **bytes,
  */
 imgstat_status ist_jpeg_check(imgstat_decoder *d, int level,
                               imgstat_error *err);
+
+/* ---- archives (src/io/archive.c) ------------------------------------------
+ * Tar (plain or compressed) and zip files read member by member, in the
+ * archive's order, through libarchive; nothing is ever written. */
+
+/* Whether this build reads archives (libarchive). */
+int ist_archive_compiled(void);
+
+/* For --version: "tar, zip (libarchive 3.6.2)", or "not built in
+ * (libarchive)". */
+const char *ist_archive_description(void);
+
+/* Whether the regular file at path is an archive, by its first bytes: a
+ * zip's signature, a tar header block (POSIX magic or a v7 checksum), or a
+ * compressed stream (gzip, bzip2, xz, zstd, lz4) in which libarchive finds
+ * a tar (without libarchive: one whose name ends in .tar.gz, .tgz, ...).
+ * 0 for anything else, or when it cannot be read. */
+int ist_archive_sniff(const char *path);
+
+typedef struct ist_archive ist_archive;
+
+enum {
+  IST_MEMBER_END = 0, /* no more members */
+  IST_MEMBER_FILE,    /* a regular file with an image's extension */
+  IST_MEMBER_OTHER,   /* another file: not an image's name (.cls, .json) */
+  IST_MEMBER_DIR,     /* a directory entry */
+  IST_MEMBER_REFUSED  /* an image's name that is not read: message says */
+};
+
+/* One entry of an archive (ist_archive_next). */
+typedef struct ist_member {
+  int what;         /* IST_MEMBER_* */
+  uint64_t number;  /* its place among the archive's entries, from 0 */
+  const char *name; /* FILE: without leading "./"; else as stored (the
+                       archive's until the next call) */
+  uint64_t size;    /* FILE: the header's size, when size_known */
+  int size_known;
+  const char *message; /* REFUSED: why (a static string) */
+} ist_member;
+
+/* Opens the archive at path (IMGSTAT_ERR_UNSUPPORTED without libarchive). */
+imgstat_status ist_archive_open(const char *path, ist_archive **out,
+                                imgstat_error *err);
+void ist_archive_close(ist_archive *ar);
+
+/* The next entry's header (the current entry's bytes skipped when they were
+ * not read); a failure is the archive's damage (IMGSTAT_ERR_FORMAT,
+ * "damaged archive: ..."), after which nothing more is read from it. */
+imgstat_status ist_archive_next(ist_archive *ar, ist_member *m,
+                                imgstat_error *err);
+
+/* Reads the bytes of the current entry m (a FILE) into *data (malloc'ed,
+ * *size bytes), never more than max: a header that says more is refused
+ * before anything is allocated, and a member that decompresses to more is
+ * refused once max + 1 bytes came (IMGSTAT_ERR_LIMIT); either way the
+ * archive goes on. *fatal: the archive itself is damaged (nothing more can
+ * be read from it). */
+imgstat_status ist_archive_read(ist_archive *ar, const ist_member *m,
+                                uint64_t max, unsigned char **data,
+                                size_t *size, int *fatal, imgstat_error *err);
+
+/* After a failure of ist_archive_read with *fatal: opens the archive again
+ * at the entry after the damaged one when its form allows (a zip, whose
+ * members its central directory finds); else, or when that fails, an
+ * error (the archive can give nothing more). */
+imgstat_status ist_archive_resume(ist_archive *ar, imgstat_error *err);
+
+/* Skips the current entry's bytes (nothing when they were read). */
+imgstat_status ist_archive_skip(ist_archive *ar, imgstat_error *err);
 
 #endif

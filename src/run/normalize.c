@@ -21,7 +21,9 @@ struct ist_norm_run {
   imgstat_run_info *info; /* the run's */
   imgstat_output_plan plan;
   imgstat_input_list list; /* the whole list, walked once */
-  size_t next;
+  /* the pass's inputs: copies of list's items, an archive's members read as
+   * they are handed out (NULL: out of memory making it) */
+  imgstat_inputs *feed;
   int workers; /* the batch's: 0 one per core */
   imgstat_engine *engine;
   const imgstat_run_callbacks *cb;
@@ -131,9 +133,9 @@ imgstat_status ist_norm_run_create(const imgstat_run_options *opts,
   /* an output folder inside an input folder holds no inputs (earlier
    * runs' outputs) */
   imgstat_inputs *inputs = NULL;
-  imgstat_status s =
-      ist_run_inputs_make(ro->sources, ro->nsources, ro->null_lists, ro->follow,
-                          folder ? o->out : NULL, &inputs, err);
+  imgstat_status s = ist_run_inputs_make(
+      ro->sources, ro->nsources, ro->null_lists, ro->follow,
+      ro->engine.load.max_memory, folder ? o->out : NULL, &inputs, err);
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_collect(inputs, &run->list, err);
   imgstat_inputs_destroy(inputs);
@@ -196,9 +198,8 @@ void ist_norm_run_destroy(ist_norm_run *run) {
   if (!run)
     return;
   imgstat_engine_destroy(run->engine);
-  for (size_t k = run->next; k < run->list.count; k++)
-    imgstat_input_free(run->list.items[k]);
-  free(run->list.items);
+  imgstat_inputs_destroy(run->feed);
+  imgstat_input_list_free(&run->list);
   free(run->pool_take);
   imgstat_dataset_result_free(&run->pooled);
   free(run);
@@ -235,11 +236,12 @@ typedef struct item_result {
 
 static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   ist_norm_run *run = ctx;
-  (void)err;
-  *item = run->next < run->list.count ? run->list.items[run->next] : NULL;
-  if (*item)
-    run->list.items[run->next++] = NULL; /* delivered items are freed there */
-  return IMGSTAT_OK;
+  imgstat_input *in = NULL; /* delivered items are freed there */
+  imgstat_status s =
+      run->feed ? imgstat_inputs_next(run->feed, &in, err)
+                : imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  *item = in;
+  return s;
 }
 
 /* A result that says the input failed at stage with the reason in err. */
@@ -289,7 +291,8 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   item_result *r = result;
   const imgstat_run_normalize *o = &run->opt;
   const imgstat_run_options *ro = &run->run;
-  if (o->skip_existing && in->kind == IMGSTAT_INPUT_FILE &&
+  if (o->skip_existing &&
+      (in->kind == IMGSTAT_INPUT_FILE || in->kind == IMGSTAT_INPUT_MEMBER) &&
       imgstat_output_plan_present(&run->plan, in)) {
     imgstat_task_reserve(task, 0);
     r->skipped = 1;
@@ -380,14 +383,27 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
 static imgstat_status pooled_next(void *ctx, const imgstat_input **item,
                                   imgstat_error *err) {
   ist_norm_run *run = ctx;
-  (void)err;
-  while (run->pool_take && run->next_pooled < run->list.count &&
-         !run->pool_take[run->next_pooled])
-    run->next_pooled++; /* not in the sample */
-  *item = run->next_pooled < run->list.count
-              ? run->list.items[run->next_pooled++]
-              : NULL;
-  return IMGSTAT_OK;
+  imgstat_input *in = NULL; /* freed by pooled_release */
+  *item = NULL;
+  if (!run->feed)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  /* --sample: the inputs not in it passed over (an archive's members
+   * unread) */
+  uint64_t skip = 0;
+  while (run->pool_take && run->next_pooled + skip < run->list.count &&
+         !run->pool_take[run->next_pooled + skip])
+    skip++;
+  imgstat_status s = IMGSTAT_OK;
+  if (skip) {
+    s = imgstat_inputs_skip(run->feed, skip, err);
+    run->next_pooled += skip;
+  }
+  if (s == IMGSTAT_OK)
+    s = imgstat_inputs_next(run->feed, &in, err);
+  if (in)
+    run->next_pooled++;
+  *item = in;
+  return s;
 }
 
 static void pooled_release(void *ctx, const imgstat_input *item) {
@@ -397,6 +413,16 @@ static void pooled_release(void *ctx, const imgstat_input *item) {
     run->progress.bytes_in += item->size;
   if (run->cb->progress)
     run->cb->progress(run->cb->ctx, &run->progress);
+  imgstat_input_free((imgstat_input *)item); /* a copy (pooled_next) */
+}
+
+/* The inputs from the first again, for a pass. */
+static void restart_feed(ist_norm_run *run) {
+  imgstat_error e;
+  imgstat_inputs_destroy(run->feed);
+  if (imgstat_inputs_from_list(&run->list, &run->feed, &e) != IMGSTAT_OK)
+    run->feed = NULL; /* the pass's first input says so */
+  run->next_pooled = 0;
 }
 
 static void start_pass(ist_norm_run *run, int pass) {
@@ -404,7 +430,7 @@ static void start_pass(ist_norm_run *run, int pass) {
   run->progress.pass = pass;
   run->progress.total = pass < 2 ? run->pool_count : run->list.count;
   run->progress.total_known = 1;
-  run->next_pooled = 0;
+  restart_feed(run);
   if (run->cb->pass)
     run->cb->pass(run->cb->ctx, pass);
 }
@@ -465,7 +491,7 @@ static imgstat_status pool_pass(ist_norm_run *run, int *cancelled,
     double clip[2] = {o->norm.clip_low, o->norm.clip_high};
     imgstat_dataset_pass again = p; /* no progress line of its own */
     again.release = NULL;
-    run->next_pooled = 0;
+    restart_feed(run);
     s = imgstat_dataset_float_exact(&again, d, clip, 2,
                                     ro->engine.load.max_memory
                                         ? ro->engine.load.max_memory

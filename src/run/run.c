@@ -65,9 +65,9 @@ static int any_rank(const imgstat_run *run, int flag) {
 
 imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
                                    int nsources, int null_lists, int follow,
-                                   const char *exclude_dir,
+                                   uint64_t max_member, const char *exclude_dir,
                                    imgstat_inputs **out, imgstat_error *err) {
-  imgstat_inputs_options io = {follow};
+  imgstat_inputs_options io = {follow, max_member};
   imgstat_status s = imgstat_inputs_create(&io, out, err);
   if (s == IMGSTAT_OK && exclude_dir)
     s = imgstat_inputs_exclude_dir(*out, exclude_dir, err);
@@ -84,7 +84,8 @@ imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
 static imgstat_status make_inputs(imgstat_run *run, imgstat_error *err) {
   const imgstat_run_options *o = &run->opt;
   return ist_run_inputs_make(o->sources, o->nsources, o->null_lists, o->follow,
-                             NULL, &run->inputs, err);
+                             o->engine.load.max_memory, NULL, &run->inputs,
+                             err);
 }
 
 /* The whole input list, walked once: under MPI by rank 0 alone (it reads
@@ -109,6 +110,8 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
       s = imgstat_mpi_bcast(m, &data, &size, err);
       if (s == IMGSTAT_OK && rank > 0)
         s = imgstat_input_list_unpack(data, size, &run->list, err);
+      if (s == IMGSTAT_OK && rank > 0) /* the limit of rank 0's list */
+        run->list.max_member = run->opt.engine.load.max_memory;
       if (rank > 0)
         free(data);
     } else if (s == IMGSTAT_OK) {
@@ -211,7 +214,7 @@ int ist_run_several(const imgstat_run_source *sources, int nsources) {
     return 1;
   struct stat sb;
   return strcmp(sources[0].text, "-") != 0 && stat(sources[0].text, &sb) == 0 &&
-         S_ISDIR(sb.st_mode);
+         (S_ISDIR(sb.st_mode) || imgstat_inputs_is_archive(sources[0].text));
 }
 
 /* Workers: jobs (0: one per core this rank may use). One input alone
@@ -703,11 +706,8 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   imgstat_inputs_total(run->inputs, &total);
   imgstat_mpi_share(total, run->info.at.rank, run->info.at.size,
                     &run->share_first, &run->share_end);
-  for (uint64_t k = 0; k < run->share_first && s == IMGSTAT_OK; k++) {
-    imgstat_input *in = NULL;
-    s = imgstat_inputs_next(run->inputs, &in, err);
-    imgstat_input_free(in);
-  }
+  if (s == IMGSTAT_OK) /* an archive's members before it are not read */
+    s = imgstat_inputs_skip(run->inputs, run->share_first, err);
   run->share = 1;
   return s;
 }

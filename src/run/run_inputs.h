@@ -10,11 +10,12 @@
 #include "imgstat/run.h"
 
 /* The inputs of the sources in order (lists of NUL-terminated paths with
- * null_lists; links to folders walked with follow), a folder left out of
+ * null_lists; links to folders walked with follow; archives' members read
+ * into at most max_member bytes, 0: the default), a folder left out of
  * the walks when exclude_dir is not NULL. *out is NULL on failure. */
 imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
                                    int nsources, int null_lists, int follow,
-                                   const char *exclude_dir,
+                                   uint64_t max_member, const char *exclude_dir,
                                    imgstat_inputs **out, imgstat_error *err);
 
 /* --sample: *view gets the items of list that imgstat_input_list_sample(list,
@@ -29,7 +30,7 @@ void ist_run_sample_note(imgstat_dataset_result *r, uint64_t n, uint64_t seed,
                          uint64_t of);
 
 /* Whether the run may have several inputs: more than one source, a list,
- * or a directory. */
+ * a directory or an archive. */
 int ist_run_several(const imgstat_run_source *sources, int nsources);
 
 /* One pass of the batch runner (imgstat/batch.h) over ctx's inputs:

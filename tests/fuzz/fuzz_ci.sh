@@ -8,7 +8,9 @@
 # unless named) are fuzz_load (every format), fuzz_pipeline (histograms,
 # normalization, writers), one per decoder (tests/fuzz/fuzz_load.c,
 # tests/fuzz/fuzz_pipeline.c, docs/fuzzing.md) and fuzz_png_paths (the libdeflate
-# PNG decoder against libpng, tests/fuzz/fuzz_png_paths.c). Every target gets the
+# PNG decoder against libpng, tests/fuzz/fuzz_png_paths.c), and fuzz_archive (archives
+# read lazily and as a replayed list, tests/fuzz/fuzz_archive.c) where the build has
+# libarchive. Every target gets the
 # same seeds: tests/data (all of it: formats, pngsuite, the fuzzers'
 # regression inputs, ...) and the files of samples/ under 64 KiB (fuzz_load:
 # all of samples/); a decoder's target (fuzz_png_paths too) keeps only the
@@ -37,6 +39,8 @@ if [ "${#targets[@]}" -eq 0 ]; then
   targets=(fuzz_load fuzz_pipeline fuzz_png fuzz_jpeg fuzz_bmp fuzz_gif
     fuzz_psd fuzz_hdr fuzz_pnm fuzz_tga fuzz_tiff fuzz_fits fuzz_npy fuzz_pfm
     fuzz_webp fuzz_png_paths)
+  # archives: where the build has libarchive
+  if [ -x "$build/tests/fuzz_archive" ]; then targets+=(fuzz_archive); fi
 fi
 for t in "${targets[@]}"; do
   if [ ! -x "$build/tests/$t" ]; then
