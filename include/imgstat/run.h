@@ -103,7 +103,18 @@ typedef struct imgstat_run_options {
   /* The engine (backend, kernel, devices, load limits, JPEG decoder, cost
    * model). threads and workers are set by the run from jobs. */
   imgstat_engine_options engine;
-  imgstat_stats_request request; /* histograms and percentiles */
+  imgstat_stats_request request; /* histograms, percentiles, nodata */
+  /* Masks (NULL: none): a file, every input's mask, or a folder, where an
+   * input's mask is the file at its path below its folder argument (a file
+   * argument: its name) with the same stem, any extension, less
+   * mask_suffix at the end of the input's stem when it is there (NULL:
+   * none). An input without a mask there, or with several, fails. Its
+   * request's mask_path is set for each input. */
+  const char *mask;
+  const char *mask_suffix;
+  /* Label images (NULL: none), paired with the inputs as masks are (with
+   * mask_suffix): each input's request's labels_path. */
+  const char *labels;
   /* The dataset record: pool every image into an accumulator made with
    * these options (imgstat_run_dataset_finish gives the record). Float
    * images' pooled histograms without a range get one from a first pass

@@ -48,6 +48,13 @@ typedef struct stats_options {
   imgstat_dataset_options ds;
   int ds_given; /* --as, --scale, --outlier-z or --range given */
   int mpi;      /* --mpi */
+  /* --nodata: nnodata values (0: none given), or none (no_file_nodata) */
+  int nnodata;
+  double nodata[IMGSTAT_MAX_CHANNELS];
+  int no_file_nodata;
+  const char *mask;        /* --mask */
+  const char *mask_suffix; /* --mask-suffix */
+  const char *labels;      /* --labels */
 } stats_options;
 
 #define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)

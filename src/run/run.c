@@ -9,6 +9,7 @@
 
 #include "dataset_extra.h"
 #include "dataset_reduce.h"
+#include "mask_pair.h"
 #include "normalize.h"
 #include "run_inputs.h"
 
@@ -386,6 +387,16 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
+  if ((res->has_nodata || res->masked) &&
+      (r->ds.gray || (res->sample == IMGSTAT_F32 && r->ds.hists))) {
+    /* the luma and a float image's pooled histogram are made from all its
+     * pixels, not its valid samples */
+    snprintf(why, size,
+             "nodata values and masks are not applied to --as gray or to "
+             "the pooled histograms of float images");
+    imgstat_dataset_add_failed(run->ds, in->index);
+    return;
+  }
   imgstat_error err;
   memset(&err, 0, sizeof err);
   if (ist_dataset_extra_add(run->ds, in->index, in->path, res, &r->ds, &err) !=
@@ -508,9 +519,12 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   const imgstat_input *in = item;
   item_result *r = result;
   imgstat_job_result *res = &r->res;
+  /* nodata values and masks: the CPU's valid-sample reduction, never
+   * nvJPEG's device planes */
+  int valid = run->opt.mask || run->opt.labels || run->opt.request.nnodata > 0;
+  int gpu_jpeg = !valid && imgstat_engine_may_decode_jpeg(run->engine);
   if (run->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR &&
-      !(in->kind == IMGSTAT_INPUT_FILE &&
-        imgstat_engine_may_decode_jpeg(run->engine))) {
+      !(in->kind == IMGSTAT_INPUT_FILE && gpu_jpeg)) {
     /* no decoding for an item that cannot run (a JPEG offered to the GPU
      * decoder waits for the decision in the engine, after the checks that
      * overlap the GPU's start-up) */
@@ -524,10 +538,23 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   memset(&err, 0, sizeof err);
   /* (the engine reopens a JPEG that nvJPEG refuses on the CPU: not one
    * that can be read only once) */
-  if (in->kind == IMGSTAT_INPUT_FILE && !in->read_once &&
-      imgstat_engine_may_decode_jpeg(run->engine) &&
+  if (in->kind == IMGSTAT_INPUT_FILE && !in->read_once && gpu_jpeg &&
       offer_to_gpu(run, task, in, r))
     return;
+  imgstat_stats_request req = run->opt.request;
+  char *mask = NULL, *labels = NULL;
+  if (in->kind != IMGSTAT_INPUT_ERROR &&
+      (ist_pair_path(&run->opt, run->opt.mask, "mask", in, &mask, &err) !=
+           IMGSTAT_OK ||
+       ist_pair_path(&run->opt, run->opt.labels, "labels", in, &labels, &err) !=
+           IMGSTAT_OK)) {
+    free(mask);
+    imgstat_task_reserve(task, 0);
+    imgstat_job_result_fail(res, IMGSTAT_STAGE_LOAD, err.status, &err);
+    return;
+  }
+  req.mask_path = mask;
+  req.labels_path = labels;
   imgstat_image img;
   uint64_t reserved;
   int cancelled;
@@ -535,15 +562,21 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
                                          &img, &reserved, &cancelled, &err);
   if (cancelled) {
     r->cancelled = 1;
+    free(mask);
+    free(labels);
     return;
   }
   if (s != IMGSTAT_OK) {
     imgstat_job_result_fail(res, IMGSTAT_STAGE_LOAD, s, &err);
+    free(mask);
+    free(labels);
     return;
   }
-  if (imgstat_engine_stats(run->engine, in->path, &img, &run->opt.request,
-                           res) == IMGSTAT_OK &&
-      run->ds)
+  int ok = imgstat_engine_stats(run->engine, in->path, &img, &req, res) ==
+           IMGSTAT_OK;
+  free(mask);
+  free(labels);
+  if (ok && run->ds)
     dataset_work(run, &img, r);
   if (run->cb->image)
     r->extra = run->cb->image(run->cb->ctx, in, &img, res);
