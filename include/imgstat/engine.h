@@ -350,6 +350,18 @@ typedef struct imgstat_stats_request {
   const char *labels_path;
 } imgstat_stats_request;
 
+/* A copy of the float image img in which every sample that req's nodata
+ * value (or the file's own) or mask leaves out is NaN, into *out (free
+ * it): what a pass that takes whole images (a dataset's float histograms)
+ * takes of an image with valid samples. *out is left empty (width 0) when
+ * img is not float or req leaves no sample out; a failure (a mask that
+ * cannot be read, a nodata value that is not a float) says why in err. */
+imgstat_status imgstat_engine_valid_copy(imgstat_engine *engine,
+                                         const imgstat_image *img,
+                                         const imgstat_stats_request *req,
+                                         imgstat_image *out,
+                                         imgstat_error *err);
+
 /* The statistics of one image (req NULL: partials only). */
 imgstat_status imgstat_engine_stats(imgstat_engine *engine, const char *path,
                                     const imgstat_image *img,

@@ -493,6 +493,13 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
                                      const imgstat_valid *v, imgstat_image *out,
                                      uint64_t *nodata, imgstat_error *err);
 
+/* A copy of the float image img (f32) in which every sample that is not
+ * valid under v is NaN (*out, freed by the caller): for what takes a whole
+ * image and leaves NaN out (a float histogram over a given range). */
+imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
+                                      const imgstat_valid *v,
+                                      imgstat_image *out, imgstat_error *err);
+
 /* The raster index (y * width + x) of the k-th (from 0) valid sample of
  * channel c of img: the inverse of imgstat_valid_compact's order. */
 uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,

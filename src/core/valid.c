@@ -69,7 +69,8 @@ imgstat_status imgstat_valid_check_nodata(double value, imgstat_sample sample,
 /* walk() over v's list of pixels. */
 static uint64_t walk_pixels(const imgstat_image *img, int c,
                             const imgstat_valid *v, int has, double ndv,
-                            void *dst, uint64_t stop, uint64_t *nodata) {
+                            void *dst, int scatter, uint64_t stop,
+                            uint64_t *nodata) {
   uint64_t k = 0, nd = 0;
   for (uint64_t i = 0; i < v->npixels; i++) {
     uint32_t at = v->pixels[i];
@@ -85,7 +86,7 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
                   if (k == stop)
                     return base + x;
                   if (d)
-                    d[k] = s;
+                    d[scatter ? base + x : k] = s;
                   k++;
                 });
       break;
@@ -97,7 +98,7 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
                   if (k == stop)
                     return base + x;
                   if (d)
-                    d[k] = s;
+                    d[scatter ? base + x : k] = s;
                   k++;
                 });
       break;
@@ -109,7 +110,7 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
                   if (k == stop)
                     return base + x;
                   if (d)
-                    d[k] = s;
+                    d[scatter ? base + x : k] = s;
                   k++;
                 });
       break;
@@ -121,16 +122,17 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
   return k;
 }
 
-/* Walks the valid samples of channel c: with dst, copies them there; stops
- * after the sample numbered stop (from 0) and returns its raster index, or
+/* Walks the valid samples of channel c: with dst, copies them there (one
+ * after the other, or with scatter at their raster indices); stops after
+ * the sample numbered stop (from 0) and returns its raster index, or
  * returns the number of valid samples when stop is UINT64_MAX. */
 static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
-                     void *dst, uint64_t stop, uint64_t *nodata) {
+                     void *dst, int scatter, uint64_t stop, uint64_t *nodata) {
   int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
   double ndv = has ? v->nodata[c] : 0.0;
   uint64_t k = 0, nd = 0;
   if (v && v->npixels) /* a list of pixels: one row of its own each */
-    return walk_pixels(img, c, v, has, ndv, dst, stop, nodata);
+    return walk_pixels(img, c, v, has, ndv, dst, scatter, stop, nodata);
   for (uint32_t y = 0; y < img->height; y++) {
     const void *row = ist_image_row(img, c, y);
     const uint8_t *m = v && v->mask ? v->mask + (uint64_t)y * img->width : NULL;
@@ -143,7 +145,7 @@ static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
         if (k == stop)
           return base + x;
         if (d)
-          d[k] = s;
+          d[scatter ? base + x : k] = s;
         k++;
       });
       break;
@@ -155,7 +157,7 @@ static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
         if (k == stop)
           return base + x;
         if (d)
-          d[k] = s;
+          d[scatter ? base + x : k] = s;
         k++;
       });
       break;
@@ -168,7 +170,7 @@ static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
         if (k == stop)
           return base + x;
         if (d)
-          d[k] = s;
+          d[scatter ? base + x : k] = s;
         k++;
       });
       break;
@@ -193,7 +195,7 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
     if (st != IMGSTAT_OK)
       return st;
   }
-  uint64_t n = walk(img, c, v, NULL, UINT64_MAX, nodata);
+  uint64_t n = walk(img, c, v, NULL, 0, UINT64_MAX, nodata);
   out->sample = img->sample;
   out->channels = 1;
   out->format = img->format;
@@ -208,7 +210,35 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
   if (st != IMGSTAT_OK)
     return st;
   out->format = img->format;
-  walk(img, c, v, out->planes[0], UINT64_MAX, NULL);
+  walk(img, c, v, out->planes[0], 0, UINT64_MAX, NULL);
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
+                                      const imgstat_valid *v,
+                                      imgstat_image *out, imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!img || img->sample != IMGSTAT_F32)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "not a float image");
+  imgstat_status st =
+      imgstat_image_alloc(out, img->width, img->height, img->channels,
+                          IMGSTAT_F32, IMGSTAT_MAX_PIXELS_LIMIT, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  out->format = img->format;
+  for (int c = 0; c < img->channels; c++) {
+    if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c] &&
+        (st = imgstat_valid_check_nodata(v->nodata[c], IMGSTAT_F32, err)) !=
+            IMGSTAT_OK) {
+      imgstat_image_free(out);
+      return st;
+    }
+    float *d = out->planes[c];
+    for (uint64_t i = 0; i < (uint64_t)img->width * img->height; i++)
+      d[i] = NAN;
+    /* the valid samples back in their places, by the one walk */
+    walk(img, c, v, d, 1, UINT64_MAX, NULL);
+  }
   return IMGSTAT_OK;
 }
 
@@ -216,5 +246,5 @@ uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,
                                     const imgstat_valid *v, uint64_t k) {
   if (k == UINT64_MAX)
     return UINT64_MAX;
-  return walk(img, c, v, NULL, k, NULL);
+  return walk(img, c, v, NULL, 0, k, NULL);
 }

@@ -656,6 +656,37 @@ static imgstat_status valid_item(imgstat_engine *e, const imgstat_image *in,
   return IMGSTAT_OK;
 }
 
+imgstat_status imgstat_engine_valid_copy(imgstat_engine *e,
+                                         const imgstat_image *img,
+                                         const imgstat_stats_request *req,
+                                         imgstat_image *out,
+                                         imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!e || !img || img->sample != IMGSTAT_F32 || !wants_valid(req, img))
+    return IMGSTAT_OK;
+  imgstat_job_result *tmp = calloc(1, sizeof *tmp);
+  if (!tmp)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  uint8_t *mask = NULL;
+  uint64_t inside = 0;
+  imgstat_status st = pick_nodata(req, img, &v, tmp);
+  if (st == IMGSTAT_OK && req && req->mask_path) {
+    st = load_mask(e, req->mask_path, img, &mask, &inside, tmp);
+    v.mask = mask;
+  }
+  if (st != IMGSTAT_OK) {
+    imgstat_error_set(err, st, "%s", ist_reason(&tmp->error));
+  } else if (imgstat_valid_active(&v, img->channels)) {
+    st = imgstat_valid_nan_copy(img, &v, out, err);
+  }
+  free(mask);
+  imgstat_job_result_free(tmp);
+  free(tmp);
+  return st;
+}
+
 /* The statistics item's work on its decoded input. */
 static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
                                  const imgstat_image *in, const void *arg,

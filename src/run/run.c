@@ -357,6 +357,9 @@ typedef struct item_result {
   int cancelled; /* the run was cancelled before the input was decoded */
   /* what the pool takes beside the job's result (dataset_extra.h) */
   ist_dataset_extra ds;
+  /* the valid samples of a float image could not be taken (ds_why) */
+  int ds_failed;
+  char ds_why[IMGSTAT_ERROR_MAX];
   void *extra; /* the image callback's */
   /* handed to the engine's device stage: completed from its thread */
   imgstat_task_pending *pending;
@@ -371,10 +374,23 @@ static uint64_t now_ns(void) {
 /* The pool's extra work on a decoded image (in the worker); what fails is
  * left out (an image whose luma could not be made fails at its delivery). */
 static void dataset_work(const imgstat_run *run, const imgstat_image *img,
-                         item_result *r) {
+                         const imgstat_stats_request *req, item_result *r) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  ist_dataset_extra_compute(&run->opt.ds, img, &r->ds, &err);
+  /* a float image's pooled histograms: of its valid samples alone */
+  imgstat_image valid;
+  memset(&valid, 0, sizeof valid);
+  if (img->sample == IMGSTAT_F32 && run->opt.ds.histograms &&
+      imgstat_engine_valid_copy(run->engine, img, req, &valid, &err) !=
+          IMGSTAT_OK) {
+    r->ds_failed = 1;
+    snprintf(r->ds_why, sizeof r->ds_why, "%s",
+             err.message[0] ? err.message : "out of memory");
+    return;
+  }
+  ist_dataset_extra_compute(&run->opt.ds, valid.width ? &valid : img, &r->ds,
+                            &err);
+  imgstat_image_free(&valid);
 }
 
 /* Adds a delivered input to the pool, in input order; a failure's message
@@ -387,13 +403,12 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
-  if ((res->has_nodata || res->masked) &&
-      (r->ds.gray || (res->sample == IMGSTAT_F32 && r->ds.hists))) {
-    /* the luma and a float image's pooled histogram are made from all its
-     * pixels, not its valid samples */
-    snprintf(why, size,
-             "nodata values and masks are not applied to --as gray or to "
-             "the pooled histograms of float images");
+  if ((res->has_nodata || res->masked) && (r->ds.gray || r->ds_failed)) {
+    /* the luma is made from all its pixels, not its valid samples */
+    snprintf(why, size, "%s",
+             r->ds_failed ? r->ds_why
+                          : "nodata values and masks are not applied to "
+                            "--as gray");
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
@@ -574,10 +589,10 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   }
   int ok = imgstat_engine_stats(run->engine, in->path, &img, &req, res) ==
            IMGSTAT_OK;
+  if (ok && run->ds)
+    dataset_work(run, &img, &req, r);
   free(mask);
   free(labels);
-  if (ok && run->ds)
-    dataset_work(run, &img, r);
   if (run->cb->image)
     r->extra = run->cb->image(run->cb->ctx, in, &img, res);
   imgstat_image_free(&img);

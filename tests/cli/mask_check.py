@@ -14,7 +14,9 @@ only, nodata together with a mask. --mask DIR pairs each input with the
 mask at its path below its folder by stem, any extension (subfolders), and
 --mask-suffix pairs case_0000 with case; the foreground pooled over a
 folder (--dataset-only: count, exact sum, mean, std, the 0.5 and 99.5
-percentiles against numpy over every image's foreground). The refusals, each naming both
+percentiles against numpy over every image's foreground; int16 slices,
+read as floats: the figures, and the percentiles to a bin of the pooled
+float histogram). The refusals, each naming both
 files while the others are still computed: a mask of another size, no mask
 in DIR for an input. --labels (a 16-bit label image, alone and with a
 mask): the labels present, each one's pixels and every figure of each
@@ -237,6 +239,36 @@ else:
         if st["percentiles"][p] != fg[k - 1]:
             fail("dataset p%s: %s, numpy %d" % (p, st["percentiles"][p],
                                                 fg[k - 1]))
+
+# int16 slices (read as exact floats) with .npy masks: the float pool's
+# figures over the foreground, its percentiles to a bin of its histogram
+f_vals = []
+for i in range(3):
+    a = rng.integers(-1000, 3000, (20 + i, 17)).astype(np.int16)
+    mk = (rng.random(a.shape) < 0.5).astype(np.uint8)
+    np.save(path("fds", "img", "c%d_0000.npy" % i), a)
+    np.save(path("fds", "lab", "c%d.npy" % i), mk)
+    f_vals.append(a[mk > 0].astype(np.int64))
+fv = np.sort(np.concatenate(f_vals))
+r, recs = records("--dataset-only", "--percentiles", "0.5,99.5", "--mask",
+                  path("fds", "lab"), "--mask-suffix", "_0000",
+                  path("fds", "img"))
+if r.returncode != 0 or len(recs) != 1:
+    fail("float dataset: exit %d %s" % (r.returncode, r.stderr))
+else:
+    st = recs[0]["dataset"]["stats"][0]
+    if st["count"] != fv.size or st["min"] != fv.min() or \
+            st["max"] != fv.max() or not close(st["mean"], fv.mean()) or \
+            not close(st["std"], fv.std()):
+        fail("float dataset: %s, numpy %d %r %r" % (st, fv.size, fv.mean(),
+                                                    fv.std()))
+    h = st["histogram"]
+    width = (h["hi"] - h["lo"]) / 65536
+    for p in ("0.5", "99.5"):
+        k = max(1, math.ceil(float(p) * fv.size / 100))
+        if abs(st["percentiles"][p] - fv[k - 1]) > width:
+            fail("float dataset p%s: %s, numpy %d (bin %g)" %
+                 (p, st["percentiles"][p], fv[k - 1], width))
 
 # a mask of another size: an error naming both files, the others computed
 r, recs = records("--mask", p_m, p_rgb, p_g)
