@@ -350,6 +350,18 @@ typedef struct imgstat_stats_request {
   const char *labels_path;
 } imgstat_stats_request;
 
+/* Normalization of the valid samples (imgstat_engine_normalize with
+ * req's nodata values, the file's own and req's mask_path, as the
+ * statistics take them): minmax, clip and zscore measure each channel over
+ * its valid samples alone (MONAI's nonzero), the plan maps them, and every
+ * sample left out is written as it is (its value in the output's type,
+ * saturated to its range) or, with has_fill, as fill. On the CPU whatever
+ * the backend. Without any sample left out: imgstat_engine_normalize. */
+imgstat_status imgstat_engine_normalize_valid(
+    imgstat_engine *engine, const char *path, const imgstat_image *img,
+    const imgstat_norm_options *opts, const imgstat_stats_request *req,
+    int has_fill, double fill, imgstat_job_result *res);
+
 /* A copy of the float image img in which every sample that req's nodata
  * value (or the file's own) or mask leaves out is NaN, into *out (free
  * it): what a pass that takes whole images (a dataset's float histograms)

@@ -500,6 +500,12 @@ imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
                                       const imgstat_valid *v,
                                       imgstat_image *out, imgstat_error *err);
 
+/* flags[y * width + x] (width * height bytes) set to 1 where channel c's
+ * sample is valid under v, 0 elsewhere. */
+imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,
+                                   const imgstat_valid *v, uint8_t *flags,
+                                   imgstat_error *err);
+
 /* The raster index (y * width + x) of the k-th (from 0) valid sample of
  * channel c of img: the inverse of imgstat_valid_compact's order. */
 uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,

@@ -78,6 +78,11 @@ typedef struct imgstat_run_normalize {
   int png_level;             /* IMGSTAT_PNG_LEVEL(n), 0: the default */
   imgstat_npy_layout layout; /* of .npy outputs */
   int skip_existing;         /* an input whose output is there is skipped */
+  /* With the run's mask or its request's nodata values (or a file's own):
+   * each input normalized by imgstat_engine_normalize_valid, the samples
+   * left out written as they are or, with has_fill, as fill. */
+  int has_fill;
+  double fill;
   /* Optional: a slot that publishes each write's temporary name while it
    * exists (imgstat_write_options.temp_path), claimed on a worker before
    * the write and given back after (thread-safe; NULL: none). */
@@ -134,8 +139,9 @@ typedef struct imgstat_run_options {
   /* A normalize run (copied by imgstat_run_create, its strings borrowed
    * until imgstat_run_destroy; NULL: statistics): each input normalized
    * and written instead of its statistics computed. It takes the sources,
-   * null_lists, follow, jobs, max_inflight, engine and cancel above; not
-   * request, dataset, ds or mpi (refused: IMGSTAT_ERR_ARG). A cancel
+   * null_lists, follow, jobs, max_inflight, engine, cancel, mask,
+   * mask_suffix and the request's nodata values above; not the request's
+   * histograms, dataset, ds or mpi (refused: IMGSTAT_ERR_ARG). A cancel
    * stops the writes in progress, which remove their temporaries. */
   const imgstat_run_normalize *normalize;
 } imgstat_run_options;

@@ -178,6 +178,16 @@ static int read_positive(const ist_opt *row, const ist_opt_syntax *syn,
   return -1;
 }
 
+/* --fill: one finite number. */
+static int read_number(const ist_opt *row, const ist_opt_syntax *syn,
+                       const char *v, ist_opt_value *out) {
+  if (ist_cli_parse_double(v, -DBL_MAX, DBL_MAX, &out->list[0]) !=
+      IMGSTAT_CLI_NUM_OK)
+    return ist_opt_usage(syn, row->bad, v);
+  out->n = 1;
+  return -1;
+}
+
 static int read_range(const ist_opt *row, const ist_opt_syntax *syn,
                       const char *v, ist_opt_value *out) {
   if (ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, out->list, 2) != 2 ||
@@ -586,6 +596,27 @@ static const ist_opt table[] = {
      "                     output: its last dataset record (--dataset), or "
      "its\n"
      "                     one image record\n"},
+    {"--mask", NULL, N, IST_OPT_MASK, 1, read_nonempty, 0, 0, NULL,
+     "--mask needs a file or a folder", N_MODES,
+     "  --mask FILE|DIR    measure each channel over the pixels where the "
+     "mask is\n"
+     "                     non-zero (MONAI's nonzero) and map only those; "
+     "paired\n"
+     "                     as in the statistics (--mask-suffix S)\n"},
+    {"--mask-suffix", NULL, N, IST_OPT_MASK_SUFFIX, 1, NULL, 0, 0, NULL, NULL,
+     N_MODES,
+     "  --mask-suffix S    with --mask DIR: an input's stem less S names its "
+     "mask\n"},
+    {"--nodata", NULL, N, IST_OPT_NODATA, 1, read_nodata, 0, 0, NULL, NULL,
+     N_MODES,
+     "  --nodata V|V1,..|none  samples equal to V are not measured and not "
+     "mapped\n"
+     "                     (default: the file's own GDAL_NODATA)\n"},
+    {"--fill", NULL, N, IST_OPT_FILL, 1, read_number, 0, 0, NULL,
+     "--fill: '%s' is not a number", N_MODES,
+     "  --fill V           write V where --mask or --nodata leaves samples "
+     "out\n"
+     "                     (else they keep their values)\n"},
     {"--range", NULL, N, IST_OPT_RANGE, 1, read_range, 0, 0, NULL,
      "--range: '%s' is not LOW,HIGH with LOW < HIGH (e.g. --range 10,240)",
      N_MODES,

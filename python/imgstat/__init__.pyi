@@ -80,7 +80,8 @@ class _Scan(Iterator[Union[Stats, ImageError]]):
 
 def stats(x: Any, *, ddof: int = ..., histogram: bool = ...,
           percentiles: Optional[Sequence[float]] = ..., backend: str = ...,
-          layout: str = ...) -> Stats: ...
+          layout: str = ..., nodata: Any = ..., mask: Any = ...,
+          labels: Any = ...) -> Stats: ...
 def scan(inputs: _Inputs, *, jobs: int = ..., errors: str = ...,
          ddof: int = ..., histogram: bool = ...,
          percentiles: Optional[Sequence[float]] = ..., backend: str = ...,

@@ -69,8 +69,8 @@ imgstat_status imgstat_valid_check_nodata(double value, imgstat_sample sample,
 /* walk() over v's list of pixels. */
 static uint64_t walk_pixels(const imgstat_image *img, int c,
                             const imgstat_valid *v, int has, double ndv,
-                            void *dst, int scatter, uint64_t stop,
-                            uint64_t *nodata) {
+                            void *dst, int scatter, uint8_t *flags,
+                            uint64_t stop, uint64_t *nodata) {
   uint64_t k = 0, nd = 0;
   for (uint64_t i = 0; i < v->npixels; i++) {
     uint32_t at = v->pixels[i];
@@ -87,6 +87,8 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
                     return base + x;
                   if (d)
                     d[scatter ? base + x : k] = s;
+                  if (flags)
+                    flags[base + x] = 1;
                   k++;
                 });
       break;
@@ -99,6 +101,8 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
                     return base + x;
                   if (d)
                     d[scatter ? base + x : k] = s;
+                  if (flags)
+                    flags[base + x] = 1;
                   k++;
                 });
       break;
@@ -111,6 +115,8 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
                     return base + x;
                   if (d)
                     d[scatter ? base + x : k] = s;
+                  if (flags)
+                    flags[base + x] = 1;
                   k++;
                 });
       break;
@@ -123,16 +129,18 @@ static uint64_t walk_pixels(const imgstat_image *img, int c,
 }
 
 /* Walks the valid samples of channel c: with dst, copies them there (one
- * after the other, or with scatter at their raster indices); stops after
+ * after the other, or with scatter at their raster indices), and with
+ * flags sets flags[i] to 1 for each (raster index i); stops after
  * the sample numbered stop (from 0) and returns its raster index, or
  * returns the number of valid samples when stop is UINT64_MAX. */
 static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
-                     void *dst, int scatter, uint64_t stop, uint64_t *nodata) {
+                     void *dst, int scatter, uint8_t *flags, uint64_t stop,
+                     uint64_t *nodata) {
   int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
   double ndv = has ? v->nodata[c] : 0.0;
   uint64_t k = 0, nd = 0;
   if (v && v->npixels) /* a list of pixels: one row of its own each */
-    return walk_pixels(img, c, v, has, ndv, dst, scatter, stop, nodata);
+    return walk_pixels(img, c, v, has, ndv, dst, scatter, flags, stop, nodata);
   for (uint32_t y = 0; y < img->height; y++) {
     const void *row = ist_image_row(img, c, y);
     const uint8_t *m = v && v->mask ? v->mask + (uint64_t)y * img->width : NULL;
@@ -146,6 +154,8 @@ static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
           return base + x;
         if (d)
           d[scatter ? base + x : k] = s;
+        if (flags)
+          flags[base + x] = 1;
         k++;
       });
       break;
@@ -158,6 +168,8 @@ static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
           return base + x;
         if (d)
           d[scatter ? base + x : k] = s;
+        if (flags)
+          flags[base + x] = 1;
         k++;
       });
       break;
@@ -171,6 +183,8 @@ static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
           return base + x;
         if (d)
           d[scatter ? base + x : k] = s;
+        if (flags)
+          flags[base + x] = 1;
         k++;
       });
       break;
@@ -195,7 +209,7 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
     if (st != IMGSTAT_OK)
       return st;
   }
-  uint64_t n = walk(img, c, v, NULL, 0, UINT64_MAX, nodata);
+  uint64_t n = walk(img, c, v, NULL, 0, NULL, UINT64_MAX, nodata);
   out->sample = img->sample;
   out->channels = 1;
   out->format = img->format;
@@ -210,7 +224,7 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
   if (st != IMGSTAT_OK)
     return st;
   out->format = img->format;
-  walk(img, c, v, out->planes[0], 0, UINT64_MAX, NULL);
+  walk(img, c, v, out->planes[0], 0, NULL, UINT64_MAX, NULL);
   return IMGSTAT_OK;
 }
 
@@ -237,7 +251,7 @@ imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
     for (uint64_t i = 0; i < (uint64_t)img->width * img->height; i++)
       d[i] = NAN;
     /* the valid samples back in their places, by the one walk */
-    walk(img, c, v, d, 1, UINT64_MAX, NULL);
+    walk(img, c, v, d, 1, NULL, UINT64_MAX, NULL);
   }
   return IMGSTAT_OK;
 }
@@ -246,5 +260,21 @@ uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,
                                     const imgstat_valid *v, uint64_t k) {
   if (k == UINT64_MAX)
     return UINT64_MAX;
-  return walk(img, c, v, NULL, 0, k, NULL);
+  return walk(img, c, v, NULL, 0, NULL, k, NULL);
+}
+
+imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,
+                                   const imgstat_valid *v, uint8_t *flags,
+                                   imgstat_error *err) {
+  if (!img || c < 0 || c >= img->channels)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
+  if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c]) {
+    imgstat_status st =
+        imgstat_valid_check_nodata(v->nodata[c], img->sample, err);
+    if (st != IMGSTAT_OK)
+      return st;
+  }
+  memset(flags, 0, (size_t)img->width * img->height);
+  walk(img, c, v, NULL, 0, flags, UINT64_MAX, NULL);
+  return IMGSTAT_OK;
 }

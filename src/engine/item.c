@@ -10,6 +10,7 @@
 #include "imgstat/cuda_norm.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -754,6 +755,132 @@ static imgstat_status normalize_item(imgstat_engine *e, gpu_slot *g,
   return IMGSTAT_OK;
 }
 
+/* What imgstat_engine_normalize_valid's item takes. */
+typedef struct valid_norm_arg {
+  const imgstat_norm_options *opts;
+  const imgstat_stats_request *req;
+  int has_fill;
+  double fill;
+} valid_norm_arg;
+
+/* Sample i of channel k of out set to v, saturated to its type's range. */
+static void put_sample(imgstat_image *out, int k, uint64_t i, double v) {
+  size_t stride = imgstat_image_stride(out);
+  uint32_t y = (uint32_t)(i / out->width), x = (uint32_t)(i % out->width);
+  char *row = (char *)out->planes[k] + (size_t)y * stride;
+  if (out->sample == IMGSTAT_F32) {
+    ((float *)(void *)row)[x] = (float)v;
+    return;
+  }
+  double top = out->sample == IMGSTAT_U8 ? 255.0 : 65535.0;
+  double r = v != v ? 0.0 : v < 0.0 ? 0.0 : v > top ? top : floor(v + 0.5);
+  if (out->sample == IMGSTAT_U8)
+    ((uint8_t *)row)[x] = (uint8_t)r;
+  else
+    ((uint16_t *)(void *)row)[x] = (uint16_t)r;
+}
+
+/* Sample i of channel c of img as a double. */
+static double get_sample(const imgstat_image *img, int c, uint64_t i) {
+  size_t stride = imgstat_image_stride(img);
+  uint32_t y = (uint32_t)(i / img->width), x = (uint32_t)(i % img->width);
+  const char *row = (const char *)img->planes[c] + (size_t)y * stride;
+  switch (img->sample) {
+  case IMGSTAT_U8:
+    return ((const uint8_t *)row)[x];
+  case IMGSTAT_U16:
+    return ((const uint16_t *)(const void *)row)[x];
+  default:
+    return ((const float *)(const void *)row)[x];
+  }
+}
+
+static imgstat_status normalize_valid_item(imgstat_engine *e, gpu_slot *g,
+                                           const imgstat_image *in,
+                                           const void *arg,
+                                           imgstat_job_result *res) {
+  const valid_norm_arg *a = arg;
+  const imgstat_norm_options *opts = a->opts;
+  if (!wants_valid(a->req, in))
+    return normalize_item(e, g, in, opts, res);
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  uint8_t *mask = NULL, *flags = NULL;
+  uint64_t inside = 0;
+  imgstat_status st = pick_nodata(a->req, in, &v, res);
+  if (st == IMGSTAT_OK && a->req->mask_path) {
+    st = load_mask(e, a->req->mask_path, in, &mask, &inside, res);
+    v.mask = mask;
+  }
+  if (st != IMGSTAT_OK) {
+    free(mask);
+    return res->status;
+  }
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  /* each channel measured over its valid samples */
+  imgstat_norm_measure m;
+  memset(&m, 0, sizeof m);
+  int measures = !opts->measured && (opts->mode == IMGSTAT_NORM_MINMAX ||
+                                     opts->mode == IMGSTAT_NORM_CLIP ||
+                                     opts->mode == IMGSTAT_NORM_ZSCORE);
+  for (int c = 0; c < in->channels && st == IMGSTAT_OK && measures; c++) {
+    imgstat_image part;
+    uint64_t nodata;
+    st = imgstat_valid_compact(in, c, &v, &part, &nodata, &err);
+    if (st == IMGSTAT_OK && part.width > 0) {
+      imgstat_norm_options one = *opts;
+      one.linked = 0;
+      one.nstats = 0;
+      imgstat_norm_measure m1;
+      st = imgstat_norm_measure_cpu(&part, &one, e->opt.threads, &m1, &err);
+      if (st == IMGSTAT_OK) {
+        m.has_values[c] = m1.has_values[0];
+        m.lo[c] = m1.lo[0];
+        m.hi[c] = m1.hi[0];
+        m.mean[c] = m1.mean[0];
+        m.std[c] = m1.std[0];
+      }
+    }
+    imgstat_image_free(&part);
+  }
+  if (st == IMGSTAT_OK && measures && opts->linked)
+    imgstat_norm_measure_link(in->channels, &m);
+  imgstat_norm_measure given;
+  if (st == IMGSTAT_OK && !measures)
+    st = imgstat_norm_measure_cpu(in, opts, e->opt.threads, &given, &err);
+  imgstat_norm_plan plan;
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_plan_make(in, opts, measures ? &m : &given, &plan, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_apply_cpu(in, &plan, e->opt.threads, &res->output, &err);
+  /* the samples left out: as they were, or the fill value */
+  uint64_t n = (uint64_t)in->width * in->height;
+  if (st == IMGSTAT_OK && n && !(flags = malloc((size_t)n)))
+    st = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+  for (int k = 0;
+       st == IMGSTAT_OK && n && k < res->output.channels && k < in->channels;
+       k++) {
+    st = imgstat_valid_flags(in, k, &v, flags, &err);
+    for (uint64_t i = 0; st == IMGSTAT_OK && i < n; i++)
+      if (!flags[i])
+        put_sample(&res->output, k, i,
+                   a->has_fill ? a->fill : get_sample(in, k, i));
+  }
+  free(flags);
+  free(mask);
+  if (st != IMGSTAT_OK) {
+    imgstat_image_free(&res->output);
+    return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
+  }
+  res->has_nodata =
+      v.has_nodata[0] || v.has_nodata[1] || v.has_nodata[2] || v.has_nodata[3];
+  res->masked = mask != NULL;
+  res->mask_pixels = inside;
+  res->backend = IMGSTAT_BACKEND_CPU;
+  return IMGSTAT_OK;
+}
+
 /* One item: its start (item_begin), then work on the decoded input. */
 static imgstat_status run_item(
     imgstat_engine *e, const char *path, const imgstat_image *img,
@@ -795,6 +922,17 @@ imgstat_status imgstat_engine_normalize(imgstat_engine *e, const char *path,
   }
   return run_item(e, path, img, IMGSTAT_WORK_NORMALIZE, normalize_item, opts,
                   res);
+}
+
+imgstat_status imgstat_engine_normalize_valid(
+    imgstat_engine *e, const char *path, const imgstat_image *img,
+    const imgstat_norm_options *opts, const imgstat_stats_request *req,
+    int has_fill, double fill, imgstat_job_result *res) {
+  if (!opts || !req)
+    return imgstat_engine_normalize(e, path, img, opts, res);
+  valid_norm_arg a = {opts, req, has_fill, fill};
+  return run_item(e, path, img, IMGSTAT_WORK_NORMALIZE, normalize_valid_item,
+                  &a, res);
 }
 
 /* The name of the decoder that made an item's pixels. */

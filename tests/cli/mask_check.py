@@ -21,7 +21,9 @@ files while the others are still computed: a mask of another size, no mask
 in DIR for an input. --labels (a 16-bit label image, alone and with a
 mask): the labels present, each one's pixels and every figure of each
 channel over its pixels, its median; a float label image and one of another
-size are refused naming both files.
+size are refused naming both files. normalize --mask: zscore over the
+foreground (numpy), the background as it is or --fill; minmax --nodata: the
+nodata samples kept as they are.
 """
 import json
 import math
@@ -269,6 +271,46 @@ else:
         if abs(st["percentiles"][p] - fv[k - 1]) > width:
             fail("float dataset p%s: %s, numpy %d (bin %g)" %
                  (p, st["percentiles"][p], fv[k - 1], width))
+
+# normalize with a mask (MONAI's nonzero): zscore measured over the
+# foreground, the background as it is or --fill; minmax with --nodata
+nz = rng.normal(100.0, 10.0, (12, 15)).astype(np.float32)
+nz[:, :3] = 0
+nz_mask = (nz != 0).astype(np.uint8)
+p_nz, p_nzm = path("norm", "img.npy"), path("norm", "mask.npy")
+np.save(p_nz, nz)
+np.save(p_nzm, nz_mask)
+fg = nz[nz_mask > 0].astype(np.float64)
+want = (nz.astype(np.float64) - fg.mean()) / fg.std()
+for extra, bg in (([], nz), (["--fill", "-5"], np.full(nz.shape, -5.0))):
+    out = path("norm", "z%d.npy" % len(extra))
+    r = checklib.run(IMGSTAT, "normalize", "zscore", "--mask", p_nzm, *extra,
+                     p_nz, "-o", out)
+    if r.returncode != 0:
+        fail("normalize --mask %s: exit %d %s" % (extra, r.returncode,
+                                                  r.stderr))
+        continue
+    o = np.load(out)
+    inside = nz_mask > 0
+    if np.abs(o[inside] - want[inside]).max() > 1e-5 or \
+            not (o[~inside] == bg[~inside]).all():
+        fail("normalize --mask %s: %s" % (extra, o[:2]))
+g16 = rng.integers(100, 4000, (9, 11)).astype(np.uint16)
+g16[0, :] = 7
+p_g16 = write_png(path("norm", "g16.png"), g16, 16)
+out = path("norm", "g16_out.png")
+r = checklib.run(IMGSTAT, "normalize", "minmax", "--nodata", "7", p_g16, "-o",
+                 out)
+if r.returncode != 0:
+    fail("normalize --nodata: exit %d %s" % (r.returncode, r.stderr))
+else:
+    rd = png.Reader(out).read()
+    o = np.vstack([np.asarray(row, np.int64) for row in rd[2]])
+    v = g16[g16 != 7].astype(np.float64)
+    valid = g16 != 7
+    lin = np.round((g16[valid] - v.min()) / (v.max() - v.min()) * 65535)
+    if np.abs(o[valid] - lin).max() > 1 or not (o[~valid] == 7).all():
+        fail("normalize --nodata: %s" % o[:2])
 
 # a mask of another size: an error naming both files, the others computed
 r, recs = records("--mask", p_m, p_rgb, p_g)
