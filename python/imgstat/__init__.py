@@ -714,7 +714,9 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
          backend: str = "auto",
          follow: bool = False,
          files_from: _Union[None, _Path, _Iterable] = None,
-         jpeg_decoder: str = "auto") -> _Scan:
+         jpeg_decoder: str = "auto", nodata: _Any = None,
+         mask: _Optional[_Path] = None, mask_suffix: _Optional[str] = None,
+         labels: _Optional[_Path] = None) -> _Scan:
     """Statistics of every image among inputs (files, and folders walked in
     the byte order of their paths, as the command line does; paths str,
     bytes or os.PathLike, a NUL in one: ValueError), one Stats per
@@ -725,12 +727,16 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
     one per line; jpeg_decoder: "auto", "cpu" or "gpu" (nvJPEG, in a build
     with CUDA: the records then name the decoder, as --jpeg-decoder gpu
     does). Ctrl-C stops the run cleanly; the iterator's progress says how
-    far the run is (done, failed, total)."""
+    far the run is (done, failed, total). nodata, mask, mask_suffix and
+    labels: the command line's --nodata, --mask, --mask-suffix and --labels
+    (a mask or label file for every input, or a folder paired with them)."""
     _errors(errors)
     ddof = _check_ddof(ddof)
+    values, none = _nodata(nodata)
     native = _imgstat.scan(_sources(inputs), _lists(files_from), int(jobs),
                            bool(follow), ddof, bool(histogram),
-                           _percentiles(percentiles), backend, jpeg_decoder)
+                           _percentiles(percentiles), backend, jpeg_decoder,
+                           values, none, mask, labels, mask_suffix)
     return _Scan(native, errors)
 
 
@@ -741,7 +747,9 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
             range: _Optional[_Sequence[float]] = None, ddof: int = 0,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
             files_from: _Union[None, _Path, _Iterable] = None,
-            jpeg_decoder: str = "auto", errors: str = "raise") -> Dataset:
+            jpeg_decoder: str = "auto", errors: str = "raise",
+            nodata: _Any = None, mask: _Optional[_Path] = None,
+            mask_suffix: _Optional[str] = None) -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
     exact sums, mean, std, images left out and why, outliers.
@@ -761,15 +769,19 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     (the default), raises RunFailed: its ``result`` the Dataset, its
     ``failures`` the inputs that failed (as the command line prints the
     record and exits 1); errors="record" returns the Dataset, the failures
-    in its ``failures``."""
+    in its ``failures``. nodata, mask and mask_suffix: the command line's
+    --nodata, --mask (a file, or a folder paired with the inputs) and
+    --mask-suffix: the pool of the valid samples (nnU-Net's foreground)."""
     _errors(errors, ("raise", "record"))
     _scale(scale)
     ddof = _check_ddof(ddof)
+    values, none = _nodata(nodata)
     record, failures = _imgstat.dataset(
         _sources(inputs), _lists(files_from), int(jobs), bool(follow),
         "" if as_ is None else as_, scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
-        bool(histogram), _percentiles(percentiles), backend, jpeg_decoder)
+        bool(histogram), _percentiles(percentiles), backend, jpeg_decoder,
+        values, none, mask, None, mask_suffix)
     failures = [ImageError(*f) for f in failures]
     result = Dataset(record, failures)
     if result.images == 0 and failures:

@@ -86,14 +86,16 @@ def scan(inputs: _Inputs, *, jobs: int = ..., errors: str = ...,
          ddof: int = ..., histogram: bool = ...,
          percentiles: Optional[Sequence[float]] = ..., backend: str = ...,
          follow: bool = ..., files_from: Optional[_Inputs] = ...,
-         jpeg_decoder: str = ...) -> _Scan: ...
+         jpeg_decoder: str = ..., nodata: Any = ..., mask: Any = ...,
+         mask_suffix: Optional[str] = ..., labels: Any = ...) -> _Scan: ...
 def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             outlier_z: float = ..., histogram: bool = ...,
             percentiles: Optional[Sequence[float]] = ...,
             range: Optional[Sequence[float]] = ..., ddof: int = ...,
             jobs: int = ..., backend: str = ..., follow: bool = ...,
             files_from: Optional[_Inputs] = ...,
-            jpeg_decoder: str = ..., errors: str = ...) -> Dataset: ...
+            jpeg_decoder: str = ..., errors: str = ..., nodata: Any = ...,
+            mask: Any = ..., mask_suffix: Optional[str] = ...) -> Dataset: ...
 class DeviceArray:
     """A CUDA array made by imgstat.normalize (for a CUDA input that is
     neither torch nor CuPy); any DLPack consumer takes it, once."""

@@ -105,6 +105,7 @@ struct Request {
   std::vector<double> nodata;
   bool no_file_nodata = false;
   std::string mask, labels;
+  std::string mask_suffix; /* runs: --mask-suffix ("" none) */
 
   // The engine's request (its paths point into this Request).
   imgstat_stats_request stats() const {
@@ -133,11 +134,13 @@ Request make_request(int ddof, bool histogram,
                      const std::string &backend);
 
 // The valid samples of a call (the command line's --nodata, --mask,
-// --labels): nodata values (one, or one per channel), none (no nodata at
-// all, not even the file's), a mask's and a label image's paths (None:
-// none; os.fsencode's encoding).
+// --labels, and for runs --mask-suffix, the mask and labels then files or
+// folders paired with the inputs): nodata values (one, or one per channel),
+// none (no nodata at all, not even the file's), a mask's and a label image's
+// paths (None: none; os.fsencode's encoding).
 void set_valid(Request &r, std::optional<std::vector<double>> nodata,
-               bool no_file_nodata, nb::handle mask, nb::handle labels);
+               bool no_file_nodata, nb::handle mask, nb::handle labels,
+               std::optional<std::string> mask_suffix = std::nullopt);
 
 // The option values shared by several calls, read with the same words.
 // A sample type's name ("uint8", "uint16", "float32"); false for another.

@@ -30,7 +30,10 @@ Request make_request(int ddof, bool histogram,
 }
 
 void set_valid(Request &r, std::optional<std::vector<double>> nodata,
-               bool no_file_nodata, nb::handle mask, nb::handle labels) {
+               bool no_file_nodata, nb::handle mask, nb::handle labels,
+               std::optional<std::string> mask_suffix) {
+  if (mask_suffix)
+    r.mask_suffix = *mask_suffix;
   if (nodata) {
     if (nodata->empty() || nodata->size() > IMGSTAT_MAX_CHANNELS)
       throw nb::value_error("nodata must be one value, or one per channel");

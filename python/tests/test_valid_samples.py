@@ -67,3 +67,37 @@ def test_mask_of_another_size():
     a = np.zeros((5, 6), np.uint8)
     with pytest.raises(imgstat.ImageError, match="is 7x5, the image is 6x5"):
         imgstat.stats(a, mask=np.ones((5, 7), np.uint8))
+
+
+def test_scan_and_dataset_with_masks(tmp_path):
+    """A folder of images and one of masks (nnU-Net's names): scan's
+    records and the dataset's pool of the foreground."""
+    rng = np.random.default_rng(3)
+    (tmp_path / "img").mkdir()
+    (tmp_path / "lab").mkdir()
+    fg = []
+    for i in range(3):
+        a = rng.integers(0, 4000, (9 + i, 8)).astype(np.uint16)
+        m = (rng.random(a.shape) < 0.5).astype(np.uint8)
+        np.save(tmp_path / "img" / ("c%d_0000.npy" % i), a)
+        np.save(tmp_path / "lab" / ("c%d.npy" % i), m)
+        fg.append(a[m > 0].astype(np.int64))
+    recs = [s.to_dict() for s in imgstat.scan(
+        tmp_path / "img", mask=tmp_path / "lab", mask_suffix="_0000")]
+    assert [r["stats"][0]["count"] for r in recs] == [v.size for v in fg]
+    for r, v in zip(recs, fg):
+        _check(r["stats"][0], v)
+    d = imgstat.dataset(tmp_path / "img", mask=tmp_path / "lab",
+                        mask_suffix="_0000", percentiles=[0.5, 99.5])
+    st = d.to_dict()["dataset"]["stats"][0]
+    v = np.sort(np.concatenate(fg))
+    _check(st, v)
+    for p in (0.5, 99.5):
+        k = max(1, math.ceil(p * v.size / 100))
+        assert st["percentiles"][str(p)] == v[k - 1]
+    # no mask for an input: a failure naming it
+    (tmp_path / "lab" / "c2.npy").unlink()
+    with pytest.raises(imgstat.RunFailed) as e:
+        imgstat.dataset(tmp_path / "img", mask=tmp_path / "lab",
+                        mask_suffix="_0000")
+    assert "no mask" in e.value.failures[0].message
