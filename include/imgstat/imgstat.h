@@ -500,6 +500,11 @@ imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
                                       const imgstat_valid *v,
                                       imgstat_image *out, imgstat_error *err);
 
+/* imgstat_valid_raster_index of *a and of *b (in place), in one walk. */
+void imgstat_valid_raster_pair(const imgstat_image *img, int c,
+                               const imgstat_valid *v, uint64_t *a,
+                               uint64_t *b);
+
 /* flags[y * width + x] (width * height bytes) set to 1 where channel c's
  * sample is valid under v, 0 elsewhere. */
 imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,

@@ -48,151 +48,102 @@ imgstat_status imgstat_valid_check_nodata(double value, imgstat_sample sample,
                            (int)sample);
 }
 
-/* The valid samples of one row: calls take(ctx, x, value) for each, in
- * order; counts the nodata samples inside the mask. The one predicate of
- * validity. */
-#define VALID_ROW(T, row, width, mask, has, nd, nodata, BODY)                  \
+/* What a walk over a channel's valid samples does with them. */
+typedef struct walk_to {
+  void *dst;      /* NULL, or the samples copied here: one after the other, */
+  int scatter;    /* or with scatter at their raster indices */
+  uint8_t *flags; /* NULL, or flags[i] = 1 for each (raster index i) */
+  /* sample number `first` (from 0) gives its raster index to *first_at;
+   * the walk stops at sample number `stop` and returns its raster index
+   * (UINT64_MAX: neither; the walk returns the number of samples) */
+  uint64_t first, stop;
+  uint64_t *first_at;
+  uint64_t nodata; /* out: the nodata samples inside the region */
+} walk_to;
+
+/* A valid sample s at raster index idx: what w wants of it. */
+#define TAKE(idx, s)                                                           \
   do {                                                                         \
-    const T *r_ = (const T *)(row);                                            \
-    for (uint32_t x = 0; x < (width); x++) {                                   \
-      if ((mask) && !(mask)[x])                                                \
-        continue;                                                              \
-      T s = r_[x];                                                             \
-      if ((has) && s == (nd)) {                                                \
-        (nodata)++;                                                            \
-        continue;                                                              \
+    if (k == w->first)                                                         \
+      *w->first_at = (idx);                                                    \
+    if (k == w->stop)                                                          \
+      return (idx);                                                            \
+    if (d)                                                                     \
+      d[w->scatter ? (idx) : k] = (s);                                         \
+    if (w->flags)                                                              \
+      w->flags[idx] = 1;                                                       \
+    k++;                                                                       \
+  } while (0)
+
+/* The walk over the samples of type T: the one predicate of validity
+ * (inside the region: the mask's pixel or the list's; not the nodata
+ * value, which NaN never equals). Rows in turn under a mask (or none),
+ * else the list's pixels in increasing order. */
+#define WALK(T)                                                                \
+  do {                                                                         \
+    T nodv = has ? (T)ndv : (T)0;                                              \
+    T *d = w->dst;                                                             \
+    if (v && v->npixels) {                                                     \
+      uint64_t row_base = 0;                                                   \
+      const char *rowp = img->planes[c];                                       \
+      for (uint64_t j = 0; j < v->npixels; j++) {                              \
+        uint64_t i = v->pixels[j];                                             \
+        while (i >= row_base + img->width) {                                   \
+          row_base += img->width;                                              \
+          rowp += stride;                                                      \
+        }                                                                      \
+        T s = ((const T *)(const void *)rowp)[i - row_base];                   \
+        if (has && s == nodv) {                                                \
+          w->nodata++;                                                         \
+          continue;                                                            \
+        }                                                                      \
+        TAKE(i, s);                                                            \
       }                                                                        \
-      BODY                                                                     \
+      break;                                                                   \
+    }                                                                          \
+    for (uint32_t y = 0; y < img->height; y++) {                               \
+      const T *r = (const T *)(const void *)((const char *)img->planes[c] +    \
+                                             (size_t)y * stride);              \
+      const uint8_t *m =                                                       \
+          v && v->mask ? v->mask + (uint64_t)y * img->width : NULL;            \
+      uint64_t base = (uint64_t)y * img->width;                                \
+      for (uint32_t x = 0; x < img->width; x++) {                              \
+        if (m && !m[x])                                                        \
+          continue;                                                            \
+        T s = r[x];                                                            \
+        if (has && s == nodv) {                                                \
+          w->nodata++;                                                         \
+          continue;                                                            \
+        }                                                                      \
+        TAKE(base + x, s);                                                     \
+      }                                                                        \
     }                                                                          \
   } while (0)
 
-/* walk() over v's list of pixels. */
-static uint64_t walk_pixels(const imgstat_image *img, int c,
-                            const imgstat_valid *v, int has, double ndv,
-                            void *dst, int scatter, uint8_t *flags,
-                            uint64_t stop, uint64_t *nodata) {
-  uint64_t k = 0, nd = 0;
-  for (uint64_t i = 0; i < v->npixels; i++) {
-    uint32_t at = v->pixels[i];
-    /* the pixel as a row of one sample: the macro's x is 0 */
-    const void *row = ist_image_row(img, c, at / img->width);
-    uint32_t col = at % img->width;
-    uint64_t base = at;
-    switch (img->sample) {
-    case IMGSTAT_U8: {
-      uint8_t *d = dst;
-      VALID_ROW(uint8_t, (const uint8_t *)row + col, 1, (const uint8_t *)NULL,
-                has, (uint8_t)ndv, nd, {
-                  if (k == stop)
-                    return base + x;
-                  if (d)
-                    d[scatter ? base + x : k] = s;
-                  if (flags)
-                    flags[base + x] = 1;
-                  k++;
-                });
-      break;
-    }
-    case IMGSTAT_U16: {
-      uint16_t *d = dst;
-      VALID_ROW(uint16_t, (const uint16_t *)row + col, 1, (const uint8_t *)NULL,
-                has, (uint16_t)ndv, nd, {
-                  if (k == stop)
-                    return base + x;
-                  if (d)
-                    d[scatter ? base + x : k] = s;
-                  if (flags)
-                    flags[base + x] = 1;
-                  k++;
-                });
-      break;
-    }
-    case IMGSTAT_F32: {
-      float *d = dst;
-      VALID_ROW(float, (const float *)row + col, 1, (const uint8_t *)NULL, has,
-                (float)ndv, nd, {
-                  if (k == stop)
-                    return base + x;
-                  if (d)
-                    d[scatter ? base + x : k] = s;
-                  if (flags)
-                    flags[base + x] = 1;
-                  k++;
-                });
-      break;
-    }
-    }
-  }
-  if (nodata)
-    *nodata = nd;
-  return k;
-}
-
-/* Walks the valid samples of channel c: with dst, copies them there (one
- * after the other, or with scatter at their raster indices), and with
- * flags sets flags[i] to 1 for each (raster index i); stops after
- * the sample numbered stop (from 0) and returns its raster index, or
- * returns the number of valid samples when stop is UINT64_MAX. */
+/* Walks the valid samples of channel c as w says. */
 static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
-                     void *dst, int scatter, uint8_t *flags, uint64_t stop,
-                     uint64_t *nodata) {
+                     walk_to *w) {
   int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
   double ndv = has ? v->nodata[c] : 0.0;
-  uint64_t k = 0, nd = 0;
-  if (v && v->npixels) /* a list of pixels: one row of its own each */
-    return walk_pixels(img, c, v, has, ndv, dst, scatter, flags, stop, nodata);
-  for (uint32_t y = 0; y < img->height; y++) {
-    const void *row = ist_image_row(img, c, y);
-    const uint8_t *m = v && v->mask ? v->mask + (uint64_t)y * img->width : NULL;
-    uint64_t base = (uint64_t)y * img->width;
-    switch (img->sample) {
-    case IMGSTAT_U8: {
-      uint8_t nodv = has ? (uint8_t)ndv : 0;
-      uint8_t *d = dst;
-      VALID_ROW(uint8_t, row, img->width, m, has, nodv, nd, {
-        if (k == stop)
-          return base + x;
-        if (d)
-          d[scatter ? base + x : k] = s;
-        if (flags)
-          flags[base + x] = 1;
-        k++;
-      });
-      break;
-    }
-    case IMGSTAT_U16: {
-      uint16_t nodv = has ? (uint16_t)ndv : 0;
-      uint16_t *d = dst;
-      VALID_ROW(uint16_t, row, img->width, m, has, nodv, nd, {
-        if (k == stop)
-          return base + x;
-        if (d)
-          d[scatter ? base + x : k] = s;
-        if (flags)
-          flags[base + x] = 1;
-        k++;
-      });
-      break;
-    }
-    case IMGSTAT_F32: {
-      /* NaN never equals: it stays a sample, counted as NaN */
-      float nodv = has ? (float)ndv : 0.0f;
-      float *d = dst;
-      VALID_ROW(float, row, img->width, m, has, nodv, nd, {
-        if (k == stop)
-          return base + x;
-        if (d)
-          d[scatter ? base + x : k] = s;
-        if (flags)
-          flags[base + x] = 1;
-        k++;
-      });
-      break;
-    }
-    }
+  size_t stride = ist_image_stride(img);
+  uint64_t k = 0;
+  uint64_t unused;
+  if (!w->first_at) {
+    w->first = UINT64_MAX;
+    w->first_at = &unused;
   }
-  if (nodata)
-    *nodata = nd;
+  w->nodata = 0;
+  switch (img->sample) {
+  case IMGSTAT_U8:
+    WALK(uint8_t);
+    break;
+  case IMGSTAT_U16:
+    WALK(uint16_t);
+    break;
+  case IMGSTAT_F32:
+    WALK(float);
+    break;
+  }
   return k;
 }
 
@@ -209,7 +160,9 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
     if (st != IMGSTAT_OK)
       return st;
   }
-  uint64_t n = walk(img, c, v, NULL, 0, NULL, UINT64_MAX, nodata);
+  /* one walk into a buffer as large as the region can be */
+  uint64_t n =
+      v && v->npixels ? v->npixels : (uint64_t)img->width * img->height;
   out->sample = img->sample;
   out->channels = 1;
   out->format = img->format;
@@ -217,14 +170,23 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
     return IMGSTAT_OK;
   if (n > UINT32_MAX)
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
-                             "%llu valid samples in one channel (at most %u)",
+                             "%llu samples in one channel (at most %u)",
                              (unsigned long long)n, UINT32_MAX);
   imgstat_status st = imgstat_image_alloc(out, (uint32_t)n, 1, 1, img->sample,
                                           IMGSTAT_MAX_PIXELS_LIMIT, err);
   if (st != IMGSTAT_OK)
     return st;
   out->format = img->format;
-  walk(img, c, v, out->planes[0], 0, NULL, UINT64_MAX, NULL);
+  walk_to w = {out->planes[0], 0, NULL, UINT64_MAX, UINT64_MAX, NULL, 0};
+  uint64_t k = walk(img, c, v, &w);
+  *nodata = w.nodata;
+  if (k == 0)
+    imgstat_image_free(out); /* empty: width 0, no planes */
+  out->sample = img->sample;
+  out->channels = 1;
+  out->format = img->format;
+  out->width = (uint32_t)k;
+  out->height = k ? 1 : 0;
   return IMGSTAT_OK;
 }
 
@@ -251,7 +213,8 @@ imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
     for (uint64_t i = 0; i < (uint64_t)img->width * img->height; i++)
       d[i] = NAN;
     /* the valid samples back in their places, by the one walk */
-    walk(img, c, v, d, 1, NULL, UINT64_MAX, NULL);
+    walk_to w = {d, 1, NULL, UINT64_MAX, UINT64_MAX, NULL, 0};
+    walk(img, c, v, &w);
   }
   return IMGSTAT_OK;
 }
@@ -260,7 +223,8 @@ uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,
                                     const imgstat_valid *v, uint64_t k) {
   if (k == UINT64_MAX)
     return UINT64_MAX;
-  return walk(img, c, v, NULL, 0, NULL, k, NULL);
+  walk_to w = {NULL, 0, NULL, UINT64_MAX, k, NULL, 0};
+  return walk(img, c, v, &w);
 }
 
 imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,
@@ -275,6 +239,22 @@ imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,
       return st;
   }
   memset(flags, 0, (size_t)img->width * img->height);
-  walk(img, c, v, NULL, 0, flags, UINT64_MAX, NULL);
+  walk_to w = {NULL, 0, flags, UINT64_MAX, UINT64_MAX, NULL, 0};
+  walk(img, c, v, &w);
   return IMGSTAT_OK;
+}
+
+void imgstat_valid_raster_pair(const imgstat_image *img, int c,
+                               const imgstat_valid *v, uint64_t *a,
+                               uint64_t *b) {
+  uint64_t *lo = *a <= *b ? a : b, *hi = *a <= *b ? b : a;
+  if (*hi == UINT64_MAX) { /* none, or one of them */
+    *lo = imgstat_valid_raster_index(img, c, v, *lo);
+    return;
+  }
+  uint64_t first_at = UINT64_MAX;
+  walk_to w = {NULL, 0, NULL, *lo, *hi, &first_at, 0};
+  uint64_t last_at = walk(img, c, v, &w);
+  *lo = first_at;
+  *hi = last_at;
 }

@@ -506,8 +506,7 @@ static imgstat_status valid_channels(imgstat_engine *e, const imgstat_image *in,
     if (st == IMGSTAT_OK)
       st = imgstat_cpu_stats(&part, e->opt.threads, p, err);
     if (st == IMGSTAT_OK) {
-      p[0].min_index = imgstat_valid_raster_index(in, c, v, p[0].min_index);
-      p[0].max_index = imgstat_valid_raster_index(in, c, v, p[0].max_index);
+      imgstat_valid_raster_pair(in, c, v, &p[0].min_index, &p[0].max_index);
       partial[c] = p[0];
     }
     if (st == IMGSTAT_OK && req && req->histograms) {
