@@ -24,7 +24,9 @@ packages="build-essential cmake pkg-config libpng-dev libstb-dev \
 libtiff-dev libwebp-dev libcfitsio-dev zlib1g-dev libgif-dev libturbojpeg0-dev libdeflate-dev \
 libarchive-dev"
 # Tests: CUnit, python3 (JSON checks) with numpy, pypng, PIL and astropy
-# (independent checks; astropy writes and reads tile-compressed FITS); the Python package's build and tests (python/):
+# (independent checks; astropy writes and reads tile-compressed FITS); GDAL
+# (gdal-bin, python3-gdal: writes GeoTIFFs with nodata and is the reference for
+# their per-band statistics); the Python package's build and tests (python/):
 # python3-dev, python3-venv, pytest; CI: clang with its libFuzzer runtime,
 # clang-format, valgrind, groff (the man page's lint); --mpi and its tests
 # (mpirun): Open MPI; locales (the de_DE source that tests make a
@@ -32,7 +34,8 @@ libarchive-dev"
 if [ "$with_tests" = 1 ]; then
   packages="$packages libcunit1-dev python3 python3-numpy python3-png \
 python3-pil python3-astropy python3-dev python3-venv python3-pytest clang libclang-rt-dev \
-clang-format valgrind groff-base libopenmpi-dev openmpi-bin locales"
+clang-format valgrind groff-base libopenmpi-dev openmpi-bin locales \
+gdal-bin python3-gdal"
 fi
 
 # nvJPEG (JPEG decoded on the GPU): where nvcc is present and its toolkit has

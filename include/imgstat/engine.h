@@ -225,6 +225,18 @@ typedef enum imgstat_job_stage {
   IMGSTAT_STAGE_COMPUTE   /* statistics, histograms or normalization */
 } imgstat_job_stage;
 
+/* The statistics of one label's pixels (imgstat_stats_request's
+ * labels_path):
+ * as the image's own in imgstat_job_result. */
+typedef struct imgstat_job_label {
+  uint32_t label;
+  uint64_t pixels; /* the label's pixels (inside the mask) */
+  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
+  uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
+  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+  imgstat_hist_figures hist_figures[IMGSTAT_MAX_CHANNELS];
+} imgstat_job_label;
+
 /* One item's result. Owns its histograms and its output image: free it with
  * imgstat_job_result_free before it is used for the next item. */
 typedef struct imgstat_job_result {
@@ -263,6 +275,22 @@ typedef struct imgstat_job_result {
   imgstat_backend hist_backend;
   imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
   imgstat_hist_figures hist_figures[IMGSTAT_MAX_CHANNELS];
+
+  /* Valid samples (imgstat_stats_request): has_nodata, a nodata value was
+   * applied, nodata[c] to channel c (nodata_count[c] samples equal to it,
+   * inside the mask, left out); masked, a mask was applied (mask_pixels
+   * pixels inside it). The partials and histograms are then those of the
+   * valid samples. */
+  int has_nodata;
+  double nodata[IMGSTAT_MAX_CHANNELS];
+  uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
+  int masked;
+  uint64_t mask_pixels;
+  /* A label image's labels (labels_path): nlabels of them, by increasing
+   * label, owned by the result; has_labels even when there is none. */
+  int has_labels;
+  uint32_t nlabels;
+  imgstat_job_label *labels;
 
   /* Normalization: the output image (backend says what made it). */
   imgstat_image output;
@@ -304,7 +332,47 @@ typedef struct imgstat_stats_request {
    * each in [0, 100]. */
   int npercentiles;
   double percentiles[IMGSTAT_MAX_PERCENTILES];
+  /* Valid samples (imgstat_valid, imgstat.h), computed on the CPU whatever
+   * the backend. nnodata: 0, no nodata value given (the file's own, when
+   * it has one, unless no_file_nodata); 1, nodata[0] for every channel;
+   * else one per channel (an image of another channel count fails). A
+   * value that is not a sample of the image's type fails the image. */
+  int nnodata;
+  double nodata[IMGSTAT_MAX_CHANNELS];
+  int no_file_nodata;
+  /* The image's mask (NULL: none): an image of the same size, a pixel
+   * inside where any of its channels is non-zero. */
+  const char *mask_path;
+  /* The image's label image (NULL: none): an 8- or 16-bit image of the
+   * same size and one channel; the statistics of each distinct non-zero
+   * label's pixels (inside the mask, when there is one) are returned
+   * beside the image's. */
+  const char *labels_path;
 } imgstat_stats_request;
+
+/* Normalization of the valid samples (imgstat_engine_normalize with
+ * req's nodata values, the file's own and req's mask_path, as the
+ * statistics take them): minmax, clip and zscore measure each channel over
+ * its valid samples alone (MONAI's nonzero), the plan maps them, and every
+ * sample left out is written as it is (its value in the output's type,
+ * saturated to its range) or, with has_fill, as fill. On the CPU whatever
+ * the backend. Without any sample left out: imgstat_engine_normalize. */
+imgstat_status imgstat_engine_normalize_valid(
+    imgstat_engine *engine, const char *path, const imgstat_image *img,
+    const imgstat_norm_options *opts, const imgstat_stats_request *req,
+    int has_fill, double fill, imgstat_job_result *res);
+
+/* A copy of the float image img in which every sample that req's nodata
+ * value (or the file's own) or mask leaves out is NaN, into *out (free
+ * it): what a pass that takes whole images (a dataset's float histograms)
+ * takes of an image with valid samples. *out is left empty (width 0) when
+ * img is not float or req leaves no sample out; a failure (a mask that
+ * cannot be read, a nodata value that is not a float) says why in err. */
+imgstat_status imgstat_engine_valid_copy(imgstat_engine *engine,
+                                         const imgstat_image *img,
+                                         const imgstat_stats_request *req,
+                                         imgstat_image *out,
+                                         imgstat_error *err);
 
 /* The statistics of one image (req NULL: partials only). */
 imgstat_status imgstat_engine_stats(imgstat_engine *engine, const char *path,

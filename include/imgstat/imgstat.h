@@ -164,6 +164,10 @@ typedef struct imgstat_image {
   /* Set by imgstat_decoder_read from the header: the colour model (0, the
    * default, for every image but TIFF's CMYK and CIE Lab). */
   imgstat_colour colour;
+  /* Set by imgstat_decoder_read from the header: the file's own nodata
+   * value for every channel (TIFF's GDAL_NODATA tag), when has_nodata. */
+  int has_nodata;
+  double nodata;
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding
@@ -282,6 +286,10 @@ typedef struct imgstat_header {
   uint32_t pages;
   uint32_t page;
   imgstat_colour colour; /* 0 but for TIFF's CMYK and CIE Lab */
+  /* The file's own nodata value, for every channel (TIFF: the GDAL_NODATA
+   * tag, 42113, a number as text; "nan" for NaN), when has_nodata. */
+  int has_nodata;
+  double nodata;
 } imgstat_header;
 
 typedef struct imgstat_decoder imgstat_decoder;
@@ -441,6 +449,72 @@ typedef struct imgstat_figures {
 /* Turns a partial into figures. ddof is 0 (population) or 1 (sample). */
 void imgstat_figures_compute(const imgstat_partial *p, imgstat_sample sample,
                              uint32_t width, int ddof, imgstat_figures *out);
+
+/* ---- valid samples: nodata and masks -------------------------------------
+ *
+ * The samples of a channel that enter its figures: those inside the mask
+ * (a pixel whose mask byte is non-zero; every pixel without a mask) that are
+ * not the channel's nodata value. Integer samples equal the nodata value
+ * exactly; float samples compare exactly too (-0 equals +0), and NaN is
+ * always counted apart as NaN (nan_count), nodata or not. Nodata samples are
+ * counted apart (imgstat_job_result.nodata_count); samples outside the mask
+ * are outside the image's region and counted nowhere. Channel c's valid
+ * samples, taken in raster order, are reduced as a plane of their own (the
+ * float order of docs/float-order.md over that sequence); positions are
+ * their raster positions in the image. */
+typedef struct imgstat_valid {
+  /* has_nodata[c]: channel c has the nodata value nodata[c] */
+  int has_nodata[IMGSTAT_MAX_CHANNELS];
+  double nodata[IMGSTAT_MAX_CHANNELS];
+  /* width * height bytes in raster order, non-zero inside; NULL: every
+   * pixel is inside */
+  const uint8_t *mask;
+  /* Instead of a mask when npixels > 0 (a label's region): the raster
+   * indices of the pixels inside, in increasing order. */
+  const uint32_t *pixels;
+  uint64_t npixels;
+} imgstat_valid;
+
+/* Whether v excludes any sample of an image of that many channels. */
+int imgstat_valid_active(const imgstat_valid *v, int channels);
+
+/* Checks that value is a sample of that type (u8: an integer 0..255, u16:
+ * 0..65535, f32: a float32 value exactly, or NaN); IMGSTAT_ERR_ARG saying
+ * why otherwise ("nodata 300 is not an 8-bit sample (0 to 255, compared
+ * exactly)"). */
+imgstat_status imgstat_valid_check_nodata(double value, imgstat_sample sample,
+                                          imgstat_error *err);
+
+/* Copies the valid samples of channel c of img, in raster order, into a
+ * new dense image of one channel, one row (*out, freed by the caller; an
+ * empty image, width 0, when there is none), and counts the nodata samples
+ * inside the mask into *nodata. */
+imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
+                                     const imgstat_valid *v, imgstat_image *out,
+                                     uint64_t *nodata, imgstat_error *err);
+
+/* A copy of the float image img (f32) in which every sample that is not
+ * valid under v is NaN (*out, freed by the caller): for what takes a whole
+ * image and leaves NaN out (a float histogram over a given range). */
+imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
+                                      const imgstat_valid *v,
+                                      imgstat_image *out, imgstat_error *err);
+
+/* imgstat_valid_raster_index of *a and of *b (in place), in one walk. */
+void imgstat_valid_raster_pair(const imgstat_image *img, int c,
+                               const imgstat_valid *v, uint64_t *a,
+                               uint64_t *b);
+
+/* flags[y * width + x] (width * height bytes) set to 1 where channel c's
+ * sample is valid under v, 0 elsewhere. */
+imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,
+                                   const imgstat_valid *v, uint8_t *flags,
+                                   imgstat_error *err);
+
+/* The raster index (y * width + x) of the k-th (from 0) valid sample of
+ * channel c of img: the inverse of imgstat_valid_compact's order. */
+uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,
+                                    const imgstat_valid *v, uint64_t k);
 
 /* ---- backends ----------------------------------------------------------- */
 

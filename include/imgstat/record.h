@@ -94,6 +94,20 @@ typedef struct imgstat_record {
    * table; CSV has no column for them (stderr says them, as always). */
   int nwarnings;
   const char *warnings[IMGSTAT_RECORD_MAX_WARNINGS];
+  /* Valid samples (imgstat_job_result): with has_nodata, JSON
+   * "nodata_count" in each channel's object (after inf_count's place) and a
+   * "nodata:" line in the text; with masked, JSON "mask_pixels" after
+   * "ddof" and a "mask:" line in the text. CSV has no columns for them. */
+  int has_nodata;
+  uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
+  int masked;
+  uint64_t mask_pixels;
+  /* A label image's labels (borrowed from the result): JSON "labels":[{
+   * "label":L,"pixels":N,"stats":[the channels' objects]},...] after
+   * "stats"; text: a table of each label after the image's. */
+  int has_labels;
+  uint32_t nlabels;
+  const imgstat_job_label *labels;
 } imgstat_record;
 
 /* Fills rec from a job's result that succeeded (the one mapping of a result

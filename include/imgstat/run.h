@@ -78,6 +78,11 @@ typedef struct imgstat_run_normalize {
   int png_level;             /* IMGSTAT_PNG_LEVEL(n), 0: the default */
   imgstat_npy_layout layout; /* of .npy outputs */
   int skip_existing;         /* an input whose output is there is skipped */
+  /* With the run's mask or its request's nodata values (or a file's own):
+   * each input normalized by imgstat_engine_normalize_valid, the samples
+   * left out written as they are or, with has_fill, as fill. */
+  int has_fill;
+  double fill;
   /* Optional: a slot that publishes each write's temporary name while it
    * exists (imgstat_write_options.temp_path), claimed on a worker before
    * the write and given back after (thread-safe; NULL: none). */
@@ -103,7 +108,18 @@ typedef struct imgstat_run_options {
   /* The engine (backend, kernel, devices, load limits, JPEG decoder, cost
    * model). threads and workers are set by the run from jobs. */
   imgstat_engine_options engine;
-  imgstat_stats_request request; /* histograms and percentiles */
+  imgstat_stats_request request; /* histograms, percentiles, nodata */
+  /* Masks (NULL: none): a file, every input's mask, or a folder, where an
+   * input's mask is the file at its path below its folder argument (a file
+   * argument: its name) with the same stem, any extension, less
+   * mask_suffix at the end of the input's stem when it is there (NULL:
+   * none). An input without a mask there, or with several, fails. Its
+   * request's mask_path is set for each input. */
+  const char *mask;
+  const char *mask_suffix;
+  /* Label images (NULL: none), paired with the inputs as masks are (with
+   * mask_suffix): each input's request's labels_path. */
+  const char *labels;
   /* The dataset record: pool every image into an accumulator made with
    * these options (imgstat_run_dataset_finish gives the record). Float
    * images' pooled histograms without a range get one from a first pass
@@ -133,8 +149,9 @@ typedef struct imgstat_run_options {
   /* A normalize run (copied by imgstat_run_create, its strings borrowed
    * until imgstat_run_destroy; NULL: statistics): each input normalized
    * and written instead of its statistics computed. It takes the sources,
-   * null_lists, follow, jobs, max_inflight, engine and cancel above; not
-   * request, dataset, ds or mpi (refused: IMGSTAT_ERR_ARG). A cancel
+   * null_lists, follow, jobs, max_inflight, engine, cancel, mask,
+   * mask_suffix and the request's nodata values above; not the request's
+   * histograms, dataset, ds or mpi (refused: IMGSTAT_ERR_ARG). A cancel
    * stops the writes in progress, which remove their temporaries. */
   const imgstat_run_normalize *normalize;
 } imgstat_run_options;
@@ -365,6 +382,14 @@ typedef struct imgstat_dataset_pass {
   int workers;     /* batch workers: 0 one per core */
   uint64_t budget; /* bytes in flight: 0 the runner's default */
   const volatile sig_atomic_t *cancel;
+  /* The samples of a decoded image that the pool takes (a float image's
+   * nodata values and mask as NaN: imgstat_engine_valid_copy) into *out,
+   * left empty (width 0) when every sample counts; what the pooling pass
+   * took is what the second read of imgstat_dataset_float_exact must take.
+   * NULL: with an engine, the image's own nodata value alone. */
+  imgstat_status (*valid)(void *ctx, const struct imgstat_input *in,
+                          const imgstat_image *img, imgstat_image *out,
+                          imgstat_error *err);
 } imgstat_dataset_pass;
 
 /* The common range of pooled float histograms: the finite [min, max] over

@@ -89,6 +89,12 @@ typedef struct norm_cli {
   int dataset; /* --dataset: one plan from the figures of every input */
   imgstat_dataset_as as; /* --as: each input's layout first (keep) */
   uint64_t sample, seed; /* --sample N (0: every input), --seed S */
+  /* --nodata (nnodata values, or none), --mask, --mask-suffix, --fill */
+  int nnodata, no_file_nodata;
+  double nodata[IMGSTAT_MAX_CHANNELS];
+  const char *mask, *mask_suffix;
+  int has_fill;
+  double fill;
 } norm_cli;
 
 #define usage(...)                                                             \
@@ -175,6 +181,21 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
       if (!(c->sd[k] > 0))
         return usage("--std: every value must be > 0");
     c->have_std = 1;
+    break;
+  case IST_OPT_NODATA:
+    c->no_file_nodata = v->u == 1;
+    c->nnodata = v->n;
+    memcpy(c->nodata, v->list, sizeof(double) * (size_t)v->n);
+    break;
+  case IST_OPT_MASK:
+    c->mask = v->text;
+    break;
+  case IST_OPT_MASK_SUFFIX:
+    c->mask_suffix = v->text;
+    break;
+  case IST_OPT_FILL:
+    c->has_fill = 1;
+    c->fill = v->list[0];
     break;
   case IST_OPT_RANGE:
     c->norm.range_low = v->list[0];
@@ -633,9 +654,16 @@ int ist_normalize_main(int argc, char **argv) {
                                      .png_level = c.png_level,
                                      .layout = c.layout,
                                      .skip_existing = c.skip_existing,
+                                     .has_fill = c.has_fill,
+                                     .fill = c.fill,
                                      .temp_claim = ist_cli_temp_slot_claim,
                                      .temp_release = ist_cli_temp_slot_release,
                                      .problem = &why};
+    imgstat_stats_request valid;
+    memset(&valid, 0, sizeof valid);
+    valid.nnodata = c.nnodata;
+    memcpy(valid.nodata, c.nodata, sizeof valid.nodata);
+    valid.no_file_nodata = c.no_file_nodata;
     const imgstat_run_options ro = {.sources = c.sources,
                                     .nsources = c.nsources,
                                     .null_lists = c.null_lists,
@@ -645,6 +673,9 @@ int ist_normalize_main(int argc, char **argv) {
                                     .engine = c.engine,
                                     .sample = c.dataset ? c.sample : 0,
                                     .seed = c.seed,
+                                    .request = valid,
+                                    .mask = c.mask,
+                                    .mask_suffix = c.mask_suffix,
                                     .cancel = ist_cli_cancel_flag(),
                                     .normalize = &o};
     imgstat_error e;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,35 @@ static int read_percentiles(const ist_opt *row, const ist_opt_syntax *syn,
   return -1;
 }
 
+/* --nodata: "none" (u = 1, n = 0), or one value for every channel or one
+ * per channel, each a number or "nan", separated by commas. */
+static int read_nodata(const ist_opt *row, const ist_opt_syntax *syn,
+                       const char *v, ist_opt_value *out) {
+  (void)row;
+  out->n = 0;
+  out->u = 0;
+  if (strcmp(v, "none") == 0) {
+    out->u = 1;
+    return -1;
+  }
+  const char *s = v;
+  for (;;) {
+    double x = NAN;
+    size_t len = strncmp(s, "nan", 3) == 0 ? 3 : imgstat_number_read(s, &x);
+    if (len == 0 || (s[len] != ',' && s[len] != '\0') ||
+        out->n == IMGSTAT_MAX_CHANNELS)
+      return ist_opt_usage(syn,
+                           "--nodata: '%s' is not 'none' or up to %d numbers "
+                           "(or nan) separated by commas: one for every "
+                           "channel or one per channel",
+                           v, IMGSTAT_MAX_CHANNELS);
+    out->list[out->n++] = x;
+    if (s[len] == '\0')
+      return -1;
+    s += len + 1;
+  }
+}
+
 /* --devices: "all" (n = -1), or a list of distinct device numbers. */
 static int read_devices(const ist_opt *row, const ist_opt_syntax *syn,
                         const char *v, ist_opt_value *out) {
@@ -143,6 +173,16 @@ static int read_devices(const ist_opt *row, const ist_opt_syntax *syn,
 static int read_positive(const ist_opt *row, const ist_opt_syntax *syn,
                          const char *v, ist_opt_value *out) {
   if (ist_cli_parse_double(v, 1e-9, 1e9, &out->list[0]) != IMGSTAT_CLI_NUM_OK)
+    return ist_opt_usage(syn, row->bad, v);
+  out->n = 1;
+  return -1;
+}
+
+/* --fill: one finite number. */
+static int read_number(const ist_opt *row, const ist_opt_syntax *syn,
+                       const char *v, ist_opt_value *out) {
+  if (ist_cli_parse_double(v, -DBL_MAX, DBL_MAX, &out->list[0]) !=
+      IMGSTAT_CLI_NUM_OK)
     return ist_opt_usage(syn, row->bad, v);
   out->n = 1;
   return -1;
@@ -415,6 +455,32 @@ static const ist_opt table[] = {
         "                     at most 2^32)\n"),
     ROW_MAX_MEMORY(S, S_COMPUTE, "images"),
     ROW_PAGE(S, S_COMPUTE),
+    {"--nodata", NULL, S, IST_OPT_NODATA, 1, read_nodata, 0, 0, NULL, NULL,
+     S_COMPUTE,
+     "  --nodata V|V1,V2,..|none  leave samples equal to V out of every "
+     "figure\n"
+     "                     (one value, or one per channel; counted apart as\n"
+     "                     nodata_count); default: the file's own (TIFF's\n"
+     "                     GDAL_NODATA); none: not even the file's\n"},
+    {"--mask", NULL, S, IST_OPT_MASK, 1, read_nonempty, 0, 0, NULL,
+     "--mask needs a file or a folder", S_COMPUTE,
+     "  --mask FILE|DIR    statistics of the pixels where the mask is "
+     "non-zero:\n"
+     "                     FILE for every input, or DIR holding each input's "
+     "mask\n"
+     "                     at its path below its folder, same stem, any "
+     "extension\n"},
+    {"--labels", NULL, S, IST_OPT_LABELS, 1, read_nonempty, 0, 0, NULL,
+     "--labels needs a file or a folder", S_COMPUTE,
+     "  --labels FILE|DIR  also the statistics of each non-zero label of an "
+     "8- or\n"
+     "                     16-bit label image (paired as --mask pairs)\n"},
+    {"--mask-suffix", NULL, S, IST_OPT_MASK_SUFFIX, 1, NULL, 0, 0, NULL, NULL,
+     S_COMPUTE,
+     "  --mask-suffix S    with --mask/--labels DIR: an input's stem less S "
+     "names\n"
+     "                     its mask\n"
+     "                     (case_0000.png pairs with case.png under _0000)\n"},
     {WORD_OPT("--ddof", S, IST_OPT_DDOF, "0,1", "0 or 1"), S_COMPUTE,
      "  --ddof D           0: population std (default); 1: sample std "
      "(N-1)\n"},
@@ -551,6 +617,27 @@ static const ist_opt table[] = {
      "                     output: its last dataset record (--dataset), or "
      "its\n"
      "                     one image record\n"},
+    {"--mask", NULL, N, IST_OPT_MASK, 1, read_nonempty, 0, 0, NULL,
+     "--mask needs a file or a folder", N_MODES,
+     "  --mask FILE|DIR    measure each channel over the pixels where the "
+     "mask is\n"
+     "                     non-zero (MONAI's nonzero) and map only those; "
+     "paired\n"
+     "                     as in the statistics (--mask-suffix S)\n"},
+    {"--mask-suffix", NULL, N, IST_OPT_MASK_SUFFIX, 1, NULL, 0, 0, NULL, NULL,
+     N_MODES,
+     "  --mask-suffix S    with --mask DIR: an input's stem less S names its "
+     "mask\n"},
+    {"--nodata", NULL, N, IST_OPT_NODATA, 1, read_nodata, 0, 0, NULL, NULL,
+     N_MODES,
+     "  --nodata V|V1,..|none  samples equal to V are not measured and not "
+     "mapped\n"
+     "                     (default: the file's own GDAL_NODATA)\n"},
+    {"--fill", NULL, N, IST_OPT_FILL, 1, read_number, 0, 0, NULL,
+     "--fill: '%s' is not a number", N_MODES,
+     "  --fill V           write V where --mask or --nodata leaves samples "
+     "out\n"
+     "                     (else they keep their values)\n"},
     {"--range", NULL, N, IST_OPT_RANGE, 1, read_range, 0, 0, NULL,
      "--range: '%s' is not LOW,HIGH with LOW < HIGH (e.g. --range 10,240)",
      N_MODES,

@@ -95,6 +95,11 @@ typedef enum ist_opt_id {
   IST_OPT_DEVICE,
   IST_OPT_STARTUP,
   IST_OPT_RATES,
+  IST_OPT_NODATA,
+  IST_OPT_MASK,
+  IST_OPT_MASK_SUFFIX,
+  IST_OPT_LABELS,
+  IST_OPT_FILL,
   IST_OPT_COUNT
 } ist_opt_id;
 

@@ -191,6 +191,20 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_DDOF:
     o->ddof = (int)v->u;
     break;
+  case IST_OPT_NODATA:
+    o->no_file_nodata = v->u == 1;
+    o->nnodata = v->n;
+    memcpy(o->nodata, v->list, sizeof(double) * (size_t)v->n);
+    break;
+  case IST_OPT_MASK:
+    o->mask = v->text;
+    break;
+  case IST_OPT_MASK_SUFFIX:
+    o->mask_suffix = v->text;
+    break;
+  case IST_OPT_LABELS:
+    o->labels = v->text;
+    break;
   case IST_OPT_PERCENTILES:
     memcpy(o->hist.percentiles, v->list, sizeof(double) * (size_t)v->n);
     o->hist.npercentiles = v->n;

@@ -139,6 +139,12 @@ int ist_stats_main(int argc, char **argv) {
   ro.request.npercentiles = opt.hist.npercentiles;
   memcpy(ro.request.percentiles, opt.hist.percentiles,
          sizeof ro.request.percentiles);
+  ro.request.nnodata = opt.nnodata;
+  memcpy(ro.request.nodata, opt.nodata, sizeof ro.request.nodata);
+  ro.request.no_file_nodata = opt.no_file_nodata;
+  ro.mask = opt.mask;
+  ro.mask_suffix = opt.mask_suffix;
+  ro.labels = opt.labels;
   ro.dataset = opt.dataset != 0;
   ro.ds = opt.ds;
   ro.sample = opt.dataset ? opt.sample : 0;

@@ -49,6 +49,13 @@ typedef struct stats_options {
   int ds_given;          /* --as, --scale, --outlier-z or --range given */
   int mpi;               /* --mpi */
   uint64_t sample, seed; /* --sample N (0: every input), --seed S */
+  /* --nodata: nnodata values (0: none given), or none (no_file_nodata) */
+  int nnodata;
+  double nodata[IMGSTAT_MAX_CHANNELS];
+  int no_file_nodata;
+  const char *mask;        /* --mask */
+  const char *mask_suffix; /* --mask-suffix */
+  const char *labels;      /* --labels */
 } stats_options;
 
 #define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)

@@ -483,9 +483,96 @@ def _like_input(x: _Any, out: _Any, device: int) -> _Any:
         return convert(out.__dlpack__())
 
 
+def _nodata(nodata: _Any) -> _Tuple[_Optional[list], bool]:
+    """stats()'s nodata as the binding takes it: (values or None, none)."""
+    if nodata is None:
+        return None, False
+    if isinstance(nodata, str):
+        if nodata != "none":
+            raise ValueError("imgstat.stats: nodata must be a number, one "
+                             "per channel, or 'none'")
+        return None, True
+    if isinstance(nodata, (int, float)):
+        return [float(nodata)], False
+    return [float(v) for v in nodata], False
+
+
+class _ValidFiles:
+    """stats()'s mask and labels as paths: a path as it is, an array
+    written to a temporary .npy file (removed on exit)."""
+
+    def __init__(self, mask: _Any, labels: _Any):
+        self.given = (mask, labels)
+        self.tmp = None
+
+    def _path(self, a: _Any, name: str, is_labels: bool) -> _Any:
+        if a is None or isinstance(a, (str, bytes, _os.PathLike)):
+            return a
+        import numpy as np
+        import tempfile
+        arr = np.asarray(a)
+        if arr.dtype == np.bool_:
+            arr = arr.astype(np.uint8)
+        if is_labels and arr.dtype.kind in "iu" and arr.dtype.itemsize > 2:
+            if arr.size and (arr.min() < 0 or arr.max() > 65535):
+                raise ValueError("imgstat.stats: labels must be from 0 to "
+                                 "65535")
+            arr = arr.astype(np.uint16)
+        if self.tmp is None:
+            self.tmp = tempfile.TemporaryDirectory(prefix="imgstat_")
+        path = _os.path.join(self.tmp.name, name + ".npy")
+        np.save(path, np.ascontiguousarray(arr))
+        return path
+
+    def __enter__(self) -> _Tuple[_Any, _Any]:
+        return (self._path(self.given[0], "mask", False),
+                self._path(self.given[1], "labels", True))
+
+    def __exit__(self, *exc: _Any) -> None:
+        if self.tmp is not None:
+            self.tmp.cleanup()
+
+
 def stats(x: _Any, *, ddof: int = 0, histogram: bool = False,
           percentiles: _Optional[_Sequence[float]] = None,
-          backend: str = "auto", layout: str = "hwc") -> Stats:
+          backend: str = "auto", layout: str = "hwc", nodata: _Any = None,
+          mask: _Any = None, labels: _Any = None) -> Stats:
+    """The per-channel statistics of one image.
+
+    x as for the statistics below; nodata: a value left out of every figure
+    (one, or one per channel; counted as "nodata_count"), None for the
+    file's own (a TIFF's GDAL_NODATA), "none" for no nodata at all; mask: a
+    path or an array of the image's size, the statistics of the pixels where
+    it is non-zero; labels: a path or an integer array of the image's size,
+    each non-zero label's statistics in the record's "labels"
+    (docs/bands-masks.md). Not with CUDA arrays."""
+    if nodata is None and mask is None and labels is None:
+        return _stats(x, ddof=ddof, histogram=histogram,
+                      percentiles=percentiles, backend=backend, layout=layout)
+    values, none = _nodata(nodata)
+    ddof = _check_ddof(ddof)
+    pct = _percentiles(percentiles)
+    if layout not in ("hwc", "chw"):
+        raise ValueError("imgstat.stats: layout must be 'hwc' or 'chw'")
+    with _ValidFiles(mask, labels) as (mask_path, labels_path):
+        valid = (values, none, mask_path, labels_path)
+        if isinstance(x, (str, _os.PathLike)):
+            return _parse(_imgstat.stats_path(x, ddof, histogram, pct, backend,
+                                              *valid))
+        if isinstance(x, (bytes, bytearray, memoryview)):
+            return _parse(_imgstat.stats_bytes(bytes(x), ddof, histogram, pct,
+                                               backend, *valid))
+        if _cuda_interface(x) is not None:
+            raise ValueError("imgstat.stats: nodata, mask and labels take "
+                             "host arrays, paths and bytes (not CUDA arrays)")
+        src, stream = _cuda_source(x)
+        return _parse(_imgstat.stats_array(src, layout, ddof, histogram, pct,
+                                           backend, stream, *valid))
+
+
+def _stats(x: _Any, *, ddof: int = 0, histogram: bool = False,
+           percentiles: _Optional[_Sequence[float]] = None,
+           backend: str = "auto", layout: str = "hwc") -> Stats:
     """The per-channel statistics of one image.
 
     x: a path (str or os.PathLike; a NUL in it: ValueError), the bytes of
@@ -637,7 +724,9 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
          backend: str = "auto",
          follow: bool = False,
          files_from: _Union[None, _Path, _Iterable] = None,
-         jpeg_decoder: str = "auto") -> _Scan:
+         jpeg_decoder: str = "auto", nodata: _Any = None,
+         mask: _Optional[_Path] = None, mask_suffix: _Optional[str] = None,
+         labels: _Optional[_Path] = None) -> _Scan:
     """Statistics of every image among inputs (files, and folders walked in
     the byte order of their paths, as the command line does; paths str,
     bytes or os.PathLike, a NUL in one: ValueError), one Stats per
@@ -648,12 +737,16 @@ def scan(inputs: _Union[_Path, _Iterable], *, jobs: int = 0,
     one per line; jpeg_decoder: "auto", "cpu" or "gpu" (nvJPEG, in a build
     with CUDA: the records then name the decoder, as --jpeg-decoder gpu
     does). Ctrl-C stops the run cleanly; the iterator's progress says how
-    far the run is (done, failed, total)."""
+    far the run is (done, failed, total). nodata, mask, mask_suffix and
+    labels: the command line's --nodata, --mask, --mask-suffix and --labels
+    (a mask or label file for every input, or a folder paired with them)."""
     _errors(errors)
     ddof = _check_ddof(ddof)
+    values, none = _nodata(nodata)
     native = _imgstat.scan(_sources(inputs), _lists(files_from), int(jobs),
                            bool(follow), ddof, bool(histogram),
-                           _percentiles(percentiles), backend, jpeg_decoder)
+                           _percentiles(percentiles), backend, jpeg_decoder,
+                           values, none, mask, labels, mask_suffix)
     return _Scan(native, errors)
 
 
@@ -684,7 +777,9 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
             jobs: int = 0, backend: str = "auto", follow: bool = False,
             files_from: _Union[None, _Path, _Iterable] = None,
             jpeg_decoder: str = "auto", errors: str = "raise",
-            sample: _Optional[int] = None, seed: int = 0) -> Dataset:
+            sample: _Optional[int] = None, seed: int = 0,
+            nodata: _Any = None, mask: _Optional[_Path] = None,
+            mask_suffix: _Optional[str] = None) -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
     exact sums, mean, std, images left out and why, outliers.
@@ -708,17 +803,20 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     (the default), raises RunFailed: its ``result`` the Dataset, its
     ``failures`` the inputs that failed (as the command line prints the
     record and exits 1); errors="record" returns the Dataset, the failures
-    in its ``failures``."""
+    in its ``failures``. nodata, mask and mask_suffix: the command line's
+    --nodata, --mask (a file, or a folder paired with the inputs) and
+    --mask-suffix: the pool of the valid samples (nnU-Net's foreground)."""
     _errors(errors, ("raise", "record"))
     _scale(scale)
     ddof = _check_ddof(ddof)
     sample, seed = _sample(sample, seed)
+    values, none = _nodata(nodata)
     record, failures = _imgstat.dataset(
         _sources(inputs), _lists(files_from), int(jobs), bool(follow),
         "" if as_ is None else as_, scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
         bool(histogram), _percentiles(percentiles), backend, jpeg_decoder,
-        sample, seed)
+        sample, seed, values, none, mask, None, mask_suffix)
     failures = [ImageError(*f) for f in failures]
     result = Dataset(record, failures)
     if result.images == 0 and failures:

@@ -80,12 +80,14 @@ class _Scan(Iterator[Union[Stats, ImageError]]):
 
 def stats(x: Any, *, ddof: int = ..., histogram: bool = ...,
           percentiles: Optional[Sequence[float]] = ..., backend: str = ...,
-          layout: str = ...) -> Stats: ...
+          layout: str = ..., nodata: Any = ..., mask: Any = ...,
+          labels: Any = ...) -> Stats: ...
 def scan(inputs: _Inputs, *, jobs: int = ..., errors: str = ...,
          ddof: int = ..., histogram: bool = ...,
          percentiles: Optional[Sequence[float]] = ..., backend: str = ...,
          follow: bool = ..., files_from: Optional[_Inputs] = ...,
-         jpeg_decoder: str = ...) -> _Scan: ...
+         jpeg_decoder: str = ..., nodata: Any = ..., mask: Any = ...,
+         mask_suffix: Optional[str] = ..., labels: Any = ...) -> _Scan: ...
 def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             outlier_z: float = ..., histogram: bool = ...,
             percentiles: Optional[Sequence[float]] = ...,
@@ -93,7 +95,8 @@ def dataset(inputs: _Inputs, *, as_: Optional[str] = ..., scale: str = ...,
             jobs: int = ..., backend: str = ..., follow: bool = ...,
             files_from: Optional[_Inputs] = ...,
             jpeg_decoder: str = ..., errors: str = ...,
-            sample: Optional[int] = ..., seed: int = ...) -> Dataset: ...
+            sample: Optional[int] = ..., seed: int = ..., nodata: Any = ...,
+            mask: Any = ..., mask_suffix: Optional[str] = ...) -> Dataset: ...
 class DeviceArray:
     """A CUDA array made by imgstat.normalize (for a CUDA input that is
     neither torch nor CuPy); any DLPack consumer takes it, once."""

@@ -198,13 +198,19 @@ nb::list cuda_stats_phases(AnyArray a, const std::string &layout) {
 nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
                       bool histogram,
                       std::optional<std::vector<double>> percentiles,
-                      const std::string &backend, uintptr_t stream) {
+                      const std::string &backend, uintptr_t stream,
+                      std::optional<std::vector<double>> nodata,
+                      bool no_file_nodata, nb::handle mask, nb::handle labels) {
   Request req = make_request(ddof, histogram, percentiles, backend);
+  set_valid(req, nodata, no_file_nodata, mask, labels);
   imgstat_sample sample = sample_of(a);
   Geometry g = geometry_of(a, layout);
   int dev = a.device_type();
   Outcome r;
-  if (dev == nb::device::cuda::value) {
+  if (dev == nb::device::cuda::value && req.valid()) {
+    throw nb::value_error("imgstat.stats: nodata, mask and labels take "
+                          "host arrays, paths and bytes (not CUDA arrays)");
+  } else if (dev == nb::device::cuda::value) {
     check_cuda_array(g, req, "imgstat.stats");
     nb::gil_scoped_release nogil;
     r = stats_cuda((const char *)a.data(), a.device_id(), stream, g, sample,
@@ -348,7 +354,10 @@ void register_arrays(nb::module_ &m) {
         nb::arg("layout"));
   m.def("stats_array", &stats_array, nb::arg("array"), nb::arg("layout"),
         nb::arg("ddof"), nb::arg("histogram"), nb::arg("percentiles").none(),
-        nb::arg("backend"), nb::arg("stream") = 1);
+        nb::arg("backend"), nb::arg("stream") = 1,
+        nb::arg("nodata").none() = nb::none(),
+        nb::arg("no_file_nodata") = false, nb::arg("mask").none() = nb::none(),
+        nb::arg("labels").none() = nb::none());
 }
 
 } // namespace binding

@@ -100,7 +100,14 @@ struct Request {
   std::vector<double> percentiles{1.0, 99.0};
   imgstat_backend backend = IMGSTAT_BACKEND_AUTO;
   imgstat_jpeg_decoder jpeg = IMGSTAT_JPEG_DECODER_AUTO; /* runs only */
+  /* valid samples (set_valid): nodata values, none (no_file_nodata), the
+   * mask's and the label image's paths ("" none) */
+  std::vector<double> nodata;
+  bool no_file_nodata = false;
+  std::string mask, labels;
+  std::string mask_suffix; /* runs: --mask-suffix ("" none) */
 
+  // The engine's request (its paths point into this Request).
   imgstat_stats_request stats() const {
     imgstat_stats_request r;
     std::memset(&r, 0, sizeof r);
@@ -108,13 +115,32 @@ struct Request {
     r.npercentiles = (int)percentiles.size();
     for (size_t k = 0; k < percentiles.size(); k++)
       r.percentiles[k] = percentiles[k];
+    r.nnodata = (int)nodata.size();
+    for (size_t k = 0; k < nodata.size(); k++)
+      r.nodata[k] = nodata[k];
+    r.no_file_nodata = no_file_nodata;
+    r.mask_path = mask.empty() ? nullptr : mask.c_str();
+    r.labels_path = labels.empty() ? nullptr : labels.c_str();
     return r;
+  }
+  bool valid() const {
+    return !nodata.empty() || no_file_nodata || !mask.empty() ||
+           !labels.empty();
   }
 };
 
 Request make_request(int ddof, bool histogram,
                      std::optional<std::vector<double>> percentiles,
                      const std::string &backend);
+
+// The valid samples of a call (the command line's --nodata, --mask,
+// --labels, and for runs --mask-suffix, the mask and labels then files or
+// folders paired with the inputs): nodata values (one, or one per channel),
+// none (no nodata at all, not even the file's), a mask's and a label image's
+// paths (None: none; os.fsencode's encoding).
+void set_valid(Request &r, std::optional<std::vector<double>> nodata,
+               bool no_file_nodata, nb::handle mask, nb::handle labels,
+               std::optional<std::string> mask_suffix = std::nullopt);
 
 // The option values shared by several calls, read with the same words.
 // A sample type's name ("uint8", "uint16", "float32"); false for another.

@@ -69,8 +69,12 @@ nb::tuple dataset(nb::handle inputs, nb::handle lists, int jobs, bool follow,
                   int ddof, bool histogram,
                   std::optional<std::vector<double>> percentiles,
                   const std::string &backend, const std::string &jpeg_decoder,
-                  uint64_t sample, uint64_t seed) {
+                  uint64_t sample, uint64_t seed,
+                  std::optional<std::vector<double>> nodata,
+                  bool no_file_nodata, nb::handle mask, nb::handle labels,
+                  std::optional<std::string> mask_suffix) {
   Request req = make_request(ddof, histogram, percentiles, backend);
+  set_valid(req, nodata, no_file_nodata, mask, labels, mask_suffix);
   RunArgs a = make_run_args(c_paths(inputs), c_paths(lists), jobs, follow, req,
                             jpeg_decoder);
   a.dataset = true;
@@ -108,7 +112,11 @@ void register_dataset(nb::module_ &m) {
         nb::arg("jobs"), nb::arg("follow"), nb::arg("as_"), nb::arg("scale"),
         nb::arg("outlier_z"), nb::arg("range").none(), nb::arg("ddof"),
         nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
-        nb::arg("jpeg_decoder"), nb::arg("sample"), nb::arg("seed"));
+        nb::arg("jpeg_decoder"), nb::arg("sample"), nb::arg("seed"),
+        nb::arg("nodata").none() = nb::none(),
+        nb::arg("no_file_nodata") = false, nb::arg("mask").none() = nb::none(),
+        nb::arg("labels").none() = nb::none(),
+        nb::arg("mask_suffix").none() = nb::none());
 }
 
 } // namespace binding

@@ -29,6 +29,23 @@ Request make_request(int ddof, bool histogram,
   return r;
 }
 
+void set_valid(Request &r, std::optional<std::vector<double>> nodata,
+               bool no_file_nodata, nb::handle mask, nb::handle labels,
+               std::optional<std::string> mask_suffix) {
+  if (mask_suffix)
+    r.mask_suffix = *mask_suffix;
+  if (nodata) {
+    if (nodata->empty() || nodata->size() > IMGSTAT_MAX_CHANNELS)
+      throw nb::value_error("nodata must be one value, or one per channel");
+    r.nodata = *nodata;
+  }
+  r.no_file_nodata = no_file_nodata;
+  if (!mask.is_none())
+    r.mask = c_path(mask);
+  if (!labels.is_none())
+    r.labels = c_path(labels);
+}
+
 bool sample_from_name(const std::string &name, imgstat_sample *out) {
   if (name == "uint8")
     *out = IMGSTAT_U8;
@@ -123,9 +140,12 @@ namespace {
 
 nb::tuple stats_path(nb::handle path, int ddof, bool histogram,
                      std::optional<std::vector<double>> percentiles,
-                     const std::string &backend) {
+                     const std::string &backend,
+                     std::optional<std::vector<double>> nodata,
+                     bool no_file_nodata, nb::handle mask, nb::handle labels) {
   std::string file = c_path(path);
   Request req = make_request(ddof, histogram, percentiles, backend);
+  set_valid(req, nodata, no_file_nodata, mask, labels);
   Outcome r;
   {
     nb::gil_scoped_release nogil;
@@ -136,8 +156,11 @@ nb::tuple stats_path(nb::handle path, int ddof, bool histogram,
 
 nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
                       std::optional<std::vector<double>> percentiles,
-                      const std::string &backend) {
+                      const std::string &backend,
+                      std::optional<std::vector<double>> nodata,
+                      bool no_file_nodata, nb::handle mask, nb::handle labels) {
   Request req = make_request(ddof, histogram, percentiles, backend);
+  set_valid(req, nodata, no_file_nodata, mask, labels);
   Outcome r;
   const void *p = data.c_str();
   size_t n = data.size();
@@ -162,11 +185,15 @@ nb::tuple stats_bytes(nb::bytes data, int ddof, bool histogram,
 
 void register_requests(nb::module_ &m) {
   m.def("stats_path", &stats_path, nb::arg("path"), nb::arg("ddof"),
-        nb::arg("histogram"), nb::arg("percentiles").none(),
-        nb::arg("backend"));
+        nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
+        nb::arg("nodata").none() = nb::none(),
+        nb::arg("no_file_nodata") = false, nb::arg("mask").none() = nb::none(),
+        nb::arg("labels").none() = nb::none());
   m.def("stats_bytes", &stats_bytes, nb::arg("data"), nb::arg("ddof"),
-        nb::arg("histogram"), nb::arg("percentiles").none(),
-        nb::arg("backend"));
+        nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
+        nb::arg("nodata").none() = nb::none(),
+        nb::arg("no_file_nodata") = false, nb::arg("mask").none() = nb::none(),
+        nb::arg("labels").none() = nb::none());
 }
 
 } // namespace binding

@@ -146,6 +146,13 @@ void Scan::run() {
   engine_defaults(&o.engine, args_.req.backend);
   o.engine.jpeg_decoder = args_.req.jpeg;
   o.request = args_.req.stats();
+  /* masks and labels: the run pairs each input with its own */
+  o.request.mask_path = nullptr;
+  o.request.labels_path = nullptr;
+  const Request &q = args_.req;
+  o.mask = q.mask.empty() ? nullptr : q.mask.c_str();
+  o.labels = q.labels.empty() ? nullptr : q.labels.c_str();
+  o.mask_suffix = q.mask_suffix.empty() ? nullptr : q.mask_suffix.c_str();
   o.dataset = args_.dataset;
   o.ds = args_.ds;
   o.sample = args_.sample;
@@ -178,8 +185,12 @@ namespace {
 Scan *make_scan(nb::handle inputs, nb::handle lists, int jobs, bool follow,
                 int ddof, bool histogram,
                 std::optional<std::vector<double>> percentiles,
-                const std::string &backend, const std::string &jpeg_decoder) {
+                const std::string &backend, const std::string &jpeg_decoder,
+                std::optional<std::vector<double>> nodata, bool no_file_nodata,
+                nb::handle mask, nb::handle labels,
+                std::optional<std::string> mask_suffix) {
   Request req = make_request(ddof, histogram, percentiles, backend);
+  set_valid(req, nodata, no_file_nodata, mask, labels, mask_suffix);
   return new Scan(make_run_args(c_paths(inputs), c_paths(lists), jobs, follow,
                                 req, jpeg_decoder));
 }
@@ -194,7 +205,11 @@ void register_runs(nb::module_ &m) {
   m.def("scan", &make_scan, nb::arg("inputs"), nb::arg("lists"),
         nb::arg("jobs"), nb::arg("follow"), nb::arg("ddof"),
         nb::arg("histogram"), nb::arg("percentiles").none(), nb::arg("backend"),
-        nb::arg("jpeg_decoder"), nb::rv_policy::take_ownership);
+        nb::arg("jpeg_decoder"), nb::arg("nodata").none() = nb::none(),
+        nb::arg("no_file_nodata") = false, nb::arg("mask").none() = nb::none(),
+        nb::arg("labels").none() = nb::none(),
+        nb::arg("mask_suffix").none() = nb::none(),
+        nb::rv_policy::take_ownership);
 }
 
 } // namespace binding

@@ -9,6 +9,8 @@
 
 #include "imgstat/cuda_norm.h"
 
+#include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -62,6 +64,10 @@ void imgstat_job_result_free(imgstat_job_result *res) {
     return;
   for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
     imgstat_histogram_free(&res->hist[c]);
+  for (uint32_t k = 0; k < res->nlabels; k++)
+    for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+      imgstat_histogram_free(&res->labels[k].hist[c]);
+  free(res->labels);
   imgstat_image_free(&res->output);
   memset(res, 0, sizeof *res);
 }
@@ -374,11 +380,320 @@ imgstat_status ist_item_histograms(imgstat_engine *e, gpu_slot *g,
   return IMGSTAT_OK;
 }
 
+/* ---- valid samples: nodata and masks ---------------------------------------
+ * One reduction for every image with a nodata value or a mask, on the CPU
+ * whatever the backend: each channel's valid samples compacted
+ * (imgstat_valid_compact), reduced and binned as a plane of their own, the
+ * positions found again in the image. */
+
+/* Whether the item has valid samples to pick: a nodata value given or the
+ * file's own, or a mask. */
+static int wants_valid(const imgstat_stats_request *req,
+                       const imgstat_image *in) {
+  if (req && (req->nnodata > 0 || req->mask_path || req->labels_path))
+    return 1;
+  return in->has_nodata && !(req && req->no_file_nodata);
+}
+
+/* The mask of req for img: width * height bytes, 1 inside (any channel of
+ * the mask image non-zero), into *out (free it). */
+static imgstat_status load_mask(imgstat_engine *e, const char *path,
+                                const imgstat_image *img, uint8_t **out,
+                                uint64_t *inside, imgstat_job_result *res) {
+  imgstat_image m;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_image_load(path, &e->opt.load, &m, &err);
+  if (st != IMGSTAT_OK)
+    return ist_fail(res, IMGSTAT_STAGE_LOAD, st, "mask %s: %s", path,
+                    ist_reason(&err));
+  if (m.width != img->width || m.height != img->height) {
+    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
+             "mask %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
+             "x%" PRIu32,
+             path, m.width, m.height, img->width, img->height);
+    imgstat_image_free(&m);
+    return IMGSTAT_ERR_ARG;
+  }
+  uint64_t n = (uint64_t)img->width * img->height;
+  uint8_t *mask = calloc(n ? (size_t)n : 1, 1);
+  if (!mask) {
+    imgstat_image_free(&m);
+    return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM,
+                    "out of memory");
+  }
+  size_t stride = imgstat_image_stride(&m);
+  for (int c = 0; c < m.channels; c++)
+    for (uint32_t y = 0; y < m.height; y++) {
+      const unsigned char *row =
+          (const unsigned char *)m.planes[c] + y * stride;
+      uint8_t *mr = mask + (uint64_t)y * m.width;
+      for (uint32_t x = 0; x < m.width; x++) {
+        int on;
+        if (m.sample == IMGSTAT_U8)
+          on = row[x] != 0;
+        else if (m.sample == IMGSTAT_U16)
+          on = ((const uint16_t *)(const void *)row)[x] != 0;
+        else
+          on = ((const float *)(const void *)row)[x] != 0.0f;
+        mr[x] |= (uint8_t)on;
+      }
+    }
+  imgstat_image_free(&m);
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < n; i++)
+    k += mask[i];
+  *inside = k;
+  *out = mask;
+  return IMGSTAT_OK;
+}
+
+/* The nodata value of each channel of in under req (given, or the file's
+ * own) into v and res; a given value that is not a sample of the image's
+ * type, or a list of another length than its channels, fails the item. */
+static imgstat_status pick_nodata(const imgstat_stats_request *req,
+                                  const imgstat_image *in, imgstat_valid *v,
+                                  imgstat_job_result *res) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (req && req->nnodata > 1 && req->nnodata != in->channels)
+    return ist_fail(res, IMGSTAT_STAGE_COMPUTE, IMGSTAT_ERR_ARG,
+                    "%d nodata values for an image of %d channel%s",
+                    req->nnodata, in->channels, in->channels == 1 ? "" : "s");
+  for (int c = 0; c < in->channels; c++) {
+    double value;
+    if (req && req->nnodata > 0) {
+      value = req->nodata[req->nnodata == 1 ? 0 : c];
+      imgstat_status st = imgstat_valid_check_nodata(value, in->sample, &err);
+      if (st != IMGSTAT_OK)
+        return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
+    } else if (in->has_nodata && !(req && req->no_file_nodata)) {
+      value = in->nodata;
+      if (imgstat_valid_check_nodata(value, in->sample, &err) != IMGSTAT_OK) {
+        /* the file's own value, not a sample of its type: none */
+        if (c == 0)
+          ist_add_warning(res, 1,
+                          "its nodata value %.17g is not a sample of the "
+                          "image: not applied",
+                          value);
+        continue;
+      }
+    } else {
+      continue;
+    }
+    v->has_nodata[c] = 1;
+    v->nodata[c] = value;
+    res->has_nodata = 1;
+    res->nodata[c] = value;
+  }
+  return IMGSTAT_OK;
+}
+
+/* The partials (and with histograms, the histograms and their figures)
+ * of the valid samples under v of each channel of in, on the CPU. */
+static imgstat_status valid_channels(imgstat_engine *e, const imgstat_image *in,
+                                     const imgstat_valid *v,
+                                     const imgstat_stats_request *req,
+                                     imgstat_partial *partial, uint64_t *nodata,
+                                     imgstat_histogram *hist,
+                                     imgstat_hist_figures *figures,
+                                     imgstat_error *err) {
+  imgstat_status st = IMGSTAT_OK;
+  for (int c = 0; c < in->channels && st == IMGSTAT_OK; c++) {
+    imgstat_image part;
+    st = imgstat_valid_compact(in, c, v, &part, &nodata[c], err);
+    imgstat_partial p[IMGSTAT_MAX_CHANNELS];
+    if (st == IMGSTAT_OK)
+      st = imgstat_cpu_stats(&part, e->opt.threads, p, err);
+    if (st == IMGSTAT_OK) {
+      imgstat_valid_raster_pair(in, c, v, &p[0].min_index, &p[0].max_index);
+      partial[c] = p[0];
+    }
+    if (st == IMGSTAT_OK && req && req->histograms) {
+      st = imgstat_histogram_compute(&part, 0, NULL, &hist[c], err);
+      if (st == IMGSTAT_OK)
+        ist_hist_figures(&part, 0, &hist[c], req, &figures[c]);
+    }
+    imgstat_image_free(&part);
+  }
+  return st;
+}
+
+/* The label image at path for in (8- or 16-bit, one channel, in's size):
+ * each distinct non-zero label's pixels (inside mask, when not NULL) into
+ * res->labels, their pixel lists into *pixels (free it), res->labels[k]'s
+ * list at (*pixels)[start[k]] (start: free it). */
+static imgstat_status load_labels(imgstat_engine *e, const char *path,
+                                  const imgstat_image *in, const uint8_t *mask,
+                                  uint32_t **pixels, uint64_t **start,
+                                  imgstat_job_result *res) {
+  imgstat_image m;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_image_load(path, &e->opt.load, &m, &err);
+  if (st != IMGSTAT_OK)
+    return ist_fail(res, IMGSTAT_STAGE_LOAD, st, "labels %s: %s", path,
+                    ist_reason(&err));
+  if (m.sample == IMGSTAT_F32 || m.channels != 1) {
+    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
+             "labels %s: %s, not one channel of 8- or 16-bit integers", path,
+             m.sample == IMGSTAT_F32 ? "float samples" : "several channels");
+    imgstat_image_free(&m);
+    return IMGSTAT_ERR_ARG;
+  }
+  if (m.width != in->width || m.height != in->height) {
+    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
+             "labels %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
+             "x%" PRIu32,
+             path, m.width, m.height, in->width, in->height);
+    imgstat_image_free(&m);
+    return IMGSTAT_ERR_ARG;
+  }
+  /* a counting sort of the pixels by label: raster order within each */
+  uint64_t *count = calloc(65537, sizeof *count);
+  uint64_t n = (uint64_t)in->width * in->height;
+  uint32_t *list = malloc((n ? n : 1) * sizeof *list);
+  if (!count || !list) {
+    free(count);
+    free(list);
+    imgstat_image_free(&m);
+    return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM,
+                    "out of memory");
+  }
+  size_t stride = imgstat_image_stride(&m);
+#define LABEL_AT(y, x)                                                         \
+  (m.sample == IMGSTAT_U8                                                      \
+       ? ((const uint8_t *)m.planes[0] + (size_t)(y)*stride)[x]                \
+       : ((const uint16_t *)(const void *)((const char *)m.planes[0] +         \
+                                           (size_t)(y)*stride))[x])
+  for (uint32_t y = 0; y < m.height; y++)
+    for (uint32_t x = 0; x < m.width; x++)
+      if (!mask || mask[(uint64_t)y * m.width + x])
+        count[LABEL_AT(y, x) + 1]++;
+  uint32_t nlabels = 0;
+  for (uint32_t l = 1; l < 65536; l++)
+    nlabels += count[l + 1] > 0;
+  for (uint32_t l = 1; l <= 65536; l++)
+    count[l] += count[l - 1];
+  /* count[l]: the first slot of label l */
+  res->labels = calloc(nlabels ? nlabels : 1, sizeof *res->labels);
+  *start = calloc(nlabels ? nlabels : 1, sizeof **start);
+  if (!res->labels || !*start) {
+    free(count);
+    free(list);
+    imgstat_image_free(&m);
+    return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM,
+                    "out of memory");
+  }
+  uint32_t k = 0;
+  for (uint32_t l = 1; l < 65536; l++)
+    if (count[l + 1] > count[l]) {
+      res->labels[k].label = l;
+      res->labels[k].pixels = count[l + 1] - count[l];
+      (*start)[k++] = count[l];
+    }
+  res->nlabels = nlabels;
+  res->has_labels = 1;
+  for (uint32_t y = 0; y < m.height; y++)
+    for (uint32_t x = 0; x < m.width; x++)
+      if (!mask || mask[(uint64_t)y * m.width + x])
+        list[count[LABEL_AT(y, x)]++] = (uint32_t)((uint64_t)y * m.width + x);
+#undef LABEL_AT
+  free(count);
+  imgstat_image_free(&m);
+  *pixels = list;
+  return IMGSTAT_OK;
+}
+
+/* The statistics (and histograms) of in's valid samples, on the CPU, and
+ * those of each label. */
+static imgstat_status valid_item(imgstat_engine *e, const imgstat_image *in,
+                                 const imgstat_stats_request *req,
+                                 imgstat_job_result *res) {
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  uint8_t *mask = NULL;
+  uint32_t *pixels = NULL;
+  uint64_t *start = NULL;
+  imgstat_status st = pick_nodata(req, in, &v, res);
+  if (st == IMGSTAT_OK && req && req->mask_path) {
+    st = load_mask(e, req->mask_path, in, &mask, &res->mask_pixels, res);
+    v.mask = mask;
+    res->masked = st == IMGSTAT_OK;
+  }
+  if (st == IMGSTAT_OK && req && req->labels_path)
+    st = load_labels(e, req->labels_path, in, mask, &pixels, &start, res);
+  int with_hist = req && req->histograms;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (st == IMGSTAT_OK) {
+    st = valid_channels(e, in, &v, req, res->partial, res->nodata_count,
+                        res->hist, res->hist_figures, &err);
+    for (uint32_t k = 0; k < res->nlabels && st == IMGSTAT_OK; k++) {
+      imgstat_job_label *l = &res->labels[k];
+      imgstat_valid lv = v;
+      lv.mask = NULL;
+      lv.pixels = pixels + start[k];
+      lv.npixels = l->pixels;
+      st = valid_channels(e, in, &lv, req, l->partial, l->nodata_count, l->hist,
+                          l->hist_figures, &err);
+    }
+    if (st != IMGSTAT_OK)
+      ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
+  }
+  free(mask);
+  free(pixels);
+  free(start);
+  if (st != IMGSTAT_OK) {
+    ist_free_histograms(res);
+    return res->status;
+  }
+  res->backend = IMGSTAT_BACKEND_CPU;
+  if (with_hist) {
+    res->has_histograms = 1;
+    res->hist_backend = IMGSTAT_BACKEND_CPU;
+  }
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_engine_valid_copy(imgstat_engine *e,
+                                         const imgstat_image *img,
+                                         const imgstat_stats_request *req,
+                                         imgstat_image *out,
+                                         imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!e || !img || img->sample != IMGSTAT_F32 || !wants_valid(req, img))
+    return IMGSTAT_OK;
+  imgstat_job_result *tmp = calloc(1, sizeof *tmp);
+  if (!tmp)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  uint8_t *mask = NULL;
+  uint64_t inside = 0;
+  imgstat_status st = pick_nodata(req, img, &v, tmp);
+  if (st == IMGSTAT_OK && req && req->mask_path) {
+    st = load_mask(e, req->mask_path, img, &mask, &inside, tmp);
+    v.mask = mask;
+  }
+  if (st != IMGSTAT_OK) {
+    imgstat_error_set(err, st, "%s", ist_reason(&tmp->error));
+  } else if (imgstat_valid_active(&v, img->channels)) {
+    st = imgstat_valid_nan_copy(img, &v, out, err);
+  }
+  free(mask);
+  imgstat_job_result_free(tmp);
+  free(tmp);
+  return st;
+}
+
 /* The statistics item's work on its decoded input. */
 static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
                                  const imgstat_image *in, const void *arg,
                                  imgstat_job_result *res) {
   const imgstat_stats_request *req = arg;
+  if (wants_valid(req, in))
+    return valid_item(e, in, req, res);
   int with_hist = req && req->histograms;
   /* Statistics and histograms on the GPU: one upload for both. When the
    * upload fails (an image larger than the device's free memory, say), each
@@ -439,6 +754,132 @@ static imgstat_status normalize_item(imgstat_engine *e, gpu_slot *g,
   return IMGSTAT_OK;
 }
 
+/* What imgstat_engine_normalize_valid's item takes. */
+typedef struct valid_norm_arg {
+  const imgstat_norm_options *opts;
+  const imgstat_stats_request *req;
+  int has_fill;
+  double fill;
+} valid_norm_arg;
+
+/* Sample i of channel k of out set to v, saturated to its type's range. */
+static void put_sample(imgstat_image *out, int k, uint64_t i, double v) {
+  size_t stride = imgstat_image_stride(out);
+  uint32_t y = (uint32_t)(i / out->width), x = (uint32_t)(i % out->width);
+  char *row = (char *)out->planes[k] + (size_t)y * stride;
+  if (out->sample == IMGSTAT_F32) {
+    ((float *)(void *)row)[x] = (float)v;
+    return;
+  }
+  double top = out->sample == IMGSTAT_U8 ? 255.0 : 65535.0;
+  double r = v != v ? 0.0 : v < 0.0 ? 0.0 : v > top ? top : floor(v + 0.5);
+  if (out->sample == IMGSTAT_U8)
+    ((uint8_t *)row)[x] = (uint8_t)r;
+  else
+    ((uint16_t *)(void *)row)[x] = (uint16_t)r;
+}
+
+/* Sample i of channel c of img as a double. */
+static double get_sample(const imgstat_image *img, int c, uint64_t i) {
+  size_t stride = imgstat_image_stride(img);
+  uint32_t y = (uint32_t)(i / img->width), x = (uint32_t)(i % img->width);
+  const char *row = (const char *)img->planes[c] + (size_t)y * stride;
+  switch (img->sample) {
+  case IMGSTAT_U8:
+    return ((const uint8_t *)row)[x];
+  case IMGSTAT_U16:
+    return ((const uint16_t *)(const void *)row)[x];
+  default:
+    return ((const float *)(const void *)row)[x];
+  }
+}
+
+static imgstat_status normalize_valid_item(imgstat_engine *e, gpu_slot *g,
+                                           const imgstat_image *in,
+                                           const void *arg,
+                                           imgstat_job_result *res) {
+  const valid_norm_arg *a = arg;
+  const imgstat_norm_options *opts = a->opts;
+  if (!wants_valid(a->req, in))
+    return normalize_item(e, g, in, opts, res);
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  uint8_t *mask = NULL, *flags = NULL;
+  uint64_t inside = 0;
+  imgstat_status st = pick_nodata(a->req, in, &v, res);
+  if (st == IMGSTAT_OK && a->req->mask_path) {
+    st = load_mask(e, a->req->mask_path, in, &mask, &inside, res);
+    v.mask = mask;
+  }
+  if (st != IMGSTAT_OK) {
+    free(mask);
+    return res->status;
+  }
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  /* each channel measured over its valid samples */
+  imgstat_norm_measure m;
+  memset(&m, 0, sizeof m);
+  int measures = !opts->measured && (opts->mode == IMGSTAT_NORM_MINMAX ||
+                                     opts->mode == IMGSTAT_NORM_CLIP ||
+                                     opts->mode == IMGSTAT_NORM_ZSCORE);
+  for (int c = 0; c < in->channels && st == IMGSTAT_OK && measures; c++) {
+    imgstat_image part;
+    uint64_t nodata;
+    st = imgstat_valid_compact(in, c, &v, &part, &nodata, &err);
+    if (st == IMGSTAT_OK && part.width > 0) {
+      imgstat_norm_options one = *opts;
+      one.linked = 0;
+      one.nstats = 0;
+      imgstat_norm_measure m1;
+      st = imgstat_norm_measure_cpu(&part, &one, e->opt.threads, &m1, &err);
+      if (st == IMGSTAT_OK) {
+        m.has_values[c] = m1.has_values[0];
+        m.lo[c] = m1.lo[0];
+        m.hi[c] = m1.hi[0];
+        m.mean[c] = m1.mean[0];
+        m.std[c] = m1.std[0];
+      }
+    }
+    imgstat_image_free(&part);
+  }
+  if (st == IMGSTAT_OK && measures && opts->linked)
+    imgstat_norm_measure_link(in->channels, &m);
+  imgstat_norm_measure given;
+  if (st == IMGSTAT_OK && !measures)
+    st = imgstat_norm_measure_cpu(in, opts, e->opt.threads, &given, &err);
+  imgstat_norm_plan plan;
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_plan_make(in, opts, measures ? &m : &given, &plan, &err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_norm_apply_cpu(in, &plan, e->opt.threads, &res->output, &err);
+  /* the samples left out: as they were, or the fill value */
+  uint64_t n = (uint64_t)in->width * in->height;
+  if (st == IMGSTAT_OK && n && !(flags = malloc((size_t)n)))
+    st = imgstat_error_set(&err, IMGSTAT_ERR_NOMEM, "out of memory");
+  for (int k = 0;
+       st == IMGSTAT_OK && n && k < res->output.channels && k < in->channels;
+       k++) {
+    st = imgstat_valid_flags(in, k, &v, flags, &err);
+    for (uint64_t i = 0; st == IMGSTAT_OK && i < n; i++)
+      if (!flags[i])
+        put_sample(&res->output, k, i,
+                   a->has_fill ? a->fill : get_sample(in, k, i));
+  }
+  free(flags);
+  free(mask);
+  if (st != IMGSTAT_OK) {
+    imgstat_image_free(&res->output);
+    return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
+  }
+  res->has_nodata =
+      v.has_nodata[0] || v.has_nodata[1] || v.has_nodata[2] || v.has_nodata[3];
+  res->masked = mask != NULL;
+  res->mask_pixels = inside;
+  res->backend = IMGSTAT_BACKEND_CPU;
+  return IMGSTAT_OK;
+}
+
 /* One item: its start (item_begin), then work on the decoded input. */
 static imgstat_status run_item(
     imgstat_engine *e, const char *path, const imgstat_image *img,
@@ -480,6 +921,17 @@ imgstat_status imgstat_engine_normalize(imgstat_engine *e, const char *path,
   }
   return run_item(e, path, img, IMGSTAT_WORK_NORMALIZE, normalize_item, opts,
                   res);
+}
+
+imgstat_status imgstat_engine_normalize_valid(
+    imgstat_engine *e, const char *path, const imgstat_image *img,
+    const imgstat_norm_options *opts, const imgstat_stats_request *req,
+    int has_fill, double fill, imgstat_job_result *res) {
+  if (!opts || !req)
+    return imgstat_engine_normalize(e, path, img, opts, res);
+  valid_norm_arg a = {opts, req, has_fill, fill};
+  return run_item(e, path, img, IMGSTAT_WORK_NORMALIZE, normalize_valid_item,
+                  &a, res);
 }
 
 /* The name of the decoder that made an item's pixels. */

@@ -374,6 +374,8 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
     img->pages = h->pages;
     img->page = h->page;
     img->colour = h->colour;
+    img->has_nodata = h->has_nodata;
+    img->nodata = h->nodata;
     memcpy(img->warning, d->warning, sizeof img->warning);
   }
   return s;

@@ -37,10 +37,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <tiffio.h>
 
 typedef struct tiff_state {
@@ -332,6 +334,45 @@ static uint64_t tiff_min_input(uint16_t compression, uint64_t raw) {
   }
 }
 
+/* GDAL's nodata tag: ASCII, the value as text. */
+#define TIFFTAG_GDAL_NODATA 42113
+
+/* The page's GDAL_NODATA value into *out: 1 when it has one that reads as
+ * a number (or "nan", any case: NaN), else 0. libtiff keeps a tag it does
+ * not know as an anonymous field (its count passed beside the value). */
+static int tiff_nodata(TIFF *tif, double *out) {
+  const TIFFField *f = TIFFFieldWithTag(tif, TIFFTAG_GDAL_NODATA);
+  if (!f || TIFFFieldDataType(f) != TIFF_ASCII)
+    return 0;
+  const char *text = NULL;
+  int ok;
+  if (TIFFFieldPassCount(f)) {
+    if (TIFFFieldReadCount(f) == TIFF_VARIABLE2) {
+      uint32_t count = 0;
+      ok = TIFFGetField(tif, TIFFTAG_GDAL_NODATA, &count, &text);
+    } else {
+      uint16_t count = 0;
+      ok = TIFFGetField(tif, TIFFTAG_GDAL_NODATA, &count, &text);
+    }
+  } else {
+    ok = TIFFGetField(tif, TIFFTAG_GDAL_NODATA, &text);
+  }
+  if (!ok || !text)
+    return 0;
+  while (*text == ' ')
+    text++;
+  if (strncasecmp(text, "nan", 3) == 0 || strncasecmp(text, "-nan", 4) == 0) {
+    *out = NAN;
+    return 1;
+  }
+  size_t n = imgstat_number_read(text, out);
+  if (n == 0)
+    return 0;
+  while (text[n] == ' ')
+    n++;
+  return text[n] == '\0';
+}
+
 imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   ist_source *src = &d->src;
   tiff_state *ts = calloc(1, sizeof *ts);
@@ -390,6 +431,7 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   d->header.pages = pages;
   d->header.page = d->page;
   d->header.colour = ts->colour;
+  d->header.has_nodata = tiff_nodata(ts->tif, &d->header.nodata);
   return IMGSTAT_OK;
 }
 

@@ -184,6 +184,11 @@ void ist_record_emit_hist(const imgstat_record_sink *k,
   k->close(k->ctx, 0);
 }
 
+static void emit_channels(const imgstat_record *rec,
+                          const imgstat_record_sink *k);
+static void label_record(const imgstat_record *rec, uint32_t k,
+                         imgstat_record *sub);
+
 void imgstat_record_emit(const imgstat_record *rec,
                          const imgstat_record_sink *k) {
   k->open(k->ctx, NULL, 0);
@@ -200,6 +205,34 @@ void imgstat_record_emit(const imgstat_record *rec,
     k->uint(k->ctx, "pages", rec->pages);
   }
   k->uint(k->ctx, "ddof", (uint64_t)rec->ddof);
+  if (rec->masked)
+    k->uint(k->ctx, "mask_pixels", rec->mask_pixels);
+  emit_channels(rec, k);
+  if (rec->has_labels) {
+    k->open(k->ctx, "labels", 1);
+    for (uint32_t j = 0; j < rec->nlabels; j++) {
+      imgstat_record sub;
+      label_record(rec, j, &sub);
+      k->open(k->ctx, NULL, 0);
+      k->uint(k->ctx, "label", rec->labels[j].label);
+      k->uint(k->ctx, "pixels", rec->labels[j].pixels);
+      emit_channels(&sub, k);
+      k->close(k->ctx, 0);
+    }
+    k->close(k->ctx, 1);
+  }
+  if (rec->nwarnings) {
+    k->open(k->ctx, "warnings", 1);
+    for (int w = 0; w < rec->nwarnings; w++)
+      k->text(k->ctx, NULL, rec->warnings[w]);
+    k->close(k->ctx, 1);
+  }
+  k->close(k->ctx, 0);
+}
+
+/* "stats":[...]: one object per channel of rec. */
+static void emit_channels(const imgstat_record *rec,
+                          const imgstat_record_sink *k) {
   k->open(k->ctx, "stats", 1);
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
@@ -228,19 +261,14 @@ void imgstat_record_emit(const imgstat_record *rec,
       k->uint(k->ctx, "nan_count", f->nan_count);
       k->uint(k->ctx, "inf_count", f->inf_count);
     }
+    if (rec->has_nodata)
+      k->uint(k->ctx, "nodata_count", rec->nodata_count[c]);
     if (with_hist(rec))
       ist_record_emit_hist(k, rec->hist, &rec->hist_figures[c],
                            &rec->histograms[c], 1, 1);
     k->close(k->ctx, 0);
   }
   k->close(k->ctx, 1);
-  if (rec->nwarnings) {
-    k->open(k->ctx, "warnings", 1);
-    for (int w = 0; w < rec->nwarnings; w++)
-      k->text(k->ctx, NULL, rec->warnings[w]);
-    k->close(k->ctx, 1);
-  }
-  k->close(k->ctx, 0);
 }
 
 static void json_item(ist_json_sink *j, const char *key) {
@@ -466,27 +494,29 @@ static void text_header(FILE *out, const imgstat_record *rec) {
           rec->sample == IMGSTAT_F32 ? " float" : "", rec->backend);
 }
 
+/* The valid samples' lines after the table: the pixels inside the mask,
+ * the nodata samples left out of each channel. */
+static void valid_text(FILE *out, const imgstat_record *rec) {
+  if (rec->masked)
+    fprintf(out, "mask: %" PRIu64 " of %" PRIu64 " pixels inside\n",
+            rec->mask_pixels, (uint64_t)rec->width * rec->height);
+  if (!rec->has_nodata)
+    return;
+  fputs("nodata:", out);
+  for (int c = 0; c < rec->channels; c++)
+    fprintf(out, " %s %" PRIu64,
+            imgstat_colour_channel_name(rec->colour, rec->channels, c),
+            rec->nodata_count[c]);
+  putc('\n', out);
+}
+
+static void text_table(FILE *out, const imgstat_record *rec);
+
 static void text_record(FILE *out, const imgstat_record *rec,
                         unsigned long index) {
   /* The std column says which one it is: numpy's (N) or vips' (N-1); the
    * positions are those of the first minimum and maximum in raster order
    * (the hot pixel). */
-  const char *const heads[TEXT_COLUMNS] = {
-      "channel", "min",    "max", "mean", rec->ddof ? "std (N-1)" : "std (N)",
-      "min at",  "max at", "nan", "inf"};
-  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
-  int width[TEXT_COLUMNS];
-  int columns = text_cells(rec, cells);
-
-  for (int k = 0; k < columns; k++) {
-    width[k] = (int)strlen(heads[k]);
-    for (int c = 0; c < rec->channels; c++) {
-      int len = (int)strlen(cells[c][k]);
-      if (len > width[k])
-        width[k] = len;
-    }
-  }
-
   if (index > 0)
     putc('\n', out);
   text_header(out, rec);
@@ -502,6 +532,37 @@ static void text_record(FILE *out, const imgstat_record *rec,
     imgstat_record_escape(out, rec->warnings[k], IMGSTAT_ESCAPE_TEXT);
     putc('\n', out);
   }
+  text_table(out, rec);
+  for (uint32_t j = 0; rec->has_labels && j < rec->nlabels; j++) {
+    imgstat_record sub;
+    label_record(rec, j, &sub);
+    fprintf(out, "label %" PRIu32 ": %" PRIu64 " pixel%s\n",
+            rec->labels[j].label, rec->labels[j].pixels,
+            rec->labels[j].pixels == 1 ? "" : "s");
+    text_table(out, &sub);
+  }
+  if (rec->has_labels && rec->nlabels == 0)
+    fputs("labels: none\n", out);
+}
+
+/* The table of rec's channels, its valid samples' lines, its histogram
+ * table. */
+static void text_table(FILE *out, const imgstat_record *rec) {
+  const char *const heads[TEXT_COLUMNS] = {
+      "channel", "min",    "max", "mean", rec->ddof ? "std (N-1)" : "std (N)",
+      "min at",  "max at", "nan", "inf"};
+  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
+  int width[TEXT_COLUMNS] = {0};
+  int columns = text_cells(rec, cells);
+
+  for (int k = 0; k < columns; k++) {
+    width[k] = (int)strlen(heads[k]);
+    for (int c = 0; c < rec->channels; c++) {
+      int len = (int)strlen(cells[c][k]);
+      if (len > width[k])
+        width[k] = len;
+    }
+  }
   /* The channel name is left-aligned, numbers right-aligned, three spaces
    * between columns. */
   fprintf(out, "%-*s", width[0], heads[0]);
@@ -514,6 +575,7 @@ static void text_record(FILE *out, const imgstat_record *rec,
       fprintf(out, "   %*s", width[k], cells[c][k]);
     putc('\n', out);
   }
+  valid_text(out, rec);
   if (with_hist(rec))
     hist_text(out, rec);
 }
@@ -613,6 +675,39 @@ void imgstat_record_write(FILE *out, imgstat_record_format format,
 /* ---- the dataset record (--dataset) ----------------------------------------
  */
 
+/* rec's figures and sums of squares from one partial per channel (rec's
+ * channels, sample, width and ddof set). */
+static void record_figures(imgstat_record *rec, const imgstat_partial *part) {
+  for (int c = 0; c < rec->channels; c++) {
+    const imgstat_partial *p = &part[c];
+    imgstat_figures_compute(p, rec->sample, rec->width, rec->ddof,
+                            &rec->figures[c]);
+    /* exact for u8 / u16; f32: from the partial's m2 and mean */
+    rec->exact_sum_sq[c] = p->sumsq;
+    rec->sum_sq[c] = rec->sample == IMGSTAT_F32
+                         ? (double)((long double)p->m2 +
+                                    (long double)p->count * p->mean * p->mean)
+                         : (double)p->sumsq;
+  }
+}
+
+/* The record of label k of rec: rec's own fields with the label's
+ * figures, nodata counts and histograms, no mask and no labels. */
+static void label_record(const imgstat_record *rec, uint32_t k,
+                         imgstat_record *sub) {
+  const imgstat_job_label *l = &rec->labels[k];
+  *sub = *rec;
+  sub->has_labels = 0;
+  sub->masked = 0;
+  sub->nwarnings = 0;
+  memcpy(sub->nodata_count, l->nodata_count, sizeof sub->nodata_count);
+  record_figures(sub, l->partial);
+  if (rec->histograms) {
+    sub->histograms = l->hist;
+    sub->hist_figures = l->hist_figures;
+  }
+}
+
 void imgstat_record_from_job(imgstat_record *rec, const char *file,
                              const imgstat_job_result *res, int ddof,
                              const imgstat_record_hist *hist, int jpeg_gpu) {
@@ -639,16 +734,14 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
     if (res->warning[k].from_decoder &&
         rec->nwarnings < IMGSTAT_RECORD_MAX_WARNINGS)
       rec->warnings[rec->nwarnings++] = res->warning[k].text;
-  for (int c = 0; c < res->channels; c++) {
-    const imgstat_partial *p = &res->partial[c];
-    imgstat_figures_compute(p, res->sample, res->width, ddof, &rec->figures[c]);
-    /* exact for u8 / u16; f32: from the partial's m2 and mean */
-    rec->exact_sum_sq[c] = p->sumsq;
-    rec->sum_sq[c] = res->sample == IMGSTAT_F32
-                         ? (double)((long double)p->m2 +
-                                    (long double)p->count * p->mean * p->mean)
-                         : (double)p->sumsq;
-  }
+  record_figures(rec, res->partial);
+  rec->has_nodata = res->has_nodata;
+  memcpy(rec->nodata_count, res->nodata_count, sizeof rec->nodata_count);
+  rec->masked = res->masked;
+  rec->mask_pixels = res->mask_pixels;
+  rec->has_labels = res->has_labels;
+  rec->nlabels = res->nlabels;
+  rec->labels = res->labels;
   if (res->has_histograms && hist) {
     rec->hist = hist;
     rec->histograms = res->hist;

@@ -88,6 +88,22 @@ static int open_float(imgstat_task *task, const imgstat_input *in,
   return 1;
 }
 
+/* What the pool takes of a decoded image (imgstat_dataset_pass.valid):
+ * *out empty (width 0) when every sample counts. */
+static imgstat_status pass_valid(const imgstat_dataset_pass *p,
+                                 const imgstat_input *in,
+                                 const imgstat_image *img, imgstat_image *out,
+                                 imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  if (p->valid)
+    return p->valid(p->ctx, in, img, out, err);
+  if (!p->engine)
+    return IMGSTAT_OK;
+  imgstat_stats_request req;
+  memset(&req, 0, sizeof req);
+  return imgstat_engine_valid_copy(p->engine, img, &req, out, err);
+}
+
 typedef struct range_result {
   int found;
   double lo, hi;
@@ -256,9 +272,16 @@ static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
       IMGSTAT_OK) {
     out->failed = 1;
     out->err = out->res.error;
-  } else if (ist_dataset_extra_compute(o, &img, &out->x, &out->err) !=
-             IMGSTAT_OK) {
-    out->failed = 1;
+  } else {
+    /* a float image's pooled histograms: of its valid samples alone */
+    imgstat_image valid;
+    memset(&valid, 0, sizeof valid);
+    if ((img.sample == IMGSTAT_F32 && o->histograms &&
+         pass_valid(r->p, in, &img, &valid, &out->err) != IMGSTAT_OK) ||
+        ist_dataset_extra_compute(o, valid.width ? &valid : &img, &out->x,
+                                  &out->err) != IMGSTAT_OK)
+      out->failed = 1;
+    imgstat_image_free(&valid);
   }
   imgstat_image_free(&img);
   imgstat_task_release(task, reserved);
@@ -386,16 +409,22 @@ static void exact_work(void *ctx, imgstat_task *task, void *item,
   if (!open_float(task, in, x->r.p->load, &d, &bytes))
     return;
   const imgstat_dataset_options *o = imgstat_dataset_options_of(x->r.d);
-  imgstat_image img, pooled;
+  imgstat_image img, valid, pooled;
+  memset(&valid, 0, sizeof valid);
   if (imgstat_decoder_load(d, &img, &err) == IMGSTAT_OK) {
-    /* the pooled layout, by the pool's own conversion */
+    /* the samples the pool took, in the pooled layout, by the pool's own
+     * conversion (an image that fails here is not taken: the counts then
+     * differ and the values stay within one bin) */
     if (imgstat_dataset_pooled_channels(o, img.channels) == x->channels &&
-        imgstat_dataset_convert(&img, o->as, &pooled, &err) == IMGSTAT_OK) {
+        pass_valid(x->r.p, in, &img, &valid, &err) == IMGSTAT_OK &&
+        imgstat_dataset_convert(valid.width ? &valid : &img, o->as, &pooled,
+                                &err) == IMGSTAT_OK) {
       out->taken = 1;
       for (int c = 0; c < pooled.channels && !out->nomem; c++)
         out->nomem = !exact_collect(x, &pooled, c, out);
       imgstat_image_free(&pooled);
     }
+    imgstat_image_free(&valid);
     imgstat_image_free(&img);
   }
   imgstat_task_release(task, bytes);

@@ -8,6 +8,7 @@
  */
 #include "normalize.h"
 
+#include "mask_pair.h"
 #include "run_inputs.h"
 
 #include <inttypes.h>
@@ -71,6 +72,10 @@ static imgstat_status check_options(const imgstat_run_options *r,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "a normalize run takes no statistics request, "
                              "dataset record or MPI");
+  if (o->dataset && (r->mask || r->request.nnodata > 0))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "a dataset's plan does not take masks or "
+                             "nodata values yet");
   if (o->dataset &&
       (n->mode == IMGSTAT_NORM_GIVEN || n->mode == IMGSTAT_NORM_RANGE))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
@@ -329,8 +334,18 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
     result_failed(&r->res, IMGSTAT_STAGE_COMPUTE, &err);
     return;
   }
-  /* with dataset, run->norm carries the pooled figures */
-  imgstat_engine_normalize(run->engine, in->path, &conv, &run->norm, &r->res);
+  /* with dataset, run->norm carries the pooled figures; the valid samples
+   * under a mask or nodata value (the file's own too) are the ones mapped */
+  imgstat_stats_request req = ro->request;
+  char *mask = NULL;
+  if (ist_pair_path(ro, ro->mask, "mask", in, &mask, &err) != IMGSTAT_OK)
+    result_failed(&r->res, IMGSTAT_STAGE_LOAD, &err);
+  else {
+    req.mask_path = mask;
+    imgstat_engine_normalize_valid(run->engine, in->path, &conv, &run->norm,
+                                   &req, o->has_fill, o->fill, &r->res);
+  }
+  free(mask);
   imgstat_image_free(&conv);
   imgstat_image_free(&img);
   if (r->res.status == IMGSTAT_OK) {

@@ -9,6 +9,7 @@
 
 #include "dataset_extra.h"
 #include "dataset_reduce.h"
+#include "mask_pair.h"
 #include "normalize.h"
 #include "run_inputs.h"
 
@@ -412,6 +413,24 @@ static imgstat_status exact_next(void *ctx, const imgstat_input **item,
   return IMGSTAT_OK;
 }
 
+/* The samples the pool took of an image, for the second read: its nodata
+ * values and its paired mask, as work_input gave them to dataset_work. */
+static imgstat_status exact_valid(void *ctx, const imgstat_input *in,
+                                  const imgstat_image *img, imgstat_image *out,
+                                  imgstat_error *err) {
+  imgstat_run *run = ctx;
+  imgstat_stats_request req = run->opt.request;
+  char *mask = NULL;
+  imgstat_status s =
+      ist_pair_path(&run->opt, run->opt.mask, "mask", in, &mask, err);
+  req.mask_path = mask;
+  req.labels_path = NULL;
+  if (s == IMGSTAT_OK)
+    s = imgstat_engine_valid_copy(run->engine, img, &req, out, err);
+  free(mask);
+  return s;
+}
+
 /* After the pool: the exact values of the float pool's median and
  * percentiles by a second read of the inputs (imgstat_dataset_float_exact),
  * or the note why they stay within one bin. Under MPI rank 0 alone reads
@@ -439,6 +458,7 @@ static imgstat_status exact_pass(imgstat_run *run, int *cancelled,
   p.workers = run->info.workers;
   p.budget = o->max_inflight;
   p.cancel = o->cancel;
+  p.valid = exact_valid;
   run->reread = 0;
   uint64_t limit = o->engine.load.max_memory ? o->engine.load.max_memory
                                              : IMGSTAT_DEFAULT_MAX_MEMORY;
@@ -458,6 +478,9 @@ typedef struct item_result {
   int cancelled; /* the run was cancelled before the input was decoded */
   /* what the pool takes beside the job's result (dataset_extra.h) */
   ist_dataset_extra ds;
+  /* the valid samples of a float image could not be taken (ds_why) */
+  int ds_failed;
+  char ds_why[IMGSTAT_ERROR_MAX];
   void *extra; /* the image callback's */
   /* handed to the engine's device stage: completed from its thread */
   imgstat_task_pending *pending;
@@ -472,10 +495,23 @@ static uint64_t now_ns(void) {
 /* The pool's extra work on a decoded image (in the worker); what fails is
  * left out (an image whose luma could not be made fails at its delivery). */
 static void dataset_work(const imgstat_run *run, const imgstat_image *img,
-                         item_result *r) {
+                         const imgstat_stats_request *req, item_result *r) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  ist_dataset_extra_compute(&run->opt.ds, img, &r->ds, &err);
+  /* a float image's pooled histograms: of its valid samples alone */
+  imgstat_image valid;
+  memset(&valid, 0, sizeof valid);
+  if (img->sample == IMGSTAT_F32 && run->opt.ds.histograms &&
+      imgstat_engine_valid_copy(run->engine, img, req, &valid, &err) !=
+          IMGSTAT_OK) {
+    r->ds_failed = 1;
+    snprintf(r->ds_why, sizeof r->ds_why, "%s",
+             err.message[0] ? err.message : "out of memory");
+    return;
+  }
+  ist_dataset_extra_compute(&run->opt.ds, valid.width ? &valid : img, &r->ds,
+                            &err);
+  imgstat_image_free(&valid);
 }
 
 /* Adds a delivered input to the pool, in input order; a failure's message
@@ -485,6 +521,15 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
   const imgstat_job_result *res = &r->res;
   /* the input's place in the whole list (MPI: not the batch's index) */
   if (res->status != IMGSTAT_OK) {
+    imgstat_dataset_add_failed(run->ds, in->index);
+    return;
+  }
+  if ((res->has_nodata || res->masked) && (r->ds.gray || r->ds_failed)) {
+    /* the luma is made from all its pixels, not its valid samples */
+    snprintf(why, size, "%s",
+             r->ds_failed ? r->ds_why
+                          : "nodata values and masks are not applied to "
+                            "--as gray");
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
@@ -610,9 +655,12 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   const imgstat_input *in = item;
   item_result *r = result;
   imgstat_job_result *res = &r->res;
+  /* nodata values and masks: the CPU's valid-sample reduction, never
+   * nvJPEG's device planes */
+  int valid = run->opt.mask || run->opt.labels || run->opt.request.nnodata > 0;
+  int gpu_jpeg = !valid && imgstat_engine_may_decode_jpeg(run->engine);
   if (run->needs_gpu && in->kind != IMGSTAT_INPUT_ERROR &&
-      !(in->kind == IMGSTAT_INPUT_FILE &&
-        imgstat_engine_may_decode_jpeg(run->engine))) {
+      !(in->kind == IMGSTAT_INPUT_FILE && gpu_jpeg)) {
     /* no decoding for an item that cannot run (a JPEG offered to the GPU
      * decoder waits for the decision in the engine, after the checks that
      * overlap the GPU's start-up) */
@@ -626,10 +674,23 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   memset(&err, 0, sizeof err);
   /* (the engine reopens a JPEG that nvJPEG refuses on the CPU: not one
    * that can be read only once) */
-  if (in->kind == IMGSTAT_INPUT_FILE && !in->read_once &&
-      imgstat_engine_may_decode_jpeg(run->engine) &&
+  if (in->kind == IMGSTAT_INPUT_FILE && !in->read_once && gpu_jpeg &&
       offer_to_gpu(run, task, in, r))
     return;
+  imgstat_stats_request req = run->opt.request;
+  char *mask = NULL, *labels = NULL;
+  if (in->kind != IMGSTAT_INPUT_ERROR &&
+      (ist_pair_path(&run->opt, run->opt.mask, "mask", in, &mask, &err) !=
+           IMGSTAT_OK ||
+       ist_pair_path(&run->opt, run->opt.labels, "labels", in, &labels, &err) !=
+           IMGSTAT_OK)) {
+    free(mask);
+    imgstat_task_reserve(task, 0);
+    imgstat_job_result_fail(res, IMGSTAT_STAGE_LOAD, err.status, &err);
+    return;
+  }
+  req.mask_path = mask;
+  req.labels_path = labels;
   imgstat_image img;
   uint64_t reserved;
   int cancelled;
@@ -637,16 +698,22 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
                                          &img, &reserved, &cancelled, &err);
   if (cancelled) {
     r->cancelled = 1;
+    free(mask);
+    free(labels);
     return;
   }
   if (s != IMGSTAT_OK) {
     imgstat_job_result_fail(res, IMGSTAT_STAGE_LOAD, s, &err);
+    free(mask);
+    free(labels);
     return;
   }
-  if (imgstat_engine_stats(run->engine, in->path, &img, &run->opt.request,
-                           res) == IMGSTAT_OK &&
-      run->ds)
-    dataset_work(run, &img, r);
+  int ok = imgstat_engine_stats(run->engine, in->path, &img, &req, res) ==
+           IMGSTAT_OK;
+  if (ok && run->ds)
+    dataset_work(run, &img, &req, r);
+  free(mask);
+  free(labels);
   if (run->cb->image)
     r->extra = run->cb->image(run->cb->ctx, in, &img, res);
   imgstat_image_free(&img);

@@ -1,0 +1,260 @@
+/*
+ * Valid samples (imgstat.h): the one rule of which samples of a channel
+ * enter its figures under a mask and a nodata value, the compaction of
+ * those samples into a plane of their own, and the way back from their
+ * order to raster positions.
+ */
+#include "image_rows.h"
+#include "imgstat/imgstat.h"
+
+#include <math.h>
+#include <string.h>
+
+int imgstat_valid_active(const imgstat_valid *v, int channels) {
+  if (!v)
+    return 0;
+  if (v->mask || v->npixels)
+    return 1;
+  for (int c = 0; c < channels && c < IMGSTAT_MAX_CHANNELS; c++)
+    if (v->has_nodata[c])
+      return 1;
+  return 0;
+}
+
+imgstat_status imgstat_valid_check_nodata(double value, imgstat_sample sample,
+                                          imgstat_error *err) {
+  switch (sample) {
+  case IMGSTAT_U8:
+  case IMGSTAT_U16: {
+    double top = sample == IMGSTAT_U8 ? 255.0 : 65535.0;
+    if (!(value >= 0.0 && value <= top && value == floor(value)))
+      return imgstat_error_set(
+          err, IMGSTAT_ERR_ARG,
+          "nodata %.17g is not a %d-bit sample (an integer 0 to %.0f, compared "
+          "exactly)",
+          value, imgstat_sample_depth(sample), top);
+    return IMGSTAT_OK;
+  }
+  case IMGSTAT_F32:
+    if (!isnan(value) && (double)(float)value != value)
+      return imgstat_error_set(
+          err, IMGSTAT_ERR_ARG,
+          "nodata %.17g is not a float32 value (float samples are compared "
+          "exactly; NaN is always nodata)",
+          value);
+    return IMGSTAT_OK;
+  }
+  return imgstat_error_set(err, IMGSTAT_ERR_ARG, "unknown sample type %d",
+                           (int)sample);
+}
+
+/* What a walk over a channel's valid samples does with them. */
+typedef struct walk_to {
+  void *dst;      /* NULL, or the samples copied here: one after the other, */
+  int scatter;    /* or with scatter at their raster indices */
+  uint8_t *flags; /* NULL, or flags[i] = 1 for each (raster index i) */
+  /* sample number `first` (from 0) gives its raster index to *first_at;
+   * the walk stops at sample number `stop` and returns its raster index
+   * (UINT64_MAX: neither; the walk returns the number of samples) */
+  uint64_t first, stop;
+  uint64_t *first_at;
+  uint64_t nodata; /* out: the nodata samples inside the region */
+} walk_to;
+
+/* A valid sample s at raster index idx: what w wants of it. */
+#define TAKE(idx, s)                                                           \
+  do {                                                                         \
+    if (k == w->first)                                                         \
+      *w->first_at = (idx);                                                    \
+    if (k == w->stop)                                                          \
+      return (idx);                                                            \
+    if (d)                                                                     \
+      d[w->scatter ? (idx) : k] = (s);                                         \
+    if (w->flags)                                                              \
+      w->flags[idx] = 1;                                                       \
+    k++;                                                                       \
+  } while (0)
+
+/* The walk over the samples of type T: the one predicate of validity
+ * (inside the region: the mask's pixel or the list's; not the nodata
+ * value, which NaN never equals). Rows in turn under a mask (or none),
+ * else the list's pixels in increasing order. */
+#define WALK(T)                                                                \
+  do {                                                                         \
+    T nodv = has ? (T)ndv : (T)0;                                              \
+    T *d = w->dst;                                                             \
+    if (v && v->npixels) {                                                     \
+      uint64_t row_base = 0;                                                   \
+      const char *rowp = img->planes[c];                                       \
+      for (uint64_t j = 0; j < v->npixels; j++) {                              \
+        uint64_t i = v->pixels[j];                                             \
+        while (i >= row_base + img->width) {                                   \
+          row_base += img->width;                                              \
+          rowp += stride;                                                      \
+        }                                                                      \
+        T s = ((const T *)(const void *)rowp)[i - row_base];                   \
+        if (has && s == nodv) {                                                \
+          w->nodata++;                                                         \
+          continue;                                                            \
+        }                                                                      \
+        TAKE(i, s);                                                            \
+      }                                                                        \
+      break;                                                                   \
+    }                                                                          \
+    for (uint32_t y = 0; y < img->height; y++) {                               \
+      const T *r = (const T *)(const void *)((const char *)img->planes[c] +    \
+                                             (size_t)y * stride);              \
+      const uint8_t *m =                                                       \
+          v && v->mask ? v->mask + (uint64_t)y * img->width : NULL;            \
+      uint64_t base = (uint64_t)y * img->width;                                \
+      for (uint32_t x = 0; x < img->width; x++) {                              \
+        if (m && !m[x])                                                        \
+          continue;                                                            \
+        T s = r[x];                                                            \
+        if (has && s == nodv) {                                                \
+          w->nodata++;                                                         \
+          continue;                                                            \
+        }                                                                      \
+        TAKE(base + x, s);                                                     \
+      }                                                                        \
+    }                                                                          \
+  } while (0)
+
+/* Walks the valid samples of channel c as w says. */
+static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
+                     walk_to *w) {
+  int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
+  double ndv = has ? v->nodata[c] : 0.0;
+  size_t stride = ist_image_stride(img);
+  uint64_t k = 0;
+  uint64_t unused;
+  if (!w->first_at) {
+    w->first = UINT64_MAX;
+    w->first_at = &unused;
+  }
+  w->nodata = 0;
+  switch (img->sample) {
+  case IMGSTAT_U8:
+    WALK(uint8_t);
+    break;
+  case IMGSTAT_U16:
+    WALK(uint16_t);
+    break;
+  case IMGSTAT_F32:
+    WALK(float);
+    break;
+  }
+  return k;
+}
+
+imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
+                                     const imgstat_valid *v, imgstat_image *out,
+                                     uint64_t *nodata, imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  *nodata = 0;
+  if (!img || c < 0 || c >= img->channels)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
+  if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c]) {
+    imgstat_status st =
+        imgstat_valid_check_nodata(v->nodata[c], img->sample, err);
+    if (st != IMGSTAT_OK)
+      return st;
+  }
+  /* one walk into a buffer as large as the region can be */
+  uint64_t n =
+      v && v->npixels ? v->npixels : (uint64_t)img->width * img->height;
+  out->sample = img->sample;
+  out->channels = 1;
+  out->format = img->format;
+  if (n == 0)
+    return IMGSTAT_OK;
+  if (n > UINT32_MAX)
+    return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
+                             "%llu samples in one channel (at most %u)",
+                             (unsigned long long)n, UINT32_MAX);
+  imgstat_status st = imgstat_image_alloc(out, (uint32_t)n, 1, 1, img->sample,
+                                          IMGSTAT_MAX_PIXELS_LIMIT, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  out->format = img->format;
+  walk_to w = {out->planes[0], 0, NULL, UINT64_MAX, UINT64_MAX, NULL, 0};
+  uint64_t k = walk(img, c, v, &w);
+  *nodata = w.nodata;
+  if (k == 0)
+    imgstat_image_free(out); /* empty: width 0, no planes */
+  out->sample = img->sample;
+  out->channels = 1;
+  out->format = img->format;
+  out->width = (uint32_t)k;
+  out->height = k ? 1 : 0;
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_valid_nan_copy(const imgstat_image *img,
+                                      const imgstat_valid *v,
+                                      imgstat_image *out, imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!img || img->sample != IMGSTAT_F32)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "not a float image");
+  imgstat_status st =
+      imgstat_image_alloc(out, img->width, img->height, img->channels,
+                          IMGSTAT_F32, IMGSTAT_MAX_PIXELS_LIMIT, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  out->format = img->format;
+  for (int c = 0; c < img->channels; c++) {
+    if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c] &&
+        (st = imgstat_valid_check_nodata(v->nodata[c], IMGSTAT_F32, err)) !=
+            IMGSTAT_OK) {
+      imgstat_image_free(out);
+      return st;
+    }
+    float *d = out->planes[c];
+    for (uint64_t i = 0; i < (uint64_t)img->width * img->height; i++)
+      d[i] = NAN;
+    /* the valid samples back in their places, by the one walk */
+    walk_to w = {d, 1, NULL, UINT64_MAX, UINT64_MAX, NULL, 0};
+    walk(img, c, v, &w);
+  }
+  return IMGSTAT_OK;
+}
+
+uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,
+                                    const imgstat_valid *v, uint64_t k) {
+  if (k == UINT64_MAX)
+    return UINT64_MAX;
+  walk_to w = {NULL, 0, NULL, UINT64_MAX, k, NULL, 0};
+  return walk(img, c, v, &w);
+}
+
+imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,
+                                   const imgstat_valid *v, uint8_t *flags,
+                                   imgstat_error *err) {
+  if (!img || c < 0 || c >= img->channels)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
+  if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c]) {
+    imgstat_status st =
+        imgstat_valid_check_nodata(v->nodata[c], img->sample, err);
+    if (st != IMGSTAT_OK)
+      return st;
+  }
+  memset(flags, 0, (size_t)img->width * img->height);
+  walk_to w = {NULL, 0, flags, UINT64_MAX, UINT64_MAX, NULL, 0};
+  walk(img, c, v, &w);
+  return IMGSTAT_OK;
+}
+
+void imgstat_valid_raster_pair(const imgstat_image *img, int c,
+                               const imgstat_valid *v, uint64_t *a,
+                               uint64_t *b) {
+  uint64_t *lo = *a <= *b ? a : b, *hi = *a <= *b ? b : a;
+  if (*hi == UINT64_MAX) { /* none, or one of them */
+    *lo = imgstat_valid_raster_index(img, c, v, *lo);
+    return;
+  }
+  uint64_t first_at = UINT64_MAX;
+  walk_to w = {NULL, 0, NULL, *lo, *hi, &first_at, 0};
+  uint64_t last_at = walk(img, c, v, &w);
+  *lo = first_at;
+  *hi = last_at;
+}
