@@ -30,8 +30,9 @@ RUNS=${RUNS:-3}
 JOBS=${JOBS:-$(nproc)}
 SIZE=${SIZE:-512}
 PY=${PYTHON:-python3}
-L=${OUT:-${TMPDIR:-/tmp}}/nnunet-foreground.log
-: >"$L"
+L=${OUT:+$OUT/nnunet-foreground.log}
+L=${L:-/dev/null}
+[ "$L" = /dev/null ] || : >"$L"
 bench_build "${IMGSTAT:-}"
 if [ $# -ge 1 ]; then
   DIR=$1
