@@ -5,6 +5,7 @@
 #include "stats_cmd_private.h"
 
 #include "cli_util.h"
+#include "dlib.h"
 #include "hist_plot.h"
 #include "imgstat/batch.h"
 #include "imgstat/cuda.h"
@@ -241,6 +242,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     printf("imgstat %s (CUDA backend: %s; JPEG: %s)\nformats: %s\n",
            IMGSTAT_VERSION, imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER,
            imgstat_formats_description());
+    /* the libraries a run loads only when it needs them, each tried now */
+    if (*ist_dlib_describe())
+      printf("loaded when needed: %s\n", ist_dlib_describe());
     print_nvjpeg_version();
     print_cores();
     return flush_or_complain();

@@ -74,8 +74,8 @@ imgstat_status ist_dlib_need(ist_dlib *lib, imgstat_error *err) {
   return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED, "%s", lib->error);
 }
 
-const char *ist_dlib_state(ist_dlib *lib) {
+const char *ist_dlib_why(ist_dlib *lib) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  return ist_dlib_need(lib, &err) == IMGSTAT_OK ? "loaded" : lib->error;
+  return ist_dlib_need(lib, &err) == IMGSTAT_OK ? NULL : lib->error;
 }

@@ -25,7 +25,7 @@
 #include <stddef.h>
 
 typedef struct ist_dlib {
-  const char *needs;   /* what needs it, for the message: "FITS", "--mpi" */
+  const char *needs;   /* what needs it, for the message: "FITS", "MPI" */
   const char *library; /* its project's name: "cfitsio" */
   /* the files tried in order, NULL-terminated: the soname the build linked
    * against, then its path on the build machine */
@@ -67,8 +67,16 @@ typedef struct ist_dlib {
  * library. */
 imgstat_status ist_dlib_need(ist_dlib *lib, imgstat_error *err);
 
-/* "loaded", or why lib could not be (loading it when not tried yet): for
- * --version. The text lives as long as lib. */
-const char *ist_dlib_state(ist_dlib *lib);
+/* NULL when lib is loaded (loading it when not tried yet), else why it
+ * could not be (ist_dlib_need's message, living as long as lib). */
+const char *ist_dlib_why(ist_dlib *lib);
+
+/* MPI's row (src/mpi/mpi.c), NULL-terminated; empty without MPI. */
+extern ist_dlib *const ist_mpi_dlibs[];
+
+/* For --version: every library this build loads when needed (the decoders'
+ * rows of load.c, then MPI's), each loaded now: "libtiff.so.6 (TIFF),
+ * ..." with, for one that cannot be, why; "" when there is none. */
+const char *ist_dlib_describe(void);
 
 #endif

@@ -27,22 +27,23 @@
 #ifdef OPEN_MPI
 #define MPI_OBJECTS(X)                                                         \
   X(ompi_mpi_byte)                                                             \
-  X(ompi_mpi_comm_null) X(ompi_mpi_comm_self) X(ompi_mpi_comm_world)           \
-      X(ompi_mpi_datatype_null) X(ompi_mpi_errors_return)                      \
-          X(ompi_mpi_info_null) X(ompi_mpi_int) X(ompi_mpi_op_max)             \
-              X(ompi_mpi_op_min) X(ompi_mpi_op_null) X(ompi_mpi_op_sum)        \
-                  X(ompi_mpi_uint64_t)
+  X(ompi_mpi_comm_null)                                                        \
+  X(ompi_mpi_comm_self) X(ompi_mpi_comm_world) X(ompi_mpi_datatype_null)       \
+      X(ompi_mpi_errors_return) X(ompi_mpi_info_null) X(ompi_mpi_int)          \
+          X(ompi_mpi_op_max) X(ompi_mpi_op_min) X(ompi_mpi_op_null)            \
+              X(ompi_mpi_op_sum) X(ompi_mpi_uint64_t)
 #else
 #define MPI_OBJECTS(X)
 #endif
 #define MPI_SYMBOLS(X)                                                         \
   X(MPI_Allreduce)                                                             \
-  X(MPI_Bcast) X(MPI_Comm_dup) X(MPI_Comm_free) X(MPI_Comm_rank)               \
-      X(MPI_Comm_set_errhandler) X(MPI_Comm_size) X(MPI_Comm_split_type)       \
-          X(MPI_Error_class) X(MPI_Error_string) X(MPI_Finalize)               \
-              X(MPI_Finalized) X(MPI_Gather) X(MPI_Gatherv) X(MPI_Init_thread) \
-                  X(MPI_Initialized) X(MPI_Op_create) X(MPI_Op_free)           \
-                      X(MPI_Reduce) X(MPI_Type_commit) X(MPI_Type_contiguous)  \
+  X(MPI_Bcast)                                                                 \
+  X(MPI_Comm_dup) X(MPI_Comm_free) X(MPI_Comm_rank) X(MPI_Comm_set_errhandler) \
+      X(MPI_Comm_size) X(MPI_Comm_split_type) X(MPI_Error_class)               \
+          X(MPI_Error_string) X(MPI_Finalize) X(MPI_Finalized) X(MPI_Gather)   \
+              X(MPI_Gatherv) X(MPI_Init_thread) X(MPI_Initialized)             \
+                  X(MPI_Op_create) X(MPI_Op_free) X(MPI_Reduce)                \
+                      X(MPI_Type_commit) X(MPI_Type_contiguous)                \
                           X(MPI_Type_free) MPI_OBJECTS(X)
 IST_DLIB_TABLE(mpi, MPI_SYMBOLS);
 #define MPI_Allreduce IST_DLIB_FN(mpi, MPI_Allreduce)
@@ -86,7 +87,8 @@ static const char *const mpi_files[] = {IMGSTAT_SONAME_MPI, IMGSTAT_PATH_MPI,
                                         NULL};
 /* RTLD_GLOBAL: Open MPI's plugins, which it loads itself, resolve against
  * it */
-static ist_dlib mpi_dlib = IST_DLIB_ROW(mpi, "--mpi", "MPI", mpi_files, 1);
+static ist_dlib mpi_dlib = IST_DLIB_ROW(mpi, "MPI", "MPI", mpi_files, 1);
+ist_dlib *const ist_mpi_dlibs[] = {&mpi_dlib, NULL};
 
 struct imgstat_mpi {
   MPI_Comm comm;
