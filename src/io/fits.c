@@ -42,8 +42,8 @@
 #include <string.h>
 #include <zlib.h>
 
-/* cfitsio, loaded when the first FITS file is opened (dlib.h): the
- * functions called below, through the loaded table. */
+/* cfitsio, loaded when the first tile-compressed FITS file is opened (dlib.h):
+ * the functions called below, through the loaded table. */
 #define FITS_SYMBOLS(X)                                                        \
   X(ffclos)                                                                    \
   X(ffgerr) X(ffgipr) X(ffgpv) X(ffmahd) X(ffomem) X(fits_is_compressed_image)
@@ -58,7 +58,7 @@ IST_DLIB_TABLE(fits, FITS_SYMBOLS);
 static const char *const fits_files[] = {IMGSTAT_SONAME_CFITSIO,
                                          IMGSTAT_PATH_CFITSIO, NULL};
 static ist_dlib fits_dlib =
-    IST_DLIB_ROW(fits, "FITS", "cfitsio", fits_files, 0);
+    IST_DLIB_ROW(fits, "tile-compressed FITS", "cfitsio", fits_files, 0);
 ist_dlib *const ist_fits_dlibs[] = {&fits_dlib, NULL};
 
 #define FITS_BLOCK 2880
@@ -1021,6 +1021,10 @@ static void put_card(char **p, const char *key, const char *fmt, ...) {
  * written here from the checked values and the HDU's table and heap. */
 static imgstat_status tiled_open(imgstat_decoder *d, fits_state *fs,
                                  const fits_tiled *t, imgstat_error *err) {
+  /* only tile-compressed data is cfitsio's */
+  imgstat_status loaded = ist_dlib_need(&fits_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   const fits_hdu *h = &fs->hdu;
   uint64_t table = h->naxes[1] * h->naxes[2];
   uint64_t bytes = h->data_bytes; /* table + PCOUNT */

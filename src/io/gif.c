@@ -43,9 +43,9 @@
  * functions called below, through the loaded table. */
 #define GIF_SYMBOLS(X)                                                         \
   X(DGifCloseFile)                                                             \
-  X(DGifExtensionToGCB) X(DGifGetExtension) X(DGifGetExtensionNext)            \
-      X(DGifGetImageDesc) X(DGifGetLine) X(DGifGetRecordType) X(DGifOpen)      \
-          X(GifErrorString)
+  X(DGifExtensionToGCB)                                                        \
+  X(DGifGetExtension) X(DGifGetExtensionNext) X(DGifGetImageDesc)              \
+      X(DGifGetLine) X(DGifGetRecordType) X(DGifOpen) X(GifErrorString)
 IST_DLIB_TABLE(gif, GIF_SYMBOLS);
 #define DGifCloseFile IST_DLIB_FN(gif, DGifCloseFile)
 #define DGifExtensionToGCB IST_DLIB_FN(gif, DGifExtensionToGCB)
@@ -154,6 +154,9 @@ static imgstat_status gif_first_frame(gif_state *gs, imgstat_error *err) {
 }
 
 imgstat_status ist_gif_open(imgstat_decoder *d, imgstat_error *err) {
+  imgstat_status loaded = ist_dlib_need(&gif_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   gif_state *gs = calloc(1, sizeof *gs);
   if (!gs)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");

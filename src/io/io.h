@@ -180,8 +180,8 @@ struct ist_format {
   imgstat_status (*read)(imgstat_decoder *d, imgstat_image *img,
                          imgstat_error *err);
   void (*close)(imgstat_decoder *d);
-  /* the libraries loaded (dlib.h) before open, NULL-terminated; NULL: the
-   * decoder's library is linked in */
+  /* the libraries the decoder loads when it needs them (dlib.h), for
+   * --version, NULL-terminated; NULL: its library is linked in */
   struct ist_dlib *const *dlibs;
 };
 
@@ -256,7 +256,7 @@ IST_DECODER(tiff);
 IST_DECODER(webp);
 IST_DECODER(fits);
 IST_DECODER(gif);
-/* The libraries each of them loads before its open (dlib.h),
+/* The libraries each of them loads when it needs them (dlib.h),
  * NULL-terminated. */
 struct ist_dlib;
 extern struct ist_dlib *const ist_tiff_dlibs[];

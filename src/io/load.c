@@ -85,8 +85,8 @@ static int sniff_pfm(const unsigned char *h, size_t n) {
 }
 
 /* A decoder's three entry points, named after it: NAME_open, NAME_read
- * and NAME_close; LOADED_DECODER's library is loaded before its open
- * (NAME_dlibs, dlib.h), DECODER's is linked in. */
+ * and NAME_close; LOADED_DECODER's libraries are loaded when it needs them
+ * (NAME_dlibs, dlib.h: --version lists them), DECODER's are linked in. */
 #define DECODER(NAME) NAME##_open, NAME##_read, NAME##_close, NULL
 #define LOADED_DECODER(NAME)                                                   \
   NAME##_open, NAME##_read, NAME##_close, NAME##_dlibs
@@ -357,11 +357,7 @@ static imgstat_status decoder_start(const ist_source *src, int owns_file,
   }
   if (s == IMGSTAT_OK) {
     d->format = fmt;
-    /* the format's libraries, loaded by the first input that needs them */
-    for (size_t i = 0; s == IMGSTAT_OK && fmt->dlibs && fmt->dlibs[i]; i++)
-      s = ist_dlib_need(fmt->dlibs[i], err);
-    if (s == IMGSTAT_OK)
-      s = fmt->open(d, err);
+    s = fmt->open(d, err);
   }
   if (s == IMGSTAT_OK && d->header.pages == 0 && d->page > 1) {
     imgstat_error_set(err, IMGSTAT_ERR_ARG,

@@ -48,7 +48,8 @@
  * functions called below, through the loaded table. */
 #define TIFF_SYMBOLS(X)                                                        \
   X(TIFFClientOpenExt)                                                         \
-  X(TIFFClose) X(TIFFComputeStrip) X(TIFFComputeTile) X(TIFFGetField)          \
+  X(TIFFClose)                                                                 \
+  X(TIFFComputeStrip) X(TIFFComputeTile) X(TIFFGetField)                       \
       X(TIFFGetFieldDefaulted) X(TIFFGetStrileByteCount) X(TIFFIsTiled)        \
           X(TIFFNumberOfDirectories) X(TIFFOpenOptionsAlloc)                   \
               X(TIFFOpenOptionsFree) X(TIFFOpenOptionsSetErrorHandlerExtR)     \
@@ -380,6 +381,9 @@ static uint64_t tiff_min_input(uint16_t compression, uint64_t raw) {
 }
 
 imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
+  imgstat_status loaded = ist_dlib_need(&tiff_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   ist_source *src = &d->src;
   tiff_state *ts = calloc(1, sizeof *ts);
   if (!ts)

@@ -30,13 +30,13 @@
  * headers' inline wrappers (WebPGetFeatures...) as the calls they make. */
 #define WEBP_SYMBOLS(X)                                                        \
   X(WebPDecode)                                                                \
-  X(WebPFreeDecBuffer) X(WebPGetFeaturesInternal)                              \
-      X(WebPInitDecoderConfigInternal)
+  X(WebPFreeDecBuffer)                                                         \
+  X(WebPGetFeaturesInternal) X(WebPInitDecoderConfigInternal)
 #define WEBPDEMUX_SYMBOLS(X)                                                   \
   X(WebPAnimDecoderDelete)                                                     \
-  X(WebPAnimDecoderGetNext) X(WebPAnimDecoderNewInternal)                      \
-      X(WebPAnimDecoderOptionsInitInternal) X(WebPDemuxDelete)                 \
-          X(WebPDemuxGetI) X(WebPDemuxInternal)
+  X(WebPAnimDecoderGetNext)                                                    \
+  X(WebPAnimDecoderNewInternal) X(WebPAnimDecoderOptionsInitInternal)          \
+      X(WebPDemuxDelete) X(WebPDemuxGetI) X(WebPDemuxInternal)
 IST_DLIB_TABLE(webp, WEBP_SYMBOLS);
 IST_DLIB_TABLE(webpdemux, WEBPDEMUX_SYMBOLS);
 #define WebPDecode IST_DLIB_FN(webp, WebPDecode)
@@ -199,6 +199,11 @@ static imgstat_status image_chunks(ist_source *src, uint64_t budget,
 }
 
 imgstat_status ist_webp_open(imgstat_decoder *d, imgstat_error *err) {
+  imgstat_status loaded = ist_dlib_need(&webp_dlib, err);
+  if (loaded == IMGSTAT_OK)
+    loaded = ist_dlib_need(&webpdemux_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   ist_source *src = &d->src;
   webp_state *ws = calloc(1, sizeof *ws);
   if (!ws)
