@@ -5,7 +5,6 @@
 #include "stats_cmd_private.h"
 
 #include "cli_util.h"
-#include "dlib.h"
 #include "hist_plot.h"
 #include "imgstat/batch.h"
 #include "imgstat/cuda.h"
@@ -243,8 +242,13 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
            IMGSTAT_VERSION, imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER,
            imgstat_formats_description());
     /* the libraries a run loads only when it needs them, each tried now */
-    if (*ist_dlib_describe())
-      printf("loaded when needed: %s\n", ist_dlib_describe());
+    if (*imgstat_libraries_description() || *imgstat_mpi_library_description())
+      printf("loaded when needed: %s%s%s\n", imgstat_libraries_description(),
+             *imgstat_libraries_description() &&
+                     *imgstat_mpi_library_description()
+                 ? "; "
+                 : "",
+             imgstat_mpi_library_description());
     print_nvjpeg_version();
     print_cores();
     return flush_or_complain();

@@ -232,36 +232,27 @@ const char *imgstat_formats_description(void) {
   return formats_text;
 }
 
-static char loaded_text[2048];
+static char loaded_text[1024];
 
-/* Each library once: the formats' rows, then MPI's. */
+/* Each library once (WebP's two in one row; a library in two rows once). */
 static void loaded_describe(void) {
   ist_dlib *seen[16];
   size_t nseen = 0, at = 0;
-  for (size_t i = 0; i <= sizeof formats / sizeof formats[0]; i++) {
-    ist_dlib *const *libs = i < sizeof formats / sizeof formats[0]
-                                ? formats[i].dlibs
-                                : ist_mpi_dlibs;
-    for (size_t j = 0; libs && libs[j]; j++) {
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    for (size_t j = 0; formats[i].dlibs && formats[i].dlibs[j]; j++) {
+      ist_dlib *lib = formats[i].dlibs[j];
       size_t k = 0;
-      while (k < nseen && seen[k] != libs[j])
+      while (k < nseen && seen[k] != lib)
         k++;
       if (k < nseen || nseen == sizeof seen / sizeof seen[0])
         continue;
-      seen[nseen++] = libs[j];
-      const char *why = ist_dlib_why(libs[j]);
-      int n =
-          snprintf(loaded_text + at, sizeof loaded_text - at, "%s%s (%s)%s%s",
-                   at ? ", " : "", libs[j]->files[0], libs[j]->needs,
-                   why ? ": NOT LOADABLE: " : "", why ? why : "");
-      if (n < 0 || (size_t)n >= sizeof loaded_text - at)
+      seen[nseen++] = lib;
+      if (!ist_dlib_describe(lib, loaded_text, sizeof loaded_text, &at))
         return;
-      at += (size_t)n;
     }
-  }
 }
 
-const char *ist_dlib_describe(void) {
+const char *imgstat_libraries_description(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, loaded_describe);
   return loaded_text;

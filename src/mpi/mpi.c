@@ -17,6 +17,7 @@
 
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +29,19 @@
 #define MPI_OBJECTS(X)                                                         \
   X(ompi_mpi_byte)                                                             \
   X(ompi_mpi_comm_null)                                                        \
-  X(ompi_mpi_comm_self) X(ompi_mpi_comm_world) X(ompi_mpi_datatype_null)       \
-      X(ompi_mpi_errors_return) X(ompi_mpi_info_null) X(ompi_mpi_int)          \
-          X(ompi_mpi_op_max) X(ompi_mpi_op_min) X(ompi_mpi_op_null)            \
-              X(ompi_mpi_op_sum) X(ompi_mpi_uint64_t)
+  X(ompi_mpi_comm_self)                                                        \
+  X(ompi_mpi_comm_world) X(ompi_mpi_datatype_null) X(ompi_mpi_errors_return)   \
+      X(ompi_mpi_info_null) X(ompi_mpi_int) X(ompi_mpi_op_max)                 \
+          X(ompi_mpi_op_min) X(ompi_mpi_op_null) X(ompi_mpi_op_sum)            \
+              X(ompi_mpi_uint64_t)
 #else
 #define MPI_OBJECTS(X)
 #endif
 #define MPI_SYMBOLS(X)                                                         \
   X(MPI_Allreduce)                                                             \
   X(MPI_Bcast)                                                                 \
-  X(MPI_Comm_dup) X(MPI_Comm_free) X(MPI_Comm_rank) X(MPI_Comm_set_errhandler) \
+  X(MPI_Comm_dup)                                                              \
+  X(MPI_Comm_free) X(MPI_Comm_rank) X(MPI_Comm_set_errhandler)                 \
       X(MPI_Comm_size) X(MPI_Comm_split_type) X(MPI_Error_class)               \
           X(MPI_Error_string) X(MPI_Finalize) X(MPI_Finalized) X(MPI_Gather)   \
               X(MPI_Gatherv) X(MPI_Init_thread) X(MPI_Initialized)             \
@@ -88,7 +91,6 @@ static const char *const mpi_files[] = {IMGSTAT_SONAME_MPI, IMGSTAT_PATH_MPI,
 /* RTLD_GLOBAL: Open MPI's plugins, which it loads itself, resolve against
  * it */
 static ist_dlib mpi_dlib = IST_DLIB_ROW(mpi, "MPI", "MPI", mpi_files, 1);
-ist_dlib *const ist_mpi_dlibs[] = {&mpi_dlib, NULL};
 
 struct imgstat_mpi {
   MPI_Comm comm;
@@ -590,4 +592,15 @@ imgstat_status imgstat_mpi_gather(imgstat_mpi *m, const void *data, size_t size,
   if (st != IMGSTAT_OK)
     imgstat_mpi_blobs_free(out);
   return st;
+}
+
+const char *imgstat_mpi_library_description(void) {
+  static char text[IMGSTAT_ERROR_MAX + 64];
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&lock);
+  size_t at = 0;
+  if (!text[0])
+    ist_dlib_describe(&mpi_dlib, text, sizeof text, &at);
+  pthread_mutex_unlock(&lock);
+  return text;
 }

@@ -1,11 +1,7 @@
 /* imgstat_mpi.h in a library built without MPI: every collective fails with
  * IMGSTAT_ERR_UNSUPPORTED (the shares and imgstat_mpi_blobs_free are in
  * common.c). */
-#include "dlib.h"
 #include "imgstat/mpi.h"
-
-/* no library to load (dlib.h) */
-ist_dlib *const ist_mpi_dlibs[] = {NULL};
 
 static imgstat_status unsupported(imgstat_error *err) {
   return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
@@ -82,3 +78,5 @@ imgstat_status imgstat_mpi_bcast(imgstat_mpi *m, void **data, size_t *size,
   (void)size;
   return unsupported(err);
 }
+
+const char *imgstat_mpi_library_description(void) { return ""; }

@@ -71,12 +71,9 @@ imgstat_status ist_dlib_need(ist_dlib *lib, imgstat_error *err);
  * could not be (ist_dlib_need's message, living as long as lib). */
 const char *ist_dlib_why(ist_dlib *lib);
 
-/* MPI's row (src/mpi/mpi.c), NULL-terminated; empty without MPI. */
-extern ist_dlib *const ist_mpi_dlibs[];
-
-/* For --version: every library this build loads when needed (the decoders'
- * rows of load.c, then MPI's), each loaded now: "libtiff.so.6 (TIFF),
- * ..." with, for one that cannot be, why; "" when there is none. */
-const char *ist_dlib_describe(void);
+/* Appends to text[*at..size) lib's entry for --version, after sep when
+ * *at > 0: "libtiff.so.6 (TIFF)", with ": NOT LOADABLE: <why>" when it
+ * cannot be loaded (it is loaded now). Returns 0 when the text is full. */
+int ist_dlib_describe(ist_dlib *lib, char *text, size_t size, size_t *at);
 
 #endif

@@ -79,3 +79,14 @@ const char *ist_dlib_why(ist_dlib *lib) {
   memset(&err, 0, sizeof err);
   return ist_dlib_need(lib, &err) == IMGSTAT_OK ? NULL : lib->error;
 }
+
+int ist_dlib_describe(ist_dlib *lib, char *text, size_t size, size_t *at) {
+  const char *why = ist_dlib_why(lib);
+  int n = snprintf(text + *at, size - *at, "%s%s (%s)%s%s", *at ? "; " : "",
+                   lib->files[0] ? lib->files[0] : lib->library, lib->needs,
+                   why ? ": NOT LOADABLE: " : "", why ? why : "");
+  if (n < 0 || (size_t)n >= size - *at)
+    return 0;
+  *at += (size_t)n;
+  return 1;
+}
