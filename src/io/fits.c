@@ -44,9 +44,16 @@
 
 /* cfitsio, loaded when the first tile-compressed FITS file is opened (dlib.h):
  * the functions called below, through the loaded table. */
-#define FITS_SYMBOLS(X)                                                        \
-  X(ffclos)                                                                    \
-  X(ffgerr) X(ffgipr) X(ffgpv) X(ffmahd) X(ffomem) X(fits_is_compressed_image)
+/* clang-format off */
+#define FITS_SYMBOLS(X) \
+  X(ffclos) \
+  X(ffgerr) \
+  X(ffgipr) \
+  X(ffgpv) \
+  X(ffmahd) \
+  X(ffomem) \
+  X(fits_is_compressed_image)
+/* clang-format on */
 IST_DLIB_TABLE(fits, FITS_SYMBOLS);
 #define ffclos IST_DLIB_FN(fits, ffclos)
 #define ffgerr IST_DLIB_FN(fits, ffgerr)

@@ -41,11 +41,18 @@
 
 /* giflib, loaded when the first GIF file is opened (dlib.h): the
  * functions called below, through the loaded table. */
-#define GIF_SYMBOLS(X)                                                         \
-  X(DGifCloseFile)                                                             \
-  X(DGifExtensionToGCB)                                                        \
-  X(DGifGetExtension) X(DGifGetExtensionNext) X(DGifGetImageDesc)              \
-      X(DGifGetLine) X(DGifGetRecordType) X(DGifOpen) X(GifErrorString)
+/* clang-format off */
+#define GIF_SYMBOLS(X) \
+  X(DGifCloseFile) \
+  X(DGifExtensionToGCB) \
+  X(DGifGetExtension) \
+  X(DGifGetExtensionNext) \
+  X(DGifGetImageDesc) \
+  X(DGifGetLine) \
+  X(DGifGetRecordType) \
+  X(DGifOpen) \
+  X(GifErrorString)
+/* clang-format on */
 IST_DLIB_TABLE(gif, GIF_SYMBOLS);
 #define DGifCloseFile IST_DLIB_FN(gif, DGifCloseFile)
 #define DGifExtensionToGCB IST_DLIB_FN(gif, DGifExtensionToGCB)

@@ -46,19 +46,31 @@
 
 /* libtiff, loaded when the first TIFF file is opened (dlib.h): the
  * functions called below, through the loaded table. */
-#define TIFF_SYMBOLS(X)                                                        \
-  X(TIFFClientOpenExt)                                                         \
-  X(TIFFClose)                                                                 \
-  X(TIFFComputeStrip) X(TIFFComputeTile) X(TIFFGetField)                       \
-      X(TIFFGetFieldDefaulted) X(TIFFGetStrileByteCount) X(TIFFIsTiled)        \
-          X(TIFFNumberOfDirectories) X(TIFFOpenOptionsAlloc)                   \
-              X(TIFFOpenOptionsFree) X(TIFFOpenOptionsSetErrorHandlerExtR)     \
-                  X(TIFFOpenOptionsSetMaxSingleMemAlloc)                       \
-                      X(TIFFOpenOptionsSetWarningHandlerExtR)                  \
-                          X(TIFFReadEncodedStrip) X(TIFFReadEncodedTile)       \
-                              X(TIFFSetDirectory) X(TIFFSetField)              \
-                                  X(TIFFStripSize) X(TIFFStripSize64)          \
-                                      X(TIFFTileSize) X(TIFFTileSize64)
+/* clang-format off */
+#define TIFF_SYMBOLS(X) \
+  X(TIFFClientOpenExt) \
+  X(TIFFClose) \
+  X(TIFFComputeStrip) \
+  X(TIFFComputeTile) \
+  X(TIFFGetField) \
+  X(TIFFGetFieldDefaulted) \
+  X(TIFFGetStrileByteCount) \
+  X(TIFFIsTiled) \
+  X(TIFFNumberOfDirectories) \
+  X(TIFFOpenOptionsAlloc) \
+  X(TIFFOpenOptionsFree) \
+  X(TIFFOpenOptionsSetErrorHandlerExtR) \
+  X(TIFFOpenOptionsSetMaxSingleMemAlloc) \
+  X(TIFFOpenOptionsSetWarningHandlerExtR) \
+  X(TIFFReadEncodedStrip) \
+  X(TIFFReadEncodedTile) \
+  X(TIFFSetDirectory) \
+  X(TIFFSetField) \
+  X(TIFFStripSize) \
+  X(TIFFStripSize64) \
+  X(TIFFTileSize) \
+  X(TIFFTileSize64)
+/* clang-format on */
 IST_DLIB_TABLE(tiff, TIFF_SYMBOLS);
 #define TIFFClientOpenExt IST_DLIB_FN(tiff, TIFFClientOpenExt)
 #define TIFFClose IST_DLIB_FN(tiff, TIFFClose)

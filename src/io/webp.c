@@ -28,15 +28,23 @@
 /* libwebp and libwebpdemux, loaded when the first WebP file is opened
  * (dlib.h): the functions called below, through the loaded tables; the
  * headers' inline wrappers (WebPGetFeatures...) as the calls they make. */
-#define WEBP_SYMBOLS(X)                                                        \
-  X(WebPDecode)                                                                \
-  X(WebPFreeDecBuffer)                                                         \
-  X(WebPGetFeaturesInternal) X(WebPInitDecoderConfigInternal)
-#define WEBPDEMUX_SYMBOLS(X)                                                   \
-  X(WebPAnimDecoderDelete)                                                     \
-  X(WebPAnimDecoderGetNext)                                                    \
-  X(WebPAnimDecoderNewInternal) X(WebPAnimDecoderOptionsInitInternal)          \
-      X(WebPDemuxDelete) X(WebPDemuxGetI) X(WebPDemuxInternal)
+/* clang-format off */
+#define WEBP_SYMBOLS(X) \
+  X(WebPDecode) \
+  X(WebPFreeDecBuffer) \
+  X(WebPGetFeaturesInternal) \
+  X(WebPInitDecoderConfigInternal)
+/* clang-format on */
+/* clang-format off */
+#define WEBPDEMUX_SYMBOLS(X) \
+  X(WebPAnimDecoderDelete) \
+  X(WebPAnimDecoderGetNext) \
+  X(WebPAnimDecoderNewInternal) \
+  X(WebPAnimDecoderOptionsInitInternal) \
+  X(WebPDemuxDelete) \
+  X(WebPDemuxGetI) \
+  X(WebPDemuxInternal)
+/* clang-format on */
 IST_DLIB_TABLE(webp, WEBP_SYMBOLS);
 IST_DLIB_TABLE(webpdemux, WEBPDEMUX_SYMBOLS);
 #define WebPDecode IST_DLIB_FN(webp, WebPDecode)

@@ -25,29 +25,50 @@
  * linking libimgstat maps it only when it runs ranks: the functions called
  * below and, with Open MPI, the objects its handles (MPI_COMM_WORLD, MPI_INT,
  * MPI_SUM...) are the addresses of. */
+/* clang-format off */
 #ifdef OPEN_MPI
-#define MPI_OBJECTS(X)                                                         \
-  X(ompi_mpi_byte)                                                             \
-  X(ompi_mpi_comm_null)                                                        \
-  X(ompi_mpi_comm_self)                                                        \
-  X(ompi_mpi_comm_world) X(ompi_mpi_datatype_null) X(ompi_mpi_errors_return)   \
-      X(ompi_mpi_info_null) X(ompi_mpi_int) X(ompi_mpi_op_max)                 \
-          X(ompi_mpi_op_min) X(ompi_mpi_op_null) X(ompi_mpi_op_sum)            \
-              X(ompi_mpi_uint64_t)
+#define MPI_OBJECTS(X) \
+  X(ompi_mpi_byte) \
+  X(ompi_mpi_comm_null) \
+  X(ompi_mpi_comm_self) \
+  X(ompi_mpi_comm_world) \
+  X(ompi_mpi_datatype_null) \
+  X(ompi_mpi_errors_return) \
+  X(ompi_mpi_info_null) \
+  X(ompi_mpi_int) \
+  X(ompi_mpi_op_max) \
+  X(ompi_mpi_op_min) \
+  X(ompi_mpi_op_null) \
+  X(ompi_mpi_op_sum) \
+  X(ompi_mpi_uint64_t)
 #else
 #define MPI_OBJECTS(X)
 #endif
-#define MPI_SYMBOLS(X)                                                         \
-  X(MPI_Allreduce)                                                             \
-  X(MPI_Bcast)                                                                 \
-  X(MPI_Comm_dup)                                                              \
-  X(MPI_Comm_free) X(MPI_Comm_rank) X(MPI_Comm_set_errhandler)                 \
-      X(MPI_Comm_size) X(MPI_Comm_split_type) X(MPI_Error_class)               \
-          X(MPI_Error_string) X(MPI_Finalize) X(MPI_Finalized) X(MPI_Gather)   \
-              X(MPI_Gatherv) X(MPI_Init_thread) X(MPI_Initialized)             \
-                  X(MPI_Op_create) X(MPI_Op_free) X(MPI_Reduce)                \
-                      X(MPI_Type_commit) X(MPI_Type_contiguous)                \
-                          X(MPI_Type_free) MPI_OBJECTS(X)
+#define MPI_SYMBOLS(X) \
+  X(MPI_Allreduce) \
+  X(MPI_Bcast) \
+  X(MPI_Comm_dup) \
+  X(MPI_Comm_free) \
+  X(MPI_Comm_rank) \
+  X(MPI_Comm_set_errhandler) \
+  X(MPI_Comm_size) \
+  X(MPI_Comm_split_type) \
+  X(MPI_Error_class) \
+  X(MPI_Error_string) \
+  X(MPI_Finalize) \
+  X(MPI_Finalized) \
+  X(MPI_Gather) \
+  X(MPI_Gatherv) \
+  X(MPI_Init_thread) \
+  X(MPI_Initialized) \
+  X(MPI_Op_create) \
+  X(MPI_Op_free) \
+  X(MPI_Reduce) \
+  X(MPI_Type_commit) \
+  X(MPI_Type_contiguous) \
+  X(MPI_Type_free) \
+  MPI_OBJECTS(X)
+/* clang-format on */
 IST_DLIB_TABLE(mpi, MPI_SYMBOLS);
 #define MPI_Allreduce IST_DLIB_FN(mpi, MPI_Allreduce)
 #define MPI_Bcast IST_DLIB_FN(mpi, MPI_Bcast)
