@@ -238,6 +238,13 @@ imgstat_status imgstat_image_load(const char *path,
  * text ("PNG (libpng), JPEG (TurboJPEG), ..."): static storage. */
 const char *imgstat_formats_description(void);
 
+/* The libraries of those formats that are loaded when the first input that
+ * needs one is read, not linked (libtiff, libwebp, giflib, cfitsio), each
+ * loaded now to say whether it can be: "libtiff.so.6 (TIFF); ..." with
+ * ": NOT LOADABLE: <why>" after one that cannot; "" when there is none.
+ * Static storage. */
+const char *imgstat_libraries_description(void);
+
 /* The same from a buffer in memory (used by the fuzzer and tests). */
 imgstat_status imgstat_image_load_memory(const void *data, size_t size,
                                          const imgstat_load_options *opts,

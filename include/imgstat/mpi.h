@@ -39,6 +39,11 @@ extern "C" {
 /* 1 when the library was built with MPI, else 0. */
 int imgstat_mpi_built(void);
 
+/* MPI's library, loaded by imgstat_mpi_init (not linked), loaded now to say
+ * whether it can be: "libmpi.so.40 (MPI)", with ": NOT LOADABLE: <why>"
+ * when it cannot; "" without MPI. Static storage. */
+const char *imgstat_mpi_library_description(void);
+
 /*
  * The share of rank `rank` of `size` in an ordered list of n items: items
  * [*first, *end) with *first = floor(rank * n / size) and

@@ -256,6 +256,14 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
            IMGSTAT_VERSION, imgstat_gpu_compiled() ? "yes" : "no", JPEG_DECODER,
            imgstat_formats_description());
     printf("archives: %s\n", imgstat_inputs_archives());
+    /* the libraries a run loads only when it needs them, each tried now */
+    if (*imgstat_libraries_description() || *imgstat_mpi_library_description())
+      printf("loaded when needed: %s%s%s\n", imgstat_libraries_description(),
+             *imgstat_libraries_description() &&
+                     *imgstat_mpi_library_description()
+                 ? "; "
+                 : "",
+             imgstat_mpi_library_description());
     print_nvjpeg_version();
     print_cores();
     return flush_or_complain();

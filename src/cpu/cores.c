@@ -18,6 +18,7 @@
 #include "cores.h"
 #include "imgstat/imgstat.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -52,14 +53,19 @@ int ist_cpulist_count(const char *text) {
   return count;
 }
 
-/* The first line of a file (at most size - 1 bytes), or 0 when unreadable. */
+/* The first line of a file (at most size - 1 bytes, its newline kept), or
+ * 0 when unreadable. */
 static int read_line(const char *path, char *buf, size_t size) {
-  FILE *f = fopen(path, "re");
-  if (!f)
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return 0;
-  int ok = fgets(buf, (int)size, f) != NULL;
-  fclose(f);
-  return ok;
+  ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  buf[strcspn(buf, "\n") + (memchr(buf, '\n', (size_t)n) != NULL)] = '\0';
+  return 1;
 }
 
 /* Whether the comma-separated list holds word. */
@@ -75,40 +81,86 @@ static int has_word(const char *list, const char *word) {
   return 0;
 }
 
+/* The whole of a small file (a /proc or cgroup file), malloc'd and
+ * NUL-terminated; NULL when unreadable. */
+static char *read_text(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  size_t cap = 8192, n = 0;
+  char *text = malloc(cap);
+  while (text) {
+    ssize_t got = read(fd, text + n, cap - 1 - n);
+    if (got < 0) {
+      free(text);
+      text = NULL;
+    } else if (got == 0) {
+      text[n] = '\0';
+      break;
+    } else if ((n += (size_t)got) == cap - 1) {
+      char *more = cap < (1u << 24) ? realloc(text, cap *= 2) : NULL;
+      if (!more)
+        free(text);
+      text = more;
+    }
+  }
+  close(fd);
+  return text;
+}
+
+/* The process's cgroup membership (as /proc/self/cgroup) and the mounts (as
+ * /proc/self/mountinfo), each read once for every limit looked up. */
+typedef struct cgroup_texts {
+  char *cgroup;
+  char *mountinfo;
+} cgroup_texts;
+
+static cgroup_texts texts_read(const char *cgroup_file, const char *mountinfo) {
+  cgroup_texts t = {read_text(cgroup_file), read_text(mountinfo)};
+  return t;
+}
+
+static void texts_free(cgroup_texts *t) {
+  free(t->cgroup);
+  free(t->mountinfo);
+}
+
 /*
  * The folder of this process's cgroup in the hierarchy that holds
  * controller (NULL: the v2 unified hierarchy), written to dir: the mount
- * point of that hierarchy (mountinfo) joined with the process's path in it
- * (cgroup_file) below the mount's root. *top gets the length of the mount
+ * point of that hierarchy (t->mountinfo) joined with the process's path in
+ * it (t->cgroup) below the mount's root. *top gets the length of the mount
  * point: the parents are walked up to it. Returns 0 when there is none.
  */
-static int cgroup_dir(const char *cgroup_file, const char *mountinfo,
-                      const char *controller, char *dir, size_t size,
-                      size_t *top) {
+static int cgroup_dir(const cgroup_texts *t, const char *controller, char *dir,
+                      size_t size, size_t *top) {
   char line[4096], path[2048] = "";
   int found = 0;
-  FILE *f = fopen(cgroup_file, "re");
-  if (!f)
+  if (!t->cgroup || !t->mountinfo)
     return 0;
   /* "ID:CONTROLLERS:PATH"; v2 is "0::PATH" */
-  while (!found && fgets(line, sizeof line, f)) {
+  for (const char *at = t->cgroup; !found && *at;) {
+    size_t len = strcspn(at, "\n");
+    snprintf(line, sizeof line, "%.*s", (int)len, at);
+    at += len + (at[len] == '\n');
     char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
     if (!c2)
       continue;
     *c2 = '\0';
     if (controller ? has_word(c1 + 1, controller) : c1[1] == '\0') {
       snprintf(path, sizeof path, "%s", c2 + 1);
-      path[strcspn(path, "\n")] = '\0';
       found = 1;
     }
   }
-  fclose(f);
-  if (!found || !(f = fopen(mountinfo, "re")))
+  if (!found)
     return 0;
   found = 0;
   /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE
    * SUPEROPTIONS" */
-  while (!found && fgets(line, sizeof line, f)) {
+  for (const char *at = t->mountinfo; !found && *at;) {
+    size_t len = strcspn(at, "\n");
+    snprintf(line, sizeof line, "%.*s", (int)len, at);
+    at += len + (at[len] == '\n');
     char root[1024], point[1024];
     if (sscanf(line, "%*s %*s %*s %1023s %1023s", root, point) != 2)
       continue;
@@ -136,7 +188,6 @@ static int cgroup_dir(const char *cgroup_file, const char *mountinfo,
     found = snprintf(dir, size, "%s%s", point, strcmp(rel, "/") ? rel : "") <
             (int)size;
   }
-  fclose(f);
   return found;
 }
 
@@ -180,26 +231,25 @@ static int smallest_quota(char *dir, size_t top, int v2) {
   }
 }
 
-int ist_cgroup_quota(const char *cgroup_file, const char *mountinfo) {
+static int quota_of(const cgroup_texts *t) {
   char dir[2048];
   size_t top = 0;
   int v2 = 0, v1 = 0;
-  if (cgroup_dir(cgroup_file, mountinfo, NULL, dir, sizeof dir, &top))
+  if (cgroup_dir(t, NULL, dir, sizeof dir, &top))
     v2 = smallest_quota(dir, top, 1);
-  if (cgroup_dir(cgroup_file, mountinfo, "cpu", dir, sizeof dir, &top))
+  if (cgroup_dir(t, "cpu", dir, sizeof dir, &top))
     v1 = smallest_quota(dir, top, 0);
   return v2 && v1 ? (v2 < v1 ? v2 : v1) : v2 ? v2 : v1;
 }
 
-int ist_cgroup_cpuset(const char *cgroup_file, const char *mountinfo) {
+static int cpuset_of(const cgroup_texts *t) {
   char dir[2048], file[2300], line[4096];
   size_t top = 0;
   static const char *const v2_files[] = {"cpuset.cpus.effective", NULL};
   static const char *const v1_files[] = {"cpuset.effective_cpus", "cpuset.cpus",
                                          NULL};
   for (int v = 2; v >= 1; v--) {
-    if (!cgroup_dir(cgroup_file, mountinfo, v == 2 ? NULL : "cpuset", dir,
-                    sizeof dir, &top))
+    if (!cgroup_dir(t, v == 2 ? NULL : "cpuset", dir, sizeof dir, &top))
       continue;
     for (const char *const *name = v == 2 ? v2_files : v1_files; *name;
          name++) {
@@ -210,6 +260,20 @@ int ist_cgroup_cpuset(const char *cgroup_file, const char *mountinfo) {
     }
   }
   return 0;
+}
+
+int ist_cgroup_quota(const char *cgroup_file, const char *mountinfo) {
+  cgroup_texts t = texts_read(cgroup_file, mountinfo);
+  int n = quota_of(&t);
+  texts_free(&t);
+  return n;
+}
+
+int ist_cgroup_cpuset(const char *cgroup_file, const char *mountinfo) {
+  cgroup_texts t = texts_read(cgroup_file, mountinfo);
+  int n = cpuset_of(&t);
+  texts_free(&t);
+  return n;
 }
 
 void ist_cpu_info_make(int affinity, int online, int cpuset, int quota,
@@ -247,12 +311,15 @@ static int affinity_count(void) {
 
 static imgstat_cpu_info measured;
 
+/* The kernel's files read once each (a process's start-up pays for every
+ * system call: docs/benchmarks.md, "Start-up"). */
 static void measure(void) {
   long online = sysconf(_SC_NPROCESSORS_ONLN);
-  ist_cpu_info_make(
-      affinity_count(), online > 0 && online < INT_MAX ? (int)online : 1,
-      ist_cgroup_cpuset("/proc/self/cgroup", "/proc/self/mountinfo"),
-      ist_cgroup_quota("/proc/self/cgroup", "/proc/self/mountinfo"), &measured);
+  cgroup_texts t = texts_read("/proc/self/cgroup", "/proc/self/mountinfo");
+  ist_cpu_info_make(affinity_count(),
+                    online > 0 && online < INT_MAX ? (int)online : 1,
+                    cpuset_of(&t), quota_of(&t), &measured);
+  texts_free(&t);
 }
 
 void imgstat_cpu_info_get(imgstat_cpu_info *out) {

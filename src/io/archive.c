@@ -20,8 +20,61 @@
 #include <unistd.h>
 
 #ifdef IMGSTAT_HAVE_ARCHIVE
+#include "dlib.h"
 #include <archive.h>
 #include <archive_entry.h>
+
+/* libarchive, loaded when the first archive is opened (dlib.h): the
+ * functions called below, through the loaded table. */
+/* clang-format off */
+#define ARCHIVE_SYMBOLS(X) \
+  X(archive_entry_filetype) \
+  X(archive_entry_hardlink) \
+  X(archive_entry_pathname) \
+  X(archive_entry_size) \
+  X(archive_entry_size_is_set) \
+  X(archive_errno) \
+  X(archive_error_string) \
+  X(archive_format) \
+  X(archive_read_data) \
+  X(archive_read_data_skip) \
+  X(archive_read_free) \
+  X(archive_read_new) \
+  X(archive_read_next_header) \
+  X(archive_read_open_filename) \
+  X(archive_read_support_filter_all) \
+  X(archive_read_support_format_tar) \
+  X(archive_read_support_format_zip) \
+  X(archive_version_string)
+/* clang-format on */
+IST_DLIB_TABLE(archive, ARCHIVE_SYMBOLS);
+#define archive_entry_filetype IST_DLIB_FN(archive, archive_entry_filetype)
+#define archive_entry_hardlink IST_DLIB_FN(archive, archive_entry_hardlink)
+#define archive_entry_pathname IST_DLIB_FN(archive, archive_entry_pathname)
+#define archive_entry_size IST_DLIB_FN(archive, archive_entry_size)
+#define archive_entry_size_is_set                                              \
+  IST_DLIB_FN(archive, archive_entry_size_is_set)
+#define archive_errno IST_DLIB_FN(archive, archive_errno)
+#define archive_error_string IST_DLIB_FN(archive, archive_error_string)
+#define archive_format IST_DLIB_FN(archive, archive_format)
+#define archive_read_data IST_DLIB_FN(archive, archive_read_data)
+#define archive_read_data_skip IST_DLIB_FN(archive, archive_read_data_skip)
+#define archive_read_free IST_DLIB_FN(archive, archive_read_free)
+#define archive_read_new IST_DLIB_FN(archive, archive_read_new)
+#define archive_read_next_header IST_DLIB_FN(archive, archive_read_next_header)
+#define archive_read_open_filename                                             \
+  IST_DLIB_FN(archive, archive_read_open_filename)
+#define archive_read_support_filter_all                                        \
+  IST_DLIB_FN(archive, archive_read_support_filter_all)
+#define archive_read_support_format_tar                                        \
+  IST_DLIB_FN(archive, archive_read_support_format_tar)
+#define archive_read_support_format_zip                                        \
+  IST_DLIB_FN(archive, archive_read_support_format_zip)
+#define archive_version_string IST_DLIB_FN(archive, archive_version_string)
+static const char *const archive_files[] = {IMGSTAT_SONAME_ARCHIVE,
+                                            IMGSTAT_PATH_ARCHIVE, NULL};
+static ist_dlib archive_dlib =
+    IST_DLIB_ROW(archive, "archives", "libarchive", archive_files, 0);
 #endif
 
 /* Bytes read from the archive file at a time. */
@@ -39,11 +92,15 @@ int ist_archive_compiled(void) {
 }
 
 #ifdef IMGSTAT_HAVE_ARCHIVE
-static char description[96];
+static char description[96 + IMGSTAT_ERROR_MAX];
 
 static void describe(void) {
-  snprintf(description, sizeof description, "tar, zip (%s)",
-           archive_version_string());
+  const char *why = ist_dlib_why(&archive_dlib);
+  if (why)
+    snprintf(description, sizeof description, "tar, zip (libarchive: %s)", why);
+  else
+    snprintf(description, sizeof description, "tar, zip (%s)",
+             archive_version_string());
 }
 #endif
 
@@ -125,6 +182,10 @@ static struct archive *reader_new(void) {
 
 /* Whether libarchive finds a tar or a zip in the compressed file at path. */
 static int compressed_archive(const char *path) {
+  imgstat_error err;
+  /* without the library: left to the decoders, which say what it is not */
+  if (ist_dlib_need(&archive_dlib, &err) != IMGSTAT_OK)
+    return 0;
   struct archive *a = reader_new();
   if (!a)
     return 0;
@@ -219,6 +280,9 @@ imgstat_status ist_archive_open(const char *path, ist_archive **out,
                                 imgstat_error *err) {
   *out = NULL;
 #ifdef IMGSTAT_HAVE_ARCHIVE
+  imgstat_status loaded = ist_dlib_need(&archive_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   ist_archive *ar = calloc(1, sizeof *ar);
   if (!ar || !(ar->a = reader_new())) {
     free(ar);

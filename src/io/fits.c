@@ -25,6 +25,7 @@
  * flipped: FITS pixel (i, j) (from 1) is imgstat's (x, y) = (i - 1, j - 1),
  * numpy's data[j - 1, i - 1].
  */
+#include "dlib.h"
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
 #include "io.h"
@@ -40,6 +41,32 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+
+/* cfitsio, loaded when the first tile-compressed FITS file is opened (dlib.h):
+ * the functions called below, through the loaded table. */
+/* clang-format off */
+#define FITS_SYMBOLS(X) \
+  X(ffclos) \
+  X(ffgerr) \
+  X(ffgipr) \
+  X(ffgpv) \
+  X(ffmahd) \
+  X(ffomem) \
+  X(fits_is_compressed_image)
+/* clang-format on */
+IST_DLIB_TABLE(fits, FITS_SYMBOLS);
+#define ffclos IST_DLIB_FN(fits, ffclos)
+#define ffgerr IST_DLIB_FN(fits, ffgerr)
+#define ffgipr IST_DLIB_FN(fits, ffgipr)
+#define ffgpv IST_DLIB_FN(fits, ffgpv)
+#define ffmahd IST_DLIB_FN(fits, ffmahd)
+#define ffomem IST_DLIB_FN(fits, ffomem)
+#define fits_is_compressed_image IST_DLIB_FN(fits, fits_is_compressed_image)
+static const char *const fits_files[] = {IMGSTAT_SONAME_CFITSIO,
+                                         IMGSTAT_PATH_CFITSIO, NULL};
+static ist_dlib fits_dlib =
+    IST_DLIB_ROW(fits, "tile-compressed FITS", "cfitsio", fits_files, 0);
+ist_dlib *const ist_fits_dlibs[] = {&fits_dlib, NULL};
 
 #define FITS_BLOCK 2880
 #define FITS_MAX_AXES 999
@@ -1001,6 +1028,10 @@ static void put_card(char **p, const char *key, const char *fmt, ...) {
  * written here from the checked values and the HDU's table and heap. */
 static imgstat_status tiled_open(imgstat_decoder *d, fits_state *fs,
                                  const fits_tiled *t, imgstat_error *err) {
+  /* only tile-compressed data is cfitsio's */
+  imgstat_status loaded = ist_dlib_need(&fits_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   const fits_hdu *h = &fs->hdu;
   uint64_t table = h->naxes[1] * h->naxes[2];
   uint64_t bytes = h->data_bytes; /* table + PCOUNT */

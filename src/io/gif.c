@@ -27,6 +27,7 @@
  * The header is read at open (no pixels), the rows at read, straight into
  * the planes through one row buffer of the frame's width.
  */
+#include "dlib.h"
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
 #include "io.h"
@@ -37,6 +38,35 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* giflib, loaded when the first GIF file is opened (dlib.h): the
+ * functions called below, through the loaded table. */
+/* clang-format off */
+#define GIF_SYMBOLS(X) \
+  X(DGifCloseFile) \
+  X(DGifExtensionToGCB) \
+  X(DGifGetExtension) \
+  X(DGifGetExtensionNext) \
+  X(DGifGetImageDesc) \
+  X(DGifGetLine) \
+  X(DGifGetRecordType) \
+  X(DGifOpen) \
+  X(GifErrorString)
+/* clang-format on */
+IST_DLIB_TABLE(gif, GIF_SYMBOLS);
+#define DGifCloseFile IST_DLIB_FN(gif, DGifCloseFile)
+#define DGifExtensionToGCB IST_DLIB_FN(gif, DGifExtensionToGCB)
+#define DGifGetExtension IST_DLIB_FN(gif, DGifGetExtension)
+#define DGifGetExtensionNext IST_DLIB_FN(gif, DGifGetExtensionNext)
+#define DGifGetImageDesc IST_DLIB_FN(gif, DGifGetImageDesc)
+#define DGifGetLine IST_DLIB_FN(gif, DGifGetLine)
+#define DGifGetRecordType IST_DLIB_FN(gif, DGifGetRecordType)
+#define DGifOpen IST_DLIB_FN(gif, DGifOpen)
+#define GifErrorString IST_DLIB_FN(gif, GifErrorString)
+static const char *const gif_files[] = {IMGSTAT_SONAME_GIF, IMGSTAT_PATH_GIF,
+                                        NULL};
+static ist_dlib gif_dlib = IST_DLIB_ROW(gif, "GIF", "giflib", gif_files, 0);
+ist_dlib *const ist_gif_dlibs[] = {&gif_dlib, NULL};
 
 typedef struct gif_state {
   GifFileType *gif;
@@ -131,6 +161,9 @@ static imgstat_status gif_first_frame(gif_state *gs, imgstat_error *err) {
 }
 
 imgstat_status ist_gif_open(imgstat_decoder *d, imgstat_error *err) {
+  imgstat_status loaded = ist_dlib_need(&gif_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   gif_state *gs = calloc(1, sizeof *gs);
   if (!gs)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");

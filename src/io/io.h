@@ -180,6 +180,9 @@ struct ist_format {
   imgstat_status (*read)(imgstat_decoder *d, imgstat_image *img,
                          imgstat_error *err);
   void (*close)(imgstat_decoder *d);
+  /* the libraries the decoder loads when it needs them (dlib.h), for
+   * --version, NULL-terminated; NULL: its library is linked in */
+  struct ist_dlib *const *dlibs;
 };
 
 /* PNG through libpng. */
@@ -253,6 +256,13 @@ IST_DECODER(tiff);
 IST_DECODER(webp);
 IST_DECODER(fits);
 IST_DECODER(gif);
+/* The libraries each of them loads when it needs them (dlib.h),
+ * NULL-terminated. */
+struct ist_dlib;
+extern struct ist_dlib *const ist_tiff_dlibs[];
+extern struct ist_dlib *const ist_webp_dlibs[];
+extern struct ist_dlib *const ist_fits_dlibs[];
+extern struct ist_dlib *const ist_gif_dlibs[];
 IST_DECODER(hdr);
 IST_DECODER(pnm);
 IST_DECODER(npy);

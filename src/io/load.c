@@ -4,6 +4,7 @@
  * (header and checks), the caller provides the planes, the decoder reads
  * into them; imgstat_image_load is those steps in a row.
  */
+#include "dlib.h"
 #include "imgstat/imgstat.h"
 #include "io.h"
 
@@ -84,8 +85,11 @@ static int sniff_pfm(const unsigned char *h, size_t n) {
 }
 
 /* A decoder's three entry points, named after it: NAME_open, NAME_read
- * and NAME_close. */
-#define DECODER(NAME) NAME##_open, NAME##_read, NAME##_close
+ * and NAME_close; LOADED_DECODER's libraries are loaded when it needs them
+ * (NAME_dlibs, dlib.h: --version lists them), DECODER's are linked in. */
+#define DECODER(NAME) NAME##_open, NAME##_read, NAME##_close, NULL
+#define LOADED_DECODER(NAME)                                                   \
+  NAME##_open, NAME##_read, NAME##_close, NAME##_dlibs
 
 #if !defined(IMGSTAT_HAVE_TIFF) || !defined(IMGSTAT_HAVE_WEBP) ||              \
     !defined(IMGSTAT_HAVE_CFITSIO) || !defined(IMGSTAT_HAVE_GIF)
@@ -128,7 +132,7 @@ static const ist_format formats[] = {
 #endif
     {IMGSTAT_KIND_BMP, "imgstat", "bmp dib", sniff_bmp, DECODER(ist_bmp)},
 #ifdef IMGSTAT_HAVE_GIF
-    {IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, DECODER(ist_gif)},
+    {IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, LOADED_DECODER(ist_gif)},
 #else
     {IMGSTAT_KIND_GIF, NULL, "gif", sniff_gif, DECODER(missing)},
 #endif
@@ -137,18 +141,20 @@ static const ist_format formats[] = {
     {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm,
      DECODER(ist_pnm)},
 #ifdef IMGSTAT_HAVE_TIFF
-    {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff, DECODER(ist_tiff)},
+    {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff,
+     LOADED_DECODER(ist_tiff)},
 #else
     {IMGSTAT_KIND_TIFF, NULL, "tif tiff", sniff_tiff, DECODER(missing)},
 #endif
 #ifdef IMGSTAT_HAVE_WEBP
-    {IMGSTAT_KIND_WEBP, "libwebp", "webp", sniff_webp, DECODER(ist_webp)},
+    {IMGSTAT_KIND_WEBP, "libwebp", "webp", sniff_webp,
+     LOADED_DECODER(ist_webp)},
 #else
     {IMGSTAT_KIND_WEBP, NULL, "webp", sniff_webp, DECODER(missing)},
 #endif
 #ifdef IMGSTAT_HAVE_CFITSIO
     {IMGSTAT_KIND_FITS, "cfitsio", "fits fit fts", sniff_fits,
-     DECODER(ist_fits)},
+     LOADED_DECODER(ist_fits)},
 #else
     {IMGSTAT_KIND_FITS, NULL, "fits fit fts", sniff_fits, DECODER(missing)},
 #endif
@@ -224,6 +230,32 @@ const char *imgstat_formats_description(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, formats_describe);
   return formats_text;
+}
+
+static char loaded_text[1024];
+
+/* Each library once (WebP's two in one row; a library in two rows once). */
+static void loaded_describe(void) {
+  ist_dlib *seen[16];
+  size_t nseen = 0, at = 0;
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
+    for (size_t j = 0; formats[i].dlibs && formats[i].dlibs[j]; j++) {
+      ist_dlib *lib = formats[i].dlibs[j];
+      size_t k = 0;
+      while (k < nseen && seen[k] != lib)
+        k++;
+      if (k < nseen || nseen == sizeof seen / sizeof seen[0])
+        continue;
+      seen[nseen++] = lib;
+      if (!ist_dlib_describe(lib, loaded_text, sizeof loaded_text, &at))
+        return;
+    }
+}
+
+const char *imgstat_libraries_description(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, loaded_describe);
+  return loaded_text;
 }
 
 /* Whether the n bytes at ext are one of the words of list (ASCII, any case

@@ -29,6 +29,7 @@
  * tile whose byte count is too small for its pixels.
  * Errors and warnings go to our handlers, never to stderr.
  */
+#include "dlib.h"
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
 #include "io.h"
@@ -44,6 +45,73 @@
 #include <string.h>
 #include <strings.h>
 #include <tiffio.h>
+
+/* libtiff, loaded when the first TIFF file is opened (dlib.h): the
+ * functions called below, through the loaded table. */
+/* clang-format off */
+#define TIFF_SYMBOLS(X) \
+  X(TIFFClientOpenExt) \
+  X(TIFFClose) \
+  X(TIFFComputeStrip) \
+  X(TIFFComputeTile) \
+  X(TIFFFieldDataType) \
+  X(TIFFFieldPassCount) \
+  X(TIFFFieldReadCount) \
+  X(TIFFFieldWithTag) \
+  X(TIFFGetField) \
+  X(TIFFGetFieldDefaulted) \
+  X(TIFFGetStrileByteCount) \
+  X(TIFFIsTiled) \
+  X(TIFFNumberOfDirectories) \
+  X(TIFFOpenOptionsAlloc) \
+  X(TIFFOpenOptionsFree) \
+  X(TIFFOpenOptionsSetErrorHandlerExtR) \
+  X(TIFFOpenOptionsSetMaxSingleMemAlloc) \
+  X(TIFFOpenOptionsSetWarningHandlerExtR) \
+  X(TIFFReadEncodedStrip) \
+  X(TIFFReadEncodedTile) \
+  X(TIFFSetDirectory) \
+  X(TIFFSetField) \
+  X(TIFFStripSize) \
+  X(TIFFStripSize64) \
+  X(TIFFTileSize) \
+  X(TIFFTileSize64)
+/* clang-format on */
+IST_DLIB_TABLE(tiff, TIFF_SYMBOLS);
+#define TIFFClientOpenExt IST_DLIB_FN(tiff, TIFFClientOpenExt)
+#define TIFFClose IST_DLIB_FN(tiff, TIFFClose)
+#define TIFFComputeStrip IST_DLIB_FN(tiff, TIFFComputeStrip)
+#define TIFFComputeTile IST_DLIB_FN(tiff, TIFFComputeTile)
+#define TIFFFieldDataType IST_DLIB_FN(tiff, TIFFFieldDataType)
+#define TIFFFieldPassCount IST_DLIB_FN(tiff, TIFFFieldPassCount)
+#define TIFFFieldReadCount IST_DLIB_FN(tiff, TIFFFieldReadCount)
+#define TIFFFieldWithTag IST_DLIB_FN(tiff, TIFFFieldWithTag)
+#define TIFFGetField IST_DLIB_FN(tiff, TIFFGetField)
+#define TIFFGetFieldDefaulted IST_DLIB_FN(tiff, TIFFGetFieldDefaulted)
+#define TIFFGetStrileByteCount IST_DLIB_FN(tiff, TIFFGetStrileByteCount)
+#define TIFFIsTiled IST_DLIB_FN(tiff, TIFFIsTiled)
+#define TIFFNumberOfDirectories IST_DLIB_FN(tiff, TIFFNumberOfDirectories)
+#define TIFFOpenOptionsAlloc IST_DLIB_FN(tiff, TIFFOpenOptionsAlloc)
+#define TIFFOpenOptionsFree IST_DLIB_FN(tiff, TIFFOpenOptionsFree)
+#define TIFFOpenOptionsSetErrorHandlerExtR                                     \
+  IST_DLIB_FN(tiff, TIFFOpenOptionsSetErrorHandlerExtR)
+#define TIFFOpenOptionsSetMaxSingleMemAlloc                                    \
+  IST_DLIB_FN(tiff, TIFFOpenOptionsSetMaxSingleMemAlloc)
+#define TIFFOpenOptionsSetWarningHandlerExtR                                   \
+  IST_DLIB_FN(tiff, TIFFOpenOptionsSetWarningHandlerExtR)
+#define TIFFReadEncodedStrip IST_DLIB_FN(tiff, TIFFReadEncodedStrip)
+#define TIFFReadEncodedTile IST_DLIB_FN(tiff, TIFFReadEncodedTile)
+#define TIFFSetDirectory IST_DLIB_FN(tiff, TIFFSetDirectory)
+#define TIFFSetField IST_DLIB_FN(tiff, TIFFSetField)
+#define TIFFStripSize IST_DLIB_FN(tiff, TIFFStripSize)
+#define TIFFStripSize64 IST_DLIB_FN(tiff, TIFFStripSize64)
+#define TIFFTileSize IST_DLIB_FN(tiff, TIFFTileSize)
+#define TIFFTileSize64 IST_DLIB_FN(tiff, TIFFTileSize64)
+static const char *const tiff_files[] = {IMGSTAT_SONAME_TIFF, IMGSTAT_PATH_TIFF,
+                                         NULL};
+static ist_dlib tiff_dlib =
+    IST_DLIB_ROW(tiff, "TIFF", "libtiff", tiff_files, 0);
+ist_dlib *const ist_tiff_dlibs[] = {&tiff_dlib, NULL};
 
 typedef struct tiff_state {
   ist_source *src; /* read where libtiff asks: never copied whole */
@@ -374,6 +442,9 @@ static int tiff_nodata(TIFF *tif, double *out) {
 }
 
 imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
+  imgstat_status loaded = ist_dlib_need(&tiff_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   ist_source *src = &d->src;
   tiff_state *ts = calloc(1, sizeof *ts);
   if (!ts)

@@ -13,6 +13,7 @@
  * the same answer: a damaged later frame, which libwebpdemux would refuse
  * the whole animation for, is never looked at from either.
  */
+#include "dlib.h"
 #include "imgstat/imgstat.h"
 #include "io.h"
 
@@ -23,6 +24,61 @@
 #include <string.h>
 #include <webp/decode.h>
 #include <webp/demux.h>
+
+/* libwebp and libwebpdemux, loaded when the first WebP file is opened
+ * (dlib.h): the functions called below, through the loaded tables; the
+ * headers' inline wrappers (WebPGetFeatures...) as the calls they make. */
+/* clang-format off */
+#define WEBP_SYMBOLS(X) \
+  X(WebPDecode) \
+  X(WebPFreeDecBuffer) \
+  X(WebPGetFeaturesInternal) \
+  X(WebPInitDecoderConfigInternal)
+/* clang-format on */
+/* clang-format off */
+#define WEBPDEMUX_SYMBOLS(X) \
+  X(WebPAnimDecoderDelete) \
+  X(WebPAnimDecoderGetNext) \
+  X(WebPAnimDecoderNewInternal) \
+  X(WebPAnimDecoderOptionsInitInternal) \
+  X(WebPDemuxDelete) \
+  X(WebPDemuxGetI) \
+  X(WebPDemuxInternal)
+/* clang-format on */
+IST_DLIB_TABLE(webp, WEBP_SYMBOLS);
+IST_DLIB_TABLE(webpdemux, WEBPDEMUX_SYMBOLS);
+#define WebPDecode IST_DLIB_FN(webp, WebPDecode)
+#define WebPFreeDecBuffer IST_DLIB_FN(webp, WebPFreeDecBuffer)
+#define WebPGetFeaturesInternal IST_DLIB_FN(webp, WebPGetFeaturesInternal)
+#define WebPInitDecoderConfigInternal                                          \
+  IST_DLIB_FN(webp, WebPInitDecoderConfigInternal)
+#define WebPAnimDecoderDelete IST_DLIB_FN(webpdemux, WebPAnimDecoderDelete)
+#define WebPAnimDecoderGetNext IST_DLIB_FN(webpdemux, WebPAnimDecoderGetNext)
+#define WebPAnimDecoderNewInternal                                             \
+  IST_DLIB_FN(webpdemux, WebPAnimDecoderNewInternal)
+#define WebPAnimDecoderOptionsInitInternal                                     \
+  IST_DLIB_FN(webpdemux, WebPAnimDecoderOptionsInitInternal)
+#define WebPDemuxDelete IST_DLIB_FN(webpdemux, WebPDemuxDelete)
+#define WebPDemuxGetI IST_DLIB_FN(webpdemux, WebPDemuxGetI)
+#define WebPDemuxInternal IST_DLIB_FN(webpdemux, WebPDemuxInternal)
+#define WebPGetFeatures(data, size, features)                                  \
+  WebPGetFeaturesInternal(data, size, features, WEBP_DECODER_ABI_VERSION)
+#define WebPInitDecoderConfig(config)                                          \
+  WebPInitDecoderConfigInternal(config, WEBP_DECODER_ABI_VERSION)
+#define WebPDemux(data) WebPDemuxInternal(data, 0, NULL, WEBP_DEMUX_ABI_VERSION)
+#define WebPAnimDecoderOptionsInit(options)                                    \
+  WebPAnimDecoderOptionsInitInternal(options, WEBP_DEMUX_ABI_VERSION)
+#define WebPAnimDecoderNew(data, options)                                      \
+  WebPAnimDecoderNewInternal(data, options, WEBP_DEMUX_ABI_VERSION)
+static const char *const webp_files[] = {IMGSTAT_SONAME_WEBP, IMGSTAT_PATH_WEBP,
+                                         NULL};
+static const char *const webpdemux_files[] = {IMGSTAT_SONAME_WEBPDEMUX,
+                                              IMGSTAT_PATH_WEBPDEMUX, NULL};
+static ist_dlib webp_dlib =
+    IST_DLIB_ROW(webp, "WebP", "libwebp", webp_files, 0);
+static ist_dlib webpdemux_dlib =
+    IST_DLIB_ROW(webpdemux, "WebP", "libwebpdemux", webpdemux_files, 0);
+ist_dlib *const ist_webp_dlibs[] = {&webp_dlib, &webpdemux_dlib, NULL};
 
 typedef struct webp_state {
   unsigned char *data; /* the picture's chunks (image_chunks), malloc'd */
@@ -151,6 +207,11 @@ static imgstat_status image_chunks(ist_source *src, uint64_t budget,
 }
 
 imgstat_status ist_webp_open(imgstat_decoder *d, imgstat_error *err) {
+  imgstat_status loaded = ist_dlib_need(&webp_dlib, err);
+  if (loaded == IMGSTAT_OK)
+    loaded = ist_dlib_need(&webpdemux_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   ist_source *src = &d->src;
   webp_state *ws = calloc(1, sizeof *ws);
   if (!ws)

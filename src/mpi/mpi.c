@@ -13,11 +13,105 @@
  * thread, one at a time.
  */
 #include "imgstat/mpi.h"
+#include "dlib.h"
 
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The MPI library, loaded by imgstat_mpi_init (dlib.h), so that a program
+ * linking libimgstat maps it only when it runs ranks: the functions called
+ * below and, with Open MPI, the objects its handles (MPI_COMM_WORLD, MPI_INT,
+ * MPI_SUM...) are the addresses of. */
+/* clang-format off */
+#ifdef OPEN_MPI
+#define MPI_OBJECTS(X) \
+  X(ompi_mpi_byte) \
+  X(ompi_mpi_comm_null) \
+  X(ompi_mpi_comm_self) \
+  X(ompi_mpi_comm_world) \
+  X(ompi_mpi_datatype_null) \
+  X(ompi_mpi_errors_return) \
+  X(ompi_mpi_info_null) \
+  X(ompi_mpi_int) \
+  X(ompi_mpi_op_max) \
+  X(ompi_mpi_op_min) \
+  X(ompi_mpi_op_null) \
+  X(ompi_mpi_op_sum) \
+  X(ompi_mpi_uint64_t)
+#else
+#define MPI_OBJECTS(X)
+#endif
+#define MPI_SYMBOLS(X) \
+  X(MPI_Allreduce) \
+  X(MPI_Bcast) \
+  X(MPI_Comm_dup) \
+  X(MPI_Comm_free) \
+  X(MPI_Comm_rank) \
+  X(MPI_Comm_set_errhandler) \
+  X(MPI_Comm_size) \
+  X(MPI_Comm_split_type) \
+  X(MPI_Error_class) \
+  X(MPI_Error_string) \
+  X(MPI_Finalize) \
+  X(MPI_Finalized) \
+  X(MPI_Gather) \
+  X(MPI_Gatherv) \
+  X(MPI_Init_thread) \
+  X(MPI_Initialized) \
+  X(MPI_Op_create) \
+  X(MPI_Op_free) \
+  X(MPI_Reduce) \
+  X(MPI_Type_commit) \
+  X(MPI_Type_contiguous) \
+  X(MPI_Type_free) \
+  MPI_OBJECTS(X)
+/* clang-format on */
+IST_DLIB_TABLE(mpi, MPI_SYMBOLS);
+#define MPI_Allreduce IST_DLIB_FN(mpi, MPI_Allreduce)
+#define MPI_Bcast IST_DLIB_FN(mpi, MPI_Bcast)
+#define MPI_Comm_dup IST_DLIB_FN(mpi, MPI_Comm_dup)
+#define MPI_Comm_free IST_DLIB_FN(mpi, MPI_Comm_free)
+#define MPI_Comm_rank IST_DLIB_FN(mpi, MPI_Comm_rank)
+#define MPI_Comm_set_errhandler IST_DLIB_FN(mpi, MPI_Comm_set_errhandler)
+#define MPI_Comm_size IST_DLIB_FN(mpi, MPI_Comm_size)
+#define MPI_Comm_split_type IST_DLIB_FN(mpi, MPI_Comm_split_type)
+#define MPI_Error_class IST_DLIB_FN(mpi, MPI_Error_class)
+#define MPI_Error_string IST_DLIB_FN(mpi, MPI_Error_string)
+#define MPI_Finalize IST_DLIB_FN(mpi, MPI_Finalize)
+#define MPI_Finalized IST_DLIB_FN(mpi, MPI_Finalized)
+#define MPI_Gather IST_DLIB_FN(mpi, MPI_Gather)
+#define MPI_Gatherv IST_DLIB_FN(mpi, MPI_Gatherv)
+#define MPI_Init_thread IST_DLIB_FN(mpi, MPI_Init_thread)
+#define MPI_Initialized IST_DLIB_FN(mpi, MPI_Initialized)
+#define MPI_Op_create IST_DLIB_FN(mpi, MPI_Op_create)
+#define MPI_Op_free IST_DLIB_FN(mpi, MPI_Op_free)
+#define MPI_Reduce IST_DLIB_FN(mpi, MPI_Reduce)
+#define MPI_Type_commit IST_DLIB_FN(mpi, MPI_Type_commit)
+#define MPI_Type_contiguous IST_DLIB_FN(mpi, MPI_Type_contiguous)
+#define MPI_Type_free IST_DLIB_FN(mpi, MPI_Type_free)
+#ifdef OPEN_MPI
+#define ompi_mpi_byte (*IST_DLIB_FN(mpi, ompi_mpi_byte))
+#define ompi_mpi_comm_null (*IST_DLIB_FN(mpi, ompi_mpi_comm_null))
+#define ompi_mpi_comm_self (*IST_DLIB_FN(mpi, ompi_mpi_comm_self))
+#define ompi_mpi_comm_world (*IST_DLIB_FN(mpi, ompi_mpi_comm_world))
+#define ompi_mpi_datatype_null (*IST_DLIB_FN(mpi, ompi_mpi_datatype_null))
+#define ompi_mpi_errors_return (*IST_DLIB_FN(mpi, ompi_mpi_errors_return))
+#define ompi_mpi_info_null (*IST_DLIB_FN(mpi, ompi_mpi_info_null))
+#define ompi_mpi_int (*IST_DLIB_FN(mpi, ompi_mpi_int))
+#define ompi_mpi_op_max (*IST_DLIB_FN(mpi, ompi_mpi_op_max))
+#define ompi_mpi_op_min (*IST_DLIB_FN(mpi, ompi_mpi_op_min))
+#define ompi_mpi_op_null (*IST_DLIB_FN(mpi, ompi_mpi_op_null))
+#define ompi_mpi_op_sum (*IST_DLIB_FN(mpi, ompi_mpi_op_sum))
+#define ompi_mpi_uint64_t (*IST_DLIB_FN(mpi, ompi_mpi_uint64_t))
+#endif
+static const char *const mpi_files[] = {IMGSTAT_SONAME_MPI, IMGSTAT_PATH_MPI,
+                                        NULL};
+/* RTLD_GLOBAL: Open MPI's plugins, which it loads itself, resolve against
+ * it */
+static ist_dlib mpi_dlib = IST_DLIB_ROW(mpi, "MPI", "MPI", mpi_files, 1);
 
 struct imgstat_mpi {
   MPI_Comm comm;
@@ -51,6 +145,9 @@ imgstat_status imgstat_mpi_init(int *argc, char ***argv, imgstat_mpi **out,
   if (!out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "imgstat_mpi_init: no out");
   *out = NULL;
+  imgstat_status loaded = ist_dlib_need(&mpi_dlib, err);
+  if (loaded != IMGSTAT_OK)
+    return loaded;
   int inited = 0, finalized = 0, rc;
   MPI_Initialized(&inited);
   MPI_Finalized(&finalized);
@@ -516,4 +613,15 @@ imgstat_status imgstat_mpi_gather(imgstat_mpi *m, const void *data, size_t size,
   if (st != IMGSTAT_OK)
     imgstat_mpi_blobs_free(out);
   return st;
+}
+
+const char *imgstat_mpi_library_description(void) {
+  static char text[IMGSTAT_ERROR_MAX + 64];
+  static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&lock);
+  size_t at = 0;
+  if (!text[0])
+    ist_dlib_describe(&mpi_dlib, text, sizeof text, &at);
+  pthread_mutex_unlock(&lock);
+  return text;
 }

@@ -78,3 +78,5 @@ imgstat_status imgstat_mpi_bcast(imgstat_mpi *m, void **data, size_t *size,
   (void)size;
   return unsupported(err);
 }
+
+const char *imgstat_mpi_library_description(void) { return ""; }
