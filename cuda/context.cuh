@@ -62,6 +62,9 @@ struct ist_slot {
   ist_devbuf scratch;
   ist_devbuf hist_bins, hist_small, hist_scan;
   ist_devbuf norm_out, norm_lut;
+  /* valid samples (valid.cu): the mask, a channel's flags, its compacted
+   * samples and their raster indices, CUB's temporary storage */
+  ist_devbuf valid_mask, valid_flags, valid_vals, valid_idx, valid_temp;
   /* a submitted statistics job (imgstat_gpu_stats_submit) */
   bool job;         /* pending: wait() may collect it */
   bool job_on_host; /* results already in job_out (empty or by ranges) */

@@ -222,6 +222,21 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
                         imgstat_partial out[IMGSTAT_MAX_CHANNELS],
                         imgstat_error *err);
 
+/*
+ * The statistics of the valid samples of each channel of img under v
+ * (imgstat.h: a mask and nodata values; NULL: every sample), on the device:
+ * each channel's valid samples compacted in raster order and reduced as a
+ * plane of their own, so that out[c] is bit-identical to imgstat_cpu_stats
+ * of imgstat_valid_compact's plane, its min_index and max_index raster
+ * indices of img (imgstat_valid_raster_pair); nodata[c] the channel's
+ * nodata samples inside the mask. A label's pixel list (v->npixels) is
+ * IMGSTAT_ERR_ARG: only the CPU reduces those.
+ */
+imgstat_status imgstat_gpu_valid_stats(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+    uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err);
+
 /* nvJPEG as this build and this host offer it: compiled in, its library
  * loaded (its version), and the backend a decoder on the current device
  * gets (CUDA is started there to ask; the context and the decoder are gone

@@ -381,10 +381,12 @@ imgstat_status ist_item_histograms(imgstat_engine *e, gpu_slot *g,
 }
 
 /* ---- valid samples: nodata and masks ---------------------------------------
- * One reduction for every image with a nodata value or a mask, on the CPU
- * whatever the backend: each channel's valid samples compacted
- * (imgstat_valid_compact), reduced and binned as a plane of their own, the
- * positions found again in the image. */
+ * One reduction for every image with a nodata value or a mask: each
+ * channel's valid samples compacted (imgstat_valid_compact), reduced and
+ * binned as a plane of their own, the positions found again in the image.
+ * The statistics of an image without labels or histograms go to the GPU
+ * when the policy picks it (valid_on_gpu), by the same reduction; the rest
+ * on the CPU. */
 
 /* Whether the item has valid samples to pick: a nodata value given or the
  * file's own, or a mask. */
@@ -605,9 +607,63 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
   return IMGSTAT_OK;
 }
 
+/* The valid samples' statistics of in under v on the GPU of g (the device
+ * reduction, imgstat_gpu_valid_stats), when the policy gives the item one
+ * and it has neither labels nor histograms (those stay on the CPU): 1 when
+ * done (verify: the CPU's record, the GPU's partials beside it), -1 when
+ * the item failed, 0 for the CPU (no GPU, or auto's fallback). */
+static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
+                        const imgstat_valid *v,
+                        const imgstat_stats_request *req,
+                        imgstat_job_result *res) {
+  if (!g || (req && (req->labels_path || req->histograms)))
+    return 0;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st;
+  if (e->opt.verify) {
+    st = valid_channels(e, in, v, req, res->partial, res->nodata_count, NULL,
+                        NULL, &err);
+    if (st != IMGSTAT_OK) {
+      ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
+      return -1;
+    }
+    uint64_t nodata[IMGSTAT_MAX_CHANNELS];
+    st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel, res->gpu_partial,
+                                 nodata, &err);
+    if (st != IMGSTAT_OK) {
+      verify_failed(res, st, "GPU failed: ", &err);
+      return -1;
+    }
+    for (int c = 0; c < in->channels; c++)
+      if (nodata[c] != res->nodata_count[c]) {
+        ist_fail(res, IMGSTAT_STAGE_COMPUTE, IMGSTAT_ERR_DEVICE,
+                 "verify: channel %d: GPU nodata_count %" PRIu64
+                 " != CPU %" PRIu64,
+                 c, nodata[c], res->nodata_count[c]);
+        imgstat_error_cause(&res->error, IMGSTAT_CAUSE_GPU_FAILED, 0, 0,
+                            "verify");
+        return -1;
+      }
+    res->backend = IMGSTAT_BACKEND_CPU;
+    res->verified = 1;
+    return 1;
+  }
+  st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel, res->partial,
+                               res->nodata_count, &err);
+  if (st == IMGSTAT_OK) {
+    res->backend = IMGSTAT_BACKEND_GPU;
+    return 1;
+  }
+  memset(res->partial, 0, sizeof res->partial);
+  memset(res->nodata_count, 0, sizeof res->nodata_count);
+  return ist_gpu_failed(e, res, &err) ? 0 : -1;
+}
+
 /* The statistics (and histograms) of in's valid samples, on the CPU, and
- * those of each label. */
-static imgstat_status valid_item(imgstat_engine *e, const imgstat_image *in,
+ * those of each label; the statistics alone on the GPU by valid_on_gpu. */
+static imgstat_status valid_item(imgstat_engine *e, gpu_slot *g,
+                                 const imgstat_image *in,
                                  const imgstat_stats_request *req,
                                  imgstat_job_result *res) {
   imgstat_valid v;
@@ -626,6 +682,13 @@ static imgstat_status valid_item(imgstat_engine *e, const imgstat_image *in,
   int with_hist = req && req->histograms;
   imgstat_error err;
   memset(&err, 0, sizeof err);
+  int on_gpu = st == IMGSTAT_OK ? valid_on_gpu(e, g, in, &v, req, res) : 0;
+  if (on_gpu != 0) {
+    free(mask);
+    free(pixels);
+    free(start);
+    return on_gpu > 0 ? IMGSTAT_OK : res->status;
+  }
   if (st == IMGSTAT_OK) {
     st = valid_channels(e, in, &v, req, res->partial, res->nodata_count,
                         res->hist, res->hist_figures, &err);
@@ -693,7 +756,7 @@ static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
                                  imgstat_job_result *res) {
   const imgstat_stats_request *req = arg;
   if (wants_valid(req, in))
-    return valid_item(e, in, req, res);
+    return valid_item(e, g, in, req, res);
   int with_hist = req && req->histograms;
   /* Statistics and histograms on the GPU: one upload for both. When the
    * upload fails (an image larger than the device's free memory, say), each

@@ -164,3 +164,16 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
   (void)dimg;
   return imgstat_gpu_stats(gpu, NULL, kernel, out, err);
 }
+
+imgstat_status imgstat_gpu_valid_stats(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+    uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err) {
+  (void)gpu;
+  (void)img;
+  (void)v;
+  (void)kernel;
+  (void)out;
+  (void)nodata;
+  return no_cuda(err);
+}

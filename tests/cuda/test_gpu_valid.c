@@ -1,0 +1,317 @@
+/*
+ * The statistics of the valid samples on the device (imgstat_gpu_valid_stats:
+ * a mask and nodata values) against the CPU's valid path on the same image
+ * (imgstat_valid_compact, imgstat_cpu_stats of the compacted plane,
+ * imgstat_valid_raster_pair): the same bits, channel by channel, and the
+ * same nodata counts; and against a plain loop over the samples written
+ * here (counts, extrema and their first raster positions, exact integer
+ * sums). Images of 8 and 16 bits and float (with NaN, infinities and -0),
+ * of awkward sizes, under random masks, an empty mask, a full one and
+ * none; nodata values per channel, at the positions of the extrema, a
+ * channel made of nodata alone, NaN as the nodata value. Needs a CUDA
+ * device: without one it is skipped (77).
+ */
+#include "imgstat/cuda.h"
+#include "test_util.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static imgstat_gpu *g_gpu;
+static uint64_t g_rng = 0x243f6a8885a308d3u;
+
+/* The CPU's valid partials and nodata counts of img under v. */
+static int cpu_valid(const imgstat_image *img, const imgstat_valid *v,
+                     imgstat_partial *out, uint64_t *nodata) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  for (int c = 0; c < img->channels; c++) {
+    imgstat_image part;
+    imgstat_partial p[IMGSTAT_MAX_CHANNELS];
+    if (imgstat_valid_compact(img, c, v, &part, &nodata[c], &err) != IMGSTAT_OK)
+      return 0;
+    imgstat_status st = imgstat_cpu_stats(&part, 1, p, &err);
+    imgstat_image_free(&part);
+    if (st != IMGSTAT_OK)
+      return 0;
+    imgstat_valid_raster_pair(img, c, v, &p[0].min_index, &p[0].max_index);
+    out[c] = p[0];
+  }
+  return 1;
+}
+
+/* The plain loop: channel c's valid samples under v checked against p. */
+static int loop_agrees(const imgstat_image *img, int c, const imgstat_valid *v,
+                       const imgstat_partial *p, uint64_t nodata) {
+  uint64_t n = (uint64_t)img->width * img->height;
+  uint64_t count = 0, nans = 0, infs = 0, nod = 0, sum = 0, sumsq = 0;
+  uint64_t min_at = UINT64_MAX, max_at = UINT64_MAX;
+  double mn = INFINITY, mx = -INFINITY;
+  int has = v->has_nodata[c];
+  for (uint64_t i = 0; i < n; i++) {
+    if (v->mask && !v->mask[i])
+      continue;
+    double s = test_sample_at(img, c, i);
+    int is_nodata;
+    if (img->sample == IMGSTAT_F32)
+      is_nodata = has && (float)s == (float)v->nodata[c];
+    else
+      is_nodata = has && s == v->nodata[c];
+    if (is_nodata) {
+      nod++;
+      continue;
+    }
+    if (isnan(s)) {
+      nans++;
+      continue;
+    }
+    if (isinf(s)) {
+      infs++;
+      continue;
+    }
+    count++;
+    if (img->sample != IMGSTAT_F32) {
+      sum += (uint64_t)s;
+      sumsq += (uint64_t)s * (uint64_t)s;
+    }
+    if (s < mn) {
+      mn = s;
+      min_at = i;
+    }
+    if (s > mx) {
+      mx = s;
+      max_at = i;
+    }
+  }
+  int ok = nod == nodata && count == p->count;
+  if (img->sample == IMGSTAT_F32) {
+    ok = ok && nans == p->nan_count && infs == p->inf_count;
+    if (count)
+      ok = ok && mn == p->min && mx == p->max;
+  } else {
+    ok = ok && sum == p->sum && sumsq == p->sumsq;
+    if (count)
+      ok = ok && mn == p->min && mx == p->max && min_at == p->min_index &&
+           max_at == p->max_index;
+  }
+  if (!ok)
+    printf("\n  channel %d: loop count %llu nodata %llu min %g@%llu max "
+           "%g@%llu; GPU count %llu nodata %llu min %g@%llu max %g@%llu\n",
+           c, (unsigned long long)count, (unsigned long long)nod, mn,
+           (unsigned long long)min_at, mx, (unsigned long long)max_at,
+           (unsigned long long)p->count, (unsigned long long)nodata, p->min,
+           (unsigned long long)p->min_index, p->max,
+           (unsigned long long)p->max_index);
+  return ok;
+}
+
+/* Sample i of channel c set to value. */
+static void set_sample(imgstat_image *img, int c, uint64_t i, double value) {
+  switch (img->sample) {
+  case IMGSTAT_U8:
+    ((uint8_t *)img->planes[c])[i] = (uint8_t)value;
+    break;
+  case IMGSTAT_U16:
+    ((uint16_t *)img->planes[c])[i] = (uint16_t)value;
+    break;
+  case IMGSTAT_F32:
+    ((float *)img->planes[c])[i] = (float)value;
+    break;
+  }
+}
+
+/* A random sample of a few values (so that nodata hits often), or for
+ * floats now and then NaN, an infinity or -0. */
+static double random_sample(imgstat_sample sample) {
+  uint64_t r = test_rand(&g_rng);
+  if (sample == IMGSTAT_F32) {
+    switch (r % 23) {
+    case 0:
+      return NAN;
+    case 1:
+      return INFINITY;
+    case 2:
+      return -0.0;
+    case 3:
+      return 0.0;
+    default:
+      return (double)(float)((double)(r >> 11) * 0x1p-53 * 200.0 - 100.0);
+    }
+  }
+  uint64_t top = sample == IMGSTAT_U8 ? 256 : 65536;
+  return (double)((r >> 8) % (r % 3 == 0 ? 7 : top));
+}
+
+/* One case: img under v on the GPU against the CPU and the loop. */
+static void check(const char *what, const imgstat_image *img,
+                  const imgstat_valid *v) {
+  imgstat_partial gpu[IMGSTAT_MAX_CHANNELS], cpu[IMGSTAT_MAX_CHANNELS];
+  uint64_t gn[IMGSTAT_MAX_CHANNELS], cn[IMGSTAT_MAX_CHANNELS];
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  memset(gpu, 0x5a, sizeof gpu);
+  imgstat_status st = imgstat_gpu_valid_stats(
+      g_gpu, img, v, IMGSTAT_KERNEL_FAST, gpu, gn, &err);
+  if (st != IMGSTAT_OK)
+    printf("\n  %s: %s\n", what, err.message);
+  CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+  CU_ASSERT_FATAL(cpu_valid(img, v, cpu, cn));
+  for (int c = 0; c < img->channels; c++) {
+    int same = memcmp(&gpu[c], &cpu[c], sizeof gpu[c]) == 0 && gn[c] == cn[c];
+    if (!same)
+      printf("\n  %s (%ux%u, %d-byte samples), channel %d: GPU and CPU "
+             "differ\n",
+             what, img->width, img->height, (int)img->sample, c);
+    CU_ASSERT(same);
+    CU_ASSERT(loop_agrees(img, c, v, &gpu[c], gn[c]));
+  }
+}
+
+static const imgstat_sample k_samples[3] = {IMGSTAT_U8, IMGSTAT_U16,
+                                            IMGSTAT_F32};
+
+/* Random images under random masks and nodata values, several sizes. */
+static void test_random(void) {
+  const uint32_t sizes[][2] = {{1, 1}, {7, 3}, {33, 17}, {4097, 3}, {640, 480}};
+  for (int t = 0; t < 3; t++)
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+      imgstat_image img;
+      uint32_t w = sizes[z][0], h = sizes[z][1];
+      int channels = 1 + (int)(z % 3);
+      CU_ASSERT_FATAL(test_image_make(&img, w, h, channels, k_samples[t]));
+      uint64_t n = (uint64_t)w * h;
+      for (int c = 0; c < channels; c++)
+        for (uint64_t i = 0; i < n; i++)
+          set_sample(&img, c, i, random_sample(img.sample));
+      uint8_t *mask = malloc(n);
+      CU_ASSERT_FATAL(mask != NULL);
+      for (uint64_t i = 0; i < n; i++)
+        mask[i] = (uint8_t)(test_rand(&g_rng) % 3 ? 1 + i % 5 : 0);
+      imgstat_valid v;
+      memset(&v, 0, sizeof v);
+      /* nodata only, on every channel but the last of several */
+      for (int c = 0; c < (channels == 1 ? 1 : channels - 1); c++) {
+        v.has_nodata[c] = 1;
+        v.nodata[c] = test_sample_at(&img, c, n / 2);
+        if (isnan(v.nodata[c]))
+          v.nodata[c] = 0;
+      }
+      check("nodata", &img, &v);
+      v.mask = mask;
+      check("mask and nodata", &img, &v);
+      memset(v.has_nodata, 0, sizeof v.has_nodata);
+      check("mask", &img, &v);
+      free(mask);
+      test_image_free(&img);
+    }
+}
+
+/* Empty and full masks, a channel of nodata alone, nodata at the extrema,
+ * NaN as the nodata value. */
+static void test_edges(void) {
+  for (int t = 0; t < 3; t++) {
+    imgstat_image img;
+    uint32_t w = 301, h = 7;
+    uint64_t n = (uint64_t)w * h;
+    CU_ASSERT_FATAL(test_image_make(&img, w, h, 3, k_samples[t]));
+    for (uint64_t i = 0; i < n; i++) {
+      set_sample(&img, 0, i, 9);           /* all nodata */
+      set_sample(&img, 1, i, 3 + i % 11);  /* extrema repeated */
+      set_sample(&img, 2, i, 5 + i % 101); /* extrema once per period */
+    }
+    set_sample(&img, 1, 0, 2);       /* the min first, as nodata */
+    set_sample(&img, 1, n - 1, 2);   /* and the min again, last */
+    set_sample(&img, 2, 4, 200);     /* the max, nodata */
+    set_sample(&img, 2, n - 3, 199); /* the max of what is left */
+    uint8_t *mask = calloc(n, 1);
+    CU_ASSERT_FATAL(mask != NULL);
+    imgstat_valid v;
+    memset(&v, 0, sizeof v);
+    v.has_nodata[0] = v.has_nodata[1] = v.has_nodata[2] = 1;
+    v.nodata[0] = 9;
+    v.nodata[1] = 2;
+    v.nodata[2] = 200;
+    check("nodata at the extrema, a channel of nodata", &img, &v);
+    v.mask = mask;
+    check("empty mask", &img, &v);
+    memset(mask, 1, n);
+    check("full mask", &img, &v);
+    mask[n - 3] = 0; /* the next max's position outside */
+    mask[5] = 0;
+    check("mask over the extrema", &img, &v);
+    if (img.sample == IMGSTAT_F32) {
+      for (uint64_t i = 0; i < n; i += 13)
+        set_sample(&img, 1, i, NAN);
+      set_sample(&img, 2, 1, -0.0);
+      set_sample(&img, 2, 2, 0.0);
+      v.nodata[1] = NAN; /* equals no sample: NaN counted as NaN */
+      v.nodata[2] = 0.0; /* -0 and +0 both nodata */
+      check("NaN samples, NaN and 0 as nodata", &img, &v);
+      v.has_nodata[1] = 0;
+      v.nodata[2] = -0.0;
+      check("NaN samples, -0 as nodata", &img, &v);
+    }
+    free(mask);
+    test_image_free(&img);
+  }
+}
+
+/* An empty image, and what the device refuses (as the CPU does). */
+static void test_arguments(void) {
+  imgstat_partial out[IMGSTAT_MAX_CHANNELS];
+  uint64_t nodata[IMGSTAT_MAX_CHANNELS];
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_image img;
+  CU_ASSERT_FATAL(test_image_make(&img, 5, 5, 1, IMGSTAT_U8));
+  memset(img.planes[0], 7, 25);
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  v.has_nodata[0] = 1;
+  v.nodata[0] = 300; /* not an 8-bit sample */
+  CU_ASSERT_EQUAL(
+      imgstat_gpu_valid_stats(g_gpu, &img, &v, 0, out, nodata, &err),
+      IMGSTAT_ERR_ARG);
+  CU_ASSERT(strstr(err.message, "nodata 300") != NULL);
+  uint32_t list[2] = {1, 3};
+  memset(&v, 0, sizeof v);
+  v.pixels = list;
+  v.npixels = 2;
+  CU_ASSERT_EQUAL(
+      imgstat_gpu_valid_stats(g_gpu, &img, &v, 0, out, nodata, &err),
+      IMGSTAT_ERR_ARG);
+  CU_ASSERT_EQUAL(
+      imgstat_gpu_valid_stats(NULL, &img, NULL, 0, out, nodata, &err),
+      IMGSTAT_ERR_ARG);
+  /* no valid set at all: every sample */
+  check("no valid set", &img, &(imgstat_valid){0});
+  test_image_free(&img);
+}
+
+static const test_case tests[] = {
+    {"valid samples on the device", NULL},
+    {"random images, masks and nodata values: GPU = CPU = loop", test_random},
+    {"empty and full masks, nodata at the extrema, NaN", test_edges},
+    {"arguments", test_arguments},
+    {NULL, NULL}};
+
+int main(void) {
+  if (!imgstat_gpu_compiled())
+    return test_skip("built without CUDA");
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_gpu_create(-1, &g_gpu, &err);
+  if (st == IMGSTAT_ERR_NODEVICE)
+    return test_skip("no CUDA device");
+  if (st != IMGSTAT_OK) {
+    printf("CUDA device present but unusable: %s\n", err.message);
+    return 1;
+  }
+  printf("device: %s\n", imgstat_gpu_device_name(g_gpu));
+  int rc = test_main(tests);
+  imgstat_gpu_destroy(g_gpu);
+  return rc;
+}

@@ -1,0 +1,131 @@
+#!/bin/bash
+# Masks and nodata values on the GPU, end to end: `imgstat --backend gpu`
+# with --mask and --nodata must print the records `--backend cpu` prints,
+# byte for byte once the "backend" key is set aside (and that key must say
+# gpu), and --verify must find the GPU's figures equal to the CPU's. The
+# inputs are written here (python3's standard library: .npy files): 8- and
+# 16-bit images of 1 to 3 channels, float32 ones with NaN, infinities and
+# -0, a random mask, an empty one and a full one; nodata values per
+# channel, at the positions of the extrema, a channel of nodata alone.
+# Usage: valid_cli.sh IMGSTAT. Skips (77) without a usable GPU.
+set -u
+IMGSTAT=${1:?usage: valid_cli.sh IMGSTAT}
+T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat_valid_cli.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+
+python3 - "$T" <<'PY' || exit 1
+import random, struct, sys, os
+T = sys.argv[1]
+rnd = random.Random(5)
+
+def npy(name, shape, dtype, values):
+    code = {"u1": "B", "u2": "H", "f4": "f"}[dtype]
+    head = "{'descr': '<%s', 'fortran_order': False, 'shape': (%s), }" % (
+        dtype, "".join("%d, " % s for s in shape))
+    head += " " * (63 - (len(head) + 10) % 64) + "\n"
+    with open(os.path.join(T, name), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)))
+        f.write(head.encode())
+        f.write(struct.pack("<%d%s" % (len(values), code), *values))
+
+H, W = 61, 97
+n = H * W
+def ints(top, c):
+    v = []
+    for i in range(n * c):
+        v.append(rnd.randrange(7) if rnd.random() < 0.3 else rnd.randrange(top))
+    return v
+def floats(c):
+    v = []
+    for i in range(n * c):
+        r = rnd.random()
+        v.append(float("nan") if r < 0.04 else float("inf") if r < 0.06 else
+                 -0.0 if r < 0.08 else 0.0 if r < 0.1 else
+                 rnd.choice([1.5, 2.5]) if r < 0.3 else rnd.uniform(-100, 100))
+    return v
+npy("u8.npy", (H, W), "u1", ints(256, 1))
+npy("u8x3.npy", (H, W, 3), "u1", ints(256, 3))
+npy("u16x2.npy", (H, W, 2), "u2", ints(65536, 2))
+npy("f32.npy", (H, W), "f4", floats(1))
+npy("f32x3.npy", (H, W, 3), "f4", floats(3))
+# extrema that are nodata: the first sample the min, a later one the max
+e = [5 + (i % 13) for i in range(n)]
+e[0], e[40], e[n - 1] = 1, 250, 1
+npy("extrema.npy", (H, W), "u1", e)
+npy("mask.npy", (H, W), "u1", [rnd.randrange(2) * 255 for i in range(n)])
+npy("empty.npy", (H, W), "u1", [0] * n)
+npy("full.npy", (H, W), "u1", [1] * n)
+PY
+
+# each case: its options, then its inputs
+cases=(
+  "--nodata 0|u8.npy u8x3.npy u16x2.npy"
+  "--nodata 3|u8.npy u8x3.npy u16x2.npy"
+  "--nodata 1.5|f32.npy f32x3.npy"
+  "--nodata 0|f32.npy f32x3.npy"
+  "--nodata nan|f32.npy"
+  "--nodata 1,2,3|u8x3.npy f32x3.npy"
+  "--nodata 1|extrema.npy"
+  "--nodata 250|extrema.npy"
+  "--mask $T/mask.npy|u8.npy u8x3.npy u16x2.npy f32.npy f32x3.npy extrema.npy"
+  "--mask $T/mask.npy --nodata 2|u8.npy u8x3.npy u16x2.npy extrema.npy"
+  "--mask $T/mask.npy --nodata 2.5|f32.npy f32x3.npy"
+  "--mask $T/empty.npy|u8.npy u16x2.npy f32x3.npy"
+  "--mask $T/empty.npy --nodata 1|u8.npy u16x2.npy"
+  "--mask $T/full.npy --nodata 1|u8.npy u16x2.npy extrema.npy"
+)
+
+# a usable GPU?
+"$IMGSTAT" --json --backend gpu --nodata 0 "$T/u8.npy" >"$T/probe" 2>"$T/probe.err"
+if grep -q -e "without CUDA" -e "needs a usable GPU" "$T/probe.err"; then
+  echo "skipped: $(head -1 "$T/probe.err")"
+  exit 77
+fi
+
+failed=0
+k=0
+for c in "${cases[@]}"; do
+  opts=${c%%|*}
+  files=()
+  for f in ${c#*|}; do files+=("$T/$f"); done
+  k=$((k + 1))
+  # shellcheck disable=SC2086
+  "$IMGSTAT" --json --backend cpu $opts "${files[@]}" >"$T/cpu$k" 2>"$T/cpu$k.err"
+  rc_cpu=$?
+  # shellcheck disable=SC2086
+  "$IMGSTAT" --json --backend gpu $opts "${files[@]}" >"$T/gpu$k" 2>"$T/gpu$k.err"
+  rc_gpu=$?
+  # shellcheck disable=SC2086
+  "$IMGSTAT" --json --verify $opts "${files[@]}" >/dev/null 2>"$T/verify$k.err"
+  rc_verify=$?
+  why=$(python3 - "$T/cpu$k" "$T/gpu$k" "$T/verify$k.err" "${#files[@]}" <<'PY'
+import json, re, sys
+cpu = open(sys.argv[1]).read().splitlines()
+gpu = open(sys.argv[2]).read().splitlines()
+verify = open(sys.argv[3]).read()
+n = int(sys.argv[4])
+if len(cpu) != n or len(gpu) != n:
+    print("records: cpu %d gpu %d, %d inputs" % (len(cpu), len(gpu), n))
+    sys.exit()
+for a, b in zip(cpu, gpu):
+    ja, jb = json.loads(a), json.loads(b)
+    if ja.get("backend") != "cpu" or jb.get("backend") != "gpu":
+        print("backend: cpu's record says %s, gpu's %s" % (ja.get("backend"), jb.get("backend")))
+        sys.exit()
+    if a.replace('"backend":"cpu"', "") != b.replace('"backend":"gpu"', ""):
+        print("records differ:\n  cpu %s\n  gpu %s" % (a, b))
+        sys.exit()
+ok = len(re.findall("verify ok", verify))
+if ok != n or "MISMATCH" in verify:
+    print("verify: %d ok of %d: %s" % (ok, n, verify.strip()[:400]))
+PY
+)
+  if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ] || [ $rc_verify -ne 0 ] || [ -n "$why" ]; then
+    echo "FAIL [$opts] rc cpu=$rc_cpu gpu=$rc_gpu verify=$rc_verify: $why"
+    cat "$T/gpu$k.err" "$T/verify$k.err" | head -5
+    failed=1
+  else
+    echo "ok   [$opts] ${#files[@]} inputs"
+  fi
+done
+exit $failed
