@@ -111,7 +111,12 @@ typedef enum imgstat_sample {
   IMGSTAT_F32 = 4
 } imgstat_sample;
 
-#define IMGSTAT_MAX_CHANNELS 4
+/* Channels (bands) an image may have: 1 to 4 take the names Y, YA, RGB,
+ * RGBA; 5 to IMGSTAT_MAX_CHANNELS are bands named "1".."N" (layout
+ * "N-band"). Per-channel arrays of images, results, records and pools are
+ * sized by it, so it stays small; an input with more bands is refused with
+ * its count. */
+#define IMGSTAT_MAX_CHANNELS 16
 #define IMGSTAT_DEFAULT_MAX_PIXELS (UINT64_C(1) << 30)
 /* Decoded bytes one image may hold at once while it is read (its planes and
  * any decoder buffer beside them): 4 GiB unless the caller says otherwise. */

@@ -206,8 +206,8 @@ static int read_channel_values(const ist_opt *row, const ist_opt_syntax *syn,
     return ist_opt_usage(syn, "%s: '%s': a value is too large", row->name, v);
   if (n < 1)
     return ist_opt_usage(syn,
-                         "%s: '%s' is not 1 to 4 numbers separated by commas",
-                         row->name, v);
+                         "%s: '%s' is not 1 to %d numbers separated by commas",
+                         row->name, v, IMGSTAT_MAX_CHANNELS);
   out->n = n;
   return -1;
 }

@@ -250,8 +250,8 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
       s->mean[c] = r_f64(&r);
       s->std[c] = r_f64(&r);
     }
-    if (s->channels < 1 || s->channels > 4 || s->depth > 2 || s->pooled < 1 ||
-        s->pooled > 4)
+    if (s->channels < 1 || s->channels > IMGSTAT_MAX_CHANNELS || s->depth > 2 ||
+        s->pooled < 1 || s->pooled > IMGSTAT_MAX_CHANNELS)
       return bad_form(d, err);
   }
   if (r.failed || r.at != r.n)
