@@ -227,6 +227,9 @@ typedef struct imgstat_load_options {
    * A page past the file's last is IMGSTAT_ERR_ARG, as is a page other
    * than 1 of a single-image format. */
   uint32_t page;
+  /* The axes of a 3-D .npy array: 0 by its shape (docs/formats.md), 1
+   * (H, W, C), 2 (C, H, W). */
+  int npy_layout;
 } imgstat_load_options;
 
 /* Decodes the file at path with the decoder its signature picks

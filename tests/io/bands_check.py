@@ -7,7 +7,8 @@ int16, by astropy when present). Each record's per-band count, min, max,
 sum, sum_sq, mean and std are compared with numpy's over the same array,
 and the TIFFs' min, max, mean and std with GDAL's ComputeStatistics. A
 16-band array is read (the limit); a 17-band one is refused naming the file
-and the count. The dataset record of three 13-band images is numpy's over
+and the count. An (8, 6, 8) array is refused, and read both ways with
+--npy-layout hwc and chw. The dataset record of three 13-band images is numpy's over
 their concatenation; --as rgb refuses them; zscore normalize of a 13-band
 .npy writes (H, W, 13) float32 equal to numpy's (x - mean) / std, and PNG
 output refuses 13 bands.
@@ -133,6 +134,20 @@ np.save(f17, np.zeros((H, W, 17), np.uint16))
 p = run(f17)
 report(p.returncode != 0 and f17 in p.stderr and "17 bands" in p.stderr,
        "17 bands refused: %r" % p.stderr)
+
+# a shape that cannot tell: refused, then read as --npy-layout says
+amb = rng.integers(0, 65536, size=(8, 6, 8), dtype=np.uint16)
+famb = os.path.join(T, "amb.npy")
+np.save(famb, amb)
+p = run(famb)
+report(p.returncode != 0 and "--npy-layout" in p.stderr,
+       "(8, 6, 8) refused: %r" % p.stderr)
+r = records("--npy-layout", "hwc", famb)
+if r:
+    check_bands("amb hwc", r[0]["stats"], [amb[:, :, i] for i in range(8)])
+r = records("--npy-layout", "chw", famb)
+if r:
+    check_bands("amb chw", r[0]["stats"], [amb[i] for i in range(8)])
 
 # the dataset pool of three 13-band images
 ds = os.path.join(T, "ds")
