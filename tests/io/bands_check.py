@@ -161,6 +161,7 @@ if r:
     rec = r[-1]["dataset"]
     report(rec["pooled"] == 3 and rec["layout"] == "13-band",
            "dataset layout %r" % rec.get("layout"))
+    report("depth_note" not in rec, "no Pillow note for bands")
     check_bands("dataset", rec["stats"],
                 [np.concatenate([im[:, :, i].ravel() for im in imgs])
                  for i in range(N)])
