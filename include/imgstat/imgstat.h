@@ -111,7 +111,12 @@ typedef enum imgstat_sample {
   IMGSTAT_F32 = 4
 } imgstat_sample;
 
-#define IMGSTAT_MAX_CHANNELS 4
+/* Channels (bands) an image may have: 1 to 4 take the names Y, YA, RGB,
+ * RGBA; 5 to IMGSTAT_MAX_CHANNELS are bands named "1".."N" (layout
+ * "N-band"). Per-channel arrays of images, results, records and pools are
+ * sized by it, so it stays small; an input with more bands is refused with
+ * its count. */
+#define IMGSTAT_MAX_CHANNELS 16
 #define IMGSTAT_DEFAULT_MAX_PIXELS (UINT64_C(1) << 30)
 /* Decoded bytes one image may hold at once while it is read (its planes and
  * any decoder buffer beside them): 4 GiB unless the caller says otherwise. */
@@ -222,6 +227,9 @@ typedef struct imgstat_load_options {
    * A page past the file's last is IMGSTAT_ERR_ARG, as is a page other
    * than 1 of a single-image format. */
   uint32_t page;
+  /* The axes of a 3-D .npy array: 0 by its shape (docs/formats.md), 1
+   * (H, W, C), 2 (C, H, W). */
+  int npy_layout;
 } imgstat_load_options;
 
 /* Decodes the file at path with the decoder its signature picks

@@ -206,8 +206,8 @@ static int read_channel_values(const ist_opt *row, const ist_opt_syntax *syn,
     return ist_opt_usage(syn, "%s: '%s': a value is too large", row->name, v);
   if (n < 1)
     return ist_opt_usage(syn,
-                         "%s: '%s' is not 1 to 4 numbers separated by commas",
-                         row->name, v);
+                         "%s: '%s' is not 1 to %d numbers separated by commas",
+                         row->name, v, IMGSTAT_MAX_CHANNELS);
   out->n = n;
   return -1;
 }
@@ -370,6 +370,16 @@ _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
         "                     1; the record says how many there are)\n"        \
   }
 
+#define ROW_NPY_LAYOUT(cmd, section)                                           \
+  {                                                                            \
+    WORD_OPT("--npy-layout", cmd, IST_OPT_NPY_LAYOUT, "hwc,chw",               \
+             "hwc or chw"),                                                    \
+        section,                                                               \
+        "  --npy-layout L     the axes of 3-D .npy inputs: hwc (height, "      \
+        "width,\n"                                                             \
+        "                     channel) or chw; default by the shape\n"         \
+  }
+
 static const ist_opt table[] = {
     /* ---- imgstat [OPTIONS] FILE... ---- */
     ROWS_INPUT_LISTS(S, S_INPUT),
@@ -455,6 +465,7 @@ static const ist_opt table[] = {
         "                     at most 2^32)\n"),
     ROW_MAX_MEMORY(S, S_COMPUTE, "images"),
     ROW_PAGE(S, S_COMPUTE),
+    ROW_NPY_LAYOUT(S, S_COMPUTE),
     {"--nodata", NULL, S, IST_OPT_NODATA, 1, read_nodata, 0, 0, NULL, NULL,
      S_COMPUTE,
      "  --nodata V|V1,V2,..|none  leave samples equal to V out of every "
@@ -747,6 +758,7 @@ static const ist_opt table[] = {
         "2^30)\n"),
     ROW_MAX_MEMORY(N, N_OPTIONS, "inputs"),
     ROW_PAGE(N, N_OPTIONS),
+    ROW_NPY_LAYOUT(N, N_OPTIONS),
     {"--progress", NULL, N, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
      N_OPTIONS,
      "  --progress         a progress line on stderr even when it is no "
@@ -836,6 +848,9 @@ int ist_opt_apply_engine(imgstat_engine_options *engine, const ist_opt *row,
     return 1;
   case IST_OPT_PAGE:
     engine->load.page = (uint32_t)v->u;
+    return 1;
+  case IST_OPT_NPY_LAYOUT:
+    engine->load.npy_layout = (int)v->u + 1;
     return 1;
   default:
     return 0;

@@ -250,6 +250,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     /* the formats of --version's list (the decoder table), never a copy */
     printf("\nFormats read by this build (and the library of each):\n");
     print_wrapped(imgstat_formats_description(), "  ", 76);
+    printf("Channels: 1 to 4 (Y, YA, RGB, RGBA), or 5 to %d bands named 1..N "
+           "(TIFF,\n  .npy, FITS; docs/bands-masks.md)\n",
+           IMGSTAT_MAX_CHANNELS);
     return flush_or_complain();
   case IST_OPT_VERSION:
     printf("imgstat %s (CUDA backend: %s; JPEG: %s)\nformats: %s\n",

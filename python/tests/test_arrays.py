@@ -73,6 +73,18 @@ def test_layouts(dtype, channels, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("channels", [5, 13, 16])
+@pytest.mark.parametrize("layout", ["hwc", "chw"])
+def test_bands(dtype, channels, layout):
+    """More than four channels are bands "1".."N", any layout."""
+    rng = np.random.default_rng(channels * 11 + len(layout))
+    shape = (29, 41, channels) if layout == "hwc" else (channels, 29, 41)
+    record = check(random_image(rng, dtype, shape), layout)
+    assert [c["channel"] for c in record["stats"]] == [
+        str(c + 1) for c in range(channels)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_ddof(dtype):
     rng = np.random.default_rng(5)
     check(random_image(rng, dtype, (19, 23, 3)), ddof=1)
@@ -188,7 +200,7 @@ def test_same_bytes_animated_webp(tmp_path):
 @pytest.mark.parametrize("bad, error", [
     (np.zeros((4, 4), dtype=np.int32), TypeError),
     (np.zeros((4, 4), dtype=np.float64), TypeError),
-    (np.zeros((4, 4, 5), dtype=np.uint8), ValueError),
+    (np.zeros((4, 4, 17), dtype=np.uint8), ValueError),
     (np.zeros((2, 2, 2, 2), dtype=np.uint8), ValueError),
     (np.zeros((0, 4), dtype=np.uint8), ValueError),
     (12, TypeError),

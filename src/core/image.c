@@ -239,6 +239,9 @@ imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
     case 4:                                                                    \
       IMGSTAT_SPLIT(T, 4);                                                     \
       break;                                                                   \
+    default: /* bands: any count up to IMGSTAT_MAX_CHANNELS */                 \
+      IMGSTAT_SPLIT(T, img->channels);                                         \
+      break;                                                                   \
     }                                                                          \
   } while (0)
 
@@ -278,17 +281,24 @@ void imgstat_image_free(imgstat_image *img) {
   memset(img, 0, sizeof *img);
 }
 
+_Static_assert(IMGSTAT_MAX_CHANNELS == 16, "a band name for each channel");
+
 const char *imgstat_channel_name(int channels, int c) {
-  static const char *const names[IMGSTAT_MAX_CHANNELS][IMGSTAT_MAX_CHANNELS] = {
+  static const char *const names[4][4] = {
       {"Y"}, {"Y", "A"}, {"R", "G", "B"}, {"R", "G", "B", "A"}};
+  static const char *const bands[IMGSTAT_MAX_CHANNELS] = {
+      "1", "2",  "3",  "4",  "5",  "6",  "7",  "8",
+      "9", "10", "11", "12", "13", "14", "15", "16"};
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS || c < 0 || c >= channels)
     return "?";
-  return names[channels - 1][c];
+  return channels <= 4 ? names[channels - 1][c] : bands[c];
 }
 
 const char *imgstat_layout_name(int channels) {
-  static const char *const names[IMGSTAT_MAX_CHANNELS] = {"Y", "YA", "RGB",
-                                                          "RGBA"};
+  static const char *const names[IMGSTAT_MAX_CHANNELS] = {
+      "Y",       "YA",      "RGB",     "RGBA",    "5-band",  "6-band",
+      "7-band",  "8-band",  "9-band",  "10-band", "11-band", "12-band",
+      "13-band", "14-band", "15-band", "16-band"};
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
     return "?";
   return names[channels - 1];

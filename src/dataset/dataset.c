@@ -68,7 +68,7 @@ int imgstat_dataset_pooled_channels(const imgstat_dataset_options *o,
 }
 
 int imgstat_dataset_needs_gray(const imgstat_dataset_options *o, int channels) {
-  return o->as == IMGSTAT_AS_GRAY && channels >= 3;
+  return o->as == IMGSTAT_AS_GRAY && channels >= 3 && channels <= 4;
 }
 
 imgstat_status imgstat_dataset_gray(const imgstat_image *img,
@@ -322,6 +322,12 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
         "layout",
         imgstat_colour_layout_name(im->colour, im->channels));
   const imgstat_dataset_options *o = &d->o;
+  if (o->as != IMGSTAT_AS_KEEP && im->channels > 4)
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_UNSUPPORTED,
+        "a %s image is not pooled with --as %s: bands convert to no Y, RGB "
+        "or RGBA layout (leave --as out to pool them as they are)",
+        imgstat_layout_name(im->channels), as_names[o->as]);
   int pooled = imgstat_dataset_pooled_channels(o, im->channels);
   int k = depth_index(im->sample);
   group *g = &d->g[pooled][k];

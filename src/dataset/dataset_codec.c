@@ -79,6 +79,13 @@ static double r_f64(rbuf *r) {
   return b ? ist_le_get_f64(&b) : 0;
 }
 
+/* The means and stds a summary carries in the serialized form: 4, as for
+ * every image before bands, or one per band. */
+static int summary_channels(int channels, int pooled) {
+  int n = channels > pooled ? channels : pooled;
+  return n > 4 ? n : 4;
+}
+
 imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
                                          size_t *size, imgstat_error *err) {
   if (!d || !buf || !size)
@@ -135,7 +142,7 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
     w_u64(&w, (uint64_t)s->channels | (uint64_t)s->depth << 8 |
                   (uint64_t)s->pooled << 16 | (uint64_t)s->constant << 24);
     w_f64(&w, s->const_value);
-    for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+    for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
       w_f64(&w, s->mean[c]);
       w_f64(&w, s->std[c]);
     }
@@ -246,13 +253,13 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     s->pooled = (int)(bits >> 16 & 0xff);
     s->constant = (int)(bits >> 24 & 0xff);
     s->const_value = r_f64(&r);
-    for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+    if (s->channels < 1 || s->channels > IMGSTAT_MAX_CHANNELS || s->depth > 2 ||
+        s->pooled < 1 || s->pooled > IMGSTAT_MAX_CHANNELS)
+      return bad_form(d, err);
+    for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
       s->mean[c] = r_f64(&r);
       s->std[c] = r_f64(&r);
     }
-    if (s->channels < 1 || s->channels > 4 || s->depth > 2 || s->pooled < 1 ||
-        s->pooled > 4)
-      return bad_form(d, err);
   }
   if (r.failed || r.at != r.n)
     return bad_form(d, err);

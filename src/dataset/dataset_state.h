@@ -11,8 +11,8 @@
 
 #include <stdint.h>
 
-#define NLAYOUT 5 /* pooled channels 1..4 */
-#define NDEPTH 3  /* u8, u16, f32 */
+#define NLAYOUT (IMGSTAT_MAX_CHANNELS + 1) /* pooled channels 1..max */
+#define NDEPTH 3                           /* u8, u16, f32 */
 
 typedef struct group {
   imgstat_pool pool;

@@ -564,7 +564,8 @@ too_large:
 static int shape_taken(int64_t naxis, const uint64_t *axes) {
   if (naxis != 2 && naxis != 3)
     return 0;
-  if (naxis == 3 && axes[3] != 1 && axes[3] != 3 && axes[3] != 4)
+  if (naxis == 3 &&
+      (axes[3] == 0 || axes[3] == 2 || axes[3] > IMGSTAT_MAX_CHANNELS))
     return 0;
   return axes[1] >= 1 && axes[2] >= 1 && axes[1] <= UINT32_MAX &&
          axes[2] <= UINT32_MAX;
@@ -1157,7 +1158,8 @@ imgstat_status ist_fits_open(imgstat_decoder *d, imgstat_error *err) {
     if (none)
       return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
                                "FITS file has no image HDU of 2 axes (or 3 "
-                               "with 1, 3 or 4 planes)");
+                               "with 1, or 3 to %d planes)",
+                               IMGSTAT_MAX_CHANNELS);
     s = hdu_size(h, err);
     if (s != IMGSTAT_OK)
       return s;
@@ -1177,7 +1179,8 @@ imgstat_status ist_fits_open(imgstat_decoder *d, imgstat_error *err) {
     if (at >= src->size)
       return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
                                "FITS file has no image HDU of 2 axes (or 3 "
-                               "with 1, 3 or 4 planes)");
+                               "with 1, or 3 to %d planes)",
+                               IMGSTAT_MAX_CHANNELS);
   }
   naxis = fs->tiled ? h->znaxis : h->naxis;
   axes = fs->tiled ? h->zaxes : h->naxes;

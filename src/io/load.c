@@ -332,6 +332,7 @@ static imgstat_status decoder_start(const ist_source *src, int owns_file,
   d->input = input;
   d->lim = limits_of(opts);
   d->page = opts && opts->page ? opts->page : 1;
+  d->npy_layout = opts ? opts->npy_layout : 0;
   imgstat_status s = IMGSTAT_OK;
   if (!fmt) {
     unsigned char head[IST_SNIFF_BYTES];

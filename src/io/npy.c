@@ -12,8 +12,13 @@
  *
  * Axes: (H, W) is one channel; a 3-D shape (A, B, C) is (H, W, C) when C is
  * 1 to 4, else (C, H, W) when A is 1 to 4 (what `normalize --layout chw`
- * writes), else refused. So a channels-first array only 1 to 4 pixels wide
- * reads as channels-last: the shape alone cannot tell the two apart.
+ * writes). So a channels-first array only 1 to 4 pixels wide reads as
+ * channels-last: the shape alone cannot tell the two apart. Beyond 4, the
+ * bands are the smallest axis of A and C, (H, W, C) when C < A and C <= B,
+ * (C, H, W) when A < C and A <= B; anything else (A == C, or the bands
+ * axis larger than the image's height or width) is refused, as is a bands
+ * axis over IMGSTAT_MAX_CHANNELS. --npy-layout hwc or chw
+ * (imgstat_load_options.npy_layout) says it instead of the shape.
  */
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
@@ -268,11 +273,29 @@ imgstat_status ist_npy_open(imgstat_decoder *d, imgstat_error *err) {
   if (ndim == 2) {
     h = dims[0];
     w = dims[1];
+  } else if (ndim == 3 && d->npy_layout == 1) {
+    h = dims[0];
+    w = dims[1];
+    c = dims[2];
+  } else if (ndim == 3 && d->npy_layout == 2) {
+    ns->chw = 1;
+    c = dims[0];
+    h = dims[1];
+    w = dims[2];
   } else if (ndim == 3 && dims[2] >= 1 && dims[2] <= 4) {
     h = dims[0];
     w = dims[1];
     c = dims[2];
   } else if (ndim == 3 && dims[0] >= 1 && dims[0] <= 4) {
+    ns->chw = 1;
+    c = dims[0];
+    h = dims[1];
+    w = dims[2];
+  } else if (ndim == 3 && dims[2] < dims[0] && dims[2] <= dims[1]) {
+    h = dims[0];
+    w = dims[1];
+    c = dims[2];
+  } else if (ndim == 3 && dims[0] < dims[2] && dims[0] <= dims[1]) {
     ns->chw = 1;
     c = dims[0];
     h = dims[1];
@@ -285,12 +308,20 @@ imgstat_status ist_npy_open(imgstat_decoder *d, imgstat_error *err) {
                              i ? ", " : "", dims[i]);
     return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
                              "NPY array of shape (%s) is no image: (H, W), "
-                             "(H, W, C) or (C, H, W) with 1 to 4 channels",
+                             "(H, W, C) or (C, H, W) with 1 to 4 channels, "
+                             "or bands on the smaller end axis "
+                             "(--npy-layout hwc|chw says which)",
                              shape);
   }
   if (h == 0 || w == 0 || h > UINT32_MAX || w > UINT32_MAX)
     return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
                              "NPY image is %" PRIu64 "x%" PRIu64, w, h);
+  if (c > IMGSTAT_MAX_CHANNELS)
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "NPY array has %" PRIu64 " bands (%s): more than "
+                             "%d are not supported",
+                             c, ns->chw ? "channels first" : "channels last",
+                             IMGSTAT_MAX_CHANNELS);
   ns->width = (uint32_t)w;
   ns->height = (uint32_t)h;
   ns->channels = (int)c;

@@ -262,7 +262,12 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
   if (!TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &ts->width) ||
       !TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &ts->height))
     return tiff_failure(ts, "no image size", err);
-  if (ts->spp < 1 || ts->spp > IMGSTAT_MAX_CHANNELS)
+  if (ts->spp > IMGSTAT_MAX_CHANNELS)
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "TIFF has %u bands (samples per pixel): more "
+                             "than %d are not supported",
+                             (unsigned)ts->spp, IMGSTAT_MAX_CHANNELS);
+  if (ts->spp < 1)
     return unsupported(err, "samples per pixel", ts->spp);
   int b = ts->bps, f = ts->format;
   if (f == SAMPLEFORMAT_VOID)
@@ -282,10 +287,12 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
   switch (ts->photometric) {
   case PHOTOMETRIC_MINISBLACK:
   case PHOTOMETRIC_MINISWHITE:
-    if (ts->spp > 2)
+    /* more than 4 samples a pixel: bands 1..N (as GDAL writes them, the
+     * extra samples unspecified), whatever ExtraSamples says */
+    if (ts->spp > 2 && ts->spp <= 4)
       return unsupported(err, "gray samples per pixel", ts->spp);
     break;
-  case PHOTOMETRIC_RGB:
+  case PHOTOMETRIC_RGB: /* more than 4 samples a pixel: bands 1..N */
     if (ts->spp < 3)
       return unsupported(err, "RGB samples per pixel", ts->spp);
     break;

@@ -544,6 +544,11 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                         "write .npy or .pfm, or choose a depth of 8 or 16");
       return imgstat_error_cause(err, IMGSTAT_CAUSE_DEPTH, 0, 0, NULL);
     }
+    if (img->channels > 4)
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                               "PNG holds 1 to 4 channels, not %d bands: "
+                               "write .npy",
+                               img->channels);
     if ((uint64_t)img->width * img->channels * img->sample > 0x7fffffffu)
       return imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "rows too long for PNG");
     break;

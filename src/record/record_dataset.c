@@ -133,11 +133,12 @@ static uint64_t ds_sample_taken(const imgstat_dataset_result *r) {
 
 /* The note beside the constants when 16-bit images were pooled (text and
  * JSON "depth_note"): Pillow's convert('RGB') clips 16-bit gray (mode I;16)
- * to 0..255. 0 when there is none. */
+ * to 0..255. 0 when there is none, or when the pool holds bands (no
+ * Pillow mode). */
 static int ds_depth_note(char *buf, size_t size,
                          const imgstat_dataset_result *r) {
   uint64_t n = r->pooled_depth[1];
-  if (!n)
+  if (!n || r->channels > 4)
     return 0;
   snprintf(buf, size,
            "%" PRIu64 " 16-bit image%s pooled, scaled by 65535; a loader using "

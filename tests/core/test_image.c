@@ -94,7 +94,8 @@ static void test_alloc_bad_arguments(void) {
                   IMGSTAT_ERR_ARG);
   CU_ASSERT_EQUAL(imgstat_image_alloc(&img, 5, 5, 0, IMGSTAT_U8, 0, &err),
                   IMGSTAT_ERR_ARG);
-  CU_ASSERT_EQUAL(imgstat_image_alloc(&img, 5, 5, 5, IMGSTAT_U8, 0, &err),
+  CU_ASSERT_EQUAL(imgstat_image_alloc(&img, 5, 5, IMGSTAT_MAX_CHANNELS + 1,
+                                      IMGSTAT_U8, 0, &err),
                   IMGSTAT_ERR_ARG);
   CU_ASSERT_EQUAL(
       imgstat_image_alloc(&img, 5, 5, 1, (imgstat_sample)3, 0, &err),
@@ -148,7 +149,12 @@ static void test_names(void) {
   CU_ASSERT_STRING_EQUAL(imgstat_layout_name(3), "RGB");
   CU_ASSERT_STRING_EQUAL(imgstat_layout_name(4), "RGBA");
   CU_ASSERT_STRING_EQUAL(imgstat_layout_name(0), "?");
-  CU_ASSERT_STRING_EQUAL(imgstat_layout_name(5), "?");
+  CU_ASSERT_STRING_EQUAL(imgstat_layout_name(5), "5-band");
+  CU_ASSERT_STRING_EQUAL(imgstat_layout_name(13), "13-band");
+  CU_ASSERT_STRING_EQUAL(imgstat_layout_name(IMGSTAT_MAX_CHANNELS + 1), "?");
+  CU_ASSERT_STRING_EQUAL(imgstat_channel_name(13, 0), "1");
+  CU_ASSERT_STRING_EQUAL(imgstat_channel_name(13, 12), "13");
+  CU_ASSERT_STRING_EQUAL(imgstat_channel_name(13, 13), "?");
   const char *want[4][4] = {
       {"Y"}, {"Y", "A"}, {"R", "G", "B"}, {"R", "G", "B", "A"}};
   for (int n = 1; n <= 4; n++)

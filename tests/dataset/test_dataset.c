@@ -179,6 +179,60 @@ static int same_result(const imgstat_dataset_result *a,
   return 1;
 }
 
+/* 13-band images pool together, and through the serialized form (one
+ * mean and std per band kept for the outlier rule) to the same result. */
+static void test_bands_serialized(void) {
+  enum { NB = 13, NI = 3 };
+  imgstat_image im[NI];
+  imgstat_partial part[NI][IMGSTAT_MAX_CHANNELS];
+  imgstat_error err;
+  uint32_t seed = 7;
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  imgstat_dataset *a = NULL, *half = NULL, *rest = NULL;
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &a, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &half, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &rest, &err) == IMGSTAT_OK);
+  for (int k = 0; k < NI; k++) {
+    CU_ASSERT_FATAL(imgstat_image_alloc(&im[k], 6 + (uint32_t)k, 5, NB,
+                                        IMGSTAT_U16, 0, &err) == IMGSTAT_OK);
+    for (int c = 0; c < NB; c++)
+      for (uint32_t i = 0; i < im[k].width * im[k].height; i++) {
+        seed = seed * 1103515245u + 12345u;
+        ((uint16_t *)im[k].planes[c])[i] = (uint16_t)(seed >> 16);
+      }
+    CU_ASSERT_FATAL(imgstat_cpu_stats(&im[k], 1, part[k], &err) == IMGSTAT_OK);
+    imgstat_dataset_image di = {
+        "bands.npy", im[k].width, im[k].height, NB,
+        IMGSTAT_U16, part[k],     NULL,         IMGSTAT_COLOUR_DEFAULT};
+    CU_ASSERT(imgstat_dataset_add(a, (uint64_t)k, &di, &err) == IMGSTAT_OK);
+    CU_ASSERT(imgstat_dataset_add(k == 0 ? half : rest, (uint64_t)k, &di,
+                                  &err) == IMGSTAT_OK);
+  }
+  void *buf = NULL;
+  size_t size = 0;
+  imgstat_dataset *back = NULL;
+  CU_ASSERT_FATAL(imgstat_dataset_serialize(rest, &buf, &size, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_deserialize(buf, size, &back, &err) ==
+                  IMGSTAT_OK);
+  free(buf);
+  CU_ASSERT(imgstat_dataset_merge(half, back, &err) == IMGSTAT_OK);
+  imgstat_dataset_result ra, rh;
+  CU_ASSERT_FATAL(imgstat_dataset_finish(a, 1, &ra, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_finish(half, 1, &rh, &err) == IMGSTAT_OK);
+  CU_ASSERT(ra.channels == NB);
+  CU_ASSERT(same_result(&ra, &rh));
+  imgstat_dataset_result_free(&ra);
+  imgstat_dataset_result_free(&rh);
+  imgstat_dataset_destroy(a);
+  imgstat_dataset_destroy(half);
+  imgstat_dataset_destroy(rest);
+  imgstat_dataset_destroy(back);
+  for (int k = 0; k < NI; k++)
+    imgstat_image_free(&im[k]);
+}
+
 /* In order, reversed, and split in three merged accumulators (one of them
  * through the serialized form): the same result, for each --as and with
  * --scale unit. */
@@ -414,6 +468,7 @@ static const test_case tests[] = {
     {"dataset", NULL},
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
     {"every order and grouping: the same result", test_groupings},
+    {"13-band images, through the serialized form", test_bands_serialized},
     {"--as rgb replicates gray", test_as_rgb_replicates},
     {"--as keep: the layout most images have", test_layout_most_images},
     {"arguments", test_arguments},

@@ -1,0 +1,189 @@
+"""Images of more than four bands against numpy and GDAL.
+
+13-band uint16 arrays (random, seeded) saved as .npy channels last (H, W,
+13) and channels first (13, H, W), as TIFF by GDAL (INTERLEAVE=PIXEL: 13
+samples a pixel; INTERLEAVE=BAND: planar), and as a FITS cube (NAXIS3 = 13,
+int16, by astropy when present). Each record's per-band count, min, max,
+sum, sum_sq, mean and std are compared with numpy's over the same array,
+and the TIFFs' min, max, mean and std with GDAL's ComputeStatistics. A
+16-band array is read (the limit); a 17-band one is refused naming the file
+and the count. An (8, 6, 8) array is refused, and read both ways with
+--npy-layout hwc and chw. The dataset record of three 13-band images is numpy's over
+their concatenation; --as rgb refuses them; zscore normalize of a 13-band
+.npy writes (H, W, 13) float32 equal to numpy's (x - mean) / std, and PNG
+output refuses 13 bands.
+
+usage: bands_check.py IMGSTAT TMPDIR"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from osgeo import gdal
+
+IMGSTAT, T = sys.argv[1:3]
+gdal.UseExceptions()
+checks = failures = 0
+
+
+def report(good, what):
+    global checks, failures
+    checks += 1
+    failures += not good
+    if not good:
+        print("FAIL:", what)
+
+
+def run(*args):
+    return subprocess.run([IMGSTAT, *args], capture_output=True, text=True)
+
+
+def records(*args):
+    p = run("--json", *args)
+    if p.returncode != 0:
+        report(False, "imgstat %s: %s" % (args, p.stderr))
+        return []
+    return [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def check_bands(name, stats, bands):
+    """stats: the record's per-band objects; bands: numpy arrays."""
+    report(len(stats) == len(bands),
+           "%s: %d bands, not %d" % (name, len(stats), len(bands)))
+    for i, (s, b) in enumerate(zip(stats, bands)):
+        x = b.astype(np.float64).ravel()
+        xi = b.astype(np.int64).ravel()
+        want = {"count": x.size, "min": x.min(), "max": x.max()}
+        for k, v in want.items():
+            report(s[k] == v,
+                   "%s band %d %s %r != %r" % (name, i + 1, k, s[k], v))
+        report(s["channel"] == str(i + 1),
+               "%s band %d named %r" % (name, i + 1, s["channel"]))
+        if b.dtype == np.uint16:
+            report(s["sum"] == int(xi.sum())
+                   and s["sum_sq"] == int((xi * xi).sum()),
+                   "%s band %d sums" % (name, i + 1))
+        report(close(s["mean"], x.mean()),
+               "%s band %d mean %r != %r" % (name, i + 1, s["mean"], x.mean()))
+        report(close(s["std"], x.std()),
+               "%s band %d std %r != %r" % (name, i + 1, s["std"], x.std()))
+
+
+rng = np.random.default_rng(13)
+H, W, N = 21, 34, 13
+a = rng.integers(0, 65536, size=(H, W, N), dtype=np.uint16)
+bands = [a[:, :, i] for i in range(N)]
+
+# .npy, channels last and first
+np.save(os.path.join(T, "hwc.npy"), a)
+np.save(os.path.join(T, "chw.npy"), np.ascontiguousarray(a.transpose(2, 0, 1)))
+for f in ("hwc.npy", "chw.npy"):
+    r = records(os.path.join(T, f))
+    if r:
+        report(r[0]["channels"] == N, f + ": channels")
+        check_bands(f, r[0]["stats"], bands)
+
+# TIFF by GDAL, contiguous and planar; GDAL's statistics as the reference
+for il in ("PIXEL", "BAND"):
+    f = os.path.join(T, il.lower() + ".tif")
+    d = gdal.GetDriverByName("GTiff").Create(f, W, H, N, gdal.GDT_UInt16,
+                                             ["INTERLEAVE=" + il])
+    for i in range(N):
+        d.GetRasterBand(i + 1).WriteArray(bands[i])
+    d = None
+    r = records(f)
+    if not r:
+        continue
+    check_bands(f, r[0]["stats"], bands)
+    g = gdal.Open(f)
+    for i, s in enumerate(r[0]["stats"]):
+        mn, mx, mean, sd = g.GetRasterBand(i + 1).ComputeStatistics(False)
+        report(s["min"] == mn and s["max"] == mx and close(s["mean"], mean)
+               and abs(s["std"] - sd) <= 1e-6 * sd,
+               "%s band %d vs GDAL (%r, %r, %r, %r)" % (f, i + 1, mn, mx,
+                                                        mean, sd))
+    g = None
+    os.remove(f + ".aux.xml") if os.path.exists(f + ".aux.xml") else None
+
+# FITS cube: NAXIS3 planes are the bands
+try:
+    from astropy.io import fits
+except ImportError:
+    fits = None
+    print("note: no astropy, the FITS cube is not checked")
+if fits is not None:
+    cube = (a.transpose(2, 0, 1).astype(np.int32) - 32768).astype(np.int16)
+    f = os.path.join(T, "cube.fits")
+    fits.PrimaryHDU(cube).writeto(f)
+    r = records(f)
+    if r:
+        check_bands(f, r[0]["stats"], [cube[i] for i in range(N)])
+
+# the limit: 16 read, 17 refused with the file and the count
+np.save(os.path.join(T, "b16.npy"),
+        rng.integers(0, 65536, size=(H, W, 16), dtype=np.uint16))
+r = records(os.path.join(T, "b16.npy"))
+report(bool(r) and r[0]["channels"] == 16, "16 bands read")
+f17 = os.path.join(T, "b17.npy")
+np.save(f17, np.zeros((H, W, 17), np.uint16))
+p = run(f17)
+report(p.returncode != 0 and f17 in p.stderr and "17 bands" in p.stderr,
+       "17 bands refused: %r" % p.stderr)
+
+# a shape that cannot tell: refused, then read as --npy-layout says
+amb = rng.integers(0, 65536, size=(8, 6, 8), dtype=np.uint16)
+famb = os.path.join(T, "amb.npy")
+np.save(famb, amb)
+p = run(famb)
+report(p.returncode != 0 and "--npy-layout" in p.stderr,
+       "(8, 6, 8) refused: %r" % p.stderr)
+r = records("--npy-layout", "hwc", famb)
+if r:
+    check_bands("amb hwc", r[0]["stats"], [amb[:, :, i] for i in range(8)])
+r = records("--npy-layout", "chw", famb)
+if r:
+    check_bands("amb chw", r[0]["stats"], [amb[i] for i in range(8)])
+
+# the dataset pool of three 13-band images
+ds = os.path.join(T, "ds")
+os.mkdir(ds)
+imgs = [rng.integers(0, 65536, size=(H + k, W, N), dtype=np.uint16)
+        for k in range(3)]
+for k, im in enumerate(imgs):
+    np.save(os.path.join(ds, "i%d.npy" % k), im)
+r = records("--dataset-only", ds)
+if r:
+    rec = r[-1]["dataset"]
+    report(rec["pooled"] == 3 and rec["layout"] == "13-band",
+           "dataset layout %r" % rec.get("layout"))
+    report("depth_note" not in rec, "no Pillow note for bands")
+    check_bands("dataset", rec["stats"],
+                [np.concatenate([im[:, :, i].ravel() for im in imgs])
+                 for i in range(N)])
+p = run("--dataset-only", "--as", "rgb", ds)
+report("13-band" in p.stderr and "--as rgb" in p.stderr,
+       "--as rgb refuses bands: %r" % p.stderr)
+
+# normalize zscore of a 13-band .npy
+out = os.path.join(T, "z.npy")
+p = run("normalize", "zscore", os.path.join(T, "hwc.npy"), "-o", out)
+report(p.returncode == 0, "normalize: %r" % p.stderr)
+if p.returncode == 0:
+    z = np.load(out)
+    x = a.astype(np.float64)
+    want = (x - x.mean(axis=(0, 1))) / x.std(axis=(0, 1))
+    report(z.shape == (H, W, N) and z.dtype == np.float32
+           and np.abs(z - want).max() < 1e-5,
+           "normalize zscore: shape %r" % (z.shape,))
+p = run("normalize", os.path.join(T, "hwc.npy"), "-o",
+        os.path.join(T, "o.png"))
+report(p.returncode != 0 and "13 bands" in p.stderr,
+       "PNG refuses 13 bands: %r" % p.stderr)
+
+print("%d checks, %d failures" % (checks, failures))
+sys.exit(1 if failures else 0)
