@@ -421,6 +421,12 @@ static imgstat_status pooled_next(void *ctx, const imgstat_input **item,
   return s;
 }
 
+/* The second read's release: the copy freed, no progress line. */
+static void reread_release(void *ctx, const imgstat_input *item) {
+  (void)ctx;
+  imgstat_input_free((imgstat_input *)item); /* a copy (pooled_next) */
+}
+
 static void pooled_release(void *ctx, const imgstat_input *item) {
   ist_norm_run *run = ctx;
   run->progress.done++;
@@ -505,7 +511,7 @@ static imgstat_status pool_pass(ist_norm_run *run, int *cancelled,
   if (s == IMGSTAT_OK && o->norm.mode == IMGSTAT_NORM_CLIP && !o->norm.linked) {
     double clip[2] = {o->norm.clip_low, o->norm.clip_high};
     imgstat_dataset_pass again = p; /* no progress line of its own */
-    again.release = NULL;
+    again.release = reread_release;
     restart_feed(run);
     s = imgstat_dataset_float_exact(&again, d, clip, 2,
                                     ro->engine.load.max_memory
