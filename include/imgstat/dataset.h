@@ -317,9 +317,9 @@ typedef struct imgstat_dataset_exact_want {
 /* What a second read needs of a finished result r: for each pooled
  * channel (r->channels; want holds IMGSTAT_MAX_CHANNELS entries) the ranks
  * of the median and of percentiles p[0..np) (the first
- * IMGSTAT_DATASET_EXACT_MAX - 1 of them). Returns 0 when r has no float pooled histogram (nothing to
- * refine: integer histograms are exact); the histograms' range and bins
- * are r->ch[c].hist's. */
+ * IMGSTAT_DATASET_EXACT_MAX - 1 of them). Returns 0 when r has no float pooled
+ * histogram (nothing to refine: integer histograms are exact); the histograms'
+ * range and bins are r->ch[c].hist's. */
 int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
                                int np, imgstat_dataset_exact_want *want);
 

@@ -151,7 +151,7 @@ struct imgstat_decoder {
   int owns_file;        /* src.file was opened by imgstat_decoder_open */
   unsigned char *input; /* the input read into memory (a pipe), or NULL */
   ist_limits lim;
-  uint32_t page; /* --page: the image of a multi-page file, from 1 */
+  uint32_t page;  /* --page: the image of a multi-page file, from 1 */
   int npy_layout; /* --npy-layout: imgstat_load_options.npy_layout */
   const ist_format *format;
   imgstat_header header;
