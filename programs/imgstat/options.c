@@ -370,6 +370,24 @@ _Static_assert(IMGSTAT_MAX_PIXELS_LIMIT == UINT64_C(4294967296),
         "                     1; the record says how many there are)\n"        \
   }
 
+/* --mask, --mask-suffix and --nodata: read alike by both commands, each
+ * with its own help text. */
+#define ROW_MASK(cmd, section, help)                                           \
+  {                                                                            \
+    "--mask", NULL, cmd, IST_OPT_MASK, 1, read_nonempty, 0, 0, NULL,           \
+        "--mask needs a file or a folder", section, help                       \
+  }
+#define ROW_MASK_SUFFIX(cmd, section, help)                                    \
+  {                                                                            \
+    "--mask-suffix", NULL, cmd, IST_OPT_MASK_SUFFIX, 1, NULL, 0, 0, NULL,      \
+        NULL, section, help                                                    \
+  }
+#define ROW_NODATA(cmd, section, help)                                         \
+  {                                                                            \
+    "--nodata", NULL, cmd, IST_OPT_NODATA, 1, read_nodata, 0, 0, NULL, NULL,   \
+        section, help                                                          \
+  }
+
 #define ROW_NPY_LAYOUT(cmd, section)                                           \
   {                                                                            \
     WORD_OPT("--npy-layout", cmd, IST_OPT_NPY_LAYOUT, "hwc,chw",               \
@@ -466,32 +484,35 @@ static const ist_opt table[] = {
     ROW_MAX_MEMORY(S, S_COMPUTE, "images"),
     ROW_PAGE(S, S_COMPUTE),
     ROW_NPY_LAYOUT(S, S_COMPUTE),
-    {"--nodata", NULL, S, IST_OPT_NODATA, 1, read_nodata, 0, 0, NULL, NULL,
-     S_COMPUTE,
-     "  --nodata V|V1,V2,..|none  leave samples equal to V out of every "
-     "figure\n"
-     "                     (one value, or one per channel; counted apart as\n"
-     "                     nodata_count); default: the file's own (TIFF's\n"
-     "                     GDAL_NODATA); none: not even the file's\n"},
-    {"--mask", NULL, S, IST_OPT_MASK, 1, read_nonempty, 0, 0, NULL,
-     "--mask needs a file or a folder", S_COMPUTE,
-     "  --mask FILE|DIR    statistics of the pixels where the mask is "
-     "non-zero:\n"
-     "                     FILE for every input, or DIR holding each input's "
-     "mask\n"
-     "                     at its path below its folder, same stem, any "
-     "extension\n"},
+    ROW_NODATA(
+        S, S_COMPUTE,
+        "  --nodata V|V1,V2,..|none  leave samples equal to V out of every "
+        "figure\n"
+        "                     (one value, or one per channel; counted apart "
+        "as\n"
+        "                     nodata_count); default: the file's own (TIFF's\n"
+        "                     GDAL_NODATA); none: not even the file's\n"),
+    ROW_MASK(
+        S, S_COMPUTE,
+        "  --mask FILE|DIR    statistics of the pixels where the mask is "
+        "non-zero:\n"
+        "                     FILE for every input, or DIR holding each "
+        "input's "
+        "mask\n"
+        "                     at its path below its folder, same stem, any "
+        "extension\n"),
     {"--labels", NULL, S, IST_OPT_LABELS, 1, read_nonempty, 0, 0, NULL,
      "--labels needs a file or a folder", S_COMPUTE,
      "  --labels FILE|DIR  also the statistics of each non-zero label of an "
      "8- or\n"
      "                     16-bit label image (paired as --mask pairs)\n"},
-    {"--mask-suffix", NULL, S, IST_OPT_MASK_SUFFIX, 1, NULL, 0, 0, NULL, NULL,
-     S_COMPUTE,
-     "  --mask-suffix S    with --mask/--labels DIR: an input's stem less S "
-     "names\n"
-     "                     its mask\n"
-     "                     (case_0000.png pairs with case.png under _0000)\n"},
+    ROW_MASK_SUFFIX(
+        S, S_COMPUTE,
+        "  --mask-suffix S    with --mask/--labels DIR: an input's stem less S "
+        "names\n"
+        "                     its mask\n"
+        "                     (case_0000.png pairs with case.png under "
+        "_0000)\n"),
     {WORD_OPT("--ddof", S, IST_OPT_DDOF, "0,1", "0 or 1"), S_COMPUTE,
      "  --ddof D           0: population std (default); 1: sample std "
      "(N-1)\n"},
@@ -628,22 +649,22 @@ static const ist_opt table[] = {
      "                     output: its last dataset record (--dataset), or "
      "its\n"
      "                     one image record\n"},
-    {"--mask", NULL, N, IST_OPT_MASK, 1, read_nonempty, 0, 0, NULL,
-     "--mask needs a file or a folder", N_MODES,
-     "  --mask FILE|DIR    measure each channel over the pixels where the "
-     "mask is\n"
-     "                     non-zero (MONAI's nonzero) and map only those; "
-     "paired\n"
-     "                     as in the statistics (--mask-suffix S)\n"},
-    {"--mask-suffix", NULL, N, IST_OPT_MASK_SUFFIX, 1, NULL, 0, 0, NULL, NULL,
-     N_MODES,
-     "  --mask-suffix S    with --mask DIR: an input's stem less S names its "
-     "mask\n"},
-    {"--nodata", NULL, N, IST_OPT_NODATA, 1, read_nodata, 0, 0, NULL, NULL,
-     N_MODES,
-     "  --nodata V|V1,..|none  samples equal to V are not measured and not "
-     "mapped\n"
-     "                     (default: the file's own GDAL_NODATA)\n"},
+    ROW_MASK(
+        N, N_MODES,
+        "  --mask FILE|DIR    measure each channel over the pixels where the "
+        "mask is\n"
+        "                     non-zero (MONAI's nonzero) and map only those; "
+        "paired\n"
+        "                     as in the statistics (--mask-suffix S)\n"),
+    ROW_MASK_SUFFIX(N, N_MODES,
+                    "  --mask-suffix S    with --mask DIR: an input's stem "
+                    "less S names its "
+                    "mask\n"),
+    ROW_NODATA(
+        N, N_MODES,
+        "  --nodata V|V1,..|none  samples equal to V are not measured and not "
+        "mapped\n"
+        "                     (default: the file's own GDAL_NODATA)\n"),
     {"--fill", NULL, N, IST_OPT_FILL, 1, read_number, 0, 0, NULL,
      "--fill: '%s' is not a number", N_MODES,
      "  --fill V           write V where --mask or --nodata leaves samples "

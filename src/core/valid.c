@@ -147,19 +147,26 @@ static uint64_t walk(const imgstat_image *img, int c, const imgstat_valid *v,
   return k;
 }
 
+/* Channel c of img exists and its nodata value (if any) is one of its
+ * sample type. */
+static imgstat_status check_channel(const imgstat_image *img, int c,
+                                    const imgstat_valid *v,
+                                    imgstat_error *err) {
+  if (!img || c < 0 || c >= img->channels)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
+  if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c])
+    return imgstat_valid_check_nodata(v->nodata[c], img->sample, err);
+  return IMGSTAT_OK;
+}
+
 imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
                                      const imgstat_valid *v, imgstat_image *out,
                                      uint64_t *nodata, imgstat_error *err) {
   memset(out, 0, sizeof *out);
   *nodata = 0;
-  if (!img || c < 0 || c >= img->channels)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
-  if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c]) {
-    imgstat_status st =
-        imgstat_valid_check_nodata(v->nodata[c], img->sample, err);
-    if (st != IMGSTAT_OK)
-      return st;
-  }
+  imgstat_status st = check_channel(img, c, v, err);
+  if (st != IMGSTAT_OK)
+    return st;
   /* one walk into a buffer as large as the region can be */
   uint64_t n =
       v && v->npixels ? v->npixels : (uint64_t)img->width * img->height;
@@ -172,8 +179,8 @@ imgstat_status imgstat_valid_compact(const imgstat_image *img, int c,
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                              "%llu samples in one channel (at most %u)",
                              (unsigned long long)n, UINT32_MAX);
-  imgstat_status st = imgstat_image_alloc(out, (uint32_t)n, 1, 1, img->sample,
-                                          IMGSTAT_MAX_PIXELS_LIMIT, err);
+  st = imgstat_image_alloc(out, (uint32_t)n, 1, 1, img->sample,
+                           IMGSTAT_MAX_PIXELS_LIMIT, err);
   if (st != IMGSTAT_OK)
     return st;
   out->format = img->format;
@@ -230,14 +237,9 @@ uint64_t imgstat_valid_raster_index(const imgstat_image *img, int c,
 imgstat_status imgstat_valid_flags(const imgstat_image *img, int c,
                                    const imgstat_valid *v, uint8_t *flags,
                                    imgstat_error *err) {
-  if (!img || c < 0 || c >= img->channels)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no channel %d", c);
-  if (v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c]) {
-    imgstat_status st =
-        imgstat_valid_check_nodata(v->nodata[c], img->sample, err);
-    if (st != IMGSTAT_OK)
-      return st;
-  }
+  imgstat_status st = check_channel(img, c, v, err);
+  if (st != IMGSTAT_OK)
+    return st;
   memset(flags, 0, (size_t)img->width * img->height);
   walk_to w = {NULL, 0, flags, UINT64_MAX, UINT64_MAX, NULL, 0};
   walk(img, c, v, &w);

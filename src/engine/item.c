@@ -397,26 +397,38 @@ static int wants_valid(const imgstat_stats_request *req,
   return in->has_nodata && !(req && req->no_file_nodata);
 }
 
+/* The image beside img that says where (what: "mask", "labels"), read
+ * from path into *m, of img's size; a failure, its message naming both,
+ * in res. */
+static imgstat_status load_beside(imgstat_engine *e, const char *what,
+                                  const char *path, const imgstat_image *img,
+                                  imgstat_image *m, imgstat_job_result *res) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_image_load(path, &e->opt.load, m, &err);
+  if (st != IMGSTAT_OK)
+    return ist_fail(res, IMGSTAT_STAGE_LOAD, st, "%s %s: %s", what, path,
+                    ist_reason(&err));
+  if (m->width != img->width || m->height != img->height) {
+    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
+             "%s %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
+             "x%" PRIu32,
+             what, path, m->width, m->height, img->width, img->height);
+    imgstat_image_free(m);
+    return IMGSTAT_ERR_ARG;
+  }
+  return IMGSTAT_OK;
+}
+
 /* The mask of req for img: width * height bytes, 1 inside (any channel of
  * the mask image non-zero), into *out (free it). */
 static imgstat_status load_mask(imgstat_engine *e, const char *path,
                                 const imgstat_image *img, uint8_t **out,
                                 uint64_t *inside, imgstat_job_result *res) {
   imgstat_image m;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_status st = imgstat_image_load(path, &e->opt.load, &m, &err);
+  imgstat_status st = load_beside(e, "mask", path, img, &m, res);
   if (st != IMGSTAT_OK)
-    return ist_fail(res, IMGSTAT_STAGE_LOAD, st, "mask %s: %s", path,
-                    ist_reason(&err));
-  if (m.width != img->width || m.height != img->height) {
-    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
-             "mask %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
-             "x%" PRIu32,
-             path, m.width, m.height, img->width, img->height);
-    imgstat_image_free(&m);
-    return IMGSTAT_ERR_ARG;
-  }
+    return st;
   uint64_t n = (uint64_t)img->width * img->height;
   uint8_t *mask = calloc(n ? (size_t)n : 1, 1);
   if (!mask) {
@@ -530,24 +542,13 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
                                   uint32_t **pixels, uint64_t **start,
                                   imgstat_job_result *res) {
   imgstat_image m;
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_status st = imgstat_image_load(path, &e->opt.load, &m, &err);
+  imgstat_status st = load_beside(e, "labels", path, in, &m, res);
   if (st != IMGSTAT_OK)
-    return ist_fail(res, IMGSTAT_STAGE_LOAD, st, "labels %s: %s", path,
-                    ist_reason(&err));
+    return st;
   if (m.sample == IMGSTAT_F32 || m.channels != 1) {
     ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
              "labels %s: %s, not one channel of 8- or 16-bit integers", path,
              m.sample == IMGSTAT_F32 ? "float samples" : "several channels");
-    imgstat_image_free(&m);
-    return IMGSTAT_ERR_ARG;
-  }
-  if (m.width != in->width || m.height != in->height) {
-    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
-             "labels %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
-             "x%" PRIu32,
-             path, m.width, m.height, in->width, in->height);
     imgstat_image_free(&m);
     return IMGSTAT_ERR_ARG;
   }

@@ -119,6 +119,35 @@ static imgstat_status missing_read(imgstat_decoder *d, imgstat_image *img,
 static void missing_close(imgstat_decoder *d) { (void)d; }
 #endif
 
+/* The row of a format whose library the build may lack (HAVE: its
+ * IMGSTAT_HAVE_ suffix): its decoder, its library loaded when needed, or
+ * `missing` (the format recognised and refused for want of the library). */
+#define ROW_WITH(kind, lib, exts, sniff, name)                                 \
+  { kind, lib, exts, sniff, LOADED_DECODER(name) }
+#define ROW_WITHOUT(kind, lib, exts, sniff, name)                              \
+  { kind, NULL, exts, sniff, DECODER(missing) }
+#ifdef IMGSTAT_HAVE_GIF
+#define ROW_GIF ROW_WITH
+#else
+#define ROW_GIF ROW_WITHOUT
+#endif
+#ifdef IMGSTAT_HAVE_TIFF
+#define ROW_TIFF ROW_WITH
+#else
+#define ROW_TIFF ROW_WITHOUT
+#endif
+#ifdef IMGSTAT_HAVE_WEBP
+#define ROW_WEBP ROW_WITH
+#else
+#define ROW_WEBP ROW_WITHOUT
+#endif
+#ifdef IMGSTAT_HAVE_CFITSIO
+#define ROW_CFITSIO ROW_WITH
+#else
+#define ROW_CFITSIO ROW_WITHOUT
+#endif
+#define OPTIONAL_ROW(have, ...) ROW_##have(__VA_ARGS__)
+
 /* One row per format, tried in this order; the first whose signature
  * matches decodes the input. */
 static const ist_format formats[] = {
@@ -131,33 +160,17 @@ static const ist_format formats[] = {
      DECODER(ist_stb)},
 #endif
     {IMGSTAT_KIND_BMP, "imgstat", "bmp dib", sniff_bmp, DECODER(ist_bmp)},
-#ifdef IMGSTAT_HAVE_GIF
-    {IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, LOADED_DECODER(ist_gif)},
-#else
-    {IMGSTAT_KIND_GIF, NULL, "gif", sniff_gif, DECODER(missing)},
-#endif
+    OPTIONAL_ROW(GIF, IMGSTAT_KIND_GIF, "giflib", "gif", sniff_gif, ist_gif),
     {IMGSTAT_KIND_PSD, "stb_image", "psd", sniff_psd, DECODER(ist_stb)},
     {IMGSTAT_KIND_HDR, "imgstat", "hdr", sniff_hdr, DECODER(ist_hdr)},
     {IMGSTAT_KIND_PNM, "imgstat", "pbm pgm ppm pnm", sniff_pnm,
      DECODER(ist_pnm)},
-#ifdef IMGSTAT_HAVE_TIFF
-    {IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff,
-     LOADED_DECODER(ist_tiff)},
-#else
-    {IMGSTAT_KIND_TIFF, NULL, "tif tiff", sniff_tiff, DECODER(missing)},
-#endif
-#ifdef IMGSTAT_HAVE_WEBP
-    {IMGSTAT_KIND_WEBP, "libwebp", "webp", sniff_webp,
-     LOADED_DECODER(ist_webp)},
-#else
-    {IMGSTAT_KIND_WEBP, NULL, "webp", sniff_webp, DECODER(missing)},
-#endif
-#ifdef IMGSTAT_HAVE_CFITSIO
-    {IMGSTAT_KIND_FITS, "cfitsio", "fits fit fts", sniff_fits,
-     LOADED_DECODER(ist_fits)},
-#else
-    {IMGSTAT_KIND_FITS, NULL, "fits fit fts", sniff_fits, DECODER(missing)},
-#endif
+    OPTIONAL_ROW(TIFF, IMGSTAT_KIND_TIFF, "libtiff", "tif tiff", sniff_tiff,
+                 ist_tiff),
+    OPTIONAL_ROW(WEBP, IMGSTAT_KIND_WEBP, "libwebp", "webp", sniff_webp,
+                 ist_webp),
+    OPTIONAL_ROW(CFITSIO, IMGSTAT_KIND_FITS, "cfitsio", "fits fit fts",
+                 sniff_fits, ist_fits),
     {IMGSTAT_KIND_NPY, "imgstat", "npy", sniff_npy, DECODER(ist_npy)},
     {IMGSTAT_KIND_PFM, "imgstat", "pfm", sniff_pfm, DECODER(ist_pfm)},
     /* TGA has no signature: a header whose values only a TGA has, after
