@@ -33,6 +33,7 @@ import numpy as np
 from osgeo import gdal
 
 gdal.UseExceptions()
+gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")  # no .aux.xml beside the file
 
 
 def write_tile(path, size, bands, planar):
