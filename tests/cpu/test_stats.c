@@ -724,7 +724,7 @@ static void test_arguments(void) {
   imgstat_image img = make_image(4, 4, 1, IMGSTAT_U8);
   img.channels = 0;
   CU_ASSERT_EQUAL(imgstat_cpu_stats(&img, 1, out, &err), IMGSTAT_ERR_ARG);
-  img.channels = 5;
+  img.channels = IMGSTAT_MAX_CHANNELS + 1;
   CU_ASSERT_EQUAL(imgstat_cpu_stats(&img, 1, out, &err), IMGSTAT_ERR_ARG);
   img.channels = 2;
   img.planes[1] = NULL;

@@ -689,7 +689,7 @@ static void test_errors(void) {
   CU_ASSERT(err.message[0] != '\0');
   CU_ASSERT_EQUAL(imgstat_gpu_stats(g_gpu, &img, -1, out, &err),
                   IMGSTAT_ERR_ARG);
-  img.channels = 5;
+  img.channels = IMGSTAT_MAX_CHANNELS + 1;
   CU_ASSERT_EQUAL(imgstat_gpu_stats(g_gpu, &img, 0, out, &err),
                   IMGSTAT_ERR_ARG);
   img.channels = 1;

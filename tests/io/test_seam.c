@@ -669,9 +669,9 @@ static void test_wrap(void) {
   CU_ASSERT_EQUAL(
       imgstat_image_wrap(&img, 0, 3, 2, IMGSTAT_U16, planes, 8, &err),
       IMGSTAT_ERR_ARG);
-  CU_ASSERT_EQUAL(
-      imgstat_image_wrap(&img, 3, 3, 5, IMGSTAT_U16, planes, 8, &err),
-      IMGSTAT_ERR_ARG);
+  CU_ASSERT_EQUAL(imgstat_image_wrap(&img, 3, 3, IMGSTAT_MAX_CHANNELS + 1,
+                                     IMGSTAT_U16, planes, 8, &err),
+                  IMGSTAT_ERR_ARG);
   CU_ASSERT_EQUAL(imgstat_image_wrap(&img, 1u << 17, 1u << 16, 2, IMGSTAT_U16,
                                      planes, 0, &err),
                   IMGSTAT_ERR_LIMIT);
