@@ -821,7 +821,7 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     result = Dataset(record, failures)
     if result.images == 0 and failures:
         raise failures[0]
-    depth_note = result.to_dict()["dataset"].get("depth_note")
+    depth_note = record["dataset"].get("depth_note")
     if depth_note:
         _warnings.warn(depth_note, UserWarning, stacklevel=2)
     if failures and errors == "raise":
