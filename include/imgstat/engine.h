@@ -490,6 +490,17 @@ typedef struct imgstat_engine_times {
   double stage_end_s, teardown_s;
   uint64_t items, batches, hardware, hybrid, cpu;
   int max_batch;
+  /* per device of the device stage, in the engine's order (ndevices of
+   * them; device: its CUDA number): its start-up done (context, nvJPEG
+   * handles), its first lane ready, its first batch handed to nvJPEG, its
+   * last batch finished (moments from the engine's creation), its items */
+  int ndevices;
+  int device[IMGSTAT_MAX_DEVICES];
+  double device_start_s[IMGSTAT_MAX_DEVICES];
+  double device_ready_s[IMGSTAT_MAX_DEVICES];
+  double device_first_submit_s[IMGSTAT_MAX_DEVICES];
+  double device_last_batch_s[IMGSTAT_MAX_DEVICES];
+  uint64_t device_items[IMGSTAT_MAX_DEVICES];
 } imgstat_engine_times;
 
 void imgstat_engine_times_get(imgstat_engine *engine,

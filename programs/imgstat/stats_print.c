@@ -291,6 +291,34 @@ void ist_stats_print_stage_times(run_state *st) {
       t.ready_last_s, t.first_submit_s, t.first_batch_s, t.last_batch_s,
       t.input_end_s, t.closed_s, t.shutdown_s, t.stage_end_s, t.teardown_s,
       t.items, t.batches, t.max_batch, t.hardware, t.hybrid, t.cpu);
+  if (t.ndevices < 1)
+    return;
+  /* a second line, per device: when each started and was ready, the
+   * spread of the first batches handed to nvJPEG and of the last ones
+   * finished (the devices start together and finish together) */
+  double first_lo = 0, first_hi = 0, last_lo = 0, last_hi = 0;
+  fputs("imgstat: device times:", stderr);
+  for (int k = 0; k < t.ndevices; k++) {
+    imgstat_number_fprintf(stderr,
+                           "%s device %d start %.3f ready %.3f first-submit "
+                           "%.3f last-batch %.3f items %" PRIu64,
+                           k ? ";" : "", t.device[k], t.device_start_s[k],
+                           t.device_ready_s[k], t.device_first_submit_s[k],
+                           t.device_last_batch_s[k], t.device_items[k]);
+    double f = t.device_first_submit_s[k], l = t.device_last_batch_s[k];
+    if (k == 0 || f < first_lo)
+      first_lo = f;
+    if (k == 0 || f > first_hi)
+      first_hi = f;
+    if (k == 0 || l < last_lo)
+      last_lo = l;
+    if (k == 0 || l > last_hi)
+      last_hi = l;
+  }
+  imgstat_number_fprintf(stderr,
+                         " (s from start); first-submit spread %.3f "
+                         "last-batch spread %.3f (s)\n",
+                         first_hi - first_lo, last_hi - last_lo);
 }
 
 /* The dataset record after the images' (--dataset), and its PNG. */

@@ -44,8 +44,9 @@ typedef struct gpu_slot {
 } gpu_slot;
 
 /* The GPUs' start-up. CUDA's takes hundreds of milliseconds: it runs on a
- * thread of its own, which creates one context per device, while items are
- * decoded (and, under auto, computed on the CPU). */
+ * thread of its own, which starts every device at once (a thread each:
+ * its context, its nvJPEG handles) while items are decoded (and, under
+ * auto, computed on the CPU). */
 typedef struct gpu_start {
   pthread_t thread;
   int running;  /* the thread was started and is not joined yet */
@@ -69,7 +70,8 @@ typedef struct gpu_start {
    * per-stage table: the first context ready, its JPEG decoder ready */
   struct timespec t0;
   double context_s, jpeg_s;
-  imgstat_gpu_jpeg_times jpeg_times; /* the first decoder's start-up */
+  imgstat_gpu_jpeg_times jpeg_times;   /* the first decoder's start-up */
+  double ready_s[IMGSTAT_MAX_DEVICES]; /* each device's start-up done */
 } gpu_start;
 
 /* Seconds from a to now (CLOCK_MONOTONIC). */

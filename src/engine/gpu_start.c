@@ -59,15 +59,33 @@ static void *jpeg_early_main(void *arg) {
   return NULL;
 }
 
+/* One device's start-up, on a thread of its own (all devices at once):
+ * its context, its JPEG decoder beside it (jpeg_early) and their moments
+ * from t0. Its failure is a value here, named by the device once joined. */
+typedef struct device_start {
+  pthread_t thread;
+  const gpu_start *s;
+  gpu_slot *g;
+  int device;   /* as given to imgstat_gpu_create (-1: the current one) */
+  int batch_ok; /* g->batch was made */
+  imgstat_status status;
+  imgstat_error err;
+  double context_s, jpeg_s, ready_s; /* from s->t0; 0: not reached */
+  imgstat_gpu_jpeg_times jpeg_times;
+} device_start;
+
 /* A GPU's JPEG decoder and its batches; a decoder that cannot start fails
  * the GPU only when it is needed (--jpeg-decoder gpu). The decoder comes
  * from early (made beside the context) when it was started and is on the
  * context's device, else it is made here. Its state is made only for the
  * one-image path (prepare): the device stage's lanes make decoders of their
  * own, sharing its handles, each on its own thread and all at once. */
-static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
+static imgstat_status jpeg_start(device_start *d, jpeg_early *early,
                                  imgstat_error *err) {
+  const gpu_start *s = d->s;
+  gpu_slot *g = d->g;
   int ok = ist_jpeg_batcher_init(&g->batch);
+  d->batch_ok = ok;
   g->jpeg = NULL;
   if (early && early->dec &&
       imgstat_gpu_jpeg_device(early->dec) != imgstat_gpu_device(g->gpu)) {
@@ -87,10 +105,7 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
     st = early->status;
     g->jpeg = early->dec;
     why = early->err;
-    if (s->jpeg_s == 0) {
-      s->jpeg_s = early->done_s;
-      imgstat_gpu_jpeg_times_get(early->dec, &s->jpeg_times);
-    }
+    d->jpeg_s = early->done_s;
   } else {
     st = imgstat_gpu_jpeg_create_on(imgstat_gpu_device(g->gpu), s->strict,
                                     &g->jpeg, &why);
@@ -100,16 +115,64 @@ static imgstat_status jpeg_start(gpu_start *s, gpu_slot *g, jpeg_early *early,
       imgstat_gpu_jpeg_destroy(g->jpeg);
       g->jpeg = NULL;
     }
-    if (s->jpeg_s == 0) {
-      s->jpeg_s = ist_since(&s->t0);
-      imgstat_gpu_jpeg_times_get(g->jpeg, &s->jpeg_times);
-    }
+    d->jpeg_s = ist_since(&s->t0);
   }
+  imgstat_gpu_jpeg_times_get(g->jpeg, &d->jpeg_times);
   if (st != IMGSTAT_OK && s->jpeg == 2)
     return imgstat_error_set(err, st, "nvJPEG: %s", why.message);
   return IMGSTAT_OK;
 }
 
+/* A device's slot, whatever of it was made. */
+static void slot_destroy(gpu_slot *g, int batch_ok) {
+  imgstat_gpu_jpeg_destroy(g->jpeg);
+  if (batch_ok)
+    ist_jpeg_batcher_destroy(&g->batch);
+  imgstat_gpu_destroy(g->gpu);
+  memset(g, 0, sizeof *g);
+}
+
+static void *device_start_main(void *arg) {
+  device_start *d = arg;
+  const gpu_start *s = d->s;
+  gpu_slot *g = d->g;
+  memset(&d->err, 0, sizeof d->err);
+  /* the JPEG decoder beside the context (see jpeg_early) */
+  jpeg_early early;
+  memset(&early, 0, sizeof early);
+  early.device = d->device;
+  early.prepare = s->prepare;
+  early.strict = s->strict;
+  early.t0 = s->t0;
+  /* IMGSTAT_JPEG_SERIAL=1: the decoder after the context, not beside it
+   * (a measurement's knob: does the overlap slow nvJPEG's start?) */
+  int beside =
+      s->jpeg && !getenv("IMGSTAT_JPEG_SERIAL") &&
+      pthread_create(&early.thread, NULL, jpeg_early_main, &early) == 0;
+  imgstat_status st = imgstat_gpu_create(d->device, &g->gpu, &d->err);
+  if (st == IMGSTAT_OK && !g->gpu)
+    st = imgstat_error_set(&d->err, IMGSTAT_ERR_DEVICE,
+                           "the GPU backend returned no context");
+  if (st == IMGSTAT_OK)
+    d->context_s = ist_since(&s->t0);
+  if (beside)
+    pthread_join(early.thread, NULL);
+  if (st == IMGSTAT_OK)
+    st = jpeg_start(d, beside ? &early : NULL, &d->err);
+  else if (beside)
+    imgstat_gpu_jpeg_destroy(early.dec);
+  if (st != IMGSTAT_OK)
+    slot_destroy(g, d->batch_ok);
+  else
+    d->ready_s = ist_since(&s->t0);
+  d->status = st;
+  return NULL;
+}
+
+/* Every device started at once, a thread each (one device: on this
+ * thread), all joined before any work is dealt to them; the first failure
+ * in the list's order names its device and ends the start-up (every slot
+ * made is destroyed). */
 static imgstat_status gpus_create(gpu_start *s) {
   int list[IMGSTAT_MAX_DEVICES], n = s->ndevices;
   if (n > 0) {
@@ -126,47 +189,50 @@ static imgstat_status gpus_create(gpu_start *s) {
     n = 1;
     list[0] = -1; /* the current device */
   }
+  device_start d[IMGSTAT_MAX_DEVICES];
+  int threaded[IMGSTAT_MAX_DEVICES];
+  memset(d, 0, sizeof d);
   for (int k = 0; k < n; k++) {
-    gpu_slot *g = &s->gpus[k];
-    imgstat_error err;
-    memset(&err, 0, sizeof err);
-    /* the JPEG decoder beside the context (see jpeg_early) */
-    jpeg_early early;
-    memset(&early, 0, sizeof early);
-    early.device = list[k];
-    early.prepare = s->prepare;
-    early.strict = s->strict;
-    early.t0 = s->t0;
-    /* IMGSTAT_JPEG_SERIAL=1: the decoder after the context, not beside it
-     * (a measurement's knob: does the overlap slow nvJPEG's start?) */
-    int beside =
-        s->jpeg && !getenv("IMGSTAT_JPEG_SERIAL") &&
-        pthread_create(&early.thread, NULL, jpeg_early_main, &early) == 0;
-    imgstat_status st = imgstat_gpu_create(list[k], &g->gpu, &err);
-    if (st == IMGSTAT_OK && !g->gpu)
-      st = imgstat_error_set(&err, IMGSTAT_ERR_DEVICE,
-                             "the GPU backend returned no context");
-    if (st == IMGSTAT_OK && s->context_s == 0)
-      s->context_s = ist_since(&s->t0);
-    if (beside)
-      pthread_join(early.thread, NULL);
-    if (st == IMGSTAT_OK) {
-      s->ngpus = k + 1; /* gpus_destroy frees it from here on */
-      st = jpeg_start(s, g, beside ? &early : NULL, &err);
-    } else if (beside) {
-      imgstat_gpu_jpeg_destroy(early.dec);
-    }
-    if (st != IMGSTAT_OK) {
-      gpus_destroy(s);
-      if (n > 1 || s->ndevices > 0)
-        imgstat_error_set(&s->err, st, "device %d: %.400s", list[k],
-                          err.message);
-      else
-        s->err = err;
-      return st;
-    }
-    s->ngpus = k + 1;
+    d[k].s = s;
+    d[k].g = &s->gpus[k];
+    d[k].device = list[k];
+    /* IMGSTAT_DEVICES_SERIAL=1: one device after the other (a measurement's
+     * knob: the start-up as it was) */
+    threaded[k] =
+        n > 1 && !getenv("IMGSTAT_DEVICES_SERIAL") &&
+        pthread_create(&d[k].thread, NULL, device_start_main, &d[k]) == 0;
+    if (!threaded[k])
+      device_start_main(&d[k]);
   }
+  for (int k = 0; k < n; k++)
+    if (threaded[k])
+      pthread_join(d[k].thread, NULL);
+  int failed = -1;
+  for (int k = 0; k < n && failed < 0; k++)
+    if (d[k].status != IMGSTAT_OK)
+      failed = k;
+  if (failed >= 0) {
+    for (int k = 0; k < n; k++)
+      if (d[k].status == IMGSTAT_OK)
+        slot_destroy(&s->gpus[k], d[k].batch_ok);
+    device_start *f = &d[failed];
+    if (n > 1 || s->ndevices > 0)
+      imgstat_error_set(&s->err, f->status, "device %d: %.400s", list[failed],
+                        f->err.message);
+    else
+      s->err = f->err;
+    return f->status;
+  }
+  /* the start-up's moments: the first context ready, the first device's
+   * decoder and its phases; each device's ready time */
+  for (int k = 0; k < n; k++) {
+    if (s->context_s == 0 || d[k].context_s < s->context_s)
+      s->context_s = d[k].context_s;
+    s->ready_s[k] = d[k].ready_s;
+  }
+  s->jpeg_s = d[0].jpeg_s;
+  s->jpeg_times = d[0].jpeg_times;
+  s->ngpus = n;
   return IMGSTAT_OK;
 }
 

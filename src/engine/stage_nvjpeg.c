@@ -127,6 +127,7 @@ typedef struct stage_lane {
   imgstat_engine *e;
   gpu_slot *g;
   imgstat_gpu_jpeg *jpeg;
+  int device; /* the slot's index in e->start.gpus */
   int cap;
   imgstat_gpu_jpeg_item *items;
   imgstat_partial *parts;
@@ -170,6 +171,7 @@ static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   l->e = e;
   l->g = g;
+  l->device = device;
   /* Every lane's decoder state is made here, on the lane's thread, the
    * lanes of a device at once; they share the GPU's handles (made once, at
    * the start) unless told to make their own (IMGSTAT_JPEG_OWN_HANDLES, to
@@ -193,6 +195,8 @@ static imgstat_status lane_open(void *ctx, int device, int lane, void **out,
     e->times.ready_s = t;
   if (t > e->times.ready_last_s)
     e->times.ready_last_s = t;
+  if (e->times.device_ready_s[device] == 0)
+    e->times.device_ready_s[device] = t;
   pthread_mutex_unlock(&e->stage_lock);
   *out = l;
   return IMGSTAT_OK;
@@ -307,6 +311,8 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
   pthread_mutex_lock(&e->stage_lock);
   if (e->times.first_submit_s == 0)
     e->times.first_submit_s = ist_since(&e->created);
+  if (e->times.device_first_submit_s[l->device] == 0)
+    e->times.device_first_submit_s[l->device] = ist_since(&e->created);
   pthread_mutex_unlock(&e->stage_lock);
   if (l->cap >= n) {
     for (int k = 0; k < n; k++)
@@ -370,6 +376,9 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
     t->first_batch_s = end;
   if (end > t->last_batch_s)
     t->last_batch_s = end;
+  if (end > t->device_last_batch_s[l->device])
+    t->device_last_batch_s[l->device] = end;
+  t->device_items[l->device] += (uint64_t)n;
   t->decode_s += decode_s;
   t->reduce_s += reduce_s;
   t->histogram_s += hist_s;
@@ -522,5 +531,10 @@ void imgstat_engine_times_get(imgstat_engine *e, imgstat_engine_times *out) {
     out->jpeg_decoder_s = e->start.jpeg_times.decoder_s;
     out->jpeg_create_s = e->start.jpeg_times.create_s;
     out->jpeg_info_s = e->start.jpeg_times.info_s;
+    out->ndevices = e->start.ngpus;
+    for (int k = 0; k < e->start.ngpus; k++) {
+      out->device[k] = imgstat_gpu_device(e->start.gpus[k].gpu);
+      out->device_start_s[k] = e->start.ready_s[k];
+    }
   }
 }
