@@ -354,6 +354,22 @@ int imgstat_run_gpu_started(imgstat_run *run);
 void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
                        double *read_s, double *deliver_s);
 
+/* Under MPI, where this rank's time went (IMGSTAT_STAGE_TIMES), in
+ * seconds: the input list walked by rank 0 (and packed), its broadcast
+ * (on ranks > 0 the wait for rank 0's walk too) and unpacking, the share
+ * taken (the list's names walked to its first item), the workers over the
+ * share, and the dataset's reduce (on every rank the wait for the slowest
+ * rank's share too); work_end_s is the moment, from the run's creation, the
+ * workers ended. share_first and share_end bound the share. All zero
+ * without MPI. */
+typedef struct imgstat_run_mpi_times {
+  double list_s, bcast_s, share_s, work_s, work_end_s, reduce_s;
+  uint64_t share_first, share_end;
+} imgstat_run_mpi_times;
+
+void imgstat_run_mpi_times_get(const imgstat_run *run,
+                               imgstat_run_mpi_times *out);
+
 /* ---- passes over the inputs (src/run/dataset_pass.c) ----------------------
  * The runs that pool a whole list of inputs before anything else is done
  * with them: the batch runner (imgstat/batch.h) decodes them on its

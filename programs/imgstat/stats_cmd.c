@@ -38,6 +38,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Seconds from a to now (CLOCK_MONOTONIC). */
+static double cli_since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) +
+         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
+
 /* --histogram-png: no plot replaces an input. Every name the run's plots
  * take (OUT itself, or OUT-NAME.png per input and the dataset's) is looked
  * up in the whole list (after walks and lists); st->guard keeps the list
@@ -96,7 +104,11 @@ int ist_stats_main(int argc, char **argv) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   if (ist_stats_mpi_asked(argc, argv) && imgstat_mpi_built()) {
-    if (imgstat_mpi_init(&argc, &argv, &mr.m, &err) != IMGSTAT_OK) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    imgstat_status ms = imgstat_mpi_init(&argc, &argv, &mr.m, &err);
+    mr.init_s = cli_since(&t0);
+    if (ms != IMGSTAT_OK) {
       ist_cli_error("--mpi: %s", err.message);
       return EXIT_INPUT_FAILED;
     }
@@ -241,13 +253,22 @@ int ist_stats_main(int argc, char **argv) {
     /* the teardown timed too: the GPU side of the engine goes now */
     imgstat_run_shutdown(st.run);
     ist_stats_print_stage_times(&st);
+    if (opt.mpi)
+      ist_stats_print_mpi_times(&st, &mr);
   }
   int print_ds = rep.dataset_ok && !st.write_failed;
   st.cancel_status = ist_cli_cancel_status();
-  if (opt.mpi)
+  if (opt.mpi) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     print_ds = ist_stats_mpi_finish(
                    &st, &mr, s == IMGSTAT_OK || rep.merge_failed, &opt) &&
                rep.dataset_ok && mr.at.rank == 0;
+    /* the records and messages of ranks > 0 brought to rank 0 */
+    if (getenv("IMGSTAT_STAGE_TIMES") && mr.at.rank == 0)
+      imgstat_number_fprintf(stderr, "imgstat: mpi gather: %.3f s\n",
+                             cli_since(&t0));
+  }
   if (print_ds)
     ist_stats_print_dataset(&st);
   /* a text run of several inputs ends with what happened, after the tables

@@ -94,6 +94,7 @@ typedef struct mpi_run {
   FILE *cap[2];   /* ranks > 0: what fds 1 and 2 write to */
   int saved[2];   /* the fds 1 and 2 to restore, else -1 */
   int cap_failed; /* the capture could not be set up */
+  double init_s;  /* MPI's start-up (imgstat_mpi_init), seconds */
 } mpi_run;
 
 /* ---- stats_args.c -------------------------------------------------------- */
@@ -120,6 +121,9 @@ int ist_stats_print_item(void *ctx, const imgstat_run_item *item,
                          const imgstat_run_progress *progress);
 void ist_stats_print_range_progress(void *ctx, const imgstat_run_progress *p);
 void ist_stats_print_stage_times(run_state *st);
+/* Under --mpi with IMGSTAT_STAGE_TIMES: this rank's line (its workers and
+ * cores, MPI's phases). */
+void ist_stats_print_mpi_times(run_state *st, const mpi_run *mr);
 void ist_stats_print_dataset(run_state *st);
 
 /* ---- stats_mpi.c --------------------------------------------------------- */

@@ -321,6 +321,27 @@ void ist_stats_print_stage_times(run_state *st) {
                          first_hi - first_lo, last_hi - last_lo);
 }
 
+/* IMGSTAT_STAGE_TIMES under --mpi: one line per rank (ranks > 0's come
+ * to rank 0 with the rest of their stderr, in rank order): the workers and
+ * the cores it took of what the host offers its ranks, then where its time
+ * went (imgstat_run_mpi_times); tests/mpi/mpi_cli_test.sh and
+ * bench/gpu/mpi_phases.sh read it. */
+void ist_stats_print_mpi_times(run_state *st, const mpi_run *mr) {
+  const imgstat_run_info *info = imgstat_run_get_info(st->run);
+  imgstat_run_mpi_times t;
+  imgstat_run_mpi_times_get(st->run, &t);
+  imgstat_number_fprintf(
+      stderr,
+      "imgstat: mpi times: rank %d of %d (host rank %d of %d): workers %d "
+      "cores %d offered %d; init %.3f list %.3f bcast %.3f share %.3f work "
+      "%.3f work-end %.3f reduce %.3f (s); items %" PRIu64 " [%" PRIu64
+      ", %" PRIu64 ")\n",
+      mr->at.rank, mr->at.size, mr->at.local_rank, mr->at.local_size,
+      info->workers, info->cores, info->cores_offered, mr->init_s, t.list_s,
+      t.bcast_s, t.share_s, t.work_s, t.work_end_s, t.reduce_s,
+      t.share_end - t.share_first, t.share_first, t.share_end);
+}
+
 /* The dataset record after the images' (--dataset), and its PNG. */
 void ist_stats_print_dataset(run_state *st) {
   const stats_options *o = st->opt;

@@ -42,6 +42,8 @@ struct imgstat_run {
   int share;
   uint64_t share_first, share_end, fed;
   int stage_times; /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
+  struct timespec created;   /* imgstat_run_create */
+  imgstat_run_mpi_times mpi; /* MPI: where this rank's time went */
   atomic_uint_fast64_t read_ns, deliver_ns;
   int executed;
   ist_norm_run *norm; /* a normalize run (opts->normalize) */
@@ -50,6 +52,14 @@ struct imgstat_run {
 };
 
 /* ---- set-up -------------------------------------------------------------- */
+
+/* Seconds from a to now (CLOCK_MONOTONIC). */
+static double run_since(const struct timespec *a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) +
+         1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
 
 /* Under MPI: whether any rank has a nonzero flag (every rank learns it); a
  * failed collective counts as one. Without: the flag. */
@@ -99,6 +109,8 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   int rank = run->info.at.rank;
   imgstat_status s = IMGSTAT_OK;
   run->have_list = 1;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (!m || rank == 0)
     s = imgstat_inputs_collect(run->inputs, &run->list, err);
   if (m) {
@@ -106,6 +118,8 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
     size_t size = 0;
     if (s == IMGSTAT_OK && rank == 0)
       s = imgstat_input_list_pack(&run->list, &bytes, &size, err);
+    run->mpi.list_s = run_since(&t0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!any_rank(run, s != IMGSTAT_OK)) {
       void *data = bytes;
       s = imgstat_mpi_bcast(m, &data, &size, err);
@@ -115,6 +129,7 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
         run->list.max_member = run->opt.engine.load.max_memory;
       if (rank > 0)
         free(data);
+      run->mpi.bcast_s = run_since(&t0);
     } else if (s == IMGSTAT_OK) {
       s = imgstat_error_set(err, IMGSTAT_ERR_IO,
                             "rank 0 could not send the input list");
@@ -258,6 +273,7 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   run->opt = *opts;
   run->info.at = imgstat_mpi_where(opts->mpi);
+  clock_gettime(CLOCK_MONOTONIC, &run->created);
   atomic_init(&run->read_ns, 0);
   atomic_init(&run->deliver_ns, 0);
   if (opts->sample && !opts->dataset &&
@@ -833,11 +849,17 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
   }
   memset(&run->progress, 0, sizeof run->progress);
   run->progress.pass = 2;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (o->mpi && s == IMGSTAT_OK) {
     s = take_share(run, err);
     if (s != IMGSTAT_OK)
       rep.failed_in = IMGSTAT_RUN_STEP_SET_UP;
+    run->mpi.share_s = run_since(&t0);
+    run->mpi.share_first = run->share_first;
+    run->mpi.share_end = run->share_end;
   }
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (s == IMGSTAT_OK) {
     imgstat_batch_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -865,12 +887,18 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
       rep.failed_in = IMGSTAT_RUN_STEP_WORKERS;
     rep.cancelled = br.cancelled;
   }
+  if (o->mpi) {
+    run->mpi.work_s = run_since(&t0);
+    run->mpi.work_end_s = run_since(&run->created);
+  }
   rep.dataset_ok = run->ds && s == IMGSTAT_OK;
   if (o->mpi && o->dataset) {
     imgstat_error rerr;
     memset(&rerr, 0, sizeof rerr);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     imgstat_status r =
         ist_run_reduce_dataset(run->opt.mpi, &run->opt.ds, &run->ds, &rerr);
+    run->mpi.reduce_s = run_since(&t0);
     if (r != IMGSTAT_OK) {
       rep.dataset_ok = 0;
       rep.merge_failed = 1;
@@ -930,4 +958,13 @@ void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
   imgstat_engine_times_get(engine_of(run), engine);
   *read_s = 1e-9 * (double)atomic_load(&run->read_ns);
   *deliver_s = 1e-9 * (double)atomic_load(&run->deliver_ns);
+}
+
+void imgstat_run_mpi_times_get(const imgstat_run *run,
+                               imgstat_run_mpi_times *out) {
+  if (!out)
+    return;
+  memset(out, 0, sizeof *out);
+  if (run && run->opt.mpi)
+    *out = run->mpi;
 }

@@ -201,6 +201,36 @@ else
   echo "skipped: the binding advice (one core)"
 fi
 
+# Each rank's workers (IMGSTAT_STAGE_TIMES' line of MPI's phases, one per
+# rank in rank order): ranks left unbound on one host (--bind-to none)
+# share its cores out, max(1, cores / ranks) workers each, so that K ranks
+# start as many workers as one process; an explicit -j is kept as given.
+# Each rank's share is [floor(r n / K), floor((r + 1) n / K)) of the n
+# inputs. Only where nothing narrows this process's cores (the host's
+# online cores are all offered to it).
+n_in=$(find "$D" -type f | wc -l)
+if [ "$(nproc)" -eq "$(getconf _NPROCESSORS_ONLN)" ]; then
+  for k in 2 3; do
+    for j in "" "-j 3"; do
+      IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np "$k" \
+        "$IMGSTAT" --mpi $j --dataset-only "$D" >"$T/out" 2>"$T/err"
+      want=${j#-j }
+      [ -n "$want" ] || want=$(($(nproc) / k > 0 ? $(nproc) / k : 1))
+      grep '^imgstat: mpi times: ' "$T/err" >"$T/lines"
+      bad=$(awk -v k="$k" -v want="$want" -v n="$n_in" '
+        { r = NR - 1
+          if ($5 != r || $7 != k || $14 != want) { print "rank " r ": " $0; next }
+          lo = int(r * n / k); hi = int((r + 1) * n / k)
+          if ($0 !~ ("items " (hi - lo) " \\[" lo ", " hi "\\)$")) print "share " r ": " $0 }
+        END { if (NR != k) print NR " lines for " k " ranks" }' "$T/lines")
+      [ -z "$bad" ] && pass "-np $k --bind-to none ${j:-(no -j)}: $want workers a rank, shares of $n_in" ||
+        fail "-np $k --bind-to none $j: want $want workers a rank: $bad $(cat "$T/err")"
+    done
+  done
+else
+  echo "skipped: the workers a rank (this process is bound to fewer cores than the host's)"
+fi
+
 # Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
 # of --devices (else of all). Devices 3 and 5 are absent here (and on a
 # GPU host of fewer than 6), so each input's message names its rank's.
