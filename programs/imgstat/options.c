@@ -606,7 +606,8 @@ static const ist_opt table[] = {
     {"--mpi", NULL, S, IST_OPT_MPI, 0, NULL, 0, 0, NULL, NULL, S_DATASET,
      "  --mpi              run as one of mpirun's ranks: each takes a share of "
      "the\n"
-     "                     sorted inputs, rank 0 prints everything\n"
+     "                     sorted inputs, rank 0 prints everything; on a\n"
+     "                     cluster: srun --cpus-per-task=M imgstat --mpi ...\n"
      "                     (" IST_OPT_DOCS "/scaling.md)\n"},
     {"--progress", NULL, S, IST_OPT_PROGRESS, 0, NULL, 0, 0, NULL, NULL,
      S_OTHER,
