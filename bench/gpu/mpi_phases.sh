@@ -12,11 +12,15 @@
 # /bin/true`). A row per run with -j CORES per rank (the host's cores
 # oversubscribed K times: does a rank that finished early leave cores idle?)
 # tells the default's choice. Goal: every rate >= 0.95 x one process's.
+# Then, with M (default 1,800) photos too, one process against -np 2 past
+# the start-up ((M - N) / (t(M) - t(N))): a rate lost per image, or a fixed
+# cost (mpirun's launch, MPI's start-up) that a longer run repays?
 # Prints lines as they come, the table last.
 #
 # Usage (top of the tree, .deps carried; about 4 min on one H200 with the
 # build):
-#   bench/gpu/mpi_phases.sh [N] [RUNS]          (default 600 3)
+#   bench/gpu/mpi_phases.sh [N] [RUNS] [M]      (default 600 3 1800; M 0:
+#                                                no past-start-up rows)
 # IMGSTAT_BIN=PATH skips the build (a binary built with MPI);
 # bench/gpu/mpi_scaling.sh builds the same build-mpi.
 set -u
@@ -27,6 +31,7 @@ lib_gpu_prelude
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 N=${1:-600}
 RUNS=${2:-3}
+M=${3:-1800}
 BD=$ROOT/build-mpi
 DIR=${BENCH_DIR:-/tmp/imgstat-bench-jpeg}
 T=$(mktemp -d)
@@ -148,6 +153,30 @@ for dec in cpu gpu; do
     compare "np$k-j-$dec" "one-$dec" "$what, mpirun -np $k --bind-to none, -j $CORES a rank (oversubscribed, not a goal)" -
   done
 done
+
+# past the start-up: M photos (the first N of them the folder above's
+# files: bench_jpegs makes image i the same whatever the count)
+if [ "$M" -gt "$N" ]; then
+  DIRM=${BENCH_DIR_M:-/tmp/imgstat-bench-jpeg-$M}
+  t=$(date +%s)
+  timeout -k 5 400 bash -c ". bench/lib.sh; bench_jpegs '$DIRM' '$M'" ||
+    { say "mpi_phases | making $M JPEGs | FAIL"; exit 1; }
+  cat "$DIRM"/*.jpg >/dev/null
+  say "folder: $M JPEGs ($(($(date +%s) - t)) s)"
+  timed "oneM" "$BIN" -j "$CORES" --dataset --json "$DIRM"
+  timed "np2M" mpirun -np 2 --bind-to none "$BIN" --mpi --dataset --json "$DIRM"
+  say "  $(phases np2M)"
+  past() { awk -v n="$N" -v m="$M" -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", (m - n) / (a - b)}'; }
+  r1=$(past "$(cat "$T/oneM.t")" "$(cat "$T/one-cpu.t")")
+  r2=$(past "$(cat "$T/np2M.t")" "$(cat "$T/np2-cpu.t")")
+  ratio=$(awk -v a="$r2" -v b="$r1" 'BEGIN{printf "%.2f", a / b}')
+  same=DIFFER
+  cmp -s "$T/oneM.out" "$T/np2M.out" && [ -s "$T/oneM.out" ] && same=identical
+  ok=PASS
+  awk -v r="$ratio" 'BEGIN{exit !(r >= 0.95)}' && [ $same = identical ] || { ok=FAIL; fail=1; }
+  say "CPU decoders past start-up ($M - $N): one process $r1 images/s, mpirun -np 2 $r2 images/s: $ratio x (goal 0.95), records $same; whole $M: $(cat "$T/oneM.t") s against $(cat "$T/np2M.t") s"
+  row "CPU decoders past start-up ($M - $N), mpirun -np 2 --bind-to none | $r2 images/s | $ratio x (goal 0.95) | records $same | $ok"
+fi
 
 echo
 say "== mpi_phases summary ($N JPEGs of 12 MP, $CORES cores, median of $RUNS; the ranks' lines in $OUT/mpi_phases.log)"
