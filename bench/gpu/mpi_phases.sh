@@ -24,7 +24,7 @@
 # IMGSTAT_BIN=PATH skips the build (a binary built with MPI);
 # bench/gpu/mpi_scaling.sh builds the same build-mpi.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . tests/support/lib.sh
 lib_gpu_prelude
 . bench/lib.sh
