@@ -24,8 +24,10 @@
 #define PATH_MAX 4096
 #endif
 
-#define DISPLAY_BINS 256 /* the most bars a pooled histogram shows */
-#define DIST_BINS 40     /* bars of a distribution of means or stds */
+#define DISPLAY_BINS 256         /* the most bars a pooled histogram shows */
+#define DIST_BINS 40             /* bars of a distribution of means or stds */
+#define IST_REPORT_PAGE_ROWS 100 /* the table's rows a page */
+#define IST_REPORT_PAGE_ROWS_TEXT "100"
 
 static void esc(FILE *f, const char *s) {
   imgstat_record_escape(f, s ? s : "", IMGSTAT_ESCAPE_HTML);
@@ -270,7 +272,8 @@ static const char style[] =
     "var(--line);padding:.4rem;max-width:15rem;word-break:break-all}"
     "ul.outliers img{display:block;image-rendering:pixelated;max-width:128px;"
     "background:repeating-conic-gradient(#999 0 25%,#ccc 0 50%) 0 0/12px "
-    "12px}.wrap{overflow-x:auto}#image-table td.f{word-break:break-all;min-width:"
+    "12px}.wrap{overflow-x:auto}#image-table "
+    "td.f{word-break:break-all;min-width:"
     "12rem}label{margin-right:.5rem}"
     "@page{size:A4;margin:12mm}"
     "@media print{body{font-size:9pt;background:#fff;color:#000}main{"
@@ -281,22 +284,57 @@ static const char style[] =
     "svg text{fill:#000}a{color:#000}pre{white-space:pre-wrap}}";
 
 static const char script[] =
-    "(function(){var t=document.getElementById('image-table');if(!t)return;"
-    "var tb=t.tBodies[0],rows=[].slice.call(tb.rows),f=document."
-    "getElementById('filter'),shown=document.getElementById('shown');"
-    "f.addEventListener('input',function(){var q=f.value.toLowerCase(),n=0;"
-    "rows.forEach(function(r){var m=r.textContent.toLowerCase().indexOf(q)>="
-    "0;r.hidden=!m;if(m)n++;});shown.textContent=n;});var hs=t.tHead.rows[0]"
-    ".cells;[].forEach.call(hs,function(th,i){var b=th.querySelector("
-    "'button');b.addEventListener('click',function(){var up=th.getAttribute("
-    "'aria-sort')!=='ascending';[].forEach.call(hs,function(o){o."
-    "removeAttribute('aria-sort');});th.setAttribute('aria-sort',up?"
-    "'ascending':'descending');var num=th.hasAttribute('data-num');"
-    "function key(r){var c=r.cells[i],v=c.hasAttribute('data-v')?c."
-    "getAttribute('data-v'):c.textContent;if(!num)return v;v=parseFloat(v);"
-    "return isNaN(v)?-Infinity:v;}rows.sort(function(a,b){var x=key(a),y="
-    "key(b),c=x<y?-1:x>y?1:0;return up?c:-c;});rows.forEach(function(r){tb."
-    "appendChild(r);});});});})();";
+    "(function(){"
+    "var t=document.getElementById('image-table');if(!t)return;"
+    "var data=JSON.parse(document.getElementById('image-data').textContent);"
+    "var "
+    "tb=t.tBodies[0],hs=t.tHead.rows[0].cells,nc=hs.length,"
+    "per=" IST_REPORT_PAGE_ROWS_TEXT ";"
+    "var "
+    "f=document.getElementById('filter'),shown=document.getElementById('shown')"
+    ";"
+    "var "
+    "pg=document.getElementById('page'),prev=document.getElementById('prev'),"
+    "next=document.getElementById('next');"
+    "var text=data.map(function(r){return r.join(' ').toLowerCase();});"
+    "var order=data.map(function(r,i){return i;}),view=order,page=0;"
+    "function cell(r,c){if(c===0)return r[0];if(c===1)return "
+    "r[1];if(c<nc-1)return r[c+1];return r[r.length-2];}"
+    "function render(){var "
+    "n=view.length,last=Math.max(0,Math.ceil(n/per)-1);if(page>last)page=last;"
+    "var frag=document.createDocumentFragment();"
+    "view.slice(page*per,page*per+per).forEach(function(i){var "
+    "r=data[i],tr=document.createElement('tr');if(r[r.length-1])tr.className=r["
+    "r.length-1];"
+    "for(var c=0;c<nc;c++){var td=document.createElement('td'),v=cell(r,c);"
+    "if(c===1){var "
+    "a=document.createElement('a');a.href=r[2];a.textContent=r[1];td."
+    "appendChild(a);td.className='f';}"
+    "else{td.textContent=v===null?'':String(v);if(hs[c].hasAttribute('data-num'"
+    "))td.className='n';}"
+    "tr.appendChild(td);}frag.appendChild(tr);});"
+    "tb.textContent='';tb.appendChild(frag);shown.textContent=n;"
+    "pg.textContent=n?'rows '+(page*per+1)+'-'+Math.min(n,page*per+per)+' of "
+    "'+n:'no rows';"
+    "prev.disabled=page===0;next.disabled=page>=last;}"
+    "function filter(){var "
+    "q=f.value.toLowerCase();view=order.filter(function(i){return "
+    "text[i].indexOf(q)>=0;});page=0;render();}"
+    "f.addEventListener('input',filter);"
+    "prev.addEventListener('click',function(){page--;render();});"
+    "next.addEventListener('click',function(){page++;render();});"
+    "[].forEach.call(hs,function(th,c){th.querySelector('button')."
+    "addEventListener('click',function(){"
+    "var "
+    "up=th.getAttribute('aria-sort')!=='ascending',num=th.hasAttribute('data-"
+    "num');"
+    "[].forEach.call(hs,function(o){o.removeAttribute('aria-sort');});"
+    "th.setAttribute('aria-sort',up?'ascending':'descending');"
+    "function key(i){var v=cell(data[i],c);if(num)return "
+    "v===null?-Infinity:v;return v===null?'':String(v);}"
+    "order.sort(function(a,b){var x=key(a),y=key(b),d=x<y?-1:x>y?1:a-b;return "
+    "up?d:-d;});filter();});});"
+    "render();})();";
 
 static void kv(FILE *f, const char *key) {
   fputs("<tr><th scope=\"row\">", f);
@@ -722,6 +760,50 @@ static int note_index(const imgstat_dataset_note *notes, size_t n,
   return 1;
 }
 
+/* s as a JSON string inside a <script> element: the one JSON escaping,
+ * then '<' as \u003c so that no "</script>" can end the element. */
+static void script_string(FILE *f, const char *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) {
+    fputs("\"\"", f);
+    return;
+  }
+  imgstat_record_json_string(m, s ? s : "");
+  fclose(m);
+  for (size_t k = 0; k < len; k++)
+    if (buf[k] == '<')
+      fputs("\\u003c", f);
+    else
+      putc(buf[k], f);
+  free(buf);
+}
+
+static void script_href(FILE *f, const char *file, const char *dir) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) {
+    fputs("\"\"", f);
+    return;
+  }
+  href(m, file, dir);
+  fclose(m);
+  script_string(f, buf);
+  free(buf);
+}
+
+static void script_number(FILE *f, double v) {
+  if (isfinite(v))
+    imgstat_number_fprintf(f, "%.6g", v);
+  else
+    fputs("null", f);
+}
+
+/* The table: its rows as JSON data that the page's script shows a page at
+ * a time (sorted and filtered over every row), so that the page loads as
+ * fast with 2000 rows as with 20. */
 static int images_section(FILE *f, imgstat_report *r,
                           const imgstat_dataset_result *ds, const char *dir) {
   qsort(r->rows, r->nrows, sizeof *r->rows, row_by_ordinal);
@@ -745,11 +827,17 @@ static int images_section(FILE *f, imgstat_report *r,
     nc = IMGSTAT_MAX_CHANNELS;
   imgstat_number_fprintf(
       f,
-      "</p><p id=\"filter-box\"><label for=\"filter\">Filter</label><input "
+      " Shown %d rows a page; sort by a column's header, filter by any "
+      "text of a row.</p><noscript><p>The table needs the page's script "
+      "(its rows are in the element image-data).</p></noscript>"
+      "<p id=\"filter-box\"><label for=\"filter\">Filter</label><input "
       "id=\"filter\" type=\"search\" placeholder=\"any text in a row\"> "
-      "<span id=\"shown\">%zu</span> rows shown.</p><div class=\"wrap\">"
-      "<table id=\"image-table\"><caption>One row per input: its size, layout, "
-      "mean and std per channel, and what is notable about it</caption>"
+      "<span id=\"shown\">%zu</span> rows match. <button type=\"button\" "
+      "id=\"prev\">previous</button> <span id=\"page\"></span> <button "
+      "type=\"button\" id=\"next\">next</button></p><div class=\"wrap\">"
+      "<table id=\"image-table\"><caption>One row per input: its size, "
+      "layout, mean and std per channel in its own units (a gray image's "
+      "in the first column), and what is notable about it</caption>"
       "<thead><tr><th scope=\"col\" data-num><button type=\"button\">#"
       "</button></th><th scope=\"col\"><button type=\"button\">file</button>"
       "</th><th scope=\"col\" data-num><button type=\"button\">width</button>"
@@ -758,73 +846,66 @@ static int images_section(FILE *f, imgstat_report *r,
       "</button></th><th scope=\"col\" data-num><button type=\"button\">bits"
       "</button></th><th scope=\"col\"><button type=\"button\">format"
       "</button></th>",
-      r->nrows);
+      IST_REPORT_PAGE_ROWS, r->nrows);
   for (int s = 0; s < 2; s++)
-    for (int c = 0; c < nc; c++) {
+    for (int c = 0; c < nc; c++)
       fprintf(f,
               "<th scope=\"col\" data-num><button type=\"button\">%s %s"
               "</button></th>",
-              s ? "std" : "mean",
-              ds && ds->channels == nc ? imgstat_channel_name(nc, c) : "");
-    }
+              s ? "std" : "mean", imgstat_channel_name(nc, c));
   fputs("<th scope=\"col\"><button type=\"button\">note</button></th></tr>"
-        "</thead><tbody>",
+        "</thead><tbody></tbody></table></div>"
+        "<script type=\"application/json\" id=\"image-data\">[",
         f);
   uint64_t *os = NULL, *es = NULL;
   size_t *oi = NULL, *ei = NULL;
   size_t no = ds ? ds->noutliers : 0, ne = ds ? ds->nexcluded : 0;
   int ok = note_index(no ? ds->outliers : NULL, no, &os, &oi) &&
            note_index(ne ? ds->excluded : NULL, ne, &es, &ei);
+  /* each row: [#, file, href, width, height, layout, bits, format,
+   * means..., stds..., note, class] */
   for (size_t k = 0; ok && k < r->nrows; k++) {
     const ist_report_row *w = &r->rows[k];
     const imgstat_dataset_note *o =
         no ? lookup(os, oi, ds->outliers, no, w->ordinal) : NULL;
     const imgstat_dataset_note *x =
         ne ? lookup(es, ei, ds->excluded, ne, w->ordinal) : NULL;
-    fprintf(f, "<tr%s>",
-            w->error ? " class=\"bad\""
-            : o      ? " class=\"warn\""
-                     : "");
-    imgstat_number_fprintf(
-        f, "<td class=\"n\">%" PRIu64 "</td><td class=\"f\">", w->ordinal);
-    file_link(f, w->file, dir);
-    fputs("</td>", f);
+    imgstat_number_fprintf(f, "%s\n[%" PRIu64 ",", k ? "," : "", w->ordinal);
+    script_string(f, w->file);
+    putc(',', f);
+    script_href(f, w->file, dir);
     if (w->sample)
-      imgstat_number_fprintf(f,
-                             "<td class=\"n\">%u</td><td class=\"n\">%u</td>"
-                             "<td>%s</td><td class=\"n\">%d</td><td>%s</td>",
-                             w->width, w->height,
+      imgstat_number_fprintf(f, ",%u,%u,\"%s\",%d,", w->width, w->height,
                              w->channels <= 4 ? imgstat_layout_name(w->channels)
                                               : "bands",
-                             8 * w->sample, w->format ? w->format : "");
+                             8 * w->sample);
     else
-      fputs("<td></td><td></td><td></td><td></td><td></td>", f);
+      fputs(",null,null,\"\",null,", f);
+    script_string(f, w->format ? w->format : "");
     for (int s = 0; s < 2; s++)
       for (int c = 0; c < nc; c++) {
-        double v = s ? w->std[c] : w->mean[c];
-        if (isfinite(v))
-          imgstat_number_fprintf(f, "<td class=\"n\">%.6g</td>", v);
-        else
-          fputs("<td></td>", f);
+        putc(',', f);
+        script_number(f, s ? w->std[c] : w->mean[c]);
       }
-    fputs("<td>", f);
-    if (w->error) {
-      fputs("failed: ", f);
-      esc(f, w->error);
-    } else if (x) {
-      fputs("left out: ", f);
-      esc(f, x->reason);
-    } else if (o) {
-      fputs("outlier: ", f);
-      esc(f, o->reason);
-    }
-    fputs("</td></tr>", f);
+    putc(',', f);
+    char note[IMGSTAT_ERROR_MAX + 200];
+    snprintf(note, sizeof note, "%s%s",
+             w->error ? "failed: "
+             : x      ? "left out: "
+             : o      ? "outlier: "
+                      : "",
+             w->error ? w->error
+             : x      ? x->reason
+             : o      ? o->reason
+                      : "");
+    script_string(f, note);
+    fprintf(f, ",\"%s\"]", w->error ? "bad" : o ? "warn" : "");
   }
   free(os);
   free(oi);
   free(es);
   free(ei);
-  fputs("</tbody></table></div></section>", f);
+  fputs("]</script></section>", f);
   return ok;
 }
 

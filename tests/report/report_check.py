@@ -14,7 +14,7 @@ bright image, a name with HTML's special characters) pooled with
   * the outliers (the black and the bright image) have thumbnails whose
     pixels are theirs (PIL decodes the data: URIs), at most 128 px;
   * the images left out and the corrupt file are listed by reason;
-  * the table has one row per input, the odd name shown as it is and its
+  * the table's data has one row per input, the odd name as it is and its
     link leading to the file;
   * the records printed are the same with and without --report, a run
     without --report writes no page, a page that cannot be written fails
@@ -146,14 +146,8 @@ class Page(html.parser.HTMLParser):
             self.text["emit-" + a["data-form"]] = text
         if tag == "a":
             self.links.append((a.get("href", ""), text, self.section))
-        if tag == "tr" and self.section == "images" and \
-                self.parent("tbody") is not None:
-            self.rows.append(self._row)
-            self._row = []
-        if tag == "td" and self.section == "images":
-            if not hasattr(self, "_row"):
-                self._row = []
-            self._row.append(text)
+        if tag == "script" and a.get("id") == "image-data":
+            self.rows = json.loads(text)
         if tag == "summary":
             self._summary = text
         if tag == "li" and self.parent("details") is not None:
@@ -291,8 +285,10 @@ def main():
     check(len(p.rows) == 15, "one row per input: %d" % len(p.rows))
     check("All 15 inputs" in p.text.get("table-says", ""),
           "the page says what the table shows")
-    odd = [(h, t) for h, t, s in p.links if s == "images" and t.endswith(ODD)]
+    odd = [(r[2], r[1]) for r in p.rows if r[1].endswith(ODD)]
     check(len(odd) == 1, "the odd name shown as it is")
+    check("</script" not in raw[raw.index('id="image-data"'):].split(
+        "</script>")[0], "no name can end the table's data")
     if odd:
         target = os.path.normpath(os.path.join(
             out, urllib.parse.unquote(odd[0][0])))
