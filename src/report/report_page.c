@@ -271,6 +271,7 @@ static const char style[] =
     "flex;flex-wrap:wrap;gap:.75rem}ul.outliers li{border:1px solid "
     "var(--line);padding:.4rem;max-width:15rem;word-break:break-all}"
     "ul.outliers img{display:block;image-rendering:pixelated;max-width:128px;"
+    "min-width:64px;height:auto;"
     "background:repeating-conic-gradient(#999 0 25%,#ccc 0 50%) 0 0/12px "
     "12px}.wrap{overflow-x:auto}#image-table "
     "td.f{word-break:break-all;min-width:"
@@ -470,12 +471,13 @@ static void pooled_section(FILE *f, const imgstat_dataset_result *ds,
       num(f, ch->std);
     fputs("</td><td class=\"n\" data-key=\"median\">", f);
     if (ch->has_histogram && hf[c].has_values)
-      num(f, hf[c].median);
+      num(f, hf[c].median * ds->hist_scale);
     fputs("</td>", f);
     for (int k = 0; k < run->npercentiles; k++) {
-      fputs("<td class=\"n\">", f);
+      imgstat_number_fprintf(f, "<td class=\"n\" data-key=\"p%g\">",
+                             run->percentiles[k]);
       if (ch->has_histogram && hf[c].has_values && k < hf[c].npercentiles)
-        num(f, hf[c].percentile[k]);
+        num(f, hf[c].percentile[k] * ds->hist_scale);
       fputs("</td>", f);
     }
     fputs("</tr>", f);
@@ -562,7 +564,8 @@ static int plots_sections(FILE *f, const imgstat_report *r,
   fputs("</section><section id=\"distributions\" "
         "aria-labelledby=\"h-distributions\"><h2 id=\"h-distributions\">The "
         "images' means and stds</h2><p>Over every image read (not the "
-        "table's sample), in each image's own units.</p>",
+        "table's sample), in each image's own units (a gray image's one "
+        "channel counted as the first).</p>",
         f);
   int maxc = 0;
   for (uint64_t i = 0; i < r->nimages; i++)
@@ -571,10 +574,7 @@ static int plots_sections(FILE *f, const imgstat_report *r,
     maxc = IMGSTAT_MAX_CHANNELS;
   for (int c = 0; c < maxc; c++) {
     char name[32];
-    if (ds && ds->channels == maxc)
-      snprintf(name, sizeof name, "%s", imgstat_channel_name(maxc, c));
-    else
-      snprintf(name, sizeof name, "%d", c);
+    snprintf(name, sizeof name, "%s", imgstat_channel_name(maxc, c));
     fputs("<div class=\"plots\">", f);
     dist_plot(f, r, c, 0, name);
     dist_plot(f, r, c, 1, name);
