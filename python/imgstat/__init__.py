@@ -185,6 +185,12 @@ class Stats:
         # pickled (and copied) as its dict: the binding's record is not
         return (Stats, (self._record,))
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the figures as a table, each channel's
+        histogram drawn when the record has them (imgstat/_html.py)."""
+        from ._html import stats_html
+        return stats_html(self)
+
     @property
     def file(self) -> str:
         return self._record["file"]
@@ -261,6 +267,13 @@ class Dataset:
     def to_dict(self) -> dict:
         """The record as ``imgstat --dataset-only --json`` prints it."""
         return _json.loads(_json.dumps(self._record))
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the pooled figures as a table, the pooled
+        histograms drawn when the record has them, what was left out, the
+        outliers and the failures (imgstat/_html.py)."""
+        from ._html import dataset_html
+        return dataset_html(self)
 
     @property
     def _stats(self) -> list:
