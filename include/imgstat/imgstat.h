@@ -397,6 +397,22 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                                    const imgstat_write_options *opts,
                                    imgstat_error *err);
 
+/* Writes size bytes to path by the same safe path as imgstat_image_write
+ * (a temporary beside it, synced, renamed over it; removed on failure;
+ * only a regular file replaced): a text output such as the report page.
+ * opts may be NULL (only cancel and temp_path are read). */
+imgstat_status imgstat_bytes_write(const char *path, const void *data,
+                                   size_t size,
+                                   const imgstat_write_options *opts,
+                                   imgstat_error *err);
+
+/* img (1 to 4 channels, 8 or 16 bits) as PNG bytes in memory, by the same
+ * PNG writer as imgstat_image_write, at level (IMGSTAT_PNG_LEVEL(n); 0: the
+ * default): *out is a new malloc'd buffer of *size bytes (free it). */
+imgstat_status imgstat_image_png_encode(const imgstat_image *img, int level,
+                                        unsigned char **out, size_t *size,
+                                        imgstat_error *err);
+
 /* ---- partial results ---------------------------------------------------- */
 
 /*

@@ -247,7 +247,10 @@ typedef enum imgstat_escape {
    * holding ESC. */
   IMGSTAT_ESCAPE_TEXT,
   /* TEXT with quotes doubled, for a CSV field (RFC 4180). */
-  IMGSTAT_ESCAPE_CSV
+  IMGSTAT_ESCAPE_CSV,
+  /* TEXT with & < > " ' as character references, for HTML text and
+   * attribute values (the report page, imgstat/report.h). */
+  IMGSTAT_ESCAPE_HTML
 } imgstat_escape;
 
 /* Writes s escaped as style says: the one escaping of file names and

@@ -416,6 +416,15 @@ static const ist_opt table[] = {
      "  --brief            text, one line per image (long folders): the "
      "header,\n"
      "                     then each channel's mean, std, min and max\n"},
+    {"--report", NULL, S, IST_OPT_REPORT, 1, read_nonempty, 0, 0, NULL,
+     "--report needs a file name", S_OUTPUT,
+     "  --report OUT.html  also write one self-contained HTML page of the "
+     "run:\n"
+     "                     the pooled record and constants, histograms, "
+     "the\n"
+     "                     outliers with thumbnails, the files left out and\n"
+     "                     failed, a table of the images (" IST_OPT_DOCS
+     "/report.md)\n"},
     ROW_BACKEND(
         S, S_COMPUTE,
         "  --backend B        cpu, gpu or auto (default auto: the CPU, and the "

@@ -101,6 +101,7 @@ typedef enum ist_opt_id {
   IST_OPT_MASK_SUFFIX,
   IST_OPT_LABELS,
   IST_OPT_FILL,
+  IST_OPT_REPORT,
   IST_OPT_COUNT
 } ist_opt_id;
 

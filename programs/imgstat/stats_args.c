@@ -216,6 +216,9 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
   case IST_OPT_HISTOGRAM_PNG:
     o->hist.png_path = v->text;
     break;
+  case IST_OPT_REPORT:
+    o->report_path = v->text;
+    break;
   case IST_OPT_DATASET:
     o->dataset = o->dataset ? o->dataset : 1;
     break;
@@ -371,6 +374,9 @@ static int check_histogram_options(const stats_options *o) {
   if (h->png_path && !ist_hist_plot_name_ok(h->png_path))
     return usage("--histogram-png: '%s' is not a name ending in .png",
                  h->png_path);
+  if (o->report_path && o->mpi)
+    return usage("--report cannot be used with --mpi (each rank sees only "
+                 "its share of the images)");
   return -1;
 }
 

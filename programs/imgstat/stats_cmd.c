@@ -104,6 +104,11 @@ int ist_stats_main(int argc, char **argv) {
     if (mr.at.rank > 0)
       ist_stats_capture_start(&mr);
   }
+  struct timespec t0;
+  clock_gettime(CLOCK_REALTIME, &t0);
+  double started = (double)t0.tv_sec + t0.tv_nsec / 1e9;
+  opt.argc = argc;
+  opt.argv = argv;
   status = ist_stats_parse_args(argc, argv, &opt);
   if (status < 0)
     status = ist_stats_check_mpi_options(&opt);
@@ -145,7 +150,11 @@ int ist_stats_main(int argc, char **argv) {
   ro.mask = opt.mask;
   ro.mask_suffix = opt.mask_suffix;
   ro.labels = opt.labels;
-  ro.dataset = opt.dataset != 0;
+  /* --report: the page's pooled record and histograms (nothing of it is
+   * gathered without --report) */
+  ro.dataset = opt.dataset != 0 || opt.report_path != NULL;
+  if (opt.report_path)
+    ro.request.histograms = 1;
   ro.ds = opt.ds;
   ro.sample = opt.dataset ? opt.sample : 0;
   ro.seed = opt.seed;
@@ -171,6 +180,32 @@ int ist_stats_main(int argc, char **argv) {
     if (status >= 0)
       goto cleanup;
   }
+  if (opt.report_path) {
+    /* the page replaces no input (the whole list: walked for the pooled
+     * histograms) */
+    const imgstat_input_list *list = imgstat_run_input_list(st.run);
+    imgstat_output_guard *g = st.guard;
+    if (list && !g &&
+        imgstat_output_guard_create(list, &g, &err) != IMGSTAT_OK) {
+      ist_cli_error("%s", err.message);
+      status = EXIT_INPUT_FAILED;
+      goto cleanup;
+    }
+    st.guard = g;
+    if (g &&
+        imgstat_output_guard_check(g, opt.report_path, &err) != IMGSTAT_OK) {
+      status = usage("--report: %s", err.message);
+      goto cleanup;
+    }
+    imgstat_report_options rpo;
+    memset(&rpo, 0, sizeof rpo);
+    rpo.load = opt.engine.load;
+    if (imgstat_report_create(&rpo, &st.report, &err) != IMGSTAT_OK) {
+      ist_cli_error("--report: %s", err.message);
+      status = EXIT_INPUT_FAILED;
+      goto cleanup;
+    }
+  }
   /* Under --mpi, rank 0 says once when its rank is bound to fewer cores
    * than its share of what the host offers (Open MPI binds each rank to one
    * core for up to 2 ranks), with the mpirun options that give each rank
@@ -194,7 +229,7 @@ int ist_stats_main(int argc, char **argv) {
     st.progress.label = "--dataset, float range: ";
   st.stdout_tty = isatty(STDOUT_FILENO);
 
-  if (opt.hist.png_path) /* no partial PNG left by a signal */
+  if (opt.hist.png_path || opt.report_path) /* no partial file left */
     ist_cli_cleanup_on_signals();
   if (opt.dataset)
     opt.hist.dataset_columns = opt.format == IMGSTAT_RECORD_CSV;
@@ -242,7 +277,7 @@ int ist_stats_main(int argc, char **argv) {
     imgstat_run_shutdown(st.run);
     ist_stats_print_stage_times(&st);
   }
-  int print_ds = rep.dataset_ok && !st.write_failed;
+  int print_ds = rep.dataset_ok && !st.write_failed && opt.dataset;
   st.cancel_status = ist_cli_cancel_status();
   if (opt.mpi)
     print_ds = ist_stats_mpi_finish(
@@ -250,6 +285,9 @@ int ist_stats_main(int argc, char **argv) {
                rep.dataset_ok && mr.at.rank == 0;
   if (print_ds)
     ist_stats_print_dataset(&st);
+  if (st.report && !st.write_failed && st.cancel_status < 0 &&
+      ist_stats_write_report(&st, started))
+    st.any_failed = 1;
   /* a text run of several inputs ends with what happened, after the tables
    * (the failures' line stays on stderr) */
   if (mr.at.rank == 0 && st.progress.done > 1 && st.cancel_status < 0 &&
@@ -291,6 +329,7 @@ cleanup:
     free(st.plots[k]);
   free(st.plots);
   imgstat_run_destroy(st.run);
+  imgstat_report_destroy(st.report);
   imgstat_output_guard_destroy(st.guard);
   free(opt.sources);
   ist_stats_capture_free(&mr);

@@ -13,6 +13,7 @@
 #include "imgstat/mpi.h"
 #include "imgstat/outputs.h"
 #include "imgstat/record.h"
+#include "imgstat/report.h"
 #include "imgstat/run.h"
 #include "progress.h"
 #include "stats_cmd.h"
@@ -56,6 +57,9 @@ typedef struct stats_options {
   const char *mask;        /* --mask */
   const char *mask_suffix; /* --mask-suffix */
   const char *labels;      /* --labels */
+  const char *report_path; /* --report */
+  int argc;                /* the command line, for the report */
+  char **argv;
 } stats_options;
 
 #define usage(...) ist_cli_usage_error("", "imgstat", __VA_ARGS__)
@@ -73,12 +77,13 @@ typedef struct run_state {
   /* the progress line (--progress, or stderr a terminal); its done and
    * failed count the inputs delivered and those that failed */
   ist_progress progress;
-  int stdout_tty;    /* records would land on the progress line */
-  int cancel_status; /* the ranks' agreed ist_cli_cancel_status() */
-  uint64_t total;    /* the inputs known so far (--mpi: this rank's) */
-  int total_known;   /* whether that is all of them */
-  int rank;          /* --mpi: this rank (0 prints the CSV header) */
-  int begun;         /* the output's start (the CSV header) is out */
+  int stdout_tty;         /* records would land on the progress line */
+  int cancel_status;      /* the ranks' agreed ist_cli_cancel_status() */
+  uint64_t total;         /* the inputs known so far (--mpi: this rank's) */
+  int total_known;        /* whether that is all of them */
+  int rank;               /* --mpi: this rank (0 prints the CSV header) */
+  int begun;              /* the output's start (the CSV header) is out */
+  imgstat_report *report; /* --report: what the page needs, else NULL */
 } run_state;
 /* ---- --mpi: every rank walks the inputs, runs its share, rank 0 prints
  * ----------------------------------------------------------------------
@@ -121,6 +126,9 @@ int ist_stats_print_item(void *ctx, const imgstat_run_item *item,
 void ist_stats_print_range_progress(void *ctx, const imgstat_run_progress *p);
 void ist_stats_print_stage_times(run_state *st);
 void ist_stats_print_dataset(run_state *st);
+/* --report: the page, at the end of the run (started: its start, epoch
+ * seconds). Returns 0, or 1 after printing why it was not written. */
+int ist_stats_write_report(run_state *st, double started);
 
 /* ---- stats_mpi.c --------------------------------------------------------- */
 

@@ -240,9 +240,18 @@ int ist_stats_print_item(void *ctx, const imgstat_run_item *item,
     st->progress.bytes_in += in->size;
   if (print_result(st, in->path, res, item->extra))
     st->progress.failed++;
-  if (item->dataset_error[0]) {
+  if (item->dataset_error[0] && st->opt->dataset) {
     ist_cli_path_error(in->path, "--dataset: %s", item->dataset_error);
     st->any_failed = 1;
+  }
+  if (st->report) {
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    if (imgstat_report_add(st->report, in->index, in->path, res, st->opt->ddof,
+                           &err) != IMGSTAT_OK) {
+      ist_cli_error("--report: %s", err.message);
+      st->write_failed = 1; /* stops the run */
+    }
   }
   ist_stats_flush_stdout(st);
   st->total = progress->total;
@@ -355,4 +364,76 @@ void ist_stats_print_dataset(run_state *st) {
     st->any_failed = 1;
   }
   imgstat_dataset_result_free(&r);
+}
+
+/* A word of the command line as a POSIX shell reads it back: as it is
+ * when it holds only safe characters, else in single quotes. */
+static void shell_word(FILE *out, const char *w) {
+  int safe = *w != '\0';
+  for (const char *p = w; *p && safe; p++)
+    safe = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789-_./=:,+@%",
+                  *p) != NULL;
+  if (safe) {
+    fputs(w, out);
+    return;
+  }
+  putc('\'', out);
+  for (const char *p = w; *p; p++)
+    if (*p == '\'')
+      fputs("'\\''", out);
+    else
+      putc(*p, out);
+  putc('\'', out);
+}
+
+int ist_stats_write_report(run_state *st, double started) {
+  const stats_options *o = st->opt;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_dataset_result r;
+  int have_ds =
+      imgstat_run_dataset_finish(st->run, o->ddof, &r, &err) == IMGSTAT_OK;
+  char *line = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&line, &len);
+  if (f) {
+    for (int k = 0; k < o->argc; k++) {
+      if (k)
+        putc(' ', f);
+      shell_word(f, k == 0 ? "imgstat" : o->argv[k]);
+    }
+    fclose(f);
+  }
+  const char **inputs = calloc((size_t)o->nsources + 1, sizeof *inputs);
+  for (int k = 0; inputs && k < o->nsources; k++)
+    inputs[k] = o->sources[k].text;
+  imgstat_report_run run;
+  memset(&run, 0, sizeof run);
+  run.command_line = line;
+  run.backend = imgstat_backend_name(o->engine.backend);
+  run.decoder = imgstat_jpeg_decoder_name(o->engine.jpeg_decoder);
+  run.ninputs = inputs ? o->nsources : 0;
+  run.inputs = inputs;
+  run.started = started;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  run.seconds = (double)now.tv_sec + now.tv_nsec / 1e9 - started;
+  run.emit = o->dataset ? o->hist.dataset_emit : 0;
+  run.npercentiles = o->hist.npercentiles;
+  memcpy(run.percentiles, o->hist.percentiles, sizeof run.percentiles);
+  imgstat_write_options wo;
+  memset(&wo, 0, sizeof wo);
+  wo.temp_path = ist_cli_temp_slot();
+  imgstat_status s = imgstat_report_write(st->report, o->report_path, &run,
+                                          have_ds ? &r : NULL, &wo, &err);
+  if (have_ds)
+    imgstat_dataset_result_free(&r);
+  free(inputs);
+  free(line);
+  if (s != IMGSTAT_OK) {
+    ist_cli_error("--report: %s", err.message);
+    return 1;
+  }
+  return 0;
 }

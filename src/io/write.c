@@ -522,50 +522,28 @@ static imgstat_status write_and_close(FILE *f, imgstat_file_format fmt,
   return st;
 }
 
-imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
-                                   const imgstat_write_options *opts,
-                                   imgstat_error *err) {
-  if (!path || !*path || !img || !img->data || img->channels < 1 ||
-      img->channels > IMGSTAT_MAX_CHANNELS || img->width == 0 ||
-      img->height == 0)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "nothing to write");
-  imgstat_file_format fmt = opts ? opts->format : IMGSTAT_FILE_AUTO;
-  if (fmt == IMGSTAT_FILE_AUTO)
-    fmt = imgstat_file_format_from_path(path);
-  switch (fmt) {
-  case IMGSTAT_FILE_AUTO:
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "unknown output format: name it .png, .npy or "
-                             ".pfm");
-  case IMGSTAT_FILE_PNG:
-    if (img->sample == IMGSTAT_F32) {
-      imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                        "PNG holds 8 or 16-bit samples, not float32: "
-                        "write .npy or .pfm, or choose a depth of 8 or 16");
-      return imgstat_error_cause(err, IMGSTAT_CAUSE_DEPTH, 0, 0, NULL);
-    }
-    if (img->channels > 4)
-      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                               "PNG holds 1 to 4 channels, not %d bands: "
-                               "write .npy",
-                               img->channels);
-    if ((uint64_t)img->width * img->channels * img->sample > 0x7fffffffu)
-      return imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "rows too long for PNG");
-    break;
-  case IMGSTAT_FILE_PFM:
-    if (img->channels != 1 && img->channels != 3) {
-      imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                        "PFM holds 1 or 3 channels, not %d: write .npy "
-                        "or drop alpha",
-                        img->channels);
-      return imgstat_error_cause(err, IMGSTAT_CAUSE_ALPHA, 0,
-                                 (uint64_t)img->channels, NULL);
-    }
-    break;
-  case IMGSTAT_FILE_NPY:
-    break;
-  }
+/* What imgstat_image_write writes through the safe path. */
+typedef struct write_job {
+  imgstat_file_format fmt;
+  const imgstat_image *img;
+} write_job;
 
+static imgstat_status write_job_run(FILE *f, void *ctx,
+                                    const imgstat_write_options *opts,
+                                    imgstat_error *err) {
+  const write_job *job = ctx;
+  return write_and_close(f, job->fmt, job->img, opts, err);
+}
+
+/* The safe path: body writes the content to f and closes it (flushed and
+ * synced: write_and_close, bytes_job_run); the temporary it wrote is renamed
+ * over path, or removed on failure. */
+static imgstat_status
+safe_write(const char *path, const imgstat_write_options *opts,
+           imgstat_status (*body)(FILE *f, void *ctx,
+                                  const imgstat_write_options *opts,
+                                  imgstat_error *err),
+           void *ctx, imgstat_error *err) {
   /* Only a regular file is replaced: rename would put a regular file in the
    * place of a symbolic link (not its target), a FIFO or a device node
    * (/dev/null, as root). */
@@ -623,7 +601,7 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
                            strerror(errno));
     close(fd);
   } else {
-    st = write_and_close(f, fmt, img, opts, err);
+    st = body(f, ctx, opts, err);
   }
   if (published)
     pthread_sigmask(SIG_BLOCK, &all, &saved);
@@ -640,4 +618,124 @@ imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
   }
   free(tmp);
   return st;
+}
+
+imgstat_status imgstat_image_write(const char *path, const imgstat_image *img,
+                                   const imgstat_write_options *opts,
+                                   imgstat_error *err) {
+  if (!path || !*path || !img || !img->data || img->channels < 1 ||
+      img->channels > IMGSTAT_MAX_CHANNELS || img->width == 0 ||
+      img->height == 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "nothing to write");
+  imgstat_file_format fmt = opts ? opts->format : IMGSTAT_FILE_AUTO;
+  if (fmt == IMGSTAT_FILE_AUTO)
+    fmt = imgstat_file_format_from_path(path);
+  switch (fmt) {
+  case IMGSTAT_FILE_AUTO:
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "unknown output format: name it .png, .npy or "
+                             ".pfm");
+  case IMGSTAT_FILE_PNG:
+    if (img->sample == IMGSTAT_F32) {
+      imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                        "PNG holds 8 or 16-bit samples, not float32: "
+                        "write .npy or .pfm, or choose a depth of 8 or 16");
+      return imgstat_error_cause(err, IMGSTAT_CAUSE_DEPTH, 0, 0, NULL);
+    }
+    if (img->channels > 4)
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                               "PNG holds 1 to 4 channels, not %d bands: "
+                               "write .npy",
+                               img->channels);
+    if ((uint64_t)img->width * img->channels * img->sample > 0x7fffffffu)
+      return imgstat_error_set(err, IMGSTAT_ERR_LIMIT, "rows too long for PNG");
+    break;
+  case IMGSTAT_FILE_PFM:
+    if (img->channels != 1 && img->channels != 3) {
+      imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                        "PFM holds 1 or 3 channels, not %d: write .npy "
+                        "or drop alpha",
+                        img->channels);
+      return imgstat_error_cause(err, IMGSTAT_CAUSE_ALPHA, 0,
+                                 (uint64_t)img->channels, NULL);
+    }
+    break;
+  case IMGSTAT_FILE_NPY:
+    break;
+  }
+  write_job job = {fmt, img};
+  return safe_write(path, opts, write_job_run, &job, err);
+}
+
+/* ---- bytes through the safe path, PNG into memory
+ * -------------------------------------------- */
+
+typedef struct bytes_job {
+  const void *data;
+  size_t size;
+} bytes_job;
+
+static imgstat_status bytes_job_run(FILE *f, void *ctx,
+                                    const imgstat_write_options *opts,
+                                    imgstat_error *err) {
+  const bytes_job *job = ctx;
+  imgstat_status st = IMGSTAT_OK;
+  if (job->size && fwrite(job->data, 1, job->size, f) != job->size)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && fflush(f) != 0)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
+      errno != EROFS)
+    st = write_failed(err, errno);
+  if (fclose(f) != 0 && st == IMGSTAT_OK)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && cancelled(opts))
+    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
+  return st;
+}
+
+imgstat_status imgstat_bytes_write(const char *path, const void *data,
+                                   size_t size,
+                                   const imgstat_write_options *opts,
+                                   imgstat_error *err) {
+  if (!path || !*path || (!data && size))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "nothing to write");
+  bytes_job job = {data, size};
+  return safe_write(path, opts, bytes_job_run, &job, err);
+}
+
+imgstat_status imgstat_image_png_encode(const imgstat_image *img, int level,
+                                        unsigned char **out, size_t *size,
+                                        imgstat_error *err) {
+  *out = NULL;
+  *size = 0;
+  if (!img || !img->data || img->channels < 1 || img->channels > 4 ||
+      img->width == 0 || img->height == 0 || img->sample == IMGSTAT_F32)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "PNG holds 1 to 4 channels of 8 or 16 bits");
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_write_options o;
+  memset(&o, 0, sizeof o);
+  o.format = IMGSTAT_FILE_PNG;
+  o.png_level = level;
+  imgstat_status st;
+#ifdef IMGSTAT_HAVE_LIBDEFLATE
+  if (!ist_png_writer_libpng)
+    st = write_png_deflate(f, img, &o, err);
+  else
+#endif
+    st = write_png(f, img, &o, err);
+  if (fclose(f) != 0 && st == IMGSTAT_OK)
+    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  if (st != IMGSTAT_OK) {
+    free(buf);
+    return st;
+  }
+  *out = (unsigned char *)buf;
+  *size = len;
+  return IMGSTAT_OK;
 }

@@ -1,5 +1,5 @@
 /* The records' strings and numbers: round-trip digits, the one escaping
- * of names and messages (JSON, terminal text, CSV fields). */
+ * of names and messages (JSON, terminal text, CSV fields, HTML text). */
 #include "imgstat/record.h"
 #include "record_parts.h"
 
@@ -64,6 +64,7 @@ void imgstat_record_escape(FILE *out, const char *s, imgstat_escape style) {
   const unsigned char *p = (const unsigned char *)s;
   size_t n = strlen(s);
   int json = style == IMGSTAT_ESCAPE_JSON;
+  int html = style == IMGSTAT_ESCAPE_HTML;
   while (n > 0) {
     unsigned c = *p;
     size_t len = utf8_sequence_length(p, n);
@@ -86,9 +87,17 @@ void imgstat_record_escape(FILE *out, const char *s, imgstat_escape style) {
         fprintf(out, "\\xc2\\x%02x", (unsigned)p[1]);
     } else if (len > 1) {
       fwrite(p, 1, len, out);
+    } else if (html &&
+               (c == '&' || c == '<' || c == '>' || c == '"' || c == '\'')) {
+      fputs(c == '&'   ? "&amp;"
+            : c == '<' ? "&lt;"
+            : c == '>' ? "&gt;"
+            : c == '"' ? "&quot;"
+                       : "&#39;",
+            out);
     } else if (c == '\\') {
       fputs("\\\\", out);
-    } else if (c == '"' && style != IMGSTAT_ESCAPE_TEXT) {
+    } else if (c == '"' && style != IMGSTAT_ESCAPE_TEXT && !html) {
       fputs(json ? "\\\"" : "\"\"", out);
     } else if (c == '\n') {
       fputs("\\n", out);

@@ -37,6 +37,10 @@ ALLOWED = {
     "src/engine": {"src/core", "src/io", "src/cpu", "src/hist", "src/norm",
                    "src/dataset", "cuda", "src/nocuda"},
     "src/run": {"src/engine", "src/dataset", "src/record", "src/mpi"},
+    # the report page: the records' escaping, numbers and constants, the
+    # dataset's result, the engine's result value, images read and written
+    "src/report": {"src/core", "src/hist", "src/dataset", "src/record",
+                   "src/engine"},
     # the front ends: the public interface only (programs/imgstat/ and
     # python/src/ include nothing private of the library)
     "programs/imgstat": {"include"},
@@ -57,6 +61,7 @@ PUBLIC_OWNER = {
     "outputs.h": "src/engine",
     "batch.h": "src/engine",
     "run.h": "src/run",
+    "report.h": "src/report",
     "mpi.h": "src/mpi",
     "cuda.h": "cuda",
     "cuda_norm.h": "cuda",

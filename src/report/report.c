@@ -1,0 +1,253 @@
+/*
+ * The report's gathering (imgstat/report.h): each input's mean and std per
+ * channel, the table's deterministic sample (the table_max inputs whose
+ * ordinals hash lowest, so that the rows do not depend on the order the
+ * results come in), the failed inputs grouped by reason; the thumbnails of
+ * the outliers; the page written through the safe path.
+ */
+#include "imgstat/report.h"
+
+#include "report_state.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *copy_text(const char *s) {
+  size_t n = strlen(s ? s : "");
+  char *c = malloc(n + 1);
+  if (c)
+    memcpy(c, s ? s : "", n + 1);
+  return c;
+}
+
+imgstat_status imgstat_report_create(const imgstat_report_options *opts,
+                                     imgstat_report **out, imgstat_error *err) {
+  *out = NULL;
+  imgstat_report *r = calloc(1, sizeof *r);
+  if (!r)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  if (opts)
+    r->opt = *opts;
+  if (!r->opt.table_max)
+    r->opt.table_max = IMGSTAT_REPORT_TABLE_MAX;
+  if (!r->opt.thumbs_max)
+    r->opt.thumbs_max = IMGSTAT_REPORT_THUMBS_MAX;
+  if (!r->opt.thumb_size)
+    r->opt.thumb_size = IMGSTAT_REPORT_THUMB_SIZE;
+  if (!r->opt.list_max)
+    r->opt.list_max = IMGSTAT_REPORT_LIST_MAX;
+  r->rows = calloc(r->opt.table_max, sizeof *r->rows);
+  r->groups = calloc(IST_REPORT_GROUPS_MAX, sizeof *r->groups);
+  if (!r->rows || !r->groups) {
+    imgstat_report_destroy(r);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  *out = r;
+  return IMGSTAT_OK;
+}
+
+static void row_free(ist_report_row *row) {
+  free(row->file);
+  free(row->error);
+  memset(row, 0, sizeof *row);
+}
+
+void imgstat_report_destroy(imgstat_report *r) {
+  if (!r)
+    return;
+  for (size_t k = 0; k < r->nrows; k++)
+    row_free(&r->rows[k]);
+  free(r->rows);
+  for (size_t g = 0; g < r->ngroups; g++) {
+    free(r->groups[g].reason);
+    for (size_t k = 0; k < r->groups[g].nfiles; k++)
+      free(r->groups[g].files[k]);
+    free(r->groups[g].files);
+  }
+  free(r->groups);
+  free(r->channels);
+  free(r->mean);
+  free(r->std);
+  free(r);
+}
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15u;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+/* The heap's order: the larger hash (then ordinal) on top. */
+static int row_above(const ist_report_row *a, const ist_report_row *b) {
+  return a->hash != b->hash ? a->hash > b->hash : a->ordinal > b->ordinal;
+}
+
+static void heap_down(ist_report_row *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < n && row_above(&h[l], &h[m]))
+      m = l;
+    if (l + 1 < n && row_above(&h[l + 1], &h[m]))
+      m = l + 1;
+    if (m == i)
+      return;
+    ist_report_row t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+static void heap_up(ist_report_row *h, size_t i) {
+  while (i > 0 && row_above(&h[i], &h[(i - 1) / 2])) {
+    ist_report_row t = h[i];
+    h[i] = h[(i - 1) / 2];
+    h[(i - 1) / 2] = t;
+    i = (i - 1) / 2;
+  }
+}
+
+/* The failed input's reason into its group. */
+static int add_failure(imgstat_report *r, const char *file,
+                       const char *reason) {
+  size_t g = 0;
+  while (g < r->ngroups && strcmp(r->groups[g].reason, reason) != 0 &&
+         !(g == IST_REPORT_GROUPS_MAX - 1))
+    g++;
+  ist_report_group *gr = &r->groups[g];
+  if (g == r->ngroups) {
+    gr->reason =
+        copy_text(g == IST_REPORT_GROUPS_MAX - 1 ? "other reasons" : reason);
+    gr->files = calloc(r->opt.list_max, sizeof *gr->files);
+    if (!gr->reason || !gr->files) {
+      free(gr->reason);
+      free(gr->files);
+      memset(gr, 0, sizeof *gr);
+      return 0;
+    }
+    r->ngroups++;
+  }
+  if (gr->nfiles < r->opt.list_max) {
+    char *c = copy_text(file);
+    if (!c)
+      return 0;
+    gr->files[gr->nfiles++] = c;
+  }
+  gr->count++;
+  return 1;
+}
+
+imgstat_status imgstat_report_add(imgstat_report *r, uint64_t ordinal,
+                                  const char *file,
+                                  const imgstat_job_result *res, int ddof,
+                                  imgstat_error *err) {
+  int ok = res->status == IMGSTAT_OK;
+  ist_report_row row;
+  memset(&row, 0, sizeof row);
+  row.ordinal = ordinal;
+  row.hash = splitmix64(ordinal);
+  row.width = res->width;
+  row.height = res->height;
+  row.channels = res->channels;
+  row.sample = res->width ? (int)res->sample : 0;
+  row.format = res->format;
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+    row.mean[c] = row.std[c] = NAN;
+  if (ok) {
+    int nc = res->channels < IMGSTAT_MAX_CHANNELS ? res->channels
+                                                  : IMGSTAT_MAX_CHANNELS;
+    for (int c = 0; c < nc; c++) {
+      imgstat_figures fig;
+      imgstat_figures_compute(&res->partial[c], res->sample, res->width, ddof,
+                              &fig);
+      if (fig.has_values)
+        row.mean[c] = (float)fig.mean;
+      if (fig.has_std)
+        row.std[c] = (float)fig.std;
+    }
+    if (r->nimages == r->cap_images) {
+      uint64_t cap = r->cap_images ? 2 * r->cap_images : 1024;
+      unsigned char *ch = realloc(r->channels, cap);
+      if (ch)
+        r->channels = ch;
+      float *m =
+          ch ? realloc(r->mean, cap * IMGSTAT_MAX_CHANNELS * sizeof *m) : NULL;
+      if (m)
+        r->mean = m;
+      float *s =
+          m ? realloc(r->std, cap * IMGSTAT_MAX_CHANNELS * sizeof *s) : NULL;
+      if (!s)
+        return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+      r->std = s;
+      r->cap_images = cap;
+    }
+    uint64_t i = r->nimages++;
+    r->channels[i] = (unsigned char)res->channels;
+    memcpy(r->mean + i * IMGSTAT_MAX_CHANNELS, row.mean, sizeof row.mean);
+    memcpy(r->std + i * IMGSTAT_MAX_CHANNELS, row.std, sizeof row.std);
+    int b = res->backend == IMGSTAT_BACKEND_CPU   ? 0
+            : res->backend == IMGSTAT_BACKEND_GPU ? 1
+                                                  : 2;
+    r->backend_count[b]++;
+    if (res->format) {
+      size_t k = 0;
+      while (k < r->nformats && strcmp(r->formats[k], res->format) != 0)
+        k++;
+      if (k == r->nformats && k < sizeof r->formats / sizeof *r->formats)
+        r->formats[r->nformats++] = res->format;
+      if (k < r->nformats)
+        r->format_count[k]++;
+    }
+  } else {
+    r->failed++;
+    const char *why = res->error.message[0] ? res->error.message : "failed";
+    if (!add_failure(r, file, why))
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  r->inputs++;
+  /* the table's sample */
+  if (r->nrows == r->opt.table_max && !row_above(&r->rows[0], &row))
+    return IMGSTAT_OK;
+  row.file = copy_text(file);
+  row.error = ok ? NULL : copy_text(res->error.message);
+  if (!row.file || (!ok && !row.error)) {
+    row_free(&row);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  if (r->nrows < r->opt.table_max) {
+    r->rows[r->nrows] = row;
+    heap_up(r->rows, r->nrows++);
+  } else {
+    row_free(&r->rows[0]);
+    r->rows[0] = row;
+    heap_down(r->rows, r->nrows, 0);
+  }
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_report_write(imgstat_report *r, const char *path,
+                                    const imgstat_report_run *run,
+                                    const imgstat_dataset_result *ds,
+                                    const imgstat_write_options *opts,
+                                    imgstat_error *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "%s: out of memory", path);
+  imgstat_status st = ist_report_page(f, r, path, run, ds, err);
+  if (fclose(f) != 0 && st == IMGSTAT_OK)
+    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "%s: out of memory", path);
+  if (st == IMGSTAT_OK) {
+    imgstat_error e;
+    memset(&e, 0, sizeof e);
+    st = imgstat_bytes_write(path, buf, len, opts, &e);
+    if (st != IMGSTAT_OK)
+      imgstat_error_set(err, st, "%s: %s", path, e.message);
+  }
+  free(buf);
+  return st;
+}
