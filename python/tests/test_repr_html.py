@@ -5,6 +5,7 @@ histogram, names escaped, nothing fetched from anywhere, the size bounded
 for many channels, and what accessibility and a dark theme need."""
 
 import math
+import os
 import re
 from html.parser import HTMLParser
 
@@ -411,3 +412,59 @@ def test_many_labels_bounded():
     shown = len(table["rows"]) // 3
     assert any(f"first {shown} of 1000 labels" in t for _, t in page.texts)
     assert len(text) < 100_000, len(text)
+
+
+# ---- Dataset.report: the command line's --report page
+
+
+def normalized_page(text):
+    """A report page without what differs from run to run: the command line
+    (the program's words, or the Python call), when it started and how
+    long it took."""
+    text = re.sub(r'<code id="command-line">.*?</code>',
+                  '<code id="command-line"></code>', text, flags=re.S)
+    text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "TIME", text)
+    return re.sub(r"\d+\.\d{3} s<", "SECONDS<", text)
+
+
+def test_dataset_report_is_the_command_line_page(tmp_path, cli):
+    import subprocess
+
+    rng = np.random.default_rng(12)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for k in range(6):
+        np.save(folder / f"img{k}.npy",
+                rng.integers(0, 256, (8 + k, 9, 3), dtype=np.uint8))
+    np.save(folder / "black.npy", np.zeros((8, 9, 3), dtype=np.uint8))
+    np.save(folder / (NASTY + ".npy"), np.zeros((4, 4), dtype=np.uint8))
+    (folder / "broken.npy").write_bytes(b"\x93NUMPY nope")
+    d = imgstat.dataset(str(folder), errors="record", percentiles=[5, 95])
+    page = tmp_path / "page.html"
+    assert d.report(page) is None
+    cli_page = tmp_path / "cli.html"
+    run = subprocess.run([cli, "--dataset-only", "--percentiles", "5,95",
+                          "--report", str(cli_page), str(folder)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1, run.stderr  # the broken file failed
+    got, want = page.read_text(), cli_page.read_text()
+    assert normalized_page(got) == normalized_page(want)
+    # the page names the Python call, escaped as the page escapes
+    m = re.search(r'<code id="command-line">(.*?)</code>', got, re.S)
+    assert m and m.group(1).startswith("imgstat.dataset(")
+    assert "errors=&#39;record&#39;" in m.group(1) or \
+        "errors=&#x27;record&#x27;" in m.group(1), m.group(1)
+    assert sorted(os.listdir(tmp_path)) == ["cli.html", "in", "page.html"]
+
+
+def test_dataset_report_refusals(tmp_path):
+    np.save(tmp_path / "a.npy", np.ones((3, 3), dtype=np.uint8))
+    d = imgstat.dataset(tmp_path / "a.npy")
+    with pytest.raises(ValueError, match="input"):
+        d.report(tmp_path / "a.npy")  # the page would replace an input
+    assert np.load(tmp_path / "a.npy").sum() == 9
+    with pytest.raises(OSError, match="nowhere"):
+        d.report(tmp_path / "nowhere" / "page.html")
+    with pytest.raises(ValueError, match="imgstat.dataset"):
+        imgstat.Dataset(d.to_dict(), []).report(tmp_path / "page.html")
+    assert os.listdir(tmp_path) == ["a.npy"]
