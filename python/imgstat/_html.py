@@ -330,7 +330,8 @@ def dataset_html(d: Any) -> str:
     rec = d._record.get("dataset", {})
     chans = rec.get("stats") or []
     failures = list(d.failures)
-    head = (f"imgstat.Dataset: {_text(rec.get('images', 0))} images, "
+    n = rec.get("images", 0)
+    head = (f"imgstat.Dataset: {_text(n)} image{'s' if n != 1 else ''}, "
             f"{_text(rec.get('pooled', 0))} pooled, "
             f"{_text(rec.get('failed', len(failures)))} failed")
     desc = [f"{_text(rec[k])}" for k in ("layout",) if rec.get(k)]
