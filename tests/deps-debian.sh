@@ -30,12 +30,14 @@ libarchive-dev"
 # python3-dev, python3-venv, pytest; CI: clang with its libFuzzer runtime,
 # clang-format, valgrind, groff (the man page's lint); --mpi and its tests
 # (mpirun): Open MPI; locales (the de_DE source that tests make a
-# decimal-comma locale from with localedef).
+# decimal-comma locale from with localedef); the report page's browser test:
+# headless Chromium through Selenium (chromium, chromium-driver,
+# python3-selenium).
 if [ "$with_tests" = 1 ]; then
   packages="$packages libcunit1-dev python3 python3-numpy python3-png \
 python3-pil python3-astropy python3-dev python3-venv python3-pytest clang libclang-rt-dev \
 clang-format valgrind groff-base libopenmpi-dev openmpi-bin locales \
-gdal-bin python3-gdal"
+gdal-bin python3-gdal chromium chromium-driver python3-selenium"
 fi
 
 # nvJPEG (JPEG decoded on the GPU): where nvcc is present and its toolkit has

@@ -154,11 +154,11 @@ imgstat_status imgstat_report_add(imgstat_report *r, uint64_t ordinal,
   row.channels = res->channels;
   row.sample = res->width ? (int)res->sample : 0;
   row.format = res->format;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+  for (int c = 0; c < IST_REPORT_CHANNELS; c++)
     row.mean[c] = row.std[c] = NAN;
   if (ok) {
-    int nc = res->channels < IMGSTAT_MAX_CHANNELS ? res->channels
-                                                  : IMGSTAT_MAX_CHANNELS;
+    int nc = res->channels < IST_REPORT_CHANNELS ? res->channels
+                                                 : IST_REPORT_CHANNELS;
     for (int c = 0; c < nc; c++) {
       imgstat_figures fig;
       imgstat_figures_compute(&res->partial[c], res->sample, res->width, ddof,
@@ -174,20 +174,20 @@ imgstat_status imgstat_report_add(imgstat_report *r, uint64_t ordinal,
       if (ch)
         r->channels = ch;
       float *m =
-          ch ? realloc(r->mean, cap * IMGSTAT_MAX_CHANNELS * sizeof *m) : NULL;
+          ch ? realloc(r->mean, cap * IST_REPORT_CHANNELS * sizeof *m) : NULL;
       if (m)
         r->mean = m;
       float *s =
-          m ? realloc(r->std, cap * IMGSTAT_MAX_CHANNELS * sizeof *s) : NULL;
+          m ? realloc(r->std, cap * IST_REPORT_CHANNELS * sizeof *s) : NULL;
       if (!s)
         return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
       r->std = s;
       r->cap_images = cap;
     }
     uint64_t i = r->nimages++;
-    r->channels[i] = (unsigned char)res->channels;
-    memcpy(r->mean + i * IMGSTAT_MAX_CHANNELS, row.mean, sizeof row.mean);
-    memcpy(r->std + i * IMGSTAT_MAX_CHANNELS, row.std, sizeof row.std);
+    r->channels[i] = (unsigned char)nc;
+    memcpy(r->mean + i * IST_REPORT_CHANNELS, row.mean, sizeof row.mean);
+    memcpy(r->std + i * IST_REPORT_CHANNELS, row.std, sizeof row.std);
     int b = res->backend == IMGSTAT_BACKEND_CPU   ? 0
             : res->backend == IMGSTAT_BACKEND_GPU ? 1
                                                   : 2;

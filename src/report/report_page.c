@@ -111,8 +111,8 @@ static void file_link(FILE *f, const char *file, const char *dir) {
  */
 
 /* A bar chart of n values over [x0, x1] as SVG, counts linear or log. */
-static void bars(FILE *f, const double *v, int n, int logy, double x0,
-                 double x1, const char *title, const char *what) {
+static void bars(FILE *f, unsigned *serial, const double *v, int n, int logy,
+                 double x0, double x1, const char *title, const char *what) {
   const double W = 320, H = 150, L = 44, R = 8, T = 10, B = 26;
   double top = 0, total = 0;
   int peak = 0;
@@ -123,12 +123,11 @@ static void bars(FILE *f, const double *v, int n, int logy, double x0,
   }
   top = n ? v[peak] : 0;
   double ytop = logy ? log10(top + 1) : top;
-  fprintf(f,
-          "<svg class=\"plot\" viewBox=\"0 0 %.0f %.0f\" role=\"img\" "
-          "aria-labelledby=\"",
-          W, H);
-  static unsigned serial;
-  unsigned id = ++serial;
+  imgstat_number_fprintf(f,
+                         "<svg class=\"plot\" viewBox=\"0 0 %.0f %.0f\" "
+                         "role=\"img\" aria-labelledby=\"",
+                         W, H);
+  unsigned id = ++*serial; /* the page's plots numbered: their ids */
   imgstat_number_fprintf(f, "t%u d%u\"><title id=\"t%u\">", id, id, id);
   esc(f, title);
   imgstat_number_fprintf(f, "</title><desc id=\"d%u\">", id);
@@ -167,7 +166,8 @@ static void bars(FILE *f, const double *v, int n, int logy, double x0,
 
 /* The pooled histogram of a channel, regrouped into at most DISPLAY_BINS
  * bars, linear and log. */
-static int pooled_plots(FILE *f, const imgstat_dataset_result *ds, int c) {
+static int pooled_plots(FILE *f, unsigned *serial,
+                        const imgstat_dataset_result *ds, int c) {
   const imgstat_histogram *h = &ds->ch[c].hist;
   if (!ds->ch[c].has_histogram || !h->bins || !h->counts)
     return 1;
@@ -192,7 +192,7 @@ static int pooled_plots(FILE *f, const imgstat_dataset_result *ds, int c) {
     snprintf(title, sizeof title, "Pooled histogram of channel %s (%s)", name,
              logy ? "log counts" : "linear counts");
     fputs("<figure>", f);
-    bars(f, v, n, logy, x0, x1, title, "samples");
+    bars(f, serial, v, n, logy, x0, x1, title, "samples");
     fputs("<figcaption>", f);
     esc(f, name);
     fputs(logy ? ", log counts" : ", linear counts", f);
@@ -203,13 +203,13 @@ static int pooled_plots(FILE *f, const imgstat_dataset_result *ds, int c) {
 }
 
 /* The distribution of the images' means (or stds) of channel c. */
-static int dist_plot(FILE *f, const imgstat_report *r, int c, int stds,
-                     const char *name) {
+static int dist_plot(FILE *f, unsigned *serial, const imgstat_report *r, int c,
+                     int stds, const char *name) {
   const float *src = stds ? r->std : r->mean;
   double lo = INFINITY, hi = -INFINITY;
   uint64_t n = 0;
   for (uint64_t i = 0; i < r->nimages; i++) {
-    double x = src[i * IMGSTAT_MAX_CHANNELS + c];
+    double x = src[i * IST_REPORT_CHANNELS + c];
     if (r->channels[i] > c && isfinite(x)) {
       lo = x < lo ? x : lo;
       hi = x > hi ? x : hi;
@@ -222,7 +222,7 @@ static int dist_plot(FILE *f, const imgstat_report *r, int c, int stds,
   memset(v, 0, sizeof v);
   double span = hi > lo ? hi - lo : 1;
   for (uint64_t i = 0; i < r->nimages; i++) {
-    double x = src[i * IMGSTAT_MAX_CHANNELS + c];
+    double x = src[i * IST_REPORT_CHANNELS + c];
     if (r->channels[i] > c && isfinite(x)) {
       int b = (int)((x - lo) / span * DIST_BINS);
       v[b >= DIST_BINS ? DIST_BINS - 1 : b < 0 ? 0 : b] += 1;
@@ -232,7 +232,7 @@ static int dist_plot(FILE *f, const imgstat_report *r, int c, int stds,
   snprintf(title, sizeof title, "Images' %s of channel %s",
            stds ? "stds" : "means", name);
   fputs("<figure>", f);
-  bars(f, v, DIST_BINS, 0, lo, hi > lo ? hi : lo + 1, title, "images");
+  bars(f, serial, v, DIST_BINS, 0, lo, hi > lo ? hi : lo + 1, title, "images");
   fputs("<figcaption>", f);
   fputs(stds ? "std, " : "mean, ", f);
   esc(f, name);
@@ -271,6 +271,7 @@ static const char style[] =
     "flex;flex-wrap:wrap;gap:.75rem}ul.outliers li{border:1px solid "
     "var(--line);padding:.4rem;max-width:15rem;word-break:break-all}"
     "ul.outliers img{display:block;image-rendering:pixelated;max-width:128px;"
+    "min-width:64px;height:auto;"
     "background:repeating-conic-gradient(#999 0 25%,#ccc 0 50%) 0 0/12px "
     "12px}.wrap{overflow-x:auto}#image-table "
     "td.f{word-break:break-all;min-width:"
@@ -470,12 +471,13 @@ static void pooled_section(FILE *f, const imgstat_dataset_result *ds,
       num(f, ch->std);
     fputs("</td><td class=\"n\" data-key=\"median\">", f);
     if (ch->has_histogram && hf[c].has_values)
-      num(f, hf[c].median);
+      num(f, hf[c].median * ds->hist_scale);
     fputs("</td>", f);
     for (int k = 0; k < run->npercentiles; k++) {
-      fputs("<td class=\"n\">", f);
+      imgstat_number_fprintf(f, "<td class=\"n\" data-key=\"p%g\">",
+                             run->percentiles[k]);
       if (ch->has_histogram && hf[c].has_values && k < hf[c].npercentiles)
-        num(f, hf[c].percentile[k]);
+        num(f, hf[c].percentile[k] * ds->hist_scale);
       fputs("</td>", f);
     }
     fputs("</tr>", f);
@@ -543,6 +545,7 @@ static int plots_sections(FILE *f, const imgstat_report *r,
         "id=\"h-histograms\">Pooled histograms</h2>",
         f);
   int any = 0;
+  unsigned serial = 0;
   for (int c = 0; ds && c < ds->channels; c++)
     any = any || ds->ch[c].has_histogram;
   if (!any) {
@@ -555,29 +558,27 @@ static int plots_sections(FILE *f, const imgstat_report *r,
   }
   for (int c = 0; any && c < ds->channels; c++) {
     fputs("<div class=\"plots\">", f);
-    if (!pooled_plots(f, ds, c))
+    if (!pooled_plots(f, &serial, ds, c))
       return 0;
     fputs("</div>", f);
   }
   fputs("</section><section id=\"distributions\" "
         "aria-labelledby=\"h-distributions\"><h2 id=\"h-distributions\">The "
         "images' means and stds</h2><p>Over every image read (not the "
-        "table's sample), in each image's own units.</p>",
+        "table's sample), in each image's own units (a gray image's one "
+        "channel counted as the first).</p>",
         f);
   int maxc = 0;
   for (uint64_t i = 0; i < r->nimages; i++)
     maxc = r->channels[i] > maxc ? r->channels[i] : maxc;
-  if (maxc > IMGSTAT_MAX_CHANNELS)
-    maxc = IMGSTAT_MAX_CHANNELS;
+  if (maxc > IST_REPORT_CHANNELS)
+    maxc = IST_REPORT_CHANNELS;
   for (int c = 0; c < maxc; c++) {
     char name[32];
-    if (ds && ds->channels == maxc)
-      snprintf(name, sizeof name, "%s", imgstat_channel_name(maxc, c));
-    else
-      snprintf(name, sizeof name, "%d", c);
+    snprintf(name, sizeof name, "%s", imgstat_channel_name(maxc, c));
     fputs("<div class=\"plots\">", f);
-    dist_plot(f, r, c, 0, name);
-    dist_plot(f, r, c, 1, name);
+    dist_plot(f, &serial, r, c, 0, name);
+    dist_plot(f, &serial, r, c, 1, name);
     fputs("</div>", f);
   }
   if (!maxc)
@@ -823,8 +824,8 @@ static int images_section(FILE *f, imgstat_report *r,
   int nc = 0;
   for (size_t k = 0; k < r->nrows; k++)
     nc = r->rows[k].channels > nc ? r->rows[k].channels : nc;
-  if (nc > IMGSTAT_MAX_CHANNELS)
-    nc = IMGSTAT_MAX_CHANNELS;
+  if (nc > IST_REPORT_CHANNELS)
+    nc = IST_REPORT_CHANNELS;
   imgstat_number_fprintf(
       f,
       " Shown %d rows a page; sort by a column's header, filter by any "
@@ -876,9 +877,7 @@ static int images_section(FILE *f, imgstat_report *r,
     script_href(f, w->file, dir);
     if (w->sample)
       imgstat_number_fprintf(f, ",%u,%u,\"%s\",%d,", w->width, w->height,
-                             w->channels <= 4 ? imgstat_layout_name(w->channels)
-                                              : "bands",
-                             8 * w->sample);
+                             imgstat_layout_name(w->channels), 8 * w->sample);
     else
       fputs(",null,null,\"\",null,", f);
     script_string(f, w->format ? w->format : "");

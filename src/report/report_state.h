@@ -10,6 +10,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The channels kept of each image (a multi-band image's first ones): its
+ * mean and std, 32 bytes an image. */
+#define IST_REPORT_CHANNELS 4
+
 /* One row of the images' table. */
 typedef struct ist_report_row {
   uint64_t ordinal;
@@ -20,7 +24,7 @@ typedef struct ist_report_row {
   int channels;
   int sample; /* bytes per sample, 0: not decoded */
   const char *format;
-  float mean[IMGSTAT_MAX_CHANNELS], std[IMGSTAT_MAX_CHANNELS];
+  float mean[IST_REPORT_CHANNELS], std[IST_REPORT_CHANNELS];
 } ist_report_row;
 
 /* Files sharing a reason (failed inputs). */
@@ -39,7 +43,7 @@ struct imgstat_report {
   /* every image read: its channels, mean and std per channel (NaN: none) */
   uint64_t nimages, cap_images;
   unsigned char *channels;
-  float *mean, *std; /* IMGSTAT_MAX_CHANNELS per image */
+  float *mean, *std; /* IST_REPORT_CHANNELS per image */
   uint64_t inputs, failed;
   uint64_t backend_count[3]; /* cpu, gpu, other */
   /* the table: a max-heap on hash of at most opt.table_max rows */

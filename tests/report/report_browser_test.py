@@ -215,6 +215,7 @@ def main():
         d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
         os.makedirs(artifacts, exist_ok=True)
         d.set_window_size(1100, 1400)
+        d.execute_script("window.scrollTo(0, 0)")
         d.save_screenshot(os.path.join(artifacts, "report.png"))
         check(Image.open(os.path.join(artifacts, "report.png")).size[0] > 0,
               "the screenshot kept")

@@ -239,6 +239,11 @@ def main():
                   "channel %d %s: page %s, numpy %r" % (c, k, got.get(k), v))
         check(int(got.get("count", 0)) == allpx.shape[0],
               "channel %d count" % c)
+        # the percentiles by the rank rule: within a sample step of numpy's
+        for k, q in (("median", 50), ("p1", 1), ("p99", 99)):
+            v = np.percentile(allpx[:, c], q)
+            check(k in got and abs(got[k] - v) <= 2 / 255 + 1e-12,
+                  "channel %d %s: page %s, numpy %r" % (c, k, got.get(k), v))
     # the constants: their numbers are the pooled figures
     tv = numbers(p.text.get("emit-torchvision", ""))
     want = list(allpx.mean(0)) + list(allpx.std(0))
