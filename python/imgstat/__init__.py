@@ -185,6 +185,12 @@ class Stats:
         # pickled (and copied) as its dict: the binding's record is not
         return (Stats, (self._record,))
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the figures as a table, each channel's
+        histogram drawn when the record has them (imgstat/_html.py)."""
+        from ._html import stats_html
+        return stats_html(self)
+
     @property
     def file(self) -> str:
         return self._record["file"]
@@ -252,15 +258,40 @@ class Dataset:
     --dataset-only --json``'s ``"dataset"`` object), with ``failures``: the
     inputs that could not be read, as ImageError values."""
 
-    __slots__ = ("_record", "failures")
+    __slots__ = ("_record", "failures", "_call")
 
     def __init__(self, record: dict, failures: list) -> None:
         self._record = record
         self.failures = failures
+        self._call = None  # imgstat.dataset's: the run again, for report()
 
     def to_dict(self) -> dict:
         """The record as ``imgstat --dataset-only --json`` prints it."""
         return _json.loads(_json.dumps(self._record))
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the pooled figures as a table, the pooled
+        histograms drawn when the record has them, what was left out, the
+        outliers and the failures (imgstat/_html.py)."""
+        from ._html import dataset_html
+        return dataset_html(self)
+
+    def report(self, path: _Path) -> None:
+        """Writes the HTML report page of this dataset's run to path: the
+        page ``imgstat --dataset-only --report FILE.html`` writes of the
+        same inputs and options (docs/report.md). The inputs are read
+        again, with the pooled histograms the page shows: the page needs
+        each image's figures and the outliers' pixels, which a Dataset
+        does not keep. The page is written whole or not at all; ValueError
+        when path is one of the inputs, OSError when it cannot be
+        written."""
+        if self._call is None:
+            raise ValueError("report: this Dataset was not made by "
+                             "imgstat.dataset (there is no run to report)")
+        if not isinstance(path, _PATH):
+            raise TypeError("report: the path of the page to write")
+        args, command = self._call
+        _imgstat.dataset(*args, report=path, report_command=command)
 
     @property
     def _stats(self) -> list:
@@ -806,19 +837,28 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     in its ``failures``. nodata, mask and mask_suffix: the command line's
     --nodata, --mask (a file, or a folder paired with the inputs) and
     --mask-suffix: the pool of the valid samples (nnU-Net's foreground)."""
+    given = dict(locals())  # the call as made, for Dataset.report's page
     _errors(errors, ("raise", "record"))
     _scale(scale)
     ddof = _check_ddof(ddof)
     sample, seed = _sample(sample, seed)
     values, none = _nodata(nodata)
-    record, failures = _imgstat.dataset(
+    args = (
         _sources(inputs), _lists(files_from), int(jobs), bool(follow),
         "" if as_ is None else as_, scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
         bool(histogram), _percentiles(percentiles), backend, jpeg_decoder,
         sample, seed, values, none, mask, None, mask_suffix)
+    record, failures = _imgstat.dataset(*args)
     failures = [ImageError(*f) for f in failures]
     result = Dataset(record, failures)
+    # the run again for Dataset.report, and the call as its page shows it
+    inputs = given.pop("inputs")
+    words = [repr(inputs if isinstance(inputs, (str, list)) else args[0])]
+    defaults = dataset.__kwdefaults__
+    words += [f"{k}={v!r}" for k, v in given.items()
+              if repr(v) != repr(defaults[k])]
+    result._call = (args, f"imgstat.dataset({', '.join(words)})")
     if result.images == 0 and failures:
         raise failures[0]
     depth_note = record["dataset"].get("depth_note")

@@ -33,6 +33,7 @@ extern "C" {
 #include "imgstat/dataset.h"
 #include "imgstat/engine.h"
 #include "imgstat/imgstat.h"
+#include "imgstat/report.h"
 #include "imgstat/run.h"
 }
 
@@ -285,6 +286,10 @@ struct RunArgs {
   imgstat_dataset_options ds{};
   bool follow = false;
   uint64_t sample = 0, seed = 0; // the dataset's sample (0: every input)
+  // A dataset run's report page (imgstat/report.h, the command line's
+  // --report): written there at the end ("" none), report_command shown as
+  // the run's command line ("" none).
+  std::string report_path, report_command;
 };
 
 RunArgs make_run_args(const std::vector<std::string> &inputs,
@@ -318,6 +323,10 @@ public:
   nb::object dataset_record();
   // The run's progress figures so far: (done, failed, total, total_known).
   nb::tuple progress();
+  // Why the report page was not written ("" when it was, or none was
+  // asked for) and the Python exception that says so; after the end.
+  const std::string &report_error() const { return report_error_; }
+  PyObject *report_exception() const { return report_exc_; }
 
 private:
   void join();
@@ -325,6 +334,10 @@ private:
                      const imgstat_run_progress *p);
   void run();
   void finish_dataset(imgstat_run *run); // dataset.cpp
+  // The report page: made before the run (false: report_error_ says why),
+  // written at its end (dataset.cpp).
+  bool start_report(imgstat_run *run, const imgstat_run_options &o);
+  void write_report(const imgstat_dataset_result *r);
 
   RunArgs args_;
   std::thread thread_;
@@ -344,6 +357,10 @@ private:
         outliers;
   } ds_texts_;
   imgstat_run_progress progress_{};
+  imgstat_report *report_ = nullptr; // a report page's figures, or none
+  std::string report_error_;
+  PyObject *report_exc_ = nullptr;
+  double started_ = 0; // the run's start, seconds since the epoch
 };
 
 // ---- each part's functions and classes in the module (module.cpp)

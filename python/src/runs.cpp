@@ -118,6 +118,16 @@ int Scan::on_item(void *ctx, const imgstat_run_item *it,
     std::lock_guard<std::mutex> lock(s->m_);
     s->progress_ = *p;
   }
+  if (s->report_) { // every input's outcome, as the command line adds them
+    imgstat_error err;
+    std::memset(&err, 0, sizeof err);
+    if (imgstat_report_add(s->report_, it->input->index, it->input->path,
+                           it->result, s->args_.req.ddof, &err) != IMGSTAT_OK) {
+      s->report_error_ = err.message;
+      s->report_exc_ = PyExc_MemoryError;
+      return 1; // stops the run
+    }
+  }
   Item item;
   item.ok = it->result->status == IMGSTAT_OK;
   if (s->args_.dataset && item.ok) /* the dataset wants its failures */
@@ -158,10 +168,26 @@ void Scan::run() {
   o.sample = args_.sample;
   o.seed = args_.seed;
   o.cancel = &cancel_;
+  if (!args_.report_path.empty()) {
+    // the page's pooled histograms, and the whole list to check the page
+    // against, as --report asks for them
+    o.request.histograms = 1;
+    o.whole_list = 1;
+    started_ = std::chrono::duration<double>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+  }
   imgstat_error err;
   std::memset(&err, 0, sizeof err);
   imgstat_run *run = nullptr;
   imgstat_status s = imgstat_run_create(&o, &run, &err);
+  if (s == IMGSTAT_OK && !args_.report_path.empty() && !start_report(run, o)) {
+    imgstat_run_destroy(run);
+    std::lock_guard<std::mutex> lock(m_);
+    done_ = true;
+    cv_.notify_all();
+    return;
+  }
   if (s == IMGSTAT_OK) {
     imgstat_run_callbacks cb;
     std::memset(&cb, 0, sizeof cb);
@@ -173,6 +199,8 @@ void Scan::run() {
       finish_dataset(run);
   }
   imgstat_run_destroy(run);
+  imgstat_report_destroy(report_);
+  report_ = nullptr;
   std::lock_guard<std::mutex> lock(m_);
   if (s != IMGSTAT_OK)
     error_ = err.message[0] ? err.message : "out of memory";
