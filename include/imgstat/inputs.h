@@ -120,6 +120,11 @@ typedef struct imgstat_inputs_options {
    * larger, or decompresses to more, is an error item); 0:
    * IMGSTAT_DEFAULT_MAX_MEMORY */
   uint64_t max_member;
+  /* threads reading the directories a walk enters next, ahead of it (the
+   * items and their order are the same whatever their number): 0: as many
+   * as the cores this process may use (imgstat_cpu_cores), at most 8; 1:
+   * none, each directory read as the walk enters it */
+  int walkers;
 } imgstat_inputs_options;
 
 /* A new, empty list of sources; opts may be NULL (the defaults). */
