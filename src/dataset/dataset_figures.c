@@ -31,16 +31,6 @@ static int cmp_note(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int cmp_float(const void *a, const void *b) {
-  float x = *(const float *)a, y = *(const float *)b;
-  return x < y ? -1 : x > y;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Appends a note to a growing array (0 when out of memory). */
 static int note_push(imgstat_dataset_note **notes, size_t *n, size_t *cap,
                      const imgstat_dataset_note *note) {
@@ -333,59 +323,94 @@ void imgstat_dataset_set_exact_note(imgstat_dataset *d, const char *note) {
     snprintf(d->exact_note, sizeof d->exact_note, "%s", note ? note : "");
 }
 
-/* The median of the n values sorted in w, as a double. */
-static double median_of(const double *w, size_t n) {
-  return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
+/* The k-th smallest of a[0..n) (n > 0), a's order changed so that what
+ * comes after it is not smaller (a three-way quickselect: linear on
+ * average, where a sort was n log n). */
+static double kth(double *a, size_t n, size_t k) {
+  size_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    double p = a[lo + (hi - lo) / 2], t;
+    size_t lt = lo, i = lo, gt = hi + 1;
+    while (i < gt) {
+      if (a[i] < p) {
+        t = a[lt];
+        a[lt++] = a[i];
+        a[i++] = t;
+      } else if (a[i] > p) {
+        t = a[--gt];
+        a[gt] = a[i];
+        a[i] = t;
+      } else {
+        i++;
+      }
+    }
+    if (k < lt)
+      hi = lt - 1;
+    else if (k >= gt)
+      lo = gt;
+    else
+      return p;
+  }
+  return a[k];
+}
+
+/* The median of a[0..n) (n > 0; a's order changed): the middle value, or
+ * the mean of the two middle ones. */
+static double median_of(double *a, size_t n) {
+  double low = kth(a, n, n % 2 ? n / 2 : n / 2 - 1);
+  if (n % 2)
+    return low;
+  double high = a[n / 2];
+  for (size_t i = n / 2 + 1; i < n; i++)
+    if (a[i] < high)
+      high = a[i];
+  return (low + high) / 2;
 }
 
 /* The robust z-scores' centre and unit of a channel's means or stds over
  * the pooled images (median and MAD; the mean absolute deviation when the
- * MAD is 0): 0 when every value is the same. */
+ * MAD is 0): off when every value is the same. */
 typedef struct zrule {
   int on;
   double med, unit;
 } zrule;
 
-static imgstat_status z_rule(const imgstat_dataset *d, const int *pooled_of,
-                             size_t m, int c, int which, zrule *z) {
-  z->on = 0;
-  float *v = malloc(m * sizeof *v);
-  if (!v)
-    return IMGSTAT_ERR_NOMEM;
+/* Channel c's means (which 0) or stds (1) of the pooled images into w (m
+ * of them, in the order added); 0 when out of memory. */
+static int z_values(const imgstat_dataset *d, const int *pooled_of, int c,
+                    int which, double *w) {
   summary_reader r;
   summary s;
   size_t j = 0;
   int got;
   ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0)
     if (pooled_of[s.pooled * NDEPTH + s.depth])
-      v[j++] = which ? s.std[c] : s.mean[c];
+      w[j++] = which ? s.std[c] : s.mean[c];
   ist_summary_reader_end(&r);
-  if (got < 0) {
-    free(v);
-    return IMGSTAT_ERR_NOMEM;
-  }
-  qsort(v, m, sizeof *v, cmp_float);
-  double med = m % 2 ? v[m / 2] : ((double)v[m / 2 - 1] + v[m / 2]) / 2;
-  free(v);
+  return got == 0;
+}
+
+static imgstat_status z_rule(const imgstat_dataset *d, const int *pooled_of,
+                             size_t m, int c, int which, zrule *z) {
+  z->on = 0;
   double *w = malloc(m * sizeof *w);
-  if (!w)
-    return IMGSTAT_ERR_NOMEM;
-  double mean_ad = 0;
-  j = 0;
-  ist_summary_reader_start(&r, &d->s);
-  while ((got = ist_summary_next(&r, &s)) > 0)
-    if (pooled_of[s.pooled * NDEPTH + s.depth]) {
-      w[j] = fabs((double)(which ? s.std[c] : s.mean[c]) - med);
-      mean_ad += w[j++];
-    }
-  ist_summary_reader_end(&r);
-  if (got < 0) {
+  if (!w || !z_values(d, pooled_of, c, which, w)) {
     free(w);
     return IMGSTAT_ERR_NOMEM;
   }
+  double med = median_of(w, m);
+  if (!z_values(d, pooled_of, c, which, w)) {
+    free(w);
+    return IMGSTAT_ERR_NOMEM;
+  }
+  double mean_ad = 0;
+  for (size_t j = 0; j < m; j++) {
+    w[j] = fabs(w[j] - med);
+    mean_ad += w[j];
+  }
   mean_ad /= (double)m;
-  qsort(w, m, sizeof *w, cmp_double);
   double mad = median_of(w, m);
   free(w);
   double unit = mad > 0 ? 1.4826 * mad : 1.2533 * mean_ad;
@@ -397,42 +422,38 @@ static imgstat_status z_rule(const imgstat_dataset *d, const int *pooled_of,
   return IMGSTAT_OK;
 }
 
-/* The most frequent key among the n images' sizes (what 0), layouts (1) or
- * depths (2): its count, and *mode. */
-static imgstat_status mode_of(const imgstat_dataset *d, int what,
-                              uint64_t *mode, size_t *best) {
-  size_t n = d->s.n;
-  uint64_t *key = malloc((n ? n : 1) * sizeof *key);
-  if (!key)
-    return IMGSTAT_ERR_NOMEM;
+/* The key of the images' sizes (0), layouts (1) and depths (2) that more
+ * than half of them share, each (Boyer and Moore's majority vote: one pass
+ * for the candidates, one to count them): against[what] 1 when there is
+ * one, in mode[what]. 0, or -1 when out of memory. */
+static int majorities(const imgstat_dataset *d, int against[3],
+                      uint64_t mode[3]) {
+  uint64_t key[3];
+  size_t votes[3] = {0, 0, 0}, count[3] = {0, 0, 0};
   summary_reader r;
   summary s;
-  size_t i = 0;
-  int got;
-  ist_summary_reader_start(&r, &d->s);
-  while ((got = ist_summary_next(&r, &s)) > 0)
-    key[i++] = what == 0   ? (uint64_t)s.width << 32 | s.height
-               : what == 1 ? (uint64_t)s.channels
-                           : (uint64_t)s.depth;
-  ist_summary_reader_end(&r);
-  if (got < 0) {
-    free(key);
-    return IMGSTAT_ERR_NOMEM;
-  }
-  qsort(key, n, sizeof *key, cmp_u64);
-  *best = 0;
-  for (i = 0; i < n;) {
-    size_t j = i;
-    while (j < n && key[j] == key[i])
-      j++;
-    if (j - i > *best) {
-      *best = j - i;
-      *mode = key[i];
+  int got = 0;
+  for (int pass = 0; pass < 2 && got == 0; pass++) {
+    ist_summary_reader_start(&r, &d->s);
+    r.no_names = 1;
+    while ((got = ist_summary_next(&r, &s)) > 0) {
+      key[0] = (uint64_t)s.width << 32 | s.height;
+      key[1] = (uint64_t)s.channels;
+      key[2] = (uint64_t)s.depth;
+      for (int w = 0; w < 3; w++) {
+        if (pass == 1)
+          count[w] += key[w] == mode[w];
+        else if (votes[w] == 0)
+          mode[w] = key[w], votes[w] = 1;
+        else
+          votes[w] += key[w] == mode[w] ? 1 : (size_t)-1;
+      }
     }
-    i = j;
+    ist_summary_reader_end(&r);
   }
-  free(key);
-  return IMGSTAT_OK;
+  for (int w = 0; w < 3; w++)
+    against[w] = 2 * count[w] > d->s.n;
+  return got < 0 ? -1 : 0;
 }
 
 /* The outliers among the pooled images (pooled_of[layout * NDEPTH +
@@ -445,12 +466,8 @@ static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
   /* size, layout and depth against most images */
   int against[3] = {0, 0, 0};
   uint64_t mode[3] = {0, 0, 0};
-  for (int what = 0; what < 3 && n >= 3; what++) {
-    size_t count = 0;
-    if (mode_of(d, what, &mode[what], &count) != IMGSTAT_OK)
-      return IMGSTAT_ERR_NOMEM;
-    against[what] = 2 * count > n;
-  }
+  if (n >= 3 && majorities(d, against, mode) < 0)
+    return IMGSTAT_ERR_NOMEM;
   /* means and stds far from the dataset's */
   zrule z[IMGSTAT_MAX_CHANNELS][2];
   memset(z, 0, sizeof z);
@@ -465,6 +482,7 @@ static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
   summary s;
   int got;
   ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0) {
     if (!pooled_of[s.pooled * NDEPTH + s.depth])
       continue; /* an image left out is named once, among the left out */
@@ -576,6 +594,7 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
   uint64_t count[NLAYOUT][NDEPTH];
   memset(count, 0, sizeof count);
   ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0)
     count[s.pooled][d->o.scale_unit ? 0 : s.depth]++;
   ist_summary_reader_end(&r);
@@ -604,6 +623,7 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
       pooled_of[l * NDEPTH + k] = l == layout && (mask & (1 << k));
   size_t excluded_cap = 0;
   ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0) {
     if (pooled_of[s.pooled * NDEPTH + s.depth]) {
       res->pooled++;

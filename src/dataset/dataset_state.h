@@ -54,6 +54,7 @@ typedef struct summary_reader {
   uint64_t ordinal;
   char *name;
   size_t cap;
+  int no_names; /* set after start: the names are skipped ("") */
 } summary_reader;
 
 /* Appends s with that name (IMGSTAT_ERR_NOMEM, nothing added). */

@@ -135,6 +135,12 @@ int ist_summary_next(summary_reader *r, summary *s) {
     p += 8;
   }
   size_t shared = (size_t)get_varint(&p), rest = (size_t)get_varint(&p);
+  if (r->no_names) {
+    s->name = "";
+    r->at = (size_t)(p + rest - S->p);
+    r->index++;
+    return 1;
+  }
   if (shared + rest + 1 > r->cap) {
     size_t cap = 2 * (shared + rest + 1);
     char *q = realloc(r->name, cap);
