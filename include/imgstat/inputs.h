@@ -121,9 +121,9 @@ typedef struct imgstat_inputs_options {
    * IMGSTAT_DEFAULT_MAX_MEMORY */
   uint64_t max_member;
   /* threads reading the directories a walk enters next, ahead of it (the
-   * items and their order are the same whatever their number): 0: as many
-   * as the cores this process may use (imgstat_cpu_cores), at most 8; 1:
-   * none, each directory read as the walk enters it */
+   * items and their order are the same whatever their number; they wait
+   * on the filesystem more than they compute): 0: 8; 1: none, each
+   * directory read as the walk enters it; at most 64 */
   int walkers;
 } imgstat_inputs_options;
 

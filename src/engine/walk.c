@@ -72,7 +72,7 @@ typedef struct frame {
 #define WALK_AHEAD 8
 /* The threads reading ahead, at most (imgstat_inputs_options.walkers). */
 #define WALKERS_MAX 64
-#define WALKERS_AUTO_MAX 8
+#define WALKERS_DEFAULT 8
 
 enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
@@ -182,11 +182,8 @@ imgstat_status imgstat_inputs_create(const imgstat_inputs_options *opts,
       (*out)->max_member = opts->max_member;
     walkers = opts->walkers;
   }
-  if (walkers <= 0) {
-    walkers = imgstat_cpu_cores();
-    if (walkers > WALKERS_AUTO_MAX)
-      walkers = WALKERS_AUTO_MAX;
-  }
+  if (walkers <= 0) /* they wait on the filesystem more than they compute */
+    walkers = WALKERS_DEFAULT;
   (*out)->walkers = walkers > WALKERS_MAX ? WALKERS_MAX : walkers;
   return IMGSTAT_OK;
 }
