@@ -501,7 +501,6 @@ typedef struct item_result {
   imgstat_task_pending *pending;
 } item_result;
 
-
 /* The pool's extra work on a decoded image (in the worker); what fails is
  * left out (an image whose luma could not be made fails at its delivery). */
 static void dataset_work(const imgstat_run *run, const imgstat_image *img,
