@@ -99,6 +99,13 @@ imgstat_status imgstat_dataset_create(const imgstat_dataset_options *opts,
                                       imgstat_error *err);
 void imgstat_dataset_destroy(imgstat_dataset *d);
 
+/* The bytes the accumulator holds for its images one by one (what the
+ * outliers and the notes need of each: its size, layout, depth, a float
+ * mean and std per channel, its name front-coded against the one before):
+ * about 40 for an RGB image. The pools and histograms are apart (their
+ * size does not grow with the images). */
+size_t imgstat_dataset_footprint(const imgstat_dataset *d);
+
 /* The layout images of `channels` channels are pooled as under opts->as
  * (1 Y, 3 RGB, 4 RGBA; a YA image under keep stays 2). */
 int imgstat_dataset_pooled_channels(const imgstat_dataset_options *opts,

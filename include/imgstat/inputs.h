@@ -120,6 +120,11 @@ typedef struct imgstat_inputs_options {
    * larger, or decompresses to more, is an error item); 0:
    * IMGSTAT_DEFAULT_MAX_MEMORY */
   uint64_t max_member;
+  /* threads reading the directories a walk enters next, ahead of it (the
+   * items and their order are the same whatever their number; they wait
+   * on the filesystem more than they compute): 0: 8; 1: none, each
+   * directory read as the walk enters it; at most 64 */
+  int walkers;
 } imgstat_inputs_options;
 
 /* A new, empty list of sources; opts may be NULL (the defaults). */

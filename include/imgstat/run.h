@@ -370,6 +370,11 @@ typedef struct imgstat_run_mpi_times {
 void imgstat_run_mpi_times_get(const imgstat_run *run,
                                imgstat_run_mpi_times *out);
 
+/* The seconds the thread that feeds the inputs spent walking them
+ * (IMGSTAT_STAGE_TIMES): reading lists, waiting for folders read ahead,
+ * listing archives; 0 without IMGSTAT_STAGE_TIMES. */
+double imgstat_run_walk_seconds(const imgstat_run *run);
+
 /* ---- passes over the inputs (src/run/dataset_pass.c) ----------------------
  * The runs that pool a whole list of inputs before anything else is done
  * with them: the batch runner (imgstat/batch.h) decodes them on its

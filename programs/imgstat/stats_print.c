@@ -284,7 +284,7 @@ void ist_stats_print_stage_times(run_state *st) {
   imgstat_run_times(st->run, &t, &read_s, &output_s);
   imgstat_number_fprintf(
       stderr,
-      "imgstat: stage times: read %.3f check %.3f decode %.3f (parse "
+      "imgstat: stage times: walk %.3f read %.3f check %.3f decode %.3f (parse "
       "%.3f alloc %.3f nvjpeg %.3f wait %.3f) reduce %.3f histogram "
       "%.3f cpu %.3f output %.3f close %.3f (s, summed over threads); "
       "context %.3f nvjpeg %.3f (load %.3f device %.3f handles %.3f [create "
@@ -293,13 +293,14 @@ void ist_stats_print_stage_times(run_state *st) {
       "shutdown %.3f (s from start); stage-join %.3f teardown %.3f (s); "
       "items %" PRIu64 " batches %" PRIu64 " max-batch %d hardware %" PRIu64
       " hybrid %" PRIu64 " cpu %" PRIu64 "\n",
-      read_s, t.check_s, t.decode_s, t.parse_s, t.alloc_s, t.nvjpeg_host_s,
-      t.nvjpeg_wait_s, t.reduce_s, t.histogram_s, t.cpu_s, output_s, t.close_s,
-      t.context_s, t.nvjpeg_s, t.jpeg_load_s, t.jpeg_device_s, t.jpeg_handles_s,
-      t.jpeg_create_s, t.jpeg_info_s, t.jpeg_decoder_s, t.ready_s,
-      t.ready_last_s, t.first_submit_s, t.first_batch_s, t.last_batch_s,
-      t.input_end_s, t.closed_s, t.shutdown_s, t.stage_end_s, t.teardown_s,
-      t.items, t.batches, t.max_batch, t.hardware, t.hybrid, t.cpu);
+      imgstat_run_walk_seconds(st->run), read_s, t.check_s, t.decode_s,
+      t.parse_s, t.alloc_s, t.nvjpeg_host_s, t.nvjpeg_wait_s, t.reduce_s,
+      t.histogram_s, t.cpu_s, output_s, t.close_s, t.context_s, t.nvjpeg_s,
+      t.jpeg_load_s, t.jpeg_device_s, t.jpeg_handles_s, t.jpeg_create_s,
+      t.jpeg_info_s, t.jpeg_decoder_s, t.ready_s, t.ready_last_s,
+      t.first_submit_s, t.first_batch_s, t.last_batch_s, t.input_end_s,
+      t.closed_s, t.shutdown_s, t.stage_end_s, t.teardown_s, t.items, t.batches,
+      t.max_batch, t.hardware, t.hybrid, t.cpu);
   if (t.ndevices < 1)
     return;
   /* a second line, per device: when each started and was ready, the

@@ -219,9 +219,7 @@ void imgstat_dataset_destroy(imgstat_dataset *d) {
     for (int k = 0; k < NDEPTH; k++)
       for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
         imgstat_histogram_free(&d->g[l][k].hist[c]);
-  for (size_t i = 0; i < d->n; i++)
-    free(d->s[i].name);
-  free(d->s);
+  ist_summaries_free(&d->s);
   free(d);
 }
 
@@ -348,25 +346,9 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
     if (st != IMGSTAT_OK)
       return st;
   }
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? 2 * d->cap : 64;
-    summary *s = realloc(d->s, cap * sizeof *s);
-    if (!s)
-      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-    d->s = s;
-    d->cap = cap;
-  }
-  summary *s = &d->s[d->n];
+  summary sum;
+  summary *s = &sum;
   memset(s, 0, sizeof *s);
-  s->name = strdup(im->name ? im->name : "");
-  if (!s->name)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  imgstat_status st = imgstat_pool_add(&g->pool, ordinal, parts, pooled,
-                                       im->sample, im->width, err);
-  if (st != IMGSTAT_OK) {
-    free(s->name);
-    return st;
-  }
   s->ordinal = ordinal;
   s->width = im->width;
   s->height = im->height;
@@ -378,8 +360,8 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
   for (int c = 0; c < pooled; c++) {
     imgstat_figures f;
     imgstat_figures_compute(&parts[c], im->sample, im->width, 0, &f);
-    s->mean[c] = f.mean / ist_dataset_depth_top[k];
-    s->std[c] = f.std / ist_dataset_depth_top[k];
+    s->mean[c] = (float)(f.mean / ist_dataset_depth_top[k]);
+    s->std[c] = (float)(f.std / ist_dataset_depth_top[k]);
     if (c < colour &&
         (!f.has_values || f.min != f.max ||
          (c > 0 && f.min / ist_dataset_depth_top[k] != s->const_value)))
@@ -387,7 +369,21 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
     if (c == 0)
       s->const_value = f.min / ist_dataset_depth_top[k];
   }
-  d->n++;
+  /* the pool's sums only once the summary is kept */
+  size_t used = d->s.used, count = d->s.n;
+  uint64_t last = d->s.last_ordinal;
+  if (ist_summaries_add(&d->s, s, im->name ? im->name : "") != IMGSTAT_OK)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_status st = imgstat_pool_add(&g->pool, ordinal, parts, pooled,
+                                       im->sample, im->width, err);
+  if (st != IMGSTAT_OK) {
+    /* forget it (the last name is left: it only codes the next one) */
+    d->s.used = used;
+    d->s.n = count;
+    d->s.last_ordinal = last;
+    d->s.last_len = 0;
+    return st;
+  }
   if (ordinal < g->first)
     g->first = ordinal;
   g->images++;
@@ -431,30 +427,29 @@ imgstat_status imgstat_dataset_merge(imgstat_dataset *a,
           st = ist_dataset_hist_ready(&a->g[l][k].hist[c],
                                       ist_dataset_depth_sample[k], &a->o, err);
     }
-  if (st == IMGSTAT_OK && a->n + b->n > a->cap) {
-    size_t cap = a->n + b->n;
-    summary *s = realloc(a->s, cap * sizeof *s);
-    if (s) {
-      a->s = s;
-      a->cap = cap;
-    } else {
-      st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  /* b's summaries after a's (taken back when out of memory) */
+  size_t used = a->s.used, count = a->s.n;
+  uint64_t last = a->s.last_ordinal;
+  if (st == IMGSTAT_OK) {
+    summary_reader r;
+    summary s;
+    int got;
+    ist_summary_reader_start(&r, &b->s);
+    while (st == IMGSTAT_OK && (got = ist_summary_next(&r, &s)) != 0)
+      if (got < 0 || ist_summaries_add(&a->s, &s, s.name) != IMGSTAT_OK)
+        st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    ist_summary_reader_end(&r);
+    if (st != IMGSTAT_OK) {
+      a->s.used = used;
+      a->s.n = count;
+      a->s.last_ordinal = last;
+      a->s.last_len = 0;
     }
   }
-  size_t i = 0;
-  for (; st == IMGSTAT_OK && i < b->n; i++) {
-    a->s[a->n + i] = b->s[i];
-    a->s[a->n + i].name = strdup(b->s[i].name);
-    if (!a->s[a->n + i].name)
-      st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  }
   if (st != IMGSTAT_OK) {
-    while (i-- > 0)
-      free(a->s[a->n + i].name);
     free(pools);
     return st;
   }
-  a->n += b->n;
   a->failed += b->failed;
   for (int l = 0; l < NLAYOUT; l++)
     for (int k = 0; k < NDEPTH; k++) {

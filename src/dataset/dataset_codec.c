@@ -131,9 +131,13 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
           w_u64(&w, h->counts[b]);
       }
     }
-  w_u64(&w, d->n);
-  for (size_t i = 0; i < d->n; i++) {
-    const summary *s = &d->s[i];
+  w_u64(&w, d->s.n);
+  summary_reader rd;
+  summary sum;
+  const summary *s = &sum;
+  int got;
+  ist_summary_reader_start(&rd, &d->s);
+  while ((got = ist_summary_next(&rd, &sum)) > 0) {
     size_t len = strlen(s->name);
     w_u64(&w, s->ordinal);
     w_u64(&w, len);
@@ -147,6 +151,9 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
       w_f64(&w, s->std[c]);
     }
   }
+  ist_summary_reader_end(&rd);
+  if (got < 0)
+    w.failed = 1;
   if (!w.failed)
     w_u64(&w, ist_fnv1a(w.p, w.n));
   if (w.failed) {
@@ -228,23 +235,20 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
   uint64_t n = r_u64(&r);
   if (r.failed || n > size / 64)
     return bad_form(d, err);
-  d->s = calloc(n ? n : 1, sizeof *d->s);
-  if (!d->s)
-    return bad_form(d, err);
-  d->cap = n;
   for (uint64_t i = 0; i < n; i++) {
-    summary *s = &d->s[i];
+    summary one;
+    summary *s = &one;
+    memset(s, 0, sizeof *s);
     s->ordinal = r_u64(&r);
     uint64_t len = r_u64(&r);
     const uint8_t *name = r_bytes(&r, len);
     if (!name)
       return bad_form(d, err);
-    s->name = malloc(len + 1);
-    if (!s->name)
+    char *copy = malloc(len + 1);
+    if (!copy)
       return bad_form(d, err);
-    d->n++;
-    memcpy(s->name, name, len);
-    s->name[len] = '\0';
+    memcpy(copy, name, len);
+    copy[len] = '\0';
     uint64_t wh = r_u64(&r), bits = r_u64(&r);
     s->width = (uint32_t)(wh >> 32);
     s->height = (uint32_t)wh;
@@ -254,12 +258,21 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     s->constant = (int)(bits >> 24 & 0xff);
     s->const_value = r_f64(&r);
     if (s->channels < 1 || s->channels > IMGSTAT_MAX_CHANNELS || s->depth > 2 ||
-        s->pooled < 1 || s->pooled > IMGSTAT_MAX_CHANNELS)
+        s->pooled < 1 || s->pooled > IMGSTAT_MAX_CHANNELS) {
+      free(copy);
       return bad_form(d, err);
-    for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
-      s->mean[c] = r_f64(&r);
-      s->std[c] = r_f64(&r);
     }
+    for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
+      double m = r_f64(&r), sd = r_f64(&r);
+      if (c < IMGSTAT_MAX_CHANNELS) {
+        s->mean[c] = (float)m;
+        s->std[c] = (float)sd;
+      }
+    }
+    imgstat_status st = ist_summaries_add(&d->s, s, copy);
+    free(copy);
+    if (st != IMGSTAT_OK)
+      return bad_form(d, err);
   }
   if (r.failed || r.at != r.n)
     return bad_form(d, err);

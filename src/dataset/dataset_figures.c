@@ -20,29 +20,30 @@ static long double u128_ld(imgstat_u128 v) {
   return ldexpl((long double)v.hi, 64) + (long double)v.lo;
 }
 
-static int cmp_ordinal(const void *a, const void *b) {
-  uint64_t x = (*(summary *const *)a)->ordinal,
-           y = (*(summary *const *)b)->ordinal;
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
+static int cmp_note(const void *a, const void *b) {
+  uint64_t x = ((const imgstat_dataset_note *)a)->ordinal,
+           y = ((const imgstat_dataset_note *)b)->ordinal;
   return x < y ? -1 : x > y;
 }
 
-/* The name of the image of that ordinal (sorted summaries). */
-static const char *name_of(summary *const *s, size_t n, char **names,
-                           uint64_t ordinal) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (s[mid]->ordinal < ordinal)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* Appends a note to a growing array (0 when out of memory). */
+static int note_push(imgstat_dataset_note **notes, size_t *n, size_t *cap,
+                     const imgstat_dataset_note *note) {
+  if (*n == *cap) {
+    size_t ncap = *cap ? 2 * *cap : 16;
+    imgstat_dataset_note *p = realloc(*notes, ncap * sizeof *p);
+    if (!p)
+      return 0;
+    *notes = p;
+    *cap = ncap;
   }
-  return lo < n && s[lo]->ordinal == ordinal ? names[lo] : "";
+  (*notes)[(*n)++] = *note;
+  return 1;
 }
 
 /* Appends reason text to note (joined with "; "). */
@@ -68,10 +69,12 @@ static const char *depth_text(int k) {
   return k == 0 ? "8-bit" : k == 1 ? "16-bit" : "32-bit float";
 }
 
-/* The pooled figures of channel c over the depths in mask. */
+/* The pooled figures of channel c over the depths in mask; *at: the
+ * ordinals of the images of the minimum and the maximum (their names are
+ * filled in at the end). */
 static void channel_figures(const imgstat_dataset *d, int layout, int mask,
-                            int c, int ddof, summary *const *s, size_t n,
-                            char **names, imgstat_dataset_channel *out) {
+                            int c, int ddof, uint64_t at[2],
+                            imgstat_dataset_channel *out) {
   imgstat_pool_figures f[NDEPTH], f0[NDEPTH];
   int used[NDEPTH] = {0};
   int kinds = 0, only = -1;
@@ -134,10 +137,10 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
   }
   out->min = (double)best_min;
   out->max = (double)best_max;
-  out->min_at.file = name_of(s, n, names, kmin.ordinal);
+  at[0] = kmin.ordinal;
   out->min_at.x = kmin.x;
   out->min_at.y = kmin.y;
-  out->max_at.file = name_of(s, n, names, kmax.ordinal);
+  at[1] = kmax.ordinal;
   out->max_at.x = kmax.x;
   out->max_at.y = kmax.y;
   out->has_std = count > (uint64_t)ddof;
@@ -320,137 +323,250 @@ void imgstat_dataset_set_exact_note(imgstat_dataset *d, const char *note) {
     snprintf(d->exact_note, sizeof d->exact_note, "%s", note ? note : "");
 }
 
-/* Robust z-scores of x[0..n) (median and MAD; the mean absolute deviation
- * when the MAD is 0); returns 0 when every value is the same. */
-static int robust_z(const double *x, size_t n, double *z, double *work) {
-  memcpy(work, x, n * sizeof *work);
-  qsort(work, n, sizeof *work, cmp_double);
-  double med = n % 2 ? work[n / 2] : (work[n / 2 - 1] + work[n / 2]) / 2;
-  double mean_ad = 0;
-  for (size_t i = 0; i < n; i++) {
-    work[i] = fabs(x[i] - med);
-    mean_ad += work[i];
-  }
-  mean_ad /= (double)n;
-  qsort(work, n, sizeof *work, cmp_double);
-  double mad = n % 2 ? work[n / 2] : (work[n / 2 - 1] + work[n / 2]) / 2;
-  double unit = mad > 0 ? 1.4826 * mad : 1.2533 * mean_ad;
-  if (!(unit > 0))
-    return 0;
-  for (size_t i = 0; i < n; i++)
-    z[i] = (x[i] - med) / unit;
-  return 1;
-}
-
-/* The most frequent key among n (keys sorted copy in work); returns its
- * count and sets *mode. */
-static size_t mode_of(const uint64_t *key, size_t n, uint64_t *work,
-                      uint64_t *mode) {
-  memcpy(work, key, n * sizeof *work);
-  /* Shell sort */
-  for (size_t gap = n / 2; gap > 0; gap /= 2)
-    for (size_t i = gap; i < n; i++)
-      for (size_t j = i; j >= gap && work[j - gap] > work[j]; j -= gap) {
-        uint64_t t = work[j];
-        work[j] = work[j - gap];
-        work[j - gap] = t;
+/* The k-th smallest of a[0..n) (n > 0), a's order changed so that what
+ * comes after it is not smaller (a three-way quickselect: linear on
+ * average, where a sort was n log n). */
+static double kth(double *a, size_t n, size_t k) {
+  size_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    double p = a[lo + (hi - lo) / 2], t;
+    size_t lt = lo, i = lo, gt = hi + 1;
+    while (i < gt) {
+      if (a[i] < p) {
+        t = a[lt];
+        a[lt++] = a[i];
+        a[i++] = t;
+      } else if (a[i] > p) {
+        t = a[--gt];
+        a[gt] = a[i];
+        a[i] = t;
+      } else {
+        i++;
       }
-  size_t best = 0;
-  for (size_t i = 0; i < n;) {
-    size_t j = i;
-    while (j < n && work[j] == work[i])
-      j++;
-    if (j - i > best) {
-      best = j - i;
-      *mode = work[i];
     }
-    i = j;
+    if (k < lt)
+      hi = lt - 1;
+    else if (k >= gt)
+      lo = gt;
+    else
+      return p;
   }
-  return best;
+  return a[k];
 }
 
-static imgstat_status outliers(const imgstat_dataset *d, summary *const *s,
-                               size_t n, const int *pooled, int layout,
-                               char **names, imgstat_dataset_result *res) {
-  imgstat_dataset_note *notes = calloc(n ? n : 1, sizeof *notes);
-  double *x = malloc((n ? n : 1) * 3 * sizeof *x);
-  uint64_t *keys = malloc((n ? n : 1) * 2 * sizeof *keys);
-  size_t *idx = malloc((n ? n : 1) * sizeof *idx);
-  if (!notes || !x || !keys || !idx) {
-    free(notes);
-    free(x);
-    free(keys);
-    free(idx);
+/* The median of a[0..n) (n > 0; a's order changed): the middle value, or
+ * the mean of the two middle ones. */
+static double median_of(double *a, size_t n) {
+  double low = kth(a, n, n % 2 ? n / 2 : n / 2 - 1);
+  if (n % 2)
+    return low;
+  double high = a[n / 2];
+  for (size_t i = n / 2 + 1; i < n; i++)
+    if (a[i] < high)
+      high = a[i];
+  return (low + high) / 2;
+}
+
+/* The robust z-scores' centre and unit of a channel's means or stds over
+ * the pooled images (median and MAD; the mean absolute deviation when the
+ * MAD is 0): off when every value is the same. */
+typedef struct zrule {
+  int on;
+  double med, unit;
+} zrule;
+
+/* Channel c's means (which 0) or stds (1) of the pooled images into w (m
+ * of them, in the order added); 0 when out of memory. */
+static int z_values(const imgstat_dataset *d, const int *pooled_of, int c,
+                    int which, double *w) {
+  summary_reader r;
+  summary s;
+  size_t j = 0;
+  int got;
+  ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
+  while ((got = ist_summary_next(&r, &s)) > 0)
+    if (pooled_of[s.pooled * NDEPTH + s.depth])
+      w[j++] = which ? s.std[c] : s.mean[c];
+  ist_summary_reader_end(&r);
+  return got == 0;
+}
+
+static imgstat_status z_rule(const imgstat_dataset *d, const int *pooled_of,
+                             size_t m, int c, int which, zrule *z) {
+  z->on = 0;
+  double *w = malloc(m * sizeof *w);
+  if (!w || !z_values(d, pooled_of, c, which, w)) {
+    free(w);
     return IMGSTAT_ERR_NOMEM;
   }
+  double med = median_of(w, m);
+  if (!z_values(d, pooled_of, c, which, w)) {
+    free(w);
+    return IMGSTAT_ERR_NOMEM;
+  }
+  double mean_ad = 0;
+  for (size_t j = 0; j < m; j++) {
+    w[j] = fabs(w[j] - med);
+    mean_ad += w[j];
+  }
+  mean_ad /= (double)m;
+  double mad = median_of(w, m);
+  free(w);
+  double unit = mad > 0 ? 1.4826 * mad : 1.2533 * mean_ad;
+  if (unit > 0) {
+    z->on = 1;
+    z->med = med;
+    z->unit = unit;
+  }
+  return IMGSTAT_OK;
+}
+
+/* The key of the images' sizes (0), layouts (1) and depths (2) that more
+ * than half of them share, each (Boyer and Moore's majority vote: one pass
+ * for the candidates, one to count them): against[what] 1 when there is
+ * one, in mode[what]. 0, or -1 when out of memory. */
+static int majorities(const imgstat_dataset *d, int against[3],
+                      uint64_t mode[3]) {
+  uint64_t key[3];
+  size_t votes[3] = {0, 0, 0}, count[3] = {0, 0, 0};
+  summary_reader r;
+  summary s;
+  int got = 0;
+  for (int pass = 0; pass < 2 && got == 0; pass++) {
+    ist_summary_reader_start(&r, &d->s);
+    r.no_names = 1;
+    while ((got = ist_summary_next(&r, &s)) > 0) {
+      key[0] = (uint64_t)s.width << 32 | s.height;
+      key[1] = (uint64_t)s.channels;
+      key[2] = (uint64_t)s.depth;
+      for (int w = 0; w < 3; w++) {
+        if (pass == 1)
+          count[w] += key[w] == mode[w];
+        else if (votes[w] == 0)
+          mode[w] = key[w], votes[w] = 1;
+        else
+          votes[w] += key[w] == mode[w] ? 1 : (size_t)-1;
+      }
+    }
+    ist_summary_reader_end(&r);
+  }
+  for (int w = 0; w < 3; w++)
+    against[w] = 2 * count[w] > d->s.n;
+  return got < 0 ? -1 : 0;
+}
+
+/* The outliers among the pooled images (pooled_of[layout * NDEPTH +
+ * depth]: whether such an image is pooled; m of them), in ordinal order. */
+static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
+                               size_t m, int layout,
+                               imgstat_dataset_result *res) {
+  size_t n = d->s.n;
   double thr = d->o.outlier_z;
   /* size, layout and depth against most images */
-  for (int what = 0; what < 3 && n >= 3; what++) {
-    for (size_t i = 0; i < n; i++)
-      keys[i] = what == 0   ? (uint64_t)s[i]->width << 32 | s[i]->height
-                : what == 1 ? (uint64_t)s[i]->channels
-                            : (uint64_t)s[i]->depth;
-    uint64_t mode = 0;
-    size_t count = mode_of(keys, n, keys + n, &mode);
-    if (2 * count <= n)
-      continue;
-    for (size_t i = 0; i < n; i++) {
-      if (keys[i] == mode)
-        continue;
-      if (what == 0)
-        note_add(&notes[i], IMGSTAT_DATASET_NOTE_SIZE,
-                 "size %ux%u, most are %ux%u", s[i]->width, s[i]->height,
-                 (unsigned)(mode >> 32), (unsigned)mode);
-      else if (what == 1)
-        note_add(&notes[i], IMGSTAT_DATASET_NOTE_LAYOUT,
-                 "layout %s, most are %s", imgstat_layout_name(s[i]->channels),
-                 imgstat_layout_name((int)mode));
-      else
-        note_add(&notes[i], IMGSTAT_DATASET_NOTE_DEPTH, "depth %s, most are %s",
-                 depth_text(s[i]->depth), depth_text((int)mode));
-    }
-  }
-  /* constant images */
-  for (size_t i = 0; i < n; i++)
-    if (pooled[i] && s[i]->constant)
-      note_add(&notes[i], IMGSTAT_DATASET_NOTE_CONSTANT,
-               "constant (every sample %.6g)",
-               s[i]->const_value * (d->o.scale_unit
-                                        ? 1.0
-                                        : ist_dataset_depth_top[s[i]->depth]));
+  int against[3] = {0, 0, 0};
+  uint64_t mode[3] = {0, 0, 0};
+  if (n >= 3 && majorities(d, against, mode) < 0)
+    return IMGSTAT_ERR_NOMEM;
   /* means and stds far from the dataset's */
-  size_t m = 0;
-  for (size_t i = 0; i < n; i++)
-    if (pooled[i])
-      idx[m++] = i;
+  zrule z[IMGSTAT_MAX_CHANNELS][2];
+  memset(z, 0, sizeof z);
   if (m >= IMGSTAT_DATASET_OUTLIER_MIN_IMAGES)
     for (int c = 0; c < layout; c++)
+      for (int which = 0; which < 2; which++)
+        if (z_rule(d, pooled_of, m, c, which, &z[c][which]) != IMGSTAT_OK)
+          return IMGSTAT_ERR_NOMEM;
+  imgstat_dataset_note *notes = NULL;
+  size_t k = 0, cap = 0;
+  summary_reader r;
+  summary s;
+  int got;
+  ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
+  while ((got = ist_summary_next(&r, &s)) > 0) {
+    if (!pooled_of[s.pooled * NDEPTH + s.depth])
+      continue; /* an image left out is named once, among the left out */
+    imgstat_dataset_note note;
+    memset(&note, 0, sizeof note);
+    if (against[0] && ((uint64_t)s.width << 32 | s.height) != mode[0])
+      note_add(&note, IMGSTAT_DATASET_NOTE_SIZE, "size %ux%u, most are %ux%u",
+               s.width, s.height, (unsigned)(mode[0] >> 32), (unsigned)mode[0]);
+    if (against[1] && (uint64_t)s.channels != mode[1])
+      note_add(&note, IMGSTAT_DATASET_NOTE_LAYOUT, "layout %s, most are %s",
+               imgstat_layout_name(s.channels),
+               imgstat_layout_name((int)mode[1]));
+    if (against[2] && (uint64_t)s.depth != mode[2])
+      note_add(&note, IMGSTAT_DATASET_NOTE_DEPTH, "depth %s, most are %s",
+               depth_text(s.depth), depth_text((int)mode[2]));
+    if (s.constant)
+      note_add(&note, IMGSTAT_DATASET_NOTE_CONSTANT,
+               "constant (every sample %.6g)",
+               s.const_value *
+                   (d->o.scale_unit ? 1.0 : ist_dataset_depth_top[s.depth]));
+    for (int c = 0; c < layout; c++)
       for (int which = 0; which < 2; which++) {
-        for (size_t j = 0; j < m; j++)
-          x[j] = which ? s[idx[j]]->std[c] : s[idx[j]]->mean[c];
-        if (!robust_z(x, m, x + m, x + 2 * m))
+        if (!z[c][which].on)
           continue;
-        for (size_t j = 0; j < m; j++)
-          if (fabs(x[m + j]) > thr)
-            note_add(&notes[idx[j]], IMGSTAT_DATASET_NOTE_Z,
-                     "%s of %s: robust z %+.1f", which ? "std" : "mean",
-                     imgstat_channel_name(layout, c), x[m + j]);
+        double x = which ? s.std[c] : s.mean[c];
+        double zs = (x - z[c][which].med) / z[c][which].unit;
+        if (fabs(zs) > thr)
+          note_add(&note, IMGSTAT_DATASET_NOTE_Z, "%s of %s: robust z %+.1f",
+                   which ? "std" : "mean", imgstat_channel_name(layout, c), zs);
       }
-  /* an image left out is named once, among the left out */
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (notes[i].reason[0] && pooled[i]) {
-      notes[k] = notes[i];
-      notes[k].file = names[i];
-      notes[k].ordinal = s[i]->ordinal;
-      k++;
+    if (!note.reason[0])
+      continue;
+    note.ordinal = s.ordinal;
+    if (!note_push(&notes, &k, &cap, &note)) {
+      got = -1;
+      break;
     }
-  free(x);
-  free(keys);
-  free(idx);
+  }
+  ist_summary_reader_end(&r);
+  if (got < 0) {
+    free(notes);
+    return IMGSTAT_ERR_NOMEM;
+  }
+  if (k > 1)
+    qsort(notes, k, sizeof *notes, cmp_note);
   res->outliers = notes;
   res->noutliers = k;
   return IMGSTAT_OK;
+}
+
+/* The names the result points to, copied from the summaries in one pass:
+ * those of the ordinals in want (n, sorted, distinct; "" for one that no
+ * summary has). */
+static imgstat_status copy_names(const imgstat_dataset *d, const uint64_t *want,
+                                 size_t n, imgstat_dataset_result *res) {
+  res->names = calloc(n ? n : 1, sizeof *res->names);
+  if (!res->names)
+    return IMGSTAT_ERR_NOMEM;
+  res->nnames = n;
+  summary_reader r;
+  summary s;
+  int got;
+  ist_summary_reader_start(&r, &d->s);
+  while ((got = ist_summary_next(&r, &s)) > 0) {
+    const uint64_t *at = bsearch(&s.ordinal, want, n, sizeof *want, cmp_u64);
+    if (at && !res->names[at - want]) {
+      res->names[at - want] = strdup(s.name);
+      if (!res->names[at - want]) {
+        got = -1;
+        break;
+      }
+    }
+  }
+  ist_summary_reader_end(&r);
+  for (size_t i = 0; got >= 0 && i < n; i++)
+    if (!res->names[i] && !(res->names[i] = strdup("")))
+      got = -1;
+  return got < 0 ? IMGSTAT_ERR_NOMEM : IMGSTAT_OK;
+}
+
+static const char *name_at(const imgstat_dataset_result *res,
+                           const uint64_t *want, size_t n, uint64_t ordinal) {
+  const uint64_t *at = bsearch(&ordinal, want, n, sizeof *want, cmp_u64);
+  return at ? res->names[at - want] : "";
 }
 
 imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
@@ -466,30 +582,24 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
   res->ddof = ddof;
   res->outlier_z = d->o.outlier_z;
   res->hist_scale = 1.0;
-  size_t n = d->n;
-  summary **s = malloc((n ? n : 1) * sizeof *s);
-  int *pooled = calloc(n ? n : 1, sizeof *pooled);
-  res->names = calloc(n ? n : 1, sizeof *res->names);
-  res->excluded = calloc(n ? n : 1, sizeof *res->excluded);
-  if (!s || !pooled || !res->names || !res->excluded)
-    goto nomem;
-  for (size_t i = 0; i < n; i++)
-    s[i] = &d->s[i];
-  qsort(s, n, sizeof *s, cmp_ordinal);
-  for (size_t i = 0; i < n; i++) {
-    res->names[i] = strdup(s[i]->name);
-    if (!res->names[i])
-      goto nomem;
-    res->nnames++;
-  }
+  size_t n = d->s.n;
+  uint64_t *want = NULL;
+  summary_reader r;
+  summary s;
+  int got;
   res->images = n;
   /* the pool: the layout and depth most images have (every depth with
    * scale_unit), ties to more channels, then to the higher depth; from the
    * counts alone, so that no image's position decides */
   uint64_t count[NLAYOUT][NDEPTH];
   memset(count, 0, sizeof count);
-  for (size_t i = 0; i < n; i++)
-    count[s[i]->pooled][d->o.scale_unit ? 0 : s[i]->depth]++;
+  ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
+  while ((got = ist_summary_next(&r, &s)) > 0)
+    count[s.pooled][d->o.scale_unit ? 0 : s.depth]++;
+  ist_summary_reader_end(&r);
+  if (got < 0)
+    goto nomem;
   int layout = 0, depth = 0, mask = 0;
   uint64_t most = 0;
   for (int l = 1; l < NLAYOUT; l++)
@@ -507,42 +617,89 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
     }
   if (n > 0)
     mask = d->o.scale_unit ? 7 : 1 << depth;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i]->pooled == layout && (mask & (1 << s[i]->depth))) {
-      pooled[i] = 1;
+  int pooled_of[NLAYOUT * NDEPTH];
+  for (int l = 0; l < NLAYOUT; l++)
+    for (int k = 0; k < NDEPTH; k++)
+      pooled_of[l * NDEPTH + k] = l == layout && (mask & (1 << k));
+  size_t excluded_cap = 0;
+  ist_summary_reader_start(&r, &d->s);
+  r.no_names = 1;
+  while ((got = ist_summary_next(&r, &s)) > 0) {
+    if (pooled_of[s.pooled * NDEPTH + s.depth]) {
       res->pooled++;
-      res->depths |= 1 << s[i]->depth;
-      res->pooled_depth[s[i]->depth]++;
-      if (s[i]->channels != s[i]->pooled) {
+      res->depths |= 1 << s.depth;
+      res->pooled_depth[s.depth]++;
+      if (s.channels != s.pooled) {
         res->converted++;
-        res->converted_from |= 1 << s[i]->channels;
+        res->converted_from |= 1 << s.channels;
       }
       continue;
     }
-    imgstat_dataset_note *e = &res->excluded[res->nexcluded++];
-    e->file = res->names[i];
-    e->ordinal = s[i]->ordinal;
-    e->kinds = (s[i]->pooled != layout ? IMGSTAT_DATASET_NOTE_LAYOUT : 0) |
-               (mask & (1 << s[i]->depth) ? 0 : IMGSTAT_DATASET_NOTE_DEPTH);
-    note_add(e, 0, "%s %s, the dataset is %s%s%s",
-             imgstat_layout_name(s[i]->pooled), depth_text(s[i]->depth),
+    imgstat_dataset_note e;
+    memset(&e, 0, sizeof e);
+    e.ordinal = s.ordinal;
+    e.kinds = (s.pooled != layout ? IMGSTAT_DATASET_NOTE_LAYOUT : 0) |
+              (mask & (1 << s.depth) ? 0 : IMGSTAT_DATASET_NOTE_DEPTH);
+    note_add(&e, 0, "%s %s, the dataset is %s%s%s",
+             imgstat_layout_name(s.pooled), depth_text(s.depth),
              imgstat_layout_name(layout), d->o.scale_unit ? "" : " ",
              d->o.scale_unit ? "" : depth_text(depth));
+    if (!note_push(&res->excluded, &res->nexcluded, &excluded_cap, &e)) {
+      got = -1;
+      break;
+    }
   }
+  ist_summary_reader_end(&r);
+  if (got < 0)
+    goto nomem;
+  if (res->nexcluded > 1)
+    qsort(res->excluded, res->nexcluded, sizeof *res->excluded, cmp_note);
   res->channels = layout;
+  uint64_t at[IMGSTAT_MAX_CHANNELS][2];
   for (int c = 0; c < layout; c++) {
-    channel_figures(d, layout, mask, c, ddof, s, n, res->names, &res->ch[c]);
+    channel_figures(d, layout, mask, c, ddof, at[c], &res->ch[c]);
     if (d->o.histograms)
       channel_histogram(d, layout, mask, c, res);
   }
-  if (outliers(d, s, n, pooled, layout, res->names, res) != IMGSTAT_OK)
+  if (outliers(d, pooled_of, res->pooled, layout, res) != IMGSTAT_OK)
     goto nomem;
-  free(s);
-  free(pooled);
+  /* the names the result names */
+  size_t nwant = 0;
+  want = malloc((2 * (size_t)layout + res->nexcluded + res->noutliers + 1) *
+                sizeof *want);
+  if (!want)
+    goto nomem;
+  for (int c = 0; c < layout; c++)
+    if (res->ch[c].has_values) {
+      want[nwant++] = at[c][0];
+      want[nwant++] = at[c][1];
+    }
+  for (size_t i = 0; i < res->nexcluded; i++)
+    want[nwant++] = res->excluded[i].ordinal;
+  for (size_t i = 0; i < res->noutliers; i++)
+    want[nwant++] = res->outliers[i].ordinal;
+  qsort(want, nwant, sizeof *want, cmp_u64);
+  size_t distinct = 0;
+  for (size_t i = 0; i < nwant; i++)
+    if (distinct == 0 || want[distinct - 1] != want[i])
+      want[distinct++] = want[i];
+  if (copy_names(d, want, distinct, res) != IMGSTAT_OK)
+    goto nomem;
+  for (int c = 0; c < layout; c++)
+    if (res->ch[c].has_values) {
+      res->ch[c].min_at.file = name_at(res, want, distinct, at[c][0]);
+      res->ch[c].max_at.file = name_at(res, want, distinct, at[c][1]);
+    }
+  for (size_t i = 0; i < res->nexcluded; i++)
+    res->excluded[i].file =
+        name_at(res, want, distinct, res->excluded[i].ordinal);
+  for (size_t i = 0; i < res->noutliers; i++)
+    res->outliers[i].file =
+        name_at(res, want, distinct, res->outliers[i].ordinal);
+  free(want);
   return IMGSTAT_OK;
 nomem:
-  free(s);
-  free(pooled);
+  free(want);
   imgstat_dataset_result_free(res);
   return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
 }

@@ -22,25 +22,54 @@ typedef struct group {
   imgstat_histogram hist[IMGSTAT_MAX_CHANNELS]; /* counts NULL until used */
 } group;
 
-/* One image as the outlier rule and the notes need it. */
+/* One image as the outlier rule and the notes need it (decoded from the
+ * packed summaries, dataset_summary.c). */
 typedef struct summary {
   uint64_t ordinal;
-  char *name;
+  const char *name; /* the reader's copy: valid until its next summary */
   uint32_t width, height;
   int channels; /* the image's own */
   int depth;    /* depth index 0..2 */
   int pooled;   /* pooled channels */
   int constant; /* every colour channel holds one value */
   double const_value;
-  double mean[IMGSTAT_MAX_CHANNELS]; /* unit scale (÷255, ÷65535) */
-  double std[IMGSTAT_MAX_CHANNELS];
+  float mean[IMGSTAT_MAX_CHANNELS]; /* unit scale (÷255, ÷65535) */
+  float std[IMGSTAT_MAX_CHANNELS];
 } summary;
+
+/* The summaries of the images added, packed one after the other. */
+typedef struct summaries {
+  uint8_t *p;
+  size_t used, cap;
+  size_t n;
+  uint64_t last_ordinal; /* the last summary's ordinal and name */
+  char *last_name;
+  size_t last_len, last_cap;
+} summaries;
+
+/* Reads the summaries in the order they were added. */
+typedef struct summary_reader {
+  const summaries *from;
+  size_t index, at;
+  uint64_t ordinal;
+  char *name;
+  size_t cap;
+  int no_names; /* set after start: the names are skipped ("") */
+} summary_reader;
+
+/* Appends s with that name (IMGSTAT_ERR_NOMEM, nothing added). */
+imgstat_status ist_summaries_add(summaries *S, const summary *s,
+                                 const char *name);
+void ist_summaries_free(summaries *S);
+void ist_summary_reader_start(summary_reader *r, const summaries *S);
+/* The next summary: 1, 0 at the end, -1 out of memory. */
+int ist_summary_next(summary_reader *r, summary *s);
+void ist_summary_reader_end(summary_reader *r);
 
 struct imgstat_dataset {
   imgstat_dataset_options o;
   group g[NLAYOUT][NDEPTH];
-  summary *s;
-  size_t n, cap;
+  summaries s;
   uint64_t failed;
   /* exact float ranks found by a second read (imgstat_dataset_set_exact)
    * and why they were not (set_exact_note); not merged nor serialized:

@@ -12,6 +12,16 @@
  * appended to the names of the directories to walk, gives the byte order of
  * the whole paths: every path under "d/x/" shares that prefix, and no other
  * entry of "d" can start with "x/".
+ *
+ * Reading ahead. With walkers (imgstat_inputs_options.walkers), a small pool
+ * of threads reads the directories the walk will enter next: when a
+ * directory is entered, its first subdirectories (WALK_AHEAD of them, then
+ * one more as each is entered) become jobs that the threads open, read,
+ * classify and sort, deepest first. Entering a directory takes its job's
+ * result (waiting for it, or doing it on the spot when no thread has taken
+ * it yet); everything else (the loop check, the directories left out, the
+ * errors and their place) is decided there as without the pool, so the
+ * items and their order are the same whatever the number of threads.
  */
 #define _DEFAULT_SOURCE /* d_type */
 #include "imgstat/batch.h"
@@ -22,6 +32,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +47,15 @@ typedef struct source {
 
 enum { ENTRY_FILE, ENTRY_DIR, ENTRY_ERROR };
 
+struct walk_job;
+
 /* An entry of a directory being walked, classified when it was read. */
 typedef struct entry {
   char *key;     /* the name; a directory to walk has a '/' appended */
   int what;      /* ENTRY_* */
   int error;     /* ENTRY_ERROR: an errno, or 0 for "not a regular file" */
   uint64_t size; /* ENTRY_FILE */
+  struct walk_job *job; /* ENTRY_DIR: its reading ahead, NULL if none */
 } entry;
 
 typedef struct frame {
@@ -50,7 +64,43 @@ typedef struct frame {
   ino_t ino;
   entry *entries;
   size_t count, pos;
+  size_t scan;  /* entries looked at for reading ahead */
+  size_t ahead; /* their jobs not yet entered */
 } frame;
+
+/* The subdirectories of a directory read ahead at once, at most. */
+#define WALK_AHEAD 8
+/* The threads reading ahead, at most (imgstat_inputs_options.walkers). */
+#define WALKERS_MAX 64
+#define WALKERS_DEFAULT 8
+
+enum { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
+/* A directory read ahead: what entering it needs, found by a walker. */
+typedef struct walk_job {
+  struct walk_job *next; /* in the queue */
+  int state;             /* JOB_* (under the pool's lock) */
+  size_t depth;          /* the frame it will have: deepest first */
+  uint64_t seq;          /* then in the walk's order */
+  char *path;
+  int follow_link;
+  int open_error; /* open or fstat failed: errno */
+  struct stat st;
+  frame f; /* entries, count */
+  int read_error;
+  uint64_t skipped;
+  imgstat_status status; /* IMGSTAT_ERR_NOMEM: out of memory reading */
+} walk_job;
+
+typedef struct walk_pool {
+  pthread_mutex_t m;
+  pthread_cond_t work_cv; /* walkers: a job is queued, or stop */
+  pthread_cond_t done_cv; /* the walk: a job is done */
+  pthread_t threads[WALKERS_MAX];
+  int nthreads, stop;
+  walk_job *queue;
+  uint64_t seq;
+} walk_pool;
 
 /* A queued item and its strings, in one block. */
 typedef struct node {
@@ -60,6 +110,9 @@ typedef struct node {
 
 struct imgstat_inputs {
   int follow;
+  int walkers;     /* threads reading ahead; 0 or 1: none */
+  walk_pool *pool; /* started when the first directory is entered */
+  int pool_failed; /* could not start: read as the walk enters */
   source *sources;
   size_t nsources, sources_cap, next_source;
   int stdin_taken; /* 1: an image "-", 2: a list "-" */
@@ -122,24 +175,44 @@ imgstat_status imgstat_inputs_create(const imgstat_inputs_options *opts,
   if (!*out)
     return nomem(err);
   (*out)->max_member = IMGSTAT_DEFAULT_MAX_MEMORY;
+  int walkers = 0;
   if (opts) {
     (*out)->follow = opts->follow != 0;
     if (opts->max_member)
       (*out)->max_member = opts->max_member;
+    walkers = opts->walkers;
   }
+  if (walkers <= 0) /* they wait on the filesystem more than they compute */
+    walkers = WALKERS_DEFAULT;
+  (*out)->walkers = walkers > WALKERS_MAX ? WALKERS_MAX : walkers;
   return IMGSTAT_OK;
 }
 
+static void job_free(walk_job *j);
+
 static void frame_free(frame *f) {
-  for (size_t i = 0; i < f->count; i++)
+  for (size_t i = 0; i < f->count; i++) {
     free(f->entries[i].key);
+    job_free(f->entries[i].job);
+  }
   free(f->entries);
   free(f->path);
 }
 
+static void job_free(walk_job *j) {
+  if (j) {
+    frame_free(&j->f);
+    free(j->path);
+    free(j);
+  }
+}
+
+static void pool_stop(walk_pool *p);
+
 void imgstat_inputs_destroy(imgstat_inputs *in) {
   if (!in)
     return;
+  pool_stop(in->pool); /* no job runs now: the frames own them all */
   for (size_t i = 0; i < in->nsources; i++)
     free(in->sources[i].name);
   free(in->sources);
@@ -574,11 +647,14 @@ static int classify(const imgstat_inputs *in, int dirfd, const char *name,
 }
 
 /* Reads, classifies and sorts the entries of the directory open as fd
- * (closed here). On a failure of readdir, *read_error is its errno and the
- * entries read so far are kept. */
-static imgstat_status read_entries(imgstat_inputs *in, int fd, frame *f,
-                                   int *read_error, imgstat_error *err) {
+ * (closed here); *skipped counts the files skipped for their extension. On
+ * a failure of readdir, *read_error is its errno and the entries read so
+ * far are kept. Touches nothing of in but its options (walkers call it):
+ * IMGSTAT_ERR_NOMEM without a message when out of memory. */
+static imgstat_status read_entries(const imgstat_inputs *in, int fd, frame *f,
+                                   int *read_error, uint64_t *skipped) {
   *read_error = 0;
+  *skipped = 0;
   DIR *d = fdopendir(fd);
   if (!d) {
     *read_error = errno;
@@ -603,14 +679,14 @@ static imgstat_status read_entries(imgstat_inputs *in, int fd, frame *f,
 #endif
     entry e;
     int what = classify(in, dirfd(d), name, d_type, &e);
-    in->root_skipped += what < 0;
+    *skipped += what < 0;
     if (what <= 0)
       continue;
     size_t len = strlen(name);
     int slash = e.what == ENTRY_DIR;
     e.key = malloc(len + (size_t)slash + 1);
     if (!e.key) {
-      s = nomem(err);
+      s = IMGSTAT_ERR_NOMEM;
       break;
     }
     memcpy(e.key, name, len);
@@ -622,7 +698,7 @@ static imgstat_status read_entries(imgstat_inputs *in, int fd, frame *f,
       entry *p = realloc(f->entries, ncap * sizeof *p);
       if (!p) {
         free(e.key);
-        s = nomem(err);
+        s = IMGSTAT_ERR_NOMEM;
         break;
       }
       f->entries = p;
@@ -636,48 +712,243 @@ static imgstat_status read_entries(imgstat_inputs *in, int fd, frame *f,
   return s;
 }
 
-/* Enters the directory at dir + '/' + name (dir NULL: name is the whole
- * path): pushes its frame, or queues an error item in its place. An
- * argument's directory is reached through links (follow_link); one met in a
- * walk only with the option follow. */
-static imgstat_status enter(imgstat_inputs *in, const char *dir,
-                            const char *name, size_t name_len, int follow_link,
-                            imgstat_error *err) {
+/* dir + '/' + name (no second '/' when dir ends with one; dir NULL: name),
+ * allocated; NULL when out of memory. */
+static char *join(const char *dir, const char *name, size_t name_len) {
   size_t dir_len = dir ? strlen(dir) : 0;
   int slash = dir && (dir_len == 0 || dir[dir_len - 1] != '/');
   char *path = malloc(dir_len + (size_t)slash + name_len + 1);
   if (!path)
-    return nomem(err);
+    return NULL;
   if (dir_len)
     memcpy(path, dir, dir_len);
   if (slash)
     path[dir_len] = '/';
   memcpy(path + dir_len + slash, name, name_len);
   path[dir_len + (size_t)slash + name_len] = '\0';
+  return path;
+}
 
+/* Opens the directory path and fstat()s it: its descriptor, or -1 with
+ * errno set. An argument's directory is reached through links
+ * (follow_link); one met in a walk only with the option follow. */
+static int open_dir(const char *path, int follow_link, struct stat *st) {
   int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
   if (!follow_link)
     flags |= O_NOFOLLOW;
   int fd = open(path, flags);
+  if (fd >= 0 && fstat(fd, st) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    fd = -1;
+  }
+  return fd;
+}
+
+/* ---- reading ahead --------------------------------------------------------
+ */
+
+/* What entering the job's directory needs: opened and read (a walker, or
+ * the walk itself when no walker has taken it). */
+static void job_run(const imgstat_inputs *in, walk_job *j) {
+  int fd = open_dir(j->path, j->follow_link, &j->st);
+  if (fd < 0) {
+    j->open_error = errno;
+    return;
+  }
+  j->status = read_entries(in, fd, &j->f, &j->read_error, &j->skipped);
+}
+
+static void *walker(void *arg) {
+  imgstat_inputs *in = arg;
+  walk_pool *p = in->pool;
+  pthread_mutex_lock(&p->m);
+  for (;;) {
+    while (!p->stop && !p->queue)
+      pthread_cond_wait(&p->work_cv, &p->m);
+    if (p->stop)
+      break;
+    /* the deepest first (the walk enters it sooner), then the oldest */
+    walk_job **best = &p->queue;
+    for (walk_job **q = &p->queue; *q; q = &(*q)->next)
+      if ((*q)->depth > (*best)->depth ||
+          ((*q)->depth == (*best)->depth && (*q)->seq < (*best)->seq))
+        best = q;
+    walk_job *j = *best;
+    *best = j->next;
+    j->next = NULL;
+    j->state = JOB_RUNNING;
+    pthread_mutex_unlock(&p->m);
+    job_run(in, j);
+    pthread_mutex_lock(&p->m);
+    j->state = JOB_DONE;
+    pthread_cond_broadcast(&p->done_cv);
+  }
+  pthread_mutex_unlock(&p->m);
+  return NULL;
+}
+
+/* Starts the walkers; 0 when none could be (the walk then reads each
+ * directory as it enters it). */
+static int pool_start(imgstat_inputs *in) {
+  walk_pool *p = calloc(1, sizeof *p);
+  if (!p)
+    return 0;
+  if (pthread_mutex_init(&p->m, NULL) != 0) {
+    free(p);
+    return 0;
+  }
+  if (pthread_cond_init(&p->work_cv, NULL) != 0) {
+    pthread_mutex_destroy(&p->m);
+    free(p);
+    return 0;
+  }
+  if (pthread_cond_init(&p->done_cv, NULL) != 0) {
+    pthread_cond_destroy(&p->work_cv);
+    pthread_mutex_destroy(&p->m);
+    free(p);
+    return 0;
+  }
+  in->pool = p;
+  for (int k = 0; k < in->walkers; k++) {
+    if (pthread_create(&p->threads[k], NULL, walker, in) != 0)
+      break;
+    p->nthreads++;
+  }
+  if (p->nthreads == 0) {
+    pool_stop(p);
+    in->pool = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+/* Stops and joins the walkers; the jobs stay with their entries. */
+static void pool_stop(walk_pool *p) {
+  if (!p)
+    return;
+  pthread_mutex_lock(&p->m);
+  p->stop = 1;
+  pthread_cond_broadcast(&p->work_cv);
+  pthread_mutex_unlock(&p->m);
+  for (int k = 0; k < p->nthreads; k++)
+    pthread_join(p->threads[k], NULL);
+  pthread_cond_destroy(&p->done_cv);
+  pthread_cond_destroy(&p->work_cv);
+  pthread_mutex_destroy(&p->m);
+  free(p);
+}
+
+/* Queues jobs for the next subdirectories of the frame at stack index
+ * depth - 1, up to WALK_AHEAD not yet entered. What cannot be queued is
+ * read when entered. */
+static void read_ahead(imgstat_inputs *in, size_t depth) {
+  if (in->walkers <= 1 || in->pool_failed)
+    return;
+  frame *f = &in->stack[depth - 1];
+  if (f->scan < f->pos)
+    f->scan = f->pos;
+  while (f->ahead < WALK_AHEAD && f->scan < f->count) {
+    entry *e = &f->entries[f->scan];
+    if (e->what != ENTRY_DIR) {
+      f->scan++;
+      continue;
+    }
+    if (!in->pool && !pool_start(in)) {
+      in->pool_failed = 1;
+      return;
+    }
+    walk_job *j = calloc(1, sizeof *j);
+    if (!j)
+      return;
+    j->path = join(f->path, e->key, strlen(e->key) - 1);
+    if (!j->path) {
+      free(j);
+      return;
+    }
+    j->follow_link = in->follow;
+    j->depth = depth;
+    walk_pool *p = in->pool;
+    pthread_mutex_lock(&p->m);
+    j->seq = p->seq++;
+    j->state = JOB_QUEUED;
+    j->next = p->queue;
+    p->queue = j;
+    pthread_cond_signal(&p->work_cv);
+    pthread_mutex_unlock(&p->m);
+    e->job = j;
+    f->ahead++;
+    f->scan++;
+  }
+}
+
+/* Waits for the job's result; runs it here when no walker has taken it. */
+static void job_wait(imgstat_inputs *in, walk_job *j) {
+  walk_pool *p = in->pool;
+  pthread_mutex_lock(&p->m);
+  if (j->state == JOB_QUEUED) {
+    walk_job **q = &p->queue;
+    while (*q != j)
+      q = &(*q)->next;
+    *q = j->next;
+    j->next = NULL;
+    j->state = JOB_RUNNING;
+    pthread_mutex_unlock(&p->m);
+    job_run(in, j);
+    pthread_mutex_lock(&p->m);
+    j->state = JOB_DONE;
+  }
+  while (j->state != JOB_DONE)
+    pthread_cond_wait(&p->done_cv, &p->m);
+  pthread_mutex_unlock(&p->m);
+}
+
+/* Enters the directory at dir + '/' + name (dir NULL: name is the whole
+ * path): pushes its frame, or queues an error item in its place. An
+ * argument's directory is reached through links (follow_link); one met in a
+ * walk only with the option follow. job: the directory read ahead (taken),
+ * or NULL to read it here. */
+static imgstat_status enter(imgstat_inputs *in, const char *dir,
+                            const char *name, size_t name_len, int follow_link,
+                            walk_job *job, imgstat_error *err) {
+  char *path;
+  int fd = -1, open_error = 0;
   struct stat st;
   imgstat_status s;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    int e = errno;
-    if (fd >= 0)
-      close(fd);
-    s = emit_error(in, NULL, path, strlen(path), e, err);
+  if (job) {
+    job_wait(in, job);
+    path = job->path;
+    job->path = NULL;
+    open_error = job->open_error;
+    st = job->st;
+  } else {
+    path = join(dir, name, name_len);
+    if (!path)
+      return nomem(err);
+    fd = open_dir(path, follow_link, &st);
+    if (fd < 0)
+      open_error = errno;
+  }
+  if (open_error) {
+    job_free(job);
+    s = emit_error(in, NULL, path, strlen(path), open_error, err);
     free(path);
     return s;
   }
   for (size_t k = 0; dir && k < in->nexcluded; k++)
     if (in->excluded[k].dev == st.st_dev && in->excluded[k].ino == st.st_ino) {
-      close(fd); /* left out of walks (imgstat_inputs_exclude_dir) */
+      if (fd >= 0)
+        close(fd); /* left out of walks (imgstat_inputs_exclude_dir) */
+      job_free(job);
       free(path);
       return IMGSTAT_OK;
     }
   const frame *a = ancestor(in, st.st_dev, st.st_ino);
   if (a) {
-    close(fd);
+    if (fd >= 0)
+      close(fd);
+    job_free(job);
     char msg[128 + 64];
     size_t alen = strlen(a->path);
     /* a message, not a path: a long one is cut */
@@ -693,7 +964,9 @@ static imgstat_status enter(imgstat_inputs *in, const char *dir,
     size_t cap = in->stack_cap ? 2 * in->stack_cap : 8;
     frame *p = realloc(in->stack, cap * sizeof *p);
     if (!p) {
-      close(fd);
+      if (fd >= 0)
+        close(fd);
+      job_free(job);
       free(path);
       return nomem(err);
     }
@@ -710,12 +983,26 @@ static imgstat_status enter(imgstat_inputs *in, const char *dir,
   f->dev = st.st_dev;
   f->ino = st.st_ino;
   int read_error;
-  s = read_entries(in, fd, f, &read_error, err);
+  uint64_t skipped;
+  if (job) {
+    f->entries = job->f.entries;
+    f->count = job->f.count;
+    job->f.entries = NULL;
+    job->f.count = 0;
+    read_error = job->read_error;
+    skipped = job->skipped;
+    s = job->status;
+    job_free(job);
+  } else {
+    s = read_entries(in, fd, f, &read_error, &skipped);
+  }
   if (s != IMGSTAT_OK) {
     frame_free(f);
-    return s;
+    return nomem(err);
   }
+  in->root_skipped += skipped;
   in->depth++;
+  read_ahead(in, in->depth);
   /* A directory that could not be read to its end: the error in its place,
    * before whatever it gave. */
   if (read_error)
@@ -751,7 +1038,7 @@ static imgstat_status take_path(imgstat_inputs *in, const char *path,
   if (stat(path, &st) != 0)
     return emit_error(in, NULL, path, len, errno, err);
   if (S_ISDIR(st.st_mode))
-    return enter(in, NULL, path, len, 1, err);
+    return enter(in, NULL, path, len, 1, NULL, err);
   /* an archive is read like a folder (an image's name is taken as one) */
   if (S_ISREG(st.st_mode) && !ist_extension_is_image(path) &&
       ist_archive_sniff(path))
@@ -781,11 +1068,17 @@ static imgstat_status step(imgstat_inputs *in, imgstat_error *err) {
       in->depth--;
       return s;
     }
-    const entry *e = &f->entries[f->pos++];
+    entry *e = &f->entries[f->pos++];
     size_t len = strlen(e->key);
     switch (e->what) {
-    case ENTRY_DIR:
-      return enter(in, f->path, e->key, len - 1, in->follow, err);
+    case ENTRY_DIR: {
+      walk_job *job = e->job;
+      e->job = NULL;
+      if (job)
+        f->ahead--;
+      read_ahead(in, in->depth); /* the next one, before the stack moves */
+      return enter(in, f->path, e->key, len - 1, in->follow, job, err);
+    }
     case ENTRY_FILE:
       return emit(in, IMGSTAT_INPUT_FILE, f->path, e->key, len, e->size, 1, 0,
                   NULL, err);

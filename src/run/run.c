@@ -45,6 +45,7 @@ struct imgstat_run {
   struct timespec created;   /* imgstat_run_create */
   imgstat_run_mpi_times mpi; /* MPI: where this rank's time went */
   atomic_uint_fast64_t read_ns, deliver_ns;
+  uint64_t walk_ns; /* the walk's time on the thread that feeds the inputs */
   int executed;
   ist_norm_run *norm; /* a normalize run (opts->normalize) */
   size_t reread;      /* the second read's next item in pass */
@@ -59,6 +60,12 @@ static double run_since(const struct timespec *a) {
   clock_gettime(CLOCK_MONOTONIC, &b);
   return (double)(b.tv_sec - a->tv_sec) +
          1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* Under MPI: whether any rank has a nonzero flag (every rank learns it); a
@@ -78,7 +85,12 @@ imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
                                    int nsources, int null_lists, int follow,
                                    uint64_t max_member, const char *exclude_dir,
                                    imgstat_inputs **out, imgstat_error *err) {
-  imgstat_inputs_options io = {follow, max_member};
+  imgstat_inputs_options io = {follow, max_member, 0};
+  /* IMGSTAT_WALKERS: the threads reading folders ahead of the walk (a
+   * network filesystem may want more than the default) */
+  const char *walkers = getenv("IMGSTAT_WALKERS");
+  if (walkers && *walkers)
+    io.walkers = atoi(walkers);
   imgstat_status s = imgstat_inputs_create(&io, out, err);
   if (s == IMGSTAT_OK && exclude_dir)
     s = imgstat_inputs_exclude_dir(*out, exclude_dir, err);
@@ -111,8 +123,11 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   run->have_list = 1;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t w0 = run->stage_times ? now_ns() : 0;
   if (!m || rank == 0)
     s = imgstat_inputs_collect(run->inputs, &run->list, err);
+  if (run->stage_times)
+    run->walk_ns += now_ns() - w0;
   if (m) {
     unsigned char *bytes = NULL;
     size_t size = 0;
@@ -502,12 +517,6 @@ typedef struct item_result {
   imgstat_task_pending *pending;
 } item_result;
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* The pool's extra work on a decoded image (in the worker); what fails is
  * left out (an image whose luma could not be made fails at its delivery). */
 static void dataset_work(const imgstat_run *run, const imgstat_image *img,
@@ -572,11 +581,14 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   imgstat_run *run = ctx;
   imgstat_input *in = NULL;
   imgstat_status s = IMGSTAT_OK;
+  uint64_t t0 = run->stage_times ? now_ns() : 0;
   if (!run->share || run->fed++ < run->share_end - run->share_first)
     s = imgstat_inputs_next(run->inputs, &in, err);
   /* the walk runs ahead: the progress figures' total, auto's rule */
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_prefetch(run->inputs, 4096, err);
+  if (run->stage_times)
+    run->walk_ns += now_ns() - t0;
   uint64_t total = 0;
   inputs_total(run, &total);
   imgstat_engine_set_workload(run->engine, total);
@@ -967,4 +979,8 @@ void imgstat_run_mpi_times_get(const imgstat_run *run,
   memset(out, 0, sizeof *out);
   if (run && run->opt.mpi)
     *out = run->mpi;
+}
+
+double imgstat_run_walk_seconds(const imgstat_run *run) {
+  return 1e-9 * (double)run->walk_ns;
 }

@@ -312,6 +312,40 @@ save(os.path.join(outl, "f09s.png"), photo(rng, 50, 64))
 rec = dataset_record(run("--dataset-only", "--json", outl))
 small = [o for o in rec.get("outliers", []) if o["file"].endswith("f09s.png")]
 check(len(small) == 1 and "size 50x64, most are 96x64" in small[0]["reason"], "another size is flagged: %r" % small)
+# every reason of every image, against numpy's per-image means and stds
+# (float64, 0..1 units), their median and MAD and the z-scores printed
+# to one decimal (--outlier-z 3.5 flags more of them)
+for z_thr in (5.0, 3.5):
+    args = ["--dataset-only", "--json", outl] + (["--outlier-z", "3.5"] if z_thr == 3.5 else [])
+    rec = dataset_record(run(*args))
+    names = sorted(os.listdir(outl))
+    ims = [np.asarray(Image.open(os.path.join(outl, n))).astype(np.float64) for n in names]
+    sizes = ["%dx%d" % (a.shape[1], a.shape[0]) for a in ims]
+    most = max(set(sizes), key=sizes.count)
+    want = []
+    zs = {}
+    for c in range(3):
+        for which in (0, 1):
+            x = np.array([(a[..., c].std() if which else a[..., c].mean()) / 255 for a in ims])
+            med = np.median(x)
+            dev = np.abs(x - med)
+            mad = np.median(dev)
+            unit = 1.4826 * mad if mad > 0 else 1.2533 * dev.mean()
+            zs[c, which] = (x - med) / unit
+    for i, (n, a) in enumerate(zip(names, ims)):
+        parts = []
+        if sizes[i] != most:
+            parts.append("size %s, most are %s" % (sizes[i], most))
+        if a.min() == a.max():
+            parts.append("constant (every sample %g)" % a.min())
+        for c in range(3):
+            for which in (0, 1):
+                z = zs[c, which][i]
+                if abs(z) > z_thr:
+                    parts.append("%s of %s: robust z %+.1f" % ("std" if which else "mean", "RGB"[c], z))
+        if parts:
+            want.append({"file": os.path.join(outl, n), "reason": "; ".join(parts)})
+    check(rec.get("outliers") == want, "outliers at z %g against numpy:\n  got  %r\n  want %r" % (z_thr, rec.get("outliers"), want))
 
 # ---- normalize --stats-from --------------------------------------------------
 stats = os.path.join(TMP, "stats.jsonl")

@@ -464,6 +464,72 @@ static void test_read_once_cause(void) {
   imgstat_engine_destroy(engine);
 }
 
+/* What the accumulator holds per image: at most 64 bytes for an RGB image
+ * named like a shard's member (imgstat_dataset_footprint), and the names
+ * it gives back (the minimum's, an outlier's, an image left out) are the
+ * ones added, whatever the order of the adds. */
+#define FOOT_IMAGES 20000
+static void test_footprint(void) {
+  imgstat_dataset *d = NULL;
+  imgstat_error err;
+  CU_ASSERT_FATAL(imgstat_dataset_create(NULL, &d, &err) == IMGSTAT_OK);
+  char name[128];
+  for (int i = 0; i < FOOT_IMAGES; i++) {
+    /* added out of order in pairs, as workers deliver them */
+    int k = i ^ 1;
+    uint8_t plane[3][16];
+    for (int c = 0; c < 3; c++)
+      for (int j = 0; j < 16; j++)
+        plane[c][j] = (uint8_t)(100 + (k * 7 + c * 3 + j * 5) % 40);
+    if (k == 777) /* far brighter than every other: an outlier */
+      memset(plane, 250, sizeof plane);
+    if (k == 4242) /* the darkest sample of the dataset */
+      plane[1][5] = 3;
+    imgstat_partial part[3];
+    for (int c = 0; c < 3; c++) {
+      imgstat_partial_init(&part[c]);
+      imgstat_partial_scan(&part[c], plane[c], IMGSTAT_U8, 0, 16);
+    }
+    snprintf(name, sizeof name, "/data/shards/s%03d/img_%07d.png", k / 1000, k);
+    imgstat_dataset_image im = {name,       4,    4,    k == 999 ? 1 : 3,
+                                IMGSTAT_U8, part, NULL, IMGSTAT_COLOUR_DEFAULT};
+    CU_ASSERT_FATAL(imgstat_dataset_add(d, (uint64_t)k, &im, &err) ==
+                    IMGSTAT_OK);
+  }
+  size_t bytes = imgstat_dataset_footprint(d);
+  printf("\n    %zu bytes for %d images: %.1f per image\n", bytes, FOOT_IMAGES,
+         (double)bytes / FOOT_IMAGES);
+  CU_ASSERT(bytes > 0 && bytes <= (size_t)64 * FOOT_IMAGES);
+  imgstat_dataset_result r;
+  CU_ASSERT_FATAL(imgstat_dataset_finish(d, 0, &r, &err) == IMGSTAT_OK);
+  CU_ASSERT(r.images == FOOT_IMAGES && r.pooled == FOOT_IMAGES - 1);
+  CU_ASSERT(r.channels == 3);
+  CU_ASSERT(r.ch[1].min == 3);
+  CU_ASSERT_STRING_EQUAL(r.ch[1].min_at.file,
+                         "/data/shards/s004/img_0004242.png");
+  CU_ASSERT(r.ch[0].max == 250);
+  CU_ASSERT_STRING_EQUAL(r.ch[0].max_at.file,
+                         "/data/shards/s000/img_0000777.png");
+  CU_ASSERT_FATAL(r.nexcluded == 1);
+  CU_ASSERT_STRING_EQUAL(r.excluded[0].file,
+                         "/data/shards/s000/img_0000999.png");
+  int found = 0;
+  for (size_t i = 0; i < r.noutliers; i++) {
+    CU_ASSERT(i == 0 || r.outliers[i - 1].ordinal < r.outliers[i].ordinal);
+    if (r.outliers[i].ordinal == 777) {
+      found = 1;
+      CU_ASSERT_STRING_EQUAL(r.outliers[i].file,
+                             "/data/shards/s000/img_0000777.png");
+      CU_ASSERT(strstr(r.outliers[i].reason, "constant (every sample 250)") !=
+                NULL);
+      CU_ASSERT(strstr(r.outliers[i].reason, "mean of R: robust z") != NULL);
+    }
+  }
+  CU_ASSERT(found);
+  imgstat_dataset_result_free(&r);
+  imgstat_dataset_destroy(d);
+}
+
 static const test_case tests[] = {
     {"dataset", NULL},
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
@@ -473,6 +539,7 @@ static const test_case tests[] = {
     {"--as keep: the layout most images have", test_layout_most_images},
     {"arguments", test_arguments},
     {"a read-once input: the pool's cause", test_read_once_cause},
+    {"at most 64 bytes an RGB image, the names given back", test_footprint},
     {NULL, NULL}};
 
 int main(void) { return test_main(tests); }

@@ -99,7 +99,7 @@ typedef struct got {
 } got;
 
 static imgstat_inputs *inputs_new(int follow) {
-  imgstat_inputs_options o = {follow, 0};
+  imgstat_inputs_options o = {follow, 0, 0};
   imgstat_inputs *in = NULL;
   imgstat_error err;
   CU_ASSERT_FATAL(imgstat_inputs_create(&o, &in, &err) == IMGSTAT_OK);
@@ -1007,6 +1007,184 @@ static void test_output_guard(void) {
   imgstat_input_list_free(&list);
 }
 
+/* ---- folders read ahead ---------------------------------------------------
+ * The walkers read folders ahead of the walk (WALK_AHEAD at a time per
+ * folder, deepest first): the items, their order and their messages must
+ * be those of the walk that reads each folder as it enters it. */
+
+/* Every item of a walk of root/rel with that many walkers, one line each
+ * ("kind status path: message"), in a malloc'd string; NULL on a failure. */
+static char *walk_text(const char *rel, int follow, int walkers) {
+  imgstat_inputs_options o = {follow, 0, walkers};
+  imgstat_inputs *in = NULL;
+  imgstat_error err;
+  if (imgstat_inputs_create(&o, &in, &err) != IMGSTAT_OK)
+    return NULL;
+  if (imgstat_inputs_add_path(in, at(rel), &err) != IMGSTAT_OK) {
+    imgstat_inputs_destroy(in);
+    return NULL;
+  }
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  int ok = f != NULL;
+  for (uint64_t k = 0; ok; k++) {
+    imgstat_input *it = NULL;
+    ok = imgstat_inputs_next(in, &it, &err) == IMGSTAT_OK;
+    if (!ok || !it)
+      break;
+    ok = it->index == k;
+    fprintf(f, "%d %d %s: %s %llu\n", (int)it->kind, (int)it->status, it->path,
+            it->message ? it->message : "-", (unsigned long long)it->size);
+    imgstat_input_free(it);
+  }
+  imgstat_inputs_destroy(in);
+  if (f)
+    fclose(f);
+  if (!ok) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+/* A tree wider than the read-ahead window and deeper than one level: 24
+ * folders, each with files and 3 subfolders of files (one of them a
+ * folder of folders), links to folders (walked only with follow), a loop,
+ * a dangling image link, an empty folder. */
+static void make_wide_tree(void) {
+  char rel[256];
+  for (int d = 0; d < 24; d++) {
+    for (int f = 0; f < 3; f++) {
+      snprintf(rel, sizeof rel, "wide/d%02d/f%d.png", d, f);
+      make_file(rel, (size_t)(d + f + 1));
+    }
+    for (int s = 0; s < 3; s++) {
+      snprintf(rel, sizeof rel, "wide/d%02d/s%d/g.pgm", d, s);
+      make_file(rel, 5);
+      snprintf(rel, sizeof rel, "wide/d%02d/s%d/deep/%d/h.png", d, s, s);
+      make_file(rel, 6);
+    }
+  }
+  make_dirs("wide/d05/empty", 1);
+  make_link("../d07", "wide/d03/to7");
+  make_link("..", "wide/d10/up");
+  make_link("missing.png", "wide/d11/gone.png");
+  make_file("wide/z.png", 2);
+}
+
+/* Whether the walks with 2, 3, 8 and 64 walkers give the one-at-a-time
+ * walk's text, with and without follow; printing the first difference. */
+static int same_with_walkers(const char *rel) {
+  int ok = 1;
+  for (int follow = 0; follow < 2; follow++) {
+    char *one = walk_text(rel, follow, 1);
+    if (!one)
+      return 0;
+    const int counts[] = {2, 3, 8, 64};
+    for (int k = 0; k < 4; k++) {
+      char *many = walk_text(rel, follow, counts[k]);
+      if (!many || strcmp(one, many) != 0) {
+        size_t i = 0;
+        while (many && one[i] && one[i] == many[i])
+          i++;
+        printf("\n    %d walkers (follow %d) differ at byte %zu: '%.80s' "
+               "against '%.80s'\n",
+               counts[k], follow, i, many ? many + i : "(failed)", one + i);
+        ok = 0;
+      }
+      free(many);
+    }
+    free(one);
+  }
+  return ok;
+}
+
+static void test_walkers(void) {
+  make_wide_tree();
+  /* the order, against find | sort: 24 × (3 + 3 × 2) + 1 image files */
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd,
+           "LC_ALL=C find '%s/wide' -type f -name '*.p?m' -o -type f -name "
+           "'*.png' | LC_ALL=C sort",
+           root);
+  FILE *p = popen(cmd, "r");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  char *found = NULL;
+  size_t found_size = 0;
+  FILE *m = open_memstream(&found, &found_size);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  int c;
+  while ((c = fgetc(p)) != EOF)
+    fputc(c, m);
+  CU_ASSERT(pclose(p) == 0);
+  fclose(m);
+  char *walked = walk_text("wide", 0, 8);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(walked);
+  /* the walk's paths alone, one a line; the dangling link is an error item
+   * in its place, which find does not list */
+  char *paths = NULL;
+  size_t paths_size = 0, lines = 0;
+  m = open_memstream(&paths, &paths_size);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  for (char *line = walked; *line;) {
+    char *end = strchr(line, '\n');
+    char *path = strchr(strchr(line, ' ') + 1, ' ') + 1;
+    char *colon = strstr(path, ": ");
+    if (line[0] == '0' + IMGSTAT_INPUT_FILE) {
+      fwrite(path, 1, (size_t)(colon - path), m);
+      fputc('\n', m);
+      lines++;
+    }
+    line = end + 1;
+  }
+  fclose(m);
+  ASSERT_MSG(lines == 24 * 9 + 1, "%zu files walked, %d expected", lines,
+             24 * 9 + 1);
+  ASSERT_MSG(strcmp(paths, found) == 0, "the walk's order is not find's");
+  free(paths);
+  free(found);
+  CU_ASSERT(strstr(walked, "wide/d11/gone.png: ") != NULL);
+  free(walked);
+
+  CU_ASSERT(same_with_walkers("wide"));
+
+  /* an unreadable folder among them: its error in its place, worded as
+   * one at a time (as root, in a child that has become nobody) */
+  CU_ASSERT(chmod(at("wide/d06/s1"), 0) == 0);
+  CU_ASSERT(chmod(at("wide/d13"), 0) == 0);
+  if (geteuid() != 0) {
+    char *one = walk_text("wide", 0, 1);
+    CU_ASSERT(one && strstr(one, "wide/d13: ") && strstr(one, "wide/d06/s1: "));
+    free(one);
+    CU_ASSERT(same_with_walkers("wide"));
+  } else {
+    CU_ASSERT(chmod(root, 0755) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+      if (setgid(65534) != 0 || setuid(65534) != 0 || access(root, X_OK) != 0)
+        _exit(77);
+      char *one = walk_text("wide", 0, 1);
+      int ok = one && strstr(one, "wide/d13: ") && strstr(one, "wide/d06/s1: ");
+      free(one);
+      _exit(ok && same_with_walkers("wide") ? 0 : 1);
+    }
+    int st = 0;
+    CU_ASSERT(waitpid(pid, &st, 0) == pid);
+    CU_ASSERT(WIFEXITED(st));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+      printf("\n    (root could not become nobody: unreadable folders "
+             "unchecked)\n");
+    else
+      CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CU_ASSERT(chmod(root, 0700) == 0);
+  }
+  CU_ASSERT(chmod(at("wide/d06/s1"), 0755) == 0);
+  CU_ASSERT(chmod(at("wide/d13"), 0755) == 0);
+}
+
 static const test_case tests[] = {
     {"walk", NULL},
     {"image extensions", test_extensions},
@@ -1023,6 +1201,7 @@ static const test_case tests[] = {
     {"--sample's selection: the rule, error items kept", test_sample},
     {"the output guard: links, spellings, missing names", test_output_guard},
     {"archives: members listed, packed, read in order", test_archive_members},
+    {"folders read ahead: the same items in the same order", test_walkers},
     {NULL, NULL}};
 
 int main(void) { return test_main_init(tests, suite_init, suite_clean); }

@@ -85,7 +85,7 @@ static void take(seen *s, imgstat_input *it, const char *archive) {
 }
 
 static imgstat_inputs *open_inputs(const char *path) {
-  imgstat_inputs_options o = {0, FUZZ_MAX_MEMORY};
+  imgstat_inputs_options o = {0, FUZZ_MAX_MEMORY, 0};
   imgstat_inputs *in = NULL;
   imgstat_error err;
   if (imgstat_inputs_create(&o, &in, &err) != IMGSTAT_OK ||
