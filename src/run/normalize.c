@@ -40,6 +40,7 @@ struct ist_norm_run {
    * many, and how many they were drawn from */
   unsigned char *pool_take;
   uint64_t pool_count, sample_of;
+  ist_pairs *masks; /* --mask: each input's */
 };
 
 /* Whether the options make float32 output (zscore, given mean and std). */
@@ -144,6 +145,8 @@ imgstat_status ist_norm_run_create(const imgstat_run_options *opts,
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_collect(inputs, &run->list, err);
   imgstat_inputs_destroy(inputs);
+  if (s == IMGSTAT_OK)
+    s = ist_pairs_create(ro, ro->mask, "mask", &run->masks, err);
   /* the pooling pass and the writing pass each read every input: refused
    * before either reads anything */
   const imgstat_input *once = s == IMGSTAT_OK && o->dataset
@@ -207,6 +210,7 @@ void ist_norm_run_destroy(ist_norm_run *run) {
   imgstat_input_list_free(&run->list);
   free(run->pool_take);
   imgstat_dataset_result_free(&run->pooled);
+  ist_pairs_destroy(run->masks);
   free(run);
 }
 
@@ -338,10 +342,11 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
    * under a mask or nodata value (the file's own too) are the ones mapped */
   imgstat_stats_request req = ro->request;
   char *mask = NULL;
-  if (ist_pair_path(ro, ro->mask, "mask", in, &mask, &err) != IMGSTAT_OK)
+  if (ist_pair_path(run->masks, in, &mask, &err) != IMGSTAT_OK)
     result_failed(&r->res, IMGSTAT_STAGE_LOAD, &err);
   else {
     req.mask_path = mask;
+    req.mask_shared = ist_pairs_one_file(run->masks);
     imgstat_engine_normalize_valid(run->engine, in->path, &conv, &run->norm,
                                    &req, o->has_fill, o->fill, &r->res);
   }
