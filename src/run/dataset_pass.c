@@ -232,11 +232,32 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
   im.colour = res->colour;
   im.sample = res->sample;
   im.partial = gray ? x->partial : res->partial;
+  int int_hist = !gray && res->has_histograms && res->sample != IMGSTAT_F32;
   if (x->hists)
     im.hist = x->hist;
-  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
+  else if (int_hist)
     im.hist = res->hist;
-  return imgstat_dataset_add(d, index, &im, err);
+  /* its labels' figures, each pooled per label (integer histograms as the
+   * image's; a float label's histograms have a range of their own) */
+  imgstat_dataset_label_image *labels = NULL;
+  if (res->has_labels && res->nlabels > 0) {
+    if (gray)
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                               "label images are not applied to --as gray");
+    labels = calloc(res->nlabels, sizeof *labels);
+    if (!labels)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < res->nlabels; k++) {
+      labels[k].label = res->labels[k].label;
+      labels[k].partial = res->labels[k].partial;
+      labels[k].hist = int_hist ? res->labels[k].hist : NULL;
+    }
+    im.nlabels = res->nlabels;
+    im.labels = labels;
+  }
+  imgstat_status st = imgstat_dataset_add(d, index, &im, err);
+  free(labels);
+  return st;
 }
 
 static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {

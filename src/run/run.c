@@ -533,7 +533,8 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
-  if ((res->has_nodata || res->masked) && (r->ds.gray || r->ds_failed)) {
+  if ((res->has_nodata || res->masked || res->has_labels) &&
+      (r->ds.gray || r->ds_failed)) {
     /* the luma is made from all its pixels, not its valid samples */
     snprintf(why, size, "%s",
              r->ds_failed ? r->ds_why
