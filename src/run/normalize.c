@@ -73,10 +73,10 @@ static imgstat_status check_options(const imgstat_run_options *r,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "a normalize run takes no statistics request, "
                              "dataset record or MPI");
-  if (o->dataset && (r->mask || r->request.nnodata > 0))
+  if (o->as == IMGSTAT_AS_GRAY && r->request.nnodata > 0)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "a dataset's plan does not take masks or "
-                             "nodata values yet");
+                             "nodata values are not applied to --as gray (a "
+                             "luma is not nodata where a colour sample is)");
   if (o->dataset &&
       (n->mode == IMGSTAT_NORM_GIVEN || n->mode == IMGSTAT_NORM_RANGE))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
@@ -461,6 +461,16 @@ static void start_pass(ist_norm_run *run, int pass) {
     run->cb->pass(run->cb->ctx, pass);
 }
 
+/* The pool's mask of an input (imgstat_dataset_pass.mask_of): paired as the
+ * writing pass pairs it. */
+static imgstat_status pool_mask_of(void *ctx, const imgstat_input *in,
+                                   char **path, int *shared,
+                                   imgstat_error *err) {
+  ist_norm_run *run = ctx;
+  *shared = ist_pairs_one_file(run->masks);
+  return ist_pair_path(run->masks, in, path, err);
+}
+
 /* Pools every input (the library's pass: the batch runner, the engine, the
  * dataset accumulator) and sets run->norm to one plan for all of them.
  * Inputs that fail here are reported by the writing pass. *cancelled: the
@@ -479,6 +489,9 @@ static imgstat_status pool_pass(ist_norm_run *run, int *cancelled,
   p.workers = run->workers;
   p.budget = ro->max_inflight;
   p.cancel = ro->cancel;
+  /* the valid samples: the writing pass's nodata values and masks */
+  p.request = &ro->request;
+  p.mask_of = run->masks ? pool_mask_of : NULL;
   imgstat_dataset_options dso;
   memset(&dso, 0, sizeof dso);
   dso.as = o->as; /* the layout the writing pass converts to */

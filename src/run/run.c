@@ -518,8 +518,8 @@ static void dataset_work(const imgstat_run *run, const imgstat_image *img,
              err.message[0] ? err.message : "out of memory");
     return;
   }
-  ist_dataset_extra_compute(&run->opt.ds, valid.width ? &valid : img, &r->ds,
-                            &err);
+  ist_dataset_extra_compute(&run->opt.ds, valid.width ? &valid : img,
+                            run->engine, req, &r->ds, &err);
   imgstat_image_free(&valid);
 }
 
@@ -533,13 +533,8 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
-  if ((res->has_nodata || res->masked || res->has_labels) &&
-      (r->ds.gray || r->ds_failed)) {
-    /* the luma is made from all its pixels, not its valid samples */
-    snprintf(why, size, "%s",
-             r->ds_failed ? r->ds_why
-                          : "nodata values and masks are not applied to "
-                            "--as gray");
+  if ((res->has_nodata || res->masked) && r->ds_failed) {
+    snprintf(why, size, "%s", r->ds_why);
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
