@@ -678,16 +678,51 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
   return IMGSTAT_OK;
 }
 
+/* The labels' statistics on the GPU of g (imgstat_gpu_valid_label_stats)
+ * into res->labels: each label k's pixels at pixels[start[k]]. */
+static imgstat_status
+labels_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
+              const imgstat_valid *v, const uint32_t *pixels,
+              const uint64_t *start, imgstat_job_result *res,
+              imgstat_error *err) {
+  uint32_t nl = res->nlabels;
+  if (nl == 0)
+    return IMGSTAT_OK;
+  imgstat_partial *lp = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *lp);
+  uint64_t *ln = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *ln);
+  uint64_t *count = malloc(nl * sizeof *count);
+  imgstat_status st = IMGSTAT_OK;
+  if (!lp || !ln || !count)
+    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
+    count[k] = res->labels[k].pixels;
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_valid_label_stats(g->gpu, in, v, e->opt.kernel, nl, pixels,
+                                       start, count, lp, ln, err);
+  for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
+    for (int c = 0; c < in->channels; c++) {
+      res->labels[k].partial[c] = lp[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+      res->labels[k].nodata_count[c] = ln[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+    }
+  free(lp);
+  free(ln);
+  free(count);
+  return st;
+}
+
 /* The valid samples' statistics of in under v on the GPU of g (the device
- * reduction, imgstat_gpu_valid_stats), when the policy gives the item one
- * and it has neither labels nor histograms (those stay on the CPU): 1 when
- * done (verify: the CPU's record, the GPU's partials beside it), -1 when
- * the item failed, 0 for the CPU (no GPU, or auto's fallback). */
+ * reduction, imgstat_gpu_valid_stats, and the labels' by
+ * imgstat_gpu_valid_label_stats), when the policy gives the item one and
+ * it has no histograms (those stay on the CPU; with verify, labels too):
+ * 1 when done (verify: the CPU's record, the GPU's partials beside it),
+ * -1 when the item failed, 0 for the CPU (no GPU, or auto's fallback). */
 static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
                         const imgstat_valid *v,
                         const imgstat_stats_request *req,
+                        const uint32_t *pixels, const uint64_t *start,
                         imgstat_job_result *res) {
-  if (!g || (req && (req->labels_path || req->histograms)))
+  if (!g || (req && req->histograms) ||
+      (req && req->labels_path && e->opt.verify))
     return 0;
   imgstat_error err;
   memset(&err, 0, sizeof err);
@@ -722,6 +757,8 @@ static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
   }
   st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel, res->partial,
                                res->nodata_count, &err);
+  if (st == IMGSTAT_OK && req && req->labels_path)
+    st = labels_on_gpu(e, g, in, v, pixels, start, res, &err);
   if (st == IMGSTAT_OK) {
     res->backend = IMGSTAT_BACKEND_GPU;
     return 1;
@@ -754,7 +791,9 @@ static imgstat_status valid_item(imgstat_engine *e, gpu_slot *g,
   int with_hist = req && req->histograms;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  int on_gpu = st == IMGSTAT_OK ? valid_on_gpu(e, g, in, &v, req, res) : 0;
+  int on_gpu = st == IMGSTAT_OK
+                   ? valid_on_gpu(e, g, in, &v, req, pixels, start, res)
+                   : 0;
   if (on_gpu != 0) {
     free(own);
     free(pixels);
