@@ -50,7 +50,7 @@ valid_flags_kernel(const T *plane, const uint8_t *mask, const uint32_t *labels,
 
 template <typename T>
 cudaError_t launch_flags(const void *plane, const uint8_t *mask,
-                         const uint32_t *labels, uint32_t want, uint64_t n,
+                         const uint32_t *labels, uint32_t label, uint64_t n,
                          int has, double ndv, uint8_t *flags, int sm_count,
                          cudaStream_t s) {
   uint64_t want = (n + kValidBlock - 1) / kValidBlock;
@@ -63,7 +63,7 @@ cudaError_t launch_flags(const void *plane, const uint8_t *mask,
     return e;
   valid_flags_kernel<T>
       <<<grid, kValidBlock, 0, s>>>(static_cast<const T *>(plane), mask, labels,
-                                    want, n, has, has ? (T)ndv : (T)0, flags);
+                                    label, n, has, has ? (T)ndv : (T)0, flags);
   return cudaGetLastError();
 }
 
