@@ -65,6 +65,7 @@ struct ist_slot {
   /* valid samples (valid.cu): the mask, a channel's flags, its compacted
    * samples and their raster indices, CUB's temporary storage */
   ist_devbuf valid_mask, valid_flags, valid_vals, valid_idx, valid_temp;
+  ist_devbuf valid_labels; /* each pixel's label's place + 1 (0: none) */
   /* a submitted statistics job (imgstat_gpu_stats_submit) */
   bool job;         /* pending: wait() may collect it */
   bool job_on_host; /* results already in job_out (empty or by ranges) */

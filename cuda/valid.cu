@@ -8,6 +8,10 @@
  * statistics of a plane of that many samples (ist_stats_planes), so its
  * partial is the CPU's partial of imgstat_valid_compact's plane to the bit,
  * and the positions of its extrema are mapped back through the indices.
+ * A label image's labels (imgstat_gpu_valid_label_stats) go the same way,
+ * one label at a time, from one upload of the image and of each pixel's
+ * label: the flags of label k are its pixels that are not nodata, in
+ * raster order as the CPU's pixel list of label k.
  */
 #include "context.cuh"
 
@@ -15,6 +19,7 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 namespace {
@@ -24,16 +29,19 @@ constexpr uint64_t kValidChunk = (uint64_t)1 << 30;
 constexpr int kValidBlock = 256;
 
 /* flags[i] = 1 where sample i is valid: inside the mask (none: every
- * pixel) and not the nodata value, compared in the sample type as the
- * CPU does (NaN equals nothing; -0 equals +0). */
+ * pixel), of label place `want` when labels is not NULL, and not the
+ * nodata value, compared in the sample type as the CPU does (NaN equals
+ * nothing; -0 equals +0). */
 template <typename T>
-__global__ void valid_flags_kernel(const T *plane, const uint8_t *mask,
-                                   uint64_t n, int has, T nodv,
-                                   uint8_t *flags) {
+__global__ void
+valid_flags_kernel(const T *plane, const uint8_t *mask, const uint32_t *labels,
+                   uint32_t want, uint64_t n, int has, T nodv, uint8_t *flags) {
   const uint64_t step = (uint64_t)gridDim.x * blockDim.x;
   for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += step) {
     uint8_t on = mask ? (uint8_t)(mask[i] != 0) : (uint8_t)1;
+    if (labels && labels[i] != want)
+      on = 0;
     if (on && has && plane[i] == nodv)
       on = 0;
     flags[i] = on;
@@ -41,7 +49,8 @@ __global__ void valid_flags_kernel(const T *plane, const uint8_t *mask,
 }
 
 template <typename T>
-cudaError_t launch_flags(const void *plane, const uint8_t *mask, uint64_t n,
+cudaError_t launch_flags(const void *plane, const uint8_t *mask,
+                         const uint32_t *labels, uint32_t label, uint64_t n,
                          int has, double ndv, uint8_t *flags, int sm_count,
                          cudaStream_t s) {
   uint64_t want = (n + kValidBlock - 1) / kValidBlock;
@@ -52,8 +61,9 @@ cudaError_t launch_flags(const void *plane, const uint8_t *mask, uint64_t n,
   cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
-  valid_flags_kernel<T><<<grid, kValidBlock, 0, s>>>(
-      static_cast<const T *>(plane), mask, n, has, has ? (T)ndv : (T)0, flags);
+  valid_flags_kernel<T>
+      <<<grid, kValidBlock, 0, s>>>(static_cast<const T *>(plane), mask, labels,
+                                    label, n, has, has ? (T)ndv : (T)0, flags);
   return cudaGetLastError();
 }
 
@@ -125,9 +135,12 @@ imgstat_status raster_index(ist_slot *s, uint64_t kept, uint64_t *k,
   return IMGSTAT_OK;
 }
 
-/* Channel c of the device image: its valid partial and nodata count. */
+/* Channel c of the device image: its valid partial and nodata count
+ * (inside: the pixels of the mask, or of label place want when d_labels is
+ * not NULL). */
 imgstat_status valid_channel(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
                              const imgstat_valid *v, const uint8_t *d_mask,
+                             const uint32_t *d_labels, uint32_t want,
                              uint64_t inside, int kernel, imgstat_partial *out,
                              uint64_t *nodata, imgstat_error *err) {
   ist_slot *s = d->slot;
@@ -138,16 +151,16 @@ imgstat_status valid_channel(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
   cudaError_t e = cudaSuccess;
   switch (d->sample) {
   case IMGSTAT_U8:
-    e = launch_flags<uint8_t>(d->planes[c], d_mask, n, has, ndv, flags,
-                              gpu->sm_count, s->stream);
+    e = launch_flags<uint8_t>(d->planes[c], d_mask, d_labels, want, n, has, ndv,
+                              flags, gpu->sm_count, s->stream);
     break;
   case IMGSTAT_U16:
-    e = launch_flags<uint16_t>(d->planes[c], d_mask, n, has, ndv, flags,
-                               gpu->sm_count, s->stream);
+    e = launch_flags<uint16_t>(d->planes[c], d_mask, d_labels, want, n, has,
+                               ndv, flags, gpu->sm_count, s->stream);
     break;
   case IMGSTAT_F32:
-    e = launch_flags<float>(d->planes[c], d_mask, n, has, ndv, flags,
-                            gpu->sm_count, s->stream);
+    e = launch_flags<float>(d->planes[c], d_mask, d_labels, want, n, has, ndv,
+                            flags, gpu->sm_count, s->stream);
     break;
   }
   IST_CUDA_TRY(e, "valid samples");
@@ -177,16 +190,16 @@ imgstat_status valid_channel(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
   return st;
 }
 
-} /* namespace */
-
-extern "C" {
-
-imgstat_status imgstat_gpu_valid_stats(
-    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-    int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-    uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err) {
-  if (!gpu || !out || !nodata)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+/* The valid samples of img under v on the device: each channel's partial
+ * and nodata count into out and nodata (NULL: not asked), and with
+ * nlabels > 0 each label's (its pixels: pixels[start[k], start[k] +
+ * count[k]), inside the mask already) into lout[k * IMGSTAT_MAX_CHANNELS +
+ * c] and lnodata alike; one upload of the image. */
+imgstat_status
+valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+          int kernel, imgstat_partial *out, uint64_t *nodata, uint32_t nlabels,
+          const uint32_t *pixels, const uint64_t *start, const uint64_t *count,
+          imgstat_partial *lout, uint64_t *lnodata, imgstat_error *err) {
   imgstat_status st = ist_gpu_check_image(img, err);
   if (st != IMGSTAT_OK)
     return st;
@@ -211,43 +224,118 @@ imgstat_status imgstat_gpu_valid_stats(
     for (uint64_t i = 0; i < n; i++)
       inside += mask[i] != 0;
   }
-  IST_CUDA_TRY(ist_gpu_enter(gpu), "cudaSetDevice");
+  /* each pixel's label place + 1 (0: none), on the host first */
+  uint32_t *lab = nullptr;
+  if (nlabels > 0 && n > 0) {
+    lab = static_cast<uint32_t *>(calloc(n, sizeof *lab));
+    if (!lab)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < nlabels; k++)
+      for (uint64_t j = 0; j < count[k]; j++)
+        lab[pixels[start[k] + j]] = k + 1;
+  }
+  cudaError_t ge = ist_gpu_enter(gpu);
+  if (ge != cudaSuccess) {
+    free(lab);
+    return ist_cuda_fail(err, ge, "cudaSetDevice");
+  }
   imgstat_gpu_image *d = nullptr;
   st = ist_gpu_image_upload(gpu, img, &d, err);
-  if (st != IMGSTAT_OK)
+  if (st != IMGSTAT_OK) {
+    free(lab);
     return st;
+  }
   ist_slot *s = d->slot;
   cudaError_t e = cudaSuccess;
   const uint8_t *d_mask = nullptr;
+  const uint32_t *d_lab = nullptr;
   if (n > 0) {
     e = s->valid_flags.reserve(n);
     if (e == cudaSuccess)
       e = s->valid_vals.reserve(n * (size_t)img->sample);
     if (e == cudaSuccess)
       e = s->valid_idx.reserve(n * sizeof(uint32_t));
-    if (e == cudaSuccess && mask) {
+    if (e == cudaSuccess && mask && out) {
       e = s->valid_mask.reserve(n);
       if (e == cudaSuccess)
         e = ist_slot_upload(s, s->valid_mask.p, mask, img->width, 0, 0, n);
       d_mask = s->valid_mask.as<uint8_t>();
     }
+    if (e == cudaSuccess && lab) {
+      e = s->valid_labels.reserve(n * sizeof(uint32_t));
+      if (e == cudaSuccess)
+        e = ist_slot_upload(s, s->valid_labels.p, lab,
+                            img->width * sizeof(uint32_t), 0, 0,
+                            n * sizeof(uint32_t));
+      d_lab = s->valid_labels.as<uint32_t>();
+    }
     if (e != cudaSuccess)
       st = ist_cuda_fail(err, e, "valid samples");
   }
-  for (int c = 0; c < img->channels && st == IMGSTAT_OK; c++) {
+  for (int c = 0; out && c < img->channels && st == IMGSTAT_OK; c++) {
     if (n == 0) {
       nodata[c] = 0;
       st =
           ist_stats_planes(s, nullptr, 1, img->sample, 0, kernel, &out[c], err);
       continue;
     }
-    st = valid_channel(gpu, d, c, v, d_mask, inside, kernel, &out[c],
-                       &nodata[c], err);
+    st = valid_channel(gpu, d, c, v, d_mask, nullptr, 0, inside, kernel,
+                       &out[c], &nodata[c], err);
   }
+  for (uint32_t k = 0; k < nlabels && st == IMGSTAT_OK; k++)
+    for (int c = 0; c < img->channels && st == IMGSTAT_OK; c++) {
+      imgstat_partial *lp = &lout[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+      uint64_t *ln = &lnodata[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+      if (n == 0) {
+        *ln = 0;
+        st = ist_stats_planes(s, nullptr, 1, img->sample, 0, kernel, lp, err);
+        continue;
+      }
+      st = valid_channel(gpu, d, c, v, nullptr, d_lab, k + 1, count[k], kernel,
+                         lp, ln, err);
+    }
   if (st != IMGSTAT_OK)
     ist_slot_drain(s);
+  /* (the staged uploads have left the host buffers once the slot's work
+   * is done: valid_channel synchronizes its stream) */
   imgstat_gpu_image_release(gpu, d);
+  free(lab);
   return st;
+}
+
+} /* namespace */
+
+extern "C" {
+
+imgstat_status imgstat_gpu_valid_stats(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+    uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err) {
+  if (!gpu || !out || !nodata)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  return valid_run(gpu, img, v, kernel, out, nodata, 0, nullptr, nullptr,
+                   nullptr, nullptr, nullptr, err);
+}
+
+imgstat_status imgstat_gpu_valid_label_stats(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
+    imgstat_error *err) {
+  if (!gpu || (nlabels && (!pixels || !start || !count || !out || !nodata)))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  if (nlabels == 0)
+    return IMGSTAT_OK;
+  imgstat_valid nv;
+  memset(&nv, 0, sizeof nv);
+  if (v) { /* the nodata values; the lists are inside the mask already */
+    nv = *v;
+    nv.mask = nullptr;
+    nv.pixels = nullptr;
+    nv.npixels = 0;
+  }
+  return valid_run(gpu, img, v ? &nv : nullptr, kernel, nullptr, nullptr,
+                   nlabels, pixels, start, count, out, nodata, err);
 }
 
 } /* extern "C" */

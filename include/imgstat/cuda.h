@@ -237,6 +237,22 @@ imgstat_status imgstat_gpu_valid_stats(
     int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
     uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err);
 
+/*
+ * The statistics of each label of a label image on the device, as the CPU
+ * reduces label k's pixel list (imgstat_valid.pixels): pixels[start[k],
+ * start[k] + count[k]) in raster order (inside the mask already; v's mask
+ * and pixel list are not read, its nodata values are), each channel's
+ * valid samples among them compacted in that order and reduced, so that
+ * out[k * IMGSTAT_MAX_CHANNELS + c] is bit-identical to the CPU's and
+ * nodata[k * IMGSTAT_MAX_CHANNELS + c] its nodata count. One upload of
+ * the image and of each pixel's label for all the labels.
+ */
+imgstat_status imgstat_gpu_valid_label_stats(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
+    imgstat_error *err);
+
 /* nvJPEG as this build and this host offer it: compiled in, its library
  * loaded (its version), and the backend a decoder on the current device
  * gets (CUDA is started there to ask; the context and the decoder are gone

@@ -133,6 +133,14 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
                                        imgstat_dataset_as as,
                                        imgstat_image *out, imgstat_error *err);
 
+/* One label of an image's label image: the statistics of its pixels (as
+ * the image's own partials and histograms, below). */
+typedef struct imgstat_dataset_label_image {
+  uint32_t label;
+  const imgstat_partial *partial;
+  const imgstat_histogram *hist; /* NULL: none */
+} imgstat_dataset_label_image;
+
 /* What one image brings. */
 typedef struct imgstat_dataset_image {
   const char *name; /* copied */
@@ -149,6 +157,11 @@ typedef struct imgstat_dataset_image {
   /* Its colour model (imgstat.h): a CMYK or Lab image is refused
    * (IMGSTAT_ERR_UNSUPPORTED): it converts to no pool layout. */
   imgstat_colour colour;
+  /* Optional: the labels of its label image (nlabels of them, distinct),
+   * each pooled per label over the dataset (imgstat_dataset_result's
+   * labels) as the image's own figures are. */
+  uint32_t nlabels;
+  const imgstat_dataset_label_image *labels;
 } imgstat_dataset_image;
 
 /* Adds one image at its ordinal (each ordinal once). IMGSTAT_ERR_ARG for
@@ -253,7 +266,16 @@ typedef struct imgstat_dataset_note {
   unsigned kinds;   /* IMGSTAT_DATASET_NOTE_* bits of the reasons */
 } imgstat_dataset_note;
 
-typedef struct imgstat_dataset_result {
+typedef struct imgstat_dataset_result imgstat_dataset_result;
+
+/* One label's pool: the figures of its pixels over every image that has
+ * it (pool->pooled: those images), as the dataset's own. */
+typedef struct imgstat_dataset_label {
+  uint32_t label;
+  imgstat_dataset_result *pool;
+} imgstat_dataset_label;
+
+struct imgstat_dataset_result {
   uint64_t images; /* images read (pooled + excluded) */
   uint64_t pooled; /* images in the pool */
   uint64_t failed; /* inputs that failed */
@@ -293,7 +315,11 @@ typedef struct imgstat_dataset_result {
    * the list's inputs but error items) and the seed; 0 when the run read
    * every input. */
   uint64_t sample, sample_of, sample_seed;
-} imgstat_dataset_result;
+  /* The labels pooled (images with label images), by increasing label;
+   * each one's figures pooled over the images that have it. */
+  size_t nlabels;
+  imgstat_dataset_label *labels;
+};
 
 /* The pooled figures (ddof 0 or 1), the images left out and the outliers.
  * res is overwritten; free it with imgstat_dataset_result_free. */

@@ -343,6 +343,9 @@ typedef struct imgstat_stats_request {
   /* The image's mask (NULL: none): an image of the same size, a pixel
    * inside where any of its channels is non-zero. */
   const char *mask_path;
+  /* mask_path is every item's (one mask for a whole run): the engine
+   * decodes it once and keeps it for the items after. */
+  int mask_shared;
   /* The image's label image (NULL: none): an 8- or 16-bit image of the
    * same size and one channel; the statistics of each distinct non-zero
    * label's pixels (inside the mask, when there is one) are returned

@@ -411,6 +411,15 @@ typedef struct imgstat_dataset_pass {
   imgstat_status (*valid)(void *ctx, const struct imgstat_input *in,
                           const imgstat_image *img, imgstat_image *out,
                           imgstat_error *err);
+  /* The valid samples the pool takes of each input (the pool's
+   * statistics, and the copy above when valid is NULL): request's nodata
+   * values and no_file_nodata (NULL: the file's own nodata value alone),
+   * and the input's mask as mask_of gives it (NULL: none): a new path in
+   * *path (NULL: none), *shared when every input has that one; a failure
+   * fails the input. */
+  const imgstat_stats_request *request;
+  imgstat_status (*mask_of)(void *ctx, const struct imgstat_input *in,
+                            char **path, int *shared, imgstat_error *err);
 } imgstat_dataset_pass;
 
 /* The common range of pooled float histograms: the finite [min, max] over

@@ -335,6 +335,14 @@ class Dataset:
         return [d[k] for k in ("depth_note", "histogram_note") if d.get(k)]
 
     @property
+    def labels(self) -> dict:
+        """With label images: each label's pooled figures over the images
+        that have it, {label: {"images": N, "stats": [per channel, as the
+        record's "stats"]}}, by increasing label; {} without."""
+        return {e["label"]: {"images": e["images"], "stats": e["stats"]}
+                for e in self._record["dataset"].get("labels", [])}
+
+    @property
     def outliers(self) -> list:
         """The images whose channel mean or std is an outlier."""
         return list(self._record["dataset"].get("outliers", []))
@@ -810,7 +818,8 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
             jpeg_decoder: str = "auto", errors: str = "raise",
             sample: _Optional[int] = None, seed: int = 0,
             nodata: _Any = None, mask: _Optional[_Path] = None,
-            mask_suffix: _Optional[str] = None) -> Dataset:
+            mask_suffix: _Optional[str] = None,
+            labels: _Optional[_Path] = None) -> Dataset:
     """The record pooled over every sample of every image among inputs
     (``imgstat --dataset-only``): counts, extrema with their file and place,
     exact sums, mean, std, images left out and why, outliers.
@@ -836,7 +845,10 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
     record and exits 1); errors="record" returns the Dataset, the failures
     in its ``failures``. nodata, mask and mask_suffix: the command line's
     --nodata, --mask (a file, or a folder paired with the inputs) and
-    --mask-suffix: the pool of the valid samples (nnU-Net's foreground)."""
+    --mask-suffix: the pool of the valid samples (nnU-Net's foreground);
+    labels: --labels (a label image, or a folder of them paired as masks
+    are): each label's figures pooled over the images that have it, in
+    the Dataset's ``labels``."""
     given = dict(locals())  # the call as made, for Dataset.report's page
     _errors(errors, ("raise", "record"))
     _scale(scale)
@@ -848,7 +860,7 @@ def dataset(inputs: _Union[_Path, _Iterable], *,
         "" if as_ is None else as_, scale, float(outlier_z),
         None if range is None else [float(v) for v in range], ddof,
         bool(histogram), _percentiles(percentiles), backend, jpeg_decoder,
-        sample, seed, values, none, mask, None, mask_suffix)
+        sample, seed, values, none, mask, labels, mask_suffix)
     record, failures = _imgstat.dataset(*args)
     failures = [ImageError(*f) for f in failures]
     result = Dataset(record, failures)

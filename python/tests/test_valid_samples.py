@@ -101,3 +101,35 @@ def test_scan_and_dataset_with_masks(tmp_path):
         imgstat.dataset(tmp_path / "img", mask=tmp_path / "lab",
                         mask_suffix="_0000")
     assert "no mask" in e.value.failures[0].message
+
+
+def test_dataset_labels(tmp_path):
+    """dataset(labels=): each label's figures pooled over the images that
+    have it (label 3 in some images only), against numpy."""
+    rng = np.random.default_rng(4)
+    (tmp_path / "img").mkdir()
+    (tmp_path / "lab").mkdir()
+    imgs, labs = [], []
+    for i in range(4):
+        a = rng.integers(0, 4000, (10 + i, 7)).astype(np.uint16)
+        lab = rng.choice([0, 1, 2] + ([3] if i % 2 else []),
+                         a.shape).astype(np.uint8)
+        np.save(tmp_path / "img" / ("c%d.npy" % i), a)
+        np.save(tmp_path / "lab" / ("c%d.npy" % i), lab)
+        imgs.append(a)
+        labs.append(lab)
+    d = imgstat.dataset(tmp_path / "img", labels=tmp_path / "lab",
+                        percentiles=[0.5, 99.5])
+    assert sorted(d.labels) == [1, 2, 3]
+    for label, e in d.labels.items():
+        assert e["images"] == sum((l == label).any() for l in labs)
+        v = np.sort(np.concatenate(
+            [a[l == label].astype(np.int64) for a, l in zip(imgs, labs)]))
+        st = e["stats"][0]
+        _check(st, v)
+        assert st["sum"] == int(v.sum())
+        for p in (0.5, 99.5):
+            k = max(1, math.ceil(p * v.size / 100))
+            assert st["percentiles"][str(p)] == v[k - 1]
+    # without label images: none
+    assert imgstat.dataset(tmp_path / "img").labels == {}

@@ -220,6 +220,7 @@ void imgstat_dataset_destroy(imgstat_dataset *d) {
       for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
         imgstat_histogram_free(&d->g[l][k].hist[c]);
   ist_summaries_free(&d->s);
+  ist_dataset_labels_free(d);
   free(d);
 }
 
@@ -393,7 +394,8 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
       ist_dataset_hist_add(&g->hist[c], map[c] < 0 ? NULL : &im->hist[map[c]],
                            n);
   }
-  return IMGSTAT_OK;
+  /* its labels, each in its own pool (a failure there: out of memory) */
+  return im->nlabels ? ist_dataset_labels_add(d, ordinal, im, err) : IMGSTAT_OK;
 }
 
 static int same_options(const imgstat_dataset_options *a,
@@ -464,5 +466,5 @@ imgstat_status imgstat_dataset_merge(imgstat_dataset *a,
           ist_dataset_hist_add(&x->hist[c], &y->hist[c], 0);
     }
   free(pools);
-  return IMGSTAT_OK;
+  return ist_dataset_labels_merge(a, b, err);
 }

@@ -14,7 +14,7 @@
  */
 
 #define DS_MAGIC "IMGSDSET"
-#define DS_VERSION 1u
+#define DS_VERSION 2u /* 2: the labels' pools */
 
 typedef struct wbuf {
   uint8_t *p;
@@ -154,6 +154,22 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
   ist_summary_reader_end(&rd);
   if (got < 0)
     w.failed = 1;
+  /* the labels' accumulators, each in its own serialized form */
+  w_u64(&w, d->nlabels);
+  for (size_t k = 0; k < d->nlabels; k++) {
+    void *lb = NULL;
+    size_t ln = 0;
+    imgstat_status st =
+        imgstat_dataset_serialize(d->labels[k].d, &lb, &ln, err);
+    if (st != IMGSTAT_OK) {
+      free(w.p);
+      return st;
+    }
+    w_u64(&w, d->labels[k].label);
+    w_u64(&w, ln);
+    w_bytes(&w, lb, ln);
+    free(lb);
+  }
   if (!w.failed)
     w_u64(&w, ist_fnv1a(w.p, w.n));
   if (w.failed) {
@@ -273,6 +289,27 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     free(copy);
     if (st != IMGSTAT_OK)
       return bad_form(d, err);
+  }
+  uint64_t nlabels = r_u64(&r);
+  if (r.failed || nlabels > size / 16)
+    return bad_form(d, err);
+  for (uint64_t k = 0; k < nlabels; k++) {
+    uint64_t label = r_u64(&r), ln = r_u64(&r);
+    const uint8_t *lb = r_bytes(&r, ln);
+    imgstat_dataset *l = NULL;
+    if (!lb || label == 0 || label > UINT32_MAX ||
+        (d->nlabels && d->labels[d->nlabels - 1].label >= label) ||
+        imgstat_dataset_deserialize(lb, ln, &l, err) != IMGSTAT_OK)
+      return bad_form(d, err);
+    imgstat_dataset *slot = NULL;
+    if (ist_dataset_label_pool(d, (uint32_t)label, 1, &slot, err) !=
+        IMGSTAT_OK) {
+      imgstat_dataset_destroy(l);
+      return bad_form(d, err);
+    }
+    /* the slot made empty with d's options: the form's own instead */
+    imgstat_dataset_destroy(slot);
+    d->labels[d->nlabels - 1].d = l;
   }
   if (r.failed || r.at != r.n)
     return bad_form(d, err);

@@ -697,7 +697,10 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
     res->outliers[i].file =
         name_at(res, want, distinct, res->outliers[i].ordinal);
   free(want);
-  return IMGSTAT_OK;
+  imgstat_status st = ist_dataset_labels_finish(d, ddof, res, err);
+  if (st != IMGSTAT_OK)
+    imgstat_dataset_result_free(res);
+  return st;
 nomem:
   free(want);
   imgstat_dataset_result_free(res);
@@ -714,5 +717,6 @@ void imgstat_dataset_result_free(imgstat_dataset_result *res) {
   free(res->names);
   free(res->excluded);
   free(res->outliers);
+  ist_dataset_labels_result_free(res);
   memset(res, 0, sizeof *res);
 }

@@ -66,6 +66,12 @@ void ist_summary_reader_start(summary_reader *r, const summaries *S);
 int ist_summary_next(summary_reader *r, summary *s);
 void ist_summary_reader_end(summary_reader *r);
 
+/* One label's accumulator (imgstat_dataset_image's labels). */
+typedef struct label_pool {
+  uint32_t label;
+  imgstat_dataset *d;
+} label_pool;
+
 struct imgstat_dataset {
   imgstat_dataset_options o;
   group g[NLAYOUT][NDEPTH];
@@ -78,6 +84,9 @@ struct imgstat_dataset {
   uint64_t exact_rank[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
   double exact_value[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
   char exact_note[160];
+  /* the labels' accumulators, by increasing label (dataset_labels.c) */
+  label_pool *labels;
+  size_t nlabels, labels_cap;
 };
 
 /* The sample of each depth index and its top (unit scale: ÷255, ÷65535). */
@@ -93,5 +102,27 @@ imgstat_status ist_dataset_hist_ready(imgstat_histogram *h, imgstat_sample s,
 /* Adds histogram b (NULL: an opaque alpha plane of n samples) to a. */
 void ist_dataset_hist_add(imgstat_histogram *a, const imgstat_histogram *b,
                           uint64_t n);
+
+/* ---- labels (dataset_labels.c) ---- */
+
+/* The accumulator of label in d (made, with d's options, when create and
+ * d has none): *out, NULL when there is none. */
+imgstat_status ist_dataset_label_pool(imgstat_dataset *d, uint32_t label,
+                                      int create, imgstat_dataset **out,
+                                      imgstat_error *err);
+/* Adds each of im's labels to its accumulator at ordinal. */
+imgstat_status ist_dataset_labels_add(imgstat_dataset *d, uint64_t ordinal,
+                                      const imgstat_dataset_image *im,
+                                      imgstat_error *err);
+/* Merges b's labels into a's. */
+imgstat_status ist_dataset_labels_merge(imgstat_dataset *a,
+                                        const imgstat_dataset *b,
+                                        imgstat_error *err);
+void ist_dataset_labels_free(imgstat_dataset *d);
+/* Each label's figures into res->labels. */
+imgstat_status ist_dataset_labels_finish(const imgstat_dataset *d, int ddof,
+                                         imgstat_dataset_result *res,
+                                         imgstat_error *err);
+void ist_dataset_labels_result_free(imgstat_dataset_result *res);
 
 #endif

@@ -114,6 +114,14 @@ struct imgstat_engine {
   struct timespec created;
   imgstat_engine_times times; /* under stage_lock */
   int shut;                   /* imgstat_engine_shutdown ran */
+  /* The mask every item shares (imgstat_stats_request's mask_shared):
+   * decoded once, by the first item that asks (mask_lock), then only
+   * read; its path, its bytes (1 inside), size and pixels inside. */
+  pthread_mutex_t mask_lock;
+  char *mask_path;
+  uint8_t *mask;
+  uint32_t mask_width, mask_height;
+  uint64_t mask_inside;
 };
 
 /* The policy needs the GPU: a failure to start it fails the items. */

@@ -397,9 +397,24 @@ static int wants_valid(const imgstat_stats_request *req,
   return in->has_nodata && !(req && req->no_file_nodata);
 }
 
+/* Whether the image beside img (what: "mask", "labels", read from path)
+ * is of img's size (m_width x m_height); when not, the failure, its
+ * message naming both, in res. */
+static imgstat_status beside_size(const char *what, const char *path,
+                                  uint32_t m_width, uint32_t m_height,
+                                  const imgstat_image *img,
+                                  imgstat_job_result *res) {
+  if (m_width == img->width && m_height == img->height)
+    return IMGSTAT_OK;
+  return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
+                  "%s %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
+                  "x%" PRIu32,
+                  what, path, m_width, m_height, img->width, img->height);
+}
+
 /* The image beside img that says where (what: "mask", "labels"), read
- * from path into *m, of img's size; a failure, its message naming both,
- * in res. */
+ * from path into *m, of img's size when img is not NULL; a failure, its
+ * message naming both, in res. */
 static imgstat_status load_beside(imgstat_engine *e, const char *what,
                                   const char *path, const imgstat_image *img,
                                   imgstat_image *m, imgstat_job_result *res) {
@@ -409,27 +424,25 @@ static imgstat_status load_beside(imgstat_engine *e, const char *what,
   if (st != IMGSTAT_OK)
     return ist_fail(res, IMGSTAT_STAGE_LOAD, st, "%s %s: %s", what, path,
                     ist_reason(&err));
-  if (m->width != img->width || m->height != img->height) {
-    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
-             "%s %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
-             "x%" PRIu32,
-             what, path, m->width, m->height, img->width, img->height);
+  st =
+      img ? beside_size(what, path, m->width, m->height, img, res) : IMGSTAT_OK;
+  if (st != IMGSTAT_OK)
     imgstat_image_free(m);
-    return IMGSTAT_ERR_ARG;
-  }
-  return IMGSTAT_OK;
+  return st;
 }
 
-/* The mask of req for img: width * height bytes, 1 inside (any channel of
- * the mask image non-zero), into *out (free it). */
-static imgstat_status load_mask(imgstat_engine *e, const char *path,
-                                const imgstat_image *img, uint8_t **out,
-                                uint64_t *inside, imgstat_job_result *res) {
+/* The mask image at path (of img's size when img is not NULL) as
+ * width * height bytes, 1 inside (any channel of the mask image non-zero),
+ * into *out (free it), its size into *width and *height. */
+static imgstat_status decode_mask(imgstat_engine *e, const char *path,
+                                  const imgstat_image *img, uint8_t **out,
+                                  uint32_t *width, uint32_t *height,
+                                  uint64_t *inside, imgstat_job_result *res) {
   imgstat_image m;
   imgstat_status st = load_beside(e, "mask", path, img, &m, res);
   if (st != IMGSTAT_OK)
     return st;
-  uint64_t n = (uint64_t)img->width * img->height;
+  uint64_t n = (uint64_t)m.width * m.height;
   uint8_t *mask = calloc(n ? (size_t)n : 1, 1);
   if (!mask) {
     imgstat_image_free(&m);
@@ -453,6 +466,8 @@ static imgstat_status load_mask(imgstat_engine *e, const char *path,
         mr[x] |= (uint8_t)on;
       }
     }
+  *width = m.width;
+  *height = m.height;
   imgstat_image_free(&m);
   uint64_t k = 0;
   for (uint64_t i = 0; i < n; i++)
@@ -460,6 +475,61 @@ static imgstat_status load_mask(imgstat_engine *e, const char *path,
   *inside = k;
   *out = mask;
   return IMGSTAT_OK;
+}
+
+/* The mask of req for img (decode_mask's bytes) into *out, read only;
+ * *own, when not NULL, is the item's own copy to free. A mask every item
+ * shares (req->mask_shared) is decoded once, by the first item that
+ * asks, and kept by the engine; a decoding that fails is tried again by
+ * the next item (each fails with its own message). */
+static imgstat_status load_mask(imgstat_engine *e,
+                                const imgstat_stats_request *req,
+                                const imgstat_image *img, const uint8_t **out,
+                                uint8_t **own, uint64_t *inside,
+                                imgstat_job_result *res) {
+  *out = NULL;
+  *own = NULL;
+  uint32_t w, h;
+  pthread_mutex_lock(&e->mask_lock);
+  /* the engine keeps one mask, the first shared one (another stays the
+   * item's) */
+  int keep = req->mask_shared &&
+             (!e->mask_path || strcmp(e->mask_path, req->mask_path) == 0);
+  if (!keep) {
+    pthread_mutex_unlock(&e->mask_lock);
+    imgstat_status st =
+        decode_mask(e, req->mask_path, img, own, &w, &h, inside, res);
+    *out = *own;
+    return st;
+  }
+  imgstat_status st = IMGSTAT_OK;
+  if (!e->mask_path) {
+    uint8_t *m = NULL;
+    st = decode_mask(e, req->mask_path, NULL, &m, &w, &h, inside, res);
+    if (st == IMGSTAT_OK && !(e->mask_path = strdup(req->mask_path))) {
+      free(m);
+      st =
+          ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM, "out of memory");
+    }
+    if (st == IMGSTAT_OK) {
+      e->mask = m;
+      e->mask_width = w;
+      e->mask_height = h;
+      e->mask_inside = *inside;
+    }
+  }
+  const uint8_t *m = e->mask;
+  w = e->mask_width;
+  h = e->mask_height;
+  uint64_t k = e->mask_inside;
+  pthread_mutex_unlock(&e->mask_lock);
+  if (st == IMGSTAT_OK)
+    st = beside_size("mask", req->mask_path, w, h, img, res);
+  if (st == IMGSTAT_OK) {
+    *out = m;
+    *inside = k;
+  }
+  return st;
 }
 
 /* The nodata value of each channel of in under req (given, or the file's
@@ -608,16 +678,51 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
   return IMGSTAT_OK;
 }
 
+/* The labels' statistics on the GPU of g (imgstat_gpu_valid_label_stats)
+ * into res->labels: each label k's pixels at pixels[start[k]]. */
+static imgstat_status
+labels_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
+              const imgstat_valid *v, const uint32_t *pixels,
+              const uint64_t *start, imgstat_job_result *res,
+              imgstat_error *err) {
+  uint32_t nl = res->nlabels;
+  if (nl == 0)
+    return IMGSTAT_OK;
+  imgstat_partial *lp = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *lp);
+  uint64_t *ln = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *ln);
+  uint64_t *count = malloc(nl * sizeof *count);
+  imgstat_status st = IMGSTAT_OK;
+  if (!lp || !ln || !count)
+    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
+    count[k] = res->labels[k].pixels;
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_valid_label_stats(g->gpu, in, v, e->opt.kernel, nl, pixels,
+                                       start, count, lp, ln, err);
+  for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
+    for (int c = 0; c < in->channels; c++) {
+      res->labels[k].partial[c] = lp[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+      res->labels[k].nodata_count[c] = ln[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+    }
+  free(lp);
+  free(ln);
+  free(count);
+  return st;
+}
+
 /* The valid samples' statistics of in under v on the GPU of g (the device
- * reduction, imgstat_gpu_valid_stats), when the policy gives the item one
- * and it has neither labels nor histograms (those stay on the CPU): 1 when
- * done (verify: the CPU's record, the GPU's partials beside it), -1 when
- * the item failed, 0 for the CPU (no GPU, or auto's fallback). */
+ * reduction, imgstat_gpu_valid_stats, and the labels' by
+ * imgstat_gpu_valid_label_stats), when the policy gives the item one and
+ * it has no histograms (those stay on the CPU; with verify, labels too):
+ * 1 when done (verify: the CPU's record, the GPU's partials beside it),
+ * -1 when the item failed, 0 for the CPU (no GPU, or auto's fallback). */
 static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
                         const imgstat_valid *v,
                         const imgstat_stats_request *req,
+                        const uint32_t *pixels, const uint64_t *start,
                         imgstat_job_result *res) {
-  if (!g || (req && (req->labels_path || req->histograms)))
+  if (!g || (req && req->histograms) ||
+      (req && req->labels_path && e->opt.verify))
     return 0;
   imgstat_error err;
   memset(&err, 0, sizeof err);
@@ -652,6 +757,8 @@ static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
   }
   st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel, res->partial,
                                res->nodata_count, &err);
+  if (st == IMGSTAT_OK && req && req->labels_path)
+    st = labels_on_gpu(e, g, in, v, pixels, start, res, &err);
   if (st == IMGSTAT_OK) {
     res->backend = IMGSTAT_BACKEND_GPU;
     return 1;
@@ -669,12 +776,13 @@ static imgstat_status valid_item(imgstat_engine *e, gpu_slot *g,
                                  imgstat_job_result *res) {
   imgstat_valid v;
   memset(&v, 0, sizeof v);
-  uint8_t *mask = NULL;
+  const uint8_t *mask = NULL;
+  uint8_t *own = NULL;
   uint32_t *pixels = NULL;
   uint64_t *start = NULL;
   imgstat_status st = pick_nodata(req, in, &v, res);
   if (st == IMGSTAT_OK && req && req->mask_path) {
-    st = load_mask(e, req->mask_path, in, &mask, &res->mask_pixels, res);
+    st = load_mask(e, req, in, &mask, &own, &res->mask_pixels, res);
     v.mask = mask;
     res->masked = st == IMGSTAT_OK;
   }
@@ -683,9 +791,11 @@ static imgstat_status valid_item(imgstat_engine *e, gpu_slot *g,
   int with_hist = req && req->histograms;
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  int on_gpu = st == IMGSTAT_OK ? valid_on_gpu(e, g, in, &v, req, res) : 0;
+  int on_gpu = st == IMGSTAT_OK
+                   ? valid_on_gpu(e, g, in, &v, req, pixels, start, res)
+                   : 0;
   if (on_gpu != 0) {
-    free(mask);
+    free(own);
     free(pixels);
     free(start);
     return on_gpu > 0 ? IMGSTAT_OK : res->status;
@@ -705,7 +815,7 @@ static imgstat_status valid_item(imgstat_engine *e, gpu_slot *g,
     if (st != IMGSTAT_OK)
       ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
   }
-  free(mask);
+  free(own);
   free(pixels);
   free(start);
   if (st != IMGSTAT_OK) {
@@ -733,11 +843,12 @@ imgstat_status imgstat_engine_valid_copy(imgstat_engine *e,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   imgstat_valid v;
   memset(&v, 0, sizeof v);
-  uint8_t *mask = NULL;
+  const uint8_t *mask = NULL;
+  uint8_t *own = NULL;
   uint64_t inside = 0;
   imgstat_status st = pick_nodata(req, img, &v, tmp);
   if (st == IMGSTAT_OK && req && req->mask_path) {
-    st = load_mask(e, req->mask_path, img, &mask, &inside, tmp);
+    st = load_mask(e, req, img, &mask, &own, &inside, tmp);
     v.mask = mask;
   }
   if (st != IMGSTAT_OK) {
@@ -745,7 +856,7 @@ imgstat_status imgstat_engine_valid_copy(imgstat_engine *e,
   } else if (imgstat_valid_active(&v, img->channels)) {
     st = imgstat_valid_nan_copy(img, &v, out, err);
   }
-  free(mask);
+  free(own);
   imgstat_job_result_free(tmp);
   free(tmp);
   return st;
@@ -868,15 +979,16 @@ static imgstat_status normalize_valid_item(imgstat_engine *e, gpu_slot *g,
     return normalize_item(e, g, in, opts, res);
   imgstat_valid v;
   memset(&v, 0, sizeof v);
-  uint8_t *mask = NULL, *flags = NULL;
+  const uint8_t *mask = NULL;
+  uint8_t *own = NULL, *flags = NULL;
   uint64_t inside = 0;
   imgstat_status st = pick_nodata(a->req, in, &v, res);
   if (st == IMGSTAT_OK && a->req->mask_path) {
-    st = load_mask(e, a->req->mask_path, in, &mask, &inside, res);
+    st = load_mask(e, a->req, in, &mask, &own, &inside, res);
     v.mask = mask;
   }
   if (st != IMGSTAT_OK) {
-    free(mask);
+    free(own);
     return res->status;
   }
   imgstat_error err;
@@ -931,7 +1043,7 @@ static imgstat_status normalize_valid_item(imgstat_engine *e, gpu_slot *g,
                    a->has_fill ? a->fill : get_sample(in, k, i));
   }
   free(flags);
-  free(mask);
+  free(own);
   if (st != IMGSTAT_OK) {
     imgstat_image_free(&res->output);
     return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);

@@ -133,8 +133,11 @@ static int engine_locks_init(imgstat_engine *e) {
   int c1 = m1 && pthread_cond_init(&e->settled, NULL) == 0;
   int m2 = c1 && pthread_mutex_init(&e->stage_lock, NULL) == 0;
   int c2 = m2 && pthread_cond_init(&e->start_fin, NULL) == 0;
-  if (c2)
+  int m3 = c2 && pthread_mutex_init(&e->mask_lock, NULL) == 0;
+  if (m3)
     return 1;
+  if (c2)
+    pthread_cond_destroy(&e->start_fin);
   if (m2)
     pthread_mutex_destroy(&e->stage_lock);
   if (c1)
@@ -146,6 +149,9 @@ static int engine_locks_init(imgstat_engine *e) {
 
 /* Frees an engine whose locks were made (and whose GPUs are gone). */
 static void engine_free(imgstat_engine *e) {
+  free(e->mask);
+  free(e->mask_path);
+  pthread_mutex_destroy(&e->mask_lock);
   pthread_cond_destroy(&e->start_fin);
   pthread_mutex_destroy(&e->stage_lock);
   pthread_cond_destroy(&e->settled);

@@ -177,3 +177,21 @@ imgstat_status imgstat_gpu_valid_stats(
   (void)nodata;
   return no_cuda(err);
 }
+
+imgstat_status imgstat_gpu_valid_label_stats(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
+    imgstat_error *err) {
+  (void)gpu;
+  (void)img;
+  (void)v;
+  (void)kernel;
+  (void)nlabels;
+  (void)pixels;
+  (void)start;
+  (void)count;
+  (void)out;
+  (void)nodata;
+  return no_cuda(err);
+}

@@ -176,6 +176,61 @@ static void ds_rule_json(FILE *out, const imgstat_dataset_result *r) {
             r->sample, ds_sample_taken(r), r->sample_of, r->sample_seed);
 }
 
+/* The "stats" array of r's channels (hf: their histograms' figures, NULL:
+ * none). */
+static void ds_stats_json(FILE *out, const imgstat_dataset_result *r,
+                          const imgstat_record_hist *cfg,
+                          const imgstat_hist_figures *hf) {
+  char buf[64];
+  fputs(",\"stats\":[", out);
+  for (int c = 0; c < r->channels; c++) {
+    const imgstat_dataset_channel *d = &r->ch[c];
+    int v = d->has_values;
+    fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
+    imgstat_record_json_string(out, imgstat_channel_name(r->channels, c));
+    fprintf(out, ",\"count\":%" PRIu64, d->count);
+    json_extremum(out, r, "min", v, d->min, &d->min_at);
+    json_extremum(out, r, "max", v, d->max, &d->max_at);
+    ds_sum(buf, sizeof buf, d, 0);
+    json_number_or_null(out, "sum", 1, buf);
+    ds_sum(buf, sizeof buf, d, 1);
+    json_number_or_null(out, "sum_sq", 1, buf);
+    imgstat_record_format_double(buf, sizeof buf, d->mean);
+    json_number_or_null(out, "mean", v && isfinite(d->mean), buf);
+    imgstat_record_format_double(buf, sizeof buf, d->std);
+    json_number_or_null(out, "std", d->has_std && isfinite(d->std), buf);
+    if (r->depths & 4)
+      fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
+              d->nan_count, d->inf_count);
+    if (hf && d->has_histogram)
+      ds_hist_json(out, cfg, r, c, &hf[c]);
+    putc('}', out);
+  }
+  putc(']', out);
+}
+
+/* The labels' pools: "labels":[{"label":L,"images":N,"stats":[...]}] (with
+ * hist, each one's histogram figures as the dataset's own). */
+static void ds_labels_json(FILE *out, const imgstat_dataset_result *r,
+                           const imgstat_record_hist *cfg, int hist) {
+  if (r->nlabels == 0)
+    return;
+  imgstat_hist_figures *hf =
+      hist ? malloc(sizeof *hf * IMGSTAT_MAX_CHANNELS) : NULL;
+  fputs(",\"labels\":[", out);
+  for (size_t k = 0; k < r->nlabels; k++) {
+    const imgstat_dataset_result *l = r->labels[k].pool;
+    fprintf(out, "%s{\"label\":%" PRIu32 ",\"images\":%" PRIu64, k ? "," : "",
+            r->labels[k].label, l->pooled);
+    if (hf)
+      imgstat_dataset_hist_figures(l, cfg->percentiles, cfg->npercentiles, hf);
+    ds_stats_json(out, l, cfg, hf);
+    putc('}', out);
+  }
+  putc(']', out);
+  free(hf);
+}
+
 static void ds_json(FILE *out, const imgstat_dataset_result *r,
                     const imgstat_record_hist *cfg,
                     const imgstat_hist_figures *hf) {
@@ -208,31 +263,8 @@ static void ds_json(FILE *out, const imgstat_dataset_result *r,
     fputs(",\"depth_note\":", out);
     imgstat_record_json_string(out, note);
   }
-  fputs(",\"stats\":[", out);
-  for (int c = 0; c < r->channels; c++) {
-    const imgstat_dataset_channel *d = &r->ch[c];
-    int v = d->has_values;
-    fputs(c ? ",{\"channel\":" : "{\"channel\":", out);
-    imgstat_record_json_string(out, imgstat_channel_name(r->channels, c));
-    fprintf(out, ",\"count\":%" PRIu64, d->count);
-    json_extremum(out, r, "min", v, d->min, &d->min_at);
-    json_extremum(out, r, "max", v, d->max, &d->max_at);
-    ds_sum(buf, sizeof buf, d, 0);
-    json_number_or_null(out, "sum", 1, buf);
-    ds_sum(buf, sizeof buf, d, 1);
-    json_number_or_null(out, "sum_sq", 1, buf);
-    imgstat_record_format_double(buf, sizeof buf, d->mean);
-    json_number_or_null(out, "mean", v && isfinite(d->mean), buf);
-    imgstat_record_format_double(buf, sizeof buf, d->std);
-    json_number_or_null(out, "std", d->has_std && isfinite(d->std), buf);
-    if (r->depths & 4)
-      fprintf(out, ",\"nan_count\":%" PRIu64 ",\"inf_count\":%" PRIu64,
-              d->nan_count, d->inf_count);
-    if (hf && d->has_histogram)
-      ds_hist_json(out, cfg, r, c, &hf[c]);
-    putc('}', out);
-  }
-  putc(']', out);
+  ds_stats_json(out, r, cfg, hf);
+  ds_labels_json(out, r, cfg, hf != NULL);
   if (hf && r->histogram_note[0]) {
     fputs(",\"histogram_note\":", out);
     imgstat_record_json_string(out, r->histogram_note);

@@ -14,7 +14,8 @@
 #include "imgstat/imgstat.h"
 
 typedef struct ist_dataset_extra {
-  int gray; /* partial[0] is the luma's */
+  int gray;   /* partial[0] is the luma's */
+  int masked; /* of the luma under the image's mask */
   imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
   int hists; /* hist[] made here (the luma's; float over the range) */
   imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
@@ -22,9 +23,13 @@ typedef struct ist_dataset_extra {
 
 /* Fills out (zeroed by the caller) for img under the options o; on failure
  * out keeps what was made (free it either way with
- * ist_dataset_extra_free) and err says why. */
+ * ist_dataset_extra_free) and err says why. With a mask (req->mask_path,
+ * req not NULL), the luma is taken under it: the gray conversion, then
+ * the mask (by the engine e, as the statistics take masks). */
 imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
                                          const imgstat_image *img,
+                                         struct imgstat_engine *e,
+                                         const imgstat_stats_request *req,
                                          ist_dataset_extra *out,
                                          imgstat_error *err);
 

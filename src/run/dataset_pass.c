@@ -88,6 +88,28 @@ static int open_float(imgstat_task *task, const imgstat_input *in,
   return 1;
 }
 
+/* The request of in's valid samples (imgstat_dataset_pass.request and
+ * mask_of) into *req, its mask's path into *mask (free it). */
+static imgstat_status pass_request(const imgstat_dataset_pass *p,
+                                   const imgstat_input *in,
+                                   imgstat_stats_request *req, char **mask,
+                                   imgstat_error *err) {
+  *mask = NULL;
+  memset(req, 0, sizeof *req);
+  if (p->request) {
+    req->nnodata = p->request->nnodata;
+    memcpy(req->nodata, p->request->nodata, sizeof req->nodata);
+    req->no_file_nodata = p->request->no_file_nodata;
+  }
+  if (!p->mask_of)
+    return IMGSTAT_OK;
+  int shared = 0;
+  imgstat_status s = p->mask_of(p->ctx, in, mask, &shared, err);
+  req->mask_path = *mask;
+  req->mask_shared = shared;
+  return s;
+}
+
 /* What the pool takes of a decoded image (imgstat_dataset_pass.valid):
  * *out empty (width 0) when every sample counts. */
 static imgstat_status pass_valid(const imgstat_dataset_pass *p,
@@ -100,8 +122,12 @@ static imgstat_status pass_valid(const imgstat_dataset_pass *p,
   if (!p->engine)
     return IMGSTAT_OK;
   imgstat_stats_request req;
-  memset(&req, 0, sizeof req);
-  return imgstat_engine_valid_copy(p->engine, img, &req, out, err);
+  char *mask = NULL;
+  imgstat_status s = pass_request(p, in, &req, &mask, err);
+  if (s == IMGSTAT_OK)
+    s = imgstat_engine_valid_copy(p->engine, img, &req, out, err);
+  free(mask);
+  return s;
 }
 
 typedef struct range_result {
@@ -182,8 +208,53 @@ typedef struct pool_result {
   ist_dataset_extra x; /* the luma (--as gray), float histograms */
 } pool_result;
 
+/* The luma's figures under req's mask (the engine's valid samples) into
+ * out: its partial, and with hist its histogram (a float luma's over ho,
+ * from a copy in which the samples outside the mask are NaN). */
+static imgstat_status masked_luma(imgstat_engine *e,
+                                  const imgstat_stats_request *req,
+                                  const imgstat_image *gray, int hist,
+                                  const imgstat_hist_options *ho,
+                                  ist_dataset_extra *out, imgstat_error *err) {
+  imgstat_stats_request mr;
+  memset(&mr, 0, sizeof mr);
+  mr.mask_path = req->mask_path;
+  mr.mask_shared = req->mask_shared;
+  mr.no_file_nodata = 1; /* a luma has no nodata value of its own */
+  mr.histograms = hist && gray->sample != IMGSTAT_F32;
+  imgstat_job_result *res = calloc(1, sizeof *res);
+  if (!res)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  imgstat_status s = imgstat_engine_stats(e, NULL, gray, &mr, res);
+  if (s != IMGSTAT_OK) {
+    *err = res->error;
+  } else {
+    out->partial[0] = res->partial[0];
+    out->gray = 1;
+    out->masked = 1;
+    if (mr.histograms) {
+      out->hist[0] = res->hist[0]; /* taken from the result */
+      memset(&res->hist[0], 0, sizeof res->hist[0]);
+      out->hists = 1;
+    } else if (hist) {
+      imgstat_image valid;
+      s = imgstat_engine_valid_copy(e, gray, &mr, &valid, err);
+      if (s == IMGSTAT_OK)
+        s = imgstat_histogram_compute(valid.width ? &valid : gray, 0, ho,
+                                      &out->hist[0], err);
+      imgstat_image_free(&valid);
+      out->hists = s == IMGSTAT_OK;
+    }
+  }
+  imgstat_job_result_free(res);
+  free(res);
+  return s;
+}
+
 imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
                                          const imgstat_image *img,
+                                         imgstat_engine *e,
+                                         const imgstat_stats_request *req,
                                          ist_dataset_extra *out,
                                          imgstat_error *err) {
   imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
@@ -194,6 +265,11 @@ imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
     s = imgstat_dataset_gray(img, &gray, err);
     if (s != IMGSTAT_OK)
       return s;
+    if (e && req && req->mask_path) {
+      s = masked_luma(e, req, &gray, hist, &ho, out, err);
+      imgstat_image_free(&gray);
+      return s;
+    }
     s = imgstat_cpu_stats(&gray, 1, out->partial, err);
     out->gray = s == IMGSTAT_OK;
     if (s == IMGSTAT_OK && hist) {
@@ -223,6 +299,12 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
       imgstat_dataset_needs_gray(imgstat_dataset_options_of(d), res->channels);
   if (gray && !x->gray)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  /* the luma is made from the pixels, then masked: a nodata value (of a
+   * colour sample) is not one of the luma's */
+  if (gray && (res->has_nodata || (res->masked && !x->masked)))
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_ARG, "%s not applied to --as gray",
+        res->has_nodata ? "nodata values are" : "masks are");
   imgstat_dataset_image im;
   memset(&im, 0, sizeof im);
   im.name = name;
@@ -232,11 +314,32 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
   im.colour = res->colour;
   im.sample = res->sample;
   im.partial = gray ? x->partial : res->partial;
+  int int_hist = !gray && res->has_histograms && res->sample != IMGSTAT_F32;
   if (x->hists)
     im.hist = x->hist;
-  else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
+  else if (int_hist)
     im.hist = res->hist;
-  return imgstat_dataset_add(d, index, &im, err);
+  /* its labels' figures, each pooled per label (integer histograms as the
+   * image's; a float label's histograms have a range of their own) */
+  imgstat_dataset_label_image *labels = NULL;
+  if (res->has_labels && res->nlabels > 0) {
+    if (gray)
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                               "label images are not applied to --as gray");
+    labels = calloc(res->nlabels, sizeof *labels);
+    if (!labels)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < res->nlabels; k++) {
+      labels[k].label = res->labels[k].label;
+      labels[k].partial = res->labels[k].partial;
+      labels[k].hist = int_hist ? res->labels[k].hist : NULL;
+    }
+    im.nlabels = res->nlabels;
+    im.labels = labels;
+  }
+  imgstat_status st = imgstat_dataset_add(d, index, &im, err);
+  free(labels);
+  return st;
 }
 
 static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
@@ -265,11 +368,18 @@ static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
     return;
   }
   imgstat_stats_request req;
-  memset(&req, 0, sizeof req);
+  char *mask = NULL;
+  if (pass_request(r->p, in, &req, &mask, &out->err) != IMGSTAT_OK) {
+    imgstat_image_free(&img);
+    imgstat_task_release(task, reserved);
+    out->failed = 1;
+    return;
+  }
   req.histograms = o->histograms && img.sample != IMGSTAT_F32 &&
                    !imgstat_dataset_needs_gray(o, img.channels);
-  if (imgstat_engine_stats(r->p->engine, in->path, &img, &req, &out->res) !=
-      IMGSTAT_OK) {
+  imgstat_status st =
+      imgstat_engine_stats(r->p->engine, in->path, &img, &req, &out->res);
+  if (st != IMGSTAT_OK) {
     out->failed = 1;
     out->err = out->res.error;
   } else {
@@ -278,11 +388,12 @@ static void pool_work(void *ctx, imgstat_task *task, void *item, void *result) {
     memset(&valid, 0, sizeof valid);
     if ((img.sample == IMGSTAT_F32 && o->histograms &&
          pass_valid(r->p, in, &img, &valid, &out->err) != IMGSTAT_OK) ||
-        ist_dataset_extra_compute(o, valid.width ? &valid : &img, &out->x,
-                                  &out->err) != IMGSTAT_OK)
+        ist_dataset_extra_compute(o, valid.width ? &valid : &img, r->p->engine,
+                                  &req, &out->x, &out->err) != IMGSTAT_OK)
       out->failed = 1;
     imgstat_image_free(&valid);
   }
+  free(mask);
   imgstat_image_free(&img);
   imgstat_task_release(task, reserved);
 }

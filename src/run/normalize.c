@@ -40,6 +40,7 @@ struct ist_norm_run {
    * many, and how many they were drawn from */
   unsigned char *pool_take;
   uint64_t pool_count, sample_of;
+  ist_pairs *masks; /* --mask: each input's */
 };
 
 /* Whether the options make float32 output (zscore, given mean and std). */
@@ -72,10 +73,10 @@ static imgstat_status check_options(const imgstat_run_options *r,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "a normalize run takes no statistics request, "
                              "dataset record or MPI");
-  if (o->dataset && (r->mask || r->request.nnodata > 0))
+  if (o->as == IMGSTAT_AS_GRAY && r->request.nnodata > 0)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "a dataset's plan does not take masks or "
-                             "nodata values yet");
+                             "nodata values are not applied to --as gray (a "
+                             "luma is not nodata where a colour sample is)");
   if (o->dataset &&
       (n->mode == IMGSTAT_NORM_GIVEN || n->mode == IMGSTAT_NORM_RANGE))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
@@ -144,6 +145,8 @@ imgstat_status ist_norm_run_create(const imgstat_run_options *opts,
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_collect(inputs, &run->list, err);
   imgstat_inputs_destroy(inputs);
+  if (s == IMGSTAT_OK)
+    s = ist_pairs_create(ro, ro->mask, "mask", &run->masks, err);
   /* the pooling pass and the writing pass each read every input: refused
    * before either reads anything */
   const imgstat_input *once = s == IMGSTAT_OK && o->dataset
@@ -207,6 +210,7 @@ void ist_norm_run_destroy(ist_norm_run *run) {
   imgstat_input_list_free(&run->list);
   free(run->pool_take);
   imgstat_dataset_result_free(&run->pooled);
+  ist_pairs_destroy(run->masks);
   free(run);
 }
 
@@ -338,10 +342,11 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
    * under a mask or nodata value (the file's own too) are the ones mapped */
   imgstat_stats_request req = ro->request;
   char *mask = NULL;
-  if (ist_pair_path(ro, ro->mask, "mask", in, &mask, &err) != IMGSTAT_OK)
+  if (ist_pair_path(run->masks, in, &mask, &err) != IMGSTAT_OK)
     result_failed(&r->res, IMGSTAT_STAGE_LOAD, &err);
   else {
     req.mask_path = mask;
+    req.mask_shared = ist_pairs_one_file(run->masks);
     imgstat_engine_normalize_valid(run->engine, in->path, &conv, &run->norm,
                                    &req, o->has_fill, o->fill, &r->res);
   }
@@ -456,6 +461,16 @@ static void start_pass(ist_norm_run *run, int pass) {
     run->cb->pass(run->cb->ctx, pass);
 }
 
+/* The pool's mask of an input (imgstat_dataset_pass.mask_of): paired as the
+ * writing pass pairs it. */
+static imgstat_status pool_mask_of(void *ctx, const imgstat_input *in,
+                                   char **path, int *shared,
+                                   imgstat_error *err) {
+  ist_norm_run *run = ctx;
+  *shared = ist_pairs_one_file(run->masks);
+  return ist_pair_path(run->masks, in, path, err);
+}
+
 /* Pools every input (the library's pass: the batch runner, the engine, the
  * dataset accumulator) and sets run->norm to one plan for all of them.
  * Inputs that fail here are reported by the writing pass. *cancelled: the
@@ -474,6 +489,9 @@ static imgstat_status pool_pass(ist_norm_run *run, int *cancelled,
   p.workers = run->workers;
   p.budget = ro->max_inflight;
   p.cancel = ro->cancel;
+  /* the valid samples: the writing pass's nodata values and masks */
+  p.request = &ro->request;
+  p.mask_of = run->masks ? pool_mask_of : NULL;
   imgstat_dataset_options dso;
   memset(&dso, 0, sizeof dso);
   dso.as = o->as; /* the layout the writing pass converts to */

@@ -50,6 +50,8 @@ struct imgstat_run {
   ist_norm_run *norm; /* a normalize run (opts->normalize) */
   size_t reread;      /* the second read's next item in pass */
   uint64_t sample_of; /* --sample: the inputs it was drawn from */
+  ist_pairs *masks;   /* --mask: each input's, every pass's */
+  ist_pairs *labels;  /* --labels */
 };
 
 /* ---- set-up -------------------------------------------------------------- */
@@ -308,7 +310,12 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
     return IMGSTAT_OK;
   }
   run->stage_times = getenv("IMGSTAT_STAGE_TIMES") != NULL;
-  imgstat_status s = make_inputs(run, err);
+  imgstat_status s =
+      ist_pairs_create(opts, opts->mask, "mask", &run->masks, err);
+  if (s == IMGSTAT_OK)
+    s = ist_pairs_create(opts, opts->labels, "labels", &run->labels, err);
+  if (s == IMGSTAT_OK)
+    s = make_inputs(run, err);
   /* float images' pooled histograms without a range: a first pass finds
    * their common range */
   int range = opts->dataset && opts->request.histograms && !opts->ds.have_range;
@@ -342,6 +349,8 @@ void imgstat_run_destroy(imgstat_run *run) {
   if (run->pass.items != run->list.items)
     free(run->pass.items); /* a view: its items are list's */
   imgstat_input_list_free(&run->list);
+  ist_pairs_destroy(run->masks);
+  ist_pairs_destroy(run->labels);
   free(run);
 }
 
@@ -452,9 +461,9 @@ static imgstat_status exact_valid(void *ctx, const imgstat_input *in,
   imgstat_run *run = ctx;
   imgstat_stats_request req = run->opt.request;
   char *mask = NULL;
-  imgstat_status s =
-      ist_pair_path(&run->opt, run->opt.mask, "mask", in, &mask, err);
+  imgstat_status s = ist_pair_path(run->masks, in, &mask, err);
   req.mask_path = mask;
+  req.mask_shared = ist_pairs_one_file(run->masks);
   req.labels_path = NULL;
   if (s == IMGSTAT_OK)
     s = imgstat_engine_valid_copy(run->engine, img, &req, out, err);
@@ -534,8 +543,8 @@ static void dataset_work(const imgstat_run *run, const imgstat_image *img,
              err.message[0] ? err.message : "out of memory");
     return;
   }
-  ist_dataset_extra_compute(&run->opt.ds, valid.width ? &valid : img, &r->ds,
-                            &err);
+  ist_dataset_extra_compute(&run->opt.ds, valid.width ? &valid : img,
+                            run->engine, req, &r->ds, &err);
   imgstat_image_free(&valid);
 }
 
@@ -549,12 +558,8 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
-  if ((res->has_nodata || res->masked) && (r->ds.gray || r->ds_failed)) {
-    /* the luma is made from all its pixels, not its valid samples */
-    snprintf(why, size, "%s",
-             r->ds_failed ? r->ds_why
-                          : "nodata values and masks are not applied to "
-                            "--as gray");
+  if ((res->has_nodata || res->masked) && r->ds_failed) {
+    snprintf(why, size, "%s", r->ds_why);
     imgstat_dataset_add_failed(run->ds, in->index);
     return;
   }
@@ -708,16 +713,15 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   imgstat_stats_request req = run->opt.request;
   char *mask = NULL, *labels = NULL;
   if (in->kind != IMGSTAT_INPUT_ERROR &&
-      (ist_pair_path(&run->opt, run->opt.mask, "mask", in, &mask, &err) !=
-           IMGSTAT_OK ||
-       ist_pair_path(&run->opt, run->opt.labels, "labels", in, &labels, &err) !=
-           IMGSTAT_OK)) {
+      (ist_pair_path(run->masks, in, &mask, &err) != IMGSTAT_OK ||
+       ist_pair_path(run->labels, in, &labels, &err) != IMGSTAT_OK)) {
     free(mask);
     imgstat_task_reserve(task, 0);
     imgstat_job_result_fail(res, IMGSTAT_STAGE_LOAD, err.status, &err);
     return;
   }
   req.mask_path = mask;
+  req.mask_shared = ist_pairs_one_file(run->masks);
   req.labels_path = labels;
   imgstat_image img;
   uint64_t reserved;

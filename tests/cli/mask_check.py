@@ -21,7 +21,9 @@ files while the others are still computed: a mask of another size, no mask
 in DIR for an input. --labels (a 16-bit label image, alone and with a
 mask): the labels present, each one's pixels and every figure of each
 channel over its pixels, its median; a float label image and one of another
-size are refused naming both files. normalize --mask: zscore over the
+size are refused naming both files. --mask DIR over 2,000 inputs: each
+paired with its own mask, the masked run within a bound of the plain one
+(the folder read once, not once per input). normalize --mask: zscore over the
 foreground (numpy), the background as it is or --fill; minmax --nodata: the
 nodata samples kept as they are.
 """
@@ -29,6 +31,7 @@ import json
 import math
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "support"))  # checklib
@@ -391,6 +394,46 @@ for extra, inside in (([], np.ones(lab.shape, bool)), (["--mask", p_lm],
     for c, st in enumerate(recs[0]["stats"]):
         check("labels' image ch %d %s" % (c, extra), st, lab_img[:, :, c],
               inside)
+
+# --mask DIR over 2,000 inputs and 2,000 masks: each input paired with its
+# own mask (the count and sum of each record against numpy), and the
+# folder read once, not once per input: the masked run within a loose
+# bound of the same run without masks.
+N = 2000
+many_img, many_mask = path("many", "img", "x"), path("many", "mask", "x")
+for d in (os.path.dirname(many_img), os.path.dirname(many_mask)):
+    os.makedirs(d, exist_ok=True)
+want = {}
+for k in range(N):
+    a = rng.integers(0, 256, (4, 4), dtype=np.uint8)
+    m = np.zeros((4, 4), np.uint8)
+    m.flat[:k % 16 + 1] = 1
+    name = "im_%04d" % k
+    for p, arr in ((os.path.join(os.path.dirname(many_img), name + ".pgm"), a),
+                   (os.path.join(os.path.dirname(many_mask), name + ".pgm"),
+                    m)):
+        with open(p, "wb") as f:
+            f.write(b"P5\n4 4\n255\n" + arr.tobytes())
+    want[name] = (int(m.sum()), int(a[m > 0].astype(np.int64).sum()))
+t0 = time.monotonic()
+r0, recs0 = records(os.path.dirname(many_img))
+plain = time.monotonic() - t0
+t0 = time.monotonic()
+r, recs = records("--mask", os.path.dirname(many_mask),
+                  os.path.dirname(many_img))
+masked = time.monotonic() - t0
+if r.returncode != 0 or len(recs) != N or r0.returncode != 0:
+    fail("2,000 masks: exit %d, %d records %s" % (r.returncode, len(recs),
+                                                  r.stderr[:300]))
+for rec in recs:
+    name = os.path.splitext(os.path.basename(rec["file"]))[0]
+    st = rec["stats"][0]
+    if (st["count"], st["sum"]) != want[name]:
+        fail("2,000 masks: %s count %s sum %s, numpy %s" %
+             (name, st["count"], st["sum"], want[name]))
+        break
+if masked > 4 * plain + 2:
+    fail("2,000 masks: %.1f s, without masks %.1f s" % (masked, plain))
 
 # a float label image, one of another size: errors naming both files
 p_flab = path("lab", "float_labels.npy")

@@ -8,7 +8,9 @@
  * sums). Images of 8 and 16 bits and float (with NaN, infinities and -0),
  * of awkward sizes, under random masks, an empty mask, a full one and
  * none; nodata values per channel, at the positions of the extrema, a
- * channel made of nodata alone, NaN as the nodata value. Needs a CUDA
+ * channel made of nodata alone, NaN as the nodata value; a label image's
+ * labels (imgstat_gpu_valid_label_stats) against the CPU's reduction of
+ * each label's pixel list. Needs a CUDA
  * device: without one it is skipped (77).
  */
 #include "imgstat/cuda.h"
@@ -291,10 +293,87 @@ static void test_arguments(void) {
   test_image_free(&img);
 }
 
+/* A label image's labels on the device (imgstat_gpu_valid_label_stats)
+ * against the CPU's reduction of each label's pixel list: labels 1..5 at
+ * random (label 5 on one pixel, label 3 absent from the lists: none), the
+ * lists in raster order (inside a random mask), with nodata values. */
+static void test_labels(void) {
+  enum { NL = 5 };
+  for (int t = 0; t < 3; t++) {
+    imgstat_image img;
+    uint32_t w = 97, h = 61;
+    uint64_t n = (uint64_t)w * h;
+    CU_ASSERT_FATAL(test_image_make(&img, w, h, 2, k_samples[t]));
+    for (int c = 0; c < 2; c++)
+      for (uint64_t i = 0; i < n; i++)
+        set_sample(&img, c, i, random_sample(img.sample));
+    uint32_t *label = malloc(n * sizeof *label);
+    uint32_t *pixels = malloc(n * sizeof *pixels);
+    CU_ASSERT_FATAL(label != NULL && pixels != NULL);
+    for (uint64_t i = 0; i < n; i++) {
+      uint32_t l = (uint32_t)(test_rand(&g_rng) % 6); /* 0: none */
+      label[i] = l == 3 || test_rand(&g_rng) % 4 == 0 ? 0 : l;
+    }
+    label[n / 2] = 5; /* label 5: one pixel */
+    for (uint64_t i = 0; i < n; i++)
+      if (i != n / 2 && label[i] == 5)
+        label[i] = 4;
+    uint64_t start[NL], count[NL], at = 0;
+    for (uint32_t k = 0; k < NL; k++) {
+      start[k] = at;
+      for (uint64_t i = 0; i < n; i++)
+        if (label[i] == k + 1)
+          pixels[at++] = (uint32_t)i;
+      count[k] = at - start[k];
+    }
+    imgstat_valid v;
+    memset(&v, 0, sizeof v);
+    v.has_nodata[0] = 1;
+    v.nodata[0] = test_sample_at(&img, 0, n / 3);
+    if (isnan(v.nodata[0]))
+      v.nodata[0] = 0;
+    imgstat_partial *out = calloc(NL * IMGSTAT_MAX_CHANNELS, sizeof *out);
+    uint64_t *nod = calloc(NL * IMGSTAT_MAX_CHANNELS, sizeof *nod);
+    CU_ASSERT_FATAL(out != NULL && nod != NULL);
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    imgstat_status st =
+        imgstat_gpu_valid_label_stats(g_gpu, &img, &v, IMGSTAT_KERNEL_FAST, NL,
+                                      pixels, start, count, out, nod, &err);
+    if (st != IMGSTAT_OK)
+      printf("\n  labels: %s\n", err.message);
+    CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+    for (uint32_t k = 0; k < NL; k++) {
+      imgstat_valid lv = v;
+      lv.pixels = pixels + start[k];
+      lv.npixels = count[k];
+      imgstat_partial cpu[IMGSTAT_MAX_CHANNELS];
+      uint64_t cn[IMGSTAT_MAX_CHANNELS];
+      CU_ASSERT_FATAL(cpu_valid(&img, &lv, cpu, cn));
+      for (int c = 0; c < 2; c++) {
+        const imgstat_partial *g = &out[k * IMGSTAT_MAX_CHANNELS + c];
+        int same = memcmp(g, &cpu[c], sizeof *g) == 0 &&
+                   nod[k * IMGSTAT_MAX_CHANNELS + c] == cn[c];
+        if (!same)
+          printf("\n  label %u channel %d (%d-byte samples): GPU and CPU "
+                 "differ\n",
+                 k + 1, c, (int)img.sample);
+        CU_ASSERT(same);
+      }
+    }
+    free(out);
+    free(nod);
+    free(label);
+    free(pixels);
+    test_image_free(&img);
+  }
+}
+
 static const test_case tests[] = {
     {"valid samples on the device", NULL},
     {"random images, masks and nodata values: GPU = CPU = loop", test_random},
     {"empty and full masks, nodata at the extrema, NaN", test_edges},
+    {"labels: GPU = CPU per label", test_labels},
     {"arguments", test_arguments},
     {NULL, NULL}};
 

@@ -56,8 +56,9 @@ static void test_past_2_32(void) {
   CU_ASSERT_FATAL(imgstat_dataset_create(NULL, &d, &err) == IMGSTAT_OK);
   uint64_t n = UINT64_C(1) << 32;
   imgstat_partial big = constant_u16(n, 65535), small = constant_u16(n, 1);
-  imgstat_dataset_image im = {
-      "big", 65536, 65536, 1, IMGSTAT_U16, &big, NULL, IMGSTAT_COLOUR_DEFAULT};
+  imgstat_dataset_image im = {"big",       65536, 65536, 1,
+                              IMGSTAT_U16, &big,  NULL,  IMGSTAT_COLOUR_DEFAULT,
+                              0,           NULL};
   for (int k = 0; k < 3; k++)
     CU_ASSERT(imgstat_dataset_add(d, (uint64_t)k, &im, &err) == IMGSTAT_OK);
   im.name = "small";
@@ -134,9 +135,16 @@ static imgstat_dataset *accumulate(const imgstat_dataset_options *o,
   for (int i = 0; i < n; i++) {
     int k = order[i];
     imgstat_partial gray[IMGSTAT_MAX_CHANNELS];
-    imgstat_dataset_image im = {
-        names[k],       imgs[k].width, imgs[k].height, imgs[k].channels,
-        imgs[k].sample, parts[k],      NULL,           IMGSTAT_COLOUR_DEFAULT};
+    imgstat_dataset_image im = {names[k],
+                                imgs[k].width,
+                                imgs[k].height,
+                                imgs[k].channels,
+                                imgs[k].sample,
+                                parts[k],
+                                NULL,
+                                IMGSTAT_COLOUR_DEFAULT,
+                                0,
+                                NULL};
     if (imgstat_dataset_needs_gray(o, imgs[k].channels)) {
       imgstat_image g;
       CU_ASSERT_FATAL(imgstat_dataset_gray(&imgs[k], &g, &err) == IMGSTAT_OK);
@@ -203,8 +211,8 @@ static void test_bands_serialized(void) {
       }
     CU_ASSERT_FATAL(imgstat_cpu_stats(&im[k], 1, part[k], &err) == IMGSTAT_OK);
     imgstat_dataset_image di = {
-        "bands.npy", im[k].width, im[k].height, NB,
-        IMGSTAT_U16, part[k],     NULL,         IMGSTAT_COLOUR_DEFAULT};
+        "bands.npy", im[k].width, im[k].height,           NB, IMGSTAT_U16,
+        part[k],     NULL,        IMGSTAT_COLOUR_DEFAULT, 0,  NULL};
     CU_ASSERT(imgstat_dataset_add(a, (uint64_t)k, &di, &err) == IMGSTAT_OK);
     CU_ASSERT(imgstat_dataset_add(k == 0 ? half : rest, (uint64_t)k, &di,
                                   &err) == IMGSTAT_OK);
@@ -363,14 +371,14 @@ static void test_arguments(void) {
   CU_ASSERT_FATAL(imgstat_dataset_create(&o, &e, &err) == IMGSTAT_OK);
   CU_ASSERT(imgstat_dataset_merge(d, e, &err) == IMGSTAT_ERR_ARG);
   CU_ASSERT(imgstat_dataset_merge(d, d, &err) == IMGSTAT_ERR_ARG);
-  imgstat_dataset_image im = {"x",        0,    1,    1,
-                              IMGSTAT_U8, NULL, NULL, IMGSTAT_COLOUR_DEFAULT};
+  imgstat_dataset_image im = {
+      "x", 0, 1, 1, IMGSTAT_U8, NULL, NULL, IMGSTAT_COLOUR_DEFAULT, 0, NULL};
   CU_ASSERT(imgstat_dataset_add(d, 0, &im, &err) == IMGSTAT_ERR_ARG);
   /* a CMYK image converts to no pool layout: refused, d unchanged */
   imgstat_partial cmyk[4];
   memset(cmyk, 0, sizeof cmyk);
-  imgstat_dataset_image k = {"cmyk",     1,    1,    4,
-                             IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK};
+  imgstat_dataset_image k = {
+      "cmyk", 1, 1, 4, IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK, 0, NULL};
   CU_ASSERT(imgstat_dataset_add(d, 0, &k, &err) == IMGSTAT_ERR_UNSUPPORTED);
   CU_ASSERT(strstr(err.message, "CMYK") != NULL);
   imgstat_image img, out;
@@ -492,7 +500,8 @@ static void test_footprint(void) {
     }
     snprintf(name, sizeof name, "/data/shards/s%03d/img_%07d.png", k / 1000, k);
     imgstat_dataset_image im = {name,       4,    4,    k == 999 ? 1 : 3,
-                                IMGSTAT_U8, part, NULL, IMGSTAT_COLOUR_DEFAULT};
+                                IMGSTAT_U8, part, NULL, IMGSTAT_COLOUR_DEFAULT,
+                                0,          NULL};
     CU_ASSERT_FATAL(imgstat_dataset_add(d, (uint64_t)k, &im, &err) ==
                     IMGSTAT_OK);
   }
@@ -530,11 +539,89 @@ static void test_footprint(void) {
   imgstat_dataset_destroy(d);
 }
 
+/* Label images: each label pooled apart (label 2 in two images of four),
+ * float samples, added in order to one accumulator and split over two
+ * whose second goes through the serialized form (as under MPI) and is
+ * merged: the same labels and the same bits of every figure. */
+static void test_labels_merged(void) {
+  enum { NI = 4, NL = 2 };
+  imgstat_image im[NI][NL];
+  imgstat_partial part[NI][NL][IMGSTAT_MAX_CHANNELS];
+  imgstat_error err;
+  uint32_t seed = 9;
+  imgstat_dataset_options o;
+  memset(&o, 0, sizeof o);
+  imgstat_dataset *a = NULL, *half = NULL, *rest = NULL;
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &a, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &half, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_create(&o, &rest, &err) == IMGSTAT_OK);
+  uint64_t count[NL] = {0, 0};
+  for (int k = 0; k < NI; k++) {
+    imgstat_dataset_label_image li[NL];
+    uint32_t nl = 0;
+    for (int l = 0; l < NL; l++) {
+      /* the label's pixels, as the engine compacts them */
+      CU_ASSERT_FATAL(imgstat_image_alloc(&im[k][l], 3 + (uint32_t)(k + l), 1,
+                                          1, IMGSTAT_F32, 0,
+                                          &err) == IMGSTAT_OK);
+      for (uint32_t i = 0; i < im[k][l].width; i++) {
+        seed = seed * 1103515245u + 12345u;
+        ((float *)im[k][l].planes[0])[i] = (float)(seed >> 8) * 1e-3f;
+      }
+      CU_ASSERT_FATAL(imgstat_cpu_stats(&im[k][l], 1, part[k][l], &err) ==
+                      IMGSTAT_OK);
+      if (l == 1 && k % 2)
+        continue; /* label 2 in images 0 and 2 only */
+      li[nl].label = (uint32_t)l + 1;
+      li[nl].partial = part[k][l];
+      li[nl].hist = NULL;
+      nl++;
+      count[l] += im[k][l].width;
+    }
+    imgstat_dataset_image di = {
+        "f.npy", 8, 1, 1, IMGSTAT_F32, part[k][0], NULL, IMGSTAT_COLOUR_DEFAULT,
+        nl,      li};
+    CU_ASSERT(imgstat_dataset_add(a, (uint64_t)k, &di, &err) == IMGSTAT_OK);
+    CU_ASSERT(imgstat_dataset_add(k % 2 ? half : rest, (uint64_t)k, &di,
+                                  &err) == IMGSTAT_OK);
+  }
+  void *buf = NULL;
+  size_t size = 0;
+  imgstat_dataset *back = NULL;
+  CU_ASSERT_FATAL(imgstat_dataset_serialize(rest, &buf, &size, &err) ==
+                  IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_deserialize(buf, size, &back, &err) ==
+                  IMGSTAT_OK);
+  free(buf);
+  CU_ASSERT(imgstat_dataset_merge(half, back, &err) == IMGSTAT_OK);
+  imgstat_dataset_result ra, rh;
+  CU_ASSERT_FATAL(imgstat_dataset_finish(a, 0, &ra, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(imgstat_dataset_finish(half, 0, &rh, &err) == IMGSTAT_OK);
+  CU_ASSERT_FATAL(ra.nlabels == NL && rh.nlabels == NL);
+  for (int l = 0; l < NL; l++) {
+    CU_ASSERT(ra.labels[l].label == (uint32_t)l + 1);
+    CU_ASSERT(rh.labels[l].label == (uint32_t)l + 1);
+    CU_ASSERT(ra.labels[l].pool->pooled == (l ? 2u : 4u));
+    CU_ASSERT(ra.labels[l].pool->ch[0].count == count[l]);
+    CU_ASSERT(same_result(ra.labels[l].pool, rh.labels[l].pool));
+  }
+  imgstat_dataset_result_free(&ra);
+  imgstat_dataset_result_free(&rh);
+  imgstat_dataset_destroy(a);
+  imgstat_dataset_destroy(half);
+  imgstat_dataset_destroy(rest);
+  imgstat_dataset_destroy(back);
+  for (int k = 0; k < NI; k++)
+    for (int l = 0; l < NL; l++)
+      imgstat_image_free(&im[k][l]);
+}
+
 static const test_case tests[] = {
     {"dataset", NULL},
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
     {"every order and grouping: the same result", test_groupings},
     {"13-band images, through the serialized form", test_bands_serialized},
+    {"labels pooled apart, merged and serialized", test_labels_merged},
     {"--as rgb replicates gray", test_as_rgb_replicates},
     {"--as keep: the layout most images have", test_layout_most_images},
     {"arguments", test_arguments},

@@ -6,7 +6,12 @@
 # inputs are written here (python3's standard library: .npy files): 8- and
 # 16-bit images of 1 to 3 channels, float32 ones with NaN, infinities and
 # -0, a random mask, an empty one and a full one; nodata values per
-# channel, at the positions of the extrema, a channel of nodata alone.
+# channel, at the positions of the extrema, a channel of nodata alone; a
+# label image (labels of many pixels, of one pixel, and one whose pixels
+# are all nodata under --nodata), alone, under the mask and with nodata
+# values (the labels on the device: the records' "labels" the same bytes;
+# --verify leaves an item with labels to the CPU, so only its exit status
+# is checked there).
 # Usage: valid_cli.sh IMGSTAT. Skips (77) without a usable GPU.
 set -u
 IMGSTAT=${1:?usage: valid_cli.sh IMGSTAT}
@@ -55,6 +60,14 @@ npy("extrema.npy", (H, W), "u1", e)
 npy("mask.npy", (H, W), "u1", [rnd.randrange(2) * 255 for i in range(n)])
 npy("empty.npy", (H, W), "u1", [0] * n)
 npy("full.npy", (H, W), "u1", [1] * n)
+# labels 1..4 at random, 9 at one pixel, 7 on the pixels equal to 1 in
+# extrema.npy (all nodata under --nodata 1), 0 the background
+lab = [rnd.choice([0, 0, 1, 2, 3, 4]) for i in range(n)]
+lab[n // 2] = 9
+for i in range(n):
+    if e[i] == 1:
+        lab[i] = 7
+npy("labels.npy", (H, W), "u2", lab)
 PY
 
 # each case: its options, then its inputs
@@ -73,6 +86,11 @@ cases=(
   "--mask $T/empty.npy|u8.npy u16x2.npy f32x3.npy"
   "--mask $T/empty.npy --nodata 1|u8.npy u16x2.npy"
   "--mask $T/full.npy --nodata 1|u8.npy u16x2.npy extrema.npy"
+  "--labels $T/labels.npy|u8.npy u8x3.npy u16x2.npy f32.npy f32x3.npy extrema.npy"
+  "--labels $T/labels.npy --nodata 1|u8.npy u16x2.npy extrema.npy"
+  "--labels $T/labels.npy --mask $T/mask.npy --nodata 2|u8.npy u8x3.npy u16x2.npy extrema.npy"
+  "--labels $T/labels.npy --mask $T/mask.npy --nodata 2.5|f32.npy f32x3.npy"
+  "--labels $T/labels.npy --mask $T/empty.npy|u8.npy f32x3.npy"
 )
 
 # a usable GPU?
@@ -98,12 +116,13 @@ for c in "${cases[@]}"; do
   # shellcheck disable=SC2086
   "$IMGSTAT" --json --verify $opts "${files[@]}" >/dev/null 2>"$T/verify$k.err"
   rc_verify=$?
-  why=$(python3 - "$T/cpu$k" "$T/gpu$k" "$T/verify$k.err" "${#files[@]}" <<'PY'
+  why=$(python3 - "$T/cpu$k" "$T/gpu$k" "$T/verify$k.err" "${#files[@]}" "$opts" <<'PY'
 import json, re, sys
 cpu = open(sys.argv[1]).read().splitlines()
 gpu = open(sys.argv[2]).read().splitlines()
 verify = open(sys.argv[3]).read()
 n = int(sys.argv[4])
+labels = "--labels" in sys.argv[5]
 if len(cpu) != n or len(gpu) != n:
     print("records: cpu %d gpu %d, %d inputs" % (len(cpu), len(gpu), n))
     sys.exit()
@@ -115,8 +134,11 @@ for a, b in zip(cpu, gpu):
     if a.replace('"backend":"cpu"', "") != b.replace('"backend":"gpu"', ""):
         print("records differ:\n  cpu %s\n  gpu %s" % (a, b))
         sys.exit()
+    if labels and not ja.get("labels"):
+        print("no labels in the record: %s" % a[:200])
+        sys.exit()
 ok = len(re.findall("verify ok", verify))
-if ok != n or "MISMATCH" in verify:
+if not labels and (ok != n or "MISMATCH" in verify):
     print("verify: %d ok of %d: %s" % (ok, n, verify.strip()[:400]))
 PY
 )
