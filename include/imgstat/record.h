@@ -62,6 +62,11 @@ typedef struct imgstat_record {
   int channels;
   imgstat_colour colour; /* channel names: imgstat_colour_channel_name */
   imgstat_sample sample;
+  /* int16 samples (imgstat.h IMGSTAT_INT16_OFFSET): the figures, sums and
+   * histogram figures below are the signed values (exact_sum holds the sum
+   * as a two's complement int64); JSON "sample":"int16" after "depth", the
+   * text header "16-bit signed" */
+  int int16;
   const char *backend; /* what computed the figures: "cpu" or "gpu" */
   /* The input's format ("PNG", "FITS", ...; NULL: not known): the text
    * header of a FITS input says its rows are as stored. */
@@ -83,6 +88,10 @@ typedef struct imgstat_record {
   const imgstat_record_hist *hist;
   const imgstat_histogram *histograms;
   const imgstat_hist_figures *hist_figures;
+  /* int16: the signed copies histograms and hist_figures point to (the
+   * counts borrowed) */
+  imgstat_histogram int16_hist[IMGSTAT_MAX_CHANNELS];
+  imgstat_hist_figures int16_hist_figures[IMGSTAT_MAX_CHANNELS];
   /* CSV: the run has an error column (--errors-as-records), empty here. */
   int error_column;
   /* CSV: the run has the dataset columns (--dataset), empty here. */

@@ -201,6 +201,7 @@ imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
       memcpy(ist_image_row(tmp, c, y), ist_image_row(img, c, y), row);
   tmp->format = img->format;
   tmp->colour = img->colour;
+  tmp->int16 = img->int16;
   *dense = tmp;
   return IMGSTAT_OK;
 }

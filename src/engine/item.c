@@ -194,6 +194,7 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   }
   ist_result_geometry(res, img->width, img->height, img->channels, img->colour,
                       img->sample, img->format, img->pages, img->page);
+  res->int16 = img->sample == IMGSTAT_U16 && img->int16;
   ist_decoder_warning(res, img->warning);
   ist_decide_item(e, img, kind, res);
   if (ist_known_unusable(e))
@@ -475,15 +476,15 @@ static imgstat_status pick_nodata(const imgstat_stats_request *req,
                     "%d nodata values for an image of %d channel%s",
                     req->nnodata, in->channels, in->channels == 1 ? "" : "s");
   for (int c = 0; c < in->channels; c++) {
-    double value;
+    double value, stored;
     if (req && req->nnodata > 0) {
       value = req->nodata[req->nnodata == 1 ? 0 : c];
-      imgstat_status st = imgstat_valid_check_nodata(value, in->sample, &err);
+      imgstat_status st = imgstat_valid_stored_nodata(value, in, &stored, &err);
       if (st != IMGSTAT_OK)
         return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
     } else if (in->has_nodata && !(req && req->no_file_nodata)) {
       value = in->nodata;
-      if (imgstat_valid_check_nodata(value, in->sample, &err) != IMGSTAT_OK) {
+      if (imgstat_valid_stored_nodata(value, in, &stored, &err) != IMGSTAT_OK) {
         /* the file's own value, not a sample of its type: none */
         if (c == 0)
           ist_add_warning(res, 1,
@@ -496,7 +497,7 @@ static imgstat_status pick_nodata(const imgstat_stats_request *req,
       continue;
     }
     v->has_nodata[c] = 1;
-    v->nodata[c] = value;
+    v->nodata[c] = stored; /* as the planes hold it */
     res->has_nodata = 1;
     res->nodata[c] = value;
   }

@@ -18,8 +18,11 @@ static void format_value(char *buf, size_t size, double v,
     imgstat_record_format_double(buf, size, v);
 }
 
-static void format_sum(char *buf, size_t size, const imgstat_figures *f) {
-  if (f->sum_is_exact)
+static void format_sum(char *buf, size_t size, const imgstat_record *rec,
+                       const imgstat_figures *f) {
+  if (f->sum_is_exact && rec->int16)
+    snprintf(buf, size, "%" PRId64, (int64_t)f->exact_sum);
+  else if (f->sum_is_exact)
     snprintf(buf, size, "%" PRIu64, f->exact_sum);
   else
     imgstat_record_format_double(buf, size, f->sum);
@@ -197,6 +200,8 @@ void imgstat_record_emit(const imgstat_record *rec,
   k->uint(k->ctx, "height", rec->height);
   k->uint(k->ctx, "channels", (uint64_t)rec->channels);
   k->uint(k->ctx, "depth", (uint64_t)imgstat_sample_depth(rec->sample));
+  if (rec->int16)
+    k->text(k->ctx, "sample", "int16");
   k->text(k->ctx, "backend", rec->backend);
   if (rec->decoder)
     k->text(k->ctx, "decoder", rec->decoder);
@@ -248,7 +253,11 @@ static void emit_channels(const imgstat_record *rec,
     emit_uint_or_null(k, "max_x", v, f->max_x);
     emit_uint_or_null(k, "max_y", v, f->max_y);
     /* The sum of no values is 0, which is a number, not a missing one. */
-    if (f->sum_is_exact) {
+    if (f->sum_is_exact && rec->int16 && (int64_t)f->exact_sum < 0) {
+      /* exact in a double: |sum| < 2^53 (at most 2^38 samples) */
+      k->real(k->ctx, "sum", (double)(int64_t)f->exact_sum);
+      k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
+    } else if (f->sum_is_exact) {
       k->uint(k->ctx, "sum", f->exact_sum);
       k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
     } else {
@@ -373,7 +382,7 @@ static void csv_record(FILE *out, const imgstat_record *rec) {
     ist_record_csv_field(out, v, buf);
     snprintf(buf, sizeof buf, "%" PRIu32, f->max_y);
     ist_record_csv_field(out, v, buf);
-    format_sum(buf, sizeof buf, f);
+    format_sum(buf, sizeof buf, rec, f);
     ist_record_csv_field(out, isfinite(f->sum) || f->sum_is_exact, buf);
     format_sum_sq(buf, sizeof buf, rec, c);
     ist_record_csv_field(out, isfinite(rec->sum_sq[c]) || f->sum_is_exact, buf);
@@ -491,7 +500,10 @@ static void text_header(FILE *out, const imgstat_record *rec) {
           rec->width, rec->height,
           imgstat_colour_layout_name(rec->colour, rec->channels),
           imgstat_sample_depth(rec->sample),
-          rec->sample == IMGSTAT_F32 ? " float" : "", rec->backend);
+          rec->sample == IMGSTAT_F32 ? " float"
+          : rec->int16               ? " signed"
+                                     : "",
+          rec->backend);
 }
 
 /* The valid samples' lines after the table: the pixels inside the mask,
@@ -691,6 +703,51 @@ static void record_figures(imgstat_record *rec, const imgstat_partial *part) {
   }
 }
 
+/* An int16 record's figures taken back from the stored samples (the value
+ * + 32768) to the values, exactly: min, max and mean shifted (the mean the
+ * double nearest to the signed sum over the count), the sum (two's
+ * complement in exact_sum) and the sum of squares sum (s - 32768)^2 =
+ * sumsq - 65536 sum + 2^30 count, exact modulo 2^64 and so exact while
+ * the true value is below 2^64 (at most 2^34 samples; an image has at most
+ * 2^32); std is the same. The histograms and their figures are copies with
+ * the values shifted (the counts borrowed). */
+static void record_int16(imgstat_record *rec, const imgstat_partial *part) {
+  if (!rec->int16)
+    return;
+  const double off = IMGSTAT_INT16_OFFSET;
+  for (int c = 0; c < rec->channels; c++) {
+    imgstat_figures *f = &rec->figures[c];
+    const imgstat_partial *p = &part[c];
+    uint64_t shift = (uint64_t)IMGSTAT_INT16_OFFSET * p->count;
+    f->exact_sum = p->sum - shift;
+    f->sum = (double)(int64_t)f->exact_sum;
+    rec->exact_sum_sq[c] = p->sumsq -
+                           2 * (uint64_t)IMGSTAT_INT16_OFFSET * p->sum +
+                           (uint64_t)IMGSTAT_INT16_OFFSET * shift;
+    rec->sum_sq[c] = (double)rec->exact_sum_sq[c];
+    if (f->has_values) {
+      f->min -= off;
+      f->max -= off;
+      f->mean = (double)(int64_t)f->exact_sum / (double)p->count;
+    }
+    if (rec->histograms && rec->hist_figures) {
+      imgstat_histogram *h = &rec->int16_hist[c];
+      imgstat_hist_figures *hf = &rec->int16_hist_figures[c];
+      *h = rec->histograms[c];
+      h->lo -= off;
+      h->hi -= off;
+      *hf = rec->hist_figures[c];
+      hf->median -= off;
+      for (int i = 0; i < hf->npercentiles && i < IMGSTAT_MAX_PERCENTILES; i++)
+        hf->percentile[i] -= off;
+    }
+  }
+  if (rec->histograms && rec->hist_figures) {
+    rec->histograms = rec->int16_hist;
+    rec->hist_figures = rec->int16_hist_figures;
+  }
+}
+
 /* The record of label k of rec: rec's own fields with the label's
  * figures, nodata counts and histograms, no mask and no labels. */
 static void label_record(const imgstat_record *rec, uint32_t k,
@@ -706,6 +763,7 @@ static void label_record(const imgstat_record *rec, uint32_t k,
     sub->histograms = l->hist;
     sub->hist_figures = l->hist_figures;
   }
+  record_int16(sub, l->partial);
 }
 
 void imgstat_record_from_job(imgstat_record *rec, const char *file,
@@ -718,6 +776,7 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
   rec->channels = res->channels;
   rec->colour = res->colour;
   rec->sample = res->sample;
+  rec->int16 = res->int16 && res->sample == IMGSTAT_U16;
   rec->pages = res->pages;
   rec->page = res->page;
   rec->backend = imgstat_backend_name(res->backend);
@@ -747,4 +806,5 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
     rec->histograms = res->hist;
     rec->hist_figures = res->hist_figures;
   }
+  record_int16(rec, res->partial);
 }
