@@ -231,6 +231,7 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
   im.channels = res->channels;
   im.colour = res->colour;
   im.sample = res->sample;
+  im.int16 = res->int16;
   im.partial = gray ? x->partial : res->partial;
   if (x->hists)
     im.hist = x->hist;

@@ -57,7 +57,8 @@ static void test_past_2_32(void) {
   uint64_t n = UINT64_C(1) << 32;
   imgstat_partial big = constant_u16(n, 65535), small = constant_u16(n, 1);
   imgstat_dataset_image im = {
-      "big", 65536, 65536, 1, IMGSTAT_U16, &big, NULL, IMGSTAT_COLOUR_DEFAULT};
+      "big", 65536, 65536, 1, IMGSTAT_U16, &big, NULL, IMGSTAT_COLOUR_DEFAULT,
+      0};
   for (int k = 0; k < 3; k++)
     CU_ASSERT(imgstat_dataset_add(d, (uint64_t)k, &im, &err) == IMGSTAT_OK);
   im.name = "small";
@@ -134,9 +135,15 @@ static imgstat_dataset *accumulate(const imgstat_dataset_options *o,
   for (int i = 0; i < n; i++) {
     int k = order[i];
     imgstat_partial gray[IMGSTAT_MAX_CHANNELS];
-    imgstat_dataset_image im = {
-        names[k],       imgs[k].width, imgs[k].height, imgs[k].channels,
-        imgs[k].sample, parts[k],      NULL,           IMGSTAT_COLOUR_DEFAULT};
+    imgstat_dataset_image im = {names[k],
+                                imgs[k].width,
+                                imgs[k].height,
+                                imgs[k].channels,
+                                imgs[k].sample,
+                                parts[k],
+                                NULL,
+                                IMGSTAT_COLOUR_DEFAULT,
+                                0};
     if (imgstat_dataset_needs_gray(o, imgs[k].channels)) {
       imgstat_image g;
       CU_ASSERT_FATAL(imgstat_dataset_gray(&imgs[k], &g, &err) == IMGSTAT_OK);
@@ -203,8 +210,8 @@ static void test_bands_serialized(void) {
       }
     CU_ASSERT_FATAL(imgstat_cpu_stats(&im[k], 1, part[k], &err) == IMGSTAT_OK);
     imgstat_dataset_image di = {
-        "bands.npy", im[k].width, im[k].height, NB,
-        IMGSTAT_U16, part[k],     NULL,         IMGSTAT_COLOUR_DEFAULT};
+        "bands.npy", im[k].width, im[k].height,           NB, IMGSTAT_U16,
+        part[k],     NULL,        IMGSTAT_COLOUR_DEFAULT, 0};
     CU_ASSERT(imgstat_dataset_add(a, (uint64_t)k, &di, &err) == IMGSTAT_OK);
     CU_ASSERT(imgstat_dataset_add(k == 0 ? half : rest, (uint64_t)k, &di,
                                   &err) == IMGSTAT_OK);
@@ -363,14 +370,14 @@ static void test_arguments(void) {
   CU_ASSERT_FATAL(imgstat_dataset_create(&o, &e, &err) == IMGSTAT_OK);
   CU_ASSERT(imgstat_dataset_merge(d, e, &err) == IMGSTAT_ERR_ARG);
   CU_ASSERT(imgstat_dataset_merge(d, d, &err) == IMGSTAT_ERR_ARG);
-  imgstat_dataset_image im = {"x",        0,    1,    1,
-                              IMGSTAT_U8, NULL, NULL, IMGSTAT_COLOUR_DEFAULT};
+  imgstat_dataset_image im = {
+      "x", 0, 1, 1, IMGSTAT_U8, NULL, NULL, IMGSTAT_COLOUR_DEFAULT, 0};
   CU_ASSERT(imgstat_dataset_add(d, 0, &im, &err) == IMGSTAT_ERR_ARG);
   /* a CMYK image converts to no pool layout: refused, d unchanged */
   imgstat_partial cmyk[4];
   memset(cmyk, 0, sizeof cmyk);
-  imgstat_dataset_image k = {"cmyk",     1,    1,    4,
-                             IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK};
+  imgstat_dataset_image k = {
+      "cmyk", 1, 1, 4, IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK, 0};
   CU_ASSERT(imgstat_dataset_add(d, 0, &k, &err) == IMGSTAT_ERR_UNSUPPORTED);
   CU_ASSERT(strstr(err.message, "CMYK") != NULL);
   imgstat_image img, out;
