@@ -6,6 +6,7 @@
  * policy.
  */
 #include "engine.h"
+#include "image_rows.h"
 
 #include "imgstat/cuda_norm.h"
 
@@ -945,6 +946,35 @@ static imgstat_status normalize_valid_item(imgstat_engine *e, gpu_slot *g,
   return IMGSTAT_OK;
 }
 
+/* An int16 image (the value + 32768 in 16-bit planes) as the float image
+ * of its values, each exact: what normalize reads an int16 input as (its
+ * maps and given constants are in the values' units); res says float. */
+static imgstat_status int16_values(const imgstat_image *in, imgstat_image *out,
+                                   imgstat_job_result *res) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st =
+      imgstat_image_alloc(out, in->width, in->height, in->channels, IMGSTAT_F32,
+                          IMGSTAT_MAX_PIXELS_LIMIT, &err);
+  if (st != IMGSTAT_OK)
+    return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
+  for (int c = 0; c < in->channels; c++)
+    for (uint32_t y = 0; y < in->height; y++) {
+      const uint16_t *src = ist_image_row(in, c, y);
+      float *dst = ist_image_row(out, c, y);
+      for (uint32_t x = 0; x < in->width; x++)
+        dst[x] = (float)((int32_t)src[x] - IMGSTAT_INT16_OFFSET);
+    }
+  out->format = in->format;
+  out->pages = in->pages;
+  out->page = in->page;
+  out->has_nodata = in->has_nodata;
+  out->nodata = in->nodata;
+  res->sample = IMGSTAT_F32;
+  res->int16 = 0;
+  return IMGSTAT_OK;
+}
+
 /* One item: its start (item_begin), then work on the decoded input. */
 static imgstat_status run_item(
     imgstat_engine *e, const char *path, const imgstat_image *img,
@@ -955,11 +985,18 @@ static imgstat_status run_item(
   if (!res)
     return IMGSTAT_ERR_ARG;
   memset(res, 0, sizeof *res);
-  imgstat_image own;
+  imgstat_image own, values;
+  memset(&values, 0, sizeof values);
   const imgstat_image *in = NULL;
   imgstat_status st = item_begin(e, path, img, kind, &own, &in, res);
+  if (st == IMGSTAT_OK && kind == IMGSTAT_WORK_NORMALIZE &&
+      in->sample == IMGSTAT_U16 && in->int16) {
+    st = int16_values(in, &values, res);
+    in = &values;
+  }
   if (st == IMGSTAT_OK)
     st = work(e, ist_gpu_for_item(e), in, arg, res);
+  imgstat_image_free(&values);
   imgstat_image_free(&own);
   return st;
 }

@@ -16,7 +16,7 @@ over several files: the pooled figures exact and the percentiles numpy's
 mask and nodata, and the same when every input comes through a FIFO,
 which can be read only once: no second read happens (a float pool read
 so says why its percentiles are left within their bins: the contrast is
-checked too). Skips (77) without GDAL's Python module (python3-gdal).
+checked too); normalize of an int16 input maps its values. Skips (77) without GDAL's Python module (python3-gdal).
 """
 import json
 import math
@@ -291,5 +291,18 @@ for k in range(len(arrays)):
         f = os.path.join(TMP, "%s_fifo_%d.npy" % (tag, k))
         if os.path.exists(f):
             os.unlink(f)
+
+# ---- normalize: an int16 input's values, as float32 -----------------------
+out = os.path.join(TMP, "z.npy")
+r = checklib.run(IMGSTAT, "normalize", "--mean", "-100", "--std", "2", p_npy,
+                 "-o", out)
+if r.returncode != 0:
+    fail("normalize int16: exit %d, %s" % (r.returncode, r.stderr))
+else:
+    z = np.load(out)
+    want = ((a.astype(np.float64) + 100) / 2).astype(np.float32)
+    if z.dtype != np.float32 or not np.array_equal(z, want):
+        fail("normalize int16: output differs from numpy's (x + 100) / 2")
+    os.unlink(out)
 
 checklib.finish("int16")
