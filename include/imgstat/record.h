@@ -106,7 +106,10 @@ typedef struct imgstat_record {
   /* Valid samples (imgstat_job_result): with has_nodata, JSON
    * "nodata_count" in each channel's object (after inf_count's place) and a
    * "nodata:" line in the text; with masked, JSON "mask_pixels" after
-   * "ddof" and a "mask:" line in the text. CSV has no columns for them. */
+   * "ddof" and a "mask:" line in the text; CSV: the columns nodata_count
+   * and mask_pixels (empty without them), and --brief "nodata N..." and
+   * "mask P/N". The labels: CSV rows of each label after the image's
+   * (columns label and mask_pixels), --brief "labels K". */
   int has_nodata;
   uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
   int masked;

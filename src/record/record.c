@@ -359,7 +359,11 @@ void ist_record_csv_field(FILE *out, int defined, const char *text) {
     fputs(text, out);
 }
 
-static void csv_record(FILE *out, const imgstat_record *rec) {
+/* The rows of rec's channels; label: rec is label k's record (the
+ * label's number in the label column, its pixels in mask_pixels), or
+ * NULL. */
+static void csv_rows(FILE *out, const imgstat_record *rec,
+                     const imgstat_job_label *label) {
   char buf[64];
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
@@ -403,9 +407,28 @@ static void csv_record(FILE *out, const imgstat_record *rec) {
       if (rec->decoder)
         fputs(rec->decoder, out);
     }
+    putc(',', out);
+    if (rec->has_nodata)
+      fprintf(out, "%" PRIu64, rec->nodata_count[c]);
+    putc(',', out);
+    if (label)
+      fprintf(out, "%" PRIu64 ",%" PRIu32, label->pixels, label->label);
+    else if (rec->masked)
+      fprintf(out, "%" PRIu64 ",", rec->mask_pixels);
+    else
+      putc(',', out);
     if (rec->error_column)
       putc(',', out);
     putc('\n', out);
+  }
+}
+
+static void csv_record(FILE *out, const imgstat_record *rec) {
+  csv_rows(out, rec, NULL);
+  for (uint32_t j = 0; rec->has_labels && j < rec->nlabels; j++) {
+    imgstat_record sub;
+    label_record(rec, j, &sub);
+    csv_rows(out, &sub, &rec->labels[j]);
   }
 }
 
@@ -594,7 +617,9 @@ static void text_table(FILE *out, const imgstat_record *rec) {
 
 /* --brief: one line per image, the header and then, for mean, std, min and
  * max, each channel's figure (the table's numbers; NaN/Inf counts when
- * there are any). */
+ * there are any); then with a nodata value each channel's nodata count,
+ * with a mask the pixels inside ("mask P/N"), with a label image the
+ * number of labels (their figures are in the other formats). */
 static void brief_record(FILE *out, const imgstat_record *rec) {
   char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
   int columns = text_cells(rec, cells);
@@ -614,6 +639,16 @@ static void brief_record(FILE *out, const imgstat_record *rec) {
     for (int c = 0; c < rec->channels; c++)
       fprintf(out, " %s", cells[c][parts[p].column]);
   }
+  if (rec->has_nodata) {
+    fputs("  nodata", out);
+    for (int c = 0; c < rec->channels; c++)
+      fprintf(out, " %" PRIu64, rec->nodata_count[c]);
+  }
+  if (rec->masked)
+    fprintf(out, "  mask %" PRIu64 "/%" PRIu64, rec->mask_pixels,
+            (uint64_t)rec->width * rec->height);
+  if (rec->has_labels)
+    fprintf(out, "  labels %" PRIu32, rec->nlabels);
   putc('\n', out);
 }
 
@@ -632,6 +667,7 @@ void imgstat_record_begin(FILE *out, imgstat_record_format format,
     fputs(IST_CSV_DATASET_COLUMNS, out);
   if (hist && hist->decoder_column)
     fputs(",decoder", out);
+  fputs(IST_CSV_VALID_COLUMNS, out);
   if (error_column)
     fputs(",error", out);
   putc('\n', out);
@@ -658,6 +694,7 @@ void imgstat_record_write_error(FILE *out, imgstat_record_format format,
       empty += 5;
     if (hist && hist->decoder_column)
       empty += 1;
+    empty += 3; /* IST_CSV_VALID_COLUMNS */
     for (int k = 0; k < empty; k++)
       putc(',', out);
     putc(',', out);

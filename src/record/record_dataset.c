@@ -260,6 +260,7 @@ static void ds_csv_tail(FILE *out, const imgstat_record_hist *cfg,
                         int error_column) {
   if (cfg && cfg->decoder_column)
     putc(',', out);
+  fputs(",,,", out); /* nodata_count, mask_pixels, label */
   if (error_column)
     putc(',', out);
   putc('\n', out);
