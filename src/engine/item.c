@@ -439,6 +439,8 @@ static imgstat_status load_mask(imgstat_engine *e, const char *path,
                     "out of memory");
   }
   size_t stride = imgstat_image_stride(&m);
+  /* an int16 mask: the stored 32768 is the value 0 */
+  const uint16_t zero16 = m.int16 ? IMGSTAT_INT16_OFFSET : 0;
   for (int c = 0; c < m.channels; c++)
     for (uint32_t y = 0; y < m.height; y++) {
       const unsigned char *row =
@@ -449,7 +451,7 @@ static imgstat_status load_mask(imgstat_engine *e, const char *path,
         if (m.sample == IMGSTAT_U8)
           on = row[x] != 0;
         else if (m.sample == IMGSTAT_U16)
-          on = ((const uint16_t *)(const void *)row)[x] != 0;
+          on = ((const uint16_t *)(const void *)row)[x] != zero16;
         else
           on = ((const float *)(const void *)row)[x] != 0.0f;
         mr[x] |= (uint8_t)on;
@@ -547,10 +549,12 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
   imgstat_status st = load_beside(e, "labels", path, in, &m, res);
   if (st != IMGSTAT_OK)
     return st;
-  if (m.sample == IMGSTAT_F32 || m.channels != 1) {
+  if (m.sample == IMGSTAT_F32 || m.int16 || m.channels != 1) {
     ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
              "labels %s: %s, not one channel of 8- or 16-bit integers", path,
-             m.sample == IMGSTAT_F32 ? "float samples" : "several channels");
+             m.sample == IMGSTAT_F32 ? "float samples"
+             : m.int16               ? "signed (int16) samples"
+                                     : "several channels");
     imgstat_image_free(&m);
     return IMGSTAT_ERR_ARG;
   }

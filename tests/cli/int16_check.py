@@ -10,13 +10,15 @@ variance): per channel count, min, max and their first positions, the sum
 and the sum of squares (exact integers), the mean (the double nearest to
 sum / count), std (within one rounding of the exact root), the record's
 "sample":"int16"; the 65536-bin histogram shown in 65536 bins (--bins)
-against numpy's counts; --nodata -1024 and a mask over int16; --dataset
-over several files: the pooled figures exact and the percentiles numpy's
+against numpy's counts; --nodata -1024 and a mask over int16, an int16
+mask (non-zero where the value is) and an int16 label image refused;
+--dataset over several files: the pooled figures exact and the percentiles numpy's
 (method="inverted_cdf", the rank rule of docs/normalize.md), also with a
 mask and nodata, and the same when every input comes through a FIFO,
 which can be read only once: no second read happens (a float pool read
 so says why its percentiles are left within their bins: the contrast is
-checked too); normalize of an int16 input maps its values. Skips (77) without GDAL's Python module (python3-gdal).
+checked too); normalize of an int16 input maps its values. Skips (77)
+without GDAL's Python module (python3-gdal).
 """
 import json
 import math
@@ -159,6 +161,19 @@ for args, valid, nod in (
     if recs:
         check_channel("%s %s" % (" ".join(args), p_npy), recs[0]["stats"][0], a,
                       valid, nod)
+# an int16 mask: non-zero where the value is (not where the stored form is)
+p_mask16 = os.path.join(TMP, "a_mask16.npy")
+np.save(p_mask16, (mask.astype(np.int16) * -3))
+recs = records("--mask", p_mask16, p_npy)
+if recs:
+    check_channel("--mask int16 %s" % p_npy, recs[0]["stats"][0], a, mask != 0)
+    if recs[0].get("mask_pixels") != int(mask.sum()):
+        fail("int16 mask: mask_pixels %r, numpy %d" %
+             (recs[0].get("mask_pixels"), mask.sum()))
+# an int16 label image is refused (labels are unsigned integers), naming it
+r = checklib.run(IMGSTAT, "--labels", p_mask16, p_npy)
+if r.returncode == 0 or "a_mask16.npy" not in r.stderr:
+    fail("--labels int16: exit %d, %r" % (r.returncode, r.stderr))
 # a nodata value that is no int16 sample is refused, naming the file
 r = checklib.run(IMGSTAT, "--nodata", "40000", p_npy)
 if r.returncode == 0 or "a.npy" not in r.stderr or "int16" not in r.stderr:
