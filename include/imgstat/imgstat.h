@@ -143,7 +143,11 @@ typedef enum imgstat_sample {
 typedef enum imgstat_colour {
   IMGSTAT_COLOUR_DEFAULT = 0,
   IMGSTAT_COLOUR_CMYK = 1,
-  IMGSTAT_COLOUR_LAB = 2
+  IMGSTAT_COLOUR_LAB = 2,
+  /* Bands named "1".."N" whatever their count: a TIFF gray image with 3 or
+   * 4 samples a pixel (GDAL's multi-band files of gray photometric), layout
+   * "3-band" or "4-band" (not RGB or RGBA) */
+  IMGSTAT_COLOUR_BANDS = 3
 } imgstat_colour;
 
 /*

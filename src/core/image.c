@@ -313,6 +313,10 @@ const char *imgstat_colour_channel_name(imgstat_colour colour, int channels,
     return channels == 4 && c >= 0 && c < 4 ? cmyk[c] : "?";
   if (colour == IMGSTAT_COLOUR_LAB)
     return channels == 3 && c >= 0 && c < 3 ? lab[c] : "?";
+  if (colour == IMGSTAT_COLOUR_BANDS) /* the names of 5 and more bands */
+    return c >= 0 && c < channels
+               ? imgstat_channel_name(IMGSTAT_MAX_CHANNELS, c)
+               : "?";
   return imgstat_channel_name(channels, c);
 }
 
@@ -321,6 +325,8 @@ const char *imgstat_colour_layout_name(imgstat_colour colour, int channels) {
     return channels == 4 ? "CMYK" : "?";
   if (colour == IMGSTAT_COLOUR_LAB)
     return channels == 3 ? "Lab" : "?";
+  if (colour == IMGSTAT_COLOUR_BANDS)
+    return channels == 3 ? "3-band" : channels == 4 ? "4-band" : "?";
   return imgstat_layout_name(channels);
 }
 

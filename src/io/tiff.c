@@ -254,6 +254,7 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
   uint16_t compression = COMPRESSION_NONE;
   ts->colour = IMGSTAT_COLOUR_DEFAULT;
   ts->lab_flip = 0;
+  ts->int16 = 0;
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &ts->bps);
   TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &ts->compression);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &ts->spp);
@@ -290,10 +291,11 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
   switch (ts->photometric) {
   case PHOTOMETRIC_MINISBLACK:
   case PHOTOMETRIC_MINISWHITE:
-    /* more than 4 samples a pixel: bands 1..N (as GDAL writes them, the
-     * extra samples unspecified), whatever ExtraSamples says */
+    /* more than 2 samples a pixel: bands 1..N (as GDAL writes them, the
+     * extra samples unspecified), whatever ExtraSamples says; 3 or 4 of
+     * them named as bands too, not RGB (IMGSTAT_COLOUR_BANDS) */
     if (ts->spp > 2 && ts->spp <= 4)
-      return unsupported(err, "gray samples per pixel", ts->spp);
+      ts->colour = IMGSTAT_COLOUR_BANDS;
     break;
   case PHOTOMETRIC_RGB: /* more than 4 samples a pixel: bands 1..N */
     if (ts->spp < 3)
