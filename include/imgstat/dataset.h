@@ -162,6 +162,11 @@ typedef struct imgstat_dataset_image {
    * labels) as the image's own figures are. */
   uint32_t nlabels;
   const imgstat_dataset_label_image *labels;
+  /* sample IMGSTAT_U16 holding int16 samples offset by IMGSTAT_INT16_OFFSET
+   * (imgstat.h): pooled apart from unsigned 16-bit images (a depth of its
+   * own), as they are (refused with --as other than keep or scale=unit:
+   * they convert to no other layout and have no 0..1 unit) */
+  int int16;
 } imgstat_dataset_image;
 
 /* Adds one image at its ordinal (each ordinal once). IMGSTAT_ERR_ARG for
@@ -280,8 +285,10 @@ struct imgstat_dataset_result {
   uint64_t pooled; /* images in the pool */
   uint64_t failed; /* inputs that failed */
   int channels;    /* the pool's layout (0: nothing pooled) */
-  int depths;      /* bit mask of the depths pooled: 1 8-bit, 2 16, 4 32 */
-  uint64_t pooled_depth[3]; /* images pooled of each depth: 8, 16, 32 */
+  /* bit mask of the depths pooled: 1 8-bit, 2 16, 4 32, 8 int16 (16-bit
+   * signed: its figures, sums and percentiles are the signed values) */
+  int depths;
+  uint64_t pooled_depth[4]; /* images pooled of each depth: 8, 16, 32, int16 */
   /* Images pooled in another layout than their own (--as rgb / rgba /
    * gray) and a bit mask of their own layouts (1 << channels). */
   uint64_t converted;
@@ -308,7 +315,7 @@ struct imgstat_dataset_result {
    * scale_unit, by depth (0: 8-bit, 1: 16, 2: 32; with scale_unit every
    * count is in [l][0]); layout_tie: the largest count was shared and the
    * tie rule (more channels, then more bits) chose. */
-  uint64_t layout_count[IMGSTAT_MAX_CHANNELS + 1][3];
+  uint64_t layout_count[IMGSTAT_MAX_CHANNELS + 1][4];
   int layout_tie;
   /* A run over a sample of the inputs (imgstat_run_options.sample): the
    * sample asked for (sample > 0), the inputs it was drawn from (sample_of:

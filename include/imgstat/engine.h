@@ -255,6 +255,10 @@ typedef struct imgstat_job_result {
   int channels;
   imgstat_colour colour; /* the channels' model (imgstat.h) */
   imgstat_sample sample;
+  /* sample IMGSTAT_U16 holding int16 samples offset by IMGSTAT_INT16_OFFSET:
+   * the partials, histograms, nodata values and percentiles of the result
+   * are in the stored (offset) units; the record takes them back */
+  int int16;
   const char *format; /* static string: "PNG", "JPEG", ... */
   /* A multi-page input (TIFF): its pages and the one decoded (--page);
    * 0 and 0 for single-image formats. */

@@ -111,6 +111,16 @@ typedef enum imgstat_sample {
   IMGSTAT_F32 = 4
 } imgstat_sample;
 
+/* Signed 16-bit samples (TIFF SampleFormat 2 of 16 bits, .npy int16, FITS
+ * BITPIX 16 unscaled) are IMGSTAT_U16 planes of an image marked int16, each
+ * sample stored as its value + IMGSTAT_INT16_OFFSET (its top bit flipped:
+ * -32768 is 0, 0 is 32768, 32767 is 65535). Every backend reduces them as
+ * the unsigned samples they are stored as (exact integer sums, 65536-bin
+ * histograms, the same kernels); the figures are taken back to the signed
+ * values when reported (min, max, sum, mean, percentiles; std is the
+ * same), exactly. */
+#define IMGSTAT_INT16_OFFSET 32768
+
 /* Channels (bands) an image may have: 1 to 4 take the names Y, YA, RGB,
  * RGBA; 5 to IMGSTAT_MAX_CHANNELS are bands named "1".."N" (layout
  * "N-band"). Per-channel arrays of images, results, records and pools are
@@ -133,7 +143,11 @@ typedef enum imgstat_sample {
 typedef enum imgstat_colour {
   IMGSTAT_COLOUR_DEFAULT = 0,
   IMGSTAT_COLOUR_CMYK = 1,
-  IMGSTAT_COLOUR_LAB = 2
+  IMGSTAT_COLOUR_LAB = 2,
+  /* Bands named "1".."N" whatever their count: a TIFF gray image with 3 or
+   * 4 samples a pixel (GDAL's multi-band files of gray photometric), layout
+   * "3-band" or "4-band" (not RGB or RGBA) */
+  IMGSTAT_COLOUR_BANDS = 3
 } imgstat_colour;
 
 /*
@@ -173,6 +187,10 @@ typedef struct imgstat_image {
    * value for every channel (TIFF's GDAL_NODATA tag), when has_nodata. */
   int has_nodata;
   double nodata;
+  /* Set by imgstat_decoder_read from the header (or by the caller of
+   * imgstat_image_wrap): the U16 planes hold int16 samples offset by
+   * IMGSTAT_INT16_OFFSET (above). */
+  int int16;
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding
@@ -305,6 +323,8 @@ typedef struct imgstat_header {
    * tag, 42113, a number as text; "nan" for NaN), when has_nodata. */
   int has_nodata;
   double nodata;
+  /* sample IMGSTAT_U16 holding int16 samples offset by IMGSTAT_INT16_OFFSET */
+  int int16;
 } imgstat_header;
 
 typedef struct imgstat_decoder imgstat_decoder;
@@ -515,6 +535,14 @@ int imgstat_valid_active(const imgstat_valid *v, int channels);
  * exactly)"). */
 imgstat_status imgstat_valid_check_nodata(double value, imgstat_sample sample,
                                           imgstat_error *err);
+
+/* The same check for a nodata value of img (int16 images: an integer
+ * -32768 to 32767), and the value as img's planes store it (*stored: value
+ * + IMGSTAT_INT16_OFFSET for an int16 image, else value), which is what
+ * imgstat_valid.nodata holds. */
+imgstat_status imgstat_valid_stored_nodata(double value,
+                                           const imgstat_image *img,
+                                           double *stored, imgstat_error *err);
 
 /* Copies the valid samples of channel c of img, in raster order, into a
  * new dense image of one channel, one row (*out, freed by the caller; an

@@ -62,6 +62,11 @@ typedef struct imgstat_record {
   int channels;
   imgstat_colour colour; /* channel names: imgstat_colour_channel_name */
   imgstat_sample sample;
+  /* int16 samples (imgstat.h IMGSTAT_INT16_OFFSET): the figures, sums and
+   * histogram figures below are the signed values (exact_sum holds the sum
+   * as a two's complement int64); JSON "sample":"int16" after "depth", the
+   * text header "16-bit signed" */
+  int int16;
   const char *backend; /* what computed the figures: "cpu" or "gpu" */
   /* The input's format ("PNG", "FITS", ...; NULL: not known): the text
    * header of a FITS input says its rows are as stored. */
@@ -83,6 +88,10 @@ typedef struct imgstat_record {
   const imgstat_record_hist *hist;
   const imgstat_histogram *histograms;
   const imgstat_hist_figures *hist_figures;
+  /* int16: the signed copies histograms and hist_figures point to (the
+   * counts borrowed) */
+  imgstat_histogram int16_hist[IMGSTAT_MAX_CHANNELS];
+  imgstat_hist_figures int16_hist_figures[IMGSTAT_MAX_CHANNELS];
   /* CSV: the run has an error column (--errors-as-records), empty here. */
   int error_column;
   /* CSV: the run has the dataset columns (--dataset), empty here. */
@@ -97,7 +106,10 @@ typedef struct imgstat_record {
   /* Valid samples (imgstat_job_result): with has_nodata, JSON
    * "nodata_count" in each channel's object (after inf_count's place) and a
    * "nodata:" line in the text; with masked, JSON "mask_pixels" after
-   * "ddof" and a "mask:" line in the text. CSV has no columns for them. */
+   * "ddof" and a "mask:" line in the text; CSV: the columns nodata_count
+   * and mask_pixels (empty without them), and --brief "nodata N..." and
+   * "mask P/N". The labels: CSV rows of each label after the image's
+   * (columns label and mask_pixels), --brief "labels K". */
   int has_nodata;
   uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
   int masked;

@@ -392,6 +392,7 @@ void ist_stats_print_dataset(run_state *st) {
              r.depths == 3   ? "8+16"
              : r.depths == 2 ? "16"
              : r.depths == 4 ? "32"
+             : r.depths == 8 ? "16 signed"
                              : "8",
              r.scale_unit ? " unit" : "");
     info.title = title;

@@ -615,9 +615,9 @@ def _stats(x: _Any, *, ddof: int = 0, histogram: bool = False,
     """The per-channel statistics of one image.
 
     x: a path (str or os.PathLike; a NUL in it: ValueError), the bytes of
-    an image file, or an array of uint8, uint16 or float32 samples shaped
-    HW, HWC or CHW (layout says which for 3 dimensions): numpy, or any
-    DLPack object (torch, CuPy, JAX).
+    an image file, or an array of uint8, uint16, int16 (host arrays) or
+    float32 samples shaped HW, HWC or CHW (layout says which for 3
+    dimensions): numpy, or any DLPack object (torch, CuPy, JAX).
     A CUDA array is reduced on its device with no copy to the host (HW,
     HWC, CHW or other views with non-negative strides; a build with CUDA),
     with the CPU's record of the same pixels but for "backend". ddof: 0 or 1;

@@ -18,7 +18,8 @@ Outcome stats_host_array(const AnyArray &a, const Geometry &g,
   std::memset(&img, 0, sizeof img);
   imgstat_error err;
   std::memset(&err, 0, sizeof err);
-  imgstat_status s = host_image(a, g, sample, &img, &err);
+  imgstat_status s = is_int16(a) ? int16_image(a, g, &img, &err)
+                                 : host_image(a, g, sample, &img, &err);
   Outcome r;
   if (s != IMGSTAT_OK)
     r = {false, nullptr, failure_from("<array>", s, err)};
@@ -203,11 +204,15 @@ nb::tuple stats_array(AnyArray a, const std::string &layout, int ddof,
                       bool no_file_nodata, nb::handle mask, nb::handle labels) {
   Request req = make_request(ddof, histogram, percentiles, backend);
   set_valid(req, nodata, no_file_nodata, mask, labels);
-  imgstat_sample sample = sample_of(a);
+  // int16: a host array's copy of the value + 32768 (stats_host_array)
+  imgstat_sample sample = is_int16(a) ? IMGSTAT_U16 : sample_of(a);
   Geometry g = geometry_of(a, layout);
   int dev = a.device_type();
   Outcome r;
-  if (dev == nb::device::cuda::value && req.valid()) {
+  if (dev == nb::device::cuda::value && is_int16(a)) {
+    throw nb::type_error("imgstat.stats: an int16 CUDA array is not "
+                         "supported (a host array is)");
+  } else if (dev == nb::device::cuda::value && req.valid()) {
     throw nb::value_error("imgstat.stats: nodata, mask and labels take "
                           "host arrays, paths and bytes (not CUDA arrays)");
   } else if (dev == nb::device::cuda::value) {

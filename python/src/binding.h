@@ -244,6 +244,13 @@ imgstat_status host_image(const AnyArray &a, const Geometry &g,
                           imgstat_sample sample, imgstat_image *img,
                           imgstat_error *err);
 
+// Whether the array holds int16 samples, which are read as int16 images
+// (imgstat.h IMGSTAT_INT16_OFFSET): sample IMGSTAT_U16, each the value
+// + 32768, in planes of their own (int16_image).
+bool is_int16(const AnyArray &a);
+imgstat_status int16_image(const AnyArray &a, const Geometry &g,
+                           imgstat_image *img, imgstat_error *err);
+
 // ---- arrays.cpp: CUDA arrays' device context
 
 // The refusals of a CUDA array, before any device work (the GIL held):

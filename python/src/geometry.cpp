@@ -138,4 +138,23 @@ imgstat_status host_image(const AnyArray &a, const Geometry &g,
   return s;
 }
 
+bool is_int16(const AnyArray &a) { return a.dtype() == nb::dtype<int16_t>(); }
+
+imgstat_status int16_image(const AnyArray &a, const Geometry &g,
+                           imgstat_image *img, imgstat_error *err) {
+  imgstat_status s = imgstat_image_alloc(img, g.width, g.height, g.channels,
+                                         IMGSTAT_U16, 0, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  copy_planes(a, g, 2, img);
+  size_t n = (size_t)g.width * g.height;
+  for (int c = 0; c < g.channels; c++) {
+    uint16_t *p = (uint16_t *)img->planes[c];
+    for (size_t i = 0; i < n; i++)
+      p[i] ^= 0x8000u; // the value + 32768
+  }
+  img->int16 = 1;
+  return IMGSTAT_OK;
+}
+
 } // namespace binding

@@ -274,3 +274,31 @@ def test_limit_error_carries_its_cause():
     with pytest.raises(imgstat.ImageError) as e:
         imgstat.stats(b"not an image at all")
     assert (e.value.cause, e.value.limit, e.value.value) == (None, None, None)
+
+
+def test_int16_exact():
+    """int16 arrays are int16 images: every figure exact against numpy
+    (negative values, both extremes), the percentiles numpy's by the rank
+    rule, nodata compared as the signed value."""
+    from fractions import Fraction
+    rng = np.random.default_rng(16)
+    a = rng.integers(-32768, 32768, (45, 37, 2), dtype=np.int16)
+    a[0, 0, 0], a[1, 1, 0], a[2, 2, 1] = -32768, 32767, -1
+    s = imgstat.stats(a, histogram=True, percentiles=[0.5, 99.5])
+    record = s.to_dict()
+    same_columns(s, record)
+    assert record["sample"] == "int16" and record["depth"] == 16
+    for c in range(2):
+        v = a[:, :, c].astype(np.int64).ravel()
+        st = record["stats"][c]
+        assert (st["min"], st["max"]) == (v.min(), v.max())
+        assert (st["sum"], st["sum_sq"]) == (v.sum(), (v * v).sum())
+        assert st["mean"] == float(Fraction(int(v.sum()), v.size))
+        for p in (0.5, 99.5):
+            assert st["percentiles"][str(p)] == np.percentile(
+                v, p, method="inverted_cdf")
+    v = a[:, :, 0].astype(np.int64)
+    st = imgstat.stats(a[:, :, 0], nodata=int(v[5, 5])).to_dict()["stats"][0]
+    kept = v[v != v[5, 5]]
+    assert st["nodata_count"] == int((v == v[5, 5]).sum())
+    assert (st["count"], st["sum"]) == (kept.size, kept.sum())

@@ -201,6 +201,7 @@ imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
       memcpy(ist_image_row(tmp, c, y), ist_image_row(img, c, y), row);
   tmp->format = img->format;
   tmp->colour = img->colour;
+  tmp->int16 = img->int16;
   *dense = tmp;
   return IMGSTAT_OK;
 }
@@ -312,6 +313,10 @@ const char *imgstat_colour_channel_name(imgstat_colour colour, int channels,
     return channels == 4 && c >= 0 && c < 4 ? cmyk[c] : "?";
   if (colour == IMGSTAT_COLOUR_LAB)
     return channels == 3 && c >= 0 && c < 3 ? lab[c] : "?";
+  if (colour == IMGSTAT_COLOUR_BANDS) /* the names of 5 and more bands */
+    return c >= 0 && c < channels
+               ? imgstat_channel_name(IMGSTAT_MAX_CHANNELS, c)
+               : "?";
   return imgstat_channel_name(channels, c);
 }
 
@@ -320,6 +325,8 @@ const char *imgstat_colour_layout_name(imgstat_colour colour, int channels) {
     return channels == 4 ? "CMYK" : "?";
   if (colour == IMGSTAT_COLOUR_LAB)
     return channels == 3 ? "Lab" : "?";
+  if (colour == IMGSTAT_COLOUR_BANDS)
+    return channels == 3 ? "3-band" : channels == 4 ? "4-band" : "?";
   return imgstat_layout_name(channels);
 }
 

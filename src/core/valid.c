@@ -48,6 +48,22 @@ imgstat_status imgstat_valid_check_nodata(double value, imgstat_sample sample,
                            (int)sample);
 }
 
+imgstat_status imgstat_valid_stored_nodata(double value,
+                                           const imgstat_image *img,
+                                           double *stored, imgstat_error *err) {
+  if (img->sample == IMGSTAT_U16 && img->int16) {
+    if (!(value >= -32768.0 && value <= 32767.0 && value == floor(value)))
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                               "nodata %.17g is not an int16 sample (an "
+                               "integer -32768 to 32767, compared exactly)",
+                               value);
+    *stored = value + IMGSTAT_INT16_OFFSET;
+    return IMGSTAT_OK;
+  }
+  *stored = value;
+  return imgstat_valid_check_nodata(value, img->sample, err);
+}
+
 /* What a walk over a channel's valid samples does with them. */
 typedef struct walk_to {
   void *dst;      /* NULL, or the samples copied here: one after the other, */

@@ -327,8 +327,16 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
         "a %s image is not pooled with --as %s: bands convert to no Y, RGB "
         "or RGBA layout (leave --as out to pool them as they are)",
         imgstat_layout_name(im->channels), as_names[o->as]);
+  int int16 = im->int16 && im->sample == IMGSTAT_U16;
+  if (int16 && (o->as != IMGSTAT_AS_KEEP || o->scale_unit))
+    return imgstat_error_set(
+        err, IMGSTAT_ERR_UNSUPPORTED,
+        "an int16 image is not pooled with %s: its signed values convert to "
+        "no other layout and have no 0..1 unit (leave it out to pool them as "
+        "they are)",
+        o->scale_unit ? "--scale unit" : "--as");
   int pooled = imgstat_dataset_pooled_channels(o, im->channels);
-  int k = depth_index(im->sample);
+  int k = int16 ? IST_DEPTH_INT16 : depth_index(im->sample);
   group *g = &d->g[pooled][k];
   uint64_t n = (uint64_t)im->width * im->height;
   int map[IMGSTAT_MAX_CHANNELS];
@@ -361,6 +369,11 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
   for (int c = 0; c < pooled; c++) {
     imgstat_figures f;
     imgstat_figures_compute(&parts[c], im->sample, im->width, 0, &f);
+    if (int16) { /* the outlier rule and notes on the values */
+      f.mean -= IMGSTAT_INT16_OFFSET;
+      f.min -= IMGSTAT_INT16_OFFSET;
+      f.max -= IMGSTAT_INT16_OFFSET;
+    }
     s->mean[c] = (float)(f.mean / ist_dataset_depth_top[k]);
     s->std[c] = (float)(f.std / ist_dataset_depth_top[k]);
     if (c < colour &&

@@ -273,8 +273,9 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     s->pooled = (int)(bits >> 16 & 0xff);
     s->constant = (int)(bits >> 24 & 0xff);
     s->const_value = r_f64(&r);
-    if (s->channels < 1 || s->channels > IMGSTAT_MAX_CHANNELS || s->depth > 2 ||
-        s->pooled < 1 || s->pooled > IMGSTAT_MAX_CHANNELS) {
+    if (s->channels < 1 || s->channels > IMGSTAT_MAX_CHANNELS ||
+        s->depth > NDEPTH - 1 || s->pooled < 1 ||
+        s->pooled > IMGSTAT_MAX_CHANNELS) {
       free(copy);
       return bad_form(d, err);
     }

@@ -66,7 +66,39 @@ note_add(imgstat_dataset_note *note, unsigned kind, const char *fmt, ...) {
 }
 
 static const char *depth_text(int k) {
-  return k == 0 ? "8-bit" : k == 1 ? "16-bit" : "32-bit float";
+  return k == 0   ? "8-bit"
+         : k == 1 ? "16-bit"
+         : k == 2 ? "32-bit float"
+                  : "16-bit signed";
+}
+
+/* An int16 pool's exact sums, taken back from the stored samples (the
+ * value + 32768) to the values: sum - 32768 n (signed) and
+ * sumsq - 65536 sum + 2^30 n (never negative), both in 128 bits. */
+static void int16_sums(const imgstat_pool_figures *f, __int128 *sum,
+                       unsigned __int128 *sumsq) {
+  unsigned __int128 s = (unsigned __int128)f->exact_sum.hi << 64 |
+                        f->exact_sum.lo,
+                    q = (unsigned __int128)f->exact_sumsq.hi << 64 |
+                        f->exact_sumsq.lo,
+                    n = f->count, off = IMGSTAT_INT16_OFFSET;
+  *sum = (__int128)s - (__int128)(off * n);
+  *sumsq = q - 2 * off * s + off * off * n;
+}
+
+/* The decimal text of a signed 128-bit integer. */
+static void i128_format(__int128 v, char text[IMGSTAT_U128_TEXT]) {
+  unsigned __int128 m = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+  imgstat_u128 u = {(uint64_t)m, (uint64_t)(m >> 64)};
+  char digits[IMGSTAT_U128_TEXT];
+  imgstat_u128_format(u, digits);
+  /* an int16 pool's sums: |v| < 2^15 * 2^64, 24 digits */
+  size_t len = strlen(digits), at = v < 0;
+  if (len + at >= IMGSTAT_U128_TEXT)
+    len = IMGSTAT_U128_TEXT - 1 - at;
+  text[0] = '-';
+  memcpy(text + at, digits, len);
+  text[at + len] = '\0';
 }
 
 /* The pooled figures of channel c over the depths in mask; *at: the
@@ -105,7 +137,8 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
     out->inf_count += f[k].inf_count;
     if (!f[k].has_values)
       continue;
-    long double mn = f[k].min * s_k, mx = f[k].max * s_k;
+    long double shift = k == IST_DEPTH_INT16 ? IMGSTAT_INT16_OFFSET : 0;
+    long double mn = (f[k].min - shift) * s_k, mx = (f[k].max - shift) * s_k;
     if (mn < best_min ||
         (mn == best_min && ist_pool_key_before(f[k].min_key, kmin))) {
       best_min = mn;
@@ -117,7 +150,13 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
       kmax = f[k].max_key;
     }
     count += f[k].count;
-    if (k < 2) {
+    if (k == IST_DEPTH_INT16) {
+      __int128 is;
+      unsigned __int128 iq;
+      int16_sums(&f[k], &is, &iq);
+      sum += (long double)is;
+      sum_sq += (long double)iq;
+    } else if (k < 2) {
       sum += u128_ld(f[k].exact_sum) * s_k;
       sum_sq += u128_ld(f[k].exact_sumsq) * s_k * s_k;
     } else {
@@ -132,7 +171,7 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
     out->sum = 0;
     snprintf(out->sum_text, sizeof out->sum_text, "0");
     snprintf(out->sum_sq_text, sizeof out->sum_sq_text, "0");
-    out->sums_exact = only < 2 && !scale;
+    out->sums_exact = (only < 2 || only == IST_DEPTH_INT16) && !scale;
     return;
   }
   out->min = (double)best_min;
@@ -154,6 +193,19 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
       out->sums_exact = 1;
       imgstat_u128_format(f[only].exact_sum, out->sum_text);
       imgstat_u128_format(f[only].exact_sumsq, out->sum_sq_text);
+    } else if (only == IST_DEPTH_INT16) {
+      __int128 is;
+      unsigned __int128 iq;
+      int16_sums(&f[only], &is, &iq);
+      out->sums_exact = 1;
+      i128_format(is, out->sum_text);
+      i128_format((__int128)iq, out->sum_sq_text);
+      /* the double nearest to the signed sum over the count: both exact in
+       * a double up to 2^38 samples, so one correctly rounded division */
+      out->mean = (double)((long double)is / (long double)count);
+      if (is > -((__int128)1 << 53) && is < ((__int128)1 << 53) &&
+          count < (UINT64_C(1) << 53))
+        out->mean = (double)is / (double)count;
     }
     return;
   }
@@ -189,9 +241,29 @@ static void channel_histogram(const imgstat_dataset *d, int layout, int mask,
                               int c, imgstat_dataset_result *res) {
   imgstat_dataset_channel *out = &res->ch[c];
   const group *g8 = &d->g[layout][0], *g16 = &d->g[layout][1],
-              *gf = &d->g[layout][2];
+              *gf = &d->g[layout][2], *gi = &d->g[layout][IST_DEPTH_INT16];
   int m8 = (mask & 1) && g8->images, m16 = (mask & 2) && g16->images,
-      mf = (mask & 4) && gf->images;
+      mf = (mask & 4) && gf->images,
+      mi = (mask & (1 << IST_DEPTH_INT16)) && gi->images;
+  if (mi) { /* pooled alone: the stored bins, the values from -32768 */
+    if (gi->hist_images != gi->images || !gi->hist[c].counts) {
+      snprintf(res->histogram_note, sizeof res->histogram_note,
+               "some images brought no histogram");
+      return;
+    }
+    imgstat_histogram *h = &out->hist;
+    if (imgstat_histogram_alloc(h, IMGSTAT_U16, 0, 0, 0, NULL) != IMGSTAT_OK)
+      return;
+    ist_dataset_hist_add(h, &gi->hist[c], 0);
+    h->lo = -(double)IMGSTAT_INT16_OFFSET;
+    h->hi = 65535.0 - IMGSTAT_INT16_OFFSET;
+    res->hist_scale = 1.0;
+    imgstat_moments m;
+    imgstat_moments_from_histogram(h, &m);
+    imgstat_hist_figures_compute(h, &m, NULL, 0, &out->hist_figures);
+    out->has_histogram = 1;
+    return;
+  }
   if (mf && (m8 || m16)) {
     snprintf(res->histogram_note, sizeof res->histogram_note,
              "float and integer images cannot share a pooled histogram");

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define NLAYOUT (IMGSTAT_MAX_CHANNELS + 1) /* pooled channels 1..max */
-#define NDEPTH 3                           /* u8, u16, f32 */
+#define NDEPTH 4 /* u8, u16, f32, int16 (u16 planes of the value + 32768) */
 
 typedef struct group {
   imgstat_pool pool;
@@ -29,7 +29,7 @@ typedef struct summary {
   const char *name; /* the reader's copy: valid until its next summary */
   uint32_t width, height;
   int channels; /* the image's own */
-  int depth;    /* depth index 0..2 */
+  int depth;    /* depth index 0..3 */
   int pooled;   /* pooled channels */
   int constant; /* every colour channel holds one value */
   double const_value;
@@ -89,10 +89,13 @@ struct imgstat_dataset {
   size_t nlabels, labels_cap;
 };
 
-/* The sample of each depth index and its top (unit scale: ÷255, ÷65535). */
+/* The sample of each depth index and its top (unit scale: ÷255, ÷65535;
+ * int16 has no unit scale and is not pooled with scale=unit). */
 static const imgstat_sample ist_dataset_depth_sample[NDEPTH] = {
-    IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
-static const double ist_dataset_depth_top[NDEPTH] = {255.0, 65535.0, 1.0};
+    IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32, IMGSTAT_U16};
+static const double ist_dataset_depth_top[NDEPTH] = {255.0, 65535.0, 1.0, 1.0};
+/* The depth index of int16 images. */
+#define IST_DEPTH_INT16 3
 
 /* Allocates h for samples s under the options o, unless it has counts. */
 imgstat_status ist_dataset_hist_ready(imgstat_histogram *h, imgstat_sample s,

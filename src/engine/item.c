@@ -6,6 +6,7 @@
  * policy.
  */
 #include "engine.h"
+#include "image_rows.h"
 
 #include "imgstat/cuda_norm.h"
 
@@ -194,6 +195,7 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   }
   ist_result_geometry(res, img->width, img->height, img->channels, img->colour,
                       img->sample, img->format, img->pages, img->page);
+  res->int16 = img->sample == IMGSTAT_U16 && img->int16;
   ist_decoder_warning(res, img->warning);
   ist_decide_item(e, img, kind, res);
   if (ist_known_unusable(e))
@@ -450,6 +452,8 @@ static imgstat_status decode_mask(imgstat_engine *e, const char *path,
                     "out of memory");
   }
   size_t stride = imgstat_image_stride(&m);
+  /* an int16 mask: the stored 32768 is the value 0 */
+  const uint16_t zero16 = m.int16 ? IMGSTAT_INT16_OFFSET : 0;
   for (int c = 0; c < m.channels; c++)
     for (uint32_t y = 0; y < m.height; y++) {
       const unsigned char *row =
@@ -460,7 +464,7 @@ static imgstat_status decode_mask(imgstat_engine *e, const char *path,
         if (m.sample == IMGSTAT_U8)
           on = row[x] != 0;
         else if (m.sample == IMGSTAT_U16)
-          on = ((const uint16_t *)(const void *)row)[x] != 0;
+          on = ((const uint16_t *)(const void *)row)[x] != zero16;
         else
           on = ((const float *)(const void *)row)[x] != 0.0f;
         mr[x] |= (uint8_t)on;
@@ -545,15 +549,15 @@ static imgstat_status pick_nodata(const imgstat_stats_request *req,
                     "%d nodata values for an image of %d channel%s",
                     req->nnodata, in->channels, in->channels == 1 ? "" : "s");
   for (int c = 0; c < in->channels; c++) {
-    double value;
+    double value, stored;
     if (req && req->nnodata > 0) {
       value = req->nodata[req->nnodata == 1 ? 0 : c];
-      imgstat_status st = imgstat_valid_check_nodata(value, in->sample, &err);
+      imgstat_status st = imgstat_valid_stored_nodata(value, in, &stored, &err);
       if (st != IMGSTAT_OK)
         return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
     } else if (in->has_nodata && !(req && req->no_file_nodata)) {
       value = in->nodata;
-      if (imgstat_valid_check_nodata(value, in->sample, &err) != IMGSTAT_OK) {
+      if (imgstat_valid_stored_nodata(value, in, &stored, &err) != IMGSTAT_OK) {
         /* the file's own value, not a sample of its type: none */
         if (c == 0)
           ist_add_warning(res, 1,
@@ -566,7 +570,7 @@ static imgstat_status pick_nodata(const imgstat_stats_request *req,
       continue;
     }
     v->has_nodata[c] = 1;
-    v->nodata[c] = value;
+    v->nodata[c] = stored; /* as the planes hold it */
     res->has_nodata = 1;
     res->nodata[c] = value;
   }
@@ -615,10 +619,12 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
   imgstat_status st = load_beside(e, "labels", path, in, &m, res);
   if (st != IMGSTAT_OK)
     return st;
-  if (m.sample == IMGSTAT_F32 || m.channels != 1) {
+  if (m.sample == IMGSTAT_F32 || m.int16 || m.channels != 1) {
     ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
              "labels %s: %s, not one channel of 8- or 16-bit integers", path,
-             m.sample == IMGSTAT_F32 ? "float samples" : "several channels");
+             m.sample == IMGSTAT_F32 ? "float samples"
+             : m.int16               ? "signed (int16) samples"
+                                     : "several channels");
     imgstat_image_free(&m);
     return IMGSTAT_ERR_ARG;
   }
@@ -1056,6 +1062,35 @@ static imgstat_status normalize_valid_item(imgstat_engine *e, gpu_slot *g,
   return IMGSTAT_OK;
 }
 
+/* An int16 image (the value + 32768 in 16-bit planes) as the float image
+ * of its values, each exact: what normalize reads an int16 input as (its
+ * maps and given constants are in the values' units); res says float. */
+static imgstat_status int16_values(const imgstat_image *in, imgstat_image *out,
+                                   imgstat_job_result *res) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st =
+      imgstat_image_alloc(out, in->width, in->height, in->channels, IMGSTAT_F32,
+                          IMGSTAT_MAX_PIXELS_LIMIT, &err);
+  if (st != IMGSTAT_OK)
+    return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
+  for (int c = 0; c < in->channels; c++)
+    for (uint32_t y = 0; y < in->height; y++) {
+      const uint16_t *src = ist_image_row(in, c, y);
+      float *dst = ist_image_row(out, c, y);
+      for (uint32_t x = 0; x < in->width; x++)
+        dst[x] = (float)((int32_t)src[x] - IMGSTAT_INT16_OFFSET);
+    }
+  out->format = in->format;
+  out->pages = in->pages;
+  out->page = in->page;
+  out->has_nodata = in->has_nodata;
+  out->nodata = in->nodata;
+  res->sample = IMGSTAT_F32;
+  res->int16 = 0;
+  return IMGSTAT_OK;
+}
+
 /* One item: its start (item_begin), then work on the decoded input. */
 static imgstat_status run_item(
     imgstat_engine *e, const char *path, const imgstat_image *img,
@@ -1066,11 +1101,18 @@ static imgstat_status run_item(
   if (!res)
     return IMGSTAT_ERR_ARG;
   memset(res, 0, sizeof *res);
-  imgstat_image own;
+  imgstat_image own, values;
+  memset(&values, 0, sizeof values);
   const imgstat_image *in = NULL;
   imgstat_status st = item_begin(e, path, img, kind, &own, &in, res);
+  if (st == IMGSTAT_OK && kind == IMGSTAT_WORK_NORMALIZE &&
+      in->sample == IMGSTAT_U16 && in->int16) {
+    st = int16_values(in, &values, res);
+    in = &values;
+  }
   if (st == IMGSTAT_OK)
     st = work(e, ist_gpu_for_item(e), in, arg, res);
+  imgstat_image_free(&values);
   imgstat_image_free(&own);
   return st;
 }

@@ -258,7 +258,8 @@ double imgstat_percentile_value(const imgstat_histogram *h, uint64_t k,
                                 uint32_t b, uint64_t cum_before,
                                 uint64_t count_b) {
   if (h->sample != IMGSTAT_F32)
-    return (double)b; /* integer bins are values */
+    return h->lo + (double)b; /* integer bins are values from lo (0, or
+                                 -32768 for a pool of int16 samples) */
   if (k <= 1)
     return h->lo;
   if (k >= h->total)

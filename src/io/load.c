@@ -420,6 +420,7 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
     img->pages = h->pages;
     img->page = h->page;
     img->colour = h->colour;
+    img->int16 = h->int16;
     img->has_nodata = h->has_nodata;
     img->nodata = h->nodata;
     memcpy(img->warning, d->warning, sizeof img->warning);

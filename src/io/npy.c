@@ -4,8 +4,9 @@
  * array's bytes in C order.
  *
  * Sample types: uint8 and bool are 8-bit, uint16 16-bit, float32 32-bit
- * float, as stored. int8 and int16 become 32-bit floats (every value is
- * one); int32, uint32 and float64 do too when every value converts exactly,
+ * float, as stored; int16 is int16 (16-bit planes of the value + 32768,
+ * imgstat.h IMGSTAT_INT16_OFFSET). int8 becomes 32-bit floats (every value
+ * is one); int32, uint32 and float64 do too when every value converts exactly,
  * and are refused at the first one that does not (imgstat never rounds a
  * sample). Other dtypes (float16, 64-bit integers, complex, structured) and
  * Fortran-ordered arrays are refused.
@@ -326,8 +327,9 @@ imgstat_status ist_npy_open(imgstat_decoder *d, imgstat_error *err) {
   ns->height = (uint32_t)h;
   ns->channels = (int)c;
   imgstat_sample sample = ns->type == NPY_U1 || ns->type == NPY_B1 ? IMGSTAT_U8
-                          : ns->type == NPY_U2                     ? IMGSTAT_U16
-                                               : IMGSTAT_F32;
+                          : ns->type == NPY_U2 || ns->type == NPY_I2
+                              ? IMGSTAT_U16
+                              : IMGSTAT_F32;
   /* The data is stored whole: exactly the items' bytes after the header.
    * The peak: the planes, a row as stored and as floats. */
   uint64_t items = w * h * c;
@@ -340,6 +342,7 @@ imgstat_status ist_npy_open(imgstat_decoder *d, imgstat_error *err) {
     return s;
   ist_header_set(&d->header, ns->width, ns->height, ns->channels, sample,
                  "NPY");
+  d->header.int16 = ns->type == NPY_I2;
   return IMGSTAT_OK;
 }
 
@@ -433,6 +436,10 @@ imgstat_status ist_npy_read(imgstat_decoder *d, imgstat_image *img,
               err, "NPY", type_name(ns->type), bad,
               (uint32_t)(ns->chw ? k : k / (size_t)ns->channels), y);
         out = ns->frow;
+      } else if (ns->type == NPY_I2) { /* the value + 32768 */
+        uint16_t *u = (uint16_t *)ns->row;
+        for (size_t i = 0; i < per_row; i++)
+          u[i] ^= 0x8000u;
       } else if (ns->type == NPY_B1) {
         for (size_t i = 0; i < per_row; i++)
           if (ns->row[i] > 1)

@@ -12,7 +12,9 @@
  *    unsigned 8 bits: 8-bit; unsigned 16 bits: 16-bit; MinIsWhite gray is
  *    inverted (white is 255, 65535), so a picture reads the same in any
  *    container;
- *  - 32-bit float: float; signed 8/16-bit: floats (exact); signed and
+ *  - 32-bit float: float; signed 16 bits: int16 (16-bit planes of the value
+ *    + 32768, imgstat.h IMGSTAT_INT16_OFFSET); signed 8-bit: floats
+ *    (exact); signed and
  *    unsigned 32-bit integers and 64-bit floats: floats when every value is
  *    exactly one, else refused;
  *  - palette: RGB of the colour map, 8-bit v when every entry is v * 257 or
@@ -125,6 +127,7 @@ typedef struct tiff_state {
   /* CIE Lab: a and b (channels 1, 2) are signed; flipping their top bit
    * (0x80 or 0x8000) reports them offset by half the range */
   unsigned lab_flip;
+  int int16; /* signed 16-bit: stored with the top bit flipped */
   imgstat_colour colour;
   int tiled;
   uint32_t tile_w, tile_h, rows_per_strip;
@@ -251,6 +254,7 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
   uint16_t compression = COMPRESSION_NONE;
   ts->colour = IMGSTAT_COLOUR_DEFAULT;
   ts->lab_flip = 0;
+  ts->int16 = 0;
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &ts->bps);
   TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &ts->compression);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &ts->spp);
@@ -287,10 +291,11 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
   switch (ts->photometric) {
   case PHOTOMETRIC_MINISBLACK:
   case PHOTOMETRIC_MINISWHITE:
-    /* more than 4 samples a pixel: bands 1..N (as GDAL writes them, the
-     * extra samples unspecified), whatever ExtraSamples says */
+    /* more than 2 samples a pixel: bands 1..N (as GDAL writes them, the
+     * extra samples unspecified), whatever ExtraSamples says; 3 or 4 of
+     * them named as bands too, not RGB (IMGSTAT_COLOUR_BANDS) */
     if (ts->spp > 2 && ts->spp <= 4)
-      return unsupported(err, "gray samples per pixel", ts->spp);
+      ts->colour = IMGSTAT_COLOUR_BANDS;
     break;
   case PHOTOMETRIC_RGB: /* more than 4 samples a pixel: bands 1..N */
     if (ts->spp < 3)
@@ -360,6 +365,10 @@ static imgstat_status tiff_layout(tiff_state *ts, int *channels,
     ts->widen = 255u / ((1u << b) - 1);
   } else if (f == SAMPLEFORMAT_UINT && b == 16) {
     *sample = IMGSTAT_U16;
+    ts->widen = 1;
+  } else if (f == SAMPLEFORMAT_INT && b == 16) {
+    *sample = IMGSTAT_U16; /* int16: the value + 32768 */
+    ts->int16 = 1;
     ts->widen = 1;
   } else {
     *sample = IMGSTAT_F32;
@@ -509,6 +518,7 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   d->header.pages = pages;
   d->header.page = d->page;
   d->header.colour = ts->colour;
+  d->header.int16 = ts->int16;
   d->header.has_nodata = tiff_nodata(ts->tif, &d->header.nodata);
   return IMGSTAT_OK;
 }
@@ -560,13 +570,19 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
   /* Samples imgstat keeps as they are: split or copied. */
   if (!ts->map[0] && !ts->invert && !ts->lab_flip &&
       ((ts->format == SAMPLEFORMAT_UINT && (ts->bps == 8 || ts->bps == 16)) ||
-       (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32))) {
+       ts->int16 || (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32))) {
     if (nc == img->channels)
       ist_pixels_split(img, row, y, x, n, 1);
     else
       memcpy((unsigned char *)ist_image_row(img, c0, y) +
                  (size_t)x * (size_t)img->sample,
              row, (size_t)n * (size_t)img->sample);
+    /* int16: the top bit flipped, the value + 32768 */
+    for (int k = 0; ts->int16 && k < nc; k++) {
+      uint16_t *o = (uint16_t *)ist_image_row(img, c0 + k, y) + x;
+      for (uint32_t i = 0; i < n; i++)
+        o[i] ^= 0x8000u;
+    }
     return IMGSTAT_OK;
   }
   for (int k = 0; k < nc; k++) {

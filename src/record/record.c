@@ -18,8 +18,11 @@ static void format_value(char *buf, size_t size, double v,
     imgstat_record_format_double(buf, size, v);
 }
 
-static void format_sum(char *buf, size_t size, const imgstat_figures *f) {
-  if (f->sum_is_exact)
+static void format_sum(char *buf, size_t size, const imgstat_record *rec,
+                       const imgstat_figures *f) {
+  if (f->sum_is_exact && rec->int16)
+    snprintf(buf, size, "%" PRId64, (int64_t)f->exact_sum);
+  else if (f->sum_is_exact)
     snprintf(buf, size, "%" PRIu64, f->exact_sum);
   else
     imgstat_record_format_double(buf, size, f->sum);
@@ -197,6 +200,8 @@ void imgstat_record_emit(const imgstat_record *rec,
   k->uint(k->ctx, "height", rec->height);
   k->uint(k->ctx, "channels", (uint64_t)rec->channels);
   k->uint(k->ctx, "depth", (uint64_t)imgstat_sample_depth(rec->sample));
+  if (rec->int16)
+    k->text(k->ctx, "sample", "int16");
   k->text(k->ctx, "backend", rec->backend);
   if (rec->decoder)
     k->text(k->ctx, "decoder", rec->decoder);
@@ -248,7 +253,11 @@ static void emit_channels(const imgstat_record *rec,
     emit_uint_or_null(k, "max_x", v, f->max_x);
     emit_uint_or_null(k, "max_y", v, f->max_y);
     /* The sum of no values is 0, which is a number, not a missing one. */
-    if (f->sum_is_exact) {
+    if (f->sum_is_exact && rec->int16 && (int64_t)f->exact_sum < 0) {
+      /* exact in a double: |sum| < 2^53 (at most 2^38 samples) */
+      k->real(k->ctx, "sum", (double)(int64_t)f->exact_sum);
+      k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
+    } else if (f->sum_is_exact) {
       k->uint(k->ctx, "sum", f->exact_sum);
       k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
     } else {
@@ -350,7 +359,11 @@ void ist_record_csv_field(FILE *out, int defined, const char *text) {
     fputs(text, out);
 }
 
-static void csv_record(FILE *out, const imgstat_record *rec) {
+/* The rows of rec's channels; label: rec is label k's record (the
+ * label's number in the label column, its pixels in mask_pixels), or
+ * NULL. */
+static void csv_rows(FILE *out, const imgstat_record *rec,
+                     const imgstat_job_label *label) {
   char buf[64];
   for (int c = 0; c < rec->channels; c++) {
     const imgstat_figures *f = &rec->figures[c];
@@ -373,7 +386,7 @@ static void csv_record(FILE *out, const imgstat_record *rec) {
     ist_record_csv_field(out, v, buf);
     snprintf(buf, sizeof buf, "%" PRIu32, f->max_y);
     ist_record_csv_field(out, v, buf);
-    format_sum(buf, sizeof buf, f);
+    format_sum(buf, sizeof buf, rec, f);
     ist_record_csv_field(out, isfinite(f->sum) || f->sum_is_exact, buf);
     format_sum_sq(buf, sizeof buf, rec, c);
     ist_record_csv_field(out, isfinite(rec->sum_sq[c]) || f->sum_is_exact, buf);
@@ -394,9 +407,28 @@ static void csv_record(FILE *out, const imgstat_record *rec) {
       if (rec->decoder)
         fputs(rec->decoder, out);
     }
+    putc(',', out);
+    if (rec->has_nodata)
+      fprintf(out, "%" PRIu64, rec->nodata_count[c]);
+    putc(',', out);
+    if (label)
+      fprintf(out, "%" PRIu64 ",%" PRIu32, label->pixels, label->label);
+    else if (rec->masked)
+      fprintf(out, "%" PRIu64 ",", rec->mask_pixels);
+    else
+      putc(',', out);
     if (rec->error_column)
       putc(',', out);
     putc('\n', out);
+  }
+}
+
+static void csv_record(FILE *out, const imgstat_record *rec) {
+  csv_rows(out, rec, NULL);
+  for (uint32_t j = 0; rec->has_labels && j < rec->nlabels; j++) {
+    imgstat_record sub;
+    label_record(rec, j, &sub);
+    csv_rows(out, &sub, &rec->labels[j]);
   }
 }
 
@@ -491,7 +523,10 @@ static void text_header(FILE *out, const imgstat_record *rec) {
           rec->width, rec->height,
           imgstat_colour_layout_name(rec->colour, rec->channels),
           imgstat_sample_depth(rec->sample),
-          rec->sample == IMGSTAT_F32 ? " float" : "", rec->backend);
+          rec->sample == IMGSTAT_F32 ? " float"
+          : rec->int16               ? " signed"
+                                     : "",
+          rec->backend);
 }
 
 /* The valid samples' lines after the table: the pixels inside the mask,
@@ -582,7 +617,9 @@ static void text_table(FILE *out, const imgstat_record *rec) {
 
 /* --brief: one line per image, the header and then, for mean, std, min and
  * max, each channel's figure (the table's numbers; NaN/Inf counts when
- * there are any). */
+ * there are any); then with a nodata value each channel's nodata count,
+ * with a mask the pixels inside ("mask P/N"), with a label image the
+ * number of labels (their figures are in the other formats). */
 static void brief_record(FILE *out, const imgstat_record *rec) {
   char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
   int columns = text_cells(rec, cells);
@@ -602,6 +639,16 @@ static void brief_record(FILE *out, const imgstat_record *rec) {
     for (int c = 0; c < rec->channels; c++)
       fprintf(out, " %s", cells[c][parts[p].column]);
   }
+  if (rec->has_nodata) {
+    fputs("  nodata", out);
+    for (int c = 0; c < rec->channels; c++)
+      fprintf(out, " %" PRIu64, rec->nodata_count[c]);
+  }
+  if (rec->masked)
+    fprintf(out, "  mask %" PRIu64 "/%" PRIu64, rec->mask_pixels,
+            (uint64_t)rec->width * rec->height);
+  if (rec->has_labels)
+    fprintf(out, "  labels %" PRIu32, rec->nlabels);
   putc('\n', out);
 }
 
@@ -620,6 +667,7 @@ void imgstat_record_begin(FILE *out, imgstat_record_format format,
     fputs(IST_CSV_DATASET_COLUMNS, out);
   if (hist && hist->decoder_column)
     fputs(",decoder", out);
+  fputs(IST_CSV_VALID_COLUMNS, out);
   if (error_column)
     fputs(",error", out);
   putc('\n', out);
@@ -646,6 +694,7 @@ void imgstat_record_write_error(FILE *out, imgstat_record_format format,
       empty += 5;
     if (hist && hist->decoder_column)
       empty += 1;
+    empty += 3; /* IST_CSV_VALID_COLUMNS */
     for (int k = 0; k < empty; k++)
       putc(',', out);
     putc(',', out);
@@ -691,6 +740,51 @@ static void record_figures(imgstat_record *rec, const imgstat_partial *part) {
   }
 }
 
+/* An int16 record's figures taken back from the stored samples (the value
+ * + 32768) to the values, exactly: min, max and mean shifted (the mean the
+ * double nearest to the signed sum over the count), the sum (two's
+ * complement in exact_sum) and the sum of squares sum (s - 32768)^2 =
+ * sumsq - 65536 sum + 2^30 count, exact modulo 2^64 and so exact while
+ * the true value is below 2^64 (at most 2^34 samples; an image has at most
+ * 2^32); std is the same. The histograms and their figures are copies with
+ * the values shifted (the counts borrowed). */
+static void record_int16(imgstat_record *rec, const imgstat_partial *part) {
+  if (!rec->int16)
+    return;
+  const double off = IMGSTAT_INT16_OFFSET;
+  for (int c = 0; c < rec->channels; c++) {
+    imgstat_figures *f = &rec->figures[c];
+    const imgstat_partial *p = &part[c];
+    uint64_t shift = (uint64_t)IMGSTAT_INT16_OFFSET * p->count;
+    f->exact_sum = p->sum - shift;
+    f->sum = (double)(int64_t)f->exact_sum;
+    rec->exact_sum_sq[c] = p->sumsq -
+                           2 * (uint64_t)IMGSTAT_INT16_OFFSET * p->sum +
+                           (uint64_t)IMGSTAT_INT16_OFFSET * shift;
+    rec->sum_sq[c] = (double)rec->exact_sum_sq[c];
+    if (f->has_values) {
+      f->min -= off;
+      f->max -= off;
+      f->mean = (double)(int64_t)f->exact_sum / (double)p->count;
+    }
+    if (rec->histograms && rec->hist_figures) {
+      imgstat_histogram *h = &rec->int16_hist[c];
+      imgstat_hist_figures *hf = &rec->int16_hist_figures[c];
+      *h = rec->histograms[c];
+      h->lo -= off;
+      h->hi -= off;
+      *hf = rec->hist_figures[c];
+      hf->median -= off;
+      for (int i = 0; i < hf->npercentiles && i < IMGSTAT_MAX_PERCENTILES; i++)
+        hf->percentile[i] -= off;
+    }
+  }
+  if (rec->histograms && rec->hist_figures) {
+    rec->histograms = rec->int16_hist;
+    rec->hist_figures = rec->int16_hist_figures;
+  }
+}
+
 /* The record of label k of rec: rec's own fields with the label's
  * figures, nodata counts and histograms, no mask and no labels. */
 static void label_record(const imgstat_record *rec, uint32_t k,
@@ -706,6 +800,7 @@ static void label_record(const imgstat_record *rec, uint32_t k,
     sub->histograms = l->hist;
     sub->hist_figures = l->hist_figures;
   }
+  record_int16(sub, l->partial);
 }
 
 void imgstat_record_from_job(imgstat_record *rec, const char *file,
@@ -718,6 +813,7 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
   rec->channels = res->channels;
   rec->colour = res->colour;
   rec->sample = res->sample;
+  rec->int16 = res->int16 && res->sample == IMGSTAT_U16;
   rec->pages = res->pages;
   rec->page = res->page;
   rec->backend = imgstat_backend_name(res->backend);
@@ -747,4 +843,5 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
     rec->histograms = res->hist;
     rec->hist_figures = res->hist_figures;
   }
+  record_int16(rec, res->partial);
 }

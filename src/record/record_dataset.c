@@ -27,8 +27,15 @@ static void ds_sum(char *buf, size_t size, const imgstat_dataset_channel *c,
 }
 
 static int ds_depth(const imgstat_dataset_result *r) {
-  return r->depths == 1 ? 8 : r->depths == 2 ? 16 : r->depths == 4 ? 32 : 0;
+  return r->depths == 1   ? 8
+         : r->depths == 2 ? 16
+         : r->depths == 4 ? 32
+         : r->depths == 8 ? 16 /* int16 */
+                          : 0;
 }
+
+/* The bits of depth index k (int16, index 3: 16). */
+static int ds_bits(int k) { return k == 3 ? 16 : 8 << k; }
 
 static void ds_hist_json(FILE *out, const imgstat_record_hist *cfg,
                          const imgstat_dataset_result *r, int c,
@@ -156,7 +163,7 @@ static void ds_rule_json(FILE *out, const imgstat_dataset_result *r) {
           : r->layout_tie          ? "tie"
                                    : "majority");
   for (int l = 1, first = 1; l <= IMGSTAT_MAX_CHANNELS; l++)
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
       if (!r->layout_count[l][k])
         continue;
       fprintf(out, "%s{\"layout\":", first ? "" : ",");
@@ -164,7 +171,8 @@ static void ds_rule_json(FILE *out, const imgstat_dataset_result *r) {
       if (r->scale_unit)
         fputs(",\"depth\":null", out);
       else
-        fprintf(out, ",\"depth\":%d", 8 << k);
+        fprintf(out, ",\"depth\":%d%s", ds_bits(k),
+                k == 3 ? ",\"sample\":\"int16\"" : "");
       fprintf(out, ",\"images\":%" PRIu64 "}", r->layout_count[l][k]);
       first = 0;
     }
@@ -248,10 +256,12 @@ static void ds_json(FILE *out, const imgstat_dataset_result *r,
     fprintf(out, "%d", ds_depth(r));
   else
     fputs("null", out);
+  if (r->depths == 8)
+    fputs(",\"sample\":\"int16\"", out);
   fputs(",\"depths\":[", out);
-  for (int k = 0, first = 1; k < 3; k++)
+  for (int k = 0, first = 1; k < 4; k++)
     if (r->depths & (1 << k)) {
-      fprintf(out, "%s%d", first ? "" : ",", 8 << k);
+      fprintf(out, "%s%d", first ? "" : ",", ds_bits(k));
       first = 0;
     }
   fprintf(out, "],\"as\":\"%s\",\"scale\":\"%s\",\"ddof\":%d",
@@ -282,6 +292,7 @@ static void ds_csv_tail(FILE *out, const imgstat_record_hist *cfg,
                         int error_column) {
   if (cfg && cfg->decoder_column)
     putc(',', out);
+  fputs(",,,", out); /* nodata_count, mask_pixels, label */
   if (error_column)
     putc(',', out);
   putc('\n', out);
@@ -437,12 +448,12 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
           r->images, r->pooled, r->failed);
   if (r->channels) {
     fprintf(out, "  %s  ", imgstat_layout_name(r->channels));
-    for (int k = 0, first = 1; k < 3; k++)
+    for (int k = 0, first = 1; k < 4; k++)
       if (r->depths & (1 << k)) {
-        fprintf(out, "%s%d", first ? "" : "+", 8 << k);
+        fprintf(out, "%s%d", first ? "" : "+", ds_bits(k));
         first = 0;
       }
-    fputs("-bit", out);
+    fputs(r->depths == 8 ? "-bit signed" : "-bit", out);
   }
   fprintf(out, "  as=%s  scale=%s\n", imgstat_dataset_as_name(r->as),
           r->scale_unit ? "unit" : "none");

@@ -13,6 +13,13 @@
 /* The CSV columns of the dataset record (image rows leave them empty). */
 #define IST_CSV_DATASET_COLUMNS ",images,failed,min_file,max_file,note"
 
+/* The CSV columns of the valid samples, in every CSV after the decoder
+ * column and before the error one: a channel's nodata_count (with a nodata
+ * value), the pixels inside the mask (mask_pixels; a label's pixels on its
+ * rows) and the label of a label's rows (--labels: one row per channel of
+ * each label after the image's); empty where there is none. */
+#define IST_CSV_VALID_COLUMNS ",nodata_count,mask_pixels,label"
+
 /* The image records' CSV header line, its newline included. */
 extern const char ist_record_csv_header[];
 

@@ -313,6 +313,7 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
   im.channels = res->channels;
   im.colour = res->colour;
   im.sample = res->sample;
+  im.int16 = res->int16;
   im.partial = gray ? x->partial : res->partial;
   int int_hist = !gray && res->has_histograms && res->sample != IMGSTAT_F32;
   if (x->hists)

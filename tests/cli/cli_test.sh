@@ -292,7 +292,7 @@ expect_grep "$tmp/out" '"std":null' "one pixel ddof 1: std null"
 
 run --csv "$tmp/gray.pgm" "$tmp/rgb.ppm" "$tmp/gray16.pgm"
 expect_rc 0 "csv"
-if [ "$(sed -n 1p "$tmp/out")" = "file,width,height,channels,depth,backend,ddof,channel,count,min,max,min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count" ]; then
+if [ "$(sed -n 1p "$tmp/out")" = "file,width,height,channels,depth,backend,ddof,channel,count,min,max,min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count,nodata_count,mask_pixels,label" ]; then
   pass
 else
   fail "csv header: $(sed -n 1p "$tmp/out")"
@@ -302,7 +302,7 @@ fi
 check_csv "csv gray" "$tmp/gray.exp" "$tmp/out" "$tmp/gray.pgm"
 check_csv "csv rgb" "$tmp/rgb.exp" "$tmp/out" "$tmp/rgb.ppm"
 check_csv "csv 16-bit" "$tmp/gray16.exp" "$tmp/out" "$tmp/gray16.pgm"
-if grep "^$tmp/rgb.ppm,6,4,3,8,$be,0,G," "$tmp/out" | grep ',0,0$' >/dev/null; then
+if grep "^$tmp/rgb.ppm,6,4,3,8,$be,0,G," "$tmp/out" | grep ',0,0,,,$' >/dev/null; then
   pass
 else
   fail "csv row layout: $(grep rgb.ppm "$tmp/out" | head -1)"

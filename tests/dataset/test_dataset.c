@@ -58,7 +58,7 @@ static void test_past_2_32(void) {
   imgstat_partial big = constant_u16(n, 65535), small = constant_u16(n, 1);
   imgstat_dataset_image im = {"big",       65536, 65536, 1,
                               IMGSTAT_U16, &big,  NULL,  IMGSTAT_COLOUR_DEFAULT,
-                              0,           NULL};
+                              0,           NULL,  0};
   for (int k = 0; k < 3; k++)
     CU_ASSERT(imgstat_dataset_add(d, (uint64_t)k, &im, &err) == IMGSTAT_OK);
   im.name = "small";
@@ -144,7 +144,8 @@ static imgstat_dataset *accumulate(const imgstat_dataset_options *o,
                                 NULL,
                                 IMGSTAT_COLOUR_DEFAULT,
                                 0,
-                                NULL};
+                                NULL,
+                                0};
     if (imgstat_dataset_needs_gray(o, imgs[k].channels)) {
       imgstat_image g;
       CU_ASSERT_FATAL(imgstat_dataset_gray(&imgs[k], &g, &err) == IMGSTAT_OK);
@@ -210,9 +211,17 @@ static void test_bands_serialized(void) {
         ((uint16_t *)im[k].planes[c])[i] = (uint16_t)(seed >> 16);
       }
     CU_ASSERT_FATAL(imgstat_cpu_stats(&im[k], 1, part[k], &err) == IMGSTAT_OK);
-    imgstat_dataset_image di = {
-        "bands.npy", im[k].width, im[k].height,           NB, IMGSTAT_U16,
-        part[k],     NULL,        IMGSTAT_COLOUR_DEFAULT, 0,  NULL};
+    imgstat_dataset_image di = {"bands.npy",
+                                im[k].width,
+                                im[k].height,
+                                NB,
+                                IMGSTAT_U16,
+                                part[k],
+                                NULL,
+                                IMGSTAT_COLOUR_DEFAULT,
+                                0,
+                                NULL,
+                                0};
     CU_ASSERT(imgstat_dataset_add(a, (uint64_t)k, &di, &err) == IMGSTAT_OK);
     CU_ASSERT(imgstat_dataset_add(k == 0 ? half : rest, (uint64_t)k, &di,
                                   &err) == IMGSTAT_OK);
@@ -372,13 +381,13 @@ static void test_arguments(void) {
   CU_ASSERT(imgstat_dataset_merge(d, e, &err) == IMGSTAT_ERR_ARG);
   CU_ASSERT(imgstat_dataset_merge(d, d, &err) == IMGSTAT_ERR_ARG);
   imgstat_dataset_image im = {
-      "x", 0, 1, 1, IMGSTAT_U8, NULL, NULL, IMGSTAT_COLOUR_DEFAULT, 0, NULL};
+      "x", 0, 1, 1, IMGSTAT_U8, NULL, NULL, IMGSTAT_COLOUR_DEFAULT, 0, NULL, 0};
   CU_ASSERT(imgstat_dataset_add(d, 0, &im, &err) == IMGSTAT_ERR_ARG);
   /* a CMYK image converts to no pool layout: refused, d unchanged */
   imgstat_partial cmyk[4];
   memset(cmyk, 0, sizeof cmyk);
   imgstat_dataset_image k = {
-      "cmyk", 1, 1, 4, IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK, 0, NULL};
+      "cmyk", 1, 1, 4, IMGSTAT_U8, cmyk, NULL, IMGSTAT_COLOUR_CMYK, 0, NULL, 0};
   CU_ASSERT(imgstat_dataset_add(d, 0, &k, &err) == IMGSTAT_ERR_UNSUPPORTED);
   CU_ASSERT(strstr(err.message, "CMYK") != NULL);
   imgstat_image img, out;
@@ -501,7 +510,7 @@ static void test_footprint(void) {
     snprintf(name, sizeof name, "/data/shards/s%03d/img_%07d.png", k / 1000, k);
     imgstat_dataset_image im = {name,       4,    4,    k == 999 ? 1 : 3,
                                 IMGSTAT_U8, part, NULL, IMGSTAT_COLOUR_DEFAULT,
-                                0,          NULL};
+                                0,          NULL, 0};
     CU_ASSERT_FATAL(imgstat_dataset_add(d, (uint64_t)k, &im, &err) ==
                     IMGSTAT_OK);
   }
@@ -579,8 +588,9 @@ static void test_labels_merged(void) {
       count[l] += im[k][l].width;
     }
     imgstat_dataset_image di = {
-        "f.npy", 8, 1, 1, IMGSTAT_F32, part[k][0], NULL, IMGSTAT_COLOUR_DEFAULT,
-        nl,      li};
+        "f.npy",     8,          1,    1,
+        IMGSTAT_F32, part[k][0], NULL, IMGSTAT_COLOUR_DEFAULT,
+        nl,          li,         0};
     CU_ASSERT(imgstat_dataset_add(a, (uint64_t)k, &di, &err) == IMGSTAT_OK);
     CU_ASSERT(imgstat_dataset_add(k % 2 ? half : rest, (uint64_t)k, &di,
                                   &err) == IMGSTAT_OK);

@@ -43,10 +43,11 @@ for dt in ["u1", "<u2", ">u2", "<i2", "<i4", "<f4", ">f4", "|i1", "|b1"]:
         np.save(path(name), a)
         # (3, 6, 7): channels first; the others channels last
         chw = shape == (3, 6, 7)
-        ref = a.astype(np.float32) if dt[-2:] in ("i1", "i2", "i4") else a
+        # int16: an exact integer type (depth 16, signed values)
+        ref = a.astype(np.float32) if dt[-2:] in ("i1", "i4") else a
         if dt.endswith("b1"):
             ref = a.astype(np.uint8)
-        depth = 8 if dt[-2:] in ("u1", "b1") else 16 if dt[-2:] == "u2" else 32
+        depth = 8 if dt[-2:] in ("u1", "b1") else 16 if dt[-2:] in ("u2", "i2") else 32
         expect_stats(name, ref, depth, channels_last=not chw)
 # float64 and int32 whose values are floats exactly; others refused
 f = (rng.integers(-2**20, 2**20, (5, 6, 3)) / 64.0).astype("<f8")
@@ -351,7 +352,7 @@ if "TIFF (libtiff)" in version:
                         f"{'planar' if planar else 'chunky'}-{'zip' if deflate else 'raw'}"
                         f"-{'le' if order == '<' else 'be'}.tif")
                 write(name, tiff_write(a, tile, planar, deflate, order=order))
-                depth = {"u1": 8, "u2": 16}.get(dt, 32)
+                depth = {"u1": 8, "u2": 16, "i2": 16}.get(dt, 32)
                 ref = a if depth < 32 else a.astype(np.float32)
                 expect_stats(name, ref, depth)
     write("own-i4-big.tif", tiff_write(np.array([[1, 2**24 + 1]], "i4")))

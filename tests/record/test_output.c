@@ -223,8 +223,9 @@ static void test_csv(void) {
   CU_ASSERT_STRING_EQUAL(
       written,
       "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
-      "min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count\n"
-      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,,2,0\n");
+      "min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count,"
+      "nodata_count,mask_pixels,label\n"
+      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,,2,0,,,\n");
 }
 
 /* --jpeg-decoder gpu: the decoder after the backend (JSON), a column before
@@ -255,9 +256,10 @@ static void test_decoder(void) {
       written,
       "file,width,height,channels,depth,backend,ddof,channel,count,min,max,"
       "min_x,min_y,max_x,max_y,sum,sum_sq,mean,std,nan_count,inf_count,"
-      "decoder,error\n"
-      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,,2,0,libjpeg-turbo,\n"
-      "bad.jpg,,,,,,,,,,,,,,,,,,,,,,cut\n");
+      "decoder,nodata_count,mask_pixels,label,error\n"
+      "\"x,\"\"y\"\".hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,,2,0,libjpeg-turbo,,,,"
+      "\n"
+      "bad.jpg,,,,,,,,,,,,,,,,,,,,,,,,,cut\n");
 }
 
 /* A name with control characters in every format the records have. */
@@ -270,7 +272,7 @@ static void test_names_escaped_in_records(void) {
   record_text(IMGSTAT_RECORD_CSV, &r, 0);
   CU_ASSERT_STRING_EQUAL(
       written, "\"a\\x1b[2J\\nb,c.hdr\",2,1,1,32,cpu,1,Y,0,,,,,,,0,0,,"
-               ",2,0\n");
+               ",2,0,,,\n");
   imgstat_partial p;
   memset(&p, 0, sizeof p);
   FILE *f = mem_open();
