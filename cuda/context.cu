@@ -59,7 +59,7 @@ imgstat_status slot_ready(ist_slot *s, imgstat_error *err) {
     return IMGSTAT_OK;
   IST_CUDA_TRY(make_stream(&s->own), "cudaStreamCreate");
   s->stream = s->own;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c) {
+  for (int c = 0; c < IST_COMPUTE_STREAMS; ++c) {
     IST_CUDA_TRY(make_stream(&s->compute[c]), "cudaStreamCreate");
     IST_CUDA_TRY(make_event(&s->uploaded[c]), "cudaEventCreate");
     IST_CUDA_TRY(make_event(&s->joined[c]), "cudaEventCreate");
@@ -76,7 +76,7 @@ void slot_destroy(ist_slot *s) {
   if (s->own)
     (void)cudaStreamDestroy(s->own);
   s->stream = s->own = nullptr;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c) {
+  for (int c = 0; c < IST_COMPUTE_STREAMS; ++c) {
     if (s->compute[c])
       (void)cudaStreamDestroy(s->compute[c]);
     if (s->uploaded[c])
@@ -288,7 +288,7 @@ void ist_slot_give(imgstat_gpu *gpu, ist_slot *s) {
 }
 
 void ist_slot_drain(ist_slot *s) {
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS && s->compute_used; ++c)
+  for (int c = 0; c < IST_COMPUTE_STREAMS && s->compute_used; ++c)
     if (s->compute[c])
       (void)cudaStreamSynchronize(s->compute[c]);
   s->compute_used = false;

@@ -113,10 +113,13 @@ typedef enum imgstat_sample {
 
 /* Channels (bands) an image may have: 1 to 4 take the names Y, YA, RGB,
  * RGBA; 5 to IMGSTAT_MAX_CHANNELS are bands named "1".."N" (layout
- * "N-band"). Per-channel arrays of images, results, records and pools are
- * sized by it, so it stays small; an input with more bands is refused with
- * its count. */
-#define IMGSTAT_MAX_CHANNELS 16
+ * "N-band"); an input with more bands is refused with its count. The
+ * per-channel arrays of an item's result (imgstat_job_result, engine.h)
+ * hold IMGSTAT_INLINE_CHANNELS channels in place and take the rest from the
+ * heap (only images of more channels pay for it); records borrow the
+ * result's. */
+#define IMGSTAT_MAX_CHANNELS 1024
+#define IMGSTAT_INLINE_CHANNELS 16
 #define IMGSTAT_DEFAULT_MAX_PIXELS (UINT64_C(1) << 30)
 /* Decoded bytes one image may hold at once while it is read (its planes and
  * any decoder buffer beside them): 4 GiB unless the caller says otherwise. */
@@ -558,8 +561,7 @@ int imgstat_cpu_cores(void);
 /* CPU backend: one partial per channel, out[0..channels-1]. threads <= 0 means
  * one per online core. Results do not depend on the number of threads. */
 imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
-                                 imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-                                 imgstat_error *err);
+                                 imgstat_partial *out, imgstat_error *err);
 
 /* ---- numbers --------------------------------------------------------------
  */

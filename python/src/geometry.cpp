@@ -76,7 +76,7 @@ namespace {
 // Planes borrowed from the array when each row is contiguous and rows are
 // evenly spaced (HW, CHW, any row padding); else NULL.
 bool borrow_planes(const char *base, const Geometry &g, size_t item,
-                   void *planes[IMGSTAT_MAX_CHANNELS], size_t *stride) {
+                   void **planes, size_t *stride) {
   if (g.s_col != 1 || g.s_row < (int64_t)g.width ||
       (g.channels > 1 && g.s_chan <= 0))
     return false;

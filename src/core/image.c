@@ -5,6 +5,7 @@
 #include "imgstat/imgstat.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,27 +282,39 @@ void imgstat_image_free(imgstat_image *img) {
   memset(img, 0, sizeof *img);
 }
 
-_Static_assert(IMGSTAT_MAX_CHANNELS == 16, "a band name for each channel");
+/* "1".."IMGSTAT_MAX_CHANNELS" and "5-band".."N-band": written once, on
+ * first use, then read only. */
+static char band_names[IMGSTAT_MAX_CHANNELS][8];
+static char layout_names[IMGSTAT_MAX_CHANNELS][16];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_init(void) {
+  static const char *const small[4] = {"Y", "YA", "RGB", "RGBA"};
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+    snprintf(band_names[c], sizeof band_names[c], "%d", c + 1);
+    if (c < 4)
+      snprintf(layout_names[c], sizeof layout_names[c], "%s", small[c]);
+    else
+      snprintf(layout_names[c], sizeof layout_names[c], "%d-band", c + 1);
+  }
+}
 
 const char *imgstat_channel_name(int channels, int c) {
   static const char *const names[4][4] = {
       {"Y"}, {"Y", "A"}, {"R", "G", "B"}, {"R", "G", "B", "A"}};
-  static const char *const bands[IMGSTAT_MAX_CHANNELS] = {
-      "1", "2",  "3",  "4",  "5",  "6",  "7",  "8",
-      "9", "10", "11", "12", "13", "14", "15", "16"};
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS || c < 0 || c >= channels)
     return "?";
-  return channels <= 4 ? names[channels - 1][c] : bands[c];
+  if (channels <= 4)
+    return names[channels - 1][c];
+  pthread_once(&names_once, names_init);
+  return band_names[c];
 }
 
 const char *imgstat_layout_name(int channels) {
-  static const char *const names[IMGSTAT_MAX_CHANNELS] = {
-      "Y",       "YA",      "RGB",     "RGBA",    "5-band",  "6-band",
-      "7-band",  "8-band",  "9-band",  "10-band", "11-band", "12-band",
-      "13-band", "14-band", "15-band", "16-band"};
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
     return "?";
-  return names[channels - 1];
+  pthread_once(&names_once, names_init);
+  return layout_names[channels - 1];
 }
 
 const char *imgstat_colour_channel_name(imgstat_colour colour, int channels,

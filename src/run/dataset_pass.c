@@ -210,7 +210,7 @@ imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
 }
 
 void ist_dataset_extra_free(ist_dataset_extra *x) {
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+  for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
     imgstat_histogram_free(&x->hist[c]);
 }
 
@@ -231,11 +231,11 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
   im.channels = res->channels;
   im.colour = res->colour;
   im.sample = res->sample;
-  im.partial = gray ? x->partial : res->partial;
+  im.partial = gray ? x->partial : IMGSTAT_JOB_CH(res, partial);
   if (x->hists)
     im.hist = x->hist;
   else if (!gray && res->has_histograms && res->sample != IMGSTAT_F32)
-    im.hist = res->hist;
+    im.hist = IMGSTAT_JOB_CH(res, hist);
   return imgstat_dataset_add(d, index, &im, err);
 }
 
@@ -340,8 +340,8 @@ imgstat_dataset_pool_inputs(const imgstat_dataset_pass *p, imgstat_dataset *d,
  * channel and bin (want's order). */
 typedef struct exact_result {
   int taken; /* a float image of the pool's layout */
-  float *got[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  uint64_t n[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  float *got[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t n[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
   int nomem;
 } exact_result;
 
@@ -352,8 +352,8 @@ typedef struct exact_run {
   double lo, scale;
   uint32_t last;
   /* every image's samples of each bin, gathered in order */
-  float *all[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  uint64_t have[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  float *all[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t have[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
   int mismatch, nomem;
 } exact_run;
 
@@ -504,7 +504,7 @@ imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
   imgstat_status s = imgstat_dataset_finish(d, 0, &r, err);
   if (s != IMGSTAT_OK)
     return s;
-  imgstat_dataset_exact_want want[IMGSTAT_MAX_CHANNELS];
+  imgstat_dataset_exact_want want[IMGSTAT_POOL_MAX_CHANNELS];
   exact_run x;
   memset(&x, 0, sizeof x);
   if (!imgstat_dataset_exact_plan(&r, percentiles, np, want)) {

@@ -6,8 +6,10 @@ samples a pixel; INTERLEAVE=BAND: planar), and as a FITS cube (NAXIS3 = 13,
 int16, by astropy when present). Each record's per-band count, min, max,
 sum, sum_sq, mean and std are compared with numpy's over the same array,
 and the TIFFs' min, max, mean and std with GDAL's ComputeStatistics. A
-16-band array is read (the limit); a 17-band one is refused naming the file
-and the count. An (8, 6, 8) array is refused, and read both ways with
+200- and 1024-band arrays (uint8, uint16, float32) and a 300-band planar
+TIFF are read, per band against numpy, and their text tables keep one line
+a band; a 1025-band array is refused naming the file and the count, and a
+17-band one is left out of the dataset pool naming the file. An (8, 6, 8) array is refused, and read both ways with
 --npy-layout hwc and chw. The dataset record of three 13-band images is numpy's over
 their concatenation; --as rgb refuses them; zscore normalize of a 13-band
 .npy writes (H, W, 13) float32 equal to numpy's (x - mean) / std, and PNG
@@ -124,16 +126,53 @@ if fits is not None:
     if r:
         check_bands(f, r[0]["stats"], [cube[i] for i in range(N)])
 
-# the limit: 16 read, 17 refused with the file and the count
-np.save(os.path.join(T, "b16.npy"),
-        rng.integers(0, 65536, size=(H, W, 16), dtype=np.uint16))
-r = records(os.path.join(T, "b16.npy"))
-report(bool(r) and r[0]["channels"] == 16, "16 bands read")
-f17 = os.path.join(T, "b17.npy")
-np.save(f17, np.zeros((H, W, 17), np.uint16))
-p = run(f17)
-report(p.returncode != 0 and f17 in p.stderr and "17 bands" in p.stderr,
-       "17 bands refused: %r" % p.stderr)
+# many bands: 200 and 1024 of each sample type (channels last, said by
+# --npy-layout: the bands axis is the largest), a 300-band planar TIFF by
+# GDAL; per band against numpy
+for nb, dt in ((200, np.uint8), (200, np.uint16), (200, np.float32),
+               (1024, np.uint8), (1024, np.uint16), (1024, np.float32)):
+    hw = 24 if nb == 200 else 64
+    if dt == np.float32:
+        m = rng.standard_normal((hw, hw, nb)).astype(np.float32)
+    else:
+        m = rng.integers(0, np.iinfo(dt).max + 1, size=(hw, hw, nb), dtype=dt)
+    f = os.path.join(T, "many%d_%s.npy" % (nb, np.dtype(dt).name))
+    np.save(f, m)
+    r = records("--npy-layout", "hwc", f)
+    if r:
+        report(r[0]["channels"] == nb, f + ": channels")
+        check_bands(f, r[0]["stats"], [m[:, :, i] for i in range(nb)])
+    p = run("--npy-layout", "hwc", f)
+    lines = p.stdout.splitlines()
+    report(p.returncode == 0 and len(lines) == nb + 2
+           and lines[-1].split()[0] == str(nb),
+           "%s: the text table, one line a band" % f)
+    os.remove(f)
+f = os.path.join(T, "planar300.tif")
+m = rng.integers(0, 65536, size=(300, 9, 11), dtype=np.uint16)
+d = gdal.GetDriverByName("GTiff").Create(f, 11, 9, 300, gdal.GDT_UInt16,
+                                         ["INTERLEAVE=BAND"])
+for i in range(300):
+    d.GetRasterBand(i + 1).WriteArray(m[i])
+d = None
+r = records(f)
+if r:
+    check_bands(f, r[0]["stats"], [m[i] for i in range(300)])
+os.remove(f)
+# more bands than the limit: refused with the file and the count
+f = os.path.join(T, "b1025.npy")
+np.save(f, np.zeros((4, 4, 1025), np.uint8))
+p = run("--npy-layout", "hwc", f)
+report(p.returncode != 0 and f in p.stderr and "1025 bands" in p.stderr,
+       "1025 bands refused: %r" % p.stderr)
+os.remove(f)
+# the dataset pool takes 16 bands: more refused for that input, by name
+f = os.path.join(T, "b17.npy")
+np.save(f, np.zeros((H, W, 17), np.uint16))
+p = run("--dataset-only", f)
+report(p.returncode != 0 and f in p.stderr and "17 bands" in p.stderr,
+       "17 bands not pooled: %r" % p.stderr)
+os.remove(f)
 
 # a shape that cannot tell: refused, then read as --npy-layout says
 amb = rng.integers(0, 65536, size=(8, 6, 8), dtype=np.uint16)
