@@ -314,6 +314,9 @@ typedef struct imgstat_job_result {
    * above, all of its channels (NULL: the arrays above are used; read them
    * through IMGSTAT_JOB_CH). Freed with the result. */
   imgstat_job_wide *wide;
+  /* The input's band descriptions (imgstat_image.band_names), taken from
+   * the decoded image and owned by the result; NULL: none. */
+  char *band_names;
 
   /* Normalization: the output image (backend says what made it). */
   imgstat_image output;

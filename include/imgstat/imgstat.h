@@ -176,6 +176,10 @@ typedef struct imgstat_image {
    * value for every channel (TIFF's GDAL_NODATA tag), when has_nodata. */
   int has_nodata;
   double nodata;
+  /* Set by imgstat_decoder_read: the header's band_names, copied and owned
+   * by the image (freed by imgstat_image_free, borrowed or not); NULL when
+   * the file names no band. */
+  char *band_names;
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding
@@ -210,6 +214,11 @@ void imgstat_image_free(imgstat_image *img);
 
 /* Channel name: "Y", "A", "R", "G" or "B". */
 const char *imgstat_channel_name(int channels, int c);
+/* Band c's name in packed names (imgstat_header.band_names) of `channels`
+ * bands: "" when it has none or names is NULL. */
+const char *imgstat_band_name(const char *names, int channels, int c);
+/* A heap copy of packed band names (NULL for NULL, or out of memory). */
+char *imgstat_band_names_dup(const char *names, int channels);
 /* Layout name: "Y", "YA", "RGB", "RGBA". */
 const char *imgstat_layout_name(int channels);
 /* The same for an image of that colour model: CMYK's "C", "M", "Y", "K"
@@ -308,6 +317,11 @@ typedef struct imgstat_header {
    * tag, 42113, a number as text; "nan" for NaN), when has_nodata. */
   int has_nodata;
   double nodata;
+  /* The file's band descriptions (TIFF: GDAL's GDAL_METADATA tag, 42112,
+   * its DESCRIPTION items): channels NUL-terminated strings one after the
+   * other, "" for a band without one; NULL when the file names none. Owned
+   * by the decoder. */
+  const char *band_names;
 } imgstat_header;
 
 typedef struct imgstat_decoder imgstat_decoder;

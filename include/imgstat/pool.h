@@ -153,7 +153,7 @@ imgstat_status imgstat_pool_figures_compute(const imgstat_pool *pool,
  */
 #define IMGSTAT_POOL_SERIALIZED_MAX                                            \
   (32 +                                                                        \
-   IMGSTAT_POOL_MAX_CHANNELS *                                                      \
+   IMGSTAT_POOL_MAX_CHANNELS *                                                 \
        (72 + 8 * (IMGSTAT_POOL_FSUM_WORDS + IMGSTAT_POOL_FSQ_WORDS)) +         \
    8)
 

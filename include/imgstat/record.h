@@ -82,6 +82,10 @@ typedef struct imgstat_record {
    * channel's figures computed as it is written (the arrays above unused). */
   const imgstat_partial *wide_partial;
   const uint64_t *wide_nodata_count;
+  /* The file's band descriptions (imgstat_header.band_names; NULL: none):
+   * JSON "name" after "channel" in the object of each band that has one;
+   * text: after the band's number in the channel column. */
+  const char *band_names;
   /* Histogram figures (--histogram) added to each channel, when hist is
    * not NULL and hist->fields: the options, and one histogram and its
    * figures per channel. */

@@ -73,7 +73,7 @@ def test_layouts(dtype, channels, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("channels", [5, 13, 16])
+@pytest.mark.parametrize("channels", [5, 13, 16, 300, 1024])
 @pytest.mark.parametrize("layout", ["hwc", "chw"])
 def test_bands(dtype, channels, layout):
     """More than four channels are bands "1".."N", any layout."""

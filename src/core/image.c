@@ -279,7 +279,28 @@ void imgstat_image_free(imgstat_image *img) {
     return;
   if (!img->borrowed)
     free(img->data);
+  free(img->band_names);
   memset(img, 0, sizeof *img);
+}
+
+char *imgstat_band_names_dup(const char *names, int channels) {
+  if (!names)
+    return NULL;
+  size_t n = 0;
+  for (int c = 0; c < channels; c++)
+    n += strlen(names + n) + 1;
+  char *copy = malloc(n ? n : 1);
+  if (copy)
+    memcpy(copy, names, n);
+  return copy;
+}
+
+const char *imgstat_band_name(const char *names, int channels, int c) {
+  if (!names || c < 0 || c >= channels)
+    return "";
+  for (int k = 0; k < c; k++)
+    names += strlen(names) + 1;
+  return names;
 }
 
 /* "1".."IMGSTAT_MAX_CHANNELS" and "5-band".."N-band": written once, on

@@ -112,7 +112,7 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
                                        imgstat_dataset_as as,
                                        imgstat_image *out, imgstat_error *err) {
   memset(out, 0, sizeof *out);
-  if (!img || img->channels < 1 || img->channels > IMGSTAT_POOL_MAX_CHANNELS)
+  if (!img || img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image to convert");
   if (img->colour != IMGSTAT_COLOUR_DEFAULT)
     return imgstat_error_set(
@@ -126,7 +126,7 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
     return imgstat_dataset_gray(img, out, err);
   int gray = img->channels < 3;
   /* the source plane of each output channel; -1: an opaque alpha */
-  int src[IMGSTAT_POOL_MAX_CHANNELS];
+  int src[IMGSTAT_MAX_CHANNELS];
   for (int c = 0; c < n; c++)
     src[c] = n == img->channels ? c
              : c < 3 && n >= 3  ? (gray ? 0 : c)
@@ -140,6 +140,7 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
   if (views) { /* the planes of img, borrowed */
     *out = *img;
     out->data = NULL;
+    out->band_names = NULL; /* img's */
     out->borrowed = 1;
     out->channels = n;
     memset(out->planes, 0, sizeof out->planes);

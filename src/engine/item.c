@@ -101,6 +101,7 @@ void imgstat_job_result_free(imgstat_job_result *res) {
   for (int c = 0; c < IMGSTAT_INLINE_CHANNELS; c++)
     imgstat_histogram_free(&res->hist[c]);
   imgstat_job_wide_free(res->wide);
+  free(res->band_names);
   for (uint32_t k = 0; k < res->nlabels; k++) {
     for (int c = 0; c < IMGSTAT_INLINE_CHANNELS; c++)
       imgstat_histogram_free(&res->labels[k].hist[c]);
@@ -233,6 +234,8 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   }
   ist_result_geometry(res, img->width, img->height, img->channels, img->colour,
                       img->sample, img->format, img->pages, img->page);
+  if (img->band_names && !res->band_names)
+    res->band_names = imgstat_band_names_dup(img->band_names, img->channels);
   if (!res->wide) {
     imgstat_error err;
     memset(&err, 0, sizeof err);

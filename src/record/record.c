@@ -275,6 +275,9 @@ static void emit_channels(const imgstat_record *rec,
     k->open(k->ctx, NULL, 0);
     k->text(k->ctx, "channel",
             imgstat_colour_channel_name(rec->colour, rec->channels, c));
+    const char *name = imgstat_band_name(rec->band_names, rec->channels, c);
+    if (name[0])
+      k->text(k->ctx, "name", name);
     k->uint(k->ctx, "count", f->count);
     emit_value(k, "min", v, f->min, rec->sample);
     emit_value(k, "max", v, f->max, rec->sample);
@@ -509,8 +512,10 @@ static int text_cells(const imgstat_record *rec, text_row *cells) {
     channel_of(rec, c, &ch);
     const imgstat_figures *f = &ch.f;
     char(*cell)[TEXT_CELL] = cells[c];
-    snprintf(cell[0], TEXT_CELL, "%s",
-             imgstat_colour_channel_name(rec->colour, rec->channels, c));
+    const char *name = imgstat_band_name(rec->band_names, rec->channels, c);
+    snprintf(cell[0], TEXT_CELL, "%s%s%s",
+             imgstat_colour_channel_name(rec->colour, rec->channels, c),
+             name[0] ? " " : "", name);
     if (!f->has_values) {
       for (int k = 1; k <= 6; k++)
         if (k != 4)
@@ -815,6 +820,7 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
   record_figures(rec, IMGSTAT_JOB_CH(res, partial),
                  IMGSTAT_JOB_CH(res, nodata_count));
   rec->has_nodata = res->has_nodata;
+  rec->band_names = res->band_names;
   rec->masked = res->masked;
   rec->mask_pixels = res->mask_pixels;
   rec->has_labels = res->has_labels;

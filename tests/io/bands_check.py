@@ -166,6 +166,58 @@ p = run("--npy-layout", "hwc", f)
 report(p.returncode != 0 and f in p.stderr and "1025 bands" in p.stderr,
        "1025 bands refused: %r" % p.stderr)
 os.remove(f)
+# band names: a 13-band GeoTIFF whose bands GDAL describes (some, with
+# characters XML escapes), with nodata 0; names and figures of the valid
+# samples against numpy
+f = os.path.join(T, "named.tif")
+m = rng.integers(0, 4000, size=(N, H, W), dtype=np.uint16)
+m[:, :, :3] = 0
+d = gdal.GetDriverByName("GTiff").Create(f, W, H, N, gdal.GDT_UInt16,
+                                         ["INTERLEAVE=PIXEL"])
+names = ["B%02d" % (i + 1) if i % 4 else "B%02d <nir> & \"x\"" % (i + 1)
+         for i in range(N)]
+for i in range(N):
+    b = d.GetRasterBand(i + 1)
+    b.WriteArray(m[i])
+    b.SetNoDataValue(0)
+    if i != 5:
+        b.SetDescription(names[i])
+d = None
+r = records(f)
+if r:
+    st = r[0]["stats"]
+    report([s.get("name") for s in st] ==
+           [None if i == 5 else names[i] for i in range(N)],
+           "band names %r" % [s.get("name") for s in st])
+    for i, s in enumerate(st):
+        v = m[i][m[i] != 0].astype(np.float64)
+        report(s["count"] == v.size and s["nodata_count"] == m[i].size - v.size
+               and s["min"] == v.min() and s["max"] == v.max()
+               and close(s["mean"], v.mean()) and close(s["std"], v.std()),
+               "named.tif band %d figures" % (i + 1))
+p = run(f)
+report(p.returncode == 0 and "\n1 B01 <nir> & \"x\" " in p.stdout
+       and "\n6 " in p.stdout and "\n2 B02 " in p.stdout,
+       "band names in the text table: %r" % p.stdout)
+os.remove(f)
+
+# normalize zscore of a 200-band .npy
+f = os.path.join(T, "many200.npy")
+m = rng.integers(0, 65536, size=(20, 24, 200), dtype=np.uint16)
+np.save(f, m)
+out = os.path.join(T, "z200.npy")
+p = run("normalize", "zscore", "--npy-layout", "hwc", f, "-o", out)
+report(p.returncode == 0, "normalize 200 bands: %r" % p.stderr)
+if p.returncode == 0:
+    z = np.load(out)
+    x = m.astype(np.float64)
+    want = (x - x.mean(axis=(0, 1))) / x.std(axis=(0, 1))
+    report(z.shape == m.shape and z.dtype == np.float32
+           and np.abs(z - want).max() < 1e-5,
+           "normalize zscore 200 bands: shape %r" % (z.shape,))
+    os.remove(out)
+os.remove(f)
+
 # the dataset pool takes 16 bands: more refused for that input, by name
 f = os.path.join(T, "b17.npy")
 np.save(f, np.zeros((H, W, 17), np.uint16))
