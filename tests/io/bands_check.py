@@ -159,6 +159,23 @@ r = records(f)
 if r:
     check_bands(f, r[0]["stats"], [m[i] for i in range(300)])
 os.remove(f)
+# a label image beside a 300-band image: each label's per-band figures
+f = os.path.join(T, "lab300.npy")
+fl = os.path.join(T, "lab300_labels.npy")
+m = rng.integers(0, 65536, size=(12, 10, 300), dtype=np.uint16)
+lab = (np.arange(120).reshape(12, 10) % 3).astype(np.uint8)
+np.save(f, m)
+np.save(fl, lab)
+r = records("--npy-layout", "hwc", "--labels", fl, f)
+if r:
+    labs = r[0].get("labels", [])
+    report([x["label"] for x in labs] == [1, 2], "labels of 300 bands")
+    for x in labs:
+        check_bands("label %d" % x["label"], x["stats"],
+                    [m[:, :, i][lab == x["label"]] for i in range(300)])
+os.remove(f)
+os.remove(fl)
+
 # more bands than the limit: refused with the file and the count
 f = os.path.join(T, "b1025.npy")
 np.save(f, np.zeros((4, 4, 1025), np.uint8))
