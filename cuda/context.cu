@@ -178,7 +178,7 @@ imgstat_status gather_planes(imgstat_gpu *gpu, imgstat_gpu_image *d,
     if (e != cudaSuccess)
       return ist_cuda_fail(err, e, "cudaMalloc (image)");
   }
-  void *dst[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  void *dst[IMGSTAT_MAX_CHANNELS]; /* channels of them set below */
   for (int c = 0; c < d->channels; ++c) {
     dst[c] = plane_at(s, plane_bytes, c);
     d->planes[c] = plane_bytes > 0 ? dst[c] : nullptr;
