@@ -163,6 +163,7 @@ os.remove(f)
 f = os.path.join(T, "lab300.npy")
 fl = os.path.join(T, "lab300_labels.npy")
 m = rng.integers(0, 65536, size=(12, 10, 300), dtype=np.uint16)
+m[::3, ::2, ::5] = 7
 lab = (np.arange(120).reshape(12, 10) % 3).astype(np.uint8)
 np.save(f, m)
 np.save(fl, lab)
@@ -173,6 +174,14 @@ if r:
     for x in labs:
         check_bands("label %d" % x["label"], x["stats"],
                     [m[:, :, i][lab == x["label"]] for i in range(300)])
+# over 16 bands the nodata counts are the text table's last column
+p = run("--npy-layout", "hwc", "--nodata", "7", f)
+rows = p.stdout.splitlines()[2:]
+report(p.returncode == 0 and p.stdout.splitlines()[1].split()[-1] == "nodata"
+       and len(rows) == 300
+       and all(int(rows[i].split()[-1]) == int((m[:, :, i] == 7).sum())
+               for i in range(300)),
+       "the nodata column of 300 bands: %r" % p.stdout[:300])
 os.remove(f)
 os.remove(fl)
 
