@@ -181,10 +181,11 @@ imgstat_status valid_channel(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
 
 extern "C" {
 
-imgstat_status imgstat_gpu_valid_stats(
-    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-    int kernel, imgstat_partial *out,
-    uint64_t *nodata, imgstat_error *err) {
+imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
+                                       const imgstat_image *img,
+                                       const imgstat_valid *v, int kernel,
+                                       imgstat_partial *out, uint64_t *nodata,
+                                       imgstat_error *err) {
   if (!gpu || !out || !nodata)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
   imgstat_status st = ist_gpu_check_image(img, err);

@@ -666,10 +666,10 @@ imgstat_status imgstat_pool_deserialize(imgstat_pool *pool, const void *buf,
                              version, POOL_VERSION);
   uint32_t channels = ist_le_get32(&p), sample = ist_le_get32(&p),
            reserved = ist_le_get32(&p);
-  int layout_ok =
-      reserved == 0 && ((channels == 0 && sample == 0) ||
-                        (channels >= 1 && channels <= IMGSTAT_POOL_MAX_CHANNELS &&
-                         sample_ok((imgstat_sample)sample)));
+  int layout_ok = reserved == 0 &&
+                  ((channels == 0 && sample == 0) ||
+                   (channels >= 1 && channels <= IMGSTAT_POOL_MAX_CHANNELS &&
+                    sample_ok((imgstat_sample)sample)));
   if (!layout_ok)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "serialized pool: bad layout (%u channels, "

@@ -253,8 +253,8 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     s->pooled = (int)(bits >> 16 & 0xff);
     s->constant = (int)(bits >> 24 & 0xff);
     s->const_value = r_f64(&r);
-    if (s->channels < 1 || s->channels > IMGSTAT_POOL_MAX_CHANNELS || s->depth > 2 ||
-        s->pooled < 1 || s->pooled > IMGSTAT_POOL_MAX_CHANNELS)
+    if (s->channels < 1 || s->channels > IMGSTAT_POOL_MAX_CHANNELS ||
+        s->depth > 2 || s->pooled < 1 || s->pooled > IMGSTAT_POOL_MAX_CHANNELS)
       return bad_form(d, err);
     for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
       s->mean[c] = r_f64(&r);

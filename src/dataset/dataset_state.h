@@ -12,14 +12,15 @@
 #include <stdint.h>
 
 #define NLAYOUT (IMGSTAT_POOL_MAX_CHANNELS + 1) /* pooled channels 1..max */
-#define NDEPTH 3                           /* u8, u16, f32 */
+#define NDEPTH 3                                /* u8, u16, f32 */
 
 typedef struct group {
   imgstat_pool pool;
   uint64_t first; /* smallest ordinal pooled here; UINT64_MAX: none */
   uint64_t images;
   uint64_t hist_images; /* images that brought histograms */
-  imgstat_histogram hist[IMGSTAT_POOL_MAX_CHANNELS]; /* counts NULL until used */
+  imgstat_histogram
+      hist[IMGSTAT_POOL_MAX_CHANNELS]; /* counts NULL until used */
 } group;
 
 /* One image as the outlier rule and the notes need it. */

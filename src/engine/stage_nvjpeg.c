@@ -340,10 +340,11 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
         memcpy(res->partial, &l->parts[(size_t)k * IMGSTAT_INLINE_CHANNELS],
                sizeof(imgstat_partial) * (size_t)it->channels);
         res->backend = IMGSTAT_BACKEND_GPU;
-        finished = !with_hist ||
-                   jpeg_batch_histograms(
-                       it, &l->counts[(size_t)k * IMGSTAT_INLINE_CHANNELS * 256],
-                       j->req, res);
+        finished =
+            !with_hist ||
+            jpeg_batch_histograms(
+                it, &l->counts[(size_t)k * IMGSTAT_INLINE_CHANNELS * 256],
+                j->req, res);
       }
       if (!finished) /* the one-image path, with the policy's fallback */
         finished = ist_jpeg_device_item(e, l->g, it, j->req, res);

@@ -37,8 +37,7 @@ int imgstat_gpu_device(const imgstat_gpu *gpu) {
 }
 
 imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
-                                 int kernel,
-                                 imgstat_partial *out,
+                                 int kernel, imgstat_partial *out,
                                  imgstat_error *err) {
   (void)gpu;
   (void)img;
@@ -157,18 +156,19 @@ void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg) {
   (void)dimg;
 }
 
-imgstat_status
-imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
-                        imgstat_partial *out,
-                        imgstat_error *err) {
+imgstat_status imgstat_gpu_image_stats(imgstat_gpu *gpu,
+                                       imgstat_gpu_image *dimg, int kernel,
+                                       imgstat_partial *out,
+                                       imgstat_error *err) {
   (void)dimg;
   return imgstat_gpu_stats(gpu, NULL, kernel, out, err);
 }
 
-imgstat_status imgstat_gpu_valid_stats(
-    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-    int kernel, imgstat_partial *out,
-    uint64_t *nodata, imgstat_error *err) {
+imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
+                                       const imgstat_image *img,
+                                       const imgstat_valid *v, int kernel,
+                                       imgstat_partial *out, uint64_t *nodata,
+                                       imgstat_error *err) {
   (void)gpu;
   (void)img;
   (void)v;

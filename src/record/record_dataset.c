@@ -542,9 +542,9 @@ void imgstat_record_write_dataset(FILE *out, imgstat_record_format format,
   }
 }
 
-void imgstat_dataset_hist_figures(
-    const imgstat_dataset_result *r, const double *percentiles, int n,
-    imgstat_hist_figures *hf) {
+void imgstat_dataset_hist_figures(const imgstat_dataset_result *r,
+                                  const double *percentiles, int n,
+                                  imgstat_hist_figures *hf) {
   memset(hf, 0, sizeof(imgstat_hist_figures) * IMGSTAT_POOL_MAX_CHANNELS);
   for (int c = 0; c < r->channels; c++) {
     if (!r->ch[c].has_histogram)
