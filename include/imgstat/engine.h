@@ -370,9 +370,11 @@ typedef struct imgstat_stats_request {
    * the backend. nnodata: 0, no nodata value given (the file's own, when
    * it has one, unless no_file_nodata); 1, nodata[0] for every channel;
    * else one per channel (an image of another channel count fails). A
-   * value that is not a sample of the image's type fails the image. */
+   * value that is not a sample of the image's type fails the image. The
+   * nnodata values are the caller's (borrowed, as the paths are): the
+   * request stays small to copy for each item. */
   int nnodata;
-  double nodata[IMGSTAT_MAX_CHANNELS];
+  const double *nodata;
   int no_file_nodata;
   /* The image's mask (NULL: none): an image of the same size, a pixel
    * inside where any of its channels is non-zero. */
