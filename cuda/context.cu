@@ -59,7 +59,7 @@ imgstat_status slot_ready(ist_slot *s, imgstat_error *err) {
     return IMGSTAT_OK;
   IST_CUDA_TRY(make_stream(&s->own), "cudaStreamCreate");
   s->stream = s->own;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c) {
+  for (int c = 0; c < IST_COMPUTE_STREAMS; ++c) {
     IST_CUDA_TRY(make_stream(&s->compute[c]), "cudaStreamCreate");
     IST_CUDA_TRY(make_event(&s->uploaded[c]), "cudaEventCreate");
     IST_CUDA_TRY(make_event(&s->joined[c]), "cudaEventCreate");
@@ -76,7 +76,7 @@ void slot_destroy(ist_slot *s) {
   if (s->own)
     (void)cudaStreamDestroy(s->own);
   s->stream = s->own = nullptr;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c) {
+  for (int c = 0; c < IST_COMPUTE_STREAMS; ++c) {
     if (s->compute[c])
       (void)cudaStreamDestroy(s->compute[c]);
     if (s->uploaded[c])
@@ -178,7 +178,7 @@ imgstat_status gather_planes(imgstat_gpu *gpu, imgstat_gpu_image *d,
     if (e != cudaSuccess)
       return ist_cuda_fail(err, e, "cudaMalloc (image)");
   }
-  void *dst[IMGSTAT_MAX_CHANNELS] = {nullptr};
+  void *dst[IMGSTAT_MAX_CHANNELS]; /* channels of them set below */
   for (int c = 0; c < d->channels; ++c) {
     dst[c] = plane_at(s, plane_bytes, c);
     d->planes[c] = plane_bytes > 0 ? dst[c] : nullptr;
@@ -288,7 +288,7 @@ void ist_slot_give(imgstat_gpu *gpu, ist_slot *s) {
 }
 
 void ist_slot_drain(ist_slot *s) {
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS && s->compute_used; ++c)
+  for (int c = 0; c < IST_COMPUTE_STREAMS && s->compute_used; ++c)
     if (s->compute[c])
       (void)cudaStreamSynchronize(s->compute[c]);
   s->compute_used = false;

@@ -37,6 +37,10 @@
 /* Bytes of one staging buffer. */
 constexpr size_t kIstStagingBytes = (size_t)4 << 20;
 
+/* Streams a slot reduces planes on, side by side; more planes take them in
+ * turn (planes on one stream follow each other). */
+#define IST_COMPUTE_STREAMS IMGSTAT_INLINE_CHANNELS
+
 struct ist_slot {
   int index;
   bool busy;       /* held by a job or a device image (under the lock) */
@@ -47,13 +51,14 @@ struct ist_slot {
    * until the image's release gives the slot back */
   cudaStream_t stream;
   cudaStream_t own; /* the slot's own stream */
-  cudaStream_t compute[IMGSTAT_MAX_CHANNELS];
+  /* plane c's reduction runs on compute[c % IST_COMPUTE_STREAMS] */
+  cudaStream_t compute[IST_COMPUTE_STREAMS];
   /* work was queued on compute[] since the last drain (those streams are
    * synchronized by ist_slot_drain only then) */
   bool compute_used;
   cudaEvent_t staged[2];
-  cudaEvent_t uploaded[IMGSTAT_MAX_CHANNELS];
-  cudaEvent_t joined[IMGSTAT_MAX_CHANNELS];
+  cudaEvent_t uploaded[IST_COMPUTE_STREAMS];
+  cudaEvent_t joined[IST_COMPUTE_STREAMS];
   unsigned turn; /* the staging buffer used next */
   ist_pinbuf staging[2];
   ist_pinbuf h_out;  /* partials copied back */

@@ -214,25 +214,26 @@ imgstat_status ist_stats_prepare(ist_slot *s, imgstat_sample sample, uint64_t n,
 imgstat_status ist_stats_launch(ist_slot *s, int c, const void *d_plane,
                                 imgstat_sample sample, uint64_t n, int kernel,
                                 size_t scratch_each, imgstat_error *err) {
-  IST_CUDA_TRY(cudaEventRecord(s->uploaded[c], s->stream), "cudaEventRecord");
+  const int k = c % IST_COMPUTE_STREAMS;
+  IST_CUDA_TRY(cudaEventRecord(s->uploaded[k], s->stream), "cudaEventRecord");
   s->compute_used = true;
-  IST_CUDA_TRY(cudaStreamWaitEvent(s->compute[c], s->uploaded[c], 0),
+  IST_CUDA_TRY(cudaStreamWaitEvent(s->compute[k], s->uploaded[k], 0),
                "cudaStreamWaitEvent");
   size_t bytes = scratch_each;
   imgstat_partial *d_out = s->d_out.as<imgstat_partial>() + c;
   IST_CUDA_TRY(ist_reduce_stats(kernel, 0, d_plane, sample, n, 1, 0,
                                 s->scratch.as<unsigned char>(scratch_each * c),
-                                &bytes, d_out, s->compute[c]),
+                                &bytes, d_out, s->compute[k]),
                "reduction");
   IST_CUDA_TRY(cudaMemcpyAsync(s->h_out.as<imgstat_partial>() + c, d_out,
                                sizeof(imgstat_partial), cudaMemcpyDeviceToHost,
-                               s->compute[c]),
+                               s->compute[k]),
                "cudaMemcpyAsync (results)");
   return IMGSTAT_OK;
 }
 
 imgstat_status ist_stats_join(ist_slot *s, int planes, imgstat_error *err) {
-  for (int c = 0; c < planes; ++c) {
+  for (int c = 0; c < planes && c < IST_COMPUTE_STREAMS; ++c) {
     IST_CUDA_TRY(cudaEventRecord(s->joined[c], s->compute[c]),
                  "cudaEventRecord");
     IST_CUDA_TRY(cudaStreamWaitEvent(s->stream, s->joined[c], 0),
@@ -357,7 +358,7 @@ imgstat_status imgstat_gpu_stats_submit(imgstat_gpu *gpu,
 
 imgstat_status imgstat_gpu_stats_wait(imgstat_gpu *gpu,
                                       imgstat_gpu_ticket ticket,
-                                      imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                      imgstat_partial *out,
                                       imgstat_error *err) {
   if (!gpu || !out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
@@ -395,8 +396,7 @@ imgstat_status imgstat_gpu_stats_wait(imgstat_gpu *gpu,
 }
 
 imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
-                                 int kernel,
-                                 imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                 int kernel, imgstat_partial *out,
                                  imgstat_error *err) {
   imgstat_status st = check_stats(gpu, out, img, kernel, err);
   if (st != IMGSTAT_OK)
@@ -413,10 +413,10 @@ imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
   return imgstat_gpu_stats_wait(gpu, ticket, out, err);
 }
 
-imgstat_status
-imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
-                        imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-                        imgstat_error *err) {
+imgstat_status imgstat_gpu_image_stats(imgstat_gpu *gpu,
+                                       imgstat_gpu_image *dimg, int kernel,
+                                       imgstat_partial *out,
+                                       imgstat_error *err) {
   imgstat_status st = ist_gpu_image_check(gpu, dimg, err);
   if (st == IMGSTAT_OK && !out)
     st = imgstat_error_set(err, IMGSTAT_ERR_ARG, "no output");

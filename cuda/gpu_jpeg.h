@@ -134,7 +134,7 @@ imgstat_status imgstat_gpu_jpeg_decode(imgstat_gpu_jpeg *dec,
 /* The statistics of the decoded items of a batch (status IMGSTAT_OK; the
  * others are left out and their out untouched) in one launch and one fold
  * launch on the decoder's stream, with one synchronisation: out[k *
- * IMGSTAT_MAX_CHANNELS + c] is channel c of item k, bit for bit what
+ * IMGSTAT_INLINE_CHANNELS + c] is channel c of item k, bit for bit what
  * imgstat_gpu_image_stats with the fast kernel gives for the same planes
  * (the same blocks per plane and the same fold: cuda/fast.cu). The
  * decoder's thread only (its stream and buffers, grown as needed and kept
@@ -146,7 +146,7 @@ imgstat_status imgstat_gpu_jpeg_stats(imgstat_gpu_jpeg *dec,
 /* The statistics (out, as imgstat_gpu_jpeg_stats; NULL: none) and the
  * histograms (counts; NULL: none) of the decoded items of a batch, each
  * kind in one launch, with one synchronisation for both: counts[(k *
- * IMGSTAT_MAX_CHANNELS + c) * 256 + v] is the number of samples equal to v
+ * IMGSTAT_INLINE_CHANNELS + c) * 256 + v] is the number of samples equal to v
  * in channel c of item k, exactly the per-image histogram kernel's (and the
  * CPU's) counts of the same plane. Items not decoded are left out, their
  * out and counts untouched. The decoder's thread only. */

@@ -20,7 +20,10 @@ namespace {
 
 constexpr int kBlock = 256;
 
-template <typename T> struct Planes { T *p[IMGSTAT_MAX_CHANNELS]; };
+/* The planes of one launch: more channels take several launches of
+ * kPlanes each (a kernel's parameters stay small). */
+constexpr int kPlanes = IMGSTAT_INLINE_CHANNELS;
+template <typename T> struct Planes { T *p[kPlanes]; };
 
 /* Sample c of pixel x of row y (x < width, y < height) is at src +
  * y * row_pitch + x * pixel_pitch + c * channel_pitch; it goes to
@@ -80,14 +83,14 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-/* Sample c of pixel i of the dense planes to dst[i * channels + c]. */
+/* Sample c of pixel i of the dense planes to dst[i * stride + c]. */
 template <typename T>
 __global__ void __launch_bounds__(kBlock)
     interleave_kernel(Planes<const T> src, T *__restrict__ dst, int channels,
-                      uint64_t n) {
+                      int stride, uint64_t n) {
   for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (uint64_t)gridDim.x * blockDim.x) {
-    T *px = dst + i * (uint64_t)channels;
+    T *px = dst + i * (uint64_t)stride;
     for (int c = 0; c < channels; ++c)
       px[c] = src.p[c][i];
   }
@@ -120,7 +123,7 @@ bool split_u8(const void *src, void *const dst[], int channels, uint64_t n,
     return false;
   const uint64_t groups = n / 4;
   Planes<uint8_t> d;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c)
+  for (int c = 0; c < kPlanes; ++c)
     d.p[c] = c < channels ? static_cast<uint8_t *>(dst[c]) : nullptr;
   *e = ist_cuda_launch_gate();
   if (*e != cudaSuccess)
@@ -134,7 +137,7 @@ bool split_u8(const void *src, void *const dst[], int channels, uint64_t n,
   *e = cudaGetLastError();
   const uint64_t tail = n - groups * 4;
   if (*e == cudaSuccess && tail > 0) {
-    void *rest[IMGSTAT_MAX_CHANNELS] = {nullptr};
+    void *rest[4] = {nullptr}; /* 3 or 4 channels */
     for (int c = 0; c < channels; ++c)
       rest[c] = static_cast<uint8_t *>(dst[c]) + groups * 4;
     *e = launch_deinterleave<uint8_t>(
@@ -149,9 +152,6 @@ cudaError_t launch_deinterleave(const void *src, size_t row_pitch,
                                 size_t pixel_pitch, size_t channel_pitch,
                                 void *const dst[], int channels, uint32_t width,
                                 uint32_t height, int sm_count, cudaStream_t s) {
-  Planes<T> d;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c)
-    d.p[c] = c < channels ? static_cast<T *>(dst[c]) : nullptr;
   uint64_t w = width;
   uint32_t h = height;
   if (height > 1 && row_pitch == (size_t)width * pixel_pitch) {
@@ -161,27 +161,40 @@ cudaError_t launch_deinterleave(const void *src, size_t row_pitch,
   }
   const unsigned gy = std::min<uint32_t>(h, 65535u);
   const dim3 grid(blocks_for(w, sm_count, gy), gy);
-  cudaError_t e = ist_cuda_launch_gate();
-  if (e != cudaSuccess)
-    return e;
-  deinterleave_kernel<T><<<grid, kBlock, 0, s>>>(
-      static_cast<const unsigned char *>(src), row_pitch, pixel_pitch,
-      channel_pitch, d, channels, w, h);
-  return cudaGetLastError();
+  for (int g = 0; g < channels; g += kPlanes) {
+    const int n = std::min(channels - g, kPlanes);
+    Planes<T> d;
+    for (int c = 0; c < kPlanes; ++c)
+      d.p[c] = c < n ? static_cast<T *>(dst[g + c]) : nullptr;
+    cudaError_t e = ist_cuda_launch_gate();
+    if (e != cudaSuccess)
+      return e;
+    deinterleave_kernel<T><<<grid, kBlock, 0, s>>>(
+        static_cast<const unsigned char *>(src) + (size_t)g * channel_pitch,
+        row_pitch, pixel_pitch, channel_pitch, d, n, w, h);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
 }
 
 template <typename T>
 cudaError_t launch_interleave(const void *const src[], void *dst, int channels,
                               uint64_t n, int sm_count, cudaStream_t s) {
-  Planes<const T> p;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; ++c)
-    p.p[c] = c < channels ? static_cast<const T *>(src[c]) : nullptr;
-  cudaError_t e = ist_cuda_launch_gate();
-  if (e != cudaSuccess)
-    return e;
-  interleave_kernel<T><<<blocks_for(n, sm_count, 1), kBlock, 0, s>>>(
-      p, static_cast<T *>(dst), channels, n);
-  return cudaGetLastError();
+  for (int g = 0; g < channels; g += kPlanes) {
+    const int k = std::min(channels - g, kPlanes);
+    Planes<const T> p;
+    for (int c = 0; c < kPlanes; ++c)
+      p.p[c] = c < k ? static_cast<const T *>(src[g + c]) : nullptr;
+    cudaError_t e = ist_cuda_launch_gate();
+    if (e != cudaSuccess)
+      return e;
+    interleave_kernel<T><<<blocks_for(n, sm_count, 1), kBlock, 0, s>>>(
+        p, static_cast<T *>(dst) + g, k, channels, n);
+    if ((e = cudaGetLastError()) != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
 }
 
 } // namespace

@@ -90,18 +90,24 @@ imgstat_status hist_percentiles(ist_slot *s, int sm_count,
                                 imgstat_error *err);
 
 /* What the fused normalize pass needs: per output channel its input plane,
- * output plane, lookup table (integer input) or map (float input). */
-struct ApplyParams {
-  const void *in[IMGSTAT_MAX_CHANNELS];
-  void *out[IMGSTAT_MAX_CHANNELS];
-  const void *lut[IMGSTAT_MAX_CHANNELS];
-  int kind[IMGSTAT_MAX_CHANNELS];
-  double a[IMGSTAT_MAX_CHANNELS];
-  double b[IMGSTAT_MAX_CHANNELS];
+ * output plane, lookup table (integer input) or map (float input). N: the
+ * channels it holds (every channel on the host; one launch's on the
+ * device, a kernel's parameters being small). */
+template <int N> struct ApplyParamsN {
+  const void *in[N];
+  void *out[N];
+  const void *lut[N];
+  int kind[N];
+  double a[N];
+  double b[N];
   uint64_t n;
   uint32_t out_max;
   int vectors; /* set by apply_launch: every plane at a 16-byte boundary */
 };
+/* Channels one launch of the pass takes; more take several launches. */
+#define IST_APPLY_GROUP IMGSTAT_INLINE_CHANNELS
+using ApplyParams = ApplyParamsN<IMGSTAT_MAX_CHANNELS>;
+using ApplyGroup = ApplyParamsN<IST_APPLY_GROUP>;
 
 /* Launches the fused pass over `channels` output channels (blockIdx.y),
  * from `in` samples to `out` samples; 16-byte loads and stores when every

@@ -50,7 +50,7 @@ __device__ __forceinline__ Out map_one(In x, const Out *lut, int kind, double a,
 
 template <typename In, typename Out>
 __global__ void __launch_bounds__(kApplyBlock)
-    apply_kernel(const ApplyParams p) {
+    apply_kernel(const ApplyGroup p) {
   constexpr int kItems = 16 / (int)sizeof(In);
   __shared__ Out s_lut[256];
   const int o = blockIdx.y;
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kApplyBlock)
 }
 
 template <typename In, typename Out>
-cudaError_t launch_apply(const ApplyParams &p, int channels, int sm_count,
+cudaError_t launch_apply(const ApplyGroup &p, int channels, int sm_count,
                          cudaStream_t stream) {
   const uint64_t items = 16 / sizeof(In);
   uint64_t want = (p.n / items + kApplyBlock - 1) / kApplyBlock;
@@ -148,6 +148,11 @@ imgstat_status apply_into(imgstat_gpu *gpu, const imgstat_gpu_image *d,
      * 256 KiB, the 32-bit table beside them) and sent up */
     const size_t lut_slot = ist_align256(entries * plan->out_sample);
     const size_t packed = lut_slot * plan->channels_out;
+    if (packed > kIstStagingBytes / 2)
+      return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                               "%d channels: their lookup tables exceed the "
+                               "GPU's staging buffer",
+                               plan->channels_out);
     unsigned k = 0;
     unsigned char *stage = nullptr;
     if ((e = ist_slot_staging(s, &k, &stage)) == cudaSuccess) {
@@ -183,8 +188,7 @@ imgstat_status apply_into(imgstat_gpu *gpu, const imgstat_gpu_image *d,
 
 /* The output planes of plan over d in the slot's norm_out buffer. */
 imgstat_status reserve_out(const imgstat_gpu_image *d,
-                           const imgstat_norm_plan *plan,
-                           void *outs[IMGSTAT_MAX_CHANNELS],
+                           const imgstat_norm_plan *plan, void **outs,
                            imgstat_error *err) {
   ist_slot *s = d->slot;
   const uint64_t n = (uint64_t)d->width * d->height;
@@ -480,14 +484,44 @@ imgstat_status on_device(imgstat_gpu *gpu, imgstat_gpu_image *d, Op op,
 
 } // namespace
 
+static cudaError_t apply_group(const ApplyGroup &p, imgstat_sample in,
+                               imgstat_sample out, int channels, int sm_count,
+                               cudaStream_t s);
+
 cudaError_t apply_launch(const ApplyParams &params, imgstat_sample in,
                          imgstat_sample out, int channels, int sm_count,
                          cudaStream_t s) {
-  ApplyParams p = params;
-  p.vectors = 1;
+  int vectors = 1;
   for (int o = 0; o < channels; ++o)
-    if (((uintptr_t)p.in[o] | (uintptr_t)p.out[o]) & 15)
-      p.vectors = 0;
+    if (((uintptr_t)params.in[o] | (uintptr_t)params.out[o]) & 15)
+      vectors = 0;
+  for (int g = 0; g < channels; g += IST_APPLY_GROUP) {
+    const int n =
+        channels - g < IST_APPLY_GROUP ? channels - g : IST_APPLY_GROUP;
+    ApplyGroup p;
+    memset(&p, 0, sizeof p);
+    for (int o = 0; o < n; ++o) {
+      p.in[o] = params.in[g + o];
+      p.out[o] = params.out[g + o];
+      p.lut[o] = params.lut[g + o];
+      p.kind[o] = params.kind[g + o];
+      p.a[o] = params.a[g + o];
+      p.b[o] = params.b[g + o];
+    }
+    p.n = params.n;
+    p.out_max = params.out_max;
+    p.vectors = vectors;
+    cudaError_t e = apply_group(p, in, out, n, sm_count, s);
+    if (e != cudaSuccess)
+      return e;
+  }
+  return cudaSuccess;
+}
+
+/* One launch of the pass over the n channels of p. */
+static cudaError_t apply_group(const ApplyGroup &p, imgstat_sample in,
+                               imgstat_sample out, int channels, int sm_count,
+                               cudaStream_t s) {
 #define IMGSTAT_APPLY_CASE(SI, TI, SO, TO)                                     \
   if (in == SI && out == SO)                                                   \
     return launch_apply<TI, TO>(p, channels, sm_count, s);

@@ -922,7 +922,7 @@ imgstat_gpu_jpeg_reduce(imgstat_gpu_jpeg *d, const imgstat_gpu_jpeg_item *items,
       continue;
     uint64_t plane = (uint64_t)it->width * it->height;
     for (int c = 0; c < it->channels; c++) {
-      size_t at = (size_t)k * IMGSTAT_MAX_CHANNELS + c;
+      size_t at = (size_t)k * IMGSTAT_INLINE_CHANNELS + c;
       if (plane == 0) { /* nothing to reduce: the empty figures */
         if (out)
           out[at] = ist_partial_empty();
@@ -999,7 +999,7 @@ imgstat_gpu_jpeg_reduce(imgstat_gpu_jpeg *d, const imgstat_gpu_jpeg_item *items,
     if (it->status != IMGSTAT_OK || (uint64_t)it->width * it->height == 0)
       continue;
     for (int c = 0; c < it->channels; c++, s++) {
-      size_t at = (size_t)k * IMGSTAT_MAX_CHANNELS + c;
+      size_t at = (size_t)k * IMGSTAT_INLINE_CHANNELS + c;
       if (out)
         out[at] = d->h_out[s];
       if (counts)

@@ -74,8 +74,7 @@ int imgstat_gpu_device(const imgstat_gpu *gpu);
  * followed by imgstat_gpu_stats_wait.
  */
 imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
-                                 int kernel,
-                                 imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                 int kernel, imgstat_partial *out,
                                  imgstat_error *err);
 
 /* A submitted statistics job. Its fields are the context's business. */
@@ -101,8 +100,7 @@ imgstat_status imgstat_gpu_stats_submit(imgstat_gpu *gpu,
                                         imgstat_error *err);
 imgstat_status imgstat_gpu_stats_wait(imgstat_gpu *gpu,
                                       imgstat_gpu_ticket ticket,
-                                      imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-                                      imgstat_error *err);
+                                      imgstat_partial *out, imgstat_error *err);
 
 /*
  * A device image: an image's planes on the context's device, for several
@@ -217,10 +215,10 @@ void imgstat_gpu_free(imgstat_gpu *gpu, void *p);
 void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg);
 
 /* The statistics of imgstat_gpu_stats on a device image (no upload). */
-imgstat_status
-imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
-                        imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-                        imgstat_error *err);
+imgstat_status imgstat_gpu_image_stats(imgstat_gpu *gpu,
+                                       imgstat_gpu_image *dimg, int kernel,
+                                       imgstat_partial *out,
+                                       imgstat_error *err);
 
 /*
  * The statistics of the valid samples of each channel of img under v
@@ -232,10 +230,11 @@ imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
  * nodata samples inside the mask. A label's pixel list (v->npixels) is
  * IMGSTAT_ERR_ARG: only the CPU reduces those.
  */
-imgstat_status imgstat_gpu_valid_stats(
-    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-    int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-    uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err);
+imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
+                                       const imgstat_image *img,
+                                       const imgstat_valid *v, int kernel,
+                                       imgstat_partial *out, uint64_t *nodata,
+                                       imgstat_error *err);
 
 /*
  * The statistics of each label of a label image on the device, as the CPU

@@ -228,13 +228,32 @@ typedef enum imgstat_job_stage {
 /* The statistics of one label's pixels (imgstat_stats_request's
  * labels_path):
  * as the image's own in imgstat_job_result. */
+/* The per-channel arrays of a result or a label of more channels than
+ * IMGSTAT_INLINE_CHANNELS: one heap block, each array `channels` long
+ * (imgstat_job_result_channels). */
+typedef struct imgstat_job_wide {
+  int channels;
+  imgstat_partial *partial;
+  imgstat_partial *gpu_partial;
+  double *nodata;
+  uint64_t *nodata_count;
+  imgstat_histogram *hist;
+  imgstat_hist_figures *hist_figures;
+} imgstat_job_wide;
+
+/* Channel array F (partial, gpu_partial, nodata, nodata_count, hist,
+ * hist_figures) of a result or a label R: its own up to
+ * IMGSTAT_INLINE_CHANNELS channels, else the heap block's. */
+#define IMGSTAT_JOB_CH(R, F) ((R)->wide ? (R)->wide->F : (R)->F)
+
 typedef struct imgstat_job_label {
   uint32_t label;
   uint64_t pixels; /* the label's pixels (inside the mask) */
-  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
-  uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
-  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
-  imgstat_hist_figures hist_figures[IMGSTAT_MAX_CHANNELS];
+  imgstat_partial partial[IMGSTAT_INLINE_CHANNELS];
+  uint64_t nodata_count[IMGSTAT_INLINE_CHANNELS];
+  imgstat_histogram hist[IMGSTAT_INLINE_CHANNELS];
+  imgstat_hist_figures hist_figures[IMGSTAT_INLINE_CHANNELS];
+  imgstat_job_wide *wide; /* more channels than those: the arrays */
 } imgstat_job_label;
 
 /* One item's result. Owns its histograms and its output image: free it with
@@ -268,17 +287,17 @@ typedef struct imgstat_job_result {
   /* Statistics: what computed them (CPU or GPU; verify: CPU), and one
    * partial per channel. With verify, gpu_partial holds the GPU's. */
   imgstat_backend backend;
-  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
+  imgstat_partial partial[IMGSTAT_INLINE_CHANNELS];
   int verified;
-  imgstat_partial gpu_partial[IMGSTAT_MAX_CHANNELS];
+  imgstat_partial gpu_partial[IMGSTAT_INLINE_CHANNELS];
 
   /* Histograms (when asked for): one per channel, with their figures (the
    * median, the requested percentiles, entropy, skewness, kurtosis), and
    * what computed them. */
   int has_histograms;
   imgstat_backend hist_backend;
-  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
-  imgstat_hist_figures hist_figures[IMGSTAT_MAX_CHANNELS];
+  imgstat_histogram hist[IMGSTAT_INLINE_CHANNELS];
+  imgstat_hist_figures hist_figures[IMGSTAT_INLINE_CHANNELS];
 
   /* Valid samples (imgstat_stats_request): has_nodata, a nodata value was
    * applied, nodata[c] to channel c (nodata_count[c] samples equal to it,
@@ -286,8 +305,8 @@ typedef struct imgstat_job_result {
    * pixels inside it). The partials and histograms are then those of the
    * valid samples. */
   int has_nodata;
-  double nodata[IMGSTAT_MAX_CHANNELS];
-  uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
+  double nodata[IMGSTAT_INLINE_CHANNELS];
+  uint64_t nodata_count[IMGSTAT_INLINE_CHANNELS];
   int masked;
   uint64_t mask_pixels;
   /* A label image's labels (labels_path): nlabels of them, by increasing
@@ -295,6 +314,13 @@ typedef struct imgstat_job_result {
   int has_labels;
   uint32_t nlabels;
   imgstat_job_label *labels;
+  /* An image of more than IMGSTAT_INLINE_CHANNELS channels: the arrays
+   * above, all of its channels (NULL: the arrays above are used; read them
+   * through IMGSTAT_JOB_CH). Freed with the result. */
+  imgstat_job_wide *wide;
+  /* The input's band descriptions (imgstat_image.band_names), taken from
+   * the decoded image and owned by the result; NULL: none. */
+  char *band_names;
 
   /* Normalization: the output image (backend says what made it). */
   imgstat_image output;
@@ -313,6 +339,14 @@ typedef struct imgstat_job_result {
 /* Frees the histograms and the output image and zeroes res; safe on a
  * zeroed or already freed result. */
 void imgstat_job_result_free(imgstat_job_result *res);
+
+/* The per-channel arrays for an image of `channels` channels: nothing to
+ * do up to IMGSTAT_INLINE_CHANNELS (*wide stays NULL), else a zeroed heap
+ * block in *wide (which must be NULL). Out of memory: an error. */
+imgstat_status imgstat_job_wide_alloc(imgstat_job_wide **wide, int channels,
+                                      imgstat_error *err);
+/* Frees a block of imgstat_job_wide_alloc and its histograms (NULL: none). */
+void imgstat_job_wide_free(imgstat_job_wide *wide);
 
 /* Makes res (zeroed first) the result of an item that failed at stage with
  * status for why's reason: its message ("unknown error" when empty) and its
@@ -340,9 +374,11 @@ typedef struct imgstat_stats_request {
    * the backend. nnodata: 0, no nodata value given (the file's own, when
    * it has one, unless no_file_nodata); 1, nodata[0] for every channel;
    * else one per channel (an image of another channel count fails). A
-   * value that is not a sample of the image's type fails the image. */
+   * value that is not a sample of the image's type fails the image. The
+   * nnodata values are the caller's (borrowed, as the paths are): the
+   * request stays small to copy for each item. */
   int nnodata;
-  double nodata[IMGSTAT_MAX_CHANNELS];
+  const double *nodata;
   int no_file_nodata;
   /* The image's mask (NULL: none): an image of the same size, a pixel
    * inside where any of its channels is non-zero. */

@@ -123,10 +123,13 @@ typedef enum imgstat_sample {
 
 /* Channels (bands) an image may have: 1 to 4 take the names Y, YA, RGB,
  * RGBA; 5 to IMGSTAT_MAX_CHANNELS are bands named "1".."N" (layout
- * "N-band"). Per-channel arrays of images, results, records and pools are
- * sized by it, so it stays small; an input with more bands is refused with
- * its count. */
-#define IMGSTAT_MAX_CHANNELS 16
+ * "N-band"); an input with more bands is refused with its count. The
+ * per-channel arrays of an item's result (imgstat_job_result, engine.h)
+ * hold IMGSTAT_INLINE_CHANNELS channels in place and take the rest from the
+ * heap (only images of more channels pay for it); records borrow the
+ * result's. */
+#define IMGSTAT_MAX_CHANNELS 1024
+#define IMGSTAT_INLINE_CHANNELS 16
 #define IMGSTAT_DEFAULT_MAX_PIXELS (UINT64_C(1) << 30)
 /* Decoded bytes one image may hold at once while it is read (its planes and
  * any decoder buffer beside them): 4 GiB unless the caller says otherwise. */
@@ -191,6 +194,10 @@ typedef struct imgstat_image {
    * imgstat_image_wrap): the U16 planes hold int16 samples offset by
    * IMGSTAT_INT16_OFFSET (above). */
   int int16;
+  /* Set by imgstat_decoder_read: the header's band_names, copied and owned
+   * by the image (freed by imgstat_image_free, borrowed or not); NULL when
+   * the file names no band. */
+  char *band_names;
 } imgstat_image;
 
 /* Bytes of one plane's samples, width * height * sample size (row padding
@@ -225,6 +232,11 @@ void imgstat_image_free(imgstat_image *img);
 
 /* Channel name: "Y", "A", "R", "G" or "B". */
 const char *imgstat_channel_name(int channels, int c);
+/* Band c's name in packed names (imgstat_header.band_names) of `channels`
+ * bands: "" when it has none or names is NULL. */
+const char *imgstat_band_name(const char *names, int channels, int c);
+/* A heap copy of packed band names (NULL for NULL, or out of memory). */
+char *imgstat_band_names_dup(const char *names, int channels);
 /* Layout name: "Y", "YA", "RGB", "RGBA". */
 const char *imgstat_layout_name(int channels);
 /* The same for an image of that colour model: CMYK's "C", "M", "Y", "K"
@@ -325,6 +337,11 @@ typedef struct imgstat_header {
   double nodata;
   /* sample IMGSTAT_U16 holding int16 samples offset by IMGSTAT_INT16_OFFSET */
   int int16;
+  /* The file's band descriptions (TIFF: GDAL's GDAL_METADATA tag, 42112,
+   * its DESCRIPTION items): channels NUL-terminated strings one after the
+   * other, "" for a band without one; NULL when the file names none. Owned
+   * by the decoder. */
+  const char *band_names;
 } imgstat_header;
 
 typedef struct imgstat_decoder imgstat_decoder;
@@ -602,8 +619,7 @@ int imgstat_cpu_cores(void);
 /* CPU backend: one partial per channel, out[0..channels-1]. threads <= 0 means
  * one per online core. Results do not depend on the number of threads. */
 imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
-                                 imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-                                 imgstat_error *err);
+                                 imgstat_partial *out, imgstat_error *err);
 
 /* ---- numbers --------------------------------------------------------------
  */

@@ -83,11 +83,16 @@ typedef struct imgstat_pool_channel {
   uint64_t fsq[IMGSTAT_POOL_FSQ_WORDS];   /* f32 */
 } imgstat_pool_channel;
 
+/* Channels a pool (and the dataset accumulator, dataset.h) takes: images
+ * of more bands are statistics of their own (IMGSTAT_MAX_CHANNELS), not
+ * pooled. */
+#define IMGSTAT_POOL_MAX_CHANNELS IMGSTAT_INLINE_CHANNELS
+
 typedef struct imgstat_pool {
   int channels; /* 0 until the first image; then fixed */
   imgstat_sample sample;
   uint64_t images; /* images added (through every pool merged in) */
-  imgstat_pool_channel ch[IMGSTAT_MAX_CHANNELS];
+  imgstat_pool_channel ch[IMGSTAT_POOL_MAX_CHANNELS];
 } imgstat_pool;
 
 /* The empty pool: no image, no layout yet. */
@@ -148,7 +153,7 @@ imgstat_status imgstat_pool_figures_compute(const imgstat_pool *pool,
  */
 #define IMGSTAT_POOL_SERIALIZED_MAX                                            \
   (32 +                                                                        \
-   IMGSTAT_MAX_CHANNELS *                                                      \
+   IMGSTAT_POOL_MAX_CHANNELS *                                                 \
        (72 + 8 * (IMGSTAT_POOL_FSUM_WORDS + IMGSTAT_POOL_FSQ_WORDS)) +         \
    8)
 

@@ -77,11 +77,20 @@ typedef struct imgstat_record {
   const char *decoder;
   uint32_t pages, page; /* a multi-page input (TIFF): else 0, 0 */
   int ddof;
-  imgstat_figures figures[IMGSTAT_MAX_CHANNELS];
+  /* Up to IMGSTAT_INLINE_CHANNELS channels: their figures here. */
+  imgstat_figures figures[IMGSTAT_INLINE_CHANNELS];
   /* The sums of squares: exact_sum_sq when figures[c].sum_is_exact (u8 /
    * u16), else sum_sq (f32: m2 + count * mean^2 of the partial). */
-  uint64_t exact_sum_sq[IMGSTAT_MAX_CHANNELS];
-  double sum_sq[IMGSTAT_MAX_CHANNELS];
+  uint64_t exact_sum_sq[IMGSTAT_INLINE_CHANNELS];
+  double sum_sq[IMGSTAT_INLINE_CHANNELS];
+  /* More channels: the result's partials and nodata counts, borrowed, each
+   * channel's figures computed as it is written (the arrays above unused). */
+  const imgstat_partial *wide_partial;
+  const uint64_t *wide_nodata_count;
+  /* The file's band descriptions (imgstat_header.band_names; NULL: none):
+   * JSON "name" after "channel" in the object of each band that has one;
+   * text: after the band's number in the channel column. */
+  const char *band_names;
   /* Histogram figures (--histogram) added to each channel, when hist is
    * not NULL and hist->fields: the options, and one histogram and its
    * figures per channel. */
@@ -111,7 +120,7 @@ typedef struct imgstat_record {
    * "mask P/N". The labels: CSV rows of each label after the image's
    * (columns label and mask_pixels), --brief "labels K". */
   int has_nodata;
-  uint64_t nodata_count[IMGSTAT_MAX_CHANNELS];
+  uint64_t nodata_count[IMGSTAT_INLINE_CHANNELS];
   int masked;
   uint64_t mask_pixels;
   /* A label image's labels (borrowed from the result): JSON "labels":[{
@@ -233,9 +242,9 @@ imgstat_status imgstat_dataset_emit(const imgstat_dataset_result *r,
 /* The figures of the dataset record's pooled histograms (the median, the
  * percentiles[0..n), entropy, skewness, kurtosis) per channel, into
  * hf[0..r->channels); channels without a histogram are zeroed. */
-void imgstat_dataset_hist_figures(
-    const imgstat_dataset_result *r, const double *percentiles, int n,
-    imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS]);
+void imgstat_dataset_hist_figures(const imgstat_dataset_result *r,
+                                  const double *percentiles, int n,
+                                  imgstat_hist_figures *hf);
 
 /* Writes the record of an input that failed (--errors-as-records): JSON
  * {"file":FILE,"error":MESSAGE}; CSV one row with the file, every other

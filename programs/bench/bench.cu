@@ -204,7 +204,7 @@ bool partials_agree(const imgstat_partial &g, const imgstat_partial &c,
 
 imgstat_status host_partials(bench *b, void *h_planes, uint32_t w, uint32_t h,
                              int channels, imgstat_sample sample,
-                             imgstat_partial out[IMGSTAT_MAX_CHANNELS]) {
+                             imgstat_partial *out) {
   size_t plane = (size_t)w * h * (size_t)sample;
   void *planes[IMGSTAT_MAX_CHANNELS];
   for (int c = 0; c < channels; c++)

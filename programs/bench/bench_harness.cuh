@@ -208,7 +208,7 @@ bool partials_agree(const imgstat_partial &g, const imgstat_partial &c,
 /* Host reference partials of `channels` planes of w x h samples. */
 imgstat_status host_partials(bench *b, void *h_planes, uint32_t w, uint32_t h,
                              int channels, imgstat_sample sample,
-                             imgstat_partial out[IMGSTAT_MAX_CHANNELS]);
+                             imgstat_partial *out);
 
 /* ---- the rows, by what they measure -------------------------------------- */
 

@@ -662,7 +662,7 @@ int ist_normalize_main(int argc, char **argv) {
     imgstat_stats_request valid;
     memset(&valid, 0, sizeof valid);
     valid.nnodata = c.nnodata;
-    memcpy(valid.nodata, c.nodata, sizeof valid.nodata);
+    valid.nodata = c.nodata; /* c outlives the run */
     valid.no_file_nodata = c.no_file_nodata;
     const imgstat_run_options ro = {.sources = c.sources,
                                     .nsources = c.nsources,

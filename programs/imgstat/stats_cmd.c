@@ -157,7 +157,7 @@ int ist_stats_main(int argc, char **argv) {
   memcpy(ro.request.percentiles, opt.hist.percentiles,
          sizeof ro.request.percentiles);
   ro.request.nnodata = opt.nnodata;
-  memcpy(ro.request.nodata, opt.nodata, sizeof ro.request.nodata);
+  ro.request.nodata = opt.nodata; /* opt outlives the run */
   ro.request.no_file_nodata = opt.no_file_nodata;
   ro.mask = opt.mask;
   ro.mask_suffix = opt.mask_suffix;

@@ -163,16 +163,20 @@ static int print_result(run_state *st, const char *path,
     info.sample = res->sample;
     info.scale = 1.0;
     for (int c = 0; c < res->channels; c++) {
-      info.has_mean[c] = rec.figures[c].has_values;
-      info.mean[c] = rec.figures[c].mean;
+      imgstat_figures f;
+      imgstat_figures_compute(&IMGSTAT_JOB_CH(res, partial)[c], res->sample,
+                              res->width, o->ddof, &f);
+      info.has_mean[c] = f.has_values;
+      info.mean[c] = f.mean;
     }
-    info.figures = res->hist_figures;
+    info.figures = IMGSTAT_JOB_CH(res, hist_figures);
     if (plot && plot->have) { /* a float image: its own range */
       info.below = plot->below;
       info.above = plot->above;
     }
     if (write_plot(st, path, &info,
-                   plot && plot->have ? plot->hist : res->hist)) {
+                   plot && plot->have ? plot->hist
+                                      : IMGSTAT_JOB_CH(res, hist))) {
       st->any_failed = 1;
       failed = 1;
     }
@@ -186,7 +190,8 @@ static int print_result(run_state *st, const char *path,
             : stderr;
     fflush(stdout);
     if (!ist_verify_partials(out, path, res->colour, res->channels, res->sample,
-                             res->partial, res->gpu_partial))
+                             IMGSTAT_JOB_CH(res, partial),
+                             IMGSTAT_JOB_CH(res, gpu_partial)))
       st->any_mismatch = 1;
   }
   return failed;
@@ -210,10 +215,10 @@ void *ist_stats_plot_image(void *ctx, const imgstat_input *in,
   ist_plot_hists *plot = calloc(1, sizeof *plot);
   imgstat_error err;
   memset(&err, 0, sizeof err);
-  if (plot &&
-      ist_hist_plot_float(img, res->hist, ds->have_range ? range : NULL,
-                          o->hist.bins ? o->hist.bins : DEFAULT_DISPLAY_BINS,
-                          plot, &err) != IMGSTAT_OK)
+  if (plot && ist_hist_plot_float(
+                  img, IMGSTAT_JOB_CH(res, hist), ds->have_range ? range : NULL,
+                  o->hist.bins ? o->hist.bins : DEFAULT_DISPLAY_BINS, plot,
+                  &err) != IMGSTAT_OK)
     ist_hist_plot_hists_free(plot); /* the job's histograms, then */
   return plot;
 }
@@ -363,7 +368,7 @@ void ist_stats_print_dataset(run_state *st) {
     st->any_failed = 1;
     return;
   }
-  imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
+  imgstat_hist_figures hf[IMGSTAT_POOL_MAX_CHANNELS];
   imgstat_dataset_hist_figures(&r, o->hist.percentiles, o->hist.npercentiles,
                                hf);
   imgstat_record_write_dataset(
@@ -400,7 +405,7 @@ void ist_stats_print_dataset(run_state *st) {
     info.channels = r.channels;
     info.sample = r.ch[0].hist.sample;
     info.scale = r.hist_scale;
-    imgstat_histogram hists[IMGSTAT_MAX_CHANNELS];
+    imgstat_histogram hists[IMGSTAT_POOL_MAX_CHANNELS];
     for (int c = 0; c < r.channels; c++) {
       info.has_mean[c] = r.ch[c].has_values;
       info.mean[c] = r.ch[c].mean;

@@ -117,8 +117,7 @@ struct Request {
     for (size_t k = 0; k < percentiles.size(); k++)
       r.percentiles[k] = percentiles[k];
     r.nnodata = (int)nodata.size();
-    for (size_t k = 0; k < nodata.size(); k++)
-      r.nodata[k] = nodata[k];
+    r.nodata = nodata.empty() ? nullptr : nodata.data();
     r.no_file_nodata = no_file_nodata;
     r.mask_path = mask.empty() ? nullptr : mask.c_str();
     r.labels_path = labels.empty() ? nullptr : labels.c_str();

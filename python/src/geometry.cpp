@@ -23,7 +23,8 @@ nb::dlpack::dtype dtype_of(imgstat_sample s) {
                             : nb::dtype<float>();
 }
 
-static_assert(IMGSTAT_MAX_CHANNELS == 16, "the message below names the limit");
+static_assert(IMGSTAT_MAX_CHANNELS == 1024,
+              "the message below names the limit");
 
 Geometry geometry_from(size_t nd, const int64_t *shape, const int64_t *strides,
                        bool chw) {
@@ -47,7 +48,7 @@ Geometry geometry_from(size_t nd, const int64_t *shape, const int64_t *strides,
     g.s_chan = strides[chan];
   }
   if (g.channels < 1 || g.channels > IMGSTAT_MAX_CHANNELS)
-    throw nb::value_error("an image has 1 to 16 channels (bands; is the "
+    throw nb::value_error("an image has 1 to 1024 channels (bands; is the "
                           "layout of the input right? layout='hwc' or "
                           "'chw')");
   if (g.height == 0 || g.width == 0)
@@ -76,7 +77,7 @@ namespace {
 // Planes borrowed from the array when each row is contiguous and rows are
 // evenly spaced (HW, CHW, any row padding); else NULL.
 bool borrow_planes(const char *base, const Geometry &g, size_t item,
-                   void *planes[IMGSTAT_MAX_CHANNELS], size_t *stride) {
+                   void **planes, size_t *stride) {
   if (g.s_col != 1 || g.s_row < (int64_t)g.width ||
       (g.channels > 1 && g.s_chan <= 0))
     return false;

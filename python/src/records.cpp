@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 extern "C" {
 #include "imgstat/record.h"
@@ -173,10 +174,10 @@ public:
 
 private:
   const char *want_ = nullptr;
-  int depth_ = 0;         // containers open (the root is 1)
-  bool in_stats_ = false; // the root's "stats" array is open
-  PyObject *v_[IMGSTAT_MAX_CHANNELS] = {};
-  int n_ = 0; // the "stats" array's objects so far
+  int depth_ = 0;             // containers open (the root is 1)
+  bool in_stats_ = false;     // the root's "stats" array is open
+  std::vector<PyObject *> v_; // one a channel, as the array is read
+  int n_ = 0;                 // the "stats" array's objects so far
   bool failed_ = false;
 
   static ColumnSink *of(void *c) { return static_cast<ColumnSink *>(c); }
@@ -195,8 +196,10 @@ private:
     d->depth_++;
     if (d->depth_ == 2)
       d->in_stats_ = key && std::strcmp(key, "stats") == 0;
-    else if (d->depth_ == 3 && d->in_stats_ && d->n_ < IMGSTAT_MAX_CHANNELS)
+    else if (d->depth_ == 3 && d->in_stats_ && d->n_ < IMGSTAT_MAX_CHANNELS) {
       d->n_++;
+      d->v_.push_back(nullptr);
+    }
   }
   static void close(void *c, int) {
     ColumnSink *d = of(c);
@@ -394,7 +397,7 @@ nb::object emitted_dict(const Emitted &e) {
 bool dataset_json(const imgstat_dataset_result *r, const Request &req,
                   std::string *out) {
   imgstat_record_hist hist = hist_of(req);
-  imgstat_hist_figures hf[IMGSTAT_MAX_CHANNELS];
+  imgstat_hist_figures hf[IMGSTAT_POOL_MAX_CHANNELS];
   imgstat_dataset_hist_figures(r, hist.percentiles, hist.npercentiles, hf);
   char *buf = nullptr;
   size_t size = 0;

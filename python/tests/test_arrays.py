@@ -73,7 +73,7 @@ def test_layouts(dtype, channels, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("channels", [5, 13, 16])
+@pytest.mark.parametrize("channels", [5, 13, 16, 300, 1024])
 @pytest.mark.parametrize("layout", ["hwc", "chw"])
 def test_bands(dtype, channels, layout):
     """More than four channels are bands "1".."N", any layout."""
@@ -200,7 +200,7 @@ def test_same_bytes_animated_webp(tmp_path):
 @pytest.mark.parametrize("bad, error", [
     (np.zeros((4, 4), dtype=np.int32), TypeError),
     (np.zeros((4, 4), dtype=np.float64), TypeError),
-    (np.zeros((4, 4, 17), dtype=np.uint8), ValueError),
+    (np.zeros((4, 4, 1025), dtype=np.uint8), ValueError),
     (np.zeros((2, 2, 2, 2), dtype=np.uint8), ValueError),
     (np.zeros((0, 4), dtype=np.uint8), ValueError),
     (12, TypeError),

@@ -143,7 +143,7 @@ def test_normalize_gives_chw_output_and_names_itself(mixed):
                              layout="chw", out_layout="hwc")
     assert np.array_equal(back, hwc)
     with pytest.raises(ValueError) as e:
-        imgstat.normalize(np.zeros((4, 4, 17), np.uint8))
+        imgstat.normalize(np.zeros((4, 4, 1025), np.uint8))
     assert "imgstat.stats" not in str(e.value)
     with pytest.raises(ValueError) as e:
         imgstat.normalize(x, layout="whc")

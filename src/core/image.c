@@ -5,6 +5,7 @@
 #include "imgstat/imgstat.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,30 +280,63 @@ void imgstat_image_free(imgstat_image *img) {
     return;
   if (!img->borrowed)
     free(img->data);
+  free(img->band_names);
   memset(img, 0, sizeof *img);
 }
 
-_Static_assert(IMGSTAT_MAX_CHANNELS == 16, "a band name for each channel");
+char *imgstat_band_names_dup(const char *names, int channels) {
+  if (!names)
+    return NULL;
+  size_t n = 0;
+  for (int c = 0; c < channels; c++)
+    n += strlen(names + n) + 1;
+  char *copy = malloc(n ? n : 1);
+  if (copy)
+    memcpy(copy, names, n);
+  return copy;
+}
+
+const char *imgstat_band_name(const char *names, int channels, int c) {
+  if (!names || c < 0 || c >= channels)
+    return "";
+  for (int k = 0; k < c; k++)
+    names += strlen(names) + 1;
+  return names;
+}
+
+/* "1".."IMGSTAT_MAX_CHANNELS" and "5-band".."N-band": written once, on
+ * first use, then read only. */
+static char band_names[IMGSTAT_MAX_CHANNELS][8];
+static char layout_names[IMGSTAT_MAX_CHANNELS][16];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_init(void) {
+  static const char *const small[4] = {"Y", "YA", "RGB", "RGBA"};
+  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+    snprintf(band_names[c], sizeof band_names[c], "%d", c + 1);
+    if (c < 4)
+      snprintf(layout_names[c], sizeof layout_names[c], "%s", small[c]);
+    else
+      snprintf(layout_names[c], sizeof layout_names[c], "%d-band", c + 1);
+  }
+}
 
 const char *imgstat_channel_name(int channels, int c) {
   static const char *const names[4][4] = {
       {"Y"}, {"Y", "A"}, {"R", "G", "B"}, {"R", "G", "B", "A"}};
-  static const char *const bands[IMGSTAT_MAX_CHANNELS] = {
-      "1", "2",  "3",  "4",  "5",  "6",  "7",  "8",
-      "9", "10", "11", "12", "13", "14", "15", "16"};
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS || c < 0 || c >= channels)
     return "?";
-  return channels <= 4 ? names[channels - 1][c] : bands[c];
+  if (channels <= 4)
+    return names[channels - 1][c];
+  pthread_once(&names_once, names_init);
+  return band_names[c];
 }
 
 const char *imgstat_layout_name(int channels) {
-  static const char *const names[IMGSTAT_MAX_CHANNELS] = {
-      "Y",       "YA",      "RGB",     "RGBA",    "5-band",  "6-band",
-      "7-band",  "8-band",  "9-band",  "10-band", "11-band", "12-band",
-      "13-band", "14-band", "15-band", "16-band"};
   if (channels < 1 || channels > IMGSTAT_MAX_CHANNELS)
     return "?";
-  return names[channels - 1];
+  pthread_once(&names_once, names_init);
+  return layout_names[channels - 1];
 }
 
 const char *imgstat_colour_channel_name(imgstat_colour colour, int channels,

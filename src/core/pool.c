@@ -257,7 +257,7 @@ static void channel_init(imgstat_pool_channel *c) {
 
 void imgstat_pool_init(imgstat_pool *pool) {
   memset(pool, 0, sizeof *pool);
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+  for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
     channel_init(&pool->ch[c]);
 }
 
@@ -387,7 +387,7 @@ imgstat_status imgstat_pool_add(imgstat_pool *pool, uint64_t ordinal,
                                 const imgstat_partial *parts, int channels,
                                 imgstat_sample sample, uint32_t width,
                                 imgstat_error *err) {
-  if (!pool || !parts || channels < 1 || channels > IMGSTAT_MAX_CHANNELS ||
+  if (!pool || !parts || channels < 1 || channels > IMGSTAT_POOL_MAX_CHANNELS ||
       !sample_ok(sample))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_pool_add: no pool, no partials, or a "
@@ -666,10 +666,10 @@ imgstat_status imgstat_pool_deserialize(imgstat_pool *pool, const void *buf,
                              version, POOL_VERSION);
   uint32_t channels = ist_le_get32(&p), sample = ist_le_get32(&p),
            reserved = ist_le_get32(&p);
-  int layout_ok =
-      reserved == 0 && ((channels == 0 && sample == 0) ||
-                        (channels >= 1 && channels <= IMGSTAT_MAX_CHANNELS &&
-                         sample_ok((imgstat_sample)sample)));
+  int layout_ok = reserved == 0 &&
+                  ((channels == 0 && sample == 0) ||
+                   (channels >= 1 && channels <= IMGSTAT_POOL_MAX_CHANNELS &&
+                    sample_ok((imgstat_sample)sample)));
   if (!layout_ok)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "serialized pool: bad layout (%u channels, "

@@ -75,8 +75,7 @@ static int cpu_default_threads(void) {
 }
 
 imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
-                                 imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-                                 imgstat_error *err) {
+                                 imgstat_partial *out, imgstat_error *err) {
   if (!img || !out)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image or no output");
   if (img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS)

@@ -140,6 +140,7 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
   if (views) { /* the planes of img, borrowed */
     *out = *img;
     out->data = NULL;
+    out->band_names = NULL; /* img's */
     out->borrowed = 1;
     out->channels = n;
     memset(out->planes, 0, sizeof out->planes);
@@ -217,7 +218,7 @@ void imgstat_dataset_destroy(imgstat_dataset *d) {
     return;
   for (int l = 0; l < NLAYOUT; l++)
     for (int k = 0; k < NDEPTH; k++)
-      for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+      for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
         imgstat_histogram_free(&d->g[l][k].hist[c]);
   ist_summaries_free(&d->s);
   ist_dataset_labels_free(d);
@@ -252,7 +253,7 @@ static imgstat_partial opaque_partial(uint64_t n, imgstat_sample s) {
 /* Which of the image's channels feeds each pooled channel (-1: opaque
  * alpha). */
 static void channel_map(const imgstat_dataset_options *o, int channels,
-                        int pooled, int map[IMGSTAT_MAX_CHANNELS]) {
+                        int pooled, int *map) {
   for (int c = 0; c < pooled; c++)
     map[c] = c;
   if (o->as == IMGSTAT_AS_KEEP || imgstat_dataset_needs_gray(o, channels))
@@ -307,8 +308,13 @@ static int hist_fits(const imgstat_histogram *h, imgstat_sample s,
 imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
                                    const imgstat_dataset_image *im,
                                    imgstat_error *err) {
+  if (im && im->channels > IMGSTAT_POOL_MAX_CHANNELS &&
+      im->channels <= IMGSTAT_MAX_CHANNELS)
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "%d bands: the dataset pool takes at most %d",
+                             im->channels, IMGSTAT_POOL_MAX_CHANNELS);
   if (!d || !im || !im->partial || im->channels < 1 ||
-      im->channels > IMGSTAT_MAX_CHANNELS || im->width == 0 ||
+      im->channels > IMGSTAT_POOL_MAX_CHANNELS || im->width == 0 ||
       im->height == 0 ||
       (im->sample != IMGSTAT_U8 && im->sample != IMGSTAT_U16 &&
        im->sample != IMGSTAT_F32))
@@ -339,9 +345,9 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
   int k = int16 ? IST_DEPTH_INT16 : depth_index(im->sample);
   group *g = &d->g[pooled][k];
   uint64_t n = (uint64_t)im->width * im->height;
-  int map[IMGSTAT_MAX_CHANNELS];
+  int map[IMGSTAT_POOL_MAX_CHANNELS];
   channel_map(o, im->channels, pooled, map);
-  imgstat_partial parts[IMGSTAT_MAX_CHANNELS];
+  imgstat_partial parts[IMGSTAT_POOL_MAX_CHANNELS];
   for (int c = 0; c < pooled; c++)
     parts[c] = map[c] < 0 ? opaque_partial(n, im->sample) : im->partial[map[c]];
 

@@ -119,7 +119,7 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
       w_u64(&w, g->first);
       w_u64(&w, g->images);
       w_u64(&w, g->hist_images);
-      for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+      for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++) {
         const imgstat_histogram *h = &g->hist[c];
         w_u64(&w, h->counts ? h->bins : 0);
         if (!h->counts)
@@ -232,7 +232,7 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
       g->first = r_u64(&r);
       g->images = r_u64(&r);
       g->hist_images = r_u64(&r);
-      for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++) {
+      for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++) {
         uint64_t bins = r_u64(&r);
         if (bins == 0)
           continue;
@@ -273,15 +273,15 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     s->pooled = (int)(bits >> 16 & 0xff);
     s->constant = (int)(bits >> 24 & 0xff);
     s->const_value = r_f64(&r);
-    if (s->channels < 1 || s->channels > IMGSTAT_MAX_CHANNELS ||
+    if (s->channels < 1 || s->channels > IMGSTAT_POOL_MAX_CHANNELS ||
         s->depth > NDEPTH - 1 || s->pooled < 1 ||
-        s->pooled > IMGSTAT_MAX_CHANNELS) {
+        s->pooled > IMGSTAT_POOL_MAX_CHANNELS) {
       free(copy);
       return bad_form(d, err);
     }
     for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
       double m = r_f64(&r), sd = r_f64(&r);
-      if (c < IMGSTAT_MAX_CHANNELS) {
+      if (c < IMGSTAT_POOL_MAX_CHANNELS) {
         s->mean[c] = (float)m;
         s->std[c] = (float)sd;
       }

@@ -340,7 +340,7 @@ int imgstat_dataset_channel_percentile(const imgstat_dataset_channel *ch,
 
 int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
                                int np, imgstat_dataset_exact_want *want) {
-  memset(want, 0, sizeof(*want) * IMGSTAT_MAX_CHANNELS);
+  memset(want, 0, sizeof(*want) * IMGSTAT_POOL_MAX_CHANNELS);
   int any = 0;
   for (int c = 0; c < r->channels; c++) {
     const imgstat_histogram *h = &r->ch[c].hist;
@@ -381,7 +381,7 @@ int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
 imgstat_status imgstat_dataset_set_exact(imgstat_dataset *d, int c,
                                          uint64_t rank, double value,
                                          imgstat_error *err) {
-  if (!d || c < 0 || c >= IMGSTAT_MAX_CHANNELS ||
+  if (!d || c < 0 || c >= IMGSTAT_POOL_MAX_CHANNELS ||
       d->nexact[c] >= IMGSTAT_DATASET_EXACT_MAX)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_dataset_set_exact: no room");
@@ -541,7 +541,7 @@ static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
   if (n >= 3 && majorities(d, against, mode) < 0)
     return IMGSTAT_ERR_NOMEM;
   /* means and stds far from the dataset's */
-  zrule z[IMGSTAT_MAX_CHANNELS][2];
+  zrule z[IMGSTAT_POOL_MAX_CHANNELS][2];
   memset(z, 0, sizeof z);
   if (m >= IMGSTAT_DATASET_OUTLIER_MIN_IMAGES)
     for (int c = 0; c < layout; c++)
@@ -727,7 +727,7 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
   if (res->nexcluded > 1)
     qsort(res->excluded, res->nexcluded, sizeof *res->excluded, cmp_note);
   res->channels = layout;
-  uint64_t at[IMGSTAT_MAX_CHANNELS][2];
+  uint64_t at[IMGSTAT_POOL_MAX_CHANNELS][2];
   for (int c = 0; c < layout; c++) {
     channel_figures(d, layout, mask, c, ddof, at[c], &res->ch[c]);
     if (d->o.histograms)
@@ -782,7 +782,7 @@ nomem:
 void imgstat_dataset_result_free(imgstat_dataset_result *res) {
   if (!res)
     return;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+  for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
     imgstat_histogram_free(&res->ch[c].hist);
   for (size_t i = 0; i < res->nnames; i++)
     free(res->names[i]);

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#define NLAYOUT (IMGSTAT_MAX_CHANNELS + 1) /* pooled channels 1..max */
+#define NLAYOUT (IMGSTAT_POOL_MAX_CHANNELS + 1) /* pooled channels 1..max */
 #define NDEPTH 4 /* u8, u16, f32, int16 (u16 planes of the value + 32768) */
 
 typedef struct group {
@@ -19,7 +19,8 @@ typedef struct group {
   uint64_t first; /* smallest ordinal pooled here; UINT64_MAX: none */
   uint64_t images;
   uint64_t hist_images; /* images that brought histograms */
-  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS]; /* counts NULL until used */
+  imgstat_histogram
+      hist[IMGSTAT_POOL_MAX_CHANNELS]; /* counts NULL until used */
 } group;
 
 /* One image as the outlier rule and the notes need it (decoded from the
@@ -33,8 +34,8 @@ typedef struct summary {
   int pooled;   /* pooled channels */
   int constant; /* every colour channel holds one value */
   double const_value;
-  float mean[IMGSTAT_MAX_CHANNELS]; /* unit scale (÷255, ÷65535) */
-  float std[IMGSTAT_MAX_CHANNELS];
+  float mean[IMGSTAT_POOL_MAX_CHANNELS]; /* unit scale (÷255, ÷65535) */
+  float std[IMGSTAT_POOL_MAX_CHANNELS];
 } summary;
 
 /* The summaries of the images added, packed one after the other. */
@@ -80,9 +81,9 @@ struct imgstat_dataset {
   /* exact float ranks found by a second read (imgstat_dataset_set_exact)
    * and why they were not (set_exact_note); not merged nor serialized:
    * set on the accumulator that gives the result */
-  int nexact[IMGSTAT_MAX_CHANNELS];
-  uint64_t exact_rank[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  double exact_value[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  int nexact[IMGSTAT_POOL_MAX_CHANNELS];
+  uint64_t exact_rank[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  double exact_value[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
   char exact_note[160];
   /* the labels' accumulators, by increasing label (dataset_labels.c) */
   label_pool *labels;

@@ -60,14 +60,54 @@ static imgstat_status gpu_normalize(imgstat_gpu *gpu, const imgstat_image *img,
 /* ---- results ---------------------------------------------------------------
  */
 
+imgstat_status imgstat_job_wide_alloc(imgstat_job_wide **wide, int channels,
+                                      imgstat_error *err) {
+  if (channels <= IMGSTAT_INLINE_CHANNELS)
+    return IMGSTAT_OK;
+  size_t n = (size_t)channels;
+  imgstat_job_wide *w = calloc(1, sizeof *w);
+  void *block = calloc(n, 2 * sizeof(imgstat_partial) + sizeof(double) +
+                              sizeof(uint64_t) + sizeof(imgstat_histogram) +
+                              sizeof(imgstat_hist_figures));
+  if (!w || !block) {
+    free(w);
+    free(block);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                             "out of memory for %d channels", channels);
+  }
+  /* the arrays in decreasing order of alignment need: all 8 bytes */
+  w->channels = channels;
+  w->partial = block;
+  w->gpu_partial = w->partial + n;
+  w->hist = (imgstat_histogram *)(w->gpu_partial + n);
+  w->hist_figures = (imgstat_hist_figures *)(w->hist + n);
+  w->nodata = (double *)(w->hist_figures + n);
+  w->nodata_count = (uint64_t *)(w->nodata + n);
+  *wide = w;
+  return IMGSTAT_OK;
+}
+
+void imgstat_job_wide_free(imgstat_job_wide *wide) {
+  if (!wide)
+    return;
+  for (int c = 0; c < wide->channels; c++)
+    imgstat_histogram_free(&wide->hist[c]);
+  free(wide->partial);
+  free(wide);
+}
+
 void imgstat_job_result_free(imgstat_job_result *res) {
   if (!res)
     return;
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+  for (int c = 0; c < IMGSTAT_INLINE_CHANNELS; c++)
     imgstat_histogram_free(&res->hist[c]);
-  for (uint32_t k = 0; k < res->nlabels; k++)
-    for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+  imgstat_job_wide_free(res->wide);
+  free(res->band_names);
+  for (uint32_t k = 0; k < res->nlabels; k++) {
+    for (int c = 0; c < IMGSTAT_INLINE_CHANNELS; c++)
       imgstat_histogram_free(&res->labels[k].hist[c]);
+    imgstat_job_wide_free(res->labels[k].wide);
+  }
   free(res->labels);
   imgstat_image_free(&res->output);
   memset(res, 0, sizeof *res);
@@ -196,6 +236,15 @@ static imgstat_status item_begin(imgstat_engine *e, const char *path,
   ist_result_geometry(res, img->width, img->height, img->channels, img->colour,
                       img->sample, img->format, img->pages, img->page);
   res->int16 = img->sample == IMGSTAT_U16 && img->int16;
+  if (img->band_names && !res->band_names)
+    res->band_names = imgstat_band_names_dup(img->band_names, img->channels);
+  if (!res->wide) {
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    imgstat_status st = imgstat_job_wide_alloc(&res->wide, img->channels, &err);
+    if (st != IMGSTAT_OK)
+      return ist_fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
+  }
   ist_decoder_warning(res, img->warning);
   ist_decide_item(e, img, kind, res);
   if (ist_known_unusable(e))
@@ -224,13 +273,15 @@ imgstat_status ist_item_stats(imgstat_engine *e, gpu_slot *g,
   memset(&err, 0, sizeof err);
   imgstat_status st;
   if (e->opt.verify) {
-    st = imgstat_cpu_stats(img, e->opt.threads, res->partial, &err);
+    st = imgstat_cpu_stats(img, e->opt.threads, IMGSTAT_JOB_CH(res, partial),
+                           &err);
     if (st != IMGSTAT_OK)
       return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
     memset(&err, 0, sizeof err);
     if (!g) /* verify: the GPU is known to be usable */
       return ist_gpu_needed(res, "verify", IMGSTAT_ERR_DEVICE, NULL);
-    st = gpu_stats(g->gpu, img, e->opt.kernel, res->gpu_partial, &err);
+    st = gpu_stats(g->gpu, img, e->opt.kernel, IMGSTAT_JOB_CH(res, gpu_partial),
+                   &err);
     if (st != IMGSTAT_OK)
       return verify_failed(res, st, "GPU failed: ", &err);
     res->backend = IMGSTAT_BACKEND_CPU;
@@ -238,7 +289,8 @@ imgstat_status ist_item_stats(imgstat_engine *e, gpu_slot *g,
     return IMGSTAT_OK;
   }
   if (g) {
-    st = gpu_stats_on(g->gpu, d, img, e->opt.kernel, res->partial, &err);
+    st = gpu_stats_on(g->gpu, d, img, e->opt.kernel,
+                      IMGSTAT_JOB_CH(res, partial), &err);
     if (st == IMGSTAT_OK) {
       res->backend = IMGSTAT_BACKEND_GPU;
       return IMGSTAT_OK;
@@ -247,7 +299,8 @@ imgstat_status ist_item_stats(imgstat_engine *e, gpu_slot *g,
       return res->status;
     memset(&err, 0, sizeof err);
   }
-  st = imgstat_cpu_stats(img, e->opt.threads, res->partial, &err);
+  st = imgstat_cpu_stats(img, e->opt.threads, IMGSTAT_JOB_CH(res, partial),
+                         &err);
   if (st != IMGSTAT_OK)
     return ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
   res->backend = IMGSTAT_BACKEND_CPU;
@@ -255,9 +308,12 @@ imgstat_status ist_item_stats(imgstat_engine *e, gpu_slot *g,
 }
 
 void ist_free_histograms(imgstat_job_result *res) {
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
-    imgstat_histogram_free(&res->hist[c]);
-  memset(res->hist_figures, 0, sizeof res->hist_figures);
+  int n = res->wide ? res->wide->channels : IMGSTAT_INLINE_CHANNELS;
+  imgstat_histogram *hist = IMGSTAT_JOB_CH(res, hist);
+  for (int c = 0; c < n; c++)
+    imgstat_histogram_free(&hist[c]);
+  memset(IMGSTAT_JOB_CH(res, hist_figures), 0,
+         (size_t)n * sizeof(imgstat_hist_figures));
 }
 
 /* The figures of channel c of img from its histogram h, by the CPU's rule
@@ -298,14 +354,14 @@ static imgstat_status histograms_on(imgstat_gpu *gpu, imgstat_gpu_image *d,
   float *plane = NULL; /* a float plane copied from d (no host pixels) */
   imgstat_status st = IMGSTAT_OK;
   for (int c = 0; c < img->channels && st == IMGSTAT_OK; c++) {
-    imgstat_histogram *h = &res->hist[c];
+    imgstat_histogram *h = &IMGSTAT_JOB_CH(res, hist)[c];
     double v[IMGSTAT_MAX_PERCENTILES + 1];
     if (gpu) {
       st = gpu_histogram_on(gpu, d, img, c, p, np, v, h, err);
     } else {
       st = imgstat_histogram_compute(img, c, NULL, h, err);
     }
-    imgstat_hist_figures *f = &res->hist_figures[c];
+    imgstat_hist_figures *f = &IMGSTAT_JOB_CH(res, hist_figures)[c];
     if (st == IMGSTAT_OK && gpu && d && img->sample == IMGSTAT_F32 &&
         !img->planes[c]) {
       uint64_t n = (uint64_t)img->width * img->height;
@@ -342,7 +398,11 @@ imgstat_status imgstat_device_stats(imgstat_gpu *gpu, imgstat_gpu_image *d,
   if (!gpu || !d || !img || !res)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no device image");
   imgstat_status st =
-      imgstat_gpu_image_stats(gpu, d, kernel, res->partial, err);
+      res->wide ? IMGSTAT_OK
+                : imgstat_job_wide_alloc(&res->wide, img->channels, err);
+  if (st == IMGSTAT_OK)
+    st = imgstat_gpu_image_stats(gpu, d, kernel, IMGSTAT_JOB_CH(res, partial),
+                                 err);
   if (st != IMGSTAT_OK)
     return st;
   res->backend = IMGSTAT_BACKEND_GPU;
@@ -572,7 +632,7 @@ static imgstat_status pick_nodata(const imgstat_stats_request *req,
     v->has_nodata[c] = 1;
     v->nodata[c] = stored; /* as the planes hold it */
     res->has_nodata = 1;
-    res->nodata[c] = value;
+    IMGSTAT_JOB_CH(res, nodata)[c] = value;
   }
   return IMGSTAT_OK;
 }
@@ -590,7 +650,7 @@ static imgstat_status valid_channels(imgstat_engine *e, const imgstat_image *in,
   for (int c = 0; c < in->channels && st == IMGSTAT_OK; c++) {
     imgstat_image part;
     st = imgstat_valid_compact(in, c, v, &part, &nodata[c], err);
-    imgstat_partial p[IMGSTAT_MAX_CHANNELS];
+    imgstat_partial p[1]; /* part: one channel */
     if (st == IMGSTAT_OK)
       st = imgstat_cpu_stats(&part, e->opt.threads, p, err);
     if (st == IMGSTAT_OK) {
@@ -669,6 +729,16 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
     if (count[l + 1] > count[l]) {
       res->labels[k].label = l;
       res->labels[k].pixels = count[l + 1] - count[l];
+      imgstat_error err;
+      memset(&err, 0, sizeof err);
+      if (imgstat_job_wide_alloc(&res->labels[k].wide, in->channels, &err) !=
+          IMGSTAT_OK) {
+        res->nlabels = k + 1; /* freed with the result */
+        free(count);
+        free(list);
+        imgstat_image_free(&m);
+        return ist_fail_err(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM, &err);
+      }
       (*start)[k++] = count[l];
     }
   res->nlabels = nlabels;
@@ -707,8 +777,10 @@ labels_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
                                        start, count, lp, ln, err);
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
     for (int c = 0; c < in->channels; c++) {
-      res->labels[k].partial[c] = lp[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
-      res->labels[k].nodata_count[c] = ln[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+      IMGSTAT_JOB_CH(&res->labels[k], partial)
+      [c] = lp[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+      IMGSTAT_JOB_CH(&res->labels[k], nodata_count)
+      [c] = ln[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
     }
   free(lp);
   free(ln);
@@ -734,43 +806,53 @@ static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
   memset(&err, 0, sizeof err);
   imgstat_status st;
   if (e->opt.verify) {
-    st = valid_channels(e, in, v, req, res->partial, res->nodata_count, NULL,
-                        NULL, &err);
+    st = valid_channels(e, in, v, req, IMGSTAT_JOB_CH(res, partial),
+                        IMGSTAT_JOB_CH(res, nodata_count), NULL, NULL, &err);
     if (st != IMGSTAT_OK) {
       ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
       return -1;
     }
-    uint64_t nodata[IMGSTAT_MAX_CHANNELS];
-    st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel, res->gpu_partial,
-                                 nodata, &err);
+    uint64_t *nodata = malloc((size_t)in->channels * sizeof *nodata);
+    if (!nodata) {
+      ist_fail(res, IMGSTAT_STAGE_COMPUTE, IMGSTAT_ERR_NOMEM, "out of memory");
+      return -1;
+    }
+    st =
+        imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel,
+                                IMGSTAT_JOB_CH(res, gpu_partial), nodata, &err);
     if (st != IMGSTAT_OK) {
+      free(nodata);
       verify_failed(res, st, "GPU failed: ", &err);
       return -1;
     }
     for (int c = 0; c < in->channels; c++)
-      if (nodata[c] != res->nodata_count[c]) {
+      if (nodata[c] != IMGSTAT_JOB_CH(res, nodata_count)[c]) {
         ist_fail(res, IMGSTAT_STAGE_COMPUTE, IMGSTAT_ERR_DEVICE,
                  "verify: channel %d: GPU nodata_count %" PRIu64
                  " != CPU %" PRIu64,
-                 c, nodata[c], res->nodata_count[c]);
+                 c, nodata[c], IMGSTAT_JOB_CH(res, nodata_count)[c]);
         imgstat_error_cause(&res->error, IMGSTAT_CAUSE_GPU_FAILED, 0, 0,
                             "verify");
+        free(nodata);
         return -1;
       }
+    free(nodata);
     res->backend = IMGSTAT_BACKEND_CPU;
     res->verified = 1;
     return 1;
   }
-  st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel, res->partial,
-                               res->nodata_count, &err);
+  st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel,
+                               IMGSTAT_JOB_CH(res, partial),
+                               IMGSTAT_JOB_CH(res, nodata_count), &err);
   if (st == IMGSTAT_OK && req && req->labels_path)
     st = labels_on_gpu(e, g, in, v, pixels, start, res, &err);
   if (st == IMGSTAT_OK) {
     res->backend = IMGSTAT_BACKEND_GPU;
     return 1;
   }
-  memset(res->partial, 0, sizeof res->partial);
-  memset(res->nodata_count, 0, sizeof res->nodata_count);
+  int n = res->wide ? res->wide->channels : IMGSTAT_INLINE_CHANNELS;
+  memset(IMGSTAT_JOB_CH(res, partial), 0, (size_t)n * sizeof(imgstat_partial));
+  memset(IMGSTAT_JOB_CH(res, nodata_count), 0, (size_t)n * sizeof(uint64_t));
   return ist_gpu_failed(e, res, &err) ? 0 : -1;
 }
 
@@ -807,16 +889,20 @@ static imgstat_status valid_item(imgstat_engine *e, gpu_slot *g,
     return on_gpu > 0 ? IMGSTAT_OK : res->status;
   }
   if (st == IMGSTAT_OK) {
-    st = valid_channels(e, in, &v, req, res->partial, res->nodata_count,
-                        res->hist, res->hist_figures, &err);
+    st = valid_channels(e, in, &v, req, IMGSTAT_JOB_CH(res, partial),
+                        IMGSTAT_JOB_CH(res, nodata_count),
+                        IMGSTAT_JOB_CH(res, hist),
+                        IMGSTAT_JOB_CH(res, hist_figures), &err);
     for (uint32_t k = 0; k < res->nlabels && st == IMGSTAT_OK; k++) {
       imgstat_job_label *l = &res->labels[k];
       imgstat_valid lv = v;
       lv.mask = NULL;
       lv.pixels = pixels + start[k];
       lv.npixels = l->pixels;
-      st = valid_channels(e, in, &lv, req, l->partial, l->nodata_count, l->hist,
-                          l->hist_figures, &err);
+      st = valid_channels(e, in, &lv, req, IMGSTAT_JOB_CH(l, partial),
+                          IMGSTAT_JOB_CH(l, nodata_count),
+                          IMGSTAT_JOB_CH(l, hist),
+                          IMGSTAT_JOB_CH(l, hist_figures), &err);
     }
     if (st != IMGSTAT_OK)
       ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
@@ -1217,8 +1303,8 @@ int ist_jpeg_device_item(imgstat_engine *e, gpu_slot *g,
     if (st == IMGSTAT_OK)
       goto done;
   } else if (st == IMGSTAT_OK) {
-    st = imgstat_gpu_image_stats(g->gpu, d, e->opt.kernel, res->gpu_partial,
-                                 &err);
+    st = imgstat_gpu_image_stats(g->gpu, d, e->opt.kernel,
+                                 IMGSTAT_JOB_CH(res, gpu_partial), &err);
   }
   if (st == IMGSTAT_OK && e->opt.verify) {
     /* the CPU's statistics of the same pixels are the record; the slot is
@@ -1228,8 +1314,9 @@ int ist_jpeg_device_item(imgstat_engine *e, gpu_slot *g,
     st = jpeg_download(g, it, &host, &err);
     if (st != IMGSTAT_OK)
       verify_failed(res, st, "", &err);
-    else if ((st = imgstat_cpu_stats(&host, e->opt.threads, res->partial,
-                                     &err)) != IMGSTAT_OK)
+    else if ((st = imgstat_cpu_stats(&host, e->opt.threads,
+                                     IMGSTAT_JOB_CH(res, partial), &err)) !=
+             IMGSTAT_OK)
       ist_fail_err(res, IMGSTAT_STAGE_COMPUTE, st, &err);
     else {
       res->backend = IMGSTAT_BACKEND_CPU;

@@ -237,7 +237,7 @@ static int reserve_none(void *ctx, uint64_t bytes) {
 }
 
 /* The histograms of a decoded item from its batch's counts (counts: the
- * item's IMGSTAT_MAX_CHANNELS x 256), with their figures by the CPU's rule
+ * item's IMGSTAT_INLINE_CHANNELS x 256), with their figures by the CPU's rule
  * (its statistics are in res already). 0: failed, nothing kept (the caller
  * takes the one-image path, which applies the policy). */
 static int jpeg_batch_histograms(const imgstat_gpu_jpeg_item *it,
@@ -292,9 +292,9 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
     free(l->parts);
     free(l->counts);
     l->items = calloc((size_t)n, sizeof *l->items);
-    l->parts = calloc((size_t)n * IMGSTAT_MAX_CHANNELS, sizeof *l->parts);
+    l->parts = calloc((size_t)n * IMGSTAT_INLINE_CHANNELS, sizeof *l->parts);
     l->counts =
-        calloc((size_t)n * IMGSTAT_MAX_CHANNELS * 256, sizeof *l->counts);
+        calloc((size_t)n * IMGSTAT_INLINE_CHANNELS * 256, sizeof *l->counts);
     l->cap = l->items && l->parts && l->counts ? n : 0;
   }
   int any_hist = 0;
@@ -343,13 +343,14 @@ static imgstat_status lane_run(void *ctx, imgstat_stage_item *const *items,
     } else if (it->status == IMGSTAT_OK) {
       int with_hist = j->req && j->req->histograms;
       if (sst == IMGSTAT_OK) {
-        memcpy(res->partial, &l->parts[(size_t)k * IMGSTAT_MAX_CHANNELS],
+        memcpy(res->partial, &l->parts[(size_t)k * IMGSTAT_INLINE_CHANNELS],
                sizeof(imgstat_partial) * (size_t)it->channels);
         res->backend = IMGSTAT_BACKEND_GPU;
-        finished = !with_hist ||
-                   jpeg_batch_histograms(
-                       it, &l->counts[(size_t)k * IMGSTAT_MAX_CHANNELS * 256],
-                       j->req, res);
+        finished =
+            !with_hist ||
+            jpeg_batch_histograms(
+                it, &l->counts[(size_t)k * IMGSTAT_INLINE_CHANNELS * 256],
+                j->req, res);
       }
       if (!finished) /* the one-image path, with the policy's fallback */
         finished = ist_jpeg_device_item(e, l->g, it, j->req, res);

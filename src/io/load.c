@@ -423,6 +423,8 @@ imgstat_status imgstat_decoder_read(imgstat_decoder *d, imgstat_image *img,
     img->int16 = h->int16;
     img->has_nodata = h->has_nodata;
     img->nodata = h->nodata;
+    free(img->band_names);
+    img->band_names = imgstat_band_names_dup(h->band_names, h->channels);
     memcpy(img->warning, d->warning, sizeof img->warning);
   }
   return s;

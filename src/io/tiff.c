@@ -116,7 +116,8 @@ static ist_dlib tiff_dlib =
 ist_dlib *const ist_tiff_dlibs[] = {&tiff_dlib, NULL};
 
 typedef struct tiff_state {
-  ist_source *src; /* read where libtiff asks: never copied whole */
+  ist_source *src;  /* read where libtiff asks: never copied whole */
+  char *band_names; /* the header's (tiff_band_names) */
   toff_t pos;
   TIFF *tif;
   char message[IMGSTAT_ERROR_MAX];
@@ -424,24 +425,30 @@ static uint64_t tiff_min_input(uint16_t compression, uint64_t raw) {
 /* The page's GDAL_NODATA value into *out: 1 when it has one that reads as
  * a number (or "nan", any case: NaN), else 0. libtiff keeps a tag it does
  * not know as an anonymous field (its count passed beside the value). */
-static int tiff_nodata(TIFF *tif, double *out) {
-  const TIFFField *f = TIFFFieldWithTag(tif, TIFFTAG_GDAL_NODATA);
+/* The ASCII value of tag in tif (NULL: none), as libtiff hands it. */
+static const char *tiff_text(TIFF *tif, uint32_t tag) {
+  const TIFFField *f = TIFFFieldWithTag(tif, tag);
   if (!f || TIFFFieldDataType(f) != TIFF_ASCII)
-    return 0;
+    return NULL;
   const char *text = NULL;
   int ok;
   if (TIFFFieldPassCount(f)) {
     if (TIFFFieldReadCount(f) == TIFF_VARIABLE2) {
       uint32_t count = 0;
-      ok = TIFFGetField(tif, TIFFTAG_GDAL_NODATA, &count, &text);
+      ok = TIFFGetField(tif, tag, &count, &text);
     } else {
       uint16_t count = 0;
-      ok = TIFFGetField(tif, TIFFTAG_GDAL_NODATA, &count, &text);
+      ok = TIFFGetField(tif, tag, &count, &text);
     }
   } else {
-    ok = TIFFGetField(tif, TIFFTAG_GDAL_NODATA, &text);
+    ok = TIFFGetField(tif, tag, &text);
   }
-  if (!ok || !text)
+  return ok ? text : NULL;
+}
+
+static int tiff_nodata(TIFF *tif, double *out) {
+  const char *text = tiff_text(tif, TIFFTAG_GDAL_NODATA);
+  if (!text)
     return 0;
   while (*text == ' ')
     text++;
@@ -455,6 +462,117 @@ static int tiff_nodata(TIFF *tif, double *out) {
   while (text[n] == ' ')
     n++;
   return text[n] == '\0';
+}
+
+#define TIFFTAG_GDAL_METADATA 42112
+
+/* XML text between text and end with its entities (amp, lt, gt, quot,
+ * apos) replaced, into out (at most end - text bytes); returns its end. */
+static char *xml_unescape(const char *text, const char *end, char *out) {
+  static const struct {
+    const char *entity;
+    char c;
+  } ents[] = {{"&amp;", '&'},
+              {"&lt;", '<'},
+              {"&gt;", '>'},
+              {"&quot;", '"'},
+              {"&apos;", '\''}};
+  while (text < end) {
+    size_t k = 0;
+    for (; k < sizeof ents / sizeof *ents; k++) {
+      size_t n = strlen(ents[k].entity);
+      if ((size_t)(end - text) >= n && memcmp(text, ents[k].entity, n) == 0) {
+        *out++ = ents[k].c;
+        text += n;
+        break;
+      }
+    }
+    if (k == sizeof ents / sizeof *ents)
+      *out++ = *text++;
+  }
+  return out;
+}
+
+/* The value of attribute name="..." in the tag from tag to tag_end, into
+ * buf (size bytes); 0 when absent or too long. */
+static int xml_attr(const char *tag, const char *tag_end, const char *name,
+                    char *buf, size_t size) {
+  size_t n = strlen(name);
+  for (const char *p = tag + 1; p + n + 2 < tag_end; p++)
+    if ((p[-1] == ' ' || p[-1] == '\t' || p[-1] == '\n') &&
+        memcmp(p, name, n) == 0 && p[n] == '=' && p[n + 1] == '"') {
+      const char *v = p + n + 2;
+      const char *q = memchr(v, '"', (size_t)(tag_end - v));
+      if (!q || (size_t)(q - v) >= size)
+        return 0;
+      memcpy(buf, v, (size_t)(q - v));
+      buf[q - v] = '\0';
+      return 1;
+    }
+  return 0;
+}
+
+/* The band descriptions GDAL writes in its GDAL_METADATA tag: each
+ * <Item name="DESCRIPTION" sample="N" role="description">TEXT</Item>, N
+ * from 0, TEXT escaped twice (GDAL escapes the value, then the XML writer
+ * does), packed as imgstat_header.band_names; NULL when none (or out of
+ * memory: the names are not needed). */
+static char *tiff_band_names(TIFF *tif, int channels) {
+  const char *xml = tiff_text(tif, TIFFTAG_GDAL_METADATA);
+  if (!xml || channels < 1)
+    return NULL;
+  char **name = calloc((size_t)channels, sizeof *name);
+  int any = 0;
+  for (const char *p = xml; name && (p = strstr(p, "<Item")) != NULL;) {
+    const char *tag_end = strchr(p, '>');
+    if (!tag_end)
+      break;
+    const char *text = tag_end + 1;
+    const char *close = strstr(text, "</Item>");
+    if (!close)
+      break;
+    char v[32], sample[16], role[32];
+    char *end;
+    long c;
+    if (tag_end[-1] != '/' && xml_attr(p, tag_end, "name", v, sizeof v) &&
+        strcmp(v, "DESCRIPTION") == 0 &&
+        xml_attr(p, tag_end, "role", role, sizeof role) &&
+        strcmp(role, "description") == 0 &&
+        xml_attr(p, tag_end, "sample", sample, sizeof sample) &&
+        (c = strtol(sample, &end, 10), *end == '\0' && end != sample) &&
+        c >= 0 && c < channels && !name[c]) {
+      char *once = malloc((size_t)(close - text) + 1);
+      if (once) {
+        char *e = xml_unescape(text, close, once);
+        char *twice = malloc((size_t)(e - once) + 1);
+        if (twice) {
+          *xml_unescape(once, e, twice) = '\0';
+          name[c] = twice;
+          any |= twice[0] != '\0';
+        }
+        free(once);
+      }
+    }
+    p = close + 7;
+  }
+  char *packed = NULL;
+  if (name && any) {
+    size_t n = 0;
+    for (int c = 0; c < channels; c++)
+      n += (name[c] ? strlen(name[c]) : 0) + 1;
+    if ((packed = malloc(n)) != NULL) {
+      char *at = packed;
+      for (int c = 0; c < channels; c++) {
+        size_t k = name[c] ? strlen(name[c]) : 0;
+        memcpy(at, name[c] ? name[c] : "", k + 1);
+        at += k + 1;
+      }
+    }
+  }
+  for (int c = 0; name && c < channels; c++)
+    free(name[c]);
+  free(name);
+  return packed;
 }
 
 imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
@@ -520,6 +638,8 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   d->header.colour = ts->colour;
   d->header.int16 = ts->int16;
   d->header.has_nodata = tiff_nodata(ts->tif, &d->header.nodata);
+  ts->band_names = tiff_band_names(ts->tif, channels);
+  d->header.band_names = ts->band_names;
   return IMGSTAT_OK;
 }
 
@@ -695,6 +815,7 @@ void ist_tiff_close(imgstat_decoder *d) {
   if (ts->tif)
     TIFFClose(ts->tif);
   free(ts->chunk);
+  free(ts->band_names);
   free(ts);
   d->state = NULL;
 }

@@ -37,8 +37,7 @@ int imgstat_gpu_device(const imgstat_gpu *gpu) {
 }
 
 imgstat_status imgstat_gpu_stats(imgstat_gpu *gpu, const imgstat_image *img,
-                                 int kernel,
-                                 imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                 int kernel, imgstat_partial *out,
                                  imgstat_error *err) {
   (void)gpu;
   (void)img;
@@ -63,7 +62,7 @@ imgstat_status imgstat_gpu_stats_submit(imgstat_gpu *gpu,
 
 imgstat_status imgstat_gpu_stats_wait(imgstat_gpu *gpu,
                                       imgstat_gpu_ticket ticket,
-                                      imgstat_partial out[IMGSTAT_MAX_CHANNELS],
+                                      imgstat_partial *out,
                                       imgstat_error *err) {
   (void)ticket;
   return imgstat_gpu_stats(gpu, NULL, 0, out, err);
@@ -157,18 +156,19 @@ void imgstat_gpu_image_release(imgstat_gpu *gpu, imgstat_gpu_image *dimg) {
   (void)dimg;
 }
 
-imgstat_status
-imgstat_gpu_image_stats(imgstat_gpu *gpu, imgstat_gpu_image *dimg, int kernel,
-                        imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-                        imgstat_error *err) {
+imgstat_status imgstat_gpu_image_stats(imgstat_gpu *gpu,
+                                       imgstat_gpu_image *dimg, int kernel,
+                                       imgstat_partial *out,
+                                       imgstat_error *err) {
   (void)dimg;
   return imgstat_gpu_stats(gpu, NULL, kernel, out, err);
 }
 
-imgstat_status imgstat_gpu_valid_stats(
-    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-    int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-    uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err) {
+imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
+                                       const imgstat_image *img,
+                                       const imgstat_valid *v, int kernel,
+                                       imgstat_partial *out, uint64_t *nodata,
+                                       imgstat_error *err) {
   (void)gpu;
   (void)img;
   (void)v;

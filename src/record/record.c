@@ -28,12 +28,45 @@ static void format_sum(char *buf, size_t size, const imgstat_record *rec,
     imgstat_record_format_double(buf, size, f->sum);
 }
 
-static void format_sum_sq(char *buf, size_t size, const imgstat_record *rec,
-                          int c) {
-  if (rec->figures[c].sum_is_exact)
-    snprintf(buf, size, "%" PRIu64, rec->exact_sum_sq[c]);
+/* Channel c of a record: its figures, sums of squares and nodata count. */
+typedef struct rec_channel {
+  imgstat_figures f;
+  uint64_t exact_sum_sq;
+  double sum_sq;
+  uint64_t nodata_count;
+} rec_channel;
+
+static void channel_from_partial(const imgstat_partial *p,
+                                 imgstat_sample sample, uint32_t width,
+                                 int ddof, imgstat_figures *f,
+                                 uint64_t *exact_sum_sq, double *sum_sq) {
+  imgstat_figures_compute(p, sample, width, ddof, f);
+  /* exact for u8 / u16; f32: from the partial's m2 and mean */
+  *exact_sum_sq = p->sumsq;
+  *sum_sq = sample == IMGSTAT_F32
+                ? (double)((long double)p->m2 +
+                           (long double)p->count * p->mean * p->mean)
+                : (double)p->sumsq;
+}
+
+static void channel_of(const imgstat_record *rec, int c, rec_channel *ch) {
+  if (rec->wide_partial) {
+    channel_from_partial(&rec->wide_partial[c], rec->sample, rec->width,
+                         rec->ddof, &ch->f, &ch->exact_sum_sq, &ch->sum_sq);
+    ch->nodata_count = rec->wide_nodata_count ? rec->wide_nodata_count[c] : 0;
+    return;
+  }
+  ch->f = rec->figures[c];
+  ch->exact_sum_sq = rec->exact_sum_sq[c];
+  ch->sum_sq = rec->sum_sq[c];
+  ch->nodata_count = rec->nodata_count[c];
+}
+
+static void format_sum_sq(char *buf, size_t size, const rec_channel *ch) {
+  if (ch->f.sum_is_exact)
+    snprintf(buf, size, "%" PRIu64, ch->exact_sum_sq);
   else
-    imgstat_record_format_double(buf, size, rec->sum_sq[c]);
+    imgstat_record_format_double(buf, size, ch->sum_sq);
 }
 
 /* ---- histogram fields (--histogram) ------------------------------------
@@ -240,11 +273,16 @@ static void emit_channels(const imgstat_record *rec,
                           const imgstat_record_sink *k) {
   k->open(k->ctx, "stats", 1);
   for (int c = 0; c < rec->channels; c++) {
-    const imgstat_figures *f = &rec->figures[c];
+    rec_channel ch;
+    channel_of(rec, c, &ch);
+    const imgstat_figures *f = &ch.f;
     int v = f->has_values;
     k->open(k->ctx, NULL, 0);
     k->text(k->ctx, "channel",
             imgstat_colour_channel_name(rec->colour, rec->channels, c));
+    const char *name = imgstat_band_name(rec->band_names, rec->channels, c);
+    if (name[0])
+      k->text(k->ctx, "name", name);
     k->uint(k->ctx, "count", f->count);
     emit_value(k, "min", v, f->min, rec->sample);
     emit_value(k, "max", v, f->max, rec->sample);
@@ -259,10 +297,10 @@ static void emit_channels(const imgstat_record *rec,
       k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
     } else if (f->sum_is_exact) {
       k->uint(k->ctx, "sum", f->exact_sum);
-      k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
+      k->uint(k->ctx, "sum_sq", ch.exact_sum_sq);
     } else {
       emit_real(k, "sum", 1, f->sum);
-      emit_real(k, "sum_sq", 1, rec->sum_sq[c]);
+      emit_real(k, "sum_sq", 1, ch.sum_sq);
     }
     emit_real(k, "mean", v, f->mean);
     emit_real(k, "std", f->has_std, f->std);
@@ -271,7 +309,7 @@ static void emit_channels(const imgstat_record *rec,
       k->uint(k->ctx, "inf_count", f->inf_count);
     }
     if (rec->has_nodata)
-      k->uint(k->ctx, "nodata_count", rec->nodata_count[c]);
+      k->uint(k->ctx, "nodata_count", ch.nodata_count);
     if (with_hist(rec))
       ist_record_emit_hist(k, rec->hist, &rec->hist_figures[c],
                            &rec->histograms[c], 1, 1);
@@ -366,7 +404,9 @@ static void csv_rows(FILE *out, const imgstat_record *rec,
                      const imgstat_job_label *label) {
   char buf[64];
   for (int c = 0; c < rec->channels; c++) {
-    const imgstat_figures *f = &rec->figures[c];
+    rec_channel ch;
+    channel_of(rec, c, &ch);
+    const imgstat_figures *f = &ch.f;
     int v = f->has_values;
     ist_record_csv_string(out, rec->file);
     fprintf(out, ",%" PRIu32 ",%" PRIu32 ",%d,%d,%s,%d,%s,%" PRIu64, rec->width,
@@ -388,8 +428,8 @@ static void csv_rows(FILE *out, const imgstat_record *rec,
     ist_record_csv_field(out, v, buf);
     format_sum(buf, sizeof buf, rec, f);
     ist_record_csv_field(out, isfinite(f->sum) || f->sum_is_exact, buf);
-    format_sum_sq(buf, sizeof buf, rec, c);
-    ist_record_csv_field(out, isfinite(rec->sum_sq[c]) || f->sum_is_exact, buf);
+    format_sum_sq(buf, sizeof buf, &ch);
+    ist_record_csv_field(out, isfinite(ch.sum_sq) || f->sum_is_exact, buf);
     imgstat_record_format_double(buf, sizeof buf, f->mean);
     ist_record_csv_field(out, v && isfinite(f->mean), buf);
     imgstat_record_format_double(buf, sizeof buf, f->std);
@@ -435,7 +475,24 @@ static void csv_record(FILE *out, const imgstat_record *rec) {
 /* ---- text -------------------------------------------------------------------
  */
 
-enum { TEXT_COLUMNS = 9, TEXT_CELL = 48, TEXT_MAX_DECIMALS = 8 };
+enum { TEXT_COLUMNS = 10, TEXT_CELL = 48, TEXT_MAX_DECIMALS = 8 };
+
+typedef char text_row[TEXT_COLUMNS][TEXT_CELL];
+
+/* Over IMGSTAT_INLINE_CHANNELS channels, the nodata counts are a column of
+ * the table (one row a band) instead of a line after it. */
+static int nodata_column(const imgstat_record *rec) {
+  return rec->has_nodata && rec->channels > IMGSTAT_INLINE_CHANNELS;
+}
+
+/* Rows for the text cells of rec: *stack when they fit there, else the heap
+ * (NULL: out of memory). */
+static text_row *text_rows(const imgstat_record *rec,
+                           text_row stack[IMGSTAT_INLINE_CHANNELS]) {
+  if (rec->channels <= IMGSTAT_INLINE_CHANNELS)
+    return stack;
+  return malloc((size_t)rec->channels * sizeof(text_row));
+}
 
 void ist_float_column_add(ist_float_column *col, double v) {
   double a = fabs(v);
@@ -461,16 +518,16 @@ void ist_float_column_format(const ist_float_column *col, char *buf,
 
 /* The cells of the text table of rec (its figures as the table and the
  * one-line form print them); returns how many columns to show. */
-static int
-text_cells(const imgstat_record *rec,
-           char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL]) {
+static int text_cells(const imgstat_record *rec, text_row *cells) {
   int is_float = rec->sample == IMGSTAT_F32;
   int columns = 7;
   ist_float_column col[5]; /* min, max, mean, std of float images */
   memset(col, 0, sizeof col);
 
   for (int c = 0; c < rec->channels; c++) {
-    const imgstat_figures *f = &rec->figures[c];
+    rec_channel ch;
+    channel_of(rec, c, &ch);
+    const imgstat_figures *f = &ch.f;
     if (f->nan_count || f->inf_count)
       columns = 9; /* show the counts only where there is something */
     if (f->has_values) {
@@ -483,10 +540,14 @@ text_cells(const imgstat_record *rec,
   }
 
   for (int c = 0; c < rec->channels; c++) {
-    const imgstat_figures *f = &rec->figures[c];
+    rec_channel ch;
+    channel_of(rec, c, &ch);
+    const imgstat_figures *f = &ch.f;
     char(*cell)[TEXT_CELL] = cells[c];
-    snprintf(cell[0], TEXT_CELL, "%s",
-             imgstat_colour_channel_name(rec->colour, rec->channels, c));
+    const char *name = imgstat_band_name(rec->band_names, rec->channels, c);
+    snprintf(cell[0], TEXT_CELL, "%s%s%s",
+             imgstat_colour_channel_name(rec->colour, rec->channels, c),
+             name[0] ? " " : "", name);
     if (!f->has_values) {
       for (int k = 1; k <= 6; k++)
         if (k != 4)
@@ -512,8 +573,9 @@ text_cells(const imgstat_record *rec,
       imgstat_number_snprintf(cell[4], TEXT_CELL, "%.4f", f->std);
     snprintf(cell[7], TEXT_CELL, "%" PRIu64, f->nan_count);
     snprintf(cell[8], TEXT_CELL, "%" PRIu64, f->inf_count);
+    snprintf(cell[9], TEXT_CELL, "%" PRIu64, ch.nodata_count);
   }
-  return columns;
+  return nodata_column(rec) ? 10 : columns;
 }
 
 /* The header line of an image: file, size, layout, depth, backend. */
@@ -535,7 +597,7 @@ static void valid_text(FILE *out, const imgstat_record *rec) {
   if (rec->masked)
     fprintf(out, "mask: %" PRIu64 " of %" PRIu64 " pixels inside\n",
             rec->mask_pixels, (uint64_t)rec->width * rec->height);
-  if (!rec->has_nodata)
+  if (!rec->has_nodata || nodata_column(rec))
     return;
   fputs("nodata:", out);
   for (int c = 0; c < rec->channels; c++)
@@ -585,8 +647,13 @@ static void text_record(FILE *out, const imgstat_record *rec,
 static void text_table(FILE *out, const imgstat_record *rec) {
   const char *const heads[TEXT_COLUMNS] = {
       "channel", "min",    "max", "mean", rec->ddof ? "std (N-1)" : "std (N)",
-      "min at",  "max at", "nan", "inf"};
-  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
+      "min at",  "max at", "nan", "inf",  "nodata"};
+  text_row stack[IMGSTAT_INLINE_CHANNELS];
+  text_row *cells = text_rows(rec, stack);
+  if (!cells) {
+    fputs("(out of memory for the table)\n", out);
+    return;
+  }
   int width[TEXT_COLUMNS] = {0};
   int columns = text_cells(rec, cells);
 
@@ -610,6 +677,8 @@ static void text_table(FILE *out, const imgstat_record *rec) {
       fprintf(out, "   %*s", width[k], cells[c][k]);
     putc('\n', out);
   }
+  if (cells != stack)
+    free(cells);
   valid_text(out, rec);
   if (with_hist(rec))
     hist_text(out, rec);
@@ -621,8 +690,14 @@ static void text_table(FILE *out, const imgstat_record *rec) {
  * with a mask the pixels inside ("mask P/N"), with a label image the
  * number of labels (their figures are in the other formats). */
 static void brief_record(FILE *out, const imgstat_record *rec) {
-  char cells[IMGSTAT_MAX_CHANNELS][TEXT_COLUMNS][TEXT_CELL];
+  text_row stack[IMGSTAT_INLINE_CHANNELS];
+  text_row *cells = text_rows(rec, stack);
+  if (!cells) {
+    fputs("(out of memory for the line)\n", out);
+    return;
+  }
   int columns = text_cells(rec, cells);
+  columns = columns > 9 ? 9 : columns;
   static const struct {
     const char *name;
     int column;
@@ -650,6 +725,8 @@ static void brief_record(FILE *out, const imgstat_record *rec) {
   if (rec->has_labels)
     fprintf(out, "  labels %" PRIu32, rec->nlabels);
   putc('\n', out);
+  if (cells != stack)
+    free(cells);
 }
 
 /* ---- entry points ---------------------------------------------------------
@@ -726,17 +803,23 @@ void imgstat_record_write(FILE *out, imgstat_record_format format,
 
 /* rec's figures and sums of squares from one partial per channel (rec's
  * channels, sample, width and ddof set). */
-static void record_figures(imgstat_record *rec, const imgstat_partial *part) {
+/* The figures of rec's channels from their partials (and nodata counts):
+ * computed here up to IMGSTAT_INLINE_CHANNELS channels, else borrowed and
+ * computed as they are written. */
+static void record_figures(imgstat_record *rec, const imgstat_partial *part,
+                           const uint64_t *nodata_count) {
+  if (rec->channels > IMGSTAT_INLINE_CHANNELS) {
+    rec->wide_partial = part;
+    rec->wide_nodata_count = nodata_count;
+    return;
+  }
+  rec->wide_partial = NULL;
+  rec->wide_nodata_count = NULL;
   for (int c = 0; c < rec->channels; c++) {
-    const imgstat_partial *p = &part[c];
-    imgstat_figures_compute(p, rec->sample, rec->width, rec->ddof,
-                            &rec->figures[c]);
-    /* exact for u8 / u16; f32: from the partial's m2 and mean */
-    rec->exact_sum_sq[c] = p->sumsq;
-    rec->sum_sq[c] = rec->sample == IMGSTAT_F32
-                         ? (double)((long double)p->m2 +
-                                    (long double)p->count * p->mean * p->mean)
-                         : (double)p->sumsq;
+    channel_from_partial(&part[c], rec->sample, rec->width, rec->ddof,
+                         &rec->figures[c], &rec->exact_sum_sq[c],
+                         &rec->sum_sq[c]);
+    rec->nodata_count[c] = nodata_count[c];
   }
 }
 
@@ -794,11 +877,11 @@ static void label_record(const imgstat_record *rec, uint32_t k,
   sub->has_labels = 0;
   sub->masked = 0;
   sub->nwarnings = 0;
-  memcpy(sub->nodata_count, l->nodata_count, sizeof sub->nodata_count);
-  record_figures(sub, l->partial);
+  record_figures(sub, IMGSTAT_JOB_CH(l, partial),
+                 IMGSTAT_JOB_CH(l, nodata_count));
   if (rec->histograms) {
-    sub->histograms = l->hist;
-    sub->hist_figures = l->hist_figures;
+    sub->histograms = IMGSTAT_JOB_CH(l, hist);
+    sub->hist_figures = IMGSTAT_JOB_CH(l, hist_figures);
   }
   record_int16(sub, l->partial);
 }
@@ -830,9 +913,10 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
     if (res->warning[k].from_decoder &&
         rec->nwarnings < IMGSTAT_RECORD_MAX_WARNINGS)
       rec->warnings[rec->nwarnings++] = res->warning[k].text;
-  record_figures(rec, res->partial);
+  record_figures(rec, IMGSTAT_JOB_CH(res, partial),
+                 IMGSTAT_JOB_CH(res, nodata_count));
   rec->has_nodata = res->has_nodata;
-  memcpy(rec->nodata_count, res->nodata_count, sizeof rec->nodata_count);
+  rec->band_names = res->band_names;
   rec->masked = res->masked;
   rec->mask_pixels = res->mask_pixels;
   rec->has_labels = res->has_labels;
@@ -840,8 +924,8 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
   rec->labels = res->labels;
   if (res->has_histograms && hist) {
     rec->hist = hist;
-    rec->histograms = res->hist;
-    rec->hist_figures = res->hist_figures;
+    rec->histograms = IMGSTAT_JOB_CH(res, hist);
+    rec->hist_figures = IMGSTAT_JOB_CH(res, hist_figures);
   }
   record_int16(rec, res->partial);
 }

@@ -16,9 +16,9 @@
 typedef struct ist_dataset_extra {
   int gray;   /* partial[0] is the luma's */
   int masked; /* of the luma under the image's mask */
-  imgstat_partial partial[IMGSTAT_MAX_CHANNELS];
+  imgstat_partial partial[IMGSTAT_POOL_MAX_CHANNELS];
   int hists; /* hist[] made here (the luma's; float over the range) */
-  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+  imgstat_histogram hist[IMGSTAT_POOL_MAX_CHANNELS];
 } ist_dataset_extra;
 
 /* Fills out (zeroed by the caller) for img under the options o; on failure

@@ -98,7 +98,7 @@ static imgstat_status pass_request(const imgstat_dataset_pass *p,
   memset(req, 0, sizeof *req);
   if (p->request) {
     req->nnodata = p->request->nnodata;
-    memcpy(req->nodata, p->request->nodata, sizeof req->nodata);
+    req->nodata = p->request->nodata;
     req->no_file_nodata = p->request->no_file_nodata;
   }
   if (!p->mask_of)
@@ -286,7 +286,7 @@ imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
 }
 
 void ist_dataset_extra_free(ist_dataset_extra *x) {
-  for (int c = 0; c < IMGSTAT_MAX_CHANNELS; c++)
+  for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
     imgstat_histogram_free(&x->hist[c]);
 }
 
@@ -314,12 +314,12 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
   im.colour = res->colour;
   im.sample = res->sample;
   im.int16 = res->int16;
-  im.partial = gray ? x->partial : res->partial;
+  im.partial = gray ? x->partial : IMGSTAT_JOB_CH(res, partial);
   int int_hist = !gray && res->has_histograms && res->sample != IMGSTAT_F32;
   if (x->hists)
     im.hist = x->hist;
   else if (int_hist)
-    im.hist = res->hist;
+    im.hist = IMGSTAT_JOB_CH(res, hist);
   /* its labels' figures, each pooled per label (integer histograms as the
    * image's; a float label's histograms have a range of their own) */
   imgstat_dataset_label_image *labels = NULL;
@@ -332,8 +332,8 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
       return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
     for (uint32_t k = 0; k < res->nlabels; k++) {
       labels[k].label = res->labels[k].label;
-      labels[k].partial = res->labels[k].partial;
-      labels[k].hist = int_hist ? res->labels[k].hist : NULL;
+      labels[k].partial = IMGSTAT_JOB_CH(&res->labels[k], partial);
+      labels[k].hist = int_hist ? IMGSTAT_JOB_CH(&res->labels[k], hist) : NULL;
     }
     im.nlabels = res->nlabels;
     im.labels = labels;
@@ -452,8 +452,8 @@ imgstat_dataset_pool_inputs(const imgstat_dataset_pass *p, imgstat_dataset *d,
  * channel and bin (want's order). */
 typedef struct exact_result {
   int taken; /* a float image of the pool's layout */
-  float *got[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  uint64_t n[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  float *got[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t n[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
   int nomem;
 } exact_result;
 
@@ -464,8 +464,8 @@ typedef struct exact_run {
   double lo, scale;
   uint32_t last;
   /* every image's samples of each bin, gathered in order */
-  float *all[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  uint64_t have[IMGSTAT_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  float *all[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  uint64_t have[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
   int mismatch, nomem;
 } exact_run;
 
@@ -616,7 +616,7 @@ imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
   imgstat_status s = imgstat_dataset_finish(d, 0, &r, err);
   if (s != IMGSTAT_OK)
     return s;
-  imgstat_dataset_exact_want want[IMGSTAT_MAX_CHANNELS];
+  imgstat_dataset_exact_want want[IMGSTAT_POOL_MAX_CHANNELS];
   exact_run x;
   memset(&x, 0, sizeof x);
   if (!imgstat_dataset_exact_plan(&r, percentiles, np, want)) {

@@ -52,7 +52,7 @@ void test_gpu_strided_free(imgstat_image *img, int pinned) {
 }
 
 int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
-                         void **block, void *planes[IMGSTAT_MAX_CHANNELS]) {
+                         void **block, void **planes) {
   const size_t row = (size_t)src->width * src->sample;
   if (pitch == 0)
     pitch = row;
@@ -127,7 +127,7 @@ void test_gpu_strided_free(imgstat_image *img, int pinned) {
   (void)pinned;
 }
 int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
-                         void **block, void *planes[IMGSTAT_MAX_CHANNELS]) {
+                         void **block, void **planes) {
   (void)src;
   (void)offset;
   (void)pitch;

@@ -29,7 +29,7 @@ void test_gpu_strided_free(imgstat_image *img, int pinned);
  * the gaps filled with 0xEE. *block receives the allocation (free with
  * test_gpu_free), planes[c] the planes. Returns 1, or 0 when it cannot. */
 int test_gpu_device_copy(const imgstat_image *src, size_t offset, size_t pitch,
-                         void **block, void *planes[IMGSTAT_MAX_CHANNELS]);
+                         void **block, void **planes);
 void test_gpu_free(void *block);
 
 /* src's samples interleaved in one cudaMalloc'ed block (*block, free with

@@ -6,8 +6,10 @@ samples a pixel; INTERLEAVE=BAND: planar), and as a FITS cube (NAXIS3 = 13,
 int16, by astropy when present). Each record's per-band count, min, max,
 sum, sum_sq, mean and std are compared with numpy's over the same array,
 and the TIFFs' min, max, mean and std with GDAL's ComputeStatistics. A
-16-band array is read (the limit); a 17-band one is refused naming the file
-and the count. An (8, 6, 8) array is refused, and read both ways with
+200- and 1024-band arrays (uint8, uint16, float32) and a 300-band planar
+TIFF are read, per band against numpy, and their text tables keep one line
+a band; a 1025-band array is refused naming the file and the count, and a
+17-band one is left out of the dataset pool naming the file. An (8, 6, 8) array is refused, and read both ways with
 --npy-layout hwc and chw. The dataset record of three 13-band images is numpy's over
 their concatenation; --as rgb refuses them; zscore normalize of a 13-band
 .npy writes (H, W, 13) float32 equal to numpy's (x - mean) / std, and PNG
@@ -124,16 +126,131 @@ if fits is not None:
     if r:
         check_bands(f, r[0]["stats"], [cube[i] for i in range(N)])
 
-# the limit: 16 read, 17 refused with the file and the count
-np.save(os.path.join(T, "b16.npy"),
-        rng.integers(0, 65536, size=(H, W, 16), dtype=np.uint16))
-r = records(os.path.join(T, "b16.npy"))
-report(bool(r) and r[0]["channels"] == 16, "16 bands read")
-f17 = os.path.join(T, "b17.npy")
-np.save(f17, np.zeros((H, W, 17), np.uint16))
-p = run(f17)
-report(p.returncode != 0 and f17 in p.stderr and "17 bands" in p.stderr,
-       "17 bands refused: %r" % p.stderr)
+# many bands: 200 and 1024 of each sample type (channels last, said by
+# --npy-layout: the bands axis is the largest), a 300-band planar TIFF by
+# GDAL; per band against numpy
+for nb, dt in ((200, np.uint8), (200, np.uint16), (200, np.float32),
+               (1024, np.uint8), (1024, np.uint16), (1024, np.float32)):
+    hw = 24 if nb == 200 else 64
+    if dt == np.float32:
+        m = rng.standard_normal((hw, hw, nb)).astype(np.float32)
+    else:
+        m = rng.integers(0, np.iinfo(dt).max + 1, size=(hw, hw, nb), dtype=dt)
+    f = os.path.join(T, "many%d_%s.npy" % (nb, np.dtype(dt).name))
+    np.save(f, m)
+    r = records("--npy-layout", "hwc", f)
+    if r:
+        report(r[0]["channels"] == nb, f + ": channels")
+        check_bands(f, r[0]["stats"], [m[:, :, i] for i in range(nb)])
+    p = run("--npy-layout", "hwc", f)
+    lines = p.stdout.splitlines()
+    report(p.returncode == 0 and len(lines) == nb + 2
+           and lines[-1].split()[0] == str(nb),
+           "%s: the text table, one line a band" % f)
+    os.remove(f)
+f = os.path.join(T, "planar300.tif")
+m = rng.integers(0, 65536, size=(300, 9, 11), dtype=np.uint16)
+d = gdal.GetDriverByName("GTiff").Create(f, 11, 9, 300, gdal.GDT_UInt16,
+                                         ["INTERLEAVE=BAND"])
+for i in range(300):
+    d.GetRasterBand(i + 1).WriteArray(m[i])
+d = None
+r = records(f)
+if r:
+    check_bands(f, r[0]["stats"], [m[i] for i in range(300)])
+os.remove(f)
+# a label image beside a 300-band image: each label's per-band figures
+f = os.path.join(T, "lab300.npy")
+fl = os.path.join(T, "lab300_labels.npy")
+m = rng.integers(0, 65536, size=(12, 10, 300), dtype=np.uint16)
+m[::3, ::2, ::5] = 7
+lab = (np.arange(120).reshape(12, 10) % 3).astype(np.uint8)
+np.save(f, m)
+np.save(fl, lab)
+r = records("--npy-layout", "hwc", "--labels", fl, f)
+if r:
+    labs = r[0].get("labels", [])
+    report([x["label"] for x in labs] == [1, 2], "labels of 300 bands")
+    for x in labs:
+        check_bands("label %d" % x["label"], x["stats"],
+                    [m[:, :, i][lab == x["label"]] for i in range(300)])
+# over 16 bands the nodata counts are the text table's last column
+p = run("--npy-layout", "hwc", "--nodata", "7", f)
+rows = p.stdout.splitlines()[2:]
+report(p.returncode == 0 and p.stdout.splitlines()[1].split()[-1] == "nodata"
+       and len(rows) == 300
+       and all(int(rows[i].split()[-1]) == int((m[:, :, i] == 7).sum())
+               for i in range(300)),
+       "the nodata column of 300 bands: %r" % p.stdout[:300])
+os.remove(f)
+os.remove(fl)
+
+# more bands than the limit: refused with the file and the count
+f = os.path.join(T, "b1025.npy")
+np.save(f, np.zeros((4, 4, 1025), np.uint8))
+p = run("--npy-layout", "hwc", f)
+report(p.returncode != 0 and f in p.stderr and "1025 bands" in p.stderr,
+       "1025 bands refused: %r" % p.stderr)
+os.remove(f)
+# band names: a 13-band GeoTIFF whose bands GDAL describes (some, with
+# characters XML escapes), with nodata 0; names and figures of the valid
+# samples against numpy
+f = os.path.join(T, "named.tif")
+m = rng.integers(0, 4000, size=(N, H, W), dtype=np.uint16)
+m[:, :, :3] = 0
+d = gdal.GetDriverByName("GTiff").Create(f, W, H, N, gdal.GDT_UInt16,
+                                         ["INTERLEAVE=PIXEL"])
+names = ["B%02d" % (i + 1) if i % 4 else "B%02d <nir> & \"x\"" % (i + 1)
+         for i in range(N)]
+for i in range(N):
+    b = d.GetRasterBand(i + 1)
+    b.WriteArray(m[i])
+    b.SetNoDataValue(0)
+    if i != 5:
+        b.SetDescription(names[i])
+d = None
+r = records(f)
+if r:
+    st = r[0]["stats"]
+    report([s.get("name") for s in st] ==
+           [None if i == 5 else names[i] for i in range(N)],
+           "band names %r" % [s.get("name") for s in st])
+    for i, s in enumerate(st):
+        v = m[i][m[i] != 0].astype(np.float64)
+        report(s["count"] == v.size and s["nodata_count"] == m[i].size - v.size
+               and s["min"] == v.min() and s["max"] == v.max()
+               and close(s["mean"], v.mean()) and close(s["std"], v.std()),
+               "named.tif band %d figures" % (i + 1))
+p = run(f)
+report(p.returncode == 0 and "\n1 B01 <nir> & \"x\" " in p.stdout
+       and "\n6 " in p.stdout and "\n2 B02 " in p.stdout,
+       "band names in the text table: %r" % p.stdout)
+os.remove(f)
+
+# normalize zscore of a 200-band .npy
+f = os.path.join(T, "many200.npy")
+m = rng.integers(0, 65536, size=(20, 24, 200), dtype=np.uint16)
+np.save(f, m)
+out = os.path.join(T, "z200.npy")
+p = run("normalize", "zscore", "--npy-layout", "hwc", f, "-o", out)
+report(p.returncode == 0, "normalize 200 bands: %r" % p.stderr)
+if p.returncode == 0:
+    z = np.load(out)
+    x = m.astype(np.float64)
+    want = (x - x.mean(axis=(0, 1))) / x.std(axis=(0, 1))
+    report(z.shape == m.shape and z.dtype == np.float32
+           and np.abs(z - want).max() < 1e-5,
+           "normalize zscore 200 bands: shape %r" % (z.shape,))
+    os.remove(out)
+os.remove(f)
+
+# the dataset pool takes 16 bands: more refused for that input, by name
+f = os.path.join(T, "b17.npy")
+np.save(f, np.zeros((H, W, 17), np.uint16))
+p = run("--dataset-only", f)
+report(p.returncode != 0 and f in p.stderr and "17 bands" in p.stderr,
+       "17 bands not pooled: %r" % p.stderr)
+os.remove(f)
 
 # a shape that cannot tell: refused, then read as --npy-layout says
 amb = rng.integers(0, 65536, size=(8, 6, 8), dtype=np.uint16)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Images of more than four bands (13 and 16; 17 refused) in .npy (channels
+# Images of more than four bands (13, 200 and 1024; 1025 refused) in .npy (channels
 # last and first), TIFF written by GDAL (pixel and band interleaved) and a
 # FITS cube (astropy, when present), per band against numpy and GDAL's
 # ComputeStatistics; the dataset pool and normalize of 13-band images

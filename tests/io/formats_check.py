@@ -66,11 +66,15 @@ expect_refused("fortran.npy", "Fortran")
 np.save(path("shape4.npy"), np.zeros((2, 3, 4, 5), "u1"))
 expect_refused("shape4.npy", "no image")
 # beyond 4 channels the bands axis is the smaller end one: (7, 6, 7) has
-# none, (17, 20, 30) more than the limit
+# none, (1025, 1100, 1200) more than the limit (refused from its header:
+# no samples written)
 np.save(path("shape5.npy"), np.zeros((7, 6, 7), "u1"))
 expect_refused("shape5.npy", "no image")
-np.save(path("shape17.npy"), np.zeros((17, 20, 30), "u1"))
-expect_refused("shape17.npy", "17 bands")
+with open(path("shape1025.npy"), "wb") as f:
+    np.lib.format.write_array_header_1_0(
+        f, {"descr": "|u1", "fortran_order": False,
+            "shape": (1025, 1100, 1200)})
+expect_refused("shape1025.npy", "1025 bands")
 buf = io.BytesIO()
 np.save(buf, rng.integers(0, 255, (40, 50, 3)).astype("u1"))
 truncations("a.npy", buf.getvalue(), "Corrupt NPY data")
@@ -705,7 +709,7 @@ if "FITS (cfitsio)" in version:
         .replace(b"NAXIS1  =                    0", b"EXTEND  =                    T")
         + fits_hdu(i16, primary=False))
     expect_stats("ext.fits", i16.astype(np.float32), 32)
-    write("cube5.fits", fits_hdu(np.zeros((17, 4, 4), "u1")))
+    write("cube5.fits", fits_hdu(np.zeros((1025, 2, 2), "u1")))
     expect_refused("cube5.fits", "no image HDU")
     good = fits_hdu(f32)
     # cut in the header, in the data, one byte short of the data (the
