@@ -760,6 +760,21 @@ static void job_run(const imgstat_inputs *in, walk_job *j) {
   j->status = read_entries(in, fd, &j->f, &j->read_error, &j->skipped);
 }
 
+/* Takes the queued job at *at out of the queue and runs it, p->m held on
+ * entry and on return (released while it runs); its waiters are woken. */
+static void job_take_run(const imgstat_inputs *in, walk_pool *p,
+                         walk_job **at) {
+  walk_job *j = *at;
+  *at = j->next;
+  j->next = NULL;
+  j->state = JOB_RUNNING;
+  pthread_mutex_unlock(&p->m);
+  job_run(in, j);
+  pthread_mutex_lock(&p->m);
+  j->state = JOB_DONE;
+  pthread_cond_broadcast(&p->done_cv);
+}
+
 static void *walker(void *arg) {
   imgstat_inputs *in = arg;
   walk_pool *p = in->pool;
@@ -775,15 +790,7 @@ static void *walker(void *arg) {
       if ((*q)->depth > (*best)->depth ||
           ((*q)->depth == (*best)->depth && (*q)->seq < (*best)->seq))
         best = q;
-    walk_job *j = *best;
-    *best = j->next;
-    j->next = NULL;
-    j->state = JOB_RUNNING;
-    pthread_mutex_unlock(&p->m);
-    job_run(in, j);
-    pthread_mutex_lock(&p->m);
-    j->state = JOB_DONE;
-    pthread_cond_broadcast(&p->done_cv);
+    job_take_run(in, p, best);
   }
   pthread_mutex_unlock(&p->m);
   return NULL;
@@ -891,13 +898,7 @@ static void job_wait(imgstat_inputs *in, walk_job *j) {
     walk_job **q = &p->queue;
     while (*q != j)
       q = &(*q)->next;
-    *q = j->next;
-    j->next = NULL;
-    j->state = JOB_RUNNING;
-    pthread_mutex_unlock(&p->m);
-    job_run(in, j);
-    pthread_mutex_lock(&p->m);
-    j->state = JOB_DONE;
+    job_take_run(in, p, q);
   }
   while (j->state != JOB_DONE)
     pthread_cond_wait(&p->done_cv, &p->m);

@@ -493,6 +493,23 @@ static int create_temporary(const char *path, char *tmp, mode_t mode) {
   return fd;
 }
 
+/* The end of a file written through the safe path: flushed, synced (where
+ * the file system can), closed; st the writing's status so far. */
+static imgstat_status written_close(FILE *f, imgstat_status st,
+                                    const imgstat_write_options *opts,
+                                    imgstat_error *err) {
+  if (st == IMGSTAT_OK && fflush(f) != 0)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
+      errno != EROFS)
+    st = write_failed(err, errno);
+  if (fclose(f) != 0 && st == IMGSTAT_OK)
+    st = write_failed(err, errno);
+  if (st == IMGSTAT_OK && cancelled(opts))
+    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
+  return st;
+}
+
 /* Writes img in fmt to f, flushes, syncs and closes it. */
 static imgstat_status write_and_close(FILE *f, imgstat_file_format fmt,
                                       const imgstat_image *img,
@@ -510,16 +527,7 @@ static imgstat_status write_and_close(FILE *f, imgstat_file_format fmt,
     st = write_npy(f, img, opts, err);
   else
     st = write_pfm(f, img, opts, err);
-  if (st == IMGSTAT_OK && fflush(f) != 0)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
-      errno != EROFS)
-    st = write_failed(err, errno);
-  if (fclose(f) != 0 && st == IMGSTAT_OK)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && cancelled(opts))
-    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
-  return st;
+  return written_close(f, st, opts, err);
 }
 
 /* What imgstat_image_write writes through the safe path. */
@@ -682,16 +690,7 @@ static imgstat_status bytes_job_run(FILE *f, void *ctx,
   imgstat_status st = IMGSTAT_OK;
   if (job->size && fwrite(job->data, 1, job->size, f) != job->size)
     st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && fflush(f) != 0)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && fsync(fileno(f)) != 0 && errno != EINVAL &&
-      errno != EROFS)
-    st = write_failed(err, errno);
-  if (fclose(f) != 0 && st == IMGSTAT_OK)
-    st = write_failed(err, errno);
-  if (st == IMGSTAT_OK && cancelled(opts))
-    st = imgstat_error_set(err, IMGSTAT_ERR_IO, "interrupted");
-  return st;
+  return written_close(f, st, opts, err);
 }
 
 imgstat_status imgstat_bytes_write(const char *path, const void *data,
