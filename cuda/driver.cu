@@ -260,8 +260,12 @@ cudaError_t ist_reduce_stats_pitched(
 
 bool ist_hwc_kernel_fits(const void *d_data, imgstat_sample sample,
                          uint32_t channels) {
-  return (sample == IMGSTAT_U8 || sample == IMGSTAT_U16) && channels >= 2 &&
-         channels <= 4 && (uintptr_t)d_data % 16 == 0;
+  if (channels < 2 || channels > 4)
+    return false;
+  if (sample == IMGSTAT_F32)
+    return (uintptr_t)d_data % 4 == 0;
+  return (sample == IMGSTAT_U8 || sample == IMGSTAT_U16) &&
+         (uintptr_t)d_data % 16 == 0;
 }
 
 cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
@@ -271,6 +275,16 @@ cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
   if (!scratch_bytes ||
       (d_scratch && !ist_hwc_kernel_fits(d_data, sample, channels)))
     return cudaErrorInvalidValue;
+  if (sample == IMGSTAT_F32) { /* channel c: the plane from sample c */
+    if (channels < 2 || channels > 4)
+      return cudaErrorInvalidValue;
+    ist_pass shift{};
+    shift.add_k = 1;
+    shift.sample_stride = channels;
+    return reduce_stats(IMGSTAT_KERNEL_FAST, 0, d_data, 1, sample, npix,
+                        channels, 0, d_scratch, scratch_bytes, shift, d_out,
+                        stream);
+  }
   int sms = 0;
   cudaError_t e = sm_count(&sms);
   if (e != cudaSuccess)

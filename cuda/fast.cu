@@ -77,6 +77,11 @@ namespace {
 #ifndef IMGSTAT_FAST_PDL
 #define IMGSTAT_FAST_PDL 0
 #endif
+/* Batched planes: at least this many tiles a block (1: a block a tile, up to
+ * the one-image kernel's grid). */
+#ifndef IMGSTAT_SEG_TILES
+#define IMGSTAT_SEG_TILES 1
+#endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */
   static constexpr int kItems = IMGSTAT_FAST_ITEMS; /* 16-byte loads a tile */
@@ -789,7 +794,7 @@ static_assert(FastPolicy::kTile == FastPolicy::kBlock * FastPolicy::kItems,
 
 /* The thread's extremes: its recorded vectors re-read (as in
  * thread_partial), the scalar candidates offered after them. */
-template <bool Aligned>
+template <bool Aligned, int Stride>
 __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
                                                const float *plane,
                                                uint64_t first) {
@@ -798,9 +803,9 @@ __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
   p.inf_count = a.fo.inf_count;
   uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
   if (a.min_vec != kNone)
-    vmin = ist_fo_load_vec<Aligned>(plane, a.min_vec);
+    vmin = ist_fo_load_vec<Aligned, Stride>(plane, a.min_vec);
   if (a.max_vec != kNone)
-    vmax = ist_fo_load_vec<Aligned>(plane, a.max_vec);
+    vmax = ist_fo_load_vec<Aligned, Stride>(plane, a.max_vec);
   if (a.min_vec != kNone) {
     Found<float> f = find_in_vector<float>(vmin, a.vmin);
     if (f.j >= 0) {
@@ -853,16 +858,16 @@ __device__ imgstat_partial f32_thread_order(const AccF32 &a) {
  * extreme standing for a whole vector is found in it (both loads in
  * flight), the value being the vector's first sample equal to it (as
  * f32_thread_extremes keeps it: -0 or +0); then `first` is added. */
-template <bool Aligned>
+template <bool Aligned, int Stride>
 __device__ void f32_block_first(imgstat_partial &p, const float *plane,
                                 uint64_t n, uint64_t first) {
   const uint64_t whole = n / 4 * 4;
   const bool in_min = p.min_index < whole, in_max = p.max_index < whole;
   uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
   if (in_min)
-    vmin = ist_fo_load_vec<Aligned>(plane, p.min_index / 4);
+    vmin = ist_fo_load_vec<Aligned, Stride>(plane, p.min_index / 4);
   if (in_max)
-    vmax = ist_fo_load_vec<Aligned>(plane, p.max_index / 4);
+    vmax = ist_fo_load_vec<Aligned, Stride>(plane, p.max_index / 4);
   if (in_min) { /* always found: the vector holds the value */
     Found<float> f = find_in_vector<float>(vmin, (float)p.min);
     if (f.j >= 0) {
@@ -883,7 +888,7 @@ __device__ void f32_block_first(imgstat_partial &p, const float *plane,
     p.max_index += first;
 }
 
-template <bool Aligned>
+template <bool Aligned, int Stride>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
   pdl_wait(); /* launched after the shift kernel */
@@ -905,12 +910,12 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   ist_fo_tile<FastPolicy::kItems> head;
   head.nvalid = 0;
   if constexpr (kPrefetch > 0)
-    ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
-        plane, n, blockIdx.x, head);
+    ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned,
+                           Stride>(plane, n, blockIdx.x, head);
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
-    ist_fo_moments m = ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems,
-                                    kPrefetch, Aligned>(
-        plane, n, c, c + gridDim.x, acc, lane_roots, head);
+    ist_fo_moments m =
+        ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems, kPrefetch, Aligned,
+                     Stride>(plane, n, c, c + gridDim.x, acc, lane_roots, head);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;
@@ -927,9 +932,9 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     p = f32_thread_order(acc);
     p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0 */
     if (t == 0)
-      f32_block_first<Aligned>(p, plane, n, pass.first_index);
+      f32_block_first<Aligned, Stride>(p, plane, n, pass.first_index);
   } else {
-    p = f32_thread_extremes<Aligned>(acc, plane, pass.first_index);
+    p = f32_thread_extremes<Aligned, Stride>(acc, plane, pass.first_index);
     p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
   }
   if (t == 0) {
@@ -1866,11 +1871,25 @@ cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
   case IMGSTAT_U16:
     return launch(fast_stats_kernel<AccU16>, FastPolicy::kBlock, p, s);
   case IMGSTAT_F32:
+    /* interleaved: channel c's samples C floats apart, one by one */
+    switch (p->sample_stride) {
+    case 2:
+      return launch(fast_f32_kernel<false, 2>, FastPolicy::kBlock, p, s, true);
+    case 3:
+      return launch(fast_f32_kernel<false, 3>, FastPolicy::kBlock, p, s, true);
+    case 4:
+      return launch(fast_f32_kernel<false, 4>, FastPolicy::kBlock, p, s, true);
+    case 0:
+    case 1:
+      break;
+    default:
+      return cudaErrorInvalidValue;
+    }
     /* one layout for every plane of the launch: all 16-byte aligned, or
      * four 4-byte loads a vector */
     if ((uintptr_t)p->in % 16 == 0 && p->in_stride % 4 == 0)
-      return launch(fast_f32_kernel<true>, FastPolicy::kBlock, p, s, true);
-    return launch(fast_f32_kernel<false>, FastPolicy::kBlock, p, s, true);
+      return launch(fast_f32_kernel<true, 1>, FastPolicy::kBlock, p, s, true);
+    return launch(fast_f32_kernel<false, 1>, FastPolicy::kBlock, p, s, true);
   }
   return cudaErrorInvalidValue;
 }
@@ -1881,7 +1900,7 @@ __global__ void __launch_bounds__(32)
   pdl_trigger();
   const double k = ist_fo_warp_plane_shift(
       static_cast<const float *>(pass.planes) + blockIdx.x * pass.plane_stride,
-      pass.plane_n);
+      pass.plane_n, pass.sample_stride ? pass.sample_stride : 1);
   if (threadIdx.x == 0)
     d_k[blockIdx.x] = k;
 }
@@ -1960,7 +1979,12 @@ cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s) {
 }
 
 uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count) {
-  return ist_fast_grid(bytes, 1, sm_count);
+  /* at least IMGSTAT_SEG_TILES tiles a block (integer partials: any
+   * partition gives the same bits) */
+  const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
+  return ist_fast_grid((bytes + IMGSTAT_SEG_TILES * tile_bytes - 1) /
+                           (IMGSTAT_SEG_TILES * tile_bytes) * tile_bytes,
+                       1, sm_count);
 }
 
 cudaError_t ist_fast_stats_segments(imgstat_sample sample,

@@ -79,8 +79,10 @@ cudaError_t ist_reduce_stats_pitched(
  * ist_reduce_stats gives for that channel's plane (integer partials merge
  * exactly in any order; indices are pixel indices). Only where
  * ist_hwc_kernel_fits: u8 or u16 samples, 2 to 4 channels, d_data at a
- * 16-byte boundary (f32 keeps the canonical order's plane walk). Scratch
- * as for ist_reduce_stats.
+ * 16-byte boundary; or f32 samples, 2 to 4 channels: the canonical order's
+ * plane walk over each channel in place (its samples read C floats apart),
+ * the same bits as the gathered planes'. Scratch as for
+ * ist_reduce_stats.
  */
 bool ist_hwc_kernel_fits(const void *d_data, imgstat_sample sample,
                          uint32_t channels);
@@ -182,6 +184,10 @@ struct ist_pass {
   const void *planes;
   uint64_t plane_stride;
   uint64_t plane_n;
+  /* f32 pass 1 and shifts: the distance of a plane's samples in samples (0
+   * or 1: dense planes; C: the channels of an interleaved image, plane c
+   * from sample c, in_stride and plane_stride 1) */
+  uint32_t sample_stride;
 };
 
 /* Ladder (ladder.cu). Blocks per channel that kernel k with `block` threads

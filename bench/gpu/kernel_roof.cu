@@ -4,8 +4,9 @@
  * (the script links this file against each variant's object, so every
  * variant runs the same harness), 64 MP images of RGB8, RGBA8, RGB16 and
  * RGB float32, planar (ist_reduce_stats) and interleaved
- * (ist_reduce_stats_hwc; float32: the library's path, gathered into planes
- * by ist_deinterleave and reduced as planes), each in turns with
+ * (ist_reduce_stats_hwc; float32 also gathered into planes by
+ * ist_deinterleave and reduced as planes, the path before its kernel), each
+ * in turns with
  * cub::DeviceReduce::Sum of the same bytes as uint32 words into uint64;
  * then a batch of 0.5 MP RGB8 / RGB16 images (one segment a plane,
  * ist_fast_stats_segments) in turns with cub::DeviceSegmentedReduce::Sum
@@ -205,17 +206,19 @@ struct Bufs {
   int sms = 0;
 };
 
-/* The library's reduction of an image: planar, or interleaved. */
+/* The library's reduction of an image: planar (hwc 0), interleaved (1),
+ * or interleaved gathered into planes first (2: what the library did with
+ * interleaved floats before they had a kernel). */
 void reduce_image(Bufs &b, const void *d, imgstat_sample s, uint64_t n, int ch,
-                  bool hwc, imgstat_partial *d_out) {
+                  int hwc, imgstat_partial *d_out) {
   size_t cap = b.scratch_cap;
   if (!hwc) {
     CHECK(ist_reduce_stats(0, 0, d, s, n, (uint32_t)ch, 0, b.scratch, &cap,
                            d_out, 0));
-  } else if (s != IMGSTAT_F32) {
+  } else if (hwc == 1) {
     CHECK(
         ist_reduce_stats_hwc(d, s, n, (uint32_t)ch, b.scratch, &cap, d_out, 0));
-  } else { /* gathered into planes, as imgstat_gpu_image_wrap_strided does */
+  } else {
     void *dst[IMGSTAT_MAX_CHANNELS];
     for (int c = 0; c < ch; ++c)
       dst[c] = b.planes + (size_t)c * n * 4;
@@ -277,7 +280,7 @@ void small_checks(Bufs &b) {
             char what[96];
             snprintf(what, sizeof what, "small-%s-n%llu-c%d-kind%d-off%d",
                      type_name(s, 3), (unsigned long long)n, ch, kind, off);
-            reduce_image(b, d, s, n, ch, false, b.out);
+            reduce_image(b, d, s, n, ch, 0, b.out);
             CHECK(cudaDeviceSynchronize());
             std::vector<imgstat_partial> want =
                 cpu_partials(d, s, n, ch, false);
@@ -290,8 +293,8 @@ void small_checks(Bufs &b) {
             if (!ok)
               compare(what, b.out, want, s);
             ++cases;
-            if (off == 0 && ch > 1 && s != IMGSTAT_F32) { /* interleaved */
-              reduce_image(b, d, s, n, ch, true, b.out);
+            if (off == 0 && ch > 1) { /* interleaved */
+              reduce_image(b, d, s, n, ch, 1, b.out);
               CHECK(cudaDeviceSynchronize());
               want = cpu_partials(d, s, n, ch, true);
               CHECK(cudaMemcpy(got.data(), b.out, ch * sizeof(imgstat_partial),
@@ -443,14 +446,16 @@ int main(int argc, char **argv) {
   for (const Case &c : cases) {
     const uint64_t bytes = n * c.ch * (uint64_t)c.s;
     fill(b.in, n * c.ch, c.s, 777u, 0);
-    for (int hwc = 0; hwc < 2; ++hwc) {
+    for (int hwc = 0; hwc < (c.s == IMGSTAT_F32 ? 3 : 2); ++hwc) {
       char what[64];
       snprintf(what, sizeof what, "%s-%s", type_name(c.s, c.ch),
-               hwc ? "interleaved" : "planar");
+               hwc == 2   ? "interleaved-gathered"
+               : hwc == 1 ? "interleaved"
+                          : "planar");
       if (check) {
         reduce_image(b, b.in, c.s, n, c.ch, hwc, b.out);
         CHECK(cudaDeviceSynchronize());
-        compare(what, b.out, cpu_partials(b.in, c.s, n, c.ch, hwc), c.s);
+        compare(what, b.out, cpu_partials(b.in, c.s, n, c.ch, hwc != 0), c.s);
       }
       size_t need = 0;
       const unsigned *words = (const unsigned *)b.in;

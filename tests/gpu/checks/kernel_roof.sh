@@ -26,8 +26,9 @@
 #   P      programmatic dependent launch of the folds and of f32 pass 1;
 #   H      u16 interleaved: block merge on integers, first positions once a
 #          block (not every thread re-reading its tiles);
-#   all    the four; all-i8 / all-pf: with 8 loads a tile / the next tile
-#          loaded before this one is reduced;
+#   S4     batched planes: at least 4 tiles a block (not 1);
+#   all    M, F, P and H; all-S4, all-i8, all-pf: with S4 / 8 loads a tile /
+#          the next tile loaded before this one is reduced;
 #   tree   the tree's defaults (no flags).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
@@ -55,20 +56,22 @@ rc=$?
 [ $rc -eq 0 ] || { tail -20 "$L/build.log"; echo "FAIL configure"; exit 1; }
 
 # ---- 3a. the variants' objects and the harness, beside the build ----------
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0"
-A="-DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_F32_BLOCK_FIRST=1 -DIMGSTAT_FAST_PDL=1 -DIMGSTAT_HWC_BLOCK_FIRST=1"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1"
+A="-DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_F32_BLOCK_FIRST=1 -DIMGSTAT_FAST_PDL=1 -DIMGSTAT_HWC_BLOCK_FIRST=1 -DIMGSTAT_SEG_TILES=1"
 declare -A FLAGS=(
   [main]="$O"
   [M]="$O -DIMGSTAT_FAST_INT_MERGE=1"
   [F]="$O -DIMGSTAT_F32_BLOCK_FIRST=1"
   [P]="$O -DIMGSTAT_FAST_PDL=1"
   [H]="$O -DIMGSTAT_HWC_BLOCK_FIRST=1"
+  [S4]="$O -DIMGSTAT_SEG_TILES=4"
   [all]="$A"
+  [all-S4]="$A -DIMGSTAT_SEG_TILES=4"
   [all-i8]="$A -DIMGSTAT_FAST_ITEMS=8"
   [all-pf]="$A -DIMGSTAT_FAST_PREFETCH=1"
   [tree]=""
 )
-read -r -a VARS <<<"${ROOF_VARIANTS:-main M F P H all all-i8 all-pf}"
+read -r -a VARS <<<"${ROOF_VARIANTS:-main M F P H S4 all all-S4 all-i8}"
 mkdir -p "$V"
 nv() {
   nvcc -std=c++17 -O3 -DNDEBUG "--generate-code=arch=compute_90,code=[sm_90]" \
@@ -154,6 +157,11 @@ done
 : >"$L/rows.txt"
 ROUNDS=${ROOF_ROUNDS:-3}
 for round in $(seq 1 "$ROUNDS"); do
+  # a round takes about 20-30 s: none begun after ROOF_BUDGET seconds
+  if [ "$round" -gt 1 ] && [ $(($(date +%s) - T0)) -gt "${ROOF_BUDGET:-380}" ]; then
+    say "== round $round and later left out: $(el) spent"
+    break
+  fi
   for v in "${built[@]}"; do
     chk=""
     [ "$round" = 1 ] && chk=--check
