@@ -77,6 +77,11 @@ namespace {
 #ifndef IMGSTAT_FAST_PDL
 #define IMGSTAT_FAST_PDL 0
 #endif
+/* The folds of integer partials on integers alone (count, sums, and each
+ * extreme as one 64-bit key) rather than imgstat_partial merges. */
+#ifndef IMGSTAT_FOLD_INT
+#define IMGSTAT_FOLD_INT 0
+#endif
 /* Batched planes: at least this many tiles a block (1: a block a tile, up to
  * the one-image kernel's grid). */
 #ifndef IMGSTAT_SEG_TILES
@@ -950,6 +955,79 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   }
 }
 
+/* Block b's share of a fold of integer partials (u8 / u16 samples), the
+ * same result as ist_fo_fold_block_at's over in[b * Block * Items, (b + 1)
+ * * Block * Items) of n (thread 0's): integer partials merge exactly in any
+ * order, so each thread takes every Block-th partial (coalesced), and the
+ * merge is on integers: the count, the sums, and each extreme as one
+ * 64-bit key, (value << 48 | index) for the min and ((65535 - value) << 48
+ * | index) for the max (values < 2^16, indices < 2^48): the smallest key
+ * is the one the partials' merge keeps (smaller value, then smaller
+ * index). */
+__device__ imgstat_partial int_fold_block(const imgstat_partial *in, uint64_t n,
+                                          uint64_t b) {
+  constexpr int kWarps = FoldPolicy::kBlock / 32;
+  constexpr unsigned long long kNoKey = ~0ull;
+  const unsigned t = threadIdx.x;
+  unsigned long long v[5] = {0, 0, 0, kNoKey, kNoKey};
+  const uint64_t base = b * FoldPolicy::kBlock * FoldPolicy::kItems;
+#pragma unroll
+  for (int k = 0; k < FoldPolicy::kItems; ++k) {
+    const uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + t;
+    if (i < n) {
+      const imgstat_partial &q = in[i];
+      v[0] += q.count;
+      v[1] += q.sum;
+      v[2] += q.sumsq;
+      if (q.min_index != kNone)
+        v[3] = min(v[3], (unsigned long long)q.min << 48 | q.min_index);
+      if (q.max_index != kNone)
+        v[4] = min(v[4],
+                   (unsigned long long)(65535.0 - q.max) << 48 | q.max_index);
+    }
+  }
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) {
+#pragma unroll
+    for (int f = 0; f < 3; ++f)
+      v[f] += __shfl_xor_sync(0xffffffffu, v[f], m);
+#pragma unroll
+    for (int f = 3; f < 5; ++f)
+      v[f] = min(v[f], __shfl_xor_sync(0xffffffffu, v[f], m));
+  }
+  __shared__ unsigned long long warp_v[5][kWarps];
+  if ((t & 31) == 0)
+#pragma unroll
+    for (int f = 0; f < 5; ++f)
+      warp_v[f][t / 32] = v[f];
+  __syncthreads();
+  imgstat_partial p = ist_partial_empty();
+  if (t == 0) {
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) {
+#pragma unroll
+      for (int f = 0; f < 3; ++f)
+        v[f] += warp_v[f][w];
+#pragma unroll
+      for (int f = 3; f < 5; ++f)
+        v[f] = min(v[f], warp_v[f][w]);
+    }
+    constexpr unsigned long long kIndex = (1ull << 48) - 1;
+    p.count = v[0];
+    p.sum = v[1];
+    p.sumsq = v[2];
+    if (v[3] != kNoKey) {
+      p.min = (double)(v[3] >> 48);
+      p.min_index = v[3] & kIndex;
+    }
+    if (v[4] != kNoKey) {
+      p.max = 65535.0 - (double)(v[4] >> 48);
+      p.max_index = v[4] & kIndex;
+    }
+  }
+  return p;
+}
+
 /* The fold of partials, for every sample type: the chunk tree of
  * float_order.h in aligned subtrees of Block * Items (integer partials
  * merge exactly in any order, so they share it). */
@@ -960,9 +1038,12 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
   __shared__ imgstat_partial warp_roots[FoldPolicy::kBlock / 32];
   const imgstat_partial *in = static_cast<const imgstat_partial *>(pass.in) +
                               blockIdx.y * pass.in_stride;
-  imgstat_partial p =
-      ist_fo_fold_block<FoldPolicy::kBlock, FoldPolicy::kItems, IsFloat>(
-          in, pass.n, warp_roots);
+  imgstat_partial p;
+  if constexpr (!IsFloat && IMGSTAT_FOLD_INT)
+    p = int_fold_block(in, pass.n, blockIdx.x);
+  else
+    p = ist_fo_fold_block<FoldPolicy::kBlock, FoldPolicy::kItems, IsFloat>(
+        in, pass.n, warp_roots);
   if (IsFloat && pass.last && pass.add_k && threadIdx.x == 0)
     ist_fo_add_shift(&p, pass.k_given ? pass.k : pass.k_dev[blockIdx.y]);
   if (threadIdx.x == 0)
@@ -1018,9 +1099,12 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
   pdl_wait();
   __shared__ imgstat_partial warp_roots[FoldPolicy::kBlock / 32];
   const ist_segment S = seg[blockIdx.x];
-  imgstat_partial p =
-      ist_fo_fold_block_at<FoldPolicy::kBlock, FoldPolicy::kItems, false>(
-          partials + S.first_block, S.nblocks, 0, warp_roots);
+  imgstat_partial p;
+  if constexpr (IMGSTAT_FOLD_INT)
+    p = int_fold_block(partials + S.first_block, S.nblocks, 0);
+  else
+    p = ist_fo_fold_block_at<FoldPolicy::kBlock, FoldPolicy::kItems, false>(
+        partials + S.first_block, S.nblocks, 0, warp_roots);
   if (threadIdx.x == 0)
     out[blockIdx.x] = p;
 }

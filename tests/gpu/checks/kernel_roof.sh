@@ -20,14 +20,17 @@
 #      goal (<= 1.03).
 # Variants (ROOF_VARIANTS to pick some; each is a set of -D flags):
 #   main   the flags that give main's kernels (the code before these
-#          variants: every new switch off);
+#          variants: every new switch off; but interleaved float32 is read
+#          in place by every variant: the row "RGBf32-interleaved-gathered"
+#          is main's path for it);
 #   M      the integer planes' block merge on integers alone;
 #   F      f32: first positions from one re-read vector a block;
 #   P      programmatic dependent launch of the folds and of f32 pass 1;
 #   H      u16 interleaved: block merge on integers, first positions once a
 #          block (not every thread re-reading its tiles);
 #   S4     batched planes: at least 4 tiles a block (not 1);
-#   all    M, F, P and H; all-S4, all-i8, all-pf: with S4 / 8 loads a tile /
+#   FI     the folds of integer partials on integers alone;
+#   all    M, F, P, H and FI; all-S4, all-i8, all-pf: with S4 / 8 loads a tile /
 #          the next tile loaded before this one is reduced;
 #   tree   the tree's defaults (no flags).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
@@ -56,8 +59,8 @@ rc=$?
 [ $rc -eq 0 ] || { tail -20 "$L/build.log"; echo "FAIL configure"; exit 1; }
 
 # ---- 3a. the variants' objects and the harness, beside the build ----------
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1"
-A="-DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_F32_BLOCK_FIRST=1 -DIMGSTAT_FAST_PDL=1 -DIMGSTAT_HWC_BLOCK_FIRST=1 -DIMGSTAT_SEG_TILES=1"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0"
+A="-DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_F32_BLOCK_FIRST=1 -DIMGSTAT_FAST_PDL=1 -DIMGSTAT_HWC_BLOCK_FIRST=1 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=1"
 declare -A FLAGS=(
   [main]="$O"
   [M]="$O -DIMGSTAT_FAST_INT_MERGE=1"
@@ -65,13 +68,14 @@ declare -A FLAGS=(
   [P]="$O -DIMGSTAT_FAST_PDL=1"
   [H]="$O -DIMGSTAT_HWC_BLOCK_FIRST=1"
   [S4]="$O -DIMGSTAT_SEG_TILES=4"
+  [FI]="$O -DIMGSTAT_FOLD_INT=1"
   [all]="$A"
   [all-S4]="$A -DIMGSTAT_SEG_TILES=4"
   [all-i8]="$A -DIMGSTAT_FAST_ITEMS=8"
   [all-pf]="$A -DIMGSTAT_FAST_PREFETCH=1"
   [tree]=""
 )
-read -r -a VARS <<<"${ROOF_VARIANTS:-main M F P H S4 all all-S4 all-i8}"
+read -r -a VARS <<<"${ROOF_VARIANTS:-main M F P H S4 FI all all-i8}"
 mkdir -p "$V"
 nv() {
   nvcc -std=c++17 -O3 -DNDEBUG "--generate-code=arch=compute_90,code=[sm_90]" \
