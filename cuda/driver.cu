@@ -292,7 +292,7 @@ cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
   const uint64_t bytes = npix * channels * (uint64_t)sample;
   Plan plan;
   auto grid_of = [&](int pass, uint64_t items) -> unsigned {
-    return pass == 0 ? ist_hwc_grid(bytes, channels, sms)
+    return pass == 0 ? ist_hwc_grid(sample, bytes, channels, sms)
                      : ist_fold_grid(items);
   };
   e = make_plan(npix, channels, sizeof(imgstat_partial), grid_of, 0, &plan);

@@ -82,6 +82,13 @@ namespace {
 #ifndef IMGSTAT_FOLD_INT
 #define IMGSTAT_FOLD_INT 0
 #endif
+/* Grids of whole rounds: a pass of T tiles (chunks) over at most W blocks
+ * at once gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the
+ * last, rather than W blocks of which some do one tile more (the others
+ * idle through that round, the memory half used). */
+#ifndef IMGSTAT_FAST_BALANCE
+#define IMGSTAT_FAST_BALANCE 0
+#endif
 /* Batched planes: at least this many tiles a block (1: a block a tile, up to
  * the one-image kernel's grid). */
 #ifndef IMGSTAT_SEG_TILES
@@ -1925,6 +1932,17 @@ cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s,
                        *p);
 }
 
+/* Blocks for `units` tiles (chunks), at most `wave` at once
+ * (IMGSTAT_FAST_BALANCE: whole rounds). */
+uint64_t balanced_grid(uint64_t units, uint64_t wave) {
+  uint64_t grid = units < wave ? units : wave;
+  if (IMGSTAT_FAST_BALANCE && units > wave && wave > 0) {
+    const uint64_t per = (units + wave - 1) / wave;
+    grid = (units + per - 1) / per;
+  }
+  return grid < 1 ? 1 : grid;
+}
+
 } // namespace
 
 int ist_fast_block_size(void) { return FastPolicy::kBlock; }
@@ -1935,8 +1953,7 @@ unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
   uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
                   FastPolicy::kBlocksPerSm / (channels ? channels : 1);
-  uint64_t grid = tiles < wave ? tiles : wave;
-  return grid < 1 ? 1u : (unsigned)grid;
+  return (unsigned)balanced_grid(tiles, wave);
 }
 
 unsigned ist_fold_grid(uint64_t n) {
@@ -2005,24 +2022,29 @@ unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
                   FastPolicy::kBlocksPerSm / (channels ? channels : 1);
   uint64_t chunks = ist_f32_chunks(n);
-  uint64_t grid = chunks < wave ? chunks : wave;
+  uint64_t grid = balanced_grid(chunks, wave);
   if (grid > 0x7fffffffu)
     return 0;
-  return grid < 1 ? 1u : (unsigned)grid;
+  return (unsigned)grid;
 }
 
 cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {
   return launch(fast_sum_i32_kernel, SumPolicy::kBlock, p, s);
 }
 
-unsigned ist_hwc_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
+                      int sm_count) {
   const uint64_t vecs = channels == 3 ? 3 : 4;
-  const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kBlock * vecs;
+  /* the kernels' tiles: u8 kHwcUnits units of C vectors a thread, u16 kV
+   * vectors (sized as u16's for both before whole rounds) */
+  const uint64_t tile_bytes =
+      IMGSTAT_FAST_BALANCE && sample == IMGSTAT_U8
+          ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
+          : (uint64_t)16 * FastPolicy::kBlock * vecs;
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =
       (uint64_t)(sm_count > 0 ? sm_count : 1) * kHwcBlocksPerSm;
-  const uint64_t grid = tiles < wave ? tiles : wave;
-  return grid < 1 ? 1u : (unsigned)grid;
+  return (unsigned)balanced_grid(tiles, wave);
 }
 
 cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,

@@ -217,7 +217,8 @@ cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s);
 /* The interleaved kernel's pass 1 (ist_reduce_stats_hwc): p->in the image,
  * p->n its pixels, p->channels its channels (2..4), p->grid blocks (each
  * over every channel), results channel c at p->out + c * p->out_stride. */
-unsigned ist_hwc_grid(uint64_t bytes, uint32_t channels, int sm_count);
+unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
+                      int sm_count);
 cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
                           cudaStream_t s);
 cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,

@@ -19,7 +19,8 @@
  * the bit), at 64 MP and on small awkward planes (unaligned heads, tails,
  * planted first extremes, full range, NaN / Inf / -0 for floats, segments
  * of many sizes). Output lines: "CHECK variant case ok|FAIL", "ROW variant
- * case fused_ms cub_ms ratio". Exit status 1 when a check failed.
+ * case fused_ms cub_ms ratio" (--runs 0: checks only). Exit status 1
+ * when a check failed.
  *
  * Not part of the CMake build (a tool run on the GPU host).
  */
@@ -465,17 +466,19 @@ int main(int argc, char **argv) {
         printf("cub scratch too large\n");
         return 1;
       }
-      double fused = 0, cub = 0;
-      in_turns([&] { reduce_image(b, b.in, c.s, n, c.ch, hwc, b.out); },
-               [&] {
-                 size_t cap = b.cub_cap;
-                 CHECK(cub::DeviceReduce::Sum(b.cub, cap, words, b.sum,
-                                              (int64_t)(bytes / 4)));
-               },
-               runs, &fused, &cub);
-      printf("ROW %s %s %.4f %.4f %.4f\n", g_variant, what, fused, cub,
-             fused / cub);
-      fflush(stdout);
+      if (runs > 0) {
+        double fused = 0, cub = 0;
+        in_turns([&] { reduce_image(b, b.in, c.s, n, c.ch, hwc, b.out); },
+                 [&] {
+                   size_t cap = b.cub_cap;
+                   CHECK(cub::DeviceReduce::Sum(b.cub, cap, words, b.sum,
+                                                (int64_t)(bytes / 4)));
+                 },
+                 runs, &fused, &cub);
+        printf("ROW %s %s %.4f %.4f %.4f\n", g_variant, what, fused, cub,
+               fused / cub);
+        fflush(stdout);
+      }
     }
   }
 
@@ -501,17 +504,20 @@ int main(int argc, char **argv) {
       printf("cub scratch too large\n");
       return 1;
     }
-    double fused = 0, cub = 0;
-    in_turns([&] { run_batch(bt, s); },
-             [&] {
-               size_t cap = b.cub_cap;
-               CHECK(cub::DeviceSegmentedReduce::Sum(
-                   b.cub, cap, words, d_sums, planes, bt.d_off, bt.d_off + 1));
-             },
-             runs, &fused, &cub);
-    printf("ROW %s %s %.4f %.4f %.4f\n", g_variant, what, fused, cub,
-           fused / cub);
-    fflush(stdout);
+    if (runs > 0) {
+      double fused = 0, cub = 0;
+      in_turns([&] { run_batch(bt, s); },
+               [&] {
+                 size_t cap = b.cub_cap;
+                 CHECK(cub::DeviceSegmentedReduce::Sum(b.cub, cap, words,
+                                                       d_sums, planes, bt.d_off,
+                                                       bt.d_off + 1));
+               },
+               runs, &fused, &cub);
+      printf("ROW %s %s %.4f %.4f %.4f\n", g_variant, what, fused, cub,
+             fused / cub);
+      fflush(stdout);
+    }
     CHECK(cudaFree(d_sums));
     free_batch(bt);
     if (check) { /* segments of many sizes, unaligned starts, full range */
