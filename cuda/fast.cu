@@ -82,6 +82,12 @@ namespace {
 #ifndef IMGSTAT_FOLD_INT
 #define IMGSTAT_FOLD_INT 0
 #endif
+/* u8 / u16 planes (with IMGSTAT_FAST_INT_MERGE): each thread keeps, in
+ * registers, the vector of its first min and of its first max, so that the
+ * block's first positions need no load from memory at the end. */
+#ifndef IMGSTAT_FAST_KEEP_VEC
+#define IMGSTAT_FAST_KEEP_VEC 0
+#endif
 /* Grids of whole rounds: a pass of T tiles (chunks) over at most W blocks
  * at once gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the
  * last, rather than W blocks of which some do one tile more (the others
@@ -392,9 +398,22 @@ struct WordU16 {
 /* u8 / u16 (Word: WordU8, WordU16): a tile word by word, into the sums and
  * each vector's packed extremes; once the running min and max are the
  * type's bounds, into the sums only. */
+/* Vector k of the tile (k < kItems), by selects (no local memory). */
+__device__ __forceinline__ uint4
+pick_vector(const uint4 (&v)[FastPolicy::kItems], int k) {
+  uint4 r = v[0];
+#pragma unroll
+  for (int i = 1; i < FastPolicy::kItems; ++i)
+    if (i == k)
+      r = v[i];
+  return r;
+}
+
 template <typename Word> struct AccInt : IntAcc {
   using Sample = typename Word::Sample;
   static constexpr int kMax = Word::kMax;
+  /* IMGSTAT_FAST_KEEP_VEC: the vectors min_vec and max_vec */
+  uint4 kept_min = make_uint4(0, 0, 0, 0), kept_max = kept_min;
   __device__ AccInt() : IntAcc(Word::kMax + 1) {}
 
   __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
@@ -428,7 +447,32 @@ template <typename Word> struct AccInt : IntAcc {
         }
       }
     }
-    end_tile(mn, mx, nvalid, tile, Word::kPerVector * nvalid, s, q);
+    if constexpr (IMGSTAT_FAST_KEEP_VEC) {
+      unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
+      unsigned tmin = 0xffffu, tmax = 0;
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16);
+        hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16);
+        tmin = min(tmin, hmin[k]);
+        tmax = max(tmax, hmax[k]);
+      }
+      add_sums(Word::kPerVector * nvalid, s, q);
+      if ((int)tmin < vmin) {
+        const int k = first_vector(hmin, nvalid, tmin);
+        vmin = (int)tmin;
+        min_vec = vec_of(tile, k, threadIdx.x);
+        kept_min = pick_vector(v, k);
+      }
+      if ((int)tmax > vmax) {
+        const int k = first_vector(hmax, nvalid, tmax);
+        vmax = (int)tmax;
+        max_vec = vec_of(tile, k, threadIdx.x);
+        kept_max = pick_vector(v, k);
+      }
+    } else {
+      end_tile(mn, mx, nvalid, tile, Word::kPerVector * nvalid, s, q);
+    }
   }
   __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
 };
@@ -550,16 +594,24 @@ thread_partial(const Acc &a, const Layout<typename Acc::Sample> &L) {
  * added. */
 template <typename Sample>
 __device__ void block_first_positions(imgstat_partial &p,
-                                      const Layout<Sample> &L, uint64_t first) {
+                                      const Layout<Sample> &L, uint64_t first,
+                                      const uint4 *kept = nullptr) {
   constexpr int kPerVec = Layout<Sample>::kPerVec;
   const uint64_t lo = L.head, hi = L.head + L.nvec * kPerVec;
   const bool in_min = p.min_index >= lo && p.min_index < hi;
   const bool in_max = p.max_index >= lo && p.max_index < hi;
   uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
-  if (in_min)
-    vmin = __ldg(L.vec + (p.min_index - lo) / kPerVec);
-  if (in_max)
-    vmax = __ldg(L.vec + (p.max_index - lo) / kPerVec);
+  if (kept) { /* the vectors, kept by their threads */
+    if (in_min)
+      vmin = kept[0];
+    if (in_max)
+      vmax = kept[1];
+  } else {
+    if (in_min)
+      vmin = __ldg(L.vec + (p.min_index - lo) / kPerVec);
+    if (in_max)
+      vmax = __ldg(L.vec + (p.max_index - lo) / kPerVec);
+  }
   if (in_min) /* always found: the vector holds the value */
     p.min_index +=
         (uint64_t)max(find_in_vector<Sample>(vmin, (unsigned)p.min).j, 0);
@@ -587,7 +639,8 @@ __device__ void finish_sums(const IntAcc &a, imgstat_partial &p) {
  * are exact in any order. */
 template <int kMax, typename Acc, typename Sample>
 __device__ imgstat_partial int_block_merge(const Acc &a,
-                                           const Layout<Sample> &L) {
+                                           const Layout<Sample> &L,
+                                           uint4 (&kept)[2]) {
   constexpr int kWarps = FastPolicy::kBlock / 32;
   constexpr unsigned long long kNoKey = ~0ull;
   const unsigned t = threadIdx.x;
@@ -616,6 +669,24 @@ __device__ imgstat_partial int_block_merge(const Acc &a,
     for (int f = 0; f < 5; ++f)
       warp_v[f][t / 32] = v[f];
   __syncthreads();
+  if constexpr (IMGSTAT_FAST_KEEP_VEC) {
+    /* the block's first extremes' vectors, from the threads that hold them
+     * (a key is a thread's own: its vector's first sample) */
+    unsigned long long best[2] = {kNoKey, kNoKey};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      best[0] = min(best[0], warp_v[3][w]);
+      best[1] = min(best[1], warp_v[4][w]);
+    }
+    if (a.min_vec != kNone &&
+        best[0] == ((unsigned long long)a.vmin << 48 | L.index(a.min_vec, 0)))
+      kept[0] = a.kept_min;
+    if (a.max_vec != kNone &&
+        best[1] ==
+            ((unsigned long long)(kMax - a.vmax) << 48 | L.index(a.max_vec, 0)))
+      kept[1] = a.kept_max;
+    __syncthreads();
+  }
   imgstat_partial p = ist_partial_empty();
   if (t == 0) {
 #pragma unroll
@@ -715,15 +786,18 @@ __device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
   }
 
   imgstat_partial p;
+  __shared__ uint4 kept[2];
   if (IMGSTAT_FAST_INT_MERGE) {
-    p = int_block_merge<Acc::kMax>(acc, L);
+    p = int_block_merge<Acc::kMax>(acc, L, kept);
   } else {
     p = thread_partial(acc, L);
     finish_sums(acc, p);
     p = block_merge<false, FastPolicy::kBlock>(p);
   }
   if (t == 0)
-    block_first_positions(p, L, first_index);
+    block_first_positions(
+        p, L, first_index,
+        IMGSTAT_FAST_INT_MERGE && IMGSTAT_FAST_KEEP_VEC ? kept : nullptr);
   return p;
 }
 

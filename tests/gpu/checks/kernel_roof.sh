@@ -24,6 +24,8 @@
 #          in place by every variant: the row "RGBf32-interleaved-gathered"
 #          is main's path for it);
 #   M      the integer planes' block merge on integers alone;
+#   K      M, and each thread keeps its first extremes' vectors in registers
+#          (no load at the block's end for the first positions);
 #   F      f32: first positions from one re-read vector a block;
 #   P      programmatic dependent launch of the folds and of f32 pass 1;
 #   H      u16 interleaved: block merge on integers, first positions once a
@@ -31,7 +33,7 @@
 #   S4     batched planes: at least 4 tiles a block (not 1);
 #   FI     the folds of integer partials on integers alone;
 #   B      grids of whole rounds (every block the same number of tiles);
-#   all    M, F, P, H, FI and B; all-S4, all-i8, all-pf: with S4 / 8 loads a tile /
+#   all    M, K, F, P, H, FI and B; all-S4, all-i8, all-pf: with S4 / 8 loads a tile /
 #          the next tile loaded before this one is reduced;
 #   tree   the tree's defaults (no flags).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
@@ -60,11 +62,12 @@ rc=$?
 [ $rc -eq 0 ] || { tail -20 "$L/build.log"; echo "FAIL configure"; exit 1; }
 
 # ---- 3a. the variants' objects and the harness, beside the build ----------
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0"
-A="-DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_F32_BLOCK_FIRST=1 -DIMGSTAT_FAST_PDL=1 -DIMGSTAT_HWC_BLOCK_FIRST=1 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=1 -DIMGSTAT_FAST_BALANCE=1"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0"
+A="-DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_F32_BLOCK_FIRST=1 -DIMGSTAT_FAST_PDL=1 -DIMGSTAT_HWC_BLOCK_FIRST=1 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=1 -DIMGSTAT_FAST_BALANCE=1 -DIMGSTAT_FAST_KEEP_VEC=1"
 declare -A FLAGS=(
   [main]="$O"
   [M]="$O -DIMGSTAT_FAST_INT_MERGE=1"
+  [K]="$O -DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_FAST_KEEP_VEC=1"
   [F]="$O -DIMGSTAT_F32_BLOCK_FIRST=1"
   [P]="$O -DIMGSTAT_FAST_PDL=1"
   [H]="$O -DIMGSTAT_HWC_BLOCK_FIRST=1"
@@ -77,7 +80,7 @@ declare -A FLAGS=(
   [all-pf]="$A -DIMGSTAT_FAST_PREFETCH=1"
   [tree]=""
 )
-read -r -a VARS <<<"${ROOF_VARIANTS:-main M F P H S4 FI B all all-i8}"
+read -r -a VARS <<<"${ROOF_VARIANTS:-main M K F P H S4 FI B all}"
 mkdir -p "$V"
 nv() {
   nvcc -std=c++17 -O3 -DNDEBUG "--generate-code=arch=compute_90,code=[sm_90]" \
@@ -186,7 +189,7 @@ checks() {
 }
 checked=
 for round in $(seq 1 "$ROUNDS"); do
-  if [ "$round" -gt 1 ] && [ $(($(date +%s) - T0)) -gt "${ROOF_BUDGET:-400}" ]; then
+  if [ "$round" -gt 1 ] && [ $(($(date +%s) - T0)) -gt "${ROOF_BUDGET:-360}" ]; then
     say "== round $round and later left out: $(el) spent"
     break
   fi
