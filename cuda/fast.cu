@@ -29,7 +29,14 @@
  * block 0. u8/u16: once a thread's running min and max are the type's bounds,
  * its later tiles only feed the sums (they cannot change either). Per-thread
  * partials are then merged with warp shuffles, one shared slot per warp, into
- * one imgstat_partial per block, in a fixed order.
+ * one imgstat_partial per block, in a fixed order; for integer samples on
+ * integers alone (IMGSTAT_FAST_INT_MERGE: the count, the sums, and each
+ * extreme as one 64-bit key, value then order, so that the smallest key is
+ * the first extreme), and so are their folds (IMGSTAT_FOLD_INT). The folds,
+ * and f32 pass 1 after its shift kernel, are programmatic dependent launches
+ * (IMGSTAT_FAST_PDL, sm_90): launched while the kernel before them runs,
+ * they wait for it on the device (pdl_wait), so that no launch gap is left
+ * between the passes.
  */
 #include <atomic>
 #include <type_traits>
@@ -57,13 +64,19 @@ namespace {
 #ifndef IMGSTAT_FAST_PREFETCH
 #define IMGSTAT_FAST_PREFETCH 0
 #endif
+#ifndef IMGSTAT_F32_BLOCKS_PER_SM /* the f32 kernel's own */
+#define IMGSTAT_F32_BLOCKS_PER_SM IMGSTAT_FAST_BLOCKS_PER_SM
+#endif
 #ifndef IMGSTAT_FAST_SATURATED_SKIP
 #define IMGSTAT_FAST_SATURATED_SKIP 1
 #endif
+/* Switches measured by tests/gpu/checks/kernel_roof.sh (docs/benchmarks.md,
+ * "The fused kernels against CUB on the H200"); 0 everywhere gives the
+ * kernels before them. The same partials either way. */
 /* The integer planes' block merge on integers alone (count, sums and each
  * extreme as one 64-bit key) rather than imgstat_partial merges. */
 #ifndef IMGSTAT_FAST_INT_MERGE
-#define IMGSTAT_FAST_INT_MERGE 0
+#define IMGSTAT_FAST_INT_MERGE 1
 #endif
 /* f32: each block's first positions from one re-read vector (the block's
  * first extreme), not one re-read a thread. */
@@ -75,18 +88,23 @@ namespace {
  * kernel) is launched while that one runs and waits for it on the device,
  * so that its launch overlaps the end of the other. */
 #ifndef IMGSTAT_FAST_PDL
-#define IMGSTAT_FAST_PDL 0
+#define IMGSTAT_FAST_PDL 1
 #endif
 /* The folds of integer partials on integers alone (count, sums, and each
  * extreme as one 64-bit key) rather than imgstat_partial merges. */
 #ifndef IMGSTAT_FOLD_INT
-#define IMGSTAT_FOLD_INT 0
+#define IMGSTAT_FOLD_INT 1
 #endif
 /* u8 / u16 planes (with IMGSTAT_FAST_INT_MERGE): each thread keeps, in
  * registers, the vector of its first min and of its first max, so that the
  * block's first positions need no load from memory at the end. */
 #ifndef IMGSTAT_FAST_KEEP_VEC
 #define IMGSTAT_FAST_KEEP_VEC 0
+#endif
+/* f32: the whole tiles of normal floats and zeros widened to double by
+ * integer operations (ist_fo_widen_normal), not conversions. */
+#ifndef IMGSTAT_F32_INT_WIDEN
+#define IMGSTAT_F32_INT_WIDEN 0
 #endif
 /* Grids of whole rounds: a pass of T tiles (chunks) over at most W blocks
  * at once gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the
@@ -98,7 +116,7 @@ namespace {
 /* Batched planes: at least this many tiles a block (1: a block a tile, up to
  * the one-image kernel's grid). */
 #ifndef IMGSTAT_SEG_TILES
-#define IMGSTAT_SEG_TILES 1
+#define IMGSTAT_SEG_TILES 4
 #endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */
@@ -125,6 +143,7 @@ struct FoldPolicy {
 };
 
 constexpr uint64_t kNone = UINT64_MAX;
+constexpr int kF32BlocksPerSm = IMGSTAT_F32_BLOCKS_PER_SM;
 
 /* Programmatic dependent launch (IMGSTAT_FAST_PDL): a kernel launched as
  * dependent (launch_dependent) calls pdl_wait before it touches memory: it
@@ -497,7 +516,7 @@ struct AccF32 : Extremes<float> {
       /* The common case, a whole tile of finite samples: the same sums and
        * extremes as the loop below, without its branches per sample. */
       float x[4 * FastPolicy::kItems];
-      bool finite = true;
+      bool finite = true, normal = true;
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k) {
         const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
@@ -505,10 +524,15 @@ struct AccF32 : Extremes<float> {
         for (int j = 0; j < 4; ++j) {
           x[4 * k + j] = __uint_as_float(w[j]);
           finite &= fabsf(x[4 * k + j]) < inf; /* false for NaN and +-Inf */
+          if (IMGSTAT_F32_INT_WIDEN)
+            normal &= ist_fo_normal_or_zero(x[4 * k + j]);
         }
       }
       if (finite) {
-        fo.add_finite(x);
+        if (IMGSTAT_F32_INT_WIDEN && normal)
+          fo.add_normal(x);
+        else
+          fo.add_finite(x);
 #pragma unroll
         for (int k = 0; k < FastPolicy::kItems; ++k) {
           float mn = inf, mx = -inf;
@@ -975,7 +999,7 @@ __device__ void f32_block_first(imgstat_partial &p, const float *plane,
 }
 
 template <bool Aligned, int Stride>
-__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+__global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
   pdl_wait(); /* launched after the shift kernel */
   pdl_trigger();
@@ -1210,7 +1234,7 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 /* u16: the block's merge on integers, first positions once a block
  * (hwc_block_first) rather than every thread re-reading its tiles. */
 #ifndef IMGSTAT_HWC_BLOCK_FIRST
-#define IMGSTAT_HWC_BLOCK_FIRST 0
+#define IMGSTAT_HWC_BLOCK_FIRST 1
 #endif
 constexpr int kHwcBlocksPerSm = IMGSTAT_HWC_BLOCKS_PER_SM;
 
@@ -2093,8 +2117,8 @@ uint64_t ist_f32_chunks(uint64_t n) {
 }
 
 unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
-  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
-                  FastPolicy::kBlocksPerSm / (channels ? channels : 1);
+  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32BlocksPerSm /
+                  (channels ? channels : 1);
   uint64_t chunks = ist_f32_chunks(n);
   uint64_t grid = balanced_grid(chunks, wave);
   if (grid > 0x7fffffffu)

@@ -312,8 +312,9 @@ void test_wrap(void) {
 
 /* Dense interleaved (HWC) u8 / u16 / f32 images of 2 to 4 channels on the
  * device, wrapped as they are: the interleaved kernels read them without
- * gathering (ist_reduce_stats_hwc; f32 in the canonical order, to the bit).
- * Every channel against the reference scan of its
+ * gathering (ist_reduce_stats_hwc; f32 in the canonical order, to the bit:
+ * against the CPU's scan, imgstat_partial_scan). Every channel against the
+ * reference scan of its
  * plane: sizes with a tail of samples and a last, partial tile; random
  * full-range samples (saturated early), a narrow range with a unique
  * minimum at the last pixel and maximum at the first of one channel, and a
@@ -353,8 +354,14 @@ void test_hwc(void) {
                 ((float *)img.planes[c])[i] = (float)v;
             }
           imgstat_partial ref[IMGSTAT_MAX_CHANNELS], got[IMGSTAT_MAX_CHANNELS];
-          for (int c = 0; c < ch; ++c)
-            ref_scan(img.planes[c], img.sample, n, &ref[c]);
+          for (int c = 0; c < ch; ++c) {
+            if (img.sample == IMGSTAT_F32) { /* the CPU's bits */
+              imgstat_partial_init(&ref[c]);
+              imgstat_partial_scan(&ref[c], img.planes[c], img.sample, 0, n);
+            } else {
+              ref_scan(img.planes[c], img.sample, n, &ref[c]);
+            }
+          }
           const size_t px = (size_t)ch * img.sample;
           void *block = NULL;
           CU_ASSERT_FATAL(

@@ -10,32 +10,36 @@
 #   3. meanwhile, bench/gpu/kernel_roof.cu linked against variants of
 #      cuda/fast.cu (timing-only objects built with -D flags; the library's
 #      own fast.cu object is left out of the link), each variant one
-#      process: first with --check (every partial of 64 MP images and of
-#      small awkward ones, planar, interleaved and batched, equal to the
-#      CPU's), then timed in turns with CUB (cub::DeviceReduce::Sum of the
+#      process, timed in turns with CUB (cub::DeviceReduce::Sum of the
 #      same bytes as uint32 words; cub::DeviceSegmentedReduce::Sum of the
-#      same segments), variants interleaved, ROOF_ROUNDS rounds (default 3);
+#      same segments), variants interleaved, ROOF_ROUNDS rounds (default
+#      5); after the second round every variant's --check (every partial
+#      of 64 MP images and of small awkward ones, planar, interleaved and
+#      batched, equal to the CPU's);
 #   4. a table of fused / CUB per type x layout and the batches, each
 #      variant's median over the rounds (range in brackets), against the
 #      goal (<= 1.03).
-# Variants (ROOF_VARIANTS to pick some; each is a set of -D flags):
-#   main   the flags that give main's kernels (the code before these
-#          variants: every new switch off; but interleaved float32 is read
-#          in place by every variant: the row "RGBf32-interleaved-gathered"
-#          is main's path for it);
-#   M      the integer planes' block merge on integers alone;
-#   K      M, and each thread keeps its first extremes' vectors in registers
-#          (no load at the block's end for the first positions);
-#   F      f32: first positions from one re-read vector a block;
-#   P      programmatic dependent launch of the folds and of f32 pass 1;
-#   H      u16 interleaved: block merge on integers, first positions once a
-#          block (not every thread re-reading its tiles);
-#   S4     batched planes: at least 4 tiles a block (not 1);
-#   FI     the folds of integer partials on integers alone;
-#   B      grids of whole rounds (every block the same number of tiles);
-#   all    M, K, F, P, H, FI and B; all-S4, all-i8, all-pf: with S4 / 8 loads a tile /
-#          the next tile loaded before this one is reduced;
-#   tree   the tree's defaults (no flags).
+# Variants (ROOF_VARIANTS to pick some; each is a set of -D flags, every
+# macro at most once):
+#   main   main's kernels: every switch below off (interleaved float32 is
+#          read in place by every variant: the row
+#          "RGBf32-interleaved-gathered" is main's path for it);
+#   tree   the tree's defaults (no flags): the integer planes' block merge
+#          on integers (IMGSTAT_FAST_INT_MERGE), programmatic dependent
+#          launch of the folds and of f32 pass 1 (IMGSTAT_FAST_PDL), the
+#          folds of integer partials on integers (IMGSTAT_FOLD_INT), u16
+#          interleaved merge on integers with first positions once a block
+#          (IMGSTAT_HWC_BLOCK_FIRST), batched planes at least 4 tiles a
+#          block (IMGSTAT_SEG_TILES=4);
+#   K      tree + each integer thread keeps its first extremes' vectors in
+#          registers (no load at a block's end);
+#   B      tree + grids of whole rounds (every block the same tiles);
+#   KB     tree + K + B;
+#   F      tree + f32 first positions from one re-read vector a block;
+#   CV     tree + f32 widened to double by integer operations;
+#   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
+#   CVf2   tree + CV + f2;
+#   S8     tree + batched planes at least 8 tiles a block.
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -62,25 +66,20 @@ rc=$?
 [ $rc -eq 0 ] || { tail -20 "$L/build.log"; echo "FAIL configure"; exit 1; }
 
 # ---- 3a. the variants' objects and the harness, beside the build ----------
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0"
-A="-DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_F32_BLOCK_FIRST=1 -DIMGSTAT_FAST_PDL=1 -DIMGSTAT_HWC_BLOCK_FIRST=1 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=1 -DIMGSTAT_FAST_BALANCE=1 -DIMGSTAT_FAST_KEEP_VEC=1"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0"
 declare -A FLAGS=(
   [main]="$O"
-  [M]="$O -DIMGSTAT_FAST_INT_MERGE=1"
-  [K]="$O -DIMGSTAT_FAST_INT_MERGE=1 -DIMGSTAT_FAST_KEEP_VEC=1"
-  [F]="$O -DIMGSTAT_F32_BLOCK_FIRST=1"
-  [P]="$O -DIMGSTAT_FAST_PDL=1"
-  [H]="$O -DIMGSTAT_HWC_BLOCK_FIRST=1"
-  [S4]="$O -DIMGSTAT_SEG_TILES=4"
-  [FI]="$O -DIMGSTAT_FOLD_INT=1"
-  [B]="$O -DIMGSTAT_FAST_BALANCE=1"
-  [all]="$A"
-  [all-S4]="$A -DIMGSTAT_SEG_TILES=4"
-  [all-i8]="$A -DIMGSTAT_FAST_ITEMS=8"
-  [all-pf]="$A -DIMGSTAT_FAST_PREFETCH=1"
   [tree]=""
+  [K]="-DIMGSTAT_FAST_KEEP_VEC=1"
+  [B]="-DIMGSTAT_FAST_BALANCE=1"
+  [KB]="-DIMGSTAT_FAST_KEEP_VEC=1 -DIMGSTAT_FAST_BALANCE=1"
+  [F]="-DIMGSTAT_F32_BLOCK_FIRST=1"
+  [CV]="-DIMGSTAT_F32_INT_WIDEN=1"
+  [f2]="-DIMGSTAT_F32_BLOCKS_PER_SM=2"
+  [CVf2]="-DIMGSTAT_F32_INT_WIDEN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=2"
+  [S8]="-DIMGSTAT_SEG_TILES=8"
 )
-read -r -a VARS <<<"${ROOF_VARIANTS:-main M K F P H S4 FI B all}"
+read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
 nv() {
   nvcc -std=c++17 -O3 -DNDEBUG "--generate-code=arch=compute_90,code=[sm_90]" \
@@ -164,7 +163,7 @@ for v in "${built[@]}"; do # registers and spills of the pass-1 kernels
     c++filt | grep -E "fast_stats|fast_f32|hwc_|segments_kernel" >>"$L/registers.txt"
 done
 : >"$L/rows.txt"
-ROUNDS=${ROOF_ROUNDS:-3}
+ROUNDS=${ROOF_ROUNDS:-5}
 # rounds of timing (variants in turns, about 3-5 s each), the checks after
 # the second round (about 10-20 s a variant); a round after ROOF_BUDGET
 # seconds is left out, so the script ends in time
@@ -189,7 +188,7 @@ checks() {
 }
 checked=
 for round in $(seq 1 "$ROUNDS"); do
-  if [ "$round" -gt 1 ] && [ $(($(date +%s) - T0)) -gt "${ROOF_BUDGET:-360}" ]; then
+  if [ "$round" -gt 1 ] && [ $(($(date +%s) - T0)) -gt "${ROOF_BUDGET:-400}" ]; then
     say "== round $round and later left out: $(el) spent"
     break
   fi
@@ -200,6 +199,18 @@ for round in $(seq 1 "$ROUNDS"); do
   fi
 done
 [ -n "${checked:-}" ] || checks
+# the tree's kernels under compute-sanitizer (memcheck, racecheck) on the
+# small images' checks
+if [ -x "$V/roof-tree" ]; then
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 99 \
+      "$V/roof-tree" tree --small >"$L/san-$tool.log" 2>&1
+    rc=$?
+    result "compute-sanitizer $tool (tree, small images)" \
+      "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/san-$tool.log" | tail -1)"
+  done
+  say "== sanitizers done ($(el))"
+fi
 
 # ---- 4. the table -----------------------------------------------------------
 python3 - "$L/rows.txt" "${built[@]}" <<'PY' | tee "$OUT/roof.txt" | tee -a "$SUMMARY"
