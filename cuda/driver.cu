@@ -140,8 +140,9 @@ cudaError_t reduce(int kernel, int block_size, bool f32, const void *d_in,
       return pass == 0 ? ist_f32_grid(items, channels, sms)
                        : ist_fold_grid(items);
     if (kernel == IMGSTAT_KERNEL_FAST)
-      return pass == 0 ? ist_fast_grid(items * item_bytes, channels, sms)
-                       : ist_fold_grid(items);
+      return pass == 0
+                 ? ist_fast_grid(items * item_bytes, channels, sms, item_bytes)
+                 : ist_fold_grid(items);
     return ist_ladder_grid(kernel, block, items, sms);
   };
   e = make_plan(n, channels, result_bytes, grid_of, f32 ? ist_f32_chunks(n) : 0,
@@ -260,8 +261,12 @@ cudaError_t ist_reduce_stats_pitched(
 
 bool ist_hwc_kernel_fits(const void *d_data, imgstat_sample sample,
                          uint32_t channels) {
-  return (sample == IMGSTAT_U8 || sample == IMGSTAT_U16) && channels >= 2 &&
-         channels <= 4 && (uintptr_t)d_data % 16 == 0;
+  if (channels < 2 || channels > 4)
+    return false;
+  if (sample == IMGSTAT_F32)
+    return (uintptr_t)d_data % 4 == 0;
+  return (sample == IMGSTAT_U8 || sample == IMGSTAT_U16) &&
+         (uintptr_t)d_data % 16 == 0;
 }
 
 cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
@@ -271,6 +276,16 @@ cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
   if (!scratch_bytes ||
       (d_scratch && !ist_hwc_kernel_fits(d_data, sample, channels)))
     return cudaErrorInvalidValue;
+  if (sample == IMGSTAT_F32) { /* channel c: the plane from sample c */
+    if (channels < 2 || channels > 4)
+      return cudaErrorInvalidValue;
+    ist_pass shift{};
+    shift.add_k = 1;
+    shift.sample_stride = channels;
+    return reduce_stats(IMGSTAT_KERNEL_FAST, 0, d_data, 1, sample, npix,
+                        channels, 0, d_scratch, scratch_bytes, shift, d_out,
+                        stream);
+  }
   int sms = 0;
   cudaError_t e = sm_count(&sms);
   if (e != cudaSuccess)
@@ -278,7 +293,7 @@ cudaError_t ist_reduce_stats_hwc(const void *d_data, imgstat_sample sample,
   const uint64_t bytes = npix * channels * (uint64_t)sample;
   Plan plan;
   auto grid_of = [&](int pass, uint64_t items) -> unsigned {
-    return pass == 0 ? ist_hwc_grid(bytes, channels, sms)
+    return pass == 0 ? ist_hwc_grid(sample, bytes, channels, sms)
                      : ist_fold_grid(items);
   };
   e = make_plan(npix, channels, sizeof(imgstat_partial), grid_of, 0, &plan);

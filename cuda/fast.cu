@@ -29,8 +29,16 @@
  * block 0. u8/u16: once a thread's running min and max are the type's bounds,
  * its later tiles only feed the sums (they cannot change either). Per-thread
  * partials are then merged with warp shuffles, one shared slot per warp, into
- * one imgstat_partial per block, in a fixed order.
+ * one imgstat_partial per block, in a fixed order; for integer samples on
+ * integers alone (IMGSTAT_FAST_INT_MERGE: the count, the sums, and each
+ * extreme as one 64-bit key, value then order, so that the smallest key is
+ * the first extreme), and so are their folds (IMGSTAT_FOLD_INT). The folds,
+ * and f32 pass 1 after its shift kernel, are programmatic dependent launches
+ * (IMGSTAT_FAST_PDL, sm_90): launched while the kernel before them runs,
+ * they wait for it on the device (pdl_wait), so that no launch gap is left
+ * between the passes.
  */
+#include <atomic>
 #include <type_traits>
 
 #include "cuda_check.cuh"
@@ -56,8 +64,61 @@ namespace {
 #ifndef IMGSTAT_FAST_PREFETCH
 #define IMGSTAT_FAST_PREFETCH 0
 #endif
+#ifndef IMGSTAT_F32_BLOCKS_PER_SM /* the f32 kernel's own */
+#define IMGSTAT_F32_BLOCKS_PER_SM IMGSTAT_FAST_BLOCKS_PER_SM
+#endif
 #ifndef IMGSTAT_FAST_SATURATED_SKIP
 #define IMGSTAT_FAST_SATURATED_SKIP 1
+#endif
+/* Switches measured by tests/gpu/checks/kernel_roof.sh (docs/benchmarks.md,
+ * "The fused kernels against CUB on the H200"); 0 everywhere gives the
+ * kernels before them. The same partials either way. */
+/* The integer planes' block merge on integers alone (count, sums and each
+ * extreme as one 64-bit key) rather than imgstat_partial merges. */
+#ifndef IMGSTAT_FAST_INT_MERGE
+#define IMGSTAT_FAST_INT_MERGE 1
+#endif
+/* f32: each block's first positions from one re-read vector (the block's
+ * first extreme), not one re-read a thread. */
+#ifndef IMGSTAT_F32_BLOCK_FIRST
+#define IMGSTAT_F32_BLOCK_FIRST 1
+#endif
+/* Programmatic dependent launch (sm_90): a kernel that reads what the one
+ * before it in the stream wrote (the folds; f32 pass 1 after the shift
+ * kernel) is launched while that one runs and waits for it on the device,
+ * so that its launch overlaps the end of the other. */
+#ifndef IMGSTAT_FAST_PDL
+#define IMGSTAT_FAST_PDL 1
+#endif
+/* The folds of integer partials on integers alone (count, sums, and each
+ * extreme as one 64-bit key) rather than imgstat_partial merges. */
+#ifndef IMGSTAT_FOLD_INT
+#define IMGSTAT_FOLD_INT 1
+#endif
+/* u8 / u16 planes (with IMGSTAT_FAST_INT_MERGE): each thread keeps, in
+ * registers, the vector of its first min and of its first max, so that the
+ * block's first positions need no load from memory at the end. */
+#ifndef IMGSTAT_FAST_KEEP_VEC
+#define IMGSTAT_FAST_KEEP_VEC 0
+#endif
+/* f32: the whole tiles of normal floats and zeros widened to double by
+ * integer operations (ist_fo_widen_normal), not conversions. */
+#ifndef IMGSTAT_F32_INT_WIDEN
+#define IMGSTAT_F32_INT_WIDEN 0
+#endif
+/* Grids of whole rounds: a pass of T tiles over at most W blocks at once
+ * gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the last,
+ * rather than W blocks of which some do one tile more (the others idle
+ * through that round, the memory half used). 1: the u8 kernels' grids
+ * (planar and interleaved; measured faster on the H200, the u16 and f32
+ * ones were not); 2: every grid, f32 chunks too; 0: none. */
+#ifndef IMGSTAT_FAST_BALANCE
+#define IMGSTAT_FAST_BALANCE 1
+#endif
+/* Batched planes: at least this many tiles a block (1: a block a tile, up to
+ * the one-image kernel's grid). */
+#ifndef IMGSTAT_SEG_TILES
+#define IMGSTAT_SEG_TILES 8
 #endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */
@@ -84,6 +145,24 @@ struct FoldPolicy {
 };
 
 constexpr uint64_t kNone = UINT64_MAX;
+constexpr int kF32BlocksPerSm = IMGSTAT_F32_BLOCKS_PER_SM;
+
+/* Programmatic dependent launch (IMGSTAT_FAST_PDL): a kernel launched as
+ * dependent (launch_dependent) calls pdl_wait before it touches memory: it
+ * returns once the kernels before it in the stream have finished and their
+ * writes are visible. pdl_trigger lets the stream's next kernel, when
+ * launched as dependent, start (to wait) before this one ends. Both are
+ * no-ops when the feature is off or the kernel was launched plainly. */
+__device__ __forceinline__ void pdl_wait() {
+#if IMGSTAT_FAST_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_trigger() {
+#if IMGSTAT_FAST_PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
 
 /* ---- block-wide merges (warp.cuh) ---------------------------------------- */
 
@@ -340,8 +419,22 @@ struct WordU16 {
 /* u8 / u16 (Word: WordU8, WordU16): a tile word by word, into the sums and
  * each vector's packed extremes; once the running min and max are the
  * type's bounds, into the sums only. */
+/* Vector k of the tile (k < kItems), by selects (no local memory). */
+__device__ __forceinline__ uint4
+pick_vector(const uint4 (&v)[FastPolicy::kItems], int k) {
+  uint4 r = v[0];
+#pragma unroll
+  for (int i = 1; i < FastPolicy::kItems; ++i)
+    if (i == k)
+      r = v[i];
+  return r;
+}
+
 template <typename Word> struct AccInt : IntAcc {
   using Sample = typename Word::Sample;
+  static constexpr int kMax = Word::kMax;
+  /* IMGSTAT_FAST_KEEP_VEC: the vectors min_vec and max_vec */
+  uint4 kept_min = make_uint4(0, 0, 0, 0), kept_max = kept_min;
   __device__ AccInt() : IntAcc(Word::kMax + 1) {}
 
   __device__ void add_tile(const uint4 (&v)[FastPolicy::kItems], int nvalid,
@@ -375,7 +468,32 @@ template <typename Word> struct AccInt : IntAcc {
         }
       }
     }
-    end_tile(mn, mx, nvalid, tile, Word::kPerVector * nvalid, s, q);
+    if constexpr (IMGSTAT_FAST_KEEP_VEC) {
+      unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
+      unsigned tmin = 0xffffu, tmax = 0;
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16);
+        hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16);
+        tmin = min(tmin, hmin[k]);
+        tmax = max(tmax, hmax[k]);
+      }
+      add_sums(Word::kPerVector * nvalid, s, q);
+      if ((int)tmin < vmin) {
+        const int k = first_vector(hmin, nvalid, tmin);
+        vmin = (int)tmin;
+        min_vec = vec_of(tile, k, threadIdx.x);
+        kept_min = pick_vector(v, k);
+      }
+      if ((int)tmax > vmax) {
+        const int k = first_vector(hmax, nvalid, tmax);
+        vmax = (int)tmax;
+        max_vec = vec_of(tile, k, threadIdx.x);
+        kept_max = pick_vector(v, k);
+      }
+    } else {
+      end_tile(mn, mx, nvalid, tile, Word::kPerVector * nvalid, s, q);
+    }
   }
   __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
 };
@@ -400,7 +518,7 @@ struct AccF32 : Extremes<float> {
       /* The common case, a whole tile of finite samples: the same sums and
        * extremes as the loop below, without its branches per sample. */
       float x[4 * FastPolicy::kItems];
-      bool finite = true;
+      bool finite = true, normal = true;
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k) {
         const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
@@ -408,10 +526,15 @@ struct AccF32 : Extremes<float> {
         for (int j = 0; j < 4; ++j) {
           x[4 * k + j] = __uint_as_float(w[j]);
           finite &= fabsf(x[4 * k + j]) < inf; /* false for NaN and +-Inf */
+          if (IMGSTAT_F32_INT_WIDEN)
+            normal &= ist_fo_normal_or_zero(x[4 * k + j]);
         }
       }
       if (finite) {
-        fo.add_finite(x);
+        if (IMGSTAT_F32_INT_WIDEN && normal)
+          fo.add_normal(x);
+        else
+          fo.add_finite(x);
 #pragma unroll
         for (int k = 0; k < FastPolicy::kItems; ++k) {
           float mn = inf, mx = -inf;
@@ -497,16 +620,24 @@ thread_partial(const Acc &a, const Layout<typename Acc::Sample> &L) {
  * added. */
 template <typename Sample>
 __device__ void block_first_positions(imgstat_partial &p,
-                                      const Layout<Sample> &L, uint64_t first) {
+                                      const Layout<Sample> &L, uint64_t first,
+                                      const uint4 *kept = nullptr) {
   constexpr int kPerVec = Layout<Sample>::kPerVec;
   const uint64_t lo = L.head, hi = L.head + L.nvec * kPerVec;
   const bool in_min = p.min_index >= lo && p.min_index < hi;
   const bool in_max = p.max_index >= lo && p.max_index < hi;
   uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
-  if (in_min)
-    vmin = __ldg(L.vec + (p.min_index - lo) / kPerVec);
-  if (in_max)
-    vmax = __ldg(L.vec + (p.max_index - lo) / kPerVec);
+  if (kept) { /* the vectors, kept by their threads */
+    if (in_min)
+      vmin = kept[0];
+    if (in_max)
+      vmax = kept[1];
+  } else {
+    if (in_min)
+      vmin = __ldg(L.vec + (p.min_index - lo) / kPerVec);
+    if (in_max)
+      vmax = __ldg(L.vec + (p.max_index - lo) / kPerVec);
+  }
   if (in_min) /* always found: the vector holds the value */
     p.min_index +=
         (uint64_t)max(find_in_vector<Sample>(vmin, (unsigned)p.min).j, 0);
@@ -522,6 +653,91 @@ __device__ void block_first_positions(imgstat_partial &p,
 __device__ void finish_sums(const IntAcc &a, imgstat_partial &p) {
   p.sum = a.sum;
   p.sumsq = a.sumsq;
+}
+
+/* The block's partial of an integer plane (thread 0's), as thread_partial +
+ * block_merge give it, merged on integers alone: the count, the sums, and
+ * each extreme as one 64-bit key, (value << 48 | order) for the min and
+ * ((kMax - value) << 48 | order) for the max, the order being the
+ * extreme's "index" of thread_partial (a vector's first sample or a
+ * head/tail sample's own, < n < 2^48): the smallest key is the one the
+ * partials' merge keeps (smaller value, then smaller index). Integer sums
+ * are exact in any order. */
+template <int kMax, typename Acc, typename Sample>
+__device__ imgstat_partial int_block_merge(const Acc &a,
+                                           const Layout<Sample> &L,
+                                           uint4 (&kept)[2]) {
+  constexpr int kWarps = FastPolicy::kBlock / 32;
+  constexpr unsigned long long kNoKey = ~0ull;
+  const unsigned t = threadIdx.x;
+  unsigned long long v[5] = {a.count, a.sum, a.sumsq, kNoKey, kNoKey};
+  if (a.min_vec != kNone)
+    v[3] = (unsigned long long)a.vmin << 48 | L.index(a.min_vec, 0);
+  if (a.max_vec != kNone)
+    v[4] = (unsigned long long)(kMax - a.vmax) << 48 | L.index(a.max_vec, 0);
+  if (a.smin.index != kNone)
+    v[3] = min(v[3], (unsigned long long)a.smin.value << 48 | a.smin.index);
+  if (a.smax.index != kNone)
+    v[4] = min(v[4],
+               (unsigned long long)(kMax - a.smax.value) << 48 | a.smax.index);
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) {
+#pragma unroll
+    for (int f = 0; f < 3; ++f)
+      v[f] += __shfl_xor_sync(0xffffffffu, v[f], m);
+#pragma unroll
+    for (int f = 3; f < 5; ++f)
+      v[f] = min(v[f], __shfl_xor_sync(0xffffffffu, v[f], m));
+  }
+  __shared__ unsigned long long warp_v[5][kWarps];
+  if ((t & 31) == 0)
+#pragma unroll
+    for (int f = 0; f < 5; ++f)
+      warp_v[f][t / 32] = v[f];
+  __syncthreads();
+  if constexpr (IMGSTAT_FAST_KEEP_VEC) {
+    /* the block's first extremes' vectors, from the threads that hold them
+     * (a key is a thread's own: its vector's first sample) */
+    unsigned long long best[2] = {kNoKey, kNoKey};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      best[0] = min(best[0], warp_v[3][w]);
+      best[1] = min(best[1], warp_v[4][w]);
+    }
+    if (a.min_vec != kNone &&
+        best[0] == ((unsigned long long)a.vmin << 48 | L.index(a.min_vec, 0)))
+      kept[0] = a.kept_min;
+    if (a.max_vec != kNone &&
+        best[1] ==
+            ((unsigned long long)(kMax - a.vmax) << 48 | L.index(a.max_vec, 0)))
+      kept[1] = a.kept_max;
+    __syncthreads();
+  }
+  imgstat_partial p = ist_partial_empty();
+  if (t == 0) {
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) {
+#pragma unroll
+      for (int f = 0; f < 3; ++f)
+        v[f] += warp_v[f][w];
+#pragma unroll
+      for (int f = 3; f < 5; ++f)
+        v[f] = min(v[f], warp_v[f][w]);
+    }
+    constexpr unsigned long long kOrder = (1ull << 48) - 1;
+    p.count = v[0];
+    p.sum = v[1];
+    p.sumsq = v[2];
+    if (v[3] != kNoKey) {
+      p.min = (double)(int)(v[3] >> 48);
+      p.min_index = v[3] & kOrder;
+    }
+    if (v[4] != kNoKey) {
+      p.max = (double)(kMax - (int)(v[4] >> 48));
+      p.max_index = v[4] & kOrder;
+    }
+  }
+  return p;
 }
 
 /* Block `block` of `nblocks` over one integer plane of n samples: its
@@ -595,17 +811,26 @@ __device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
       acc.add_sample(plane[tail0 + t - 32], tail0 + t - 32);
   }
 
-  imgstat_partial p = thread_partial(acc, L);
-  finish_sums(acc, p);
-  p = block_merge<false, FastPolicy::kBlock>(p);
+  imgstat_partial p;
+  __shared__ uint4 kept[2];
+  if (IMGSTAT_FAST_INT_MERGE) {
+    p = int_block_merge<Acc::kMax>(acc, L, kept);
+  } else {
+    p = thread_partial(acc, L);
+    finish_sums(acc, p);
+    p = block_merge<false, FastPolicy::kBlock>(p);
+  }
   if (t == 0)
-    block_first_positions(p, L, first_index);
+    block_first_positions(
+        p, L, first_index,
+        IMGSTAT_FAST_INT_MERGE && IMGSTAT_FAST_KEEP_VEC ? kept : nullptr);
   return p;
 }
 
 template <typename Acc>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_stats_kernel(ist_pass pass) {
+  pdl_trigger();
   using Sample = typename Acc::Sample;
   const Sample *plane =
       static_cast<const Sample *>(pass.in) + blockIdx.y * pass.in_stride;
@@ -619,6 +844,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
 /* Sum of ints with 16-byte loads (the benchmark's fast row). */
 __global__ void __launch_bounds__(FastPolicy::kBlock)
     fast_sum_i32_kernel(ist_pass pass) {
+  pdl_trigger();
   const unsigned t = threadIdx.x;
   const int *in =
       static_cast<const int *>(pass.in) + blockIdx.y * pass.in_stride;
@@ -680,7 +906,7 @@ static_assert(FastPolicy::kTile == FastPolicy::kBlock * FastPolicy::kItems,
 
 /* The thread's extremes: its recorded vectors re-read (as in
  * thread_partial), the scalar candidates offered after them. */
-template <bool Aligned>
+template <bool Aligned, int Stride>
 __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
                                                const float *plane,
                                                uint64_t first) {
@@ -689,9 +915,9 @@ __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
   p.inf_count = a.fo.inf_count;
   uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
   if (a.min_vec != kNone)
-    vmin = ist_fo_load_vec<Aligned>(plane, a.min_vec);
+    vmin = ist_fo_load_vec<Aligned, Stride>(plane, a.min_vec);
   if (a.max_vec != kNone)
-    vmax = ist_fo_load_vec<Aligned>(plane, a.max_vec);
+    vmax = ist_fo_load_vec<Aligned, Stride>(plane, a.max_vec);
   if (a.min_vec != kNone) {
     Found<float> f = find_in_vector<float>(vmin, a.vmin);
     if (f.j >= 0) {
@@ -715,9 +941,70 @@ __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
   return p;
 }
 
-template <bool Aligned>
-__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+/* The thread's extremes as f32_thread_extremes gives them, but each
+ * recorded vector standing for its first sample (plane index 4 v; values
+ * equal under == then merge by that index as by the sample's own, the
+ * vectors being disjoint), for f32_block_first to re-read the block's one
+ * vector. The scalar candidates (the plane's last, partial vector, after
+ * every whole one) keep their own index. */
+__device__ imgstat_partial f32_thread_order(const AccF32 &a) {
+  imgstat_partial p = ist_partial_empty();
+  p.nan_count = a.fo.nan_count;
+  p.inf_count = a.fo.inf_count;
+  if (a.min_vec != kNone) {
+    p.min = (double)a.vmin;
+    p.min_index = a.min_vec * 4;
+  }
+  if (a.max_vec != kNone) {
+    p.max = (double)a.vmax;
+    p.max_index = a.max_vec * 4;
+  }
+  if (a.smin.index != kNone)
+    ist_min_offer(&p.min, &p.min_index, (double)a.smin.value, a.smin.index);
+  if (a.smax.index != kNone)
+    ist_max_offer(&p.max, &p.max_index, (double)a.smax.value, a.smax.index);
+  return p;
+}
+
+/* The block's merged extremes (thread 0's) with exact first positions: an
+ * extreme standing for a whole vector is found in it (both loads in
+ * flight), the value being the vector's first sample equal to it (as
+ * f32_thread_extremes keeps it: -0 or +0); then `first` is added. */
+template <bool Aligned, int Stride>
+__device__ void f32_block_first(imgstat_partial &p, const float *plane,
+                                uint64_t n, uint64_t first) {
+  const uint64_t whole = n / 4 * 4;
+  const bool in_min = p.min_index < whole, in_max = p.max_index < whole;
+  uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
+  if (in_min)
+    vmin = ist_fo_load_vec<Aligned, Stride>(plane, p.min_index / 4);
+  if (in_max)
+    vmax = ist_fo_load_vec<Aligned, Stride>(plane, p.max_index / 4);
+  if (in_min) { /* always found: the vector holds the value */
+    Found<float> f = find_in_vector<float>(vmin, (float)p.min);
+    if (f.j >= 0) {
+      p.min = (double)f.value;
+      p.min_index += (uint64_t)f.j;
+    }
+  }
+  if (in_max) {
+    Found<float> f = find_in_vector<float>(vmax, (float)p.max);
+    if (f.j >= 0) {
+      p.max = (double)f.value;
+      p.max_index += (uint64_t)f.j;
+    }
+  }
+  if (p.min_index != kNone)
+    p.min_index += first;
+  if (p.max_index != kNone)
+    p.max_index += first;
+}
+
+template <bool Aligned, int Stride>
+__global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
+  pdl_wait(); /* launched after the shift kernel */
+  pdl_trigger();
   __shared__ ist_fo_moments lane_roots[FastPolicy::kBlock / 32];
   const unsigned t = threadIdx.x;
   const float *plane =
@@ -735,12 +1022,12 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   ist_fo_tile<FastPolicy::kItems> head;
   head.nvalid = 0;
   if constexpr (kPrefetch > 0)
-    ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned>(
-        plane, n, blockIdx.x, head);
+    ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned,
+                           Stride>(plane, n, blockIdx.x, head);
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
-    ist_fo_moments m = ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems,
-                                    kPrefetch, Aligned>(
-        plane, n, c, c + gridDim.x, acc, lane_roots, head);
+    ist_fo_moments m =
+        ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems, kPrefetch, Aligned,
+                     Stride>(plane, n, c, c + gridDim.x, acc, lane_roots, head);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;
@@ -752,9 +1039,16 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
         out[c] = q;
     }
   }
-  imgstat_partial p =
-      f32_thread_extremes<Aligned>(acc, plane, pass.first_index);
-  p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
+  imgstat_partial p;
+  if (IMGSTAT_F32_BLOCK_FIRST) {
+    p = f32_thread_order(acc);
+    p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0 */
+    if (t == 0)
+      f32_block_first<Aligned, Stride>(p, plane, n, pass.first_index);
+  } else {
+    p = f32_thread_extremes<Aligned, Stride>(acc, plane, pass.first_index);
+    p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
+  }
   if (t == 0) {
     first_chunk.min = p.min;
     first_chunk.max = p.max;
@@ -768,18 +1062,95 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
   }
 }
 
+/* Block b's share of a fold of integer partials (u8 / u16 samples), the
+ * same result as ist_fo_fold_block_at's over in[b * Block * Items, (b + 1)
+ * * Block * Items) of n (thread 0's): integer partials merge exactly in any
+ * order, so each thread takes every Block-th partial (coalesced), and the
+ * merge is on integers: the count, the sums, and each extreme as one
+ * 64-bit key, (value << 48 | index) for the min and ((65535 - value) << 48
+ * | index) for the max (values < 2^16, indices < 2^48): the smallest key
+ * is the one the partials' merge keeps (smaller value, then smaller
+ * index). */
+__device__ imgstat_partial int_fold_block(const imgstat_partial *in, uint64_t n,
+                                          uint64_t b) {
+  constexpr int kWarps = FoldPolicy::kBlock / 32;
+  constexpr unsigned long long kNoKey = ~0ull;
+  const unsigned t = threadIdx.x;
+  unsigned long long v[5] = {0, 0, 0, kNoKey, kNoKey};
+  const uint64_t base = b * FoldPolicy::kBlock * FoldPolicy::kItems;
+#pragma unroll
+  for (int k = 0; k < FoldPolicy::kItems; ++k) {
+    const uint64_t i = base + (uint64_t)k * FoldPolicy::kBlock + t;
+    if (i < n) {
+      const imgstat_partial &q = in[i];
+      v[0] += q.count;
+      v[1] += q.sum;
+      v[2] += q.sumsq;
+      if (q.min_index != kNone)
+        v[3] = min(v[3], (unsigned long long)q.min << 48 | q.min_index);
+      if (q.max_index != kNone)
+        v[4] = min(v[4],
+                   (unsigned long long)(65535.0 - q.max) << 48 | q.max_index);
+    }
+  }
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1) {
+#pragma unroll
+    for (int f = 0; f < 3; ++f)
+      v[f] += __shfl_xor_sync(0xffffffffu, v[f], m);
+#pragma unroll
+    for (int f = 3; f < 5; ++f)
+      v[f] = min(v[f], __shfl_xor_sync(0xffffffffu, v[f], m));
+  }
+  __shared__ unsigned long long warp_v[5][kWarps];
+  if ((t & 31) == 0)
+#pragma unroll
+    for (int f = 0; f < 5; ++f)
+      warp_v[f][t / 32] = v[f];
+  __syncthreads();
+  imgstat_partial p = ist_partial_empty();
+  if (t == 0) {
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) {
+#pragma unroll
+      for (int f = 0; f < 3; ++f)
+        v[f] += warp_v[f][w];
+#pragma unroll
+      for (int f = 3; f < 5; ++f)
+        v[f] = min(v[f], warp_v[f][w]);
+    }
+    constexpr unsigned long long kIndex = (1ull << 48) - 1;
+    p.count = v[0];
+    p.sum = v[1];
+    p.sumsq = v[2];
+    if (v[3] != kNoKey) {
+      p.min = (double)(v[3] >> 48);
+      p.min_index = v[3] & kIndex;
+    }
+    if (v[4] != kNoKey) {
+      p.max = 65535.0 - (double)(v[4] >> 48);
+      p.max_index = v[4] & kIndex;
+    }
+  }
+  return p;
+}
+
 /* The fold of partials, for every sample type: the chunk tree of
  * float_order.h in aligned subtrees of Block * Items (integer partials
  * merge exactly in any order, so they share it). */
 template <bool IsFloat>
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
     fold_stats_kernel(ist_pass pass) {
+  pdl_wait();
   __shared__ imgstat_partial warp_roots[FoldPolicy::kBlock / 32];
   const imgstat_partial *in = static_cast<const imgstat_partial *>(pass.in) +
                               blockIdx.y * pass.in_stride;
-  imgstat_partial p =
-      ist_fo_fold_block<FoldPolicy::kBlock, FoldPolicy::kItems, IsFloat>(
-          in, pass.n, warp_roots);
+  imgstat_partial p;
+  if constexpr (!IsFloat && IMGSTAT_FOLD_INT)
+    p = int_fold_block(in, pass.n, blockIdx.x);
+  else
+    p = ist_fo_fold_block<FoldPolicy::kBlock, FoldPolicy::kItems, IsFloat>(
+        in, pass.n, warp_roots);
   if (IsFloat && pass.last && pass.add_k && threadIdx.x == 0)
     ist_fo_add_shift(&p, pass.k_given ? pass.k : pass.k_dev[blockIdx.y]);
   if (threadIdx.x == 0)
@@ -789,6 +1160,7 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 
 __global__ void __launch_bounds__(FoldPolicy::kBlock)
     fold_sum_i64_kernel(ist_pass pass) {
+  pdl_wait();
   const long long *in =
       static_cast<const long long *>(pass.in) + blockIdx.y * pass.in_stride;
   constexpr uint64_t kChunk = (uint64_t)FoldPolicy::kBlock * FoldPolicy::kItems;
@@ -816,6 +1188,7 @@ template <typename Acc>
 __global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
     fast_segments_kernel(const ist_segment *seg, int nseg,
                          imgstat_partial *partials) {
+  pdl_trigger();
   const ist_segment S = seg[ist_segment_of(seg, nseg, blockIdx.x)];
   imgstat_partial p =
       fast_plane_block<Acc>(static_cast<const typename Acc::Sample *>(S.plane),
@@ -830,11 +1203,15 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
     fold_segments_kernel(const ist_segment *seg,
                          const imgstat_partial *partials,
                          imgstat_partial *out) {
+  pdl_wait();
   __shared__ imgstat_partial warp_roots[FoldPolicy::kBlock / 32];
   const ist_segment S = seg[blockIdx.x];
-  imgstat_partial p =
-      ist_fo_fold_block_at<FoldPolicy::kBlock, FoldPolicy::kItems, false>(
-          partials + S.first_block, S.nblocks, 0, warp_roots);
+  imgstat_partial p;
+  if constexpr (IMGSTAT_FOLD_INT)
+    p = int_fold_block(partials + S.first_block, S.nblocks, 0);
+  else
+    p = ist_fo_fold_block_at<FoldPolicy::kBlock, FoldPolicy::kItems, false>(
+        partials + S.first_block, S.nblocks, 0, warp_roots);
   if (threadIdx.x == 0)
     out[blockIdx.x] = p;
 }
@@ -855,6 +1232,11 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
  * each channel's result equals the plane kernel's on the gathered plane. */
 #ifndef IMGSTAT_HWC_BLOCKS_PER_SM /* overridable to time variants */
 #define IMGSTAT_HWC_BLOCKS_PER_SM 2
+#endif
+/* u16: the block's merge on integers, first positions once a block
+ * (hwc_block_first) rather than every thread re-reading its tiles. */
+#ifndef IMGSTAT_HWC_BLOCK_FIRST
+#define IMGSTAT_HWC_BLOCK_FIRST 1
 #endif
 constexpr int kHwcBlocksPerSm = IMGSTAT_HWC_BLOCKS_PER_SM;
 
@@ -1034,9 +1416,156 @@ __device__ void hwc_block_out(const imgstat_partial (&part)[C],
   }
 }
 
+/* The block's partials of an interleaved image (hwc_stats_kernel), merged
+ * on integers alone and with the first positions found once a block: per
+ * channel the count, the sums, and each extreme as one 64-bit key,
+ * (value << 32 | tile) for the min and ((kMax - value) << 32 | tile) for the
+ * max (a tail sample, after every tile, as tile kTailTile): the smallest
+ * key gives the block's extreme value and the first tile holding it (tiles
+ * are contiguous runs of pixels, and a thread's tile is that of its first
+ * extreme). Then only the threads holding that key re-read their vectors
+ * of that tile for the pixel, and the smallest pixel is the block's first
+ * extreme: the partials' merge (smaller value, then smaller pixel) without
+ * each thread re-reading its tiles, and C partials merged at once. */
+template <typename Sample, int C>
+__device__ void hwc_block_first(const HwcAcc<Sample, C> &acc, const uint4 *vec,
+                                uint64_t nvec, int r,
+                                const imgstat_partial &tail, int tail_c,
+                                const ist_pass &pass) {
+  using H = Hwc<Sample, C>;
+  constexpr int kWarps = FastPolicy::kBlock / 32;
+  constexpr unsigned long long kNoKey = ~0ull;
+  constexpr unsigned kTailTile = 0xfffffffeu;
+  const unsigned t = threadIdx.x;
+  /* by channel c: relative channel q = (c - r) mod C */
+  unsigned long long f[5][C];
+#pragma unroll
+  for (int c = 0; c < C; ++c) {
+    f[0][c] = f[1][c] = f[2][c] = 0;
+    f[3][c] = f[4][c] = kNoKey;
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      if ((q + r) % C != c)
+        continue;
+      f[0][c] = acc.count[q];
+      f[1][c] = acc.sum[q];
+      f[2][c] = acc.sumsq[q];
+      if (acc.min_tile[q] != kNoTile)
+        f[3][c] = (unsigned long long)acc.vmin[q] << 32 | acc.min_tile[q];
+      if (acc.max_tile[q] != kNoTile)
+        f[4][c] =
+            (unsigned long long)(H::kMax - acc.vmax[q]) << 32 | acc.max_tile[q];
+    }
+    if (tail_c == c) {
+      const unsigned long long x = tail.sum;
+      f[0][c] += tail.count;
+      f[1][c] += x;
+      f[2][c] += tail.sumsq;
+      f[3][c] = min(f[3][c], x << 32 | kTailTile);
+      f[4][c] = min(f[4][c], (H::kMax - x) << 32 | kTailTile);
+    }
+  }
+  __shared__ unsigned long long warp_f[5][C][kWarps];
+  __shared__ unsigned long long best[2][C];
+  unsigned long long g[5][C];
+#pragma unroll
+  for (int k = 0; k < 5; ++k)
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+      g[k][c] = f[k][c];
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+#pragma unroll
+      for (int k = 0; k < 3; ++k)
+        g[k][c] += __shfl_xor_sync(0xffffffffu, g[k][c], m);
+#pragma unroll
+      for (int k = 3; k < 5; ++k)
+        g[k][c] = min(g[k][c], __shfl_xor_sync(0xffffffffu, g[k][c], m));
+    }
+  if ((t & 31) == 0)
+#pragma unroll
+    for (int k = 0; k < 5; ++k)
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        warp_f[k][c][t / 32] = g[k][c];
+  __syncthreads();
+  if (t < 2 * C) {
+    const int c = (int)(t >> 1), e = (int)(t & 1);
+    unsigned long long key = kNoKey;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      key = min(key, warp_f[3 + e][c][w]);
+    best[e][c] = key;
+  }
+  __syncthreads();
+  /* the pixel of each extreme the thread holds with the block's key */
+  unsigned long long pix[2][C];
+#pragma unroll
+  for (int e = 0; e < 2; ++e)
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      pix[e][c] = kNoKey;
+      const unsigned long long key = best[e][c];
+      if (key == kNoKey || f[3 + e][c] != key)
+        continue;
+      const unsigned tile = (unsigned)(key & 0xffffffffu);
+      const int value = e == 0 ? (int)(key >> 32) : H::kMax - (int)(key >> 32);
+      if (tile == kTailTile) {
+        pix[e][c] = tail.min_index;
+      } else {
+        int q = 0;
+#pragma unroll
+        for (int k = 0; k < C; ++k)
+          if ((k + r) % C == c)
+            q = k;
+        pix[e][c] = hwc_first<Sample, C>(vec, nvec, tile, q, value);
+      }
+    }
+#pragma unroll
+  for (int m = 16; m > 0; m >>= 1)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        pix[e][c] = min(pix[e][c], __shfl_xor_sync(0xffffffffu, pix[e][c], m));
+  __shared__ unsigned long long warp_pix[2][C][kWarps];
+  if ((t & 31) == 0)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+#pragma unroll
+      for (int c = 0; c < C; ++c)
+        warp_pix[e][c][t / 32] = pix[e][c];
+  __syncthreads();
+  if (t < C) {
+    imgstat_partial p = ist_partial_empty();
+    unsigned long long at[2] = {kNoKey, kNoKey};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      p.count += warp_f[0][t][w];
+      p.sum += warp_f[1][t][w];
+      p.sumsq += warp_f[2][t][w];
+      at[0] = min(at[0], warp_pix[0][t][w]);
+      at[1] = min(at[1], warp_pix[1][t][w]);
+    }
+    if (best[0][t] != kNoKey && at[0] != kNoKey) {
+      p.min = (double)(int)(best[0][t] >> 32);
+      p.min_index = at[0];
+    }
+    if (best[1][t] != kNoKey && at[1] != kNoKey) {
+      p.max = (double)(H::kMax - (int)(best[1][t] >> 32));
+      p.max_index = at[1];
+    }
+    static_cast<imgstat_partial *>(
+        pass.out)[(uint64_t)t * pass.out_stride + blockIdx.x] = p;
+  }
+}
+
 template <typename Sample, int C>
 __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     hwc_stats_kernel(ist_pass pass) {
+  pdl_trigger();
   using H = Hwc<Sample, C>;
   const unsigned t = threadIdx.x;
   const Sample *data = static_cast<const Sample *>(pass.in);
@@ -1075,37 +1604,41 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
   int tail_c;
   const imgstat_partial tail =
       hwc_tail<Sample, C>(data, nvec * H::kPerVec, total, &tail_c);
-  /* The thread's partial of each relative channel, then channel by channel
-   * the block's. */
-  imgstat_partial part[C];
+  if constexpr (IMGSTAT_HWC_BLOCK_FIRST) {
+    hwc_block_first<Sample, C>(acc, vec, nvec, r, tail, tail_c, pass);
+  } else {
+    /* The thread's partial of each relative channel, then channel by channel
+     * the block's. */
+    imgstat_partial part[C];
 #pragma unroll
-  for (int q = 0; q < C; ++q) {
-    imgstat_partial p = ist_partial_empty();
-    p.count = acc.count[q];
-    p.sum = acc.sum[q];
-    p.sumsq = acc.sumsq[q];
-    if (acc.min_tile[q] != kNoTile) {
-      p.min = (double)acc.vmin[q];
-      p.min_index =
-          hwc_first<Sample, C>(vec, nvec, acc.min_tile[q], q, acc.vmin[q]);
+    for (int q = 0; q < C; ++q) {
+      imgstat_partial p = ist_partial_empty();
+      p.count = acc.count[q];
+      p.sum = acc.sum[q];
+      p.sumsq = acc.sumsq[q];
+      if (acc.min_tile[q] != kNoTile) {
+        p.min = (double)acc.vmin[q];
+        p.min_index =
+            hwc_first<Sample, C>(vec, nvec, acc.min_tile[q], q, acc.vmin[q]);
+      }
+      if (acc.max_tile[q] != kNoTile) {
+        p.max = (double)acc.vmax[q];
+        p.max_index =
+            hwc_first<Sample, C>(vec, nvec, acc.max_tile[q], q, acc.vmax[q]);
+      }
+      part[q] = p;
     }
-    if (acc.max_tile[q] != kNoTile) {
-      p.max = (double)acc.vmax[q];
-      p.max_index =
-          hwc_first<Sample, C>(vec, nvec, acc.max_tile[q], q, acc.vmax[q]);
+    imgstat_partial real[C]; /* by channel: relative channel q is (q + r) % C */
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      real[c] = ist_partial_empty();
+#pragma unroll
+      for (int q = 0; q < C; ++q)
+        if ((q + r) % C == c)
+          real[c] = part[q];
     }
-    part[q] = p;
+    hwc_block_out<C>(real, tail, tail_c, pass);
   }
-  imgstat_partial real[C]; /* by channel: relative channel q is (q + r) % C */
-#pragma unroll
-  for (int c = 0; c < C; ++c) {
-    real[c] = ist_partial_empty();
-#pragma unroll
-    for (int q = 0; q < C; ++q)
-      if ((q + r) % C == c)
-        real[c] = part[q];
-  }
-  hwc_block_out<C>(real, tail, tail_c, pass);
 }
 
 /* u8: the samples of a thread's unit (C vectors in a row: 16 pixels) are
@@ -1287,6 +1820,7 @@ __device__ uint64_t hwc_u8_first(const uint4 *vec, uint64_t unit, int c,
 template <int C>
 __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
     hwc_u8_kernel(ist_pass pass) {
+  pdl_trigger();
   const unsigned t = threadIdx.x;
   const uint8_t *data = static_cast<const uint8_t *>(pass.in);
   const uint64_t total = pass.n * C; /* samples */
@@ -1444,15 +1978,69 @@ cudaError_t launch_hwc(const ist_pass *p, cudaStream_t s) {
   return cudaGetLastError();
 }
 
+/* Whether the current device takes programmatic dependent launches
+ * (sm_90 and later), read once a device. */
+bool pdl_device() {
+  static std::atomic<int> known[64]; /* 0 unknown, 1 no, 2 yes */
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64)
+    return false;
+  int k = known[dev].load(std::memory_order_relaxed);
+  if (k == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                               dev) != cudaSuccess)
+      return false;
+    k = major >= 9 ? 2 : 1;
+    known[dev].store(k, std::memory_order_relaxed);
+  }
+  return k == 2;
+}
+
+/* kernel<<<grid, block, 0, s>>>(args...), as a programmatic dependent
+ * launch when `dependent` (the kernel calls pdl_wait first) and the
+ * feature is on. */
+template <typename... Args>
+cudaError_t launch_kernel(void (*kernel)(Args...), dim3 grid, int block,
+                          cudaStream_t s, bool dependent, Args... args) {
+  if (IMGSTAT_FAST_PDL && dependent && pdl_device()) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(block);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+  }
+  kernel<<<grid, block, 0, s>>>(args...);
+  return cudaGetLastError();
+}
+
 template <typename K>
-cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s) {
+cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s,
+                   bool dependent = false) {
   if (p->grid == 0 || p->channels == 0 || p->channels > 65535)
     return cudaErrorInvalidValue;
   cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
-  kernel<<<dim3(p->grid, p->channels), block, 0, s>>>(*p);
-  return cudaGetLastError();
+  return launch_kernel(kernel, dim3(p->grid, p->channels), block, s, dependent,
+                       *p);
+}
+
+/* Blocks for `units` tiles (chunks), at most `wave` at once; whole rounds
+ * when `balance`. */
+uint64_t balanced_grid(uint64_t units, uint64_t wave, bool balance) {
+  uint64_t grid = units < wave ? units : wave;
+  if (balance && units > wave && wave > 0) {
+    const uint64_t per = (units + wave - 1) / wave;
+    grid = (units + per - 1) / per;
+  }
+  return grid < 1 ? 1 : grid;
 }
 
 } // namespace
@@ -1460,13 +2048,15 @@ cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s) {
 int ist_fast_block_size(void) { return FastPolicy::kBlock; }
 int ist_fast_bytes_per_thread(void) { return 16 * FastPolicy::kItems; }
 
-unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count,
+                       size_t sample_bytes) {
   uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
   uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
                   FastPolicy::kBlocksPerSm / (channels ? channels : 1);
-  uint64_t grid = tiles < wave ? tiles : wave;
-  return grid < 1 ? 1u : (unsigned)grid;
+  return (unsigned)balanced_grid(
+      tiles, wave,
+      IMGSTAT_FAST_BALANCE == 2 || (IMGSTAT_FAST_BALANCE && sample_bytes == 1));
 }
 
 unsigned ist_fold_grid(uint64_t n) {
@@ -1485,11 +2075,25 @@ cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
   case IMGSTAT_U16:
     return launch(fast_stats_kernel<AccU16>, FastPolicy::kBlock, p, s);
   case IMGSTAT_F32:
+    /* interleaved: channel c's samples C floats apart, one by one */
+    switch (p->sample_stride) {
+    case 2:
+      return launch(fast_f32_kernel<false, 2>, FastPolicy::kBlock, p, s, true);
+    case 3:
+      return launch(fast_f32_kernel<false, 3>, FastPolicy::kBlock, p, s, true);
+    case 4:
+      return launch(fast_f32_kernel<false, 4>, FastPolicy::kBlock, p, s, true);
+    case 0:
+    case 1:
+      break;
+    default:
+      return cudaErrorInvalidValue;
+    }
     /* one layout for every plane of the launch: all 16-byte aligned, or
      * four 4-byte loads a vector */
     if ((uintptr_t)p->in % 16 == 0 && p->in_stride % 4 == 0)
-      return launch(fast_f32_kernel<true>, FastPolicy::kBlock, p, s);
-    return launch(fast_f32_kernel<false>, FastPolicy::kBlock, p, s);
+      return launch(fast_f32_kernel<true, 1>, FastPolicy::kBlock, p, s, true);
+    return launch(fast_f32_kernel<false, 1>, FastPolicy::kBlock, p, s, true);
   }
   return cudaErrorInvalidValue;
 }
@@ -1497,9 +2101,10 @@ cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
 /* Step 0 of float_order.h for each plane: one warp a plane (blockIdx.x). */
 __global__ void __launch_bounds__(32)
     f32_shift_kernel(ist_pass pass, double *d_k) {
+  pdl_trigger();
   const double k = ist_fo_warp_plane_shift(
       static_cast<const float *>(pass.planes) + blockIdx.x * pass.plane_stride,
-      pass.plane_n);
+      pass.plane_n, pass.sample_stride ? pass.sample_stride : 1);
   if (threadIdx.x == 0)
     d_k[blockIdx.x] = k;
 }
@@ -1517,27 +2122,35 @@ uint64_t ist_f32_chunks(uint64_t n) {
 }
 
 unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
-  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
-                  FastPolicy::kBlocksPerSm / (channels ? channels : 1);
+  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32BlocksPerSm /
+                  (channels ? channels : 1);
   uint64_t chunks = ist_f32_chunks(n);
-  uint64_t grid = chunks < wave ? chunks : wave;
+  uint64_t grid = balanced_grid(chunks, wave, IMGSTAT_FAST_BALANCE == 2);
   if (grid > 0x7fffffffu)
     return 0;
-  return grid < 1 ? 1u : (unsigned)grid;
+  return (unsigned)grid;
 }
 
 cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {
   return launch(fast_sum_i32_kernel, SumPolicy::kBlock, p, s);
 }
 
-unsigned ist_hwc_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
+                      int sm_count) {
   const uint64_t vecs = channels == 3 ? 3 : 4;
-  const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kBlock * vecs;
+  /* the kernels' tiles: u8 kHwcUnits units of C vectors a thread, u16 kV
+   * vectors (sized as u16's for both before whole rounds) */
+  const uint64_t tile_bytes =
+      IMGSTAT_FAST_BALANCE != 0 && sample == IMGSTAT_U8
+          ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
+          : (uint64_t)16 * FastPolicy::kBlock * vecs;
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =
       (uint64_t)(sm_count > 0 ? sm_count : 1) * kHwcBlocksPerSm;
-  const uint64_t grid = tiles < wave ? tiles : wave;
-  return grid < 1 ? 1u : (unsigned)grid;
+  return (unsigned)balanced_grid(
+      tiles, wave,
+      IMGSTAT_FAST_BALANCE == 2 ||
+          (IMGSTAT_FAST_BALANCE && sample == IMGSTAT_U8));
 }
 
 cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
@@ -1569,16 +2182,21 @@ cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
 cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,
                            cudaStream_t s) {
   if (sample == IMGSTAT_F32)
-    return launch(fold_stats_kernel<true>, FoldPolicy::kBlock, p, s);
-  return launch(fold_stats_kernel<false>, FoldPolicy::kBlock, p, s);
+    return launch(fold_stats_kernel<true>, FoldPolicy::kBlock, p, s, true);
+  return launch(fold_stats_kernel<false>, FoldPolicy::kBlock, p, s, true);
 }
 
 cudaError_t ist_fold_sum_i64(const ist_pass *p, cudaStream_t s) {
-  return launch(fold_sum_i64_kernel, FoldPolicy::kBlock, p, s);
+  return launch(fold_sum_i64_kernel, FoldPolicy::kBlock, p, s, true);
 }
 
 uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count) {
-  return ist_fast_grid(bytes, 1, sm_count);
+  /* at least IMGSTAT_SEG_TILES tiles a block (integer partials: any
+   * partition gives the same bits) */
+  const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
+  return ist_fast_grid((bytes + IMGSTAT_SEG_TILES * tile_bytes - 1) /
+                           (IMGSTAT_SEG_TILES * tile_bytes) * tile_bytes,
+                       1, sm_count, 0);
 }
 
 cudaError_t ist_fast_stats_segments(imgstat_sample sample,
@@ -1606,7 +2224,7 @@ cudaError_t ist_fast_stats_segments(imgstat_sample sample,
   e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
-  fold_segments_kernel<<<(unsigned)nseg, FoldPolicy::kBlock, 0, s>>>(
-      d_seg, d_partials, d_out);
-  return cudaGetLastError();
+  return launch_kernel(fold_segments_kernel, dim3((unsigned)nseg),
+                       FoldPolicy::kBlock, s, true, d_seg,
+                       (const imgstat_partial *)d_partials, d_out);
 }

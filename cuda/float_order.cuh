@@ -31,11 +31,20 @@
 #include "warp.cuh"
 
 /* Vector v (samples 4v .. 4v + 3) of a float plane: one 16-byte load when
- * the plane is 16-byte aligned, else four 4-byte loads (the same samples). */
-template <bool Aligned>
+ * the plane is 16-byte aligned, else four 4-byte loads (the same samples).
+ * Stride: the samples' distance in floats (1: a dense plane; C: channel c
+ * of an interleaved image of C channels, from its first sample; loaded
+ * one by one). */
+template <bool Aligned, int Stride = 1>
 __device__ __forceinline__ uint4 ist_fo_load_vec(const float *plane,
                                                  uint64_t v) {
-  if constexpr (Aligned) {
+  if constexpr (Stride != 1) {
+    const float *p = plane + 4 * v * Stride;
+    return make_uint4(__float_as_uint(__ldg(p)),
+                      __float_as_uint(__ldg(p + Stride)),
+                      __float_as_uint(__ldg(p + 2 * Stride)),
+                      __float_as_uint(__ldg(p + 3 * Stride)));
+  } else if constexpr (Aligned) {
     return __ldg(reinterpret_cast<const uint4 *>(plane) + v);
   } else {
     const float *p = plane + 4 * v;
@@ -43,6 +52,22 @@ __device__ __forceinline__ uint4 ist_fo_load_vec(const float *plane,
                       __float_as_uint(__ldg(p + 2)),
                       __float_as_uint(__ldg(p + 3)));
   }
+}
+
+/* (double)x for a normal float or a zero (not a denormal, NaN or Inf), by
+ * integer operations: the exponent rebiased (+896), the mantissa's 23 bits
+ * moved to the top of the double's 52; exact, as the conversion is. */
+__device__ __forceinline__ double ist_fo_widen_normal(float x) {
+  const unsigned u = __float_as_uint(x), sign = u & 0x80000000u;
+  const unsigned mag = u & 0x7fffffffu;
+  const unsigned hi = mag ? ((mag >> 3) + 0x38000000u) | sign : sign;
+  return __hiloint2double((int)hi, (int)(u << 29));
+}
+
+/* Whether x is a normal float or a zero (ist_fo_widen_normal takes it). */
+__device__ __forceinline__ bool ist_fo_normal_or_zero(float x) {
+  const unsigned mag = __float_as_uint(x) & 0x7fffffffu;
+  return mag - 0x00800000u < 0x7f000000u || mag == 0;
 }
 
 /* One thread's share of the order: its lane of the current chunk and the
@@ -87,6 +112,23 @@ struct ist_fo_thread {
                            __dsub_rn((double)x[g + 1], lane.shift),
                            __dsub_rn((double)x[g + 2], lane.shift),
                            __dsub_rn((double)x[g + 3], lane.shift)};
+      ist_fo_group_sums(&lane, d, 4);
+    }
+  }
+  /* add_finite of normal floats and zeros only (the caller checked: no
+   * denormal, NaN or Inf), each widened by integer operations rather than
+   * a conversion (one a sample on a pipe of a quarter of the double rate):
+   * the same doubles, exactly, so the same sums. */
+  template <int M>
+  __device__ __forceinline__ void add_normal(const float (&x)[M]) {
+    static_assert(M % 4 == 0, "whole groups");
+#pragma unroll
+    for (int g = 0; g < M; g += 4) {
+      const double d[4] = {
+          __dsub_rn(ist_fo_widen_normal(x[g]), lane.shift),
+          __dsub_rn(ist_fo_widen_normal(x[g + 1]), lane.shift),
+          __dsub_rn(ist_fo_widen_normal(x[g + 2]), lane.shift),
+          __dsub_rn(ist_fo_widen_normal(x[g + 3]), lane.shift)};
       ist_fo_group_sums(&lane, d, 4);
     }
   }
@@ -159,12 +201,13 @@ ist_fo_block_tree_moments(ist_fo_moments m, ist_fo_moments *smem) {
  * probe has the median's rank gives it to the others. The f32 kernels get
  * K from a kernel of its own (fast.cu's f32_shift_kernel): picked inside
  * them it cost their loop registers and time. */
-__device__ __forceinline__ double ist_fo_warp_plane_shift(const float *plane,
-                                                          uint64_t n) {
+__device__ __forceinline__ double
+ist_fo_warp_plane_shift(const float *plane, uint64_t n, uint64_t stride = 1) {
   const unsigned t = threadIdx.x & 31;
   const uint32_t np = ist_fo_probe_count(n);
   const float mine =
-      t < np ? __ldg(plane + (uint64_t)t * ist_fo_probe_step(n)) : 0.0f;
+      t < np ? __ldg(plane + (uint64_t)t * ist_fo_probe_step(n) * stride)
+             : 0.0f;
   float p[IST_FO_PROBES];
 #pragma unroll
   for (int j = 0; j < (int)IST_FO_PROBES; ++j)
@@ -187,7 +230,7 @@ template <int Items> struct ist_fo_tile {
   int nvalid;
 };
 
-template <int Block, int Items, bool Aligned>
+template <int Block, int Items, bool Aligned, int Stride = 1>
 __device__ __forceinline__ void ist_fo_load_tile(const float *plane,
                                                  uint64_t nvec, uint64_t tile,
                                                  ist_fo_tile<Items> &out) {
@@ -197,7 +240,7 @@ __device__ __forceinline__ void ist_fo_load_tile(const float *plane,
   for (int j = 0; j < Items; ++j) {
     uint64_t i = tile * ((uint64_t)Block * Items) + (uint64_t)j * Block + t;
     if (i < nvec) {
-      out.v[j] = ist_fo_load_vec<Aligned>(plane, i);
+      out.v[j] = ist_fo_load_vec<Aligned, Stride>(plane, i);
       out.nvalid = j + 1;
     } else {
       out.v[j] = make_uint4(0, 0, 0, 0);
@@ -214,11 +257,11 @@ template <int Block, int Items> constexpr int ist_fo_chunk_tiles() {
 
 /* The first tile of chunk c of a plane of n samples (none past the plane),
  * for ist_fo_chunk's `head` when Prefetch > 0. */
-template <int Block, int Items, bool Aligned>
+template <int Block, int Items, bool Aligned, int Stride = 1>
 __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
                                                        uint64_t n, uint64_t c,
                                                        ist_fo_tile<Items> &h) {
-  ist_fo_load_tile<Block, Items, Aligned>(
+  ist_fo_load_tile<Block, Items, Aligned, Stride>(
       plane, n / 4, c * (uint64_t)ist_fo_chunk_tiles<Block, Items>(), h);
 }
 
@@ -256,7 +299,8 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
  *       group: fo.add_group(x, (1 << m) - 1) first.
  * fast.cu's AccF32 is one; a batched kernel calls this per (image, chunk).
  */
-template <int Block, int Items, int Prefetch, bool Aligned, typename Acc>
+template <int Block, int Items, int Prefetch, bool Aligned, int Stride = 1,
+          typename Acc>
 __device__ __forceinline__ ist_fo_moments
 ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
              Acc &acc, ist_fo_moments *smem, ist_fo_tile<Items> &head) {
@@ -276,19 +320,21 @@ ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
     }
     for (; jt < kTiles; ++jt) {
       ist_fo_tile<Items> cur;
-      ist_fo_load_tile<Block, Items, Aligned>(plane, nvec, tile0 + jt, cur);
+      ist_fo_load_tile<Block, Items, Aligned, Stride>(plane, nvec, tile0 + jt,
+                                                      cur);
       if (cur.nvalid == 0)
         break; /* past the plane's whole vectors */
       acc.add_tile(cur.v, cur.nvalid, tile0 + jt);
     }
     if constexpr (Prefetch == 1)
-      ist_fo_load_chunk_head<Block, Items, Aligned>(plane, n, next_c, head);
+      ist_fo_load_chunk_head<Block, Items, Aligned, Stride>(plane, n, next_c,
+                                                            head);
   } else {
     for (int jt = 0; jt < kTiles; ++jt) {
       ist_fo_tile<Items> nx;
       /* tiles past the plane's whole vectors have nvalid 0: nothing read,
        * nothing added (as the break above) */
-      ist_fo_load_tile<Block, Items, Aligned>(
+      ist_fo_load_tile<Block, Items, Aligned, Stride>(
           plane, nvec, jt + 1 < kTiles ? tile0 + jt + 1 : next_c * kTiles, nx);
       if (head.nvalid > 0)
         acc.add_tile(head.v, head.nvalid, tile0 + jt);
@@ -302,7 +348,7 @@ ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
     float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const int m = (int)(n % 4);
     for (int j = 0; j < m; ++j)
-      x[j] = __ldg(plane + nvec * 4 + j);
+      x[j] = __ldg(plane + (nvec * 4 + j) * Stride);
     acc.add_partial(x, m, nvec * 4);
   }
   ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane);

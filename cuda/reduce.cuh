@@ -79,8 +79,10 @@ cudaError_t ist_reduce_stats_pitched(
  * ist_reduce_stats gives for that channel's plane (integer partials merge
  * exactly in any order; indices are pixel indices). Only where
  * ist_hwc_kernel_fits: u8 or u16 samples, 2 to 4 channels, d_data at a
- * 16-byte boundary (f32 keeps the canonical order's plane walk). Scratch
- * as for ist_reduce_stats.
+ * 16-byte boundary; or f32 samples, 2 to 4 channels: the canonical order's
+ * plane walk over each channel in place (its samples read C floats apart),
+ * the same bits as the gathered planes'. Scratch as for
+ * ist_reduce_stats.
  */
 bool ist_hwc_kernel_fits(const void *d_data, imgstat_sample sample,
                          uint32_t channels);
@@ -182,6 +184,10 @@ struct ist_pass {
   const void *planes;
   uint64_t plane_stride;
   uint64_t plane_n;
+  /* f32 pass 1 and shifts: the distance of a plane's samples in samples (0
+   * or 1: dense planes; C: the channels of an interleaved image, plane c
+   * from sample c, in_stride and plane_stride 1) */
+  uint32_t sample_stride;
 };
 
 /* Ladder (ladder.cu). Blocks per channel that kernel k with `block` threads
@@ -201,7 +207,10 @@ cudaError_t ist_ladder_stats(int kernel, int block, imgstat_sample sample,
  * through the canonical order (float_order.h): pass 1 over ist_f32_grid
  * blocks writes one partial per chunk (ist_f32_chunks of them, at least
  * 1), which the fold's tree reduces. */
-unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count);
+/* sample_bytes: the samples' size (1: u8, whose grids are whole rounds;
+ * 0: unknown) */
+unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count,
+                       size_t sample_bytes);
 unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count);
 uint64_t ist_f32_chunks(uint64_t n);
 unsigned ist_fold_grid(uint64_t n);
@@ -211,7 +220,8 @@ cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s);
 /* The interleaved kernel's pass 1 (ist_reduce_stats_hwc): p->in the image,
  * p->n its pixels, p->channels its channels (2..4), p->grid blocks (each
  * over every channel), results channel c at p->out + c * p->out_stride. */
-unsigned ist_hwc_grid(uint64_t bytes, uint32_t channels, int sm_count);
+unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
+                      int sm_count);
 cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
                           cudaStream_t s);
 cudaError_t ist_fold_stats(imgstat_sample sample, const ist_pass *p,

@@ -310,9 +310,11 @@ void test_wrap(void) {
   test_image_free(&img);
 }
 
-/* Dense interleaved (HWC) u8 / u16 images of 2 to 4 channels on the device,
- * wrapped as they are: the interleaved kernel reads them without gathering
- * (ist_reduce_stats_hwc). Every channel against the reference scan of its
+/* Dense interleaved (HWC) u8 / u16 / f32 images of 2 to 4 channels on the
+ * device, wrapped as they are: the interleaved kernels read them without
+ * gathering (ist_reduce_stats_hwc; f32 in the canonical order, to the bit:
+ * against the CPU's scan, imgstat_partial_scan). Every channel against the
+ * reference scan of its
  * plane: sizes with a tail of samples and a last, partial tile; random
  * full-range samples (saturated early), a narrow range with a unique
  * minimum at the last pixel and maximum at the first of one channel, and a
@@ -324,7 +326,7 @@ void test_hwc(void) {
   } sizes[] = {{1, 1}, {5, 3}, {1031, 17}, {977, 1503}, {4096, 2048}};
   const size_t nsizes = g_quick ? 3 : sizeof sizes / sizeof *sizes;
   int bad = 0, runs = 0;
-  for (int s = 0; s < 2; ++s)
+  for (int s = 0; s < 3; ++s)
     for (int ch = 2; ch <= 4; ++ch)
       for (size_t z = 0; z < nsizes; ++z)
         for (int pattern = 0; pattern < 3; ++pattern) {
@@ -333,6 +335,7 @@ void test_hwc(void) {
               test_image_make(&img, sizes[z].w, sizes[z].h, ch, g_samples[s]));
           const uint64_t n = npix(&img);
           const unsigned top = g_samples[s] == IMGSTAT_U8 ? 255 : 65535;
+          /* floats: the same patterns, as values in [0, 65535] */
           fill_random(&img);
           for (int c = 0; c < ch && pattern > 0; ++c)
             for (uint64_t i = 0; i < n; ++i) {
@@ -345,12 +348,20 @@ void test_hwc(void) {
                 v = top - 1; /* the unique maximum, at the first */
               if (g_samples[s] == IMGSTAT_U8)
                 ((uint8_t *)img.planes[c])[i] = (uint8_t)v;
-              else
+              else if (g_samples[s] == IMGSTAT_U16)
                 ((uint16_t *)img.planes[c])[i] = (uint16_t)v;
+              else
+                ((float *)img.planes[c])[i] = (float)v;
             }
           imgstat_partial ref[IMGSTAT_MAX_CHANNELS], got[IMGSTAT_MAX_CHANNELS];
-          for (int c = 0; c < ch; ++c)
-            ref_scan(img.planes[c], img.sample, n, &ref[c]);
+          for (int c = 0; c < ch; ++c) {
+            if (img.sample == IMGSTAT_F32) { /* the CPU's bits */
+              imgstat_partial_init(&ref[c]);
+              imgstat_partial_scan(&ref[c], img.planes[c], img.sample, 0, n);
+            } else {
+              ref_scan(img.planes[c], img.sample, n, &ref[c]);
+            }
+          }
           const size_t px = (size_t)ch * img.sample;
           void *block = NULL;
           CU_ASSERT_FATAL(

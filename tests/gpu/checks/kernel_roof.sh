@@ -1,0 +1,247 @@
+#!/bin/bash
+# The fused statistics kernels at the memory roof, against CUB (about 5-7
+# minutes on the GPU machine, the build included):
+#   1. the CUDA build (-Werror; sm_90 + PTX as the project builds): the
+#      library, test_gpu, test_gpu_batch and the CLI;
+#   2. identity of the tree's kernels: test_gpu (GPU partials = the CPU's,
+#      integers exact, floats to the bit, 637 float planes, the interleaved
+#      images), test_gpu_batch, and, with the corpus carried (.corpus), the
+#      records of --backend gpu = --backend cpu and `imgstat --verify`;
+#   3. meanwhile, bench/gpu/kernel_roof.cu linked against variants of
+#      cuda/fast.cu (timing-only objects built with -D flags; the library's
+#      own fast.cu object is left out of the link), each variant one
+#      process, timed in turns with CUB (cub::DeviceReduce::Sum of the
+#      same bytes as uint32 words; cub::DeviceSegmentedReduce::Sum of the
+#      same segments), variants interleaved, ROOF_ROUNDS rounds (default
+#      5); after the second round every variant's --check (every partial
+#      of 64 MP images and of small awkward ones, planar, interleaved and
+#      batched, equal to the CPU's);
+#   4. a table of fused / CUB per type x layout and the batches, each
+#      variant's median over the rounds (range in brackets), against the
+#      goal (<= 1.03).
+# Variants (ROOF_VARIANTS to pick some; each is a set of -D flags, every
+# macro at most once):
+#   main   main's kernels: every switch below off (interleaved float32 is
+#          read in place by every variant: the row
+#          "RGBf32-interleaved-gathered" is main's path for it);
+#   tree   the tree's defaults (no flags): the integer planes' block merge
+#          on integers (IMGSTAT_FAST_INT_MERGE), programmatic dependent
+#          launch of the folds and of f32 pass 1 (IMGSTAT_FAST_PDL), the
+#          folds of integer partials on integers (IMGSTAT_FOLD_INT), u16
+#          interleaved merge on integers with first positions once a block
+#          (IMGSTAT_HWC_BLOCK_FIRST), f32 first positions once a block
+#          (IMGSTAT_F32_BLOCK_FIRST), batched planes at least 8 tiles a
+#          block (IMGSTAT_SEG_TILES=8), the u8 grids of whole rounds
+#          (IMGSTAT_FAST_BALANCE=1);
+#   noB    tree without whole rounds; B2: with them for every grid;
+#   noF    tree without f32 first positions once a block;
+#   S4     tree with batched planes at least 4 tiles a block;
+#   K      tree + each integer thread keeps its first extremes' vectors in
+#          registers (no load at a block's end);
+#   CV     tree + f32 widened to double by integer operations;
+#   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3).
+# Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
+# In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
+set -u
+cd "$(dirname "$0")/../../.." || exit 1
+. tests/support/lib.sh
+lib_gpu_prelude
+B=${ROOF_BUILD:-$ROOT/build-roof}
+V=$B/roof
+# At most a few files come back from $OUT: the logs go to $L, packed into
+# $OUT/logs.tgz at the end; summary.txt and roof.txt stay beside it.
+L=$B/logs
+rm -rf "$L"
+mkdir -p "$L" "$V"
+trap 'tar -czf "$OUT/logs.tgz" -C "$B" logs 2>/dev/null' EXIT
+T0=$(date +%s)
+declare -a RESULTS=()
+result() { RESULTS+=("$(printf '%-52s %s' "$1" "$2")"); }
+el() { echo "$(($(date +%s) - T0)) s"; }
+
+say "== $(date -u '+%F %T') $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1) commit ${IMGSTAT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo ?)}"
+timeout 120 cmake -S . -B "$B" -DIMGSTAT_ENABLE_CUDA=ON -DIMGSTAT_WERROR=ON \
+  -DCMAKE_PREFIX_PATH="$ROOT/.deps/usr" >"$L/build.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || { tail -20 "$L/build.log"; echo "FAIL configure"; exit 1; }
+
+# ---- 3a. the variants' objects and the harness, beside the build ----------
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0"
+declare -A FLAGS=(
+  [main]="$O"
+  [tree]=""
+  [noB]="-DIMGSTAT_FAST_BALANCE=0"
+  [B2]="-DIMGSTAT_FAST_BALANCE=2"
+  [noF]="-DIMGSTAT_F32_BLOCK_FIRST=0"
+  [S4]="-DIMGSTAT_SEG_TILES=4"
+  [K]="-DIMGSTAT_FAST_KEEP_VEC=1"
+  [CV]="-DIMGSTAT_F32_INT_WIDEN=1"
+  [f2]="-DIMGSTAT_F32_BLOCKS_PER_SM=2"
+)
+read -r -a VARS <<<"${ROOF_VARIANTS:-main tree noB noF S4 K}"
+mkdir -p "$V"
+nv() {
+  nvcc -std=c++17 -O3 -DNDEBUG "--generate-code=arch=compute_90,code=[sm_90]" \
+    "--generate-code=arch=compute_90,code=[compute_90]" -Xcompiler=-ffp-contract=off \
+    -Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr -DIMGSTAT_HAVE_CUDA=1 \
+    -Iinclude -Isrc/core -Icuda -Ibench/gpu "$@"
+}
+(
+  nv -c bench/gpu/kernel_roof.cu -o "$V/harness.o" &
+  for v in "${VARS[@]}"; do
+    # shellcheck disable=SC2086
+    nv ${FLAGS[$v]} -Xptxas -v -c cuda/fast.cu -o "$V/fast-$v.o" >"$V/ptxas-$v.log" 2>&1 &
+  done
+  wait
+) >"$L/variants.log" 2>&1 &
+vpid=$!
+
+# ---- 1. the build ---------------------------------------------------------
+timeout 300 cmake --build "$B" -j16 --target imgstat test_gpu test_gpu_batch \
+  >>"$L/build.log" 2>&1
+rc=$?
+say "== build rc=$rc ($(el))"
+if [ $rc -ne 0 ]; then
+  grep -E "error|warning" "$L/build.log" | head -20 | tee -a "$SUMMARY"
+  echo "FAIL build"
+  exit 1
+fi
+result build PASS
+
+# ---- 2. identity of the tree's kernels ------------------------------------
+timeout 150 "$B/tests/test_gpu" >"$L/test_gpu.log" 2>&1
+rc=$?
+grep -E "Test:.*(FAILED)|MISMATCH|asserts|tests |skipped" "$L/test_gpu.log" |
+  head -20 | tee -a "$SUMMARY"
+result "test_gpu (GPU partials = CPU's, bits)" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")"
+timeout 100 "$B/tests/test_gpu_batch" >"$L/test_gpu_batch.log" 2>&1
+rc=$?
+grep -E "Test:.*(FAILED)|asserts|tests " "$L/test_gpu_batch.log" | head -10 | tee -a "$SUMMARY"
+result "test_gpu_batch" "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc")"
+imgs=()
+[ -d "$ROOT/.corpus" ] && imgs=("$ROOT"/.corpus/photos/*.{png,jpg,ppm,pgm,bmp} "$ROOT"/.corpus/hdr/*.hdr "$ROOT"/tests/data/pngsuite/*.png)
+imgs+=("$ROOT"/samples/*.{png,jpg,bmp,pgm,hdr})
+ex=()
+for f in "${imgs[@]}"; do [ -f "$f" ] && ex+=("$f"); done
+if [ ${#ex[@]} -gt 0 ]; then
+  timeout 120 "$B/imgstat" --json --backend cpu "${ex[@]}" >"$L/cpu.jsonl" 2>/dev/null
+  timeout 120 "$B/imgstat" --json --backend gpu "${ex[@]}" >"$L/gpu.jsonl" 2>/dev/null
+  same=$(python3 -c "
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+print(sum(1 for x, y in zip(a, b) if x['stats'] == y['stats']), len(a), len(b))" \
+    "$L/cpu.jsonl" "$L/gpu.jsonl")
+  read -r n_same n_cpu n_gpu <<<"$same"
+  result "records gpu = cpu (${#ex[@]} inputs)" \
+    "$([ "$n_same" = "$n_cpu" ] && [ "$n_cpu" = "$n_gpu" ] && [ "$n_cpu" -gt 0 ] && echo PASS || echo FAIL) ($n_same of $n_cpu, gpu $n_gpu)"
+  timeout 120 "$B/imgstat" --verify -q --json "${ex[@]}" >/dev/null 2>"$L/verify.err"
+  result "imgstat --verify" "$(grep -c 'verify ok' "$L/verify.err") ok, $(grep -c MISMATCH "$L/verify.err") mismatches"
+fi
+
+# ---- 3b. link the variants, check, time ------------------------------------
+timeout 300 tail --pid=$vpid -f /dev/null
+built=()
+for v in "${VARS[@]}"; do
+  if [ ! -f "$V/fast-$v.o" ] || [ ! -f "$V/harness.o" ]; then
+    tail -5 "$V/ptxas-$v.log" >>"$L/variants.log"
+    continue
+  fi
+  # the variant's fast.cu first: libimgstat.a's is then not pulled in
+  (cd "$B/tests" && g++ "$V/harness.o" "$V/fast-$v.o" \
+    @CMakeFiles/test_gpu.dir/linkLibs.rsp \
+    -L/usr/local/cuda/targets/x86_64-linux/lib -o "$V/roof-$v") \
+    >>"$L/variants.log" 2>&1 && built+=("$v")
+done
+say "== variants built: ${built[*]:-none} ($(el))"
+[ ${#built[@]} -gt 0 ] || { tail -30 "$L/variants.log" | tee -a "$SUMMARY"; }
+grep -E "warning|error" "$L/variants.log" "$V"/ptxas-*.log | head -10 | tee -a "$SUMMARY"
+for v in "${built[@]}"; do # registers and spills of the pass-1 kernels
+  grep -E "Compiling entry|registers|spill stores" "$V/ptxas-$v.log" | paste - - - |
+    sed -E "s/.*entry function '([^']*)'.*([0-9]+ bytes spill stores).*Used ([0-9]+) registers.*/$v \3 regs, \2: \1/" |
+    c++filt | grep -E "fast_stats|fast_f32|hwc_|segments_kernel" >>"$L/registers.txt"
+done
+: >"$L/rows.txt"
+ROUNDS=${ROOF_ROUNDS:-5}
+# rounds of timing (variants in turns, about 3-5 s each), the checks after
+# the second round (about 10-20 s a variant); a round after ROOF_BUDGET
+# seconds is left out, so the script ends in time
+timing_round() {
+  for v in "${built[@]}"; do
+    timeout 60 "$V/roof-$v" "$v" >"$L/t_$v.$1.log" 2>&1
+    grep '^ROW' "$L/t_$v.$1.log" | sed "s/^ROW/ROW $1/" >>"$L/rows.txt"
+  done
+  say "== round $1 done ($(el))"
+}
+checks() {
+  for v in "${built[@]}"; do
+    timeout 120 "$V/roof-$v" "$v" --check --runs 0 >"$L/check_$v.log" 2>&1
+    rc=$?
+    nok=$(grep -c '^CHECK.* ok$' "$L/check_$v.log")
+    nfail=$(grep -c '^CHECK.*FAIL' "$L/check_$v.log")
+    grep '^CHECK.*FAIL' "$L/check_$v.log" | head -5 | tee -a "$SUMMARY"
+    result "variant $v: partials = CPU's" \
+      "$([ "$rc" -eq 0 ] && [ "$nfail" -eq 0 ] && [ "$nok" -gt 0 ] && echo PASS || echo "FAIL rc=$rc") ($nok checks ok, $nfail failed)"
+  done
+  say "== checks done ($(el))"
+}
+checked=
+for round in $(seq 1 "$ROUNDS"); do
+  if [ "$round" -gt 1 ] && [ $(($(date +%s) - T0)) -gt "${ROOF_BUDGET:-400}" ]; then
+    say "== round $round and later left out: $(el) spent"
+    break
+  fi
+  timing_round "$round"
+  if [ "$round" = 2 ]; then
+    checks
+    checked=1
+  fi
+done
+[ -n "${checked:-}" ] || checks
+# the tree's kernels under compute-sanitizer (memcheck, racecheck) on the
+# small images' checks
+if [ -x "$V/roof-tree" ]; then
+  for tool in memcheck racecheck; do
+    timeout 150 compute-sanitizer --tool $tool --error-exitcode 99 \
+      "$V/roof-tree" tree --small >"$L/san-$tool.log" 2>&1
+    rc=$?
+    result "compute-sanitizer $tool (tree, small images)" \
+      "$([ $rc -eq 0 ] && echo PASS || echo "FAIL rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$L/san-$tool.log" | tail -1)"
+  done
+  say "== sanitizers done ($(el))"
+fi
+
+# ---- 4. the table -----------------------------------------------------------
+python3 - "$L/rows.txt" "${built[@]}" <<'PY' | tee "$OUT/roof.txt" | tee -a "$SUMMARY"
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+variants = sys.argv[2:]
+cases, data = [], {}
+for _, rnd, v, case, fused, cub, ratio in rows:
+    if case not in cases:
+        cases.append(case)
+    data.setdefault((case, v), []).append((float(fused), float(cub), float(ratio)))
+print("fused / CUB (median over rounds [min-max]); goal <= 1.03")
+print(f"{'case':<26}" + "".join(f"{v:>22}" for v in variants))
+for c in cases:
+    line = f"{c:<26}"
+    for v in variants:
+        r = [x[2] for x in data.get((c, v), [])]
+        line += f"{statistics.median(r):>9.3f} [{min(r):.3f}-{max(r):.3f}]" if r else f"{'-':>22}"
+    print(line)
+print()
+print("medians in ms: fused / CUB")
+for c in cases:
+    line = f"{c:<26}"
+    for v in variants:
+        r = data.get((c, v), [])
+        if r:
+            line += f"{statistics.median(x[0] for x in r):>11.4f}/{statistics.median(x[1] for x in r):.4f}"
+    print(line)
+PY
+
+say "== total $(el)"
+say ""
+for r in "${RESULTS[@]}"; do say "$r"; done
+case " ${RESULTS[*]} " in *FAIL*) exit 1 ;; esac
+exit 0
