@@ -301,7 +301,7 @@ int ist_stats_main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     print_ds = ist_stats_mpi_finish(
                    &st, &mr, s == IMGSTAT_OK || rep.merge_failed, &opt) &&
-               rep.dataset_ok && mr.at.rank == 0;
+               rep.dataset_ok && mr.at.rank == 0 && opt.dataset;
     /* the records and messages of ranks > 0 brought to rank 0 */
     if (getenv("IMGSTAT_STAGE_TIMES") && mr.at.rank == 0)
       imgstat_number_fprintf(stderr, "imgstat: mpi gather: %.3f s\n",
