@@ -305,8 +305,9 @@ static int read_body(rbuf *in, imgstat_report *r, int *nomem) {
     if (r->nformats == before || count == 0 || count > n || counted > n)
       return 0; /* a name twice, or more counted than images */
   }
-  /* each row: 32 bytes of numbers, a file's length, two flags, 8 binary32 */
-  uint64_t nrows = r_count(in, 32 + 8 + 2 + 8 * 4, r->opt.table_max);
+  /* each row: the ordinal and 4 u32, a file's length, two flags, 8
+   * binary32 */
+  uint64_t nrows = r_count(in, 8 + 4 * 4 + 8 + 2 + 8 * 4, r->opt.table_max);
   if (nrows > r->inputs)
     return 0;
   for (uint64_t k = 0; k < nrows && !in->failed; k++) {
