@@ -16,6 +16,17 @@
  * are complete) and, for at most table_max images, a row of the table.
  * The page is written atomically (imgstat_bytes_write): a failure leaves
  * no partial page. The library never prints, exits or aborts.
+ *
+ * An image of more than 4 channels (5 to 1024 bands) keeps the mean and std
+ * of its first 4; the page says so where it shows them (the pooled record
+ * and histograms, from the dataset record, cover every band).
+ *
+ * Many processes (an MPI run's ranks) each gather their share of the
+ * inputs; each sends its report in the serialized form
+ * (imgstat_report_serialize), and the one that writes the page reads them
+ * back (imgstat_report_deserialize) and merges them into its own in input
+ * order (imgstat_report_merge): the page is the one a single process
+ * would write.
  */
 #ifndef IMGSTAT_REPORT_H
 #define IMGSTAT_REPORT_H
@@ -61,6 +72,31 @@ imgstat_status imgstat_report_add(imgstat_report *r, uint64_t ordinal,
                                   const imgstat_job_result *res, int ddof,
                                   imgstat_error *err);
 
+/* Merges b into a as if b's inputs had been added to a after a's own (b's
+ * come after a's in input order: an MPI run's ranks in rank order); b is
+ * unchanged. The distributions, counts and failures by reason are those
+ * of both; the table keeps the table_max rows of both that hash lowest
+ * (the same rows whichever way the inputs were split); the files listed
+ * per reason are a's, then b's, up to list_max. IMGSTAT_ERR_NOMEM (a then
+ * holds part of b: drop it). */
+imgstat_status imgstat_report_merge(imgstat_report *a, const imgstat_report *b,
+                                    imgstat_error *err);
+
+/* What r gathered in a serialized form (little-endian, versioned,
+ * checksummed; not its options): *buf is a new malloc'd buffer of *size
+ * bytes (free it). IMGSTAT_ERR_NOMEM. */
+imgstat_status imgstat_report_serialize(const imgstat_report *r, void **buf,
+                                        size_t *size, imgstat_error *err);
+
+/* A new report (options opts, as imgstat_report_create's) holding what a
+ * serialized form holds. IMGSTAT_ERR_FORMAT when the bytes are not one
+ * (damaged, truncated, another version) or hold more than opts allows
+ * (rows of the table, files listed per reason); IMGSTAT_ERR_NOMEM. */
+imgstat_status imgstat_report_deserialize(const void *buf, size_t size,
+                                          const imgstat_report_options *opts,
+                                          imgstat_report **out,
+                                          imgstat_error *err);
+
 /* The run's facts, as the front end knows them. */
 typedef struct imgstat_report_run {
   const char *command_line; /* shown as given (NULL: none) */
@@ -75,6 +111,7 @@ typedef struct imgstat_report_run {
   unsigned emit;
   int npercentiles; /* the record's percentiles (and the median) */
   double percentiles[IMGSTAT_MAX_PERCENTILES];
+  int ranks; /* the MPI ranks that ran it (0: not an MPI run) */
 } imgstat_report_run;
 
 /* Writes the page to path (atomically; opts: its cancel and temp_path,

@@ -374,9 +374,6 @@ static int check_histogram_options(const stats_options *o) {
   if (h->png_path && !ist_hist_plot_name_ok(h->png_path))
     return usage("--histogram-png: '%s' is not a name ending in .png",
                  h->png_path);
-  if (o->report_path && o->mpi)
-    return usage("--report cannot be used with --mpi (each rank sees only "
-                 "its share of the images)");
   return -1;
 }
 

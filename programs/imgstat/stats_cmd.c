@@ -212,8 +212,11 @@ int ist_stats_main(int argc, char **argv) {
     imgstat_report_options rpo;
     memset(&rpo, 0, sizeof rpo);
     rpo.load = opt.engine.load;
-    if (imgstat_report_create(&rpo, &st.report, &err) != IMGSTAT_OK) {
+    int made = imgstat_report_create(&rpo, &st.report, &err) == IMGSTAT_OK;
+    if (!made)
       ist_cli_error("--report: %s", err.message);
+    /* under --mpi every rank stops when one cannot make its report */
+    if (ist_stats_any_rank(opt.mpi ? &mr : NULL, !made)) {
       status = EXIT_INPUT_FAILED;
       goto cleanup;
     }
@@ -298,7 +301,7 @@ int ist_stats_main(int argc, char **argv) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     print_ds = ist_stats_mpi_finish(
                    &st, &mr, s == IMGSTAT_OK || rep.merge_failed, &opt) &&
-               rep.dataset_ok && mr.at.rank == 0;
+               rep.dataset_ok && mr.at.rank == 0 && opt.dataset;
     /* the records and messages of ranks > 0 brought to rank 0 */
     if (getenv("IMGSTAT_STAGE_TIMES") && mr.at.rank == 0)
       imgstat_number_fprintf(stderr, "imgstat: mpi gather: %.3f s\n",
@@ -306,9 +309,15 @@ int ist_stats_main(int argc, char **argv) {
   }
   if (print_ds)
     ist_stats_print_dataset(&st);
-  if (st.report && !st.write_failed && st.cancel_status < 0 &&
-      ist_stats_write_report(&st, started))
-    st.any_failed = 1;
+  /* --report: under --mpi the ranks' reports merged on rank 0, which
+   * writes the page (the ranks agree on whether it was written) */
+  if (st.report && !st.write_failed && st.cancel_status < 0) {
+    int failed = opt.mpi && ist_stats_mpi_gather_report(&st, &mr);
+    if (!failed && mr.at.rank == 0)
+      failed = ist_stats_write_report(&st, started, opt.mpi ? mr.at.size : 0);
+    if (ist_stats_any_rank(opt.mpi ? &mr : NULL, failed))
+      st.any_failed = 1;
+  }
   /* a text run of several inputs ends with what happened, after the tables
    * (the failures' line stays on stderr) */
   if (mr.at.rank == 0 && st.progress.done > 1 && st.cancel_status < 0 &&

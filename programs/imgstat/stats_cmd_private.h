@@ -131,8 +131,9 @@ void ist_stats_print_stage_times(run_state *st);
 void ist_stats_print_mpi_times(run_state *st, const mpi_run *mr);
 void ist_stats_print_dataset(run_state *st);
 /* --report: the page, at the end of the run (started: its start, epoch
- * seconds). Returns 0, or 1 after printing why it was not written. */
-int ist_stats_write_report(run_state *st, double started);
+ * seconds; ranks: the MPI ranks, 0 without --mpi). Returns 0, or 1 after
+ * printing why it was not written. */
+int ist_stats_write_report(run_state *st, double started, int ranks);
 
 /* ---- stats_mpi.c --------------------------------------------------------- */
 
@@ -145,5 +146,8 @@ int ist_stats_check_mpi_options(const stats_options *o);
 int ist_stats_mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
                          const stats_options *o);
 int ist_stats_any_rank(const mpi_run *mr, int flag);
+/* --report: every rank's report merged into rank 0's, in rank order.
+ * Collective; returns 0, or 1 on every rank when it failed (said why). */
+int ist_stats_mpi_gather_report(run_state *st, mpi_run *mr);
 
 #endif /* IMGSTAT_STATS_CMD_PRIVATE_H */

@@ -99,16 +99,16 @@ static size_t gather_chunk(void) {
   return chunk;
 }
 
-/* Brings the capture of stream k (0 stdout, 1 stderr) of every rank > 0 to
- * rank 0, rank after rank, each in rounds of at most gather_chunk bytes
- * (every rank learns every rank's length first, so all take part in the
- * same rounds), and writes it to dest there. *strip: a text record's
- * leading blank line (ranks > 0 number their records from 1) is dropped
- * when nothing was printed before it. Collective. */
-static imgstat_status gather_capture(mpi_run *mr, int k, FILE *dest, int *strip,
-                                     imgstat_error *err) {
+/* Brings what f holds on every rank > 0 (a capture of stdout or stderr, or
+ * bytes; NULL: none) to rank 0, rank after rank, each in rounds of at most
+ * gather_chunk bytes (every rank learns every rank's length first, so all
+ * take part in the same rounds), and writes it to dest there. *strip: a
+ * text record's leading blank line (ranks > 0 number their records from 1)
+ * is dropped when nothing was printed before it. lens (NULL: not wanted)
+ * gets every rank's length. Collective. */
+static imgstat_status gather_file(mpi_run *mr, FILE *f, FILE *dest, int *strip,
+                                  uint64_t *lens, imgstat_error *err) {
   int ranks = mr->at.size, me = mr->at.rank;
-  FILE *f = mr->cap[k];
   uint64_t *len = calloc((size_t)ranks, sizeof *len);
   size_t chunk = gather_chunk();
   unsigned char *buf = malloc(chunk);
@@ -147,13 +147,70 @@ static imgstat_status gather_capture(mpi_run *mr, int k, FILE *dest, int *strip,
         }
         *strip = 0;
       }
-      fwrite(at, 1, m, dest);
+      if (dest)
+        fwrite(at, 1, m, dest);
       imgstat_mpi_blobs_free(&blobs);
     }
   }
+  if (lens && s == IMGSTAT_OK)
+    memcpy(lens, len, (size_t)ranks * sizeof *len);
   free(len);
   free(buf);
   return s;
+}
+
+/* --report under --mpi: every rank's report, serialized, brought to rank 0
+ * and merged into its own in rank order (input order); rank 0's page is
+ * then one process's. Collective; every rank returns the same: 0, or 1
+ * when the reports could not be brought together (rank 0 said why). */
+int ist_stats_mpi_gather_report(run_state *st, mpi_run *mr) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  int ranks = mr->at.size, me = mr->at.rank, bad = 0;
+  void *mine = NULL;
+  size_t n = 0;
+  FILE *src = NULL;
+  if (me > 0) { /* a rank that cannot send sends nothing, and says so */
+    bad = imgstat_report_serialize(st->report, &mine, &n, &err) != IMGSTAT_OK ||
+          !(src = fmemopen(mine, n, "r"));
+    if (bad)
+      ist_cli_error("--report: %s",
+                    err.message[0] ? err.message : "out of memory");
+  }
+  char *all = NULL;
+  size_t total = 0;
+  FILE *dest = me == 0 ? open_memstream(&all, &total) : NULL;
+  uint64_t *lens = calloc((size_t)ranks, sizeof *lens);
+  bad = bad || !lens || (me == 0 && !dest);
+  int no_strip = 0;
+  imgstat_status s = gather_file(mr, src, dest, &no_strip, lens, &err);
+  if (src)
+    fclose(src);
+  free(mine);
+  if (dest && fclose(dest) != 0)
+    bad = 1;
+  if (s != IMGSTAT_OK)
+    ist_cli_error("--mpi: --report: %s", err.message);
+  size_t at = 0;
+  for (int r = 1; me == 0 && s == IMGSTAT_OK && !bad && r < ranks; r++) {
+    imgstat_report *other = NULL;
+    if (lens[r] == 0 || lens[r] > total - at) {
+      bad = 1; /* that rank said why */
+      break;
+    }
+    /* (the run's reports have the default bounds) */
+    if (imgstat_report_deserialize(all + at, (size_t)lens[r], NULL, &other,
+                                   &err) != IMGSTAT_OK ||
+        imgstat_report_merge(st->report, other, &err) != IMGSTAT_OK) {
+      ist_cli_error("--report: rank %d's part: %s", r, err.message);
+      bad = 1;
+    }
+    imgstat_report_destroy(other);
+    at += (size_t)lens[r];
+  }
+  free(lens);
+  free(all);
+  return ist_stats_any_rank(mr, bad || s != IMGSTAT_OK);
 }
 
 /* After parsing: what --mpi cannot do. Returns -1, or the exit status of
@@ -197,10 +254,10 @@ int ist_stats_mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
   ist_stats_capture_end(mr);
   int strip = o->format == IMGSTAT_RECORD_TEXT && mine == 0;
   if (s == IMGSTAT_OK)
-    s = gather_capture(mr, 0, stdout, &strip, &err);
+    s = gather_file(mr, mr->cap[0], stdout, &strip, NULL, &err);
   int no_strip = 0;
   if (s == IMGSTAT_OK)
-    s = gather_capture(mr, 1, stderr, &no_strip, &err);
+    s = gather_file(mr, mr->cap[1], stderr, &no_strip, NULL, &err);
   if (s == IMGSTAT_OK) {
     st->write_failed = (int)any[0];
     st->any_mismatch = (int)any[1];

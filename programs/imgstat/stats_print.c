@@ -443,7 +443,7 @@ static void shell_word(FILE *out, const char *w) {
   putc('\'', out);
 }
 
-int ist_stats_write_report(run_state *st, double started) {
+int ist_stats_write_report(run_state *st, double started, int ranks) {
   const stats_options *o = st->opt;
   imgstat_error err;
   memset(&err, 0, sizeof err);
@@ -478,6 +478,7 @@ int ist_stats_write_report(run_state *st, double started) {
   run.emit = o->dataset ? o->hist.dataset_emit : 0;
   run.npercentiles = o->hist.npercentiles;
   memcpy(run.percentiles, o->hist.percentiles, sizeof run.percentiles);
+  run.ranks = ranks;
   imgstat_write_options wo;
   memset(&wo, 0, sizeof wo);
   wo.temp_path = ist_cli_temp_slot();

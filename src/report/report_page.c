@@ -385,6 +385,13 @@ static void run_section(FILE *f, const imgstat_report *r,
   imgstat_number_fprintf(f, "</td></tr>");
   kv(f, "duration");
   imgstat_number_fprintf(f, "%.3f s</td></tr>", run->seconds);
+  if (run->ranks > 0) {
+    kv(f, "MPI ranks");
+    imgstat_number_fprintf(f,
+                           "%d (each read its share of the inputs)</td>"
+                           "</tr>",
+                           run->ranks);
+  }
   uint64_t left_out = ds ? ds->nexcluded : 0;
   kv(f, "inputs");
   imgstat_number_fprintf(f,
@@ -539,6 +546,33 @@ static void constants_section(FILE *f, const imgstat_dataset_result *ds,
   fputs("</section>", f);
 }
 
+/* Channel c's name among channels (at most IST_REPORT_CHANNELS): a band's
+ * number ("1", "2", ...) when any image read has more channels than the
+ * report keeps, since then the first column holds the first band of each
+ * image, whatever its layout. */
+static const char *channel_name(const imgstat_report *r, int channels, int c) {
+  return r->max_channels > IST_REPORT_CHANNELS
+             ? imgstat_channel_name(IMGSTAT_MAX_CHANNELS, c)
+             : imgstat_channel_name(channels, c);
+}
+
+/* What is shown of images of more than IST_REPORT_CHANNELS channels: the
+ * first ones (a note with the id given; nothing when there are none). */
+static void bands_note(FILE *f, const imgstat_report *r, const char *id,
+                       const char *what) {
+  if (!r->wide)
+    return;
+  imgstat_number_fprintf(
+      f,
+      "<p id=\"%s\">%" PRIu64 " image%s ha%s more than %d "
+      "channels (up to %d bands): the report keeps the mean and std of the "
+      "first %d bands of each image, so %s show bands 1 to %d only (the "
+      "pooled record and histograms above cover every band).</p>",
+      id, r->wide, r->wide == 1 ? "" : "s", r->wide == 1 ? "s" : "ve",
+      IST_REPORT_CHANNELS, r->max_channels, IST_REPORT_CHANNELS, what,
+      IST_REPORT_CHANNELS);
+}
+
 static int plots_sections(FILE *f, const imgstat_report *r,
                           const imgstat_dataset_result *ds) {
   fputs("<section id=\"histograms\" aria-labelledby=\"h-histograms\"><h2 "
@@ -573,9 +607,10 @@ static int plots_sections(FILE *f, const imgstat_report *r,
     maxc = r->channels[i] > maxc ? r->channels[i] : maxc;
   if (maxc > IST_REPORT_CHANNELS)
     maxc = IST_REPORT_CHANNELS;
+  bands_note(f, r, "bands-note-distributions", "these plots");
   for (int c = 0; c < maxc; c++) {
     char name[32];
-    snprintf(name, sizeof name, "%s", imgstat_channel_name(maxc, c));
+    snprintf(name, sizeof name, "%s", channel_name(r, maxc, c));
     fputs("<div class=\"plots\">", f);
     dist_plot(f, &serial, r, c, 0, name);
     dist_plot(f, &serial, r, c, 1, name);
@@ -826,9 +861,11 @@ static int images_section(FILE *f, imgstat_report *r,
     nc = r->rows[k].channels > nc ? r->rows[k].channels : nc;
   if (nc > IST_REPORT_CHANNELS)
     nc = IST_REPORT_CHANNELS;
+  fputs("</p>", f);
+  bands_note(f, r, "bands-note-table", "the table's means and stds");
   imgstat_number_fprintf(
       f,
-      " Shown %d rows a page; sort by a column's header, filter by any "
+      "<p>Shown %d rows a page; sort by a column's header, filter by any "
       "text of a row.</p><noscript><p>The table needs the page's script "
       "(its rows are in the element image-data).</p></noscript>"
       "<p id=\"filter-box\"><label for=\"filter\">Filter</label><input "
@@ -853,7 +890,7 @@ static int images_section(FILE *f, imgstat_report *r,
       fprintf(f,
               "<th scope=\"col\" data-num><button type=\"button\">%s %s"
               "</button></th>",
-              s ? "std" : "mean", imgstat_channel_name(nc, c));
+              s ? "std" : "mean", channel_name(r, nc, c));
   fputs("<th scope=\"col\"><button type=\"button\">note</button></th></tr>"
         "</thead><tbody></tbody></table></div>"
         "<script type=\"application/json\" id=\"image-data\">[",

@@ -20,7 +20,10 @@ bright image, a name with HTML's special characters) pooled with
     without --report writes no page, a page that cannot be written fails
     naming it and leaves nothing, the page's folder holds nothing else
     (the temporary was renamed), and a statistics run (no --dataset) gets a
-    page too.
+    page too;
+  * a folder of 13- and 20-band images (and an RGB one): the page says that
+    the images' means and stds are those of their first 4 bands, names the
+    table's columns by band, and those numbers are numpy's.
 
 Usage: report_check.py IMGSTAT TMPDIR
 """
@@ -320,11 +323,81 @@ def main():
     sp = parse(stats_page) if os.path.exists(stats_page) else Page()
     check({"run", "pooled", "images"} <= sp.ids and len(sp.rows) == 2,
           "a statistics run's page")
+    bands_check(imgstat, tmp)
     if failures:
         print("%d failure(s)" % len(failures))
         return 1
     print("ok")
     return 0
+
+
+def make_bands(d):
+    """A folder of .npy images of 13 and 20 bands (H, W, C) and an RGB PNG;
+    returns each file's pixels by name."""
+    os.makedirs(d)
+    rng = np.random.default_rng(11)
+    px = {}
+    for name, shape in (("b13.npy", (20, 30, 13)), ("b20.npy", (24, 30, 20))):
+        px[name] = rng.integers(0, 4000, shape, dtype=np.uint16)
+        np.save(os.path.join(d, name), px[name])
+    px["rgb.png"] = rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)
+    Image.fromarray(px["rgb.png"]).save(os.path.join(d, "rgb.png"))
+    return px
+
+
+def bands_check(imgstat, tmp):
+    """Images of more than 4 channels: the page says that the images'
+    means and stds are their first 4 bands', names the table's columns by
+    band, and those numbers are numpy's over bands 1-4."""
+    d = os.path.join(tmp, "bands")
+    px = make_bands(d)
+    page = os.path.join(tmp, "bands.html")
+    # (a statistics run: what the dataset pools of 20 bands is not the
+    # point here)
+    r = subprocess.run([imgstat, "--report", page, d],
+                       capture_output=True, text=True, cwd=tmp)
+    check(r.returncode == 0, "bands: exit %d (%s)" % (r.returncode,
+                                                     r.stderr[-300:]))
+    if not os.path.exists(page):
+        check(False, "bands: no page")
+        return
+    p = parse(page)
+    raw = open(page, encoding="utf-8").read()
+    for sid in ("run", "pooled", "distributions", "images",
+                "bands-note-distributions", "bands-note-table"):
+        check(sid in p.ids, "bands: %s on the page" % sid)
+    for key in ("bands-note-distributions", "bands-note-table"):
+        note = p.text.get(key, "")
+        check("2 images have more than 4 channels (up to 20 bands)" in note
+              and "first 4 bands" in note and "bands 1 to 4 only" in note,
+              "bands: the note says what is shown: %r" % note)
+    heads = re.findall(r">(mean|std) ([^<]*)</button>", raw)
+    check(heads == [("mean", str(c)) for c in range(1, 5)] +
+          [("std", str(c)) for c in range(1, 5)],
+          "bands: the table's columns named by band: %s" % heads)
+    dist = re.findall(r"<title[^>]*>Images' (means|stds) of channel "
+                      r"([^<]*)</title>", html.unescape(raw))
+    check(sorted(dist) == sorted((k, str(c)) for k in ("means", "stds")
+                                 for c in range(1, 5)) and
+          p.svg_titles == p.svgs,
+          "bands: the images' means and stds of bands 1-4: %s" % dist)
+    rows = {os.path.basename(row[1]): row for row in p.rows}
+    check(sorted(rows) == sorted(px), "bands: one row per image: %s"
+          % sorted(rows))
+    for name, a in px.items():
+        if name not in rows:
+            continue
+        a = a.reshape(-1, a.shape[-1]).astype(np.float64)
+        nc = min(4, a.shape[1])
+        got = rows[name][8:16]
+        want = list(a[:, :nc].mean(0)) + [None] * (4 - nc) + \
+            list(a[:, :nc].std(0)) + [None] * (4 - nc)
+        check(all((g is None and w is None) or
+                  (g is not None and w is not None and
+                   abs(g - w) <= 1e-5 * max(1, abs(w)))
+                  for g, w in zip(got, want)),
+              "bands: %s's means and stds, page %s, numpy %s"
+              % (name, got, want))
 
 
 if __name__ == "__main__":
