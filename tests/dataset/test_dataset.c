@@ -188,14 +188,19 @@ static int same_result(const imgstat_dataset_result *a,
   return 1;
 }
 
-/* 13-band images pool together, and through the serialized form (one
- * mean and std per band kept for the outlier rule) to the same result. */
-static void test_bands_serialized(void) {
-  enum { NB = 13, NI = 3 };
+/* nb-band images pool together, and through the serialized form (one
+ * mean and std per band kept for the outlier rule) to the same result; a
+ * damaged or cut serialized form is refused; the last band's count, min
+ * and max are the samples' own. */
+static void bands_serialized(int nb) {
+  enum { NI = 3 };
   imgstat_image im[NI];
-  imgstat_partial part[NI][IMGSTAT_MAX_CHANNELS];
+  imgstat_partial(*part)[IMGSTAT_MAX_CHANNELS] = calloc(NI, sizeof *part);
+  CU_ASSERT_FATAL(part != NULL);
   imgstat_error err;
   uint32_t seed = 7;
+  uint16_t lo = 65535, hi = 0;
+  uint64_t count = 0;
   imgstat_dataset_options o;
   memset(&o, 0, sizeof o);
   imgstat_dataset *a = NULL, *half = NULL, *rest = NULL;
@@ -203,18 +208,24 @@ static void test_bands_serialized(void) {
   CU_ASSERT_FATAL(imgstat_dataset_create(&o, &half, &err) == IMGSTAT_OK);
   CU_ASSERT_FATAL(imgstat_dataset_create(&o, &rest, &err) == IMGSTAT_OK);
   for (int k = 0; k < NI; k++) {
-    CU_ASSERT_FATAL(imgstat_image_alloc(&im[k], 6 + (uint32_t)k, 5, NB,
+    CU_ASSERT_FATAL(imgstat_image_alloc(&im[k], 6 + (uint32_t)k, 5, nb,
                                         IMGSTAT_U16, 0, &err) == IMGSTAT_OK);
-    for (int c = 0; c < NB; c++)
+    for (int c = 0; c < nb; c++)
       for (uint32_t i = 0; i < im[k].width * im[k].height; i++) {
         seed = seed * 1103515245u + 12345u;
-        ((uint16_t *)im[k].planes[c])[i] = (uint16_t)(seed >> 16);
+        uint16_t v = (uint16_t)(seed >> 16);
+        ((uint16_t *)im[k].planes[c])[i] = v;
+        if (c == nb - 1) {
+          lo = v < lo ? v : lo;
+          hi = v > hi ? v : hi;
+          count++;
+        }
       }
     CU_ASSERT_FATAL(imgstat_cpu_stats(&im[k], 1, part[k], &err) == IMGSTAT_OK);
     imgstat_dataset_image di = {"bands.npy",
                                 im[k].width,
                                 im[k].height,
-                                NB,
+                                nb,
                                 IMGSTAT_U16,
                                 part[k],
                                 NULL,
@@ -228,18 +239,28 @@ static void test_bands_serialized(void) {
   }
   void *buf = NULL;
   size_t size = 0;
-  imgstat_dataset *back = NULL;
+  imgstat_dataset *back = NULL, *bad = NULL;
   CU_ASSERT_FATAL(imgstat_dataset_serialize(rest, &buf, &size, &err) ==
                   IMGSTAT_OK);
   CU_ASSERT_FATAL(imgstat_dataset_deserialize(buf, size, &back, &err) ==
                   IMGSTAT_OK);
+  CU_ASSERT(imgstat_dataset_deserialize(buf, size - 8, &bad, &err) ==
+            IMGSTAT_ERR_FORMAT);
+  ((unsigned char *)buf)[size / 3] ^= 4;
+  CU_ASSERT(imgstat_dataset_deserialize(buf, size, &bad, &err) ==
+            IMGSTAT_ERR_FORMAT);
+  CU_ASSERT(bad == NULL);
   free(buf);
   CU_ASSERT(imgstat_dataset_merge(half, back, &err) == IMGSTAT_OK);
   imgstat_dataset_result ra, rh;
   CU_ASSERT_FATAL(imgstat_dataset_finish(a, 1, &ra, &err) == IMGSTAT_OK);
   CU_ASSERT_FATAL(imgstat_dataset_finish(half, 1, &rh, &err) == IMGSTAT_OK);
-  CU_ASSERT(ra.channels == NB);
+  CU_ASSERT_FATAL(ra.channels == nb);
   CU_ASSERT(same_result(&ra, &rh));
+  CU_ASSERT(ra.ch[nb - 1].count == count && ra.ch[nb - 1].min == lo &&
+            ra.ch[nb - 1].max == hi);
+  CU_ASSERT(rh.ch[nb - 1].count == count && rh.ch[nb - 1].min == lo &&
+            rh.ch[nb - 1].max == hi);
   imgstat_dataset_result_free(&ra);
   imgstat_dataset_result_free(&rh);
   imgstat_dataset_destroy(a);
@@ -248,6 +269,13 @@ static void test_bands_serialized(void) {
   imgstat_dataset_destroy(back);
   for (int k = 0; k < NI; k++)
     imgstat_image_free(&im[k]);
+  free(part);
+}
+
+static void test_bands_serialized(void) { bands_serialized(13); }
+static void test_wide_serialized(void) {
+  bands_serialized(200);
+  bands_serialized(IMGSTAT_MAX_CHANNELS);
 }
 
 /* In order, reversed, and split in three merged accumulators (one of them
@@ -631,6 +659,7 @@ static const test_case tests[] = {
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
     {"every order and grouping: the same result", test_groupings},
     {"13-band images, through the serialized form", test_bands_serialized},
+    {"200 and 1024 bands, through the serialized form", test_wide_serialized},
     {"labels pooled apart, merged and serialized", test_labels_merged},
     {"--as rgb replicates gray", test_as_rgb_replicates},
     {"--as keep: the layout most images have", test_layout_most_images},
