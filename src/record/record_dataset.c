@@ -529,7 +529,12 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
       fprintf(out, "%-8s %14" PRIu64 " %12s %12s %12s %12s\n",
               imgstat_channel_name(r->channels, c), d->count, mn, mx, mean, sd);
     }
-    for (int c = 0; c < r->channels; c++) {
+    /* over IMGSTAT_INLINE_CHANNELS bands the table is all (one line a
+     * band, as an image's): the sums and places are in --json */
+    if (r->channels > IMGSTAT_INLINE_CHANNELS)
+      fputs("(each band's sums and where its min and max are: --json)\n", out);
+    for (int c = 0; c < r->channels && r->channels <= IMGSTAT_INLINE_CHANNELS;
+         c++) {
       const imgstat_dataset_channel *d = &r->ch[c];
       if (!d->has_values)
         continue;
