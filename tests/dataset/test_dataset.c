@@ -188,6 +188,35 @@ static int same_result(const imgstat_dataset_result *a,
   return 1;
 }
 
+/* The serialized form buf with one byte changed at a time (every one of
+ * its first 256, then 100 spread over the rest) and its checksum made good
+ * again (FNV-1a 64 of the bytes before it, little-endian): each is read
+ * back or refused with IMGSTAT_ERR_FORMAT, never past its end (ASan,
+ * valgrind); one read back gives a result. */
+static void damaged_forms(const unsigned char *buf, size_t size) {
+  unsigned char *copy = malloc(size);
+  CU_ASSERT_FATAL(copy != NULL);
+  imgstat_error err;
+  for (size_t i = 8; i + 8 < size; i += i < 256 ? 1 : size / 100 + 1) {
+    memcpy(copy, buf, size);
+    copy[i] ^= (unsigned char)(1u << (i % 8));
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t k = 0; k + 8 < size; k++)
+      h = (h ^ copy[k]) * UINT64_C(0x100000001b3);
+    for (int b = 0; b < 8; b++)
+      copy[size - 8 + (size_t)b] = (unsigned char)(h >> (8 * b));
+    imgstat_dataset *d = NULL;
+    imgstat_status st = imgstat_dataset_deserialize(copy, size, &d, &err);
+    CU_ASSERT(st == IMGSTAT_OK || st == IMGSTAT_ERR_FORMAT);
+    CU_ASSERT((st == IMGSTAT_OK) == (d != NULL));
+    imgstat_dataset_result r;
+    if (d && imgstat_dataset_finish(d, 0, &r, &err) == IMGSTAT_OK)
+      imgstat_dataset_result_free(&r);
+    imgstat_dataset_destroy(d);
+  }
+  free(copy);
+}
+
 /* nb-band images pool together, and through the serialized form (one
  * mean and std per band kept for the outlier rule) to the same result; a
  * damaged or cut serialized form is refused; the last band's count, min
@@ -244,6 +273,8 @@ static void bands_serialized(int nb) {
                   IMGSTAT_OK);
   CU_ASSERT_FATAL(imgstat_dataset_deserialize(buf, size, &back, &err) ==
                   IMGSTAT_OK);
+  if (nb == 200)
+    damaged_forms(buf, size);
   CU_ASSERT(imgstat_dataset_deserialize(buf, size - 8, &bad, &err) ==
             IMGSTAT_ERR_FORMAT);
   ((unsigned char *)buf)[size / 3] ^= 4;
@@ -659,7 +690,9 @@ static const test_case tests[] = {
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
     {"every order and grouping: the same result", test_groupings},
     {"13-band images, through the serialized form", test_bands_serialized},
-    {"200 and 1024 bands, through the serialized form", test_wide_serialized},
+    {"200 and 1024 bands, through the serialized form (damaged forms "
+     "refused)",
+     test_wide_serialized},
     {"labels pooled apart, merged and serialized", test_labels_merged},
     {"--as rgb replicates gray", test_as_rgb_replicates},
     {"--as keep: the layout most images have", test_layout_most_images},
