@@ -169,9 +169,14 @@ typedef struct imgstat_dataset_image {
   int int16;
 } imgstat_dataset_image;
 
-/* Adds one image at its ordinal (each ordinal once). IMGSTAT_ERR_ARG for
- * a bad image description; IMGSTAT_ERR_LIMIT when a count would
- * overflow; IMGSTAT_ERR_NOMEM. On failure d is unchanged. */
+/* Adds one image at its ordinal (each ordinal once), of 1 to
+ * IMGSTAT_MAX_CHANNELS channels: d makes the exact pools and histograms of
+ * a pooled layout and depth when its first image comes (a layout of more
+ * than IMGSTAT_POOL_MAX_CHANNELS channels in several pools), so that it
+ * holds only those of the layouts seen. IMGSTAT_ERR_ARG for a bad image
+ * description; IMGSTAT_ERR_LIMIT when a count would overflow;
+ * IMGSTAT_ERR_NOMEM. On failure d's figures are unchanged (the room made
+ * for the image's layout may stay, empty). */
 imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
                                    const imgstat_dataset_image *im,
                                    imgstat_error *err);
