@@ -260,13 +260,16 @@ imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
   imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
   int hist = o->histograms && (img->sample != IMGSTAT_F32 || o->have_range);
   imgstat_status s = IMGSTAT_OK;
-  if (hist) { /* room for a histogram per channel */
-    out->hist = calloc((size_t)img->channels, sizeof *out->hist);
-    if (!out->hist)
+  int luma = imgstat_dataset_needs_gray(o, img->channels);
+  if (hist && (luma || img->sample == IMGSTAT_F32)) { /* made here */
+    out->nhist = luma ? 1 : img->channels;
+    out->hist = calloc((size_t)out->nhist, sizeof *out->hist);
+    if (!out->hist) {
+      out->nhist = 0;
       return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-    out->nhist = img->channels;
+    }
   }
-  if (imgstat_dataset_needs_gray(o, img->channels)) {
+  if (luma) {
     imgstat_image gray;
     s = imgstat_dataset_gray(img, &gray, err);
     if (s != IMGSTAT_OK)
