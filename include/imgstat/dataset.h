@@ -169,9 +169,14 @@ typedef struct imgstat_dataset_image {
   int int16;
 } imgstat_dataset_image;
 
-/* Adds one image at its ordinal (each ordinal once). IMGSTAT_ERR_ARG for
- * a bad image description; IMGSTAT_ERR_LIMIT when a count would
- * overflow; IMGSTAT_ERR_NOMEM. On failure d is unchanged. */
+/* Adds one image at its ordinal (each ordinal once), of 1 to
+ * IMGSTAT_MAX_CHANNELS channels: d makes the exact pools and histograms of
+ * a pooled layout and depth when its first image comes (a layout of more
+ * than IMGSTAT_POOL_MAX_CHANNELS channels in several pools), so that it
+ * holds only those of the layouts seen. IMGSTAT_ERR_ARG for a bad image
+ * description; IMGSTAT_ERR_LIMIT when a count would overflow;
+ * IMGSTAT_ERR_NOMEM. On failure d's figures are unchanged (the room made
+ * for the image's layout may stay, empty). */
 imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
                                    const imgstat_dataset_image *im,
                                    imgstat_error *err);
@@ -296,7 +301,9 @@ struct imgstat_dataset_result {
   int scale_unit;
   imgstat_dataset_as as;
   int ddof;
-  imgstat_dataset_channel ch[IMGSTAT_POOL_MAX_CHANNELS];
+  /* channels entries (1 to IMGSTAT_MAX_CHANNELS; NULL when nothing is
+   * pooled), owned */
+  imgstat_dataset_channel *ch;
   /* Pooled histograms asked for but not made (e.g. float without a range,
    * float and integer mixed), or float percentiles left within one bin
    * (no second read: an input read only once, MPI, too many samples in
@@ -314,8 +321,11 @@ struct imgstat_dataset_result {
    * the layout they pool in (1..4 channels: Y, YA, RGB, RGBA) and, without
    * scale_unit, by depth (0: 8-bit, 1: 16, 2: 32; with scale_unit every
    * count is in [l][0]); layout_tie: the largest count was shared and the
-   * tie rule (more channels, then more bits) chose. */
-  uint64_t layout_count[IMGSTAT_POOL_MAX_CHANNELS + 1][4];
+   * tie rule (more channels, then more bits) chose. layout_count has
+   * nlayout_count rows (pooled channels 0..nlayout_count - 1; row 0 is
+   * unused), owned. */
+  uint64_t (*layout_count)[4];
+  int nlayout_count;
   int layout_tie;
   /* A run over a sample of the inputs (imgstat_run_options.sample): the
    * sample asked for (sample > 0), the inputs it was drawn from (sample_of:
@@ -355,7 +365,7 @@ typedef struct imgstat_dataset_exact_want {
 } imgstat_dataset_exact_want;
 
 /* What a second read needs of a finished result r: for each pooled
- * channel (r->channels; want holds IMGSTAT_POOL_MAX_CHANNELS entries) the ranks
+ * channel (want holds r->channels entries) the ranks
  * of the median and of percentiles p[0..np) (the first
  * IMGSTAT_DATASET_EXACT_MAX - 1 of them). Returns 0 when r has no float pooled
  * histogram (nothing to refine: integer histograms are exact); the histograms'

@@ -83,9 +83,8 @@ typedef struct imgstat_pool_channel {
   uint64_t fsq[IMGSTAT_POOL_FSQ_WORDS];   /* f32 */
 } imgstat_pool_channel;
 
-/* Channels a pool (and the dataset accumulator, dataset.h) takes: images
- * of more bands are statistics of their own (IMGSTAT_MAX_CHANNELS), not
- * pooled. */
+/* Channels a pool takes (the dataset accumulator, dataset.h, pools images
+ * of more bands, up to IMGSTAT_MAX_CHANNELS, in several pools). */
 #define IMGSTAT_POOL_MAX_CHANNELS IMGSTAT_INLINE_CHANNELS
 
 typedef struct imgstat_pool {

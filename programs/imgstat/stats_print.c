@@ -368,7 +368,14 @@ void ist_stats_print_dataset(run_state *st) {
     st->any_failed = 1;
     return;
   }
-  imgstat_hist_figures hf[IMGSTAT_POOL_MAX_CHANNELS];
+  imgstat_hist_figures *hf =
+      calloc(r.channels ? (size_t)r.channels : 1, sizeof *hf);
+  if (!hf) {
+    ist_cli_error("--dataset: out of memory");
+    st->any_failed = 1;
+    imgstat_dataset_result_free(&r);
+    return;
+  }
   imgstat_dataset_hist_figures(&r, o->hist.percentiles, o->hist.npercentiles,
                                hf);
   imgstat_record_write_dataset(
@@ -405,7 +412,7 @@ void ist_stats_print_dataset(run_state *st) {
     info.channels = r.channels;
     info.sample = r.ch[0].hist.sample;
     info.scale = r.hist_scale;
-    imgstat_histogram hists[IMGSTAT_POOL_MAX_CHANNELS];
+    imgstat_histogram hists[IMGSTAT_MAX_CHANNELS];
     for (int c = 0; c < r.channels; c++) {
       info.has_mean[c] = r.ch[c].has_values;
       info.mean[c] = r.ch[c].mean;
@@ -419,6 +426,7 @@ void ist_stats_print_dataset(run_state *st) {
                   r.histogram_note[0] ? r.histogram_note : "none made");
     st->any_failed = 1;
   }
+  free(hf);
   imgstat_dataset_result_free(&r);
 }
 

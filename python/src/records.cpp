@@ -397,7 +397,8 @@ nb::object emitted_dict(const Emitted &e) {
 bool dataset_json(const imgstat_dataset_result *r, const Request &req,
                   std::string *out) {
   imgstat_record_hist hist = hist_of(req);
-  imgstat_hist_figures hf[IMGSTAT_POOL_MAX_CHANNELS];
+  std::vector<imgstat_hist_figures> hfs(r->channels ? r->channels : 1);
+  imgstat_hist_figures *hf = hfs.data();
   imgstat_dataset_hist_figures(r, hist.percentiles, hist.npercentiles, hf);
   char *buf = nullptr;
   size_t size = 0;
@@ -430,6 +431,9 @@ dataset_emit(const std::string &form, bool scale_unit,
   std::memset(&r, 0, sizeof r);
   r.scale_unit = scale_unit;
   r.channels = (int)mean.size();
+  std::vector<imgstat_dataset_channel> chs(mean.size() ? mean.size() : 1);
+  std::memset(chs.data(), 0, chs.size() * sizeof chs[0]);
+  r.ch = chs.data();
   for (size_t c = 0; c < mean.size(); c++) {
     r.ch[c].has_values = mean[c].has_value();
     r.ch[c].mean = mean[c].value_or(0.0);

@@ -285,3 +285,29 @@ def test_scan_progress(folder):
     assert it.progress == {"done": len(images) + 1, "failed": 1,
                            "total": len(images) + 1, "total_known": True}
     assert first.file == next(iter(images))
+
+
+def test_dataset_bands(tmp_path):
+    """A pool of 40-band images (bands on the smaller end axis): numpy's
+    per-band figures and pooled percentiles, one a band."""
+    B = 40
+    rng = np.random.default_rng(200)
+    arrays = [rng.integers(0, 65536, size=(50 + k, 45, B), dtype=np.uint16)
+              for k in range(3)]
+    for k, a in enumerate(arrays):
+        np.save(tmp_path / ("b%d.npy" % k), a)
+    d = imgstat.dataset(tmp_path, histogram=True, percentiles=[0.5, 99.5])
+    pooled = np.concatenate([a.reshape(-1, B) for a in arrays])
+    assert d.pooled == 3
+    assert d.count == (pooled.shape[0],) * B
+    assert d.mean == pytest.approx(tuple(pooled.mean(axis=0, dtype=np.float64)),
+                                   rel=1e-14)
+    assert d.std == pytest.approx(tuple(pooled.std(axis=0, dtype=np.float64)),
+                                  rel=1e-12)
+    stats = d.to_dict()["dataset"]["stats"]
+    s = np.sort(pooled, axis=0)
+    n = pooled.shape[0]
+    for c in (0, 17, B - 1):
+        want = {"0.5": int(s[max(1, -(-5 * n // 1000)) - 1, c]),
+                "99.5": int(s[max(1, -(-995 * n // 1000)) - 1, c])}
+        assert stats[c]["percentiles"] == want

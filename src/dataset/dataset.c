@@ -178,10 +178,86 @@ imgstat_status imgstat_dataset_convert(const imgstat_image *img,
 /* ---- the accumulator -------------------------------------------------------
  */
 
-static void group_init(group *g) {
-  memset(g, 0, sizeof *g);
-  imgstat_pool_init(&g->pool);
+static const group empty_group = {0, 0, NULL, UINT64_MAX, 0, 0, NULL};
+
+const group *ist_dataset_group(const imgstat_dataset *d, int l, int k) {
+  const group *g = l >= 0 && l < d->nlayout ? d->g[l * NDEPTH + k] : NULL;
+  return g ? g : &empty_group;
+}
+
+static void group_free(group *g) {
+  if (!g)
+    return;
+  for (int c = 0; g->hist && c < g->layout; c++)
+    imgstat_histogram_free(&g->hist[c]);
+  free(g->hist);
+  free(g->pool);
+  free(g);
+}
+
+group *ist_dataset_group_make(imgstat_dataset *d, int l, int k) {
+  if (l < 1 || l > IMGSTAT_MAX_CHANNELS || k < 0 || k >= NDEPTH)
+    return NULL;
+  if (l >= d->nlayout) {
+    group **g = realloc(d->g, sizeof *g * NDEPTH * (size_t)(l + 1));
+    if (!g)
+      return NULL;
+    memset(g + (size_t)d->nlayout * NDEPTH, 0,
+           sizeof *g * NDEPTH * (size_t)(l + 1 - d->nlayout));
+    d->g = g;
+    d->nlayout = l + 1;
+  }
+  group **slot = &d->g[l * NDEPTH + k];
+  if (*slot)
+    return *slot;
+  group *g = calloc(1, sizeof *g);
+  if (!g)
+    return NULL;
+  g->layout = l;
+  g->npools = (l + GROUP_POOL_CHANNELS - 1) / GROUP_POOL_CHANNELS;
   g->first = UINT64_MAX;
+  g->pool = malloc(sizeof *g->pool * (size_t)g->npools);
+  g->hist = calloc((size_t)l, sizeof *g->hist);
+  if (!g->pool || !g->hist) {
+    group_free(g);
+    return NULL;
+  }
+  for (int j = 0; j < g->npools; j++)
+    imgstat_pool_init(&g->pool[j]);
+  *slot = g;
+  return g;
+}
+
+void ist_group_figures(const group *g, int c, int ddof,
+                       imgstat_pool_figures *out) {
+  imgstat_pool_figures_compute(&g->pool[c / GROUP_POOL_CHANNELS],
+                               c % GROUP_POOL_CHANNELS, ddof, out, NULL);
+}
+
+/* Adds one image's pooled partials to g's pools: all of them or, on
+ * failure, none. */
+static imgstat_status group_pool_add(group *g, uint64_t ordinal,
+                                     const imgstat_partial *parts,
+                                     imgstat_sample sample, uint32_t width,
+                                     imgstat_error *err) {
+  if (g->npools == 1)
+    return imgstat_pool_add(&g->pool[0], ordinal, parts, g->layout, sample,
+                            width, err);
+  imgstat_pool *keep = malloc(sizeof *keep * (size_t)g->npools);
+  if (!keep)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  memcpy(keep, g->pool, sizeof *keep * (size_t)g->npools);
+  imgstat_status st = IMGSTAT_OK;
+  for (int j = 0; j < g->npools && st == IMGSTAT_OK; j++) {
+    int first = j * GROUP_POOL_CHANNELS, n = g->layout - first;
+    st = imgstat_pool_add(&g->pool[j], ordinal, parts + first,
+                          n < GROUP_POOL_CHANNELS ? n : GROUP_POOL_CHANNELS,
+                          sample, width, err);
+  }
+  if (st != IMGSTAT_OK)
+    memcpy(g->pool, keep, sizeof *keep * (size_t)g->npools);
+  free(keep);
+  return st;
 }
 
 imgstat_status imgstat_dataset_create(const imgstat_dataset_options *opts,
@@ -206,9 +282,6 @@ imgstat_status imgstat_dataset_create(const imgstat_dataset_options *opts,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "bad dataset options (as, or the range lo..hi)");
   }
-  for (int l = 0; l < NLAYOUT; l++)
-    for (int k = 0; k < NDEPTH; k++)
-      group_init(&d->g[l][k]);
   *out = d;
   return IMGSTAT_OK;
 }
@@ -216,10 +289,12 @@ imgstat_status imgstat_dataset_create(const imgstat_dataset_options *opts,
 void imgstat_dataset_destroy(imgstat_dataset *d) {
   if (!d)
     return;
-  for (int l = 0; l < NLAYOUT; l++)
-    for (int k = 0; k < NDEPTH; k++)
-      for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
-        imgstat_histogram_free(&d->g[l][k].hist[c]);
+  for (int i = 0; i < d->nlayout * NDEPTH; i++)
+    group_free(d->g[i]);
+  free(d->g);
+  free(d->nexact);
+  free(d->exact_rank);
+  free(d->exact_value);
   ist_summaries_free(&d->s);
   ist_dataset_labels_free(d);
   free(d);
@@ -305,16 +380,17 @@ static int hist_fits(const imgstat_histogram *h, imgstat_sample s,
          h->hi == o->hi;
 }
 
+static imgstat_status add_pooled(imgstat_dataset *d, group *g, uint64_t ordinal,
+                                 const imgstat_dataset_image *im, int pooled,
+                                 int k, int int16, uint64_t n, int *map,
+                                 imgstat_partial *parts, float *ms,
+                                 imgstat_error *err);
+
 imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
                                    const imgstat_dataset_image *im,
                                    imgstat_error *err) {
-  if (im && im->channels > IMGSTAT_POOL_MAX_CHANNELS &&
-      im->channels <= IMGSTAT_MAX_CHANNELS)
-    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
-                             "%d bands: the dataset pool takes at most %d",
-                             im->channels, IMGSTAT_POOL_MAX_CHANNELS);
   if (!d || !im || !im->partial || im->channels < 1 ||
-      im->channels > IMGSTAT_POOL_MAX_CHANNELS || im->width == 0 ||
+      im->channels > IMGSTAT_MAX_CHANNELS || im->width == 0 ||
       im->height == 0 ||
       (im->sample != IMGSTAT_U8 && im->sample != IMGSTAT_U16 &&
        im->sample != IMGSTAT_F32))
@@ -343,11 +419,44 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
         o->scale_unit ? "--scale unit" : "--as");
   int pooled = imgstat_dataset_pooled_channels(o, im->channels);
   int k = int16 ? IST_DEPTH_INT16 : depth_index(im->sample);
-  group *g = &d->g[pooled][k];
+  group *g = ist_dataset_group_make(d, pooled, k);
+  if (!g)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   uint64_t n = (uint64_t)im->width * im->height;
-  int map[IMGSTAT_POOL_MAX_CHANNELS];
+  /* the pooled channels' sources, partials, means and stds: on the stack
+   * for a few channels, else on the heap */
+  int map_small[IMGSTAT_INLINE_CHANNELS], *map = map_small;
+  imgstat_partial parts_small[IMGSTAT_INLINE_CHANNELS], *parts = parts_small;
+  float ms_small[2 * IMGSTAT_INLINE_CHANNELS], *ms = ms_small;
+  if (pooled > IMGSTAT_INLINE_CHANNELS) {
+    map = malloc(sizeof *map * (size_t)pooled);
+    parts = malloc(sizeof *parts * (size_t)pooled);
+    ms = malloc(sizeof *ms * 2 * (size_t)pooled);
+  }
+  imgstat_status st =
+      add_pooled(d, g, ordinal, im, pooled, k, int16, n, map, parts, ms, err);
+  if (map != map_small) {
+    free(map);
+    free(parts);
+    free(ms);
+  }
+  if (st != IMGSTAT_OK)
+    return st;
+  /* its labels, each in its own pool (a failure there: out of memory) */
+  return im->nlabels ? ist_dataset_labels_add(d, ordinal, im, err) : IMGSTAT_OK;
+}
+
+/* imgstat_dataset_add's work on image im of layout `pooled` and depth
+ * index k in group g, with map, parts and ms (2 * pooled) to fill. */
+static imgstat_status add_pooled(imgstat_dataset *d, group *g, uint64_t ordinal,
+                                 const imgstat_dataset_image *im, int pooled,
+                                 int k, int int16, uint64_t n, int *map,
+                                 imgstat_partial *parts, float *ms,
+                                 imgstat_error *err) {
+  const imgstat_dataset_options *o = &d->o;
+  if (!map || !parts || !ms)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   channel_map(o, im->channels, pooled, map);
-  imgstat_partial parts[IMGSTAT_POOL_MAX_CHANNELS];
   for (int c = 0; c < pooled; c++)
     parts[c] = map[c] < 0 ? opaque_partial(n, im->sample) : im->partial[map[c]];
 
@@ -370,6 +479,8 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
   s->channels = im->channels;
   s->depth = k;
   s->pooled = pooled;
+  s->mean = ms;
+  s->std = ms + pooled;
   int colour = pooled == 2 || pooled == 4 ? pooled - 1 : pooled;
   s->constant = 1;
   for (int c = 0; c < pooled; c++) {
@@ -394,8 +505,8 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
   uint64_t last = d->s.last_ordinal;
   if (ist_summaries_add(&d->s, s, im->name ? im->name : "") != IMGSTAT_OK)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  imgstat_status st = imgstat_pool_add(&g->pool, ordinal, parts, pooled,
-                                       im->sample, im->width, err);
+  imgstat_status st =
+      group_pool_add(g, ordinal, parts, im->sample, im->width, err);
   if (st != IMGSTAT_OK) {
     /* forget it (the last name is left: it only codes the next one) */
     d->s.used = used;
@@ -413,8 +524,7 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
       ist_dataset_hist_add(&g->hist[c], map[c] < 0 ? NULL : &im->hist[map[c]],
                            n);
   }
-  /* its labels, each in its own pool (a failure there: out of memory) */
-  return im->nlabels ? ist_dataset_labels_add(d, ordinal, im, err) : IMGSTAT_OK;
+  return IMGSTAT_OK;
 }
 
 static int same_options(const imgstat_dataset_options *a,
@@ -433,21 +543,34 @@ imgstat_status imgstat_dataset_merge(imgstat_dataset *a,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_dataset_merge: two distinct "
                              "accumulators of the same options needed");
-  /* Everything that can fail first, on copies. */
-  imgstat_pool *pools = malloc(sizeof(imgstat_pool) * NLAYOUT * NDEPTH);
+  /* Everything that can fail first: a's groups of b's layouts made, the
+   * merged pools on copies, a's histograms allocated. */
+  size_t npools = 0;
+  for (int i = 0; i < b->nlayout * NDEPTH; i++)
+    if (b->g[i] && !ist_dataset_group_make(a, i / NDEPTH, i % NDEPTH))
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < b->nlayout * NDEPTH; i++)
+    npools += b->g[i] ? (size_t)b->g[i]->npools : 0;
+  imgstat_pool *pools = malloc(sizeof(imgstat_pool) * (npools ? npools : 1));
   if (!pools)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   imgstat_status st = IMGSTAT_OK;
-  for (int l = 0; l < NLAYOUT && st == IMGSTAT_OK; l++)
-    for (int k = 0; k < NDEPTH && st == IMGSTAT_OK; k++) {
-      imgstat_pool *p = &pools[l * NDEPTH + k];
-      *p = a->g[l][k].pool;
-      st = imgstat_pool_merge(p, &b->g[l][k].pool, err);
-      for (int c = 0; c < l && st == IMGSTAT_OK; c++)
-        if (b->g[l][k].hist[c].counts)
-          st = ist_dataset_hist_ready(&a->g[l][k].hist[c],
-                                      ist_dataset_depth_sample[k], &a->o, err);
+  size_t at = 0;
+  for (int i = 0; i < b->nlayout * NDEPTH && st == IMGSTAT_OK; i++) {
+    const group *y = b->g[i];
+    group *x = a->g[i];
+    if (!y)
+      continue;
+    for (int j = 0; j < y->npools && st == IMGSTAT_OK; j++) {
+      pools[at + j] = x->pool[j];
+      st = imgstat_pool_merge(&pools[at + j], &y->pool[j], err);
     }
+    at += (size_t)y->npools;
+    for (int c = 0; c < y->layout && st == IMGSTAT_OK; c++)
+      if (y->hist[c].counts)
+        st = ist_dataset_hist_ready(
+            &x->hist[c], ist_dataset_depth_sample[i % NDEPTH], &a->o, err);
+  }
   /* b's summaries after a's (taken back when out of memory) */
   size_t used = a->s.used, count = a->s.n;
   uint64_t last = a->s.last_ordinal;
@@ -472,18 +595,21 @@ imgstat_status imgstat_dataset_merge(imgstat_dataset *a,
     return st;
   }
   a->failed += b->failed;
-  for (int l = 0; l < NLAYOUT; l++)
-    for (int k = 0; k < NDEPTH; k++) {
-      group *x = &a->g[l][k];
-      const group *y = &b->g[l][k];
-      x->pool = pools[l * NDEPTH + k];
-      x->first = y->first < x->first ? y->first : x->first;
-      x->images += y->images;
-      x->hist_images += y->hist_images;
-      for (int c = 0; c < l; c++)
-        if (y->hist[c].counts)
-          ist_dataset_hist_add(&x->hist[c], &y->hist[c], 0);
-    }
+  at = 0;
+  for (int i = 0; i < b->nlayout * NDEPTH; i++) {
+    group *x = a->g[i];
+    const group *y = b->g[i];
+    if (!y)
+      continue;
+    memcpy(x->pool, pools + at, sizeof *pools * (size_t)y->npools);
+    at += (size_t)y->npools;
+    x->first = y->first < x->first ? y->first : x->first;
+    x->images += y->images;
+    x->hist_images += y->hist_images;
+    for (int c = 0; c < y->layout; c++)
+      if (y->hist[c].counts)
+        ist_dataset_hist_add(&x->hist[c], &y->hist[c], 0);
+  }
   free(pools);
   return ist_dataset_labels_merge(a, b, err);
 }

@@ -14,7 +14,7 @@
  */
 
 #define DS_MAGIC "IMGSDSET"
-#define DS_VERSION 2u /* 2: the labels' pools */
+#define DS_VERSION 3u /* 2: the labels' pools; 3: the groups made only */
 
 typedef struct wbuf {
   uint8_t *p;
@@ -81,11 +81,6 @@ static double r_f64(rbuf *r) {
 
 /* The means and stds a summary carries in the serialized form: 4, as for
  * every image before bands, or one per band. */
-static int summary_channels(int channels, int pooled) {
-  int n = channels > pooled ? channels : pooled;
-  return n > 4 ? n : 4;
-}
-
 imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
                                          size_t *size, imgstat_error *err) {
   if (!d || !buf || !size)
@@ -104,33 +99,42 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
   w_u64(&w, d->o.float_bins);
   w_u64(&w, d->failed);
   uint8_t pool[IMGSTAT_POOL_SERIALIZED_MAX];
-  for (int l = 0; l < NLAYOUT; l++)
-    for (int k = 0; k < NDEPTH; k++) {
-      const group *g = &d->g[l][k];
+  uint64_t ngroups = 0;
+  for (int i = 0; i < d->nlayout * NDEPTH; i++)
+    ngroups += d->g[i] != NULL;
+  w_u64(&w, ngroups);
+  for (int i = 0; i < d->nlayout * NDEPTH; i++) {
+    const group *g = d->g[i];
+    if (!g)
+      continue;
+    w_u64(&w, (uint64_t)g->layout);
+    w_u64(&w, (uint64_t)(i % NDEPTH));
+    for (int j = 0; j < g->npools; j++) {
       size_t used = 0;
       imgstat_status st =
-          imgstat_pool_serialize(&g->pool, pool, sizeof pool, &used, err);
+          imgstat_pool_serialize(&g->pool[j], pool, sizeof pool, &used, err);
       if (st != IMGSTAT_OK) {
         free(w.p);
         return st;
       }
       w_u64(&w, used);
       w_bytes(&w, pool, used);
-      w_u64(&w, g->first);
-      w_u64(&w, g->images);
-      w_u64(&w, g->hist_images);
-      for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++) {
-        const imgstat_histogram *h = &g->hist[c];
-        w_u64(&w, h->counts ? h->bins : 0);
-        if (!h->counts)
-          continue;
-        w_u64(&w, h->total);
-        w_u64(&w, h->nan_count);
-        w_u64(&w, h->inf_count);
-        for (uint32_t b = 0; b < h->bins; b++)
-          w_u64(&w, h->counts[b]);
-      }
     }
+    w_u64(&w, g->first);
+    w_u64(&w, g->images);
+    w_u64(&w, g->hist_images);
+    for (int c = 0; c < g->layout; c++) {
+      const imgstat_histogram *h = &g->hist[c];
+      w_u64(&w, h->counts ? h->bins : 0);
+      if (!h->counts)
+        continue;
+      w_u64(&w, h->total);
+      w_u64(&w, h->nan_count);
+      w_u64(&w, h->inf_count);
+      for (uint32_t b = 0; b < h->bins; b++)
+        w_u64(&w, h->counts[b]);
+    }
+  }
   w_u64(&w, d->s.n);
   summary_reader rd;
   summary sum;
@@ -143,10 +147,11 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
     w_u64(&w, len);
     w_bytes(&w, s->name, len);
     w_u64(&w, (uint64_t)s->width << 32 | s->height);
-    w_u64(&w, (uint64_t)s->channels | (uint64_t)s->depth << 8 |
-                  (uint64_t)s->pooled << 16 | (uint64_t)s->constant << 24);
+    w_u64(&w, (uint64_t)s->channels);
+    w_u64(&w, (uint64_t)s->pooled);
+    w_u64(&w, (uint64_t)s->depth | (uint64_t)s->constant << 8);
     w_f64(&w, s->const_value);
-    for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
+    for (int c = 0; c < s->pooled; c++) {
       w_f64(&w, s->mean[c]);
       w_f64(&w, s->std[c]);
     }
@@ -217,39 +222,61 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
       imgstat_dataset_create(&o, &d, err) != IMGSTAT_OK)
     return bad_form(d, err);
   d->failed = r_u64(&r);
-  for (int l = 0; l < NLAYOUT; l++)
-    for (int k = 0; k < NDEPTH; k++) {
-      group *g = &d->g[l][k];
+  uint64_t ngroups = r_u64(&r);
+  if (r.failed || ngroups > size / 32)
+    return bad_form(d, err);
+  for (uint64_t i = 0; i < ngroups; i++) {
+    uint64_t l = r_u64(&r), k = r_u64(&r);
+    /* each layout and depth once, in increasing order */
+    if (r.failed || l < 1 || l > IMGSTAT_MAX_CHANNELS || k >= NDEPTH ||
+        (l < (uint64_t)d->nlayout && d->g[l * NDEPTH + k]) ||
+        (d->nlayout > 0 &&
+         l * NDEPTH + k < (uint64_t)(d->nlayout - 1) * NDEPTH))
+      return bad_form(d, err);
+    group *g = ist_dataset_group_make(d, (int)l, (int)k);
+    if (!g)
+      return bad_form(d, err);
+    for (int j = 0; j < g->npools; j++) {
       uint64_t used = r_u64(&r);
       const uint8_t *pb = r_bytes(&r, used);
+      int want = g->layout - j * GROUP_POOL_CHANNELS;
+      if (want > GROUP_POOL_CHANNELS)
+        want = GROUP_POOL_CHANNELS;
+      /* every pool of the group empty, or each of its channels and the
+       * group's sample */
       if (!pb ||
-          imgstat_pool_deserialize(&g->pool, pb, used, err) != IMGSTAT_OK)
+          imgstat_pool_deserialize(&g->pool[j], pb, used, err) != IMGSTAT_OK ||
+          (g->pool[j].channels != 0 &&
+           (g->pool[j].channels != want ||
+            g->pool[j].sample != ist_dataset_depth_sample[k])) ||
+          (g->pool[j].channels == 0) != (g->pool[0].channels == 0))
         return bad_form(d, err);
-      if (g->pool.channels != 0 &&
-          (g->pool.channels != l ||
-           g->pool.sample != ist_dataset_depth_sample[k]))
-        return bad_form(d, err);
-      g->first = r_u64(&r);
-      g->images = r_u64(&r);
-      g->hist_images = r_u64(&r);
-      for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++) {
-        uint64_t bins = r_u64(&r);
-        if (bins == 0)
-          continue;
-        if (c >= l ||
-            ist_dataset_hist_ready(&g->hist[c], ist_dataset_depth_sample[k],
-                                   &d->o, err) != IMGSTAT_OK ||
-            g->hist[c].bins != bins)
-          return bad_form(d, err);
-        g->hist[c].total = r_u64(&r);
-        g->hist[c].nan_count = r_u64(&r);
-        g->hist[c].inf_count = r_u64(&r);
-        for (uint64_t b = 0; b < bins; b++)
-          g->hist[c].counts[b] = r_u64(&r);
-      }
     }
+    g->first = r_u64(&r);
+    g->images = r_u64(&r);
+    g->hist_images = r_u64(&r);
+    for (int c = 0; c < g->layout; c++) {
+      uint64_t bins = r_u64(&r);
+      if (r.failed)
+        return bad_form(d, err);
+      if (bins == 0)
+        continue;
+      if (ist_dataset_hist_ready(&g->hist[c], ist_dataset_depth_sample[k],
+                                 &d->o, err) != IMGSTAT_OK ||
+          g->hist[c].bins != bins)
+        return bad_form(d, err);
+      g->hist[c].total = r_u64(&r);
+      g->hist[c].nan_count = r_u64(&r);
+      g->hist[c].inf_count = r_u64(&r);
+      for (uint64_t b = 0; b < bins; b++)
+        g->hist[c].counts[b] = r_u64(&r);
+    }
+  }
   uint64_t n = r_u64(&r);
   if (r.failed || n > size / 64)
+    return bad_form(d, err);
+  float *ms = malloc(2 * IMGSTAT_MAX_CHANNELS * sizeof *ms);
+  if (!ms)
     return bad_form(d, err);
   for (uint64_t i = 0; i < n; i++) {
     summary one;
@@ -258,39 +285,42 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     s->ordinal = r_u64(&r);
     uint64_t len = r_u64(&r);
     const uint8_t *name = r_bytes(&r, len);
-    if (!name)
-      return bad_form(d, err);
-    char *copy = malloc(len + 1);
-    if (!copy)
-      return bad_form(d, err);
-    memcpy(copy, name, len);
-    copy[len] = '\0';
-    uint64_t wh = r_u64(&r), bits = r_u64(&r);
-    s->width = (uint32_t)(wh >> 32);
-    s->height = (uint32_t)wh;
-    s->channels = (int)(bits & 0xff);
-    s->depth = (int)(bits >> 8 & 0xff);
-    s->pooled = (int)(bits >> 16 & 0xff);
-    s->constant = (int)(bits >> 24 & 0xff);
-    s->const_value = r_f64(&r);
-    if (s->channels < 1 || s->channels > IMGSTAT_POOL_MAX_CHANNELS ||
-        s->depth > NDEPTH - 1 || s->pooled < 1 ||
-        s->pooled > IMGSTAT_POOL_MAX_CHANNELS) {
-      free(copy);
+    char *copy = name ? malloc(len + 1) : NULL;
+    if (!copy) {
+      free(ms);
       return bad_form(d, err);
     }
-    for (int c = 0; c < summary_channels(s->channels, s->pooled); c++) {
-      double m = r_f64(&r), sd = r_f64(&r);
-      if (c < IMGSTAT_POOL_MAX_CHANNELS) {
-        s->mean[c] = (float)m;
-        s->std[c] = (float)sd;
-      }
+    memcpy(copy, name, len);
+    copy[len] = '\0';
+    uint64_t wh = r_u64(&r), channels = r_u64(&r), pooled = r_u64(&r),
+             bits = r_u64(&r);
+    s->width = (uint32_t)(wh >> 32);
+    s->height = (uint32_t)wh;
+    s->depth = (int)(bits & 0xff);
+    s->constant = (int)(bits >> 8 & 0xff);
+    s->const_value = r_f64(&r);
+    if (r.failed || channels < 1 || channels > IMGSTAT_MAX_CHANNELS ||
+        s->depth > NDEPTH - 1 || pooled < 1 || pooled > IMGSTAT_MAX_CHANNELS) {
+      free(copy);
+      free(ms);
+      return bad_form(d, err);
+    }
+    s->channels = (int)channels;
+    s->pooled = (int)pooled;
+    s->mean = ms;
+    s->std = ms + pooled;
+    for (int c = 0; c < s->pooled; c++) {
+      s->mean[c] = (float)r_f64(&r);
+      s->std[c] = (float)r_f64(&r);
     }
     imgstat_status st = ist_summaries_add(&d->s, s, copy);
     free(copy);
-    if (st != IMGSTAT_OK)
+    if (st != IMGSTAT_OK) {
+      free(ms);
       return bad_form(d, err);
+    }
   }
+  free(ms);
   uint64_t nlabels = r_u64(&r);
   if (r.failed || nlabels > size / 16)
     return bad_form(d, err);

@@ -111,11 +111,11 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
   int used[NDEPTH] = {0};
   int kinds = 0, only = -1;
   for (int k = 0; k < NDEPTH; k++) {
-    const imgstat_pool *p = &d->g[layout][k].pool;
-    if (!(mask & (1 << k)) || p->channels == 0)
+    const group *g = ist_dataset_group(d, layout, k);
+    if (!(mask & (1 << k)) || !ist_group_used(g))
       continue;
-    imgstat_pool_figures_compute(p, c, ddof, &f[k], NULL);
-    imgstat_pool_figures_compute(p, c, 0, &f0[k], NULL);
+    ist_group_figures(g, c, ddof, &f[k]);
+    ist_group_figures(g, c, 0, &f0[k]);
     used[k] = 1;
     kinds++;
     only = k;
@@ -240,8 +240,10 @@ static void channel_figures(const imgstat_dataset *d, int layout, int mask,
 static void channel_histogram(const imgstat_dataset *d, int layout, int mask,
                               int c, imgstat_dataset_result *res) {
   imgstat_dataset_channel *out = &res->ch[c];
-  const group *g8 = &d->g[layout][0], *g16 = &d->g[layout][1],
-              *gf = &d->g[layout][2], *gi = &d->g[layout][IST_DEPTH_INT16];
+  const group *g8 = ist_dataset_group(d, layout, 0),
+              *g16 = ist_dataset_group(d, layout, 1),
+              *gf = ist_dataset_group(d, layout, 2),
+              *gi = ist_dataset_group(d, layout, IST_DEPTH_INT16);
   int m8 = (mask & 1) && g8->images, m16 = (mask & 2) && g16->images,
       mf = (mask & 4) && gf->images,
       mi = (mask & (1 << IST_DEPTH_INT16)) && gi->images;
@@ -310,9 +312,11 @@ static void channel_histogram(const imgstat_dataset *d, int layout, int mask,
   imgstat_hist_figures_compute(h, mf ? NULL : &m, NULL, 0, &out->hist_figures);
   out->has_histogram = 1;
   if (mf) {
-    out->nexact = d->nexact[c];
-    memcpy(out->exact_rank, d->exact_rank[c], sizeof out->exact_rank);
-    memcpy(out->exact_value, d->exact_value[c], sizeof out->exact_value);
+    if (c < d->nexact_channels) {
+      out->nexact = d->nexact[c];
+      memcpy(out->exact_rank, d->exact_rank[c], sizeof out->exact_rank);
+      memcpy(out->exact_value, d->exact_value[c], sizeof out->exact_value);
+    }
     double v;
     if (imgstat_dataset_channel_percentile(out, 50.0, &v))
       out->hist_figures.median = v;
@@ -340,7 +344,7 @@ int imgstat_dataset_channel_percentile(const imgstat_dataset_channel *ch,
 
 int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
                                int np, imgstat_dataset_exact_want *want) {
-  memset(want, 0, sizeof(*want) * IMGSTAT_POOL_MAX_CHANNELS);
+  memset(want, 0, sizeof(*want) * (size_t)r->channels);
   int any = 0;
   for (int c = 0; c < r->channels; c++) {
     const imgstat_histogram *h = &r->ch[c].hist;
@@ -381,10 +385,28 @@ int imgstat_dataset_exact_plan(const imgstat_dataset_result *r, const double *p,
 imgstat_status imgstat_dataset_set_exact(imgstat_dataset *d, int c,
                                          uint64_t rank, double value,
                                          imgstat_error *err) {
-  if (!d || c < 0 || c >= IMGSTAT_POOL_MAX_CHANNELS ||
-      d->nexact[c] >= IMGSTAT_DATASET_EXACT_MAX)
+  if (!d || c < 0 || c >= IMGSTAT_MAX_CHANNELS ||
+      (c < d->nexact_channels && d->nexact[c] >= IMGSTAT_DATASET_EXACT_MAX))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_dataset_set_exact: no room");
+  if (c >= d->nexact_channels) { /* room for channels 0..c */
+    size_t n = (size_t)c + 1, was = (size_t)d->nexact_channels;
+    int *ne = realloc(d->nexact, n * sizeof *ne);
+    if (ne)
+      d->nexact = ne;
+    uint64_t(*rank)[IMGSTAT_DATASET_EXACT_MAX] =
+        realloc(d->exact_rank, n * sizeof *rank);
+    if (rank)
+      d->exact_rank = rank;
+    double(*value)[IMGSTAT_DATASET_EXACT_MAX] =
+        realloc(d->exact_value, n * sizeof *value);
+    if (value)
+      d->exact_value = value;
+    if (!ne || !rank || !value)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    memset(d->nexact + was, 0, (n - was) * sizeof *ne);
+    d->nexact_channels = (int)n;
+  }
   d->exact_rank[c][d->nexact[c]] = rank;
   d->exact_value[c][d->nexact[c]++] = value;
   return IMGSTAT_OK;
@@ -439,6 +461,12 @@ static double median_of(double *a, size_t n) {
   return (low + high) / 2;
 }
 
+/* Whether summary s is pooled: pool holds the pool's layout and its mask
+ * of depths. */
+static int pooled_in(const int pool[2], const summary *s) {
+  return s->pooled == pool[0] && (pool[1] >> s->depth & 1);
+}
+
 /* The robust z-scores' centre and unit of a channel's means or stds over
  * the pooled images (median and MAD; the mean absolute deviation when the
  * MAD is 0): off when every value is the same. */
@@ -458,7 +486,7 @@ static int z_values(const imgstat_dataset *d, const int *pooled_of, int c,
   ist_summary_reader_start(&r, &d->s);
   r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0)
-    if (pooled_of[s.pooled * NDEPTH + s.depth])
+    if (pooled_in(pooled_of, &s))
       w[j++] = which ? s.std[c] : s.mean[c];
   ist_summary_reader_end(&r);
   return got == 0;
@@ -528,8 +556,8 @@ static int majorities(const imgstat_dataset *d, int against[3],
   return got < 0 ? -1 : 0;
 }
 
-/* The outliers among the pooled images (pooled_of[layout * NDEPTH +
- * depth]: whether such an image is pooled; m of them), in ordinal order. */
+/* The outliers among the pooled images (pooled_of: the pool's layout and
+ * depth mask, as pooled_in takes them; m of them), in ordinal order. */
 static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
                                size_t m, int layout,
                                imgstat_dataset_result *res) {
@@ -541,13 +569,16 @@ static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
   if (n >= 3 && majorities(d, against, mode) < 0)
     return IMGSTAT_ERR_NOMEM;
   /* means and stds far from the dataset's */
-  zrule z[IMGSTAT_POOL_MAX_CHANNELS][2];
-  memset(z, 0, sizeof z);
+  zrule(*z)[2] = calloc(layout > 0 ? (size_t)layout : 1, sizeof *z);
+  if (!z)
+    return IMGSTAT_ERR_NOMEM;
   if (m >= IMGSTAT_DATASET_OUTLIER_MIN_IMAGES)
     for (int c = 0; c < layout; c++)
       for (int which = 0; which < 2; which++)
-        if (z_rule(d, pooled_of, m, c, which, &z[c][which]) != IMGSTAT_OK)
+        if (z_rule(d, pooled_of, m, c, which, &z[c][which]) != IMGSTAT_OK) {
+          free(z);
           return IMGSTAT_ERR_NOMEM;
+        }
   imgstat_dataset_note *notes = NULL;
   size_t k = 0, cap = 0;
   summary_reader r;
@@ -556,7 +587,7 @@ static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
   ist_summary_reader_start(&r, &d->s);
   r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0) {
-    if (!pooled_of[s.pooled * NDEPTH + s.depth])
+    if (!pooled_in(pooled_of, &s))
       continue; /* an image left out is named once, among the left out */
     imgstat_dataset_note note;
     memset(&note, 0, sizeof note);
@@ -594,6 +625,7 @@ static imgstat_status outliers(const imgstat_dataset *d, const int *pooled_of,
     }
   }
   ist_summary_reader_end(&r);
+  free(z);
   if (got < 0) {
     free(notes);
     return IMGSTAT_ERR_NOMEM;
@@ -656,6 +688,7 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
   res->hist_scale = 1.0;
   size_t n = d->s.n;
   uint64_t *want = NULL;
+  uint64_t(*at)[2] = NULL;
   summary_reader r;
   summary s;
   int got;
@@ -663,41 +696,49 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
   /* the pool: the layout and depth most images have (every depth with
    * scale_unit), ties to more channels, then to the higher depth; from the
    * counts alone, so that no image's position decides */
-  uint64_t count[NLAYOUT][NDEPTH];
-  memset(count, 0, sizeof count);
+  /* count[l][k]: images of pooled channels l and depth k, l < nl */
+  int nl = d->nlayout > 1 ? d->nlayout : 1;
+  uint64_t(*count)[NDEPTH] = calloc((size_t)nl, sizeof *count);
+  res->layout_count = calloc((size_t)nl, sizeof *res->layout_count);
+  res->nlayout_count = nl;
+  if (!count || !res->layout_count) {
+    free(count);
+    goto nomem;
+  }
   ist_summary_reader_start(&r, &d->s);
   r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0)
-    count[s.pooled][d->o.scale_unit ? 0 : s.depth]++;
+    if (s.pooled < nl) /* (always: every one made its group) */
+      count[s.pooled][d->o.scale_unit ? 0 : s.depth]++;
   ist_summary_reader_end(&r);
-  if (got < 0)
+  if (got < 0) {
+    free(count);
     goto nomem;
+  }
   int layout = 0, depth = 0, mask = 0;
   uint64_t most = 0;
-  for (int l = 1; l < NLAYOUT; l++)
+  for (int l = 1; l < nl; l++)
     for (int k = 0; k < NDEPTH; k++)
       if (count[l][k] > 0 && count[l][k] >= most) {
         most = count[l][k];
         layout = l;
         depth = k;
       }
-  for (int l = 1; l < NLAYOUT; l++)
+  for (int l = 1; l < nl; l++)
     for (int k = 0; k < NDEPTH; k++) {
       res->layout_count[l][k] = count[l][k];
       if (most > 0 && count[l][k] == most && (l != layout || k != depth))
         res->layout_tie = 1;
     }
+  free(count);
   if (n > 0)
     mask = d->o.scale_unit ? 7 : 1 << depth;
-  int pooled_of[NLAYOUT * NDEPTH];
-  for (int l = 0; l < NLAYOUT; l++)
-    for (int k = 0; k < NDEPTH; k++)
-      pooled_of[l * NDEPTH + k] = l == layout && (mask & (1 << k));
+  int pooled_of[2] = {layout, mask};
   size_t excluded_cap = 0;
   ist_summary_reader_start(&r, &d->s);
   r.no_names = 1;
   while ((got = ist_summary_next(&r, &s)) > 0) {
-    if (pooled_of[s.pooled * NDEPTH + s.depth]) {
+    if (pooled_in(pooled_of, &s)) {
       res->pooled++;
       res->depths |= 1 << s.depth;
       res->pooled_depth[s.depth]++;
@@ -727,7 +768,10 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
   if (res->nexcluded > 1)
     qsort(res->excluded, res->nexcluded, sizeof *res->excluded, cmp_note);
   res->channels = layout;
-  uint64_t at[IMGSTAT_POOL_MAX_CHANNELS][2];
+  res->ch = calloc(layout > 0 ? (size_t)layout : 1, sizeof *res->ch);
+  at = malloc((layout > 0 ? (size_t)layout : 1) * sizeof *at);
+  if (!res->ch || !at)
+    goto nomem;
   for (int c = 0; c < layout; c++) {
     channel_figures(d, layout, mask, c, ddof, at[c], &res->ch[c]);
     if (d->o.histograms)
@@ -769,12 +813,14 @@ imgstat_status imgstat_dataset_finish(const imgstat_dataset *d, int ddof,
     res->outliers[i].file =
         name_at(res, want, distinct, res->outliers[i].ordinal);
   free(want);
+  free(at);
   imgstat_status st = ist_dataset_labels_finish(d, ddof, res, err);
   if (st != IMGSTAT_OK)
     imgstat_dataset_result_free(res);
   return st;
 nomem:
   free(want);
+  free(at);
   imgstat_dataset_result_free(res);
   return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
 }
@@ -782,8 +828,10 @@ nomem:
 void imgstat_dataset_result_free(imgstat_dataset_result *res) {
   if (!res)
     return;
-  for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
+  for (int c = 0; res->ch && c < res->channels; c++)
     imgstat_histogram_free(&res->ch[c].hist);
+  free(res->ch);
+  free(res->layout_count);
   for (size_t i = 0; i < res->nnames; i++)
     free(res->names[i]);
   free(res->names);

@@ -11,17 +11,35 @@
 
 #include <stdint.h>
 
-#define NLAYOUT (IMGSTAT_POOL_MAX_CHANNELS + 1) /* pooled channels 1..max */
 #define NDEPTH 4 /* u8, u16, f32, int16 (u16 planes of the value + 32768) */
+/* Channels of each exact pool of a group: a layout of more channels is
+ * pooled in several (channels 0..15, 16..31, ...). */
+#define GROUP_POOL_CHANNELS IMGSTAT_POOL_MAX_CHANNELS
 
+/* The images of one pooled layout (channels) and depth, made when the
+ * first one comes. */
 typedef struct group {
-  imgstat_pool pool;
-  uint64_t first; /* smallest ordinal pooled here; UINT64_MAX: none */
+  int layout;         /* pooled channels */
+  int npools;         /* ceil(layout / GROUP_POOL_CHANNELS) */
+  imgstat_pool *pool; /* npools; channel c in pool[c / 16].ch[c % 16] */
+  uint64_t first;     /* smallest ordinal pooled here; UINT64_MAX: none */
   uint64_t images;
-  uint64_t hist_images; /* images that brought histograms */
-  imgstat_histogram
-      hist[IMGSTAT_POOL_MAX_CHANNELS]; /* counts NULL until used */
+  uint64_t hist_images;    /* images that brought histograms */
+  imgstat_histogram *hist; /* layout entries; counts NULL until used */
 } group;
+
+/* The group of layout l and depth k of d: an empty one (no image, no
+ * pool, no histogram) when d has none. */
+const group *ist_dataset_group(const imgstat_dataset *d, int l, int k);
+/* The same, made when d has none (NULL: out of memory). */
+group *ist_dataset_group_make(imgstat_dataset *d, int l, int k);
+/* Whether g has images pooled. */
+static inline int ist_group_used(const group *g) {
+  return g->npools > 0 && g->pool[0].channels != 0;
+}
+/* The pool figures of channel c of a group that has images. */
+void ist_group_figures(const group *g, int c, int ddof,
+                       imgstat_pool_figures *out);
 
 /* One image as the outlier rule and the notes need it (decoded from the
  * packed summaries, dataset_summary.c). */
@@ -34,8 +52,8 @@ typedef struct summary {
   int pooled;   /* pooled channels */
   int constant; /* every colour channel holds one value */
   double const_value;
-  float mean[IMGSTAT_POOL_MAX_CHANNELS]; /* unit scale (÷255, ÷65535) */
-  float std[IMGSTAT_POOL_MAX_CHANNELS];
+  float *mean; /* pooled entries, unit scale (÷255, ÷65535); read: the */
+  float *std;  /* reader's copies, valid until its next summary */
 } summary;
 
 /* The summaries of the images added, packed one after the other. */
@@ -55,6 +73,8 @@ typedef struct summary_reader {
   uint64_t ordinal;
   char *name;
   size_t cap;
+  float *ms; /* the means and stds read */
+  int ms_cap;
   int no_names; /* set after start: the names are skipped ("") */
 } summary_reader;
 
@@ -75,15 +95,19 @@ typedef struct label_pool {
 
 struct imgstat_dataset {
   imgstat_dataset_options o;
-  group g[NLAYOUT][NDEPTH];
+  /* g[l * NDEPTH + k], l < nlayout: the group of pooled channels l and
+   * depth k, NULL until an image of it comes */
+  group **g;
+  int nlayout;
   summaries s;
   uint64_t failed;
   /* exact float ranks found by a second read (imgstat_dataset_set_exact)
    * and why they were not (set_exact_note); not merged nor serialized:
    * set on the accumulator that gives the result */
-  int nexact[IMGSTAT_POOL_MAX_CHANNELS];
-  uint64_t exact_rank[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  double exact_value[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  int nexact_channels; /* entries of the three (grown by set_exact) */
+  int *nexact;
+  uint64_t (*exact_rank)[IMGSTAT_DATASET_EXACT_MAX];
+  double (*exact_value)[IMGSTAT_DATASET_EXACT_MAX];
   char exact_note[160];
   /* the labels' accumulators, by increasing label (dataset_labels.c) */
   label_pool *labels;

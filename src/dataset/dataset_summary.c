@@ -59,7 +59,7 @@ imgstat_status ist_summaries_add(summaries *S, const summary *s,
          name[shared] == S->last_name[shared])
     shared++;
   size_t most =
-      3 * 10 + 3 + 8 + (size_t)s->pooled * 8 + 2 * 10 + (len - shared);
+      5 * 10 + 1 + 8 + (size_t)s->pooled * 8 + 2 * 10 + (len - shared);
   if (!grow(S, most))
     return IMGSTAT_ERR_NOMEM;
   if (len + 1 > S->last_cap) {
@@ -75,8 +75,8 @@ imgstat_status ist_summaries_add(summaries *S, const summary *s,
   put_varint(&p, delta << 1 ^ (uint64_t)((int64_t)delta >> 63));
   put_varint(&p, s->width);
   put_varint(&p, s->height);
-  *p++ = (uint8_t)s->channels;
-  *p++ = (uint8_t)s->pooled;
+  put_varint(&p, (uint64_t)s->channels);
+  put_varint(&p, (uint64_t)s->pooled);
   *p++ = (uint8_t)(s->depth | (s->constant ? 4 : 0));
   if (s->constant) {
     memcpy(p, &s->const_value, 8);
@@ -121,14 +121,23 @@ int ist_summary_next(summary_reader *r, summary *s) {
   s->ordinal = r->ordinal;
   s->width = (uint32_t)get_varint(&p);
   s->height = (uint32_t)get_varint(&p);
-  s->channels = *p++;
-  s->pooled = *p++;
+  s->channels = (int)get_varint(&p);
+  s->pooled = (int)get_varint(&p);
   s->depth = *p & 3;
   s->constant = (*p++ & 4) != 0;
   if (s->constant) {
     memcpy(&s->const_value, p, 8);
     p += 8;
   }
+  if (s->pooled > r->ms_cap) {
+    float *ms = realloc(r->ms, 2 * (size_t)s->pooled * sizeof *ms);
+    if (!ms)
+      return -1;
+    r->ms = ms;
+    r->ms_cap = s->pooled;
+  }
+  s->mean = r->ms;
+  s->std = r->ms + s->pooled;
   for (int c = 0; c < s->pooled; c++) {
     memcpy(&s->mean[c], p, 4);
     memcpy(&s->std[c], p + 4, 4);
@@ -160,6 +169,7 @@ int ist_summary_next(summary_reader *r, summary *s) {
 
 void ist_summary_reader_end(summary_reader *r) {
   free(r->name);
+  free(r->ms);
   memset(r, 0, sizeof *r);
 }
 

@@ -162,7 +162,7 @@ static void ds_rule_json(FILE *out, const imgstat_dataset_result *r) {
           r->as != IMGSTAT_AS_KEEP ? "as"
           : r->layout_tie          ? "tie"
                                    : "majority");
-  for (int l = 1, first = 1; l <= IMGSTAT_POOL_MAX_CHANNELS; l++)
+  for (int l = 1, first = 1; l < r->nlayout_count; l++)
     for (int k = 0; k < 4; k++) {
       if (!r->layout_count[l][k])
         continue;
@@ -483,7 +483,7 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
   if (r->converted) {
     ds_plural(out, r->converted, "image");
     fputs(" converted from ", out);
-    for (int c = 1, first = 1; c <= IMGSTAT_POOL_MAX_CHANNELS; c++)
+    for (int c = 1, first = 1; c <= 4; c++) /* (--as: 1 to 4 channels) */
       if (r->converted_from & (1 << c)) {
         fprintf(out, "%s%s", first ? "" : "/", imgstat_layout_name(c));
         first = 0;
@@ -529,7 +529,12 @@ static void ds_text(FILE *out, const imgstat_dataset_result *r,
       fprintf(out, "%-8s %14" PRIu64 " %12s %12s %12s %12s\n",
               imgstat_channel_name(r->channels, c), d->count, mn, mx, mean, sd);
     }
-    for (int c = 0; c < r->channels; c++) {
+    /* over IMGSTAT_INLINE_CHANNELS bands the table is all (one line a
+     * band, as an image's): the sums and places are in --json */
+    if (r->channels > IMGSTAT_INLINE_CHANNELS)
+      fputs("(each band's sums and where its min and max are: --json)\n", out);
+    for (int c = 0; c < r->channels && r->channels <= IMGSTAT_INLINE_CHANNELS;
+         c++) {
       const imgstat_dataset_channel *d = &r->ch[c];
       if (!d->has_values)
         continue;
@@ -588,7 +593,7 @@ void imgstat_record_write_dataset(FILE *out, imgstat_record_format format,
 void imgstat_dataset_hist_figures(const imgstat_dataset_result *r,
                                   const double *percentiles, int n,
                                   imgstat_hist_figures *hf) {
-  memset(hf, 0, sizeof(imgstat_hist_figures) * IMGSTAT_POOL_MAX_CHANNELS);
+  memset(hf, 0, sizeof(imgstat_hist_figures) * (size_t)r->channels);
   for (int c = 0; c < r->channels; c++) {
     if (!r->ch[c].has_histogram)
       continue;

@@ -14,11 +14,12 @@
 #include "imgstat/imgstat.h"
 
 typedef struct ist_dataset_extra {
-  int gray;   /* partial[0] is the luma's */
-  int masked; /* of the luma under the image's mask */
-  imgstat_partial partial[IMGSTAT_POOL_MAX_CHANNELS];
+  int gray;                   /* partial[0] is the luma's */
+  int masked;                 /* of the luma under the image's mask */
+  imgstat_partial partial[1]; /* the luma's */
   int hists; /* hist[] made here (the luma's; float over the range) */
-  imgstat_histogram hist[IMGSTAT_POOL_MAX_CHANNELS];
+  int nhist; /* hist's entries: the image's channels */
+  imgstat_histogram *hist;
 } ist_dataset_extra;
 
 /* Fills out (zeroed by the caller) for img under the options o; on failure

@@ -260,7 +260,16 @@ imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
   imgstat_hist_options ho = {o->float_bins, o->have_range, o->lo, o->hi};
   int hist = o->histograms && (img->sample != IMGSTAT_F32 || o->have_range);
   imgstat_status s = IMGSTAT_OK;
-  if (imgstat_dataset_needs_gray(o, img->channels)) {
+  int luma = imgstat_dataset_needs_gray(o, img->channels);
+  if (hist && (luma || img->sample == IMGSTAT_F32)) { /* made here */
+    out->nhist = luma ? 1 : img->channels;
+    out->hist = calloc((size_t)out->nhist, sizeof *out->hist);
+    if (!out->hist) {
+      out->nhist = 0;
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    }
+  }
+  if (luma) {
     imgstat_image gray;
     s = imgstat_dataset_gray(img, &gray, err);
     if (s != IMGSTAT_OK)
@@ -286,8 +295,11 @@ imgstat_status ist_dataset_extra_compute(const imgstat_dataset_options *o,
 }
 
 void ist_dataset_extra_free(ist_dataset_extra *x) {
-  for (int c = 0; c < IMGSTAT_POOL_MAX_CHANNELS; c++)
+  for (int c = 0; c < x->nhist; c++)
     imgstat_histogram_free(&x->hist[c]);
+  free(x->hist);
+  x->hist = NULL;
+  x->nhist = 0;
 }
 
 imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
@@ -452,8 +464,8 @@ imgstat_dataset_pool_inputs(const imgstat_dataset_pass *p, imgstat_dataset *d,
  * channel and bin (want's order). */
 typedef struct exact_result {
   int taken; /* a float image of the pool's layout */
-  float *got[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  uint64_t n[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  float *(*got)[IMGSTAT_DATASET_EXACT_MAX]; /* per pooled channel */
+  uint64_t (*n)[IMGSTAT_DATASET_EXACT_MAX];
   int nomem;
 } exact_result;
 
@@ -464,8 +476,8 @@ typedef struct exact_run {
   double lo, scale;
   uint32_t last;
   /* every image's samples of each bin, gathered in order */
-  float *all[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
-  uint64_t have[IMGSTAT_POOL_MAX_CHANNELS][IMGSTAT_DATASET_EXACT_MAX];
+  float *(*all)[IMGSTAT_DATASET_EXACT_MAX]; /* per pooled channel */
+  uint64_t (*have)[IMGSTAT_DATASET_EXACT_MAX];
   int mismatch, nomem;
 } exact_run;
 
@@ -527,7 +539,11 @@ static void exact_work(void *ctx, imgstat_task *task, void *item,
     /* the samples the pool took, in the pooled layout, by the pool's own
      * conversion (an image that fails here is not taken: the counts then
      * differ and the values stay within one bin) */
-    if (imgstat_dataset_pooled_channels(o, img.channels) == x->channels &&
+    out->got = calloc((size_t)x->channels, sizeof *out->got);
+    out->n = calloc((size_t)x->channels, sizeof *out->n);
+    out->nomem = !out->got || !out->n;
+    if (!out->nomem &&
+        imgstat_dataset_pooled_channels(o, img.channels) == x->channels &&
         pass_valid(x->r.p, in, &img, &valid, &err) == IMGSTAT_OK &&
         imgstat_dataset_convert(valid.width ? &valid : &img, o->as, &pooled,
                                 &err) == IMGSTAT_OK) {
@@ -549,7 +565,7 @@ static int exact_deliver(void *ctx, uint64_t index, void *item, void *result,
   (void)index;
   if (ran && out->nomem)
     x->nomem = 1;
-  for (int c = 0; c < x->channels; c++)
+  for (int c = 0; out->got && out->n && c < x->channels; c++)
     for (int j = 0; j < x->want[c].nbins; j++) {
       uint64_t n = out->n[c][j];
       if (ran && n && !x->nomem) {
@@ -562,6 +578,8 @@ static int exact_deliver(void *ctx, uint64_t index, void *item, void *result,
       }
       free(out->got[c][j]);
     }
+  free(out->got);
+  free(out->n);
   pass_release(&x->r, item);
   return x->nomem;
 }
@@ -616,11 +634,24 @@ imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
   imgstat_status s = imgstat_dataset_finish(d, 0, &r, err);
   if (s != IMGSTAT_OK)
     return s;
-  imgstat_dataset_exact_want want[IMGSTAT_POOL_MAX_CHANNELS];
+  size_t nc = r.channels > 0 ? (size_t)r.channels : 1;
+  imgstat_dataset_exact_want *want = malloc(nc * sizeof *want);
   exact_run x;
   memset(&x, 0, sizeof x);
+  x.all = calloc(nc, sizeof *x.all);
+  x.have = calloc(nc, sizeof *x.have);
+  if (!want || !x.all || !x.have) {
+    free(want);
+    free(x.all);
+    free(x.have);
+    imgstat_dataset_result_free(&r);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
   if (!imgstat_dataset_exact_plan(&r, percentiles, np, want)) {
     imgstat_dataset_result_free(&r);
+    free(want);
+    free(x.all);
+    free(x.have);
     return IMGSTAT_OK; /* no float pooled histogram: nothing to refine */
   }
   const imgstat_histogram *h = &r.ch[0].hist;
@@ -643,6 +674,9 @@ imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
         " samples, more than the memory limit (%" PRIu64 " bytes) holds",
         samples, max_bytes);
     imgstat_dataset_set_exact_note(d, note);
+    free(want);
+    free(x.all);
+    free(x.have);
     return IMGSTAT_OK;
   }
   for (int c = 0; c < x.channels && s == IMGSTAT_OK; c++)
@@ -684,5 +718,8 @@ imgstat_status imgstat_dataset_float_exact(const imgstat_dataset_pass *p,
   for (int c = 0; c < x.channels; c++)
     for (int j = 0; j < want[c].nbins; j++)
       free(x.all[c][j]);
+  free(want);
+  free(x.all);
+  free(x.have);
   return s;
 }

@@ -188,14 +188,48 @@ static int same_result(const imgstat_dataset_result *a,
   return 1;
 }
 
-/* 13-band images pool together, and through the serialized form (one
- * mean and std per band kept for the outlier rule) to the same result. */
-static void test_bands_serialized(void) {
-  enum { NB = 13, NI = 3 };
+/* The serialized form buf with one byte changed at a time (every one of
+ * its first 256, then 100 spread over the rest) and its checksum made good
+ * again (FNV-1a 64 of the bytes before it, little-endian): each is read
+ * back or refused with IMGSTAT_ERR_FORMAT, never past its end (ASan,
+ * valgrind); one read back gives a result. */
+static void damaged_forms(const unsigned char *buf, size_t size) {
+  unsigned char *copy = malloc(size);
+  CU_ASSERT_FATAL(copy != NULL);
+  imgstat_error err;
+  for (size_t i = 8; i + 8 < size; i += i < 256 ? 1 : size / 100 + 1) {
+    memcpy(copy, buf, size);
+    copy[i] ^= (unsigned char)(1u << (i % 8));
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (size_t k = 0; k + 8 < size; k++)
+      h = (h ^ copy[k]) * UINT64_C(0x100000001b3);
+    for (int b = 0; b < 8; b++)
+      copy[size - 8 + (size_t)b] = (unsigned char)(h >> (8 * b));
+    imgstat_dataset *d = NULL;
+    imgstat_status st = imgstat_dataset_deserialize(copy, size, &d, &err);
+    CU_ASSERT(st == IMGSTAT_OK || st == IMGSTAT_ERR_FORMAT);
+    CU_ASSERT((st == IMGSTAT_OK) == (d != NULL));
+    imgstat_dataset_result r;
+    if (d && imgstat_dataset_finish(d, 0, &r, &err) == IMGSTAT_OK)
+      imgstat_dataset_result_free(&r);
+    imgstat_dataset_destroy(d);
+  }
+  free(copy);
+}
+
+/* nb-band images pool together, and through the serialized form (one
+ * mean and std per band kept for the outlier rule) to the same result; a
+ * damaged or cut serialized form is refused; the last band's count, min
+ * and max are the samples' own. */
+static void bands_serialized(int nb) {
+  enum { NI = 3 };
   imgstat_image im[NI];
-  imgstat_partial part[NI][IMGSTAT_MAX_CHANNELS];
+  imgstat_partial(*part)[IMGSTAT_MAX_CHANNELS] = calloc(NI, sizeof *part);
+  CU_ASSERT_FATAL(part != NULL);
   imgstat_error err;
   uint32_t seed = 7;
+  uint16_t lo = 65535, hi = 0;
+  uint64_t count = 0;
   imgstat_dataset_options o;
   memset(&o, 0, sizeof o);
   imgstat_dataset *a = NULL, *half = NULL, *rest = NULL;
@@ -203,18 +237,24 @@ static void test_bands_serialized(void) {
   CU_ASSERT_FATAL(imgstat_dataset_create(&o, &half, &err) == IMGSTAT_OK);
   CU_ASSERT_FATAL(imgstat_dataset_create(&o, &rest, &err) == IMGSTAT_OK);
   for (int k = 0; k < NI; k++) {
-    CU_ASSERT_FATAL(imgstat_image_alloc(&im[k], 6 + (uint32_t)k, 5, NB,
+    CU_ASSERT_FATAL(imgstat_image_alloc(&im[k], 6 + (uint32_t)k, 5, nb,
                                         IMGSTAT_U16, 0, &err) == IMGSTAT_OK);
-    for (int c = 0; c < NB; c++)
+    for (int c = 0; c < nb; c++)
       for (uint32_t i = 0; i < im[k].width * im[k].height; i++) {
         seed = seed * 1103515245u + 12345u;
-        ((uint16_t *)im[k].planes[c])[i] = (uint16_t)(seed >> 16);
+        uint16_t v = (uint16_t)(seed >> 16);
+        ((uint16_t *)im[k].planes[c])[i] = v;
+        if (c == nb - 1) {
+          lo = v < lo ? v : lo;
+          hi = v > hi ? v : hi;
+          count++;
+        }
       }
     CU_ASSERT_FATAL(imgstat_cpu_stats(&im[k], 1, part[k], &err) == IMGSTAT_OK);
     imgstat_dataset_image di = {"bands.npy",
                                 im[k].width,
                                 im[k].height,
-                                NB,
+                                nb,
                                 IMGSTAT_U16,
                                 part[k],
                                 NULL,
@@ -228,18 +268,30 @@ static void test_bands_serialized(void) {
   }
   void *buf = NULL;
   size_t size = 0;
-  imgstat_dataset *back = NULL;
+  imgstat_dataset *back = NULL, *bad = NULL;
   CU_ASSERT_FATAL(imgstat_dataset_serialize(rest, &buf, &size, &err) ==
                   IMGSTAT_OK);
   CU_ASSERT_FATAL(imgstat_dataset_deserialize(buf, size, &back, &err) ==
                   IMGSTAT_OK);
+  if (nb == 200)
+    damaged_forms(buf, size);
+  CU_ASSERT(imgstat_dataset_deserialize(buf, size - 8, &bad, &err) ==
+            IMGSTAT_ERR_FORMAT);
+  ((unsigned char *)buf)[size / 3] ^= 4;
+  CU_ASSERT(imgstat_dataset_deserialize(buf, size, &bad, &err) ==
+            IMGSTAT_ERR_FORMAT);
+  CU_ASSERT(bad == NULL);
   free(buf);
   CU_ASSERT(imgstat_dataset_merge(half, back, &err) == IMGSTAT_OK);
   imgstat_dataset_result ra, rh;
   CU_ASSERT_FATAL(imgstat_dataset_finish(a, 1, &ra, &err) == IMGSTAT_OK);
   CU_ASSERT_FATAL(imgstat_dataset_finish(half, 1, &rh, &err) == IMGSTAT_OK);
-  CU_ASSERT(ra.channels == NB);
+  CU_ASSERT_FATAL(ra.channels == nb);
   CU_ASSERT(same_result(&ra, &rh));
+  CU_ASSERT(ra.ch[nb - 1].count == count && ra.ch[nb - 1].min == lo &&
+            ra.ch[nb - 1].max == hi);
+  CU_ASSERT(rh.ch[nb - 1].count == count && rh.ch[nb - 1].min == lo &&
+            rh.ch[nb - 1].max == hi);
   imgstat_dataset_result_free(&ra);
   imgstat_dataset_result_free(&rh);
   imgstat_dataset_destroy(a);
@@ -248,6 +300,13 @@ static void test_bands_serialized(void) {
   imgstat_dataset_destroy(back);
   for (int k = 0; k < NI; k++)
     imgstat_image_free(&im[k]);
+  free(part);
+}
+
+static void test_bands_serialized(void) { bands_serialized(13); }
+static void test_wide_serialized(void) {
+  bands_serialized(200);
+  bands_serialized(IMGSTAT_MAX_CHANNELS);
 }
 
 /* In order, reversed, and split in three merged accumulators (one of them
@@ -631,6 +690,9 @@ static const test_case tests[] = {
     {"u16 past 2^32 samples a channel: exact sums", test_past_2_32},
     {"every order and grouping: the same result", test_groupings},
     {"13-band images, through the serialized form", test_bands_serialized},
+    {"200 and 1024 bands, through the serialized form (damaged forms "
+     "refused)",
+     test_wide_serialized},
     {"labels pooled apart, merged and serialized", test_labels_merged},
     {"--as rgb replicates gray", test_as_rgb_replicates},
     {"--as keep: the layout most images have", test_layout_most_images},
