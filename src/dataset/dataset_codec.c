@@ -2,10 +2,10 @@
  * The dataset accumulator's serialized form (imgstat_dataset_serialize,
  * imgstat_dataset_deserialize): little-endian, checked by its FNV-1a sum.
  */
+#include "byte_buf.h"
 #include "checksum.h"
 #include "dataset_state.h"
 #include "imgstat/dataset.h"
-#include "le_codec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,99 +16,34 @@
 #define DS_MAGIC "IMGSDSET"
 #define DS_VERSION 3u /* 2: the labels' pools; 3: the groups made only */
 
-typedef struct wbuf {
-  uint8_t *p;
-  size_t n, cap;
-  int failed;
-} wbuf;
-
-static void w_bytes(wbuf *w, const void *src, size_t n) {
-  if (w->failed)
-    return;
-  if (w->n + n > w->cap) {
-    size_t cap = w->cap ? w->cap : 4096;
-    while (cap < w->n + n)
-      cap *= 2;
-    uint8_t *p = realloc(w->p, cap);
-    if (!p) {
-      w->failed = 1;
-      return;
-    }
-    w->p = p;
-    w->cap = cap;
-  }
-  memcpy(w->p + w->n, src, n);
-  w->n += n;
-}
-
-static void w_u64(wbuf *w, uint64_t v) {
-  uint8_t b[8], *p = b;
-  ist_le_put64(&p, v);
-  w_bytes(w, b, 8);
-}
-
-static void w_f64(wbuf *w, double v) {
-  uint8_t b[8], *p = b;
-  ist_le_put_f64(&p, v);
-  w_bytes(w, b, 8);
-}
-
-typedef struct rbuf {
-  const uint8_t *p;
-  size_t n, at;
-  int failed;
-} rbuf;
-
-static const uint8_t *r_bytes(rbuf *r, size_t n) {
-  if (r->failed || r->n - r->at < n) {
-    r->failed = 1;
-    return NULL;
-  }
-  const uint8_t *p = r->p + r->at;
-  r->at += n;
-  return p;
-}
-
-static uint64_t r_u64(rbuf *r) {
-  const uint8_t *b = r_bytes(r, 8);
-  return b ? ist_le_get64(&b) : 0;
-}
-
-static double r_f64(rbuf *r) {
-  const uint8_t *b = r_bytes(r, 8);
-  return b ? ist_le_get_f64(&b) : 0;
-}
-
-/* The means and stds a summary carries in the serialized form: 4, as for
- * every image before bands, or one per band. */
 imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
                                          size_t *size, imgstat_error *err) {
   if (!d || !buf || !size)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_dataset_serialize: no accumulator");
-  wbuf w = {NULL, 0, 0, 0};
-  w_bytes(&w, DS_MAGIC, 8);
-  w_u64(&w, DS_VERSION);
-  w_u64(&w, (uint64_t)d->o.as);
-  w_u64(&w, (uint64_t)d->o.scale_unit);
-  w_f64(&w, d->o.outlier_z);
-  w_u64(&w, (uint64_t)d->o.histograms);
-  w_u64(&w, (uint64_t)d->o.have_range);
-  w_f64(&w, d->o.lo);
-  w_f64(&w, d->o.hi);
-  w_u64(&w, d->o.float_bins);
-  w_u64(&w, d->failed);
+  ist_wbuf w = {NULL, 0, 0, 0};
+  ist_w_bytes(&w, DS_MAGIC, 8);
+  ist_w_u64(&w, DS_VERSION);
+  ist_w_u64(&w, (uint64_t)d->o.as);
+  ist_w_u64(&w, (uint64_t)d->o.scale_unit);
+  ist_w_f64(&w, d->o.outlier_z);
+  ist_w_u64(&w, (uint64_t)d->o.histograms);
+  ist_w_u64(&w, (uint64_t)d->o.have_range);
+  ist_w_f64(&w, d->o.lo);
+  ist_w_f64(&w, d->o.hi);
+  ist_w_u64(&w, d->o.float_bins);
+  ist_w_u64(&w, d->failed);
   uint8_t pool[IMGSTAT_POOL_SERIALIZED_MAX];
   uint64_t ngroups = 0;
   for (int i = 0; i < d->nlayout * NDEPTH; i++)
     ngroups += d->g[i] != NULL;
-  w_u64(&w, ngroups);
+  ist_w_u64(&w, ngroups);
   for (int i = 0; i < d->nlayout * NDEPTH; i++) {
     const group *g = d->g[i];
     if (!g)
       continue;
-    w_u64(&w, (uint64_t)g->layout);
-    w_u64(&w, (uint64_t)(i % NDEPTH));
+    ist_w_u64(&w, (uint64_t)g->layout);
+    ist_w_u64(&w, (uint64_t)(i % NDEPTH));
     for (int j = 0; j < g->npools; j++) {
       size_t used = 0;
       imgstat_status st =
@@ -117,25 +52,25 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
         free(w.p);
         return st;
       }
-      w_u64(&w, used);
-      w_bytes(&w, pool, used);
+      ist_w_u64(&w, used);
+      ist_w_bytes(&w, pool, used);
     }
-    w_u64(&w, g->first);
-    w_u64(&w, g->images);
-    w_u64(&w, g->hist_images);
+    ist_w_u64(&w, g->first);
+    ist_w_u64(&w, g->images);
+    ist_w_u64(&w, g->hist_images);
     for (int c = 0; c < g->layout; c++) {
       const imgstat_histogram *h = &g->hist[c];
-      w_u64(&w, h->counts ? h->bins : 0);
+      ist_w_u64(&w, h->counts ? h->bins : 0);
       if (!h->counts)
         continue;
-      w_u64(&w, h->total);
-      w_u64(&w, h->nan_count);
-      w_u64(&w, h->inf_count);
+      ist_w_u64(&w, h->total);
+      ist_w_u64(&w, h->nan_count);
+      ist_w_u64(&w, h->inf_count);
       for (uint32_t b = 0; b < h->bins; b++)
-        w_u64(&w, h->counts[b]);
+        ist_w_u64(&w, h->counts[b]);
     }
   }
-  w_u64(&w, d->s.n);
+  ist_w_u64(&w, d->s.n);
   summary_reader rd;
   summary sum;
   const summary *s = &sum;
@@ -143,24 +78,24 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
   ist_summary_reader_start(&rd, &d->s);
   while ((got = ist_summary_next(&rd, &sum)) > 0) {
     size_t len = strlen(s->name);
-    w_u64(&w, s->ordinal);
-    w_u64(&w, len);
-    w_bytes(&w, s->name, len);
-    w_u64(&w, (uint64_t)s->width << 32 | s->height);
-    w_u64(&w, (uint64_t)s->channels);
-    w_u64(&w, (uint64_t)s->pooled);
-    w_u64(&w, (uint64_t)s->depth | (uint64_t)s->constant << 8);
-    w_f64(&w, s->const_value);
+    ist_w_u64(&w, s->ordinal);
+    ist_w_u64(&w, len);
+    ist_w_bytes(&w, s->name, len);
+    ist_w_u64(&w, (uint64_t)s->width << 32 | s->height);
+    ist_w_u64(&w, (uint64_t)s->channels);
+    ist_w_u64(&w, (uint64_t)s->pooled);
+    ist_w_u64(&w, (uint64_t)s->depth | (uint64_t)s->constant << 8);
+    ist_w_f64(&w, s->const_value);
     for (int c = 0; c < s->pooled; c++) {
-      w_f64(&w, s->mean[c]);
-      w_f64(&w, s->std[c]);
+      ist_w_f64(&w, s->mean[c]);
+      ist_w_f64(&w, s->std[c]);
     }
   }
   ist_summary_reader_end(&rd);
   if (got < 0)
     w.failed = 1;
   /* the labels' accumulators, each in its own serialized form */
-  w_u64(&w, d->nlabels);
+  ist_w_u64(&w, d->nlabels);
   for (size_t k = 0; k < d->nlabels; k++) {
     void *lb = NULL;
     size_t ln = 0;
@@ -170,13 +105,13 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
       free(w.p);
       return st;
     }
-    w_u64(&w, d->labels[k].label);
-    w_u64(&w, ln);
-    w_bytes(&w, lb, ln);
+    ist_w_u64(&w, d->labels[k].label);
+    ist_w_u64(&w, ln);
+    ist_w_bytes(&w, lb, ln);
     free(lb);
   }
   if (!w.failed)
-    w_u64(&w, ist_fnv1a(w.p, w.n));
+    ist_w_u64(&w, ist_fnv1a(w.p, w.n));
   if (w.failed) {
     free(w.p);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -201,32 +136,32 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
   const uint8_t *p = buf;
   if (size < 16 || memcmp(p, DS_MAGIC, 8) != 0)
     return bad_form(NULL, err);
-  rbuf sum = {p + size - 8, 8, 0, 0};
-  if (r_u64(&sum) != ist_fnv1a(p, size - 8))
+  ist_rbuf sum = {p + size - 8, 8, 0, 0};
+  if (ist_r_u64(&sum) != ist_fnv1a(p, size - 8))
     return bad_form(NULL, err);
-  rbuf r = {p, size - 8, 8, 0};
-  if (r_u64(&r) != DS_VERSION)
+  ist_rbuf r = {p, size - 8, 8, 0};
+  if (ist_r_u64(&r) != DS_VERSION)
     return bad_form(NULL, err);
   imgstat_dataset_options o;
   memset(&o, 0, sizeof o);
-  o.as = (imgstat_dataset_as)r_u64(&r);
-  o.scale_unit = (int)r_u64(&r);
-  o.outlier_z = r_f64(&r);
-  o.histograms = (int)r_u64(&r);
-  o.have_range = (int)r_u64(&r);
-  o.lo = r_f64(&r);
-  o.hi = r_f64(&r);
-  o.float_bins = (uint32_t)r_u64(&r);
+  o.as = (imgstat_dataset_as)ist_r_u64(&r);
+  o.scale_unit = (int)ist_r_u64(&r);
+  o.outlier_z = ist_r_f64(&r);
+  o.histograms = (int)ist_r_u64(&r);
+  o.have_range = (int)ist_r_u64(&r);
+  o.lo = ist_r_f64(&r);
+  o.hi = ist_r_f64(&r);
+  o.float_bins = (uint32_t)ist_r_u64(&r);
   imgstat_dataset *d = NULL;
   if (r.failed || o.float_bins == 0 || o.float_bins > IMGSTAT_FLOAT_BINS_MAX ||
       imgstat_dataset_create(&o, &d, err) != IMGSTAT_OK)
     return bad_form(d, err);
-  d->failed = r_u64(&r);
-  uint64_t ngroups = r_u64(&r);
+  d->failed = ist_r_u64(&r);
+  uint64_t ngroups = ist_r_u64(&r);
   if (r.failed || ngroups > size / 32)
     return bad_form(d, err);
   for (uint64_t i = 0; i < ngroups; i++) {
-    uint64_t l = r_u64(&r), k = r_u64(&r);
+    uint64_t l = ist_r_u64(&r), k = ist_r_u64(&r);
     /* each layout and depth once, in increasing order */
     if (r.failed || l < 1 || l > IMGSTAT_MAX_CHANNELS || k >= NDEPTH ||
         (l < (uint64_t)d->nlayout && d->g[l * NDEPTH + k]) ||
@@ -237,8 +172,8 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     if (!g)
       return bad_form(d, err);
     for (int j = 0; j < g->npools; j++) {
-      uint64_t used = r_u64(&r);
-      const uint8_t *pb = r_bytes(&r, used);
+      uint64_t used = ist_r_u64(&r);
+      const uint8_t *pb = ist_r_bytes(&r, used);
       int want = g->layout - j * GROUP_POOL_CHANNELS;
       if (want > GROUP_POOL_CHANNELS)
         want = GROUP_POOL_CHANNELS;
@@ -252,11 +187,11 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
           (g->pool[j].channels == 0) != (g->pool[0].channels == 0))
         return bad_form(d, err);
     }
-    g->first = r_u64(&r);
-    g->images = r_u64(&r);
-    g->hist_images = r_u64(&r);
+    g->first = ist_r_u64(&r);
+    g->images = ist_r_u64(&r);
+    g->hist_images = ist_r_u64(&r);
     for (int c = 0; c < g->layout; c++) {
-      uint64_t bins = r_u64(&r);
+      uint64_t bins = ist_r_u64(&r);
       if (r.failed)
         return bad_form(d, err);
       if (bins == 0)
@@ -265,14 +200,14 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
                                  &d->o, err) != IMGSTAT_OK ||
           g->hist[c].bins != bins)
         return bad_form(d, err);
-      g->hist[c].total = r_u64(&r);
-      g->hist[c].nan_count = r_u64(&r);
-      g->hist[c].inf_count = r_u64(&r);
+      g->hist[c].total = ist_r_u64(&r);
+      g->hist[c].nan_count = ist_r_u64(&r);
+      g->hist[c].inf_count = ist_r_u64(&r);
       for (uint64_t b = 0; b < bins; b++)
-        g->hist[c].counts[b] = r_u64(&r);
+        g->hist[c].counts[b] = ist_r_u64(&r);
     }
   }
-  uint64_t n = r_u64(&r);
+  uint64_t n = ist_r_u64(&r);
   if (r.failed || n > size / 64)
     return bad_form(d, err);
   float *ms = malloc(2 * IMGSTAT_MAX_CHANNELS * sizeof *ms);
@@ -282,9 +217,9 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     summary one;
     summary *s = &one;
     memset(s, 0, sizeof *s);
-    s->ordinal = r_u64(&r);
-    uint64_t len = r_u64(&r);
-    const uint8_t *name = r_bytes(&r, len);
+    s->ordinal = ist_r_u64(&r);
+    uint64_t len = ist_r_u64(&r);
+    const uint8_t *name = ist_r_bytes(&r, len);
     char *copy = name ? malloc(len + 1) : NULL;
     if (!copy) {
       free(ms);
@@ -292,13 +227,13 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     }
     memcpy(copy, name, len);
     copy[len] = '\0';
-    uint64_t wh = r_u64(&r), channels = r_u64(&r), pooled = r_u64(&r),
-             bits = r_u64(&r);
+    uint64_t wh = ist_r_u64(&r), channels = ist_r_u64(&r),
+             pooled = ist_r_u64(&r), bits = ist_r_u64(&r);
     s->width = (uint32_t)(wh >> 32);
     s->height = (uint32_t)wh;
     s->depth = (int)(bits & 0xff);
     s->constant = (int)(bits >> 8 & 0xff);
-    s->const_value = r_f64(&r);
+    s->const_value = ist_r_f64(&r);
     if (r.failed || channels < 1 || channels > IMGSTAT_MAX_CHANNELS ||
         s->depth > NDEPTH - 1 || pooled < 1 || pooled > IMGSTAT_MAX_CHANNELS) {
       free(copy);
@@ -310,8 +245,8 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     s->mean = ms;
     s->std = ms + pooled;
     for (int c = 0; c < s->pooled; c++) {
-      s->mean[c] = (float)r_f64(&r);
-      s->std[c] = (float)r_f64(&r);
+      s->mean[c] = (float)ist_r_f64(&r);
+      s->std[c] = (float)ist_r_f64(&r);
     }
     imgstat_status st = ist_summaries_add(&d->s, s, copy);
     free(copy);
@@ -321,12 +256,12 @@ imgstat_status imgstat_dataset_deserialize(const void *buf, size_t size,
     }
   }
   free(ms);
-  uint64_t nlabels = r_u64(&r);
+  uint64_t nlabels = ist_r_u64(&r);
   if (r.failed || nlabels > size / 16)
     return bad_form(d, err);
   for (uint64_t k = 0; k < nlabels; k++) {
-    uint64_t label = r_u64(&r), ln = r_u64(&r);
-    const uint8_t *lb = r_bytes(&r, ln);
+    uint64_t label = ist_r_u64(&r), ln = ist_r_u64(&r);
+    const uint8_t *lb = ist_r_bytes(&r, ln);
     imgstat_dataset *l = NULL;
     if (!lb || label == 0 || label > UINT32_MAX ||
         (d->nlabels && d->labels[d->nlabels - 1].label >= label) ||

@@ -18,9 +18,9 @@
  *
  * Counts are u64, texts a u64 length and their bytes (no NUL among them).
  */
+#include "byte_buf.h"
 #include "checksum.h"
 #include "imgstat/report.h"
-#include "le_codec.h"
 #include "report_state.h"
 
 #include <stdlib.h>
@@ -32,50 +32,8 @@
 /* ---- writing -------------------------------------------------------------
  */
 
-typedef struct wbuf {
-  uint8_t *p;
-  size_t n, cap;
-  int failed;
-} wbuf;
-
-static uint8_t *w_room(wbuf *w, size_t n) {
-  if (w->failed)
-    return NULL;
-  if (n > SIZE_MAX / 2 - w->n) {
-    w->failed = 1;
-    return NULL;
-  }
-  if (w->n + n > w->cap) {
-    size_t cap = w->cap ? w->cap : 4096;
-    while (cap < w->n + n)
-      cap *= 2;
-    uint8_t *p = realloc(w->p, cap);
-    if (!p) {
-      w->failed = 1;
-      return NULL;
-    }
-    w->p = p;
-    w->cap = cap;
-  }
-  uint8_t *at = w->p + w->n;
-  w->n += n;
-  return at;
-}
-
-static void w_u64(wbuf *w, uint64_t v) {
-  uint8_t *p = w_room(w, 8);
-  if (p)
-    ist_le_put64(&p, v);
-}
-
-static void w_u32(wbuf *w, uint32_t v) {
-  uint8_t *p = w_room(w, 4);
-  if (p)
-    ist_le_put32(&p, v);
-}
-
-static void w_f32s(wbuf *w, const float *v, size_t n) {
-  uint8_t *p = w_room(w, 4 * n);
+static void w_f32s(ist_wbuf *w, const float *v, size_t n) {
+  uint8_t *p = ist_w_room(w, 4 * n);
   for (size_t k = 0; p && k < n; k++) {
     uint32_t b;
     memcpy(&b, &v[k], sizeof b);
@@ -83,17 +41,17 @@ static void w_f32s(wbuf *w, const float *v, size_t n) {
   }
 }
 
-static void w_text(wbuf *w, const char *s) {
+static void w_text(ist_wbuf *w, const char *s) {
   size_t n = strlen(s);
-  w_u64(w, n);
-  uint8_t *p = w_room(w, n);
+  ist_w_u64(w, n);
+  uint8_t *p = ist_w_room(w, n);
   if (p && n)
     memcpy(p, s, n);
 }
 
 /* A text that may be missing: a flag byte, then the text. */
-static void w_maybe(wbuf *w, const char *s) {
-  uint8_t *p = w_room(w, 1);
+static void w_maybe(ist_wbuf *w, const char *s) {
+  uint8_t *p = ist_w_room(w, 1);
   if (p)
     *p = s != NULL;
   if (s)
@@ -113,27 +71,27 @@ imgstat_status imgstat_report_serialize(const imgstat_report *r, void **buf,
   if (!r)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "imgstat_report_serialize: no report");
-  wbuf w = {0};
-  uint8_t *m = w_room(&w, 8);
+  ist_wbuf w = {0};
+  uint8_t *m = ist_w_room(&w, 8);
   if (m)
     memcpy(m, RP_MAGIC, 8);
-  w_u64(&w, RP_VERSION);
-  w_u64(&w, r->inputs);
-  w_u64(&w, r->failed);
+  ist_w_u64(&w, RP_VERSION);
+  ist_w_u64(&w, r->inputs);
+  ist_w_u64(&w, r->failed);
   for (int k = 0; k < 3; k++)
-    w_u64(&w, r->backend_count[k]);
-  w_u64(&w, r->wide);
-  w_u64(&w, (uint64_t)r->max_channels);
-  w_u64(&w, r->nimages);
-  uint8_t *ch = w_room(&w, (size_t)r->nimages);
+    ist_w_u64(&w, r->backend_count[k]);
+  ist_w_u64(&w, r->wide);
+  ist_w_u64(&w, (uint64_t)r->max_channels);
+  ist_w_u64(&w, r->nimages);
+  uint8_t *ch = ist_w_room(&w, (size_t)r->nimages);
   if (ch && r->nimages)
     memcpy(ch, r->channels, (size_t)r->nimages);
   w_f32s(&w, r->mean, (size_t)r->nimages * IST_REPORT_CHANNELS);
   w_f32s(&w, r->std, (size_t)r->nimages * IST_REPORT_CHANNELS);
-  w_u64(&w, r->nformats);
+  ist_w_u64(&w, r->nformats);
   for (size_t k = 0; k < r->nformats; k++) {
     w_text(&w, r->formats[k]);
-    w_u64(&w, r->format_count[k]);
+    ist_w_u64(&w, r->format_count[k]);
   }
   /* the rows in input order (not the heap's), so that equal reports
    * serialize alike */
@@ -144,14 +102,14 @@ imgstat_status imgstat_report_serialize(const imgstat_report *r, void **buf,
     rows[k] = &r->rows[k];
   if (rows)
     qsort(rows, r->nrows, sizeof *rows, row_order);
-  w_u64(&w, r->nrows);
+  ist_w_u64(&w, r->nrows);
   for (size_t k = 0; rows && k < r->nrows; k++) {
     const ist_report_row *row = rows[k];
-    w_u64(&w, row->ordinal);
-    w_u32(&w, row->width);
-    w_u32(&w, row->height);
-    w_u32(&w, (uint32_t)row->channels);
-    w_u32(&w, (uint32_t)row->sample);
+    ist_w_u64(&w, row->ordinal);
+    ist_w_u32(&w, row->width);
+    ist_w_u32(&w, row->height);
+    ist_w_u32(&w, (uint32_t)row->channels);
+    ist_w_u32(&w, (uint32_t)row->sample);
     w_text(&w, row->file);
     w_maybe(&w, row->error);
     w_maybe(&w, row->format);
@@ -159,17 +117,17 @@ imgstat_status imgstat_report_serialize(const imgstat_report *r, void **buf,
     w_f32s(&w, row->std, IST_REPORT_CHANNELS);
   }
   free(rows);
-  w_u64(&w, r->ngroups);
+  ist_w_u64(&w, r->ngroups);
   for (size_t g = 0; g < r->ngroups; g++) {
     const ist_report_group *gr = &r->groups[g];
     w_text(&w, gr->reason);
-    w_u64(&w, gr->count);
-    w_u64(&w, gr->nfiles);
+    ist_w_u64(&w, gr->count);
+    ist_w_u64(&w, gr->nfiles);
     for (size_t k = 0; k < gr->nfiles; k++)
       w_text(&w, gr->files[k]);
   }
   if (!w.failed)
-    w_u64(&w, ist_fnv1a(w.p, w.n));
+    ist_w_u64(&w, ist_fnv1a(w.p, w.n));
   if (w.failed) {
     free(w.p);
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -182,34 +140,8 @@ imgstat_status imgstat_report_serialize(const imgstat_report *r, void **buf,
 /* ---- reading -------------------------------------------------------------
  */
 
-typedef struct rbuf {
-  const uint8_t *p;
-  size_t n, at;
-  int failed;
-} rbuf;
-
-static const uint8_t *r_bytes(rbuf *r, size_t n) {
-  if (r->failed || r->n - r->at < n) {
-    r->failed = 1;
-    return NULL;
-  }
-  const uint8_t *p = r->p + r->at;
-  r->at += n;
-  return p;
-}
-
-static uint64_t r_u64(rbuf *r) {
-  const uint8_t *b = r_bytes(r, 8);
-  return b ? ist_le_get64(&b) : 0;
-}
-
-static uint32_t r_u32(rbuf *r) {
-  const uint8_t *b = r_bytes(r, 4);
-  return b ? ist_le_get32(&b) : 0;
-}
-
-static void r_f32s(rbuf *r, float *v, size_t n) {
-  const uint8_t *b = r_bytes(r, 4 * n);
+static void r_f32s(ist_rbuf *r, float *v, size_t n) {
+  const uint8_t *b = ist_r_bytes(r, 4 * n);
   for (size_t k = 0; b && k < n; k++) {
     uint32_t x = ist_le_get32(&b);
     memcpy(&v[k], &x, sizeof x);
@@ -218,8 +150,8 @@ static void r_f32s(rbuf *r, float *v, size_t n) {
 
 /* A count of items of at least `each` bytes: no more than the bytes left
  * hold, and at most max. */
-static uint64_t r_count(rbuf *r, size_t each, uint64_t max) {
-  uint64_t n = r_u64(r);
+static uint64_t r_count(ist_rbuf *r, size_t each, uint64_t max) {
+  uint64_t n = ist_r_u64(r);
   if (!r->failed && (n > max || n > (r->n - r->at) / each))
     r->failed = 1;
   return r->failed ? 0 : n;
@@ -227,9 +159,9 @@ static uint64_t r_count(rbuf *r, size_t each, uint64_t max) {
 
 /* A text, a new NUL-terminated copy (NULL when damaged or out of memory:
  * *nomem says which). */
-static char *r_text(rbuf *r, int *nomem) {
+static char *r_text(ist_rbuf *r, int *nomem) {
   uint64_t n = r_count(r, 1, SIZE_MAX - 1);
-  const uint8_t *b = r_bytes(r, (size_t)n);
+  const uint8_t *b = ist_r_bytes(r, (size_t)n);
   if (!b || memchr(b, '\0', (size_t)n)) {
     r->failed = 1;
     return NULL;
@@ -245,8 +177,8 @@ static char *r_text(rbuf *r, int *nomem) {
 }
 
 /* A text that may be missing (w_maybe): *present says whether it is. */
-static char *r_maybe(rbuf *r, int *present, int *nomem) {
-  const uint8_t *f = r_bytes(r, 1);
+static char *r_maybe(ist_rbuf *r, int *present, int *nomem) {
+  const uint8_t *f = ist_r_bytes(r, 1);
   *present = f && *f == 1;
   if (f && *f > 1)
     r->failed = 1;
@@ -254,16 +186,16 @@ static char *r_maybe(rbuf *r, int *present, int *nomem) {
 }
 
 /* The body into r (fresh); 0 when damaged or out of memory (*nomem). */
-static int read_body(rbuf *in, imgstat_report *r, int *nomem) {
-  r->inputs = r_u64(in);
-  r->failed = r_u64(in);
+static int read_body(ist_rbuf *in, imgstat_report *r, int *nomem) {
+  r->inputs = ist_r_u64(in);
+  r->failed = ist_r_u64(in);
   uint64_t backends = 0;
   for (int k = 0; k < 3; k++) {
-    r->backend_count[k] = r_u64(in);
+    r->backend_count[k] = ist_r_u64(in);
     backends += r->backend_count[k];
   }
-  r->wide = r_u64(in);
-  uint64_t maxc = r_u64(in);
+  r->wide = ist_r_u64(in);
+  uint64_t maxc = ist_r_u64(in);
   /* each image: its channel count and 8 binary32 */
   uint64_t n = r_count(in, 1 + 8 * 4, UINT64_MAX);
   if (in->failed || r->failed > r->inputs || n != r->inputs - r->failed ||
@@ -280,7 +212,7 @@ static int read_body(rbuf *in, imgstat_report *r, int *nomem) {
       return 0;
     }
     r->nimages = r->cap_images = n;
-    const uint8_t *ch = r_bytes(in, (size_t)n);
+    const uint8_t *ch = ist_r_bytes(in, (size_t)n);
     for (uint64_t i = 0; ch && i < n; i++)
       if (ch[i] < 1 || ch[i] > IST_REPORT_CHANNELS || ch[i] > maxc)
         return 0;
@@ -292,7 +224,7 @@ static int read_body(rbuf *in, imgstat_report *r, int *nomem) {
   uint64_t nf = r_count(in, 16, IST_REPORT_FORMATS_MAX), counted = 0;
   for (uint64_t k = 0; k < nf && !in->failed; k++) {
     char *name = r_text(in, nomem);
-    uint64_t count = r_u64(in);
+    uint64_t count = ist_r_u64(in);
     const char *kept = name ? ist_report_intern(r, name) : NULL;
     free(name);
     if (!kept) {
@@ -313,11 +245,11 @@ static int read_body(rbuf *in, imgstat_report *r, int *nomem) {
   for (uint64_t k = 0; k < nrows && !in->failed; k++) {
     ist_report_row row;
     memset(&row, 0, sizeof row);
-    row.ordinal = r_u64(in);
+    row.ordinal = ist_r_u64(in);
     row.hash = ist_report_hash(row.ordinal);
-    row.width = r_u32(in);
-    row.height = r_u32(in);
-    uint32_t channels = r_u32(in), sample = r_u32(in);
+    row.width = ist_r_u32(in);
+    row.height = ist_r_u32(in);
+    uint32_t channels = ist_r_u32(in), sample = ist_r_u32(in);
     row.file = r_text(in, nomem);
     int has_error = 0, has_format = 0;
     row.error = row.file ? r_maybe(in, &has_error, nomem) : NULL;
@@ -342,7 +274,7 @@ static int read_body(rbuf *in, imgstat_report *r, int *nomem) {
   uint64_t ngroups = r_count(in, 24, IST_REPORT_GROUPS_MAX), failures = 0;
   for (uint64_t g = 0; g < ngroups && !in->failed; g++) {
     char *reason = r_text(in, nomem);
-    uint64_t count = r_u64(in);
+    uint64_t count = ist_r_u64(in);
     /* each file: its length */
     uint64_t nfiles = r_count(in, 8, r->opt.list_max);
     ist_report_group *gr = reason ? ist_report_group_of(r, reason) : NULL;
@@ -376,13 +308,13 @@ imgstat_status imgstat_report_deserialize(const void *buf, size_t size,
   if (!p || size < 24 || memcmp(p, RP_MAGIC, 8) != 0)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "not a serialized imgstat report");
-  rbuf sum = {p, size, size - 8, 0};
-  if (r_u64(&sum) != ist_fnv1a(p, size - 8))
+  ist_rbuf sum = {p, size, size - 8, 0};
+  if (ist_r_u64(&sum) != ist_fnv1a(p, size - 8))
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "a serialized imgstat report, damaged (its "
                              "checksum differs)");
-  rbuf in = {p, size - 8, 8, 0};
-  uint64_t version = r_u64(&in);
+  ist_rbuf in = {p, size - 8, 8, 0};
+  uint64_t version = ist_r_u64(&in);
   if (version != RP_VERSION)
     return imgstat_error_set(err, IMGSTAT_ERR_FORMAT,
                              "a serialized imgstat report of version %llu "
