@@ -898,9 +898,12 @@ static void tiff_worker_close(tiff_worker *w) {
 }
 
 /* How many threads read the page's chunks: 1 for a small page, a JPEG one
- * (its colour mode is a setting of the handle) or a palette. */
-static int tiff_threads(const tiff_state *ts, const tiff_chunks *k,
-                        const imgstat_image *img) {
+ * (its colour mode is a setting of the handle) or a palette; no more than
+ * the memory budget (--max-memory) has room for, each thread holding a
+ * chunk of its own beside the image and the calling thread's chunk (what
+ * the open checked). */
+static int tiff_threads(const imgstat_decoder *d, const tiff_state *ts,
+                        const tiff_chunks *k, const imgstat_image *img) {
   uint64_t bytes = (uint64_t)img->width * img->height *
                    (uint64_t)img->channels * (uint64_t)img->sample;
   if (bytes < TIFF_PARALLEL_BYTES || ts->compression == COMPRESSION_JPEG ||
@@ -911,6 +914,12 @@ static int tiff_threads(const tiff_state *ts, const tiff_chunks *k,
     n = TIFF_MAX_THREADS;
   if ((uint64_t)n * 2 > k->total)
     n = (int)(k->total / 2);
+  if (n < 2)
+    return 1;
+  uint64_t held = bytes + (uint64_t)k->size;
+  uint64_t room = d->lim.max_memory > held ? d->lim.max_memory - held : 0;
+  if ((uint64_t)n - 1 > room / (uint64_t)k->size)
+    n = (int)(room / (uint64_t)k->size) + 1;
   return n < 1 ? 1 : n;
 }
 
@@ -934,7 +943,7 @@ imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
   if (!ts->chunk)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   imgstat_status s = IMGSTAT_OK;
-  int threads = tiff_threads(ts, &k, img);
+  int threads = tiff_threads(d, ts, &k, img);
   tiff_worker *w = threads > 1 ? calloc((size_t)threads, sizeof *w) : NULL;
   if (!w) {
     for (uint64_t g = 0; g < k.total && s == IMGSTAT_OK; g++)
