@@ -621,6 +621,18 @@ int imgstat_cpu_cores(void);
 imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
                                  imgstat_partial *out, imgstat_error *err);
 
+/* CPU backend over the valid samples of an 8- or 16-bit image under v (its
+ * nodata values and mask; not a pixel list): out[c] the partial of channel
+ * c's valid samples with raster positions, nodata[c] its nodata samples
+ * inside the mask; the same figures as imgstat_valid_compact, a scan and
+ * imgstat_valid_raster_pair, in one pass over the planes on threads
+ * (threads <= 0: one per core). Refuses float images and pixel lists
+ * (IMGSTAT_ERR_UNSUPPORTED), which take that way. */
+imgstat_status imgstat_cpu_valid_stats(const imgstat_image *img,
+                                       const imgstat_valid *v, int threads,
+                                       imgstat_partial *out, uint64_t *nodata,
+                                       imgstat_error *err);
+
 /* ---- numbers --------------------------------------------------------------
  */
 

@@ -226,6 +226,25 @@ imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
     }                                                                          \
   } while (0)
 
+/* More than 4 channels: one channel at a time, its samples gathered from
+ * the pixels (which stay in the cache for a decoder's row or tile) and
+ * written in a run, rather than one pixel's samples to as many planes. */
+#define IMGSTAT_SPLIT_BANDS(T)                                                 \
+  do {                                                                         \
+    const T *restrict in = interleaved;                                        \
+    const size_t ch = (size_t)img->channels;                                   \
+    for (int c = 0; c < img->channels; c++) {                                  \
+      T *restrict o = (T *)ist_image_row(img, c, y) + x0;                      \
+      const T *restrict s = in + c;                                            \
+      if (step == 1)                                                           \
+        for (size_t i = 0; i < n; i++)                                         \
+          o[i] = s[i * ch];                                                    \
+      else                                                                     \
+        for (size_t i = 0; i < n; i++)                                         \
+          o[i * step] = s[i * ch];                                             \
+    }                                                                          \
+  } while (0)
+
 #define IMGSTAT_SPLIT_TYPE(T)                                                  \
   do {                                                                         \
     switch (img->channels) {                                                   \
@@ -242,7 +261,7 @@ imgstat_status ist_image_dense(const imgstat_image *img, imgstat_image *tmp,
       IMGSTAT_SPLIT(T, 4);                                                     \
       break;                                                                   \
     default: /* bands: any count up to IMGSTAT_MAX_CHANNELS */                 \
-      IMGSTAT_SPLIT(T, img->channels);                                         \
+      IMGSTAT_SPLIT_BANDS(T);                                                  \
       break;                                                                   \
     }                                                                          \
   } while (0)

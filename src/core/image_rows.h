@@ -49,6 +49,15 @@ int ist_size_mul(size_t a, size_t b, size_t *out);
 imgstat_status ist_pixels_check(uint32_t width, uint32_t height,
                                 uint64_t max_pixels, imgstat_error *err);
 
+/* The partial of the valid samples (imgstat_valid) of channel c of a u8 or
+ * u16 image in rows y0 .. y1 - 1, under v's mask or none (not a pixel
+ * list), with raster positions, and the nodata samples inside the region
+ * into *nodata: the figures imgstat_valid_compact, a scan and
+ * imgstat_valid_raster_pair give, in one pass (src/core/valid.c). */
+void ist_valid_scan_rows(const imgstat_image *img, int c,
+                         const imgstat_valid *v, uint32_t y0, uint32_t y1,
+                         imgstat_partial *p, uint64_t *nodata);
+
 /* Copies n interleaved pixels (img->channels samples of img->sample type
  * each) into img's planes: pixel i goes to row y, column x0 + i * step. In
  * a dense image, y = 0 and n up to width * height address the whole

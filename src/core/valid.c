@@ -276,3 +276,129 @@ void imgstat_valid_raster_pair(const imgstat_image *img, int c,
   *lo = first_at;
   *hi = last_at;
 }
+
+/* ---- one pass over an integer channel ------------------------------------
+ * What imgstat_valid_compact, a scan of the compacted samples and
+ * imgstat_valid_raster_pair give together, for u8 and u16 samples under a
+ * mask (or none) and a nodata value, in one pass over the rows and with
+ * raster positions from the start: the same predicate as walk(), the
+ * integer sums exact, the extrema's first positions in raster order. Rows
+ * are taken a block at a time, with no branch on each sample (the compiler
+ * vectorizes the block); the first position of a block's minimum or
+ * maximum is searched only when it beats the figures so far. */
+#define VSCAN_BLOCK 4096u
+
+/* As partial.c: AVX2 / AVX-512 where the CPU has them (unsigned 16-bit
+ * min / max), resolved once at load time; not under ThreadSanitizer. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
+    defined(__linux__) && !defined(__SANITIZE_THREAD__)
+#define VSCAN_CLONES                                                           \
+  __attribute__((noinline, target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define VSCAN_CLONES
+#endif
+
+/* One block's figures: valid samples, their sum and sum of squares, their
+ * min and max (when cnt > 0), the nodata samples inside the region. */
+typedef struct vscan_block {
+  uint32_t cnt, nd, sum, lo, hi;
+  uint64_t sq;
+} vscan_block;
+
+/* The loop over a block of n samples x (mask bytes m, or none), for the
+ * sample type T: IN is whether sample i is inside the region. */
+#define VSCAN_LOOP(T, T_MAX, IN)                                               \
+  do {                                                                         \
+    uint32_t sum = 0, cnt = 0, nd = 0;                                         \
+    uint64_t sq = 0;                                                           \
+    T lo = T_MAX, hi = 0;                                                      \
+    for (uint32_t i = 0; i < n; i++) {                                         \
+      T t = x[i];                                                              \
+      uint32_t in = (IN);                                                      \
+      uint32_t isnd = has & (uint32_t)(t == nodv);                             \
+      uint32_t ok = in & (isnd ^ 1u);                                          \
+      nd += in & isnd;                                                         \
+      cnt += ok;                                                               \
+      T s = ok ? t : (T)0;                                                     \
+      T l = ok ? t : (T)T_MAX;                                                 \
+      sum += s;                                                                \
+      sq += (uint32_t)s * (uint32_t)s;                                         \
+      lo = l < lo ? l : lo;                                                    \
+      hi = s > hi ? s : hi;                                                    \
+    }                                                                          \
+    out->cnt = cnt;                                                            \
+    out->nd = nd;                                                              \
+    out->sum = sum;                                                            \
+    out->sq = sq;                                                              \
+    out->lo = lo;                                                              \
+    out->hi = hi;                                                              \
+  } while (0)
+
+#define VSCAN_KERNEL(NAME, T, T_MAX)                                           \
+  VSCAN_CLONES                                                                 \
+  static void NAME(const T *restrict x, const uint8_t *restrict m, uint32_t n, \
+                   uint32_t has, T nodv, vscan_block *out) {                   \
+    if (m)                                                                     \
+      VSCAN_LOOP(T, T_MAX, (uint32_t)(m[i] != 0));                             \
+    else                                                                       \
+      VSCAN_LOOP(T, T_MAX, 1u);                                                \
+  }
+
+VSCAN_KERNEL(vscan_u8, uint8_t, UINT8_MAX)
+VSCAN_KERNEL(vscan_u16, uint16_t, UINT16_MAX)
+
+#define VSCAN(T, KERNEL)                                                       \
+  do {                                                                         \
+    const T nodv = has ? (T)ndv : (T)0;                                        \
+    for (uint32_t y = y0; y < y1; y++) {                                       \
+      const T *r = (const T *)(const void *)((const char *)img->planes[c] +    \
+                                             (size_t)y * stride);              \
+      const uint8_t *m =                                                       \
+          v && v->mask ? v->mask + (uint64_t)y * img->width : NULL;            \
+      uint64_t base = (uint64_t)y * img->width;                                \
+      for (uint32_t x0 = 0; x0 < img->width; x0 += VSCAN_BLOCK) {              \
+        uint32_t n =                                                           \
+            img->width - x0 < VSCAN_BLOCK ? img->width - x0 : VSCAN_BLOCK;     \
+        const T *b = r + x0;                                                   \
+        const uint8_t *mb = m ? m + x0 : NULL;                                 \
+        vscan_block k;                                                         \
+        KERNEL(b, mb, n, (uint32_t)has, nodv, &k);                             \
+        *nodata += k.nd;                                                       \
+        if (k.cnt == 0)                                                        \
+          continue;                                                            \
+        p->count += k.cnt;                                                     \
+        p->sum += k.sum;                                                       \
+        p->sumsq += k.sq;                                                      \
+        /* the first valid sample of the value, when it beats the figure       \
+         * so far (an equal one came earlier in raster order) */               \
+        if ((double)k.lo < p->min)                                             \
+          for (uint32_t i = 0; i < n; i++)                                     \
+            if (b[i] == k.lo && (!mb || mb[i]) && !(has && b[i] == nodv)) {    \
+              p->min = k.lo;                                                   \
+              p->min_index = base + x0 + i;                                    \
+              break;                                                           \
+            }                                                                  \
+        if ((double)k.hi > p->max)                                             \
+          for (uint32_t i = 0; i < n; i++)                                     \
+            if (b[i] == k.hi && (!mb || mb[i]) && !(has && b[i] == nodv)) {    \
+              p->max = k.hi;                                                   \
+              p->max_index = base + x0 + i;                                    \
+              break;                                                           \
+            }                                                                  \
+      }                                                                        \
+    }                                                                          \
+  } while (0)
+
+void ist_valid_scan_rows(const imgstat_image *img, int c,
+                         const imgstat_valid *v, uint32_t y0, uint32_t y1,
+                         imgstat_partial *p, uint64_t *nodata) {
+  imgstat_partial_init(p);
+  *nodata = 0;
+  int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
+  double ndv = has ? v->nodata[c] : 0.0;
+  size_t stride = ist_image_stride(img);
+  if (img->sample == IMGSTAT_U8)
+    VSCAN(uint8_t, vscan_u8);
+  else if (img->sample == IMGSTAT_U16)
+    VSCAN(uint16_t, vscan_u16);
+}

@@ -163,3 +163,113 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
   free(job.parts);
   return IMGSTAT_OK;
 }
+
+/* ---- valid samples of integer images -------------------------------------
+ * Each channel cut into bands of rows (about CPU_CHUNK samples each), each
+ * band's partial by ist_valid_scan_rows on any thread, merged in raster
+ * order on the calling thread: integer sums are exact and the merge keeps
+ * the first position of an extremum, so the bits do not depend on -j. */
+
+typedef struct valid_job {
+  const imgstat_image *img;
+  const imgstat_valid *v;
+  uint32_t band_rows;
+  uint64_t bands_per_plane;
+  uint64_t total;
+  imgstat_partial *parts;
+  uint64_t *nodata;
+  atomic_uint_fast64_t next;
+} valid_job;
+
+static void *valid_job_run(void *arg) {
+  valid_job *job = arg;
+  for (;;) {
+    uint64_t g = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+    if (g >= job->total)
+      return NULL;
+    int c = (int)(g / job->bands_per_plane);
+    uint64_t y0 = (g % job->bands_per_plane) * job->band_rows;
+    uint64_t y1 = y0 + job->band_rows;
+    if (y1 > job->img->height)
+      y1 = job->img->height;
+    ist_valid_scan_rows(job->img, c, job->v, (uint32_t)y0, (uint32_t)y1,
+                        &job->parts[g], &job->nodata[g]);
+  }
+}
+
+imgstat_status imgstat_cpu_valid_stats(const imgstat_image *img,
+                                       const imgstat_valid *v, int threads,
+                                       imgstat_partial *out, uint64_t *nodata,
+                                       imgstat_error *err) {
+  if (!img || !out || !nodata)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no image or no output");
+  if (img->channels < 1 || img->channels > IMGSTAT_MAX_CHANNELS)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "%d channels (1 to %d)",
+                             img->channels, IMGSTAT_MAX_CHANNELS);
+  if ((img->sample != IMGSTAT_U8 && img->sample != IMGSTAT_U16) ||
+      (v && v->npixels))
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "one pass over valid samples: 8- or 16-bit "
+                             "samples under a mask or none");
+  for (int c = 0; c < img->channels; c++) {
+    imgstat_partial_init(&out[c]);
+    nodata[c] = 0;
+    if (v && v->has_nodata[c]) {
+      imgstat_status st =
+          imgstat_valid_check_nodata(v->nodata[c], img->sample, err);
+      if (st != IMGSTAT_OK)
+        return st;
+    }
+  }
+  if ((uint64_t)img->width * img->height == 0)
+    return IMGSTAT_OK;
+  for (int c = 0; c < img->channels; c++)
+    if (!img->planes[c])
+      return imgstat_error_set(err, IMGSTAT_ERR_ARG, "channel %d has no plane",
+                               c);
+  valid_job job;
+  job.img = img;
+  job.v = v;
+  job.band_rows = (uint32_t)(CPU_CHUNK / img->width);
+  if (job.band_rows < 1)
+    job.band_rows = 1;
+  job.bands_per_plane = (img->height + job.band_rows - 1) / job.band_rows;
+  job.total = job.bands_per_plane * (uint64_t)img->channels;
+  job.parts = job.total <= SIZE_MAX / sizeof *job.parts
+                  ? malloc(job.total * sizeof *job.parts)
+                  : NULL;
+  job.nodata = job.parts ? malloc(job.total * sizeof *job.nodata) : NULL;
+  if (!job.nodata) {
+    /* one thread, one band a channel: the same figures */
+    free(job.parts);
+    for (int c = 0; c < img->channels; c++)
+      ist_valid_scan_rows(img, c, v, 0, img->height, &out[c], &nodata[c]);
+    return IMGSTAT_OK;
+  }
+  atomic_init(&job.next, 0);
+  if (threads <= 0)
+    threads = cpu_default_threads();
+  if (threads > CPU_MAX_THREADS)
+    threads = CPU_MAX_THREADS;
+  if ((uint64_t)threads > job.total)
+    threads = (int)job.total;
+  pthread_t helper[CPU_MAX_THREADS];
+  int started = 0;
+  for (int t = 1; t < threads; t++) {
+    if (pthread_create(&helper[started], NULL, valid_job_run, &job) != 0)
+      break;
+    started++;
+  }
+  valid_job_run(&job);
+  for (int t = 0; t < started; t++)
+    pthread_join(helper[t], NULL);
+  for (int c = 0; c < img->channels; c++)
+    for (uint64_t k = 0; k < job.bands_per_plane; k++) {
+      uint64_t g = (uint64_t)c * job.bands_per_plane + k;
+      imgstat_partial_merge(&out[c], &job.parts[g], img->sample);
+      nodata[c] += job.nodata[g];
+    }
+  free(job.parts);
+  free(job.nodata);
+  return IMGSTAT_OK;
+}

@@ -647,6 +647,10 @@ static imgstat_status valid_channels(imgstat_engine *e, const imgstat_image *in,
                                      imgstat_hist_figures *figures,
                                      imgstat_error *err) {
   imgstat_status st = IMGSTAT_OK;
+  /* integer samples under a nodata value or a mask, no histograms: one
+   * pass over the planes on the cores (the same figures) */
+  if (in->sample != IMGSTAT_F32 && !v->npixels && !(req && req->histograms))
+    return imgstat_cpu_valid_stats(in, v, e->opt.threads, partial, nodata, err);
   for (int c = 0; c < in->channels && st == IMGSTAT_OK; c++) {
     imgstat_image part;
     st = imgstat_valid_compact(in, c, v, &part, &nodata[c], err);

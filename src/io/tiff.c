@@ -41,7 +41,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -575,6 +577,13 @@ static char *tiff_band_names(TIFF *tif, int channels) {
   return packed;
 }
 
+/* No single libtiff allocation over the memory budget. */
+static tmsize_t tiff_max_alloc(const imgstat_decoder *d) {
+  return d->lim.max_memory > (uint64_t)INT64_MAX / 2
+             ? (tmsize_t)(INT64_MAX / 2)
+             : (tmsize_t)d->lim.max_memory;
+}
+
 imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   imgstat_status loaded = ist_dlib_need(&tiff_dlib, err);
   if (loaded != IMGSTAT_OK)
@@ -592,10 +601,7 @@ imgstat_status ist_tiff_open(imgstat_decoder *d, imgstat_error *err) {
   TIFFOpenOptionsSetErrorHandlerExtR(opts, on_error, ts);
   TIFFOpenOptionsSetWarningHandlerExtR(opts, on_warning, ts);
   /* no single libtiff allocation over the memory budget */
-  TIFFOpenOptionsSetMaxSingleMemAlloc(opts, d->lim.max_memory >
-                                                    (uint64_t)INT64_MAX / 2
-                                                ? (tmsize_t)(INT64_MAX / 2)
-                                                : (tmsize_t)d->lim.max_memory);
+  TIFFOpenOptionsSetMaxSingleMemAlloc(opts, tiff_max_alloc(d));
   /* "m": no memory mapping (our procs read the bytes) */
   ts->tif = TIFFClientOpenExt("input", "rm", ts, on_read, on_write, on_seek,
                               on_close, on_size, on_map, on_unmap, opts);
@@ -744,65 +750,240 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
   return IMGSTAT_OK;
 }
 
+/* The chunks (strips or tiles) of the page, numbered in the order they
+ * are stored in: planes, then rows of chunks, then chunks in a row. */
+typedef struct tiff_chunks {
+  int planar, nc;
+  uint64_t planes, down, across, total;
+  uint32_t cw, ch;
+  size_t row_bytes;
+  tmsize_t size;
+} tiff_chunks;
+
+/* Reads chunk g of the page into img through ts's handle (its buffer
+ * ts->chunk of k->size bytes). */
+static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
+                                 imgstat_image *img, uint64_t g,
+                                 imgstat_error *err) {
+  TIFF *tif = ts->tif;
+  uint64_t per_plane = k->down * k->across;
+  int p = (int)(g / per_plane);
+  uint32_t y0 = (uint32_t)((g % per_plane) / k->across * k->ch);
+  uint32_t x0 = (uint32_t)((g % per_plane) % k->across * k->cw);
+  uint32_t rows = ts->height - y0 < k->ch ? ts->height - y0 : k->ch;
+  uint32_t cols = ts->width - x0 < k->cw ? ts->width - x0 : k->cw;
+  tmsize_t got;
+  /* a strip holds rows whole rows; a tile always its full size */
+  tmsize_t want = ts->tiled ? k->size : (tmsize_t)(k->row_bytes * rows);
+  ts->message[0] = '\0';
+  uint32_t at = ts->tiled ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p)
+                          : TIFFComputeStrip(tif, y0, (uint16_t)p);
+  /* Uncompressed, libtiff reads a whole strip from its offset whatever its
+   * byte count says: a count too small for the rows (RowsPerStrip or the
+   * tile size disagreeing with the arrays) would give another strip's
+   * bytes. */
+  uint64_t count = TIFFGetStrileByteCount(tif, at);
+  if (ts->compression == COMPRESSION_NONE && count < (uint64_t)want)
+    return ist_corrupt(err, "TIFF",
+                       "%s %" PRIu32 " holds %" PRIu64
+                       " bytes where its pixels take %" PRIu64
+                       " (RowsPerStrip or the tile size disagrees with "
+                       "the byte counts)",
+                       ts->tiled ? "tile" : "strip", at, count, (uint64_t)want);
+  if (ts->tiled)
+    got = TIFFReadEncodedTile(tif, at, ts->chunk, k->size);
+  else
+    got = TIFFReadEncodedStrip(tif, at, ts->chunk, k->size);
+  if (ts->damage[0])
+    return ist_corrupt(err, "TIFF", "%s", ts->damage);
+  if (got < want || ts->message[0])
+    return tiff_failure(ts, "a strip or tile is truncated", err);
+  imgstat_status s = IMGSTAT_OK;
+  for (uint32_t r = 0; r < rows && s == IMGSTAT_OK; r++)
+    s = put_row(ts, img, ts->chunk + (size_t)r * k->row_bytes, x0, y0 + r, cols,
+                p, k->nc, err);
+  return s;
+}
+
+/* ---- chunks on several threads ------------------------------------------
+ * A large page's chunks are read on the cores, each thread through a
+ * libtiff handle of its own over the same source (a handle is not shared
+ * between threads; the source is read with pread or from memory), into
+ * their own places in the image. The first failing chunk in the stored
+ * order is the one reported, as a read on one thread would: a thread
+ * takes no chunk after one known to fail. */
+
+/* Pages under this many bytes of samples, or of fewer chunks than twice the
+ * threads, are read on the calling thread. */
+#define TIFF_PARALLEL_BYTES ((uint64_t)16 << 20)
+#define TIFF_MAX_THREADS 64
+
+typedef struct tiff_job {
+  const tiff_chunks *k;
+  imgstat_image *img;
+  atomic_uint_fast64_t next;
+  atomic_uint_fast64_t fail_at; /* the first chunk known to fail */
+} tiff_job;
+
+typedef struct tiff_worker {
+  tiff_job *job;
+  tiff_state ts; /* a copy of the page's state with its own handle */
+  uint64_t fail_at;
+  imgstat_status status;
+  imgstat_error err;
+} tiff_worker;
+
+static void tiff_job_run(tiff_job *job, tiff_state *ts, tiff_worker *w) {
+  for (;;) {
+    uint64_t g = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+    if (g >= job->k->total ||
+        g > atomic_load_explicit(&job->fail_at, memory_order_relaxed))
+      return;
+    imgstat_status s = read_chunk(ts, job->k, job->img, g, &w->err);
+    if (s != IMGSTAT_OK) {
+      w->status = s;
+      w->fail_at = g;
+      uint64_t cur = atomic_load_explicit(&job->fail_at, memory_order_relaxed);
+      while (g < cur && !atomic_compare_exchange_weak_explicit(
+                            &job->fail_at, &cur, g, memory_order_relaxed,
+                            memory_order_relaxed))
+        ;
+      return;
+    }
+  }
+}
+
+static void *tiff_worker_thread(void *arg) {
+  tiff_worker *w = arg;
+  tiff_job_run(w->job, &w->ts, w);
+  return NULL;
+}
+
+/* A handle of its own for worker w over ts's source, at ts's page, and a
+ * chunk buffer; 0 when it cannot have one (the other threads do its
+ * share). */
+static int tiff_worker_open(tiff_worker *w, const tiff_state *ts,
+                            const imgstat_decoder *d, tmsize_t size) {
+  w->ts = *ts;
+  w->ts.pos = 0;
+  w->ts.message[0] = w->ts.damage[0] = '\0';
+  w->ts.band_names = NULL;
+  w->ts.tif = NULL;
+  w->ts.chunk = malloc((size_t)size);
+  if (!w->ts.chunk)
+    return 0;
+  TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
+  if (!opts)
+    return 0;
+  TIFFOpenOptionsSetErrorHandlerExtR(opts, on_error, &w->ts);
+  TIFFOpenOptionsSetWarningHandlerExtR(opts, on_warning, &w->ts);
+  TIFFOpenOptionsSetMaxSingleMemAlloc(opts, tiff_max_alloc(d));
+  w->ts.tif =
+      TIFFClientOpenExt("input", "rm", &w->ts, on_read, on_write, on_seek,
+                        on_close, on_size, on_map, on_unmap, opts);
+  TIFFOpenOptionsFree(opts);
+  if (!w->ts.tif || !TIFFSetDirectory(w->ts.tif, (tdir_t)(d->page - 1)))
+    return 0;
+  /* the page's warnings were the open's to refuse it */
+  w->ts.damage[0] = w->ts.message[0] = '\0';
+  return 1;
+}
+
+static void tiff_worker_close(tiff_worker *w) {
+  if (w->ts.tif)
+    TIFFClose(w->ts.tif);
+  free(w->ts.chunk);
+  w->ts.tif = NULL;
+  w->ts.chunk = NULL;
+}
+
+/* How many threads read the page's chunks: 1 for a small page, a JPEG one
+ * (its colour mode is a setting of the handle) or a palette; no more than
+ * the memory budget (--max-memory) has room for, each thread holding a
+ * chunk of its own beside the image and the calling thread's chunk (what
+ * the open checked). */
+static int tiff_threads(const imgstat_decoder *d, const tiff_state *ts,
+                        const tiff_chunks *k, const imgstat_image *img) {
+  uint64_t bytes = (uint64_t)img->width * img->height *
+                   (uint64_t)img->channels * (uint64_t)img->sample;
+  if (bytes < TIFF_PARALLEL_BYTES || ts->compression == COMPRESSION_JPEG ||
+      ts->compression == COMPRESSION_OJPEG || ts->map[0])
+    return 1;
+  int n = imgstat_cpu_cores();
+  if (n > TIFF_MAX_THREADS)
+    n = TIFF_MAX_THREADS;
+  if ((uint64_t)n * 2 > k->total)
+    n = (int)(k->total / 2);
+  if (n < 2)
+    return 1;
+  uint64_t held = bytes + (uint64_t)k->size;
+  uint64_t room = d->lim.max_memory > held ? d->lim.max_memory - held : 0;
+  if ((uint64_t)n - 1 > room / (uint64_t)k->size)
+    n = (int)(room / (uint64_t)k->size) + 1;
+  return n < 1 ? 1 : n;
+}
+
 imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
                              imgstat_error *err) {
   tiff_state *ts = d->state;
-  TIFF *tif = ts->tif;
-  int planar = ts->planar == PLANARCONFIG_SEPARATE && ts->spp > 1;
-  int nc = planar ? 1 : ts->spp; /* samples a pixel in one chunk */
-  int planes = planar ? ts->spp : 1;
-  tmsize_t size = ts->tiled ? TIFFTileSize(tif) : TIFFStripSize(tif);
-  if (size <= 0)
+  tiff_chunks k;
+  k.planar = ts->planar == PLANARCONFIG_SEPARATE && ts->spp > 1;
+  k.nc = k.planar ? 1 : ts->spp; /* samples a pixel in one chunk */
+  k.planes = k.planar ? ts->spp : 1;
+  k.size = ts->tiled ? TIFFTileSize(ts->tif) : TIFFStripSize(ts->tif);
+  if (k.size <= 0)
     return tiff_failure(ts, "no strip or tile size", err);
-  ts->chunk = malloc((size_t)size);
+  k.cw = ts->tiled ? ts->tile_w : ts->width;
+  k.ch = ts->tiled ? ts->tile_h : ts->rows_per_strip;
+  k.row_bytes = ((size_t)k.cw * (size_t)k.nc * ts->bps + 7) / 8;
+  k.down = ((uint64_t)ts->height + k.ch - 1) / k.ch;
+  k.across = ((uint64_t)ts->width + k.cw - 1) / k.cw;
+  k.total = k.planes * k.down * k.across;
+  ts->chunk = malloc((size_t)k.size);
   if (!ts->chunk)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   imgstat_status s = IMGSTAT_OK;
-  uint32_t cw = ts->tiled ? ts->tile_w : ts->width;
-  uint32_t ch = ts->tiled ? ts->tile_h : ts->rows_per_strip;
-  size_t row_bytes = ((size_t)cw * (size_t)nc * ts->bps + 7) / 8;
-  for (int p = 0; p < planes && s == IMGSTAT_OK; p++)
-    for (uint32_t y0 = 0; y0 < ts->height && s == IMGSTAT_OK; y0 += ch)
-      for (uint32_t x0 = 0; x0 < ts->width && s == IMGSTAT_OK; x0 += cw) {
-        uint32_t rows = ts->height - y0 < ch ? ts->height - y0 : ch;
-        uint32_t cols = ts->width - x0 < cw ? ts->width - x0 : cw;
-        tmsize_t got;
-        /* a strip holds rows whole rows; a tile always its full size */
-        tmsize_t want = ts->tiled ? size : (tmsize_t)(row_bytes * rows);
-        ts->message[0] = '\0';
-        uint32_t at = ts->tiled ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p)
-                                : TIFFComputeStrip(tif, y0, (uint16_t)p);
-        /* Uncompressed, libtiff reads a whole strip from its offset
-         * whatever its byte count says: a count too small for the rows
-         * (RowsPerStrip or the tile size disagreeing with the arrays)
-         * would give another strip's bytes. */
-        uint64_t count = TIFFGetStrileByteCount(tif, at);
-        if (ts->compression == COMPRESSION_NONE && count < (uint64_t)want) {
-          s = ist_corrupt(err, "TIFF",
-                          "%s %" PRIu32 " holds %" PRIu64
-                          " bytes where its pixels take %" PRIu64
-                          " (RowsPerStrip or the tile size disagrees with "
-                          "the byte counts)",
-                          ts->tiled ? "tile" : "strip", at, count,
-                          (uint64_t)want);
-          break;
-        }
-        if (ts->tiled)
-          got = TIFFReadEncodedTile(tif, at, ts->chunk, size);
-        else
-          got = TIFFReadEncodedStrip(tif, at, ts->chunk, size);
-        if (ts->damage[0]) {
-          s = ist_corrupt(err, "TIFF", "%s", ts->damage);
-          break;
-        }
-        if (got < want || ts->message[0]) {
-          s = tiff_failure(ts, "a strip or tile is truncated", err);
-          break;
-        }
-        for (uint32_t r = 0; r < rows && s == IMGSTAT_OK; r++)
-          s = put_row(ts, img, ts->chunk + (size_t)r * row_bytes, x0, y0 + r,
-                      cols, p, nc, err);
-      }
+  int threads = tiff_threads(d, ts, &k, img);
+  tiff_worker *w = threads > 1 ? calloc((size_t)threads, sizeof *w) : NULL;
+  if (!w) {
+    for (uint64_t g = 0; g < k.total && s == IMGSTAT_OK; g++)
+      s = read_chunk(ts, &k, img, g, err);
+    free(ts->chunk);
+    ts->chunk = NULL;
+    return s;
+  }
+  tiff_job job;
+  job.k = &k;
+  job.img = img;
+  atomic_init(&job.next, 0);
+  atomic_init(&job.fail_at, UINT64_MAX);
+  /* w[0]: the calling thread, on the page's own handle */
+  pthread_t helper[TIFF_MAX_THREADS];
+  int started[TIFF_MAX_THREADS] = {0};
+  for (int t = 0; t < threads; t++) {
+    w[t].job = &job;
+    w[t].status = IMGSTAT_OK;
+    w[t].fail_at = UINT64_MAX;
+    if (t > 0 && tiff_worker_open(&w[t], ts, d, k.size) &&
+        pthread_create(&helper[t], NULL, tiff_worker_thread, &w[t]) == 0)
+      started[t] = 1;
+  }
+  tiff_job_run(&job, ts, &w[0]);
+  int first = 0;
+  for (int t = 0; t < threads; t++) {
+    if (started[t])
+      pthread_join(helper[t], NULL);
+    if (t > 0)
+      tiff_worker_close(&w[t]);
+    if (w[t].fail_at < w[first].fail_at)
+      first = t;
+  }
+  if (w[first].status != IMGSTAT_OK) {
+    s = w[first].status;
+    if (err)
+      *err = w[first].err;
+  }
+  free(w);
   free(ts->chunk);
   ts->chunk = NULL;
   return s;

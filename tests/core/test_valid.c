@@ -183,12 +183,160 @@ static void test_check_nodata(void) {
                   IMGSTAT_ERR_ARG);
 }
 
+/* The one-pass CPU reduction (imgstat_cpu_valid_stats) against loops
+ * written here: count, sums, the extrema and the first raster position of
+ * each, the nodata samples inside the mask; on u8 and u16 planes with
+ * padded rows, rows wider than the scan's block (4096) and of one sample,
+ * nodata at the smallest or largest value, masks, no valid sample at all;
+ * the same on 1 and 3 threads. */
+static void one_pass_case(uint32_t w, uint32_t h, imgstat_sample sample,
+                          int channels, int with_mask, uint32_t seed) {
+  size_t stride = (size_t)w * sample + 6;
+  unsigned char *buf = calloc((size_t)channels, stride * h);
+  uint8_t *mask = malloc((size_t)w * h);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mask);
+  void *planes[4];
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  for (int c = 0; c < channels; c++) {
+    planes[c] = buf + (size_t)c * stride * h;
+    /* channel 0: few values, nodata the smallest; 1: nodata the largest;
+     * 2: every sample nodata; 3: no nodata value */
+    for (uint32_t y = 0; y < h; y++)
+      for (uint32_t x = 0; x < w; x++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned r = seed >> 8;
+        unsigned val = c == 2 ? 9 : sample == IMGSTAT_U8 ? r % 256 : r % 65536;
+        if (c == 0)
+          val %= 6;
+        unsigned char *row = (unsigned char *)planes[c] + y * stride;
+        if (sample == IMGSTAT_U8)
+          row[x] = (unsigned char)val;
+        else {
+          uint16_t u = (uint16_t)val;
+          memcpy(row + 2 * x, &u, 2);
+        }
+      }
+    v.has_nodata[c] = c < 3;
+    v.nodata[c] = c == 0   ? 0
+                  : c == 1 ? (sample == IMGSTAT_U8 ? 255 : 65535)
+                           : 9;
+  }
+  for (uint32_t i = 0; i < w * h; i++) {
+    seed = seed * 1103515245u + 12345u;
+    mask[i] = (seed >> 16) % 3 != 0 ? (uint8_t)(1 + (seed >> 20) % 200) : 0;
+  }
+  v.mask = with_mask ? mask : NULL;
+  imgstat_image img;
+  imgstat_error err = {0};
+  CU_ASSERT_EQUAL_FATAL(
+      imgstat_image_wrap(&img, w, h, channels, sample, planes, stride, &err),
+      IMGSTAT_OK);
+  for (int threads = 1; threads <= 3; threads += 2) {
+    imgstat_partial p[4];
+    uint64_t nodata[4];
+    CU_ASSERT_EQUAL_FATAL(
+        imgstat_cpu_valid_stats(&img, &v, threads, p, nodata, &err),
+        IMGSTAT_OK);
+    for (int c = 0; c < channels; c++) {
+      uint64_t count = 0, sum = 0, sumsq = 0, nd = 0;
+      uint64_t lo_at = UINT64_MAX, hi_at = UINT64_MAX;
+      unsigned lo = 0, hi = 0;
+      for (uint32_t y = 0; y < h; y++)
+        for (uint32_t x = 0; x < w; x++) {
+          uint64_t i = (uint64_t)y * w + x;
+          if (with_mask && !mask[i])
+            continue;
+          const unsigned char *row =
+              (const unsigned char *)planes[c] + y * stride;
+          unsigned s;
+          if (sample == IMGSTAT_U8)
+            s = row[x];
+          else {
+            uint16_t u;
+            memcpy(&u, row + 2 * x, 2);
+            s = u;
+          }
+          if (v.has_nodata[c] && s == (unsigned)v.nodata[c]) {
+            nd++;
+            continue;
+          }
+          if (count == 0 || s < lo) {
+            lo = s;
+            lo_at = i;
+          }
+          if (count == 0 || s > hi) {
+            hi = s;
+            hi_at = i;
+          }
+          count++;
+          sum += s;
+          sumsq += (uint64_t)s * s;
+        }
+      CU_ASSERT_EQUAL(p[c].count, count);
+      CU_ASSERT_EQUAL(p[c].sum, sum);
+      CU_ASSERT_EQUAL(p[c].sumsq, sumsq);
+      CU_ASSERT_EQUAL(nodata[c], nd);
+      CU_ASSERT_EQUAL(p[c].min_index, lo_at);
+      CU_ASSERT_EQUAL(p[c].max_index, hi_at);
+      if (count) {
+        CU_ASSERT_EQUAL(p[c].min, (double)lo);
+        CU_ASSERT_EQUAL(p[c].max, (double)hi);
+      } else {
+        CU_ASSERT(isinf(p[c].min) && p[c].min > 0);
+        CU_ASSERT(isinf(p[c].max) && p[c].max < 0);
+      }
+      CU_ASSERT_EQUAL(p[c].nan_count, 0);
+    }
+  }
+  free(buf);
+  free(mask);
+}
+
+static void test_one_pass(void) {
+  static const uint32_t sizes[][2] = {{1, 1},    {1, 37},   {13, 7},
+                                      {4097, 3}, {9000, 2}, {300, 301}};
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+    for (int m = 0; m < 2; m++) {
+      one_pass_case(sizes[k][0], sizes[k][1], IMGSTAT_U8, 4, m,
+                    11u + (uint32_t)k);
+      one_pass_case(sizes[k][0], sizes[k][1], IMGSTAT_U16, 4, m,
+                    5u + (uint32_t)k);
+    }
+  /* float images and pixel lists are not its to take */
+  float f[4] = {1, 2, 3, 4};
+  void *planes[1] = {f};
+  imgstat_image img;
+  imgstat_error err = {0};
+  CU_ASSERT_EQUAL_FATAL(
+      imgstat_image_wrap(&img, 2, 2, 1, IMGSTAT_F32, planes, 0, &err),
+      IMGSTAT_OK);
+  imgstat_partial p[1];
+  uint64_t nd[1];
+  CU_ASSERT_EQUAL(imgstat_cpu_valid_stats(&img, NULL, 1, p, nd, &err),
+                  IMGSTAT_ERR_UNSUPPORTED);
+  fixture *fx = malloc(sizeof *fx);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(fx);
+  make(fx);
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  v.pixels = fx->pixels;
+  v.npixels = fx->npixels;
+  imgstat_partial q[2];
+  uint64_t nq[2];
+  CU_ASSERT_EQUAL(imgstat_cpu_valid_stats(&fx->img, &v, 1, q, nq, &err),
+                  IMGSTAT_ERR_UNSUPPORTED);
+  free(fx);
+}
+
 static const test_case tests[] = {
     {"valid samples", NULL},
     {"mask, pixel list and nodata: compaction, positions, flags",
      test_mask_and_nodata},
     {"float: -0, NaN, Inf; the NaN copy", test_float},
     {"nodata values a sample type can hold", test_check_nodata},
+    {"one pass over 8- and 16-bit planes on threads", test_one_pass},
     {NULL, NULL}};
 
 int main(void) { return test_main(tests); }
