@@ -140,9 +140,8 @@ cudaError_t reduce(int kernel, int block_size, bool f32, const void *d_in,
       return pass == 0 ? ist_f32_grid(items, channels, sms)
                        : ist_fold_grid(items);
     if (kernel == IMGSTAT_KERNEL_FAST)
-      return pass == 0
-                 ? ist_fast_grid(items * item_bytes, channels, sms, item_bytes)
-                 : ist_fold_grid(items);
+      return pass == 0 ? ist_fast_grid(items * item_bytes, channels, sms)
+                       : ist_fold_grid(items);
     return ist_ladder_grid(kernel, block, items, sms);
   };
   e = make_plan(n, channels, result_bytes, grid_of, f32 ? ist_f32_chunks(n) : 0,

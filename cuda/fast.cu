@@ -81,7 +81,7 @@ namespace {
 /* f32: each block's first positions from one re-read vector (the block's
  * first extreme), not one re-read a thread. */
 #ifndef IMGSTAT_F32_BLOCK_FIRST
-#define IMGSTAT_F32_BLOCK_FIRST 1
+#define IMGSTAT_F32_BLOCK_FIRST 0
 #endif
 /* Programmatic dependent launch (sm_90): a kernel that reads what the one
  * before it in the stream wrote (the folds; f32 pass 1 after the shift
@@ -106,19 +106,17 @@ namespace {
 #ifndef IMGSTAT_F32_INT_WIDEN
 #define IMGSTAT_F32_INT_WIDEN 0
 #endif
-/* Grids of whole rounds: a pass of T tiles over at most W blocks at once
- * gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the last,
- * rather than W blocks of which some do one tile more (the others idle
- * through that round, the memory half used). 1: the u8 kernels' grids
- * (planar and interleaved; measured faster on the H200, the u16 and f32
- * ones were not); 2: every grid, f32 chunks too; 0: none. */
+/* Grids of whole rounds: a pass of T tiles (chunks) over at most W blocks
+ * at once gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the
+ * last, rather than W blocks of which some do one tile more (the others
+ * idle through that round, the memory half used). */
 #ifndef IMGSTAT_FAST_BALANCE
-#define IMGSTAT_FAST_BALANCE 1
+#define IMGSTAT_FAST_BALANCE 0
 #endif
 /* Batched planes: at least this many tiles a block (1: a block a tile, up to
  * the one-image kernel's grid). */
 #ifndef IMGSTAT_SEG_TILES
-#define IMGSTAT_SEG_TILES 8
+#define IMGSTAT_SEG_TILES 4
 #endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */
@@ -2032,11 +2030,11 @@ cudaError_t launch(K kernel, int block, const ist_pass *p, cudaStream_t s,
                        *p);
 }
 
-/* Blocks for `units` tiles (chunks), at most `wave` at once; whole rounds
- * when `balance`. */
-uint64_t balanced_grid(uint64_t units, uint64_t wave, bool balance) {
+/* Blocks for `units` tiles (chunks), at most `wave` at once
+ * (IMGSTAT_FAST_BALANCE: whole rounds). */
+uint64_t balanced_grid(uint64_t units, uint64_t wave) {
   uint64_t grid = units < wave ? units : wave;
-  if (balance && units > wave && wave > 0) {
+  if (IMGSTAT_FAST_BALANCE && units > wave && wave > 0) {
     const uint64_t per = (units + wave - 1) / wave;
     grid = (units + per - 1) / per;
   }
@@ -2048,15 +2046,12 @@ uint64_t balanced_grid(uint64_t units, uint64_t wave, bool balance) {
 int ist_fast_block_size(void) { return FastPolicy::kBlock; }
 int ist_fast_bytes_per_thread(void) { return 16 * FastPolicy::kItems; }
 
-unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count,
-                       size_t sample_bytes) {
+unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
   uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
   uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
                   FastPolicy::kBlocksPerSm / (channels ? channels : 1);
-  return (unsigned)balanced_grid(
-      tiles, wave,
-      IMGSTAT_FAST_BALANCE == 2 || (IMGSTAT_FAST_BALANCE && sample_bytes == 1));
+  return (unsigned)balanced_grid(tiles, wave);
 }
 
 unsigned ist_fold_grid(uint64_t n) {
@@ -2125,7 +2120,7 @@ unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32BlocksPerSm /
                   (channels ? channels : 1);
   uint64_t chunks = ist_f32_chunks(n);
-  uint64_t grid = balanced_grid(chunks, wave, IMGSTAT_FAST_BALANCE == 2);
+  uint64_t grid = balanced_grid(chunks, wave);
   if (grid > 0x7fffffffu)
     return 0;
   return (unsigned)grid;
@@ -2141,16 +2136,13 @@ unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
   /* the kernels' tiles: u8 kHwcUnits units of C vectors a thread, u16 kV
    * vectors (sized as u16's for both before whole rounds) */
   const uint64_t tile_bytes =
-      IMGSTAT_FAST_BALANCE != 0 && sample == IMGSTAT_U8
+      IMGSTAT_FAST_BALANCE && sample == IMGSTAT_U8
           ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
           : (uint64_t)16 * FastPolicy::kBlock * vecs;
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =
       (uint64_t)(sm_count > 0 ? sm_count : 1) * kHwcBlocksPerSm;
-  return (unsigned)balanced_grid(
-      tiles, wave,
-      IMGSTAT_FAST_BALANCE == 2 ||
-          (IMGSTAT_FAST_BALANCE && sample == IMGSTAT_U8));
+  return (unsigned)balanced_grid(tiles, wave);
 }
 
 cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
@@ -2196,7 +2188,7 @@ uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count) {
   const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
   return ist_fast_grid((bytes + IMGSTAT_SEG_TILES * tile_bytes - 1) /
                            (IMGSTAT_SEG_TILES * tile_bytes) * tile_bytes,
-                       1, sm_count, 0);
+                       1, sm_count);
 }
 
 cudaError_t ist_fast_stats_segments(imgstat_sample sample,

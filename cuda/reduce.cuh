@@ -207,10 +207,7 @@ cudaError_t ist_ladder_stats(int kernel, int block, imgstat_sample sample,
  * through the canonical order (float_order.h): pass 1 over ist_f32_grid
  * blocks writes one partial per chunk (ist_f32_chunks of them, at least
  * 1), which the fold's tree reduces. */
-/* sample_bytes: the samples' size (1: u8, whose grids are whole rounds;
- * 0: unknown) */
-unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count,
-                       size_t sample_bytes);
+unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count);
 unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count);
 uint64_t ist_f32_chunks(uint64_t n);
 unsigned ist_fold_grid(uint64_t n);
