@@ -29,17 +29,17 @@
 #          launch of the folds and of f32 pass 1 (IMGSTAT_FAST_PDL), the
 #          folds of integer partials on integers (IMGSTAT_FOLD_INT), u16
 #          interleaved merge on integers with first positions once a block
-#          (IMGSTAT_HWC_BLOCK_FIRST), f32 first positions once a block
-#          (IMGSTAT_F32_BLOCK_FIRST), batched planes at least 8 tiles a
-#          block (IMGSTAT_SEG_TILES=8), the u8 grids of whole rounds
-#          (IMGSTAT_FAST_BALANCE=1);
-#   noB    tree without whole rounds; B2: with them for every grid;
-#   noF    tree without f32 first positions once a block;
-#   S4     tree with batched planes at least 4 tiles a block;
+#          (IMGSTAT_HWC_BLOCK_FIRST), batched planes at least 4 tiles a
+#          block (IMGSTAT_SEG_TILES=4);
 #   K      tree + each integer thread keeps its first extremes' vectors in
 #          registers (no load at a block's end);
+#   B      tree + grids of whole rounds (every block the same tiles);
+#   KB     tree + K + B;
+#   F      tree + f32 first positions from one re-read vector a block;
 #   CV     tree + f32 widened to double by integer operations;
-#   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3).
+#   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
+#   CVf2   tree + CV + f2;
+#   S8     tree + batched planes at least 8 tiles a block.
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -70,15 +70,16 @@ O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -
 declare -A FLAGS=(
   [main]="$O"
   [tree]=""
-  [noB]="-DIMGSTAT_FAST_BALANCE=0"
-  [B2]="-DIMGSTAT_FAST_BALANCE=2"
-  [noF]="-DIMGSTAT_F32_BLOCK_FIRST=0"
-  [S4]="-DIMGSTAT_SEG_TILES=4"
   [K]="-DIMGSTAT_FAST_KEEP_VEC=1"
+  [B]="-DIMGSTAT_FAST_BALANCE=1"
+  [KB]="-DIMGSTAT_FAST_KEEP_VEC=1 -DIMGSTAT_FAST_BALANCE=1"
+  [F]="-DIMGSTAT_F32_BLOCK_FIRST=1"
   [CV]="-DIMGSTAT_F32_INT_WIDEN=1"
   [f2]="-DIMGSTAT_F32_BLOCKS_PER_SM=2"
+  [CVf2]="-DIMGSTAT_F32_INT_WIDEN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=2"
+  [S8]="-DIMGSTAT_SEG_TILES=8"
 )
-read -r -a VARS <<<"${ROOF_VARIANTS:-main tree noB noF S4 K}"
+read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
 nv() {
   nvcc -std=c++17 -O3 -DNDEBUG "--generate-code=arch=compute_90,code=[sm_90]" \
