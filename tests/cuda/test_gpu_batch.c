@@ -56,7 +56,7 @@ static imgstat_status one_image(const imgstat_gpu_jpeg_item *it,
   return st;
 }
 
-/* The batch's counts of item it (counts: its IMGSTAT_MAX_CHANNELS x 256)
+/* The batch's counts of item it (counts: its IMGSTAT_INLINE_CHANNELS x 256)
  * against the per-image histogram kernel's on the same device planes and
  * the CPU's of host (the same pixels); 1 when all agree. */
 static int same_histograms(const imgstat_gpu_jpeg_item *it,
@@ -129,7 +129,7 @@ static void test_synthetic_batch(void) {
   imgstat_image host[N];
   void *blocks[N];
   imgstat_gpu_jpeg_item items[N];
-  imgstat_partial got[N * IMGSTAT_MAX_CHANNELS];
+  imgstat_partial got[N * IMGSTAT_INLINE_CHANNELS];
   memset(items, 0, sizeof items);
   memset(blocks, 0, sizeof blocks);
   for (int k = 0; k < N; k++) {
@@ -162,14 +162,14 @@ static void test_synthetic_batch(void) {
     printf("\n  batched: %s\n", err.message);
   CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
   for (int k = 0; k < N; k++) {
-    const imgstat_partial *b = &got[(size_t)k * IMGSTAT_MAX_CHANNELS];
+    const imgstat_partial *b = &got[(size_t)k * IMGSTAT_INLINE_CHANNELS];
     if (k == 3) {
       unsigned char ab[sizeof(imgstat_partial)];
       memset(ab, 0xAB, sizeof ab);
       CU_ASSERT(memcmp(b, ab, sizeof ab) == 0);
       continue;
     }
-    imgstat_partial one[IMGSTAT_MAX_CHANNELS], cpu[IMGSTAT_MAX_CHANNELS];
+    imgstat_partial one[IMGSTAT_INLINE_CHANNELS], cpu[IMGSTAT_INLINE_CHANNELS];
     CU_ASSERT_EQUAL(one_image(&items[k], one), IMGSTAT_OK);
     CU_ASSERT_EQUAL(imgstat_cpu_stats(&host[k], 1, cpu, &err), IMGSTAT_OK);
     int same_one = same_partials(b, one, shapes[k].ch);
@@ -184,19 +184,19 @@ static void test_synthetic_batch(void) {
   }
   /* the same batch again, in another order: the same partials */
   imgstat_gpu_jpeg_item rev[N];
-  imgstat_partial got2[N * IMGSTAT_MAX_CHANNELS];
+  imgstat_partial got2[N * IMGSTAT_INLINE_CHANNELS];
   for (int k = 0; k < N; k++)
     rev[k] = items[N - 1 - k];
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(g_dec, rev, N, got2, &err),
                   IMGSTAT_OK);
   for (int k = 0; k < N; k++)
     if (k != 3)
-      CU_ASSERT(same_partials(&got[(size_t)k * IMGSTAT_MAX_CHANNELS],
-                              &got2[(size_t)(N - 1 - k) * IMGSTAT_MAX_CHANNELS],
-                              shapes[k].ch));
+      CU_ASSERT(same_partials(
+          &got[(size_t)k * IMGSTAT_INLINE_CHANNELS],
+          &got2[(size_t)(N - 1 - k) * IMGSTAT_INLINE_CHANNELS], shapes[k].ch));
   /* the histograms of the batch: alone, and with the statistics (one
    * synchronisation for both), whose partials stay the same */
-  enum { COUNTS = N * IMGSTAT_MAX_CHANNELS * 256 };
+  enum { COUNTS = N * IMGSTAT_INLINE_CHANNELS * 256 };
   uint64_t *counts = malloc(sizeof *counts * COUNTS);
   uint64_t *counts2 = malloc(sizeof *counts2 * COUNTS);
   CU_ASSERT_FATAL(counts && counts2);
@@ -206,12 +206,12 @@ static void test_synthetic_batch(void) {
   if (st != IMGSTAT_OK)
     printf("\n  batched histograms: %s\n", err.message);
   CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
-  imgstat_partial got3[N * IMGSTAT_MAX_CHANNELS];
+  imgstat_partial got3[N * IMGSTAT_INLINE_CHANNELS];
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_reduce(g_dec, items, N, got3, counts2, &err),
                   IMGSTAT_OK);
   for (int k = 0; k < N; k++) {
-    const uint64_t *b = counts + (size_t)k * IMGSTAT_MAX_CHANNELS * 256;
-    const uint64_t *b2 = counts2 + (size_t)k * IMGSTAT_MAX_CHANNELS * 256;
+    const uint64_t *b = counts + (size_t)k * IMGSTAT_INLINE_CHANNELS * 256;
+    const uint64_t *b2 = counts2 + (size_t)k * IMGSTAT_INLINE_CHANNELS * 256;
     if (k == 3) { /* not decoded: untouched */
       unsigned char ab[256 * sizeof *b];
       memset(ab, 0xAB, sizeof ab);
@@ -220,8 +220,8 @@ static void test_synthetic_batch(void) {
     }
     CU_ASSERT(same_histograms(&items[k], b, &host[k]));
     CU_ASSERT(memcmp(b, b2, 256 * sizeof *b * (size_t)shapes[k].ch) == 0);
-    CU_ASSERT(same_partials(&got[(size_t)k * IMGSTAT_MAX_CHANNELS],
-                            &got3[(size_t)k * IMGSTAT_MAX_CHANNELS],
+    CU_ASSERT(same_partials(&got[(size_t)k * IMGSTAT_INLINE_CHANNELS],
+                            &got3[(size_t)k * IMGSTAT_INLINE_CHANNELS],
                             shapes[k].ch));
     /* every sample counted once */
     for (int c = 0; c < shapes[k].ch; c++) {
@@ -290,10 +290,10 @@ static void test_decoded_jpegs(void) {
   memset(&err, 0, sizeof err);
   CU_ASSERT_EQUAL_FATAL(imgstat_gpu_jpeg_decode(g_dec, items, n, &err),
                         IMGSTAT_OK);
-  imgstat_partial got[N * IMGSTAT_MAX_CHANNELS];
+  imgstat_partial got[N * IMGSTAT_INLINE_CHANNELS];
   CU_ASSERT_EQUAL_FATAL(imgstat_gpu_jpeg_stats(g_dec, items, n, got, &err),
                         IMGSTAT_OK);
-  static uint64_t counts[N * IMGSTAT_MAX_CHANNELS * 256];
+  static uint64_t counts[N * IMGSTAT_INLINE_CHANNELS * 256];
   CU_ASSERT_EQUAL_FATAL(
       imgstat_gpu_jpeg_reduce(g_dec, items, n, NULL, counts, &err), IMGSTAT_OK);
   int decoded = 0;
@@ -301,7 +301,7 @@ static void test_decoded_jpegs(void) {
     if (items[k].status != IMGSTAT_OK)
       continue;
     decoded++;
-    imgstat_partial one[IMGSTAT_MAX_CHANNELS], cpu[IMGSTAT_MAX_CHANNELS];
+    imgstat_partial one[IMGSTAT_INLINE_CHANNELS], cpu[IMGSTAT_INLINE_CHANNELS];
     CU_ASSERT_EQUAL(one_image(&items[k], one), IMGSTAT_OK);
     imgstat_image host;
     CU_ASSERT_FATAL(test_image_make(&host, items[k].width, items[k].height,
@@ -310,11 +310,11 @@ static void test_decoded_jpegs(void) {
         imgstat_gpu_jpeg_item_download(g_dec, &items[k], &host, &err),
         IMGSTAT_OK);
     CU_ASSERT_EQUAL(imgstat_cpu_stats(&host, 1, cpu, &err), IMGSTAT_OK);
-    const imgstat_partial *b = &got[(size_t)k * IMGSTAT_MAX_CHANNELS];
+    const imgstat_partial *b = &got[(size_t)k * IMGSTAT_INLINE_CHANNELS];
     CU_ASSERT(same_partials(b, one, items[k].channels));
     CU_ASSERT(same_partials(b, cpu, items[k].channels));
     CU_ASSERT(same_histograms(
-        &items[k], &counts[(size_t)k * IMGSTAT_MAX_CHANNELS * 256], &host));
+        &items[k], &counts[(size_t)k * IMGSTAT_INLINE_CHANNELS * 256], &host));
     test_image_free(&host);
   }
   CU_ASSERT(decoded > 0);
@@ -332,8 +332,8 @@ typedef struct sibling_run {
   int n;
   imgstat_status st;
   imgstat_error err;
-  imgstat_partial parts[NJPEG * IMGSTAT_MAX_CHANNELS];
-  uint64_t counts[NJPEG * IMGSTAT_MAX_CHANNELS * 256];
+  imgstat_partial parts[NJPEG * IMGSTAT_INLINE_CHANNELS];
+  uint64_t counts[NJPEG * IMGSTAT_INLINE_CHANNELS * 256];
 } sibling_run;
 
 static void *sibling_main(void *arg) {
@@ -382,7 +382,7 @@ static void test_siblings(void) {
     CU_ASSERT_EQUAL(a->hardware, b->hardware);
     if (a->status != IMGSTAT_OK || b->status != IMGSTAT_OK)
       continue;
-    size_t at = (size_t)k * IMGSTAT_MAX_CHANNELS;
+    size_t at = (size_t)k * IMGSTAT_INLINE_CHANNELS;
     CU_ASSERT(
         same_partials(&runs[0].parts[at], &runs[1].parts[at], a->channels));
     CU_ASSERT(memcmp(&runs[0].counts[at * 256], &runs[1].counts[at * 256],
@@ -408,14 +408,14 @@ static void test_siblings(void) {
 
 static void test_arguments(void) {
   imgstat_error err;
-  imgstat_partial out[IMGSTAT_MAX_CHANNELS];
+  imgstat_partial out[IMGSTAT_INLINE_CHANNELS];
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(NULL, NULL, 0, out, &err),
                   IMGSTAT_ERR_ARG);
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(g_dec, NULL, 1, out, &err),
                   IMGSTAT_ERR_ARG);
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_stats(g_dec, NULL, 0, NULL, &err),
                   IMGSTAT_OK);
-  uint64_t counts[IMGSTAT_MAX_CHANNELS * 256];
+  uint64_t counts[IMGSTAT_INLINE_CHANNELS * 256];
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_reduce(NULL, NULL, 0, NULL, counts, &err),
                   IMGSTAT_ERR_ARG);
   CU_ASSERT_EQUAL(imgstat_gpu_jpeg_reduce(g_dec, NULL, 1, NULL, counts, &err),
