@@ -72,6 +72,10 @@ typedef struct gpu_start {
   double context_s, jpeg_s;
   imgstat_gpu_jpeg_times jpeg_times;   /* the first decoder's start-up */
   double ready_s[IMGSTAT_MAX_DEVICES]; /* each device's start-up done */
+  /* the devices started and their numbers, kept for the stage times after
+   * the slots are destroyed (ngpus is 0 then) */
+  int started;
+  int started_device[IMGSTAT_MAX_DEVICES];
 } gpu_start;
 
 /* Seconds from a to now (CLOCK_MONOTONIC). */

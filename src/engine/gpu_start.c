@@ -233,6 +233,9 @@ static imgstat_status gpus_create(gpu_start *s) {
   s->jpeg_s = d[0].jpeg_s;
   s->jpeg_times = d[0].jpeg_times;
   s->ngpus = n;
+  s->started = n;
+  for (int k = 0; k < n; k++)
+    s->started_device[k] = imgstat_gpu_device(s->gpus[k].gpu);
   return IMGSTAT_OK;
 }
 

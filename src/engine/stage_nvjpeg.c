@@ -532,9 +532,9 @@ void imgstat_engine_times_get(imgstat_engine *e, imgstat_engine_times *out) {
     out->jpeg_decoder_s = e->start.jpeg_times.decoder_s;
     out->jpeg_create_s = e->start.jpeg_times.create_s;
     out->jpeg_info_s = e->start.jpeg_times.info_s;
-    out->ndevices = e->start.ngpus;
-    for (int k = 0; k < e->start.ngpus; k++) {
-      out->device[k] = imgstat_gpu_device(e->start.gpus[k].gpu);
+    out->ndevices = e->start.started;
+    for (int k = 0; k < e->start.started; k++) {
+      out->device[k] = e->start.started_device[k];
       out->device_start_s[k] = e->start.ready_s[k];
     }
   }
