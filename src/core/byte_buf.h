@@ -6,6 +6,8 @@
 #ifndef IMGSTAT_CORE_BYTE_BUF_H
 #define IMGSTAT_CORE_BYTE_BUF_H
 
+#include "checksum.h"
+#include "imgstat/imgstat.h"
 #include "le_codec.h"
 
 #include <stdint.h>
@@ -65,6 +67,21 @@ static inline void ist_w_f64(ist_wbuf *w, double v) {
   uint8_t *p = ist_w_room(w, 8);
   if (p)
     ist_le_put_f64(&p, v);
+}
+
+/* The form's end: its FNV-1a sum appended, the bytes handed to *buf (the
+ * caller frees them) and *size; out of memory: freed, an error. */
+static inline imgstat_status ist_w_seal(ist_wbuf *w, void **buf, size_t *size,
+                                        imgstat_error *err) {
+  if (!w->failed)
+    ist_w_u64(w, ist_fnv1a(w->p, w->n));
+  if (w->failed) {
+    free(w->p);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  *buf = w->p;
+  *size = w->n;
+  return IMGSTAT_OK;
 }
 
 typedef struct ist_rbuf {

@@ -69,9 +69,15 @@ static void *cpu_job_thread(void *arg) {
   return NULL;
 }
 
-static int cpu_default_threads(void) {
-  int n = imgstat_cpu_cores();
-  return n < CPU_MAX_THREADS ? n : CPU_MAX_THREADS;
+/* The threads of a scan: those asked (<= 0: the cores), at most
+ * CPU_MAX_THREADS and no more than its units of work. */
+static int cpu_threads(int asked, uint64_t units) {
+  int n = asked > 0 ? asked : imgstat_cpu_cores();
+  if (n > CPU_MAX_THREADS)
+    n = CPU_MAX_THREADS;
+  if ((uint64_t)n > units)
+    n = (int)units;
+  return n;
 }
 
 imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
@@ -128,12 +134,7 @@ imgstat_status imgstat_cpu_stats(const imgstat_image *img, int threads,
   }
   atomic_init(&job.next, 0);
 
-  if (threads <= 0)
-    threads = cpu_default_threads();
-  if (threads > CPU_MAX_THREADS)
-    threads = CPU_MAX_THREADS;
-  if ((uint64_t)threads > job.total_chunks)
-    threads = (int)job.total_chunks;
+  threads = cpu_threads(threads, job.total_chunks);
 
   /* The calling thread works too; a thread that cannot be created only means
    * fewer helpers. */
@@ -247,12 +248,7 @@ imgstat_status imgstat_cpu_valid_stats(const imgstat_image *img,
     return IMGSTAT_OK;
   }
   atomic_init(&job.next, 0);
-  if (threads <= 0)
-    threads = cpu_default_threads();
-  if (threads > CPU_MAX_THREADS)
-    threads = CPU_MAX_THREADS;
-  if ((uint64_t)threads > job.total)
-    threads = (int)job.total;
+  threads = cpu_threads(threads, job.total);
   pthread_t helper[CPU_MAX_THREADS];
   int started = 0;
   for (int t = 1; t < threads; t++) {

@@ -110,15 +110,7 @@ imgstat_status imgstat_dataset_serialize(const imgstat_dataset *d, void **buf,
     ist_w_bytes(&w, lb, ln);
     free(lb);
   }
-  if (!w.failed)
-    ist_w_u64(&w, ist_fnv1a(w.p, w.n));
-  if (w.failed) {
-    free(w.p);
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  }
-  *buf = w.p;
-  *size = w.n;
-  return IMGSTAT_OK;
+  return ist_w_seal(&w, buf, size, err);
 }
 
 static imgstat_status bad_form(imgstat_dataset *d, imgstat_error *err) {

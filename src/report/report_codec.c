@@ -126,15 +126,7 @@ imgstat_status imgstat_report_serialize(const imgstat_report *r, void **buf,
     for (size_t k = 0; k < gr->nfiles; k++)
       w_text(&w, gr->files[k]);
   }
-  if (!w.failed)
-    ist_w_u64(&w, ist_fnv1a(w.p, w.n));
-  if (w.failed) {
-    free(w.p);
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  }
-  *buf = w.p;
-  *size = w.n;
-  return IMGSTAT_OK;
+  return ist_w_seal(&w, buf, size, err);
 }
 
 /* ---- reading -------------------------------------------------------------
