@@ -171,12 +171,12 @@ static int apply(void *ctx, const ist_opt *row, const ist_opt_value *v) {
     break;
   case IST_OPT_MEAN:
     c->nmean = v->n;
-    memcpy(c->mean, v->list, sizeof c->mean);
+    memcpy(c->mean, v->list, sizeof(double) * (size_t)v->n);
     c->have_mean = 1;
     break;
   case IST_OPT_STD:
     c->nstd = v->n;
-    memcpy(c->sd, v->list, sizeof c->sd);
+    memcpy(c->sd, v->list, sizeof(double) * (size_t)v->n);
     for (int k = 0; k < c->nstd; k++)
       if (!(c->sd[k] > 0))
         return usage("--std: every value must be > 0");
