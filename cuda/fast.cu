@@ -81,7 +81,7 @@ namespace {
 /* f32: each block's first positions from one re-read vector (the block's
  * first extreme), not one re-read a thread. */
 #ifndef IMGSTAT_F32_BLOCK_FIRST
-#define IMGSTAT_F32_BLOCK_FIRST 0
+#define IMGSTAT_F32_BLOCK_FIRST 1
 #endif
 /* Programmatic dependent launch (sm_90): a kernel that reads what the one
  * before it in the stream wrote (the folds; f32 pass 1 after the shift
@@ -111,12 +111,12 @@ namespace {
  * last, rather than W blocks of which some do one tile more (the others
  * idle through that round, the memory half used). */
 #ifndef IMGSTAT_FAST_BALANCE
-#define IMGSTAT_FAST_BALANCE 0
+#define IMGSTAT_FAST_BALANCE 1
 #endif
 /* Batched planes: at least this many tiles a block (1: a block a tile, up to
  * the one-image kernel's grid). */
 #ifndef IMGSTAT_SEG_TILES
-#define IMGSTAT_SEG_TILES 4
+#define IMGSTAT_SEG_TILES 8
 #endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */

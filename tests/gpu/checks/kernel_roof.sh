@@ -29,8 +29,11 @@
 #          launch of the folds and of f32 pass 1 (IMGSTAT_FAST_PDL), the
 #          folds of integer partials on integers (IMGSTAT_FOLD_INT), u16
 #          interleaved merge on integers with first positions once a block
-#          (IMGSTAT_HWC_BLOCK_FIRST), batched planes at least 4 tiles a
-#          block (IMGSTAT_SEG_TILES=4);
+#          (IMGSTAT_HWC_BLOCK_FIRST), grids of whole rounds
+#          (IMGSTAT_FAST_BALANCE), f32 first positions once a block
+#          (IMGSTAT_F32_BLOCK_FIRST), batched planes at least 8 tiles a
+#          block (IMGSTAT_SEG_TILES=8);
+#   prev   the defaults before the last three (a0f65d8's kernels);
 #   K      tree + each integer thread keeps its first extremes' vectors in
 #          registers (no load at a block's end);
 #   B      tree + grids of whole rounds (every block the same tiles);
@@ -39,7 +42,7 @@
 #   CV     tree + f32 widened to double by integer operations;
 #   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
 #   CVf2   tree + CV + f2;
-#   S8     tree + batched planes at least 8 tiles a block.
+#   S8     tree + batched planes at least 8 tiles a block (now the default).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -78,6 +81,7 @@ declare -A FLAGS=(
   [f2]="-DIMGSTAT_F32_BLOCKS_PER_SM=2"
   [CVf2]="-DIMGSTAT_F32_INT_WIDEN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=2"
   [S8]="-DIMGSTAT_SEG_TILES=8"
+  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
