@@ -78,8 +78,9 @@ namespace {
 #ifndef IMGSTAT_FAST_INT_MERGE
 #define IMGSTAT_FAST_INT_MERGE 1
 #endif
-/* f32: each block's first positions from one re-read vector (the block's
- * first extreme), not one re-read a thread. */
+/* f32 planes: each block's first positions from one re-read vector (the
+ * block's first extreme), not one re-read a thread (interleaved float32
+ * keeps a re-read a thread: measured slower this way, docs/benchmarks.md). */
 #ifndef IMGSTAT_F32_BLOCK_FIRST
 #define IMGSTAT_F32_BLOCK_FIRST 1
 #endif
@@ -1038,7 +1039,8 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     }
   }
   imgstat_partial p;
-  if (IMGSTAT_F32_BLOCK_FIRST) {
+  /* planes only (H200: 1.17 vs 1.18 x CUB; interleaved 1.69 vs 1.31) */
+  if (IMGSTAT_F32_BLOCK_FIRST && Stride == 1) {
     p = f32_thread_order(acc);
     p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0 */
     if (t == 0)
