@@ -143,6 +143,49 @@ for path, bands in ((p_npy, [a]), (p_tif, [a, b])):
                                                      st["percentiles"][str(p)],
                                                      want_p))
 
+# ---- more bands than a record holds inline: 20 bands (the figures taken
+# back to the values from each band's own partial), alone, with their
+# histograms and with a label image under a mask
+wide = np.stack([plane(23, 31) for _ in range(20)], axis=2)
+wide[1, 2, 19] = -32768
+wide[4, 7, 17] = 32767
+p_wide = os.path.join(TMP, "wide.npy")
+np.save(p_wide, wide)
+wmask = rng.random(wide.shape[:2]) < 0.7
+p_wmask = os.path.join(TMP, "wide_mask.npy")
+np.save(p_wmask, wmask.astype(np.uint8))
+wlab = rng.integers(0, 3, wide.shape[:2]).astype(np.uint16)
+p_wlab = os.path.join(TMP, "wide_labels.npy")
+np.save(p_wlab, wlab)
+for args in ([], ["--percentiles", "1,50,99"],
+             ["--percentiles", "1,99", "--mask", p_wmask, "--labels", p_wlab]):
+    recs = records("--npy-layout", "hwc", *args, p_wide)
+    if len(recs) != 1:
+        continue
+    rec = recs[0]
+    masked = "--mask" in args
+    valid = wmask if masked else np.ones(wide.shape[:2], bool)
+    regions = [("", rec, valid)]
+    if masked:
+        labels = rec.get("labels", [])
+        if [x["label"] for x in labels] != [1, 2]:
+            fail("20 bands: labels %r, want [1, 2]" %
+                 [x["label"] for x in labels])
+        regions += [(" label %d" % x["label"], x, valid & (wlab == x["label"]))
+                    for x in labels]
+    for tag, region, where in regions:
+        for c in range(20):
+            what = "20 bands %s%s ch %d" % (" ".join(args), tag, c)
+            st = region["stats"][c]
+            check_channel(what, st, wide[:, :, c], where)
+            if args:
+                for p in args[1].split(","):
+                    want_p = float(np.percentile(wide[:, :, c][where], float(p),
+                                                 method="inverted_cdf"))
+                    if st["percentiles"][p] != want_p:
+                        fail("%s: p%s %r, numpy %r" %
+                             (what, p, st["percentiles"][p], want_p))
+
 # text: the header says what the samples are, values printed signed
 r = checklib.run(IMGSTAT, p_npy)
 if "16-bit signed" not in r.stdout or "-32768" not in r.stdout:
