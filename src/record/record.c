@@ -52,6 +52,13 @@ static void channel_from_partial(const imgstat_partial *p,
 static void int16_figures(const imgstat_partial *p, imgstat_figures *f,
                           uint64_t *exact_sum_sq, double *sum_sq);
 
+/* The nodata samples of channel c of a record (inline or borrowed). */
+static uint64_t nodata_of(const imgstat_record *rec, int c) {
+  if (rec->wide_partial)
+    return rec->wide_nodata_count ? rec->wide_nodata_count[c] : 0;
+  return rec->nodata_count[c];
+}
+
 static void channel_of(const imgstat_record *rec, int c, rec_channel *ch) {
   if (rec->wide_partial) {
     channel_from_partial(&rec->wide_partial[c], rec->sample, rec->width,
@@ -59,7 +66,7 @@ static void channel_of(const imgstat_record *rec, int c, rec_channel *ch) {
     if (rec->int16)
       int16_figures(&rec->wide_partial[c], &ch->f, &ch->exact_sum_sq,
                     &ch->sum_sq);
-    ch->nodata_count = rec->wide_nodata_count ? rec->wide_nodata_count[c] : 0;
+    ch->nodata_count = nodata_of(rec, c);
     return;
   }
   ch->f = rec->figures[c];
@@ -300,7 +307,7 @@ static void emit_channels(const imgstat_record *rec,
     if (f->sum_is_exact && rec->int16 && (int64_t)f->exact_sum < 0) {
       /* exact in a double: |sum| < 2^53 (at most 2^38 samples) */
       k->real(k->ctx, "sum", (double)(int64_t)f->exact_sum);
-      k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
+      k->uint(k->ctx, "sum_sq", ch.exact_sum_sq);
     } else if (f->sum_is_exact) {
       k->uint(k->ctx, "sum", f->exact_sum);
       k->uint(k->ctx, "sum_sq", ch.exact_sum_sq);
@@ -455,7 +462,7 @@ static void csv_rows(FILE *out, const imgstat_record *rec,
     }
     putc(',', out);
     if (rec->has_nodata)
-      fprintf(out, "%" PRIu64, rec->nodata_count[c]);
+      fprintf(out, "%" PRIu64, nodata_of(rec, c));
     putc(',', out);
     if (label)
       fprintf(out, "%" PRIu64 ",%" PRIu32, label->pixels, label->label);
@@ -609,7 +616,7 @@ static void valid_text(FILE *out, const imgstat_record *rec) {
   for (int c = 0; c < rec->channels; c++)
     fprintf(out, " %s %" PRIu64,
             imgstat_colour_channel_name(rec->colour, rec->channels, c),
-            rec->nodata_count[c]);
+            nodata_of(rec, c));
   putc('\n', out);
 }
 
@@ -723,7 +730,7 @@ static void brief_record(FILE *out, const imgstat_record *rec) {
   if (rec->has_nodata) {
     fputs("  nodata", out);
     for (int c = 0; c < rec->channels; c++)
-      fprintf(out, " %" PRIu64, rec->nodata_count[c]);
+      fprintf(out, " %" PRIu64, nodata_of(rec, c));
   }
   if (rec->masked)
     fprintf(out, "  mask %" PRIu64 "/%" PRIu64, rec->mask_pixels,
