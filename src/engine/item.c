@@ -758,52 +758,88 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
   return IMGSTAT_OK;
 }
 
-/* The labels' statistics on the GPU of g (imgstat_gpu_valid_label_stats)
- * into res->labels: each label k's pixels at pixels[start[k]]. */
+/* The labels' statistics on the GPU of g
+ * (imgstat_gpu_valid_label_stats_hist) into res->labels, with their
+ * histograms when with_hist: each label k's pixels at pixels[start[k]];
+ * the device's figures for nlabels x channels, not more. */
 static imgstat_status
 labels_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
               const imgstat_valid *v, const uint32_t *pixels,
-              const uint64_t *start, imgstat_job_result *res,
+              const uint64_t *start, int with_hist, imgstat_job_result *res,
               imgstat_error *err) {
   uint32_t nl = res->nlabels;
   if (nl == 0)
     return IMGSTAT_OK;
-  imgstat_partial *lp = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *lp);
-  uint64_t *ln = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *ln);
+  const size_t nc = (size_t)in->channels;
+  imgstat_partial *lp = calloc((size_t)nl * nc, sizeof *lp);
+  uint64_t *ln = calloc((size_t)nl * nc, sizeof *ln);
+  imgstat_histogram *lh =
+      with_hist ? calloc((size_t)nl * nc, sizeof *lh) : NULL;
   uint64_t *count = malloc(nl * sizeof *count);
   imgstat_status st = IMGSTAT_OK;
-  if (!lp || !ln || !count)
+  if (!lp || !ln || !count || (with_hist && !lh))
     st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
     count[k] = res->labels[k].pixels;
   if (st == IMGSTAT_OK)
-    st = imgstat_gpu_valid_label_stats(g->gpu, in, v, e->opt.kernel, nl, pixels,
-                                       start, count, lp, ln, err);
+    st = imgstat_gpu_valid_label_stats_hist(g->gpu, in, v, e->opt.kernel, nl,
+                                            pixels, start, count, lp, ln, lh,
+                                            err);
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
-    for (int c = 0; c < in->channels; c++) {
-      IMGSTAT_JOB_CH(&res->labels[k], partial)
-      [c] = lp[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
-      IMGSTAT_JOB_CH(&res->labels[k], nodata_count)
-      [c] = ln[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+    for (size_t c = 0; c < nc; c++) {
+      imgstat_job_label *l = &res->labels[k];
+      IMGSTAT_JOB_CH(l, partial)[c] = lp[k * nc + c];
+      IMGSTAT_JOB_CH(l, nodata_count)[c] = ln[k * nc + c];
+      if (lh) /* the histogram handed over to the label */
+        IMGSTAT_JOB_CH(l, hist)[c] = lh[k * nc + c];
     }
   free(lp);
   free(ln);
+  free(lh);
   free(count);
   return st;
 }
 
+/* The figures of every histogram made on the GPU (the item's and its
+ * labels'), by the CPU's rule from their counts. */
+static void gpu_valid_figures(const imgstat_image *in,
+                              const imgstat_stats_request *req,
+                              imgstat_job_result *res) {
+  for (int c = 0; c < in->channels; c++)
+    ist_hist_figures(in, c, &IMGSTAT_JOB_CH(res, hist)[c], req,
+                     &IMGSTAT_JOB_CH(res, hist_figures)[c]);
+  for (uint32_t k = 0; k < res->nlabels; k++)
+    for (int c = 0; c < in->channels; c++)
+      ist_hist_figures(in, c, &IMGSTAT_JOB_CH(&res->labels[k], hist)[c], req,
+                       &IMGSTAT_JOB_CH(&res->labels[k], hist_figures)[c]);
+  res->has_histograms = 1;
+  res->hist_backend = IMGSTAT_BACKEND_GPU;
+}
+
+/* Frees the histograms of the item's labels (a GPU run's, given up). */
+static void free_label_histograms(const imgstat_image *in,
+                                  imgstat_job_result *res) {
+  for (uint32_t k = 0; k < res->nlabels; k++)
+    for (int c = 0; c < in->channels; c++)
+      imgstat_histogram_free(&IMGSTAT_JOB_CH(&res->labels[k], hist)[c]);
+}
+
 /* The valid samples' statistics of in under v on the GPU of g (the device
- * reduction, imgstat_gpu_valid_stats, and the labels' by
- * imgstat_gpu_valid_label_stats), when the policy gives the item one and
- * it has no histograms (those stay on the CPU; with verify, labels too):
- * 1 when done (verify: the CPU's record, the GPU's partials beside it),
- * -1 when the item failed, 0 for the CPU (no GPU, or auto's fallback). */
+ * reduction, imgstat_gpu_valid_stats_hist, and the labels' by
+ * imgstat_gpu_valid_label_stats_hist), when the policy gives the item one;
+ * histograms of 8- and 16-bit samples there too, their figures from the
+ * counts by the CPU's rule (a float image's histograms stay on the CPU,
+ * its bins and moments being the CPU's; with verify, histograms and labels
+ * too): 1 when done (verify: the CPU's record, the GPU's partials beside
+ * it), -1 when the item failed, 0 for the CPU (no GPU, or auto's
+ * fallback). */
 static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
                         const imgstat_valid *v,
                         const imgstat_stats_request *req,
                         const uint32_t *pixels, const uint64_t *start,
                         imgstat_job_result *res) {
-  if (!g || (req && req->histograms) ||
+  const int with_hist = req && req->histograms;
+  if (!g || (with_hist && (in->sample == IMGSTAT_F32 || e->opt.verify)) ||
       (req && req->labels_path && e->opt.verify))
     return 0;
   imgstat_error err;
@@ -845,15 +881,20 @@ static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
     res->verified = 1;
     return 1;
   }
-  st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel,
-                               IMGSTAT_JOB_CH(res, partial),
-                               IMGSTAT_JOB_CH(res, nodata_count), &err);
+  st = imgstat_gpu_valid_stats_hist(
+      g->gpu, in, v, e->opt.kernel, IMGSTAT_JOB_CH(res, partial),
+      IMGSTAT_JOB_CH(res, nodata_count),
+      with_hist ? IMGSTAT_JOB_CH(res, hist) : NULL, &err);
   if (st == IMGSTAT_OK && req && req->labels_path)
-    st = labels_on_gpu(e, g, in, v, pixels, start, res, &err);
+    st = labels_on_gpu(e, g, in, v, pixels, start, with_hist, res, &err);
   if (st == IMGSTAT_OK) {
+    if (with_hist)
+      gpu_valid_figures(in, req, res);
     res->backend = IMGSTAT_BACKEND_GPU;
     return 1;
   }
+  ist_free_histograms(res);
+  free_label_histograms(in, res);
   int n = res->wide ? res->wide->channels : IMGSTAT_INLINE_CHANNELS;
   memset(IMGSTAT_JOB_CH(res, partial), 0, (size_t)n * sizeof(imgstat_partial));
   memset(IMGSTAT_JOB_CH(res, nodata_count), 0, (size_t)n * sizeof(uint64_t));

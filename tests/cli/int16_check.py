@@ -20,6 +20,8 @@ so says why its percentiles are left within their bins: the contrast is
 checked too); normalize of an int16 input maps its values. Skips (77)
 without GDAL's Python module (python3-gdal).
 """
+import csv
+import io
 import json
 import math
 import os
@@ -142,6 +144,71 @@ for path, bands in ((p_npy, [a]), (p_tif, [a, b])):
                 fail("%s ch %d: p%d %r, numpy %r" % (path, c, p,
                                                      st["percentiles"][str(p)],
                                                      want_p))
+
+# ---- more bands than a record holds inline: 20 bands (the figures taken
+# back to the values from each band's own partial, band 18's sum
+# negative), alone, with their histograms, with a label image under a
+# mask, and with a nodata value (its counts in JSON, CSV and --brief)
+wide = np.stack([plane(23, 31) for _ in range(20)], axis=2)
+wide[:, :, 18] -= 4000
+wide[1, 2, 19] = -32768
+wide[4, 7, 17] = 32767
+p_wide = os.path.join(TMP, "wide.npy")
+np.save(p_wide, wide)
+wmask = rng.random(wide.shape[:2]) < 0.7
+p_wmask = os.path.join(TMP, "wide_mask.npy")
+np.save(p_wmask, wmask.astype(np.uint8))
+wlab = rng.integers(0, 3, wide.shape[:2]).astype(np.uint16)
+p_wlab = os.path.join(TMP, "wide_labels.npy")
+np.save(p_wlab, wlab)
+for args in ([], ["--percentiles", "1,50,99"],
+             ["--percentiles", "1,99", "--mask", p_wmask, "--labels", p_wlab],
+             ["--nodata", "-1024"]):
+    recs = records("--npy-layout", "hwc", *args, p_wide)
+    if len(recs) != 1:
+        continue
+    rec = recs[0]
+    masked = "--mask" in args
+    valid = wmask if masked else np.ones(wide.shape[:2], bool)
+    if "--nodata" in args:
+        for c in range(20):
+            band = wide[:, :, c]
+            check_channel("20 bands --nodata -1024 ch %d" % c, rec["stats"][c],
+                          band, band != -1024, int((band == -1024).sum()))
+        continue
+    regions = [("", rec, valid)]
+    if masked:
+        labels = rec.get("labels", [])
+        if [x["label"] for x in labels] != [1, 2]:
+            fail("20 bands: labels %r, want [1, 2]" %
+                 [x["label"] for x in labels])
+        regions += [(" label %d" % x["label"], x, valid & (wlab == x["label"]))
+                    for x in labels]
+    for tag, region, where in regions:
+        for c in range(20):
+            what = "20 bands %s%s ch %d" % (" ".join(args), tag, c)
+            st = region["stats"][c]
+            check_channel(what, st, wide[:, :, c], where)
+            if args:
+                for p in args[1].split(","):
+                    want_p = float(np.percentile(wide[:, :, c][where], float(p),
+                                                 method="inverted_cdf"))
+                    if st["percentiles"][p] != want_p:
+                        fail("%s: p%s %r, numpy %r" %
+                             (what, p, st["percentiles"][p], want_p))
+
+want_nodata = [int((wide[:, :, c] == -1024).sum()) for c in range(20)]
+r = checklib.run(IMGSTAT, "--csv", "--npy-layout", "hwc", "--nodata", "-1024",
+                 p_wide)
+rows = list(csv.DictReader(io.StringIO(r.stdout)))
+got = [int(row["nodata_count"]) for row in rows] if rows else []
+if r.returncode != 0 or got != want_nodata:
+    fail("20 bands, CSV nodata_count %r, numpy %r" % (got, want_nodata))
+r = checklib.run(IMGSTAT, "--brief", "--npy-layout", "hwc", "--nodata", "-1024",
+                 p_wide)
+if r.returncode != 0 or " ".join(map(str, want_nodata)) not in r.stdout:
+    fail("20 bands, --brief: nodata counts %r not in %r" %
+         (want_nodata, r.stdout[:300]))
 
 # text: the header says what the samples are, values printed signed
 r = checklib.run(IMGSTAT, p_npy)
