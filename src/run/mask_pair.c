@@ -1,7 +1,10 @@
 /* The mask or label image of each input (mask_pair.h). */
 #include "mask_pair.h"
 
+#include "engine.h" /* ist_reason */
+
 #include <dirent.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,5 +281,171 @@ imgstat_status ist_pair_path(ist_pairs *p, const imgstat_input *in, char **out,
   if (s != IMGSTAT_OK)
     return s;
   *out = found;
+  return IMGSTAT_OK;
+}
+
+/* ---- loading ---------------------------------------------------------------
+ */
+
+/* Whether the image beside img (what: "mask", "labels", read from path)
+ * is of img's size (m_width x m_height); when not, the failure, its
+ * message naming both. */
+static imgstat_status beside_size(const char *what, const char *path,
+                                  uint32_t m_width, uint32_t m_height,
+                                  const imgstat_image *img,
+                                  imgstat_error *err) {
+  if (m_width == img->width && m_height == img->height)
+    return IMGSTAT_OK;
+  return imgstat_error_set(
+      err, IMGSTAT_ERR_ARG,
+      "%s %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32 "x%" PRIu32,
+      what, path, m_width, m_height, img->width, img->height);
+}
+
+/* The image beside img that says where (what: "mask", "labels"), read
+ * from path with lo into *m, of img's size when img is not NULL; a
+ * failure's message names both. */
+static imgstat_status load_beside(const imgstat_load_options *lo,
+                                  const char *what, const char *path,
+                                  const imgstat_image *img, imgstat_image *m,
+                                  imgstat_error *err) {
+  imgstat_error why;
+  memset(&why, 0, sizeof why);
+  imgstat_status st = imgstat_image_load(path, lo, m, &why);
+  if (st != IMGSTAT_OK)
+    return imgstat_error_set(err, st, "%s %s: %s", what, path,
+                             ist_reason(&why));
+  st =
+      img ? beside_size(what, path, m->width, m->height, img, err) : IMGSTAT_OK;
+  if (st != IMGSTAT_OK)
+    imgstat_image_free(m);
+  return st;
+}
+
+imgstat_status ist_mask_size(const char *path, uint32_t width, uint32_t height,
+                             const imgstat_image *img, imgstat_error *err) {
+  return beside_size("mask", path, width, height, img, err);
+}
+
+imgstat_status ist_mask_load(const imgstat_load_options *lo, const char *path,
+                             const imgstat_image *img, uint8_t **out,
+                             uint32_t *width, uint32_t *height,
+                             uint64_t *inside, imgstat_error *err) {
+  imgstat_image m;
+  imgstat_status st = load_beside(lo, "mask", path, img, &m, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  uint64_t n = (uint64_t)m.width * m.height;
+  uint8_t *mask = calloc(n ? (size_t)n : 1, 1);
+  if (!mask) {
+    imgstat_image_free(&m);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  size_t stride = imgstat_image_stride(&m);
+  /* an int16 mask: the stored 32768 is the value 0 */
+  const uint16_t zero16 = m.int16 ? IMGSTAT_INT16_OFFSET : 0;
+  for (int c = 0; c < m.channels; c++)
+    for (uint32_t y = 0; y < m.height; y++) {
+      const unsigned char *row =
+          (const unsigned char *)m.planes[c] + y * stride;
+      uint8_t *mr = mask + (uint64_t)y * m.width;
+      for (uint32_t x = 0; x < m.width; x++) {
+        int on;
+        if (m.sample == IMGSTAT_U8)
+          on = row[x] != 0;
+        else if (m.sample == IMGSTAT_U16)
+          on = ((const uint16_t *)(const void *)row)[x] != zero16;
+        else
+          on = ((const float *)(const void *)row)[x] != 0.0f;
+        mr[x] |= (uint8_t)on;
+      }
+    }
+  *width = m.width;
+  *height = m.height;
+  imgstat_image_free(&m);
+  uint64_t k = 0;
+  for (uint64_t i = 0; i < n; i++)
+    k += mask[i];
+  *inside = k;
+  *out = mask;
+  return IMGSTAT_OK;
+}
+
+void ist_label_pixels_free(ist_label_pixels *l) {
+  free(l->label);
+  free(l->start);
+  free(l->pixels);
+  memset(l, 0, sizeof *l);
+}
+
+imgstat_status ist_labels_load(const imgstat_load_options *lo, const char *path,
+                               const imgstat_image *img, const uint8_t *mask,
+                               ist_label_pixels *out, imgstat_error *err) {
+  memset(out, 0, sizeof *out);
+  imgstat_image m;
+  imgstat_status st = load_beside(lo, "labels", path, img, &m, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  if (m.sample == IMGSTAT_F32 || m.int16 || m.channels != 1) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "labels %s: %s, not one channel of 8- or 16-bit integers",
+                      path,
+                      m.sample == IMGSTAT_F32 ? "float samples"
+                      : m.int16               ? "signed (int16) samples"
+                                              : "several channels");
+    imgstat_image_free(&m);
+    return IMGSTAT_ERR_ARG;
+  }
+  /* a counting sort of the pixels by label: raster order within each */
+  uint64_t *count = calloc(65537, sizeof *count);
+  uint64_t n = (uint64_t)img->width * img->height;
+  uint32_t *list = malloc((n ? n : 1) * sizeof *list);
+  if (!count || !list) {
+    free(count);
+    free(list);
+    imgstat_image_free(&m);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  size_t stride = imgstat_image_stride(&m);
+#define LABEL_AT(y, x)                                                         \
+  (m.sample == IMGSTAT_U8                                                      \
+       ? ((const uint8_t *)m.planes[0] + (size_t)(y)*stride)[x]                \
+       : ((const uint16_t *)(const void *)((const char *)m.planes[0] +         \
+                                           (size_t)(y)*stride))[x])
+  for (uint32_t y = 0; y < m.height; y++)
+    for (uint32_t x = 0; x < m.width; x++)
+      if (!mask || mask[(uint64_t)y * m.width + x])
+        count[LABEL_AT(y, x) + 1]++;
+  uint32_t nlabels = 0;
+  for (uint32_t l = 1; l < 65536; l++)
+    nlabels += count[l + 1] > 0;
+  for (uint32_t l = 1; l <= 65536; l++)
+    count[l] += count[l - 1];
+  /* count[l]: the first slot of label l */
+  out->label = calloc(nlabels ? nlabels : 1, sizeof *out->label);
+  out->start = calloc((size_t)nlabels + 1, sizeof *out->start);
+  if (!out->label || !out->start) {
+    free(count);
+    free(list);
+    imgstat_image_free(&m);
+    ist_label_pixels_free(out);
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  uint32_t k = 0;
+  for (uint32_t l = 1; l < 65536; l++)
+    if (count[l + 1] > count[l]) {
+      out->label[k] = l;
+      out->start[k++] = count[l];
+    }
+  out->start[nlabels] = count[65536]; /* the end of the last label's */
+  out->count = nlabels;
+  for (uint32_t y = 0; y < m.height; y++)
+    for (uint32_t x = 0; x < m.width; x++)
+      if (!mask || mask[(uint64_t)y * m.width + x])
+        list[count[LABEL_AT(y, x)]++] = (uint32_t)((uint64_t)y * m.width + x);
+#undef LABEL_AT
+  free(count);
+  imgstat_image_free(&m);
+  out->pixels = list;
   return IMGSTAT_OK;
 }
