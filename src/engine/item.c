@@ -7,7 +7,7 @@
  */
 #include "engine.h"
 #include "image_rows.h"
-#include "mask_pair.h"
+#include "masks.h"
 
 #include "imgstat/cuda_norm.h"
 

@@ -1,5 +1,6 @@
 /*
- * The pairing of inputs with masks and label images (src/run/mask_pair.h):
+ * The pairing of inputs with masks and label images (src/engine/masks.h,
+ * through the run's src/run/mask_pair.h):
  * 2,000 inputs against a folder of 2,000 masks (and a subfolder) read once
  * per folder, each input paired with the file of its stem (any extension,
  * less --mask-suffix), a stem held by two files and a missing one refused
