@@ -1,16 +1,16 @@
-"""What the Python checks run by tests/support/pycheck.sh share: the failure count,
-the way they run imgstat and read its JSON records, the images they write
-(PNG by pypng, GeoTIFF by GDAL) and the figures they expect (numpy)."""
+"""What the Python checks of tests/ share (those run by tests/support/pycheck.sh
+and the others): the count of checks and failures, the way they run imgstat and
+read its JSON records, the images they write (PNG by pypng, GeoTIFF by GDAL)
+and the figures they expect (numpy). Needs numpy; pypng and GDAL only where
+used."""
 import json
-import math
 import os
 import subprocess
 import sys
 
 import numpy as np
-import png
 
-failures = 0
+checks = failures = 0
 
 
 def fail(msg):
@@ -18,6 +18,14 @@ def fail(msg):
     global failures
     failures += 1
     print("FAIL: " + msg)
+
+
+def check(ok, what):
+    """One check, counted: a failure (FAIL: what) when not ok."""
+    global checks
+    checks += 1
+    if not ok:
+        fail(what)
 
 
 def run(imgstat, *args):
@@ -34,8 +42,12 @@ def json_records(imgstat, *args):
 
 
 def finish(name):
-    """Says how many checks failed and exits accordingly."""
-    print("%s: %d failures" % (name, failures))
+    """Says how many checks failed (of how many, when counted by check) and
+    exits accordingly."""
+    if checks:
+        print("%s: %d checks, %d failed" % (name, checks, failures))
+    else:
+        print("%s: %d failures" % (name, failures))
     sys.exit(1 if failures else 0)
 
 
@@ -56,6 +68,7 @@ def write_png(p, a, depth=8):
             if a.ndim == 3 else "L"}[a.ndim]
     if depth == 16:
         mode += ";16"
+    import png
     png.from_array(a.reshape(h, -1).tolist(), mode).save(p)
     return p
 
@@ -131,8 +144,21 @@ def exact_figures(a, valid=None):
     return e
 
 
+def rank_index(n, p):
+    """The rank rule (docs/normalize.md): the p-th percentile of n values
+    is the k-th smallest, k = ceil(p n / 100) with p to a millionth of a
+    percent, at least 1."""
+    pm = round(float(p) * 1e6)
+    return max(1, -(-pm * n // 100000000))
+
+
 def rank_percentile(sorted_values, p):
-    """The p-th percentile by the rank rule (docs/normalize.md): the
-    ceil(p n / 100)-th smallest of the n values, the first for p 0."""
-    k = max(1, math.ceil(float(p) * sorted_values.size / 100))
-    return sorted_values[k - 1]
+    """The p-th percentile of sorted_values by the rank rule."""
+    return sorted_values[rank_index(len(sorted_values), p) - 1]
+
+
+def rank_value(x, p):
+    """The p-th percentile of x's finite values by the rank rule, as a
+    float."""
+    x = np.sort(x[np.isfinite(x)])
+    return float(x[min(rank_index(len(x), p), len(x)) - 1])
