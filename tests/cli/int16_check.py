@@ -22,7 +22,6 @@ without GDAL's Python module (python3-gdal).
 """
 import csv
 import io
-import json
 import math
 import os
 import sys
@@ -35,49 +34,31 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import checklib
 import numpy as np
 
-try:
-    from osgeo import gdal
-except ImportError:
-    print("skipped: no GDAL Python module (python3-gdal; "
-          "sh tests/deps-debian.sh --tests installs it)")
-    sys.exit(77)
-
-gdal.UseExceptions()
-gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+gdal = checklib.gdal_or_skip()
 fail = checklib.fail
 IMGSTAT, TMP = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(16)
 
 
 def records(*args):
-    r = checklib.run(IMGSTAT, "--json", *args)
+    r, recs = checklib.json_records(IMGSTAT, *args)
     if r.returncode != 0:
         fail("imgstat %s: exit %d, %s" % (" ".join(args), r.returncode,
                                           r.stderr))
-    return [json.loads(line) for line in r.stdout.splitlines() if line]
-
-
-def first_pos(valid, a, which):
-    vals = a[valid]
-    target = vals.min() if which == "min" else vals.max()
-    ys, xs = np.nonzero(valid & (a == target))
-    k = np.lexsort((xs, ys))[0]
-    return int(xs[k]), int(ys[k])
+    return recs
 
 
 def check_channel(what, st, a, valid, nodata_count=None):
     """st: a channel's record; a: its 2-D int16 plane; valid: the samples
     that enter the figures."""
-    v = a[valid].astype(np.int64)
-    n = int(v.size)
-    s = int(v.sum())
-    q = int((v * v).sum())
+    e = checklib.exact_figures(a, valid)
+    n, s, q = e["count"], e["sum"], e["sum_sq"]
     if st["count"] != n:
         fail("%s: count %d, numpy %d" % (what, st["count"], n))
         return
-    if st["min"] != int(v.min()) or st["max"] != int(v.max()):
+    if st["min"] != e["min"] or st["max"] != e["max"]:
         fail("%s: min/max %r %r, numpy %d %d" % (what, st["min"], st["max"],
-                                                 v.min(), v.max()))
+                                                 e["min"], e["max"]))
     if st["sum"] != s or st["sum_sq"] != q:
         fail("%s: sum/sum_sq %r %r, numpy %d %d" % (what, st["sum"],
                                                     st["sum_sq"], s, q))
@@ -90,7 +71,7 @@ def check_channel(what, st, a, valid, nodata_count=None):
         fail("%s: std %r, exactly %r" % (what, st["std"], exact))
     for which in ("min", "max"):
         pos = (st[which + "_x"], st[which + "_y"])
-        want = first_pos(valid, a, which)
+        want = (e[which + "_x"], e[which + "_y"])
         if pos != want:
             fail("%s: %s at %s, numpy %s" % (what, which, pos, want))
     if nodata_count is not None and st.get("nodata_count") != nodata_count:
@@ -114,11 +95,8 @@ np.save(p_npy, a)
 b = plane(37, 29)
 b[10, 10] = 32767
 b[11, 11] = -32768
-p_tif = os.path.join(TMP, "ab.tif")
-ds = gdal.GetDriverByName("GTiff").Create(p_tif, 29, 37, 2, gdal.GDT_Int16)
-ds.GetRasterBand(1).WriteArray(a)
-ds.GetRasterBand(2).WriteArray(b)
-ds = None
+p_tif = checklib.write_geotiff(os.path.join(TMP, "ab.tif"), [a, b],
+                               gdal.GDT_Int16)
 
 everything = np.ones(a.shape, bool)
 for path, bands in ((p_npy, [a]), (p_tif, [a, b])):
