@@ -1791,6 +1791,11 @@ template <int C> struct HwcPack16 {
     }
     unsigned tmn[C], tmx[C]; /* by class: the tile's packed min / max */
 #pragma unroll
+    for (int k = 0; k < C; ++k) { /* (set by the first word of each) */
+      tmn[k] = 0xffffffffu;
+      tmx[k] = 0;
+    }
+#pragma unroll
     for (int j = 0; j < H::kV; ++j) {
       if (j < nvalid) { /* vector 0 always: it starts every class */
         const unsigned w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};

@@ -18,12 +18,14 @@
  *
  * With --check, every result is first compared with the CPU's partials
  * (imgstat_partial_scan, imgstat_partial_same: integers exact, floats to
- * the bit), at 64 MP and on small awkward images (unaligned heads, tails,
- * planted first extremes and their ties, channels at the type's bounds,
- * full range, NaN / Inf / -0 for floats, segments of many sizes). Output lines: "CHECK variant case ok|FAIL", "ROW variant
- * case fused_ms cub_ms ratio" (--runs 0: checks only; --small: the small
- * images' checks alone, for compute-sanitizer). Exit status 1
- * when a check failed.
+ * the bit), at 64 MP (and, checks only, 64 MP interleaved RGB16 / RGBA16
+ * with ties of their extremes) and on small awkward images (unaligned
+ * heads, tails, planted first extremes and their ties, channels at the
+ * type's bounds, full range, NaN / Inf / -0 for floats, segments of many
+ * sizes). Output lines:
+ * "CHECK variant case ok|FAIL", "ROW variant case fused_ms cub_ms ratio"
+ * (--runs 0: checks only; --small: the small images' checks alone, for
+ * compute-sanitizer). Exit status 1 when a check failed.
  *
  * Not part of the CMake build (a tool run on the GPU host).
  */
@@ -265,7 +267,15 @@ const char *type_name(imgstat_sample s, int ch) {
  * block has two or more) and at the last pixel; the max (max - 5) first at
  * n/7 + 2c, tied at n/2, 4n/5 - c and n - 1 - c. kind 4: channels at the
  * type's bounds: channel c % 4 = 0 all max, 1 all 0, 2 full range (fill's
- * kind 1), 3 all max but a 0 at the last pixel. */
+ * kind 1), 3 all max but a 0 at the last pixel. kind 5, ties across the
+ * halves of 32-bit words (interleaved u16 with an odd number of channels:
+ * sample i of the image is the high half of its word when i is odd):
+ * values in the middle half of the range, each channel's min (5) first in
+ * a high half among the first pixels and its max (max - 5) first in a low
+ * half, then from pixel n/2 on every low half of the channel 5 and every
+ * high half max - 5 (a thread's first extreme in one half, ties in the
+ * other half's later tiles). kind 6: values in 4 consecutive integers
+ * (ties everywhere). */
 void plant(std::vector<unsigned char> &h, imgstat_sample s, uint64_t n, int ch,
            int kind) {
   const uint64_t total = n * ch;
@@ -313,6 +323,38 @@ void plant(std::vector<unsigned char> &h, imgstat_sample s, uint64_t n, int ch,
         if (p < n)
           set(p * ch + c, 5);
     }
+  } else if (kind == 5) {
+    uint64_t x = 88172645463325252ull;
+    for (uint64_t i = 0; i < total; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      set(i, max / 4 + (unsigned)(x >> 33) % (max / 2));
+    }
+    for (int c = 0; c < ch; ++c) {
+      bool lo_done = false, hi_done = false;
+      for (uint64_t p = 0; p < n && p < 4; ++p) {
+        const bool odd = (p * ch + c) % 2;
+        if (odd && !hi_done) {
+          set(p * ch + c, 5);
+          hi_done = true;
+        }
+        if (!odd && !lo_done) {
+          set(p * ch + c, max - 5);
+          lo_done = true;
+        }
+      }
+      for (uint64_t p = n / 2; p < n; ++p)
+        set(p * ch + c, (p * ch + c) % 2 ? max - 5 : 5);
+    }
+  } else if (kind == 6) {
+    uint64_t x = 88172645463325252ull;
+    for (uint64_t i = 0; i < total; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      set(i, 100 + (unsigned)(x >> 33) % 4);
+    }
   } else if (kind == 4) {
     for (uint64_t p = 0; p < n; ++p)
       for (int c = 0; c < ch; ++c) {
@@ -340,8 +382,13 @@ void small_checks(Bufs &b) {
       for (int ch : {1, 2, 3, 4}) {
         if (g_small && n > 300000)
           continue;
-        for (int kind : {0, 1, 2, 3, 4}) {
+        for (int kind : {0, 1, 2, 3, 4, 5, 6}) {
           if (s == IMGSTAT_F32 && kind > 2)
+            continue;
+          /* --small (compute-sanitizer): about the cases of before the
+           * patterns of kinds 3 to 6, two channels and sizes 6144, 12289 */
+          if (g_small &&
+              (kind > 2 || (ch == 2 && kind > 0) || n == 6144 || n == 12289))
             continue;
           /* planar at an offset of 0 or 3 samples */
           for (int off : {0, 3}) {
@@ -568,6 +615,25 @@ int main(int argc, char **argv) {
       }
     }
   }
+
+  /* check only: 64 MP interleaved u16 with ties across the halves of
+   * words and everywhere (plant's kinds 5 and 6), each thread over many
+   * tiles */
+  if (check)
+    for (int ch : {3, 4})
+      for (int kind : {5, 6}) {
+        std::vector<unsigned char> h(n * ch * 2);
+        plant(h, IMGSTAT_U16, n, ch, kind);
+        CHECK(cudaMemcpy(b.in, h.data(), h.size(), cudaMemcpyHostToDevice));
+        char what[64];
+        snprintf(what, sizeof what, "%s-interleaved-%s",
+                 type_name(IMGSTAT_U16, ch),
+                 kind == 5 ? "ties-across-halves" : "ties-everywhere");
+        reduce_image(b, b.in, IMGSTAT_U16, n, ch, 1, b.out);
+        CHECK(cudaDeviceSynchronize());
+        compare(what, b.out, cpu_partials(b.in, IMGSTAT_U16, n, ch, true),
+                IMGSTAT_U16);
+      }
 
   /* batches: 128 images of 0.5 MP, 3 planes each */
   for (imgstat_sample s : {IMGSTAT_U8, IMGSTAT_U16}) {
