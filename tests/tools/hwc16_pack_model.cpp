@@ -24,6 +24,7 @@
 #include <vector>
 using std::max;
 using std::min;
+/* the stand-ins for what the cut source uses of CUDA and of fast.cu */
 #define __device__
 #define __forceinline__ inline
 struct uint4 {
@@ -61,7 +62,7 @@ template <typename Sample> Sample sample_of(const unsigned (&w)[4], int j) {
   constexpr unsigned kMask = (1u << (8 * kSize)) - 1;
   return (Sample)((word >> (((j * kSize) % 4) * 8)) & kMask);
 }
-#include "hwc16_pack.inc"
+#include "hwc16_pack.inc" /* Hwc, HwcAcc, HwcPack16 (the .py cuts it) */
 
 struct Part {
   uint64_t count = 0, sum = 0, sumsq = 0;
@@ -84,6 +85,9 @@ static void offer(Part &p, const Part &q) {
   }
 }
 
+/* The kernel over an image of npix pixels on a grid of G blocks: each
+ * thread's loop as hwc16_pack_kernel's, each block's partial of each channel
+ * as hwc_block_first makes it, the blocks' partials folded. */
 template <int C>
 std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
   using H = Hwc<uint16_t, C>;
@@ -135,8 +139,6 @@ std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
       unsigned long long best[2] = {kNoKey, kNoKey};
       std::vector<unsigned long long> f3(256), f4(256);
       std::vector<int> qq(256);
-      int tail_t = -1;
-      unsigned tail_x = 0;
       for (unsigned t = 0; t < 256; ++t) {
         const int r = (int)(((uint64_t)t * 8) % C);
         int q = 0;
@@ -158,8 +160,6 @@ std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
         const uint64_t i = nvec * 8 + t;
         if (b == 0 && i < total && (int)(i % C) == c) {
           const unsigned long long x = data[i];
-          tail_t = (int)t;
-          tail_x = (unsigned)x;
           p.count += 1;
           p.sum += x;
           p.sumsq += x * x;
@@ -169,7 +169,6 @@ std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
         best[0] = min(best[0], f3[t]);
         best[1] = min(best[1], f4[t]);
       }
-      (void)tail_x;
       uint64_t at[2] = {kNone, kNone};
       for (int e = 0; e < 2; ++e) {
         if (best[e] == kNoKey)
@@ -207,7 +206,6 @@ std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
           at[e] = min(at[e], (uint64_t)pix);
         }
       }
-      (void)tail_t;
       if (best[0] != kNoKey && at[0] != kNone) {
         p.vmin = (int)(best[0] >> 32);
         p.imin = at[0];
@@ -222,6 +220,8 @@ std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
   return out;
 }
 
+/* The plain scan: channel by channel, pixel by pixel, the first extreme
+ * kept on strict improvement. */
 static std::vector<Part> cpu(const uint16_t *d, uint64_t n, int C) {
   std::vector<Part> o(C);
   for (uint64_t p = 0; p < n; ++p)
@@ -251,6 +251,11 @@ static unsigned nxt() {
   return (unsigned)(rng >> 32);
 }
 
+/* The images (kind): 0 random 1..65534, 1 full range, 2 constant with
+ * planted extremes, 3 middle values with ties of the extremes, 4 channels at
+ * the bounds, 5 four values (ties everywhere), 6 only 0 and 65535, 7 all
+ * 65535, 8 all 0 (the packed extremes' starting values), 9 a late strict
+ * min then ties, 10 ties across the halves of words (halves()). */
 static void pattern(std::vector<uint16_t> &h, uint64_t n, int ch, int kind) {
   const unsigned max = 65535;
   for (uint64_t i = 0; i < n * ch; ++i) {
@@ -327,6 +332,9 @@ static void pattern(std::vector<uint16_t> &h, uint64_t n, int ch, int kind) {
     }
 }
 
+/* Each channel's min first in a high half of a word among the first pixels
+ * and its max in a low half; from pixel n/2 on, every low half of the
+ * channel the min and every high half the max (kernel_roof.cu's kind 5). */
 static void halves(std::vector<uint16_t> &h, uint64_t n, int ch) {
   const unsigned max = 65535;
   for (int c = 0; c < ch; ++c) {
