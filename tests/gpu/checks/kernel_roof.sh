@@ -178,7 +178,7 @@ grep -E "warning|error" "$L/variants.log" "$V"/ptxas-*.log | head -10 | tee -a "
 for v in "${built[@]}"; do # registers and spills of the pass-1 kernels
   grep -E "Compiling entry|registers|spill stores" "$V/ptxas-$v.log" | paste - - - |
     sed -E "s/.*entry function '([^']*)'.*([0-9]+ bytes spill stores).*Used ([0-9]+) registers.*/$v \3 regs, \2: \1/" |
-    c++filt | grep -E "fast_stats|fast_f32|hwc_|segments_kernel" >>"$L/registers.txt"
+    c++filt | grep -E "fast_stats|fast_f32|hwc_|hwc16_|segments_kernel" >>"$L/registers.txt"
 done
 : >"$L/rows.txt"
 ROUNDS=${ROOF_ROUNDS:-5}
