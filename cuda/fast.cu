@@ -1238,11 +1238,33 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 #ifndef IMGSTAT_HWC_BLOCK_FIRST
 #define IMGSTAT_HWC_BLOCK_FIRST 1
 #endif
+/* u16: the packed kernel (hwc16_pack_kernel: the samples two to a word,
+ * 16x2 min / max by the word's channel pair) rather than sample by sample.
+ * Its own shape: blocks a multiprocessor, groups of 3 (C = 3) or 4 vectors
+ * a thread a tile, and tiles between flushes of its 32-bit sums (0: the
+ * most that cannot overflow; a small number only to test the flush). */
+#ifndef IMGSTAT_HWC16_PACK
+#define IMGSTAT_HWC16_PACK 0
+#endif
+#ifndef IMGSTAT_HWC16_BLOCKS_PER_SM
+#define IMGSTAT_HWC16_BLOCKS_PER_SM IMGSTAT_HWC_BLOCKS_PER_SM
+#endif
+#ifndef IMGSTAT_HWC16_GROUPS
+#define IMGSTAT_HWC16_GROUPS 1
+#endif
+#ifndef IMGSTAT_HWC16_FLUSH_TILES
+#define IMGSTAT_HWC16_FLUSH_TILES 0
+#endif
 constexpr int kHwcBlocksPerSm = IMGSTAT_HWC_BLOCKS_PER_SM;
+constexpr int kHwc16BlocksPerSm =
+    IMGSTAT_HWC16_PACK ? IMGSTAT_HWC16_BLOCKS_PER_SM : kHwcBlocksPerSm;
+constexpr int kHwc16Groups = IMGSTAT_HWC16_PACK ? IMGSTAT_HWC16_GROUPS : 1;
 
 template <typename Sample, int C> struct Hwc {
   static constexpr int kPerVec = 16 / (int)sizeof(Sample);
-  static constexpr int kV = C == 3 ? 3 : 4; /* vectors a thread, a tile */
+  /* vectors a thread, a tile */
+  static constexpr int kV =
+      (C == 3 ? 3 : 4) * (sizeof(Sample) == 2 ? kHwc16Groups : 1);
   static constexpr uint64_t kTileVecs = (uint64_t)FastPolicy::kBlock * kV;
   static constexpr int kMax = sizeof(Sample) == 1 ? 255 : 65535;
   static_assert((kTileVecs * kPerVec) % C == 0, "tiles of whole pixels");
@@ -1641,6 +1663,300 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
   }
 }
 
+/* u16, packed (IMGSTAT_HWC16_PACK): the tiles, loads and first positions of
+ * hwc_stats_kernel, but the samples reduced two to a word as the planar u16
+ * kernel reduces them. A word holds a pixel-order pair of samples whose
+ * relative channels are (k, k + 1 mod C), k its "class": with C = 3 the
+ * words of a thread's vectors cycle through the classes (0, 1), (2, 0),
+ * (1, 2); with C = 4, (0, 1) and (2, 3); with C = 2, (0, 1). A word's class
+ * is a constant once the loops are unrolled (relative to the thread's r, as
+ * for hwc_stats_kernel). Per word: its low and high halves into 32-bit
+ * sums and exact 64-bit sums of squares of their channels, and one 16x2
+ * min / max into its class's packed extremes of the tile. Per tile, each
+ * class's packed extremes into its running ones; a half whose running min
+ * (max) becomes strictly smaller (larger) notes the tile (rarely, after the
+ * first tiles: one branch over all of them). At the end, each channel's
+ * extreme is the better of its two halves (value, then first tile), and
+ * hwc_block_first finds the block's first positions as for the other u16
+ * kernel: the same partials.
+ *
+ * Exactness: a thread's 32-bit sum of a channel takes at most kMaxPerTile
+ * samples (<= 65535 each) a tile and is flushed into 64 bits every
+ * kFlushTiles of its tiles, kFlushTiles * kMaxPerTile * 65535 < 2^32;
+ * squares go straight into 64 bits (as the CPU's sums, < 2^64 for the
+ * images the library takes). The running extremes start at the halves'
+ * bounds (min 65535, max 0); a half that never improves on them has only
+ * that value, so its first tile is the thread's first (every valid vector
+ * holds every class). */
+template <int C> struct HwcPack16 {
+  using H = Hwc<uint16_t, C>;
+  /* the class of word i of a thread's tile (vector i / 4): the relative
+   * channel of its low half */
+  static constexpr __device__ int cls(int i) {
+    return H::rel(i / 4, 2 * (i % 4));
+  }
+  static constexpr __device__ bool used(int k) {
+    for (int i = 0; i < 4; ++i) /* vector 0 holds every class */
+      if (cls(i) == k)
+        return true;
+    return false;
+  }
+  static constexpr __device__ bool every_vector_every_class() {
+    for (int j = 0; j < H::kV; ++j)
+      for (int k = 0; k < C; ++k) {
+        bool in = false;
+        for (int i = 4 * j; i < 4 * j + 4; ++i)
+          in = in || cls(i) == k;
+        if (in != used(k))
+          return false;
+      }
+    return true;
+  }
+  static_assert(every_vector_every_class(), "a vector holds every class");
+  /* samples of relative channel q in a thread's first `nv` vectors */
+  static constexpr __device__ uint64_t per_vectors(int q, int nv) {
+    uint64_t n = 0;
+    for (int j = 0; j < nv; ++j)
+      n += (uint64_t)H::in_vec(j, q);
+    return n;
+  }
+  static constexpr __device__ uint64_t max_per_tile() {
+    uint64_t m = 0;
+    for (int q = 0; q < C; ++q)
+      m = per_vectors(q, H::kV) > m ? per_vectors(q, H::kV) : m;
+    return m;
+  }
+  static constexpr uint64_t kMaxPerTile = max_per_tile();
+  static constexpr uint64_t
+      kFlushTiles = IMGSTAT_HWC16_FLUSH_TILES > 0
+                        ? (uint64_t)IMGSTAT_HWC16_FLUSH_TILES
+                        : 0xffffffffull / (kMaxPerTile * 65535);
+  static_assert(kFlushTiles >= 1 &&
+                    kFlushTiles * kMaxPerTile * 65535 <= 0xffffffffull,
+                "32-bit sums flushed before they can overflow");
+
+  unsigned s[C];             /* by relative channel, since the last flush */
+  uint64_t sum[C], sumsq[C]; /* by relative channel */
+  unsigned mn[C], mx[C];     /* by class: running packed min / max */
+  /* by class: the tile in which its low (high) half's running min (max)
+   * last became strictly smaller (larger); kNoTile: never */
+  unsigned min_lo[C], min_hi[C], max_lo[C], max_hi[C];
+
+  __device__ HwcPack16() {
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      s[q] = 0;
+      sum[q] = sumsq[q] = 0;
+      mn[q] = 0xffffffffu;
+      mx[q] = 0;
+      min_lo[q] = min_hi[q] = max_lo[q] = max_hi[q] = kNoTile;
+    }
+  }
+
+  __device__ __forceinline__ void flush() {
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      sum[q] += s[q];
+      s[q] = 0;
+    }
+  }
+
+  __device__ __forceinline__ void add_sums(unsigned w, int k) {
+    const unsigned lo = w & 0xffffu, hi = w >> 16;
+    s[k] += lo;
+    s[(k + 1) % C] += hi;
+    sumsq[k] += (uint64_t)lo * lo;
+    sumsq[(k + 1) % C] += (uint64_t)hi * hi;
+  }
+
+  /* The thread's valid vectors j < nvalid (nvalid >= 1) of tile `tile`. */
+  __device__ __forceinline__ void add_tile(const uint4 (&v)[H::kV], int nvalid,
+                                           unsigned tile) {
+    bool sat = FastPolicy::kSaturatedSkip;
+#pragma unroll
+    for (int k = 0; k < C; ++k)
+      if (used(k))
+        sat = sat && mn[k] == 0 && mx[k] == 0xffffffffu;
+    if (sat) { /* no later sample can change the extremes */
+#pragma unroll
+      for (int j = 0; j < H::kV; ++j) {
+        if (j < nvalid) {
+          const unsigned w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+          for (int b = 0; b < 4; ++b)
+            add_sums(w[b], cls(4 * j + b));
+        }
+      }
+      return;
+    }
+    unsigned tmn[C], tmx[C]; /* by class: the tile's packed min / max */
+#pragma unroll
+    for (int k = 0; k < C; ++k) { /* (set by the first word of each) */
+      tmn[k] = 0xffffffffu;
+      tmx[k] = 0;
+    }
+#pragma unroll
+    for (int j = 0; j < H::kV; ++j) {
+      if (j < nvalid) { /* vector 0 always: it starts every class */
+        const unsigned w[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+        for (int b = 0; b < 4; ++b) {
+          const int i = 4 * j + b, k = cls(i);
+          add_sums(w[b], k);
+          bool first = true; /* the tile's first word of class k */
+#pragma unroll
+          for (int e = 0; e < i; ++e)
+            first = first && cls(e) != k;
+          if (first) {
+            tmn[k] = w[b];
+            tmx[k] = w[b];
+          } else {
+            tmn[k] = min_u16x2(tmn[k], w[b]);
+            tmx[k] = max_u16x2(tmx[k], w[b]);
+          }
+        }
+      }
+    }
+    unsigned nmn[C], nmx[C], any = 0;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      if (!used(k))
+        continue;
+      nmn[k] = min_u16x2(mn[k], tmn[k]);
+      nmx[k] = max_u16x2(mx[k], tmx[k]);
+      any |= (nmn[k] ^ mn[k]) | (nmx[k] ^ mx[k]);
+    }
+    if (any) { /* some half strictly better: note the tile */
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        if (!used(k))
+          continue;
+        const unsigned dmn = nmn[k] ^ mn[k], dmx = nmx[k] ^ mx[k];
+        if (dmn & 0xffffu)
+          min_lo[k] = tile;
+        if (dmn >> 16)
+          min_hi[k] = tile;
+        if (dmx & 0xffffu)
+          max_lo[k] = tile;
+        if (dmx >> 16)
+          max_hi[k] = tile;
+        mn[k] = nmn[k];
+        mx[k] = nmx[k];
+      }
+    }
+  }
+
+  /* The thread's reduction as hwc_stats_kernel's accumulator holds it (by
+   * relative channel), for hwc_block_first: after `full` whole tiles and
+   * `nvalid` vectors of the partial one (after a flush); `first` the tile
+   * of its first vector when it had any. */
+  __device__ HwcAcc<uint16_t, C> result(uint64_t full, int nvalid,
+                                        bool any_vector, unsigned first) const {
+    HwcAcc<uint16_t, C> a;
+#pragma unroll
+    for (int q = 0; q < C; ++q) {
+      uint64_t part = 0;
+#pragma unroll
+      for (int j = 1; j <= H::kV; ++j)
+        if (j == nvalid)
+          part = per_vectors(q, j);
+      a.count[q] = full * per_vectors(q, H::kV) + part;
+      a.sum[q] = sum[q];
+      a.sumsq[q] = sumsq[q];
+    }
+    if (!any_vector)
+      return a;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      if (!used(k))
+        continue;
+      const int hi = (k + 1) % C;
+      offer_min(a, k, (int)(mn[k] & 0xffffu),
+                min_lo[k] == kNoTile ? first : min_lo[k]);
+      offer_min(a, hi, (int)(mn[k] >> 16),
+                min_hi[k] == kNoTile ? first : min_hi[k]);
+      offer_max(a, k, (int)(mx[k] & 0xffffu),
+                max_lo[k] == kNoTile ? first : max_lo[k]);
+      offer_max(a, hi, (int)(mx[k] >> 16),
+                max_hi[k] == kNoTile ? first : max_hi[k]);
+    }
+    return a;
+  }
+  /* a half's (value, first tile) into its channel's: smaller value, then
+   * earlier tile (the halves' tiles are those of their first extremes) */
+  static __device__ __forceinline__ void
+  offer_min(HwcAcc<uint16_t, C> &a, int q, int value, unsigned tile) {
+    if (value < a.vmin[q] || (value == a.vmin[q] && tile < a.min_tile[q])) {
+      a.vmin[q] = value;
+      a.min_tile[q] = tile;
+    }
+  }
+  static __device__ __forceinline__ void
+  offer_max(HwcAcc<uint16_t, C> &a, int q, int value, unsigned tile) {
+    if (value > a.vmax[q] || (value == a.vmax[q] && tile < a.max_tile[q])) {
+      a.vmax[q] = value;
+      a.max_tile[q] = tile;
+    }
+  }
+};
+
+template <int C>
+__global__ void __launch_bounds__(FastPolicy::kBlock, kHwc16BlocksPerSm)
+    hwc16_pack_kernel(ist_pass pass) {
+  pdl_trigger();
+  using H = Hwc<uint16_t, C>;
+  using A = HwcPack16<C>;
+  const unsigned t = threadIdx.x;
+  const uint16_t *data = static_cast<const uint16_t *>(pass.in);
+  const uint64_t total = pass.n * C; /* samples */
+  const uint64_t nvec = total / H::kPerVec;
+  const uint4 *vec = reinterpret_cast<const uint4 *>(data);
+  const int r = (int)(((uint64_t)t * H::kPerVec) % C);
+  A acc;
+
+  const uint64_t full = nvec / H::kTileVecs;
+  uint64_t tile = blockIdx.x;
+  while (tile < full) { /* at most kFlushTiles tiles between flushes */
+    const uint64_t stop = min(full, tile + A::kFlushTiles * gridDim.x);
+    for (; tile < stop; tile += gridDim.x) {
+      uint4 v[H::kV];
+#pragma unroll
+      for (int j = 0; j < H::kV; ++j)
+        v[j] = __ldg(vec + tile * H::kTileVecs +
+                     (uint64_t)j * FastPolicy::kBlock + t);
+      acc.add_tile(v, H::kV, (unsigned)tile);
+    }
+    acc.flush();
+  }
+  int nvalid = 0;
+  if (tile == full && full * H::kTileVecs < nvec) {
+    uint4 v[H::kV];
+#pragma unroll
+    for (int j = 0; j < H::kV; ++j) {
+      uint64_t i = tile * H::kTileVecs + (uint64_t)j * FastPolicy::kBlock + t;
+      if (i < nvec) {
+        v[j] = __ldg(vec + i);
+        nvalid = j + 1;
+      } else {
+        v[j] = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if (nvalid > 0) {
+      acc.add_tile(v, nvalid, (unsigned)tile);
+      acc.flush();
+    }
+  }
+  const uint64_t whole =
+      blockIdx.x < full ? (full - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+  const bool any_vector = (uint64_t)blockIdx.x * H::kTileVecs + t < nvec;
+  const HwcAcc<uint16_t, C> a =
+      acc.result(whole, nvalid, any_vector, (unsigned)blockIdx.x);
+  int tail_c;
+  const imgstat_partial tail =
+      hwc_tail<uint16_t, C>(data, nvec * H::kPerVec, total, &tail_c);
+  hwc_block_first<uint16_t, C>(a, vec, nvec, r, tail, tail_c, pass);
+}
+
 /* u8: the samples of a thread's unit (C vectors in a row: 16 pixels) are
  * first split into C channel words per 4 pixels by byte permutes (2, 2 and
  * 2 PRMTs a word for C = 2, 3, 4), and those words reduced as the plane
@@ -1962,15 +2278,25 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
 
 template <typename Sample>
 cudaError_t launch_hwc(const ist_pass *p, cudaStream_t s) {
+  constexpr bool kPack = sizeof(Sample) == 2 && IMGSTAT_HWC16_PACK;
   switch (p->channels) {
   case 2:
-    hwc_stats_kernel<Sample, 2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    if constexpr (kPack)
+      hwc16_pack_kernel<2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    else
+      hwc_stats_kernel<Sample, 2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     break;
   case 3:
-    hwc_stats_kernel<Sample, 3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    if constexpr (kPack)
+      hwc16_pack_kernel<3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    else
+      hwc_stats_kernel<Sample, 3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     break;
   case 4:
-    hwc_stats_kernel<Sample, 4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    if constexpr (kPack)
+      hwc16_pack_kernel<4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    else
+      hwc_stats_kernel<Sample, 4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     break;
   default:
     return cudaErrorInvalidValue;
@@ -2136,14 +2462,18 @@ unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
                       int sm_count) {
   const uint64_t vecs = channels == 3 ? 3 : 4;
   /* the kernels' tiles: u8 kHwcUnits units of C vectors a thread, u16 kV
-   * vectors (sized as u16's for both before whole rounds) */
+   * vectors (sized as u16's, without groups, for both before whole
+   * rounds) */
   const uint64_t tile_bytes =
-      IMGSTAT_FAST_BALANCE && sample == IMGSTAT_U8
+      sample == IMGSTAT_U16
+          ? (uint64_t)16 * FastPolicy::kBlock * vecs * kHwc16Groups
+      : IMGSTAT_FAST_BALANCE
           ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
           : (uint64_t)16 * FastPolicy::kBlock * vecs;
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =
-      (uint64_t)(sm_count > 0 ? sm_count : 1) * kHwcBlocksPerSm;
+      (uint64_t)(sm_count > 0 ? sm_count : 1) *
+      (sample == IMGSTAT_U16 ? kHwc16BlocksPerSm : kHwcBlocksPerSm);
   return (unsigned)balanced_grid(tiles, wave);
 }
 

@@ -2,8 +2,8 @@
  * The fused statistics kernels against CUB's sums of the same bytes, for
  * tests/gpu/checks/kernel_roof.sh: one process a variant of cuda/fast.cu
  * (the script links this file against each variant's object, so every
- * variant runs the same harness), 64 MP images of RGB8, RGBA8, RGB16 and
- * RGB float32, planar (ist_reduce_stats) and interleaved
+ * variant runs the same harness), 64 MP images of RGB8, RGBA8, RGB16,
+ * RGBA16 and RGB float32, planar (ist_reduce_stats) and interleaved
  * (ist_reduce_stats_hwc; float32 also gathered into planes by
  * ist_deinterleave and reduced as planes, the path before its kernel), each
  * in turns with
@@ -18,12 +18,14 @@
  *
  * With --check, every result is first compared with the CPU's partials
  * (imgstat_partial_scan, imgstat_partial_same: integers exact, floats to
- * the bit), at 64 MP and on small awkward planes (unaligned heads, tails,
- * planted first extremes, full range, NaN / Inf / -0 for floats, segments
- * of many sizes). Output lines: "CHECK variant case ok|FAIL", "ROW variant
- * case fused_ms cub_ms ratio" (--runs 0: checks only; --small: the small
- * images' checks alone, for compute-sanitizer). Exit status 1
- * when a check failed.
+ * the bit), at 64 MP (and, checks only, 64 MP interleaved RGB16 / RGBA16
+ * with ties of their extremes) and on small awkward images (unaligned
+ * heads, tails, planted first extremes and their ties, channels at the
+ * type's bounds, full range, NaN / Inf / -0 for floats, segments of many
+ * sizes). Output lines:
+ * "CHECK variant case ok|FAIL", "ROW variant case fused_ms cub_ms ratio"
+ * (--runs 0: checks only; --small: the small images' checks alone, for
+ * compute-sanitizer). Exit status 1 when a check failed.
  *
  * Not part of the CMake build (a tool run on the GPU host).
  */
@@ -254,46 +256,150 @@ const char *type_name(imgstat_sample s, int ch) {
   return ch == 4 ? "RGBAf32" : "RGBf32";
 }
 
+/* The host-side patterns of the small checks (`total` samples at h, n a
+ * plane, ch planes or channels; the same bytes are reduced as planes and
+ * as an interleaved image). kind 2: constant, extremes planted at plane
+ * positions. Integers only: kind 3, ties of the extremes by pixel (as
+ * interleaved): values in the middle half of the range, then in every
+ * channel the same min (5) first at pixel 3n/10 + c, tied at the next
+ * pixels (the other half of a 32-bit word of u16 samples, the same tile),
+ * at 6n/10 (a later tile, held by a lower block of the grid stride when a
+ * block has two or more) and at the last pixel; the max (max - 5) first at
+ * n/7 + 2c, tied at n/2, 4n/5 - c and n - 1 - c. kind 4: channels at the
+ * type's bounds: channel c % 4 = 0 all max, 1 all 0, 2 full range (fill's
+ * kind 1), 3 all max but a 0 at the last pixel. kind 5, ties across the
+ * halves of 32-bit words (interleaved u16 with an odd number of channels:
+ * sample i of the image is the high half of its word when i is odd):
+ * values in the middle half of the range, each channel's min (5) first in
+ * a high half among the first pixels and its max (max - 5) first in a low
+ * half, then from pixel n/2 on every low half of the channel 5 and every
+ * high half max - 5 (a thread's first extreme in one half, ties in the
+ * other half's later tiles). kind 6: values in 4 consecutive integers
+ * (ties everywhere). */
+void plant(std::vector<unsigned char> &h, imgstat_sample s, uint64_t n, int ch,
+           int kind) {
+  const uint64_t total = n * ch;
+  const unsigned max = s == IMGSTAT_U8 ? 255 : 65535;
+  auto set = [&](uint64_t i, double v) {
+    if (s == IMGSTAT_U8)
+      h[i] = (unsigned char)v;
+    else if (s == IMGSTAT_U16)
+      ((uint16_t *)h.data())[i] = (uint16_t)v;
+    else
+      ((float *)h.data())[i] = (float)v;
+  };
+  if (kind == 2) { /* constant planes, planted extremes */
+    for (uint64_t i = 0; i < total; ++i)
+      set(i, s == IMGSTAT_U8 ? 100 : s == IMGSTAT_U16 ? 30000 : 0.0);
+    for (int c = 0; c < ch; ++c) {
+      const uint64_t at[] = {n / 3, n - 1, n / 2, n / 3 + 1, n / 7};
+      for (int k = 0; k < 5; ++k) {
+        const uint64_t i = c * n + at[k] % n;
+        const bool lo = k % 2 == 0;
+        if (s == IMGSTAT_U8)
+          set(i, lo ? 3 : 250);
+        else if (s == IMGSTAT_U16)
+          set(i, lo ? 3 : 65000);
+        else
+          set(i, k == 4 ? -0.0 : lo ? -2.0 : 5.0);
+      }
+    }
+  } else if (kind == 3) {
+    uint64_t x = 88172645463325252ull; /* xorshift64 */
+    for (uint64_t i = 0; i < total; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      set(i, max / 4 + (unsigned)(x >> 33) % (max / 2));
+    }
+    for (int c = 0; c < ch; ++c) {
+      const uint64_t lo[] = {3 * n / 10 + c, 3 * n / 10 + c + 1,
+                             3 * n / 10 + c + 2, 6 * n / 10, n - 1};
+      const uint64_t hi[] = {n / 7 + 2 * c, n / 2, 4 * n / 5 - c, n - 1 - c};
+      for (uint64_t p : hi)
+        if (p < n)
+          set(p * ch + c, max - 5);
+      for (uint64_t p : lo)
+        if (p < n)
+          set(p * ch + c, 5);
+    }
+  } else if (kind == 5) {
+    uint64_t x = 88172645463325252ull;
+    for (uint64_t i = 0; i < total; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      set(i, max / 4 + (unsigned)(x >> 33) % (max / 2));
+    }
+    for (int c = 0; c < ch; ++c) {
+      bool lo_done = false, hi_done = false;
+      for (uint64_t p = 0; p < n && p < 4; ++p) {
+        const bool odd = (p * ch + c) % 2;
+        if (odd && !hi_done) {
+          set(p * ch + c, 5);
+          hi_done = true;
+        }
+        if (!odd && !lo_done) {
+          set(p * ch + c, max - 5);
+          lo_done = true;
+        }
+      }
+      for (uint64_t p = n / 2; p < n; ++p)
+        set(p * ch + c, (p * ch + c) % 2 ? max - 5 : 5);
+    }
+  } else if (kind == 6) {
+    uint64_t x = 88172645463325252ull;
+    for (uint64_t i = 0; i < total; ++i) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      set(i, 100 + (unsigned)(x >> 33) % 4);
+    }
+  } else if (kind == 4) {
+    for (uint64_t p = 0; p < n; ++p)
+      for (int c = 0; c < ch; ++c) {
+        const uint64_t i = p * ch + c;
+        if (c % 4 == 0)
+          set(i, max);
+        else if (c % 4 == 1)
+          set(i, 0);
+        else if (c % 4 == 3)
+          set(i, p == n - 1 ? 0 : max);
+      }
+  }
+}
+
 /* Small awkward images through every path: planar at sample offsets (an
- * unaligned head), interleaved, full range or planted extremes. */
+ * unaligned head), interleaved (2 to 4 channels; its kernels take only
+ * images at a 16-byte boundary), full range, planted extremes and ties,
+ * channels at the type's bounds (plant). */
 void small_checks(Bufs &b) {
   const imgstat_sample types[] = {IMGSTAT_U8, IMGSTAT_U16, IMGSTAT_F32};
-  const uint64_t sizes[] = {1, 7, 33, 4097, 262147, 1000003};
+  const uint64_t sizes[] = {1, 7, 33, 4097, 6144, 12289, 262147, 1000003};
   int cases = 0;
   for (imgstat_sample s : types)
     for (uint64_t n : sizes)
-      for (int ch : {1, 3, 4}) {
+      for (int ch : {1, 2, 3, 4}) {
         if (g_small && n > 300000)
           continue;
-        for (int kind : {0, 1, 2}) {
+        for (int kind : {0, 1, 2, 3, 4, 5, 6}) {
+          if (s == IMGSTAT_F32 && kind > 2)
+            continue;
+          /* --small (compute-sanitizer): about the cases of before the
+           * patterns of kinds 3 to 6, two channels and sizes 6144, 12289 */
+          if (g_small &&
+              (kind > 2 || (ch == 2 && kind > 0) || n == 6144 || n == 12289))
+            continue;
           /* planar at an offset of 0 or 3 samples */
           for (int off : {0, 3}) {
             unsigned char *d = b.in + (size_t)off * s;
             const uint64_t total = n * ch;
-            fill(d, total, s, 99u + (unsigned)(n + ch + kind), kind == 1);
-            if (kind == 2) { /* constant planes, planted extremes */
+            fill(d, total, s, 99u + (unsigned)(n + ch + kind),
+                 kind == 1 || kind == 4);
+            if (kind >= 2) {
               std::vector<unsigned char> h(total * (size_t)s);
-              for (uint64_t i = 0; i < total; ++i) {
-                if (s == IMGSTAT_U8)
-                  h[i] = 100;
-                else if (s == IMGSTAT_U16)
-                  ((uint16_t *)h.data())[i] = 30000;
-                else
-                  ((float *)h.data())[i] = 0.0f;
-              }
-              for (int c = 0; c < ch; ++c) {
-                const uint64_t at[] = {n / 3, n - 1, n / 2, n / 3 + 1, n / 7};
-                for (int k = 0; k < 5; ++k) {
-                  const uint64_t i = c * n + at[k] % n;
-                  const bool lo = k % 2 == 0;
-                  if (s == IMGSTAT_U8)
-                    h[i] = lo ? 3 : 250;
-                  else if (s == IMGSTAT_U16)
-                    ((uint16_t *)h.data())[i] = lo ? 3 : 65000;
-                  else
-                    ((float *)h.data())[i] = k == 4 ? -0.0f : lo ? -2.f : 5.f;
-                }
-              }
+              CHECK(cudaMemcpy(h.data(), d, h.size(), cudaMemcpyDeviceToHost));
+              plant(h, s, n, ch, kind);
               CHECK(cudaMemcpy(d, h.data(), h.size(), cudaMemcpyHostToDevice));
             }
             char what[96];
@@ -467,8 +573,11 @@ int main(int argc, char **argv) {
   struct Case {
     imgstat_sample s;
     int ch;
-  } cases[] = {
-      {IMGSTAT_U8, 3}, {IMGSTAT_U8, 4}, {IMGSTAT_U16, 3}, {IMGSTAT_F32, 3}};
+  } cases[] = {{IMGSTAT_U8, 3},
+               {IMGSTAT_U8, 4},
+               {IMGSTAT_U16, 3},
+               {IMGSTAT_U16, 4},
+               {IMGSTAT_F32, 3}};
   for (const Case &c : cases) {
     const uint64_t bytes = n * c.ch * (uint64_t)c.s;
     fill(b.in, n * c.ch, c.s, 777u, 0);
@@ -506,6 +615,25 @@ int main(int argc, char **argv) {
       }
     }
   }
+
+  /* check only: 64 MP interleaved u16 with ties across the halves of
+   * words and everywhere (plant's kinds 5 and 6), each thread over many
+   * tiles */
+  if (check)
+    for (int ch : {3, 4})
+      for (int kind : {5, 6}) {
+        std::vector<unsigned char> h(n * ch * 2);
+        plant(h, IMGSTAT_U16, n, ch, kind);
+        CHECK(cudaMemcpy(b.in, h.data(), h.size(), cudaMemcpyHostToDevice));
+        char what[64];
+        snprintf(what, sizeof what, "%s-interleaved-%s",
+                 type_name(IMGSTAT_U16, ch),
+                 kind == 5 ? "ties-across-halves" : "ties-everywhere");
+        reduce_image(b, b.in, IMGSTAT_U16, n, ch, 1, b.out);
+        CHECK(cudaDeviceSynchronize());
+        compare(what, b.out, cpu_partials(b.in, IMGSTAT_U16, n, ch, true),
+                IMGSTAT_U16);
+      }
 
   /* batches: 128 images of 0.5 MP, 3 planes each */
   for (imgstat_sample s : {IMGSTAT_U8, IMGSTAT_U16}) {

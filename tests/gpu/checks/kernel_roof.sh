@@ -42,7 +42,16 @@
 #   CV     tree + f32 widened to double by integer operations;
 #   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
 #   CVf2   tree + CV + f2;
-#   S8     tree + batched planes at least 8 tiles a block (now the default).
+#   S8     tree + batched planes at least 8 tiles a block (now the default);
+#   P16    tree + the packed interleaved u16 kernel (IMGSTAT_HWC16_PACK:
+#          two samples a 32-bit word, 16x2 min / max by the word's channel
+#          pair, 32-bit sums flushed before they can overflow; the same
+#          tiles and first positions once a block) for RGB16 / RGBA16;
+#   P16b3  P16 at 3 blocks a multiprocessor (not 2);
+#   P16g2  P16 with tiles of 6 (RGB16) / 8 (RGBA16) vectors a thread, not 3 / 4;
+#   P16g2b3  P16 + g2 + b3;
+#   P16f1  P16 flushing its 32-bit sums every tile (a check of the flush,
+#          which 64 MP images never reach otherwise; timed as any variant).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -82,6 +91,11 @@ declare -A FLAGS=(
   [CVf2]="-DIMGSTAT_F32_INT_WIDEN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=2"
   [S8]="-DIMGSTAT_SEG_TILES=8"
   [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4"
+  [P16]="-DIMGSTAT_HWC16_PACK=1"
+  [P16b3]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_BLOCKS_PER_SM=3"
+  [P16g2]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2"
+  [P16g2b3]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2 -DIMGSTAT_HWC16_BLOCKS_PER_SM=3"
+  [P16f1]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_FLUSH_TILES=1"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
@@ -164,7 +178,7 @@ grep -E "warning|error" "$L/variants.log" "$V"/ptxas-*.log | head -10 | tee -a "
 for v in "${built[@]}"; do # registers and spills of the pass-1 kernels
   grep -E "Compiling entry|registers|spill stores" "$V/ptxas-$v.log" | paste - - - |
     sed -E "s/.*entry function '([^']*)'.*([0-9]+ bytes spill stores).*Used ([0-9]+) registers.*/$v \3 regs, \2: \1/" |
-    c++filt | grep -E "fast_stats|fast_f32|hwc_|segments_kernel" >>"$L/registers.txt"
+    c++filt | grep -E "fast_stats|fast_f32|hwc_|hwc16_|segments_kernel" >>"$L/registers.txt"
 done
 : >"$L/rows.txt"
 ROUNDS=${ROOF_ROUNDS:-5}
