@@ -137,8 +137,9 @@ cudaError_t reduce(int kernel, int block_size, bool f32, const void *d_in,
   Plan plan;
   auto grid_of = [&](int pass, uint64_t items) -> unsigned {
     if (f32)
-      return pass == 0 ? ist_f32_grid(items, channels, sms)
-                       : ist_fold_grid(items);
+      return pass == 0
+                 ? ist_f32_grid(items, channels, sms, shift.sample_stride <= 1)
+                 : ist_fold_grid(items);
     if (kernel == IMGSTAT_KERNEL_FAST)
       return pass == 0 ? ist_fast_grid(items * item_bytes, channels, sms)
                        : ist_fold_grid(items);

@@ -1243,11 +1243,13 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
  * Its own shape: blocks a multiprocessor, groups of 3 (C = 3) or 4 vectors
  * a thread a tile, and tiles between flushes of its 32-bit sums (0: the
  * most that cannot overflow; a small number only to test the flush). */
+/* The default, packed at 3 blocks a multiprocessor, measured best on the
+ * H200 (RGB16 1.33 -> 1.21 x CUB, RGBA16 1.21 -> 1.07; docs/benchmarks.md). */
 #ifndef IMGSTAT_HWC16_PACK
-#define IMGSTAT_HWC16_PACK 0
+#define IMGSTAT_HWC16_PACK 1
 #endif
 #ifndef IMGSTAT_HWC16_BLOCKS_PER_SM
-#define IMGSTAT_HWC16_BLOCKS_PER_SM IMGSTAT_HWC_BLOCKS_PER_SM
+#define IMGSTAT_HWC16_BLOCKS_PER_SM 3
 #endif
 #ifndef IMGSTAT_HWC16_GROUPS
 #define IMGSTAT_HWC16_GROUPS 1
@@ -2444,11 +2446,14 @@ uint64_t ist_f32_chunks(uint64_t n) {
   return chunks ? chunks : 1;
 }
 
-unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count) {
+unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count,
+                      bool whole_rounds) {
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32BlocksPerSm /
                   (channels ? channels : 1);
   uint64_t chunks = ist_f32_chunks(n);
-  uint64_t grid = balanced_grid(chunks, wave);
+  uint64_t grid = whole_rounds    ? balanced_grid(chunks, wave)
+                  : chunks < wave ? chunks
+                                  : (wave ? wave : 1);
   if (grid > 0x7fffffffu)
     return 0;
   return (unsigned)grid;

@@ -43,11 +43,14 @@
 #   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
 #   CVf2   tree + CV + f2;
 #   S8     tree + batched planes at least 8 tiles a block (now the default);
-#   P16    tree + the packed interleaved u16 kernel (IMGSTAT_HWC16_PACK:
+#   U16    tree with the u16 interleaved kernel sample by sample (the
+#          packed one off: the default before it);
+#   P16    the packed interleaved u16 kernel (IMGSTAT_HWC16_PACK, the default:
 #          two samples a 32-bit word, 16x2 min / max by the word's channel
 #          pair, 32-bit sums flushed before they can overflow; the same
 #          tiles and first positions once a block) for RGB16 / RGBA16;
-#   P16b3  P16 at 3 blocks a multiprocessor (not 2);
+#          here at 2 blocks a multiprocessor;
+#   P16b3  P16 at 3 blocks a multiprocessor (the default, = tree);
 #   P16g2  P16 with tiles of 6 (RGB16) / 8 (RGBA16) vectors a thread, not 3 / 4;
 #   P16g2b3  P16 + g2 + b3;
 #   P16f1  P16 flushing its 32-bit sums every tile (a check of the flush,
@@ -78,7 +81,7 @@ rc=$?
 [ $rc -eq 0 ] || { tail -20 "$L/build.log"; echo "FAIL configure"; exit 1; }
 
 # ---- 3a. the variants' objects and the harness, beside the build ----------
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0"
 declare -A FLAGS=(
   [main]="$O"
   [tree]=""
@@ -90,10 +93,11 @@ declare -A FLAGS=(
   [f2]="-DIMGSTAT_F32_BLOCKS_PER_SM=2"
   [CVf2]="-DIMGSTAT_F32_INT_WIDEN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=2"
   [S8]="-DIMGSTAT_SEG_TILES=8"
-  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4"
-  [P16]="-DIMGSTAT_HWC16_PACK=1"
+  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0"
+  [P16]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_BLOCKS_PER_SM=2"
+  [U16]="-DIMGSTAT_HWC16_PACK=0"
   [P16b3]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_BLOCKS_PER_SM=3"
-  [P16g2]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2"
+  [P16g2]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2 -DIMGSTAT_HWC16_BLOCKS_PER_SM=2"
   [P16g2b3]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2 -DIMGSTAT_HWC16_BLOCKS_PER_SM=3"
   [P16f1]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_FLUSH_TILES=1"
 )
