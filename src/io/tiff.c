@@ -687,6 +687,15 @@ static double sample_at(const tiff_state *ts, const unsigned char *row,
   }
 }
 
+/* Whether the page's samples are kept as stored (int16: but for the top
+ * bit, flipped), neither widened nor mapped nor inverted. */
+static int kept_as_stored(const tiff_state *ts) {
+  return !ts->map[0] && !ts->invert && !ts->lab_flip &&
+         ((ts->format == SAMPLEFORMAT_UINT &&
+           (ts->bps == 8 || ts->bps == 16)) ||
+          ts->int16 || (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32));
+}
+
 /* Puts n pixels of a decoded row (from its pixel x0 on, step samples apart,
  * channel c0 first: contiguous rows hold spp samples a pixel, planar ones
  * one) at (x, y) of img. */
@@ -694,9 +703,7 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
                               const unsigned char *row, uint32_t x, uint32_t y,
                               uint32_t n, int c0, int nc, imgstat_error *err) {
   /* Samples imgstat keeps as they are: split or copied. */
-  if (!ts->map[0] && !ts->invert && !ts->lab_flip &&
-      ((ts->format == SAMPLEFORMAT_UINT && (ts->bps == 8 || ts->bps == 16)) ||
-       ts->int16 || (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32))) {
+  if (kept_as_stored(ts)) {
     if (nc == img->channels)
       ist_pixels_split(img, row, y, x, n, 1);
     else
@@ -827,20 +834,26 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
 }
 
 /* ---- statistics as the chunks come ---------------------------------------
- * For statistics alone (ist_tiff_stats), each chunk is put into planes of
- * its own size as read_chunk would put it into the image's, reduced there
- * while it is in the cache (ist_valid_scan_rows: the figures of the
- * valid-sample reduction over the image's planes) and merged into the
- * thread's figures, its positions made the image's raster positions. The
- * figures of 8- and 16-bit samples are integers, and merging keeps the
- * smaller raster position of equal extremes: any order of chunks and
+ * For statistics alone (ist_tiff_stats), each chunk is reduced as it is
+ * read, while it is in the cache (ist_valid_scan_rows: the figures of the
+ * valid-sample reduction over the image's planes), and merged into the
+ * thread's figures, its positions made the image's raster positions: a
+ * chunk of one sample a pixel kept as stored is its own plane; the rows of
+ * another are put into planes a few rows at a time (TIFF_STREAM_GROUP
+ * bytes, as read_chunk would put them into the image's) and reduced there.
+ * The figures of 8- and 16-bit samples are integers, and merging keeps the
+ * smaller raster position of equal extremes: any order of chunks, rows and
  * threads gives the figures of the whole image's reduction. What is held is
- * a chunk and its planes a thread, never the image. */
+ * a chunk and a few rows of planes a thread, never the image. */
+
+#define TIFF_STREAM_GROUP ((size_t)256 << 10)
 
 typedef struct tiff_sink {
-  imgstat_image tile;    /* a chunk's planes (planar: one, at its channel) */
+  imgstat_image rows;    /* a group of a chunk's rows as planes (planar: one,
+                            at its channel) */
   unsigned char *buf;    /* their samples */
-  size_t plane_bytes;    /* of one plane of the chunk */
+  uint32_t group;        /* rows in a group */
+  size_t stride;         /* of a group's planes */
   imgstat_partial *part; /* a channel's figures */
   uint64_t *nodata;      /* a channel's nodata samples */
 } tiff_sink;
@@ -858,14 +871,18 @@ static void tiff_sink_close(tiff_sink *s) {
  * `sample`; 0 when there is no memory. */
 static int tiff_sink_open(tiff_sink *s, const tiff_chunks *k, int channels,
                           imgstat_sample sample) {
-  memset(&s->tile, 0, sizeof s->tile);
-  s->tile.channels = channels;
-  s->tile.sample = sample;
-  s->tile.borrowed = 1;
-  s->tile.stride = (size_t)k->cw * (size_t)sample;
-  s->plane_bytes = s->tile.stride * (size_t)k->ch;
+  memset(&s->rows, 0, sizeof s->rows);
+  s->rows.channels = channels;
+  s->rows.sample = sample;
+  s->rows.borrowed = 1;
+  s->stride = (size_t)k->cw * (size_t)sample;
   int planes = k->planar ? 1 : channels;
-  s->buf = malloc(s->plane_bytes * (size_t)planes);
+  size_t row = s->stride * (size_t)planes;
+  s->group = row < TIFF_STREAM_GROUP ? (uint32_t)(TIFF_STREAM_GROUP / row) : 1;
+  if (s->group > k->ch)
+    s->group = k->ch;
+  size_t plane = s->stride * s->group;
+  s->buf = malloc(plane * (size_t)planes);
   s->part = malloc((size_t)channels * sizeof *s->part);
   s->nodata = calloc((size_t)channels, sizeof *s->nodata);
   if (!s->buf || !s->part || !s->nodata) {
@@ -874,16 +891,34 @@ static int tiff_sink_open(tiff_sink *s, const tiff_chunks *k, int channels,
   }
   for (int c = 0; c < channels; c++) {
     imgstat_partial_init(&s->part[c]);
-    s->tile.planes[c] =
-        k->planar ? s->buf : s->buf + s->plane_bytes * (size_t)c;
+    s->rows.planes[c] = k->planar ? s->buf : s->buf + plane * (size_t)c;
   }
   return 1;
 }
 
-/* A raster position of a chunk's planes (at's cols wide) as the image's. */
-static uint64_t tiff_raster_index(uint64_t i, const tiff_place *at,
+/* A raster position of planes of at's cols whose first row is row r0 of
+ * the chunk at, as the image's. */
+static uint64_t tiff_raster_index(uint64_t i, const tiff_place *at, uint32_t r0,
                                   uint32_t width) {
-  return (uint64_t)(at->y0 + i / at->cols) * width + at->x0 + i % at->cols;
+  return (uint64_t)(at->y0 + r0 + i / at->cols) * width + at->x0 + i % at->cols;
+}
+
+/* Reduces channels c0 .. c1 - 1 of t (rows r0 .. of the chunk at) under v
+ * into s. */
+static void stream_rows(const imgstat_image *t, int c0, int c1,
+                        const imgstat_valid *v, const tiff_place *at,
+                        uint32_t r0, uint32_t width, tiff_sink *s) {
+  for (int c = c0; c < c1; c++) {
+    imgstat_partial part;
+    uint64_t nodata;
+    ist_valid_scan_rows(t, c, v, 0, t->height, &part, &nodata);
+    if (part.count) {
+      part.min_index = tiff_raster_index(part.min_index, at, r0, width);
+      part.max_index = tiff_raster_index(part.max_index, at, r0, width);
+    }
+    imgstat_partial_merge(&s->part[c], &part, t->sample);
+    s->nodata[c] += nodata;
+  }
 }
 
 /* Reads chunk g of the page through ts's handle and merges its figures
@@ -895,23 +930,27 @@ static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
   imgstat_status st = fetch_chunk(ts, k, g, &at, err);
   if (st != IMGSTAT_OK)
     return st;
-  imgstat_image *t = &s->tile;
-  t->width = at.cols;
-  t->height = at.rows;
-  for (uint32_t r = 0; r < at.rows && st == IMGSTAT_OK; r++)
-    st = put_row(ts, t, ts->chunk + (size_t)r * k->row_bytes, 0, r, at.cols,
-                 at.p, k->nc, err);
+  imgstat_image *t = &s->rows;
   int c0 = k->planar ? at.p : 0, c1 = k->planar ? at.p + 1 : t->channels;
-  for (int c = c0; c < c1 && st == IMGSTAT_OK; c++) {
-    imgstat_partial part;
-    uint64_t nodata;
-    ist_valid_scan_rows(t, c, v, 0, at.rows, &part, &nodata);
-    if (part.count) {
-      part.min_index = tiff_raster_index(part.min_index, &at, ts->width);
-      part.max_index = tiff_raster_index(part.max_index, &at, ts->width);
-    }
-    imgstat_partial_merge(&s->part[c], &part, t->sample);
-    s->nodata[c] += nodata;
+  t->width = at.cols;
+  if (k->nc == 1 && kept_as_stored(ts) && !ts->int16) {
+    /* the chunk's rows are the plane */
+    void *own = t->planes[c0];
+    t->planes[c0] = ts->chunk;
+    t->stride = k->row_bytes;
+    t->height = at.rows;
+    stream_rows(t, c0, c1, v, &at, 0, ts->width, s);
+    t->planes[c0] = own;
+    return IMGSTAT_OK;
+  }
+  t->stride = s->stride;
+  for (uint32_t r0 = 0; r0 < at.rows && st == IMGSTAT_OK; r0 += s->group) {
+    t->height = at.rows - r0 < s->group ? at.rows - r0 : s->group;
+    for (uint32_t r = 0; r < t->height && st == IMGSTAT_OK; r++)
+      st = put_row(ts, t, ts->chunk + (size_t)(r0 + r) * k->row_bytes, 0, r,
+                   at.cols, at.p, k->nc, err);
+    if (st == IMGSTAT_OK)
+      stream_rows(t, c0, c1, v, &at, r0, ts->width, s);
   }
   return st;
 }
@@ -1157,9 +1196,9 @@ imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
                    (uint64_t)h->sample;
-  /* a thread holds a chunk and the chunk's planes */
-  uint64_t each = (uint64_t)k.size + (uint64_t)k.cw * k.ch * h->sample *
-                                         (uint64_t)(k.planar ? 1 : h->channels);
+  /* a thread holds a chunk and a group of rows as planes */
+  uint64_t each = (uint64_t)k.size + TIFF_STREAM_GROUP +
+                  (uint64_t)k.cw * h->sample * (uint64_t)h->channels;
   int threads = tiff_threads(d, ts, &k, bytes, each, each);
   tiff_worker *w = calloc((size_t)threads, sizeof *w);
   if (!w) {
