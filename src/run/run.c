@@ -771,7 +771,7 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   else if (s == IMGSTAT_OK)
     s = imgstat_task_decode(task, in, &run->opt.engine.load, 0, &img, &reserved,
                             &cancelled, &err);
-  else if (!cancelled)
+  else /* as imgstat_task_decode: nothing reserved, later items go on */
     imgstat_task_reserve(task, 0);
   if (cancelled) {
     r->cancelled = 1;
