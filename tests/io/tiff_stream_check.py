@@ -12,14 +12,16 @@ nodata value (GDAL_NODATA) or none. For each, `--json --backend cpu` (and
 `--nodata` given, and -j 1) must print byte for byte the record of the same
 command with IMGSTAT_TIFF_STREAM=0 (the image decoded whole, then reduced);
 for the unsigned ones each band's count, nodata_count, min, max, the raster
-position of the first of each, sum and sum of squares equal numpy's. A copy
-cut short inside its last tiles fails with the same words either way. A
+position of the first of each, sum and sum of squares equal numpy's. A deflated
+copy cut short inside its tiles fails with the same words either way (a
+tile's read error). A
 13-band 16-bit image of about 200 MB is read with a peak resident memory
 under half its size (and over it with IMGSTAT_TIFF_STREAM=0: the check
 sees the difference). Skips (77) without GDAL's Python module.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -169,21 +171,31 @@ path = write("palette.tif", a, gdal.GDT_Byte, None, T, palette=True)
 check(path, a, None, False)
 os.remove(path)
 
-# damaged: a tiled file cut inside its last tiles: the same failure
-a = field(13, 181, 233, np.uint16, 65535)
-path = write("cut_src.tif", a, gdal.GDT_UInt16, 0, T + ["INTERLEAVE=PIXEL"])
+# damaged: a deflated tiled file of 23 MB (read on the cores) cut inside
+# its tiles: the same failure, a tile's, either way
+a = field(13, 900, 1000, np.uint16, 65535)
+path = write("cut_src.tif", a, gdal.GDT_UInt16, 0,
+             ["TILED=YES", "BLOCKXSIZE=128", "BLOCKYSIZE=128",
+              "COMPRESS=DEFLATE", "INTERLEAVE=PIXEL"])
 cut = os.path.join(TMP, "cut.tif")
 with open(path, "rb") as f:
     data = f.read()
 with open(cut, "wb") as f:
-    f.write(data[: len(data) - len(data) // 20])
+    f.write(data[: len(data) * 3 // 4])
 args = ["--json", "--backend", "cpu", cut]
 new, old = run(args), run(args, OLD)
-if new.returncode == 0 or "cut.tif" not in new.stderr:
+if new.returncode == 0 or "cut.tif" not in new.stderr or \
+        "tile" not in new.stderr:
     fail("%s: exit %d, stderr %r: a failure naming the file expected" %
          (cut, new.returncode, new.stderr[-300:]))
-if (new.returncode, new.stdout, new.stderr) != \
-        (old.returncode, old.stdout, old.stderr):
+# libtiff's words name the row and column of the tile its handle read
+# before (whichever thread's handle that was): not compared
+def words(r):
+    return r.returncode, r.stdout, re.sub(r"at row \d+, col \d+, ", "",
+                                          r.stderr)
+
+
+if words(new) != words(old):
     fail("%s: streamed %r %r, decoded %r %r" % (cut, new.stdout, new.stderr,
                                                  old.stdout, old.stderr))
 os.remove(cut)
