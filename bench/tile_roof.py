@@ -6,7 +6,7 @@ for the GPU host).
 
   python3 bench/tile_roof.py IMGSTAT [--size N] [--bands B] [--runs R]
                              [--threads T] [--roof READ_ROOF] [--dir DIR]
-                             [--keep] [--no-gpu]
+                             [--keep] [--no-gpu] [--decoded]
 
 1. Writes the file itself: a BigTIFF, tiled 512 x 512, pixel-interleaved,
    uncompressed, the tiles stored one after the other in tile order (edge
@@ -22,7 +22,8 @@ for the GPU host).
    pieces on T threads (default: the cores) after a warm-up pass, each
    byte summed; median of R passes.
 3. `imgstat --json --backend cpu` (and `--backend gpu` when nvidia-smi
-   lists a GPU, unless --no-gpu): median wall time of R runs after a
+   lists a GPU, unless --no-gpu; with --decoded also the CPU run with
+   IMGSTAT_TIFF_STREAM=0, the image decoded whole): median wall time of R runs after a
    warm-up, peak resident memory of one more run (getrusage of a child of
    its own), and imgstat / roof.
 
@@ -126,8 +127,9 @@ def write_tiff(path, width, height, bands):
     return data_at, ntiles * tile_bytes, tile_bytes
 
 
-def run(cmd):
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env)
     return r.returncode, r.stdout, r.stderr.decode(errors="replace")
 
 
@@ -169,25 +171,25 @@ def check_small(imgstat, d, bands):
           (bands, w, h))
 
 
-def peak_of(cmd):
+def peak_of(cmd, env=None):
     """Peak resident MiB of cmd, in a child of its own."""
     probe = ("import resource,subprocess,sys;"
              "subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,"
              "stderr=subprocess.DEVNULL,check=True);"
              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     r = subprocess.run([sys.executable, "-c", probe] + cmd,
-                       capture_output=True, text=True, check=True)
+                       capture_output=True, text=True, check=True, env=env)
     return int(r.stdout) / 1024.0
 
 
-def timed_median(cmd, runs):
-    rc, _, err = run(cmd)  # warm-up
+def timed_median(cmd, runs, env=None):
+    rc, _, err = run(cmd, env)  # warm-up
     if rc != 0:
         return None, err
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        rc, _, err = run(cmd)
+        rc, _, err = run(cmd, env)
         times.append(time.perf_counter() - t)
         if rc != 0:
             return None, err
@@ -215,6 +217,9 @@ def main():
     ap.add_argument("--dir", default=None)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--decoded", action="store_true",
+                    help="also IMGSTAT_TIFF_STREAM=0 (the image decoded "
+                    "whole, then reduced)")
     a = ap.parse_args()
     imgstat = os.path.abspath(a.imgstat)
     roof = a.roof or os.path.join(os.path.dirname(imgstat), "bench",
@@ -241,14 +246,23 @@ def main():
     print("roof: %s" % r.stdout.strip())
     rows = [("read_roof (%d threads, pread + sum of the tiles' bytes)" %
              a.threads, roof_s, None)]
-    backends = ["cpu"] + (["gpu"] if not a.no_gpu and has_gpu() else [])
-    for be in backends:
+    backends = [("cpu", None)]
+    if a.decoded:
+        backends.append(("cpu", "0"))
+    if not a.no_gpu and has_gpu():
+        backends.append(("gpu", None))
+    for be, stream in backends:
         cmd = [imgstat, "--json", "--backend", be, path]
-        med, err = timed_median(cmd, a.runs)
+        env = None if stream is None else dict(os.environ,
+                                                IMGSTAT_TIFF_STREAM=stream)
+        med, err = timed_median(cmd, a.runs, env)
         if med is None:
             print("imgstat --backend %s failed: %s" % (be, err[-300:]))
             continue
-        rows.append(("imgstat --json --backend %s" % be, med, peak_of(cmd)))
+        name = "imgstat --json --backend %s" % be
+        if stream is not None:
+            name = "IMGSTAT_TIFF_STREAM=%s %s" % (stream, name)
+        rows.append((name, med, peak_of(cmd, env)))
     print()
     print("%d bands of %d x %d uint16 (%.0f MiB of samples, %.0f MiB on "
           "disk with the edge tiles' padding), median of %d runs" %
