@@ -987,7 +987,12 @@ static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
 
 int ist_engine_streams(const imgstat_engine *e, const imgstat_decoder *d,
                        const imgstat_stats_request *req) {
-  return e && d && e->opt.backend == IMGSTAT_BACKEND_CPU && !e->opt.verify &&
+  /* the CPU's item: asked for, or auto where no GPU can be */
+  int cpu =
+      e &&
+      (e->opt.backend == IMGSTAT_BACKEND_CPU ||
+       (e->opt.backend == IMGSTAT_BACKEND_AUTO && !imgstat_gpu_compiled()));
+  return cpu && d && !e->opt.verify &&
          !(req && (req->mask_path || req->labels_path || req->histograms)) &&
          ist_decoder_streams(d);
 }

@@ -13,7 +13,8 @@
 
 /* Whether the statistics item of req on the open decoder d (its header
  * read, nothing decoded) can go without the decoded image: the CPU
- * backend (not auto, gpu or verify), no mask, labels or histograms in req,
+ * backend (or auto in a build without CUDA; not gpu or verify), no mask,
+ * labels or histograms in req,
  * a decoder that reduces its image as it reads it. */
 int ist_engine_streams(const imgstat_engine *e, const imgstat_decoder *d,
                        const imgstat_stats_request *req);

@@ -93,9 +93,9 @@ def expect(a, nodata):
     return out
 
 
-def same_as_decoded(path, extra):
+def same_as_decoded(path, extra, backend="cpu"):
     """The streamed record against the decoded image's; returns it."""
-    args = ["--json", "--backend", "cpu"] + extra + [path]
+    args = ["--json", "--backend", backend] + extra + [path]
     new, old = run(args), run(args, OLD)
     if new.returncode != 0 or old.returncode != 0:
         fail("%s %s: exit %d / %d: %s %s" % (path, extra, new.returncode,
@@ -110,6 +110,7 @@ def same_as_decoded(path, extra):
 
 def check(path, a, nodata, numpy_figures):
     recs = [same_as_decoded(path, j) for j in ([], ["-j", "1"])]
+    same_as_decoded(path, [], "auto")  # streamed in a build without CUDA
     if nodata is None and a.dtype != np.int16:
         recs.append(same_as_decoded(path, ["--nodata", "7"]))
     if recs[0] is None or not numpy_figures:
