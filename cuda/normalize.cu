@@ -16,7 +16,8 @@
  * planes go in one launch. 8-bit tables live in shared memory; 16-bit tables
  * (64-256 KB) are read through the read-only cache. Everything runs on the
  * device image's slot (context.cuh): its stream, its output and table
- * buffers, and its pinned staging buffer for the tables on their way up.
+ * buffers, and its pinned staging buffers for the tables on their way up
+ * (in turns of as many tables as half a buffer holds).
  */
 #include "norm_internal.cuh"
 #include "norm_map.h"
@@ -107,13 +108,15 @@ uint32_t sample_max(imgstat_sample s) {
   return s == IMGSTAT_U8 ? 255u : (s == IMGSTAT_U16 ? 65535u : 1u);
 }
 
-/* Packs the plan's lookup tables, narrowed to the output type, into `to`
- * (lut_slot bytes each), through `wide` (one table of 32-bit entries). */
-void pack_tables(const imgstat_norm_plan *plan, size_t entries, size_t lut_slot,
-                 uint32_t *wide, unsigned char *to) {
-  for (int o = 0; o < plan->channels_out; ++o) {
-    imgstat_norm_plan_lut(plan, o, wide);
-    unsigned char *dst = to + lut_slot * o;
+/* Packs the lookup tables of output channels [first, first + count) of
+ * the plan, narrowed to the output type, into `to` (lut_slot bytes each),
+ * through `wide` (one table of 32-bit entries). */
+void pack_tables(const imgstat_norm_plan *plan, int first, int count,
+                 size_t entries, size_t lut_slot, uint32_t *wide,
+                 unsigned char *to) {
+  for (int k = 0; k < count; ++k) {
+    imgstat_norm_plan_lut(plan, first + k, wide);
+    unsigned char *dst = to + lut_slot * k;
     for (size_t x = 0; x < entries; ++x) {
       if (plan->out_sample == IMGSTAT_U8) {
         dst[x] = (unsigned char)wide[x];
@@ -125,6 +128,36 @@ void pack_tables(const imgstat_norm_plan *plan, size_t entries, size_t lut_slot,
       }
     }
   }
+}
+
+/* The host's exact tables of every output channel of plan (entries each)
+ * sent up into the slot's norm_lut, lut_slot bytes apart: packed in turns
+ * of as many tables as half a staging buffer holds (at least one: a table
+ * is at most 256 KiB, the 32-bit table beside them at most as much), the
+ * two staging buffers used in turn, so any number of channels goes. */
+cudaError_t upload_tables(ist_slot *s, const imgstat_norm_plan *plan,
+                          size_t entries, size_t lut_slot) {
+  const size_t half = kIstStagingBytes / 2;
+  static_assert(kIstStagingBytes / 2 >= (size_t)65536 * 4,
+                "half a staging buffer holds a 16-bit input's table");
+  const int per_turn = (int)(half / lut_slot);
+  cudaError_t e = s->norm_lut.reserve(lut_slot * (size_t)plan->channels_out);
+  for (int first = 0; e == cudaSuccess && first < plan->channels_out;
+       first += per_turn) {
+    const int count = std::min(per_turn, plan->channels_out - first);
+    unsigned k = 0;
+    unsigned char *stage = nullptr;
+    if ((e = ist_slot_staging(s, &k, &stage)) != cudaSuccess)
+      break;
+    pack_tables(plan, first, count, entries, lut_slot,
+                reinterpret_cast<uint32_t *>(stage + half), stage);
+    e = cudaMemcpyAsync(s->norm_lut.as<unsigned char>(lut_slot * first), stage,
+                        lut_slot * (size_t)count, cudaMemcpyHostToDevice,
+                        s->stream);
+    if (e == cudaSuccess)
+      e = ist_slot_staged(s, k);
+  }
+  return e;
 }
 
 /* Applies plan to the device image d into a new host image *out, on d's
@@ -144,28 +177,8 @@ imgstat_status apply_into(imgstat_gpu *gpu, const imgstat_gpu_image *d,
   const size_t entries =
       d->sample == IMGSTAT_F32 ? 0 : (size_t)sample_max(d->sample) + 1;
   if (entries) {
-    /* the host's exact tables, packed in a staging buffer (at most 4 x
-     * 256 KiB, the 32-bit table beside them) and sent up */
     const size_t lut_slot = ist_align256(entries * plan->out_sample);
-    const size_t packed = lut_slot * plan->channels_out;
-    if (packed > kIstStagingBytes / 2)
-      return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
-                               "%d channels: their lookup tables exceed the "
-                               "GPU's staging buffer",
-                               plan->channels_out);
-    unsigned k = 0;
-    unsigned char *stage = nullptr;
-    if ((e = ist_slot_staging(s, &k, &stage)) == cudaSuccess) {
-      pack_tables(plan, entries, lut_slot,
-                  reinterpret_cast<uint32_t *>(stage + kIstStagingBytes / 2),
-                  stage);
-      if ((e = s->norm_lut.reserve(packed)) == cudaSuccess &&
-          (e = cudaMemcpyAsync(s->norm_lut.p, stage, packed,
-                               cudaMemcpyHostToDevice, s->stream)) ==
-              cudaSuccess)
-        e = ist_slot_staged(s, k);
-    }
-    if (e != cudaSuccess)
+    if ((e = upload_tables(s, plan, entries, lut_slot)) != cudaSuccess)
       return ist_cuda_fail(err, e, "lookup tables");
     for (int o = 0; o < plan->channels_out; ++o)
       p.lut[o] = s->norm_lut.as<unsigned char>(lut_slot * o);

@@ -11,9 +11,13 @@
  * A label image's labels (imgstat_gpu_valid_label_stats) go the same way,
  * one label at a time, from one upload of the image and of each pixel's
  * label: the flags of label k are its pixels that are not nodata, in
- * raster order as the CPU's pixel list of label k.
+ * raster order as the CPU's pixel list of label k. With histograms (8- and
+ * 16-bit samples) each compacted plane is also binned by the plain
+ * histogram kernel (hist_percentiles, histogram.cu): integer counts, so
+ * the CPU's imgstat_histogram_compute of that plane to the count.
  */
 #include "context.cuh"
+#include "norm_internal.cuh"
 
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -135,14 +139,33 @@ imgstat_status raster_index(ist_slot *s, uint64_t kept, uint64_t *k,
   return IMGSTAT_OK;
 }
 
+/* The histogram of the slot's `kept` compacted samples into *h (allocated
+ * here as imgstat_histogram_compute does for an integer plane; freed on
+ * failure). */
+imgstat_status valid_histogram(imgstat_gpu *gpu, ist_slot *s,
+                               imgstat_sample sample, uint64_t kept,
+                               imgstat_histogram *h, imgstat_error *err) {
+  imgstat_status st = imgstat_histogram_alloc(h, sample, 0, 0.0, 0.0, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  const void *plane = s->valid_vals.p;
+  int has = 0;
+  st = ist_norm_gpu::hist_percentiles(s, gpu->sm_count, &plane, 1, kept, h, 1,
+                                      nullptr, 0, nullptr, &has, err);
+  if (st != IMGSTAT_OK)
+    imgstat_histogram_free(h);
+  return st;
+}
+
 /* Channel c of the device image: its valid partial and nodata count
  * (inside: the pixels of the mask, or of label place want when d_labels is
- * not NULL). */
+ * not NULL), and when h is not NULL the histogram of its valid samples. */
 imgstat_status valid_channel(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
                              const imgstat_valid *v, const uint8_t *d_mask,
                              const uint32_t *d_labels, uint32_t want,
                              uint64_t inside, int kernel, imgstat_partial *out,
-                             uint64_t *nodata, imgstat_error *err) {
+                             uint64_t *nodata, imgstat_histogram *h,
+                             imgstat_error *err) {
   ist_slot *s = d->slot;
   const uint64_t n = (uint64_t)d->width * d->height;
   const int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
@@ -187,22 +210,36 @@ imgstat_status valid_channel(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
     st = raster_index(s, kept, &out->min_index, err);
   if (st == IMGSTAT_OK)
     st = raster_index(s, kept, &out->max_index, err);
+  if (st == IMGSTAT_OK && h)
+    st = valid_histogram(gpu, s, d->sample, kept, h, err);
   return st;
 }
 
 /* The valid samples of img under v on the device: each channel's partial
  * and nodata count into out and nodata (NULL: not asked), and with
  * nlabels > 0 each label's (its pixels: pixels[start[k], start[k] +
- * count[k]), inside the mask already) into lout[k * IMGSTAT_MAX_CHANNELS +
- * c] and lnodata alike; one upload of the image. */
+ * count[k]), inside the mask already) into lout[k * channels + c] and
+ * lnodata alike; with hist (lhist) not NULL, the histograms beside them in
+ * the same places (integer samples only; none kept on failure); one upload
+ * of the image. */
 imgstat_status
 valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-          int kernel, imgstat_partial *out, uint64_t *nodata, uint32_t nlabels,
-          const uint32_t *pixels, const uint64_t *start, const uint64_t *count,
-          imgstat_partial *lout, uint64_t *lnodata, imgstat_error *err) {
+          int kernel, imgstat_partial *out, uint64_t *nodata,
+          imgstat_histogram *hist, uint32_t nlabels, const uint32_t *pixels,
+          const uint64_t *start, const uint64_t *count, imgstat_partial *lout,
+          uint64_t *lnodata, imgstat_histogram *lhist, imgstat_error *err) {
   imgstat_status st = ist_gpu_check_image(img, err);
   if (st != IMGSTAT_OK)
     return st;
+  const size_t channels = (size_t)img->channels;
+  if (hist)
+    memset(hist, 0, channels * sizeof *hist);
+  if (lhist)
+    memset(lhist, 0, (size_t)nlabels * channels * sizeof *lhist);
+  if ((hist || lhist) && img->sample == IMGSTAT_F32)
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "the histograms of float samples' valid samples "
+                             "are made on the CPU");
   if (v && v->npixels)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "a pixel list (a label's region) is not "
@@ -273,29 +310,41 @@ valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
       st = ist_cuda_fail(err, e, "valid samples");
   }
   for (int c = 0; out && c < img->channels && st == IMGSTAT_OK; c++) {
+    imgstat_histogram *h = hist ? &hist[c] : nullptr;
     if (n == 0) {
       nodata[c] = 0;
       st =
           ist_stats_planes(s, nullptr, 1, img->sample, 0, kernel, &out[c], err);
+      if (st == IMGSTAT_OK && h)
+        st = valid_histogram(gpu, s, img->sample, 0, h, err);
       continue;
     }
     st = valid_channel(gpu, d, c, v, d_mask, nullptr, 0, inside, kernel,
-                       &out[c], &nodata[c], err);
+                       &out[c], &nodata[c], h, err);
   }
   for (uint32_t k = 0; k < nlabels && st == IMGSTAT_OK; k++)
     for (int c = 0; c < img->channels && st == IMGSTAT_OK; c++) {
-      imgstat_partial *lp = &lout[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
-      uint64_t *ln = &lnodata[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+      const size_t at = (size_t)k * channels + (size_t)c;
+      imgstat_partial *lp = &lout[at];
+      uint64_t *ln = &lnodata[at];
+      imgstat_histogram *h = lhist ? &lhist[at] : nullptr;
       if (n == 0) {
         *ln = 0;
         st = ist_stats_planes(s, nullptr, 1, img->sample, 0, kernel, lp, err);
+        if (st == IMGSTAT_OK && h)
+          st = valid_histogram(gpu, s, img->sample, 0, h, err);
         continue;
       }
       st = valid_channel(gpu, d, c, v, nullptr, d_lab, k + 1, count[k], kernel,
-                         lp, ln, err);
+                         lp, ln, h, err);
     }
-  if (st != IMGSTAT_OK)
+  if (st != IMGSTAT_OK) {
     ist_slot_drain(s);
+    for (size_t c = 0; hist && c < channels; c++)
+      imgstat_histogram_free(&hist[c]);
+    for (size_t i = 0; lhist && i < (size_t)nlabels * channels; i++)
+      imgstat_histogram_free(&lhist[i]);
+  }
   /* (the staged uploads have left the host buffers once the slot's work
    * is done: valid_channel synchronizes its stream) */
   imgstat_gpu_image_release(gpu, d);
@@ -307,21 +356,31 @@ valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
 
 extern "C" {
 
-imgstat_status imgstat_gpu_valid_stats(
-    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-    int kernel, imgstat_partial out[IMGSTAT_MAX_CHANNELS],
-    uint64_t nodata[IMGSTAT_MAX_CHANNELS], imgstat_error *err) {
+imgstat_status
+imgstat_gpu_valid_stats_hist(imgstat_gpu *gpu, const imgstat_image *img,
+                             const imgstat_valid *v, int kernel,
+                             imgstat_partial *out, uint64_t *nodata,
+                             imgstat_histogram *hist, imgstat_error *err) {
   if (!gpu || !out || !nodata)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
-  return valid_run(gpu, img, v, kernel, out, nodata, 0, nullptr, nullptr,
-                   nullptr, nullptr, nullptr, err);
+  return valid_run(gpu, img, v, kernel, out, nodata, hist, 0, nullptr, nullptr,
+                   nullptr, nullptr, nullptr, nullptr, err);
 }
 
-imgstat_status imgstat_gpu_valid_label_stats(
+imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
+                                       const imgstat_image *img,
+                                       const imgstat_valid *v, int kernel,
+                                       imgstat_partial *out, uint64_t *nodata,
+                                       imgstat_error *err) {
+  return imgstat_gpu_valid_stats_hist(gpu, img, v, kernel, out, nodata, nullptr,
+                                      err);
+}
+
+imgstat_status imgstat_gpu_valid_label_stats_hist(
     imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
     int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
     const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
-    imgstat_error *err) {
+    imgstat_histogram *hist, imgstat_error *err) {
   if (!gpu || (nlabels && (!pixels || !start || !count || !out || !nodata)))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
   if (nlabels == 0)
@@ -335,7 +394,18 @@ imgstat_status imgstat_gpu_valid_label_stats(
     nv.npixels = 0;
   }
   return valid_run(gpu, img, v ? &nv : nullptr, kernel, nullptr, nullptr,
-                   nlabels, pixels, start, count, out, nodata, err);
+                   nullptr, nlabels, pixels, start, count, out, nodata, hist,
+                   err);
+}
+
+imgstat_status imgstat_gpu_valid_label_stats(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
+    imgstat_error *err) {
+  return imgstat_gpu_valid_label_stats_hist(gpu, img, v, kernel, nlabels,
+                                            pixels, start, count, out, nodata,
+                                            nullptr, err);
 }
 
 } /* extern "C" */

@@ -18,6 +18,7 @@
 #ifndef IMGSTAT_CUDA_H
 #define IMGSTAT_CUDA_H
 
+#include "imgstat/hist.h"
 #include "imgstat/imgstat.h"
 
 #ifdef __cplusplus
@@ -242,15 +243,37 @@ imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
  * start[k] + count[k]) in raster order (inside the mask already; v's mask
  * and pixel list are not read, its nodata values are), each channel's
  * valid samples among them compacted in that order and reduced, so that
- * out[k * IMGSTAT_MAX_CHANNELS + c] is bit-identical to the CPU's and
- * nodata[k * IMGSTAT_MAX_CHANNELS + c] its nodata count. One upload of
- * the image and of each pixel's label for all the labels.
+ * out[k * img->channels + c] is bit-identical to the CPU's and
+ * nodata[k * img->channels + c] its nodata count (nlabels * channels of
+ * each). One upload of the image and of each pixel's label for all the
+ * labels.
  */
 imgstat_status imgstat_gpu_valid_label_stats(
     imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
     int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
     const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
     imgstat_error *err);
+
+/*
+ * The same two with histograms: hist[c] (imgstat_gpu_valid_stats_hist,
+ * img->channels of them) or hist[k * img->channels + c] (the labels'),
+ * allocated here (free each with imgstat_histogram_free), the histogram of
+ * the same compacted samples, equal to imgstat_histogram_compute of
+ * imgstat_valid_compact's plane count for count (integer counts of the
+ * same bins: 8- and 16-bit samples, int16 too, only; float samples are
+ * IMGSTAT_ERR_UNSUPPORTED, their bins and moments being the CPU's). hist
+ * NULL: none, as the functions above. On failure no histogram is kept.
+ */
+imgstat_status
+imgstat_gpu_valid_stats_hist(imgstat_gpu *gpu, const imgstat_image *img,
+                             const imgstat_valid *v, int kernel,
+                             imgstat_partial *out, uint64_t *nodata,
+                             imgstat_histogram *hist, imgstat_error *err);
+imgstat_status imgstat_gpu_valid_label_stats_hist(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
+    imgstat_histogram *hist, imgstat_error *err);
 
 /* nvJPEG as this build and this host offer it: compiled in, its library
  * loaded (its version), and the backend a decoder on the current device

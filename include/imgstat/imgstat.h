@@ -67,7 +67,11 @@ typedef enum imgstat_cause {
   IMGSTAT_CAUSE_DATASET,
   /* a dataset's constants in a framework's form (imgstat_dataset_emit)
    * that the pool cannot give: the message begins with "emit FORM" */
-  IMGSTAT_CAUSE_EMIT
+  IMGSTAT_CAUSE_EMIT,
+  /* an image that a setting does not apply to, or that needs one: the
+   * message ends with the setting, `what`, in parentheses ("... (as=gray)",
+   * "... (npy_layout)") */
+  IMGSTAT_CAUSE_SETTING
 } imgstat_cause;
 
 /* The reason for a failure, in words for the user (no file name: the caller
@@ -85,7 +89,7 @@ typedef struct imgstat_error {
 
 /* The cause's name in the library's words ("max_pixels", "max_memory",
  * "gpu_unusable", "range", "mean_std", "depth", "alpha", "page",
- * "dataset"; "" for none): static storage. */
+ * "dataset", "emit", "setting"; "" for none): static storage. */
 const char *imgstat_cause_name(imgstat_cause cause);
 
 /* Fills err (if not NULL) with a printf-style message and returns status. */

@@ -199,8 +199,11 @@ typedef struct imgstat_run_item {
    * else failed_stage and error say why. Warnings either way. */
   const imgstat_job_result *result;
   void *extra; /* what the image callback returned for it, or NULL */
-  /* Pooling it into the dataset failed (then the message, else ""). */
+  /* Pooling it into the dataset failed (then the message, else "", and
+   * its cause and the cause's setting, as imgstat_error has them). */
   char dataset_error[IMGSTAT_ERROR_MAX + 16];
+  imgstat_cause dataset_cause;
+  const char *dataset_what;
   /* normalize: its output is there (skip_existing; result says nothing) */
   int skipped;
   /* normalize: the output path written or failed (NULL: none); status

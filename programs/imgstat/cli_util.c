@@ -83,6 +83,10 @@ static const char *option_of(const char *setting) {
       {"backend=gpu", "--backend gpu"},
       {"jpeg_decoder=gpu", "--jpeg-decoder gpu"},
       {"backend=cpu", "--backend cpu"},
+      {"as=gray", "--as gray"},
+      {"as=keep", "--as keep"},
+      {"scale=native", "--scale native"},
+      {"npy_layout", "--npy-layout hwc|chw"},
   };
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strcmp(names[i][0], setting) == 0)
@@ -191,6 +195,17 @@ const char *ist_cli_error_words(const imgstat_error *err, char *out) {
     if (setting_message(err, out))
       return out;
     break;
+  case IMGSTAT_CAUSE_SETTING: {
+    /* the message ends with the setting in parentheses */
+    size_t n = err->what ? strlen(err->what) : 0;
+    if (n == 0 || len < n + 2 || msg[len - 1] != ')' ||
+        msg[len - n - 2] != '(' ||
+        strncmp(msg + len - n - 1, err->what, n) != 0)
+      break;
+    snprintf(out, IMGSTAT_CLI_WORDS_MAX, "%.*s%s)", (int)(len - n - 1), msg,
+             option_of(err->what));
+    return out;
+  }
   case IMGSTAT_CAUSE_NONE:
     break;
   }

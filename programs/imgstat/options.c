@@ -118,28 +118,46 @@ static int read_percentiles(const ist_opt *row, const ist_opt_syntax *syn,
   return -1;
 }
 
+/* A list of one value per band: its usage error when it has more than
+ * IST_OPT_LIST_MAX values (the value itself left out: it is long), else
+ * -1. */
+static int per_band_count(const ist_opt *row, const ist_opt_syntax *syn,
+                          const char *v) {
+  size_t n = 1;
+  for (const char *s = v; *s; s++)
+    n += *s == ',';
+  if (n <= IST_OPT_LIST_MAX)
+    return -1;
+  return ist_opt_usage(syn,
+                       "%s: %zu values, more than the %d bands an image can "
+                       "have (give one value for every band or one per band)",
+                       row->name, n, IST_OPT_LIST_MAX);
+}
+
 /* --nodata: "none" (u = 1, n = 0), or one value for every channel or one
  * per channel, each a number or "nan", separated by commas. */
 static int read_nodata(const ist_opt *row, const ist_opt_syntax *syn,
                        const char *v, ist_opt_value *out) {
-  (void)row;
   out->n = 0;
   out->u = 0;
   if (strcmp(v, "none") == 0) {
     out->u = 1;
     return -1;
   }
+  int status = per_band_count(row, syn, v);
+  if (status >= 0)
+    return status;
   const char *s = v;
   for (;;) {
     double x = NAN;
     size_t len = strncmp(s, "nan", 3) == 0 ? 3 : imgstat_number_read(s, &x);
     if (len == 0 || (s[len] != ',' && s[len] != '\0') ||
-        out->n == IMGSTAT_MAX_CHANNELS)
+        out->n == IST_OPT_LIST_MAX)
       return ist_opt_usage(syn,
                            "--nodata: '%s' is not 'none' or up to %d numbers "
                            "(or nan) separated by commas: one for every "
                            "channel or one per channel",
-                           v, IMGSTAT_MAX_CHANNELS);
+                           v, IST_OPT_LIST_MAX);
     out->list[out->n++] = x;
     if (s[len] == '\0')
       return -1;
@@ -200,14 +218,17 @@ static int read_range(const ist_opt *row, const ist_opt_syntax *syn,
 /* --mean / --std: one number per channel (or one for all), finite. */
 static int read_channel_values(const ist_opt *row, const ist_opt_syntax *syn,
                                const char *v, ist_opt_value *out) {
+  int status = per_band_count(row, syn, v);
+  if (status >= 0)
+    return status;
   int n = ist_cli_parse_double_list(v, -DBL_MAX, DBL_MAX, out->list,
-                                    IMGSTAT_MAX_CHANNELS);
+                                    IST_OPT_LIST_MAX);
   if (n == IMGSTAT_CLI_NUM_RANGE)
     return ist_opt_usage(syn, "%s: '%s': a value is too large", row->name, v);
   if (n < 1)
     return ist_opt_usage(syn,
                          "%s: '%s' is not 1 to %d numbers separated by commas",
-                         row->name, v, IMGSTAT_MAX_CHANNELS);
+                         row->name, v, IST_OPT_LIST_MAX);
   out->n = n;
   return -1;
 }
@@ -1001,10 +1022,10 @@ static int unknown_option(const ist_opt_syntax *syn, const char *arg,
   return ist_opt_usage(syn, "%s", msg);
 }
 
-int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
-                  ist_opt_seen *seen) {
+/* ist_opt_parse with list, the values' list of IST_OPT_LIST_MAX numbers. */
+static int parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
+                 ist_opt_seen *seen, double *list) {
   int after_dashes = 0;
-  memset(seen, 0, sizeof *seen);
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     int status;
@@ -1049,6 +1070,7 @@ int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
     ist_opt_value v;
     memset(&v, 0, sizeof v);
     v.text = value;
+    v.list = list;
     if (row->takes_value && row->read) {
       status = row->read(row, syn, value, &v);
       if (status >= 0)
@@ -1063,6 +1085,23 @@ int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
       return status;
   }
   return -1;
+}
+
+int ist_opt_parse(const ist_opt_syntax *syn, int argc, char **argv, void *ctx,
+                  ist_opt_seen *seen) {
+  _Static_assert(IST_OPT_LIST_MAX >= IMGSTAT_MAX_PERCENTILES &&
+                     IST_OPT_LIST_MAX >= IMGSTAT_MAX_DEVICES &&
+                     IST_OPT_LIST_MAX >= 2,
+                 "a value's list holds every option's");
+  memset(seen, 0, sizeof *seen);
+  double *list = calloc(IST_OPT_LIST_MAX, sizeof *list);
+  if (!list) {
+    ist_cli_error("out of memory");
+    return EXIT_FAILURE;
+  }
+  int status = parse(syn, argc, argv, ctx, seen, list);
+  free(list);
+  return status;
 }
 
 void ist_opt_warn_no_effect(const ist_opt_syntax *syn, const void *ctx,

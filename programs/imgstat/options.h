@@ -105,12 +105,18 @@ typedef enum ist_opt_id {
   IST_OPT_COUNT
 } ist_opt_id;
 
+/* The longest list a value holds: one number per band (--nodata, --mean,
+ * --std); --percentiles and --devices keep their own, shorter limits. */
+#define IST_OPT_LIST_MAX IMGSTAT_MAX_CHANNELS
+
 /* A value as the table's reader made it. */
 typedef struct ist_opt_value {
   const char *text; /* the value as given (NULL for a flag) */
   uint64_t u;       /* numbers; a word's index in the row's list */
   int n;            /* lists: how many numbers */
-  double list[IMGSTAT_MAX_PERCENTILES];
+  /* lists: IST_OPT_LIST_MAX numbers, the parser's (held on the heap for
+   * the whole parse, valid during the row's apply only) */
+  double *list;
   uint32_t width, height; /* a size W[xH] */
 } ist_opt_value;
 

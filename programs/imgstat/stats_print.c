@@ -246,7 +246,15 @@ int ist_stats_print_item(void *ctx, const imgstat_run_item *item,
   if (print_result(st, in->path, res, item->extra))
     st->progress.failed++;
   if (item->dataset_error[0] && st->opt->dataset) {
-    ist_cli_path_error(in->path, "--dataset: %s", item->dataset_error);
+    imgstat_error e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.message, sizeof e.message, "%.*s", (int)sizeof e.message - 1,
+             item->dataset_error);
+    e.cause = item->dataset_cause;
+    e.what = item->dataset_what;
+    char words[IMGSTAT_CLI_WORDS_MAX];
+    ist_cli_path_error(in->path, "--dataset: %s",
+                       ist_cli_error_words(&e, words));
     st->any_failed = 1;
   }
   if (st->report) {

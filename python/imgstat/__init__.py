@@ -86,7 +86,10 @@ class ImageError(Exception):
     image), ``"depth"`` or ``"alpha"`` (an output its format cannot hold),
     ``"page"`` (a page past the file's: ``value`` the page, ``limit`` the
     pages), ``"dataset"`` (an input read only once where a dataset reads
-    every input twice); None otherwise."""
+    every input twice), ``"emit"`` (a framework's form the pool cannot
+    give), ``"setting"`` (an image a setting does not apply to, or that
+    needs one: the message ends with the setting in parentheses, as
+    ``(as=gray)`` or ``(npy_layout)``); None otherwise."""
 
     def __init__(self, path: str, status: str, message: str,
                  cause: _Optional[str] = None, limit: _Optional[int] = None,

@@ -302,3 +302,19 @@ def test_int16_exact():
     kept = v[v != v[5, 5]]
     assert st["nodata_count"] == int((v == v[5, 5]).sum())
     assert (st["count"], st["sum"]) == (kept.size, kept.sum())
+
+
+def test_setting_error_in_library_words(tmp_path):
+    """A .npy whose shape cannot tell its axes: the ImageError names the
+    file and the setting that would tell (cause "setting", the library's
+    npy_layout), no command-line flag."""
+    path = tmp_path / "amb.npy"
+    np.save(path, np.zeros((8, 6, 8), dtype=np.uint16))
+    with pytest.raises(imgstat.ImageError) as e:
+        imgstat.stats(str(path))
+    err = e.value
+    assert err.path == str(path) and str(path) in str(err)
+    assert "(8, 6, 8) is no image" in err.message
+    assert err.message.endswith("(npy_layout)")
+    assert err.cause == "setting"
+    assert "--" not in err.message

@@ -85,3 +85,21 @@ def test_bad_arguments():
         imgstat.normalize(a, clip=(90, 10), mode="clip")
     with pytest.raises(TypeError):
         imgstat.normalize(np.zeros((4, 4), dtype=np.int8))
+
+
+@pytest.mark.parametrize("bands", [40, 200])
+def test_given_one_value_per_band(bands):
+    """mean= and std= of one value per band beyond four bands."""
+    rng = np.random.default_rng(bands)
+    a = rng.integers(0, 1000, (8, 6, bands), dtype=np.uint16)
+    mean = [10.5 + 7 * b for b in range(bands)]
+    std = [1.25 + b / 4 for b in range(bands)]
+    out = imgstat.normalize(a, mean=mean, std=std, layout="hwc")
+    want = (a.astype(np.float64) - np.array(mean)) / np.array(std)
+    assert out.shape == a.shape and out.dtype == np.float32
+    np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="mean and std"):
+        imgstat.normalize(a, mean=mean[1:], std=std[1:], layout="hwc")
+    with pytest.raises(ValueError, match="mean and std"):
+        imgstat.normalize(a, mean=[1.0] * 1025, std=[1.0] * 1025,
+                          layout="hwc")

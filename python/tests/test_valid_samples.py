@@ -133,3 +133,36 @@ def test_dataset_labels(tmp_path):
             assert st["percentiles"][str(p)] == v[k - 1]
     # without label images: none
     assert imgstat.dataset(tmp_path / "img").labels == {}
+
+
+def test_nodata_one_value_per_band(tmp_path):
+    """200 bands, each with a nodata value of its own (and its neighbour's
+    value, which counts): an array and a .npy path, against numpy."""
+    rng = np.random.default_rng(200)
+    bands = 200
+    nodata = [1000 + 3 * b for b in range(bands)]
+    a = rng.integers(0, 1000, (9, 7, bands), dtype=np.uint16)
+    for b in range(bands):
+        a[0:3, 0, b] = nodata[b]
+        a[-1, -1, b] = nodata[(b + 1) % bands]
+    d = imgstat.stats(a, layout="hwc", nodata=nodata).to_dict()
+    assert d["channels"] == bands and len(d["stats"]) == bands
+    for b, st in enumerate(d["stats"]):
+        ch = a[:, :, b]
+        _check(st, ch[ch != nodata[b]])
+        assert st["nodata_count"] == 3
+    # a file (C, H, W) through the engine's items, as scan reads it
+    f = np.ascontiguousarray(np.repeat(np.repeat(a.transpose(2, 0, 1), 23,
+                                                 axis=1), 31, axis=2))
+    path = tmp_path / "bands.npy"
+    np.save(path, f)
+    (r,) = list(imgstat.scan([str(path)], nodata=nodata))
+    assert not isinstance(r, imgstat.ImageError), r
+    for b, st in enumerate(r.to_dict()["stats"]):
+        ch = f[b]
+        _check(st, ch[ch != nodata[b]])
+        assert st["nodata_count"] == 3 * 23 * 31
+    with pytest.raises(ValueError, match="nodata"):
+        imgstat.stats(a, layout="hwc", nodata=[1] * 1025)
+    with pytest.raises(imgstat.ImageError, match="199 nodata values"):
+        imgstat.stats(a, layout="hwc", nodata=nodata[1:])

@@ -57,6 +57,8 @@ const char *imgstat_cause_name(imgstat_cause cause) {
     return "dataset";
   case IMGSTAT_CAUSE_EMIT:
     return "emit";
+  case IMGSTAT_CAUSE_SETTING:
+    return "setting";
   case IMGSTAT_CAUSE_NONE:
     break;
   }

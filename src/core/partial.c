@@ -14,6 +14,7 @@
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
 #include "merge.h"
+#include "simd_clones.h"
 
 #include <float.h>
 #include <math.h>
@@ -34,19 +35,6 @@
 /* Samples per block in the first-position searches: the block test is a
  * branch-free loop the compiler vectorizes; only the hit block is walked. */
 #define SEARCH_BLOCK 64
-
-/* One library for every x86-64 CPU that still uses AVX2 / AVX-512 where the
- * CPU has them (GCC function multiversioning, resolved once at load time):
- * SSE2 alone has no unsigned 16-bit min/max and no 32-bit multiply, and runs
- * the u16 scan at less than half the speed. ThreadSanitizer cannot run ifunc
- * resolvers (it crashes at start-up), so TSan builds go without. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
-    defined(__linux__) && !defined(__SANITIZE_THREAD__)
-#define IMGSTAT_SIMD_CLONES                                                    \
-  __attribute__((noinline, target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define IMGSTAT_SIMD_CLONES
-#endif
 
 void imgstat_partial_init(imgstat_partial *p) { *p = ist_partial_empty(); }
 

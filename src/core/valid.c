@@ -6,6 +6,7 @@
  */
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
+#include "simd_clones.h"
 
 #include <math.h>
 #include <string.h>
@@ -288,16 +289,6 @@ void imgstat_valid_raster_pair(const imgstat_image *img, int c,
  * maximum is searched only when it beats the figures so far. */
 #define VSCAN_BLOCK 4096u
 
-/* As partial.c: AVX2 / AVX-512 where the CPU has them (unsigned 16-bit
- * min / max), resolved once at load time; not under ThreadSanitizer. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&         \
-    defined(__linux__) && !defined(__SANITIZE_THREAD__)
-#define VSCAN_CLONES                                                           \
-  __attribute__((noinline, target_clones("arch=x86-64-v4", "avx2", "default")))
-#else
-#define VSCAN_CLONES
-#endif
-
 /* One block's figures: valid samples, their sum and sum of squares, their
  * min and max (when cnt > 0), the nodata samples inside the region. */
 typedef struct vscan_block {
@@ -335,7 +326,7 @@ typedef struct vscan_block {
   } while (0)
 
 #define VSCAN_KERNEL(NAME, T, T_MAX)                                           \
-  VSCAN_CLONES                                                                 \
+  IMGSTAT_SIMD_CLONES                                                          \
   static void NAME(const T *restrict x, const uint8_t *restrict m, uint32_t n, \
                    uint32_t has, T nodv, vscan_block *out) {                   \
     if (m)                                                                     \

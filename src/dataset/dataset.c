@@ -403,20 +403,24 @@ imgstat_status imgstat_dataset_add(imgstat_dataset *d, uint64_t ordinal,
         "layout",
         imgstat_colour_layout_name(im->colour, im->channels));
   const imgstat_dataset_options *o = &d->o;
-  if (o->as != IMGSTAT_AS_KEEP && im->channels > 4)
-    return imgstat_error_set(
-        err, IMGSTAT_ERR_UNSUPPORTED,
-        "a %s image is not pooled with --as %s: bands convert to no Y, RGB "
-        "or RGBA layout (leave --as out to pool them as they are)",
-        imgstat_layout_name(im->channels), as_names[o->as]);
+  if (o->as != IMGSTAT_AS_KEEP && im->channels > 4) {
+    imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                      "a %s image is not pooled converted to %s: bands "
+                      "convert to no Y, RGB or RGBA layout; they pool as "
+                      "they are (as=keep)",
+                      imgstat_layout_name(im->channels), as_names[o->as]);
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_SETTING, 0, 0, "as=keep");
+  }
   int int16 = im->int16 && im->sample == IMGSTAT_U16;
-  if (int16 && (o->as != IMGSTAT_AS_KEEP || o->scale_unit))
-    return imgstat_error_set(
-        err, IMGSTAT_ERR_UNSUPPORTED,
-        "an int16 image is not pooled with %s: its signed values convert to "
-        "no other layout and have no 0..1 unit (leave it out to pool them as "
-        "they are)",
-        o->scale_unit ? "--scale unit" : "--as");
+  if (int16 && (o->as != IMGSTAT_AS_KEEP || o->scale_unit)) {
+    const char *keep = o->scale_unit ? "scale=native" : "as=keep";
+    imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                      "an int16 image is not pooled %s: its signed values "
+                      "convert to no other layout and have no 0..1 unit; "
+                      "they pool as they are (%s)",
+                      o->scale_unit ? "in 0..1 units" : "converted", keep);
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_SETTING, 0, 0, keep);
+  }
   int pooled = imgstat_dataset_pooled_channels(o, im->channels);
   int k = int16 ? IST_DEPTH_INT16 : depth_index(im->sample);
   group *g = ist_dataset_group_make(d, pooled, k);

@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "image_rows.h"
 #include "io_engine.h"
+#include "masks.h"
 #include "stats_stream.h"
 
 #include "imgstat/cuda_norm.h"
@@ -461,86 +462,18 @@ static int wants_valid(const imgstat_stats_request *req,
   return in->has_nodata && !(req && req->no_file_nodata);
 }
 
-/* Whether the image beside img (what: "mask", "labels", read from path)
- * is of img's size (m_width x m_height); when not, the failure, its
- * message naming both, in res. */
-static imgstat_status beside_size(const char *what, const char *path,
-                                  uint32_t m_width, uint32_t m_height,
-                                  const imgstat_image *img,
-                                  imgstat_job_result *res) {
-  if (m_width == img->width && m_height == img->height)
-    return IMGSTAT_OK;
-  return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
-                  "%s %s is %" PRIu32 "x%" PRIu32 ", the image is %" PRIu32
-                  "x%" PRIu32,
-                  what, path, m_width, m_height, img->width, img->height);
-}
-
-/* The image beside img that says where (what: "mask", "labels"), read
- * from path into *m, of img's size when img is not NULL; a failure, its
- * message naming both, in res. */
-static imgstat_status load_beside(imgstat_engine *e, const char *what,
-                                  const char *path, const imgstat_image *img,
-                                  imgstat_image *m, imgstat_job_result *res) {
-  imgstat_error err;
-  memset(&err, 0, sizeof err);
-  imgstat_status st = imgstat_image_load(path, &e->opt.load, m, &err);
-  if (st != IMGSTAT_OK)
-    return ist_fail(res, IMGSTAT_STAGE_LOAD, st, "%s %s: %s", what, path,
-                    ist_reason(&err));
-  st =
-      img ? beside_size(what, path, m->width, m->height, img, res) : IMGSTAT_OK;
-  if (st != IMGSTAT_OK)
-    imgstat_image_free(m);
-  return st;
-}
-
-/* The mask image at path (of img's size when img is not NULL) as
- * width * height bytes, 1 inside (any channel of the mask image non-zero),
- * into *out (free it), its size into *width and *height. */
+/* The mask at path (of img's size when img is not NULL) as ist_mask_load
+ * gives it; a failure in res. */
 static imgstat_status decode_mask(imgstat_engine *e, const char *path,
                                   const imgstat_image *img, uint8_t **out,
                                   uint32_t *width, uint32_t *height,
                                   uint64_t *inside, imgstat_job_result *res) {
-  imgstat_image m;
-  imgstat_status st = load_beside(e, "mask", path, img, &m, res);
-  if (st != IMGSTAT_OK)
-    return st;
-  uint64_t n = (uint64_t)m.width * m.height;
-  uint8_t *mask = calloc(n ? (size_t)n : 1, 1);
-  if (!mask) {
-    imgstat_image_free(&m);
-    return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM,
-                    "out of memory");
-  }
-  size_t stride = imgstat_image_stride(&m);
-  /* an int16 mask: the stored 32768 is the value 0 */
-  const uint16_t zero16 = m.int16 ? IMGSTAT_INT16_OFFSET : 0;
-  for (int c = 0; c < m.channels; c++)
-    for (uint32_t y = 0; y < m.height; y++) {
-      const unsigned char *row =
-          (const unsigned char *)m.planes[c] + y * stride;
-      uint8_t *mr = mask + (uint64_t)y * m.width;
-      for (uint32_t x = 0; x < m.width; x++) {
-        int on;
-        if (m.sample == IMGSTAT_U8)
-          on = row[x] != 0;
-        else if (m.sample == IMGSTAT_U16)
-          on = ((const uint16_t *)(const void *)row)[x] != zero16;
-        else
-          on = ((const float *)(const void *)row)[x] != 0.0f;
-        mr[x] |= (uint8_t)on;
-      }
-    }
-  *width = m.width;
-  *height = m.height;
-  imgstat_image_free(&m);
-  uint64_t k = 0;
-  for (uint64_t i = 0; i < n; i++)
-    k += mask[i];
-  *inside = k;
-  *out = mask;
-  return IMGSTAT_OK;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st =
+      ist_mask_load(&e->opt.load, path, img, out, width, height, inside, &err);
+  return st == IMGSTAT_OK ? st
+                          : ist_fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
 }
 
 /* The mask of req for img (decode_mask's bytes) into *out, read only;
@@ -589,8 +522,13 @@ static imgstat_status load_mask(imgstat_engine *e,
   h = e->mask_height;
   uint64_t k = e->mask_inside;
   pthread_mutex_unlock(&e->mask_lock);
-  if (st == IMGSTAT_OK)
-    st = beside_size("mask", req->mask_path, w, h, img, res);
+  if (st == IMGSTAT_OK) {
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    st = ist_mask_size(req->mask_path, w, h, img, &err);
+    if (st != IMGSTAT_OK)
+      ist_fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
+  }
   if (st == IMGSTAT_OK) {
     *out = m;
     *inside = k;
@@ -673,139 +611,126 @@ static imgstat_status valid_channels(imgstat_engine *e, const imgstat_image *in,
   return st;
 }
 
-/* The label image at path for in (8- or 16-bit, one channel, in's size):
- * each distinct non-zero label's pixels (inside mask, when not NULL) into
- * res->labels, their pixel lists into *pixels (free it), res->labels[k]'s
- * list at (*pixels)[start[k]] (start: free it). */
+/* The label image at path for in (ist_labels_load): each distinct
+ * non-zero label's pixels (inside mask, when not NULL) into res->labels,
+ * their pixel lists into *pixels (free it), res->labels[k]'s list at
+ * (*pixels)[start[k]] (start: free it). */
 static imgstat_status load_labels(imgstat_engine *e, const char *path,
                                   const imgstat_image *in, const uint8_t *mask,
                                   uint32_t **pixels, uint64_t **start,
                                   imgstat_job_result *res) {
-  imgstat_image m;
-  imgstat_status st = load_beside(e, "labels", path, in, &m, res);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  ist_label_pixels l;
+  imgstat_status st = ist_labels_load(&e->opt.load, path, in, mask, &l, &err);
   if (st != IMGSTAT_OK)
-    return st;
-  if (m.sample == IMGSTAT_F32 || m.int16 || m.channels != 1) {
-    ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
-             "labels %s: %s, not one channel of 8- or 16-bit integers", path,
-             m.sample == IMGSTAT_F32 ? "float samples"
-             : m.int16               ? "signed (int16) samples"
-                                     : "several channels");
-    imgstat_image_free(&m);
-    return IMGSTAT_ERR_ARG;
-  }
-  /* a counting sort of the pixels by label: raster order within each */
-  uint64_t *count = calloc(65537, sizeof *count);
-  uint64_t n = (uint64_t)in->width * in->height;
-  uint32_t *list = malloc((n ? n : 1) * sizeof *list);
-  if (!count || !list) {
-    free(count);
-    free(list);
-    imgstat_image_free(&m);
+    return ist_fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
+  res->labels = calloc(l.count ? l.count : 1, sizeof *res->labels);
+  if (!res->labels) {
+    ist_label_pixels_free(&l);
     return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM,
                     "out of memory");
   }
-  size_t stride = imgstat_image_stride(&m);
-#define LABEL_AT(y, x)                                                         \
-  (m.sample == IMGSTAT_U8                                                      \
-       ? ((const uint8_t *)m.planes[0] + (size_t)(y)*stride)[x]                \
-       : ((const uint16_t *)(const void *)((const char *)m.planes[0] +         \
-                                           (size_t)(y)*stride))[x])
-  for (uint32_t y = 0; y < m.height; y++)
-    for (uint32_t x = 0; x < m.width; x++)
-      if (!mask || mask[(uint64_t)y * m.width + x])
-        count[LABEL_AT(y, x) + 1]++;
-  uint32_t nlabels = 0;
-  for (uint32_t l = 1; l < 65536; l++)
-    nlabels += count[l + 1] > 0;
-  for (uint32_t l = 1; l <= 65536; l++)
-    count[l] += count[l - 1];
-  /* count[l]: the first slot of label l */
-  res->labels = calloc(nlabels ? nlabels : 1, sizeof *res->labels);
-  *start = calloc(nlabels ? nlabels : 1, sizeof **start);
-  if (!res->labels || !*start) {
-    free(count);
-    free(list);
-    imgstat_image_free(&m);
-    return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM,
-                    "out of memory");
-  }
-  uint32_t k = 0;
-  for (uint32_t l = 1; l < 65536; l++)
-    if (count[l + 1] > count[l]) {
-      res->labels[k].label = l;
-      res->labels[k].pixels = count[l + 1] - count[l];
-      imgstat_error err;
-      memset(&err, 0, sizeof err);
-      if (imgstat_job_wide_alloc(&res->labels[k].wide, in->channels, &err) !=
-          IMGSTAT_OK) {
-        res->nlabels = k + 1; /* freed with the result */
-        free(count);
-        free(list);
-        imgstat_image_free(&m);
-        return ist_fail_err(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM, &err);
-      }
-      (*start)[k++] = count[l];
+  for (uint32_t k = 0; k < l.count; k++) {
+    res->labels[k].label = l.label[k];
+    res->labels[k].pixels = l.start[k + 1] - l.start[k];
+    if (imgstat_job_wide_alloc(&res->labels[k].wide, in->channels, &err) !=
+        IMGSTAT_OK) {
+      res->nlabels = k + 1; /* freed with the result */
+      ist_label_pixels_free(&l);
+      return ist_fail_err(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_NOMEM, &err);
     }
-  res->nlabels = nlabels;
+  }
+  res->nlabels = l.count;
   res->has_labels = 1;
-  for (uint32_t y = 0; y < m.height; y++)
-    for (uint32_t x = 0; x < m.width; x++)
-      if (!mask || mask[(uint64_t)y * m.width + x])
-        list[count[LABEL_AT(y, x)]++] = (uint32_t)((uint64_t)y * m.width + x);
-#undef LABEL_AT
-  free(count);
-  imgstat_image_free(&m);
-  *pixels = list;
+  *pixels = l.pixels;
+  *start = l.start;
+  free(l.label);
   return IMGSTAT_OK;
 }
 
-/* The labels' statistics on the GPU of g (imgstat_gpu_valid_label_stats)
- * into res->labels: each label k's pixels at pixels[start[k]]. */
+/* The labels' statistics on the GPU of g
+ * (imgstat_gpu_valid_label_stats_hist) into res->labels, with their
+ * histograms when with_hist: each label k's pixels at pixels[start[k]];
+ * the device's figures for nlabels x channels, not more. */
 static imgstat_status
 labels_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
               const imgstat_valid *v, const uint32_t *pixels,
-              const uint64_t *start, imgstat_job_result *res,
+              const uint64_t *start, int with_hist, imgstat_job_result *res,
               imgstat_error *err) {
   uint32_t nl = res->nlabels;
   if (nl == 0)
     return IMGSTAT_OK;
-  imgstat_partial *lp = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *lp);
-  uint64_t *ln = calloc((size_t)nl * IMGSTAT_MAX_CHANNELS, sizeof *ln);
+  const size_t nc = (size_t)in->channels;
+  imgstat_partial *lp = calloc((size_t)nl * nc, sizeof *lp);
+  uint64_t *ln = calloc((size_t)nl * nc, sizeof *ln);
+  imgstat_histogram *lh =
+      with_hist ? calloc((size_t)nl * nc, sizeof *lh) : NULL;
   uint64_t *count = malloc(nl * sizeof *count);
   imgstat_status st = IMGSTAT_OK;
-  if (!lp || !ln || !count)
+  if (!lp || !ln || !count || (with_hist && !lh))
     st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
     count[k] = res->labels[k].pixels;
   if (st == IMGSTAT_OK)
-    st = imgstat_gpu_valid_label_stats(g->gpu, in, v, e->opt.kernel, nl, pixels,
-                                       start, count, lp, ln, err);
+    st = imgstat_gpu_valid_label_stats_hist(g->gpu, in, v, e->opt.kernel, nl,
+                                            pixels, start, count, lp, ln, lh,
+                                            err);
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
-    for (int c = 0; c < in->channels; c++) {
-      IMGSTAT_JOB_CH(&res->labels[k], partial)
-      [c] = lp[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
-      IMGSTAT_JOB_CH(&res->labels[k], nodata_count)
-      [c] = ln[(size_t)k * IMGSTAT_MAX_CHANNELS + c];
+    for (size_t c = 0; c < nc; c++) {
+      imgstat_job_label *l = &res->labels[k];
+      IMGSTAT_JOB_CH(l, partial)[c] = lp[k * nc + c];
+      IMGSTAT_JOB_CH(l, nodata_count)[c] = ln[k * nc + c];
+      if (lh) /* the histogram handed over to the label */
+        IMGSTAT_JOB_CH(l, hist)[c] = lh[k * nc + c];
     }
   free(lp);
   free(ln);
+  free(lh);
   free(count);
   return st;
 }
 
+/* The figures of every histogram made on the GPU (the item's and its
+ * labels'), by the CPU's rule from their counts. */
+static void gpu_valid_figures(const imgstat_image *in,
+                              const imgstat_stats_request *req,
+                              imgstat_job_result *res) {
+  for (int c = 0; c < in->channels; c++)
+    ist_hist_figures(in, c, &IMGSTAT_JOB_CH(res, hist)[c], req,
+                     &IMGSTAT_JOB_CH(res, hist_figures)[c]);
+  for (uint32_t k = 0; k < res->nlabels; k++)
+    for (int c = 0; c < in->channels; c++)
+      ist_hist_figures(in, c, &IMGSTAT_JOB_CH(&res->labels[k], hist)[c], req,
+                       &IMGSTAT_JOB_CH(&res->labels[k], hist_figures)[c]);
+  res->has_histograms = 1;
+  res->hist_backend = IMGSTAT_BACKEND_GPU;
+}
+
+/* Frees the histograms of the item's labels (a GPU run's, given up). */
+static void free_label_histograms(const imgstat_image *in,
+                                  imgstat_job_result *res) {
+  for (uint32_t k = 0; k < res->nlabels; k++)
+    for (int c = 0; c < in->channels; c++)
+      imgstat_histogram_free(&IMGSTAT_JOB_CH(&res->labels[k], hist)[c]);
+}
+
 /* The valid samples' statistics of in under v on the GPU of g (the device
- * reduction, imgstat_gpu_valid_stats, and the labels' by
- * imgstat_gpu_valid_label_stats), when the policy gives the item one and
- * it has no histograms (those stay on the CPU; with verify, labels too):
- * 1 when done (verify: the CPU's record, the GPU's partials beside it),
- * -1 when the item failed, 0 for the CPU (no GPU, or auto's fallback). */
+ * reduction, imgstat_gpu_valid_stats_hist, and the labels' by
+ * imgstat_gpu_valid_label_stats_hist), when the policy gives the item one;
+ * histograms of 8- and 16-bit samples there too, their figures from the
+ * counts by the CPU's rule (a float image's histograms stay on the CPU,
+ * its bins and moments being the CPU's; with verify, histograms and labels
+ * too): 1 when done (verify: the CPU's record, the GPU's partials beside
+ * it), -1 when the item failed, 0 for the CPU (no GPU, or auto's
+ * fallback). */
 static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
                         const imgstat_valid *v,
                         const imgstat_stats_request *req,
                         const uint32_t *pixels, const uint64_t *start,
                         imgstat_job_result *res) {
-  if (!g || (req && req->histograms) ||
+  const int with_hist = req && req->histograms;
+  if (!g || (with_hist && (in->sample == IMGSTAT_F32 || e->opt.verify)) ||
       (req && req->labels_path && e->opt.verify))
     return 0;
   imgstat_error err;
@@ -847,15 +772,20 @@ static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
     res->verified = 1;
     return 1;
   }
-  st = imgstat_gpu_valid_stats(g->gpu, in, v, e->opt.kernel,
-                               IMGSTAT_JOB_CH(res, partial),
-                               IMGSTAT_JOB_CH(res, nodata_count), &err);
+  st = imgstat_gpu_valid_stats_hist(
+      g->gpu, in, v, e->opt.kernel, IMGSTAT_JOB_CH(res, partial),
+      IMGSTAT_JOB_CH(res, nodata_count),
+      with_hist ? IMGSTAT_JOB_CH(res, hist) : NULL, &err);
   if (st == IMGSTAT_OK && req && req->labels_path)
-    st = labels_on_gpu(e, g, in, v, pixels, start, res, &err);
+    st = labels_on_gpu(e, g, in, v, pixels, start, with_hist, res, &err);
   if (st == IMGSTAT_OK) {
+    if (with_hist)
+      gpu_valid_figures(in, req, res);
     res->backend = IMGSTAT_BACKEND_GPU;
     return 1;
   }
+  ist_free_histograms(res);
+  free_label_histograms(in, res);
   int n = res->wide ? res->wide->channels : IMGSTAT_INLINE_CHANNELS;
   memset(IMGSTAT_JOB_CH(res, partial), 0, (size_t)n * sizeof(imgstat_partial));
   memset(IMGSTAT_JOB_CH(res, nodata_count), 0, (size_t)n * sizeof(uint64_t));

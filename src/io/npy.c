@@ -307,12 +307,13 @@ imgstat_status ist_npy_open(imgstat_decoder *d, imgstat_error *err) {
     for (int i = 0; i < ndim && at < sizeof shape; i++)
       at += (size_t)snprintf(shape + at, sizeof shape - at, "%s%" PRIu64,
                              i ? ", " : "", dims[i]);
-    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
-                             "NPY array of shape (%s) is no image: (H, W), "
-                             "(H, W, C) or (C, H, W) with 1 to 4 channels, "
-                             "or bands on the smaller end axis "
-                             "(--npy-layout hwc|chw says which)",
-                             shape);
+    imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                      "NPY array of shape (%s) is no image: (H, W), "
+                      "(H, W, C) or (C, H, W) with 1 to 4 channels, "
+                      "or bands on the smaller end axis; the axes can be "
+                      "given (npy_layout)",
+                      shape);
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_SETTING, 0, 0, "npy_layout");
   }
   if (h == 0 || w == 0 || h > UINT32_MAX || w > UINT32_MAX)
     return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,

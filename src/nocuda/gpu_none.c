@@ -195,3 +195,22 @@ imgstat_status imgstat_gpu_valid_label_stats(
   (void)nodata;
   return no_cuda(err);
 }
+
+imgstat_status
+imgstat_gpu_valid_stats_hist(imgstat_gpu *gpu, const imgstat_image *img,
+                             const imgstat_valid *v, int kernel,
+                             imgstat_partial *out, uint64_t *nodata,
+                             imgstat_histogram *hist, imgstat_error *err) {
+  (void)hist;
+  return imgstat_gpu_valid_stats(gpu, img, v, kernel, out, nodata, err);
+}
+
+imgstat_status imgstat_gpu_valid_label_stats_hist(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
+    imgstat_histogram *hist, imgstat_error *err) {
+  (void)hist;
+  return imgstat_gpu_valid_label_stats(gpu, img, v, kernel, nlabels, pixels,
+                                       start, count, out, nodata, err);
+}

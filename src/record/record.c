@@ -49,11 +49,24 @@ static void channel_from_partial(const imgstat_partial *p,
                 : (double)p->sumsq;
 }
 
+static void int16_figures(const imgstat_partial *p, imgstat_figures *f,
+                          uint64_t *exact_sum_sq, double *sum_sq);
+
+/* The nodata samples of channel c of a record (inline or borrowed). */
+static uint64_t nodata_of(const imgstat_record *rec, int c) {
+  if (rec->wide_partial)
+    return rec->wide_nodata_count ? rec->wide_nodata_count[c] : 0;
+  return rec->nodata_count[c];
+}
+
 static void channel_of(const imgstat_record *rec, int c, rec_channel *ch) {
   if (rec->wide_partial) {
     channel_from_partial(&rec->wide_partial[c], rec->sample, rec->width,
                          rec->ddof, &ch->f, &ch->exact_sum_sq, &ch->sum_sq);
-    ch->nodata_count = rec->wide_nodata_count ? rec->wide_nodata_count[c] : 0;
+    if (rec->int16)
+      int16_figures(&rec->wide_partial[c], &ch->f, &ch->exact_sum_sq,
+                    &ch->sum_sq);
+    ch->nodata_count = nodata_of(rec, c);
     return;
   }
   ch->f = rec->figures[c];
@@ -294,7 +307,7 @@ static void emit_channels(const imgstat_record *rec,
     if (f->sum_is_exact && rec->int16 && (int64_t)f->exact_sum < 0) {
       /* exact in a double: |sum| < 2^53 (at most 2^38 samples) */
       k->real(k->ctx, "sum", (double)(int64_t)f->exact_sum);
-      k->uint(k->ctx, "sum_sq", rec->exact_sum_sq[c]);
+      k->uint(k->ctx, "sum_sq", ch.exact_sum_sq);
     } else if (f->sum_is_exact) {
       k->uint(k->ctx, "sum", f->exact_sum);
       k->uint(k->ctx, "sum_sq", ch.exact_sum_sq);
@@ -449,7 +462,7 @@ static void csv_rows(FILE *out, const imgstat_record *rec,
     }
     putc(',', out);
     if (rec->has_nodata)
-      fprintf(out, "%" PRIu64, rec->nodata_count[c]);
+      fprintf(out, "%" PRIu64, nodata_of(rec, c));
     putc(',', out);
     if (label)
       fprintf(out, "%" PRIu64 ",%" PRIu32, label->pixels, label->label);
@@ -603,7 +616,7 @@ static void valid_text(FILE *out, const imgstat_record *rec) {
   for (int c = 0; c < rec->channels; c++)
     fprintf(out, " %s %" PRIu64,
             imgstat_colour_channel_name(rec->colour, rec->channels, c),
-            rec->nodata_count[c]);
+            nodata_of(rec, c));
   putc('\n', out);
 }
 
@@ -717,7 +730,7 @@ static void brief_record(FILE *out, const imgstat_record *rec) {
   if (rec->has_nodata) {
     fputs("  nodata", out);
     for (int c = 0; c < rec->channels; c++)
-      fprintf(out, " %" PRIu64, rec->nodata_count[c]);
+      fprintf(out, " %" PRIu64, nodata_of(rec, c));
   }
   if (rec->masked)
     fprintf(out, "  mask %" PRIu64 "/%" PRIu64, rec->mask_pixels,
@@ -823,33 +836,42 @@ static void record_figures(imgstat_record *rec, const imgstat_partial *part,
   }
 }
 
-/* An int16 record's figures taken back from the stored samples (the value
- * + 32768) to the values, exactly: min, max and mean shifted (the mean the
- * double nearest to the signed sum over the count), the sum (two's
- * complement in exact_sum) and the sum of squares sum (s - 32768)^2 =
- * sumsq - 65536 sum + 2^30 count, exact modulo 2^64 and so exact while
- * the true value is below 2^64 (at most 2^34 samples; an image has at most
- * 2^32); std is the same. The histograms and their figures are copies with
- * the values shifted (the counts borrowed). */
+/* An int16 channel's figures f (of its partial p) taken back from the
+ * stored samples (the value + 32768) to the values, exactly: min, max and
+ * mean shifted (the mean the double nearest to the signed sum over the
+ * count), the sum (two's complement in exact_sum) and the sum of squares
+ * sum (s - 32768)^2 = sumsq - 65536 sum + 2^30 count, exact modulo 2^64
+ * and so exact while the true value is below 2^64 (at most 2^34 samples;
+ * an image has at most 2^32); std is the same. */
+static void int16_figures(const imgstat_partial *p, imgstat_figures *f,
+                          uint64_t *exact_sum_sq, double *sum_sq) {
+  const double off = IMGSTAT_INT16_OFFSET;
+  uint64_t shift = (uint64_t)IMGSTAT_INT16_OFFSET * p->count;
+  f->exact_sum = p->sum - shift;
+  f->sum = (double)(int64_t)f->exact_sum;
+  *exact_sum_sq = p->sumsq - 2 * (uint64_t)IMGSTAT_INT16_OFFSET * p->sum +
+                  (uint64_t)IMGSTAT_INT16_OFFSET * shift;
+  *sum_sq = (double)*exact_sum_sq;
+  if (f->has_values) {
+    f->min -= off;
+    f->max -= off;
+    f->mean = (double)(int64_t)f->exact_sum / (double)p->count;
+  }
+}
+
+/* An int16 record taken back to the values: the figures of its channels
+ * (int16_figures; a record of more than IMGSTAT_INLINE_CHANNELS channels
+ * has them computed and shifted as they are written, channel_of), and its
+ * histograms and their figures as copies with the values shifted (the
+ * counts borrowed). */
 static void record_int16(imgstat_record *rec, const imgstat_partial *part) {
   if (!rec->int16)
     return;
   const double off = IMGSTAT_INT16_OFFSET;
   for (int c = 0; c < rec->channels; c++) {
-    imgstat_figures *f = &rec->figures[c];
-    const imgstat_partial *p = &part[c];
-    uint64_t shift = (uint64_t)IMGSTAT_INT16_OFFSET * p->count;
-    f->exact_sum = p->sum - shift;
-    f->sum = (double)(int64_t)f->exact_sum;
-    rec->exact_sum_sq[c] = p->sumsq -
-                           2 * (uint64_t)IMGSTAT_INT16_OFFSET * p->sum +
-                           (uint64_t)IMGSTAT_INT16_OFFSET * shift;
-    rec->sum_sq[c] = (double)rec->exact_sum_sq[c];
-    if (f->has_values) {
-      f->min -= off;
-      f->max -= off;
-      f->mean = (double)(int64_t)f->exact_sum / (double)p->count;
-    }
+    if (!rec->wide_partial)
+      int16_figures(&part[c], &rec->figures[c], &rec->exact_sum_sq[c],
+                    &rec->sum_sq[c]);
     if (rec->histograms && rec->hist_figures) {
       imgstat_histogram *h = &rec->int16_hist[c];
       imgstat_hist_figures *hf = &rec->int16_hist_figures[c];
@@ -883,7 +905,7 @@ static void label_record(const imgstat_record *rec, uint32_t k,
     sub->histograms = IMGSTAT_JOB_CH(l, hist);
     sub->hist_figures = IMGSTAT_JOB_CH(l, hist_figures);
   }
-  record_int16(sub, l->partial);
+  record_int16(sub, IMGSTAT_JOB_CH(l, partial));
 }
 
 void imgstat_record_from_job(imgstat_record *rec, const char *file,
@@ -927,5 +949,5 @@ void imgstat_record_from_job(imgstat_record *rec, const char *file,
     rec->histograms = IMGSTAT_JOB_CH(res, hist);
     rec->hist_figures = IMGSTAT_JOB_CH(res, hist_figures);
   }
-  record_int16(rec, res->partial);
+  record_int16(rec, IMGSTAT_JOB_CH(res, partial));
 }

@@ -313,10 +313,15 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   /* the luma is made from the pixels, then masked: a nodata value (of a
    * colour sample) is not one of the luma's */
-  if (gray && (res->has_nodata || (res->masked && !x->masked)))
-    return imgstat_error_set(
-        err, IMGSTAT_ERR_ARG, "%s not applied to --as gray",
-        res->has_nodata ? "nodata values are" : "masks are");
+  if (gray && (res->has_nodata || (res->masked && !x->masked))) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "%s not applied to a conversion to gray%s (as=gray)",
+                      res->has_nodata ? "nodata values are" : "masks are",
+                      res->has_nodata
+                          ? ": a luma is not nodata where a colour sample is"
+                          : "");
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_SETTING, 0, 0, "as=gray");
+  }
   imgstat_dataset_image im;
   memset(&im, 0, sizeof im);
   im.name = name;
@@ -336,9 +341,12 @@ imgstat_status ist_dataset_extra_add(imgstat_dataset *d, uint64_t index,
    * image's; a float label's histograms have a range of their own) */
   imgstat_dataset_label_image *labels = NULL;
   if (res->has_labels && res->nlabels > 0) {
-    if (gray)
-      return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                               "label images are not applied to --as gray");
+    if (gray) {
+      imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                        "label images are not applied to a conversion to "
+                        "gray (as=gray)");
+      return imgstat_error_cause(err, IMGSTAT_CAUSE_SETTING, 0, 0, "as=gray");
+    }
     labels = calloc(res->nlabels, sizeof *labels);
     if (!labels)
       return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");

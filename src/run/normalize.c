@@ -73,10 +73,13 @@ static imgstat_status check_options(const imgstat_run_options *r,
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "a normalize run takes no statistics request, "
                              "dataset record or MPI");
-  if (o->as == IMGSTAT_AS_GRAY && r->request.nnodata > 0)
-    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
-                             "nodata values are not applied to --as gray (a "
-                             "luma is not nodata where a colour sample is)");
+  if (o->as == IMGSTAT_AS_GRAY && r->request.nnodata > 0) {
+    imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                      "nodata values are not applied to a conversion to "
+                      "gray: a luma is not nodata where a colour sample is "
+                      "(as=gray)");
+    return imgstat_error_cause(err, IMGSTAT_CAUSE_SETTING, 0, 0, "as=gray");
+  }
   if (o->dataset &&
       (n->mode == IMGSTAT_NORM_GIVEN || n->mode == IMGSTAT_NORM_RANGE))
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,

@@ -554,9 +554,12 @@ static void dataset_work(const imgstat_run *run, const imgstat_image *img,
 }
 
 /* Adds a delivered input to the pool, in input order; a failure's message
- * in why (the pool's words: a front end says it is the dataset's). */
+ * in it->dataset_error (the pool's words: a front end says it is the
+ * dataset's), with its cause. */
 static void dataset_add(imgstat_run *run, const imgstat_input *in,
-                        const item_result *r, char *why, size_t size) {
+                        const item_result *r, imgstat_run_item *it) {
+  char *why = it->dataset_error;
+  size_t size = sizeof it->dataset_error;
   const imgstat_job_result *res = &r->res;
   /* the input's place in the whole list (MPI: not the batch's index) */
   if (res->status != IMGSTAT_OK) {
@@ -573,6 +576,8 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
   if (ist_dataset_extra_add(run->ds, in->index, in->path, res, &r->ds, &err) !=
       IMGSTAT_OK) {
     snprintf(why, size, "%s", err.message[0] ? err.message : "out of memory");
+    it->dataset_cause = err.cause;
+    it->dataset_what = err.what;
     imgstat_dataset_add_failed(run->ds, in->index);
   }
 }
@@ -819,8 +824,10 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
     it.result = &r->res;
     it.extra = r->extra;
     it.dataset_error[0] = '\0';
+    it.dataset_cause = IMGSTAT_CAUSE_NONE;
+    it.dataset_what = NULL;
     if (run->ds)
-      dataset_add(run, in, r, it.dataset_error, sizeof it.dataset_error);
+      dataset_add(run, in, r, &it);
     run->progress.done++;
     if (r->res.status != IMGSTAT_OK)
       run->progress.failed++;

@@ -20,11 +20,8 @@ fi
 "$IMGSTAT" normalize --help >>"$T/help" 2>&1
 if grep -n -E 'issues? #?[0-9]+|\.\./shared' "$T/help"; then fail "--help names an issue or ../shared"; else pass; fi
 "$DUMP" >"$T/table" || fail "opt_dump failed"
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import re' 2>/dev/null; then
-    "$p" "$SRC/tests/cli/docs_check.py" "$T/table" "$SRC" && pass || fail "docs_check.py"
-    break
-  fi
-done
+if lib_python re; then
+  "$PY" "$SRC/tests/cli/docs_check.py" "$T/table" "$SRC" && pass || fail "docs_check.py"
+fi
 echo "docs_test: $checks checks, $failures failures"
 [ "$failures" -eq 0 ]

@@ -20,7 +20,8 @@ so says why its percentiles are left within their bins: the contrast is
 checked too); normalize of an int16 input maps its values. Skips (77)
 without GDAL's Python module (python3-gdal).
 """
-import json
+import csv
+import io
 import math
 import os
 import sys
@@ -33,49 +34,31 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import checklib
 import numpy as np
 
-try:
-    from osgeo import gdal
-except ImportError:
-    print("skipped: no GDAL Python module (python3-gdal; "
-          "sh tests/deps-debian.sh --tests installs it)")
-    sys.exit(77)
-
-gdal.UseExceptions()
-gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+gdal = checklib.gdal_or_skip()
 fail = checklib.fail
 IMGSTAT, TMP = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(16)
 
 
 def records(*args):
-    r = checklib.run(IMGSTAT, "--json", *args)
+    r, recs = checklib.json_records(IMGSTAT, *args)
     if r.returncode != 0:
         fail("imgstat %s: exit %d, %s" % (" ".join(args), r.returncode,
                                           r.stderr))
-    return [json.loads(line) for line in r.stdout.splitlines() if line]
-
-
-def first_pos(valid, a, which):
-    vals = a[valid]
-    target = vals.min() if which == "min" else vals.max()
-    ys, xs = np.nonzero(valid & (a == target))
-    k = np.lexsort((xs, ys))[0]
-    return int(xs[k]), int(ys[k])
+    return recs
 
 
 def check_channel(what, st, a, valid, nodata_count=None):
     """st: a channel's record; a: its 2-D int16 plane; valid: the samples
     that enter the figures."""
-    v = a[valid].astype(np.int64)
-    n = int(v.size)
-    s = int(v.sum())
-    q = int((v * v).sum())
+    e = checklib.exact_figures(a, valid)
+    n, s, q = e["count"], e["sum"], e["sum_sq"]
     if st["count"] != n:
         fail("%s: count %d, numpy %d" % (what, st["count"], n))
         return
-    if st["min"] != int(v.min()) or st["max"] != int(v.max()):
+    if st["min"] != e["min"] or st["max"] != e["max"]:
         fail("%s: min/max %r %r, numpy %d %d" % (what, st["min"], st["max"],
-                                                 v.min(), v.max()))
+                                                 e["min"], e["max"]))
     if st["sum"] != s or st["sum_sq"] != q:
         fail("%s: sum/sum_sq %r %r, numpy %d %d" % (what, st["sum"],
                                                     st["sum_sq"], s, q))
@@ -88,7 +71,7 @@ def check_channel(what, st, a, valid, nodata_count=None):
         fail("%s: std %r, exactly %r" % (what, st["std"], exact))
     for which in ("min", "max"):
         pos = (st[which + "_x"], st[which + "_y"])
-        want = first_pos(valid, a, which)
+        want = (e[which + "_x"], e[which + "_y"])
         if pos != want:
             fail("%s: %s at %s, numpy %s" % (what, which, pos, want))
     if nodata_count is not None and st.get("nodata_count") != nodata_count:
@@ -112,11 +95,8 @@ np.save(p_npy, a)
 b = plane(37, 29)
 b[10, 10] = 32767
 b[11, 11] = -32768
-p_tif = os.path.join(TMP, "ab.tif")
-ds = gdal.GetDriverByName("GTiff").Create(p_tif, 29, 37, 2, gdal.GDT_Int16)
-ds.GetRasterBand(1).WriteArray(a)
-ds.GetRasterBand(2).WriteArray(b)
-ds = None
+p_tif = checklib.write_geotiff(os.path.join(TMP, "ab.tif"), [a, b],
+                               gdal.GDT_Int16)
 
 everything = np.ones(a.shape, bool)
 for path, bands in ((p_npy, [a]), (p_tif, [a, b])):
@@ -142,6 +122,71 @@ for path, bands in ((p_npy, [a]), (p_tif, [a, b])):
                 fail("%s ch %d: p%d %r, numpy %r" % (path, c, p,
                                                      st["percentiles"][str(p)],
                                                      want_p))
+
+# ---- more bands than a record holds inline: 20 bands (the figures taken
+# back to the values from each band's own partial, band 18's sum
+# negative), alone, with their histograms, with a label image under a
+# mask, and with a nodata value (its counts in JSON, CSV and --brief)
+wide = np.stack([plane(23, 31) for _ in range(20)], axis=2)
+wide[:, :, 18] -= 4000
+wide[1, 2, 19] = -32768
+wide[4, 7, 17] = 32767
+p_wide = os.path.join(TMP, "wide.npy")
+np.save(p_wide, wide)
+wmask = rng.random(wide.shape[:2]) < 0.7
+p_wmask = os.path.join(TMP, "wide_mask.npy")
+np.save(p_wmask, wmask.astype(np.uint8))
+wlab = rng.integers(0, 3, wide.shape[:2]).astype(np.uint16)
+p_wlab = os.path.join(TMP, "wide_labels.npy")
+np.save(p_wlab, wlab)
+for args in ([], ["--percentiles", "1,50,99"],
+             ["--percentiles", "1,99", "--mask", p_wmask, "--labels", p_wlab],
+             ["--nodata", "-1024"]):
+    recs = records("--npy-layout", "hwc", *args, p_wide)
+    if len(recs) != 1:
+        continue
+    rec = recs[0]
+    masked = "--mask" in args
+    valid = wmask if masked else np.ones(wide.shape[:2], bool)
+    if "--nodata" in args:
+        for c in range(20):
+            band = wide[:, :, c]
+            check_channel("20 bands --nodata -1024 ch %d" % c, rec["stats"][c],
+                          band, band != -1024, int((band == -1024).sum()))
+        continue
+    regions = [("", rec, valid)]
+    if masked:
+        labels = rec.get("labels", [])
+        if [x["label"] for x in labels] != [1, 2]:
+            fail("20 bands: labels %r, want [1, 2]" %
+                 [x["label"] for x in labels])
+        regions += [(" label %d" % x["label"], x, valid & (wlab == x["label"]))
+                    for x in labels]
+    for tag, region, where in regions:
+        for c in range(20):
+            what = "20 bands %s%s ch %d" % (" ".join(args), tag, c)
+            st = region["stats"][c]
+            check_channel(what, st, wide[:, :, c], where)
+            if args:
+                for p in args[1].split(","):
+                    want_p = float(np.percentile(wide[:, :, c][where], float(p),
+                                                 method="inverted_cdf"))
+                    if st["percentiles"][p] != want_p:
+                        fail("%s: p%s %r, numpy %r" %
+                             (what, p, st["percentiles"][p], want_p))
+
+want_nodata = [int((wide[:, :, c] == -1024).sum()) for c in range(20)]
+r = checklib.run(IMGSTAT, "--csv", "--npy-layout", "hwc", "--nodata", "-1024",
+                 p_wide)
+rows = list(csv.DictReader(io.StringIO(r.stdout)))
+got = [int(row["nodata_count"]) for row in rows] if rows else []
+if r.returncode != 0 or got != want_nodata:
+    fail("20 bands, CSV nodata_count %r, numpy %r" % (got, want_nodata))
+r = checklib.run(IMGSTAT, "--brief", "--npy-layout", "hwc", "--nodata", "-1024",
+                 p_wide)
+if r.returncode != 0 or " ".join(map(str, want_nodata)) not in r.stdout:
+    fail("20 bands, --brief: nodata counts %r not in %r" %
+         (want_nodata, r.stdout[:300]))
 
 # text: the header says what the samples are, values printed signed
 r = checklib.run(IMGSTAT, p_npy)

@@ -27,8 +27,6 @@ paired with its own mask, the masked run within a bound of the plain one
 foreground (numpy), the background as it is or --fill; minmax --nodata: the
 nodata samples kept as they are.
 """
-import json
-import math
 import os
 import sys
 import time
@@ -46,35 +44,15 @@ rng = np.random.default_rng(3)
 
 
 def path(*parts):
-    p = os.path.join(TMP, *parts)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    return p
+    return checklib.new_path(TMP, *parts)
 
 
-def write_png(p, a, depth=8):
-    """a: (H, W) or (H, W, C) integers."""
-    h = a.shape[0]
-    mode = {2: "L", 3: ["L", "LA", "RGB", "RGBA"][a.shape[-1] - 1]
-            if a.ndim == 3 else "L"}[a.ndim]
-    if depth == 16:
-        mode += ";16"
-    png.from_array(a.reshape(h, -1).tolist(), mode).save(p)
-    return p
+write_png = checklib.write_png
+close = checklib.close
 
 
 def records(*args):
-    r = checklib.run(IMGSTAT, "--json", *args)
-    return r, [json.loads(line) for line in r.stdout.splitlines() if line]
-
-
-def close(a, b, rel=1e-12):
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
-
-
-def first_pos(inside, a, target):
-    ys, xs = np.nonzero(inside & (a == target))
-    k = np.lexsort((xs, ys))[0]
-    return int(xs[k]), int(ys[k])
+    return checklib.json_records(IMGSTAT, *args)
 
 
 def check(what, st, a, inside, is_float=False, nodata=None):
@@ -102,7 +80,7 @@ def check(what, st, a, inside, is_float=False, nodata=None):
                                                 v.min(), v.max()))
     for which, t in (("min", v.min()), ("max", v.max())):
         pos = (st[which + "_x"], st[which + "_y"])
-        want = first_pos(valid, a.astype(np.float64), t)
+        want = checklib.first_at(valid, a.astype(np.float64), t)
         if pos != want:
             fail("%s: %s at %s, numpy %s" % (what, which, pos, want))
     if not is_float:
@@ -136,10 +114,10 @@ for c, st in enumerate(recs[0]["stats"] if recs else []):
     check("rgb16 ch %d" % c, st, rgb[:, :, c], m16 > 0)
     v = np.sort(rgb[:, :, c][m16 > 0].astype(np.int64))
     for p in ("0.5", "50", "99.5"):
-        k = max(1, math.ceil(float(p) * v.size / 100))
-        if st["percentiles"][p] != v[k - 1]:
+        pv = checklib.rank_percentile(v, p)
+        if st["percentiles"][p] != pv:
             fail("rgb16 ch %d p%s: %s, numpy %d" % (c, p, st["percentiles"][p],
-                                                    v[k - 1]))
+                                                    pv))
 if not recs:
     fail("rgb16: exit %d %s" % (r.returncode, r.stderr))
 
@@ -240,10 +218,10 @@ else:
         fail("dataset: %s, numpy %d %d %r %r" % (st, fg.size, fg.sum(),
                                                  fg.mean(), fg.std()))
     for p in ("0.5", "99.5"):
-        k = max(1, math.ceil(float(p) * fg.size / 100))
-        if st["percentiles"][p] != fg[k - 1]:
+        pv = checklib.rank_percentile(fg, p)
+        if st["percentiles"][p] != pv:
             fail("dataset p%s: %s, numpy %d" % (p, st["percentiles"][p],
-                                                fg[k - 1]))
+                                                pv))
 
 # int16 slices (read as exact floats) with .npy masks: the float pool's
 # figures over the foreground, its percentiles exact (numpy's by the rank
@@ -272,10 +250,10 @@ else:
     if "histogram_note" in recs[0]["dataset"]:
         fail("float dataset: %s" % recs[0]["dataset"]["histogram_note"])
     for p in ("0.5", "99.5"):
-        k = max(1, math.ceil(float(p) * fv.size / 100))
-        if st["percentiles"][p] != fv[k - 1]:
+        pv = checklib.rank_percentile(fv, p)
+        if st["percentiles"][p] != pv:
             fail("float dataset p%s: %s, numpy %d" %
-                 (p, st["percentiles"][p], fv[k - 1]))
+                 (p, st["percentiles"][p], pv))
 
 # float32 slices whose range one foreground sample stretches, so that the
 # bins holding the 0.5 and 99.5 percentiles hold many distinct values of
@@ -302,10 +280,10 @@ else:
         fail("wide float dataset: %s" % ds["histogram_note"])
     st = ds["stats"][0]
     for p in ("0.5", "99.5"):
-        k = max(1, math.ceil(float(p) * fv.size / 100))
-        if st["percentiles"][p] != fv[k - 1]:
+        pv = checklib.rank_percentile(fv, p)
+        if st["percentiles"][p] != pv:
             fail("wide float dataset p%s: %r, numpy %r" %
-                 (p, st["percentiles"][p], fv[k - 1]))
+                 (p, st["percentiles"][p], pv))
 
 # normalize with a mask (MONAI's nonzero): zscore measured over the
 # foreground, the background as it is or --fill; minmax with --nodata
@@ -386,10 +364,10 @@ for extra, inside in (([], np.ones(lab.shape, bool)), (["--mask", p_lm],
             check("label %d ch %d %s" % (e["label"], c, extra), st,
                   lab_img[:, :, c], region)
             v = np.sort(lab_img[:, :, c][region].astype(np.int64))
-            k = max(1, math.ceil(50 * v.size / 100))
-            if st["median"] != v[k - 1]:
+            pv = checklib.rank_percentile(v, 50)
+            if st["median"] != pv:
                 fail("label %d ch %d: median %s, numpy %d" %
-                     (e["label"], c, st["median"], v[k - 1]))
+                     (e["label"], c, st["median"], pv))
     # the image's own figures: the whole region
     for c, st in enumerate(recs[0]["stats"]):
         check("labels' image ch %d %s" % (c, extra), st, lab_img[:, :, c],

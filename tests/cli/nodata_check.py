@@ -16,8 +16,6 @@ each naming its file while the others are still computed: a value that is
 not a sample of the image's type, a list of another length than the
 image's channels. Skips (77) without GDAL's Python module (python3-gdal).
 """
-import json
-import math
 import os
 import sys
 
@@ -28,14 +26,7 @@ import checklib
 import numpy as np
 import png
 
-try:
-    from osgeo import gdal
-except ImportError:
-    print("skipped: no GDAL Python module (python3-gdal; "
-          "sh tests/deps-debian.sh --tests installs it)")
-    sys.exit(77)
-
-gdal.UseExceptions()
+gdal = checklib.gdal_or_skip()
 fail = checklib.fail
 IMGSTAT, TMP = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(36)
@@ -43,18 +34,9 @@ rng = np.random.default_rng(36)
 
 def geotiff(name, bands, gdal_type, nodata):
     """Writes bands (2-D arrays) as a GeoTIFF with nodata; returns its path."""
-    path = os.path.join(TMP, name)
-    h, w = bands[0].shape
     opts = ["PHOTOMETRIC=RGB"] if len(bands) == 3 else []
-    ds = gdal.GetDriverByName("GTiff").Create(path, w, h, len(bands),
-                                              gdal_type, options=opts)
-    for i, a in enumerate(bands):
-        band = ds.GetRasterBand(i + 1)
-        band.WriteArray(a)
-        band.SetNoDataValue(nodata)
-        band = None
-    ds = None
-    return path
+    return checklib.write_geotiff(os.path.join(TMP, name), bands, gdal_type,
+                                  nodata, opts)
 
 
 def gdal_stats(path):
@@ -67,21 +49,10 @@ def gdal_stats(path):
 
 
 def records(*args):
-    r = checklib.run(IMGSTAT, "--json", *args)
-    return r, [json.loads(line) for line in r.stdout.splitlines() if line]
+    return checklib.json_records(IMGSTAT, *args)
 
 
-def close(a, b, rel=1e-12):
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
-
-
-def first_pos(valid, a, which):
-    """(x, y) of the first minimum or maximum of a's valid samples."""
-    vals = a[valid]
-    target = vals.min() if which == "min" else vals.max()
-    ys, xs = np.nonzero(valid & (a == target))
-    k = np.lexsort((xs, ys))[0]
-    return int(xs[k]), int(ys[k])
+close = checklib.close
 
 
 def check_against(path, bands, nodata, what):
@@ -109,7 +80,7 @@ def check_against(path, bands, nodata, what):
                  (what, c, st["mean"], st["std"], gmean, gstd))
         for which in ("min", "max"):
             pos = (st[which + "_x"], st[which + "_y"])
-            want = first_pos(valid, a, which)
+            want = checklib.first_extreme(valid, a, which)
             if pos != want:
                 fail("%s ch %d: %s at %s, numpy %s" % (what, c, which, pos,
                                                        want))
@@ -177,10 +148,10 @@ r, recs = records("--percentiles", "10,50,90", p_rgb)
 for c, st in enumerate(recs[0]["stats"] if recs else []):
     v = np.sort(rgb[c][rgb[c] != 7].astype(np.int64))
     for p in (10, 50, 90):
-        k = max(1, math.ceil(p * v.size / 100))
-        if st["percentiles"][str(p)] != v[k - 1]:
+        want = checklib.rank_percentile(v, p)
+        if st["percentiles"][str(p)] != want:
             fail("p%d ch %d: %s, numpy %d" % (p, c, st["percentiles"][str(p)],
-                                              v[k - 1]))
+                                              want))
     if sum(st["histogram"]["counts"]) != v.size:
         fail("histogram ch %d: %d samples, %d valid" %
              (c, sum(st["histogram"]["counts"]), v.size))

@@ -10,7 +10,10 @@
  * none; nodata values per channel, at the positions of the extrema, a
  * channel made of nodata alone, NaN as the nodata value; a label image's
  * labels (imgstat_gpu_valid_label_stats) against the CPU's reduction of
- * each label's pixel list. Needs a CUDA
+ * each label's pixel list. For 8- and 16-bit samples the histograms of the
+ * valid samples (imgstat_gpu_valid_stats_hist, _label_stats_hist) against
+ * imgstat_histogram_compute of the CPU's compacted plane and a plain
+ * count written here, bin by bin; float samples refused there. Needs a CUDA
  * device: without one it is skipped (77).
  */
 #include "imgstat/cuda.h"
@@ -110,6 +113,55 @@ static int loop_agrees(const imgstat_image *img, int c, const imgstat_valid *v,
   return ok;
 }
 
+/* Whether g, the GPU's histogram of channel c's valid samples under v (a
+ * mask or a pixel list, nodata values), has the bins, counts and total of
+ * imgstat_histogram_compute of the CPU's compacted plane and of a plain
+ * count over the pixels. */
+static int hist_agrees(const imgstat_image *img, int c, const imgstat_valid *v,
+                       const imgstat_histogram *g) {
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_image part;
+  uint64_t nod = 0;
+  imgstat_histogram h;
+  memset(&h, 0, sizeof h);
+  if (imgstat_valid_compact(img, c, v, &part, &nod, &err) != IMGSTAT_OK)
+    return 0;
+  imgstat_status st = imgstat_histogram_compute(&part, 0, NULL, &h, &err);
+  imgstat_image_free(&part);
+  if (st != IMGSTAT_OK)
+    return 0;
+  int ok = g->counts && g->sample == h.sample && g->bins == h.bins &&
+           g->lo == h.lo && g->hi == h.hi && g->total == h.total &&
+           g->nan_count == h.nan_count && g->inf_count == h.inf_count &&
+           memcmp(g->counts, h.counts, h.bins * sizeof *h.counts) == 0;
+  /* the plain count */
+  uint64_t *loop = calloc(h.bins, sizeof *loop);
+  uint64_t n = v->npixels ? v->npixels : (uint64_t)img->width * img->height;
+  uint64_t total = 0;
+  ok = ok && loop != NULL;
+  for (uint64_t j = 0; ok && j < n; j++) {
+    uint64_t i = v->npixels ? v->pixels[j] : j;
+    if (v->mask && !v->mask[i])
+      continue;
+    double x = test_sample_at(img, c, i);
+    if (v->has_nodata[c] && x == v->nodata[c])
+      continue;
+    loop[(uint64_t)x]++;
+    total++;
+  }
+  ok = ok && total == g->total &&
+       memcmp(loop, g->counts, h.bins * sizeof *loop) == 0;
+  if (!ok)
+    printf("\n  channel %d: GPU histogram of %llu samples, CPU's %llu, "
+           "loop's %llu: they differ\n",
+           c, (unsigned long long)g->total, (unsigned long long)h.total,
+           (unsigned long long)total);
+  free(loop);
+  imgstat_histogram_free(&h);
+  return ok;
+}
+
 /* Sample i of channel c set to value. */
 static void set_sample(imgstat_image *img, int c, uint64_t i, double value) {
   switch (img->sample) {
@@ -169,6 +221,25 @@ static void check(const char *what, const imgstat_image *img,
              what, img->width, img->height, (int)img->sample, c);
     CU_ASSERT(same);
     CU_ASSERT(loop_agrees(img, c, v, &gpu[c], gn[c]));
+  }
+  /* with histograms: the same partials, and the histograms (integer
+   * samples; float ones refused) */
+  imgstat_partial again[IMGSTAT_MAX_CHANNELS];
+  uint64_t an[IMGSTAT_MAX_CHANNELS];
+  imgstat_histogram hist[IMGSTAT_MAX_CHANNELS];
+  st = imgstat_gpu_valid_stats_hist(g_gpu, img, v, IMGSTAT_KERNEL_FAST, again,
+                                    an, hist, &err);
+  if (img->sample == IMGSTAT_F32) {
+    CU_ASSERT_EQUAL(st, IMGSTAT_ERR_UNSUPPORTED);
+    return;
+  }
+  if (st != IMGSTAT_OK)
+    printf("\n  %s, histograms: %s\n", what, err.message);
+  CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+  for (int c = 0; c < img->channels; c++) {
+    CU_ASSERT(memcmp(&again[c], &gpu[c], sizeof gpu[c]) == 0 && an[c] == gn[c]);
+    CU_ASSERT(hist_agrees(img, c, v, &hist[c]));
+    imgstat_histogram_free(&hist[c]);
   }
 }
 
@@ -332,9 +403,14 @@ static void test_labels(void) {
     v.nodata[0] = test_sample_at(&img, 0, n / 3);
     if (isnan(v.nodata[0]))
       v.nodata[0] = 0;
-    imgstat_partial *out = calloc(NL * IMGSTAT_MAX_CHANNELS, sizeof *out);
-    uint64_t *nod = calloc(NL * IMGSTAT_MAX_CHANNELS, sizeof *nod);
-    CU_ASSERT_FATAL(out != NULL && nod != NULL);
+    /* NL x 2 channels of each, label k's channel c at k * 2 + c; a
+     * canary after them */
+    imgstat_partial *out = calloc(NL * 2 + 1, sizeof *out);
+    uint64_t *nod = calloc(NL * 2 + 1, sizeof *nod);
+    imgstat_histogram *hist = calloc(NL * 2, sizeof *hist);
+    CU_ASSERT_FATAL(out != NULL && nod != NULL && hist != NULL);
+    memset(&out[NL * 2], 0x5a, sizeof *out);
+    nod[NL * 2] = 12345;
     imgstat_error err;
     memset(&err, 0, sizeof err);
     imgstat_status st =
@@ -343,6 +419,23 @@ static void test_labels(void) {
     if (st != IMGSTAT_OK)
       printf("\n  labels: %s\n", err.message);
     CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+    CU_ASSERT(nod[NL * 2] == 12345);
+    const int with_hist = img.sample != IMGSTAT_F32;
+    if (with_hist) { /* the same partials, and each label's histograms */
+      imgstat_partial *again = calloc(NL * 2, sizeof *again);
+      uint64_t *an = calloc(NL * 2, sizeof *an);
+      CU_ASSERT_FATAL(again != NULL && an != NULL);
+      st = imgstat_gpu_valid_label_stats_hist(
+          g_gpu, &img, &v, IMGSTAT_KERNEL_FAST, NL, pixels, start, count, again,
+          an, hist, &err);
+      if (st != IMGSTAT_OK)
+        printf("\n  labels' histograms: %s\n", err.message);
+      CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+      CU_ASSERT(memcmp(again, out, NL * 2 * sizeof *out) == 0);
+      CU_ASSERT(memcmp(an, nod, NL * 2 * sizeof *nod) == 0);
+      free(again);
+      free(an);
+    }
     for (uint32_t k = 0; k < NL; k++) {
       imgstat_valid lv = v;
       lv.pixels = pixels + start[k];
@@ -361,9 +454,22 @@ static void test_labels(void) {
       CU_ASSERT_FATAL(cpu_valid(&img, &lv, cpu, cn));
       free(none);
       for (int c = 0; c < 2; c++) {
-        const imgstat_partial *g = &out[k * IMGSTAT_MAX_CHANNELS + c];
-        int same = memcmp(g, &cpu[c], sizeof *g) == 0 &&
-                   nod[k * IMGSTAT_MAX_CHANNELS + c] == cn[c];
+        const imgstat_partial *g = &out[k * 2 + c];
+        int same =
+            memcmp(g, &cpu[c], sizeof *g) == 0 && nod[k * 2 + c] == cn[c];
+        if (with_hist) {
+          imgstat_valid hv = lv;
+          if (count[k] == 0) { /* the empty region, as a mask of zeros */
+            uint8_t *zero = calloc(n, 1);
+            CU_ASSERT_FATAL(zero != NULL);
+            hv.mask = zero;
+            same = same && hist_agrees(&img, c, &hv, &hist[k * 2 + c]);
+            free(zero);
+          } else {
+            same = same && hist_agrees(&img, c, &hv, &hist[k * 2 + c]);
+          }
+          imgstat_histogram_free(&hist[k * 2 + c]);
+        }
         if (!same)
           printf("\n  label %u channel %d (%d-byte samples): GPU and CPU "
                  "differ\n",
@@ -373,6 +479,7 @@ static void test_labels(void) {
     }
     free(out);
     free(nod);
+    free(hist);
     free(label);
     free(pixels);
     test_image_free(&img);

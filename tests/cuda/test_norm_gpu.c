@@ -293,6 +293,49 @@ static void test_normalize_modes(void) {
   for_each_image(compare_modes, "normalizations");
 }
 
+/* Many bands: 96 and 200 uint16 bands (their 16-bit lookup tables, up to
+ * 256 KiB each, go up in several turns of the staging buffers) and 1,024
+ * uint8 bands, in every mode and to every output depth: the GPU's output
+ * equals the CPU's byte for byte (images_match; float output within 1
+ * ulp). */
+static void test_many_bands(void) {
+  static const struct {
+    uint32_t w, h;
+    int ch;
+    imgstat_sample s;
+  } wide[] = {{37, 29, 96, IMGSTAT_U16},
+              {33, 17, 200, IMGSTAT_U16},
+              {19, 23, 1024, IMGSTAT_U8}};
+  static const imgstat_sample outs[4] = {0, IMGSTAT_U8, IMGSTAT_U16,
+                                         IMGSTAT_F32};
+  int cases = 0, bad = 0;
+  for (size_t k = 0; k < sizeof wide / sizeof *wide; k++) {
+    imgstat_image img;
+    make(&img, wide[k].w, wide[k].h, wide[k].ch, wide[k].s, RANDOM);
+    for (int mode = IMGSTAT_NORM_MINMAX; mode <= IMGSTAT_NORM_GIVEN; mode++)
+      for (int oi = 0; oi < 4; oi++) {
+        if (quick() && oi != 0)
+          continue;
+        imgstat_norm_options o;
+        memset(&o, 0, sizeof o);
+        o.mode = (imgstat_norm_mode)mode;
+        o.out_sample = outs[oi];
+        o.clip_low = 1;
+        o.clip_high = 99;
+        o.nstats = img.channels;
+        for (int c = 0; c < img.channels; c++) {
+          o.mean[c] = 100.5 + c;
+          o.std[c] = 50.25 + c;
+        }
+        compare_normalize(&img, &o, &cases, &bad);
+      }
+    imgstat_image_free(&img);
+  }
+  printf("\n  %d many-band normalizations, %d mismatches\n", cases, bad);
+  CU_ASSERT(cases > 0);
+  CU_ASSERT(bad == 0);
+}
+
 /* ---- device images, strides, wrapped planes ----------------------------- */
 
 /* Everything the GPU computes on one image, by the host-image functions or
@@ -622,6 +665,7 @@ static test_case tests[] = {
     {"normalize on the GPU", NULL},
     {"histograms and percentiles equal the CPU's", test_histograms},
     {"every mode equals the CPU's", test_normalize_modes},
+    {"96, 200 and 1,024 bands equal the CPU's", test_many_bands},
     {"one device image: stats, histograms, normalize", test_device_image},
     {"row strides, wrapped device planes, interleaved and strided device "
      "arrays",

@@ -8,16 +8,12 @@ import numpy as np
 import png
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))  # checklib
+import checklib  # noqa: E402
+
 IMGSTAT, CORPUS, TMP = sys.argv[1:4]
-checks = failures = 0
-
-
-def check(ok, what):
-    global checks, failures
-    checks += 1
-    if not ok:
-        failures += 1
-        print("FAIL:", what)
+check = checklib.check
 
 
 def run(*args, rc=0):
@@ -265,16 +261,14 @@ rec = dataset_record(run("--dataset-only", "--json", "--histogram", "--percentil
 for c, st in enumerate(rec.get("stats", [])):
     allv = np.sort(np.concatenate([planes_of(arrays[n])[c].ravel() for n, _, _ in rgb]))
     def rank(p):
-        k = max(1, math.ceil(p * allv.size / 100))
-        return int(allv[k - 1])
+        return int(checklib.rank_percentile(allv, p))
     check(st.get("median") == rank(50) and st.get("percentiles") == {"1": rank(1), "25": rank(25), "99": rank(99)},
           "pooled percentiles of %s: %r %r" % (st["channel"], st.get("median"), st.get("percentiles")))
 rec = dataset_record(run("--dataset-only", "--json", "--histogram", "--scale", "unit", deep))
 for c, st in enumerate(rec.get("stats", [])):
     allv = np.sort(np.concatenate([planes_of(darr[n])[c].ravel().astype(np.float64) / (65535 if "/b" in n else 255)
                                    for n in dnames]))
-    k = max(1, math.ceil(50 * allv.size / 100))
-    check(close(st.get("median", -1), allv[k - 1]), "--scale unit median of %s" % st["channel"])
+    check(close(st.get("median", -1), checklib.rank_percentile(allv, 50)), "--scale unit median of %s" % st["channel"])
 
 # ---- CSV: every row has the header's columns; the figures are the JSON's -----
 out = run("--dataset", "--csv", mixed)
@@ -374,5 +368,4 @@ r = subprocess.run([IMGSTAT, "normalize", "--stats-from", images_only, src, "-o"
 check(r.returncode == 2 and "8 image records and no dataset record" in r.stderr,
       "normalize --stats-from several image records: %d %s" % (r.returncode, r.stderr))
 
-print("dataset_check: %d checks, %d failed" % (checks, failures))
-sys.exit(1 if failures else 0)
+checklib.finish("dataset_check")

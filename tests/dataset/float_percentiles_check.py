@@ -25,19 +25,16 @@ import sys
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))  # checklib
+import checklib  # noqa: E402
+
 IMGSTAT, TMP = sys.argv[1:3]
 IMGSTAT = os.path.abspath(IMGSTAT)
-checks = failures = 0
 PCTS = [0, 0.5, 1, 25, 100 / 3, 75, 99, 99.5, 100]
 PCT_ARG = "0,0.5,1,25,33.333333,75,99,99.5,100"
 
-
-def check(ok, what):
-    global checks, failures
-    checks += 1
-    if not ok:
-        failures += 1
-        print("FAIL:", what)
+check = checklib.check
 
 
 def p(*parts):
@@ -60,12 +57,7 @@ def write_pfm(path, a):
         f.write(a[::-1].astype("<f4").tobytes())
 
 
-def rank_value(x, pct):
-    """numpy's order statistic by the rank rule (finite samples)."""
-    x = np.sort(x[np.isfinite(x)])
-    pm = round(pct * 1e6)  # p to a millionth of a percent, as the rule says
-    k = max(1, -(-pm * len(x) // 100000000))
-    return float(x[min(k, len(x)) - 1])
+rank_value = checklib.rank_value
 
 
 def dataset(folder, *extra, stdin=None, rc=0):
@@ -222,5 +214,4 @@ for i, a in enumerate(cl):
     check(np.allclose(got, want, rtol=0, atol=1e-6),
           "clip 5,95 of c%d: max error %g" % (i, np.abs(got - want).max()))
 
-print("%d checks, %d failed" % (checks, failures))
-sys.exit(1 if failures else 0)
+checklib.finish("float_percentiles_check")

@@ -17,7 +17,6 @@ one worker and several (the pool's order does not depend on them).
 Python's dataset(labels=): python/tests/test_valid_samples.py.
 """
 import json
-import math
 import os
 import sys
 
@@ -26,7 +25,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import checklib
 import numpy as np
-import png
 
 fail = checklib.fail
 IMGSTAT, TMP = sys.argv[1], sys.argv[2]
@@ -34,21 +32,11 @@ rng = np.random.default_rng(11)
 
 
 def path(*parts):
-    p = os.path.join(TMP, *parts)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    return p
+    return checklib.new_path(TMP, *parts)
 
 
-def write_png(p, a, depth=8):
-    h = a.shape[0]
-    mode = "RGB" if a.ndim == 3 else "L"
-    if depth == 16:
-        mode += ";16"
-    png.from_array(a.reshape(h, -1).tolist(), mode).save(p)
-
-
-def close(a, b, rel=1e-12):
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+write_png = checklib.write_png
+close = checklib.close
 
 
 def dataset(*args):
@@ -86,10 +74,10 @@ def check(what, got, vals, is_float=False):
              (what, {k: got[k] for k in ("min", "max", "sum", "mean", "std")},
               w[0], w[-1], w.sum(), w.mean(), w.std()))
     for p in (0.5, 50, 99.5):
-        k = max(1, math.ceil(p * w.size / 100))
+        pv = checklib.rank_percentile(w, p)
         have = got["median"] if p == 50 else got["percentiles"]["%g" % p]
-        if have != w[k - 1]:
-            fail("%s: p%g %s, numpy %d" % (what, p, have, w[k - 1]))
+        if have != pv:
+            fail("%s: p%g %s, numpy %d" % (what, p, have, pv))
 
 
 def check_labels(what, rec, images, labs, chans, is_float=False):

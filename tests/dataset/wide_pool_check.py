@@ -25,18 +25,14 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))  # checklib
+import checklib  # noqa: E402
+
 IMGSTAT, T = sys.argv[1:3]
 IMGSTAT = os.path.abspath(IMGSTAT)
 rng = np.random.default_rng(20261129)
-checks = failures = 0
-
-
-def check(good, what):
-    global checks, failures
-    checks += 1
-    if not good:
-        failures += 1
-        print("FAIL:", what)
+check = checklib.check
 
 
 def run(*args):
@@ -51,11 +47,7 @@ def dataset(*args):
     return json.loads(p.stdout.splitlines()[-1])["dataset"]
 
 
-def rank_value(x, pct):
-    x = np.sort(x[np.isfinite(x)])
-    pm = round(pct * 1e6)
-    k = max(1, -(-pm * len(x) // 100000000))
-    return float(x[min(k, len(x)) - 1])
+rank_value = checklib.rank_value
 
 
 def close(a, b, rel=1e-9):
@@ -203,5 +195,4 @@ if p.returncode == 0:
         check(z.shape == a.shape and np.abs(z - want).max() < 1e-5,
               "normalize --dataset zscore %d: shape %r" % (k, z.shape))
 
-print("wide_pool_check: %d checks, %d failed" % (checks, failures))
-sys.exit(1 if failures else 0)
+checklib.finish("wide_pool_check")

@@ -287,7 +287,8 @@ if r:
                 [np.concatenate([im[:, :, i].ravel() for im in imgs])
                  for i in range(N)])
 p = run("--dataset-only", "--as", "rgb", ds)
-report("13-band" in p.stderr and "--as rgb" in p.stderr,
+report(": --dataset: a 13-band image is not pooled converted to rgb" in
+       p.stderr and "pool as they are (--as keep)" in p.stderr,
        "--as rgb refuses bands: %r" % p.stderr)
 
 # normalize zscore of a 13-band .npy

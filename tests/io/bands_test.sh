@@ -8,13 +8,8 @@
 # Usage: sh tests/io/bands_test.sh IMGSTAT
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import numpy; from osgeo import gdal' 2>/dev/null; then
-    T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-bands.XXXXXX") || exit 1
-    trap 'rm -rf "$T"' EXIT
-    "$p" "$HERE/bands_check.py" "$1" "$T"
-    exit $?
-  fi
-done
-echo "skipped: no python3 with numpy and GDAL (apt-get install python3-gdal)"
-exit 77
+. "$HERE/../support/lib.sh"
+lib_python 'numpy; from osgeo import gdal' || lib_skip "no python3 with numpy and GDAL (apt-get install python3-gdal)"
+lib_tmpdir imgstat-bands
+"$PY" "$HERE/bands_check.py" "$1" "$T"
+exit $?

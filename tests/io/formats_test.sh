@@ -13,13 +13,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # pypng too.
 need=numpy,PIL
 [ "$CHECK" = readers_check.py ] && need=numpy,PIL,png
-for p in python3 /usr/bin/python3; do
-  if "$p" -c "import $need" 2>/dev/null; then
-    T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-formats.XXXXXX") || exit 1
-    trap 'rm -rf "$T"' EXIT
-    "$p" "$HERE/$CHECK" "$IMGSTAT" "$T"
-    exit $?
-  fi
-done
-echo "skipped: no python3 with $need"
-exit 77
+. "$HERE/../support/lib.sh"
+lib_python "$need" || lib_skip "no python3 with $need"
+lib_tmpdir imgstat-formats
+"$PY" "$HERE/$CHECK" "$IMGSTAT" "$T"
+exit $?

@@ -12,16 +12,11 @@ set -u
 TOOL=${1:?usage: jpeg_check_test.sh JPEG_CHECK_TOOL SAMPLES}
 SAMPLES=${2:?usage: jpeg_check_test.sh JPEG_CHECK_TOOL SAMPLES}
 HERE=$(cd "$(dirname "$0")" && pwd)
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import PIL' 2>/dev/null; then
-    T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-jpegcheck.XXXXXX") || exit 1
-    trap 'rm -rf "$T"' EXIT
-    "$p" "$HERE/jpeg_check_corpus.py" "$T/corpus" "$SAMPLES/testorig.jpg" \
-      "$HERE/../data/formats/q90.jpg" || exit 1
-    "$TOOL" table "$T"/corpus/*.jpg >"$T/table" || exit 1
-    "$p" "$HERE/jpeg_check_corpus.py" --summarize "$T/table"
-    exit $?
-  fi
-done
-echo "skipped: no python3 with PIL"
-exit 77
+. "$HERE/../support/lib.sh"
+lib_python PIL || lib_skip "no python3 with PIL"
+lib_tmpdir imgstat-jpegcheck
+"$PY" "$HERE/jpeg_check_corpus.py" "$T/corpus" "$SAMPLES/testorig.jpg" \
+  "$HERE/../data/formats/q90.jpg" || exit 1
+"$TOOL" table "$T"/corpus/*.jpg >"$T/table" || exit 1
+"$PY" "$HERE/jpeg_check_corpus.py" --summarize "$T/table"
+exit $?

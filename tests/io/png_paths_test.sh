@@ -5,10 +5,6 @@
 set -u
 TOOL=${1:?usage: png_paths_test.sh PNG_PATHS [CORPUS]}
 HERE=$(cd "$(dirname "$0")" && pwd)
-for p in python3 /usr/bin/python3; do
-  if "$p" -c "import numpy" 2>/dev/null; then
-    exec "$p" "$HERE/png_paths_test.py" "$TOOL" "${2:-}"
-  fi
-done
-echo "skipped: no python3 with numpy"
-exit 77
+. "$HERE/../support/lib.sh"
+lib_python numpy || lib_skip "no python3 with numpy"
+exec "$PY" "$HERE/png_paths_test.py" "$TOOL" "${2:-}"

@@ -20,18 +20,14 @@ import json, os, signal, subprocess, sys, threading, time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))  # checklib
+import checklib  # noqa: E402
+
 IMGSTAT, TMP = sys.argv[1:3]
 IMGSTAT = os.path.abspath(IMGSTAT)
 LIMIT = 60  # seconds for any one run (sanitizer and valgrind builds too)
-checks = failures = 0
-
-
-def check(ok, what):
-    global checks, failures
-    checks += 1
-    if not ok:
-        failures += 1
-        print("FAIL:", what)
+check = checklib.check
 
 
 def p(*parts):
@@ -227,5 +223,4 @@ for what, args in [("stats", ["--backend", "cpu", p("lonely")]),
               "%s, %s: nothing written" % (what, signal.Signals(sig).name))
 os.unlink(p("lonely"))
 
-print("%d checks, %d failed" % (checks, failures))
-sys.exit(1 if failures else 0)
+checklib.finish("read_once_check")

@@ -7,13 +7,8 @@
 set -u
 IMGSTAT=${1:?usage: read_once_test.sh IMGSTAT}
 HERE=$(cd "$(dirname "$0")" && pwd)
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import numpy' 2>/dev/null; then
-    T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat-once.XXXXXX") || exit 1
-    trap 'rm -rf "$T"' EXIT
-    "$p" "$HERE/read_once_check.py" "$IMGSTAT" "$T"
-    exit $?
-  fi
-done
-echo "skipped: no python3 with numpy"
-exit 77
+. "$HERE/../support/lib.sh"
+lib_python numpy || lib_skip "no python3 with numpy"
+lib_tmpdir imgstat-once
+"$PY" "$HERE/read_once_check.py" "$IMGSTAT" "$T"
+exit $?

@@ -26,15 +26,7 @@ import checklib
 import numpy as np
 import png
 
-try:
-    from osgeo import gdal
-except ImportError:
-    print("skipped: no GDAL Python module (python3-gdal; "
-          "sh tests/deps-debian.sh --tests installs it)")
-    sys.exit(77)
-
-gdal.UseExceptions()
-gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+gdal = checklib.gdal_or_skip()
 fail = checklib.fail
 IMGSTAT, TMP = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(5)
@@ -42,39 +34,19 @@ rng = np.random.default_rng(5)
 
 def write(name, a, gdal_type, nodata, opts):
     """a: (bands, h, w); returns the path."""
-    path = os.path.join(TMP, name)
-    b, h, w = a.shape
-    ds = gdal.GetDriverByName("GTiff").Create(path, w, h, b, gdal_type,
-                                              options=opts)
-    for i in range(b):
-        band = ds.GetRasterBand(i + 1)
-        band.WriteArray(a[i])
-        if nodata is not None:
-            band.SetNoDataValue(nodata)
-        band = None
-    ds = None
-    return path
+    return checklib.write_geotiff(os.path.join(TMP, name), a, gdal_type,
+                                  nodata, opts)
 
 
 def expect(a, nodata, mask):
     """numpy's figures of each band over the valid samples."""
     out = []
     for band in a:
-        flat = band.reshape(-1).astype(np.int64)
-        inside = np.ones(flat.shape, bool) if mask is None else \
-            mask.reshape(-1) != 0
-        nd = inside & (flat == nodata) if nodata is not None else \
-            np.zeros(flat.shape, bool)
-        ok = inside & ~nd
-        v = flat[ok]
-        idx = np.nonzero(ok)[0]
-        e = {"count": int(v.size), "nodata_count": int(nd.sum()),
-             "sum": int(v.sum()), "sum_sq": int((v * v).sum())}
-        if v.size:
-            w = band.shape[1]
-            lo, hi = int(idx[np.argmin(v)]), int(idx[np.argmax(v)])
-            e.update(min=int(v.min()), max=int(v.max()), min_x=lo % w,
-                     min_y=lo // w, max_x=hi % w, max_y=hi // w)
+        inside = np.ones(band.shape, bool) if mask is None else mask != 0
+        nd = inside & (band == nodata) if nodata is not None else \
+            np.zeros(band.shape, bool)
+        e = checklib.exact_figures(band, inside & ~nd)
+        e["nodata_count"] = int(nd.sum())
         out.append(e)
     return out
 

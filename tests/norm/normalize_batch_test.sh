@@ -13,19 +13,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 DATA=${2:-$HERE/../data}
 PNGS=$DATA/pngsuite
 
-PY=
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import numpy, PIL' 2>/dev/null; then
-    PY=$p
-    break
-  fi
-done
-if [ -z "$PY" ]; then
-  echo "skipped: python3 with numpy and PIL is needed"
-  exit 77
-fi
-
 . "$HERE/../support/lib.sh"
+lib_python 'numpy, PIL' || lib_skip "python3 with numpy and PIL is needed"
 lib_tmpdir imgstat-normbatch
 
 

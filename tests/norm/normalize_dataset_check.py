@@ -4,23 +4,18 @@
 Usage: normalize_dataset_check.py IMGSTAT TMP
 """
 import glob, json, os, subprocess, sys
-from fractions import Fraction
 
 import numpy as np
 import png
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))  # checklib
+import checklib  # noqa: E402
+
 IMGSTAT, TMP = sys.argv[1:3]
 IMGSTAT = os.path.abspath(IMGSTAT)
-checks = failures = 0
-
-
-def check(ok, what):
-    global checks, failures
-    checks += 1
-    if not ok:
-        failures += 1
-        print("FAIL:", what)
+check = checklib.check
 
 
 def run(*args, rc=0, cwd=None):
@@ -129,10 +124,7 @@ for name, a in rgb.items():
           "%s: minmax --linked values" % name)
 
 
-def rank_value(sorted_vals, pct):
-    n = len(sorted_vals)
-    k = max(1, -(-Fraction(pct) * n // 100))
-    return sorted_vals[int(k) - 1]
+rank_value = checklib.rank_percentile
 
 
 # clip --dataset 2,97: the pooled percentiles by the rank rule
@@ -255,5 +247,4 @@ got = sorted(os.path.relpath(f, p("walk")) for f in
 check(got == ["im0.png", "im1.png", "out/im0.png", "out/im1.png"],
       "normalize . -o out twice: %r" % got)
 
-print("%d checks, %d failed" % (checks, failures))
-sys.exit(1 if failures else 0)
+checklib.finish("normalize_dataset_check")

@@ -25,15 +25,8 @@ fi
 
 # The checks below want numpy and pypng: take the first python3 that has them
 # (a python3 earlier on PATH may not see Debian's python3-numpy).
-PY=python3
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import numpy, png' 2>/dev/null; then
-    PY=$p
-    break
-  fi
-done
-
 . "$HERE/../support/lib.sh"
+lib_python 'numpy, png' || PY=python3
 lib_tmpdir imgstat-normtest
 
 # No file other than the expected ones (a temporary .NAME.XXXXXX would show).

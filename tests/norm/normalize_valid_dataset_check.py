@@ -32,9 +32,7 @@ rng = np.random.default_rng(21)
 
 
 def path(*parts):
-    p = os.path.join(TMP, *parts)
-    os.makedirs(os.path.dirname(p), exist_ok=True)
-    return p
+    return checklib.new_path(TMP, *parts)
 
 
 def near(got, want):

@@ -20,13 +20,8 @@ if [ -z "$browser" ] || ! command -v chromedriver >/dev/null 2>&1; then
   echo "skipped: no Chromium or chromedriver (apt-get install chromium chromium-driver)"
   exit 77
 fi
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import selenium, numpy, PIL' 2>/dev/null; then
-    T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat_test_report_browser.XXXXXX") || exit 1
-    trap 'rm -rf "$T"' EXIT
-    "$p" "$HERE/report_browser_test.py" "$IMGSTAT" "$ARTIFACTS" "$T" "$browser"
-    exit $?
-  fi
-done
-echo "skipped: no python3 with selenium, numpy and PIL (apt-get install python3-selenium)"
-exit 77
+. "$HERE/../support/lib.sh"
+lib_python 'selenium, numpy, PIL' || lib_skip "no python3 with selenium, numpy and PIL (apt-get install python3-selenium)"
+lib_tmpdir imgstat_test_report_browser
+"$PY" "$HERE/report_browser_test.py" "$IMGSTAT" "$ARTIFACTS" "$T" "$browser"
+exit $?

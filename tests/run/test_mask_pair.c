@@ -1,10 +1,14 @@
 /*
- * The pairing of inputs with masks and label images (src/run/mask_pair.h):
+ * The pairing of inputs with masks and label images (src/engine/masks.h,
+ * through the run's src/run/mask_pair.h):
  * 2,000 inputs against a folder of 2,000 masks (and a subfolder) read once
  * per folder, each input paired with the file of its stem (any extension,
  * less --mask-suffix), a stem held by two files and a missing one refused
  * with the messages of the rule, a file argument paired by its name, a
- * mask file for every input, and several threads asking at once.
+ * mask file for every input, and several threads asking at once. The
+ * loading: a mask's bytes and pixels inside, a label image's pixels by
+ * label (inside a mask and not), and the refusals with their messages (a
+ * mask of another size, a label image of several channels).
  */
 #include "mask_pair.h"
 #include "test_util.h"
@@ -254,12 +258,107 @@ static void test_threads(void) {
   ist_pairs_destroy(p);
 }
 
+/* dir/NAME: a PNM of width x height, channels 1 (P5) or 3 (P6), 8-bit,
+ * its samples v. */
+static void write_pnm(char *path, size_t size, const char *name, int width,
+                      int height, int channels, const unsigned char *v) {
+  snprintf(path, size, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fprintf(f, "P%d\n%d %d\n255\n", channels == 1 ? 5 : 6, width, height);
+  fwrite(v, 1, (size_t)width * height * channels, f);
+  CU_ASSERT_EQUAL(fclose(f), 0);
+}
+
+static void test_loading(void) {
+  static const unsigned char gray[12] = {0};
+  static const unsigned char mask[12] = {255, 255, 0, 255, 255, 255,
+                                         255, 255, 0, 255, 255, 255};
+  static const unsigned char labels[12] = {0, 1, 1, 2, 2, 2, 0, 3, 1, 0, 0, 0};
+  static const unsigned char rgb[24] = {1};
+  char p_img[700], p_mask[700], p_lab[700], p_small[700], p_rgb[700];
+  write_pnm(p_img, sizeof p_img, "img.pgm", 4, 3, 1, gray);
+  write_pnm(p_mask, sizeof p_mask, "mask.pgm", 4, 3, 1, mask);
+  write_pnm(p_lab, sizeof p_lab, "labels.pgm", 4, 3, 1, labels);
+  write_pnm(p_small, sizeof p_small, "small.pgm", 4, 2, 1, mask);
+  write_pnm(p_rgb, sizeof p_rgb, "rgb.ppm", 4, 2, 3, rgb);
+  imgstat_load_options lo;
+  memset(&lo, 0, sizeof lo);
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_image img;
+  CU_ASSERT_EQUAL_FATAL(imgstat_image_load(p_img, &lo, &img, &err), IMGSTAT_OK);
+
+  /* the mask: 1 inside, its size and its pixels inside */
+  uint8_t *m = NULL;
+  uint32_t w = 0, h = 0;
+  uint64_t inside = 0;
+  CU_ASSERT_EQUAL_FATAL(
+      ist_mask_load(&lo, p_mask, &img, &m, &w, &h, &inside, &err), IMGSTAT_OK);
+  CU_ASSERT(w == 4 && h == 3 && inside == 10);
+  for (int i = 0; i < 12; i++)
+    CU_ASSERT_EQUAL(m[i], mask[i] != 0);
+  CU_ASSERT_EQUAL(ist_mask_size(p_mask, w, h, &img, &err), IMGSTAT_OK);
+
+  /* the labels by label, raster order within each: inside the mask, then
+   * all; the pixels of label 0 first */
+  static const uint64_t start_in[4] = {5, 6, 9, 10},
+                        start_all[4] = {5, 8, 11, 12};
+  static const uint32_t pix_in[10] = {0, 6, 9, 10, 11, 1, 3, 4, 5, 7};
+  static const uint32_t pix_all[12] = {0, 6, 9, 10, 11, 1, 2, 8, 3, 4, 5, 7};
+  for (int all = 0; all < 2; all++) {
+    ist_label_pixels l;
+    CU_ASSERT_EQUAL_FATAL(
+        ist_labels_load(&lo, p_lab, &img, all ? NULL : m, &l, &err),
+        IMGSTAT_OK);
+    CU_ASSERT_EQUAL_FATAL(l.count, 3);
+    const uint64_t *start = all ? start_all : start_in;
+    const uint32_t *pix = all ? pix_all : pix_in;
+    for (uint32_t k = 0; k < 3; k++) {
+      CU_ASSERT_EQUAL(l.label[k], k + 1);
+      CU_ASSERT_EQUAL(l.start[k], start[k]);
+    }
+    CU_ASSERT_EQUAL(l.start[3], start[3]);
+    for (uint64_t i = 0; i < start[3]; i++)
+      CU_ASSERT_EQUAL(l.pixels[i], pix[i]);
+    ist_label_pixels_free(&l);
+    CU_ASSERT_PTR_NULL(l.pixels);
+  }
+  free(m);
+
+  /* refusals, naming the file */
+  char want[1024];
+  m = NULL;
+  CU_ASSERT_EQUAL(ist_mask_load(&lo, p_small, &img, &m, &w, &h, &inside, &err),
+                  IMGSTAT_ERR_ARG);
+  CU_ASSERT_PTR_NULL(m);
+  snprintf(want, sizeof want, "mask %s is 4x2, the image is 4x3", p_small);
+  CU_ASSERT_STRING_EQUAL(err.message, want);
+  CU_ASSERT_EQUAL(ist_mask_size(p_small, 4, 2, &img, &err), IMGSTAT_ERR_ARG);
+  CU_ASSERT_STRING_EQUAL(err.message, want);
+  ist_label_pixels l;
+  CU_ASSERT_EQUAL(ist_labels_load(&lo, p_small, &img, NULL, &l, &err),
+                  IMGSTAT_ERR_ARG);
+  snprintf(want, sizeof want, "labels %s is 4x2, the image is 4x3", p_small);
+  CU_ASSERT_STRING_EQUAL(err.message, want);
+  CU_ASSERT_EQUAL(ist_labels_load(&lo, p_rgb, NULL, NULL, &l, &err),
+                  IMGSTAT_ERR_ARG);
+  snprintf(want, sizeof want,
+           "labels %s: several channels, not one channel of 8- or 16-bit "
+           "integers",
+           p_rgb);
+  CU_ASSERT_STRING_EQUAL(err.message, want);
+  CU_ASSERT_PTR_NULL(l.pixels);
+  imgstat_image_free(&img);
+}
+
 static const test_case tests[] = {
     {"mask pairing", NULL},
     {"2,000 inputs, one read of the folder", test_many_one_read},
     {"two files of a stem, none, a subfolder", test_refusals},
     {"one file for every input", test_one_file},
     {"threads pairing at once", test_threads},
+    {"loading masks and label images", test_loading},
     {NULL, NULL}};
 
 int main(void) { return test_main_init(tests, make_folder, remove_folder); }

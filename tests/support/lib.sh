@@ -1,5 +1,6 @@
-# Helpers shared by the shell tests (tests/cli/cli_test.sh, tests/norm/normalize_test.sh)
-# and the GPU machine's scripts (tests/gpu/checks/run_gpu.sh, verify_all.sh); sourced,
+# Helpers shared by the shell tests (tests/cli/cli_test.sh, tests/norm/normalize_test.sh,
+# the wrappers that run a Python check such as tests/support/pycheck.sh) and the
+# GPU machine's scripts (tests/gpu/checks/run_gpu.sh, verify_all.sh); sourced,
 # POSIX sh.
 
 # ---- counting checks --------------------------------------------------------
@@ -39,6 +40,30 @@ lib_tmpdir() {
   T=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
   trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
   trap 'exit 1' INT TERM
+}
+
+# ---- Python -------------------------------------------------------------------
+
+# lib_python MODULES: PY is the first of python3 and /usr/bin/python3 (one
+# earlier on PATH may not see Debian's python3-* packages) that can import
+# MODULES (as written after import: "numpy, PIL"); status 1, PY empty, when
+# neither can.
+lib_python() {
+  PY=
+  for p in python3 /usr/bin/python3; do
+    if "$p" -c "import $1" 2>/dev/null; then
+      PY=$p
+      return 0
+    fi
+  done
+  return 1
+}
+
+# lib_skip WHY: says "skipped: WHY" and ends the script with 77 (ctest's
+# SKIP_RETURN_CODE).
+lib_skip() {
+  echo "skipped: $*"
+  exit 77
 }
 
 # ---- the GPU machine ----------------------------------------------------------

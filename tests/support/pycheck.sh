@@ -8,13 +8,8 @@ set -u
 NAME=${1:?usage: pycheck.sh NAME IMGSTAT}
 IMGSTAT=${2:?usage: pycheck.sh NAME IMGSTAT}
 HERE=$(cd "$(dirname "$0")" && pwd)
-for p in python3 /usr/bin/python3; do
-  if "$p" -c 'import numpy, PIL, png' 2>/dev/null; then
-    T=$(mktemp -d "${TMPDIR:-/tmp}/imgstat_test_${NAME##*/}.XXXXXX") || exit 1
-    trap 'rm -rf "$T"' EXIT
-    "$p" "$HERE/../$NAME.py" "$IMGSTAT" "$T"
-    exit $?
-  fi
-done
-echo "skipped: no python3 with numpy, PIL and pypng (sh tests/deps-debian.sh --tests installs them)"
-exit 77
+. "$HERE/../support/lib.sh"
+lib_python 'numpy, PIL, png' || lib_skip "no python3 with numpy, PIL and pypng (sh tests/deps-debian.sh --tests installs them)"
+lib_tmpdir imgstat_test_${NAME##*/}
+"$PY" "$HERE/../$NAME.py" "$IMGSTAT" "$T"
+exit $?

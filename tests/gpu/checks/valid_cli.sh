@@ -11,6 +11,13 @@
 # are all nodata under --nodata), alone, under the mask and with nodata
 # values (the labels on the device: the records' "labels" the same bytes;
 # --verify leaves an item with labels to the CPU, so only its exit status
+# is checked there). Histograms (--histogram, --percentiles) of the valid
+# samples and of each label on the device: 8-, 16-bit and int16 images of
+# 3, 13 and 200 bands (--npy-layout hwc: 200 bands of 23 x 37 pixels)
+# under a mask, nodata values and a label image, the
+# records (their bins, percentiles and figures) the same bytes, the GPU's
+# saying gpu (float images' histograms are the CPU's: not in these cases;
+# --verify leaves items with histograms to the CPU, so only its exit status
 # is checked there).
 # Usage: valid_cli.sh IMGSTAT. Skips (77) without a usable GPU.
 set -u
@@ -24,7 +31,7 @@ T = sys.argv[1]
 rnd = random.Random(5)
 
 def npy(name, shape, dtype, values):
-    code = {"u1": "B", "u2": "H", "f4": "f"}[dtype]
+    code = {"u1": "B", "u2": "H", "i2": "h", "f4": "f"}[dtype]
     head = "{'descr': '<%s', 'fortran_order': False, 'shape': (%s), }" % (
         dtype, "".join("%d, " % s for s in shape))
     head += " " * (63 - (len(head) + 10) % 64) + "\n"
@@ -68,6 +75,24 @@ for i in range(n):
     if e[i] == 1:
         lab[i] = 7
 npy("labels.npy", (H, W), "u2", lab)
+# many bands, a smaller raster: 3, 13 and 200 bands of uint8, uint16 and
+# int16 (many samples of a few values, so that nodata and the
+# percentiles' bins hit often), its own mask and labels (1, 2 and 3 at one
+# pixel)
+H2, W2 = 23, 37
+n2 = H2 * W2
+for b in (3, 13, 200):
+    for dtype, lo, hi in (("u1", 0, 255), ("u2", 0, 65535),
+                          ("i2", -32768, 32767)):
+        v = [rnd.randrange(-3, 7) if rnd.random() < 0.3 else
+             rnd.randrange(lo, hi + 1) for i in range(n2 * b)]
+        if dtype != "i2":
+            v = [x if x >= 0 else -x for x in v]
+        npy("w%d_%s.npy" % (b, dtype), (H2, W2, b), dtype, v)
+npy("mask2.npy", (H2, W2), "u1", [rnd.randrange(3) for i in range(n2)])
+lab2 = [rnd.choice([0, 1, 2]) for i in range(n2)]
+lab2[n2 // 3] = 3
+npy("labels2.npy", (H2, W2), "u2", lab2)
 PY
 
 # each case: its options, then its inputs
@@ -91,6 +116,20 @@ cases=(
   "--labels $T/labels.npy --mask $T/mask.npy --nodata 2|u8.npy u8x3.npy u16x2.npy extrema.npy"
   "--labels $T/labels.npy --mask $T/mask.npy --nodata 2.5|f32.npy f32x3.npy"
   "--labels $T/labels.npy --mask $T/empty.npy|u8.npy f32x3.npy"
+  "--histogram --mask $T/mask.npy|u8.npy u8x3.npy u16x2.npy extrema.npy"
+  "--histogram --labels $T/labels.npy --nodata 1|u8.npy u16x2.npy extrema.npy"
+  "--histogram --mask $T/empty.npy --labels $T/labels.npy|u8.npy u16x2.npy"
+)
+wide=""
+for b in 3 13 200; do
+  for t in u1 u2 i2; do wide="$wide w${b}_$t.npy"; done
+done
+cases+=(
+  "--npy-layout hwc --histogram --nodata 2|$wide"
+  "--npy-layout hwc --histogram --mask $T/mask2.npy|$wide"
+  "--npy-layout hwc --percentiles 0.5,50,99.5 --mask $T/mask2.npy --nodata 2|$wide"
+  "--npy-layout hwc --percentiles 1,99 --labels $T/labels2.npy|$wide"
+  "--npy-layout hwc --percentiles 0.5,99.5 --labels $T/labels2.npy --mask $T/mask2.npy --nodata 2|$wide"
 )
 
 # a usable GPU?
@@ -123,6 +162,7 @@ gpu = open(sys.argv[2]).read().splitlines()
 verify = open(sys.argv[3]).read()
 n = int(sys.argv[4])
 labels = "--labels" in sys.argv[5]
+hist = "--histogram" in sys.argv[5] or "--percentiles" in sys.argv[5]
 if len(cpu) != n or len(gpu) != n:
     print("records: cpu %d gpu %d, %d inputs" % (len(cpu), len(gpu), n))
     sys.exit()
@@ -137,8 +177,11 @@ for a, b in zip(cpu, gpu):
     if labels and "labels" not in ja:
         print("no labels in the record: %s" % a[:200])
         sys.exit()
+    if hist and "median" not in a:
+        print("no histogram figures in the record: %s" % a[:200])
+        sys.exit()
 ok = len(re.findall("verify ok", verify))
-if not labels and (ok != n or "MISMATCH" in verify):
+if not labels and not hist and (ok != n or "MISMATCH" in verify):
     print("verify: %d ok of %d: %s" % (ok, n, verify.strip()[:400]))
 PY
 )
