@@ -258,7 +258,8 @@ int ist_stats_main(int argc, char **argv) {
   cb.ctx = &st;
   cb.item = ist_stats_print_item;
   cb.progress = ist_stats_print_range_progress;
-  cb.image = ist_stats_plot_image;
+  /* the pixels of each image only for a plot of its histograms */
+  cb.image = opt.hist.png_path ? ist_stats_plot_image : NULL;
   cb.free_extra = ist_stats_free_plot;
   imgstat_run_report rep;
   s = imgstat_run_execute(st.run, &cb, &rep, &err);

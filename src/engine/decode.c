@@ -6,6 +6,7 @@
 #include "imgstat/inputs.h"
 #include "imgstat/outputs.h"
 #include "io_engine.h"
+#include "stats_stream.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,19 @@ imgstat_status imgstat_task_decode(imgstat_task *task, const imgstat_input *in,
     imgstat_task_reserve(task, 0);
     return s;
   }
+  return ist_task_decode_opened(task, in, d, extra_per_sample, img, reserved,
+                                cancelled, err);
+}
+
+imgstat_status ist_task_decode_opened(imgstat_task *task,
+                                      const imgstat_input *in,
+                                      imgstat_decoder *d,
+                                      uint32_t extra_per_sample,
+                                      imgstat_image *img, uint64_t *reserved,
+                                      int *cancelled, imgstat_error *err) {
+  memset(img, 0, sizeof *img);
+  *reserved = 0;
+  imgstat_status s;
   const imgstat_header *h = imgstat_decoder_header(d);
   uint64_t samples = (uint64_t)h->width * h->height * (uint64_t)h->channels;
   uint64_t own = (uint64_t)(imgstat_sample_depth(h->sample) / 8);

@@ -7,7 +7,9 @@
  */
 #include "engine.h"
 #include "image_rows.h"
+#include "io_engine.h"
 #include "masks.h"
+#include "stats_stream.h"
 
 #include "imgstat/cuda_norm.h"
 
@@ -911,6 +913,64 @@ static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
     st = ist_item_histograms(e, g, in, d, req, res);
   imgstat_gpu_image_release(g ? g->gpu : NULL, d);
   return st;
+}
+
+int ist_engine_streams(const imgstat_engine *e, const imgstat_decoder *d,
+                       const imgstat_stats_request *req) {
+  /* the CPU's item: asked for, or auto where no GPU can be */
+  int cpu =
+      e &&
+      (e->opt.backend == IMGSTAT_BACKEND_CPU ||
+       (e->opt.backend == IMGSTAT_BACKEND_AUTO && !imgstat_gpu_compiled()));
+  return cpu && d && !e->opt.verify &&
+         !(req && (req->mask_path || req->labels_path || req->histograms)) &&
+         ist_decoder_streams(d);
+}
+
+imgstat_status ist_engine_stats_streamed(imgstat_engine *e, imgstat_decoder *d,
+                                         const imgstat_stats_request *req,
+                                         imgstat_job_result *res) {
+  if (!res)
+    return IMGSTAT_ERR_ARG;
+  memset(res, 0, sizeof *res);
+  if (!ist_engine_streams(e, d, req))
+    return ist_fail(res, IMGSTAT_STAGE_LOAD, IMGSTAT_ERR_ARG,
+                    "no statistics as the input is read");
+  const imgstat_header *h = imgstat_decoder_header(d);
+  imgstat_image shape =
+      ist_image_shape(h->width, h->height, h->channels, h->sample, h->format);
+  shape.has_nodata = h->has_nodata;
+  shape.nodata = h->nodata;
+  shape.int16 = h->int16;
+  shape.colour = h->colour;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  /* what item_begin sets from the decoded image, in its order (a nodata
+   * value the image cannot hold then fails the item as it does there,
+   * before the pixels are read) */
+  ist_result_geometry(res, h->width, h->height, h->channels, h->colour,
+                      h->sample, h->format, h->pages, h->page);
+  res->int16 = h->sample == IMGSTAT_U16 && h->int16;
+  if (h->band_names)
+    res->band_names = imgstat_band_names_dup(h->band_names, h->channels);
+  imgstat_status st = imgstat_job_wide_alloc(&res->wide, h->channels, &err);
+  if (st != IMGSTAT_OK)
+    return ist_fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
+  ist_decoder_warning(res, ist_decoder_warning_text(d));
+  ist_decide_item(e, &shape, IMGSTAT_WORK_STATS, res);
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  int valid = wants_valid(req, &shape);
+  if (valid && (st = pick_nodata(req, &shape, &v, res)) != IMGSTAT_OK)
+    return st;
+  st = ist_decoder_stats(d, valid ? &v : NULL, IMGSTAT_JOB_CH(res, partial),
+                         IMGSTAT_JOB_CH(res, nodata_count), &err);
+  if (st != IMGSTAT_OK) { /* the read's failure: the decode's result */
+    imgstat_job_result_free(res);
+    return ist_fail_err(res, IMGSTAT_STAGE_LOAD, st, &err);
+  }
+  res->backend = IMGSTAT_BACKEND_CPU;
+  return IMGSTAT_OK;
 }
 
 /* The normalization item's work: on the GPU by the policy (a failure

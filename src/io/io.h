@@ -254,6 +254,17 @@ int ist_stb_may_take_unknown(const unsigned char *head, size_t n);
                                    imgstat_error *err);                        \
   void ist_##name##_close(imgstat_decoder *d)
 IST_DECODER(tiff);
+/* Whether an open TIFF decoder's page can be reduced as its strips or tiles
+ * are read (ist_tiff_stats): 8- or 16-bit samples. */
+int ist_tiff_streams(const imgstat_decoder *d);
+/* The figures of the page's valid samples under v (a nodata value per
+ * channel, or none: v NULL; never a mask or a pixel list) into out and
+ * nodata (a channel each), each strip or tile reduced as it is read, on
+ * the cores, never the whole image in memory: the figures of
+ * imgstat_cpu_valid_stats over the decoded image. In place of the read. */
+imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
+                              imgstat_partial *out, uint64_t *nodata,
+                              imgstat_error *err);
 IST_DECODER(webp);
 IST_DECODER(fits);
 IST_DECODER(gif);

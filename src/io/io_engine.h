@@ -51,6 +51,19 @@ imgstat_status ist_decoder_open_until(const char *path,
  * warning; "" when none): the decoder's until it is closed (load.c). */
 const char *ist_decoder_warning_text(const imgstat_decoder *d);
 
+/* Statistics as an input is read (src/engine's stats item): whether an
+ * open decoder, not read yet, can reduce its image piece by piece as it
+ * reads it (a TIFF page of 8- or 16-bit samples: its strips or tiles), and
+ * that reduction in place of the read: the figures of the valid samples
+ * under v (its nodata values, or none: v NULL; no mask, no pixel list) into
+ * out and nodata, a channel each, as imgstat_cpu_valid_stats gives them
+ * over the decoded image, with memory for a window of pieces, not the
+ * image. IMGSTAT_ERR_UNSUPPORTED for a decoder that cannot. */
+int ist_decoder_streams(const imgstat_decoder *d);
+imgstat_status ist_decoder_stats(imgstat_decoder *d, const imgstat_valid *v,
+                                 imgstat_partial *out, uint64_t *nodata,
+                                 imgstat_error *err);
+
 /* For the GPU decoder (src/engine): an open decoder's JPEG file, when it is
  * TurboJPEG's and nvJPEG may take it (Huffman coding, 8-bit, gray or
  * YCbCr; sequential or progressive): returns 1 with the whole file in

@@ -441,6 +441,30 @@ void imgstat_decoder_close(imgstat_decoder *d) {
   free(d);
 }
 
+int ist_decoder_streams(const imgstat_decoder *d) {
+#ifdef IMGSTAT_HAVE_TIFF
+  return d && !d->read_done && d->format->kind == IMGSTAT_KIND_TIFF &&
+         ist_tiff_streams(d);
+#else
+  (void)d;
+  return 0;
+#endif
+}
+
+imgstat_status ist_decoder_stats(imgstat_decoder *d, const imgstat_valid *v,
+                                 imgstat_partial *out, uint64_t *nodata,
+                                 imgstat_error *err) {
+  if (!ist_decoder_streams(d) || !out || !nodata)
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "no statistics as the input is read");
+  d->read_done = 1;
+#ifdef IMGSTAT_HAVE_TIFF
+  return ist_tiff_stats(d, v, out, nodata, err);
+#else
+  return IMGSTAT_ERR_UNSUPPORTED;
+#endif
+}
+
 /* Open, allocate, read, close: *img holds the pixels, or is left empty. */
 imgstat_status imgstat_decoder_load(imgstat_decoder *d, imgstat_image *img,
                                     imgstat_error *err) {

@@ -687,6 +687,15 @@ static double sample_at(const tiff_state *ts, const unsigned char *row,
   }
 }
 
+/* Whether the page's samples are kept as stored (int16: but for the top
+ * bit, flipped), neither widened nor mapped nor inverted. */
+static int kept_as_stored(const tiff_state *ts) {
+  return !ts->map[0] && !ts->invert && !ts->lab_flip &&
+         ((ts->format == SAMPLEFORMAT_UINT &&
+           (ts->bps == 8 || ts->bps == 16)) ||
+          ts->int16 || (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32));
+}
+
 /* Puts n pixels of a decoded row (from its pixel x0 on, step samples apart,
  * channel c0 first: contiguous rows hold spp samples a pixel, planar ones
  * one) at (x, y) of img. */
@@ -694,9 +703,7 @@ static imgstat_status put_row(tiff_state *ts, imgstat_image *img,
                               const unsigned char *row, uint32_t x, uint32_t y,
                               uint32_t n, int c0, int nc, imgstat_error *err) {
   /* Samples imgstat keeps as they are: split or copied. */
-  if (!ts->map[0] && !ts->invert && !ts->lab_flip &&
-      ((ts->format == SAMPLEFORMAT_UINT && (ts->bps == 8 || ts->bps == 16)) ||
-       ts->int16 || (ts->format == SAMPLEFORMAT_IEEEFP && ts->bps == 32))) {
+  if (kept_as_stored(ts)) {
     if (nc == img->channels)
       ist_pixels_split(img, row, y, x, n, 1);
     else
@@ -760,11 +767,18 @@ typedef struct tiff_chunks {
   tmsize_t size;
 } tiff_chunks;
 
-/* Reads chunk g of the page into img through ts's handle (its buffer
- * ts->chunk of k->size bytes). */
-static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
-                                 imgstat_image *img, uint64_t g,
-                                 imgstat_error *err) {
+/* Where chunk g of the page lies: its plane (planar) or 0, its first
+ * pixel and its rows and columns inside the image. */
+typedef struct tiff_place {
+  int p;
+  uint32_t x0, y0, rows, cols;
+} tiff_place;
+
+/* Reads chunk g of the page into ts->chunk (k->size bytes) through ts's
+ * handle; *at: where it lies. */
+static imgstat_status fetch_chunk(tiff_state *ts, const tiff_chunks *k,
+                                  uint64_t g, tiff_place *at,
+                                  imgstat_error *err) {
   TIFF *tif = ts->tif;
   uint64_t per_plane = k->down * k->across;
   int p = (int)(g / per_plane);
@@ -776,33 +790,169 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
   /* a strip holds rows whole rows; a tile always its full size */
   tmsize_t want = ts->tiled ? k->size : (tmsize_t)(k->row_bytes * rows);
   ts->message[0] = '\0';
-  uint32_t at = ts->tiled ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p)
-                          : TIFFComputeStrip(tif, y0, (uint16_t)p);
+  uint32_t n = ts->tiled ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p)
+                         : TIFFComputeStrip(tif, y0, (uint16_t)p);
   /* Uncompressed, libtiff reads a whole strip from its offset whatever its
    * byte count says: a count too small for the rows (RowsPerStrip or the
    * tile size disagreeing with the arrays) would give another strip's
    * bytes. */
-  uint64_t count = TIFFGetStrileByteCount(tif, at);
+  uint64_t count = TIFFGetStrileByteCount(tif, n);
   if (ts->compression == COMPRESSION_NONE && count < (uint64_t)want)
     return ist_corrupt(err, "TIFF",
                        "%s %" PRIu32 " holds %" PRIu64
                        " bytes where its pixels take %" PRIu64
                        " (RowsPerStrip or the tile size disagrees with "
                        "the byte counts)",
-                       ts->tiled ? "tile" : "strip", at, count, (uint64_t)want);
+                       ts->tiled ? "tile" : "strip", n, count, (uint64_t)want);
   if (ts->tiled)
-    got = TIFFReadEncodedTile(tif, at, ts->chunk, k->size);
+    got = TIFFReadEncodedTile(tif, n, ts->chunk, k->size);
   else
-    got = TIFFReadEncodedStrip(tif, at, ts->chunk, k->size);
+    got = TIFFReadEncodedStrip(tif, n, ts->chunk, k->size);
   if (ts->damage[0])
     return ist_corrupt(err, "TIFF", "%s", ts->damage);
   if (got < want || ts->message[0])
     return tiff_failure(ts, "a strip or tile is truncated", err);
-  imgstat_status s = IMGSTAT_OK;
-  for (uint32_t r = 0; r < rows && s == IMGSTAT_OK; r++)
-    s = put_row(ts, img, ts->chunk + (size_t)r * k->row_bytes, x0, y0 + r, cols,
-                p, k->nc, err);
+  at->p = p;
+  at->x0 = x0;
+  at->y0 = y0;
+  at->rows = rows;
+  at->cols = cols;
+  return IMGSTAT_OK;
+}
+
+/* Reads chunk g of the page into img through ts's handle (its buffer
+ * ts->chunk of k->size bytes). */
+static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
+                                 imgstat_image *img, uint64_t g,
+                                 imgstat_error *err) {
+  tiff_place at;
+  imgstat_status s = fetch_chunk(ts, k, g, &at, err);
+  for (uint32_t r = 0; r < at.rows && s == IMGSTAT_OK; r++)
+    s = put_row(ts, img, ts->chunk + (size_t)r * k->row_bytes, at.x0, at.y0 + r,
+                at.cols, at.p, k->nc, err);
   return s;
+}
+
+/* ---- statistics as the chunks come ---------------------------------------
+ * For statistics alone (ist_tiff_stats), each chunk is reduced as it is
+ * read, while it is in the cache (ist_valid_scan_rows: the figures of the
+ * valid-sample reduction over the image's planes), and merged into the
+ * thread's figures, its positions made the image's raster positions: a
+ * chunk of one sample a pixel kept as stored is its own plane; the rows of
+ * another are put into planes a few rows at a time (TIFF_STREAM_GROUP
+ * bytes, as read_chunk would put them into the image's) and reduced there.
+ * The figures of 8- and 16-bit samples are integers, and merging keeps the
+ * smaller raster position of equal extremes: any order of chunks, rows and
+ * threads gives the figures of the whole image's reduction. What is held is
+ * a chunk and a few rows of planes a thread, never the image. */
+
+#define TIFF_STREAM_GROUP ((size_t)256 << 10)
+
+typedef struct tiff_sink {
+  imgstat_image rows;    /* a group of a chunk's rows as planes (planar: one,
+                            at its channel) */
+  unsigned char *buf;    /* their samples */
+  uint32_t group;        /* rows in a group */
+  size_t stride;         /* of a group's planes */
+  imgstat_partial *part; /* a channel's figures */
+  uint64_t *nodata;      /* a channel's nodata samples */
+} tiff_sink;
+
+static void tiff_sink_close(tiff_sink *s) {
+  free(s->buf);
+  free(s->part);
+  free(s->nodata);
+  s->buf = NULL;
+  s->part = NULL;
+  s->nodata = NULL;
+}
+
+/* The sink's buffers for a page of k's chunks and `channels` channels of
+ * `sample`; 0 when there is no memory. */
+static int tiff_sink_open(tiff_sink *s, const tiff_chunks *k, int channels,
+                          imgstat_sample sample) {
+  memset(&s->rows, 0, sizeof s->rows);
+  s->rows.channels = channels;
+  s->rows.sample = sample;
+  s->rows.borrowed = 1;
+  s->stride = (size_t)k->cw * (size_t)sample;
+  int planes = k->planar ? 1 : channels;
+  size_t row = s->stride * (size_t)planes;
+  s->group = row < TIFF_STREAM_GROUP ? (uint32_t)(TIFF_STREAM_GROUP / row) : 1;
+  if (s->group > k->ch)
+    s->group = k->ch;
+  size_t plane = s->stride * s->group;
+  s->buf = malloc(plane * (size_t)planes);
+  s->part = malloc((size_t)channels * sizeof *s->part);
+  s->nodata = calloc((size_t)channels, sizeof *s->nodata);
+  if (!s->buf || !s->part || !s->nodata) {
+    tiff_sink_close(s);
+    return 0;
+  }
+  for (int c = 0; c < channels; c++) {
+    imgstat_partial_init(&s->part[c]);
+    s->rows.planes[c] = k->planar ? s->buf : s->buf + plane * (size_t)c;
+  }
+  return 1;
+}
+
+/* A raster position of planes of at's cols whose first row is row r0 of
+ * the chunk at, as the image's. */
+static uint64_t tiff_raster_index(uint64_t i, const tiff_place *at, uint32_t r0,
+                                  uint32_t width) {
+  return (uint64_t)(at->y0 + r0 + i / at->cols) * width + at->x0 + i % at->cols;
+}
+
+/* Reduces channels c0 .. c1 - 1 of t (rows r0 .. of the chunk at) under v
+ * into s. */
+static void stream_rows(const imgstat_image *t, int c0, int c1,
+                        const imgstat_valid *v, const tiff_place *at,
+                        uint32_t r0, uint32_t width, tiff_sink *s) {
+  for (int c = c0; c < c1; c++) {
+    imgstat_partial part;
+    uint64_t nodata;
+    ist_valid_scan_rows(t, c, v, 0, t->height, &part, &nodata);
+    if (part.count) {
+      part.min_index = tiff_raster_index(part.min_index, at, r0, width);
+      part.max_index = tiff_raster_index(part.max_index, at, r0, width);
+    }
+    imgstat_partial_merge(&s->part[c], &part, t->sample);
+    s->nodata[c] += nodata;
+  }
+}
+
+/* Reads chunk g of the page through ts's handle and merges its figures
+ * under v into s. */
+static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
+                                   const imgstat_valid *v, tiff_sink *s,
+                                   uint64_t g, imgstat_error *err) {
+  tiff_place at;
+  imgstat_status st = fetch_chunk(ts, k, g, &at, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  imgstat_image *t = &s->rows;
+  int c0 = k->planar ? at.p : 0, c1 = k->planar ? at.p + 1 : t->channels;
+  t->width = at.cols;
+  if (k->nc == 1 && kept_as_stored(ts) && !ts->int16) {
+    /* the chunk's rows are the plane */
+    void *own = t->planes[c0];
+    t->planes[c0] = ts->chunk;
+    t->stride = k->row_bytes;
+    t->height = at.rows;
+    stream_rows(t, c0, c1, v, &at, 0, ts->width, s);
+    t->planes[c0] = own;
+    return IMGSTAT_OK;
+  }
+  t->stride = s->stride;
+  for (uint32_t r0 = 0; r0 < at.rows && st == IMGSTAT_OK; r0 += s->group) {
+    t->height = at.rows - r0 < s->group ? at.rows - r0 : s->group;
+    for (uint32_t r = 0; r < t->height && st == IMGSTAT_OK; r++)
+      st = put_row(ts, t, ts->chunk + (size_t)(r0 + r) * k->row_bytes, 0, r,
+                   at.cols, at.p, k->nc, err);
+    if (st == IMGSTAT_OK)
+      stream_rows(t, c0, c1, v, &at, r0, ts->width, s);
+  }
+  return st;
 }
 
 /* ---- chunks on several threads ------------------------------------------
@@ -820,7 +970,8 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
 
 typedef struct tiff_job {
   const tiff_chunks *k;
-  imgstat_image *img;
+  imgstat_image *img;     /* the image to read into, or NULL: */
+  const imgstat_valid *v; /* each chunk reduced under v into a sink */
   atomic_uint_fast64_t next;
   atomic_uint_fast64_t fail_at; /* the first chunk known to fail */
 } tiff_job;
@@ -828,6 +979,7 @@ typedef struct tiff_job {
 typedef struct tiff_worker {
   tiff_job *job;
   tiff_state ts; /* a copy of the page's state with its own handle */
+  tiff_sink sink;
   uint64_t fail_at;
   imgstat_status status;
   imgstat_error err;
@@ -839,7 +991,9 @@ static void tiff_job_run(tiff_job *job, tiff_state *ts, tiff_worker *w) {
     if (g >= job->k->total ||
         g > atomic_load_explicit(&job->fail_at, memory_order_relaxed))
       return;
-    imgstat_status s = read_chunk(ts, job->k, job->img, g, &w->err);
+    imgstat_status s =
+        job->img ? read_chunk(ts, job->k, job->img, g, &w->err)
+                 : stream_chunk(ts, job->k, job->v, &w->sink, g, &w->err);
     if (s != IMGSTAT_OK) {
       w->status = s;
       w->fail_at = g;
@@ -897,15 +1051,14 @@ static void tiff_worker_close(tiff_worker *w) {
   w->ts.chunk = NULL;
 }
 
-/* How many threads read the page's chunks: 1 for a small page, a JPEG one
- * (its colour mode is a setting of the handle) or a palette; no more than
- * the memory budget (--max-memory) has room for, each thread holding a
- * chunk of its own beside the image and the calling thread's chunk (what
- * the open checked). */
+/* How many threads read the page's chunks: 1 for a small page (bytes of
+ * samples), a JPEG one (its colour mode is a setting of the handle) or a
+ * palette; no more than the memory budget (--max-memory) has room for,
+ * each thread holding `each` bytes of its own beside `held` bytes (the
+ * image and the calling thread's chunk: what the open checked). */
 static int tiff_threads(const imgstat_decoder *d, const tiff_state *ts,
-                        const tiff_chunks *k, const imgstat_image *img) {
-  uint64_t bytes = (uint64_t)img->width * img->height *
-                   (uint64_t)img->channels * (uint64_t)img->sample;
+                        const tiff_chunks *k, uint64_t bytes, uint64_t held,
+                        uint64_t each) {
   if (bytes < TIFF_PARALLEL_BYTES || ts->compression == COMPRESSION_JPEG ||
       ts->compression == COMPRESSION_OJPEG || ts->map[0])
     return 1;
@@ -916,59 +1069,58 @@ static int tiff_threads(const imgstat_decoder *d, const tiff_state *ts,
     n = (int)(k->total / 2);
   if (n < 2)
     return 1;
-  uint64_t held = bytes + (uint64_t)k->size;
   uint64_t room = d->lim.max_memory > held ? d->lim.max_memory - held : 0;
-  if ((uint64_t)n - 1 > room / (uint64_t)k->size)
-    n = (int)(room / (uint64_t)k->size) + 1;
+  if ((uint64_t)n - 1 > room / each)
+    n = (int)(room / each) + 1;
   return n < 1 ? 1 : n;
 }
 
-imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
-                             imgstat_error *err) {
-  tiff_state *ts = d->state;
-  tiff_chunks k;
-  k.planar = ts->planar == PLANARCONFIG_SEPARATE && ts->spp > 1;
-  k.nc = k.planar ? 1 : ts->spp; /* samples a pixel in one chunk */
-  k.planes = k.planar ? ts->spp : 1;
-  k.size = ts->tiled ? TIFFTileSize(ts->tif) : TIFFStripSize(ts->tif);
-  if (k.size <= 0)
+/* The chunks of ts's page into *k. */
+static imgstat_status tiff_chunks_of(tiff_state *ts, tiff_chunks *k,
+                                     imgstat_error *err) {
+  k->planar = ts->planar == PLANARCONFIG_SEPARATE && ts->spp > 1;
+  k->nc = k->planar ? 1 : ts->spp; /* samples a pixel in one chunk */
+  k->planes = k->planar ? ts->spp : 1;
+  k->size = ts->tiled ? TIFFTileSize(ts->tif) : TIFFStripSize(ts->tif);
+  if (k->size <= 0)
     return tiff_failure(ts, "no strip or tile size", err);
-  k.cw = ts->tiled ? ts->tile_w : ts->width;
-  k.ch = ts->tiled ? ts->tile_h : ts->rows_per_strip;
-  k.row_bytes = ((size_t)k.cw * (size_t)k.nc * ts->bps + 7) / 8;
-  k.down = ((uint64_t)ts->height + k.ch - 1) / k.ch;
-  k.across = ((uint64_t)ts->width + k.cw - 1) / k.cw;
-  k.total = k.planes * k.down * k.across;
-  ts->chunk = malloc((size_t)k.size);
-  if (!ts->chunk)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-  imgstat_status s = IMGSTAT_OK;
-  int threads = tiff_threads(d, ts, &k, img);
-  tiff_worker *w = threads > 1 ? calloc((size_t)threads, sizeof *w) : NULL;
-  if (!w) {
-    for (uint64_t g = 0; g < k.total && s == IMGSTAT_OK; g++)
-      s = read_chunk(ts, &k, img, g, err);
-    free(ts->chunk);
-    ts->chunk = NULL;
-    return s;
-  }
-  tiff_job job;
-  job.k = &k;
-  job.img = img;
-  atomic_init(&job.next, 0);
-  atomic_init(&job.fail_at, UINT64_MAX);
-  /* w[0]: the calling thread, on the page's own handle */
+  k->cw = ts->tiled ? ts->tile_w : ts->width;
+  k->ch = ts->tiled ? ts->tile_h : ts->rows_per_strip;
+  k->row_bytes = ((size_t)k->cw * (size_t)k->nc * ts->bps + 7) / 8;
+  k->down = ((uint64_t)ts->height + k->ch - 1) / k->ch;
+  k->across = ((uint64_t)ts->width + k->cw - 1) / k->cw;
+  k->total = k->planes * k->down * k->across;
+  return IMGSTAT_OK;
+}
+
+/* Runs job (into job->img, or into the sinks under job->v) over the page's
+ * chunks on `threads` threads: w[0], the calling thread on the page's own
+ * handle, and helpers with handles of their own. The sinks of the workers
+ * that ran are open (their figures to merge); *used: how many. */
+static imgstat_status tiff_run(imgstat_decoder *d, tiff_state *ts,
+                               tiff_job *job, tiff_worker *w, int threads,
+                               imgstat_sample sample, int *used,
+                               imgstat_error *err) {
+  const tiff_chunks *k = job->k;
+  atomic_init(&job->next, 0);
+  atomic_init(&job->fail_at, UINT64_MAX);
   pthread_t helper[TIFF_MAX_THREADS];
   int started[TIFF_MAX_THREADS] = {0};
+  *used = 0;
   for (int t = 0; t < threads; t++) {
-    w[t].job = &job;
+    w[t].job = job;
     w[t].status = IMGSTAT_OK;
     w[t].fail_at = UINT64_MAX;
-    if (t > 0 && tiff_worker_open(&w[t], ts, d, k.size) &&
+    int sink =
+        job->img || tiff_sink_open(&w[t].sink, k, d->header.channels, sample);
+    if (t == 0 && !sink)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    if (t > 0 && sink && tiff_worker_open(&w[t], ts, d, k->size) &&
         pthread_create(&helper[t], NULL, tiff_worker_thread, &w[t]) == 0)
       started[t] = 1;
   }
-  tiff_job_run(&job, ts, &w[0]);
+  *used = threads;
+  tiff_job_run(job, ts, &w[0]);
   int first = 0;
   for (int t = 0; t < threads; t++) {
     if (started[t])
@@ -979,10 +1131,96 @@ imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
       first = t;
   }
   if (w[first].status != IMGSTAT_OK) {
-    s = w[first].status;
     if (err)
       *err = w[first].err;
+    return w[first].status;
   }
+  return IMGSTAT_OK;
+}
+
+imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
+                             imgstat_error *err) {
+  tiff_state *ts = d->state;
+  tiff_chunks k;
+  imgstat_status s = tiff_chunks_of(ts, &k, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  ts->chunk = malloc((size_t)k.size);
+  if (!ts->chunk)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  uint64_t bytes = (uint64_t)img->width * img->height *
+                   (uint64_t)img->channels * (uint64_t)img->sample;
+  int threads = tiff_threads(d, ts, &k, bytes, bytes + (uint64_t)k.size,
+                             (uint64_t)k.size);
+  tiff_worker *w = threads > 1 ? calloc((size_t)threads, sizeof *w) : NULL;
+  if (!w) {
+    for (uint64_t g = 0; g < k.total && s == IMGSTAT_OK; g++)
+      s = read_chunk(ts, &k, img, g, err);
+  } else {
+    tiff_job job;
+    job.k = &k;
+    job.img = img;
+    job.v = NULL;
+    int used;
+    s = tiff_run(d, ts, &job, w, threads, img->sample, &used, err);
+  }
+  free(w);
+  free(ts->chunk);
+  ts->chunk = NULL;
+  return s;
+}
+
+int ist_tiff_streams(const imgstat_decoder *d) {
+  return d->header.sample == IMGSTAT_U8 || d->header.sample == IMGSTAT_U16;
+}
+
+imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
+                              imgstat_partial *out, uint64_t *nodata,
+                              imgstat_error *err) {
+  tiff_state *ts = d->state;
+  const imgstat_header *h = &d->header;
+  if (!ist_tiff_streams(d) || (v && (v->mask || v->npixels)))
+    return imgstat_error_set(err, IMGSTAT_ERR_UNSUPPORTED,
+                             "statistics as the chunks come: 8- or 16-bit "
+                             "samples without a mask");
+  for (int c = 0; c < h->channels; c++) {
+    imgstat_partial_init(&out[c]);
+    nodata[c] = 0;
+  }
+  tiff_chunks k;
+  imgstat_status s = tiff_chunks_of(ts, &k, err);
+  if (s != IMGSTAT_OK)
+    return s;
+  ts->chunk = malloc((size_t)k.size);
+  if (!ts->chunk)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
+                   (uint64_t)h->sample;
+  /* a thread holds a chunk and a group of rows as planes */
+  uint64_t each = (uint64_t)k.size + TIFF_STREAM_GROUP +
+                  (uint64_t)k.cw * h->sample * (uint64_t)h->channels;
+  int threads = tiff_threads(d, ts, &k, bytes, each, each);
+  tiff_worker *w = calloc((size_t)threads, sizeof *w);
+  if (!w) {
+    free(ts->chunk);
+    ts->chunk = NULL;
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  tiff_job job;
+  job.k = &k;
+  job.img = NULL;
+  job.v = v;
+  int used = 0;
+  s = tiff_run(d, ts, &job, w, threads, h->sample, &used, err);
+  for (int t = 0; t < used; t++) {
+    for (int c = 0; s == IMGSTAT_OK && w[t].sink.part && c < h->channels; c++) {
+      imgstat_partial_merge(&out[c], &w[t].sink.part[c], h->sample);
+      nodata[c] += w[t].sink.nodata[c];
+    }
+    tiff_sink_close(&w[t].sink);
+  }
+  if (used == 0) /* the calling thread's sink failed */
+    tiff_sink_close(&w[0].sink);
   free(w);
   free(ts->chunk);
   ts->chunk = NULL;

@@ -12,6 +12,7 @@
 #include "mask_pair.h"
 #include "normalize.h"
 #include "run_inputs.h"
+#include "stats_stream.h"
 
 #include "gpu_jpeg.h"
 #include "imgstat/cuda.h"
@@ -41,7 +42,8 @@ struct imgstat_run {
   /* MPI: this rank's share of the inputs, [share_first, share_end) */
   int share;
   uint64_t share_first, share_end, fed;
-  int stage_times; /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
+  int stage_times;  /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
+  int stream_stats; /* statistics as a file is read (stats_stream.h) */
   struct timespec created;   /* imgstat_run_create */
   imgstat_run_mpi_times mpi; /* MPI: where this rank's time went */
   atomic_uint_fast64_t read_ns, deliver_ns;
@@ -310,6 +312,9 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
     return IMGSTAT_OK;
   }
   run->stage_times = getenv("IMGSTAT_STAGE_TIMES") != NULL;
+  /* IMGSTAT_TIFF_STREAM=0: every image decoded whole (tests, A/B) */
+  const char *stream = getenv("IMGSTAT_TIFF_STREAM");
+  run->stream_stats = !(stream && strcmp(stream, "0") == 0);
   imgstat_status s =
       ist_pairs_create(opts, opts->mask, "mask", &run->masks, err);
   if (s == IMGSTAT_OK)
@@ -684,6 +689,11 @@ static int offer_to_gpu(imgstat_run *run, imgstat_task *task,
   return taken != 0;
 }
 
+/* What a statistics item reduced as its file is read reserves from the
+ * budget: the decoded size, at most this (a window of strips or tiles a
+ * thread, not the image). */
+#define STREAM_RESERVE ((uint64_t)256 << 20)
+
 /* One input on a worker: the header read, the decoded size reserved from
  * the budget, the pixels decoded, then the statistics by the engine (a JPEG
  * that the engine decodes on the GPU: all of it there). */
@@ -730,9 +740,44 @@ static void work_input(void *ctx, imgstat_task *task, void *item,
   req.labels_path = labels;
   imgstat_image img;
   uint64_t reserved;
-  int cancelled;
-  imgstat_status s = imgstat_task_decode(task, in, &run->opt.engine.load, 0,
-                                         &img, &reserved, &cancelled, &err);
+  int cancelled = 0;
+  imgstat_decoder *d = NULL;
+  imgstat_status s = IMGSTAT_OK;
+  /* statistics alone of a file that can be reduced as it is read: without
+   * the decoded image (a TIFF page's strips or tiles, on the CPU backend) */
+  if (run->stream_stats && in->kind == IMGSTAT_INPUT_FILE && !run->ds &&
+      !run->cb->image) {
+    s = imgstat_task_open(task, in, &run->opt.engine.load, &d, &cancelled,
+                          &err);
+    if (s == IMGSTAT_OK && ist_engine_streams(run->engine, d, &req)) {
+      /* what a thread's window of strips or tiles may hold, at most */
+      const imgstat_header *h = imgstat_decoder_header(d);
+      uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
+                       (uint64_t)(imgstat_sample_depth(h->sample) / 8);
+      reserved = bytes < STREAM_RESERVE ? bytes : STREAM_RESERVE;
+      if (!imgstat_task_reserve(task, reserved)) {
+        imgstat_decoder_close(d);
+        r->cancelled = 1;
+        free(mask);
+        free(labels);
+        return;
+      }
+      ist_engine_stats_streamed(run->engine, d, &req, res);
+      imgstat_decoder_close(d);
+      free(mask);
+      free(labels);
+      imgstat_task_release(task, reserved);
+      return;
+    }
+  }
+  if (d)
+    s = ist_task_decode_opened(task, in, d, 0, &img, &reserved, &cancelled,
+                               &err);
+  else if (s == IMGSTAT_OK)
+    s = imgstat_task_decode(task, in, &run->opt.engine.load, 0, &img, &reserved,
+                            &cancelled, &err);
+  else /* as imgstat_task_decode: nothing reserved, later items go on */
+    imgstat_task_reserve(task, 0);
   if (cancelled) {
     r->cancelled = 1;
     free(mask);

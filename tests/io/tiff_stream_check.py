@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""TIFF statistics reduced as the strips or tiles are read: the same record
+as the decoded image's, every exact figure against numpy, and a peak memory
+well under the image's.
+
+Usage: tiff_stream_check.py IMGSTAT TMPDIR
+
+GDAL writes the files: tiled (tiles crossing the right and bottom edges)
+and striped, pixel- and band-interleaved, 8- and 16-bit unsigned, int16,
+4-bit, MinIsWhite and palette, of 1, 3 and 13 bands, odd sizes, with a
+nodata value (GDAL_NODATA) or none. For each, `--json --backend cpu` (and
+`--nodata` given, and -j 1) must print byte for byte the record of the same
+command with IMGSTAT_TIFF_STREAM=0 (the image decoded whole, then reduced);
+for the unsigned ones each band's count, nodata_count, min, max, the raster
+position of the first of each, sum and sum of squares equal numpy's. A deflated
+copy cut short inside its tiles fails with the same words either way (a
+tile's read error). A
+13-band 16-bit image of about 200 MB is read with a peak resident memory
+under half its size (and over it with IMGSTAT_TIFF_STREAM=0: the check
+sees the difference). Skips (77) without GDAL's Python module.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "support"))  # checklib
+
+import checklib
+import numpy as np
+
+try:
+    from osgeo import gdal
+except ImportError:
+    print("skipped: no GDAL Python module (python3-gdal; "
+          "sh tests/deps-debian.sh --tests installs it)")
+    sys.exit(77)
+
+gdal.UseExceptions()
+gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+fail = checklib.fail
+IMGSTAT, TMP = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(11)
+OLD = dict(os.environ, IMGSTAT_TIFF_STREAM="0")
+
+
+def write(name, a, gdal_type, nodata, opts, palette=False):
+    """a: (bands, h, w); returns the path."""
+    path = os.path.join(TMP, name)
+    b, h, w = a.shape
+    ds = gdal.GetDriverByName("GTiff").Create(path, w, h, b, gdal_type,
+                                              options=opts)
+    for i in range(b):
+        band = ds.GetRasterBand(i + 1)
+        band.WriteArray(a[i])
+        if nodata is not None:
+            band.SetNoDataValue(nodata)
+        if palette:
+            ct = gdal.ColorTable()
+            for k in range(256):
+                ct.SetColorEntry(k, (k, 255 - k, (k * 7) % 256, 255))
+            band.SetRasterColorTable(ct)
+        band = None
+    ds = None
+    return path
+
+
+def run(args, env=None):
+    return subprocess.run([IMGSTAT] + args, capture_output=True, text=True,
+                          env=env)
+
+
+def expect(a, nodata):
+    """numpy's figures of each band over the valid samples."""
+    out = []
+    for band in a:
+        flat = band.reshape(-1).astype(np.int64)
+        nd = flat == nodata if nodata is not None else \
+            np.zeros(flat.shape, bool)
+        ok = ~nd
+        v = flat[ok]
+        idx = np.nonzero(ok)[0]
+        e = {"count": int(v.size), "nodata_count": int(nd.sum()),
+             "sum": int(v.sum()), "sum_sq": int((v * v).sum())}
+        if v.size:
+            w = band.shape[1]
+            lo, hi = int(idx[np.argmin(v)]), int(idx[np.argmax(v)])
+            e.update(min=int(v.min()), max=int(v.max()), min_x=lo % w,
+                     min_y=lo // w, max_x=hi % w, max_y=hi // w)
+        out.append(e)
+    return out
+
+
+def same_as_decoded(path, extra, backend="cpu"):
+    """The streamed record against the decoded image's; returns it."""
+    args = ["--json", "--backend", backend] + extra + [path]
+    new, old = run(args), run(args, OLD)
+    if new.returncode != 0 or old.returncode != 0:
+        fail("%s %s: exit %d / %d: %s %s" % (path, extra, new.returncode,
+                                             old.returncode, new.stderr[-200:],
+                                             old.stderr[-200:]))
+        return None
+    if new.stdout != old.stdout:
+        fail("%s %s: the streamed record differs from the decoded image's:"
+             "\n  %s\n  %s" % (path, extra, new.stdout[:400], old.stdout[:400]))
+    return new.stdout
+
+
+def check(path, a, nodata, numpy_figures):
+    recs = [same_as_decoded(path, j) for j in ([], ["-j", "1"])]
+    same_as_decoded(path, [], "auto")  # streamed in a build without CUDA
+    if nodata is None and a.dtype != np.int16:
+        recs.append(same_as_decoded(path, ["--nodata", "7"]))
+    if recs[0] is None or not numpy_figures:
+        return
+    stats = json.loads(recs[0])["stats"]
+    want = expect(a, nodata)
+    if len(stats) != len(want):
+        fail("%s: %d bands, want %d" % (path, len(stats), len(want)))
+        return
+    for b, (st, e) in enumerate(zip(stats, want), 1):
+        for k, v in e.items():
+            got = st.get(k, 0 if k == "nodata_count" else None)
+            if got != v:
+                fail("%s band %d: %s %r, numpy %r" % (path, b, k, got, v))
+
+
+def field(bands, h, w, dtype, top):
+    lo = -300 if dtype == np.int16 else 0
+    a = rng.integers(lo, top + 1, (bands, h, w)).astype(dtype)
+    a[:, :, : w // 7] = 0  # a nodata border
+    a[:, h // 2, w // 3] = top  # the largest value more than once
+    a[:, h - 1, w - 2] = top
+    a[:, h // 3, w // 2] = 1
+    return a
+
+
+T = ["TILED=YES", "BLOCKXSIZE=32", "BLOCKYSIZE=48"]
+# (bands, h, w, gdal type, numpy type, top, creation options, numpy figures)
+cases = [
+    (13, 181, 233, gdal.GDT_UInt16, np.uint16, 65535,
+     T + ["INTERLEAVE=PIXEL"], True),
+    (13, 181, 233, gdal.GDT_UInt16, np.uint16, 65535,
+     T + ["INTERLEAVE=BAND"], True),
+    (13, 181, 233, gdal.GDT_UInt16, np.uint16, 65535,
+     ["BLOCKYSIZE=5", "INTERLEAVE=PIXEL"], True),
+    (3, 203, 117, gdal.GDT_Byte, np.uint8, 255,
+     ["BLOCKYSIZE=3", "INTERLEAVE=BAND"], True),
+    (3, 203, 117, gdal.GDT_Byte, np.uint8, 255,
+     T + ["INTERLEAVE=PIXEL"], True),
+    (1, 299, 301, gdal.GDT_Byte, np.uint8, 255, T, True),
+    (1, 299, 301, gdal.GDT_UInt16, np.uint16, 65535, ["BLOCKYSIZE=9"], True),
+    (1, 97, 131, gdal.GDT_Int16, np.int16, 32767, T, False),
+    (13, 97, 131, gdal.GDT_Int16, np.int16, 32767,
+     ["BLOCKYSIZE=4", "INTERLEAVE=BAND"], False),
+    (1, 97, 131, gdal.GDT_Byte, np.uint8, 15, T + ["NBITS=4"], False),
+    (1, 97, 131, gdal.GDT_Byte, np.uint8, 255,
+     ["BLOCKYSIZE=6", "PHOTOMETRIC=MINISWHITE"], False),
+]
+for n, (bands, h, w, gt, dt, top, opts, figs) in enumerate(cases):
+    a = field(bands, h, w, dt, top)
+    for nodata in (0, None):
+        path = write("s%d_%s.tif" % (n, "nd" if nodata is not None else "all"),
+                     a, gt, nodata, opts)
+        check(path, a, nodata, figs)
+        os.remove(path)
+# a palette (RGB of the colour map)
+a = field(1, 77, 91, np.uint8, 255)
+path = write("palette.tif", a, gdal.GDT_Byte, None, T, palette=True)
+check(path, a, None, False)
+os.remove(path)
+
+# damaged: a deflated tiled file of 23 MB (read on the cores) cut inside
+# its tiles: the same failure, a tile's, either way
+a = field(13, 900, 1000, np.uint16, 65535)
+path = write("cut_src.tif", a, gdal.GDT_UInt16, 0,
+             ["TILED=YES", "BLOCKXSIZE=128", "BLOCKYSIZE=128",
+              "COMPRESS=DEFLATE", "INTERLEAVE=PIXEL"])
+cut = os.path.join(TMP, "cut.tif")
+with open(path, "rb") as f:
+    data = f.read()
+with open(cut, "wb") as f:
+    f.write(data[: len(data) * 3 // 4])
+args = ["--json", "--backend", "cpu", cut]
+new, old = run(args), run(args, OLD)
+if new.returncode == 0 or "cut.tif" not in new.stderr or \
+        "tile" not in new.stderr:
+    fail("%s: exit %d, stderr %r: a failure naming the file expected" %
+         (cut, new.returncode, new.stderr[-300:]))
+# libtiff's words name the row and column of the tile its handle read
+# before (whichever thread's handle that was): not compared
+def words(r):
+    return r.returncode, r.stdout, re.sub(r"at row \d+, col \d+, ", "",
+                                          r.stderr)
+
+
+if words(new) != words(old):
+    fail("%s: streamed %r %r, decoded %r %r" % (cut, new.stdout, new.stderr,
+                                                 old.stdout, old.stderr))
+os.remove(cut)
+os.remove(path)
+
+
+def peak_mib(args, env):
+    """Peak resident MiB of imgstat ARGS, in a child of its own."""
+    probe = ("import resource,subprocess,sys;"
+             "subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,"
+             "stderr=subprocess.DEVNULL,check=True);"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", probe, IMGSTAT] + args,
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        fail("imgstat %s: %s" % (args, r.stderr[-300:]))
+        return None
+    return int(r.stdout) / 1024.0
+
+
+# memory: 13 bands of 2600 x 3000 uint16 (about 193 MiB of samples)
+bands, h, w = 13, 2600, 3000
+path = os.path.join(TMP, "large.tif")
+ds = gdal.GetDriverByName("GTiff").Create(
+    path, w, h, bands, gdal.GDT_UInt16,
+    options=["TILED=YES", "BLOCKXSIZE=512", "BLOCKYSIZE=512",
+             "INTERLEAVE=PIXEL"])
+row = rng.integers(1, 65536, (h, w), dtype=np.uint16)
+for i in range(bands):
+    band = ds.GetRasterBand(i + 1)
+    band.WriteArray(np.roll(row, 37 * i, axis=1))
+    band.SetNoDataValue(0)
+    band = None
+ds = None
+image_mib = bands * h * w * 2 / 2**20
+args = ["--json", "--backend", "cpu", path]
+streamed = peak_mib(args, None)
+decoded = peak_mib(args, OLD)
+print("large.tif: %.0f MiB of samples; peak %s MiB streamed, %s MiB decoded" %
+      (image_mib, streamed, decoded))
+if streamed is not None and streamed >= 0.5 * image_mib:
+    fail("streamed peak %.0f MiB, not under half the image's %.0f MiB" %
+         (streamed, image_mib))
+if decoded is not None and decoded < image_mib:
+    fail("decoded peak %.0f MiB under the image's %.0f MiB: the check cannot "
+         "tell the paths apart" % (decoded, image_mib))
+same_as_decoded(path, [])
+os.remove(path)
+
+checklib.finish("tiff_stream_check")
