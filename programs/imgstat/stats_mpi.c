@@ -346,6 +346,11 @@ static imgstat_status dealt_gather(mpi_run *mr, int strip, imgstat_error *err) {
         break;
       }
       tab[r] = (const uint64_t *)(all + at);
+      if (tab[r][0] > (lens[r] / sizeof(uint64_t) - 5) / 3) {
+        s = imgstat_error_set(err, IMGSTAT_ERR_IO,
+                              "rank %d's records' places are cut short", r);
+        break;
+      }
       at += (size_t)lens[r];
       nrefs += (size_t)tab[r][0];
     }
