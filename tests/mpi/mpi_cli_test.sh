@@ -277,6 +277,25 @@ for c in 1 2; do
   done
 done
 same 3 "dealt (guided), --dataset-only --json" --dataset-only --json "$M"
+# --labels under the deal: each label's pool and its first files are one
+# process's when the images come to the ranks one by one.
+mkdir -p "$T/lab/img" "$T/lab/lab"
+"$PY" - "$T/lab" <<'EOF' || exit 1
+import sys
+from PIL import Image
+d = sys.argv[1]
+for k in range(20):
+    w, h = 20 + k, 16 + k % 7
+    im = Image.new("L", (w, h))
+    im.putdata([(x * 13 + y * 7 + k * 29) % 256 for y in range(h) for x in range(w)])
+    im.save("%s/img/c%02d.png" % (d, k))
+    lb = Image.new("L", (w, h))
+    lb.putdata([(x * 3 + y + k) % 5 for y in range(h) for x in range(w)])
+    lb.save("%s/lab/c%02d.png" % (d, k))
+EOF
+IMGSTAT_MPI_DEAL_CHUNK=1 same 3 "dealt in chunks of 1, --labels" -j 1 --dataset --json \
+  --labels "$T/lab/lab" "$T/lab/img"
+
 # ... and the deal did interleave: under 3 ranks in chunks of 1, at least
 # two ranks took several chunks.
 IMGSTAT_MPI_DEAL_CHUNK=1 IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 3 \
