@@ -380,6 +380,9 @@ typedef struct imgstat_run_mpi_times {
   /* dealt (imgstat_run_info.mpi_dealt): the items this rank ran and the
    * chunks they came in (share_first and share_end 0) */
   uint64_t items, chunks;
+  /* the entries of the input list this rank holds: all of them, or none
+   * on ranks > 0 when the names come with the chunks */
+  uint64_t list_held;
 } imgstat_run_mpi_times;
 
 void imgstat_run_mpi_times_get(const imgstat_run *run,

@@ -80,9 +80,14 @@ imgstat_status imgstat_mpi_bcast(imgstat_mpi *m, void **data, size_t *size,
 }
 
 imgstat_status imgstat_mpi_deal_ask(imgstat_mpi *m, int quit, uint64_t *first,
-                                    uint64_t *count, imgstat_error *err) {
+                                    uint64_t *count, void **bytes, size_t *size,
+                                    imgstat_error *err) {
   (void)m;
   (void)quit;
+  if (bytes)
+    *bytes = NULL;
+  if (size)
+    *size = 0;
   if (first)
     *first = 0;
   if (count)

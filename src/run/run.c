@@ -48,6 +48,10 @@ struct imgstat_run {
    * may still ask; deal_stop: it deals no more (its run stopped). */
   uint64_t chunk_at, chunk_end, pos;
   int deal_done, deal_open, deal_stop;
+  /* dealt with the names: ranks > 0 get no list, only their chunks' items
+   * (rank 0 packs them); not when every rank needs the list (--sample's
+   * draw, the float range pass, outputs checked against it) */
+  int deal_names;
   uint64_t deal_next, deal_total, deal_fixed;
   int stage_times; /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
   struct timespec created;   /* imgstat_run_create */
@@ -141,11 +145,24 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   if (m) {
     unsigned char *bytes = NULL;
     size_t size = 0;
-    if (s == IMGSTAT_OK && rank == 0)
+    if (s == IMGSTAT_OK && rank == 0 && !run->deal_names)
       s = imgstat_input_list_pack(&run->list, &bytes, &size, err);
     run->mpi.list_s = run_since(&t0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!any_rank(run, s != IMGSTAT_OK)) {
+    if (!any_rank(run, s != IMGSTAT_OK) && run->deal_names) {
+      /* the names go out with the chunks: the other ranks learn the
+       * count alone */
+      uint64_t n = rank == 0 ? (uint64_t)run->list.count : 0;
+      void *data = &n;
+      size = sizeof n;
+      s = imgstat_mpi_bcast(m, &data, &size, err);
+      if (s == IMGSTAT_OK && rank > 0) {
+        memcpy(&n, data, sizeof n);
+        free(data);
+      }
+      run->deal_total = n;
+      run->mpi.bcast_s = run_since(&t0);
+    } else if (!any_rank(run, s != IMGSTAT_OK)) {
       void *data = bytes;
       s = imgstat_mpi_bcast(m, &data, &size, err);
       if (s == IMGSTAT_OK && rank > 0)
@@ -277,12 +294,8 @@ static void plan_workers(imgstat_run *run) {
   run->jpeg_stage = imgstat_gpu_jpeg_compiled() &&
                     o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
                     !o->engine.verify;
-  if (o->mpi) {
+  if (o->mpi)
     mpi_pick_device(&o->engine, info->at.local_rank);
-    const char *deal = getenv("IMGSTAT_MPI_DEAL");
-    info->mpi_dealt =
-        !o->mpi_static_deal && !(deal && strcmp(deal, "static") == 0);
-  }
   run->needs_gpu = o->engine.backend == IMGSTAT_BACKEND_GPU ||
                    o->engine.verify ||
                    o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
@@ -334,6 +347,13 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
   /* Whatever needs every input first gets them from one walk (also the
    * second read of exact float percentiles, after the run) */
   int pooled_hist = opts->dataset && opts->request.histograms;
+  if (opts->mpi) {
+    const char *deal = getenv("IMGSTAT_MPI_DEAL");
+    run->info.mpi_dealt =
+        !opts->mpi_static_deal && !(deal && strcmp(deal, "static") == 0);
+    run->deal_names = run->info.mpi_dealt && !range && !opts->sample &&
+                      !opts->whole_list && run->info.at.size > 1;
+  }
   if (s == IMGSTAT_OK &&
       (opts->mpi || opts->whole_list || range || pooled_hist || opts->sample))
     s = whole_list(run, err);
@@ -594,9 +614,12 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
  * folder (the list's order is the paths') fall to one rank: a 2 · ranks-th
  * gave rank 0 of 2 all of 100 large PNGs that led 300 small ones (it ended
  * 5.7 s after rank 1). DEAL_MAX bounds that at scale; rank 0 then answers
- * a request per DEAL_MAX inputs a rank runs. */
-#define DEAL_MAX 256
-static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count) {
+ * a request per DEAL_MAX inputs a rank runs (256 cost tiny images a third
+ * of a rank's time in the waits for answers on the shared 2-core VM,
+ * one worker a rank). */
+#define DEAL_MAX 1024
+static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
+                       void **bytes, size_t *size) {
   imgstat_run *run = ctx;
   uint64_t left = run->deal_stop ? 0 : run->deal_total - run->deal_next;
   uint64_t parts = 8 * (uint64_t)run->info.at.size;
@@ -608,6 +631,15 @@ static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count) {
   *first = run->deal_next;
   *count = c;
   run->deal_next += c;
+  if (bytes && run->deal_names && c > 0) { /* the items, for another rank */
+    imgstat_input_list view = {run->pass.items + *first, (size_t)c, 0};
+    unsigned char *packed = NULL;
+    imgstat_error err;
+    if (imgstat_input_list_pack(&view, &packed, size, &err) == IMGSTAT_OK)
+      *bytes = packed;
+    else /* that rank fails for want of its items */
+      *size = 0;
+  }
 }
 
 /* Rank 0 answers the requests waiting now (from the thread that runs the
@@ -625,10 +657,36 @@ static void deal_serve(imgstat_run *run) {
 static imgstat_status deal_take(imgstat_run *run, imgstat_error *err) {
   uint64_t first = 0, count = 0;
   imgstat_status s = IMGSTAT_OK;
+  void *bytes = NULL;
+  size_t size = 0;
   if (run->info.at.rank == 0)
-    deal_chunk(run, &first, &count);
+    deal_chunk(run, &first, &count, NULL, NULL);
   else
-    s = imgstat_mpi_deal_ask(run->opt.mpi, 0, &first, &count, err);
+    s = imgstat_mpi_deal_ask(run->opt.mpi, 0, &first, &count, &bytes, &size,
+                             err);
+  if (s == IMGSTAT_OK && count > 0 && run->deal_names &&
+      run->info.at.rank > 0) {
+    /* the chunk's items, this rank's only list */
+    imgstat_input_list chunk = {NULL, 0, 0};
+    s = bytes ? imgstat_input_list_unpack(bytes, size, &chunk, err)
+              : imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                                  "rank 0 could not send a chunk's inputs");
+    if (s == IMGSTAT_OK && chunk.count != count)
+      s = imgstat_error_set(err, IMGSTAT_ERR_IO,
+                            "a chunk of %llu inputs came with %zu",
+                            (unsigned long long)count, chunk.count);
+    chunk.max_member = run->opt.engine.load.max_memory;
+    imgstat_inputs *next = NULL;
+    if (s == IMGSTAT_OK)
+      s = imgstat_inputs_from_list(&chunk, &next, err);
+    imgstat_input_list_free(&chunk);
+    if (s == IMGSTAT_OK) {
+      imgstat_inputs_destroy(run->inputs);
+      run->inputs = next;
+      run->pos = first;
+    }
+  }
+  free(bytes);
   if (s != IMGSTAT_OK || count == 0) {
     run->deal_done = 1;
     return s;
@@ -655,7 +713,7 @@ static imgstat_status deal_end(imgstat_run *run, int stop, imgstat_error *err) {
     return IMGSTAT_OK;
   run->deal_done = 1;
   uint64_t first, count;
-  return imgstat_mpi_deal_ask(run->opt.mpi, 1, &first, &count, err);
+  return imgstat_mpi_deal_ask(run->opt.mpi, 1, &first, &count, NULL, NULL, err);
 }
 
 /* The inputs of this run so far (under MPI: this rank's share) and whether
@@ -909,7 +967,8 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   uint64_t total = 0;
   imgstat_inputs_total(run->inputs, &total);
   if (run->info.mpi_dealt) { /* chunks as the ranks ask: next_input */
-    run->deal_total = total;
+    if (!run->deal_names || run->info.at.rank == 0)
+      run->deal_total = total;
     const char *fixed = getenv("IMGSTAT_MPI_DEAL_CHUNK");
     if (fixed && atoll(fixed) > 0)
       run->deal_fixed = (uint64_t)atoll(fixed);
@@ -990,6 +1049,7 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     run->mpi.share_s = run_since(&t0);
     run->mpi.share_first = run->share_first;
     run->mpi.share_end = run->share_end;
+    run->mpi.list_held = run->list.count;
   }
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (s == IMGSTAT_OK) {

@@ -207,7 +207,9 @@ fi
 # start as many workers as one process; an explicit -j is kept as given.
 # Under IMGSTAT_MPI_DEAL=static each rank's share is
 # [floor(r n / K), floor((r + 1) n / K)) of the n inputs; dealt (the
-# default) the ranks' items add up to n, in chunks. Only where nothing
+# default) the ranks' items add up to n, in chunks, and only rank 0 holds
+# the input list (the others get the names with their chunks). Only where
+# nothing
 # narrows this process's cores (the host's online cores are all offered to
 # it).
 n_in=$(find "$D" -type f | wc -l)
@@ -226,8 +228,9 @@ if [ "$(nproc)" -eq "$(getconf _NPROCESSORS_ONLN)" ]; then
             if (deal == "static") {
               lo = int(r * n / k); hi = int((r + 1) * n / k)
               if ($0 !~ ("items " (hi - lo) " \\[" lo ", " hi "\\)$")) print "share " r ": " $0
-            } else if (match($0, /items [0-9]+ dealt in [0-9]+ chunks$/)) {
+            } else if (match($0, /items [0-9]+ dealt in [0-9]+ chunks, list [0-9]+ held$/)) {
               split(substr($0, RSTART, RLENGTH), f, " "); items += f[2]
+              if (f[8] != (r == 0 ? n : 0)) print "list " r ": " $0
             } else print "dealt " r ": " $0 }
           END { if (NR != k) print NR " lines for " k " ranks"
                 if (deal != "static" && items != n) print "items " items " of " n }' "$T/lines")
@@ -300,7 +303,7 @@ IMGSTAT_MPI_DEAL_CHUNK=1 same 3 "dealt in chunks of 1, --labels" -j 1 --dataset 
 # two ranks took several chunks.
 IMGSTAT_MPI_DEAL_CHUNK=1 IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 3 \
   "$IMGSTAT" --mpi -j 1 --dataset-only "$M" >"$T/out" 2>"$T/err"
-busy=$(grep '^imgstat: mpi times: ' "$T/err" | awk '$(NF - 1) > 1 { n++ } END { print n + 0 }')
+busy=$(grep '^imgstat: mpi times: ' "$T/err" | awk '$(NF - 4) > 1 { n++ } END { print n + 0 }')
 [ "$busy" -ge 2 ] && pass "chunks of 1: $busy ranks took several" ||
   fail "chunks of 1: $busy ranks took several chunks: $(grep 'mpi times' "$T/err")"
 # The plain run's records name every image once, in order, and its

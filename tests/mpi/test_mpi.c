@@ -17,9 +17,10 @@
  *  - the ordered gather: rank r's bytes (of different lengths, none for
  *    rank 0) on rank 0, in rank order;
  *  - the agreement: sums and maxima of every rank's values on every rank;
- *  - the dynamic deal: rank 0 hands out chunks of 3 of 200 items while it
- *    takes chunks itself, the last rank quits after its first chunk: every
- *    item is taken by exactly one rank, and rank 0's final serve ends.
+ *  - the dynamic deal: rank 0 hands out chunks of 3 of 200 items (each
+ *    with bytes that name its first) while it takes chunks itself, the last
+ * rank quits after its first chunk: every item is taken by exactly one rank,
+ * and rank 0's final serve ends.
  *
  * Without IMGSTAT_TEST_MPI in the environment (set by ctest) it skips (77),
  * so that tests/tools/valgrind.sh, which runs every tests/test_* directly, does
@@ -434,12 +435,20 @@ typedef struct dealer {
   uint64_t next, n, chunk;
 } dealer;
 
-static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count) {
+static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
+                       void **bytes, size_t *size) {
   dealer *d = ctx;
   uint64_t left = d->n - d->next;
   *first = d->next;
   *count = left < d->chunk ? left : d->chunk;
   d->next += *count;
+  /* the chunk's first item's number sent along, as text */
+  char *text = bytes ? malloc(24) : NULL;
+  if (text) {
+    snprintf(text, 24, "%llu", (unsigned long long)*first);
+    *bytes = text;
+    *size = strlen(text) + 1;
+  }
 }
 
 static void test_deal(void) {
@@ -454,7 +463,7 @@ static void test_deal(void) {
     for (;;) { /* its own chunks between the others' requests */
       CU_ASSERT(imgstat_mpi_deal_serve(mpi, 0, deal_chunk, &d, &open, &err) ==
                 IMGSTAT_OK);
-      deal_chunk(&d, &first, &count);
+      deal_chunk(&d, &first, &count, NULL, NULL);
       if (!count)
         break;
       for (uint64_t k = 0; k < count; k++)
@@ -466,12 +475,21 @@ static void test_deal(void) {
   } else {
     for (int took = 0;; took++) {
       if (rank == size - 1 && took == 1) { /* stops early */
-        CU_ASSERT(imgstat_mpi_deal_ask(mpi, 1, &first, &count, &err) ==
-                  IMGSTAT_OK);
+        CU_ASSERT(imgstat_mpi_deal_ask(mpi, 1, &first, &count, NULL, NULL,
+                                       &err) == IMGSTAT_OK);
         break;
       }
-      CU_ASSERT_FATAL(imgstat_mpi_deal_ask(mpi, 0, &first, &count, &err) ==
-                      IMGSTAT_OK);
+      void *bytes = NULL;
+      size_t n = 0;
+      CU_ASSERT_FATAL(imgstat_mpi_deal_ask(mpi, 0, &first, &count, &bytes, &n,
+                                           &err) == IMGSTAT_OK);
+      if (count) { /* the bytes rank 0 sent with the chunk */
+        char want[24];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)first);
+        CU_ASSERT(bytes && n == strlen(want) + 1 &&
+                  memcmp(bytes, want, n) == 0);
+      }
+      free(bytes);
       if (!count)
         break;
       CU_ASSERT(first + count <= N);
