@@ -687,10 +687,12 @@ static imgstat_status deal_take(imgstat_run *run, imgstat_error *err) {
     }
   }
   free(bytes);
-  if (s != IMGSTAT_OK || count == 0) {
+  /* told that none is left; a chunk that could not be taken leaves the
+   * run (its next_input fails), and deal_end then says it takes no more */
+  if (count == 0 && s == IMGSTAT_OK)
     run->deal_done = 1;
+  if (s != IMGSTAT_OK || count == 0)
     return s;
-  }
   if (first > run->pos) /* other ranks' chunks: not read */
     s = imgstat_inputs_skip(run->inputs, first - run->pos, err);
   run->pos = first;
