@@ -183,6 +183,37 @@ typedef struct imgstat_mpi_blobs {
 imgstat_status imgstat_mpi_gather(imgstat_mpi *m, const void *data, size_t size,
                                   imgstat_mpi_blobs *out, imgstat_error *err);
 
+/*
+ * The dynamic deal: rank 0 hands out chunks [first, first + count) of an
+ * ordered list as the ranks ask for them, so that ranks whose items cost
+ * more take fewer (docs/scaling.md). Point-to-point, not collective; every
+ * call from the thread that initialized MPI.
+ *
+ * imgstat_mpi_deal_ask (ranks > 0): asks rank 0 for the next chunk and
+ * waits for it; *count 0: none is left, and the rank asks no more. *bytes
+ * (malloc'ed, free it; NULL when none) and *size: what rank 0 sent with the
+ * chunk (e.g. its items' names, so that this rank needs no list of its
+ * own); bytes and size may be NULL. quit 1 instead tells rank 0 that this
+ * rank takes no more (a rank that stops before it was told "none left":
+ * its run failed or was cancelled) and returns at once. A rank asks until
+ * it gets a count of 0, or quits, once.
+ *
+ * imgstat_mpi_deal_serve (rank 0): answers the ranks' requests waiting now
+ * (wait 0), or until no rank is left (wait 1), each with next's chunk
+ * (next gives *count 0 once the list is dealt) and the bytes next may give
+ * with it (*bytes malloc'ed, freed once sent; at most INT_MAX). *open
+ * counts the ranks that may still ask (the caller starts it at size - 1);
+ * it falls as they get their count of 0 or quit.
+ */
+typedef void (*imgstat_mpi_dealer)(void *ctx, uint64_t *first, uint64_t *count,
+                                   void **bytes, size_t *size);
+imgstat_status imgstat_mpi_deal_ask(imgstat_mpi *m, int quit, uint64_t *first,
+                                    uint64_t *count, void **bytes, size_t *size,
+                                    imgstat_error *err);
+imgstat_status imgstat_mpi_deal_serve(imgstat_mpi *m, int wait,
+                                      imgstat_mpi_dealer next, void *ctx,
+                                      int *open, imgstat_error *err);
+
 /* Frees a gather's result and empties it; NULL is a no-op. */
 void imgstat_mpi_blobs_free(imgstat_mpi_blobs *blobs);
 

@@ -143,6 +143,13 @@ typedef struct imgstat_run_options {
   /* MPI (NULL: one process): every rank calls the functions below with the
    * same options (they are collective); each runs its share. */
   imgstat_mpi *mpi;
+  /* Under MPI: 1 keeps the contiguous shares (imgstat_mpi_share: rank r
+   * runs items [r n / size, (r + 1) n / size)) where the dynamic deal is
+   * the default (rank 0 hands out chunks as the ranks ask: each rank's
+   * items are then not one run of the list, which a front end that merges
+   * per-rank results in rank order cannot take). The environment variable
+   * IMGSTAT_MPI_DEAL=static does the same. */
+  int mpi_static_deal;
   /* Cancels the run when it becomes nonzero (a SIGINT handler may set
    * it); NULL: none. */
   const volatile sig_atomic_t *cancel;
@@ -175,6 +182,11 @@ typedef struct imgstat_run_info {
   int cores_share;   /* that share */
   int cores_offered; /* the cores the host offers */
   int local_ranks;   /* the ranks on this host */
+  /* Under MPI: the inputs are dealt in chunks as the ranks ask (1), or in
+   * contiguous shares (0, mpi_static_deal). Dealt, a rank's inputs come to
+   * its callbacks in input order but with gaps (other ranks' chunks): a
+   * front end puts the ranks' outputs together by the inputs' index. */
+  int mpi_dealt;
   imgstat_mpi_place at;
 } imgstat_run_info;
 
@@ -368,6 +380,12 @@ void imgstat_run_times(const imgstat_run *run, imgstat_engine_times *engine,
 typedef struct imgstat_run_mpi_times {
   double list_s, bcast_s, share_s, work_s, work_end_s, reduce_s;
   uint64_t share_first, share_end;
+  /* dealt (imgstat_run_info.mpi_dealt): the items this rank ran and the
+   * chunks they came in (share_first and share_end 0) */
+  uint64_t items, chunks;
+  /* the entries of the input list this rank holds: all of them, or none
+   * on ranks > 0 when the names come with the chunks */
+  uint64_t list_held;
 } imgstat_run_mpi_times;
 
 void imgstat_run_mpi_times_get(const imgstat_run *run,

@@ -41,20 +41,21 @@ void ist_progress_draw(ist_progress *p, uint64_t total, int known, int final) {
     snprintf(workers, sizeof workers, "  %d worker%s on %d core%s", p->workers,
              p->workers == 1 ? "" : "s", p->cores, p->cores == 1 ? "" : "s");
   imgstat_number_fprintf(
-      stderr,
+      p->to ? p->to : stderr,
       "\rimgstat: %s%" PRIu64 "/%" PRIu64 "%s  %.1f images/s  %.1f MB/s  "
       "%.0fs elapsed  %s left  %" PRIu64 " failed%s%s\033[K",
       p->label ? p->label : "", p->done, total, known ? "" : "+", rate, mbs,
       elapsed, left, p->failed, skipped, workers);
   if (final)
-    fputc('\n', stderr);
-  fflush(stderr);
+    fputc('\n', p->to ? p->to : stderr);
+  fflush(p->to ? p->to : stderr);
   p->line_shown = 1;
 }
 
 void ist_progress_clear(ist_progress *p) {
   if (p->on && p->line_shown) {
-    fputs("\r\033[K", stderr);
+    fputs("\r\033[K", p->to ? p->to : stderr);
+    fflush(p->to ? p->to : stderr);
     p->line_shown = 0;
   }
 }

@@ -8,6 +8,7 @@
 #define IMGSTAT_CLI_PROGRESS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct ist_progress {
   int on;         /* drawn at all (--progress, or stderr a terminal) */
@@ -21,6 +22,7 @@ typedef struct ist_progress {
   const char *label; /* after "imgstat: " (e.g. "pass 1 of 2: "); NULL none */
   int workers;       /* the run's workers and the cores they may use, */
   int cores;         /* shown when workers > 0 */
+  FILE *to;          /* where it is drawn; NULL: stderr */
 } ist_progress;
 
 /* Monotonic seconds. */

@@ -172,6 +172,8 @@ int ist_stats_main(int argc, char **argv) {
   ro.seed = opt.seed;
   ro.whole_list = opt.hist.png_path != NULL;
   ro.mpi = opt.mpi ? mr.m : NULL;
+  /* --report's per-rank pages merge in rank order: the contiguous shares */
+  ro.mpi_static_deal = opt.report_path != NULL;
   ro.cancel = ist_cli_cancel_on_signals(); /* Ctrl-C: stop, exit 130 */
   imgstat_status s = imgstat_run_create(&ro, &st.run, &err);
   if (s == IMGSTAT_ERR_ARG) {
@@ -251,7 +253,9 @@ int ist_stats_main(int argc, char **argv) {
   opt.hist.decoder_column = opt.format == IMGSTAT_RECORD_CSV &&
                             opt.engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;
   st.rank = mr.at.rank;
-  if (mr.at.rank > 0)
+  if (opt.mpi && info->mpi_dealt)
+    ist_stats_mpi_deal_start(&st, &mr);
+  else if (mr.at.rank > 0)
     st.records = 1; /* every text record opens with its blank line */
   imgstat_run_callbacks cb;
   memset(&cb, 0, sizeof cb);
@@ -266,6 +270,8 @@ int ist_stats_main(int argc, char **argv) {
   if (!rep.range_stopped && !(s != IMGSTAT_OK && !opt.mpi && rep.set_up_failed))
     ist_stats_begin_output(&st);
   ist_stats_flush_stdout(&st);
+  if (st.dealt)
+    ist_stats_mpi_mark_end(&mr);
   if (rep.range_stopped) { /* the range pass failed or was cancelled */
     if (s != IMGSTAT_OK)
       ist_cli_error("--dataset: %s", err.message);
@@ -356,6 +362,7 @@ int ist_stats_main(int argc, char **argv) {
   }
 
 cleanup:
+  ist_stats_mpi_spill(&mr);
   for (size_t k = 0; k < st.nplots; k++)
     free(st.plots[k]);
   free(st.plots);

@@ -84,6 +84,8 @@ typedef struct run_state {
   int rank;               /* --mpi: this rank (0 prints the CSV header) */
   int begun;              /* the output's start (the CSV header) is out */
   imgstat_report *report; /* --report: what the page needs, else NULL */
+  struct mpi_run *dealt;  /* --mpi with the inputs dealt: where each run of
+                             consecutive inputs starts; else NULL */
 } run_state;
 /* ---- --mpi: every rank walks the inputs, runs its share, rank 0 prints
  * ----------------------------------------------------------------------
@@ -96,10 +98,24 @@ typedef struct run_state {
 typedef struct mpi_run {
   imgstat_mpi *m; /* NULL: no --mpi */
   imgstat_mpi_place at;
-  FILE *cap[2];   /* ranks > 0: what fds 1 and 2 write to */
+  FILE *cap[2];   /* ranks > 0 (dealt: every rank): what fds 1 and 2 write
+                     to */
   int saved[2];   /* the fds 1 and 2 to restore, else -1 */
   int cap_failed; /* the capture could not be set up */
   double init_s;  /* MPI's start-up (imgstat_mpi_init), seconds */
+  /* The inputs dealt in chunks (imgstat_run_info.mpi_dealt): each rank's
+   * captures hold runs of consecutive inputs ("segments"); seg holds 3
+   * numbers a segment: its first input's index and where it starts in the
+   * captures of stdout and stderr. What comes before a rank's first
+   * segment, and after `end` (the run's deliveries over), is printed
+   * before, and after, every segment. */
+  uint64_t *seg;
+  size_t nseg, cap_seg;
+  uint64_t next_index; /* the index after the last input delivered */
+  uint64_t end[2];
+  int seg_failed; /* out of memory for a segment */
+  FILE *progress; /* rank 0: the progress line's stream (real stderr) */
+  int seg_spill;  /* rank 0: its captures not printed yet */
 } mpi_run;
 
 /* ---- stats_args.c -------------------------------------------------------- */
@@ -149,5 +165,17 @@ int ist_stats_any_rank(const mpi_run *mr, int flag);
 /* --report: every rank's report merged into rank 0's, in rank order.
  * Collective; returns 0, or 1 on every rank when it failed (said why). */
 int ist_stats_mpi_gather_report(run_state *st, mpi_run *mr);
+/* Dealt: the captures start on rank 0 too, before the run (its progress
+ * line kept on the real stderr). */
+void ist_stats_mpi_deal_start(run_state *st, mpi_run *mr);
+/* Dealt: an input about to be printed; a new segment when it does not
+ * follow the last one. */
+void ist_stats_mpi_mark(run_state *st, uint64_t index);
+/* Dealt: the run's deliveries are over (what is printed now comes after
+ * every segment). */
+void ist_stats_mpi_mark_end(mpi_run *mr);
+/* Dealt, rank 0, a run that stopped before the gather: its own captures
+ * printed as they are. */
+void ist_stats_mpi_spill(mpi_run *mr);
 
 #endif /* IMGSTAT_STATS_CMD_PRIVATE_H */

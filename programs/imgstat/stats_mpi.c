@@ -86,6 +86,112 @@ void ist_stats_capture_free(mpi_run *mr) {
   for (int k = 0; k < 2; k++)
     if (mr->cap[k])
       fclose(mr->cap[k]);
+  if (mr->progress)
+    fclose(mr->progress);
+  free(mr->seg);
+}
+
+/* ---- the inputs dealt in chunks ------------------------------------------
+ * Each rank's inputs come in input order with gaps (the other ranks'
+ * chunks), so every rank, rank 0 too, captures what it prints and notes
+ * where each run of consecutive inputs starts; at the end rank 0 puts the
+ * runs of every rank in input order. */
+
+void ist_stats_mpi_deal_start(run_state *st, mpi_run *mr) {
+  st->dealt = mr;
+  st->records = 1; /* every text record opens with its blank line */
+  if (mr->at.rank != 0)
+    return; /* captured from the start */
+  mr->seg_spill = 1;
+  fflush(stderr);
+  if (st->progress.on) { /* the line stays on the terminal, as it runs */
+    int fd = dup(STDERR_FILENO);
+    mr->progress = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!mr->progress && fd >= 0)
+      close(fd);
+    if (mr->progress)
+      st->progress.to = mr->progress;
+    else
+      st->progress.on = 0;
+  }
+  ist_stats_capture_start(mr);
+}
+
+/* Where fd's file is written next. */
+static uint64_t written(int fd) {
+  off_t at = lseek(fd, 0, SEEK_CUR);
+  return at > 0 ? (uint64_t)at : 0;
+}
+
+/* Copies the bytes [from, to) of f to dest; *strip as gather_file's. */
+static void copy_part(FILE *f, uint64_t from, uint64_t to, FILE *dest,
+                      int *strip) {
+  char buf[1 << 16];
+  if (to <= from || fseeko(f, (off_t)from, SEEK_SET) != 0)
+    return;
+  for (uint64_t left = to - from; left > 0;) {
+    size_t n = fread(buf, 1, left < sizeof buf ? (size_t)left : sizeof buf, f);
+    if (n == 0)
+      return;
+    left -= n;
+    const char *at = buf;
+    if (*strip) {
+      if (*at == '\n') {
+        at++;
+        n--;
+      }
+      *strip = 0;
+    }
+    fwrite(at, 1, n, dest);
+  }
+}
+
+void ist_stats_mpi_mark(run_state *st, uint64_t index) {
+  mpi_run *mr = st->dealt;
+  ist_stats_begin_output(st); /* rank 0's CSV header: before every segment */
+  if (mr->nseg && index == mr->next_index) {
+    mr->next_index++;
+    return;
+  }
+  mr->next_index = index + 1;
+  fflush(stdout);
+  fflush(stderr);
+  if (mr->nseg == mr->cap_seg) {
+    size_t cap = mr->cap_seg ? 2 * mr->cap_seg : 64;
+    uint64_t *seg = realloc(mr->seg, 3 * cap * sizeof *seg);
+    if (!seg) { /* its records would follow the previous segment's */
+      mr->seg_failed = 1;
+      return;
+    }
+    mr->seg = seg;
+    mr->cap_seg = cap;
+  }
+  uint64_t *at = mr->seg + 3 * mr->nseg++;
+  at[0] = index;
+  at[1] = written(STDOUT_FILENO);
+  at[2] = written(STDERR_FILENO);
+}
+
+void ist_stats_mpi_spill(mpi_run *mr) {
+  if (mr->at.rank != 0 || !mr->seg_spill)
+    return;
+  mr->seg_spill = 0;
+  ist_stats_capture_end(mr);
+  int no_strip = 0;
+  for (int k = 0; k < 2; k++) {
+    struct stat sb;
+    if (mr->cap[k] && fstat(fileno(mr->cap[k]), &sb) == 0)
+      copy_part(mr->cap[k], 0, (uint64_t)sb.st_size, k ? stderr : stdout,
+                &no_strip);
+  }
+  fflush(stdout);
+}
+
+void ist_stats_mpi_mark_end(mpi_run *mr) {
+  fflush(stdout);
+  fflush(stderr);
+  mr->end[0] = written(STDOUT_FILENO);
+  mr->end[1] = written(STDERR_FILENO);
 }
 
 /* The most bytes a rank sends in one gather (a round); the environment
@@ -156,6 +262,160 @@ static imgstat_status gather_file(mpi_run *mr, FILE *f, FILE *dest, int *strip,
     memcpy(lens, len, (size_t)ranks * sizeof *len);
   free(len);
   free(buf);
+  return s;
+}
+
+/* One segment of a rank, for the sort by first index. */
+typedef struct seg_ref {
+  uint64_t index;
+  int rank;
+  size_t k; /* its place in the rank's table */
+} seg_ref;
+
+static int seg_order(const void *a, const void *b) {
+  const seg_ref *x = a, *y = b;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* A rank's table: its segments, ends and captures' lengths: n, end0, end1,
+ * len0, len1, then n × (index, offset0, offset1). NULL: out of memory. */
+static uint64_t *seg_table(const mpi_run *mr, size_t *bytes) {
+  size_t n = 5 + 3 * mr->nseg;
+  uint64_t *t = malloc(n * sizeof *t);
+  if (!t)
+    return NULL;
+  t[0] = mr->nseg;
+  t[1] = mr->end[0];
+  t[2] = mr->end[1];
+  for (int k = 0; k < 2; k++) {
+    struct stat sb;
+    t[3 + k] = mr->cap[k] && fstat(fileno(mr->cap[k]), &sb) == 0
+                   ? (uint64_t)sb.st_size
+                   : 0;
+  }
+  if (mr->nseg)
+    memcpy(t + 5, mr->seg, 3 * mr->nseg * sizeof *t);
+  *bytes = n * sizeof *t;
+  return t;
+}
+
+/* Dealt: every rank's captures brought to rank 0 (gather_file, into
+ * spools there) and printed in input order: the parts before each rank's
+ * first segment in rank order, every rank's segments by their first index,
+ * then what each rank printed after its run, in rank order. Collective. */
+static imgstat_status dealt_gather(mpi_run *mr, int strip, imgstat_error *err) {
+  int ranks = mr->at.size, me = mr->at.rank;
+  size_t mine_n = 0;
+  uint64_t *mine = seg_table(mr, &mine_n);
+  FILE *src = mine && me > 0 ? fmemopen(mine, mine_n, "r") : NULL;
+  char *all = NULL;
+  size_t total = 0;
+  FILE *tables = me == 0 ? open_memstream(&all, &total) : NULL;
+  FILE *spool[2] = {NULL, NULL};
+  uint64_t *lens = calloc(3 * (size_t)ranks, sizeof *lens);
+  int bad = !mine || (me > 0 && !src) || !lens;
+  if (me == 0)
+    for (int k = 0; k < 2; k++)
+      bad |= !(spool[k] = tmpfile());
+  bad |= me == 0 && !tables;
+  uint64_t any = bad;
+  imgstat_status s =
+      imgstat_mpi_allreduce_u64(mr->m, &any, 1, IMGSTAT_MPI_MAX, err);
+  if (s == IMGSTAT_OK && any)
+    s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                          "a rank is out of memory for its records' places");
+  int no_strip = 0;
+  if (s == IMGSTAT_OK)
+    s = gather_file(mr, src, tables, &no_strip, lens, err);
+  for (int k = 0; k < 2 && s == IMGSTAT_OK; k++)
+    s = gather_file(mr, mr->cap[k], spool[k], &no_strip,
+                    lens + (size_t)ranks * (1 + (size_t)k), err);
+  if (tables && fclose(tables) != 0 && s == IMGSTAT_OK)
+    s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  tables = NULL;
+  const uint64_t **tab = NULL;
+  seg_ref *refs = NULL;
+  if (s == IMGSTAT_OK && me == 0) {
+    /* every rank's table, and its segments in one list */
+    tab = calloc((size_t)ranks, sizeof *tab);
+    size_t nrefs = mr->nseg, at = 0;
+    for (int r = 1; tab && r < ranks; r++) {
+      if (lens[r] < 5 * sizeof(uint64_t) || lens[r] > total - at) {
+        s = imgstat_error_set(err, IMGSTAT_ERR_IO,
+                              "rank %d's records' places are missing", r);
+        break;
+      }
+      tab[r] = (const uint64_t *)(all + at);
+      if (tab[r][0] > (lens[r] / sizeof(uint64_t) - 5) / 3) {
+        s = imgstat_error_set(err, IMGSTAT_ERR_IO,
+                              "rank %d's records' places are cut short", r);
+        break;
+      }
+      at += (size_t)lens[r];
+      nrefs += (size_t)tab[r][0];
+    }
+    if (tab)
+      tab[0] = mine;
+    refs = malloc((nrefs ? nrefs : 1) * sizeof *refs);
+    if (s == IMGSTAT_OK && (!tab || !refs))
+      s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    for (int r = 0; s == IMGSTAT_OK && r < ranks; r++)
+      for (size_t k = 0; k < tab[r][0]; k++)
+        refs[n++] = (seg_ref){tab[r][5 + 3 * k], r, k};
+    if (s == IMGSTAT_OK) {
+      qsort(refs, n, sizeof *refs, seg_order);
+      for (int k = 0; k < 2; k++) {
+        FILE *dest = k == 0 ? stdout : stderr;
+        int *cut = k == 0 ? &strip : &no_strip;
+        /* rank r's capture: its own on rank 0, else in the spool */
+        uint64_t *from = calloc((size_t)ranks, sizeof *from);
+        if (!from) {
+          s = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+          break;
+        }
+        for (int r = 2; r < ranks; r++)
+          from[r] = from[r - 1] + lens[(size_t)ranks * (1 + (size_t)k) + r - 1];
+        FILE *f;
+#define RANK_FILE(r) ((r) == 0 ? mr->cap[k] : spool[k])
+#define RANK_BASE(r) ((r) == 0 ? 0 : from[r])
+        for (int r = 0; r < ranks; r++) { /* before the first segment */
+          const uint64_t *t = tab[r];
+          f = RANK_FILE(r);
+          copy_part(f, RANK_BASE(r),
+                    RANK_BASE(r) + (t[0] ? t[5 + 1 + k] : t[1 + k]), dest, cut);
+        }
+        for (size_t j = 0; j < n; j++) {
+          int r = refs[j].rank;
+          const uint64_t *t = tab[r], *sg = t + 5 + 3 * refs[j].k;
+          uint64_t stop = refs[j].k + 1 < t[0] ? sg[3 + 1 + k] : t[1 + k];
+          f = RANK_FILE(r);
+          copy_part(f, RANK_BASE(r) + sg[1 + k], RANK_BASE(r) + stop, dest,
+                    cut);
+        }
+        for (int r = 0; r < ranks; r++) { /* after the run */
+          const uint64_t *t = tab[r];
+          f = RANK_FILE(r);
+          copy_part(f, RANK_BASE(r) + t[1 + k], RANK_BASE(r) + t[3 + k], dest,
+                    cut);
+        }
+#undef RANK_FILE
+#undef RANK_BASE
+        free(from);
+        fflush(dest);
+      }
+    }
+  }
+  free(tab);
+  free(refs);
+  for (int k = 0; k < 2; k++)
+    if (spool[k])
+      fclose(spool[k]);
+  if (src)
+    fclose(src);
+  free(all);
+  free(lens);
+  free(mine);
   return s;
 }
 
@@ -240,12 +500,12 @@ int ist_stats_mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
   imgstat_error err;
   memset(&err, 0, sizeof err);
   int cancel = ist_cli_cancel_status();
-  uint64_t any[5] = {(uint64_t)st->write_failed, (uint64_t)st->any_mismatch,
-                     (uint64_t)(st->any_failed || mr->cap_failed),
-                     (uint64_t)!batch_ok,
-                     cancel >= 0 ? (uint64_t)cancel + 1 : 0};
+  uint64_t any[5] = {
+      (uint64_t)st->write_failed, (uint64_t)st->any_mismatch,
+      (uint64_t)(st->any_failed || mr->cap_failed || mr->seg_failed),
+      (uint64_t)!batch_ok, cancel >= 0 ? (uint64_t)cancel + 1 : 0};
   uint64_t counts[3] = {st->progress.done, st->progress.failed,
-                        st->records - (mr->at.rank > 0)};
+                        st->records - (st->dealt || mr->at.rank > 0)};
   imgstat_status s =
       imgstat_mpi_allreduce_u64(mr->m, any, 5, IMGSTAT_MPI_MAX, &err);
   if (s == IMGSTAT_OK)
@@ -253,11 +513,16 @@ int ist_stats_mpi_finish(run_state *st, mpi_run *mr, int batch_ok,
   unsigned long mine = st->records;
   ist_stats_capture_end(mr);
   int strip = o->format == IMGSTAT_RECORD_TEXT && mine == 0;
-  if (s == IMGSTAT_OK)
-    s = gather_file(mr, mr->cap[0], stdout, &strip, NULL, &err);
-  int no_strip = 0;
-  if (s == IMGSTAT_OK)
-    s = gather_file(mr, mr->cap[1], stderr, &no_strip, NULL, &err);
+  if (s == IMGSTAT_OK && st->dealt) {
+    mr->seg_spill = 0;
+    s = dealt_gather(mr, o->format == IMGSTAT_RECORD_TEXT, &err);
+  } else {
+    if (s == IMGSTAT_OK)
+      s = gather_file(mr, mr->cap[0], stdout, &strip, NULL, &err);
+    int no_strip = 0;
+    if (s == IMGSTAT_OK)
+      s = gather_file(mr, mr->cap[1], stderr, &no_strip, NULL, &err);
+  }
   if (s == IMGSTAT_OK) {
     st->write_failed = (int)any[0];
     st->any_mismatch = (int)any[1];

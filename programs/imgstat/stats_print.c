@@ -236,6 +236,8 @@ int ist_stats_print_item(void *ctx, const imgstat_run_item *item,
   run_state *st = ctx;
   const imgstat_input *in = item->input;
   const imgstat_job_result *res = item->result;
+  if (st->dealt)
+    ist_stats_mpi_mark(st, in->index);
   ist_stats_begin_output(st);
   if (st->stdout_tty || res->status != IMGSTAT_OK || res->nwarnings > 0 ||
       res->verified || st->opt->hist.png_path)
@@ -357,12 +359,18 @@ void ist_stats_print_mpi_times(run_state *st, const mpi_run *mr) {
       stderr,
       "imgstat: mpi times: rank %d of %d (host rank %d of %d): workers %d "
       "cores %d offered %d; init %.3f list %.3f bcast %.3f share %.3f work "
-      "%.3f work-end %.3f reduce %.3f (s); items %" PRIu64 " [%" PRIu64
-      ", %" PRIu64 ")\n",
+      "%.3f work-end %.3f reduce %.3f (s); ",
       mr->at.rank, mr->at.size, mr->at.local_rank, mr->at.local_size,
       info->workers, info->cores, info->cores_offered, mr->init_s, t.list_s,
-      t.bcast_s, t.share_s, t.work_s, t.work_end_s, t.reduce_s,
-      t.share_end - t.share_first, t.share_first, t.share_end);
+      t.bcast_s, t.share_s, t.work_s, t.work_end_s, t.reduce_s);
+  if (info->mpi_dealt) /* "dealt": chunks as the ranks asked */
+    fprintf(stderr,
+            "items %" PRIu64 " dealt in %" PRIu64 " chunks, list %" PRIu64
+            " held\n",
+            t.items, t.chunks, t.list_held);
+  else /* the contiguous share */
+    fprintf(stderr, "items %" PRIu64 " [%" PRIu64 ", %" PRIu64 ")\n",
+            t.share_end - t.share_first, t.share_first, t.share_end);
 }
 
 /* The dataset record after the images' (--dataset), and its PNG. */

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The MPI library, loaded by imgstat_mpi_init (dlib.h), so that a program
  * linking libimgstat maps it only when it runs ranks: the functions called
@@ -61,9 +62,14 @@
   X(MPI_Gatherv) \
   X(MPI_Init_thread) \
   X(MPI_Initialized) \
+  X(MPI_Iprobe) \
+  X(MPI_Irecv) \
   X(MPI_Op_create) \
   X(MPI_Op_free) \
+  X(MPI_Recv) \
   X(MPI_Reduce) \
+  X(MPI_Send) \
+  X(MPI_Test) \
   X(MPI_Type_commit) \
   X(MPI_Type_contiguous) \
   X(MPI_Type_free) \
@@ -86,9 +92,14 @@ IST_DLIB_TABLE(mpi, MPI_SYMBOLS);
 #define MPI_Gatherv IST_DLIB_FN(mpi, MPI_Gatherv)
 #define MPI_Init_thread IST_DLIB_FN(mpi, MPI_Init_thread)
 #define MPI_Initialized IST_DLIB_FN(mpi, MPI_Initialized)
+#define MPI_Iprobe IST_DLIB_FN(mpi, MPI_Iprobe)
+#define MPI_Irecv IST_DLIB_FN(mpi, MPI_Irecv)
 #define MPI_Op_create IST_DLIB_FN(mpi, MPI_Op_create)
 #define MPI_Op_free IST_DLIB_FN(mpi, MPI_Op_free)
+#define MPI_Recv IST_DLIB_FN(mpi, MPI_Recv)
 #define MPI_Reduce IST_DLIB_FN(mpi, MPI_Reduce)
+#define MPI_Send IST_DLIB_FN(mpi, MPI_Send)
+#define MPI_Test IST_DLIB_FN(mpi, MPI_Test)
 #define MPI_Type_commit IST_DLIB_FN(mpi, MPI_Type_commit)
 #define MPI_Type_contiguous IST_DLIB_FN(mpi, MPI_Type_contiguous)
 #define MPI_Type_free IST_DLIB_FN(mpi, MPI_Type_free)
@@ -613,6 +624,129 @@ imgstat_status imgstat_mpi_gather(imgstat_mpi *m, const void *data, size_t size,
   if (st != IMGSTAT_OK)
     imgstat_mpi_blobs_free(out);
   return st;
+}
+
+/* ---- the dynamic deal -----------------------------------------------------
+ * A request is one uint64 (0: give me a chunk; 1: I take no more), a reply
+ * three (first, count, the bytes that follow: the chunk's items, when rank
+ * 0 deals them), then those bytes, on the handle's communicator under their own
+ * tags (point-to-point messages never match a collective's). A rank waits for
+ * its reply, and rank 0 for requests, by testing and sleeping (20 us,
+ * doubling to 1 ms) rather than in a blocking call, which Open MPI spins
+ * in: the waiting thread leaves its core to the workers. */
+
+#define DEAL_ASK 0x1d5
+#define DEAL_GIVE 0x1d6
+#define DEAL_BYTES 0x1d7
+
+static void deal_nap(long *ns) {
+  struct timespec t = {0, *ns};
+  nanosleep(&t, NULL);
+  *ns = *ns < 1000000 ? 2 * *ns : 1000000;
+}
+
+imgstat_status imgstat_mpi_deal_ask(imgstat_mpi *m, int quit, uint64_t *first,
+                                    uint64_t *count, void **bytes, size_t *size,
+                                    imgstat_error *err) {
+  if (!m || !first || !count || m->rank == 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_mpi_deal_ask: no handle, or rank 0");
+  *first = *count = 0;
+  if (bytes)
+    *bytes = NULL;
+  if (size)
+    *size = 0;
+  uint64_t ask = quit ? 1 : 0, reply[3] = {0, 0, 0};
+  int rc = MPI_Send(&ask, 1, MPI_UINT64_T, 0, DEAL_ASK, m->comm);
+  if (rc != MPI_SUCCESS)
+    return mpi_fail(err, rc, "MPI_Send");
+  if (quit)
+    return IMGSTAT_OK;
+  MPI_Request req;
+  rc = MPI_Irecv(reply, 3, MPI_UINT64_T, 0, DEAL_GIVE, m->comm, &req);
+  const char *call = "MPI_Irecv";
+  long nap = 20000;
+  for (int done = 0; rc == MPI_SUCCESS && !done;) {
+    call = "MPI_Test";
+    rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS && !done)
+      deal_nap(&nap);
+  }
+  if (rc != MPI_SUCCESS)
+    return mpi_fail(err, rc, call);
+  if (reply[2] > 0) { /* the chunk's bytes follow */
+    void *buf = reply[2] <= (uint64_t)INT_MAX ? malloc((size_t)reply[2]) : NULL;
+    if (!buf)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                               "out of memory for a chunk of %llu bytes",
+                               (unsigned long long)reply[2]);
+    rc = MPI_Recv(buf, (int)reply[2], MPI_BYTE, 0, DEAL_BYTES, m->comm,
+                  MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || !bytes || !size) {
+      free(buf);
+      if (rc != MPI_SUCCESS)
+        return mpi_fail(err, rc, "MPI_Recv");
+    } else {
+      *bytes = buf;
+      *size = (size_t)reply[2];
+    }
+  }
+  *first = reply[0];
+  *count = reply[1];
+  return IMGSTAT_OK;
+}
+
+imgstat_status imgstat_mpi_deal_serve(imgstat_mpi *m, int wait,
+                                      imgstat_mpi_dealer next, void *ctx,
+                                      int *open, imgstat_error *err) {
+  if (!m || !next || !open || m->rank != 0)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG,
+                             "imgstat_mpi_deal_serve: no handle, dealer or "
+                             "count, or not rank 0");
+  long nap = 20000;
+  while (*open > 0) {
+    int flag = 0;
+    MPI_Status status;
+    int rc = MPI_Iprobe(MPI_ANY_SOURCE, DEAL_ASK, m->comm, &flag, &status);
+    if (rc != MPI_SUCCESS)
+      return mpi_fail(err, rc, "MPI_Iprobe");
+    if (!flag) {
+      if (!wait)
+        break;
+      deal_nap(&nap);
+      continue;
+    }
+    nap = 20000;
+    uint64_t ask = 0, reply[3] = {0, 0, 0};
+    int from = status.MPI_SOURCE;
+    rc = MPI_Recv(&ask, 1, MPI_UINT64_T, from, DEAL_ASK, m->comm,
+                  MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+      return mpi_fail(err, rc, "MPI_Recv");
+    if (ask == 1) { /* that rank takes no more */
+      (*open)--;
+      continue;
+    }
+    void *bytes = NULL;
+    size_t size = 0;
+    next(ctx, &reply[0], &reply[1], &bytes, &size);
+    if (size > (size_t)INT_MAX) { /* not sent: the rank fails */
+      free(bytes);
+      bytes = NULL;
+      size = 0;
+      reply[1] = 0;
+    }
+    reply[2] = bytes ? (uint64_t)size : 0;
+    if (reply[1] == 0) /* its last answer */
+      (*open)--;
+    rc = MPI_Send(reply, 3, MPI_UINT64_T, from, DEAL_GIVE, m->comm);
+    if (rc == MPI_SUCCESS && reply[2] > 0)
+      rc = MPI_Send(bytes, (int)size, MPI_BYTE, from, DEAL_BYTES, m->comm);
+    free(bytes);
+    if (rc != MPI_SUCCESS)
+      return mpi_fail(err, rc, "MPI_Send");
+  }
+  return IMGSTAT_OK;
 }
 
 const char *imgstat_mpi_library_description(void) {

@@ -79,4 +79,31 @@ imgstat_status imgstat_mpi_bcast(imgstat_mpi *m, void **data, size_t *size,
   return unsupported(err);
 }
 
+imgstat_status imgstat_mpi_deal_ask(imgstat_mpi *m, int quit, uint64_t *first,
+                                    uint64_t *count, void **bytes, size_t *size,
+                                    imgstat_error *err) {
+  (void)m;
+  (void)quit;
+  if (bytes)
+    *bytes = NULL;
+  if (size)
+    *size = 0;
+  if (first)
+    *first = 0;
+  if (count)
+    *count = 0;
+  return unsupported(err);
+}
+
+imgstat_status imgstat_mpi_deal_serve(imgstat_mpi *m, int wait,
+                                      imgstat_mpi_dealer next, void *ctx,
+                                      int *open, imgstat_error *err) {
+  (void)m;
+  (void)wait;
+  (void)next;
+  (void)ctx;
+  (void)open;
+  return unsupported(err);
+}
+
 const char *imgstat_mpi_library_description(void) { return ""; }

@@ -42,6 +42,18 @@ struct imgstat_run {
   /* MPI: this rank's share of the inputs, [share_first, share_end) */
   int share;
   uint64_t share_first, share_end, fed;
+  /* MPI, dealt (info.mpi_dealt): the chunk being fed [chunk_at, chunk_end),
+   * the iterator's next item (pos); deal_done: told that none is left (or
+   * quit). Rank 0 deals [deal_next, deal_total), deal_fixed items a chunk
+   * (0: guided, smaller as the list runs out), to the deal_open ranks that
+   * may still ask; deal_stop: it deals no more (its run stopped). */
+  uint64_t chunk_at, chunk_end, pos;
+  int deal_done, deal_open, deal_stop;
+  /* dealt with the names: ranks > 0 get no list, only their chunks' items
+   * (rank 0 packs them); not when every rank needs the list (--sample's
+   * draw, the float range pass, outputs checked against it) */
+  int deal_names;
+  uint64_t deal_next, deal_total, deal_fixed;
   int stage_times;  /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
   int stream_stats; /* statistics as a file is read (stats_stream.h) */
   struct timespec created;   /* imgstat_run_create */
@@ -135,11 +147,24 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   if (m) {
     unsigned char *bytes = NULL;
     size_t size = 0;
-    if (s == IMGSTAT_OK && rank == 0)
+    if (s == IMGSTAT_OK && rank == 0 && !run->deal_names)
       s = imgstat_input_list_pack(&run->list, &bytes, &size, err);
     run->mpi.list_s = run_since(&t0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (!any_rank(run, s != IMGSTAT_OK)) {
+    if (!any_rank(run, s != IMGSTAT_OK) && run->deal_names) {
+      /* the names go out with the chunks: the other ranks learn the
+       * count alone */
+      uint64_t n = rank == 0 ? (uint64_t)run->list.count : 0;
+      void *data = &n;
+      size = sizeof n;
+      s = imgstat_mpi_bcast(m, &data, &size, err);
+      if (s == IMGSTAT_OK && rank > 0) {
+        memcpy(&n, data, sizeof n);
+        free(data);
+      }
+      run->deal_total = n;
+      run->mpi.bcast_s = run_since(&t0);
+    } else if (!any_rank(run, s != IMGSTAT_OK)) {
       void *data = bytes;
       s = imgstat_mpi_bcast(m, &data, &size, err);
       if (s == IMGSTAT_OK && rank > 0)
@@ -327,6 +352,13 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
   /* Whatever needs every input first gets them from one walk (also the
    * second read of exact float percentiles, after the run) */
   int pooled_hist = opts->dataset && opts->request.histograms;
+  if (opts->mpi) {
+    const char *deal = getenv("IMGSTAT_MPI_DEAL");
+    run->info.mpi_dealt =
+        !opts->mpi_static_deal && !(deal && strcmp(deal, "static") == 0);
+    run->deal_names = run->info.mpi_dealt && !range && !opts->sample &&
+                      !opts->whole_list && run->info.at.size > 1;
+  }
   if (s == IMGSTAT_OK &&
       (opts->mpi || opts->whole_list || range || pooled_hist || opts->sample))
     s = whole_list(run, err);
@@ -582,9 +614,127 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
   }
 }
 
+/* ---- MPI: the dynamic deal ------------------------------------------------
+ */
+
+/* Rank 0's next chunk: deal_fixed items, else guided: an 8 · ranks-th of
+ * what is left (at least one, at most DEAL_MAX), so that the chunks are
+ * small at the end, where a rank's last chunk decides when it ends, and
+ * no first chunk holds so much of the list that the costly files of one
+ * folder (the list's order is the paths') fall to one rank: a 2 · ranks-th
+ * gave rank 0 of 2 all of 100 large PNGs that led 300 small ones (it ended
+ * 5.7 s after rank 1). DEAL_MAX bounds that at scale; rank 0 then answers
+ * a request per DEAL_MAX inputs a rank runs (256 cost tiny images a third
+ * of a rank's time in the waits for answers on the shared 2-core VM,
+ * one worker a rank). */
+#define DEAL_MAX 1024
+static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
+                       void **bytes, size_t *size) {
+  imgstat_run *run = ctx;
+  uint64_t left = run->deal_stop ? 0 : run->deal_total - run->deal_next;
+  uint64_t parts = 8 * (uint64_t)run->info.at.size;
+  uint64_t c = run->deal_fixed ? run->deal_fixed : (left + parts - 1) / parts;
+  if (!run->deal_fixed && c > DEAL_MAX)
+    c = DEAL_MAX;
+  if (c > left)
+    c = left;
+  *first = run->deal_next;
+  *count = c;
+  run->deal_next += c;
+  if (bytes && run->deal_names && c > 0) { /* the items, for another rank */
+    imgstat_input_list view = {run->pass.items + *first, (size_t)c, 0};
+    unsigned char *packed = NULL;
+    imgstat_error err;
+    if (imgstat_input_list_pack(&view, &packed, size, &err) == IMGSTAT_OK)
+      *bytes = packed;
+    else /* that rank fails for want of its items */
+      *size = 0;
+  }
+}
+
+/* Rank 0 answers the requests waiting now (from the thread that runs the
+ * batch's loop: MPI's thread). A failure is left to the final serve. */
+static void deal_serve(imgstat_run *run) {
+  if (run->info.at.rank != 0 || run->deal_open == 0)
+    return;
+  imgstat_error err;
+  imgstat_mpi_deal_serve(run->opt.mpi, 0, deal_chunk, run, &run->deal_open,
+                         &err);
+}
+
+/* The next chunk for this rank (rank 0 takes its own); the iterator moved
+ * to its first item. deal_done once none is left. */
+static imgstat_status deal_take(imgstat_run *run, imgstat_error *err) {
+  uint64_t first = 0, count = 0;
+  imgstat_status s = IMGSTAT_OK;
+  void *bytes = NULL;
+  size_t size = 0;
+  if (run->info.at.rank == 0)
+    deal_chunk(run, &first, &count, NULL, NULL);
+  else
+    s = imgstat_mpi_deal_ask(run->opt.mpi, 0, &first, &count, &bytes, &size,
+                             err);
+  if (s == IMGSTAT_OK && count > 0 && run->deal_names &&
+      run->info.at.rank > 0) {
+    /* the chunk's items, this rank's only list */
+    imgstat_input_list chunk = {NULL, 0, 0};
+    s = bytes ? imgstat_input_list_unpack(bytes, size, &chunk, err)
+              : imgstat_error_set(err, IMGSTAT_ERR_NOMEM,
+                                  "rank 0 could not send a chunk's inputs");
+    if (s == IMGSTAT_OK && chunk.count != count)
+      s = imgstat_error_set(err, IMGSTAT_ERR_IO,
+                            "a chunk of %llu inputs came with %zu",
+                            (unsigned long long)count, chunk.count);
+    chunk.max_member = run->opt.engine.load.max_memory;
+    imgstat_inputs *next = NULL;
+    if (s == IMGSTAT_OK)
+      s = imgstat_inputs_from_list(&chunk, &next, err);
+    imgstat_input_list_free(&chunk);
+    if (s == IMGSTAT_OK) {
+      imgstat_inputs_destroy(run->inputs);
+      run->inputs = next;
+      run->pos = first;
+    }
+  }
+  free(bytes);
+  /* told that none is left; a chunk that could not be taken leaves the
+   * run (its next_input fails), and deal_end then says it takes no more */
+  if (count == 0 && s == IMGSTAT_OK)
+    run->deal_done = 1;
+  if (s != IMGSTAT_OK || count == 0)
+    return s;
+  if (first > run->pos) /* other ranks' chunks: not read */
+    s = imgstat_inputs_skip(run->inputs, first - run->pos, err);
+  run->pos = first;
+  run->chunk_at = first;
+  run->chunk_end = first + count;
+  run->mpi.chunks++;
+  return s;
+}
+
+/* After this rank's batch: rank 0 answers until every rank has been told
+ * that none is left (dealing no more when its own run stopped: stop);
+ * a rank that stopped before it was told says it takes no more. */
+static imgstat_status deal_end(imgstat_run *run, int stop, imgstat_error *err) {
+  if (run->info.at.rank == 0) {
+    run->deal_stop = run->deal_stop || stop;
+    return imgstat_mpi_deal_serve(run->opt.mpi, 1, deal_chunk, run,
+                                  &run->deal_open, err);
+  }
+  if (run->deal_done)
+    return IMGSTAT_OK;
+  run->deal_done = 1;
+  uint64_t first, count;
+  return imgstat_mpi_deal_ask(run->opt.mpi, 1, &first, &count, NULL, NULL, err);
+}
+
 /* The inputs of this run so far (under MPI: this rank's share) and whether
  * that is all of them. */
 static int inputs_total(const imgstat_run *run, uint64_t *total) {
+  if (run->info.mpi_dealt) { /* taken so far */
+    *total = run->mpi.items + (run->chunk_end - run->chunk_at);
+    return run->deal_done;
+  }
   if (run->share) {
     *total = run->share_end - run->share_first;
     return 1;
@@ -597,8 +747,19 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   imgstat_input *in = NULL;
   imgstat_status s = IMGSTAT_OK;
   uint64_t t0 = run->stage_times ? now_ns() : 0;
-  if (!run->share || run->fed++ < run->share_end - run->share_first)
+  if (run->info.mpi_dealt) {
+    deal_serve(run);
+    if (run->chunk_at == run->chunk_end && !run->deal_done)
+      s = deal_take(run, err);
+    if (s == IMGSTAT_OK && run->chunk_at < run->chunk_end) {
+      s = imgstat_inputs_next(run->inputs, &in, err);
+      run->chunk_at++;
+      run->pos++;
+      run->mpi.items++;
+    }
+  } else if (!run->share || run->fed++ < run->share_end - run->share_first) {
     s = imgstat_inputs_next(run->inputs, &in, err);
+  }
   /* the walk runs ahead: the progress figures' total, auto's rule */
   if (s == IMGSTAT_OK)
     s = imgstat_inputs_prefetch(run->inputs, 4096, err);
@@ -606,6 +767,8 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
     run->walk_ns += now_ns() - t0;
   uint64_t total = 0;
   inputs_total(run, &total);
+  if (run->info.mpi_dealt) /* auto's rule: about a rank's part */
+    total = run->deal_total / (uint64_t)run->info.at.size;
   imgstat_engine_set_workload(run->engine, total);
   *item = in;
   return s;
@@ -818,6 +981,8 @@ static int deliver_input(void *ctx, uint64_t index, void *item, void *result,
   (void)index;
   uint64_t t0 = run->stage_times ? now_ns() : 0;
   int stop = 0;
+  if (run->info.mpi_dealt)
+    deal_serve(run);
   if (ran && !r->cancelled) {
     imgstat_run_item it;
     it.input = in;
@@ -855,6 +1020,15 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   imgstat_status s = imgstat_inputs_prefetch(run->inputs, SIZE_MAX, err);
   uint64_t total = 0;
   imgstat_inputs_total(run->inputs, &total);
+  if (run->info.mpi_dealt) { /* chunks as the ranks ask: next_input */
+    if (!run->deal_names || run->info.at.rank == 0)
+      run->deal_total = total;
+    const char *fixed = getenv("IMGSTAT_MPI_DEAL_CHUNK");
+    if (fixed && atoll(fixed) > 0)
+      run->deal_fixed = (uint64_t)atoll(fixed);
+    run->share = 1;
+    return s;
+  }
   imgstat_mpi_share(total, run->info.at.rank, run->info.at.size,
                     &run->share_first, &run->share_end);
   if (s == IMGSTAT_OK) /* an archive's members before it are not read */
@@ -887,6 +1061,9 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     return s;
   }
   const imgstat_run_options *o = &run->opt;
+  /* rank 0 deals to every other rank, even when its own set-up fails */
+  if (o->mpi && run->info.mpi_dealt && run->info.at.rank == 0)
+    run->deal_open = run->info.at.size - 1;
   /* With MPI, a rank whose set-up fails still takes part in the
    * collectives, with nothing to add. */
   imgstat_status s = imgstat_engine_create(&o->engine, &run->engine, err);
@@ -926,6 +1103,7 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     run->mpi.share_s = run_since(&t0);
     run->mpi.share_first = run->share_first;
     run->mpi.share_end = run->share_end;
+    run->mpi.list_held = run->list.count;
   }
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (s == IMGSTAT_OK) {
@@ -954,6 +1132,17 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     if (s != IMGSTAT_OK)
       rep.failed_in = IMGSTAT_RUN_STEP_WORKERS;
     rep.cancelled = br.cancelled;
+  }
+  if (o->mpi && run->info.mpi_dealt) {
+    /* every rank told that none is left, even one whose set-up failed */
+    imgstat_error derr;
+    memset(&derr, 0, sizeof derr);
+    imgstat_status d = deal_end(run, s != IMGSTAT_OK || rep.cancelled, &derr);
+    if (d != IMGSTAT_OK && s == IMGSTAT_OK) {
+      *err = derr;
+      s = d;
+      rep.failed_in = IMGSTAT_RUN_STEP_WORKERS;
+    }
   }
   if (o->mpi) {
     run->mpi.work_s = run_since(&t0);

@@ -205,40 +205,126 @@ fi
 # rank in rank order): ranks left unbound on one host (--bind-to none)
 # share its cores out, max(1, cores / ranks) workers each, so that K ranks
 # start as many workers as one process; an explicit -j is kept as given.
-# Each rank's share is [floor(r n / K), floor((r + 1) n / K)) of the n
-# inputs. Only where nothing narrows this process's cores (the host's
-# online cores are all offered to it).
+# Under IMGSTAT_MPI_DEAL=static each rank's share is
+# [floor(r n / K), floor((r + 1) n / K)) of the n inputs; dealt (the
+# default) the ranks' items add up to n, in chunks, and only rank 0 holds
+# the input list (the others get the names with their chunks). Only where
+# nothing
+# narrows this process's cores (the host's online cores are all offered to
+# it).
 n_in=$(find "$D" -type f | wc -l)
 if [ "$(nproc)" -eq "$(getconf _NPROCESSORS_ONLN)" ]; then
   for k in 2 3; do
     for j in "" "-j 3"; do
-      IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np "$k" \
-        "$IMGSTAT" --mpi $j --dataset-only "$D" >"$T/out" 2>"$T/err"
-      want=${j#-j }
-      [ -n "$want" ] || want=$(($(nproc) / k > 0 ? $(nproc) / k : 1))
-      grep '^imgstat: mpi times: ' "$T/err" >"$T/lines"
-      bad=$(awk -v k="$k" -v want="$want" -v n="$n_in" '
-        { r = NR - 1
-          if ($5 != r || $7 != k || $14 != want) { print "rank " r ": " $0; next }
-          lo = int(r * n / k); hi = int((r + 1) * n / k)
-          if ($0 !~ ("items " (hi - lo) " \\[" lo ", " hi "\\)$")) print "share " r ": " $0 }
-        END { if (NR != k) print NR " lines for " k " ranks" }' "$T/lines")
-      [ -z "$bad" ] && pass "-np $k --bind-to none ${j:-(no -j)}: $want workers a rank, shares of $n_in" ||
-        fail "-np $k --bind-to none $j: want $want workers a rank: $bad $(cat "$T/err")"
+      for deal in static dealt; do
+        IMGSTAT_MPI_DEAL=$deal IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np "$k" \
+          "$IMGSTAT" --mpi $j --dataset-only "$D" >"$T/out" 2>"$T/err"
+        want=${j#-j }
+        [ -n "$want" ] || want=$(($(nproc) / k > 0 ? $(nproc) / k : 1))
+        grep '^imgstat: mpi times: ' "$T/err" >"$T/lines"
+        bad=$(awk -v k="$k" -v want="$want" -v n="$n_in" -v deal="$deal" '
+          { r = NR - 1
+            if ($5 != r || $7 != k || $14 != want) { print "rank " r ": " $0; next }
+            if (deal == "static") {
+              lo = int(r * n / k); hi = int((r + 1) * n / k)
+              if ($0 !~ ("items " (hi - lo) " \\[" lo ", " hi "\\)$")) print "share " r ": " $0
+            } else if (match($0, /items [0-9]+ dealt in [0-9]+ chunks, list [0-9]+ held$/)) {
+              split(substr($0, RSTART, RLENGTH), f, " "); items += f[2]
+              if (f[8] != (r == 0 ? n : 0)) print "list " r ": " $0
+            } else print "dealt " r ": " $0 }
+          END { if (NR != k) print NR " lines for " k " ranks"
+                if (deal != "static" && items != n) print "items " items " of " n }' "$T/lines")
+        [ -z "$bad" ] && pass "-np $k --bind-to none ${j:-(no -j)} $deal: $want workers a rank, $n_in items" ||
+          fail "-np $k --bind-to none $j $deal: want $want workers a rank: $bad $(cat "$T/err")"
+      done
     done
   done
 else
   echo "skipped: the workers a rank (this process is bound to fewer cores than the host's)"
 fi
 
+# The dynamic deal in chunks of one input (IMGSTAT_MPI_DEAL_CHUNK=1) and
+# of two, so that every rank's inputs interleave with the others': 61 PNGs
+# of sizes from 8 x 8 to 200 x 150 (gray, RGB, RGBA, 16-bit), a truncated
+# one and a file that is no image among them: records, messages, the
+# dataset record (outliers, percentiles) and the exit status are one
+# process's under 1, 2 and 3 ranks, in every format.
+M=$T/many
+mkdir -p "$M"
+"$PY" - "$M" <<'EOF' || exit 1
+import sys
+from PIL import Image
+d = sys.argv[1]
+for k in range(61):
+    w, h = 8 + (k * 37) % 193, 8 + (k * 53) % 143
+    mode = ("L", "RGB", "RGBA", "I;16")[k % 4]
+    im = Image.new(mode, (w, h))
+    top = 65535 if mode == "I;16" else 255
+    if mode in ("L", "I;16"):
+        im.putdata([(x * 7 + y * 3 + k) * (k + 1) % (top + 1) for y in range(h) for x in range(w)])
+    else:
+        n = len(mode)
+        im.putdata([tuple((x * (c + 2) + y * (k + 1) + c) % 256 for c in range(n)) for y in range(h) for x in range(w)])
+    im.save("%s/p%02d.png" % (d, k))
+EOF
+head -c 200 "$M/p10.png" >"$M/p10b.png"
+printf 'nothing here\n' >"$M/p20b.png"
+for c in 1 2; do
+  for k in 1 2 3; do
+    IMGSTAT_MPI_DEAL_CHUNK=$c same "$k" "dealt in chunks of $c, --dataset --json" -j 1 --dataset --json "$M"
+  done
+  for k in 2 3; do
+    IMGSTAT_MPI_DEAL_CHUNK=$c same "$k" "dealt in chunks of $c, --dataset (text)" -j 1 --dataset "$M"
+    IMGSTAT_MPI_DEAL_CHUNK=$c same "$k" "dealt in chunks of $c, --csv --histogram --errors-as-records" \
+      -j 1 --dataset --csv --histogram --errors-as-records "$M"
+  done
+done
+same 3 "dealt (guided), --dataset-only --json" --dataset-only --json "$M"
+# --labels under the deal: each label's pool and its first files are one
+# process's when the images come to the ranks one by one.
+mkdir -p "$T/lab/img" "$T/lab/lab"
+"$PY" - "$T/lab" <<'EOF' || exit 1
+import sys
+from PIL import Image
+d = sys.argv[1]
+for k in range(20):
+    w, h = 20 + k, 16 + k % 7
+    im = Image.new("L", (w, h))
+    im.putdata([(x * 13 + y * 7 + k * 29) % 256 for y in range(h) for x in range(w)])
+    im.save("%s/img/c%02d.png" % (d, k))
+    lb = Image.new("L", (w, h))
+    lb.putdata([(x * 3 + y + k) % 5 for y in range(h) for x in range(w)])
+    lb.save("%s/lab/c%02d.png" % (d, k))
+EOF
+IMGSTAT_MPI_DEAL_CHUNK=1 same 3 "dealt in chunks of 1, --labels" -j 1 --dataset --json \
+  --labels "$T/lab/lab" "$T/lab/img"
+
+# ... and the deal did interleave: under 3 ranks in chunks of 1, at least
+# two ranks took several chunks.
+IMGSTAT_MPI_DEAL_CHUNK=1 IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 3 \
+  "$IMGSTAT" --mpi -j 1 --dataset-only "$M" >"$T/out" 2>"$T/err"
+busy=$(grep '^imgstat: mpi times: ' "$T/err" | awk '$(NF - 4) > 1 { n++ } END { print n + 0 }')
+[ "$busy" -ge 2 ] && pass "chunks of 1: $busy ranks took several" ||
+  fail "chunks of 1: $busy ranks took several chunks: $(grep 'mpi times' "$T/err")"
+# The plain run's records name every image once, in order, and its
+# dataset record pools them: the count of pooled images against PIL's.
+"$IMGSTAT" -j 1 --json "$M" 2>/dev/null | "$PY" -c '
+import json, os, sys
+names = [json.loads(l)["file"] for l in sys.stdin]
+d = sys.argv[1]
+want = sorted(os.path.join(d, f) for f in os.listdir(d) if f not in ("p10b.png", "p20b.png"))
+sys.exit(0 if names == want else 1)' "$M" && pass "the plain run's records, in order" ||
+  fail "the plain run's records are not every image in order"
+
 # Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
-# of --devices (else of all). Devices 3 and 5 are absent here (and on a
+# of --devices (else of all); the contiguous shares put input r on rank
+# r. Devices 3 and 5 are absent here (and on a
 # GPU host of fewer than 6), so each input's message names its rank's.
 mkdir -p "$T/three"
 cp "$SAMPLES/camera.png" "$T/three/a.png"
 cp "$SAMPLES/kodim23.png" "$T/three/b.png"
 cp "$SAMPLES/monkey16.pgm" "$T/three/c.pgm"
-"$MPIRUN" --oversubscribe -np 3 "$IMGSTAT" --mpi --backend gpu --devices 3,5 \
+IMGSTAT_MPI_DEAL=static "$MPIRUN" --oversubscribe -np 3 "$IMGSTAT" --mpi --backend gpu --devices 3,5 \
   "$T/three" >"$T/out" 2>"$T/err"
 got=$(grep -o '/three/[abc]\.p[ng][gm]: --backend gpu needs a usable GPU: device [0-9]*' "$T/err" |
   sed 's/: --backend gpu needs a usable GPU://' | sort | tr '\n' ' ')

@@ -16,7 +16,11 @@
  *    rank 0's message;
  *  - the ordered gather: rank r's bytes (of different lengths, none for
  *    rank 0) on rank 0, in rank order;
- *  - the agreement: sums and maxima of every rank's values on every rank.
+ *  - the agreement: sums and maxima of every rank's values on every rank;
+ *  - the dynamic deal: rank 0 hands out chunks of 3 of 200 items (each
+ *    with bytes that name its first) while it takes chunks itself, the last
+ * rank quits after its first chunk: every item is taken by exactly one rank,
+ * and rank 0's final serve ends.
  *
  * Without IMGSTAT_TEST_MPI in the environment (set by ctest) it skips (77),
  * so that tests/tools/valgrind.sh, which runs every tests/test_* directly, does
@@ -424,6 +428,81 @@ static void test_bcast(void) {
 }
 
 /* Sums and maxima on every rank, against the closed forms. */
+/* ---- the dynamic deal ------------------------------------------------------
+ */
+
+typedef struct dealer {
+  uint64_t next, n, chunk;
+} dealer;
+
+static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
+                       void **bytes, size_t *size) {
+  dealer *d = ctx;
+  uint64_t left = d->n - d->next;
+  *first = d->next;
+  *count = left < d->chunk ? left : d->chunk;
+  d->next += *count;
+  /* the chunk's first item's number sent along, as text */
+  char *text = bytes ? malloc(24) : NULL;
+  if (text) {
+    snprintf(text, 24, "%llu", (unsigned long long)*first);
+    *bytes = text;
+    *size = strlen(text) + 1;
+  }
+}
+
+static void test_deal(void) {
+  enum { N = 200 };
+  uint64_t seen[N];
+  memset(seen, 0, sizeof seen);
+  dealer d = {0, N, 3};
+  imgstat_error err;
+  uint64_t first, count;
+  if (rank == 0) {
+    int open = size - 1;
+    for (;;) { /* its own chunks between the others' requests */
+      CU_ASSERT(imgstat_mpi_deal_serve(mpi, 0, deal_chunk, &d, &open, &err) ==
+                IMGSTAT_OK);
+      deal_chunk(&d, &first, &count, NULL, NULL);
+      if (!count)
+        break;
+      for (uint64_t k = 0; k < count; k++)
+        seen[first + k]++;
+    }
+    CU_ASSERT(imgstat_mpi_deal_serve(mpi, 1, deal_chunk, &d, &open, &err) ==
+              IMGSTAT_OK);
+    CU_ASSERT(open == 0);
+  } else {
+    for (int took = 0;; took++) {
+      if (rank == size - 1 && took == 1) { /* stops early */
+        CU_ASSERT(imgstat_mpi_deal_ask(mpi, 1, &first, &count, NULL, NULL,
+                                       &err) == IMGSTAT_OK);
+        break;
+      }
+      void *bytes = NULL;
+      size_t n = 0;
+      CU_ASSERT_FATAL(imgstat_mpi_deal_ask(mpi, 0, &first, &count, &bytes, &n,
+                                           &err) == IMGSTAT_OK);
+      if (count) { /* the bytes rank 0 sent with the chunk */
+        char want[24];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)first);
+        CU_ASSERT(bytes && n == strlen(want) + 1 &&
+                  memcmp(bytes, want, n) == 0);
+      }
+      free(bytes);
+      if (!count)
+        break;
+      CU_ASSERT(first + count <= N);
+      for (uint64_t k = 0; k < count && first + k < N; k++)
+        seen[first + k]++;
+    }
+  }
+  CU_ASSERT_FATAL(imgstat_mpi_allreduce_u64(mpi, seen, N, IMGSTAT_MPI_SUM,
+                                            &err) == IMGSTAT_OK);
+  for (int k = 0; k < N; k++)
+    CU_ASSERT(seen[k] == 1);
+}
+
 static void test_allreduce(void) {
   uint64_t v[3] = {(uint64_t)rank + 1, UINT64_C(1) << 40, (uint64_t)rank * 7};
   imgstat_error err;
@@ -453,6 +532,7 @@ static const test_case tests[] = {
     {"ordered gather", test_gather},
     {"sums and maxima on every rank", test_allreduce},
     {"rank 0's bytes to every rank", test_bcast},
+    {"the dynamic deal: every item to one rank", test_deal},
     {NULL, NULL}};
 
 int main(int argc, char **argv) {
