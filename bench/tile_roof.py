@@ -227,6 +227,8 @@ def main():
     if not os.access(roof, os.X_OK):
         sys.exit("FAIL: no %s (cmake --build BUILD --target read_roof)" % roof)
     made = a.dir is None
+    if a.dir:
+        os.makedirs(a.dir, exist_ok=True)
     d = a.dir or tempfile.mkdtemp(prefix="imgstat_tile_roof.")
     check_small(imgstat, d, a.bands)
     path = os.path.join(d, "roof_%d_%dx%d.tif" % (a.bands, a.size, a.size))
@@ -251,6 +253,7 @@ def main():
         backends.append(("cpu", "0"))
     if not a.no_gpu and has_gpu():
         backends.append(("gpu", None))
+        backends.append(("auto", None))
     for be, stream in backends:
         cmd = [imgstat, "--json", "--backend", be, path]
         env = None if stream is None else dict(os.environ,
