@@ -917,11 +917,12 @@ static imgstat_status stats_item(imgstat_engine *e, gpu_slot *g,
 
 int ist_engine_streams(const imgstat_engine *e, const imgstat_decoder *d,
                        const imgstat_stats_request *req) {
-  /* the CPU's item: asked for, or auto where no GPU can be */
-  int cpu =
-      e &&
-      (e->opt.backend == IMGSTAT_BACKEND_CPU ||
-       (e->opt.backend == IMGSTAT_BACKEND_AUTO && !imgstat_gpu_compiled()));
+  /* the CPU's item: asked for, or auto (the GPU would take the image only
+   * once it is decoded whole, after the reading that is the most of the
+   * time here: on the H200 host a 13-band 10980 x 10980 uint16 tile took
+   * 0.34 s streamed, 0.58 s decoded on the CPU, 1.04 s on the GPU) */
+  int cpu = e && (e->opt.backend == IMGSTAT_BACKEND_CPU ||
+                  e->opt.backend == IMGSTAT_BACKEND_AUTO);
   return cpu && d && !e->opt.verify &&
          !(req && (req->mask_path || req->labels_path || req->histograms)) &&
          ist_decoder_streams(d);
