@@ -43,6 +43,7 @@
 #   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
 #   CVf2   tree + CV + f2;
 #   S8     tree + batched planes at least 8 tiles a block (now the default);
+#   S4, S16  tree with batched planes at least 4 / 16 tiles a block;
 #   U16    tree with the u16 interleaved kernel sample by sample (the
 #          packed one off: the default before it);
 #   P16    the packed interleaved u16 kernel (IMGSTAT_HWC16_PACK, the default:
@@ -93,6 +94,8 @@ declare -A FLAGS=(
   [f2]="-DIMGSTAT_F32_BLOCKS_PER_SM=2"
   [CVf2]="-DIMGSTAT_F32_INT_WIDEN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=2"
   [S8]="-DIMGSTAT_SEG_TILES=8"
+  [S16]="-DIMGSTAT_SEG_TILES=16"
+  [S4]="-DIMGSTAT_SEG_TILES=4"
   [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0"
   [P16]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_BLOCKS_PER_SM=2"
   [U16]="-DIMGSTAT_HWC16_PACK=0"
