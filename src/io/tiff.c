@@ -856,9 +856,13 @@ typedef struct tiff_sink {
   size_t stride;         /* of a group's planes */
   imgstat_partial *part; /* a channel's figures */
   uint64_t *nodata;      /* a channel's nodata samples */
+  ist_ilv *ilv;          /* pixel-interleaved samples kept as stored: reduced
+                            where they lie (then no rows as planes) */
 } tiff_sink;
 
 static void tiff_sink_close(tiff_sink *s) {
+  ist_ilv_free(s->ilv);
+  s->ilv = NULL;
   free(s->buf);
   free(s->part);
   free(s->nodata);
@@ -867,11 +871,35 @@ static void tiff_sink_close(tiff_sink *s) {
   s->nodata = NULL;
 }
 
-/* The sink's buffers for a page of k's chunks and `channels` channels of
- * `sample`; 0 when there is no memory. */
-static int tiff_sink_open(tiff_sink *s, const tiff_chunks *k, int channels,
-                          imgstat_sample sample) {
+/* Whether the chunks of ts's page are reduced where they lie
+ * (ist_ilv_scan): every sample of a pixel together, kept as stored, but a
+ * single plane of unsigned samples, which is its own plane. */
+static int tiff_in_place(const tiff_state *ts, const tiff_chunks *k,
+                         int channels) {
+  return k->nc == channels && kept_as_stored(ts) &&
+         (channels > 1 || ts->int16) && ts->bps <= 16;
+}
+
+/* The sink's buffers for a page of ts's chunks k under v, `channels`
+ * channels of `sample`; 0 when there is no memory. */
+static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
+                          const tiff_chunks *k, const imgstat_valid *v,
+                          int channels, imgstat_sample sample) {
   memset(&s->rows, 0, sizeof s->rows);
+  s->ilv = NULL;
+  if (tiff_in_place(ts, k, channels)) {
+    s->buf = NULL;
+    s->part = malloc((size_t)channels * sizeof *s->part);
+    s->nodata = calloc((size_t)channels, sizeof *s->nodata);
+    s->ilv = ist_ilv_create(channels, sample, ts->int16, v, 1);
+    if (!s->part || !s->nodata || !s->ilv) {
+      tiff_sink_close(s);
+      return 0;
+    }
+    for (int c = 0; c < channels; c++)
+      imgstat_partial_init(&s->part[c]);
+    return 1;
+  }
   s->rows.channels = channels;
   s->rows.sample = sample;
   s->rows.borrowed = 1;
@@ -930,6 +958,19 @@ static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
   imgstat_status st = fetch_chunk(ts, k, g, &at, err);
   if (st != IMGSTAT_OK)
     return st;
+  if (s->ilv) {
+    /* a chunk as wide as the image's part of it is one run of pixels */
+    uint64_t first = (uint64_t)at.y0 * ts->width + at.x0;
+    size_t run = (size_t)at.cols * (size_t)k->nc * (ts->bps / 8);
+    if (run == k->row_bytes)
+      ist_ilv_scan(s->ilv, ts->chunk, (uint64_t)at.rows * at.cols, first,
+                   at.cols, ts->width);
+    else
+      for (uint32_t r = 0; r < at.rows; r++)
+        ist_ilv_scan(s->ilv, ts->chunk + (size_t)r * k->row_bytes, at.cols,
+                     first + (uint64_t)r * ts->width, at.cols, ts->width);
+    return IMGSTAT_OK;
+  }
   imgstat_image *t = &s->rows;
   int c0 = k->planar ? at.p : 0, c1 = k->planar ? at.p + 1 : t->channels;
   t->width = at.cols;
@@ -1111,8 +1152,8 @@ static imgstat_status tiff_run(imgstat_decoder *d, tiff_state *ts,
     w[t].job = job;
     w[t].status = IMGSTAT_OK;
     w[t].fail_at = UINT64_MAX;
-    int sink =
-        job->img || tiff_sink_open(&w[t].sink, k, d->header.channels, sample);
+    int sink = job->img || tiff_sink_open(&w[t].sink, ts, k, job->v,
+                                          d->header.channels, sample);
     if (t == 0 && !sink)
       return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
     if (t > 0 && sink && tiff_worker_open(&w[t], ts, d, k->size) &&
@@ -1213,6 +1254,8 @@ imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
   int used = 0;
   s = tiff_run(d, ts, &job, w, threads, h->sample, &used, err);
   for (int t = 0; t < used; t++) {
+    if (s == IMGSTAT_OK && w[t].sink.ilv)
+      ist_ilv_finish(w[t].sink.ilv, w[t].sink.part, w[t].sink.nodata);
     for (int c = 0; s == IMGSTAT_OK && w[t].sink.part && c < h->channels; c++) {
       imgstat_partial_merge(&out[c], &w[t].sink.part[c], h->sample);
       nodata[c] += w[t].sink.nodata[c];
