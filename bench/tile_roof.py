@@ -7,6 +7,7 @@ for the GPU host).
   python3 bench/tile_roof.py IMGSTAT [--size N] [--bands B] [--runs R]
                              [--threads T] [--roof READ_ROOF] [--dir DIR]
                              [--keep] [--no-gpu] [--decoded]
+                             [--other IMGSTAT2]
 
 1. Writes the file itself: a BigTIFF, tiled 512 x 512, pixel-interleaved,
    uncompressed, the tiles stored one after the other in tile order (edge
@@ -25,7 +26,9 @@ for the GPU host).
    lists a GPU, unless --no-gpu; with --decoded also the CPU run with
    IMGSTAT_TIFF_STREAM=0, the image decoded whole): median wall time of R runs after a
    warm-up, peak resident memory of one more run (getrusage of a child of
-   its own), and imgstat / roof.
+   its own), and imgstat / roof. --other IMGSTAT2: another build's
+   `--backend cpu` run beside it (A/B of two builds in one run), the two
+   builds' runs taking turns.
 
 The file is removed at the end unless --keep (or --dir names a folder that
 holds it already: then it is reused).
@@ -220,6 +223,9 @@ def main():
     ap.add_argument("--decoded", action="store_true",
                     help="also IMGSTAT_TIFF_STREAM=0 (the image decoded "
                     "whole, then reduced)")
+    ap.add_argument("--other", default=None,
+                    help="another build's imgstat, its --backend cpu run "
+                    "beside (A/B)")
     a = ap.parse_args()
     imgstat = os.path.abspath(a.imgstat)
     roof = a.roof or os.path.join(os.path.dirname(imgstat), "bench",
@@ -254,6 +260,25 @@ def main():
     if not a.no_gpu and has_gpu():
         backends.append(("gpu", None))
         backends.append(("auto", None))
+    if a.other:
+        # the two builds' CPU runs take turns, so that the machine's mood
+        # falls on both alike
+        pair = [[imgstat, "--json", "--backend", "cpu", path],
+                [os.path.abspath(a.other), "--json", "--backend", "cpu",
+                 path]]
+        times = [[], []]
+        for k in range(a.runs + 1):
+            for i, cmd in enumerate(pair):
+                t = time.perf_counter()
+                rc, _, err = run(cmd)
+                if rc != 0:
+                    sys.exit("FAIL: %s: %s" % (cmd[0], err[-300:]))
+                if k:  # the first turn warms up
+                    times[i].append(time.perf_counter() - t)
+        for i, cmd in enumerate(pair):
+            rows.append(("%s imgstat --json --backend cpu (taking turns)" %
+                         ("this" if i == 0 else "--other"),
+                         float(np.median(times[i])), peak_of(cmd)))
     for be, stream in backends:
         cmd = [imgstat, "--json", "--backend", be, path]
         env = None if stream is None else dict(os.environ,

@@ -225,8 +225,8 @@ static uint64_t ilv_find(const ist_ilv *a, const void *px, uint64_t i0,
 /* The vectors of position k of the period in np periods from x (samples),
  * into the piece's lanes k * 16 .. and the bands' sums. */
 __attribute__((target("avx2"), always_inline)) static inline void
-ilv_position(ist_ilv *a, const unsigned char *x, uint32_t np, uint32_t k,
-             const int u8, const int nodata) {
+ilv_position(ist_ilv *a, const unsigned char *x, const unsigned char *next,
+             uint32_t np, uint32_t k, const int u8, const int nodata) {
   const size_t step = (size_t)a->period * ILV_LANES * (u8 ? 1 : 2);
   const unsigned char *p = x + (size_t)k * ILV_LANES * (u8 ? 1 : 2);
   const __m256i flip = _mm256_set1_epi16((short)a->flip);
@@ -239,8 +239,13 @@ ilv_position(ist_ilv *a, const unsigned char *x, uint32_t np, uint32_t k,
   __m256i nd = _mm256_setzero_si256();
   __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
   __m256i q0 = _mm256_setzero_si256(), q1 = q0, q2 = q0, q3 = q0;
-  for (uint32_t i = 0; i < np; i++, p += step) {
+  const size_t vec = u8 ? 16 : 32;
+  const unsigned char *ahead = next + (size_t)k * np * vec;
+  for (uint32_t i = 0; i < np; i++, p += step, ahead += vec) {
     __m256i s;
+    /* the next piece, a vector's bytes at each step: the strided loads
+     * of the next positions find it in the cache */
+    _mm_prefetch((const char *)ahead, _MM_HINT_T0);
     if (u8)
       s = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p));
     else
@@ -289,16 +294,17 @@ ilv_position(ist_ilv *a, const unsigned char *x, uint32_t np, uint32_t k,
 }
 
 __attribute__((target("avx2"))) static void
-ilv_piece_avx2(ist_ilv *a, const unsigned char *x, uint32_t np) {
+ilv_piece_avx2(ist_ilv *a, const unsigned char *x, const unsigned char *next,
+               uint32_t np) {
   for (uint32_t k = 0; k < a->period; k++) {
     if (a->u8 && a->any_nodata)
-      ilv_position(a, x, np, k, 1, 1);
+      ilv_position(a, x, next, np, k, 1, 1);
     else if (a->u8)
-      ilv_position(a, x, np, k, 1, 0);
+      ilv_position(a, x, next, np, k, 1, 0);
     else if (a->any_nodata)
-      ilv_position(a, x, np, k, 0, 1);
+      ilv_position(a, x, next, np, k, 0, 1);
     else
-      ilv_position(a, x, np, k, 0, 0);
+      ilv_position(a, x, next, np, k, 0, 0);
   }
 }
 #endif
@@ -310,7 +316,8 @@ static void ilv_piece(ist_ilv *a, const void *px, uint64_t i0, uint32_t n,
   const uint32_t c = (uint32_t)a->channels;
   const size_t size = a->u8 ? 1 : 2;
   const unsigned char *x = (const unsigned char *)px + i0 * c * size;
-  ilv_piece_avx2(a, x, n / a->period_px);
+  /* the next piece follows: prefetching never faults past the run */
+  ilv_piece_avx2(a, x, x + (size_t)n * c * size, n / a->period_px);
   size_t lanes = (size_t)a->period * ILV_LANES;
   for (uint32_t b = 0; b < c; b++) {
     a->blo[b] = 0xffffu;
