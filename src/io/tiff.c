@@ -65,6 +65,8 @@
   X(TIFFGetField) \
   X(TIFFGetFieldDefaulted) \
   X(TIFFGetStrileByteCount) \
+  X(TIFFGetStrileOffset) \
+  X(TIFFIsByteSwapped) \
   X(TIFFIsTiled) \
   X(TIFFNumberOfDirectories) \
   X(TIFFOpenOptionsAlloc) \
@@ -93,6 +95,8 @@ IST_DLIB_TABLE(tiff, TIFF_SYMBOLS);
 #define TIFFGetField IST_DLIB_FN(tiff, TIFFGetField)
 #define TIFFGetFieldDefaulted IST_DLIB_FN(tiff, TIFFGetFieldDefaulted)
 #define TIFFGetStrileByteCount IST_DLIB_FN(tiff, TIFFGetStrileByteCount)
+#define TIFFGetStrileOffset IST_DLIB_FN(tiff, TIFFGetStrileOffset)
+#define TIFFIsByteSwapped IST_DLIB_FN(tiff, TIFFIsByteSwapped)
 #define TIFFIsTiled IST_DLIB_FN(tiff, TIFFIsTiled)
 #define TIFFNumberOfDirectories IST_DLIB_FN(tiff, TIFFNumberOfDirectories)
 #define TIFFOpenOptionsAlloc IST_DLIB_FN(tiff, TIFFOpenOptionsAlloc)
@@ -776,22 +780,31 @@ typedef struct tiff_place {
 
 /* Reads chunk g of the page into ts->chunk (k->size bytes) through ts's
  * handle; *at: where it lies. */
+/* Where chunk g lies (*at), its number in the file's arrays (*n) and the
+ * bytes its pixels take decoded (a strip: its rows whole; a tile: always its
+ * full size). */
+static tmsize_t chunk_place(const tiff_state *ts, const tiff_chunks *k,
+                            uint64_t g, tiff_place *at, uint32_t *n) {
+  uint64_t per_plane = k->down * k->across;
+  at->p = (int)(g / per_plane);
+  at->y0 = (uint32_t)((g % per_plane) / k->across * k->ch);
+  at->x0 = (uint32_t)((g % per_plane) % k->across * k->cw);
+  at->rows = ts->height - at->y0 < k->ch ? ts->height - at->y0 : k->ch;
+  at->cols = ts->width - at->x0 < k->cw ? ts->width - at->x0 : k->cw;
+  *n = ts->tiled ? TIFFComputeTile(ts->tif, at->x0, at->y0, 0, (uint16_t)at->p)
+                 : TIFFComputeStrip(ts->tif, at->y0, (uint16_t)at->p);
+  return ts->tiled ? k->size : (tmsize_t)(k->row_bytes * at->rows);
+}
+
 static imgstat_status fetch_chunk(tiff_state *ts, const tiff_chunks *k,
                                   uint64_t g, tiff_place *at,
                                   imgstat_error *err) {
   TIFF *tif = ts->tif;
-  uint64_t per_plane = k->down * k->across;
-  int p = (int)(g / per_plane);
-  uint32_t y0 = (uint32_t)((g % per_plane) / k->across * k->ch);
-  uint32_t x0 = (uint32_t)((g % per_plane) % k->across * k->cw);
-  uint32_t rows = ts->height - y0 < k->ch ? ts->height - y0 : k->ch;
-  uint32_t cols = ts->width - x0 < k->cw ? ts->width - x0 : k->cw;
+  tiff_place place;
+  uint32_t n;
+  tmsize_t want = chunk_place(ts, k, g, &place, &n);
   tmsize_t got;
-  /* a strip holds rows whole rows; a tile always its full size */
-  tmsize_t want = ts->tiled ? k->size : (tmsize_t)(k->row_bytes * rows);
   ts->message[0] = '\0';
-  uint32_t n = ts->tiled ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p)
-                         : TIFFComputeStrip(tif, y0, (uint16_t)p);
   /* Uncompressed, libtiff reads a whole strip from its offset whatever its
    * byte count says: a count too small for the rows (RowsPerStrip or the
    * tile size disagreeing with the arrays) would give another strip's
@@ -812,11 +825,7 @@ static imgstat_status fetch_chunk(tiff_state *ts, const tiff_chunks *k,
     return ist_corrupt(err, "TIFF", "%s", ts->damage);
   if (got < want || ts->message[0])
     return tiff_failure(ts, "a strip or tile is truncated", err);
-  at->p = p;
-  at->x0 = x0;
-  at->y0 = y0;
-  at->rows = rows;
-  at->cols = cols;
+  *at = place;
   return IMGSTAT_OK;
 }
 
@@ -858,6 +867,9 @@ typedef struct tiff_sink {
   uint64_t *nodata;      /* a channel's nodata samples */
   ist_ilv *ilv;          /* pixel-interleaved samples kept as stored: reduced
                             where they lie (then no rows as planes) */
+  int direct;            /* ilv, uncompressed: a chunk's rows read from the
+                            source a group at a time into buf (a file), or
+                            reduced in place (memory), not through libtiff */
 } tiff_sink;
 
 static void tiff_sink_close(tiff_sink *s) {
@@ -888,11 +900,24 @@ static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
   memset(&s->rows, 0, sizeof s->rows);
   s->ilv = NULL;
   if (tiff_in_place(ts, k, channels)) {
-    s->buf = NULL;
+    uint16_t fill = FILLORDER_MSB2LSB;
+    TIFFGetFieldDefaulted(ts->tif, TIFFTAG_FILLORDER, &fill);
+    s->direct = ts->compression == COMPRESSION_NONE &&
+                fill == FILLORDER_MSB2LSB &&
+                (ts->bps == 8 || !TIFFIsByteSwapped(ts->tif));
+    s->group = k->row_bytes < TIFF_STREAM_GROUP
+                   ? (uint32_t)(TIFF_STREAM_GROUP / k->row_bytes)
+                   : 1;
+    if (s->group > k->ch)
+      s->group = k->ch;
+    s->buf = s->direct && ts->src->file
+                 ? malloc(k->row_bytes * (size_t)s->group)
+                 : NULL;
     s->part = malloc((size_t)channels * sizeof *s->part);
     s->nodata = calloc((size_t)channels, sizeof *s->nodata);
     s->ilv = ist_ilv_create(channels, sample, ts->int16, v, 1);
-    if (!s->part || !s->nodata || !s->ilv) {
+    if (!s->part || !s->nodata || !s->ilv ||
+        (s->direct && ts->src->file && !s->buf)) {
       tiff_sink_close(s);
       return 0;
     }
@@ -949,26 +974,65 @@ static void stream_rows(const imgstat_image *t, int c0, int c1,
   }
 }
 
+/* Rows r0 .. r0 + rows - 1 of the chunk at (px: the first's samples, rows
+ * row_bytes apart) into s->ilv: rows as wide as the chunk's are one run. */
+static void stream_ilv(const tiff_state *ts, const tiff_chunks *k,
+                       const tiff_place *at, tiff_sink *s,
+                       const unsigned char *px, uint32_t r0, uint32_t rows) {
+  uint64_t first = (uint64_t)(at->y0 + r0) * ts->width + at->x0;
+  size_t run = (size_t)at->cols * (size_t)k->nc * (ts->bps / 8);
+  if (run == k->row_bytes)
+    ist_ilv_scan(s->ilv, px, (uint64_t)rows * at->cols, first, at->cols,
+                 ts->width);
+  else
+    for (uint32_t r = 0; r < rows; r++)
+      ist_ilv_scan(s->ilv, px + (size_t)r * k->row_bytes, at->cols,
+                   first + (uint64_t)r * ts->width, at->cols, ts->width);
+}
+
+/* An uncompressed chunk at (number n, its pixels `want` bytes from byte off
+ * of the source, all there) into s->ilv a group of rows at a time: read
+ * into s->buf, which the cache holds while they are reduced (a tile of 13
+ * bands is larger than a core's cache), or in place in memory input. */
+static imgstat_status stream_direct(tiff_state *ts, const tiff_chunks *k,
+                                    const tiff_place *at, tiff_sink *s,
+                                    uint64_t off, imgstat_error *err) {
+  for (uint32_t r0 = 0; r0 < at->rows; r0 += s->group) {
+    uint32_t rows = at->rows - r0 < s->group ? at->rows - r0 : s->group;
+    size_t bytes = k->row_bytes * (size_t)rows;
+    uint64_t at_byte = off + (uint64_t)r0 * k->row_bytes;
+    const unsigned char *px = s->buf;
+    if (!ts->src->file)
+      px = ts->src->data + at_byte;
+    else if (ist_source_read_at(ts->src, at_byte, s->buf, bytes) < bytes) {
+      ts->message[0] = '\0';
+      return tiff_failure(ts, "a strip or tile is truncated", err);
+    }
+    stream_ilv(ts, k, at, s, px, r0, rows);
+  }
+  return IMGSTAT_OK;
+}
+
 /* Reads chunk g of the page through ts's handle and merges its figures
  * under v into s. */
 static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
                                    const imgstat_valid *v, tiff_sink *s,
                                    uint64_t g, imgstat_error *err) {
   tiff_place at;
+  if (s->direct) {
+    uint32_t n;
+    tmsize_t want = chunk_place(ts, k, g, &at, &n);
+    uint64_t off = TIFFGetStrileOffset(ts->tif, n);
+    /* else libtiff's read says what is wrong */
+    if (TIFFGetStrileByteCount(ts->tif, n) >= (uint64_t)want &&
+        off <= ts->src->size && (uint64_t)want <= ts->src->size - off)
+      return stream_direct(ts, k, &at, s, off, err);
+  }
   imgstat_status st = fetch_chunk(ts, k, g, &at, err);
   if (st != IMGSTAT_OK)
     return st;
   if (s->ilv) {
-    /* a chunk as wide as the image's part of it is one run of pixels */
-    uint64_t first = (uint64_t)at.y0 * ts->width + at.x0;
-    size_t run = (size_t)at.cols * (size_t)k->nc * (ts->bps / 8);
-    if (run == k->row_bytes)
-      ist_ilv_scan(s->ilv, ts->chunk, (uint64_t)at.rows * at.cols, first,
-                   at.cols, ts->width);
-    else
-      for (uint32_t r = 0; r < at.rows; r++)
-        ist_ilv_scan(s->ilv, ts->chunk + (size_t)r * k->row_bytes, at.cols,
-                     first + (uint64_t)r * ts->width, at.cols, ts->width);
+    stream_ilv(ts, k, &at, s, ts->chunk, 0, at.rows);
     return IMGSTAT_OK;
   }
   imgstat_image *t = &s->rows;
