@@ -850,6 +850,10 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
  * chunk of one sample a pixel kept as stored is its own plane; the rows of
  * another are put into planes a few rows at a time (TIFF_STREAM_GROUP
  * bytes, as read_chunk would put them into the image's) and reduced there.
+ * Pixel-interleaved samples kept as stored are reduced where they lie
+ * instead (ist_ilv_scan: no planes), and uncompressed ones in a file are
+ * read for it a group of rows at a time (TIFF_STREAM_GROUP bytes) into a
+ * buffer the cache holds, not a whole tile at once through libtiff.
  * The figures of 8- and 16-bit samples are integers, and merging keeps the
  * smaller raster position of equal extremes: any order of chunks, rows and
  * threads gives the figures of the whole image's reduction. What is held is
@@ -860,16 +864,15 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
 typedef struct tiff_sink {
   imgstat_image rows;    /* a group of a chunk's rows as planes (planar: one,
                             at its channel) */
-  unsigned char *buf;    /* their samples */
+  unsigned char *buf;    /* their samples (direct: a group of rows as read) */
   uint32_t group;        /* rows in a group */
   size_t stride;         /* of a group's planes */
   imgstat_partial *part; /* a channel's figures */
   uint64_t *nodata;      /* a channel's nodata samples */
   ist_ilv *ilv;          /* pixel-interleaved samples kept as stored: reduced
                             where they lie (then no rows as planes) */
-  int direct;            /* ilv, uncompressed: a chunk's rows read from the
-                            source a group at a time into buf (a file), or
-                            reduced in place (memory), not through libtiff */
+  int direct;            /* ilv, uncompressed, a file: a chunk's rows read
+                            a group at a time into buf, not through libtiff */
 } tiff_sink;
 
 static void tiff_sink_close(tiff_sink *s) {
@@ -902,7 +905,7 @@ static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
   if (tiff_in_place(ts, k, channels)) {
     uint16_t fill = FILLORDER_MSB2LSB;
     TIFFGetFieldDefaulted(ts->tif, TIFFTAG_FILLORDER, &fill);
-    s->direct = ts->compression == COMPRESSION_NONE &&
+    s->direct = ts->src->file && ts->compression == COMPRESSION_NONE &&
                 fill == FILLORDER_MSB2LSB &&
                 (ts->bps == 8 || !TIFFIsByteSwapped(ts->tif));
     s->group = k->row_bytes < TIFF_STREAM_GROUP
@@ -910,14 +913,11 @@ static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
                    : 1;
     if (s->group > k->ch)
       s->group = k->ch;
-    s->buf = s->direct && ts->src->file
-                 ? malloc(k->row_bytes * (size_t)s->group)
-                 : NULL;
+    s->buf = s->direct ? malloc(k->row_bytes * (size_t)s->group) : NULL;
     s->part = malloc((size_t)channels * sizeof *s->part);
     s->nodata = calloc((size_t)channels, sizeof *s->nodata);
     s->ilv = ist_ilv_create(channels, sample, ts->int16, v, 1);
-    if (!s->part || !s->nodata || !s->ilv ||
-        (s->direct && ts->src->file && !s->buf)) {
+    if (!s->part || !s->nodata || !s->ilv || (s->direct && !s->buf)) {
       tiff_sink_close(s);
       return 0;
     }
@@ -990,10 +990,10 @@ static void stream_ilv(const tiff_state *ts, const tiff_chunks *k,
                    first + (uint64_t)r * ts->width, at->cols, ts->width);
 }
 
-/* An uncompressed chunk at (number n, its pixels `want` bytes from byte off
- * of the source, all there) into s->ilv a group of rows at a time: read
- * into s->buf, which the cache holds while they are reduced (a tile of 13
- * bands is larger than a core's cache), or in place in memory input. */
+/* An uncompressed chunk at (its pixels from byte off of the file, all
+ * there) into s->ilv a group of rows at a time, read into s->buf, which the
+ * cache holds while they are reduced (a tile of 13 bands is larger than a
+ * core's cache). */
 static imgstat_status stream_direct(tiff_state *ts, const tiff_chunks *k,
                                     const tiff_place *at, tiff_sink *s,
                                     uint64_t off, imgstat_error *err) {
@@ -1001,14 +1001,11 @@ static imgstat_status stream_direct(tiff_state *ts, const tiff_chunks *k,
     uint32_t rows = at->rows - r0 < s->group ? at->rows - r0 : s->group;
     size_t bytes = k->row_bytes * (size_t)rows;
     uint64_t at_byte = off + (uint64_t)r0 * k->row_bytes;
-    const unsigned char *px = s->buf;
-    if (!ts->src->file)
-      px = ts->src->data + at_byte;
-    else if (ist_source_read_at(ts->src, at_byte, s->buf, bytes) < bytes) {
+    if (ist_source_read_at(ts->src, at_byte, s->buf, bytes) < bytes) {
       ts->message[0] = '\0';
       return tiff_failure(ts, "a strip or tile is truncated", err);
     }
-    stream_ilv(ts, k, at, s, px, r0, rows);
+    stream_ilv(ts, k, at, s, s->buf, r0, rows);
   }
   return IMGSTAT_OK;
 }
