@@ -50,7 +50,8 @@ struct ist_ilv {
   uint16_t *lane_nd;   /* its nodata value, */
   uint16_t *lane_has;  /* 0xffff where it has one */
   uint16_t *plo, *phi, *pnd; /* a piece's lanes */
-  uint32_t *blo, *bhi, *bnd; /* a piece's bands */
+  uint16_t *blo, *bhi;       /* a piece's bands */
+  uint32_t *bnd;
   /* the figures so far, a band each */
   uint64_t pixels;
   uint64_t *nd, *sum, *sq, *lo_at, *hi_at;
@@ -306,6 +307,26 @@ ilv_piece_avx2(ist_ilv *a, const unsigned char *x, const unsigned char *next,
     else
       ilv_position(a, x, next, np, k, 0, 0);
   }
+  /* the lanes in order hold pixel after pixel of bands 0 .. C - 1: folded
+   * a pixel at a time, the bands side by side (no branch) */
+  const uint32_t c = (uint32_t)a->channels;
+  uint16_t *restrict blo = a->blo, *restrict bhi = a->bhi;
+  uint32_t *restrict bnd = a->bnd;
+  for (uint32_t b = 0; b < c; b++) {
+    blo[b] = a->plo[b];
+    bhi[b] = a->phi[b];
+    bnd[b] = a->pnd[b];
+  }
+  for (uint32_t q = 1; q < a->period_px; q++) {
+    const uint16_t *restrict lo = a->plo + (size_t)q * c;
+    const uint16_t *restrict hi = a->phi + (size_t)q * c;
+    const uint16_t *restrict nd = a->pnd + (size_t)q * c;
+    for (uint32_t b = 0; b < c; b++) {
+      blo[b] = lo[b] < blo[b] ? lo[b] : blo[b];
+      bhi[b] = hi[b] > bhi[b] ? hi[b] : bhi[b];
+      bnd[b] += nd[b];
+    }
+  }
 }
 #endif
 
@@ -318,20 +339,6 @@ static void ilv_piece(ist_ilv *a, const void *px, uint64_t i0, uint32_t n,
   const unsigned char *x = (const unsigned char *)px + i0 * c * size;
   /* the next piece follows: prefetching never faults past the run */
   ilv_piece_avx2(a, x, x + (size_t)n * c * size, n / a->period_px);
-  size_t lanes = (size_t)a->period * ILV_LANES;
-  for (uint32_t b = 0; b < c; b++) {
-    a->blo[b] = 0xffffu;
-    a->bhi[b] = 0;
-    a->bnd[b] = 0;
-  }
-  for (size_t l = 0; l < lanes; l++) {
-    uint32_t b = a->lane_band[l];
-    if (a->plo[l] < a->blo[b])
-      a->blo[b] = a->plo[l];
-    if (a->phi[l] > a->bhi[b])
-      a->bhi[b] = a->phi[l];
-    a->bnd[b] += a->pnd[l];
-  }
   uint64_t start = ilv_at(i0, first, cols, width); /* the piece's first */
   for (uint32_t b = 0; b < c; b++) {
     a->nd[b] += a->bnd[b];
