@@ -21,7 +21,8 @@ for the GPU host).
 2. The roof: build/bench/read_roof (bench/read_roof.c) reads the tiles'
    bytes (one range: they follow each other) with pread in tile-sized
    pieces on T threads (default: the cores) after a warm-up pass, each
-   byte summed; median of R passes.
+   byte summed; median of R passes. Then the same in 256 KiB pieces (a
+   row beside; "/ roof" stays the ratio to the tile-sized one).
 3. `imgstat --json --backend cpu` (and `--backend gpu` when nvidia-smi
    lists a GPU, unless --no-gpu; with --decoded also the CPU run with
    IMGSTAT_TIFF_STREAM=0, the image decoded whole): median wall time of R runs after a
@@ -254,6 +255,18 @@ def main():
     print("roof: %s" % r.stdout.strip())
     rows = [("read_roof (%d threads, pread + sum of the tiles' bytes)" %
              a.threads, roof_s, None)]
+    # the same bytes in pieces a core's cache holds (as imgstat reads an
+    # uncompressed tile's rows): the buffer written by the copy is read
+    # back from the cache, not from memory
+    r = subprocess.run([roof, path, str(off), str(length), str(256 << 10),
+                        str(a.threads), str(a.runs)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        sys.exit("FAIL: read_roof: %s" % r.stderr)
+    f = dict(zip(r.stdout.split()[0::2], r.stdout.split()[1::2]))
+    print("roof, 256 KiB pieces: %s" % r.stdout.strip())
+    rows.append(("read_roof (%d threads, the same in 256 KiB pieces)" %
+                 a.threads, float(f["median_s"]), None))
     backends = [("cpu", None)]
     if a.decoded:
         backends.append(("cpu", "0"))
