@@ -206,6 +206,7 @@ static void ilv_scalar(ist_ilv *a, const void *px, uint64_t i0, uint64_t i1,
   a->pixels += i1 - i0;
 }
 
+#ifdef IST_ILV_AVX2
 /* The first valid sample of band b equal to s among pixels i0 .. i1 - 1
  * (one is there): its pixel. s is a valid value, so a sample equal to it
  * is not the nodata value. */
@@ -222,7 +223,6 @@ static uint64_t ilv_find(const ist_ilv *a, const void *px, uint64_t i0,
   return i1; /* not reached */
 }
 
-#ifdef IST_ILV_AVX2
 /* The vectors of position k of the period in np periods from x (samples),
  * into the piece's lanes k * 16 .. and the bands' sums. */
 __attribute__((target("avx2"), always_inline)) static inline void
