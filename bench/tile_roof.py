@@ -7,6 +7,7 @@ for the GPU host).
   python3 bench/tile_roof.py IMGSTAT [--size N] [--bands B] [--runs R]
                              [--threads T] [--roof READ_ROOF] [--dir DIR]
                              [--keep] [--no-gpu] [--decoded]
+                             [--other IMGSTAT2]
 
 1. Writes the file itself: a BigTIFF, tiled 512 x 512, pixel-interleaved,
    uncompressed, the tiles stored one after the other in tile order (edge
@@ -20,12 +21,15 @@ for the GPU host).
 2. The roof: build/bench/read_roof (bench/read_roof.c) reads the tiles'
    bytes (one range: they follow each other) with pread in tile-sized
    pieces on T threads (default: the cores) after a warm-up pass, each
-   byte summed; median of R passes.
+   byte summed; median of R passes. Then the same in 256 KiB pieces (a
+   row beside; "/ roof" stays the ratio to the tile-sized one).
 3. `imgstat --json --backend cpu` (and `--backend gpu` when nvidia-smi
    lists a GPU, unless --no-gpu; with --decoded also the CPU run with
    IMGSTAT_TIFF_STREAM=0, the image decoded whole): median wall time of R runs after a
    warm-up, peak resident memory of one more run (getrusage of a child of
-   its own), and imgstat / roof.
+   its own), and imgstat / roof. --other IMGSTAT2: another build's
+   `--backend cpu` run beside it (A/B of two builds in one run), the two
+   builds' runs taking turns.
 
 The file is removed at the end unless --keep (or --dir names a folder that
 holds it already: then it is reused).
@@ -220,6 +224,9 @@ def main():
     ap.add_argument("--decoded", action="store_true",
                     help="also IMGSTAT_TIFF_STREAM=0 (the image decoded "
                     "whole, then reduced)")
+    ap.add_argument("--other", default=None,
+                    help="another build's imgstat, its --backend cpu run "
+                    "beside (A/B)")
     a = ap.parse_args()
     imgstat = os.path.abspath(a.imgstat)
     roof = a.roof or os.path.join(os.path.dirname(imgstat), "bench",
@@ -248,12 +255,43 @@ def main():
     print("roof: %s" % r.stdout.strip())
     rows = [("read_roof (%d threads, pread + sum of the tiles' bytes)" %
              a.threads, roof_s, None)]
+    # the same bytes in pieces a core's cache holds (as imgstat reads an
+    # uncompressed tile's rows): the buffer written by the copy is read
+    # back from the cache, not from memory
+    r = subprocess.run([roof, path, str(off), str(length), str(256 << 10),
+                        str(a.threads), str(a.runs)], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        sys.exit("FAIL: read_roof: %s" % r.stderr)
+    f = dict(zip(r.stdout.split()[0::2], r.stdout.split()[1::2]))
+    print("roof, 256 KiB pieces: %s" % r.stdout.strip())
+    rows.append(("read_roof (%d threads, the same in 256 KiB pieces)" %
+                 a.threads, float(f["median_s"]), None))
     backends = [("cpu", None)]
     if a.decoded:
         backends.append(("cpu", "0"))
     if not a.no_gpu and has_gpu():
         backends.append(("gpu", None))
         backends.append(("auto", None))
+    if a.other:
+        # the two builds' CPU runs take turns, so that the machine's mood
+        # falls on both alike
+        pair = [[imgstat, "--json", "--backend", "cpu", path],
+                [os.path.abspath(a.other), "--json", "--backend", "cpu",
+                 path]]
+        times = [[], []]
+        for k in range(a.runs + 1):
+            for i, cmd in enumerate(pair):
+                t = time.perf_counter()
+                rc, _, err = run(cmd)
+                if rc != 0:
+                    sys.exit("FAIL: %s: %s" % (cmd[0], err[-300:]))
+                if k:  # the first turn warms up
+                    times[i].append(time.perf_counter() - t)
+        for i, cmd in enumerate(pair):
+            rows.append(("%s imgstat --json --backend cpu (taking turns)" %
+                         ("this" if i == 0 else "--other"),
+                         float(np.median(times[i])), peak_of(cmd)))
     for be, stream in backends:
         cmd = [imgstat, "--json", "--backend", be, path]
         env = None if stream is None else dict(os.environ,

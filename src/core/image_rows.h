@@ -58,6 +58,34 @@ void ist_valid_scan_rows(const imgstat_image *img, int c,
                          const imgstat_valid *v, uint32_t y0, uint32_t y1,
                          imgstat_partial *p, uint64_t *nodata);
 
+/* The valid-sample figures of pixel-interleaved u8 or u16 samples, reduced
+ * where they lie (src/core/interleaved.c): a thread's accumulator over runs
+ * of pixels, each run starting at band 0. */
+typedef struct ist_ilv ist_ilv;
+
+/* Whether this CPU runs the vector pieces (AVX2). */
+int ist_ilv_simd(void);
+
+/* An accumulator of `channels` bands of sample (u8 or u16; int16: u16
+ * samples stored with the top bit flipped, flipped here as the planes hold
+ * them) under v's nodata values (its mask and pixel list are not for
+ * here); simd 0 takes every sample one at a time (the same figures). NULL
+ * when there is no memory. */
+ist_ilv *ist_ilv_create(int channels, imgstat_sample sample, int int16,
+                        const imgstat_valid *v, int simd);
+
+/* Reduces n pixels at px (n * channels samples one after the other) into
+ * a: pixel i at raster index first + i / cols * width + i % cols (rows of
+ * cols pixels of an image width wide). */
+void ist_ilv_scan(ist_ilv *a, const void *px, uint64_t n, uint64_t first,
+                  uint32_t cols, uint32_t width);
+
+/* Merges a's figures into part[c] (imgstat_partial_merge) and adds its
+ * nodata samples to nodata[c], for each band c. */
+void ist_ilv_finish(const ist_ilv *a, imgstat_partial *part, uint64_t *nodata);
+
+void ist_ilv_free(ist_ilv *a);
+
 /* Copies n interleaved pixels (img->channels samples of img->sample type
  * each) into img's planes: pixel i goes to row y, column x0 + i * step. In
  * a dense image, y = 0 and n up to width * height address the whole

@@ -65,6 +65,8 @@
   X(TIFFGetField) \
   X(TIFFGetFieldDefaulted) \
   X(TIFFGetStrileByteCount) \
+  X(TIFFGetStrileOffset) \
+  X(TIFFIsByteSwapped) \
   X(TIFFIsTiled) \
   X(TIFFNumberOfDirectories) \
   X(TIFFOpenOptionsAlloc) \
@@ -93,6 +95,8 @@ IST_DLIB_TABLE(tiff, TIFF_SYMBOLS);
 #define TIFFGetField IST_DLIB_FN(tiff, TIFFGetField)
 #define TIFFGetFieldDefaulted IST_DLIB_FN(tiff, TIFFGetFieldDefaulted)
 #define TIFFGetStrileByteCount IST_DLIB_FN(tiff, TIFFGetStrileByteCount)
+#define TIFFGetStrileOffset IST_DLIB_FN(tiff, TIFFGetStrileOffset)
+#define TIFFIsByteSwapped IST_DLIB_FN(tiff, TIFFIsByteSwapped)
 #define TIFFIsTiled IST_DLIB_FN(tiff, TIFFIsTiled)
 #define TIFFNumberOfDirectories IST_DLIB_FN(tiff, TIFFNumberOfDirectories)
 #define TIFFOpenOptionsAlloc IST_DLIB_FN(tiff, TIFFOpenOptionsAlloc)
@@ -776,22 +780,31 @@ typedef struct tiff_place {
 
 /* Reads chunk g of the page into ts->chunk (k->size bytes) through ts's
  * handle; *at: where it lies. */
+/* Where chunk g lies (*at), its number in the file's arrays (*n) and the
+ * bytes its pixels take decoded (a strip: its rows whole; a tile: always its
+ * full size). */
+static tmsize_t chunk_place(const tiff_state *ts, const tiff_chunks *k,
+                            uint64_t g, tiff_place *at, uint32_t *n) {
+  uint64_t per_plane = k->down * k->across;
+  at->p = (int)(g / per_plane);
+  at->y0 = (uint32_t)((g % per_plane) / k->across * k->ch);
+  at->x0 = (uint32_t)((g % per_plane) % k->across * k->cw);
+  at->rows = ts->height - at->y0 < k->ch ? ts->height - at->y0 : k->ch;
+  at->cols = ts->width - at->x0 < k->cw ? ts->width - at->x0 : k->cw;
+  *n = ts->tiled ? TIFFComputeTile(ts->tif, at->x0, at->y0, 0, (uint16_t)at->p)
+                 : TIFFComputeStrip(ts->tif, at->y0, (uint16_t)at->p);
+  return ts->tiled ? k->size : (tmsize_t)(k->row_bytes * at->rows);
+}
+
 static imgstat_status fetch_chunk(tiff_state *ts, const tiff_chunks *k,
                                   uint64_t g, tiff_place *at,
                                   imgstat_error *err) {
   TIFF *tif = ts->tif;
-  uint64_t per_plane = k->down * k->across;
-  int p = (int)(g / per_plane);
-  uint32_t y0 = (uint32_t)((g % per_plane) / k->across * k->ch);
-  uint32_t x0 = (uint32_t)((g % per_plane) % k->across * k->cw);
-  uint32_t rows = ts->height - y0 < k->ch ? ts->height - y0 : k->ch;
-  uint32_t cols = ts->width - x0 < k->cw ? ts->width - x0 : k->cw;
+  tiff_place place;
+  uint32_t n;
+  tmsize_t want = chunk_place(ts, k, g, &place, &n);
   tmsize_t got;
-  /* a strip holds rows whole rows; a tile always its full size */
-  tmsize_t want = ts->tiled ? k->size : (tmsize_t)(k->row_bytes * rows);
   ts->message[0] = '\0';
-  uint32_t n = ts->tiled ? TIFFComputeTile(tif, x0, y0, 0, (uint16_t)p)
-                         : TIFFComputeStrip(tif, y0, (uint16_t)p);
   /* Uncompressed, libtiff reads a whole strip from its offset whatever its
    * byte count says: a count too small for the rows (RowsPerStrip or the
    * tile size disagreeing with the arrays) would give another strip's
@@ -812,11 +825,7 @@ static imgstat_status fetch_chunk(tiff_state *ts, const tiff_chunks *k,
     return ist_corrupt(err, "TIFF", "%s", ts->damage);
   if (got < want || ts->message[0])
     return tiff_failure(ts, "a strip or tile is truncated", err);
-  at->p = p;
-  at->x0 = x0;
-  at->y0 = y0;
-  at->rows = rows;
-  at->cols = cols;
+  *at = place;
   return IMGSTAT_OK;
 }
 
@@ -841,6 +850,10 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
  * chunk of one sample a pixel kept as stored is its own plane; the rows of
  * another are put into planes a few rows at a time (TIFF_STREAM_GROUP
  * bytes, as read_chunk would put them into the image's) and reduced there.
+ * Pixel-interleaved samples kept as stored are reduced where they lie
+ * instead (ist_ilv_scan: no planes), and uncompressed ones in a file are
+ * read for it a group of rows at a time (TIFF_STREAM_GROUP bytes) into a
+ * buffer the cache holds, not a whole tile at once through libtiff.
  * The figures of 8- and 16-bit samples are integers, and merging keeps the
  * smaller raster position of equal extremes: any order of chunks, rows and
  * threads gives the figures of the whole image's reduction. What is held is
@@ -851,14 +864,20 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
 typedef struct tiff_sink {
   imgstat_image rows;    /* a group of a chunk's rows as planes (planar: one,
                             at its channel) */
-  unsigned char *buf;    /* their samples */
+  unsigned char *buf;    /* their samples (direct: a group of rows as read) */
   uint32_t group;        /* rows in a group */
   size_t stride;         /* of a group's planes */
   imgstat_partial *part; /* a channel's figures */
   uint64_t *nodata;      /* a channel's nodata samples */
+  ist_ilv *ilv;          /* pixel-interleaved samples kept as stored: reduced
+                            where they lie (then no rows as planes) */
+  int direct;            /* ilv, uncompressed, a file: a chunk's rows read
+                            a group at a time into buf, not through libtiff */
 } tiff_sink;
 
 static void tiff_sink_close(tiff_sink *s) {
+  ist_ilv_free(s->ilv);
+  s->ilv = NULL;
   free(s->buf);
   free(s->part);
   free(s->nodata);
@@ -867,11 +886,45 @@ static void tiff_sink_close(tiff_sink *s) {
   s->nodata = NULL;
 }
 
-/* The sink's buffers for a page of k's chunks and `channels` channels of
- * `sample`; 0 when there is no memory. */
-static int tiff_sink_open(tiff_sink *s, const tiff_chunks *k, int channels,
-                          imgstat_sample sample) {
+/* Whether the chunks of ts's page are reduced where they lie
+ * (ist_ilv_scan): every sample of a pixel together, kept as stored, but a
+ * single plane of unsigned samples, which is its own plane. */
+static int tiff_in_place(const tiff_state *ts, const tiff_chunks *k,
+                         int channels) {
+  return k->nc == channels && kept_as_stored(ts) &&
+         (channels > 1 || ts->int16) && ts->bps <= 16;
+}
+
+/* The sink's buffers for a page of ts's chunks k under v, `channels`
+ * channels of `sample`; 0 when there is no memory. */
+static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
+                          const tiff_chunks *k, const imgstat_valid *v,
+                          int channels, imgstat_sample sample) {
   memset(&s->rows, 0, sizeof s->rows);
+  s->ilv = NULL;
+  if (tiff_in_place(ts, k, channels)) {
+    uint16_t fill = FILLORDER_MSB2LSB;
+    TIFFGetFieldDefaulted(ts->tif, TIFFTAG_FILLORDER, &fill);
+    s->direct = ts->src->file && ts->compression == COMPRESSION_NONE &&
+                fill == FILLORDER_MSB2LSB &&
+                (ts->bps == 8 || !TIFFIsByteSwapped(ts->tif));
+    s->group = k->row_bytes < TIFF_STREAM_GROUP
+                   ? (uint32_t)(TIFF_STREAM_GROUP / k->row_bytes)
+                   : 1;
+    if (s->group > k->ch)
+      s->group = k->ch;
+    s->buf = s->direct ? malloc(k->row_bytes * (size_t)s->group) : NULL;
+    s->part = malloc((size_t)channels * sizeof *s->part);
+    s->nodata = calloc((size_t)channels, sizeof *s->nodata);
+    s->ilv = ist_ilv_create(channels, sample, ts->int16, v, 1);
+    if (!s->part || !s->nodata || !s->ilv || (s->direct && !s->buf)) {
+      tiff_sink_close(s);
+      return 0;
+    }
+    for (int c = 0; c < channels; c++)
+      imgstat_partial_init(&s->part[c]);
+    return 1;
+  }
   s->rows.channels = channels;
   s->rows.sample = sample;
   s->rows.borrowed = 1;
@@ -921,15 +974,64 @@ static void stream_rows(const imgstat_image *t, int c0, int c1,
   }
 }
 
+/* Rows r0 .. r0 + rows - 1 of the chunk at (px: the first's samples, rows
+ * row_bytes apart) into s->ilv: rows as wide as the chunk's are one run. */
+static void stream_ilv(const tiff_state *ts, const tiff_chunks *k,
+                       const tiff_place *at, tiff_sink *s,
+                       const unsigned char *px, uint32_t r0, uint32_t rows) {
+  uint64_t first = (uint64_t)(at->y0 + r0) * ts->width + at->x0;
+  size_t run = (size_t)at->cols * (size_t)k->nc * (ts->bps / 8);
+  if (run == k->row_bytes)
+    ist_ilv_scan(s->ilv, px, (uint64_t)rows * at->cols, first, at->cols,
+                 ts->width);
+  else
+    for (uint32_t r = 0; r < rows; r++)
+      ist_ilv_scan(s->ilv, px + (size_t)r * k->row_bytes, at->cols,
+                   first + (uint64_t)r * ts->width, at->cols, ts->width);
+}
+
+/* An uncompressed chunk at (its pixels from byte off of the file, all
+ * there) into s->ilv a group of rows at a time, read into s->buf, which the
+ * cache holds while they are reduced (a tile of 13 bands is larger than a
+ * core's cache). */
+static imgstat_status stream_direct(tiff_state *ts, const tiff_chunks *k,
+                                    const tiff_place *at, tiff_sink *s,
+                                    uint64_t off, imgstat_error *err) {
+  for (uint32_t r0 = 0; r0 < at->rows; r0 += s->group) {
+    uint32_t rows = at->rows - r0 < s->group ? at->rows - r0 : s->group;
+    size_t bytes = k->row_bytes * (size_t)rows;
+    uint64_t at_byte = off + (uint64_t)r0 * k->row_bytes;
+    if (ist_source_read_at(ts->src, at_byte, s->buf, bytes) < bytes) {
+      ts->message[0] = '\0';
+      return tiff_failure(ts, "a strip or tile is truncated", err);
+    }
+    stream_ilv(ts, k, at, s, s->buf, r0, rows);
+  }
+  return IMGSTAT_OK;
+}
+
 /* Reads chunk g of the page through ts's handle and merges its figures
  * under v into s. */
 static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
                                    const imgstat_valid *v, tiff_sink *s,
                                    uint64_t g, imgstat_error *err) {
   tiff_place at;
+  if (s->direct) {
+    uint32_t n;
+    tmsize_t want = chunk_place(ts, k, g, &at, &n);
+    uint64_t off = TIFFGetStrileOffset(ts->tif, n);
+    /* else libtiff's read says what is wrong */
+    if (TIFFGetStrileByteCount(ts->tif, n) >= (uint64_t)want &&
+        off <= ts->src->size && (uint64_t)want <= ts->src->size - off)
+      return stream_direct(ts, k, &at, s, off, err);
+  }
   imgstat_status st = fetch_chunk(ts, k, g, &at, err);
   if (st != IMGSTAT_OK)
     return st;
+  if (s->ilv) {
+    stream_ilv(ts, k, &at, s, ts->chunk, 0, at.rows);
+    return IMGSTAT_OK;
+  }
   imgstat_image *t = &s->rows;
   int c0 = k->planar ? at.p : 0, c1 = k->planar ? at.p + 1 : t->channels;
   t->width = at.cols;
@@ -1111,8 +1213,8 @@ static imgstat_status tiff_run(imgstat_decoder *d, tiff_state *ts,
     w[t].job = job;
     w[t].status = IMGSTAT_OK;
     w[t].fail_at = UINT64_MAX;
-    int sink =
-        job->img || tiff_sink_open(&w[t].sink, k, d->header.channels, sample);
+    int sink = job->img || tiff_sink_open(&w[t].sink, ts, k, job->v,
+                                          d->header.channels, sample);
     if (t == 0 && !sink)
       return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
     if (t > 0 && sink && tiff_worker_open(&w[t], ts, d, k->size) &&
@@ -1213,6 +1315,8 @@ imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
   int used = 0;
   s = tiff_run(d, ts, &job, w, threads, h->sample, &used, err);
   for (int t = 0; t < used; t++) {
+    if (s == IMGSTAT_OK && w[t].sink.ilv)
+      ist_ilv_finish(w[t].sink.ilv, w[t].sink.part, w[t].sink.nodata);
     for (int c = 0; s == IMGSTAT_OK && w[t].sink.part && c < h->channels; c++) {
       imgstat_partial_merge(&out[c], &w[t].sink.part[c], h->sample);
       nodata[c] += w[t].sink.nodata[c];

@@ -7,14 +7,16 @@ Usage: tiff_stream_check.py IMGSTAT TMPDIR
 
 GDAL writes the files: tiled (tiles crossing the right and bottom edges)
 and striped, pixel- and band-interleaved, 8- and 16-bit unsigned, int16,
-4-bit, MinIsWhite and palette, of 1, 3 and 13 bands, odd sizes, with a
-nodata value (GDAL_NODATA) or none. For each, `--json --backend cpu` (and
+4-bit, MinIsWhite and palette, of 1, 2, 3, 5 and 13 bands, odd sizes
+(widths under a vector of samples too), big-endian, with a nodata value
+(GDAL_NODATA) or none, or one a band given (some bands holding theirs);
+extremes tied, the largest first in the last pixel. For each, `--json --backend cpu` (and
 `--nodata` given, and -j 1) must print byte for byte the record of the same
 command with IMGSTAT_TIFF_STREAM=0 (the image decoded whole, then reduced);
 for the unsigned ones each band's count, nodata_count, min, max, the raster
 position of the first of each, sum and sum of squares equal numpy's. A deflated
 copy cut short inside its tiles fails with the same words either way (a
-tile's read error). A
+tile's read error), and so does an uncompressed one. A
 13-band 16-bit image of about 200 MB is read with a peak resident memory
 under half its size (and over it with IMGSTAT_TIFF_STREAM=0: the check
 sees the difference). Skips (77) without GDAL's Python module.
@@ -73,12 +75,13 @@ def run(args, env=None):
 
 
 def expect(a, nodata):
-    """numpy's figures of each band over the valid samples."""
+    """numpy's figures of each band over the valid samples (nodata: one
+    value, a list of one a band, or None)."""
     out = []
-    for band in a:
+    for i, band in enumerate(a):
         flat = band.reshape(-1).astype(np.int64)
-        nd = flat == nodata if nodata is not None else \
-            np.zeros(flat.shape, bool)
+        ndv = nodata[i] if isinstance(nodata, list) else nodata
+        nd = flat == ndv if ndv is not None else np.zeros(flat.shape, bool)
         ok = ~nd
         v = flat[ok]
         idx = np.nonzero(ok)[0]
@@ -166,6 +169,58 @@ for n, (bands, h, w, gt, dt, top, opts, figs) in enumerate(cases):
                      a, gt, nodata, opts)
         check(path, a, nodata, figs)
         os.remove(path)
+# pixel-interleaved chunks reduced where they lie: odd periods (5 and 13
+# bands of 16-bit vectors), 3 bands, u8, int16, strips as wide as the
+# image, big-endian 16-bit (read through libtiff), widths under a vector;
+# the largest value first in the last pixel, the smallest in the one
+# before, each also elsewhere in other bands; a nodata value a band
+P = ["INTERLEAVE=PIXEL"]
+ilv_cases = [
+    (5, 67, 301, gdal.GDT_UInt16, np.uint16, 65535, T + P, True),
+    (5, 67, 301, gdal.GDT_UInt16, np.uint16, 65535,
+     T + P + ["ENDIANNESS=BIG"], True),
+    (13, 59, 7, gdal.GDT_UInt16, np.uint16, 65535, ["BLOCKYSIZE=3"] + P,
+     True),
+    (13, 97, 131, gdal.GDT_Byte, np.uint8, 255, T + P, True),
+    (13, 97, 131, gdal.GDT_Int16, np.int16, 32767, T + P, False),
+    (3, 97, 131, gdal.GDT_Int16, np.int16, 32767, ["BLOCKYSIZE=7"] + P,
+     False),
+    (3, 203, 117, gdal.GDT_UInt16, np.uint16, 65535, ["BLOCKYSIZE=11"] + P,
+     True),
+    (2, 77, 133, gdal.GDT_Byte, np.uint8, 255, ["BLOCKYSIZE=2"] + P, True),
+]
+for n, (bands, h, w, gt, dt, top, opts, figs) in enumerate(ilv_cases):
+    a = field(bands, h, w, dt, top)
+    lo = -300 if dt == np.int16 else 2
+    a[:, :, w // 7:] = np.clip(a[:, :, w // 7:], lo, top - 1)
+    a[:, h - 1, w - 1] = top  # the maximum first in the last pixel
+    a[:, h - 1, w - 2] = lo - 1  # the minimum in the one before
+    a[::2, h // 2, w // 3] = top  # and earlier in some bands
+    a[1::3, 0, w - 1] = lo - 1
+    for nodata in (0, None):
+        path = write("i%d_%s.tif" % (n, "nd" if nodata is not None else "all"),
+                     a, gt, nodata, opts)
+        check(path, a, nodata, figs)
+        if nodata is None and figs:
+            # a nodata value a band: one it holds (every third band), else
+            # one it does not hold where there is one
+            nds = []
+            for b in range(bands):
+                missing = np.setdiff1d(np.arange(top + 1), a[b])
+                nds.append(int(a[b, 5, 5]) if b % 3 == 1 or not missing.size
+                           else int(missing[0]))
+            arg = ",".join(str(v) for v in nds)
+            rec = same_as_decoded(path, ["--nodata", arg])
+            if rec is not None:
+                stats = json.loads(rec)["stats"]
+                for b, (st, e) in enumerate(zip(stats, expect(a, nds)), 1):
+                    for key, val in e.items():
+                        got = st.get(key, 0 if key == "nodata_count" else None)
+                        if got != val:
+                            fail("%s --nodata %s band %d: %s %r, numpy %r" %
+                                 (path, arg, b, key, got, val))
+        os.remove(path)
+
 # a palette (RGB of the colour map)
 a = field(1, 77, 91, np.uint8, 255)
 path = write("palette.tif", a, gdal.GDT_Byte, None, T, palette=True)
@@ -174,21 +229,6 @@ os.remove(path)
 
 # damaged: a deflated tiled file of 23 MB (read on the cores) cut inside
 # its tiles: the same failure, a tile's, either way
-a = field(13, 900, 1000, np.uint16, 65535)
-path = write("cut_src.tif", a, gdal.GDT_UInt16, 0,
-             ["TILED=YES", "BLOCKXSIZE=128", "BLOCKYSIZE=128",
-              "COMPRESS=DEFLATE", "INTERLEAVE=PIXEL"])
-cut = os.path.join(TMP, "cut.tif")
-with open(path, "rb") as f:
-    data = f.read()
-with open(cut, "wb") as f:
-    f.write(data[: len(data) * 3 // 4])
-args = ["--json", "--backend", "cpu", cut]
-new, old = run(args), run(args, OLD)
-if new.returncode == 0 or "cut.tif" not in new.stderr or \
-        "tile" not in new.stderr:
-    fail("%s: exit %d, stderr %r: a failure naming the file expected" %
-         (cut, new.returncode, new.stderr[-300:]))
 # libtiff's words name the row and column of the tile its handle read
 # before (whichever thread's handle that was): not compared
 def words(r):
@@ -196,11 +236,30 @@ def words(r):
                                           r.stderr)
 
 
-if words(new) != words(old):
-    fail("%s: streamed %r %r, decoded %r %r" % (cut, new.stdout, new.stderr,
-                                                 old.stdout, old.stderr))
-os.remove(cut)
-os.remove(path)
+a = field(13, 900, 1000, np.uint16, 65535)
+# and an uncompressed one (its tiles read without libtiff where they are
+# whole): the same failure
+for z in (["COMPRESS=DEFLATE"], []):
+    path = write("cut_src.tif", a, gdal.GDT_UInt16, 0,
+                 ["TILED=YES", "BLOCKXSIZE=128", "BLOCKYSIZE=128",
+                  "INTERLEAVE=PIXEL"] + z)
+    cut = os.path.join(TMP, "cut.tif")
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(cut, "wb") as f:
+        f.write(data[: len(data) * 3 // 4])
+    args = ["--json", "--backend", "cpu", cut]
+    new, old = run(args), run(args, OLD)
+    # (uncompressed, the open finds the file too short for its pixels)
+    if new.returncode == 0 or "cut.tif" not in new.stderr or \
+            ("tile" if z else "truncated") not in new.stderr:
+        fail("%s %s: exit %d, stderr %r: a failure naming the file expected"
+             % (cut, z, new.returncode, new.stderr[-300:]))
+    if words(new) != words(old):
+        fail("%s %s: streamed %r %r, decoded %r %r" %
+             (cut, z, new.stdout, new.stderr, old.stdout, old.stderr))
+    os.remove(cut)
+    os.remove(path)
 
 
 def peak_mib(args, env):
