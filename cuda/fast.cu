@@ -115,9 +115,10 @@ namespace {
 #define IMGSTAT_FAST_BALANCE 1
 #endif
 /* Batched planes: at least this many tiles a block (1: a block a tile, up to
- * the one-image kernel's grid). */
+ * the one-image kernel's grid). H200, 128 x 0.5 MP: 4 tiles 1.29 x CUB's
+ * segmented sum (RGB8), 8 tiles 1.20, 16 tiles 1.13 (docs/benchmarks.md). */
 #ifndef IMGSTAT_SEG_TILES
-#define IMGSTAT_SEG_TILES 8
+#define IMGSTAT_SEG_TILES 16
 #endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */

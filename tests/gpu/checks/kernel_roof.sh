@@ -31,8 +31,8 @@
 #          interleaved merge on integers with first positions once a block
 #          (IMGSTAT_HWC_BLOCK_FIRST), grids of whole rounds
 #          (IMGSTAT_FAST_BALANCE), f32 first positions once a block
-#          (IMGSTAT_F32_BLOCK_FIRST), batched planes at least 8 tiles a
-#          block (IMGSTAT_SEG_TILES=8);
+#          (IMGSTAT_F32_BLOCK_FIRST), batched planes at least 16 tiles a
+#          block (IMGSTAT_SEG_TILES=16);
 #   prev   the defaults before the last three (a0f65d8's kernels);
 #   K      tree + each integer thread keeps its first extremes' vectors in
 #          registers (no load at a block's end);
@@ -42,8 +42,8 @@
 #   CV     tree + f32 widened to double by integer operations;
 #   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
 #   CVf2   tree + CV + f2;
-#   S8     tree + batched planes at least 8 tiles a block (now the default);
-#   S4, S16  tree with batched planes at least 4 / 16 tiles a block;
+#   S8     tree with batched planes at least 8 tiles a block;
+#   S4, S16  tree with batched planes at least 4 / 16 tiles a block (16: the default);
 #   U16    tree with the u16 interleaved kernel sample by sample (the
 #          packed one off: the default before it);
 #   P16    the packed interleaved u16 kernel (IMGSTAT_HWC16_PACK, the default:
