@@ -22,10 +22,15 @@
  * decoder of its own: the two reads must agree on the verdict, and where
  * both succeed on every figure of every channel (count, sum, sum of
  * squares, min and max and their positions, nodata samples) under the
- * file's nodata value, or one taken from the image. A hash of the input
- * picks whether the page goes by the library's sizes or by tiny ones
+ * file's nodata value, or one taken from the image. It is read twice:
+ * with the library's sizes, then with tiny ones
  * (ist_decoder_stream_test_sizes): strips or tiles on threads from 1 byte
- * of samples, a chunk's rows put into planes a few at a time.
+ * of samples, a chunk's rows put into planes 1 to 4096 bytes at a time
+ * (a hash of the input picks the size). A TIFF is
+ * also decoded again with its chunks on threads from 1 byte: the same
+ * verdict and samples as the decode on one thread. (On small pages the
+ * helper threads take chunks only when they start before the calling
+ * thread has read them all: some inputs, not all.)
  * A JPEG that the GPU path may take also goes through the checks before
  * nvJPEG (src/io/jpeg_scan.c, both levels): when the full scan finds it
  * sound, the CPU decoder must decode it (a refusal as corrupt traps).
@@ -141,6 +146,45 @@ static void streamed_read(const uint8_t *data, size_t size,
   }
 }
 
+/* A TIFF decoded again with its chunks on threads from 1 byte of samples
+ * (ist_decoder_stream_test_sizes): the verdict and samples of img, the
+ * decode on the calling thread alone (NULL: it failed with status
+ * decoded). */
+static void threaded_decode(const uint8_t *data, size_t size,
+                            const imgstat_load_options *opts, size_t tiny,
+                            const imgstat_image *img, imgstat_status decoded) {
+  imgstat_decoder *d = NULL;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  if (imgstat_decoder_open_memory(data, size, opts, &d, &err) != IMGSTAT_OK)
+    return;
+  imgstat_image again;
+  memset(&again, 0, sizeof again);
+  ist_decoder_stream_test_sizes(1, tiny);
+  imgstat_status s = imgstat_decoder_load(d, &again, &err);
+  ist_decoder_stream_test_sizes(0, 0);
+  if (s == IMGSTAT_ERR_NOMEM || decoded == IMGSTAT_ERR_NOMEM) {
+    imgstat_image_free(&again);
+    return;
+  }
+  if ((s == IMGSTAT_OK) != (img != NULL))
+    __builtin_trap(); /* the threads take what one thread refuses */
+  if (img) {
+    if (again.width != img->width || again.height != img->height ||
+        again.channels != img->channels || again.sample != img->sample)
+      __builtin_trap();
+    size_t row = (size_t)img->width * (size_t)img->sample;
+    size_t sa = img->stride ? img->stride : row;
+    size_t sb = again.stride ? again.stride : row;
+    for (int c = 0; c < img->channels; c++)
+      for (uint32_t y = 0; y < img->height; y++)
+        if (memcmp((const uint8_t *)img->planes[c] + y * sa,
+                   (const uint8_t *)again.planes[c] + y * sb, row) != 0)
+          __builtin_trap(); /* the samples differ */
+  }
+  imgstat_image_free(&again);
+}
+
 /* The input read as statistics alone, twice (the library's sizes, then
  * tiny ones), against the decoded image img (NULL: the decode failed with
  * status decoded). */
@@ -182,6 +226,9 @@ static void streamed_check(const uint8_t *data, size_t size,
     __builtin_trap();
   /* groups of 1 to 4096 bytes of rows */
   size_t tiny = 1 + (size_t)((hash >> 8) % 4096);
+  if (ist_kind_sniff(data, size < IST_SNIFF_BYTES ? size : IST_SNIFF_BYTES) ==
+      IMGSTAT_KIND_TIFF)
+    threaded_decode(data, size, opts, tiny, img, decoded);
   for (int pass = 0; pass < 2; pass++)
     streamed_read(data, size, opts, vp, pass ? tiny : 0,
                   img ? img->channels : 0, streams ? want : NULL,
