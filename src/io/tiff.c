@@ -804,6 +804,13 @@ static imgstat_status fetch_chunk(tiff_state *ts, const tiff_chunks *k,
                        " (RowsPerStrip or the tile size disagrees with "
                        "the byte counts)",
                        ts->tiled ? "tile" : "strip", n, count, (uint64_t)want);
+  /* A deflated chunk whose stream holds more than the chunk is taken by
+   * libtiff (libdeflate's "insufficient space") with the buffer's end
+   * left unwritten: it would keep the previous chunk's samples (another
+   * thread's order, another result) or uninitialised memory. Samples a
+   * compressed chunk does not give are 0, as GDAL reads them. */
+  if (ts->compression != COMPRESSION_NONE)
+    memset(ts->chunk, 0, (size_t)k->size);
   if (ts->tiled)
     got = TIFFReadEncodedTile(tif, n, ts->chunk, k->size);
   else
