@@ -265,6 +265,8 @@ int ist_tiff_streams(const imgstat_decoder *d);
 imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
                               imgstat_partial *out, uint64_t *nodata,
                               imgstat_error *err);
+/* ist_decoder_stream_test_sizes's (io_engine.h) for TIFF pages. */
+void ist_tiff_test_sizes(uint64_t parallel_bytes, size_t group_bytes);
 IST_DECODER(webp);
 IST_DECODER(fits);
 IST_DECODER(gif);

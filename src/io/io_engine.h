@@ -64,6 +64,14 @@ imgstat_status ist_decoder_stats(imgstat_decoder *d, const imgstat_valid *v,
                                  imgstat_partial *out, uint64_t *nodata,
                                  imgstat_error *err);
 
+/* For tests alone (the fuzzers, whose images are small): the bytes of
+ * samples from which a TIFF page's strips or tiles are read on threads
+ * (16 MiB; 0: that default) and the bytes of a chunk's rows put into
+ * planes at a time by ist_decoder_stats (256 KiB; 0: that default), for
+ * every decoder read after the call. Not for a process that reads
+ * meanwhile on another thread. */
+void ist_decoder_stream_test_sizes(uint64_t parallel_bytes, size_t group_bytes);
+
 /* For the GPU decoder (src/engine): an open decoder's JPEG file, when it is
  * TurboJPEG's and nvJPEG may take it (Huffman coding, 8-bit, gray or
  * YCbCr; sequential or progressive): returns 1 with the whole file in

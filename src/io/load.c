@@ -465,6 +465,16 @@ imgstat_status ist_decoder_stats(imgstat_decoder *d, const imgstat_valid *v,
 #endif
 }
 
+void ist_decoder_stream_test_sizes(uint64_t parallel_bytes,
+                                   size_t group_bytes) {
+#ifdef IMGSTAT_HAVE_TIFF
+  ist_tiff_test_sizes(parallel_bytes, group_bytes);
+#else
+  (void)parallel_bytes;
+  (void)group_bytes;
+#endif
+}
+
 /* Open, allocate, read, close: *img holds the pixels, or is left empty. */
 imgstat_status imgstat_decoder_load(imgstat_decoder *d, imgstat_image *img,
                                     imgstat_error *err) {

@@ -817,6 +817,13 @@ static imgstat_status fetch_chunk(tiff_state *ts, const tiff_chunks *k,
                        " (RowsPerStrip or the tile size disagrees with "
                        "the byte counts)",
                        ts->tiled ? "tile" : "strip", n, count, (uint64_t)want);
+  /* A deflated chunk whose stream holds more than the chunk is taken by
+   * libtiff (libdeflate's "insufficient space") with the buffer's end
+   * left unwritten: it would keep the previous chunk's samples (another
+   * thread's order, another result) or uninitialised memory. Samples a
+   * compressed chunk does not give are 0, as GDAL reads them. */
+  if (ts->compression != COMPRESSION_NONE)
+    memset(ts->chunk, 0, (size_t)k->size);
   if (ts->tiled)
     got = TIFFReadEncodedTile(tif, n, ts->chunk, k->size);
   else
@@ -860,6 +867,12 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
  * a chunk and a few rows of planes a thread, never the image. */
 
 #define TIFF_STREAM_GROUP ((size_t)256 << 10)
+
+/* The group's bytes and the threads' threshold below (TIFF_PARALLEL_BYTES):
+ * lowered by the fuzzers alone (ist_tiff_test_sizes), whose images are too
+ * small to reach either otherwise. */
+static size_t tiff_stream_group = TIFF_STREAM_GROUP;
+static uint64_t tiff_parallel_bytes;
 
 typedef struct tiff_sink {
   imgstat_image rows;    /* a group of a chunk's rows as planes (planar: one,
@@ -931,7 +944,7 @@ static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
   s->stride = (size_t)k->cw * (size_t)sample;
   int planes = k->planar ? 1 : channels;
   size_t row = s->stride * (size_t)planes;
-  s->group = row < TIFF_STREAM_GROUP ? (uint32_t)(TIFF_STREAM_GROUP / row) : 1;
+  s->group = row < tiff_stream_group ? (uint32_t)(tiff_stream_group / row) : 1;
   if (s->group > k->ch)
     s->group = k->ch;
   size_t plane = s->stride * s->group;
@@ -1070,6 +1083,11 @@ static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
 #define TIFF_PARALLEL_BYTES ((uint64_t)16 << 20)
 #define TIFF_MAX_THREADS 64
 
+void ist_tiff_test_sizes(uint64_t parallel_bytes, size_t group_bytes) {
+  tiff_parallel_bytes = parallel_bytes;
+  tiff_stream_group = group_bytes ? group_bytes : TIFF_STREAM_GROUP;
+}
+
 typedef struct tiff_job {
   const tiff_chunks *k;
   imgstat_image *img;     /* the image to read into, or NULL: */
@@ -1161,7 +1179,9 @@ static void tiff_worker_close(tiff_worker *w) {
 static int tiff_threads(const imgstat_decoder *d, const tiff_state *ts,
                         const tiff_chunks *k, uint64_t bytes, uint64_t held,
                         uint64_t each) {
-  if (bytes < TIFF_PARALLEL_BYTES || ts->compression == COMPRESSION_JPEG ||
+  if (bytes <
+          (tiff_parallel_bytes ? tiff_parallel_bytes : TIFF_PARALLEL_BYTES) ||
+      ts->compression == COMPRESSION_JPEG ||
       ts->compression == COMPRESSION_OJPEG || ts->map[0])
     return 1;
   int n = imgstat_cpu_cores();
@@ -1299,7 +1319,7 @@ imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
   uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
                    (uint64_t)h->sample;
   /* a thread holds a chunk and a group of rows as planes */
-  uint64_t each = (uint64_t)k.size + TIFF_STREAM_GROUP +
+  uint64_t each = (uint64_t)k.size + tiff_stream_group +
                   (uint64_t)k.cw * h->sample * (uint64_t)h->channels;
   int threads = tiff_threads(d, ts, &k, bytes, each, each);
   tiff_worker *w = calloc((size_t)threads, sizeof *w);

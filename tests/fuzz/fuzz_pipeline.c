@@ -497,7 +497,8 @@ static void write_and_check(const imgstat_image *img) {
   imgstat_error err;
   memset(&err, 0, sizeof err);
   imgstat_status st = imgstat_image_write(path, img, &wo, &err);
-  int fits = which == 0   ? img->sample != IMGSTAT_F32
+  /* PNG: 8/16-bit samples of 1 to 4 channels (not 5 to 16 bands) */
+  int fits = which == 0   ? img->sample != IMGSTAT_F32 && img->channels <= 4
              : which == 2 ? img->channels == 1 || img->channels == 3
                           : 1;
   if (!fits) {

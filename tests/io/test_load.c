@@ -368,6 +368,31 @@ static void test_fuzz_regressions(void) {
   } else {
     CU_ASSERT(err.message[0] != '\0');
   }
+
+  /* A 16x32 TIFF of two deflated 16x16 tiles: the first all 200, the
+   * second a stream whose stored block holds 356 bytes for the tile's 256.
+   * libtiff takes it (libdeflate's "insufficient space") without writing
+   * the tile: its samples were the first tile's, 200, left in the buffer
+   * (on threads, whichever tile the thread read before; fuzz_tiff found it
+   * so, tiff-deflate-overlong-threads.tif). They are 0, as GDAL reads
+   * them. */
+  snprintf(path, sizeof path, "%s/fuzz/tiff-deflate-overlong-tile.tif",
+           test_data_dir());
+  memset(&err, 0, sizeof err);
+  imgstat_status s = imgstat_image_load(path, NULL, &img, &err);
+  if (s != IMGSTAT_ERR_UNSUPPORTED) { /* a build with libtiff */
+    CU_ASSERT_FATAL(s == IMGSTAT_OK);
+    CU_ASSERT_FATAL(img.width == 16 && img.height == 32 && img.channels == 1 &&
+                    img.sample == IMGSTAT_U8);
+    size_t stride = img.stride ? img.stride : img.width;
+    int wrong = 0;
+    for (uint32_t y = 0; y < img.height; y++)
+      for (uint32_t x = 0; x < img.width; x++)
+        wrong += ((const uint8_t *)img.planes[0])[y * stride + x] !=
+                 (y < 16 ? 200 : 0);
+    CU_ASSERT_EQUAL(wrong, 0);
+    imgstat_image_free(&img);
+  }
 }
 
 /* Offset of the k-th (from 0) start-of-scan segment of a JPEG, found by
