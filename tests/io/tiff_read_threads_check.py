@@ -64,17 +64,9 @@ def check(path, a, nodata, mask_path, mask):
         recs.append(r.stdout)
     if recs[0] != recs[1]:
         fail("%s: -j 1 and -j 2 records differ" % path)
-    stats = json.loads(recs[0])["stats"]
-    want = expect(a, nodata, mask)
-    if len(stats) != len(want):
-        fail("%s: %d bands, want %d" % (path, len(stats), len(want)))
-        return
-    for b, (st, e) in enumerate(zip(stats, want), 1):
-        for k, v in e.items():
-            got = st.get(k, 0 if k == "nodata_count" else None)
-            if got != v:
-                fail("%s%s band %d: %s %r, numpy %r" %
-                     (path, " --mask" if mask_path else "", b, k, got, v))
+    checklib.compare_bands(path + (" --mask" if mask_path else ""),
+                           json.loads(recs[0])["stats"],
+                           expect(a, nodata, mask))
 
 
 def field(bands, h, w, dtype):

@@ -33,15 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import checklib
 import numpy as np
 
-try:
-    from osgeo import gdal
-except ImportError:
-    print("skipped: no GDAL Python module (python3-gdal; "
-          "sh tests/deps-debian.sh --tests installs it)")
-    sys.exit(77)
-
-gdal.UseExceptions()
-gdal.SetConfigOption("GDAL_PAM_ENABLED", "NO")
+gdal = checklib.gdal_or_skip()
 fail = checklib.fail
 IMGSTAT, TMP = sys.argv[1], sys.argv[2]
 rng = np.random.default_rng(11)
@@ -118,16 +110,8 @@ def check(path, a, nodata, numpy_figures):
         recs.append(same_as_decoded(path, ["--nodata", "7"]))
     if recs[0] is None or not numpy_figures:
         return
-    stats = json.loads(recs[0])["stats"]
-    want = expect(a, nodata)
-    if len(stats) != len(want):
-        fail("%s: %d bands, want %d" % (path, len(stats), len(want)))
-        return
-    for b, (st, e) in enumerate(zip(stats, want), 1):
-        for k, v in e.items():
-            got = st.get(k, 0 if k == "nodata_count" else None)
-            if got != v:
-                fail("%s band %d: %s %r, numpy %r" % (path, b, k, got, v))
+    checklib.compare_bands(path, json.loads(recs[0])["stats"],
+                           expect(a, nodata))
 
 
 def field(bands, h, w, dtype, top):

@@ -107,6 +107,20 @@ def write_geotiff(p, bands, gdal_type, nodata=None, options=()):
 
 # ---- figures by numpy -------------------------------------------------------
 
+
+def compare_bands(what, stats, want):
+    """Each band's record (stats: the JSON record's "stats") against the
+    expected figures (want: a dict a band); a band without a nodata_count
+    counts 0. Fails once per differing figure, or once for a band count."""
+    if len(stats) != len(want):
+        fail("%s: %d bands, want %d" % (what, len(stats), len(want)))
+        return
+    for b, (st, e) in enumerate(zip(stats, want), 1):
+        for k, v in e.items():
+            got = st.get(k, 0 if k == "nodata_count" else None)
+            if got != v:
+                fail("%s band %d: %s %r, numpy %r" % (what, b, k, got, v))
+
 def close(a, b, rel=1e-12):
     """a and b within rel of the larger."""
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
