@@ -1197,7 +1197,8 @@ static int tiff_threads(const imgstat_decoder *d, const tiff_state *ts,
   return n < 1 ? 1 : n;
 }
 
-/* The chunks of ts's page into *k. */
+/* The chunks of ts's page into *k, and ts->chunk, the calling thread's
+ * buffer of one (the caller frees it). */
 static imgstat_status tiff_chunks_of(tiff_state *ts, tiff_chunks *k,
                                      imgstat_error *err) {
   k->planar = ts->planar == PLANARCONFIG_SEPARATE && ts->spp > 1;
@@ -1212,6 +1213,9 @@ static imgstat_status tiff_chunks_of(tiff_state *ts, tiff_chunks *k,
   k->down = ((uint64_t)ts->height + k->ch - 1) / k->ch;
   k->across = ((uint64_t)ts->width + k->cw - 1) / k->cw;
   k->total = k->planes * k->down * k->across;
+  ts->chunk = malloc((size_t)k->size);
+  if (!ts->chunk)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   return IMGSTAT_OK;
 }
 
@@ -1267,9 +1271,6 @@ imgstat_status ist_tiff_read(imgstat_decoder *d, imgstat_image *img,
   imgstat_status s = tiff_chunks_of(ts, &k, err);
   if (s != IMGSTAT_OK)
     return s;
-  ts->chunk = malloc((size_t)k.size);
-  if (!ts->chunk)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   uint64_t bytes = (uint64_t)img->width * img->height *
                    (uint64_t)img->channels * (uint64_t)img->sample;
   int threads = tiff_threads(d, ts, &k, bytes, bytes + (uint64_t)k.size,
@@ -1313,9 +1314,6 @@ imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
   imgstat_status s = tiff_chunks_of(ts, &k, err);
   if (s != IMGSTAT_OK)
     return s;
-  ts->chunk = malloc((size_t)k.size);
-  if (!ts->chunk)
-    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   uint64_t bytes = (uint64_t)h->width * h->height * (uint64_t)h->channels *
                    (uint64_t)h->sample;
   /* a thread holds a chunk and a group of rows as planes */
