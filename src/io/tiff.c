@@ -31,6 +31,7 @@
  * tile whose byte count is too small for its pixels.
  * Errors and warnings go to our handlers, never to stderr.
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "dlib.h"
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
@@ -48,7 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <tiffio.h>
+#include <unistd.h>
 
 /* libtiff, loaded when the first TIFF file is opened (dlib.h): the
  * functions called below, through the loaded table. */
@@ -144,6 +148,11 @@ typedef struct tiff_state {
   unsigned widen;        /* 1/2/4-bit: 255, 85, 17 (bit replication); else 1 */
   unsigned invert;       /* MinIsWhite unsigned: 255 or 65535 (white), else 0 */
   unsigned char *chunk;  /* one strip or tile */
+  /* statistics as read: the input's bytes where they lie (memory input, or
+   * the file mapped: tiff_map_open), else NULL; and what is done with a
+   * mapped chunk's pages (TIFF_MAP_*) */
+  const unsigned char *base;
+  unsigned map_flags;
 } tiff_state;
 
 /* ---- input: libtiff's client procedures over the source ------------------
@@ -908,6 +917,92 @@ static int tiff_in_place(const tiff_state *ts, const tiff_chunks *k,
          (channels > 1 || ts->int16) && ts->bps <= 16;
 }
 
+/* Whether ts's uncompressed chunks are reduced where they lie without
+ * libtiff (tiff_in_place, samples in the file's byte order as stored): in
+ * the input's bytes (ts->base: memory input, or the file mapped), else
+ * read from a file a group of rows at a time (stream_direct). */
+static int tiff_direct(const tiff_state *ts, const tiff_chunks *k,
+                       int channels) {
+  uint16_t fill = FILLORDER_MSB2LSB;
+  TIFFGetFieldDefaulted(ts->tif, TIFFTAG_FILLORDER, &fill);
+  return tiff_in_place(ts, k, channels) && (ts->src->file || ts->src->data) &&
+         ts->compression == COMPRESSION_NONE && fill == FILLORDER_MSB2LSB &&
+         (ts->bps == 8 || !TIFFIsByteSwapped(ts->tif));
+}
+
+/* IMGSTAT_TIFF_MMAP: how a file's chunks that tiff_direct takes are read.
+ * "0": with pread, a group of rows at a time into a buffer the cache holds
+ * (stream_direct). Unset, "1" or a list of words: the file (a regular
+ * file only, never a pipe or a device) is mapped read-only once for the
+ * page, the threads sharing the mapping, and each chunk is reduced where it
+ * lies in the page cache, without a copy; after a chunk its pages are
+ * unmapped from the process (MADV_DONTNEED: the page cache keeps them), so
+ * that the resident memory stays a chunk a thread. Words: "populate" (a
+ * chunk's page table filled in one call, MADV_POPULATE_READ, before it is
+ * read, instead of a fault every few pages), "keep" (the pages stay mapped
+ * until the end: the resident memory grows to the file's size),
+ * "sequential" (MADV_SEQUENTIAL: readahead from a disk). A file cut
+ * shorter while it is mapped would end the process (SIGBUS) where a read
+ * fails with an error: the file's size is checked against the one it was
+ * opened with before mapping, and every chunk's range against it. */
+#define TIFF_MAP 1u
+#define TIFF_MAP_DROP 2u
+#define TIFF_MAP_POPULATE 4u
+#define TIFF_MAP_SEQUENTIAL 8u
+#define TIFF_MAP_DEFAULT (TIFF_MAP | TIFF_MAP_DROP)
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; an older kernel ignores it */
+#endif
+
+static unsigned tiff_map_flags(void) {
+  const char *e = getenv("IMGSTAT_TIFF_MMAP");
+  if (!e || !*e)
+    return TIFF_MAP_DEFAULT;
+  if (strcmp(e, "0") == 0)
+    return 0;
+  unsigned f = TIFF_MAP | TIFF_MAP_DROP;
+  if (strstr(e, "populate"))
+    f |= TIFF_MAP_POPULATE;
+  if (strstr(e, "keep"))
+    f &= ~TIFF_MAP_DROP;
+  if (strstr(e, "sequential"))
+    f |= TIFF_MAP_SEQUENTIAL;
+  return f;
+}
+
+/* ts->base for ts's page (chunks k of `channels` bands): memory input's
+ * bytes, or the file mapped (*len bytes at the result, which the caller
+ * unmaps; NULL when not mapped), or none (NULL) where tiff_direct does not
+ * take the chunks, IMGSTAT_TIFF_MMAP says 0 or the file cannot be mapped
+ * (then read as before). */
+static void *tiff_map_open(tiff_state *ts, const tiff_chunks *k, int channels,
+                           size_t *len) {
+  ts->base = NULL;
+  ts->map_flags = 0;
+  *len = 0;
+  if (!tiff_direct(ts, k, channels))
+    return NULL;
+  if (!ts->src->file) {
+    ts->base = ts->src->data;
+    return NULL;
+  }
+  unsigned f = tiff_map_flags();
+  int fd = fileno(ts->src->file);
+  struct stat st;
+  if (!(f & TIFF_MAP) || ts->src->size == 0 || fd < 0 || fstat(fd, &st) != 0 ||
+      !S_ISREG(st.st_mode) || (uint64_t)st.st_size < (uint64_t)ts->src->size)
+    return NULL;
+  void *p = mmap(NULL, ts->src->size, PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  if (f & TIFF_MAP_SEQUENTIAL)
+    madvise(p, ts->src->size, MADV_SEQUENTIAL);
+  ts->base = p;
+  ts->map_flags = f;
+  *len = ts->src->size;
+  return p;
+}
+
 /* The sink's buffers for a page of ts's chunks k under v, `channels`
  * channels of `sample`; 0 when there is no memory. */
 static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
@@ -916,21 +1011,19 @@ static int tiff_sink_open(tiff_sink *s, const tiff_state *ts,
   memset(&s->rows, 0, sizeof s->rows);
   s->ilv = NULL;
   if (tiff_in_place(ts, k, channels)) {
-    uint16_t fill = FILLORDER_MSB2LSB;
-    TIFFGetFieldDefaulted(ts->tif, TIFFTAG_FILLORDER, &fill);
-    s->direct = ts->src->file && ts->compression == COMPRESSION_NONE &&
-                fill == FILLORDER_MSB2LSB &&
-                (ts->bps == 8 || !TIFFIsByteSwapped(ts->tif));
+    s->direct = tiff_direct(ts, k, channels);
     s->group = k->row_bytes < TIFF_STREAM_GROUP
                    ? (uint32_t)(TIFF_STREAM_GROUP / k->row_bytes)
                    : 1;
     if (s->group > k->ch)
       s->group = k->ch;
-    s->buf = s->direct ? malloc(k->row_bytes * (size_t)s->group) : NULL;
+    /* (a file's chunk that cannot be reduced in the mapping is read) */
+    int buf = s->direct && ts->src->file;
+    s->buf = buf ? malloc(k->row_bytes * (size_t)s->group) : NULL;
     s->part = malloc((size_t)channels * sizeof *s->part);
     s->nodata = calloc((size_t)channels, sizeof *s->nodata);
     s->ilv = ist_ilv_create(channels, sample, ts->int16, v, 1);
-    if (!s->part || !s->nodata || !s->ilv || (s->direct && !s->buf)) {
+    if (!s->part || !s->nodata || !s->ilv || (buf && !s->buf)) {
       tiff_sink_close(s);
       return 0;
     }
@@ -1023,6 +1116,22 @@ static imgstat_status stream_direct(tiff_state *ts, const tiff_chunks *k,
   return IMGSTAT_OK;
 }
 
+/* An uncompressed chunk at (its `bytes` from byte off of the input, all
+ * there) into s->ilv where it lies in ts->base; a mapped file's pages
+ * filled first and dropped after as ts->map_flags say. */
+static void stream_in_place(const tiff_state *ts, const tiff_chunks *k,
+                            const tiff_place *at, tiff_sink *s, uint64_t off,
+                            size_t bytes) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)ts->base + off) & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)ts->base + off + bytes + page - 1) & ~(page - 1);
+  if (ts->map_flags & TIFF_MAP_POPULATE)
+    madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
+  stream_ilv(ts, k, at, s, ts->base + off, 0, at->rows);
+  if (ts->map_flags & TIFF_MAP_DROP)
+    madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 /* Reads chunk g of the page through ts's handle and merges its figures
  * under v into s. */
 static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
@@ -1035,8 +1144,16 @@ static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
     uint64_t off = TIFFGetStrileOffset(ts->tif, n);
     /* else libtiff's read says what is wrong */
     if (TIFFGetStrileByteCount(ts->tif, n) >= (uint64_t)want &&
-        off <= ts->src->size && (uint64_t)want <= ts->src->size - off)
-      return stream_direct(ts, k, &at, s, off, err);
+        off <= ts->src->size && (uint64_t)want <= ts->src->size - off) {
+      /* 16-bit samples where they lie: at an even address only */
+      if (ts->base &&
+          (ts->bps == 8 || (((uintptr_t)ts->base + off) & 1) == 0)) {
+        stream_in_place(ts, k, &at, s, off, (size_t)want);
+        return IMGSTAT_OK;
+      }
+      if (ts->src->file)
+        return stream_direct(ts, k, &at, s, off, err);
+    }
   }
   imgstat_status st = fetch_chunk(ts, k, g, &at, err);
   if (st != IMGSTAT_OK)
@@ -1326,6 +1443,8 @@ imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
     ts->chunk = NULL;
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   }
+  size_t mapped_len;
+  void *mapped = tiff_map_open(ts, &k, h->channels, &mapped_len);
   tiff_job job;
   job.k = &k;
   job.img = NULL;
@@ -1343,6 +1462,9 @@ imgstat_status ist_tiff_stats(imgstat_decoder *d, const imgstat_valid *v,
   }
   if (used == 0) /* the calling thread's sink failed */
     tiff_sink_close(&w[0].sink);
+  if (mapped)
+    munmap(mapped, mapped_len);
+  ts->base = NULL;
   free(w);
   free(ts->chunk);
   ts->chunk = NULL;
