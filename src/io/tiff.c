@@ -935,13 +935,16 @@ static int tiff_direct(const tiff_state *ts, const tiff_chunks *k,
  * (stream_direct). Unset, "1" or a list of words: the file (a regular
  * file only, never a pipe or a device) is mapped read-only once for the
  * page, the threads sharing the mapping, and each chunk is reduced where it
- * lies in the page cache, without a copy; after a chunk its pages are
- * unmapped from the process (MADV_DONTNEED: the page cache keeps them), so
- * that the resident memory stays a chunk a thread. Words: "populate" (a
- * chunk's page table filled in one call, MADV_POPULATE_READ, before it is
- * read, instead of a fault every few pages), "keep" (the pages stay mapped
- * until the end: the resident memory grows to the file's size),
- * "sequential" (MADV_SEQUENTIAL: readahead from a disk). A file cut
+ * lies in the page cache, without a copy, 8 MiB of rows at a time at most
+ * (TIFF_MAP_SPAN: a tile of 13 bands of 512 x 512 is one span), whose pages
+ * are unmapped from the process after them (MADV_DONTNEED: the page cache
+ * keeps them), so that the resident memory stays a span a thread. Words:
+ * "populate" (a span's page table filled in one call, MADV_POPULATE_READ,
+ * before it is read, instead of a fault every few pages), "keep" (the
+ * pages stay mapped until the end: the resident memory grows to the file's
+ * size), "groups" (spans of 256 KiB of rows, the pread path's groups: less
+ * resident, more calls), "sequential" (MADV_SEQUENTIAL: readahead from a
+ * disk). A file cut
  * shorter while it is mapped would end the process (SIGBUS) where a read
  * fails with an error: the file's size is checked against the one it was
  * opened with before mapping, and every chunk's range against it. */
@@ -949,6 +952,7 @@ static int tiff_direct(const tiff_state *ts, const tiff_chunks *k,
 #define TIFF_MAP_DROP 2u
 #define TIFF_MAP_POPULATE 4u
 #define TIFF_MAP_SEQUENTIAL 8u
+#define TIFF_MAP_GROUPS 16u
 #define TIFF_MAP_DEFAULT (TIFF_MAP | TIFF_MAP_DROP)
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 /* Linux 5.14; an older kernel ignores it */
@@ -967,6 +971,8 @@ static unsigned tiff_map_flags(void) {
     f &= ~TIFF_MAP_DROP;
   if (strstr(e, "sequential"))
     f |= TIFF_MAP_SEQUENTIAL;
+  if (strstr(e, "groups"))
+    f |= TIFF_MAP_GROUPS;
   return f;
 }
 
@@ -1116,20 +1122,36 @@ static imgstat_status stream_direct(tiff_state *ts, const tiff_chunks *k,
   return IMGSTAT_OK;
 }
 
-/* An uncompressed chunk at (its `bytes` from byte off of the input, all
- * there) into s->ilv where it lies in ts->base; a mapped file's pages
- * filled first and dropped after as ts->map_flags say. */
+/* The rows of a mapped chunk reduced between dropping their pages (at
+ * least one): the resident memory stays a span a thread whatever the
+ * chunk's size (one strip of a whole image). */
+#define TIFF_MAP_SPAN ((size_t)8 << 20)
+
+/* An uncompressed chunk at (its pixels from byte off of the input, all
+ * there) into s->ilv where it lies in ts->base, a span of rows at a time
+ * (TIFF_MAP_SPAN, or a group: "groups"), a mapped file's pages filled
+ * before a span and dropped after it as ts->map_flags say. */
 static void stream_in_place(const tiff_state *ts, const tiff_chunks *k,
-                            const tiff_place *at, tiff_sink *s, uint64_t off,
-                            size_t bytes) {
+                            const tiff_place *at, tiff_sink *s, uint64_t off) {
+  uint32_t step = ts->map_flags & TIFF_MAP_GROUPS ? s->group
+                  : k->row_bytes < TIFF_MAP_SPAN
+                      ? (uint32_t)(TIFF_MAP_SPAN / k->row_bytes)
+                      : 1;
+  if (!(ts->map_flags & (TIFF_MAP_DROP | TIFF_MAP_POPULATE)) || step > at->rows)
+    step = at->rows;
   uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-  uintptr_t lo = ((uintptr_t)ts->base + off) & ~(page - 1);
-  uintptr_t hi = ((uintptr_t)ts->base + off + bytes + page - 1) & ~(page - 1);
-  if (ts->map_flags & TIFF_MAP_POPULATE)
-    madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
-  stream_ilv(ts, k, at, s, ts->base + off, 0, at->rows);
-  if (ts->map_flags & TIFF_MAP_DROP)
-    madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  for (uint32_t r0 = 0; r0 < at->rows; r0 += step) {
+    uint32_t rows = at->rows - r0 < step ? at->rows - r0 : step;
+    const unsigned char *px = ts->base + off + (size_t)r0 * k->row_bytes;
+    uintptr_t lo = (uintptr_t)px & ~(page - 1);
+    uintptr_t hi =
+        ((uintptr_t)px + (size_t)rows * k->row_bytes + page - 1) & ~(page - 1);
+    if (ts->map_flags & TIFF_MAP_POPULATE)
+      madvise((void *)lo, hi - lo, MADV_POPULATE_READ);
+    stream_ilv(ts, k, at, s, px, r0, rows);
+    if (ts->map_flags & TIFF_MAP_DROP)
+      madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  }
 }
 
 /* Reads chunk g of the page through ts's handle and merges its figures
@@ -1148,7 +1170,7 @@ static imgstat_status stream_chunk(tiff_state *ts, const tiff_chunks *k,
       /* 16-bit samples where they lie: at an even address only */
       if (ts->base &&
           (ts->bps == 8 || (((uintptr_t)ts->base + off) & 1) == 0)) {
-        stream_in_place(ts, k, &at, s, off, (size_t)want);
+        stream_in_place(ts, k, &at, s, off);
         return IMGSTAT_OK;
       }
       if (ts->src->file)
