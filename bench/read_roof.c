@@ -6,9 +6,15 @@
  * 64-bit sum of the 64-bit words, so the compiler cannot drop the read).
  * One warm-up pass (the file into the page cache), then RUNS timed passes;
  * prints the median and the fastest in seconds and GB/s, and the sum (the
- * same every pass).
+ * same every pass). RUNS 0: one pass, no warm-up (the process timed whole
+ * by its caller).
  *
- *   read_roof FILE OFFSET LENGTH CHUNK THREADS RUNS
+ * MODE mmap: the file is mapped read-only in each pass (mmap, the pieces
+ * summed where they lie in the page cache by the threads, munmap: page
+ * faults, the mapping and its teardown inside the pass), no copy; pread
+ * (the default): as above.
+ *
+ *   read_roof FILE OFFSET LENGTH CHUNK THREADS RUNS [MODE]
  *
  * Driven by bench/tile_roof.py; no library, POSIX only.
  */
@@ -22,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +36,8 @@
 
 typedef struct job {
   int fd;
+  int map;                    /* MODE mmap */
+  const unsigned char *bytes; /* the mapped file (a pass's) */
   uint64_t offset, length, chunk, pieces;
   atomic_uint_fast64_t next;
   atomic_int failed;
@@ -50,7 +59,7 @@ static void *run(void *arg) {
       break;
     uint64_t at = k * j->chunk;
     size_t n = (size_t)(j->length - at < j->chunk ? j->length - at : j->chunk);
-    size_t got = 0;
+    size_t got = j->map ? n : 0;
     while (got < n) {
       ssize_t r =
           pread(j->fd, w->buf + got, n - got, (off_t)(j->offset + at + got));
@@ -60,7 +69,7 @@ static void *run(void *arg) {
       }
       got += (size_t)r;
     }
-    const unsigned char *b = w->buf;
+    const unsigned char *b = j->map ? j->bytes + j->offset + at : w->buf;
     size_t words = n / 8;
     for (size_t i = 0; i < words; i++) {
       uint64_t v;
@@ -85,12 +94,21 @@ static double pass(job *j, worker *w, int n, uint64_t *sum) {
   pthread_t t[MAX_THREADS];
   atomic_store(&j->next, 0);
   double t0 = now();
+  size_t mapped = (size_t)(j->offset + j->length);
+  if (j->map) {
+    void *p = mmap(NULL, mapped, PROT_READ, MAP_SHARED, j->fd, 0);
+    if (p == MAP_FAILED)
+      return -1;
+    j->bytes = p;
+  }
   for (int i = 1; i < n; i++)
     if (pthread_create(&t[i], NULL, run, &w[i]) != 0)
       return -1;
   run(&w[0]);
   for (int i = 1; i < n; i++)
     pthread_join(t[i], NULL);
+  if (j->map)
+    munmap((void *)j->bytes, mapped);
   double s = now() - t0;
   if (atomic_load(&j->failed))
     return -1;
@@ -106,17 +124,21 @@ static int cmp(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: read_roof FILE OFFSET LENGTH CHUNK THREADS RUNS\n");
+  if (argc != 7 && argc != 8) {
+    fprintf(stderr, "usage: read_roof FILE OFFSET LENGTH CHUNK THREADS RUNS "
+                    "[pread|mmap]\n");
     return 2;
   }
   job j;
+  j.map = argc == 8 && strcmp(argv[7], "mmap") == 0;
+  j.bytes = NULL;
   j.offset = strtoull(argv[2], NULL, 10);
   j.length = strtoull(argv[3], NULL, 10);
   j.chunk = strtoull(argv[4], NULL, 10);
   int threads = atoi(argv[5]), runs = atoi(argv[6]);
   if (j.chunk == 0 || j.length == 0 || threads < 1 || threads > MAX_THREADS ||
-      runs < 1 || runs > 1000) {
+      runs < 0 || runs > 1000 ||
+      (argc == 8 && !j.map && strcmp(argv[7], "pread") != 0)) {
     fprintf(stderr, "read_roof: bad arguments\n");
     return 2;
   }
@@ -139,9 +161,17 @@ int main(int argc, char **argv) {
     }
   }
   uint64_t sum = 0, first = 0;
-  if (pass(&j, w, threads, &first) < 0) { /* the warm-up */
+  double once = pass(&j, w, threads, &first); /* the warm-up */
+  if (once < 0) {
     fprintf(stderr, "read_roof: %s: a read failed\n", argv[1]);
     return 1;
+  }
+  if (runs == 0) { /* the one pass, the process timed by its caller */
+    printf("median_s %.6f best_s %.6f median_gbs %.3f threads %d bytes %" PRIu64
+           " sum %" PRIu64 "\n",
+           once, once, (double)j.length / once * 1e-9, threads, j.length,
+           first);
+    return 0;
   }
   double *t = malloc((size_t)runs * sizeof *t);
   if (!t)

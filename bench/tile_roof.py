@@ -7,7 +7,7 @@ for the GPU host).
   python3 bench/tile_roof.py IMGSTAT [--size N] [--bands B] [--runs R]
                              [--threads T] [--roof READ_ROOF] [--dir DIR]
                              [--keep] [--no-gpu] [--decoded]
-                             [--other IMGSTAT2]
+                             [--other IMGSTAT2] [--env 'NAME=V ...']...
 
 1. Writes the file itself: a BigTIFF, tiled 512 x 512, pixel-interleaved,
    uncompressed, the tiles stored one after the other in tile order (edge
@@ -18,18 +18,27 @@ for the GPU host).
    band's count, nodata_count, min, max, their first raster positions, sum
    and sum of squares must equal numpy's over the same samples (asserted:
    FAIL and exit 1 otherwise).
-2. The roof: build/bench/read_roof (bench/read_roof.c) reads the tiles'
-   bytes (one range: they follow each other) with pread in tile-sized
-   pieces on T threads (default: the cores) after a warm-up pass, each
-   byte summed; median of R passes. Then the same in 256 KiB pieces (a
-   row beside; "/ roof" stays the ratio to the tile-sized one).
+2. The roofs: build/bench/read_roof (bench/read_roof.c) reads the tiles'
+   bytes (one range: they follow each other) on T threads (default: the
+   cores) after a warm-up pass, each byte summed, median of R passes: with
+   pread in tile-sized pieces; the same in 256 KiB pieces; and the file
+   mapped in each pass, the tile-sized pieces summed where they lie (page
+   faults, mmap and munmap inside the pass). "The roof", the ratios'
+   denominator, is the lowest of the three. Beside them: the fastest roof's
+   whole process (one pass, warm page cache, the process timed from
+   outside: its start and exit too), and imgstat's whole process on a 16 x
+   16 file of the same kind (the start-up floor), so that the gap between
+   in-process and whole-process figures shows.
 3. `imgstat --json --backend cpu` (and `--backend gpu` when nvidia-smi
    lists a GPU, unless --no-gpu; with --decoded also the CPU run with
    IMGSTAT_TIFF_STREAM=0, the image decoded whole): median wall time of R runs after a
    warm-up, peak resident memory of one more run (getrusage of a child of
    its own), and imgstat / roof. --other IMGSTAT2: another build's
    `--backend cpu` run beside it (A/B of two builds in one run), the two
-   builds' runs taking turns.
+   builds' runs taking turns. --env 'NAME=V [NAME2=V2]' (repeatable): a
+   row of this build's `--backend cpu` run under those variables (e.g.
+   IMGSTAT_TIFF_MMAP=0, the pread path); this build's run, --other's and
+   the --env rows take turns, each row the median of its R runs.
 
 The file is removed at the end unless --keep (or --dir names a folder that
 holds it already: then it is reused).
@@ -227,6 +236,10 @@ def main():
     ap.add_argument("--other", default=None,
                     help="another build's imgstat, its --backend cpu run "
                     "beside (A/B)")
+    ap.add_argument("--env", action="append", default=[],
+                    help="'NAME=V [NAME2=V2]': a row of this build's "
+                    "--backend cpu run under these variables, the rows' "
+                    "runs taking turns (repeatable)")
     a = ap.parse_args()
     imgstat = os.path.abspath(a.imgstat)
     roof = a.roof or os.path.join(os.path.dirname(imgstat), "bench",
@@ -245,53 +258,83 @@ def main():
           (path, os.path.getsize(path) / 1e9, off, time.perf_counter() - t))
     samples = a.size * a.size * a.bands * 2
     image_mib = samples / 2**20
-    r = subprocess.run([roof, path, str(off), str(length), str(tile),
-                        str(a.threads), str(a.runs)], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        sys.exit("FAIL: read_roof: %s" % r.stderr)
-    f = dict(zip(r.stdout.split()[0::2], r.stdout.split()[1::2]))
-    roof_s = float(f["median_s"])
-    print("roof: %s" % r.stdout.strip())
-    rows = [("read_roof (%d threads, pread + sum of the tiles' bytes)" %
-             a.threads, roof_s, None)]
-    # the same bytes in pieces a core's cache holds (as imgstat reads an
-    # uncompressed tile's rows): the buffer written by the copy is read
-    # back from the cache, not from memory
-    r = subprocess.run([roof, path, str(off), str(length), str(256 << 10),
-                        str(a.threads), str(a.runs)], capture_output=True,
-                       text=True)
-    if r.returncode != 0:
-        sys.exit("FAIL: read_roof: %s" % r.stderr)
-    f = dict(zip(r.stdout.split()[0::2], r.stdout.split()[1::2]))
-    print("roof, 256 KiB pieces: %s" % r.stdout.strip())
-    rows.append(("read_roof (%d threads, the same in 256 KiB pieces)" %
-                 a.threads, float(f["median_s"]), None))
+    def roof_run(piece, mode, runs):
+        cmd = [roof, path, str(off), str(length), str(piece), str(a.threads),
+               str(runs), mode]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit("FAIL: read_roof: %s" % r.stderr)
+        f = dict(zip(r.stdout.split()[0::2], r.stdout.split()[1::2]))
+        return float(f["median_s"]), r.stdout.strip(), cmd
+
+    # the roofs: pread in tile-sized pieces; the same in pieces a core's
+    # cache holds (256 KiB, as imgstat read an uncompressed tile's rows:
+    # the buffer written by the copy is read back from the cache); the file
+    # mapped and summed where it lies (no copy; the page faults, the
+    # mapping and its teardown inside each pass). "The roof" is the lowest.
+    roofs = []
+    for piece, mode, what in (
+            (tile, "pread", "pread of tile-sized pieces + a byte sum"),
+            (256 << 10, "pread", "pread of 256 KiB pieces"),
+            (tile, "mmap", "the file mapped, tile-sized pieces summed")):
+        sec, line, cmd = roof_run(piece, mode, a.runs)
+        print("roof, %s: %s" % (what, line))
+        roofs.append(("read_roof (%d threads, %s)" % (a.threads, what), sec,
+                      None, cmd))
+    roof_s = min(sec for _, sec, _, _ in roofs)
+    rows = [r[:3] for r in roofs]
+    # the fastest roof's whole process (one pass, no warm-up inside: the
+    # page cache is warm), beside its in-process figure: the start, the
+    # threads, the exit
+    best = min(roofs, key=lambda r: r[1])
+    med, err = timed_median(best[3][:6] + ["0"] + best[3][7:], a.runs)
+    if med is None:
+        sys.exit("FAIL: read_roof: %s" % err)
+    rows.append(("read_roof whole process, one pass (%s)" % best[3][7], med,
+                 None))
+    # imgstat's floor: its whole process on a tiny file of the same kind
+    tiny = os.path.join(d, "tiny.tif")
+    write_tiff(tiny, 16, 16, a.bands)
+    med, err = timed_median([imgstat, "--json", "--backend", "cpu", tiny],
+                            a.runs)
+    os.remove(tiny)
+    if med is None:
+        sys.exit("FAIL: imgstat %s: %s" % (tiny, err[-300:]))
+    rows.append(("imgstat --json --backend cpu, a 16 x 16 file (start-up "
+                 "floor)", med, None, "tiny"))
     backends = [("cpu", None)]
     if a.decoded:
         backends.append(("cpu", "0"))
     if not a.no_gpu and has_gpu():
         backends.append(("gpu", None))
         backends.append(("auto", None))
-    if a.other:
-        # the two builds' CPU runs take turns, so that the machine's mood
-        # falls on both alike
-        pair = [[imgstat, "--json", "--backend", "cpu", path],
-                [os.path.abspath(a.other), "--json", "--backend", "cpu",
-                 path]]
-        times = [[], []]
+    if a.other or a.env:
+        # this build's CPU run, --other's and each --env variant's take
+        # turns, so that the machine's mood falls on all alike
+        cpu = [imgstat, "--json", "--backend", "cpu", path]
+        turns = [("this imgstat --json --backend cpu", cpu, None)]
+        if a.other:
+            turns.append(("--other imgstat --json --backend cpu",
+                          [os.path.abspath(a.other)] + cpu[1:], None))
+        for e in a.env:
+            env = dict(os.environ)
+            for kv in e.split():
+                name, _, val = kv.partition("=")
+                env[name] = val
+            turns.append(("%s imgstat --json --backend cpu" % e, cpu, env))
+        times = [[] for _ in turns]
         for k in range(a.runs + 1):
-            for i, cmd in enumerate(pair):
+            for i, (_, cmd, env) in enumerate(turns):
                 t = time.perf_counter()
-                rc, _, err = run(cmd)
+                rc, _, err = run(cmd, env)
                 if rc != 0:
-                    sys.exit("FAIL: %s: %s" % (cmd[0], err[-300:]))
+                    sys.exit("FAIL: %s: %s" % (turns[i][0], err[-300:]))
                 if k:  # the first turn warms up
                     times[i].append(time.perf_counter() - t)
-        for i, cmd in enumerate(pair):
-            rows.append(("%s imgstat --json --backend cpu (taking turns)" %
-                         ("this" if i == 0 else "--other"),
-                         float(np.median(times[i])), peak_of(cmd)))
+        for i, (name, cmd, env) in enumerate(turns):
+            rows.append(("%s (taking turns)" % name,
+                         float(np.median(times[i])), peak_of(cmd, env)))
+        backends = backends[1:]  # this build's CPU row is among the turns
     for be, stream in backends:
         cmd = [imgstat, "--json", "--backend", be, path]
         env = None if stream is None else dict(os.environ,
@@ -308,12 +351,15 @@ def main():
     print("%d bands of %d x %d uint16 (%.0f MiB of samples, %.0f MiB on "
           "disk with the edge tiles' padding), median of %d runs" %
           (a.bands, a.size, a.size, image_mib, length / 2**20, a.runs))
+    print("the roof: %.3f s, the lowest read_roof row (in-process)" % roof_s)
     print("| command | median s | GB/s of samples | / roof | peak MiB |")
     print("|---|---|---|---|---|")
-    for name, s, peak in rows:
-        print("| `%s` | %.3f | %.2f | %.2f | %s |" %
-              (name, s, samples / s * 1e-9, s / roof_s,
-               "-" if peak is None else "%.0f" % peak))
+    for row in rows:
+        name, s, peak = row[:3]
+        tiny = len(row) > 3  # not the tile's samples
+        print("| `%s` | %.3f | %s | %.2f | %s |" %
+              (name, s, "-" if tiny else "%.2f" % (samples / s * 1e-9),
+               s / roof_s, "-" if peak is None else "%.0f" % peak))
     if not a.keep:
         os.remove(path)
         if made:
