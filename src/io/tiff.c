@@ -1237,7 +1237,9 @@ typedef struct tiff_job {
 
 typedef struct tiff_worker {
   tiff_job *job;
-  tiff_state ts; /* a copy of the page's state with its own handle */
+  tiff_state ts;            /* a copy of the page's state with its own handle */
+  const imgstat_decoder *d; /* the handle opened in the worker's thread */
+  tmsize_t size;            /* of its chunk buffer */
   tiff_sink sink;
   uint64_t fail_at;
   imgstat_status status;
@@ -1266,23 +1268,27 @@ static void tiff_job_run(tiff_job *job, tiff_state *ts, tiff_worker *w) {
   }
 }
 
-static void *tiff_worker_thread(void *arg) {
-  tiff_worker *w = arg;
-  tiff_job_run(w->job, &w->ts, w);
-  return NULL;
-}
-
-/* A handle of its own for worker w over ts's source, at ts's page, and a
- * chunk buffer; 0 when it cannot have one (the other threads do its
- * share). */
-static int tiff_worker_open(tiff_worker *w, const tiff_state *ts,
-                            const imgstat_decoder *d, tmsize_t size) {
+/* Worker w's copy of ts, the page's state (in the calling thread, before
+ * it reads), for a handle of its own over the same source and a chunk
+ * buffer of size bytes (tiff_worker_open, in the worker's thread). */
+static void tiff_worker_copy(tiff_worker *w, const tiff_state *ts,
+                             const imgstat_decoder *d, tmsize_t size) {
   w->ts = *ts;
   w->ts.pos = 0;
   w->ts.message[0] = w->ts.damage[0] = '\0';
   w->ts.band_names = NULL;
   w->ts.tif = NULL;
-  w->ts.chunk = malloc((size_t)size);
+  w->ts.chunk = NULL;
+  w->d = d;
+  w->size = size;
+}
+
+/* Worker w's handle at the page and its chunk buffer (the threads open
+ * theirs at once, not one after the other before the first starts); 0
+ * when it cannot have them (the other threads do its share). */
+static int tiff_worker_open(tiff_worker *w) {
+  const imgstat_decoder *d = w->d;
+  w->ts.chunk = malloc((size_t)w->size);
   if (!w->ts.chunk)
     return 0;
   TIFFOpenOptions *opts = TIFFOpenOptionsAlloc();
@@ -1300,6 +1306,13 @@ static int tiff_worker_open(tiff_worker *w, const tiff_state *ts,
   /* the page's warnings were the open's to refuse it */
   w->ts.damage[0] = w->ts.message[0] = '\0';
   return 1;
+}
+
+static void *tiff_worker_thread(void *arg) {
+  tiff_worker *w = arg;
+  if (tiff_worker_open(w))
+    tiff_job_run(w->job, &w->ts, w);
+  return NULL;
 }
 
 static void tiff_worker_close(tiff_worker *w) {
@@ -1380,9 +1393,11 @@ static imgstat_status tiff_run(imgstat_decoder *d, tiff_state *ts,
                                           d->header.channels, sample);
     if (t == 0 && !sink)
       return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-    if (t > 0 && sink && tiff_worker_open(&w[t], ts, d, k->size) &&
-        pthread_create(&helper[t], NULL, tiff_worker_thread, &w[t]) == 0)
-      started[t] = 1;
+    if (t > 0 && sink) {
+      tiff_worker_copy(&w[t], ts, d, k->size);
+      if (pthread_create(&helper[t], NULL, tiff_worker_thread, &w[t]) == 0)
+        started[t] = 1;
+    }
   }
   *used = threads;
   tiff_job_run(job, ts, &w[0]);
