@@ -1301,7 +1301,9 @@ static int tiff_worker_open(tiff_worker *w) {
       TIFFClientOpenExt("input", "rm", &w->ts, on_read, on_write, on_seek,
                         on_close, on_size, on_map, on_unmap, opts);
   TIFFOpenOptionsFree(opts);
-  if (!w->ts.tif || !TIFFSetDirectory(w->ts.tif, (tdir_t)(d->page - 1)))
+  /* the open reads the first page's directory: read again only another */
+  if (!w->ts.tif ||
+      (d->page > 1 && !TIFFSetDirectory(w->ts.tif, (tdir_t)(d->page - 1))))
     return 0;
   /* the page's warnings were the open's to refuse it */
   w->ts.damage[0] = w->ts.message[0] = '\0';
