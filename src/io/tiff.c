@@ -867,9 +867,10 @@ static imgstat_status read_chunk(tiff_state *ts, const tiff_chunks *k,
  * another are put into planes a few rows at a time (TIFF_STREAM_GROUP
  * bytes, as read_chunk would put them into the image's) and reduced there.
  * Pixel-interleaved samples kept as stored are reduced where they lie
- * instead (ist_ilv_scan: no planes), and uncompressed ones in a file are
- * read for it a group of rows at a time (TIFF_STREAM_GROUP bytes) into a
- * buffer the cache holds, not a whole tile at once through libtiff.
+ * instead (ist_ilv_scan: no planes), and uncompressed ones without libtiff:
+ * where they lie in memory input or in the file mapped (tiff_map_open),
+ * else read a group of rows at a time (TIFF_STREAM_GROUP bytes) into a
+ * buffer the cache holds, not a whole tile at once.
  * The figures of 8- and 16-bit samples are integers, and merging keeps the
  * smaller raster position of equal extremes: any order of chunks, rows and
  * threads gives the figures of the whole image's reduction. What is held is
