@@ -111,6 +111,15 @@ namespace {
  * at once gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the
  * last, rather than W blocks of which some do one tile more (the others
  * idle through that round, the memory half used). */
+/* f32: less state held across the chunk loop (the registers it frees may
+ * go to loads in flight or to more blocks a multiprocessor): thread 0
+ * stores its block's first chunk's moments at once and adds the block's
+ * extremes to them at the end, and the plane's last, partial vector (n % 4
+ * samples) gives its extremes by thread 0 of its block re-reading it at
+ * the end, not through every thread's scalar candidates. */
+#ifndef IMGSTAT_F32_LEAN
+#define IMGSTAT_F32_LEAN 0
+#endif
 #ifndef IMGSTAT_FAST_BALANCE
 #define IMGSTAT_FAST_BALANCE 1
 #endif
@@ -576,6 +585,8 @@ struct AccF32 : Extremes<float> {
   }
   __device__ void add_partial(const float (&x)[4], int m, uint64_t index) {
     const unsigned finite = fo.add_group(x, (1u << m) - 1u);
+    if (IMGSTAT_F32_LEAN) /* the extremes: f32_tail_extremes */
+      return;
     for (int j = 0; j < m; ++j)
       if ((finite >> j) & 1u)
         note_sample(x[j], index + j);
@@ -1000,6 +1011,25 @@ __device__ void f32_block_first(imgstat_partial &p, const float *plane,
     p.max_index += first;
 }
 
+/* IMGSTAT_F32_LEAN: the plane's last, partial vector offered to the
+ * block's merged extremes p (indices absolute, `first` added) by the block
+ * whose chunk holds it: its finite samples in order, after every whole
+ * vector (as AccF32::add_partial's candidates are otherwise). */
+template <int Stride>
+__device__ void f32_tail_extremes(imgstat_partial &p, const float *plane,
+                                  uint64_t n, uint64_t first) {
+  const uint64_t whole = n / 4 * 4;
+  if (n == whole || (whole / IST_FO_CHUNK) % gridDim.x != blockIdx.x)
+    return;
+  for (uint64_t i = whole; i < n; ++i) {
+    const float x = __ldg(plane + i * Stride);
+    if (ist_fo_finite(x)) {
+      ist_min_offer(&p.min, &p.min_index, (double)x, first + i);
+      ist_max_offer(&p.max, &p.max_index, (double)x, first + i);
+    }
+  }
+}
+
 template <bool Aligned, int Stride>
 __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
@@ -1033,10 +1063,15 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
       q.count = m.count;
       q.mean = m.mean;
       q.m2 = m.m2;
-      if (c == blockIdx.x)
+      if (IMGSTAT_F32_LEAN) {
+        if (c == blockIdx.x && pass.last && pass.add_k) /* the plane's */
+          ist_fo_add_shift(&q, acc.fo.lane.shift);
+        out[c] = q; /* the first chunk's extremes added at the end */
+      } else if (c == blockIdx.x) {
         first_chunk = q;
-      else
+      } else {
         out[c] = q;
+      }
     }
   }
   imgstat_partial p;
@@ -1050,7 +1085,19 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     p = f32_thread_extremes<Aligned, Stride>(acc, plane, pass.first_index);
     p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
   }
-  if (t == 0) {
+  if (IMGSTAT_F32_LEAN && t == 0) {
+    f32_tail_extremes<Stride>(p, plane, n, pass.first_index);
+    imgstat_partial &o = out[blockIdx.x]; /* blockIdx.x < max(chunks, 1) */
+    if (blockIdx.x >= chunks)             /* no chunk: an empty plane */
+      o = ist_partial_empty();
+    o.min = p.min;
+    o.max = p.max;
+    o.min_index = p.min_index;
+    o.max_index = p.max_index;
+    o.nan_count = p.nan_count;
+    o.inf_count = p.inf_count;
+  }
+  if (!IMGSTAT_F32_LEAN && t == 0) {
     first_chunk.min = p.min;
     first_chunk.max = p.max;
     first_chunk.min_index = p.min_index;
