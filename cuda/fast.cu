@@ -103,7 +103,10 @@ namespace {
 #define IMGSTAT_FAST_KEEP_VEC 0
 #endif
 /* f32: the whole tiles of normal floats and zeros widened to double by
- * integer operations (ist_fo_widen_normal), not conversions. */
+ * integer operations (ist_fo_widen_normal), not conversions (1); or (2)
+ * the whole tiles of normal floats alone (no zero: no select a sample),
+ * told by one integer minimum over the tile that also rules out NaN and
+ * Inf (no float test of finiteness), widened by f32_widen_normal_nz. */
 #ifndef IMGSTAT_F32_INT_WIDEN
 #define IMGSTAT_F32_INT_WIDEN 0
 #endif
@@ -510,6 +513,15 @@ template <typename Word> struct AccInt : IntAcc {
 using AccU8 = AccInt<WordU8>;
 using AccU16 = AccInt<WordU16>;
 
+/* (double)x of the float of bits u, a normal float (not a zero, denormal,
+ * NaN or Inf; the caller checked): the exponent rebiased (+896) below the
+ * sign, the mantissa's 23 bits at the top of the double's 52; exact, as
+ * the conversion is (ist_fo_widen_normal, less the select for zeros). */
+__device__ __forceinline__ double f32_widen_normal_nz(unsigned u) {
+  const unsigned hi = (((unsigned)((int)u >> 3)) & 0x8fffffffu) + 0x38000000u;
+  return __hiloint2double((int)hi, (int)(u << 29));
+}
+
 /* f32: NaN and Inf counted; finite samples into the thread's lane of the
  * canonical order (float_order.cuh), the vectors' extremes as above. */
 struct AccF32 : Extremes<float> {
@@ -523,6 +535,42 @@ struct AccF32 : Extremes<float> {
     const float inf = __int_as_float(0x7f800000);
     float hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
     float tmin = inf, tmax = -inf;
+    if (IMGSTAT_F32_INT_WIDEN == 2 && nvalid == FastPolicy::kItems) {
+      /* (u + 2^23) & the exponent's bits is below 2^24 exactly when the
+       * exponent is 0 (zero, denormal) or 255 (NaN, Inf) */
+      unsigned low = 0xffffffffu;
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          low = min(low, (w[j] + 0x00800000u) & 0x7f800000u);
+      }
+      if (low >= 0x01000000u) {
+#pragma unroll
+        for (int k = 0; k < FastPolicy::kItems; ++k) {
+          const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+          const double d[4] = {
+              __dsub_rn(f32_widen_normal_nz(w[0]), fo.lane.shift),
+              __dsub_rn(f32_widen_normal_nz(w[1]), fo.lane.shift),
+              __dsub_rn(f32_widen_normal_nz(w[2]), fo.lane.shift),
+              __dsub_rn(f32_widen_normal_nz(w[3]), fo.lane.shift)};
+          ist_fo_group_sums(&fo.lane, d, 4);
+          float mn = inf, mx = -inf;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            mn = fminf(mn, __uint_as_float(w[j]));
+            mx = fmaxf(mx, __uint_as_float(w[j]));
+          }
+          hmin[k] = mn;
+          hmax[k] = mx;
+          tmin = fminf(tmin, mn);
+          tmax = fmaxf(tmax, mx);
+        }
+        note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
+        return;
+      }
+    }
     if (IMGSTAT_F32_FINITE_TILES && nvalid == FastPolicy::kItems) {
       /* The common case, a whole tile of finite samples: the same sums and
        * extremes as the loop below, without its branches per sample. */
@@ -535,12 +583,12 @@ struct AccF32 : Extremes<float> {
         for (int j = 0; j < 4; ++j) {
           x[4 * k + j] = __uint_as_float(w[j]);
           finite &= fabsf(x[4 * k + j]) < inf; /* false for NaN and +-Inf */
-          if (IMGSTAT_F32_INT_WIDEN)
+          if (IMGSTAT_F32_INT_WIDEN == 1)
             normal &= ist_fo_normal_or_zero(x[4 * k + j]);
         }
       }
       if (finite) {
-        if (IMGSTAT_F32_INT_WIDEN && normal)
+        if (IMGSTAT_F32_INT_WIDEN == 1 && normal)
           fo.add_normal(x);
         else
           fo.add_finite(x);
