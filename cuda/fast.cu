@@ -633,11 +633,11 @@ struct AccF32 : Extremes<float> {
   }
   __device__ void add_partial(const float (&x)[4], int m, uint64_t index) {
     const unsigned finite = fo.add_group(x, (1u << m) - 1u);
-    if (IMGSTAT_F32_LEAN) /* the extremes: f32_tail_extremes */
-      return;
-    for (int j = 0; j < m; ++j)
-      if ((finite >> j) & 1u)
-        note_sample(x[j], index + j);
+    if constexpr (!IMGSTAT_F32_LEAN) { /* else f32_tail_extremes */
+      for (int j = 0; j < m; ++j)
+        if ((finite >> j) & 1u)
+          note_sample(x[j], index + j);
+    }
   }
 };
 
