@@ -66,7 +66,14 @@
 #   LWb4   LW at 4 blocks a multiprocessor (64 registers, no spill);
 #   Lp2    L + every f32 tile loaded while the one before it is reduced
 #          (IMGSTAT_F32_PREFETCH=2), the next chunk's first one too;
-#   LWp2   LW + Lp2.
+#   LWp2   LW + Lp2;
+#   H      tree + interleaved float32 read whole in one grid for every
+#          channel (IMGSTAT_F32_HWC_ALL: thread t lane t of each channel,
+#          the 4 pixels' C vectors loaded coalesced and split in
+#          registers), 2 vectors a tile, 2 blocks a multiprocessor;
+#   H4     H at 4 vectors a tile;
+#   H1b3   H at 1 vector a tile, 3 blocks a multiprocessor;
+#   LWH    LW + H, its normal vectors widened by integers too.
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -120,6 +127,10 @@ declare -A FLAGS=(
   [LWb4]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_BLOCKS_PER_SM=4"
   [Lp2]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_PREFETCH=2"
   [LWp2]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_PREFETCH=2"
+  [H]="-DIMGSTAT_F32_HWC_ALL=1"
+  [H4]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=4"
+  [H1b3]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=1 -DIMGSTAT_F32_HWC_BLOCKS_PER_SM=3"
+  [LWH]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_HWC_ALL=1"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
