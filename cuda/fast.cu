@@ -103,7 +103,10 @@ namespace {
 #define IMGSTAT_FAST_KEEP_VEC 0
 #endif
 /* f32: the whole tiles of normal floats and zeros widened to double by
- * integer operations (ist_fo_widen_normal), not conversions. */
+ * integer operations (ist_fo_widen_normal), not conversions (1); or (2)
+ * the whole tiles of normal floats alone (no zero: no select a sample),
+ * told by one integer minimum over the tile that also rules out NaN and
+ * Inf (no float test of finiteness), widened by f32_widen_normal_nz. */
 #ifndef IMGSTAT_F32_INT_WIDEN
 #define IMGSTAT_F32_INT_WIDEN 0
 #endif
@@ -111,6 +114,30 @@ namespace {
  * at once gets ceil(T / ceil(T / W)) blocks, each ceil(T / W) tiles but the
  * last, rather than W blocks of which some do one tile more (the others
  * idle through that round, the memory half used). */
+/* f32: less state held across the chunk loop (the registers it frees may
+ * go to loads in flight or to more blocks a multiprocessor): thread 0
+ * stores its block's first chunk's moments at once and adds the block's
+ * extremes to them at the end, and the plane's last, partial vector (n % 4
+ * samples) gives its extremes by thread 0 of its block re-reading it at
+ * the end, not through every thread's scalar candidates. */
+#ifndef IMGSTAT_F32_LEAN
+#define IMGSTAT_F32_LEAN 0
+#endif
+/* Interleaved f32 (2 to 4 channels, the image at a 16-byte boundary): one
+ * grid for all channels, thread t lane t of every channel, its 4 pixels'
+ * C 16-byte vectors read whole (coalesced, every byte once: not C grids
+ * reading each line C times) and split by channel in registers
+ * (fast_f32_hwc_kernel); its blocks a multiprocessor and vectors a tile of
+ * each channel. */
+#ifndef IMGSTAT_F32_HWC_ALL
+#define IMGSTAT_F32_HWC_ALL 0
+#endif
+#ifndef IMGSTAT_F32_HWC_BLOCKS_PER_SM
+#define IMGSTAT_F32_HWC_BLOCKS_PER_SM 2
+#endif
+#ifndef IMGSTAT_F32_HWC_ITEMS
+#define IMGSTAT_F32_HWC_ITEMS 2
+#endif
 #ifndef IMGSTAT_FAST_BALANCE
 #define IMGSTAT_FAST_BALANCE 1
 #endif
@@ -501,6 +528,15 @@ template <typename Word> struct AccInt : IntAcc {
 using AccU8 = AccInt<WordU8>;
 using AccU16 = AccInt<WordU16>;
 
+/* (double)x of the float of bits u, a normal float (not a zero, denormal,
+ * NaN or Inf; the caller checked): the exponent rebiased (+896) below the
+ * sign, the mantissa's 23 bits at the top of the double's 52; exact, as
+ * the conversion is (ist_fo_widen_normal, less the select for zeros). */
+__device__ __forceinline__ double f32_widen_normal_nz(unsigned u) {
+  const unsigned hi = (((unsigned)((int)u >> 3)) & 0x8fffffffu) + 0x38000000u;
+  return __hiloint2double((int)hi, (int)(u << 29));
+}
+
 /* f32: NaN and Inf counted; finite samples into the thread's lane of the
  * canonical order (float_order.cuh), the vectors' extremes as above. */
 struct AccF32 : Extremes<float> {
@@ -514,6 +550,42 @@ struct AccF32 : Extremes<float> {
     const float inf = __int_as_float(0x7f800000);
     float hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
     float tmin = inf, tmax = -inf;
+    if (IMGSTAT_F32_INT_WIDEN == 2 && nvalid == FastPolicy::kItems) {
+      /* (u + 2^23) & the exponent's bits is below 2^24 exactly when the
+       * exponent is 0 (zero, denormal) or 255 (NaN, Inf) */
+      unsigned low = 0xffffffffu;
+#pragma unroll
+      for (int k = 0; k < FastPolicy::kItems; ++k) {
+        const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          low = min(low, (w[j] + 0x00800000u) & 0x7f800000u);
+      }
+      if (low >= 0x01000000u) {
+#pragma unroll
+        for (int k = 0; k < FastPolicy::kItems; ++k) {
+          const unsigned w[4] = {v[k].x, v[k].y, v[k].z, v[k].w};
+          const double d[4] = {
+              __dsub_rn(f32_widen_normal_nz(w[0]), fo.lane.shift),
+              __dsub_rn(f32_widen_normal_nz(w[1]), fo.lane.shift),
+              __dsub_rn(f32_widen_normal_nz(w[2]), fo.lane.shift),
+              __dsub_rn(f32_widen_normal_nz(w[3]), fo.lane.shift)};
+          ist_fo_group_sums(&fo.lane, d, 4);
+          float mn = inf, mx = -inf;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            mn = fminf(mn, __uint_as_float(w[j]));
+            mx = fmaxf(mx, __uint_as_float(w[j]));
+          }
+          hmin[k] = mn;
+          hmax[k] = mx;
+          tmin = fminf(tmin, mn);
+          tmax = fmaxf(tmax, mx);
+        }
+        note_tile(hmin, hmax, nvalid, tile, tmin, tmax);
+        return;
+      }
+    }
     if (IMGSTAT_F32_FINITE_TILES && nvalid == FastPolicy::kItems) {
       /* The common case, a whole tile of finite samples: the same sums and
        * extremes as the loop below, without its branches per sample. */
@@ -526,12 +598,12 @@ struct AccF32 : Extremes<float> {
         for (int j = 0; j < 4; ++j) {
           x[4 * k + j] = __uint_as_float(w[j]);
           finite &= fabsf(x[4 * k + j]) < inf; /* false for NaN and +-Inf */
-          if (IMGSTAT_F32_INT_WIDEN)
+          if (IMGSTAT_F32_INT_WIDEN == 1)
             normal &= ist_fo_normal_or_zero(x[4 * k + j]);
         }
       }
       if (finite) {
-        if (IMGSTAT_F32_INT_WIDEN && normal)
+        if (IMGSTAT_F32_INT_WIDEN == 1 && normal)
           fo.add_normal(x);
         else
           fo.add_finite(x);
@@ -576,9 +648,11 @@ struct AccF32 : Extremes<float> {
   }
   __device__ void add_partial(const float (&x)[4], int m, uint64_t index) {
     const unsigned finite = fo.add_group(x, (1u << m) - 1u);
-    for (int j = 0; j < m; ++j)
-      if ((finite >> j) & 1u)
-        note_sample(x[j], index + j);
+    if constexpr (!IMGSTAT_F32_LEAN) { /* else f32_tail_extremes */
+      for (int j = 0; j < m; ++j)
+        if ((finite >> j) & 1u)
+          note_sample(x[j], index + j);
+    }
   }
 };
 
@@ -1000,6 +1074,25 @@ __device__ void f32_block_first(imgstat_partial &p, const float *plane,
     p.max_index += first;
 }
 
+/* IMGSTAT_F32_LEAN: the plane's last, partial vector offered to the
+ * block's merged extremes p (indices absolute, `first` added) by the block
+ * whose chunk holds it: its finite samples in order, after every whole
+ * vector (as AccF32::add_partial's candidates are otherwise). */
+template <int Stride>
+__device__ void f32_tail_extremes(imgstat_partial &p, const float *plane,
+                                  uint64_t n, uint64_t first) {
+  const uint64_t whole = n / 4 * 4;
+  if (n == whole || (whole / IST_FO_CHUNK) % gridDim.x != blockIdx.x)
+    return;
+  for (uint64_t i = whole; i < n; ++i) {
+    const float x = __ldg(plane + i * Stride);
+    if (ist_fo_finite(x)) {
+      ist_min_offer(&p.min, &p.min_index, (double)x, first + i);
+      ist_max_offer(&p.max, &p.max_index, (double)x, first + i);
+    }
+  }
+}
+
 template <bool Aligned, int Stride>
 __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
@@ -1033,10 +1126,15 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
       q.count = m.count;
       q.mean = m.mean;
       q.m2 = m.m2;
-      if (c == blockIdx.x)
+      if (IMGSTAT_F32_LEAN) {
+        if (c == blockIdx.x && pass.last && pass.add_k) /* the plane's */
+          ist_fo_add_shift(&q, acc.fo.lane.shift);
+        out[c] = q; /* the first chunk's extremes added at the end */
+      } else if (c == blockIdx.x) {
         first_chunk = q;
-      else
+      } else {
         out[c] = q;
+      }
     }
   }
   imgstat_partial p;
@@ -1050,7 +1148,19 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     p = f32_thread_extremes<Aligned, Stride>(acc, plane, pass.first_index);
     p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
   }
-  if (t == 0) {
+  if (IMGSTAT_F32_LEAN && t == 0) {
+    f32_tail_extremes<Stride>(p, plane, n, pass.first_index);
+    imgstat_partial &o = out[blockIdx.x]; /* blockIdx.x < max(chunks, 1) */
+    if (blockIdx.x >= chunks)             /* no chunk: an empty plane */
+      o = ist_partial_empty();
+    o.min = p.min;
+    o.max = p.max;
+    o.min_index = p.min_index;
+    o.max_index = p.max_index;
+    o.nan_count = p.nan_count;
+    o.inf_count = p.inf_count;
+  }
+  if (!IMGSTAT_F32_LEAN && t == 0) {
     first_chunk.min = p.min;
     first_chunk.max = p.max;
     first_chunk.min_index = p.min_index;
@@ -1062,6 +1172,248 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     out[blockIdx.x] = first_chunk; /* blockIdx.x < max(chunks, 1) */
   }
 }
+
+/* ---- interleaved f32, every channel in one grid (IMGSTAT_F32_HWC_ALL) ----
+ *
+ * The same lanes as fast_f32_kernel's over each channel's plane (the
+ * samples C floats apart): thread t is lane t of chunk c of every channel,
+ * and takes vector v (pixels 4v .. 4v + 3) of each channel in increasing v,
+ * Items at a time (tile vectors tile * 256 * Items + k * 256 + t), from
+ * the C aligned 16-byte vectors holding those 4 pixels. Each channel's
+ * lane adds its groups as AccF32 does (the same sums in the same order;
+ * NaN / Inf counted), its extremes by vector: the first vector in which
+ * the running min (max) became strictly smaller (larger), re-read at the
+ * end; the plane's last partial vector's extremes offered by thread 0 of
+ * its block (f32_tail_extremes). */
+#if IMGSTAT_F32_HWC_ALL /* not compiled otherwise */
+constexpr int kF32HwcBlocksPerSm = IMGSTAT_F32_HWC_BLOCKS_PER_SM;
+constexpr int kF32HwcItems = IMGSTAT_F32_HWC_ITEMS;
+static_assert((IST_FO_CHUNK / 4) % (IST_FO_LANES * kF32HwcItems) == 0,
+              "whole tiles a chunk");
+
+/* One channel's lane of a thread: the lane's sums, its NaN / Inf counts
+ * (32 bits: a thread sees at most n / 256 of a channel's samples) and its
+ * running extremes with the ordinal (v / 256) of the vector each was first
+ * seen in. */
+struct F32HwcLane {
+  ist_fo_acc lane;
+  uint32_t nan_count = 0, inf_count = 0;
+  float vmin = __builtin_huge_valf(), vmax = -__builtin_huge_valf();
+  uint32_t min_ord = UINT32_MAX, max_ord = UINT32_MAX;
+
+  __device__ void add_vec(const float (&x)[4], uint32_t ord) {
+    const float inf = __int_as_float(0x7f800000);
+    float mn = inf, mx = -inf;
+    bool normal = false; /* IMGSTAT_F32_INT_WIDEN == 2: as AccF32's tiles */
+    if constexpr (IMGSTAT_F32_INT_WIDEN == 2) {
+      unsigned low = 0xffffffffu;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        low = min(low, (__float_as_uint(x[j]) + 0x00800000u) & 0x7f800000u);
+      normal = low >= 0x01000000u;
+    }
+    if (normal) {
+      const double d[4] = {
+          __dsub_rn(f32_widen_normal_nz(__float_as_uint(x[0])), lane.shift),
+          __dsub_rn(f32_widen_normal_nz(__float_as_uint(x[1])), lane.shift),
+          __dsub_rn(f32_widen_normal_nz(__float_as_uint(x[2])), lane.shift),
+          __dsub_rn(f32_widen_normal_nz(__float_as_uint(x[3])), lane.shift)};
+      ist_fo_group_sums(&lane, d, 4);
+      mn = fminf(fminf(x[0], x[1]), fminf(x[2], x[3]));
+      mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+    } else if (fabsf(x[0]) < inf && fabsf(x[1]) < inf && fabsf(x[2]) < inf &&
+               fabsf(x[3]) < inf) { /* false for NaN and +-Inf */
+      const double d[4] = {__dsub_rn((double)x[0], lane.shift),
+                           __dsub_rn((double)x[1], lane.shift),
+                           __dsub_rn((double)x[2], lane.shift),
+                           __dsub_rn((double)x[3], lane.shift)};
+      ist_fo_group_sums(&lane, d, 4);
+      mn = fminf(fminf(x[0], x[1]), fminf(x[2], x[3]));
+      mx = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+    } else {
+      double d[4];
+      unsigned finite = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        d[j] = 0.0;
+        if (x[j] != x[j]) {
+          nan_count += 1;
+        } else if (fabsf(x[j]) == inf) {
+          inf_count += 1;
+        } else {
+          d[j] = __dsub_rn((double)x[j], lane.shift);
+          finite |= 1u << j;
+          mn = fminf(mn, x[j]);
+          mx = fmaxf(mx, x[j]);
+        }
+      }
+      if (finite)
+        ist_fo_group_sums(&lane, d, (uint32_t)__popc(finite));
+    }
+    if (mn < vmin) {
+      vmin = mn;
+      min_ord = ord;
+    }
+    if (mx > vmax) {
+      vmax = mx;
+      max_ord = ord;
+    }
+  }
+  /* The plane's last m < 4 samples (sums and counts only). */
+  __device__ void add_partial(const float (&x)[4], int m) {
+    double d[4];
+    unsigned finite = 0;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      d[j] = 0.0;
+      if (j >= m)
+        continue;
+      if (x[j] != x[j])
+        nan_count += 1;
+      else if (fabsf(x[j]) == __int_as_float(0x7f800000))
+        inf_count += 1;
+      else {
+        d[j] = __dsub_rn((double)x[j], lane.shift);
+        finite |= 1u << j;
+      }
+    }
+    if (finite)
+      ist_fo_group_sums(&lane, d, (uint32_t)__popc(finite));
+  }
+};
+
+template <int C>
+__global__ void __launch_bounds__(FastPolicy::kBlock, kF32HwcBlocksPerSm)
+    fast_f32_hwc_kernel(ist_pass pass) {
+  pdl_wait(); /* launched after the shift kernel */
+  pdl_trigger();
+  constexpr int kItems = kF32HwcItems;
+  constexpr uint64_t kTileVecs = (uint64_t)FastPolicy::kBlock * kItems;
+  constexpr int kTiles = (int)((IST_FO_CHUNK / 4) / kTileVecs);
+  __shared__ ist_fo_moments lane_roots[FastPolicy::kBlock / 32];
+  const unsigned t = threadIdx.x;
+  const float *img = static_cast<const float *>(pass.in);
+  const uint4 *img4 = reinterpret_cast<const uint4 *>(img);
+  imgstat_partial *out = static_cast<imgstat_partial *>(pass.out);
+  const uint64_t n = pass.n, nvec = n / 4;
+  const uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
+  F32HwcLane acc[C];
+#pragma unroll
+  for (int ch = 0; ch < C; ++ch)
+    acc[ch].lane.shift = pass.k_given ? pass.k : pass.k_dev[ch];
+  for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
+#pragma unroll
+    for (int ch = 0; ch < C; ++ch) {
+      acc[ch].lane.count = 0;
+      acc[ch].lane.s1 = acc[ch].lane.s2 = acc[ch].lane.e = 0.0;
+    }
+    for (int jt = 0; jt < kTiles; ++jt) {
+      const uint64_t v0 = (c * kTiles + jt) * kTileVecs + t;
+      if (v0 >= nvec)
+        break; /* past the plane's whole vectors */
+      uint4 w[kItems][C];
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const uint64_t v = v0 + (uint64_t)k * FastPolicy::kBlock;
+#pragma unroll
+        for (int i = 0; i < C; ++i)
+          w[k][i] = v < nvec ? __ldg(img4 + v * C + i) : make_uint4(0, 0, 0, 0);
+      }
+#pragma unroll
+      for (int k = 0; k < kItems; ++k) {
+        const uint64_t v = v0 + (uint64_t)k * FastPolicy::kBlock;
+        if (v < nvec) {
+          unsigned u[4 * C]; /* the 4 pixels' samples, pixel-major */
+#pragma unroll
+          for (int i = 0; i < C; ++i) {
+            u[4 * i] = w[k][i].x;
+            u[4 * i + 1] = w[k][i].y;
+            u[4 * i + 2] = w[k][i].z;
+            u[4 * i + 3] = w[k][i].w;
+          }
+#pragma unroll
+          for (int ch = 0; ch < C; ++ch) {
+            const float x[4] = {
+                __uint_as_float(u[ch]), __uint_as_float(u[C + ch]),
+                __uint_as_float(u[2 * C + ch]), __uint_as_float(u[3 * C + ch])};
+            acc[ch].add_vec(x, (uint32_t)(v / FastPolicy::kBlock));
+          }
+        }
+      }
+    }
+    /* the plane's last, partial vector: lane nvec % 256 of its chunk */
+    if (n % 4 != 0 && t == nvec % IST_FO_LANES &&
+        (nvec * 4) / IST_FO_CHUNK == c) {
+      const int m = (int)(n % 4);
+#pragma unroll
+      for (int ch = 0; ch < C; ++ch) {
+        float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int j = 0; j < m; ++j)
+          x[j] = __ldg(img + (nvec * 4 + j) * C + ch);
+        acc[ch].add_partial(x, m);
+      }
+    }
+#pragma unroll
+    for (int ch = 0; ch < C; ++ch) {
+      ist_fo_moments m = ist_fo_block_tree_moments<FastPolicy::kBlock>(
+          ist_fo_lane_finish(&acc[ch].lane), lane_roots);
+      if (t == 0) {
+        imgstat_partial q = ist_partial_empty();
+        q.count = m.count;
+        q.mean = m.mean;
+        q.m2 = m.m2;
+        if (c == blockIdx.x && pass.last && pass.add_k) /* the plane's */
+          ist_fo_add_shift(&q, acc[ch].lane.shift);
+        out[ch * pass.out_stride + c] = q; /* extremes added at the end */
+      }
+    }
+  }
+#pragma unroll
+  for (int ch = 0; ch < C; ++ch) {
+    const F32HwcLane &a = acc[ch];
+    const float *plane = img + ch;
+    imgstat_partial p = ist_partial_empty();
+    p.nan_count = a.nan_count;
+    p.inf_count = a.inf_count;
+    const uint64_t vmin_at = (uint64_t)a.min_ord * FastPolicy::kBlock + t;
+    const uint64_t vmax_at = (uint64_t)a.max_ord * FastPolicy::kBlock + t;
+    uint4 vmin = make_uint4(0, 0, 0, 0), vmax = vmin;
+    if (a.min_ord != UINT32_MAX)
+      vmin = ist_fo_load_vec<false, C>(plane, vmin_at);
+    if (a.max_ord != UINT32_MAX)
+      vmax = ist_fo_load_vec<false, C>(plane, vmax_at);
+    if (a.min_ord != UINT32_MAX) {
+      Found<float> f = find_in_vector<float>(vmin, a.vmin);
+      if (f.j >= 0) {
+        p.min = (double)f.value;
+        p.min_index = pass.first_index + vmin_at * 4 + f.j;
+      }
+    }
+    if (a.max_ord != UINT32_MAX) {
+      Found<float> f = find_in_vector<float>(vmax, a.vmax);
+      if (f.j >= 0) {
+        p.max = (double)f.value;
+        p.max_index = pass.first_index + vmax_at * 4 + f.j;
+      }
+    }
+    p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes */
+    if (t == 0) {
+      f32_tail_extremes<C>(p, plane, n, pass.first_index);
+      imgstat_partial &o = out[ch * pass.out_stride + blockIdx.x];
+      if (blockIdx.x >= chunks) /* no chunk: an empty plane */
+        o = ist_partial_empty();
+      o.min = p.min;
+      o.max = p.max;
+      o.min_index = p.min_index;
+      o.max_index = p.max_index;
+      o.nan_count = p.nan_count;
+      o.inf_count = p.inf_count;
+    }
+    __syncthreads(); /* block_merge's slots, again for the next channel */
+  }
+}
+
+#endif /* IMGSTAT_F32_HWC_ALL */
 
 /* Block b's share of a fold of integer partials (u8 / u16 samples), the
  * same result as ist_fo_fold_block_at's over in[b * Block * Items, (b + 1)
@@ -2401,7 +2753,32 @@ cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,
   case IMGSTAT_U16:
     return launch(fast_stats_kernel<AccU16>, FastPolicy::kBlock, p, s);
   case IMGSTAT_F32:
-    /* interleaved: channel c's samples C floats apart, one by one */
+    /* interleaved: channel c's samples C floats apart, one by one; or
+     * (IMGSTAT_F32_HWC_ALL, the image at a 16-byte boundary) every channel
+     * in one grid */
+#if IMGSTAT_F32_HWC_ALL
+  {
+    if (p->in_stride == 1 && p->channels == p->sample_stride &&
+        (uintptr_t)p->in % 16 == 0 && p->grid > 0) {
+      cudaError_t e = ist_cuda_launch_gate();
+      if (e != cudaSuccess)
+        return e;
+      switch (p->sample_stride) {
+      case 2:
+        return launch_kernel(fast_f32_hwc_kernel<2>, dim3(p->grid, 1),
+                             FastPolicy::kBlock, s, true, *p);
+      case 3:
+        return launch_kernel(fast_f32_hwc_kernel<3>, dim3(p->grid, 1),
+                             FastPolicy::kBlock, s, true, *p);
+      case 4:
+        return launch_kernel(fast_f32_hwc_kernel<4>, dim3(p->grid, 1),
+                             FastPolicy::kBlock, s, true, *p);
+      default:
+        break;
+      }
+    }
+  }
+#endif
     switch (p->sample_stride) {
     case 2:
       return launch(fast_f32_kernel<false, 2>, FastPolicy::kBlock, p, s, true);
@@ -2451,6 +2828,10 @@ unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count,
                       bool whole_rounds) {
   uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32BlocksPerSm /
                   (channels ? channels : 1);
+#if IMGSTAT_F32_HWC_ALL
+  if (!whole_rounds) /* interleaved: one grid for every channel */
+    wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32HwcBlocksPerSm;
+#endif
   uint64_t chunks = ist_f32_chunks(n);
   uint64_t grid = whole_rounds    ? balanced_grid(chunks, wave)
                   : chunks < wave ? chunks

@@ -56,6 +56,24 @@
 #   P16g2b3  P16 + g2 + b3;
 #   P16f1  P16 flushing its 32-bit sums every tile (a check of the flush,
 #          which 64 MP images never reach otherwise; timed as any variant).
+#   L      tree + the f32 kernel holding less across its chunk loop
+#          (IMGSTAT_F32_LEAN: the block's first chunk stored at once, the
+#          plane's last partial vector's extremes re-read by one thread at
+#          the end): 79 registers, not 80;
+#   Lb4    L at 4 blocks a multiprocessor (64 registers, no spill);
+#   LW     L + whole tiles of normal floats widened to double by integer
+#          operations, told by one integer minimum (IMGSTAT_F32_INT_WIDEN=2);
+#   LWb4   LW at 4 blocks a multiprocessor (64 registers, no spill);
+#   Lp2    L + every f32 tile loaded while the one before it is reduced
+#          (IMGSTAT_F32_PREFETCH=2), the next chunk's first one too;
+#   LWp2   LW + Lp2;
+#   H      tree + interleaved float32 read whole in one grid for every
+#          channel (IMGSTAT_F32_HWC_ALL: thread t lane t of each channel,
+#          the 4 pixels' C vectors loaded coalesced and split in
+#          registers), 2 vectors a tile, 2 blocks a multiprocessor;
+#   H4     H at 4 vectors a tile;
+#   H1b3   H at 1 vector a tile, 3 blocks a multiprocessor;
+#   LWH    LW + H, its normal vectors widened by integers too.
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -103,6 +121,16 @@ declare -A FLAGS=(
   [P16g2]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2 -DIMGSTAT_HWC16_BLOCKS_PER_SM=2"
   [P16g2b3]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2 -DIMGSTAT_HWC16_BLOCKS_PER_SM=3"
   [P16f1]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_FLUSH_TILES=1"
+  [L]="-DIMGSTAT_F32_LEAN=1"
+  [Lb4]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=4"
+  [LW]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2"
+  [LWb4]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_BLOCKS_PER_SM=4"
+  [Lp2]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_PREFETCH=2"
+  [LWp2]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_PREFETCH=2"
+  [H]="-DIMGSTAT_F32_HWC_ALL=1"
+  [H4]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=4"
+  [H1b3]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=1 -DIMGSTAT_F32_HWC_BLOCKS_PER_SM=3"
+  [LWH]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_HWC_ALL=1"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
