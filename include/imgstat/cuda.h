@@ -275,6 +275,24 @@ imgstat_status imgstat_gpu_valid_label_stats_hist(
     const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
     imgstat_histogram *hist, imgstat_error *err);
 
+/*
+ * Both at once, from one upload of the image: the channels' figures under
+ * v (out, nodata, hist: as imgstat_gpu_valid_stats_hist) and those of each
+ * label (lout, lnodata, lhist: as imgstat_gpu_valid_label_stats_hist; its
+ * pixel lists inside v's mask already). For 8- and 16-bit samples (int16
+ * too) every region and channel is reduced by one pass over the image, one
+ * launch and one copy back (the order of the samples does not change an
+ * integer figure; the compaction path when the regions' histograms exceed
+ * its budget); float samples are compacted channel by channel and label by
+ * label, in raster order, as above. hist and lhist NULL: no histograms.
+ */
+imgstat_status imgstat_gpu_valid_regions_hist(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, imgstat_partial *out, uint64_t *nodata, imgstat_histogram *hist,
+    uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *lout, uint64_t *lnodata,
+    imgstat_histogram *lhist, imgstat_error *err);
+
 /* nvJPEG as this build and this host offer it: compiled in, its library
  * loaded (its version), and the backend a decoder on the current device
  * gets (CUDA is started there to ask; the context and the decoder are gone
