@@ -11,8 +11,9 @@
  * its mask (region 0) and each label (region k + 1), for every channel,
  * with their histograms. A block works on one channel; each thread keeps
  * a run of the image's region and one of the label it is in (handed to the
- * block's accumulators in shared memory when the label changes), and the
- * block adds its accumulators to the global ones at its end. Histograms go
+ * block's accumulators in shared memory when the label changes, the runs
+ * of a warp that leave one label added up first), and the block adds its
+ * accumulators to the global ones at its end. Histograms go
  * to global 32-bit bins, one atomic per distinct bin of a warp. One upload
  * of the image, the mask and the labels, one launch and one copy back of
  * every region's figures and bins, one synchronization (per group of
@@ -272,18 +273,54 @@ struct fused_args {
   unsigned int *hist;
 };
 
-/* Folds a run into the accumulator at a (shared or global memory). */
-__device__ __forceinline__ void fused_fold(unsigned long long *a,
-                                           const ist_vrun &r) {
-  if (r.count) {
-    atomicAdd(&a[0], (unsigned long long)r.count);
-    atomicAdd(&a[2], (unsigned long long)r.sum);
-    atomicAdd(&a[3], (unsigned long long)r.sumsq);
-    atomicMax(&a[4], (unsigned long long)ist_vrun_min_key(&r));
-    atomicMax(&a[5], (unsigned long long)ist_vrun_max_key(&r));
+/* Folds each lane's run r into acc's region reg (when has, and the run
+ * holds anything) with one fold per distinct region of the warp: the runs
+ * of a region added (maxima of the keys) across the warp by shuffles, lane
+ * 0 folding the total. Every lane of the warp calls it. */
+__device__ __forceinline__ void fused_warp_fold(unsigned long long *acc,
+                                                bool has, uint32_t reg,
+                                                const ist_vrun &r) {
+  constexpr unsigned kAll = 0xFFFFFFFFu;
+  bool pending = has && (r.count || r.nodata);
+  unsigned todo = __ballot_sync(kAll, pending);
+  while (todo) {
+    const uint32_t pick = __shfl_sync(kAll, reg, __ffs(todo) - 1);
+    const bool mine = pending && reg == pick;
+    unsigned long long w[IST_VACC_WORDS] = {0, 0, 0, 0, 0, 0};
+    if (mine) {
+      w[0] = r.count;
+      w[1] = r.nodata;
+      w[2] = r.sum;
+      w[3] = r.sumsq;
+      if (r.count) {
+        w[4] = ist_vrun_min_key(&r);
+        w[5] = ist_vrun_max_key(&r);
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+        w[k] += __shfl_xor_sync(kAll, w[k], o);
+#pragma unroll
+      for (int k = 4; k < IST_VACC_WORDS; k++) {
+        const unsigned long long y = __shfl_xor_sync(kAll, w[k], o);
+        w[k] = y > w[k] ? y : w[k];
+      }
+    }
+    if ((threadIdx.x & 31) == 0) {
+      unsigned long long *a = &acc[(size_t)pick * IST_VACC_WORDS];
+      for (int k = 0; k < 4; k++)
+        if (w[k])
+          atomicAdd(&a[k], w[k]);
+      if (w[0]) {
+        atomicMax(&a[4], w[4]);
+        atomicMax(&a[5], w[5]);
+      }
+    }
+    pending = pending && !mine;
+    todo = __ballot_sync(kAll, pending);
   }
-  if (r.nodata)
-    atomicAdd(&a[1], (unsigned long long)r.nodata);
 }
 
 /* One count into bin `key` of hist for each lane (kNoBin: none), one
@@ -337,8 +374,7 @@ __global__ void __launch_bounds__(kFusedBlock) fused_kernel(fused_args a) {
         t = lab ? (uint32_t)lab[i] : 0u;
       }
       const uint32_t left = ist_vthread_leaving(&th, t);
-      if (left)
-        fused_fold(&acc[(size_t)left * IST_VACC_WORDS], th.label);
+      fused_warp_fold(acc, left != 0, left, th.label);
       ist_vthread_take(&th, v, (uint32_t)i, inside, nd, t);
       if (hist) {
         fused_bin(hist, inside && !nd ? v : kNoBin);
@@ -346,10 +382,8 @@ __global__ void __launch_bounds__(kFusedBlock) fused_kernel(fused_args a) {
       }
     }
   }
-  if (a.whole)
-    fused_fold(&acc[0], th.whole);
-  if (th.cur)
-    fused_fold(&acc[(size_t)th.cur * IST_VACC_WORDS], th.label);
+  fused_warp_fold(acc, a.whole != 0, 0, th.whole);
+  fused_warp_fold(acc, th.cur != 0, th.cur, th.label);
   if (kShared) {
     __syncthreads();
     for (uint32_t r = threadIdx.x; r < a.regions; r += blockDim.x) {
