@@ -601,21 +601,25 @@ static void regions_case(uint32_t w, uint32_t h, int channels,
   imgstat_histogram *lhist2 = with_hist ? calloc(nlc, sizeof *lhist2) : NULL;
   CU_ASSERT_FATAL(out2 && lout2 && nod2 && lnod2 &&
                   (!with_hist || (hist2 && lhist2)));
-  setenv("IMGSTAT_GPU_VALID_COMPACT", "1", 1);
-  st = imgstat_gpu_valid_regions_hist(g_gpu, &img, &v, IMGSTAT_KERNEL_FAST,
-                                      out2, nod2, hist2, nl, pixels, start,
-                                      count, lout2, lnod2, lhist2, &err);
-  unsetenv("IMGSTAT_GPU_VALID_COMPACT");
-  CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
-  CU_ASSERT(memcmp(out, out2, nc * sizeof *out) == 0);
-  CU_ASSERT(memcmp(nod, nod2, nc * sizeof *nod) == 0);
-  CU_ASSERT(nl == 0 || memcmp(lout, lout2, nl * nc * sizeof *lout) == 0);
-  CU_ASSERT(nl == 0 || memcmp(lnod, lnod2, nl * nc * sizeof *lnod) == 0);
-  for (size_t j = 0; with_hist && j < nc + (size_t)nl * nc; j++) {
-    const imgstat_histogram *a = j < nc ? &hist[j] : &lhist[j - nc];
-    const imgstat_histogram *b = j < nc ? &hist2[j] : &lhist2[j - nc];
-    CU_ASSERT(a->bins == b->bins && a->total == b->total &&
-              memcmp(a->counts, b->counts, a->bins * sizeof *a->counts) == 0);
+  /* (not under IMGSTAT_TEST_QUICK: the compaction path takes launches and
+   * synchronizations per label and channel, slow under compute-sanitizer) */
+  if (!getenv("IMGSTAT_TEST_QUICK")) {
+    setenv("IMGSTAT_GPU_VALID_COMPACT", "1", 1);
+    st = imgstat_gpu_valid_regions_hist(g_gpu, &img, &v, IMGSTAT_KERNEL_FAST,
+                                        out2, nod2, hist2, nl, pixels, start,
+                                        count, lout2, lnod2, lhist2, &err);
+    unsetenv("IMGSTAT_GPU_VALID_COMPACT");
+    CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+    CU_ASSERT(memcmp(out, out2, nc * sizeof *out) == 0);
+    CU_ASSERT(memcmp(nod, nod2, nc * sizeof *nod) == 0);
+    CU_ASSERT(nl == 0 || memcmp(lout, lout2, nl * nc * sizeof *lout) == 0);
+    CU_ASSERT(nl == 0 || memcmp(lnod, lnod2, nl * nc * sizeof *lnod) == 0);
+    for (size_t j = 0; with_hist && j < nc + (size_t)nl * nc; j++) {
+      const imgstat_histogram *a = j < nc ? &hist[j] : &lhist[j - nc];
+      const imgstat_histogram *b = j < nc ? &hist2[j] : &lhist2[j - nc];
+      CU_ASSERT(a->bins == b->bins && a->total == b->total &&
+                memcmp(a->counts, b->counts, a->bins * sizeof *a->counts) == 0);
+    }
   }
   for (size_t j = 0; with_hist && j < nc; j++) {
     imgstat_histogram_free(&hist[j]);

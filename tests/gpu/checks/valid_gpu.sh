@@ -5,7 +5,8 @@
 # images against the CPU and the compaction path, 1 to 200 channels, up to
 # 700 labels; valid_cli.sh: the records of --backend gpu, of its compaction
 # path and of --backend cpu byte for byte, its cases' lines in the log),
-# then test_gpu_valid under compute-sanitizer's memcheck and racecheck, and
+# then test_gpu_valid under compute-sanitizer's memcheck and racecheck
+# (IMGSTAT_TEST_QUICK: the fused pass without the compaction beside it), and
 # with BENCH_N > 0 the labelled dataset benchmark
 # (bench/gpu/labels_dataset.sh; a call of its own at full size). A summary
 # goes to $OUT/summary.txt, the logs beside it.
@@ -47,7 +48,7 @@ for tool in memcheck racecheck; do
   extra=""
   [ $tool = memcheck ] && extra="--leak-check full"
   # shellcheck disable=SC2086
-  timeout 150 compute-sanitizer --tool $tool $extra --error-exitcode 99 \
+  IMGSTAT_TEST_QUICK=1 timeout 200 compute-sanitizer --tool $tool $extra --error-exitcode 99 \
     "$B/tests/test_gpu_valid" >"$OUT/san-test_gpu_valid-$tool.log" 2>&1
   rc=$?
   say "== test_gpu_valid $tool rc=$rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|hazard' "$OUT/san-test_gpu_valid-$tool.log" | tail -1)"
