@@ -229,7 +229,11 @@ imgstat_status imgstat_gpu_image_stats(imgstat_gpu *gpu,
  * of imgstat_valid_compact's plane, its min_index and max_index raster
  * indices of img (imgstat_valid_raster_pair); nodata[c] the channel's
  * nodata samples inside the mask. A label's pixel list (v->npixels) is
- * IMGSTAT_ERR_ARG: only the CPU reduces those.
+ * IMGSTAT_ERR_ARG: only the CPU reduces those. 8- and 16-bit samples (int16
+ * too) are reduced by one fused pass instead, with no compaction (their
+ * figures do not depend on the order of the samples), to the same bits;
+ * the environment variable IMGSTAT_GPU_VALID_COMPACT keeps them on the
+ * compaction path, to compare.
  */
 imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
                                        const imgstat_image *img,
