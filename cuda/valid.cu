@@ -1,23 +1,46 @@
 /*
  * Valid samples on the device (imgstat_gpu_valid_stats, imgstat/cuda.h):
  * the CPU's reduction of a channel's valid samples (src/core/valid.c)
- * done the same way. Each channel's samples inside the mask that are not
+ * done the same way, by one of two paths.
+ *
+ * Integer samples (8- and 16-bit, int16 as stored): one fused pass
+ * (valid_fused). Every figure of an integer partial and every histogram
+ * count is independent of the order of the samples (valid_acc.h), so one
+ * kernel reads each channel's plane once beside the mask and each pixel's
+ * label, and gathers the figures of every region at once: the image under
+ * its mask (region 0) and each label (region k + 1), for every channel,
+ * with their histograms. A block works on one channel; each thread keeps
+ * a run of the image's region and one of the label it is in (handed to the
+ * block's accumulators in shared memory when the label changes, the runs
+ * of a warp that leave one label added up first), and the block adds its
+ * accumulators to the global ones at its end. Histograms go
+ * to global 32-bit bins, one atomic per distinct bin of a warp. One upload
+ * of the image, the mask and the labels, one launch and one copy back of
+ * every region's figures and bins, one synchronization (per group of
+ * channels, when the bins of all would exceed kFusedHistBudget). The
+ * environment variable IMGSTAT_GPU_VALID_COMPACT (set, any value) keeps
+ * integer samples on the compaction path below, to compare the two.
+ *
+ * Float samples (and integer ones with more labels than the fused
+ * accumulators hold): each channel's samples inside the mask that are not
  * its nodata value are compacted in raster order (cub::DeviceSelect::
  * Flagged, which keeps the order) into a plane of their own, with the
  * raster index of each beside it; that plane is reduced by the ordinary
  * statistics of a plane of that many samples (ist_stats_planes), so its
- * partial is the CPU's partial of imgstat_valid_compact's plane to the bit,
- * and the positions of its extrema are mapped back through the indices.
- * A label image's labels (imgstat_gpu_valid_label_stats) go the same way,
- * one label at a time, from one upload of the image and of each pixel's
- * label: the flags of label k are its pixels that are not nodata, in
- * raster order as the CPU's pixel list of label k. With histograms (8- and
- * 16-bit samples) each compacted plane is also binned by the plain
- * histogram kernel (hist_percentiles, histogram.cu): integer counts, so
- * the CPU's imgstat_histogram_compute of that plane to the count.
+ * partial is the CPU's partial of imgstat_valid_compact's plane to the bit
+ * (the float order of docs/float-order.md over that sequence), and the
+ * positions of its extrema are mapped back through the indices.
+ * A label image's labels go the same way, one label at a time, from one
+ * upload of the image and of each pixel's label: the flags of label k are
+ * its pixels that are not nodata, in raster order as the CPU's pixel list
+ * of label k. With histograms (integer samples on this path) each
+ * compacted plane is also binned by the plain histogram kernel
+ * (hist_percentiles, histogram.cu): integer counts, so the CPU's
+ * imgstat_histogram_compute of that plane to the count.
  */
 #include "context.cuh"
 #include "norm_internal.cuh"
+#include "valid_acc.h"
 
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -215,6 +238,387 @@ imgstat_status valid_channel(imgstat_gpu *gpu, imgstat_gpu_image *d, int c,
   return st;
 }
 
+/* ---- the fused pass over integer samples ------------------------------ */
+
+constexpr int kFusedBlock = 256;
+constexpr int kFusedWarps = kFusedBlock / 32;
+/* samples each lane takes of a warp's tile (32 * kFusedSteps pixels) */
+constexpr int kFusedSteps = 8;
+/* regions whose accumulators a block keeps in shared memory (48 bytes
+ * each); more go to the global ones directly */
+constexpr uint32_t kFusedSharedRegions = 512;
+/* bytes of bins and of accumulators a launch may use: the channels go in
+ * groups within them; a single channel beyond them takes the compaction
+ * path */
+constexpr size_t kFusedHistBudget = (size_t)256 << 20;
+constexpr size_t kFusedAccBudget = (size_t)64 << 20;
+constexpr uint32_t kNoBin = 0xFFFFFFFFu;
+
+/* What the fused kernel reads and writes, for one group of channels. */
+struct fused_args {
+  const void *plane0;  /* the group's first channel's plane */
+  size_t plane_step;   /* samples from one plane to the next */
+  const uint8_t *mask; /* region 0's pixels (NULL: every pixel) */
+  const void *labels;  /* NULL, or each pixel's label place + 1 (0: none) */
+  /* per channel of the group: bit 16 set when it has a nodata value, the
+   * value (as the planes store it) in the low 16 bits */
+  const uint32_t *nodata;
+  uint64_t n;       /* pixels */
+  uint32_t regions; /* accumulators per channel: 1 + labels */
+  int whole;        /* region 0 wanted */
+  uint32_t bins;    /* per histogram; 0: none */
+  /* [channel][region][IST_VACC_WORDS] */
+  unsigned long long *acc;
+  /* [channel][region - !whole][bins] */
+  unsigned int *hist;
+};
+
+/* Folds each lane's run r into acc's region reg (when has, and the run
+ * holds anything) with one fold per distinct region of the warp: the runs
+ * of a region added (maxima of the keys) across the warp by shuffles, lane
+ * 0 folding the total. Every lane of the warp calls it. */
+__device__ __forceinline__ void fused_warp_fold(unsigned long long *acc,
+                                                bool has, uint32_t reg,
+                                                const ist_vrun &r) {
+  constexpr unsigned kAll = 0xFFFFFFFFu;
+  bool pending = has && (r.count || r.nodata);
+  unsigned todo = __ballot_sync(kAll, pending);
+  while (todo) {
+    const uint32_t pick = __shfl_sync(kAll, reg, __ffs(todo) - 1);
+    const bool mine = pending && reg == pick;
+    unsigned long long w[IST_VACC_WORDS] = {0, 0, 0, 0, 0, 0};
+    if (mine) {
+      w[0] = r.count;
+      w[1] = r.nodata;
+      w[2] = r.sum;
+      w[3] = r.sumsq;
+      if (r.count) {
+        w[4] = ist_vrun_min_key(&r);
+        w[5] = ist_vrun_max_key(&r);
+      }
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+#pragma unroll
+      for (int k = 0; k < 4; k++)
+        w[k] += __shfl_xor_sync(kAll, w[k], o);
+#pragma unroll
+      for (int k = 4; k < IST_VACC_WORDS; k++) {
+        const unsigned long long y = __shfl_xor_sync(kAll, w[k], o);
+        w[k] = y > w[k] ? y : w[k];
+      }
+    }
+    if ((threadIdx.x & 31) == 0) {
+      unsigned long long *a = &acc[(size_t)pick * IST_VACC_WORDS];
+      for (int k = 0; k < 4; k++)
+        if (w[k])
+          atomicAdd(&a[k], w[k]);
+      if (w[0]) {
+        atomicMax(&a[4], w[4]);
+        atomicMax(&a[5], w[5]);
+      }
+    }
+    pending = pending && !mine;
+    todo = __ballot_sync(kAll, pending);
+  }
+}
+
+/* One count into bin `key` of hist for each lane (kNoBin: none), one
+ * atomic per distinct bin of the warp; every lane of the warp calls it. */
+__device__ __forceinline__ void fused_bin(unsigned int *hist, uint32_t key) {
+  const unsigned peers = __match_any_sync(0xFFFFFFFFu, key);
+  if (key != kNoBin && (int)(threadIdx.x & 31) == __ffs(peers) - 1)
+    atomicAdd(&hist[key], (unsigned int)__popc(peers));
+}
+
+/* Block (x, y) reduces tiles of channel y of the group: each warp takes
+ * tiles of 32 * kFusedSteps pixels, a lane pixels lane, lane + 32, ... of
+ * each (its samples in increasing raster order). */
+template <typename T, typename L, bool kShared>
+__global__ void __launch_bounds__(kFusedBlock) fused_kernel(fused_args a) {
+  extern __shared__ unsigned long long s_acc[];
+  const uint32_t cg = blockIdx.y;
+  const T *x = static_cast<const T *>(a.plane0) + (size_t)cg * a.plane_step;
+  const L *lab = static_cast<const L *>(a.labels);
+  const uint32_t word = a.nodata[cg];
+  const bool has = (word >> 16) & 1u;
+  const uint32_t nodv = word & 0xFFFFu;
+  unsigned long long *gacc = a.acc + (size_t)cg * a.regions * IST_VACC_WORDS;
+  unsigned long long *acc = kShared ? s_acc : gacc;
+  if (kShared) {
+    for (uint32_t i = threadIdx.x; i < a.regions * IST_VACC_WORDS;
+         i += blockDim.x)
+      s_acc[i] = 0;
+    __syncthreads();
+  }
+  const uint32_t skip = a.whole ? 0u : 1u; /* region k's histogram: k - skip */
+  unsigned int *hist =
+      a.bins ? a.hist + (size_t)cg * (a.regions - skip) * a.bins : nullptr;
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t tile = 32 * kFusedSteps;
+  const uint64_t warps = (uint64_t)gridDim.x * kFusedWarps;
+  ist_vthread th;
+  ist_vthread_init(&th);
+  for (uint64_t base =
+           ((uint64_t)blockIdx.x * kFusedWarps + threadIdx.x / 32) * tile;
+       base < a.n; base += warps * tile) { /* the same for the warp's lanes */
+#pragma unroll
+    for (int j = 0; j < kFusedSteps; j++) {
+      const uint64_t i = base + (uint64_t)j * 32 + lane;
+      uint32_t v = 0, t = 0;
+      bool inside = false, nd = false;
+      if (i < a.n) {
+        v = x[i];
+        nd = has && v == nodv;
+        inside = a.whole && (!a.mask || a.mask[i]);
+        t = lab ? (uint32_t)lab[i] : 0u;
+      }
+      const uint32_t left = ist_vthread_leaving(&th, t);
+      fused_warp_fold(acc, left != 0, left, th.label);
+      ist_vthread_take(&th, v, (uint32_t)i, inside, nd, t);
+      if (hist) {
+        fused_bin(hist, inside && !nd ? v : kNoBin);
+        fused_bin(hist, t && !nd ? (t - skip) * a.bins + v : kNoBin);
+      }
+    }
+  }
+  fused_warp_fold(acc, a.whole != 0, 0, th.whole);
+  fused_warp_fold(acc, th.cur != 0, th.cur, th.label);
+  if (kShared) {
+    __syncthreads();
+    for (uint32_t r = threadIdx.x; r < a.regions; r += blockDim.x) {
+      const unsigned long long *s = &s_acc[(size_t)r * IST_VACC_WORDS];
+      unsigned long long *g = &gacc[(size_t)r * IST_VACC_WORDS];
+      if (s[0] == 0 && s[1] == 0)
+        continue;
+      for (int w = 0; w < 4; w++)
+        if (s[w])
+          atomicAdd(&g[w], s[w]);
+      if (s[0]) {
+        atomicMax(&g[4], s[4]);
+        atomicMax(&g[5], s[5]);
+      }
+    }
+  }
+}
+
+template <typename T, typename L>
+cudaError_t launch_fused(const fused_args &a, uint32_t channels, int sm_count,
+                         cudaStream_t s) {
+  const uint64_t per_block = (uint64_t)kFusedWarps * 32 * kFusedSteps;
+  uint64_t want = (a.n + per_block - 1) / per_block;
+  uint64_t cap = (uint64_t)(sm_count > 0 ? sm_count : 1) * 8 / channels;
+  if (cap == 0)
+    cap = 1;
+  dim3 grid((unsigned)(want < cap ? (want ? want : 1) : cap), channels);
+  cudaError_t e = ist_cuda_launch_gate();
+  if (e != cudaSuccess)
+    return e;
+  if (a.regions <= kFusedSharedRegions)
+    fused_kernel<T, L, true>
+        <<<grid, kFusedBlock,
+           (size_t)a.regions * IST_VACC_WORDS * sizeof(unsigned long long),
+           s>>>(a);
+  else
+    fused_kernel<T, L, false><<<grid, kFusedBlock, 0, s>>>(a);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t launch_fused_t(const fused_args &a, int label_bytes,
+                           uint32_t channels, int sm_count, cudaStream_t s) {
+  switch (label_bytes) {
+  case 1:
+    return launch_fused<T, uint8_t>(a, channels, sm_count, s);
+  case 2:
+    return launch_fused<T, uint16_t>(a, channels, sm_count, s);
+  default:
+    return launch_fused<T, uint32_t>(a, channels, sm_count, s);
+  }
+}
+
+/* Channels per launch of the fused pass for `regions` regions (`hregions`
+ * of them with histograms of `bins` bins): 0 when one channel's
+ * accumulators or bins exceed the budgets. */
+uint32_t fused_group(uint32_t channels, uint64_t regions, uint64_t hregions,
+                     uint32_t bins) {
+  const uint64_t acc = regions * IST_VACC_WORDS * sizeof(uint64_t);
+  const uint64_t hist = hregions * bins * sizeof(uint32_t);
+  if (acc > kFusedAccBudget || hist > kFusedHistBudget)
+    return 0;
+  uint64_t g = kFusedAccBudget / acc;
+  if (hist && kFusedHistBudget / hist < g)
+    g = kFusedHistBudget / hist;
+  return (uint32_t)(g < channels ? g : channels);
+}
+
+/* Integer samples take the fused pass unless the environment says
+ * otherwise (IMGSTAT_GPU_VALID_COMPACT: the compaction path, to compare). */
+bool fused_wanted(const imgstat_image *img) {
+  return img->sample != IMGSTAT_F32 && !getenv("IMGSTAT_GPU_VALID_COMPACT");
+}
+
+/* valid_run's work by the fused pass, its arguments checked: region 0
+ * (out, nodata, hist; out NULL: not wanted) and the labels' regions (lout,
+ * lnodata, lhist at k * channels + c) of every channel; *fused = false
+ * (and nothing done) when the regions exceed the pass's budgets. */
+imgstat_status
+valid_fused(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+            imgstat_partial *out, uint64_t *nodata, imgstat_histogram *hist,
+            uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+            const uint64_t *count, imgstat_partial *lout, uint64_t *lnodata,
+            imgstat_histogram *lhist, bool *fused, imgstat_error *err) {
+  const uint32_t channels = (uint32_t)img->channels;
+  const int whole = out != nullptr;
+  const uint32_t regions = nlabels + 1;
+  const uint32_t hregions = regions - (whole ? 0 : 1);
+  const bool with_hist = hist || lhist;
+  const uint32_t bins =
+      with_hist ? (img->sample == IMGSTAT_U8 ? 256u : 65536u) : 0u;
+  const uint32_t group = fused_group(channels, regions, hregions, bins);
+  *fused = group > 0;
+  if (!*fused)
+    return IMGSTAT_OK;
+  const uint64_t n = (uint64_t)img->width * img->height;
+  /* each pixel's label place + 1 (0: none) in the fewest bytes */
+  const int label_bytes = regions <= 0xFFu ? 1 : regions <= 0xFFFFu ? 2 : 4;
+  void *lab = nullptr;
+  if (nlabels > 0 && n > 0) {
+    lab = calloc(n, (size_t)label_bytes);
+    if (!lab)
+      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+    for (uint32_t k = 0; k < nlabels; k++)
+      for (uint64_t j = 0; j < count[k]; j++) {
+        const uint32_t at = pixels[start[k] + j];
+        if (label_bytes == 1)
+          static_cast<uint8_t *>(lab)[at] = (uint8_t)(k + 1);
+        else if (label_bytes == 2)
+          static_cast<uint16_t *>(lab)[at] = (uint16_t)(k + 1);
+        else
+          static_cast<uint32_t *>(lab)[at] = k + 1;
+      }
+  }
+  cudaError_t ge = ist_gpu_enter(gpu);
+  if (ge != cudaSuccess) {
+    free(lab);
+    return ist_cuda_fail(err, ge, "cudaSetDevice");
+  }
+  imgstat_gpu_image *d = nullptr;
+  imgstat_status st = ist_gpu_image_upload(gpu, img, &d, err);
+  if (st != IMGSTAT_OK) {
+    free(lab);
+    return st;
+  }
+  ist_slot *s = d->slot;
+  const uint8_t *mask = v && whole ? v->mask : nullptr;
+  /* the device buffer (valid_temp): the group's nodata words, then its
+   * accumulators, then its bins; the pinned one (h_out) the same */
+  const size_t words_bytes = ist_align256((size_t)group * sizeof(uint32_t));
+  const size_t acc_bytes =
+      ist_align256((size_t)group * regions * IST_VACC_WORDS * sizeof(uint64_t));
+  const size_t hist_bytes = (size_t)group * hregions * bins * sizeof(uint32_t);
+  const size_t plane_step =
+      ist_align256(n * (size_t)img->sample) / (size_t)img->sample;
+  cudaError_t e = s->valid_temp.reserve(words_bytes + acc_bytes + hist_bytes);
+  if (e == cudaSuccess)
+    e = s->h_out.reserve(words_bytes + acc_bytes + hist_bytes);
+  if (e == cudaSuccess && mask && n > 0) {
+    e = s->valid_mask.reserve(n);
+    if (e == cudaSuccess)
+      e = ist_slot_upload(s, s->valid_mask.p, mask, img->width, 0, 0, n);
+  }
+  if (e == cudaSuccess && lab) {
+    e = s->valid_labels.reserve(n * (size_t)label_bytes);
+    if (e == cudaSuccess)
+      e = ist_slot_upload(s, s->valid_labels.p, lab,
+                          (size_t)img->width * label_bytes, 0, 0,
+                          n * (size_t)label_bytes);
+  }
+  if (e != cudaSuccess)
+    st = ist_cuda_fail(err, e, "valid samples");
+  for (int c = 1; st == IMGSTAT_OK && n > 0 && c < img->channels; c++)
+    if (d->planes[c] != static_cast<const char *>(d->planes[0]) +
+                            (size_t)c * plane_step * (size_t)img->sample)
+      st = imgstat_error_set(err, IMGSTAT_ERR_DEVICE,
+                             "the device planes are not evenly spaced");
+  for (uint32_t c0 = 0; c0 < channels && st == IMGSTAT_OK; c0 += group) {
+    const uint32_t g = channels - c0 < group ? channels - c0 : group;
+    uint32_t *h_words = s->h_out.as<uint32_t>();
+    for (uint32_t k = 0; k < g; k++) {
+      const uint32_t c = c0 + k;
+      const int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
+      h_words[k] = has ? (1u << 16) | (uint32_t)v->nodata[c] : 0u;
+    }
+    unsigned char *dev = s->valid_temp.as<unsigned char>();
+    const size_t used = acc_bytes + (size_t)g * hregions * bins * 4;
+    fused_args a;
+    a.plane0 = n > 0 ? d->planes[c0] : nullptr;
+    a.plane_step = plane_step;
+    a.mask = mask && n > 0 ? s->valid_mask.as<uint8_t>() : nullptr;
+    a.labels = lab ? s->valid_labels.p : nullptr;
+    a.nodata = reinterpret_cast<const uint32_t *>(dev);
+    a.n = n;
+    a.regions = regions;
+    a.whole = whole;
+    a.bins = bins;
+    a.acc = reinterpret_cast<unsigned long long *>(dev + words_bytes);
+    a.hist = reinterpret_cast<unsigned int *>(dev + words_bytes + acc_bytes);
+    e = cudaMemcpyAsync(dev, h_words, (size_t)g * sizeof(uint32_t),
+                        cudaMemcpyHostToDevice, s->stream);
+    if (e == cudaSuccess)
+      e = cudaMemsetAsync(dev + words_bytes, 0, used, s->stream);
+    if (e == cudaSuccess)
+      e = img->sample == IMGSTAT_U8
+              ? launch_fused_t<uint8_t>(a, label_bytes, g, gpu->sm_count,
+                                        s->stream)
+              : launch_fused_t<uint16_t>(a, label_bytes, g, gpu->sm_count,
+                                         s->stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(s->h_out.as<unsigned char>(words_bytes),
+                          dev + words_bytes, used, cudaMemcpyDeviceToHost,
+                          s->stream);
+    if (e == cudaSuccess)
+      e = cudaStreamSynchronize(s->stream);
+    if (e != cudaSuccess) {
+      st = ist_cuda_fail(err, e, "valid samples");
+      break;
+    }
+    const uint64_t *h_acc = s->h_out.as<uint64_t>(words_bytes);
+    const uint32_t *h_bins = s->h_out.as<uint32_t>(words_bytes + acc_bytes);
+    for (uint32_t k = 0; k < g && st == IMGSTAT_OK; k++)
+      for (uint32_t r = whole ? 0 : 1; r < regions && st == IMGSTAT_OK; r++) {
+        const uint64_t *w = h_acc + ((size_t)k * regions + r) * IST_VACC_WORDS;
+        ist_vacc acc = {w[0], w[1], w[2], w[3], w[4], w[5]};
+        const uint32_t c = c0 + k;
+        const size_t at = r ? (size_t)(r - 1) * channels + c : c;
+        imgstat_histogram *h =
+            r ? (lhist ? &lhist[at] : nullptr) : (hist ? &hist[at] : nullptr);
+        if (r) {
+          lout[at] = ist_vacc_partial(&acc);
+          lnodata[at] = acc.nodata;
+        } else {
+          out[at] = ist_vacc_partial(&acc);
+          nodata[at] = acc.nodata;
+        }
+        if (!h)
+          continue;
+        st = imgstat_histogram_alloc(h, img->sample, 0, 0.0, 0.0, err);
+        if (st != IMGSTAT_OK)
+          break;
+        const uint32_t *b =
+            h_bins + ((size_t)k * hregions + (r - (whole ? 0 : 1))) * bins;
+        for (uint32_t i = 0; i < bins; i++)
+          h->counts[i] = b[i];
+        h->total = acc.count;
+      }
+  }
+  if (st != IMGSTAT_OK)
+    ist_slot_drain(s);
+  imgstat_gpu_image_release(gpu, d);
+  free(lab);
+  return st;
+}
+
 /* The valid samples of img under v on the device: each channel's partial
  * and nodata count into out and nodata (NULL: not asked), and with
  * nlabels > 0 each label's (its pixels: pixels[start[k], start[k] +
@@ -253,6 +657,20 @@ valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                              "%llu samples in one channel (at most %u)",
                              (unsigned long long)n, UINT32_MAX);
+  if (fused_wanted(img)) {
+    bool fused = false;
+    st = valid_fused(gpu, img, v, out, nodata, hist, nlabels, pixels, start,
+                     count, lout, lnodata, lhist, &fused, err);
+    if (fused || st != IMGSTAT_OK) {
+      if (st != IMGSTAT_OK) {
+        for (size_t c = 0; hist && c < channels; c++)
+          imgstat_histogram_free(&hist[c]);
+        for (size_t i = 0; lhist && i < (size_t)nlabels * channels; i++)
+          imgstat_histogram_free(&lhist[i]);
+      }
+      return st;
+    }
+  }
   /* the pixels inside the mask: the valid and the nodata samples */
   const uint8_t *mask = v ? v->mask : nullptr;
   uint64_t inside = n;
@@ -396,6 +814,21 @@ imgstat_status imgstat_gpu_valid_label_stats_hist(
   return valid_run(gpu, img, v ? &nv : nullptr, kernel, nullptr, nullptr,
                    nullptr, nlabels, pixels, start, count, out, nodata, hist,
                    err);
+}
+
+imgstat_status imgstat_gpu_valid_regions_hist(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, imgstat_partial *out, uint64_t *nodata, imgstat_histogram *hist,
+    uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *lout, uint64_t *lnodata,
+    imgstat_histogram *lhist, imgstat_error *err) {
+  if (!gpu || !out || !nodata ||
+      (nlabels && (!pixels || !start || !count || !lout || !lnodata)))
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  if (nlabels == 0)
+    lhist = nullptr;
+  return valid_run(gpu, img, v, kernel, out, nodata, hist, nlabels, pixels,
+                   start, count, lout, lnodata, lhist, err);
 }
 
 imgstat_status imgstat_gpu_valid_label_stats(

@@ -229,7 +229,11 @@ imgstat_status imgstat_gpu_image_stats(imgstat_gpu *gpu,
  * of imgstat_valid_compact's plane, its min_index and max_index raster
  * indices of img (imgstat_valid_raster_pair); nodata[c] the channel's
  * nodata samples inside the mask. A label's pixel list (v->npixels) is
- * IMGSTAT_ERR_ARG: only the CPU reduces those.
+ * IMGSTAT_ERR_ARG: only the CPU reduces those. 8- and 16-bit samples (int16
+ * too) are reduced by one fused pass instead, with no compaction (their
+ * figures do not depend on the order of the samples), to the same bits;
+ * the environment variable IMGSTAT_GPU_VALID_COMPACT keeps them on the
+ * compaction path, to compare.
  */
 imgstat_status imgstat_gpu_valid_stats(imgstat_gpu *gpu,
                                        const imgstat_image *img,
@@ -274,6 +278,24 @@ imgstat_status imgstat_gpu_valid_label_stats_hist(
     int kernel, uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
     const uint64_t *count, imgstat_partial *out, uint64_t *nodata,
     imgstat_histogram *hist, imgstat_error *err);
+
+/*
+ * Both at once, from one upload of the image: the channels' figures under
+ * v (out, nodata, hist: as imgstat_gpu_valid_stats_hist) and those of each
+ * label (lout, lnodata, lhist: as imgstat_gpu_valid_label_stats_hist; its
+ * pixel lists inside v's mask already). For 8- and 16-bit samples (int16
+ * too) every region and channel is reduced by one pass over the image, one
+ * launch and one copy back (the order of the samples does not change an
+ * integer figure; the compaction path when the regions' histograms exceed
+ * its budget); float samples are compacted channel by channel and label by
+ * label, in raster order, as above. hist and lhist NULL: no histograms.
+ */
+imgstat_status imgstat_gpu_valid_regions_hist(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, imgstat_partial *out, uint64_t *nodata, imgstat_histogram *hist,
+    uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *lout, uint64_t *lnodata,
+    imgstat_histogram *lhist, imgstat_error *err);
 
 /* nvJPEG as this build and this host offer it: compiled in, its library
  * loaded (its version), and the backend a decoder on the current device

@@ -649,33 +649,34 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
   return IMGSTAT_OK;
 }
 
-/* The labels' statistics on the GPU of g
- * (imgstat_gpu_valid_label_stats_hist) into res->labels, with their
+/* The statistics of in's valid samples under v and of its labels (none
+ * when res->nlabels is 0) on the GPU of g, from one upload
+ * (imgstat_gpu_valid_regions_hist), into res and res->labels, with their
  * histograms when with_hist: each label k's pixels at pixels[start[k]];
  * the device's figures for nlabels x channels, not more. */
 static imgstat_status
-labels_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
-              const imgstat_valid *v, const uint32_t *pixels,
-              const uint64_t *start, int with_hist, imgstat_job_result *res,
-              imgstat_error *err) {
+regions_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
+               const imgstat_valid *v, const uint32_t *pixels,
+               const uint64_t *start, int with_hist, imgstat_job_result *res,
+               imgstat_error *err) {
   uint32_t nl = res->nlabels;
-  if (nl == 0)
-    return IMGSTAT_OK;
   const size_t nc = (size_t)in->channels;
-  imgstat_partial *lp = calloc((size_t)nl * nc, sizeof *lp);
-  uint64_t *ln = calloc((size_t)nl * nc, sizeof *ln);
-  imgstat_histogram *lh =
-      with_hist ? calloc((size_t)nl * nc, sizeof *lh) : NULL;
-  uint64_t *count = malloc(nl * sizeof *count);
+  const size_t nlc = nl ? (size_t)nl * nc : 1;
+  imgstat_partial *lp = calloc(nlc, sizeof *lp);
+  uint64_t *ln = calloc(nlc, sizeof *ln);
+  imgstat_histogram *lh = with_hist ? calloc(nlc, sizeof *lh) : NULL;
+  uint64_t *count = malloc((nl ? nl : 1) * sizeof *count);
   imgstat_status st = IMGSTAT_OK;
   if (!lp || !ln || !count || (with_hist && !lh))
     st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
     count[k] = res->labels[k].pixels;
   if (st == IMGSTAT_OK)
-    st = imgstat_gpu_valid_label_stats_hist(g->gpu, in, v, e->opt.kernel, nl,
-                                            pixels, start, count, lp, ln, lh,
-                                            err);
+    st = imgstat_gpu_valid_regions_hist(
+        g->gpu, in, v, e->opt.kernel, IMGSTAT_JOB_CH(res, partial),
+        IMGSTAT_JOB_CH(res, nodata_count),
+        with_hist ? IMGSTAT_JOB_CH(res, hist) : NULL, nl, pixels, start, count,
+        lp, ln, lh, err);
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
     for (size_t c = 0; c < nc; c++) {
       imgstat_job_label *l = &res->labels[k];
@@ -716,8 +717,8 @@ static void free_label_histograms(const imgstat_image *in,
 }
 
 /* The valid samples' statistics of in under v on the GPU of g (the device
- * reduction, imgstat_gpu_valid_stats_hist, and the labels' by
- * imgstat_gpu_valid_label_stats_hist), when the policy gives the item one;
+ * reduction of the image's and its labels' valid samples at once,
+ * imgstat_gpu_valid_regions_hist), when the policy gives the item one;
  * histograms of 8- and 16-bit samples there too, their figures from the
  * counts by the CPU's rule (a float image's histograms stay on the CPU,
  * its bins and moments being the CPU's; with verify, histograms and labels
@@ -772,12 +773,7 @@ static int valid_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
     res->verified = 1;
     return 1;
   }
-  st = imgstat_gpu_valid_stats_hist(
-      g->gpu, in, v, e->opt.kernel, IMGSTAT_JOB_CH(res, partial),
-      IMGSTAT_JOB_CH(res, nodata_count),
-      with_hist ? IMGSTAT_JOB_CH(res, hist) : NULL, &err);
-  if (st == IMGSTAT_OK && req && req->labels_path)
-    st = labels_on_gpu(e, g, in, v, pixels, start, with_hist, res, &err);
+  st = regions_on_gpu(e, g, in, v, pixels, start, with_hist, res, &err);
   if (st == IMGSTAT_OK) {
     if (with_hist)
       gpu_valid_figures(in, req, res);

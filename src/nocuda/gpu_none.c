@@ -214,3 +214,20 @@ imgstat_status imgstat_gpu_valid_label_stats_hist(
   return imgstat_gpu_valid_label_stats(gpu, img, v, kernel, nlabels, pixels,
                                        start, count, out, nodata, err);
 }
+
+imgstat_status imgstat_gpu_valid_regions_hist(
+    imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+    int kernel, imgstat_partial *out, uint64_t *nodata, imgstat_histogram *hist,
+    uint32_t nlabels, const uint32_t *pixels, const uint64_t *start,
+    const uint64_t *count, imgstat_partial *lout, uint64_t *lnodata,
+    imgstat_histogram *lhist, imgstat_error *err) {
+  (void)hist;
+  (void)nlabels;
+  (void)pixels;
+  (void)start;
+  (void)count;
+  (void)lout;
+  (void)lnodata;
+  (void)lhist;
+  return imgstat_gpu_valid_stats(gpu, img, v, kernel, out, nodata, err);
+}

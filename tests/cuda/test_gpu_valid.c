@@ -13,7 +13,11 @@
  * each label's pixel list. For 8- and 16-bit samples the histograms of the
  * valid samples (imgstat_gpu_valid_stats_hist, _label_stats_hist) against
  * imgstat_histogram_compute of the CPU's compacted plane and a plain
- * count written here, bin by bin; float samples refused there. Needs a CUDA
+ * count written here, bin by bin; float samples refused there. The image's
+ * region and its labels' in one call (imgstat_gpu_valid_regions_hist: the
+ * fused pass of integer samples) for 1 to 200 channels and up to 700
+ * labels against the CPU, and against the compaction path
+ * (IMGSTAT_GPU_VALID_COMPACT) byte for byte. Needs a CUDA
  * device: without one it is skipped (77).
  */
 #include "imgstat/cuda.h"
@@ -486,11 +490,194 @@ static void test_labels(void) {
   }
 }
 
+/* The image's region and its labels' in one call
+ * (imgstat_gpu_valid_regions_hist, integer samples: the fused pass) for
+ * one image of w x h, channels of sample, a mask or none, nl labels laid
+ * in runs inside the mask (the last one nodata alone on channel 0; with
+ * many labels on few pixels, places of no pixel), nodata values on
+ * channel 0 and the last; every region and channel against the CPU
+ * (cpu_valid of the region, hist_agrees), then the same bytes by the
+ * compaction path (IMGSTAT_GPU_VALID_COMPACT). */
+static void regions_case(uint32_t w, uint32_t h, int channels,
+                         imgstat_sample sample, uint32_t nl, int with_mask,
+                         int with_hist) {
+  imgstat_image img;
+  const uint64_t n = (uint64_t)w * h;
+  const size_t nc = (size_t)channels;
+  CU_ASSERT_FATAL(test_image_make(&img, w, h, channels, sample));
+  for (int c = 0; c < channels; c++)
+    for (uint64_t i = 0; i < n; i++)
+      set_sample(&img, c, i, random_sample(sample));
+  uint8_t *mask = with_mask ? malloc(n) : NULL;
+  uint8_t *zero = calloc(n, 1);
+  uint32_t *label = calloc(n, sizeof *label);
+  uint32_t *pixels = malloc(n * sizeof *pixels);
+  uint64_t *start = calloc(nl ? nl : 1, sizeof *start);
+  uint64_t *count = calloc(nl ? nl : 1, sizeof *count);
+  CU_ASSERT_FATAL(zero && label && pixels && start && count &&
+                  (mask || !with_mask));
+  uint32_t cur = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (mask)
+      mask[i] = (uint8_t)(test_rand(&g_rng) % 3 ? 1 : 0);
+    if (nl && test_rand(&g_rng) % 50 == 0)
+      cur = (uint32_t)(test_rand(&g_rng) % (nl + 1));
+    label[i] = mask && !mask[i] ? 0 : cur;
+  }
+  imgstat_valid v;
+  memset(&v, 0, sizeof v);
+  v.mask = mask;
+  v.has_nodata[0] = 1;
+  v.nodata[0] = 3;
+  if (channels > 1) {
+    v.has_nodata[channels - 1] = 1;
+    v.nodata[channels - 1] = sample == IMGSTAT_U8 ? 255 : 65535;
+  }
+  for (uint64_t i = 0; nl > 1 && i < n; i++)
+    if (label[i] == nl)
+      set_sample(&img, 0, i, 3); /* the last label: nodata alone */
+  uint64_t at = 0;
+  for (uint32_t k = 0; k < nl; k++) {
+    start[k] = at;
+    for (uint64_t i = 0; i < n; i++)
+      if (label[i] == k + 1)
+        pixels[at++] = (uint32_t)i;
+    count[k] = at - start[k];
+  }
+  const size_t nlc = nl ? (size_t)nl * nc : 1;
+  imgstat_partial *out = calloc(nc, sizeof *out);
+  imgstat_partial *lout = calloc(nlc, sizeof *lout);
+  uint64_t *nod = calloc(nc, sizeof *nod), *lnod = calloc(nlc, sizeof *lnod);
+  imgstat_histogram *hist = with_hist ? calloc(nc, sizeof *hist) : NULL;
+  imgstat_histogram *lhist = with_hist ? calloc(nlc, sizeof *lhist) : NULL;
+  CU_ASSERT_FATAL(out && lout && nod && lnod &&
+                  (!with_hist || (hist && lhist)));
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_gpu_valid_regions_hist(
+      g_gpu, &img, &v, IMGSTAT_KERNEL_FAST, out, nod, hist, nl, pixels, start,
+      count, lout, lnod, lhist, &err);
+  if (st != IMGSTAT_OK)
+    printf("\n  regions: %s\n", err.message);
+  CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+  imgstat_partial *cpu = calloc(nc, sizeof *cpu);
+  uint64_t *cn = calloc(nc, sizeof *cn);
+  CU_ASSERT_FATAL(cpu && cn);
+  int same = cpu_valid(&img, &v, cpu, cn);
+  for (size_t c = 0; c < nc; c++) {
+    same =
+        same && memcmp(&out[c], &cpu[c], sizeof *out) == 0 && nod[c] == cn[c];
+    if (with_hist)
+      same = same && hist_agrees(&img, (int)c, &v, &hist[c]);
+  }
+  for (uint32_t k = 0; k < nl; k++) {
+    imgstat_valid lv = v;
+    lv.mask = NULL;
+    lv.pixels = pixels + start[k];
+    lv.npixels = count[k];
+    if (count[k] == 0) /* no pixel: the empty region, a mask of zeros */
+      lv.mask = zero;
+    same = same && cpu_valid(&img, &lv, cpu, cn);
+    for (size_t c = 0; c < nc; c++) {
+      const size_t j = (size_t)k * nc + c;
+      same = same && memcmp(&lout[j], &cpu[c], sizeof *lout) == 0 &&
+             lnod[j] == cn[c];
+      if (with_hist)
+        same = same && hist_agrees(&img, (int)c, &lv, &lhist[j]);
+    }
+  }
+  if (!same)
+    printf("\n  %ux%u, %d channels of %d-byte samples, %u labels%s%s: GPU "
+           "and CPU differ\n",
+           w, h, channels, (int)sample, nl, with_mask ? ", mask" : "",
+           with_hist ? ", histograms" : "");
+  CU_ASSERT(same);
+  /* the compaction path: the same bytes */
+  imgstat_partial *out2 = calloc(nc, sizeof *out2);
+  imgstat_partial *lout2 = calloc(nlc, sizeof *lout2);
+  uint64_t *nod2 = calloc(nc, sizeof *nod2),
+           *lnod2 = calloc(nlc, sizeof *lnod2);
+  imgstat_histogram *hist2 = with_hist ? calloc(nc, sizeof *hist2) : NULL;
+  imgstat_histogram *lhist2 = with_hist ? calloc(nlc, sizeof *lhist2) : NULL;
+  CU_ASSERT_FATAL(out2 && lout2 && nod2 && lnod2 &&
+                  (!with_hist || (hist2 && lhist2)));
+  /* (not under IMGSTAT_TEST_QUICK: the compaction path takes launches and
+   * synchronizations per label and channel, slow under compute-sanitizer) */
+  if (!getenv("IMGSTAT_TEST_QUICK")) {
+    setenv("IMGSTAT_GPU_VALID_COMPACT", "1", 1);
+    st = imgstat_gpu_valid_regions_hist(g_gpu, &img, &v, IMGSTAT_KERNEL_FAST,
+                                        out2, nod2, hist2, nl, pixels, start,
+                                        count, lout2, lnod2, lhist2, &err);
+    unsetenv("IMGSTAT_GPU_VALID_COMPACT");
+    CU_ASSERT_EQUAL_FATAL(st, IMGSTAT_OK);
+    CU_ASSERT(memcmp(out, out2, nc * sizeof *out) == 0);
+    CU_ASSERT(memcmp(nod, nod2, nc * sizeof *nod) == 0);
+    CU_ASSERT(nl == 0 || memcmp(lout, lout2, nl * nc * sizeof *lout) == 0);
+    CU_ASSERT(nl == 0 || memcmp(lnod, lnod2, nl * nc * sizeof *lnod) == 0);
+    for (size_t j = 0; with_hist && j < nc + (size_t)nl * nc; j++) {
+      const imgstat_histogram *a = j < nc ? &hist[j] : &lhist[j - nc];
+      const imgstat_histogram *b = j < nc ? &hist2[j] : &lhist2[j - nc];
+      CU_ASSERT(a->bins == b->bins && a->total == b->total &&
+                memcmp(a->counts, b->counts, a->bins * sizeof *a->counts) == 0);
+    }
+  }
+  for (size_t j = 0; with_hist && j < nc; j++) {
+    imgstat_histogram_free(&hist[j]);
+    imgstat_histogram_free(&hist2[j]);
+  }
+  for (size_t j = 0; with_hist && j < (size_t)nl * nc; j++) {
+    imgstat_histogram_free(&lhist[j]);
+    imgstat_histogram_free(&lhist2[j]);
+  }
+  free(out);
+  free(lout);
+  free(nod);
+  free(lnod);
+  free(hist);
+  free(lhist);
+  free(out2);
+  free(lout2);
+  free(nod2);
+  free(lnod2);
+  free(hist2);
+  free(lhist2);
+  free(cpu);
+  free(cn);
+  free(mask);
+  free(zero);
+  free(label);
+  free(pixels);
+  free(start);
+  free(count);
+  test_image_free(&img);
+}
+
+/* Integer images of 1, 3, 13 and 200 channels, odd sizes, few and many
+ * labels, with and without masks and histograms. */
+static void test_regions(void) {
+  regions_case(1, 1, 1, IMGSTAT_U8, 0, 0, 1);
+  regions_case(1, 1, 1, IMGSTAT_U16, 1, 1, 1);
+  regions_case(97, 61, 1, IMGSTAT_U8, 3, 1, 1);
+  regions_case(97, 61, 3, IMGSTAT_U16, 3, 1, 1);
+  regions_case(97, 61, 3, IMGSTAT_U8, 0, 1, 1);
+  regions_case(4097, 3, 1, IMGSTAT_U16, 40, 0, 1);
+  regions_case(4097, 3, 1, IMGSTAT_U16, 300, 1, 0);
+  regions_case(23, 37, 13, IMGSTAT_U8, 300, 1, 1);
+  regions_case(23, 37, 13, IMGSTAT_U16, 3, 1, 1);
+  regions_case(23, 37, 200, IMGSTAT_U8, 3, 1, 1);
+  regions_case(23, 37, 200, IMGSTAT_U16, 3, 0, 0);
+  regions_case(640, 480, 1, IMGSTAT_U16, 3, 0, 1);
+  /* more labels than a block keeps in shared memory */
+  regions_case(331, 29, 2, IMGSTAT_U8, 700, 1, 0);
+}
+
 static const test_case tests[] = {
     {"valid samples on the device", NULL},
     {"random images, masks and nodata values: GPU = CPU = loop", test_random},
     {"empty and full masks, nodata at the extrema, NaN", test_edges},
     {"labels: GPU = CPU per label", test_labels},
+    {"the image and its labels at once: 1 to 200 channels, 300 labels",
+     test_regions},
     {"arguments", test_arguments},
     {NULL, NULL}};
 

@@ -18,7 +18,14 @@
 # records (their bins, percentiles and figures) the same bytes, the GPU's
 # saying gpu (float images' histograms are the CPU's: not in these cases;
 # --verify leaves items with histograms to the CPU, so only its exit status
-# is checked there).
+# is checked there). 8- and 16-bit images (int16 too) take the device's
+# fused pass (every label and channel in one launch): 300 labels in runs
+# (one of nodata alone), int16 images of 3 bands with a nodata value per
+# band (negative ones too), 13 bands with 13 nodata values, odd sizes
+# (331 x 29), and --dataset runs whose dataset records (the pooled labels,
+# their percentiles) must be the same bytes too. Each GPU run is made again
+# on the compaction path (IMGSTAT_GPU_VALID_COMPACT=1), whose records must
+# be the fused pass's byte for byte.
 # Usage: valid_cli.sh IMGSTAT. Skips (77) without a usable GPU.
 set -u
 IMGSTAT=${1:?usage: valid_cli.sh IMGSTAT}
@@ -93,6 +100,31 @@ npy("mask2.npy", (H2, W2), "u1", [rnd.randrange(3) for i in range(n2)])
 lab2 = [rnd.choice([0, 1, 2]) for i in range(n2)]
 lab2[n2 // 3] = 3
 npy("labels2.npy", (H2, W2), "u2", lab2)
+# 300 labels in runs, label 300 on the pixels equal to 1 in extrema.npy
+# (all nodata under --nodata 1); int16 images of 3 bands (negative values,
+# nodata per band); an odd size with its own 300 labels
+lab300, cur = [], 0
+for i in range(n):
+    if rnd.random() < 0.05:
+        cur = rnd.randrange(300)
+    lab300.append(300 if e[i] == 1 else cur)
+npy("labels300.npy", (H, W), "u2", lab300)
+for name in ("i2x3.npy", "i2x3b.npy"):
+    npy(name, (H, W, 3), "i2",
+        [rnd.randrange(-6, 8) if rnd.random() < 0.5 else
+         rnd.randrange(-32768, 32768) for i in range(n * 3)])
+H3, W3 = 29, 331
+n3 = H3 * W3
+npy("odd_u2.npy", (H3, W3), "u2",
+    [rnd.randrange(9) if rnd.random() < 0.5 else rnd.randrange(65536)
+     for i in range(n3)])
+npy("odd_u1.npy", (H3, W3), "u1", [rnd.randrange(256) for i in range(n3)])
+lab3, cur = [], 0
+for i in range(n3):
+    if rnd.random() < 0.03:
+        cur = rnd.randrange(301)
+    lab3.append(cur)
+npy("labels_odd.npy", (H3, W3), "u2", lab3)
 PY
 
 # each case: its options, then its inputs
@@ -130,6 +162,15 @@ cases+=(
   "--npy-layout hwc --percentiles 0.5,50,99.5 --mask $T/mask2.npy --nodata 2|$wide"
   "--npy-layout hwc --percentiles 1,99 --labels $T/labels2.npy|$wide"
   "--npy-layout hwc --percentiles 0.5,99.5 --labels $T/labels2.npy --mask $T/mask2.npy --nodata 2|$wide"
+  "--npy-layout hwc --percentiles 1,99 --nodata 0,1,2,3,4,5,6,0,1,2,3,4,5 --labels $T/labels2.npy|w13_u1.npy w13_u2.npy w13_i2.npy"
+  "--labels $T/labels300.npy --nodata 1|u8.npy u16x2.npy extrema.npy"
+  "--histogram --labels $T/labels300.npy --mask $T/mask.npy --nodata 2|u8.npy u8x3.npy extrema.npy"
+  "--nodata -5,0,7 --mask $T/mask.npy|i2x3.npy i2x3b.npy"
+  "--percentiles 0.5,99.5 --labels $T/labels300.npy --nodata -5,0,7|i2x3.npy i2x3b.npy"
+  "--percentiles 0.5,50,99.5 --labels $T/labels_odd.npy --nodata 3|odd_u2.npy odd_u1.npy"
+  "--dataset --percentiles 0.5,99.5 --labels $T/labels.npy --nodata 1|u8.npy extrema.npy"
+  "--dataset --percentiles 0.5,99.5 --labels $T/labels300.npy --mask $T/mask.npy --nodata -5,0,7|i2x3.npy i2x3b.npy"
+  "--dataset-only --percentiles 0.5,99.5 --labels $T/labels300.npy|i2x3.npy i2x3b.npy"
 )
 
 # a usable GPU?
@@ -153,9 +194,20 @@ for c in "${cases[@]}"; do
   "$IMGSTAT" --json --backend gpu $opts "${files[@]}" >"$T/gpu$k" 2>"$T/gpu$k.err"
   rc_gpu=$?
   # shellcheck disable=SC2086
-  "$IMGSTAT" --json --verify $opts "${files[@]}" >/dev/null 2>"$T/verify$k.err"
-  rc_verify=$?
-  why=$(python3 - "$T/cpu$k" "$T/gpu$k" "$T/verify$k.err" "${#files[@]}" "$opts" <<'PY'
+  IMGSTAT_GPU_VALID_COMPACT=1 "$IMGSTAT" --json --backend gpu $opts "${files[@]}" >"$T/compact$k" 2>"$T/compact$k.err"
+  rc_compact=$?
+  # (--verify: the items' records; not run with --dataset)
+  rc_verify=0
+  : >"$T/verify$k.err"
+  case " $opts " in
+  *" --dataset"*) ;;
+  *)
+    # shellcheck disable=SC2086
+    "$IMGSTAT" --json --verify $opts "${files[@]}" >/dev/null 2>"$T/verify$k.err"
+    rc_verify=$?
+    ;;
+  esac
+  why=$(python3 - "$T/cpu$k" "$T/gpu$k" "$T/verify$k.err" "${#files[@]}" "$opts" "$T/compact$k" <<'PY'
 import json, re, sys
 cpu = open(sys.argv[1]).read().splitlines()
 gpu = open(sys.argv[2]).read().splitlines()
@@ -163,11 +215,25 @@ verify = open(sys.argv[3]).read()
 n = int(sys.argv[4])
 labels = "--labels" in sys.argv[5]
 hist = "--histogram" in sys.argv[5] or "--percentiles" in sys.argv[5]
-if len(cpu) != n or len(gpu) != n:
-    print("records: cpu %d gpu %d, %d inputs" % (len(cpu), len(gpu), n))
+compact = open(sys.argv[6]).read().splitlines()
+# --dataset: a record per input and the dataset's; --dataset-only: its alone
+want = 1 if "--dataset-only" in sys.argv[5] else n + ("--dataset" in sys.argv[5])
+if len(cpu) != want or len(gpu) != want:
+    print("records: cpu %d gpu %d, %d wanted" % (len(cpu), len(gpu), want))
+    sys.exit()
+if compact != gpu:
+    print("the compaction path's records differ from the fused pass's")
     sys.exit()
 for a, b in zip(cpu, gpu):
     ja, jb = json.loads(a), json.loads(b)
+    if "dataset" in ja:
+        if a != b:
+            print("dataset records differ:\n  cpu %s\n  gpu %s" % (a, b))
+            sys.exit()
+        if labels and "labels" not in ja["dataset"]:
+            print("no labels in the dataset record: %s" % a[:200])
+            sys.exit()
+        continue
     if ja.get("backend") != "cpu" or jb.get("backend") != "gpu":
         print("backend: cpu's record says %s, gpu's %s" % (ja.get("backend"), jb.get("backend")))
         sys.exit()
@@ -181,13 +247,13 @@ for a, b in zip(cpu, gpu):
         print("no histogram figures in the record: %s" % a[:200])
         sys.exit()
 ok = len(re.findall("verify ok", verify))
-if not labels and not hist and (ok != n or "MISMATCH" in verify):
+if not labels and not hist and "--dataset" not in sys.argv[5] and (ok != n or "MISMATCH" in verify):
     print("verify: %d ok of %d: %s" % (ok, n, verify.strip()[:400]))
 PY
 )
-  if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ] || [ $rc_verify -ne 0 ] || [ -n "$why" ]; then
-    echo "FAIL [$opts] rc cpu=$rc_cpu gpu=$rc_gpu verify=$rc_verify: $why"
-    cat "$T/gpu$k.err" "$T/verify$k.err" | head -5
+  if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ] || [ $rc_compact -ne 0 ] || [ $rc_verify -ne 0 ] || [ -n "$why" ]; then
+    echo "FAIL [$opts] rc cpu=$rc_cpu gpu=$rc_gpu compact=$rc_compact verify=$rc_verify: $why"
+    cat "$T/gpu$k.err" "$T/compact$k.err" "$T/verify$k.err" | head -5
     failed=1
   else
     echo "ok   [$opts] ${#files[@]} inputs"
