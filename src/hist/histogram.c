@@ -412,10 +412,19 @@ void imgstat_hist_figures_compute(const imgstat_histogram *h,
 void imgstat_histogram_rebin(const imgstat_histogram *h, uint32_t bins,
                              uint64_t *out) {
   memset(out, 0, (size_t)bins * sizeof *out);
-  if (!h->counts || bins == 0)
+  if (!h->counts || bins == 0 || h->bins == 0)
     return;
-  for (uint32_t b = 0; b < h->bins; b++) {
-    uint32_t j = (uint32_t)(((uint64_t)b * bins) / h->bins);
-    out[j] += h->counts[b];
+  /* Bin b goes to floor(b * bins / h->bins): output bin j takes the run
+   * ceil(j * h->bins / bins) <= b < ceil((j + 1) * h->bins / bins), one
+   * division an output bin rather than one an input bin (65,536 of them a
+   * 16-bit channel, each record's histogram). */
+  const uint64_t n = h->bins;
+  uint64_t b = 0;
+  for (uint32_t j = 0; j < bins; j++) {
+    const uint64_t end = ((uint64_t)(j + 1) * n + bins - 1) / bins;
+    uint64_t sum = 0;
+    for (; b < end; b++)
+      sum += h->counts[b];
+    out[j] = sum;
   }
 }

@@ -302,6 +302,36 @@ static void test_entropy_uniform_and_rebin(void) {
   imgstat_image_free(&img);
 }
 
+/* Rebinning puts input bin b in output bin floor(b * bins / input bins),
+ * for any pair of sizes (more output bins than input ones too), each
+ * input bin's count told apart by a weight of its own. */
+static void test_rebin_mapping(void) {
+  static const uint32_t ins[] = {1, 2, 3, 7, 100, 256, 1000, 65536};
+  static const uint32_t outs[] = {1, 2, 3, 5, 7, 64, 255, 256, 300, 1024};
+  for (size_t a = 0; a < sizeof ins / sizeof *ins; a++) {
+    uint32_t nb = ins[a];
+    uint64_t *counts = calloc(nb, sizeof *counts);
+    CU_ASSERT_FATAL(counts != NULL);
+    for (uint32_t b = 0; b < nb; b++)
+      counts[b] = (uint64_t)b * b + 3 * b + 1;
+    imgstat_histogram h = {0};
+    h.bins = nb;
+    h.counts = counts;
+    for (size_t o = 0; o < sizeof outs / sizeof *outs; o++) {
+      uint32_t bins = outs[o];
+      uint64_t got[1024], want[1024] = {0};
+      for (uint32_t b = 0; b < nb; b++)
+        want[(uint64_t)b * bins / nb] += counts[b];
+      imgstat_histogram_rebin(&h, bins, got);
+      int same = 1;
+      for (uint32_t j = 0; j < bins; j++)
+        same &= got[j] == want[j];
+      CU_ASSERT(same);
+    }
+    free(counts);
+  }
+}
+
 static void test_add_mismatch(void) {
   imgstat_histogram a, b;
   imgstat_error err;
@@ -326,6 +356,8 @@ static const test_case tests[] = {
     {"f32 with NaN and Inf", test_float},
     {"f32 constant and all-NaN", test_float_constant_and_empty},
     {"entropy and rebinning", test_entropy_uniform_and_rebin},
+    {"rebinning maps bin b to floor(b * bins / input bins)",
+     test_rebin_mapping},
     {"mismatched histograms", test_add_mismatch},
     {NULL, NULL}};
 
