@@ -64,8 +64,16 @@ namespace {
 #ifndef IMGSTAT_FAST_PREFETCH
 #define IMGSTAT_FAST_PREFETCH 0
 #endif
-#ifndef IMGSTAT_F32_BLOCKS_PER_SM /* the f32 kernel's own */
-#define IMGSTAT_F32_BLOCKS_PER_SM IMGSTAT_FAST_BLOCKS_PER_SM
+/* The f32 kernel's own blocks a multiprocessor: over planes (sm_90, with
+ * IMGSTAT_F32_LEAN below: 64 registers; the planes' kernel for unaligned
+ * planes, four 4-byte loads a vector, spills 16 bytes) and over an
+ * interleaved image's channels, samples C floats apart (the strided
+ * kernel: 80 registers). */
+#ifndef IMGSTAT_F32_BLOCKS_PER_SM
+#define IMGSTAT_F32_BLOCKS_PER_SM 4
+#endif
+#ifndef IMGSTAT_F32_STRIDED_BLOCKS_PER_SM
+#define IMGSTAT_F32_STRIDED_BLOCKS_PER_SM IMGSTAT_FAST_BLOCKS_PER_SM
 #endif
 #ifndef IMGSTAT_FAST_SATURATED_SKIP
 #define IMGSTAT_FAST_SATURATED_SKIP 1
@@ -119,9 +127,16 @@ namespace {
  * stores its block's first chunk's moments at once and adds the block's
  * extremes to them at the end, and the plane's last, partial vector (n % 4
  * samples) gives its extremes by thread 0 of its block re-reading it at
- * the end, not through every thread's scalar candidates. */
+ * the end, not through every thread's scalar candidates. IMGSTAT_F32_LEAN
+ * for planes (on by default, at 4 blocks a multiprocessor: H200, 1.13 x
+ * CUB, not 1.18 without it at 3), IMGSTAT_F32_STRIDED_LEAN for the strided
+ * kernel over interleaved images (off: at 4 blocks a multiprocessor it ran
+ * at 2.70 x CUB, not 1.34; at 3 no faster than without it). */
 #ifndef IMGSTAT_F32_LEAN
-#define IMGSTAT_F32_LEAN 0
+#define IMGSTAT_F32_LEAN 1
+#endif
+#ifndef IMGSTAT_F32_STRIDED_LEAN
+#define IMGSTAT_F32_STRIDED_LEAN 0
 #endif
 /* Interleaved f32 (2 to 4 channels, the image at a 16-byte boundary): one
  * grid for all channels, thread t lane t of every channel, its 4 pixels'
@@ -172,7 +187,17 @@ struct FoldPolicy {
 };
 
 constexpr uint64_t kNone = UINT64_MAX;
-constexpr int kF32BlocksPerSm = IMGSTAT_F32_BLOCKS_PER_SM;
+
+/* The f32 kernel's shape by layout: planes (Stride 1) and an interleaved
+ * image's channels read C floats apart (Stride C, 2 to 4) are tuned apart
+ * (the same partials either way). */
+template <int Stride> struct F32Shape {
+  static constexpr bool kLean =
+      Stride == 1 ? IMGSTAT_F32_LEAN : IMGSTAT_F32_STRIDED_LEAN;
+  static constexpr int kBlocksPerSm = Stride == 1
+                                          ? IMGSTAT_F32_BLOCKS_PER_SM
+                                          : IMGSTAT_F32_STRIDED_BLOCKS_PER_SM;
+};
 
 /* Programmatic dependent launch (IMGSTAT_FAST_PDL): a kernel launched as
  * dependent (launch_dependent) calls pdl_wait before it touches memory: it
@@ -538,8 +563,10 @@ __device__ __forceinline__ double f32_widen_normal_nz(unsigned u) {
 }
 
 /* f32: NaN and Inf counted; finite samples into the thread's lane of the
- * canonical order (float_order.cuh), the vectors' extremes as above. */
-struct AccF32 : Extremes<float> {
+ * canonical order (float_order.cuh), the vectors' extremes as above.
+ * Lean: the plane's last, partial vector's extremes left to
+ * f32_tail_extremes (F32Shape). */
+template <bool Lean> struct AccF32 : Extremes<float> {
   using Sample = float;
   ist_fo_thread fo;
   __device__ AccF32()
@@ -648,7 +675,7 @@ struct AccF32 : Extremes<float> {
   }
   __device__ void add_partial(const float (&x)[4], int m, uint64_t index) {
     const unsigned finite = fo.add_group(x, (1u << m) - 1u);
-    if constexpr (!IMGSTAT_F32_LEAN) { /* else f32_tail_extremes */
+    if constexpr (!Lean) { /* else f32_tail_extremes */
       for (int j = 0; j < m; ++j)
         if ((finite >> j) & 1u)
           note_sample(x[j], index + j);
@@ -980,8 +1007,8 @@ static_assert(FastPolicy::kTile == FastPolicy::kBlock * FastPolicy::kItems,
 
 /* The thread's extremes: its recorded vectors re-read (as in
  * thread_partial), the scalar candidates offered after them. */
-template <bool Aligned, int Stride>
-__device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
+template <bool Aligned, int Stride, bool Lean>
+__device__ imgstat_partial f32_thread_extremes(const AccF32<Lean> &a,
                                                const float *plane,
                                                uint64_t first) {
   imgstat_partial p = ist_partial_empty();
@@ -1021,7 +1048,8 @@ __device__ imgstat_partial f32_thread_extremes(const AccF32 &a,
  * vectors being disjoint), for f32_block_first to re-read the block's one
  * vector. The scalar candidates (the plane's last, partial vector, after
  * every whole one) keep their own index. */
-__device__ imgstat_partial f32_thread_order(const AccF32 &a) {
+template <bool Lean>
+__device__ imgstat_partial f32_thread_order(const AccF32<Lean> &a) {
   imgstat_partial p = ist_partial_empty();
   p.nan_count = a.fo.nan_count;
   p.inf_count = a.fo.inf_count;
@@ -1074,7 +1102,7 @@ __device__ void f32_block_first(imgstat_partial &p, const float *plane,
     p.max_index += first;
 }
 
-/* IMGSTAT_F32_LEAN: the plane's last, partial vector offered to the
+/* F32Shape's kLean: the plane's last, partial vector offered to the
  * block's merged extremes p (indices absolute, `first` added) by the block
  * whose chunk holds it: its finite samples in order, after every whole
  * vector (as AccF32::add_partial's candidates are otherwise). */
@@ -1094,8 +1122,10 @@ __device__ void f32_tail_extremes(imgstat_partial &p, const float *plane,
 }
 
 template <bool Aligned, int Stride>
-__global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
+__global__ void __launch_bounds__(FastPolicy::kBlock,
+                                  F32Shape<Stride>::kBlocksPerSm)
     fast_f32_kernel(ist_pass pass) {
+  constexpr bool kLean = F32Shape<Stride>::kLean;
   pdl_wait(); /* launched after the shift kernel */
   pdl_trigger();
   __shared__ ist_fo_moments lane_roots[FastPolicy::kBlock / 32];
@@ -1108,7 +1138,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
   const uint64_t chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
   /* the plane's shift K: every mean stays relative to it */
   const double shift_k = pass.k_given ? pass.k : pass.k_dev[blockIdx.y];
-  AccF32 acc;
+  AccF32<kLean> acc;
   acc.fo.set_shift(shift_k);
   imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
   constexpr int kPrefetch = IMGSTAT_F32_PREFETCH;
@@ -1126,7 +1156,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
       q.count = m.count;
       q.mean = m.mean;
       q.m2 = m.m2;
-      if (IMGSTAT_F32_LEAN) {
+      if (kLean) {
         if (c == blockIdx.x && pass.last && pass.add_k) /* the plane's */
           ist_fo_add_shift(&q, acc.fo.lane.shift);
         out[c] = q; /* the first chunk's extremes added at the end */
@@ -1148,7 +1178,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     p = f32_thread_extremes<Aligned, Stride>(acc, plane, pass.first_index);
     p = block_merge<true, FastPolicy::kBlock>(p); /* counts 0: extremes only */
   }
-  if (IMGSTAT_F32_LEAN && t == 0) {
+  if (kLean && t == 0) {
     f32_tail_extremes<Stride>(p, plane, n, pass.first_index);
     imgstat_partial &o = out[blockIdx.x]; /* blockIdx.x < max(chunks, 1) */
     if (blockIdx.x >= chunks)             /* no chunk: an empty plane */
@@ -1160,7 +1190,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kF32BlocksPerSm)
     o.nan_count = p.nan_count;
     o.inf_count = p.inf_count;
   }
-  if (!IMGSTAT_F32_LEAN && t == 0) {
+  if (!kLean && t == 0) {
     first_chunk.min = p.min;
     first_chunk.max = p.max;
     first_chunk.min_index = p.min_index;
@@ -2825,15 +2855,19 @@ uint64_t ist_f32_chunks(uint64_t n) {
 }
 
 unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count,
-                      bool whole_rounds) {
-  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32BlocksPerSm /
+                      bool planes) {
+  /* fast_f32_kernel's blocks a multiprocessor: <.., 1> over planes, the
+   * strided <false, C> over an interleaved image's channels */
+  const int per_sm =
+      planes ? F32Shape<1>::kBlocksPerSm : F32Shape<2>::kBlocksPerSm;
+  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * per_sm /
                   (channels ? channels : 1);
 #if IMGSTAT_F32_HWC_ALL
-  if (!whole_rounds) /* interleaved: one grid for every channel */
+  if (!planes) /* interleaved: one grid for every channel */
     wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * kF32HwcBlocksPerSm;
 #endif
   uint64_t chunks = ist_f32_chunks(n);
-  uint64_t grid = whole_rounds    ? balanced_grid(chunks, wave)
+  uint64_t grid = planes          ? balanced_grid(chunks, wave)
                   : chunks < wave ? chunks
                                   : (wave ? wave : 1);
   if (grid > 0x7fffffffu)

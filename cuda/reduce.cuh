@@ -208,11 +208,12 @@ cudaError_t ist_ladder_stats(int kernel, int block, imgstat_sample sample,
  * blocks writes one partial per chunk (ist_f32_chunks of them, at least
  * 1), which the fold's tree reduces. */
 unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count);
-/* whole_rounds: grids of whole rounds where IMGSTAT_FAST_BALANCE has them
- * (planes; interleaved float32, read C floats apart, runs faster on the
- * full wave: 1.31 against 1.67 x CUB on the H200) */
-unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count,
-                      bool whole_rounds);
+/* planes: f32 planes (sample stride 1), their kernel's blocks a
+ * multiprocessor (IMGSTAT_F32_BLOCKS_PER_SM) in grids of whole rounds where
+ * IMGSTAT_FAST_BALANCE has them; else an interleaved image's channels, read
+ * C floats apart, the strided kernel's (IMGSTAT_F32_STRIDED_BLOCKS_PER_SM)
+ * on the full wave (faster for it: 1.31 against 1.67 x CUB on the H200) */
+unsigned ist_f32_grid(uint64_t n, uint32_t channels, int sm_count, bool planes);
 uint64_t ist_f32_chunks(uint64_t n);
 unsigned ist_fold_grid(uint64_t n);
 cudaError_t ist_fast_stats(imgstat_sample sample, const ist_pass *p,

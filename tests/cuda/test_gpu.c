@@ -417,6 +417,62 @@ static void test_float_specials(void) {
   CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* Float extremes in the plane's last, partial vector (its n % 4 samples,
+ * taken after every whole vector by the block whose chunk holds them): a
+ * unique min and max there, ties there with earlier samples (the earlier
+ * wins), NaN, Inf and -0.0 there after a +0.0, a plane finite only there;
+ * and the partial vector alone in the plane's last chunk (n = 2 chunks of
+ * 65536 samples + 1). Against the plain scan and the CPU backend. */
+static void test_float_tail(void) {
+  static const uint64_t sizes[] = {2 * 65536 + 1, 3 * 65536 + 4002,
+                                   3 * 65536 + 4003, 4097};
+  static const uint64_t quick[] = {4097, 5003, 65537};
+  int nsizes = g_quick ? (int)(sizeof quick / sizeof *quick)
+                       : (int)(sizeof sizes / sizeof *sizes);
+  int bad = 0;
+  for (int s = 0; s < nsizes; ++s) {
+    const uint64_t n = g_quick ? quick[s] : sizes[s];
+    const uint64_t whole = n / 4 * 4; /* the partial vector: whole .. n - 1 */
+    imgstat_image img;
+    CU_ASSERT_FATAL(test_image_make(&img, (uint32_t)n, 1, 4, IMGSTAT_F32));
+    float *p0 = img.planes[0], *p1 = img.planes[1], *p2 = img.planes[2],
+          *p3 = img.planes[3];
+    for (uint64_t i = 0; i < n; ++i) {
+      p0[i] = p1[i] = (float)(10 + i % 5);
+      p2[i] = (float)(1 + i % 3);
+      p3[i] = NAN;
+    }
+    /* plane 0: the min at the last sample, the max at the partial vector's
+     * first (when it has two or more) */
+    p0[n - 1] = 5.0f;
+    if (n - whole >= 2)
+      p0[whole] = 20.0f;
+    /* plane 1: the partial vector's min and max tie earlier samples' */
+    p1[n / 2] = 5.0f;
+    p1[100] = 20.0f;
+    p1[n - 1] = 5.0f;
+    if (n - whole >= 2)
+      p1[whole] = 20.0f;
+    /* plane 2: +0.0 at n / 3, then NaN, +Inf and -0.0 in the partial
+     * vector: the min is the earlier +0.0 */
+    p2[n / 3] = 0.0f;
+    p2[n - 1] = -0.0f;
+    if (n - whole >= 2)
+      p2[whole] = INFINITY;
+    if (n - whole >= 3)
+      p2[whole + 1] = NAN;
+    /* plane 3: NaN but in the partial vector */
+    p3[n - 1] = -3.0f;
+    if (n - whole >= 2)
+      p3[whole] = 3.0f;
+    char what[64];
+    snprintf(what, sizeof what, "float tail n %llu", (unsigned long long)n);
+    bad += check_image_kernels(&img, g_kernels, g_quick ? 2 : NKERNELS, what);
+    test_image_free(&img);
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+}
+
 /* ---- the float order: GPU = CPU to the bit ------------------------------ */
 
 static double unit01(void) {
@@ -709,6 +765,7 @@ static const test_case tests[] = {
     {"shapes", test_shapes},
     {"patterns: constant, ties, ends, extremes", test_patterns},
     {"float NaN/Inf, all-NaN, signed zeros", test_float_specials},
+    {"float extremes in the plane's last, partial vector", test_float_tail},
     {"float order: every shape and kind, GPU = CPU to the bit",
      test_float_order},
     {"chunked through a small device buffer", test_chunked},

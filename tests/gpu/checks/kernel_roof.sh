@@ -32,15 +32,25 @@
 #          (IMGSTAT_HWC_BLOCK_FIRST), grids of whole rounds
 #          (IMGSTAT_FAST_BALANCE), f32 first positions once a block
 #          (IMGSTAT_F32_BLOCK_FIRST), batched planes at least 16 tiles a
-#          block (IMGSTAT_SEG_TILES=16);
+#          block (IMGSTAT_SEG_TILES=16), planar f32 on the lean kernel
+#          (IMGSTAT_F32_LEAN) at 4 blocks a multiprocessor
+#          (IMGSTAT_F32_BLOCKS_PER_SM=4: 64 registers; the unaligned
+#          planes' kernel, four 4-byte loads a vector, 16 bytes of spill),
+#          interleaved f32's strided kernel not lean, at 3 blocks a
+#          multiprocessor (IMGSTAT_F32_STRIDED_LEAN=0,
+#          IMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3: 80 registers);
 #   prev   the defaults before the last three (a0f65d8's kernels);
+#   prevf32  tree with planar f32 as before the lean kernel at 4 blocks a
+#          multiprocessor (not lean, at 3: 80 registers); interleaved f32
+#          is the same in both;
 #   K      tree + each integer thread keeps its first extremes' vectors in
 #          registers (no load at a block's end);
 #   B      tree + grids of whole rounds (every block the same tiles);
 #   KB     tree + K + B;
 #   F      tree + f32 first positions from one re-read vector a block;
-#   CV     tree + f32 widened to double by integer operations;
-#   f2     tree + the f32 kernel at 2 blocks a multiprocessor (not 3);
+#   CV     tree + f32 widened to double by integer operations (the lean
+#          planar kernel spills at 4 blocks a multiprocessor);
+#   f2     tree + the planar f32 kernel at 2 blocks a multiprocessor (not 4);
 #   CVf2   tree + CV + f2;
 #   S8     tree with batched planes at least 8 tiles a block;
 #   S4, S16  tree with batched planes at least 4 / 16 tiles a block (16: the default);
@@ -56,14 +66,19 @@
 #   P16g2b3  P16 + g2 + b3;
 #   P16f1  P16 flushing its 32-bit sums every tile (a check of the flush,
 #          which 64 MP images never reach otherwise; timed as any variant).
-#   L      tree + the f32 kernel holding less across its chunk loop
-#          (IMGSTAT_F32_LEAN: the block's first chunk stored at once, the
-#          plane's last partial vector's extremes re-read by one thread at
-#          the end): 79 registers, not 80;
-#   Lb4    L at 4 blocks a multiprocessor (64 registers, no spill);
+#   L      both f32 kernels holding less across their chunk loop (the
+#          block's first chunk stored at once, the plane's last partial
+#          vector's extremes re-read by one thread at the end), at 3 blocks
+#          a multiprocessor: the planar one tree's at 3
+#          (IMGSTAT_F32_BLOCKS_PER_SM=3), the strided one lean
+#          (IMGSTAT_F32_STRIDED_LEAN): 79 / 78 registers, not 80. L, LW,
+#          Lp2, LWp2 and LWH build the same kernels as before the lean
+#          planar kernel at 4 blocks a multiprocessor became the default;
+#          Lb4 and LWb4 are gone (their planar kernel is tree's, resp.
+#          tree + IMGSTAT_F32_INT_WIDEN=2; their strided one, lean at 4
+#          blocks a multiprocessor, ran 2 x slower);
 #   LW     L + whole tiles of normal floats widened to double by integer
 #          operations, told by one integer minimum (IMGSTAT_F32_INT_WIDEN=2);
-#   LWb4   LW at 4 blocks a multiprocessor (64 registers, no spill);
 #   Lp2    L + every f32 tile loaded while the one before it is reduced
 #          (IMGSTAT_F32_PREFETCH=2), the next chunk's first one too;
 #   LWp2   LW + Lp2;
@@ -100,7 +115,11 @@ rc=$?
 [ $rc -eq 0 ] || { tail -20 "$L/build.log"; echo "FAIL configure"; exit 1; }
 
 # ---- 3a. the variants' objects and the harness, beside the build ----------
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0"
+# planar f32 before the lean kernel at 4 blocks a multiprocessor; and the
+# lean planar and strided kernels at 3 (the L variants)
+F32_OLD="-DIMGSTAT_F32_LEAN=0 -DIMGSTAT_F32_BLOCKS_PER_SM=3"
+F32_L3="-DIMGSTAT_F32_BLOCKS_PER_SM=3 -DIMGSTAT_F32_STRIDED_LEAN=1"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0 $F32_OLD"
 declare -A FLAGS=(
   [main]="$O"
   [tree]=""
@@ -114,23 +133,22 @@ declare -A FLAGS=(
   [S8]="-DIMGSTAT_SEG_TILES=8"
   [S16]="-DIMGSTAT_SEG_TILES=16"
   [S4]="-DIMGSTAT_SEG_TILES=4"
-  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0"
+  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0 $F32_OLD"
+  [prevf32]="$F32_OLD"
   [P16]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_BLOCKS_PER_SM=2"
   [U16]="-DIMGSTAT_HWC16_PACK=0"
   [P16b3]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_BLOCKS_PER_SM=3"
   [P16g2]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2 -DIMGSTAT_HWC16_BLOCKS_PER_SM=2"
   [P16g2b3]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_GROUPS=2 -DIMGSTAT_HWC16_BLOCKS_PER_SM=3"
   [P16f1]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_FLUSH_TILES=1"
-  [L]="-DIMGSTAT_F32_LEAN=1"
-  [Lb4]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_BLOCKS_PER_SM=4"
-  [LW]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2"
-  [LWb4]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_BLOCKS_PER_SM=4"
-  [Lp2]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_PREFETCH=2"
-  [LWp2]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_PREFETCH=2"
+  [L]="$F32_L3"
+  [LW]="$F32_L3 -DIMGSTAT_F32_INT_WIDEN=2"
+  [Lp2]="$F32_L3 -DIMGSTAT_F32_PREFETCH=2"
+  [LWp2]="$F32_L3 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_PREFETCH=2"
   [H]="-DIMGSTAT_F32_HWC_ALL=1"
   [H4]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=4"
   [H1b3]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=1 -DIMGSTAT_F32_HWC_BLOCKS_PER_SM=3"
-  [LWH]="-DIMGSTAT_F32_LEAN=1 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_HWC_ALL=1"
+  [LWH]="$F32_L3 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_HWC_ALL=1"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
@@ -212,7 +230,7 @@ say "== variants built: ${built[*]:-none} ($(el))"
 grep -E "warning|error" "$L/variants.log" "$V"/ptxas-*.log | head -10 | tee -a "$SUMMARY"
 for v in "${built[@]}"; do # registers and spills of the pass-1 kernels
   grep -E "Compiling entry|registers|spill stores" "$V/ptxas-$v.log" | paste - - - |
-    sed -E "s/.*entry function '([^']*)'.*([0-9]+ bytes spill stores).*Used ([0-9]+) registers.*/$v \3 regs, \2: \1/" |
+    sed -E "s/.*entry function '([^']*)'.* ([0-9]+ bytes spill stores).*Used ([0-9]+) registers.*/$v \3 regs, \2: \1/" |
     c++filt | grep -E "fast_stats|fast_f32|hwc_|hwc16_|segments_kernel" >>"$L/registers.txt"
 done
 : >"$L/rows.txt"
