@@ -952,11 +952,11 @@ void item_free_histograms(imgstat_gpu_valid_item *it) {
 }
 
 /* The items b[0..m) in one launch on one slot: their data uploaded into
- * the slot's planes buffer, the tables and then the accumulators and bins
- * in valid_temp (the pinned h_out the same), one memset, one launch, one
- * copy back, one synchronization; each item's figures unpacked into it
- * (an item's own failure, a histogram's allocation, its alone). A failure
- * of the batch's device work is returned (the items untouched but their
+ * the slot's planes buffer (ist_slot_upload_pieces), the tables and then the
+ * accumulators and bins in valid_temp (the pinned h_out the same), one memset,
+ * one launch, one copy back, one synchronization; each item's figures unpacked
+ * into it (an item's own failure, a histogram's allocation, its alone). A
+ * failure of the batch's device work is returned (the items untouched but their
  * cleared histograms). */
 imgstat_status batch_launch(imgstat_gpu *gpu, batch_item *b, uint32_t m,
                             imgstat_error *err) {
@@ -1027,6 +1027,16 @@ imgstat_status batch_launch(imgstat_gpu *gpu, batch_item *b, uint32_t m,
       e = s->valid_temp.reserve(tables + used);
     if (e == cudaSuccess)
       e = s->h_out.reserve(tables + used);
+    /* every image's planes, mask and label places: one stream of copies
+     * through the staging buffers */
+    ist_upload_piece *pieces = nullptr;
+    size_t np = 0;
+    if (e == cudaSuccess) {
+      pieces = static_cast<ist_upload_piece *>(
+          calloc((size_t)t.pairs + 2 * (size_t)m + 1, sizeof *pieces));
+      if (!pieces)
+        e = cudaErrorMemoryAllocation;
+    }
     for (uint32_t k = 0; k < m && e == cudaSuccess; k++) {
       const imgstat_gpu_valid_item *it = b[k].it;
       const imgstat_image *img = it->img;
@@ -1034,19 +1044,18 @@ imgstat_status batch_launch(imgstat_gpu *gpu, batch_item *b, uint32_t m,
       if (im.n == 0)
         continue;
       const size_t row_bytes = (size_t)img->width * img->sample;
-      unsigned char *data = s->planes.as<unsigned char>();
-      for (uint32_t c = 0; c < im.channels && e == cudaSuccess; c++)
-        e = ist_slot_upload(s, data + im.plane + (uint64_t)c * im.plane_step,
-                            img->planes[c], row_bytes, img->stride, 0,
-                            im.n * img->sample);
-      if (e == cudaSuccess && im.mask != IST_VBATCH_NONE)
-        e = ist_slot_upload(s, data + im.mask, it->v->mask, img->width, 0, 0,
-                            im.n);
-      if (e == cudaSuccess && im.labels != IST_VBATCH_NONE)
-        e = ist_slot_upload(s, data + im.labels, labs[k],
-                            (size_t)img->width * im.label_bytes, 0, 0,
-                            im.n * im.label_bytes);
+      for (uint32_t c = 0; c < im.channels; c++)
+        pieces[np++] = {im.plane + (uint64_t)c * im.plane_step, img->planes[c],
+                        row_bytes, img->stride, im.n * img->sample};
+      if (im.mask != IST_VBATCH_NONE)
+        pieces[np++] = {im.mask, it->v->mask, img->width, 0, im.n};
+      if (im.labels != IST_VBATCH_NONE)
+        pieces[np++] = {im.labels, labs[k], (size_t)img->width * im.label_bytes,
+                        0, im.n * im.label_bytes};
     }
+    if (e == cudaSuccess)
+      e = ist_slot_upload_pieces(s, s->planes.p, t.data_bytes, pieces, np);
+    free(pieces);
     if (e == cudaSuccess) {
       memcpy(s->h_out.p, images, (size_t)m * sizeof *images);
       memcpy(s->h_out.as<unsigned char>(images_bytes), pairs,
