@@ -40,7 +40,7 @@ rc=$?
 say "== ctest rc=$rc"
 grep -E "Test +#|tests passed|Skipped|Failed" "$OUT/ctest.log" | tee -a "$SUMMARY"
 [ $rc -eq 0 ] || failed=1
-timeout 240 bash tests/gpu/checks/valid_cli.sh "$B/imgstat" >"$OUT/valid_cli.log" 2>&1
+timeout 300 bash tests/gpu/checks/valid_cli.sh "$B/imgstat" >"$OUT/valid_cli.log" 2>&1
 rc=$?
 say "== valid_cli rc=$rc: $(grep -c '^ok ' "$OUT/valid_cli.log") cases ok, $(grep -c '^FAIL ' "$OUT/valid_cli.log") failed"
 grep -E "^FAIL " -A3 "$OUT/valid_cli.log" | head -20 | tee -a "$SUMMARY"
