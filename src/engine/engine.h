@@ -49,6 +49,10 @@ typedef struct valid_batcher {
   int queued;
   int leaders; /* batches running now */
   int max;
+  /* the batched call (imgstat_gpu_valid_regions_batch; a test's own) */
+  imgstat_status (*run)(imgstat_gpu *gpu, int kernel,
+                        imgstat_gpu_valid_item *items, size_t n,
+                        imgstat_error *err);
 } valid_batcher;
 
 /* One GPU: its context (thread-safe: workers use it at once, each device
@@ -114,6 +118,10 @@ int ist_jpeg_batcher_init(jpeg_batcher *b);
 void ist_jpeg_batcher_destroy(jpeg_batcher *b);
 
 /* ---- the valid samples' batches (valid_convoy.c) ------------------------- */
+
+/* Bytes of planes, masks and labels a batch takes (an image larger goes
+ * alone). */
+#define IST_VALID_BATCH_BYTES ((uint64_t)256 << 20)
 
 int ist_valid_batcher_init(valid_batcher *b);
 void ist_valid_batcher_destroy(valid_batcher *b);

@@ -25,7 +25,7 @@
 #define kValidBatchDefault 64
 #define kValidBatchMost 1024
 #define kValidLeaders 2
-#define kValidBatchBytes ((uint64_t)256 << 20)
+#define kValidBatchBytes IST_VALID_BATCH_BYTES
 
 /* An image waiting for its reduction, on its worker's stack. */
 struct valid_waiter {
@@ -50,6 +50,7 @@ int ist_valid_batcher_init(valid_batcher *b) {
   memset(b, 0, sizeof *b);
   b->tail = &b->head;
   b->max = batch_max();
+  b->run = imgstat_gpu_valid_regions_batch;
   if (pthread_mutex_init(&b->lock, NULL) != 0)
     return 0;
   if (pthread_cond_init(&b->finished, NULL) != 0) {
@@ -88,8 +89,7 @@ static void run_batch(gpu_slot *g, int kernel, valid_waiter *first, int n) {
   for (int k = 0; k < n && items; k++, x = x->next)
     items[k] = *x->item;
   if (items)
-    st =
-        imgstat_gpu_valid_regions_batch(g->gpu, kernel, items, (size_t)n, &err);
+    st = g->vbatch.run(g->gpu, kernel, items, (size_t)n, &err);
   x = first;
   for (int k = 0; k < n; k++, x = x->next) {
     if (st == IMGSTAT_OK) {
