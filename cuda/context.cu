@@ -350,6 +350,42 @@ cudaError_t ist_slot_upload(ist_slot *s, void *d_dst, const void *h_plane,
   return cudaSuccess;
 }
 
+cudaError_t ist_slot_upload_pieces(ist_slot *s, void *d_dst, uint64_t total,
+                                   const ist_upload_piece *pieces, size_t n) {
+  unsigned char *dst = static_cast<unsigned char *>(d_dst);
+  size_t p = 0;
+  for (uint64_t at = 0; at < total;) {
+    const size_t len =
+        total - at < kIstStagingBytes ? (size_t)(total - at) : kIstStagingBytes;
+    unsigned k = 0;
+    unsigned char *stage = nullptr;
+    cudaError_t e = ist_slot_staging(s, &k, &stage);
+    if (e != cudaSuccess)
+      return e;
+    /* the pieces' bytes in [at, at + len) */
+    for (size_t q = p; q < n && pieces[q].at < at + len; q++) {
+      const ist_upload_piece &x = pieces[q];
+      const uint64_t lo = x.at > at ? x.at : at;
+      const uint64_t end = x.at + x.nbytes;
+      const uint64_t hi = end < at + len ? end : at + len;
+      if (hi > lo)
+        gather(stage + (lo - at), static_cast<const unsigned char *>(x.src),
+               x.row_bytes, x.stride ? x.stride : x.row_bytes, lo - x.at,
+               (size_t)(hi - lo));
+      if (end <= at + len)
+        p = q + 1; /* done with it */
+    }
+    e = cudaMemcpyAsync(dst + at, stage, len, cudaMemcpyHostToDevice,
+                        s->stream);
+    if (e == cudaSuccess)
+      e = ist_slot_staged(s, k);
+    if (e != cudaSuccess)
+      return e;
+    at += len;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t ist_slot_download(ist_slot *s, void *h_plane, size_t stride,
                               const void *d_plane, size_t row_bytes,
                               uint32_t rows) {

@@ -149,6 +149,27 @@ cudaError_t ist_slot_upload(ist_slot *s, void *d_dst, const void *h_plane,
                             size_t row_bytes, size_t stride, uint64_t first,
                             uint64_t nbytes);
 
+/* A piece of host memory for ist_slot_upload_pieces: nbytes of a plane
+ * counted as if dense (rows of row_bytes, `stride` bytes apart; 0:
+ * row_bytes), to byte `at` of the device range. */
+struct ist_upload_piece {
+  uint64_t at;
+  const void *src;
+  size_t row_bytes, stride;
+  uint64_t nbytes;
+};
+
+/*
+ * Copies n pieces (in increasing order of `at`, not overlapping) into the
+ * device range [d_dst, d_dst + total) on the slot's stream, through the
+ * pinned staging buffers: each buffer filled with the pieces' bytes of its
+ * part of the range (the gaps between pieces left as they are), one copy
+ * per buffer, the host filling one while the other is in flight (many
+ * small pieces in few copies). Returns when the host has read the pieces.
+ */
+cudaError_t ist_slot_upload_pieces(ist_slot *s, void *d_dst, uint64_t total,
+                                   const ist_upload_piece *pieces, size_t n);
+
 /* Copies a dense device plane of rows x row_bytes to a host plane whose
  * rows are `stride` bytes apart (0: dense), on the slot's stream. */
 cudaError_t ist_slot_download(ist_slot *s, void *h_plane, size_t stride,

@@ -41,6 +41,7 @@
 #include "context.cuh"
 #include "norm_internal.cuh"
 #include "valid_acc.h"
+#include "valid_batch.h"
 
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -331,46 +332,44 @@ __device__ __forceinline__ void fused_bin(unsigned int *hist, uint32_t key) {
     atomicAdd(&hist[key], (unsigned int)__popc(peers));
 }
 
-/* Block (x, y) reduces tiles of channel y of the group: each warp takes
- * tiles of 32 * kFusedSteps pixels, a lane pixels lane, lane + 32, ... of
- * each (its samples in increasing raster order). */
+/* One block's share of one channel: block bx of gx reduces tiles of the
+ * n pixels of plane x (mask, labels: as fused_args; word: the channel's
+ * nodata word) into gacc (the channel's regions' accumulators; through
+ * s_acc when kShared) and hist (the channel's first bin, or NULL): each
+ * warp takes tiles of 32 * kFusedSteps pixels, a lane pixels lane, lane +
+ * 32, ... of each (its samples in increasing raster order). */
 template <typename T, typename L, bool kShared>
-__global__ void __launch_bounds__(kFusedBlock) fused_kernel(fused_args a) {
-  extern __shared__ unsigned long long s_acc[];
-  const uint32_t cg = blockIdx.y;
-  const T *x = static_cast<const T *>(a.plane0) + (size_t)cg * a.plane_step;
-  const L *lab = static_cast<const L *>(a.labels);
-  const uint32_t word = a.nodata[cg];
+__device__ __forceinline__ void
+fused_block(const T *x, const uint8_t *mask, const L *lab, uint32_t word,
+            uint64_t n, uint32_t regions, int whole, uint32_t bins,
+            unsigned long long *gacc, unsigned int *hist, uint64_t bx,
+            uint64_t gx, unsigned long long *s_acc) {
   const bool has = (word >> 16) & 1u;
   const uint32_t nodv = word & 0xFFFFu;
-  unsigned long long *gacc = a.acc + (size_t)cg * a.regions * IST_VACC_WORDS;
   unsigned long long *acc = kShared ? s_acc : gacc;
   if (kShared) {
-    for (uint32_t i = threadIdx.x; i < a.regions * IST_VACC_WORDS;
+    for (uint32_t i = threadIdx.x; i < regions * IST_VACC_WORDS;
          i += blockDim.x)
       s_acc[i] = 0;
     __syncthreads();
   }
-  const uint32_t skip = a.whole ? 0u : 1u; /* region k's histogram: k - skip */
-  unsigned int *hist =
-      a.bins ? a.hist + (size_t)cg * (a.regions - skip) * a.bins : nullptr;
+  const uint32_t skip = whole ? 0u : 1u; /* region k's histogram: k - skip */
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t tile = 32 * kFusedSteps;
-  const uint64_t warps = (uint64_t)gridDim.x * kFusedWarps;
+  const uint64_t warps = gx * kFusedWarps;
   ist_vthread th;
   ist_vthread_init(&th);
-  for (uint64_t base =
-           ((uint64_t)blockIdx.x * kFusedWarps + threadIdx.x / 32) * tile;
-       base < a.n; base += warps * tile) { /* the same for the warp's lanes */
+  for (uint64_t base = (bx * kFusedWarps + threadIdx.x / 32) * tile; base < n;
+       base += warps * tile) { /* the same for the warp's lanes */
 #pragma unroll
     for (int j = 0; j < kFusedSteps; j++) {
       const uint64_t i = base + (uint64_t)j * 32 + lane;
       uint32_t v = 0, t = 0;
       bool inside = false, nd = false;
-      if (i < a.n) {
+      if (i < n) {
         v = x[i];
         nd = has && v == nodv;
-        inside = a.whole && (!a.mask || a.mask[i]);
+        inside = whole && (!mask || mask[i]);
         t = lab ? (uint32_t)lab[i] : 0u;
       }
       const uint32_t left = ist_vthread_leaving(&th, t);
@@ -378,15 +377,15 @@ __global__ void __launch_bounds__(kFusedBlock) fused_kernel(fused_args a) {
       ist_vthread_take(&th, v, (uint32_t)i, inside, nd, t);
       if (hist) {
         fused_bin(hist, inside && !nd ? v : kNoBin);
-        fused_bin(hist, t && !nd ? (t - skip) * a.bins + v : kNoBin);
+        fused_bin(hist, t && !nd ? (t - skip) * bins + v : kNoBin);
       }
     }
   }
-  fused_warp_fold(acc, a.whole != 0, 0, th.whole);
+  fused_warp_fold(acc, whole != 0, 0, th.whole);
   fused_warp_fold(acc, th.cur != 0, th.cur, th.label);
   if (kShared) {
     __syncthreads();
-    for (uint32_t r = threadIdx.x; r < a.regions; r += blockDim.x) {
+    for (uint32_t r = threadIdx.x; r < regions; r += blockDim.x) {
       const unsigned long long *s = &s_acc[(size_t)r * IST_VACC_WORDS];
       unsigned long long *g = &gacc[(size_t)r * IST_VACC_WORDS];
       if (s[0] == 0 && s[1] == 0)
@@ -400,6 +399,20 @@ __global__ void __launch_bounds__(kFusedBlock) fused_kernel(fused_args a) {
       }
     }
   }
+}
+
+/* Block (x, y) reduces its share of channel y of the group. */
+template <typename T, typename L, bool kShared>
+__global__ void __launch_bounds__(kFusedBlock) fused_kernel(fused_args a) {
+  extern __shared__ unsigned long long s_acc[];
+  const uint32_t cg = blockIdx.y;
+  const uint32_t skip = a.whole ? 0u : 1u;
+  fused_block<T, L, kShared>(
+      static_cast<const T *>(a.plane0) + (size_t)cg * a.plane_step, a.mask,
+      static_cast<const L *>(a.labels), a.nodata[cg], a.n, a.regions, a.whole,
+      a.bins, a.acc + (size_t)cg * a.regions * IST_VACC_WORDS,
+      a.bins ? a.hist + (size_t)cg * (a.regions - skip) * a.bins : nullptr,
+      blockIdx.x, gridDim.x, s_acc);
 }
 
 template <typename T, typename L>
@@ -458,6 +471,38 @@ bool fused_wanted(const imgstat_image *img) {
   return img->sample != IMGSTAT_F32 && !getenv("IMGSTAT_GPU_VALID_COMPACT");
 }
 
+/* Bytes of each pixel's label place + 1 (0: none) for `regions`
+ * regions: the fewest that hold them. */
+int fused_label_bytes(uint32_t regions) {
+  return regions <= 0xFFu ? 1 : regions <= 0xFFFFu ? 2 : 4;
+}
+
+/* Each pixel's label place + 1 (0: none), label_bytes each, into *lab
+ * (allocated here; NULL when there are no labels or no pixels). */
+imgstat_status label_places(uint32_t nlabels, const uint32_t *pixels,
+                            const uint64_t *start, const uint64_t *count,
+                            uint64_t n, int label_bytes, void **lab,
+                            imgstat_error *err) {
+  *lab = nullptr;
+  if (nlabels == 0 || n == 0)
+    return IMGSTAT_OK;
+  void *p = calloc(n, (size_t)label_bytes);
+  if (!p)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  for (uint32_t k = 0; k < nlabels; k++)
+    for (uint64_t j = 0; j < count[k]; j++) {
+      const uint32_t at = pixels[start[k] + j];
+      if (label_bytes == 1)
+        static_cast<uint8_t *>(p)[at] = (uint8_t)(k + 1);
+      else if (label_bytes == 2)
+        static_cast<uint16_t *>(p)[at] = (uint16_t)(k + 1);
+      else
+        static_cast<uint32_t *>(p)[at] = k + 1;
+    }
+  *lab = p;
+  return IMGSTAT_OK;
+}
+
 /* valid_run's work by the fused pass, its arguments checked: region 0
  * (out, nodata, hist; out NULL: not wanted) and the labels' regions (lout,
  * lnodata, lhist at k * channels + c) of every channel; *fused = false
@@ -480,24 +525,12 @@ valid_fused(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
   if (!*fused)
     return IMGSTAT_OK;
   const uint64_t n = (uint64_t)img->width * img->height;
-  /* each pixel's label place + 1 (0: none) in the fewest bytes */
-  const int label_bytes = regions <= 0xFFu ? 1 : regions <= 0xFFFFu ? 2 : 4;
+  const int label_bytes = fused_label_bytes(regions);
   void *lab = nullptr;
-  if (nlabels > 0 && n > 0) {
-    lab = calloc(n, (size_t)label_bytes);
-    if (!lab)
-      return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
-    for (uint32_t k = 0; k < nlabels; k++)
-      for (uint64_t j = 0; j < count[k]; j++) {
-        const uint32_t at = pixels[start[k] + j];
-        if (label_bytes == 1)
-          static_cast<uint8_t *>(lab)[at] = (uint8_t)(k + 1);
-        else if (label_bytes == 2)
-          static_cast<uint16_t *>(lab)[at] = (uint16_t)(k + 1);
-        else
-          static_cast<uint32_t *>(lab)[at] = k + 1;
-      }
-  }
+  imgstat_status lst =
+      label_places(nlabels, pixels, start, count, n, label_bytes, &lab, err);
+  if (lst != IMGSTAT_OK)
+    return lst;
   cudaError_t ge = ist_gpu_enter(gpu);
   if (ge != cudaSuccess) {
     free(lab);
@@ -619,19 +652,10 @@ valid_fused(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
   return st;
 }
 
-/* The valid samples of img under v on the device: each channel's partial
- * and nodata count into out and nodata (NULL: not asked), and with
- * nlabels > 0 each label's (its pixels: pixels[start[k], start[k] +
- * count[k]), inside the mask already) into lout[k * channels + c] and
- * lnodata alike; with hist (lhist) not NULL, the histograms beside them in
- * the same places (integer samples only; none kept on failure); one upload
- * of the image. */
-imgstat_status
-valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
-          int kernel, imgstat_partial *out, uint64_t *nodata,
-          imgstat_histogram *hist, uint32_t nlabels, const uint32_t *pixels,
-          const uint64_t *start, const uint64_t *count, imgstat_partial *lout,
-          uint64_t *lnodata, imgstat_histogram *lhist, imgstat_error *err) {
+/* valid_run's checks of its arguments (the histograms cleared first). */
+imgstat_status valid_check(const imgstat_image *img, const imgstat_valid *v,
+                           imgstat_histogram *hist, uint32_t nlabels,
+                           imgstat_histogram *lhist, imgstat_error *err) {
   imgstat_status st = ist_gpu_check_image(img, err);
   if (st != IMGSTAT_OK)
     return st;
@@ -657,6 +681,27 @@ valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
     return imgstat_error_set(err, IMGSTAT_ERR_LIMIT,
                              "%llu samples in one channel (at most %u)",
                              (unsigned long long)n, UINT32_MAX);
+  return IMGSTAT_OK;
+}
+
+/* The valid samples of img under v on the device: each channel's partial
+ * and nodata count into out and nodata (NULL: not asked), and with
+ * nlabels > 0 each label's (its pixels: pixels[start[k], start[k] +
+ * count[k]), inside the mask already) into lout[k * channels + c] and
+ * lnodata alike; with hist (lhist) not NULL, the histograms beside them in
+ * the same places (integer samples only; none kept on failure); one upload
+ * of the image. */
+imgstat_status
+valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
+          int kernel, imgstat_partial *out, uint64_t *nodata,
+          imgstat_histogram *hist, uint32_t nlabels, const uint32_t *pixels,
+          const uint64_t *start, const uint64_t *count, imgstat_partial *lout,
+          uint64_t *lnodata, imgstat_histogram *lhist, imgstat_error *err) {
+  imgstat_status st = valid_check(img, v, hist, nlabels, lhist, err);
+  if (st != IMGSTAT_OK)
+    return st;
+  const size_t channels = (size_t)img->channels;
+  const uint64_t n = (uint64_t)img->width * img->height;
   if (fused_wanted(img)) {
     bool fused = false;
     st = valid_fused(gpu, img, v, out, nodata, hist, nlabels, pixels, start,
@@ -770,6 +815,352 @@ valid_run(imgstat_gpu *gpu, const imgstat_image *img, const imgstat_valid *v,
   return st;
 }
 
+/* ---- batches of images on the fused pass ------------------------------ */
+
+/* What the batch kernel reads: the data buffer, the table of images and
+ * of pairs (valid_batch.h), the batch's accumulators and bins. */
+struct batch_args {
+  const unsigned char *data;
+  const ist_vbatch_image *images;
+  const ist_vbatch_pair *pairs;
+  unsigned long long *acc;
+  unsigned int *hist;
+};
+
+/* Bytes of images' data a launch of the batch kernel takes (an image
+ * larger goes alone) and pairs (one row of blocks each). */
+constexpr uint64_t kBatchDataBudget = (uint64_t)512 << 20;
+constexpr uint32_t kBatchPairs = 65535;
+
+template <typename T, bool kShared>
+__device__ __forceinline__ void
+batch_pair(const batch_args &a, const ist_vbatch_image &im,
+           const ist_vbatch_pair &p, unsigned long long *s_acc) {
+  const T *x =
+      reinterpret_cast<const T *>(ist_vbatch_plane(a.data, &im, p.channel));
+  const uint8_t *mask = im.mask == IST_VBATCH_NONE ? nullptr : a.data + im.mask;
+  const void *lab = im.labels == IST_VBATCH_NONE ? nullptr : a.data + im.labels;
+  unsigned long long *gacc = a.acc + ist_vbatch_acc(&im, p.channel);
+  unsigned int *hist =
+      im.bins ? a.hist + ist_vbatch_hist(&im, p.channel) : nullptr;
+  switch (im.label_bytes) {
+  case 2:
+    fused_block<T, uint16_t, kShared>(
+        x, mask, static_cast<const uint16_t *>(lab), p.nodata, im.n, im.regions,
+        (int)im.whole, im.bins, gacc, hist, blockIdx.x, gridDim.x, s_acc);
+    break;
+  case 4:
+    fused_block<T, uint32_t, kShared>(
+        x, mask, static_cast<const uint32_t *>(lab), p.nodata, im.n, im.regions,
+        (int)im.whole, im.bins, gacc, hist, blockIdx.x, gridDim.x, s_acc);
+    break;
+  default: /* 1, or no labels */
+    fused_block<T, uint8_t, kShared>(
+        x, mask, static_cast<const uint8_t *>(lab), p.nodata, im.n, im.regions,
+        (int)im.whole, im.bins, gacc, hist, blockIdx.x, gridDim.x, s_acc);
+    break;
+  }
+}
+
+/* Block (x, y) reduces its share of pair y's channel of its image. */
+template <bool kShared>
+__global__ void __launch_bounds__(kFusedBlock) batch_kernel(batch_args a) {
+  extern __shared__ unsigned long long s_acc[];
+  const ist_vbatch_pair p = a.pairs[blockIdx.y];
+  const ist_vbatch_image im = a.images[p.image];
+  if (im.sample == 1)
+    batch_pair<uint8_t, kShared>(a, im, p, s_acc);
+  else
+    batch_pair<uint16_t, kShared>(a, im, p, s_acc);
+}
+
+/* One item of a batch, as the batch sees it. */
+struct batch_item {
+  imgstat_gpu_valid_item *it;
+  uint32_t regions, hregions, bins;
+  int label_bytes;
+  uint64_t bytes, words, nbins; /* what it adds to a batch */
+};
+
+/* The item's place in a batch when the fused pass takes it whole (its
+ * arguments checked): false for the one-by-one path. */
+bool batch_fits(imgstat_gpu_valid_item *it, batch_item *b) {
+  const imgstat_image *img = it->img;
+  if (!fused_wanted(img))
+    return false;
+  const uint32_t channels = (uint32_t)img->channels;
+  const int whole = it->out != nullptr;
+  b->it = it;
+  b->regions = it->nlabels + 1;
+  b->hregions = b->regions - (whole ? 0 : 1);
+  b->bins =
+      it->hist || it->lhist ? (img->sample == IMGSTAT_U8 ? 256u : 65536u) : 0u;
+  if (fused_group(channels, b->regions, b->hregions, b->bins) < channels)
+    return false;
+  b->label_bytes = it->nlabels ? fused_label_bytes(b->regions) : 0;
+  const uint64_t n = (uint64_t)img->width * img->height;
+  const int has_mask = whole && it->v && it->v->mask && n > 0;
+  ist_vbatch_need(n, channels, (uint32_t)img->sample, has_mask,
+                  (uint32_t)b->label_bytes, b->regions, whole, b->bins,
+                  &b->bytes, &b->words, &b->nbins);
+  return channels <= kBatchPairs;
+}
+
+/* The batch's figures of item b (laid out as im) from the copy back. */
+imgstat_status batch_unpack(const batch_item &b, const ist_vbatch_image &im,
+                            const uint64_t *h_acc, const uint32_t *h_bins,
+                            imgstat_error *err) {
+  imgstat_gpu_valid_item *it = b.it;
+  const uint32_t channels = im.channels;
+  imgstat_status st = IMGSTAT_OK;
+  for (uint32_t c = 0; c < channels && st == IMGSTAT_OK; c++)
+    for (uint32_t r = im.whole ? 0 : 1; r < im.regions && st == IMGSTAT_OK;
+         r++) {
+      const uint64_t *w =
+          h_acc + ist_vbatch_acc(&im, c) + (uint64_t)r * IST_VACC_WORDS;
+      ist_vacc acc = {w[0], w[1], w[2], w[3], w[4], w[5]};
+      const size_t at = r ? (size_t)(r - 1) * channels + c : c;
+      imgstat_histogram *h = r ? (it->lhist ? &it->lhist[at] : nullptr)
+                               : (it->hist ? &it->hist[at] : nullptr);
+      if (r) {
+        it->lout[at] = ist_vacc_partial(&acc);
+        it->lnodata[at] = acc.nodata;
+      } else {
+        it->out[at] = ist_vacc_partial(&acc);
+        it->nodata[at] = acc.nodata;
+      }
+      if (!h)
+        continue;
+      st = imgstat_histogram_alloc(h, it->img->sample, 0, 0.0, 0.0, err);
+      if (st != IMGSTAT_OK)
+        break;
+      const uint32_t *bins = h_bins + ist_vbatch_region_hist(&im, c, r);
+      for (uint32_t i = 0; i < im.bins; i++)
+        h->counts[i] = bins[i];
+      h->total = acc.count;
+    }
+  return st;
+}
+
+/* Frees an item's histograms (none kept on failure). */
+void item_free_histograms(imgstat_gpu_valid_item *it) {
+  const size_t channels = (size_t)it->img->channels;
+  for (size_t c = 0; it->hist && c < channels; c++)
+    imgstat_histogram_free(&it->hist[c]);
+  for (size_t i = 0; it->lhist && i < (size_t)it->nlabels * channels; i++)
+    imgstat_histogram_free(&it->lhist[i]);
+}
+
+/* The items b[0..m) in one launch on one slot: their data uploaded into
+ * the slot's planes buffer (ist_slot_upload_pieces), the tables and then the
+ * accumulators and bins in valid_temp (the pinned h_out the same), one memset,
+ * one launch, one copy back, one synchronization; each item's figures unpacked
+ * into it (an item's own failure, a histogram's allocation, its alone). A
+ * failure of the batch's device work is returned (the items untouched but their
+ * cleared histograms). */
+imgstat_status batch_launch(imgstat_gpu *gpu, batch_item *b, uint32_t m,
+                            imgstat_error *err) {
+  ist_vbatch_totals t;
+  memset(&t, 0, sizeof t);
+  ist_vbatch_image *images =
+      static_cast<ist_vbatch_image *>(calloc(m, sizeof *images));
+  void **labs = static_cast<void **>(calloc(m, sizeof *labs));
+  uint32_t max_regions = 1;
+  uint64_t max_n = 0;
+  imgstat_status st = IMGSTAT_OK;
+  if (!images || !labs)
+    st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  for (uint32_t k = 0; k < m && st == IMGSTAT_OK; k++) {
+    imgstat_gpu_valid_item *it = b[k].it;
+    const imgstat_image *img = it->img;
+    const uint64_t n = (uint64_t)img->width * img->height;
+    const int whole = it->out != nullptr;
+    const int has_mask = whole && it->v && it->v->mask && n > 0;
+    ist_vbatch_place(&t, &images[k], n, (uint32_t)img->channels,
+                     (uint32_t)img->sample, has_mask,
+                     (uint32_t)(n > 0 ? b[k].label_bytes : 0), b[k].regions,
+                     whole, b[k].bins);
+    if (b[k].regions > max_regions)
+      max_regions = b[k].regions;
+    if (n > max_n)
+      max_n = n;
+    st = label_places(it->nlabels, it->pixels, it->start, it->count, n,
+                      b[k].label_bytes, &labs[k], err);
+  }
+  ist_vbatch_pair *pairs = nullptr;
+  if (st == IMGSTAT_OK) {
+    pairs = static_cast<ist_vbatch_pair *>(
+        calloc(t.pairs ? t.pairs : 1, sizeof *pairs));
+    if (!pairs)
+      st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  }
+  for (uint32_t k = 0, p = 0; k < m && st == IMGSTAT_OK; k++) {
+    const imgstat_valid *v = b[k].it->v;
+    for (uint32_t c = 0; c < images[k].channels; c++, p++) {
+      const int has = v && c < IMGSTAT_MAX_CHANNELS && v->has_nodata[c];
+      pairs[p].image = k;
+      pairs[p].channel = c;
+      pairs[p].nodata =
+          ist_vbatch_nodata_word(has, has ? (uint32_t)v->nodata[c] : 0u);
+    }
+  }
+  ist_slot *s = nullptr;
+  if (st == IMGSTAT_OK) {
+    cudaError_t ge = ist_gpu_enter(gpu);
+    if (ge != cudaSuccess)
+      st = ist_cuda_fail(err, ge, "cudaSetDevice");
+  }
+  if (st == IMGSTAT_OK)
+    st = ist_slot_take(gpu, &s, err);
+  /* valid_temp and h_out: the images' table, the pairs', the accumulators,
+   * the bins */
+  const size_t images_bytes = ist_align256((size_t)m * sizeof *images);
+  const size_t pairs_bytes =
+      ist_align256((size_t)(t.pairs ? t.pairs : 1) * sizeof *pairs);
+  const size_t acc_bytes = ist_align256(t.acc_words * sizeof(uint64_t));
+  const size_t used = acc_bytes + t.hist_bins * sizeof(uint32_t);
+  const size_t tables = images_bytes + pairs_bytes;
+  cudaError_t e = cudaSuccess;
+  if (st == IMGSTAT_OK) {
+    e = s->planes.reserve(t.data_bytes);
+    if (e == cudaSuccess)
+      e = s->valid_temp.reserve(tables + used);
+    if (e == cudaSuccess)
+      e = s->h_out.reserve(tables + used);
+    /* every image's planes, mask and label places: one stream of copies
+     * through the staging buffers */
+    ist_upload_piece *pieces = nullptr;
+    size_t np = 0;
+    if (e == cudaSuccess) {
+      pieces = static_cast<ist_upload_piece *>(
+          calloc((size_t)t.pairs + 2 * (size_t)m + 1, sizeof *pieces));
+      if (!pieces)
+        e = cudaErrorMemoryAllocation;
+    }
+    for (uint32_t k = 0; k < m && e == cudaSuccess; k++) {
+      const imgstat_gpu_valid_item *it = b[k].it;
+      const imgstat_image *img = it->img;
+      const ist_vbatch_image &im = images[k];
+      if (im.n == 0)
+        continue;
+      const size_t row_bytes = (size_t)img->width * img->sample;
+      for (uint32_t c = 0; c < im.channels; c++)
+        pieces[np++] = {im.plane + (uint64_t)c * im.plane_step, img->planes[c],
+                        row_bytes, img->stride, im.n * img->sample};
+      if (im.mask != IST_VBATCH_NONE)
+        pieces[np++] = {im.mask, it->v->mask, img->width, 0, im.n};
+      if (im.labels != IST_VBATCH_NONE)
+        pieces[np++] = {im.labels, labs[k], (size_t)img->width * im.label_bytes,
+                        0, im.n * im.label_bytes};
+    }
+    if (e == cudaSuccess)
+      e = ist_slot_upload_pieces(s, s->planes.p, t.data_bytes, pieces, np);
+    free(pieces);
+    if (e == cudaSuccess) {
+      memcpy(s->h_out.p, images, (size_t)m * sizeof *images);
+      memcpy(s->h_out.as<unsigned char>(images_bytes), pairs,
+             (size_t)t.pairs * sizeof *pairs);
+      e = cudaMemcpyAsync(s->valid_temp.p, s->h_out.p, tables,
+                          cudaMemcpyHostToDevice, s->stream);
+    }
+    unsigned char *dev = s->valid_temp.as<unsigned char>();
+    if (e == cudaSuccess)
+      e = cudaMemsetAsync(dev + tables, 0, used, s->stream);
+    if (e == cudaSuccess && t.pairs > 0) {
+      batch_args a;
+      a.data = s->planes.as<unsigned char>();
+      a.images = reinterpret_cast<const ist_vbatch_image *>(dev);
+      a.pairs = reinterpret_cast<const ist_vbatch_pair *>(dev + images_bytes);
+      a.acc = reinterpret_cast<unsigned long long *>(dev + tables);
+      a.hist = reinterpret_cast<unsigned int *>(dev + tables + acc_bytes);
+      const uint64_t per_block = (uint64_t)kFusedWarps * 32 * kFusedSteps;
+      const uint64_t want = (max_n + per_block - 1) / per_block;
+      uint64_t cap =
+          (uint64_t)(gpu->sm_count > 0 ? gpu->sm_count : 1) * 8 / t.pairs;
+      if (cap == 0)
+        cap = 1;
+      dim3 grid((unsigned)(want < cap ? (want ? want : 1) : cap), t.pairs);
+      e = ist_cuda_launch_gate();
+      if (e == cudaSuccess) {
+        if (max_regions <= kFusedSharedRegions)
+          batch_kernel<true><<<grid, kFusedBlock,
+                               (size_t)max_regions * IST_VACC_WORDS *
+                                   sizeof(unsigned long long),
+                               s->stream>>>(a);
+        else
+          batch_kernel<false><<<grid, kFusedBlock, 0, s->stream>>>(a);
+        e = cudaGetLastError();
+      }
+    }
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(s->h_out.as<unsigned char>(tables), dev + tables,
+                          used, cudaMemcpyDeviceToHost, s->stream);
+    if (e == cudaSuccess)
+      e = cudaStreamSynchronize(s->stream);
+    if (e != cudaSuccess)
+      st = ist_cuda_fail(err, e, "valid samples (a batch of images)");
+  }
+  if (st == IMGSTAT_OK) {
+    const uint64_t *h_acc = s->h_out.as<uint64_t>(tables);
+    const uint32_t *h_bins = s->h_out.as<uint32_t>(tables + acc_bytes);
+    for (uint32_t k = 0; k < m; k++) {
+      imgstat_gpu_valid_item *it = b[k].it;
+      it->status = batch_unpack(b[k], images[k], h_acc, h_bins, &it->err);
+      it->batched = 1;
+      if (it->status != IMGSTAT_OK)
+        item_free_histograms(it);
+    }
+  }
+  if (s) {
+    if (st != IMGSTAT_OK)
+      ist_slot_drain(s);
+    ist_slot_give(gpu, s);
+  }
+  for (uint32_t k = 0; labs && k < m; k++)
+    free(labs[k]);
+  free(labs);
+  free(pairs);
+  free(images);
+  return st;
+}
+
+/* The items of b[0..m) in launches within the budgets; the items of a
+ * launch whose device work failed one by one (valid_run: each its own
+ * outcome). */
+void batch_run(imgstat_gpu *gpu, int kernel, batch_item *b, uint32_t m) {
+  uint32_t first = 0;
+  while (first < m) {
+    uint64_t bytes = 0, words = 0, nbins = 0;
+    uint32_t pairs = 0, k = first;
+    for (; k < m; k++) {
+      const uint32_t c = (uint32_t)b[k].it->img->channels;
+      if (k > first &&
+          (bytes + b[k].bytes > kBatchDataBudget ||
+           (words + b[k].words) * sizeof(uint64_t) > kFusedAccBudget ||
+           (nbins + b[k].nbins) * sizeof(uint32_t) > kFusedHistBudget ||
+           pairs + c > kBatchPairs))
+        break;
+      bytes += b[k].bytes;
+      words += b[k].words;
+      nbins += b[k].nbins;
+      pairs += c;
+    }
+    imgstat_error err;
+    memset(&err, 0, sizeof err);
+    if (batch_launch(gpu, b + first, k - first, &err) != IMGSTAT_OK)
+      for (uint32_t j = first; j < k; j++) {
+        imgstat_gpu_valid_item *it = b[j].it;
+        memset(&it->err, 0, sizeof it->err);
+        it->batched = 0;
+        it->status =
+            valid_run(gpu, it->img, it->v, kernel, it->out, it->nodata,
+                      it->hist, it->nlabels, it->pixels, it->start, it->count,
+                      it->lout, it->lnodata, it->lhist, &it->err);
+      }
+    first = k;
+  }
+}
+
 } /* namespace */
 
 extern "C" {
@@ -839,6 +1230,48 @@ imgstat_status imgstat_gpu_valid_label_stats(
   return imgstat_gpu_valid_label_stats_hist(gpu, img, v, kernel, nlabels,
                                             pixels, start, count, out, nodata,
                                             nullptr, err);
+}
+
+imgstat_status imgstat_gpu_valid_regions_batch(imgstat_gpu *gpu, int kernel,
+                                               imgstat_gpu_valid_item *items,
+                                               size_t n, imgstat_error *err) {
+  if (!gpu)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no GPU context");
+  if (!items && n)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no items");
+  batch_item *b = static_cast<batch_item *>(calloc(n ? n : 1, sizeof *b));
+  if (!b)
+    return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
+  uint32_t m = 0;
+  for (size_t k = 0; k < n; k++) {
+    imgstat_gpu_valid_item *it = &items[k];
+    memset(&it->err, 0, sizeof it->err);
+    it->batched = 0;
+    if (it->nlabels == 0)
+      it->lhist = nullptr;
+    if (!it->out || !it->nodata ||
+        (it->nlabels && (!it->pixels || !it->start || !it->count || !it->lout ||
+                         !it->lnodata))) {
+      it->status =
+          imgstat_error_set(&it->err, IMGSTAT_ERR_ARG, "no GPU context");
+      continue;
+    }
+    it->status =
+        valid_check(it->img, it->v, it->hist, it->nlabels, it->lhist, &it->err);
+    if (it->status != IMGSTAT_OK)
+      continue;
+    if (batch_fits(it, &b[m])) {
+      m++;
+      continue;
+    }
+    it->status =
+        valid_run(gpu, it->img, it->v, kernel, it->out, it->nodata, it->hist,
+                  it->nlabels, it->pixels, it->start, it->count, it->lout,
+                  it->lnodata, it->lhist, &it->err);
+  }
+  batch_run(gpu, kernel, b, m);
+  free(b);
+  return IMGSTAT_OK;
 }
 
 } /* extern "C" */

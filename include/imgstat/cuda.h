@@ -297,6 +297,43 @@ imgstat_status imgstat_gpu_valid_regions_hist(
     const uint64_t *count, imgstat_partial *lout, uint64_t *lnodata,
     imgstat_histogram *lhist, imgstat_error *err);
 
+/*
+ * Many images' valid samples at once: each item is one call of
+ * imgstat_gpu_valid_regions_hist (its arguments; status and err its own
+ * outcome, as that call's). The items of 8- and 16-bit samples that the
+ * fused pass takes whole (every channel in one launch) share one slot:
+ * their planes, masks and label places uploaded into one buffer, a table
+ * of their arguments, one memset, one launch over every (image, channel)
+ * pair, one copy back and one synchronization (more only when their
+ * accumulators, bins or bytes exceed the pass's budgets). The others, and
+ * every item of a batch whose device work failed, go one by one as
+ * imgstat_gpu_valid_regions_hist, so a failing image fails alone. Each
+ * item's figures are those of imgstat_gpu_valid_regions_hist, byte for
+ * byte. Returns IMGSTAT_OK when every item has its own outcome (an error
+ * only for gpu or items NULL).
+ */
+typedef struct imgstat_gpu_valid_item {
+  const imgstat_image *img;
+  const imgstat_valid *v;
+  imgstat_partial *out;
+  uint64_t *nodata;
+  imgstat_histogram *hist;
+  uint32_t nlabels;
+  const uint32_t *pixels;
+  const uint64_t *start;
+  const uint64_t *count;
+  imgstat_partial *lout;
+  uint64_t *lnodata;
+  imgstat_histogram *lhist;
+  imgstat_status status; /* out: this item's outcome */
+  imgstat_error err;     /* out: its error */
+  int batched;           /* out: 1 when the item went in a batched launch */
+} imgstat_gpu_valid_item;
+
+imgstat_status imgstat_gpu_valid_regions_batch(imgstat_gpu *gpu, int kernel,
+                                               imgstat_gpu_valid_item *items,
+                                               size_t n, imgstat_error *err);
+
 /* nvJPEG as this build and this host offer it: compiled in, its library
  * loaded (its version), and the backend a decoder on the current device
  * gets (CUDA is started there to ask; the context and the decoder are gone

@@ -1,8 +1,9 @@
 /*
  * The engine's insides (imgstat/engine.h), private to src/engine/: the GPUs
  * and their start-up (gpu_start.c), the policy (policy.c), the items
- * (item.c), the nvJPEG lanes of the device stage (stage_nvjpeg.c) and the
- * convoy batcher of the one-image JPEG path (jpeg_convoy.c).
+ * (item.c), the nvJPEG lanes of the device stage (stage_nvjpeg.c), the
+ * convoy batcher of the one-image JPEG path (jpeg_convoy.c) and that of the
+ * valid samples' reductions (valid_convoy.c).
  */
 #ifndef IMGSTAT_ENGINE_PRIVATE_H
 #define IMGSTAT_ENGINE_PRIVATE_H
@@ -33,6 +34,27 @@ typedef struct jpeg_batcher {
   int busy; /* a leader is decoding */
 } jpeg_batcher;
 
+typedef struct valid_waiter valid_waiter;
+
+/* The valid samples' reductions of one GPU (valid_convoy.c): workers queue
+ * their images (regions_on_gpu); a leader takes the queue, up to `max`
+ * images and a bound of bytes, reduces them in one batched call
+ * (imgstat_gpu_valid_regions_batch) while the next batch gathers, and wakes
+ * their workers. max 0 (IMGSTAT_GPU_VALID_BATCH=0): no batches, each
+ * image on its own (imgstat_gpu_valid_regions_hist). */
+typedef struct valid_batcher {
+  pthread_mutex_t lock;
+  pthread_cond_t finished; /* a batch was reduced */
+  valid_waiter *head, **tail;
+  int queued;
+  int leaders; /* batches running now */
+  int max;
+  /* the batched call (imgstat_gpu_valid_regions_batch; a test's own) */
+  imgstat_status (*run)(imgstat_gpu *gpu, int kernel,
+                        imgstat_gpu_valid_item *items, size_t n,
+                        imgstat_error *err);
+} valid_batcher;
+
 /* One GPU: its context (thread-safe: workers use it at once, each device
  * image on a slot of its own; no lock here, since a thread that held one
  * while waiting for a slot would stop the holders of every slot from
@@ -41,6 +63,7 @@ typedef struct gpu_slot {
   imgstat_gpu *gpu;
   imgstat_gpu_jpeg *jpeg;
   jpeg_batcher batch;
+  valid_batcher vbatch;
 } gpu_slot;
 
 /* The GPUs' start-up. CUDA's takes hundreds of milliseconds: it runs on a
@@ -93,6 +116,19 @@ void ist_gpu_start_end(gpu_start *s);
 /* The convoy batcher's locks (jpeg_convoy.c): 0 when one cannot be made. */
 int ist_jpeg_batcher_init(jpeg_batcher *b);
 void ist_jpeg_batcher_destroy(jpeg_batcher *b);
+
+/* ---- the valid samples' batches (valid_convoy.c) ------------------------- */
+
+/* Bytes of planes, masks and labels a batch takes (an image larger goes
+ * alone). */
+#define IST_VALID_BATCH_BYTES ((uint64_t)256 << 20)
+
+int ist_valid_batcher_init(valid_batcher *b);
+void ist_valid_batcher_destroy(valid_batcher *b);
+/* item's reduction on g (imgstat_gpu_valid_regions_hist's work, its outcome
+ * in item->status and item->err): in a batch with the images other workers
+ * queue at the same time, or alone when batches are off. */
+void ist_valid_regions(gpu_slot *g, int kernel, imgstat_gpu_valid_item *item);
 
 /* ---- the engine (policy.c) ---------------------------------------------- */
 

@@ -25,6 +25,7 @@ static void gpus_destroy(gpu_start *s) {
     gpu_slot *g = &s->gpus[k];
     imgstat_gpu_jpeg_destroy(g->jpeg);
     ist_jpeg_batcher_destroy(&g->batch);
+    ist_valid_batcher_destroy(&g->vbatch);
     imgstat_gpu_destroy(g->gpu);
   }
   s->ngpus = 0;
@@ -67,7 +68,7 @@ typedef struct device_start {
   const gpu_start *s;
   gpu_slot *g;
   int device;   /* as given to imgstat_gpu_create (-1: the current one) */
-  int batch_ok; /* g->batch was made */
+  int batch_ok; /* g->batch and g->vbatch were made */
   imgstat_status status;
   imgstat_error err;
   double context_s, jpeg_s, ready_s; /* from s->t0; 0: not reached */
@@ -85,6 +86,10 @@ static imgstat_status jpeg_start(device_start *d, jpeg_early *early,
   const gpu_start *s = d->s;
   gpu_slot *g = d->g;
   int ok = ist_jpeg_batcher_init(&g->batch);
+  if (ok && !ist_valid_batcher_init(&g->vbatch)) {
+    ist_jpeg_batcher_destroy(&g->batch);
+    ok = 0;
+  }
   d->batch_ok = ok;
   g->jpeg = NULL;
   if (early && early->dec &&
@@ -126,8 +131,10 @@ static imgstat_status jpeg_start(device_start *d, jpeg_early *early,
 /* A device's slot, whatever of it was made. */
 static void slot_destroy(gpu_slot *g, int batch_ok) {
   imgstat_gpu_jpeg_destroy(g->jpeg);
-  if (batch_ok)
+  if (batch_ok) {
     ist_jpeg_batcher_destroy(&g->batch);
+    ist_valid_batcher_destroy(&g->vbatch);
+  }
   imgstat_gpu_destroy(g->gpu);
   memset(g, 0, sizeof *g);
 }

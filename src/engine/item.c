@@ -651,7 +651,8 @@ static imgstat_status load_labels(imgstat_engine *e, const char *path,
 
 /* The statistics of in's valid samples under v and of its labels (none
  * when res->nlabels is 0) on the GPU of g, from one upload
- * (imgstat_gpu_valid_regions_hist), into res and res->labels, with their
+ * (imgstat_gpu_valid_regions_hist; in a batch with the images of other
+ * workers, ist_valid_regions), into res and res->labels, with their
  * histograms when with_hist: each label k's pixels at pixels[start[k]];
  * the device's figures for nlabels x channels, not more. */
 static imgstat_status
@@ -671,12 +672,26 @@ regions_on_gpu(imgstat_engine *e, gpu_slot *g, const imgstat_image *in,
     st = imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
     count[k] = res->labels[k].pixels;
-  if (st == IMGSTAT_OK)
-    st = imgstat_gpu_valid_regions_hist(
-        g->gpu, in, v, e->opt.kernel, IMGSTAT_JOB_CH(res, partial),
-        IMGSTAT_JOB_CH(res, nodata_count),
-        with_hist ? IMGSTAT_JOB_CH(res, hist) : NULL, nl, pixels, start, count,
-        lp, ln, lh, err);
+  if (st == IMGSTAT_OK) {
+    imgstat_gpu_valid_item item;
+    memset(&item, 0, sizeof item);
+    item.img = in;
+    item.v = v;
+    item.out = IMGSTAT_JOB_CH(res, partial);
+    item.nodata = IMGSTAT_JOB_CH(res, nodata_count);
+    item.hist = with_hist ? IMGSTAT_JOB_CH(res, hist) : NULL;
+    item.nlabels = nl;
+    item.pixels = pixels;
+    item.start = start;
+    item.count = count;
+    item.lout = lp;
+    item.lnodata = ln;
+    item.lhist = lh;
+    ist_valid_regions(g, e->opt.kernel, &item);
+    st = item.status;
+    if (st != IMGSTAT_OK)
+      *err = item.err;
+  }
   for (uint32_t k = 0; st == IMGSTAT_OK && k < nl; k++)
     for (size_t c = 0; c < nc; c++) {
       imgstat_job_label *l = &res->labels[k];

@@ -231,3 +231,15 @@ imgstat_status imgstat_gpu_valid_regions_hist(
   (void)lhist;
   return imgstat_gpu_valid_stats(gpu, img, v, kernel, out, nodata, err);
 }
+
+imgstat_status imgstat_gpu_valid_regions_batch(imgstat_gpu *gpu, int kernel,
+                                               imgstat_gpu_valid_item *items,
+                                               size_t n, imgstat_error *err) {
+  (void)gpu;
+  (void)kernel;
+  for (size_t k = 0; items && k < n; k++) {
+    items[k].batched = 0;
+    items[k].status = no_cuda(&items[k].err);
+  }
+  return no_cuda(err);
+}

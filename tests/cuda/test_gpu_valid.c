@@ -17,7 +17,9 @@
  * region and its labels' in one call (imgstat_gpu_valid_regions_hist: the
  * fused pass of integer samples) for 1 to 200 channels and up to 700
  * labels against the CPU, and against the compaction path
- * (IMGSTAT_GPU_VALID_COMPACT) byte for byte. Needs a CUDA
+ * (IMGSTAT_GPU_VALID_COMPACT) byte for byte. Batches of such images
+ * (imgstat_gpu_valid_regions_batch) against each image's own call and the
+ * CPU, byte for byte, with items that fail alone. Needs a CUDA
  * device: without one it is skipped (77).
  */
 #include "imgstat/cuda.h"
@@ -671,6 +673,279 @@ static void test_regions(void) {
   regions_case(331, 29, 2, IMGSTAT_U8, 700, 1, 0);
 }
 
+/* ---- a batch of images (imgstat_gpu_valid_regions_batch) -------------- */
+
+/* One image of a batch: its inputs (as regions_case makes them; nodata
+ * `bad` on channel 0 when not 0: a value the sample type cannot hold) and
+ * two sets of outputs, [0] the batch's and [1] the one-image call's. */
+typedef struct bcase {
+  imgstat_image img;
+  imgstat_valid v;
+  uint8_t *mask, *zero;
+  uint32_t nl, *pixels;
+  uint64_t *start, *count;
+  int with_hist;
+  imgstat_partial *out[2], *lout[2];
+  uint64_t *nod[2], *lnod[2];
+  imgstat_histogram *hist[2], *lhist[2];
+} bcase;
+
+static void bcase_make(bcase *b, uint32_t w, uint32_t h, int channels,
+                       imgstat_sample sample, uint32_t nl, int with_mask,
+                       int with_hist, double bad) {
+  memset(b, 0, sizeof *b);
+  const uint64_t n = (uint64_t)w * h;
+  const size_t nc = (size_t)channels;
+  CU_ASSERT_FATAL(test_image_make(&b->img, w, h, channels, sample));
+  for (int c = 0; c < channels; c++)
+    for (uint64_t i = 0; i < n; i++)
+      set_sample(&b->img, c, i, random_sample(sample));
+  b->mask = with_mask ? malloc(n) : NULL;
+  b->zero = calloc(n, 1);
+  uint32_t *label = calloc(n, sizeof *label);
+  b->pixels = malloc(n * sizeof *b->pixels);
+  b->start = calloc(nl ? nl : 1, sizeof *b->start);
+  b->count = calloc(nl ? nl : 1, sizeof *b->count);
+  CU_ASSERT_FATAL(b->zero && label && b->pixels && b->start && b->count &&
+                  (b->mask || !with_mask));
+  uint32_t cur = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (b->mask)
+      b->mask[i] = (uint8_t)(test_rand(&g_rng) % 3 ? 1 : 0);
+    if (nl && test_rand(&g_rng) % 50 == 0)
+      cur = (uint32_t)(test_rand(&g_rng) % (nl + 1));
+    label[i] = b->mask && !b->mask[i] ? 0 : cur;
+  }
+  b->v.mask = b->mask;
+  b->v.has_nodata[0] = 1;
+  b->v.nodata[0] = bad != 0 ? bad : 3;
+  if (channels > 1) {
+    b->v.has_nodata[channels - 1] = 1;
+    b->v.nodata[channels - 1] = sample == IMGSTAT_U8 ? 255 : 65535;
+  }
+  uint64_t at = 0;
+  for (uint32_t k = 0; k < nl; k++) {
+    b->start[k] = at;
+    for (uint64_t i = 0; i < n; i++)
+      if (label[i] == k + 1)
+        b->pixels[at++] = (uint32_t)i;
+    b->count[k] = at - b->start[k];
+  }
+  free(label);
+  b->nl = nl;
+  b->with_hist = with_hist;
+  const size_t nlc = nl ? (size_t)nl * nc : 1;
+  for (int j = 0; j < 2; j++) {
+    b->out[j] = calloc(nc, sizeof *b->out[j]);
+    b->lout[j] = calloc(nlc, sizeof *b->lout[j]);
+    b->nod[j] = calloc(nc, sizeof *b->nod[j]);
+    b->lnod[j] = calloc(nlc, sizeof *b->lnod[j]);
+    b->hist[j] = with_hist ? calloc(nc, sizeof *b->hist[j]) : NULL;
+    b->lhist[j] = with_hist ? calloc(nlc, sizeof *b->lhist[j]) : NULL;
+    CU_ASSERT_FATAL(b->out[j] && b->lout[j] && b->nod[j] && b->lnod[j] &&
+                    (!with_hist || (b->hist[j] && b->lhist[j])));
+  }
+}
+
+static void bcase_free(bcase *b) {
+  const size_t nc = (size_t)b->img.channels;
+  for (int j = 0; j < 2; j++) {
+    for (size_t i = 0; b->hist[j] && i < nc; i++)
+      imgstat_histogram_free(&b->hist[j][i]);
+    for (size_t i = 0; b->lhist[j] && i < (size_t)b->nl * nc; i++)
+      imgstat_histogram_free(&b->lhist[j][i]);
+    free(b->out[j]);
+    free(b->lout[j]);
+    free(b->nod[j]);
+    free(b->lnod[j]);
+    free(b->hist[j]);
+    free(b->lhist[j]);
+  }
+  free(b->mask);
+  free(b->zero);
+  free(b->pixels);
+  free(b->start);
+  free(b->count);
+  test_image_free(&b->img);
+}
+
+/* The batch's item of case b (outputs [0]). */
+static imgstat_gpu_valid_item bcase_item(bcase *b) {
+  imgstat_gpu_valid_item it;
+  memset(&it, 0, sizeof it);
+  it.img = &b->img;
+  it.v = &b->v;
+  it.out = b->out[0];
+  it.nodata = b->nod[0];
+  it.hist = b->hist[0];
+  it.nlabels = b->nl;
+  it.pixels = b->pixels;
+  it.start = b->start;
+  it.count = b->count;
+  it.lout = b->lout[0];
+  it.lnodata = b->lnod[0];
+  it.lhist = b->lhist[0];
+  return it;
+}
+
+static int hist_same(const imgstat_histogram *a, const imgstat_histogram *b) {
+  return a->bins == b->bins && a->total == b->total && a->sample == b->sample &&
+         memcmp(a->counts, b->counts, a->bins * sizeof *a->counts) == 0;
+}
+
+/* Case b's batched figures against the one-image call's (same status and
+ * message; on success the same bytes) and, on success, the CPU's. */
+static void bcase_check(bcase *b, const imgstat_gpu_valid_item *it,
+                        int want_batched) {
+  const size_t nc = (size_t)b->img.channels;
+  const size_t nlc = (size_t)b->nl * nc;
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  imgstat_status st = imgstat_gpu_valid_regions_hist(
+      g_gpu, &b->img, &b->v, IMGSTAT_KERNEL_FAST, b->out[1], b->nod[1],
+      b->hist[1], b->nl, b->pixels, b->start, b->count, b->lout[1], b->lnod[1],
+      b->lhist[1], &err);
+  const char *what = b->img.sample == IMGSTAT_F32 ? "float" : "integer";
+  if (it->status != st || it->batched != want_batched)
+    printf("\n  batch: %ux%u %s, %d channels, %u labels: status %d (%s), "
+           "batched %d; alone: %d (%s)\n",
+           b->img.width, b->img.height, what, b->img.channels, b->nl,
+           (int)it->status, it->err.message, it->batched, (int)st, err.message);
+  CU_ASSERT_EQUAL(it->status, st);
+  CU_ASSERT_EQUAL(it->batched, want_batched);
+  CU_ASSERT_STRING_EQUAL(it->err.message, err.message);
+  if (st != IMGSTAT_OK || it->status != IMGSTAT_OK)
+    return;
+  int same = memcmp(b->out[0], b->out[1], nc * sizeof *b->out[0]) == 0 &&
+             memcmp(b->nod[0], b->nod[1], nc * sizeof *b->nod[0]) == 0 &&
+             (nlc == 0 ||
+              (memcmp(b->lout[0], b->lout[1], nlc * sizeof *b->lout[0]) == 0 &&
+               memcmp(b->lnod[0], b->lnod[1], nlc * sizeof *b->lnod[0]) == 0));
+  for (size_t j = 0; b->with_hist && j < nc; j++)
+    same = same && hist_same(&b->hist[0][j], &b->hist[1][j]);
+  for (size_t j = 0; b->with_hist && j < nlc; j++)
+    same = same && hist_same(&b->lhist[0][j], &b->lhist[1][j]);
+  /* the CPU's */
+  imgstat_partial *cpu = calloc(nc, sizeof *cpu);
+  uint64_t *cn = calloc(nc, sizeof *cn);
+  CU_ASSERT_FATAL(cpu && cn);
+  same = same && cpu_valid(&b->img, &b->v, cpu, cn);
+  for (size_t c = 0; c < nc; c++) {
+    same = same && memcmp(&b->out[0][c], &cpu[c], sizeof *cpu) == 0 &&
+           b->nod[0][c] == cn[c];
+    if (b->with_hist)
+      same = same && hist_agrees(&b->img, (int)c, &b->v, &b->hist[0][c]);
+  }
+  for (uint32_t k = 0; k < b->nl; k++) {
+    imgstat_valid lv = b->v;
+    lv.mask = NULL;
+    lv.pixels = b->pixels + b->start[k];
+    lv.npixels = b->count[k];
+    if (b->count[k] == 0)
+      lv.mask = b->zero;
+    same = same && cpu_valid(&b->img, &lv, cpu, cn);
+    for (size_t c = 0; c < nc; c++) {
+      const size_t j = (size_t)k * nc + c;
+      same = same && memcmp(&b->lout[0][j], &cpu[c], sizeof *cpu) == 0 &&
+             b->lnod[0][j] == cn[c];
+      if (b->with_hist)
+        same = same && hist_agrees(&b->img, (int)c, &lv, &b->lhist[0][j]);
+    }
+  }
+  if (!same)
+    printf("\n  batch: %ux%u %s, %d channels, %u labels: the batch, the "
+           "one-image call and the CPU differ\n",
+           b->img.width, b->img.height, what, b->img.channels, b->nl);
+  CU_ASSERT(same);
+  free(cpu);
+  free(cn);
+}
+
+/* Batches of images of different sizes, sample types, channels, masks,
+ * label counts and histograms: each item's figures are those of its own
+ * call (imgstat_gpu_valid_regions_hist) byte for byte, and the CPU's; the
+ * items the fused pass takes whole go in the batched launch, a float image
+ * one by one; items with bad arguments (a nodata value the sample type
+ * cannot hold, float histograms) fail alone with the one-image call's
+ * error, the others unharmed. More than 4 MiB of data (the staging
+ * buffers' size: pieces across their edges); a batch with more labels
+ * than a block keeps in shared memory. */
+static void test_batch(void) {
+  struct {
+    uint32_t w, h;
+    int channels;
+    imgstat_sample sample;
+    uint32_t nl;
+    int mask, hist;
+    double bad;
+    int batched;
+  } spec[] = {
+      {97, 61, 3, IMGSTAT_U16, 3, 1, 1, 0, 1},
+      {1, 1, 1, IMGSTAT_U8, 0, 0, 1, 0, 1},
+      {23, 37, 13, IMGSTAT_U8, 300, 1, 1, 0, 1},
+      {31, 17, 3, IMGSTAT_F32, 2, 1, 0, 0, 0},  /* one by one */
+      {40, 30, 1, IMGSTAT_U8, 2, 1, 1, 300, 0}, /* nodata 300: fails */
+      {1024, 1024, 2, IMGSTAT_U16, 3, 1, 1, 0, 1},
+      {29, 13, 2, IMGSTAT_F32, 0, 1, 1, 0, 0}, /* float histograms: fail */
+      {640, 480, 1, IMGSTAT_U16, 3, 0, 1, 0, 1},
+      {4097, 3, 1, IMGSTAT_U16, 40, 0, 0, 0, 1},
+      {13, 11, 4, IMGSTAT_U8, 0, 1, 0, 0, 1},
+      {331, 29, 2, IMGSTAT_U8, 3, 1, 1, -1, 0}, /* nodata -1: fails */
+  };
+  enum { M = sizeof spec / sizeof spec[0] };
+  /* (under IMGSTAT_TEST_QUICK, for the sanitizers: a smaller large image,
+   * its batch still past 4 MiB) */
+  if (getenv("IMGSTAT_TEST_QUICK"))
+    spec[5].h = 640;
+  bcase b[M];
+  imgstat_gpu_valid_item items[M];
+  for (int k = 0; k < M; k++) {
+    bcase_make(&b[k], spec[k].w, spec[k].h, spec[k].channels, spec[k].sample,
+               spec[k].nl, spec[k].mask, spec[k].hist, spec[k].bad);
+    items[k] = bcase_item(&b[k]);
+  }
+  imgstat_error err;
+  memset(&err, 0, sizeof err);
+  CU_ASSERT_EQUAL_FATAL(imgstat_gpu_valid_regions_batch(
+                            g_gpu, IMGSTAT_KERNEL_FAST, items, M, &err),
+                        IMGSTAT_OK);
+  for (int k = 0; k < M; k++) {
+    CU_ASSERT_EQUAL(items[k].status == IMGSTAT_OK,
+                    spec[k].bad == 0 &&
+                        !(spec[k].hist && spec[k].sample == IMGSTAT_F32));
+    bcase_check(&b[k], &items[k], spec[k].batched);
+    bcase_free(&b[k]);
+  }
+  /* more labels than a block keeps in shared memory, beside a small image;
+   * a batch of one; an empty batch */
+  bcase c[2];
+  imgstat_gpu_valid_item two[2];
+  bcase_make(&c[0], 331, 29, 2, IMGSTAT_U8, 700, 1, 0, 0);
+  bcase_make(&c[1], 97, 61, 1, IMGSTAT_U16, 3, 0, 1, 0);
+  for (int k = 0; k < 2; k++)
+    two[k] = bcase_item(&c[k]);
+  CU_ASSERT_EQUAL(
+      imgstat_gpu_valid_regions_batch(g_gpu, IMGSTAT_KERNEL_FAST, two, 2, &err),
+      IMGSTAT_OK);
+  for (int k = 0; k < 2; k++) {
+    bcase_check(&c[k], &two[k], 1);
+    bcase_free(&c[k]);
+  }
+  bcase_make(&c[0], 257, 33, 3, IMGSTAT_U8, 5, 1, 1, 0);
+  two[0] = bcase_item(&c[0]);
+  CU_ASSERT_EQUAL(
+      imgstat_gpu_valid_regions_batch(g_gpu, IMGSTAT_KERNEL_FAST, two, 1, &err),
+      IMGSTAT_OK);
+  bcase_check(&c[0], &two[0], 1);
+  bcase_free(&c[0]);
+  CU_ASSERT_EQUAL(imgstat_gpu_valid_regions_batch(g_gpu, IMGSTAT_KERNEL_FAST,
+                                                  NULL, 0, &err),
+                  IMGSTAT_OK);
+  CU_ASSERT_NOT_EQUAL(
+      imgstat_gpu_valid_regions_batch(NULL, IMGSTAT_KERNEL_FAST, two, 1, &err),
+      IMGSTAT_OK);
+}
+
 static const test_case tests[] = {
     {"valid samples on the device", NULL},
     {"random images, masks and nodata values: GPU = CPU = loop", test_random},
@@ -678,6 +953,8 @@ static const test_case tests[] = {
     {"labels: GPU = CPU per label", test_labels},
     {"the image and its labels at once: 1 to 200 channels, 300 labels",
      test_regions},
+    {"a batch of images: each its own call's figures, failures alone",
+     test_batch},
     {"arguments", test_arguments},
     {NULL, NULL}};
 

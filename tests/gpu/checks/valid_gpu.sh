@@ -3,8 +3,10 @@
 # configuration (as verify_all.sh does), run the tests of the valid samples
 # (test_valid, test_valid_acc, test_gpu_valid: the fused pass of 8/16-bit
 # images against the CPU and the compaction path, 1 to 200 channels, up to
-# 700 labels; valid_cli.sh: the records of --backend gpu, of its compaction
-# path and of --backend cpu byte for byte, its cases' lines in the log),
+# 700 labels, batches of images against each image's own call and the CPU,
+# failing items alone; valid_cli.sh: the records of --backend gpu batched,
+# image by image (IMGSTAT_GPU_VALID_BATCH=0), on its compaction path and of
+# --backend cpu byte for byte, its cases' lines in the log),
 # then test_gpu_valid under compute-sanitizer's memcheck and racecheck
 # (IMGSTAT_TEST_QUICK: the fused pass without the compaction beside it), and
 # with BENCH_N > 0 the labelled dataset benchmark
@@ -38,7 +40,7 @@ rc=$?
 say "== ctest rc=$rc"
 grep -E "Test +#|tests passed|Skipped|Failed" "$OUT/ctest.log" | tee -a "$SUMMARY"
 [ $rc -eq 0 ] || failed=1
-timeout 240 bash tests/gpu/checks/valid_cli.sh "$B/imgstat" >"$OUT/valid_cli.log" 2>&1
+timeout 300 bash tests/gpu/checks/valid_cli.sh "$B/imgstat" >"$OUT/valid_cli.log" 2>&1
 rc=$?
 say "== valid_cli rc=$rc: $(grep -c '^ok ' "$OUT/valid_cli.log") cases ok, $(grep -c '^FAIL ' "$OUT/valid_cli.log") failed"
 grep -E "^FAIL " -A3 "$OUT/valid_cli.log" | head -20 | tee -a "$SUMMARY"
