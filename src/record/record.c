@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -895,7 +896,20 @@ static void record_int16(imgstat_record *rec, const imgstat_partial *part) {
 static void label_record(const imgstat_record *rec, uint32_t k,
                          imgstat_record *sub) {
   const imgstat_job_label *l = &rec->labels[k];
-  *sub = *rec;
+  /* rec's fields but its int16 copies of histograms and their figures
+   * (IMGSTAT_MAX_CHANNELS of each: nearly all of a record's 370 KB, copied
+   * for each label on the printing thread); record_int16 below fills the
+   * sub-record's own for its channels when it has histograms, and nothing
+   * reads them otherwise */
+  _Static_assert(offsetof(imgstat_record, int16_hist_figures) ==
+                     offsetof(imgstat_record, int16_hist) +
+                         sizeof sub->int16_hist,
+                 "the int16 copies are adjacent");
+  const size_t skip = offsetof(imgstat_record, int16_hist),
+               after = offsetof(imgstat_record, int16_hist_figures) +
+                       sizeof sub->int16_hist_figures;
+  memcpy(sub, rec, skip);
+  memcpy((char *)sub + after, (const char *)rec + after, sizeof *sub - after);
   sub->has_labels = 0;
   sub->masked = 0;
   sub->nwarnings = 0;
