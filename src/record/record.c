@@ -359,8 +359,10 @@ static void json_close(void *ctx, int array) {
 
 static void json_uint(void *ctx, const char *key, uint64_t v) {
   ist_json_sink *j = ctx;
+  char buf[24];
   json_item(j, key);
-  fprintf(j->out, "%" PRIu64, v);
+  ist_record_format_uint(buf, v);
+  fputs(buf, j->out);
 }
 
 static void json_real(void *ctx, const char *key, double v) {
