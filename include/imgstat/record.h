@@ -98,7 +98,9 @@ typedef struct imgstat_record {
   const imgstat_histogram *histograms;
   const imgstat_hist_figures *hist_figures;
   /* int16: the signed copies histograms and hist_figures point to (the
-   * counts borrowed) */
+   * counts borrowed), filled for the record's channels when it has
+   * histograms; imgstat_record_from_job leaves them alone otherwise (not
+   * cleared: nearly all of the record's size) */
   imgstat_histogram int16_hist[IMGSTAT_MAX_CHANNELS];
   imgstat_hist_figures int16_hist_figures[IMGSTAT_MAX_CHANNELS];
   /* CSV: the run has an error column (--errors-as-records), empty here. */

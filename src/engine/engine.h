@@ -255,9 +255,9 @@ imgstat_status ist_item_histograms(imgstat_engine *e, gpu_slot *g,
 
 void ist_free_histograms(imgstat_job_result *res);
 
-/* The figures of channel c of img from its histogram h, by the CPU's rule. */
-void ist_hist_figures(const imgstat_image *img, int c,
-                      const imgstat_histogram *h,
+/* The figures of channel c of img from its histogram h, by the CPU's rule;
+ * h's hint on its occupied bins set when it has none. */
+void ist_hist_figures(const imgstat_image *img, int c, imgstat_histogram *h,
                       const imgstat_stats_request *req,
                       imgstat_hist_figures *f);
 

@@ -321,11 +321,15 @@ void ist_free_histograms(imgstat_job_result *res) {
 
 /* The figures of channel c of img from its histogram h, by the CPU's rule
  * (moments from the counts; a float image's from its samples): every path
- * that has a histogram ends here. */
-void ist_hist_figures(const imgstat_image *img, int c,
-                      const imgstat_histogram *h,
+ * that has a histogram ends here, and h's hint on its occupied bins is set
+ * here when its maker left none (the GPU's), on the worker: the figures,
+ * the record's rebinned counts and the dataset's pooling then read those
+ * bins alone. */
+void ist_hist_figures(const imgstat_image *img, int c, imgstat_histogram *h,
                       const imgstat_stats_request *req,
                       imgstat_hist_figures *f) {
+  if (!h->used_end)
+    imgstat_histogram_find_used(h);
   imgstat_moments m;
   if (img->sample == IMGSTAT_F32)
     imgstat_image_moments_f32(img, c, &m);

@@ -29,4 +29,10 @@ static inline int ist_hist_range(const imgstat_hist_options *opts,
   return 1;
 }
 
+/* Adds b's counts, total, NaN and Inf counts into a (same bins and range:
+ * the caller knows), reading b's occupied bins alone; a's hint on its
+ * occupied bins covers b's after, or is none (imgstat_histogram_add, the
+ * dataset's pooled histograms). */
+void ist_histogram_add_counts(imgstat_histogram *a, const imgstat_histogram *b);
+
 #endif /* IMGSTAT_HIST_RANGE_H */

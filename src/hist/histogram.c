@@ -217,6 +217,7 @@ imgstat_status imgstat_histogram_compute(const imgstat_image *img, int c,
     hist_f32(&rows, h);
     break;
   }
+  imgstat_histogram_find_used(h);
   return IMGSTAT_OK;
 }
 
@@ -227,12 +228,42 @@ imgstat_status imgstat_histogram_add(imgstat_histogram *a,
       a->hi != b->hi)
     return imgstat_error_set(err, IMGSTAT_ERR_ARG,
                              "histograms of different bins cannot be added");
-  for (uint32_t i = 0; i < a->bins; i++)
+  ist_histogram_add_counts(a, b);
+  return IMGSTAT_OK;
+}
+
+void ist_histogram_add_counts(imgstat_histogram *a,
+                              const imgstat_histogram *b) {
+  uint32_t lo, end;
+  imgstat_histogram_used(b, &lo, &end);
+  for (uint32_t i = lo; i < end; i++)
     a->counts[i] += b->counts[i];
   a->total += b->total;
   a->nan_count += b->nan_count;
   a->inf_count += b->inf_count;
-  return IMGSTAT_OK;
+  if (!a->used_end)
+    return; /* a's hint: none, and none after */
+  if (!b->used_end) {
+    a->used_end = 0;
+    return;
+  }
+  a->used_lo = b->used_lo < a->used_lo ? b->used_lo : a->used_lo;
+  a->used_end = b->used_end > a->used_end ? b->used_end : a->used_end;
+}
+
+void imgstat_histogram_find_used(imgstat_histogram *h) {
+  h->used_lo = h->used_end = 0;
+  if (!h->counts)
+    return;
+  uint32_t lo = 0, end = h->bins;
+  while (lo < end && !h->counts[lo])
+    lo++;
+  while (end > lo && !h->counts[end - 1])
+    end--;
+  if (lo < end) {
+    h->used_lo = lo;
+    h->used_end = end;
+  }
 }
 
 uint64_t imgstat_percentile_rank(uint64_t total, double p) {
@@ -287,7 +318,9 @@ int imgstat_histogram_percentile(const imgstat_histogram *h, double p,
     return 0;
   uint64_t k = imgstat_percentile_rank(h->total, p);
   uint64_t cum = 0;
-  for (uint32_t b = 0; b < h->bins; b++) {
+  uint32_t lo, end; /* the bins before lo hold nothing: cum stays 0 */
+  imgstat_histogram_used(h, &lo, &end);
+  for (uint32_t b = lo; b < end; b++) {
     uint64_t next = cum + h->counts[b];
     if (next >= k) {
       *value = imgstat_percentile_value(h, k, b, cum, h->counts[b]);
@@ -354,12 +387,14 @@ void imgstat_moments_from_histogram(const imgstat_histogram *h,
     return;
   /* The exact integer sum (< 2^16 * 2^48 fits in 128 bits) gives the mean
    * to the last bit of a double. */
+  uint32_t lo, end; /* the occupied bins: the others add nothing */
+  imgstat_histogram_used(h, &lo, &end);
   unsigned __int128 sum = 0;
-  for (uint32_t v = 0; v < h->bins; v++)
+  for (uint32_t v = lo; v < end; v++)
     sum += (unsigned __int128)h->counts[v] * v;
   double mean = (double)sum / (double)h->total;
   double s2 = 0, s3 = 0, s4 = 0;
-  for (uint32_t v = 0; v < h->bins; v++) {
+  for (uint32_t v = lo; v < end; v++) {
     if (!h->counts[v])
       continue;
     double d = (double)v - mean;
@@ -392,7 +427,9 @@ void imgstat_hist_figures_compute(const imgstat_histogram *h,
     imgstat_histogram_percentile(h, p[i], &f->percentile[i]);
   }
   double e = 0, n = (double)h->total;
-  for (uint32_t b = 0; b < h->bins; b++) {
+  uint32_t lo, end;
+  imgstat_histogram_used(h, &lo, &end);
+  for (uint32_t b = lo; b < end; b++) {
     if (h->counts[b]) {
       double q = (double)h->counts[b] / n;
       e -= q * log2(q);
@@ -419,9 +456,15 @@ void imgstat_histogram_rebin(const imgstat_histogram *h, uint32_t bins,
    * division an output bin rather than one an input bin (65,536 of them a
    * 16-bit channel, each record's histogram). */
   const uint64_t n = h->bins;
-  uint64_t b = 0;
-  for (uint32_t j = 0; j < bins; j++) {
-    const uint64_t end = ((uint64_t)(j + 1) * n + bins - 1) / bins;
+  /* Only the output bins of the occupied ones, from the one that takes
+   * the first (bins outside the hint are zero, and so are theirs). */
+  uint32_t lo, used_end;
+  imgstat_histogram_used(h, &lo, &used_end);
+  uint64_t b = lo;
+  for (uint32_t j = (uint32_t)((uint64_t)lo * bins / n);
+       j < bins && b < used_end; j++) {
+    uint64_t end = ((uint64_t)(j + 1) * n + bins - 1) / bins;
+    end = end < used_end ? end : used_end;
     uint64_t sum = 0;
     for (; b < end; b++)
       sum += h->counts[b];

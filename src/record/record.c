@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,8 +359,9 @@ static void json_close(void *ctx, int array) {
 
 static void json_uint(void *ctx, const char *key, uint64_t v) {
   ist_json_sink *j = ctx;
+  char buf[24];
   json_item(j, key);
-  fprintf(j->out, "%" PRIu64, v);
+  fwrite(buf, 1, ist_record_format_uint(buf, v), j->out);
 }
 
 static void json_real(void *ctx, const char *key, double v) {
@@ -890,12 +892,39 @@ static void record_int16(imgstat_record *rec, const imgstat_partial *part) {
   }
 }
 
+/* A record's int16 copies of histograms and their figures, bytes
+ * [INT16_FROM, INT16_TO): IMGSTAT_MAX_CHANNELS of each, nearly all of its
+ * 370 KB. record_int16 fills them for the record's channels when it has
+ * histograms, and nothing else reads them: they are neither cleared nor
+ * copied with the other fields (once an image and a label on the printing
+ * thread). */
+#define INT16_FROM offsetof(imgstat_record, int16_hist)
+#define INT16_TO                                                               \
+  (offsetof(imgstat_record, int16_hist_figures) +                              \
+   sizeof(((imgstat_record *)0)->int16_hist_figures))
+_Static_assert(offsetof(imgstat_record, int16_hist_figures) ==
+                   INT16_FROM + sizeof(((imgstat_record *)0)->int16_hist),
+               "the int16 copies are adjacent");
+
+/* *rec zeroed but for its int16 copies. */
+static void record_clear(imgstat_record *rec) {
+  memset(rec, 0, INT16_FROM);
+  memset((char *)rec + INT16_TO, 0, sizeof *rec - INT16_TO);
+}
+
+/* *sub = *rec but for the int16 copies. */
+static void record_copy(imgstat_record *sub, const imgstat_record *rec) {
+  memcpy(sub, rec, INT16_FROM);
+  memcpy((char *)sub + INT16_TO, (const char *)rec + INT16_TO,
+         sizeof *sub - INT16_TO);
+}
+
 /* The record of label k of rec: rec's own fields with the label's
  * figures, nodata counts and histograms, no mask and no labels. */
 static void label_record(const imgstat_record *rec, uint32_t k,
                          imgstat_record *sub) {
   const imgstat_job_label *l = &rec->labels[k];
-  *sub = *rec;
+  record_copy(sub, rec);
   sub->has_labels = 0;
   sub->masked = 0;
   sub->nwarnings = 0;
@@ -911,7 +940,7 @@ static void label_record(const imgstat_record *rec, uint32_t k,
 void imgstat_record_from_job(imgstat_record *rec, const char *file,
                              const imgstat_job_result *res, int ddof,
                              const imgstat_record_hist *hist, int jpeg_gpu) {
-  memset(rec, 0, sizeof *rec);
+  record_clear(rec);
   rec->file = file;
   rec->width = res->width;
   rec->height = res->height;

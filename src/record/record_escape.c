@@ -10,7 +10,31 @@
 
 /* ---- numbers ------------------------------------------------------------- */
 
+size_t ist_record_format_uint(char *buf, uint64_t v) {
+  char rev[20];
+  size_t n = 0;
+  do {
+    rev[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  for (size_t i = 0; i < n; i++)
+    buf[i] = rev[n - 1 - i];
+  buf[n] = 0;
+  return n;
+}
+
 void imgstat_record_format_double(char *buf, size_t size, double v) {
+  /* A whole number under 10^15 in magnitude other than zero: its digits,
+   * what %.15g writes (no exponent below 10^15; exact below 2^53), read
+   * back exactly; without the formatting and reading of the loop below
+   * (the extremes, medians and percentiles of every 8/16-bit record). */
+  if (size >= 18 && v != 0 && fabs(v) < 1e15 && v == trunc(v)) {
+    char *at = buf;
+    if (v < 0)
+      *at++ = '-';
+    ist_record_format_uint(at, (uint64_t)fabs(v));
+    return;
+  }
   /* 17 significant digits always round-trip; fewer read better when they
    * suffice, so take the first precision that strtod gives back exactly. */
   for (int prec = 15; prec <= 17; prec++) {

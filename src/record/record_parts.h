@@ -8,6 +8,7 @@
 
 #include "imgstat/record.h"
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* The CSV columns of the dataset record (image rows leave them empty). */
@@ -39,6 +40,10 @@ void ist_record_emit_hist(const imgstat_record_sink *k,
                           const imgstat_record_hist *cfg,
                           const imgstat_hist_figures *f,
                           const imgstat_histogram *h, double scale, int shape);
+
+/* The decimal digits of v into buf (21 bytes are enough), NUL-ended, as
+ * printf's PRIu64 writes them, without its format parsing: their count. */
+size_t ist_record_format_uint(char *buf, uint64_t v);
 
 /* The JSON Lines sink: compact JSON text, items separated by commas. */
 typedef struct ist_json_sink {

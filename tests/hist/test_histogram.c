@@ -332,6 +332,111 @@ static void test_rebin_mapping(void) {
   }
 }
 
+/* A copy of h whose bins outside its hint hold a poison count: a walk that
+ * read them would show it. */
+static imgstat_histogram poisoned(const imgstat_histogram *h) {
+  imgstat_histogram p = *h;
+  p.counts = malloc(h->bins * sizeof *p.counts);
+  CU_ASSERT_FATAL(p.counts != NULL);
+  for (uint32_t b = 0; b < h->bins; b++)
+    p.counts[b] =
+        b >= h->used_lo && b < h->used_end ? h->counts[b] : 1000000007ull;
+  return p;
+}
+
+/* The hint on the occupied bins: set by the CPU's histograms to the
+ * samples' [min, max + 1) (a plain loop's), and the walks that take it
+ * (percentiles, moments, figures, rebinning, adding) read no bin outside
+ * it: their results on a copy poisoned there equal the full walk's of the
+ * clean histogram (no hint), and the rebinned counts a plain loop's over
+ * the samples. */
+static void test_used_bins(void) {
+  static const uint32_t sizes[][2] = {{3000, 2600}, {0, 1},   {65535, 1},
+                                      {0, 65536},   {255, 2}, {40000, 257}};
+  imgstat_error err;
+  for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+    imgstat_image img;
+    uint16_t *px = gray_image(&img, 61, 37, IMGSTAT_U16);
+    uint32_t n = 61 * 37, mn = 65535, mx = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      uint32_t v = sizes[t][0] + (uint32_t)(test_rand(&seed) % sizes[t][1]);
+      px[i] = (uint16_t)v;
+      mn = v < mn ? v : mn;
+      mx = v > mx ? v : mx;
+    }
+    imgstat_histogram h = histogram_of(&img, NULL);
+    CU_ASSERT_EQUAL(h.used_lo, mn);
+    CU_ASSERT_EQUAL(h.used_end, mx + 1);
+    imgstat_histogram full = h, p = poisoned(&h);
+    full.used_lo = full.used_end = 0; /* no hint: every bin walked */
+    static const double ps[] = {0, 0.5, 1, 25, 50, 99.5, 100};
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+      double a = -1, b = -2;
+      CU_ASSERT(imgstat_histogram_percentile(&full, ps[i], &a));
+      CU_ASSERT(imgstat_histogram_percentile(&p, ps[i], &b));
+      CU_ASSERT_EQUAL(a, b);
+    }
+    imgstat_moments ma, mb;
+    imgstat_moments_from_histogram(&full, &ma);
+    imgstat_moments_from_histogram(&p, &mb);
+    CU_ASSERT(memcmp(&ma, &mb, sizeof ma) == 0);
+    imgstat_hist_figures fa, fb;
+    imgstat_hist_figures_compute(&full, &ma, ps, 7, &fa);
+    imgstat_hist_figures_compute(&p, &mb, ps, 7, &fb);
+    CU_ASSERT(memcmp(&fa, &fb, sizeof fa) == 0);
+    static const uint32_t outs[] = {1, 3, 7, 255, 256, 1000, 65536, 70000};
+    uint64_t *got = malloc(70000 * sizeof *got);
+    uint64_t *want = malloc(70000 * sizeof *want);
+    CU_ASSERT_FATAL(got && want);
+    for (size_t o = 0; o < sizeof outs / sizeof *outs; o++) {
+      uint32_t bins = outs[o];
+      memset(want, 0, bins * sizeof *want);
+      for (uint32_t i = 0; i < n; i++)
+        want[(uint64_t)px[i] * bins / 65536]++;
+      imgstat_histogram_rebin(&p, bins, got);
+      CU_ASSERT(memcmp(got, want, bins * sizeof *got) == 0);
+    }
+    /* added into an empty histogram: the same counts, outside it none; the
+     * sum's hint covers both, or is none when one has none */
+    imgstat_histogram sum;
+    CU_ASSERT_FATAL(imgstat_histogram_alloc(&sum, IMGSTAT_U16, 0, 0, 0, &err) ==
+                    IMGSTAT_OK);
+    CU_ASSERT_EQUAL(imgstat_histogram_add(&sum, &p, &err), IMGSTAT_OK);
+    CU_ASSERT(memcmp(sum.counts, h.counts, 65536 * sizeof *h.counts) == 0);
+    CU_ASSERT_EQUAL(sum.total, n);
+    CU_ASSERT_EQUAL(sum.used_end, 0);
+    sum.used_lo = 100;
+    sum.used_end = 101;
+    sum.counts[100] = 1;
+    CU_ASSERT_EQUAL(imgstat_histogram_add(&sum, &h, &err), IMGSTAT_OK);
+    CU_ASSERT_EQUAL(sum.used_lo, mn < 100 ? mn : 100);
+    CU_ASSERT_EQUAL(sum.used_end, mx + 1 > 101 ? mx + 1 : 101);
+    CU_ASSERT_EQUAL(imgstat_histogram_add(&sum, &full, &err), IMGSTAT_OK);
+    CU_ASSERT_EQUAL(sum.used_end, 0);
+    imgstat_histogram_free(&sum);
+    free(got);
+    free(want);
+    free(p.counts);
+    imgstat_histogram_free(&h);
+    imgstat_image_free(&img);
+  }
+  /* none when every bin is zero; a hint past the bins is not taken */
+  imgstat_histogram z;
+  CU_ASSERT_FATAL(imgstat_histogram_alloc(&z, IMGSTAT_U8, 0, 0, 0, &err) ==
+                  IMGSTAT_OK);
+  z.used_end = 7;
+  imgstat_histogram_find_used(&z);
+  CU_ASSERT_EQUAL(z.used_end, 0);
+  z.counts[255] = 4;
+  z.total = 4;
+  z.used_lo = 0;
+  z.used_end = 300;
+  double v = 0;
+  CU_ASSERT(imgstat_histogram_percentile(&z, 50, &v));
+  CU_ASSERT_EQUAL(v, 255);
+  imgstat_histogram_free(&z);
+}
+
 static void test_add_mismatch(void) {
   imgstat_histogram a, b;
   imgstat_error err;
@@ -358,6 +463,7 @@ static const test_case tests[] = {
     {"entropy and rebinning", test_entropy_uniform_and_rebin},
     {"rebinning maps bin b to floor(b * bins / input bins)",
      test_rebin_mapping},
+    {"the occupied bins: set, and no bin outside them read", test_used_bins},
     {"mismatched histograms", test_add_mismatch},
     {NULL, NULL}};
 

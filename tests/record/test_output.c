@@ -7,10 +7,12 @@
  */
 #include "cli_util.h"
 #include "imgstat/record.h"
+#include "record_parts.h"
 #include "test_util.h"
 #include "verify.h"
 
 #include <CUnit/Basic.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,8 +122,41 @@ static void test_shortest_double(void) {
   imgstat_record_format_double(buf, sizeof buf, 5e-324);
   CU_ASSERT_EQUAL(strtod(buf, NULL), 5e-324);
 
-  /* Random finite doubles read back exactly, with at most 17 digits. */
+  /* Whole numbers under 10^15: their digits, as %.15g writes them (libc's),
+   * from the smallest to the largest, and -0; from 10^15 on read back. */
+  static const double whole[] = {1,
+                                 -1,
+                                 9,
+                                 10,
+                                 -32768,
+                                 65535,
+                                 4294967296.0,
+                                 999999999999999.0,
+                                 -999999999999999.0,
+                                 1e15,
+                                 -1e15,
+                                 9007199254740992.0,
+                                 1e300,
+                                 -0.0,
+                                 0.0};
   uint64_t state = 12345;
+  for (size_t i = 0; i < sizeof whole / sizeof *whole + 20000; i++) {
+    double v =
+        i < sizeof whole / sizeof *whole
+            ? whole[i]
+            : (double)(int64_t)(test_rand(&state) % 2000000000000001ull) - 1e15;
+    char want[64];
+    snprintf(want, sizeof want, "%.15g", v);
+    imgstat_record_format_double(buf, sizeof buf, v);
+    if ((fabs(v) < 1e15 && strcmp(buf, want) != 0) || strtod(buf, NULL) != v ||
+        (v == 0 && strcmp(buf, want) != 0)) {
+      CU_FAIL("a whole number's digits");
+      printf("%s for %s\n", buf, want);
+      break;
+    }
+  }
+
+  /* Random finite doubles read back exactly, with at most 17 digits. */
   for (int i = 0; i < 100000; i++) {
     uint64_t bits = test_rand(&state);
     double v;
@@ -131,6 +166,26 @@ static void test_shortest_double(void) {
     imgstat_record_format_double(buf, sizeof buf, v);
     if (strtod(buf, NULL) != v || significant_digits(buf) > 17) {
       CU_FAIL("round trip");
+      break;
+    }
+  }
+}
+
+/* The records' integers: printf's digits (PRIu64), from 0 to the largest,
+ * each power of ten and one less, and random ones. */
+static void test_uint_digits(void) {
+  uint64_t state = 777, p10 = 1;
+  for (int i = 0; i < 20000; i++) {
+    uint64_t v = i == 0   ? 0
+                 : i == 1 ? UINT64_MAX
+                 : i < 42 ? (i % 2 ? p10 - 1 : (p10 *= 10))
+                          : test_rand(&state) >> (i % 64);
+    char got[24], want[24];
+    size_t n = ist_record_format_uint(got, v);
+    snprintf(want, sizeof want, "%" PRIu64, v);
+    if (strcmp(got, want) != 0 || n != strlen(want)) {
+      CU_FAIL("digits");
+      printf("%s for %s\n", got, want);
       break;
     }
   }
@@ -515,6 +570,7 @@ static const test_case tests[] = {
     {"escaping for terminals and CSV", test_text_escape},
     {"names escaped in records", test_names_escaped_in_records},
     {"shortest round-trip doubles", test_shortest_double},
+    {"integers' digits", test_uint_digits},
     {"JSON nulls for missing figures", test_json_nulls},
     {"JSON exact integers", test_json_integers},
     {"CSV quoting and empty fields", test_csv},
