@@ -48,6 +48,7 @@ typedef struct valid_batcher {
   valid_waiter *head, **tail;
   int queued;
   int leaders; /* batches running now */
+  int leaders_max;
   int max;
   /* the batched call (imgstat_gpu_valid_regions_batch; a test's own) */
   imgstat_status (*run)(imgstat_gpu *gpu, int kernel,

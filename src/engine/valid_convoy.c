@@ -15,7 +15,8 @@
  *
  * IMGSTAT_GPU_VALID_BATCH: the most images a batch (default 64, at most
  * 1024); 0: no batches, each image reduced on its own
- * (imgstat_gpu_valid_regions_hist), to compare.
+ * (imgstat_gpu_valid_regions_hist), to compare. IMGSTAT_GPU_VALID_LEADERS:
+ * the most batches at once (default kValidLeaders, 1 to 16), to measure.
  */
 #include "engine.h"
 
@@ -35,21 +36,24 @@ struct valid_waiter {
   struct valid_waiter *next;
 };
 
-static int batch_max(void) {
-  const char *s = getenv("IMGSTAT_GPU_VALID_BATCH");
+/* The environment's whole number NAME in [lo, hi] (clamped), else dflt. */
+static int env_count(const char *name, int dflt, long lo, long hi) {
+  const char *s = getenv(name);
   if (!s || !*s)
-    return kValidBatchDefault;
+    return dflt;
   char *end = NULL;
   long v = strtol(s, &end, 10);
   if (*end || v < 0)
-    return kValidBatchDefault;
-  return v > kValidBatchMost ? kValidBatchMost : (int)v;
+    return dflt;
+  return (int)(v < lo ? lo : v > hi ? hi : v);
 }
 
 int ist_valid_batcher_init(valid_batcher *b) {
   memset(b, 0, sizeof *b);
   b->tail = &b->head;
-  b->max = batch_max();
+  b->max = env_count("IMGSTAT_GPU_VALID_BATCH", kValidBatchDefault, 0,
+                     kValidBatchMost);
+  b->leaders_max = env_count("IMGSTAT_GPU_VALID_LEADERS", kValidLeaders, 1, 16);
   b->run = imgstat_gpu_valid_regions_batch;
   if (pthread_mutex_init(&b->lock, NULL) != 0)
     return 0;
@@ -123,7 +127,7 @@ void ist_valid_regions(gpu_slot *g, int kernel, imgstat_gpu_valid_item *item) {
   b->tail = &w.next;
   b->queued++;
   while (!w.done) {
-    if (b->leaders >= kValidLeaders || b->queued == 0) {
+    if (b->leaders >= b->leaders_max || b->queued == 0) {
       pthread_cond_wait(&b->finished, &b->lock);
       continue;
     }
