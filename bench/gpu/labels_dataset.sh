@@ -4,12 +4,12 @@
 # bench/nnunet_foreground.py gen), `imgstat --dataset --labels DIR
 # --percentiles 0.5,99.5` side by side:
 #   gpu          --backend gpu: 8/16-bit valid samples in the fused pass
-#                (every label and channel of an image in one launch), the
-#                images of the workers batched (one upload, launch and copy
-#                back for the images queued together)
-#   gpu-single   --backend gpu with IMGSTAT_GPU_VALID_BATCH=0: the fused
-#                pass image by image (each its own upload, launch, copy
-#                back and synchronization)
+#                (every label and channel of an image in one launch), image
+#                by image (each its own upload, launch, copy back and
+#                synchronization: the default)
+#   gpu-batch    --backend gpu with IMGSTAT_GPU_VALID_BATCH=64: the images
+#                the workers queued together batched (one upload, launch
+#                and copy back for them)
 #   gpu-compact  --backend gpu with IMGSTAT_GPU_VALID_COMPACT=1: the
 #                compaction path (each label and channel compacted by CUB,
 #                then reduced and binned: the code before the fused pass)
@@ -87,12 +87,12 @@ timed() {
     echo $((($(date +%s%N) - s) / 1000000)) >>"$R/$name.ms"
   fi
 }
-names="gpu gpu-single gpu-compact"
+names="gpu gpu-batch gpu-compact"
 [ -n "$OTHER" ] && names="$names other"
 names="$names cpu"
 for _ in $(seq "$RUNS"); do
   timed gpu "$BIN" --backend gpu "${ARGS[@]}"
-  timed gpu-single env IMGSTAT_GPU_VALID_BATCH=0 "$BIN" --backend gpu "${ARGS[@]}"
+  timed gpu-batch env IMGSTAT_GPU_VALID_BATCH=64 "$BIN" --backend gpu "${ARGS[@]}"
   timed gpu-compact env IMGSTAT_GPU_VALID_COMPACT=1 "$BIN" --backend gpu "${ARGS[@]}"
   [ -n "$OTHER" ] && timed other "$OTHER" --backend gpu "${ARGS[@]}"
   timed cpu "$BIN" --backend cpu "${ARGS[@]}"

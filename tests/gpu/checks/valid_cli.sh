@@ -25,9 +25,9 @@
 # (331 x 29), and --dataset runs whose dataset records (the pooled labels,
 # their percentiles) must be the same bytes too. Each GPU run is made again
 # on the compaction path (IMGSTAT_GPU_VALID_COMPACT=1), whose records must
-# be the fused pass's byte for byte, and on the one-image pass
-# (IMGSTAT_GPU_VALID_BATCH=0: each image its own upload, launch and copy
-# back, not batched with the images of other workers), the same bytes too;
+# be the fused pass's byte for byte, and batched (IMGSTAT_GPU_VALID_BATCH=64:
+# the images the workers queued together in one upload, launch and copy
+# back; the default is each image on its own), the same bytes too;
 # runs of 32 and 40 inputs give the workers' batches many images.
 # Usage: valid_cli.sh IMGSTAT. Skips (77) without a usable GPU.
 set -u
@@ -206,8 +206,8 @@ for c in "${cases[@]}"; do
   IMGSTAT_GPU_VALID_COMPACT=1 "$IMGSTAT" --json --backend gpu $opts "${files[@]}" >"$T/compact$k" 2>"$T/compact$k.err"
   rc_compact=$?
   # shellcheck disable=SC2086
-  IMGSTAT_GPU_VALID_BATCH=0 "$IMGSTAT" --json --backend gpu $opts "${files[@]}" >"$T/single$k" 2>"$T/single$k.err"
-  rc_single=$?
+  IMGSTAT_GPU_VALID_BATCH=64 "$IMGSTAT" --json --backend gpu $opts "${files[@]}" >"$T/batch$k" 2>"$T/batch$k.err"
+  rc_batch=$?
   # (--verify: the items' records; not run with --dataset)
   rc_verify=0
   : >"$T/verify$k.err"
@@ -219,7 +219,7 @@ for c in "${cases[@]}"; do
     rc_verify=$?
     ;;
   esac
-  why=$(python3 - "$T/cpu$k" "$T/gpu$k" "$T/verify$k.err" "${#files[@]}" "$opts" "$T/compact$k" "$T/single$k" <<'PY'
+  why=$(python3 - "$T/cpu$k" "$T/gpu$k" "$T/verify$k.err" "${#files[@]}" "$opts" "$T/compact$k" "$T/batch$k" <<'PY'
 import json, re, sys
 cpu = open(sys.argv[1]).read().splitlines()
 gpu = open(sys.argv[2]).read().splitlines()
@@ -228,7 +228,7 @@ n = int(sys.argv[4])
 labels = "--labels" in sys.argv[5]
 hist = "--histogram" in sys.argv[5] or "--percentiles" in sys.argv[5]
 compact = open(sys.argv[6]).read().splitlines()
-single = open(sys.argv[7]).read().splitlines()
+batch = open(sys.argv[7]).read().splitlines()
 # --dataset: a record per input and the dataset's; --dataset-only: its alone
 want = 1 if "--dataset-only" in sys.argv[5] else n + ("--dataset" in sys.argv[5])
 if len(cpu) != want or len(gpu) != want:
@@ -237,8 +237,8 @@ if len(cpu) != want or len(gpu) != want:
 if compact != gpu:
     print("the compaction path's records differ from the fused pass's")
     sys.exit()
-if single != gpu:
-    print("the one-image pass's records differ from the batched pass's")
+if batch != gpu:
+    print("the batched pass's records differ from the one-image pass's")
     sys.exit()
 for a, b in zip(cpu, gpu):
     ja, jb = json.loads(a), json.loads(b)
@@ -267,9 +267,9 @@ if not labels and not hist and "--dataset" not in sys.argv[5] and (ok != n or "M
     print("verify: %d ok of %d: %s" % (ok, n, verify.strip()[:400]))
 PY
 )
-  if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ] || [ $rc_compact -ne 0 ] || [ $rc_single -ne 0 ] || [ $rc_verify -ne 0 ] || [ -n "$why" ]; then
-    echo "FAIL [$opts] rc cpu=$rc_cpu gpu=$rc_gpu compact=$rc_compact single=$rc_single verify=$rc_verify: $why"
-    cat "$T/gpu$k.err" "$T/compact$k.err" "$T/single$k.err" "$T/verify$k.err" | head -5
+  if [ $rc_cpu -ne 0 ] || [ $rc_gpu -ne 0 ] || [ $rc_compact -ne 0 ] || [ $rc_batch -ne 0 ] || [ $rc_verify -ne 0 ] || [ -n "$why" ]; then
+    echo "FAIL [$opts] rc cpu=$rc_cpu gpu=$rc_gpu compact=$rc_compact batch=$rc_batch verify=$rc_verify: $why"
+    cat "$T/gpu$k.err" "$T/compact$k.err" "$T/batch$k.err" "$T/verify$k.err" | head -5
     failed=1
   else
     echo "ok   [$opts] ${#files[@]} inputs"

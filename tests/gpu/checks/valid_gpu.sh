@@ -4,8 +4,8 @@
 # (test_valid, test_valid_acc, test_gpu_valid: the fused pass of 8/16-bit
 # images against the CPU and the compaction path, 1 to 200 channels, up to
 # 700 labels, batches of images against each image's own call and the CPU,
-# failing items alone; valid_cli.sh: the records of --backend gpu batched,
-# image by image (IMGSTAT_GPU_VALID_BATCH=0), on its compaction path and of
+# failing items alone; valid_cli.sh: the records of --backend gpu image by
+# image (the default) and batched (IMGSTAT_GPU_VALID_BATCH=64), on its compaction path and of
 # --backend cpu byte for byte, its cases' lines in the log),
 # then test_gpu_valid under compute-sanitizer's memcheck and racecheck
 # (IMGSTAT_TEST_QUICK: the fused pass without the compaction beside it), and
