@@ -207,6 +207,17 @@ imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
                                       imgstat_input_list *list,
                                       imgstat_error *err);
 
+/* The walk taken a part at a time (the ranks of --mpi work on the inputs
+ * walked so far while rank 0 walks on): appends up to max more of in's
+ * inputs to list, after its items, as collect takes them (members' bytes
+ * not read). *cap: the room list->items has (0 for a new, empty list; the
+ * caller keeps it between calls). *done: 1 once the walk has ended. Fails
+ * only when out of memory (the items taken so far stay). */
+imgstat_status imgstat_inputs_collect_more(imgstat_inputs *in,
+                                           imgstat_input_list *list,
+                                           size_t *cap, size_t max, int *done,
+                                           imgstat_error *err);
+
 /* Frees the items and empties the list; NULL is a no-op. */
 void imgstat_input_list_free(imgstat_input_list *list);
 

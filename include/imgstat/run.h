@@ -386,6 +386,10 @@ typedef struct imgstat_run_mpi_times {
   /* the entries of the input list this rank holds: all of them, or none
    * on ranks > 0 when the names come with the chunks */
   uint64_t list_held;
+  /* dealt with the names, on rank 0: the inputs it dealt to the other
+   * ranks before its walk ended (the ranks work while it walks; 0 under
+   * IMGSTAT_MPI_DEAL=walk-first and on the other ranks) */
+  uint64_t walk_dealt;
 } imgstat_run_mpi_times;
 
 void imgstat_run_mpi_times_get(const imgstat_run *run,

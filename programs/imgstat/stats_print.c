@@ -365,9 +365,9 @@ void ist_stats_print_mpi_times(run_state *st, const mpi_run *mr) {
       t.bcast_s, t.share_s, t.work_s, t.work_end_s, t.reduce_s);
   if (info->mpi_dealt) /* "dealt": chunks as the ranks asked */
     fprintf(stderr,
-            "items %" PRIu64 " dealt in %" PRIu64 " chunks, list %" PRIu64
-            " held\n",
-            t.items, t.chunks, t.list_held);
+            "dealt-walking %" PRIu64 "; items %" PRIu64 " dealt in %" PRIu64
+            " chunks, list %" PRIu64 " held\n",
+            t.walk_dealt, t.items, t.chunks, t.list_held);
   else /* the contiguous share */
     fprintf(stderr, "items %" PRIu64 " [%" PRIu64 ", %" PRIu64 ")\n",
             t.share_end - t.share_first, t.share_first, t.share_end);

@@ -1252,6 +1252,36 @@ static imgstat_status list_push(imgstat_input_list *list, size_t *cap,
   return IMGSTAT_OK;
 }
 
+imgstat_status imgstat_inputs_collect_more(imgstat_inputs *in,
+                                           imgstat_input_list *list,
+                                           size_t *cap, size_t max, int *done,
+                                           imgstat_error *err) {
+  if (!list || !cap || !done)
+    return imgstat_error_set(err, IMGSTAT_ERR_ARG, "no list to fill");
+  *done = 0;
+  if (in) {
+    list->max_member = in->max_member;
+    in->names_only = 1; /* the members' bytes are read by the list's users */
+  }
+  for (size_t k = 0; k < max; k++) {
+    imgstat_input *item = NULL;
+    imgstat_status s = imgstat_inputs_next(in, &item, err);
+    if (s == IMGSTAT_OK && item && item->data) {
+      free((void *)item->data);
+      item->data = NULL;
+    }
+    if (s == IMGSTAT_OK && item)
+      s = list_push(list, cap, item, err);
+    if (s != IMGSTAT_OK)
+      return s;
+    if (!item) {
+      *done = 1;
+      return IMGSTAT_OK;
+    }
+  }
+  return IMGSTAT_OK;
+}
+
 imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
                                       imgstat_input_list *list,
                                       imgstat_error *err) {
@@ -1261,24 +1291,12 @@ imgstat_status imgstat_inputs_collect(imgstat_inputs *in,
   list->count = 0;
   list->max_member = in ? in->max_member : 0;
   size_t cap = 0;
-  if (in)
-    in->names_only = 1; /* the members' bytes are read by the list's users */
-  for (;;) {
-    imgstat_input *item = NULL;
-    imgstat_status s = imgstat_inputs_next(in, &item, err);
-    if (s == IMGSTAT_OK && item && item->data) {
-      free((void *)item->data);
-      item->data = NULL;
-    }
-    if (s == IMGSTAT_OK && item)
-      s = list_push(list, &cap, item, err);
-    if (s != IMGSTAT_OK) {
-      imgstat_input_list_free(list);
-      return s;
-    }
-    if (!item)
-      return IMGSTAT_OK;
-  }
+  int done = 0;
+  imgstat_status s =
+      imgstat_inputs_collect_more(in, list, &cap, SIZE_MAX, &done, err);
+  if (s != IMGSTAT_OK)
+    imgstat_input_list_free(list);
+  return s;
 }
 
 const imgstat_input *

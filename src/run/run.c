@@ -54,8 +54,23 @@ struct imgstat_run {
    * draw, the float range pass, outputs checked against it) */
   int deal_names;
   uint64_t deal_next, deal_total, deal_fixed;
-  int stage_times;  /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
-  int stream_stats; /* statistics as a file is read (stats_stream.h) */
+  /* dealt with the names, rank 0 deals while it walks (IMGSTAT_MPI_DEAL
+   * not walk-first): walker, its walk (NULL once ended), takes the inputs
+   * into list a part at a time (list_cap its room; pass follows list);
+   * deal_total is the count walked so far, walk_done once it is all.
+   * walk_failed: the walk ran out of memory (walk_err), rank 0's run
+   * fails with it. walk_dealt: the inputs dealt to the other ranks before
+   * the walk ended; work_t0: the start of the work, the walk's too. */
+  int walking, walk_done;
+  imgstat_inputs *walker;
+  size_t list_cap;
+  imgstat_status walk_failed;
+  imgstat_error walk_err;
+  uint64_t walk_dealt;
+  struct timespec work_t0;
+  size_t walk_ahead; /* names walked between rank 0's own inputs */
+  int stage_times;   /* IMGSTAT_STAGE_TIMES: time the reading and delivery */
+  int stream_stats;  /* statistics as a file is read (stats_stream.h) */
   struct timespec created;   /* imgstat_run_create */
   imgstat_run_mpi_times mpi; /* MPI: where this rank's time went */
   atomic_uint_fast64_t read_ns, deliver_ns;
@@ -140,11 +155,17 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   uint64_t w0 = run->stage_times ? now_ns() : 0;
-  if (!m || rank == 0)
+  if (run->walking) { /* rank 0 walks as it deals, in the run */
+    if (rank == 0) {
+      run->walker = run->inputs;
+      run->inputs = NULL;
+    }
+  } else if (!m || rank == 0) {
     s = imgstat_inputs_collect(run->inputs, &run->list, err);
+  }
   if (run->stage_times)
     run->walk_ns += now_ns() - w0;
-  if (m) {
+  if (m && !run->walking) {
     unsigned char *bytes = NULL;
     size_t size = 0;
     if (s == IMGSTAT_OK && rank == 0 && !run->deal_names)
@@ -358,6 +379,8 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
         !opts->mpi_static_deal && !(deal && strcmp(deal, "static") == 0);
     run->deal_names = run->info.mpi_dealt && !range && !opts->sample &&
                       !opts->whole_list && run->info.at.size > 1;
+    run->walking =
+        run->deal_names && !(deal && strcmp(deal, "walk-first") == 0);
   }
   if (s == IMGSTAT_OK &&
       (opts->mpi || opts->whole_list || range || pooled_hist || opts->sample))
@@ -383,6 +406,7 @@ void imgstat_run_destroy(imgstat_run *run) {
   imgstat_dataset_destroy(run->ds);
   imgstat_engine_destroy(run->engine);
   imgstat_inputs_destroy(run->inputs);
+  imgstat_inputs_destroy(run->walker);
   if (run->pass.items != run->list.items)
     free(run->pass.items); /* a view: its items are list's */
   imgstat_input_list_free(&run->list);
@@ -628,10 +652,45 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
  * of a rank's time in the waits for answers on the shared 2-core VM,
  * one worker a rank). */
 #define DEAL_MAX 1024
+
+/* Rank 0, dealing while it walks: takes up to max more walked inputs into
+ * the list (the walk reads folders ahead on its threads); at the walk's
+ * end the list is whole and the walker goes. */
+static void walk_more(imgstat_run *run, size_t max) {
+  if (!run->walker || run->walk_done || max == 0)
+    return;
+  uint64_t t0 = run->stage_times ? now_ns() : 0;
+  int done = 0;
+  imgstat_status s = imgstat_inputs_collect_more(
+      run->walker, &run->list, &run->list_cap, max, &done, &run->walk_err);
+  run->pass = run->list;
+  run->deal_total = run->list.count;
+  if (s != IMGSTAT_OK) {
+    run->walk_failed = s;
+    done = 1;
+  }
+  if (done) {
+    run->walk_done = 1;
+    imgstat_inputs_destroy(run->walker);
+    run->walker = NULL;
+    run->mpi.list_s = run_since(&run->work_t0);
+  }
+  if (run->stage_times)
+    run->walk_ns += now_ns() - t0;
+}
+
 static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
                        void **bytes, size_t *size) {
   imgstat_run *run = ctx;
-  uint64_t left = run->deal_stop ? 0 : run->deal_total - run->deal_next;
+  /* while the walk goes on, "what is left" is what it has walked and not
+   * dealt; none walked yet (or fewer than a fixed chunk): walk on */
+  uint64_t need = run->deal_fixed ? run->deal_fixed : 1;
+  while (run->walker && !run->deal_stop &&
+         run->deal_total - run->deal_next < need)
+    walk_more(run, (size_t)(need - (run->deal_total - run->deal_next)));
+  int walked = !run->walking || run->walk_done;
+  uint64_t left =
+      run->deal_stop || run->walk_failed ? 0 : run->deal_total - run->deal_next;
   uint64_t parts = 8 * (uint64_t)run->info.at.size;
   uint64_t c = run->deal_fixed ? run->deal_fixed : (left + parts - 1) / parts;
   if (!run->deal_fixed && c > DEAL_MAX)
@@ -641,6 +700,8 @@ static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
   *first = run->deal_next;
   *count = c;
   run->deal_next += c;
+  if (bytes && !walked)
+    run->walk_dealt += c;
   if (bytes && run->deal_names && c > 0) { /* the items, for another rank */
     imgstat_input_list view = {run->pass.items + *first, (size_t)c, 0};
     unsigned char *packed = NULL;
@@ -674,8 +735,19 @@ static imgstat_status deal_take(imgstat_run *run, imgstat_error *err) {
   else
     s = imgstat_mpi_deal_ask(run->opt.mpi, 0, &first, &count, &bytes, &size,
                              err);
-  if (s == IMGSTAT_OK && count > 0 && run->deal_names &&
-      run->info.at.rank > 0) {
+  if (s == IMGSTAT_OK && count > 0 && run->walking && run->info.at.rank == 0) {
+    /* its own chunk, from the list walked so far (which grows) */
+    imgstat_input_list view = {run->list.items + first, (size_t)count,
+                               run->list.max_member};
+    imgstat_inputs *next = NULL;
+    s = imgstat_inputs_from_list(&view, &next, err);
+    if (s == IMGSTAT_OK) {
+      imgstat_inputs_destroy(run->inputs);
+      run->inputs = next;
+      run->pos = first;
+    }
+  } else if (s == IMGSTAT_OK && count > 0 && run->deal_names &&
+             run->info.at.rank > 0) {
     /* the chunk's items, this rank's only list */
     imgstat_input_list chunk = {NULL, 0, 0};
     s = bytes ? imgstat_input_list_unpack(bytes, size, &chunk, err)
@@ -748,9 +820,23 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
   imgstat_status s = IMGSTAT_OK;
   uint64_t t0 = run->stage_times ? now_ns() : 0;
   if (run->info.mpi_dealt) {
+    /* rank 0 walks on between its inputs, so that the chunks grow and
+     * the walk ends early: up to walk_ahead names, for about a
+     * millisecond at most (a slow folder or list would keep the other
+     * ranks' requests waiting) */
+    uint64_t w0 = now_ns();
+    for (size_t k = 0; k < run->walk_ahead && run->walker; k++) {
+      walk_more(run, 1);
+      if (now_ns() - w0 > 1000000)
+        break;
+    }
     deal_serve(run);
     if (run->chunk_at == run->chunk_end && !run->deal_done)
       s = deal_take(run, err);
+    if (s == IMGSTAT_OK && run->walk_failed) {
+      *err = run->walk_err;
+      s = run->walk_failed;
+    }
     if (s == IMGSTAT_OK && run->chunk_at < run->chunk_end) {
       s = imgstat_inputs_next(run->inputs, &in, err);
       run->chunk_at++;
@@ -767,8 +853,12 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
     run->walk_ns += now_ns() - t0;
   uint64_t total = 0;
   inputs_total(run, &total);
-  if (run->info.mpi_dealt) /* auto's rule: about a rank's part */
-    total = run->deal_total / (uint64_t)run->info.at.size;
+  if (run->info.mpi_dealt) /* auto's rule: about a rank's part (while
+                            * rank 0 walks, of the part walked so far:
+                            * at least its chunks' end on the others) */
+    total = (run->walking && run->info.at.rank > 0 ? run->chunk_end
+                                                   : run->deal_total) /
+            (uint64_t)run->info.at.size;
   imgstat_engine_set_workload(run->engine, total);
   *item = in;
   return s;
@@ -1021,11 +1111,16 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   uint64_t total = 0;
   imgstat_inputs_total(run->inputs, &total);
   if (run->info.mpi_dealt) { /* chunks as the ranks ask: next_input */
-    if (!run->deal_names || run->info.at.rank == 0)
+    if (!run->walking && (!run->deal_names || run->info.at.rank == 0))
       run->deal_total = total;
     const char *fixed = getenv("IMGSTAT_MPI_DEAL_CHUNK");
     if (fixed && atoll(fixed) > 0)
       run->deal_fixed = (uint64_t)atoll(fixed);
+    /* IMGSTAT_MPI_WALK_AHEAD=N: the names rank 0 walks between its own
+     * inputs (0: only as the ranks' chunks need them; for tests and
+     * measurements) */
+    const char *ahead = getenv("IMGSTAT_MPI_WALK_AHEAD");
+    run->walk_ahead = ahead && *ahead ? (size_t)atoll(ahead) : 256;
     run->share = 1;
     return s;
   }
@@ -1106,6 +1201,7 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     run->mpi.list_held = run->list.count;
   }
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  run->work_t0 = t0;
   if (s == IMGSTAT_OK) {
     imgstat_batch_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -1146,6 +1242,8 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
   }
   if (o->mpi) {
     run->mpi.work_s = run_since(&t0);
+    run->mpi.list_held = run->list.count; /* walked in the run, dealt */
+    run->mpi.walk_dealt = run->walk_dealt;
     run->mpi.work_end_s = run_since(&run->created);
   }
   rep.dataset_ok = run->ds && s == IMGSTAT_OK;

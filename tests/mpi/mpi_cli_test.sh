@@ -316,6 +316,65 @@ want = sorted(os.path.join(d, f) for f in os.listdir(d) if f not in ("p10b.png",
 sys.exit(0 if names == want else 1)' "$M" && pass "the plain run's records, in order" ||
   fail "the plain run's records are not every image in order"
 
+# Rank 0 deals while it walks: 120 folders of 0 to 3 small PNGs each
+# (a file that is no image, other files, empty folders among them), a
+# missing file and a folder with no image as arguments, walked only as
+# the chunks need them (IMGSTAT_MPI_WALK_AHEAD=0), in chunks of one input
+# and guided: records, messages, the dataset record and the exit status
+# are one process's.
+W=$T/walk
+mkdir -p "$W" "$T/noimage"
+printf 'text\n' >"$T/noimage/readme.txt"
+"$PY" - "$W" <<'EOF' || exit 1
+import os, sys
+from PIL import Image
+d = sys.argv[1]
+for f in range(120):
+    sub = "%s/d%03d" % (d, f)
+    os.mkdir(sub)
+    if f % 5 == 0:
+        open(sub + "/notes.txt", "w").write("not an image\n")
+    for k in range(f % 4):
+        w, h = 5 + (f * 7 + k) % 29, 4 + (f * 3 + k) % 17
+        mode = ("L", "RGB", "RGBA")[(f + k) % 3]
+        im = Image.new(mode, (w, h))
+        n = len(mode)
+        im.putdata([tuple((x * (c + 3) + y * (f + 1) + k * 11 + c) % 256 for c in range(n))
+                    if n > 1 else (x * 5 + y * (f + 2) + k) % 256 for y in range(h) for x in range(w)])
+        im.save("%s/i%d.png" % (sub, k))
+open(d + "/d037/broken.png", "w").write("nothing here\n")
+EOF
+for k in 2 3; do
+  IMGSTAT_MPI_DEAL_CHUNK=1 IMGSTAT_MPI_WALK_AHEAD=0 same "$k" "dealt while walking, chunks of 1, --dataset --json" \
+    -j 1 --dataset --json "$W" "$T/missing.png" "$T/noimage"
+done
+IMGSTAT_MPI_WALK_AHEAD=0 same 3 "dealt while walking (guided), --dataset --csv" -j 1 --dataset --csv "$W"
+same 3 "dealt while walking (default walk ahead), --dataset (text)" -j 1 --dataset "$W" "$T/noimage"
+
+# ... and the ranks did work while rank 0 walked: a list fed through a
+# FIFO a line every 10 ms keeps rank 0's walk going for about 2 s; rank 0
+# says how many inputs it dealt to the other ranks before the walk ended
+# (dealt-walking, IMGSTAT_STAGE_TIMES), which must be some (rank 0 walked
+# the whole list before it dealt any, and ranks > 0 idled, before), and
+# the records are the plain run's over the same list.
+find "$W" -name '*.png' | LC_ALL=C sort >"$T/wlist"
+"$IMGSTAT" -j 1 --dataset --json --files-from "$T/wlist" >"$T/plain.out" 2>/dev/null
+mkfifo "$T/wfifo"
+timeout 60 sh -c 'while IFS= read -r l; do printf "%s\n" "$l"; sleep 0.01; done <"$1" >"$2"' \
+  sh "$T/wlist" "$T/wfifo" &
+feeder=$!
+IMGSTAT_MPI_DEAL_CHUNK=1 IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 3 \
+  "$IMGSTAT" --mpi -j 1 --dataset --json --files-from "$T/wfifo" >"$T/mpi.out" 2>"$T/err"
+wait "$feeder"
+n_w=$(wc -l <"$T/wlist")
+walked=$(grep '^imgstat: mpi times: rank 0 ' "$T/err" | sed -n 's/.* dealt-walking \([0-9]*\);.*/\1/p')
+cmp -s "$T/plain.out" "$T/mpi.out" && pass "dealt while walking a FIFO's list: the plain run's records" ||
+  fail "dealt while walking a FIFO's list: stdout differs from the plain run's"
+[ "${walked:-0}" -gt 0 ] &&
+  pass "dealt while walking: $walked of $n_w inputs went to ranks > 0 before the walk ended" ||
+  fail "dealt while walking: '${walked}' of $n_w inputs went to ranks > 0 before the walk ended: $(grep 'mpi times' "$T/err")"
+rm -f "$T/wfifo"
+
 # Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
 # of --devices (else of all); the contiguous shares put input r on rank
 # r. Devices 3 and 5 are absent here (and on a
