@@ -655,11 +655,11 @@ static void dataset_add(imgstat_run *run, const imgstat_input *in,
 
 /* Rank 0, dealing while it walks: takes up to max more walked inputs into
  * the list (the walk reads folders ahead on its threads); at the walk's
- * end the list is whole and the walker goes. */
+ * end the list is whole and the walker goes. Its time counts where it is
+ * called from (next_input's walk, deliver_input's delivery). */
 static void walk_more(imgstat_run *run, size_t max) {
   if (!run->walker || run->walk_done || max == 0)
     return;
-  uint64_t t0 = run->stage_times ? now_ns() : 0;
   int done = 0;
   imgstat_status s = imgstat_inputs_collect_more(
       run->walker, &run->list, &run->list_cap, max, &done, &run->walk_err);
@@ -675,8 +675,6 @@ static void walk_more(imgstat_run *run, size_t max) {
     run->walker = NULL;
     run->mpi.list_s = run_since(&run->work_t0);
   }
-  if (run->stage_times)
-    run->walk_ns += now_ns() - t0;
 }
 
 static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,

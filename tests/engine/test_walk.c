@@ -887,6 +887,35 @@ static void test_whole_list(void) {
     imgstat_input_free(it);
   }
   imgstat_inputs_destroy(again);
+
+  /* the walk taken a part at a time (--mpi's deal while walking): the same
+   * items, done only once the walk has ended */
+  for (size_t piece = 1; piece <= 4; piece++) {
+    imgstat_inputs *w = inputs_new(0);
+    add_path(w, at("whole"));
+    add_path(w, "-");
+    add_path(w, at("whole/nothing"));
+    add_list(w, at("whole.list"), '\n');
+    imgstat_input_list part = {NULL, 0, 0};
+    size_t cap = 0;
+    int done = 0, calls = 0;
+    while (!done && calls < 20) {
+      size_t before = part.count;
+      CU_ASSERT_FATAL(imgstat_inputs_collect_more(w, &part, &cap, piece, &done,
+                                                  &err) == IMGSTAT_OK);
+      ASSERT_MSG(part.count - before <= piece &&
+                     (done || part.count - before == piece),
+                 "pieces of %zu: %zu taken", piece, part.count - before);
+      calls++;
+    }
+    imgstat_inputs_destroy(w);
+    CU_ASSERT(done);
+    CU_ASSERT_FATAL(part.count == list.count);
+    for (size_t k = 0; k < list.count; k++)
+      ASSERT_MSG(same_item(part.items[k], list.items[k]),
+                 "pieces of %zu: item %zu", piece, k);
+    imgstat_input_list_free(&part);
+  }
   imgstat_input_list_free(&list);
 }
 

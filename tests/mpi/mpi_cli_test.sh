@@ -350,6 +350,7 @@ for k in 2 3; do
 done
 IMGSTAT_MPI_WALK_AHEAD=0 same 3 "dealt while walking (guided), --dataset --csv" -j 1 --dataset --csv "$W"
 same 3 "dealt while walking (default walk ahead), --dataset (text)" -j 1 --dataset "$W" "$T/noimage"
+IMGSTAT_MPI_DEAL=walk-first same 3 "walked first, then dealt" -j 1 --dataset --json "$W"
 
 # ... and the ranks did work while rank 0 walked: a list fed through a
 # FIFO a line every 10 ms keeps rank 0's walk going for about 2 s; rank 0
