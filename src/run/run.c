@@ -822,7 +822,7 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
      * the walk ends early: up to walk_ahead names, for about a
      * millisecond at most (a slow folder or list would keep the other
      * ranks' requests waiting) */
-    uint64_t w0 = now_ns();
+    uint64_t w0 = run->walker ? now_ns() : 0;
     for (size_t k = 0; k < run->walk_ahead && run->walker; k++) {
       walk_more(run, 1);
       if (now_ns() - w0 > 1000000)
@@ -1232,6 +1232,10 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     imgstat_error derr;
     memset(&derr, 0, sizeof derr);
     imgstat_status d = deal_end(run, s != IMGSTAT_OK || rep.cancelled, &derr);
+    if (d == IMGSTAT_OK && run->walk_failed) { /* the list is not whole */
+      derr = run->walk_err;
+      d = run->walk_failed;
+    }
     if (d != IMGSTAT_OK && s == IMGSTAT_OK) {
       *err = derr;
       s = d;
