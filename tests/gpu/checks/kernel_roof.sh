@@ -89,6 +89,15 @@
 #   H4     H at 4 vectors a tile;
 #   H1b3   H at 1 vector a tile, 3 blocks a multiprocessor;
 #   LWH    LW + H, its normal vectors widened by integers too.
+#   S32, S64  tree with batched planes at least 32 / 64 tiles a block (a
+#          0.5 MP u8 plane is 32 tiles of 16 KiB: one block a plane);
+#   P16b4  the packed interleaved u16 kernel at 4 blocks a multiprocessor;
+#   Hb3, Hb4  the interleaved u8 (and sample-by-sample u16) kernels at 3 / 4
+#          blocks a multiprocessor (not 2);
+#   HU1, HU4  the interleaved u8 kernel with 1 / 4 units a thread a tile (not 2);
+#   Fb4, Fb2  the integer plane kernels (and the batch) at 4 / 2 blocks a
+#          multiprocessor (not 3), interleaved f32 kept at 3;
+#   fs2    interleaved float32's strided kernel at 2 blocks a multiprocessor.
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -149,6 +158,16 @@ declare -A FLAGS=(
   [H4]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=4"
   [H1b3]="-DIMGSTAT_F32_HWC_ALL=1 -DIMGSTAT_F32_HWC_ITEMS=1 -DIMGSTAT_F32_HWC_BLOCKS_PER_SM=3"
   [LWH]="$F32_L3 -DIMGSTAT_F32_INT_WIDEN=2 -DIMGSTAT_F32_HWC_ALL=1"
+  [S32]="-DIMGSTAT_SEG_TILES=32"
+  [S64]="-DIMGSTAT_SEG_TILES=64"
+  [P16b4]="-DIMGSTAT_HWC16_BLOCKS_PER_SM=4"
+  [Hb3]="-DIMGSTAT_HWC_BLOCKS_PER_SM=3"
+  [Hb4]="-DIMGSTAT_HWC_BLOCKS_PER_SM=4"
+  [HU1]="-DIMGSTAT_HWC_UNITS=1"
+  [HU4]="-DIMGSTAT_HWC_UNITS=4"
+  [Fb4]="-DIMGSTAT_FAST_BLOCKS_PER_SM=4 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
+  [Fb2]="-DIMGSTAT_FAST_BLOCKS_PER_SM=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
+  [fs2]="-DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=2"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
