@@ -55,6 +55,13 @@ namespace {
 #ifndef IMGSTAT_FAST_BLOCKS_PER_SM
 #define IMGSTAT_FAST_BLOCKS_PER_SM 3
 #endif
+/* The one-image integer plane kernel's blocks a multiprocessor (the batch's
+ * keeps IMGSTAT_FAST_BLOCKS_PER_SM). H200, 64 MP: at 4 rather than 3, RGB8
+ * planes 1.024 -> 1.013 x CUB's sum, RGBA8 1.021 -> 1.007, RGB16 1.042 ->
+ * 1.021, RGBA16 1.034 -> 1.021; the batch at 4 lost (RGB8 1.14 -> 1.18). */
+#ifndef IMGSTAT_FAST_PLANE_BLOCKS_PER_SM
+#define IMGSTAT_FAST_PLANE_BLOCKS_PER_SM 4
+#endif
 #ifndef IMGSTAT_F32_PREFETCH /* ist_fo_chunk's Prefetch (float_order.cuh) */
 #define IMGSTAT_F32_PREFETCH 0
 #endif
@@ -158,14 +165,17 @@ namespace {
 #endif
 /* Batched planes: at least this many tiles a block (1: a block a tile, up to
  * the one-image kernel's grid). H200, 128 x 0.5 MP: 4 tiles 1.29 x CUB's
- * segmented sum (RGB8), 8 tiles 1.20, 16 tiles 1.13 (docs/benchmarks.md). */
+ * segmented sum (RGB8), 8 tiles 1.20, 16 tiles 1.13, 32 1.08, 64 1.08
+ * (RGB16: 16 tiles 1.096, 32 1.063, 64 1.050; docs/benchmarks.md). A 0.5 MP
+ * u8 plane is 32 tiles: one block a plane. */
 #ifndef IMGSTAT_SEG_TILES
-#define IMGSTAT_SEG_TILES 16
+#define IMGSTAT_SEG_TILES 64
 #endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */
   static constexpr int kItems = IMGSTAT_FAST_ITEMS; /* 16-byte loads a tile */
   static constexpr int kBlocksPerSm = IMGSTAT_FAST_BLOCKS_PER_SM;
+  static constexpr int kPlaneBlocksPerSm = IMGSTAT_FAST_PLANE_BLOCKS_PER_SM;
   /* Load the next tile before working on this one (twice the registers). */
   static constexpr bool kPrefetch = IMGSTAT_FAST_PREFETCH;
   /* u8/u16: once a thread's running min and max are the type's bounds, no
@@ -929,7 +939,8 @@ __device__ imgstat_partial fast_plane_block(const typename Acc::Sample *plane,
 }
 
 template <typename Acc>
-__global__ void __launch_bounds__(FastPolicy::kBlock, FastPolicy::kBlocksPerSm)
+__global__ void __launch_bounds__(FastPolicy::kBlock,
+                                  FastPolicy::kPlaneBlocksPerSm)
     fast_stats_kernel(ist_pass pass) {
   pdl_trigger();
   using Sample = typename Acc::Sample;
@@ -1616,6 +1627,12 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 #ifndef IMGSTAT_HWC_BLOCKS_PER_SM /* overridable to time variants */
 #define IMGSTAT_HWC_BLOCKS_PER_SM 2
 #endif
+/* The u8 kernel for C = 3 at its own blocks a multiprocessor: H200, 64 MP
+ * RGB8 at 3 rather than 2 1.072 -> 1.060 x CUB's sum (80 registers, no
+ * spill); RGBA8 at 3 lost (1.061 -> 1.252: 136 bytes of spill). */
+#ifndef IMGSTAT_HWC3_BLOCKS_PER_SM
+#define IMGSTAT_HWC3_BLOCKS_PER_SM 3
+#endif
 /* u16: the block's merge on integers, first positions once a block
  * (hwc_block_first) rather than every thread re-reading its tiles. */
 #ifndef IMGSTAT_HWC_BLOCK_FIRST
@@ -1641,6 +1658,9 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 #define IMGSTAT_HWC16_FLUSH_TILES 0
 #endif
 constexpr int kHwcBlocksPerSm = IMGSTAT_HWC_BLOCKS_PER_SM;
+constexpr int hwc_u8_blocks_per_sm(int c) {
+  return c == 3 ? IMGSTAT_HWC3_BLOCKS_PER_SM : kHwcBlocksPerSm;
+}
 constexpr int kHwc16BlocksPerSm =
     IMGSTAT_HWC16_PACK ? IMGSTAT_HWC16_BLOCKS_PER_SM : kHwcBlocksPerSm;
 constexpr int kHwc16Groups = IMGSTAT_HWC16_PACK ? IMGSTAT_HWC16_GROUPS : 1;
@@ -2519,7 +2539,7 @@ __device__ uint64_t hwc_u8_first(const uint4 *vec, uint64_t unit, int c,
 }
 
 template <int C>
-__global__ void __launch_bounds__(FastPolicy::kBlock, kHwcBlocksPerSm)
+__global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
     hwc_u8_kernel(ist_pass pass) {
   pdl_trigger();
   const unsigned t = threadIdx.x;
@@ -2759,12 +2779,19 @@ uint64_t balanced_grid(uint64_t units, uint64_t wave) {
 int ist_fast_block_size(void) { return FastPolicy::kBlock; }
 int ist_fast_bytes_per_thread(void) { return 16 * FastPolicy::kItems; }
 
-unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+/* Blocks for a plane of `bytes` (each of `channels`), per_sm blocks of the
+ * kernel a multiprocessor. */
+static unsigned fast_grid(uint64_t bytes, uint32_t channels, int sm_count,
+                          int per_sm) {
   uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
   uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
-  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) *
-                  FastPolicy::kBlocksPerSm / (channels ? channels : 1);
+  uint64_t wave = (uint64_t)(sm_count > 0 ? sm_count : 1) * (uint64_t)per_sm /
+                  (channels ? channels : 1);
   return (unsigned)balanced_grid(tiles, wave);
+}
+
+unsigned ist_fast_grid(uint64_t bytes, uint32_t channels, int sm_count) {
+  return fast_grid(bytes, channels, sm_count, FastPolicy::kPlaneBlocksPerSm);
 }
 
 unsigned ist_fold_grid(uint64_t n) {
@@ -2894,7 +2921,8 @@ unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =
       (uint64_t)(sm_count > 0 ? sm_count : 1) *
-      (sample == IMGSTAT_U16 ? kHwc16BlocksPerSm : kHwcBlocksPerSm);
+      (sample == IMGSTAT_U16 ? kHwc16BlocksPerSm
+                             : hwc_u8_blocks_per_sm((int)channels));
   return (unsigned)balanced_grid(tiles, wave);
 }
 
@@ -2939,9 +2967,9 @@ uint32_t ist_fast_segment_blocks(uint64_t bytes, int sm_count) {
   /* at least IMGSTAT_SEG_TILES tiles a block (integer partials: any
    * partition gives the same bits) */
   const uint64_t tile_bytes = (uint64_t)16 * FastPolicy::kTile;
-  return ist_fast_grid((bytes + IMGSTAT_SEG_TILES * tile_bytes - 1) /
-                           (IMGSTAT_SEG_TILES * tile_bytes) * tile_bytes,
-                       1, sm_count);
+  return fast_grid((bytes + IMGSTAT_SEG_TILES * tile_bytes - 1) /
+                       (IMGSTAT_SEG_TILES * tile_bytes) * tile_bytes,
+                   1, sm_count, FastPolicy::kBlocksPerSm);
 }
 
 cudaError_t ist_fast_stats_segments(imgstat_sample sample,

@@ -32,7 +32,12 @@
 #          (IMGSTAT_HWC_BLOCK_FIRST), grids of whole rounds
 #          (IMGSTAT_FAST_BALANCE), f32 first positions once a block
 #          (IMGSTAT_F32_BLOCK_FIRST), batched planes at least 16 tiles a
-#          block (IMGSTAT_SEG_TILES=16), planar f32 on the lean kernel
+#          block (IMGSTAT_SEG_TILES=64; 16 before), the one-image integer
+#          plane kernel at 4 blocks a multiprocessor
+#          (IMGSTAT_FAST_PLANE_BLOCKS_PER_SM; 3 before, the batch's still
+#          IMGSTAT_FAST_BLOCKS_PER_SM=3), the u8 interleaved kernel for C = 3
+#          at 3 (IMGSTAT_HWC3_BLOCKS_PER_SM; 2 before, C = 2 and 4 at 2),
+#          planar f32 on the lean kernel
 #          (IMGSTAT_F32_LEAN) at 4 blocks a multiprocessor
 #          (IMGSTAT_F32_BLOCKS_PER_SM=4: 64 registers; the unaligned
 #          planes' kernel, four 4-byte loads a vector, 16 bytes of spill),
@@ -89,14 +94,19 @@
 #   H4     H at 4 vectors a tile;
 #   H1b3   H at 1 vector a tile, 3 blocks a multiprocessor;
 #   LWH    LW + H, its normal vectors widened by integers too.
+#   prevint  tree with the integer shapes before the sweep below (planes at
+#          3 blocks a multiprocessor, batched planes 16 tiles a block, u8
+#          interleaved C = 3 at 2 blocks);
 #   S32, S64  tree with batched planes at least 32 / 64 tiles a block (a
-#          0.5 MP u8 plane is 32 tiles of 16 KiB: one block a plane);
+#          0.5 MP u8 plane is 32 tiles of 16 KiB: one block a plane; 64: the
+#          default);
+#   Sb4, Sb2  the batch kernel at 4 / 2 blocks a multiprocessor (not 3);
 #   P16b4  the packed interleaved u16 kernel at 4 blocks a multiprocessor;
 #   Hb3, Hb4  the interleaved u8 (and sample-by-sample u16) kernels at 3 / 4
-#          blocks a multiprocessor (not 2);
+#          blocks a multiprocessor, every C (tree: C = 3 at 3, others at 2);
 #   HU1, HU4  the interleaved u8 kernel with 1 / 4 units a thread a tile (not 2);
-#   Fb4, Fb2  the integer plane kernels (and the batch) at 4 / 2 blocks a
-#          multiprocessor (not 3), interleaved f32 kept at 3;
+#   Fb4, Fb2  the integer plane kernels and the batch at 4 / 2 blocks a
+#          multiprocessor, interleaved f32 kept at 3;
 #   fs2    interleaved float32's strided kernel at 2 blocks a multiprocessor.
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
@@ -128,7 +138,7 @@ rc=$?
 # lean planar and strided kernels at 3 (the L variants)
 F32_OLD="-DIMGSTAT_F32_LEAN=0 -DIMGSTAT_F32_BLOCKS_PER_SM=3"
 F32_L3="-DIMGSTAT_F32_BLOCKS_PER_SM=3 -DIMGSTAT_F32_STRIDED_LEAN=1"
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0 $F32_OLD"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 $F32_OLD"
 declare -A FLAGS=(
   [main]="$O"
   [tree]=""
@@ -142,7 +152,10 @@ declare -A FLAGS=(
   [S8]="-DIMGSTAT_SEG_TILES=8"
   [S16]="-DIMGSTAT_SEG_TILES=16"
   [S4]="-DIMGSTAT_SEG_TILES=4"
-  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0 $F32_OLD"
+  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 $F32_OLD"
+  [prevint]="-DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_SEG_TILES=16 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2"
+  [Sb4]="-DIMGSTAT_FAST_BLOCKS_PER_SM=4 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
+  [Sb2]="-DIMGSTAT_FAST_BLOCKS_PER_SM=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
   [prevf32]="$F32_OLD"
   [P16]="-DIMGSTAT_HWC16_PACK=1 -DIMGSTAT_HWC16_BLOCKS_PER_SM=2"
   [U16]="-DIMGSTAT_HWC16_PACK=0"
@@ -161,12 +174,12 @@ declare -A FLAGS=(
   [S32]="-DIMGSTAT_SEG_TILES=32"
   [S64]="-DIMGSTAT_SEG_TILES=64"
   [P16b4]="-DIMGSTAT_HWC16_BLOCKS_PER_SM=4"
-  [Hb3]="-DIMGSTAT_HWC_BLOCKS_PER_SM=3"
-  [Hb4]="-DIMGSTAT_HWC_BLOCKS_PER_SM=4"
+  [Hb3]="-DIMGSTAT_HWC_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=3"
+  [Hb4]="-DIMGSTAT_HWC_BLOCKS_PER_SM=4 -DIMGSTAT_HWC3_BLOCKS_PER_SM=4"
   [HU1]="-DIMGSTAT_HWC_UNITS=1"
   [HU4]="-DIMGSTAT_HWC_UNITS=4"
-  [Fb4]="-DIMGSTAT_FAST_BLOCKS_PER_SM=4 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
-  [Fb2]="-DIMGSTAT_FAST_BLOCKS_PER_SM=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
+  [Fb4]="-DIMGSTAT_FAST_BLOCKS_PER_SM=4 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=4 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
+  [Fb2]="-DIMGSTAT_FAST_BLOCKS_PER_SM=2 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
   [fs2]="-DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=2"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
