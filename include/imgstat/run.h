@@ -307,7 +307,9 @@ void imgstat_run_destroy(imgstat_run *run);
 /* The layout of the run. */
 const imgstat_run_info *imgstat_run_get_info(const imgstat_run *run);
 
-/* The whole input list, when it was walked whole; else NULL. */
+/* The whole input list, when it was walked whole; else NULL (also under
+ * MPI when the names are dealt with the chunks: no rank holds the whole
+ * list, rank 0 lets go of the entries it has dealt). */
 const imgstat_input_list *imgstat_run_input_list(const imgstat_run *run);
 
 /*
@@ -383,8 +385,11 @@ typedef struct imgstat_run_mpi_times {
   /* dealt (imgstat_run_info.mpi_dealt): the items this rank ran and the
    * chunks they came in (share_first and share_end 0) */
   uint64_t items, chunks;
-  /* the entries of the input list this rank holds: all of them, or none
-   * on ranks > 0 when the names come with the chunks */
+  /* the most entries of the input list this rank held at once: all of
+   * them where the list is sent whole or walked first; none on ranks > 0
+   * when the names come with the chunks; on rank 0 dealing the names,
+   * about what it walked and had not yet dealt (it lets go of the
+   * entries it has dealt, but for the pooled histograms' second read) */
   uint64_t list_held;
   /* dealt with the names, on rank 0: the inputs it dealt to the other
    * ranks before its walk ended (the ranks work while it walks; 0 under

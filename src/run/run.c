@@ -28,8 +28,14 @@ struct imgstat_run {
   imgstat_run_options opt; /* engine: threads and workers set here */
   imgstat_run_info info;
   imgstat_inputs *inputs;
-  imgstat_input_list list; /* the whole list, when walked whole */
+  /* the whole list, when walked whole; rank 0 dealing the names
+   * (list_release): its entries from list_base on, those before dealt
+   * and let go (release_dealt) */
+  imgstat_input_list list;
   int have_list;
+  uint64_t list_base;
+  int list_release;
+  size_t list_peak; /* the most entries list held at once */
   /* the inputs the passes read: list, or with --sample a view of the
    * sampled items of list (its own array, list's items) */
   imgstat_input_list pass;
@@ -54,6 +60,10 @@ struct imgstat_run {
    * draw, the float range pass, outputs checked against it) */
   int deal_names;
   uint64_t deal_next, deal_total, deal_fixed;
+  /* rank 0 letting go of the dealt entries: the most it walks ahead of
+   * the deal (the names undealt at which the guided chunks reach their
+   * largest) */
+  uint64_t ahead_max;
   /* dealt with the names, rank 0 deals while it walks (IMGSTAT_MPI_DEAL
    * not walk-first): walker, its walk (NULL once ended), takes the inputs
    * into list a part at a time (list_cap its room; pass follows list);
@@ -203,14 +213,19 @@ static imgstat_status whole_list(imgstat_run *run, imgstat_error *err) {
   }
   imgstat_inputs_destroy(run->inputs);
   run->inputs = NULL;
+  run->list_peak = run->list.count;
   /* --sample: every rank draws it from the one list alike; the whole list
    * stays (the outputs are checked against every input) */
   run->pass = run->list;
   if (s == IMGSTAT_OK && run->opt.sample)
     s = ist_run_sample(&run->list, run->opt.sample, run->opt.seed, &run->pass,
                        &run->sample_of, err);
+  /* rank 0 dealing the names copies each chunk of its own from the list
+   * as it takes it (deal_take), not the whole list at once */
+  imgstat_input_list none = {NULL, 0, run->list.max_member};
   if (s == IMGSTAT_OK)
-    s = imgstat_inputs_from_list(&run->pass, &run->inputs, err);
+    s = imgstat_inputs_from_list(
+        run->deal_names && rank == 0 ? &none : &run->pass, &run->inputs, err);
   if (s != IMGSTAT_OK && !err->message[0])
     imgstat_error_set(err, s, "out of memory");
   if (!any_rank(run, s != IMGSTAT_OK))
@@ -381,6 +396,10 @@ imgstat_status imgstat_run_create(const imgstat_run_options *opts,
                       !opts->whole_list && run->info.at.size > 1;
     run->walking =
         run->deal_names && !(deal && strcmp(deal, "walk-first") == 0);
+    /* rank 0 lets go of the entries it has dealt, but for the exact float
+     * percentiles' second read of the whole list after the run */
+    run->list_release =
+        run->deal_names && run->info.at.rank == 0 && !pooled_hist;
   }
   if (s == IMGSTAT_OK &&
       (opts->mpi || opts->whole_list || range || pooled_hist || opts->sample))
@@ -422,7 +441,8 @@ const imgstat_run_info *imgstat_run_get_info(const imgstat_run *run) {
 const imgstat_input_list *imgstat_run_input_list(const imgstat_run *run) {
   if (run->norm)
     return ist_norm_run_list(run->norm);
-  return run->have_list ? &run->list : NULL;
+  /* dealt with the names, no rank holds the whole list */
+  return run->have_list && !run->deal_names ? &run->list : NULL;
 }
 
 const imgstat_dataset_result *imgstat_run_pooled(const imgstat_run *run) {
@@ -664,7 +684,9 @@ static void walk_more(imgstat_run *run, size_t max) {
   imgstat_status s = imgstat_inputs_collect_more(
       run->walker, &run->list, &run->list_cap, max, &done, &run->walk_err);
   run->pass = run->list;
-  run->deal_total = run->list.count;
+  run->deal_total = run->list_base + run->list.count;
+  if (run->list.count > run->list_peak)
+    run->list_peak = run->list.count;
   if (s != IMGSTAT_OK) {
     run->walk_failed = s;
     done = 1;
@@ -677,9 +699,31 @@ static void walk_more(imgstat_run *run, size_t max) {
   }
 }
 
+/* Rank 0 letting go of the dealt entries (list_release): frees those
+ * before deal_next (its own chunks were copied into its iterator, the
+ * other ranks' packed and sent) once they are at least DEAL_MAX and an
+ * eighth of the entries after them, which move to the front (the moves
+ * cost at most eight pointers an entry freed): the list holds what is
+ * walked and not yet dealt, an eighth more and a chunk or two, whatever
+ * its length. */
+static void release_dealt(imgstat_run *run) {
+  size_t dealt = (size_t)(run->deal_next - run->list_base);
+  size_t rest = run->list.count - dealt;
+  if (!run->list_release || dealt < DEAL_MAX || dealt < rest / 8)
+    return;
+  for (size_t k = 0; k < dealt; k++)
+    imgstat_input_free(run->list.items[k]);
+  memmove(run->list.items, run->list.items + dealt,
+          rest * sizeof *run->list.items);
+  run->list.count = rest;
+  run->list_base += dealt;
+  run->pass = run->list;
+}
+
 static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
                        void **bytes, size_t *size) {
   imgstat_run *run = ctx;
+  release_dealt(run);
   /* while the walk goes on, "what is left" is what it has walked and not
    * dealt; none walked yet (or fewer than a fixed chunk): walk on */
   uint64_t need = run->deal_fixed ? run->deal_fixed : 1;
@@ -701,7 +745,8 @@ static void deal_chunk(void *ctx, uint64_t *first, uint64_t *count,
   if (bytes && !walked)
     run->walk_dealt += c;
   if (bytes && run->deal_names && c > 0) { /* the items, for another rank */
-    imgstat_input_list view = {run->pass.items + *first, (size_t)c, 0};
+    imgstat_input_list view = {run->list.items + (*first - run->list_base),
+                               (size_t)c, 0};
     unsigned char *packed = NULL;
     imgstat_error err;
     if (imgstat_input_list_pack(&view, &packed, size, &err) == IMGSTAT_OK)
@@ -733,10 +778,11 @@ static imgstat_status deal_take(imgstat_run *run, imgstat_error *err) {
   else
     s = imgstat_mpi_deal_ask(run->opt.mpi, 0, &first, &count, &bytes, &size,
                              err);
-  if (s == IMGSTAT_OK && count > 0 && run->walking && run->info.at.rank == 0) {
-    /* its own chunk, from the list walked so far (which grows) */
-    imgstat_input_list view = {run->list.items + first, (size_t)count,
-                               run->list.max_member};
+  if (s == IMGSTAT_OK && count > 0 && run->deal_names &&
+      run->info.at.rank == 0) {
+    /* its own chunk, from the list (walked so far, while it walks) */
+    imgstat_input_list view = {run->list.items + (first - run->list_base),
+                               (size_t)count, run->list.max_member};
     imgstat_inputs *next = NULL;
     s = imgstat_inputs_from_list(&view, &next, err);
     if (s == IMGSTAT_OK) {
@@ -823,7 +869,10 @@ static imgstat_status next_input(void *ctx, void **item, imgstat_error *err) {
      * millisecond at most (a slow folder or list would keep the other
      * ranks' requests waiting) */
     uint64_t w0 = run->walker ? now_ns() : 0;
-    for (size_t k = 0; k < run->walk_ahead && run->walker; k++) {
+    for (size_t k = 0;
+         k < run->walk_ahead && run->walker &&
+         (!run->ahead_max || run->deal_total - run->deal_next < run->ahead_max);
+         k++) {
       walk_more(run, 1);
       if (now_ns() - w0 > 1000000)
         break;
@@ -1109,11 +1158,16 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   uint64_t total = 0;
   imgstat_inputs_total(run->inputs, &total);
   if (run->info.mpi_dealt) { /* chunks as the ranks ask: next_input */
-    if (!run->walking && (!run->deal_names || run->info.at.rank == 0))
+    if (!run->deal_names)    /* else the count rank 0 walked and sent */
       run->deal_total = total;
     const char *fixed = getenv("IMGSTAT_MPI_DEAL_CHUNK");
     if (fixed && atoll(fixed) > 0)
       run->deal_fixed = (uint64_t)atoll(fixed);
+    /* letting go of the dealt entries, rank 0 walks ahead no further than
+     * the guided chunks need to be their largest (8 · ranks of them) */
+    if (run->list_release)
+      run->ahead_max = 8 * (uint64_t)run->info.at.size *
+                       (run->deal_fixed ? run->deal_fixed : DEAL_MAX);
     /* IMGSTAT_MPI_WALK_AHEAD=N: the names rank 0 walks between its own
      * inputs (0: only as the ranks' chunks need them; for tests and
      * measurements) */
@@ -1196,7 +1250,7 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
     run->mpi.share_s = run_since(&t0);
     run->mpi.share_first = run->share_first;
     run->mpi.share_end = run->share_end;
-    run->mpi.list_held = run->list.count;
+    run->mpi.list_held = run->list_peak;
   }
   clock_gettime(CLOCK_MONOTONIC, &t0);
   run->work_t0 = t0;
@@ -1244,7 +1298,7 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
   }
   if (o->mpi) {
     run->mpi.work_s = run_since(&t0);
-    run->mpi.list_held = run->list.count; /* walked in the run, dealt */
+    run->mpi.list_held = run->list_peak; /* walked in the run, dealt */
     run->mpi.walk_dealt = run->walk_dealt;
     run->mpi.work_end_s = run_since(&run->created);
   }

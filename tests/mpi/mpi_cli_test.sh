@@ -376,6 +376,63 @@ cmp -s "$T/plain.out" "$T/mpi.out" && pass "dealt while walking a FIFO's list: t
   fail "dealt while walking: '${walked}' of $n_w inputs went to ranks > 0 before the walk ended: $(grep 'mpi times' "$T/err")"
 rm -f "$T/wfifo"
 
+# Rank 0 lets go of the entries it has dealt: a --files-from list of
+# 20,000 lines of about 2.5 KB (four tiny PGMs under ten folders of
+# 250-character names, named again and again: 50 MB of names) under 2
+# ranks in chunks of 64. Rank 0's peak resident memory (/usr/bin/time's)
+# stays within a quarter of the list's size of rank 1's, which never holds
+# the list (rank 0 held all of it, 100 KB of memory per 40 entries, before),
+# its most entries held at once (IMGSTAT_STAGE_TIMES' "list L held") are
+# under a quarter of the list, and the records (compared by checksum, 50 MB
+# of them), the messages and the exit statuses are one process's.
+L=$T/long
+lp=$("$PY" - "$L" 20000 <<'EOF' || exit 1
+import os, sys
+d = sys.argv[1]
+for k in range(10):
+    d = os.path.join(d, chr(ord("a") + k) * 250)
+os.makedirs(d)
+for k in range(4):
+    w, h = 3 + k, 2 + k
+    with open(os.path.join(d, "f%d.pgm" % k), "wb") as f:
+        f.write(b"P5\n%d %d\n255\n" % (w, h) + bytes((x * 37 + k * 11) % 256 for x in range(w * h)))
+with open(sys.argv[1] + ".list", "w") as f:
+    for i in range(int(sys.argv[2])):
+        f.write(os.path.join(d, "f%d.pgm" % (i * 7 % 4)) + "\n")
+print(os.path.getsize(sys.argv[1] + ".list"))
+EOF
+)
+n_l=20000
+"$IMGSTAT" --files-from "$L.list" 2>"$T/plain.err" | cksum >"$T/plain.sum"
+rm -f "$T"/rc.* "$T"/rss.*
+# a sanitizer build: freed blocks reused at once, not kept in quarantine
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0" \
+  IMGSTAT_MPI_DEAL_CHUNK=64 IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 2 sh -c \
+  'r=${OMPI_COMM_WORLD_RANK:-0}
+   if [ -x /usr/bin/time ]; then
+     /usr/bin/time -f %M -o "'"$T"'/rss.$r" "$0" --mpi "$@"
+   else "$0" --mpi "$@"; fi
+   echo $? >"'"$T"'/rc.$r"' \
+  "$IMGSTAT" --files-from "$L.list" 2>"$T/mpi.err" | cksum >"$T/mpi.sum"
+grep -v '^imgstat: \(stage times\|mpi times\|mpi gather\): ' "$T/mpi.err" >"$T/mpi.msgs"
+rcs="$(cat "$T/rc.0" "$T/rc.1" 2>/dev/null | tr '\n' ' ')"
+[ "$rcs" = "0 0 " ] && cmp -s "$T/plain.sum" "$T/mpi.sum" && cmp -s "$T/plain.err" "$T/mpi.msgs" &&
+  pass "a long list, dealt: the plain run's records ($(cut -d' ' -f2 "$T/plain.sum") bytes)" ||
+  fail "a long list, dealt: exit statuses '$rcs', records $(cat "$T/mpi.sum") against $(cat "$T/plain.sum"): $(head -c 600 "$T/mpi.err")"
+held=$(grep '^imgstat: mpi times: rank 0 ' "$T/mpi.err" | sed -n 's/.* list \([0-9]*\) held$/\1/p')
+[ -n "$held" ] && [ "$held" -lt $((n_l / 4)) ] &&
+  pass "a long list, dealt: rank 0 held at most $held of its $n_l entries at once" ||
+  fail "a long list, dealt: rank 0 held '$held' of its $n_l entries at once"
+if [ -s "$T/rss.0" ] && [ -s "$T/rss.1" ]; then
+  rss0=$(tail -n 1 "$T/rss.0") rss1=$(tail -n 1 "$T/rss.1")
+  [ "$rss0" -lt $((rss1 + lp / 4096)) ] &&
+    pass "a long list, dealt: rank 0's peak ${rss0} KB, rank 1's ${rss1} KB, the list $((lp / 1024)) KB" ||
+    fail "a long list, dealt: rank 0's peak ${rss0} KB against rank 1's ${rss1} KB: the list ($((lp / 1024)) KB) held"
+else
+  echo "skipped: the ranks' peak memory (no /usr/bin/time)"
+fi
+rm -rf "$L" "$L.list"
+
 # Ranks on GPU nodes use their GPUs: rank r takes the (r mod n)-th device
 # of --devices (else of all); the contiguous shares put input r on rank
 # r. Devices 3 and 5 are absent here (and on a
