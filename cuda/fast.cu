@@ -171,6 +171,12 @@ namespace {
 #ifndef IMGSTAT_SEG_TILES
 #define IMGSTAT_SEG_TILES 64
 #endif
+/* Batched planes of one block each (the usual case at 64 tiles a block):
+ * the block's partial is the plane's, written where the fold would write
+ * it, and the fold's launch is skipped (0: the fold runs anyway). */
+#ifndef IMGSTAT_SEG_DIRECT
+#define IMGSTAT_SEG_DIRECT 1
+#endif
 struct FastPolicy {
   static constexpr int kBlock = 256;                /* threads per block */
   static constexpr int kItems = IMGSTAT_FAST_ITEMS; /* 16-byte loads a tile */
@@ -2983,16 +2989,20 @@ cudaError_t ist_fast_stats_segments(imgstat_sample sample,
   cudaError_t e = ist_cuda_launch_gate();
   if (e != cudaSuccess)
     return e;
+  /* every segment has at least one block: as many blocks as segments is
+   * one each, block k segment k's partial, the fold's output unchanged */
+  const bool direct = IMGSTAT_SEG_DIRECT && total_blocks == (uint64_t)nseg;
+  imgstat_partial *blocks_out = direct ? d_out : d_partials;
   if (sample == IMGSTAT_U8)
     fast_segments_kernel<AccU8>
         <<<(unsigned)total_blocks, FastPolicy::kBlock, 0, s>>>(d_seg, nseg,
-                                                               d_partials);
+                                                               blocks_out);
   else
     fast_segments_kernel<AccU16>
         <<<(unsigned)total_blocks, FastPolicy::kBlock, 0, s>>>(d_seg, nseg,
-                                                               d_partials);
+                                                               blocks_out);
   e = cudaGetLastError();
-  if (e != cudaSuccess)
+  if (e != cudaSuccess || direct)
     return e;
   e = ist_cuda_launch_gate();
   if (e != cudaSuccess)

@@ -37,6 +37,8 @@
 #          (IMGSTAT_FAST_PLANE_BLOCKS_PER_SM; 3 before, the batch's still
 #          IMGSTAT_FAST_BLOCKS_PER_SM=3), the u8 interleaved kernel for C = 3
 #          at 3 (IMGSTAT_HWC3_BLOCKS_PER_SM; 2 before, C = 2 and 4 at 2),
+#          batched planes of one block each written as the planes' partials
+#          without the fold's launch (IMGSTAT_SEG_DIRECT),
 #          planar f32 on the lean kernel
 #          (IMGSTAT_F32_LEAN) at 4 blocks a multiprocessor
 #          (IMGSTAT_F32_BLOCKS_PER_SM=4: 64 registers; the unaligned
@@ -96,7 +98,9 @@
 #   LWH    LW + H, its normal vectors widened by integers too.
 #   prevint  tree with the integer shapes before the sweep below (planes at
 #          3 blocks a multiprocessor, batched planes 16 tiles a block, u8
-#          interleaved C = 3 at 2 blocks);
+#          interleaved C = 3 at 2 blocks, the batch's fold always launched);
+#   Sfold  tree with the batch's fold launched even where every plane is
+#          one block (IMGSTAT_SEG_DIRECT=0);
 #   S32, S64  tree with batched planes at least 32 / 64 tiles a block (a
 #          0.5 MP u8 plane is 32 tiles of 16 KiB: one block a plane; 64: the
 #          default);
@@ -138,7 +142,7 @@ rc=$?
 # lean planar and strided kernels at 3 (the L variants)
 F32_OLD="-DIMGSTAT_F32_LEAN=0 -DIMGSTAT_F32_BLOCKS_PER_SM=3"
 F32_L3="-DIMGSTAT_F32_BLOCKS_PER_SM=3 -DIMGSTAT_F32_STRIDED_LEAN=1"
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 $F32_OLD"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0 $F32_OLD"
 declare -A FLAGS=(
   [main]="$O"
   [tree]=""
@@ -152,8 +156,9 @@ declare -A FLAGS=(
   [S8]="-DIMGSTAT_SEG_TILES=8"
   [S16]="-DIMGSTAT_SEG_TILES=16"
   [S4]="-DIMGSTAT_SEG_TILES=4"
-  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 $F32_OLD"
-  [prevint]="-DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_SEG_TILES=16 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2"
+  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0 $F32_OLD"
+  [prevint]="-DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_SEG_TILES=16 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0"
+  [Sfold]="-DIMGSTAT_SEG_DIRECT=0"
   [Sb4]="-DIMGSTAT_FAST_BLOCKS_PER_SM=4 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
   [Sb2]="-DIMGSTAT_FAST_BLOCKS_PER_SM=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
   [prevf32]="$F32_OLD"
