@@ -2386,16 +2386,20 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwc16BlocksPerSm)
 #endif
 constexpr int kHwcUnits = IMGSTAT_HWC_UNITS;
 /* u16 interleaved by units (hwc_unit_kernel<WordU16, C>) rather than the
- * packed kernel (IMGSTAT_HWC16_PACK); its own blocks a multiprocessor. */
+ * packed kernel (IMGSTAT_HWC16_PACK); for C = 3 its own blocks a
+ * multiprocessor, C = 2 and 4 at IMGSTAT_HWC_BLOCKS_PER_SM as u8's. ptxas
+ * (sm_90): C = 3 at 3 80 registers, no spill (94 at 2); C = 4 at 2 124, no
+ * spill (at 3 208 bytes of spill); C = 2 69 at either. */
 #ifndef IMGSTAT_HWC16_UNIT
 #define IMGSTAT_HWC16_UNIT 0
 #endif
 #ifndef IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM
-#define IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM 2
+#define IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM 3
 #endif
 constexpr int hwc_unit_blocks_per_sm(int sample_size, int c) {
-  return sample_size == 2 ? IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM
-                          : hwc_u8_blocks_per_sm(c);
+  return sample_size == 1 ? hwc_u8_blocks_per_sm(c)
+         : c == 3         ? IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM
+                          : kHwcBlocksPerSm;
 }
 
 /* C words of whole pixels (u8: 4 pixels, u16: 2) as C channel words, each

@@ -116,9 +116,10 @@
 #          design: a thread's C vectors in a row, 8 pixels, split by byte
 #          permutes into C vectors of one channel each, reduced as the u16
 #          plane kernel reduces its vectors, first positions by unit) for
-#          RGB16 / RGBA16 (and 2 channels), at 2 blocks a multiprocessor
-#          (IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM, its default);
-#   U16ub3 U16u at 3 blocks a multiprocessor.
+#          RGB16 / RGBA16 (and 2 channels); C = 3 at 3 blocks a
+#          multiprocessor (IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM, its default:
+#          80 registers), C = 2 and 4 at 2 (as u8's; RGBA16 at 3 spills);
+#   U16ub2 U16u with C = 3 at 2 blocks a multiprocessor (94 registers).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -194,7 +195,7 @@ declare -A FLAGS=(
   [Fb2]="-DIMGSTAT_FAST_BLOCKS_PER_SM=2 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
   [fs2]="-DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=2"
   [U16u]="-DIMGSTAT_HWC16_UNIT=1"
-  [U16ub3]="-DIMGSTAT_HWC16_UNIT=1 -DIMGSTAT_HWC16_UNIT_BLOCKS_PER_SM=3"
+  [U16ub2]="-DIMGSTAT_HWC16_UNIT=1 -DIMGSTAT_HWC16_UNIT_BLOCKS_PER_SM=2"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
