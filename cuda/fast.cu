@@ -1619,11 +1619,12 @@ __global__ void __launch_bounds__(FoldPolicy::kBlock)
 /* ---- interleaved (HWC) u8 / u16 images ----------------------------------
  * An image of C channels (2..4) stored pixel by pixel, reduced without
  * gathering it into planes first. u16 (this kernel; u8 has the faster one
- * below, hwc_u8_kernel, with the same partials). The loads are the fast
- * kernel's: thread t of a tile reads vectors t, t + 256, ... (kV of them), so
- * every load of a warp is coalesced. A tile holds a whole number of pixels, so
- * the channel of sample b of a thread's vector j is (j * 256 * kPerVec + b + r)
- * % C: a constant once the loops are unrolled, but for the thread's own offset
+ * below, hwc_unit_kernel, with the same partials; u16 too with
+ * IMGSTAT_HWC16_UNIT). The loads are the fast kernel's: thread t of a tile
+ * reads vectors t, t + 256, ... (kV of them), so every load of a warp is
+ * coalesced. A tile holds a whole number of pixels, so the channel of sample
+ * b of a thread's vector j is (j * 256 * kPerVec + b + r) % C: a constant
+ * once the loops are unrolled, but for the thread's own offset
  * r = t * kPerVec % C (0 unless C = 3). Each thread therefore keeps its sums
  * and extremes by "relative" channel and maps them to channels at the end.
  * First positions: a thread remembers the tile in which a channel's running
@@ -2368,23 +2369,59 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwc16BlocksPerSm)
   hwc_block_first<uint16_t, C>(a, vec, nvec, r, tail, tail_c, pass);
 }
 
-/* u8: the samples of a thread's unit (C vectors in a row: 16 pixels) are
- * first split into C channel words per 4 pixels by byte permutes (2, 2 and
- * 2 PRMTs a word for C = 2, 3, 4), and those words reduced as the plane
- * kernel reduces its own: __dp4a sums, 16x2 min / max of the even and odd
- * bytes. A tile is kU units a thread, units t, t + 256, ...; a channel's
- * first positions come from the unit in which its running min (max) last
- * became strictly smaller (larger), re-read and split at the end. */
+/* u8 (hwc_unit_kernel<WordU8, C>): the samples of a thread's unit (C
+ * vectors in a row: 16 pixels) are first split into C channel words per 4
+ * pixels by byte permutes (2, 2 and 2 PRMTs a word for C = 2, 3, 4), and
+ * those words reduced as the plane kernel reduces its own: __dp4a sums, 16x2
+ * min / max of the even and odd bytes. A tile is kU units a thread, units t,
+ * t + 256, ...; a channel's first positions come from the unit in which its
+ * running min (max) last became strictly smaller (larger), re-read and split
+ * at the end. u16 (hwc_unit_kernel<WordU16, C>, IMGSTAT_HWC16_UNIT): the
+ * same with units of 8 pixels, split into C channel words per 2 pixels (1
+ * PRMT a word for every C), reduced as the plane kernel reduces u16 words:
+ * 32-bit sums flushed every tile, 64-bit sums of squares, 16x2 min / max. */
 #ifndef IMGSTAT_HWC_UNITS /* units a thread, a tile                            \
                              (bench/gpu/hwc_variants.sh) */
 #define IMGSTAT_HWC_UNITS 2
 #endif
 constexpr int kHwcUnits = IMGSTAT_HWC_UNITS;
+/* u16 interleaved by units (hwc_unit_kernel<WordU16, C>) rather than the
+ * packed kernel (IMGSTAT_HWC16_PACK); for C = 3 its own blocks a
+ * multiprocessor, C = 2 and 4 at IMGSTAT_HWC_BLOCKS_PER_SM as u8's. ptxas
+ * (sm_90): C = 3 at 3 80 registers, no spill (94 at 2); C = 4 at 2 124, no
+ * spill (at 3 208 bytes of spill); C = 2 69 at either. */
+#ifndef IMGSTAT_HWC16_UNIT
+#define IMGSTAT_HWC16_UNIT 0
+#endif
+#ifndef IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM
+#define IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM 3
+#endif
+constexpr int hwc_unit_blocks_per_sm(int sample_size, int c) {
+  return sample_size == 1 ? hwc_u8_blocks_per_sm(c)
+         : c == 3         ? IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM
+                          : kHwcBlocksPerSm;
+}
 
-template <int C>
+/* C words of whole pixels (u8: 4 pixels, u16: 2) as C channel words, each
+ * its channel's samples in pixel order. */
+template <typename Sample, int C>
 __device__ __forceinline__ void hwc_split_group(const unsigned *w,
                                                 unsigned (&x)[C]) {
-  if constexpr (C == 2) {
+  if constexpr (sizeof(Sample) == 2) { /* the low half of a word first */
+    if constexpr (C == 2) {
+      x[0] = __byte_perm(w[0], w[1], 0x5410);
+      x[1] = __byte_perm(w[0], w[1], 0x7632);
+    } else if constexpr (C == 3) {
+      x[0] = __byte_perm(w[0], w[1], 0x7610);
+      x[1] = __byte_perm(w[0], w[2], 0x5432);
+      x[2] = __byte_perm(w[1], w[2], 0x7610);
+    } else {
+      x[0] = __byte_perm(w[0], w[2], 0x5410);
+      x[1] = __byte_perm(w[0], w[2], 0x7632);
+      x[2] = __byte_perm(w[1], w[3], 0x5410);
+      x[3] = __byte_perm(w[1], w[3], 0x7632);
+    }
+  } else if constexpr (C == 2) {
     x[0] = __byte_perm(w[0], w[1], 0x6420);
     x[1] = __byte_perm(w[0], w[1], 0x7531);
   } else if constexpr (C == 3) {
@@ -2403,9 +2440,9 @@ __device__ __forceinline__ void hwc_split_group(const unsigned *w,
   }
 }
 
-/* A unit (C vectors, 16 pixels) as C channel vectors: x[c] holds channel
- * c's 16 samples in pixel order. */
-template <int C>
+/* A unit (C vectors: 16 pixels of u8, 8 of u16) as C channel vectors: x[c]
+ * holds channel c's samples in pixel order. */
+template <typename Sample, int C>
 __device__ __forceinline__ void hwc_split_unit(const uint4 (&v)[C],
                                                uint4 (&x)[C]) {
   unsigned w[4 * C];
@@ -2419,7 +2456,7 @@ __device__ __forceinline__ void hwc_split_unit(const uint4 (&v)[C],
   unsigned g[4][C];
 #pragma unroll
   for (int q = 0; q < 4; ++q)
-    hwc_split_group<C>(w + q * C, g[q]);
+    hwc_split_group<Sample, C>(w + q * C, g[q]);
 #pragma unroll
   for (int c = 0; c < C; ++c)
     x[c] = make_uint4(g[0][c], g[1][c], g[2][c], g[3][c]);
@@ -2433,16 +2470,23 @@ __device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
     v[k] = __ldg(vec + unit * C + k);
 }
 
-template <int C> struct HwcU8 {
+/* A thread's reduction by units (Word: WordU8, WordU16). */
+template <typename Word, int C> struct HwcUnit {
+  using Sample = typename Word::Sample;
+  static constexpr int kMax = Word::kMax;
+  /* a tile's 32-bit sums: at most kHwcUnits * 16 * 255 (u8) or
+   * kHwcUnits * 8 * 65535 (u16) a channel */
+  static_assert((uint64_t)kHwcUnits * Word::kPerVector * kMax <= 0xffffffffu,
+                "a tile's sums fit in 32 bits");
   uint64_t count = 0, sum[C], sumsq[C];
   int vmin[C], vmax[C];
   uint64_t min_unit[C], max_unit[C];
 
-  __device__ HwcU8() {
+  __device__ HwcUnit() {
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       sum[c] = sumsq[c] = 0;
-      vmin[c] = 256;
+      vmin[c] = kMax + 1;
       vmax[c] = -1;
       min_unit[c] = max_unit[c] = kNone;
     }
@@ -2467,8 +2511,9 @@ template <int C> struct HwcU8 {
     bool sat = FastPolicy::kSaturatedSkip;
 #pragma unroll
     for (int c = 0; c < C; ++c)
-      sat = sat && vmin[c] == 0 && vmax[c] == 255;
-    unsigned s[C], q[C], mn[C][kHwcUnits], mx[C][kHwcUnits];
+      sat = sat && vmin[c] == 0 && vmax[c] == kMax;
+    unsigned s[C], mn[C][kHwcUnits], mx[C][kHwcUnits];
+    typename Word::SumSq q[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       s[c] = q[c] = 0;
@@ -2482,20 +2527,20 @@ template <int C> struct HwcU8 {
     for (int k = 0; k < kHwcUnits; ++k) {
       if (k < nvalid) {
         uint4 x[C];
-        hwc_split_unit<C>(v[k], x);
+        hwc_split_unit<Sample, C>(v[k], x);
 #pragma unroll
         for (int c = 0; c < C; ++c) {
           const unsigned w[4] = {x[c].x, x[c].y, x[c].z, x[c].w};
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            WordU8::sums(w[j], s[c], q[c]); /* q: <= 32 * 65025 a tile */
+            Word::sums(w[j], s[c], q[c]); /* u8 q: <= 32 * 65025 a tile */
             if (!sat)
-              WordU8::extremes(w[j], mn[c][k], mx[c][k]);
+              Word::extremes(w[j], mn[c][k], mx[c][k]);
           }
         }
       }
     }
-    count += (uint64_t)16 * nvalid;
+    count += Word::kPerVector * nvalid; /* pixels a unit */
 #pragma unroll
     for (int c = 0; c < C; ++c) {
       sum[c] += s[c];
@@ -2505,7 +2550,7 @@ template <int C> struct HwcU8 {
       return;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      int hmin[kHwcUnits], hmax[kHwcUnits], tmin = 256, tmax = -1;
+      int hmin[kHwcUnits], hmax[kHwcUnits], tmin = kMax + 1, tmax = -1;
 #pragma unroll
       for (int k = 0; k < kHwcUnits; ++k) {
         hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
@@ -2529,32 +2574,38 @@ template <int C> struct HwcU8 {
 
 /* The pixel index of the first sample of channel c equal to value in unit
  * `unit`. */
-template <int C>
-__device__ uint64_t hwc_u8_first(const uint4 *vec, uint64_t unit, int c,
-                                 int value) {
+template <typename Word, int C>
+__device__ uint64_t hwc_unit_first(const uint4 *vec, uint64_t unit, int c,
+                                   int value) {
+  using Sample = typename Word::Sample;
   uint4 v[C], x[C];
   hwc_load_unit<C>(vec, unit, v);
-  hwc_split_unit<C>(v, x);
+  hwc_split_unit<Sample, C>(v, x);
   uint4 mine = x[0];
 #pragma unroll
   for (int k = 1; k < C; ++k)
     if (k == c)
       mine = x[k];
-  Found<uint8_t> f = find_in_vector<uint8_t>(mine, value);
-  return f.j >= 0 ? unit * 16 + (uint64_t)f.j : kNone;
+  Found<Sample> f = find_in_vector<Sample>(mine, value);
+  return f.j >= 0 ? unit * Word::kPerVector + (uint64_t)f.j : kNone;
 }
 
-template <int C>
-__global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
-    hwc_u8_kernel(ist_pass pass) {
+template <typename Word, int C>
+__global__ void
+__launch_bounds__(FastPolicy::kBlock,
+                  hwc_unit_blocks_per_sm((int)sizeof(typename Word::Sample), C))
+    hwc_unit_kernel(ist_pass pass) {
   pdl_trigger();
+  using Sample = typename Word::Sample;
+  constexpr int kMax = Word::kMax;
+  constexpr uint64_t kPix = Word::kPerVector; /* pixels a unit */
   const unsigned t = threadIdx.x;
-  const uint8_t *data = static_cast<const uint8_t *>(pass.in);
+  const Sample *data = static_cast<const Sample *>(pass.in);
   const uint64_t total = pass.n * C; /* samples */
-  const uint64_t units = total / (16 * C);
+  const uint64_t units = total / (kPix * C);
   const uint4 *vec = reinterpret_cast<const uint4 *>(data);
   constexpr uint64_t kTileUnits = (uint64_t)FastPolicy::kBlock * kHwcUnits;
-  HwcU8<C> acc;
+  HwcUnit<Word, C> acc;
 
   const uint64_t full = units / kTileUnits;
   uint64_t tile = blockIdx.x;
@@ -2588,8 +2639,8 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
   /* The block's merge, on integers alone (3 imgstat_partial merges in a
    * row were 2-3 us more at the kernel's end than the planar kernel's one):
    * per channel the count, the sums, and each extreme as one 64-bit key,
-   * (value << 48 | order) for the min and ((255 - value) << 48 | order) for
-   * the max, the order being a number that orders the extremes as their
+   * (value << 48 | order) for the min and ((kMax - value) << 48 | order)
+   * for the max, the order being a number that orders the extremes as their
    * pixels (the unit of a thread's first extreme; units + pixel index for a
    * tail sample, which comes after every unit): the smallest key is the
    * block's first extreme. Warp shuffles, then one slot a warp; then one
@@ -2600,7 +2651,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
   constexpr unsigned long long kNoKey = ~0ull;
   int tail_c;
   const imgstat_partial tail =
-      hwc_tail<uint8_t, C>(data, units * 16 * C, total, &tail_c);
+      hwc_tail<Sample, C>(data, units * kPix * C, total, &tail_c);
   unsigned long long cnt[C], sum[C], sq[C], kmin[C], kmax[C];
 #pragma unroll
   for (int c = 0; c < C; ++c) {
@@ -2612,7 +2663,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
                   : kNoKey;
     kmax[c] =
         acc.max_unit[c] != kNone
-            ? (unsigned long long)(255 - acc.vmax[c]) << 48 | acc.max_unit[c]
+            ? (unsigned long long)(kMax - acc.vmax[c]) << 48 | acc.max_unit[c]
             : kNoKey;
     if (tail_c == c) { /* its one sample: sum x, pixel min_index */
       const unsigned long long x = tail.sum, order = units + tail.min_index;
@@ -2620,7 +2671,7 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
       sum[c] += x;
       sq[c] += tail.sumsq;
       kmin[c] = min(kmin[c], x << 48 | order);
-      kmax[c] = min(kmax[c], (255 - x) << 48 | order);
+      kmax[c] = min(kmax[c], (kMax - x) << 48 | order);
     }
   }
 #pragma unroll
@@ -2658,11 +2709,11 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
       key = min(key, warp_f[3 + e][c][w]);
     ext_index[e][c] = kNone;
     if (key != kNoKey) {
-      const int value = e == 0 ? (int)(key >> 48) : 255 - (int)(key >> 48);
+      const int value = e == 0 ? (int)(key >> 48) : kMax - (int)(key >> 48);
       const uint64_t at = key & ((1ull << 48) - 1);
       ext_value[e][c] = value;
       ext_index[e][c] =
-          at < units ? hwc_u8_first<C>(vec, at, c, value) : at - units;
+          at < units ? hwc_unit_first<Word, C>(vec, at, c, value) : at - units;
     }
   }
   __syncthreads();
@@ -2690,21 +2741,29 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, hwc_u8_blocks_per_sm(C))
 template <typename Sample>
 cudaError_t launch_hwc(const ist_pass *p, cudaStream_t s) {
   constexpr bool kPack = sizeof(Sample) == 2 && IMGSTAT_HWC16_PACK;
+  /* a plain `if`: the unit kernel is compiled in every build */
+  constexpr bool kUnit = sizeof(Sample) == 2 && IMGSTAT_HWC16_UNIT;
   switch (p->channels) {
   case 2:
-    if constexpr (kPack)
+    if (kUnit)
+      hwc_unit_kernel<WordU16, 2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    else if constexpr (kPack)
       hwc16_pack_kernel<2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     else
       hwc_stats_kernel<Sample, 2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     break;
   case 3:
-    if constexpr (kPack)
+    if (kUnit)
+      hwc_unit_kernel<WordU16, 3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    else if constexpr (kPack)
       hwc16_pack_kernel<3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     else
       hwc_stats_kernel<Sample, 3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     break;
   case 4:
-    if constexpr (kPack)
+    if (kUnit)
+      hwc_unit_kernel<WordU16, 4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+    else if constexpr (kPack)
       hwc16_pack_kernel<4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
     else
       hwc_stats_kernel<Sample, 4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
@@ -2915,11 +2974,13 @@ cudaError_t ist_fast_sum_i32(const ist_pass *p, cudaStream_t s) {
 unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
                       int sm_count) {
   const uint64_t vecs = channels == 3 ? 3 : 4;
-  /* the kernels' tiles: u8 kHwcUnits units of C vectors a thread, u16 kV
-   * vectors (sized as u16's, without groups, for both before whole
-   * rounds) */
+  /* the kernels' tiles: u8 (and u16 by units, IMGSTAT_HWC16_UNIT)
+   * kHwcUnits units of C vectors a thread, u16 kV vectors (sized as u16's,
+   * without groups, for both before whole rounds) */
+  const bool unit16 = sample == IMGSTAT_U16 && IMGSTAT_HWC16_UNIT;
   const uint64_t tile_bytes =
-      sample == IMGSTAT_U16
+      unit16 ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
+      : sample == IMGSTAT_U16
           ? (uint64_t)16 * FastPolicy::kBlock * vecs * kHwc16Groups
       : IMGSTAT_FAST_BALANCE
           ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
@@ -2927,8 +2988,9 @@ unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =
       (uint64_t)(sm_count > 0 ? sm_count : 1) *
-      (sample == IMGSTAT_U16 ? kHwc16BlocksPerSm
-                             : hwc_u8_blocks_per_sm((int)channels));
+      (unit16                  ? hwc_unit_blocks_per_sm(2, (int)channels)
+       : sample == IMGSTAT_U16 ? kHwc16BlocksPerSm
+                               : hwc_u8_blocks_per_sm((int)channels));
   return (unsigned)balanced_grid(tiles, wave);
 }
 
@@ -2942,13 +3004,13 @@ cudaError_t ist_hwc_stats(imgstat_sample sample, const ist_pass *p,
   if (sample == IMGSTAT_U8) {
     switch (p->channels) {
     case 2:
-      hwc_u8_kernel<2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+      hwc_unit_kernel<WordU8, 2><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
       break;
     case 3:
-      hwc_u8_kernel<3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+      hwc_unit_kernel<WordU8, 3><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
       break;
     default:
-      hwc_u8_kernel<4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
+      hwc_unit_kernel<WordU8, 4><<<p->grid, FastPolicy::kBlock, 0, s>>>(*p);
       break;
     }
     return cudaGetLastError();

@@ -1,8 +1,8 @@
 """The workload for Nsight Compute's view of the two u8 statistics kernels
 on the same pixels: imgstat.stats of a 64 MP RGB8 CUDA tensor (samples
 1..254) as CHW planes (fast_stats_kernel) and as interleaved HWC
-(hwc_u8_kernel), twice each. Usage (GPU host, the package on PYTHONPATH):
-  ncu --target-processes all -k regex:"hwc_u8_kernel|fast_stats_kernel" \\
+(hwc_unit_kernel), twice each. Usage (GPU host, the package on PYTHONPATH):
+  ncu --target-processes all -k regex:"hwc_unit_kernel|fast_stats_kernel" \\
       --launch-skip 2 --launch-count 2 --section SpeedOfLight \\
       --section Occupancy --section WarpStateStats \\
       python3 bench/gpu/ncu_hwc.py

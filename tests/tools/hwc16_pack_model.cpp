@@ -11,7 +11,11 @@
  * min, max and first positions compared with a plain scan of the image,
  * for 2, 3 and 4 channels, many sizes, several grids and data patterns
  * (ties in both halves of the 32-bit words, channels at the bounds 0 and
- * 65535, constant images). The GPU itself is checked on the GPU host
+ * 65535, constant images). With -DUNIT=1 the same for the kernel by
+ * units (hwc_unit_kernel<WordU16, C>, IMGSTAT_HWC16_UNIT): its accumulator
+ * HwcUnit and unit split and re-read cut from cuda/fast.cu (hwc_unit.inc),
+ * its loop and integer block merge (keys of value and unit) as the kernel
+ * has them. The GPU itself is checked on the GPU host
  * (tests/gpu/checks/kernel_roof.sh); this runs wherever a C++ compiler
  * does. Exit status 1 when a case differs.
  */
@@ -42,6 +46,9 @@ static uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) {
 #ifndef SKIP
 #define SKIP 1
 #endif
+#ifndef UNIT
+#define UNIT 0
+#endif
 struct FastPolicy {
   static constexpr int kBlock = 256;
   static constexpr bool kSaturatedSkip = SKIP;
@@ -63,6 +70,29 @@ template <typename Sample> Sample sample_of(const unsigned (&w)[4], int j) {
   return (Sample)((word >> (((j * kSize) % 4) * 8)) & kMask);
 }
 #include "hwc16_pack.inc" /* Hwc, HwcAcc, HwcPack16 (the .py cuts it) */
+#if UNIT
+/* the interleaved kernel by units (hwc_unit_kernel<WordU16, C>,
+ * IMGSTAT_HWC16_UNIT): what its cut source uses besides */
+#ifndef UNITS
+#define UNITS 2
+#endif
+constexpr int kHwcUnits = UNITS;
+static struct { unsigned x; } threadIdx;
+static unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  const uint64_t b = (uint64_t)y << 32 | x;
+  unsigned r = 0;
+  for (int i = 0; i < 4; ++i)
+    r |= (unsigned)(b >> (8 * ((s >> (4 * i)) & 7)) & 0xffu) << (8 * i);
+  return r;
+}
+static unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
+  for (int i = 0; i < 4; ++i)
+    c += (a >> (8 * i) & 0xffu) * (b >> (8 * i) & 0xffu);
+  return c;
+}
+static uint4 __ldg(const uint4 *p) { return *p; }
+#include "hwc_unit.inc" /* WordU8/16, find_in_vector, HwcUnit (cut too) */
+#endif
 
 struct Part {
   uint64_t count = 0, sum = 0, sumsq = 0;
@@ -220,6 +250,102 @@ std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
   return out;
 }
 
+#if UNIT
+/* The kernel by units over an image of npix pixels on a grid of G blocks:
+ * each thread's loop as hwc_unit_kernel's, each block's partial of each
+ * channel as its integer merge makes it (keys of value and unit, the tail
+ * sample after every unit, the block's unit re-read), the blocks' partials
+ * folded. */
+template <int C>
+std::vector<Part> gpu_unit(const uint16_t *data, uint64_t npix, unsigned G) {
+  using A = HwcUnit<WordU16, C>;
+  constexpr unsigned long long kNoKey = ~0ull;
+  const uint64_t total = npix * C, units = total / (8 * C);
+  const uint4 *vec = reinterpret_cast<const uint4 *>(data);
+  constexpr uint64_t kTileUnits = 256ull * kHwcUnits;
+  const uint64_t full = units / kTileUnits;
+  std::vector<Part> out(C);
+  for (unsigned b = 0; b < G; ++b) {
+    Part p[C];
+    unsigned long long best[2][C];
+    for (int c = 0; c < C; ++c)
+      best[0][c] = best[1][c] = kNoKey;
+    for (unsigned t = 0; t < 256; ++t) {
+      threadIdx.x = t;
+      A a;
+      uint64_t tile = b;
+      for (; tile < full; tile += G) {
+        uint4 v[kHwcUnits][C];
+        for (int k = 0; k < kHwcUnits; ++k)
+          hwc_load_unit<C>(vec, tile * kTileUnits + (uint64_t)k * 256 + t,
+                           v[k]);
+        a.add_tile(v, kHwcUnits, tile);
+      }
+      if (tile == full && full * kTileUnits < units) {
+        uint4 v[kHwcUnits][C];
+        int nvalid = 0;
+        for (int k = 0; k < kHwcUnits; ++k) {
+          const uint64_t u = tile * kTileUnits + (uint64_t)k * 256 + t;
+          if (u < units) {
+            hwc_load_unit<C>(vec, u, v[k]);
+            nvalid = k + 1;
+          } else
+            for (int j = 0; j < C; ++j)
+              v[k][j] = make_uint4(0, 0, 0, 0);
+        }
+        if (nvalid > 0)
+          a.add_tile(v, nvalid, tile);
+      }
+      const uint64_t i = units * 8 * C + t; /* hwc_tail */
+      for (int c = 0; c < C; ++c) {
+        p[c].count += a.count;
+        p[c].sum += a.sum[c];
+        p[c].sumsq += a.sumsq[c];
+        unsigned long long kmin =
+            a.min_unit[c] != kNone
+                ? (unsigned long long)a.vmin[c] << 48 | a.min_unit[c]
+                : kNoKey;
+        unsigned long long kmax =
+            a.max_unit[c] != kNone
+                ? (unsigned long long)(65535 - a.vmax[c]) << 48 | a.max_unit[c]
+                : kNoKey;
+        if (b == 0 && i < total && (int)(i % C) == c) {
+          const unsigned long long x = data[i], order = units + i / C;
+          p[c].count += 1;
+          p[c].sum += x;
+          p[c].sumsq += x * x;
+          kmin = min(kmin, x << 48 | order);
+          kmax = min(kmax, (65535 - x) << 48 | order);
+        }
+        best[0][c] = min(best[0][c], kmin);
+        best[1][c] = min(best[1][c], kmax);
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      for (int e = 0; e < 2; ++e) {
+        const unsigned long long key = best[e][c];
+        if (key == kNoKey)
+          continue;
+        const int value = e == 0 ? (int)(key >> 48) : 65535 - (int)(key >> 48);
+        const uint64_t at = key & ((1ull << 48) - 1);
+        const uint64_t pix = at < units
+                                 ? hwc_unit_first<WordU16, C>(vec, at, c, value)
+                                 : at - units;
+        if (pix == kNone) {
+          printf("BUG: unit %llu holds no %d (block %u c %d)\n",
+                 (unsigned long long)at, value, b, c);
+          exit(2);
+        }
+        (e == 0 ? p[c].vmin : p[c].vmax) = value;
+        (e == 0 ? p[c].imin : p[c].imax) = pix;
+      }
+      offer(out[c], p[c]);
+    }
+  }
+  return out;
+}
+#endif
+
 /* The plain scan: channel by channel, pixel by pixel, the first extreme
  * kept on strict improvement. */
 static std::vector<Part> cpu(const uint16_t *d, uint64_t n, int C) {
@@ -360,7 +486,11 @@ template <int C> int one(uint64_t n, int kind, unsigned G) {
   pattern(h, n, C, kind);
   if (kind == 10)
     halves(h, n, C);
+#if UNIT
+  auto g = gpu_unit<C>(h.data(), n, G);
+#else
   auto g = gpu<C>(h.data(), n, G);
+#endif
   auto w = cpu(h.data(), n, C);
   for (int c = 0; c < C; ++c) {
     const Part &a = g[c], &b = w[c];
@@ -401,7 +531,11 @@ int main(int argc, char **argv) {
   for (uint64_t n : sizes)
     for (int kind = 0; kind < 11 && n <= largest; ++kind) {
       for (int C : {2, 3, 4}) {
+#if UNIT
+        const uint64_t tile_bytes = 16ull * 256 * kHwcUnits * C;
+#else
         const uint64_t tile_bytes = 16ull * 256 * (C == 3 ? 3 : 4) * GROUPS;
+#endif
         const uint64_t tiles = (n * C * 2 + tile_bytes - 1) / tile_bytes;
         const unsigned grids[] = {balanced(tiles, 132 * 2), 1, 3, 264};
         for (unsigned G : grids) {
@@ -417,7 +551,12 @@ int main(int argc, char **argv) {
         }
       }
     }
+#if UNIT
+  printf("%d cases, %d failed (by units: %d a thread a tile, skip %d)\n", cases,
+         fails, kHwcUnits, SKIP);
+#else
   printf("%d cases, %d failed (groups %d, flush %d, skip %d)\n", cases, fails,
          GROUPS, FLUSH, SKIP);
+#endif
   return fails != 0;
 }

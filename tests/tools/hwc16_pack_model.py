@@ -4,7 +4,10 @@ source of Hwc, HwcAcc and HwcPack16 out of cuda/fast.cu, compiles
 tests/tools/hwc16_pack_model.cpp around it with the host's C++ compiler
 (once a shape of the kernel: 3 or 4 vectors a thread a tile and 6 or 8,
 the 32-bit sums flushed at their bound, every tile or every 3, with and
-without the saturated skip) and runs it: every channel's partial equal to a
+without the saturated skip); and the kernel by units (hwc_unit_kernel
+<WordU16, C>, IMGSTAT_HWC16_UNIT: the word types, find_in_vector and
+hwc_split_group .. hwc_unit_first cut too; 2 or 1 units a thread a tile) and
+runs it: every channel's partial equal to a
 plain scan's (see the .cpp).
 
     python3 tests/tools/hwc16_pack_model.py [ROOT]
@@ -29,11 +32,22 @@ PIECES = [
      "template <int C>\n__global__ void __launch_bounds__(FastPolicy::kBlock, "
      "kHwc16BlocksPerSm)"),
 ]
+# the interleaved kernel by units (hwc_unit_kernel, IMGSTAT_HWC16_UNIT)
+UNIT_PIECES = [
+    ("WordU8, WordU16", "struct WordU8 {",
+     "/* u8 / u16 (Word: WordU8, WordU16)"),
+    ("Found, find_in_vector", "template <typename Sample> struct Found {",
+     "/* The first of the tile's valid vectors"),
+    ("hwc_split_group .. hwc_unit_first", "/* C words of whole pixels",
+     "template <typename Word, int C>\n__global__"),
+]
 # (-D flags, largest image in pixels)
 SHAPES = [
     ("-DGROUPS=1 -DFLUSH=0 -DSKIP=1", 262147),
     ("-DGROUPS=2 -DFLUSH=3 -DSKIP=1", 65537),
     ("-DGROUPS=1 -DFLUSH=1 -DSKIP=0", 12289),
+    ("-DUNIT=1 -DUNITS=2 -DSKIP=1", 262147),
+    ("-DUNIT=1 -DUNITS=1 -DSKIP=0", 12289),
 ]
 
 
@@ -43,19 +57,23 @@ def main():
         print("no C++ compiler: skipped")
         return 77
     src = open(os.path.join(ROOT, "cuda", "fast.cu")).read()
-    cut = []
-    for what, start, end in PIECES:
-        a = src.find(start)
-        b = src.find(end, a + 1) if a >= 0 else -1
-        if a < 0 or b < 0:
-            print(f"cuda/fast.cu: {what} not found (markers changed?)")
-            return 1
-        cut.append(src[a:b])
+    cuts = []
+    for pieces in (PIECES, UNIT_PIECES):
+        cut = []
+        for what, start, end in pieces:
+            a = src.find(start)
+            b = src.find(end, a + 1) if a >= 0 else -1
+            if a < 0 or b < 0:
+                print(f"cuda/fast.cu: {what} not found (markers changed?)")
+                return 1
+            cut.append(src[a:b])
+        cuts.append(cut)
     model = os.path.join(ROOT, "tests", "tools", "hwc16_pack_model.cpp")
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
-        with open(os.path.join(tmp, "hwc16_pack.inc"), "w") as f:
-            f.write("\n".join(cut))
+        for name, cut in zip(("hwc16_pack.inc", "hwc_unit.inc"), cuts):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write("\n".join(cut))
         for flags, largest in SHAPES:
             exe = os.path.join(tmp, "model")
             cc = subprocess.run([cxx, "-std=c++17", "-O2", "-Wall", "-Wextra",

@@ -111,7 +111,15 @@
 #   HU1, HU4  the interleaved u8 kernel with 1 / 4 units a thread a tile (not 2);
 #   Fb4, Fb2  the integer plane kernels and the batch at 4 / 2 blocks a
 #          multiprocessor, interleaved f32 kept at 3;
-#   fs2    interleaved float32's strided kernel at 2 blocks a multiprocessor.
+#   fs2    interleaved float32's strided kernel at 2 blocks a multiprocessor;
+#   U16u   interleaved u16 by units (IMGSTAT_HWC16_UNIT, the u8 kernel's
+#          design: a thread's C vectors in a row, 8 pixels, split by byte
+#          permutes into C vectors of one channel each, reduced as the u16
+#          plane kernel reduces its vectors, first positions by unit) for
+#          RGB16 / RGBA16 (and 2 channels); C = 3 at 3 blocks a
+#          multiprocessor (IMGSTAT_HWC16_UNIT_BLOCKS_PER_SM, its default:
+#          80 registers), C = 2 and 4 at 2 (as u8's; RGBA16 at 3 spills);
+#   U16ub2 U16u with C = 3 at 2 blocks a multiprocessor (94 registers).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -186,6 +194,8 @@ declare -A FLAGS=(
   [Fb4]="-DIMGSTAT_FAST_BLOCKS_PER_SM=4 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=4 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
   [Fb2]="-DIMGSTAT_FAST_BLOCKS_PER_SM=2 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
   [fs2]="-DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=2"
+  [U16u]="-DIMGSTAT_HWC16_UNIT=1"
+  [U16ub2]="-DIMGSTAT_HWC16_UNIT=1 -DIMGSTAT_HWC16_UNIT_BLOCKS_PER_SM=2"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
