@@ -12,10 +12,10 @@
  * taken a piece at a time (whole periods, about 16 KiB of samples); for
  * each of the P positions k of a period, the vectors k, k + P, k + 2P ...
  * of the piece are reduced in registers (per-lane min, max, nodata count,
- * 32-bit sums, 64-bit sums of squares: u16 squares by _mm256_mul_epu32,
- * exact), and then folded into the bands by a table of lanes. The piece's
- * minimum (maximum) of a band is searched for its first position only when
- * it beats the band's figure so far, or equals it where the piece may come
+ * 32-bit sums, and the sums of squares as 32-bit sums of their low and high
+ * 16 bits, exact), and then folded into the bands by a table of lanes. The
+ * piece's minimum (maximum) of a band is searched for its first position only
+ * when it beats the band's figure so far, or equals it where the piece may come
  * first in raster order. What is left of a run after the pieces (less than
  * a period), and everything on a CPU without AVX2, is reduced one sample
  * at a time by the scalar loop, which gives the same figures.
@@ -40,6 +40,7 @@ struct ist_ilv {
   int u8;
   uint16_t flip;       /* int16: the top bit flipped as the planes hold it */
   int any_nodata;      /* some band has a nodata value */
+  int all_nodata;      /* every band has one */
   int simd;            /* the AVX2 pieces */
   uint16_t *ndv;       /* a band's nodata value (stored form) */
   uint8_t *has;        /* whether the band has one */
@@ -52,7 +53,8 @@ struct ist_ilv {
   uint16_t *plo, *phi, *pnd; /* a piece's lanes */
   uint16_t *blo, *bhi;       /* a piece's bands */
   uint32_t *bnd;
-  /* the figures so far, a band each */
+  uint64_t *lsum, *lsq; /* P * 16: the vectors' sums so far, a lane each */
+  /* the figures so far, a band each (the lanes' sums apart) */
   uint64_t pixels;
   uint64_t *nd, *sum, *sq, *lo_at, *hi_at;
   uint32_t *lo, *hi;
@@ -72,6 +74,8 @@ void ist_ilv_free(ist_ilv *a) {
   free(a->blo);
   free(a->bhi);
   free(a->bnd);
+  free(a->lsum);
+  free(a->lsq);
   free(a->nd);
   free(a->sum);
   free(a->sq);
@@ -130,6 +134,8 @@ ist_ilv *ist_ilv_create(int channels, imgstat_sample sample, int int16,
   a->bhi = malloc(n * sizeof *a->bhi);
   a->bnd = malloc(n * sizeof *a->bnd);
   a->nd = calloc(n, sizeof *a->nd);
+  a->lsum = calloc(lanes, sizeof *a->lsum);
+  a->lsq = calloc(lanes, sizeof *a->lsq);
   a->sum = calloc(n, sizeof *a->sum);
   a->sq = calloc(n, sizeof *a->sq);
   a->lo_at = malloc(n * sizeof *a->lo_at);
@@ -138,8 +144,8 @@ ist_ilv *ist_ilv_create(int channels, imgstat_sample sample, int int16,
   a->hi = malloc(n * sizeof *a->hi);
   if (!a->ndv || !a->has || !a->lane_band || !a->lane_nd || !a->lane_has ||
       !a->plo || !a->phi || !a->pnd || !a->blo || !a->bhi || !a->bnd ||
-      !a->nd || !a->sum || !a->sq || !a->lo_at || !a->hi_at || !a->lo ||
-      !a->hi) {
+      !a->lsum || !a->lsq || !a->nd || !a->sum || !a->sq || !a->lo_at ||
+      !a->hi_at || !a->lo || !a->hi) {
     ist_ilv_free(a);
     return NULL;
   }
@@ -152,6 +158,9 @@ ist_ilv *ist_ilv_create(int channels, imgstat_sample sample, int int16,
     a->lo_at[b] = a->hi_at[b] = UINT64_MAX;
     a->lo[b] = a->hi[b] = 0;
   }
+  a->all_nodata = 1;
+  for (int b = 0; b < channels; b++)
+    a->all_nodata &= a->has[b];
   for (size_t l = 0; l < lanes; l++) {
     uint32_t b = (uint32_t)(l % n);
     a->lane_band[l] = b;
@@ -223,23 +232,52 @@ static uint64_t ilv_find(const ist_ilv *a, const void *px, uint64_t i0,
   return i1; /* not reached */
 }
 
+/* 16-bit lanes summed in 32-bit lanes, three operations a vector: t adds
+ * the whole 32-bit lanes (the even lane plus 2^16 times the odd one, modulo
+ * 2^32), o the odd lanes alone; the even lanes' sums are t - 2^16 o modulo
+ * 2^32, exact while every lane's sum stays below 2^32 (ILV_MAX_NP). */
+#define ILV_MAX_NP (ILV_PIECE / ILV_LANES)
+_Static_assert((uint64_t)ILV_MAX_NP * 65535u < (1ull << 32),
+               "a piece's 32-bit lane sums overflow");
+
+__attribute__((target("avx2"), always_inline)) static inline void
+ilv_add16(__m256i *t, __m256i *o, __m256i v) {
+  *t = _mm256_add_epi32(*t, v);
+  *o = _mm256_add_epi32(*o, _mm256_srli_epi32(v, 16));
+}
+
+/* The 16 lanes' sums of ilv_add16's t and o into s[0 .. 15]. */
+__attribute__((target("avx2"), always_inline)) static inline void
+ilv_lanes16(__m256i t, __m256i o, uint32_t *s) {
+  uint32_t tt[8], oo[8];
+  _mm256_storeu_si256((__m256i *)tt, t);
+  _mm256_storeu_si256((__m256i *)oo, o);
+  for (int j = 0; j < 8; j++) {
+    s[2 * j] = tt[j] - (oo[j] << 16);
+    s[2 * j + 1] = oo[j];
+  }
+}
+
 /* The vectors of position k of the period in np periods from x (samples),
- * into the piece's lanes k * 16 .. and the bands' sums. */
+ * into the piece's lanes k * 16 .. and the bands' sums. The square of a
+ * sample is its low and high 16 bits (_mm256_mullo_epi16,
+ * _mm256_mulhi_epu16; u8 squares have no high half), summed apart and
+ * joined in 64 bits at the end: sq = lo + 2^16 hi, exact. */
 __attribute__((target("avx2"), always_inline)) static inline void
 ilv_position(ist_ilv *a, const unsigned char *x, const unsigned char *next,
-             uint32_t np, uint32_t k, const int u8, const int nodata) {
+             uint32_t np, uint32_t k, const int u8, const int nodata,
+             const int flipped, const int every) {
   const size_t step = (size_t)a->period * ILV_LANES * (u8 ? 1 : 2);
   const unsigned char *p = x + (size_t)k * ILV_LANES * (u8 ? 1 : 2);
-  const __m256i flip = _mm256_set1_epi16((short)a->flip);
-  const __m256i low = _mm256_set1_epi32(0xffff);
+  const __m256i flip = _mm256_set1_epi16((short)0x8000);
   const __m256i ndk =
       _mm256_loadu_si256((const __m256i *)(a->lane_nd + k * ILV_LANES));
   const __m256i hk =
       _mm256_loadu_si256((const __m256i *)(a->lane_has + k * ILV_LANES));
   __m256i mn = _mm256_set1_epi16(-1), mx = _mm256_setzero_si256();
   __m256i nd = _mm256_setzero_si256();
-  __m256i se = _mm256_setzero_si256(), so = _mm256_setzero_si256();
-  __m256i q0 = _mm256_setzero_si256(), q1 = q0, q2 = q0, q3 = q0;
+  __m256i st = _mm256_setzero_si256(), so = st, lt = st, lo = st;
+  __m256i ht = st, ho = st;
   const size_t vec = u8 ? 16 : 32;
   const unsigned char *ahead = next + (size_t)k * np * vec;
   for (uint32_t i = 0; i < np; i++, p += step, ahead += vec) {
@@ -249,10 +287,15 @@ ilv_position(ist_ilv *a, const unsigned char *x, const unsigned char *next,
     _mm_prefetch((const char *)ahead, _MM_HINT_T0);
     if (u8)
       s = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)p));
-    else
+    else if (flipped)
       s = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)p), flip);
+    else
+      s = _mm256_loadu_si256((const __m256i *)p);
     if (nodata) {
-      __m256i m = _mm256_and_si256(_mm256_cmpeq_epi16(s, ndk), hk);
+      /* every: all the bands have a nodata value (hk all ones) */
+      __m256i m = _mm256_cmpeq_epi16(s, ndk);
+      if (!every)
+        m = _mm256_and_si256(m, hk);
       nd = _mm256_sub_epi16(nd, m);
       mn = _mm256_min_epu16(mn, _mm256_or_si256(s, m));
       s = _mm256_andnot_si256(m, s);
@@ -260,52 +303,44 @@ ilv_position(ist_ilv *a, const unsigned char *x, const unsigned char *next,
       mn = _mm256_min_epu16(mn, s);
     }
     mx = _mm256_max_epu16(mx, s);
-    __m256i e = _mm256_and_si256(s, low), o = _mm256_srli_epi32(s, 16);
-    se = _mm256_add_epi32(se, e);
-    so = _mm256_add_epi32(so, o);
-    __m256i e2 = _mm256_srli_epi64(e, 32), o2 = _mm256_srli_epi64(o, 32);
-    q0 = _mm256_add_epi64(q0, _mm256_mul_epu32(e, e));
-    q1 = _mm256_add_epi64(q1, _mm256_mul_epu32(e2, e2));
-    q2 = _mm256_add_epi64(q2, _mm256_mul_epu32(o, o));
-    q3 = _mm256_add_epi64(q3, _mm256_mul_epu32(o2, o2));
+    ilv_add16(&st, &so, s);
+    ilv_add16(&lt, &lo, _mm256_mullo_epi16(s, s));
+    if (!u8)
+      ilv_add16(&ht, &ho, _mm256_mulhi_epu16(s, s));
   }
   _mm256_storeu_si256((__m256i *)(a->plo + k * ILV_LANES), mn);
   _mm256_storeu_si256((__m256i *)(a->phi + k * ILV_LANES), mx);
   _mm256_storeu_si256((__m256i *)(a->pnd + k * ILV_LANES), nd);
-  uint32_t e32[8], o32[8];
-  uint64_t w[4][4];
-  _mm256_storeu_si256((__m256i *)e32, se);
-  _mm256_storeu_si256((__m256i *)o32, so);
-  _mm256_storeu_si256((__m256i *)w[0], q0);
-  _mm256_storeu_si256((__m256i *)w[1], q1);
-  _mm256_storeu_si256((__m256i *)w[2], q2);
-  _mm256_storeu_si256((__m256i *)w[3], q3);
-  const uint32_t *band = a->lane_band + k * ILV_LANES;
-  for (int j = 0; j < 8; j++) {
-    a->sum[band[2 * j]] += e32[j];
-    a->sum[band[2 * j + 1]] += o32[j];
-  }
-  /* q0: lanes 4j, q1: 4j + 2, q2: 4j + 1, q3: 4j + 3 */
-  for (int j = 0; j < 4; j++) {
-    a->sq[band[4 * j]] += w[0][j];
-    a->sq[band[4 * j + 2]] += w[1][j];
-    a->sq[band[4 * j + 1]] += w[2][j];
-    a->sq[band[4 * j + 3]] += w[3][j];
+  uint32_t sv[16], sl[16], sh[16];
+  ilv_lanes16(st, so, sv);
+  ilv_lanes16(lt, lo, sl);
+  if (!u8)
+    ilv_lanes16(ht, ho, sh);
+  uint64_t *restrict ls = a->lsum + k * ILV_LANES;
+  uint64_t *restrict lq = a->lsq + k * ILV_LANES;
+  for (int j = 0; j < 16; j++) {
+    ls[j] += sv[j];
+    lq[j] += sl[j] + (u8 ? 0 : (uint64_t)sh[j] << 16);
   }
 }
 
 __attribute__((target("avx2"))) static void
 ilv_piece_avx2(ist_ilv *a, const unsigned char *x, const unsigned char *next,
                uint32_t np) {
+  const int every = a->all_nodata;
   for (uint32_t k = 0; k < a->period; k++) {
     if (a->u8 && a->any_nodata)
-      ilv_position(a, x, next, np, k, 1, 1);
+      ilv_position(a, x, next, np, k, 1, 1, 0, every);
     else if (a->u8)
-      ilv_position(a, x, next, np, k, 1, 0);
+      ilv_position(a, x, next, np, k, 1, 0, 0, 0);
+    else if (a->flip && a->any_nodata)
+      ilv_position(a, x, next, np, k, 0, 1, 1, every);
+    else if (a->flip)
+      ilv_position(a, x, next, np, k, 0, 0, 1, 0);
     else if (a->any_nodata)
-      ilv_position(a, x, next, np, k, 0, 1);
+      ilv_position(a, x, next, np, k, 0, 1, 0, every);
     else
-      ilv_position(a, x, next, np, k, 0, 0);
+      ilv_position(a, x, next, np, k, 0, 0, 0, 0);
   }
   /* the lanes in order hold pixel after pixel of bands 0 .. C - 1: folded
    * a pixel at a time, the bands side by side (no branch) */
@@ -380,6 +415,7 @@ void ist_ilv_scan(ist_ilv *a, const void *px, uint64_t n, uint64_t first,
 }
 
 void ist_ilv_finish(const ist_ilv *a, imgstat_partial *part, uint64_t *nodata) {
+  const size_t lanes = (size_t)a->period * ILV_LANES;
   for (int b = 0; b < a->channels; b++) {
     imgstat_partial p;
     imgstat_partial_init(&p);
@@ -387,6 +423,11 @@ void ist_ilv_finish(const ist_ilv *a, imgstat_partial *part, uint64_t *nodata) {
     if (p.count) {
       p.sum = a->sum[b];
       p.sumsq = a->sq[b];
+      /* the lanes of band b: b, b + C, ... */
+      for (size_t l = (size_t)b; l < lanes; l += (size_t)a->channels) {
+        p.sum += a->lsum[l];
+        p.sumsq += a->lsq[l];
+      }
       p.min = a->lo[b];
       p.max = a->hi[b];
       p.min_index = a->lo_at[b];

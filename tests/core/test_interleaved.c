@@ -9,7 +9,9 @@
  * of raster order. Bands 1, 2, 3, 4, 5, 13, 16, 17 and 200; u8, u16 and
  * int16 (the top bit flipped); nodata in some bands; few distinct values
  * (ties everywhere), extremes in the last pixel, a band all nodata, a band
- * of 0 and 65535 alone. */
+ * of 0 and 65535 alone; every band with a nodata value (bottom, middle and
+ * top values), and the top value everywhere (the lanes' sums at their
+ * largest over a piece's longest stretch of vectors, one band). */
 #include "image_rows.h"
 #include "imgstat/imgstat.h"
 #include "test_util.h"
@@ -35,7 +37,8 @@ static uint32_t held(const uint16_t *img, uint32_t w, int ch, uint32_t x,
 }
 
 /* kind: 0 random over the type, 1 few values (ties), 2 extremes in the last
- * pixel, 3 0 and the top only */
+ * pixel, 3 0 and the top only, 4 0, the middle and the top, every band with
+ * a nodata value, 5 the top only */
 static void run_case(int ch, imgstat_sample sample, int int16, uint32_t w,
                      uint32_t h, uint32_t tw, uint32_t th, int kind,
                      uint32_t seed) {
@@ -49,6 +52,8 @@ static void run_case(int ch, imgstat_sample sample, int int16, uint32_t w,
     uint32_t r = rnd(&seed);
     uint32_t s = kind == 1   ? r % 4 * (top / 3)
                  : kind == 3 ? (r & 1 ? top : 0)
+                 : kind == 4 ? r % 3 * ((top + 1) / 2) - (r % 3 == 2)
+                 : kind == 5 ? top
                              : r % (top + 1);
     img[i] = (uint16_t)s;
   }
@@ -56,7 +61,7 @@ static void run_case(int ch, imgstat_sample sample, int int16, uint32_t w,
     for (size_t i = 0; i + (size_t)ch < n; i++)
       img[i] = (uint16_t)(1 + img[i] % (top - 1));
   for (int b = 0; b < ch; b++)
-    if (b % 3 == 1) { /* nodata: a value that is there */
+    if (b % 3 == 1 || kind == 4) { /* nodata: a value that is there */
       v->has_nodata[b] = 1;
       v->nodata[b] = kind == 3 ? 0.0 : (double)img[b];
     }
@@ -183,7 +188,7 @@ static void test_bands(void) {
     /* sizes: tiles crossing the edges, a width under a period, tiles as
      * wide as the image (strips) */
     uint32_t w = ch > 16 ? 45 : 131, h = ch > 16 ? 23 : 37;
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < 6; kind++) {
       run_case(ch, IMGSTAT_U16, 0, w, h, 32, 16, kind, seed++);
       run_case(ch, IMGSTAT_U16, 1, w, h, 48, 8, kind, seed++);
       run_case(ch, IMGSTAT_U8, 0, w, h, 16, 16, kind, seed++);
@@ -200,6 +205,14 @@ static void test_large_run(void) {
   run_case(13, IMGSTAT_U16, 0, 1024, 64, 1024, 64, 3, 99);
   run_case(3, IMGSTAT_U16, 1, 2048, 32, 2048, 32, 0, 98);
   run_case(4, IMGSTAT_U8, 0, 4096, 16, 4096, 16, 3, 97);
+  /* one band: a position's vectors the most a piece has */
+  run_case(1, IMGSTAT_U16, 0, 4096, 20, 4096, 20, 5, 96);
+  run_case(1, IMGSTAT_U16, 1, 4096, 20, 4096, 20, 5, 95);
+  run_case(1, IMGSTAT_U8, 0, 4096, 20, 4096, 20, 5, 94);
+  run_case(1, IMGSTAT_U16, 1, 4096, 20, 4096, 20, 4, 93);
+  run_case(13, IMGSTAT_U16, 0, 1024, 64, 1024, 64, 4, 92);
+  run_case(13, IMGSTAT_U16, 1, 1024, 64, 1024, 64, 5, 91);
+  run_case(3, IMGSTAT_U8, 0, 2048, 32, 2048, 32, 4, 90);
 }
 
 static const test_case tests[] = {
