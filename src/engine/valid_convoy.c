@@ -19,6 +19,7 @@
  * the most batches at once (default kValidLeaders, 1 to 16), to measure.
  */
 #include "engine.h"
+#include "env.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,24 +43,13 @@ struct valid_waiter {
   struct valid_waiter *next;
 };
 
-/* The environment's whole number NAME in [lo, hi] (clamped), else dflt. */
-static int env_count(const char *name, int dflt, long lo, long hi) {
-  const char *s = getenv(name);
-  if (!s || !*s)
-    return dflt;
-  char *end = NULL;
-  long v = strtol(s, &end, 10);
-  if (*end || v < 0)
-    return dflt;
-  return (int)(v < lo ? lo : v > hi ? hi : v);
-}
-
 int ist_valid_batcher_init(valid_batcher *b) {
   memset(b, 0, sizeof *b);
   b->tail = &b->head;
-  b->max = env_count("IMGSTAT_GPU_VALID_BATCH", kValidBatchDefault, 0,
-                     kValidBatchMost);
-  b->leaders_max = env_count("IMGSTAT_GPU_VALID_LEADERS", kValidLeaders, 1, 16);
+  b->max = (int)ist_env_count("IMGSTAT_GPU_VALID_BATCH", kValidBatchDefault, 0,
+                              kValidBatchMost);
+  b->leaders_max =
+      (int)ist_env_count("IMGSTAT_GPU_VALID_LEADERS", kValidLeaders, 1, 16);
   b->run = imgstat_gpu_valid_regions_batch;
   if (pthread_mutex_init(&b->lock, NULL) != 0)
     return 0;

@@ -9,6 +9,7 @@
 
 #include "dataset_extra.h"
 #include "dataset_reduce.h"
+#include "env.h"
 #include "mask_pair.h"
 #include "normalize.h"
 #include "run_inputs.h"
@@ -17,6 +18,7 @@
 #include "gpu_jpeg.h"
 #include "imgstat/cuda.h"
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,9 +131,7 @@ imgstat_status ist_run_inputs_make(const imgstat_run_source *sources,
   imgstat_inputs_options io = {follow, max_member, 0};
   /* IMGSTAT_WALKERS: the threads reading folders ahead of the walk (a
    * network filesystem may want more than the default) */
-  const char *walkers = getenv("IMGSTAT_WALKERS");
-  if (walkers && *walkers)
-    io.walkers = atoi(walkers);
+  io.walkers = (int)ist_env_count("IMGSTAT_WALKERS", 0, 0, INT_MAX);
   imgstat_status s = imgstat_inputs_create(&io, out, err);
   if (s == IMGSTAT_OK && exclude_dir)
     s = imgstat_inputs_exclude_dir(*out, exclude_dir, err);
@@ -1160,9 +1160,8 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
   if (run->info.mpi_dealt) { /* chunks as the ranks ask: next_input */
     if (!run->deal_names)    /* else the count rank 0 walked and sent */
       run->deal_total = total;
-    const char *fixed = getenv("IMGSTAT_MPI_DEAL_CHUNK");
-    if (fixed && atoll(fixed) > 0)
-      run->deal_fixed = (uint64_t)atoll(fixed);
+    run->deal_fixed =
+        (uint64_t)ist_env_count("IMGSTAT_MPI_DEAL_CHUNK", 0, 0, INT64_MAX);
     /* letting go of the dealt entries, rank 0 walks ahead no further than
      * the guided chunks need to be their largest (8 · ranks of them) */
     if (run->list_release)
@@ -1171,8 +1170,8 @@ static imgstat_status take_share(imgstat_run *run, imgstat_error *err) {
     /* IMGSTAT_MPI_WALK_AHEAD=N: the names rank 0 walks between its own
      * inputs (0: only as the ranks' chunks need them; for tests and
      * measurements) */
-    const char *ahead = getenv("IMGSTAT_MPI_WALK_AHEAD");
-    run->walk_ahead = ahead && *ahead ? (size_t)atoll(ahead) : 256;
+    run->walk_ahead =
+        (size_t)ist_env_count("IMGSTAT_MPI_WALK_AHEAD", 256, 0, INT64_MAX);
     run->share = 1;
     return s;
   }
