@@ -17,6 +17,9 @@
 # Then, with M (default 1,800) photos too, one process against -np 2 past
 # the start-up ((M - N) / (t(M) - t(N))): a rate lost per image, or a fixed
 # cost (mpirun's launch, MPI's start-up) that a longer run repays?
+# On two GPUs or more, one rank a GPU (mpirun -np 2 --jpeg-decoder gpu)
+# against one rank on one GPU (mpirun -np 1) past the start-up on N and M
+# photos (goal >= 1.8 x).
 # Prints lines as they come, the table last.
 #
 # Usage (top of the tree, .deps carried; about 6 min on one H200 with the
@@ -195,6 +198,31 @@ if [ "$M" -gt "$N" ]; then
   say "CPU decoders past start-up ($M - $N), IMGSTAT_MPI_DEAL=static: mpirun -np 2 $r3 images/s: $ratio x, records $same; whole $M: $(cat "$T/np2M-static.t") s"
   row "CPU decoders past start-up ($M - $N), mpirun -np 2 --bind-to none, static | $r3 images/s | $ratio x (not a goal) | records $same | -"
   }
+fi
+
+# one rank per GPU (two GPUs or more): mpirun -np 2 --jpeg-decoder gpu
+# (rank r on GPU r) against one rank on one GPU (mpirun -np 1), past the
+# start-up on N and M photos; goal >= 1.8 x
+if [ "$M" -gt "$N" ] && [ "$NGPU" -ge 2 ]; then
+  D="--jpeg-decoder gpu --jpeg-check markers"
+  DIRM=${BENCH_DIR_M:-/tmp/imgstat-bench-jpeg-$M}
+  timed "g1N" mpirun -np 1 --bind-to none "$BIN" --mpi $D --dataset --json "$DIR"
+  timed "g1M" mpirun -np 1 --bind-to none "$BIN" --mpi $D --dataset --json "$DIRM"
+  timed "g2N" mpirun -np 2 --bind-to none "$BIN" --mpi $D --dataset --json "$DIR"
+  timed "g2M" mpirun -np 2 --bind-to none "$BIN" --mpi $D --dataset --json "$DIRM"
+  say "  one rank, one GPU, $M: $(phases g1M)"
+  say "  two ranks, a GPU each, $M: $(phases g2M)"
+  past() { awk -v n="$N" -v m="$M" -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", (m - n) / (a - b)}'; }
+  r1=$(past "$(cat "$T/g1M.t")" "$(cat "$T/g1N.t")")
+  r2=$(past "$(cat "$T/g2M.t")" "$(cat "$T/g2N.t")")
+  ratio=$(awk -v a="$r2" -v b="$r1" 'BEGIN{printf "%.2f", a / b}')
+  whole=$(awk -v a="$(cat "$T/g1M.t")" -v b="$(cat "$T/g2M.t")" 'BEGIN{printf "%.2f", a / b}')
+  same=DIFFER
+  cmp -s "$T/g1M.out" "$T/g2M.out" && cmp -s "$T/g1N.out" "$T/g2N.out" && [ -s "$T/g1M.out" ] && same=identical
+  ok=PASS
+  awk -v r="$ratio" 'BEGIN{exit !(r >= 1.8)}' && [ $same = identical ] || { ok=FAIL; fail=1; }
+  say "nvJPEG, a rank a GPU, past start-up ($M - $N): one rank on one GPU $r1 images/s, mpirun -np 2 $r2 images/s: $ratio x (goal 1.8), records $same; whole $M: $(cat "$T/g1M.t") s against $(cat "$T/g2M.t") s ($whole x); $N: $(cat "$T/g1N.t") s against $(cat "$T/g2N.t") s"
+  row "nvJPEG past start-up ($M - $N), mpirun -np 2 (a GPU a rank) / -np 1 (one GPU) | $r2 images/s | $ratio x (goal 1.8) | records $same | $ok"
 fi
 
 echo
