@@ -154,6 +154,17 @@ typedef struct imgstat_batch_config {
    * has returned. Items deferred (imgstat_task_defer) may still be pending:
    * e.g. the moment to tell what completes them that no more will come. */
   void (*drained)(void *ctx);
+  /* Items fed and not yet started by a worker, at most; 0: no bound but
+   * the window. Names are cheap to feed and a window's worth of them can
+   * be taken at once: a bound here makes the feeding follow the workers
+   * (under MPI, a rank takes its inputs as it starts them, not a window's
+   * worth ahead of the others). */
+  size_t queue;
+  /* May be NULL. Caller's thread, not under the runner's lock: called
+   * whenever the loop would wait, and at least every millisecond while it
+   * waits (under MPI, rank 0 answers the other ranks' requests there while
+   * its own feeding is held back). */
+  void (*idle)(void *ctx);
 } imgstat_batch_config;
 
 typedef struct imgstat_batch_report {

@@ -39,6 +39,8 @@
 
 /* How often waits look at the caller's cancel flag. */
 #define POLL_NS (10 * 1000 * 1000)
+/* How often the caller's loop calls its idle callback while it waits. */
+#define IDLE_NS (1000 * 1000)
 /* More threads than this are refused: a mistake, not a machine. */
 #define MAX_WORKERS 4096
 
@@ -77,6 +79,7 @@ struct engine {
   unsigned char *results;
   uint64_t head, fed, next_start, admit;
   uint64_t budget, in_flight, peak, ran;
+  uint64_t wakes; /* wake_main's calls */
   int eof, shutdown, inline_mode;
   int running; /* works running now */
   int drained; /* cfg->drained was called */
@@ -97,20 +100,30 @@ static int flag_set(const engine *e) {
   return e->cfg->cancel && *e->cfg->cancel;
 }
 
-/* Waits on cv, for POLL_NS at most when there is a cancel flag to watch. */
-static void wait_on(engine *e, pthread_cond_t *cv) {
-  if (!e->cfg->cancel) {
+/* Waits on cv, for POLL_NS at most when there is a cancel flag to watch
+ * (IDLE_NS when the caller has an idle callback). */
+static void wait_for(engine *e, pthread_cond_t *cv, long ns) {
+  if (!e->cfg->cancel && ns == POLL_NS) {
     pthread_cond_wait(cv, &e->m);
     return;
   }
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  t.tv_nsec += POLL_NS;
+  t.tv_nsec += ns;
   if (t.tv_nsec >= 1000000000L) {
     t.tv_nsec -= 1000000000L;
     t.tv_sec++;
   }
   pthread_cond_timedwait(cv, &e->m, &t);
+}
+
+static void wait_on(engine *e, pthread_cond_t *cv) { wait_for(e, cv, POLL_NS); }
+
+/* Wakes the caller's loop (the lock held); wakes counts them, so that a
+ * loop back from its idle callback does not wait for one it missed. */
+static void wake_main(engine *e) {
+  e->wakes++;
+  pthread_cond_broadcast(&e->main_cv);
 }
 
 /* The turn of admission passes the items that have reserved or are done. */
@@ -137,7 +150,7 @@ static void cancel_locked(engine *e) {
   e->next_start = e->fed;
   advance_turn(e);
   pthread_cond_broadcast(&e->work_cv);
-  pthread_cond_broadcast(&e->main_cv);
+  wake_main(e);
 }
 
 /* Tells the caller, once, that no work will start or run any more: the
@@ -161,6 +174,8 @@ static void run_one(engine *e) {
   slot *s = slot_of(e, i);
   s->state = SLOT_RUNNING;
   e->running++;
+  if (e->cfg->queue) /* room to feed: the caller may be waiting for it */
+    wake_main(e);
   pthread_mutex_unlock(&e->m);
   imgstat_task task = {e, i, s};
   e->cfg->work(e->cfg->ctx, &task, s->item, s->result);
@@ -169,7 +184,7 @@ static void run_one(engine *e) {
   e->ran++;
   e->running--;
   pass_turn(e, s);
-  pthread_cond_signal(&e->main_cv);
+  wake_main(e);
   tell_drained(e);
 }
 
@@ -246,7 +261,7 @@ void imgstat_task_complete(imgstat_task_pending *pending) {
   s->completed = 1;
   if (s->state == SLOT_DEFERRED) {
     s->state = SLOT_DONE;
-    pthread_cond_signal(&e->main_cv);
+    wake_main(e);
   }
   pthread_mutex_unlock(&e->m);
 }
@@ -307,7 +322,9 @@ static imgstat_status main_loop(engine *e, imgstat_error *err) {
         continue;
       }
     }
-    if (!e->eof && !atomic_load(&e->cancelled) && e->fed - e->head < limit) {
+    if (!e->eof && !atomic_load(&e->cancelled) && e->fed - e->head < limit &&
+        (!cfg->queue || e->inline_mode ||
+         e->fed - e->next_start < cfg->queue)) {
       void *item = NULL;
       pthread_mutex_unlock(&e->m);
       imgstat_status s = cfg->next(cfg->ctx, &item, err);
@@ -339,7 +356,16 @@ static imgstat_status main_loop(engine *e, imgstat_error *err) {
     }
     if ((e->eof || atomic_load(&e->cancelled)) && e->head == e->fed)
       break;
-    wait_on(e, &e->main_cv);
+    if (cfg->idle) {
+      uint64_t wakes = e->wakes;
+      pthread_mutex_unlock(&e->m);
+      cfg->idle(cfg->ctx);
+      pthread_mutex_lock(&e->m);
+      if (e->wakes == wakes)
+        wait_for(e, &e->main_cv, IDLE_NS);
+    } else {
+      wait_on(e, &e->main_cv);
+    }
   }
   e->shutdown = 1;
   pthread_cond_broadcast(&e->work_cv);

@@ -6,7 +6,8 @@
  * than the whole budget run alone, no deadlock when later items reach their
  * reservation first; cancelling by a signal (as Ctrl-C would) stops promptly,
  * also an item waiting for budget, and every item fed is still delivered
- * exactly once; a sink that stops the run; a producer that fails.
+ * exactly once; a sink that stops the run; a producer that fails; the
+ * feeding bounded by the queue and the idle callback while the loop waits.
  */
 #include "imgstat/batch.h"
 #include "imgstat/inputs.h"
@@ -74,6 +75,9 @@ typedef struct job {
   atomic_int zero_asked; /* item 0 has called imgstat_task_reserve */
   int zero_seen[8];      /* of the first items, at delivery */
   uint64_t *values;      /* the delivered results, by index (n of them) */
+  atomic_ullong started; /* works started */
+  uint64_t max_ahead;    /* fed and not started, the most at a next */
+  int idle_calls, idle_thread_errors;
 } job;
 
 static uint64_t mix(uint64_t x) {
@@ -136,6 +140,9 @@ static imgstat_status next_item(void *ctx, void **out, imgstat_error *err) {
                              (int)j->fed);
   if (j->fed == j->n)
     return IMGSTAT_OK;
+  uint64_t ahead = j->fed - atomic_load(&j->started);
+  if (ahead > j->max_ahead)
+    j->max_ahead = ahead;
   item *it = calloc(1, sizeof *it);
   if (!it)
     return imgstat_error_set(err, IMGSTAT_ERR_NOMEM, "out of memory");
@@ -162,6 +169,7 @@ static void work(void *ctx, imgstat_task *task, void *vitem, void *vres) {
   job *j = ctx;
   item *it = vitem;
   result *res = vres;
+  atomic_fetch_add(&j->started, 1);
   int now = atomic_fetch_add(&j->running, 1) + 1;
   atomic_max_int(&j->max_running, now);
   res->index = imgstat_task_index(task);
@@ -373,6 +381,51 @@ static void test_windows(void) {
       CU_ASSERT(atomic_load(&j.max_running) == 1);
     free(j.values);
   }
+}
+
+/* The feeding bounded by the queue: names fed and not started stay within
+ * the bound (plus the works started and not yet counted, at most one a
+ * worker) where the window alone lets the whole window be fed at once. */
+static void test_queue(void) {
+  for (int bounded = 0; bounded < 2; bounded++) {
+    job j;
+    job_init(&j, 200, 21);
+    j.max_delay_us = 500;
+    imgstat_batch_config c = config_of(&j, 2, 0, 100);
+    c.queue = bounded ? 2 : 0;
+    run_ok(&j, &c);
+    CU_ASSERT(j.delivered == 200);
+    if (bounded) {
+      CU_ASSERT(j.max_ahead <= 2 + 2);
+    } else {
+      CU_ASSERT(j.max_ahead > 50);
+    }
+    free(j.values);
+  }
+}
+
+static void on_idle(void *ctx) {
+  job *j = ctx;
+  j->idle_calls++;
+  if (!pthread_equal(pthread_self(), j->caller))
+    j->idle_thread_errors++;
+}
+
+/* The idle callback: on the caller's thread, about every millisecond while
+ * the loop waits (here 60 ms on the first item's work). */
+static void test_idle(void) {
+  job j;
+  job_init(&j, 20, 23);
+  j.first_delay_us = 60000;
+  j.max_bytes = 10;
+  imgstat_batch_config c = config_of(&j, 2, 0, 4);
+  c.idle = on_idle;
+  run_ok(&j, &c);
+  CU_ASSERT(j.delivered == 20);
+  CU_ASSERT(j.idle_thread_errors == 0);
+  CU_ASSERT(j.idle_calls >= 20);
+  CU_ASSERT(j.idle_calls < 2000);
+  free(j.values);
 }
 
 /* The default: 256 MiB a worker, at least 1 GiB, at most a quarter of the
@@ -641,6 +694,8 @@ static const test_case tests[] = {
     {"order and results under 1, 2, 8 workers and one per core", test_order},
     {"where the work runs", test_threads},
     {"windows", test_windows},
+    {"the feeding follows the workers (queue)", test_queue},
+    {"the idle callback while the loop waits", test_idle},
     {"the default budget's rule", test_default_budget},
     {"the budget is never exceeded", test_budget},
     {"admission in input order", test_admission_order},
