@@ -106,6 +106,7 @@ int ist_stats_main(int argc, char **argv) {
   if (ist_stats_mpi_asked(argc, argv) && imgstat_mpi_built()) {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    mr.shm = ist_stats_mpi_transport();
     imgstat_status ms = imgstat_mpi_init(&argc, &argv, &mr.m, &err);
     mr.init_s = cli_since(&t0);
     if (ms != IMGSTAT_OK) {

@@ -103,6 +103,7 @@ typedef struct mpi_run {
   int saved[2];   /* the fds 1 and 2 to restore, else -1 */
   int cap_failed; /* the capture could not be set up */
   double init_s;  /* MPI's start-up (imgstat_mpi_init), seconds */
+  int shm;        /* ist_stats_mpi_transport chose shared memory */
   /* The inputs dealt in chunks (imgstat_run_info.mpi_dealt): each rank's
    * captures hold runs of consecutive inputs ("segments"); seg holds 3
    * numbers a segment: its first input's index and where it starts in the
@@ -154,6 +155,7 @@ int ist_stats_write_report(run_state *st, double started, int ranks);
 /* ---- stats_mpi.c --------------------------------------------------------- */
 
 int ist_stats_mpi_asked(int argc, char **argv);
+int ist_stats_mpi_transport(void);
 void ist_stats_capture_start(mpi_run *mr);
 void ist_stats_capture_reset(mpi_run *mr);
 void ist_stats_capture_end(mpi_run *mr);

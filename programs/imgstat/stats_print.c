@@ -349,7 +349,8 @@ void ist_stats_print_stage_times(run_state *st) {
 /* IMGSTAT_STAGE_TIMES under --mpi: one line per rank (ranks > 0's come
  * to rank 0 with the rest of their stderr, in rank order): the workers and
  * the cores it took of what the host offers its ranks, then where its time
- * went (imgstat_run_mpi_times); tests/mpi/mpi_cli_test.sh and
+ * went (imgstat_run_mpi_times), the transport (shm: the one-host choice
+ * of ist_stats_mpi_transport; mpi: MPI's own); tests/mpi/mpi_cli_test.sh and
  * bench/gpu/mpi_phases.sh read it. */
 void ist_stats_print_mpi_times(run_state *st, const mpi_run *mr) {
   const imgstat_run_info *info = imgstat_run_get_info(st->run);
@@ -359,10 +360,11 @@ void ist_stats_print_mpi_times(run_state *st, const mpi_run *mr) {
       stderr,
       "imgstat: mpi times: rank %d of %d (host rank %d of %d): workers %d "
       "cores %d offered %d; init %.3f list %.3f bcast %.3f share %.3f work "
-      "%.3f work-end %.3f reduce %.3f (s); ",
+      "%.3f work-end %.3f reduce %.3f (s); transport %s; ",
       mr->at.rank, mr->at.size, mr->at.local_rank, mr->at.local_size,
       info->workers, info->cores, info->cores_offered, mr->init_s, t.list_s,
-      t.bcast_s, t.share_s, t.work_s, t.work_end_s, t.reduce_s);
+      t.bcast_s, t.share_s, t.work_s, t.work_end_s, t.reduce_s,
+      mr->shm ? "shm" : "mpi");
   if (info->mpi_dealt) /* "dealt": chunks as the ranks asked */
     fprintf(stderr,
             "dealt-walking %" PRIu64 "; items %" PRIu64 " dealt in %" PRIu64

@@ -448,5 +448,23 @@ got=$(grep -o '/three/[abc]\.p[ng][gm]: --backend gpu needs a usable GPU: device
 want="/three/a.png device 3 /three/b.png device 5 /three/c.pgm device 3 "
 [ "$got" = "$want" ] && pass || fail "ranks' devices: got '$got', want '$want'"
 
+# On one host, no transport chosen: Open MPI's shared memory (every rank's
+# line says "transport shm"); IMGSTAT_MPI_TRANSPORT=keep and a transport
+# the user chose (mpirun --mca) leave Open MPI's ("transport mpi"); the
+# records the same in all three.
+for how in auto keep chosen; do
+  mca=""
+  [ $how = chosen ] && mca="--mca btl self,vader,tcp"
+  want=shm
+  [ $how = auto ] || want=mpi
+  IMGSTAT_MPI_TRANSPORT=$how IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 2 \
+    -x IMGSTAT_MPI_TRANSPORT -x IMGSTAT_STAGE_TIMES $mca "$IMGSTAT" --mpi --json "$SAMPLES" \
+    >"$T/tr-$how.out" 2>"$T/tr-$how.err"
+  got=$(grep '^imgstat: mpi times: ' "$T/tr-$how.err" | grep -o 'transport [a-z]*' | sort | uniq -c | tr -s ' ')
+  [ "$got" = " 2 transport $want" ] && [ -s "$T/tr-$how.out" ] && cmp -s "$T/tr-auto.out" "$T/tr-$how.out" &&
+    pass "transport ($how): $want on both ranks, records the same" ||
+    fail "transport ($how): want 2 x '$want', got '$got': $(head -c 600 "$T/tr-$how.err")"
+done
+
 echo "mpi_cli_test: $checks checks passed, $failures failed"
 [ "$failures" -eq 0 ]
