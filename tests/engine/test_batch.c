@@ -73,6 +73,7 @@ typedef struct job {
   atomic_int holders, max_holders;
   atomic_int refused;
   atomic_int zero_asked; /* item 0 has called imgstat_task_reserve */
+  atomic_int asking;     /* works that have called imgstat_task_reserve */
   int zero_seen[8];      /* of the first items, at delivery */
   uint64_t *values;      /* the delivered results, by index (n of them) */
   atomic_ullong started; /* works started */
@@ -185,6 +186,7 @@ static void work(void *ctx, imgstat_task *task, void *vitem, void *vres) {
   } else {
     sleep_us(it->delay_us);
     if (it->bytes) {
+      atomic_fetch_add(&j->asking, 1);
       if (res->index == 0)
         atomic_store(&j->zero_asked, 1);
       if (imgstat_task_reserve(task, it->bytes)) {
@@ -412,11 +414,12 @@ static void on_idle(void *ctx) {
 }
 
 /* The idle callback: on the caller's thread, about every millisecond while
- * the loop waits (here 60 ms on the first item's work). */
+ * the loop waits (here 200 ms on the first item's work; at least one call
+ * in 10 ms asked, for slow machines and valgrind). */
 static void test_idle(void) {
   job j;
   job_init(&j, 20, 23);
-  j.first_delay_us = 60000;
+  j.first_delay_us = 200000;
   j.max_bytes = 10;
   imgstat_batch_config c = config_of(&j, 2, 0, 4);
   c.idle = on_idle;
@@ -546,14 +549,28 @@ static void on_signal(int sig) {
 }
 
 /* A thread that sends SIGALRM to the process after ms, as a Ctrl-C would
- * come: any thread may take it. */
+ * come: any thread may take it. With a job to wait for, the ms count from
+ * the moment one item holds a reservation and another has asked for one
+ * (not from the start: under valgrind the workers may not have begun
+ * 60 ms in). */
+typedef struct alarm_arg {
+  int ms;
+  job *wait_for;
+} alarm_arg;
+
 static void *alarm_thread(void *arg) {
-  sleep_us(*(int *)arg * 1000);
+  alarm_arg *a = arg;
+  for (int k = 0; a->wait_for && k < 20000 &&
+                  !(atomic_load(&a->wait_for->holders) >= 1 &&
+                    atomic_load(&a->wait_for->asking) >= 2);
+       k++)
+    sleep_us(1000);
+  sleep_us(a->ms * 1000);
   kill(getpid(), SIGALRM);
   return NULL;
 }
 
-static pthread_t arm(int *ms) {
+static pthread_t arm(alarm_arg *a) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_signal;
@@ -561,17 +578,18 @@ static pthread_t arm(int *ms) {
   sigaction(SIGALRM, &sa, NULL);
   cancel_flag = 0;
   pthread_t t;
-  CU_ASSERT_FATAL(pthread_create(&t, NULL, alarm_thread, ms) == 0);
+  CU_ASSERT_FATAL(pthread_create(&t, NULL, alarm_thread, a) == 0);
   return t;
 }
 
-/* Runs c, cancelled by a signal 60 ms in; returns the seconds the run took
+/* Runs c, cancelled by a signal 60 ms in (wait: 60 ms after an item holds
+ * its reservation and another has asked); returns the seconds the run took
  * (the checks of every run and of the cancel made). */
-static double run_cancelled(job *j, imgstat_batch_config *c) {
+static double run_cancelled(job *j, imgstat_batch_config *c, int wait) {
   c->cancel = &cancel_flag;
-  int ms = 60;
+  alarm_arg a = {60, wait ? j : NULL};
   double t0 = seconds();
-  pthread_t t = arm(&ms);
+  pthread_t t = arm(&a);
   imgstat_batch_report r;
   CU_ASSERT(imgstat_batch_run(c, &r, NULL) == IMGSTAT_OK);
   double took = seconds() - t0;
@@ -590,7 +608,7 @@ static void test_cancel(void) {
     j.max_hold_us = 2000;
     j.max_bytes = 100;
     imgstat_batch_config c = config_of(&j, workers[w], 1000, 16);
-    double took = run_cancelled(&j, &c);
+    double took = run_cancelled(&j, &c, 0);
     CU_ASSERT(j.fed < 100000);
     if (took > 2.0)
       printf("\n    cancel took %.3f s\n", took);
@@ -607,7 +625,7 @@ static void test_cancel_while_waiting(void) {
   j.big_bytes = 100;         /* item 0 takes the whole budget ... */
   j.wait_for_cancel_at0 = 1; /* ... and works until the cancel */
   imgstat_batch_config c = config_of(&j, 4, 100, 8);
-  double took = run_cancelled(&j, &c);
+  double took = run_cancelled(&j, &c, 1);
   CU_ASSERT(atomic_load(&j.refused) >= 1); /* items 1.. waited, refused */
   CU_ASSERT(j.values[0] != 0);             /* item 0 finished its work */
   CU_ASSERT(took < 2.0);
