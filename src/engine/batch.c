@@ -100,10 +100,9 @@ static int flag_set(const engine *e) {
   return e->cfg->cancel && *e->cfg->cancel;
 }
 
-/* Waits on cv, for POLL_NS at most when there is a cancel flag to watch
- * (IDLE_NS when the caller has an idle callback). */
+/* Waits on cv, for ns at most (0: until signalled). */
 static void wait_for(engine *e, pthread_cond_t *cv, long ns) {
-  if (!e->cfg->cancel && ns == POLL_NS) {
+  if (ns == 0) {
     pthread_cond_wait(cv, &e->m);
     return;
   }
@@ -117,7 +116,10 @@ static void wait_for(engine *e, pthread_cond_t *cv, long ns) {
   pthread_cond_timedwait(cv, &e->m, &t);
 }
 
-static void wait_on(engine *e, pthread_cond_t *cv) { wait_for(e, cv, POLL_NS); }
+/* Waits on cv, for POLL_NS at most when there is a cancel flag to watch. */
+static void wait_on(engine *e, pthread_cond_t *cv) {
+  wait_for(e, cv, e->cfg->cancel ? POLL_NS : 0);
+}
 
 /* Wakes the caller's loop (the lock held); wakes counts them, so that a
  * loop back from its idle callback does not wait for one it missed. */

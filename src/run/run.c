@@ -1275,10 +1275,10 @@ imgstat_status imgstat_run_execute(imgstat_run *run,
      * default budget's gigabytes), so that the inputs go to the ranks that
      * use them: rank 0 of two, on its own GPU, took 574 of 600 photos in
      * its first milliseconds and ended 1.0 s after rank 1
-     * (docs/benchmarks.md); rank 0 answers requests while it waits */
-    /* IMGSTAT_MPI_GREEDY=1: the feeding as it was (a measurement's knob) */
-    const char *greedy = getenv("IMGSTAT_MPI_GREEDY");
-    if (run->info.mpi_dealt && !(greedy && strcmp(greedy, "1") == 0)) {
+     * (docs/benchmarks.md); rank 0 answers requests while it waits.
+     * IMGSTAT_MPI_GREEDY=1: the feeding as it was (a measurement's knob) */
+    if (run->info.mpi_dealt &&
+        ist_env_count("IMGSTAT_MPI_GREEDY", 0, 0, 1) == 0) {
       cfg.queue = 2 * (size_t)(run->info.workers > 0 ? run->info.workers : 1);
       cfg.idle = deal_idle;
       if (run->jpeg_stage && !o->max_inflight)
