@@ -65,16 +65,6 @@ namespace {
 #ifndef IMGSTAT_F32_PREFETCH /* ist_fo_chunk's Prefetch (float_order.cuh) */
 #define IMGSTAT_F32_PREFETCH 0
 #endif
-/* f32: the tiles copied into shared memory this many tiles ahead of the one
- * reduced (ist_fo_ring, cp.async: loads in flight without registers), for
- * planes and for an interleaved image's channels read C floats apart; 0:
- * loaded into registers (IMGSTAT_F32_PREFETCH). */
-#ifndef IMGSTAT_F32_RING
-#define IMGSTAT_F32_RING 0
-#endif
-#ifndef IMGSTAT_F32_STRIDED_RING
-#define IMGSTAT_F32_STRIDED_RING 0
-#endif
 #ifndef IMGSTAT_F32_FINITE_TILES /* AccF32: whole finite tiles branch-free */
 #define IMGSTAT_F32_FINITE_TILES 1
 #endif
@@ -223,8 +213,6 @@ template <int Stride> struct F32Shape {
   static constexpr int kBlocksPerSm = Stride == 1
                                           ? IMGSTAT_F32_BLOCKS_PER_SM
                                           : IMGSTAT_F32_STRIDED_BLOCKS_PER_SM;
-  static constexpr int kRing =
-      Stride == 1 ? IMGSTAT_F32_RING : IMGSTAT_F32_STRIDED_RING;
 };
 
 /* Programmatic dependent launch (IMGSTAT_FAST_PDL): a kernel launched as
@@ -1171,27 +1159,15 @@ __global__ void __launch_bounds__(FastPolicy::kBlock,
   acc.fo.set_shift(shift_k);
   imgstat_partial first_chunk = ist_partial_empty(); /* thread 0's */
   constexpr int kPrefetch = IMGSTAT_F32_PREFETCH;
-  constexpr int kRing = F32Shape<Stride>::kRing;
   ist_fo_tile<FastPolicy::kItems> head;
   head.nvalid = 0;
-  if constexpr (kPrefetch > 0 && kRing == 0)
+  if constexpr (kPrefetch > 0)
     ist_fo_load_chunk_head<FastPolicy::kBlock, FastPolicy::kItems, Aligned,
                            Stride>(plane, n, blockIdx.x, head);
-  __shared__ uint4
-      ring_buf[kRing > 0 ? kRing * FastPolicy::kItems * FastPolicy::kBlock : 1];
-  ist_fo_ring<FastPolicy::kBlock, FastPolicy::kItems, (kRing > 0 ? kRing : 1),
-              Aligned, Stride>
-      ring;
-  if constexpr (kRing > 0)
-    ring.start(ring_buf, plane, n, blockIdx.x, gridDim.x);
   for (uint64_t c = blockIdx.x; c < chunks; c += gridDim.x) {
-    ist_fo_moments m;
-    if constexpr (kRing > 0)
-      m = ist_fo_chunk_ring(n, c, acc, lane_roots, ring);
-    else
-      m = ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems, kPrefetch,
-                       Aligned, Stride>(plane, n, c, c + gridDim.x, acc,
-                                        lane_roots, head);
+    ist_fo_moments m =
+        ist_fo_chunk<FastPolicy::kBlock, FastPolicy::kItems, kPrefetch, Aligned,
+                     Stride>(plane, n, c, c + gridDim.x, acc, lane_roots, head);
     if (t == 0) {
       imgstat_partial q = ist_partial_empty();
       q.count = m.count;

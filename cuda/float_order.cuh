@@ -265,166 +265,6 @@ __device__ __forceinline__ void ist_fo_load_chunk_head(const float *plane,
       plane, n / 4, c * (uint64_t)ist_fo_chunk_tiles<Block, Items>(), h);
 }
 
-/* The end of chunk c (every thread of the block): the plane's last, partial
- * vector (lane (n / 4) % 256 of its chunk, after the lane's whole vectors, a
- * group of n % 4 samples), then the lane tree; thread 0 gets the chunk's
- * (count, mean - K, M2). */
-template <int Block, int Stride, typename Acc>
-__device__ __forceinline__ ist_fo_moments
-ist_fo_chunk_end(const float *plane, uint64_t n, uint64_t c, Acc &acc,
-                 ist_fo_moments *smem) {
-  const uint64_t nvec = n / 4;
-  if (n % 4 != 0 && threadIdx.x == nvec % IST_FO_LANES &&
-      (nvec * 4) / IST_FO_CHUNK == c) {
-    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    const int m = (int)(n % 4);
-    for (int j = 0; j < m; ++j)
-      x[j] = __ldg(plane + (nvec * 4 + j) * Stride);
-    acc.add_partial(x, m, nvec * 4);
-  }
-  ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane);
-  return ist_fo_block_tree_moments<Block>(m, smem);
-}
-
-/* Vector v of a float plane (ist_fo_load_vec's samples) copied to *dst in
- * shared memory without passing through registers (cp.async, sm_80 on: one
- * 16-byte copy for an aligned dense plane, else four 4-byte ones); it is
- * there once the thread's ist_fo_async_wait covers its group. Earlier
- * architectures load and store at once. */
-template <bool Aligned, int Stride>
-__device__ __forceinline__ void
-ist_fo_copy_vec_async(uint4 *dst, const float *plane, uint64_t v) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-  if constexpr (Stride == 1 && Aligned) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d),
-                 "l"(reinterpret_cast<const uint4 *>(plane) + v)
-                 : "memory");
-  } else {
-    const float *p = plane + 4 * v * Stride;
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(
-                       d + 4u * (unsigned)j),
-                   "l"(p + j * Stride)
-                   : "memory");
-  }
-#else
-  *dst = ist_fo_load_vec<Aligned, Stride>(plane, v);
-#endif
-}
-
-__device__ __forceinline__ void ist_fo_async_commit() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-
-/* Waits until at most N of the thread's most recent groups are pending. */
-template <int N> __device__ __forceinline__ void ist_fo_async_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
-/*
- * A block's tiles of a float plane in flight through shared memory, Stages
- * tiles ahead of the one being reduced, whatever the registers allow: the
- * block's chunks c0, c0 + step, ... (tile jt of chunk c: ist_fo_chunk's
- * vectors), each thread copying its own vectors of a tile into a slot of
- * `buf` (Stages * Items * Block vectors, shared) and reading back only its
- * own, so no barrier orders them. take() waits for the oldest tile and
- * reads it (the valid vectors a prefix, as ist_fo_load_tile); release()
- * reuses its slot for the tile Stages further on (none past the block's
- * chunks: an empty group keeps the count). The same vectors in the same
- * order as ist_fo_load_tile: the lanes compute the same sums.
- */
-template <int Block, int Items, int Stages, bool Aligned, int Stride = 1>
-struct ist_fo_ring {
-  static constexpr int kTiles = ist_fo_chunk_tiles<Block, Items>();
-  uint4 *buf;
-  const float *plane;
-  uint64_t nvec, chunks, step;
-  uint64_t next_c; /* the chunk of the next tile to copy */
-  int next_jt;     /* that tile within its chunk */
-  int slot;        /* the slot of the next tile to take */
-
-  __device__ void start(uint4 *b, const float *p, uint64_t n, uint64_t c0,
-                        uint64_t step_) {
-    buf = b;
-    plane = p;
-    nvec = n / 4;
-    chunks = (n + IST_FO_CHUNK - 1) / IST_FO_CHUNK;
-    step = step_;
-    next_c = c0;
-    next_jt = 0;
-    slot = 0;
-#pragma unroll
-    for (int s = 0; s < Stages; ++s)
-      issue(s);
-  }
-  __device__ void issue(int s) {
-    if (next_c < chunks) {
-      const uint64_t tile = next_c * kTiles + (uint64_t)next_jt;
-#pragma unroll
-      for (int k = 0; k < Items; ++k) {
-        const uint64_t i = tile * ((uint64_t)Block * Items) +
-                           (uint64_t)k * Block + threadIdx.x;
-        if (i < nvec)
-          ist_fo_copy_vec_async<Aligned, Stride>(
-              buf + ((unsigned)s * Items + k) * Block + threadIdx.x, plane, i);
-      }
-      if (++next_jt == kTiles) {
-        next_jt = 0;
-        next_c += step;
-      }
-    }
-    ist_fo_async_commit();
-  }
-  /* The next tile, `tile` its global index. */
-  __device__ void take(uint64_t tile, ist_fo_tile<Items> &out) {
-    ist_fo_async_wait<Stages - 1>();
-    out.nvalid = 0;
-#pragma unroll
-    for (int k = 0; k < Items; ++k) {
-      const uint64_t i =
-          tile * ((uint64_t)Block * Items) + (uint64_t)k * Block + threadIdx.x;
-      if (i < nvec) {
-        out.v[k] = buf[((unsigned)slot * Items + k) * Block + threadIdx.x];
-        out.nvalid = k + 1;
-      } else {
-        out.v[k] = make_uint4(0, 0, 0, 0);
-      }
-    }
-  }
-  /* After the taken tile's values were used. */
-  __device__ void release() {
-    issue(slot);
-    slot = slot + 1 == Stages ? 0 : slot + 1;
-  }
-};
-
-/* ist_fo_chunk with the tiles from a ring (the block's chunk c, in the order
- * the ring was started with). */
-template <int Block, int Items, int Stages, bool Aligned, int Stride,
-          typename Acc>
-__device__ __forceinline__ ist_fo_moments
-ist_fo_chunk_ring(uint64_t n, uint64_t c, Acc &acc, ist_fo_moments *smem,
-                  ist_fo_ring<Block, Items, Stages, Aligned, Stride> &ring) {
-  static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
-  constexpr int kTiles = ist_fo_chunk_tiles<Block, Items>();
-  const uint64_t tile0 = c * kTiles;
-  acc.fo.start_chunk();
-  for (int jt = 0; jt < kTiles; ++jt) {
-    ist_fo_tile<Items> cur;
-    ring.take(tile0 + jt, cur);
-    if (cur.nvalid > 0)
-      acc.add_tile(cur.v, cur.nvalid, tile0 + jt);
-    ring.release();
-  }
-  return ist_fo_chunk_end<Block, Stride>(ring.plane, n, c, acc, smem);
-}
-
 /*
  * One chunk of a float plane in the canonical order, by a block of
  * Block == 256 threads (thread t is lane t): chunk c of the plane of n
@@ -467,6 +307,7 @@ ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
   static_assert(Block == (int)IST_FO_LANES, "one thread per lane");
   static_assert(Prefetch >= 0 && Prefetch <= 2, "Prefetch 0, 1 or 2");
   constexpr int kTiles = ist_fo_chunk_tiles<Block, Items>();
+  const unsigned t = threadIdx.x;
   const uint64_t nvec = n / 4;
   const uint64_t tile0 = c * kTiles;
   acc.fo.start_chunk();
@@ -500,7 +341,18 @@ ist_fo_chunk(const float *plane, uint64_t n, uint64_t c, uint64_t next_c,
       head = nx;
     }
   }
-  return ist_fo_chunk_end<Block, Stride>(plane, n, c, acc, smem);
+  /* the plane's last, partial vector: lane (n / 4) % 256 of its chunk, after
+   * the lane's whole vectors, a group of n % 4 samples */
+  if (n % 4 != 0 && t == nvec % IST_FO_LANES &&
+      (nvec * 4) / IST_FO_CHUNK == c) {
+    float x[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const int m = (int)(n % 4);
+    for (int j = 0; j < m; ++j)
+      x[j] = __ldg(plane + (nvec * 4 + j) * Stride);
+    acc.add_partial(x, m, nvec * 4);
+  }
+  ist_fo_moments m = ist_fo_lane_finish(&acc.fo.lane);
+  return ist_fo_block_tree_moments<Block>(m, smem);
 }
 
 /* The subtree over partials in[base, base + N) (N a power of two; items at

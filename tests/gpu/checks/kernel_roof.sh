@@ -122,13 +122,7 @@
 #          80 registers), C = 2 and 4 at 2 (as u8's; RGBA16 at 3 spills);
 #   U16ub2 U16u with C = 3 at 2 blocks a multiprocessor (94 registers);
 #   U16p   the packed u16 kernel for every C (the default before RGB16 by
-#          units);
-#   R1, R2 f32 planes with their tiles copied into shared memory 1 / 2 tiles
-#          ahead of the one reduced (IMGSTAT_F32_RING: cp.async, each thread
-#          its own vectors; loads in flight without registers);
-#   R2s    R2 and interleaved f32's strided kernel the same way
-#          (IMGSTAT_F32_STRIDED_RING=2, four 4-byte copies a vector);
-#   Rs4    the strided kernel with a ring of 2 at 4 blocks a multiprocessor.
+#          units).
 # Usage, from the top of the tree, .deps carried: bash tests/gpu/checks/kernel_roof.sh
 # In $OUT: summary.txt, roof.txt (the table) and logs.tgz (every log).
 set -u
@@ -206,10 +200,6 @@ declare -A FLAGS=(
   [U16u]="-DIMGSTAT_HWC16_UNIT=1"
   [U16p]="-DIMGSTAT_HWC16_UNIT=0"
   [U16ub2]="-DIMGSTAT_HWC16_UNIT=1 -DIMGSTAT_HWC16_UNIT_BLOCKS_PER_SM=2"
-  [R1]="-DIMGSTAT_F32_RING=1"
-  [R2]="-DIMGSTAT_F32_RING=2"
-  [R2s]="-DIMGSTAT_F32_RING=2 -DIMGSTAT_F32_STRIDED_RING=2"
-  [Rs4]="-DIMGSTAT_F32_STRIDED_RING=2 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=4"
 )
 read -r -a VARS <<<"${ROOF_VARIANTS:-main tree K B KB F CV f2 CVf2 S8}"
 mkdir -p "$V"
