@@ -212,7 +212,8 @@ static void lane_close(void *ctx) {
   imgstat_gpu_jpeg_times_get(l->jpeg, &jt);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  imgstat_gpu_jpeg_destroy(l->jpeg);
+  if (!e->opt.leave_to_exit) /* else the process's end frees it */
+    imgstat_gpu_jpeg_destroy(l->jpeg);
   free(l->items);
   free(l->parts);
   free(l->counts);
