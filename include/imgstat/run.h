@@ -182,6 +182,12 @@ typedef struct imgstat_run_info {
   int cores_share;   /* that share */
   int cores_offered; /* the cores the host offers */
   int local_ranks;   /* the ranks on this host */
+  /* Under MPI with --jpeg-decoder gpu: the GPUs this host's ranks take
+   * turns on, when there are fewer than its ranks (0: a GPU a rank or
+   * more): a GPU then switches between several processes' contexts
+   * (measured much slower than one rank a GPU: docs/scaling.md), which a
+   * front end may say. */
+  int gpus_shared;
   /* Under MPI: the inputs are dealt in chunks as the ranks ask (1), or in
    * contiguous shares (0, mpi_static_deal). Dealt, a rank's inputs come to
    * its callbacks in input order but with gaps (other ranks' chunks): a

@@ -244,6 +244,14 @@ int ist_stats_main(int argc, char **argv) {
         info->local_ranks, info->local_ranks == 1 ? "" : "s", info->local_ranks,
         info->cores_share);
 
+  /* ... and when the host's ranks take turns on fewer GPUs (nvJPEG) */
+  if (opt.mpi && info->gpus_shared && info->at.rank == 0 && !opt.quiet)
+    ist_cli_error("--mpi: the %d ranks on this host share its %d GPU%s, "
+                  "each GPU switching between several ranks' contexts: one "
+                  "rank a GPU (mpirun -np %d) is faster (docs/scaling.md)",
+                  info->local_ranks, info->gpus_shared,
+                  info->gpus_shared == 1 ? "" : "s", info->gpus_shared);
+
   /* --mpi: only rank 0 draws the line, for its share */
   ist_progress_start(&st.progress, !opt.quiet && mr.at.rank == 0 &&
                                        (opt.progress || isatty(STDERR_FILENO)));

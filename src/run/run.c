@@ -258,8 +258,10 @@ static int rank_cores(imgstat_run_info *info, int mpi) {
 }
 
 /* A GPU for this rank, when the backend may use one: the local rank's turn
- * among the devices listed, else among the host's. */
-static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
+ * among the devices listed, else among the host's (info->gpus_shared: the
+ * devices' count when the host's ranks outnumber them and nvJPEG decodes). */
+static void mpi_pick_device(imgstat_engine_options *e, imgstat_run_info *info) {
+  const int local_rank = info->at.local_rank;
   if (e->backend == IMGSTAT_BACKEND_CPU && !e->verify)
     return;
   int n = e->ndevices, list[IMGSTAT_MAX_DEVICES];
@@ -275,6 +277,8 @@ static void mpi_pick_device(imgstat_engine_options *e, int local_rank) {
   }
   e->ndevices = 1;
   e->devices[0] = list[local_rank % n];
+  if (e->jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU && info->at.local_size > n)
+    info->gpus_shared = n;
 }
 
 imgstat_status ist_run_sample(const imgstat_input_list *list, uint64_t n,
@@ -333,7 +337,7 @@ static void plan_workers(imgstat_run *run) {
                     o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU &&
                     !o->engine.verify;
   if (o->mpi)
-    mpi_pick_device(&o->engine, info->at.local_rank);
+    mpi_pick_device(&o->engine, info);
   run->needs_gpu = o->engine.backend == IMGSTAT_BACKEND_GPU ||
                    o->engine.verify ||
                    o->engine.jpeg_decoder == IMGSTAT_JPEG_DECODER_GPU;

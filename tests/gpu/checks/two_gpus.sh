@@ -1,7 +1,8 @@
 #!/bin/bash
 # On a host of two GPUs: the JPEG stage's records (and the dataset
 # record) are the same from one device, from both (--devices all, 0,1) and
-# from two MPI ranks (one device each), with --histogram; then
+# from two MPI ranks (one device each), with --histogram, and from three
+# (two on one GPU: rank 0 says so once); then
 # tests/gpu/checks/devices_test.sh (every kind of image, --devices). Prints a
 # verdict a line. Usage (top of the tree, .deps and .corpus carried):
 #   tests/gpu/checks/two_gpus.sh
@@ -30,4 +31,16 @@ for o in "--histogram" "--dataset-only"; do
   same "$o --devices 1,0 vs one" "$OUT/one-$n.json" "$OUT/10-$n.json"
   same "$o mpirun -n 2 --mpi vs one process" "$OUT/one-$n.json" "$OUT/mpi-$n.json"
 done
+# more ranks than GPUs: the same records, and rank 0 says once that the
+# ranks share the GPUs (not with one rank a GPU)
+timeout 180 mpirun --allow-run-as-root --oversubscribe -n 3 "$B" --mpi $G --dataset-only $C \
+  >"$OUT/mpi3-datasetonly.json" 2>"$OUT/mpi3-datasetonly.err"
+same "--dataset-only mpirun -n 3 (3 ranks, 2 GPUs) vs one process" "$OUT/one-datasetonly.json" "$OUT/mpi3-datasetonly.json"
+w3=$(grep -c 'ranks on this host share its 2 GPUs' "$OUT/mpi3-datasetonly.err")
+w2=$(grep -c 'share its' "$OUT/mpi-datasetonly.err")
+if [ "$w3" = 1 ] && [ "$w2" = 0 ]; then
+  echo "two-gpu ranks sharing the GPUs said once (3 ranks), not with 2: PASS"
+else
+  echo "two-gpu ranks sharing the GPUs said once (3 ranks), not with 2: FAIL ($w3 / $w2 lines)"
+fi
 timeout 300 bash tests/gpu/checks/devices_test.sh "$B" 2>&1 | tail -12
