@@ -300,9 +300,20 @@ IMGSTAT_MPI_DEAL_CHUNK=1 same 3 "dealt in chunks of 1, --labels" -j 1 --dataset 
   --labels "$T/lab/lab" "$T/lab/img"
 
 # ... and the deal did interleave: under 3 ranks in chunks of 1, at least
-# two ranks took several chunks.
+# two ranks took several chunks. The images are large enough (4 MP, 40
+# names of one file) that one worker cannot finish them all before the
+# other ranks start, on any host (the 61 small ones above took rank 0 12 ms
+# on a 16-core host: it took every chunk before another rank asked).
+mkdir -p "$T/big"
+"$PY" - "$T/big/b00.png" <<'EOF' || exit 1
+import sys
+from PIL import Image
+g = Image.radial_gradient("L").resize((2000, 2000))
+Image.merge("RGB", (g, g.transpose(Image.Transpose.FLIP_LEFT_RIGHT), g.rotate(90))).save(sys.argv[1])
+EOF
+for k in $(seq 1 39); do ln "$T/big/b00.png" "$T/big/b$(printf %02d "$k").png" || exit 1; done
 IMGSTAT_MPI_DEAL_CHUNK=1 IMGSTAT_STAGE_TIMES=1 timeout 60 "$MPIRUN" --oversubscribe --bind-to none -np 3 \
-  "$IMGSTAT" --mpi -j 1 --dataset-only "$M" >"$T/out" 2>"$T/err"
+  "$IMGSTAT" --mpi -j 1 --dataset-only "$T/big" >"$T/out" 2>"$T/err"
 busy=$(grep '^imgstat: mpi times: ' "$T/err" | awk '$(NF - 4) > 1 { n++ } END { print n + 0 }')
 [ "$busy" -ge 2 ] && pass "chunks of 1: $busy ranks took several" ||
   fail "chunks of 1: $busy ranks took several chunks: $(grep 'mpi times' "$T/err")"
