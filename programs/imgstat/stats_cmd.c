@@ -396,7 +396,9 @@ cleanup:
     status = status ? status : EXIT_INPUT_FAILED;
   }
   if (leave) {
-    fflush(stdout);
+    ist_stats_flush_stdout(&st);
+    if (st.write_failed)
+      status = EXIT_INPUT_FAILED;
     fflush(stderr);
     _exit(status);
   }
