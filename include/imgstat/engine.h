@@ -157,8 +157,10 @@ typedef struct imgstat_engine_options {
   int jpeg_own_handles;
   /* 1: the caller ends the process right after the run (the command line's
    * _exit): the streaming stage's lanes leave their nvJPEG decoders to the
-   * process's end instead of destroying them (0.3-0.4 s of a GPU run's
-   * tail). A library that goes on after the run keeps 0. */
+   * process's end instead of destroying them (one process is no shorter
+   * for it: its end frees them in about the time their destruction took;
+   * MPI ranks, which leave that way too now, are: docs/benchmarks.md). A
+   * library that goes on after the run keeps 0. */
   int leave_to_exit;
 } imgstat_engine_options;
 
