@@ -80,6 +80,17 @@ static int check_plots(run_state *st, const mpi_run *run,
   return status;
 }
 
+/* The end of a run that used the GPU, every record and message out: the
+ * last flush of stdout checked, then the process leaves without the CUDA
+ * runtime's atexit handlers, its devices freed by the process's end. */
+static void leave_now(run_state *st, int status) {
+  ist_stats_flush_stdout(st);
+  if (st->write_failed)
+    status = EXIT_INPUT_FAILED;
+  fflush(stderr);
+  _exit(status);
+}
+
 int ist_stats_main(int argc, char **argv) {
   stats_options opt;
   run_state st;
@@ -369,11 +380,7 @@ int ist_stats_main(int argc, char **argv) {
      * host), which the process's end does as well. Leave now, without the
      * CUDA runtime's atexit handlers. IMGSTAT_FULL_TEARDOWN=1 tears down
      * in order (for compute-sanitizer's leak check). */
-    ist_stats_flush_stdout(&st);
-    if (st.write_failed)
-      status = EXIT_INPUT_FAILED;
-    fflush(stderr);
-    _exit(status);
+    leave_now(&st, status);
   }
 
 cleanup:
@@ -383,8 +390,8 @@ cleanup:
   free(st.plots);
   /* a rank that used a GPU leaves its devices to the process's end, as one
    * process does above, once MPI is finalized */
-  int leave = opt.mpi && opt.engine.leave_to_exit && st.run &&
-              imgstat_run_gpu_started(st.run);
+  int leave = opt.mpi && opt.engine.leave_to_exit &&
+              imgstat_run_gpu_started(st.run); /* 0 for no run */
   if (!leave)
     imgstat_run_destroy(st.run);
   imgstat_report_destroy(st.report);
@@ -395,12 +402,7 @@ cleanup:
     ist_cli_error("--mpi: %s", err.message);
     status = status ? status : EXIT_INPUT_FAILED;
   }
-  if (leave) {
-    ist_stats_flush_stdout(&st);
-    if (st.write_failed)
-      status = EXIT_INPUT_FAILED;
-    fflush(stderr);
-    _exit(status);
-  }
+  if (leave)
+    leave_now(&st, status);
   return status;
 }
