@@ -82,6 +82,19 @@ namespace {
 #ifndef IMGSTAT_F32_STRIDED_BLOCKS_PER_SM
 #define IMGSTAT_F32_STRIDED_BLOCKS_PER_SM IMGSTAT_FAST_BLOCKS_PER_SM
 #endif
+/* u8 / u16 extremes: a tile's from its vectors' (units') packed lanes
+ * first, each vector's own decoded only when the tile betters the thread's
+ * running extreme (1); every vector's decoded every tile (0). */
+#ifndef IMGSTAT_FAST_LAZY_FIRST
+#define IMGSTAT_FAST_LAZY_FIRST 1
+#endif
+/* u8 extremes in the high bytes of the 16-bit lanes (1): a lane's min /
+ * max over words w and w << 8 has the min / max of the bytes that reach the
+ * lanes' high bytes as its own high byte (the low byte only breaks ties),
+ * one shift a word where the low bytes take a mask and a permute (0). */
+#ifndef IMGSTAT_U8_HIGH_EXTREMES
+#define IMGSTAT_U8_HIGH_EXTREMES 1
+#endif
 #ifndef IMGSTAT_FAST_SATURATED_SKIP
 #define IMGSTAT_FAST_SATURATED_SKIP 1
 #endif
@@ -414,17 +427,48 @@ struct IntAcc : Extremes<int> {
     sumsq += q;
   }
   /* Ends a tile: its sums over `samples` samples, and the extremes of its
-   * valid vectors k < nvalid packed in the lanes of mn[k] / mx[k]. */
+   * valid vectors k < nvalid packed in the lanes of mn[k] / mx[k] (a lane's
+   * value shifted up by kLaneShift bits: Word::kLaneShift). */
+  template <int kLaneShift>
   __device__ __forceinline__ void
   end_tile(const unsigned (&mn)[FastPolicy::kItems],
            const unsigned (&mx)[FastPolicy::kItems], int nvalid, uint64_t tile,
            uint64_t samples, uint64_t s, uint64_t q) {
     unsigned hmin[FastPolicy::kItems], hmax[FastPolicy::kItems];
+    if constexpr (IMGSTAT_FAST_LAZY_FIRST) {
+      /* the tile's extremes from its lanes; a vector's own only when the
+       * tile betters the running one (vectors k >= nvalid hold the lanes'
+       * initial values, which no valid vector's extreme is beyond) */
+      unsigned lmn = mn[0], lmx = mx[0];
+#pragma unroll
+      for (int k = 1; k < FastPolicy::kItems; ++k) {
+        lmn = min_u16x2(lmn, mn[k]);
+        lmx = max_u16x2(lmx, mx[k]);
+      }
+      const unsigned tmin = min(lmn & 0xffffu, lmn >> 16) >> kLaneShift;
+      const unsigned tmax = max(lmx & 0xffffu, lmx >> 16) >> kLaneShift;
+      add_sums(samples, s, q);
+      if ((int)tmin < vmin) {
+#pragma unroll
+        for (int k = 0; k < FastPolicy::kItems; ++k)
+          hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16) >> kLaneShift;
+        vmin = (int)tmin;
+        min_vec = vec_of(tile, first_vector(hmin, nvalid, tmin), threadIdx.x);
+      }
+      if ((int)tmax > vmax) {
+#pragma unroll
+        for (int k = 0; k < FastPolicy::kItems; ++k)
+          hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16) >> kLaneShift;
+        vmax = (int)tmax;
+        max_vec = vec_of(tile, first_vector(hmax, nvalid, tmax), threadIdx.x);
+      }
+      return;
+    }
     unsigned tmin = 0xffffu, tmax = 0;
 #pragma unroll
     for (int k = 0; k < FastPolicy::kItems; ++k) {
-      hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16);
-      hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16);
+      hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16) >> kLaneShift;
+      hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16) >> kLaneShift;
       tmin = min(tmin, hmin[k]);
       tmax = max(tmax, hmax[k]);
     }
@@ -439,12 +483,14 @@ struct IntAcc : Extremes<int> {
 
 /* How a 32-bit word of samples adds to a thread's sums (s, q) and to the
  * packed 16x2 extremes of its vector (mn, mx): u8, four samples a word, sums
- * through __dp4a, extremes on the even and odd bytes. */
+ * through __dp4a, extremes on the even and odd bytes. A vector's extreme is
+ * the min / max of its two lanes, shifted down by kLaneShift. */
 struct WordU8 {
   using Sample = uint8_t;
   using SumSq = unsigned; /* a tile's: <= 16 * 8 * 65025, no overflow */
   static constexpr int kMax = 255;
   static constexpr uint64_t kPerVector = 16; /* samples a 16-byte vector */
+  static constexpr int kLaneShift = IMGSTAT_U8_HIGH_EXTREMES ? 8 : 0;
 
   static __device__ __forceinline__ void sums(unsigned w, unsigned &s,
                                               unsigned &q) {
@@ -453,6 +499,14 @@ struct WordU8 {
   }
   static __device__ __forceinline__ void extremes(unsigned w, unsigned &mn,
                                                   unsigned &mx) {
+    if constexpr (IMGSTAT_U8_HIGH_EXTREMES) {
+      const unsigned up = w << 8; /* bytes 0, 2 in the lanes' high bytes */
+      mn = min_u16x2(mn, w);
+      mn = min_u16x2(mn, up);
+      mx = max_u16x2(mx, w);
+      mx = max_u16x2(mx, up);
+      return;
+    }
     unsigned even = w & 0x00ff00ffu;          /* bytes 0, 2 */
     unsigned odd = __byte_perm(w, 0, 0x4341); /* bytes 1, 3 */
     mn = min_u16x2(mn, even);
@@ -469,6 +523,7 @@ struct WordU16 {
   using SumSq = uint64_t;
   static constexpr int kMax = 65535;
   static constexpr uint64_t kPerVector = 8;
+  static constexpr int kLaneShift = 0;
 
   static __device__ __forceinline__ void sums(unsigned w, unsigned &s,
                                               uint64_t &q) {
@@ -541,8 +596,8 @@ template <typename Word> struct AccInt : IntAcc {
       unsigned tmin = 0xffffu, tmax = 0;
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k) {
-        hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16);
-        hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16);
+        hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16) >> Word::kLaneShift;
+        hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16) >> Word::kLaneShift;
         tmin = min(tmin, hmin[k]);
         tmax = max(tmax, hmax[k]);
       }
@@ -560,7 +615,8 @@ template <typename Word> struct AccInt : IntAcc {
         kept_max = pick_vector(v, k);
       }
     } else {
-      end_tile(mn, mx, nvalid, tile, Word::kPerVector * nvalid, s, q);
+      end_tile<Word::kLaneShift>(mn, mx, nvalid, tile,
+                                 Word::kPerVector * nvalid, s, q);
     }
   }
   __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
@@ -2384,7 +2440,14 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwc16BlocksPerSm)
                              (bench/gpu/hwc_variants.sh) */
 #define IMGSTAT_HWC_UNITS 2
 #endif
-constexpr int kHwcUnits = IMGSTAT_HWC_UNITS;
+/* u8 with four channels alone (H200, 64 MP, 5bd97c0: 4 units 1.051 x CUB's
+ * sum against 1.062 at 2, three channels 1.104 against 1.061) */
+#ifndef IMGSTAT_HWC4_UNITS
+#define IMGSTAT_HWC4_UNITS IMGSTAT_HWC_UNITS
+#endif
+constexpr int hwc_units(int sample_size, int c) {
+  return sample_size == 1 && c == 4 ? IMGSTAT_HWC4_UNITS : IMGSTAT_HWC_UNITS;
+}
 /* u16 interleaved by units (hwc_unit_kernel<WordU16, C>) rather than the
  * packed kernel (IMGSTAT_HWC16_PACK); for C = 3 its own blocks a
  * multiprocessor, C = 2 and 4 at IMGSTAT_HWC_BLOCKS_PER_SM as u8's. ptxas
@@ -2480,6 +2543,7 @@ __device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
 template <typename Word, int C> struct HwcUnit {
   using Sample = typename Word::Sample;
   static constexpr int kMax = Word::kMax;
+  static constexpr int kHwcUnits = hwc_units((int)sizeof(Sample), C);
   /* a tile's 32-bit sums: at most kHwcUnits * 16 * 255 (u8) or
    * kHwcUnits * 8 * 65535 (u16) a channel */
   static_assert((uint64_t)kHwcUnits * Word::kPerVector * kMax <= 0xffffffffu,
@@ -2556,11 +2620,46 @@ template <typename Word, int C> struct HwcUnit {
       return;
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      int hmin[kHwcUnits], hmax[kHwcUnits], tmin = kMax + 1, tmax = -1;
+      int hmin[kHwcUnits], hmax[kHwcUnits];
+      if constexpr (IMGSTAT_FAST_LAZY_FIRST) {
+        /* the tile's extremes from its units' lanes; a unit's own only
+         * when the tile betters the running one */
+        unsigned lmn = mn[c][0], lmx = mx[c][0];
+#pragma unroll
+        for (int k = 1; k < kHwcUnits; ++k)
+          if (k < nvalid) {
+            lmn = min_u16x2(lmn, mn[c][k]);
+            lmx = max_u16x2(lmx, mx[c][k]);
+          }
+        const int tmin =
+            (int)(min(lmn & 0xffffu, lmn >> 16) >> Word::kLaneShift);
+        const int tmax =
+            (int)(max(lmx & 0xffffu, lmx >> 16) >> Word::kLaneShift);
+        if (tmin < vmin[c]) {
+#pragma unroll
+          for (int k = 0; k < kHwcUnits; ++k)
+            hmin[k] = (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >>
+                            Word::kLaneShift);
+          vmin[c] = tmin;
+          min_unit[c] = first_unit(hmin, tmin, nvalid, tile);
+        }
+        if (tmax > vmax[c]) {
+#pragma unroll
+          for (int k = 0; k < kHwcUnits; ++k)
+            hmax[k] = (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >>
+                            Word::kLaneShift);
+          vmax[c] = tmax;
+          max_unit[c] = first_unit(hmax, tmax, nvalid, tile);
+        }
+        continue;
+      }
+      int tmin = kMax + 1, tmax = -1;
 #pragma unroll
       for (int k = 0; k < kHwcUnits; ++k) {
-        hmin[k] = (int)min(mn[c][k] & 0xffffu, mn[c][k] >> 16);
-        hmax[k] = (int)max(mx[c][k] & 0xffffu, mx[c][k] >> 16);
+        hmin[k] =
+            (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >> Word::kLaneShift);
+        hmax[k] =
+            (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >> Word::kLaneShift);
         if (k < nvalid) {
           tmin = min(tmin, hmin[k]);
           tmax = max(tmax, hmax[k]);
@@ -2610,6 +2709,7 @@ __launch_bounds__(FastPolicy::kBlock,
   const uint64_t total = pass.n * C; /* samples */
   const uint64_t units = total / (kPix * C);
   const uint4 *vec = reinterpret_cast<const uint4 *>(data);
+  constexpr int kHwcUnits = HwcUnit<Word, C>::kHwcUnits;
   constexpr uint64_t kTileUnits = (uint64_t)FastPolicy::kBlock * kHwcUnits;
   HwcUnit<Word, C> acc;
 
@@ -2981,15 +3081,17 @@ unsigned ist_hwc_grid(imgstat_sample sample, uint64_t bytes, uint32_t channels,
                       int sm_count) {
   const uint64_t vecs = channels == 3 ? 3 : 4;
   /* the kernels' tiles: u8 (and u16 by units, IMGSTAT_HWC16_UNIT)
-   * kHwcUnits units of C vectors a thread, u16 kV vectors (sized as u16's,
-   * without groups, for both before whole rounds) */
+   * hwc_units(size, C) units of C vectors a thread, u16 kV vectors (sized as
+   * u16's, without groups, for both before whole rounds) */
   const bool unit16 = sample == IMGSTAT_U16 && hwc16_by_units((int)channels);
+  const uint64_t units = (uint64_t)hwc_units(
+      sample == IMGSTAT_U16 ? 2 : 1, (int)channels); /* a thread's, a tile */
   const uint64_t tile_bytes =
-      unit16 ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
+      unit16 ? (uint64_t)16 * FastPolicy::kBlock * units * channels
       : sample == IMGSTAT_U16
           ? (uint64_t)16 * FastPolicy::kBlock * vecs * kHwc16Groups
       : IMGSTAT_FAST_BALANCE
-          ? (uint64_t)16 * FastPolicy::kBlock * kHwcUnits * channels
+          ? (uint64_t)16 * FastPolicy::kBlock * units * channels
           : (uint64_t)16 * FastPolicy::kBlock * vecs;
   const uint64_t tiles = (bytes + tile_bytes - 1) / tile_bytes;
   const uint64_t wave =

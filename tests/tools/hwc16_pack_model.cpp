@@ -49,6 +49,17 @@ static uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) {
 #ifndef UNIT
 #define UNIT 0
 #endif
+#ifndef U8 /* with UNIT: the u8 kernel (hwc_unit_kernel<WordU8, C>) */
+#define U8 0
+#endif
+#ifndef LAZY /* IMGSTAT_FAST_LAZY_FIRST */
+#define LAZY 1
+#endif
+#ifndef HIGH /* IMGSTAT_U8_HIGH_EXTREMES */
+#define HIGH 1
+#endif
+#define IMGSTAT_FAST_LAZY_FIRST LAZY
+#define IMGSTAT_U8_HIGH_EXTREMES HIGH
 struct FastPolicy {
   static constexpr int kBlock = 256;
   static constexpr bool kSaturatedSkip = SKIP;
@@ -77,6 +88,7 @@ template <typename Sample> Sample sample_of(const unsigned (&w)[4], int j) {
 #define UNITS 2
 #endif
 constexpr int kHwcUnits = UNITS;
+constexpr int hwc_units(int, int) { return UNITS; }
 static struct { unsigned x; } threadIdx;
 static unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   const uint64_t b = (uint64_t)y << 32 | x;
@@ -93,6 +105,14 @@ static unsigned __dp4a(unsigned a, unsigned b, unsigned c) {
 static uint4 __ldg(const uint4 *p) { return *p; }
 #include "hwc_unit.inc" /* WordU8/16, find_in_vector, HwcUnit (cut too) */
 #endif
+#if UNIT && U8
+using Sample = uint8_t;
+#define WORD WordU8
+#else
+using Sample = uint16_t;
+#define WORD WordU16
+#endif
+constexpr unsigned kMaxV = (1u << (8 * sizeof(Sample))) - 1;
 
 struct Part {
   uint64_t count = 0, sum = 0, sumsq = 0;
@@ -257,10 +277,10 @@ std::vector<Part> gpu(const uint16_t *data, uint64_t npix, unsigned G) {
  * sample after every unit, the block's unit re-read), the blocks' partials
  * folded. */
 template <int C>
-std::vector<Part> gpu_unit(const uint16_t *data, uint64_t npix, unsigned G) {
-  using A = HwcUnit<WordU16, C>;
+std::vector<Part> gpu_unit(const Sample *data, uint64_t npix, unsigned G) {
+  using A = HwcUnit<WORD, C>;
   constexpr unsigned long long kNoKey = ~0ull;
-  const uint64_t total = npix * C, units = total / (8 * C);
+  const uint64_t total = npix * C, units = total / (WORD::kPerVector * C);
   const uint4 *vec = reinterpret_cast<const uint4 *>(data);
   constexpr uint64_t kTileUnits = 256ull * kHwcUnits;
   const uint64_t full = units / kTileUnits;
@@ -296,7 +316,7 @@ std::vector<Part> gpu_unit(const uint16_t *data, uint64_t npix, unsigned G) {
         if (nvalid > 0)
           a.add_tile(v, nvalid, tile);
       }
-      const uint64_t i = units * 8 * C + t; /* hwc_tail */
+      const uint64_t i = units * WORD::kPerVector * C + t; /* hwc_tail */
       for (int c = 0; c < C; ++c) {
         p[c].count += a.count;
         p[c].sum += a.sum[c];
@@ -307,7 +327,7 @@ std::vector<Part> gpu_unit(const uint16_t *data, uint64_t npix, unsigned G) {
                 : kNoKey;
         unsigned long long kmax =
             a.max_unit[c] != kNone
-                ? (unsigned long long)(65535 - a.vmax[c]) << 48 | a.max_unit[c]
+                ? (unsigned long long)(kMaxV - a.vmax[c]) << 48 | a.max_unit[c]
                 : kNoKey;
         if (b == 0 && i < total && (int)(i % C) == c) {
           const unsigned long long x = data[i], order = units + i / C;
@@ -315,7 +335,7 @@ std::vector<Part> gpu_unit(const uint16_t *data, uint64_t npix, unsigned G) {
           p[c].sum += x;
           p[c].sumsq += x * x;
           kmin = min(kmin, x << 48 | order);
-          kmax = min(kmax, (65535 - x) << 48 | order);
+          kmax = min(kmax, (kMaxV - x) << 48 | order);
         }
         best[0][c] = min(best[0][c], kmin);
         best[1][c] = min(best[1][c], kmax);
@@ -326,10 +346,10 @@ std::vector<Part> gpu_unit(const uint16_t *data, uint64_t npix, unsigned G) {
         const unsigned long long key = best[e][c];
         if (key == kNoKey)
           continue;
-        const int value = e == 0 ? (int)(key >> 48) : 65535 - (int)(key >> 48);
+        const int value = e == 0 ? (int)(key >> 48) : kMaxV - (int)(key >> 48);
         const uint64_t at = key & ((1ull << 48) - 1);
         const uint64_t pix = at < units
-                                 ? hwc_unit_first<WordU16, C>(vec, at, c, value)
+                                 ? hwc_unit_first<WORD, C>(vec, at, c, value)
                                  : at - units;
         if (pix == kNone) {
           printf("BUG: unit %llu holds no %d (block %u c %d)\n",
@@ -348,7 +368,7 @@ std::vector<Part> gpu_unit(const uint16_t *data, uint64_t npix, unsigned G) {
 
 /* The plain scan: channel by channel, pixel by pixel, the first extreme
  * kept on strict improvement. */
-static std::vector<Part> cpu(const uint16_t *d, uint64_t n, int C) {
+static std::vector<Part> cpu(const Sample *d, uint64_t n, int C) {
   std::vector<Part> o(C);
   for (uint64_t p = 0; p < n; ++p)
     for (int c = 0; c < C; ++c) {
@@ -382,19 +402,19 @@ static unsigned nxt() {
  * the bounds, 5 four values (ties everywhere), 6 only 0 and 65535, 7 all
  * 65535, 8 all 0 (the packed extremes' starting values), 9 a late strict
  * min then ties, 10 ties across the halves of words (halves()). */
-static void pattern(std::vector<uint16_t> &h, uint64_t n, int ch, int kind) {
-  const unsigned max = 65535;
+static void pattern(std::vector<Sample> &h, uint64_t n, int ch, int kind) {
+  const unsigned max = kMaxV;
   for (uint64_t i = 0; i < n * ch; ++i) {
     unsigned x = nxt();
     switch (kind) {
     case 0:
-      h[i] = 1 + x % 65534;
+      h[i] = 1 + x % (max - 1);
       break;
     case 1:
-      h[i] = x >> 16;
+      h[i] = (x >> 16) & max;
       break;
     case 2:
-      h[i] = 30000;
+      h[i] = max == 65535 ? 30000 : 120;
       break;
     case 3:
       h[i] = max / 4 + x % (max / 2);
@@ -404,7 +424,7 @@ static void pattern(std::vector<uint16_t> &h, uint64_t n, int ch, int kind) {
       int c = (int)(i % ch);
       h[i] = c % 4 == 0   ? max
              : c % 4 == 1 ? 0
-             : c % 4 == 2 ? (x >> 16)
+             : c % 4 == 2 ? ((x >> 16) & max)
                           : (p == n - 1 ? 0 : max);
       break;
     }
@@ -412,16 +432,16 @@ static void pattern(std::vector<uint16_t> &h, uint64_t n, int ch, int kind) {
       h[i] = 100 + x % 4;
       break; // ties everywhere
     case 6:
-      h[i] = (x & 1) ? 65535 : 0;
+      h[i] = (x & 1) ? max : 0;
       break; // bounds only
     case 7:
-      h[i] = 65535;
+      h[i] = max;
       break; // constant at the min's sentinel
     case 8:
       h[i] = 0;
       break; // constant at the max's sentinel
     case 9:
-      h[i] = 200 + x % 1000;
+      h[i] = max == 65535 ? 200 + x % 1000 : 20 + x % 100;
       break; // later improvements
     case 10:
       h[i] = max / 4 + x % (max / 2);
@@ -432,7 +452,7 @@ static void pattern(std::vector<uint16_t> &h, uint64_t n, int ch, int kind) {
     for (int c = 0; c < ch; ++c) {
       const uint64_t at[] = {n / 3, n - 1, n / 2, n / 3 + 1, n / 7};
       for (int k = 0; k < 5; ++k)
-        h[c * n + at[k] % n] = k % 2 == 0 ? 3 : 65000;
+        h[c * n + at[k] % n] = k % 2 == 0 ? 3 : max - max / 100;
     }
   if (kind == 3)
     for (int c = 0; c < ch; ++c) {
@@ -461,8 +481,8 @@ static void pattern(std::vector<uint16_t> &h, uint64_t n, int ch, int kind) {
 /* Each channel's min first in a high half of a word among the first pixels
  * and its max in a low half; from pixel n/2 on, every low half of the
  * channel the min and every high half the max (kernel_roof.cu's kind 5). */
-static void halves(std::vector<uint16_t> &h, uint64_t n, int ch) {
-  const unsigned max = 65535;
+static void halves(std::vector<Sample> &h, uint64_t n, int ch) {
+  const unsigned max = kMaxV;
   for (int c = 0; c < ch; ++c) {
     bool lo_done = false, hi_done = false;
     for (uint64_t p = 0; p < n && p < 4; ++p) {
@@ -482,7 +502,7 @@ static void halves(std::vector<uint16_t> &h, uint64_t n, int ch) {
 }
 
 template <int C> int one(uint64_t n, int kind, unsigned G) {
-  std::vector<uint16_t> h(n * C + 8);
+  std::vector<Sample> h(n * C + 16);
   pattern(h, n, C, kind);
   if (kind == 10)
     halves(h, n, C);
@@ -536,7 +556,8 @@ int main(int argc, char **argv) {
 #else
         const uint64_t tile_bytes = 16ull * 256 * (C == 3 ? 3 : 4) * GROUPS;
 #endif
-        const uint64_t tiles = (n * C * 2 + tile_bytes - 1) / tile_bytes;
+        const uint64_t tiles =
+            (n * C * sizeof(Sample) + tile_bytes - 1) / tile_bytes;
         const unsigned grids[] = {balanced(tiles, 132 * 2), 1, 3, 264};
         for (unsigned G : grids) {
           /* the large sizes: the kernel's grid, and blocks of many tiles;
@@ -552,8 +573,9 @@ int main(int argc, char **argv) {
       }
     }
 #if UNIT
-  printf("%d cases, %d failed (by units: %d a thread a tile, skip %d)\n", cases,
-         fails, kHwcUnits, SKIP);
+  printf("%d cases, %d failed (%s by units: %d a thread a tile, skip %d, "
+         "lazy %d, high %d)\n",
+         cases, fails, U8 ? "u8" : "u16", kHwcUnits, SKIP, LAZY, HIGH);
 #else
   printf("%d cases, %d failed (groups %d, flush %d, skip %d)\n", cases, fails,
          GROUPS, FLUSH, SKIP);

@@ -5,9 +5,10 @@ tests/tools/hwc16_pack_model.cpp around it with the host's C++ compiler
 (once a shape of the kernel: 3 or 4 vectors a thread a tile and 6 or 8,
 the 32-bit sums flushed at their bound, every tile or every 3, with and
 without the saturated skip); and the kernel by units (hwc_unit_kernel
-<WordU16, C>, IMGSTAT_HWC16_UNIT: the word types, find_in_vector and
-hwc_split_group .. hwc_unit_first cut too; 2 or 1 units a thread a tile) and
-runs it: every channel's partial equal to a
+<WordU16, C>, IMGSTAT_HWC16_UNIT, and hwc_unit_kernel<WordU8, C>: the word
+types, find_in_vector and hwc_split_group .. hwc_unit_first cut too; 1, 2
+or 4 units a thread a tile, with and without the lazy decode of a tile's
+extremes and u8's extremes in the lanes' high bytes) and runs it: every channel's partial equal to a
 plain scan's (see the .cpp).
 
     python3 tests/tools/hwc16_pack_model.py [ROOT]
@@ -48,6 +49,14 @@ SHAPES = [
     ("-DGROUPS=1 -DFLUSH=1 -DSKIP=0", 12289),
     ("-DUNIT=1 -DUNITS=2 -DSKIP=1", 262147),
     ("-DUNIT=1 -DUNITS=1 -DSKIP=0", 12289),
+    ("-DUNIT=1 -DUNITS=2 -DSKIP=1 -DLAZY=0", 65537),
+    # the u8 kernel by units (hwc_unit_kernel<WordU8, C>): extremes in the
+    # lanes' high bytes (IMGSTAT_U8_HIGH_EXTREMES) or not, a tile's vectors
+    # decoded lazily (IMGSTAT_FAST_LAZY_FIRST) or not
+    ("-DUNIT=1 -DU8=1 -DUNITS=2 -DSKIP=1", 262147),
+    ("-DUNIT=1 -DU8=1 -DUNITS=4 -DSKIP=0", 65537),
+    ("-DUNIT=1 -DU8=1 -DUNITS=1 -DSKIP=1 -DHIGH=0", 65537),
+    ("-DUNIT=1 -DU8=1 -DUNITS=2 -DSKIP=0 -DLAZY=0 -DHIGH=0", 12289),
 ]
 
 
