@@ -2692,30 +2692,30 @@ template <typename Word, int C> struct HwcUnit {
           max_unit[c] = first_unit(h, tmax[c], nvalid, tile);
         }
       }
-      return;
-    }
+    } else {
 #pragma unroll
-    for (int c = 0; c < C; ++c) {
-      int hmin[kHwcUnits], hmax[kHwcUnits];
-      int tmin = kMax + 1, tmax = -1;
+      for (int c = 0; c < C; ++c) {
+        int hmin[kHwcUnits], hmax[kHwcUnits];
+        int tmin = kMax + 1, tmax = -1;
 #pragma unroll
-      for (int k = 0; k < kHwcUnits; ++k) {
-        hmin[k] =
-            (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >> Word::kLaneShift);
-        hmax[k] =
-            (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >> Word::kLaneShift);
-        if (k < nvalid) {
-          tmin = min(tmin, hmin[k]);
-          tmax = max(tmax, hmax[k]);
+        for (int k = 0; k < kHwcUnits; ++k) {
+          hmin[k] = (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >>
+                          Word::kLaneShift);
+          hmax[k] = (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >>
+                          Word::kLaneShift);
+          if (k < nvalid) {
+            tmin = min(tmin, hmin[k]);
+            tmax = max(tmax, hmax[k]);
+          }
         }
-      }
-      if (tmin < vmin[c]) {
-        vmin[c] = tmin;
-        min_unit[c] = first_unit(hmin, tmin, nvalid, tile);
-      }
-      if (tmax > vmax[c]) {
-        vmax[c] = tmax;
-        max_unit[c] = first_unit(hmax, tmax, nvalid, tile);
+        if (tmin < vmin[c]) {
+          vmin[c] = tmin;
+          min_unit[c] = first_unit(hmin, tmin, nvalid, tile);
+        }
+        if (tmax > vmax[c]) {
+          vmax[c] = tmax;
+          max_unit[c] = first_unit(hmax, tmax, nvalid, tile);
+        }
       }
     }
   }
