@@ -90,12 +90,6 @@ namespace {
 #ifndef IMGSTAT_FAST_LAZY_FIRST
 #define IMGSTAT_FAST_LAZY_FIRST 1
 #endif
-/* The interleaved kernel by units: a tile of a thread whose running
- * extremes are the type's bounds in its own loop of sums (1), or the one
- * loop with the extremes under a condition (0). */
-#ifndef IMGSTAT_HWC_SAT_APART
-#define IMGSTAT_HWC_SAT_APART 1
-#endif
 /* u8 extremes in the high bytes of the 16-bit lanes (1): a lane's min /
  * max over words w and w << 8 has the min / max of the bytes that reach the
  * lanes' high bytes as its own high byte (the low byte only breaks ties),
@@ -2601,31 +2595,6 @@ template <typename Word, int C> struct HwcUnit {
         mx[c][k] = 0;
       }
     }
-    if (IMGSTAT_HWC_SAT_APART && sat) { /* the sums alone */
-#pragma unroll
-      for (int k = 0; k < kHwcUnits; ++k) {
-        if (k < nvalid) {
-          uint4 x[C];
-          hwc_split_unit<Sample, C>(v[k], x);
-#pragma unroll
-          for (int c = 0; c < C; ++c) {
-            const unsigned w[4] = {x[c].x, x[c].y, x[c].z, x[c].w};
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-              Word::sums(w[j], s[c], q[c]);
-          }
-        }
-      }
-      count += Word::kPerVector * nvalid;
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        sum[c] += s[c];
-        sumsq[c] += q[c];
-      }
-      return;
-    }
-    if (IMGSTAT_HWC_SAT_APART)
-      sat = false; /* known: the extremes below unconditional */
 #pragma unroll
     for (int k = 0; k < kHwcUnits; ++k) {
       if (k < nvalid) {
@@ -2651,14 +2620,13 @@ template <typename Word, int C> struct HwcUnit {
     }
     if (sat)
       return;
-    if constexpr (IMGSTAT_FAST_LAZY_FIRST == 2 ||
-                  (IMGSTAT_FAST_LAZY_FIRST == 1 && sizeof(Sample) == 1)) {
-      /* the tile's extremes from its units' lanes; a unit's own only when
-       * the tile betters the running one (one branch for every channel) */
-      int tmin[C], tmax[C];
-      bool any = false;
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
+    for (int c = 0; c < C; ++c) {
+      int hmin[kHwcUnits], hmax[kHwcUnits];
+      if constexpr (IMGSTAT_FAST_LAZY_FIRST == 2 ||
+                    (IMGSTAT_FAST_LAZY_FIRST == 1 && sizeof(Sample) == 1)) {
+        /* the tile's extremes from its units' lanes; a unit's own only
+         * when the tile betters the running one */
         unsigned lmn = mn[c][0], lmx = mx[c][0];
 #pragma unroll
         for (int k = 1; k < kHwcUnits; ++k)
@@ -2666,56 +2634,47 @@ template <typename Word, int C> struct HwcUnit {
             lmn = min_u16x2(lmn, mn[c][k]);
             lmx = max_u16x2(lmx, mx[c][k]);
           }
-        tmin[c] = (int)(min(lmn & 0xffffu, lmn >> 16) >> Word::kLaneShift);
-        tmax[c] = (int)(max(lmx & 0xffffu, lmx >> 16) >> Word::kLaneShift);
-        any = any | (tmin[c] < vmin[c]) | (tmax[c] > vmax[c]);
-      }
-      if (!any)
-        return;
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        int h[kHwcUnits];
-        if (tmin[c] < vmin[c]) {
-#pragma unroll
-          for (int k = 0; k < kHwcUnits; ++k)
-            h[k] = (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >>
-                         Word::kLaneShift);
-          vmin[c] = tmin[c];
-          min_unit[c] = first_unit(h, tmin[c], nvalid, tile);
-        }
-        if (tmax[c] > vmax[c]) {
-#pragma unroll
-          for (int k = 0; k < kHwcUnits; ++k)
-            h[k] = (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >>
-                         Word::kLaneShift);
-          vmax[c] = tmax[c];
-          max_unit[c] = first_unit(h, tmax[c], nvalid, tile);
-        }
-      }
-    } else {
-#pragma unroll
-      for (int c = 0; c < C; ++c) {
-        int hmin[kHwcUnits], hmax[kHwcUnits];
-        int tmin = kMax + 1, tmax = -1;
-#pragma unroll
-        for (int k = 0; k < kHwcUnits; ++k) {
-          hmin[k] = (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >>
-                          Word::kLaneShift);
-          hmax[k] = (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >>
-                          Word::kLaneShift);
-          if (k < nvalid) {
-            tmin = min(tmin, hmin[k]);
-            tmax = max(tmax, hmax[k]);
-          }
-        }
+        const int tmin =
+            (int)(min(lmn & 0xffffu, lmn >> 16) >> Word::kLaneShift);
+        const int tmax =
+            (int)(max(lmx & 0xffffu, lmx >> 16) >> Word::kLaneShift);
         if (tmin < vmin[c]) {
+#pragma unroll
+          for (int k = 0; k < kHwcUnits; ++k)
+            hmin[k] = (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >>
+                            Word::kLaneShift);
           vmin[c] = tmin;
           min_unit[c] = first_unit(hmin, tmin, nvalid, tile);
         }
         if (tmax > vmax[c]) {
+#pragma unroll
+          for (int k = 0; k < kHwcUnits; ++k)
+            hmax[k] = (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >>
+                            Word::kLaneShift);
           vmax[c] = tmax;
           max_unit[c] = first_unit(hmax, tmax, nvalid, tile);
         }
+        continue;
+      }
+      int tmin = kMax + 1, tmax = -1;
+#pragma unroll
+      for (int k = 0; k < kHwcUnits; ++k) {
+        hmin[k] =
+            (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >> Word::kLaneShift);
+        hmax[k] =
+            (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >> Word::kLaneShift);
+        if (k < nvalid) {
+          tmin = min(tmin, hmin[k]);
+          tmax = max(tmax, hmax[k]);
+        }
+      }
+      if (tmin < vmin[c]) {
+        vmin[c] = tmin;
+        min_unit[c] = first_unit(hmin, tmin, nvalid, tile);
+      }
+      if (tmax > vmax[c]) {
+        vmax[c] = tmax;
+        max_unit[c] = first_unit(hmax, tmax, nvalid, tile);
       }
     }
   }

@@ -58,12 +58,8 @@ static uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) {
 #ifndef HIGH /* IMGSTAT_U8_HIGH_EXTREMES */
 #define HIGH 1
 #endif
-#ifndef APART /* IMGSTAT_HWC_SAT_APART */
-#define APART 1
-#endif
 #define IMGSTAT_FAST_LAZY_FIRST LAZY
 #define IMGSTAT_U8_HIGH_EXTREMES HIGH
-#define IMGSTAT_HWC_SAT_APART APART
 struct FastPolicy {
   static constexpr int kBlock = 256;
   static constexpr bool kSaturatedSkip = SKIP;
@@ -578,8 +574,8 @@ int main(int argc, char **argv) {
     }
 #if UNIT
   printf("%d cases, %d failed (%s by units: %d a thread a tile, skip %d, "
-         "lazy %d, high %d, apart %d)\n",
-         cases, fails, U8 ? "u8" : "u16", kHwcUnits, SKIP, LAZY, HIGH, APART);
+         "lazy %d, high %d)\n",
+         cases, fails, U8 ? "u8" : "u16", kHwcUnits, SKIP, LAZY, HIGH);
 #else
   printf("%d cases, %d failed (groups %d, flush %d, skip %d)\n", cases, fails,
          GROUPS, FLUSH, SKIP);

@@ -49,16 +49,13 @@
 #          extremes of a tile from its vectors' (units') lanes first, a
 #          vector's own decoded only when the tile betters the running
 #          extreme (IMGSTAT_FAST_LAZY_FIRST=1: the planes and u8 by
-#          units, one branch a tile for every channel), u8 extremes in the
-#          lanes' high bytes, one shift a word (IMGSTAT_U8_HIGH_EXTREMES),
-#          a saturated thread's tiles in a loop of their own
-#          (IMGSTAT_HWC_SAT_APART);
-#   prevx  tree with the last three off (every vector decoded every tile,
+#          units), u8 extremes in the lanes' high bytes, one shift a word
+#          (IMGSTAT_U8_HIGH_EXTREMES);
+#   prevx  tree with the last two off (every vector decoded every tile,
 #          u8 extremes by mask and permute: 02c9fa9's kernels);
 #   Zl, Zh  tree with only the lazy decode / only the high bytes;
 #   Z4     tree with four-channel u8 at 4 units a thread a tile
 #          (IMGSTAT_HWC4_UNITS; three channels keep 2);
-#   Za0    tree without the saturated tiles' own loop;
 #   Z3b4   tree with three-channel u8 at 4 blocks a multiprocessor;
 #   L2     tree with the lazy decode in the u16 kernel by units too;
 #   prev   the defaults before the last three (a0f65d8's kernels);
@@ -168,7 +165,7 @@ rc=$?
 # lean planar and strided kernels at 3 (the L variants)
 F32_OLD="-DIMGSTAT_F32_LEAN=0 -DIMGSTAT_F32_BLOCKS_PER_SM=3"
 F32_L3="-DIMGSTAT_F32_BLOCKS_PER_SM=3 -DIMGSTAT_F32_STRIDED_LEAN=1"
-O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0 -DIMGSTAT_HWC16_UNIT=0 -DIMGSTAT_FAST_LAZY_FIRST=0 -DIMGSTAT_U8_HIGH_EXTREMES=0 -DIMGSTAT_HWC_SAT_APART=0 $F32_OLD"
+O="-DIMGSTAT_FAST_INT_MERGE=0 -DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_PDL=0 -DIMGSTAT_HWC_BLOCK_FIRST=0 -DIMGSTAT_SEG_TILES=1 -DIMGSTAT_FOLD_INT=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_FAST_KEEP_VEC=0 -DIMGSTAT_F32_INT_WIDEN=0 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0 -DIMGSTAT_HWC16_UNIT=0 -DIMGSTAT_FAST_LAZY_FIRST=0 -DIMGSTAT_U8_HIGH_EXTREMES=0 $F32_OLD"
 declare -A FLAGS=(
   [main]="$O"
   [tree]=""
@@ -182,7 +179,7 @@ declare -A FLAGS=(
   [S8]="-DIMGSTAT_SEG_TILES=8"
   [S16]="-DIMGSTAT_SEG_TILES=16"
   [S4]="-DIMGSTAT_SEG_TILES=4"
-  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0 -DIMGSTAT_HWC16_UNIT=0 -DIMGSTAT_FAST_LAZY_FIRST=0 -DIMGSTAT_U8_HIGH_EXTREMES=0 -DIMGSTAT_HWC_SAT_APART=0 $F32_OLD"
+  [prev]="-DIMGSTAT_F32_BLOCK_FIRST=0 -DIMGSTAT_FAST_BALANCE=0 -DIMGSTAT_SEG_TILES=4 -DIMGSTAT_HWC16_PACK=0 -DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0 -DIMGSTAT_HWC16_UNIT=0 -DIMGSTAT_FAST_LAZY_FIRST=0 -DIMGSTAT_U8_HIGH_EXTREMES=0 $F32_OLD"
   [prevint]="-DIMGSTAT_FAST_PLANE_BLOCKS_PER_SM=3 -DIMGSTAT_SEG_TILES=16 -DIMGSTAT_HWC3_BLOCKS_PER_SM=2 -DIMGSTAT_SEG_DIRECT=0 -DIMGSTAT_HWC16_UNIT=0"
   [Sfold]="-DIMGSTAT_SEG_DIRECT=0"
   [Sb4]="-DIMGSTAT_FAST_BLOCKS_PER_SM=4 -DIMGSTAT_F32_STRIDED_BLOCKS_PER_SM=3"
@@ -215,8 +212,7 @@ declare -A FLAGS=(
   [U16u]="-DIMGSTAT_HWC16_UNIT=1"
   [U16p]="-DIMGSTAT_HWC16_UNIT=0"
   [U16ub2]="-DIMGSTAT_HWC16_UNIT=1 -DIMGSTAT_HWC16_UNIT_BLOCKS_PER_SM=2"
-  [prevx]="-DIMGSTAT_FAST_LAZY_FIRST=0 -DIMGSTAT_U8_HIGH_EXTREMES=0 -DIMGSTAT_HWC_SAT_APART=0"
-  [Za0]="-DIMGSTAT_HWC_SAT_APART=0"
+  [prevx]="-DIMGSTAT_FAST_LAZY_FIRST=0 -DIMGSTAT_U8_HIGH_EXTREMES=0"
   [Z3b4]="-DIMGSTAT_HWC3_BLOCKS_PER_SM=4"
   [L2]="-DIMGSTAT_FAST_LAZY_FIRST=2"
   [Zl]="-DIMGSTAT_U8_HIGH_EXTREMES=0"
