@@ -97,6 +97,18 @@ namespace {
 #ifndef IMGSTAT_U8_HIGH_EXTREMES
 #define IMGSTAT_U8_HIGH_EXTREMES 1
 #endif
+/* A timing diagnostic of the interleaved kernel by units (never a
+ * default: its partials are wrong): its loads coalesced, each warp load
+ * instruction 512 bytes in a row, as CUB's, rather than C vectors in a row
+ * a thread. */
+#ifndef IMGSTAT_HWC_COALESCED_DIAG
+#define IMGSTAT_HWC_COALESCED_DIAG 0
+#endif
+/* The same, without the split of a unit's words into channels (wrong
+ * channels): how much the byte permutes cost. */
+#ifndef IMGSTAT_HWC_NOSPLIT_DIAG
+#define IMGSTAT_HWC_NOSPLIT_DIAG 0
+#endif
 #ifndef IMGSTAT_FAST_SATURATED_SKIP
 #define IMGSTAT_FAST_SATURATED_SKIP 1
 #endif
@@ -2599,7 +2611,13 @@ template <typename Word, int C> struct HwcUnit {
     for (int k = 0; k < kHwcUnits; ++k) {
       if (k < nvalid) {
         uint4 x[C];
-        hwc_split_unit<Sample, C>(v[k], x);
+        if constexpr (IMGSTAT_HWC_NOSPLIT_DIAG) {
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            x[c] = v[k][c];
+        } else {
+          hwc_split_unit<Sample, C>(v[k], x);
+        }
 #pragma unroll
         for (int c = 0; c < C; ++c) {
           const unsigned w[4] = {x[c].x, x[c].y, x[c].z, x[c].w};
@@ -2720,10 +2738,22 @@ __launch_bounds__(FastPolicy::kBlock,
   uint64_t tile = blockIdx.x;
   for (; tile < full; tile += gridDim.x) {
     uint4 v[kHwcUnits][C];
+    if constexpr (IMGSTAT_HWC_COALESCED_DIAG) {
+      /* timing only (wrong channels and first positions): a warp's loads
+       * of a tile's vectors in a row, vector (k C + j) 256 + t */
 #pragma unroll
-    for (int k = 0; k < kHwcUnits; ++k)
-      hwc_load_unit<C>(
-          vec, tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t, v[k]);
+      for (int k = 0; k < kHwcUnits; ++k)
+#pragma unroll
+        for (int j = 0; j < C; ++j)
+          v[k][j] = __ldg(vec + tile * kTileUnits * C +
+                          (uint64_t)(k * C + j) * FastPolicy::kBlock + t);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kHwcUnits; ++k)
+        hwc_load_unit<C>(
+            vec, tile * kTileUnits + (uint64_t)k * FastPolicy::kBlock + t,
+            v[k]);
+    }
     acc.add_tile(v, kHwcUnits, tile);
   }
   if (tile == full && full * kTileUnits < units) {

@@ -58,6 +58,13 @@
 #          (IMGSTAT_HWC4_UNITS; three channels keep 2);
 #   Z3b4   tree with three-channel u8 at 4 blocks a multiprocessor;
 #   L2     tree with the lazy decode in the u16 kernel by units too;
+#   Dco    a timing diagnostic, its checks fail by design: the interleaved
+#          kernel by units with coalesced loads (a warp's 512 bytes in a
+#          row, IMGSTAT_HWC_COALESCED_DIAG), channels and first positions
+#          wrong: how much the loads' pattern costs;
+#   Dns    the same kind of diagnostic: the unit kernel without its split
+#          into channels (IMGSTAT_HWC_NOSPLIT_DIAG): what the permutes cost;
+#   Dcn    both diagnostics;
 #   prev   the defaults before the last three (a0f65d8's kernels);
 #   prevf32  tree with planar f32 as before the lean kernel at 4 blocks a
 #          multiprocessor (not lean, at 3: 80 registers); interleaved f32
@@ -215,6 +222,9 @@ declare -A FLAGS=(
   [prevx]="-DIMGSTAT_FAST_LAZY_FIRST=0 -DIMGSTAT_U8_HIGH_EXTREMES=0"
   [Z3b4]="-DIMGSTAT_HWC3_BLOCKS_PER_SM=4"
   [L2]="-DIMGSTAT_FAST_LAZY_FIRST=2"
+  [Dco]="-DIMGSTAT_HWC_COALESCED_DIAG=1"
+  [Dns]="-DIMGSTAT_HWC_NOSPLIT_DIAG=1"
+  [Dcn]="-DIMGSTAT_HWC_COALESCED_DIAG=1 -DIMGSTAT_HWC_NOSPLIT_DIAG=1"
   [Zl]="-DIMGSTAT_U8_HIGH_EXTREMES=0"
   [Zh]="-DIMGSTAT_FAST_LAZY_FIRST=0"
   [Z4]="-DIMGSTAT_HWC4_UNITS=4"
