@@ -2443,13 +2443,20 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwc16BlocksPerSm)
  * vectors in a row: 16 pixels) are first split into C channel words per 4
  * pixels by byte permutes (2, 2 and 2 PRMTs a word for C = 2, 3, 4), and
  * those words reduced as the plane kernel reduces its own: __dp4a sums, 16x2
- * min / max of the even and odd bytes. A tile is kU units a thread, units t,
+ * min / max of the words and the words shifted up a byte (the lanes' high
+ * bytes, IMGSTAT_U8_HIGH_EXTREMES). A tile is kU units a thread, units t,
  * t + 256, ...; a channel's first positions come from the unit in which its
- * running min (max) last became strictly smaller (larger), re-read and split
- * at the end. u16 (hwc_unit_kernel<WordU16, C>, IMGSTAT_HWC16_UNIT): the
- * same with units of 8 pixels, split into C channel words per 2 pixels (1
- * PRMT a word for every C), reduced as the plane kernel reduces u16 words:
- * 32-bit sums flushed every tile, 64-bit sums of squares, 16x2 min / max. */
+ * running min (max) last became strictly smaller (larger), found from the
+ * units' lanes only in a tile that betters it (IMGSTAT_FAST_LAZY_FIRST),
+ * re-read and split at the end. The C loads of a unit are 48 or 64 bytes
+ * apart across a warp (not 16 as CUB's); loads coalesced would save 1-2 %
+ * at 64 MP, the split 1 % (timing diagnostics, docs/benchmarks.md), but a
+ * thread's vectors would then no longer be whole pixels in a row, and the
+ * first positions would need the vector of each extreme. u16
+ * (hwc_unit_kernel<WordU16, C>, IMGSTAT_HWC16_UNIT): the same with units of 8
+ * pixels, split into C channel words per 2 pixels (1 PRMT a word for every C),
+ * reduced as the plane kernel reduces u16 words: 32-bit sums flushed every
+ * tile, 64-bit sums of squares, 16x2 min / max. */
 #ifndef IMGSTAT_HWC_UNITS /* units a thread, a tile                            \
                              (bench/gpu/hwc_variants.sh) */
 #define IMGSTAT_HWC_UNITS 2
