@@ -441,9 +441,9 @@ struct IntAcc : Extremes<int> {
     sumsq += q;
   }
   /* Ends a tile: its sums over `samples` samples, and the extremes of its
-   * valid vectors k < nvalid packed in the lanes of mn[k] / mx[k] (a lane's
-   * value shifted up by kLaneShift bits: Word::kLaneShift). */
-  template <int kLaneShift>
+   * valid vectors k < nvalid packed in the lanes of mn[k] / mx[k]
+   * (Word::lane_min / lane_max read them). */
+  template <typename Word>
   __device__ __forceinline__ void
   end_tile(const unsigned (&mn)[FastPolicy::kItems],
            const unsigned (&mx)[FastPolicy::kItems], int nvalid, uint64_t tile,
@@ -459,20 +459,20 @@ struct IntAcc : Extremes<int> {
         lmn = min_u16x2(lmn, mn[k]);
         lmx = max_u16x2(lmx, mx[k]);
       }
-      const unsigned tmin = min(lmn & 0xffffu, lmn >> 16) >> kLaneShift;
-      const unsigned tmax = max(lmx & 0xffffu, lmx >> 16) >> kLaneShift;
+      const unsigned tmin = Word::lane_min(lmn);
+      const unsigned tmax = Word::lane_max(lmx);
       add_sums(samples, s, q);
       if ((int)tmin < vmin) {
 #pragma unroll
         for (int k = 0; k < FastPolicy::kItems; ++k)
-          hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16) >> kLaneShift;
+          hmin[k] = Word::lane_min(mn[k]);
         vmin = (int)tmin;
         min_vec = vec_of(tile, first_vector(hmin, nvalid, tmin), threadIdx.x);
       }
       if ((int)tmax > vmax) {
 #pragma unroll
         for (int k = 0; k < FastPolicy::kItems; ++k)
-          hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16) >> kLaneShift;
+          hmax[k] = Word::lane_max(mx[k]);
         vmax = (int)tmax;
         max_vec = vec_of(tile, first_vector(hmax, nvalid, tmax), threadIdx.x);
       }
@@ -481,8 +481,8 @@ struct IntAcc : Extremes<int> {
     unsigned tmin = 0xffffu, tmax = 0;
 #pragma unroll
     for (int k = 0; k < FastPolicy::kItems; ++k) {
-      hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16) >> kLaneShift;
-      hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16) >> kLaneShift;
+      hmin[k] = Word::lane_min(mn[k]);
+      hmax[k] = Word::lane_max(mx[k]);
       tmin = min(tmin, hmin[k]);
       tmax = max(tmax, hmax[k]);
     }
@@ -495,16 +495,26 @@ struct IntAcc : Extremes<int> {
   }
 };
 
+/* The extreme of a vector's (unit's) packed 16x2 lanes of mins (maxes),
+ * each lane's value shifted up by kShift bits. */
+template <int kShift> struct PackedLanes {
+  static __device__ __forceinline__ unsigned lane_min(unsigned mn) {
+    return min(mn & 0xffffu, mn >> 16) >> kShift;
+  }
+  static __device__ __forceinline__ unsigned lane_max(unsigned mx) {
+    return max(mx & 0xffffu, mx >> 16) >> kShift;
+  }
+};
+
 /* How a 32-bit word of samples adds to a thread's sums (s, q) and to the
  * packed 16x2 extremes of its vector (mn, mx): u8, four samples a word, sums
- * through __dp4a, extremes on the even and odd bytes. A vector's extreme is
- * the min / max of its two lanes, shifted down by kLaneShift. */
-struct WordU8 {
+ * through __dp4a, extremes on the even and odd bytes (or in the lanes' high
+ * bytes). */
+struct WordU8 : PackedLanes<IMGSTAT_U8_HIGH_EXTREMES ? 8 : 0> {
   using Sample = uint8_t;
   using SumSq = unsigned; /* a tile's: <= 16 * 8 * 65025, no overflow */
   static constexpr int kMax = 255;
   static constexpr uint64_t kPerVector = 16; /* samples a 16-byte vector */
-  static constexpr int kLaneShift = IMGSTAT_U8_HIGH_EXTREMES ? 8 : 0;
 
   static __device__ __forceinline__ void sums(unsigned w, unsigned &s,
                                               unsigned &q) {
@@ -532,12 +542,11 @@ struct WordU8 {
 
 /* u16: two samples a word, 32-bit sums (<= 8 * kItems * 65535 a tile) and
  * 64-bit sums of squares; the word is already two 16-bit lanes. */
-struct WordU16 {
+struct WordU16 : PackedLanes<0> {
   using Sample = uint16_t;
   using SumSq = uint64_t;
   static constexpr int kMax = 65535;
   static constexpr uint64_t kPerVector = 8;
-  static constexpr int kLaneShift = 0;
 
   static __device__ __forceinline__ void sums(unsigned w, unsigned &s,
                                               uint64_t &q) {
@@ -610,8 +619,8 @@ template <typename Word> struct AccInt : IntAcc {
       unsigned tmin = 0xffffu, tmax = 0;
 #pragma unroll
       for (int k = 0; k < FastPolicy::kItems; ++k) {
-        hmin[k] = min(mn[k] & 0xffffu, mn[k] >> 16) >> Word::kLaneShift;
-        hmax[k] = max(mx[k] & 0xffffu, mx[k] >> 16) >> Word::kLaneShift;
+        hmin[k] = Word::lane_min(mn[k]);
+        hmax[k] = Word::lane_max(mx[k]);
         tmin = min(tmin, hmin[k]);
         tmax = max(tmax, hmax[k]);
       }
@@ -629,8 +638,7 @@ template <typename Word> struct AccInt : IntAcc {
         kept_max = pick_vector(v, k);
       }
     } else {
-      end_tile<Word::kLaneShift>(mn, mx, nvalid, tile,
-                                 Word::kPerVector * nvalid, s, q);
+      end_tile<Word>(mn, mx, nvalid, tile, Word::kPerVector * nvalid, s, q);
     }
   }
   __device__ void add_sample(Sample x, uint64_t index) { add_one(x, index); }
@@ -2659,23 +2667,19 @@ template <typename Word, int C> struct HwcUnit {
             lmn = min_u16x2(lmn, mn[c][k]);
             lmx = max_u16x2(lmx, mx[c][k]);
           }
-        const int tmin =
-            (int)(min(lmn & 0xffffu, lmn >> 16) >> Word::kLaneShift);
-        const int tmax =
-            (int)(max(lmx & 0xffffu, lmx >> 16) >> Word::kLaneShift);
+        const int tmin = (int)Word::lane_min(lmn);
+        const int tmax = (int)Word::lane_max(lmx);
         if (tmin < vmin[c]) {
 #pragma unroll
           for (int k = 0; k < kHwcUnits; ++k)
-            hmin[k] = (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >>
-                            Word::kLaneShift);
+            hmin[k] = (int)Word::lane_min(mn[c][k]);
           vmin[c] = tmin;
           min_unit[c] = first_unit(hmin, tmin, nvalid, tile);
         }
         if (tmax > vmax[c]) {
 #pragma unroll
           for (int k = 0; k < kHwcUnits; ++k)
-            hmax[k] = (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >>
-                            Word::kLaneShift);
+            hmax[k] = (int)Word::lane_max(mx[c][k]);
           vmax[c] = tmax;
           max_unit[c] = first_unit(hmax, tmax, nvalid, tile);
         }
@@ -2684,10 +2688,8 @@ template <typename Word, int C> struct HwcUnit {
       int tmin = kMax + 1, tmax = -1;
 #pragma unroll
       for (int k = 0; k < kHwcUnits; ++k) {
-        hmin[k] =
-            (int)(min(mn[c][k] & 0xffffu, mn[c][k] >> 16) >> Word::kLaneShift);
-        hmax[k] =
-            (int)(max(mx[c][k] & 0xffffu, mx[c][k] >> 16) >> Word::kLaneShift);
+        hmin[k] = (int)Word::lane_min(mn[c][k]);
+        hmax[k] = (int)Word::lane_max(mx[c][k]);
         if (k < nvalid) {
           tmin = min(tmin, hmin[k]);
           tmax = max(tmax, hmax[k]);

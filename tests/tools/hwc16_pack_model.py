@@ -35,7 +35,7 @@ PIECES = [
 ]
 # the interleaved kernel by units (hwc_unit_kernel, IMGSTAT_HWC16_UNIT)
 UNIT_PIECES = [
-    ("WordU8, WordU16", "struct WordU8 {",
+    ("PackedLanes, WordU8, WordU16", "template <int kShift> struct PackedLanes {",
      "/* u8 / u16 (Word: WordU8, WordU16)"),
     ("Found, find_in_vector", "template <typename Sample> struct Found {",
      "/* The first of the tile's valid vectors"),
