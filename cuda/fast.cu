@@ -109,6 +109,12 @@ namespace {
 #ifndef IMGSTAT_HWC_NOSPLIT_DIAG
 #define IMGSTAT_HWC_NOSPLIT_DIAG 0
 #endif
+/* The interleaved kernel by units' loads (its C vectors 48 or 64 bytes
+ * apart across a warp): __ldg (0), not allocated in L1 (1), with a 256-byte
+ * prefetch into L2 (2), both (3). */
+#ifndef IMGSTAT_HWC_LOAD_HINT
+#define IMGSTAT_HWC_LOAD_HINT 0
+#endif
 #ifndef IMGSTAT_FAST_SATURATED_SKIP
 #define IMGSTAT_FAST_SATURATED_SKIP 1
 #endif
@@ -2564,8 +2570,24 @@ template <int C>
 __device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
                                               uint4 (&v)[C]) {
 #pragma unroll
-  for (int k = 0; k < C; ++k)
-    v[k] = __ldg(vec + unit * C + k);
+  for (int k = 0; k < C; ++k) {
+    const uint4 *p = vec + unit * C + k;
+    if constexpr (IMGSTAT_HWC_LOAD_HINT == 1)
+      asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)
+          : "l"(p));
+    else if constexpr (IMGSTAT_HWC_LOAD_HINT == 2)
+      asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+          : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)
+          : "l"(p));
+    else if constexpr (IMGSTAT_HWC_LOAD_HINT == 3)
+      asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, "
+          "[%4];"
+          : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)
+          : "l"(p));
+    else
+      v[k] = __ldg(p);
+  }
 }
 
 /* A thread's reduction by units (Word: WordU8, WordU16). */
