@@ -109,12 +109,6 @@ namespace {
 #ifndef IMGSTAT_HWC_NOSPLIT_DIAG
 #define IMGSTAT_HWC_NOSPLIT_DIAG 0
 #endif
-/* The interleaved kernel by units' loads (its C vectors 48 or 64 bytes
- * apart across a warp): __ldg (0), not allocated in L1 (1), with a 256-byte
- * prefetch into L2 (2), both (3). */
-#ifndef IMGSTAT_HWC_LOAD_HINT
-#define IMGSTAT_HWC_LOAD_HINT 0
-#endif
 #ifndef IMGSTAT_FAST_SATURATED_SKIP
 #define IMGSTAT_FAST_SATURATED_SKIP 1
 #endif
@@ -2476,7 +2470,8 @@ __global__ void __launch_bounds__(FastPolicy::kBlock, kHwc16BlocksPerSm)
 #define IMGSTAT_HWC_UNITS 2
 #endif
 /* u8 with four channels alone (H200, 64 MP, 5bd97c0: 4 units 1.051 x CUB's
- * sum against 1.062 at 2, three channels 1.104 against 1.061) */
+ * sum against 1.062 at 2, three channels 1.104 against 1.061; with the lazy
+ * decode, f5dc1c5 / 9e30dff: 1.046 / 1.047 against 1.039 / 1.053) */
 #ifndef IMGSTAT_HWC4_UNITS
 #define IMGSTAT_HWC4_UNITS IMGSTAT_HWC_UNITS
 #endif
@@ -2570,24 +2565,8 @@ template <int C>
 __device__ __forceinline__ void hwc_load_unit(const uint4 *vec, uint64_t unit,
                                               uint4 (&v)[C]) {
 #pragma unroll
-  for (int k = 0; k < C; ++k) {
-    const uint4 *p = vec + unit * C + k;
-    if constexpr (IMGSTAT_HWC_LOAD_HINT == 1)
-      asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-          : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)
-          : "l"(p));
-    else if constexpr (IMGSTAT_HWC_LOAD_HINT == 2)
-      asm("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-          : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)
-          : "l"(p));
-    else if constexpr (IMGSTAT_HWC_LOAD_HINT == 3)
-      asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, "
-          "[%4];"
-          : "=r"(v[k].x), "=r"(v[k].y), "=r"(v[k].z), "=r"(v[k].w)
-          : "l"(p));
-    else
-      v[k] = __ldg(p);
-  }
+  for (int k = 0; k < C; ++k)
+    v[k] = __ldg(vec + unit * C + k);
 }
 
 /* A thread's reduction by units (Word: WordU8, WordU16). */

@@ -61,7 +61,6 @@ static uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) {
 #define IMGSTAT_FAST_LAZY_FIRST LAZY
 #define IMGSTAT_U8_HIGH_EXTREMES HIGH
 #define IMGSTAT_HWC_NOSPLIT_DIAG 0 /* a timing diagnostic on the GPU host */
-#define IMGSTAT_HWC_LOAD_HINT 0 /* __ldg */
 struct FastPolicy {
   static constexpr int kBlock = 256;
   static constexpr bool kSaturatedSkip = SKIP;

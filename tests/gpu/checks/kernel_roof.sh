@@ -65,8 +65,6 @@
 #   Dns    the same kind of diagnostic: the unit kernel without its split
 #          into channels (IMGSTAT_HWC_NOSPLIT_DIAG): what the permutes cost;
 #   Dcn    both diagnostics;
-#   Hna, H2, Hna2  the interleaved kernel by units' loads not allocated in
-#          L1, with a 256-byte L2 prefetch, both (IMGSTAT_HWC_LOAD_HINT=1/2/3);
 #   prev   the defaults before the last three (a0f65d8's kernels);
 #   prevf32  tree with planar f32 as before the lean kernel at 4 blocks a
 #          multiprocessor (not lean, at 3: 80 registers); interleaved f32
@@ -226,9 +224,6 @@ declare -A FLAGS=(
   [L2]="-DIMGSTAT_FAST_LAZY_FIRST=2"
   [Dco]="-DIMGSTAT_HWC_COALESCED_DIAG=1"
   [Dns]="-DIMGSTAT_HWC_NOSPLIT_DIAG=1"
-  [Hna]="-DIMGSTAT_HWC_LOAD_HINT=1"
-  [H2]="-DIMGSTAT_HWC_LOAD_HINT=2"
-  [Hna2]="-DIMGSTAT_HWC_LOAD_HINT=3"
   [Dcn]="-DIMGSTAT_HWC_COALESCED_DIAG=1 -DIMGSTAT_HWC_NOSPLIT_DIAG=1"
   [Zl]="-DIMGSTAT_U8_HIGH_EXTREMES=0"
   [Zh]="-DIMGSTAT_FAST_LAZY_FIRST=0"
