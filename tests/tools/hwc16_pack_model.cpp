@@ -12,7 +12,8 @@
  * for 2, 3 and 4 channels, many sizes, several grids and data patterns
  * (ties in both halves of the 32-bit words, channels at the bounds 0 and
  * 65535, constant images). With -DUNIT=1 the same for the kernel by
- * units (hwc_unit_kernel<WordU16, C>, IMGSTAT_HWC16_UNIT): its accumulator
+ * units (hwc_unit_kernel<WordU16, C>, IMGSTAT_HWC16_UNIT; with -DU8=1
+ * hwc_unit_kernel<WordU8, C>, samples 0..255): its accumulator
  * HwcUnit and unit split and re-read cut from cuda/fast.cu (hwc_unit.inc),
  * its loop and integer block merge (keys of value and unit) as the kernel
  * has them. The GPU itself is checked on the GPU host
@@ -398,11 +399,12 @@ static unsigned nxt() {
   return (unsigned)(rng >> 32);
 }
 
-/* The images (kind): 0 random 1..65534, 1 full range, 2 constant with
- * planted extremes, 3 middle values with ties of the extremes, 4 channels at
- * the bounds, 5 four values (ties everywhere), 6 only 0 and 65535, 7 all
- * 65535, 8 all 0 (the packed extremes' starting values), 9 a late strict
- * min then ties, 10 ties across the halves of words (halves()). */
+/* The images (kind; max the type's, 65535 or 255): 0 random 1..max-1, 1
+ * full range, 2 constant with planted extremes, 3 middle values with ties of
+ * the extremes, 4 channels at the bounds, 5 four values (ties everywhere), 6
+ * only 0 and max, 7 all max, 8 all 0 (the packed extremes' starting
+ * values), 9 a late strict min then ties, 10 ties across the halves of words
+ * (halves()). */
 static void pattern(std::vector<Sample> &h, uint64_t n, int ch, int kind) {
   const unsigned max = kMaxV;
   for (uint64_t i = 0; i < n * ch; ++i) {
